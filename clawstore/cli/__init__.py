@@ -1,0 +1,52 @@
+"""The `claw` command line. Thin: each command parses, calls one library function, prints.
+
+Commands live in one module per area; each module exposes `register(group)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from clawstore import __version__
+from clawstore.errors import ClawError
+
+COMMAND_MODULES = [
+    "clawstore.cli.validate_cmd",
+    "clawstore.cli.store_cmd",
+    "clawstore.cli.build_cmd",
+    "clawstore.cli.query_cmd",
+    "clawstore.cli.gc_cmd",
+]
+
+
+class ClawGroup(click.Group):
+    """Turns every expected error into one line on stderr and its exit code (never a traceback)."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except ClawError as exc:
+            click.echo(f"claw: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("claw: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=ClawGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="claw")
+def main() -> None:
+    """claw: benchmark LLMs and OpenClaw agents with make-like rebuilds over a content-addressed store."""
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(_name)
+    except ModuleNotFoundError as exc:  # an area not built yet must not break the others
+        if exc.name != _name:
+            raise
+        continue
+    _module.register(main)
