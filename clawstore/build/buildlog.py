@@ -1,0 +1,102 @@
+"""The build log (one JSON file per `claw build`) and the campaign head ref it advances."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from clawstore.errors import StoreError
+from clawstore.graph.plan import address_id
+from clawstore.graph.records import utc_now
+
+
+def campaign_id(suite_id: str, run_profile_id: str, evaluation_profile_id: str | None) -> str:
+    return f"{suite_id}__{run_profile_id}__{evaluation_profile_id or 'none'}"
+
+
+def head_ref(campaign: str) -> str:
+    return f"campaigns/{campaign}"
+
+
+
+
+class BuildLog:
+    """Accumulates the nodes of one build and rewrites `<store>/builds/<id>.json` atomically."""
+
+    def __init__(self, store: Any, campaign: dict[str, Any]):
+        self.store = store
+        self.build_id = utc_now().replace(":", "").replace("-", "").replace(".", "")[:15] + "-" + uuid.uuid4().hex[:8]
+        self.data: dict[str, Any] = {
+            "build_id": self.build_id,
+            "started_at": utc_now(),
+            "finished_at": None,
+            "state": "running",
+            "campaign": campaign,
+            "nodes": [],
+            "counts": {"executed": 0, "reused": 0, "failed": 0, "skipped": 0},
+            "metrics": {"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
+                        "cost_usd": 0.0},
+        }
+        self._lock = threading.Lock()
+        self.path = Path(store.root) / "builds" / f"{self.build_id}.json"
+
+    def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
+            record: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.data["nodes"].append({"kind": kind, "key": key, "record": record_id, "action": action,
+                                       "address": address})
+            counter = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}[action]
+            self.data["counts"][counter] += 1
+            if record and action in ("exec", "fail"):  # spent in this build
+                metrics = self.data["metrics"]
+                for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens"):
+                    metrics[name] += int(record["metrics"].get(name) or 0)
+                metrics["cost_usd"] += float(record["metrics"].get("cost_usd") or 0.0)
+
+    def write(self) -> None:
+        with self._lock:
+            payload = json.dumps(self.data, sort_keys=True, indent=1).encode()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            with open(tmp, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise StoreError(f"cannot write build log {self.path}: {exc}") from exc
+
+    def finish(self, state: str) -> None:
+        self.data["state"] = state
+        self.data["finished_at"] = utc_now()
+        self.write()
+
+    def advance_head(self, planned: set[str] | None) -> str:
+        """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's,
+        keeping only addresses the campaign still plans (all, for a filtered build).
+        Compare-and-set, retried on a race."""
+        ref = head_ref(self.data["campaign"]["id"])
+        for _ in range(20):
+            previous_id = self.store.get_ref(ref)
+            merged: dict[str, dict[str, Any]] = {}
+            if previous_id:
+                for node in self.store.get_json(previous_id).get("nodes", []):
+                    merged[address_id(node["kind"], node["address"])] = node
+            for node in self.data["nodes"]:
+                if node["record"] is not None:
+                    merged[address_id(node["kind"], node["address"])] = node
+            nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
+            head = {**self.data, "nodes": nodes}
+            head_id = self.store.put_json(head)
+            try:
+                self.store.set_ref(ref, head_id, expected=previous_id)
+                return head_id
+            except Exception as exc:  # RefConflict: another build advanced the head; merge again
+                if type(exc).__name__ != "RefConflict":
+                    raise
+        raise StoreError(f"could not update ref {ref}: too many concurrent updates")

@@ -1,0 +1,167 @@
+"""`claw build`: plan a campaign, reuse what is fresh, execute what is stale, record everything."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.build.buildlog import BuildLog, campaign_id
+from clawstore.build.progress import Progress
+from clawstore.build.scheduler import Outcome, run_tasks
+from clawstore.graph.plan import Node, address_id, attach_records
+from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+
+
+@dataclass
+class BuildOptions:
+    dry_run: bool = False
+    force: bool = False
+    max_concurrency: int | None = None
+    quiet: bool = False
+    filtered: bool = False  # --case/--model given: keep the rest of the campaign head as it was
+
+
+@dataclass
+class BuildReport:
+    campaign_id: str
+    build_id: str | None
+    runs: list[Node]
+    evals: list[Any] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> bool:
+        if self.interrupted:
+            return True
+        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success" for n in self.runs):
+            return True
+        return any(not e.ok for e in self.evals)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+
+class _Stop:
+    """Decides when to stop scheduling, per the run profile's execution policy."""
+
+    def __init__(self, policy: Any):
+        self.fail_fast = bool(policy.fail_fast)
+        self.stop_on_runner_error = bool(policy.stop_on_runner_error)
+        self.reason: str | None = None
+
+    def after(self, status: str | None) -> bool:
+        if status is None or status in INFRASTRUCTURE_STATUSES:
+            if self.stop_on_runner_error:
+                self.reason = "stop_on_runner_error: a run ended with a runner error"
+                return False
+        if status != "success" and self.fail_fast:
+            self.reason = "fail_fast: a run did not succeed"
+            return False
+        return True
+
+
+def _install_sigterm() -> Callable[[], None]:
+    """SIGTERM behaves like Ctrl-C: stop scheduling, record what finished, exit."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. a test harness)
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
+                  log: BuildLog, progress: Progress, stop: _Stop | None) -> None:
+    """Run `work` on each node; record the outcome in the node and the build log as it lands."""
+    written = 0
+
+    def on_done(outcome: Outcome[Node]) -> bool:
+        nonlocal written
+        node = outcome.task
+        if outcome.error is not None:
+            if not isinstance(outcome.error, Exception):
+                raise outcome.error
+            node.action = "fail"
+            node.extra["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
+            status = None
+        else:
+            node.record_id, node.record = outcome.value
+            status = node.record["status"]
+            node.action = "exec" if node.record.get("cacheable") else "fail"
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        progress.step(address_id(node.kind, node.address), status or node.extra.get("error", "error"),
+                      node.action == "exec" and status in ("success", "passed"))
+        written += 1
+        if written % 50 == 0:
+            log.write()  # a killed build still leaves a readable log of what finished
+        return stop.after(status) if stop else True
+
+    never_started = run_tasks(nodes, work, concurrency, on_done)
+    for node in never_started:
+        node.action = "skip"
+        log.add(node.kind, node.key, None, "skip", node.address, None)
+
+
+def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: list[Node],
+              run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
+              eval_layer: Any = None) -> BuildReport:
+    """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers."""
+    eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
+    cid = campaign_id(campaign.suite.suite_id, campaign.run_profile.run_profile_id, eval_id)
+    attach_records(run_nodes, store)
+    report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
+    if options.dry_run:
+        return report
+    policy = campaign.run_profile.execution_policy
+    concurrency = options.max_concurrency or policy.max_concurrency
+    log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
+                           "run_profile_id": campaign.run_profile.run_profile_id,
+                           "evaluation_profile_id": eval_id})
+    report.build_id = log.build_id
+    restore = _install_sigterm()
+    stale = [n for n in run_nodes if options.force or not n.fresh]
+    try:
+        with store.lease(f"build {log.build_id}"):
+            log.write()
+            for node in run_nodes:
+                if node not in stale:
+                    node.action = "reuse"
+                    log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            progress = Progress(len(stale), "runs", quiet=options.quiet)
+            try:
+                execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
+                              _Stop(policy))
+            finally:
+                progress.close()
+            if eval_layer is not None:
+                report.evals = eval_layer.build(run_nodes, log, concurrency, options)
+            log.finish("complete")
+    except KeyboardInterrupt:
+        report.interrupted = True
+        log.finish("interrupted")
+        _advance(log, report, options)
+        raise
+    finally:
+        restore()
+    _advance(log, report, options)
+    report.counts = dict(log.data["counts"])
+    report.metrics = dict(log.data["metrics"])
+    return report
+
+
+def _advance(log: BuildLog, report: BuildReport, options: BuildOptions) -> None:
+    planned = {address_id(n.kind, n.address) for n in report.runs}
+    for evaluation in report.evals:
+        planned.update(evaluation.addresses())
+    log.advance_head(None if options.filtered else planned)
+    try:
+        from clawstore.query.manifest import refresh_manifest
+    except ImportError:
+        return
+    refresh_manifest(log.store, log.build_id)

@@ -1,0 +1,68 @@
+"""Execute one run node: call its runner, store its outputs, then its record, then the cache entry."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from clawstore.graph.plan import Node
+from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
+
+
+def _metrics(usage: dict[str, Any], latency: float) -> dict[str, Any]:
+    normalized = usage.get("normalized") or {}
+    return {
+        "input_tokens": normalized.get("input_tokens") or 0,
+        "output_tokens": normalized.get("output_tokens") or 0,
+        "reasoning_tokens": normalized.get("reasoning_tokens") or 0,
+        "cached_tokens": normalized.get("cached_input_tokens") or 0,
+        "cost_usd": usage.get("cost_usd"),
+        "latency_s": round(latency, 6),
+    }
+
+
+def record_run(store: Any, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
+               started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
+    """Objects first, then the record, then the action-cache entry (the store's write order)."""
+    outputs = dict(outputs)
+    outputs["artifact"] = store.put_json(artifact)
+    outputs["input_document"] = store.put_json(node.document)
+    for attachment in node.item.attachments:
+        store.put_bytes(attachment.data)
+    status = artifact["status"]
+    error = artifact.get("error")
+    record = make_record(
+        kind="run", key=node.key, address=node.address, status=status,
+        cacheable=status not in INFRASTRUCTURE_STATUSES,
+        outputs=outputs, metrics=_metrics(artifact.get("usage") or {}, latency),
+        summary={
+            **node.address,
+            "requested_model": node.item.resolved_model,
+            "runner_type": node.item.runner_type,
+            "endpoint": (node.document["model"].get("endpoint") or {}).get("base_url"),
+            "error_code": (error or {}).get("code"),
+            "error_message": (error or {}).get("message"),
+        },
+        error={"code": error.get("code"), "message": error.get("message")} if error else None,
+        started_at=started_at, finished_at=utc_now(), build_id=build_id,
+    )
+    record_id = store.put_action(node.key, record)
+    return record_id, record
+
+
+def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+    from clawstore.runners.llm_probe import run_llm_probe
+
+    spec = node.extra["spec"]
+    started_at = utc_now()
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
+        sandbox = Path(tmp) / "sandbox"
+        sandbox.mkdir()
+        artifact = run_llm_probe(spec, client, sandbox)
+        latency = time.monotonic() - began
+        artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
+        outputs = {"sandbox": store.put_tree(sandbox)}
+        return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)

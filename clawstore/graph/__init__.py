@@ -1,0 +1,1 @@
+"""The dependency graph: node kinds, canonical input documents, keys, planning and explain."""

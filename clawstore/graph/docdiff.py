@@ -1,0 +1,63 @@
+"""Human-readable differences between two input documents (what `claw explain` prints)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SHORT = 40  # scalars longer than this are reported as "changed" rather than printed
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        if value.startswith("blake3:"):
+            return value[:19] + "…"
+        return repr(value) if len(value) <= _SHORT else f"<{len(value)} chars>"
+    text = repr(value)
+    return text if len(text) <= _SHORT else f"<{type(value).__name__}>"
+
+
+def _is_short(value: Any) -> bool:
+    return not isinstance(value, (dict, list)) and (not isinstance(value, str) or len(value) <= _SHORT
+                                                    or value.startswith("blake3:"))
+
+
+def diff_documents(old: Any, new: Any, path: str = "") -> list[str]:
+    """Every changed leaf path, e.g. `input.messages[0].content changed`, `runner.temperature 0 -> 0.2`."""
+    if old == new:
+        return []
+    where = path or "document"
+    if isinstance(old, dict) and isinstance(new, dict):
+        if path == "attachments":
+            return _diff_attachments(old, new)
+        changes: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                changes.append(f"{sub} added" + (f" ({_show(new[key])})" if _is_short(new[key]) else ""))
+            elif key not in new:
+                changes.append(f"{sub} removed")
+            else:
+                changes.extend(diff_documents(old[key], new[key], sub))
+        return changes
+    if isinstance(old, list) and isinstance(new, list):
+        changes = []
+        if len(old) != len(new):
+            changes.append(f"{where}: {len(old)} -> {len(new)} items")
+        for index, (a, b) in enumerate(zip(old, new, strict=False)):
+            changes.extend(diff_documents(a, b, f"{path}[{index}]"))
+        return changes
+    if _is_short(old) and _is_short(new):
+        return [f"{where} {_show(old)} -> {_show(new)}"]
+    return [f"{where} changed"]
+
+
+def _diff_attachments(old: dict, new: dict) -> list[str]:
+    changes = []
+    for name in sorted(set(old) | set(new)):
+        if name not in old:
+            changes.append(f"attachment {name} added")
+        elif name not in new:
+            changes.append(f"attachment {name} removed")
+        elif old[name] != new[name]:
+            changes.append(f"attachment {name}: {_show(old[name].get('object'))} -> {_show(new[name].get('object'))}")
+    return changes

@@ -1,0 +1,45 @@
+"""Why is a node stale? Compare its input document with the one of the last build at its address."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawstore.graph.docdiff import diff_documents
+from clawstore.graph.plan import Node, address_id
+
+
+def head_nodes(store: Any, ref: str) -> dict[str, dict[str, Any]]:
+    """The campaign head's nodes by address (empty when the campaign was never built)."""
+    head_id = store.get_ref(ref)
+    if not head_id:
+        return {}
+    return {address_id(n["kind"], n["address"]): n for n in store.get_json(head_id).get("nodes", [])}
+
+
+def classify(node: Node, previous: dict[str, Any] | None) -> str:
+    """fresh | failed (last attempt was an infrastructure failure) | stale (inputs changed) | never-built."""
+    if node.fresh:
+        return "fresh"
+    if node.record is not None:
+        return "failed"
+    return "stale" if previous is not None else "never-built"
+
+
+def reasons(node: Node, previous: dict[str, Any] | None, store: Any, force: bool = False) -> list[str]:
+    """Human-readable reasons this node will execute (empty when it is fresh and not forced)."""
+    if node.fresh:
+        return ["forced (--force)"] if force else []
+    if node.record is not None:
+        error = node.record.get("error") or {}
+        detail = f" ({error.get('code')}: {error.get('message')})" if error else ""
+        return [f"last attempt ended {node.record.get('status')}{detail}; infrastructure failures are retried"]
+    if previous is None:
+        return ["never built"]
+    if previous.get("key") == node.key:
+        return ["built before, but its record is no longer in the store"]
+    try:
+        old = store.get_json(previous["key"])
+    except Exception:  # collected by gc, or never stored: nothing to diff against
+        return [f"inputs changed (previous input document {previous['key'][:19]}… is not in the store)"]
+    changes = diff_documents(old, node.document)
+    return changes or ["inputs changed"]

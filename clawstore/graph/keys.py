@@ -1,0 +1,93 @@
+"""Canonical input documents of every node kind, and the keys derived from them.
+
+A node's key is the object id of its input document (BLAKE3 of its canonical JSON), so the document
+that explains a key is always one `claw cat` away. What each document covers, and what it must not
+cover, is ARCHITECTURE §4; docs/building.md lists it for users.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import blake3
+
+from clawstore.canonical import canonical_json
+
+# Bump when a runner's behaviour changes in a way that makes old results incomparable.
+RUN_DOC_VERSION = 1
+CHECKS_DOC_VERSION = 1
+JUDGE_DOC_VERSION = 1
+RESULT_DOC_VERSION = 1
+
+# Settings that only steer the harness, never what a run sends or receives.
+_LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset()
+
+
+def object_id(data: bytes) -> str:
+    """The id the store gives these bytes, computed without storing them."""
+    return "blake3:" + blake3.blake3(data).hexdigest()
+
+
+def document_key(document: dict[str, Any]) -> str:
+    return object_id(canonical_json(document))
+
+
+def _message_doc(message: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.name:
+        doc["name"] = message.name
+    if message.metadata:
+        doc["metadata"] = message.metadata
+    return doc
+
+
+def _is_injected_attachment(message: Any) -> bool:
+    return bool(message.metadata) and "attachment" in message.metadata
+
+
+def run_document(item: Any, repetition: int, *, endpoint: dict[str, Any] | None,
+                 attachments: dict[str, dict[str, Any]], runner_identity: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """The run node's input document.
+
+    Covers: runner type, resolved model and endpoint, execution settings, resolved messages and turns
+    (sources expanded), attachment contents (by object id), context, case metadata, the case id and the
+    repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
+    expectations, rubric, checks, execution policy, profile ids.
+    """
+    case = item.case.case
+    doc: dict[str, Any] = {
+        "kind": "run",
+        "version": RUN_DOC_VERSION,
+        "runner_type": item.runner_type,
+        "case_id": case.case_id,
+        "model": {"requested_model": item.resolved_model},
+        "input": {
+            # Attachments appear once, by content, under "attachments" (their injected text is derived).
+            "messages": [_message_doc(m) for m in item.messages if not _is_injected_attachment(m)],
+            "turns": [_message_doc(m) for m in item.turns],
+            "context": case.input.context,
+        },
+        "attachments": attachments,
+        "metadata": case.metadata,
+        "repetition": repetition,
+    }
+    if endpoint is not None:
+        doc["model"]["endpoint"] = endpoint
+    if item.runner_type == "llm_probe":
+        doc["runner"] = {k: v for k, v in item.settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY}
+    if runner_identity is not None:
+        doc["runner"] = runner_identity
+    return doc
+
+
+def attachments_document(item: Any) -> dict[str, dict[str, Any]]:
+    """Attachments by name -> content id; a repeated basename gets a `#<n>` suffix to stay distinct."""
+    doc: dict[str, dict[str, Any]] = {}
+    for attachment in item.attachments:
+        name = attachment.name
+        n = 2
+        while name in doc:
+            name, n = f"{attachment.name}#{n}", n + 1
+        doc[name] = {"object": object_id(attachment.data), "size": len(attachment.data)}
+    return doc

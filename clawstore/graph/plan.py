@@ -1,0 +1,67 @@
+"""Expand a resolved campaign into run nodes with their keys, and look up what is already built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.graph.keys import attachments_document, document_key, run_document
+from clawstore.graph.records import is_fresh
+
+
+@dataclass
+class Node:
+    """One unit of work: its logical address, input document, key and (once known) record."""
+
+    kind: str
+    address: dict[str, Any]
+    document: dict[str, Any]
+    key: str
+    item: Any = None
+    record: dict[str, Any] | None = None
+    record_id: str | None = None
+    action: str | None = None  # exec | reuse | fail | skip
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fresh(self) -> bool:
+        return is_fresh(self.record)
+
+
+def address_id(kind: str, address: dict[str, Any]) -> str:
+    """A stable string for a logical address, e.g. `run/gpt/case_a/0`."""
+    parts = [kind, str(address.get("model_id")), str(address.get("case_id")), str(address.get("repetition"))]
+    if "judge_run_id" in address:
+        parts += [str(address["judge_run_id"]), str(address.get("judge_repetition"))]
+    return "/".join(parts)
+
+
+def run_address(item: Any, repetition: int) -> dict[str, Any]:
+    return {"model_id": item.model.model_id, "case_id": item.case.case.case_id, "repetition": repetition}
+
+
+def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity_of: Any) -> list[Node]:
+    """Models (suite order) × cases (sorted) × repetitions. Pure apart from the two callbacks:
+    `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`."""
+    nodes: list[Node] = []
+    attachment_docs: dict[str, dict[str, Any]] = {}
+    for item in campaign.items:
+        case_id = item.case.case.case_id
+        if case_id not in attachment_docs:  # read and hash each case's attachments once
+            attachment_docs[case_id] = attachments_document(item)
+        endpoint = endpoint_of(item)
+        identity = runner_identity_of(item)
+        for repetition in range(repetitions):
+            document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
+                                    runner_identity=identity)
+            nodes.append(Node("run", run_address(item, repetition), document, document_key(document), item))
+    return nodes
+
+
+def attach_records(nodes: list[Node], store: Any) -> None:
+    """Fill each node's cached record (None when never built under this key)."""
+    for node in nodes:
+        found = store.get_action_record_id(node.key)
+        if found:
+            node.record_id = found
+            node.record = store.get_json(found)

@@ -1,0 +1,41 @@
+"""Records: what the action cache maps a node key to (docs/design/contracts.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+RECORD_VERSION = 1
+# Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
+INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
+METRIC_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens", "cost_usd", "latency_s")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,
+                outputs: dict[str, Any], metrics: dict[str, Any], summary: dict[str, Any],
+                error: dict[str, Any] | None, started_at: str, finished_at: str, build_id: str
+                ) -> dict[str, Any]:
+    return {
+        "record_version": RECORD_VERSION,
+        "kind": kind,
+        "key": key,
+        "address": address,
+        "status": status,
+        "cacheable": cacheable,
+        "outputs": outputs,
+        "metrics": {name: metrics.get(name) for name in METRIC_FIELDS},
+        "summary": summary,
+        "error": error,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "build_id": build_id,
+    }
+
+
+def is_fresh(record: dict[str, Any] | None) -> bool:
+    """A cached record counts only if its outcome is the model's, not the infrastructure's."""
+    return bool(record) and bool(record.get("cacheable"))
