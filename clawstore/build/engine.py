@@ -10,7 +10,7 @@ from typing import Any
 from clawstore.build.buildlog import BuildLog, campaign_id
 from clawstore.build.progress import Progress
 from clawstore.build.scheduler import Outcome, run_tasks
-from clawstore.graph.plan import Node, address_id, attach_records
+from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
 
 
@@ -111,10 +111,11 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
 def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
               eval_layer: Any = None) -> BuildReport:
-    """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers."""
+    """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
+
+    `run_nodes` come with their cached records attached (`attach_records`)."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign_id(campaign.suite.suite_id, campaign.run_profile.run_profile_id, eval_id)
-    attach_records(run_nodes, store)
     report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
     if options.dry_run:
         return report

@@ -1,0 +1,138 @@
+"""Entry points the CLI calls: build, status and explain of one campaign."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clawstore.build.buildlog import campaign_id, head_ref
+from clawstore.build.engine import BuildOptions, BuildReport, run_build
+from clawstore.build.run_exec import execute_llm_probe
+from clawstore.errors import UsageError
+from clawstore.graph.explain import classify, head_nodes, reasons
+from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
+
+
+@dataclass(frozen=True)
+class CampaignRequest:
+    """What the campaign flags name (IDs or paths), relative to `cwd`."""
+
+    cwd: Path
+    suite: str
+    run_profile: str
+    evaluation_profile: str | None = None
+    cases: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.cases or self.models)
+
+
+def load_campaign(request: CampaignRequest) -> Any:
+    from clawstore.config import resolve_campaign
+
+    return resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
+                            cases=request.cases, models=request.models)
+
+
+def _endpoint(item: Any) -> Any:
+    from clawstore.providers.endpoint import resolve_endpoint
+
+    return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
+
+
+def plan_campaign(campaign: Any) -> list[Node]:
+    """Run nodes of the campaign, each with its key and the spec its runner needs."""
+    endpoints: dict[str, Any] = {}
+
+    def endpoint_of(item: Any) -> dict[str, Any] | None:
+        if item.runner_type != "llm_probe":
+            return None
+        endpoint = endpoints.setdefault(item.model.model_id, _endpoint(item))
+        return endpoint.identity()
+
+    def runner_identity_of(item: Any) -> dict[str, Any] | None:
+        if item.runner_type == "openclaw":
+            raise UsageError(f"case {item.case.case.case_id}: the openclaw runner is not available yet")
+        return None
+
+    repetitions = campaign.run_profile.execution_policy.run_repetitions
+    nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
+    for node in nodes:
+        if node.item.runner_type == "llm_probe":
+            node.extra["spec"] = _llm_probe_spec(node.item, endpoints[node.item.model.model_id])
+    return nodes
+
+
+def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
+    from clawstore.runners.llm_probe import LlmProbeSpec
+
+    context = item.case.case.input.context or {}
+    probe = context.get("llm_probe") or {}
+    return LlmProbeSpec(
+        case_id=item.case.case.case_id,
+        requested_model=item.resolved_model,
+        endpoint=endpoint,
+        settings=dict(item.settings),
+        messages=[{"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
+                   **({"metadata": m.metadata} if m.metadata else {})} for m in item.messages],
+        tools=list(probe.get("tools") or []),
+        tool_choice=probe.get("tool_choice"),
+    )
+
+
+def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
+    campaign = load_campaign(request)
+    nodes = plan_campaign(campaign)
+    attach_records(nodes, store)
+    client = None
+    if not options.dry_run:
+        from clawstore.providers import ProviderClient
+
+        client = ProviderClient()
+        _check_keys(nodes, options.force)
+
+    def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        return execute_llm_probe(node, store, client, build_id)
+
+    options.filtered = request.filtered
+    try:
+        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _check_keys(nodes: list[Node], force: bool) -> None:
+    """A missing API key is a clear error before any request, but only when something will run."""
+    seen: set[Any] = set()
+    for node in nodes:
+        spec = node.extra.get("spec")
+        if spec is None or (node.fresh and not force) or spec.endpoint in seen:
+            continue
+        seen.add(spec.endpoint)
+        spec.endpoint.api_key()  # raises MissingApiKeyError naming the variable
+
+
+@dataclass
+class NodeState:
+    node: Node
+    state: str  # fresh | stale | failed | never-built
+    reasons: list[str]
+
+
+def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[str, list[NodeState]]:
+    """Every run node's state and why it would execute (no provider call, nothing written)."""
+    campaign = load_campaign(request)
+    nodes = plan_campaign(campaign)
+    attach_records(nodes, store)
+    eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
+    cid = campaign_id(campaign.suite.suite_id, campaign.run_profile.run_profile_id, eval_id)
+    previous = head_nodes(store, head_ref(cid))
+    states = []
+    for node in nodes:
+        before = previous.get(address_id(node.kind, node.address))
+        states.append(NodeState(node, classify(node, before), reasons(node, before, store, force)))
+    return cid, states

@@ -1,0 +1,180 @@
+"""`claw build`, `claw status`, `claw explain`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from clawstore.cli.common import campaign_options, resolve_store_dir
+
+OUTPUT = click.option("--output", "output", type=click.Choice(["text", "json"]), default="text",
+                      show_default=True)
+
+
+def _request(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+             models: tuple[str, ...]) -> Any:
+    from clawstore.build.api import CampaignRequest
+
+    return CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
+
+
+def _open_store(store_dir: Path | None) -> Any:
+    from clawstore.config import find_workspace_root
+    from clawstore.store import Store
+
+    try:
+        root = find_workspace_root(Path.cwd())
+    except Exception:  # no configs/ above: the store still defaults to ./store
+        root = None
+    return Store(resolve_store_dir(store_dir, root))
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _money(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.6f}"
+
+
+def _run_row(node: Any) -> dict[str, Any]:
+    record = node.record or {}
+    metrics = record.get("metrics") or {}
+    return {
+        **node.address,
+        "run": node.action,
+        "status": record.get("status") or ("skipped" if node.action == "skip" else "error"),
+        "latency_s": metrics.get("latency_s"),
+        "cost_usd": metrics.get("cost_usd"),
+        "key": node.key,
+        "error": (record.get("error") or {}).get("message") or node.extra.get("error"),
+    }
+
+
+def _print_build(report: Any, output: str) -> None:
+    rows = [_run_row(n) for n in report.runs]
+    evals = {e.run_address: e for e in report.evals}
+    for row in rows:
+        ev = evals.get((row["model_id"], row["case_id"], row["repetition"]))
+        if ev is not None:
+            row.update(ev.row())
+    if output == "json":
+        click.echo(json.dumps({"campaign": report.campaign_id, "build_id": report.build_id, "rows": rows,
+                               "counts": report.counts, "metrics": report.metrics,
+                               "exit_code": report.exit_code}, indent=2, sort_keys=True))
+        return
+    headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
+    if evals:
+        headers += ["EVAL", "SCORE"]
+    table = []
+    for row in rows:
+        line = [row["model_id"], row["case_id"], str(row["repetition"]), row["run"], row["status"],
+                "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", _money(row["cost_usd"])]
+        if evals:
+            score = row.get("score")
+            line += [row.get("eval") or "-", "-" if score is None else f"{score:.2f}"]
+        table.append(line)
+    click.echo(format_table(headers, table))
+    counts, metrics = report.counts, report.metrics
+    click.echo(f"\nbuild {report.build_id} ({report.campaign_id}): {counts.get('executed', 0)} executed, "
+               f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
+               f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
+               f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
+
+
+@click.command()
+@campaign_options
+@click.option("--dry-run", is_flag=True, help="Print what would execute and why; no provider call.")
+@click.option("--force", is_flag=True, help="Execute every node even if a fresh result is stored.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
+              help="Override execution_policy.max_concurrency.")
+@OUTPUT
+def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+          models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
+          max_concurrency: int | None, output: str) -> None:
+    """Build a campaign: reuse what is fresh, execute only what is stale."""
+    from clawstore.build.api import build as run_build
+    from clawstore.build.api import inspect
+    from clawstore.build.engine import BuildOptions
+
+    request = _request(suite, run_profile, evaluation_profile, cases, models)
+    store = _open_store(store_dir)
+    if dry_run:
+        cid, states = inspect(request, store, force=force)
+        _print_plan(cid, states, output, force)
+        return
+    report = run_build(request, store, BuildOptions(force=force, max_concurrency=max_concurrency,
+                                                    quiet=output == "json"))
+    _print_build(report, output)
+    raise SystemExit(report.exit_code)
+
+
+def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
+    will_run = [s for s in states if s.state != "fresh" or force]
+    if output == "json":
+        click.echo(json.dumps({"campaign": cid, "nodes": [
+            {**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
+             "executes": s in will_run, "reasons": s.reasons} for s in states]}, indent=2, sort_keys=True))
+        return
+    for s in will_run:
+        click.echo(f"exec {s.node.kind} {s.node.address['model_id']} {s.node.address['case_id']} "
+                   f"rep {s.node.address['repetition']}: " + "; ".join(s.reasons))
+    click.echo(f"{len(will_run)} node(s) would execute, {len(states) - len(will_run)} fresh ({cid})")
+
+
+@click.command()
+@campaign_options
+@OUTPUT
+def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+           models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
+    """Counts of fresh / stale / failed / never-built nodes, per model."""
+    from clawstore.build.api import inspect
+
+    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
+    per_model: dict[str, Counter[str]] = {}
+    for s in states:
+        per_model.setdefault(s.node.address["model_id"], Counter())[s.state] += 1
+    columns = ["fresh", "stale", "failed", "never-built"]
+    if output == "json":
+        click.echo(json.dumps({"campaign": cid, "models": {m: {c: n[c] for c in columns}
+                                                           for m, n in per_model.items()}}, indent=2))
+        return
+    rows = [[m, *(str(n[c]) for c in columns)] for m, n in per_model.items()]
+    click.echo(format_table(["MODEL", "FRESH", "STALE", "FAILED", "NEVER_BUILT"], rows))
+
+
+@click.command()
+@campaign_options
+@OUTPUT
+def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
+    """For each stale node, the inputs that changed since the last build at its address."""
+    from clawstore.build.api import inspect
+
+    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
+    stale = [s for s in states if s.state != "fresh"]
+    if output == "json":
+        click.echo(json.dumps({"campaign": cid, "stale": [
+            {**s.node.address, "kind": s.node.kind, "state": s.state, "reasons": s.reasons} for s in stale]},
+            indent=2, sort_keys=True))
+        return
+    if not stale:
+        click.echo(f"everything is fresh ({cid})")
+    for s in stale:
+        a = s.node.address
+        click.echo(f"{s.node.kind} {a['model_id']} {a['case_id']} rep {a['repetition']} ({s.state}):")
+        for reason in s.reasons:
+            click.echo(f"  {reason}")
+
+
+def register(group: click.Group) -> None:
+    for command in (build, status, explain):
+        group.add_command(command)
