@@ -1,0 +1,295 @@
+"""One OpenAI-compatible chat-completions client (httpx) shared by runners and the judge.
+
+Retries only transient failures (408/409/425/429/5xx, timeouts, transport errors) with exponential
+backoff plus jitter, honouring `Retry-After`. A single request is retried, never a whole conversation.
+The API key is read from the environment per call and never logged, stored or put in an error.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+import httpx
+
+from clawstore.providers.endpoint import Endpoint
+from clawstore.providers.errors import ProviderError
+from clawstore.providers.usage import Usage
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+BODY_EXCERPT_CHARS = 2000
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    now = time.time() if now is None else now
+    return max(when.timestamp() - now, 0.0)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """A successful chat completion.
+
+    `usage` sums every attempt of this call (failed attempts that reported usage included);
+    `raw_usage` is the successful response's own `usage` object; `attempt_log` lists the failed
+    attempts before it (code, status, wait) for the run's trace.
+    """
+
+    message: dict[str, Any]
+    usage: Usage
+    provider_meta: dict[str, Any]
+    attempts: int
+    attempt_log: list[dict[str, Any]] = field(default_factory=list)
+    raw_usage: dict[str, Any] | None = None
+    latency_s: float = 0.0
+
+
+@dataclass
+class _Failure:
+    code: str
+    message: str
+    retryable: bool
+    status_code: int | None = None
+    timed_out: bool = False
+    provider_code: str | None = None
+    retry_after: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class ProviderClient:
+    """Thread-safe: one connection pool for every thread of a build.
+
+    `backoff_base`/`backoff_cap` shape the exponential backoff (tests use a tiny base);
+    `retry_after_cap` bounds how long a `Retry-After` header may make us wait.
+    `close()` also wakes threads sleeping in a backoff (they fail with code `cancelled`).
+    """
+
+    def __init__(
+        self,
+        *,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        retry_after_cap: float = 60.0,
+        default_timeout: float = DEFAULT_TIMEOUT_S,
+        max_connections: int = 64,
+        transport: httpx.BaseTransport | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.retry_after_cap = retry_after_cap
+        self.default_timeout = default_timeout
+        self._rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+        self._closed = threading.Event()
+        self._http = httpx.Client(
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def __enter__(self) -> ProviderClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._http.close()
+
+    def backoff_delay(self, attempt: int) -> float:
+        """Wait before retry number `attempt` (0-based): half fixed, half random ("equal jitter")."""
+        ceiling = min(self.backoff_cap, self.backoff_base * (2**attempt))
+        with self._rng_lock:
+            jitter = self._rng.uniform(0, ceiling / 2)
+        return ceiling / 2 + jitter
+
+    def chat(
+        self,
+        endpoint: Endpoint,
+        body: dict[str, Any],
+        timeout: float | None = None,
+        retries: int = 5,
+    ) -> ChatResult:
+        """POST `body` to `<base_url>/chat/completions`; up to `retries + 1` attempts.
+
+        Raises MissingApiKeyError before any request if the endpoint's key variable is unset,
+        ProviderError when the request fails for good.
+        """
+        api_key = endpoint.api_key()
+        headers = {"Content-Type": "application/json", "X-Title": "clawstore"}
+        if api_key is not None:
+            headers["Authorization"] = f"Bearer {api_key}"
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        limit = httpx.Timeout(timeout if timeout is not None else self.default_timeout)
+        retries = max(int(retries), 0)
+        usage = Usage()
+        attempt_log: list[dict[str, Any]] = []
+        started = time.monotonic()
+        for attempt in range(retries + 1):
+            if self._closed.is_set():
+                raise ProviderError("cancelled", "the provider client was closed", usage=usage,
+                                    attempts=attempt, attempt_log=attempt_log)
+            outcome = self._attempt(endpoint, payload, headers, limit, api_key)
+            usage = usage + outcome[1]
+            if isinstance(outcome[0], ChatResult):
+                result = outcome[0]
+                return ChatResult(
+                    message=result.message,
+                    usage=usage,
+                    provider_meta=result.provider_meta,
+                    attempts=attempt + 1,
+                    attempt_log=attempt_log,
+                    raw_usage=result.raw_usage,
+                    latency_s=time.monotonic() - started,
+                )
+            failure = outcome[0]
+            entry: dict[str, Any] = {"attempt": attempt + 1, "code": failure.code,
+                                     "status_code": failure.status_code}
+            attempt_log.append(entry)
+            if not failure.retryable or attempt == retries:
+                raise ProviderError(
+                    failure.code,
+                    failure.message,
+                    retryable=failure.retryable,
+                    status_code=failure.status_code,
+                    timed_out=failure.timed_out,
+                    provider_code=failure.provider_code,
+                    usage=usage,
+                    attempts=attempt + 1,
+                    attempt_log=attempt_log,
+                    metadata=failure.metadata,
+                )
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, self.retry_after_cap)
+            else:
+                delay = self.backoff_delay(attempt)
+            entry["wait_seconds"] = round(delay, 4)
+            log.info("provider %s (status %s) from %s; retry %d/%d in %.2fs", failure.code,
+                     failure.status_code, endpoint.base_url, attempt + 1, retries, delay)
+            if self._closed.wait(delay):
+                raise ProviderError("cancelled", "the provider client was closed", usage=usage,
+                                    attempts=attempt + 1, attempt_log=attempt_log)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _attempt(
+        self,
+        endpoint: Endpoint,
+        payload: bytes,
+        headers: dict[str, str],
+        limit: httpx.Timeout,
+        api_key: str | None,
+    ) -> tuple[ChatResult | _Failure, Usage]:
+        """One HTTP exchange → (result or failure, usage that this attempt reported)."""
+        try:
+            response = self._http.post(endpoint.chat_url, content=payload, headers=headers, timeout=limit)
+        except httpx.TimeoutException as exc:
+            return _Failure("timeout", f"no response from {endpoint.chat_url} within "
+                            f"{limit.read}s ({type(exc).__name__})", True, timed_out=True), Usage()
+        except httpx.TransportError as exc:
+            text = _scrub(str(exc), api_key)
+            return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
+                            True), Usage()
+        return _interpret(response, api_key)
+
+
+def _scrub(text: str, api_key: str | None) -> str:
+    return text.replace(api_key, "[redacted]") if api_key else text
+
+
+def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
+    """(message, provider_code, numeric code) from an OpenAI/OpenRouter `error` object."""
+    if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
+        return None, None, None
+    err = data["error"]
+    message = err.get("message") if isinstance(err.get("message"), str) else None
+    provider_code = err.get("type") if isinstance(err.get("type"), str) else None
+    code = err.get("code")
+    if provider_code is None and code is not None:
+        provider_code = str(code)
+    return message, provider_code, code
+
+
+def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
+    status = response.status_code
+    text = _scrub(response.text, api_key)
+    request_id = response.headers.get("x-request-id")
+    meta: dict[str, Any] = {"body_excerpt": text[:BODY_EXCERPT_CHARS]}
+    if request_id:
+        meta["request_id"] = request_id
+    try:
+        data: Any = json.loads(text) if text else None
+        parsed = True
+    except ValueError:
+        data, parsed = None, False
+    usage = Usage.from_raw(data.get("usage")) if isinstance(data, dict) else Usage()
+    message, provider_code, numeric = _error_fields(data)
+    if not 200 <= status < 300:
+        retryable = is_retryable_status(status)
+        retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+        return _Failure("http_error", f"HTTP {status} from {response.request.url}: "
+                        f"{message or text[:200] or response.reason_phrase}", retryable,
+                        status_code=status, provider_code=provider_code, retry_after=retry_after,
+                        metadata=meta), usage
+    if not parsed or not isinstance(data, dict):
+        return _Failure("invalid_response", f"response from {response.request.url} is not a JSON object",
+                        False, status_code=status, metadata=meta), usage
+    choices = data.get("choices")
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            and isinstance(choices[0].get("message"), dict)):
+        if message is not None:
+            # OpenRouter reports some upstream failures as 200 + `error` with the real status inside.
+            inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
+            retryable = inner is not None and is_retryable_status(inner)
+            return _Failure("http_error", f"provider error from {response.request.url}: {message}",
+                            retryable, status_code=inner or status, provider_code=provider_code,
+                            metadata=meta), usage
+        return _Failure("invalid_response", f"response from {response.request.url} has no choices[0].message",
+                        False, status_code=status, metadata=meta), usage
+    choice = choices[0]
+    provider_name = data.get("provider")
+    if not isinstance(provider_name, str):
+        provider_name = data.get("provider_name") if isinstance(data.get("provider_name"), str) else None
+    provider_meta = {
+        "provider_name": provider_name,
+        "provider_model_id": data.get("model") if isinstance(data.get("model"), str) else None,
+        "request_id": request_id,
+        "response_id": data.get("id") if isinstance(data.get("id"), str) else None,
+        "finish_reason": choice.get("finish_reason"),
+        "native_finish_reason": choice.get("native_finish_reason"),
+        "status_code": status,
+        "created": data.get("created"),
+    }
+    raw_usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
+    result = ChatResult(message=choice["message"], usage=usage, provider_meta=provider_meta, attempts=1,
+                        raw_usage=raw_usage)
+    return result, usage
+

@@ -1,0 +1,99 @@
+"""Where a chat request goes: an OpenAI-compatible base URL and the variable holding its API key."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from clawstore.errors import ConfigError
+from clawstore.providers.errors import MissingApiKeyError
+
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_API_KEY_ENV = "OPENROUTER_API_KEY"
+BASE_URL_ENV = "OPENROUTER_BASE_URL"
+
+
+def _normalise_base_url(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def _valid_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible endpoint: `base_url` is the part before `/chat/completions`.
+
+    `api_key_env` names the environment variable holding the key; None means the endpoint needs
+    no key (a local vLLM/Ollama server) and no Authorization header is sent.
+    The key itself is read only when a request is made and is never part of the endpoint.
+    """
+
+    base_url: str
+    api_key_env: str | None = DEFAULT_API_KEY_ENV
+
+    @property
+    def is_openrouter(self) -> bool:
+        return urlsplit(self.base_url).netloc.endswith("openrouter.ai")
+
+    @property
+    def gateway(self) -> str:
+        return "openrouter" if self.is_openrouter else "openai_compatible"
+
+    @property
+    def chat_url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def identity(self) -> dict[str, str]:
+        """The part of a run's identity that names where it ran (never the key)."""
+        return {"base_url": self.base_url}
+
+    def api_key(self) -> str | None:
+        """The key from the environment; raises MissingApiKeyError if it is required but unset."""
+        if self.api_key_env is None:
+            return None
+        value = os.environ.get(self.api_key_env, "").strip()
+        if not value:
+            raise MissingApiKeyError(self.api_key_env, self.base_url)
+        return value
+
+
+def default_endpoint() -> Endpoint:
+    """OpenRouter, or `$OPENROUTER_BASE_URL` when set (read now, at resolve time)."""
+    base = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
+    return Endpoint(_normalise_base_url(base), DEFAULT_API_KEY_ENV)
+
+
+def resolve_endpoint(
+    extras: Mapping[str, Any] | None = None, *, path: str | None = None, field: str | None = None
+) -> Endpoint:
+    """The endpoint a suite model entry names through its extras `base_url` / `api_key_env`.
+
+    - neither: the default endpoint (OpenRouter or `$OPENROUTER_BASE_URL`, key `OPENROUTER_API_KEY`);
+    - `base_url` only: that server, no key (local servers such as vLLM or Ollama);
+    - `api_key_env` too: that variable holds the key (`api_key_env: null` or "" → no key);
+    - `api_key_env` only: the default base URL with another key variable.
+    `path`/`field` locate the model entry in ConfigError messages.
+    """
+    extras = extras or {}
+    prefix = f"{field}." if field else ""
+    base_url = extras.get("base_url")
+    has_key_env = "api_key_env" in extras
+    key_env = extras.get("api_key_env")
+    if key_env is not None and not isinstance(key_env, str):
+        raise ConfigError("must be the name of an environment variable", path, f"{prefix}api_key_env")
+    key_env = key_env.strip() if isinstance(key_env, str) else None
+    if base_url is None:
+        endpoint = default_endpoint()
+        if has_key_env:
+            endpoint = Endpoint(endpoint.base_url, key_env or None)
+        return endpoint
+    if not isinstance(base_url, str) or not _valid_url(base_url.strip()):
+        raise ConfigError("must be an http(s) URL such as http://127.0.0.1:8000/v1", path,
+                          f"{prefix}base_url")
+    return Endpoint(_normalise_base_url(base_url), key_env or None)

@@ -1,0 +1,95 @@
+"""Token usage and cost, normalised from OpenAI-compatible `usage` objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+)
+
+
+def _int(value: Any) -> int:
+    # Providers send ints, occasionally floats or numeric strings; anything else counts as 0.
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float):
+        return max(int(value), 0)
+    if isinstance(value, str):
+        try:
+            return max(int(float(value)), 0)
+        except ValueError:
+            return 0
+    return 0
+
+
+def _cost(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Normalised usage of one or more calls. `cost_usd` is None when no call reported a cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> Usage:
+        """Normalise a provider `usage` object (OpenAI / OpenRouter field names)."""
+        if not isinstance(raw, dict):
+            return cls()
+        prompt_details = raw.get("prompt_tokens_details")
+        prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
+        completion_details = raw.get("completion_tokens_details")
+        completion_details = completion_details if isinstance(completion_details, dict) else {}
+        input_tokens = _int(raw.get("prompt_tokens", raw.get("input_tokens")))
+        output_tokens = _int(raw.get("completion_tokens", raw.get("output_tokens")))
+        total = _int(raw.get("total_tokens")) or input_tokens + output_tokens
+        reasoning = _int(raw.get("reasoning_tokens")) or _int(completion_details.get("reasoning_tokens"))
+        return cls(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total,
+            reasoning_tokens=reasoning,
+            cached_input_tokens=_int(prompt_details.get("cached_tokens")),
+            cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
+            cost_usd=_cost(raw.get("cost")),
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        if self.cost_usd is None and other.cost_usd is None:
+            cost = None
+        else:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
+        return Usage(**sums, cost_usd=cost)
+
+    def normalized(self) -> dict[str, int]:
+        """The token counts as a JSON object (RunArtifact `usage.normalized`)."""
+        return {name: getattr(self, name) for name in TOKEN_FIELDS}
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
