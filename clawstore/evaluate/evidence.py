@@ -1,0 +1,249 @@
+"""Read-only views of what a run left behind, and helpers to read a RunArtifact dict.
+
+The evaluation functions never touch the store: the build layer adapts the store's captured trees
+to these two small protocols. `DictSandboxFiles` / `DictWorkspaceFiles` are plain in-memory
+implementations (tests, and small callers).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
+
+
+@runtime_checkable
+class SandboxFiles(Protocol):
+    """Files an llm_probe run wrote into its sandbox, addressed by the absolute path the run used."""
+
+    def read(self, abs_path: str) -> bytes | None: ...
+
+    def exists(self, abs_path: str) -> bool: ...
+
+    def is_file(self, abs_path: str) -> bool: ...
+
+    def is_dir(self, abs_path: str) -> bool: ...
+
+
+@runtime_checkable
+class WorkspaceFiles(Protocol):
+    """The final OpenClaw workspace tree, addressed by POSIX path relative to the workspace root."""
+
+    def paths(self) -> Iterable[str]: ...
+
+    def read(self, rel_path: str) -> bytes | None: ...
+
+
+def _norm_abs(path: str) -> str:
+    return posixpath.normpath("/" + path.replace("\\", "/").lstrip("/"))
+
+
+class DictSandboxFiles:
+    """SandboxFiles over `{absolute path: bytes}`; directories are implied by the file paths."""
+
+    def __init__(self, files: Mapping[str, bytes | str]):
+        self._files = {
+            _norm_abs(p): (v.encode("utf-8") if isinstance(v, str) else bytes(v)) for p, v in files.items()
+        }
+        dirs: set[str] = {"/"}
+        for p in self._files:
+            parent = posixpath.dirname(p)
+            while parent not in dirs:
+                dirs.add(parent)
+                parent = posixpath.dirname(parent)
+        self._dirs = dirs
+
+    def read(self, abs_path: str) -> bytes | None:
+        return self._files.get(_norm_abs(abs_path))
+
+    def exists(self, abs_path: str) -> bool:
+        p = _norm_abs(abs_path)
+        return p in self._files or p in self._dirs
+
+    def is_file(self, abs_path: str) -> bool:
+        return _norm_abs(abs_path) in self._files
+
+    def is_dir(self, abs_path: str) -> bool:
+        return _norm_abs(abs_path) in self._dirs
+
+
+class DictWorkspaceFiles:
+    """WorkspaceFiles over `{relative path: bytes}`."""
+
+    def __init__(self, files: Mapping[str, bytes | str]):
+        self._files = {
+            normalize_relative_path(p): (v.encode("utf-8") if isinstance(v, str) else bytes(v))
+            for p, v in files.items()
+        }
+
+    def paths(self) -> Iterable[str]:
+        return sorted(self._files)
+
+    def read(self, rel_path: str) -> bytes | None:
+        return self._files.get(normalize_relative_path(rel_path))
+
+
+def as_sandbox(value: SandboxFiles | Mapping[str, bytes | str] | None) -> SandboxFiles | None:
+    """Accept a protocol object or a plain mapping."""
+    if value is None or isinstance(value, SandboxFiles):
+        return value
+    return DictSandboxFiles(value)
+
+
+def as_workspace(value: WorkspaceFiles | Mapping[str, bytes | str] | None) -> WorkspaceFiles | None:
+    if value is None or isinstance(value, WorkspaceFiles):
+        return value
+    return DictWorkspaceFiles(value)
+
+
+def normalize_relative_path(path: str) -> str:
+    """`./a//b/../c.md` → `a/c.md`; leading slashes and the container prefix `/work/workspace/` go."""
+    p = path.replace("\\", "/").strip()
+    for prefix in ("/work/workspace/", "work/workspace/"):
+        if p.startswith(prefix):
+            p = p[len(prefix) :]
+    p = posixpath.normpath(p.lstrip("/"))
+    return "" if p == "." else p
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the RunArtifact dict
+
+
+def runner_type(artifact: Mapping[str, Any]) -> str:
+    identity = artifact.get("identity") or {}
+    return str(identity.get("runner_type") or "")
+
+
+def trace_events(artifact: Mapping[str, Any], event_type: str | None = None) -> list[dict[str, Any]]:
+    events = [e for e in artifact.get("trace") or [] if isinstance(e, dict)]
+    if event_type is None:
+        return events
+    return [e for e in events if e.get("event_type") == event_type]
+
+
+_VISIBLE_KEYS = ("content", "message", "response", "text")
+_OPENCLAW_MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText", "meta")
+
+
+def _json_objects_in(text: str) -> Iterable[dict[str, Any]]:
+    """Every JSON object embedded in `text`, in order of their opening brace."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            yield value
+        start = text.find("{", start + 1)
+
+
+def openclaw_payload(text: str) -> dict[str, Any] | None:
+    """The OpenClaw JSON result embedded in a stdout/stderr text, if there is one."""
+    if "{" not in text:
+        return None
+    for obj in _json_objects_in(text):
+        if any(k in obj for k in _OPENCLAW_MARKERS):
+            return obj
+    return None
+
+
+def payload_visible_text(payload: Mapping[str, Any]) -> str:
+    """Assistant-visible text of an OpenClaw payload ('' when it carries none)."""
+    visible = payload.get("finalAssistantVisibleText")
+    if isinstance(visible, str) and visible.strip():
+        return visible
+    parts = [
+        p.get("text")
+        for p in payload.get("payloads") or []
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and p.get("text").strip()
+    ]
+    if parts:
+        return "\n\n".join(parts)
+    for key in _VISIBLE_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+def visible_text(content: Any) -> tuple[str, bool]:
+    """(text a user would see, whether `content` was a raw JSON payload without visible text)."""
+    if not isinstance(content, str):
+        return "", False
+    stripped = content.strip()
+    if not stripped:
+        return "", False
+    payload = openclaw_payload(stripped)
+    if payload is not None:
+        text = payload_visible_text(payload)
+        return text, not text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            return content, False
+        if isinstance(obj, dict):
+            for key in _VISIBLE_KEYS:
+                value = obj.get(key)
+                if isinstance(value, str) and value.strip():
+                    return value, False
+            return "", True
+    return content, False
+
+
+def final_output_text(artifact: Mapping[str, Any]) -> tuple[str, bool]:
+    """Visible text of the last non-blank `final_output` event, and whether it was a raw payload."""
+    for event in reversed(trace_events(artifact, "final_output")):
+        content = event.get("content")
+        if isinstance(content, str) and content.strip():
+            return visible_text(content)
+    return "", False
+
+
+def assistant_messages(artifact: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for event in trace_events(artifact, "message"):
+        if event.get("role") == "assistant":
+            text, _ = visible_text(event.get("content"))
+            if text.strip():
+                out.append(text)
+    return out
+
+
+def openclaw_observable_summary(artifact: Mapping[str, Any]) -> dict[str, Any]:
+    meta = artifact.get("runner_metadata") or {}
+    oc = meta.get("openclaw") or {}
+    summary = (oc.get("metadata") or {}).get("observable_summary") if isinstance(oc, dict) else None
+    return summary if isinstance(summary, dict) else {}
+
+
+def expected_artifact_hints(artifact: Mapping[str, Any]) -> list[str]:
+    """`input.context.openclaw.expected_artifact` as recorded in the run request (str or list)."""
+    request = artifact.get("request") or {}
+    context = (request.get("metadata") or {}).get("input_context") or {}
+    hint = (context.get("openclaw") or {}).get("expected_artifact") if isinstance(context, dict) else None
+    if isinstance(hint, str):
+        return [hint]
+    if isinstance(hint, list):
+        return [h for h in hint if isinstance(h, str)]
+    return []
+
+
+def decode_text(data: bytes | None, limit: int | None = None) -> str | None:
+    """Strict UTF-8 decode of (the head of) `data`; None when absent or binary."""
+    if data is None:
+        return None
+    head = data if limit is None else data[:limit]
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # a multi-byte character cut by the limit is not binary content
+        if limit is not None and len(data) > limit and exc.start >= len(head) - 3:
+            return head[: exc.start].decode("utf-8", errors="strict")
+        return None

@@ -1,0 +1,74 @@
+"""Host files a check set reads: they are inputs of the checks node, so their digests enter its key.
+
+Nothing here executes user code: `import_path` hooks are located on `sys.path` by file lookup, not
+imported (importing would run the hook package outside its sandbox).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import blake3
+
+from clawstore.evaluate.declarative import HOST_PATH_KINDS
+from clawstore.evaluate.specs import check_spec, resolve_case_path
+
+IMPORT_KEY_PREFIX = "python:"
+
+
+def _digest_path(path: str) -> str | None:
+    """blake3 hex of a file's bytes; `dir` for a directory; None when absent or unreadable."""
+    if os.path.isdir(path):
+        return "dir"
+    try:
+        hasher = blake3.blake3()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                hasher.update(chunk)
+        return hasher.hexdigest()
+    except OSError:
+        return None
+
+
+def _find_module_file(dotted: str, search_path: Sequence[str]) -> str | None:
+    parts = dotted.split(".")
+    for entry in search_path:
+        base = os.path.join(entry or os.getcwd(), *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def check_inputs(
+    checks: Sequence[Any], case_dir: str | os.PathLike[str] | None, search_path: Sequence[str] | None = None
+) -> dict[str, str | None]:
+    """Map every host file the checks read to its content digest (None when absent).
+
+    Keys: absolute paths for `file_exists` / `file_contains` / `path_exists` targets and `path`
+    hooks; `python:<module>` for `import_path` hooks (digest of the module's source file found in the case
+    directory or on `search_path`, default `sys.path`). A file the run's sandbox holds is still listed: the checks
+    cannot know in advance which side answers, and listing more only costs a re-check.
+    """
+    base = os.fspath(case_dir) if case_dir is not None else None
+    found: dict[str, str | None] = {}
+    for raw in checks:
+        spec = check_spec(raw)
+        decl = spec["declarative"]
+        if decl and decl.get("kind") in HOST_PATH_KINDS and isinstance(decl.get("path"), str):
+            path = resolve_case_path(decl["path"], base)
+            found[path] = _digest_path(path)
+        hook = spec["python_hook"]
+        if hook and hook.get("path"):
+            path = resolve_case_path(str(hook["path"]), base)
+            found[path] = _digest_path(path)
+        elif hook and hook.get("import_path"):
+            dotted = str(hook["import_path"])
+            # the hook child runs in the case directory, so that directory comes first on its path
+            where = [*([base] if base else []), *(sys.path if search_path is None else search_path)]
+            module_file = _find_module_file(dotted, where)
+            found[IMPORT_KEY_PREFIX + dotted] = _digest_path(module_file) if module_file else None
+    return dict(sorted(found.items()))

@@ -1,0 +1,80 @@
+"""Secret redaction for everything the evaluation layer writes or sends to a judge.
+
+Two layers: known token shapes (OpenAI/OpenRouter/Anthropic keys, bearer tokens, AWS access key
+ids, GitHub and Slack tokens, `api_key=…`-style assignments), and the literal values of this
+process's secret-looking environment variables (catches key formats no pattern knows).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+_TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"sk-or-v1-[A-Za-z0-9]{16,}"),
+    re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"sk-proj-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
+)
+# `Authorization: Bearer <token>` keeps the scheme word so the text still reads naturally.
+_BEARER = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+# `api_key = "…"`, `"client_secret": "…"`, `OPENROUTER_API_KEY=…`: keep the name, drop the value.
+# The value must contain a letter so counters such as `token: 123456` survive.
+_ASSIGNMENT = re.compile(
+    r"(?i)(\b[\w.-]*?(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret"
+    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|token|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?=[^\s\"'`,;{}]*[A-Za-z])([^\s\"'`,;{}]{6,})"
+)
+SECRET_ENV_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+# Mapping keys whose string values are secrets whatever they look like.
+_SECRET_KEY_NAME = re.compile(
+    r"(?i)(api[_-]?key|apikey|secret|password|passwd|access[_-]?token|auth[_-]?token|^token$|^authorization$)"
+)
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-looking environment variables (long enough to be unambiguous)."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if SECRET_ENV_NAME.search(k) and len(v) >= 8 and v.strip() == v}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
+    """`text` with every recognised secret replaced by `[REDACTED]`."""
+    if not text:
+        return text
+    secrets = environment_secrets() if extra_secrets is None else list(extra_secrets)
+    for value in secrets:
+        if value and value in text:
+            text = text.replace(value, REDACTED)
+    for pattern in _TOKEN_PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    return _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
+    """Redact every string inside a JSON-like value (keys included)."""
+    secrets = environment_secrets() if extra_secrets is None else list(extra_secrets)
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            if isinstance(v, str) and _SECRET_KEY_NAME.search(key) and len(v) >= 6:
+                out[redact_text(key, secrets)] = REDACTED
+            else:
+                out[redact_text(key, secrets)] = redact_value(v, secrets)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, secrets) for v in value]
+    return value

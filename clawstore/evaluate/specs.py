@@ -1,0 +1,68 @@
+"""Turn config objects (pydantic models from clawstore.config, or plain dicts) into plain dicts.
+
+Evaluation code reads only plain data, so it works the same whether the caller holds the config
+layer's models or dicts built in a test.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+from clawstore.evaluate.evidence import DIMENSIONS
+
+
+def plain(value: Any) -> Any:
+    """Recursively convert models / paths / tuples into JSON-like Python values."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump()
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def check_spec(check: Any) -> dict[str, Any]:
+    """A deterministic check as `{check_id, description, dimensions, declarative|python_hook}`."""
+    spec = plain(check)
+    if not isinstance(spec, dict):
+        raise TypeError(f"a deterministic check must be a mapping, got {type(spec).__name__}")
+    out: dict[str, Any] = {
+        "check_id": str(spec.get("check_id") or ""),
+        "description": spec.get("description"),
+        "dimensions": sorted({d for d in spec.get("dimensions") or [] if d in DIMENSIONS}),
+        "declarative": None,
+        "python_hook": None,
+    }
+    if spec.get("declarative") is not None:
+        out["declarative"] = {k: v for k, v in spec["declarative"].items() if v is not None}
+    if spec.get("python_hook") is not None:
+        out["python_hook"] = {k: v for k, v in spec["python_hook"].items() if v is not None}
+    return out
+
+
+def security_policy(policy: Any) -> dict[str, Any]:
+    """Security policy with the schema defaults filled in."""
+    raw = plain(policy) if policy is not None else {}
+    return {
+        "allow_local_python_hooks": bool(raw.get("allow_local_python_hooks", False)),
+        "network_access": str(raw.get("network_access") or "deny"),
+        "redact_secrets": bool(raw.get("redact_secrets", True)),
+    }
+
+
+def resolve_case_path(path: str, case_dir: str | os.PathLike[str] | None) -> str:
+    """A check/hook path as the host path it names: `~` expanded, relative to the case directory."""
+    expanded = os.path.expanduser(str(path))
+    if os.path.isabs(expanded) or case_dir is None:
+        return os.path.normpath(expanded)
+    return os.path.normpath(os.path.join(os.fspath(case_dir), expanded))
