@@ -1,20 +1,50 @@
-"""The llm_probe runner: one chat conversation with an optional, sandboxed tool loop."""
+"""The llm_probe runner: one chat conversation with an optional, sandboxed tool loop.
+
+Differences from the reference system (REFERENCE §3), on purpose:
+- a failed HTTP request is retried by the provider client (backoff, Retry-After); the conversation
+  is never restarted, so tools never run twice for one answer;
+- tools are contained (see sandbox.py) and only the enabled ones may run;
+- message `metadata` (e.g. attachment info) is recorded in the trace but not sent to the provider;
+- `tool_choice` is sent only together with tools: context `tool_choice`, else the runner
+  setting, else "auto";
+- `timeout_seconds` defaults to 30 (the documented default) instead of "no timeout".
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawstore.providers import Endpoint, ProviderClient
-from clawstore.runners.artifact import RunArtifact
+from clawstore.providers import (
+    ChatResult,
+    Endpoint,
+    MissingApiKeyError,
+    ProviderClient,
+    ProviderError,
+    Usage,
+)
+from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
+from clawstore.runners.sandbox import WORKDIR, Sandbox
+from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
 
 RUNNER_TYPE = "llm_probe"
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_RETRIES = 5
+MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 
 @dataclass(frozen=True)
 class LlmProbeSpec:
-    """Everything one llm_probe run needs, already resolved by the config/graph layers."""
+    """Everything one llm_probe run needs, already resolved by the config/graph layers.
+
+    `settings` is the merged runner settings (temperature, top_p, max_tokens, seed, max_turns,
+    timeout_seconds, retries, tool_choice; other keys are ignored). `messages` are
+    `{role, content, name?, metadata?}` with sources expanded and attachments injected. `tools`
+    is input.context.llm_probe.tools (unknown names are dropped), `tool_choice` its tool_choice.
+    """
 
     case_id: str
     requested_model: str
@@ -25,7 +55,314 @@ class LlmProbeSpec:
     tool_choice: str | dict[str, Any] | None = None
     network: bool = False
 
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (endpoint as its identity: base URL only, never a key)."""
+        data = asdict(self)
+        data["endpoint"] = self.endpoint.identity()
+        return data
+
+
+class SettingsError(ValueError):
+    """A runner setting cannot be used (recorded as failed/runner_configuration_error)."""
+
+
+class MaxTurnsExceeded(Exception):
+    """The model kept calling tools past max_turns (recorded as failed/runner_execution_failed)."""
+
+
+@dataclass(frozen=True)
+class ExecutionParameters:
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int | None
+    seed: int | None
+    max_turns: int
+    timeout_seconds: float
+    retries: int
+    tool_choice: str | dict[str, Any] | None
+
+
+def _coerce(value: Any, kind: type, name: str) -> Any:
+    """Loose coercion as configs write them: numeric strings parse, bools become ints."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        value = int(value)
+    try:
+        number = float(value) if isinstance(value, str) else value
+        if kind is int:
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError
+            return int(number)
+        return float(number)
+    except (TypeError, ValueError):
+        raise SettingsError(f"runner setting {name}={value!r} is not a valid {kind.__name__}") from None
+
+
+def execution_parameters(spec: LlmProbeSpec) -> ExecutionParameters:
+    """Effective settings with defaults (max_turns 8 with tools else 1, timeout 30 s, retries 5)."""
+    s = spec.settings
+    has_tools = bool(enabled_tools(spec.tools))
+    max_turns = _coerce(s.get("max_turns"), int, "max_turns") or (8 if has_tools else 1)
+    timeout = _coerce(s.get("timeout_seconds"), float, "timeout_seconds") or DEFAULT_TIMEOUT_S
+    retries = _coerce(s.get("retries"), int, "retries")
+    if max_turns < 1 or timeout <= 0 or (retries is not None and retries < 0):
+        raise SettingsError("runner settings need max_turns >= 1, timeout_seconds > 0, retries >= 0")
+    tool_choice = (spec.tool_choice or s.get("tool_choice") or "auto") if has_tools else None
+    return ExecutionParameters(
+        temperature=_coerce(s.get("temperature"), float, "temperature"),
+        top_p=_coerce(s.get("top_p"), float, "top_p"),
+        max_tokens=_coerce(s.get("max_tokens"), int, "max_tokens"),
+        seed=_coerce(s.get("seed"), int, "seed"),
+        max_turns=max_turns,
+        timeout_seconds=timeout,
+        retries=DEFAULT_RETRIES if retries is None else retries,
+        tool_choice=tool_choice,
+    )
+
+
+def _request_message(message: dict[str, Any]) -> dict[str, Any]:
+    """What the provider sees of an input message: role, content, name (metadata stays local)."""
+    role, content = message.get("role"), message.get("content")
+    if role not in MESSAGE_ROLES:
+        raise _Invalid("invalid_messages", f"message role {role!r} is not one of {sorted(MESSAGE_ROLES)}")
+    if not isinstance(content, str):
+        raise _Invalid("invalid_messages", f"message content for role {role!r} must be a string")
+    out = {"role": role, "content": content}
+    if message.get("name"):
+        out["name"] = str(message["name"])
+    return out
+
+
+def _text(content: Any) -> str | None:
+    """Message content as text; list-of-parts content keeps its text parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+class _Invalid(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _ToolCall:
+    call_id: str
+    name: str
+    raw_arguments: Any
+    parsed: Any
+    metadata: dict[str, Any]
+
+    def as_request(self) -> dict[str, Any]:
+        raw = self.raw_arguments
+        if not isinstance(raw, str):
+            raw = json.dumps(raw if raw is not None else {}, ensure_ascii=False)
+        return {"id": self.call_id, "type": "function", "function": {"name": self.name, "arguments": raw}}
+
+
+def _tool_calls(message: dict[str, Any]) -> list[_ToolCall]:
+    calls = []
+    raw_calls = message.get("tool_calls")
+    for index, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        raw = function.get("arguments")
+        parsed: Any = raw if isinstance(raw, dict) else None
+        if isinstance(raw, str):
+            try:
+                parsed = json.loads(raw) if raw.strip() else {}
+            except ValueError:
+                parsed = None
+        calls.append(_ToolCall(
+            call_id=str(call.get("id") or f"tool_call_{index}"),
+            name=str(function.get("name") or "unknown"),
+            raw_arguments=raw,
+            parsed=parsed,
+            metadata={k: v for k, v in call.items() if k not in ("id", "function", "type")},
+        ))
+    return calls
+
+
+class _Run:
+    """State of one run: the conversation, trace, usage and provider metadata so far."""
+
+    def __init__(self, spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path):
+        self.spec = spec
+        self.client = client
+        self.sandbox_dir = sandbox_dir
+        self.trace = Trace()
+        self.usage = Usage()
+        self.raw_usage: list[dict[str, Any]] = []
+        self.provider_meta: dict[str, Any] = {}
+        self.attempts = 0
+        self.calls = 0
+
+    def chat(self, params: ExecutionParameters, body: dict[str, Any]) -> ChatResult:
+        self.calls += 1
+        try:
+            result = self.client.chat(self.spec.endpoint, body, timeout=params.timeout_seconds,
+                                      retries=params.retries)
+        except ProviderError as exc:
+            self.usage = self.usage + exc.usage
+            self.attempts += exc.attempts
+            self._log_retries(exc.attempt_log[:-1])
+            self.trace.runner("provider_error", exc.message, {
+                "code": exc.code, "status_code": exc.status_code, "attempts": exc.attempts})
+            raise
+        self.usage = self.usage + result.usage
+        self.attempts += result.attempts
+        self._log_retries(result.attempt_log)
+        if result.raw_usage is not None:
+            self.raw_usage.append(result.raw_usage)
+        self.provider_meta = result.provider_meta
+        return result
+
+    def _log_retries(self, entries: list[dict[str, Any]]) -> None:
+        for entry in entries:
+            self.trace.runner("provider_retry", f"attempt {entry['attempt']} failed: {entry['code']}",
+                              dict(entry))
+
+    def execute(self, params: ExecutionParameters) -> tuple[str, RunError | None]:
+        """The tool loop; returns (status, error)."""
+        conversation = [_request_message(m) for m in self.spec.messages]
+        if not conversation:
+            raise _Invalid("invalid_messages", "the case has no input messages")
+        for message in self.spec.messages:
+            self.trace.message(message["role"], message["content"], message.get("name"),
+                               message.get("metadata") or {})
+        sandbox = Sandbox(self.sandbox_dir)
+        toolbox = ToolBox(sandbox, self.spec.tools, network=self.spec.network)
+        body: dict[str, Any] = {"model": self.spec.requested_model}
+        for key in ("temperature", "top_p", "max_tokens", "seed"):
+            if getattr(params, key) is not None:
+                body[key] = getattr(params, key)
+        if toolbox.enabled:
+            body["tools"] = toolbox.specs()
+            body["tool_choice"] = params.tool_choice
+        for _turn in range(params.max_turns):
+            result = self.chat(params, {**body, "messages": conversation})
+            message = result.message
+            content = _text(message.get("content"))
+            calls = _tool_calls(message)
+            metadata = {k: v for k, v in message.items() if k not in ("role", "content", "name", "tool_calls")}
+            self.trace.message(str(message.get("role") or "assistant"), content, message.get("name"), metadata)
+            for call in calls:
+                self.trace.tool_call(call.call_id, call.name, call.raw_arguments, call.parsed, call.metadata)
+            if not calls or not toolbox.enabled:
+                return self._finish(content, bool(calls))
+            assistant: dict[str, Any] = {"role": "assistant", "content": content,
+                                         "tool_calls": [c.as_request() for c in calls]}
+            if message.get("name"):
+                assistant["name"] = message["name"]
+            conversation.append(assistant)
+            for call in calls:
+                conversation.append(self._run_tool(toolbox, call))
+        raise MaxTurnsExceeded(f"no final answer within max_turns={params.max_turns} provider calls")
+
+    def _run_tool(self, toolbox: ToolBox, call: _ToolCall) -> dict[str, Any]:
+        if call.parsed is None or not isinstance(call.parsed, dict):
+            outcome = ToolOutcome.error("tool arguments are not a JSON object", "invalid_arguments")
+        else:
+            outcome = toolbox.run(call.name, call.parsed)
+        self.trace.tool_result(call.call_id, outcome.status, outcome.output, {"tool_name": call.name})
+        content = json.dumps({"status": outcome.status, "output": outcome.output}, ensure_ascii=False)
+        self.trace.message("tool", content, call.name, {"tool_call_id": call.call_id})
+        return {"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": content}
+
+    def _finish(self, content: str | None, had_tool_calls: bool) -> tuple[str, RunError | None]:
+        if content and content.strip():
+            self.trace.final_output(content)
+            return "success", None
+        if had_tool_calls:
+            return "invalid", RunError("tool_calls_not_supported",
+                                       "the model asked for tools but this case enables none",
+                                       "output_error")
+        return "invalid", RunError("empty_output", "the final assistant message is empty", "output_error")
+
 
 def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path, *,
                   run_id: str | None = None) -> RunArtifact:
-    raise NotImplementedError
+    """Run one llm_probe case against one model; tools act in `sandbox_dir` (left for the caller)."""
+    clock = Clock()
+    run = _Run(spec, client, Path(sandbox_dir))
+    params: ExecutionParameters | None = None
+    try:
+        params = execution_parameters(spec)
+        status, error = run.execute(params)
+    except _Invalid as exc:
+        status, error = "invalid", RunError(exc.code, str(exc), "input_error")
+    except MissingApiKeyError as exc:
+        status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
+    except ProviderError as exc:
+        status = "timed_out" if exc.timed_out else "provider_error"
+        error = RunError(exc.code, exc.message, "provider_error", exc.retryable, exc.provider_code,
+                         {"status_code": exc.status_code, "attempts": exc.attempts, **exc.metadata})
+    except SettingsError as exc:
+        status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
+    except MaxTurnsExceeded as exc:
+        status, error = "failed", RunError("runner_execution_failed", str(exc), "execution_error")
+    except Exception as exc:  # noqa: BLE001 - any other failure is recorded, never raised
+        status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
+                                           "execution_error")
+    if error is not None:
+        run.trace.runner("run_failed", error.message, {"code": error.code})
+    clock.stop()
+    return RunArtifact(
+        run_id=run_id or f"run_{uuid.uuid4().hex}",
+        case_id=spec.case_id,
+        runner_type=RUNNER_TYPE,
+        status=status,
+        started_at=clock.started_at,
+        completed_at=clock.completed_at or clock.started_at,
+        duration_seconds=clock.duration_seconds,
+        request=_request_section(spec, params),
+        provider=_provider_section(spec, run.provider_meta),
+        usage=run.usage,
+        raw_provider_usage=run.raw_usage,
+        trace=run.trace.events,
+        error=error,
+        runner_metadata={
+            "attempt_count": run.attempts,
+            "provider_calls": run.calls,
+            "tool_capable": bool(enabled_tools(spec.tools)),
+            "tool_names": enabled_tools(spec.tools),
+            "retry_policy": "per_request",
+            "sandbox": {"root": "/", "workdir": WORKDIR, "shell": "bubblewrap", "network": spec.network},
+        },
+    )
+
+
+def _request_section(spec: LlmProbeSpec, params: ExecutionParameters | None) -> dict[str, Any]:
+    return {
+        "requested_model": spec.requested_model,
+        "gateway": spec.endpoint.gateway,
+        "endpoint": spec.endpoint.identity(),
+        "execution_parameters": asdict(params) if params else {},
+        "metadata": {
+            "resolved_messages": [
+                {k: m.get(k) for k in ("role", "content", "name")} for m in spec.messages
+            ],
+            "resolved_tools": enabled_tools(spec.tools),
+            "requested_tools": list(spec.tools),
+            "input_tool_choice": spec.tool_choice,
+            "network": spec.network,
+        },
+    }
+
+
+def _provider_section(spec: LlmProbeSpec, meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "gateway": spec.endpoint.gateway,
+        "provider_name": meta.get("provider_name"),
+        "provider_model_id": meta.get("provider_model_id"),
+        "request_id": meta.get("request_id"),
+        "response_id": meta.get("response_id"),
+        "finish_reason": meta.get("finish_reason"),
+        "native_finish_reason": meta.get("native_finish_reason"),
+        "metadata": {"status_code": meta.get("status_code"), "created": meta.get("created")},
+    }

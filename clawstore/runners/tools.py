@@ -1,5 +1,155 @@
-"""The llm_probe tools (exec_shell, write_file, read_file, web_search), contained in a per-run sandbox."""
+"""The llm_probe tools (exec_shell, write_file, read_file, web_search), contained in a per-run sandbox.
+
+Only the tools a case enables may run; every other name gets a tool error. Outputs name paths as
+the run sees them (`/tmp/x`), never host paths, so that a run's record does not depend on where
+its sandbox happened to live.
+"""
 
 from __future__ import annotations
 
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from clawstore.runners.sandbox import Sandbox, SandboxError, to_sandbox_path
+
 TOOL_NAMES = ("exec_shell", "write_file", "read_file", "web_search")
+SHELL_TIMEOUT_S = 15.0
+READ_LIMIT = 1024 * 1024
+SEARCH_URL = "https://html.duckduckgo.com/html/"
+
+_DESCRIPTIONS = {
+    "exec_shell": "Executes a shell command (bash) on Linux and returns its exit code, stdout and stderr.",
+    "read_file": "Reads a UTF-8 text file and returns its contents.",
+    "write_file": "Writes UTF-8 text content to a file, creating parent directories if needed.",
+    "web_search": "Searches the public web and returns a short list of results (title and URL).",
+}
+_PARAMS: dict[str, dict[str, str]] = {
+    "exec_shell": {"command": "The shell command to run."},
+    "read_file": {"path": "Path of the file to read."},
+    "write_file": {"path": "Path of the file to write.", "content": "Text to write."},
+    "web_search": {"query": "What to search for."},
+}
+
+
+def tool_spec(name: str) -> dict[str, Any]:
+    """The OpenAI `tools` entry for one tool."""
+    params = _PARAMS[name]
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": _DESCRIPTIONS[name],
+            "parameters": {
+                "type": "object",
+                "properties": {key: {"type": "string", "description": text} for key, text in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
+def enabled_tools(names: Sequence[str]) -> list[str]:
+    """Known tool names in the case's order, duplicates and unknown names dropped."""
+    seen: list[str] = []
+    for name in names:
+        if name in TOOL_NAMES and name not in seen:
+            seen.append(name)
+    return seen
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    status: str  # success | error
+    output: dict[str, Any]
+
+    @classmethod
+    def error(cls, message: str, error_type: str) -> ToolOutcome:
+        return cls("error", {"error": message, "error_type": error_type})
+
+
+class ToolBox:
+    """Dispatches tool calls for one run; refuses tools the case did not enable."""
+
+    def __init__(self, sandbox: Sandbox, enabled: Sequence[str], *, network: bool = False,
+                 shell_timeout: float = SHELL_TIMEOUT_S):
+        self.sandbox = sandbox
+        self.enabled = enabled_tools(enabled)
+        self.network = network
+        self.shell_timeout = shell_timeout
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [tool_spec(name) for name in self.enabled]
+
+    def run(self, name: str, arguments: Any) -> ToolOutcome:
+        if name not in TOOL_NAMES:
+            return ToolOutcome.error(f"Unsupported tool '{name}'", "unsupported_tool")
+        if name not in self.enabled:
+            return ToolOutcome.error(f"Tool '{name}' is not enabled for this case", "tool_not_enabled")
+        if not isinstance(arguments, dict):
+            return ToolOutcome.error("arguments must be a JSON object", "invalid_arguments")
+        for key in _PARAMS[name]:
+            if not isinstance(arguments.get(key), str):
+                return ToolOutcome.error(f"argument '{key}' must be a string", "invalid_arguments")
+        try:
+            return getattr(self, f"_{name}")(arguments)
+        except SandboxError as exc:
+            return ToolOutcome.error(str(exc), "sandbox_error")
+        except TimeoutError as exc:
+            return ToolOutcome.error(str(exc), "timeout")
+        except OSError as exc:
+            # Never echo host paths: strerror alone ("No such file or directory") is enough.
+            return ToolOutcome.error(exc.strerror or type(exc).__name__, type(exc).__name__)
+        except UnicodeDecodeError:
+            return ToolOutcome.error("file is not valid UTF-8 text", "UnicodeDecodeError")
+        except httpx.HTTPError as exc:
+            return ToolOutcome.error(f"web search failed: {exc}", type(exc).__name__)
+
+    def _exec_shell(self, args: dict[str, str]) -> ToolOutcome:
+        result = self.sandbox.run_shell(args["command"], self.shell_timeout, network=self.network)
+        return ToolOutcome("success", result.to_json())
+
+    def _read_file(self, args: dict[str, str]) -> ToolOutcome:
+        host = self.sandbox.resolve(args["path"])
+        if host.is_dir():
+            return ToolOutcome.error(f"{args['path']} is a directory", "IsADirectoryError")
+        with open(host, "rb") as handle:
+            data = handle.read(READ_LIMIT + 1)
+        output: dict[str, Any] = {"path": to_sandbox_path(self.sandbox.root, host),
+                                  "content": data[:READ_LIMIT].decode("utf-8")}
+        if len(data) > READ_LIMIT:
+            output["truncated"] = True
+        return ToolOutcome("success", output)
+
+    def _write_file(self, args: dict[str, str]) -> ToolOutcome:
+        host = self.sandbox.resolve(args["path"])
+        if host == self.sandbox.root or host.is_dir():
+            return ToolOutcome.error(f"{args['path']} is a directory", "IsADirectoryError")
+        host.parent.mkdir(parents=True, exist_ok=True)
+        data = args["content"].encode("utf-8")
+        host.write_bytes(data)
+        return ToolOutcome("success", {"path": to_sandbox_path(self.sandbox.root, host),
+                                       "bytes_written": len(data)})
+
+    def _web_search(self, args: dict[str, str]) -> ToolOutcome:
+        if not self.network:
+            return ToolOutcome.error("network access is disabled for this run", "network_disabled")
+        response = httpx.get(SEARCH_URL, params={"q": args["query"]}, timeout=15.0,
+                             headers={"User-Agent": "clawstore/0.1 (llm_probe web_search)"})
+        response.raise_for_status()
+        return ToolOutcome("success", {"query": args["query"], "results": _scrape_results(response.text)})
+
+
+_RESULT_LINK = re.compile(r'<a[^>]*class="result__a"[^>]*href="([^"]+)"[^>]*>(.*?)</a>', re.S)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _scrape_results(page: str, limit: int = 5) -> list[dict[str, str]]:
+    results = []
+    for href, title in _RESULT_LINK.findall(page)[:limit]:
+        results.append({"title": html.unescape(_TAG.sub("", title)).strip(), "url": html.unescape(href)})
+    return results

@@ -1,0 +1,216 @@
+"""A per-run sandbox directory that the llm_probe tools act in.
+
+Path model (file tools and shell agree): the sandbox directory is the root `/` of the run.
+`/tmp/x` means `<sandbox>/tmp/x`; relative paths and `~` start at `/work` (`<sandbox>/work`), which
+is also the shell's cwd and HOME. `..` stops at the root and symlinks are resolved as inside a
+chroot, so no path can reach the host. The shell runs under bubblewrap with the sandbox bound at
+`/` and read-only host views of /usr, /etc and the /bin, /lib links on top (so those few top-level
+names show the host's system files to the shell, not the sandbox's), a private /proc, /dev, pid,
+IPC, UTS and network namespace (no network unless allowed) and a cleared environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+WORKDIR = "/work"
+SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+OUTPUT_LIMIT = 64 * 1024
+MAX_SYMLINKS = 40
+# Host system directories the shell sees read-only; symlinks on the host stay symlinks.
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+
+
+class SandboxError(Exception):
+    """A path escapes or breaks the sandbox, or the shell sandbox cannot be created."""
+
+
+def resolve_path(root: Path, path: str, cwd: str = WORKDIR) -> Path:
+    """Map a path as the run sees it to the host path inside `root`, chroot-style.
+
+    Absolute paths are relative to the sandbox root; `~` is the work directory; `..` never climbs
+    above the root; symlinks are followed with their targets re-rooted in the sandbox.
+    """
+    if "\x00" in path:
+        raise SandboxError("path contains a NUL byte")
+    if path == "~" or path.startswith("~/"):
+        path = WORKDIR + path[1:]
+    start = PurePosixPath(path) if path.startswith("/") else PurePosixPath(cwd) / path
+    pending = list(start.parts[1:])  # drop the leading "/"
+    resolved: list[str] = []
+    links = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        host = root.joinpath(*resolved, part)
+        if host.is_symlink():
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise SandboxError(f"too many levels of symbolic links in {path}")
+            target = PurePosixPath(os.readlink(host))
+            if target.is_absolute():
+                resolved = []
+                pending = list(target.parts[1:]) + pending
+            else:
+                pending = list(target.parts) + pending
+            continue
+        resolved.append(part)
+    return root.joinpath(*resolved)
+
+
+def to_sandbox_path(root: Path, host: Path) -> str:
+    """The path the run sees for a host path inside the sandbox."""
+    return "/" + host.relative_to(root).as_posix() if host != root else "/"
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    command: str
+    returncode: int
+    stdout: str
+    stderr: str
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"command": self.command, "returncode": self.returncode,
+                               "stdout": self.stdout, "stderr": self.stderr}
+        if self.truncated:
+            out["truncated"] = True
+        return out
+
+
+_probe_lock = threading.Lock()
+_probe_result: dict[str, str | None] = {}
+
+
+def bwrap_unavailable_reason() -> str | None:
+    """None if bubblewrap can create its namespaces here, else why not (probed once per process)."""
+    with _probe_lock:
+        if "reason" not in _probe_result:
+            _probe_result["reason"] = _probe_bwrap()
+        return _probe_result["reason"]
+
+
+def _probe_bwrap() -> str | None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        done = subprocess.run(
+            [exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
+            capture_output=True, timeout=15, env={"PATH": SHELL_PATH},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not start: {exc}"
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return "bubblewrap cannot create namespaces here" + (f": {detail[-1]}" if detail else "")
+    return None
+
+
+class Sandbox:
+    """The per-run directory; file tools resolve paths through it and the shell runs inside it."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def resolve(self, path: str) -> Path:
+        return resolve_path(self.root, path)
+
+    def shell_command(self, command: str, network: bool) -> list[str]:
+        """The bwrap argv that runs `command` with the sandbox as `/`."""
+        exe = shutil.which("bwrap") or "bwrap"
+        argv = [exe, "--bind", str(self.root), "/"]
+        for name in SYSTEM_DIRS:
+            host = Path("/") / name
+            if host.is_symlink():
+                argv += ["--symlink", os.readlink(host), f"/{name}"]
+            elif host.is_dir():
+                argv += ["--ro-bind", str(host), f"/{name}"]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--unshare-all"]
+        if network:
+            argv.append("--share-net")
+        argv += ["--die-with-parent", "--new-session", "--chdir", WORKDIR, "--clearenv",
+                 "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8",
+                 "--", "/bin/bash", "-c", command]
+        return argv
+
+    def run_shell(self, command: str, timeout: float, network: bool = False) -> ShellResult:
+        """Run `command` with bash inside bubblewrap; never unsandboxed.
+
+        Raises SandboxError if bubblewrap is unavailable, TimeoutError when `timeout` passes
+        (the whole sandbox, background processes included, is killed).
+        """
+        reason = bwrap_unavailable_reason()
+        if reason is not None:
+            raise SandboxError(f"{reason}; exec_shell is disabled (it never runs unsandboxed)")
+        created = self._prepare_mountpoints()
+        try:
+            proc = subprocess.Popen(
+                self.shell_command(command, network),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
+                start_new_session=True,
+            )
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.communicate()
+                raise TimeoutError(f"command timed out after {timeout:g}s") from None
+        finally:
+            self._remove_mountpoints(created)
+        stdout, cut_out = _clip(out)
+        stderr, cut_err = _clip(err)
+        return ShellResult(command, proc.returncode, stdout, stderr, cut_out or cut_err)
+
+    def _prepare_mountpoints(self) -> list[Path]:
+        """Create /work and /tmp if missing; remember which names bwrap will add so we can tidy up."""
+        created: list[Path] = []
+        for name in ("work", "tmp"):
+            path = self.root / name
+            if not path.exists() and not path.is_symlink():
+                path.mkdir()
+                created.append(path)
+        for name in (*SYSTEM_DIRS, "proc", "dev"):
+            path = self.root / name
+            if not path.exists() and not path.is_symlink():
+                created.append(path)
+        return created
+
+    def _remove_mountpoints(self, created: list[Path]) -> None:
+        """Drop the empty directories and links that only exist as mount points (not run output)."""
+        for path in created:
+            try:
+                if path.is_symlink():
+                    path.unlink()
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+            except OSError:
+                pass
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _clip(data: bytes) -> tuple[str, bool]:
+    if len(data) > OUTPUT_LIMIT:
+        return data[:OUTPUT_LIMIT].decode("utf-8", "replace") + "\n... [truncated]", True
+    return data.decode("utf-8", "replace"), False

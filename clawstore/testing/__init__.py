@@ -1,0 +1,1 @@
+"""Test helpers that are real parts: the stand-in OpenAI-compatible server (`standin`)."""
