@@ -1,0 +1,94 @@
+"""Keep the manifest (Parquet segments under `<store>/manifest/`) in step with the build logs.
+
+`refresh_manifest` is called by the build layer at the end of every build; `rebuild_manifest` by
+`claw fsck --rebuild-manifest`. Both only derive data: deleting `<store>/manifest/` loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from clawstore.errors import MissingObjectError, StoreError
+from clawstore.query import segments
+from clawstore.query.rows import Row, rows_for_build
+
+
+class RecordStore(Protocol):
+    """The part of `clawstore.store.Store` the manifest needs."""
+
+    root: Path
+
+    def get_json(self, oid: str) -> Any: ...
+
+
+def manifest_dir(store_root: Path) -> Path:
+    return Path(store_root) / "manifest"
+
+
+def builds_dir(store_root: Path) -> Path:
+    return Path(store_root) / "builds"
+
+
+def read_build_log(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StoreError(f"no build log {path}") from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: unreadable build log ({exc})") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: a build log must be a JSON object")
+    return data
+
+
+def record_loader(store: RecordStore) -> Any:
+    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls."""
+
+    def load(oid: str) -> Mapping[str, Any] | None:
+        try:
+            value = store.get_json(oid)
+        except MissingObjectError:
+            return None
+        return value if isinstance(value, Mapping) else None
+
+    return load
+
+
+def build_rows(store: RecordStore, log: Mapping[str, Any]) -> dict[str, list[Row]]:
+    return rows_for_build(log, record_loader(store))
+
+
+def refresh_manifest(store: RecordStore, build_id: str) -> None:
+    """Index one build: read its log and records, publish its segment, compact if many are waiting."""
+    root = Path(store.root)
+    log = read_build_log(builds_dir(root) / f"{build_id}.json")
+    manifest = manifest_dir(root)
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log))
+    # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
+    covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
+    segments.compact(manifest, wait=covered, force=covered)
+
+
+def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]]:
+    directory = builds_dir(Path(store.root))
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*.json")):
+        try:
+            log = read_build_log(path)
+        except StoreError:
+            continue  # a log being written for the first time, or damaged: nothing to index
+        yield str(log.get("build_id") or path.stem), build_rows(store, log)
+
+
+def rebuild_manifest(store: RecordStore) -> int:
+    """Recreate the manifest from every build log and the records they name. Returns builds indexed."""
+    return segments.rebuild(manifest_dir(Path(store.root)), _all_builds(store))
+
+
+def compact_manifest(store: RecordStore) -> bool:
+    """Merge all waiting segments now (normally refresh does it once COMPACT_AT are waiting)."""
+    return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)

@@ -1,0 +1,254 @@
+"""Flatten one build log and the records its nodes name into manifest rows (pure: no I/O here).
+
+The same rows feed the Parquet segments (`refresh_manifest`) and `claw report`, so both always agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from clawstore.query.schema import DIMENSIONS, PHYSICAL
+
+Row = dict[str, Any]
+RecordLoader = Callable[[str], Mapping[str, Any] | None]
+
+
+def to_timestamp(value: Any) -> str | None:
+    """ISO 8601 (with Z or an offset) -> naive UTC 'YYYY-MM-DD HH:MM:SS.ffffff' for a TIMESTAMP column."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed.isoformat(sep=" ")
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def build_context(log: Mapping[str, Any]) -> Row:
+    campaign = _dict(log.get("campaign"))
+    return {
+        "build_id": _str(log.get("build_id")),
+        "build_started_at": to_timestamp(log.get("started_at")),
+        "campaign_id": _str(campaign.get("id")),
+        "suite_id": _str(campaign.get("suite_id")),
+        "run_profile_id": _str(campaign.get("run_profile_id")),
+        "evaluation_profile_id": _str(campaign.get("evaluation_profile_id")),
+    }
+
+
+def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Row) -> Row:
+    """The columns every kind shares, from the build log's node entry and its record."""
+    rec = record or {}
+    address = {**_dict(node.get("address")), **_dict(rec.get("address"))}
+    summary = _dict(rec.get("summary"))
+    metrics = _dict(rec.get("metrics"))
+    error = _dict(rec.get("error")) or _dict(node.get("error"))
+    status = rec.get("status", node.get("status", "failed" if node.get("action") == "fail" else None))
+    return {
+        "kind": _str(node.get("kind") or rec.get("kind")),
+        "key": _str(node.get("key") or rec.get("key")),
+        "record_id": _str(node.get("record")),
+        "action": _str(node.get("action")),
+        "record_build_id": _str(rec.get("build_id")),
+        "status": _str(status),
+        "cacheable": rec.get("cacheable") if isinstance(rec.get("cacheable"), bool) else None,
+        "model_id": _str(summary.get("model_id", address.get("model_id"))),
+        "case_id": _str(summary.get("case_id", address.get("case_id"))),
+        "repetition": _int(summary.get("repetition", address.get("repetition"))),
+        "judge_run_id": _str(summary.get("judge_run_id", address.get("judge_run_id"))),
+        "judge_repetition": _int(summary.get("judge_repetition", address.get("judge_repetition"))),
+        "error_code": _str(error.get("code", summary.get("error_code"))),
+        "error_message": _str(error.get("message", summary.get("error_message"))),
+        "input_tokens": _int(metrics.get("input_tokens")),
+        "output_tokens": _int(metrics.get("output_tokens")),
+        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
+        "cached_tokens": _int(metrics.get("cached_tokens")),
+        "cost_usd": _num(metrics.get("cost_usd")),
+        "latency_s": _num(metrics.get("latency_s")),
+        "started_at": to_timestamp(rec.get("started_at")),
+        "finished_at": to_timestamp(rec.get("finished_at")),
+        **ctx,
+    }
+
+
+def _pick(table: str, row: Row) -> Row:
+    return {c.name: row.get(c.name) for c in PHYSICAL[table]}
+
+
+def _run_row(base: Row, rec: Mapping[str, Any]) -> Row:
+    summary = _dict(rec.get("summary"))
+    outputs = _dict(rec.get("outputs"))
+    row = dict(base)
+    row.update(
+        input_document_id=_str(outputs.get("input_document", base["key"])),
+        artifact_id=_str(outputs.get("artifact")),
+        sandbox_id=_str(outputs.get("sandbox")),
+        output_ids=sorted({str(v) for v in outputs.values() if isinstance(v, str)}),
+        requested_model=_str(summary.get("requested_model")),
+        runner_type=_str(summary.get("runner_type")),
+        endpoint=_str(summary.get("endpoint")),
+    )
+    if row["error_code"] is None:
+        row["error_code"] = _str(summary.get("error_code"))
+    return _pick("runs", row)
+
+
+def _check_rows(base: Row, rec: Mapping[str, Any]) -> list[Row]:
+    summary = _dict(rec.get("summary"))
+    rows = []
+    for check in summary.get("checks") or []:
+        check = _dict(check)
+        dims = check.get("dimensions")
+        row = dict(base)
+        row.update(
+            run_key=_str(summary.get("run_key")),
+            check_id=_str(check.get("check_id")),
+            kind=_str(check.get("kind")),
+            outcome=_str(check.get("outcome")),
+            message=_str(check.get("message")),
+            dimensions=[str(d) for d in dims] if isinstance(dims, list) else None,
+        )
+        rows.append(_pick("checks", row))
+    return rows
+
+
+def _dimension_values(value: Any) -> Row:
+    dims = _dict(value)
+    out: Row = {}
+    for name in DIMENSIONS:
+        score = dims.get(name)
+        if isinstance(score, Mapping):  # tolerate {score, evidence} objects
+            score = score.get("score")
+        out[name] = _num(score)
+    return out
+
+
+def _judge_row(base: Row, rec: Mapping[str, Any]) -> Row:
+    summary = _dict(rec.get("summary"))
+    row = dict(base)
+    row.update(
+        run_key=_str(summary.get("run_key")),
+        judge_id=_str(summary.get("judge_id")),
+        judge_model=_str(summary.get("judge_model")),
+        overall_score=_num(summary.get("overall_score")),
+        **_dimension_values(summary.get("dimensions")),
+    )
+    return _pick("judgements", row)
+
+
+def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: float) -> Row:
+    summary = _dict(rec.get("summary"))
+    passed = summary.get("passed")
+    run_cost = run.get("cost_usd") if run else None
+    row = dict(base)
+    row.update(
+        run_key=_str(summary.get("run_key")),
+        final_score=_num(summary.get("final_score")),
+        **_dimension_values(summary.get("final_dimensions")),
+        passed=passed if isinstance(passed, bool) else None,
+        aggregation_method=_str(summary.get("aggregation_method")),
+        pass_threshold=_num(summary.get("pass_threshold")),
+        judge_iterations=_int(summary.get("judge_iterations")),
+        judge_successful=_int(summary.get("judge_successful")),
+        checks_total=_int(summary.get("checks_total")),
+        checks_passed=_int(summary.get("checks_passed")),
+        checks_failed=_int(summary.get("checks_failed")),
+        run_status=run.get("status") if run else None,
+        latency_s=run.get("latency_s") if run else None,
+        run_cost_usd=run_cost,
+        eval_cost_usd=eval_cost,
+        total_cost_usd=(run_cost or 0.0) + eval_cost,
+    )
+    return _pick("results", row)
+
+
+def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader) -> dict[str, list[Row]]:
+    """All manifest rows for one build log: {physical table: rows}. `load_record(oid)` reads a record."""
+    ctx = build_context(log)
+    tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
+    pending: list[tuple[Row, Mapping[str, Any]]] = []
+    runs_by_key: dict[str, Row] = {}
+    eval_cost: dict[str, float] = {}
+    for node in log.get("nodes") or []:
+        node = _dict(node)
+        oid = node.get("record")
+        record = load_record(oid) if isinstance(oid, str) and oid else None
+        base = _node_row(node, record, ctx)
+        tables["nodes"].append(_pick("nodes", base))
+        kind = base["kind"]
+        if record is None:
+            continue
+        run_key = _str(_dict(record.get("summary")).get("run_key"))
+        if kind in ("checks", "judge", "result") and run_key:
+            eval_cost[run_key] = eval_cost.get(run_key, 0.0) + (base["cost_usd"] or 0.0)
+        if kind == "run":
+            row = _run_row(base, record)
+            tables["runs"].append(row)
+            if row["key"]:
+                runs_by_key[row["key"]] = row
+        elif kind == "checks":
+            tables["checks"].extend(_check_rows(base, record))
+        elif kind == "judge":
+            tables["judgements"].append(_judge_row(base, record))
+        elif kind == "result":
+            pending.append((base, record))
+    # Results come last: their costs need every run and judge of the build.
+    for base, record in pending:
+        run_key = _str(_dict(record.get("summary")).get("run_key")) or ""
+        tables["results"].append(_result_row(base, record, runs_by_key.get(run_key), eval_cost.get(run_key, 0.0)))
+    tables["builds"].append(_build_row(log, ctx, tables["nodes"]))
+    return tables
+
+
+def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
+    counts = _dict(log.get("counts"))
+    metrics = _dict(log.get("metrics"))
+    return {
+        "build_id": ctx["build_id"],
+        "started_at": ctx["build_started_at"],
+        "finished_at": to_timestamp(log.get("finished_at")),
+        "state": _str(log.get("state")),
+        "campaign_id": ctx["campaign_id"],
+        "suite_id": ctx["suite_id"],
+        "run_profile_id": ctx["run_profile_id"],
+        "evaluation_profile_id": ctx["evaluation_profile_id"],
+        "nodes": len(nodes),
+        "executed": _int(counts.get("executed")),
+        "reused": _int(counts.get("reused")),
+        "failed": _int(counts.get("failed")),
+        "skipped": _int(counts.get("skipped")),
+        "input_tokens": _int(metrics.get("input_tokens")),
+        "output_tokens": _int(metrics.get("output_tokens")),
+        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
+        "cached_tokens": _int(metrics.get("cached_tokens")),
+        "cost_usd": _num(metrics.get("cost_usd")),
+        "results_cost_usd": sum(n["cost_usd"] or 0.0 for n in nodes),
+    }

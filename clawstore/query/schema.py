@@ -1,0 +1,202 @@
+"""The manifest's tables: every column, its DuckDB type and one line of meaning.
+
+This module is the single source of truth for the physical segment files (the writer uses it to type
+columns, the reader to create empty views) and for docs/query.md (a test checks every column is there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+# Columns every per-node table carries: which build used the node, for which campaign.
+_BUILD_CONTEXT = [
+    Column("build_id", "VARCHAR", "the build that used this node (not necessarily the one that produced it)"),
+    Column("build_started_at", "TIMESTAMP", "start time (UTC) of that build; 'latest' means the greatest"),
+    Column("campaign_id", "VARCHAR", "<suite_id>__<run_profile_id>__<evaluation_profile_id or none>"),
+    Column("suite_id", "VARCHAR", "suite of that build's campaign"),
+    Column("run_profile_id", "VARCHAR", "run profile of that build's campaign"),
+    Column("evaluation_profile_id", "VARCHAR", "evaluation profile of that build's campaign (null if none)"),
+]
+
+_NODE = [
+    Column("key", "VARCHAR", "the node's key (= id of its input document)"),
+    Column("record_id", "VARCHAR", "object id of the record the action cache maps the key to"),
+    Column("action", "VARCHAR", "what the build did: exec | reuse | fail | skip"),
+    Column("record_build_id", "VARCHAR", "the build that produced the record (differs from build_id on reuse)"),
+    Column("status", "VARCHAR", "record status (run: success | invalid | provider_error | timed_out | failed)"),
+    Column("cacheable", "BOOLEAN", "false for infrastructure failures, which the next build retries"),
+]
+
+_ADDRESS = [
+    Column("model_id", "VARCHAR", "model_id from the suite"),
+    Column("case_id", "VARCHAR", "test case id"),
+    Column("repetition", "INTEGER", "run repetition index (0-based)"),
+]
+
+_TOKENS = [
+    Column("input_tokens", "BIGINT", "prompt tokens"),
+    Column("output_tokens", "BIGINT", "completion tokens"),
+    Column("reasoning_tokens", "BIGINT", "reasoning tokens (subset of output)"),
+    Column("cached_tokens", "BIGINT", "cached prompt tokens"),
+    Column("cost_usd", "DOUBLE", "provider cost of this node in USD"),
+    Column("latency_s", "DOUBLE", "wall time of this node in seconds"),
+]
+
+_TIMES = [
+    Column("started_at", "TIMESTAMP", "when the node's work started (UTC)"),
+    Column("finished_at", "TIMESTAMP", "when it finished (UTC)"),
+]
+
+_ERROR = [
+    Column("error_code", "VARCHAR", "error code (null on success)"),
+    Column("error_message", "VARCHAR", "error message (null on success)"),
+]
+
+DIMENSIONS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
+
+
+def _dims(what: str) -> list[Column]:
+    return [Column(d, "DOUBLE", f"{what} score for the '{d}' dimension (0-10)") for d in DIMENSIONS]
+
+
+# Physical tables: one set of Parquet files per build (one row per node per build that used it).
+PHYSICAL: dict[str, list[Column]] = {
+    "runs": [
+        *_NODE[:2],
+        Column("input_document_id", "VARCHAR", "object id of the run's canonical input document"),
+        Column("artifact_id", "VARCHAR", "object id of the RunArtifact JSON"),
+        Column("sandbox_id", "VARCHAR", "tree id of the run's sandbox / workspace (null if none)"),
+        Column("output_ids", "VARCHAR[]", "every output object id of the record"),
+        *_ADDRESS,
+        Column("requested_model", "VARCHAR", "model name sent to the provider"),
+        Column("runner_type", "VARCHAR", "llm_probe | openclaw"),
+        Column("endpoint", "VARCHAR", "provider endpoint (base URL) used"),
+        *_NODE[2:],
+        *_ERROR,
+        *_TOKENS,
+        *_TIMES,
+        *_BUILD_CONTEXT,
+    ],
+    "checks": [
+        *_NODE[:2],
+        Column("run_key", "VARCHAR", "key of the run these checks judged"),
+        *_ADDRESS,
+        Column("check_id", "VARCHAR", "id of the deterministic check"),
+        Column("kind", "VARCHAR", "check type (e.g. final_response_present, file_contains)"),
+        Column("outcome", "VARCHAR", "passed | failed | error"),
+        Column("message", "VARCHAR", "the check's explanation"),
+        Column("dimensions", "VARCHAR[]", "judge dimensions this check informs"),
+        *_NODE[2:],
+        *_TIMES,
+        *_BUILD_CONTEXT,
+    ],
+    "judgements": [
+        *_NODE[:2],
+        Column("run_key", "VARCHAR", "key of the judged run"),
+        *_ADDRESS,
+        Column("judge_run_id", "VARCHAR", "judge run plan id from the evaluation profile"),
+        Column("judge_id", "VARCHAR", "judge definition id"),
+        Column("judge_model", "VARCHAR", "model that judged"),
+        Column("judge_repetition", "INTEGER", "judge repetition index (0-based)"),
+        *_NODE[2:],
+        Column("overall_score", "DOUBLE", "the judge's overall score 0-10 (null unless status = success)"),
+        *_dims("judge"),
+        *_ERROR,
+        *_TOKENS,
+        *_TIMES,
+        *_BUILD_CONTEXT,
+    ],
+    "results": [
+        *_NODE[:2],
+        Column("run_key", "VARCHAR", "key of the run this result scores"),
+        *_ADDRESS,
+        *_NODE[2:],
+        Column("final_score", "DOUBLE", "aggregated final score 0-10 (null if no judge iteration succeeded)"),
+        *_dims("final aggregated"),
+        Column("passed", "BOOLEAN", "pass verdict against pass_threshold (null if no threshold)"),
+        Column("aggregation_method", "VARCHAR", "median | mean | majority_vote | all_pass"),
+        Column("pass_threshold", "DOUBLE", "threshold used for the verdict (null if none)"),
+        Column("judge_iterations", "INTEGER", "judge iterations considered"),
+        Column("judge_successful", "INTEGER", "judge iterations that succeeded"),
+        Column("checks_total", "INTEGER", "deterministic checks evaluated"),
+        Column("checks_passed", "INTEGER", "deterministic checks passed"),
+        Column("checks_failed", "INTEGER", "deterministic checks failed"),
+        Column("run_status", "VARCHAR", "status of the scored run in the same build"),
+        Column("latency_s", "DOUBLE", "latency of the scored run in seconds"),
+        Column("run_cost_usd", "DOUBLE", "cost of the scored run"),
+        Column("eval_cost_usd", "DOUBLE", "cost of its checks, judge calls and aggregation in the same build"),
+        Column("total_cost_usd", "DOUBLE", "run_cost_usd + eval_cost_usd"),
+        *_ERROR,
+        *_TIMES,
+        *_BUILD_CONTEXT,
+    ],
+    "nodes": [
+        Column("kind", "VARCHAR", "run | checks | judge | result"),
+        *_NODE,
+        *_ADDRESS,
+        Column("judge_run_id", "VARCHAR", "judge nodes: judge run plan id"),
+        Column("judge_repetition", "INTEGER", "judge nodes: judge repetition index"),
+        *_ERROR,
+        *_TOKENS,
+        *_TIMES,
+        *_BUILD_CONTEXT,
+    ],
+    "builds": [
+        Column("build_id", "VARCHAR", "build id (its log is <store>/builds/<build_id>.json)"),
+        Column("started_at", "TIMESTAMP", "build start (UTC)"),
+        Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
+        Column("state", "VARCHAR", "running | complete | interrupted"),
+        Column("campaign_id", "VARCHAR", "campaign built"),
+        Column("suite_id", "VARCHAR", "suite id"),
+        Column("run_profile_id", "VARCHAR", "run profile id"),
+        Column("evaluation_profile_id", "VARCHAR", "evaluation profile id (null if none)"),
+        Column("nodes", "INTEGER", "nodes in the build"),
+        Column("executed", "INTEGER", "nodes executed"),
+        Column("reused", "INTEGER", "nodes reused from the action cache"),
+        Column("failed", "INTEGER", "nodes that failed"),
+        Column("skipped", "INTEGER", "nodes skipped (an upstream node failed, or fail-fast stopped the build)"),
+        Column("input_tokens", "BIGINT", "input tokens spent by this build"),
+        Column("output_tokens", "BIGINT", "output tokens spent by this build"),
+        Column("reasoning_tokens", "BIGINT", "reasoning tokens spent by this build"),
+        Column("cached_tokens", "BIGINT", "cached prompt tokens of this build"),
+        Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only)"),
+        Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included"),
+    ],
+}
+
+# Tables whose plain name is a 'latest' view: one row (one row set for checks) per key, taken from the
+# latest build that used that key. Their full history (one row per build that used the key) is here.
+HISTORY_VIEW = {"runs": "run_history", "checks": "check_history", "judgements": "judgement_history",
+                "results": "result_history", "nodes": "build_nodes"}
+
+OBJECTS: list[Column] = [
+    Column("object_id", "VARCHAR", "blake3:<64 hex>"),
+    Column("logical_size", "BIGINT", "uncompressed size in bytes"),
+    Column("stored_size", "BIGINT", "size on disk (zstd frame) in bytes"),
+]
+
+
+def view_columns() -> dict[str, list[Column]]:
+    """Every view `claw query` offers, with its columns (the same columns for latest and history)."""
+    views: dict[str, list[Column]] = {}
+    for table, cols in PHYSICAL.items():
+        if table in HISTORY_VIEW:
+            views[table] = cols
+            views[HISTORY_VIEW[table]] = cols
+        else:
+            views[table] = cols
+    views["objects"] = OBJECTS
+    return views
+
+
+def duckdb_columns(table: str) -> dict[str, str]:
+    """{column: type} for read_json(columns=...)."""
+    return {c.name: c.type for c in PHYSICAL[table]}

@@ -1,0 +1,332 @@
+"""The manifest on disk: immutable Parquet segments, one directory per build, plus one compacted pack.
+
+Layout under `<store>/manifest/`:
+    segments/<slot>@<stamp>/<table>.parquet   one build's rows (slot = build id, stamp = time_ns)
+    packs/<gen>/<table>.parquet               many builds merged; `<table>_latest.parquet` deduplicated
+    packs/<gen>/covers.json                   the build slots the pack holds
+    tmp/                                      work in progress (never read)
+Every directory appears by one atomic rename, so a reader sees a build completely or not at all, and
+no DuckDB file is ever shared between processes (DuckDB allows one writer per database file).
+A reader uses the newest pack plus the newest segment of every build slot the pack does not cover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import blake3
+import duckdb
+
+from clawstore.query.rows import Row
+from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, duckdb_columns
+
+COMPACT_AT = 16  # segments waiting beside the pack before a refresh merges them
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,150}$")
+
+
+def slot_for(build_id: str) -> str:
+    """A file-name-safe, collision-free directory name for a build id."""
+    if _SAFE.match(build_id) and "@" not in build_id:
+        return build_id.replace(":", "_")
+    return "h" + blake3.blake3(build_id.encode()).hexdigest()[:32]
+
+
+@dataclass
+class Snapshot:
+    """The files a reader should use right now."""
+
+    pack: Path | None = None
+    covers: frozenset[str] = frozenset()
+    segments: dict[str, Path] = field(default_factory=dict)  # slot -> newest segment dir
+
+    def history_files(self, table: str) -> list[str]:
+        files = [str(self.pack / f"{table}.parquet")] if self.pack else []
+        return files + [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
+
+    def latest_pack_file(self, table: str) -> str | None:
+        return str(self.pack / f"{table}_latest.parquet") if self.pack else None
+
+    def segment_files(self, table: str) -> list[str]:
+        return [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
+
+
+def _split_segment(name: str) -> tuple[str, int] | None:
+    slot, sep, stamp = name.rpartition("@")
+    if not sep or not stamp.isdigit():
+        return None
+    return slot, int(stamp)
+
+
+def _packs(manifest: Path) -> list[Path]:
+    root = manifest / "packs"
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+
+
+def _all_segment_dirs(manifest: Path) -> list[tuple[str, int, Path]]:
+    seg_root = manifest / "segments"
+    out = []
+    if seg_root.is_dir():
+        for entry in seg_root.iterdir():
+            parsed = _split_segment(entry.name)
+            if parsed:
+                out.append((parsed[0], parsed[1], entry))
+    return out
+
+
+def _newest(segments: list[tuple[str, int, Path]]) -> dict[str, tuple[int, Path]]:
+    newest: dict[str, tuple[int, Path]] = {}
+    for slot, stamp, path in segments:
+        if slot not in newest or stamp > newest[slot][0]:
+            newest[slot] = (stamp, path)
+    return newest
+
+
+def snapshot(manifest: Path) -> Snapshot:
+    """What a reader should see: the newest pack and the newest segment of each build it does not cover.
+
+    Segments are listed before packs: a compaction that lands in between then only hides segments it
+    merged; a file deleted under a running query makes the caller retry with a fresh snapshot.
+    """
+    newest = _newest(_all_segment_dirs(manifest))
+    snap = Snapshot()
+    for pack in reversed(_packs(manifest)):
+        try:
+            covers = json.loads((pack / "covers.json").read_text())
+        except (OSError, ValueError):
+            continue  # a pack being deleted: an older or newer one is complete
+        snap.pack, snap.covers = pack, frozenset(covers["slots"])
+        break
+    snap.segments = {slot: path for slot, (_, path) in newest.items() if slot not in snap.covers}
+    return snap
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    for child in path.iterdir():
+        with open(child, "rb") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(path)
+
+
+def _select_typed(table: str, source: str) -> str:
+    cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' for c in PHYSICAL[table])
+    return f"SELECT {cols} FROM {source}"
+
+
+def _json_struct(table: str) -> str:
+    return "{" + ", ".join(f"'{name}': '{typ}'" for name, typ in duckdb_columns(table).items()) + "}"
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _sql_list(paths: Sequence[str]) -> str:
+    return "[" + ", ".join(_sql_str(p) for p in paths) + "]"
+
+
+def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]], out_dir: Path) -> None:
+    """Write every physical table's rows as `<out_dir>/<table>.parquet` (typed even when empty)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for table in PHYSICAL:
+        ndjson = out_dir / f"{table}.ndjson"
+        with open(ndjson, "w", encoding="utf-8") as fh:
+            for row in tables.get(table, []):
+                fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False))
+                fh.write("\n")
+        source = (f"read_json({_sql_str(str(ndjson))}, format='newline_delimited', "
+                  f"columns={_json_struct(table)})")
+        target = _sql_str(str(out_dir / f"{table}.parquet"))
+        con.execute(f"COPY ({_select_typed(table, source)}) TO {target} (FORMAT parquet)").fetchall()
+        ndjson.unlink()
+
+
+def _tmp_dir(manifest: Path, what: str) -> Path:
+    tmp = manifest / "tmp" / f"{what}.{os.getpid()}.{time.time_ns()}"
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]]) -> Path:
+    """Write one build's rows as a new segment directory, appearing atomically."""
+    tmp = _tmp_dir(manifest, "segment")
+    con = duckdb.connect()
+    try:
+        write_tables(con, tables, tmp)
+    finally:
+        con.close()
+    _fsync_tree(tmp)
+    seg_root = manifest / "segments"
+    seg_root.mkdir(parents=True, exist_ok=True)
+    final = seg_root / f"{slot_for(build_id)}@{time.time_ns():020d}"
+    os.rename(tmp, final)
+    _fsync_dir(seg_root)
+    return final
+
+
+@contextlib.contextmanager
+def compaction_lock(manifest: Path, wait: bool) -> Iterator[bool]:
+    """An flock so two compactions never race (segment writers never take it). Yields False if busy."""
+    manifest.mkdir(parents=True, exist_ok=True)
+    with open(manifest / "compact.lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def latest_sql(source: str) -> str:
+    """One row set per key, from the latest build that used it (ties: greatest build id)."""
+    return (f"SELECT * FROM {source} QUALIFY rank() OVER (PARTITION BY key "
+            f"ORDER BY build_started_at DESC NULLS LAST, build_id DESC) = 1")
+
+
+def _segment_build_ids(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> list[str]:
+    files = snap.segment_files("builds")
+    if not files:
+        return []
+    rows = con.execute(f"SELECT DISTINCT build_id FROM read_parquet({_sql_list(files)})").fetchall()
+    return [r[0] for r in rows if r[0] is not None]
+
+
+def compact(manifest: Path, *, wait: bool = False, force: bool = False) -> bool:
+    """Merge the pack and every waiting segment into a new pack. Returns True if it compacted.
+
+    Without `force` it only runs when COMPACT_AT segments wait; without `wait` it skips when another
+    process is compacting (that one merges our segment, or a later refresh will).
+    """
+    with compaction_lock(manifest, wait) as locked:
+        return _compact_locked(manifest, force) if locked else False
+
+
+def _compact_locked(manifest: Path, force: bool) -> bool:
+    compacted = False
+    while True:
+        waiting = _newest(_all_segment_dirs(manifest))
+        current = snapshot(manifest)
+        # A segment of a build the pack already covers (that build was refreshed again) stays invisible
+        # until merged, so it forces a round; so does one landing while we merged.
+        stale = any(slot in current.covers for slot in waiting)
+        if not waiting or (not force and not stale and len(waiting) < COMPACT_AT):
+            return compacted
+        snap = Snapshot(pack=current.pack, covers=current.covers,
+                        segments={slot: path for slot, (_, path) in waiting.items()})
+        _publish_pack(manifest, snap)
+        for slot, stamp, path in _all_segment_dirs(manifest):
+            if slot in waiting and stamp <= waiting[slot][0]:
+                shutil.rmtree(path, ignore_errors=True)
+        compacted, force = True, False
+
+
+def rebuild(manifest: Path, builds: Iterable[tuple[str, Mapping[str, list[Row]]]]) -> int:
+    """Replace the whole manifest by one pack made from `builds` ((build_id, tables) pairs).
+
+    Readers keep seeing the old manifest until the new pack lands. Segments refreshed meanwhile are kept
+    and merged. Returns the number of builds indexed.
+    """
+    with compaction_lock(manifest, wait=True):
+        started = time.time_ns()
+        work = _tmp_dir(manifest, "rebuild")
+        segments: dict[str, Path] = {}
+        con = duckdb.connect()
+        try:
+            for build_id, tables in builds:
+                slot = slot_for(build_id)
+                write_tables(con, tables, work / slot)
+                segments[slot] = work / slot
+        finally:
+            con.close()
+        _publish_pack(manifest, Snapshot(segments=segments))
+        shutil.rmtree(work, ignore_errors=True)
+        for _, stamp, path in _all_segment_dirs(manifest):
+            if stamp < started:
+                shutil.rmtree(path, ignore_errors=True)
+        _compact_locked(manifest, force=False)
+        return len(segments)
+
+
+def _publish_pack(manifest: Path, snap: Snapshot) -> Path:
+    """Merge `snap` into a new pack directory and make it the newest; delete older packs.
+
+    Call with the compaction lock held.
+    """
+    gen = time.time_ns()
+    tmp = _tmp_dir(manifest, "pack")
+    con = duckdb.connect()
+    try:
+        _merge(con, snap, tmp)
+    finally:
+        con.close()
+    slots = sorted(set(snap.covers) | set(snap.segments))
+    (tmp / "covers.json").write_text(json.dumps({"slots": slots}))
+    _fsync_tree(tmp)
+    packs = manifest / "packs"
+    packs.mkdir(parents=True, exist_ok=True)
+    final = packs / f"{gen:020d}"
+    os.rename(tmp, final)
+    _fsync_dir(packs)
+    # Readers now pick the new pack; a reader still using an old one retries with a fresh snapshot.
+    for old in _packs(manifest):
+        if int(old.name) < gen:
+            shutil.rmtree(old, ignore_errors=True)
+    _clean_tmp(manifest)
+    return final
+
+
+def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
+    replaced = _segment_build_ids(con, snap)
+    if not snap.pack and not snap.segments:
+        write_tables(con, {}, out)  # an empty manifest still has every table, typed
+    for table in PHYSICAL:
+        parts = []
+        if snap.pack:
+            where = f" WHERE build_id NOT IN ({', '.join(_sql_str(b) for b in replaced)})" if replaced else ""
+            parts.append(f"SELECT * FROM read_parquet({_sql_str(str(snap.pack / f'{table}.parquet'))}, "
+                         f"union_by_name=true){where}")
+        seg_files = snap.segment_files(table)
+        if seg_files:
+            parts.append(f"SELECT * FROM read_parquet({_sql_list(seg_files)}, union_by_name=true)")
+        history = out / f"{table}.parquet"
+        if parts:
+            source = "(" + " UNION ALL BY NAME ".join(parts) + ")"
+            con.execute(f"COPY ({_select_typed(table, source)}) TO {_sql_str(str(history))} "
+                        "(FORMAT parquet)").fetchall()
+        if table in HISTORY_VIEW:
+            latest = latest_sql(f"read_parquet({_sql_str(str(history))})")
+            con.execute(f"COPY ({latest}) TO {_sql_str(str(out / f'{table}_latest.parquet'))} "
+                        "(FORMAT parquet)").fetchall()
+
+
+def _clean_tmp(manifest: Path, older_than_s: float = 3600.0) -> None:
+    """Leftovers of crashed writers (never read by anyone)."""
+    tmp = manifest / "tmp"
+    if not tmp.is_dir():
+        return
+    cutoff = time.time() - older_than_s
+    for entry in tmp.iterdir():
+        with contextlib.suppress(OSError):
+            if entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
