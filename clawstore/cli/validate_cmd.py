@@ -1,0 +1,67 @@
+"""`claw validate [ROOT]`: load every config of a workspace and print every problem, one per line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from clawstore.config import find_workspace_root, load_workspace
+from clawstore.config.references import split_root
+from clawstore.errors import UsageError
+
+
+def _display_path(issue_path: str, strip_configs: bool) -> str:
+    # When ROOT is the configs/ dir itself, show paths relative to it, as promised.
+    if strip_configs and issue_path.startswith("configs/"):
+        return issue_path[len("configs/"):]
+    return issue_path
+
+
+_NOUNS = [("cases", "case"), ("suites", "suite"), ("run_profiles", "run profile"),
+          ("evaluation_profiles", "evaluation profile"), ("agents", "agent")]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+@click.command()
+@click.argument("root", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def validate(root: Path | None, as_json: bool) -> None:
+    """Validate every config under ROOT (a workspace dir containing configs/, or configs/ itself).
+
+    Exit 0 when everything is valid, 2 otherwise.
+    """
+    if root is None:
+        root = find_workspace_root(Path.cwd())
+    elif not root.is_dir():
+        raise UsageError(f"{root}: no such directory")
+    elif split_root(root.absolute()) is None:
+        raise UsageError(f"{root} is not a workspace: it has no configs/ directory (and is not one)")
+    strip_configs = root.absolute().name == "configs" and not (root / "configs").is_dir()
+    workspace = load_workspace(root)
+    issues = sorted(workspace.issues, key=lambda i: i.path)  # stable: files in path order
+    counts = workspace.counts()
+    if as_json:
+        errors = [dict(i.as_dict(), path=_display_path(i.path, strip_configs)) for i in issues]
+        click.echo(json.dumps({"ok": not issues, "errors": errors, "counts": counts}, indent=2))
+    else:
+        for issue in issues:
+            parts = [_display_path(issue.path, strip_configs), issue.field, issue.message]
+            click.echo(": ".join(p for p in parts if p))
+        summary = ", ".join(_plural(counts[key], noun) for key, noun in _NOUNS)
+        if issues:
+            files = len({i.path for i in issues})
+            click.echo(f"{_plural(len(issues), 'error')} in {_plural(files, 'file')} (valid: {summary})")
+        else:
+            click.echo(f"OK: {summary}")
+    if issues:
+        sys.exit(2)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(validate)

@@ -1,0 +1,272 @@
+"""Expand (suite, run profile, evaluation profile) into the list of runs a build must produce.
+
+Everything a run needs from the configs is resolved here, once: the provider model string, the
+merged runner settings, messages with `source:` files expanded and attachments injected, and the
+OpenClaw agent. Per-case work is cached, so a 10,000-run campaign costs little more than loading.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from clawstore.config.crosscheck import run_profile_issues, suite_issues
+from clawstore.config.issues import ConfigIssue
+from clawstore.config.messages import Attachment, ResolvedMessage, inject_attachments, read_attachments
+from clawstore.config.models import EvaluationProfile, ModelConfig, RunProfile, Suite
+from clawstore.config.references import find_workspace_root, looks_like_path, resolve_reference, split_root
+from clawstore.config.resolution import (
+    PromptProblem,
+    merge_runner_settings,
+    resolve_judge_prompt,
+    resolve_model,
+)
+from clawstore.config.selection import matching_assignments, may_select, select_case_ids
+from clawstore.config.workspace import Loaded, LoadedAgent, LoadedCase, Workspace, load_workspace, parse_config
+from clawstore.errors import ConfigError, UsageError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CampaignItem:
+    model: ModelConfig
+    resolved_model: str
+    case: LoadedCase
+    runner_type: str
+    settings: dict[str, Any]  # merged llm_probe settings; {} for openclaw
+    messages: list[ResolvedMessage]  # sources expanded; attachments injected for llm_probe
+    turns: list[ResolvedMessage]
+    attachments: list[Attachment]
+    agent_id: str | None  # openclaw only
+
+    @property
+    def model_id(self) -> str:
+        return self.model.model_id
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+
+@dataclass(frozen=True)
+class Campaign:
+    root: Path
+    suite: Suite
+    suite_path: Path
+    run_profile: RunProfile
+    run_profile_path: Path
+    evaluation_profile: EvaluationProfile | None
+    evaluation_profile_path: Path | None
+    judge_system_prompt: str | None
+    judge_system_prompt_source: str | None
+    items: list[CampaignItem]  # models (suite order) × cases (sorted by case_id)
+    agents: dict[str, LoadedAgent] = field(default_factory=dict)  # the agents the items use
+    workspace: Workspace | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def campaign_id(self) -> str:
+        evaluation = self.evaluation_profile.evaluation_profile_id if self.evaluation_profile else "none"
+        return f"{self.suite.suite_id}__{self.run_profile.run_profile_id}__{evaluation}"
+
+    @property
+    def case_ids(self) -> list[str]:
+        return sorted({item.case_id for item in self.items})
+
+    @property
+    def model_ids(self) -> list[str]:
+        return list(dict.fromkeys(item.model_id for item in self.items))
+
+
+def _norm(path: Path) -> Path:
+    return Path(os.path.normpath(path.absolute()))
+
+
+def _workspace_root_for(suite: str, cwd: Path) -> Path:
+    """The workspace of an explicit suite path is the one whose configs/ holds it; else search from cwd."""
+    if looks_like_path(suite):
+        path = _norm(cwd / os.path.expanduser(suite))
+        for ancestor in path.parents:
+            found = split_root(ancestor)
+            if found and path.is_relative_to(found[1]):
+                return found[0]
+    return find_workspace_root(cwd)
+
+
+def _pick(
+    ws: Workspace, kind: str, value: str, cwd: Path, catalog: dict[str, Loaded[T]], model: type[T]
+) -> tuple[Loaded[T] | None, Path, bool]:
+    """The config a flag names: (loaded or None if invalid, its path, whether it is outside the catalog)."""
+    by_id = {loaded_id: loaded.path for loaded_id, loaded in catalog.items()}
+    path = _norm(resolve_reference(kind, value, ws.root, cwd, by_id))
+    for loaded in catalog.values():
+        if loaded.path == path:
+            return loaded, path, False
+    if any(issue.file == path for issue in ws.issues):
+        return None, path, False  # a catalog file that failed validation; its issues block the campaign
+    config, _ = parse_config(ws, path, model)
+    return (Loaded(config, path) if config is not None else None), path, True
+
+
+def _fail(issues: list[ConfigIssue]) -> ConfigError:
+    first = issues[0]
+    error = first.to_error()
+    if len(issues) > 1:
+        more = len(issues) - 1
+        error = ConfigError(f"{first.message} (and {more} more problem{'s' * (more > 1)}; "
+                            "run 'claw validate')", first.path, first.field or None)
+    return error
+
+
+class _CaseCache:
+    """Per-case resolution shared by every model of the campaign (files are read once)."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]] = {}
+
+    def get(self, loaded: LoadedCase) -> tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]:
+        hit = self._done.get(loaded.case_id)
+        if hit is None:
+            try:
+                attachments = read_attachments(list(loaded.attachment_paths))
+            except OSError as exc:
+                raise ConfigError(f"cannot read attachment: {exc}", loaded.path.as_posix(),
+                                  "input.attachments") from None
+            messages = list(loaded.messages)
+            if loaded.case.runner.type == "llm_probe":
+                messages = inject_attachments(messages, attachments)
+            hit = (messages, list(loaded.turns), attachments)
+            self._done[loaded.case_id] = hit
+        return hit
+
+
+def resolve_campaign(
+    root_or_cwd: Path,
+    suite: str,
+    run_profile: str,
+    evaluation_profile: str | None = None,
+    cases: Sequence[str] = (),
+    models: Sequence[str] = (),
+) -> Campaign:
+    """Load the workspace and expand one campaign into items; raise on any problem that concerns it.
+
+    Problems in files the campaign does not use (another suite, an unselected case) do not block it.
+    """
+    cwd = _norm(Path(root_or_cwd))
+    ws = load_workspace(_workspace_root_for(suite, cwd))
+    suite_loaded, suite_path, suite_outside = _pick(ws, "suite", suite, cwd, ws.suites, Suite)
+    rp_loaded, rp_path, rp_outside = _pick(ws, "run profile", run_profile, cwd, ws.run_profiles, RunProfile)
+    ep_loaded: Loaded[EvaluationProfile] | None = None
+    ep_path: Path | None = None
+    if evaluation_profile is not None:
+        ep_loaded, ep_path, ep_outside = _pick(ws, "evaluation profile", evaluation_profile, cwd,
+                                               ws.evaluation_profiles, EvaluationProfile)
+        if ep_loaded and ep_outside:
+            try:
+                resolve_judge_prompt(ep_loaded.config, ep_path)
+            except PromptProblem as exc:
+                ws.add_issue(ep_path, exc.field, str(exc))
+    relevant = {suite_path, rp_path} | ({ep_path} if ep_path else set())
+    # Files outside the catalog were not cross-checked by load_workspace.
+    if suite_loaded and suite_outside:
+        for field_path, message in suite_issues(ws, suite_loaded.config):
+            ws.add_issue(suite_path, field_path, message)
+    if rp_loaded and rp_outside:
+        for field_path, message in run_profile_issues(ws, rp_loaded.config):
+            ws.add_issue(rp_path, field_path, message)
+
+    if suite_loaded is None or rp_loaded is None or (evaluation_profile is not None and ep_loaded is None):
+        raise _fail(ws.issues_in(relevant))
+    suite_cfg, rp_cfg = suite_loaded.config, rp_loaded.config
+
+    tags = ws.case_tags()
+    selected = select_case_ids(suite_cfg.case_selection, tags)
+    wanted = list(dict.fromkeys(cases))
+    for stub in ws.broken_cases:
+        if wanted:
+            blocks = stub.case_id is None or stub.case_id in wanted
+        else:
+            blocks = may_select(suite_cfg.case_selection, stub.case_id, stub.tags)
+        if blocks:
+            relevant.add(stub.path)
+    if wanted:
+        unknown = [case_id for case_id in wanted if case_id not in selected and not any(
+            stub.case_id == case_id for stub in ws.broken_cases)]
+        if unknown:
+            raise UsageError(f"--case {', '.join(unknown)}: not selected by suite '{suite_cfg.suite_id}' "
+                             f"(selected: {', '.join(selected) or 'none'})")
+        selected = [case_id for case_id in selected if case_id in wanted]
+    model_list = list(suite_cfg.models)
+    if models:
+        unknown = [m for m in dict.fromkeys(models) if m not in suite_cfg.model_ids]
+        if unknown:
+            raise UsageError(f"--model {', '.join(unknown)}: not in suite '{suite_cfg.suite_id}' "
+                             f"(models: {', '.join(suite_cfg.model_ids) or 'none'})")
+        model_list = [m for m in model_list if m.model_id in models]
+
+    relevant |= {ws.cases[case_id].path for case_id in selected}
+    openclaw_cases = [c for c in selected if ws.cases[c].case.runner.type == "openclaw"]
+    agent_of: dict[str, str] = {}
+    if openclaw_cases and rp_cfg.openclaw is None:
+        ws.add_issue(rp_path, "openclaw", f"suite '{suite_cfg.suite_id}' selects openclaw cases "
+                                          f"({', '.join(openclaw_cases)}) but this run profile has no "
+                                          "'openclaw' block (agent_id, image, timeout_seconds)")
+    elif openclaw_cases:
+        assert rp_cfg.openclaw is not None
+        assignments = suite_cfg.openclaw.agent_assignments
+        for case_id in openclaw_cases:
+            hits = matching_assignments(assignments, case_id, tags[case_id])
+            agent_of[case_id] = assignments[hits[0]].agent_id if len(hits) == 1 else rp_cfg.openclaw.agent_id
+        for agent_id in set(agent_of.values()):
+            relevant.add(ws.configs_dir / "agents" / agent_id / "agent.yaml")
+            relevant.add(ws.configs_dir / "agents" / agent_id)
+
+    blocking = ws.issues_in(relevant)
+    if blocking:
+        raise _fail(blocking)
+
+    prompt: tuple[str | None, str | None] = (None, None)
+    if ep_loaded is not None:
+        if not ep_loaded.config.judge_runs:
+            raise ConfigError("no judge_runs: add at least one judge run, or omit --evaluation-profile",
+                              ws.rel(ep_loaded.path), "judge_runs")
+        prompt = resolve_judge_prompt(ep_loaded.config, ep_loaded.path)
+
+    agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
+    cache = _CaseCache()
+    items: list[CampaignItem] = []
+    for model in model_list:
+        resolved = resolve_model(model)
+        for case_id in selected:
+            loaded = ws.cases[case_id]
+            messages, turns, attachments = cache.get(loaded)
+            items.append(CampaignItem(
+                model=model,
+                resolved_model=resolved,
+                case=loaded,
+                runner_type=loaded.case.runner.type,
+                settings=merge_runner_settings(rp_cfg, model.model_id, loaded.case),
+                messages=messages,
+                turns=turns,
+                attachments=attachments,
+                agent_id=agent_of.get(case_id),
+            ))
+    return Campaign(
+        root=ws.root,
+        suite=suite_cfg,
+        suite_path=suite_path,
+        run_profile=rp_cfg,
+        run_profile_path=rp_path,
+        evaluation_profile=ep_loaded.config if ep_loaded else None,
+        evaluation_profile_path=ep_path,
+        judge_system_prompt=prompt[0],
+        judge_system_prompt_source=prompt[1],
+        items=items,
+        agents=agents,
+        workspace=ws,
+    )

@@ -1,0 +1,113 @@
+"""Rewrite pydantic validation errors as short, human lines about YAML values."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from clawstore.config.ids import ID_HINT, ID_PATTERN
+from clawstore.config.issues import format_loc, join_field
+
+YAML_TYPE_NAMES = {
+    dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number",
+    bool: "a boolean", type(None): "null",
+}
+
+
+def yaml_type(value: Any) -> str:
+    return YAML_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return yaml_type(value)
+    return f"{yaml_type(value)} {_short(value)}" if value is not None else "null"
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types an annotation may hold (through Annotated, Optional, unions, containers)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _model_at(root: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The model class that owns the last element of `loc` (for listing allowed keys)."""
+    current: Any = root
+    for part in loc[:-1]:
+        found = None
+        for candidate in _unwrap(current):
+            origin = typing.get_origin(candidate)
+            if isinstance(part, int) and origin is list:
+                found = typing.get_args(candidate)[0]
+            elif isinstance(part, str) and origin is dict:
+                found = typing.get_args(candidate)[1]
+            elif isinstance(part, str) and isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                info = candidate.model_fields.get(part)
+                found = info.annotation if info else None
+            if found is not None:
+                break
+        if found is None:
+            return None
+        current = found
+    for candidate in _unwrap(current):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
+    """(field path, message) for one pydantic error dict."""
+    kind = error["type"]
+    loc = tuple(error["loc"])
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    field = format_loc(loc)
+    if kind == "claw":
+        return join_field(field, ctx.get("field", "")), ctx["message"]
+    if kind == "extra_forbidden":
+        model = _model_at(root, loc)
+        allowed = ", ".join(model.model_fields) if model else ""
+        return field, f"unknown field '{loc[-1]}'" + (f" (allowed: {allowed})" if allowed else "")
+    if kind == "missing":
+        return field, "required field is missing"
+    if kind == "literal_error":
+        expected = ctx.get("expected", "").replace("'", "").replace(" or ", ", ")
+        return field, f"expected one of {expected}, got {_short(value)}"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == ID_PATTERN:
+        return field, f"must match {ID_PATTERN} ({ID_HINT}), got {_short(value)}"
+    if kind == "string_too_short":
+        return field, "must not be empty"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return field, f"expected a mapping, got {_got(value)}"
+    if kind == "list_type":
+        return field, f"expected a list, got {_got(value)}"
+    if kind == "string_type":
+        return field, f"expected a string, got {_got(value)}"
+    if kind in ("int_type", "int_from_float", "int_parsing"):
+        return field, f"expected an integer, got {_got(value)}"
+    if kind in ("float_type", "float_parsing"):
+        return field, f"expected a number, got {_got(value)}"
+    if kind in ("bool_type", "bool_parsing"):
+        return field, f"expected true or false, got {_got(value)}"
+    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+    if kind in bounds:
+        limit = next(iter(ctx.values()), "?")
+        return field, f"must be {bounds[kind]} {limit}, got {_short(value)}"
+    message = error.get("msg", kind)
+    return field, message.removeprefix("Value error, ")
+
+
+def describe_all(exc: ValidationError, root: type[BaseModel]) -> list[tuple[str, str]]:
+    return [describe(error, root) for error in exc.errors(include_url=False)]

@@ -1,0 +1,65 @@
+"""The OpenClaw agent (`configs/agents/<agent_id>/agent.yaml` + `workspace/`)."""
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, field_validator, model_validator
+
+from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
+from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, Tags, fail
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _no_model_keys(fragment: dict[str, Any]) -> dict[str, Any]:
+    for key in fragment:
+        if key in FORBIDDEN_AGENT_MODEL_KEYS:
+            raise fail(f"'{key}' is not allowed here: the benchmark model always comes from the suite", key)
+    return fragment
+
+
+class ModelDefaults(OpenModel):
+    fallbacks: Annotated[list[Any], BeforeValidator(_none_to_list)] = []
+    aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = {}
+    primary_params: FreeMap = {}
+
+    @model_validator(mode="after")
+    def _single_model(self) -> "ModelDefaults":
+        if self.fallbacks:
+            raise fail("must be empty: a benchmark run uses exactly one model", "fallbacks")
+        _no_model_keys(self.extras)
+        return self
+
+
+class AgentOpenClawConfig(StrictModel):
+    identity: FreeMap = {}
+    agents_defaults: FreeMap = {}
+    agent: FreeMap = {}
+    model_defaults: ModelDefaults = ModelDefaults()
+
+    @field_validator("agents_defaults", "agent")
+    @classmethod
+    def _fragments(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _no_model_keys(value)
+
+
+class Agent(StrictModel):
+    schema_version: SchemaVersion
+    agent_id: Id
+    title: NonEmptyStr
+    description: str | None = None
+    tags: Tags = []
+    metadata: FreeMap = {}
+    openclaw: AgentOpenClawConfig = AgentOpenClawConfig()
+
+    @property
+    def cli_agent_id(self) -> str:
+        """The id passed to `openclaw agent --agent`: `openclaw.agent.id` when set, else agent_id."""
+        fragment_id = self.openclaw.agent.get("id")
+        if isinstance(fragment_id, str) and fragment_id.strip():
+            return fragment_id.strip()
+        return self.agent_id
+
+
+__all__ = ["Agent", "AgentOpenClawConfig", "ModelDefaults"]

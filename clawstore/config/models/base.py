@@ -1,0 +1,71 @@
+"""Shared building blocks of the config models: strictness, ID type, null-tolerant lists, tags.
+
+Every model is frozen and strict: YAML already carries types, so a string where a number belongs is
+an error rather than a silent coercion. Unknown keys are rejected except in the few open objects.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
+
+from clawstore.config.ids import ID_PATTERN
+
+
+def fail(message: str, field: str | None = None) -> PydanticCustomError:
+    """A validation error with our own wording; `field` extends the location (e.g. 'temperature')."""
+    return PydanticCustomError("claw", "{message}", {"message": message, "field": field or ""})
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class OpenModel(BaseModel):
+    """An object that passes unknown keys through (they stay available in `model_extra`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _none_to_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+def _check_schema_version(value: Any) -> Any:
+    if type(value) is not int or value != 1:
+        raise fail(f"must be 1, got {value!r}")
+    return value
+
+
+def _normalize_tags(value: Any) -> Any:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return value
+    if not all(isinstance(tag, str) for tag in value):
+        return value  # let the list[str] validator name the bad element
+    return sorted({tag.strip() for tag in value if tag.strip()})
+
+
+SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
+FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
+Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
+StrList = Annotated[list[str], BeforeValidator(_none_to_list)]
+IdList = Annotated[list[Id], BeforeValidator(_none_to_list)]
+
+__all__ = [
+    "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
+    "StrictModel", "Tags", "fail",
+]

@@ -1,0 +1,190 @@
+"""The test case (`configs/cases/**/test.yaml`): one scenario, reusable across suites and models."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from clawstore.config.ids import KNOWN_TOOLS
+from clawstore.config.models.base import (
+    FreeMap,
+    Id,
+    NonEmptyStr,
+    OpenModel,
+    SchemaVersion,
+    StrictModel,
+    Tags,
+    fail,
+)
+from clawstore.config.models.checks import DeterministicCheck
+from clawstore.config.models.runner_settings import check_settings
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class MessageSource(StrictModel):
+    path: NonEmptyStr
+    format: Literal["yaml", "json"] | None = None
+
+
+class Message(StrictModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    source: MessageSource | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _content_xor_source(self) -> "Message":
+        if self.content is not None and self.source is not None:
+            raise fail("set either 'content' or 'source', not both")
+        if self.content is None and self.source is None:
+            raise fail("set one of 'content' or 'source'")
+        return self
+
+
+MessageList = Annotated[list[Message], BeforeValidator(_none_to_list)]
+
+
+class RunnerConfig(OpenModel):
+    """`type` plus case-level runner settings (every other key), which win over the run profile's."""
+
+    type: Literal["llm_probe", "openclaw"]
+
+    @model_validator(mode="after")
+    def _settings(self) -> "RunnerConfig":
+        check_settings(self.extras)
+        return self
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.extras
+
+
+def _check_context(context: dict[str, Any]) -> dict[str, Any]:
+    probe = context.get("llm_probe")
+    if probe is not None:
+        if not isinstance(probe, dict):
+            raise fail(f"expected a mapping, got {type(probe).__name__}", "llm_probe")
+        tools = probe.get("tools")
+        if tools is not None:
+            if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+                raise fail("expected a list of tool names", "llm_probe.tools")
+            for index, tool in enumerate(tools):
+                if tool not in KNOWN_TOOLS:
+                    raise fail(f"unknown tool {tool!r} (known: {', '.join(KNOWN_TOOLS)})",
+                               f"llm_probe.tools[{index}]")
+        choice = probe.get("tool_choice")
+        if choice is not None and not isinstance(choice, str | dict):
+            raise fail("expected a string or a mapping", "llm_probe.tool_choice")
+    hints = context.get("openclaw")
+    if hints is not None:
+        if not isinstance(hints, dict):
+            raise fail(f"expected a mapping, got {type(hints).__name__}", "openclaw")
+        artifact = hints.get("expected_artifact")
+        if artifact is not None and not (
+            isinstance(artifact, str) or (isinstance(artifact, list) and all(isinstance(a, str) for a in artifact))
+        ):
+            raise fail("expected a file name or a list of file names", "openclaw.expected_artifact")
+    return context
+
+
+class TestInput(StrictModel):
+    __test__ = False  # not a pytest class
+
+    messages: MessageList = []
+    turns: MessageList = []
+    attachments: Annotated[list[NonEmptyStr], BeforeValidator(_none_to_list)] = []
+    context: FreeMap = {}
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_context(value)
+
+    @property
+    def llm_probe_tools(self) -> list[str]:
+        """Enabled llm_probe tools, de-duplicated, in the order written."""
+        probe = self.context.get("llm_probe") or {}
+        return list(dict.fromkeys(probe.get("tools") or []))
+
+
+class Expectation(StrictModel):
+    text: NonEmptyStr
+    weight: float = 1.0
+    metadata: FreeMap = {}
+
+
+class Expectations(StrictModel):
+    hard_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = []
+    soft_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = []
+
+
+def _anchor_keys(value: Any) -> Any:
+    # YAML reads an unquoted `10:` key as a number; anchors are score labels, so accept it.
+    if isinstance(value, dict):
+        return {(str(k) if isinstance(k, int | float) and not isinstance(k, bool) else k): v
+                for k, v in value.items()}
+    return {} if value is None else value
+
+
+class RubricScale(StrictModel):
+    min: Annotated[float, Field(ge=0)] = 0
+    max: Annotated[float, Field(ge=0)] = 10
+    anchors: Annotated[dict[str, str], BeforeValidator(_anchor_keys)] = {}
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RubricScale":
+        if self.max <= self.min:
+            raise fail(f"must be greater than min ({self.min:g}), got {self.max:g}", "max")
+        return self
+
+
+class RubricCriterion(StrictModel):
+    name: NonEmptyStr
+    what_good_looks_like: NonEmptyStr
+    what_bad_looks_like: NonEmptyStr
+
+
+class Rubric(StrictModel):
+    version: Literal[1] = 1
+    scale: RubricScale = RubricScale()
+    criteria: Annotated[list[RubricCriterion], BeforeValidator(_none_to_list)] = []
+    scoring_instructions: str | None = None
+
+
+class TestCase(StrictModel):
+    __test__ = False  # not a pytest class
+
+    schema_version: SchemaVersion
+    case_id: Id
+    title: NonEmptyStr
+    runner: RunnerConfig
+    input: TestInput
+    expectations: Expectations = Expectations()
+    rubric: Rubric | None = None
+    deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(_none_to_list)] = []
+    tags: Tags = []
+    metadata: FreeMap = {}
+
+    @model_validator(mode="after")
+    def _unique_check_ids(self) -> "TestCase":
+        seen: dict[str, int] = {}
+        for index, check in enumerate(self.deterministic_checks):
+            if check.check_id in seen:
+                raise fail(
+                    f"duplicate check_id '{check.check_id}' (also deterministic_checks[{seen[check.check_id]}])",
+                    f"deterministic_checks[{index}].check_id",
+                )
+            seen[check.check_id] = index
+        return self
+
+    @property
+    def runner_type(self) -> str:
+        return self.runner.type
+
+
+__all__ = [
+    "Expectation", "Expectations", "Message", "MessageSource", "Rubric", "RubricCriterion", "RubricScale",
+    "RunnerConfig", "TestCase", "TestInput",
+]

@@ -1,0 +1,111 @@
+"""The evaluation profile (`configs/evaluation_profiles/<id>.yaml`): judges and how they are combined."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, fail
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class JudgeConfig(OpenModel):
+    """A judge. `request_options` go to the provider request; other extras are kept for reference."""
+
+    judge_id: Id
+    type: NonEmptyStr
+    model: str | None = None
+    request_options: FreeMap = {}
+
+
+class JudgeRunConfig(StrictModel):
+    judge_run_id: Id
+    judge_id: Id
+    repetitions: Annotated[int, Field(ge=1)] = 1
+    sample_size: Annotated[int, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _sample_fits(self) -> "JudgeRunConfig":
+        if self.sample_size is not None and self.sample_size > self.repetitions:
+            raise fail(f"must be <= repetitions ({self.repetitions}), got {self.sample_size}", "sample_size")
+        return self
+
+
+class AggregationConfig(StrictModel):
+    method: Literal["median", "mean", "majority_vote", "all_pass"] = "median"
+    pass_threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+
+
+class AnchorReference(StrictModel):
+    anchor_id: Id
+    label: str
+    text: str
+
+
+class AnchorsConfig(StrictModel):
+    enabled: bool = False
+    references: Annotated[list[AnchorReference], BeforeValidator(_none_to_list)] = []
+
+
+class SecurityPolicy(StrictModel):
+    allow_local_python_hooks: bool = False
+    network_access: Literal["deny", "allow"] = "deny"
+    redact_secrets: bool = True
+
+
+def _blank_to_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+class EvaluationProfile(StrictModel):
+    schema_version: SchemaVersion
+    evaluation_profile_id: Id
+    title: NonEmptyStr
+    judges: Annotated[list[JudgeConfig], BeforeValidator(_none_to_list)] = []
+    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(_none_to_list)] = []
+    aggregation: AggregationConfig = AggregationConfig()
+    anchors: AnchorsConfig = AnchorsConfig()
+    security_policy: SecurityPolicy = SecurityPolicy()
+    metadata: FreeMap = {}
+    judge_system_prompt_path: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
+    judge_system_prompt: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
+
+    @field_validator("judges")
+    @classmethod
+    def _unique_judges(cls, judges: list[JudgeConfig]) -> list[JudgeConfig]:
+        seen: dict[str, int] = {}
+        for index, judge in enumerate(judges):
+            if judge.judge_id in seen:
+                raise fail(f"duplicate judge_id '{judge.judge_id}' (also judges[{seen[judge.judge_id]}])",
+                           f"[{index}].judge_id")
+            seen[judge.judge_id] = index
+        return judges
+
+    @model_validator(mode="after")
+    def _references(self) -> "EvaluationProfile":
+        if self.judge_system_prompt_path is not None and self.judge_system_prompt is not None:
+            raise fail("set either judge_system_prompt_path or judge_system_prompt, not both",
+                       "judge_system_prompt")
+        known = [j.judge_id for j in self.judges]
+        runs: dict[str, int] = {}
+        for index, run in enumerate(self.judge_runs):
+            if run.judge_id not in known:
+                declared = ", ".join(known) or "none declared"
+                raise fail(f"unknown judge '{run.judge_id}' (declared judges: {declared})",
+                           f"judge_runs[{index}].judge_id")
+            if run.judge_run_id in runs:
+                raise fail(f"duplicate judge_run_id '{run.judge_run_id}' (also judge_runs[{runs[run.judge_run_id]}])",
+                           f"judge_runs[{index}].judge_run_id")
+            runs[run.judge_run_id] = index
+        return self
+
+    def judge(self, judge_id: str) -> JudgeConfig:
+        return next(j for j in self.judges if j.judge_id == judge_id)
+
+
+__all__ = [
+    "AggregationConfig", "AnchorReference", "AnchorsConfig", "EvaluationProfile", "JudgeConfig",
+    "JudgeRunConfig", "SecurityPolicy",
+]

@@ -1,0 +1,50 @@
+"""The run profile (`configs/run_profiles/<id>.yaml`): how runs execute."""
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from clawstore.config.ids import is_id
+from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
+from clawstore.config.models.runner_settings import check_settings
+
+RunnerSettings = Annotated[FreeMap, AfterValidator(check_settings)]
+
+
+def _none_to_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class ExecutionPolicy(StrictModel):
+    max_concurrency: Annotated[int, Field(ge=1)] = 1
+    run_repetitions: Annotated[int, Field(ge=1)] = 1
+    fail_fast: bool = False
+    stop_on_runner_error: bool = True
+
+
+class OpenClawRunProfile(StrictModel):
+    agent_id: Id
+    image: NonEmptyStr
+    timeout_seconds: Annotated[int, Field(gt=0)]
+    docker_cli: NonEmptyStr = "docker"
+
+
+class RunProfile(StrictModel):
+    schema_version: SchemaVersion
+    run_profile_id: Id
+    title: NonEmptyStr
+    runner_defaults: RunnerSettings = {}
+    model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = {}
+    execution_policy: ExecutionPolicy = ExecutionPolicy()
+    openclaw: OpenClawRunProfile | None = None
+
+    @model_validator(mode="after")
+    def _override_keys(self) -> "RunProfile":
+        for key in self.model_overrides:
+            if not is_id(key):
+                raise fail(f"model_overrides keys are model_ids; {key!r} is not a valid model_id",
+                           f"model_overrides.{key}")
+        return self
+
+
+__all__ = ["ExecutionPolicy", "OpenClawRunProfile", "RunProfile"]

@@ -1,0 +1,77 @@
+"""The suite (`configs/suites/<id>.yaml`): which models run which cases, and with which agents."""
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, model_validator
+
+from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, StrList, fail
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class ModelConfig(OpenModel):
+    """A model under test. Extra keys (e.g. `openrouter_model`, `primary_params`) pass to the runner."""
+
+    model_id: Id
+    label: str | None = None
+    requested_model: str | None = None
+    provider: str | None = None
+    model_name: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.model_id
+
+
+class CaseSelection(StrictModel):
+    include_case_ids: StrList = []
+    exclude_case_ids: StrList = []
+    include_tags: StrList = []
+    exclude_tags: StrList = []
+
+
+class AgentAssignment(StrictModel):
+    agent_id: Id
+    case_selection: CaseSelection
+
+    @model_validator(mode="after")
+    def _has_include(self) -> "AgentAssignment":
+        selection = self.case_selection
+        if not selection.include_case_ids and not selection.include_tags:
+            raise fail("set include_case_ids or include_tags (an assignment must select something)",
+                       "case_selection")
+        return self
+
+
+class SuiteOpenClawConfig(StrictModel):
+    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(_none_to_list)] = []
+
+
+class Suite(StrictModel):
+    schema_version: SchemaVersion
+    suite_id: Id
+    title: NonEmptyStr
+    models: Annotated[list[ModelConfig], BeforeValidator(_none_to_list)] = []
+    case_selection: CaseSelection = CaseSelection()
+    openclaw: SuiteOpenClawConfig = SuiteOpenClawConfig()
+    metadata: FreeMap = {}
+
+    @model_validator(mode="after")
+    def _unique_model_ids(self) -> "Suite":
+        # Two entries with one model_id would share every stored result, so reject them.
+        seen: dict[str, int] = {}
+        for index, model in enumerate(self.models):
+            if model.model_id in seen:
+                raise fail(f"duplicate model_id '{model.model_id}' (also models[{seen[model.model_id]}])",
+                           f"models[{index}].model_id")
+            seen[model.model_id] = index
+        return self
+
+    @property
+    def model_ids(self) -> list[str]:
+        return [m.model_id for m in self.models]
+
+
+__all__ = ["AgentAssignment", "CaseSelection", "ModelConfig", "Suite", "SuiteOpenClawConfig"]

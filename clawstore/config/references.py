@@ -1,0 +1,68 @@
+"""Finding the workspace and turning `--suite/--run-profile/--evaluation-profile` values into files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from clawstore.errors import UsageError
+
+KIND_DIRS = {
+    "suite": "suites",
+    "run profile": "run_profiles",
+    "evaluation profile": "evaluation_profiles",
+}
+
+
+def split_root(path: Path) -> tuple[Path, Path] | None:
+    """(workspace root, configs dir) when `path` is a workspace root or its `configs/` dir itself."""
+    if (path / "configs").is_dir():
+        return path, path / "configs"
+    if path.name == "configs" and path.is_dir():
+        return path.parent, path
+    return None
+
+
+def find_workspace_root(start: Path) -> Path:
+    """The nearest directory, from `start` upwards, that contains `configs/`."""
+    start = Path(start).absolute()
+    if start.is_file():
+        start = start.parent
+    for candidate in (start, *start.parents):
+        found = split_root(candidate)
+        if found:
+            return found[0]
+    raise UsageError(f"no workspace found: no configs/ directory in {start} or any parent directory")
+
+
+def looks_like_path(value: str) -> bool:
+    """A flag value is a path when it has a separator, starts with '.', or ends in .yaml/.yml."""
+    lowered = value.lower()
+    return "/" in value or "\\" in value or value.startswith(".") or lowered.endswith((".yaml", ".yml"))
+
+
+def resolve_reference(kind: str, value: str, root: Path, cwd: Path, by_id: Mapping[str, Path]) -> Path:
+    """The YAML file a flag value names: an explicit path (relative to cwd) or an ID.
+
+    IDs are looked up as `<configs>/<dir>/<id>.yaml|.yml` first, then by the id field of the loaded
+    files (so a file named differently from its id still resolves).
+    """
+    if looks_like_path(value):
+        path = Path(os.path.expanduser(value))
+        path = path if path.is_absolute() else cwd / path
+        if not path.is_file():
+            raise UsageError(f"{kind} file not found: {value}")
+        return path.absolute()
+    directory = root / "configs" / KIND_DIRS[kind]
+    hits = [p for p in (directory / f"{value}.yaml", directory / f"{value}.yml") if p.is_file()]
+    if len(hits) == 2:
+        raise UsageError(f"ambiguous {kind} '{value}': both {hits[0].name} and {hits[1].name} exist; "
+                         "pass an explicit path")
+    if hits:
+        return hits[0].absolute()
+    if value in by_id:
+        return by_id[value]
+    available = ", ".join(sorted(by_id)) or "none"
+    raise UsageError(f"could not resolve {kind} '{value}' under configs/{KIND_DIRS[kind]} "
+                     f"(available: {available}); pass an ID or a path to a YAML file")

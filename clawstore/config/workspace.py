@@ -1,0 +1,300 @@
+"""Load a whole workspace: every config file, validated, with every problem collected as a ConfigIssue.
+
+Nothing here raises for a bad config: a broken file becomes issues and is left out of the catalog,
+so `claw validate` can print all problems at once and a campaign can tell which ones concern it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from clawstore.config.error_text import describe_all
+from clawstore.config.issues import ConfigIssue
+from clawstore.config.messages import ResolvedMessage, case_path, resolve_messages
+from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
+from clawstore.config.references import split_root
+from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
+from clawstore.config.yamlio import YamlProblem, load_mapping
+from clawstore.errors import UsageError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[T]):
+    config: T
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return _config_id(self.config)
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    case: TestCase
+    path: Path  # the test.yaml
+    dir: Path
+    messages: tuple[ResolvedMessage, ...]  # `source:` files expanded; attachments not injected
+    turns: tuple[ResolvedMessage, ...]
+    attachment_paths: tuple[Path, ...]
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+    def resolve_path(self, value: str) -> Path:
+        """A path written in this case (check paths, hook paths), made absolute."""
+        return case_path(self.dir, value)
+
+
+@dataclass(frozen=True)
+class LoadedAgent:
+    agent: Agent
+    path: Path  # agent.yaml
+    dir: Path
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.dir / "workspace"
+
+
+@dataclass(frozen=True)
+class CaseStub:
+    """What we could read from a case file that failed validation (to know which campaigns it blocks)."""
+
+    path: Path
+    case_id: str | None
+    tags: tuple[str, ...] | None
+
+
+@dataclass
+class Workspace:
+    root: Path
+    configs_dir: Path
+    cases: dict[str, LoadedCase] = field(default_factory=dict)
+    suites: dict[str, Loaded[Suite]] = field(default_factory=dict)
+    run_profiles: dict[str, Loaded[RunProfile]] = field(default_factory=dict)
+    evaluation_profiles: dict[str, Loaded[EvaluationProfile]] = field(default_factory=dict)
+    agents: dict[str, LoadedAgent] = field(default_factory=dict)
+    issues: list[ConfigIssue] = field(default_factory=list)
+    broken_cases: list[CaseStub] = field(default_factory=list)
+    agent_dirs: set[str] = field(default_factory=set)  # directory names under configs/agents
+    files_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def add_issue(self, path: Path, field_path: str, message: str) -> None:
+        self.issues.append(ConfigIssue(self.rel(path), field_path, message, file=path))
+
+    def issues_in(self, files: set[Path]) -> list[ConfigIssue]:
+        return [issue for issue in self.issues if issue.file in files]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "cases": len(self.cases),
+            "suites": len(self.suites),
+            "run_profiles": len(self.run_profiles),
+            "evaluation_profiles": len(self.evaluation_profiles),
+            "agents": len(self.agents),
+            "files": self.files_checked,
+            "errors": len(self.issues),
+        }
+
+    def case_tags(self) -> dict[str, tuple[str, ...]]:
+        return {case_id: tuple(loaded.case.tags) for case_id, loaded in self.cases.items()}
+
+
+def _config_id(config: BaseModel) -> str:
+    for name in ("case_id", "suite_id", "run_profile_id", "evaluation_profile_id", "agent_id"):
+        value = getattr(config, name, None)
+        if value is not None:
+            return str(value)
+    raise TypeError(f"{type(config).__name__} has no id field")
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+
+def _subdirs(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted((e for e in entries if e.is_dir()), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def discover_cases(configs_dir: Path) -> list[Path]:
+    """`cases/*/test.yaml` and `cases/*/*/test.yaml` (a case directory, or a group of them)."""
+    found: list[Path] = []
+    for entry in _subdirs(configs_dir / "cases"):
+        with os.scandir(entry.path) as children:
+            for child in sorted(children, key=lambda e: e.name):
+                if child.name == "test.yaml" and child.is_file():
+                    found.append(Path(child.path))
+                elif child.is_dir() and os.path.isfile(os.path.join(child.path, "test.yaml")):
+                    found.append(Path(child.path, "test.yaml"))
+    return sorted(found)
+
+
+def discover_yaml(directory: Path) -> list[Path]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(
+                Path(e.path) for e in entries if e.name.lower().endswith((".yaml", ".yml")) and e.is_file()
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+def parse_config(ws: Workspace, path: Path, model: type[T]) -> tuple[T | None, dict[str, Any] | None]:
+    ws.files_checked += 1
+    try:
+        raw = load_mapping(path)
+    except YamlProblem as exc:
+        ws.add_issue(path, "", str(exc))
+        return None, None
+    try:
+        return model.model_validate(raw), raw
+    except ValidationError as exc:
+        for field_path, message in describe_all(exc, model):
+            ws.add_issue(path, field_path, message)
+        return None, raw
+
+
+def _stub(path: Path, raw: dict[str, Any] | None) -> CaseStub:
+    raw = raw or {}
+    case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
+    tags = raw.get("tags", [])
+    ok_tags = tuple(t.strip() for t in tags if isinstance(t, str)) if isinstance(tags, list) else None
+    return CaseStub(path, case_id, ok_tags)
+
+
+def _load_case(ws: Workspace, path: Path) -> LoadedCase | CaseStub:
+    case, raw = parse_config(ws, path, TestCase)
+    if case is None:
+        return _stub(path, raw)
+    directory = path.parent
+    problems: list[tuple[str, str]] = []
+    messages, found = resolve_messages(directory, case.input.messages, "input.messages")
+    problems += found
+    turns, found = resolve_messages(directory, case.input.turns, "input.turns")
+    problems += found
+    attachments = []
+    for index, written in enumerate(case.input.attachments):
+        attachment = case_path(directory, written)
+        if not os.path.isfile(attachment):
+            problems.append((f"input.attachments[{index}]",
+                             f"file not found: {written} (paths are relative to test.yaml)"))
+        attachments.append(attachment)
+    for index, check in enumerate(case.deterministic_checks):
+        hook = check.python_hook
+        if hook is not None and hook.path is not None and not os.path.isfile(case_path(directory, hook.path)):
+            problems.append((f"deterministic_checks[{index}].python_hook.path",
+                             f"file not found: {hook.path} (paths are relative to test.yaml)"))
+    for field_path, message in problems:
+        ws.add_issue(path, field_path, message)
+    if problems:
+        return CaseStub(path, case.case_id, tuple(case.tags))
+    return LoadedCase(case, path, directory, tuple(messages), tuple(turns), tuple(attachments))
+
+
+def _load_cases(ws: Workspace) -> None:
+    first_path: dict[str, Path] = {}
+    for path in discover_cases(ws.configs_dir):
+        loaded = _load_case(ws, path)
+        case_id = loaded.case_id
+        if case_id is None:
+            ws.broken_cases.append(loaded)  # type: ignore[arg-type]
+            continue
+        if case_id in first_path:
+            ws.add_issue(path, "case_id", f"duplicate case_id '{case_id}' (also defined in "
+                                          f"{ws.rel(first_path[case_id])})")
+            tags = tuple(loaded.case.tags) if isinstance(loaded, LoadedCase) else loaded.tags
+            ws.broken_cases.append(CaseStub(path, case_id, tags))
+            continue
+        first_path[case_id] = path
+        if isinstance(loaded, LoadedCase):
+            ws.cases[case_id] = loaded
+        else:
+            ws.broken_cases.append(loaded)
+
+
+def _load_kind(ws: Workspace, subdir: str, model: type[T], id_field: str) -> dict[str, Loaded[T]]:
+    out: dict[str, Loaded[T]] = {}
+    first_path: dict[str, Path] = {}
+    for path in discover_yaml(ws.configs_dir / subdir):
+        config, raw = parse_config(ws, path, model)
+        raw_id = (raw or {}).get(id_field)
+        if not isinstance(raw_id, str):
+            continue
+        if raw_id in first_path:
+            ws.add_issue(path, id_field, f"duplicate {id_field} '{raw_id}' (also defined in "
+                                         f"{ws.rel(first_path[raw_id])})")
+            continue
+        first_path[raw_id] = path
+        if config is not None:
+            out[raw_id] = Loaded(config, path)
+    return out
+
+
+def _check_prompts(ws: Workspace) -> None:
+    for loaded in list(ws.evaluation_profiles.values()):
+        try:
+            resolve_judge_prompt(loaded.config, loaded.path)
+        except PromptProblem as exc:
+            ws.add_issue(loaded.path, exc.field, str(exc))
+
+
+def _load_agents(ws: Workspace) -> None:
+    for entry in _subdirs(ws.configs_dir / "agents"):
+        ws.agent_dirs.add(entry.name)
+        directory = Path(entry.path)
+        path = directory / "agent.yaml"
+        if not path.is_file():
+            ws.add_issue(directory, "", "agent directory has no agent.yaml")
+            continue
+        agent, _ = parse_config(ws, path, Agent)
+        if agent is None:
+            continue
+        problems = []
+        if agent.agent_id != entry.name:
+            problems.append(("agent_id", f"must equal the directory name '{entry.name}', got '{agent.agent_id}'"))
+        if not (directory / "workspace").is_dir():
+            problems.append(("", "missing workspace/ directory beside agent.yaml"))
+        for field_path, message in problems:
+            ws.add_issue(path, field_path, message)
+        if not problems:
+            ws.agents[agent.agent_id] = LoadedAgent(agent, path, directory)
+
+
+def load_workspace(root: Path) -> Workspace:
+    """Load and validate every config under `root` (a workspace root, or its `configs/` dir)."""
+    found = split_root(Path(os.path.normpath(Path(root).absolute())))
+    if found is None:
+        raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
+    ws = Workspace(root=found[0], configs_dir=found[1])
+    _load_cases(ws)
+    ws.suites = _load_kind(ws, "suites", Suite, "suite_id")
+    ws.run_profiles = _load_kind(ws, "run_profiles", RunProfile, "run_profile_id")
+    ws.evaluation_profiles = _load_kind(ws, "evaluation_profiles", EvaluationProfile, "evaluation_profile_id")
+    _check_prompts(ws)
+    _load_agents(ws)
+    from clawstore.config.crosscheck import check_references
+
+    check_references(ws)
+    return ws
