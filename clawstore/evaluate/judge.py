@@ -1,0 +1,217 @@
+"""One judge repetition: build the chat request, call the provider, validate, retry invalid replies.
+
+The provider call is injected (`chat(body) -> ChatResult-like`), so this module holds no client
+and no endpoint; the build layer binds `ProviderClient.chat` with the endpoint and timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from clawstore.errors import ClawError, ConfigError
+from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, parse_judge_response
+from clawstore.evaluate.redact import redact_text, redact_value
+from clawstore.evaluate.specs import plain
+
+DEFAULT_JUDGE_ATTEMPTS = 3
+JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
+INFRASTRUCTURE_STATUSES = ("provider_error", "timed_out", "failed")
+# request_options may not replace what the harness itself decides.
+RESERVED_REQUEST_KEYS = ("model", "messages")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "reasoning_tokens",
+                "cached_input_tokens", "cache_write_tokens")
+
+
+def resolve_judge_model(judge: Any) -> str:
+    """REFERENCE §1.13: judge extras `model` → `judge_model` → `model_id` → `judge_id`."""
+    data = plain(judge)
+    for key in ("model", "judge_model", "model_id", "judge_id"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    raise ConfigError("a judge needs a model (or at least a judge_id)", field="judges[].model")
+
+
+def build_judge_request(judge: Any, system_prompt: str, user_prompt: str, repetition: int) -> dict[str, Any]:
+    """The OpenAI-compatible chat body for one judge repetition.
+
+    `request_options` are merged at top level; `temperature` defaults to 0.0. The repetition index
+    goes into `metadata` (string values, as OpenAI-style APIs require) so each repetition is a
+    distinct request.
+    """
+    data = plain(judge)
+    options = dict(data.get("request_options") or {})
+    for key in RESERVED_REQUEST_KEYS:
+        if key in options:
+            raise ConfigError(
+                f"request_options may not set '{key}' (the harness sets it)",
+                field=f"judges[{data.get('judge_id')}].request_options.{key}",
+            )
+    temperature = options.pop("temperature", None)
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        temperature = 0.0
+    metadata = {"judge_id": str(data.get("judge_id") or ""), "judge_repetition": str(repetition)}
+    extra_meta = options.pop("metadata", None)
+    if isinstance(extra_meta, Mapping):
+        metadata = {**{str(k): str(v) for k, v in extra_meta.items()}, **metadata}
+    return {
+        "model": resolve_judge_model(data),
+        "messages": [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": user_prompt},
+        ],
+        "temperature": float(temperature),
+        **options,
+        "metadata": metadata,
+    }
+
+
+@dataclass
+class JudgeIteration:
+    """The outcome of one judge repetition (all its attempts). JSON-ready via `to_dict`."""
+
+    status: str
+    scores: JudgeScores | None
+    attempts: list[dict[str, Any]]
+    usage: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    judge_run_id: str | None = None
+    repetition: int = 0
+    judge_model: str | None = None
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """True when the failure is not the judge's answer (do not cache; retry next build)."""
+        return self.status in INFRASTRUCTURE_STATUSES
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["scores"] = self.scores.to_dict() if self.scores else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JudgeIteration:
+        scores = data.get("scores")
+        return cls(
+            status=str(data["status"]),
+            scores=JudgeScores.from_dict(scores) if scores else None,
+            attempts=list(data.get("attempts") or []),
+            usage=dict(data.get("usage") or {}),
+            warnings=list(data.get("warnings") or []),
+            judge_run_id=data.get("judge_run_id"),
+            repetition=int(data.get("repetition") or 0),
+            judge_model=data.get("judge_model"),
+        )
+
+
+def _usage_dict(usage: Any) -> dict[str, Any]:
+    if usage is None:
+        return {}
+    if isinstance(usage, Mapping):
+        return dict(usage)
+    to_json = getattr(usage, "to_json", None)
+    if callable(to_json):
+        return dict(to_json())
+    return {name: getattr(usage, name) for name in (*TOKEN_FIELDS, "cost_usd") if hasattr(usage, name)}
+
+
+def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
+    for name in TOKEN_FIELDS:
+        value = usage.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            total[name] += value
+    cost = usage.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        total["cost_usd"] = (total["cost_usd"] or 0.0) + float(cost)
+
+
+def _message_text(result: Any) -> str:
+    message = getattr(result, "message", None)
+    if message is None and isinstance(result, Mapping):
+        message = result.get("message")
+    content = (message or {}).get("content") if isinstance(message, Mapping) else None
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return content if isinstance(content, str) else ""
+
+
+def _provider_failure(exc: BaseException) -> str | None:
+    """provider_error / timed_out for a ProviderError-like exception, None for anything else."""
+    if not hasattr(exc, "timed_out") or not hasattr(exc, "code"):
+        return None
+    return "timed_out" if getattr(exc, "timed_out", False) or exc.code == "timeout" else "provider_error"
+
+
+def run_judge_iteration(
+    chat: Callable[[dict[str, Any]], Any],
+    body: dict[str, Any],
+    attempts: int = DEFAULT_JUDGE_ATTEMPTS,
+    *,
+    judge_run_id: str | None = None,
+    repetition: int = 0,
+    redact_secrets: bool = True,
+) -> JudgeIteration:
+    """Call the judge until its reply satisfies the contract, at most `attempts` times.
+
+    Only an invalid reply is retried here: provider errors and timeouts were already retried by
+    the provider client, so they end the iteration as an infrastructure failure (recorded, not
+    cached). A ClawError other than a provider error (e.g. a missing API key) propagates.
+    """
+    attempts = max(int(attempts), 1)
+    usage: dict[str, Any] = {name: 0 for name in TOKEN_FIELDS}
+    usage["cost_usd"] = None
+    log: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    status, scores = "invalid", None
+    for index in range(attempts):
+        entry: dict[str, Any] = {"attempt": index, "status": None, "response": None, "error": None}
+        log.append(entry)
+        try:
+            result = chat(body)
+        except Exception as exc:  # classify; every failure is recorded, none escapes as a traceback
+            failure = _provider_failure(exc)
+            if failure is None and isinstance(exc, ClawError):
+                raise
+            entry_usage = _usage_dict(getattr(exc, "usage", None))
+            _add_usage(usage, entry_usage)
+            status = failure or "failed"
+            entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage)
+            warnings.append(f"attempt {index + 1} ended with status '{status}'")
+            break
+        entry_usage = _usage_dict(getattr(result, "usage", None))
+        _add_usage(usage, entry_usage)
+        text = _message_text(result)
+        entry.update(response=text, usage=entry_usage)
+        try:
+            scores = parse_judge_response(text)
+        except JudgeContractError as exc:
+            status = "invalid"
+            entry.update(status="invalid", error=str(exc))
+            warnings.append(f"attempt {index + 1}: invalid judge output: {exc}")
+            continue
+        status = "success"
+        entry["status"] = "success"
+        warnings.extend(scores.warnings)
+        if index:
+            warnings.append(f"succeeded after {index} retried attempt(s)")
+        break
+    if status == "invalid":
+        warnings.append(f"no valid judge output in {len(log)} attempt(s)")
+    iteration = JudgeIteration(
+        status=status,
+        scores=scores if status == "success" else None,
+        attempts=log,
+        usage=usage,
+        warnings=warnings,
+        judge_run_id=judge_run_id,
+        repetition=repetition,
+        judge_model=body.get("model") if isinstance(body.get("model"), str) else None,
+    )
+    if redact_secrets:
+        iteration.attempts = redact_value(iteration.attempts)
+        iteration.warnings = [redact_text(w) for w in iteration.warnings]
+        if iteration.scores is not None:
+            iteration.scores = JudgeScores.from_dict(redact_value(iteration.scores.to_dict()))
+    return iteration
