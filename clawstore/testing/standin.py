@@ -108,8 +108,8 @@ class _State:
         self.requests: list[dict[str, Any]] = []
 
     def add_rule(self, model: str, replies: list[dict[str, Any]], match: str | None) -> None:
-        if not replies:
-            raise ValueError("a rule needs at least one reply")
+        if not replies or not all(isinstance(r, dict) for r in replies):
+            raise ValueError("a rule needs a non-empty list of reply objects")
         with self.lock:
             self.rules.append({"model": model, "match": match, "replies": list(replies), "next": 0})
 
@@ -234,7 +234,10 @@ class _Handler(BaseHTTPRequestHandler):
                         state.default = body["default"]
                 rules = body.get("rules") or ([body] if "replies" in body else [])
                 for rule in rules:
-                    state.add_rule(rule.get("model", "*"), rule["replies"], rule.get("match"))
+                    replies = rule["replies"]
+                    if not isinstance(replies, list):
+                        raise ValueError("replies must be a list")
+                    state.add_rule(rule.get("model", "*"), replies, rule.get("match"))
             elif action == "reset":
                 state.reset()
             else:
@@ -382,7 +385,9 @@ class StandIn:
         return f"{self.url}/v1"
 
     def start(self) -> StandIn:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="standin", daemon=True)
+        # A short poll interval keeps stop() quick (shutdown waits for the next poll).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="standin", daemon=True)
         self._thread.start()
         return self
 

@@ -1,0 +1,233 @@
+"""ProviderClient against the real stand-in HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from email.utils import formatdate
+
+import pytest
+
+from clawstore.errors import ClawError
+from clawstore.providers import Endpoint, MissingApiKeyError, ProviderClient, ProviderError, Usage
+from clawstore.providers.client import parse_retry_after
+from clawstore.testing.standin import StandIn, error, hang, key_fingerprint, malformed, text
+
+KEY = "sk-test-0123456789abcdef"
+BODY = {"model": "m1", "messages": [{"role": "user", "content": "hello there"}], "temperature": 0.5}
+
+
+@pytest.fixture
+def endpoint(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Endpoint:
+    monkeypatch.setenv("CLAW_TEST_KEY", KEY)
+    return Endpoint(standin.base_url, "CLAW_TEST_KEY")
+
+
+def test_request_body_and_headers(standin: StandIn, client: ProviderClient, endpoint: Endpoint) -> None:
+    standin.script("m1", text("hi back", reasoning="thinking"))
+    result = client.chat(endpoint, BODY, timeout=5, retries=0)
+    assert result.message["content"] == "hi back"
+    assert result.message["reasoning"] == "thinking"
+    assert result.attempts == 1
+    [request] = standin.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["body"] == BODY
+    assert request["headers"]["content-type"] == "application/json"
+    assert request["headers"]["x-title"] == "clawstore"
+    assert request["authorization"] is True
+    assert request["key_fingerprint"] == key_fingerprint(KEY)
+    meta = result.provider_meta
+    assert meta["provider_name"] == "stand-in" and meta["provider_model_id"] == "m1"
+    assert meta["request_id"].startswith("req-") and meta["response_id"].startswith("gen-")
+    assert meta["finish_reason"] == "stop" and meta["status_code"] == 200
+
+
+def test_endpoint_without_key_sends_no_authorization(standin: StandIn, client: ProviderClient) -> None:
+    client.chat(Endpoint(standin.base_url, None), BODY, timeout=5, retries=0)
+    assert standin.requests[0]["authorization"] is False
+
+
+def test_usage_is_normalised_and_cost_taken_from_provider(standin: StandIn, client: ProviderClient,
+                                                          endpoint: Endpoint) -> None:
+    raw = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "cost": 0.00042,
+           "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 7},
+           "completion_tokens_details": {"reasoning_tokens": 12}}
+    standin.script("m1", text("ok", usage=raw))
+    result = client.chat(endpoint, BODY, timeout=5, retries=0)
+    assert result.usage == Usage(input_tokens=120, output_tokens=30, total_tokens=150, reasoning_tokens=12,
+                                 cached_input_tokens=100, cache_write_tokens=7, cost_usd=0.00042)
+    assert result.raw_usage == raw
+
+
+def test_usage_variants_and_sums() -> None:
+    top_level = Usage.from_raw({"prompt_tokens": "10", "completion_tokens": 5.0, "reasoning_tokens": 3,
+                                "cost": "0.5"})
+    assert (top_level.input_tokens, top_level.output_tokens, top_level.total_tokens) == (10, 5, 15)
+    assert top_level.reasoning_tokens == 3 and top_level.cost_usd == 0.5
+    no_cost = Usage.from_raw({"prompt_tokens": 1, "completion_tokens": 1})
+    assert no_cost.cost_usd is None
+    assert (no_cost + no_cost).cost_usd is None
+    assert (no_cost + top_level).cost_usd == 0.5
+    assert (no_cost + top_level).total_tokens == 17
+    assert Usage.from_raw(None) == Usage() and Usage.from_raw("junk") == Usage()
+
+
+def test_429_retry_after_seconds_is_honoured(standin: StandIn, client: ProviderClient,
+                                             endpoint: Endpoint) -> None:
+    standin.script("m1", error(429, "slow down", retry_after=1), text("finally"))
+    started = time.monotonic()
+    result = client.chat(endpoint, BODY, timeout=5, retries=3)
+    waited = time.monotonic() - started
+    assert result.message["content"] == "finally"
+    assert result.attempts == 2 and len(standin.requests) == 2
+    assert 1.0 <= waited < 2.5  # the 10 ms backoff base alone would retry almost at once
+    assert result.attempt_log == [{"attempt": 1, "code": "http_error", "status_code": 429,
+                                   "wait_seconds": 1.0}]
+    gap = standin.requests[1]["received_at"] - standin.requests[0]["received_at"]
+    assert gap >= 1.0
+
+
+def test_retry_after_is_capped(standin: StandIn, endpoint: Endpoint) -> None:
+    standin.script("m1", error(503, retry_after=30), text("ok"))
+    with ProviderClient(backoff_base=0.01, retry_after_cap=0.2) as capped:
+        started = time.monotonic()
+        result = capped.chat(endpoint, BODY, timeout=5, retries=1)
+    assert result.attempts == 2
+    assert time.monotonic() - started < 2
+
+
+def test_parse_retry_after_forms() -> None:
+    now = time.time()
+    assert parse_retry_after("2") == 2.0
+    assert parse_retry_after("0.5") == 0.5
+    assert parse_retry_after(formatdate(now + 10, usegmt=True), now=now) == pytest.approx(10, abs=1)
+    assert parse_retry_after(formatdate(now - 10, usegmt=True), now=now) == 0.0
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+
+
+def test_500_is_retried_then_fails_with_usage_counted(standin: StandIn, client: ProviderClient,
+                                                      endpoint: Endpoint) -> None:
+    spent = {"prompt_tokens": 4, "completion_tokens": 0, "total_tokens": 4, "cost": 0.001}
+    standin.script("m1", error(500, "upstream broke", usage=spent))
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=2)
+    exc = caught.value
+    assert len(standin.requests) == 3
+    assert (exc.code, exc.status_code, exc.retryable, exc.timed_out, exc.attempts) == (
+        "http_error", 500, True, False, 3)
+    assert "upstream broke" in exc.message
+    assert exc.usage.input_tokens == 12 and exc.cost_usd == pytest.approx(0.003)
+    assert [entry["status_code"] for entry in exc.attempt_log] == [500, 500, 500]
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_not_retried(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                       status: int) -> None:
+    standin.script("m1", error(status, "nope"))
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=4)
+    assert len(standin.requests) == 1
+    assert caught.value.status_code == status and caught.value.retryable is False
+
+
+@pytest.mark.parametrize("reply", [malformed(), malformed("[1, 2]"), {"body": {"id": "x", "choices": []}}])
+def test_malformed_response_is_invalid_and_not_retried(standin: StandIn, client: ProviderClient,
+                                                       endpoint: Endpoint, reply: dict) -> None:
+    standin.script("m1", reply)
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=3)
+    assert caught.value.code == "invalid_response" and caught.value.retryable is False
+    assert len(standin.requests) == 1
+
+
+def test_openrouter_error_inside_200_uses_inner_status(standin: StandIn, client: ProviderClient,
+                                                       endpoint: Endpoint) -> None:
+    standin.script("m1", {"body": {"error": {"message": "provider down", "code": 502}}}, text("ok"))
+    result = client.chat(endpoint, BODY, timeout=5, retries=1)
+    assert result.attempts == 2 and result.attempt_log[0]["status_code"] == 502
+
+
+def test_hang_times_out_within_the_timeout(standin: StandIn, client: ProviderClient,
+                                           endpoint: Endpoint) -> None:
+    standin.script("m1", hang())
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=0.4, retries=1)
+    elapsed = time.monotonic() - started
+    assert caught.value.timed_out and caught.value.code == "timeout" and caught.value.retryable
+    assert len(standin.requests) == 2
+    assert 0.8 <= elapsed < 2.0
+
+
+def test_missing_key_fails_before_any_request(standin: StandIn, client: ProviderClient,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAW_ABSENT_KEY", raising=False)
+    with pytest.raises(MissingApiKeyError) as caught:
+        client.chat(Endpoint(standin.base_url, "CLAW_ABSENT_KEY"), BODY, timeout=5)
+    assert isinstance(caught.value, ClawError) and caught.value.exit_code == 2
+    assert "CLAW_ABSENT_KEY" in str(caught.value)
+    assert standin.requests == []
+
+
+def test_transport_errors_are_retried(client: ProviderClient) -> None:
+    with socket.socket() as sock:  # a port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ProviderError) as caught:
+        client.chat(Endpoint(f"http://127.0.0.1:{port}/v1", None), BODY, timeout=2, retries=2)
+    assert caught.value.code == "transport_error" and caught.value.attempts == 3
+
+
+def test_key_never_appears_in_errors(standin: StandIn, client: ProviderClient, endpoint: Endpoint) -> None:
+    standin.script("m1", error(401, f"invalid key {KEY}"))
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=0)
+    exc = caught.value
+    dumped = json.dumps([str(exc), exc.message, exc.metadata])
+    assert KEY not in dumped and "[redacted]" in dumped
+    assert KEY not in json.dumps(standin.requests)
+
+
+def test_one_client_serves_many_threads(standin: StandIn, client: ProviderClient,
+                                        endpoint: Endpoint) -> None:
+    standin.script("*", text("pong", latency=0.02))
+    results: list[str] = []
+    lock = threading.Lock()
+
+    def worker(index: int) -> None:
+        for _ in range(4):
+            body = {"model": f"m{index % 4}", "messages": [{"role": "user", "content": "ping"}]}
+            content = client.chat(endpoint, body, timeout=5, retries=0).message["content"]
+            with lock:
+                results.append(content)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == ["pong"] * 64
+    assert standin.counts() == {"m0": 16, "m1": 16, "m2": 16, "m3": 16}
+
+
+def test_close_wakes_a_thread_waiting_to_retry(standin: StandIn, endpoint: Endpoint) -> None:
+    standin.script("m1", error(429, retry_after=30))
+    client = ProviderClient(backoff_base=0.01)
+    failures: list[ProviderError] = []
+
+    def call() -> None:
+        try:
+            client.chat(endpoint, BODY, timeout=5, retries=3)
+        except ProviderError as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    client.close()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - started < 2
+    assert failures[0].code == "cancelled"
