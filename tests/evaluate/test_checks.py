@@ -1,0 +1,264 @@
+"""Declarative checks of every kind against real files and RunArtifact dicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import blake3
+import pytest
+
+from clawstore.evaluate import DictSandboxFiles, DictWorkspaceFiles, check_inputs, evaluate_checks
+
+from .helpers import artifact, decl, final, msg, tool_call, tool_result
+
+
+def one(check: dict, art: dict, **kw) -> dict:
+    result = evaluate_checks([check], art, **kw)
+    assert result["summary"]["total_checks"] == 1
+    return result["checks"][0]
+
+
+# --- final_response_present ---------------------------------------------------------------------
+
+
+def test_final_response_present_passes_and_fails() -> None:
+    check = decl("final", "final_response_present")
+    ok = one(check, artifact(trace=[msg("user", "hi"), final("The answer is 4.")]))
+    assert ok["outcome"] == "passed" and ok["outputs"]["content_length"] == len("The answer is 4.")
+    assert ok["dimensions"] == ["process"]  # §6 default when the check lists none
+    empty = one(check, artifact(status="invalid", trace=[final("   ")]))
+    assert empty["outcome"] == "failed"
+
+
+def test_final_response_present_openclaw_rejects_error_payloads() -> None:
+    check = decl("final", "final_response_present", ["task"])
+    visible = '{"payloads": [{"text": "Created report.md"}], "meta": {"agentMeta": {}}}'
+    good = one(check, artifact("openclaw", trace=[final(visible)]))
+    assert good["outcome"] == "passed" and good["dimensions"] == ["task"]
+    # a non-success openclaw run fails even though stderr text became the final output
+    failed_run = one(check, artifact("openclaw", status="failed", trace=[final("FailoverError: no credits")]))
+    assert failed_run["outcome"] == "failed" and "status 'failed'" in failed_run["message"]
+    raw = one(check, artifact("openclaw", trace=[final('{"payloads": [], "meta": {"agentMeta": {"usage": {}}}}')]))
+    assert raw["outcome"] == "failed" and "raw OpenClaw payload" in raw["message"]
+    error_text = one(check, artifact("openclaw", trace=[final("Error: gateway closed the connection")]))
+    assert error_text["outcome"] == "failed"
+
+
+def test_final_response_present_openclaw_falls_back_to_key_output_file() -> None:
+    check = decl("final", "final_response_present")
+    art = artifact("openclaw", trace=[], input_context={"openclaw": {"expected_artifact": "report.md"}})
+    res = one(check, art, workspace_files={"report.md": b"# Report\nall done\n"})
+    assert res["outcome"] == "passed" and res["outputs"]["source"] == "workspace:report.md"
+
+
+# --- tool_call_count ----------------------------------------------------------------------------
+
+
+def test_tool_call_count() -> None:
+    art = artifact(trace=[tool_call("c1", "exec_shell", {"command": "ls"}), tool_result("c1", {"output": "x"}),
+                          tool_call("c2", "read_file", {"path": "/tmp/a"}), final("done")])
+    ok = one(decl("n", "tool_call_count", count=2), art)
+    assert ok["outcome"] == "passed" and ok["outputs"]["actual_count"] == 2
+    assert ok["dimensions"] == ["efficiency", "process"]
+    bad = one(decl("n", "tool_call_count", count=3), art)
+    assert bad["outcome"] == "failed" and "expected 3" in bad["message"]
+    spec_error = one(decl("n", "tool_call_count", count=-1), art)
+    assert spec_error["outcome"] == "error" and "count" in spec_error["message"]
+
+
+def test_tool_call_count_openclaw_uses_tool_summary() -> None:
+    meta = {"openclaw": {"metadata": {"observable_summary": {"tool_summary": {"calls": 3, "tools": ["write"]}}}}}
+    art = artifact("openclaw", trace=[final("ok")], runner_metadata=meta)
+    res = one(decl("n", "tool_call_count", count=3), art)
+    assert res["outcome"] == "passed" and res["outputs"]["counted_from"] == "openclaw_tool_summary"
+
+
+# --- host / sandbox file checks -----------------------------------------------------------------
+
+
+def test_file_checks_on_host_relative_to_case(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    (case / "data").mkdir(parents=True)
+    (case / "data" / "expected.txt").write_text("hello marker\n")
+    src = case / "test.yaml"
+    art = artifact(trace=[final("x")])
+    checks = [
+        decl("exists", "file_exists", path="data/expected.txt"),
+        decl("missing", "file_exists", path="data/nope.txt"),
+        decl("contains", "file_contains", path="data/expected.txt", text="marker"),
+        decl("lacks", "file_contains", path="data/expected.txt", text="absent"),
+        decl("dir", "path_exists", path="data"),
+        decl("nodir", "path_exists", path="nodir"),
+    ]
+    res = evaluate_checks(checks, art, case_source_path=src)
+    outcomes = {c["check_id"]: c["outcome"] for c in res["checks"]}
+    assert outcomes == {"exists": "passed", "missing": "failed", "contains": "passed", "lacks": "failed",
+                        "dir": "passed", "nodir": "failed"}
+    assert res["checks"][0]["outputs"]["path"] == str(case / "data" / "expected.txt")
+    assert res["checks"][0]["outputs"]["location"] == "host"
+    assert res["summary"] == {"total_checks": 6, "passed_checks": 3, "failed_checks": 3, "error_checks": 0}
+    assert res["passed"] is False
+    # default dimension for file checks is task: 3 of 6 passed → 5.0
+    assert res["dimension_scores"]["task"] == pytest.approx(5.0)
+
+
+def test_absolute_paths_look_in_the_run_sandbox_first(tmp_path: Path) -> None:
+    host_file = tmp_path / "shared.txt"
+    host_file.write_text("stale content from another model\n")
+    sandbox = DictSandboxFiles({str(host_file): b"fresh marker written by this run\n"})
+    art = artifact(trace=[final("x")])
+    res = one(decl("c", "file_contains", path=str(host_file), text="fresh marker"), art, sandbox_files=sandbox)
+    assert res["outcome"] == "passed" and res["outputs"]["location"] == "run sandbox"
+    # without the sandbox, the host copy answers (and it lacks the marker)
+    host = one(decl("c", "file_contains", path=str(host_file), text="fresh marker"), art)
+    assert host["outcome"] == "failed" and host["outputs"]["location"] == "host"
+    # a path only the sandbox has: its directory exists there too
+    only = DictSandboxFiles({"/tmp/claw-eval-only/out/result.txt": "x"})
+    assert one(decl("d", "path_exists", path="/tmp/claw-eval-only/out"), art, sandbox_files=only)["outcome"] == "passed"
+    assert one(decl("f", "file_exists", path="/tmp/claw-eval-only/out"), art, sandbox_files=only)["outcome"] == "failed"
+
+
+# --- status_is / output_artifact_present --------------------------------------------------------
+
+
+def test_status_is() -> None:
+    art = artifact(status="timed_out", trace=[])
+    assert one(decl("s", "status_is", status="timed_out"), art)["outcome"] == "passed"
+    res = one(decl("s", "status_is", status="success"), art)
+    assert res["outcome"] == "failed" and res["outputs"] == {"expected_status": "success", "actual_status": "timed_out"}
+    assert one(decl("s", "status_is", status="bogus"), art)["outcome"] == "error"
+
+
+def test_output_artifact_present() -> None:
+    refs = [{"artifact_id": "openclaw_key_output_1", "artifact_type": "openclaw_key_output", "uri": "x"}]
+    art = artifact("openclaw", trace=[], output_artifacts=refs)
+    ok = one(decl("a", "output_artifact_present", artifact_type="openclaw_key_output"), art)
+    assert ok["outcome"] == "passed" and ok["outputs"]["matched_count"] == 1
+    both = one(decl("a", "output_artifact_present", artifact_type="openclaw_key_output", artifact_id="other"), art)
+    assert both["outcome"] == "failed"
+    assert one(decl("a", "output_artifact_present"), art)["outcome"] == "error"
+
+
+# --- openclaw_workspace_file_present ------------------------------------------------------------
+
+WORKSPACE = {
+    "AGENTS.md": b"# agents",
+    "report.md": "# Informe\nCanción de PRUEBA: second-turn-marker\n".encode(),
+    "notes/draft.md": b"# Draft\nfirst-turn-marker\n",
+    "a/dup.txt": b"one",
+    "b/dup.txt": b"two",
+    "bin.dat": b"\xff\xfe\x00binary",
+}
+
+
+def ws(**fields) -> dict:
+    return decl("w", "openclaw_workspace_file_present", ["process"], **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "outcome", "matched"),
+    [
+        ({"relative_path": "report.md"}, "passed", "report.md"),
+        ({"relative_path": "./notes/../report.md"}, "passed", "report.md"),
+        ({"relative_path": "/work/workspace/notes/draft.md"}, "passed", "notes/draft.md"),
+        ({"relative_path": "draft.md"}, "passed", "notes/draft.md"),  # undeclared file, unambiguous basename
+        ({"relative_path": "dup.txt"}, "failed", None),  # ambiguous basename
+        ({"relative_path": "missing.md"}, "failed", None),
+        ({"relative_path": "report.md", "contains": "second-turn-marker"}, "passed", "report.md"),
+        ({"relative_path": "report.md", "contains": "SECOND-TURN-MARKER"}, "failed", "report.md"),
+        ({"relative_path": "report.md", "contains_all": ["cancion de prueba", "INFORME"]}, "passed", "report.md"),
+        ({"relative_path": "report.md", "contains_all": ["informe", "absent"]}, "failed", "report.md"),
+        ({"relative_path": "report.md", "contains_any": ["nope", "CANCIÓN"]}, "passed", "report.md"),
+        ({"relative_path": "report.md", "contains_any": ["nope", "nada"]}, "failed", "report.md"),
+        ({"relative_path": "bin.dat", "contains": "binary"}, "failed", "bin.dat"),
+    ],
+)
+def test_workspace_file_present(fields: dict, outcome: str, matched: str | None) -> None:
+    art = artifact("openclaw", trace=[final("done")])
+    res = one(ws(**fields), art, workspace_files=DictWorkspaceFiles(WORKSPACE))
+    assert res["outcome"] == outcome, res["message"]
+    assert res["outputs"]["matched_path"] == matched
+
+
+def test_workspace_file_present_needs_openclaw_and_a_workspace() -> None:
+    res = one(ws(relative_path="report.md"), artifact("llm_probe", trace=[]), workspace_files=WORKSPACE)
+    assert res["outcome"] == "failed" and "not an openclaw run" in res["message"]
+    res = one(ws(relative_path="report.md"), artifact("openclaw", trace=[]))
+    assert res["outcome"] == "error" and "workspace tree is not available" in res["message"]
+    res = one(ws(relative_path="report.md", contains="x", contains_any=["y"]), artifact("openclaw"), workspace_files={})
+    assert res["outcome"] == "error" and "either 'contains'" in res["message"]
+
+
+# --- results, scoring, config models, inputs ----------------------------------------------------
+
+
+def test_unknown_kind_and_dimension_scoring() -> None:
+    art = artifact(trace=[final("yes")])
+    checks = [
+        decl("a", "final_response_present", ["task", "process"]),
+        decl("b", "status_is", ["task"], status="failed"),
+        decl("c", "no_such_kind", ["spark"]),
+    ]
+    res = evaluate_checks(checks, art)
+    assert [c["outcome"] for c in res["checks"]] == ["passed", "failed", "error"]
+    assert "unknown declarative check kind" in res["checks"][2]["message"]
+    scores = res["dimension_scores"]
+    assert scores["task"] == pytest.approx(5.0) and scores["process"] == pytest.approx(10.0)
+    assert scores["spark"] is None and scores["autonomy"] is None  # error excluded, no checks → None
+    assert any("'c'" in w for w in res["warnings"])
+    for c in res["checks"]:
+        assert set(c) >= {"check_id", "kind", "source", "outcome", "message", "dimensions", "outputs"}
+
+
+def test_accepts_config_models(tmp_path: Path) -> None:
+    from clawstore.config.models import DeterministicCheck
+
+    (tmp_path / "out.txt").write_text("ok marker")
+    model = DeterministicCheck.model_validate(
+        {"check_id": "m", "declarative": {"kind": "file_contains", "path": "out.txt", "text": "marker"}}
+    )
+    res = evaluate_checks([model], artifact(trace=[]), case_source_path=tmp_path / "test.yaml")
+    assert res["checks"][0]["outcome"] == "passed" and res["checks"][0]["kind"] == "file_contains"
+
+
+def test_check_inputs_digests_host_files_and_hooks(tmp_path: Path) -> None:
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "h.py").write_text("def f(a):\n    return True\n")
+    (tmp_path / "data.txt").write_bytes(b"v1")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "checks.py").write_text("def g():\n    return True\n")
+    checks = [
+        decl("a", "file_contains", path="data.txt", text="v"),
+        decl("b", "file_exists", path="absent.txt"),
+        decl("c", "path_exists", path=str(tmp_path / "mypkg")),
+        decl("d", "final_response_present"),
+        {"check_id": "h", "python_hook": {"path": "hooks/h.py", "callable_name": "f"}},
+        {"check_id": "i", "python_hook": {"import_path": "mypkg.checks", "callable_name": "g"}},
+        {"check_id": "j", "python_hook": {"import_path": "no_such_pkg_xyz.mod", "callable_name": "g"}},
+    ]
+    first = check_inputs(checks, tmp_path)
+    assert first == {
+        str(tmp_path / "absent.txt"): None,
+        str(tmp_path / "data.txt"): blake3.blake3(b"v1").hexdigest(),
+        str(tmp_path / "hooks" / "h.py"): blake3.blake3(b"def f(a):\n    return True\n").hexdigest(),
+        str(tmp_path / "mypkg"): "dir",
+        "python:mypkg.checks": blake3.blake3(b"def g():\n    return True\n").hexdigest(),
+        "python:no_such_pkg_xyz.mod": None,
+    }
+    (tmp_path / "data.txt").write_bytes(b"v2")
+    (tmp_path / "absent.txt").write_bytes(b"")
+    second = check_inputs(checks, tmp_path)
+    changed = {k for k in first if first[k] != second[k]}
+    assert changed == {str(tmp_path / "data.txt"), str(tmp_path / "absent.txt")}
+
+
+def test_check_results_redact_secrets(tmp_path: Path) -> None:
+    secret = "sk-or-v1-" + "ab12" * 12
+    (tmp_path / "f.txt").write_text("x")
+    check = decl("s", "file_contains", path="f.txt", text=secret)
+    res = one(check, artifact(trace=[]), case_source_path=tmp_path / "test.yaml")
+    assert secret not in repr(res) and "[REDACTED]" in res["message"]
+    kept = one(check, artifact(trace=[]), case_source_path=tmp_path / "test.yaml",
+               security={"redact_secrets": False})
+    assert secret in kept["message"]
