@@ -1,0 +1,24 @@
+"""The content-addressed store: objects, trees, action cache, refs, leases, fsck.
+
+Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
+"""
+
+from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
+from clawstore.store.locks import LeaseInfo
+from clawstore.store.refs import ANY, RefConflict
+from clawstore.store.store import Store
+from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
+
+__all__ = [
+    "ANY",
+    "BadObjectIdError",
+    "LeaseInfo",
+    "NotATreeError",
+    "RefConflict",
+    "Store",
+    "TreeEntry",
+    "UnsafeTreeError",
+    "check_oid",
+    "is_oid",
+    "oid_of",
+]

@@ -1,0 +1,228 @@
+"""On-disk encoding of objects: always one zstd frame, so `zstd -d` reads every object by hand.
+
+Compressible data is a normal zstd frame (level 3 by default). When compression saves less than
+MIN_SAVING the object is written as a zstd frame made only of *raw* blocks (no compression work, and
+decoding is a copy): incompressible data does not pay for compression it does not get. For streams the
+decision is taken on the first chunk, with the real compressor, so compressible data pays nothing extra.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from typing import BinaryIO
+
+import blake3
+import zstandard
+
+from clawstore.errors import CorruptObjectError
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+CHUNK = 1 << 20  # streaming unit for puts and gets
+RAW_BLOCK = 1 << 17  # zstd's maximum block size
+MIN_SAVING = 0.03  # below this saving an object is stored as raw blocks
+MAX_HEADER = 18  # longest zstd frame header: magic + descriptor + window + dict id + 8-byte size
+_RAW_HEADER_LEN = 14
+# Frame header descriptor 0xC0: 8-byte content size, not single-segment, no checksum, no dictionary.
+# Window descriptor 0x38: 2**17 bytes, so decoders never need more than one block of memory.
+_RAW_DESCRIPTOR = bytes([0xC0, 0x38])
+
+_tls = threading.local()  # zstd contexts are not thread-safe: one per thread
+
+
+def _compressor(level: int, threads: int) -> zstandard.ZstdCompressor:
+    cache: dict[tuple[int, int], zstandard.ZstdCompressor] = _tls.__dict__.setdefault("cctx", {})
+    cctx = cache.get((level, threads))
+    if cctx is None:
+        cctx = cache[(level, threads)] = zstandard.ZstdCompressor(level=level, threads=threads)
+    return cctx
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    dctx = _tls.__dict__.get("dctx")
+    if dctx is None:
+        dctx = _tls.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def _raw_header(size: int) -> bytes:
+    return ZSTD_MAGIC + _RAW_DESCRIPTOR + size.to_bytes(8, "little")
+
+
+def _block_header(size: int, last: bool) -> bytes:
+    return ((size << 3) | int(last)).to_bytes(3, "little")  # block type 0 = raw
+
+
+def raw_frame(data: bytes | memoryview) -> bytes:
+    """A zstd frame holding `data` uncompressed."""
+    view = memoryview(data)
+    parts = [_raw_header(len(view))]
+    start = 0
+    while len(view) - start > RAW_BLOCK:
+        parts += (_block_header(RAW_BLOCK, False), view[start:start + RAW_BLOCK])
+        start += RAW_BLOCK
+    parts += (_block_header(len(view) - start, True), view[start:])
+    return b"".join(parts)
+
+
+def encode(data: bytes | memoryview, level: int) -> bytes:
+    """The stored form of a small object (the whole frame in memory)."""
+    frame = _compressor(level, 0).compress(data)
+    if len(frame) > len(data) * (1 - MIN_SAVING) and len(data) > 64:
+        return raw_frame(data)
+    return frame
+
+
+class StreamEncoder:
+    """Hashes and encodes a byte stream into `out` in one pass (bounded memory).
+
+    `size` (if known) goes into the frame header so sizes can be read without decoding.
+    """
+
+    def __init__(self, out: BinaryIO, level: int, size: int | None = None, threads: int = 0):
+        self._out = out
+        self._level = level
+        self._threads = threads
+        self._pledged = size
+        self._hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self._compressobj: zstandard.ZstdCompressionObj | None = None
+        self._raw = False
+        self._decided = False
+        self._pending = b""  # raw mode: bytes not yet written as a block (the last block is unknown)
+        self.size = 0
+
+    def write(self, chunk: bytes | memoryview) -> None:
+        view = memoryview(chunk)
+        if not view:
+            return
+        self._hasher.update(view)
+        self.size += len(view)
+        if not self._decided:
+            self._decide(view)
+        elif self._raw:
+            self._write_raw(view)
+        else:
+            assert self._compressobj is not None
+            self._out.write(self._compressobj.compress(view))
+
+    def _decide(self, view: memoryview) -> None:
+        """Compress the first chunk for real; keep the result unless it saved too little."""
+        self._decided = True
+        cobj = _compressor(self._level, self._threads).compressobj(
+            size=self._pledged if self._pledged is not None else -1
+        )
+        head = cobj.compress(view) + cobj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        if len(head) > len(view) * (1 - MIN_SAVING):
+            self._raw = True
+            self._out.write(_raw_header(self._pledged or 0))
+            self._write_raw(view)
+        else:
+            self._compressobj = cobj
+            self._out.write(head)
+
+    def _write_raw(self, view: memoryview) -> None:
+        data = memoryview(self._pending + view) if self._pending else view
+        full = len(data) - len(data) % RAW_BLOCK
+        if full == len(data) and full:
+            full -= RAW_BLOCK  # keep one block back: it may be the last one
+        parts: list[bytes | memoryview] = []
+        for start in range(0, full, RAW_BLOCK):
+            parts += (_block_header(RAW_BLOCK, False), data[start:start + RAW_BLOCK])
+        if parts:
+            self._out.write(b"".join(parts))
+        self._pending = bytes(data[full:])
+
+    def finish(self) -> str:
+        """Complete the frame; returns the hex digest of everything written."""
+        if not self._decided:  # empty input
+            self._out.write(encode(b"", self._level))
+        elif self._raw:
+            self._out.write(_block_header(len(self._pending), True) + self._pending)
+            self._pending = b""
+            if self._pledged != self.size:  # unknown or wrong up front: patch the 8-byte size field
+                self._out.seek(len(ZSTD_MAGIC) + len(_RAW_DESCRIPTOR))
+                self._out.write(self.size.to_bytes(8, "little"))
+                self._out.seek(0, os.SEEK_END)
+        else:
+            assert self._compressobj is not None
+            self._out.write(self._compressobj.flush())
+        return self._hasher.hexdigest()
+
+
+def content_size(header: bytes) -> int | None:
+    """Logical size recorded in a frame header, None if the frame does not record it."""
+    try:
+        size = zstandard.frame_content_size(header)
+    except zstandard.ZstdError:
+        return None
+    return None if size < 0 else size
+
+
+def decode_verified(oid: str, hexdigest: str, path: str, frame: bytes) -> bytes:
+    """Decode a whole stored frame and check it hashes to `hexdigest`."""
+    try:
+        size = content_size(frame[:MAX_HEADER])
+        if size is not None and size <= 64 << 20:
+            data = _decompressor().decompress(frame)
+        else:
+            with _decompressor().stream_reader(io.BytesIO(frame)) as reader:
+                data = reader.read()
+    except zstandard.ZstdError as exc:
+        raise CorruptObjectError(f"object {oid} is corrupt (undecodable: {exc}): {path}") from None
+    if blake3.blake3(data).hexdigest() != hexdigest:
+        raise CorruptObjectError(f"object {oid} is corrupt (content does not match its id): {path}")
+    return data
+
+
+class ObjectReader(io.RawIOBase):
+    """Streaming, verifying reader of one object.
+
+    The hash is checked when the end is reached: the final read raises CorruptObjectError on a
+    mismatch, so a consumer that reads to EOF never accepts bad data silently.
+    """
+
+    def __init__(self, oid: str, hexdigest: str, path: str):
+        super().__init__()
+        self.oid = oid
+        self.path = path
+        self._expected = hexdigest
+        self._file = open(path, "rb")  # noqa: SIM115 - owned by this reader, closed in close()
+        self.size = content_size(self._file.read(MAX_HEADER))
+        self._file.seek(0)
+        self._reader = _decompressor().stream_reader(self._file, read_size=CHUNK, closefd=False)
+        self._hasher = blake3.blake3()
+        self._seen = 0
+        self._verified = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        try:
+            count = self._reader.readinto(buffer)
+        except zstandard.ZstdError as exc:
+            raise CorruptObjectError(f"object {self.oid} is corrupt (undecodable: {exc}): {self.path}") from None
+        if count:
+            self._hasher.update(memoryview(buffer)[:count])
+            self._seen += count
+        elif not self._verified:
+            self._verify()
+        return count
+
+    def _verify(self) -> None:
+        if self._hasher.hexdigest() != self._expected or (self.size is not None and self._seen != self.size):
+            raise CorruptObjectError(f"object {self.oid} is corrupt (content does not match its id): {self.path}")
+        self._verified = True
+
+    def readall(self) -> bytes:
+        parts = []
+        while chunk := self.read(CHUNK):
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+            self._file.close()
+        super().close()

@@ -1,0 +1,129 @@
+"""Durability primitives: fsync helpers, temp-file naming, atomic small-file writes.
+
+Temp files are named `<pid>-<process start ticks>-<random>.tmp` so fsck can tell a live writer's
+temp file from one left behind by a killed process (pid reuse is caught by the start ticks).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import secrets
+from pathlib import Path
+
+_libc: ctypes.CDLL | None
+try:
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    _syncfs = _libc.syncfs
+except (OSError, AttributeError):  # not Linux: fall back to sync(2)
+    _libc = None
+    _syncfs = None
+
+
+def fsync_path(path: Path | str) -> None:
+    """fsync a file or directory by path (directories make renames and unlinks durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_filesystem(path: Path | str) -> None:
+    """Flush every dirty page and inode of the filesystem holding `path`: one flush for many files."""
+    if _syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Process start time in clock ticks since boot (Linux), or None if unknown / not running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces or ')': split after the last ')'.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if fields[:1] == [b"Z"]:  # a zombie has exited; only its parent has not reaped it yet
+        return None
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+_SELF: tuple[int, int] | None = None
+
+
+def process_identity() -> tuple[int, int]:
+    """(pid, start ticks) of this process; recomputed after fork."""
+    global _SELF
+    pid = os.getpid()
+    if _SELF is None or _SELF[0] != pid:
+        _SELF = (pid, _start_ticks(pid) or 0)
+    return _SELF
+
+
+def process_alive(pid: int, start_ticks: int) -> bool:
+    """Is the process that had this identity still running?"""
+    if os.path.isdir("/proc/self"):
+        ticks = _start_ticks(pid)
+        return ticks is not None and (start_ticks == 0 or ticks == start_ticks)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_name(suffix: str = ".tmp") -> str:
+    pid, ticks = process_identity()
+    return f"{pid}-{ticks}-{secrets.token_hex(8)}{suffix}"
+
+
+def temp_owner(name: str) -> tuple[int, int] | None:
+    """Parse the writer identity out of a temp-file name (None if the name is not ours)."""
+    parts = name.split("-", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644) -> None:
+    """Write `data` to `path` so that readers see the old content or the new one, never a mix.
+
+    Temp file in the store's tmp dir → fsync → rename → fsync of the target directory.
+    """
+    tmp = tmp_dir / temp_name()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    fsync_path(path.parent)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,47 @@
+"""Object ids: `blake3:<64 lowercase hex>` of an object's uncompressed bytes."""
+
+from __future__ import annotations
+
+import re
+
+import blake3
+
+from clawstore.errors import UsageError
+
+PREFIX = "blake3:"
+_OID_RE = re.compile(r"blake3:[0-9a-f]{64}")
+_HEX_RE = re.compile(r"[0-9a-f]{64}")
+
+
+class BadObjectIdError(UsageError):
+    """A string that should be an object id is not one (exit 2: it is bad input, not a bad store)."""
+
+
+def is_oid(value: object) -> bool:
+    return isinstance(value, str) and _OID_RE.fullmatch(value) is not None
+
+
+def check_oid(value: object, what: str = "object id") -> str:
+    """Return `value` if it is a well-formed id, else raise BadObjectIdError naming it."""
+    if not is_oid(value):
+        raise BadObjectIdError(f"not a valid {what}: {value!r} (expected blake3:<64 hex digits>)")
+    return value  # type: ignore[return-value]
+
+
+def oid_hex(oid: str) -> str:
+    return check_oid(oid)[len(PREFIX):]
+
+
+def oid_from_hex(hexdigest: str) -> str:
+    return PREFIX + hexdigest
+
+
+def is_hex64(value: str) -> bool:
+    return _HEX_RE.fullmatch(value) is not None
+
+
+def oid_of(data: bytes | bytearray | memoryview) -> str:
+    """The id `data` would get in the store (hashes with all cores for big inputs)."""
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(data) >= 1 << 20 else blake3.blake3()
+    hasher.update(data)
+    return PREFIX + hasher.hexdigest()

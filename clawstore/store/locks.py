@@ -1,0 +1,150 @@
+"""Process coordination: exclusive named locks and leases, both kernel flocks.
+
+A flock dies with its holder, so a killed process never leaves a lock held. flock (not POSIX fcntl
+record locks) is used because it belongs to the open file, so threads and a process probing its own
+lease see the conflict too.
+
+- `exclusive(root, name)`: `locks/<name>.lock`, held while the block runs (e.g. gc's sweep).
+- `lease(root, purpose)`: `leases/<pid>-<ticks>-<random>.json` naming pid, purpose and start time,
+  flocked while the holder lives. `list_leases` reports each one live or stale (holder gone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from clawstore.errors import StoreError, UsageError
+from clawstore.store.durable import process_identity, temp_name
+
+_POLL_S = 0.02
+
+
+def _check_lock_name(name: str) -> str:
+    if not name or not all(c.isalnum() or c in "._-" for c in name) or name.startswith("."):
+        raise UsageError(f"bad lock name {name!r}")
+    return name
+
+
+@contextlib.contextmanager
+def exclusive(root: Path, name: str, timeout: float | None = None) -> Iterator[None]:
+    """Hold `locks/<name>.lock` exclusively. timeout None waits forever; else StoreError when it expires."""
+    path = root / "locks" / f"{_check_lock_name(name)}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot open lock {path}: {exc.strerror}") from None
+    try:
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreError(
+                            f"store {root} is busy: lock '{name}' is held by another process"
+                        ) from None
+                    time.sleep(_POLL_S)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+@dataclass(frozen=True)
+class LeaseInfo:
+    path: Path
+    pid: int
+    purpose: str
+    started_at: str  # ISO 8601 UTC
+    started_epoch: float
+    host: str
+    alive: bool
+
+
+@contextlib.contextmanager
+def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
+    """Mark this process as using the store (gc keeps what it may need) until the block ends."""
+    pid, _ = process_identity()
+    now = time.time()
+    doc = {
+        "pid": pid,
+        "purpose": purpose,
+        "started_at": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "started_epoch": now,
+        "host": socket.gethostname(),
+    }
+    name = temp_name(".json")
+    staging, final = root / "tmp" / name, root / "leases" / name
+    # Lock before the file is visible under leases/: nobody can ever see it unlocked and call it stale.
+    fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
+        os.rename(staging, final)
+        info = LeaseInfo(final, pid, purpose, doc["started_at"], now, doc["host"], True)  # type: ignore[arg-type]
+        yield info
+    finally:
+        for path in (staging, final):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        os.close(fd)
+
+
+def list_leases(root: Path) -> list[LeaseInfo]:
+    """Every lease file, oldest first, each marked alive (holder running) or not."""
+    found = []
+    for path in sorted((root / "leases").glob("*.json")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:  # released while we listed
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                alive = False
+            except BlockingIOError:
+                alive = True
+            raw = os.read(fd, 65536)
+        finally:
+            os.close(fd)
+        try:
+            doc = json.loads(raw)
+            info = LeaseInfo(path, int(doc["pid"]), str(doc["purpose"]), str(doc["started_at"]),
+                             float(doc["started_epoch"]), str(doc.get("host", "")), alive)
+        except (ValueError, KeyError, TypeError):  # a holder killed mid-write: nothing to honour
+            info = LeaseInfo(path, 0, "", "", 0.0, "", alive)
+        found.append(info)
+    return sorted(found, key=lambda lease_info: lease_info.started_epoch)
+
+
+def remove_stale_leases(root: Path) -> int:
+    """Delete lease files whose holder is gone (re-checked under the lock itself)."""
+    removed = 0
+    for info in list_leases(root):
+        if info.alive:
+            continue
+        try:
+            fd = os.open(info.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(info.path)
+            removed += 1
+        except (BlockingIOError, FileNotFoundError):
+            pass
+        finally:
+            os.close(fd)
+    return removed

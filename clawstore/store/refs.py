@@ -1,0 +1,134 @@
+"""Refs: named pointers (`campaigns/<id>`, `pins/<name>`) to objects, the roots of gc.
+
+`refs/<name>` holds an object id. Updates are compare-and-set under one store-wide flock, and
+written atomically, so readers (who take no lock) see the old value or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.errors import MissingObjectError, StoreError, UsageError
+from clawstore.store.durable import fsync_path, write_file_atomic
+from clawstore.store.ids import check_oid, is_oid
+from clawstore.store.locks import exclusive
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=,:-]{0,199}")
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY = _Any()  # `expected=ANY`: set unconditionally; `expected=None`: only if the ref does not exist
+
+
+class RefConflict(StoreError):
+    """A compare-and-set found another value than expected."""
+
+    def __init__(self, name: str, expected: str | None, actual: str | None):
+        self.name, self.expected, self.actual = name, expected, actual
+        super().__init__(f"ref {name} changed concurrently: expected {expected}, found {actual}")
+
+
+def check_ref_name(name: object) -> str:
+    if not isinstance(name, str) or not name or not all(_SEGMENT.fullmatch(p) for p in name.split("/")):
+        raise UsageError(f"bad ref name {name!r}: use '/'-separated segments of letters, digits, '._+@=,:-'")
+    return name
+
+
+def _path(store: Store, name: str) -> Path:
+    return store.root / "refs" / check_ref_name(name)
+
+
+def get_ref(store: Store, name: str) -> str | None:
+    path = _path(store, name)
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if not is_oid(text):
+        raise StoreError(f"ref file {path} is damaged")
+    return text
+
+
+def set_ref(store: Store, name: str, value: str, expected: str | None | _Any = ANY) -> None:
+    """Point `name` at `value` (which must exist); with `expected`, only if the ref still has it."""
+    path = _path(store, name)
+    check_oid(value, f"target of ref {name}")
+    store.flush_batch()  # the target may be pending in this thread's batch: publish it first
+    if not store.has(value):
+        raise MissingObjectError(f"cannot set ref {name}: object {value} is not in the store")
+    with exclusive(store.root, "refs"):
+        current = get_ref(store, name)
+        if not isinstance(expected, _Any) and current != expected:
+            raise RefConflict(name, expected, current)
+        if current == value:
+            return
+        _make_parents(store.root / "refs", path.parent)
+        write_file_atomic(path, (value + "\n").encode(), store.root / "tmp")
+
+
+def delete_ref(store: Store, name: str, expected: str | None | _Any = ANY) -> bool:
+    """Remove a ref; returns whether it existed."""
+    path = _path(store, name)
+    with exclusive(store.root, "refs"):
+        current = get_ref(store, name)
+        if not isinstance(expected, _Any) and current != expected:
+            raise RefConflict(name, expected, current)
+        if current is None:
+            return False
+        os.unlink(path)
+        fsync_path(path.parent)
+        refs_dir = store.root / "refs"
+        parent = path.parent
+        while parent != refs_dir:  # prune directories the ref leaves empty
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+        return True
+
+
+def list_refs(store: Store, prefix: str = "") -> dict[str, str]:
+    """{name: target} for every ref whose name starts with `prefix`, sorted by name."""
+    refs_dir = store.root / "refs"
+    found: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(refs_dir):
+        dirnames.sort()
+        base = os.path.relpath(dirpath, refs_dir)
+        for filename in filenames:
+            name = filename if base == "." else f"{base}/{filename}"
+            if not name.startswith(prefix):
+                continue
+            with contextlib.suppress(UsageError):
+                target = get_ref(store, name)
+                if target is not None:
+                    found[name] = target
+    return dict(sorted(found.items()))
+
+
+def _make_parents(top: Path, directory: Path) -> None:
+    """mkdir -p below `top`, syncing each new directory's parent so the ref stays reachable."""
+    missing = []
+    while directory != top and not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for new in reversed(missing):
+        try:
+            new.mkdir()
+        except FileExistsError:
+            if not new.is_dir():
+                raise StoreError(f"cannot create ref directory {new}: a ref of that name exists") from None
+        fsync_path(new.parent)

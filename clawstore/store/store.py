@@ -1,0 +1,91 @@
+"""`Store`: the one object other layers use (see docs/design/contracts.md and docs/store.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from clawstore.canonical import canonical_json
+from clawstore.store import actions, locks, refs, trees
+from clawstore.store.layout import open_layout
+from clawstore.store.objects import ObjectStore
+from clawstore.store.trees import TreeEntry
+
+
+class Store(ObjectStore):
+    """A content-addressed store directory: objects, trees, action cache, refs, leases.
+
+    Objects: put_bytes / put_file / put_stream / put_json, get_bytes / get_json / open_object, has,
+    iter_objects, object_sizes, batch (inherited from ObjectStore).
+    """
+
+    def __init__(self, root: Path | str, *, create: bool = True, level: int = 3, threads: int = 0):
+        path = Path(root)
+        open_layout(path, create=create)
+        super().__init__(path, level=level, threads=threads)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    # --- JSON objects -------------------------------------------------------------------------
+    def put_json(self, value: Any) -> str:
+        """Store `canonical_json(value)`; equal values always get the same id."""
+        return self.put_bytes(canonical_json(value))
+
+    def get_json(self, oid: str) -> Any:
+        """Parse a JSON object (ValueError if the object is not JSON)."""
+        return json.loads(self.get_bytes(oid))
+
+    # --- trees --------------------------------------------------------------------------------
+    def put_tree(self, directory: Path | str) -> str:
+        return trees.put_tree(self, directory)
+
+    def read_tree(self, oid: str) -> list[TreeEntry]:
+        return trees.read_tree(self, oid)
+
+    def checkout(self, oid: str, dest: Path | str, *, allow_external_links: bool = False) -> None:
+        trees.checkout(self, oid, dest, allow_external_links=allow_external_links)
+
+    # --- action cache -------------------------------------------------------------------------
+    def get_action(self, key: str) -> dict[str, Any] | None:
+        return actions.get_action(self, key)
+
+    def get_action_record_id(self, key: str) -> str | None:
+        return actions.get_action_record_id(self, key)
+
+    def put_action(self, key: str, record: dict[str, Any]) -> str:
+        return actions.put_action(self, key, record)
+
+    def iter_actions(self) -> Iterator[tuple[str, str | None]]:
+        return actions.iter_actions(self)
+
+    def queued_pointer(self, path: Path) -> bytes | None:
+        """A pointer file this thread's open batch will write (read-your-own-writes)."""
+        current = self._batch()
+        return None if current is None else current.pointers.get(path)
+
+    # --- refs ---------------------------------------------------------------------------------
+    def get_ref(self, name: str) -> str | None:
+        return refs.get_ref(self, name)
+
+    def set_ref(self, name: str, value: str, expected: str | None | refs._Any = refs.ANY) -> None:
+        refs.set_ref(self, name, value, expected)
+
+    def delete_ref(self, name: str, expected: str | None | refs._Any = refs.ANY) -> bool:
+        return refs.delete_ref(self, name, expected)
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]:
+        return refs.list_refs(self, prefix)
+
+    # --- coordination -------------------------------------------------------------------------
+    def lease(self, purpose: str) -> contextlib.AbstractContextManager[locks.LeaseInfo]:
+        return locks.lease(self.root, purpose)
+
+    def list_leases(self) -> list[locks.LeaseInfo]:
+        return locks.list_leases(self.root)
+
+    def exclusive(self, name: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        return locks.exclusive(self.root, name, timeout)
