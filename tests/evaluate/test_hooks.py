@@ -1,0 +1,210 @@
+"""Python hooks in real child processes: gate, calling convention, results, timeout, network."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clawstore.evaluate import evaluate_checks, network_isolation_prefix
+
+from .helpers import artifact, final
+
+ALLOW = {"allow_local_python_hooks": True}
+ALLOW_NET = {"allow_local_python_hooks": True, "network_access": "allow"}
+
+
+def write_case(tmp_path: Path, source: str, name: str = "hook.py") -> Path:
+    case = tmp_path / "case"
+    (case / "hooks").mkdir(parents=True, exist_ok=True)
+    (case / "hooks" / name).write_text(source)
+    (case / "test.yaml").write_text("schema_version: 1\n")
+    return case / "test.yaml"
+
+
+def run_hook(src: Path, callable_name: str, security: dict | None, art: dict | None = None, **kw) -> dict:
+    check = {"check_id": "hook", "description": "custom", "dimensions": ["task"],
+             "python_hook": {"path": "hooks/hook.py", "callable_name": callable_name}}
+    res = evaluate_checks([check], art or artifact(trace=[final("answer 42")]), case_source_path=src,
+                          security=security, **kw)
+    return res["checks"][0]
+
+
+HOOK_SOURCE = '''
+import json, os
+
+def no_args():
+    return True
+
+def one_arg(artifact):
+    finals = [e["content"] for e in artifact["trace"] if e["event_type"] == "final_output"]
+    return {"passed": "42" in finals[-1], "message": "looked for 42", "outputs": {"n": len(finals)},
+            "metadata": {"runner": artifact["identity"]["runner_type"]}}
+
+def two_args(artifact, context):
+    print("noise on stdout must not break the reply")
+    return {"passed": True, "outputs": {"context": context, "cwd": os.getcwd()}}
+
+def returns_false(artifact):
+    return False
+
+def extra_keys(artifact):
+    return {"passed": True, "score": 3}
+
+def wrong_type(artifact):
+    return 1
+
+def raises(artifact):
+    raise RuntimeError("boom")
+
+def env_probe(artifact):
+    return {"passed": True, "outputs": {"keys": sorted(k for k in os.environ if "API_KEY" in k)}}
+'''
+
+
+def test_hooks_are_disabled_by_default(tmp_path: Path) -> None:
+    src = write_case(tmp_path, HOOK_SOURCE)
+    res = run_hook(src, "no_args", None)
+    assert res["outcome"] == "error"
+    assert "security_policy.allow_local_python_hooks: true" in res["message"]
+    # import_path hooks are gated too (the reference let them through)
+    check = {"check_id": "imp", "python_hook": {"import_path": "json", "callable_name": "dumps"}}
+    imp = evaluate_checks([check], artifact(), security={"allow_local_python_hooks": False})["checks"][0]
+    assert imp["outcome"] == "error" and "allow_local_python_hooks" in imp["message"]
+
+
+def test_calling_convention_and_results(tmp_path: Path) -> None:
+    src = write_case(tmp_path, HOOK_SOURCE)
+    assert run_hook(src, "no_args", ALLOW)["outcome"] == "passed"
+    one = run_hook(src, "one_arg", ALLOW)
+    assert one["outcome"] == "passed" and one["message"] == "looked for 42"
+    assert one["outputs"]["n"] == 1 and one["metadata"] == {"runner": "llm_probe"}
+    assert one["kind"] == "python_hook" and one["source"] == "python_hook" and one["dimensions"] == ["task"]
+    two = run_hook(src, "two_args", ALLOW)
+    assert two["outcome"] == "passed"
+    assert two["outputs"]["context"] == {"check_id": "hook", "description": "custom", "case_source_path": str(src)}
+    assert two["outputs"]["cwd"] == str(src.parent)
+    assert run_hook(src, "returns_false", ALLOW)["outcome"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [("extra_keys", "unexpected key(s) score"), ("wrong_type", "returned int"), ("raises", "RuntimeError: boom"),
+     ("missing_function", "no callable 'missing_function'")],
+)
+def test_bad_hooks_are_errors(tmp_path: Path, name: str, needle: str) -> None:
+    src = write_case(tmp_path, HOOK_SOURCE)
+    res = run_hook(src, name, ALLOW)
+    assert res["outcome"] == "error" and needle in res["message"], res["message"]
+
+
+def test_missing_hook_file_is_an_error(tmp_path: Path) -> None:
+    src = write_case(tmp_path, HOOK_SOURCE, name="other.py")
+    res = run_hook(src, "no_args", ALLOW)
+    assert res["outcome"] == "error" and "does not exist" in res["message"]
+
+
+def test_import_path_hook_runs_when_allowed(tmp_path: Path) -> None:
+    src = write_case(tmp_path, HOOK_SOURCE)
+    pkg = src.parent / "casehooks"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "checks.py").write_text("def check(artifact, context):\n    return artifact['status'] == 'success'\n")
+    check = {"check_id": "imp", "python_hook": {"import_path": "casehooks.checks", "callable_name": "check"}}
+    ok = evaluate_checks([check], artifact(), case_source_path=src, security=ALLOW)["checks"][0]
+    assert ok["outcome"] == "passed", ok["message"]
+    bad = evaluate_checks([check], artifact(status="failed"), case_source_path=src, security=ALLOW)["checks"][0]
+    assert bad["outcome"] == "failed"
+
+
+def test_hook_does_not_see_secret_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-" + "0" * 40)
+    src = write_case(tmp_path, HOOK_SOURCE)
+    res = run_hook(src, "env_probe", ALLOW)
+    assert res["outcome"] == "passed" and res["outputs"]["keys"] == []
+
+
+def test_hook_timeout_stops_the_process(tmp_path: Path) -> None:
+    marker = tmp_path / "survived"
+    src = write_case(tmp_path, f'''
+import subprocess, sys, time
+def slow(artifact):
+    # a grandchild too: the whole process group must go
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5); open({str(marker)!r}, 'w').write('x')"])
+    time.sleep(30)
+    return True
+''')
+    started = time.monotonic()
+    res = run_hook(src, "slow", ALLOW, hook_timeout_s=0.5)
+    elapsed = time.monotonic() - started
+    assert res["outcome"] == "error" and "timed out after 0.5s" in res["message"]
+    assert elapsed < 1.5, f"hook was not stopped promptly ({elapsed:.2f}s)"
+    time.sleep(max(2.0 - (time.monotonic() - started), 0))
+    assert not marker.exists(), "the hook's child process outlived the timeout"
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.sendall(b"hello")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(2)
+    server.close()
+
+
+NET_HOOK = '''
+import socket
+def connect(artifact):
+    try:
+        with socket.create_connection(("127.0.0.1", {port}), timeout=2) as s:
+            return {{"passed": True, "outputs": {{"got": s.recv(5).decode()}}}}
+    except OSError as exc:
+        return {{"passed": False, "message": "connect failed: " + type(exc).__name__}}
+'''
+
+
+@pytest.mark.skipif(network_isolation_prefix() is None, reason="no bwrap/unshare network isolation here")
+def test_network_denied_by_default_and_allowed_on_request(tmp_path: Path, listener: int) -> None:
+    src = write_case(tmp_path, NET_HOOK.format(port=listener))
+    denied = run_hook(src, "connect", ALLOW)
+    assert denied["outcome"] == "failed" and "connect failed" in denied["message"], denied["message"]
+    allowed = run_hook(src, "connect", ALLOW_NET)
+    assert allowed["outcome"] == "passed" and allowed["outputs"]["got"] == "hello"
+
+
+def test_no_isolation_available_means_the_hook_does_not_run(
+    tmp_path: Path, listener: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A PATH with python but neither bwrap nor unshare: the hook must be refused, not run with network.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(bindir))
+    marker = tmp_path / "ran"
+    src = write_case(tmp_path, f"def connect(artifact):\n    open({str(marker)!r}, 'w').write('x')\n    return True\n")
+    res = run_hook(src, "connect", ALLOW)
+    assert res["outcome"] == "error" and "network isolation is unavailable" in res["message"]
+    assert not marker.exists()
+    assert os.environ["PATH"] == str(bindir)
