@@ -1,0 +1,307 @@
+"""The llm_probe runner end to end: real stand-in HTTP server, real sandbox, real bubblewrap."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.canonical import canonical_json
+from clawstore.providers import Endpoint, ProviderClient
+from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe
+from clawstore.testing.standin import StandIn, empty, error, hang, text, tool_call
+
+KEY = "sk-or-v1-runner-test-secret-0000"
+FILE_TOOLS = ["write_file", "read_file"]
+
+
+@pytest.fixture
+def endpoint(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Endpoint:
+    monkeypatch.setenv("CLAW_RUNNER_KEY", KEY)
+    return Endpoint(standin.base_url, "CLAW_RUNNER_KEY")
+
+
+def spec(endpoint: Endpoint, tools: list[str] | None = None, **kw: Any) -> LlmProbeSpec:
+    fields: dict[str, Any] = {
+        "case_id": "case_a", "requested_model": "m1", "endpoint": endpoint,
+        "messages": [{"role": "system", "content": "You are careful."},
+                     {"role": "user", "content": "Do the task."}],
+        "tools": tools or [],
+    }
+    fields.update(kw)
+    return LlmProbeSpec(**fields)
+
+
+def events(artifact: RunArtifact, kind: str) -> list[dict[str, Any]]:
+    return [e for e in artifact.trace if e["event_type"] == kind]
+
+
+def test_plain_answer(standin: StandIn, client: ProviderClient, endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1", text("4"))
+    artifact = run_llm_probe(spec(endpoint), client, tmp_path)
+    assert artifact.status == "success" and artifact.error is None
+    assert artifact.final_output == "4"
+    body = standin.requests[0]["body"]
+    assert "tools" not in body and "tool_choice" not in body
+    assert artifact.to_json()["request"]["execution_parameters"]["max_turns"] == 1
+
+
+def test_write_then_read_then_answer(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                     tmp_path: Path) -> None:
+    standin.script("m1",
+                   tool_call("write_file", {"path": "notes/out.txt", "content": "marker-42\n"}),
+                   tool_call("read_file", {"path": "/work/notes/out.txt"}),
+                   text("The file says marker-42."))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    assert artifact.final_output == "The file says marker-42."
+    assert (tmp_path / "work/notes/out.txt").read_text() == "marker-42\n"
+    results = events(artifact, "tool_result")
+    assert [r["status"] for r in results] == ["success", "success"]
+    assert results[0]["output"] == {"path": "/work/notes/out.txt", "bytes_written": 10}
+    assert results[1]["output"]["content"] == "marker-42\n"
+    data = artifact.to_json()
+    assert [e["sequence"] for e in data["trace"]] == list(range(len(data["trace"])))
+    assert all(e["timestamp"].endswith("Z") for e in data["trace"])
+    assert [e["event_type"] for e in data["trace"]] == [
+        "message", "message",
+        "message", "tool_call", "tool_result", "message",
+        "message", "tool_call", "tool_result", "message",
+        "message", "final_output"]
+    # The tool result went back to the model, and the conversation grew (never restarted).
+    third = standin.requests[2]["body"]["messages"]
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert json.loads(third[-1]["content"]) == {"status": "success", "output": results[1]["output"]}
+    assert third[2]["tool_calls"][0]["function"]["name"] == "write_file"
+    # Usage is the sum over all three calls; cost comes from the provider's usage.cost.
+    raw = data["usage"]["raw_provider_usage"]
+    assert len(raw) == 3
+    assert data["usage"]["normalized"]["input_tokens"] == sum(r["prompt_tokens"] for r in raw)
+    assert data["usage"]["cost_usd"] == pytest.approx(sum(r["cost"] for r in raw))
+    assert data["runner_metadata"]["attempt_count"] == 3
+    body = standin.requests[0]["body"]
+    assert [t["function"]["name"] for t in body["tools"]] == FILE_TOOLS and body["tool_choice"] == "auto"
+    # JSON-ready, hashable, and the key is nowhere in it.
+    assert KEY not in canonical_json(data).decode()
+    assert RunArtifact.from_json(data).to_json() == data
+
+
+def test_absolute_tmp_paths_stay_in_the_sandbox(standin: StandIn, client: ProviderClient,
+                                                endpoint: Endpoint, tmp_path: Path) -> None:
+    name = f"claw-sandbox-test-{uuid.uuid4().hex}"
+    standin.script("m1",
+                   tool_call("write_file", {"path": f"/tmp/{name}.a", "content": "via file tool"}),
+                   tool_call("exec_shell", {"command": f"echo via shell > /tmp/{name}.b; cat /tmp/{name}.a"}),
+                   text("done"))
+    artifact = run_llm_probe(spec(endpoint, ["write_file", "exec_shell"]), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    assert (tmp_path / f"tmp/{name}.a").read_text() == "via file tool"
+    assert (tmp_path / f"tmp/{name}.b").read_text() == "via shell\n"
+    assert not Path(f"/tmp/{name}.a").exists() and not Path(f"/tmp/{name}.b").exists()
+    shell = events(artifact, "tool_result")[1]["output"]
+    assert shell["stdout"] == "via file tool" and shell["returncode"] == 0
+    # Only what the run wrote is left: no mount-point directories from the shell sandbox.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_shell_does_not_see_harness_secrets(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    standin.script("m1", tool_call("exec_shell", {"command": "env; echo HOME=$HOME; pwd"}), text("ok"))
+    artifact = run_llm_probe(spec(endpoint, ["exec_shell"]), client, tmp_path)
+    output = events(artifact, "tool_result")[0]["output"]
+    assert output["returncode"] == 0
+    assert "OPENROUTER_API_KEY" not in output["stdout"] and KEY not in output["stdout"]
+    assert "HOME=/work" in output["stdout"] and output["stdout"].rstrip().endswith("/work")
+    assert KEY not in canonical_json(artifact.to_json()).decode()
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_shell_network_follows_the_policy(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                          tmp_path: Path, network: bool) -> None:
+    probe = f"curl -sS -o /dev/null -w '%{{http_code}}' --max-time 3 {standin.url}/_admin/health"
+    standin.script("m1", tool_call("exec_shell", {"command": probe}), text("ok"))
+    artifact = run_llm_probe(spec(endpoint, ["exec_shell"], network=network), client, tmp_path)
+    output = events(artifact, "tool_result")[0]["output"]
+    if network:
+        assert output["returncode"] == 0 and output["stdout"] == "200"
+    else:
+        assert output["returncode"] != 0 and "200" not in output["stdout"]
+
+
+def test_web_search_without_network_is_a_tool_error(standin: StandIn, client: ProviderClient,
+                                                    endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1", tool_call("web_search", {"query": "clawstore"}), text("no results"))
+    artifact = run_llm_probe(spec(endpoint, ["web_search"]), client, tmp_path)
+    result = events(artifact, "tool_result")[0]
+    assert result["status"] == "error" and "network access is disabled" in result["output"]["error"]
+    assert artifact.status == "success"
+
+
+def test_tools_the_case_did_not_enable_are_refused(standin: StandIn, client: ProviderClient,
+                                                   endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1",
+                   tool_call("exec_shell", {"command": "touch /work/pwned"}),
+                   tool_call("delete_everything", {}),
+                   text("gave up"))
+    artifact = run_llm_probe(spec(endpoint, ["read_file", "not_a_tool"]), client, tmp_path)
+    results = events(artifact, "tool_result")
+    assert results[0]["status"] == "error"
+    assert results[0]["output"]["error"] == "Tool 'exec_shell' is not enabled for this case"
+    assert results[1]["output"]["error"] == "Unsupported tool 'delete_everything'"
+    assert not (tmp_path / "work/pwned").exists()
+    assert [t["function"]["name"] for t in standin.requests[0]["body"]["tools"]] == ["read_file"]
+    assert artifact.status == "success"
+
+
+def test_bad_tool_arguments_are_a_tool_error(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                             tmp_path: Path) -> None:
+    standin.script("m1", tool_call("read_file", "{not json"), tool_call("read_file", {"file": "x"}),
+                   text("ok"))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS), client, tmp_path)
+    results = events(artifact, "tool_result")
+    assert [r["output"]["error_type"] for r in results] == ["invalid_arguments", "invalid_arguments"]
+    assert events(artifact, "tool_call")[0]["parsed_arguments"] is None
+
+
+def test_max_turns_exceeded_fails(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                  tmp_path: Path) -> None:
+    standin.script("m1", tool_call("read_file", {"path": "/nowhere"}))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, settings={"max_turns": 3}), client, tmp_path)
+    assert artifact.status == "failed"
+    assert artifact.error is not None and artifact.error.code == "runner_execution_failed"
+    assert "max_turns=3" in artifact.error.message
+    assert len(standin.requests) == 3
+    assert events(artifact, "final_output") == []
+
+
+def test_empty_answer_is_invalid(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                 tmp_path: Path) -> None:
+    standin.script("m1", empty())
+    artifact = run_llm_probe(spec(endpoint), client, tmp_path)
+    assert artifact.status == "invalid" and artifact.error is not None
+    assert artifact.error.code == "empty_output"
+    assert artifact.usage.total_tokens > 0  # a valid, paid-for answer
+
+
+def test_tool_calls_without_enabled_tools_are_invalid(standin: StandIn, client: ProviderClient,
+                                                      endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1", tool_call("exec_shell", {"command": "touch /work/x"}))
+    artifact = run_llm_probe(spec(endpoint), client, tmp_path)
+    assert artifact.status == "invalid" and artifact.error is not None
+    assert artifact.error.code == "tool_calls_not_supported"
+    assert not (tmp_path / "work/x").exists() and len(standin.requests) == 1
+
+
+def test_hang_is_timed_out(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                           tmp_path: Path) -> None:
+    standin.script("m1", hang())
+    settings = {"timeout_seconds": 0.3, "retries": 1}
+    artifact = run_llm_probe(spec(endpoint, settings=settings), client, tmp_path)
+    assert artifact.status == "timed_out" and artifact.error is not None
+    assert artifact.error.code == "timeout" and artifact.error.retryable
+    assert len(standin.requests) == 2 and artifact.runner_metadata["attempt_count"] == 2
+
+
+def test_exhausted_500_is_provider_error_with_cost(standin: StandIn, client: ProviderClient,
+                                                   endpoint: Endpoint, tmp_path: Path) -> None:
+    spent = {"prompt_tokens": 5, "completion_tokens": 0, "total_tokens": 5, "cost": 0.002}
+    standin.script("m1", error(500, "overloaded", usage=spent))
+    artifact = run_llm_probe(spec(endpoint, settings={"retries": "2"}), client, tmp_path)
+    assert artifact.status == "provider_error" and artifact.error is not None
+    assert (artifact.error.code, artifact.error.metadata["status_code"]) == ("http_error", 500)
+    assert len(standin.requests) == 3
+    assert artifact.usage.cost_usd == pytest.approx(0.006) and artifact.usage.input_tokens == 15
+    assert [e["name"] for e in events(artifact, "runner")] == [
+        "provider_retry", "provider_retry", "provider_error", "run_failed"]
+
+
+def test_a_failed_request_is_retried_without_restarting(standin: StandIn, client: ProviderClient,
+                                                        endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1", tool_call("exec_shell", {"command": "echo run >> /work/count"}),
+                   error(502, "blip"), text("done"))
+    artifact = run_llm_probe(spec(endpoint, ["exec_shell"]), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    assert (tmp_path / "work/count").read_text() == "run\n"  # the tool ran once
+    assert artifact.runner_metadata == {**artifact.runner_metadata, "attempt_count": 3, "provider_calls": 2}
+    assert [e["name"] for e in events(artifact, "runner")] == ["provider_retry"]
+
+
+def test_request_body_from_settings(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                    tmp_path: Path) -> None:
+    standin.script("m1", text("ok"))
+    settings = {"temperature": "0.2", "top_p": 1, "max_tokens": "256", "seed": True, "timeout_seconds": 9,
+                "tool_choice": "required", "unrelated_setting": "x"}
+    messages = [{"role": "user", "content": "hi", "name": "alice",
+                 "metadata": {"attachment": {"name": "a.txt", "byte_size": 3}}}]
+    artifact = run_llm_probe(spec(endpoint, ["read_file"], settings=settings, messages=messages,
+                                  tool_choice={"type": "function", "function": {"name": "read_file"}}),
+                             client, tmp_path)
+    body = standin.requests[0]["body"]
+    assert body["model"] == "m1"
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (0.2, 1.0, 256, 1)
+    assert body["messages"] == [{"role": "user", "content": "hi", "name": "alice"}]  # metadata stays local
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    assert "unrelated_setting" not in body
+    params = artifact.to_json()["request"]["execution_parameters"]
+    assert params == {"temperature": 0.2, "top_p": 1.0, "max_tokens": 256, "seed": 1, "max_turns": 8,
+                      "timeout_seconds": 9.0, "retries": 5,
+                      "tool_choice": {"type": "function", "function": {"name": "read_file"}}}
+    assert artifact.trace[0]["metadata"] == {"attachment": {"name": "a.txt", "byte_size": 3}}
+
+
+def test_missing_key_fails_without_requests(standin: StandIn, client: ProviderClient, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAW_NO_SUCH_KEY", raising=False)
+    artifact = run_llm_probe(spec(Endpoint(standin.base_url, "CLAW_NO_SUCH_KEY")), client, tmp_path)
+    assert artifact.status == "failed" and artifact.error is not None
+    assert artifact.error.code == "runner_configuration_error" and "CLAW_NO_SUCH_KEY" in artifact.error.message
+    assert standin.requests == []
+
+
+@pytest.mark.parametrize("kw,code,status", [
+    ({"messages": []}, "invalid_messages", "invalid"),
+    ({"messages": [{"role": "robot", "content": "x"}]}, "invalid_messages", "invalid"),
+    ({"settings": {"max_tokens": "lots"}}, "runner_configuration_error", "failed"),
+])
+def test_unusable_inputs(standin: StandIn, client: ProviderClient, endpoint: Endpoint, tmp_path: Path,
+                         kw: dict[str, Any], code: str, status: str) -> None:
+    artifact = run_llm_probe(spec(endpoint, **kw), client, tmp_path)
+    assert artifact.status == status and artifact.error is not None and artifact.error.code == code
+    assert standin.requests == []
+
+
+def _stable(data: dict[str, Any]) -> dict[str, Any]:
+    """The artifact minus what legitimately differs between two runs: ids and timing."""
+    data = json.loads(json.dumps(data))
+    data["identity"].pop("run_id")
+    data.pop("timing")
+    for key in ("request_id", "response_id"):
+        data["provider"].pop(key)
+    data["provider"]["metadata"].pop("created")
+    for event in data["trace"]:
+        event.pop("timestamp")
+    return data
+
+
+def test_artifact_is_deterministic_apart_from_ids_and_timing(standin: StandIn, client: ProviderClient,
+                                                             endpoint: Endpoint, tmp_path: Path) -> None:
+    replies = [tool_call("write_file", {"path": "/tmp/a", "content": "x"}),
+               tool_call("exec_shell", {"command": "cat /tmp/a"}), text("x it is")]
+    probe = spec(endpoint, ["write_file", "exec_shell"])
+    standin.script("m1", *replies)
+    first = run_llm_probe(probe, client, tmp_path / "one").to_json()
+    standin.reset()
+    standin.script("m1", *replies)
+    second = run_llm_probe(probe, client, tmp_path / "two").to_json()
+    assert first["identity"]["run_id"] != second["identity"]["run_id"]
+    assert canonical_json(_stable(first)) == canonical_json(_stable(second))
+
+
+def test_spec_json_names_the_endpoint_not_the_key(endpoint: Endpoint) -> None:
+    data = spec(endpoint, FILE_TOOLS).to_json()
+    assert data["endpoint"] == {"base_url": endpoint.base_url}
+    assert KEY not in canonical_json(data).decode()

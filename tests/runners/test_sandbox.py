@@ -1,0 +1,108 @@
+"""Containment: chroot-style paths for the file tools, and the bubblewrap shell."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from clawstore.runners import sandbox as sandbox_mod
+from clawstore.runners.sandbox import Sandbox, SandboxError, resolve_path
+from clawstore.runners.tools import ToolBox
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> ToolBox:
+    return ToolBox(Sandbox(tmp_path / "sbx"), ["exec_shell", "read_file", "write_file"], shell_timeout=5)
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("/tmp/x", "tmp/x"),
+    ("notes/a.txt", "work/notes/a.txt"),
+    ("~/a", "work/a"),
+    ("~", "work"),
+    ("../../../../etc/passwd", "etc/passwd"),
+    ("/a/./b/../c", "a/c"),
+    ("/", ""),
+])
+def test_paths_map_inside_the_root(tmp_path: Path, path: str, expected: str) -> None:
+    assert resolve_path(tmp_path, path) == tmp_path.joinpath(*filter(None, expected.split("/")))
+
+
+def test_symlinks_resolve_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    os.symlink("/etc", tmp_path / "work/etc-link")
+    os.symlink("../../../../../..", tmp_path / "work/up")
+    os.symlink("loop-b", tmp_path / "work/loop-a")
+    os.symlink("loop-a", tmp_path / "work/loop-b")
+    assert resolve_path(tmp_path, "etc-link/passwd") == tmp_path / "etc/passwd"
+    assert resolve_path(tmp_path, "/work/up/etc/passwd") == tmp_path / "etc/passwd"
+    with pytest.raises(SandboxError, match="symbolic links"):
+        resolve_path(tmp_path, "loop-a")
+
+
+def test_file_tools_cannot_reach_host_files_through_symlinks(box: ToolBox, tmp_path: Path) -> None:
+    host_file = tmp_path / f"host-{uuid.uuid4().hex}.txt"
+    host_file.write_text("host secret")
+    root = box.sandbox.root
+    (root / "work").mkdir()
+    os.symlink(host_file, root / "work/link")
+    read = box.run("read_file", {"path": "link"})
+    assert read.status == "error" and "host secret" not in str(read.output)
+    assert str(tmp_path) not in str(read.output)  # errors never show host paths
+    wrote = box.run("write_file", {"path": "/work/link", "content": "overwritten"})
+    assert wrote.status == "success"
+    assert host_file.read_text() == "host secret"
+    assert (root / str(host_file).lstrip("/")).read_text() == "overwritten"
+
+
+def test_shell_and_file_tools_agree_on_paths(box: ToolBox) -> None:
+    assert box.run("write_file", {"path": "/data/in.txt", "content": "from file tool"}).status == "success"
+    shell = box.run("exec_shell", {"command": "cat /data/in.txt && echo from shell > out.txt && ls -a /"})
+    assert shell.status == "success" and shell.output["stdout"].startswith("from file tool")
+    assert box.run("read_file", {"path": "/work/out.txt"}).output["content"] == "from shell\n"
+    assert box.run("read_file", {"path": "~/out.txt"}).output["content"] == "from shell\n"
+    assert sorted(p.name for p in box.sandbox.root.iterdir()) == ["data", "work"]
+
+
+def test_shell_cannot_write_host_system_dirs(box: ToolBox) -> None:
+    marker = f"claw-{uuid.uuid4().hex}"
+    result = box.run("exec_shell", {"command": f"touch /usr/{marker} /etc/{marker}; echo $?"})
+    assert result.output["stdout"].strip() != "0"
+    assert not Path(f"/usr/{marker}").exists() and not Path(f"/etc/{marker}").exists()
+
+
+def test_shell_timeout_kills_the_whole_sandbox(tmp_path: Path) -> None:
+    box = ToolBox(Sandbox(tmp_path / "sbx"), ["exec_shell"], shell_timeout=0.5)
+    started = time.monotonic()
+    result = box.run("exec_shell", {"command": "(sleep 1; echo late > /work/late) & sleep 30"})
+    assert result.status == "error" and result.output["error_type"] == "timeout"
+    assert time.monotonic() - started < 2
+    time.sleep(1.2)
+    assert not (tmp_path / "sbx/work/late").exists()  # the background job died with the sandbox
+
+
+def test_shell_output_is_capped(box: ToolBox) -> None:
+    result = box.run("exec_shell", {"command": "head -c 200000 /dev/zero | tr '\\0' a"})
+    assert result.output["truncated"] is True
+    assert len(result.output["stdout"]) < 70_000
+
+
+def test_no_bwrap_means_no_shell(box: ToolBox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_mod, "_probe_result", {})
+    monkeypatch.setattr(sandbox_mod.shutil, "which", lambda name: None)
+    result = box.run("exec_shell", {"command": "touch /work/ran; echo ran"})
+    assert result.status == "error" and "bubblewrap" in result.output["error"]
+    assert "never runs unsandboxed" in result.output["error"]
+    assert not (box.sandbox.root / "work/ran").exists()
+
+
+def test_read_errors_are_tool_errors(box: ToolBox) -> None:
+    box.sandbox.root.joinpath("bin.dat").write_bytes(b"\xff\xfe\x00")
+    assert box.run("read_file", {"path": "/bin.dat"}).output["error_type"] == "UnicodeDecodeError"
+    assert box.run("read_file", {"path": "/missing"}).output["error_type"] == "FileNotFoundError"
+    assert box.run("read_file", {"path": "/"}).output["error_type"] == "IsADirectoryError"
+    assert box.run("write_file", {"path": "/", "content": "x"}).status == "error"
