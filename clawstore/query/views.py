@@ -50,9 +50,9 @@ def latest_view_sql(snap: Snapshot, table: str) -> str:
         return _project(cols, f"({latest_sql(_files(segs))})")
     s, p = f"({_project(cols, _files(segs))})", f"({_project(cols, _files([pack]))})"
     # Pack rows whose key no waiting segment mentions pass straight through; the others compete by date.
+    contested = f"(SELECT * FROM {s} UNION ALL SELECT * FROM {p} WHERE key IN (SELECT key FROM {s}))"
     return (f"SELECT * FROM {p} WHERE key NOT IN (SELECT key FROM {s}) UNION ALL "
-            f"SELECT * FROM ({latest_sql(f'(SELECT * FROM {s} UNION ALL SELECT * FROM {p} '
-                                         f'WHERE key IN (SELECT key FROM {s}))')})")
+            f"SELECT * FROM ({latest_sql(contested)})")
 
 
 def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:

@@ -1,0 +1,120 @@
+"""`claw query` (SQL over the manifest) and `claw report` (one campaign's last build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import campaign_options, resolve_store_dir, store_option
+from clawstore.errors import StoreError, UsageError
+
+_EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
+
+
+def _existing_store(store_dir: Path | None) -> Path:
+    from clawstore.store.layout import FORMAT_FILE
+
+    root = resolve_store_dir(store_dir)
+    if not (root / FORMAT_FILE).is_file():
+        raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)")
+    return root
+
+
+def _open_store(root: Path):  # noqa: ANN202 - the Store type lives in clawstore.store
+    from clawstore.store import Store
+
+    return Store(root)
+
+
+def _params(values: tuple[str, ...]) -> dict[str, str]:
+    params = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param {item!r}: expected NAME=VALUE")
+        params[name.strip()] = value
+    return params
+
+
+@click.command("query")
+@click.argument("sql_or_name")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]), default="table",
+              show_default=True, help="Output format on stdout.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the result to FILE instead (.parquet, .csv, .json or .md by extension).")
+@click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+              help="Set a variable the SQL reads with getvariable('NAME') (repeatable).")
+@store_option
+def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[str, ...],
+                  store_dir: Path | None) -> None:
+    """Run SQL (or the saved query NAME from queries/NAME.sql) over every stored result.
+
+    Views: runs, checks, judgements, results, nodes (latest per key), run_history, check_history,
+    judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
+    """
+    from clawstore.query.engine import run_query
+    from clawstore.query.formats import render
+    from clawstore.query.saved import resolve_sql
+
+    root = _existing_store(store_dir)
+    sql, _ = resolve_sql(sql_or_name, Path.cwd())
+    export = None
+    if out is not None:
+        export = _EXPORTS.get(out.suffix.lower())
+        if export is None:
+            raise UsageError(f"--out {out}: unknown extension (use {', '.join(_EXPORTS)})")
+    result = run_query(root, sql, _params(params), store=lambda: _open_store(root),
+                       parquet_out=out if export == "parquet" else None)
+    if out is None:
+        click.echo(render(fmt, result.columns, result.rows), nl=False)
+        return
+    if export != "parquet":
+        try:
+            out.write_text(render(export or fmt, result.columns, result.rows), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--out {out}: {exc.strerror}") from None
+    click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
+
+
+@click.command("report")
+@campaign_options
+@click.option("--output", "output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--chart", "chart", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the score-vs-cost PNG here (default outputs/charts/<evaluation profile>/score_cost.png).")
+@click.option("--no-chart", "no_chart", is_flag=True, help="Do not draw the chart.")
+def report_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+                   models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
+                   no_chart: bool) -> None:
+    """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
+    import json
+
+    from clawstore.report.campaign import campaign_ids
+    from clawstore.report.data import build_report
+    from clawstore.report.text import render_text
+
+    if chart is not None and no_chart:
+        raise UsageError("--chart and --no-chart exclude each other")
+    ids = campaign_ids(suite, run_profile, evaluation_profile)
+    root = _existing_store(store_dir)
+    report = build_report(_open_store(root), ids.campaign_id, cases, models)
+    if output == "json":
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_text(report), nl=False)
+    if no_chart:
+        return
+    from clawstore.report.chart import NoScoresError, write_chart
+
+    path = chart or Path("outputs") / "charts" / (ids.evaluation_profile_id or "report") / "score_cost.png"
+    try:
+        write_chart(report, path)
+    except NoScoresError as exc:  # a report without a chart is still a report
+        click.echo(f"claw: warning: {exc}", err=True)
+        return
+    click.echo(f"chart written to: {path}", err=True)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(query_command)
+    group.add_command(report_command)

@@ -1,0 +1,125 @@
+"""Run user SQL over the manifest: `claw query`'s library half."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from clawstore.errors import UsageError
+from clawstore.query.manifest import manifest_dir
+from clawstore.query.objects import ObjectLister, create_objects_view
+from clawstore.query.views import connect
+
+_RESULT = "__claw_result"
+_RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
+_OBJECTS_RE = re.compile(r"\bobjects\b", re.IGNORECASE)
+_PARAM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class QueryResult:
+    columns: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB errors span several lines (LINE 1: ... ^); keep the first non-empty one."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _is_missing_file(exc: duckdb.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, duckdb.IOException) and ("No such file" in text or "No files found" in text)
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
+    cur = con.execute(sql)
+    rows = cur.fetchall()
+    desc = cur.description or []
+    return QueryResult([d[0] for d in desc], [str(d[1]) for d in desc], rows)
+
+
+def _fetch_table(con: duckdb.DuckDBPyConnection) -> QueryResult:
+    """Read the materialised result; types Python cannot hold without extra modules become text."""
+    desc = con.execute(f"SELECT * FROM {_RESULT} LIMIT 0").description or []
+    exprs = []
+    for name, typ, *_ in desc:
+        quoted = '"' + name.replace('"', '""') + '"'
+        text = str(typ)
+        exprs.append(f"CAST({quoted} AS VARCHAR) AS {quoted}"
+                     if "TIME ZONE" in text or text.startswith("INTERVAL") else quoted)
+    result = _fetch(con, f"SELECT {', '.join(exprs) or '*'} FROM {_RESULT}")
+    result.types = [str(d[1]) for d in desc]
+    return result
+
+
+def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None) -> QueryResult:
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {one_line(exc)}") from None
+    if not statements:
+        raise UsageError("query failed: no SQL statement given")
+    for statement in statements[:-1]:
+        con.execute(statement.query).fetchall()
+    last = statements[-1]
+    text = last.query.strip().rstrip(";").rstrip()
+    if last.type == duckdb.StatementType.SELECT:
+        try:
+            # Materialise once: the rows feed both printing and export with the statement run once.
+            con.execute(f"CREATE TEMP TABLE {_RESULT} AS {text}\n").fetchall()
+            materialised = True
+        except duckdb.ParserException:
+            materialised = False  # e.g. DESCRIBE forms CTAS cannot wrap
+        if materialised:
+            if parquet_out is not None:
+                con.execute(f"COPY {_RESULT} TO '{_sql_path(parquet_out)}' (FORMAT parquet)").fetchall()
+            return _fetch_table(con)
+    if parquet_out is not None:
+        raise UsageError("--out needs the last statement to be a query (SELECT ...)")
+    return _fetch(con, text)
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
+              store: ObjectLister | Callable[[], ObjectLister] | None = None,
+              parquet_out: Path | None = None) -> QueryResult:
+    """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views.
+
+    `params` become DuckDB variables (`getvariable('name')`). The `objects` view is only built when the
+    SQL mentions it (it lists the object directories); `store` supplies iter_objects/object_sizes.
+    Raises UsageError with one line for any SQL error.
+    """
+    for name in params or {}:
+        if not _PARAM_RE.match(name):
+            raise UsageError(f"--param {name!r}: a name is letters, digits and _")
+    manifest = manifest_dir(store_root)
+    attempt = 0
+    while True:
+        attempt += 1
+        con: duckdb.DuckDBPyConnection | None = None
+        try:
+            con = connect(manifest)
+            if _OBJECTS_RE.search(sql) and store is not None:
+                lister = store() if callable(store) else store
+                create_objects_view(con, lister, manifest)
+            for name, value in (params or {}).items():
+                con.execute(f"SET VARIABLE \"{name}\" = ?", [value]).fetchall()
+            return _execute(con, sql, parquet_out)
+        except duckdb.Error as exc:
+            if _is_missing_file(exc) and attempt < _RETRIES:
+                continue
+            raise UsageError(f"query failed: {one_line(exc)}") from None
+        finally:
+            if con is not None:
+                con.close()

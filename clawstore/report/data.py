@@ -1,0 +1,210 @@
+"""Collect one campaign's report from the store: its head ref, the records it names, nothing else.
+
+No config is read and no provider is called, so a campaign whose configs changed since still reports
+its last build. Rows come from the same flattening the manifest uses (clawstore.query.rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from statistics import fmean
+from typing import Any, Protocol
+
+from clawstore.errors import MissingObjectError, UsageError
+from clawstore.query.manifest import build_rows
+from clawstore.query.rows import Row
+
+EVAL_KINDS = ("checks", "judge", "result")
+_OK = {"success", "passed"}
+
+
+class HeadStore(Protocol):
+    def get_ref(self, name: str) -> Any: ...
+
+    def get_json(self, oid: str) -> Any: ...
+
+
+@dataclass
+class ReportRow:
+    model_id: str
+    case_id: str
+    repetitions: int
+    run_action: str
+    eval_action: str | None
+    score: float | None
+    passed: bool | None
+    latency_s: float | None
+    run_cost_usd: float
+    eval_cost_usd: float
+    total_cost_usd: float
+    status: str
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelSummary:
+    model_id: str
+    cases: int
+    scored: int
+    mean_score: float | None
+    mean_latency_s: float | None
+    runs_executed: int
+    runs_reused: int
+    runs_failed: int
+    run_cost_usd: float
+    eval_cost_usd: float
+    total_cost_usd: float
+
+
+@dataclass
+class CampaignReport:
+    campaign_id: str
+    suite_id: str | None
+    run_profile_id: str | None
+    evaluation_profile_id: str | None
+    head_id: str
+    build_id: str | None
+    state: str | None
+    started_at: str | None
+    finished_at: str | None
+    rows: list[ReportRow]
+    models: list[ModelSummary]
+
+    @property
+    def run_cost_usd(self) -> float:
+        return sum(r.run_cost_usd for r in self.rows)
+
+    @property
+    def eval_cost_usd(self) -> float:
+        return sum(r.eval_cost_usd for r in self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "campaign": {"id": self.campaign_id, "suite_id": self.suite_id, "run_profile_id": self.run_profile_id,
+                         "evaluation_profile_id": self.evaluation_profile_id},
+            "head": {"object": self.head_id, "build_id": self.build_id, "state": self.state,
+                     "started_at": self.started_at, "finished_at": self.finished_at},
+            "rows": [asdict(r) for r in self.rows],
+            "models": [asdict(m) for m in self.models],
+            "totals": {"run_cost_usd": self.run_cost_usd, "eval_cost_usd": self.eval_cost_usd,
+                       "total_cost_usd": self.run_cost_usd + self.eval_cost_usd},
+        }
+
+
+def fold_action(actions: Iterable[str | None]) -> str | None:
+    """Several nodes behind one row: any failure shows, then any execution, then skip, else reuse."""
+    seen = {a for a in actions if a}
+    for action in ("fail", "exec", "skip", "reuse"):
+        if action in seen:
+            return action
+    return None
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None
+
+
+def _problem(node: Row) -> str | None:
+    if node["status"] in _OK or (node["kind"] == "checks" and node["status"] == "failed"):
+        if node["action"] != "fail":
+            return None
+    where = f"rep {node['repetition']}" if node["repetition"] is not None else ""
+    if node["kind"] == "judge":
+        where += f" judge {node['judge_run_id']}#{node['judge_repetition']}"
+    detail = ": ".join(str(p) for p in (node["error_code"], node["error_message"]) if p)
+    return f"{node['kind']} {where.strip()}: {node['status'] or node['action']}" + (f" ({detail})" if detail else "")
+
+
+def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportRow:
+    runs = [n for n in nodes if n["kind"] == "run"]
+    evals = [n for n in nodes if n["kind"] in EVAL_KINDS]
+    run_cost = sum(n["cost_usd"] or 0.0 for n in runs)
+    eval_cost = sum(n["cost_usd"] or 0.0 for n in evals)
+    verdicts = [r["passed"] for r in results if r["passed"] is not None]
+    problems = [p for p in (_problem(n) for n in nodes) if p]
+    statuses = [n["status"] for n in runs + [n for n in evals if n["kind"] == "result"]]
+    bad = [s or "missing" for s in statuses if s not in _OK]
+    return ReportRow(
+        model_id=model,
+        case_id=case,
+        repetitions=len({n["repetition"] for n in runs}),
+        run_action=fold_action(n["action"] for n in runs) or "-",
+        eval_action=fold_action(n["action"] for n in evals),
+        score=_mean(r["final_score"] for r in results),
+        passed=all(verdicts) if verdicts else None,
+        latency_s=_mean(n["latency_s"] for n in runs),
+        run_cost_usd=run_cost,
+        eval_cost_usd=eval_cost,
+        total_cost_usd=run_cost + eval_cost,
+        status=bad[0] if bad else ("ok" if statuses else "missing"),
+        problems=problems,
+    )
+
+
+def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSummary]:
+    out = []
+    for model in sorted({r.model_id for r in rows}):
+        mine = [r for r in rows if r.model_id == model]
+        runs = [n for n in nodes if n["kind"] == "run" and n["model_id"] == model]
+        scores = [r.score for r in mine if r.score is not None]
+        out.append(ModelSummary(
+            model_id=model,
+            cases=len(mine),
+            scored=len(scores),
+            mean_score=fmean(scores) if scores else None,
+            mean_latency_s=_mean(n["latency_s"] for n in runs),
+            runs_executed=sum(n["action"] == "exec" for n in runs),
+            runs_reused=sum(n["action"] == "reuse" for n in runs),
+            runs_failed=sum(n["action"] == "fail" or n["status"] not in _OK for n in runs),
+            run_cost_usd=sum(r.run_cost_usd for r in mine),
+            eval_cost_usd=sum(r.eval_cost_usd for r in mine),
+            total_cost_usd=sum(r.total_cost_usd for r in mine),
+        ))
+    return out
+
+
+def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any]]:
+    ref = f"campaigns/{campaign_id}"
+    head_id = store.get_ref(ref)
+    if not head_id:
+        raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
+    try:
+        head = store.get_json(head_id)
+    except MissingObjectError:
+        raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
+    if not isinstance(head, Mapping):
+        raise UsageError(f"ref {ref}: {head_id} is not a campaign head")
+    return str(head_id), head
+
+
+def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
+                 models: Sequence[str] = ()) -> CampaignReport:
+    """The campaign's last state (its head ref), one row per model × case, repetitions folded."""
+    head_id, head = load_head(store, campaign_id)
+    tables = build_rows(store, head)  # type: ignore[arg-type]
+    nodes = [n for n in tables["nodes"]
+             if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for node in nodes:
+        if node["model_id"] is not None and node["case_id"] is not None:
+            groups.setdefault((node["model_id"], node["case_id"]), []).append(node)
+    results: dict[tuple[str, str], list[Row]] = {}
+    for result in tables["results"]:
+        results.setdefault((result["model_id"], result["case_id"]), []).append(result)
+    rows = [_row(m, c, groups[(m, c)], results.get((m, c), [])) for m, c in sorted(groups)]
+    campaign = head.get("campaign") if isinstance(head.get("campaign"), Mapping) else {}
+    return CampaignReport(
+        campaign_id=campaign_id,
+        suite_id=campaign.get("suite_id"),
+        run_profile_id=campaign.get("run_profile_id"),
+        evaluation_profile_id=campaign.get("evaluation_profile_id"),
+        head_id=head_id,
+        build_id=head.get("build_id"),
+        state=head.get("state"),
+        started_at=head.get("started_at"),
+        finished_at=head.get("finished_at"),
+        rows=rows,
+        models=_summaries(rows, nodes),
+    )
