@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clawstore.build.buildlog import campaign_id, head_ref
+from clawstore.build.buildlog import head_ref
 from clawstore.build.engine import BuildOptions, BuildReport, run_build
 from clawstore.build.run_exec import execute_llm_probe
 from clawstore.errors import UsageError
@@ -91,7 +92,7 @@ def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildR
     if not options.dry_run:
         from clawstore.providers import ProviderClient
 
-        client = ProviderClient()
+        client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
         _check_keys(nodes, options.force)
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
@@ -128,8 +129,7 @@ def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign)
     attach_records(nodes, store)
-    eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
-    cid = campaign_id(campaign.suite.suite_id, campaign.run_profile.run_profile_id, eval_id)
+    cid = campaign.campaign_id
     previous = head_nodes(store, head_ref(cid))
     states = []
     for node in nodes:

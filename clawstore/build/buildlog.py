@@ -12,10 +12,7 @@ from typing import Any
 from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
 from clawstore.graph.records import utc_now
-
-
-def campaign_id(suite_id: str, run_profile_id: str, evaluation_profile_id: str | None) -> str:
-    return f"{suite_id}__{run_profile_id}__{evaluation_profile_id or 'none'}"
+from clawstore.store import RefConflict
 
 
 def head_ref(campaign: str) -> str:
@@ -96,7 +93,6 @@ class BuildLog:
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
                 return head_id
-            except Exception as exc:  # RefConflict: another build advanced the head; merge again
-                if type(exc).__name__ != "RefConflict":
-                    raise
+            except RefConflict:  # another build advanced the head meanwhile: merge again
+                continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")

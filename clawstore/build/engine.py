@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.build.buildlog import BuildLog, campaign_id
+from clawstore.build.buildlog import BuildLog
 from clawstore.build.progress import Progress
 from clawstore.build.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
@@ -115,7 +115,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
 
     `run_nodes` come with their cached records attached (`attach_records`)."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
-    cid = campaign_id(campaign.suite.suite_id, campaign.run_profile.run_profile_id, eval_id)
+    cid = campaign.campaign_id
     report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
     if options.dry_run:
         return report

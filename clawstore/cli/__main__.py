@@ -1,0 +1,3 @@
+from clawstore.cli import main
+
+main()

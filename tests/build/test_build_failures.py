@@ -1,0 +1,169 @@
+"""Failure semantics: retries, provider errors, timeouts, interruption, containment, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import zstandard
+
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, error, hang, malformed, text, tool_call
+from tests.build.conftest import Claw
+from tests.build.workspace import SECRET, Workspace
+
+
+def _rows(out: str) -> dict[tuple[str, str, int], dict]:
+    return {(r["model_id"], r["case_id"], r["repetition"]): r for r in json.loads(out)["rows"]}
+
+
+def test_retry_after_is_honoured(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    standin.script("vendor/m1", error(429, retry_after=1), text("four"))
+    started = time.monotonic()
+    code, out, _ = claw.build("--output", "json")
+    assert code == 0
+    assert time.monotonic() - started >= 1.0
+    assert len(standin.requests) == 2
+    gap = standin.requests[1]["received_at"] - standin.requests[0]["received_at"]
+    assert gap >= 0.95
+
+
+def test_exhausted_500s_are_provider_error_exit_1_and_retried_next_build(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch) -> None:
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    standin.script("vendor/m1", error(500))
+    code, out, _ = claw.build("--output", "json")
+    assert code == 1
+    row = _rows(out)[("m1", "alpha", 0)]
+    assert row["status"] == "provider_error" and row["run"] == "fail"
+    assert len(standin.requests) == 3  # retries: 2 → three attempts
+    standin.reset()
+    code, out, _ = claw.build("--output", "json")
+    assert code == 0
+    assert _rows(out)[("m1", "alpha", 0)]["run"] == "exec"
+    assert len(standin.requests) == 1
+
+
+def test_malformed_body_is_provider_error(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    standin.script("vendor/m1", malformed())
+    code, out, _ = claw.build("--output", "json")
+    assert code == 1
+    assert _rows(out)[("m1", "alpha", 0)]["status"] == "provider_error"
+
+
+def test_hang_ends_timed_out(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    ws.run_profile(defaults={"timeout_seconds": 1, "retries": 0})
+    standin.script("vendor/m1", hang(30))
+    started = time.monotonic()
+    code, out, _ = claw.build("--output", "json")
+    assert code == 1
+    assert _rows(out)[("m1", "alpha", 0)]["status"] == "timed_out"
+    assert time.monotonic() - started < 10
+
+
+def test_empty_answer_is_invalid_and_cached(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    standin.script("vendor/m1", text(""))
+    code, out, _ = claw.build("--output", "json")
+    assert code == 1 and _rows(out)[("m1", "alpha", 0)]["status"] == "invalid"
+    code, out, _ = claw.build("--output", "json")
+    assert _rows(out)[("m1", "alpha", 0)]["run"] == "reuse"
+    assert len(standin.requests) == 1
+
+
+def test_stop_on_runner_error_skips_the_rest(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch) -> None:
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
+    standin.script("vendor/m1", error(500))
+    code, out, _ = claw.build("--output", "json")
+    assert code == 1
+    actions = [r["run"] for r in json.loads(out)["rows"]]
+    assert actions[0] == "fail" and "skip" in actions
+    assert len(standin.requests) == 1
+
+
+def test_sigkill_mid_build_then_resume_never_resends_finished_runs(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
+    for index in range(6):
+        ws.case(f"c{index}", f"Question {index}?")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=2)
+    standin.set_default(text("slow answer", latency=0.4))
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    deadline = time.monotonic() + 20
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    while time.monotonic() < deadline and len(list(store.iter_actions())) < 3:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    finished = {key for key, _ in store.iter_actions()}
+    assert 3 <= len(finished) < 8
+    sent_before = len(standin.requests)
+    standin.set_default(text("fast answer"))
+    code, out, _ = claw.build("--output", "json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert all(r["status"] == "success" for r in rows) and len(rows) == 8
+    reused = {r["key"] for r in rows if r["run"] == "reuse"}
+    assert reused == finished
+    assert len(standin.requests) - sent_before == 8 - len(finished)
+
+
+def test_sigterm_stops_cleanly_and_records_the_build(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.set_default(text("slow answer", latency=1.5))
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not standin.requests:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    logs = list((store.root / "builds").glob("*.json"))
+    assert [json.loads(p.read_text())["state"] for p in logs] == ["interrupted"]
+
+
+def test_tools_are_contained_and_secrets_never_stored(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.case("tools", "Use the tools.", input={
+        "messages": [{"role": "user", "content": "Use the tools."}],
+        "context": {"llm_probe": {"tools": ["write_file", "exec_shell"]}}})
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["tools"]})
+    marker = Path("/tmp/x-claw-build-test")
+    marker.unlink(missing_ok=True)
+    standin.script("vendor/m1",
+                   tool_call("write_file", {"path": str(marker), "content": "hello"}),
+                   tool_call("exec_shell", {"command": "env; echo key=$OPENROUTER_API_KEY"}),
+                   tool_call("read_file", {"path": str(marker)}),
+                   text("done"))
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, err
+    assert not marker.exists()
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    record = next(store.get_action(key) for key, _ in store.iter_actions())
+    artifact = store.get_json(record["outputs"]["artifact"])
+    results = [e for e in artifact["trace"] if e["event_type"] == "tool_result"]
+    assert results[0]["status"] == "success"
+    assert SECRET not in json.dumps(results[1]) and "key=\n" in json.dumps(results[1]["output"]).replace("\\n", "\n")
+    assert results[2]["status"] == "error" and "not enabled" in json.dumps(results[2]["output"])
+    tree = store.read_tree(record["outputs"]["sandbox"])
+    paths = {entry.path for entry in tree}
+    assert any(p.endswith("x-claw-build-test") for p in paths)
+    # The API key's value is in no stored object.
+    dctx = zstandard.ZstdDecompressor()
+    for oid in store.iter_objects():
+        assert SECRET.encode() not in store.get_bytes(oid), oid
+    for path in store.root.rglob("*"):
+        if path.is_file():
+            raw = path.read_bytes()
+            assert SECRET.encode() not in raw
+            if raw[:4] == b"\x28\xb5\x2f\xfd":
+                assert SECRET.encode() not in dctx.decompressobj().decompress(raw)

@@ -1,0 +1,69 @@
+"""A small llm_probe workspace written into a temp dir, editable per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SECRET = "sk-or-v1-THIS-IS-THE-TEST-SECRET-0123456789abcdef"
+
+
+def write_yaml(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def case_doc(case_id: str, prompt: str, **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": 1, "case_id": case_id, "title": f"Case {case_id}",
+        "runner": {"type": "llm_probe"},
+        "input": {"messages": [{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": prompt}]},
+        "expectations": {"hard_expectations": [{"text": "Answers."}]},
+        "tags": ["smoke"],
+    }
+    doc.update(extra)
+    return doc
+
+
+class Workspace:
+    def __init__(self, root: Path):
+        self.root = root
+        self.configs = root / "configs"
+
+    def case(self, case_id: str, prompt: str = "What is 2 + 2?", **extra: Any) -> Path:
+        path = self.configs / "cases" / case_id / "test.yaml"
+        write_yaml(path, case_doc(case_id, prompt, **extra))
+        return path
+
+    def suite(self, suite_id: str, models: list[str], title: str = "Suite", **extra: Any) -> None:
+        doc = {"schema_version": 1, "suite_id": suite_id, "title": title,
+               "models": [{"model_id": m, "requested_model": f"vendor/{m}"} for m in models]}
+        doc.update(extra)
+        write_yaml(self.configs / "suites" / f"{suite_id}.yaml", doc)
+
+    def run_profile(self, profile_id: str = "rp", repetitions: int = 1, concurrency: int = 2,
+                    defaults: dict[str, Any] | None = None, title: str = "Profile", **policy: Any) -> None:
+        doc = {"schema_version": 1, "run_profile_id": profile_id, "title": title,
+               "runner_defaults": {"temperature": 0, "timeout_seconds": 5, "retries": 2, **(defaults or {})},
+               "execution_policy": {"max_concurrency": concurrency, "run_repetitions": repetitions,
+                                    "stop_on_runner_error": False, **policy}}
+        write_yaml(self.configs / "run_profiles" / f"{profile_id}.yaml", doc)
+
+    def edit(self, relative: str, change: Any) -> None:
+        path = self.configs / relative
+        data = yaml.safe_load(path.read_text())
+        change(data)
+        write_yaml(path, data)
+
+
+def standard(root: Path) -> Workspace:
+    """Two cases × two models, one repetition."""
+    ws = Workspace(root)
+    ws.case("alpha", "What is 2 + 2?")
+    ws.case("beta", "Name a colour.")
+    ws.suite("main", ["m1", "m2"])
+    ws.run_profile()
+    return ws
