@@ -108,12 +108,12 @@ def _search_summary(output: Mapping[str, Any]) -> str | None:
 
 
 def _result_summary(tool: str, output: Any) -> str:
+    if isinstance(output, dict) and set(output) <= {"status", "output"} and "output" in output:
+        output = output["output"]  # the tool envelope {status, output}
     if isinstance(output, dict) and ("search" in tool or tool == "web"):
         summary = _search_summary(output)
         if summary:
             return summary
-    if isinstance(output, dict) and isinstance(output.get("output"), dict | list | str):
-        output = output["output"]  # the tool envelope {status, output}
     return _compact(output, TOOL_RESULT_LIMIT)
 
 
@@ -131,7 +131,8 @@ def _tool_activity(artifact: Mapping[str, Any]) -> dict[str, Any]:
             events.append({"kind": "call", "tool": tool, "call_id": event.get("call_id"),
                            "arguments": _compact(args if args is not None else {}, TOOL_ARGUMENT_LIMIT)})
         elif kind == "tool_result":
-            tool = names.get(str(event.get("call_id")), "unknown")
+            meta_name = (event.get("metadata") or {}).get("tool_name")
+            tool = names.get(str(event.get("call_id"))) or str(meta_name or "unknown")
             events.append({"kind": "result", "tool": tool, "call_id": event.get("call_id"),
                            "status": event.get("status"), "summary": _result_summary(tool, event.get("output"))})
     calls = [e for e in events if e["kind"] == "call"]
@@ -157,13 +158,13 @@ def _tool_activity(artifact: Mapping[str, Any]) -> dict[str, Any]:
     return activity
 
 
-def _assistant_messages(artifact: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _assistant_messages(artifact: Mapping[str, Any], final_text: str) -> tuple[list[dict[str, Any]], int]:
     blocks = []
     for event in trace_events(artifact, "message"):
         if event.get("role") != "assistant":
             continue
         text, _ = visible_text(event.get("content"))
-        if text.strip():
+        if text.strip() and text.strip() != final_text.strip():  # the final answer is shown once
             blocks.append(_text_block(text, MESSAGE_LIMIT))
     return _keep_ends(blocks, MAX_MESSAGES)
 
@@ -274,7 +275,7 @@ def build_judge_evidence(
     """The subject's evidence as a JSON-ready dict (input of `render_judge_prompt`)."""
     sandbox, workspace = as_sandbox(sandbox_files), as_workspace(workspace_files)
     final_text, raw_payload = final_output_text(artifact)
-    messages, messages_omitted = _assistant_messages(artifact)
+    messages, messages_omitted = _assistant_messages(artifact, final_text)
     evidence: dict[str, Any] = {
         "runner_type": runner_type(artifact),
         "run_status": artifact.get("status"),

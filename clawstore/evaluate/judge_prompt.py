@@ -286,9 +286,9 @@ def _render_execution(evidence: Mapping[str, Any]) -> list[str]:
 def _render_contract() -> list[str]:
     return [
         "# RESPONSE FORMAT",
-        "Reply with one JSON object only: {\"summary\": str, \"dimensions\": {"
-        + ", ".join(f'"{d}"' for d in DIMENSIONS)
-        + ": {\"evidence\": [str], \"score\": 0-10}}, \"overall\": {\"evidence\": [str], \"score\": 0-10}}.",
+        'Reply with one JSON object only: {"summary": str, "dimensions": {<dimension>: {"evidence": [str], '
+        '"score": 0-10}, ...}, "overall": {"evidence": [str], "score": 0-10}}, with one entry in "dimensions" '
+        "for each of: " + ", ".join(DIMENSIONS) + ".",
     ]
 
 
