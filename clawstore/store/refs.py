@@ -6,9 +6,9 @@ written atomically, so readers (who take no lock) see the old value or the new o
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -101,21 +101,27 @@ def delete_ref(store: Store, name: str, expected: str | None | _Any = ANY) -> bo
         return True
 
 
-def list_refs(store: Store, prefix: str = "") -> dict[str, str]:
-    """{name: target} for every ref whose name starts with `prefix`, sorted by name."""
+def iter_ref_entries(store: Store) -> Iterator[tuple[str, str | None]]:
+    """(name, target) for every ref file, sorted; target None if the file is damaged (for fsck)."""
     refs_dir = store.root / "refs"
-    found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(refs_dir):
         dirnames.sort()
         base = os.path.relpath(dirpath, refs_dir)
-        for filename in filenames:
+        for filename in sorted(filenames):
             name = filename if base == "." else f"{base}/{filename}"
-            if not name.startswith(prefix):
+            try:
+                text = (Path(dirpath) / filename).read_text(encoding="ascii").strip()
+            except FileNotFoundError:  # deleted while we walked
                 continue
-            with contextlib.suppress(UsageError):
-                target = get_ref(store, name)
-                if target is not None:
-                    found[name] = target
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            yield name, text if is_oid(text) else None
+
+
+def list_refs(store: Store, prefix: str = "") -> dict[str, str]:
+    """{name: target} for every ref whose name starts with `prefix`, sorted by name."""
+    found = {name: target for name, target in iter_ref_entries(store)
+             if target is not None and name.startswith(prefix)}
     return dict(sorted(found.items()))
 
 

@@ -1,0 +1,185 @@
+"""Store commands: put, cat, ls-tree, checkout, fsck, store stats."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.errors import UsageError
+from clawstore.store import Store, check_oid
+from clawstore.store.codec import CHUNK
+from clawstore.store.fsck import fsck as run_fsck
+from clawstore.store.stats import store_stats
+
+_VERIFY_FIRST_MAX = 64 << 20  # cat buffers (verified) objects up to this size; larger ones: two passes
+
+
+def _workspace_root() -> Path:
+    """Nearest ancestor of the cwd that has a configs/ directory, else the cwd."""
+    cwd = Path.cwd()
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / "configs").is_dir():
+            return candidate
+    return cwd
+
+
+def _open_store(store_dir: Path | None, create: bool = False) -> Store:
+    return Store(resolve_store_dir(store_dir, _workspace_root()), create=create)
+
+
+def _existing(store: Store, oid: str) -> str:
+    """A command-line id: malformed or absent is bad input (exit 2), not a broken store."""
+    check_oid(oid)
+    if not store.has(oid):
+        raise UsageError(f"no such object: {oid} (store {store.root})")
+    return oid
+
+
+@click.command("put")
+@click.argument("paths", nargs=-1, required=True)
+@store_option
+def put_cmd(paths: tuple[str, ...], store_dir: Path | None) -> None:
+    """Store files (a directory becomes a tree; '-' reads stdin). Prints one id per argument."""
+    for raw in paths:
+        if raw != "-" and not os.path.lexists(raw):
+            raise UsageError(f"put: {raw}: no such file or directory")
+    store = _open_store(store_dir, create=True)
+    ids = []
+    with store.batch():  # all arguments share a few flushes; ids are printed once durable
+        for raw in paths:
+            path = Path(raw)
+            if raw == "-":
+                ids.append(store.put_stream(click.get_binary_stream("stdin")))
+            elif path.is_dir():
+                ids.append(store.put_tree(path))
+            else:
+                ids.append(store.put_file(path))
+    for oid in ids:
+        click.echo(oid)
+
+
+@click.command("cat")
+@click.argument("oid", metavar="ID")
+@store_option
+def cat_cmd(oid: str, store_dir: Path | None) -> None:
+    """Write an object's bytes to stdout, verified before they are written."""
+    store = _open_store(store_dir)
+    _existing(store, oid)
+    out = click.get_binary_stream("stdout")
+    logical, _ = store.object_sizes(oid)
+    try:
+        if logical <= _VERIFY_FIRST_MAX:
+            out.write(store.get_bytes(oid))
+        else:
+            with store.open_object(oid) as reader:  # pass 1: verify without output
+                while reader.read(CHUNK):
+                    pass
+            with store.open_object(oid) as reader:
+                _copy(reader, out)
+        out.flush()
+    except BrokenPipeError:  # `claw cat ID | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _copy(reader: BinaryIO, out: BinaryIO) -> None:
+    while chunk := reader.read(CHUNK):
+        out.write(chunk)
+
+
+@click.command("ls-tree")
+@click.argument("oid", metavar="ID")
+@store_option
+def ls_tree_cmd(oid: str, store_dir: Path | None) -> None:
+    """List a tree: mode, type, object, size, path."""
+    store = _open_store(store_dir)
+    for entry in store.read_tree(_existing(store, oid)):
+        line = f"{entry.mode:06o} {entry.type:<7} {entry.object or '-':<71} {entry.size:>10}\t{entry.path}"
+        if entry.target is not None:
+            line += f" -> {entry.target}"
+        click.echo(line)
+
+
+@click.command("checkout")
+@click.argument("oid", metavar="ID")
+@click.argument("dest", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--allow-external-links", is_flag=True,
+              help="Also create symlinks that point outside DIR (refused by default).")
+@store_option
+def checkout_cmd(oid: str, dest: Path, allow_external_links: bool, store_dir: Path | None) -> None:
+    """Materialise a tree into DIR (created if missing; must be empty)."""
+    store = _open_store(store_dir)
+    store.checkout(_existing(store, oid), dest, allow_external_links=allow_external_links)
+
+
+@click.command("fsck")
+@click.option("--repair", is_flag=True,
+              help="Quarantine corrupt objects and bad action-cache entries; remove stale temp files.")
+@click.option("--rebuild-manifest", is_flag=True, help="Afterwards, rebuild the query manifest from records.")
+@store_option
+def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> None:
+    """Verify every object, action-cache entry and ref. Exit 1 if something is wrong."""
+    rebuild = None
+    if rebuild_manifest:
+        try:
+            from clawstore.query.manifest import rebuild_manifest as rebuild
+        except ImportError as exc:
+            raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
+    store = _open_store(store_dir)
+    report = run_fsck(store, repair=repair)
+    for problem in report.problems:
+        click.echo(f"problem: {problem}")
+    for line in report.repaired:
+        click.echo(f"repaired: {line}")
+    click.echo(
+        f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs "
+        f"in {report.seconds:.2f}s; temp files: {report.temp_files} ({report.stale_temp_files} stale); "
+        f"stale leases: {report.stale_leases}; stray files: {len(report.stray_files)}"
+    )
+    if rebuild is not None:
+        result = rebuild(store)
+        click.echo("manifest rebuilt" + (f": {result}" if result is not None else ""))
+    if not report.clean:
+        click.echo(f"fsck: {len(report.unresolved)} problem(s)", err=True)
+        sys.exit(1)
+
+
+@click.group("store")
+def store_group() -> None:
+    """Inspect the store."""
+
+
+@store_group.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@store_option
+def stats_cmd(as_json: bool, store_dir: Path | None) -> None:
+    """Object count, logical and stored bytes, compression ratio."""
+    stats = store_stats(_open_store(store_dir))
+    if as_json:
+        click.echo(json.dumps({"objects": stats.objects, "logical_bytes": stats.logical_bytes,
+                               "stored_bytes": stats.stored_bytes, "ratio": round(stats.ratio, 4)}))
+        return
+    click.echo(f"objects        {stats.objects}")
+    click.echo(f"logical bytes  {stats.logical_bytes} ({_human(stats.logical_bytes)})")
+    click.echo(f"stored bytes   {stats.stored_bytes} ({_human(stats.stored_bytes)})")
+    click.echo(f"ratio          {stats.ratio:.2f}")
+
+
+def _human(count: int) -> str:
+    size, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def register(group: click.Group) -> None:
+    for command in (put_cmd, cat_cmd, ls_tree_cmd, checkout_cmd, fsck_cmd, store_group):
+        group.add_command(command)
+
