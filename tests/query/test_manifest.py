@@ -1,0 +1,151 @@
+"""The manifest: what a build's records become in DuckDB, across builds, compaction and rebuilds."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clawstore.query import segments
+from clawstore.query.engine import run_query
+from clawstore.query.manifest import compact_manifest, rebuild_manifest, refresh_manifest
+from clawstore.store import Store
+from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
+
+
+def one(root: Path, sql: str):
+    rows = run_query(root, sql).rows
+    assert len(rows) == 1, rows
+    return rows[0][0] if len(rows[0]) == 1 else rows[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store")
+
+
+def test_one_build_tables_match_the_campaign(store: Store) -> None:
+    built = build(store, Spec())
+    root = store.root
+    assert one(root, "select count(*) from runs") == built.run_nodes == 6
+    assert one(root, "select count(*) from judgements") == built.judge_nodes == 12
+    assert one(root, "select count(*) from results") == built.result_nodes == 6
+    assert one(root, "select count(*) from checks") == built.check_rows == 12
+    assert one(root, "select count(*) from nodes") == 30
+    assert one(root, "select count(*), sum(executed), sum(reused), sum(nodes) from builds") == (1, 30, 0, 30)
+    # Every run row carries its campaign, build, tokens and costs from the record.
+    row = one(root, "select count(distinct build_id), min(campaign_id), sum(input_tokens), "
+                    "round(sum(cost_usd), 6), bool_and(artifact_id like 'blake3:%') from runs")
+    assert row == (1, "suite_a__std__judge_x", 600, round(6 * RUN_COST, 6), True)
+    # A result's final score is the median of its judge repetitions; costs add up per run.
+    got = run_query(root, "select model_id, case_id, final_score, total_cost_usd from results "
+                          "order by model_id, case_id").rows
+    for model_id, case_id, final, total in got:
+        assert final == score_of(model_id, case_id, 1)  # median of 2 reps = upper one here
+        assert total == pytest.approx(RUN_COST + 2 * JUDGE_COST)
+    # Checks keep their per-check outcome and dimension list.
+    assert one(root, "select list_sort(list_distinct(flatten(list(dimensions)))) from checks") == ["closeness", "task"]
+    assert one(root, "select count(*) from checks where outcome = 'failed'") == 2
+
+
+def test_second_build_reuses_and_history_keeps_both(store: Store) -> None:
+    first = build(store, Spec())
+    second = build(store, Spec(models=["openai/gpt-a", "new/model-c"]))
+    root = store.root
+    assert second.reused == 15 and second.executed == 15
+    assert one(root, "select count(*) from runs") == 9  # distinct run keys over both builds
+    assert one(root, "select count(*) from run_history") == 12
+    assert one(root, "select count(*) from build_nodes") == 60
+    # A reused run's latest row names the newer build, and the build that produced its record.
+    row = one(root, "select build_id, record_build_id, action from runs where model_id = 'openai/gpt-a' "
+                    "and case_id = 'case_1'")
+    assert row == (second.build_id, first.build_id, "reuse")
+    assert one(root, f"select count(*) from results where build_id = '{first.build_id}'") == 3
+    spent = run_query(root, "select build_id, round(cost_usd, 6) from builds order by started_at").rows
+    assert spent == [(first.build_id, round(6 * RUN_COST + 12 * JUDGE_COST, 6)),
+                     (second.build_id, round(3 * RUN_COST + 6 * JUDGE_COST, 6))]
+
+
+def test_failed_run_is_recorded_then_retried(store: Store) -> None:
+    build(store, Spec(fail={("openai/gpt-a", "case_1")}))
+    root = store.root
+    row = one(root, "select status, action, error_code, cacheable from runs where case_id = 'case_1' "
+                    "and model_id = 'openai/gpt-a'")
+    assert row == ("provider_error", "fail", "provider_error", False)
+    failures = run_query(root, open_saved("failures")).rows
+    assert len(failures) == 1
+    retry = build(store, Spec())
+    assert one(root, "select status, build_id from runs where case_id = 'case_1' and model_id = 'openai/gpt-a'") \
+        == ("success", retry.build_id)
+    assert run_query(root, open_saved("failures")).rows == []
+
+
+def open_saved(name: str) -> str:
+    return (Path(__file__).resolve().parents[2] / "queries" / f"{name}.sql").read_text()
+
+
+def test_compaction_keeps_latest_semantics(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segments, "COMPACT_AT", 3)
+    root = store.root
+    builds = [build(store, Spec(cases=["case_1"])) for _ in range(4)]
+    manifest = root / "manifest"
+    snap = segments.snapshot(manifest)
+    assert snap.pack is not None, "three waiting segments trigger a compaction"
+    assert len(snap.covers) + len(snap.segments) == 4
+    # Latest rows: the last build (every later build reused the first one's records); history: all four.
+    assert one(root, "select count(*), min(build_id), max(record_build_id) from results") == \
+        (2, builds[-1].build_id, builds[0].build_id)
+    assert one(root, "select count(*) from result_history") == 8
+    assert one(root, "select count(*) from builds") == 4
+    # Runs were reused by every build: one row per key, from the newest build.
+    assert one(root, "select count(*), min(build_id), max(record_build_id) from runs") == \
+        (2, builds[-1].build_id, builds[0].build_id)
+    # A newer waiting segment beats the pack for a key both hold.
+    newest = build(store, Spec(cases=["case_1"]))
+    assert segments.snapshot(manifest).segments, "the new build waits beside the pack"
+    assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
+    assert compact_manifest(store)
+    assert not segments.snapshot(manifest).segments
+    assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
+    assert one(root, "select count(*) from build_nodes") == 5 * 10
+
+
+def test_refreshing_a_build_twice_never_duplicates(store: Store) -> None:
+    built = build(store, Spec())
+    refresh_manifest(store, built.build_id)
+    assert one(store.root, "select count(*) from run_history") == 6
+    compact_manifest(store)
+    refresh_manifest(store, built.build_id)  # now covered by the pack: merged again, not added
+    assert one(store.root, "select count(*) from run_history") == 6
+    assert one(store.root, "select count(*) from builds") == 1
+
+
+def test_rebuild_manifest_from_records(store: Store) -> None:
+    build(store, Spec())
+    build(store, Spec(models=["new/model-c"]))
+    before = run_query(store.root, "select * from result_history order by key, build_id").rows
+    shutil.rmtree(store.root / "manifest")
+    assert one(store.root, "select count(*) from runs") == 0  # empty but typed views
+    assert rebuild_manifest(store) == 2
+    after = run_query(store.root, "select * from result_history order by key, build_id").rows
+    assert after == before
+    assert one(store.root, "select count(*) from runs") == 9
+
+
+def test_objects_table_lists_every_object_with_sizes(store: Store) -> None:
+    build(store, Spec(cases=["case_1"]))
+    expected = {oid: store.object_sizes(oid) for oid in store.iter_objects()}
+    rows = run_query(store.root, "select object_id, logical_size, stored_size from objects", store=store).rows
+    assert {r[0]: (r[1], r[2]) for r in rows} == expected
+    extra = store.put_bytes(b"x" * 10_000)
+    rows = run_query(store.root, f"select logical_size from objects where object_id = '{extra}'", store=store).rows
+    assert rows == [(10_000,)]
+    assert (store.root / "manifest" / "objects.parquet").is_file()
+
+
+def test_build_log_missing_is_a_store_error(store: Store) -> None:
+    from clawstore.errors import StoreError
+
+    with pytest.raises(StoreError, match="no build log"):
+        refresh_manifest(store, "nope")
