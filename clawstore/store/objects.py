@@ -8,7 +8,6 @@ synced: a crash leaves at most a temp file, never a partial object.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import threading
 import time
@@ -29,6 +28,9 @@ from clawstore.store.ids import PREFIX, is_hex64, oid_hex
 # at mtimes) also covers objects a running build reused rather than wrote.
 TOUCH_AFTER_S = 600.0
 OBJECT_MODE = 0o444  # objects never change: read-only guards against accidental edits
+
+
+_HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
 
 
 class ObjectStore:
@@ -200,10 +202,11 @@ class ObjectStore:
                     data = fh.read()
                     return self.put_bytes(data), len(data)
                 # Hash first (fast, all cores): a file already stored costs no compression at all.
-                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-                    hasher.update(mapped)
-                    size = len(mapped)
+                hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+                size = 0
+                for chunk in _read_chunks(fh, _HASH_CHUNK):
+                    hasher.update(chunk)
+                    size += len(chunk)
                 oid = PREFIX + hasher.hexdigest()
                 if self._present(oid, self._path_of_hex(oid[len(PREFIX):])):
                     return oid, size
@@ -322,8 +325,9 @@ def _fill(reader: BinaryIO | _Prefixed, buffer: memoryview) -> int:
     return total
 
 
-def _read_chunks(reader: BinaryIO | _Prefixed) -> Iterator[memoryview]:
-    buffer = memoryview(bytearray(codec.CHUNK))
+def _read_chunks(reader: BinaryIO | _Prefixed, size: int = codec.CHUNK) -> Iterator[memoryview]:
+    """Successive chunks of `reader` in one reused buffer (consume each before the next)."""
+    buffer = memoryview(bytearray(size))
     while count := _fill(reader, buffer):
         yield buffer[:count]
         if count < len(buffer):
