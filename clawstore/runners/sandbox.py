@@ -6,7 +6,8 @@ is also the shell's cwd and HOME. `..` stops at the root and symlinks are resolv
 chroot, so no path can reach the host. The shell runs under bubblewrap with the sandbox bound at
 `/` and read-only host views of /usr, /etc and the /bin, /lib links on top (so those few top-level
 names show the host's system files to the shell, not the sandbox's), a private /proc, /dev, pid,
-IPC, UTS and network namespace (no network unless allowed) and a cleared environment.
+IPC, UTS and network namespace (no network unless allowed), no capabilities, a cleared environment
+and, when the harness runs as root, the unprivileged uid `nobody`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -23,6 +25,7 @@ from typing import Any
 WORKDIR = "/work"
 SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 OUTPUT_LIMIT = 64 * 1024
+NOBODY = 65534  # the shell's uid/gid when the harness itself runs as root
 MAX_SYMLINKS = 40
 # Host system directories the shell sees read-only; symlinks on the host stay symlinks.
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
@@ -104,16 +107,20 @@ def bwrap_unavailable_reason() -> str | None:
 
 
 def _probe_bwrap() -> str | None:
-    exe = shutil.which("bwrap")
-    if exe is None:
+    if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
-    try:
-        done = subprocess.run(
-            [exe, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"],
-            capture_output=True, timeout=15, env={"PATH": SHELL_PATH},
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap could not start: {exc}"
+    with tempfile.TemporaryDirectory(prefix="claw-bwrap-probe-") as tmp:
+        probe = Sandbox(Path(tmp))
+        created = probe._prepare_mountpoints()
+        if _privileged():
+            _hand_over(probe.root)
+        try:
+            done = subprocess.run(probe.shell_command("true", network=False), capture_output=True,
+                                  timeout=15, env={"PATH": SHELL_PATH})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not start: {exc}"
+        finally:
+            probe._remove_mountpoints(created)
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return "bubblewrap cannot create namespaces here" + (f": {detail[-1]}" if detail else "")
@@ -131,7 +138,14 @@ class Sandbox:
         return resolve_path(self.root, path)
 
     def shell_command(self, command: str, network: bool) -> list[str]:
-        """The bwrap argv that runs `command` with the sandbox as `/`."""
+        """The bwrap argv that runs `command` with the sandbox as `/`.
+
+        Run as an ordinary user, bwrap creates a user namespace: we drop every capability in it and
+        forbid nested ones, so the read-only binds stay read-only. Run as root, a user namespace
+        would still map the shell to host root (whose file permissions reach /proc/sys and more),
+        so instead bwrap keeps only CAP_SETUID/CAP_SETGID and `setpriv` turns the shell into
+        `nobody` with no capabilities and no_new_privs before bash starts.
+        """
         exe = shutil.which("bwrap") or "bwrap"
         argv = [exe, "--bind", str(self.root), "/"]
         for name in SYSTEM_DIRS:
@@ -140,13 +154,21 @@ class Sandbox:
                 argv += ["--symlink", os.readlink(host), f"/{name}"]
             elif host.is_dir():
                 argv += ["--ro-bind", str(host), f"/{name}"]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--unshare-all"]
-        if network:
-            argv.append("--share-net")
+        argv += ["--proc", "/proc", "--dev", "/dev",
+                 "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        if not network:
+            argv.append("--unshare-net")
+        if _privileged():
+            argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            argv += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
         argv += ["--die-with-parent", "--new-session", "--chdir", WORKDIR, "--clearenv",
                  "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8",
-                 "--", "/bin/bash", "-c", command]
-        return argv
+                 "--"]
+        if _privileged():
+            argv += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return argv + ["/bin/bash", "-c", command]
 
     def run_shell(self, command: str, timeout: float, network: bool = False) -> ShellResult:
         """Run `command` with bash inside bubblewrap; never unsandboxed.
@@ -158,6 +180,8 @@ class Sandbox:
         if reason is not None:
             raise SandboxError(f"{reason}; exec_shell is disabled (it never runs unsandboxed)")
         created = self._prepare_mountpoints()
+        if _privileged():
+            _hand_over(self.root)
         try:
             proc = subprocess.Popen(
                 self.shell_command(command, network),
@@ -201,6 +225,19 @@ class Sandbox:
                     path.rmdir()
             except OSError:
                 pass
+
+
+def _privileged() -> bool:
+    return os.geteuid() == 0
+
+
+def _hand_over(root: Path) -> None:
+    """Make the sandbox owned by `nobody` so the unprivileged shell can work in what tools wrote."""
+    for directory, dirs, files in os.walk(root):
+        for name in [*dirs, *files, None]:
+            path = os.path.join(directory, name) if name else directory
+            if os.lstat(path).st_uid != NOBODY:
+                os.lchown(path, NOBODY, NOBODY)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

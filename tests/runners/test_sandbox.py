@@ -70,8 +70,16 @@ def test_shell_and_file_tools_agree_on_paths(box: ToolBox) -> None:
 
 def test_shell_cannot_write_host_system_dirs(box: ToolBox) -> None:
     marker = f"claw-{uuid.uuid4().hex}"
-    result = box.run("exec_shell", {"command": f"touch /usr/{marker} /etc/{marker}; echo $?"})
-    assert result.output["stdout"].strip() != "0"
+    command = (f"touch /usr/{marker} /etc/{marker}; echo touch=$?; "
+               f"mount -o remount,bind,rw /usr; touch /usr/{marker}; echo remount=$?; "
+               f"unshare -Urm sh -c 'mount -o remount,bind,rw /usr; touch /usr/{marker}'; echo nested=$?; "
+               "grep CapEff /proc/self/status; id -u; "
+               "test -w /proc/sys/kernel/core_pattern && echo SYSCTL-WRITABLE")
+    out = box.run("exec_shell", {"command": command}).output["stdout"]
+    assert "touch=0" not in out and "remount=0" not in out and "nested=0" not in out
+    assert "CapEff:\t0000000000000000" in out and "SYSCTL-WRITABLE" not in out
+    if os.geteuid() == 0:
+        assert out.rstrip().splitlines()[-1] == "65534"  # a root harness runs the shell as nobody
     assert not Path(f"/usr/{marker}").exists() and not Path(f"/etc/{marker}").exists()
 
 
