@@ -117,6 +117,9 @@ class ToolBox:
         host = self.sandbox.resolve(args["path"])
         if host.is_dir():
             return ToolOutcome.error(f"{args['path']} is a directory", "IsADirectoryError")
+        if host.exists() and not host.is_file():
+            # A FIFO or device left by the shell would block the harness: regular files only.
+            return ToolOutcome.error(f"{args['path']} is not a regular file", "NotARegularFile")
         with open(host, "rb") as handle:
             data = handle.read(READ_LIMIT + 1)
         output: dict[str, Any] = {"path": to_sandbox_path(self.sandbox.root, host),
@@ -129,6 +132,8 @@ class ToolBox:
         host = self.sandbox.resolve(args["path"])
         if host == self.sandbox.root or host.is_dir():
             return ToolOutcome.error(f"{args['path']} is a directory", "IsADirectoryError")
+        if host.exists() and not host.is_file():
+            return ToolOutcome.error(f"{args['path']} is not a regular file", "NotARegularFile")
         host.parent.mkdir(parents=True, exist_ok=True)
         data = args["content"].encode("utf-8")
         host.write_bytes(data)

@@ -114,3 +114,9 @@ def test_read_errors_are_tool_errors(box: ToolBox) -> None:
     assert box.run("read_file", {"path": "/missing"}).output["error_type"] == "FileNotFoundError"
     assert box.run("read_file", {"path": "/"}).output["error_type"] == "IsADirectoryError"
     assert box.run("write_file", {"path": "/", "content": "x"}).status == "error"
+
+
+def test_special_files_do_not_block_the_file_tools(box: ToolBox) -> None:
+    assert box.run("exec_shell", {"command": "mkfifo /work/pipe && echo made"}).output["stdout"] == "made\n"
+    assert box.run("read_file", {"path": "pipe"}).output["error_type"] == "NotARegularFile"
+    assert box.run("write_file", {"path": "pipe", "content": "x"}).output["error_type"] == "NotARegularFile"
