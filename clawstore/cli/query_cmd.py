@@ -7,24 +7,23 @@ from pathlib import Path
 import click
 
 from clawstore.cli.common import campaign_options, resolve_store_dir, store_option
-from clawstore.errors import StoreError, UsageError
+from clawstore.errors import UsageError
 
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
 
 
 def _existing_store(store_dir: Path | None) -> Path:
-    from clawstore.store.layout import FORMAT_FILE
+    from clawstore.store.layout import open_layout
 
     root = resolve_store_dir(store_dir)
-    if not (root / FORMAT_FILE).is_file():
-        raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)")
+    open_layout(root, create=False)  # StoreError "no store at ..." (exit 3); never creates one
     return root
 
 
 def _open_store(root: Path):  # noqa: ANN202 - the Store type lives in clawstore.store
     from clawstore.store import Store
 
-    return Store(root)
+    return Store(root, create=False)
 
 
 def _params(values: tuple[str, ...]) -> dict[str, str]:

@@ -1,0 +1,149 @@
+"""`claw query`: SQL and saved queries over a real store, output formats, exports, errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from clawstore.cli import main
+from clawstore.query.saved import PACKAGED
+from clawstore.store import Store
+from tests.query.campaigns import Spec, build
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    store = Store(tmp_path_factory.mktemp("q") / "store")
+    build(store, Spec())
+    build(store, Spec(models=["openai/gpt-a", "new/model-c"], fail={("new/model-c", "case_2")}))
+    return store
+
+
+def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """A real `claw` process (entry point of the installed package)."""
+    code = "import sys; from clawstore.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd or REPO,
+                          timeout=120)
+
+
+def run(store: Store, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["query", "--store", str(store.root), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_count_of_runs_matches_run_nodes_in_a_real_process(store: Store) -> None:
+    proc = claw("query", "select count(*) as n from runs", "--store", str(store.root), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    # 6 runs of build 1, plus 3 of new/model-c in build 2 (gpt-a's were reused: same keys).
+    assert json.loads(proc.stdout) == [{"n": 9}]
+
+
+def test_bad_sql_is_one_line_and_exit_2(store: Store) -> None:
+    proc = claw("query", "selec * from runs", "--store", str(store.root))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("claw: error: query failed: Parser Error"), proc.stderr
+    proc = claw("query", "select nope from runs", "--store", str(store.root))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "nope" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_formats(store: Store) -> None:
+    sql = "select model_id, count(*) as runs, sum(cost_usd) as cost from runs group by 1 order by 1"
+    code, out, _ = run(store, sql, "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and [r["model_id"] for r in rows] == ["anthropic/claude-b", "new/model-c", "openai/gpt-a"]
+    assert [r["runs"] for r in rows] == [3, 3, 3] and isinstance(rows[0]["cost"], float)
+    code, out, _ = run(store, sql, "--format", "csv")
+    parsed = list(csv.reader(io.StringIO(out)))
+    assert parsed[0] == ["model_id", "runs", "cost"] and len(parsed) == 4
+    code, out, _ = run(store, sql, "--format", "markdown")
+    assert out.splitlines()[0] == "| model_id | runs | cost |" and out.splitlines()[1] == "|---|---|---|"
+    code, out, _ = run(store, sql)
+    lines = out.splitlines()
+    assert lines[0].split() == ["model_id", "runs", "cost"] and set(lines[1]) <= {"-", " "} and len(lines) == 5
+
+
+def test_leaderboard_and_every_saved_query(store: Store) -> None:
+    code, out, err = run(store, "leaderboard", "--format", "json")
+    assert code == 0, err
+    board = {r["model_id"]: r for r in json.loads(out)}
+    assert set(board) == {"anthropic/claude-b", "new/model-c", "openai/gpt-a"}
+    assert board["new/model-c"]["cases"] == 2  # its case_2 run failed: no result
+    assert board["openai/gpt-a"]["cases"] == 3
+    means = [r["mean_score"] for r in json.loads(out)]
+    assert means == sorted(means, reverse=True)
+    for name in ("cost_by_model", "failures", "judge_spread", "history"):
+        code, out, err = run(store, name, "--format", "json")
+        assert code == 0, (name, err)
+        assert isinstance(json.loads(out), list)
+    failures = json.loads(run(store, "failures", "--format", "json")[1])
+    assert [(f["kind"], f["model_id"], f["case_id"], f["error_code"]) for f in failures] == \
+        [("run", "new/model-c", "case_2", "provider_error")]
+    spread = json.loads(run(store, "judge_spread", "--format", "json")[1])
+    assert all(r["judge_reps"] == 2 and r["spread"] == 0.5 for r in spread)
+    history = json.loads(run(store, "history", "--param", "case=case_1", "--param", "model=openai/gpt-a",
+                             "--format", "json")[1])
+    assert len(history) == 2 and {h["case_id"] for h in history} == {"case_1"}
+    assert [h["action"] for h in history] == ["exec", "reuse"]
+
+
+def test_unknown_saved_query(store: Store) -> None:
+    code, _, err = run(store, "leaderbord")
+    assert code == 2 and "no saved query named 'leaderbord'" in err and "leaderboard" in err
+
+
+def test_drop_and_alter_do_not_damage_the_store(store: Store) -> None:
+    before = run(store, "select count(*) from runs", "--format", "csv")[1]
+    code, out, err = run(store, "drop view runs; create table runs as select 1 as x; "
+                                "alter table runs rename to gone; drop view results; select 42 as answer")
+    assert code == 0, err
+    assert out.split() == ["answer", "------", "42"]
+    assert run(store, "select count(*) from runs", "--format", "csv")[1] == before
+    assert run(store, "select count(*) from results", "--format", "csv")[1] == "count_star()\n8\n"
+
+
+def test_out_writes_parquet_csv_json(store: Store, tmp_path: Path) -> None:
+    sql = "select key, model_id, final_score from results order by key"
+    code, _, err = run(store, sql, "--out", str(tmp_path / "r.parquet"))
+    assert code == 0 and "wrote 8 rows" in err
+    # An independent DuckDB reads the export back.
+    rows = duckdb.connect().execute(f"select * from read_parquet('{tmp_path / 'r.parquet'}')").fetchall()
+    assert len(rows) == 8 and rows == sorted(rows)
+    run(store, sql, "--out", str(tmp_path / "r.json"))
+    assert len(json.loads((tmp_path / "r.json").read_text())) == 8
+    run(store, sql, "--out", str(tmp_path / "r.csv"))
+    assert (tmp_path / "r.csv").read_text().splitlines()[0] == "key,model_id,final_score"
+    code, _, err = run(store, sql, "--out", str(tmp_path / "r.xlsx"))
+    assert code == 2 and "unknown extension" in err
+
+
+def test_workspace_queries_dir_wins(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "leaderboard.sql").write_text("select 'mine' as who")
+    proc = claw("query", "leaderboard", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "who\nmine\n"
+
+
+def test_missing_store_is_an_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["query", "select 1", "--store", str(tmp_path / "none")])
+    assert result.exit_code == 3 and "no store at" in result.stderr
+    assert not (tmp_path / "none").exists()
+
+
+def test_packaged_saved_queries_are_identical_to_queries_dir() -> None:
+    canonical = {p.name: p.read_bytes() for p in (REPO / "queries").glob("*.sql")}
+    packaged = {p.name: p.read_bytes() for p in PACKAGED.glob("*.sql")}
+    assert canonical == packaged
+    assert {"leaderboard.sql", "cost_by_model.sql", "failures.sql", "judge_spread.sql", "history.sql"} <= set(canonical)
