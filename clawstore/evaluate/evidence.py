@@ -145,8 +145,8 @@ def _json_objects_in(text: str) -> Iterable[dict[str, Any]]:
 
 def openclaw_payload(text: str) -> dict[str, Any] | None:
     """The OpenClaw JSON result embedded in a stdout/stderr text, if there is one."""
-    if "{" not in text:
-        return None
+    if "{" not in text or not any(f'"{marker}"' in text for marker in _OPENCLAW_MARKERS):
+        return None  # cheap exit: scanning every brace of a long text costs O(n^2)
     for obj in _json_objects_in(text):
         if any(k in obj for k in _OPENCLAW_MARKERS):
             return obj
@@ -172,13 +172,19 @@ def payload_visible_text(payload: Mapping[str, Any]) -> str:
     return ""
 
 
-def visible_text(content: Any) -> tuple[str, bool]:
-    """(text a user would see, whether `content` was a raw JSON payload without visible text)."""
+def visible_text(content: Any, runner: str = "openclaw") -> tuple[str, bool]:
+    """(text a user would see, whether `content` was a raw payload without any visible text).
+
+    Only OpenClaw output is unwrapped: its CLI prints a JSON envelope around the answer. An
+    llm_probe answer is the model's own text, JSON or not, and is taken as it is.
+    """
     if not isinstance(content, str):
         return "", False
     stripped = content.strip()
     if not stripped:
         return "", False
+    if runner != "openclaw":
+        return content, False
     payload = openclaw_payload(stripped)
     if payload is not None:
         text = payload_visible_text(payload)
@@ -193,24 +199,27 @@ def visible_text(content: Any) -> tuple[str, bool]:
                 value = obj.get(key)
                 if isinstance(value, str) and value.strip():
                     return value, False
-            return "", True
+            if "error" in obj:
+                return "", True  # an error envelope, not an answer
     return content, False
 
 
 def final_output_text(artifact: Mapping[str, Any]) -> tuple[str, bool]:
     """Visible text of the last non-blank `final_output` event, and whether it was a raw payload."""
+    runner = runner_type(artifact)
     for event in reversed(trace_events(artifact, "final_output")):
         content = event.get("content")
         if isinstance(content, str) and content.strip():
-            return visible_text(content)
+            return visible_text(content, runner)
     return "", False
 
 
 def assistant_messages(artifact: Mapping[str, Any]) -> list[str]:
+    runner = runner_type(artifact)
     out: list[str] = []
     for event in trace_events(artifact, "message"):
         if event.get("role") == "assistant":
-            text, _ = visible_text(event.get("content"))
+            text, _ = visible_text(event.get("content"), runner)
             if text.strip():
                 out.append(text)
     return out

@@ -160,10 +160,11 @@ def _tool_activity(artifact: Mapping[str, Any]) -> dict[str, Any]:
 
 def _assistant_messages(artifact: Mapping[str, Any], final_text: str) -> tuple[list[dict[str, Any]], int]:
     blocks = []
+    runner = runner_type(artifact)
     for event in trace_events(artifact, "message"):
         if event.get("role") != "assistant":
             continue
-        text, _ = visible_text(event.get("content"))
+        text, _ = visible_text(event.get("content"), runner)
         if text.strip() and text.strip() != final_text.strip():  # the final answer is shown once
             blocks.append(_text_block(text, MESSAGE_LIMIT))
     return _keep_ends(blocks, MAX_MESSAGES)

@@ -44,6 +44,15 @@ def test_final_response_present_openclaw_rejects_error_payloads() -> None:
     assert error_text["outcome"] == "failed"
 
 
+def test_final_response_present_keeps_json_answers_of_llm_probe() -> None:
+    check = decl("final", "final_response_present")
+    res = one(check, artifact(trace=[final('{"answer": 4, "unit": "apples"}')]))
+    assert res["outcome"] == "passed" and res["outputs"]["content_length"] == len('{"answer": 4, "unit": "apples"}')
+    # the same text from openclaw is an envelope only if it is an error or a payload without text
+    err = one(check, artifact("openclaw", trace=[final('{"error": "model not found"}')]))
+    assert err["outcome"] == "failed"
+
+
 def test_final_response_present_openclaw_falls_back_to_key_output_file() -> None:
     check = decl("final", "final_response_present")
     art = artifact("openclaw", trace=[], input_context={"openclaw": {"expected_artifact": "report.md"}})
