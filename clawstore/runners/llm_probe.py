@@ -103,8 +103,10 @@ def execution_parameters(spec: LlmProbeSpec) -> ExecutionParameters:
     """Effective settings with defaults (max_turns 8 with tools else 1, timeout 30 s, retries 5)."""
     s = spec.settings
     has_tools = bool(enabled_tools(spec.tools))
-    max_turns = _coerce(s.get("max_turns"), int, "max_turns") or (8 if has_tools else 1)
-    timeout = _coerce(s.get("timeout_seconds"), float, "timeout_seconds") or DEFAULT_TIMEOUT_S
+    max_turns = _coerce(s.get("max_turns"), int, "max_turns")
+    max_turns = (8 if has_tools else 1) if max_turns is None else max_turns
+    timeout = _coerce(s.get("timeout_seconds"), float, "timeout_seconds")
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     retries = _coerce(s.get("retries"), int, "retries")
     if max_turns < 1 or timeout <= 0 or (retries is not None and retries < 0):
         raise SettingsError("runner settings need max_turns >= 1, timeout_seconds > 0, retries >= 0")

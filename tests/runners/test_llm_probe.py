@@ -266,6 +266,8 @@ def test_missing_key_fails_without_requests(standin: StandIn, client: ProviderCl
     ({"messages": []}, "invalid_messages", "invalid"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "invalid_messages", "invalid"),
     ({"settings": {"max_tokens": "lots"}}, "runner_configuration_error", "failed"),
+    ({"settings": {"max_turns": 0}}, "runner_configuration_error", "failed"),
+    ({"settings": {"timeout_seconds": "0"}}, "runner_configuration_error", "failed"),
 ])
 def test_unusable_inputs(standin: StandIn, client: ProviderClient, endpoint: Endpoint, tmp_path: Path,
                          kw: dict[str, Any], code: str, status: str) -> None:
