@@ -99,8 +99,13 @@ def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildR
         return execute_llm_probe(node, store, client, build_id)
 
     options.filtered = request.filtered
+    eval_layer = None
+    if campaign.evaluation_profile is not None:
+        from clawstore.build.eval_layer import EvalLayer
+
+        eval_layer = EvalLayer(campaign, store, client)
     try:
-        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work)
+        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer)
     finally:
         if client is not None:
             client.close()
@@ -131,8 +136,42 @@ def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[
     attach_records(nodes, store)
     cid = campaign.campaign_id
     previous = head_nodes(store, head_ref(cid))
+    all_nodes = list(nodes)
+    pending: dict[str, str] = {}
+    if campaign.evaluation_profile is not None:
+        all_nodes += _eval_nodes(campaign, store, nodes, pending)
     states = []
-    for node in nodes:
+    for node in all_nodes:
         before = previous.get(address_id(node.kind, node.address))
+        if node.key in pending:
+            state = "stale" if before is not None else "never-built"
+            states.append(NodeState(node, state, [pending[node.key]]))
+            continue
         states.append(NodeState(node, classify(node, before), reasons(node, before, store, force)))
     return cid, states
+
+
+def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str]) -> list[Node]:
+    """Evaluation nodes as far as they can be planned from what is stored; the rest are pending."""
+    from clawstore.build.eval_layer import EvalLayer
+
+    layer = EvalLayer(campaign, store)
+    found: list[Node] = []
+    for run in runs:
+        ev = layer.start(run)
+        if ev.checks is None:
+            placeholder = Node("result", dict(run.address), {}, f"pending:{address_id('result', run.address)}")
+            pending[placeholder.key] = f"waits for its run ({ev.blocked})"
+            found.append(placeholder)
+            continue
+        found.append(ev.checks)
+        layer.plan_judges(ev)
+        found += ev.judges
+        layer.plan_result(ev)
+        if ev.result is not None:
+            found.append(ev.result)
+        else:
+            placeholder = Node("result", dict(run.address), {}, f"pending:{address_id('result', run.address)}")
+            pending[placeholder.key] = "waits for its checks and judgements"
+            found.append(placeholder)
+    return found

@@ -29,6 +29,7 @@ class BuildReport:
     build_id: str | None
     runs: list[Node]
     evals: list[Any] = field(default_factory=list)
+    eval_addresses: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
@@ -142,6 +143,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                 progress.close()
             if eval_layer is not None:
                 report.evals = eval_layer.build(run_nodes, log, concurrency, options)
+                report.eval_addresses = eval_layer.addresses(report.evals)
             log.finish("complete")
     except KeyboardInterrupt:
         report.interrupted = True
@@ -157,9 +159,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
 
 
 def _advance(log: BuildLog, report: BuildReport, options: BuildOptions) -> None:
-    planned = {address_id(n.kind, n.address) for n in report.runs}
-    for evaluation in report.evals:
-        planned.update(evaluation.addresses())
+    planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     log.advance_head(None if options.filtered else planned)
     try:
         from clawstore.query.manifest import refresh_manifest

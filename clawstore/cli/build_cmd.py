@@ -139,16 +139,18 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     from clawstore.build.api import inspect
 
     cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
-    per_model: dict[str, Counter[str]] = {}
+    per_model: dict[str, dict[str, Counter[str]]] = {}
     for s in states:
-        per_model.setdefault(s.node.address["model_id"], Counter())[s.state] += 1
+        kinds = per_model.setdefault(s.node.address["model_id"], {})
+        kinds.setdefault(s.node.kind, Counter())[s.state] += 1
     columns = ["fresh", "stale", "failed", "never-built"]
     if output == "json":
-        click.echo(json.dumps({"campaign": cid, "models": {m: {c: n[c] for c in columns}
-                                                           for m, n in per_model.items()}}, indent=2))
+        models_json = {m: {c: kinds["run"][c] for c in columns} | {
+            "layers": {k: {c: n[c] for c in columns} for k, n in kinds.items()}} for m, kinds in per_model.items()}
+        click.echo(json.dumps({"campaign": cid, "models": models_json}, indent=2))
         return
-    rows = [[m, *(str(n[c]) for c in columns)] for m, n in per_model.items()]
-    click.echo(format_table(["MODEL", "FRESH", "STALE", "FAILED", "NEVER_BUILT"], rows))
+    rows = [[m, k, *(str(n[c]) for c in columns)] for m, kinds in per_model.items() for k, n in kinds.items()]
+    click.echo(format_table(["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"], rows))
 
 
 @click.command()

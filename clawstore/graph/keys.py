@@ -91,3 +91,61 @@ def attachments_document(item: Any) -> dict[str, dict[str, Any]]:
             name, n = f"{attachment.name}#{n}", n + 1
         doc[name] = {"object": object_id(attachment.data), "size": len(attachment.data)}
     return doc
+
+
+def run_outputs_ref(record: dict[str, Any]) -> dict[str, Any]:
+    """The part of a run's record that its evaluation depends on: what the run produced."""
+    outputs = record.get("outputs") or {}
+    return {name: outputs.get(name) for name in ("artifact", "sandbox", "workspace") if outputs.get(name)}
+
+
+def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], host_inputs: dict[str, Any],
+                    policy: dict[str, Any], format_version: int) -> dict[str, Any]:
+    """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy."""
+    return {
+        "kind": "checks",
+        "version": CHECKS_DOC_VERSION,
+        "format_version": format_version,
+        "run": run_outputs_ref(run_record),
+        "checks": checks,
+        "host_inputs": host_inputs,
+        "policy": policy,
+    }
+
+
+def judge_document(run_record: dict[str, Any], checks_output: str, *, target: dict[str, Any],
+                   anchors: list[dict[str, Any]] | None, system_prompt_id: str, judge: dict[str, Any],
+                   judge_run_id: str, repetition: int, prompt_format: int, redact_secrets: bool,
+                   attempts: int) -> dict[str, Any]:
+    """Covers everything the judge is shown and asked with: the run's outputs and check results, the
+    evaluation target (messages, turns, expectations, rubric), anchors, system prompt, judge model and
+    request options, repetition and prompt format. Not the aggregation."""
+    return {
+        "kind": "judge",
+        "version": JUDGE_DOC_VERSION,
+        "prompt_format": prompt_format,
+        "run": run_outputs_ref(run_record),
+        "checks": checks_output,
+        "target": target,
+        "anchors": anchors,
+        "system_prompt": system_prompt_id,
+        "judge": judge,
+        "judge_run_id": judge_run_id,
+        "repetition": repetition,
+        "redact_secrets": redact_secrets,
+        "attempts": attempts,
+    }
+
+
+def result_document(judgements: list[str], checks_output: str, aggregation: dict[str, Any],
+                    sample_size: dict[str, Any], format_version: int) -> dict[str, Any]:
+    """Covers the judge outputs used, the check results, the aggregation method, threshold, sample sizes."""
+    return {
+        "kind": "result",
+        "version": RESULT_DOC_VERSION,
+        "format_version": format_version,
+        "judgements": judgements,
+        "checks": checks_output,
+        "aggregation": aggregation,
+        "sample_size": sample_size,
+    }

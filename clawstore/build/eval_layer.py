@@ -1,0 +1,344 @@
+"""The evaluation layers of a build: checks → judge (per judge run × repetition) → result, per run.
+
+Each is a node with its own key (graph/keys.py), so editing a rubric re-judges without re-running,
+changing the aggregation costs no provider call, and a failed judge is retried next build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.build.progress import Progress
+from clawstore.build.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
+from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
+from clawstore.graph.plan import Node, address_id
+from clawstore.graph.records import make_record, utc_now
+
+JUDGE_TIMEOUT_S = 120.0
+JUDGE_RETRIES = 3
+
+
+@dataclass
+class RunEvaluation:
+    """The evaluation nodes hanging off one run node."""
+
+    run: Node
+    checks: Node | None = None
+    judges: list[Node] = field(default_factory=list)
+    result: Node | None = None
+    blocked: str | None = None
+    expected_judges: int = 0
+
+    @property
+    def run_address(self) -> tuple[str, str, int]:
+        a = self.run.address
+        return (a["model_id"], a["case_id"], a["repetition"])
+
+    def nodes(self) -> list[Node]:
+        return [n for n in (self.checks, *self.judges, self.result) if n is not None]
+
+    @property
+    def ok(self) -> bool:
+        result = self.result
+        return (self.blocked is None and result is not None and result.record is not None
+                and result.record.get("status") == "success" and bool(result.record.get("cacheable")))
+
+    def action(self) -> str:
+        nodes = self.nodes()
+        if self.blocked or not self.ok or any(n.action in ("fail", "skip") for n in nodes):
+            return "fail"
+        return "exec" if any(n.action == "exec" for n in nodes) else "reuse"
+
+    def row(self) -> dict[str, Any]:
+        record = (self.result.record if self.result else None) or {}
+        summary = record.get("summary") or {}
+        cost = sum(float((n.record or {}).get("metrics", {}).get("cost_usd") or 0.0) for n in self.judges)
+        return {"eval": self.action(), "score": summary.get("final_score"), "passed": summary.get("passed"),
+                "eval_status": record.get("status") or "blocked", "eval_cost_usd": cost,
+                "eval_error": self.blocked}
+
+
+def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
+    base = dict(run.address)
+    found = {address_id("checks", base), address_id("result", base)}
+    for judge_run_id, rep in judge_plan:
+        found.add(address_id("judge", {**base, "judge_run_id": judge_run_id, "judge_repetition": rep}))
+    return found
+
+
+class EvalLayer:
+    def __init__(self, campaign: Any, store: Any, client: Any = None):
+        from clawstore.evaluate import (
+            CHECKS_FORMAT_VERSION,
+            JUDGE_PROMPT_FORMAT_VERSION,
+            default_judge_system_prompt,
+        )
+
+        self.campaign = campaign
+        self.store = store
+        self.client = client
+        self.profile = campaign.evaluation_profile
+        self.policy = self.profile.security_policy.model_dump(mode="json")
+        self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
+        self.system_prompt_id = object_id(self.system_prompt.encode("utf-8"))
+        anchors = self.profile.anchors
+        self.anchors = ([r.model_dump(mode="json") for r in anchors.references] if anchors.enabled else None)
+        self.judges = {j.judge_id: j for j in self.profile.judges}
+        self.judge_plan = [(jr, rep) for jr in self.profile.judge_runs for rep in range(jr.repetitions)]
+        self.checks_format = CHECKS_FORMAT_VERSION
+        self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
+        self._case_cache: dict[str, dict[str, Any]] = {}
+        self._judge_docs: dict[str, dict[str, Any]] = {}
+        self._endpoints: dict[str, Any] = {}
+
+    # ---- per-case and per-judge inputs (computed once) ----
+    def _case(self, item: Any) -> dict[str, Any]:
+        case_id = item.case.case.case_id
+        if case_id not in self._case_cache:
+            from clawstore.evaluate import JudgeTarget, check_inputs
+
+            case = item.case.case
+            checks = [c.model_dump(mode="json", exclude_none=True) for c in case.deterministic_checks]
+            messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
+            target = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
+                                           attachments=[a.name for a in item.attachments])
+            self._case_cache[case_id] = {
+                "checks": checks,
+                "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
+                "target": target,
+                "target_doc": dataclasses.asdict(target),
+            }
+        return self._case_cache[case_id]
+
+    def _endpoint(self, judge: Any) -> Any:
+        if judge.judge_id not in self._endpoints:
+            from clawstore.providers.endpoint import resolve_endpoint
+
+            self._endpoints[judge.judge_id] = resolve_endpoint(judge.model_extra or {},
+                                                               field=f"judges[{judge.judge_id}]")
+        return self._endpoints[judge.judge_id]
+
+    def _judge_doc(self, judge: Any) -> dict[str, Any]:
+        if judge.judge_id not in self._judge_docs:
+            from clawstore.evaluate import resolve_judge_model
+
+            config = judge.model_dump(mode="json", exclude={"judge_id"})
+            self._judge_docs[judge.judge_id] = {"model": resolve_judge_model(judge), "config": config,
+                                                "endpoint": self._endpoint(judge).identity()}
+        return self._judge_docs[judge.judge_id]
+
+    # ---- planning: each layer's nodes become known once the layer below has a record ----
+    def start(self, run: Node) -> RunEvaluation:
+        ev = RunEvaluation(run, expected_judges=len(self.judge_plan))
+        record = run.record
+        if record is None:
+            ev.blocked = "the run has not been built"
+        elif not record.get("cacheable"):
+            ev.blocked = f"the run ended {record.get('status')}; it is retried before it is evaluated"
+        else:
+            case = self._case(run.item)
+            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format)
+            ev.checks = self._node("checks", dict(run.address), doc, run)
+        return ev
+
+    def plan_judges(self, ev: RunEvaluation) -> None:
+        if ev.checks is None or ev.checks.record is None or ev.judges:
+            return
+        case = self._case(ev.run.item)
+        checks_output = ev.checks.record["outputs"]["checks"]
+        for judge_run, rep in self.judge_plan:
+            judge = self.judges[judge_run.judge_id]
+            doc = judge_document(
+                ev.run.record, checks_output, target=case["target_doc"], anchors=self.anchors,
+                system_prompt_id=self.system_prompt_id, judge=self._judge_doc(judge),
+                judge_run_id=judge_run.judge_run_id, repetition=rep, prompt_format=self.prompt_format,
+                redact_secrets=bool(self.policy.get("redact_secrets", True)),
+                attempts=int((judge.model_extra or {}).get("attempts") or 3))
+            address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
+            node = self._node("judge", address, doc, ev.run)
+            node.extra.update(judge=judge, judge_run=judge_run)
+            ev.judges.append(node)
+
+    def plan_result(self, ev: RunEvaluation) -> None:
+        if ev.result is not None or ev.checks is None or ev.checks.record is None:
+            return
+        if len(ev.judges) != ev.expected_judges or any(j.record is None for j in ev.judges):
+            return
+        aggregation = self.profile.aggregation.model_dump(mode="json")
+        sample_size = {jr.judge_run_id: jr.sample_size for jr in self.profile.judge_runs}
+        doc = result_document([j.record["outputs"]["judgement"] for j in ev.judges],
+                              ev.checks.record["outputs"]["checks"], aggregation, sample_size, 1)
+        ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
+        ev.result.extra["judge_requests"] = [j.record["outputs"]["request"] for j in ev.judges]
+
+    def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
+        node = Node(kind, address, doc, document_key(doc), run.item)
+        node.extra["run"] = run
+        found = self.store.get_action_record_id(node.key)
+        if found:
+            node.record_id, node.record = found, self.store.get_json(found)
+        return node
+
+    def addresses(self, evaluations: list[RunEvaluation]) -> set[str]:
+        plan = [(jr.judge_run_id, rep) for jr, rep in self.judge_plan]
+        found: set[str] = set()
+        for ev in evaluations:
+            found |= _addresses(ev.run, plan)
+        return found
+
+    # ---- building ----
+    def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any) -> list[RunEvaluation]:
+        evaluations = [self.start(run) for run in run_nodes]
+        self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
+                    concurrency, options)
+        for ev in evaluations:
+            self.plan_judges(ev)
+        judges = [j for ev in evaluations for j in ev.judges]
+        self._check_keys([j for j in judges if options.force or not j.fresh])
+        self._layer(judges, self._exec_judge, "judges", log, concurrency, options)
+        for ev in evaluations:
+            self.plan_result(ev)
+        self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
+                    concurrency, options)
+        for ev in evaluations:
+            if ev.blocked is None and ev.result is None:
+                ev.blocked = "an upstream evaluation node failed"
+        return evaluations
+
+    def _check_keys(self, judges: list[Node]) -> None:
+        for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
+            endpoint.api_key()  # a missing key fails before any request
+
+    def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any) -> None:
+        from clawstore.build.engine import execute_nodes
+
+        stale = [n for n in nodes if options.force or not n.fresh]
+        for node in nodes:
+            if node not in stale:
+                node.action = "reuse"
+                log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+        progress = Progress(len(stale), label, quiet=options.quiet)
+        try:
+            execute_nodes(stale, lambda n: work(n, log.build_id), concurrency, log, progress, None)
+        finally:
+            progress.close()
+
+    def _evidence(self, run: Node) -> tuple[dict[str, Any], Any, Any]:
+        outputs = run.record["outputs"]
+        artifact = self.store.get_json(outputs["artifact"])
+        sandbox = TreeSandboxFiles(self.store, outputs["sandbox"]) if outputs.get("sandbox") else None
+        workspace = TreeWorkspaceFiles(self.store, outputs["workspace"]) if outputs.get("workspace") else None
+        return artifact, sandbox, workspace
+
+    def _record(self, node: Node, *, status: str, cacheable: bool, outputs: dict[str, Any],
+                metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
+                started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
+        outputs = {**outputs, "input_document": self.store.put_json(node.document)}
+        run = node.extra["run"]
+        record = make_record(kind=node.kind, key=node.key, address=node.address, status=status,
+                             cacheable=cacheable, outputs=outputs, metrics=metrics,
+                             summary={"run_key": run.key, **summary, **node.address}, error=error,
+                             started_at=started_at, finished_at=utc_now(), build_id=build_id)
+        return self.store.put_action(node.key, record), record
+
+    def _exec_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        from clawstore.evaluate import evaluate_checks
+
+        started_at, began = utc_now(), time.monotonic()
+        run = node.extra["run"]
+        artifact, sandbox, workspace = self._evidence(run)
+        case = run.item.case
+        result = evaluate_checks(case.case.deterministic_checks, artifact, sandbox_files=sandbox,
+                                 workspace_files=workspace, case_source_path=case.path, security=self.policy)
+        summary = result["summary"]
+        return self._record(
+            node, status="success", cacheable=True, outputs={"checks": self.store.put_json(result)},
+            metrics={"latency_s": round(time.monotonic() - began, 6)},
+            summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
+                     "error": summary.get("error_checks", 0),
+                     "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
+                                for c in result["checks"]]},
+            error=None, started_at=started_at, build_id=build_id)
+
+    def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        from clawstore.evaluate import (
+            build_judge_evidence,
+            build_judge_request,
+            render_judge_prompt,
+            run_judge_iteration,
+        )
+
+        started_at, began = utc_now(), time.monotonic()
+        run, judge, judge_run = node.extra["run"], node.extra["judge"], node.extra["judge_run"]
+        redact = bool(self.policy.get("redact_secrets", True))
+        artifact, sandbox, workspace = self._evidence(run)
+        checks = self.store.get_json(node.document["checks"])
+        evidence = build_judge_evidence(artifact, sandbox_files=sandbox, workspace_files=workspace,
+                                        redact_secrets=redact)
+        user_prompt = render_judge_prompt(self._case(run.item)["target"], evidence, checks, self.anchors,
+                                          redact_secrets=redact)
+        repetition = node.address["judge_repetition"]
+        body = build_judge_request(judge, self.system_prompt, user_prompt, repetition)
+        extras = judge.model_extra or {}
+        endpoint = self._endpoint(judge)
+        timeout = float(extras.get("timeout_seconds") or JUDGE_TIMEOUT_S)
+        retries = int(extras.get("retries") if extras.get("retries") is not None else JUDGE_RETRIES)
+
+        def chat(request: dict[str, Any]) -> Any:
+            return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
+
+        iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
+                                        repetition=repetition, redact_secrets=redact)
+        iteration.judge_model = body["model"]
+        self.store.put_bytes(self.system_prompt.encode("utf-8"))
+        usage = iteration.usage
+        scores = iteration.scores
+        last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
+        return self._record(
+            node, status=iteration.status, cacheable=iteration.status == "success",
+            outputs={"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body)},
+            metrics={"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
+                     "reasoning_tokens": usage.get("reasoning_tokens") or 0,
+                     "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
+                     "latency_s": round(time.monotonic() - began, 6)},
+            summary={"judge_id": judge.judge_id, "judge_model": body["model"],
+                     "overall_score": scores.overall_score if scores else None,
+                     "dimensions": dict(scores.dimensions) if scores else None},
+            error=None if iteration.status == "success" else
+            {"code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]},
+            started_at=started_at, build_id=build_id)
+
+    def _exec_result(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        from clawstore.evaluate import aggregate, render_result_summary_md
+
+        started_at = utc_now()
+        iterations = [self.store.get_json(oid) for oid in node.document["judgements"]]
+        checks = self.store.get_json(node.document["checks"])
+        aggregation = node.document["aggregation"]
+        final = aggregate(iterations, aggregation.get("method", "median"), aggregation.get("pass_threshold"),
+                          node.document["sample_size"])
+        summary_md = render_result_summary_md(final, checks, iterations)
+        judges_ok = all(i.get("status") == "success" for i in iterations)
+        counts = checks.get("summary") or {}
+        error = None
+        if final.status != "success":
+            error = {"code": "no_successful_judgement", "message": "; ".join(final.warnings)[:500]}
+        elif not judges_ok:
+            error = {"code": "judge_iterations_failed",
+                     "message": "some judge repetitions failed; they are retried by the next build"}
+        return self._record(
+            node, status=final.status, cacheable=final.status == "success" and judges_ok,
+            outputs={"result": self.store.put_json(final.to_dict()),
+                     "summary_md": self.store.put_bytes(summary_md.encode("utf-8")),
+                     "judge_requests": node.extra["judge_requests"]},
+            metrics={},
+            summary={"final_score": final.final_score, "final_dimensions": final.final_dimensions,
+                     "passed": final.passed, "aggregation_method": final.method,
+                     "pass_threshold": final.pass_threshold, "judge_iterations": final.counts.get("iterations"),
+                     "judge_successful": final.counts.get("successful"),
+                     "checks_total": counts.get("total_checks"), "checks_passed": counts.get("passed_checks"),
+                     "checks_failed": counts.get("failed_checks")},
+            error=error, started_at=started_at, build_id=build_id)

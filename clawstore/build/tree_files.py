@@ -1,0 +1,60 @@
+"""Read a run's captured sandbox or workspace tree from the store, for checks and the judge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+class _TreeIndex:
+    def __init__(self, store: Any, tree_id: str):
+        self.store = store
+        self.entries = {entry.path: entry for entry in store.read_tree(tree_id)}
+        self.dirs = {e.path for e in self.entries.values() if e.type == "dir"}
+        for path in self.entries:  # every parent of an entry is a directory too
+            parts = path.split("/")
+            self.dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+
+    def read(self, rel: str) -> bytes | None:
+        entry = self.entries.get(rel)
+        if entry is None or entry.type != "file" or entry.object is None:
+            return None
+        return self.store.get_bytes(entry.object)
+
+
+def _rel(abs_path: str) -> str:
+    return "/".join(part for part in abs_path.split("/") if part not in ("", "."))
+
+
+class TreeSandboxFiles:
+    """An llm_probe sandbox: the run's `/` is the tree's root, so `/tmp/x` is entry `tmp/x`."""
+
+    def __init__(self, store: Any, tree_id: str):
+        self._tree = _TreeIndex(store, tree_id)
+
+    def read(self, abs_path: str) -> bytes | None:
+        return self._tree.read(_rel(abs_path))
+
+    def exists(self, abs_path: str) -> bool:
+        rel = _rel(abs_path)
+        return rel in self._tree.entries or rel in self._tree.dirs
+
+    def is_file(self, abs_path: str) -> bool:
+        entry = self._tree.entries.get(_rel(abs_path))
+        return entry is not None and entry.type == "file"
+
+    def is_dir(self, abs_path: str) -> bool:
+        return _rel(abs_path) in self._tree.dirs
+
+
+class TreeWorkspaceFiles:
+    """An openclaw workspace: paths relative to the workspace root."""
+
+    def __init__(self, store: Any, tree_id: str):
+        self._tree = _TreeIndex(store, tree_id)
+
+    def paths(self) -> Iterable[str]:
+        return sorted(p for p, e in self._tree.entries.items() if e.type == "file")
+
+    def read(self, rel_path: str) -> bytes | None:
+        return self._tree.read(_rel(rel_path))
