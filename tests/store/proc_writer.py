@@ -1,0 +1,41 @@
+"""Crash-test writer: puts small and large objects (plain, batched, with action records) forever,
+printing each id only after the call that stored it has returned. The test SIGKILLs it at random."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+from clawstore.store import Store
+
+
+def main() -> None:
+    store, rnd = Store(sys.argv[1]), random.Random(int(sys.argv[2]))
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    step = 0
+    while True:
+        step += 1
+        kind = rnd.random()
+        if kind < 0.45:  # small object, durable on return
+            data = os.urandom(rnd.randint(0, 4096)) if rnd.random() < 0.5 else (b"small %d " % step) * 300
+            out.write(f"obj {store.put_bytes(data)}\n")
+        elif kind < 0.65:  # large object (streams in chunks; compressible or raw)
+            size = rnd.randint(1 << 20, 3 << 20)
+            data = os.urandom(size) if rnd.random() < 0.5 else (b"%d large json-ish line\n" % step) * (size // 24)
+            out.write(f"obj {store.put_bytes(data)}\n")
+        else:  # a build's burst: outputs + record + action entry in one batch
+            with store.batch():
+                outputs = [store.put_bytes(os.urandom(rnd.randint(10, 3000))) for _ in range(rnd.randint(1, 30))]
+                key = store.put_json({"step": step, "seed": sys.argv[2]})
+                record = store.put_action(key, {"kind": "run", "key": key, "outputs": {"files": outputs}})
+            for oid in outputs:
+                out.write(f"obj {oid}\n")
+            out.write(f"action {key} {record}\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Action cache, refs (compare-and-set) and batches."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from clawstore.errors import MissingObjectError, StoreError, UsageError
+from clawstore.store import ANY, RefConflict, Store, oid_of
+from clawstore.store.batch import MAX_PENDING_OBJECTS
+
+
+def _record(key: str, outputs: dict) -> dict:
+    return {"record_version": 1, "kind": "run", "key": key, "status": "success", "cacheable": True,
+            "outputs": outputs, "metrics": {"cost_usd": 0.25}, "error": None}
+
+
+def test_action_cache_round_trip(store: Store) -> None:
+    key = store.put_json({"node": "run", "model": "m", "case": "c"})
+    assert store.get_action(key) is None and store.get_action_record_id(key) is None
+    artifact = store.put_json({"answer": 42})
+    files = [store.put_bytes(b"a"), store.put_bytes(b"b")]
+    record_id = store.put_action(key, _record(key, {"artifact": artifact, "files": files, "none": None}))
+    assert store.get_action_record_id(key) == record_id
+    assert store.get_action(key) == _record(key, {"artifact": artifact, "files": files, "none": None})
+    entry = store.root / "ac" / key[7:9] / key[7:]
+    assert entry.read_text() == record_id + "\n"
+    assert list(store.iter_actions()) == [(key, record_id)]
+    # a retried failure replaces the entry atomically
+    newer = store.put_action(key, _record(key, {"artifact": store.put_json({"answer": 43})}))
+    assert store.get_action_record_id(key) == newer != record_id
+
+
+def test_action_refuses_outputs_that_are_not_stored(store: Store) -> None:
+    key = store.put_json({"node": 1})
+    with pytest.raises(MissingObjectError, match="not in the store"):
+        store.put_action(key, _record(key, {"artifact": oid_of(b"never written")}))
+    assert store.get_action(key) is None
+    with pytest.raises(ValueError, match="not an object id"):
+        store.put_action(key, _record(key, {"artifact": "nonsense"}))
+    with pytest.raises(ValueError, match="does not match"):
+        store.put_action(key, _record(oid_of(b"other"), {}))
+
+
+def test_damaged_action_entry_is_a_store_error(store: Store) -> None:
+    key = store.put_json({"node": 2})
+    store.put_action(key, _record(key, {}))
+    (store.root / "ac" / key[7:9] / key[7:]).write_text("garbage")
+    with pytest.raises(StoreError, match="damaged"):
+        store.get_action(key)
+
+
+def test_batch_defers_visibility_until_commit(store: Store) -> None:
+    seen_from_other_thread: list[bool] = []
+    with store.batch():
+        oid = store.put_bytes(b"pending object")
+        key = store.put_json({"node": 3})
+        record_id = store.put_action(key, _record(key, {"out": oid}))
+        assert store.has(oid) and store.get_bytes(oid) == b"pending object"  # read your own writes
+        assert store.get_action_record_id(key) == record_id
+        assert not store.object_path(oid).exists()  # not visible before the commit
+        assert not (store.root / "ac" / key[7:9] / key[7:]).exists()
+        thread = threading.Thread(target=lambda: seen_from_other_thread.append(store.has(oid)))
+        thread.start()
+        thread.join()
+    assert seen_from_other_thread == [False]
+    assert store.object_path(oid).exists()
+    assert store.get_action(key) == _record(key, {"out": oid})
+    assert os.listdir(store.tmp_dir) == []
+
+
+def test_batch_is_discarded_on_error(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.batch():
+        oid = store.put_bytes(b"never published")
+        key = store.put_json({"node": 4})
+        store.put_action(key, _record(key, {"out": oid}))
+        raise RuntimeError("build step failed")
+    assert not store.has(oid)
+    assert store.get_action(key) is None
+    assert os.listdir(store.tmp_dir) == []
+
+
+def test_large_batch_flushes_in_groups(store: Store) -> None:
+    count = MAX_PENDING_OBJECTS + 50
+    with store.batch():
+        ids = [store.put_bytes(f"object number {i}".encode()) for i in range(count)]
+        # the first group was committed automatically to bound open files
+        assert sum(store.object_path(o).exists() for o in ids) == MAX_PENDING_OBJECTS
+    assert all(store.object_path(o).exists() for o in ids)
+    assert set(store.iter_objects()) == set(ids)
+
+
+def test_nested_batches_join(store: Store) -> None:
+    with store.batch():
+        with store.batch():
+            oid = store.put_bytes(b"inner")
+        assert not store.object_path(oid).exists()
+    assert store.object_path(oid).exists()
+
+
+def test_refs_compare_and_set(store: Store) -> None:
+    first, second = store.put_json({"v": 1}), store.put_json({"v": 2})
+    assert store.get_ref("campaigns/suite__run__none") is None
+    store.set_ref("campaigns/suite__run__none", first, expected=None)
+    with pytest.raises(RefConflict) as conflict:
+        store.set_ref("campaigns/suite__run__none", second, expected=None)
+    assert conflict.value.actual == first
+    with pytest.raises(RefConflict):
+        store.set_ref("campaigns/suite__run__none", second, expected=second)
+    store.set_ref("campaigns/suite__run__none", second, expected=first)
+    store.set_ref("pins/keep-me", first)
+    store.set_ref("pins/also", second, expected=ANY)
+    assert store.list_refs() == {"campaigns/suite__run__none": second, "pins/also": second, "pins/keep-me": first}
+    assert store.list_refs("pins/") == {"pins/also": second, "pins/keep-me": first}
+    with pytest.raises(RefConflict):
+        store.delete_ref("pins/keep-me", expected=second)
+    assert store.delete_ref("pins/keep-me", expected=first)
+    assert not store.delete_ref("pins/keep-me")
+    assert store.get_ref("pins/keep-me") is None
+
+
+def test_ref_target_must_exist_and_names_are_checked(store: Store) -> None:
+    with pytest.raises(MissingObjectError):
+        store.set_ref("pins/x", oid_of(b"not stored"))
+    target = store.put_bytes(b"t")
+    for bad in ("", "/abs", "a//b", "../up", "pins/.hidden", "a b", "pins/"):
+        with pytest.raises(UsageError, match="bad ref name"):
+            store.set_ref(bad, target)
+
+
+def test_set_ref_inside_batch_publishes_the_target_first(store: Store) -> None:
+    with store.batch():
+        target = store.put_bytes(b"built in this batch")
+        store.set_ref("pins/fresh", target)
+        assert store.object_path(target).exists()
+    assert store.get_ref("pins/fresh") == target
+
+
+def test_ref_cas_across_threads(store: Store) -> None:
+    """Threads racing on one ref with CAS retries lose no increment."""
+    store.set_ref("counter", store.put_json({"n": 0}))
+
+    def bump(times: int) -> None:
+        for _ in range(times):
+            while True:
+                current = store.get_ref("counter")
+                assert current is not None
+                nxt = store.put_json({"n": store.get_json(current)["n"] + 1})
+                try:
+                    store.set_ref("counter", nxt, expected=current)
+                    break
+                except RefConflict:
+                    continue
+
+    threads = [threading.Thread(target=bump, args=(15,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    final = store.get_ref("counter")
+    assert final is not None and store.get_json(final) == {"n": 60}
+
+
+def test_store_layout(tmp_path: Path) -> None:
+    store = Store(tmp_path / "fresh")
+    for name in ("objects", "ac", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest"):
+        assert (store.root / name).is_dir()
+    assert len(os.listdir(store.root / "objects")) == 256
