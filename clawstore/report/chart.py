@@ -52,11 +52,12 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     try:
         fig.patch.set_facecolor("white")
+        top = max(xs) if xs else 0.0
         for i, (m, x, y, a) in enumerate(zip(models, xs, ys, areas, strict=True)):
             ax.scatter([x], [y], s=a, color=colours(i % 20), edgecolors="black", alpha=0.82, zorder=3)
-            ax.annotate(_label(m.model_id), (x, y), xytext=(10, 6 + 8 * (i % 3)), textcoords="offset points",
-                        fontsize=9)
-        top = max(xs) if xs else 0.0
+            right_edge = top > 0 and x > 0.7 * top  # label on the left near the right edge, to stay inside
+            ax.annotate(_label(m.model_id), (x, y), xytext=(-12 if right_edge else 12, 6 + 8 * (i % 3)),
+                        textcoords="offset points", ha="right" if right_edge else "left", fontsize=9)
         ax.set_xlim(0, top * 1.15 if top > 0 else 1.0)
         ax.set_ylim(max(0.0, min(ys) - 1.0), min(10.5, max(ys) + 1.0))
         ax.set_xlabel("total cost of the campaign's results (USD: runs + evaluation)")

@@ -1,0 +1,166 @@
+"""`claw report`: tables, JSON and the PNG chart, from stored records only."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from clawstore.cli import main
+from clawstore.report.chart import bubble_areas
+from clawstore.store import Store
+from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
+
+MODELS = ["openai/gpt-a", "anthropic/claude-b"]
+
+
+def write_configs(root: Path, models: list[str]) -> dict[str, Path]:
+    """Minimal YAML in the seed's layout; report only ever reads the ID fields."""
+    paths = {"suite": root / "configs/suites/suite_a.yaml", "run_profile": root / "configs/run_profiles/std.yaml",
+             "evaluation_profile": root / "configs/evaluation_profiles/judge_x.yaml"}
+    for path in paths.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    model_lines = "".join(f"    - model_id: {m}\n      requested_model: {m}\n" for m in models)
+    paths["suite"].write_text(f"schema_version: 1\nsuite_id: suite_a\ntitle: A\nmodels:\n{model_lines}"
+                              "case_selection:\n  include_case_ids: [case_1, case_2, case_3]\n")
+    paths["run_profile"].write_text("schema_version: 1\nrun_profile_id: std\ntitle: Standard\n")
+    paths["evaluation_profile"].write_text("schema_version: 1\nevaluation_profile_id: judge_x\ntitle: J\n")
+    return paths
+
+
+def report(store: Store, paths: dict[str, Path] | None, *extra: str, ids: bool = False) -> tuple[int, str, str]:
+    if ids or paths is None:
+        flags = ["--suite", "suite_a", "--run-profile", "std", "--evaluation-profile", "judge_x"]
+    else:
+        flags = ["--suite", str(paths["suite"]), "--run-profile", str(paths["run_profile"]),
+                 "--evaluation-profile", str(paths["evaluation_profile"])]
+    result = CliRunner().invoke(main, ["report", *flags, "--store", str(store.root), *extra])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "PNG signature"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert (length, kind) == (13, b"IHDR")
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> tuple[Store, dict[str, Path]]:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS))
+    return store, write_configs(tmp_path, MODELS)
+
+
+def test_text_report_tables_and_chart(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
+    store, paths = workspace
+    chart = tmp_path / "charts" / "c.png"
+    code, out, err = report(store, paths, "--chart", str(chart))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "Campaign: suite_a__std__judge_x"
+    start = lines.index("Case Results")
+    assert lines[start + 1].split() == ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", "LATENCY_S", "RUN_COST",
+                                        "EVAL_COST", "TOTAL_COST", "STATUS"]
+    rows = [ln.split() for ln in lines[start + 3:start + 9]]
+    assert [(r[0], r[1]) for r in rows] == [(m, c) for m in sorted(MODELS) for c in ("case_1", "case_2", "case_3")]
+    for model, case, reps, run_action, eval_action, score, _lat, run_cost, eval_cost, total, status in rows:
+        assert (reps, run_action, eval_action, status) == ("1", "exec", "exec", "ok")
+        assert score == f"{score_of(model, case, 1):.2f}"
+        assert float(run_cost) == RUN_COST and float(eval_cost) == pytest.approx(2 * JUDGE_COST)
+        assert float(total) == pytest.approx(RUN_COST + 2 * JUDGE_COST)
+    summary = lines.index("Model Summary")
+    assert lines[summary + 1].split()[:4] == ["MODEL", "CASES", "SCORED", "MEAN_SCORE"]
+    assert [ln.split()[0] for ln in lines[summary + 3:summary + 5]] == sorted(MODELS)
+    assert png_size(chart) == (1000, 650)
+    assert f"chart written to: {chart}" in err
+
+
+def test_json_report_and_reuse_shows(workspace: tuple[Store, dict[str, Path]]) -> None:
+    store, paths = workspace
+    build(store, Spec(models=MODELS))  # everything reused
+    code, out, err = report(store, paths, "--output", "json", "--no-chart")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["campaign"]["id"] == "suite_a__std__judge_x"
+    assert len(data["rows"]) == 6
+    assert {(r["run_action"], r["eval_action"]) for r in data["rows"]} == {("reuse", "reuse")}
+    models = {m["model_id"]: m for m in data["models"]}
+    assert models["openai/gpt-a"]["cases"] == 3 and models["openai/gpt-a"]["runs_reused"] == 3
+    # Costs are those of the results (reused included), so they equal the first build's.
+    assert data["totals"]["total_cost_usd"] == pytest.approx(6 * (RUN_COST + 2 * JUDGE_COST))
+
+
+def test_report_survives_config_changes(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
+    store, paths = workspace
+    before = report(store, paths, "--output", "json", "--no-chart")[1]
+    # The suite gains a model and loses required fields; the evaluation profile becomes invalid YAML
+    # beyond its ID line. Nothing was rebuilt, so the report is the last build's, unchanged.
+    paths["suite"].write_text("schema_version: 1\nsuite_id: suite_a\nmodels:\n  - model_id: x/new\n")
+    paths["evaluation_profile"].write_text("evaluation_profile_id: judge_x\njudges: 12\n")
+    paths["run_profile"].write_text("run_profile_id: std\nexecution_policy: {max_concurrency: -1}\n")
+    code, after, err = report(store, paths, "--output", "json", "--no-chart")
+    assert code == 0, err
+    assert json.loads(after) == json.loads(before)
+    assert report(store, None, "--output", "json", "--no-chart")[1] == before  # plain IDs too
+
+
+def test_filters_and_failures(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS, fail={("openai/gpt-a", "case_2")}))
+    code, out, err = report(store, None, "--model", "openai/gpt-a", "--no-chart")
+    assert code == 0, err
+    lines = out.splitlines()
+    section = lines[lines.index("Case Results"):lines.index("Model Summary")]
+    rows = [ln.split() for ln in section if ln.startswith("openai/gpt-a  ")]
+    assert [r[1] for r in rows] == ["case_1", "case_2", "case_3"]
+    failed = next(r for r in rows if r[1] == "case_2")
+    assert (failed[3], failed[4], failed[5], failed[-1]) == ("fail", "-", "n/a", "provider_error")
+    assert "Problems (1)" in out and "HTTP 503" in out
+    assert "anthropic/claude-b" not in out
+
+
+def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS, evaluation_profile=None))
+    result = CliRunner().invoke(main, ["report", "--suite", "suite_a", "--run-profile", "std", "--store",
+                                       str(store.root), "--chart", str(tmp_path / "c.png")])
+    assert result.exit_code == 0, result.stderr
+    assert "Campaign: suite_a__std__none" in result.stdout
+    assert "no model in this campaign has a final score" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_unknown_campaign_and_bad_flag_path_exit_2(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    code = "import sys; from clawstore.cli import main; sys.exit(main())"
+    proc = subprocess.run([sys.executable, "-c", code, "report", "--suite", "nope", "--run-profile", "std",
+                           "--store", str(store.root)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "no build recorded for campaign nope__std__none" in proc.stderr
+    bad = tmp_path / "s.yaml"
+    bad.write_text("title: no id here\n")
+    result = CliRunner().invoke(main, ["report", "--suite", str(bad), "--run-profile", "std",
+                                       "--store", str(store.root)])
+    assert result.exit_code == 2 and f"{bad}: suite_id: missing" in result.stderr
+
+
+def test_default_chart_path_in_a_real_process(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
+    store, _ = workspace
+    code = "import sys; from clawstore.cli import main; sys.exit(main())"
+    proc = subprocess.run([sys.executable, "-c", code, "report", "--suite", "suite_a", "--run-profile", "std",
+                           "--evaluation-profile", "judge_x", "--store", str(store.root)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert png_size(tmp_path / "outputs/charts/judge_x/score_cost.png") == (1000, 650)
+
+
+def test_bubble_areas() -> None:
+    assert bubble_areas([1.0, 3.0, None]) == [90.0, 520.0, 305.0]
+    assert bubble_areas([2.0, 2.0]) == [305.0, 305.0]
