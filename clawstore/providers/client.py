@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 BODY_EXCERPT_CHARS = 2000
 DEFAULT_TIMEOUT_S = 120.0
+MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 def is_retryable_status(status: int) -> bool:
@@ -208,12 +209,31 @@ class ProviderClient:
         limit: httpx.Timeout,
         api_key: str | None,
     ) -> tuple[ChatResult | _Failure, Usage]:
-        """One HTTP exchange → (result or failure, usage that this attempt reported)."""
+        """One HTTP exchange → (result or failure, usage that this attempt reported).
+
+        The timeout is a wall-clock bound on the whole exchange: httpx's own timeouts apply per
+        network operation, so a server that drips bytes is also cut off at the deadline.
+        """
+        seconds = limit.read or self.default_timeout
+        deadline = time.monotonic() + seconds
+        timed_out = _Failure("timeout", f"no complete response from {endpoint.chat_url} within {seconds:g}s",
+                             True, timed_out=True)
         try:
-            response = self._http.post(endpoint.chat_url, content=payload, headers=headers, timeout=limit)
-        except httpx.TimeoutException as exc:
-            return _Failure("timeout", f"no response from {endpoint.chat_url} within "
-                            f"{limit.read}s ({type(exc).__name__})", True, timed_out=True), Usage()
+            with self._http.stream("POST", endpoint.chat_url, content=payload, headers=headers,
+                                   timeout=limit) as streamed:
+                body = bytearray()
+                for chunk in streamed.iter_bytes():
+                    body += chunk
+                    if time.monotonic() > deadline:
+                        return timed_out, Usage()
+                    if len(body) > MAX_BODY_BYTES:
+                        return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
+                                        f"than {MAX_BODY_BYTES} bytes", False,
+                                        status_code=streamed.status_code), Usage()
+                response = httpx.Response(streamed.status_code, headers=streamed.headers, content=bytes(body),
+                                          request=streamed.request)
+        except httpx.TimeoutException:
+            return timed_out, Usage()
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",

@@ -17,7 +17,8 @@ Rules are tried in the order they were added; the first whose model ("*" = any) 
 `match` (if any) is a substring of the last user/system message wins. A rule's replies are used in
 order and the last one repeats. Unmatched requests get the default reply ("stand-in answer").
 A reply is a JSON object (see the helper functions below): content / tool_calls / reasoning /
-usage / latency / status / retry_after / headers / error / raw (body as-is) / body / hang.
+usage / latency / status / retry_after / headers / error / raw (body as-is) / body / hang /
+drip (seconds between body bytes).
 `stream: true` requests get Server-Sent Events with the same content and tool calls.
 Recorded requests keep headers except the Authorization value: only whether it was present and
 the key's BLAKE3 fingerprint (`key_fingerprint`), so tests can check the key without storing it.
@@ -184,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         return json.loads(raw) if raw else {}
 
     def _send(self, status: int, payload: bytes, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
+              headers: dict[str, str] | None = None, drip: float = 0.0) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
@@ -192,10 +193,19 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, str(value))
         self.end_headers()
-        self.wfile.write(payload)
+        if not drip:
+            self.wfile.write(payload)
+            return
+        # A server that trickles its body one byte at a time (per-request deadline tests).
+        for index in range(len(payload)):
+            if self.server.state.stopping.wait(drip):
+                return
+            self.wfile.write(payload[index:index + 1])
+            self.wfile.flush()
 
-    def _send_json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
-        self._send(status, json.dumps(value).encode("utf-8"), headers=headers)
+    def _send_json(self, status: int, value: Any, headers: dict[str, str] | None = None,
+                   drip: float = 0.0) -> None:
+        self._send(status, json.dumps(value).encode("utf-8"), headers=headers, drip=drip)
 
     # --- routes ---------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
@@ -307,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
                          "native_finish_reason": finish}],
             "usage": usage,
-        }, headers=headers)
+        }, headers=headers, drip=float(reply.get("drip") or 0.0))
 
     def _stream(self, response_id: str, model: str, message: dict[str, Any], finish: str,
                 usage: dict[str, Any], headers: dict[str, str]) -> None:

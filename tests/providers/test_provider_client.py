@@ -161,6 +161,15 @@ def test_hang_times_out_within_the_timeout(standin: StandIn, client: ProviderCli
     assert 0.8 <= elapsed < 2.0
 
 
+def test_timeout_bounds_the_whole_exchange(standin: StandIn, client: ProviderClient,
+                                           endpoint: Endpoint) -> None:
+    standin.script("m1", text("a slow but steady answer", drip=0.05))  # ~15 s for the whole body
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=0.5, retries=0)
+    assert caught.value.timed_out and time.monotonic() - started < 1.5
+
+
 def test_missing_key_fails_before_any_request(standin: StandIn, client: ProviderClient,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CLAW_ABSENT_KEY", raising=False)
