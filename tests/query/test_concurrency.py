@@ -1,0 +1,65 @@
+"""Several processes index builds into one manifest at once while another reads it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from clawstore.query.engine import run_query
+from clawstore.store import Store
+from tests.query.campaigns import Spec, build
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Each writer process refreshes its builds with a tiny compaction threshold, so publishing segments and
+# merging packs race between processes.
+WRITER = """
+import sys
+from clawstore.query import segments
+from clawstore.query.manifest import refresh_manifest
+from clawstore.store import Store
+segments.COMPACT_AT = 2
+store = Store(sys.argv[1], create=False)
+for build_id in sys.argv[2:]:
+    refresh_manifest(store, build_id)
+"""
+
+
+def test_concurrent_refreshes_are_all_visible_and_readers_never_fail(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    builds = [build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)), refresh=False)
+              for i in range(6)]
+    observed: list[int] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                observed.append(run_query(store.root, "select count(*) from builds").rows[0][0])
+            except BaseException as exc:  # noqa: BLE001 - any failure of a reader is the finding
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store.root),
+                                     *(b.build_id for b in builds[i::3])], cwd=REPO, stderr=subprocess.PIPE,
+                                    text=True) for i in range(3)]
+        for proc in writers:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert list((store.root / "manifest" / "packs").iterdir()), "writers compacted while racing"
+    assert observed == sorted(observed), "a reader never sees a build disappear"
+    rows = run_query(store.root, "select count(*), count(distinct build_id), count(distinct campaign_id) "
+                                 "from run_history").rows
+    assert rows == [(12, 6, 6)]  # 2 runs per build, no duplicates, every build present
+    assert run_query(store.root, "select count(*) from runs").rows == [(12,)]
+    assert run_query(store.root, "select count(*) from builds").rows == [(6,)]
