@@ -149,7 +149,7 @@ class ProviderClient:
         headers = {"Content-Type": "application/json", "X-Title": "clawstore"}
         if api_key is not None:
             headers["Authorization"] = f"Bearer {api_key}"
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        payload = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
         limit = httpx.Timeout(timeout if timeout is not None else self.default_timeout)
         retries = max(int(retries), 0)
         usage = Usage()
