@@ -57,16 +57,22 @@ def record_loader(store: RecordStore) -> Any:
     return load
 
 
-def build_rows(store: RecordStore, log: Mapping[str, Any]) -> dict[str, list[Row]]:
-    return rows_for_build(log, record_loader(store))
+def build_rows(store: RecordStore, log: Mapping[str, Any],
+               known: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, list[Row]]:
+    """`known`: records the caller already holds, by record id (a build has them all in memory)."""
+    load = record_loader(store)
+    if known:
+        return rows_for_build(log, lambda oid: known.get(oid) or load(oid))
+    return rows_for_build(log, load)
 
 
-def refresh_manifest(store: RecordStore, build_id: str) -> None:
+def refresh_manifest(store: RecordStore, build_id: str,
+                     known: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
     log = read_build_log(builds_dir(root) / f"{build_id}.json")
     manifest = manifest_dir(root)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log))
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log, known))
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     segments.compact(manifest, wait=covered, force=covered)
