@@ -169,7 +169,7 @@ class EvalLayer:
             return
         aggregation = self.profile.aggregation.model_dump(mode="json")
         sample_size = {jr.judge_run_id: jr.sample_size for jr in self.profile.judge_runs}
-        doc = result_document([j.record["outputs"]["judgement"] for j in ev.judges],
+        doc = result_document(ev.run.key, [j.record["outputs"]["judgement"] for j in ev.judges],
                               ev.checks.record["outputs"]["checks"], aggregation, sample_size, 1)
         ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
         ev.result.extra["judge_requests"] = [j.record["outputs"]["request"] for j in ev.judges]

@@ -137,13 +137,16 @@ def judge_document(run_record: dict[str, Any], checks_output: str, *, target: di
     }
 
 
-def result_document(judgements: list[str], checks_output: str, aggregation: dict[str, Any],
+def result_document(run_key: str, judgements: list[str], checks_output: str, aggregation: dict[str, Any],
                     sample_size: dict[str, Any], format_version: int) -> dict[str, Any]:
-    """Covers the judge outputs used, the check results, the aggregation method, threshold, sample sizes."""
+    """Covers the run it scores, the judge outputs used, the check results, the aggregation method,
+    threshold and sample sizes. (The run key keeps two runs whose judgements happen to be identical
+    from sharing one result.)"""
     return {
         "kind": "result",
         "version": RESULT_DOC_VERSION,
         "format_version": format_version,
+        "run": run_key,
         "judgements": judgements,
         "checks": checks_output,
         "aggregation": aggregation,

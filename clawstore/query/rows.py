@@ -67,8 +67,10 @@ def build_context(log: Mapping[str, Any]) -> Row:
 def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Row) -> Row:
     """The columns every kind shares, from the build log's node entry and its record."""
     rec = record or {}
-    address = {**_dict(node.get("address")), **_dict(rec.get("address"))}
+    # The build log's address wins: a record is shared by every campaign that reuses it, but the
+    # address (model_id, case_id, repetition) is the one this campaign knows it by.
     summary = _dict(rec.get("summary"))
+    address = {**summary, **_dict(rec.get("address")), **_dict(node.get("address"))}
     metrics = _dict(rec.get("metrics"))
     error = _dict(rec.get("error")) or _dict(node.get("error"))
     status = rec.get("status", node.get("status", "failed" if node.get("action") == "fail" else None))
@@ -80,11 +82,11 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "record_build_id": _str(rec.get("build_id")),
         "status": _str(status),
         "cacheable": rec.get("cacheable") if isinstance(rec.get("cacheable"), bool) else None,
-        "model_id": _str(summary.get("model_id", address.get("model_id"))),
-        "case_id": _str(summary.get("case_id", address.get("case_id"))),
-        "repetition": _int(summary.get("repetition", address.get("repetition"))),
-        "judge_run_id": _str(summary.get("judge_run_id", address.get("judge_run_id"))),
-        "judge_repetition": _int(summary.get("judge_repetition", address.get("judge_repetition"))),
+        "model_id": _str(address.get("model_id")),
+        "case_id": _str(address.get("case_id")),
+        "repetition": _int(address.get("repetition")),
+        "judge_run_id": _str(address.get("judge_run_id")),
+        "judge_repetition": _int(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
         "error_message": _str(error.get("message", summary.get("error_message"))),
         "input_tokens": _int(metrics.get("input_tokens")),
