@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,13 +88,10 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
 def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign)
-    attach_records(nodes, store)
-    client = None
-    if not options.dry_run:
-        from clawstore.providers import ProviderClient
-
-        client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
-        _check_keys(nodes, options.force)
+    head = head_nodes(store, head_ref(campaign.campaign_id))
+    attach_records(nodes, store, head)
+    client = _LazyClient()
+    _check_keys(nodes, options.force)
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         return execute_llm_probe(node, store, client, build_id)
@@ -103,12 +101,31 @@ def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildR
     if campaign.evaluation_profile is not None:
         from clawstore.build.eval_layer import EvalLayer
 
-        eval_layer = EvalLayer(campaign, store, client)
+        eval_layer = EvalLayer(campaign, store, client, head)
     try:
         return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer)
     finally:
-        if client is not None:
-            client.close()
+        client.close()
+
+
+class _LazyClient:
+    """One provider client (one connection pool) per build, created only if something calls out."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def chat(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._client is None:
+                from clawstore.providers import ProviderClient
+
+                self._client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
+        return self._client.chat(*args, **kwargs)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
 
 def _check_keys(nodes: list[Node], force: bool) -> None:
@@ -133,13 +150,13 @@ def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[
     """Every run node's state and why it would execute (no provider call, nothing written)."""
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign)
-    attach_records(nodes, store)
     cid = campaign.campaign_id
     previous = head_nodes(store, head_ref(cid))
+    attach_records(nodes, store, previous)
     all_nodes = list(nodes)
     pending: dict[str, str] = {}
     if campaign.evaluation_profile is not None:
-        all_nodes += _eval_nodes(campaign, store, nodes, pending)
+        all_nodes += _eval_nodes(campaign, store, nodes, pending, previous)
     states = []
     for node in all_nodes:
         before = previous.get(address_id(node.kind, node.address))
@@ -151,11 +168,12 @@ def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[
     return cid, states
 
 
-def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str]) -> list[Node]:
+def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str],
+                head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending."""
     from clawstore.build.eval_layer import EvalLayer
 
-    layer = EvalLayer(campaign, store)
+    layer = EvalLayer(campaign, store, head=head)
     found: list[Node] = []
     for run in runs:
         ev = layer.start(run)

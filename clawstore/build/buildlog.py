@@ -39,11 +39,14 @@ class BuildLog:
                         "cost_usd": 0.0},
         }
         self._lock = threading.Lock()
+        self._records: dict[str, dict[str, Any]] = {}  # record id -> record, for the campaign head
         self.path = Path(store.root) / "builds" / f"{self.build_id}.json"
 
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
             record: dict[str, Any] | None) -> None:
         with self._lock:
+            if record_id and record:
+                self._records[record_id] = record
             self.data["nodes"].append({"kind": kind, "key": key, "record": record_id, "action": action,
                                        "address": address})
             counter = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}[action]
@@ -56,7 +59,7 @@ class BuildLog:
 
     def write(self) -> None:
         with self._lock:
-            payload = json.dumps(self.data, sort_keys=True, indent=1).encode()
+            payload = json.dumps(self.data, sort_keys=True, separators=(",", ":")).encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
@@ -86,7 +89,10 @@ class BuildLog:
                     merged[address_id(node["kind"], node["address"])] = node
             for node in self.data["nodes"]:
                 if node["record"] is not None:
-                    merged[address_id(node["kind"], node["address"])] = node
+                    # The head carries each record too, so the next build plans without reading
+                    # thousands of record objects one by one.
+                    merged[address_id(node["kind"], node["address"])] = {
+                        **node, "record_doc": self._records.get(node["record"])}
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
             head = {**self.data, "nodes": nodes}
             head_id = self.store.put_json(head)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from clawstore.build.progress import Progress
 from clawstore.build.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+
+LOG_WRITE_INTERVAL_S = 2.0
 
 
 @dataclass
@@ -80,10 +83,10 @@ def _install_sigterm() -> Callable[[], None]:
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
                   log: BuildLog, progress: Progress, stop: _Stop | None) -> None:
     """Run `work` on each node; record the outcome in the node and the build log as it lands."""
-    written = 0
+    last_write = time.monotonic()
 
     def on_done(outcome: Outcome[Node]) -> bool:
-        nonlocal written
+        nonlocal last_write
         node = outcome.task
         if outcome.error is not None:
             if not isinstance(outcome.error, Exception):
@@ -98,9 +101,9 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         progress.step(address_id(node.kind, node.address), status or node.extra.get("error", "error"),
                       node.action == "exec" and status in ("success", "passed"))
-        written += 1
-        if written % 50 == 0:
+        if time.monotonic() - last_write > LOG_WRITE_INTERVAL_S:
             log.write()  # a killed build still leaves a readable log of what finished
+            last_write = time.monotonic()
         return stop.after(status) if stop else True
 
     never_started = run_tasks(nodes, work, concurrency, on_done)
@@ -161,8 +164,10 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
 def _advance(log: BuildLog, report: BuildReport, options: BuildOptions) -> None:
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     log.advance_head(None if options.filtered else planned)
+    nodes = [*report.runs, *(n for evaluation in report.evals for n in evaluation.nodes())]
+    known = {n.record_id: n.record for n in nodes if n.record_id and n.record}
     try:
         from clawstore.query.manifest import refresh_manifest
     except ImportError:
         return
-    refresh_manifest(log.store, log.build_id)
+    refresh_manifest(log.store, log.build_id, known)

@@ -14,7 +14,7 @@ from typing import Any
 from clawstore.build.progress import Progress
 from clawstore.build.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
-from clawstore.graph.plan import Node, address_id
+from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
 
 JUDGE_TIMEOUT_S = 120.0
@@ -70,7 +70,7 @@ def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
 
 
 class EvalLayer:
-    def __init__(self, campaign: Any, store: Any, client: Any = None):
+    def __init__(self, campaign: Any, store: Any, client: Any = None, head: dict[str, Any] | None = None):
         from clawstore.evaluate import (
             CHECKS_FORMAT_VERSION,
             JUDGE_PROMPT_FORMAT_VERSION,
@@ -80,6 +80,7 @@ class EvalLayer:
         self.campaign = campaign
         self.store = store
         self.client = client
+        self.head = head or {}
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -177,9 +178,7 @@ class EvalLayer:
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
         node = Node(kind, address, doc, document_key(doc), run.item)
         node.extra["run"] = run
-        found = self.store.get_action_record_id(node.key)
-        if found:
-            node.record_id, node.record = found, self.store.get_json(found)
+        attach_record(node, self.store, self.head)
         return node
 
     def addresses(self, evaluations: list[RunEvaluation]) -> set[str]:

@@ -58,10 +58,23 @@ def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity
     return nodes
 
 
-def attach_records(nodes: list[Node], store: Any) -> None:
-    """Fill each node's cached record (None when never built under this key)."""
+def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:
+    """Fill the node's cached record (None when never built under this key).
+
+    `head`: the campaign head's nodes by address. Where the head holds a fresh record for this very
+    key it is used as is (it is a gc root, so the record it names is kept); anything else asks the
+    action cache, which may know a newer record written by another campaign.
+    """
+    entry = head.get(address_id(node.kind, node.address)) if head else None
+    if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
+        node.record_id, node.record = entry["record"], entry["record_doc"]
+        return
+    found = store.get_action_record_id(node.key)
+    if found:
+        node.record_id = found
+        node.record = store.get_json(found)
+
+
+def attach_records(nodes: list[Node], store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:
     for node in nodes:
-        found = store.get_action_record_id(node.key)
-        if found:
-            node.record_id = found
-            node.record = store.get_json(found)
+        attach_record(node, store, head)
