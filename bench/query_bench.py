@@ -1,0 +1,189 @@
+"""Benchmark the manifest: refresh after a 10,000-node build, and the leaderboard over 1,000,000 results.
+
+    python bench/query_bench.py [--results 1000000] [--per-build 10000] [--nodes 10000] [--dir DIR]
+
+What is measured:
+1. refresh: a real Store receives a build of `--nodes` nodes (runs, checks, two judge repetitions and a
+   result per run) as real records and action-cache entries with a real build log; the timer covers only
+   `refresh_manifest(store, build_id)`: reading the log, reading and verifying every record object,
+   flattening, writing the Parquet segment and publishing it.
+2. leaderboard: `--results` result rows (plus their runs) are indexed through the same code a build's
+   refresh uses (`rows_for_build` on build-log-shaped documents and records, then `publish_segment` and
+   the automatic compaction), but the records are held in memory instead of being written as 2M store
+   objects. The timer covers `run_query(store, leaderboard.sql)` exactly as `claw query leaderboard` runs
+   it (fresh in-memory DuckDB, views over the Parquet files, result materialised and fetched), against
+   the same SQL on a plain in-memory DuckDB table holding the same rows. Median of 5 runs each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from clawstore.build.buildlog import BuildLog  # noqa: E402
+from clawstore.graph.records import make_record, utc_now  # noqa: E402
+from clawstore.query import segments  # noqa: E402
+from clawstore.query.engine import run_query  # noqa: E402
+from clawstore.query.manifest import compact_manifest, refresh_manifest  # noqa: E402
+from clawstore.query.rows import rows_for_build  # noqa: E402
+from clawstore.store import Store  # noqa: E402
+
+DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
+MODELS = [f"vendor{i}/model-{i}" for i in range(20)]
+CAMPAIGN = {"id": "bench__std__judge", "suite_id": "bench", "run_profile_id": "std",
+            "evaluation_profile_id": "judge"}
+
+
+def _metrics(cost: float, latency: float) -> dict[str, Any]:
+    return {"input_tokens": 120, "output_tokens": 40, "reasoning_tokens": 0, "cached_tokens": 0,
+            "cost_usd": cost, "latency_s": latency}
+
+
+def _records_for_run(i: int, build_id: str, key: Callable[[str], str], judges: int) -> list[tuple[str, str, dict]]:
+    """(kind, key, record) of one run and its evaluation nodes, shaped as the build layer writes them."""
+    model, case = MODELS[i % len(MODELS)], f"case_{i // len(MODELS):06d}"
+    address = {"model_id": model, "case_id": case, "repetition": 0}
+    now = utc_now()
+    common = {"status": "success", "cacheable": True, "error": None, "started_at": now, "finished_at": now,
+              "build_id": build_id}
+    run_key = key(f"run/{i}")
+    score = (i * 37 % 100) / 10
+    out = [("run", run_key, make_record(kind="run", key=run_key, address=address, outputs={"artifact": run_key},
+                                        metrics=_metrics(0.001 + (i % 7) / 1000, 1.0 + i % 5),
+                                        summary={**address, "requested_model": model, "runner_type": "llm_probe",
+                                                 "endpoint": "https://openrouter.ai/api/v1", "error_code": None,
+                                                 "error_message": None}, **common))]
+    if judges:
+        checks_key = key(f"checks/{i}")
+        out.append(("checks", checks_key, make_record(
+            kind="checks", key=checks_key, address=address, outputs={}, metrics=_metrics(0.0, 0.01),
+            summary={"run_key": run_key, **address, "passed": 1, "failed": 0, "error": 0,
+                     "checks": [{"check_id": "present", "kind": "final_response_present", "outcome": "passed",
+                                 "message": "ok", "dimensions": ["task"]}]}, **common)))
+    for j in range(judges):
+        judge_key = key(f"judge/{i}/{j}")
+        out.append(("judge", judge_key, make_record(
+            kind="judge", key=judge_key, address={**address, "judge_run_id": "main", "judge_repetition": j},
+            outputs={}, metrics=_metrics(0.0004, 0.8),
+            summary={"run_key": run_key, **address, "judge_run_id": "main", "judge_id": "j",
+                     "judge_model": "openai/gpt-4o-mini", "judge_repetition": j, "overall_score": score,
+                     "dimensions": {d: score for d in DIMS}}, **common)))
+    result_key = key(f"result/{i}")
+    out.append(("result", result_key, make_record(
+        kind="result", key=result_key, address=address, outputs={}, metrics=_metrics(0.0, 0.0),
+        summary={"run_key": run_key, **address, "final_score": score, "final_dimensions": {d: score for d in DIMS},
+                 "passed": score >= 5, "aggregation_method": "median", "pass_threshold": 5.0,
+                 "judge_iterations": judges, "judge_successful": judges, "checks_total": 1, "checks_passed": 1,
+                 "checks_failed": 0}, **common)))
+    return out
+
+
+def bench_refresh(root: Path, nodes: int) -> float:
+    store = Store(root / "refresh-store")
+    log = BuildLog(store, CAMPAIGN)
+    runs = nodes // 5  # run + checks + 2 judges + result
+    started = time.perf_counter()
+    with store.batch():
+        for i in range(runs):
+            for kind, key, record in _records_for_run(i, log.build_id, lambda s: store.put_json({"doc": s}), 2):
+                log.add(kind, key, store.put_action(key, record), "exec", record["address"], record)
+    log.finish("complete")
+    log.advance_head(None)
+    print(f"wrote a real build of {len(log.data['nodes'])} nodes into the store in "
+          f"{time.perf_counter() - started:.1f} s (setup, not measured)")
+    timings = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        refresh_manifest(store, log.build_id)
+        timings.append(time.perf_counter() - t0)
+    print(f"refresh_manifest after a {len(log.data['nodes'])}-node build: median {statistics.median(timings):.3f} s "
+          f"(runs: {', '.join(f'{t:.3f}' for t in timings)})")
+    return statistics.median(timings)
+
+
+def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
+    store_root = root / "big-store"
+    Store(store_root)
+    manifest = store_root / "manifest"
+    started = time.perf_counter()
+    made = 0
+    build_no = 0
+    while made < results:
+        count = min(per_build, results - made)
+        build_id = f"bench-{build_no:05d}"
+        records: dict[str, dict] = {}
+        nodes = []
+        for i in range(made, made + count):
+            for kind, key, record in _records_for_run(i, build_id, lambda s: "blake3:" + s, 0):
+                oid = f"rec:{key}"
+                records[oid] = record
+                nodes.append({"kind": kind, "key": key, "record": oid, "action": "exec", "address": record["address"]})
+        log = {"build_id": build_id, "started_at": f"2026-01-01T00:{build_no // 60:02d}:{build_no % 60:02d}Z",
+               "finished_at": None, "state": "complete", "campaign": CAMPAIGN, "nodes": nodes,
+               "counts": {"executed": len(nodes), "reused": 0, "failed": 0, "skipped": 0}, "metrics": {}}
+        segments.publish_segment(manifest, build_id, rows_for_build(log, records.get))
+        segments.compact(manifest)  # what refresh_manifest does after publishing
+        made += count
+        build_no += 1
+    print(f"indexed {made} results (+ their runs) in {build_no} builds via rows_for_build/publish_segment in "
+          f"{time.perf_counter() - started:.1f} s (setup, not measured)")
+    sql = (REPO / "queries" / "leaderboard.sql").read_text()
+
+    class _StoreRoot:
+        root = store_root
+
+    def manifest_time() -> float:
+        t0 = time.perf_counter()
+        rows = run_query(store_root, sql).rows
+        assert len(rows) == len(MODELS)
+        return time.perf_counter() - t0
+
+    snap = segments.snapshot(manifest)
+    waiting = len(snap.segments)
+    steady = statistics.median([manifest_time() for _ in range(5)])
+    compact_manifest(_StoreRoot())  # type: ignore[arg-type]
+    packed = statistics.median([manifest_time() for _ in range(5)])
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'").fetchall()
+    con.execute(f"CREATE TABLE results AS SELECT * FROM read_parquet('{segments.snapshot(manifest).pack}/"
+                "results_latest.parquet')").fetchall()
+    assert con.execute("SELECT count(*) FROM results").fetchall() == [(made,)]
+    plain_times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        con.execute(sql).fetchall()
+        plain_times.append(time.perf_counter() - t0)
+    plain = statistics.median(plain_times)
+    print(f"leaderboard over {made} results:")
+    print(f"  claw query (pack + {waiting} waiting segments, as refresh leaves it): {steady * 1000:.1f} ms "
+          f"= {steady / plain:.2f}x")
+    print(f"  claw query (fully compacted):                    {packed * 1000:.1f} ms = {packed / plain:.2f}x")
+    print(f"  same SQL on a plain in-memory DuckDB table:      {plain * 1000:.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=int, default=1_000_000)
+    parser.add_argument("--per-build", type=int, default=50_000)
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        bench_refresh(Path(tmp), args.nodes)
+        bench_leaderboard(Path(tmp), args.results, args.per_build)
+
+
+if __name__ == "__main__":
+    main()
