@@ -27,7 +27,15 @@ from clawstore.config.resolution import (
     resolve_model,
 )
 from clawstore.config.selection import matching_assignments, may_select, select_case_ids
-from clawstore.config.workspace import Loaded, LoadedAgent, LoadedCase, Workspace, load_workspace, parse_config
+from clawstore.config.workspace import (
+    Loaded,
+    LoadedAgent,
+    LoadedCase,
+    Workspace,
+    collector_paused,
+    load_workspace,
+    parse_config,
+)
 from clawstore.errors import ConfigError, UsageError
 
 T = TypeVar("T", bound=BaseModel)
@@ -157,7 +165,14 @@ def resolve_campaign(
 
     Problems in files the campaign does not use (another suite, an unselected case) do not block it.
     """
-    cwd = _norm(Path(root_or_cwd))
+    with collector_paused():
+        return _resolve(_norm(Path(root_or_cwd)), suite, run_profile, evaluation_profile, cases, models)
+
+
+def _resolve(
+    cwd: Path, suite: str, run_profile: str, evaluation_profile: str | None,
+    cases: Sequence[str], models: Sequence[str],
+) -> Campaign:
     ws = load_workspace(_workspace_root_for(suite, cwd))
     suite_loaded, suite_path, suite_outside = _pick(ws, "suite", suite, cwd, ws.suites, Suite)
     rp_loaded, rp_path, rp_outside = _pick(ws, "run profile", run_profile, cwd, ws.run_profiles, RunProfile)

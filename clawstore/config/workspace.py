@@ -6,7 +6,10 @@ so `claw validate` can print all problems at once and a campaign can tell which 
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -282,12 +285,33 @@ def _load_agents(ws: Workspace) -> None:
             ws.agents[agent.agent_id] = LoadedAgent(agent, path, directory)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a catalog is built.
+
+    Loading allocates hundreds of thousands of small, acyclic objects that all stay alive; every
+    automatic collection would re-scan the growing catalog (that alone doubled load time on 2,000
+    cases). Nothing cyclic is created here, so nothing is leaked by waiting.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_workspace(root: Path) -> Workspace:
     """Load and validate every config under `root` (a workspace root, or its `configs/` dir)."""
     found = split_root(Path(os.path.normpath(Path(root).absolute())))
     if found is None:
         raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
-    ws = Workspace(root=found[0], configs_dir=found[1])
+    with collector_paused():
+        return _load(Workspace(root=found[0], configs_dir=found[1]))
+
+
+def _load(ws: Workspace) -> Workspace:
     _load_cases(ws)
     ws.suites = _load_kind(ws, "suites", Suite, "suite_id")
     ws.run_profiles = _load_kind(ws, "run_profiles", RunProfile, "run_profile_id")

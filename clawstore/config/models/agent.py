@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
 from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, Tags, fail
@@ -20,9 +20,9 @@ def _no_model_keys(fragment: dict[str, Any]) -> dict[str, Any]:
 
 
 class ModelDefaults(OpenModel):
-    fallbacks: Annotated[list[Any], BeforeValidator(_none_to_list)] = []
-    aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = {}
-    primary_params: FreeMap = {}
+    fallbacks: Annotated[list[Any], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = Field(default_factory=dict)
+    primary_params: FreeMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _single_model(self) -> "ModelDefaults":
@@ -33,10 +33,10 @@ class ModelDefaults(OpenModel):
 
 
 class AgentOpenClawConfig(StrictModel):
-    identity: FreeMap = {}
-    agents_defaults: FreeMap = {}
-    agent: FreeMap = {}
-    model_defaults: ModelDefaults = ModelDefaults()
+    identity: FreeMap = Field(default_factory=dict)
+    agents_defaults: FreeMap = Field(default_factory=dict)
+    agent: FreeMap = Field(default_factory=dict)
+    model_defaults: ModelDefaults = Field(default_factory=ModelDefaults)
 
     @field_validator("agents_defaults", "agent")
     @classmethod
@@ -49,9 +49,9 @@ class Agent(StrictModel):
     agent_id: Id
     title: NonEmptyStr
     description: str | None = None
-    tags: Tags = []
-    metadata: FreeMap = {}
-    openclaw: AgentOpenClawConfig = AgentOpenClawConfig()
+    tags: Tags = Field(default_factory=list)
+    metadata: FreeMap = Field(default_factory=dict)
+    openclaw: AgentOpenClawConfig = Field(default_factory=AgentOpenClawConfig)
 
     @property
     def cli_agent_id(self) -> str:

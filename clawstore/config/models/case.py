@@ -92,10 +92,10 @@ def _check_context(context: dict[str, Any]) -> dict[str, Any]:
 class TestInput(StrictModel):
     __test__ = False  # not a pytest class
 
-    messages: MessageList = []
-    turns: MessageList = []
-    attachments: Annotated[list[NonEmptyStr], BeforeValidator(_none_to_list)] = []
-    context: FreeMap = {}
+    messages: MessageList = Field(default_factory=list)
+    turns: MessageList = Field(default_factory=list)
+    attachments: Annotated[list[NonEmptyStr], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    context: FreeMap = Field(default_factory=dict)
 
     @field_validator("context")
     @classmethod
@@ -112,12 +112,12 @@ class TestInput(StrictModel):
 class Expectation(StrictModel):
     text: NonEmptyStr
     weight: float = 1.0
-    metadata: FreeMap = {}
+    metadata: FreeMap = Field(default_factory=dict)
 
 
 class Expectations(StrictModel):
-    hard_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = []
-    soft_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = []
+    hard_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    soft_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
 def _anchor_keys(value: Any) -> Any:
@@ -131,7 +131,7 @@ def _anchor_keys(value: Any) -> Any:
 class RubricScale(StrictModel):
     min: Annotated[float, Field(ge=0)] = 0
     max: Annotated[float, Field(ge=0)] = 10
-    anchors: Annotated[dict[str, str], BeforeValidator(_anchor_keys)] = {}
+    anchors: Annotated[dict[str, str], BeforeValidator(_anchor_keys)] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _ordered(self) -> "RubricScale":
@@ -148,8 +148,8 @@ class RubricCriterion(StrictModel):
 
 class Rubric(StrictModel):
     version: Literal[1] = 1
-    scale: RubricScale = RubricScale()
-    criteria: Annotated[list[RubricCriterion], BeforeValidator(_none_to_list)] = []
+    scale: RubricScale = Field(default_factory=RubricScale)
+    criteria: Annotated[list[RubricCriterion], BeforeValidator(_none_to_list)] = Field(default_factory=list)
     scoring_instructions: str | None = None
 
 
@@ -161,11 +161,12 @@ class TestCase(StrictModel):
     title: NonEmptyStr
     runner: RunnerConfig
     input: TestInput
-    expectations: Expectations = Expectations()
+    expectations: Expectations = Field(default_factory=Expectations)
     rubric: Rubric | None = None
-    deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(_none_to_list)] = []
-    tags: Tags = []
-    metadata: FreeMap = {}
+    deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(_none_to_list)] = Field(
+        default_factory=list)
+    tags: Tags = Field(default_factory=list)
+    metadata: FreeMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_check_ids(self) -> "TestCase":

@@ -122,7 +122,7 @@ class PythonHook(StrictModel):
 class DeterministicCheck(StrictModel):
     check_id: Id
     description: str | None = None
-    dimensions: Annotated[list[Dimension], BeforeValidator(_normalize_dimensions)] = []
+    dimensions: Annotated[list[Dimension], BeforeValidator(_normalize_dimensions)] = Field(default_factory=list)
     declarative: DeclarativeCheck | None = None
     python_hook: PythonHook | None = None
 

@@ -17,7 +17,7 @@ class JudgeConfig(OpenModel):
     judge_id: Id
     type: NonEmptyStr
     model: str | None = None
-    request_options: FreeMap = {}
+    request_options: FreeMap = Field(default_factory=dict)
 
 
 class JudgeRunConfig(StrictModel):
@@ -46,7 +46,7 @@ class AnchorReference(StrictModel):
 
 class AnchorsConfig(StrictModel):
     enabled: bool = False
-    references: Annotated[list[AnchorReference], BeforeValidator(_none_to_list)] = []
+    references: Annotated[list[AnchorReference], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
 class SecurityPolicy(StrictModel):
@@ -63,12 +63,12 @@ class EvaluationProfile(StrictModel):
     schema_version: SchemaVersion
     evaluation_profile_id: Id
     title: NonEmptyStr
-    judges: Annotated[list[JudgeConfig], BeforeValidator(_none_to_list)] = []
-    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(_none_to_list)] = []
-    aggregation: AggregationConfig = AggregationConfig()
-    anchors: AnchorsConfig = AnchorsConfig()
-    security_policy: SecurityPolicy = SecurityPolicy()
-    metadata: FreeMap = {}
+    judges: Annotated[list[JudgeConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
+    anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
+    security_policy: SecurityPolicy = Field(default_factory=SecurityPolicy)
+    metadata: FreeMap = Field(default_factory=dict)
     judge_system_prompt_path: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
     judge_system_prompt: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
 

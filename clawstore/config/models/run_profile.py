@@ -33,9 +33,9 @@ class RunProfile(StrictModel):
     schema_version: SchemaVersion
     run_profile_id: Id
     title: NonEmptyStr
-    runner_defaults: RunnerSettings = {}
-    model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = {}
-    execution_policy: ExecutionPolicy = ExecutionPolicy()
+    runner_defaults: RunnerSettings = Field(default_factory=dict)
+    model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = Field(default_factory=dict)
+    execution_policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
     openclaw: OpenClawRunProfile | None = None
 
     @model_validator(mode="after")

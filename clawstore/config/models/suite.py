@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, StrList, fail
 
@@ -26,10 +26,10 @@ class ModelConfig(OpenModel):
 
 
 class CaseSelection(StrictModel):
-    include_case_ids: StrList = []
-    exclude_case_ids: StrList = []
-    include_tags: StrList = []
-    exclude_tags: StrList = []
+    include_case_ids: StrList = Field(default_factory=list)
+    exclude_case_ids: StrList = Field(default_factory=list)
+    include_tags: StrList = Field(default_factory=list)
+    exclude_tags: StrList = Field(default_factory=list)
 
 
 class AgentAssignment(StrictModel):
@@ -46,17 +46,17 @@ class AgentAssignment(StrictModel):
 
 
 class SuiteOpenClawConfig(StrictModel):
-    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(_none_to_list)] = []
+    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
 class Suite(StrictModel):
     schema_version: SchemaVersion
     suite_id: Id
     title: NonEmptyStr
-    models: Annotated[list[ModelConfig], BeforeValidator(_none_to_list)] = []
-    case_selection: CaseSelection = CaseSelection()
-    openclaw: SuiteOpenClawConfig = SuiteOpenClawConfig()
-    metadata: FreeMap = {}
+    models: Annotated[list[ModelConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    case_selection: CaseSelection = Field(default_factory=CaseSelection)
+    openclaw: SuiteOpenClawConfig = Field(default_factory=SuiteOpenClawConfig)
+    metadata: FreeMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_model_ids(self) -> "Suite":
