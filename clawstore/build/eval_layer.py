@@ -221,9 +221,13 @@ class EvalLayer:
                 log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         progress = Progress(len(stale), label, quiet=options.quiet)
         try:
-            execute_nodes(stale, lambda n: work(n, log.build_id), concurrency, log, progress, None)
+            execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, progress, None)
         finally:
             progress.close()
+
+    def _batched(self, work: Any, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        with self.store.batch():  # one durable flush for a node's outputs, record and cache entry
+            return work(node, build_id)
 
     def _evidence(self, run: Node) -> tuple[dict[str, Any], Any, Any]:
         outputs = run.record["outputs"]
@@ -235,8 +239,8 @@ class EvalLayer:
     def _record(self, node: Node, *, status: str, cacheable: bool, outputs: dict[str, Any],
                 metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
                 started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
-        outputs = {**outputs, "input_document": self.store.put_json(node.document)}
         run = node.extra["run"]
+        outputs = {**outputs, "input_document": self.store.put_json(node.document)}
         record = make_record(kind=node.kind, key=node.key, address=node.address, status=status,
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
                              summary={"run_key": run.key, **summary, **node.address}, error=error,

@@ -64,5 +64,6 @@ def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tup
         artifact = run_llm_probe(spec, client, sandbox)
         latency = time.monotonic() - began
         artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
-        outputs = {"sandbox": store.put_tree(sandbox)}
-        return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
+        with store.batch():  # one durable flush for all of the run's objects, record and cache entry
+            outputs = {"sandbox": store.put_tree(sandbox)}
+            return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
