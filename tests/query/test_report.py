@@ -164,3 +164,16 @@ def test_default_chart_path_in_a_real_process(workspace: tuple[Store, dict[str, 
 def test_bubble_areas() -> None:
     assert bubble_areas([1.0, 3.0, None]) == [90.0, 520.0, 305.0]
     assert bubble_areas([2.0, 2.0]) == [305.0, 305.0]
+
+
+def test_head_without_embedded_records_reads_them_from_the_store(workspace: tuple[Store, dict[str, Path]]) -> None:
+    store, paths = workspace
+    before = json.loads(report(store, paths, "--output", "json", "--no-chart")[1])
+    ref = "campaigns/suite_a__std__judge_x"
+    head = store.get_json(store.get_ref(ref))
+    assert all("record_doc" in n for n in head["nodes"])
+    bare = {**head, "nodes": [{k: v for k, v in n.items() if k != "record_doc"} for n in head["nodes"]]}
+    store.set_ref(ref, store.put_json(bare))
+    after = json.loads(report(store, paths, "--output", "json", "--no-chart")[1])
+    assert after["head"]["object"] != before["head"]["object"]
+    assert after["rows"] == before["rows"] and after["models"] == before["models"]
