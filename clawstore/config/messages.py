@@ -107,21 +107,39 @@ def expand_source(case_dir: Path, message: Message) -> list[ResolvedMessage]:
     raise MessageProblem(f"{label}: expected a string, a message mapping or a list of them, got {yaml_type(data)}")
 
 
+def expand_sources(case_dir: Path, messages: list[Message], field: str) -> tuple[
+    dict[int, list[ResolvedMessage]], list[tuple[str, str]]
+]:
+    """Expand the messages that name a `source:` file; returns ({index: messages}, problems)."""
+    expanded: dict[int, list[ResolvedMessage]] = {}
+    problems: list[tuple[str, str]] = []
+    for index, message in enumerate(messages):
+        if message.source is None:
+            continue
+        try:
+            expanded[index] = expand_source(case_dir, message)
+        except MessageProblem as exc:
+            problems.append((f"{field}[{index}].{exc.field}", str(exc)))
+    return expanded, problems
+
+
+def assemble(messages: list[Message], expanded: dict[int, list[ResolvedMessage]]) -> list[ResolvedMessage]:
+    """Inline messages as written, `source:` messages replaced by what their file holds."""
+    out: list[ResolvedMessage] = []
+    for index, message in enumerate(messages):
+        if message.source is None:
+            out.append(ResolvedMessage(role=message.role, content=message.content or "", name=message.name))
+        else:
+            out.extend(expanded[index])
+    return out
+
+
 def resolve_messages(case_dir: Path, messages: list[Message], field: str) -> tuple[
     list[ResolvedMessage], list[tuple[str, str]]
 ]:
     """Expand every message; returns (messages, problems as (field path, message))."""
-    out: list[ResolvedMessage] = []
-    problems: list[tuple[str, str]] = []
-    for index, message in enumerate(messages):
-        if message.source is None:
-            out.append(ResolvedMessage(role=message.role, content=message.content or "", name=message.name))
-            continue
-        try:
-            out.extend(expand_source(case_dir, message))
-        except MessageProblem as exc:
-            problems.append((f"{field}[{index}].{exc.field}", str(exc)))
-    return out, problems
+    expanded, problems = expand_sources(case_dir, messages, field)
+    return ([] if problems else assemble(messages, expanded)), problems
 
 
 def attachment_message(attachment: Attachment) -> ResolvedMessage:
