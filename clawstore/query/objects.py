@@ -16,7 +16,7 @@ from typing import Protocol
 
 import duckdb
 
-from clawstore.errors import MissingObjectError
+from clawstore.errors import MissingObjectError, StoreError
 from clawstore.query.schema import OBJECTS
 
 
@@ -45,7 +45,10 @@ def create_objects_view(con: duckdb.DuckDBPyConnection, store: ObjectLister, man
     present = set(store.iter_objects())
     cached = _cached(con, cache)
     if present != cached or not cache.exists():
-        _rewrite_cache(con, store, manifest, cache, present, cached)
+        try:
+            _rewrite_cache(con, store, manifest, cache, present, cached)
+        except OSError as exc:
+            raise StoreError(f"cannot write the objects cache under {manifest}: {exc.strerror}") from None
     con.execute(f"CREATE VIEW objects AS SELECT * FROM read_parquet({_q(str(cache))})").fetchall()
     return len(present)
 

@@ -49,6 +49,8 @@ def _str(value: Any) -> str | None:
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the slower ABC check
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
