@@ -173,3 +173,15 @@ def test_agent_rules() -> None:
 def test_model_config_accepts_open_keys() -> None:
     model = ModelConfig.model_validate({"model_id": "m", "openrouter_model": "x/y", "base_url": "http://h/v1"})
     assert model.extras["base_url"] == "http://h/v1" and model.display_name == "m"
+
+
+def test_credentials_are_refused_in_open_objects() -> None:
+    errors = _errors(Suite, {"schema_version": 1, "suite_id": "s", "title": "S",
+                             "models": [{"model_id": "m", "api_key": "sk-or-v1-abc"}]})
+    assert errors[0][0] == "models[0].api_key" and "looks like a credential" in errors[0][1]
+    assert "sk-or-v1-abc" not in errors[0][1]  # the message never repeats the value
+    errors = _errors(EvaluationProfile, {"schema_version": 1, "evaluation_profile_id": "e", "title": "E",
+                                         "judges": [{"judge_id": "j", "type": "t",
+                                                     "request_options": {"Authorization": "Bearer x"}}]})
+    assert errors[0][0] == "judges[0].request_options.Authorization"
+    assert ModelConfig.model_validate({"model_id": "m", "api_key_env": "MY_KEY"}).extras == {"api_key_env": "MY_KEY"}

@@ -17,6 +17,17 @@ def fail(message: str, field: str | None = None) -> PydanticCustomError:
     return PydanticCustomError("claw", "{message}", {"message": message, "field": field or ""})
 
 
+# Extra keys that would put a credential into a config (and from there into the store).
+SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "token", "secret", "password"})
+
+
+def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
+    for key in extras:
+        if str(key).lower() in SECRET_KEYS:
+            raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}",
+                       f"{prefix}{key}")
+
+
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -67,5 +78,5 @@ IdList = Annotated[list[Id], BeforeValidator(_none_to_list)]
 
 __all__ = [
     "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
-    "StrictModel", "Tags", "fail",
+    "StrictModel", "Tags", "fail", "reject_secrets",
 ]

@@ -4,7 +4,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, fail
+from clawstore.config.models.base import (
+    FreeMap,
+    Id,
+    NonEmptyStr,
+    OpenModel,
+    SchemaVersion,
+    StrictModel,
+    fail,
+    reject_secrets,
+)
 
 
 def _none_to_list(value: Any) -> Any:
@@ -18,6 +27,13 @@ class JudgeConfig(OpenModel):
     type: NonEmptyStr
     model: str | None = None
     request_options: FreeMap = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "JudgeConfig":
+        hint = "the judge's key comes from the environment"
+        reject_secrets(self.extras, hint)
+        reject_secrets(self.request_options, hint, "request_options.")
+        return self
 
 
 class JudgeRunConfig(StrictModel):

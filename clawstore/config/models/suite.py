@@ -4,7 +4,17 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, StrList, fail
+from clawstore.config.models.base import (
+    FreeMap,
+    Id,
+    NonEmptyStr,
+    OpenModel,
+    SchemaVersion,
+    StrictModel,
+    StrList,
+    fail,
+    reject_secrets,
+)
 
 
 def _none_to_list(value: Any) -> Any:
@@ -19,6 +29,11 @@ class ModelConfig(OpenModel):
     requested_model: str | None = None
     provider: str | None = None
     model_name: str | None = None
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "ModelConfig":
+        reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
+        return self
 
     @property
     def display_name(self) -> str:
