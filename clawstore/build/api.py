@@ -12,7 +12,7 @@ from clawstore.build.buildlog import head_ref
 from clawstore.build.engine import BuildOptions, BuildReport, run_build
 from clawstore.build.run_exec import execute_llm_probe
 from clawstore.errors import UsageError
-from clawstore.graph.explain import classify, head_nodes, reasons
+from clawstore.graph.explain import classify, head_nodes, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 
 
@@ -52,8 +52,9 @@ def plan_campaign(campaign: Any) -> list[Node]:
     def endpoint_of(item: Any) -> dict[str, Any] | None:
         if item.runner_type != "llm_probe":
             return None
-        endpoint = endpoints.setdefault(item.model.model_id, _endpoint(item))
-        return endpoint.identity()
+        if item.model.model_id not in endpoints:
+            endpoints[item.model.model_id] = _endpoint(item)
+        return endpoints[item.model.model_id].identity()
 
     def runner_identity_of(item: Any) -> dict[str, Any] | None:
         if item.runner_type == "openclaw":
@@ -64,7 +65,7 @@ def plan_campaign(campaign: Any) -> list[Node]:
     nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
     for node in nodes:
         if node.item.runner_type == "llm_probe":
-            node.extra["spec"] = _llm_probe_spec(node.item, endpoints[node.item.model.model_id])
+            node.extra["endpoint"] = endpoints[node.item.model.model_id]
     return nodes
 
 
@@ -88,12 +89,13 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
 def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign)
-    head = head_nodes(store, head_ref(campaign.campaign_id))
+    head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
     client = _LazyClient()
     _check_keys(nodes, options.force)
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        node.extra["spec"] = _llm_probe_spec(node.item, node.extra["endpoint"])  # only for what executes
         return execute_llm_probe(node, store, client, build_id)
 
     options.filtered = request.filtered
@@ -103,7 +105,8 @@ def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildR
 
         eval_layer = EvalLayer(campaign, store, client, head)
     try:
-        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer)
+        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
+                         head=(head_id, head))
     finally:
         client.close()
 
@@ -132,11 +135,11 @@ def _check_keys(nodes: list[Node], force: bool) -> None:
     """A missing API key is a clear error before any request, but only when something will run."""
     seen: set[Any] = set()
     for node in nodes:
-        spec = node.extra.get("spec")
-        if spec is None or (node.fresh and not force) or spec.endpoint in seen:
+        endpoint = node.extra.get("endpoint")
+        if endpoint is None or (node.fresh and not force) or endpoint in seen:
             continue
-        seen.add(spec.endpoint)
-        spec.endpoint.api_key()  # raises MissingApiKeyError naming the variable
+        seen.add(endpoint)
+        endpoint.api_key()  # raises MissingApiKeyError naming the variable
 
 
 @dataclass

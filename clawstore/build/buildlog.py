@@ -76,17 +76,21 @@ class BuildLog:
         self.data["finished_at"] = utc_now()
         self.write()
 
-    def advance_head(self, planned: set[str] | None) -> str:
+    def advance_head(self, planned: set[str] | None, known: tuple[str | None, dict[str, Any]] | None = None) -> str:
         """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's,
         keeping only addresses the campaign still plans (all, for a filtered build).
-        Compare-and-set, retried on a race."""
+        Compare-and-set, retried on a race. `known`: (head id, its nodes by address) as the caller read
+        them at the start of the build, used while the ref still points there. An unchanged state is
+        not rewritten (a no-op build leaves the head as it was)."""
         ref = head_ref(self.data["campaign"]["id"])
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
-            merged: dict[str, dict[str, Any]] = {}
-            if previous_id:
-                for node in self.store.get_json(previous_id).get("nodes", []):
-                    merged[address_id(node["kind"], node["address"])] = node
+            if known is not None and known[0] == previous_id:
+                previous = dict(known[1])
+            else:
+                previous = {address_id(n["kind"], n["address"]): n
+                            for n in (self.store.get_json(previous_id).get("nodes", []) if previous_id else [])}
+            merged = dict(previous)
             for node in self.data["nodes"]:
                 if node["record"] is not None:
                     # The head carries each record too, so the next build plans without reading
@@ -94,6 +98,9 @@ class BuildLog:
                     merged[address_id(node["kind"], node["address"])] = {
                         **node, "record_doc": self._records.get(node["record"])}
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
+            if previous_id and [(n["key"], n["record"]) for n in nodes] == [
+                    (n["key"], n["record"]) for n in (previous[a] for a in sorted(previous))]:
+                return previous_id
             head = {**self.data, "nodes": nodes}
             head_id = self.store.put_json(head)
             try:

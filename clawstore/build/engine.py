@@ -114,7 +114,7 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
 
 def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
-              eval_layer: Any = None) -> BuildReport:
+              eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None) -> BuildReport:
     """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
 
     `run_nodes` come with their cached records attached (`attach_records`)."""
@@ -151,19 +151,20 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     except KeyboardInterrupt:
         report.interrupted = True
         log.finish("interrupted")
-        _advance(log, report, options)
+        _advance(log, report, options, head)
         raise
     finally:
         restore()
-    _advance(log, report, options)
+    _advance(log, report, options, head)
     report.counts = dict(log.data["counts"])
     report.metrics = dict(log.data["metrics"])
     return report
 
 
-def _advance(log: BuildLog, report: BuildReport, options: BuildOptions) -> None:
+def _advance(log: BuildLog, report: BuildReport, options: BuildOptions,
+             head: tuple[str | None, dict[str, Any]] | None) -> None:
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
-    log.advance_head(None if options.filtered else planned)
+    log.advance_head(None if options.filtered else planned, head)
     nodes = [*report.runs, *(n for evaluation in report.evals for n in evaluation.nodes())]
     known = {n.record_id: n.record for n in nodes if n.record_id and n.record}
     try:

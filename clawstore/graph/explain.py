@@ -8,12 +8,16 @@ from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import Node, address_id
 
 
-def head_nodes(store: Any, ref: str) -> dict[str, dict[str, Any]]:
-    """The campaign head's nodes by address (empty when the campaign was never built)."""
+def read_head(store: Any, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """The campaign head's id and its nodes by address (None, {} when the campaign was never built)."""
     head_id = store.get_ref(ref)
     if not head_id:
-        return {}
-    return {address_id(n["kind"], n["address"]): n for n in store.get_json(head_id).get("nodes", [])}
+        return None, {}
+    return head_id, {address_id(n["kind"], n["address"]): n for n in store.get_json(head_id).get("nodes", [])}
+
+
+def head_nodes(store: Any, ref: str) -> dict[str, dict[str, Any]]:
+    return read_head(store, ref)[1]
 
 
 def classify(node: Node, previous: dict[str, Any] | None) -> str:
