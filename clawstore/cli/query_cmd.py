@@ -63,6 +63,8 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
         export = _EXPORTS.get(out.suffix.lower())
         if export is None:
             raise UsageError(f"--out {out}: unknown extension (use {', '.join(_EXPORTS)})")
+        if not out.absolute().parent.is_dir():
+            raise UsageError(f"--out {out}: directory {out.absolute().parent} does not exist")
     result = run_query(root, sql, _params(params), store=lambda: _open_store(root),
                        parquet_out=out if export == "parquet" else None)
     if out is None:

@@ -34,9 +34,11 @@ def one_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _is_missing_file(exc: duckdb.Error) -> bool:
+def _is_missing_manifest_file(exc: duckdb.Error, manifest: Path) -> bool:
+    """A manifest file vanished under us (a compaction replaced it), not a user path that is wrong."""
     text = str(exc)
-    return isinstance(exc, duckdb.IOException) and ("No such file" in text or "No files found" in text)
+    return (isinstance(exc, duckdb.IOException) and str(manifest) in text
+            and ("No such file" in text or "No files found" in text))
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
@@ -117,7 +119,7 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
                 con.execute(f"SET VARIABLE \"{name}\" = ?", [value]).fetchall()
             return _execute(con, sql, parquet_out)
         except duckdb.Error as exc:
-            if _is_missing_file(exc) and attempt < _RETRIES:
+            if _is_missing_manifest_file(exc, manifest) and attempt < _RETRIES:
                 continue
             raise UsageError(f"query failed: {one_line(exc)}") from None
         finally:
