@@ -1,0 +1,57 @@
+"""Build benchmarks (issue 4).
+
+(a) A no-op `claw build` of a pre-built 10,000-run campaign, next to `claw validate` of the same configs
+    (both as subprocesses, best of 3). Target: no-op build <= 2x validate.
+(b) 200 runs against the stand-in at 200 ms latency with max_concurrency 16, next to the ideal
+    200 x 0.2 / 16 s. Target: wall time <= 1.3x ideal.
+
+Usage: python bench/build_bench.py [--cases 2500 --models 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._workspace import best_of, claw, generate  # noqa: E402
+from clawstore.testing.standin import StandIn, text  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=2500)
+    parser.add_argument("--models", type=int, default=4)
+    args = parser.parse_args()
+    with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-bench-") as tmp:
+        env = {"OPENROUTER_API_KEY": "bench-key", "OPENROUTER_BASE_URL": server.base_url,
+               "CLAW_STORE": str(Path(tmp) / "store")}
+        root = Path(tmp) / "ws"
+        generate(root, args.cases, args.models)
+        runs = args.cases * args.models
+        first = claw(root, "build", "--suite", "bench", "--run-profile", "bench", "--output", "json", env=env)
+        print(f"(a) initial build of {runs} runs: {first:.1f} s ({runs / first:.0f} runs/s, "
+              f"{len(server.requests)} requests)")
+        sent = len(server.requests)
+        noop = best_of(3, lambda: claw(root, "build", "--suite", "bench", "--run-profile", "bench",
+                                       "--output", "json", env=env))
+        validate = best_of(3, lambda: claw(root, "validate", env=env))
+        assert len(server.requests) == sent, "a no-op build sent requests"
+        print(f"(a) no-op build: {noop:.2f} s   claw validate: {validate:.2f} s   ratio {noop / validate:.2f} "
+              f"(target <= 2.0)")
+
+        root_b = Path(tmp) / "ws_b"
+        generate(root_b, 200, 1, concurrency=16)
+        server.set_default(text("slow answer", latency=0.2))
+        env_b = {**env, "CLAW_STORE": str(Path(tmp) / "store_b")}
+        wall = claw(root_b, "build", "--suite", "bench", "--run-profile", "bench", "--output", "json", env=env_b)
+        ideal = 200 * 0.2 / 16
+        print(f"(b) 200 runs at 200 ms, max_concurrency 16: {wall:.2f} s   ideal {ideal:.2f} s   "
+              f"ratio {wall / ideal:.2f} (target <= 1.3; includes process start and config load)")
+
+
+if __name__ == "__main__":
+    main()
