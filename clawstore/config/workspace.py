@@ -24,7 +24,7 @@ from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite,
 from clawstore.config.references import split_root
 from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
 from clawstore.config.yamlio import YamlProblem, load_mapping
-from clawstore.errors import UsageError
+from clawstore.errors import ConfigError, UsageError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -142,12 +142,18 @@ def _config_id(config: BaseModel) -> str:
 
 # ---------------------------------------------------------------------------------------------- discovery
 
+def _unreadable(directory: Path | str, exc: OSError) -> ConfigError:
+    return ConfigError(f"cannot list directory: {exc.strerror or exc}", str(directory))
+
+
 def _subdirs(directory: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(directory) as entries:
             return sorted((e for e in entries if e.is_dir()), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        raise _unreadable(directory, exc) from None
 
 
 def discover_cases(configs_dir: Path) -> list[Path]:
@@ -177,6 +183,8 @@ def discover_yaml(directory: Path) -> list[Path]:
             )
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        raise _unreadable(directory, exc) from None
 
 
 # ---------------------------------------------------------------------------------------------- loading
