@@ -84,17 +84,20 @@ def test_text_report_tables_and_chart(workspace: tuple[Store, dict[str, Path]], 
 
 def test_json_report_and_reuse_shows(workspace: tuple[Store, dict[str, Path]]) -> None:
     store, paths = workspace
-    build(store, Spec(models=MODELS))  # everything reused
+    second = build(store, Spec(models=[*MODELS, "new/model-c"]))  # the old models' nodes are reused
     code, out, err = report(store, paths, "--output", "json", "--no-chart")
     assert code == 0, err
     data = json.loads(out)
-    assert data["campaign"]["id"] == "suite_a__std__judge_x"
-    assert len(data["rows"]) == 6
-    assert {(r["run_action"], r["eval_action"]) for r in data["rows"]} == {("reuse", "reuse")}
+    assert data["campaign"]["id"] == "suite_a__std__judge_x" and data["head"]["build_id"] == second.build_id
+    assert len(data["rows"]) == 9
+    actions = {r["model_id"]: (r["run_action"], r["eval_action"]) for r in data["rows"]}
+    assert actions == {"openai/gpt-a": ("reuse", "reuse"), "anthropic/claude-b": ("reuse", "reuse"),
+                       "new/model-c": ("exec", "exec")}
     models = {m["model_id"]: m for m in data["models"]}
     assert models["openai/gpt-a"]["cases"] == 3 and models["openai/gpt-a"]["runs_reused"] == 3
-    # Costs are those of the results (reused included), so they equal the first build's.
-    assert data["totals"]["total_cost_usd"] == pytest.approx(6 * (RUN_COST + 2 * JUDGE_COST))
+    assert models["new/model-c"]["runs_executed"] == 3
+    # Costs are those of the results, reused ones included.
+    assert data["totals"]["total_cost_usd"] == pytest.approx(9 * (RUN_COST + 2 * JUDGE_COST))
 
 
 def test_report_survives_config_changes(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
