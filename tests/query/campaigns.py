@@ -37,6 +37,7 @@ class Spec:
     salt: str = ""  # changes judge/result keys (e.g. an edited rubric)
     run_salt: str = ""  # changes run keys (e.g. a new temperature)
     fail: set[tuple[str, str]] = field(default_factory=set)  # (model, case) runs that hit provider_error
+    key_model: dict[str, str] = field(default_factory=dict)  # model_id -> model its run key names (aliases)
 
     @property
     def campaign_id(self) -> str:
@@ -107,7 +108,8 @@ def _write_nodes(store: Store, log: BuildLog, spec: Spec, counts: dict[str, int]
                 failing = (model, case) in spec.fail
                 artifact = store.put_json({"identity": {"case_id": case}, "final": f"{model} answers {case}"})
                 run_key, _ = _node(
-                    store, log, "run", {**address, "salt": spec.run_salt}, address,
+                    store, log, "run",
+                    {**address, "model_id": spec.key_model.get(model, model), "salt": spec.run_salt}, address,
                     status="provider_error" if failing else "success",
                     metrics={"input_tokens": 100, "output_tokens": 20 + rep, "reasoning_tokens": 5,
                              "cached_tokens": 0, "cost_usd": RUN_COST, "latency_s": 1.0 + len(model) / 10},

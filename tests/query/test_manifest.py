@@ -81,6 +81,13 @@ def test_failed_run_is_recorded_then_retried(store: Store) -> None:
     assert run_query(root, open_saved("failures")).rows == []
 
 
+def test_two_model_ids_sharing_runs_keep_a_row_each(store: Store) -> None:
+    # Two suite model_ids for the same model and settings share run keys (model_id is not in the key).
+    build(store, Spec(models=["gpt", "gpt-alias"], key_model={"gpt-alias": "gpt"}))
+    assert one(store.root, "select count(*), count(distinct key) from runs") == (6, 3)
+    assert one(store.root, "select count(distinct model_id) from runs") == 2
+
+
 def open_saved(name: str) -> str:
     return (Path(__file__).resolve().parents[2] / "queries" / f"{name}.sql").read_text()
 
