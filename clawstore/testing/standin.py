@@ -172,6 +172,9 @@ def _message(body: dict[str, Any], reply: dict[str, Any]) -> tuple[str | None, l
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # Headers and body go out in separate writes; with Nagle on, the body waits for the client's
+    # delayed ACK (~40 ms), which would be measured as provider latency.
+    disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -368,6 +371,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops connections when a build opens 16 at once; the
+    # client then waits a 1 s SYN retransmit, which would be measured as provider latency.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that gave up (timeout tests) is expected; anything else is still reported.
