@@ -6,12 +6,13 @@ so `claw validate` can print all problems at once and a campaign can tell which 
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -328,7 +329,15 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.freeze()
+        _unfreeze_at_exit()
         gc.enable()
+
+
+@cache
+def _unfreeze_at_exit() -> None:
+    # Let the final collection at shutdown see frozen objects again, so extension types (DuckDB's)
+    # are finalised instead of reported as leaked.
+    atexit.register(gc.unfreeze)
 
 
 def load_workspace(root: Path) -> Workspace:
