@@ -61,6 +61,20 @@ class CampaignItem:
     def case_id(self) -> str:
         return self.case.case_id
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready view (attachments by name and size, not content)."""
+        return {
+            "model_id": self.model_id,
+            "case_id": self.case_id,
+            "resolved_model": self.resolved_model,
+            "runner_type": self.runner_type,
+            "settings": dict(self.settings),
+            "messages": [m.as_dict() for m in self.messages],
+            "turns": [m.as_dict() for m in self.turns],
+            "attachments": [{"name": a.name, "byte_size": len(a.data)} for a in self.attachments],
+            "agent_id": self.agent_id,
+        }
+
 
 @dataclass(frozen=True)
 class Campaign:
@@ -89,6 +103,21 @@ class Campaign:
     @property
     def model_ids(self) -> list[str]:
         return list(dict.fromkeys(item.model_id for item in self.items))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The expanded campaign as plain data (for `--json` output, debugging, diffs)."""
+        evaluation = self.evaluation_profile
+        return {
+            "campaign_id": self.campaign_id,
+            "root": str(self.root),
+            "suite": {"id": self.suite.suite_id, "path": str(self.suite_path)},
+            "run_profile": {"id": self.run_profile.run_profile_id, "path": str(self.run_profile_path)},
+            "evaluation_profile": None if evaluation is None else {
+                "id": evaluation.evaluation_profile_id, "path": str(self.evaluation_profile_path),
+                "judge_system_prompt_source": self.judge_system_prompt_source,
+            },
+            "items": [item.as_dict() for item in self.items],
+        }
 
 
 def _norm(path: Path) -> Path:

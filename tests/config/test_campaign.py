@@ -232,3 +232,15 @@ def test_compat_campaigns_expand(tmp_path: Path) -> None:
     assert [m.role for m in item.messages] == ["system", "system", "user", "user"]
     assert item.messages[2].content.startswith("Attached context file: prompt.txt\n\n--- BEGIN ATTACHMENT")
     assert os.path.basename(item.case.resolve_path("hooks/custom_check.py")) == "custom_check.py"
+
+
+def test_campaign_as_plain_data(ws: Path) -> None:
+    data = resolve_campaign(ws, "claw", "standard", "judge").as_dict()
+    json.dumps(data)  # JSON-ready
+    assert data["campaign_id"] == "claw__standard__judge"
+    assert data["evaluation_profile"]["judge_system_prompt_source"] == "path:prompts/judge.md"
+    (item,) = data["items"]
+    assert item["agent_id"] == "helper" and item["settings"] == {} and len(item["turns"]) == 2
+    plain = resolve_campaign(ws, "main", "standard", cases=["alpha"], models=["m1"]).as_dict()
+    assert plain["items"][0]["attachments"] == [{"name": "data.txt", "byte_size": 15}]
+    assert plain["evaluation_profile"] is None
