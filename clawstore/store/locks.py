@@ -26,6 +26,8 @@ from clawstore.errors import StoreError, UsageError
 from clawstore.store.durable import process_identity, temp_name
 
 _POLL_S = 0.02
+# gc holds this lock exclusively while it deletes; a new lease waits for it (see lease() and gc.py).
+SWEEP_LOCK = "gc-sweep"
 
 
 def _check_lock_name(name: str) -> str:
@@ -93,12 +95,24 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
         os.rename(staging, final)
+        # The lease is visible now; wait for a gc sweep in progress to end. A sweep that starts later
+        # sees this lease and keeps what its holder may use; one already running did not see it, so
+        # the holder must not read the store (e.g. plan from the action cache) before that sweep ends.
+        _wait_for_sweep(root)
         info = LeaseInfo(final, pid, purpose, doc["started_at"], now, doc["host"], True)  # type: ignore[arg-type]
         yield info
     finally:
         for path in (staging, final):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+        os.close(fd)
+
+
+def _wait_for_sweep(root: Path) -> None:
+    fd = os.open(root / "locks" / f"{SWEEP_LOCK}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
         os.close(fd)
 
 

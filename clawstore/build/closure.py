@@ -1,0 +1,248 @@
+"""What a campaign is made of: its head's closure in the store, and the config files that defined it.
+
+`export_campaign` writes both into one archive (clawstore/store/archive.py); `adopt_imported_head`
+makes an imported campaign visible to `claw query` the way a local build would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clawstore.build.buildlog import head_ref
+from clawstore.errors import StoreError, UsageError
+from clawstore.store.archive import ArchiveSummary, write_archive
+from clawstore.store.gc import EXPORT_LEASE_PREFIX
+from clawstore.store.ids import PREFIX
+from clawstore.store.reach import Reach
+
+_SKIP_DIRS = frozenset({"__pycache__"})
+_SKIP_SUFFIXES = (".pyc",)
+_KIND_DIRS = {"suite": "suites", "run_profile": "run_profiles", "evaluation_profile": "evaluation_profiles"}
+
+
+@dataclass
+class HeadClosure:
+    head_id: str
+    head: dict[str, Any]
+    objects: set[str]  # hex digests of everything the head reaches
+    actions: dict[str, str]  # node key -> record id, as the head has them
+
+
+def campaign_head(store: Any, campaign_id: str) -> str:
+    head_id = store.get_ref(head_ref(campaign_id))
+    if head_id is None:
+        raise UsageError(f"campaign {campaign_id} has never been built in store {store.root} (run claw build)")
+    return str(head_id)
+
+
+def head_closure(store: Any, head_id: str) -> HeadClosure:
+    """Every object the head reaches (records, input documents, outputs, trees and their files)."""
+    reach = Reach(store)
+    reach.mark([head_id])
+    if reach.missing:
+        hexdigest, parent = sorted(reach.missing.items())[0]
+        named = f" (named by {PREFIX}{parent})" if parent else ""
+        raise StoreError(f"campaign closure is incomplete: object {PREFIX}{hexdigest}{named} is missing"
+                         f"{f' (and {len(reach.missing) - 1} more)' if len(reach.missing) > 1 else ''}; "
+                         "run claw fsck")
+    head = store.get_json(head_id)
+    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+        raise StoreError(f"{head_id} is not a campaign head")
+    actions = {str(n["key"]): str(n["record"]) for n in head["nodes"]
+               if isinstance(n, dict) and n.get("key") and n.get("record")}
+    return HeadClosure(head_id, head, set(reach.marked), dict(sorted(actions.items())))
+
+
+# ---------------------------------------------------------------------------------------------- configs
+
+def config_files(campaign: Any) -> dict[str, Path]:
+    """{path relative to the workspace root (posix): source file} for everything that defines the campaign:
+    the suite, run and evaluation profiles (and its judge prompt file), each case directory (without
+    nested cases) plus the files it references, and the agents' directories."""
+    root = Path(campaign.root).absolute()
+    files: dict[str, Path] = {}
+
+    def add(path: Path, fallback: str | None = None, required: bool = True) -> None:
+        path = Path(os.path.normpath(Path(path).absolute()))
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            if fallback is None:
+                if required:
+                    raise UsageError(f"cannot archive {path}: it is outside the workspace {root}") from None
+                return
+            rel = fallback
+        if path.is_dir() and not path.is_symlink():
+            _add_dir(path, rel, files)
+        elif path.exists() or path.is_symlink():
+            files[rel] = path
+
+    add(campaign.suite_path, f"configs/suites/{campaign.suite.suite_id}.yaml")
+    add(campaign.run_profile_path, f"configs/run_profiles/{campaign.run_profile.run_profile_id}.yaml")
+    if campaign.evaluation_profile is not None:
+        profile_id = campaign.evaluation_profile.evaluation_profile_id
+        add(campaign.evaluation_profile_path, f"configs/evaluation_profiles/{profile_id}.yaml")
+        prompt = _prompt_file(campaign)
+        if prompt is not None:
+            fallback = None
+            if not Path(campaign.evaluation_profile_path).absolute().is_relative_to(root):
+                written = os.path.relpath(prompt, Path(campaign.evaluation_profile_path).parent)
+                if not written.startswith(".."):
+                    fallback = f"configs/evaluation_profiles/{Path(written).as_posix()}"
+            add(prompt, fallback)
+    seen: set[str] = set()
+    for item in campaign.items:
+        loaded = item.case
+        if loaded.case_id in seen:
+            continue
+        seen.add(loaded.case_id)
+        add(loaded.dir)
+        for path in _case_references(loaded):
+            add(path)
+        for path in _host_files(loaded):
+            add(path, required=False)  # a host file outside the workspace is machine state, not config
+    for agent in campaign.agents.values():
+        add(agent.dir)
+    return dict(sorted(files.items()))
+
+
+def _prompt_file(campaign: Any) -> Path | None:
+    source = campaign.judge_system_prompt_source or ""
+    kind, _, written = source.partition(":")
+    if kind not in ("path", "default") or not written:
+        return None
+    expanded = Path(os.path.expanduser(written))
+    return expanded if expanded.is_absolute() else Path(campaign.evaluation_profile_path).parent / expanded
+
+
+def _case_references(loaded: Any) -> list[Path]:
+    """Files a case needs to be rebuilt: attachments, message sources, hook files."""
+    case = loaded.case
+    paths = list(loaded.attachment_paths)
+    for message in [*case.input.messages, *case.input.turns]:
+        if message.source is not None:
+            paths.append(loaded.resolve_path(message.source.path))
+    for check in case.deterministic_checks:
+        if check.python_hook is not None and check.python_hook.path is not None:
+            paths.append(loaded.resolve_path(check.python_hook.path))
+    return paths
+
+
+def _host_files(loaded: Any) -> list[Path]:
+    """Relative paths of file checks that exist beside the case (absolute ones target the sandbox)."""
+    found = []
+    for check in loaded.case.deterministic_checks:
+        decl = check.declarative
+        if decl is not None and decl.path and not os.path.isabs(os.path.expanduser(decl.path)):
+            path = loaded.resolve_path(decl.path)
+            if path.exists():
+                found.append(path)
+    return found
+
+
+def _add_dir(directory: Path, rel: str, files: dict[str, Path]) -> None:
+    """A directory's files, skipping nested case directories (they are cases of their own) and caches."""
+    for current, dirnames, filenames in os.walk(directory):
+        here = Path(current)
+        keep = []
+        for name in sorted(dirnames):
+            child = here / name
+            if name in _SKIP_DIRS:
+                continue
+            if child.is_symlink():
+                filenames.append(name)  # recorded as a link, never followed
+                continue
+            if (child / "test.yaml").is_file():
+                continue  # another case's directory
+            keep.append(name)
+        dirnames[:] = keep
+        base = here.relative_to(directory).as_posix()
+        for name in sorted(filenames):
+            if name.endswith(_SKIP_SUFFIXES):
+                continue
+            files[f"{rel}/{name}" if base == "." else f"{rel}/{base}/{name}"] = here / name
+
+
+def snapshot_configs(store: Any, campaign: Any) -> str:
+    """Store the campaign's config files as one tree (a workspace with `configs/` at its root)."""
+    files = config_files(campaign)
+    with tempfile.TemporaryDirectory(prefix="claw-configs-") as tmp:
+        stage = Path(tmp) / "workspace"
+        stage.mkdir()
+        for rel, source in files.items():
+            target = stage / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_symlink():
+                os.symlink(os.readlink(source), target)
+                continue
+            try:
+                shutil.copyfile(source, target)
+            except OSError as exc:
+                raise UsageError(f"cannot archive {source}: {exc.strerror}") from None
+            executable = os.stat(source).st_mode & stat.S_IXUSR
+            os.chmod(target, 0o755 if executable else 0o644)
+        return str(store.put_tree(stage))
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+def export_campaign(store: Any, campaign: Any, out: Path) -> ArchiveSummary:
+    """Write the campaign's head, everything it reaches, its action-cache entries and its configs."""
+    campaign_id = campaign.campaign_id
+    head_id = campaign_head(store, campaign_id)
+    # The lease names the head: a gc running meanwhile keeps it even if a build moves the ref on.
+    with store.lease(EXPORT_LEASE_PREFIX + head_id):
+        if not store.has(head_id):
+            raise StoreError(f"campaign {campaign_id}: its head {head_id} vanished (collected during the "
+                             "export?); run the export again")
+        closure = head_closure(store, head_id)
+        tree_id = snapshot_configs(store, campaign)
+        config_reach = Reach(store)
+        config_reach.mark([tree_id])
+        head = closure.head
+        manifest = {
+            "campaign": head.get("campaign") or {"id": campaign_id},
+            "build_id": head.get("build_id"),
+            "head": head_id,
+            "refs": {head_ref(campaign_id): head_id},
+            "actions": closure.actions,
+            "configs": {"tree": tree_id, "files": [e.to_json() for e in store.read_tree(tree_id)]},
+        }
+        return write_archive(store, Path(out), manifest, closure.objects | config_reach.marked)
+
+
+# ---------------------------------------------------------------------------------------------- import
+
+def adopt_imported_head(store: Any, head_id: str) -> str | None:
+    """Give an imported head a build log (it has that shape) and index it, so `claw query` sees it.
+
+    Returns the build id, or None if the store already has that build's log (nothing to do)."""
+    head = store.get_json(head_id)
+    build_id = str(head.get("build_id") or "")
+    if not build_id or "/" in build_id or build_id.startswith("."):
+        return None
+    path = Path(store.root) / "builds" / f"{build_id}.json"
+    if path.exists():
+        return None
+    from clawstore.store.durable import write_file_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(path, store.get_bytes(head_id), Path(store.root) / "tmp")
+    try:
+        from clawstore.query.manifest import refresh_manifest
+    except ImportError:
+        return build_id
+    refresh_manifest(store, build_id)
+    return build_id
+
+
+def configs_of(manifest: dict[str, Any]) -> str | None:
+    configs = manifest.get("configs")
+    tree = configs.get("tree") if isinstance(configs, dict) else None
+    return str(tree) if isinstance(tree, str) and tree.startswith(PREFIX) else None

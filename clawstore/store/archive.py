@@ -1,0 +1,424 @@
+"""Campaign archives: one file holding objects, action-cache entries and refs, verifiable end to end.
+
+Layout (a strict ustar stream, see archive_tar.py; no outer compression — members are already zstd):
+
+    clawarchive.json     manifest: format, version, refs, actions {key: record}, caller's fields,
+                         objects [[hex, stored size], ...] sorted by id
+    objects/<hex>        each object's stored zstd frame, byte for byte as the store holds it
+    clawarchive.seal     "blake3:<hex>\\n": BLAKE3 of every byte before this member's header
+    two zero blocks      end of archive; nothing may follow
+
+The same store content always gives the same bytes (sorted members, fixed metadata, frames copied
+as they are). Reading checks everything: the exact header bytes, each object's content hash (its
+frame decompressed), the member list against the manifest, the seal, the trailer. Import stages new
+objects in the store's tmp/, makes them visible only once the whole archive verified, and then
+writes action-cache entries and refs (pointers after what they point at).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+import blake3
+import zstandard
+
+from clawstore.canonical import canonical_json
+from clawstore.errors import StoreError, UsageError
+from clawstore.store.actions import entry_path
+from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
+from clawstore.store.durable import fsync_path, sync_filesystem, temp_name
+from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.objects import OBJECT_MODE
+from clawstore.store.refs import RefConflict, check_ref_name
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+FORMAT = "clawstore-archive"
+VERSION = 1
+MANIFEST = "clawarchive.json"
+SEAL = "clawarchive.seal"
+OBJECTS = "objects/"
+_CHUNK = 1 << 20
+_MANIFEST_MAX = 1 << 30  # a manifest is read into memory: refuse absurd sizes before allocating
+
+
+class ArchiveError(UsageError):
+    """The archive is unreadable, truncated, tampered with or not ours (exit 2: bad input)."""
+
+
+@dataclass
+class ArchiveSummary:
+    path: Path
+    digest: str  # blake3 of the whole file
+    size: int
+    manifest: dict[str, Any]
+    objects: int
+    stored_bytes: int
+
+
+@dataclass
+class ImportReport:
+    summary: ArchiveSummary
+    new_objects: int = 0
+    present_objects: int = 0
+    new_bytes: int = 0
+    actions_written: int = 0
+    actions_kept: int = 0  # the store already had an entry for the key (its own is kept)
+    refs_set: list[str] = field(default_factory=list)
+    refs_unchanged: list[str] = field(default_factory=list)
+    refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+class _HashingWriter:
+    def __init__(self, out: BinaryIO):
+        self.out = out
+        self.hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self.size = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.out.write(data)
+        self.hasher.update(data)
+        self.size += len(data)
+
+
+def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids: Iterable[str]) -> ArchiveSummary:
+    """Write `manifest` (refs, actions, caller fields) and the objects into `out`, atomically.
+
+    Streams: each object's frame is copied in chunks, never held whole in memory.
+    """
+    hexes = sorted({oid[len(PREFIX):] if oid.startswith(PREFIX) else oid for oid in object_ids})
+    listing: list[list[Any]] = []
+    for hexdigest in hexes:
+        path = store.object_path(PREFIX + hexdigest)
+        try:
+            listing.append([hexdigest, path.stat().st_size])
+        except FileNotFoundError:
+            raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} is not in the store "
+                               f"{store.root} (run claw fsck)") from None
+    doc = {**manifest, "format": FORMAT, "version": VERSION, "objects": listing}
+    _check_manifest(doc, "export")
+    body = canonical_json(doc)
+    tmp = out.with_name(f".{out.name}.{temp_name()}")
+    try:
+        with open(tmp, "xb") as fh:
+            writer = _HashingWriter(fh)
+            _write_member(writer, MANIFEST, body)
+            for hexdigest, size in listing:
+                _copy_object(store, writer, hexdigest, size)
+            seal = f"{PREFIX}{writer.hasher.hexdigest()}\n".encode()
+            _write_member(writer, SEAL, seal)
+            writer.write(TRAILER)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+        fsync_path(out.parent if str(out.parent) else Path("."))
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return ArchiveSummary(out, PREFIX + writer.hasher.hexdigest(), writer.size, doc, len(listing),
+                          sum(size for _, size in listing))
+
+
+def _write_member(writer: _HashingWriter, name: str, data: bytes) -> None:
+    writer.write(header(name, len(data)))
+    writer.write(data)
+    writer.write(padding(len(data)))
+
+
+def _copy_object(store: Store, writer: _HashingWriter, hexdigest: str, size: int) -> None:
+    path = store.object_path(PREFIX + hexdigest)
+    writer.write(header(OBJECTS + hexdigest, size))
+    copied = 0
+    try:
+        with open(path, "rb") as src:
+            while chunk := src.read(_CHUNK):
+                writer.write(chunk)
+                copied += len(chunk)
+    except FileNotFoundError:
+        raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} vanished from the store during "
+                           "the export") from None
+    if copied != size:
+        raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} changed size during the export")
+    writer.write(padding(size))
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+def _check_manifest(doc: Any, where: str) -> None:
+    """Structural checks of a manifest (raises ArchiveError naming the field)."""
+    def bad(field_name: str, why: str) -> ArchiveError:
+        return ArchiveError(f"{where}: manifest field '{field_name}' {why}")
+
+    if not isinstance(doc, dict):
+        raise ArchiveError(f"{where}: the manifest is not a JSON object")
+    if doc.get("format") != FORMAT:
+        raise ArchiveError(f"{where}: not a clawstore archive (format {doc.get('format')!r})")
+    if doc.get("version") != VERSION:
+        raise ArchiveError(f"{where}: unsupported archive version {doc.get('version')!r} (this claw reads {VERSION})")
+    listing = doc.get("objects")
+    if not isinstance(listing, list):
+        raise bad("objects", "is not a list")
+    previous = ""
+    for index, item in enumerate(listing):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not is_hex64(item[0])
+                or not isinstance(item[1], int) or isinstance(item[1], bool) or item[1] < 0):
+            raise bad(f"objects[{index}]", "is not [<64 hex>, <size>]")
+        if item[0] <= previous:
+            raise bad(f"objects[{index}]", "is out of order or repeated")
+        previous = item[0]
+    present = {item[0] for item in listing}
+    refs = doc.get("refs", {})
+    if not isinstance(refs, dict):
+        raise bad("refs", "is not an object")
+    for name, target in refs.items():
+        try:
+            check_ref_name(name)
+        except UsageError:
+            raise bad(f"refs.{name}", "is not a valid ref name") from None
+        if not is_oid(target) or target[len(PREFIX):] not in present:
+            raise bad(f"refs.{name}", "does not name an object of the archive")
+    actions = doc.get("actions", {})
+    if not isinstance(actions, dict):
+        raise bad("actions", "is not an object")
+    for key, record in actions.items():
+        if not is_oid(key) or not is_oid(record) or record[len(PREFIX):] not in present:
+            raise bad(f"actions.{key}", "is not a key mapped to a record of the archive")
+
+
+class _ContentCheck:
+    """Decompresses a frame as it streams by (bounded output chunks) and hashes the content."""
+
+    def __init__(self) -> None:
+        self.hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self._writer = zstandard.ZstdDecompressor().stream_writer(self, write_size=_CHUNK)
+
+    def write(self, data: bytes) -> int:  # called by the decompressor with content bytes
+        self.hasher.update(data)
+        return len(data)
+
+    def feed(self, frame_bytes: bytes) -> None:
+        self._writer.write(frame_bytes)
+
+    def digest(self) -> str:
+        self._writer.flush()
+        return self.hasher.hexdigest()
+
+
+def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) -> ArchiveSummary:
+    """Read and verify the whole archive. `on_object(hex, size)` may return a file to copy the frame into."""
+    where = f"archive {path}"
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise ArchiveError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
+    file_hash = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    try:
+        with fh:
+            reader = Reader(fh, file_hash.update)
+            first = reader.next_header()
+            if first is None or first[0] != MANIFEST:
+                raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
+            if first[1] > _MANIFEST_MAX:
+                raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
+            parts: list[bytes] = []
+            reader.read_data(first[1], parts.append)
+            manifest = _parse_manifest(b"".join(parts), where)
+            listing = manifest["objects"]
+            for index, (hexdigest, size) in enumerate(listing):
+                member = reader.next_header()
+                expected = OBJECTS + hexdigest
+                if member is None or member[0] != expected or member[1] != size:
+                    got = "the end of the archive" if member is None else f"{member[0]} ({member[1]} bytes)"
+                    raise ArchiveError(f"{where}: member {index + 1} should be {expected} ({size} bytes), "
+                                       f"found {got}")
+                _read_object(reader, hexdigest, size, on_object, where)
+            before_seal = file_hash.copy()
+            member = reader.next_header()
+            if member is None or member[0] != SEAL:
+                raise ArchiveError(f"{where}: truncated or damaged (no {SEAL} after the objects)")
+            seal_parts: list[bytes] = []
+            reader.read_data(member[1], seal_parts.append)
+            if b"".join(seal_parts) != f"{PREFIX}{before_seal.hexdigest()}\n".encode():
+                raise ArchiveError(f"{where}: damaged (the seal does not match the archive's bytes)")
+            if reader.next_header() is not None:
+                raise ArchiveError(f"{where}: unexpected member after {SEAL}")
+            size = reader.offset
+    except TarFormatError as exc:
+        raise ArchiveError(f"{where}: {exc}") from None
+    except OSError as exc:
+        raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
+    return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing),
+                          sum(size for _, size in listing))
+
+
+def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        raise ArchiveError(f"{where}: damaged manifest (not JSON)") from None
+    _check_manifest(doc, where)
+    if canonical_json(doc) != body:
+        raise ArchiveError(f"{where}: damaged manifest (not in canonical form)")
+    return doc
+
+
+def _read_object(reader: Reader, hexdigest: str, size: int,
+                 on_object: Callable[[str, int], IO[bytes] | None] | None, where: str) -> None:
+    check = _ContentCheck()
+    sink = on_object(hexdigest, size) if on_object else None
+
+    def consume(data: bytes) -> None:
+        if sink is not None:
+            try:
+                sink.write(data)
+            except OSError as exc:  # the store's disk, not the archive
+                raise StoreError(f"cannot stage object {PREFIX}{hexdigest}: {exc.strerror}") from None
+        check.feed(data)
+
+    try:
+        reader.read_data(size, consume)
+        digest = check.digest()
+    except zstandard.ZstdError:
+        raise ArchiveError(f"{where}: object {PREFIX}{hexdigest} is damaged (undecodable)") from None
+    finally:
+        if sink is not None:
+            sink.close()
+    if digest != hexdigest:
+        raise ArchiveError(f"{where}: object {PREFIX}{hexdigest} is damaged (content does not match its id)")
+
+
+def verify_archive(path: Path) -> ArchiveSummary:
+    """Check every byte of the archive; needs no store."""
+    return _scan(Path(path), None)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Only the manifest (fast: the first member); use verify_archive to trust the rest."""
+    where = f"archive {path}"
+    try:
+        with open(path, "rb") as fh:
+            reader = Reader(fh, lambda _data: None)
+            first = reader.next_header()
+            if first is None or first[0] != MANIFEST:
+                raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
+            if first[1] > _MANIFEST_MAX:
+                raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
+            parts: list[bytes] = []
+            reader.read_data(first[1], parts.append)
+    except FileNotFoundError:
+        raise ArchiveError(f"{where}: no such file") from None
+    except TarFormatError as exc:
+        raise ArchiveError(f"{where}: {exc}") from None
+    return _parse_manifest(b"".join(parts), where)
+
+
+# ---------------------------------------------------------------------------------------------- import
+
+def import_archive(store: Store, path: Path, pins: Iterable[str] = ()) -> ImportReport:
+    """Verify the whole archive, then publish its objects, action-cache entries and refs.
+
+    Nothing becomes visible unless every byte verified; a failed import leaves the store as it was
+    (only the mtimes of objects it already had may be refreshed). Importing twice changes nothing.
+    `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
+    """
+    path = Path(path)
+    staged: dict[str, Path] = {}
+    present = 0
+
+    def on_object(hexdigest: str, size: int) -> IO[bytes] | None:
+        nonlocal present
+        final = store.object_path(PREFIX + hexdigest)
+        try:
+            os.utime(final)  # present: refresh it so a concurrent gc (which sees our lease) keeps it
+            present += 1
+            return None
+        except FileNotFoundError:
+            pass
+        tmp = store.tmp_dir / temp_name()
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot stage objects in {store.tmp_dir}: {exc.strerror}") from None
+        staged[hexdigest] = tmp
+        return open(fd, "wb")
+
+    with store.lease("archive-import " + path.name):
+        try:
+            summary = _scan(path, on_object)
+            report = ImportReport(summary, present_objects=present)
+            pin_refs = _pin_refs(summary.manifest, pins)
+            _publish(store, staged, report)
+        except BaseException:
+            for tmp in staged.values():
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+            raise
+        _write_actions(store, summary.manifest.get("actions", {}), report)
+        _write_refs(store, {**summary.manifest.get("refs", {}), **pin_refs}, report)
+    return report
+
+
+def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
+    head = manifest.get("head")
+    wanted = {check_ref_name(name): head for name in pins}
+    if wanted and not (is_oid(head) and any(item[0] == head[len(PREFIX):] for item in manifest["objects"])):
+        raise ArchiveError("the archive has no head object to pin")
+    return wanted  # type: ignore[return-value]
+
+
+def _publish(store: Store, staged: dict[str, Path], report: ImportReport) -> None:
+    """Make every staged object durable with one flush, rename them into place, flush the renames."""
+    if not staged:
+        return
+    sync_filesystem(store.tmp_dir)
+    for hexdigest, tmp in sorted(staged.items()):
+        final = store.object_path(PREFIX + hexdigest)
+        report.new_bytes += tmp.stat().st_size
+        os.rename(tmp, final)  # an object another writer stored meanwhile is the same bytes
+        report.new_objects += 1
+    sync_filesystem(store.objects_dir)
+    staged.clear()
+
+
+def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
+    """Entries the store lacks point at the archive's records; the store's own entries are kept."""
+    with store.batch():
+        for key, record in sorted(actions.items()):
+            current = store.get_action_record_id(key)
+            if current is not None:
+                report.actions_kept += current != record
+                continue
+            store.queue_pointer(entry_path(store, key), (record + "\n").encode())
+            report.actions_written += 1
+
+
+def _write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> None:
+    """Create refs the store lacks; a ref that already points elsewhere is left alone (and reported)."""
+    for name, target in sorted(refs.items()):
+        current = store.get_ref(name)
+        if current == target:
+            report.refs_unchanged.append(name)
+            continue
+        if current is not None:
+            report.refs_kept[name] = current
+            continue
+        try:
+            store.set_ref(name, target, expected=None)
+            report.refs_set.append(name)
+        except RefConflict as exc:  # created concurrently
+            if exc.actual == target:
+                report.refs_unchanged.append(name)
+            else:
+                report.refs_kept[name] = str(exc.actual)

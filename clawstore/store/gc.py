@@ -1,0 +1,287 @@
+"""Garbage collection: delete what no ref reaches, never what a running build may still need.
+
+Mark: the roots are every ref (campaign heads, pins), the head of every running archive export, and
+every action-cache entry gc keeps; the closure follows object ids written in JSON objects
+(clawstore/store/reach.py). Kept action-cache entries: those whose record is reached, those younger
+than the grace period and, while any build holds a lease, all of them.
+
+Sweep (under the `gc-sweep` lock; a new lease waits for it, see locks.lease): first the action-cache
+entries not kept (pointers go before what they point at), then unreached objects older than the grace
+period, then temp files of dead writers and stale leases. Each deletion re-checks the file right
+before it: an entry must still name the same record, every file must still be older than the cutoff.
+
+While a build runs (a live lease, start L) gc is conservative: it keeps every action-cache entry and
+its closure, and every object modified after L - TOUCH_AFTER_S (a build that re-puts an existing
+object refreshes its mtime only when it is older than TOUCH_AFTER_S). Build logs (`builds/`) and the
+manifest are never touched: they are history, and the manifest tolerates records gc removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.errors import StoreError, UsageError
+from clawstore.store.actions import entry_path
+from clawstore.store.durable import process_alive, sync_filesystem, temp_owner
+from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
+from clawstore.store.objects import TOUCH_AFTER_S
+from clawstore.store.reach import Reach
+from clawstore.store.refs import iter_ref_entries
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+DEFAULT_GRACE_S = 3600.0
+# Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
+LEASE_SLACK_S = 60.0
+# A lease whose purpose is this + a head id keeps that head (an archive export reading it).
+EXPORT_LEASE_PREFIX = "archive-export "
+_REFS_RECHECK_S = 0.5  # how often the sweep re-reads the refs to mark newly referenced objects
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str, what: str = "--grace") -> float:
+    """'0', '30s', '15m', '1h', '2d', '1h30m' -> seconds (UsageError naming `what` otherwise)."""
+    value = text.strip().lower()
+    if value == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for match in _DURATION_RE.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_S[match.group(2)]
+        pos = match.end()
+    if not value or pos != len(value):
+        raise UsageError(f"{what}: bad duration {text!r} (use e.g. 0, 30s, 15m, 1h, 2d or 1h30m)")
+    return total
+
+
+@dataclass
+class GcReport:
+    dry_run: bool
+    grace_s: float
+    roots: int = 0
+    reachable: int = 0
+    objects_seen: int = 0
+    objects: list[tuple[str, int]] = field(default_factory=list)  # (id, stored bytes) deleted / to delete
+    actions: list[tuple[str, str]] = field(default_factory=list)  # (key, record id) deleted / to delete
+    kept_young: int = 0  # unreached objects kept because younger than the grace period
+    kept_for_builds: int = 0  # unreached objects kept because a build is running
+    temp_files: int = 0
+    temp_bytes: int = 0
+    stale_leases: int = 0
+    live_leases: list[str] = field(default_factory=list)  # purposes of the leases that made gc careful
+    dangling: dict[str, str | None] = field(default_factory=dict)  # missing object -> who named it
+    seconds: float = 0.0
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(size for _, size in self.objects) + self.temp_bytes
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dry_run": self.dry_run, "grace_s": self.grace_s, "roots": self.roots, "reachable": self.reachable,
+            "objects_seen": self.objects_seen, "objects_deleted": len(self.objects),
+            "object_bytes_deleted": sum(size for _, size in self.objects),
+            "actions_deleted": len(self.actions), "temp_files_deleted": self.temp_files,
+            "bytes_freed": self.bytes_freed, "kept_young": self.kept_young,
+            "kept_for_builds": self.kept_for_builds, "stale_leases_removed": self.stale_leases,
+            "live_leases": self.live_leases, "dangling": len(self.dangling), "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class _Policy:
+    cutoff: float  # files modified at or after this are kept (grace period; never later than gc's start)
+    protect_after: float | None  # with live leases: objects modified at or after this are kept too
+
+    def keeps_by_age(self, mtime: float) -> bool:
+        return mtime >= self.cutoff or (self.protect_after is not None and mtime >= self.protect_after)
+
+
+def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = False) -> GcReport:
+    """Run one gc over `store` (see the module docstring). Two gcs never overlap: the second fails."""
+    if grace_s < 0:
+        raise UsageError("--grace must not be negative")
+    started = time.monotonic()
+    report = GcReport(dry_run=dry_run, grace_s=grace_s)
+    # A second gc fails at once instead of queueing behind the first (a dry run just looks).
+    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive("gc", timeout=0.0)
+    with gc_lock:
+        start = time.time()
+        reach = Reach(store)
+        roots = _roots(store)
+        report.roots = len(roots)
+        reach.mark(roots.values())
+        sweep_lock = contextlib.nullcontext() if dry_run else store.exclusive(SWEEP_LOCK)
+        with sweep_lock:
+            # Leases are read under the sweep lock: a lease created from here on waits until the
+            # sweep is over before its holder touches the store, so this view is complete.
+            live = [lease for lease in list_leases(store.root) if lease.alive]
+            report.live_leases = sorted(lease.purpose for lease in live)
+            policy = _policy(start, grace_s, live)
+            roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
+            report.roots = len(roots)
+            reach.mark(roots.values())
+            doomed_actions = _plan_actions(store, reach, policy, keep_all=bool(live))
+            for key, record_id in doomed_actions:
+                if dry_run or _delete_action(store, key, record_id, policy):
+                    report.actions.append((key, record_id))
+            _sweep_objects(store, reach, policy, report, dry_run)
+            if not dry_run:
+                _sweep_temp_files(store, report)
+                report.stale_leases = remove_stale_leases(store.root)
+                with contextlib.suppress(OSError):
+                    sync_filesystem(store.root)  # deletions durable together (a lost one is only garbage)
+            else:
+                _count_temp_files(store, report)
+        report.reachable = len(reach.marked)
+        report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _policy(start: float, grace_s: float, live: list[LeaseInfo]) -> _Policy:
+    protect_after = None
+    if live:
+        oldest = min(lease.started_epoch or start for lease in live)
+        protect_after = oldest - TOUCH_AFTER_S - LEASE_SLACK_S
+    return _Policy(cutoff=min(start, start - grace_s), protect_after=protect_after)
+
+
+def _roots(store: Store) -> dict[str, str]:
+    """{why: object id} for every ref and every running export's head."""
+    roots: dict[str, str] = {}
+    for name, target in iter_ref_entries(store):
+        if target is None:
+            raise StoreError(f"ref {name} is damaged: gc cannot know what it keeps (inspect refs/{name}, "
+                             "then run claw fsck)")
+        roots[f"ref {name}"] = target
+    for lease in list_leases(store.root):
+        if lease.alive and lease.purpose.startswith(EXPORT_LEASE_PREFIX):
+            head = lease.purpose[len(EXPORT_LEASE_PREFIX):].strip()
+            if is_oid(head):
+                roots[f"export {lease.path.name}"] = head
+    return roots
+
+
+def _plan_actions(store: Store, reach: Reach, policy: _Policy, keep_all: bool) -> list[tuple[str, str]]:
+    """Action-cache entries to delete; marks the closure of every entry that is kept."""
+    doomed: list[tuple[str, str]] = []
+    kept_records: list[str] = []
+    for key, record_id in store.iter_actions():
+        if record_id is None:
+            continue  # a damaged entry: fsck reports and repairs it, gc leaves it alone
+        if keep_all or record_id[len(PREFIX):] in reach:
+            kept_records.append(record_id)
+            continue
+        try:
+            mtime = entry_path(store, key).stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if policy.keeps_by_age(mtime):
+            kept_records.append(record_id)  # a recent entry is a root: its record and outputs stay
+        else:
+            doomed.append((key, record_id))
+    reach.mark(kept_records)
+    # An entry whose record is now reached through a kept entry's closure stays too.
+    return [(key, rid) for key, rid in doomed if rid[len(PREFIX):] not in reach]
+
+
+def _delete_action(store: Store, key: str, record_id: str, policy: _Policy) -> bool:
+    path = entry_path(store, key)
+    try:
+        current = path.read_text(encoding="ascii").strip()
+        mtime = path.stat().st_mtime
+    except (FileNotFoundError, UnicodeDecodeError):
+        return False
+    if current != record_id or policy.keeps_by_age(mtime):
+        return False  # rewritten since we looked: someone uses it
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _sweep_objects(store: Store, reach: Reach, policy: _Policy, report: GcReport, dry_run: bool) -> None:
+    last_refs = time.monotonic()
+    for oid in store.iter_objects():
+        report.objects_seen += 1
+        hexdigest = oid[len(PREFIX):]
+        if hexdigest in reach:
+            continue
+        if not dry_run and time.monotonic() - last_refs > _REFS_RECHECK_S:
+            reach.mark(_roots(store).values())  # a ref set meanwhile (claw pin, an import) keeps its closure
+            last_refs = time.monotonic()
+            if hexdigest in reach:
+                continue
+        path = store.object_path(oid)
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            continue
+        if policy.keeps_by_age(info.st_mtime):
+            if info.st_mtime >= policy.cutoff:
+                report.kept_young += 1
+            else:
+                report.kept_for_builds += 1
+            continue
+        if dry_run:
+            report.objects.append((oid, info.st_size))
+            continue
+        if _unlink_if_old(path, policy):
+            report.objects.append((oid, info.st_size))
+
+
+def _unlink_if_old(path: Path, policy: _Policy) -> bool:
+    """Delete `path` unless it was modified (re-put) since the plan; the re-check is the last step."""
+    try:
+        if policy.keeps_by_age(path.stat().st_mtime):
+            return False
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
+    """Temp files whose writer is gone (the writer's pid and start time are in the name)."""
+    with os.scandir(store.tmp_dir) as entries:
+        for entry in entries:
+            owner = temp_owner(entry.name)
+            if owner is not None and process_alive(*owner):
+                continue
+            try:
+                size = entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue
+            yield Path(entry.path), size
+
+
+def _count_temp_files(store: Store, report: GcReport) -> None:
+    for _, size in _stale_temp_files(store):
+        report.temp_files += 1
+        report.temp_bytes += size
+
+
+def _sweep_temp_files(store: Store, report: GcReport) -> None:
+    for path, size in list(_stale_temp_files(store)):
+        try:
+            if path.is_dir() and not path.is_symlink():
+                continue  # not ours to remove
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        report.temp_files += 1
+        report.temp_bytes += size

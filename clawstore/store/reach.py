@@ -1,0 +1,103 @@
+"""Reachability: which objects a set of roots names, directly or through other objects.
+
+The rule (conservative on purpose): an object names every `blake3:<64 hex>` string that appears in
+it when it is JSON (its first non-blank byte is `{` or `[`). That covers campaign heads, records
+(`outputs`, `key`), input documents (attachment ids), trees (`entries[].object`), run artifacts,
+judge documents — and any JSON a later layer adds, without gc having to know its schema. Non-JSON
+objects (file contents) name nothing. Marking more than needed only keeps more; it never loses data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from clawstore.errors import MissingObjectError
+from clawstore.store import codec
+from clawstore.store.ids import PREFIX
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+_ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
+_OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
+_WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
+_JSON_START = frozenset(b"{[")
+_BLANK = frozenset(b" \t\r\n")
+
+
+def ids_in(data: bytes | memoryview) -> set[str]:
+    """Hex digests of every object id written in `data`."""
+    return {m.decode("ascii") for m in _ID_RE.findall(data)}
+
+
+def _looks_json(head: bytes) -> bool:
+    for byte in head:
+        if byte not in _BLANK:
+            return byte in _JSON_START
+    return False
+
+
+def named_by(store: Store, hexdigest: str) -> set[str] | None:
+    """Hex ids one object names (empty for non-JSON); None if the object is not in the store.
+
+    Reads are verified: a corrupt object raises CorruptObjectError (gc must not guess what it named).
+    """
+    oid = PREFIX + hexdigest
+    path = store.object_path(oid)
+    try:
+        stored = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    try:
+        if stored <= _WHOLE_MAX:
+            data = store.get_bytes(oid)
+            return ids_in(data) if _looks_json(data[:64]) else set()
+        with store.open_object(oid) as reader:
+            found: set[str] = set()
+            tail = b""
+            first = True
+            while chunk := reader.read(codec.CHUNK):
+                if first:
+                    first = False
+                    if not _looks_json(chunk[:64]):
+                        return set()
+                window = tail + chunk
+                found |= ids_in(window)
+                tail = window[-_OVERLAP:]
+            return found
+    except MissingObjectError:
+        return None
+
+
+class Reach:
+    """An incrementally grown closure: `mark(roots)` adds everything the roots reach."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.marked: set[str] = set()  # hex digests of reached objects that exist
+        self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
+
+    def __contains__(self, hexdigest: str) -> bool:
+        return hexdigest in self.marked
+
+    def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
+        """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked."""
+        before = len(self.marked)
+        stack: list[tuple[str, str | None]] = []
+        for root in roots:
+            hexdigest = root[len(PREFIX):] if root.startswith(PREFIX) else root
+            stack.append((hexdigest, named_from))
+        while stack:
+            hexdigest, parent = stack.pop()
+            if hexdigest in self.marked:
+                continue
+            names = named_by(self.store, hexdigest)
+            if names is None:
+                self.missing.setdefault(hexdigest, parent)
+                continue
+            self.missing.pop(hexdigest, None)
+            self.marked.add(hexdigest)
+            stack.extend((child, hexdigest) for child in names if child not in self.marked)
+        return len(self.marked) - before
