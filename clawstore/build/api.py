@@ -89,6 +89,14 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
 def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign)
+    # A lease before the first store read: a gc running meanwhile keeps every record this plan may
+    # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
+    with store.lease(f"plan {campaign.campaign_id}"):
+        return _build_planned(request, store, options, campaign, nodes)
+
+
+def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, campaign: Any,
+                   nodes: list[Node]) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
     client = _LazyClient()
