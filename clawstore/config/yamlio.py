@@ -10,9 +10,32 @@ import yaml
 from clawstore.config.error_text import yaml_type
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
-    _Loader: type = yaml.CSafeLoader
+    _Base: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    """The safe loader, except that a key written twice in one mapping is an error, not 'last wins'."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:  # type: ignore[override]
+        if isinstance(node, yaml.MappingNode) and len(node.value) > 1:
+            keys = [k.value for k, _ in node.value]
+            try:
+                unique = len(set(keys)) == len(keys)
+            except TypeError:  # a non-scalar key: take the careful path below
+                unique = False
+            if not unique:  # rare: look again, skipping merge keys, to name the duplicate
+                seen: set[str] = set()
+                for key_node, _ in node.value:
+                    if key_node.id == "scalar" and key_node.tag != _MERGE_TAG:
+                        if key_node.value in seen:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
+                        seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
 
 
 class YamlProblem(Exception):

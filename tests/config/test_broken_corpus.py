@@ -74,6 +74,8 @@ def _checks(index: int, spec: dict[str, Any]) -> Callable[[Any], None]:
 # (id, mutation, file, field, a fragment of the message)
 DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ("yaml_syntax", _text(CASE, "schema_version: 1\ntitle: [unclosed\n"), CASE, "", "invalid YAML at line"),
+    ("duplicate_yaml_key", _text(PROFILE, "schema_version: 1\nrun_profile_id: standard\ntitle: A\ntitle: B\n"),
+     PROFILE, "", "invalid YAML at line 4, column 1: duplicate key 'title'"),
     ("top_level_list", _text(SUITE, "- suite_id: main\n"), SUITE, "", "top level must be a mapping, got a list"),
     ("wrong_type", _yaml(PROFILE, _set(["execution_policy", "max_concurrency"], "two")), PROFILE,
      "execution_policy.max_concurrency", "expected an integer, got a string 'two'"),
