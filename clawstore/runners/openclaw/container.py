@@ -1,0 +1,250 @@
+"""Running OpenClaw in a container through a docker-compatible CLI (`docker`, `podman`).
+
+Every container is named and labelled, so a timed-out or abandoned one can be found and removed.
+The environment reaches the container only through an env-file (mode 0600, in a private temp dir
+outside the mounted directory, deleted after the run): no secret is ever on a command line.
+Settings that depend on the machine, not on the run, come from the environment:
+  CLAW_OPENCLAW_NETWORK    network mode (e.g. `host`, so a container reaches a server on 127.0.0.1)
+  CLAW_OPENCLAW_PULL       `never` (default: the image must be present) | `missing` | `always`
+  CLAW_OPENCLAW_USER       `uid:gid` to run as (default: the harness's own ids; empty = image default)
+  CLAW_OPENCLAW_ENV_ALLOW  comma-separated extra variable names passed to the container
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LABEL = "clawstore.openclaw"
+MOUNT_POINT = "/work"
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+              "http_proxy", "https_proxy", "no_proxy", "all_proxy")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+_NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+STOP_GRACE_S = 10.0
+CLI_QUERY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    docker_cli: str = "docker"
+    network: str | None = None
+    pull: str = "never"
+    user: str | None = None
+    extra_env: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, docker_cli: str, environ: Mapping[str, str] | None = None) -> EngineSettings:
+        env = os.environ if environ is None else environ
+        user = env.get("CLAW_OPENCLAW_USER")
+        if user is None and hasattr(os, "getuid"):
+            user = f"{os.getuid()}:{os.getgid()}"
+        extra = tuple(n.strip() for n in env.get("CLAW_OPENCLAW_ENV_ALLOW", "").split(",") if n.strip())
+        return cls(docker_cli=docker_cli, network=env.get("CLAW_OPENCLAW_NETWORK") or None,
+                   pull=env.get("CLAW_OPENCLAW_PULL") or "never", user=user or None, extra_env=extra)
+
+
+@dataclass
+class Invocation:
+    """One container run: what came out, how long it took, and how it ended."""
+
+    step: str
+    container: str
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    duration_s: float = 0.0
+    engine_error: str | None = None  # the engine itself failed (no CLI, no daemon, no image)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.engine_error is None
+
+    def summary(self) -> dict[str, object]:
+        return {"step": self.step, "container": self.container, "returncode": self.returncode,
+                "timed_out": self.timed_out, "duration_s": round(self.duration_s, 3),
+                "engine_error": self.engine_error}
+
+
+# --- environment ------------------------------------------------------------------------------
+def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
+                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The explicit allowlist: the provider key variable, proxies, and names the user allowed."""
+    env = os.environ if environ is None else environ
+    names = [*PROXY_VARS, *extra_names]
+    if api_key_env:
+        names.insert(0, api_key_env)
+    chosen = {}
+    for name in names:
+        value = env.get(name)
+        if value is not None and _NAME_OK.match(name) and "\n" not in value and "\x00" not in value:
+            chosen[name] = value
+    chosen.update({
+        "OPENCLAW_CONFIG_PATH": f"{MOUNT_POINT}/openclaw.json",
+        "OPENCLAW_STATE_DIR": f"{MOUNT_POINT}/state",
+        "HOME": f"{MOUNT_POINT}/home",
+        "NO_COLOR": "1",  # plain logs: no terminal escapes in stored evidence
+        "TZ": "UTC",
+    })
+    return chosen
+
+
+def secret_values(env: Mapping[str, str], api_key_env: str | None) -> list[str]:
+    """Values that must never be stored: the key variable and anything named like a secret."""
+    values = {v for k, v in env.items() if (k == api_key_env or _SECRET_NAME.search(k)) and len(v) >= 4}
+    return sorted(values, key=len, reverse=True)
+
+
+class EnvFile:
+    """A 0600 env-file in a private 0700 temp dir; removed by `close()` (use as a context manager)."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.dir = Path(tempfile.mkdtemp(prefix="claw-oc-env-"))
+        self.path = self.dir / "container.env"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for name in sorted(env):
+                out.write(f"{name}={env[name]}\n")
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> EnvFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- the engine -------------------------------------------------------------------------------
+def _cli_env(hidden: Sequence[str]) -> dict[str, str]:
+    # The CLI process needs DOCKER_HOST and friends, never the provider key.
+    return {k: v for k, v in os.environ.items() if k not in hidden}
+
+
+def _quick(settings: EngineSettings, args: Sequence[str], hidden: Sequence[str] = ()) -> tuple[int, str]:
+    try:
+        done = subprocess.run([settings.docker_cli, *args], capture_output=True, text=True,
+                              timeout=CLI_QUERY_TIMEOUT_S, env=_cli_env(hidden), check=False)
+    except FileNotFoundError:
+        return 127, f"container CLI '{settings.docker_cli}' not found"
+    except subprocess.TimeoutExpired:
+        return 124, f"'{settings.docker_cli} {' '.join(args[:2])}' did not answer in {CLI_QUERY_TIMEOUT_S:.0f}s"
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def engine_problem(settings: EngineSettings, image: str) -> str | None:
+    """Why containers cannot run (no CLI, no engine, image absent), or None when they can."""
+    code, out = _quick(settings, ["image", "inspect", "--format", "{{.Id}}", image])
+    if code == 0:
+        return None
+    if code in (124, 127):
+        return out
+    if settings.pull != "never" and "daemon" not in out.lower():
+        return None  # the engine answers and will pull the image itself
+    if re.search(r"no such image|image not known|not found", out, re.IGNORECASE):
+        return (f"image '{image}' is not present in the engine ({settings.docker_cli}); "
+                f"pull or load it first, or set CLAW_OPENCLAW_PULL=missing")
+    return f"container engine unavailable: {out.splitlines()[0] if out else f'exit {code}'}"
+
+
+def remove_container(settings: EngineSettings, name: str) -> None:
+    _quick(settings, ["rm", "-f", name])
+
+
+def running_containers(settings: EngineSettings, label: str = LABEL) -> list[str]:
+    """Names of containers (running or not) that carry our label (or `label=value`)."""
+    code, out = _quick(settings, ["ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"])
+    return [line for line in out.splitlines() if line.strip()] if code == 0 else []
+
+
+@dataclass
+class ContainerRunner:
+    """Runs steps of one OpenClaw run: same image, mount, env-file and labels for every step."""
+
+    settings: EngineSettings
+    image: str
+    root: Path
+    env_file: Path
+    run_tag: str
+    hidden_env: tuple[str, ...] = ()
+    invocations: list[Invocation] = field(default_factory=list)
+
+    def command(self, name: str, argv: Sequence[str]) -> list[str]:
+        cmd = [self.settings.docker_cli, "run", "--rm", "--init", "--name", name,
+               "--label", f"{LABEL}=1", "--label", f"{LABEL}.run={self.run_tag}",
+               "--pull", self.settings.pull]
+        if self.settings.network:
+            cmd += ["--network", self.settings.network]
+        if self.settings.user:
+            cmd += ["--user", self.settings.user]
+        cmd += ["-v", f"{self.root}:{MOUNT_POINT}:rw", "-w", MOUNT_POINT,
+                "--env-file", str(self.env_file), self.image, *argv]
+        return cmd
+
+    def run(self, step: str, argv: Sequence[str], timeout_s: float) -> Invocation:
+        name = f"claw-oc-{self.run_tag}-{step}"
+        inv = Invocation(step=step, container=name)
+        self.invocations.append(inv)
+        began = time.monotonic()
+        if timeout_s <= 0:
+            inv.timed_out, inv.returncode = True, 124
+            return inv
+        try:
+            proc = subprocess.Popen(self.command(name, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=_cli_env(self.hidden_env),
+                                    start_new_session=True)
+        except FileNotFoundError:
+            inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
+            inv.returncode = 127
+            return inv
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            inv.timed_out = True
+            out, err = self._stop(proc, name)
+        inv.duration_s = time.monotonic() - began
+        inv.stdout = out.decode("utf-8", errors="replace")
+        inv.stderr = err.decode("utf-8", errors="replace")
+        inv.returncode = 124 if inv.timed_out else proc.returncode
+        if proc.returncode == 125 and not inv.timed_out:  # the engine refused to start the container
+            inv.engine_error = inv.stderr.strip().splitlines()[-1] if inv.stderr.strip() else "exit 125"
+        return inv
+
+    def _stop(self, proc: subprocess.Popen[bytes], name: str) -> tuple[bytes, bytes]:
+        """Remove the container (that ends the CLI too), then make sure the CLI process is gone."""
+        remove_container(self.settings, name)
+        try:
+            return proc.communicate(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return proc.communicate()
+
+    def cleanup(self) -> list[str]:
+        """Remove any container of this run still present; return the names found."""
+        leftovers = running_containers(self.settings, f"{LABEL}.run={self.run_tag}")
+        for name in leftovers:
+            remove_container(self.settings, name)
+        return leftovers
+
+
+def container_start_seconds(settings: EngineSettings, image: str, argv: Sequence[str] = ("true",)) -> float:
+    """Wall time of one trivial container run with the same flags (for the benchmark)."""
+    with tempfile.TemporaryDirectory(prefix="claw-oc-probe-") as tmp, EnvFile({}) as env_file:
+        runner = ContainerRunner(settings, image, Path(tmp), env_file.path, f"probe{os.getpid()}")
+        inv = runner.run("probe", argv, 60.0)
+        if not inv.ok:
+            raise RuntimeError(inv.engine_error or inv.stderr.strip() or f"exit {inv.returncode}")
+        return inv.duration_s

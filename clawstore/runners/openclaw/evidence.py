@@ -1,0 +1,172 @@
+"""Reading what OpenClaw printed: the JSON result of a turn, its usage, its visible answer."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from clawstore.runners.openclaw.container import Invocation
+
+_MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
+USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
+REDACTED = "[redacted]"
+_MEDIA_TYPES = {".md": "text/markdown", ".txt": "text/plain", ".diff": "text/x-diff",
+                ".json": "application/json", ".csv": "text/csv", ".html": "text/html"}
+
+
+def payload_text(inv: Invocation) -> str:
+    """What the turn answered: stdout, or stderr when stdout is empty (older OpenClaw releases)."""
+    return inv.stdout if inv.stdout.strip() else inv.stderr
+
+
+def _objects(text: str) -> Iterable[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            yield value
+        start = text.find("{", start + 1)
+
+
+def find_payload(text: str) -> dict[str, Any] | None:
+    """The OpenClaw result object in a turn's output (log lines may surround it)."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            whole = None
+        if isinstance(whole, dict):
+            return whole
+    for obj in _objects(text):
+        meta = obj.get("meta")
+        if any(k in obj for k in _MARKERS) or (isinstance(meta, dict) and (
+                "agentMeta" in meta or "toolSummary" in meta)):
+            return obj
+    return None
+
+
+def _meta(payload: dict[str, Any]) -> dict[str, Any]:
+    meta = payload.get("meta")
+    return meta if isinstance(meta, dict) else {}
+
+
+def visible_text(payload: dict[str, Any] | None) -> str:
+    """The assistant's visible answer: finalAssistantVisibleText, else the payload texts joined."""
+    if not payload:
+        return ""
+    for source in (payload, _meta(payload)):
+        text = source.get("finalAssistantVisibleText")
+        if isinstance(text, str) and text.strip():
+            return text
+    parts = [p.get("text") for p in payload.get("payloads") or [] if isinstance(p, dict)]
+    return "\n\n".join(t for t in parts if isinstance(t, str) and t.strip())
+
+
+def turn_usage(payload: dict[str, Any] | None) -> dict[str, int]:
+    usage = ((_meta(payload or {}).get("agentMeta") or {}).get("usage")) or {}
+    counts = {}
+    for name in USAGE_FIELDS:
+        value = usage.get(name) if isinstance(usage, dict) else None
+        counts[name] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return counts
+
+
+def summed_usage(payloads: Sequence[dict[str, Any] | None]) -> dict[str, int]:
+    total = dict.fromkeys(USAGE_FIELDS, 0)
+    for payload in payloads:
+        for name, value in turn_usage(payload).items():
+            total[name] += value
+    return total
+
+
+def normalized_usage(raw: dict[str, int]) -> dict[str, int]:
+    total = raw["total"] or raw["input"] + raw["output"]
+    return {"input_tokens": raw["input"], "output_tokens": raw["output"], "total_tokens": total,
+            "reasoning_tokens": 0, "cached_input_tokens": raw["cacheRead"],
+            "cache_write_tokens": raw["cacheWrite"]}
+
+
+def cost_usd(raw: dict[str, int], prices: dict[str, float] | None) -> float | None:
+    """Σ tokens × USD-per-1M price; None when the model has no declared price (unknown, not free)."""
+    if prices is None:
+        return None
+    tokens = {"input": raw["input"], "output": raw["output"], "cacheRead": raw["cacheRead"],
+              "cacheWrite": raw["cacheWrite"]}
+    return round(sum(tokens[k] * prices.get(k, 0.0) for k in tokens) / 1e6, 12)
+
+
+def observable_summary(payload: dict[str, Any] | None, key_outputs: Sequence[str]) -> dict[str, Any]:
+    meta = _meta(payload or {})
+    prompt = (payload or {}).get("finalPromptText", meta.get("finalPromptText"))
+    tools = meta.get("toolSummary") if isinstance(meta.get("toolSummary"), dict) else None
+    return {
+        "final_prompt_text": prompt if isinstance(prompt, str) else None,
+        "final_assistant_visible_text": visible_text(payload) or None,
+        "tool_summary": {"calls": tools.get("calls"), "failures": tools.get("failures"),
+                         "tools": tools.get("tools")} if tools else None,
+        "key_output_basenames": [posixpath.basename(p) for p in key_outputs],
+    }
+
+
+def expected_artifacts(hints: dict[str, Any]) -> list[str]:
+    value = hints.get("expected_artifact") if isinstance(hints, dict) else None
+    if isinstance(value, str):
+        value = [value]
+    return [v for v in value or [] if isinstance(v, str) and v.strip()]
+
+
+def workspace_relative(path: str) -> str | None:
+    """A hint path as a workspace-relative posix path; None if it leaves the workspace."""
+    text = path.strip().replace("\\", "/")
+    for prefix in ("/work/workspace/", "workspace/"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    norm = posixpath.normpath(text.lstrip("/"))
+    if norm in (".", "") or norm.startswith("../") or norm == "..":
+        return None
+    return norm
+
+
+def media_type(path: str) -> str | None:
+    return _MEDIA_TYPES.get(Path(path).suffix.lower())
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_tree(directory: Path, secrets: Sequence[str]) -> list[str]:
+    """Replace secret values in files the agent wrote (it can read its own environment)."""
+    if not secrets:
+        return []
+    needles = [s.encode("utf-8") for s in secrets if s]
+    touched = []
+    for path in sorted(directory.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if not any(n in data for n in needles):
+            continue
+        for needle in needles:
+            data = data.replace(needle, REDACTED.encode())
+        path.write_bytes(data)
+        touched.append(path.relative_to(directory).as_posix())
+    return touched
+
+
+def log_block(inv: Invocation) -> str:
+    return (f"## {inv.step}\nreturncode: {inv.returncode}\ntimed_out: {str(inv.timed_out).lower()}\n"
+            f"duration_s: {inv.duration_s:.3f}\n"
+            + (f"engine_error: {inv.engine_error}\n" if inv.engine_error else "")
+            + f"\n[stdout]\n{inv.stdout}\n\n[stderr]\n{inv.stderr}\n")

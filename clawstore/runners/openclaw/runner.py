@@ -1,0 +1,431 @@
+"""One OpenClaw run: workspace checkout → openclaw.json → validate → one invocation per turn → evidence.
+
+Differences from the reference system (REFERENCE §4, §12), on purpose:
+- `timeout_seconds` bounds the whole run (validation and every turn together), and a container
+  that outlives it is removed, not left running;
+- only an explicit allowlist of variables reaches the container, through a private env-file that
+  is never inside the mounted directory; secret values are redacted from everything stored;
+- a missing engine or image is a `failed` run with a clear message, never a crash;
+- evidence lives in the store as objects (workspace tree, diff, logs, per-turn payloads, config),
+  referenced by id: the run is relocatable and archivable.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from clawstore.canonical import canonical_json
+from clawstore.providers.usage import Usage
+from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
+from clawstore.runners.openclaw import config as oc_config
+from clawstore.runners.openclaw import evidence as ev
+from clawstore.runners.openclaw.container import (
+    ContainerRunner,
+    EngineSettings,
+    EnvFile,
+    Invocation,
+    container_env,
+    engine_problem,
+    secret_values,
+)
+from clawstore.runners.openclaw.prompt import render_turns
+from clawstore.runners.openclaw.workspace import (
+    STANDARD_FILES,
+    changed_paths,
+    placeholder_text,
+    prune_workspace,
+    workspace_diff,
+)
+
+RUNNER_TYPE = "openclaw"
+IDENTITY_VERSION = 1
+VALIDATE_TIMEOUT_S = 30.0
+MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
+
+
+@dataclass(frozen=True)
+class OpenClawSpec:
+    """Everything one openclaw run needs, resolved by the config/graph layers."""
+
+    case_id: str
+    agent_id: str
+    agent_dir: Path
+    agent: Any  # the Agent model or its dict dump
+    agent_tree: str  # agent_workspace_tree(store, agent_dir)
+    requested_model: str
+    model_extras: dict[str, Any] = field(default_factory=dict)  # suite model extras (primary_params, pricing)
+    image: str = ""
+    image_digest: str | None = None  # resolve_image_digest(image, docker_cli)
+    docker_cli: str = "docker"
+    timeout_seconds: int = 300
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[tuple[str, bytes]] = field(default_factory=list)
+    hints: dict[str, Any] = field(default_factory=dict)  # input.context.openclaw
+    provider_base_url: str = "https://openrouter.ai/api/v1"
+    api_key_env: str | None = "OPENROUTER_API_KEY"
+
+
+@dataclass
+class OpenClawOutcome:
+    """The artifact (RunArtifact JSON) and the ids of the evidence objects it references."""
+
+    artifact: dict[str, Any]
+    outputs: dict[str, str]
+
+    @property
+    def status(self) -> str:
+        return str(self.artifact["status"])
+
+
+def _agent_dump(agent: Any) -> dict[str, Any]:
+    return agent.model_dump(mode="json") if hasattr(agent, "model_dump") else dict(agent or {})
+
+
+def _object_id(data: bytes) -> str:
+    return "blake3:" + blake3.blake3(data).hexdigest()
+
+
+def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:
+    """What enters the run key for an openclaw run (never the timeout, never machine settings)."""
+    identity: dict[str, Any] = {
+        "identity_version": IDENTITY_VERSION,
+        "agent_id": spec.agent_id,
+        "agent_tree": spec.agent_tree,
+        "agent_config": _agent_dump(spec.agent),
+        "image": spec.image,
+        "image_digest": spec.image_digest,
+        "docker_cli": spec.docker_cli,
+        "model_ref": oc_config.model_ref(spec.requested_model),
+        "primary_params": oc_config.primary_params(spec.agent, spec.model_extras),
+    }
+    try:
+        rendered = oc_config.render_config(spec.agent, spec.requested_model, spec.model_extras,
+                                           spec.provider_base_url, spec.api_key_env)
+        identity["openclaw_json"] = _object_id(oc_config.config_bytes(rendered))
+    except oc_config.OpenClawConfigError as exc:
+        identity["openclaw_json_error"] = str(exc)
+    return identity
+
+
+def session_id(case_id: str, run_id: str, agent_id: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"clawstore:openclaw:{case_id}:{run_id}:{agent_id}"))
+
+
+def placeholders_in_tree(store: Any, tree: str) -> list[str]:
+    """Standard files of the template tree whose content is our placeholder."""
+    wanted = {name: _object_id(placeholder_text(name).encode("utf-8")) for name in STANDARD_FILES}
+    return sorted(e.path for e in store.read_tree(tree) if wanted.get(e.path) == e.object)
+
+
+class _Failure(Exception):
+    def __init__(self, status: str, error: RunError):
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+
+
+class _Run:
+    def __init__(self, spec: OpenClawSpec, store: Any, root: Path, run_id: str):
+        self.spec, self.store, self.root, self.run_id = spec, store, root, run_id
+        self.trace = Trace()
+        self.settings = EngineSettings.from_env(spec.docker_cli)
+        self.cli_agent_id = oc_config.cli_agent_id(spec.agent)
+        self.session = session_id(spec.case_id, run_id, spec.agent_id)
+        self.run_tag = uuid.uuid4().hex[:12]
+        self.workspace = root / "workspace"
+        self.invocations: list[Invocation] = []
+        self.turn_payloads: list[dict[str, Any] | None] = []
+        self.secrets: list[str] = []
+        self.outputs: dict[str, str] = {}
+        self.config_doc: dict[str, Any] | None = None
+        self.validated = False
+
+    # --- preparation ------------------------------------------------------------------------
+    def prepare(self) -> list[str]:
+        spec = self.spec
+        self.trace.runner("openclaw_executor_selected", None, {
+            "docker_cli": spec.docker_cli, "image": spec.image, "image_digest": spec.image_digest,
+            "network": self.settings.network, "pull": self.settings.pull})
+        self.store.checkout(spec.agent_tree, self.workspace)
+        for name in ("state", "home"):
+            (self.root / name).mkdir()
+        self.trace.runner("workspace_materialized", None, {
+            "agent_tree": spec.agent_tree, "placeholder_files": placeholders_in_tree(self.store, spec.agent_tree)})
+        try:
+            self.config_doc = oc_config.render_config(spec.agent, spec.requested_model, spec.model_extras,
+                                                      spec.provider_base_url, spec.api_key_env)
+        except oc_config.OpenClawConfigError as exc:
+            raise _Failure("invalid", RunError("openclaw_config_invalid", str(exc), "configuration_error")) from None
+        data = oc_config.config_bytes(self.config_doc)
+        (self.root / "openclaw.json").write_bytes(data)
+        self.outputs["openclaw_config"] = self.store.put_bytes(data)
+        texts = render_turns(spec.messages, spec.turns, spec.attachments, spec.hints)
+        for message in spec.messages:
+            self.trace.message(message.get("role", "user"), message.get("content"), message.get("name"),
+                               {"openclaw_input_kind": "initial_message"})
+        for index, turn in enumerate(spec.turns):
+            self.trace.message(turn.get("role", "user"), turn.get("content"), turn.get("name"),
+                               {"openclaw_input_kind": "turn", "turn_index": index})
+        return texts
+
+    def environment(self) -> dict[str, str]:
+        spec = self.spec
+        env = container_env(spec.api_key_env, self.settings.extra_env)
+        if spec.api_key_env and not env.get(spec.api_key_env, "").strip():
+            raise _Failure("failed", RunError(
+                "runner_configuration_error",
+                f"environment variable {spec.api_key_env} is not set (the model provider's API key)",
+                "configuration_error"))
+        self.secrets = secret_values(env, spec.api_key_env)
+        self.trace.runner("openclaw_container_env", None, {
+            "mode": "allowlist", "variables": sorted(env), "api_key_set": bool(spec.api_key_env),
+            "forwarded_count": len(env)})
+        return env
+
+    # --- execution --------------------------------------------------------------------------
+    def execute(self, texts: list[str], env: dict[str, str]) -> None:
+        spec = self.spec
+        problem = engine_problem(self.settings, spec.image)
+        if problem:
+            raise _Failure("failed", RunError("openclaw_engine_unavailable", problem, "execution_error",
+                                              retryable=True))
+        deadline = time.monotonic() + spec.timeout_seconds
+        with EnvFile(env) as env_file:
+            runner = ContainerRunner(self.settings, spec.image, self.root, env_file.path, self.run_tag,
+                                     hidden_env=(spec.api_key_env,) if spec.api_key_env else ())
+            try:
+                self._validate(runner, deadline)
+                for index, text in enumerate(texts):
+                    self._turn(runner, index, len(texts), text, deadline)
+            finally:
+                self.invocations = runner.invocations
+                leftovers = runner.cleanup()
+                if leftovers:
+                    self.trace.runner("containers_removed", None, {"names": leftovers})
+
+    def _validate(self, runner: ContainerRunner, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        inv = runner.run("validate", ["openclaw", "config", "validate", "--json"],
+                         min(VALIDATE_TIMEOUT_S, remaining))
+        self._check_engine(inv)
+        if inv.timed_out:
+            raise _Failure("timed_out", RunError(
+                "openclaw_timeout", f"config validation did not finish within the run's "
+                f"{self.spec.timeout_seconds}s timeout", "timeout", retryable=True, metadata={"step": "validate"}))
+        if inv.returncode != 0:
+            detail = ev.redact((inv.stdout.strip() or inv.stderr.strip())[-2000:], self.secrets)
+            raise _Failure("invalid", RunError(
+                "openclaw_config_invalid", f"openclaw config validate exited {inv.returncode}: {detail}",
+                "configuration_error", metadata={"returncode": inv.returncode}))
+        self.validated = True
+        self.trace.runner("config_validated", None, {"duration_s": round(inv.duration_s, 3)})
+
+    def _turn(self, runner: ContainerRunner, index: int, count: int, text: str, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        argv = ["openclaw", "agent", "--local", "--json", "--agent", self.cli_agent_id,
+                "--session-id", self.session]
+        if len(text.encode("utf-8")) > MAX_MESSAGE_ARG:
+            message_file = self.root / "turns" / f"turn_{index + 1}.txt"
+            message_file.parent.mkdir(exist_ok=True)
+            message_file.write_text(text, encoding="utf-8")
+            argv += ["--message-file", f"/work/turns/{message_file.name}"]
+        else:
+            argv += ["--message", text]
+        # OpenClaw's own limit ends the agent cleanly just before ours would remove the container.
+        argv += ["--timeout", str(max(1, math.floor(remaining)))]
+        self.trace.runner("agent_invoked", None, {
+            "agent_id": self.cli_agent_id, "agent_directory_id": self.spec.agent_id,
+            "session_id": self.session, "turn_index": index, "turn_count": count})
+        inv = runner.run(f"turn{index + 1}", argv, remaining)
+        self._check_engine(inv)
+        payload = ev.find_payload(ev.payload_text(inv)) if not inv.timed_out else None
+        self.turn_payloads.append(payload)
+        if inv.timed_out:
+            raise _Failure("timed_out", RunError(
+                "openclaw_timeout", f"turn {index + 1} of {count} exceeded the run's "
+                f"{self.spec.timeout_seconds}s timeout; its container was removed", "timeout",
+                retryable=True, metadata={"turn_index": index}))
+        if inv.returncode != 0:
+            stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
+            raise _Failure("failed", RunError(
+                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}",
+                "execution_error", metadata={"turn_index": index, "returncode": inv.returncode,
+                                             "stderr": stderr}))
+        self.trace.final_output(ev.redact(ev.visible_text(payload), self.secrets),
+                                {"turn_index": index, "payload_found": payload is not None})
+
+    def _check_engine(self, inv: Invocation) -> None:
+        if inv.engine_error:
+            raise _Failure("failed", RunError("openclaw_engine_unavailable",
+                                              f"{inv.step}: {inv.engine_error}", "execution_error",
+                                              retryable=True))
+
+    # --- evidence ---------------------------------------------------------------------------
+    def capture(self, status: str) -> dict[str, Any]:
+        store, spec = self.store, self.spec
+        redacted = ev.redact_tree(self.workspace, self.secrets) if self.workspace.exists() else []
+        pruned = prune_workspace(self.workspace) if self.workspace.exists() else []
+        final_tree = store.put_tree(self.workspace) if self.workspace.exists() else spec.agent_tree
+        self.outputs["workspace"] = final_tree
+        self.outputs["workspace_diff"] = store.put_bytes(
+            workspace_diff(store, spec.agent_tree, final_tree).encode("utf-8"))
+        logs = "".join(ev.log_block(inv) for inv in self.invocations)
+        self.outputs["openclaw_logs"] = store.put_bytes(ev.redact(logs, self.secrets).encode("utf-8"))
+        turns = []
+        for inv in self.invocations:
+            if not inv.step.startswith("turn"):
+                continue
+            raw = ev.redact(ev.payload_text(inv), self.secrets).encode("utf-8")
+            turns.append({"turn_index": int(inv.step[4:]) - 1, "returncode": inv.returncode,
+                          "timed_out": inv.timed_out, "duration_s": round(inv.duration_s, 3),
+                          "payload": store.put_bytes(raw), "payload_bytes": len(raw)})
+        self.outputs["openclaw_raw_trace"] = store.put_json({"session_id": self.session, "turns": turns})
+        self.outputs.update(self._session_files())
+        return {"redacted_files": redacted, "pruned_paths": pruned,
+                "changed_paths": changed_paths(store, spec.agent_tree, final_tree)}
+
+    def _session_files(self) -> dict[str, str]:
+        """OpenClaw's own session transcripts, when the release writes them as JSONL files."""
+        found = {}
+        for path in sorted((self.root / "state").glob("agents/*/sessions/*.jsonl")):
+            text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
+            found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
+        return found
+
+    def key_outputs(self, status: str) -> list[dict[str, Any]]:
+        if status == "invalid" or not self.validated:
+            return []
+        files = {e.path: e for e in self.store.read_tree(self.outputs["workspace"]) if e.type == "file"}
+        refs = []
+        for hint in ev.expected_artifacts(self.spec.hints):
+            rel = ev.workspace_relative(hint)
+            entry = files.get(rel) if rel else None
+            if entry is None:
+                continue
+            refs.append({"artifact_id": f"openclaw_key_output_{len(refs) + 1}",
+                         "artifact_type": "openclaw_key_output", "uri": f"workspace:{rel}",
+                         "object": entry.object, "media_type": ev.media_type(rel), "byte_size": entry.size,
+                         "metadata": {"workspace_relative_path": rel}})
+        return refs
+
+
+def _ref(artifact_id: str, artifact_type: str, oid: str | None, media_type: str | None) -> dict[str, Any] | None:
+    if oid is None:
+        return None
+    return {"artifact_id": artifact_id, "artifact_type": artifact_type, "uri": None, "object": oid,
+            "media_type": media_type}
+
+
+def run_openclaw(spec: OpenClawSpec, store: Any, workdir: Path, *, run_id: str | None = None) -> OpenClawOutcome:
+    """Run one openclaw case against one model. Never raises for a run that fails: the failure is
+    the artifact's status. `workdir` is a scratch directory; everything kept goes into `store`."""
+    clock = Clock()
+    run_id = run_id or f"run_{uuid.uuid4().hex}"
+    root = Path(tempfile.mkdtemp(prefix="claw-oc-", dir=workdir))
+    run = _Run(spec, store, root, run_id)
+    status, error = "success", None
+    captured: dict[str, Any] = {}
+    try:
+        try:
+            texts = run.prepare()
+            env = run.environment()
+            run.execute(texts, env)
+        except _Failure as failure:
+            status, error = failure.status, failure.error
+        except Exception as exc:  # noqa: BLE001 - a harness bug is a failed run, recorded, not a crash
+            status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
+                                               "execution_error")
+        captured = run.capture(status)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if error is not None:
+        run.trace.runner("run_failed", error.message, {"code": error.code})
+    clock.stop()
+    return OpenClawOutcome(_artifact(run, spec, run_id, clock, status, error, captured), dict(run.outputs))
+
+
+def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: str,
+              error: RunError | None, captured: dict[str, Any]) -> dict[str, Any]:
+    key_outputs = run.key_outputs(status) if "workspace" in run.outputs else []
+    raw_usage = ev.summed_usage(run.turn_payloads)
+    prices = oc_config.pricing(spec.model_extras)
+    usage = Usage(**ev.normalized_usage(raw_usage), cost_usd=ev.cost_usd(raw_usage, prices))
+    last = next((p for p in reversed(run.turn_payloads) if p), None)
+    agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
+    outputs = run.outputs
+    evidence = {
+        "schema_version": 1,
+        "agent_id": spec.agent_id,
+        "cli_agent_id": run.cli_agent_id,
+        "container_image": spec.image,
+        "image_digest": spec.image_digest,
+        "session_id": run.session,
+        "workspace_template": spec.agent_tree,
+        "generated_openclaw_config": _ref("openclaw_config", "openclaw_generated_config",
+                                          outputs.get("openclaw_config"), "application/json"),
+        "raw_session_trace": _ref("openclaw_raw_trace", "openclaw_raw_session_trace",
+                                  outputs.get("openclaw_raw_trace"), "application/json"),
+        "openclaw_logs": _ref("openclaw_logs", "openclaw_logs", outputs.get("openclaw_logs"), "text/plain"),
+        "workspace_snapshot": _ref("openclaw_workspace", "openclaw_workspace_tree", outputs.get("workspace"),
+                                   None),
+        "workspace_diff": _ref("openclaw_workspace_diff", "openclaw_workspace_diff",
+                               outputs.get("workspace_diff"), "text/x-diff"),
+        "session_files": {k.split(":", 1)[1]: v for k, v in outputs.items() if k.startswith("openclaw_session:")},
+        "key_output_artifacts": key_outputs,
+        "metadata": {
+            "observable_summary": ev.observable_summary(last, [r["metadata"]["workspace_relative_path"]
+                                                               for r in key_outputs]),
+            "invocations": [inv.summary() for inv in run.invocations],
+            "container_seconds": round(sum(inv.duration_s for inv in run.invocations), 3),
+            "network": run.settings.network,
+            **captured,
+        },
+    }
+    artifact = RunArtifact(
+        run_id=run_id, case_id=spec.case_id, runner_type=RUNNER_TYPE, status=status,
+        started_at=clock.started_at, completed_at=clock.completed_at or clock.started_at,
+        duration_seconds=clock.duration_seconds,
+        request={
+            "requested_model": spec.requested_model,
+            "gateway": "openclaw",
+            "endpoint": {"base_url": spec.provider_base_url},
+            "execution_parameters": {"timeout_seconds": spec.timeout_seconds},
+            "metadata": {
+                "input_context": {"openclaw": spec.hints} if spec.hints else {},
+                "resolved_messages": [{k: m.get(k) for k in ("role", "content", "name")} for m in spec.messages],
+                "resolved_turns": [{k: t.get(k) for k in ("role", "content", "name")} for t in spec.turns],
+                "attachments": [{"name": n, "byte_size": len(d), "object": _object_id(d)}
+                                for n, d in spec.attachments],
+                "model_selection": {"model_ref": oc_config.model_ref(spec.requested_model),
+                                    "primary_params": oc_config.primary_params(spec.agent, spec.model_extras)},
+                "openclaw": {"agent_id": spec.agent_id, "cli_agent_id": run.cli_agent_id,
+                             "container_image": spec.image, "image_digest": spec.image_digest,
+                             "docker_cli": spec.docker_cli, "execution": "container",
+                             "turn_count": max(len(spec.turns), 1), "multiturn": bool(spec.turns)},
+            },
+        },
+        provider={"gateway": "openclaw", "provider_name": agent_meta.get("provider"),
+                  "provider_model_id": agent_meta.get("model"), "request_id": None,
+                  "response_id": None, "finish_reason": ((last or {}).get("meta") or {}).get("stopReason"),
+                  "native_finish_reason": None,
+                  "metadata": {"returncode": run.invocations[-1].returncode if run.invocations else None}},
+        usage=usage,
+        raw_provider_usage=[{"turn_index": i, **ev.turn_usage(p)} for i, p in enumerate(run.turn_payloads)],
+        trace=run.trace.events,
+        output_artifacts=key_outputs,
+        error=error,
+        runner_metadata={"openclaw": evidence},
+    )
+    data = artifact.to_json()
+    canonical_json(data)  # fail here, not in the store, if anything is not JSON
+    return data
