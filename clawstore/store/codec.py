@@ -80,12 +80,13 @@ class StreamEncoder:
     `size` (if known) goes into the frame header so sizes can be read without decoding.
     """
 
-    def __init__(self, out: BinaryIO, level: int, size: int | None = None, threads: int = 0):
+    def __init__(self, out: BinaryIO, level: int, size: int | None = None, threads: int = 0,
+                 hash_input: bool = True):
         self._out = out
         self._level = level
         self._threads = threads
         self._pledged = size
-        self._hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self._hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if hash_input else None
         self._compressobj: zstandard.ZstdCompressionObj | None = None
         self._raw = False
         self._decided = False
@@ -96,7 +97,8 @@ class StreamEncoder:
         view = memoryview(chunk)
         if not view:
             return
-        self._hasher.update(view)
+        if self._hasher is not None:
+            self._hasher.update(view)
         self.size += len(view)
         if not self._decided:
             self._decide(view)
@@ -134,7 +136,7 @@ class StreamEncoder:
         self._pending = bytes(data[full:])
 
     def finish(self) -> str:
-        """Complete the frame; returns the hex digest of everything written."""
+        """Complete the frame; returns the hex digest of everything written ("" if not hashing)."""
         if not self._decided:  # empty input
             self._out.write(encode(b"", self._level))
         elif self._raw:
@@ -147,7 +149,7 @@ class StreamEncoder:
         else:
             assert self._compressobj is not None
             self._out.write(self._compressobj.flush())
-        return self._hasher.hexdigest()
+        return self._hasher.hexdigest() if self._hasher is not None else ""
 
 
 def content_size(header: bytes) -> int | None:

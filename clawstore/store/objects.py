@@ -21,6 +21,7 @@ import zstandard
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import codec
 from clawstore.store.batch import Batch, PendingObject
+from clawstore.store.codec import CHUNK
 from clawstore.store.durable import fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, oid_hex
 
@@ -31,6 +32,9 @@ OBJECT_MODE = 0o444  # objects never change: read-only guards against accidental
 
 
 _HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
+# Up to this size an object is encoded in one call (faster than streaming); the encoded copy is the
+# only extra memory, far below the 64 MiB bound. Larger objects always stream.
+ONE_SHOT_MAX = 8 << 20
 
 
 class ObjectStore:
@@ -175,18 +179,16 @@ class ObjectStore:
     # --- writes -------------------------------------------------------------------------------
     def put_bytes(self, data: bytes | bytearray | memoryview) -> str:
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
-        big = len(view) >= codec.CHUNK
-        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if big else blake3.blake3()
+        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(view) >= CHUNK else blake3.blake3()
         hasher.update(view)
         hexdigest = hasher.hexdigest()
         oid = PREFIX + hexdigest
         final = self._path_of_hex(hexdigest)
         if self._present(oid, final):
             return oid
-        if big:  # encode in chunks: no second full-size buffer for the compressed copy
-            return self._put_stream_from(memoryview(view), len(view))[0]
-        frame = codec.encode(view, self.level)
-        self._write_object(oid, final, frame)
+        if len(view) > ONE_SHOT_MAX:  # encode in chunks: no second full-size buffer
+            return self._put_stream_from(memoryview(view), len(view), known=hexdigest)[0]
+        self._write_object(oid, final, codec.encode(view, self.level))
         return oid
 
     def put_file(self, path: Path | str) -> str:
@@ -198,7 +200,7 @@ class ObjectStore:
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                if size < codec.CHUNK:
+                if size <= ONE_SHOT_MAX:
                     data = fh.read()
                     return self.put_bytes(data), len(data)
                 # Hash first (fast, all cores): a file already stored costs no compression at all.
@@ -226,8 +228,11 @@ class ObjectStore:
         return self._put_stream_from(_Prefixed(bytes(buffer), reader), None)[0]
 
     def _put_stream_from(self, source: memoryview | BinaryIO | _Prefixed, size: int | None,
-                         name: str = "data") -> tuple[str, int]:
-        """Hash and encode in one pass into a temp file, then publish under the resulting id."""
+                         name: str = "data", known: str | None = None) -> tuple[str, int]:
+        """Hash and encode in one pass into a temp file, then publish under the resulting id.
+
+        `known`: the hex digest, when the caller already hashed these bytes (in memory, immutable).
+        """
         if isinstance(source, memoryview):
             view = source
             chunks: Iterator[memoryview] = (view[i:i + codec.CHUNK] for i in range(0, len(view), codec.CHUNK))
@@ -237,11 +242,14 @@ class ObjectStore:
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
         try:
             with open(fd, "r+b", buffering=0, closefd=False) as out:
-                encoder = codec.StreamEncoder(out, self.level, size, self.threads)  # type: ignore[arg-type]
+                encoder = codec.StreamEncoder(out, self.level, size, self.threads,  # type: ignore[arg-type]
+                                              hash_input=known is None)
                 try:
                     for chunk in chunks:
                         encoder.write(chunk)
                     hexdigest = encoder.finish()
+                    if known is not None:
+                        hexdigest = known
                 except zstandard.ZstdError:
                     raise StoreError(f"cannot store {name}: it changed while being stored") from None
             oid = PREFIX + hexdigest

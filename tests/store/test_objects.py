@@ -15,6 +15,7 @@ import pytest
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError
 from clawstore.store import BadObjectIdError, Store, oid_of
 from clawstore.store.codec import CHUNK, ZSTD_MAGIC
+from clawstore.store.objects import ONE_SHOT_MAX
 from tests.store.helpers import env, json_like
 
 
@@ -38,7 +39,7 @@ def test_id_is_blake3_of_uncompressed_bytes_and_file_is_a_zstd_frame(store: Stor
 
 
 def test_incompressible_data_is_stored_as_raw_blocks(store: Store) -> None:
-    for size in (5_000, 3 * CHUNK + 17):  # one-shot path and streaming path
+    for size in (5_000, 3 * CHUNK + 17, ONE_SHOT_MAX + 17):  # one-shot paths and the streaming path
         data = os.urandom(size)
         oid = store.put_bytes(data)
         stored = store.object_path(oid).read_bytes()
@@ -76,7 +77,7 @@ def test_empty_object(store: Store) -> None:
 
 
 def test_put_file_and_stream_large_objects(store: Store, tmp_path: Path) -> None:
-    data = json_like(2 * CHUNK + 12345, seed=1) + os.urandom(CHUNK)
+    data = json_like(2 * CHUNK + 12345, seed=1) + os.urandom(ONE_SHOT_MAX)  # over the one-shot limit
     source = tmp_path / "big.jsonl"
     source.write_bytes(data)
     oid = store.put_file(source)
