@@ -1,0 +1,45 @@
+"""Shared helpers for the gc and archive tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from clawstore.store import Store
+from tests.build.conftest import Claw
+
+
+def store_of(env: dict[str, str]) -> Store:
+    return Store(env["CLAW_STORE"], create=False)
+
+
+def build_json(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = claw.build("--output", "json", *extra)
+    assert out, err
+    return code, json.loads(out)
+
+
+def actions(report: dict[str, Any]) -> dict[tuple[str, str, int], str]:
+    return {(r["model_id"], r["case_id"], r["repetition"]): r["run"] for r in report["rows"]}
+
+
+def state(store_dir: Path | str) -> dict[str, Any]:
+    """Everything visible in a store: objects, action-cache entries, refs, temp files, build logs."""
+    store = Store(store_dir, create=False)
+    return {
+        "objects": sorted(store.iter_objects()),
+        "actions": sorted(store.iter_actions(), key=lambda kv: kv[0]),
+        "refs": store.list_refs(),
+        "tmp": sorted(os.listdir(store.tmp_dir)),
+        "builds": sorted(p.name for p in (store.root / "builds").glob("*.json")),
+    }
+
+
+def age(paths: list[Path], seconds: float) -> None:
+    """Make files look `seconds` old (what gc's grace period looks at)."""
+    when = time.time() - seconds
+    for path in paths:
+        os.utime(path, (when, when))

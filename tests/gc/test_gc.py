@@ -1,0 +1,214 @@
+"""`claw gc`, pins and refs against real builds (stand-in server, real store, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from clawstore.build.closure import head_closure
+from clawstore.store import Store
+from clawstore.store.durable import temp_name
+from clawstore.store.ids import PREFIX
+from clawstore.testing.standin import StandIn
+from tests.build.conftest import Claw
+from tests.build.workspace import Workspace
+from tests.gc.helpers import actions, age, build_json, state, store_of
+
+HEAD = "campaigns/main__rp__none"
+
+
+def _edit_beta(ws: Workspace, text: str = "Name a fruit.") -> None:
+    ws.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content=text))
+
+
+def _gc(claw: Claw, *args: str) -> dict:
+    code, out, err = claw("gc", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_gc_removes_exactly_what_the_head_no_longer_reaches(ws: Workspace, claw: Claw, standin: StandIn,
+                                                            env: dict[str, str]) -> None:
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    first = store.get_json(store.get_ref(HEAD))
+    old_beta = {n["record"]: n["key"] for n in first["nodes"] if n["address"]["case_id"] == "beta"}
+    _edit_beta(ws)
+    assert claw.build()[0] == 0
+    assert len(standin.requests) == 6
+    head_id = store.get_ref(HEAD)
+    keep = {PREFIX + h for h in head_closure(store, head_id).objects}
+    before = state(store.root)
+    garbage = set(before["objects"]) - keep
+    assert set(old_beta) <= garbage  # the superseded records, with their artifacts and input documents
+    assert set(old_beta.values()) <= garbage and store.get_ref(HEAD) not in garbage
+
+    code, out, err = claw("gc", "--grace", "0", "--dry-run")
+    assert code == 0, err
+    listed = {line.split()[3] for line in out.splitlines() if line.startswith("would delete object ")}
+    assert listed == garbage
+    listed_actions = {line.split()[3] for line in out.splitlines() if line.startswith("would delete action ")}
+    assert listed_actions == set(old_beta.values())
+    assert "would free" in out
+    assert state(store.root) == before  # a dry run deletes nothing
+
+    report = _gc(claw, "--grace", "0")
+    assert report["objects_deleted"] == len(garbage) and report["actions_deleted"] == 2
+    assert report["bytes_freed"] > 0 and report["live_leases"] == []
+    assert set(store.iter_objects()) == keep
+    assert all(store.get_action(key) is None for key in old_beta.values())
+    code, out, err = claw("fsck")
+    assert code == 0, out + err
+
+    code, report_after = build_json(claw)
+    assert code == 0 and set(actions(report_after).values()) == {"reuse"}
+    assert len(standin.requests) == 6  # nothing was paid for twice
+    # The manifest still answers (its rows name records gc removed; nothing dereferences them).
+    code, out, err = claw("query", "select count(*) as n from run_history", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)[0]["n"] >= 8
+    code, out, err = claw("query", "select count(*) as n from objects", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["n"] == len(set(store.iter_objects()))
+    assert claw("fsck", "--rebuild-manifest")[0] == 0
+    assert claw("report", "--suite", "main", "--run-profile", "rp", "--no-chart")[0] == 0
+    assert _gc(claw, "--grace", "0")["objects_deleted"] == 0  # a second gc finds nothing more
+
+
+def test_grace_period_keeps_recent_garbage(ws: Workspace, claw: Claw, env: dict[str, str]) -> None:
+    assert claw.build()[0] == 0
+    _edit_beta(ws)
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    keep = {PREFIX + h for h in head_closure(store, store.get_ref(HEAD)).objects}
+    garbage = sorted(set(store.iter_objects()) - keep)
+    before = state(store.root)
+    report = _gc(claw)  # default grace 1h: everything is younger (and young entries keep their records)
+    assert report["objects_deleted"] == 0 and report["actions_deleted"] == 0
+    assert state(store.root) == before
+    entries = [store.root / "ac" / k[7:9] / k[7:] for k, rid in store.iter_actions() if rid not in keep]
+    assert len(entries) == 2
+    age(entries, 2 * 3600)
+    old, young = garbage[: len(garbage) // 2], garbage[len(garbage) // 2:]
+    age([store.object_path(oid) for oid in old], 2 * 3600)
+    report = _gc(claw, "--grace", "90m")
+    assert report["actions_deleted"] == 2
+    assert report["objects_deleted"] == len(old) and report["kept_young"] == len(young)
+    assert not any(store.has(oid) for oid in old) and all(store.has(oid) for oid in young)
+    assert claw("fsck")[0] == 0
+
+
+def test_pin_freezes_a_campaign_state_until_unpinned(ws: Workspace, claw: Claw, standin: StandIn,
+                                                     env: dict[str, str]) -> None:
+    assert claw.build()[0] == 0
+    code, out, err = claw("pin", "v1", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    store = store_of(env)
+    pinned = store.get_ref("pins/v1")
+    assert pinned == store.get_ref(HEAD) and pinned in out
+    assert claw("pin", "v1", "--suite", "main", "--run-profile", "rp")[1].count("already") == 1
+    _edit_beta(ws)
+    assert claw.build()[0] == 0
+    assert store.get_ref("pins/v1") == pinned != store.get_ref(HEAD)  # a pin does not follow later builds
+    code, out, err = claw("pin", "v1", "--suite", "main", "--run-profile", "rp")
+    assert code == 2 and err.count("\n") == 1 and "--force" in err
+    code, out, _ = claw("refs")
+    assert f"pins/v1\t{pinned}" in out and f"{HEAD}\t" in out
+
+    pinned_objects = {PREFIX + h for h in head_closure(store, pinned).objects}
+    report = _gc(claw, "--grace", "0")
+    assert report["objects_deleted"] == 0 and report["actions_deleted"] == 0  # the pin reaches all of it
+    assert all(store.has(oid) for oid in pinned_objects)
+    assert claw("fsck")[0] == 0
+
+    _edit_beta(ws, "Name a colour.")  # back to the pinned inputs: served from the pin's records
+    code, report = build_json(claw)
+    assert code == 0 and set(actions(report).values()) == {"reuse"}
+    assert len(standin.requests) == 6
+
+    _edit_beta(ws)
+    assert claw.build()[0] == 0  # the head moves away from v1's beta records again (no new request)
+    code, out, err = claw("unpin", "v1")
+    assert code == 0 and pinned in out
+    assert store.get_ref("pins/v1") is None
+    report = _gc(claw, "--grace", "0")
+    assert report["objects_deleted"] > 0
+    assert not store.has(pinned)
+    code, _, err = claw("unpin", "v1")
+    assert code == 2 and "no pin named v1" in err
+    assert claw("fsck")[0] == 0
+
+
+def test_entries_of_an_unfinished_build_are_roots_within_the_grace_period(ws: Workspace, claw: Claw,
+                                                                          env: dict[str, str]) -> None:
+    """A killed build leaves cache entries no head names: kept (with their outputs) while they are young."""
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    data = os.urandom(3 << 20)  # a big output: streamed, not JSON
+    blob = store.put_bytes(data)
+    tree_dir = Path(env["CLAW_STORE"]).parent / "sandbox"
+    (tree_dir / "sub").mkdir(parents=True)
+    (tree_dir / "sub" / "notes.txt").write_text("kept by an orphan record\n")
+    tree = store.put_tree(tree_dir)
+    key = store.put_json({"kind": "orphan", "n": 1})
+    record = {"key": key, "kind": "run", "status": "success", "cacheable": True,
+              "outputs": {"sandbox": tree, "blob": blob, "input_document": key}}
+    record_id = store.put_action(key, record)
+    report = _gc(claw, "--grace", "10m")
+    assert report["actions_deleted"] == 0
+    assert store.get_action(key) == record and store.has(blob) and store.has(tree)
+    assert all(store.has(e.object) for e in store.read_tree(tree) if e.object)
+
+    age([store.root / "ac" / key[7:9] / key[7:]], 3600)
+    report = _gc(claw, "--grace", "10m")  # the entry is old now; its objects are still young
+    assert report["actions_deleted"] == 1 and store.get_action(key) is None
+    assert store.has(record_id) and report["kept_young"] >= 4
+    age([store.object_path(o) for o in (record_id, blob, tree, key)], 3600)
+    report = _gc(claw, "--grace", "10m")
+    assert not store.has(blob) and not store.has(record_id) and not store.has(tree)
+    assert claw("fsck")[0] == 0
+
+
+def test_live_lease_makes_gc_keep_the_action_cache_and_recent_objects(ws: Workspace, claw: Claw,
+                                                                      env: dict[str, str]) -> None:
+    assert claw.build()[0] == 0
+    _edit_beta(ws)
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    before = state(store.root)
+    with Store(env["CLAW_STORE"]).lease("build test-holder"):
+        code, out, err = claw("gc", "--grace", "0", "--json")
+        assert code == 0
+        report = json.loads(out)
+        assert report["live_leases"] == ["build test-holder"]
+        assert "running" in err
+    assert report["actions_deleted"] == 0 and report["objects_deleted"] == 0
+    assert state(store.root)["objects"] == before["objects"]
+    # Old garbage nothing in the action cache names goes even while a build runs.
+    stray = store.put_bytes(b"stray bytes nobody names")
+    age([store.object_path(stray)], 3600)
+    with Store(env["CLAW_STORE"]).lease("build test-holder"):
+        report = _gc(claw, "--grace", "0")
+    assert report["objects_deleted"] == 1 and not store.has(stray)
+
+
+def test_stale_temp_files_go_live_ones_stay_and_two_gcs_do_not_overlap(ws: Workspace, claw: Claw,
+                                                                       env: dict[str, str]) -> None:
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    dead = store.tmp_dir / "999999999-1-deadbeefdeadbeef.tmp"
+    dead.write_bytes(b"x" * 1000)
+    foreign = store.tmp_dir / "not-a-claw-temp-file"
+    foreign.write_bytes(b"y")
+    live = store.tmp_dir / temp_name()
+    live.write_bytes(b"z")
+    report = _gc(claw, "--grace", "0")
+    assert report["temp_files_deleted"] == 2 and report["bytes_freed"] >= 1001
+    assert not dead.exists() and not foreign.exists() and live.exists()
+    with store.exclusive("gc"):
+        code, out, err = claw("gc", "--grace", "0")
+    assert code == 3 and err.startswith("claw: error:") and "busy" in err and err.count("\n") == 1
+    code, _, err = claw("gc", "--grace", "5 minutes")
+    assert code == 2 and "--grace" in err and err.count("\n") == 1
+    for good in ("0", "30s", "15m", "2d", "1h30m"):
+        assert claw("gc", "--grace", good, "--dry-run")[0] == 0
