@@ -204,6 +204,34 @@ def latest_sql(source: str) -> str:
             f"ORDER BY build_started_at DESC NULLS LAST, build_id DESC) = 1")
 
 
+def files_sql(paths: Sequence[str]) -> str:
+    return f"read_parquet({_sql_list(paths)}, union_by_name=true)"
+
+
+def project(table: str, source: str) -> str:
+    """Fixed column order whatever the files' order (UNION BY NAME reorders)."""
+    return f"SELECT {', '.join(chr(34) + c.name + chr(34) for c in PHYSICAL[table])} FROM {source}"
+
+
+def merged_latest_sql(table: str, pack_latest: str | None, seg_files: Sequence[str]) -> str | None:
+    """Latest row set per key over a pack's (already deduplicated) `_latest` file and some segments.
+
+    Pack rows whose key no segment mentions pass straight through, so the cost grows with the segments,
+    not with the pack: readers use this for the waiting segments, compaction to extend the pack.
+    """
+    if not pack_latest and not seg_files:
+        return None
+    if not seg_files:
+        return project(table, files_sql([pack_latest]))  # type: ignore[list-item]
+    if not pack_latest:
+        return project(table, f"({latest_sql(files_sql(seg_files))})")
+    s = f"({project(table, files_sql(seg_files))})"
+    p = f"({project(table, files_sql([pack_latest]))})"
+    contested = f"(SELECT * FROM {s} UNION ALL SELECT * FROM {p} WHERE key IN (SELECT key FROM {s}))"
+    return (f"SELECT * FROM {p} WHERE key NOT IN (SELECT key FROM {s}) UNION ALL "
+            f"SELECT * FROM ({latest_sql(contested)})")
+
+
 def _segment_build_ids(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> list[str]:
     files = snap.segment_files("builds")
     if not files:
@@ -315,7 +343,13 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
             con.execute(f"COPY ({_select_typed(table, source)}) TO {_sql_str(str(history))} "
                         "(FORMAT parquet)").fetchall()
         if table in HISTORY_VIEW:
-            latest = latest_sql(f"read_parquet({_sql_str(str(history))})")
+            latest = None
+            if snap.pack and not set(snap.segments) & snap.covers:
+                # Extend the pack's latest rows by the segments instead of re-ranking all history.
+                latest = merged_latest_sql(table, str(snap.pack / f"{table}_latest.parquet"),
+                                           snap.segment_files(table))
+            if latest is None:  # first pack, or a re-indexed build whose old rows must go
+                latest = latest_sql(f"read_parquet({_sql_str(str(history))})")
             con.execute(f"COPY ({latest}) TO {_sql_str(str(out / f'{table}_latest.parquet'))} "
                         "(FORMAT parquet)").fetchall()
 
