@@ -30,14 +30,15 @@ from clawstore.query.rows import Row
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, duckdb_columns
 
 COMPACT_AT = 16  # segments waiting beside the pack before a refresh merges them
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,150}$")
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 
 
 def slot_for(build_id: str) -> str:
-    """A file-name-safe, collision-free directory name for a build id."""
-    if _SAFE.match(build_id) and "@" not in build_id:
-        return build_id.replace(":", "_")
-    return "h" + blake3.blake3(build_id.encode()).hexdigest()[:32]
+    """A file-name-safe directory name for a build id: the id itself (build ids are
+    `<UTC stamp>-<hex>`), else a hash of it."""
+    if _SAFE.match(build_id):
+        return build_id
+    return "h-" + blake3.blake3(build_id.encode()).hexdigest()[:32]
 
 
 @dataclass

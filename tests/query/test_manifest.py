@@ -160,3 +160,9 @@ def test_build_log_missing_is_a_store_error(store: Store) -> None:
 
     with pytest.raises(StoreError, match="no build log"):
         refresh_manifest(store, "nope")
+
+
+def test_segment_slots_are_safe_names() -> None:
+    assert segments.slot_for("20261122T030000-abcd1234") == "20261122T030000-abcd1234"
+    odd = [segments.slot_for(b) for b in ("a@1", "a b", "../x", "a:b", "a_b")]
+    assert all(segments._SAFE.match(s) for s in odd) and len(set(odd)) == len(odd)
