@@ -9,16 +9,18 @@ no files, no temp file, no fsync: the store's figures are judged against them (t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import json
+import mmap
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import blake3
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.codec import CHUNK  # noqa: E402
+from clawstore.store.durable import fsync_path  # noqa: E402
 
 LEVEL = 3
 MIB = 1 << 20
@@ -93,16 +96,49 @@ def raw_get(frame: bytes) -> None:
     hasher.hexdigest()
 
 
-def bench_1mib(store: Store, count: int) -> None:
+@contextlib.contextmanager
+def no_fsync() -> Iterator[None]:
+    """Run the store's own code with fsync switched off: what is left is CPU + page-cache writes."""
+    import clawstore.store.objects as objects_module
+
+    real_fsync, real_fsync_path = os.fsync, objects_module.fsync_path
+    os.fsync = lambda fd: None  # type: ignore[assignment]
+    objects_module.fsync_path = lambda path: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.fsync, objects_module.fsync_path = real_fsync, real_fsync_path
+
+
+def fsync_probe(directory: Path, payload: bytes) -> float:
+    """What one durable put waits for, measured alone: fsync of a new file, then of its directory."""
+    name = directory / f"probe-{time.perf_counter_ns()}"
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, payload)
+    spent = timed(lambda: os.fsync(fd))
+    os.close(fd)
+    os.rename(name, str(name) + ".done")
+    spent += timed(lambda: fsync_path(directory))
+    os.unlink(str(name) + ".done")
+    return spent
+
+
+def bench_1mib(work: Path, count: int) -> None:
     """Raw and store timings interleaved object by object, so load from other users hits both alike."""
+    store = Store(work / "s1")
+    probe_dir = work / "probe1"
+    probe_dir.mkdir()
     blobs = [json_like(MIB, seed=i) for i in range(count)]
     total = MIB * count
     frames = [_CCTX.compress(b) for b in blobs]
     ids: list[str] = []
-    raw_put_s = put_s = raw_get_s = get_s = 0.0
-    for blob in blobs:
+    raw_put_s = put_s = raw_get_s = get_s = fsync_s = nosync_s = 0.0
+    for i, blob in enumerate(blobs):
         raw_put_s += timed(lambda b=blob: raw_put(b))
         put_s += timed(lambda b=blob: ids.append(store.put_bytes(b)))
+        fsync_s += fsync_probe(probe_dir, frames[i])
+        with no_fsync():
+            nosync_s += timed(lambda b=blob: store.put_bytes(b"nosync" + b))
     for frame, oid in zip(frames, ids, strict=True):
         raw_get_s += timed(lambda f=frame: raw_get(f))
         get_s += timed(lambda o=oid: store.get_bytes(o))
@@ -115,9 +151,12 @@ def bench_1mib(store: Store, count: int) -> None:
                 store.put_bytes(blob)
 
     batch_s = timed(batched)
+    raw = f"raw blake3+zstd-{LEVEL} {rate(total, raw_put_s)}"
     print(f"1 MiB JSON-like objects x{count} (ratio {total / sum(len(f) for f in frames):.2f})")
-    print(f"  put (durable each)   {rate(total, put_s)}   raw blake3+zstd-{LEVEL} {rate(total, raw_put_s)}"
-          f"   = {raw_put_s / put_s:.2f}x")
+    print(f"  put, durable each    {rate(total, put_s)}   {raw}   = {raw_put_s / put_s:.2f}x"
+          f"   ({put_s / count * 1e3:.1f} ms/put; file+dir fsync alone {fsync_s / count * 1e3:.1f} ms)")
+    print(f"  put, fsync disabled  {rate(total, nosync_s)}   {raw}   = {raw_put_s / nosync_s:.2f}x"
+          f"   (the store's own overhead)")
     print(f"  put inside batch()   {rate(total, batch_s)}   raw blake3+zstd-{LEVEL} {rate(total, raw_batch_s)}"
           f"   = {raw_batch_s / batch_s:.2f}x")
     print(f"  get (verified)       {rate(total, get_s)}   raw unzstd+blake3   {rate(total, raw_get_s)}"
@@ -126,19 +165,27 @@ def bench_1mib(store: Store, count: int) -> None:
     for _ in range(count):
         blob = os.urandom(MIB)
         rnd_raw_s += timed(lambda b=blob: raw_put(b))
-        rnd_put_s += timed(lambda b=blob: store.put_bytes(b))
-    print(f"  incompressible put   {rate(total, rnd_put_s)}   raw blake3+zstd-{LEVEL} {rate(total, rnd_raw_s)}"
-          f"   = {rnd_raw_s / rnd_put_s:.2f}x (stored as raw blocks: no compression work)")
+        with no_fsync():
+            rnd_put_s += timed(lambda b=blob: store.put_bytes(b))
+    print(f"  incompressible, fsync disabled {rate(total, rnd_put_s)}   raw blake3+zstd-{LEVEL}"
+          f" {rate(total, rnd_raw_s)}   = {rnd_raw_s / rnd_put_s:.2f}x (stored as raw blocks)")
 
 
-def bench_big(store: Store, work: Path, mib: int) -> None:
-    path = work / "big.jsonl"
-    block = json_like(8 * MIB, seed=99)
-    with open(path, "wb") as out:  # varied 8 MiB blocks: beyond zstd's window, so no free repeats
-        for i in range(mib // 8):
-            out.write(b"%08d" % i + block[8:])
-    size = path.stat().st_size
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+def _status(key: str) -> int:
+    """A /proc/self/status memory figure in bytes (this process only, unlike ru_maxrss after exec)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def big_worker(store_dir: Path, path: Path) -> None:
+    """Child process of bench_big: measures the peak memory of the streaming put+get alone."""
+    store = Store(store_dir)
+    base = _status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # reset the peak RSS (VmHWM) to the current RSS
     oid = ""
 
     def put() -> None:
@@ -151,73 +198,69 @@ def bench_big(store: Store, work: Path, mib: int) -> None:
                 pass
 
     put_s, get_s = timed(put), timed(get)
-    growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - before
-    import mmap
+    growth = _status("VmHWM") - base
+    print(json.dumps({"oid": oid, "put_s": put_s, "get_s": get_s, "rss_growth": growth,
+                      "rss_base": base}))
 
+
+def bench_big(work: Path, mib: int) -> None:
+    path = work / "big.jsonl"
+    block = json_like(8 * MIB, seed=99)
+    with open(path, "wb") as out:  # varied 8 MiB blocks: beyond zstd's window, so no free repeats
+        for i in range(mib // 8):
+            out.write(b"%08d" % i + block[8:])
+    size = path.stat().st_size
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         raw_put_s = timed(lambda: raw_put(mapped))
-    frame = store.object_path(oid).read_bytes()
+    child = subprocess.run([sys.executable, __file__, "--big-worker", str(work / "s2"), str(path)],
+                           capture_output=True, text=True, check=True)
+    result = json.loads(child.stdout)
+    store = Store(work / "s2")
+    frame = store.object_path(result["oid"]).read_bytes()
     raw_get_s = timed(lambda: raw_get(frame))
-    logical, stored = store.object_sizes(oid)
+    logical, stored = store.object_sizes(result["oid"])
+    put_s, get_s = result["put_s"], result["get_s"]
     print(f"{mib} MiB JSON-like file (streamed; ratio {logical / stored:.2f})")
-    print(f"  put_file             {rate(size, put_s)}   raw blake3+zstd-{LEVEL} {rate(size, raw_put_s)}"
+    print(f"  put_file, durable    {rate(size, put_s)}   raw blake3+zstd-{LEVEL} {rate(size, raw_put_s)}"
           f"   = {raw_put_s / put_s:.2f}x")
     print(f"  open_object stream   {rate(size, get_s)}   raw unzstd+blake3   {rate(size, raw_get_s)}"
           f"   = {raw_get_s / get_s:.2f}x")
-    print(f"  peak RSS growth during put+get: {growth / MIB:.1f} MiB (limit: 64 MiB)")
+    print(f"  peak RSS of the put+get process: {(result['rss_base'] + result['rss_growth']) / MIB:.1f} MiB,"
+          f" {result['rss_growth'] / MIB:.1f} MiB above its state before the put (limit: 64 MiB)")
     path.unlink()
 
 
-def fsync_cost(work: Path, samples: int = 300) -> tuple[float, float]:
-    """Per-fsync cost of what one durable put does: a 2 KiB file fsync, then a directory fsync."""
-    directory = work / "fsync_probe"
-    directory.mkdir()
-    data = os.urandom(2048)
-    file_s = dir_s = 0.0
-    dir_fd = os.open(directory, os.O_RDONLY)
-    for i in range(samples):
-        fd = os.open(directory / f"t{i}", os.O_WRONLY | os.O_CREAT, 0o644)
-        os.write(fd, data)
-        file_s += timed(lambda fd=fd: os.fsync(fd))
-        os.close(fd)
-        os.rename(directory / f"t{i}", directory / f"f{i}")
-        dir_s += timed(lambda: os.fsync(dir_fd))
-    os.close(dir_fd)
-    shutil.rmtree(directory)
-    return file_s / samples, dir_s / samples
-
-
-def bench_small(store_dir: Path, work: Path, count: int) -> Store:
-    store = Store(store_dir)
+def bench_small(work: Path, count: int) -> Store:
+    """Small puts, durable each, with the bare fsync cost probed in between (the disk is shared)."""
+    store = Store(work / "s3")
+    probe_dir = work / "probe3"
+    probe_dir.mkdir()
     blobs = [json_like(2048, seed=100_000 + i) for i in range(count)]
-    file_fsync, dir_fsync = fsync_cost(work)
-    plain_s = timed(lambda: [store.put_bytes(b) for b in blobs[: count // 2]])
-    plain = count // 2
-    rest = blobs[count // 2:]
+    half = count // 2
+    put_s = fsync_s = 0.0
+    probes = 0
+    for start in range(0, half, 100):
+        put_s += timed(lambda s=start: [store.put_bytes(b) for b in blobs[s:min(s + 100, half)]])
+        for _ in range(10):
+            fsync_s += fsync_probe(probe_dir, blobs[0])
+            probes += 1
+    per_fsync_pair = fsync_s / probes
 
     def batched() -> None:
         with store.batch():
-            for blob in rest:
+            for blob in blobs[half:]:
                 store.put_bytes(blob)
 
     batch_s = timed(batched)
-    cpu_only = Store(work / "cpu_only")  # the same puts with durability switched off: Python's share
-    import clawstore.store.objects as objects_module
-
-    real_fsync, real_fsync_path = os.fsync, objects_module.fsync_path
-    os.fsync = lambda fd: None  # type: ignore[assignment]
-    objects_module.fsync_path = lambda path: None  # type: ignore[assignment]
-    try:
-        cpu_s = timed(lambda: [cpu_only.put_bytes(b) for b in blobs[:plain]])
-    finally:
-        os.fsync, objects_module.fsync_path = real_fsync, real_fsync_path
-    floor = 1 / (file_fsync + dir_fsync)
-    print(f"{count} objects of 2 KiB")
-    print(f"  fsync alone: file {file_fsync * 1e6:.0f} us + directory {dir_fsync * 1e6:.0f} us per put"
-          f" -> at most {floor:,.0f} durable puts/s")
-    print(f"  put, durable each    {plain / plain_s:10,.0f} puts/s   ({plain_s / plain * 1e6:.0f} us/put;"
-          f" {cpu_s / plain * 1e6:.0f} us of it is Python+hash+zstd+write, the rest is waiting for fsync)")
-    print(f"  put inside batch()   {len(rest) / batch_s:10,.0f} puts/s   (one sync per 256 objects)")
+    cpu_only = Store(work / "s3_nosync")
+    with no_fsync():
+        cpu_s = timed(lambda: [cpu_only.put_bytes(b) for b in blobs[:half]])
+    print(f"{count} objects of 2 KiB (half put one by one, half in one batch)")
+    print(f"  fsync alone (file + directory, probed between puts): {per_fsync_pair * 1e6:.0f} us"
+          f" -> at most {1 / per_fsync_pair:,.0f} durable puts/s")
+    print(f"  put, durable each    {half / put_s:10,.0f} puts/s   ({put_s / half * 1e6:.0f} us/put, of which"
+          f" {cpu_s / half * 1e6:.0f} us is Python+hash+zstd+write: the rest is the fsync wait)")
+    print(f"  put inside batch()   {(count - half) / batch_s:10,.0f} puts/s   (one syncfs per 256 objects)")
     return store
 
 
@@ -231,7 +274,7 @@ def bench_fsck(store: Store) -> None:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     elapsed = time.perf_counter() - start
-    print(f"claw fsck over {count} objects: {elapsed:.2f} s wall (exit {proc.returncode});"
+    print(f"claw fsck over {count} objects: {elapsed:.2f} s wall incl. process start (exit {proc.returncode});"
           f" {proc.stdout.strip().splitlines()[-1]}")
 
 
@@ -241,14 +284,17 @@ def main() -> None:
     parser.add_argument("--small-count", type=int, default=10_000)
     parser.add_argument("--one-mib-count", type=int, default=32)
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
+    parser.add_argument("--big-worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.big_worker:
+        big_worker(*args.big_worker)
+        return
     work = Path(tempfile.mkdtemp(prefix="store_bench_", dir=args.dir))
     try:
         print(f"work dir {work}; zstd level {LEVEL}; {os.cpu_count()} CPUs")
-        bench_1mib(Store(work / "s1"), args.one_mib_count)
-        bench_big(Store(work / "s2"), work, args.big_mib)
-        small = bench_small(work / "s3", work, args.small_count)
-        bench_fsck(small)
+        bench_1mib(work, args.one_mib_count)
+        bench_big(work, args.big_mib)
+        bench_fsck(bench_small(work, args.small_count))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
