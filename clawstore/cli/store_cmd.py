@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import click
 
 from clawstore.cli.common import resolve_store_dir, store_option
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 from clawstore.store import Store, check_oid
 from clawstore.store.codec import CHUNK
 from clawstore.store.fsck import fsck as run_fsck
 from clawstore.store.stats import store_stats
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 _VERIFY_FIRST_MAX = 64 << 20  # cat buffers (verified) objects up to this size; larger ones: two passes
+
+
+def _os_errors(command: _F) -> _F:
+    """Any OSError left over becomes one line: a store problem (3) or a bad path argument (2)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except OSError as exc:
+            name = str(exc.filename or "")
+            store_dir = kwargs.get("store_dir")
+            in_store = bool(name) and store_dir is not None and name.startswith(str(store_dir))
+            error = StoreError if in_store or "/objects/" in name else UsageError
+            raise error(f"{name + ': ' if name else ''}{exc.strerror or exc}") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _workspace_root() -> Path:
@@ -44,6 +64,7 @@ def _existing(store: Store, oid: str) -> str:
 @click.command("put")
 @click.argument("paths", nargs=-1, required=True)
 @store_option
+@_os_errors
 def put_cmd(paths: tuple[str, ...], store_dir: Path | None) -> None:
     """Store files (a directory becomes a tree; '-' reads stdin). Prints one id per argument."""
     for raw in paths:
@@ -67,6 +88,7 @@ def put_cmd(paths: tuple[str, ...], store_dir: Path | None) -> None:
 @click.command("cat")
 @click.argument("oid", metavar="ID")
 @store_option
+@_os_errors
 def cat_cmd(oid: str, store_dir: Path | None) -> None:
     """Write an object's bytes to stdout, verified before they are written."""
     store = _open_store(store_dir)
@@ -95,6 +117,7 @@ def _copy(reader: BinaryIO, out: BinaryIO) -> None:
 @click.command("ls-tree")
 @click.argument("oid", metavar="ID")
 @store_option
+@_os_errors
 def ls_tree_cmd(oid: str, store_dir: Path | None) -> None:
     """List a tree: mode, type, object, size, path."""
     store = _open_store(store_dir)
@@ -111,6 +134,7 @@ def ls_tree_cmd(oid: str, store_dir: Path | None) -> None:
 @click.option("--allow-external-links", is_flag=True,
               help="Also create symlinks that point outside DIR (refused by default).")
 @store_option
+@_os_errors
 def checkout_cmd(oid: str, dest: Path, allow_external_links: bool, store_dir: Path | None) -> None:
     """Materialise a tree into DIR (created if missing; must be empty)."""
     store = _open_store(store_dir)
@@ -122,6 +146,7 @@ def checkout_cmd(oid: str, dest: Path, allow_external_links: bool, store_dir: Pa
               help="Quarantine corrupt objects and bad action-cache entries; remove stale temp files.")
 @click.option("--rebuild-manifest", is_flag=True, help="Afterwards, rebuild the query manifest from records.")
 @store_option
+@_os_errors
 def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> None:
     """Verify every object, action-cache entry and ref. Exit 1 if something is wrong."""
     rebuild = None
@@ -157,6 +182,7 @@ def store_group() -> None:
 @store_group.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @store_option
+@_os_errors
 def stats_cmd(as_json: bool, store_dir: Path | None) -> None:
     """Object count, logical and stored bytes, compression ratio."""
     stats = store_stats(_open_store(store_dir))

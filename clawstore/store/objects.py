@@ -8,17 +8,18 @@ synced: a crash leaves at most a temp file, never a partial object.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import blake3
 import zstandard
 
-from clawstore.errors import MissingObjectError, StoreError
+from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.batch import Batch, PendingObject
 from clawstore.store.codec import CHUNK
@@ -28,13 +29,28 @@ from clawstore.store.ids import PREFIX, is_hex64, oid_hex
 # A dedup hit refreshes the object's mtime when older than this, so gc's grace period (which looks
 # at mtimes) also covers objects a running build reused rather than wrote.
 TOUCH_AFTER_S = 600.0
-OBJECT_MODE = 0o444  # objects never change: read-only guards against accidental edits
+OBJECT_MODE = 0o444
+_F = TypeVar("_F", bound=Callable[..., Any])  # objects never change: read-only guards against accidental edits
 
 
 _HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
 # Up to this size an object is encoded in one call (faster than streaming); the encoded copy is the
 # only extra memory, far below the 64 MiB bound. Larger objects always stream.
 ONE_SHOT_MAX = 8 << 20
+
+
+def _store_errors(method: _F) -> _F:
+    """Turn an unexpected OSError inside the store into a one-line StoreError naming the file."""
+
+    @functools.wraps(method)
+    def wrapper(self: ObjectStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise StoreError(f"store {self.root}: {exc.strerror or exc}{where}") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 class ObjectStore:
@@ -135,6 +151,7 @@ class ObjectStore:
                     if len(name) == 64 and is_hex64(name):
                         yield PREFIX + name
 
+    @_store_errors
     def object_sizes(self, oid: str) -> tuple[int, int]:
         """(logical bytes, stored bytes) of an object, read from its frame header."""
         path = self._existing_path(oid)
@@ -159,6 +176,7 @@ class ObjectStore:
             raise MissingObjectError(f"object {oid} is not in the store {self.root}")
         return path
 
+    @_store_errors
     def get_bytes(self, oid: str) -> bytes:
         path = self._existing_path(oid)
         try:
@@ -168,6 +186,7 @@ class ObjectStore:
             raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
         return codec.decode_verified(oid, oid_hex(oid), str(path), frame)
 
+    @_store_errors
     def open_object(self, oid: str) -> codec.ObjectReader:
         """A streaming reader; reading to the end verifies the object (CorruptObjectError if bad)."""
         path = self._existing_path(oid)
@@ -177,6 +196,7 @@ class ObjectStore:
             raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
 
     # --- writes -------------------------------------------------------------------------------
+    @_store_errors
     def put_bytes(self, data: bytes | bytearray | memoryview) -> str:
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
         hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(view) >= CHUNK else blake3.blake3()
@@ -195,6 +215,7 @@ class ObjectStore:
         """Store a file's bytes, streaming: memory stays bounded whatever the file size."""
         return self.put_file_sized(path)[0]
 
+    @_store_errors
     def put_file_sized(self, path: Path | str) -> tuple[str, int]:
         """put_file, also returning the number of bytes stored (what was read, not a stat)."""
         try:
@@ -214,11 +235,12 @@ class ObjectStore:
                     return oid, size
                 fh.seek(0)
                 return self._put_stream_from(fh, size, str(path))
-        except FileNotFoundError:
-            raise StoreError(f"cannot store {path}: no such file") from None
-        except IsADirectoryError:
-            raise StoreError(f"cannot store {path}: is a directory") from None
+        except OSError as exc:
+            if exc.filename != str(path) and exc.filename != path:
+                raise
+            raise UsageError(f"cannot store {path}: {exc.strerror}") from None
 
+    @_store_errors
     def put_stream(self, reader: BinaryIO) -> str:
         """Store everything `reader` yields (a pipe, a socket...), in bounded memory."""
         buffer = bytearray(codec.CHUNK)

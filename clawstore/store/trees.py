@@ -89,10 +89,7 @@ def _walk(store: Store, directory: Path, prefix: str, out: list[TreeEntry]) -> N
             out.append(TreeEntry(rel, "dir", MODE_DIR, 0))
             _walk(store, Path(child.path), rel + "/", out)
         elif stat.S_ISREG(info.st_mode):
-            try:
-                oid, logical = store.put_file_sized(child.path)
-            except PermissionError:
-                raise StoreError(f"cannot snapshot {child.path}: permission denied") from None
+            oid, logical = store.put_file_sized(child.path)  # unreadable: UsageError naming it
             mode = MODE_EXEC if info.st_mode & stat.S_IXUSR else MODE_FILE
             out.append(TreeEntry(rel, "file", mode, logical, object=oid))
         # sockets, fifos and devices have no content to keep: skipped
