@@ -146,6 +146,19 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
+def redact_json(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` with every string redacted (keys included)."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [redact_json(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {redact(k, secrets): redact_json(v, secrets) for k, v in value.items()}
+    return value
+
+
 def redact_tree(directory: Path, secrets: Sequence[str]) -> list[str]:
     """Replace secret values in files the agent wrote (it can read its own environment)."""
     if not secrets:

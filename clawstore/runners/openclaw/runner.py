@@ -124,7 +124,7 @@ def session_id(case_id: str, run_id: str, agent_id: str) -> str:
 def placeholders_in_tree(store: Any, tree: str) -> list[str]:
     """Standard files of the template tree whose content is our placeholder."""
     wanted = {name: _object_id(placeholder_text(name).encode("utf-8")) for name in STANDARD_FILES}
-    return sorted(e.path for e in store.read_tree(tree) if wanted.get(e.path) == e.object)
+    return sorted(e.path for e in store.read_tree(tree) if e.type == "file" and wanted.get(e.path) == e.object)
 
 
 class _Failure(Exception):
@@ -248,7 +248,7 @@ class _Run:
             "session_id": self.session, "turn_index": index, "turn_count": count})
         inv = runner.run(f"turn{index + 1}", argv, remaining)
         self._check_engine(inv)
-        payload = ev.find_payload(ev.payload_text(inv)) if not inv.timed_out else None
+        payload = ev.find_payload(ev.redact(ev.payload_text(inv), self.secrets)) if not inv.timed_out else None
         self.turn_payloads.append(payload)
         if inv.timed_out:
             raise _Failure("timed_out", RunError(
@@ -426,6 +426,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
         error=error,
         runner_metadata={"openclaw": evidence},
     )
-    data = artifact.to_json()
+    # Last line of defence: whatever path a secret took into the artifact, it does not leave here.
+    data = ev.redact_json(artifact.to_json(), run.secrets)
     canonical_json(data)  # fail here, not in the store, if anything is not JSON
     return data

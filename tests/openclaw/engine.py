@@ -1,0 +1,140 @@
+"""A private Docker engine for the real-engine tests (and for CI to build the image cache once).
+
+`dockerd --iptables=false --bridge=none` with its data, exec root and socket under a temp dir, so it
+neither touches nor needs the machine's own engine. `CLAW_TEST_DOCKER_HOST` points the tests at an
+existing engine instead.
+
+    python3 -m tests.openclaw.engine prepare     # CI: build/cache the OpenClaw test image
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE_SCRIPT = REPO / ".ci" / "openclaw_image.sh"
+LABEL = "clawstore.openclaw"
+START_TIMEOUT_S = 60.0
+IMAGE_TIMEOUT_S = 1200.0
+
+
+@dataclass
+class DockerEngine:
+    host: str
+    image: str
+    process: subprocess.Popen[bytes] | None = None
+    root: Path | None = None
+    docker_cli: str = "docker"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DOCKER_HOST": self.host}
+
+    def docker(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.docker_cli, *args], capture_output=True, text=True, timeout=timeout,
+                              env=self.env(), check=False)
+
+    def our_containers(self) -> list[str]:
+        done = self.docker("ps", "-a", "--filter", f"label={LABEL}", "--format", "{{.Names}}")
+        return [line for line in done.stdout.splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        for name in self.our_containers():
+            self.docker("rm", "-f", name)
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _ready(host: str) -> bool:
+    done = subprocess.run(["docker", "-H", host, "version", "--format", "{{.Server.Version}}"],
+                          capture_output=True, text=True, timeout=10, check=False)
+    return done.returncode == 0
+
+
+def start_dockerd(root: Path) -> tuple[DockerEngine | None, str]:
+    """Start a private dockerd under `root`; (engine, "") or (None, why not)."""
+    if not shutil.which("dockerd") or not shutil.which("docker"):
+        return None, "dockerd/docker not installed (apt-get install docker.io)"
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return None, "dockerd needs root here"
+    root.mkdir(parents=True, exist_ok=True)
+    sock = root / "docker.sock"
+    host = f"unix://{sock}"
+    log = open(root / "dockerd.log", "wb")  # noqa: SIM115 - lives as long as the daemon
+    process = subprocess.Popen(
+        ["dockerd", "--iptables=false", "--bridge=none", "--data-root", str(root / "data"),
+         "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid"), "-H", host],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    engine = DockerEngine(host=host, image="", process=process, root=root)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = (root / "dockerd.log").read_text(errors="replace").strip().splitlines()[-3:]
+            return None, f"dockerd exited {process.returncode}: {' | '.join(tail)}"
+        if sock.exists() and _ready(host):
+            return engine, ""
+        time.sleep(0.2)
+    engine.stop()
+    return None, f"dockerd did not answer within {START_TIMEOUT_S:.0f}s"
+
+
+def load_image(engine: DockerEngine) -> str:
+    """Build (first time on this machine) or load the OpenClaw test image; return its tag."""
+    done = subprocess.run(["bash", str(IMAGE_SCRIPT)], capture_output=True, text=True,
+                          timeout=IMAGE_TIMEOUT_S, env=engine.env(), check=False)
+    if done.returncode != 0:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"{IMAGE_SCRIPT.name} failed ({done.returncode}): {tail}")
+    sys.stderr.write(done.stderr)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def start_engine(root: Path) -> tuple[DockerEngine | None, str]:
+    """An engine with the test image, from CLAW_TEST_DOCKER_HOST or a private dockerd."""
+    external = os.environ.get("CLAW_TEST_DOCKER_HOST")
+    if external:
+        engine: DockerEngine | None = DockerEngine(host=external, image="")
+    else:
+        engine, reason = start_dockerd(root)
+        if engine is None:
+            return None, reason
+    assert engine is not None
+    try:
+        engine.image = load_image(engine)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        engine.stop()
+        return None, str(exc)
+    return engine, ""
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["prepare"]:
+        print("usage: python3 -m tests.openclaw.engine prepare", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="claw-dockerd-") as tmp:
+        began = time.monotonic()
+        engine, reason = start_engine(Path(tmp))
+        if engine is None:
+            print(f"openclaw test image not prepared: {reason}", file=sys.stderr)
+            return 1
+        engine.stop()
+        print(f"openclaw test image {engine.image} ready in {time.monotonic() - began:.1f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

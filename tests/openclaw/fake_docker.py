@@ -1,0 +1,193 @@
+"""A small stand-in for the `docker` CLI, enough for the runner's unit tests.
+
+It understands `image inspect`, `run`, `rm -f` and `ps -a --filter label=… --format {{.Names}}`.
+`run` plays OpenClaw itself: `config validate` and `agent` answer as a scenario file says
+($FAKE_DOCKER_SCENARIO, JSON). The "container" is this very process; it registers itself under
+$FAKE_DOCKER_STATE/containers/<name>.json (pid + labels) while it runs, so `rm -f` can kill it and
+`ps` can list it. Every invocation is appended to $FAKE_DOCKER_STATE/calls.jsonl (argv, whether the
+CLI's own environment held secrets, the env-file's mode and content keys).
+
+Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
+           "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
+           "turns": [{"write": {"rel/path": "text"}, "payload": {...} | null, "stdout": "...",
+                      "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
+                      "echo_env": false, "write_env_to": "file-in-workspace"}],
+           "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from pathlib import Path
+
+STATE = Path(os.environ.get("FAKE_DOCKER_STATE", "/tmp/fake-docker"))
+
+
+def scenario() -> dict:
+    path = os.environ.get("FAKE_DOCKER_SCENARIO")
+    return json.loads(Path(path).read_text()) if path else {}
+
+
+def record(entry: dict) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / "calls.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(entry) + "\n")
+
+
+def containers() -> Path:
+    path = STATE / "containers"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def image_inspect(args: list[str]) -> int:
+    images = scenario().get("images", {})
+    fmt = None
+    if args and args[0] == "--format":
+        fmt, args = args[1], args[2:]
+    ref = args[-1]
+    if ref not in images:
+        print(f"Error: No such image: {ref}", file=sys.stderr)
+        return 1
+    info = {"Id": images[ref].get("Id"), "RepoDigests": images[ref].get("RepoDigests", [])}
+    print(info["Id"] if fmt else json.dumps([info]))
+    return 0
+
+
+def parse_run(args: list[str]) -> tuple[dict, list[str]]:
+    flags: dict = {"labels": []}
+    takes_value = {"--name", "--label", "--pull", "--network", "--user", "-v", "-w", "--env-file"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--rm", "--init"):
+            i += 1
+        elif arg in takes_value:
+            if arg == "--label":
+                flags["labels"].append(args[i + 1])
+            else:
+                flags[arg.lstrip("-")] = args[i + 1]
+            i += 2
+        else:
+            break
+    return flags, args[i:]
+
+
+def env_file_info(path: str) -> dict:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    lines = Path(path).read_text().splitlines()
+    env = dict(line.split("=", 1) for line in lines if "=" in line)
+    return {"mode": oct(mode), "names": sorted(env), "env": env}
+
+
+def next_turn() -> int:
+    counter = STATE / "turn_counter"
+    index = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(index + 1))
+    return index
+
+
+def play(spec: dict, workspace: Path, env: dict) -> int:
+    if spec.get("sleep"):
+        time.sleep(float(spec["sleep"]))
+    for rel, text in (spec.get("write") or {}).items():
+        target = workspace / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    if spec.get("write_env_to"):
+        (workspace / spec["write_env_to"]).write_text(json.dumps(env))
+    out = spec.get("stdout", "")
+    if spec.get("payload") is not None:
+        out += json.dumps(spec["payload"])
+    if spec.get("echo_env"):
+        out += "\nENV " + json.dumps(env)
+    if spec.get("payload_on_stderr"):
+        sys.stderr.write(out)
+    else:
+        sys.stdout.write(out)
+    sys.stderr.write(spec.get("stderr", ""))
+    return int(spec.get("rc", 0))
+
+
+def run(args: list[str]) -> int:
+    flags, command = parse_run(args)
+    image, argv = command[0], command[1:]
+    scen = scenario()
+    env_info = env_file_info(flags["env-file"])
+    host_dir = flags["v"].rsplit(":", 2)[0]
+    record({"cmd": "run", "argv": sys.argv, "flags": {k: v for k, v in flags.items()}, "image": image,
+            "container_argv": argv, "env_file_path": flags["env-file"], "env_file_mode": env_info["mode"],
+            "env_names": env_info["names"], "cli_env_has_key": any(
+                v in os.environ.values() for v in env_info["env"].values() if "secret" in v)})
+    if scen.get("run_rc") is not None:
+        sys.stderr.write(scen.get("run_stderr", "docker: Error response from daemon."))
+        return int(scen["run_rc"])
+    if image not in scen.get("images", {}):
+        sys.stderr.write(f"docker: Error response from daemon: No such image: {image}.\n")
+        return 125
+    name = flags["name"]
+    marker = containers() / f"{name}.json"
+    marker.write_text(json.dumps({"pid": os.getpid(), "labels": flags["labels"]}))
+    try:
+        workspace = Path(host_dir) / "workspace"
+        if argv[:3] == ["openclaw", "config", "validate"]:
+            return play(scen.get("validate", {"stdout": '{"valid":true}'}), workspace, env_info["env"])
+        if argv[:2] == ["openclaw", "agent"]:
+            turns = scen.get("turns") or [{}]
+            index = next_turn()
+            spec = turns[min(index, len(turns) - 1)]
+            record({"cmd": "agent", "turn": index, "argv": argv,
+                    "workspace_files": sorted(p.relative_to(workspace).as_posix()
+                                              for p in workspace.rglob("*") if p.is_file())})
+            return play(spec, workspace, env_info["env"])
+        return 0
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def rm(args: list[str]) -> int:
+    name = args[-1]
+    marker = containers() / f"{name}.json"
+    if not marker.exists():
+        print(f"Error: No such container: {name}", file=sys.stderr)
+        return 1
+    pid = json.loads(marker.read_text())["pid"]
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    marker.unlink(missing_ok=True)
+    record({"cmd": "rm", "name": name, "pid": pid})
+    return 0
+
+
+def ps(args: list[str]) -> int:
+    wanted = args[args.index("--filter") + 1].split("=", 1)[1] if "--filter" in args else None
+    for marker in sorted(containers().glob("*.json")):
+        labels = json.loads(marker.read_text())["labels"]
+        names = {label.split("=", 1)[0] for label in labels} | set(labels)
+        if wanted is None or wanted in names:
+            print(marker.stem)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:2] == ["image", "inspect"]:
+        return image_inspect(argv[2:])
+    if argv[:1] == ["run"]:
+        return run(argv[1:])
+    if argv[:1] == ["rm"]:
+        return rm(argv[1:])
+    if argv[:1] == ["ps"]:
+        return ps(argv[1:])
+    print(f"fake docker: unsupported command {argv}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,240 @@
+"""run_openclaw against a fake container CLI: statuses, timeouts, secrets, evidence, edge cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.runners.openclaw import run_openclaw
+from clawstore.runners.openclaw.config import config_bytes, render_config
+from clawstore.store import Store
+from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def tree_files(store: Store, tree: str) -> dict[str, bytes]:
+    return {e.path: store.get_bytes(e.object) for e in store.read_tree(tree) if e.type == "file"}
+
+
+def all_object_bytes(store: Store) -> list[bytes]:
+    return [store.get_bytes(oid) for oid in store.iter_objects()]
+
+
+def test_single_turn_success_records_workspace_diff_and_key_output(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"write": {"report.md": "# Report\nmarker\n"},
+                               "payload": payload("Created report.md.", tools=["write"])}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    art = outcome.artifact
+    assert art["status"] == "success" and art["error"] is None
+    files = tree_files(store, outcome.outputs["workspace"])
+    assert files["report.md"] == b"# Report\nmarker\n"
+    assert files["AGENTS.md"] == b"# Agents\nBe concise.\n"
+    diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+    assert "+++ workspace/report.md" in diff and "+marker" in diff
+    assert "AGENTS.md" not in diff  # the diff is against the template tree: only what the run changed
+    [ref] = art["output_artifacts"]
+    assert ref["artifact_id"] == "openclaw_key_output_1" and ref["uri"] == "workspace:report.md"
+    assert store.get_bytes(ref["object"]) == b"# Report\nmarker\n"
+    assert ref["media_type"] == "text/markdown" and ref["byte_size"] == len(b"# Report\nmarker\n")
+    finals = [e for e in art["trace"] if e["event_type"] == "final_output"]
+    assert [e["content"] for e in finals] == ["Created report.md."]
+    assert [e["sequence"] for e in art["trace"]] == list(range(len(art["trace"])))
+    oc = art["runner_metadata"]["openclaw"]
+    assert oc["workspace_snapshot"]["object"] == outcome.outputs["workspace"]
+    assert oc["metadata"]["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
+    assert oc["metadata"]["observable_summary"]["tool_summary"] == {"calls": 1, "failures": 0, "tools": ["write"]}
+    assert art["usage"]["normalized"]["input_tokens"] == 100 and art["usage"]["cost_usd"] is None
+    # Every evidence reference is an object in the store, never a host path.
+    for name in ("generated_openclaw_config", "raw_session_trace", "openclaw_logs", "workspace_diff"):
+        assert store.has(oc[name]["object"]) and oc[name]["uri"] is None
+    spec = make_spec()
+    expected = config_bytes(render_config(spec.agent, spec.requested_model, {}, spec.provider_base_url, KEY_ENV))
+    assert store.get_bytes(outcome.outputs["openclaw_config"]) == expected
+    # Same template + same flags: the container saw the workspace and the config at /work.
+    [validate, turn] = fake_docker.calls("run")
+    assert validate["container_argv"] == ["openclaw", "config", "validate", "--json"]
+    argv = turn["container_argv"]
+    assert argv[:6] == ["openclaw", "agent", "--local", "--json", "--agent", "basic-agent"]
+    assert argv[argv.index("--message") + 1].startswith("[0] user\nCreate report.md")
+    assert "--pull" in turn["argv"] and turn["flags"]["pull"] == "never"
+    assert "clawstore.openclaw.run=" in " ".join(turn["flags"]["labels"])
+    assert fake_docker.live_containers() == []
+    assert list(tmp_path.glob("claw-oc-*")) == []  # the private run directory is gone
+
+
+def test_multi_turn_keeps_one_session_and_workspace(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[
+        {"write": {"draft.md": "draft\n"}, "payload": payload("draft done", {"input": 10, "output": 2})},
+        {"write": {"report.md": "report\n"}, "payload": payload("report done", {"input": 30, "output": 4,
+                                                                              "cacheRead": 5})},
+    ])
+    spec = make_spec(messages=[{"role": "system", "content": "Keep context."}],
+                     turns=[{"role": "user", "content": "Create draft.md."},
+                            {"role": "user", "content": "Now report.md."}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "success"
+    agents = fake_docker.calls("agent")
+    sessions = {c["argv"][c["argv"].index("--session-id") + 1] for c in agents}
+    assert len(agents) == 2 and len(sessions) == 1
+    first = agents[0]["argv"][agents[0]["argv"].index("--message") + 1]
+    second = agents[1]["argv"][agents[1]["argv"].index("--message") + 1]
+    assert first.startswith("[initial_context]\n[0] system\nKeep context.") and "[user_turn] user" in first
+    assert "[openclaw_hints]" in first
+    assert second == "[user_turn] user\nNow report.md."
+    assert "draft.md" in agents[1]["workspace_files"]  # turn 2 sees what turn 1 wrote
+    assert set(tree_files(store, outcome.outputs["workspace"])) >= {"draft.md", "report.md"}
+    usage = outcome.artifact["usage"]["normalized"]
+    assert usage["input_tokens"] == 40 and usage["output_tokens"] == 6 and usage["cached_input_tokens"] == 5
+    finals = [e["content"] for e in outcome.artifact["trace"] if e["event_type"] == "final_output"]
+    assert finals == ["draft done", "report done"]
+    raw = store.get_json(outcome.outputs["openclaw_raw_trace"])
+    assert [t["turn_index"] for t in raw["turns"]] == [0, 1]
+    assert json.loads(store.get_bytes(raw["turns"][1]["payload"]))["payloads"][0]["text"] == "report done"
+
+
+def test_turn_over_the_timeout_is_timed_out_and_its_container_removed(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"sleep": 60, "payload": payload("late")}])
+    began = time.monotonic()
+    outcome = run_openclaw(make_spec(timeout_seconds=2), store, tmp_path)
+    took = time.monotonic() - began
+    assert outcome.status == "timed_out"
+    assert outcome.artifact["error"]["code"] == "openclaw_timeout"
+    assert outcome.artifact["error"]["metadata"] == {"turn_index": 0}
+    assert took < 10
+    assert fake_docker.live_containers() == []
+    [removed] = fake_docker.calls("rm")
+    with pytest.raises(ProcessLookupError):
+        os.kill(removed["pid"], 0)
+    # The workspace is still captured for a timed-out run.
+    assert "AGENTS.md" in tree_files(store, outcome.outputs["workspace"])
+
+
+def test_timeout_bounds_all_turns_together(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"sleep": 2.5, "payload": payload("one")},
+                              {"sleep": 2.5, "payload": payload("two")}])
+    spec = make_spec(timeout_seconds=4, turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "timed_out"
+    assert outcome.artifact["error"]["metadata"]["turn_index"] == 1
+    timeouts = [c["argv"][c["argv"].index("--timeout") + 1] for c in fake_docker.calls("agent")]
+    assert int(timeouts[1]) < int(timeouts[0]) <= 4  # each turn gets only what is left
+
+
+def test_failing_turn_stops_the_run(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"rc": 3, "stderr": "model exploded"}, {"payload": payload("never")}])
+    spec = make_spec(turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    err = outcome.artifact["error"]
+    assert outcome.status == "failed" and err["code"] == "openclaw_execution_failed"
+    assert err["metadata"]["returncode"] == 3 and err["metadata"]["turn_index"] == 0
+    assert "model exploded" in err["metadata"]["stderr"]
+    assert len(fake_docker.calls("agent")) == 1
+    logs = store.get_bytes(outcome.outputs["openclaw_logs"]).decode()
+    assert "## turn1\nreturncode: 3" in logs
+
+
+def test_rejected_config_is_invalid_without_agent_runs(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(validate={"rc": 1, "stdout": '{"valid":false,"issues":[{"path":"agents.x"}]}'},
+                       turns=[{"write": {"report.md": "x"}, "payload": payload("x")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "invalid"
+    assert outcome.artifact["error"]["code"] == "openclaw_config_invalid"
+    assert "agents.x" in outcome.artifact["error"]["message"]
+    assert fake_docker.calls("agent") == [] and outcome.artifact["output_artifacts"] == []
+
+
+def test_payload_on_stderr_is_read(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"payload": payload("from stderr"), "payload_on_stderr": True,
+                               "stderr": "\n[agent] done\n"}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    finals = [e["content"] for e in outcome.artifact["trace"] if e["event_type"] == "final_output"]
+    assert finals == ["from stderr"]
+
+
+def test_missing_cli_and_missing_image_are_failed_runs(make_spec, fake_docker, store, tmp_path):
+    outcome = run_openclaw(make_spec(docker_cli=str(tmp_path / "no-such-docker")), store, tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.artifact["error"]["code"] == "openclaw_engine_unavailable"
+    assert "not found" in outcome.artifact["error"]["message"]
+    outcome = run_openclaw(make_spec(image="example.test/absent:1"), store, tmp_path)
+    assert outcome.status == "failed" and "example.test/absent:1" in outcome.artifact["error"]["message"]
+    assert fake_docker.calls("run") == []
+
+
+def test_engine_refusing_to_start_is_failed(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(run_rc=125, run_stderr="docker: Error response from daemon: OCI runtime create failed\n")
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.artifact["error"]["code"] == "openclaw_engine_unavailable"
+    assert "OCI runtime" in outcome.artifact["error"]["message"]
+
+
+def test_missing_api_key_fails_before_any_container(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.artifact["error"]["code"] == "runner_configuration_error"
+    assert KEY_ENV in outcome.artifact["error"]["message"]
+    assert fake_docker.calls() == []
+
+
+def test_secret_never_on_command_line_or_in_store(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.setenv("UNRELATED_HOST_SECRET", "host-only-value")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    fake_docker.script(turns=[{"echo_env": True, "write_env_to": "leak.json",
+                               "payload": payload(f"my key is {SECRET}"), "stderr": f"auth {SECRET}\n"}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success"
+    for call in fake_docker.calls("run"):
+        assert SECRET not in " ".join(call["argv"])
+        assert call["env_file_mode"] == "0o600"
+        assert not call["cli_env_has_key"]  # the docker CLI process itself never gets the key
+        assert KEY_ENV in call["env_names"] and "HTTPS_PROXY" in call["env_names"]
+        assert "UNRELATED_HOST_SECRET" not in call["env_names"]
+        env_file = Path(call["env_file_path"])
+        assert not env_file.exists() and not env_file.parent.exists()
+        assert not str(env_file).startswith(str(tmp_path))  # never inside the mounted run directory
+    blobs = all_object_bytes(store)
+    assert blobs and not any(SECRET.encode() in blob for blob in blobs)
+    leak = tree_files(store, outcome.outputs["workspace"])["leak.json"]
+    assert b"[redacted]" in leak
+    assert outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["redacted_files"] == ["leak.json"]
+    assert SECRET not in json.dumps(outcome.artifact)
+
+
+def test_machine_settings_come_from_the_environment(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
+    monkeypatch.setenv("CLAW_OPENCLAW_USER", "1234:5678")
+    monkeypatch.setenv("CLAW_OPENCLAW_PULL", "missing")
+    monkeypatch.setenv("CLAW_OPENCLAW_ENV_ALLOW", "EXTRA_ONE")
+    monkeypatch.setenv("EXTRA_ONE", "1")
+    fake_docker.script(turns=[{"payload": payload("ok")}])
+    run_openclaw(make_spec(), store, tmp_path)
+    call = fake_docker.calls("run")[-1]
+    assert call["flags"]["network"] == "host" and call["flags"]["user"] == "1234:5678"
+    assert call["flags"]["pull"] == "missing" and "EXTRA_ONE" in call["env_names"]
+
+
+def test_agent_output_is_pruned_and_agent_without_prompt_keys(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"write": {"node_modules/x/index.js": "x", "src/app.py": "print(1)\n"},
+                               "payload": payload("ok")}])
+    outcome = run_openclaw(make_spec(agent=basic_agent(agent={})), store, tmp_path)
+    files = tree_files(store, outcome.outputs["workspace"])
+    assert "src/app.py" in files and not any(p.startswith("node_modules") for p in files)
+    assert outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["pruned_paths"] == ["node_modules"]
+    argv = fake_docker.calls("agent")[0]["argv"]
+    assert argv[argv.index("--agent") + 1] == "basic_agent"  # no fragment id: the directory id
+
+
+def test_long_prompt_goes_through_a_message_file(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"payload": payload("ok")}])
+    big = "x" * 150_000
+    outcome = run_openclaw(make_spec(messages=[{"role": "user", "content": big}]), store, tmp_path)
+    assert outcome.status == "success"
+    argv = fake_docker.calls("agent")[0]["argv"]
+    assert "--message" not in argv and argv[argv.index("--message-file") + 1] == "/work/turns/turn_1.txt"
