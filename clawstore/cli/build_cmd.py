@@ -41,6 +41,14 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def node_label(node: Any) -> str:
+    a = node.address
+    label = f"{node.kind} {a['model_id']} {a['case_id']} rep {a['repetition']}"
+    if "judge_run_id" in a:
+        label += f" {a['judge_run_id']} #{a['judge_repetition']}"
+    return label
+
+
 def _money(value: Any) -> str:
     return "-" if value is None else f"{float(value):.6f}"
 
@@ -125,8 +133,7 @@ def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
              "executes": s in will_run, "reasons": s.reasons} for s in states]}, indent=2, sort_keys=True))
         return
     for s in will_run:
-        click.echo(f"exec {s.node.kind} {s.node.address['model_id']} {s.node.address['case_id']} "
-                   f"rep {s.node.address['repetition']}: " + "; ".join(s.reasons))
+        click.echo(f"exec {node_label(s.node)}: " + "; ".join(s.reasons))
     click.echo(f"{len(will_run)} node(s) would execute, {len(states) - len(will_run)} fresh ({cid})")
 
 
@@ -171,8 +178,7 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
     if not stale:
         click.echo(f"everything is fresh ({cid})")
     for s in stale:
-        a = s.node.address
-        click.echo(f"{s.node.kind} {a['model_id']} {a['case_id']} rep {a['repetition']} ({s.state}):")
+        click.echo(f"{node_label(s.node)} ({s.state}):")
         for reason in s.reasons:
             click.echo(f"  {reason}")
 
