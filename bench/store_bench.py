@@ -123,52 +123,62 @@ def fsync_probe(directory: Path, payload: bytes) -> float:
     return spent
 
 
-def bench_1mib(work: Path, count: int) -> None:
-    """Raw and store timings interleaved object by object, so load from other users hits both alike."""
-    store = Store(work / "s1")
-    probe_dir = work / "probe1"
-    probe_dir.mkdir()
-    blobs = [json_like(MIB, seed=i) for i in range(count)]
-    total = MIB * count
-    frames = [_CCTX.compress(b) for b in blobs]
+def _one_mib_round(store: Store, probe_dir: Path, blobs: list[bytes], frames: list[bytes],
+                   tag: bytes) -> dict[str, float]:
+    """One pass of every 1 MiB measurement; raw and store interleaved object by object."""
+    times = dict.fromkeys(("raw_put", "put", "fsync", "nosync", "raw_get", "get", "raw_batch", "batch",
+                           "raw_rnd", "rnd"), 0.0)
     ids: list[str] = []
-    raw_put_s = put_s = raw_get_s = get_s = fsync_s = nosync_s = 0.0
-    for i, blob in enumerate(blobs):
-        raw_put_s += timed(lambda b=blob: raw_put(b))
-        put_s += timed(lambda b=blob: ids.append(store.put_bytes(b)))
-        fsync_s += fsync_probe(probe_dir, frames[i])
+    fresh = [tag + blob for blob in blobs]  # new bytes each round: every put really writes
+    for i, blob in enumerate(fresh):
+        times["raw_put"] += timed(lambda b=blob: raw_put(b))
+        times["put"] += timed(lambda b=blob: ids.append(store.put_bytes(b)))
+        times["fsync"] += fsync_probe(probe_dir, frames[i])
         with no_fsync():
-            nosync_s += timed(lambda b=blob: store.put_bytes(b"nosync" + b))
+            times["nosync"] += timed(lambda b=blob: store.put_bytes(b"nosync" + b))
     for frame, oid in zip(frames, ids, strict=True):
-        raw_get_s += timed(lambda f=frame: raw_get(f))
-        get_s += timed(lambda o=oid: store.get_bytes(o))
-    batch_blobs = [b"%d" % i + blob for i, blob in enumerate(blobs)]
-    raw_batch_s = sum(timed(lambda b=b: raw_put(b)) for b in batch_blobs)
+        times["raw_get"] += timed(lambda f=frame: raw_get(f))
+        times["get"] += timed(lambda o=oid: store.get_bytes(o))
+    batch_blobs = [b"batch" + blob for blob in fresh]
+    times["raw_batch"] = sum(timed(lambda b=b: raw_put(b)) for b in batch_blobs)
 
     def batched() -> None:
         with store.batch():
             for blob in batch_blobs:
                 store.put_bytes(blob)
 
-    batch_s = timed(batched)
-    raw = f"raw blake3+zstd-{LEVEL} {rate(total, raw_put_s)}"
-    print(f"1 MiB JSON-like objects x{count} (ratio {total / sum(len(f) for f in frames):.2f})")
-    print(f"  put, durable each    {rate(total, put_s)}   {raw}   = {raw_put_s / put_s:.2f}x"
-          f"   ({put_s / count * 1e3:.1f} ms/put; file+dir fsync alone {fsync_s / count * 1e3:.1f} ms)")
-    print(f"  put, fsync disabled  {rate(total, nosync_s)}   {raw}   = {raw_put_s / nosync_s:.2f}x"
-          f"   (the store's own overhead)")
-    print(f"  put inside batch()   {rate(total, batch_s)}   raw blake3+zstd-{LEVEL} {rate(total, raw_batch_s)}"
-          f"   = {raw_batch_s / batch_s:.2f}x")
-    print(f"  get (verified)       {rate(total, get_s)}   raw unzstd+blake3   {rate(total, raw_get_s)}"
-          f"   = {raw_get_s / get_s:.2f}x")
-    rnd_put_s = rnd_raw_s = 0.0
-    for _ in range(count):
+    times["batch"] = timed(batched)
+    for _ in blobs:
         blob = os.urandom(MIB)
-        rnd_raw_s += timed(lambda b=blob: raw_put(b))
+        times["raw_rnd"] += timed(lambda b=blob: raw_put(b))
         with no_fsync():
-            rnd_put_s += timed(lambda b=blob: store.put_bytes(b))
-    print(f"  incompressible, fsync disabled {rate(total, rnd_put_s)}   raw blake3+zstd-{LEVEL}"
-          f" {rate(total, rnd_raw_s)}   = {rnd_raw_s / rnd_put_s:.2f}x (stored as raw blocks)")
+            times["rnd"] += timed(lambda b=blob: store.put_bytes(b))
+    return times
+
+
+def bench_1mib(work: Path, count: int, rounds: int) -> None:
+    """Best of `rounds` for each figure: the host is shared, the best round is the least disturbed."""
+    store = Store(work / "s1")
+    probe_dir = work / "probe1"
+    probe_dir.mkdir()
+    blobs = [json_like(MIB, seed=i) for i in range(count)]
+    total = MIB * count
+    frames = [_CCTX.compress(b) for b in blobs]
+    results = [_one_mib_round(store, probe_dir, blobs, frames, b"%d" % r) for r in range(rounds)]
+    best = {name: min(result[name] for result in results) for name in results[0]}
+    raw = f"raw blake3+zstd-{LEVEL} {rate(total, best['raw_put'])}"
+    print(f"1 MiB JSON-like objects x{count}, best of {rounds} rounds (ratio "
+          f"{total / sum(len(f) for f in frames):.2f})")
+    print(f"  put, durable each    {rate(total, best['put'])}   {raw}   = {best['raw_put'] / best['put']:.2f}x"
+          f"   ({best['put'] / count * 1e3:.1f} ms/put; file+dir fsync alone {best['fsync'] / count * 1e3:.1f} ms)")
+    print(f"  put, fsync disabled  {rate(total, best['nosync'])}   {raw}   = "
+          f"{best['raw_put'] / best['nosync']:.2f}x   (the store's own overhead)")
+    print(f"  put inside batch()   {rate(total, best['batch'])}   raw blake3+zstd-{LEVEL} "
+          f"{rate(total, best['raw_batch'])}   = {best['raw_batch'] / best['batch']:.2f}x")
+    print(f"  get (verified)       {rate(total, best['get'])}   raw unzstd+blake3   "
+          f"{rate(total, best['raw_get'])}   = {best['raw_get'] / best['get']:.2f}x")
+    print(f"  incompressible put, fsync disabled {rate(total, best['rnd'])}   raw blake3+zstd-{LEVEL}"
+          f" {rate(total, best['raw_rnd'])}   = {best['raw_rnd'] / best['rnd']:.2f}x (stored as raw blocks)")
 
 
 def _status(key: str) -> int:
@@ -283,6 +293,7 @@ def main() -> None:
     parser.add_argument("--big-mib", type=int, default=256)
     parser.add_argument("--small-count", type=int, default=10_000)
     parser.add_argument("--one-mib-count", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="1 MiB section: best of this many rounds")
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: a temp dir)")
     parser.add_argument("--big-worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -292,7 +303,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="store_bench_", dir=args.dir))
     try:
         print(f"work dir {work}; zstd level {LEVEL}; {os.cpu_count()} CPUs")
-        bench_1mib(work, args.one_mib_count)
+        bench_1mib(work, args.one_mib_count, args.rounds)
         bench_big(work, args.big_mib)
         bench_fsck(bench_small(work, args.small_count))
     finally:

@@ -54,24 +54,28 @@ def _block_header(size: int, last: bool) -> bytes:
     return ((size << 3) | int(last)).to_bytes(3, "little")  # block type 0 = raw
 
 
-def raw_frame(data: bytes | memoryview) -> bytes:
-    """A zstd frame holding `data` uncompressed."""
+def raw_frame_parts(data: bytes | memoryview) -> list[bytes | memoryview]:
+    """A zstd frame holding `data` uncompressed, as buffers to write in order (no joined copy)."""
     view = memoryview(data)
-    parts = [_raw_header(len(view))]
+    parts: list[bytes | memoryview] = [_raw_header(len(view))]
     start = 0
     while len(view) - start > RAW_BLOCK:
         parts += (_block_header(RAW_BLOCK, False), view[start:start + RAW_BLOCK])
         start += RAW_BLOCK
     parts += (_block_header(len(view) - start, True), view[start:])
-    return b"".join(parts)
+    return parts
 
 
-def encode(data: bytes | memoryview, level: int) -> bytes:
-    """The stored form of a small object (the whole frame in memory)."""
+def raw_frame(data: bytes | memoryview) -> bytes:
+    return b"".join(raw_frame_parts(data))
+
+
+def encode(data: bytes | memoryview, level: int) -> list[bytes | memoryview]:
+    """The stored form of an object encoded in one call, as buffers to write in order."""
     frame = _compressor(level, 0).compress(data)
     if len(frame) > len(data) * (1 - MIN_SAVING) and len(data) > 64:
-        return raw_frame(data)
-    return frame
+        return raw_frame_parts(data)
+    return [frame]
 
 
 class StreamEncoder:
@@ -138,7 +142,7 @@ class StreamEncoder:
     def finish(self) -> str:
         """Complete the frame; returns the hex digest of everything written ("" if not hashing)."""
         if not self._decided:  # empty input
-            self._out.write(encode(b"", self._level))
+            self._out.write(encode(b"", self._level)[0])
         elif self._raw:
             self._out.write(_block_header(len(self._pending), True) + self._pending)
             self._pending = b""

@@ -289,7 +289,7 @@ class ObjectStore:
                 os.unlink(tmp)
             raise
 
-    def _write_object(self, oid: str, final: Path, frame: bytes) -> None:
+    def _write_object(self, oid: str, final: Path, frame: list[bytes | memoryview]) -> None:
         tmp = self.tmp_dir / temp_name()
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
@@ -364,7 +364,13 @@ def _read_chunks(reader: BinaryIO | _Prefixed, size: int = codec.CHUNK) -> Itera
             break
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
+    """Write buffers in order with writev (short writes resumed)."""
+    views = [memoryview(part).cast("B") for part in parts if len(part)]
+    while views:
+        written = os.writev(fd, views[:1024])
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if written:
+            views[0] = views[0][written:]
