@@ -56,7 +56,17 @@ class DockerEngine:
                 self.process.kill()
                 self.process.wait()
         if self.root is not None:
+            _unmount_below(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _unmount_below(root: Path) -> None:
+    """dockerd leaves its network-namespace bind mount behind; rmtree cannot remove a mountpoint."""
+    prefix = str(root.resolve()) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def _ready(host: str) -> bool:

@@ -1,0 +1,133 @@
+"""End to end with a real Docker engine, the real OpenClaw CLI and the stand-in model server.
+
+The containers reach the stand-in on 127.0.0.1 through host networking; OpenClaw streams its
+requests (SSE) and its `write` tool creates the files the scripted replies ask for.
+Skipped, with the reason, when no engine or image can be had (see tests/openclaw/engine.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.runners.openclaw import agent_workspace_tree, resolve_image_digest, run_openclaw
+from clawstore.runners.openclaw.runner import OpenClawSpec
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, hang, key_fingerprint, text, tool_call
+from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent
+from tests.openclaw.engine import DockerEngine
+
+pytestmark = pytest.mark.timeout(900)  # the first use may build the image (about 2 minutes)
+MODEL = "test/model"
+
+
+@pytest.fixture
+def engine_env(docker_engine: DockerEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    # A recording wrapper around the real CLI: proves what is (not) on the command line.
+    real = shutil.which("docker")
+    log = tmp_path / "docker-argv.log"
+    wrapper = tmp_path / "bin" / "docker"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return {"cli": str(wrapper), "argv_log": log, "engine": docker_engine}
+
+
+@pytest.fixture
+def real_spec(engine_env: dict, store: Store, agent_dir: Path):
+    engine: DockerEngine = engine_env["engine"]
+    tree = agent_workspace_tree(store, agent_dir)
+
+    def make(base_url: str, **overrides) -> OpenClawSpec:
+        fields = {"case_id": "real_case", "agent_id": "basic_agent", "agent_dir": agent_dir,
+                  "agent": basic_agent(agent={"id": "basic-agent"}), "agent_tree": tree,
+                  "requested_model": MODEL, "image": engine.image,
+                  "image_digest": resolve_image_digest(engine.image, engine_env["cli"]),
+                  "docker_cli": engine_env["cli"], "timeout_seconds": 240,
+                  "messages": [{"role": "user", "content": "Create report.md with the marker."}],
+                  "hints": {"expected_artifact": "report.md"}, "provider_base_url": base_url,
+                  "api_key_env": KEY_ENV}
+        fields.update(overrides)
+        return OpenClawSpec(**fields)
+
+    return make
+
+
+def _files(store: Store, tree: str) -> dict[str, bytes]:
+    return {e.path: store.get_bytes(e.object) for e in store.read_tree(tree) if e.type == "file"}
+
+
+def test_single_turn_writes_report_and_keeps_the_key_secret(real_spec, engine_env, store, tmp_path):
+    with StandIn() as standin:
+        standin.script(MODEL, tool_call("write", {"path": "report.md", "content": "# Report\nreal-marker\n"}),
+                       text("Created report.md."))
+        spec = real_spec(standin.base_url)
+        outcome = run_openclaw(spec, store, tmp_path)
+        requests = list(standin.requests)
+    art = outcome.artifact
+    assert art["status"] == "success", art["error"]
+    assert spec.image_digest and spec.image_digest.startswith("sha256:")
+    assert _files(store, outcome.outputs["workspace"])["report.md"] == b"# Report\nreal-marker\n"
+    diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+    assert "+++ workspace/report.md" in diff and "+real-marker" in diff
+    assert [r["artifact_id"] for r in art["output_artifacts"]] == ["openclaw_key_output_1"]
+    finals = [e["content"] for e in art["trace"] if e["event_type"] == "final_output"]
+    assert finals == ["Created report.md."]
+    summary = art["runner_metadata"]["openclaw"]["metadata"]["observable_summary"]
+    assert "write" in summary["tool_summary"]["tools"]
+    assert art["usage"]["normalized"]["input_tokens"] > 0
+    # OpenClaw really talked to the stand-in, streaming, with the key from the env-file.
+    assert len(requests) >= 2 and all(r["stream"] for r in requests)
+    assert all(r["key_fingerprint"] == key_fingerprint(SECRET) for r in requests)
+    # The key is in no stored object, no docker command line, and no container is left.
+    assert not any(SECRET.encode() in store.get_bytes(oid) for oid in store.iter_objects())
+    argv_log = engine_env["argv_log"].read_text()
+    assert "run --rm" in argv_log and SECRET not in argv_log
+    assert engine_env["engine"].our_containers() == []
+
+
+def test_multi_turn_keeps_one_session(real_spec, engine_env, store, tmp_path):
+    with StandIn() as standin:
+        standin.script(MODEL,
+                       tool_call("write", {"path": "draft.md", "content": "# Draft\nfirst-turn-marker\n"}),
+                       text("draft done"),
+                       tool_call("write", {"path": "report.md", "content": "# Report\nsecond-turn-marker\n"}),
+                       text("report done"))
+        spec = real_spec(standin.base_url, messages=[{"role": "system", "content": "Keep context."}],
+                         turns=[{"role": "user", "content": "Create draft.md."},
+                                {"role": "user", "content": "Now create report.md from draft.md."}])
+        outcome = run_openclaw(spec, store, tmp_path)
+        requests = list(standin.requests)
+    assert outcome.status == "success", outcome.artifact["error"]
+    files = _files(store, outcome.outputs["workspace"])
+    assert b"first-turn-marker" in files["draft.md"] and b"second-turn-marker" in files["report.md"]
+    finals = [e["content"] for e in outcome.artifact["trace"] if e["event_type"] == "final_output"]
+    assert finals == ["draft done", "report done"]
+    # One session: the second turn's conversation carries the first turn's exchange.
+    later = json.dumps(requests[-1]["messages"])
+    assert "draft done" in later and "Create draft.md." in later
+    sessions = {line.split("--session-id ")[1].split()[0]
+                for line in engine_env["argv_log"].read_text().splitlines() if "--session-id" in line}
+    assert len(sessions) == 1
+
+
+def test_timeout_ends_the_run_and_leaves_no_container(real_spec, engine_env, store, tmp_path):
+    with StandIn() as standin:
+        standin.script(MODEL, hang(120))
+        spec = real_spec(standin.base_url, timeout_seconds=15)
+        began = time.monotonic()
+        outcome = run_openclaw(spec, store, tmp_path)
+        took = time.monotonic() - began
+    assert outcome.status == "timed_out", outcome.artifact["error"]
+    assert outcome.artifact["error"]["code"] == "openclaw_timeout"
+    assert took < 15 + 20
+    engine: DockerEngine = engine_env["engine"]
+    assert engine.our_containers() == []
+    assert engine.docker("ps", "-q").stdout.strip() == ""
