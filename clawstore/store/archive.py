@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import blake3
-import zstandard
 
 from clawstore.canonical import canonical_json
 from clawstore.errors import StoreError, UsageError
 from clawstore.store.actions import entry_path
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
+from clawstore.store.archive_verify import ObjectCheckError, Verifier
 from clawstore.store.durable import fsync_path, sync_filesystem, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.objects import OBJECT_MODE
@@ -81,7 +81,7 @@ class ImportReport:
 class _HashingWriter:
     def __init__(self, out: BinaryIO):
         self.out = out
-        self.hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self.hasher = blake3.blake3()
         self.size = 0
 
     def write(self, data: bytes | memoryview) -> None:
@@ -195,25 +195,6 @@ def _check_manifest(doc: Any, where: str) -> None:
             raise bad(f"actions.{key}", "is not a key mapped to a record of the archive")
 
 
-class _ContentCheck:
-    """Decompresses a frame as it streams by (bounded output chunks) and hashes the content."""
-
-    def __init__(self) -> None:
-        self.hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-        self._writer = zstandard.ZstdDecompressor().stream_writer(self, write_size=_CHUNK)
-
-    def write(self, data: bytes) -> int:  # called by the decompressor with content bytes
-        self.hasher.update(data)
-        return len(data)
-
-    def feed(self, frame_bytes: bytes) -> None:
-        self._writer.write(frame_bytes)
-
-    def digest(self) -> str:
-        self._writer.flush()
-        return self.hasher.hexdigest()
-
-
 def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) -> ArchiveSummary:
     """Read and verify the whole archive. `on_object(hex, size)` may return a file to copy the frame into."""
     where = f"archive {path}"
@@ -223,7 +204,8 @@ def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) 
         raise ArchiveError(f"{where}: no such file") from None
     except OSError as exc:
         raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
-    file_hash = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    file_hash = blake3.blake3()
+    verifier = Verifier(where)
     try:
         with fh:
             reader = Reader(fh, file_hash.update)
@@ -243,7 +225,8 @@ def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) 
                     got = "the end of the archive" if member is None else f"{member[0]} ({member[1]} bytes)"
                     raise ArchiveError(f"{where}: member {index + 1} should be {expected} ({size} bytes), "
                                        f"found {got}")
-                _read_object(reader, hexdigest, size, on_object, where)
+                _read_object(reader, hexdigest, size, on_object, verifier)
+            verifier.finish()  # a damaged object is named before the seal says the file changed
             before_seal = file_hash.copy()
             member = reader.next_header()
             if member is None or member[0] != SEAL:
@@ -257,8 +240,12 @@ def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) 
             size = reader.offset
     except TarFormatError as exc:
         raise ArchiveError(f"{where}: {exc}") from None
+    except ObjectCheckError as exc:
+        raise ArchiveError(str(exc)) from None
     except OSError as exc:
         raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
+    finally:
+        verifier.close()
     return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing),
                           sum(size for _, size in listing))
 
@@ -275,8 +262,7 @@ def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
 
 
 def _read_object(reader: Reader, hexdigest: str, size: int,
-                 on_object: Callable[[str, int], IO[bytes] | None] | None, where: str) -> None:
-    check = _ContentCheck()
+                 on_object: Callable[[str, int], IO[bytes] | None] | None, verifier: Verifier) -> None:
     sink = on_object(hexdigest, size) if on_object else None
 
     def consume(data: bytes) -> None:
@@ -285,18 +271,15 @@ def _read_object(reader: Reader, hexdigest: str, size: int,
                 sink.write(data)
             except OSError as exc:  # the store's disk, not the archive
                 raise StoreError(f"cannot stage object {PREFIX}{hexdigest}: {exc.strerror}") from None
-        check.feed(data)
+        verifier.feed(data)
 
+    verifier.start(hexdigest)
     try:
         reader.read_data(size, consume)
-        digest = check.digest()
-    except zstandard.ZstdError:
-        raise ArchiveError(f"{where}: object {PREFIX}{hexdigest} is damaged (undecodable)") from None
     finally:
         if sink is not None:
             sink.close()
-    if digest != hexdigest:
-        raise ArchiveError(f"{where}: object {PREFIX}{hexdigest} is damaged (content does not match its id)")
+    verifier.end()
 
 
 def verify_archive(path: Path) -> ArchiveSummary:

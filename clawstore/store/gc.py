@@ -23,6 +23,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,7 @@ LEASE_SLACK_S = 60.0
 # A lease whose purpose is this + a head id keeps that head (an archive export reading it).
 EXPORT_LEASE_PREFIX = "archive-export "
 _REFS_RECHECK_S = 0.5  # how often the sweep re-reads the refs to mark newly referenced objects
+_DELETE_THREADS = 8
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -134,9 +136,12 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             report.roots = len(roots)
             reach.mark(roots.values())
             doomed_actions = _plan_actions(store, reach, policy, keep_all=bool(live))
-            for key, record_id in doomed_actions:
-                if dry_run or _delete_action(store, key, record_id, policy):
-                    report.actions.append((key, record_id))
+            if dry_run:
+                report.actions.extend(doomed_actions)
+            else:
+                with ThreadPoolExecutor(_DELETE_THREADS) as pool:
+                    gone = pool.map(lambda a: _delete_action(store, a[0], a[1], policy), doomed_actions)
+                    report.actions.extend(a for a, ok in zip(doomed_actions, gone, strict=True) if ok)
             _sweep_objects(store, reach, policy, report, dry_run)
             if not dry_run:
                 _sweep_temp_files(store, report)
@@ -215,33 +220,54 @@ def _delete_action(store: Store, key: str, record_id: str, policy: _Policy) -> b
 
 
 def _sweep_objects(store: Store, reach: Reach, policy: _Policy, report: GcReport, dry_run: bool) -> None:
+    """Unreached, old-enough objects go, one shard at a time (unlinks run in a few threads: on a
+    journaling filesystem each costs a metadata write, and they overlap well)."""
     last_refs = time.monotonic()
-    for oid in store.iter_objects():
-        report.objects_seen += 1
-        hexdigest = oid[len(PREFIX):]
-        if hexdigest in reach:
-            continue
-        if not dry_run and time.monotonic() - last_refs > _REFS_RECHECK_S:
-            reach.mark(_roots(store).values())  # a ref set meanwhile (claw pin, an import) keeps its closure
-            last_refs = time.monotonic()
-            if hexdigest in reach:
+    with ThreadPoolExecutor(_DELETE_THREADS) as pool:
+        for shard in _shards(store):
+            candidates: list[tuple[str, Path, int]] = []
+            for oid in shard:
+                report.objects_seen += 1
+                if oid[len(PREFIX):] in reach:
+                    continue
+                path = store.object_path(oid)
+                try:
+                    info = path.stat()
+                except FileNotFoundError:
+                    continue
+                if policy.keeps_by_age(info.st_mtime):
+                    if info.st_mtime >= policy.cutoff:
+                        report.kept_young += 1
+                    else:
+                        report.kept_for_builds += 1
+                    continue
+                candidates.append((oid, path, info.st_size))
+            if not candidates:
                 continue
-        path = store.object_path(oid)
-        try:
-            info = path.stat()
-        except FileNotFoundError:
-            continue
-        if policy.keeps_by_age(info.st_mtime):
-            if info.st_mtime >= policy.cutoff:
-                report.kept_young += 1
-            else:
-                report.kept_for_builds += 1
-            continue
-        if dry_run:
-            report.objects.append((oid, info.st_size))
-            continue
-        if _unlink_if_old(path, policy):
-            report.objects.append((oid, info.st_size))
+            if dry_run:
+                report.objects.extend((oid, size) for oid, _, size in candidates)
+                continue
+            if time.monotonic() - last_refs > _REFS_RECHECK_S:
+                reach.mark(_roots(store).values())  # a ref set meanwhile (claw pin, an import) keeps its closure
+                last_refs = time.monotonic()
+                candidates = [c for c in candidates if c[0][len(PREFIX):] not in reach]
+            done = pool.map(lambda c: _unlink_if_old(c[1], policy), candidates)
+            report.objects.extend((oid, size) for (oid, _, size), gone in zip(candidates, done, strict=True) if gone)
+
+
+def _shards(store: Store) -> Iterator[list[str]]:
+    """The store's object ids, grouped by shard directory."""
+    current: list[str] = []
+    prefix = ""
+    for oid in store.iter_objects():
+        head = oid[len(PREFIX):len(PREFIX) + 2]
+        if head != prefix and current:
+            yield current
+            current = []
+        prefix = head
+        current.append(oid)
+    if current:
+        yield current
 
 
 def _unlink_if_old(path: Path, policy: _Policy) -> bool:
