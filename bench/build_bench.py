@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["a", "b"], default=None, help="run one part only")
     args = parser.parse_args()
     with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-bench-") as tmp:
-        env = {"OPENROUTER_API_KEY": "bench-key", "OPENROUTER_BASE_URL": server.base_url,
+        env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
                "CLAW_STORE": str(Path(tmp) / "store")}
         if args.only != "b":
             part_a(server, env, Path(tmp), args.cases, args.models)

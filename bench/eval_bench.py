@@ -33,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-eval-bench-") as tmp:
         server.script("judge/j", judge_reply(7))
-        env = {"OPENROUTER_API_KEY": "bench-key", "OPENROUTER_BASE_URL": server.base_url,
+        env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
                "CLAW_STORE": str(Path(tmp) / "store")}
         root = Path(tmp) / "ws"
         generate(root, args.cases, args.models, evaluation=True, judge_repetitions=3)

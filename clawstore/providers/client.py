@@ -241,8 +241,14 @@ class ProviderClient:
         return _interpret(response, api_key)
 
 
+# A key shorter than this is no secret worth hiding, and replacing it would mangle ordinary text
+# (a key "k" would turn every "task" in a reply into "tas[redacted]").
+MIN_SCRUB_LENGTH = 8
+
+
 def _scrub(text: str, api_key: str | None) -> str:
-    return text.replace(api_key, "[redacted]") if api_key else text
+    """Remove an echoed API key from provider text before it can reach a record or an error."""
+    return text.replace(api_key, "[redacted]") if api_key and len(api_key) >= MIN_SCRUB_LENGTH else text
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:

@@ -240,3 +240,14 @@ def test_close_wakes_a_thread_waiting_to_retry(standin: StandIn, endpoint: Endpo
     thread.join(5)
     assert not thread.is_alive() and time.monotonic() - started < 2
     assert failures[0].code == "cancelled"
+
+
+def test_an_echoed_key_is_scrubbed_but_a_trivially_short_one_does_not_mangle_replies(
+        standin: StandIn, client: ProviderClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    standin.script("m1", text(f"the key is {KEY}, the task is done"))
+    monkeypatch.setenv("CLAW_TEST_KEY", KEY)
+    result = client.chat(Endpoint(standin.base_url, "CLAW_TEST_KEY"), BODY, timeout=5, retries=0)
+    assert result.message["content"] == "the key is [redacted], the task is done"
+    monkeypatch.setenv("CLAW_TEST_KEY", "k")
+    result = client.chat(Endpoint(standin.base_url, "CLAW_TEST_KEY"), BODY, timeout=5, retries=0)
+    assert result.message["content"] == f"the key is {KEY}, the task is done"
