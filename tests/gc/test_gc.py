@@ -212,3 +212,25 @@ def test_stale_temp_files_go_live_ones_stay_and_two_gcs_do_not_overlap(ws: Works
     assert code == 2 and "--grace" in err and err.count("\n") == 1
     for good in ("0", "30s", "15m", "2d", "1h30m"):
         assert claw("gc", "--grace", good, "--dry-run")[0] == 0
+
+
+def test_reachability_follows_ids_in_any_json_object_even_across_read_chunks(tmp_path: Path) -> None:
+    """Ids are found anywhere in JSON objects (big ones are streamed 1 MiB at a time); bytes that are not
+    JSON name nothing."""
+    store = Store(tmp_path / "store")
+    named = [store.put_bytes(f"named object {i}".encode()) for i in range(3)]
+    in_text = store.put_bytes(b"not named: only a text file mentions it")
+    filler = os.urandom(5 << 20).hex()  # barely compressible: the JSON object is stored > 4 MiB, so it is streamed
+    cut = (1 << 20) - len('{"a":"') - 20  # the second id straddles the first 1 MiB boundary
+    doc = {"a": filler[:cut] + named[1] + filler[cut:], "b": [{"deep": {"x": named[0]}}], "z": named[2]}
+    big = store.put_json(doc)
+    assert store.object_sizes(big)[1] > 4 << 20
+    text = store.put_bytes(b"a log line naming " + in_text.encode() + b" in plain text")
+    root = store.put_json({"nodes": [big, text]})
+    store.set_ref("pins/root", root)
+    age([store.object_path(o) for o in store.iter_objects()], 7200)
+    from clawstore.store.gc import collect
+
+    report = collect(store, grace_s=0)
+    assert [oid for oid, _ in report.objects] == [in_text]
+    assert all(store.has(o) for o in (*named, big, text, root))
