@@ -2,7 +2,8 @@
 
 Layout under `<store>/manifest/`:
     segments/<slot>@<stamp>/<table>.parquet   one build's rows (slot = build id, stamp = time_ns)
-    packs/<gen>/<table>.parquet               many builds merged; `<table>_latest.parquet` deduplicated
+    packs/<gen>/<table>.<chunk>.parquet       many builds' rows (history), in a few immutable chunks
+    packs/<gen>/<table>_latest.parquet        the same deduplicated to the latest row set per key
     packs/<gen>/covers.json                   the build slots the pack holds
     tmp/                                      work in progress (never read)
 Every directory appears by one atomic rename, so a reader sees a build completely or not at all, and
@@ -49,15 +50,26 @@ class Snapshot:
     covers: frozenset[str] = frozenset()
     segments: dict[str, Path] = field(default_factory=dict)  # slot -> newest segment dir
 
+    def pack_chunks(self, table: str) -> list[str]:
+        return [str(p) for p in pack_chunks(self.pack, table)] if self.pack else []
+
     def history_files(self, table: str) -> list[str]:
-        files = [str(self.pack / f"{table}.parquet")] if self.pack else []
-        return files + [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
+        return self.pack_chunks(table) + self.segment_files(table)
 
     def latest_pack_file(self, table: str) -> str | None:
         return str(self.pack / f"{table}_latest.parquet") if self.pack else None
 
     def segment_files(self, table: str) -> list[str]:
         return [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
+
+
+def pack_chunks(pack: Path, table: str) -> list[Path]:
+    """A pack's history chunks of `table`, oldest first."""
+    return sorted(pack.glob(f"{table}.*.parquet"))
+
+
+def _chunk_name(table: str, number: int) -> str:
+    return f"{table}.{number:06d}.parquet"
 
 
 def _split_segment(name: str) -> tuple[str, int] | None:
@@ -325,34 +337,61 @@ def _publish_pack(manifest: Path, snap: Snapshot) -> Path:
     return final
 
 
+MAX_CHUNKS = 8  # history chunks per table in a pack before compaction rewrites them into one
+
+
 def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
-    replaced = _segment_build_ids(con, snap)
+    """Write the pack that replaces `snap`'s pack and segments into `out`.
+
+    History is append-only: the old pack's chunks are hard-linked (no rewrite) and the segments become
+    one new chunk. Only a re-indexed build (its old rows must go) or too many chunks rewrite history.
+    The latest rows are extended by the segments, or recomputed when history was rewritten.
+    """
+    reindexed = bool(set(snap.segments) & snap.covers)
+    replaced = _segment_build_ids(con, snap) if reindexed else []
     if not snap.pack and not snap.segments:
         write_tables(con, {}, out)  # an empty manifest still has every table, typed
+        for table in PHYSICAL:
+            (out / f"{table}.parquet").rename(out / _chunk_name(table, 0))
     for table in PHYSICAL:
-        parts = []
-        if snap.pack:
-            where = f" WHERE build_id NOT IN ({', '.join(_sql_str(b) for b in replaced)})" if replaced else ""
-            parts.append(f"SELECT * FROM read_parquet({_sql_str(str(snap.pack / f'{table}.parquet'))}, "
-                         f"union_by_name=true){where}")
+        chunks = pack_chunks(snap.pack, table) if snap.pack else []
         seg_files = snap.segment_files(table)
-        if seg_files:
-            parts.append(f"SELECT * FROM read_parquet({_sql_list(seg_files)}, union_by_name=true)")
-        history = out / f"{table}.parquet"
-        if parts:
+        rewrite = reindexed or len(chunks) >= MAX_CHUNKS
+        if rewrite and (chunks or seg_files):
+            parts = []
+            if chunks:
+                where = f" WHERE build_id NOT IN ({', '.join(_sql_str(b) for b in replaced)})" if replaced else ""
+                parts.append(f"SELECT * FROM {files_sql([str(c) for c in chunks])}{where}")
+            if seg_files:
+                parts.append(f"SELECT * FROM {files_sql(seg_files)}")
             source = "(" + " UNION ALL BY NAME ".join(parts) + ")"
-            con.execute(f"COPY ({_select_typed(table, source)}) TO {_sql_str(str(history))} "
+            con.execute(f"COPY ({_select_typed(table, source)}) TO {_sql_str(str(out / _chunk_name(table, 0)))} "
                         "(FORMAT parquet)").fetchall()
+        elif chunks or seg_files:
+            for chunk in chunks:
+                _link_or_copy(chunk, out / chunk.name)
+            if seg_files:
+                number = int(chunks[-1].name.split(".")[-2]) + 1 if chunks else 0
+                source = f"({files_sql(seg_files)})"
+                con.execute(f"COPY ({_select_typed(table, source)}) TO "
+                            f"{_sql_str(str(out / _chunk_name(table, number)))} (FORMAT parquet)").fetchall()
         if table in HISTORY_VIEW:
             latest = None
-            if snap.pack and not set(snap.segments) & snap.covers:
+            if snap.pack and not reindexed:
                 # Extend the pack's latest rows by the segments instead of re-ranking all history.
-                latest = merged_latest_sql(table, str(snap.pack / f"{table}_latest.parquet"),
-                                           snap.segment_files(table))
+                latest = merged_latest_sql(table, str(snap.pack / f"{table}_latest.parquet"), seg_files)
             if latest is None:  # first pack, or a re-indexed build whose old rows must go
-                latest = latest_sql(f"read_parquet({_sql_str(str(history))})")
+                latest = latest_sql(files_sql([str(c) for c in pack_chunks(out, table)]))
             con.execute(f"COPY ({latest}) TO {_sql_str(str(out / f'{table}_latest.parquet'))} "
                         "(FORMAT parquet)").fetchall()
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """Chunks are immutable, so a new pack shares them with the old one instead of copying."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _clean_tmp(manifest: Path, older_than_s: float = 3600.0) -> None:

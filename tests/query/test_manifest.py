@@ -113,12 +113,22 @@ def test_compaction_keeps_latest_semantics(store: Store, monkeypatch: pytest.Mon
     assert segments.snapshot(manifest).segments, "the new build waits beside the pack"
     assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
     assert compact_manifest(store)
-    assert not segments.snapshot(manifest).segments
+    snap = segments.snapshot(manifest)
+    assert not snap.segments
+    # History is append-only: the first pack's chunk is shared (hard link), the two segments are a new one.
+    chunks = segments.pack_chunks(snap.pack, "nodes")
+    assert len(chunks) == 2 and chunks[0].stat().st_nlink == 1  # the old pack is gone, its chunk kept
     assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
     assert one(root, "select count(*) from build_nodes") == 5 * 10
+    # Too many chunks: the next compaction rewrites history into one.
+    monkeypatch.setattr(segments, "MAX_CHUNKS", 2)
+    build(store, Spec(cases=["case_1"]))
+    assert compact_manifest(store)
+    assert len(segments.pack_chunks(segments.snapshot(manifest).pack, "nodes")) == 1
+    assert one(root, "select count(*) from build_nodes") == 6 * 10
     # The incrementally extended pack equals one recomputed from scratch.
     latest = {t: run_query(root, f"select * from {t} order by all").rows for t in ("nodes", "checks", "results")}
-    assert rebuild_manifest(store) == 5
+    assert rebuild_manifest(store) == 6
     assert {t: run_query(root, f"select * from {t} order by all").rows for t in latest} == latest
 
 
