@@ -7,8 +7,8 @@
 # keyed by this script's content: `docker load` keeps the image id stable across engines, so run keys
 # that include the image digest stay valid from one test session to the next.
 #
-# Usage: .ci/openclaw_image.sh [--print-tag]      (env: DOCKER_HOST, CLAW_CACHE_DIR, DOCKER_CLI)
-# Prints the image tag on stdout; progress and timings on stderr.
+# Usage: .ci/openclaw_image.sh [--print-tag | --cache-path]   (env: DOCKER_HOST, CLAW_CACHE_DIR, DOCKER_CLI)
+# Prints the image tag (or the cache tarball's path) on stdout; progress and timings on stderr.
 set -euo pipefail
 
 OPENCLAW_VERSION=2026.9.6
@@ -19,14 +19,13 @@ DEBIAN_MIRROR=http://deb.debian.org/debian
 script_path="$(readlink -f "$0")"
 key="$(sha256sum "$script_path" | cut -c1-12)"
 tag="clawstore/openclaw-test:${OPENCLAW_VERSION}-${key}"
-if [[ "${1:-}" == "--print-tag" ]]; then
-  echo "$tag"
-  exit 0
-fi
-
 docker_cli="${DOCKER_CLI:-docker}"
 cache_dir="${CLAW_CACHE_DIR:-$HOME/.cache/clawstore}"
 cache_tar="$cache_dir/openclaw-image-${key}.tar"
+case "${1:-}" in
+  --print-tag) echo "$tag"; exit 0 ;;
+  --cache-path) echo "$cache_tar"; exit 0 ;;
+esac
 log() { echo "openclaw_image: $*" >&2; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }

@@ -135,6 +135,11 @@ def main(argv: list[str]) -> int:
     if argv != ["prepare"]:
         print("usage: python3 -m tests.openclaw.engine prepare", file=sys.stderr)
         return 2
+    cache = subprocess.run(["bash", str(IMAGE_SCRIPT), "--cache-path"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    if Path(cache).is_file():
+        print(f"openclaw test image cached at {cache}", file=sys.stderr)
+        return 0
     with tempfile.TemporaryDirectory(prefix="claw-dockerd-") as tmp:
         began = time.monotonic()
         engine, reason = start_engine(Path(tmp))
