@@ -10,8 +10,7 @@ from typing import Any
 
 from clawstore.build.buildlog import head_ref
 from clawstore.build.engine import BuildOptions, BuildReport, run_build
-from clawstore.build.run_exec import execute_llm_probe
-from clawstore.errors import UsageError
+from clawstore.build.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, head_nodes, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 
@@ -45,28 +44,73 @@ def _endpoint(item: Any) -> Any:
     return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
 
 
-def plan_campaign(campaign: Any) -> list[Node]:
-    """Run nodes of the campaign, each with its key and the spec its runner needs."""
+def plan_campaign(campaign: Any, store: Any) -> list[Node]:
+    """Run nodes of the campaign, each with its key (and, for openclaw, the spec its key depends on)."""
     endpoints: dict[str, Any] = {}
+    openclaw = _OpenClawPlanner(campaign, store)
 
     def endpoint_of(item: Any) -> dict[str, Any] | None:
-        if item.runner_type != "llm_probe":
-            return None
         if item.model.model_id not in endpoints:
             endpoints[item.model.model_id] = _endpoint(item)
         return endpoints[item.model.model_id].identity()
 
     def runner_identity_of(item: Any) -> dict[str, Any] | None:
         if item.runner_type == "openclaw":
-            raise UsageError(f"case {item.case.case.case_id}: the openclaw runner is not available yet")
+            return openclaw.identity(item, endpoints[item.model.model_id])
         return None
 
     repetitions = campaign.run_profile.execution_policy.run_repetitions
     nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
     for node in nodes:
-        if node.item.runner_type == "llm_probe":
-            node.extra["endpoint"] = endpoints[node.item.model.model_id]
+        node.extra["endpoint"] = endpoints[node.item.model.model_id]
+        if node.item.runner_type == "openclaw":
+            node.extra["spec"] = openclaw.specs[(node.item.model.model_id, node.item.case.case.case_id)]
     return nodes
+
+
+class _OpenClawPlanner:
+    """Builds each openclaw item's spec once: agent template tree, image digest, rendered config."""
+
+    def __init__(self, campaign: Any, store: Any):
+        self.campaign = campaign
+        self.store = store
+        self.trees: dict[str, str] = {}
+        self.digests: dict[tuple[str, str], str | None] = {}
+        self.specs: dict[tuple[str, str], Any] = {}
+
+    def identity(self, item: Any, endpoint: Any) -> dict[str, Any]:
+        from clawstore.runners.openclaw import (
+            OpenClawSpec,
+            agent_workspace_tree,
+            openclaw_identity,
+            resolve_image_digest,
+        )
+
+        block = self.campaign.run_profile.openclaw
+        agent = self.campaign.agents[item.agent_id]
+        if item.agent_id not in self.trees:
+            self.trees[item.agent_id] = agent_workspace_tree(self.store, agent.dir)
+        image_key = (block.image, block.docker_cli)
+        if image_key not in self.digests:
+            self.digests[image_key] = resolve_image_digest(block.image, block.docker_cli)
+        case = item.case.case
+        spec = OpenClawSpec(
+            case_id=case.case_id, agent_id=item.agent_id, agent_dir=agent.dir, agent=agent.agent,
+            agent_tree=self.trees[item.agent_id], requested_model=item.resolved_model,
+            model_extras=dict(item.model.model_extra or {}), image=block.image,
+            image_digest=self.digests[image_key], docker_cli=block.docker_cli,
+            timeout_seconds=block.timeout_seconds,
+            messages=[_message(m) for m in item.messages], turns=[_message(m) for m in item.turns],
+            attachments=[(a.name, a.data) for a in item.attachments],
+            hints=dict((case.input.context or {}).get("openclaw") or {}),
+            provider_base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+        self.specs[(item.model.model_id, case.case_id)] = spec
+        return openclaw_identity(spec)
+
+
+def _message(m: Any) -> dict[str, Any]:
+    return {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
+            **({"metadata": m.metadata} if m.metadata else {})}
 
 
 def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
@@ -79,8 +123,7 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
         requested_model=item.resolved_model,
         endpoint=endpoint,
         settings=dict(item.settings),
-        messages=[{"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
-                   **({"metadata": m.metadata} if m.metadata else {})} for m in item.messages],
+        messages=[_message(m) for m in item.messages],
         tools=list(probe.get("tools") or []),
         tool_choice=probe.get("tool_choice"),
     )
@@ -88,7 +131,7 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
 
 def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
-    nodes = plan_campaign(campaign)
+    nodes = plan_campaign(campaign, store)
     # A lease before the first store read: a gc running meanwhile keeps every record this plan may
     # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
     with store.lease(f"plan {campaign.campaign_id}"):
@@ -103,6 +146,8 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
     _check_keys(nodes, options.force)
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        if node.item.runner_type == "openclaw":
+            return execute_openclaw(node, store, build_id)
         node.extra["spec"] = _llm_probe_spec(node.item, node.extra["endpoint"])  # only for what executes
         return execute_llm_probe(node, store, client, build_id)
 
@@ -160,7 +205,7 @@ class NodeState:
 def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every run node's state and why it would execute (no provider call, nothing written)."""
     campaign = load_campaign(request)
-    nodes = plan_campaign(campaign)
+    nodes = plan_campaign(campaign, store)
     cid = campaign.campaign_id
     previous = head_nodes(store, head_ref(cid))
     attach_records(nodes, store, previous)

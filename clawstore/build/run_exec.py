@@ -67,3 +67,15 @@ def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tup
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
             outputs = {"sandbox": store.put_tree(sandbox)}
             return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
+
+
+def execute_openclaw(node: Node, store: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+    from clawstore.runners.openclaw import run_openclaw
+
+    started_at = utc_now()
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
+        outcome = run_openclaw(node.extra["spec"], store, Path(tmp))
+        latency = time.monotonic() - began
+        with store.batch():
+            return record_run(store, node, outcome.artifact, dict(outcome.outputs), latency, started_at, build_id)
