@@ -1,0 +1,111 @@
+"""openclaw campaigns through `claw build`, with the fake container CLI (fast, no engine needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn
+from tests.build.conftest import Claw
+from tests.build.test_build_evaluation import eval_profile, judge_reply
+from tests.build.workspace import Workspace, write_yaml
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, payload
+
+FAKE_CLI = Path(__file__).resolve().parents[1] / "openclaw" / "fake_docker.py"
+
+
+@pytest.fixture
+def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDocker:
+    cli = tmp_path / "bin" / "fake-docker"
+    cli.parent.mkdir()
+    cli.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n")
+    cli.chmod(0o755)
+    fake = FakeDocker(str(cli), tmp_path / "fake-state", tmp_path / "scenario.json")
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(fake.state))
+    monkeypatch.setenv("FAKE_DOCKER_SCENARIO", str(fake.scenario_path))
+    fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}},
+                turns=[{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}])
+    return fake
+
+
+def agent(ws: Workspace, agent_id: str, text: str) -> None:
+    directory = ws.configs / "agents" / agent_id
+    (directory / "workspace").mkdir(parents=True, exist_ok=True)
+    (directory / "workspace" / "AGENTS.md").write_text(text)
+    write_yaml(directory / "agent.yaml", basic_agent(agent_id))
+
+
+def oc_case(ws: Workspace, case_id: str, prompt: str, **extra: Any) -> None:
+    ws.case(case_id, prompt, runner={"type": "openclaw"}, input={
+        "messages": [{"role": "user", "content": prompt}],
+        "context": {"openclaw": {"expected_artifact": "report.md"}}}, **extra)
+
+
+@pytest.fixture
+def oc(ws: Workspace, docker: FakeDocker) -> Workspace:
+    for path in (ws.configs / "cases").iterdir():  # only openclaw cases in this campaign
+        for child in path.iterdir():
+            child.unlink()
+        path.rmdir()
+    agent(ws, "basic_agent", "# Agents\nBe concise.\n")
+    agent(ws, "writer_agent", "# Agents\nWrite well.\n")
+    oc_case(ws, "oc_a", "Create report.md about apples.", deterministic_checks=[
+        {"check_id": "report", "declarative": {"kind": "openclaw_workspace_file_present",
+                                               "relative_path": "report.md", "contains_all": ["all done"]}}])
+    oc_case(ws, "oc_b", "Create report.md about pears.")
+    ws.suite("main", ["m1", "m2"], openclaw={"agent_assignments": [
+        {"agent_id": "writer_agent", "case_selection": {"include_case_ids": ["oc_b"]}}]})
+    write_yaml(ws.configs / "run_profiles" / "rp.yaml", {
+        "schema_version": 1, "run_profile_id": "rp", "title": "OpenClaw",
+        "openclaw": {"agent_id": "basic_agent", "image": FAKE_IMAGE, "timeout_seconds": 30,
+                     "docker_cli": docker.cli},
+        "execution_policy": {"max_concurrency": 2, "stop_on_runner_error": False}})
+    return ws
+
+
+def rows(out: str) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["model_id"], r["case_id"]): r for r in json.loads(out)["rows"]}
+
+
+def test_openclaw_builds_are_incremental_per_agent_and_case(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                                            standin: StandIn) -> None:
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, err
+    assert {r["run"] for r in rows(out).values()} == {"exec"}
+    started = len(docker.calls("run"))
+    assert started == 8  # 4 runs × (validate + one turn)
+    code, out, _ = claw.build("--output", "json")
+    assert {r["run"] for r in rows(out).values()} == {"reuse"}
+    assert len(docker.calls("run")) == started  # zero containers
+    (oc.configs / "agents" / "basic_agent" / "workspace" / "AGENTS.md").write_text("# Agents\nBe brief.\n")
+    code, out, _ = claw.build("--output", "json")
+    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_a"), ("m2", "oc_a")}
+    oc.edit("cases/oc_b/test.yaml", lambda d: d["input"]["messages"][0].update(content="About plums."))
+    code, out, _ = claw("explain", "--suite", "main", "--run-profile", "rp")
+    assert "run m1 oc_b rep 0 (stale):" in out and "input.messages[0].content" in out
+    code, out, _ = claw.build("--output", "json")
+    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_b"), ("m2", "oc_b")}
+    assert docker.live_containers() == []
+
+
+def test_openclaw_workspace_evidence_is_checked(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                               standin: StandIn) -> None:
+    eval_profile(oc, repetitions=1)
+    standin.script("judge/j1", judge_reply(8))
+    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json", "--model", "m1")
+    assert code == 0, err
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    records = [store.get_action(k) for k, _ in store.iter_actions()]
+    run = next(r for r in records if r["kind"] == "run" and r["address"]["case_id"] == "oc_a")
+    files = {e.path for e in store.read_tree(run["outputs"]["workspace"])}
+    assert "report.md" in files and "AGENTS.md" in files
+    assert "+All done." in store.get_bytes(run["outputs"]["workspace_diff"]).decode()
+    checks = next(r for r in records if r["kind"] == "checks" and r["address"]["case_id"] == "oc_a")
+    assert checks["summary"]["checks"][0]["outcome"] == "passed"
+    assert rows(out)[("m1", "oc_a")]["score"] == 8.0
