@@ -1,6 +1,6 @@
 """Benchmark the manifest: refresh after a 10,000-node build, and the leaderboard over 1,000,000 results.
 
-    python bench/query_bench.py [--results 1000000] [--per-build 50000] [--nodes 10000] [--dir DIR]
+    python bench/query_bench.py [--results 1000000] [--per-build 10000] [--nodes 10000] [--dir DIR]
                                 [--only refresh|leaderboard]
 
 What is measured:
@@ -191,7 +191,7 @@ def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=int, default=1_000_000)
-    parser.add_argument("--per-build", type=int, default=50_000)
+    parser.add_argument("--per-build", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--only", choices=["refresh", "leaderboard"], default=None)
