@@ -165,10 +165,4 @@ def _advance(log: BuildLog, report: BuildReport, options: BuildOptions,
              head: tuple[str | None, dict[str, Any]] | None) -> None:
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     log.advance_head(None if options.filtered else planned, head)
-    nodes = [*report.runs, *(n for evaluation in report.evals for n in evaluation.nodes())]
-    known = {n.record_id: n.record for n in nodes if n.record_id and n.record}
-    try:
-        from clawstore.query.manifest import refresh_manifest
-    except ImportError:
-        return
-    refresh_manifest(log.store, log.build_id, known)
+    # The manifest is derived from the build log when someone queries it (clawstore/query/manifest.py).

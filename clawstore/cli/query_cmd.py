@@ -54,10 +54,12 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
     """
     from clawstore.query.engine import run_query
     from clawstore.query.formats import render
+    from clawstore.query.manifest import index_pending
     from clawstore.query.saved import resolve_sql
 
     root = _existing_store(store_dir)
     sql, _ = resolve_sql(sql_or_name, Path.cwd())
+    index_pending(_open_store(root))  # builds finished since the last query join the manifest now
     export = None
     if out is not None:
         export = _EXPORTS.get(out.suffix.lower())

@@ -1,11 +1,14 @@
 """Keep the manifest (Parquet segments under `<store>/manifest/`) in step with the build logs.
 
-`refresh_manifest` is called by the build layer at the end of every build; `rebuild_manifest` by
-`claw fsck --rebuild-manifest`. Both only derive data: deleting `<store>/manifest/` loses nothing.
+The manifest is indexed lazily: `claw query` first calls `index_pending`, which indexes every build
+log that has finished (or whose build died) and is not in the manifest yet, so a build never pays
+for rows nobody has asked for. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
+Both only derive data: deleting `<store>/manifest/` loses nothing.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,6 +25,8 @@ class RecordStore(Protocol):
     root: Path
 
     def get_json(self, oid: str) -> Any: ...
+
+    def list_leases(self) -> list[Any]: ...
 
 
 def manifest_dir(store_root: Path) -> Path:
@@ -66,13 +71,12 @@ def build_rows(store: RecordStore, log: Mapping[str, Any],
     return rows_for_build(log, load)
 
 
-def refresh_manifest(store: RecordStore, build_id: str,
-                     known: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+def refresh_manifest(store: RecordStore, build_id: str) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
     log = read_build_log(builds_dir(root) / f"{build_id}.json")
     manifest = manifest_dir(root)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log, known))
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log))
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     segments.compact(manifest, wait=covered, force=covered)
@@ -98,3 +102,38 @@ def rebuild_manifest(store: RecordStore) -> int:
 def compact_manifest(store: RecordStore) -> bool:
     """Merge all waiting segments now (normally refresh does it once COMPACT_AT are waiting)."""
     return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)
+
+
+def _live_builds(store: RecordStore) -> set[str]:
+    """Build ids whose process still holds its lease: their logs are not final yet."""
+    return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
+            if lease.alive and lease.purpose.startswith("build ")}
+
+
+def pending_builds(store: RecordStore) -> list[str]:
+    """Finished build logs (complete, interrupted, or left by a killed build) not in the manifest."""
+    directory = builds_dir(Path(store.root))
+    if not directory.is_dir():
+        return []
+    snap = segments.snapshot(manifest_dir(Path(store.root)))
+    indexed = set(snap.covers) | set(snap.segments)
+    live = _live_builds(store)
+    return [path.stem for path in sorted(directory.glob("*.json"))
+            if segments.slot_for(path.stem) not in indexed and path.stem not in live]
+
+
+def index_pending(store: RecordStore) -> int:
+    """Index every pending build (one process at a time); returns how many were indexed."""
+    if not pending_builds(store):
+        return 0
+    manifest = manifest_dir(Path(store.root))
+    manifest.mkdir(parents=True, exist_ok=True)
+    with open(manifest / "index.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            todo = pending_builds(store)  # another process may have indexed them meanwhile
+            for build_id in todo:
+                refresh_manifest(store, build_id)
+            return len(todo)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
