@@ -16,7 +16,19 @@ from clawstore.runners.openclaw.workspace import STANDARD_FILES, placeholder_tex
 from clawstore.store import Store
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, basic_agent
 
-COMPAT_AGENT = Path("/work/shared/compat/examples/configs/agents/basic_agent")
+# The compat corpus's basic_agent/agent.yaml, as users write it.
+BASIC_AGENT_YAML = """
+schema_version: 1
+agent_id: basic_agent
+title: Basic Agent
+tags: [basic, openclaw]
+openclaw:
+  identity: {name: Basic Agent}
+  agents_defaults: {sandbox: workspace-write}
+  agent: {id: basic-agent, prompt: Follow the workspace files.}
+  model_defaults:
+    aliases: {default: benchmark-primary}
+"""
 
 
 # --- workspace ----------------------------------------------------------------------------------
@@ -106,7 +118,7 @@ def test_config_bytes_are_deterministic_and_prices_flow_in():
 def test_config_accepts_the_loaded_agent_model():
     import yaml
 
-    model = Agent.model_validate(yaml.safe_load((COMPAT_AGENT / "agent.yaml").read_text()))
+    model = Agent.model_validate(yaml.safe_load(BASIC_AGENT_YAML))
     as_model = render_config(model, "a/b", {}, "https://x/v1", "K")
     as_dict = render_config(model.model_dump(mode="json"), "a/b", {}, "https://x/v1", "K")
     assert as_model == as_dict and as_model["agents"]["list"][0]["id"] == "basic-agent"

@@ -238,3 +238,14 @@ def test_long_prompt_goes_through_a_message_file(make_spec, fake_docker, store, 
     assert outcome.status == "success"
     argv = fake_docker.calls("agent")[0]["argv"]
     assert "--message" not in argv and argv[argv.index("--message-file") + 1] == "/work/turns/turn_1.txt"
+
+
+def test_turn_cut_off_by_openclaws_own_timeout_counts_as_timed_out(make_spec, fake_docker, store, tmp_path):
+    # OpenClaw got `--timeout` = what was left and gave up just before our deadline, exiting non-zero.
+    fake_docker.script(turns=[{"sleep": 1.5, "rc": 1, "stderr": "agent timed out"}])
+    outcome = run_openclaw(make_spec(timeout_seconds=2), store, tmp_path)
+    assert outcome.status == "timed_out"
+    assert outcome.artifact["error"]["metadata"] == {"turn_index": 0}
+    # Far from the deadline the same exit is an ordinary failure.
+    fake_docker.script(turns=[{"rc": 1, "stderr": "boom"}])
+    assert run_openclaw(make_spec(timeout_seconds=30), store, tmp_path).status == "failed"

@@ -49,6 +49,7 @@ from clawstore.runners.openclaw.workspace import (
 RUNNER_TYPE = "openclaw"
 IDENTITY_VERSION = 1
 VALIDATE_TIMEOUT_S = 30.0
+DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 
 
@@ -250,11 +251,13 @@ class _Run:
         self._check_engine(inv)
         payload = ev.find_payload(ev.redact(ev.payload_text(inv), self.secrets)) if not inv.timed_out else None
         self.turn_payloads.append(payload)
-        if inv.timed_out:
+        # OpenClaw's own --timeout may end the turn a moment before ours does: same outcome.
+        aborted = inv.returncode != 0 or bool(((payload or {}).get("meta") or {}).get("aborted"))
+        if inv.timed_out or (aborted and time.monotonic() >= deadline - DEADLINE_SLACK_S):
             raise _Failure("timed_out", RunError(
                 "openclaw_timeout", f"turn {index + 1} of {count} exceeded the run's "
-                f"{self.spec.timeout_seconds}s timeout; its container was removed", "timeout",
-                retryable=True, metadata={"turn_index": index}))
+                f"{self.spec.timeout_seconds}s timeout" + ("; its container was removed" if inv.timed_out else ""),
+                "timeout", retryable=True, metadata={"turn_index": index}))
         if inv.returncode != 0:
             stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
             raise _Failure("failed", RunError(
