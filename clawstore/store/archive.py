@@ -270,7 +270,7 @@ def _read_object(reader: Reader, hexdigest: str, size: int,
                 raise StoreError(f"cannot stage object {PREFIX}{hexdigest}: {exc.strerror}") from None
         verifier.feed(data)
 
-    verifier.start(hexdigest)
+    verifier.start(hexdigest, size)
     try:
         reader.read_data(size, consume)
     finally:

@@ -1,0 +1,90 @@
+"""The archive format at the store level: both verification paths (whole frames, streamed frames),
+staging, and what `tar` and a second import see."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from clawstore.store import Store
+from clawstore.store.archive import ArchiveError, import_archive, read_manifest, verify_archive, write_archive
+from clawstore.store.archive_verify import WHOLE_MAX
+from clawstore.store.codec import content_size
+
+
+def _objects(store: Store) -> dict[str, str]:
+    words = b" ".join(b"word%d" % (i % 977) for i in range(400_000))  # ~3.7 MB, compressible
+    ids = {
+        "small": store.put_bytes(b"a small object"),
+        "streamed": store.put_stream(io.BytesIO(words)),  # size unknown up front: no size in its header
+        "random": store.put_bytes(os.urandom(3 << 20)),  # incompressible: stored as raw blocks
+        "sized": store.put_bytes(words[: 2 << 20]),
+    }
+    ids["head"] = store.put_json({"nodes": sorted(ids.values())})
+    return ids
+
+
+def test_both_verification_paths_and_a_faithful_import(tmp_path: Path) -> None:
+    store = Store(tmp_path / "origin")
+    ids = _objects(store)
+    frame = store.object_path(ids["streamed"]).read_bytes()
+    assert content_size(frame[:18]) is None  # this one streams through the incremental check
+    assert content_size(store.object_path(ids["sized"]).read_bytes()[:18]) is not None  # decoded whole
+    archive = tmp_path / "a.claw"
+    summary = write_archive(store, archive, {"head": ids["head"], "refs": {"pins/test": ids["head"]}},
+                            ids.values())
+    assert verify_archive(archive).digest == summary.digest
+    listing = subprocess.run(["tar", "tvf", str(archive)], capture_output=True, text=True, check=True).stdout
+    assert listing.count("objects/") == 5 and "clawarchive.seal" in listing
+
+    target = Store(tmp_path / "target")
+    report = import_archive(target, archive)
+    assert report.new_objects == 5 and report.refs_set == ["pins/test"]
+    for oid in ids.values():
+        assert target.get_bytes(oid) == store.get_bytes(oid)
+        assert target.object_path(oid).read_bytes() == store.object_path(oid).read_bytes()  # frames as they were
+    assert os.listdir(target.tmp_dir) == []
+    again = import_archive(target, archive)
+    assert again.new_objects == 0 and again.present_objects == 5 and again.refs_unchanged == ["pins/test"]
+
+
+@pytest.mark.parametrize("which", ["streamed", "random", "sized"])
+def test_a_damaged_frame_is_named_and_nothing_is_staged(tmp_path: Path, which: str) -> None:
+    store = Store(tmp_path / "origin")
+    ids = _objects(store)
+    archive = tmp_path / "a.claw"
+    write_archive(store, archive, {"head": ids["head"]}, ids.values())
+    data = bytearray(archive.read_bytes())
+    with tarfile.open(archive) as tar:
+        member = tar.getmember("objects/" + ids[which][7:])
+    at = member.offset_data + member.size // 2
+    data[at] ^= 0x40
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match=ids[which].split(":")[1][:16]):
+        verify_archive(archive)
+    target = Store(tmp_path / "target")
+    with pytest.raises(ArchiveError):
+        import_archive(target, archive)
+    assert list(target.iter_objects()) == [] and os.listdir(target.tmp_dir) == []
+    assert target.list_refs() == {}
+
+
+def test_a_whole_frame_with_data_after_it_is_refused(tmp_path: Path) -> None:
+    """A forged archive (seal recomputed) whose member is a valid frame plus a second one."""
+    store = Store(tmp_path / "origin")
+    oid = store.put_bytes(b"content" * 1000)
+    path = store.object_path(oid)
+    path.chmod(0o644)
+    path.write_bytes(path.read_bytes() + zstandard.ZstdCompressor().compress(b""))
+    archive = tmp_path / "a.claw"
+    write_archive(store, archive, {}, [oid])
+    assert read_manifest(archive)["objects"][0][0] == oid[7:]
+    with pytest.raises(ArchiveError, match="data after the frame"):
+        verify_archive(archive)
+    assert WHOLE_MAX >= 1 << 20
