@@ -274,7 +274,7 @@ class _Run:
                                               retryable=True))
 
     # --- evidence ---------------------------------------------------------------------------
-    def capture(self, status: str) -> dict[str, Any]:
+    def capture(self) -> dict[str, Any]:
         store, spec = self.store, self.spec
         redacted = ev.redact_tree(self.workspace, self.secrets) if self.workspace.exists() else []
         pruned = prune_workspace(self.workspace) if self.workspace.exists() else []
@@ -348,7 +348,7 @@ def run_openclaw(spec: OpenClawSpec, store: Any, workdir: Path, *, run_id: str |
         except Exception as exc:  # noqa: BLE001 - a harness bug is a failed run, recorded, not a crash
             status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
                                                "execution_error")
-        captured = run.capture(status)
+        captured = run.capture()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if error is not None:
