@@ -226,6 +226,7 @@ def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) 
                     raise ArchiveError(f"{where}: member {index + 1} should be {expected} ({size} bytes), "
                                        f"found {got}")
                 _read_object(reader, hexdigest, size, on_object, verifier)
+            verifier.finish()  # a damaged object is named before the seal says the file changed
             before_seal = file_hash.copy()
             member = reader.next_header()
             if member is None or member[0] != SEAL:
@@ -243,6 +244,8 @@ def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) 
         raise ArchiveError(str(exc)) from None
     except OSError as exc:
         raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
+    finally:
+        verifier.close()
     return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing),
                           sum(size for _, size in listing))
 
