@@ -11,6 +11,8 @@ import click
 
 from clawstore.cli.common import campaign_options, resolve_store_dir
 
+# JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
+# path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
 OUTPUT = click.option("--output", "output", type=click.Choice(["text", "json"]), default="text",
                       show_default=True)
 
@@ -77,7 +79,7 @@ def _print_build(report: Any, output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"campaign": report.campaign_id, "build_id": report.build_id, "rows": rows,
                                "counts": report.counts, "metrics": report.metrics,
-                               "exit_code": report.exit_code}, indent=2, sort_keys=True))
+                               "exit_code": report.exit_code}, sort_keys=True))
         return
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
     if evals:
@@ -130,7 +132,7 @@ def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
     if output == "json":
         click.echo(json.dumps({"campaign": cid, "nodes": [
             {**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
-             "executes": s in will_run, "reasons": s.reasons} for s in states]}, indent=2, sort_keys=True))
+             "executes": s in will_run, "reasons": s.reasons} for s in states]}, sort_keys=True))
         return
     for s in will_run:
         click.echo(f"exec {node_label(s.node)}: " + "; ".join(s.reasons))
@@ -154,7 +156,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in columns} | {
             "layers": {k: {c: n[c] for c in columns} for k, n in kinds.items()}} for m, kinds in per_model.items()}
-        click.echo(json.dumps({"campaign": cid, "models": models_json}, indent=2))
+        click.echo(json.dumps({"campaign": cid, "models": models_json}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in columns)] for m, kinds in per_model.items() for k, n in kinds.items()]
     click.echo(format_table(["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"], rows))
@@ -173,7 +175,7 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
     if output == "json":
         click.echo(json.dumps({"campaign": cid, "stale": [
             {**s.node.address, "kind": s.node.kind, "state": s.state, "reasons": s.reasons} for s in stale]},
-            indent=2, sort_keys=True))
+            sort_keys=True))
         return
     if not stale:
         click.echo(f"everything is fresh ({cid})")

@@ -76,7 +76,7 @@ def rows(out: str) -> dict[tuple[str, str], dict[str, Any]]:
 def test_openclaw_builds_are_incremental_per_agent_and_case(oc: Workspace, claw: Claw, docker: FakeDocker,
                                                             standin: StandIn) -> None:
     code, out, err = claw.build("--output", "json")
-    assert code == 0, err
+    assert code == 0, out + err
     assert {r["run"] for r in rows(out).values()} == {"exec"}
     started = len(docker.calls("run"))
     assert started == 8  # 4 runs × (validate + one turn)
@@ -85,12 +85,12 @@ def test_openclaw_builds_are_incremental_per_agent_and_case(oc: Workspace, claw:
     assert len(docker.calls("run")) == started  # zero containers
     (oc.configs / "agents" / "basic_agent" / "workspace" / "AGENTS.md").write_text("# Agents\nBe brief.\n")
     code, out, _ = claw.build("--output", "json")
-    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_a"), ("m2", "oc_a")}
+    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_a"), ("m2", "oc_a")}, out
     oc.edit("cases/oc_b/test.yaml", lambda d: d["input"]["messages"][0].update(content="About plums."))
     code, out, _ = claw("explain", "--suite", "main", "--run-profile", "rp")
     assert "run m1 oc_b rep 0 (stale):" in out and "input.messages[0].content" in out
     code, out, _ = claw.build("--output", "json")
-    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_b"), ("m2", "oc_b")}
+    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_b"), ("m2", "oc_b")}, out
     assert docker.live_containers() == []
 
 

@@ -17,6 +17,7 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -86,10 +87,18 @@ def env_file_info(path: str) -> dict:
 
 
 def next_turn() -> int:
-    counter = STATE / "turn_counter"
-    index = int(counter.read_text()) if counter.exists() else 0
-    counter.write_text(str(index + 1))
-    return index
+    """A counter shared by concurrent "containers" (a build runs several at once): locked, so no
+    reader ever sees it half-written."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / "turn_counter", "a+", encoding="utf-8") as counter:
+        fcntl.flock(counter, fcntl.LOCK_EX)
+        counter.seek(0)
+        text = counter.read().strip()
+        index = int(text) if text else 0
+        counter.seek(0)
+        counter.truncate()
+        counter.write(str(index + 1))
+        return index
 
 
 def play(spec: dict, workspace: Path, env: dict) -> int:
