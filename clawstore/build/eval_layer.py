@@ -111,6 +111,7 @@ class EvalLayer:
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
                 "target": target,
                 "target_doc": dataclasses.asdict(target),
+                "target_id": document_key(dataclasses.asdict(target)),
             }
         return self._case_cache[case_id]
 
@@ -153,14 +154,15 @@ class EvalLayer:
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
             doc = judge_document(
-                ev.run.record, checks_output, target=case["target_doc"], anchors=self.anchors,
+                ev.run.record, checks_output, target=case["target_id"], anchors=self.anchors,
                 system_prompt_id=self.system_prompt_id, judge=self._judge_doc(judge),
                 judge_run_id=judge_run.judge_run_id, repetition=rep, prompt_format=self.prompt_format,
                 redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
             node = self._node("judge", address, doc, ev.run)
-            node.extra.update(judge=judge, judge_run=judge_run)
+            node.extra.update(judge=judge, judge_run=judge_run,
+                              subdocuments={case["target_id"]: case["target_doc"]})
             ev.judges.append(node)
 
     def plan_result(self, ev: RunEvaluation) -> None:
@@ -297,6 +299,7 @@ class EvalLayer:
                                         repetition=repetition, redact_secrets=redact)
         iteration.judge_model = body["model"]
         self.store.put_bytes(self.system_prompt.encode("utf-8"))
+        self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)

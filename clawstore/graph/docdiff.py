@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _SHORT = 40  # scalars longer than this are reported as "changed" rather than printed
@@ -16,16 +17,29 @@ def _show(value: Any) -> str:
     return text if len(text) <= _SHORT else f"<{type(value).__name__}>"
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("blake3:")
+
+
 def _is_short(value: Any) -> bool:
     return not isinstance(value, (dict, list)) and (not isinstance(value, str) or len(value) <= _SHORT
                                                     or value.startswith("blake3:"))
 
 
-def diff_documents(old: Any, new: Any, path: str = "") -> list[str]:
-    """Every changed leaf path, e.g. `input.messages[0].content changed`, `runner.temperature 0 -> 0.2`."""
+def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], Any] | None = None,
+                   expand: frozenset[str] = frozenset()) -> list[str]:
+    """Every changed leaf path, e.g. `input.messages[0].content changed`, `runner.temperature 0 -> 0.2`.
+
+    A field named in `expand` may hold the id of a stored sub-document (a judge node keys its evaluation
+    target by id); `resolve(id)` loads it so the diff reports the changed field inside it."""
     if old == new:
         return []
     where = path or "document"
+    if path in expand and resolve is not None and _is_id(old) and _is_id(new):
+        try:
+            return diff_documents(resolve(old), resolve(new), path, resolve, expand)
+        except Exception:  # not stored (never executed, or collected): say what we know
+            return [f"{where} {_show(old)} -> {_show(new)}"]
     if isinstance(old, dict) and isinstance(new, dict):
         if path == "attachments":
             return _diff_attachments(old, new)
@@ -37,14 +51,14 @@ def diff_documents(old: Any, new: Any, path: str = "") -> list[str]:
             elif key not in new:
                 changes.append(f"{sub} removed")
             else:
-                changes.extend(diff_documents(old[key], new[key], sub))
+                changes.extend(diff_documents(old[key], new[key], sub, resolve, expand))
         return changes
     if isinstance(old, list) and isinstance(new, list):
         changes = []
         if len(old) != len(new):
             changes.append(f"{where}: {len(old)} -> {len(new)} items")
         for index, (a, b) in enumerate(zip(old, new, strict=False)):
-            changes.extend(diff_documents(a, b, f"{path}[{index}]"))
+            changes.extend(diff_documents(a, b, f"{path}[{index}]", resolve, expand))
         return changes
     if _is_short(old) and _is_short(new):
         return [f"{where} {_show(old)} -> {_show(new)}"]

@@ -20,6 +20,10 @@ def head_nodes(store: Any, ref: str) -> dict[str, dict[str, Any]]:
     return read_head(store, ref)[1]
 
 
+# Sub-documents a node's input document names by id (stored when the node executes).
+EXPANDED_FIELDS = frozenset({"target"})
+
+
 def classify(node: Node, previous: dict[str, Any] | None) -> str:
     """fresh | failed (last attempt was an infrastructure failure) | stale (inputs changed) | never-built."""
     if node.fresh:
@@ -45,5 +49,10 @@ def reasons(node: Node, previous: dict[str, Any] | None, store: Any, force: bool
         old = store.get_json(previous["key"])
     except Exception:  # collected by gc, or never stored: nothing to diff against
         return [f"inputs changed (previous input document {previous['key'][:19]}… is not in the store)"]
-    changes = diff_documents(old, node.document)
+    known = node.extra.get("subdocuments") or {}  # the new side's sub-documents, not stored yet
+
+    def resolve(oid: str) -> Any:
+        return known[oid] if oid in known else store.get_json(oid)
+
+    changes = diff_documents(old, node.document, resolve=resolve, expand=EXPANDED_FIELDS)
     return changes or ["inputs changed"]

@@ -113,13 +113,14 @@ def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], ho
     }
 
 
-def judge_document(run_record: dict[str, Any], checks_output: str, *, target: dict[str, Any],
+def judge_document(run_record: dict[str, Any], checks_output: str, *, target: str,
                    anchors: list[dict[str, Any]] | None, system_prompt_id: str, judge: dict[str, Any],
                    judge_run_id: str, repetition: int, prompt_format: int, redact_secrets: bool,
                    attempts: int) -> dict[str, Any]:
     """Covers everything the judge is shown and asked with: the run's outputs and check results, the
-    evaluation target (messages, turns, expectations, rubric), anchors, system prompt, judge model and
-    request options, repetition and prompt format. Not the aggregation."""
+    evaluation target (messages, turns, expectations, rubric: by the id of its document, stored when
+    the judge runs, so the case's target is hashed once, not once per judge node), anchors, system
+    prompt, judge model and request options, repetition and prompt format. Not the aggregation."""
     return {
         "kind": "judge",
         "version": JUDGE_DOC_VERSION,
