@@ -245,8 +245,8 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], s
     for name in report.refs_set:
         click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest['refs'].get(name)}")
     for name, current in report.refs_kept.items():
-        click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged "
-                   "(use --pin NAME to keep the archive's state as well)", err=True)
+        hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
+        click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
     tree = configs_of(manifest)
     if configs_to is not None:
         if tree is None:

@@ -23,18 +23,17 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
 from clawstore.canonical import canonical_json
-from clawstore.errors import StoreError, UsageError
+from clawstore.errors import UsageError
 from clawstore.store.actions import entry_path
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import ObjectCheckError, Verifier
+from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
 from clawstore.store.durable import fsync_path, sync_filesystem, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
-from clawstore.store.objects import OBJECT_MODE
 from clawstore.store.refs import RefConflict, check_ref_name
 
 if TYPE_CHECKING:
@@ -195,8 +194,8 @@ def _check_manifest(doc: Any, where: str) -> None:
             raise bad(f"actions.{key}", "is not a key mapped to a record of the archive")
 
 
-def _scan(path: Path, on_object: Callable[[str, int], IO[bytes] | None] | None) -> ArchiveSummary:
-    """Read and verify the whole archive. `on_object(hex, size)` may return a file to copy the frame into."""
+def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None) -> ArchiveSummary:
+    """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
     where = f"archive {path}"
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
@@ -262,23 +261,13 @@ def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
 
 
 def _read_object(reader: Reader, hexdigest: str, size: int,
-                 on_object: Callable[[str, int], IO[bytes] | None] | None, verifier: Verifier) -> None:
-    sink = on_object(hexdigest, size) if on_object else None
-
-    def consume(data: bytes) -> None:
-        if sink is not None:
-            try:
-                sink.write(data)
-            except OSError as exc:  # the store's disk, not the archive
-                raise StoreError(f"cannot stage object {PREFIX}{hexdigest}: {exc.strerror}") from None
-        verifier.feed(data)
-
-    verifier.start(hexdigest, size)
-    try:
-        reader.read_data(size, consume)
-    finally:
-        if sink is not None:
-            sink.close()
+                 on_object: Callable[[str, int], Path | None] | None, verifier: Verifier) -> None:
+    stage = on_object(hexdigest, size) if on_object else None
+    if size <= WHOLE_MAX:  # one read, no joining of pieces
+        verifier.check_whole(hexdigest, reader.read_whole(size), stage)
+        return
+    verifier.start(hexdigest, stage)
+    reader.read_data(size, verifier.feed)
     verifier.end()
 
 
@@ -320,7 +309,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = ()) -> Import
     staged: dict[str, Path] = {}
     present = 0
 
-    def on_object(hexdigest: str, size: int) -> IO[bytes] | None:
+    def on_object(hexdigest: str, size: int) -> Path | None:
+        """Where to stage this object's frame, or None if the store has it already."""
         nonlocal present
         final = store.object_path(PREFIX + hexdigest)
         try:
@@ -329,13 +319,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = ()) -> Import
             return None
         except FileNotFoundError:
             pass
-        tmp = store.tmp_dir / temp_name()
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
-        except OSError as exc:
-            raise StoreError(f"cannot stage objects in {store.tmp_dir}: {exc.strerror}") from None
-        staged[hexdigest] = tmp
-        return open(fd, "wb")
+        staged[hexdigest] = store.tmp_dir / temp_name()
+        return staged[hexdigest]
 
     with store.lease("archive-import " + path.name):
         try:

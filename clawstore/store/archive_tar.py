@@ -110,5 +110,13 @@ class Reader:
         if pad.strip(b"\0"):
             raise TarFormatError("damaged padding after a member")
 
+    def read_whole(self, size: int) -> bytes:
+        """A member's `size` bytes in one piece (for members small enough to hold), padding checked."""
+        data = self._read_exact(size, "a member") if size else b""
+        pad = self._read_exact(len(padding(size)), "a member's padding")
+        if pad.strip(b"\0"):
+            raise TarFormatError("damaged padding after a member")
+        return data
+
     def skip_data(self, size: int) -> None:
         self.read_data(size, lambda _data: None)

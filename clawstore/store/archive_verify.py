@@ -7,14 +7,18 @@ pieces of at most 1 MiB.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO
 
 import blake3
 import zstandard
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 from clawstore.store.ids import PREFIX
+from clawstore.store.objects import OBJECT_MODE
 
 _WRITE_SIZE = 1 << 20  # decompressed output is hashed in pieces of at most this size
 WHOLE_MAX = 64 << 20  # frames (and contents) up to this size are decoded in one call
@@ -39,7 +43,7 @@ class _ContentCheck:
         self.hasher.update(data)
         return len(data)
 
-    def feed(self, frame_bytes: bytes) -> None:
+    def feed(self, frame_bytes: bytes | memoryview) -> None:
         self._writer.write(frame_bytes)
 
     def problem(self) -> str | None:
@@ -50,21 +54,24 @@ class _ContentCheck:
 
 
 class Verifier:
-    """`start(hex, size)`, `feed(bytes)`..., `end()` per object, in archive order, then `finish()`;
-    ObjectCheckError names the first damaged object (in archive order).
+    """Per object, in archive order: `check_whole(hex, frame)` for a member held whole, or `start(hex)`,
+    `feed(bytes)`..., `end()` for one that streams; then `finish()`. ObjectCheckError names the first
+    damaged object (in archive order).
 
     A frame of up to WHOLE_MAX bytes that declares a content size of up to WHOLE_MAX is checked whole,
     by a small thread pool, while the reader goes on with the next members (one-shot zstd decoding
     and BLAKE3 of a whole object release the GIL; this was measured about twice as fast as decoding
     1 MiB pieces between the reads and writes of an import). Larger frames, and frames without a
     declared size, stream through `_ContentCheck` in the reading thread. At most PENDING_MAX bytes of
-    frames wait for the pool."""
+    frames wait for the pool. A frame to stage is written by whoever checked it: the pool writes a
+    whole frame once it is known good, the reading thread writes a streamed one as it goes."""
 
     def __init__(self, where: str, workers: int = WORKERS):
         self._where = where
         self._hexdigest = "?"
         self._check: _ContentCheck | None = None
-        self._pieces: list[bytes] | None = None
+        self._stage: Path | None = None
+        self._sink: BinaryIO | None = None
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="archive-verify")
         self._pending: deque[tuple[str, int, Future[str | None]]] = deque()
         self._pending_bytes = 0
@@ -72,40 +79,46 @@ class Verifier:
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
 
-    def start(self, hexdigest: str, size: int) -> None:
+    def check_whole(self, hexdigest: str, frame: bytes, stage: Path | None = None) -> None:
+        """A complete member of at most WHOLE_MAX bytes: checked (and staged) by the pool when it
+        declares a content size of at most WHOLE_MAX, else streamed here."""
+        declared = _declared_size(frame)
+        if declared is None or declared > WHOLE_MAX:
+            self.start(hexdigest, stage)
+            view = memoryview(frame)
+            for offset in range(0, len(frame), _WRITE_SIZE):
+                self.feed(view[offset:offset + _WRITE_SIZE])
+            self.end()
+            return
+        future = self._pool.submit(_check_whole, frame, hexdigest, stage)
+        self._pending.append((hexdigest, len(frame), future))
+        self._pending_bytes += len(frame)
+        while self._pending_bytes > PENDING_MAX:
+            self._settle_oldest()
+
+    def start(self, hexdigest: str, stage: Path | None = None) -> None:
+        """Begin a member that streams through `feed` (`stage`: a new file to copy its bytes into)."""
         self._hexdigest = hexdigest
         self._check = None
-        self._pieces = [] if size <= WHOLE_MAX else None
+        self._stage = stage
+        self._sink = None
 
-    def feed(self, data: bytes) -> None:
-        if self._pieces is not None:
-            self._pieces.append(data)
-            if len(self._pieces) == 1:
-                declared = _declared_size(data)
-                if declared is None or declared > WHOLE_MAX:
-                    self._pieces = None  # stream it after all
-                    self._feed(data)
-            return
-        self._feed(data)
-
-    def _feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | memoryview) -> None:
         if self._check is None:
             self._check = _ContentCheck(self._hexdigest)
+            if self._stage is not None:
+                self._sink = open_staging(self._stage)
+        if self._sink is not None:
+            write_staging(self._sink, data, self._stage)
         try:
             self._check.feed(data)
         except zstandard.ZstdError:
             raise self._damaged(self._hexdigest, "undecodable") from None
 
     def end(self) -> None:
-        if self._pieces is not None:
-            frame = b"".join(self._pieces)
-            self._pieces = None
-            self._pending.append((self._hexdigest, len(frame), self._pool.submit(_check_whole, frame,
-                                                                                  self._hexdigest)))
-            self._pending_bytes += len(frame)
-            while self._pending_bytes > PENDING_MAX:
-                self._settle_oldest()
-            return
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
         try:
             why = self._check.problem() if self._check is not None else "empty frame"
         except zstandard.ZstdError:
@@ -126,14 +139,17 @@ class Verifier:
             self._settle_oldest()
 
     def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
         for _, _, future in self._pending:
             future.cancel()
         self._pending.clear()
         self._pool.shutdown(wait=True)
 
 
-def _check_whole(frame: bytes, hexdigest: str) -> str | None:
-    """Why a complete member is not the object `hexdigest` (None if it is)."""
+def _check_whole(frame: bytes, hexdigest: str, stage: Path | None) -> str | None:
+    """Why a complete member is not the object `hexdigest` (None if it is); a good one is staged."""
     length = frame_length(frame)
     if length is None or length > len(frame):
         return "truncated or undecodable frame"
@@ -145,7 +161,26 @@ def _check_whole(frame: bytes, hexdigest: str) -> str | None:
         return "undecodable"
     if blake3.blake3(content).hexdigest() != hexdigest:
         return "content does not match its id"
+    if stage is not None:
+        with open_staging(stage) as sink:
+            write_staging(sink, frame, stage)
     return None
+
+
+def open_staging(path: Path) -> BinaryIO:
+    """A new, read-only-mode temp file for an object's frame (StoreError if the store cannot take it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
+    except OSError as exc:
+        raise StoreError(f"cannot stage objects in {path.parent}: {exc.strerror}") from None
+    return open(fd, "wb")
+
+
+def write_staging(sink: BinaryIO, data: bytes | memoryview, path: Path | None) -> None:
+    try:
+        sink.write(data)
+    except OSError as exc:  # the store's disk, not the archive
+        raise StoreError(f"cannot stage objects in {path.parent if path else 'the store'}: {exc.strerror}") from None
 
 
 def frame_length(frame: bytes) -> int | None:

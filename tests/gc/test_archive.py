@@ -208,3 +208,29 @@ def test_bad_requests_are_one_line_errors(built: Workspace, claw: Claw, tmp_path
     (tmp_path / "full" / "x").write_text("x")
     code, _, err = claw("archive", "import", str(archive), "--configs-to", str(tmp_path / "full"))
     assert code == 2 and "not an empty directory" in err
+
+
+def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(
+        built: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
+    archive = tmp_path / "old.claw"
+    _export(claw, archive)
+    old_head = json.loads(claw("archive", "ls", str(archive), "--json")[1])["head"]
+    built.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
+    assert claw("build", *CAMPAIGN)[0] == 0
+    code, out, _ = claw("refs", "--json")
+    new_head = json.loads(out)["campaigns/main__rp__ev"]
+    assert claw("gc", "--grace", "0")[0] == 0  # the old beta runs are gone from the store
+    code, out, err = claw("archive", "import", str(archive), "--pin", "before-fruit")
+    assert code == 0, err
+    assert "already points at" in err and "campaigns/main__rp__ev" in err
+    refs = json.loads(claw("refs", "--json")[1])
+    assert refs["campaigns/main__rp__ev"] == new_head and refs["pins/before-fruit"] == old_head
+    assert " 0 new objects" not in out  # the collected runs came back
+    assert claw("gc", "--grace", "0")[0] == 0
+    assert claw("fsck")[0] == 0
+    built.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a colour."))
+    spent = len(standin.requests)
+    code, out, err = claw("build", *CAMPAIGN, "--output", "json")
+    assert code == 0, err
+    assert set(actions(json.loads(out)).values()) == {"reuse"}  # served by the pinned, imported state
+    assert len(standin.requests) == spent
