@@ -21,6 +21,21 @@ def head_ref(campaign: str) -> str:
 
 
 
+# What the next build needs of a record to plan and print without reading it: everything but the
+# bulky summary (per-check lists, judge dimensions), which stays in the record object itself.
+_PLANNING_FIELDS = ("kind", "key", "status", "cacheable", "outputs", "metrics", "error")
+_PLANNING_SUMMARY = ("final_score", "passed")
+
+
+def planning_view(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    view = {name: record.get(name) for name in _PLANNING_FIELDS}
+    summary = record.get("summary") or {}
+    view["summary"] = {name: summary[name] for name in _PLANNING_SUMMARY if name in summary}
+    return view
+
+
 class BuildLog:
     """Accumulates the nodes of one build and rewrites `<store>/builds/<id>.json` atomically."""
 
@@ -96,7 +111,7 @@ class BuildLog:
                     # The head carries each record too, so the next build plans without reading
                     # thousands of record objects one by one.
                     merged[address_id(node["kind"], node["address"])] = {
-                        **node, "record_doc": self._records.get(node["record"])}
+                        **node, "record_doc": planning_view(self._records.get(node["record"]))}
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
             if previous_id and [(n["key"], n["record"]) for n in nodes] == [
                     (n["key"], n["record"]) for n in (previous[a] for a in sorted(previous))]:

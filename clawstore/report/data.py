@@ -183,10 +183,8 @@ def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
                  models: Sequence[str] = ()) -> CampaignReport:
     """The campaign's last state (its head ref), one row per model × case, repetitions folded."""
     head_id, head = load_head(store, campaign_id)
-    # Heads carry each node's record (`record_doc`); older heads only name it, so read those.
-    known = {n["record"]: n["record_doc"] for n in head.get("nodes") or []
-             if isinstance(n, Mapping) and isinstance(n.get("record_doc"), Mapping) and n.get("record")}
-    tables = build_rows(store, head, known)  # type: ignore[arg-type]
+    # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
+    tables = build_rows(store, head)  # type: ignore[arg-type]
     nodes = [n for n in tables["nodes"]
              if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
     groups: dict[tuple[str, str], list[Row]] = {}
