@@ -12,6 +12,8 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from clawstore.jsontext import json_objects_in
+
 DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 
 
@@ -129,25 +131,11 @@ _VISIBLE_KEYS = ("content", "message", "response", "text")
 _OPENCLAW_MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText", "meta")
 
 
-def _json_objects_in(text: str) -> Iterable[dict[str, Any]]:
-    """Every JSON object embedded in `text`, in order of their opening brace."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            yield value
-        start = text.find("{", start + 1)
-
-
 def openclaw_payload(text: str) -> dict[str, Any] | None:
     """The OpenClaw JSON result embedded in a stdout/stderr text, if there is one."""
     if "{" not in text or not any(f'"{marker}"' in text for marker in _OPENCLAW_MARKERS):
         return None  # cheap exit: scanning every brace of a long text costs O(n^2)
-    for obj in _json_objects_in(text):
+    for obj in json_objects_in(text):
         if any(k in obj for k in _OPENCLAW_MARKERS):
             return obj
     return None

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clawstore.evaluate.evidence import DIMENSIONS
+from clawstore.jsontext import first_json_object
 
 SCORE_MIN, SCORE_MAX = 0.0, 10.0
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.S)
@@ -46,21 +47,6 @@ class JudgeScores:
         )
 
 
-def _first_object(text: str) -> dict[str, Any] | None:
-    """The first balanced `{…}` in `text` that parses as a JSON object."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
 def extract_json_object(text: str) -> dict[str, Any]:
     """The JSON object in a reply: whole text, else a fenced block, else the first object in prose."""
     stripped = text.strip()
@@ -73,10 +59,10 @@ def extract_json_object(text: str) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     for block in _FENCE.findall(stripped):
-        found = _first_object(block)
+        found = first_json_object(block)
         if found is not None:
             return found
-    found = _first_object(stripped)
+    found = first_json_object(stripped)
     if found is None:
         raise JudgeContractError("the judge reply contains no JSON object")
     return found

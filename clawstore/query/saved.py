@@ -1,7 +1,7 @@
 """Saved queries: `<workspace root>/queries/NAME.sql` first, then the copy shipped in the package.
 
-`queries/` in the repository is the canonical source; `clawstore/query/saved/` is a byte-identical copy
-(a test enforces it) so an installed claw has them too.
+The repository's `queries/` is a symbolic link to `clawstore/query/saved/`, so the saved queries have one
+source and an installed claw ships them.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from clawstore.jsontext import json_objects_in
 from clawstore.runners.openclaw.container import Invocation
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
@@ -22,19 +23,6 @@ def payload_text(inv: Invocation) -> str:
     return inv.stdout if inv.stdout.strip() else inv.stderr
 
 
-def _objects(text: str) -> Iterable[dict[str, Any]]:
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _end = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            yield value
-        start = text.find("{", start + 1)
-
-
 def find_payload(text: str) -> dict[str, Any] | None:
     """The OpenClaw result object in a turn's output (log lines may surround it)."""
     stripped = text.strip()
@@ -45,7 +33,7 @@ def find_payload(text: str) -> dict[str, Any] | None:
             whole = None
         if isinstance(whole, dict):
             return whole
-    for obj in _objects(text):
+    for obj in json_objects_in(text):
         meta = obj.get("meta")
         if any(k in obj for k in _MARKERS) or (isinstance(meta, dict) and (
                 "agentMeta" in meta or "toolSummary" in meta)):
