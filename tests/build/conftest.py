@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,6 @@ from click.testing import CliRunner
 from clawstore.cli import main
 from clawstore.testing.standin import StandIn
 from tests.build.workspace import SECRET, Workspace, standard
-
-
-@pytest.fixture
-def standin() -> Iterator[StandIn]:
-    with StandIn() as server:
-        yield server
 
 
 @pytest.fixture

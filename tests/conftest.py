@@ -1,3 +1,5 @@
+"""Fixtures every test directory may use: the stand-in provider server and one provider client."""
+
 from collections.abc import Iterator
 
 import pytest
