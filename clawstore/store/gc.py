@@ -22,14 +22,14 @@ import contextlib
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.actions import entry_path
 from clawstore.store.durable import process_alive, sync_filesystem, temp_owner
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
@@ -139,9 +139,13 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             if dry_run:
                 report.actions.extend(doomed_actions)
             else:
+                by_shard: dict[str, list[tuple[str, str]]] = {}
+                for action in doomed_actions:
+                    by_shard.setdefault(action[0][len(PREFIX):len(PREFIX) + 2], []).append(action)
                 with ThreadPoolExecutor(_DELETE_THREADS) as pool:
-                    gone = pool.map(lambda a: _delete_action(store, a[0], a[1], policy), doomed_actions)
-                    report.actions.extend(a for a, ok in zip(doomed_actions, gone, strict=True) if ok)
+                    for done in pool.map(lambda group: [a for a in group if _delete_action(store, *a, policy)],
+                                         by_shard.values()):
+                        report.actions.extend(done)
             _sweep_objects(store, reach, policy, report, dry_run)
             if not dry_run:
                 _sweep_temp_files(store, report)
@@ -191,7 +195,7 @@ def _plan_actions(store: Store, reach: Reach, policy: _Policy, keep_all: bool) -
             kept_records.append(record_id)
             continue
         try:
-            mtime = entry_path(store, key).stat().st_mtime
+            mtime = os.stat(_entry_path(store, key)).st_mtime
         except FileNotFoundError:
             continue
         if policy.keeps_by_age(mtime):
@@ -204,10 +208,11 @@ def _plan_actions(store: Store, reach: Reach, policy: _Policy, keep_all: bool) -
 
 
 def _delete_action(store: Store, key: str, record_id: str, policy: _Policy) -> bool:
-    path = entry_path(store, key)
+    path = _entry_path(store, key)
     try:
-        current = path.read_text(encoding="ascii").strip()
-        mtime = path.stat().st_mtime
+        with open(path, "rb") as fh:
+            current = fh.read().decode("ascii").strip()
+            mtime = os.fstat(fh.fileno()).st_mtime
     except (FileNotFoundError, UnicodeDecodeError):
         return False
     if current != record_id or policy.keeps_by_age(mtime):
@@ -220,19 +225,21 @@ def _delete_action(store: Store, key: str, record_id: str, policy: _Policy) -> b
 
 
 def _sweep_objects(store: Store, reach: Reach, policy: _Policy, report: GcReport, dry_run: bool) -> None:
-    """Unreached, old-enough objects go, one shard at a time (unlinks run in a few threads: on a
-    journaling filesystem each costs a metadata write, and they overlap well)."""
+    """Unreached, old-enough objects go; each shard's deletions are one task of a small thread pool
+    (on a journaling filesystem every unlink costs a metadata write; several directories at once
+    overlap well)."""
     last_refs = time.monotonic()
+    pending: deque[Future[list[tuple[str, int]]]] = deque()
     with ThreadPoolExecutor(_DELETE_THREADS) as pool:
         for shard in _shards(store):
-            candidates: list[tuple[str, Path, int]] = []
+            candidates: list[tuple[str, str, int]] = []
             for oid in shard:
                 report.objects_seen += 1
                 if oid[len(PREFIX):] in reach:
                     continue
-                path = store.object_path(oid)
+                path = os.path.join(store.objects_dir, oid[len(PREFIX):len(PREFIX) + 2], oid[len(PREFIX) + 2:])
                 try:
-                    info = path.stat()
+                    info = os.stat(path)
                 except FileNotFoundError:
                     continue
                 if policy.keeps_by_age(info.st_mtime):
@@ -251,8 +258,17 @@ def _sweep_objects(store: Store, reach: Reach, policy: _Policy, report: GcReport
                 reach.mark(_roots(store).values())  # a ref set meanwhile (claw pin, an import) keeps its closure
                 last_refs = time.monotonic()
                 candidates = [c for c in candidates if c[0][len(PREFIX):] not in reach]
-            done = pool.map(lambda c: _unlink_if_old(c[1], policy), candidates)
-            report.objects.extend((oid, size) for (oid, _, size), gone in zip(candidates, done, strict=True) if gone)
+            pending.append(pool.submit(_unlink_shard, candidates, policy))
+            while len(pending) > 2 * _DELETE_THREADS:  # bounded: the refs re-check must stay ahead
+                report.objects.extend(pending.popleft().result())
+        for future in pending:
+            report.objects.extend(future.result())
+
+
+def _unlink_shard(candidates: list[tuple[str, str, int]], policy: _Policy) -> list[tuple[str, int]]:
+    """Delete one shard's candidates (one thread per directory: unlinks in the same directory queue on
+    its lock, unlinks in different directories overlap)."""
+    return [(oid, size) for oid, path, size in candidates if _unlink_if_old(path, policy)]
 
 
 def _shards(store: Store) -> Iterator[list[str]]:
@@ -270,15 +286,20 @@ def _shards(store: Store) -> Iterator[list[str]]:
         yield current
 
 
-def _unlink_if_old(path: Path, policy: _Policy) -> bool:
+def _unlink_if_old(path: str, policy: _Policy) -> bool:
     """Delete `path` unless it was modified (re-put) since the plan; the re-check is the last step."""
     try:
-        if policy.keeps_by_age(path.stat().st_mtime):
+        if policy.keeps_by_age(os.stat(path).st_mtime):
             return False
         os.unlink(path)
     except FileNotFoundError:
         return False
     return True
+
+
+def _entry_path(store: Store, key: str) -> str:
+    hexdigest = key[len(PREFIX):]
+    return os.path.join(store.root, "ac", hexdigest[:2], hexdigest)
 
 
 def _stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:

@@ -9,6 +9,7 @@ objects (file contents) name nothing. Marking more than needed only keeps more; 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -43,32 +44,42 @@ def named_by(store: Store, hexdigest: str) -> set[str] | None:
     """Hex ids one object names (empty for non-JSON); None if the object is not in the store.
 
     Reads are verified: a corrupt object raises CorruptObjectError (gc must not guess what it named).
+    Plain string paths and one open per object: gc calls this for every reachable object.
     """
-    oid = PREFIX + hexdigest
-    path = store.object_path(oid)
+    path = os.path.join(store.objects_dir, hexdigest[:2], hexdigest[2:])
     try:
-        stored = path.stat().st_size
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
+        stored = os.fstat(fd).st_size
         if stored <= _WHOLE_MAX:
-            data = store.get_bytes(oid)
+            with open(fd, "rb", closefd=False) as fh:
+                frame = fh.read()
+            data = codec.decode_verified(PREFIX + hexdigest, hexdigest, path, frame)
             return ids_in(data) if _looks_json(data[:64]) else set()
-        with store.open_object(oid) as reader:
-            found: set[str] = set()
-            tail = b""
-            first = True
-            while chunk := reader.read(codec.CHUNK):
-                if first:
-                    first = False
-                    if not _looks_json(chunk[:64]):
-                        return set()
-                window = tail + chunk
-                found |= ids_in(window)
-                tail = window[-_OVERLAP:]
-            return found
+    finally:
+        os.close(fd)
+    try:
+        return _named_by_streamed(store, hexdigest)
     except MissingObjectError:
         return None
+
+
+def _named_by_streamed(store: Store, hexdigest: str) -> set[str]:
+    with store.open_object(PREFIX + hexdigest) as reader:
+        found: set[str] = set()
+        tail = b""
+        first = True
+        while chunk := reader.read(codec.CHUNK):
+            if first:
+                first = False
+                if not _looks_json(chunk[:64]):
+                    return set()
+            window = tail + chunk
+            found |= ids_in(window)
+            tail = window[-_OVERLAP:]
+        return found
 
 
 class Reach:

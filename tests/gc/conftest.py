@@ -1,7 +1,8 @@
-"""The build tests' fixtures (stand-in server, environment, workspace, in-process claw), reused as they are."""
+"""The build tests' fixtures (environment, workspace, in-process claw), reused as they are; the stand-in
+server fixture comes from tests/conftest.py."""
 
 from __future__ import annotations
 
-from tests.build.conftest import claw, env, standin, ws
+from tests.build.conftest import claw, env, ws
 
-__all__ = ["claw", "env", "standin", "ws"]
+__all__ = ["claw", "env", "ws"]
