@@ -172,6 +172,8 @@ def bench_archive(base: Path, mib: int) -> None:
                         ("decompress", "raw zstd decompress")):
         print(f"{label:22s} {wall[name]:6.2f}s {mib / wall[name]:7.0f} MiB/s   (cpu {cpu[name]:6.2f}s "
               f"{mib / cpu[name]:7.0f} MiB/s)")
+    for name, values in timings.items():
+        print(f"  {name} samples (wall s): {' '.join(f'{w:.2f}' for w, _ in values)}")
     print(f"export / compress    = {wall['compress'] / wall['export']:.2f}x wall, "
           f"{cpu['compress'] / cpu['export']:.2f}x cpu")
     print(f"import / decompress  = {wall['decompress'] / wall['import']:.2f}x wall, "
