@@ -69,21 +69,22 @@ class Batch:
         for pending in objects:
             os.rename(pending.tmp, pending.final)
             dirs.add(pending.final.parent)
-        staged: list[tuple[Path, Path, int]] = []
-        try:
-            for final, body in pointers:
-                tmp = self.tmp_dir / temp_name()
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-                staged.append((tmp, final, fd))
+        # Pointer files are written and closed one by one (a batch may queue thousands: holding
+        # them all open would run out of file descriptors), then made durable by path.
+        staged: list[tuple[Path, Path]] = []
+        for final, body in pointers:
+            tmp = self.tmp_dir / temp_name()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            try:
                 os.write(fd, body)
-            _make_durable([fd for _, _, fd in staged], sorted(dirs), self.tmp_dir)
-        finally:
-            for _, _, fd in staged:
+            finally:
                 os.close(fd)
+            staged.append((tmp, final))
+        _make_durable([], [*sorted(dirs), *(tmp for tmp, _ in staged)], self.tmp_dir)
         if staged:
-            for tmp, final, _ in staged:
+            for tmp, final in staged:
                 os.replace(tmp, final)
-            _make_durable([], sorted({final.parent for _, final, _ in staged}), self.tmp_dir)
+            _make_durable([], sorted({final.parent for _, final in staged}), self.tmp_dir)
 
     def abort(self) -> None:
         """Drop everything pending: none of it was ever visible."""
