@@ -23,7 +23,7 @@ def head_ref(campaign: str) -> str:
 
 # What the next build needs of a record to plan and print without reading it: everything but the
 # bulky summary (per-check lists, judge dimensions), which stays in the record object itself.
-_PLANNING_FIELDS = ("kind", "key", "status", "cacheable", "outputs", "metrics", "error")
+_PLANNING_FIELDS = ("status", "cacheable", "outputs", "metrics", "error")
 _PLANNING_SUMMARY = ("final_score", "passed")
 
 

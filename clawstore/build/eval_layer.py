@@ -89,6 +89,8 @@ class EvalLayer:
         self.anchors = ([r.model_dump(mode="json") for r in anchors.references] if anchors.enabled else None)
         self.judges = {j.judge_id: j for j in self.profile.judges}
         self.judge_plan = [(jr, rep) for jr in self.profile.judge_runs for rep in range(jr.repetitions)]
+        self.aggregation = self.profile.aggregation.model_dump(mode="json")
+        self.sample_size = {jr.judge_run_id: jr.sample_size for jr in self.profile.judge_runs}
         self.checks_format = CHECKS_FORMAT_VERSION
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
@@ -106,12 +108,15 @@ class EvalLayer:
             messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
             target = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
                                            attachments=[a.name for a in item.attachments])
+            target_doc = dataclasses.asdict(target)
+            target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
                 "target": target,
-                "target_doc": dataclasses.asdict(target),
-                "target_id": document_key(dataclasses.asdict(target)),
+                "target_doc": target_doc,
+                "target_id": target_id,
+                "subdocuments": {target_id: target_doc},  # what `explain` expands the target by
             }
         return self._case_cache[case_id]
 
@@ -161,8 +166,7 @@ class EvalLayer:
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
             node = self._node("judge", address, doc, ev.run)
-            node.extra.update(judge=judge, judge_run=judge_run,
-                              subdocuments={case["target_id"]: case["target_doc"]})
+            node.extra.update(judge=judge, judge_run=judge_run, subdocuments=case["subdocuments"])
             ev.judges.append(node)
 
     def plan_result(self, ev: RunEvaluation) -> None:
@@ -170,10 +174,8 @@ class EvalLayer:
             return
         if len(ev.judges) != ev.expected_judges or any(j.record is None for j in ev.judges):
             return
-        aggregation = self.profile.aggregation.model_dump(mode="json")
-        sample_size = {jr.judge_run_id: jr.sample_size for jr in self.profile.judge_runs}
         doc = result_document(ev.run.key, [j.record["outputs"]["judgement"] for j in ev.judges],
-                              ev.checks.record["outputs"]["checks"], aggregation, sample_size, 1)
+                              ev.checks.record["outputs"]["checks"], self.aggregation, self.sample_size, 1)
         ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
         ev.result.extra["judge_requests"] = [j.record["outputs"]["request"] for j in ev.judges]
 

@@ -19,7 +19,7 @@ def plain(value: Any) -> Any:
     """Recursively convert models / paths / tuples into JSON-like Python values."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        value = dump()
+        return dump(mode="json")  # already plain: pydantic converts paths, enums and tuples itself
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
