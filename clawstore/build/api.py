@@ -10,6 +10,7 @@ from typing import Any
 
 from clawstore.build.buildlog import head_ref
 from clawstore.build.engine import BuildOptions, BuildReport, run_build
+from clawstore.build.gcpause import collector_paused
 from clawstore.build.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, head_nodes, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
@@ -130,6 +131,11 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
 
 
 def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
+    with collector_paused():
+        return _build(request, store, options)
+
+
+def _build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign, store)
     # A lease before the first store read: a gc running meanwhile keeps every record this plan may
@@ -204,6 +210,11 @@ class NodeState:
 
 def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every run node's state and why it would execute (no provider call, nothing written)."""
+    with collector_paused():
+        return _inspect(request, store, force)
+
+
+def _inspect(request: CampaignRequest, store: Any, force: bool) -> tuple[str, list[NodeState]]:
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign, store)
     cid = campaign.campaign_id

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.build.buildlog import BuildLog
+from clawstore.build.gcpause import resume_collector
 from clawstore.build.progress import Progress
 from clawstore.build.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
@@ -83,6 +84,8 @@ def _install_sigterm() -> Callable[[], None]:
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
                   log: BuildLog, progress: Progress, stop: _Stop | None) -> None:
     """Run `work` on each node; record the outcome in the node and the build log as it lands."""
+    if nodes:
+        resume_collector()
     last_write = time.monotonic()
 
     def on_done(outcome: Outcome[Node]) -> bool:
