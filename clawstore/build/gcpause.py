@@ -23,7 +23,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            gc.enable()
+            resume_collector()  # what the build made lives until the command ends: freeze it too
 
 
 def resume_collector() -> None:
