@@ -5,11 +5,17 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
-from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, OpenModel, SchemaVersion, StrictModel, Tags, fail
-
-
-def _none_to_list(value: Any) -> Any:
-    return [] if value is None else value
+from clawstore.config.models.base import (
+    FreeMap,
+    Id,
+    NonEmptyStr,
+    OpenModel,
+    SchemaVersion,
+    StrictModel,
+    Tags,
+    fail,
+    none_to_list,
+)
 
 
 def _no_model_keys(fragment: dict[str, Any]) -> dict[str, Any]:
@@ -20,7 +26,7 @@ def _no_model_keys(fragment: dict[str, Any]) -> dict[str, Any]:
 
 
 class ModelDefaults(OpenModel):
-    fallbacks: Annotated[list[Any], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    fallbacks: Annotated[list[Any], BeforeValidator(none_to_list)] = Field(default_factory=list)
     aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = Field(default_factory=dict)
     primary_params: FreeMap = Field(default_factory=dict)
 

@@ -46,7 +46,7 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
 
-def _none_to_list(value: Any) -> Any:
+def none_to_list(value: Any) -> Any:
     return [] if value is None else value
 
 
@@ -73,8 +73,8 @@ def _normalize_tags(value: Any) -> Any:
 SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
 FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
 Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
-StrList = Annotated[list[str], BeforeValidator(_none_to_list)]
-IdList = Annotated[list[Id], BeforeValidator(_none_to_list)]
+StrList = Annotated[list[str], BeforeValidator(none_to_list)]
+IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
     "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",

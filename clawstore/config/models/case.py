@@ -14,13 +14,10 @@ from clawstore.config.models.base import (
     StrictModel,
     Tags,
     fail,
+    none_to_list,
 )
 from clawstore.config.models.checks import DeterministicCheck
 from clawstore.config.models.runner_settings import check_settings
-
-
-def _none_to_list(value: Any) -> Any:
-    return [] if value is None else value
 
 
 class MessageSource(StrictModel):
@@ -43,7 +40,7 @@ class Message(StrictModel):
         return self
 
 
-MessageList = Annotated[list[Message], BeforeValidator(_none_to_list)]
+MessageList = Annotated[list[Message], BeforeValidator(none_to_list)]
 
 
 class RunnerConfig(OpenModel):
@@ -94,7 +91,7 @@ class TestInput(StrictModel):
 
     messages: MessageList = Field(default_factory=list)
     turns: MessageList = Field(default_factory=list)
-    attachments: Annotated[list[NonEmptyStr], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    attachments: Annotated[list[NonEmptyStr], BeforeValidator(none_to_list)] = Field(default_factory=list)
     context: FreeMap = Field(default_factory=dict)
 
     @field_validator("context")
@@ -116,8 +113,8 @@ class Expectation(StrictModel):
 
 
 class Expectations(StrictModel):
-    hard_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = Field(default_factory=list)
-    soft_expectations: Annotated[list[Expectation], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    hard_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    soft_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=list)
 
 
 def _anchor_keys(value: Any) -> Any:
@@ -149,7 +146,7 @@ class RubricCriterion(StrictModel):
 class Rubric(StrictModel):
     version: Literal[1] = 1
     scale: RubricScale = Field(default_factory=RubricScale)
-    criteria: Annotated[list[RubricCriterion], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    criteria: Annotated[list[RubricCriterion], BeforeValidator(none_to_list)] = Field(default_factory=list)
     scoring_instructions: str | None = None
 
 
@@ -163,7 +160,7 @@ class TestCase(StrictModel):
     input: TestInput
     expectations: Expectations = Field(default_factory=Expectations)
     rubric: Rubric | None = None
-    deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(_none_to_list)] = Field(
+    deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(none_to_list)] = Field(
         default_factory=list)
     tags: Tags = Field(default_factory=list)
     metadata: FreeMap = Field(default_factory=dict)

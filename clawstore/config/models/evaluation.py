@@ -12,12 +12,9 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     fail,
+    none_to_list,
     reject_secrets,
 )
-
-
-def _none_to_list(value: Any) -> Any:
-    return [] if value is None else value
 
 
 class JudgeConfig(OpenModel):
@@ -62,7 +59,7 @@ class AnchorReference(StrictModel):
 
 class AnchorsConfig(StrictModel):
     enabled: bool = False
-    references: Annotated[list[AnchorReference], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    references: Annotated[list[AnchorReference], BeforeValidator(none_to_list)] = Field(default_factory=list)
 
 
 class SecurityPolicy(StrictModel):
@@ -79,8 +76,8 @@ class EvaluationProfile(StrictModel):
     schema_version: SchemaVersion
     evaluation_profile_id: Id
     title: NonEmptyStr
-    judges: Annotated[list[JudgeConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
-    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    judges: Annotated[list[JudgeConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
     aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
     anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
     security_policy: SecurityPolicy = Field(default_factory=SecurityPolicy)

@@ -1,6 +1,6 @@
 """The suite (`configs/suites/<id>.yaml`): which models run which cases, and with which agents."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
@@ -13,12 +13,9 @@ from clawstore.config.models.base import (
     StrictModel,
     StrList,
     fail,
+    none_to_list,
     reject_secrets,
 )
-
-
-def _none_to_list(value: Any) -> Any:
-    return [] if value is None else value
 
 
 class ModelConfig(OpenModel):
@@ -61,14 +58,14 @@ class AgentAssignment(StrictModel):
 
 
 class SuiteOpenClawConfig(StrictModel):
-    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(none_to_list)] = Field(default_factory=list)
 
 
 class Suite(StrictModel):
     schema_version: SchemaVersion
     suite_id: Id
     title: NonEmptyStr
-    models: Annotated[list[ModelConfig], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    models: Annotated[list[ModelConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
     case_selection: CaseSelection = Field(default_factory=CaseSelection)
     openclaw: SuiteOpenClawConfig = Field(default_factory=SuiteOpenClawConfig)
     metadata: FreeMap = Field(default_factory=dict)
