@@ -12,7 +12,7 @@ from clawstore.build.buildlog import head_ref
 from clawstore.build.engine import BuildOptions, BuildReport, run_build
 from clawstore.build.gcpause import collector_paused
 from clawstore.build.run_exec import execute_llm_probe, execute_openclaw
-from clawstore.graph.explain import classify, head_nodes, read_head, reasons
+from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 
 
@@ -218,7 +218,7 @@ def _inspect(request: CampaignRequest, store: Any, force: bool) -> tuple[str, li
     campaign = load_campaign(request)
     nodes = plan_campaign(campaign, store)
     cid = campaign.campaign_id
-    previous = head_nodes(store, head_ref(cid))
+    _, previous = read_head(store, head_ref(cid))
     attach_records(nodes, store, previous)
     all_nodes = list(nodes)
     pending: dict[str, str] = {}

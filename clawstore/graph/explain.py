@@ -16,9 +16,6 @@ def read_head(store: Any, ref: str) -> tuple[str | None, dict[str, dict[str, Any
     return head_id, {address_id(n["kind"], n["address"]): n for n in store.get_json(head_id).get("nodes", [])}
 
 
-def head_nodes(store: Any, ref: str) -> dict[str, dict[str, Any]]:
-    return read_head(store, ref)[1]
-
 
 # Sub-documents a node's input document names by id (stored when the node executes).
 EXPANDED_FIELDS = frozenset({"target"})

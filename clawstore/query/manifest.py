@@ -62,13 +62,8 @@ def record_loader(store: RecordStore) -> Any:
     return load
 
 
-def build_rows(store: RecordStore, log: Mapping[str, Any],
-               known: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, list[Row]]:
-    """`known`: records the caller already holds, by record id (a build has them all in memory)."""
-    load = record_loader(store)
-    if known:
-        return rows_for_build(log, lambda oid: known.get(oid) or load(oid))
-    return rows_for_build(log, load)
+def build_rows(store: RecordStore, log: Mapping[str, Any]) -> dict[str, list[Row]]:
+    return rows_for_build(log, record_loader(store))
 
 
 def refresh_manifest(store: RecordStore, build_id: str) -> None:

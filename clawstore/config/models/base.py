@@ -46,6 +46,19 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
 
+def reject_duplicate_ids(items: list[Any], attr: str, field: str, prefix: str | None = None) -> None:
+    """Fail on the second item whose `attr` repeats an earlier one, naming both positions.
+
+    `field` is the list's name in messages; `prefix` its name in the error location (default: same)."""
+    seen: dict[str, int] = {}
+    where = field if prefix is None else prefix
+    for index, item in enumerate(items):
+        value = getattr(item, attr)
+        if value in seen:
+            raise fail(f"duplicate {attr} '{value}' (also {field}[{seen[value]}])", f"{where}[{index}].{attr}")
+        seen[value] = index
+
+
 def none_to_list(value: Any) -> Any:
     return [] if value is None else value
 

@@ -15,6 +15,7 @@ from clawstore.config.models.base import (
     Tags,
     fail,
     none_to_list,
+    reject_duplicate_ids,
 )
 from clawstore.config.models.checks import DeterministicCheck
 from clawstore.config.models.runner_settings import check_settings
@@ -167,14 +168,7 @@ class TestCase(StrictModel):
 
     @model_validator(mode="after")
     def _unique_check_ids(self) -> "TestCase":
-        seen: dict[str, int] = {}
-        for index, check in enumerate(self.deterministic_checks):
-            if check.check_id in seen:
-                raise fail(
-                    f"duplicate check_id '{check.check_id}' (also deterministic_checks[{seen[check.check_id]}])",
-                    f"deterministic_checks[{index}].check_id",
-                )
-            seen[check.check_id] = index
+        reject_duplicate_ids(self.deterministic_checks, "check_id", "deterministic_checks")
         return self
 
     @property

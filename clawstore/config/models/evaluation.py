@@ -13,6 +13,7 @@ from clawstore.config.models.base import (
     StrictModel,
     fail,
     none_to_list,
+    reject_duplicate_ids,
     reject_secrets,
 )
 
@@ -88,12 +89,7 @@ class EvaluationProfile(StrictModel):
     @field_validator("judges")
     @classmethod
     def _unique_judges(cls, judges: list[JudgeConfig]) -> list[JudgeConfig]:
-        seen: dict[str, int] = {}
-        for index, judge in enumerate(judges):
-            if judge.judge_id in seen:
-                raise fail(f"duplicate judge_id '{judge.judge_id}' (also judges[{seen[judge.judge_id]}])",
-                           f"[{index}].judge_id")
-            seen[judge.judge_id] = index
+        reject_duplicate_ids(judges, "judge_id", "judges", prefix="")
         return judges
 
     @model_validator(mode="after")
@@ -102,16 +98,12 @@ class EvaluationProfile(StrictModel):
             raise fail("set either judge_system_prompt_path or judge_system_prompt, not both",
                        "judge_system_prompt")
         known = [j.judge_id for j in self.judges]
-        runs: dict[str, int] = {}
         for index, run in enumerate(self.judge_runs):
             if run.judge_id not in known:
                 declared = ", ".join(known) or "none declared"
                 raise fail(f"unknown judge '{run.judge_id}' (declared judges: {declared})",
                            f"judge_runs[{index}].judge_id")
-            if run.judge_run_id in runs:
-                raise fail(f"duplicate judge_run_id '{run.judge_run_id}' (also judge_runs[{runs[run.judge_run_id]}])",
-                           f"judge_runs[{index}].judge_run_id")
-            runs[run.judge_run_id] = index
+        reject_duplicate_ids(self.judge_runs, "judge_run_id", "judge_runs")
         return self
 
     def judge(self, judge_id: str) -> JudgeConfig:

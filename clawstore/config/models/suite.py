@@ -14,6 +14,7 @@ from clawstore.config.models.base import (
     StrList,
     fail,
     none_to_list,
+    reject_duplicate_ids,
     reject_secrets,
 )
 
@@ -73,12 +74,7 @@ class Suite(StrictModel):
     @model_validator(mode="after")
     def _unique_model_ids(self) -> "Suite":
         # Two entries with one model_id would share every stored result, so reject them.
-        seen: dict[str, int] = {}
-        for index, model in enumerate(self.models):
-            if model.model_id in seen:
-                raise fail(f"duplicate model_id '{model.model_id}' (also models[{seen[model.model_id]}])",
-                           f"models[{index}].model_id")
-            seen[model.model_id] = index
+        reject_duplicate_ids(self.models, "model_id", "models")
         return self
 
     @property
