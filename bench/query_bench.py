@@ -33,7 +33,7 @@ import duckdb
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from clawstore.build.buildlog import BuildLog  # noqa: E402
+from clawstore.builder.buildlog import BuildLog  # noqa: E402
 from clawstore.graph.records import make_record, utc_now  # noqa: E402
 from clawstore.query import segments  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402

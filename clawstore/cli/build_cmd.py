@@ -19,7 +19,7 @@ OUTPUT = click.option("--output", "output", type=click.Choice(["text", "json"]),
 
 def _request(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
              models: tuple[str, ...]) -> Any:
-    from clawstore.build.api import CampaignRequest
+    from clawstore.builder.api import CampaignRequest
 
     return CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
 
@@ -111,9 +111,9 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
           max_concurrency: int | None, output: str) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
-    from clawstore.build.api import build as run_build
-    from clawstore.build.api import inspect
-    from clawstore.build.engine import BuildOptions
+    from clawstore.builder.api import build as run_build
+    from clawstore.builder.api import inspect
+    from clawstore.builder.engine import BuildOptions
 
     request = _request(suite, run_profile, evaluation_profile, cases, models)
     store = _open_store(store_dir)
@@ -145,7 +145,7 @@ def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """Counts of fresh / stale / failed / never-built nodes, per model."""
-    from clawstore.build.api import inspect
+    from clawstore.builder.api import inspect
 
     cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
     per_model: dict[str, dict[str, Counter[str]]] = {}
@@ -168,7 +168,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
 def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
             models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """For each stale node, the inputs that changed since the last build at its address."""
-    from clawstore.build.api import inspect
+    from clawstore.builder.api import inspect
 
     cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
     stale = [s for s in states if s.state != "fresh"]

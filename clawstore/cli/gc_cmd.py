@@ -106,7 +106,7 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
 def pin_command(name: str, suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
                 models: tuple[str, ...], store_dir: Path | None, force: bool) -> None:
     """Keep a campaign's current state forever: ref pins/NAME -> its head now (later builds do not move it)."""
-    from clawstore.build.closure import campaign_head
+    from clawstore.builder.closure import campaign_head
     from clawstore.store import RefConflict
     from clawstore.store.refs import check_ref_name
 
@@ -169,7 +169,7 @@ def archive_group() -> None:
 def export_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
                    models: tuple[str, ...], store_dir: Path | None, output: Path) -> None:
     """Write the campaign's configs, head, records, inputs and outputs into one file."""
-    from clawstore.build.closure import export_campaign
+    from clawstore.builder.closure import export_campaign
 
     campaign = _campaign(suite, run_profile, evaluation_profile, cases, models, "claw archive export")
     store = _store(store_dir, root=campaign.root)
@@ -228,7 +228,7 @@ def ls_command(file: Path, as_json: bool) -> None:
 @store_option
 def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
-    from clawstore.build.closure import adopt_imported_head, configs_of
+    from clawstore.builder.closure import adopt_imported_head, configs_of
     from clawstore.store.archive import import_archive
 
     if configs_to is not None and configs_to.exists() and any(configs_to.iterdir()):

@@ -3,6 +3,6 @@ server fixture comes from tests/conftest.py."""
 
 from __future__ import annotations
 
-from tests.build.conftest import claw, env, ws
+from tests.support.claw import claw, env, ws
 
 __all__ = ["claw", "env", "ws"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.store import Store
-from tests.build.conftest import Claw
+from tests.support.claw import Claw
 
 
 def store_of(env: dict[str, str]) -> Store:

@@ -11,10 +11,10 @@ import blake3
 import pytest
 
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.test_build_evaluation import JUDGE, eval_profile, judge_reply
-from tests.build.workspace import Workspace, write_yaml
 from tests.gc.helpers import actions, state
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace, write_yaml
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
 

@@ -6,14 +6,14 @@ import json
 import os
 from pathlib import Path
 
-from clawstore.build.closure import head_closure
+from clawstore.builder.closure import head_closure
 from clawstore.store import Store
 from clawstore.store.durable import temp_name
 from clawstore.store.ids import PREFIX
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.workspace import Workspace
 from tests.gc.helpers import actions, age, build_json, state, store_of
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 HEAD = "campaigns/main__rp__none"
 

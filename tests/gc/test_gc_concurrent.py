@@ -8,15 +8,15 @@ import threading
 import time
 from pathlib import Path
 
-from clawstore.build.closure import head_closure
+from clawstore.builder.closure import head_closure
 from clawstore.store import Store
 from clawstore.store.gc import GcReport, collect
 from clawstore.store.locks import SWEEP_LOCK
 from clawstore.testing.standin import StandIn, text
-from tests.build.conftest import Claw
-from tests.build.workspace import Workspace
 from tests.gc.helpers import actions, build_json, store_of
 from tests.store.helpers import script
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 HEAD = "campaigns/main__rp__none"
 

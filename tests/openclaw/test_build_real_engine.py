@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from clawstore.cli import main
 from clawstore.testing.standin import StandIn, text, tool_call
-from tests.build.workspace import SECRET, Workspace, write_yaml
 from tests.openclaw.conftest import basic_agent
 from tests.openclaw.engine import DockerEngine
+from tests.support.workspace import SECRET, Workspace, write_yaml
 
 pytestmark = pytest.mark.timeout(900)
 MODEL = "test/model"

@@ -1,5 +1,5 @@
 """Write campaign builds into a real Store the way the build layer does: input documents, records
-(clawstore.graph.records.make_record), action-cache entries, the build log (clawstore.build.buildlog),
+(clawstore.graph.records.make_record), action-cache entries, the build log (clawstore.builder.buildlog),
 the campaign head, then refresh_manifest. No provider is involved: scores and costs are chosen here so
 tests can predict every number."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.build.buildlog import BuildLog
+from clawstore.builder.buildlog import BuildLog
 from clawstore.graph.records import make_record, utc_now
 from clawstore.query.manifest import refresh_manifest
 from clawstore.store import Store

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.test_build_evaluation import eval_profile, judge_reply
-from tests.build.workspace import Workspace
+from tests.support.claw import Claw
+from tests.support.judging import eval_profile, judge_reply
+from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clawstore.build.buildlog import head_ref
+from clawstore.builder.buildlog import head_ref
 from clawstore.errors import StoreError, UsageError
 from clawstore.store.archive import ArchiveSummary, write_archive
 from clawstore.store.gc import EXPORT_LEASE_PREFIX

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.build.progress import Progress
-from clawstore.build.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
+from clawstore.builder.progress import Progress
+from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
@@ -216,7 +216,7 @@ class EvalLayer:
             endpoint.api_key()  # a missing key fails before any request
 
     def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any) -> None:
-        from clawstore.build.engine import execute_nodes
+        from clawstore.builder.engine import execute_nodes
 
         stale = [n for n in nodes if options.force or not n.fresh]
         for node in nodes:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clawstore.build.buildlog import head_ref
-from clawstore.build.engine import BuildOptions, BuildReport, run_build
-from clawstore.build.gcpause import collector_paused
-from clawstore.build.run_exec import execute_llm_probe, execute_openclaw
+from clawstore.builder.buildlog import head_ref
+from clawstore.builder.engine import BuildOptions, BuildReport, run_build
+from clawstore.builder.gcpause import collector_paused
+from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 
@@ -160,7 +160,7 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
     options.filtered = request.filtered
     eval_layer = None
     if campaign.evaluation_profile is not None:
-        from clawstore.build.eval_layer import EvalLayer
+        from clawstore.builder.eval_layer import EvalLayer
 
         eval_layer = EvalLayer(campaign, store, client, head)
     try:
@@ -238,7 +238,7 @@ def _inspect(request: CampaignRequest, store: Any, force: bool) -> tuple[str, li
 def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending."""
-    from clawstore.build.eval_layer import EvalLayer
+    from clawstore.builder.eval_layer import EvalLayer
 
     layer = EvalLayer(campaign, store, head=head)
     found: list[Node] = []

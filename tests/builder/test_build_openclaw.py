@@ -12,10 +12,10 @@ import pytest
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.test_build_evaluation import eval_profile, judge_reply
-from tests.build.workspace import Workspace, write_yaml
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, payload
+from tests.support.claw import Claw
+from tests.support.judging import eval_profile, judge_reply
+from tests.support.workspace import Workspace, write_yaml
 
 FAKE_CLI = Path(__file__).resolve().parents[1] / "openclaw" / "fake_docker.py"
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.workspace import Workspace
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 
 def _json_build(claw: Claw, *extra: str, **kw: Any) -> tuple[int, dict[str, Any]]:

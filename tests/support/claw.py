@@ -1,3 +1,5 @@
+"""The `claw` test runner and the fixtures of an llm_probe workspace against the stand-in provider."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +12,7 @@ from click.testing import CliRunner
 
 from clawstore.cli import main
 from clawstore.testing.standin import StandIn
-from tests.build.workspace import SECRET, Workspace, standard
+from tests.support.workspace import SECRET, Workspace, standard
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.build.buildlog import BuildLog
-from clawstore.build.gcpause import resume_collector
-from clawstore.build.progress import Progress
-from clawstore.build.scheduler import Outcome, run_tasks
+from clawstore.builder.buildlog import BuildLog
+from clawstore.builder.gcpause import resume_collector
+from clawstore.builder.progress import Progress
+from clawstore.builder.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
 

@@ -12,8 +12,8 @@ import zstandard
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, hang, malformed, text, tool_call
-from tests.build.conftest import Claw
-from tests.build.workspace import SECRET, Workspace
+from tests.support.claw import Claw
+from tests.support.workspace import SECRET, Workspace
 
 
 def _rows(out: str) -> dict[tuple[str, str, int], dict]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from clawstore.testing.standin import StandIn
-from tests.build.conftest import Claw
-from tests.build.workspace import Workspace
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 
 @pytest.mark.parametrize("args, needle", [
