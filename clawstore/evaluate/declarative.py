@@ -1,4 +1,4 @@
-"""The eight declarative check kinds (REFERENCE §6, with the fixes of §12.18).
+"""The eight declarative check kinds (docs/evaluation.md, "Deterministic checks", documents each).
 
 Each kind is a function `(params, ctx) -> Verdict`. A bad spec raises `CheckSpecError`, which the
 caller records as an `error` outcome naming the field.

@@ -25,7 +25,7 @@ TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "reasoning_toke
 
 
 def resolve_judge_model(judge: Any) -> str:
-    """REFERENCE §1.13: judge extras `model` → `judge_model` → `model_id` → `judge_id`."""
+    """A judge's model: the first of its extras `model` → `judge_model` → `model_id` → `judge_id`."""
     data = plain(judge)
     for key in ("model", "judge_model", "model_id", "judge_id"):
         value = data.get(key)

@@ -2,7 +2,7 @@
 
 A node's key is the object id of its input document (BLAKE3 of its canonical JSON), so the document
 that explains a key is always one `claw cat` away. What each document covers, and what it must not
-cover, is ARCHITECTURE §4; docs/building.md lists it for users.
+cover, is the table in docs/building.md (Keys).
 """
 
 from __future__ import annotations

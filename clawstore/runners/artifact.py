@@ -1,4 +1,4 @@
-"""RunArtifact: the faithful record of one run (REFERENCE §5.1 content, JSON-ready).
+"""RunArtifact: the faithful record of one run, JSON-ready (layout: docs/design/contracts.md).
 
 Shared by every runner. Suite and run-profile ids are deliberately absent: a run is shared by every
 campaign whose key matches. Apart from `run_id`, timestamps and durations, the artifact of a run is

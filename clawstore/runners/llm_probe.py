@@ -1,6 +1,6 @@
 """The llm_probe runner: one chat conversation with an optional, sandboxed tool loop.
 
-Differences from the reference system (REFERENCE §3), on purpose:
+Differences from the reference system (the harness whose config format claw reads), on purpose:
 - a failed HTTP request is retried by the provider client (backoff, Retry-After); the conversation
   is never restarted, so tools never run twice for one answer;
 - tools are contained (see sandbox.py) and only the enabled ones may run;

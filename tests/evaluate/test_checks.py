@@ -25,7 +25,7 @@ def test_final_response_present_passes_and_fails() -> None:
     check = decl("final", "final_response_present")
     ok = one(check, artifact(trace=[msg("user", "hi"), final("The answer is 4.")]))
     assert ok["outcome"] == "passed" and ok["outputs"]["content_length"] == len("The answer is 4.")
-    assert ok["dimensions"] == ["process"]  # §6 default when the check lists none
+    assert ok["dimensions"] == ["process"]  # the documented default when the check lists none
     empty = one(check, artifact(status="invalid", trace=[final("   ")]))
     assert empty["outcome"] == "failed"
 

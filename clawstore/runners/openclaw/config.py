@@ -1,4 +1,4 @@
-"""The generated `openclaw.json` (REFERENCE §4.3 shape): one primary model, no fallbacks.
+"""The generated `openclaw.json` (shape: docs/openclaw.md): one primary model, no fallbacks.
 
 Differences from the reference, on purpose:
 - the provider `baseUrl` comes from the run (OpenRouter by default, a local server in tests);

@@ -1,4 +1,4 @@
-"""The `--message` text of each turn (REFERENCE §4.6).
+"""The `--message` text of each turn (docs/openclaw.md, "How a run executes").
 
 Single turn: the numbered messages, then attachments, then hints. With `turns`: turn 1 carries the
 messages as initial context plus its own user turn, attachments and hints; later turns carry only

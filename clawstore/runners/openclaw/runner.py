@@ -1,6 +1,6 @@
 """One OpenClaw run: workspace checkout → openclaw.json → validate → one invocation per turn → evidence.
 
-Differences from the reference system (REFERENCE §4, §12), on purpose:
+Differences from the reference system (the harness whose config format claw reads), on purpose:
 - `timeout_seconds` bounds the whole run (validation and every turn together), and a container
   that outlives it is removed, not left running;
 - only an explicit allowlist of variables reaches the container, through a private env-file that
