@@ -210,12 +210,20 @@ class NodeState:
 
 def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every run node's state and why it would execute (no provider call, nothing written)."""
+    _, cid, states = inspect_campaign(request, store, force)
+    return cid, states
+
+
+def inspect_campaign(request: CampaignRequest, store: Any, force: bool = False
+                     ) -> tuple[Any, str, list[NodeState]]:
+    """`inspect`, also returning the resolved campaign (for callers that need its profiles)."""
     with collector_paused():
-        return _inspect(request, store, force)
+        campaign = load_campaign(request)
+        cid, states = _inspect(campaign, store, force)
+        return campaign, cid, states
 
 
-def _inspect(request: CampaignRequest, store: Any, force: bool) -> tuple[str, list[NodeState]]:
-    campaign = load_campaign(request)
+def _inspect(campaign: Any, store: Any, force: bool) -> tuple[str, list[NodeState]]:
     nodes = plan_campaign(campaign, store)
     cid = campaign.campaign_id
     _, previous = read_head(store, head_ref(cid))

@@ -25,6 +25,7 @@ class BuildOptions:
     max_concurrency: int | None = None
     quiet: bool = False
     filtered: bool = False  # --case/--model given: keep the rest of the campaign head as it was
+    max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
 
 
 @dataclass
@@ -37,6 +38,7 @@ class BuildReport:
     counts: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
+    stopped: str | None = None  # why scheduling stopped early (the budget), if it did
 
     @property
     def failed(self) -> bool:
@@ -70,6 +72,23 @@ class _Stop:
         return True
 
 
+class Budget:
+    """`--max-cost`: once the build has spent the limit, nodes that call a provider are not started
+    (those already running finish and are kept, so the spend can pass the limit by what was in flight)."""
+
+    def __init__(self, limit_usd: float, log: BuildLog):
+        self.limit_usd = limit_usd
+        self.log = log
+        self.reason: str | None = None
+
+    def reached(self) -> bool:
+        return float(self.log.data["metrics"]["cost_usd"]) >= self.limit_usd
+
+    def note_skips(self) -> None:
+        spent = float(self.log.data["metrics"]["cost_usd"])
+        self.reason = f"--max-cost {self.limit_usd:g} USD reached (spent {spent:.6f} USD); the rest was not started"
+
+
 def _install_sigterm() -> Callable[[], None]:
     """SIGTERM behaves like Ctrl-C: stop scheduling, record what finished, exit."""
     def handler(signum: int, frame: Any) -> None:
@@ -82,8 +101,12 @@ def _install_sigterm() -> Callable[[], None]:
 
 
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
-                  log: BuildLog, progress: Progress, stop: _Stop | None) -> None:
+                  log: BuildLog, progress: Progress, stop: _Stop | None, budget: Budget | None = None) -> None:
     """Run `work` on each node; record the outcome in the node and the build log as it lands."""
+    if budget is not None and budget.reached():
+        nodes, skipped = [], nodes
+    else:
+        skipped = []
     if nodes:
         resume_collector()
     last_write = time.monotonic()
@@ -107,9 +130,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         if time.monotonic() - last_write > LOG_WRITE_INTERVAL_S:
             log.write()  # a killed build still leaves a readable log of what finished
             last_write = time.monotonic()
-        return stop.after(status) if stop else True
+        keep = stop.after(status) if stop else True
+        return keep and not (budget is not None and budget.reached())
 
-    never_started = run_tasks(nodes, work, concurrency, on_done)
+    never_started = skipped + run_tasks(nodes, work, concurrency, on_done)
+    if never_started and budget is not None and budget.reached():
+        budget.note_skips()
     for node in never_started:
         node.action = "skip"
         log.add(node.kind, node.key, None, "skip", node.address, None)
@@ -132,6 +158,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                            "run_profile_id": campaign.run_profile.run_profile_id,
                            "evaluation_profile_id": eval_id})
     report.build_id = log.build_id
+    budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     restore = _install_sigterm()
     stale = [n for n in run_nodes if options.force or not n.fresh]
     try:
@@ -144,11 +171,11 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
             progress = Progress(len(stale), "runs", quiet=options.quiet)
             try:
                 execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
-                              _Stop(policy))
+                              _Stop(policy), budget)
             finally:
                 progress.close()
             if eval_layer is not None:
-                report.evals = eval_layer.build(run_nodes, log, concurrency, options)
+                report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget)
                 report.eval_addresses = eval_layer.addresses(report.evals)
             log.finish("complete")
     except KeyboardInterrupt:
@@ -159,6 +186,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     finally:
         restore()
     _advance(log, report, options, head)
+    report.stopped = budget.reason if budget is not None else None
     report.counts = dict(log.data["counts"])
     report.metrics = dict(log.data["metrics"])
     return report

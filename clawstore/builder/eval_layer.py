@@ -132,7 +132,8 @@ class EvalLayer:
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
-            config = judge.model_dump(mode="json", exclude={"judge_id"})
+            # Prices only feed `claw plan`'s estimates: declaring them must not re-judge anything.
+            config = judge.model_dump(mode="json", exclude={"judge_id", "pricing"})
             self._judge_docs[judge.judge_id] = {"model": resolve_judge_model(judge), "config": config,
                                                 "endpoint": self._endpoint(judge).identity()}
         return self._judge_docs[judge.judge_id]
@@ -193,7 +194,9 @@ class EvalLayer:
         return found
 
     # ---- building ----
-    def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any) -> list[RunEvaluation]:
+    def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any,
+              budget: Any = None) -> list[RunEvaluation]:
+        """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call."""
         evaluations = [self.start(run) for run in run_nodes]
         self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
                     concurrency, options)
@@ -201,7 +204,7 @@ class EvalLayer:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
-        self._layer(judges, self._exec_judge, "judges", log, concurrency, options)
+        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget)
         for ev in evaluations:
             self.plan_result(ev)
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
@@ -215,7 +218,8 @@ class EvalLayer:
         for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
-    def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any) -> None:
+    def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any,
+               budget: Any = None) -> None:
         from clawstore.builder.engine import execute_nodes
 
         stale = [n for n in nodes if options.force or not n.fresh]
@@ -225,7 +229,8 @@ class EvalLayer:
                 log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         progress = Progress(len(stale), label, quiet=options.quiet)
         try:
-            execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, progress, None)
+            execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, progress, None,
+                          budget)
         finally:
             progress.close()
 

@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
     "clawstore.cli.store_cmd",
     "clawstore.cli.build_cmd",
+    "clawstore.cli.plan_cmd",
     "clawstore.cli.query_cmd",
     "clawstore.cli.gc_cmd",
 ]

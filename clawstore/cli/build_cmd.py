@@ -78,7 +78,7 @@ def _print_build(report: Any, output: str) -> None:
             row.update(ev.row())
     if output == "json":
         click.echo(json.dumps({"campaign": report.campaign_id, "build_id": report.build_id, "rows": rows,
-                               "counts": report.counts, "metrics": report.metrics,
+                               "counts": report.counts, "metrics": report.metrics, "stopped": report.stopped,
                                "exit_code": report.exit_code}, sort_keys=True))
         return
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
@@ -98,6 +98,8 @@ def _print_build(report: Any, output: str) -> None:
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
                f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
                f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
+    if report.stopped:
+        click.echo(f"stopped: {report.stopped}")
 
 
 @click.command()
@@ -106,10 +108,12 @@ def _print_build(report: Any, output: str) -> None:
 @click.option("--force", is_flag=True, help="Execute every node even if a fresh result is stored.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
               help="Override execution_policy.max_concurrency.")
+@click.option("--max-cost", "max_cost", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="Refuse to start when `claw plan` estimates more; stop starting new requests once spent.")
 @OUTPUT
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
-          max_concurrency: int | None, output: str) -> None:
+          max_concurrency: int | None, max_cost: float | None, output: str) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -121,10 +125,31 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         cid, states = inspect(request, store, force=force)
         _print_plan(cid, states, output, force)
         return
+    if max_cost is not None:
+        _check_budget(request, store, force, max_concurrency, max_cost, output)
     report = run_build(request, store, BuildOptions(force=force, max_concurrency=max_concurrency,
-                                                    quiet=output == "json"))
+                                                    quiet=output == "json", max_cost_usd=max_cost))
     _print_build(report, output)
     raise SystemExit(report.exit_code)
+
+
+def _check_budget(request: Any, store: Any, force: bool, max_concurrency: int | None, max_cost: float,
+                  output: str) -> None:
+    """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
+    from clawstore.cli.plan_cmd import render_plan
+    from clawstore.spend.estimate import plan_spend
+
+    plan = plan_spend(request, store, force, max_concurrency)
+    estimate = plan.estimated_cost_usd
+    if estimate is not None and estimate <= max_cost:
+        return
+    click.echo(render_plan(plan, output))
+    if estimate is None:
+        why = "the cost cannot be estimated (no cost in the store's history: declare `pricing` on the model)"
+    else:
+        why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {max_cost:g} USD"
+    click.echo(f"claw: error: {why}; nothing was sent", err=True)
+    raise SystemExit(2)
 
 
 def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:

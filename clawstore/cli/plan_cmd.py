@@ -1,0 +1,58 @@
+"""`claw plan`: what `claw build` would send, and its estimated tokens, cost and time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from clawstore.cli.build_cmd import OUTPUT, _open_store, _request, format_table
+from clawstore.cli.common import campaign_options
+
+
+def _number(value: float | None, digits: int = 6) -> str:
+    return "?" if value is None else f"{value:.{digits}f}"
+
+
+def _sources(counter: dict[str, int]) -> str:
+    return ",".join(f"{name}:{n}" for name, n in sorted(counter.items())) or "-"
+
+
+def render_plan(plan: Any, output: str) -> str:
+    """The plan as `claw plan` prints it (also what `claw build --max-cost` prints when it refuses)."""
+    if output == "json":
+        return json.dumps(plan.to_json(), sort_keys=True)
+    rows = [[line.kind, line.name, line.model, str(line.requests), str(line.reused),
+             str(round(line.input_tokens)), str(round(line.output_tokens)), _number(line.cost_usd),
+             _sources(dict(line.token_sources)), _sources(dict(line.cost_sources))] for line in plan.lines]
+    table = format_table(["KIND", "NAME", "MODEL", "REQUESTS", "REUSED", "EST_IN_TOK", "EST_OUT_TOK", "EST_COST_USD",
+                          "TOKENS_FROM", "COST_FROM"], rows)
+    layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
+    wall = plan.estimated_wall_s
+    total = (f"\nplan {plan.campaign_id}: {plan.requests} request(s)"
+             f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
+             f"estimated cost {_number(plan.estimated_cost_usd)} USD; estimated wall time "
+             f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")
+    return table + total
+
+
+@click.command("plan")
+@campaign_options
+@click.option("--force", is_flag=True, help="Plan as if every node were stale (what build --force sends).")
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
+              help="Override execution_policy.max_concurrency for the time estimate.")
+@OUTPUT
+def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+         models: tuple[str, ...], store_dir: Path | None, force: bool, max_concurrency: int | None,
+         output: str) -> None:
+    """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
+    from clawstore.spend.estimate import plan_spend
+
+    request = _request(suite, run_profile, evaluation_profile, cases, models)
+    click.echo(render_plan(plan_spend(request, _open_store(store_dir), force, max_concurrency), output))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(plan)

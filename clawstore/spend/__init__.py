@@ -1,0 +1,1 @@
+"""Spending: estimate what a build would cost (`claw plan`) before it sends anything."""

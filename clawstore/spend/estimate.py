@@ -1,0 +1,208 @@
+"""`claw plan`: what a build of a campaign would send, and what it would likely cost and take.
+
+The nodes come from the build's own planner (`inspect_campaign` + `work_items`), so the request
+counts are the build's. Tokens, cost and time are estimated per node from the store's history:
+the same model on the same case when it was run before; otherwise the model's observed input tokens
+per prompt character and its mean output; otherwise conservative defaults. Cost: the provider's
+reported cost in that history when there is one, else the `pricing` the suite model (or judge)
+declares, else unknown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
+from clawstore.spend.history import History, Usage, load_history, prompt_chars
+
+# Used only for a model the store has never seen run (the user is told: token source "default").
+DEFAULT_TOKENS_PER_CHAR = 0.25
+DEFAULT_OUTPUT_TOKENS = 512
+DEFAULT_JUDGE_INPUT_TOKENS = 3000
+DEFAULT_JUDGE_OUTPUT_TOKENS = 600
+PER_MILLION = 1e6
+
+
+@dataclass
+class Estimate:
+    input_tokens: float
+    output_tokens: float
+    cost_usd: float | None
+    latency_s: float | None
+    token_source: str  # same-case | model-rate | model-mean | default
+    cost_source: str  # provider | pricing | unknown
+
+
+@dataclass
+class PlanLine:
+    """One model (runs) or one judge (judgements) of the plan."""
+
+    kind: str  # run | judge
+    name: str  # model_id, or judge_id
+    model: str  # the model the requests go to
+    requests: int = 0
+    reused: int = 0
+    unplanned: int = 0
+    input_tokens: float = 0.0
+    output_tokens: float = 0.0
+    cost_usd: float | None = 0.0
+    latency_s: float = 0.0
+    latency_known: bool = True
+    token_sources: Counter[str] = field(default_factory=Counter)
+    cost_sources: Counter[str] = field(default_factory=Counter)
+
+    def add(self, estimate: Estimate) -> None:
+        self.requests += 1
+        self.input_tokens += estimate.input_tokens
+        self.output_tokens += estimate.output_tokens
+        if estimate.cost_usd is None or self.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += estimate.cost_usd
+        if estimate.latency_s is None:
+            self.latency_known = False
+        else:
+            self.latency_s += estimate.latency_s
+        self.token_sources[estimate.token_source] += 1
+        self.cost_sources[estimate.cost_source] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "model": self.model, "requests": self.requests,
+                "reused": self.reused, "unplanned": self.unplanned,
+                "estimated_input_tokens": round(self.input_tokens),
+                "estimated_output_tokens": round(self.output_tokens),
+                "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
+                "token_sources": dict(self.token_sources), "cost_sources": dict(self.cost_sources)}
+
+
+@dataclass
+class SpendPlan:
+    campaign_id: str
+    concurrency: int
+    lines: list[PlanLine]
+    layers: dict[str, dict[str, int]]
+
+    @property
+    def requests(self) -> int:
+        return sum(line.requests for line in self.lines)
+
+    @property
+    def exact(self) -> bool:
+        """True when every counted request belongs to a keyed node (none waits for this build's output)."""
+        return not any(line.unplanned for line in self.lines)
+
+    @property
+    def estimated_cost_usd(self) -> float | None:
+        costs = [line.cost_usd for line in self.lines if line.requests]
+        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+
+    @property
+    def estimated_wall_s(self) -> float | None:
+        """Runs, then judgements (the build's order), each layer spread over `concurrency` slots."""
+        if any(not line.latency_known for line in self.lines if line.requests):
+            return None
+        return sum(line.latency_s for line in self.lines) / max(1, self.concurrency)
+
+    def to_json(self) -> dict[str, Any]:
+        cost = self.estimated_cost_usd
+        wall = self.estimated_wall_s
+        return {"campaign": self.campaign_id, "requests": self.requests, "requests_exact": self.exact,
+                "estimated_cost_usd": None if cost is None else round(cost, 9),
+                "estimated_input_tokens": round(sum(line.input_tokens for line in self.lines)),
+                "estimated_output_tokens": round(sum(line.output_tokens for line in self.lines)),
+                "estimated_wall_s": None if wall is None else round(wall, 3), "concurrency": self.concurrency,
+                "layers": self.layers, "lines": [line.to_json() for line in self.lines]}
+
+
+def _declared_prices(extras: dict[str, Any]) -> tuple[float, float] | None:
+    from clawstore.runners.openclaw.config import pricing
+
+    prices = pricing(extras)
+    return None if prices is None else (prices["input"] / PER_MILLION, prices["output"] / PER_MILLION)
+
+
+def _cost(tokens_in: float, tokens_out: float, same: Usage | None, model: Usage | None,
+          declared: tuple[float, float] | None) -> tuple[float | None, str]:
+    if same is not None and same.mean_cost is not None:
+        return same.mean_cost, "provider"
+    prices = model.token_prices() if model is not None else None
+    if prices is not None:
+        return tokens_in * prices[0] + tokens_out * prices[1], "provider"
+    if declared is not None:
+        return tokens_in * declared[0] + tokens_out * declared[1], "pricing"
+    return None, "unknown"
+
+
+def estimate_run(work: Work, history: History) -> Estimate:
+    item = work.item
+    model, case = item.resolved_model, item.case.case.case_id
+    same = history.runs.get((model, case))
+    seen = history.run_models.get(model)
+    latency: float | None = None
+    if same is not None:
+        tin, tout, latency, source = (same.mean("input_tokens"), same.mean("output_tokens"),
+                                      same.mean("latency_s"), "same-case")
+    else:
+        chars = prompt_chars(work.node.document) if work.node is not None else 0
+        rate = seen.tokens_per_char if seen is not None else None
+        if seen is not None and rate is not None:
+            tin, tout, latency, source = chars * rate, seen.mean("output_tokens"), seen.mean("latency_s"), "model-rate"
+        else:
+            max_tokens = item.settings.get("max_tokens")
+            tin, tout, source = chars * DEFAULT_TOKENS_PER_CHAR, float(max_tokens or DEFAULT_OUTPUT_TOKENS), "default"
+    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(item.model.model_extra or {})))
+    return Estimate(tin, tout, cost, latency, source, cost_source)
+
+
+def judge_model(judge: Any) -> str:
+    from clawstore.evaluate import resolve_judge_model
+
+    return resolve_judge_model(judge)
+
+
+def estimate_judge(work: Work, history: History) -> Estimate:
+    model, case = judge_model(work.judge), work.address["case_id"]
+    same = history.judges.get((model, case))
+    seen = history.judge_models.get(model)
+    latency: float | None = None
+    if same is not None:
+        usage, source = same, "same-case"
+    elif seen is not None:
+        usage, source = seen, "model-mean"
+    else:
+        usage, source = None, "default"
+    if usage is not None:
+        tin, tout, latency = usage.mean("input_tokens"), usage.mean("output_tokens"), usage.mean("latency_s")
+    else:
+        tin, tout = float(DEFAULT_JUDGE_INPUT_TOKENS), float(DEFAULT_JUDGE_OUTPUT_TOKENS)
+    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(work.judge.model_extra or {})))
+    return Estimate(tin, tout, cost, latency, source, cost_source)
+
+
+def plan_spend(request: Any, store: Any, force: bool = False, max_concurrency: int | None = None) -> SpendPlan:
+    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
+    from clawstore.builder.api import inspect_campaign
+
+    campaign, cid, states = inspect_campaign(request, store, force)
+    items = work_items(campaign, states, force)
+    history = load_history(store)
+    lines: dict[tuple[str, str], PlanLine] = {}
+    for work in items:
+        if work.kind not in PAID_LAYERS:
+            continue
+        if work.kind == "run":
+            key = ("run", work.address["model_id"])
+            line = lines.setdefault(key, PlanLine("run", key[1], work.item.resolved_model))
+        else:
+            key = ("judge", work.judge.judge_id)
+            line = lines.setdefault(key, PlanLine("judge", key[1], judge_model(work.judge)))
+        if not work.executes:
+            line.reused += 1
+            continue
+        line.add(estimate_run(work, history) if work.kind == "run" else estimate_judge(work, history))
+        line.unplanned += 0 if work.exact else 1
+    concurrency = max_concurrency or campaign.run_profile.execution_policy.max_concurrency
+    ordered = sorted(lines.values(), key=lambda line: line.kind != "run")  # runs first, as the build goes
+    return SpendPlan(cid, concurrency, ordered, layer_counts(items))

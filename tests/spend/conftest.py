@@ -1,0 +1,3 @@
+"""Spend tests share the workspace fixtures of tests/support."""
+
+from tests.support.claw import claw, env, ws  # noqa: F401
