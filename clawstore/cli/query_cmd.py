@@ -49,7 +49,7 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
                   store_dir: Path | None) -> None:
     """Run SQL (or the saved query NAME from queries/NAME.sql) over every stored result.
 
-    Views: runs, checks, judgements, results, nodes (latest per key), run_history, check_history,
+    Views: runs, checks, judgements, results, nodes (each campaign's current head), run_history, check_history,
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
     from clawstore.query.engine import run_query

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from clawstore.errors import MissingObjectError, StoreError
+from clawstore.errors import StoreError
 from clawstore.query import segments
+from clawstore.query.heads import heads_changed, heads_dir, record_loader, refresh_heads
 from clawstore.query.rows import Row, rows_for_build
 
 
@@ -27,6 +29,8 @@ class RecordStore(Protocol):
     def get_json(self, oid: str) -> Any: ...
 
     def list_leases(self) -> list[Any]: ...
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
 
 
 def manifest_dir(store_root: Path) -> Path:
@@ -47,19 +51,6 @@ def read_build_log(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise StoreError(f"{path}: a build log must be a JSON object")
     return data
-
-
-def record_loader(store: RecordStore) -> Any:
-    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls."""
-
-    def load(oid: str) -> Mapping[str, Any] | None:
-        try:
-            value = store.get_json(oid)
-        except MissingObjectError:
-            return None
-        return value if isinstance(value, Mapping) else None
-
-    return load
 
 
 def build_rows(store: RecordStore, log: Mapping[str, Any]) -> dict[str, list[Row]]:
@@ -91,7 +82,11 @@ def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]
 
 def rebuild_manifest(store: RecordStore) -> int:
     """Recreate the manifest from every build log and the records they name. Returns builds indexed."""
-    return segments.rebuild(manifest_dir(Path(store.root)), _all_builds(store))
+    manifest = manifest_dir(Path(store.root))
+    count = segments.rebuild(manifest, _all_builds(store))
+    shutil.rmtree(heads_dir(manifest), ignore_errors=True)
+    refresh_heads(store, manifest)
+    return count
 
 
 def compact_manifest(store: RecordStore) -> bool:
@@ -118,10 +113,13 @@ def pending_builds(store: RecordStore) -> list[str]:
 
 
 def index_pending(store: RecordStore) -> int:
-    """Index every pending build (one process at a time); returns how many were indexed."""
-    if not pending_builds(store):
-        return 0
+    """Index every pending build and the current campaign heads (one process at a time).
+
+    Returns how many builds were indexed. Cheap when nothing changed: no lock is taken.
+    """
     manifest = manifest_dir(Path(store.root))
+    if not pending_builds(store) and not heads_changed(store, manifest):
+        return 0
     manifest.mkdir(parents=True, exist_ok=True)
     with open(manifest / "index.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -129,6 +127,7 @@ def index_pending(store: RecordStore) -> int:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
             for build_id in todo:
                 refresh_manifest(store, build_id)
+            refresh_heads(store, manifest)
             return len(todo)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -18,8 +18,8 @@ class Column:
 
 # Columns every per-node table carries: which build used the node, for which campaign.
 _BUILD_CONTEXT = [
-    Column("build_id", "VARCHAR", "the build that used this node (not necessarily the one that produced it)"),
-    Column("build_started_at", "TIMESTAMP", "start time (UTC) of that build; 'latest' means the greatest"),
+    Column("build_id", "VARCHAR", "the build that used this node (plain views: the one that wrote the head)"),
+    Column("build_started_at", "TIMESTAMP", "start time (UTC) of that build"),
     Column("campaign_id", "VARCHAR", "<suite_id>__<run_profile_id>__<evaluation_profile_id or none>"),
     Column("suite_id", "VARCHAR", "suite of that build's campaign"),
     Column("run_profile_id", "VARCHAR", "run profile of that build's campaign"),
@@ -172,8 +172,8 @@ PHYSICAL: dict[str, list[Column]] = {
     ],
 }
 
-# Tables whose plain name is a 'latest' view: one row (one row set for checks) per key, taken from the
-# latest build that used that key. Their full history (one row per build that used the key) is here.
+# Tables whose plain name is a 'current' view: the rows of every campaign's current head (the rows
+# `claw report` shows). Their full history (one row per build that used the node) is here.
 HISTORY_VIEW = {"runs": "run_history", "checks": "check_history", "judgements": "judgement_history",
                 "results": "result_history", "nodes": "build_nodes"}
 
@@ -185,7 +185,7 @@ OBJECTS: list[Column] = [
 
 
 def view_columns() -> dict[str, list[Column]]:
-    """Every view `claw query` offers, with its columns (the same columns for latest and history)."""
+    """Every view `claw query` offers, with its columns (the same columns for current and history)."""
     views: dict[str, list[Column]] = {}
     for table, cols in PHYSICAL.items():
         if table in HISTORY_VIEW:

@@ -3,8 +3,8 @@
 Layout under `<store>/manifest/`:
     segments/<slot>@<stamp>/<table>.parquet   one build's rows (slot = build id, stamp = time_ns)
     packs/<gen>/<table>.<chunk>.parquet       many builds' rows (history), in a few immutable chunks
-    packs/<gen>/<table>_latest.parquet        the same deduplicated to the latest row set per key
     packs/<gen>/covers.json                   the build slots the pack holds
+    heads/                                    the rows of each current campaign head (heads.py)
     tmp/                                      work in progress (never read)
 Every directory appears by one atomic rename, so a reader sees a build completely or not at all, and
 no DuckDB file is ever shared between processes (DuckDB allows one writer per database file).
@@ -28,7 +28,7 @@ import blake3
 import duckdb
 
 from clawstore.query.rows import Row
-from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, duckdb_columns
+from clawstore.query.schema import PHYSICAL, duckdb_columns
 
 COMPACT_AT = 16  # segments waiting beside the pack before a refresh merges them
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
@@ -55,9 +55,6 @@ class Snapshot:
 
     def history_files(self, table: str) -> list[str]:
         return self.pack_chunks(table) + self.segment_files(table)
-
-    def latest_pack_file(self, table: str) -> str | None:
-        return str(self.pack / f"{table}_latest.parquet") if self.pack else None
 
     def segment_files(self, table: str) -> list[str]:
         return [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
@@ -124,7 +121,7 @@ def snapshot(manifest: Path) -> Snapshot:
     return snap
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -136,7 +133,7 @@ def _fsync_tree(path: Path) -> None:
     for child in path.iterdir():
         with open(child, "rb") as fh:
             os.fsync(fh.fileno())
-    _fsync_dir(path)
+    fsync_dir(path)
 
 
 def _select_typed(table: str, source: str) -> str:
@@ -178,20 +175,26 @@ def _tmp_dir(manifest: Path, what: str) -> Path:
     return tmp
 
 
-def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]]) -> Path:
-    """Write one build's rows as a new segment directory, appearing atomically."""
-    tmp = _tmp_dir(manifest, "segment")
+def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]]) -> Path:
+    """Write `tables` into a new, fsynced directory under tmp/ for the caller to rename into place."""
+    tmp = _tmp_dir(manifest, what)
     con = duckdb.connect()
     try:
         write_tables(con, tables, tmp)
     finally:
         con.close()
     _fsync_tree(tmp)
+    return tmp
+
+
+def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]]) -> Path:
+    """Write one build's rows as a new segment directory, appearing atomically."""
+    tmp = write_segment_dir(manifest, "segment", tables)
     seg_root = manifest / "segments"
     seg_root.mkdir(parents=True, exist_ok=True)
     final = seg_root / f"{slot_for(build_id)}@{time.time_ns():020d}"
     os.rename(tmp, final)
-    _fsync_dir(seg_root)
+    fsync_dir(seg_root)
     return final
 
 
@@ -211,12 +214,6 @@ def compaction_lock(manifest: Path, wait: bool) -> Iterator[bool]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def latest_sql(source: str) -> str:
-    """One row set per key, from the latest build that used it (ties: greatest build id)."""
-    return (f"SELECT * FROM {source} QUALIFY rank() OVER (PARTITION BY key "
-            f"ORDER BY build_started_at DESC NULLS LAST, build_id DESC) = 1")
-
-
 def files_sql(paths: Sequence[str]) -> str:
     return f"read_parquet({_sql_list(paths)}, union_by_name=true)"
 
@@ -224,25 +221,6 @@ def files_sql(paths: Sequence[str]) -> str:
 def project(table: str, source: str) -> str:
     """Fixed column order whatever the files' order (UNION BY NAME reorders)."""
     return f"SELECT {', '.join(chr(34) + c.name + chr(34) for c in PHYSICAL[table])} FROM {source}"
-
-
-def merged_latest_sql(table: str, pack_latest: str | None, seg_files: Sequence[str]) -> str | None:
-    """Latest row set per key over a pack's (already deduplicated) `_latest` file and some segments.
-
-    Pack rows whose key no segment mentions pass straight through, so the cost grows with the segments,
-    not with the pack: readers use this for the waiting segments, compaction to extend the pack.
-    """
-    if not pack_latest and not seg_files:
-        return None
-    if not seg_files:
-        return project(table, files_sql([pack_latest]))  # type: ignore[list-item]
-    if not pack_latest:
-        return project(table, f"({latest_sql(files_sql(seg_files))})")
-    s = f"({project(table, files_sql(seg_files))})"
-    p = f"({project(table, files_sql([pack_latest]))})"
-    contested = f"(SELECT * FROM {s} UNION ALL SELECT * FROM {p} WHERE key IN (SELECT key FROM {s}))"
-    return (f"SELECT * FROM {p} WHERE key NOT IN (SELECT key FROM {s}) UNION ALL "
-            f"SELECT * FROM ({latest_sql(contested)})")
 
 
 def _segment_build_ids(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> list[str]:
@@ -328,7 +306,7 @@ def _publish_pack(manifest: Path, snap: Snapshot) -> Path:
     packs.mkdir(parents=True, exist_ok=True)
     final = packs / f"{gen:020d}"
     os.rename(tmp, final)
-    _fsync_dir(packs)
+    fsync_dir(packs)
     # Readers now pick the new pack; a reader still using an old one retries with a fresh snapshot.
     for old in _packs(manifest):
         if int(old.name) < gen:
@@ -345,7 +323,6 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
 
     History is append-only: the old pack's chunks are hard-linked (no rewrite) and the segments become
     one new chunk. Only a re-indexed build (its old rows must go) or too many chunks rewrite history.
-    The latest rows are extended by the segments, or recomputed when history was rewritten.
     """
     reindexed = bool(set(snap.segments) & snap.covers)
     replaced = _segment_build_ids(con, snap) if reindexed else []
@@ -375,15 +352,6 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
                 source = f"({files_sql(seg_files)})"
                 con.execute(f"COPY ({_select_typed(table, source)}) TO "
                             f"{_sql_str(str(out / _chunk_name(table, number)))} (FORMAT parquet)").fetchall()
-        if table in HISTORY_VIEW:
-            latest = None
-            if snap.pack and not reindexed:
-                # Extend the pack's latest rows by the segments instead of re-ranking all history.
-                latest = merged_latest_sql(table, str(snap.pack / f"{table}_latest.parquet"), seg_files)
-            if latest is None:  # first pack, or a re-indexed build whose old rows must go
-                latest = latest_sql(files_sql([str(c) for c in pack_chunks(out, table)]))
-            con.execute(f"COPY ({latest}) TO {_sql_str(str(out / f'{table}_latest.parquet'))} "
-                        "(FORMAT parquet)").fetchall()
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import duckdb
 
+from clawstore.query.heads import current_files
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, Column
-from clawstore.query.segments import Snapshot, files_sql, merged_latest_sql, project, snapshot
+from clawstore.query.segments import Snapshot, files_sql, project, snapshot
 
 
 def empty_select(cols: list[Column]) -> str:
@@ -22,10 +23,10 @@ def history_sql(snap: Snapshot, table: str) -> str:
     return project(table, files_sql(files)) if files else empty_select(PHYSICAL[table])
 
 
-def latest_view_sql(snap: Snapshot, table: str) -> str:
-    """Latest row set per key: with no waiting segments a plain scan of the pack's `_latest` file."""
-    sql = merged_latest_sql(table, snap.latest_pack_file(table), snap.segment_files(table))
-    return sql if sql is not None else empty_select(PHYSICAL[table])
+def current_view_sql(manifest: Path, table: str) -> str:
+    """Every campaign as it stands: the rows of each current campaign head (what `claw report` shows)."""
+    files = current_files(manifest, table)
+    return project(table, files_sql(files)) if files else empty_select(PHYSICAL[table])
 
 
 def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:
@@ -33,7 +34,7 @@ def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:
     for table in PHYSICAL:
         if table in HISTORY_VIEW:
             con.execute(f"CREATE VIEW {HISTORY_VIEW[table]} AS {history_sql(snap, table)}").fetchall()
-            con.execute(f"CREATE VIEW {table} AS {latest_view_sql(snap, table)}").fetchall()
+            con.execute(f"CREATE VIEW {table} AS {current_view_sql(manifest, table)}").fetchall()
         else:
             con.execute(f"CREATE VIEW {table} AS {history_sql(snap, table)}").fetchall()
     return snap

@@ -10,7 +10,7 @@ from typing import Any
 
 from clawstore.builder.buildlog import BuildLog
 from clawstore.graph.records import make_record, utc_now
-from clawstore.query.manifest import refresh_manifest
+from clawstore.query.manifest import index_pending
 from clawstore.store import Store
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
@@ -94,7 +94,7 @@ def build(store: Store, spec: Spec, refresh: bool = True) -> Built:
     log.finish("complete")
     log.advance_head(None)
     if refresh:
-        refresh_manifest(store, log.build_id)
+        index_pending(store)
     data = log.data["counts"]
     return Built(log.build_id, counts["run"], counts["judge"], counts["result"], counts["checks"], counts["rows"],
                  data["executed"], data["reused"])

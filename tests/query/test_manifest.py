@@ -54,14 +54,15 @@ def test_second_build_reuses_and_history_keeps_both(store: Store) -> None:
     second = build(store, Spec(models=["openai/gpt-a", "new/model-c"]))
     root = store.root
     assert second.reused == 15 and second.executed == 15
-    assert one(root, "select count(*) from runs") == 9  # distinct run keys over both builds
+    assert one(root, "select count(*) from runs") == 9  # the head keeps what this (unfiltered) campaign built
     assert one(root, "select count(*) from run_history") == 12
     assert one(root, "select count(*) from build_nodes") == 60
-    # A reused run's latest row names the newer build, and the build that produced its record.
+    # A reused run's current row names the head's build, and the build that produced its record.
     row = one(root, "select build_id, record_build_id, action from runs where model_id = 'openai/gpt-a' "
                     "and case_id = 'case_1'")
     assert row == (second.build_id, first.build_id, "reuse")
-    assert one(root, f"select count(*) from results where build_id = '{first.build_id}'") == 3
+    assert one(root, f"select count(*) from result_history where build_id = '{first.build_id}'") == 6
+    assert one(root, f"select count(*) from results where build_id = '{first.build_id}'") == 0
     spent = run_query(root, "select build_id, round(cost_usd, 6) from builds order by started_at").rows
     assert spent == [(first.build_id, round(6 * RUN_COST + 12 * JUDGE_COST, 6)),
                      (second.build_id, round(3 * RUN_COST + 6 * JUDGE_COST, 6))]
@@ -92,7 +93,7 @@ def open_saved(name: str) -> str:
     return (Path(__file__).resolve().parents[2] / "queries" / f"{name}.sql").read_text()
 
 
-def test_compaction_keeps_latest_semantics(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compaction_keeps_history_and_current_rows(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(segments, "COMPACT_AT", 3)
     root = store.root
     builds = [build(store, Spec(cases=["case_1"])) for _ in range(4)]
@@ -100,25 +101,23 @@ def test_compaction_keeps_latest_semantics(store: Store, monkeypatch: pytest.Mon
     snap = segments.snapshot(manifest)
     assert snap.pack is not None, "three waiting segments trigger a compaction"
     assert len(snap.covers) + len(snap.segments) == 4
-    # Latest rows: the last build (every later build reused the first one's records); history: all four.
+    # Current rows: the head, which the first build wrote (the later no-op builds left it); history: all four.
     assert one(root, "select count(*), min(build_id), max(record_build_id) from results") == \
-        (2, builds[-1].build_id, builds[0].build_id)
+        (2, builds[0].build_id, builds[0].build_id)
     assert one(root, "select count(*) from result_history") == 8
     assert one(root, "select count(*) from builds") == 4
-    # Runs were reused by every build: one row per key, from the newest build.
     assert one(root, "select count(*), min(build_id), max(record_build_id) from runs") == \
-        (2, builds[-1].build_id, builds[0].build_id)
-    # A newer waiting segment beats the pack for a key both hold.
-    newest = build(store, Spec(cases=["case_1"]))
+        (2, builds[0].build_id, builds[0].build_id)
+    build(store, Spec(cases=["case_1"]))
     assert segments.snapshot(manifest).segments, "the new build waits beside the pack"
-    assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
+    assert one(root, "select count(*) from result_history") == 10
     assert compact_manifest(store)
     snap = segments.snapshot(manifest)
     assert not snap.segments
     # History is append-only: the first pack's chunk is shared (hard link), the two segments are a new one.
     chunks = segments.pack_chunks(snap.pack, "nodes")
     assert len(chunks) == 2 and chunks[0].stat().st_nlink == 1  # the old pack is gone, its chunk kept
-    assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
+    assert one(root, "select count(*), min(build_id) from results") == (2, builds[0].build_id)
     assert one(root, "select count(*) from build_nodes") == 5 * 10
     # Too many chunks: the next compaction rewrites history into one.
     monkeypatch.setattr(segments, "MAX_CHUNKS", 2)
@@ -127,9 +126,10 @@ def test_compaction_keeps_latest_semantics(store: Store, monkeypatch: pytest.Mon
     assert len(segments.pack_chunks(segments.snapshot(manifest).pack, "nodes")) == 1
     assert one(root, "select count(*) from build_nodes") == 6 * 10
     # The incrementally extended pack equals one recomputed from scratch.
-    latest = {t: run_query(root, f"select * from {t} order by all").rows for t in ("nodes", "checks", "results")}
+    tables = ("nodes", "checks", "results", "build_nodes", "result_history")
+    before = {t: run_query(root, f"select * from {t} order by all").rows for t in tables}
     assert rebuild_manifest(store) == 6
-    assert {t: run_query(root, f"select * from {t} order by all").rows for t in latest} == latest
+    assert {t: run_query(root, f"select * from {t} order by all").rows for t in tables} == before
 
 
 def test_refreshing_a_build_twice_never_duplicates(store: Store) -> None:

@@ -80,8 +80,8 @@ def test_leaderboard_and_every_saved_query(store: Store) -> None:
     assert code == 0, err
     board = {r["model_id"]: r for r in json.loads(out)}
     assert set(board) == {"anthropic/claude-b", "new/model-c", "openai/gpt-a"}
-    assert board["new/model-c"]["cases"] == 2  # its case_2 run failed: no result
-    assert board["openai/gpt-a"]["cases"] == 3
+    assert (board["new/model-c"]["cases"], board["new/model-c"]["scored"]) == (3, 2)  # case_2's run failed
+    assert (board["openai/gpt-a"]["cases"], board["openai/gpt-a"]["scored"]) == (3, 3)
     means = [r["mean_score"] for r in json.loads(out)]
     assert means == sorted(means, reverse=True)
     for name in ("cost_by_model", "failures", "judge_spread", "history"):

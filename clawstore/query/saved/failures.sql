@@ -1,4 +1,4 @@
--- failures: every node whose latest record failed (infrastructure or invalid output), with its error.
+-- failures: every node of a current campaign head that failed (infrastructure or invalid output), with its error.
 -- A checks node whose checks merely failed is a verdict on the model, not a failure, and is left out.
 SELECT kind,
        model_id,

@@ -1,4 +1,4 @@
--- judge_spread: per run and judge plan, how far the judge's repetitions disagree (its noise).
+-- judge_spread: per run and judge plan of the current heads, how far the judge's repetitions disagree (its noise).
 SELECT run_key,
        model_id,
        case_id,

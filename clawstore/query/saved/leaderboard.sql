@@ -1,18 +1,44 @@
--- leaderboard: per model, the mean final score over its latest results, cases, cost and latency.
+-- leaderboard: per campaign and model, what `claw report` shows: the mean score over cases (a case's
+-- score is the mean of its repetitions' results), pass rate, cost and run latency of the current head.
 -- Narrow with --param campaign=<campaign_id> and/or --param evaluation_profile=<id>.
-SELECT
-    model_id,
-    count(DISTINCT case_id)                  AS cases,
-    count(*)                                 AS results,
-    count(final_score)                       AS scored,
-    round(avg(final_score), 3)               AS mean_score,
-    round(avg(CASE WHEN passed THEN 1.0 WHEN NOT passed THEN 0.0 END), 3) AS pass_rate,
-    round(sum(run_cost_usd), 5)              AS run_cost_usd,
-    round(sum(eval_cost_usd), 5)             AS eval_cost_usd,
-    round(sum(total_cost_usd), 5)            AS total_cost_usd,
-    round(avg(latency_s), 2)                 AS mean_latency_s
-FROM results
-WHERE (getvariable('campaign') IS NULL OR campaign_id = getvariable('campaign'))
-  AND (getvariable('evaluation_profile') IS NULL OR evaluation_profile_id = getvariable('evaluation_profile'))
-GROUP BY model_id
-ORDER BY mean_score DESC NULLS LAST, model_id;
+WITH picked AS (
+    SELECT * FROM nodes
+    WHERE model_id IS NOT NULL AND case_id IS NOT NULL
+      AND (getvariable('campaign') IS NULL OR campaign_id = getvariable('campaign'))
+      AND (getvariable('evaluation_profile') IS NULL OR evaluation_profile_id = getvariable('evaluation_profile'))
+), per_case AS (
+    SELECT campaign_id, model_id, case_id,
+           avg(final_score) AS score,
+           bool_and(passed) AS passed
+    FROM results
+    WHERE (getvariable('campaign') IS NULL OR campaign_id = getvariable('campaign'))
+      AND (getvariable('evaluation_profile') IS NULL OR evaluation_profile_id = getvariable('evaluation_profile'))
+    GROUP BY ALL
+), scores AS (
+    SELECT campaign_id, model_id,
+           count(score)                                                    AS scored,
+           avg(score)                                                      AS mean_score,
+           avg(CASE WHEN passed THEN 1.0 WHEN NOT passed THEN 0.0 END)    AS pass_rate
+    FROM per_case
+    GROUP BY ALL
+), spent AS (
+    SELECT campaign_id, model_id,
+           count(DISTINCT case_id)                                          AS cases,
+           coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0)           AS run_cost_usd,
+           coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0)          AS eval_cost_usd,
+           avg(latency_s) FILTER (WHERE kind = 'run')                       AS mean_latency_s
+    FROM picked
+    GROUP BY ALL
+)
+SELECT spent.campaign_id,
+       spent.model_id,
+       spent.cases,
+       coalesce(scores.scored, 0)                              AS scored,
+       round(scores.mean_score, 3)                             AS mean_score,
+       round(scores.pass_rate, 3)                              AS pass_rate,
+       round(spent.run_cost_usd, 5)                            AS run_cost_usd,
+       round(spent.eval_cost_usd, 5)                           AS eval_cost_usd,
+       round(spent.run_cost_usd + spent.eval_cost_usd, 5)      AS total_cost_usd,
+       round(spent.mean_latency_s, 2)                          AS mean_latency_s
+FROM spent LEFT JOIN scores USING (campaign_id, model_id)
+ORDER BY spent.campaign_id, mean_score DESC NULLS LAST, spent.model_id;

@@ -1,0 +1,143 @@
+"""The rows of every campaign as it stands: its head's nodes, materialised once per head object.
+
+Layout under `<store>/manifest/heads/`:
+    <head hex>/<table>.parquet   the rows of one campaign head (tables: runs, checks, judgements,
+                                 results, nodes), made by the same flattening `claw report` uses
+    current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now
+A head object is immutable, so its directory is written once; `current.json` is replaced atomically
+under the manifest's index lock, by whoever last read the refs. The plain views read only the
+directories `current.json` names, so they hold exactly the rows `claw report` shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from clawstore.errors import MissingObjectError
+from clawstore.query import segments
+from clawstore.query.rows import RecordLoader, Row, rows_for_build
+from clawstore.query.schema import HISTORY_VIEW
+
+CAMPAIGN_REFS = "campaigns/"
+
+
+class HeadSource(Protocol):
+    """What materialising heads needs of the store: refs and JSON objects."""
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
+
+    def get_json(self, oid: str) -> Any: ...
+
+
+def heads_dir(manifest: Path) -> Path:
+    return manifest / "heads"
+
+
+def _hex(oid: str) -> str:
+    return oid.split(":", 1)[-1]
+
+
+def read_current(manifest: Path) -> dict[str, str]:
+    """{campaign_id: head hex} as last published (empty when no query has indexed heads yet)."""
+    try:
+        data = json.loads((heads_dir(manifest) / "current.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    campaigns = data.get("campaigns") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in campaigns.items()} if isinstance(campaigns, dict) else {}
+
+
+def current_files(manifest: Path, table: str) -> list[str]:
+    """The Parquet files of `table` for every current campaign head."""
+    root = heads_dir(manifest)
+    return [str(root / hexid / f"{table}.parquet") for hexid in sorted(set(read_current(manifest).values()))]
+
+
+def wanted_heads(store: HeadSource) -> dict[str, str]:
+    """{campaign_id: head object id} from the campaign refs right now."""
+    return {name[len(CAMPAIGN_REFS):]: oid for name, oid in store.list_refs(CAMPAIGN_REFS).items()}
+
+
+def record_loader(store: Any) -> RecordLoader:
+    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls."""
+
+    def load(oid: str) -> Mapping[str, Any] | None:
+        try:
+            value = store.get_json(oid)
+        except MissingObjectError:
+            return None
+        return value if isinstance(value, Mapping) else None
+
+    return load
+
+
+def _head_rows(store: HeadSource, head_id: str) -> dict[str, list[Row]] | None:
+    head = record_loader(store)(head_id)
+    if head is None:
+        return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
+    tables = rows_for_build(head, record_loader(store))
+    return {table: tables.get(table, []) for table in HISTORY_VIEW}
+
+
+def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]]) -> None:
+    """Write one head's rows; the directory appears by one rename (a head is immutable: first one wins)."""
+    root = heads_dir(manifest)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = segments.write_segment_dir(manifest, "head", tables)
+    try:
+        os.rename(tmp, root / hexid)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # already there: the same rows
+        if not (root / hexid).is_dir():
+            raise
+    segments.fsync_dir(root)
+
+
+def publish_current(manifest: Path, campaigns: Mapping[str, str]) -> None:
+    """Atomically replace current.json with {campaign_id: head hex}."""
+    root = heads_dir(manifest)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp_file = root / f"current.json.{os.getpid()}.tmp"
+    tmp_file.write_text(json.dumps({"campaigns": dict(sorted(campaigns.items()))}), encoding="utf-8")
+    with open(tmp_file, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp_file, root / "current.json")
+    segments.fsync_dir(root)
+
+
+def heads_changed(store: HeadSource, manifest: Path) -> bool:
+    """True when the campaign refs point somewhere `current.json` (or its directories) does not."""
+    wanted = {campaign: _hex(oid) for campaign, oid in wanted_heads(store).items()}
+    root = heads_dir(manifest)
+    return wanted != read_current(manifest) or any(not (root / h).is_dir() for h in wanted.values())
+
+
+def refresh_heads(store: HeadSource, manifest: Path) -> bool:
+    """Materialise every current head not on disk yet and publish `current.json`. Call under the index
+    lock. Returns True when what the plain views show changed."""
+    heads = wanted_heads(store)
+    wanted = {campaign: _hex(oid) for campaign, oid in heads.items()}
+    root = heads_dir(manifest)
+    published = read_current(manifest)
+    missing = {hexid for hexid in wanted.values() if not (root / hexid).is_dir()}
+    if wanted == published and not missing:
+        return False
+    oids = {_hex(oid): oid for oid in heads.values()}
+    for hexid in sorted(missing):
+        tables = _head_rows(store, oids[hexid])
+        if tables is None:
+            wanted = {c: h for c, h in wanted.items() if h != hexid}
+            continue
+        publish_head(manifest, hexid, tables)
+    publish_current(manifest, wanted)
+    # Heads no ref names any more: a reader still on the old current.json retries with the new one.
+    keep = set(wanted.values())
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name not in keep:
+            shutil.rmtree(entry, ignore_errors=True)
+    return True
