@@ -1,0 +1,59 @@
+"""`claw view`: one self-contained HTML page of a campaign (or a comparison), from the store alone."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import resolve_store_dir, store_option
+
+
+def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
+    """Tags are not part of any key, so the store does not hold them: read them from the case configs
+    when they are here. A missing or broken workspace only means the page has no tag filter."""
+    try:
+        from clawstore.config import find_workspace_root, load_workspace
+
+        return load_workspace(find_workspace_root(cwd)).case_tags()
+    except Exception:  # noqa: BLE001 - tags are a convenience, never a reason to fail
+        return {}
+
+
+@click.command("view")
+@click.option("--suite", "suite", required=True, help="Suite ID or path to its YAML.")
+@click.option("--run-profile", "run_profile", required=True, help="Run profile ID or path.")
+@click.option("--evaluation-profile", "evaluation_profile", default=None, help="Evaluation profile ID or path.")
+@click.option("--against", "against", default=None, metavar="CAMPAIGN_ID",
+              help="Compare with this campaign (<suite>__<run profile>__<evaluation profile or none>).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file to write (default outputs/view/<campaign>.html).")
+@click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
+@store_option
+def view_command(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None,
+                 out: Path | None, open_page: bool, store_dir: Path | None) -> None:
+    """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run."""
+    from clawstore.report.campaign import campaign_ids
+    from clawstore.report.view_data import collect
+    from clawstore.report.view_page import write_page
+    from clawstore.store import Store
+    from clawstore.store.layout import open_layout
+
+    ids = campaign_ids(suite, run_profile, evaluation_profile)
+    root = resolve_store_dir(store_dir)
+    open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
+    campaigns = [ids.campaign_id] + ([against] if against else [])
+    data = collect(Store(root, create=False), campaigns, _case_tags(Path.cwd()))
+    title = "claw view: " + " vs ".join(campaigns)
+    path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
+    if out is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    size = write_page(data, title, path)
+    click.echo(f"wrote {path} ({size / 1e6:.1f} MB, {len(data.details)} runs)", err=True)
+    if open_page:
+        webbrowser.open(path.absolute().as_uri())
+
+
+def register(group: click.Group) -> None:
+    group.add_command(view_command)

@@ -1,0 +1,290 @@
+// claw view: renders the inlined campaign data. No framework, no network; run details are parsed lazily.
+(function () {
+  "use strict";
+  const S = JSON.parse(document.getElementById("claw-summary").textContent);
+  const main = document.getElementById("main");
+  const LETTERS = "ABCDEFGHIJ";
+  const COLOURS = ["#2457c5", "#d9480f", "#2b8a3e", "#862e9c"];
+  const compare = S.campaigns.length > 1;
+  let detailText = null;
+  const cache = new Map();
+
+  function detail(i) {
+    if (!cache.has(i)) {
+      if (detailText === null) detailText = document.getElementById("claw-details").textContent;
+      const [offset, length] = S.detail_index[i];
+      cache.set(i, JSON.parse(detailText.substr(offset, length)));
+    }
+    return cache.get(i);
+  }
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") el.className = v;
+      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v);
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined || c === false) continue;
+      el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+  const num = (v, d) => (v === null || v === undefined ? "n/a" : Number(v).toFixed(d));
+  const score = (v) => num(v, 2);
+  const cost = (v) => num(v, 5);
+  const latency = (v) => num(v, 1);
+  const pct = (v) => (v === null || v === undefined ? "n/a" : (100 * v).toFixed(0) + "%");
+  const verdict = (p) => (p === true ? h("span", { class: "pass" }, "pass") : p === false ? h("span", { class: "fail" }, "fail") : h("span", { class: "muted" }, "–"));
+  const campaignName = (i) => (compare ? LETTERS[i] : "");
+  const anchor = (caseId, modelId) => "#case/" + encodeURIComponent(caseId) + "/model/" + encodeURIComponent(modelId);
+  function scoreColour(v) {
+    if (v === null || v === undefined) return "#e3e5e8";
+    const t = Math.max(0, Math.min(10, v)) / 10;
+    return "hsl(" + Math.round(t * 120) + ", 65%, " + Math.round(78 - 8 * Math.abs(t - 0.5)) + "%)";
+  }
+
+  // ---- header: campaigns and filters
+  const campaignsEl = document.getElementById("campaigns");
+  S.campaigns.forEach((c, i) => {
+    campaignsEl.appendChild(h("div", { "data-campaign": c.id },
+      compare ? h("b", {}, LETTERS[i] + (i === 0 ? " (baseline): " : ": ")) : "Campaign ", h("code", {}, c.id),
+      " · build " + (c.build_id || "?") + " (" + (c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
+      " · cost runs $" + cost(c.run_cost_usd) + " + evaluation $" + cost(c.eval_cost_usd)));
+  });
+  const filters = { model: "", text: "", tag: "", verdict: "" };
+  const models = [...new Set(S.models.map((m) => m.model_id))].sort();
+  const fModel = document.getElementById("f-model");
+  models.forEach((m) => fModel.appendChild(h("option", { value: m }, m)));
+  const allTags = [...new Set(Object.values(S.tags).flat())].sort();
+  const fTag = document.getElementById("f-tag");
+  allTags.forEach((t) => fTag.appendChild(h("option", { value: t }, t)));
+  if (!allTags.length) fTag.parentElement.title = "no tags: the case configs were not found when the page was written";
+  const bind = (id, key) => {
+    const update = (e) => { if (filters[key] !== e.target.value) { filters[key] = e.target.value; render(); } };
+    document.getElementById(id).addEventListener("input", update);
+    document.getElementById(id).addEventListener("change", update);
+  };
+  bind("f-model", "model"); bind("f-case", "text"); bind("f-tag", "tag"); bind("f-verdict", "verdict");
+
+  function rowVisible(r) {
+    const caseId = S.cases[r.case];
+    if (filters.model && r.model_id !== filters.model) return false;
+    if (filters.text && !caseId.toLowerCase().includes(filters.text.toLowerCase())) return false;
+    if (filters.tag && !(S.tags[caseId] || []).includes(filters.tag)) return false;
+    if (filters.verdict === "pass" && r.passed !== true) return false;
+    if (filters.verdict === "fail" && r.passed !== false) return false;
+    if (filters.verdict === "none" && r.passed !== null) return false;
+    return true;
+  }
+  const filtered = () => S.rows.filter(rowVisible);
+
+  // ---- leaderboard and chart
+  function leaderboard() {
+    const shown = S.models.filter((m) => !filters.model || m.model_id === filters.model)
+      .slice().sort((a, b) => (b.mean_score ?? -1) - (a.mean_score ?? -1) || a.model_id.localeCompare(b.model_id));
+    const head = ["#", "Model", compare ? "Campaign" : null, "Mean score", "Pass rate", "Cases", "Failed runs",
+      "Mean latency (s)", "Run cost", "Eval cost", "Total cost (USD)"].filter((x) => x !== null);
+    const table = h("table", { id: "leaderboard" },
+      h("thead", {}, h("tr", {}, head.map((c, i) => h("th", { class: i > 2 || (i === 2 && !compare) ? "num" : "" }, c)))),
+      h("tbody", {}, shown.map((m, i) => h("tr", { "data-model": m.model_id, "data-campaign": m.campaign },
+        h("td", { class: "num" }, i + 1),
+        h("td", {}, h("a", { href: "#matrix", onclick: () => { fModel.value = m.model_id; filters.model = m.model_id; } }, m.model_id)),
+        compare ? h("td", {}, campaignName(m.campaign)) : null,
+        h("td", { class: "num", "data-col": "mean_score" }, score(m.mean_score)),
+        h("td", { class: "num", "data-col": "pass_rate", title: m.passed + " of " + m.verdicts + " cases passed" },
+          m.verdicts ? pct(m.pass_rate) + " (" + m.passed + "/" + m.verdicts + ")" : "n/a"),
+        h("td", { class: "num", "data-col": "cases" }, m.cases),
+        h("td", { class: "num", "data-col": "runs_failed" }, m.runs_failed ? h("span", { class: "fail" }, m.runs_failed) : "0"),
+        h("td", { class: "num", "data-col": "mean_latency_s" }, latency(m.mean_latency_s)),
+        h("td", { class: "num", "data-col": "run_cost_usd" }, cost(m.run_cost_usd)),
+        h("td", { class: "num", "data-col": "eval_cost_usd" }, cost(m.eval_cost_usd)),
+        h("td", { class: "num", "data-col": "total_cost_usd" }, cost(m.total_cost_usd))))));
+    return [h("h2", {}, "Leaderboard"),
+      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls)."),
+      table, h("h2", {}, "Score vs cost"), chart(shown)];
+  }
+
+  function chart(shown) {
+    const pts = shown.filter((m) => m.mean_score !== null);
+    const W = 720, H = 380, L = 58, R = 170, T = 16, B = 46;
+    const svgNS = "http://www.w3.org/2000/svg";
+    const s = (tag, attrs, text) => {
+      const el = document.createElementNS(svgNS, tag);
+      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+      if (text !== undefined) el.textContent = text;
+      return el;
+    };
+    const svg = s("svg", { class: "chart", id: "chart", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img",
+      "aria-label": "mean score against total cost, one point per model" });
+    if (!pts.length) { svg.appendChild(s("text", { x: 20, y: 40 }, "no model has a final score yet")); return svg; }
+    const maxX = Math.max(...pts.map((m) => m.total_cost_usd)) * 1.15 || 1;
+    const x = (v) => L + (v / maxX) * (W - L - R), y = (v) => T + (1 - v / 10) * (H - T - B);
+    for (let g = 0; g <= 10; g += 2) {
+      svg.appendChild(s("line", { class: "grid", x1: L, x2: W - R, y1: y(g), y2: y(g) }));
+      svg.appendChild(s("text", { x: L - 8, y: y(g) + 4, "text-anchor": "end" }, g));
+    }
+    for (let i = 0; i <= 4; i++) {
+      const v = (maxX * i) / 4;
+      svg.appendChild(s("line", { class: "grid", x1: x(v), x2: x(v), y1: T, y2: H - B }));
+      svg.appendChild(s("text", { x: x(v), y: H - B + 16, "text-anchor": "middle" }, "$" + v.toPrecision(2)));
+    }
+    svg.appendChild(s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+    svg.appendChild(s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+    svg.appendChild(s("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle" }, "total cost of the model's results (USD) — cheaper is left"));
+    svg.appendChild(s("text", { x: 14, y: (T + H - B) / 2, transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", "text-anchor": "middle" }, "mean score (0–10) — better is up"));
+    const lat = pts.map((m) => m.mean_latency_s).filter((v) => v !== null);
+    const lo = Math.min(...lat), hi = Math.max(...lat);
+    pts.forEach((m, i) => {
+      const r = lat.length > 1 && hi > lo && m.mean_latency_s !== null ? 5 + 9 * (m.mean_latency_s - lo) / (hi - lo) : 8;
+      const g = s("g", { "data-model": m.model_id });
+      g.appendChild(s("title", {}, m.model_id + (compare ? " (" + campaignName(m.campaign) + ")" : "") + ": score " + score(m.mean_score) + ", cost $" + cost(m.total_cost_usd) + ", mean latency " + latency(m.mean_latency_s) + " s"));
+      g.appendChild(s("circle", { cx: x(m.total_cost_usd), cy: y(m.mean_score), r: r, fill: COLOURS[m.campaign % COLOURS.length], "fill-opacity": 0.7, stroke: "#222" }));
+      g.appendChild(s("text", { x: x(m.total_cost_usd) + r + 4, y: y(m.mean_score) + 4 + 11 * (i % 2) }, m.model_id + (compare ? " · " + campaignName(m.campaign) : "")));
+      svg.appendChild(g);
+    });
+    svg.appendChild(s("text", { x: W - R + 12, y: T + 12 }, "circle size: mean latency"));
+    if (compare) S.campaigns.forEach((c, i) => {
+      svg.appendChild(s("circle", { cx: W - R + 18, cy: T + 34 + 18 * i, r: 6, fill: COLOURS[i % COLOURS.length] }));
+      svg.appendChild(s("text", { x: W - R + 30, y: T + 38 + 18 * i }, "campaign " + LETTERS[i]));
+    });
+    return svg;
+  }
+
+  // ---- models x cases matrix
+  function matrix() {
+    const rows = filtered();
+    const caseIdx = [...new Set(rows.map((r) => r.case))].sort((a, b) => S.cases[a].localeCompare(S.cases[b]));
+    const lines = new Map();
+    for (const r of rows) {
+      const key = r.campaign + "\u0000" + r.model_id;
+      if (!lines.has(key)) lines.set(key, { model: r.model_id, campaign: r.campaign, cells: new Map() });
+      lines.get(key).cells.set(r.case, r);
+    }
+    const ordered = [...lines.values()].sort((a, b) => a.model.localeCompare(b.model) || a.campaign - b.campaign);
+    const legend = h("div", { class: "legend hint" }, "Colour = final score: ",
+      [0, 2, 4, 6, 8, 10].map((v) => h("span", { style: "background:" + scoreColour(v) }, v)),
+      h("span", { style: "background:" + scoreColour(null), width: "auto" }, "none"),
+      " · a red outline marks a failed verdict · click a cell to open the run.");
+    const table = h("table", { class: "matrix", id: "matrix" },
+      h("thead", {}, h("tr", {}, h("th", {}, "model \\ case"), caseIdx.map((c) => h("th", { class: "case", title: S.cases[c] }, S.cases[c])))),
+      h("tbody", {}, ordered.map((line) => h("tr", { "data-model": line.model },
+        h("th", {}, line.model + (compare ? " · " + campaignName(line.campaign) : "")),
+        caseIdx.map((c) => {
+          const r = line.cells.get(c);
+          if (!r) return h("td", { class: "cell" });
+          const label = r.score === null ? (r.status === "ok" ? "–" : "✗") : r.score.toFixed(1);
+          return h("td", { class: "cell", style: "background:" + scoreColour(r.score) + (r.passed === false ? ";outline:2px solid #c0392b;outline-offset:-2px" : ""),
+            "data-case": S.cases[c], title: S.cases[c] + " · " + r.model_id + ": score " + score(r.score) + ", " + r.status },
+            h("a", { href: anchor(S.cases[c], r.model_id) }, label));
+        })))));
+    return [h("h2", {}, "Models × cases"), legend, h("div", { class: "matrix-wrap" }, table)];
+  }
+
+  // ---- all runs, paged
+  let page = 0;
+  function runs() {
+    const rows = filtered();
+    const per = 100, pages = Math.max(1, Math.ceil(rows.length / per));
+    page = Math.min(page, pages - 1);
+    const slice = rows.slice(page * per, page * per + per);
+    const pager = h("div", { class: "pager" },
+      h("button", { onclick: () => { page = Math.max(0, page - 1); render(); }, disabled: page === 0 }, "‹ previous"),
+      "page " + (page + 1) + " of " + pages,
+      h("button", { onclick: () => { page = Math.min(pages - 1, page + 1); render(); }, disabled: page >= pages - 1 }, "next ›"));
+    return [h("h2", {}, "All runs"), pager, h("table", { id: "runs" },
+      h("thead", {}, h("tr", {}, ["Model", "Case", compare ? "Campaign" : null, "Score", "Verdict", "Status", "Latency (s)", "Cost (USD)"]
+        .filter((x) => x !== null).map((c) => h("th", {}, c)))),
+      h("tbody", {}, slice.map((r) => h("tr", { "data-model": r.model_id, "data-case": S.cases[r.case] },
+        h("td", {}, r.model_id), h("td", {}, h("a", { href: anchor(S.cases[r.case], r.model_id) }, S.cases[r.case])),
+        compare ? h("td", {}, campaignName(r.campaign)) : null,
+        h("td", { class: "num" }, score(r.score)), h("td", {}, verdict(r.passed)),
+        h("td", { class: r.status === "ok" ? "" : "fail" }, r.status),
+        h("td", { class: "num" }, latency(r.latency_s)), h("td", { class: "num" }, cost(r.cost_usd))))))];
+  }
+
+  // ---- one model x case: every repetition's conversation, checks, judgements, aggregation
+  function fact(label, value) { return h("div", {}, h("b", {}, label), value); }
+  function text(v) { return h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2)); }
+
+  function conversation(d) {
+    if (!d.artifact_stored) return h("p", { class: "muted" }, "The run's artifact is not in the store (never written, or collected).");
+    return h("div", { class: "conversation" }, d.conversation.map((e) => {
+      if (e.type === "message") return h("div", { class: "msg " + e.role }, h("div", { class: "who" }, e.role), text(e.content ?? ""));
+      if (e.type === "tool_call") return h("div", { class: "msg tool_call" }, h("div", { class: "who" }, "tool call · " + e.tool + (e.id ? " · " + e.id : "")), text(e.arguments ?? ""));
+      if (e.type === "tool_result") return h("div", { class: "msg tool_result" }, h("div", { class: "who" }, "tool result · " + (e.status || "") + (e.id ? " · " + e.id : "")), text(e.output ?? ""));
+      if (e.type === "final") return h("div", { class: "msg final" }, h("div", { class: "who" }, "final answer"), text(e.content ?? ""));
+      return h("div", { class: "msg" }, h("div", { class: "who" }, "runner · " + e.name), text(e.detail ?? ""));
+    }));
+  }
+
+  function judgement(j) {
+    const dims = Object.entries(j.dimensions || {});
+    return h("div", { class: "judge", "data-judge": j.judge_run_id + "#" + j.repetition },
+      h("div", {}, h("b", {}, "Judge " + j.judge_run_id + " · repetition " + j.repetition), " · " + (j.judge_model || ""),
+        " · overall ", h("b", {}, score(j.overall)), " · " + j.status + (j.cost_usd ? " · $" + cost(j.cost_usd) : "")),
+      j.error ? h("div", { class: "fail" }, j.error) : null,
+      j.summary ? h("div", { class: "judge-summary" }, j.summary) : null,
+      j.overall_evidence && j.overall_evidence.length ? h("ul", {}, j.overall_evidence.map((e) => h("li", {}, e))) : null,
+      dims.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "dimension"), h("th", { class: "num" }, "score"), h("th", {}, "evidence"))),
+        h("tbody", {}, dims.map(([d, v]) => h("tr", {}, h("td", {}, d), h("td", { class: "num" }, score(v.score)),
+          h("td", {}, (v.evidence || []).length ? h("ul", {}, v.evidence.map((e) => h("li", {}, e))) : h("span", { class: "muted" }, "–")))))) : null);
+  }
+
+  function runPanel(d) {
+    const res = d.result;
+    return h("section", { class: "run", "data-repetition": d.repetition, "data-campaign": d.campaign },
+      h("h3", {}, (compare ? "Campaign " + campaignName(d.campaign) + " · " : "") + "Repetition " + d.repetition),
+      h("div", { class: "facts" },
+        fact("run status", h("span", { class: d.status === "success" ? "pass" : "fail" }, d.status)),
+        fact("final score", res ? score(res.final_score) : "n/a"), fact("verdict", verdict(res ? res.passed : null)),
+        fact("latency (s)", num(d.latency_s, 2)), fact("tokens in / out", (d.tokens.input ?? "–") + " / " + (d.tokens.output ?? "–")),
+        fact("run cost", "$" + cost(d.run_cost_usd)), fact("evaluation cost", "$" + cost(d.eval_cost_usd)),
+        fact("model sent", d.requested_model || "–"), fact("build action", d.action || "–")),
+      d.error ? h("p", { class: "fail" }, "Error: " + d.error) : null,
+      h("h3", {}, "Conversation"), conversation(d),
+      h("h3", {}, "Deterministic checks"),
+      d.checks.length ? h("table", { class: "checks" }, h("thead", {}, h("tr", {}, ["check", "kind", "outcome", "message", "dimensions"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, d.checks.map((c) => h("tr", {}, h("td", {}, c.check_id), h("td", {}, c.kind || ""),
+          h("td", { class: c.outcome === "passed" ? "pass" : "fail" }, c.outcome), h("td", {}, c.message || ""), h("td", {}, (c.dimensions || []).join(", "))))))
+        : h("p", { class: "muted" }, "No deterministic check ran."),
+      h("h3", {}, "Judge reasoning"),
+      d.judgements.length ? d.judgements.map(judgement) : h("p", { class: "muted" }, "No judgement stored."),
+      h("h3", {}, "Aggregation"),
+      res ? h("p", { class: "aggregation" }, "method " + res.aggregation_method + " over " + res.judge_successful + " of " + res.judge_iterations +
+        " judge iterations → final score " + score(res.final_score) + (res.pass_threshold !== null ? " against threshold " + res.pass_threshold : ", no threshold") +
+        " → ", verdict(res.passed), " · checks " + (res.checks_passed ?? 0) + "/" + (res.checks_total ?? 0) + " passed") : h("p", { class: "muted" }, "No result (not evaluated)."));
+  }
+
+  function runPage(caseId, modelId) {
+    const rows = S.rows.filter((r) => S.cases[r.case] === caseId && r.model_id === modelId);
+    if (!rows.length) return [h("h2", {}, "No run for case " + caseId + " and model " + modelId)];
+    const out = [h("h2", { id: "run-title" }, "Case ", h("code", {}, caseId), " · model ", h("code", {}, modelId)),
+      h("p", { class: "hint" }, "Tags: " + ((S.tags[caseId] || []).join(", ") || "none") + " · link to this page: " + anchor(caseId, modelId))];
+    for (const r of rows) {
+      if (r.problems.length) out.push(h("ul", { class: "fail" }, r.problems.map((p) => h("li", {}, p))));
+      for (const i of r.runs) out.push(runPanel(detail(i)));
+    }
+    return out;
+  }
+
+  function render() {
+    const hash = decodeURIComponent(location.hash || "#leaderboard");
+    const m = /^#case\/(.*)\/model\/(.*)$/.exec(location.hash);
+    let view = "leaderboard";
+    let content;
+    if (m) { view = "run"; content = runPage(decodeURIComponent(m[1]), decodeURIComponent(m[2])); }
+    else if (hash === "#matrix") { view = "matrix"; content = matrix(); }
+    else if (hash === "#runs") { view = "runs"; content = runs(); }
+    else content = leaderboard();
+    for (const n of ["leaderboard", "matrix", "runs"]) document.getElementById("nav-" + n).classList.toggle("active", n === view);
+    const shown = filtered().length;
+    document.getElementById("f-count").textContent = shown + " of " + S.rows.length + " model × case rows match";
+    main.replaceChildren(...[content].flat());
+    document.body.setAttribute("data-view", view);
+  }
+  window.addEventListener("hashchange", () => { page = 0; render(); window.scrollTo(0, 0); });
+  render();
+})();

@@ -1,0 +1,127 @@
+"""`claw view` in a real headless Chromium: the page agrees with `claw report`, shows a run, filters."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from clawstore.testing.standin import StandIn
+from tests.support import demo
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
+
+FLAGS = ["--suite", "demo", "--run-profile", "std", "--evaluation-profile", "ev"]
+
+
+@pytest.fixture
+def page(tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch
+         ) -> tuple[Path, dict[str, Any]]:
+    ws: Workspace = demo.write_workspace(tmp_path / "ws")
+    monkeypatch.chdir(ws.root)
+    demo.script(standin)
+    claw = Claw(ws.root)
+    code, _, err = claw("build", *FLAGS)
+    assert code == 1, err  # open-tiny's haiku hits a provider error on purpose
+    code, out, err = claw("report", *FLAGS, "--output", "json", "--no-chart")
+    assert code == 0, err
+    html = tmp_path / "view.html"
+    code, _, err = claw("view", *FLAGS, "--out", str(html))
+    assert code == 0, err
+    assert f"wrote {html}" in err
+    return html, json.loads(out)
+
+
+def shots_dir(tmp_path: Path) -> Path:
+    """Screenshots go to $CLAW_SCREENSHOTS (the docs script sets docs/img) or the test's temp dir."""
+    target = Path(os.environ.get("CLAW_SCREENSHOTS") or tmp_path / "shots")
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def cells(driver: Any, css: str) -> list[str]:
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+
+
+def test_page_is_self_contained(page: tuple[Path, dict[str, Any]]) -> None:
+    html = page[0].read_text(encoding="utf-8")
+    assert html.count("<script") == 3  # summary data, run details, the page's own script
+    # The data may quote URLs (an endpoint, an error); the page itself names none but the SVG namespace.
+    code = re.sub(r'(<script type="application/(json|x-ndjson)"[^>]*>).*?</script>', r"\1</script>", html,
+                  flags=re.S)
+    for remote in ("http://", "https://", "//cdn", "<link", "src=", "import(", "fetch("):
+        assert remote not in code.replace("http://www.w3.org/2000/svg", ""), remote
+
+
+def test_leaderboard_run_page_and_filters_in_chromium(page: tuple[Path, dict[str, Any]], browser: Any,
+                                                      tmp_path: Path) -> None:
+    html, report = page
+    shots = shots_dir(tmp_path)
+    browser.get(html.as_uri())
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    rows = browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr")
+    shown = {r.get_attribute("data-model"): r for r in rows}
+    assert set(shown) == set(demo.MODELS)
+    for model in report["models"]:
+        row = shown[model["model_id"]]
+        col = {td.get_attribute("data-col"): td.text for td in row.find_elements(By.CSS_SELECTOR, "td[data-col]")}
+        assert col["mean_score"] == f"{model['mean_score']:.2f}"
+        assert col["total_cost_usd"] == f"{model['total_cost_usd']:.5f}"
+        assert col["run_cost_usd"] == f"{model['run_cost_usd']:.5f}"
+        assert col["mean_latency_s"] == f"{model['mean_latency_s']:.1f}"
+        assert col["cases"] == str(model["cases"])
+        assert col["runs_failed"] == str(model["runs_failed"])
+        verdicts = [r["passed"] for r in report["rows"]
+                    if r["model_id"] == model["model_id"] and r["passed"] is not None]
+        assert col["pass_rate"].endswith(f"({sum(verdicts)}/{len(verdicts)})")
+    assert [r.get_attribute("data-model") for r in rows][0] == "acme-large"  # best score first
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chart g[data-model] circle")) == 3
+    browser.save_screenshot(str(shots / "view-leaderboard.png"))
+
+    browser.find_element(By.ID, "nav-matrix").click()
+    matrix = browser.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")
+    assert {r.get_attribute("data-model") for r in matrix} == set(demo.MODELS)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#matrix td.cell a")) == 12
+    browser.save_screenshot(str(shots / "view-matrix.png"))
+
+    cell = browser.find_element(By.CSS_SELECTOR, "#matrix tr[data-model='acme-large'] td[data-case='notes_file'] a")
+    cell.click()
+    WebDriverWait(browser, 5).until(lambda d: d.find_elements(By.ID, "run-title"))
+    assert browser.execute_script("return location.hash") == "#case/notes_file/model/acme-large"
+    body = browser.find_element(By.ID, "main").text
+    labels = body.lower()  # the labels are drawn in capitals
+    assert labels.index("tool call · write_file") < labels.index("tool result · success") < labels.index(
+        "tool call · read_file") < labels.index("final answer")
+    assert "ship on friday" in body
+    assert demo.answer("acme-large", "notes_file") in body
+    assert body.count("Judge main · repetition") == 2
+    assert "The reply is correct and complete. (good)" in body
+    assert "task: the reply is correct and complete." in body  # per-dimension evidence
+    checks = cells(browser, "table.checks tbody td:nth-child(3)")
+    assert checks == ["passed", "passed"]
+    assert "method median over 2 of 2 judge iterations → final score 9.00" in body
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1280, min(height + 120, 2400))  # the whole run page, judge reasoning included
+    browser.save_screenshot(str(shots / "view-run.png"))
+    browser.set_window_size(1280, 900)
+
+    # A stable anchor opens the same page directly.
+    browser.get(html.as_uri() + "#case/capital/model/open-tiny")
+    WebDriverWait(browser, 5).until(lambda d: d.find_elements(By.ID, "run-title"))
+    assert "The reply does not answer what was asked. (poor)" in browser.find_element(By.ID, "main").text
+
+    browser.get(html.as_uri() + "#matrix")
+    Select(browser.find_element(By.ID, "f-tag")).select_by_value("tools")
+    shown_cases = {c.get_attribute("data-case") for c in browser.find_elements(By.CSS_SELECTOR, "#matrix td.cell")}
+    assert shown_cases == {"notes_file"}
+    Select(browser.find_element(By.ID, "f-tag")).select_by_value("")
+    Select(browser.find_element(By.ID, "f-verdict")).select_by_value("fail")
+    failing = {r.get_attribute("data-model") for r in browser.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")}
+    assert failing == {"open-tiny"}
+    assert browser.find_element(By.ID, "f-count").text.startswith("3 of 12")
