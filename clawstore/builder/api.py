@@ -6,7 +6,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
@@ -130,13 +130,38 @@ def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
     )
 
 
-def build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
+class StoreOpener(Protocol):
+    """Opens the campaign's store once the configs are known to be good (`root`: the workspace root).
+
+    `exists` tells whether opening would create it: nothing is created by a command that fails first.
+    """
+
+    def exists(self, root: Path) -> bool: ...
+
+    def open(self, root: Path) -> Any: ...
+
+
+def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions) -> BuildReport:
     with collector_paused():
-        return _build(request, store, options)
+        return _build(request, stores, options)
 
 
-def _build(request: CampaignRequest, store: Any, options: BuildOptions) -> BuildReport:
+def _require_every_key(campaign: Any) -> None:
+    """With no store yet every node executes: every endpoint's key must be there before one is made."""
+    from clawstore.providers.endpoint import resolve_endpoint
+
+    for item in campaign.items:
+        _endpoint(item).api_key()
+    if campaign.evaluation_profile is not None:
+        for judge in campaign.evaluation_profile.judges:
+            resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
+
+
+def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions) -> BuildReport:
     campaign = load_campaign(request)
+    if not stores.exists(campaign.root) and campaign.items:
+        _require_every_key(campaign)
+    store = stores.open(campaign.root)
     nodes = plan_campaign(campaign, store)
     # A lease before the first store read: a gc running meanwhile keeps every record this plan may
     # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
@@ -208,18 +233,18 @@ class NodeState:
     reasons: list[str]
 
 
-def inspect(request: CampaignRequest, store: Any, force: bool = False) -> tuple[str, list[NodeState]]:
-    """Every run node's state and why it would execute (no provider call, nothing written)."""
-    _, cid, states = inspect_campaign(request, store, force)
+def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) -> tuple[str, list[NodeState]]:
+    """Every node's state and why it would execute (no provider call, nothing written)."""
+    _, cid, states = inspect_campaign(request, stores, force)
     return cid, states
 
 
-def inspect_campaign(request: CampaignRequest, store: Any, force: bool = False
+def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False
                      ) -> tuple[Any, str, list[NodeState]]:
     """`inspect`, also returning the resolved campaign (for callers that need its profiles)."""
     with collector_paused():
         campaign = load_campaign(request)
-        cid, states = _inspect(campaign, store, force)
+        cid, states = _inspect(campaign, stores.open(campaign.root), force)
         return campaign, cid, states
 
 
@@ -245,26 +270,42 @@ def _inspect(campaign: Any, store: Any, force: bool) -> tuple[str, list[NodeStat
 
 def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
-    """Evaluation nodes as far as they can be planned from what is stored; the rest are pending."""
+    """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
+
+    A node whose inputs a build has yet to make (a stale run's checks, judgements and result) has no
+    key yet: it stands in as a placeholder, so dry-run and status count every node the build would run.
+    """
     from clawstore.builder.eval_layer import EvalLayer
 
     layer = EvalLayer(campaign, store, head=head)
     found: list[Node] = []
+
+    def placeholder(kind: str, address: dict[str, Any], why: str) -> None:
+        node = Node(kind, address, {}, f"pending:{address_id(kind, address)}")
+        pending[node.key] = why
+        found.append(node)
+
+    def judges_pending(run: Node, why: str) -> None:
+        for judge_run, rep in layer.judge_plan:
+            placeholder("judge", {**run.address, "judge_run_id": judge_run.judge_run_id,
+                                  "judge_repetition": rep}, why)
+
     for run in runs:
         ev = layer.start(run)
         if ev.checks is None:
-            placeholder = Node("result", dict(run.address), {}, f"pending:{address_id('result', run.address)}")
-            pending[placeholder.key] = f"waits for its run ({ev.blocked})"
-            found.append(placeholder)
+            why = f"waits for its run ({ev.blocked})"
+            placeholder("checks", dict(run.address), why)
+            judges_pending(run, why)
+            placeholder("result", dict(run.address), why)
             continue
         found.append(ev.checks)
         layer.plan_judges(ev)
+        if not ev.judges:
+            judges_pending(run, "waits for its checks")
         found += ev.judges
         layer.plan_result(ev)
         if ev.result is not None:
             found.append(ev.result)
         else:
-            placeholder = Node("result", dict(run.address), {}, f"pending:{address_id('result', run.address)}")
-            pending[placeholder.key] = "waits for its checks and judgements"
-            found.append(placeholder)
+            placeholder("result", dict(run.address), "waits for its checks and judgements")
     return found

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from clawstore.cli.common import campaign_options, resolve_store_dir
+from clawstore.cli.common import campaign_options, never_built_message, resolve_store_dir
 
 # JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
 # path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
@@ -24,15 +24,24 @@ def _request(suite: str, run_profile: str, evaluation_profile: str | None, cases
     return CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
 
 
-def _open_store(store_dir: Path | None) -> Any:
-    from clawstore.config import find_workspace_root
-    from clawstore.store import Store
+class Stores:
+    """The store of the campaign's workspace (or --store / $CLAW_STORE), opened after the configs load."""
 
-    try:
-        root = find_workspace_root(Path.cwd())
-    except Exception:  # no configs/ above: the store still defaults to ./store
-        root = None
-    return Store(resolve_store_dir(store_dir, root))
+    def __init__(self, store_dir: Path | None):
+        self.store_dir = store_dir
+        self.store: Any = None
+
+    def exists(self, root: Path) -> bool:
+        from clawstore.store.layout import FORMAT_FILE
+
+        return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
+
+    def open(self, root: Path) -> Any:
+        from clawstore.store import Store
+
+        if self.store is None:
+            self.store = Store(resolve_store_dir(self.store_dir, root))
+        return self.store
 
 
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -120,26 +129,27 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     from clawstore.builder.engine import BuildOptions
 
     request = _request(suite, run_profile, evaluation_profile, cases, models)
-    store = _open_store(store_dir)
+    stores = Stores(store_dir)
     if dry_run:
-        cid, states = inspect(request, store, force=force)
+        cid, states = inspect(request, stores, force=force)
         _print_plan(cid, states, output, force)
+        _note_never_built(stores.store, cid)
         return
     if max_cost is not None:
-        _check_budget(request, store, force, max_concurrency, max_cost, output)
-    report = run_build(request, store, BuildOptions(force=force, max_concurrency=max_concurrency,
-                                                    quiet=output == "json", max_cost_usd=max_cost))
+        _check_budget(request, stores, force, max_concurrency, max_cost, output)
+    report = run_build(request, stores, BuildOptions(force=force, max_concurrency=max_concurrency,
+                                                     quiet=output == "json", max_cost_usd=max_cost))
     _print_build(report, output)
     raise SystemExit(report.exit_code)
 
 
-def _check_budget(request: Any, store: Any, force: bool, max_concurrency: int | None, max_cost: float,
+def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
                   output: str) -> None:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend
 
-    plan = plan_spend(request, store, force, max_concurrency)
+    plan = plan_spend(request, stores, force, max_concurrency)
     estimate = plan.estimated_cost_usd
     if estimate is not None and estimate <= max_cost:
         return
@@ -152,16 +162,38 @@ def _check_budget(request: Any, store: Any, force: bool, max_concurrency: int | 
     raise SystemExit(2)
 
 
+LAYERS = {"run": "runs", "checks": "checks", "judge": "judgements", "result": "results"}
+
+
+def _note_never_built(store: Any, cid: str) -> None:
+    message = never_built_message(store, cid)
+    if message is not None:
+        click.echo(f"claw: note: {message}", err=True)
+
+
+def layer_counts(states: list[Any], executes: Any) -> str:
+    """'2 runs, 2 checks, 6 judgements, 2 results' (layers with no node left out)."""
+    counts = Counter(s.node.kind for s in states if executes(s))
+    return ", ".join(f"{counts[kind]} {name}" for kind, name in LAYERS.items() if counts[kind]) or "nothing"
+
+
 def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
-    will_run = [s for s in states if s.state != "fresh" or force]
+    def executes(s: Any) -> bool:
+        return s.state != "fresh" or force
+
+    will_run = [s for s in states if executes(s)]
     if output == "json":
-        click.echo(json.dumps({"campaign": cid, "nodes": [
-            {**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
-             "executes": s in will_run, "reasons": s.reasons} for s in states]}, sort_keys=True))
+        by_layer = Counter(s.node.kind for s in will_run)
+        layers = {name: by_layer[kind] for kind, name in LAYERS.items()}
+        click.echo(json.dumps({"campaign": cid, "would_execute": layers,
+                               "nodes": [{**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
+                                          "executes": executes(s), "reasons": s.reasons} for s in states]},
+                              sort_keys=True))
         return
     for s in will_run:
         click.echo(f"exec {node_label(s.node)}: " + "; ".join(s.reasons))
-    click.echo(f"{len(will_run)} node(s) would execute, {len(states) - len(will_run)} fresh ({cid})")
+    fresh = len(states) - len(will_run)
+    click.echo(f"{len(will_run)} node(s) would execute ({layer_counts(states, executes)}), {fresh} fresh ({cid})")
 
 
 @click.command()
@@ -172,7 +204,9 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     """Counts of fresh / stale / failed / never-built nodes, per model."""
     from clawstore.builder.api import inspect
 
-    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
+    stores = Stores(store_dir)
+    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), stores)
+    _note_never_built(stores.store, cid)
     per_model: dict[str, dict[str, Counter[str]]] = {}
     for s in states:
         kinds = per_model.setdefault(s.node.address["model_id"], {})
@@ -195,7 +229,9 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
     """For each stale node, the inputs that changed since the last build at its address."""
     from clawstore.builder.api import inspect
 
-    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), _open_store(store_dir))
+    stores = Stores(store_dir)
+    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), stores)
+    _note_never_built(stores.store, cid)
     stale = [s for s in states if s.state != "fresh"]
     if output == "json":
         click.echo(json.dumps({"campaign": cid, "stale": [

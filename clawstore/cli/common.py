@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
+
+from clawstore.errors import UsageError
 
 store_option = click.option(
     "--store",
@@ -40,3 +43,39 @@ def resolve_store_dir(store_dir: Path | None, workspace_root: Path | None = None
     if env:
         return Path(env)
     return (workspace_root or Path.cwd()) / "store"
+
+
+def workspace_store_dir(store_dir: Path | None) -> Path:
+    """The store a command outside a campaign uses: --store, $CLAW_STORE, else store/ of the cwd's workspace."""
+    from clawstore.config import find_workspace_root
+
+    try:
+        root: Path | None = find_workspace_root(Path.cwd())
+    except UsageError:  # no configs/ above: the store still defaults to ./store
+        root = None
+    return resolve_store_dir(store_dir, root)
+
+
+def never_built_message(store: Any, campaign_id: str) -> str | None:
+    """None when the campaign has a head; else why not, with the evaluated campaigns of the same runs.
+
+    A campaign named without --evaluation-profile is the runs-only one (`…__none`); users who built
+    with an evaluation profile and left it off later are told which flag they meant.
+    """
+    from clawstore.builder.buildlog import head_ref
+
+    if store.get_ref(head_ref(campaign_id)) is not None:
+        return None
+    message = f"campaign {campaign_id} has never been built in store {store.root}"
+    if campaign_id.endswith("__none"):
+        prefix = head_ref(campaign_id[: -len("none")])
+        evaluated = sorted(name[len(prefix):] for name in store.list_refs(prefix))
+        if evaluated:
+            return message + "; did you mean " + " or ".join(f"--evaluation-profile {e}" for e in evaluated) + "?"
+    return message + " (run claw build)"
+
+
+def require_built(store: Any, campaign_id: str) -> None:
+    message = never_built_message(store, campaign_id)
+    if message is not None:
+        raise UsageError(message)

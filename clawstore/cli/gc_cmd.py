@@ -8,25 +8,23 @@ from typing import Any
 
 import click
 
-from clawstore.cli.common import campaign_options, resolve_store_dir, store_option
+from clawstore.cli.common import (
+    campaign_options,
+    require_built,
+    resolve_store_dir,
+    store_option,
+    workspace_store_dir,
+)
 from clawstore.errors import UsageError
 
 PIN_PREFIX = "pins/"
 
 
-def _workspace_root() -> Path | None:
-    from clawstore.config import find_workspace_root
-
-    try:
-        return find_workspace_root(Path.cwd())
-    except UsageError:
-        return None
-
-
 def _store(store_dir: Path | None, create: bool = False, root: Path | None = None) -> Any:
     from clawstore.store import Store
 
-    return Store(resolve_store_dir(store_dir, root or _workspace_root()), create=create)
+    path = resolve_store_dir(store_dir, root) if root is not None else workspace_store_dir(store_dir)
+    return Store(path, create=create)
 
 
 def _campaign(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
@@ -113,6 +111,7 @@ def pin_command(name: str, suite: str, run_profile: str, evaluation_profile: str
     ref = check_ref_name(PIN_PREFIX + name)
     campaign = _campaign(suite, run_profile, evaluation_profile, cases, models, "claw pin")
     store = _store(store_dir, root=campaign.root)
+    require_built(store, campaign.campaign_id)
     head_id = campaign_head(store, campaign.campaign_id)
     current = store.get_ref(ref)
     if current == head_id:
@@ -173,6 +172,7 @@ def export_command(suite: str, run_profile: str, evaluation_profile: str | None,
 
     campaign = _campaign(suite, run_profile, evaluation_profile, cases, models, "claw archive export")
     store = _store(store_dir, root=campaign.root)
+    require_built(store, campaign.campaign_id)
     if output.parent and not output.parent.is_dir():
         raise UsageError(f"-o {output}: directory {output.parent} does not exist")
     summary = export_campaign(store, campaign, output)

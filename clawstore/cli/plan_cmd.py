@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from clawstore.cli.build_cmd import OUTPUT, _open_store, _request, format_table
+from clawstore.cli.build_cmd import OUTPUT, Stores, _request, format_table
 from clawstore.cli.common import campaign_options
 
 
@@ -51,7 +51,7 @@ def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tu
     from clawstore.spend.estimate import plan_spend
 
     request = _request(suite, run_profile, evaluation_profile, cases, models)
-    click.echo(render_plan(plan_spend(request, _open_store(store_dir), force, max_concurrency), output))
+    click.echo(render_plan(plan_spend(request, Stores(store_dir), force, max_concurrency), output))
 
 
 def register(group: click.Group) -> None:

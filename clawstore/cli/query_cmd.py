@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import campaign_options, resolve_store_dir, store_option
+from clawstore.cli.common import campaign_options, require_built, store_option, workspace_store_dir
 from clawstore.errors import UsageError
 
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
@@ -15,7 +15,7 @@ _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markd
 def _existing_store(store_dir: Path | None) -> Path:
     from clawstore.store.layout import open_layout
 
-    root = resolve_store_dir(store_dir)
+    root = workspace_store_dir(store_dir)
     open_layout(root, create=False)  # StoreError "no store at ..." (exit 3); never creates one
     return root
 
@@ -92,15 +92,17 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
     import json
 
-    from clawstore.report.campaign import campaign_ids
+    from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.text import render_text
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
-    ids = campaign_ids(suite, run_profile, evaluation_profile)
+    ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = _existing_store(store_dir)
-    report = build_report(_open_store(root), ids.campaign_id, cases, models)
+    store = _open_store(root)
+    require_built(store, ids.campaign_id)
+    report = build_report(store, ids.campaign_id, cases, models)
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import click
 
-from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.cli.common import store_option, workspace_store_dir
 from clawstore.errors import StoreError, UsageError
 from clawstore.store import Store, check_oid
 from clawstore.store.codec import CHUNK
@@ -40,17 +40,8 @@ def _os_errors(command: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _workspace_root() -> Path:
-    """Nearest ancestor of the cwd that has a configs/ directory, else the cwd."""
-    cwd = Path.cwd()
-    for candidate in (cwd, *cwd.parents):
-        if (candidate / "configs").is_dir():
-            return candidate
-    return cwd
-
-
 def _open_store(store_dir: Path | None, create: bool = False) -> Store:
-    return Store(resolve_store_dir(store_dir, _workspace_root()), create=create)
+    return Store(workspace_store_dir(store_dir), create=create)
 
 
 def _existing(store: Store, oid: str) -> str:

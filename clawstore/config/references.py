@@ -42,11 +42,10 @@ def looks_like_path(value: str) -> bool:
     return "/" in value or "\\" in value or value.startswith(".") or lowered.endswith((".yaml", ".yml"))
 
 
-def resolve_reference(kind: str, value: str, root: Path, cwd: Path, by_id: Mapping[str, Path]) -> Path:
-    """The YAML file a flag value names: an explicit path (relative to cwd) or an ID.
+def locate_file(kind: str, value: str, root: Path | None, cwd: Path) -> Path | None:
+    """The file a flag value names by path (relative to cwd) or by file stem under configs/<kind>/.
 
-    IDs are looked up as `<configs>/<dir>/<id>.yaml|.yml` first, then by the id field of the loaded
-    files (so a file named differently from its id still resolves).
+    None when the value is neither: it is then an ID, matched against the `<kind>_id` fields.
     """
     if looks_like_path(value):
         path = Path(os.path.expanduser(value))
@@ -54,13 +53,25 @@ def resolve_reference(kind: str, value: str, root: Path, cwd: Path, by_id: Mappi
         if not path.is_file():
             raise UsageError(f"{kind} file not found: {value}")
         return path.absolute()
+    if root is None:
+        return None
     directory = root / "configs" / KIND_DIRS[kind]
     hits = [p for p in (directory / f"{value}.yaml", directory / f"{value}.yml") if p.is_file()]
     if len(hits) == 2:
         raise UsageError(f"ambiguous {kind} '{value}': both {hits[0].name} and {hits[1].name} exist; "
                          "pass an explicit path")
-    if hits:
-        return hits[0].absolute()
+    return hits[0].absolute() if hits else None
+
+
+def resolve_reference(kind: str, value: str, root: Path, cwd: Path, by_id: Mapping[str, Path]) -> Path:
+    """The YAML file a flag value names: the one naming rule of every command (see docs/building.md).
+
+    In order: an explicit path (relative to cwd); a file stem `configs/<dir>/<value>.yaml|.yml`; an ID,
+    matched against the id field of the loaded files (so a file named differently from its id resolves).
+    """
+    located = locate_file(kind, value, root, cwd)
+    if located is not None:
+        return located
     if value in by_id:
         return by_id[value]
     available = ", ".join(sorted(by_id)) or "none"

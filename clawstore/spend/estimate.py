@@ -181,11 +181,14 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def plan_spend(request: Any, store: Any, force: bool = False, max_concurrency: int | None = None) -> SpendPlan:
-    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
+def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None) -> SpendPlan:
+    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
+
+    `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load)."""
     from clawstore.builder.api import inspect_campaign
 
-    campaign, cid, states = inspect_campaign(request, store, force)
+    campaign, cid, states = inspect_campaign(request, stores, force)
+    store = stores.open(campaign.root)
     items = work_items(campaign, states, force)
     history = load_history(store)
     lines: dict[tuple[str, str], PlanLine] = {}

@@ -146,7 +146,7 @@ def test_unknown_campaign_and_bad_flag_path_exit_2(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, "report", "--suite", "nope", "--run-profile", "std",
                            "--store", str(store.root)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert "no build recorded for campaign nope__std__none" in proc.stderr
+    assert "campaign nope__std__none has never been built" in proc.stderr
     bad = tmp_path / "s.yaml"
     bad.write_text("title: no id here\n")
     result = CliRunner().invoke(main, ["report", "--suite", str(bad), "--run-profile", "std",
