@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import uuid
 from pathlib import Path
@@ -13,6 +12,7 @@ from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
+from clawstore.store.durable import write_file_atomic
 
 
 def head_ref(campaign: str) -> str:
@@ -77,12 +77,9 @@ class BuildLog:
             payload = json.dumps(self.data, sort_keys=True, separators=(",", ":")).encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-            with open(tmp, "wb") as handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
+            # The temp file goes to the store's tmp/, named for this process: a killed build's
+            # leftover is found and removed by the next build, gc or fsck --repair.
+            write_file_atomic(self.path, payload, Path(self.store.root) / "tmp")
         except OSError as exc:
             raise StoreError(f"cannot write build log {self.path}: {exc}") from exc
 

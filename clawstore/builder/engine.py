@@ -14,6 +14,7 @@ from clawstore.builder.progress import Progress
 from clawstore.builder.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+from clawstore.store.leftovers import remove_leftovers
 
 LOG_WRITE_INTERVAL_S = 2.0
 
@@ -163,6 +164,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     stale = [n for n in run_nodes if options.force or not n.fresh]
     try:
         with store.lease(f"build {log.build_id}"):
+            remove_leftovers(store)  # temp files and leases of killed writers
             log.write()
             for node in run_nodes:
                 if node not in stale:

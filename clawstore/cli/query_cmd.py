@@ -59,7 +59,8 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
 
     root = _existing_store(store_dir)
     sql, _ = resolve_sql(sql_or_name, Path.cwd())
-    index_pending(_open_store(root))  # builds finished since the last query join the manifest now
+    # Builds finished since the last query join the manifest now; a damaged build log is named and skipped.
+    index_pending(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     export = None
     if out is not None:
         export = _EXPORTS.get(out.suffix.lower())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import Node, address_id
 
@@ -13,7 +14,14 @@ def read_head(store: Any, ref: str) -> tuple[str | None, dict[str, dict[str, Any
     head_id = store.get_ref(ref)
     if not head_id:
         return None, {}
-    return head_id, {address_id(n["kind"], n["address"]): n for n in store.get_json(head_id).get("nodes", [])}
+    try:
+        head = store.get_json(head_id)
+        nodes = head.get("nodes", [])
+        return head_id, {address_id(n["kind"], n["address"]): n for n in nodes}
+    except (StoreError, ValueError, AttributeError, KeyError, TypeError) as exc:
+        why = "is not in the store" if isinstance(exc, MissingObjectError) else "is damaged"
+        raise StoreError(f"ref {ref} points at {head_id}, which {why}: run `claw fsck --repair` "
+                         "(it removes the ref; the next build reuses what the action cache still holds)") from None
 
 
 
@@ -27,7 +35,7 @@ def classify(node: Node, previous: dict[str, Any] | None) -> str:
         return "fresh"
     if node.record is not None:
         return "failed"
-    return "stale" if previous is not None else "never-built"
+    return "stale" if previous is not None or node.extra.get("unseen") else "never-built"
 
 
 def reasons(node: Node, previous: dict[str, Any] | None, store: Any, force: bool = False) -> list[str]:
@@ -38,8 +46,15 @@ def reasons(node: Node, previous: dict[str, Any] | None, store: Any, force: bool
         error = node.record.get("error") or {}
         detail = f" ({error.get('code')}: {error.get('message')})" if error else ""
         return [f"last attempt ended {node.record.get('status')}{detail}; infrastructure failures are retried"]
+    unseen = node.extra.get("unseen")
+    if unseen:
+        more = f" (and {len(unseen) - 1} more)" if len(unseen) > 1 else ""
+        return [f"built before, but its {unseen[0]} is no longer in the store{more} "
+                "(quarantined by claw fsck --repair, or collected): it is rebuilt"]
     if previous is None:
         return ["never built"]
+    if previous.get("quarantined"):
+        return [f"quarantined by claw fsck --repair ({previous['quarantined']}): it is rebuilt"]
     if previous.get("key") == node.key:
         return ["built before, but its record is no longer in the store"]
     try:

@@ -59,20 +59,46 @@ def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity
 
 
 def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:
-    """Fill the node's cached record (None when never built under this key).
+    """Fill the node's cached record (None when never built under this key, or when what it names is
+    no longer in the store).
 
     `head`: the campaign head's nodes by address. Where the head holds a fresh record for this very
     key it is used as is (it is a gc root, so the record it names is kept); anything else asks the
-    action cache, which may know a newer record written by another campaign.
+    action cache, which may know a newer record written by another campaign. Either way the record
+    and its outputs must still exist (fsck may have quarantined them): reuse trusts nothing it cannot
+    see, and a record with a missing output is stale (`node.extra["unseen"]` says which).
     """
     entry = head.get(address_id(node.kind, node.address)) if head else None
     if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
-        node.record_id, node.record = entry["record"], entry["record_doc"]
-        return
+        missing = unseen_objects(store, entry["record"], entry["record_doc"])
+        if not missing:
+            node.record_id, node.record = entry["record"], entry["record_doc"]
+            return
+        node.extra["unseen"] = missing
     found = store.get_action_record_id(node.key)
-    if found:
-        node.record_id = found
-        node.record = store.get_json(found)
+    if found is None or not store.has(found):
+        if found is not None:
+            node.extra["unseen"] = [f"record {found}"]
+        return
+    record = store.get_json(found)
+    missing = unseen_objects(store, None, record)
+    if missing:
+        node.extra["unseen"] = missing
+        return
+    node.record_id, node.record = found, record
+
+
+def unseen_objects(store: Any, record_id: str | None, record: dict[str, Any] | None) -> list[str]:
+    """What a cached record names that the store no longer holds: the record itself and its outputs,
+    as `name id` strings (empty when everything is there)."""
+    missing = [f"record {record_id}"] if record_id is not None and not store.has(record_id) else []
+    outputs = (record or {}).get("outputs") or {}
+    if isinstance(outputs, dict):
+        for name, value in outputs.items():
+            for oid in value if isinstance(value, list) else [value]:
+                if isinstance(oid, str) and not store.has(oid):
+                    missing.append(f"output {name} {oid}")
+    return missing
 
 
 def attach_records(nodes: list[Node], store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,8 +48,8 @@ def read_build_log(path: Path) -> dict[str, Any]:
         raise StoreError(f"no build log {path}") from None
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: unreadable build log ({exc})") from None
-    if not isinstance(data, dict):
-        raise StoreError(f"{path}: a build log must be a JSON object")
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        raise StoreError(f"{path}: not a build log (a JSON object with a nodes list)")
     return data
 
 
@@ -112,22 +112,31 @@ def pending_builds(store: RecordStore) -> list[str]:
             if segments.slot_for(path.stem) not in indexed and path.stem not in live]
 
 
-def index_pending(store: RecordStore) -> int:
+def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:
     """Index every pending build and the current campaign heads (one process at a time).
 
-    Returns how many builds were indexed. Cheap when nothing changed: no lock is taken.
+    Returns how many builds were indexed. Cheap when nothing changed: no lock is taken. A build log
+    that cannot be read (truncated, not JSON) is skipped, and `warn` is told which: one damaged file
+    never stops every query (`claw fsck --repair` quarantines it).
     """
     manifest = manifest_dir(Path(store.root))
     if not pending_builds(store) and not heads_changed(store, manifest):
         return 0
     manifest.mkdir(parents=True, exist_ok=True)
+    indexed = 0
     with open(manifest / "index.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
             for build_id in todo:
-                refresh_manifest(store, build_id)
+                try:
+                    refresh_manifest(store, build_id)
+                except StoreError as exc:
+                    if warn is not None:
+                        warn(f"{exc}; left out of the query (run claw fsck --repair)")
+                    continue
+                indexed += 1
             refresh_heads(store, manifest)
-            return len(todo)
+            return indexed
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

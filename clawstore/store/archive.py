@@ -32,7 +32,7 @@ from clawstore.errors import UsageError
 from clawstore.store.actions import entry_path
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
-from clawstore.store.durable import fsync_path, sync_filesystem, temp_name
+from clawstore.store.durable import fsync_path, rename_into, sync_filesystem, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.refs import RefConflict, check_ref_name
 
@@ -354,7 +354,7 @@ def _publish(store: Store, staged: dict[str, Path], report: ImportReport) -> Non
     for hexdigest, tmp in sorted(staged.items()):
         final = store.object_path(PREFIX + hexdigest)
         report.new_bytes += tmp.stat().st_size
-        os.rename(tmp, final)  # an object another writer stored meanwhile is the same bytes
+        rename_into(tmp, final)  # an object another writer stored meanwhile is the same bytes
         report.new_objects += 1
     sync_filesystem(store.objects_dir)
     staged.clear()

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clawstore.store.durable import fsync_path, sync_filesystem, temp_name
+from clawstore.store.durable import fsync_path, rename_into, sync_filesystem, temp_name
 
 # Up to this many files and directories, fsync them one by one; beyond it one syncfs is cheaper.
 _FSYNC_EACH_MAX = 4
@@ -67,7 +67,7 @@ class Batch:
                 os.close(pending.fd)
         dirs = set()
         for pending in objects:
-            os.rename(pending.tmp, pending.final)
+            rename_into(pending.tmp, pending.final)
             dirs.add(pending.final.parent)
         # Pointer files are written and closed one by one (a batch may queue thousands: holding
         # them all open would run out of file descriptors), then made durable by path.
@@ -83,7 +83,7 @@ class Batch:
         _make_durable([], [*sorted(dirs), *(tmp for tmp, _ in staged)], self.tmp_dir)
         if staged:
             for tmp, final in staged:
-                os.replace(tmp, final)
+                rename_into(tmp, final)
             _make_durable([], sorted({final.parent for _, final in staged}), self.tmp_dir)
 
     def abort(self) -> None:

@@ -115,11 +115,24 @@ def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        rename_into(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
     fsync_path(path.parent)
+
+
+def rename_into(tmp: Path | str, final: Path) -> None:
+    """os.replace(tmp, final), recreating `final`'s directory if it was removed (a deleted shard
+    folder must not make every later write to it fail)."""
+    try:
+        os.replace(tmp, final)
+    except FileNotFoundError:
+        if not os.path.exists(tmp):
+            raise
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fsync_path(final.parent.parent)
+        os.replace(tmp, final)
 
 
 def _unlink_quietly(path: Path) -> None:

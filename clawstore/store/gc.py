@@ -26,12 +26,12 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.durable import process_alive, sync_filesystem, temp_owner
+from clawstore.store.durable import sync_filesystem
 from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.leftovers import remove_stale_temp_files, stale_temp_files
 from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
 from clawstore.store.objects import TOUCH_AFTER_S
 from clawstore.store.reach import Reach
@@ -302,33 +302,13 @@ def _entry_path(store: Store, key: str) -> str:
     return os.path.join(store.root, "ac", hexdigest[:2], hexdigest)
 
 
-def _stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
-    """Temp files whose writer is gone (the writer's pid and start time are in the name)."""
-    with os.scandir(store.tmp_dir) as entries:
-        for entry in entries:
-            owner = temp_owner(entry.name)
-            if owner is not None and process_alive(*owner):
-                continue
-            try:
-                size = entry.stat(follow_symlinks=False).st_size
-            except FileNotFoundError:
-                continue
-            yield Path(entry.path), size
-
-
 def _count_temp_files(store: Store, report: GcReport) -> None:
-    for _, size in _stale_temp_files(store):
+    for _, size in stale_temp_files(store):
         report.temp_files += 1
         report.temp_bytes += size
 
 
 def _sweep_temp_files(store: Store, report: GcReport) -> None:
-    for path, size in list(_stale_temp_files(store)):
-        try:
-            if path.is_dir() and not path.is_symlink():
-                continue  # not ours to remove
-            path.unlink()
-        except FileNotFoundError:
-            continue
-        report.temp_files += 1
-        report.temp_bytes += size
+    files, size = remove_stale_temp_files(store)
+    report.temp_files += files
+    report.temp_bytes += size

@@ -1,0 +1,66 @@
+"""What killed writers leave behind: temp files in `tmp/` and lease files of dead processes.
+
+Temp files carry their writer's pid and start time in their name (clawstore/store/durable.py), leases
+are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
+writer's without any clock. fsck --repair, gc and the start of every build remove them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.store.durable import process_alive, temp_owner
+from clawstore.store.locks import remove_stale_leases
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+
+def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
+    """(path, size) of each temp file whose writer is gone (or whose name is not a writer's)."""
+    try:
+        entries = list(os.scandir(store.tmp_dir))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        owner = temp_owner(entry.name)
+        if owner is not None and process_alive(*owner):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                continue  # not ours to remove
+            size = entry.stat(follow_symlinks=False).st_size
+        except FileNotFoundError:
+            continue
+        yield Path(entry.path), size
+
+
+def count_temp_files(store: Store) -> tuple[int, int]:
+    """(all temp files, stale ones)."""
+    try:
+        total = sum(1 for _ in os.scandir(store.tmp_dir))
+    except FileNotFoundError:
+        return 0, 0
+    return total, sum(1 for _ in stale_temp_files(store))
+
+
+def remove_stale_temp_files(store: Store) -> tuple[int, int]:
+    """Delete dead writers' temp files; returns (files, bytes) removed."""
+    files = size_sum = 0
+    for path, size in list(stale_temp_files(store)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        files += 1
+        size_sum += size
+    return files, size_sum
+
+
+def remove_leftovers(store: Store) -> tuple[int, int]:
+    """Delete dead writers' temp files and stale leases; returns (temp files, leases) removed."""
+    files, _ = remove_stale_temp_files(store)
+    return files, remove_stale_leases(store.root)
