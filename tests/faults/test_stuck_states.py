@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.ids import oid_of, oid_hex
+from clawstore.store.ids import oid_hex, oid_of
 from clawstore.testing.standin import StandIn, hang
 from tests.faults.helpers import build_report, flip_byte
 from tests.support.claw import Claw
