@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "clawstore.cli.plan_cmd",
     "clawstore.cli.query_cmd",
     "clawstore.cli.gc_cmd",
+    "clawstore.cli.demo_cmd",
     "clawstore.cli.view_cmd",
 ]
 

@@ -499,8 +499,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--print-port", action="store_true", help="print the bound port on stdout")
     parser.add_argument("--script", help="JSON file with {rules: [...], default: {...}} to load")
+    parser.add_argument("--simulated", action="store_true",
+                        help="answer like `claw demo` (judge verdicts, answers for the example cases)")
     args = parser.parse_args(argv)
     server = StandIn(args.host, args.port)
+    if args.simulated:
+        from clawstore.testing.simulated import script_simulated_provider
+
+        script_simulated_provider(server)
     if args.script:
         with open(args.script, encoding="utf-8") as handle:
             data = json.load(handle)
