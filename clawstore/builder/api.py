@@ -90,7 +90,7 @@ class _OpenClawPlanner:
         block = self.campaign.run_profile.openclaw
         agent = self.campaign.agents[item.agent_id]
         if item.agent_id not in self.trees:
-            self.trees[item.agent_id] = agent_workspace_tree(self.store, agent.dir)
+            self.trees[item.agent_id] = agent_workspace_tree(self.store, agent.dir, agent.agent)
         image_key = (block.image, block.docker_cli)
         if image_key not in self.digests:
             self.digests[image_key] = resolve_image_digest(block.image, block.docker_cli)

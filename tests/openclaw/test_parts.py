@@ -48,6 +48,24 @@ def test_template_tree_adds_placeholders_and_is_deterministic(store: Store, agen
     assert not (agent_dir / "workspace" / "USER.md").exists()
 
 
+def test_agent_prompt_is_appended_to_agents_md(store: Store, agent_dir: Path, tmp_path: Path):
+    agent = basic_agent(agent={"id": "basic-agent", "prompt": "  Keep replies short.\n"})
+    tree = agent_workspace_tree(store, agent_dir, agent)
+    files = {e.path: store.get_bytes(e.object) for e in store.read_tree(tree) if e.type == "file"}
+    assert files["AGENTS.md"] == b"# Agents\nBe concise.\n\n## Agent prompt\n\nKeep replies short.\n"
+    assert (agent_dir / "workspace" / "AGENTS.md").read_text() == "# Agents\nBe concise.\n"  # template untouched
+    assert agent_workspace_tree(store, agent_dir, basic_agent()) == agent_workspace_tree(store, agent_dir)
+    # A linked AGENTS.md is replaced by what it showed, never written through.
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n")
+    (agent_dir / "workspace" / "AGENTS.md").unlink()
+    (agent_dir / "workspace" / "AGENTS.md").symlink_to(outside)
+    linked = agent_workspace_tree(store, agent_dir, agent)
+    [entry] = [e for e in store.read_tree(linked) if e.path == "AGENTS.md"]
+    assert entry.type == "file" and outside.read_text() == "# Elsewhere\n"
+    assert store.get_bytes(entry.object).decode().endswith("## Agent prompt\n\nKeep replies short.\n")
+
+
 def test_placeholder_wording_is_our_own():
     text = placeholder_text("TOOLS.md")
     assert text.startswith("# TOOLS\n") and "clawstore" in text
@@ -93,10 +111,13 @@ def test_config_has_the_reference_shape():
     assert defaults["model"] == {"primary": "openrouter/minimax/minimax-m2.7"}
     assert defaults["models"] == {"openrouter/minimax/minimax-m2.7": {
         "alias": "bench", "params": {"max_tokens": 8192, "reasoning": {"effort": "low"}}}}
-    assert listed == {"id": "basic-agent", "systemPromptOverride": "Be brief.",
-                      "model": "openrouter/minimax/minimax-m2.7"}
+    # OpenClaw >= 2026.6 rejects systemPromptOverride: the prompt goes into AGENTS.md instead.
+    assert listed == {"id": "basic-agent", "model": "openrouter/minimax/minimax-m2.7"}
     provider = doc["models"]["providers"]["openrouter"]
-    assert provider["baseUrl"] == "http://127.0.0.1:8000/v1" and provider["apiKey"] == "${MY_KEY}"
+    # Whatever the host's key variable, the file names only the neutral one the container gets.
+    assert provider["baseUrl"] == "http://127.0.0.1:8000/v1"
+    assert provider["apiKey"] == "${CLAWSTORE_PROVIDER_API_KEY}" and "MY_KEY" not in json.dumps(doc)
+    assert doc["plugins"] == {"enabled": False}
     [model] = provider["models"]
     assert model["id"] == "minimax/minimax-m2.7" and model["maxTokens"] == 8192 and model["reasoning"] is True
     assert "identity" not in json.dumps(doc)

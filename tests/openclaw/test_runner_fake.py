@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.runners.openclaw import run_openclaw
-from clawstore.runners.openclaw.config import config_bytes, render_config
+from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
 from clawstore.store import Store
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
 
@@ -194,7 +194,8 @@ def test_secret_never_on_command_line_or_in_store(make_spec, fake_docker, store,
         assert SECRET not in " ".join(call["argv"])
         assert call["env_file_mode"] == "0o600"
         assert not call["cli_env_has_key"]  # the docker CLI process itself never gets the key
-        assert KEY_ENV in call["env_names"] and "HTTPS_PROXY" in call["env_names"]
+        assert CONTAINER_KEY_ENV in call["env_names"] and "HTTPS_PROXY" in call["env_names"]
+        assert KEY_ENV not in call["env_names"]  # the key arrives under the neutral name only
         assert "UNRELATED_HOST_SECRET" not in call["env_names"]
         env_file = Path(call["env_file_path"])
         assert not env_file.exists() and not env_file.parent.exists()
@@ -205,6 +206,24 @@ def test_secret_never_on_command_line_or_in_store(make_spec, fake_docker, store,
     assert b"[redacted]" in leak
     assert outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["redacted_files"] == ["leak.json"]
     assert SECRET not in json.dumps(outcome.artifact)
+
+
+def test_the_documented_key_variable_never_reaches_openclaw(make_spec, fake_docker, store, tmp_path,
+                                                           monkeypatch):
+    """OpenClaw's plugins act on OPENROUTER_API_KEY (2026.9.6 npm-installs perplexity when it is set):
+    the container gets the value under a name only the rendered openclaw.json reads, even when the
+    user lists the key's own name in CLAW_OPENCLAW_ENV_ALLOW."""
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setenv("CLAW_OPENCLAW_ENV_ALLOW", "OPENROUTER_API_KEY")
+    fake_docker.script(turns=[{"payload": payload("done")}])
+    outcome = run_openclaw(make_spec(api_key_env="OPENROUTER_API_KEY"), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    for call in fake_docker.calls("run"):
+        assert "OPENROUTER_API_KEY" not in call["env_names"] and CONTAINER_KEY_ENV in call["env_names"]
+        assert "OPENCLAW_NO_AUTO_UPDATE" in call["env_names"]
+    config = json.loads(store.get_bytes(outcome.outputs["openclaw_config"]))
+    assert config["models"]["providers"]["openrouter"]["apiKey"] == "${" + CONTAINER_KEY_ENV + "}"
+    assert "OPENROUTER_API_KEY" not in json.dumps(config) and config["plugins"] == {"enabled": False}
 
 
 def test_machine_settings_come_from_the_environment(make_spec, fake_docker, store, tmp_path, monkeypatch):

@@ -2,7 +2,12 @@
 
 Differences from the reference, on purpose:
 - the provider `baseUrl` comes from the run (OpenRouter by default, a local server in tests);
-- `apiKey` is an environment reference (`${VAR}`), so the file never holds a secret and can be stored;
+- `apiKey` is an environment reference (`${CLAWSTORE_PROVIDER_API_KEY}`), so the file never holds a
+  secret and can be stored; the container gets the key under that neutral name only (container.py);
+- plugins are off (`plugins.enabled: false`): nothing is discovered, auto-enabled or installed while
+  a run is measured, whatever the environment or the agent's fragments suggest;
+- the agent's `prompt` is not a config key (OpenClaw >= 2026.6 rejects `systemPromptOverride`): it is
+  written into the workspace's AGENTS.md (workspace.py), where every release reads instructions;
 - model prices, when the suite model gives them (`pricing` or `cost` extra, USD per 1M tokens), are
   written into the model entry so OpenClaw's own cost figure is right instead of always 0.
 """
@@ -14,6 +19,9 @@ import json
 from typing import Any
 
 WORKSPACE_IN_CONTAINER = "/work/workspace"
+# The one variable the container gets the provider key in. OpenClaw and its plugins act on well-known
+# names: 2026.9.6 takes OPENROUTER_API_KEY as a configured perplexity plugin and npm-installs it.
+CONTAINER_KEY_ENV = "CLAWSTORE_PROVIDER_API_KEY"
 PROVIDER_ID = "openrouter"
 DEFAULT_MAX_TOKENS = 16384
 CONTEXT_WINDOW = 200000
@@ -115,8 +123,7 @@ def render_config(agent: Any, requested_model: str, model_extras: dict[str, Any]
 
     listed = copy.deepcopy(fragments["agent"])
     listed["id"] = cli_agent_id(agent)
-    if "prompt" in listed:
-        listed["systemPromptOverride"] = listed.pop("prompt")
+    listed.pop("prompt", None)  # in AGENTS.md instead (workspace.agent_workspace_tree)
     listed["model"] = ref
 
     prices = pricing(model_extras) or dict.fromkeys(PRICE_KEYS, 0)
@@ -124,12 +131,13 @@ def render_config(agent: Any, requested_model: str, model_extras: dict[str, Any]
         "agents": {"defaults": defaults, "list": [listed]},
         "models": {"mode": "merge", "providers": {PROVIDER_ID: {
             "baseUrl": base_url.rstrip("/"),
-            "apiKey": f"${{{api_key_env}}}" if api_key_env else "no-key",
+            "apiKey": f"${{{CONTAINER_KEY_ENV}}}" if api_key_env else "no-key",
             "api": "openai-completions",
             "models": [{"id": model_id, "name": model_id, "reasoning": _reasoning(params, model_id),
                         "input": ["text", "image"], "cost": prices, "contextWindow": CONTEXT_WINDOW,
                         "maxTokens": _max_tokens(params)}],
         }}},
+        "plugins": {"enabled": False},
     }
     validate_config(config)
     return config

@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
+
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
@@ -76,31 +78,37 @@ class Invocation:
 
 
 # --- environment ------------------------------------------------------------------------------
+# Fixed settings for OpenClaw itself: its files under the mount, no self-update checks.
+OPENCLAW_ENV = {
+    "OPENCLAW_CONFIG_PATH": f"{MOUNT_POINT}/openclaw.json",
+    "OPENCLAW_STATE_DIR": f"{MOUNT_POINT}/state",
+    "OPENCLAW_NO_AUTO_UPDATE": "1",
+    "HOME": f"{MOUNT_POINT}/home",
+    "NO_COLOR": "1",  # plain logs: no terminal escapes in stored evidence
+    "TZ": "UTC",
+}
+
+
+def _passable(name: str, value: str | None) -> bool:
+    return value is not None and bool(_NAME_OK.match(name)) and "\n" not in value and "\x00" not in value
+
+
 def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
                   environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The explicit allowlist: the provider key variable, proxies, and names the user allowed."""
+    """The explicit allowlist: the provider key (renamed to CONTAINER_KEY_ENV), proxies, and names
+    the user allowed. The key's own variable name (e.g. OPENROUTER_API_KEY) never reaches OpenClaw."""
     env = os.environ if environ is None else environ
-    names = [*PROXY_VARS, *extra_names]
-    if api_key_env:
-        names.insert(0, api_key_env)
-    chosen = {}
-    for name in names:
-        value = env.get(name)
-        if value is not None and _NAME_OK.match(name) and "\n" not in value and "\x00" not in value:
-            chosen[name] = value
-    chosen.update({
-        "OPENCLAW_CONFIG_PATH": f"{MOUNT_POINT}/openclaw.json",
-        "OPENCLAW_STATE_DIR": f"{MOUNT_POINT}/state",
-        "HOME": f"{MOUNT_POINT}/home",
-        "NO_COLOR": "1",  # plain logs: no terminal escapes in stored evidence
-        "TZ": "UTC",
-    })
+    chosen = {name: env[name] for name in (*PROXY_VARS, *extra_names)
+              if name != api_key_env and _passable(name, env.get(name))}
+    if api_key_env and _passable(CONTAINER_KEY_ENV, env.get(api_key_env)):
+        chosen[CONTAINER_KEY_ENV] = env[api_key_env]
+    chosen.update(OPENCLAW_ENV)
     return chosen
 
 
-def secret_values(env: Mapping[str, str], api_key_env: str | None) -> list[str]:
-    """Values that must never be stored: the key variable and anything named like a secret."""
-    values = {v for k, v in env.items() if (k == api_key_env or _SECRET_NAME.search(k)) and len(v) >= 4}
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values that must never be stored: the key and anything named like a secret."""
+    values = {v for k, v in env.items() if (k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)) and len(v) >= 4}
     return sorted(values, key=len, reverse=True)
 
 

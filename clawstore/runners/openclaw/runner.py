@@ -28,6 +28,7 @@ from clawstore.providers.usage import Usage
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
+from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 from clawstore.runners.openclaw.container import (
     ContainerRunner,
     EngineSettings,
@@ -182,12 +183,12 @@ class _Run:
     def environment(self) -> dict[str, str]:
         spec = self.spec
         env = container_env(spec.api_key_env, self.settings.extra_env)
-        if spec.api_key_env and not env.get(spec.api_key_env, "").strip():
+        if spec.api_key_env and not env.get(CONTAINER_KEY_ENV, "").strip():
             raise _Failure("failed", RunError(
                 "runner_configuration_error",
                 f"environment variable {spec.api_key_env} is not set (the model provider's API key)",
                 "configuration_error"))
-        self.secrets = secret_values(env, spec.api_key_env)
+        self.secrets = secret_values(env)
         self.trace.runner("openclaw_container_env", None, {
             "mode": "allowlist", "variables": sorted(env), "api_key_set": bool(spec.api_key_env),
             "forwarded_count": len(env)})

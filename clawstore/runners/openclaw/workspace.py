@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.errors import ConfigError
+from clawstore.runners.openclaw.config import agent_fragments
 
 STANDARD_FILES = ("AGENTS.md", "IDENTITY.md", "SOUL.md", "TOOLS.md", "USER.md")
 # Bulky, regenerable directories an agent may create; pruned before the final workspace is stored.
@@ -62,11 +63,40 @@ def placeholder_files(agent_dir: Path) -> list[str]:
     return [n for n in STANDARD_FILES if not (workspace / n).exists() and not (workspace / n).is_symlink()]
 
 
-def agent_workspace_tree(store: Any, agent_dir: Path) -> str:
-    """Store the agent's workspace template (placeholders included) as a tree; return its id."""
+def prompt_section(prompt: str) -> str:
+    """The agent's `openclaw.agent.prompt` as the section appended to AGENTS.md."""
+    return f"\n## Agent prompt\n\n{prompt.strip()}\n"
+
+
+def add_prompt(workspace: Path, prompt: str) -> None:
+    """Append the prompt to AGENTS.md: OpenClaw owns its system prompt (>= 2026.6 rejects
+    `systemPromptOverride`) and injects AGENTS.md into every session, sub-agents included."""
+    target = workspace / "AGENTS.md"
+    if target.is_symlink():  # never write through a link: keep what it shows when that is in the template
+        shown = target.resolve()
+        inside = shown.is_file() and shown.is_relative_to(workspace.resolve())
+        text = shown.read_text(encoding="utf-8", errors="replace") if inside else placeholder_text("AGENTS.md")
+        target.unlink()
+        target.write_text(text, encoding="utf-8")
+    with target.open("a", encoding="utf-8") as out:
+        out.write(prompt_section(prompt))
+
+
+def agent_prompt(agent: Any) -> str | None:
+    """`openclaw.agent.prompt` of the Agent model or its dict dump, when it is a non-blank string."""
+    prompt = agent_fragments(agent)["agent"].get("prompt") if agent is not None else None
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
+def agent_workspace_tree(store: Any, agent_dir: Path, agent: Any = None) -> str:
+    """Store the agent's workspace template (placeholders and the agent's prompt included) as a
+    tree; return its id."""
     with tempfile.TemporaryDirectory(prefix="claw-agent-ws-") as tmp:
         dest = Path(tmp) / "workspace"
         materialize_template(Path(agent_dir), dest)
+        prompt = agent_prompt(agent)
+        if prompt:
+            add_prompt(dest, prompt)
         return store.put_tree(dest)
 
 
