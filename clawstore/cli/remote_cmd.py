@@ -1,0 +1,122 @@
+"""`claw remote add|list|remove`, `claw push`, `claw pull`: share a store through a directory or S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import resolve_store_dir, store_option
+
+_ENDPOINT = click.option("--endpoint-url", "endpoint_url", default=None,
+                         help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS).")
+_NARROW = [
+    click.option("--suite", "suite", default=None, help="Only this campaign's head (with --run-profile)."),
+    click.option("--run-profile", "run_profile", default=None, help="Run profile of that campaign."),
+    click.option("--evaluation-profile", "evaluation_profile", default=None, help="Evaluation profile of it."),
+    click.option("--pin", "pin", default=None, help="Only this pin."),
+]
+
+
+def _narrow(func):  # type: ignore[no-untyped-def]
+    for option in reversed(_NARROW):
+        func = option(func)
+    return func
+
+
+def _ref_names(suite: str | None, run_profile: str | None, evaluation_profile: str | None,
+               pin: str | None) -> list[str] | None:
+    """The refs a narrowed push or pull moves (None: every campaign head and pin)."""
+    from clawstore.errors import UsageError
+
+    if suite is None and run_profile is None and evaluation_profile is None and pin is None:
+        return None
+    names = []
+    if suite or run_profile or evaluation_profile:
+        if not (suite and run_profile):
+            raise UsageError("--suite and --run-profile name a campaign together")
+        from clawstore.config.names import campaign_ids
+
+        names.append("campaigns/" + campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile).campaign_id)
+    if pin:
+        names.append("pins/" + pin)
+    return names
+
+
+@click.group("remote")
+def remote_group() -> None:
+    """Named remotes saved in the workspace file claw.yaml."""
+
+
+@remote_group.command("add")
+@click.argument("name")
+@click.argument("url")
+@_ENDPOINT
+def remote_add(name: str, url: str, endpoint_url: str | None) -> None:
+    """Save URL (s3://BUCKET/PREFIX, file:///PATH or a directory) as remote NAME."""
+    from clawstore.remote.config import Remote, save_remote
+
+    save_remote(Path.cwd(), Remote(name, url, endpoint_url), name)
+    click.echo(f"remote {name} = {url}")
+
+
+@remote_group.command("list")
+def remote_list() -> None:
+    """Print every saved remote."""
+    from clawstore.remote.config import load_remotes
+
+    for remote in load_remotes(Path.cwd()).values():
+        extra = f"  (endpoint {remote.endpoint_url})" if remote.endpoint_url else ""
+        click.echo(f"{remote.name}\t{remote.url}{extra}")
+
+
+@remote_group.command("remove")
+@click.argument("name")
+def remote_remove(name: str) -> None:
+    """Forget remote NAME (the remote itself is untouched)."""
+    from clawstore.remote.config import save_remote
+
+    save_remote(Path.cwd(), None, name)
+    click.echo(f"removed remote {name}")
+
+
+@click.command("push")
+@click.argument("remote")
+@_ENDPOINT
+@_narrow
+@store_option
+def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
+                 evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
+    """Send what REMOTE lacks (whole packs), then move its refs by compare-and-swap."""
+    from clawstore.remote.config import resolve_remote
+    from clawstore.remote.sync import push
+    from clawstore.store import Store
+
+    target = resolve_remote(Path.cwd(), remote, endpoint_url)
+    store = Store(resolve_store_dir(store_dir), create=False)
+    report = push(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
+    click.echo(report.summary())
+
+
+@click.command("pull")
+@click.argument("remote")
+@_ENDPOINT
+@_narrow
+@store_option
+def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
+                 evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
+    """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
+    from clawstore.remote.config import resolve_remote
+    from clawstore.remote.sync import pull
+    from clawstore.store import Store
+
+    target = resolve_remote(Path.cwd(), remote, endpoint_url)
+    store = Store(resolve_store_dir(store_dir), create=True)
+    report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
+    click.echo(report.summary())
+
+
+def register(group: click.Group) -> None:
+    group.add_command(remote_group)
+    group.add_command(push_command)
+    group.add_command(pull_command)

@@ -1,0 +1,112 @@
+"""Named remotes in the workspace file `claw.yaml` (beside `configs/`), so nobody retypes a URL.
+
+    remotes:
+      team: {url: s3://bench-results/team, endpoint_url: http://minio.local:9000}
+      share: {url: /mnt/nfs/claw}
+
+A remote entry holds a location only: credentials come from the AWS chain and are refused here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from clawstore.errors import ConfigError, UsageError
+
+WORKSPACE_FILE = "claw.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Remote:
+    name: str
+    url: str
+    endpoint_url: str | None = None
+
+
+def _check_url(url: str, where: str) -> str:
+    parsed = urlparse(url)
+    if parsed.username or parsed.password:
+        raise UsageError(f"{where}: a remote URL must not carry credentials (use the AWS credential chain)")
+    if not url.strip():
+        raise UsageError(f"{where}: empty remote URL")
+    return url
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"unreadable ({str(exc).splitlines()[0]})", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping", path=str(path))
+    return data
+
+
+def load_remotes(workspace: Path) -> dict[str, Remote]:
+    path = workspace / WORKSPACE_FILE
+    entries = _read(path).get("remotes") or {}
+    if not isinstance(entries, dict):
+        raise ConfigError("expected a mapping of name: {url, endpoint_url}", path=str(path), field="remotes")
+    remotes = {}
+    for name, entry in entries.items():
+        field = f"remotes.{name}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError("a remote name is letters, digits, '_.-' (at most 64)", path=str(path), field=field)
+        if isinstance(entry, str):
+            entry = {"url": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+            raise ConfigError("expected {url: ..., endpoint_url: ...}", path=str(path), field=field)
+        endpoint = entry.get("endpoint_url")
+        if endpoint is not None and not isinstance(endpoint, str):
+            raise ConfigError("expected a URL string", path=str(path), field=field + ".endpoint_url")
+        remotes[name] = Remote(name, _check_url(entry["url"], f"{path}: {field}.url"), endpoint)
+    return remotes
+
+
+def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
+    """Add or replace (remote given) or remove (None) one entry, keeping the rest of the file."""
+    path = workspace / WORKSPACE_FILE
+    data = _read(path)
+    entries = dict(data.get("remotes") or {})
+    if remote is None:
+        if name not in entries:
+            raise UsageError(f"no remote named {name!r} in {path}")
+        del entries[name]
+    else:
+        if not _NAME.match(name):
+            raise UsageError(f"remote name {name!r}: letters, digits, '_.-' (at most 64)")
+        _check_url(remote.url, f"remote {name}")
+        entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
+    data["remotes"] = entries
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None) -> Remote:
+    """A saved remote by name, else the argument itself as a URL or directory."""
+    saved = load_remotes(workspace)
+    if name_or_url in saved:
+        remote = saved[name_or_url]
+        return Remote(remote.name, remote.url, endpoint_url or remote.endpoint_url)
+    if "://" not in name_or_url and "/" not in name_or_url and not Path(name_or_url).exists():
+        names = ", ".join(sorted(saved)) or "none saved"
+        raise UsageError(f"no remote named {name_or_url!r} ({names}; add one with claw remote add NAME URL)")
+    url = _check_url(name_or_url, "remote")
+    return Remote(_tracking_name(url), url, endpoint_url)
+
+
+def _tracking_name(url: str) -> str:
+    """A ref-safe name for an unnamed remote (its tracking refs live under remotes/<name>/)."""
+    import blake3
+
+    return "url-" + blake3.blake3(url.encode()).hexdigest()[:16]
