@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.cli.common import store_option, workspace_store_dir
 
 _ENDPOINT = click.option("--endpoint-url", "endpoint_url", default=None,
                          help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS).")
@@ -16,6 +16,17 @@ _NARROW = [
     click.option("--evaluation-profile", "evaluation_profile", default=None, help="Evaluation profile of it."),
     click.option("--pin", "pin", default=None, help="Only this pin."),
 ]
+
+
+def _workspace() -> Path:
+    """Where claw.yaml lives: the workspace root above the cwd, else the cwd."""
+    from clawstore.config import find_workspace_root
+    from clawstore.errors import UsageError
+
+    try:
+        return find_workspace_root(Path.cwd())
+    except UsageError:
+        return Path.cwd()
 
 
 def _narrow(func):  # type: ignore[no-untyped-def]
@@ -56,7 +67,7 @@ def remote_add(name: str, url: str, endpoint_url: str | None) -> None:
     """Save URL (s3://BUCKET/PREFIX, file:///PATH or a directory) as remote NAME."""
     from clawstore.remote.config import Remote, save_remote
 
-    save_remote(Path.cwd(), Remote(name, url, endpoint_url), name)
+    save_remote(_workspace(), Remote(name, url, endpoint_url), name)
     click.echo(f"remote {name} = {url}")
 
 
@@ -65,7 +76,7 @@ def remote_list() -> None:
     """Print every saved remote."""
     from clawstore.remote.config import load_remotes
 
-    for remote in load_remotes(Path.cwd()).values():
+    for remote in load_remotes(_workspace()).values():
         extra = f"  (endpoint {remote.endpoint_url})" if remote.endpoint_url else ""
         click.echo(f"{remote.name}\t{remote.url}{extra}")
 
@@ -76,7 +87,7 @@ def remote_remove(name: str) -> None:
     """Forget remote NAME (the remote itself is untouched)."""
     from clawstore.remote.config import save_remote
 
-    save_remote(Path.cwd(), None, name)
+    save_remote(_workspace(), None, name)
     click.echo(f"removed remote {name}")
 
 
@@ -92,8 +103,8 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.remote.sync import push
     from clawstore.store import Store
 
-    target = resolve_remote(Path.cwd(), remote, endpoint_url)
-    store = Store(resolve_store_dir(store_dir), create=False)
+    target = resolve_remote(_workspace(), remote, endpoint_url)
+    store = Store(workspace_store_dir(store_dir), create=False)
     report = push(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
     click.echo(report.summary())
 
@@ -110,8 +121,8 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.remote.sync import pull
     from clawstore.store import Store
 
-    target = resolve_remote(Path.cwd(), remote, endpoint_url)
-    store = Store(resolve_store_dir(store_dir), create=True)
+    target = resolve_remote(_workspace(), remote, endpoint_url)
+    store = Store(workspace_store_dir(store_dir), create=True)
     report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
     click.echo(report.summary())
 

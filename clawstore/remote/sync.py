@@ -1,0 +1,283 @@
+"""`claw push` / `claw pull`: move what the other side lacks as verified bundles, then refs by CAS.
+
+Remote layout (under the remote's prefix):
+
+    packs/<hex>.claw      a bundle: a campaign-archive file (store/archive.py) holding objects and
+                          action-cache entries, never refs; named by the BLAKE3 of its bytes
+    packs/<hex>.ids       what that bundle holds: {"objects": [hex, ...], "actions": {key: record}};
+                          written after the bundle, so a listing always names a complete bundle
+    refs/<name>           campaign heads and pins, moved only by compare-and-swap
+
+Push lists the remote's bundles, sends one or more new bundles with exactly the objects and entries
+the remote lacks (in parallel), then moves each ref: created if absent, replaced only if the remote
+still holds the value this store last saw there (`remotes/<remote>/<name>`, a tracking ref), else the
+push stops with "pull first". Pull downloads the bundles it lacks, imports each (every object hashed
+before anything becomes visible; a bundle is all or nothing), then fast-forwards each local ref that
+did not move since the last sync. A killed push or pull is resumed by running it again: bundles are
+immutable and named by content, and what is already there is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawstore.errors import UsageError
+from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
+from clawstore.remote.config import Remote
+from clawstore.store.archive import import_archive, write_archive
+from clawstore.store.ids import PREFIX, is_hex64, is_oid
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+PACKS = "packs/"
+REFS = "refs/"
+SHARED_REFS = ("campaigns/", "pins/")
+BUNDLE_OBJECTS = 20_000  # objects per bundle: bounded files, parallel transfers, fine-grained resume
+WORKERS = 8
+TRACKING = "remotes/"
+
+
+@dataclass
+class SyncReport:
+    verb: str
+    remote: str
+    bundles: int = 0
+    objects: int = 0
+    bytes: int = 0
+    refs_moved: list[str] = field(default_factory=list)
+    refs_kept: dict[str, str] = field(default_factory=dict)  # name -> why it did not move
+
+    def summary(self) -> str:
+        lines = [f"{self.verb} {self.remote}: {self.bundles} bundle(s), {self.objects} object(s), "
+                 f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"]
+        lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ listings
+
+def _listing_name(bundle: str) -> str:
+    return f"{PACKS}{bundle}.ids"
+
+
+def _bundle_name(bundle: str) -> str:
+    return f"{PACKS}{bundle}.claw"
+
+
+def remote_bundles(backend: Backend) -> list[str]:
+    """Bundles whose listing exists (a bundle without a listing is an interrupted push: ignored)."""
+    return sorted(name[len(PACKS):-len(".ids")] for name in backend.list(PACKS)
+                  if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
+
+
+def _cache_dir(store: Store, remote: Remote) -> Path:
+    path = store.root / "remotes" / remote.name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _read_listing(store: Store, remote: Remote, backend: Backend, bundle: str) -> dict[str, Any]:
+    """A bundle's listing, from the local cache when it was seen before (listings never change)."""
+    cached = _cache_dir(store, remote) / f"{bundle}.ids"
+    if not cached.exists():
+        tmp = cached.with_name(cached.name + f".{os.getpid()}.tmp")
+        backend.download(_listing_name(bundle), tmp)
+        os.replace(tmp, cached)
+    try:
+        doc = json.loads(cached.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached.unlink(missing_ok=True)
+        raise UsageError(f"remote {remote.url}: listing of bundle {bundle} is not JSON") from None
+    objects, actions = doc.get("objects"), doc.get("actions")
+    if (not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects)
+            or not isinstance(actions, dict)
+            or not all(is_oid(k) and is_oid(v) for k, v in actions.items())):
+        cached.unlink(missing_ok=True)
+        raise UsageError(f"remote {remote.url}: listing of bundle {bundle} is malformed")
+    return doc
+
+
+def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[set[str], dict[str, str], list[str]]:
+    objects: set[str] = set()
+    actions: dict[str, str] = {}
+    bundles = remote_bundles(backend)
+    for bundle in bundles:
+        doc = _read_listing(store, remote, backend, bundle)
+        objects.update(doc["objects"])
+        actions.update(doc["actions"])
+    return objects, actions, bundles
+
+
+# ------------------------------------------------------------------------------------------ push
+
+def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[str], dict[str, str]]:
+    """Every object and action entry (whole store), or the closure of the given refs."""
+    if refs is None:
+        objects = {oid[len(PREFIX):] for oid in store.iter_objects()}
+        actions = {key: record for key, record in store.iter_actions() if record is not None}
+        return objects, actions
+    from clawstore.store.reach import head_closure
+
+    objects, actions = set(), {}
+    for target in refs.values():
+        closure = head_closure(store, target)
+        objects.update(oid[len(PREFIX):] for oid in closure.objects)
+        actions.update(closure.actions)
+    return objects, actions
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _send_bundle(store: Store, backend: Backend, objects: list[str], actions: dict[str, str],
+                 work: Path) -> tuple[int, int]:
+    records = {record[len(PREFIX):] for record in actions.values()}
+    ids = sorted(set(objects) | records)
+    out = work / f"bundle-{os.getpid()}-{len(os.listdir(work))}.claw"
+    summary = write_archive(store, out, {"refs": {}, "actions": actions, "kind": "remote-bundle"},
+                            (PREFIX + h for h in ids))
+    bundle = summary.digest[len(PREFIX):]
+    listing = work / f"{bundle}.ids"
+    listing.write_text(json.dumps({"objects": ids, "actions": actions}, sort_keys=True), encoding="utf-8")
+    backend.upload(out, _bundle_name(bundle))
+    backend.upload(listing, _listing_name(bundle))  # last: the listing publishes the bundle
+    out.unlink()
+    listing.unlink()
+    return len(ids), summary.size
+
+
+def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -> SyncReport:
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pushed to", backend.description)
+    with store.lease(f"push {remote.name}"):
+        refs = _selected_refs(store, ref_names)
+        have_objects, have_actions, _ = _remote_content(store, remote, backend)
+        objects, actions = _local_content(store, None if ref_names is None else refs)
+        new_objects = sorted(objects - have_objects)
+        new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
+        batches: list[tuple[list[str], dict[str, str]]] = []
+        action_keys = sorted(new_actions)
+        object_chunks = list(_chunks(new_objects, BUNDLE_OBJECTS)) or ([[]] if new_actions else [])
+        per_chunk = -(-len(action_keys) // max(1, len(object_chunks))) if action_keys else 0
+        for index, chunk in enumerate(object_chunks):
+            keys = action_keys[index * per_chunk:(index + 1) * per_chunk] if per_chunk else []
+            batches.append((chunk, {k: new_actions[k] for k in keys}))
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp:
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                for sent, size in pool.map(lambda b: _send_bundle(store, backend, b[0], b[1], Path(tmp)), batches):
+                    report.bundles += 1
+                    report.objects += sent
+                    report.bytes += size
+        for name, value in sorted(refs.items()):
+            _push_ref(store, backend, remote, name, value, report)
+    return report
+
+
+def _selected_refs(store: Store, ref_names: Iterable[str] | None) -> dict[str, str]:
+    if ref_names is None:
+        return {name: value for prefix in SHARED_REFS for name, value in store.list_refs(prefix).items()}
+    refs = {}
+    for name in ref_names:
+        value = store.get_ref(name)
+        if value is None:
+            raise UsageError(f"no ref {name} in this store (build or pin it first)")
+        refs[name] = value
+    return refs
+
+
+def _tracking(remote: Remote, name: str) -> str:
+    return f"{TRACKING}{remote.name}/{name}"
+
+
+def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: str, report: SyncReport) -> None:
+    current = backend.read_ref(REFS + name)
+    seen = store.get_ref(_tracking(remote, name))
+    if current is not None and current.value == value:
+        pass
+    elif current is not None and current.value != seen:
+        raise RemoteRefConflict(REFS + name)
+    else:
+        backend.swap_ref(REFS + name, value, current)
+        report.refs_moved.append(name)
+    store.set_ref(_tracking(remote, name), value)
+
+
+# ------------------------------------------------------------------------------------------ pull
+
+def _fetch_bundle(store: Store, backend: Backend, bundle: str, work: Path) -> tuple[int, int]:
+    target = work / f"{bundle}.claw"
+    backend.download(_bundle_name(bundle), target)
+    try:
+        imported = import_archive(store, target)
+        if imported.summary.digest != PREFIX + bundle:
+            raise UsageError(f"bundle {bundle}: its bytes hash to {imported.summary.digest}, not its name")
+    finally:
+        target.unlink(missing_ok=True)
+    return imported.new_objects, imported.summary.size
+
+
+def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -> SyncReport:
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pulled from", backend.description)
+    with store.lease(f"pull {remote.name}"):
+        wanted = None if ref_names is None else set(ref_names)
+        remote_refs = _remote_refs(backend, wanted)
+        _, _, bundles = _remote_content(store, remote, backend)
+        fetched = _cache_dir(store, remote) / "fetched"
+        done = set(fetched.read_text().split()) if fetched.exists() else set()
+        todo = [b for b in bundles if b not in done]
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                for bundle, (new, size) in zip(todo, pool.map(
+                        lambda b: _fetch_bundle(store, backend, b, Path(tmp)), todo), strict=True):
+                    report.bundles += 1
+                    report.objects += new
+                    report.bytes += size
+                    with open(fetched, "a", encoding="ascii") as fh:
+                        fh.write(bundle + "\n")
+        for name, value in sorted(remote_refs.items()):
+            _pull_ref(store, remote, name, value, report)
+    return report
+
+
+def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
+    refs = {}
+    for path in backend.list(REFS):
+        name = path[len(REFS):]
+        if not name.startswith(SHARED_REFS) or (wanted is not None and name not in wanted):
+            continue
+        current = backend.read_ref(path)
+        if current is not None and is_oid(current.value):
+            refs[name] = current.value
+    if wanted:
+        missing = sorted(wanted - set(refs))
+        if missing:
+            raise UsageError(f"the remote has no {', '.join(missing)}")
+    return refs
+
+
+def _pull_ref(store: Store, remote: Remote, name: str, value: str, report: SyncReport) -> None:
+    if not store.has(value):
+        report.refs_kept[name] = f"remote head {value} was not in any bundle (an interrupted push?)"
+        return
+    local = store.get_ref(name)
+    seen = store.get_ref(_tracking(remote, name))
+    if local == value:
+        pass
+    elif local is None or local == seen:
+        store.set_ref(name, value, expected=local)
+        report.refs_moved.append(name)
+    else:
+        report.refs_kept[name] = ("both sides changed it: kept this store's head; the remote's results are "
+                                  "here now, so `claw build` reuses them, then push")
+    store.set_ref(_tracking(remote, name), value)

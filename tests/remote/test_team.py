@@ -1,0 +1,113 @@
+"""The team round trip through a remote: nobody pays twice for what a colleague already ran."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.support.s3server import make_bucket
+from tests.support.workspace import SECRET, Workspace, standard
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp")
+
+
+@pytest.fixture
+def provider(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    return standin
+
+
+@pytest.fixture(params=["dir", "s3"])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "dir":
+        return str(tmp_path / "shared-remote")
+    endpoint = request.getfixturevalue("aws_env")
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(endpoint, bucket)
+    return f"s3://{bucket}/bench"
+
+
+def ok(*args: str, cwd: Path) -> str:
+    proc = claw(*args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def edit_alpha(ws: Workspace) -> None:
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][1].update(content="What is 3 + 3?"))
+
+
+def test_team_round_trip(provider: StandIn, remote_url: str, tmp_path: Path) -> None:
+    a = standard(tmp_path / "a")
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok("remote", "add", "team", remote_url, cwd=a.root)
+    ok("remote", "add", "team", remote_url, cwd=b.root)
+
+    ok(*BUILD, cwd=a.root)
+    paid_by_a = len(provider.requests)
+    assert paid_by_a == 4  # 2 cases x 2 models
+    assert "ref(s) moved" in ok("push", "team", cwd=a.root)
+
+    ok("pull", "team", cwd=b.root)
+    ok(*BUILD, cwd=b.root)
+    assert len(provider.requests) == paid_by_a, "B rebuilt what A had paid for"
+
+    edit_alpha(b)
+    ok(*BUILD, cwd=b.root)
+    assert len(provider.requests) == paid_by_a + 2, "only the edited case's runs (one per model)"
+    ok("push", "team", cwd=b.root)
+
+    edit_alpha(a)  # the same configs (in real life: from version control)
+    ok("pull", "team", cwd=a.root)
+    ok(*BUILD, cwd=a.root)
+    assert len(provider.requests) == paid_by_a + 2, "A rebuilt what B had paid for"
+    rows = json.loads(ok("query", "select case_id, model_id, action from runs order by 1, 2", "--format", "json",
+                         cwd=a.root))
+    assert [(r["case_id"], r["model_id"]) for r in rows] == [("alpha", "m1"), ("alpha", "m2"), ("beta", "m1"),
+                                                             ("beta", "m2")]
+    ok("fsck", cwd=a.root)
+    ok("fsck", cwd=b.root)
+
+
+def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, tmp_path: Path) -> None:
+    remote = str(tmp_path / "shared-remote")
+    a = standard(tmp_path / "a")
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok(*BUILD, cwd=a.root)
+    ok(*BUILD, cwd=b.root)  # both built on their own (B's stand-in answers are the same; heads differ)
+    ok("push", remote, cwd=a.root)
+    edit_alpha(b)
+    ok(*BUILD, cwd=b.root)
+    refused = claw("push", remote, cwd=b.root)
+    assert refused.returncode == 1 and "run claw pull, then push again" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    ok("pull", remote, cwd=b.root)
+    ok(*BUILD, cwd=b.root)  # the head now combines both (A's results came with the pull)
+    ok("push", remote, cwd=b.root)
+
+
+def test_pull_of_a_tampered_bundle_changes_nothing(provider: StandIn, tmp_path: Path) -> None:
+    remote = tmp_path / "shared-remote"
+    a = standard(tmp_path / "a")
+    ok(*BUILD, cwd=a.root)
+    ok("push", str(remote), cwd=a.root)
+    bundle = next((remote / "packs").glob("*.claw"))
+    data = bytearray(bundle.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bundle.write_bytes(bytes(data))
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    refused = claw("pull", str(remote), cwd=b.root)
+    assert refused.returncode in (2, 3) and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert json.loads(ok("query", "select count(*) as n from runs", "--format", "json", cwd=b.root)) == [{"n": 0}]
