@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +121,12 @@ def _print_build(report: Any, output: str) -> None:
               help="Override execution_policy.max_concurrency.")
 @click.option("--max-cost", "max_cost", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="Refuse to start when `claw plan` estimates more; stop starting new requests once spent.")
+@click.option("--remote", "remote", default=None, metavar="NAME",
+              help="Pull from this remote first, push committed results while building and the head at the end.")
 @OUTPUT
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
-          max_concurrency: int | None, max_cost: float | None, output: str) -> None:
+          max_concurrency: int | None, max_cost: float | None, remote: str | None, output: str) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -135,12 +139,32 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         _print_plan(cid, states, output, force)
         _note_never_built(stores.store, cid)
         return
-    if max_cost is not None:
-        _check_budget(request, stores, force, max_concurrency, max_cost, output)
-    report = run_build(request, stores, BuildOptions(force=force, max_concurrency=max_concurrency,
-                                                     quiet=output == "json", max_cost_usd=max_cost))
+    options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
+                           max_cost_usd=max_cost)
+    with _remote(remote, request, stores):
+        if max_cost is not None:
+            _check_budget(request, stores, force, max_concurrency, max_cost, output)
+        report = run_build(request, stores, options)
     _print_build(report, output)
     raise SystemExit(report.exit_code)
+
+
+@contextlib.contextmanager
+def _remote(name: str | None, request: Any, stores: Stores) -> Iterator[None]:
+    """`--remote NAME`: the build between a pull and a push (see clawstore/remote/live.py)."""
+    if name is None:
+        yield
+        return
+    from clawstore.config import find_workspace_root
+    from clawstore.config.names import campaign_ids
+    from clawstore.remote.config import resolve_remote
+    from clawstore.remote.live import remote_session
+
+    root = find_workspace_root(Path.cwd())
+    target = resolve_remote(root, name)
+    cid = campaign_ids(Path.cwd(), request.suite, request.run_profile, request.evaluation_profile).campaign_id
+    with remote_session(stores.open(root), target, f"campaigns/{cid}"):
+        yield
 
 
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,

@@ -156,7 +156,9 @@ def _send_bundle(store: Store, backend: Backend, objects: list[str], actions: di
     return len(ids), summary.size
 
 
-def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -> SyncReport:
+def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True) -> SyncReport:
+    """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the
+    periodic push of a running build: another machine can reuse them before the head moves)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
@@ -178,7 +180,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -
                     report.bundles += 1
                     report.objects += sent
                     report.bytes += size
-        for name, value in sorted(refs.items()):
+        for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report
 

@@ -1,0 +1,56 @@
+"""`claw build --remote NAME`: pull before the build, push what it commits while it runs and at the end.
+
+While the build runs a background thread pushes the objects and action-cache entries committed since
+the last push (no refs) every `interval_s`, so a machine that dies mid-campaign loses nothing it had
+committed: another machine that pulls reuses those results. The campaign head is pushed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from clawstore.errors import ClawError
+from clawstore.remote.config import Remote
+from clawstore.remote.sync import pull, push
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+DEFAULT_INTERVAL_S = 30.0
+
+
+def push_interval() -> float:
+    """Seconds between interim pushes: $CLAW_REMOTE_PUSH_INTERVAL, else 30."""
+    try:
+        return max(0.1, float(os.environ.get("CLAW_REMOTE_PUSH_INTERVAL", DEFAULT_INTERVAL_S)))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+
+
+@contextmanager
+def remote_session(store: Store, remote: Remote, head_ref: str, interval_s: float | None = None) -> Iterator[None]:
+    interval_s = interval_s or push_interval()
+    print(pull(store, remote).summary(), file=sys.stderr)
+    stop = threading.Event()
+
+    def periodic() -> None:
+        while not stop.wait(interval_s):
+            try:
+                push(store, remote, move_refs=False)
+            except ClawError as exc:  # a failed interim push is retried next time, and at the end
+                print(f"claw: warning: interim push to {remote.name} failed: {exc}", file=sys.stderr)
+
+    worker = threading.Thread(target=periodic, name="claw-remote-push", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+        names = [head_ref] if store.get_ref(head_ref) is not None else None
+        print(push(store, remote, names, move_refs=names is not None).summary(), file=sys.stderr)

@@ -1,0 +1,109 @@
+"""Kills at random instants: a push, a pull, and a build that pushes as it goes. Nothing committed is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.support.workspace import SECRET, Workspace
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp")
+
+
+@pytest.fixture
+def provider(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    return standin
+
+
+def workspace(root: Path, cases: int, concurrency: int = 4) -> Workspace:
+    ws = Workspace(root)
+    for i in range(cases):
+        ws.case(f"c{i:02d}", f"Question {i}?")
+    ws.suite("main", ["m1", "m2"])
+    ws.run_profile(concurrency=concurrency)
+    return ws
+
+
+def ok(*args: str, cwd: Path) -> str:
+    proc = claw(*args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def spawn(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    return subprocess.Popen([sys.executable, "-m", "clawstore.cli", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def kill_after(proc: subprocess.Popen[str], delay: float) -> None:
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
+def test_killed_pushes_and_pulls_resume_and_lose_nothing(provider: StandIn, tmp_path: Path) -> None:
+    rng = random.Random(7)
+    remote = str(tmp_path / "remote")
+    a = workspace(tmp_path / "a", cases=12)
+    ok(*BUILD, cwd=a.root)
+    paid = len(provider.requests)
+    for _ in range(3):
+        kill_after(spawn("push", remote, cwd=a.root), rng.uniform(0.2, 1.2))
+        ok("fsck", cwd=a.root)
+    ok("push", remote, cwd=a.root)
+
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    for _ in range(3):
+        kill_after(spawn("pull", remote, cwd=b.root), rng.uniform(0.2, 1.2))
+        if (b.root / "store").exists():
+            ok("fsck", cwd=b.root)
+    ok("pull", remote, cwd=b.root)
+    ok("fsck", cwd=b.root)
+    ok(*BUILD, cwd=b.root)
+    assert len(provider.requests) == paid, "every run A paid for reached B"
+
+
+def test_a_build_killed_mid_campaign_keeps_what_it_pushed(provider: StandIn, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    provider.set_default({"content": "fine", "latency": 0.3})
+    monkeypatch.setenv("CLAW_REMOTE_PUSH_INTERVAL", "0.5")
+    remote = str(tmp_path / "remote")
+    a = workspace(tmp_path / "a", cases=20, concurrency=2)
+    total = 40
+    ok("remote", "add", "team", remote, cwd=a.root)
+    proc = spawn(*BUILD, "--remote", "team", cwd=a.root)
+    deadline = time.monotonic() + 60
+    while len(provider.requests) < total // 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.8)  # at least one interim push after half the runs
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    paid_by_a = len(provider.requests)
+    assert paid_by_a < total, "the build was killed before it finished"
+
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok("pull", remote, cwd=b.root)
+    ok(*BUILD, cwd=b.root)
+    paid_by_b = len(provider.requests) - paid_by_a
+    # B pays for what A never committed and pushed: at most the in-flight runs and the last window.
+    assert paid_by_b < total
+    assert paid_by_a + paid_by_b <= total + 2 * 2 + 4, (paid_by_a, paid_by_b)
+    rows = json.loads(ok("query", "select count(*) as n from runs", "--format", "json", cwd=b.root))
+    assert rows == [{"n": total}]
