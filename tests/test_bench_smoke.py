@@ -23,6 +23,7 @@ SMOKE = {
     "build_bench": ["--cases", "5", "--models", "2"],
     "eval_bench": ["--cases", "5", "--models", "2"],
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],
+    "remote_bench": ["--objects", "200", "--size", "512"],
 }
 
 

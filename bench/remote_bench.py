@@ -1,0 +1,93 @@
+"""Remote benchmark: `claw push` / `claw pull` to a loopback S3 server vs a plain parallel transfer.
+
+    python bench/remote_bench.py [--objects 20000] [--size 4096] [--store DIR]
+
+A store (DIR, e.g. the store of a side-by-side campaign, or a generated one of `--objects` JSON objects
+of about `--size` bytes with an action-cache entry each) is pushed to a moto S3 server on 127.0.0.1 and
+pulled into an empty store. The baseline moves the very same bytes (the bundle files that push made,
+same count, same sizes) with the same client (boto3 upload_file / download_file, 8 threads), measured in
+the same run. Throughput ratio = baseline time / claw time (target >= 0.7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clawstore.remote.config import Remote  # noqa: E402
+from clawstore.remote.sync import WORKERS, pull, push  # noqa: E402
+from clawstore.store import Store  # noqa: E402
+from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server  # noqa: E402
+
+
+def generate(store: Store, objects: int, size: int) -> None:
+    filler = "x" * max(0, size - 120)
+    with store.batch():
+        for i in range(objects):
+            output = store.put_json({"n": i, "answer": f"{i:08d}{filler}{i * 7919 % 100003}"})
+            key = store.put_json({"input": i})
+            store.put_action(key, {"kind": "run", "key": key, "status": "success", "outputs": {"answer": output}})
+
+
+def plain_transfer(client: object, bucket: str, files: list[Path], download_to: Path | None) -> float:
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        if download_to is None:
+            list(pool.map(lambda f: client.upload_file(str(f), bucket, f"plain/{f.name}"), files))  # type: ignore[attr-defined]
+        else:
+            list(pool.map(lambda f: client.download_file(bucket, f"plain/{f.name}",  # type: ignore[attr-defined]
+                                                         str(download_to / f.name)), files))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objects", type=int, default=20_000)
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--store", type=Path, default=None, help="push this existing store instead")
+    args = parser.parse_args()
+    os.environ.update(FAKE_CREDENTIALS)
+    import boto3
+
+    with tempfile.TemporaryDirectory(prefix="claw-remote-bench-") as tmp, s3_server() as endpoint:
+        root = Path(tmp)
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        source = Store(args.store, create=False) if args.store else Store(root / "source")
+        if args.store is None:
+            generate(source, args.objects, args.size)
+        # The bundles push makes, captured on a directory remote: the baseline moves exactly these bytes.
+        push(source, Remote("capture", str(root / "capture")))
+        bundles = sorted((root / "capture" / "packs").glob("*.claw"))
+        total = sum(f.stat().st_size for f in bundles)
+        client = boto3.client("s3", endpoint_url=endpoint)
+        for bucket in ("plain", "claw"):
+            make_bucket(endpoint, bucket)
+        up_plain = plain_transfer(client, "plain", bundles, None)
+        t0 = time.perf_counter()
+        pushed = push(source, Remote("bench", "s3://claw/bench"))
+        up_claw = time.perf_counter() - t0
+        (root / "down").mkdir()
+        down_plain = plain_transfer(client, "plain", bundles, root / "down")
+        target = Store(root / "target")
+        t0 = time.perf_counter()
+        pulled = pull(target, Remote("bench", "s3://claw/bench"))
+        down_claw = time.perf_counter() - t0
+        assert pulled.objects == pushed.objects, (pulled.objects, pushed.objects)
+        mib = total / (1 << 20)
+        print(json.dumps({"objects": pushed.objects, "bundles": len(bundles), "bytes": total}))
+        print(f"push: claw {up_claw:.2f} s ({mib / up_claw:.1f} MiB/s) vs plain parallel upload "
+              f"{up_plain:.2f} s ({mib / up_plain:.1f} MiB/s): throughput {up_plain / up_claw:.2f}x")
+        print(f"pull: claw {down_claw:.2f} s ({mib / down_claw:.1f} MiB/s) vs plain parallel download "
+              f"{down_plain:.2f} s ({mib / down_plain:.1f} MiB/s): throughput {down_plain / down_claw:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
