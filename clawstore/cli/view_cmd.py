@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.cli.common import store_option, workspace_store_dir
 
 
 def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
@@ -34,14 +34,14 @@ def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
 def view_command(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None,
                  out: Path | None, open_page: bool, store_dir: Path | None) -> None:
     """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run."""
-    from clawstore.report.campaign import campaign_ids
+    from clawstore.config.names import campaign_ids
     from clawstore.report.view_data import collect
     from clawstore.report.view_page import write_page
     from clawstore.store import Store
     from clawstore.store.layout import open_layout
 
-    ids = campaign_ids(suite, run_profile, evaluation_profile)
-    root = resolve_store_dir(store_dir)
+    ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
+    root = workspace_store_dir(store_dir)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
     data = collect(Store(root, create=False), campaigns, _case_tags(Path.cwd()))
