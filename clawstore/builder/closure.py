@@ -6,6 +6,7 @@ makes an imported campaign visible to `claw query` the way a local build would.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -15,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.builder.buildlog import head_ref
-from clawstore.errors import StoreError, UsageError
-from clawstore.store.archive import ArchiveSummary, write_archive
+from clawstore.errors import CorruptObjectError, StoreError, UsageError
+from clawstore.store.archive import ArchiveContents, ArchiveError, ArchiveSummary, ContentCheck, write_archive
 from clawstore.store.gc import EXPORT_LEASE_PREFIX
-from clawstore.store.ids import PREFIX
+from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.names import is_name, name_problem
 from clawstore.store.reach import Reach
+from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 
 _SKIP_DIRS = frozenset({"__pycache__"})
 _SKIP_SUFFIXES = (".pyc",)
@@ -219,13 +222,68 @@ def export_campaign(store: Any, campaign: Any, out: Path) -> ArchiveSummary:
 
 # ---------------------------------------------------------------------------------------------- import
 
+def campaign_archive_check(where: str, with_configs: bool) -> ContentCheck:
+    """What an archive's objects must say before an import publishes anything (archives are hostile
+    input): one campaign head, refs naming only it, names that follow the store's naming rule, and a
+    config tree that checks out inside its directory (required when `with_configs`)."""
+
+    def check(manifest: dict[str, Any], contents: ArchiveContents) -> None:
+        try:
+            _check_campaign_archive(manifest, contents, with_configs)
+        except ArchiveError as exc:
+            raise ArchiveError(f"{where}: {exc}") from None
+        except (UnsafeTreeError, NotATreeError, CorruptObjectError) as exc:
+            raise ArchiveError(f"{where}: {exc}") from None
+
+    return check
+
+
+def _check_campaign_archive(manifest: dict[str, Any], contents: ArchiveContents, with_configs: bool) -> None:
+    head_id = manifest.get("head")
+    if not isinstance(head_id, str):
+        raise ArchiveError("holds no campaign head (manifest field 'head')")
+    campaign_id = (manifest.get("campaign") or {}).get("id")
+    for name, target in (manifest.get("refs") or {}).items():
+        if name != head_ref(str(campaign_id)) or target != head_id:
+            raise ArchiveError(f"manifest field 'refs' may only point {head_ref(str(campaign_id))} at the head, "
+                               f"not {name[:80]!r}")
+    try:
+        head = json.loads(contents.read(head_id))
+    except ValueError:
+        head = None
+    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+        raise ArchiveError(f"head {head_id} is not a campaign head (an object with a nodes list)")
+    if why := name_problem(head.get("build_id")):
+        raise ArchiveError(f"head {head_id}: build_id {why}")
+    campaign = head.get("campaign")
+    if not isinstance(campaign, dict) or campaign.get("id") != campaign_id:
+        raise ArchiveError(f"head {head_id}: campaign does not match the manifest's ({campaign_id!r})")
+    for index, node in enumerate(head["nodes"]):
+        if (not isinstance(node, dict) or not isinstance(node.get("kind"), str)
+                or not isinstance(node.get("address"), dict) or not is_oid(node.get("key"))
+                or not (node.get("record") is None or contents.has(node["record"]))):
+            raise ArchiveError(f"head {head_id}: node {index} is not a node naming a record of the archive")
+    tree_id = configs_of(manifest)
+    if tree_id is None:
+        if with_configs:
+            raise ArchiveError("holds no configs (--configs-to needs them)")
+        return
+    entries = parse_tree(tree_id, contents.read(tree_id))
+    check_entries(tree_id, entries)
+    for entry in entries:
+        if entry.path != "configs" and not entry.path.startswith("configs/"):
+            raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} is outside configs/")
+        if entry.object is not None and not contents.has(entry.object):
+            raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} names a missing object")
+
+
 def adopt_imported_head(store: Any, head_id: str) -> str | None:
     """Give an imported head a build log (it has that shape) and index it, so `claw query` sees it.
 
     Returns the build id, or None if the store already has that build's log (nothing to do)."""
     head = store.get_json(head_id)
-    build_id = str(head.get("build_id") or "")
-    if not build_id or "/" in build_id or build_id.startswith("."):
+    build_id = head.get("build_id") if isinstance(head, dict) else None
+    if not is_name(build_id):  # checked before the import published anything; never a path otherwise
         return None
     path = Path(store.root) / "builds" / f"{build_id}.json"
     if path.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -223,23 +224,36 @@ def ls_command(file: Path, as_json: bool) -> None:
 @archive_group.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--configs-to", "configs_to", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also write the campaign's configs as a workspace: DIR/configs/... (DIR must be empty).")
+              help="Also write the campaign's configs as a workspace: DIR/configs/... (DIR must be empty or "
+                   "hold only its store/). The store is then DIR/store unless --store or CLAW_STORE says "
+                   "otherwise, so `claw build` inside DIR reuses everything.")
 @click.option("--pin", "pins", multiple=True, metavar="NAME", help="Also pin the imported head as pins/NAME.")
 @store_option
 def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
-    from clawstore.builder.closure import adopt_imported_head, configs_of
-    from clawstore.store.archive import import_archive
+    from clawstore.builder.closure import adopt_imported_head, campaign_archive_check, configs_of
+    from clawstore.store.archive import import_into, import_target_problem
+    from clawstore.store.names import check_name
 
-    if configs_to is not None and configs_to.exists() and any(configs_to.iterdir()):
-        raise UsageError(f"--configs-to {configs_to}: not an empty directory")
-    store = _store(store_dir, create=True)
-    report = import_archive(store, file, pins=[PIN_PREFIX + p for p in pins])
+    # Every precondition before anything is written.
+    pin_refs = [PIN_PREFIX + check_name(p, "--pin") for p in pins]
+    if not file.is_file():
+        raise UsageError(f"archive {file}: no such file")
+    if configs_to is not None:
+        _check_configs_target(configs_to)
+        if store_dir is None and not os.environ.get("CLAW_STORE"):
+            store_dir = configs_to / "store"  # where `claw build` run inside DIR looks
+    target = workspace_store_dir(store_dir)
+    problem = import_target_problem(target)
+    if problem is not None:
+        raise UsageError(f"--store {target}: {problem}")
+    store, report = import_into(target, file, pins=pin_refs,
+                                check=campaign_archive_check(f"archive {file}", configs_to is not None))
     manifest = report.summary.manifest
     head = manifest.get("head")
     if isinstance(head, str):
         adopt_imported_head(store, head)
-    click.echo(f"imported {file}: {report.new_objects} new objects ({_bytes(report.new_bytes)}), "
+    click.echo(f"imported {file} into {store.root}: {report.new_objects} new objects ({_bytes(report.new_bytes)}), "
                f"{report.present_objects} already present; {report.actions_written} action-cache entries "
                f"written, {report.actions_kept} kept")
     for name in report.refs_set:
@@ -248,12 +262,36 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], s
         hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
     tree = configs_of(manifest)
-    if configs_to is not None:
-        if tree is None:
-            raise UsageError(f"archive {file} holds no configs")
-        store.checkout(tree, configs_to)
+    if configs_to is not None and tree is not None:
+        _write_configs(store, tree, configs_to)
         click.echo(f"configs written to {configs_to / 'configs'}")
     click.echo(f"digest {report.summary.digest}")
+
+
+def _check_configs_target(directory: Path) -> None:
+    """--configs-to DIR: absent, empty, or a fresh workspace that holds only its store/."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise UsageError(f"--configs-to {directory}: not a directory")
+    extra = sorted(p.name for p in directory.iterdir() if p.name != "store")
+    if extra:
+        raise UsageError(f"--configs-to {directory}: not empty (holds {', '.join(extra[:3])}"
+                         f"{', …' if len(extra) > 3 else ''}); use an empty directory or a fresh workspace")
+
+
+def _write_configs(store: Any, tree: str, directory: Path) -> None:
+    """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step."""
+    import shutil
+    import tempfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".claw-configs-", dir=directory))
+    try:
+        store.checkout(tree, staging / "workspace")
+        os.rename(staging / "workspace" / "configs", directory / "configs")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def register(group: click.Group) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +29,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import blake3
 
 from clawstore.canonical import canonical_json
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
+from clawstore.store import codec
 from clawstore.store.actions import entry_path
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
 from clawstore.store.durable import fsync_path, rename_into, sync_filesystem, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.layout import FORMAT_FILE
+from clawstore.store.names import name_problem, ref_name_problem
 from clawstore.store.refs import RefConflict, check_ref_name
 
 if TYPE_CHECKING:
@@ -46,6 +50,7 @@ SEAL = "clawarchive.seal"
 OBJECTS = "objects/"
 _CHUNK = 1 << 20
 _MANIFEST_MAX = 1 << 30  # a manifest is read into memory: refuse absurd sizes before allocating
+CONTENT_READ_MAX = 256 << 20  # objects a caller's check reads whole (heads, config trees)
 
 
 class ArchiveError(UsageError):
@@ -180,18 +185,40 @@ def _check_manifest(doc: Any, where: str) -> None:
     if not isinstance(refs, dict):
         raise bad("refs", "is not an object")
     for name, target in refs.items():
-        try:
-            check_ref_name(name)
-        except UsageError:
-            raise bad(f"refs.{name}", "is not a valid ref name") from None
+        if (why := ref_name_problem(name)) is not None:
+            raise bad(f"refs.{_short(name)!r}", f"is not a valid ref name: it {why}")
         if not is_oid(target) or target[len(PREFIX):] not in present:
-            raise bad(f"refs.{name}", "does not name an object of the archive")
+            raise bad(f"refs.{_short(name)}", "does not name an object of the archive")
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise bad("actions", "is not an object")
     for key, record in actions.items():
         if not is_oid(key) or not is_oid(record) or record[len(PREFIX):] not in present:
-            raise bad(f"actions.{key}", "is not a key mapped to a record of the archive")
+            raise bad(f"actions.{_short(key)}", "is not a key mapped to a record of the archive")
+    _check_named_fields(doc, present, bad)
+
+
+def _check_named_fields(doc: dict[str, Any], present: set[str], bad: Callable[[str, str], ArchiveError]) -> None:
+    """The fields a campaign archive adds: names that become paths or refs, ids of archive objects."""
+    if "build_id" in doc and doc["build_id"] is not None and (why := name_problem(doc["build_id"])):
+        raise bad("build_id", why)
+    campaign = doc.get("campaign")
+    if campaign is not None:
+        if not isinstance(campaign, dict):
+            raise bad("campaign", "is not an object")
+        if "id" in campaign and (why := name_problem(campaign["id"])):
+            raise bad("campaign.id", why)
+    for name, value in (("head", doc.get("head")), ("configs.tree", (doc.get("configs") or {}).get("tree")
+                                                     if isinstance(doc.get("configs"), dict) else None)):
+        if value is not None and (not is_oid(value) or value[len(PREFIX):] not in present):
+            raise bad(name, "does not name an object of the archive")
+    if "configs" in doc and not isinstance(doc["configs"], dict):
+        raise bad("configs", "is not an object")
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 80 else text[:60] + f"… ({len(text)} chars)"
 
 
 def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None) -> ArchiveSummary:
@@ -298,12 +325,45 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- import
 
-def import_archive(store: Store, path: Path, pins: Iterable[str] = ()) -> ImportReport:
+ContentCheck = Callable[[dict[str, Any], "ArchiveContents"], None]
+
+
+class ArchiveContents:
+    """Read access, during an import, to the objects of a verified archive before any is published:
+    those it stages and those the store already has. For the caller's checks (`check=`)."""
+
+    def __init__(self, store: Store, staged: dict[str, Path], listed: set[str]):
+        self._store, self._staged, self._listed = store, staged, listed
+
+    def in_archive(self, oid: str) -> bool:
+        return is_oid(oid) and oid[len(PREFIX):] in self._listed
+
+    def has(self, oid: str) -> bool:
+        """In the archive, or already in the store."""
+        return self.in_archive(oid) or (is_oid(oid) and self._store.has(oid))
+
+    def read(self, oid: str, limit: int = CONTENT_READ_MAX) -> bytes:
+        """An object's content (verified), refused above `limit` bytes."""
+        hexdigest = oid[len(PREFIX):]
+        path = self._staged.get(hexdigest) or self._store.object_path(oid)
+        try:
+            frame = path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+        declared = codec.content_size(frame[:codec.MAX_HEADER])
+        if declared is None or declared > limit:
+            raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
+        return codec.decode_verified(oid, hexdigest, str(path), frame)
+
+
+def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None
+                   ) -> ImportReport:
     """Verify the whole archive, then publish its objects, action-cache entries and refs.
 
-    Nothing becomes visible unless every byte verified; a failed import leaves the store as it was
-    (only the mtimes of objects it already had may be refreshed). Importing twice changes nothing.
-    `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
+    Nothing becomes visible unless every byte verified and `check(manifest, contents)` (the caller's
+    checks of what the objects say, e.g. a campaign head's names) passed; a failed import leaves the
+    store as it was (only the mtimes of objects it already had may be refreshed). Importing twice
+    changes nothing. `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
     """
     path = Path(path)
     staged: dict[str, Path] = {}
@@ -327,6 +387,9 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = ()) -> Import
             summary = _scan(path, on_object)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
+            if check is not None:
+                listed = {item[0] for item in summary.manifest["objects"]}
+                check(summary.manifest, ArchiveContents(store, staged, listed))
             _publish(store, staged, report)
         except BaseException:
             for tmp in staged.values():
@@ -390,3 +453,50 @@ def _write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> Non
                 report.refs_unchanged.append(name)
             else:
                 report.refs_kept[name] = str(exc.actual)
+
+
+# ---------------------------------------------------------------------------------------------- target stores
+
+def import_target_problem(store_dir: Path) -> str | None:
+    """Why an import may not write into `store_dir` (None if it may): it must be a store, or an empty
+    or absent directory. Any other folder is someone's data, never turned into a store."""
+    if (store_dir / FORMAT_FILE).is_file():
+        return None
+    if not store_dir.exists() and not store_dir.is_symlink():
+        return None
+    if not store_dir.is_dir():
+        return "exists and is not a directory"
+    if any(store_dir.iterdir()):
+        return "is not a claw store and not empty (refusing to turn it into one)"
+    return None
+
+
+def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None
+                ) -> tuple[Store, ImportReport]:
+    """Import into the store at `store_dir`, or into a new store there when it is empty or absent.
+
+    A new store is built whole in a hidden sibling directory and renamed into place once the import
+    succeeded: a refused archive leaves nothing behind, not even an empty store."""
+    from clawstore.store.store import Store
+
+    problem = import_target_problem(store_dir)
+    if problem is not None:
+        raise UsageError(f"--store {store_dir}: {problem}")
+    if (store_dir / FORMAT_FILE).is_file():
+        store = Store(store_dir, create=False)
+        return store, import_archive(store, path, pins, check)
+    anchor = store_dir.absolute().parent
+    while not anchor.is_dir():
+        anchor = anchor.parent
+    staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
+    try:
+        report = import_archive(Store(staging), path, pins, check)
+        store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
+        if store_dir.is_dir():
+            store_dir.rmdir()  # empty (checked above): the new store takes its place
+        os.rename(staging, store_dir)
+        fsync_path(store_dir.absolute().parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Store(store_dir, create=False), report

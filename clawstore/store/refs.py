@@ -7,20 +7,18 @@ written atomically, so readers (who take no lock) see the old value or the new o
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.errors import MissingObjectError, StoreError, UsageError
+from clawstore.errors import MissingObjectError, StoreError
+from clawstore.store import names
 from clawstore.store.durable import fsync_path, write_file_atomic
 from clawstore.store.ids import check_oid, is_oid
 from clawstore.store.locks import exclusive
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
-
-_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=,:-]{0,199}")
 
 
 class _Any:
@@ -40,9 +38,8 @@ class RefConflict(StoreError):
 
 
 def check_ref_name(name: object) -> str:
-    if not isinstance(name, str) or not name or not all(_SEGMENT.fullmatch(p) for p in name.split("/")):
-        raise UsageError(f"bad ref name {name!r}: use '/'-separated segments of letters, digits, '._+@=,:-'")
-    return name
+    """The store's naming rule for refs (clawstore/store/names.py)."""
+    return names.check_ref_name(name, "bad ref name")
 
 
 def _path(store: Store, name: str) -> Path:

@@ -9,6 +9,7 @@ empty directories round-trip.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import stat
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.ids import is_oid
+from clawstore.store.names import relative_path_problem
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -109,8 +111,15 @@ def read_tree(store: Store, oid: str) -> list[TreeEntry]:
         head = reader.read(len(_TREE_PREFIX))
     if head != _TREE_PREFIX:
         raise NotATreeError(f"object {oid} is not a tree")
+    return parse_tree(oid, store.get_bytes(oid))
+
+
+def parse_tree(oid: str, data: bytes) -> list[TreeEntry]:
+    """The entries of tree `oid` from its content (NotATreeError naming what is wrong)."""
+    if not data.startswith(_TREE_PREFIX):
+        raise NotATreeError(f"object {oid} is not a tree")
     try:
-        doc = store.get_json(oid)
+        doc = json.loads(data)
     except ValueError:
         raise NotATreeError(f"object {oid} is not a tree") from None
     if not isinstance(doc, dict) or doc.get("tree_version") != TREE_VERSION or not isinstance(
@@ -151,7 +160,7 @@ def checkout(store: Store, oid: str, dest: Path | str, allow_external_links: boo
     file or a symlink, and (unless allowed) no symlink pointing outside `dest`.
     """
     entries = read_tree(store, oid)
-    _validate(oid, entries, allow_external_links)
+    check_entries(oid, entries, allow_external_links)
     for entry in entries:
         if entry.object is not None and not store.has(entry.object):
             raise StoreError(f"tree {oid}: entry {entry.path} names missing object {entry.object}")
@@ -186,13 +195,16 @@ def _write_file(store: Store, tree: str, entry: TreeEntry, place: Path) -> None:
         raise StoreError(f"tree {tree}: entry {entry.path} has size {entry.size} but its object has {written}")
 
 
-def _validate(oid: str, entries: list[TreeEntry], allow_external_links: bool) -> None:
+def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool = False) -> None:
+    """Refuse a tree that could not be checked out safely: an entry path breaking the naming rule
+    (clawstore/store/names.py), a duplicate, an entry under a file or symlink, or (unless allowed) a
+    symlink pointing outside the checkout."""
     kinds: dict[str, str] = {}
     for entry in entries:
         path = entry.path
-        if (not path or path.startswith("/") or "\x00" in path
-                or any(part in ("", ".", "..") for part in path.split("/"))):
-            raise UnsafeTreeError(f"tree {oid}: refusing entry {path!r}: path escapes the checkout directory")
+        problem = relative_path_problem(path)
+        if problem is not None:
+            raise UnsafeTreeError(f"tree {oid}: refusing entry {_short(path)}: the path {problem}")
         if path in kinds:
             raise UnsafeTreeError(f"tree {oid}: refusing entry {path!r}: duplicate path")
         kinds[path] = entry.type
@@ -204,6 +216,8 @@ def _validate(oid: str, entries: list[TreeEntry], allow_external_links: bool) ->
                 raise UnsafeTreeError(
                     f"tree {oid}: refusing entry {entry.path!r}: its parent is a {kinds[parent]}"
                 )
+        if entry.type == "symlink" and ("\x00" in (entry.target or "") or len(entry.target or "") > 4096):
+            raise UnsafeTreeError(f"tree {oid}: refusing symlink {_short(entry.path)}: bad target")
         if entry.type == "symlink" and not allow_external_links:
             target = entry.target or ""
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
@@ -211,3 +225,8 @@ def _validate(oid: str, entries: list[TreeEntry], allow_external_links: bool) ->
                 raise UnsafeTreeError(
                     f"tree {oid}: refusing symlink {entry.path!r} -> {target!r}: it points outside the checkout"
                 )
+
+
+def _short(path: str) -> str:
+    text = repr(path)
+    return text if len(text) <= 80 else text[:60] + "…'"

@@ -207,7 +207,7 @@ def test_bad_requests_are_one_line_errors(built: Workspace, claw: Claw, tmp_path
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     code, _, err = claw("archive", "import", str(archive), "--configs-to", str(tmp_path / "full"))
-    assert code == 2 and "not an empty directory" in err
+    assert code == 2 and "not empty (holds x)" in err
 
 
 def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(

@@ -1,0 +1,102 @@
+"""The one rule for names that become a path or a ref: build ids, ref and pin names, tree entries.
+
+A **name** (one path segment: a build id, a pin name, one segment of a ref) is 1..200 characters of
+`A-Z a-z 0-9 _ . + @ = , : -`, starting with a letter, digit or `_`, and never containing `..`.
+So it holds no `/`, no NUL, no whitespace or control character, and cannot be `.` or `..`.
+
+A **ref name** is 1..8 names joined by `/` (e.g. `campaigns/<campaign id>`, `pins/<name>`).
+
+A **relative path** (a tree entry: a file of a workspace snapshot or of a config tree) is `/`-joined
+segments, each 1..255 bytes of UTF-8 with no NUL and no control character, none `.` or `..`; at most
+4096 bytes in all, never absolute. File names are the user's, so spaces and non-ASCII letters are fine.
+
+Anything that names a place on disk or a ref passes one of these three checks before it is used; data
+from outside (archives, remote stores) is checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clawstore.errors import UsageError
+
+NAME_MAX = 200
+REF_SEGMENTS_MAX = 8
+SEGMENT_BYTES_MAX = 255
+PATH_BYTES_MAX = 4096
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=,:-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NAME_HINT = (f"1..{NAME_MAX} of letters, digits and '._+@=,:-', starting with a letter, digit or '_', "
+             "without '..'")
+
+
+class BadNameError(UsageError):
+    """A name that would become a path or a ref breaks the naming rule (exit 2: bad input)."""
+
+
+def name_problem(value: object) -> str | None:
+    """Why `value` is not a valid name (None if it is one)."""
+    if not isinstance(value, str):
+        return f"is not a string ({type(value).__name__})"
+    if not 1 <= len(value) <= NAME_MAX:
+        return f"has {len(value)} characters (1..{NAME_MAX} allowed)"
+    if not _NAME.fullmatch(value) or ".." in value:
+        return f"is not {NAME_HINT}"
+    return None
+
+
+def is_name(value: object) -> bool:
+    return name_problem(value) is None
+
+
+def check_name(value: object, what: str) -> str:
+    """`value` if it is a valid name, else BadNameError naming `what` (and a short, safe repr)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise BadNameError(f"{what} {_shown(value)} {problem}")
+    return value  # type: ignore[return-value]
+
+
+def ref_name_problem(value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return "is not a non-empty string"
+    parts = value.split("/")
+    if len(parts) > REF_SEGMENTS_MAX:
+        return f"has {len(parts)} segments (1..{REF_SEGMENTS_MAX} allowed)"
+    for part in parts:
+        problem = name_problem(part)
+        if problem is not None:
+            return f"has a segment that {problem}"
+    return None
+
+
+def check_ref_name(value: object, what: str = "ref name") -> str:
+    problem = ref_name_problem(value)
+    if problem is not None:
+        raise BadNameError(f"{what} {_shown(value)} {problem}: use '/'-separated names, each {NAME_HINT}")
+    return value  # type: ignore[return-value]
+
+
+def relative_path_problem(value: object) -> str | None:
+    """Why `value` is not a safe relative path (None if it is one)."""
+    if not isinstance(value, str) or not value:
+        return "is not a non-empty string"
+    if _CONTROL.search(value):
+        return "contains a NUL or control character"
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) > PATH_BYTES_MAX:
+        return f"is {len(raw)} bytes long (at most {PATH_BYTES_MAX})"
+    if value.startswith("/"):
+        return "is absolute"
+    for part in value.split("/"):
+        if part in ("", ".", ".."):
+            return "has an empty, '.' or '..' segment"
+        if len(part.encode("utf-8", "surrogatepass")) > SEGMENT_BYTES_MAX:
+            return f"has a segment longer than {SEGMENT_BYTES_MAX} bytes"
+    return None
+
+
+def _shown(value: object) -> str:
+    """A repr short enough for one line, whatever the input (a 5,000-character name, NULs)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + f"…' ({len(value) if isinstance(value, str) else '?'} chars)"
