@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 # Tiny arguments for each bench script. openclaw_bench needs the real container engine: its smoke run
-# lives with the real-engine tests in tests/openclaw/.
+# lives with the real-engine tests (tests/openclaw/test_openclaw_bench.py).
 SMOKE = {
     "config_bench": ["--cases", "20", "--rounds", "1"],
     "store_bench": ["--big-mib", "1", "--small-count", "50", "--one-mib-count", "2", "--rounds", "1"],
