@@ -60,6 +60,8 @@ class Endpoint:
         value = os.environ.get(self.api_key_env, "").strip()
         if not value:
             raise MissingApiKeyError(self.api_key_env, self.base_url)
+        if not value.isascii():  # an HTTP header cannot carry it: a placeholder such as "sk-or-…" left as is
+            raise MissingApiKeyError(self.api_key_env, self.base_url, "holds non-ASCII characters: not a real key")
         return value
 
 

@@ -16,10 +16,10 @@ class MissingApiKeyError(ClawError):
 
     exit_code = 2
 
-    def __init__(self, variable: str, base_url: str):
+    def __init__(self, variable: str, base_url: str, why: str = "is not set"):
         self.variable = variable
         self.base_url = base_url
-        super().__init__(f"environment variable {variable} is not set (API key for {base_url})")
+        super().__init__(f"environment variable {variable} {why} (API key for {base_url})")
 
 
 class ProviderError(ClawError):

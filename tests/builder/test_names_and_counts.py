@@ -94,3 +94,12 @@ def test_commands_that_fail_first_leave_no_store(ws: Workspace, claw: Claw, tmp_
     assert code == 2 and "OPENROUTER_API_KEY" in err, err
     assert not (ws.root / "store").exists()
     shutil.rmtree(outside)
+
+
+def test_a_placeholder_key_is_refused_before_anything_is_written(ws: Workspace, claw: Claw,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAW_STORE")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-…")  # the README's placeholder, copied as is
+    code, _, err = claw.build()
+    assert code == 2 and "OPENROUTER_API_KEY holds non-ASCII characters" in err, err
+    assert "sk-or-" not in err and not (ws.root / "store").exists()
