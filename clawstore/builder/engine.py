@@ -10,7 +10,7 @@ from typing import Any
 
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.gcpause import resume_collector
-from clawstore.builder.progress import Progress
+from clawstore.builder.progress import BuildProgress, Failure, open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
@@ -27,6 +27,8 @@ class BuildOptions:
     quiet: bool = False
     filtered: bool = False  # --case/--model given: keep the rest of the campaign head as it was
     max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
+    progress: str = "auto"  # auto | live | plain | json | none (clawstore/builder/progress.py)
+    planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
 
 
 @dataclass
@@ -40,6 +42,8 @@ class BuildReport:
     metrics: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     stopped: str | None = None  # why scheduling stopped early (the budget), if it did
+    failures: list[Failure] = field(default_factory=list)  # each failed node and its one-line reason
+    left: int = 0  # nodes an interrupt left unbuilt (the next build builds them)
 
     @property
     def failed(self) -> bool:
@@ -102,7 +106,7 @@ def _install_sigterm() -> Callable[[], None]:
 
 
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
-                  log: BuildLog, progress: Progress, stop: _Stop | None, budget: Budget | None = None) -> None:
+                  log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None) -> None:
     """Run `work` on each node; record the outcome in the node and the build log as it lands."""
     if budget is not None and budget.reached():
         nodes, skipped = [], nodes
@@ -126,15 +130,18 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
             status = node.record["status"]
             node.action = "exec" if node.record.get("cacheable") else "fail"
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
-        progress.step(address_id(node.kind, node.address), status or node.extra.get("error", "error"),
-                      node.action == "exec" and status in ("success", "passed"))
+        progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
         if time.monotonic() - last_write > LOG_WRITE_INTERVAL_S:
             log.write()  # a killed build still leaves a readable log of what finished
             last_write = time.monotonic()
         keep = stop.after(status) if stop else True
         return keep and not (budget is not None and budget.reached())
 
-    never_started = skipped + run_tasks(nodes, work, concurrency, on_done)
+    def started(node: Node) -> tuple[str, dict[str, Any]]:
+        progress.started(node)
+        return work(node)
+
+    never_started = skipped + run_tasks(nodes, started, concurrency, on_done, on_interrupt=progress.interrupt)
     if never_started and budget is not None and budget.reached():
         budget.note_skips()
     for node in never_started:
@@ -160,6 +167,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                            "evaluation_profile_id": eval_id})
     report.build_id = log.build_id
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
+    progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     restore = _install_sigterm()
     stale = [n for n in run_nodes if options.force or not n.fresh]
     try:
@@ -170,28 +178,41 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                 if node not in stale:
                     node.action = "reuse"
                     log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
-            progress = Progress(len(stale), "runs", quiet=options.quiet)
-            try:
-                execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
-                              _Stop(policy), budget)
-            finally:
-                progress.close()
+            progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
+            execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
+                          _Stop(policy), budget)
             if eval_layer is not None:
-                report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget)
+                report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget, progress=progress)
                 report.eval_addresses = eval_layer.addresses(report.evals)
             log.finish("complete")
     except KeyboardInterrupt:
         report.interrupted = True
         log.finish("interrupted")
         _advance(log, report, options, head)
-        raise
+        report.failures = progress.failures
+        raise BuildInterrupted(_left_message(log, progress)) from None
     finally:
+        progress.close()
         restore()
+    report.failures = progress.failures
     _advance(log, report, options, head)
     report.stopped = budget.reason if budget is not None else None
     report.counts = dict(log.data["counts"])
     report.metrics = dict(log.data["metrics"])
     return report
+
+
+class BuildInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM: what finished is committed; the message says what was left."""
+
+
+def _left_message(log: BuildLog, progress: BuildProgress) -> str:
+    counts = log.data["counts"]
+    state = progress.state
+    left = max(0, state.total - state.done)
+    return (f"interrupted: {counts.get('executed', 0)} node(s) executed and {counts.get('reused', 0)} reused are "
+            f"committed; {left} planned node(s) left unbuilt (evaluation of runs not reached is not counted); "
+            f"the next build resumes from here")
 
 
 def _advance(log: BuildLog, report: BuildReport, options: BuildOptions,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.builder.progress import Progress
+from clawstore.builder.progress import BuildProgress, QuietProgress
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
@@ -78,6 +78,7 @@ class EvalLayer:
         )
 
         self.campaign = campaign
+        self._progress: BuildProgress = QuietProgress()
         self.store = store
         self.client = client
         self.head = head or {}
@@ -195,8 +196,9 @@ class EvalLayer:
 
     # ---- building ----
     def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any,
-              budget: Any = None) -> list[RunEvaluation]:
+              budget: Any = None, progress: BuildProgress | None = None) -> list[RunEvaluation]:
         """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call."""
+        self._progress = progress or QuietProgress()
         evaluations = [self.start(run) for run in run_nodes]
         self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
                     concurrency, options)
@@ -227,12 +229,9 @@ class EvalLayer:
             if node not in stale:
                 node.action = "reuse"
                 log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
-        progress = Progress(len(stale), label, quiet=options.quiet)
-        try:
-            execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, progress, None,
-                          budget)
-        finally:
-            progress.close()
+        self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
+        execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, self._progress,
+                      None, budget)
 
     def _batched(self, work: Any, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry

@@ -1,43 +1,240 @@
-"""Build progress on stderr: one live line on a terminal, plain lines otherwise."""
+"""Build progress on stderr: what the engine reports (`BuildProgress`) and three ways to show it.
+
+- live (a terminal): a rich display redrawn in place — the overall bar (done/total, ETA, requests/s),
+  one row per model (done, running, failed, reused), tokens and cost so far against the plan, and the
+  last failure's one-line reason;
+- plain (pipes, CI, `--progress plain`): one line per finished node;
+- json (`--progress json`): one JSON object per line (phase, started, finished, failed, interrupt, totals).
+
+The engine calls `phase` once per layer, `started`/`finished` per node (from any thread), `interrupt`
+on a first Ctrl-C, and `close` at the end. Every failure's reason is kept for the final table.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
-from typing import TextIO
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from clawstore.graph.plan import Node, address_id
+
+MODES = ("auto", "live", "plain", "json", "none")
+PAID_KINDS = ("run", "judge")  # nodes that send provider requests
+_REASON_WIDTH = 160
 
 
-class Progress:
-    def __init__(self, total: int, label: str, stream: TextIO | None = None, quiet: bool = False):
-        self.total = total
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty()
-        self.quiet = quiet
-        self.done = 0
-        self.failed = 0
-        self.started = time.monotonic()
+def one_line(text: Any, width: int = _REASON_WIDTH) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def failure_reason(node: Node) -> str:
+    """Why a node failed, in one line: the record's error (code: message), else the exception text."""
+    record = node.record or {}
+    error = record.get("error") or {}
+    if error:
+        parts = [str(p) for p in (error.get("code"), error.get("message")) if p]
+        return one_line(": ".join(parts) or record.get("status") or "failed")
+    if node.extra.get("error"):
+        return one_line(node.extra["error"])
+    return one_line(record.get("status") or "failed")
+
+
+@dataclass
+class Failure:
+    node: str  # kind/model/case/rep[/judge run/judge rep]
+    reason: str
+
+
+@dataclass
+class _Model:
+    total: int = 0
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+    reused: int = 0
+
+
+@dataclass
+class _State:
+    started_at: float = field(default_factory=time.monotonic)
+    total: int = 0
+    done: int = 0
+    requests: int = 0
+    models: dict[str, _Model] = field(default_factory=dict)
+    phases: Counter[str] = field(default_factory=Counter)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+    stopping: str | None = None
+
+
+class BuildProgress:
+    """The counts every display shows; subclasses draw them. Safe to call from worker threads."""
+
+    def __init__(self, planned_cost_usd: float | None = None):
+        self.planned_cost_usd = planned_cost_usd
+        self.state = _State()
         self._lock = threading.Lock()
 
-    def step(self, what: str, status: str, ok: bool) -> None:
+    # ---- what the engine reports
+    def phase(self, label: str, stale: Sequence[Node], reused: Sequence[Node]) -> None:
         with self._lock:
-            self.done += 1
-            self.failed += 0 if ok else 1
-            if self.quiet:
-                return
-            elapsed = time.monotonic() - self.started
-            line = f"[{self.label} {self.done}/{self.total}] {what}: {status}"
-            if self.live:
-                summary = f"{self.label}: {self.done}/{self.total} done, {self.failed} failed, {elapsed:.0f}s"
-                self.stream.write("\r\033[K" + (line if not ok else summary))
-                if not ok:
-                    self.stream.write("\n")
-            else:
-                self.stream.write(line + "\n")
-            self.stream.flush()
+            s = self.state
+            s.total += len(stale)
+            s.phases[label] += len(stale)
+            for node in stale:
+                self._model(node).total += 1
+            for node in reused:
+                self._model(node).reused += 1
+        self.on_phase(label, len(stale), len(reused))
+
+    def started(self, node: Node) -> None:
+        with self._lock:
+            self._model(node).running += 1
+        self.on_started(node)
+
+    def finished(self, node: Node, status: str | None, ok: bool) -> None:
+        reason = None if ok else failure_reason(node)
+        metrics = (node.record or {}).get("metrics") or {}
+        with self._lock:
+            s = self.state
+            model = self._model(node)
+            model.running = max(0, model.running - 1)
+            model.done += 1
+            s.done += 1
+            if node.kind in PAID_KINDS:
+                s.requests += 1
+            s.input_tokens += int(metrics.get("input_tokens") or 0)
+            s.output_tokens += int(metrics.get("output_tokens") or 0)
+            s.cost_usd += float(metrics.get("cost_usd") or 0.0)
+            if reason is not None:
+                model.failed += 1
+                s.failures.append(Failure(address_id(node.kind, node.address), reason))
+        self.on_finished(node, status or "error", ok, reason)
+
+    def interrupt(self, running: int) -> None:
+        with self._lock:
+            self.state.stopping = (f"Ctrl-C: no new node starts; waiting for {running} running "
+                                   "(Ctrl-C again cancels them)")
+        self.on_interrupt(running)
 
     def close(self) -> None:
-        if self.live and not self.quiet and self.total:
-            self.stream.write("\n")
+        """End of the build (or of an interrupted one)."""
+
+    @property
+    def failures(self) -> list[Failure]:
+        return list(self.state.failures)
+
+    def _model(self, node: Node) -> _Model:
+        name = str(node.address.get("model_id", "?"))
+        return self.state.models.setdefault(name, _Model())
+
+    # ---- drawing hooks
+    def on_phase(self, label: str, stale: int, reused: int) -> None: ...
+
+    def on_started(self, node: Node) -> None: ...
+
+    def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None: ...
+
+    def on_interrupt(self, running: int) -> None: ...
+
+
+class PlainProgress(BuildProgress):
+    """One line per finished node (a failure with its reason), for logs and pipes."""
+
+    def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
+        super().__init__(planned_cost_usd)
+        self.stream = stream
+        self._labels: Counter[str] = Counter()
+
+    def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None:
+        label = _LAYER_LABEL.get(node.kind, node.kind)
+        with self._lock:
+            self._labels[label] += 1
+            line = f"[{label} {self._labels[label]}/{self.state.phases[label]}] " \
+                   f"{address_id(node.kind, node.address)}: {status}"
+            if reason and reason != status:
+                line += f" ({reason})"
+            self.stream.write(line + "\n")
             self.stream.flush()
+
+    def on_interrupt(self, running: int) -> None:
+        self.stream.write(f"interrupt: no new node starts; waiting for {running} running "
+                          "(Ctrl-C again cancels them)\n")
+        self.stream.flush()
+
+
+_LAYER_LABEL = {"run": "runs", "checks": "checks", "judge": "judges", "result": "results"}
+
+
+class JsonProgress(BuildProgress):
+    """One JSON object per line: events a dashboard or a CI annotation can follow."""
+
+    def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
+        super().__init__(planned_cost_usd)
+        self.stream = stream
+        self._write_lock = threading.Lock()
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, "t": round(time.monotonic() - self.state.started_at, 3), **fields},
+                          sort_keys=True, default=str)
+        with self._write_lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def on_phase(self, label: str, stale: int, reused: int) -> None:
+        self._emit("phase", phase=label, execute=stale, reuse=reused)
+
+    def on_started(self, node: Node) -> None:
+        self._emit("started", node=address_id(node.kind, node.address), kind=node.kind, **node.address)
+
+    def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None:
+        metrics = (node.record or {}).get("metrics") or {}
+        self._emit("finished" if ok else "failed", node=address_id(node.kind, node.address), kind=node.kind,
+                   status=status, reason=reason, cost_usd=metrics.get("cost_usd"),
+                   latency_s=metrics.get("latency_s"), **node.address)
+
+    def on_interrupt(self, running: int) -> None:
+        self._emit("interrupt", running=running)
+
+    def close(self) -> None:
+        s = self.state
+        self._emit("totals", done=s.done, total=s.total, failed=len(s.failures), input_tokens=s.input_tokens,
+                   output_tokens=s.output_tokens, cost_usd=round(s.cost_usd, 9),
+                   planned_cost_usd=self.planned_cost_usd)
+
+
+class QuietProgress(BuildProgress):
+    """Counts only (the final table still names each failure)."""
+
+
+def open_progress(mode: str, stream: TextIO | None = None, planned_cost_usd: float | None = None) -> BuildProgress:
+    """`auto` is live on a terminal, plain otherwise."""
+    stream = stream or sys.stderr
+    if mode == "auto":
+        mode = "live" if _is_terminal(stream) else "plain"
+    if mode == "live":
+        from clawstore.builder.progress_live import LiveProgress
+
+        return LiveProgress(stream, planned_cost_usd)
+    if mode == "plain":
+        return PlainProgress(stream, planned_cost_usd)
+    if mode == "json":
+        return JsonProgress(stream, planned_cost_usd)
+    return QuietProgress(planned_cost_usd)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    import os
+
+    try:
+        return stream.isatty() and os.environ.get("TERM", "") != "dumb"
+    except (AttributeError, ValueError):
+        return False

@@ -23,18 +23,24 @@ class Outcome(Generic[T]):
 
 
 def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
-              on_done: Callable[[Outcome[T]], bool]) -> list[T]:
+              on_done: Callable[[Outcome[T]], bool],
+              on_interrupt: Callable[[int], None] | None = None) -> list[T]:
     """Run `work(task)` for every task with at most `concurrency` at once.
 
     `on_done` is called in the calling thread for each outcome; returning False stops scheduling new
-    tasks (running ones finish). Returns the tasks that were never started. KeyboardInterrupt in the
-    calling thread propagates at once; running threads are abandoned (they are daemons).
+    tasks (running ones finish). Returns the tasks that were never started.
+
+    KeyboardInterrupt in the calling thread: without `on_interrupt` it propagates at once. With it, a
+    first interrupt stops scheduling, calls `on_interrupt(running)` and waits for the running tasks
+    (their outcomes still reach `on_done`), then re-raises; a second interrupt propagates at once and
+    abandons the running threads (daemons; an unfinished node leaves nothing visible behind).
     """
     pending = list(tasks)
     pending.reverse()
     results: queue.Queue[Outcome[T]] = queue.Queue()
     running = 0
     stop = False
+    interrupted = False
 
     def worker(task: T) -> None:
         try:
@@ -55,8 +61,15 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
                 break
             except queue.Empty:
                 continue
+            except KeyboardInterrupt:
+                if on_interrupt is None or interrupted:
+                    raise
+                interrupted = stop = True
+                on_interrupt(running)
         running -= 1
         if not on_done(outcome):
             stop = True
+    if interrupted:
+        raise KeyboardInterrupt
     pending.reverse()
     return pending

@@ -35,8 +35,8 @@ class ClawGroup(click.Group):
         except ClawError as exc:
             click.echo(f"claw: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("claw: interrupted", err=True)
+        except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
+            click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)
             sys.exit(130)
 
 

@@ -89,7 +89,9 @@ def _print_build(report: Any, output: str) -> None:
             row.update(ev.row())
     if output == "json":
         click.echo(json.dumps({"campaign": report.campaign_id, "build_id": report.build_id, "rows": rows,
-                               "counts": report.counts, "metrics": report.metrics, "stopped": report.stopped,
+                               "counts": report.counts, "metrics": report.metrics,
+                               "failures": [{"node": f.node, "reason": f.reason} for f in report.failures],
+                               "stopped": report.stopped,
                                "exit_code": report.exit_code}, sort_keys=True))
         return
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
@@ -111,6 +113,10 @@ def _print_build(report: Any, output: str) -> None:
                f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
     if report.stopped:
         click.echo(f"stopped: {report.stopped}")
+    if report.failures:
+        click.echo(f"\nfailed nodes ({len(report.failures)}):")
+        for failure in report.failures:
+            click.echo(f"  {failure.node}: {failure.reason}")
 
 
 @click.command()
@@ -124,9 +130,13 @@ def _print_build(report: Any, output: str) -> None:
 @click.option("--remote", "remote", default=None, metavar="NAME",
               help="Pull from this remote first, push committed results while building and the head at the end.")
 @OUTPUT
+@click.option("--progress", "progress", type=click.Choice(["auto", "live", "plain", "json", "none"]), default=None,
+              help="Progress on stderr: live on a terminal, plain lines otherwise (auto), one JSON event per line "
+                   "(json), or none. Default: auto, none with --output json.")
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
-          max_concurrency: int | None, max_cost: float | None, remote: str | None, output: str) -> None:
+          max_concurrency: int | None, max_cost: float | None, remote: str | None, output: str,
+          progress: str | None) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -139,11 +149,15 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         _print_plan(cid, states, output, force)
         _note_never_built(stores.store, cid)
         return
-    options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
-                           max_cost_usd=max_cost)
+    planned = None
+    mode = progress or ("none" if output == "json" else "auto")
     with _remote(remote, request, stores):
         if max_cost is not None:
-            _check_budget(request, stores, force, max_concurrency, max_cost, output)
+            planned = _check_budget(request, stores, force, max_concurrency, max_cost, output)
+        if planned is None and _shows_live(mode):
+            planned = _estimate(request, stores, force, max_concurrency)
+        options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
+                               max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned)
         report = run_build(request, stores, options)
     _print_build(report, output)
     raise SystemExit(report.exit_code)
@@ -167,8 +181,24 @@ def _remote(name: str | None, request: Any, stores: Stores) -> Iterator[None]:
         yield
 
 
+def _shows_live(mode: str) -> bool:
+    import sys
+
+    return mode == "live" or (mode == "auto" and sys.stderr.isatty())
+
+
+def _estimate(request: Any, store: Any, force: bool, max_concurrency: int | None) -> float | None:
+    """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
+    from clawstore.spend.estimate import plan_spend
+
+    try:
+        return plan_spend(request, store, force, max_concurrency).estimated_cost_usd
+    except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
+        return None
+
+
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
-                  output: str) -> None:
+                  output: str) -> float:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend
@@ -176,7 +206,7 @@ def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int |
     plan = plan_spend(request, stores, force, max_concurrency)
     estimate = plan.estimated_cost_usd
     if estimate is not None and estimate <= max_cost:
-        return
+        return estimate
     click.echo(render_plan(plan, output))
     if estimate is None:
         why = "the cost cannot be estimated (no cost in the store's history: declare `pricing` on the model)"

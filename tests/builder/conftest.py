@@ -1,3 +1,4 @@
 """Build tests share the workspace fixtures of tests/support."""
 
 from tests.support.claw import claw, env, ws  # noqa: F401
+from tests.support.terminal import terminal  # noqa: F401

@@ -1,0 +1,63 @@
+"""The live build display on a terminal, drawn with rich (imported only when a terminal shows it)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from clawstore.builder.progress import BuildProgress
+
+REFRESH_PER_SECOND = 4
+
+
+def _clock(seconds: float | None) -> str:
+    return "--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
+
+
+class LiveProgress(BuildProgress):
+    def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
+        super().__init__(planned_cost_usd)
+        self.console = Console(file=stream, force_terminal=True, highlight=False)
+        self.live = Live(console=self.console, get_renderable=self.render, refresh_per_second=REFRESH_PER_SECOND,
+                         redirect_stdout=False, redirect_stderr=False, transient=False)
+        self.live.start()
+
+    def render(self) -> Any:
+        with self._lock:
+            return self._render()
+
+    def _render(self) -> Any:
+        s = self.state
+        elapsed = max(time.monotonic() - s.started_at, 1e-6)
+        rate = s.done / elapsed
+        eta = (s.total - s.done) / rate if rate > 0 and s.total > s.done else (0.0 if s.total else None)
+        bar = Table.grid(padding=(0, 1))
+        bar.add_row(Text("claw build", style="bold"), ProgressBar(total=max(s.total, 1), completed=s.done, width=36),
+                    Text(f"{s.done}/{s.total} nodes"), Text(f"ETA {_clock(eta)}", style="cyan"),
+                    Text(f"{s.requests / elapsed:.1f} requests/s"), Text(f"elapsed {_clock(elapsed)}", style="dim"))
+        models = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
+        for column in ("model", "done", "running", "failed", "reused"):
+            models.add_column(column, justify="left" if column == "model" else "right")
+        for name, m in sorted(s.models.items()):
+            models.add_row(name, f"{m.done}/{m.total}", str(m.running),
+                           Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused))
+        plan = "" if self.planned_cost_usd is None else f" of ~${self.planned_cost_usd:.4f} planned"
+        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost ${s.cost_usd:.4f}{plan}")
+        parts: list[Any] = [bar, models, spend]
+        if s.failures:
+            last = s.failures[-1]
+            parts.append(Text(f"last failure ({len(s.failures)} so far): {last.node}: {last.reason}",
+                              style="red", overflow="ellipsis", no_wrap=True))
+        if s.stopping:
+            parts.append(Text(s.stopping, style="bold yellow"))
+        return Group(*parts)
+
+    def close(self) -> None:
+        self.live.stop()  # draws the final state once more and leaves it on screen

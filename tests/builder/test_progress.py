@@ -1,0 +1,151 @@
+"""Build progress as a user sees it: the live display in a real terminal (tmux), plain lines, JSON
+events, the failure reasons in the final table, and Ctrl-C (stop launching, finish, commit, say what is left)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, error, text
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.terminal import Terminal
+from tests.support.workspace import Workspace
+
+BUILD = ["build", "--suite", "main", "--run-profile", "rp"]
+
+
+def claw_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "clawstore.cli", *args]
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "CLAW_BACKOFF_BASE": "0.01", "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+            "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "")}
+
+
+def slow_and_failing(standin: StandIn, latency: float) -> None:
+    standin.set_default(text("an answer", latency=latency))
+    standin.script("vendor/m2", error(503, "upstream overloaded"), match="Name a colour.")
+
+
+def test_live_display_in_a_terminal(ws: Workspace, env: dict[str, str], standin: StandIn,
+                                    terminal: Terminal, tmp_path: Path) -> None:
+    eval_profile(ws, repetitions=2)
+    slow_and_failing(standin, latency=0.8)
+    standin.script(JUDGE, judge_reply(7))
+    terminal.start(claw_command(*BUILD, "--evaluation-profile", "ev"), ws.root, child_env(env))
+    mid = terminal.wait_for(lambda s: "running" in s and "requests/s" in s and " m1 " in s)
+    assert "claw build" in mid and "ETA" in mid and "nodes" in mid
+    for column in ("model", "done", "running", "failed", "reused"):
+        assert column in mid
+    assert "tokens in" in mid and "cost $" in mid
+    shots = Path(os.environ.get("CLAW_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    failing = terminal.wait_for(lambda s: "last failure" in s or "EXIT=" in s)
+    (shots / "progress-live.ansi").write_text(terminal.screen(ansi=True))
+    assert "last failure" in failing and "run/m2/beta/0: http_error: HTTP 503" in failing
+    final = terminal.wait_for(lambda s: "EXIT=" in s)
+    assert "EXIT=1" in final
+    # The display's last state stays on screen: everything done, m2's failure counted.
+    m2 = next(line for line in final.splitlines() if line.strip().startswith("m2 "))
+    assert m2.split()[3] == "1", m2  # failed
+    assert "failed nodes (1):" in final
+    assert "run/m2/beta/0: http_error: HTTP 503" in final
+
+
+def test_plain_lines_when_not_a_terminal(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    slow_and_failing(standin, latency=0.0)
+    proc = claw.popen(*BUILD)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    lines = err.splitlines()
+    assert len(lines) == 4 and all(line.startswith("[runs ") for line in lines)
+    assert "[runs 4/4]" in lines[-1]
+    failed = [line for line in lines if "m2/beta" in line]
+    assert len(failed) == 1 and "] run/m2/beta/0: provider_error (http_error: HTTP 503 from " in failed[0]
+    assert failed[0].endswith("upstream overloaded)")
+    assert "\x1b[" not in err  # no escape codes in a pipe
+    assert "failed nodes (1):\n  run/m2/beta/0: http_error: HTTP 503" in out
+
+
+def test_json_events(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    eval_profile(ws, repetitions=1)
+    slow_and_failing(standin, latency=0.0)
+    standin.script(JUDGE, judge_reply(6))
+    proc = claw.popen(*BUILD, "--evaluation-profile", "ev", "--progress", "json", "--output", "json")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    events = [json.loads(line) for line in err.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "phase" and events[0]["phase"] == "runs" and events[0]["execute"] == 4
+    assert kinds.count("started") == kinds.count("finished") + kinds.count("failed")
+    failed = [e for e in events if e["event"] == "failed"]
+    assert [(e["node"], e["status"]) for e in failed] == [("run/m2/beta/0", "provider_error")]
+    assert "upstream overloaded" in failed[0]["reason"]
+    assert {e["phase"] for e in events if e["event"] == "phase"} == {"runs", "checks", "judges", "results"}
+    totals = events[-1]
+    assert totals["event"] == "totals" and totals["failed"] == 1 and totals["done"] == totals["total"]
+    assert totals["cost_usd"] > 0
+    assert json.loads(out)["failures"] == [{"node": "run/m2/beta/0", "reason": failed[0]["reason"]}]
+
+
+def running(screen: str) -> int:
+    """The sum of the live display's `running` column (model rows: name, done/total, running, ...)."""
+    rows = [line.split() for line in screen.splitlines() if line.startswith("  m")]
+    return sum(int(cols[2]) for cols in rows if len(cols) >= 5 and cols[2].isdigit())
+
+
+def wait_requests(standin: StandIn, count: int) -> None:
+    deadline = time.monotonic() + 20
+    while len(standin.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _build_logs(store: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in (store / "builds").glob("*.json")]
+
+
+def test_ctrl_c_lets_running_nodes_finish_and_commits_them(ws: Workspace, env: dict[str, str], standin: StandIn,
+                                                             terminal: Terminal) -> None:
+    for case in ("gamma", "delta", "epsilon"):
+        ws.case(case, f"Question {case}?")
+    standin.set_default(text("slow answer", latency=2.0))  # 2 at a time (max_concurrency 2), 10 runs in all
+    terminal.start(claw_command(*BUILD), ws.root, child_env(env))
+    terminal.wait_for(lambda s: running(s) == 2)
+    wait_requests(standin, 2)
+    sent = len(standin.requests)
+    assert sent == 2
+    terminal.keys("C-c")
+    shown = terminal.wait_for(lambda s: "no new node starts" in s)
+    assert "waiting for 2 running" in shown and "Ctrl-C again cancels them" in shown
+    final = terminal.wait_for(lambda s: "EXIT=" in s, timeout=20)
+    assert "EXIT=130" in final, final
+    assert "claw: interrupted: 2 node(s) executed" in final.replace("\n", "")
+    assert "8 planned node(s) left unbuilt" in final.replace("\n", "")
+    assert len(standin.requests) == sent  # nothing new was launched after Ctrl-C
+    store = Path(env["CLAW_STORE"])
+    logs = _build_logs(store)
+    assert [log["state"] for log in logs] == ["interrupted"]
+    assert logs[0]["counts"]["executed"] == 2  # the two running runs finished and were committed
+    assert sum(1 for _ in Store(store).iter_actions()) == 2
+
+
+def test_second_ctrl_c_cancels_running_nodes(ws: Workspace, env: dict[str, str], standin: StandIn,
+                                             terminal: Terminal) -> None:
+    standin.set_default(text("very slow answer", latency=30.0))
+    terminal.start(claw_command(*BUILD), ws.root, child_env(env))
+    terminal.wait_for(lambda s: running(s) == 2)
+    wait_requests(standin, 2)
+    started = time.monotonic()
+    terminal.keys("C-c")
+    terminal.wait_for(lambda s: "no new node starts" in s)
+    terminal.keys("C-c")
+    final = terminal.wait_for(lambda s: "EXIT=" in s, timeout=10)
+    assert time.monotonic() - started < 10  # did not wait for the 30 s answers
+    assert "EXIT=130" in final and "Traceback" not in final
+    assert [log["state"] for log in _build_logs(Path(env["CLAW_STORE"]))] == ["interrupted"]
