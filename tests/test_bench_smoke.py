@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 # lives with the real-engine tests (tests/openclaw/test_openclaw_bench.py).
 SMOKE = {
     "config_bench": ["--cases", "20", "--rounds", "1"],
-    "store_bench": ["--big-mib", "1", "--small-count", "50", "--one-mib-count", "2", "--rounds", "1"],
+    "store_bench": ["--big-mib", "8", "--small-count", "50", "--one-mib-count", "2", "--rounds", "1"],
     "archive_bench": ["--mib", "2", "--gc-objects", "200"],
     "build_bench": ["--cases", "5", "--models", "2"],
     "eval_bench": ["--cases", "5", "--models", "2"],
