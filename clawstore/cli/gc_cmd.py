@@ -49,7 +49,7 @@ def _bytes(count: int) -> str:
 # ---------------------------------------------------------------------------------------------- gc
 
 @click.command("gc")
-@click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
+@click.option("--dry-run", is_flag=True, help="Summarise what would be deleted (--verbose: list it); delete nothing.")
 @click.option("--grace", "grace", default="1h", show_default=True, metavar="DURATION",
               help="Keep anything modified more recently than this (e.g. 0, 30s, 15m, 1h, 2d).")
 @click.option("--verbose", "-v", is_flag=True, help="List every deleted object and action-cache entry.")
@@ -72,7 +72,7 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
         verb = "would delete" if dry_run else "deleted"
-        if dry_run or verbose:
+        if verbose:  # the summary below is what most want; the lists can run to thousands of lines
             for key, record_id in report.actions:
                 click.echo(f"{verb} action {key} -> {record_id}")
             for oid, size in report.objects:

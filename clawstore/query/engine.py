@@ -19,6 +19,9 @@ _RESULT = "__claw_result"
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
 _OBJECTS_RE = re.compile(r"\bobjects\b", re.IGNORECASE)
 _PARAM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Statements about the catalog itself: run as they are (materialising them would list the result
+# table among the tables), with every view present, `objects` included.
+_CATALOG_RE = re.compile(r"^\s*(show|describe|summarize)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -73,7 +76,7 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None)
         con.execute(statement.query).fetchall()
     last = statements[-1]
     text = last.query.strip().rstrip(";").rstrip()
-    if last.type == duckdb.StatementType.SELECT:
+    if last.type == duckdb.StatementType.SELECT and not _CATALOG_RE.match(text):
         try:
             # Materialise once: the rows feed both printing and export with the statement run once.
             con.execute(f"CREATE TEMP TABLE {_RESULT} AS {text}\n").fetchall()
@@ -112,7 +115,8 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
         con: duckdb.DuckDBPyConnection | None = None
         try:
             con = connect(manifest)
-            if _OBJECTS_RE.search(sql) and store is not None:
+            wants_objects = _OBJECTS_RE.search(sql) or any(_CATALOG_RE.match(line) for line in sql.split(";"))
+            if wants_objects and store is not None:
                 lister = store() if callable(store) else store
                 create_objects_view(con, lister, manifest)
             for name, value in (params or {}).items():

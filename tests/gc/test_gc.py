@@ -46,6 +46,10 @@ def test_gc_removes_exactly_what_the_head_no_longer_reaches(ws: Workspace, claw:
 
     code, out, err = claw("gc", "--grace", "0", "--dry-run")
     assert code == 0, err
+    assert "would delete object " not in out  # a summary: counts and bytes by kind, no list
+    assert f"would delete {len(garbage)} objects" in out and "2 action-cache entries" in out
+    code, out, err = claw("gc", "--grace", "0", "--dry-run", "--verbose")
+    assert code == 0, err
     listed = {line.split()[3] for line in out.splitlines() if line.startswith("would delete object ")}
     assert listed == garbage
     listed_actions = {line.split()[3] for line in out.splitlines() if line.startswith("would delete action ")}

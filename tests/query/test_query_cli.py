@@ -147,3 +147,13 @@ def test_queries_dir_is_the_packaged_saved_queries() -> None:
     assert (REPO / "queries").resolve() == PACKAGED.resolve()
     names = {p.name for p in PACKAGED.glob("*.sql")}
     assert {"leaderboard.sql", "cost_by_model.sql", "failures.sql", "judge_spread.sql", "history.sql"} <= names
+
+
+def test_show_tables_lists_every_view_and_nothing_internal(store: Store) -> None:
+    code, out, err = run(store, "show tables", "--format", "json")
+    assert code == 0, err
+    names = {row["name"] for row in json.loads(out)}
+    assert {"runs", "checks", "judgements", "results", "builds", "objects"} <= names
+    assert not any(name.startswith("__") for name in names), names
+    code, out, err = run(store, "describe objects", "--format", "json")
+    assert code == 0 and "column_name" in out, err
