@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.manifest import build_rows
 from clawstore.query.rows import Row
+from clawstore.query.schema import DIMENSIONS
 
 EVAL_KINDS = ("checks", "judge", "result")
 _OK = {"success", "passed"}
@@ -40,6 +41,10 @@ class ReportRow:
     total_cost_usd: float
     status: str
     problems: list[str] = field(default_factory=list)
+    input_tokens: int = 0  # of the runs (the judge's tokens are in eval_cost_usd)
+    output_tokens: int = 0
+    dimensions: dict[str, float | None] = field(default_factory=dict)  # mean final score per dimension
+    pass_threshold: float | None = None  # the verdict's threshold; None: no pass/fail
 
 
 @dataclass
@@ -55,6 +60,10 @@ class ModelSummary:
     run_cost_usd: float
     eval_cost_usd: float
     total_cost_usd: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    passed: int = 0  # rows with a pass verdict that passed
+    judged: int = 0  # rows with a pass verdict
 
 
 @dataclass
@@ -78,6 +87,15 @@ class CampaignReport:
     @property
     def eval_cost_usd(self) -> float:
         return sum(r.eval_cost_usd for r in self.rows)
+
+    @property
+    def has_verdicts(self) -> bool:
+        """A pass/fail column is shown when the evaluation profile sets pass_threshold."""
+        return any(r.pass_threshold is not None for r in self.rows)
+
+    @property
+    def has_dimensions(self) -> bool:
+        return any(v is not None for r in self.rows for v in r.dimensions.values())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +158,10 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
         total_cost_usd=run_cost + eval_cost,
         status=bad[0] if bad else ("ok" if statuses else "missing"),
         problems=problems,
+        input_tokens=sum(n["input_tokens"] or 0 for n in runs),
+        output_tokens=sum(n["output_tokens"] or 0 for n in runs),
+        dimensions={d: _mean(r[d] for r in results) for d in DIMENSIONS},
+        pass_threshold=next((r["pass_threshold"] for r in results if r["pass_threshold"] is not None), None),
     )
 
 
@@ -161,6 +183,10 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
             run_cost_usd=sum(r.run_cost_usd for r in mine),
             eval_cost_usd=sum(r.eval_cost_usd for r in mine),
             total_cost_usd=sum(r.total_cost_usd for r in mine),
+            input_tokens=sum(r.input_tokens for r in mine),
+            output_tokens=sum(r.output_tokens for r in mine),
+            passed=sum(r.passed is True for r in mine),
+            judged=sum(r.passed is not None for r in mine),
         ))
     return out
 

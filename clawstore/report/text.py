@@ -15,6 +15,10 @@ def _latency(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
+def _verdict(passed: bool | None) -> str:
+    return "n/a" if passed is None else ("pass" if passed else "fail")
+
+
 def _cost(value: float) -> str:
     return f"{value:.5f}"
 
@@ -46,19 +50,30 @@ def render_text(report: CampaignReport) -> str:
         "",
         "Case Results",
     ]
-    headers = ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", "LATENCY_S", "RUN_COST", "EVAL_COST",
-               "TOTAL_COST", "STATUS"]
+    verdicts = report.has_verdicts
+    headers = ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", *(["PASS"] if verdicts else []), "TOKENS_IN",
+               "TOKENS_OUT", "LATENCY_S", "RUN_COST", "EVAL_COST", "TOTAL_COST", "STATUS"]
     rows = [[r.model_id, r.case_id, str(r.repetitions), r.run_action, r.eval_action or "-", _score(r.score),
+             *([_verdict(r.passed)] if verdicts else []), str(r.input_tokens), str(r.output_tokens),
              _latency(r.latency_s), _cost(r.run_cost_usd), _cost(r.eval_cost_usd), _cost(r.total_cost_usd),
              r.status] for r in report.rows]
-    lines += table(headers, rows, [False, False, True, False, False, True, True, True, True, True, False])
+    right = [False, False, True, False, False, True, *([False] if verdicts else []), True, True, True, True, True,
+             True, False]
+    lines += table(headers, rows, right)
+    if report.has_dimensions:
+        lines += ["", "Dimension Scores (0-10, mean of the final scores)"]
+        dims = list(report.rows[0].dimensions)
+        rows = [[r.model_id, r.case_id, *(_score(r.dimensions.get(d)) for d in dims)] for r in report.rows]
+        lines += table(["MODEL", "CASE", *(d.upper() for d in dims)], rows, [False, False] + [True] * len(dims))
     lines += ["", "Model Summary"]
-    headers = ["MODEL", "CASES", "SCORED", "MEAN_SCORE", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE",
-               "RUNS_FAILED", "RUN_COST", "EVAL_COST", "TOTAL_COST"]
-    rows = [[m.model_id, str(m.cases), str(m.scored), _score(m.mean_score), _latency(m.mean_latency_s),
-             str(m.runs_executed), str(m.runs_reused), str(m.runs_failed), _cost(m.run_cost_usd),
-             _cost(m.eval_cost_usd), _cost(m.total_cost_usd)] for m in report.models]
-    lines += table(headers, rows, [False] + [True] * 10)
+    headers = ["MODEL", "CASES", "SCORED", "MEAN_SCORE", *(["PASSED"] if verdicts else []), "TOKENS_IN",
+               "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST",
+               "TOTAL_COST"]
+    rows = [[m.model_id, str(m.cases), str(m.scored), _score(m.mean_score),
+             *([f"{m.passed}/{m.judged}"] if verdicts else []), str(m.input_tokens), str(m.output_tokens),
+             _latency(m.mean_latency_s), str(m.runs_executed), str(m.runs_reused), str(m.runs_failed),
+             _cost(m.run_cost_usd), _cost(m.eval_cost_usd), _cost(m.total_cost_usd)] for m in report.models]
+    lines += table(headers, rows, [False] + [True] * (len(headers) - 1))
     problems = [(r, p) for r in report.rows for p in r.problems]
     if problems:
         lines += ["", f"Problems ({len(problems)})"]

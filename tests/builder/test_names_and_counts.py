@@ -103,3 +103,28 @@ def test_a_placeholder_key_is_refused_before_anything_is_written(ws: Workspace, 
     code, _, err = claw.build()
     assert code == 2 and "OPENROUTER_API_KEY holds non-ASCII characters" in err, err
     assert "sk-or-" not in err and not (ws.root / "store").exists()
+
+
+def test_report_shows_tokens_dimensions_and_pass_fail(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    eval_profile(ws, repetitions=1, threshold=0.5)
+    standin.script(JUDGE, judge_reply(3), match="What is 2 + 2?")  # alpha fails the 5/10 threshold
+    standin.script(JUDGE, judge_reply(8))
+    assert claw.build(*EV)[0] == 0
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", *EV, "--no-chart")
+    assert code == 0, err
+    case_table = out.split("Case Results\n")[1].split("\n\n")[0].splitlines()
+    header = case_table[0].split()
+    assert {"PASS", "TOKENS_IN", "TOKENS_OUT"} <= set(header)
+    verdicts = {(row.split()[0], row.split()[1]): row.split()[header.index("PASS")] for row in case_table[2:]}
+    assert verdicts == {("m1", "alpha"): "fail", ("m1", "beta"): "pass", ("m2", "alpha"): "fail",
+                        ("m2", "beta"): "pass"}
+    assert "Dimension Scores" in out and "SPARK" in out
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", *EV, "--no-chart", "--output", "json")
+    rows = {(r["model_id"], r["case_id"]): r for r in json.loads(out)["rows"]}
+    alpha = rows[("m1", "alpha")]
+    assert alpha["input_tokens"] > 0 and alpha["output_tokens"] > 0 and alpha["pass_threshold"] == 0.5
+    assert alpha["dimensions"]["task"] == 3.0 and rows[("m1", "beta")]["dimensions"]["spark"] == 8.0
+    eval_profile(ws, repetitions=1, threshold=None)  # no threshold: no verdict column (aggregation only, no request)
+    assert claw.build(*EV)[0] == 0
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", *EV, "--no-chart")
+    assert code == 0 and "PASS" not in out.split("Case Results\n")[1].splitlines()[0]
