@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,11 @@ class CampaignRequest:
 def load_campaign(request: CampaignRequest) -> Any:
     from clawstore.config import resolve_campaign
 
-    return resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
-                            cases=request.cases, models=request.models)
+    campaign = resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
+                                cases=request.cases, models=request.models)
+    for warning in campaign.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return campaign
 
 
 def _endpoint(item: Any) -> Any:

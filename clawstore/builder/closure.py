@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.builder.buildlog import head_ref
+from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store.archive import ArchiveContents, ArchiveError, ArchiveSummary, ContentCheck, write_archive
 from clawstore.store.gc import EXPORT_LEASE_PREFIX
@@ -175,6 +176,11 @@ def _add_dir(directory: Path, rel: str, files: dict[str, Path]) -> None:
 def snapshot_configs(store: Any, campaign: Any) -> str:
     """Store the campaign's config files as one tree (a workspace with `configs/` at its root)."""
     files = config_files(campaign)
+    root_real = real_root(Path(campaign.root))
+    for source in files.values():
+        outside = None if source.is_symlink() else escapes(source, root_real)  # a link is kept as a link
+        if outside is not None:
+            raise UsageError(f"cannot archive {source}: it resolves to {outside}, outside the workspace")
     with tempfile.TemporaryDirectory(prefix="claw-configs-") as tmp:
         stage = Path(tmp) / "workspace"
         stage.mkdir()

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from clawstore.config.crosscheck import run_profile_issues, suite_issues
 from clawstore.config.issues import ConfigIssue
+from clawstore.config.limits import ATTACHMENT_WARN_TOKENS, BYTES_PER_TOKEN, MAX_CAMPAIGN_RUNS
 from clawstore.config.messages import Attachment, ResolvedMessage, inject_attachments, read_attachments
 from clawstore.config.models import EvaluationProfile, ModelConfig, RunProfile, Suite
 from clawstore.config.references import find_workspace_root, looks_like_path, resolve_reference, split_root
@@ -90,6 +91,7 @@ class Campaign:
     items: list[CampaignItem]  # models (suite order) × cases (sorted by case_id)
     agents: dict[str, LoadedAgent] = field(default_factory=dict)  # the agents the items use
     workspace: Workspace | None = field(default=None, repr=False, compare=False)
+    warnings: list[str] = field(default_factory=list)  # worth saying before anything is sent
 
     @property
     def campaign_id(self) -> str:
@@ -148,6 +150,30 @@ def _pick(
         return None, path, False  # a catalog file that failed validation; its issues block the campaign
     config, _ = parse_config(ws, path, model)
     return (Loaded(config, path) if config is not None else None), path, True
+
+
+def _input_price(model: ModelConfig) -> float | None:
+    """USD per 1M input tokens when the suite model states it (`pricing.input`), else None."""
+    pricing = (model.model_extra or {}).get("pricing")
+    price = pricing.get("input") if isinstance(pricing, dict) else None
+    return float(price) if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0 else None
+
+
+def attachment_warnings(items: list[CampaignItem], repetitions: int) -> list[str]:
+    """A warning with a cost estimate when attachments alone would send many tokens."""
+    tokens = 0
+    cost: float | None = 0.0
+    for item in items:
+        sent = sum(len(a.data) for a in item.attachments) * repetitions // BYTES_PER_TOKEN
+        tokens += sent
+        price = _input_price(item.model)
+        cost = None if cost is None or price is None else cost + sent * price / 1e6
+    if tokens <= ATTACHMENT_WARN_TOKENS:
+        return []
+    estimate = (f"about {cost:.2f} USD at the suite's input prices" if cost is not None
+                else "cost unknown: give the suite models pricing.input (USD per 1M tokens) for an estimate")
+    return [f"attachments alone send about {tokens:,} input tokens in this campaign "
+            f"(1 token ~ {BYTES_PER_TOKEN} bytes, per run and repetition); {estimate}"]
 
 
 def _fail(issues: list[ConfigIssue]) -> ConfigError:
@@ -212,7 +238,7 @@ def _resolve(
                                                ws.evaluation_profiles, EvaluationProfile)
         if ep_loaded and ep_outside:
             try:
-                resolve_judge_prompt(ep_loaded.config, ep_path)
+                resolve_judge_prompt(ep_loaded.config, ep_path, ws.root)
             except PromptProblem as exc:
                 ws.add_issue(ep_path, exc.field, str(exc))
     relevant = {suite_path, rp_path} | ({ep_path} if ep_path else set())
@@ -279,8 +305,14 @@ def _resolve(
         if not ep_loaded.config.judge_runs:
             raise ConfigError("no judge_runs: add at least one judge run, or omit --evaluation-profile",
                               ws.rel(ep_loaded.path), "judge_runs")
-        prompt = resolve_judge_prompt(ep_loaded.config, ep_loaded.path)
+        prompt = resolve_judge_prompt(ep_loaded.config, ep_loaded.path, ws.root)
 
+    repetitions = rp_cfg.execution_policy.run_repetitions
+    runs = len(model_list) * len(selected) * repetitions
+    if runs > MAX_CAMPAIGN_RUNS:
+        raise ConfigError(f"the campaign would have {runs:,} runs ({len(model_list)} models x {len(selected)} "
+                          f"cases x {repetitions} repetitions); at most {MAX_CAMPAIGN_RUNS:,}",
+                          ws.rel(rp_path), "execution_policy.run_repetitions")
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
     cache = _CaseCache()
     items: list[CampaignItem] = []
@@ -313,4 +345,5 @@ def _resolve(
         items=items,
         agents=agents,
         workspace=ws,
+        warnings=attachment_warnings(items, repetitions),
     )

@@ -6,16 +6,16 @@ catches a bad one) and campaign expansion (which reuses the parsed result; nothi
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawstore.config.containment import escapes, outside_message
 from clawstore.config.error_text import yaml_type
 from clawstore.config.ids import MESSAGE_ROLES
 from clawstore.config.models import Message
-from clawstore.config.yamlio import YamlProblem, parse_yaml_text, read_text
+from clawstore.config.yamlio import YamlProblem, parse_json_text, parse_yaml_text, read_text
 
 
 @dataclass(frozen=True)
@@ -58,12 +58,7 @@ def _parse_source(path: Path, fmt: str | None) -> Any:
     if fmt is None:
         fmt = "json" if path.suffix.lower() == ".json" else "yaml"  # unknown suffixes read as YAML
     text = read_text(path)
-    if fmt == "json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise YamlProblem(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    return parse_yaml_text(text)
+    return parse_json_text(text) if fmt == "json" else parse_yaml_text(text)
 
 
 def _from_mapping(item: dict[str, Any], ref: Message, where: str) -> ResolvedMessage:
@@ -80,10 +75,15 @@ def _from_mapping(item: dict[str, Any], ref: Message, where: str) -> ResolvedMes
     return ResolvedMessage(role=role, content=content, name=name, metadata=metadata)
 
 
-def expand_source(case_dir: Path, message: Message) -> list[ResolvedMessage]:
-    """The messages a `source:` file stands for (a string, one mapping, or a list of mappings)."""
+def expand_source(case_dir: Path, message: Message, root_real: Path | None = None) -> list[ResolvedMessage]:
+    """The messages a `source:` file stands for (a string, one mapping, or a list of mappings).
+
+    With `root_real`, a file that resolves outside it is refused before it is read."""
     assert message.source is not None
     path = case_path(case_dir, message.source.path)
+    outside = escapes(path, root_real) if root_real is not None else None
+    if outside is not None:
+        raise MessageProblem(outside_message(message.source.path, outside), "source.path")
     if not os.path.isfile(path):
         raise MessageProblem(
             f"file not found: {message.source.path} (paths are relative to test.yaml)", "source.path"
@@ -107,7 +107,7 @@ def expand_source(case_dir: Path, message: Message) -> list[ResolvedMessage]:
     raise MessageProblem(f"{label}: expected a string, a message mapping or a list of them, got {yaml_type(data)}")
 
 
-def expand_sources(case_dir: Path, messages: list[Message], field: str) -> tuple[
+def expand_sources(case_dir: Path, messages: list[Message], field: str, root_real: Path | None = None) -> tuple[
     dict[int, list[ResolvedMessage]], list[tuple[str, str]]
 ]:
     """Expand the messages that name a `source:` file; returns ({index: messages}, problems)."""
@@ -117,7 +117,7 @@ def expand_sources(case_dir: Path, messages: list[Message], field: str) -> tuple
         if message.source is None:
             continue
         try:
-            expanded[index] = expand_source(case_dir, message)
+            expanded[index] = expand_source(case_dir, message, root_real)
         except MessageProblem as exc:
             problems.append((f"{field}[{index}].{exc.field}", str(exc)))
     return expanded, problems

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from clawstore.config.containment import escapes, outside_message, real_root
 from clawstore.config.models import EvaluationProfile, JudgeConfig, ModelConfig, RunProfile, TestCase
 
 DEFAULT_JUDGE_PROMPT = "prompts/judge_system_default.md"
@@ -73,11 +74,13 @@ def _join_lines(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path) -> tuple[str, str]:
+def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path,
+                         workspace_root: Path | None = None) -> tuple[str, str]:
     """(system prompt text, source label) for an evaluation profile.
 
     Inline text and non-Markdown files are folded into one line; a `.md` file is used verbatim
     (stripped, CRLF → LF). With neither setting, `prompts/judge_system_default.md` beside the profile.
+    The file must resolve inside `workspace_root` (or the profile's own directory).
     """
     if profile.judge_system_prompt is not None:
         return _join_lines(profile.judge_system_prompt), "inline"
@@ -96,6 +99,10 @@ def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path) -> tupl
             raise PromptProblem(field, f"no judge system prompt: set judge_system_prompt_path or "
                                        f"judge_system_prompt, or create {DEFAULT_JUDGE_PROMPT} beside this file")
         raise PromptProblem(field, f"file not found: {written} (relative to this file's directory)")
+    roots = [real_root(profile_path.parent), *([real_root(workspace_root)] if workspace_root else [])]
+    outside = [escapes(path, root) for root in roots]
+    if all(outside):
+        raise PromptProblem(field, outside_message(written, outside[-1]))  # type: ignore[arg-type]
     try:
         raw = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -18,8 +18,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from clawstore.config.containment import escapes, outside_message, real_root
 from clawstore.config.error_text import describe_all
 from clawstore.config.issues import ConfigIssue
+from clawstore.config.limits import MAX_ATTACHMENT_BYTES
 from clawstore.config.messages import ResolvedMessage, assemble, case_path, expand_sources
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
 from clawstore.config.references import split_root
@@ -105,6 +107,11 @@ class Workspace:
     @property
     def ok(self) -> bool:
         return not self.issues
+
+    @cached_property
+    def root_real(self) -> Path:
+        """The workspace root with symlinks resolved: every path a config names must lead inside it."""
+        return real_root(self.root)
 
     def rel(self, path: Path) -> str:
         try:
@@ -213,28 +220,69 @@ def _stub(path: Path, raw: dict[str, Any] | None) -> CaseStub:
     return CaseStub(path, case_id, ok_tags)
 
 
+def _attachment_problem(path: Path, written: str, root_real: Path) -> str | None:
+    outside = escapes(path, root_real)
+    if outside is not None:
+        return outside_message(written, outside)
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = -1
+    if size < 0 or not os.path.isfile(path):
+        return f"file not found: {written} (paths are relative to test.yaml)"
+    if size > MAX_ATTACHMENT_BYTES:
+        return f"{written} is {size:,} bytes; an attachment may be at most {MAX_ATTACHMENT_BYTES:,} bytes"
+    return None
+
+
+def _file_problem(directory: Path, written: str, root_real: Path) -> str | None:
+    """Why a file a case names (hook, check target) cannot be used, or None."""
+    path = case_path(directory, written)
+    outside = escapes(path, root_real)
+    if outside is not None:
+        return outside_message(written, outside)
+    return None if os.path.isfile(path) else f"file not found: {written} (paths are relative to test.yaml)"
+
+
+def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> list[tuple[str, str]]:
+    """Hook files, and check targets relative to the case (absolute ones name the run's sandbox)."""
+    problems = []
+    for index, check in enumerate(case.deterministic_checks):
+        hook, decl = check.python_hook, check.declarative
+        if hook is not None and hook.path is not None:
+            problem = _file_problem(directory, hook.path, root_real)
+            if problem:
+                problems.append((f"deterministic_checks[{index}].python_hook.path", problem))
+        if decl is not None and decl.path and not os.path.isabs(os.path.expanduser(decl.path)):
+            outside = escapes(case_path(directory, decl.path), root_real)
+            if outside is not None:
+                problems.append((f"deterministic_checks[{index}].declarative.path",
+                                 outside_message(decl.path, outside)))
+    return problems
+
+
 def _load_case(ws: Workspace, path: Path) -> LoadedCase | CaseStub:
+    outside = escapes(path, ws.root_real)
+    if outside is not None:  # a symlinked case folder or test.yaml leading out of the workspace
+        ws.add_issue(path, "", outside_message(ws.rel(path), outside))
+        return CaseStub(path, None, None)
     case, raw = parse_config(ws, path, TestCase)
     if case is None:
         return _stub(path, raw)
     directory = path.parent
     problems: list[tuple[str, str]] = []
-    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages")
+    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages", ws.root_real)
     problems += found
-    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns")
+    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real)
     problems += found
     attachments = []
     for index, written in enumerate(case.input.attachments):
         attachment = case_path(directory, written)
-        if not os.path.isfile(attachment):
-            problems.append((f"input.attachments[{index}]",
-                             f"file not found: {written} (paths are relative to test.yaml)"))
+        problem = _attachment_problem(attachment, written, ws.root_real)
+        if problem:
+            problems.append((f"input.attachments[{index}]", problem))
         attachments.append(attachment)
-    for index, check in enumerate(case.deterministic_checks):
-        hook = check.python_hook
-        if hook is not None and hook.path is not None and not os.path.isfile(case_path(directory, hook.path)):
-            problems.append((f"deterministic_checks[{index}].python_hook.path",
-                             f"file not found: {hook.path} (paths are relative to test.yaml)"))
+    problems += _check_path_problems(case, directory, ws.root_real)
     for field_path, message in problems:
         ws.add_issue(path, field_path, message)
     if problems:
@@ -284,7 +332,7 @@ def _load_kind(ws: Workspace, subdir: str, model: type[T], id_field: str) -> dic
 def _check_prompts(ws: Workspace) -> None:
     for loaded in list(ws.evaluation_profiles.values()):
         try:
-            resolve_judge_prompt(loaded.config, loaded.path)
+            resolve_judge_prompt(loaded.config, loaded.path, ws.root)
         except PromptProblem as exc:
             ws.add_issue(loaded.path, exc.field, str(exc))
 
@@ -301,6 +349,9 @@ def _load_agents(ws: Workspace) -> None:
         if agent is None:
             continue
         problems = []
+        outside = escapes(directory / "workspace", ws.root_real)
+        if outside is not None:
+            problems.append(("", outside_message(ws.rel(directory / "workspace"), outside)))
         if agent.agent_id != entry.name:
             problems.append(("agent_id", f"must equal the directory name '{entry.name}', got '{agent.agent_id}'"))
         if not (directory / "workspace").is_dir():

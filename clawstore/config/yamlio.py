@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from clawstore.config.error_text import yaml_type
+from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_CHARS
+from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
     _Base: type = yaml.CSafeLoader
@@ -37,6 +41,20 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
                         seen.add(key_node.value)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        # int() of a 5,000-digit literal raises ValueError (and costs quadratic time before that)
+        if len(node.value) > MAX_INT_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"integer literal longer than {MAX_INT_CHARS} characters", node.start_mark)
+        value = super().construct_yaml_int(node)
+        if not INT_MIN <= value <= INT_MAX:
+            raise yaml.constructor.ConstructorError(
+                None, None, "integer out of range (config integers must fit in 64 bits)", node.start_mark)
+        return value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
 
 class YamlProblem(Exception):
     """A file could not be read or parsed; the message is ready for the user."""
@@ -44,7 +62,10 @@ class YamlProblem(Exception):
 
 def parse_yaml_text(text: str) -> Any:
     try:
+        check_yaml_shape(text, _Base)  # before the composer recurses
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except ShapeProblem as exc:
+        raise YamlProblem(f"invalid YAML: {exc}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -54,10 +75,25 @@ def parse_yaml_text(text: str) -> Any:
         raise YamlProblem(f"invalid YAML: {exc}") from None
 
 
-def read_text(path: Path) -> str:
+def parse_json_text(text: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        check_json_depth(text)
+        return json.loads(text)
+    except ShapeProblem as exc:
+        raise YamlProblem(f"invalid JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise YamlProblem(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def read_text(path: Path) -> str:
+    """A config or message file's text; larger than MAX_CONFIG_BYTES is refused before reading."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if max(size, len(data)) > MAX_CONFIG_BYTES:
+            raise YamlProblem(f"file is larger than {MAX_CONFIG_BYTES:,} bytes (the limit for config files)")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

@@ -26,7 +26,7 @@ from clawstore.evaluate.evidence import (
     runner_type,
     trace_events,
 )
-from clawstore.evaluate.specs import resolve_case_path
+from clawstore.evaluate.specs import host_readable, resolve_case_path
 
 KEY_OUTPUT_READ_LIMIT = 256 * 1024
 WORKSPACE_READ_LIMIT = 512 * 1024
@@ -150,7 +150,7 @@ def _searched(sandboxed: bool, ctx: CheckContext) -> str:
 def file_exists(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
     path, sandboxed = _target(params, ctx)
     box = _sandbox_for(path, sandboxed, ctx)
-    found = box.is_file(path) if box is not None else os.path.isfile(path)
+    found = box.is_file(path) if box is not None else host_readable(path, ctx.case_dir) and os.path.isfile(path)
     outputs = {"path": path, "location": _where(box) if found else None}
     if found:
         return Verdict(True, f"file {path} exists ({_where(box)})", outputs)
@@ -160,7 +160,7 @@ def file_exists(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
 def path_exists(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
     path, sandboxed = _target(params, ctx)
     box = _sandbox_for(path, sandboxed, ctx)
-    found = box is not None or os.path.exists(path)
+    found = box is not None or (host_readable(path, ctx.case_dir) and os.path.exists(path))
     outputs = {"path": path, "location": _where(box) if found else None}
     if found:
         return Verdict(True, f"path {path} exists ({_where(box)})", outputs)
@@ -177,6 +177,8 @@ def file_contains(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
     data: bytes | None
     if box is not None:
         data = box.read(path) if box.is_file(path) else None
+    elif not host_readable(path, ctx.case_dir):
+        data = None
     else:
         try:
             with open(path, "rb") as fh:

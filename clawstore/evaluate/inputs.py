@@ -14,7 +14,7 @@ from typing import Any
 import blake3
 
 from clawstore.evaluate.declarative import HOST_PATH_KINDS
-from clawstore.evaluate.specs import check_spec, resolve_case_path
+from clawstore.evaluate.specs import check_spec, host_readable, resolve_case_path
 
 IMPORT_KEY_PREFIX = "python:"
 
@@ -60,7 +60,7 @@ def check_inputs(
         decl = spec["declarative"]
         if decl and decl.get("kind") in HOST_PATH_KINDS and isinstance(decl.get("path"), str):
             path = resolve_case_path(decl["path"], base)
-            found[path] = _digest_path(path)
+            found[path] = _digest_path(path) if host_readable(path, base) else None
         hook = spec["python_hook"]
         if hook and hook.get("path"):
             path = resolve_case_path(str(hook["path"]), base)

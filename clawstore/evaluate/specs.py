@@ -66,3 +66,28 @@ def resolve_case_path(path: str, case_dir: str | os.PathLike[str] | None) -> str
     if os.path.isabs(expanded) or case_dir is None:
         return os.path.normpath(expanded)
     return os.path.normpath(os.path.join(os.fspath(case_dir), expanded))
+
+
+def host_root(case_dir: str | os.PathLike[str] | None) -> str | None:
+    """The workspace a case directory belongs to (`<root>/configs/cases/...`), else the case directory."""
+    if case_dir is None:
+        return None
+    here = os.path.abspath(os.fspath(case_dir))
+    probe = here
+    while True:
+        parent = os.path.dirname(probe)
+        if os.path.basename(probe) == "cases" and os.path.basename(parent) == "configs":
+            return os.path.dirname(parent)
+        if parent == probe:
+            return here
+        probe = parent
+
+
+def host_readable(path: str, case_dir: str | os.PathLike[str] | None) -> bool:
+    """Whether a check may look at this host path: only inside the case's workspace, symlinks followed
+    (a hostile case must not learn host files bit by bit through check outcomes)."""
+    root = host_root(case_dir)
+    if root is None:  # library use without a case: nothing to confine to
+        return True
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)

@@ -76,7 +76,7 @@ def test_scalars_are_not_coerced() -> None:
 
 def test_runner_settings_are_type_checked_where_they_appear() -> None:
     assert _errors(TestCase, _case(runner={"type": "llm_probe", "max_tokens": "5"})) == [
-        ("runner.max_tokens", "expected an integer >= 1, got '5'")]
+        ("runner.max_tokens", "expected an integer from 1 to 10,000,000, got '5'")]
     errors = _errors(RunProfile, {"schema_version": 1, "run_profile_id": "p", "title": "P",
                                   "model_overrides": {"m1": {"top_p": 2}, "Bad Id": {}}})
     assert ("model_overrides.m1.top_p", "expected a number from 0 to 1, got 2") in errors

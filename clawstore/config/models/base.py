@@ -29,13 +29,13 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class OpenModel(BaseModel):
     """An object that passes unknown keys through (they stay available in `model_extra`)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False)
 
     @property
     def extras(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from clawstore.config.ids import DIMENSIONS
+from clawstore.config.limits import MAX_CHECK_COUNT
 from clawstore.config.models.base import Id, NonEmptyStr, StrictModel, fail
 
 DeclarativeKind = Literal[
@@ -53,7 +54,7 @@ def _normalize_dimensions(value: Any) -> Any:
 
 class DeclarativeCheck(StrictModel):
     kind: DeclarativeKind
-    count: Annotated[int, Field(ge=0)] | None = None
+    count: Annotated[int, Field(ge=0, le=MAX_CHECK_COUNT)] | None = None
     path: NonEmptyStr | None = None
     text: str | None = None
     status: Literal["success", "invalid", "provider_error", "timed_out", "failed"] | None = None

@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from clawstore.config.limits import MAX_JUDGE_REPETITIONS, MAX_SAMPLE_SIZE
 from clawstore.config.models.base import (
     FreeMap,
     Id,
@@ -37,8 +38,8 @@ class JudgeConfig(OpenModel):
 class JudgeRunConfig(StrictModel):
     judge_run_id: Id
     judge_id: Id
-    repetitions: Annotated[int, Field(ge=1)] = 1
-    sample_size: Annotated[int, Field(ge=1)] | None = None
+    repetitions: Annotated[int, Field(ge=1, le=MAX_JUDGE_REPETITIONS)] = 1
+    sample_size: Annotated[int, Field(ge=1, le=MAX_SAMPLE_SIZE)] | None = None
 
     @model_validator(mode="after")
     def _sample_fits(self) -> "JudgeRunConfig":

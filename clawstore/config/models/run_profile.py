@@ -5,6 +5,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from clawstore.config.ids import is_id
+from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
 from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
 from clawstore.config.models.runner_settings import check_settings
 
@@ -16,8 +17,8 @@ def _none_to_dict(value: Any) -> Any:
 
 
 class ExecutionPolicy(StrictModel):
-    max_concurrency: Annotated[int, Field(ge=1)] = 1
-    run_repetitions: Annotated[int, Field(ge=1)] = 1
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] = 1
+    run_repetitions: Annotated[int, Field(ge=1, le=MAX_RUN_REPETITIONS)] = 1
     fail_fast: bool = False
     stop_on_runner_error: bool = True
 
@@ -25,7 +26,7 @@ class ExecutionPolicy(StrictModel):
 class OpenClawRunProfile(StrictModel):
     agent_id: Id
     image: NonEmptyStr
-    timeout_seconds: Annotated[int, Field(gt=0)]
+    timeout_seconds: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_SECONDS)]
     docker_cli: NonEmptyStr = "docker"
 
 

@@ -1,0 +1,94 @@
+"""Bound a YAML or JSON text's nesting depth and alias expansion before any recursive code sees it.
+
+The C composer recurses once per nesting level, so a 100,000-deep document overflows the C stack
+(SIGSEGV, no message) and a 5,000-deep one ends in RecursionError; an alias bomb is a small file
+whose aliases expand to billions of nodes in whatever walks the result. Both are refused here:
+first a cheap textual upper bound on the depth (most files stop there), else the parser's event
+stream, which libyaml produces iteratively, is walked with a counter and an explicit stack.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from clawstore.config.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH
+
+
+class ShapeProblem(Exception):
+    """The text nests too deep or expands too far; the message is ready for the user."""
+
+
+# Line starts: the indentation, then the block indicators (`- `, `? `, `: `) and node properties
+# (`&anchor`, `!tag`) that may open further block collections on the same line.
+_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
+_LINE_PREFIX = re.compile(r"^[ \t]*(?:(?:[-?:]|[&!]\S*)(?:[ \t]+|$))+", re.MULTILINE)
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")  # line breaks the regexes above do not see
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _yaml_depth_bound(text: str) -> int | None:
+    """An upper bound on the nesting depth of a YAML text, or None when no cheap bound is known.
+
+    In block style each collection on the path to a node either starts a line (at most two per
+    distinct indentation: a mapping and its indentless sequence) or follows an indicator in a line's
+    prefix; flow collections each need a `[` or `{`. Loose on purpose: it only has to be cheap
+    and never too small.
+    """
+    if any(mark in text for mark in _OTHER_BREAKS):
+        return None
+    indents = len(set(_INDENT.findall(text)))
+    prefix = max(map(len, _LINE_PREFIX.findall(text)), default=0)
+    return 2 * indents * (prefix + 1) + text.count("[") + text.count("{")
+
+
+def _located(message: str, mark: yaml.Mark | None) -> str:
+    return f"{message} at line {mark.line + 1}, column {mark.column + 1}" if mark else message
+
+
+def check_yaml_shape(text: str, loader: type) -> None:
+    """Raise ShapeProblem if the document nests deeper than allowed or its aliases expand too far.
+
+    A syntax error surfaces as the parser's own yaml.YAMLError (the caller words those).
+    """
+    if "*" not in text:  # no alias: only the depth can be a problem
+        bound = _yaml_depth_bound(text)
+        if bound is not None and bound <= MAX_NESTING_DEPTH:
+            return
+    sizes: dict[str, int] = {}  # anchor -> nodes the anchored node expands to
+    stack: list[list] = [[0, None]]  # per open collection: [nodes inside, anchor]
+    expanded = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(stack) > MAX_NESTING_DEPTH:
+                raise ShapeProblem(_located(f"nesting deeper than {MAX_NESTING_DEPTH} levels", event.start_mark))
+            stack.append([1, event.anchor])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            count, anchor = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+            stack[-1][0] += count
+        elif isinstance(event, yaml.ScalarEvent):
+            stack[-1][0] += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            size = sizes.get(event.anchor, 1)
+            expanded += size
+            if expanded > MAX_ALIAS_NODES:
+                raise ShapeProblem(_located(
+                    f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)", event.start_mark))
+            stack[-1][0] += size
+
+
+def check_json_depth(text: str) -> None:
+    """Raise ShapeProblem if a JSON text nests deeper than allowed (strings skipped, no recursion)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING_DEPTH:
+        return
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_NESTING_DEPTH:
+            raise ShapeProblem(f"nesting deeper than {MAX_NESTING_DEPTH} levels")

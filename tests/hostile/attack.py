@@ -1,0 +1,38 @@
+"""Running an attack: a real `claw` process on a real file, and what must hold after it."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+CLAW = str(Path(sys.executable).with_name("claw"))
+MEMORY_CAP = 2 * 1024**3  # an attack that needs more address space than this has already won
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def refused_cleanly(self) -> bool:
+        """Exit 2, one line on stderr, no traceback."""
+        lines = self.stderr.strip().splitlines()
+        return self.code == 2 and len(lines) == 1 and "Traceback" not in self.stderr + self.stdout
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def run_claw(cwd: Path, *args: str, timeout: float = 120) -> Outcome:
+    """`claw ARGS` as a child process (environment inherited), memory-capped, with a deadline."""
+    done = subprocess.run([CLAW, *args], cwd=cwd, env=dict(os.environ), capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=_cap_memory)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
