@@ -66,11 +66,14 @@ def test_text_report_tables_and_chart(workspace: tuple[Store, dict[str, Path]], 
     lines = out.splitlines()
     assert lines[0] == "Campaign: suite_a__std__judge_x"
     start = lines.index("Case Results")
-    assert lines[start + 1].split() == ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", "LATENCY_S", "RUN_COST",
-                                        "EVAL_COST", "TOTAL_COST", "STATUS"]
+    header = lines[start + 1].split()
+    assert header[:6] == ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE"]
+    assert header[-7:] == ["TOKENS_IN", "TOKENS_OUT", "LATENCY_S", "RUN_COST", "EVAL_COST", "TOTAL_COST", "STATUS"]
     rows = [ln.split() for ln in lines[start + 3:start + 9]]
     assert [(r[0], r[1]) for r in rows] == [(m, c) for m in sorted(MODELS) for c in ("case_1", "case_2", "case_3")]
-    for model, case, reps, run_action, eval_action, score, _lat, run_cost, eval_cost, total, status in rows:
+    for row in rows:
+        model, case, reps, run_action, eval_action, score = row[:6]
+        _tok_in, _tok_out, _lat, run_cost, eval_cost, total, status = row[-7:]
         assert (reps, run_action, eval_action, status) == ("1", "exec", "exec", "ok")
         assert score == f"{score_of(model, case, 1):.2f}"
         assert float(run_cost) == RUN_COST and float(eval_cost) == pytest.approx(2 * JUDGE_COST)
@@ -120,7 +123,7 @@ def test_filters_and_failures(tmp_path: Path) -> None:
     code, out, err = report(store, None, "--model", "openai/gpt-a", "--no-chart")
     assert code == 0, err
     lines = out.splitlines()
-    section = lines[lines.index("Case Results"):lines.index("Model Summary")]
+    section = lines[lines.index("Case Results"):lines.index("Dimension Scores (0-10, mean of the final scores)")]
     rows = [ln.split() for ln in section if ln.startswith("openai/gpt-a  ")]
     assert [r[1] for r in rows] == ["case_1", "case_2", "case_3"]
     failed = next(r for r in rows if r[1] == "case_2")
