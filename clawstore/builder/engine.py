@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.gcpause import resume_collector
 from clawstore.builder.progress import BuildProgress, Failure, open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
+from clawstore.builder.unstored import StoreTrouble, UnstoredAnswer, is_store_failure
+from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
 from clawstore.store.leftovers import remove_leftovers
@@ -106,9 +109,13 @@ def _install_sigterm() -> Callable[[], None]:
 
 
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
-                  log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None) -> None:
-    """Run `work` on each node; record the outcome in the node and the build log as it lands."""
-    if budget is not None and budget.reached():
+                  log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None,
+                  trouble: StoreTrouble | None = None) -> None:
+    """Run `work` on each node; record the outcome in the node and the build log as it lands.
+
+    A store write failure (`trouble`) stops scheduling at once; answers the store refused are kept and
+    retried once the running nodes are done (clawstore/builder/unstored.py)."""
+    if (budget is not None and budget.reached()) or (trouble is not None and trouble.failed):
         nodes, skipped = [], nodes
     else:
         skipped = []
@@ -116,23 +123,43 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         resume_collector()
     last_write = time.monotonic()
 
+    def record(node: Node, stored: tuple[str, dict[str, Any]]) -> None:
+        node.record_id, node.record = stored
+        status = node.record["status"]
+        node.action = "exec" if node.record.get("cacheable") else "fail"
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
+
+    def fail(node: Node, error: BaseException) -> None:
+        node.action = "fail"
+        node.extra["error"] = f"{type(error).__name__}: {error}"
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        progress.finished(node, None, False)
+
     def on_done(outcome: Outcome[Node]) -> bool:
         nonlocal last_write
         node = outcome.task
+        if outcome.error is not None and trouble is not None and is_store_failure(outcome.error):
+            trouble.note(outcome.error)  # a paid answer is kept for the retry below; nothing new starts
+            if not isinstance(outcome.error, UnstoredAnswer):
+                fail(node, outcome.error)
+            return False
         if outcome.error is not None:
             if not isinstance(outcome.error, Exception):
                 raise outcome.error
-            node.action = "fail"
-            node.extra["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
+            fail(node, outcome.error)
             status = None
         else:
-            node.record_id, node.record = outcome.value
-            status = node.record["status"]
-            node.action = "exec" if node.record.get("cacheable") else "fail"
-        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
-        progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
+            record(node, outcome.value)
+            status = node.record["status"] if node.record else None
         if time.monotonic() - last_write > LOG_WRITE_INTERVAL_S:
-            log.write()  # a killed build still leaves a readable log of what finished
+            try:
+                log.write()  # a killed build still leaves a readable log of what finished
+            except StoreError as exc:
+                if trouble is None:
+                    raise
+                trouble.note(exc)
+                return False
             last_write = time.monotonic()
         keep = stop.after(status) if stop else True
         return keep and not (budget is not None and budget.reached())
@@ -142,6 +169,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         return work(node)
 
     never_started = skipped + run_tasks(nodes, started, concurrency, on_done, on_interrupt=progress.interrupt)
+    if trouble is not None and trouble.kept:
+        trouble.retry(record)
+        lost = {id(answer.node): answer for answer in trouble.lost}
+        for node in nodes:
+            if id(node) in lost:
+                fail(node, lost[id(node)])
     if never_started and budget is not None and budget.reached():
         budget.note_skips()
     for node in never_started:
@@ -168,6 +201,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     report.build_id = log.build_id
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
+    trouble = StoreTrouble(str(store.root))
     restore = _install_sigterm()
     stale = [n for n in run_nodes if options.force or not n.fresh]
     try:
@@ -180,10 +214,13 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                     log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
-                          _Stop(policy), budget)
+                          _Stop(policy), budget, trouble)
             if eval_layer is not None:
-                report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget, progress=progress)
+                report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget, progress=progress,
+                                                trouble=trouble)
                 report.eval_addresses = eval_layer.addresses(report.evals)
+            if trouble.failed:
+                _end_on_store_failure(log, report, options, head, trouble)
             log.finish("complete")
     except KeyboardInterrupt:
         report.interrupted = True
@@ -213,6 +250,17 @@ def _left_message(log: BuildLog, progress: BuildProgress) -> str:
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed and {counts.get('reused', 0)} reused are "
             f"committed; {left} planned node(s) left unbuilt (evaluation of runs not reached is not counted); "
             f"the next build resumes from here")
+
+
+def _end_on_store_failure(log: BuildLog, report: BuildReport, options: BuildOptions,
+                          head: tuple[str | None, dict[str, Any]] | None, trouble: StoreTrouble) -> None:
+    """Record what can still be recorded (the store may take a small log again), then stop with the
+    one line that names every paid answer lost."""
+    with contextlib.suppress(StoreError):
+        log.finish("store-failed")
+    with contextlib.suppress(StoreError):
+        _advance(log, report, options, head)  # what was stored stays reachable from the campaign head
+    raise trouble.error(int(log.data["counts"]["skipped"]))
 
 
 def _advance(log: BuildLog, report: BuildReport, options: BuildOptions,

@@ -13,6 +13,7 @@ from typing import Any
 
 from clawstore.builder.progress import BuildProgress, QuietProgress
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
+from clawstore.builder.unstored import store_answer
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
@@ -82,6 +83,7 @@ class EvalLayer:
         self.store = store
         self.client = client
         self.head = head or {}
+        self.trouble: Any = None  # set by build(): the build's StoreTrouble
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -196,9 +198,11 @@ class EvalLayer:
 
     # ---- building ----
     def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any,
-              budget: Any = None, progress: BuildProgress | None = None) -> list[RunEvaluation]:
-        """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call."""
+              budget: Any = None, progress: BuildProgress | None = None, trouble: Any = None) -> list[RunEvaluation]:
+        """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call.
+        `trouble` (unstored.StoreTrouble): once the store fails, no later node starts."""
         self._progress = progress or QuietProgress()
+        self.trouble = trouble
         evaluations = [self.start(run) for run in run_nodes]
         self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
                     concurrency, options)
@@ -206,7 +210,7 @@ class EvalLayer:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
-        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget)
+        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False)
         for ev in evaluations:
             self.plan_result(ev)
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
@@ -221,7 +225,7 @@ class EvalLayer:
             endpoint.api_key()  # a missing key fails before any request
 
     def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any,
-               budget: Any = None) -> None:
+               budget: Any = None, batched: bool = True) -> None:
         from clawstore.builder.engine import execute_nodes
 
         stale = [n for n in nodes if options.force or not n.fresh]
@@ -230,8 +234,8 @@ class EvalLayer:
                 node.action = "reuse"
                 log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
-        execute_nodes(stale, lambda n: self._batched(work, n, log.build_id), concurrency, log, self._progress,
-                      None, budget)
+        run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
+        execute_nodes(stale, run, concurrency, log, self._progress, None, budget, self.trouble)
 
     def _batched(self, work: Any, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry
@@ -304,24 +308,32 @@ class EvalLayer:
         iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
                                         repetition=repetition, redact_secrets=redact)
         iteration.judge_model = body["model"]
-        self.store.put_bytes(self.system_prompt.encode("utf-8"))
-        self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        return self._record(
-            node, status=iteration.status, cacheable=iteration.status == "success",
-            outputs={"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body)},
-            metrics={"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
-                     "reasoning_tokens": usage.get("reasoning_tokens") or 0,
-                     "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
-                     "latency_s": round(time.monotonic() - began, 6)},
-            summary={"judge_id": judge.judge_id, "judge_model": body["model"],
-                     "overall_score": scores.overall_score if scores else None,
-                     "dimensions": dict(scores.dimensions) if scores else None},
-            error=None if iteration.status == "success" else
-            {"code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]},
-            started_at=started_at, build_id=build_id)
+
+        metrics = {"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
+                   "reasoning_tokens": usage.get("reasoning_tokens") or 0,
+                   "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
+                   "latency_s": round(time.monotonic() - began, 6)}
+        summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
+                   "overall_score": scores.overall_score if scores else None,
+                   "dimensions": dict(scores.dimensions) if scores else None}
+        error = None if iteration.status == "success" else {
+            "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
+
+        def write() -> tuple[str, dict[str, Any]]:
+            with self.store.batch():  # one durable flush for the judgement, its record and cache entry
+                self.store.put_bytes(self.system_prompt.encode("utf-8"))
+                self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
+                outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body)}
+                return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
+                                    outputs=outputs, metrics=metrics, summary=summary, error=error,
+                                    started_at=started_at, build_id=build_id)
+
+        cost = usage.get("cost_usd")
+        # The judge's answer is paid for: if the store refuses it, the build keeps it to retry.
+        return store_answer(node, write, float(cost) if isinstance(cost, (int, float)) else None)
 
     def _exec_result(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         from clawstore.evaluate import aggregate, render_result_summary_md

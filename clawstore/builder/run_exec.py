@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 
@@ -52,21 +54,35 @@ def record_run(store: Any, node: Node, artifact: dict[str, Any], outputs: dict[s
     return record_id, record
 
 
+def _cost(artifact: dict[str, Any]) -> float | None:
+    cost = (artifact.get("usage") or {}).get("cost_usd")
+    return float(cost) if isinstance(cost, (int, float)) else None
+
+
 def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
     from clawstore.runners.llm_probe import run_llm_probe
 
     spec = node.extra["spec"]
     started_at = utc_now()
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
-        sandbox = Path(tmp) / "sandbox"
-        sandbox.mkdir()
+    tmp = tempfile.mkdtemp(prefix="claw-run-")
+    sandbox = Path(tmp) / "sandbox"
+    sandbox.mkdir()
+    try:
         artifact = run_llm_probe(spec, client, sandbox)
-        latency = time.monotonic() - began
-        artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    latency = time.monotonic() - began
+    artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
+
+    def write() -> tuple[str, dict[str, Any]]:
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
             outputs = {"sandbox": store.put_tree(sandbox)}
             return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
+
+    # The answer is paid for: if the store refuses it, the build keeps it (and its sandbox) to retry.
+    return store_answer(node, write, _cost(artifact_json), lambda: shutil.rmtree(tmp, ignore_errors=True))
 
 
 def execute_openclaw(node: Node, store: Any, build_id: str) -> tuple[str, dict[str, Any]]:
@@ -76,6 +92,10 @@ def execute_openclaw(node: Node, store: Any, build_id: str) -> tuple[str, dict[s
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
         outcome = run_openclaw(node.extra["spec"], store, Path(tmp))
-        latency = time.monotonic() - began
+    latency = time.monotonic() - began
+
+    def write() -> tuple[str, dict[str, Any]]:
         with store.batch():
             return record_run(store, node, outcome.artifact, dict(outcome.outputs), latency, started_at, build_id)
+
+    return store_answer(node, write, _cost(outcome.artifact))

@@ -72,8 +72,11 @@ def set_ref(store: Store, name: str, value: str, expected: str | None | _Any = A
             raise RefConflict(name, expected, current)
         if current == value:
             return
-        _make_parents(store.root / "refs", path.parent)
-        write_file_atomic(path, (value + "\n").encode(), store.root / "tmp")
+        try:
+            _make_parents(store.root / "refs", path.parent)
+            write_file_atomic(path, (value + "\n").encode(), store.root / "tmp")
+        except OSError as exc:  # disk full, read-only: a store error naming the ref, not a traceback
+            raise StoreError(f"cannot write ref {name} in {store.root}: {exc.strerror or exc}") from None
 
 
 def delete_ref(store: Store, name: str, expected: str | None | _Any = ANY) -> bool:

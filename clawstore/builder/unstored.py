@@ -1,0 +1,120 @@
+"""Paid answers the store could not take (disk full, quota, I/O error).
+
+A provider answer is paid for the moment it arrives. If the store then refuses to write it, the build
+stops starting new nodes at once, keeps every such answer in memory (with the sandbox it came with),
+retries writing them for a while (`CLAW_STORE_RETRY_SECONDS`, default 120) so that freeing space
+saves them, and otherwise names exactly which paid answers were lost and what they cost.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from clawstore.errors import StoreError
+from clawstore.graph.plan import Node, address_id
+
+RETRY_SECONDS_DEFAULT = 120.0
+RETRY_PAUSE_S = 1.0
+Stored = tuple[str, dict[str, Any]]  # (record id, record)
+
+
+class UnstoredAnswer(Exception):
+    """A node's answer (already paid for) is in memory; the store refused to write it."""
+
+    def __init__(self, node: Node, cause: BaseException, write: Callable[[], Stored], cost_usd: float | None,
+                 cleanup: Callable[[], None]):
+        super().__init__(_reason(cause))
+        self.node, self.write, self.cost_usd, self.cleanup = node, write, cost_usd, cleanup
+
+
+def store_answer(node: Node, write: Callable[[], Stored], cost_usd: float | None,
+                 cleanup: Callable[[], None] = lambda: None) -> Stored:
+    """`write()` the node's outputs and record; if the store fails, raise UnstoredAnswer holding `write`
+    so the build can try again later (`cleanup` runs once the answer is stored or given up)."""
+    try:
+        stored = write()
+    except (StoreError, OSError) as exc:
+        raise UnstoredAnswer(node, exc, write, cost_usd, cleanup) from None
+    cleanup()
+    return stored
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause in a few words ("No space left on device"), without the store path said elsewhere."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, UnstoredAnswer):
+        return str(exc)
+    text = str(exc)
+    return text.split(": ", 1)[1] if text.startswith("store ") and ": " in text else text
+
+
+def is_store_failure(error: BaseException) -> bool:
+    return isinstance(error, (UnstoredAnswer, StoreError))
+
+
+class StoreTrouble:
+    """A build's store write failures: once one happens nothing new starts; kept answers are retried."""
+
+    def __init__(self, store_root: str, retry_seconds: float | None = None):
+        self.store_root = store_root
+        if retry_seconds is None:
+            retry_seconds = float(os.environ.get("CLAW_STORE_RETRY_SECONDS", RETRY_SECONDS_DEFAULT))
+        self.retry_seconds = retry_seconds
+        self.reason: str | None = None
+        self.kept: list[UnstoredAnswer] = []
+        self.lost: list[UnstoredAnswer] = []
+        self.saved = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.reason is not None
+
+    def note(self, error: BaseException) -> None:
+        self.reason = self.reason or _reason(error)
+        if isinstance(error, UnstoredAnswer):
+            self.kept.append(error)
+
+    def retry(self, on_stored: Callable[[Node, Stored], None]) -> None:
+        """Write the kept answers, retrying until they are all stored or the time is up."""
+        if not self.kept:
+            return
+        print(f"claw: warning: the store cannot be written ({self.reason}): no new node is started; "
+              f"{len(self.kept)} paid answer(s) are kept in memory and retried for up to "
+              f"{self.retry_seconds:g} s — free space in {self.store_root}", file=sys.stderr, flush=True)
+        deadline = time.monotonic() + self.retry_seconds
+        while True:
+            for answer in list(self.kept):
+                try:
+                    stored = answer.write()
+                except (StoreError, OSError):
+                    continue
+                answer.cleanup()
+                self.kept.remove(answer)
+                self.saved += 1
+                on_stored(answer.node, stored)
+            if not self.kept or time.monotonic() >= deadline:
+                break
+            time.sleep(RETRY_PAUSE_S)
+        for answer in self.kept:
+            answer.cleanup()
+        self.lost += self.kept
+        self.kept = []
+        if self.saved:
+            print(f"claw: note: {self.saved} kept answer(s) stored after all", file=sys.stderr, flush=True)
+
+    def error(self, skipped: int) -> StoreError:
+        """The one line the build ends with: what was lost, what was not started."""
+        if self.lost:
+            cost = sum(a.cost_usd or 0.0 for a in self.lost)
+            names = ", ".join(f"{address_id(a.node.kind, a.node.address)} ({a.cost_usd or 0.0:.6f} USD)"
+                              for a in self.lost)
+            lost = f"{len(self.lost)} paid answer(s) could not be stored and are lost ({cost:.6f} USD): {names}"
+        else:
+            lost = "no paid answer was lost"
+        return StoreError(f"store {self.store_root} cannot be written ({self.reason}): {lost}; "
+                          f"{skipped} node(s) not started; free space and build again (finished nodes are kept)")

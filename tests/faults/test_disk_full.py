@@ -1,0 +1,122 @@
+"""A store on a real, tiny filesystem fills up mid-build: nothing new starts, paid answers are kept and
+retried, and the build names exactly the answers it could not keep."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, text
+from tests.support.workspace import Workspace
+
+CASES = 30
+RUNS = ("--suite", "main", "--run-profile", "rp")
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs: a real filesystem that runs out of space (each file takes at least a 4 KiB page:
+    a run's objects, record and cache entry take ~16 KiB)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _workspace(root: Path, standin: StandIn) -> Workspace:
+    ws = Workspace(root)
+    for index in range(CASES):
+        ws.case(f"c{index:02d}", f"Question number {index}?")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=4)
+    rnd = random.Random(7)  # incompressible-ish answers of ~9 KB fill the store in a few runs
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(3000)]
+    standin.set_default(text(" ".join(rnd.choice(words) for _ in range(1100)), latency=0.2))
+    return ws
+
+
+def _fill(mount: Path, leave: int = 100 << 10) -> Path:
+    """A file taking all the free space of `mount` but `leave` bytes (room for a few runs)."""
+    stat = os.statvfs(mount)
+    filler = mount / "filler"
+    filler.write_bytes(os.urandom(stat.f_bavail * stat.f_frsize - leave))
+    return filler
+
+
+def _stored_runs(store_dir: Path) -> int:
+    store = Store(store_dir, create=False)
+    return sum(1 for _, record in store.iter_actions() if record and store.get_json(record)["kind"] == "run")
+
+
+def _run_requests(standin: StandIn) -> int:
+    return sum(1 for r in standin.requests if r["body"]["model"] == "vendor/m1")
+
+
+def _build(ws: Workspace, env: dict[str, str], retry_s: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", *RUNS, "--output", "json"],
+                            cwd=ws.root, env={**os.environ, **env, "CLAW_STORE_RETRY_SECONDS": retry_s},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_disk_full_stops_spending_and_names_every_lost_answer(
+        small_fs: Path, standin: StandIn, env: dict[str, str], tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws", standin)
+    store_dir = small_fs / "store"
+    Store(store_dir)
+    _fill(small_fs)
+    build = _build(ws, {**env, "CLAW_STORE": str(store_dir)}, "1")
+    _, err = build.communicate(timeout=120)
+    assert build.returncode == 3, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("claw: error: store ") and "No space left on device" in last and "Traceback" not in err
+    sent, stored = _run_requests(standin), _stored_runs(store_dir)
+    lost = last.count("run/m1/")
+    assert sent < CASES  # spending stopped: far fewer requests than runs
+    assert sent == stored + lost, (sent, stored, lost, last)  # every paid answer stored or named
+    not_started = int(last.split(" node(s) not started")[0].rsplit(" ", 1)[1])
+    assert not_started == CASES - sent
+
+
+def test_answers_kept_in_memory_are_stored_when_space_returns(
+        small_fs: Path, standin: StandIn, env: dict[str, str], tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "ws", standin)
+    store_dir = small_fs / "store"
+    Store(store_dir)
+    filler = _fill(small_fs)
+    build = _build(ws, {**env, "CLAW_STORE": str(store_dir)}, "60")
+    assert build.stderr is not None
+    seen = []
+    for line in build.stderr:
+        seen.append(line)
+        if "kept in memory and retried" in line:
+            filler.unlink()  # space returns while the build waits
+            break
+    else:
+        pytest.fail("the build never reported kept answers: " + "".join(seen))
+    out, err = build.communicate(timeout=120)
+    assert build.returncode == 3, err
+    assert "no paid answer was lost" in err and "stored after all" in err, err
+    sent, stored = _run_requests(standin), _stored_runs(store_dir)
+    assert 0 < sent < CASES and sent == stored  # nothing paid was lost
+
+    rest = _build(ws, {**env, "CLAW_STORE": str(store_dir)}, "1")  # room again: the next build finishes
+    out, err = rest.communicate(timeout=120)
+    assert rest.returncode == 0, err
+    assert json.loads(out)["counts"]["reused"] == sent
+    assert _run_requests(standin) == CASES == _stored_runs(store_dir)  # no answer paid twice
