@@ -12,6 +12,8 @@ from typing import Any
 import click
 
 from clawstore.cli.common import campaign_options, never_built_message, resolve_store_dir
+from clawstore.report.terminal import print_tables, stdout_is_terminal
+from clawstore.report.terminal import table as rich_table
 
 # JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
 # path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
@@ -272,7 +274,12 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         click.echo(json.dumps({"campaign": cid, "models": models_json}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in columns)] for m, kinds in per_model.items() for k, n in kinds.items()]
-    click.echo(format_table(["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"], rows))
+    headers = ["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"]
+    if stdout_is_terminal():
+        print_tables(rich_table(headers, rows, [False, False, True, True, True, True], title=f"status of {cid}",
+                                zero_dim=True, nonzero_styles=[None, None, "green", "yellow", "bold red", "yellow"]))
+        return
+    click.echo(format_table(headers, rows))
 
 
 @click.command()
@@ -294,6 +301,11 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
         return
     if not stale:
         click.echo(f"everything is fresh ({cid})")
+    elif stdout_is_terminal():
+        print_tables(rich_table(["NODE", "STATE", "WHAT CHANGED"],
+                                [[node_label(s.node), s.state, "\n".join(s.reasons)] for s in stale],
+                                [False, False, False], title=f"why {len(stale)} node(s) of {cid} would execute"))
+        return
     for s in stale:
         click.echo(f"{node_label(s.node)} ({s.state}):")
         for reason in s.reasons:

@@ -37,26 +37,34 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command("query")
-@click.argument("sql_or_name")
+@click.argument("sql_or_name", required=False)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]), default="table",
               show_default=True, help="Output format on stdout.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the result to FILE instead (.parquet, .csv, .json or .md by extension).")
 @click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
               help="Set a variable the SQL reads with getvariable('NAME') (repeatable).")
+@click.option("--schema", "schema", is_flag=True, help="List every view and column with its meaning, then exit.")
 @store_option
-def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[str, ...],
-                  store_dir: Path | None) -> None:
+def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: tuple[str, ...],
+                  store_dir: Path | None, schema: bool) -> None:
     """Run SQL (or the saved query NAME from queries/NAME.sql) over every stored result.
 
     Views: runs, checks, judgements, results, nodes (each campaign's current head), run_history, check_history,
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
     from clawstore.query.engine import run_query
-    from clawstore.query.formats import render
+    from clawstore.query.formats import cell, numeric_columns, render
     from clawstore.query.manifest import index_pending
     from clawstore.query.saved import resolve_sql
+    from clawstore.report.terminal import print_tables, stdout_is_terminal
+    from clawstore.report.terminal import table as rich_table
 
+    if schema:
+        _print_schema(fmt)
+        return
+    if sql_or_name is None:
+        raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
     root = _existing_store(store_dir)
     sql, _ = resolve_sql(sql_or_name, Path.cwd())
     # Builds finished since the last query join the manifest now; a damaged build log is named and skipped.
@@ -71,7 +79,11 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
     result = run_query(root, sql, _params(params), store=lambda: _open_store(root),
                        parquet_out=out if export == "parquet" else None)
     if out is None:
-        click.echo(render(fmt, result.columns, result.rows), nl=False)
+        if fmt == "table" and stdout_is_terminal():
+            print_tables(rich_table(result.columns, [[cell(v) for v in row] for row in result.rows],
+                                    numeric_columns(result.columns, result.rows)))
+        else:
+            click.echo(render(fmt, result.columns, result.rows), nl=False)
         return
     if export != "parquet":
         try:
@@ -79,6 +91,28 @@ def query_command(sql_or_name: str, fmt: str, out: Path | None, params: tuple[st
         except OSError as exc:
             raise UsageError(f"--out {out}: {exc.strerror}") from None
     click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
+
+
+def _print_schema(fmt: str) -> None:
+    """Every view and column with its one-line meaning: a table per view on a terminal, rows otherwise."""
+    from clawstore.query.formats import render
+    from clawstore.query.schema import VIEW_DOCS, schema_rows, view_columns
+    from clawstore.report.terminal import print_tables, stdout_is_terminal
+    from clawstore.report.terminal import table as rich_table
+
+    if fmt == "table" and stdout_is_terminal():
+        print_tables(*(rich_table(["column", "type", "meaning"], [[c.name, c.type, c.doc] for c in cols],
+                                  [False, False, False], title=f"{view} — {VIEW_DOCS.get(view, '')}")
+                       for view, cols in view_columns().items()))
+        return
+    if fmt == "table":
+        for view, cols in view_columns().items():
+            click.echo(f"{view}: {VIEW_DOCS.get(view, '')}")
+            width = max(len(c.name) for c in cols)
+            for c in cols:
+                click.echo(f"  {c.name.ljust(width)}  {c.type:<10} {c.doc}")
+        return
+    click.echo(render(fmt, ["view", "column", "type", "meaning"], schema_rows()), nl=False)
 
 
 @click.command("report")
@@ -95,7 +129,8 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
 
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
-    from clawstore.report.text import render_text
+    from clawstore.report.terminal import stdout_is_terminal
+    from clawstore.report.text import print_terminal, render_text
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
@@ -106,6 +141,8 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     report = build_report(store, ids.campaign_id, cases, models)
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    elif stdout_is_terminal():
+        print_terminal(report)
     else:
         click.echo(render_text(report), nl=False)
     if no_chart:

@@ -67,15 +67,20 @@ def _csv_cell(value: Any) -> str:
     return str(json_value(value))
 
 
+def numeric_columns(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[bool]:
+    """Columns whose non-null values are all numbers (right-aligned in tables)."""
+    return [all(isinstance(r[i], int | float | decimal.Decimal) and not isinstance(r[i], bool)
+                for r in rows if r[i] is not None) and any(r[i] is not None for r in rows)
+            for i in range(len(columns))]
+
+
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[cell(v).replace("\n", " ") for v in row] for row in rows]
     widths = [len(c) for c in columns]
     for row in cells:
         for i, text in enumerate(row):
             widths[i] = max(widths[i], len(text))
-    numeric = [all(isinstance(r[i], int | float | decimal.Decimal) and not isinstance(r[i], bool)
-                   for r in rows if r[i] is not None) and any(r[i] is not None for r in rows)
-               for i in range(len(columns))]
+    numeric = numeric_columns(columns, rows)
 
     def line(values: Sequence[str]) -> str:
         parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]

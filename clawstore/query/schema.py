@@ -200,3 +200,24 @@ def view_columns() -> dict[str, list[Column]]:
 def duckdb_columns(table: str) -> dict[str, str]:
     """{column: type} for read_json(columns=...)."""
     return {c.name: c.type for c in PHYSICAL[table]}
+
+
+VIEW_DOCS: dict[str, str] = {
+    "runs": "one row per run of each campaign's current head",
+    "checks": "one row per deterministic check of each campaign's current head",
+    "judgements": "one row per judge call (judge run x repetition) of each campaign's current head",
+    "results": "one row per aggregated result (final score, verdict, costs) of each campaign's current head",
+    "nodes": "every node of any kind of each campaign's current head",
+    "run_history": "every run row ever indexed, one per build that used the run",
+    "check_history": "every check row ever indexed, one per build that used the checks node",
+    "judgement_history": "every judgement row ever indexed, one per build that used the judge node",
+    "result_history": "every result row ever indexed, one per build that used the result node",
+    "build_nodes": "every node of every build, with what that build did with it",
+    "builds": "one row per build: its campaign, state, counts and spending",
+    "objects": "one row per object in the store, with its logical and stored size",
+}
+
+
+def schema_rows() -> list[tuple[str, str, str, str]]:
+    """(view, column, type, meaning) for every column of every view, views in `view_columns` order."""
+    return [(view, c.name, c.type, c.doc) for view, cols in view_columns().items() for c in cols]

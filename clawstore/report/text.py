@@ -36,9 +36,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     return [line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
-def render_text(report: CampaignReport) -> str:
+Section = tuple[str, list[str], list[list[str]], list[bool]]  # title, headers, rows, right-aligned
+
+
+def header_lines(report: CampaignReport) -> list[str]:
     total = report.run_cost_usd + report.eval_cost_usd
-    lines = [
+    return [
         f"Campaign: {report.campaign_id}",
         f"Suite: {report.suite_id}  Run profile: {report.run_profile_id}  "
         f"Evaluation profile: {report.evaluation_profile_id or 'n/a'}",
@@ -47,9 +50,11 @@ def render_text(report: CampaignReport) -> str:
         f"Models: {len(report.models)}  Rows: {len(report.rows)}",
         f"Cost (USD): runs {_cost(report.run_cost_usd)}  evaluation {_cost(report.eval_cost_usd)}  "
         f"total {_cost(total)}",
-        "",
-        "Case Results",
     ]
+
+
+def sections(report: CampaignReport) -> list[Section]:
+    """The report's tables, for the plain text and the terminal rendering alike."""
     verdicts = report.has_verdicts
     headers = ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", *(["PASS"] if verdicts else []), "TOKENS_IN",
                "TOKENS_OUT", "LATENCY_S", "RUN_COST", "EVAL_COST", "TOTAL_COST", "STATUS"]
@@ -59,13 +64,12 @@ def render_text(report: CampaignReport) -> str:
              r.status] for r in report.rows]
     right = [False, False, True, False, False, True, *([False] if verdicts else []), True, True, True, True, True,
              True, False]
-    lines += table(headers, rows, right)
+    out: list[Section] = [("Case Results", headers, rows, right)]
     if report.has_dimensions:
-        lines += ["", "Dimension Scores (0-10, mean of the final scores)"]
         dims = list(report.rows[0].dimensions)
         rows = [[r.model_id, r.case_id, *(_score(r.dimensions.get(d)) for d in dims)] for r in report.rows]
-        lines += table(["MODEL", "CASE", *(d.upper() for d in dims)], rows, [False, False] + [True] * len(dims))
-    lines += ["", "Model Summary"]
+        out.append(("Dimension Scores (0-10, mean of the final scores)", ["MODEL", "CASE", *(d.upper() for d in dims)],
+                    rows, [False, False] + [True] * len(dims)))
     headers = ["MODEL", "CASES", "SCORED", "MEAN_SCORE", *(["PASSED"] if verdicts else []), "TOKENS_IN",
                "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST",
                "TOTAL_COST"]
@@ -73,9 +77,38 @@ def render_text(report: CampaignReport) -> str:
              *([f"{m.passed}/{m.judged}"] if verdicts else []), str(m.input_tokens), str(m.output_tokens),
              _latency(m.mean_latency_s), str(m.runs_executed), str(m.runs_reused), str(m.runs_failed),
              _cost(m.run_cost_usd), _cost(m.eval_cost_usd), _cost(m.total_cost_usd)] for m in report.models]
-    lines += table(headers, rows, [False] + [True] * (len(headers) - 1))
+    out.append(("Model Summary", headers, rows, [False] + [True] * (len(headers) - 1)))
+    return out
+
+
+def problem_lines(report: CampaignReport) -> list[str]:
     problems = [(r, p) for r in report.rows for p in r.problems]
+    if not problems:
+        return []
+    return [f"Problems ({len(problems)})", *(f"  {r.model_id} / {r.case_id}: {p}" for r, p in problems)]
+
+
+def render_text(report: CampaignReport) -> str:
+    lines = header_lines(report)
+    for title, headers, rows, right in sections(report):
+        lines += ["", title, *table(headers, rows, right)]
+    problems = problem_lines(report)
     if problems:
-        lines += ["", f"Problems ({len(problems)})"]
-        lines += [f"  {r.model_id} / {r.case_id}: {p}" for r, p in problems]
+        lines += ["", *problems]
     return "\n".join(lines) + "\n"
+
+
+def print_terminal(report: CampaignReport) -> None:
+    """The same report drawn with rich for a person at a terminal."""
+    from rich.text import Text
+
+    from clawstore.report.terminal import print_tables
+    from clawstore.report.terminal import table as rich_table
+
+    parts: list[object] = ["\n".join(header_lines(report))]
+    parts += [rich_table(headers, rows, right, title=title, zero_dim=True) for title, headers, rows, right
+              in sections(report)]
+    problems = problem_lines(report)
+    if problems:
+        parts += [Text(problems[0], style="bold red"), "\n".join(problems[1:])]
+    print_tables(*parts)

@@ -31,8 +31,10 @@ class Terminal:
         self._tmux("new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
                    "bash", "--norc", "-c", shell)
 
-    def screen(self, ansi: bool = False) -> str:
-        return self._tmux("capture-pane", "-p", *(["-e"] if ansi else []), "-t", self.session)
+    def screen(self, ansi: bool = False, history: bool = False) -> str:
+        """What the pane shows (with `history`, also what scrolled off the top)."""
+        return self._tmux("capture-pane", "-p", *(["-e"] if ansi else []), *(["-S", "-"] if history else []),
+                          "-t", self.session)
 
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", self.session, *keys)
