@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from clawstore.config import find_workspace_root, load_workspace, resolve_campai
 from clawstore.config.models import JudgeConfig, ModelConfig
 from clawstore.config.resolution import openclaw_model_ref, resolve_judge_model, resolve_model
 from clawstore.errors import ConfigError, UsageError
-from tests.config.workspace_builder import build_base, compat_or_skip, edit_yaml, llm_case, write_yaml
+from tests.config.workspace_builder import build_base, edit_yaml, llm_case, write_yaml
 
 
 @pytest.fixture
@@ -213,25 +212,6 @@ def test_model_and_judge_model_resolution_order() -> None:
     assert resolve_judge_model(judge(judge_model="j", model_id="i")) == "j"
     assert resolve_judge_model(judge(model_id="i")) == "i"
     assert resolve_judge_model(judge()) == "jid"
-
-
-def test_compat_campaigns_expand(tmp_path: Path) -> None:
-    examples = compat_or_skip() / "examples"
-    llm = resolve_campaign(examples, "llm_probe_examples", "llm_probe_examples", "judge_gpt54")
-    assert [i.case_id for i in llm.items] == ["llm_probe_browser_example", "llm_probe_tool_example"]
-    assert llm.evaluation_profile_path is not None and llm.evaluation_profile_path.name == "judge_gpt54_mini.yaml"
-    claw = resolve_campaign(examples, "openclaw_examples", "openclaw_examples")
-    assert {i.agent_id for i in claw.items} == {"basic_agent"}
-    assert [len(i.turns) for i in claw.items] == [0, 2, 0]
-    with pytest.raises(ConfigError, match="openclaw_specialized_agents_suite.yaml: case_selection"):
-        resolve_campaign(examples, "openclaw_specialized_agents_suite", "openclaw_examples")
-    fixture = resolve_campaign(compat_or_skip() / "fixture", "example_suite", "default", "default")
-    (item,) = fixture.items
-    assert item.resolved_model == "openai/gpt-example"
-    assert item.settings == {"timeout_seconds": 30, "temperature": 0}
-    assert [m.role for m in item.messages] == ["system", "system", "user", "user"]
-    assert item.messages[2].content.startswith("Attached context file: prompt.txt\n\n--- BEGIN ATTACHMENT")
-    assert os.path.basename(item.case.resolve_path("hooks/custom_check.py")) == "custom_check.py"
 
 
 def test_campaign_as_plain_data(ws: Path) -> None:

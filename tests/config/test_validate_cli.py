@@ -1,4 +1,4 @@
-"""`claw validate` on the shared compat corpora, on our own configs/, and its output formats."""
+"""`claw validate` on the compat corpus (tests/compat_corpus), on our own configs/, and its output formats."""
 
 from __future__ import annotations
 
@@ -6,75 +6,74 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.config.workspace_builder import REPO, build_base, claw, compat_or_skip, edit_yaml
+from tests.config.workspace_builder import COMPAT, REPO, build_base, claw, edit_yaml
 
-SPECIALIZED = "configs/suites/openclaw_specialized_agents_suite.yaml"
+BROKEN_SUITE = "configs/suites/broken.yaml"
 
 
-def _copy_examples(tmp_path: Path) -> Path:
-    root = tmp_path / "examples"
-    shutil.copytree(compat_or_skip() / "examples", root)
+def _copy_corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    shutil.copytree(COMPAT, root)
     return root
 
 
-def test_examples_without_the_private_suite_are_valid(tmp_path: Path) -> None:
-    root = _copy_examples(tmp_path)
-    (root / SPECIALIZED).unlink()
-    result = claw("validate", str(root))
+def test_corpus_is_valid() -> None:
+    result = claw("validate", str(COMPAT))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == "OK: 5 cases, 2 suites, 2 run profiles, 1 evaluation profile, 1 agent"
+    assert result.stdout.strip() == "OK: 3 cases, 2 suites, 2 run profiles, 2 evaluation profiles, 2 agents"
 
 
-def test_examples_name_the_suite_with_unknown_cases(tmp_path: Path) -> None:
-    root = _copy_examples(tmp_path)
+def test_a_suite_with_unknown_cases_and_agent_is_named(tmp_path: Path) -> None:
+    root = _copy_corpus(tmp_path)
+    (root / BROKEN_SUITE).write_text(
+        "schema_version: 1\nsuite_id: broken\ntitle: Broken\ncase_selection:\n"
+        "  include_case_ids: [case_01_x, case_02_y, full_llm_case]\n"
+        "openclaw:\n  agent_assignments:\n    - agent_id: tapas\n"
+        "      case_selection: {include_tags: [openclaw]}\n")
     result = claw("validate", str(root))
     assert result.returncode == 2
     assert "Traceback" not in result.stdout + result.stderr
     lines = result.stdout.splitlines()
     error_lines = lines[:-1]
-    assert error_lines and all(line.startswith(SPECIALIZED + ": ") for line in error_lines)
-    first = error_lines[0]
-    assert first.startswith(f"{SPECIALIZED}: case_selection.include_case_ids: unknown case ids: ")
-    for n in range(1, 13):
-        assert f"case_{n:02d}_" in first
+    assert error_lines and all(line.startswith(BROKEN_SUITE + ": ") for line in error_lines)
+    assert error_lines[0].startswith(f"{BROKEN_SUITE}: case_selection.include_case_ids: unknown case ids: ")
+    assert "case_01_x" in error_lines[0] and "case_02_y" in error_lines[0]
     assert any("agent_assignments[0].agent_id: agent 'tapas' not found" in line for line in error_lines)
     assert lines[-1].startswith(f"{len(error_lines)} errors in 1 file")
+    # The configs/ directory itself as ROOT: paths are relative to it.
+    result = claw("validate", str(root / "configs"))
+    assert result.returncode == 2 and result.stdout.startswith("suites/broken.yaml: ")
 
 
-def test_examples_configs_dir_itself_as_root() -> None:
-    configs = compat_or_skip() / "examples" / "configs"
-    result = claw("validate", str(configs))
-    assert result.returncode == 2
-    # Paths are relative to the ROOT given, which here is configs/ itself.
-    assert result.stdout.startswith("suites/openclaw_specialized_agents_suite.yaml: ")
-
-
-def test_fixture_is_valid_and_its_hook_file_is_checked(tmp_path: Path) -> None:
-    fixture = compat_or_skip() / "fixture"
-    result = claw("validate", str(fixture))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith("OK: 1 case, 1 suite, 2 run profiles, 1 evaluation profile, 1 agent")
-    copy = tmp_path / "fixture"
-    shutil.copytree(fixture, copy)
-    (copy / "configs/cases/example_case/hooks/custom_check.py").unlink()
+def test_hook_file_is_checked(tmp_path: Path) -> None:
+    copy = _copy_corpus(tmp_path)
+    (copy / "configs/cases/llm/full_llm_case/hooks/length_check.py").unlink()
     broken = claw("validate", str(copy))
     assert broken.returncode == 2
     assert broken.stdout.splitlines()[0] == (
-        "configs/cases/example_case/test.yaml: deterministic_checks[1].python_hook.path: "
-        "file not found: hooks/custom_check.py (paths are relative to test.yaml)"
+        "configs/cases/llm/full_llm_case/test.yaml: deterministic_checks[7].python_hook.path: "
+        "file not found: hooks/length_check.py (paths are relative to test.yaml)"
     )
 
 
-def test_fixture_implicit_default_prompt(tmp_path: Path) -> None:
-    copy = tmp_path / "fixture"
-    shutil.copytree(compat_or_skip() / "fixture", copy)
-    profile = copy / "configs/evaluation_profiles/default.yaml"
+def test_implicit_default_prompt(tmp_path: Path) -> None:
+    copy = _copy_corpus(tmp_path)
+    profile = copy / "configs/evaluation_profiles/judge_full_v2.yaml"
     edit_yaml(profile, lambda data: data.pop("judge_system_prompt_path"))
-    assert claw("validate", str(copy)).returncode == 0  # prompts/judge_system_default.md beside it
-    (copy / "configs/evaluation_profiles/prompts/judge_system_default.md").unlink()
+    assert claw("validate", str(copy)).returncode == 2  # no prompts/judge_system_default.md beside it
+    (copy / "configs/evaluation_profiles/prompts/judge_system.md").rename(
+        copy / "configs/evaluation_profiles/prompts/judge_system_default.md")
+    result = claw("validate", str(copy))
+    assert result.returncode == 0, result.stdout
+
+
+def test_mixed_workspace_file_check_styles_are_rejected(tmp_path: Path) -> None:
+    copy = _copy_corpus(tmp_path)
+    case = copy / "configs/cases/claw/notes_two_turns/test.yaml"
+    edit_yaml(case, lambda d: d["deterministic_checks"][1]["declarative"].update(contains="tea"))
     result = claw("validate", str(copy))
     assert result.returncode == 2
-    assert "configs/evaluation_profiles/default.yaml: judge_system_prompt_path: no judge system prompt" in result.stdout
+    assert result.stdout.startswith("configs/cases/claw/notes_two_turns/test.yaml: deterministic_checks[1]")
 
 
 def test_our_own_configs_are_valid() -> None:

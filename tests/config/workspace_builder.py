@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO / ".." / "shared"
-COMPAT = SHARED / "compat"
+# A workspace written for this project that uses every field of the config schema (docs/configuration.md).
+COMPAT = REPO / "tests" / "compat_corpus"
 
 
 def write_yaml(path: Path, data: Any) -> None:
@@ -163,11 +163,3 @@ def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
     env.pop("CLAW_STORE", None)
     return subprocess.run([*_claw_command(), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=60)
-
-
-def compat_or_skip() -> Path:
-    import pytest
-
-    if not COMPAT.is_dir():
-        pytest.skip(f"shared compat corpus not found at {COMPAT.resolve()}")
-    return COMPAT
