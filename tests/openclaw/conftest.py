@@ -11,7 +11,7 @@ import pytest
 
 from clawstore.runners.openclaw import OpenClawSpec, agent_workspace_tree
 from clawstore.store import Store
-from tests.openclaw.engine import DockerEngine, start_engine
+from tests.openclaw.engine import DockerEngine, in_ci, start_engine
 
 FAKE_IMAGE = "example.test/openclaw:fake"
 FAKE_ID = "sha256:" + "ab" * 32
@@ -108,10 +108,15 @@ def make_spec(store: Store, agent_dir: Path, fake_docker: FakeDocker):
 
 @pytest.fixture(scope="session")
 def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
-    """A real Docker engine with the OpenClaw test image loaded (skips with the reason otherwise)."""
+    """A real Docker engine with the OpenClaw image loaded. Without one: a skip with the reason, and
+    under CI=true a failure (CI must not pass with these tests silently not run)."""
     engine, reason = start_engine(tmp_path_factory.mktemp("dockerd"))
     if engine is None:
-        pytest.skip(f"real OpenClaw engine unavailable: {reason}")
+        message = f"real OpenClaw engine unavailable: {reason}"
+        if in_ci():
+            pytest.fail(f"{message} (CI=true: .ci/run installs docker.io and mmdebstrap and prepares the image)",
+                        pytrace=False)
+        pytest.skip(message)
     try:
         yield engine
     finally:

@@ -26,6 +26,11 @@ START_TIMEOUT_S = 60.0
 IMAGE_TIMEOUT_S = 1200.0
 
 
+def in_ci() -> bool:
+    """CI=true (GitHub Actions, GitLab, .ci/run): a missing engine or image is a failure there."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
 @dataclass
 class DockerEngine:
     host: str
@@ -137,7 +142,7 @@ def main(argv: list[str]) -> int:
         return 2
     cache = subprocess.run(["bash", str(IMAGE_SCRIPT), "--cache-path"], capture_output=True, text=True,
                            check=True).stdout.strip()
-    if Path(cache).is_file():
+    if (Path(cache) / "manifest.json").is_file():
         print(f"openclaw test image cached at {cache}", file=sys.stderr)
         return 0
     with tempfile.TemporaryDirectory(prefix="claw-dockerd-") as tmp:

@@ -1,7 +1,7 @@
 """The openclaw runner: an OpenClaw agent in a container, its workspace and evidence in the store.
 
 Public API (see docs/openclaw.md):
-    agent_workspace_tree(store, agent_dir) -> oid
+    agent_workspace_tree(store, agent_dir, agent) -> oid
     resolve_image_digest(image, docker_cli) -> str | None
     openclaw_identity(spec) -> dict
     run_openclaw(spec, store, workdir) -> OpenClawOutcome

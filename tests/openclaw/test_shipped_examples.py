@@ -1,0 +1,68 @@
+"""The shipped OpenClaw example (configs/: basic_agent, openclaw_local, the openclaw_* cases) runs as
+shipped, with the key in OPENROUTER_API_KEY, against the image CI builds — only the model server is the
+stand-in and the engine is a private one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from clawstore.cli import main
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, text, tool_calls
+from tests.openclaw.engine import IMAGE_SCRIPT, REPO, DockerEngine
+from tests.support.workspace import SECRET
+
+pytestmark = pytest.mark.timeout(1200)
+SHIPPED = (REPO / "configs").resolve()  # a link to the packaged clawstore/demo/configs
+MODEL = "openai/gpt-4o-mini"  # configs/suites/openclaw_examples.yaml
+FILES = {"report.md": "# Daily check\n2026-01-01\nclaw-openclaw-report\n",
+         "notes.md": "# Notes\nturn-one-marker\n",
+         "summary.md": "# Summary\nturn-two-marker\nnotes.md says turn-one-marker.\n"}
+
+
+def test_example_run_profile_names_the_image_ci_builds() -> None:
+    profile = yaml.safe_load((SHIPPED / "run_profiles" / "openclaw_local.yaml").read_text())
+    tag = subprocess.run(["bash", str(IMAGE_SCRIPT), "--print-tag"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert profile["openclaw"]["image"] == tag
+
+
+def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(SHIPPED, tmp_path / "ws" / "configs")
+    monkeypatch.chdir(tmp_path / "ws")
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")  # the containers reach the stand-in on 127.0.0.1
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    with StandIn() as standin:
+        monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+        # Three turns in all (1 + 2), in whichever order the cases run: each writes every file, then answers.
+        writes = tool_calls(*({"name": "write", "arguments": {"path": p, "content": c}, "id": f"call_{i}"}
+                              for i, (p, c) in enumerate(FILES.items())))
+        standin.script(MODEL, *[writes, text("Done: the files are written.")] * 3)
+        built = CliRunner().invoke(main, ["build", "--suite", "openclaw_examples", "--run-profile",
+                                          "openclaw_local", "--output", "json"])
+        requests = standin.requests
+    assert built.exit_code == 0, built.output
+    rows = {row["case_id"]: row for row in json.loads(built.stdout)["rows"]}
+    assert set(rows) == {"openclaw_report_file", "openclaw_two_turn_notes"}
+    assert all(row["run"] == "exec" and row["status"] == "success" for row in rows.values()), rows
+    assert len(requests) == 6 and {r["model"] for r in requests} == {MODEL}
+    store = Store(tmp_path / "store")
+    record = store.get_action(rows["openclaw_two_turn_notes"]["key"])
+    assert record is not None
+    files = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(record["outputs"]["workspace"])
+             if e.type == "file"}
+    assert files["summary.md"] == FILES["summary.md"]
+    # The agent's prompt reached OpenClaw through AGENTS.md (2026.9.6 has no config key for it).
+    assert "## Agent prompt\n\nWork in the workspace" in files["AGENTS.md"]
+    assert "use tools to verify what you claim" in json.dumps(requests[0]["messages"])
+    assert docker_engine.our_containers() == []
