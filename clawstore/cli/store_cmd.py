@@ -134,34 +134,40 @@ def checkout_cmd(oid: str, dest: Path, allow_external_links: bool, store_dir: Pa
 
 @click.command("fsck")
 @click.option("--repair", is_flag=True,
-              help="Quarantine corrupt objects and bad action-cache entries; remove stale temp files.")
+              help="Quarantine what is damaged, fix campaign heads and shard folders, rebuild a damaged "
+                   "manifest, remove stale temp files and leases (see docs/store.md).")
 @click.option("--rebuild-manifest", is_flag=True, help="Afterwards, rebuild the query manifest from records.")
 @store_option
 @_os_errors
 def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> None:
-    """Verify every object, action-cache entry and ref. Exit 1 if something is wrong."""
-    rebuild = None
-    if rebuild_manifest:
-        try:
-            from clawstore.query.manifest import rebuild_manifest as rebuild
-        except ImportError as exc:
+    """Verify what builds and queries rely on: objects, action-cache entries, refs and campaign heads,
+    build logs, shard folders, the query manifest. Exit 1 if something is wrong."""
+    try:
+        from clawstore.query.manifest import manifest_problems, repair_manifest
+    except ImportError as exc:  # a store-only install: everything but the manifest is checked
+        if rebuild_manifest:
             raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
+        manifest_problems = repair_manifest = None  # type: ignore[assignment]
     store = _open_store(store_dir)
     report = run_fsck(store, repair=repair)
-    for problem in report.problems:
+    manifest = manifest_problems(store) if manifest_problems is not None else []
+    for problem in report.problems + manifest:
         click.echo(f"problem: {problem}")
     for line in report.repaired:
         click.echo(f"repaired: {line}")
     click.echo(
-        f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs "
-        f"in {report.seconds:.2f}s; temp files: {report.temp_files} ({report.stale_temp_files} stale); "
-        f"stale leases: {report.stale_leases}; stray files: {len(report.stray_files)}"
+        f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs, "
+        f"{report.build_logs} build logs in {report.seconds:.2f}s; temp files: {report.temp_files} "
+        f"({report.stale_temp_files} stale); stale leases: {report.stale_leases}; "
+        f"stray files: {len(report.stray_files)}"
     )
-    if rebuild is not None:
-        result = rebuild(store)
-        click.echo("manifest rebuilt" + (f": {result}" if result is not None else ""))
-    if not report.clean:
-        click.echo(f"fsck: {len(report.unresolved)} problem(s)", err=True)
+    if repair_manifest is not None and (rebuild_manifest or (repair and (manifest or report.bad_build_logs))):
+        result = repair_manifest(store)
+        click.echo(f"{'repaired: ' if repair and manifest else ''}manifest rebuilt: {result} build(s) indexed")
+        manifest = manifest_problems(store)
+    unresolved = report.unresolved + manifest
+    if unresolved:
+        click.echo(f"fsck: {len(unresolved)} problem(s)", err=True)
         sys.exit(1)
 
 

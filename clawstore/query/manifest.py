@@ -89,6 +89,44 @@ def rebuild_manifest(store: RecordStore) -> int:
     return count
 
 
+def manifest_problems(store: RecordStore) -> list[str]:
+    """Files of the manifest a query would fail on (unreadable Parquet, damaged JSON), for `claw fsck`.
+
+    The manifest is derived data: `claw fsck --repair` rebuilds it when this names anything."""
+    import duckdb
+
+    root = manifest_dir(Path(store.root))
+    if not root.is_dir():
+        return []
+    problems = []
+    con = duckdb.connect()
+    try:
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or "tmp" in path.relative_to(root).parts[:1]:
+                continue
+            try:
+                if path.suffix == ".parquet":
+                    con.execute("select count(*) from read_parquet(?)", [str(path)]).fetchall()
+                elif path.suffix == ".json":
+                    json.loads(path.read_bytes())
+            except (duckdb.Error, ValueError, OSError) as exc:
+                why = str(exc).splitlines()[0][:100]
+                problems.append(f"manifest file {path.relative_to(root)}: unreadable ({why})")
+    finally:
+        con.close()
+    return problems
+
+
+def repair_manifest(store: RecordStore) -> int:
+    """Rebuild the manifest; if a damaged file survives the rebuild, start from nothing (it is all
+    derived from build logs and records). Returns builds indexed."""
+    count = rebuild_manifest(store)
+    if manifest_problems(store):
+        shutil.rmtree(manifest_dir(Path(store.root)), ignore_errors=True)
+        count = rebuild_manifest(store)
+    return count
+
+
 def compact_manifest(store: RecordStore) -> bool:
     """Merge all waiting segments now (normally refresh does it once COMPACT_AT are waiting)."""
     return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)

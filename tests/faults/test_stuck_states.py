@@ -134,3 +134,22 @@ def test_leftovers_of_sigkilled_writers_are_removed_by_the_next_build(
     code, _, err = claw("build", *RUNS)
     assert code == 0, err
     assert os.listdir(store.tmp_dir) == [] and store.list_leases() == []
+
+
+def test_a_damaged_manifest_file_is_found_by_fsck_and_rebuilt_by_repair(
+        ws: Workspace, claw: Claw, env: dict[str, str]) -> None:
+    assert build_report(claw, *RUNS)[0] == 0
+    code, out, err = claw("query", "select count(*) as n from runs", "--format", "csv")
+    assert code == 0 and out.splitlines()[1] == "4", err
+    manifest = Path(env["CLAW_STORE"]) / "manifest"
+    damaged = sorted(manifest.rglob("runs*.parquet"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    assert claw("query", "select count(*) as n from runs")[0] != 0  # every query over runs fails
+
+    code, out, _ = claw("fsck")
+    assert code == 1 and f"manifest file {damaged.relative_to(manifest)}: unreadable" in out, out
+    code, out, err = claw("fsck", "--repair")
+    assert code == 0 and "repaired: manifest rebuilt" in out, out + err
+    code, out, err = claw("query", "select count(*) as n from runs", "--format", "csv")
+    assert code == 0 and out.splitlines()[1] == "4", err
+    assert claw("fsck")[0] == 0
