@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "clawstore.cli.store_cmd",
     "clawstore.cli.build_cmd",
     "clawstore.cli.plan_cmd",
+    "clawstore.cli.compare_cmd",
     "clawstore.cli.query_cmd",
     "clawstore.cli.gc_cmd",
     "clawstore.cli.demo_cmd",

@@ -1,0 +1,37 @@
+"""`claw compare A B`: score deltas between two campaign states, with the judge's noise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from clawstore.cli.build_cmd import _open_store
+from clawstore.cli.common import store_option
+
+
+@click.command("compare")
+@click.argument("a")
+@click.argument("b")
+@click.option("--output", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when some model's score fell beyond the noise.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Family-wise confidence of the intervals.")
+@click.option("--samples", type=click.IntRange(min=100), default=4000, show_default=True,
+              help="Bootstrap samples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap random seed.")
+@store_option
+def compare(a: str, b: str, output: str, fail_on_regression: bool, confidence: float, samples: int, seed: int,
+            store_dir: Path | None) -> None:
+    """Compare campaign states A and B (campaign ids, pins, refs or head ids): per model and per case."""
+    from clawstore.compare import compare as compare_states
+    from clawstore.compare import render_comparison
+
+    comparison = compare_states(_open_store(store_dir), a, b, confidence, samples, seed)
+    click.echo(render_comparison(comparison, output))
+    if fail_on_regression and comparison.regressions:
+        raise SystemExit(1)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(compare)

@@ -1,0 +1,183 @@
+"""Score deltas between two campaign states, with intervals that include judge and run noise.
+
+A case's score on one side is the mean of its judge scores (per run repetition, then over the
+repetitions). Its noise is estimated from the repetitions themselves, pooled over the model's cases
+(two or three repetitions per case are too few on their own): judge residuals (a score minus the
+mean of its run's judge scores) and run residuals (a repetition's mean minus the case's mean, shrunk
+to the spread the judge noise does not already explain).
+Each bootstrap sample redraws, on both sides, every run's residual and every judgement's residual
+from those pools; the delta's interval is the percentile interval of the sampled deltas.
+
+Intervals are Bonferroni-adjusted: with m (model, case) pairs compared, each case interval is at
+1 - (1 - confidence) / m, and model intervals at 1 - (1 - confidence) / (number of models), so that
+comparing two builds of identical configs flags nothing with probability about `confidence`. A delta whose interval holds
+0 is `within noise`; above it `improved`, below it `regressed`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.compare.scores import SideScores
+
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_SAMPLES = 4000
+
+
+@dataclass
+class Noise:
+    """Pooled residuals of one model on one side."""
+
+    judge: list[float] = field(default_factory=list)
+    run: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Delta:
+    model_id: str
+    case_id: str | None  # None: the model over all its common cases
+    a: float
+    b: float
+    low: float
+    high: float
+    n_a: int  # judgements behind the A score
+    n_b: int
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+    @property
+    def verdict(self) -> str:
+        if self.low <= 0.0 <= self.high:
+            return "within noise"
+        return "improved" if self.low > 0 else "regressed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "case_id": self.case_id, "a": round(self.a, 6), "b": round(self.b, 6),
+                "delta": round(self.delta, 6), "low": round(self.low, 6), "high": round(self.high, 6),
+                "verdict": self.verdict, "judgements_a": self.n_a, "judgements_b": self.n_b}
+
+
+@dataclass
+class Comparison:
+    a: SideScores
+    b: SideScores
+    confidence: float
+    samples: int
+    models: list[Delta]
+    cases: list[Delta]
+    unmatched: list[str]  # "model/case only in A" lines
+
+    @property
+    def regressions(self) -> list[Delta]:
+        return [d for d in self.models if d.verdict == "regressed"]
+
+    def to_json(self) -> dict[str, Any]:
+        side = lambda s: {"ref": s.label, "head": s.head_id, "campaign": s.campaign_id}  # noqa: E731
+        return {"a": side(self.a), "b": side(self.b), "confidence": self.confidence, "samples": self.samples,
+                "models": [d.to_json() for d in self.models], "cases": [d.to_json() for d in self.cases],
+                "unmatched": self.unmatched, "regressed_models": [d.model_id for d in self.regressions]}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _centred(values: list[float]) -> list[float]:
+    """Residuals around the mean, widened by sqrt(n/(n-1)) so a small group does not understate spread."""
+    if len(values) < 2:
+        return []
+    centre, scale = _mean(values), math.sqrt(len(values) / (len(values) - 1))
+    return [(v - centre) * scale for v in values]
+
+
+def case_score(reps: dict[int, list[float]]) -> float:
+    return _mean([_mean(scores) for scores in reps.values()])
+
+
+def _variance(values: list[float]) -> float:
+    return sum(v * v for v in values) / len(values) if values else 0.0
+
+
+def noise_of(cases: dict[str, dict[int, list[float]]]) -> Noise:
+    """Pooled residuals. A repetition's mean already carries its judges' noise, so run residuals are
+    shrunk to the part of their spread the judges do not explain (var_run - var_judge / judges per run)."""
+    noise = Noise()
+    per_run = []
+    for reps in cases.values():
+        for scores in reps.values():
+            noise.judge += _centred(scores)
+            per_run.append(len(scores))
+        noise.run += _centred([_mean(scores) for scores in reps.values()])
+    between = _variance(noise.run)
+    if between > 0:
+        explained = _variance(noise.judge) / _mean([float(n) for n in per_run])
+        shrink = math.sqrt(max(0.0, between - explained) / between)
+        noise.run = [r * shrink for r in noise.run]
+    return noise
+
+
+def _draw(rng: random.Random, reps: dict[int, list[float]], noise: Noise) -> float:
+    """One bootstrap replicate of a case's score: its mean plus redrawn run and judge residuals."""
+    total = 0.0
+    for scores in reps.values():
+        shift = rng.choice(noise.run) if noise.run else 0.0
+        if noise.judge:
+            shift += sum(rng.choice(noise.judge) for _ in scores) / len(scores)
+        total += shift
+    return case_score(reps) + total / len(reps)
+
+
+def _interval(samples: list[float], confidence: float) -> tuple[float, float]:
+    ordered = sorted(samples)
+    tail = (1.0 - confidence) / 2
+    low = ordered[max(0, math.floor(tail * len(ordered)))]
+    high = ordered[min(len(ordered) - 1, math.ceil((1.0 - tail) * len(ordered)) - 1)]
+    return low, high
+
+
+def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONFIDENCE,
+                  samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Comparison:
+    rng = random.Random(seed)
+    models: list[Delta] = []
+    cases: list[Delta] = []
+    unmatched: list[str] = []
+    common_models = [m for m in a.scores if m in b.scores]
+    for model in sorted(set(a.scores) ^ set(b.scores)):
+        unmatched.append(f"model {model} only in {'A' if model in a.scores else 'B'}")
+    model_confidence = 1.0 - (1.0 - confidence) / max(1, len(common_models))
+    n_cases = sum(1 for m in common_models for c in a.scores[m] if c in b.scores[m])
+    case_confidence = 1.0 - (1.0 - confidence) / max(1, n_cases)
+    for model in common_models:
+        ca, cb = a.scores[model], b.scores[model]
+        common = [c for c in ca if c in cb]
+        for case in sorted(set(ca) ^ set(cb)):
+            unmatched.append(f"{model}/{case} only in {'A' if case in ca else 'B'}")
+        if not common:
+            continue
+        noise_a, noise_b = noise_of(ca), noise_of(cb)
+        per_case = {c: [_draw(rng, cb[c], noise_b) - _draw(rng, ca[c], noise_a) for _ in range(samples)]
+                    for c in common}
+        for case in common:
+            low, high = _interval(per_case[case], case_confidence)
+            cases.append(Delta(model, case, case_score(ca[case]), case_score(cb[case]), low, high,
+                               sum(map(len, ca[case].values())), sum(map(len, cb[case].values()))))
+        overall = [_mean([per_case[c][i] for c in common]) for i in range(samples)]
+        low, high = _interval(overall, model_confidence)
+        models.append(Delta(model, None, _mean([case_score(ca[c]) for c in common]),
+                            _mean([case_score(cb[c]) for c in common]), low, high,
+                            sum(sum(map(len, ca[c].values())) for c in common),
+                            sum(sum(map(len, cb[c].values())) for c in common)))
+    return Comparison(a, b, confidence, samples, models, cases, unmatched)
+
+
+def compare(store: Any, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
+            seed: int = 0) -> Comparison:
+    """The comparison data of two campaign states (what `claw compare` prints and a viewer renders)."""
+    from clawstore.compare.scores import read_side
+
+    return compare_sides(read_side(store, a), read_side(store, b), confidence, samples, seed)

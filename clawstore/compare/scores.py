@@ -1,0 +1,63 @@
+"""The judge scores a campaign state holds, per model, case, run repetition and judge repetition.
+
+A side of a comparison is a campaign state: a campaign head (`campaigns/<id>` or just `<id>`), a pin
+(`pins/<name>` or just `<name>`), any other ref, or a head object id (`blake3:…`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawstore.errors import UsageError
+
+_REF_PREFIXES = ("", "pins/", "campaigns/")
+
+
+@dataclass
+class SideScores:
+    """`scores[model_id][case_id][repetition]` = the overall scores of its successful judgements."""
+
+    label: str
+    head_id: str
+    campaign_id: str
+    scores: dict[str, dict[str, dict[int, list[float]]]] = field(default_factory=dict)
+
+
+def resolve_side(store: Any, name: str) -> tuple[str, str]:
+    """(label, head object id) of a side given as a ref, pin, campaign id or object id."""
+    if name.startswith("blake3:"):
+        if not store.has(name):
+            raise UsageError(f"compare: no object {name} in store {store.root}")
+        return name, name
+    for prefix in _REF_PREFIXES:
+        try:
+            target = store.get_ref(prefix + name)
+        except UsageError:  # not a valid ref name with this prefix
+            continue
+        if target:
+            return prefix + name, str(target)
+    raise UsageError(f"compare: {name!r} names no campaign, pin or ref in store {store.root} "
+                     "(see claw refs)")
+
+
+def read_side(store: Any, name: str) -> SideScores:
+    label, head_id = resolve_side(store, name)
+    head = store.get_json(head_id)
+    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+        raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")
+    side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"))
+    for node in head["nodes"]:
+        if node.get("kind") != "judge" or not node.get("record"):
+            continue
+        view = node.get("record_doc") or {}
+        if view.get("status") not in (None, "success"):
+            continue
+        record = store.get_json(node["record"])
+        score = (record.get("summary") or {}).get("overall_score")
+        if record.get("status") != "success" or score is None:
+            continue
+        a = node["address"]
+        reps = side.scores.setdefault(a["model_id"], {}).setdefault(a["case_id"], {})
+        reps.setdefault(int(a["repetition"]), []).append(float(score))
+    return side

@@ -1,0 +1,148 @@
+"""`claw compare`: deltas with judge noise between real builds against a noisy stand-in judge."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from clawstore.compare.delta import compare_sides
+from clawstore.compare.scores import SideScores
+from clawstore.testing.standin import StandIn, text
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import SECRET, Workspace, standard
+
+CASES = [f"c{i}" for i in range(6)]  # + alpha and beta of the standard workspace
+DEGRADED = {"alpha", *CASES[::2]}  # half the 8 cases (alpha asks "What is 2 + 2?")
+WORSE = "WORSE ANSWER"
+GATE = ("--fail-on-regression", "--confidence", "0.99")  # a CI gate: at most ~1% false alarms
+
+
+def noisy_judge(standin: StandIn, seed: int) -> None:
+    """The judge scores 7 (5 for the degraded answer) ± 0.5 in quarter-point steps."""
+    rng = random.Random(seed)
+    steps = [-0.5, -0.25, 0.0, 0.25, 0.5]
+    standin.script(JUDGE, *[judge_reply(5.0 + rng.choice(steps)) for _ in range(400)], match=WORSE)
+    standin.script(JUDGE, *[judge_reply(7.0 + rng.choice(steps)) for _ in range(400)])
+
+
+@dataclass
+class Builds:
+    claw: Claw
+    seed1: str  # pin of campaign main with judge seed 1
+    seed2: str  # campaign main rebuilt with judge seed 2 (same runs, every judgement asked again)
+    worse: str  # campaign other: m1 replaced by a model that answers worse on half the cases
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
+    """Built once for the module (each build sends ~130 requests one at a time)."""
+    root = tmp_path_factory.mktemp("compare")
+    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
+        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                           "CLAW_STORE": str(root / "store")}.items():
+            mp.setenv(key, value)
+        ws = standard(root / "ws")
+        mp.chdir(ws.root)
+        claw = Claw(ws.root)
+        for case in CASES:
+            ws.case(case, f"Question {case}: name something.")
+        # B's m1 is another model that answers worse on half the cases (same model_id, so they compare).
+        ws.suite("other", ["m1", "m2"])
+        ws.edit("suites/other.yaml", lambda d: d["models"][0].update(requested_model="vendor/m1-worse"))
+        for case in DEGRADED:
+            standin.script("vendor/m1-worse", text(WORSE), match="2 + 2" if case == "alpha" else f"Question {case}:")
+        ws.run_profile(repetitions=2, concurrency=1)  # one request at a time: the judge's noise is reproducible
+        eval_profile(ws, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                  "request_options": {"seed": 1}}])
+        noisy_judge(standin, seed=11)
+        main = build(claw)
+        claw("pin", "seed1", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+        worse = build(claw, suite="other")
+        ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0]["request_options"].update(seed=2))
+        before = len(standin.requests)
+        assert build(claw) == main
+        assert sum(1 for r in standin.requests[before:] if r["model"] == JUDGE) == 96  # all re-judged
+        yield Builds(claw, "seed1", main, worse)
+
+
+def build(claw: Claw, suite: str = "main") -> str:
+    code, out, err = claw("build", "--suite", suite, "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "--output", "json")
+    assert code == 0, err
+    return json.loads(out)["campaign"]
+
+
+def compare(claw: Claw, a: str, b: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = claw("compare", a, b, "--output", "json", *extra)
+    assert out, err
+    return code, json.loads(out)
+
+
+def test_identical_configs_with_another_judge_seed_are_within_noise(builds: Builds) -> None:
+    code, out = compare(builds.claw, builds.seed1, builds.seed2, *GATE)
+    deltas = [c["delta"] for c in out["cases"]]
+    print(f"judge seed 1 vs 2: {len(deltas)} case deltas in [{min(deltas):+.2f}, {max(deltas):+.2f}], "
+          f"widest interval {max(c['high'] - c['low'] for c in out['cases']):.2f}")
+    assert code == 0
+    assert len(out["cases"]) == 16 and any(d != 0 for d in deltas)  # the judge really was noisy
+    assert {c["verdict"] for c in out["cases"]} == {"within noise"}
+    assert {m["verdict"] for m in out["models"]} == {"within noise"}
+
+
+def test_a_model_two_points_worse_on_half_the_cases_is_flagged_exactly_there(builds: Builds) -> None:
+    code, out = compare(builds.claw, builds.seed1, builds.worse, *GATE)
+    assert code == 1 and out["regressed_models"] == ["m1"]
+    flagged = {(c["model_id"], c["case_id"]) for c in out["cases"] if c["verdict"] != "within noise"}
+    assert flagged == {("m1", case) for case in DEGRADED}
+    assert all(c["verdict"] == "regressed" for c in out["cases"] if (c["model_id"], c["case_id"]) in flagged)
+    print("degraded cases: " + ", ".join(f"{c['case_id']} {c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
+                                         for c in out["cases"] if (c["model_id"], c["case_id"]) in flagged))
+    code, _ = compare(builds.claw, builds.seed1, builds.worse)  # without the flag: reported, exit 0
+    assert code == 0
+
+
+def test_text_and_markdown_name_the_verdicts(builds: Builds) -> None:
+    code, out, _ = builds.claw("compare", builds.seed1, builds.worse)
+    assert code == 0 and "regressed" in out and "(all cases)" in out and "regressed models: m1" in out
+    code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--output", "markdown")
+    assert code == 0 and out.startswith("| MODEL | CASE |") and "- 4 of 16 case deltas beyond the noise" in out
+
+
+def test_an_unknown_side_is_one_line_and_exit_2(ws: Workspace, claw: Claw) -> None:
+    code, _, err = claw("compare", "nope", "pins/nope")
+    assert code == 2 and err.startswith("claw: error: compare: 'nope' names no campaign") and err.count("\n") == 1
+
+
+def test_without_any_noise_only_a_real_change_is_flagged() -> None:
+    a = SideScores("a", "blake3:a", "x", {"m": {"same": {0: [7.0, 7.0]}, "moved": {0: [7.0, 7.0]}}})
+    b = SideScores("b", "blake3:b", "x", {"m": {"same": {0: [7.0, 7.0]}, "moved": {0: [6.5, 6.5]}},
+                                         "new": {"c": {0: [1.0]}}})
+    result = compare_sides(a, b, samples=200)
+    verdicts = {d.case_id: (d.verdict, d.low, d.high) for d in result.cases}
+    assert verdicts == {"same": ("within noise", 0.0, 0.0), "moved": ("regressed", -0.5, -0.5)}
+    assert result.unmatched == ["model new only in B"]
+
+
+def _noisy_side(rng: random.Random, shift: dict[str, float]) -> SideScores:
+    cases = {f"c{i}": {rep: [7.0 + shift.get(f"c{i}", 0.0) + rng.choice([-0.5, -0.25, 0.0, 0.25, 0.5])
+                             for _ in range(3)] for rep in range(2)} for i in range(8)}
+    return SideScores("x", "blake3:x", "x", {"m1": cases, "m2": cases})
+
+
+def test_false_alarms_stay_near_the_confidence_level_and_real_drops_are_found() -> None:
+    rng = random.Random(5)
+    trials = 60
+    alarms = sum(bool([d for d in compare_sides(_noisy_side(rng, {}), _noisy_side(rng, {}), samples=800,
+                                                seed=i).cases if d.verdict != "within noise"])
+                 for i in range(trials))
+    found = sum({d.case_id for d in compare_sides(_noisy_side(rng, {}), _noisy_side(rng, {"c1": -2.0, "c5": -2.0}),
+                                                  samples=800, seed=i).cases if d.verdict == "regressed"}
+                == {"c1", "c5"} for i in range(20))
+    print(f"false alarms {alarms}/{trials} at 95%; 2-point drops found exactly {found}/20")
+    assert alarms <= 0.15 * trials and found == 20
