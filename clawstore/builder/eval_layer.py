@@ -259,6 +259,10 @@ class EvalLayer:
                              started_at=started_at, finished_at=utc_now(), build_id=build_id)
         return self.store.put_action(node.key, record), record
 
+    def execute_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+        """Run the deterministic checks of one run (local, no provider call) and store their record."""
+        return self._batched(self._exec_checks, node, build_id)
+
     def _exec_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         from clawstore.evaluate import evaluate_checks
 
@@ -308,32 +312,37 @@ class EvalLayer:
         iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
                                         repetition=repetition, redact_secrets=redact)
         iteration.judge_model = body["model"]
+        latency_s = time.monotonic() - began
+        cost = iteration.usage.get("cost_usd")
+        # The judge's answer is paid for: if the store refuses it, the build keeps it to retry.
+        return store_answer(node, lambda: self.record_judgement(node, iteration, body, started_at, latency_s, build_id),
+                            float(cost) if isinstance(cost, (int, float)) else None)
+
+    def record_judgement(self, node: Node, iteration: Any, body: dict[str, Any], started_at: str, latency_s: float,
+                         build_id: str, extra_outputs: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Store one judge repetition's outcome under the judge node's key, in one durable batch
+        (the build after asking the judge; importers with a judgement made elsewhere)."""
+        run, judge = node.extra["run"], node.extra["judge"]
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-
         metrics = {"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
                    "reasoning_tokens": usage.get("reasoning_tokens") or 0,
                    "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
-                   "latency_s": round(time.monotonic() - began, 6)}
+                   "latency_s": round(latency_s, 6)}
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None}
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
-
-        def write() -> tuple[str, dict[str, Any]]:
-            with self.store.batch():  # one durable flush for the judgement, its record and cache entry
-                self.store.put_bytes(self.system_prompt.encode("utf-8"))
-                self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
-                outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body)}
-                return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
-                                    outputs=outputs, metrics=metrics, summary=summary, error=error,
-                                    started_at=started_at, build_id=build_id)
-
-        cost = usage.get("cost_usd")
-        # The judge's answer is paid for: if the store refuses it, the build keeps it to retry.
-        return store_answer(node, write, float(cost) if isinstance(cost, (int, float)) else None)
+        with self.store.batch():  # one durable flush for the judgement, its record and cache entry
+            self.store.put_bytes(self.system_prompt.encode("utf-8"))
+            self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
+            outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body),
+                       **(extra_outputs or {})}
+            return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
+                                outputs=outputs, metrics=metrics, summary=summary, error=error,
+                                started_at=started_at, build_id=build_id)
 
     def _exec_result(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         from clawstore.evaluate import aggregate, render_result_summary_md

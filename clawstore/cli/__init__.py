@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "clawstore.cli.build_cmd",
     "clawstore.cli.plan_cmd",
     "clawstore.cli.compare_cmd",
+    "clawstore.cli.import_pae_cmd",
     "clawstore.cli.query_cmd",
     "clawstore.cli.gc_cmd",
     "clawstore.cli.demo_cmd",

@@ -10,8 +10,8 @@ from those pools; the delta's interval is the percentile interval of the sampled
 
 Intervals are Bonferroni-adjusted: with m (model, case) pairs compared, each case interval is at
 1 - (1 - confidence) / m, and model intervals at 1 - (1 - confidence) / (number of models), so that
-comparing two builds of identical configs flags nothing with probability about `confidence`. A delta whose interval holds
-0 is `within noise`; above it `improved`, below it `regressed`.
+comparing two builds of identical configs flags nothing with probability about `confidence`.
+A delta whose interval holds 0 is `within noise`; above it `improved`, below it `regressed`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Reading the reference system's (pae) workspaces: `claw import-pae`."""
