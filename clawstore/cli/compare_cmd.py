@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.build_cmd import _open_store
-from clawstore.cli.common import store_option
+from clawstore.cli.common import store_option, workspace_store_dir
 
 
 @click.command("compare")
@@ -26,8 +25,9 @@ def compare(a: str, b: str, output: str, fail_on_regression: bool, confidence: f
     """Compare campaign states A and B (campaign ids, pins, refs or head ids): per model and per case."""
     from clawstore.compare import compare as compare_states
     from clawstore.compare import render_comparison
+    from clawstore.store import Store
 
-    comparison = compare_states(_open_store(store_dir), a, b, confidence, samples, seed)
+    comparison = compare_states(Store(workspace_store_dir(store_dir), create=False), a, b, confidence, samples, seed)
     click.echo(render_comparison(comparison, output))
     if fail_on_regression and comparison.regressions:
         raise SystemExit(1)

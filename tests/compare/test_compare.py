@@ -6,12 +6,14 @@ import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clawstore.compare.delta import compare_sides
 from clawstore.compare.scores import SideScores
+from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
@@ -114,7 +116,10 @@ def test_text_and_markdown_name_the_verdicts(builds: Builds) -> None:
     assert code == 0 and out.startswith("| MODEL | CASE |") and "- 4 of 16 case deltas beyond the noise" in out
 
 
-def test_an_unknown_side_is_one_line_and_exit_2(ws: Workspace, claw: Claw) -> None:
+def test_an_unknown_side_is_one_line_and_exit_2(ws: Workspace, claw: Claw, env: dict[str, str]) -> None:
+    code, _, err = claw("compare", "nope", "pins/nope")
+    assert code == 3 and err.count("\n") == 1, err  # no store there yet: a store error
+    Store(Path(env["CLAW_STORE"]))
     code, _, err = claw("compare", "nope", "pins/nope")
     assert code == 2 and err.startswith("claw: error: compare: 'nope' names no campaign") and err.count("\n") == 1
 
