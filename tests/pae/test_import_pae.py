@@ -1,0 +1,130 @@
+"""`claw import-pae`: a workspace in pae's format (written by the test) imports, and the next build
+sends no request for what pae completed; damaged files are reported and skipped; imports are idempotent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.pae.paefiles import PaeRun, write_outputs
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace
+
+SETTINGS = {"temperature": 0, "timeout_seconds": 5, "retries": 2}  # the standard run profile, merged
+SYSTEM = "You are a strict judge. Answer in JSON."
+PROMPTS = {"alpha": "What is 2 + 2?", "beta": "Name a colour."}
+
+
+def pae_runs(**changes: Any) -> list[PaeRun]:
+    runs = [PaeRun(m, c, PROMPTS[c]) for m in ("m1", "m2") for c in ("alpha", "beta")]
+    for run in runs:
+        for name, value in changes.get(f"{run.model_id}/{run.case_id}", {}).items():
+            setattr(run, name, value)
+    return runs
+
+
+@pytest.fixture
+def pae(ws: Workspace, standin: StandIn) -> Workspace:
+    eval_profile(ws)
+    standin.script(JUDGE, judge_reply(5))
+    return ws
+
+
+def import_pae(claw: Claw, ws: Workspace) -> tuple[int, dict[str, Any]]:
+    code, out, err = claw("import-pae", str(ws.root), "--output", "json")
+    assert out, err
+    return code, json.loads(out)
+
+
+def build(claw: Claw) -> dict[str, Any]:
+    code, out, err = claw("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "--output", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_the_build_after_an_import_sends_nothing_for_what_pae_completed(pae: Workspace, claw: Claw,
+                                                                        standin: StandIn) -> None:
+    write_outputs(pae.root, pae_runs(**{"m1/alpha": {"judge_scores": [6.0, 7.0, 9.0]}}), SETTINGS, SYSTEM)
+    code, report = import_pae(claw, pae)
+    assert code == 0 and report["unmapped"] == [] and report["damaged"] == []
+    assert (report["runs_imported"], report["judgements_imported"], report["checks_computed"]) == (4, 12, 4)
+    out = build(claw)
+    assert standin.requests == []
+    assert [r["run"] for r in out["rows"]] == ["reuse"] * 4
+    scores = {(r["model_id"], r["case_id"]): r["score"] for r in out["rows"]}
+    assert scores[("m1", "alpha")] == 7.0 and scores[("m2", "beta")] == 7.0  # medians of pae's judgements
+    assert out["metrics"]["cost_usd"] == 0.0
+
+
+def test_importing_twice_stores_nothing_new(pae: Workspace, claw: Claw) -> None:
+    write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
+    assert import_pae(claw, pae)[1]["runs_imported"] == 4
+    objects = sorted(p.name for p in (pae.root.parent / "store").rglob("*") if p.is_file())
+    code, again = import_pae(claw, pae)
+    assert code == 0
+    assert (again["runs_imported"], again["judgements_imported"], again["checks_computed"]) == (0, 0, 0)
+    assert (again["runs_present"], again["judgements_present"]) == (4, 12)
+    assert sorted(p.name for p in (pae.root.parent / "store").rglob("*") if p.is_file()) == objects
+
+
+@pytest.mark.parametrize("damage", ["truncate_run", "truncate_judge", "edit_fingerprint_payload"])
+def test_a_damaged_file_is_reported_and_skipped_never_half_imported(pae: Workspace, claw: Claw, standin: StandIn,
+                                                                    damage: str) -> None:
+    files = write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
+    if damage == "truncate_run":
+        path = files["m1/beta/run"]
+        path.write_bytes(path.read_bytes()[:200])
+    elif damage == "truncate_judge":
+        path = files["m1/beta/judge"]
+        path.write_bytes(path.read_bytes()[:-40])
+    else:
+        path = files["m1/beta/fingerprint"]
+        path.write_text(path.read_text().replace("Name a colour.", "Name a color."))
+    code, out, _ = claw("import-pae", str(pae.root))
+    assert code == 1
+    damaged = [line for line in out.splitlines() if line.startswith("damaged, skipped: ")]
+    assert len(damaged) == 1 and str(path) in damaged[0]
+    build(claw)
+    subject = [r for r in standin.requests if r["model"] != JUDGE]
+    judges = [r for r in standin.requests if r["model"] == JUDGE]
+    if damage == "truncate_judge":  # the run was imported; only its three judgements are asked again
+        assert (len(subject), len(judges)) == (0, 3)
+    else:  # neither the run nor its judgements: both are built
+        assert [r["model"] for r in subject] == ["vendor/m1"] and len(judges) == 3
+
+
+def test_what_cannot_be_mapped_is_named_one_line_each(pae: Workspace, claw: Claw, standin: StandIn) -> None:
+    runs = pae_runs(**{"m2/alpha": {"status": "provider_error"}})
+    runs.append(PaeRun("m3", "alpha", PROMPTS["alpha"]))  # a model the suite no longer has
+    write_outputs(pae.root, runs, SETTINGS, SYSTEM)
+    pae.case("beta", "Name a colour you like.")  # the config changed since pae ran it
+    code, report = import_pae(claw, pae)
+    assert code == 0 and report["runs_imported"] == 1  # m1/alpha only
+    assert sorted(report["unmapped"]) == [
+        "m1/beta rep 0: pae ran it with another input_messages than the configs now say",
+        "m2/alpha rep 0: ended provider_error in pae (an infrastructure failure); claw runs it again",
+        "m2/beta rep 0: pae ran it with another input_messages than the configs now say",
+        "m3/alpha rep 0: in pae's outputs but not in campaign main × rp as the configs now define it",
+    ]
+    build(claw)
+    assert sorted(r["model"] for r in standin.requests if r["model"] != JUDGE) == ["vendor/m1", "vendor/m2",
+                                                                                  "vendor/m2"]
+
+
+def test_another_judge_system_prompt_keeps_the_runs_but_not_the_judgements(pae: Workspace, claw: Claw) -> None:
+    write_outputs(pae.root, pae_runs(), SETTINGS, "Some other judge prompt.")
+    code, report = import_pae(claw, pae)
+    assert code == 0 and report["runs_imported"] == 4 and report["judgements_imported"] == 0
+    assert report["unmapped"] == ["evaluation profile ev: pae judged with another system prompt than the configs "
+                                  "now say"]
+
+
+def test_a_directory_without_outputs_is_a_usage_error(tmp_path: Path, claw: Claw) -> None:
+    code, _, err = claw("import-pae", str(tmp_path))
+    assert code == 2 and "is not a directory (expected a pae workspace with outputs/)" in err
