@@ -24,6 +24,7 @@ SMOKE = {
     "eval_bench": ["--cases", "5", "--models", "2"],
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],
     "remote_bench": ["--objects", "200", "--size", "512"],
+    "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4"],
 }
 
 

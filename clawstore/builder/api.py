@@ -177,8 +177,10 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
                    nodes: list[Node]) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
-    client = _LazyClient()
+    client = _client(options)
     _check_keys(nodes, options.force)
+    if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
+        client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         if node.item.runner_type == "openclaw":
@@ -199,24 +201,45 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
         client.close()
 
 
+def _client(options: BuildOptions) -> Any:
+    """The in-process client, or the Ray cluster's (`--executor ray`), connected only when needed."""
+    if options.executor == "ray":
+        from clawstore.builder.ray_client import RayClient
+
+        return _LazyClient(lambda: RayClient(options.ray_address))
+    return _LazyClient()
+
+
 class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
-    def __init__(self) -> None:
+    def __init__(self, make: Any = None) -> None:
+        self._make = make or _provider_client
         self._client: Any = None
         self._lock = threading.Lock()
 
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
+    def _get(self) -> Any:
         with self._lock:
             if self._client is None:
-                from clawstore.providers import ProviderClient
+                self._client = self._make()
+            return self._client
 
-                self._client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
-        return self._client.chat(*args, **kwargs)
+    def chat(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get().chat(*args, **kwargs)
+
+    def connect(self) -> None:
+        """Create the client now instead of at the first request."""
+        self._get()
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+
+def _provider_client() -> Any:
+    from clawstore.providers import ProviderClient
+
+    return ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
 
 
 def _check_keys(nodes: list[Node], force: bool) -> None:

@@ -32,6 +32,8 @@ class BuildOptions:
     max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
     progress: str = "auto"  # auto | live | plain | json | none (clawstore/builder/progress.py)
     planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
+    executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
+    ray_address: str | None = None
 
 
 @dataclass

@@ -129,6 +129,10 @@ def _print_build(report: Any, output: str) -> None:
               help="Override execution_policy.max_concurrency.")
 @click.option("--max-cost", "max_cost", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="Refuse to start when `claw plan` estimates more; stop starting new requests once spent.")
+@click.option("--executor", "executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where provider requests run: this process, or an existing Ray cluster.")
+@click.option("--ray-address", "ray_address", default=None, metavar="ADDR",
+              help="Ray cluster to use with --executor ray (default: $RAY_ADDRESS, else the local one).")
 @click.option("--remote", "remote", default=None, metavar="NAME",
               help="Pull from this remote first, push committed results while building and the head at the end.")
 @OUTPUT
@@ -137,8 +141,8 @@ def _print_build(report: Any, output: str) -> None:
                    "(json), or none. Default: auto, none with --output json.")
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
-          max_concurrency: int | None, max_cost: float | None, remote: str | None, output: str,
-          progress: str | None) -> None:
+          max_concurrency: int | None, max_cost: float | None, executor: str, ray_address: str | None,
+          remote: str | None, output: str, progress: str | None) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -159,7 +163,8 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         if planned is None and _shows_live(mode):
             planned = _estimate(request, stores, force, max_concurrency)
         options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
-                               max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned)
+                               max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
+                               executor=executor, ray_address=ray_address)
         report = run_build(request, stores, options)
     _print_build(report, output)
     raise SystemExit(report.exit_code)

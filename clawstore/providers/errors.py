@@ -8,7 +8,14 @@ from clawstore.errors import ClawError
 from clawstore.providers.usage import Usage
 
 
-class MissingApiKeyError(ClawError):
+class _Portable:
+    """Errors that cross a process boundary whole (a distributed build's workers raise them)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self).__new__, (type(self),), {**self.__dict__, "args": self.args})
+
+
+class MissingApiKeyError(_Portable, ClawError):
     """The endpoint's API-key variable is unset or empty. Raised before any request is sent.
 
     The message names the variable, never a value.
@@ -22,7 +29,7 @@ class MissingApiKeyError(ClawError):
         super().__init__(f"environment variable {variable} {why} (API key for {base_url})")
 
 
-class ProviderError(ClawError):
+class ProviderError(_Portable, ClawError):
     """A chat request failed for good: not retryable, or its retries were used up.
 
     `code` is one of `http_error`, `timeout`, `transport_error`, `invalid_response`, `cancelled`.

@@ -1,0 +1,82 @@
+"""Distributed build benchmark: `claw build --executor ray` on a two-node Ray cluster (127.0.0.2) vs the
+in-process executor, same campaign, same concurrency, same stand-in provider latency, one run.
+
+    python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16]
+
+Prints both wall times and their ratio (target: ray <= 1.3x local), the requests each sent (each must
+equal --runs) and whether the runs' answers are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clawstore.testing.standin import StandIn  # noqa: E402
+from tests.support.raycluster import ray_available, ray_cluster  # noqa: E402
+from tests.support.workspace import SECRET, Workspace  # noqa: E402
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
+QUERY = ("query", "select case_id, model_id, status, input_tokens, output_tokens from runs order by 1, 2",
+         "--format", "json")
+
+
+def claw(ws: Workspace, base_url: str, *args: str) -> tuple[float, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": base_url})
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "clawstore.cli", *args], cwd=ws.root, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"claw {' '.join(args)} failed: {proc.stderr[-2000:]}")
+    return time.perf_counter() - began, proc.stdout
+
+
+def workspace(root: Path, runs: int, concurrency: int) -> Workspace:
+    ws = Workspace(root)
+    for i in range(runs // 2):
+        ws.case(f"c{i:04d}", f"Question {i}?")
+    ws.suite("main", ["m1", "m2"])
+    ws.run_profile(concurrency=concurrency)
+    return ws
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    reason = ray_available()
+    if reason:
+        raise SystemExit(reason)
+    reply = {"content": "forty-two", "latency": args.latency}
+    with tempfile.TemporaryDirectory(prefix="claw-dist-bench-") as tmp, StandIn() as standin, \
+            ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
+        standin.set_default(reply)
+        local = workspace(Path(tmp) / "local", args.runs, args.concurrency)
+        local_s, _ = claw(local, standin.base_url, *BUILD)
+        local_sent = len(standin.requests)
+        standin.reset()
+        standin.set_default(reply)
+        spread = workspace(Path(tmp) / "ray", args.runs, args.concurrency)
+        ray_s, _ = claw(spread, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
+        ray_sent = len(standin.requests)
+        same = (json.loads(claw(local, standin.base_url, *QUERY)[1])
+                == json.loads(claw(spread, standin.base_url, *QUERY)[1]))
+    print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}:")
+    print(f"  local executor: {local_s:.2f} s ({local_sent} requests)")
+    print(f"  ray executor, 2 nodes: {ray_s:.2f} s ({ray_sent} requests) = {ray_s / local_s:.2f}x local")
+    print(f"  identical answers: {same}")
+
+
+if __name__ == "__main__":
+    main()

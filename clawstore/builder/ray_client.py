@@ -1,0 +1,116 @@
+"""`claw build --executor ray`: every provider request of the build runs on an existing Ray cluster.
+
+The driver (the `claw build` process) keeps what only it should do: it plans, bounds concurrency for
+the whole cluster (its own pool of `max_concurrency` threads each waits for one request at a time),
+runs the tool sandbox, and commits each result to its store exactly once. The cluster only talks to
+the provider: one actor per node, each with one HTTP connection pool, spreads the requests over the
+nodes. A worker killed mid-request is restarted and the request retried (Ray's actor restarts and
+task retries); the driver still commits once. A killed driver loses nothing committed: the next
+build resumes from the store.
+
+Workers need no store and get no secret from the driver: the API key is read from the environment
+of the Ray node (set it where the node is started, as for any cluster secret). The endpoint names
+only the variable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from typing import Any
+
+from clawstore.errors import UsageError
+from clawstore.providers.errors import ProviderError
+
+ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads waiting on HTTP)
+DEFAULT_REQUEST_TIMEOUT_S = 600.0
+MAX_BACKOFF_S = 60.0
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--executor ray needs Ray: pip install 'clawstore[ray]'") from None
+    return ray
+
+
+def _messages_to_stderr(ray: Any) -> None:
+    """Ray prints cluster events ("a worker died ...") on the driver's stdout; claw's stdout is the
+    build table or its JSON, so they go to stderr (a private hook of Ray's, hence the guard)."""
+    module = getattr(getattr(ray, "_private", None), "worker", None)
+    original = getattr(module, "print_to_stdstream", None)
+    if original is None or getattr(original, "_claw_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        original({**data, "is_err": True}, *args, **kwargs)
+
+    to_stderr._claw_stderr = True  # type: ignore[attr-defined]
+    module.print_to_stdstream = to_stderr
+
+
+class _ChatWorker:
+    """Lives on one Ray node: one provider client (one connection pool) for that node."""
+
+    def __init__(self) -> None:
+        from clawstore.providers import ProviderClient
+
+        self.client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
+
+    def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+        return self.client.chat(endpoint, body, timeout=timeout, retries=retries)
+
+    def node(self) -> str:
+        ray = _ray()
+        return str(ray.get_runtime_context().get_node_id())
+
+
+class RayClient:
+    """The provider client of a distributed build: `chat()` as in ProviderClient, run on the cluster."""
+
+    def __init__(self, address: str | None = None):
+        ray = _ray()
+        self._ray = ray
+        target = address or os.environ.get("RAY_ADDRESS") or "auto"
+        _messages_to_stderr(ray)
+        try:
+            # No runtime_env: the nodes' prestarted workers can host the actors at once.
+            ray.init(address=target, log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise UsageError(f"--executor ray: cannot reach a Ray cluster at {target} ({exc})") from None
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        actor = ray.remote(num_cpus=0, max_concurrency=ACTOR_CONCURRENCY, max_restarts=-1,
+                           max_task_retries=3)(_ChatWorker)
+        # One actor per node; soft affinity: a lost node's actor restarts on another.
+        self._actors = [actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote()
+                        for node in nodes]
+        self._next = itertools.cycle(range(len(self._actors)))
+        self._lock = threading.Lock()
+
+    @property
+    def nodes(self) -> int:
+        return len(self._actors)
+
+    def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+        with self._lock:
+            actor = self._actors[next(self._next)]
+        ray = self._ray
+        # However long the worker may legitimately take (every attempt timing out), plus a margin: a
+        # cluster that died must fail the node, not hang the build.
+        patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + 60
+        try:
+            return ray.get(actor.chat.remote(endpoint, body, timeout, retries), timeout=patience)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.cause from None  # the worker's own error (ProviderError, MissingApiKeyError, ...)
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
+            raise ProviderError("transport_error", f"the Ray cluster did not answer ({type(exc).__name__})",
+                                retryable=True) from None
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._ray.shutdown()

@@ -1,0 +1,109 @@
+"""`claw build --executor ray` on a real two-node Ray cluster on loopback, against the stand-in provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.support.workspace import SECRET, Workspace
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    reason = ray_available()
+    if reason:
+        pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
+    with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as running:
+        yield running
+
+
+def workspace(root: Path, cases: int, concurrency: int) -> Workspace:
+    ws = Workspace(root)
+    for i in range(cases):
+        ws.case(f"c{i:03d}", f"Question {i}?")
+    ws.suite("main", ["m1", "m2"])
+    ws.run_profile(concurrency=concurrency)
+    return ws
+
+
+def claw(ws: Workspace, standin: StandIn, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url})
+    return subprocess.Popen([sys.executable, "-m", "clawstore.cli", *args], cwd=ws.root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen[str]) -> dict:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert SECRET not in out + err
+    return json.loads(out)
+
+
+def answers(ws: Workspace, standin: StandIn) -> list[tuple]:
+    proc = claw(ws, standin, "query", "select case_id, model_id, status, output_tokens, input_tokens from runs "
+                                     "order by 1, 2", "--format", "json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return [tuple(row.values()) for row in json.loads(out)]
+
+
+def test_distributed_build_sends_each_request_once_and_matches_local(cluster: RayCluster, standin: StandIn,
+                                                                     tmp_path: Path) -> None:
+    standin.set_default({"content": "forty-two", "latency": 0.05})
+    local = workspace(tmp_path / "local", cases=20, concurrency=8)
+    finish(claw(local, standin, *BUILD))
+    assert len(standin.requests) == 40
+    standin.reset()
+    standin.set_default({"content": "forty-two", "latency": 0.05})
+    spread = workspace(tmp_path / "ray", cases=20, concurrency=8)
+    report = finish(claw(spread, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
+    assert report["counts"]["executed"] == 40
+    assert len(standin.requests) == 40, "each request sent once"
+    assert answers(spread, standin) == answers(local, standin)
+
+
+def test_a_killed_worker_is_retried_and_committed_once(cluster: RayCluster, standin: StandIn,
+                                                       tmp_path: Path) -> None:
+    standin.set_default({"content": "fine", "latency": 0.3})
+    ws = workspace(tmp_path / "ws", cases=15, concurrency=6)
+    proc = claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
+    deadline = time.monotonic() + 120
+    while len(standin.requests) < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = cluster.worker_pids()
+    assert workers, "the build's provider actors run on the cluster"
+    os.kill(workers[-1], signal.SIGKILL)
+    report = finish(proc)
+    assert report["counts"]["executed"] == 30 and report["counts"]["failed"] == 0
+    assert len(answers(ws, standin)) == 30  # every run committed, once
+    # Retried requests are the ones in flight when the worker died: at most the concurrency.
+    assert 30 <= len(standin.requests) <= 30 + 6
+
+
+def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCluster, standin: StandIn,
+                                                                  tmp_path: Path) -> None:
+    standin.set_default({"content": "fine", "latency": 0.3})
+    ws = workspace(tmp_path / "ws", cases=15, concurrency=4)
+    proc = claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
+    deadline = time.monotonic() + 120
+    while len(standin.requests) < 12 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    sent = len(standin.requests)
+    report = finish(claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
+    resent = sent + report["counts"]["executed"] - 30
+    assert 0 <= resent <= 4, "only the requests in flight at the kill are sent again"

@@ -1,0 +1,102 @@
+"""A real two-node Ray cluster on the loopback address 127.0.0.2, started and stopped by the tests.
+
+127.0.0.2 (not 127.0.0.1): Ray replaces 127.0.0.1 by the machine's outside address, and a test cluster
+must stay on loopback. Both nodes are `ray start` processes of this interpreter's environment, so their
+workers import this checkout; the API key reaches them through their own environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST = "127.0.0.2"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class RayCluster:
+    address: str
+    ray: str
+    env: dict[str, str]
+
+    def worker_pids(self) -> list[int]:
+        """Processes of the provider actors (`ray::_ChatWorker`)."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if cmdline.startswith(b"ray::_ChatWorker"):
+                    pids.append(int(entry.name))
+        return pids
+
+
+def ray_available() -> str | None:
+    """None when Ray can run here, else why not."""
+    ray = Path(sys.executable).parent / "ray"
+    if not ray.exists():
+        return "Ray is not installed in this environment (pip install -e '.[test]')"
+    return None
+
+
+@contextmanager
+def ray_cluster(env: dict[str, str]) -> Iterator[RayCluster]:
+    ray = str(Path(sys.executable).parent / "ray")
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="clawray-", dir="/tmp")  # short: Ray's socket paths are length-limited
+    full_env = {**os.environ, **env, "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    common = ["--num-cpus", "1", "--disable-usage-stats", "--node-ip-address", HOST]
+    try:
+        subprocess.run([ray, "start", "--head", "--port", str(port), "--include-dashboard", "false",
+                        "--temp-dir", temp, *common], env=full_env, check=True, capture_output=True, timeout=180)
+        subprocess.run([ray, "start", "--address", f"{HOST}:{port}", *common], env=full_env, check=True,
+                       capture_output=True, timeout=180)
+        yield RayCluster(f"{HOST}:{port}", ray, full_env)
+    finally:
+        _stop(port, temp)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _cluster_pids(port: int, temp: str) -> list[int]:
+    """This cluster's processes only (`ray stop` would stop every Ray cluster of the machine)."""
+    marks = (f"{HOST}:{port}".encode(), f"gcs_server_port={port}".encode(), temp.encode())
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(mark in cmdline for mark in marks):
+                pids.append(int(entry.name))
+    return pids
+
+
+def _stop(port: int, temp: str) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _cluster_pids(port, temp)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while _cluster_pids(port, temp) and time.monotonic() < deadline:
+            time.sleep(0.1)
