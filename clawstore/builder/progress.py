@@ -73,6 +73,7 @@ class _State:
     cost_usd: float = 0.0
     failures: list[Failure] = field(default_factory=list)
     stopping: str | None = None
+    layer: str = ""  # the layer executing now (runs, checks, judges, results)
 
 
 class BuildProgress:
@@ -89,6 +90,7 @@ class BuildProgress:
             s = self.state
             s.total += len(stale)
             s.phases[label] += len(stale)
+            s.layer = label
             for node in stale:
                 self._model(node).total += 1
             for node in reused:

@@ -21,6 +21,10 @@ def _clock(seconds: float | None) -> str:
     return "--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
 
 
+def _usd(value: float) -> str:
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
 class LiveProgress(BuildProgress):
     def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
         super().__init__(planned_cost_usd)
@@ -39,18 +43,20 @@ class LiveProgress(BuildProgress):
         rate = s.done / elapsed
         eta = (s.total - s.done) / rate if rate > 0 and s.total > s.done else (0.0 if s.total else None)
         bar = Table.grid(padding=(0, 1))
-        bar.add_row(Text("claw build", style="bold"), ProgressBar(total=max(s.total, 1), completed=s.done, width=36),
-                    Text(f"{s.done}/{s.total} nodes"), Text(f"ETA {_clock(eta)}", style="cyan"),
-                    Text(f"{s.requests / elapsed:.1f} requests/s"), Text(f"elapsed {_clock(elapsed)}", style="dim"))
+        title = f"claw build · {s.layer}" if s.layer else "claw build"
+        bar.add_row(Text(title, style="bold"), ProgressBar(total=max(s.total, 1), completed=s.done, width=30),
+                    Text(f"{s.done}/{s.total} nodes"))
+        pace = Text.assemble((f"ETA {_clock(eta)}", "cyan"), f" · {s.requests / elapsed:.1f} requests/s · ",
+                             (f"elapsed {_clock(elapsed)}", "dim"))
         models = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
         for column in ("model", "done", "running", "failed", "reused"):
             models.add_column(column, justify="left" if column == "model" else "right")
         for name, m in sorted(s.models.items()):
             models.add_row(name, f"{m.done}/{m.total}", str(m.running),
                            Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused))
-        plan = "" if self.planned_cost_usd is None else f" of ~${self.planned_cost_usd:.4f} planned"
-        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost ${s.cost_usd:.4f}{plan}")
-        parts: list[Any] = [bar, models, spend]
+        plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
+        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_usd(s.cost_usd)}{plan}")
+        parts: list[Any] = [bar, pace, models, spend]
         if s.failures:
             last = s.failures[-1]
             parts.append(Text(f"last failure ({len(s.failures)} so far): {last.node}: {last.reason}",

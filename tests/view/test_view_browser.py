@@ -105,7 +105,7 @@ def test_leaderboard_run_page_and_filters_in_chromium(page: tuple[Path, dict[str
     assert "task: the reply is correct and complete." in body  # per-dimension evidence
     checks = cells(browser, "table.checks tbody td:nth-child(3)")
     assert checks == ["passed", "passed"]
-    assert "method median over 2 of 2 judge iterations → final score 9.00" in body
+    assert "method median over 2 of 2 judge iterations → final score 9.00 against the pass threshold 5.0" in body
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1280, min(height + 120, 2400))  # the whole run page, judge reasoning included
     browser.save_screenshot(str(shots / "view-run.png"))

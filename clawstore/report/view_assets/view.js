@@ -254,7 +254,7 @@
       d.judgements.length ? d.judgements.map(judgement) : h("p", { class: "muted" }, "No judgement stored."),
       h("h3", {}, "Aggregation"),
       res ? h("p", { class: "aggregation" }, "method " + res.aggregation_method + " over " + res.judge_successful + " of " + res.judge_iterations +
-        " judge iterations → final score " + score(res.final_score) + (res.pass_threshold !== null ? " against threshold " + res.pass_threshold : ", no threshold") +
+        " judge iterations → final score " + score(res.final_score) + (res.pass_threshold !== null ? " against the pass threshold " + num(10 * res.pass_threshold, 1) + " (pass_threshold " + res.pass_threshold + ")" : ", no pass threshold") +
         " → ", verdict(res.passed), " · checks " + (res.checks_passed ?? 0) + "/" + (res.checks_total ?? 0) + " passed") : h("p", { class: "muted" }, "No result (not evaluated)."));
   }
 
