@@ -25,6 +25,7 @@ SMOKE = {
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],
     "remote_bench": ["--objects", "200", "--size", "512"],
     "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4"],
+    "view_bench": ["--runs", "40", "--models", "4"],
 }
 
 
