@@ -74,7 +74,7 @@ def _run_row(node: Any) -> dict[str, Any]:
     return {
         **node.address,
         "run": node.action,
-        "status": record.get("status") or ("skipped" if node.action == "skip" else "error"),
+        "status": record.get("status") or ("skipped" if node.action == "skip" else "failed"),
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
         "key": node.key,

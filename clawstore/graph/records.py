@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from clawstore.bounds import metrics_problem
+
 RECORD_VERSION = 1
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
@@ -19,6 +21,11 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
                 outputs: dict[str, Any], metrics: dict[str, Any], summary: dict[str, Any],
                 error: dict[str, Any] | None, started_at: str, finished_at: str, build_id: str
                 ) -> dict[str, Any]:
+    """A record, its metrics checked: a number the manifest could not hold is never written."""
+    kept = {name: metrics.get(name) for name in METRIC_FIELDS}
+    problem = metrics_problem(kept)
+    if problem:
+        raise ValueError(f"refusing to write a {kind} record: {problem}")
     return {
         "record_version": RECORD_VERSION,
         "kind": kind,
@@ -27,7 +34,7 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
         "status": status,
         "cacheable": cacheable,
         "outputs": outputs,
-        "metrics": {name: metrics.get(name) for name in METRIC_FIELDS},
+        "metrics": kept,
         "summary": summary,
         "error": error,
         "started_at": started_at,

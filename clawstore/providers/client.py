@@ -21,6 +21,7 @@ import httpx
 
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -276,7 +277,9 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
         parsed = True
     except ValueError:
         data, parsed = None, False
-    usage = Usage.from_raw(data.get("usage")) if isinstance(data, dict) else Usage()
+    bad_usage = usage_problem(data.get("usage")) if isinstance(data, dict) else None
+    # numbers that fail the bounds are not believed, not even as the cost of a failed call
+    usage = Usage.from_raw(data.get("usage")) if isinstance(data, dict) and not bad_usage else Usage()
     message, provider_code, numeric = _error_fields(data)
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
@@ -301,6 +304,10 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
         return _Failure("invalid_response", f"response from {response.request.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), usage
     choice = choices[0]
+    malformed = bad_usage or message_problem(choice["message"])
+    if malformed:
+        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {malformed}",
+                        False, status_code=status, metadata=meta), usage
     provider_name = data.get("provider")
     if not isinstance(provider_name, str):
         provider_name = data.get("provider_name") if isinstance(data.get("provider_name"), str) else None

@@ -14,16 +14,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from clawstore.bounds import metrics_problem
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
 from clawstore.query.rows import RecordLoader, Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
 
 CAMPAIGN_REFS = "campaigns/"
+Warn = Callable[[str], None]
 
 
 class HeadSource(Protocol):
@@ -63,24 +65,34 @@ def wanted_heads(store: HeadSource) -> dict[str, str]:
     return {name[len(CAMPAIGN_REFS):]: oid for name, oid in store.list_refs(CAMPAIGN_REFS).items()}
 
 
-def record_loader(store: Any) -> RecordLoader:
-    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls."""
+def record_loader(store: Any, warn: Warn | None = None) -> RecordLoader:
+    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls.
+
+    A record whose numbers no column can hold (written by an older claw, or forged) is left out the
+    same way and named through `warn`: one bad record never stops the index."""
 
     def load(oid: str) -> Mapping[str, Any] | None:
         try:
             value = store.get_json(oid)
         except MissingObjectError:
             return None
-        return value if isinstance(value, Mapping) else None
+        if not isinstance(value, Mapping):
+            return None
+        problem = metrics_problem(value.get("metrics"))
+        if problem:
+            if warn is not None:
+                warn(f"record {oid}: {problem}; left out of the query")
+            return None
+        return value
 
     return load
 
 
-def _head_rows(store: HeadSource, head_id: str) -> dict[str, list[Row]] | None:
+def _head_rows(store: HeadSource, head_id: str, warn: Warn | None) -> dict[str, list[Row]] | None:
     head = record_loader(store)(head_id)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
-    tables = rows_for_build(head, record_loader(store))
+    tables = rows_for_build(head, record_loader(store, warn))
     return {table: tables.get(table, []) for table in HISTORY_VIEW}
 
 
@@ -117,7 +129,7 @@ def heads_changed(store: HeadSource, manifest: Path) -> bool:
     return wanted != read_current(manifest) or any(not (root / h).is_dir() for h in wanted.values())
 
 
-def refresh_heads(store: HeadSource, manifest: Path) -> bool:
+def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
     lock. Returns True when what the plain views show changed."""
     heads = wanted_heads(store)
@@ -129,7 +141,7 @@ def refresh_heads(store: HeadSource, manifest: Path) -> bool:
         return False
     oids = {_hex(oid): oid for oid in heads.values()}
     for hexid in sorted(missing):
-        tables = _head_rows(store, oids[hexid])
+        tables = _head_rows(store, oids[hexid], warn)
         if tables is None:
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             continue

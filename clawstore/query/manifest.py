@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from clawstore.errors import StoreError
 from clawstore.query import segments
-from clawstore.query.heads import heads_changed, heads_dir, record_loader, refresh_heads
+from clawstore.query.heads import Warn, heads_changed, heads_dir, record_loader, refresh_heads
 from clawstore.query.rows import Row, rows_for_build
 
 
@@ -53,16 +53,16 @@ def read_build_log(path: Path) -> dict[str, Any]:
     return data
 
 
-def build_rows(store: RecordStore, log: Mapping[str, Any]) -> dict[str, list[Row]]:
-    return rows_for_build(log, record_loader(store))
+def build_rows(store: RecordStore, log: Mapping[str, Any], warn: Warn | None = None) -> dict[str, list[Row]]:
+    return rows_for_build(log, record_loader(store, warn))
 
 
-def refresh_manifest(store: RecordStore, build_id: str) -> None:
+def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
     log = read_build_log(builds_dir(root) / f"{build_id}.json")
     manifest = manifest_dir(root)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log))
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log, warn))
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     segments.compact(manifest, wait=covered, force=covered)
@@ -168,13 +168,13 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
             todo = pending_builds(store)  # another process may have indexed them meanwhile
             for build_id in todo:
                 try:
-                    refresh_manifest(store, build_id)
+                    refresh_manifest(store, build_id, warn)
                 except StoreError as exc:
                     if warn is not None:
                         warn(f"{exc}; left out of the query (run claw fsck --repair)")
                     continue
                 indexed += 1
-            refresh_heads(store, manifest)
+            refresh_heads(store, manifest, warn)
             return indexed
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

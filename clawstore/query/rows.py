@@ -5,6 +5,7 @@ The same rows feed the Parquet segments (`refresh_manifest`) and `claw report`, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -28,20 +29,35 @@ def to_timestamp(value: Any) -> str | None:
     return parsed.isoformat(sep=" ")
 
 
+_BIGINT = (-(2**63), 2**63 - 1)
+
+
 def _num(value: Any) -> float | None:
+    """A DOUBLE cell: NaN, infinities and numbers beyond a double become null, never an indexing error."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: Any) -> int | None:
+    """A BIGINT cell: what a BIGINT cannot hold becomes null."""
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int) and _BIGINT[0] <= value <= _BIGINT[1]:
+        return value
     return None
+
+
+def _int32(value: Any) -> int | None:
+    """An INTEGER cell (repetition indexes, counts)."""
+    number = _int(value)
+    return number if number is not None and -(2**31) <= number < 2**31 else None
 
 
 def _str(value: Any) -> str | None:
@@ -86,9 +102,9 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "cacheable": rec.get("cacheable") if isinstance(rec.get("cacheable"), bool) else None,
         "model_id": _str(address.get("model_id")),
         "case_id": _str(address.get("case_id")),
-        "repetition": _int(address.get("repetition")),
+        "repetition": _int32(address.get("repetition")),
         "judge_run_id": _str(address.get("judge_run_id")),
-        "judge_repetition": _int(address.get("judge_repetition")),
+        "judge_repetition": _int32(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
         "error_message": _str(error.get("message", summary.get("error_message"))),
         "input_tokens": _int(metrics.get("input_tokens")),
@@ -180,11 +196,11 @@ def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: f
         passed=passed if isinstance(passed, bool) else None,
         aggregation_method=_str(summary.get("aggregation_method")),
         pass_threshold=_num(summary.get("pass_threshold")),
-        judge_iterations=_int(summary.get("judge_iterations")),
-        judge_successful=_int(summary.get("judge_successful")),
-        checks_total=_int(summary.get("checks_total")),
-        checks_passed=_int(summary.get("checks_passed")),
-        checks_failed=_int(summary.get("checks_failed")),
+        judge_iterations=_int32(summary.get("judge_iterations")),
+        judge_successful=_int32(summary.get("judge_successful")),
+        checks_total=_int32(summary.get("checks_total")),
+        checks_passed=_int32(summary.get("checks_passed")),
+        checks_failed=_int32(summary.get("checks_failed")),
         run_status=run.get("status") if run else None,
         latency_s=run.get("latency_s") if run else None,
         run_cost_usd=run_cost,
@@ -245,10 +261,10 @@ def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
         "nodes": len(nodes),
-        "executed": _int(counts.get("executed")),
-        "reused": _int(counts.get("reused")),
-        "failed": _int(counts.get("failed")),
-        "skipped": _int(counts.get("skipped")),
+        "executed": _int32(counts.get("executed")),
+        "reused": _int32(counts.get("reused")),
+        "failed": _int32(counts.get("failed")),
+        "skipped": _int32(counts.get("skipped")),
         "input_tokens": _int(metrics.get("input_tokens")),
         "output_tokens": _int(metrics.get("output_tokens")),
         "reasoning_tokens": _int(metrics.get("reasoning_tokens")),

@@ -1,0 +1,52 @@
+"""A provider reply's numbers and content are input: check them before anything uses them.
+
+A reply whose usage says `completion_tokens: 1e30`, `cost: "NaN"` or `cost: -1e9`, or whose answer is
+a number, is malformed: the call fails as `invalid_response` naming the field, so the run ends
+`provider_error` (not cached, retried by the next build) instead of storing numbers that poison sums
+and the query manifest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawstore.bounds import MAX_REPLY_COST_USD, MAX_REPLY_TOKENS, amount_problem, count_problem
+
+# Usage fields holding token counts, as OpenAI / OpenRouter name them (details nested one level).
+TOKEN_PATHS = (
+    ("prompt_tokens",), ("completion_tokens",), ("total_tokens",), ("input_tokens",), ("output_tokens",),
+    ("reasoning_tokens",), ("prompt_tokens_details", "cached_tokens"),
+    ("prompt_tokens_details", "cache_write_tokens"), ("completion_tokens_details", "reasoning_tokens"),
+)
+
+
+def usage_problem(usage: Any) -> str | None:
+    """Why a reply's `usage` object is malformed ('usage.<field>: ...'), or None."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        return "usage: expected a mapping"
+    for path in TOKEN_PATHS:
+        holder: Any = usage
+        for part in path[:-1]:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or holder.get(path[-1]) is None:
+            continue
+        problem = count_problem(holder[path[-1]], MAX_REPLY_TOKENS)
+        if problem:
+            return f"usage.{'.'.join(path)}: {problem}"
+    problem = amount_problem(usage.get("cost"), MAX_REPLY_COST_USD)
+    return f"usage.cost: {problem}" if problem else None
+
+
+def message_problem(message: dict[str, Any]) -> str | None:
+    """Why choices[0].message is malformed: content a string, or null alongside tool calls."""
+    calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        return "choices[0].message.tool_calls: expected a list"
+    content = message.get("content")
+    if content is None:
+        return None if calls else "choices[0].message.content: expected a string (null only with tool calls), got null"
+    if not isinstance(content, str):
+        return f"choices[0].message.content: expected a string, got {type(content).__name__}"
+    return None

@@ -1,0 +1,84 @@
+"""Provider numbers are input: each bad reply fails its run clearly, is not cached, is retried by the
+next build, and `claw query` keeps working on that store (real `claw` processes, the stand-in server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn, text
+from tests.hostile.attack import run_claw
+from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.workspace import Workspace
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp")
+
+# bad reply -> the field the failure must name
+BAD_REPLIES: dict[str, tuple[dict[str, Any], str]] = {
+    "completion_tokens 1e30": (text("4", usage={"completion_tokens": 1e30}), "usage.completion_tokens"),
+    "prompt_tokens -5": (text("4", usage={"prompt_tokens": -5}), "usage.prompt_tokens"),
+    "total_tokens as a string": (text("4", usage={"total_tokens": "12"}), "usage.total_tokens"),
+    "cached tokens 1e12": (text("4", usage={"prompt_tokens_details": {"cached_tokens": 10**12}}),
+                           "usage.prompt_tokens_details.cached_tokens"),
+    'cost "NaN"': (text("4", usage={"cost": "NaN"}), "usage.cost"),
+    "cost NaN (bare JSON)": (text("4", usage={"cost": float("nan")}), "usage.cost"),
+    "cost Infinity (bare JSON)": (text("4", usage={"cost": float("inf")}), "usage.cost"),
+    "cost -1e9": (text("4", usage={"cost": -1e9}), "usage.cost"),
+    "cost 1e300": (text("4", usage={"cost": 1e300}), "usage.cost"),
+    "content 12345": (text(12345), "choices[0].message.content"),  # type: ignore[arg-type]
+    "content a list": (text(["4"]), "choices[0].message.content"),  # type: ignore[arg-type]
+    "content null without tool calls": ({"content": None}, "choices[0].message.content"),
+    "tool_calls a string": ({"body": {"choices": [{"message": {"role": "assistant", "content": "4",
+                                                               "tool_calls": "rm -rf /"}}]}},
+                            "choices[0].message.tool_calls"),
+}
+
+
+def _query(root: Path, sql: str) -> tuple[Any, str]:
+    done = run_claw(root, "query", sql, "--format", "json")
+    assert done.code == 0 and "Traceback" not in done.stderr, done
+    return json.loads(done.stdout), done.stderr
+
+
+@pytest.mark.parametrize("attack", sorted(BAD_REPLIES))
+def test_a_bad_provider_number_fails_the_run_and_is_retried(attack: str, ws: Workspace,  # noqa: F811
+                                                            standin: StandIn) -> None:
+    reply, field = BAD_REPLIES[attack]
+    standin.script("vendor/m1", reply)
+    first = run_claw(ws.root, *BUILD)
+    assert first.code == 1 and "Traceback" not in first.stdout + first.stderr, first
+    rows = [line for line in first.stdout.splitlines() if line.startswith("m1 ")]
+    assert len(rows) == 2 and all("provider_error" in r and "fail" in r for r in rows), first.stdout
+    assert "malformed reply from" in first.stdout + first.stderr and field in first.stdout + first.stderr
+    runs, _ = _query(ws.root, "select model_id, status, output_tokens, cost_usd from runs order by 1, 2")
+    assert [r["model_id"] for r in runs] == ["m1", "m1", "m2", "m2"]
+    assert {r["status"] for r in runs if r["model_id"] == "m1"} == {"provider_error"}
+    assert all(r["cost_usd"] is None or 0 <= r["cost_usd"] < 1 for r in runs)
+    # not cached: once the provider behaves, the next build sends the two m1 runs again, and only them
+    standin.reset()
+    second = run_claw(ws.root, *BUILD)
+    assert second.code == 0, second
+    assert sorted(r["model"] for r in standin.requests) == ["vendor/m1", "vendor/m1"]
+
+
+def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
+                                                             env: dict[str, str]) -> None:  # noqa: F811
+    assert run_claw(ws.root, *BUILD).code == 0
+    store = Store(Path(env["CLAW_STORE"]))
+    logs = sorted((Path(env["CLAW_STORE"]) / "builds").glob("*.json"))
+    log = json.loads(logs[0].read_text())
+    node = next(n for n in log["nodes"] if n["kind"] == "run")
+    record = store.get_json(node["record"])
+    record["metrics"]["output_tokens"] = 1e30  # what an older claw stored from a hostile reply
+    forged = str(store.put_json(record))
+    node["record"] = forged
+    log["build_id"] = log["build_id"][:-4] + "beef"
+    (logs[0].parent / f"{log['build_id']}.json").write_text(json.dumps(log))
+    runs, warning = _query(ws.root, "select count(*) as n from run_history")
+    assert forged in warning and "metrics.output_tokens" in warning and "left out" in warning
+    assert runs == [{"n": 7}]  # 4 of the first build + 3 of the forged log: only the bad record is out
+    assert _query(ws.root, "select count(*) as n from runs")[0] == [{"n": 4}]
