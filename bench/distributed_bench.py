@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.testing.standin import StandIn  # noqa: E402
 from tests.support.raycluster import ray_available, ray_cluster  # noqa: E402
-from tests.support.workspace import SECRET, Workspace  # noqa: E402
+from tests.support.workspace import SECRET, Workspace, many_cases  # noqa: E402
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 QUERY = ("query", "select case_id, model_id, status, input_tokens, output_tokens from runs order by 1, 2",
@@ -40,14 +40,6 @@ def claw(ws: Workspace, base_url: str, *args: str) -> tuple[float, str]:
     return time.perf_counter() - began, proc.stdout
 
 
-def workspace(root: Path, runs: int, concurrency: int) -> Workspace:
-    ws = Workspace(root)
-    for i in range(runs // 2):
-        ws.case(f"c{i:04d}", f"Question {i}?")
-    ws.suite("main", ["m1", "m2"])
-    ws.run_profile(concurrency=concurrency)
-    return ws
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -62,12 +54,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="claw-dist-bench-") as tmp, StandIn() as standin, \
             ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
         standin.set_default(reply)
-        local = workspace(Path(tmp) / "local", args.runs, args.concurrency)
+        local = many_cases(Path(tmp) / "local", args.runs // 2, args.concurrency)
         local_s, _ = claw(local, standin.base_url, *BUILD)
         local_sent = len(standin.requests)
         standin.reset()
         standin.set_default(reply)
-        spread = workspace(Path(tmp) / "ray", args.runs, args.concurrency)
+        spread = many_cases(Path(tmp) / "ray", args.runs // 2, args.concurrency)
         ray_s, _ = claw(spread, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
         ray_sent = len(standin.requests)
         same = (json.loads(claw(local, standin.base_url, *QUERY)[1])

@@ -15,7 +15,7 @@ import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
-from tests.support.workspace import SECRET, Workspace
+from tests.support.workspace import SECRET, Workspace, many_cases
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 
@@ -29,13 +29,11 @@ def cluster() -> Iterator[RayCluster]:
         yield running
 
 
-def workspace(root: Path, cases: int, concurrency: int) -> Workspace:
-    ws = Workspace(root)
-    for i in range(cases):
-        ws.case(f"c{i:03d}", f"Question {i}?")
-    ws.suite("main", ["m1", "m2"])
-    ws.run_profile(concurrency=concurrency)
-    return ws
+
+def wait_for_requests(standin: StandIn, count: int) -> None:
+    deadline = time.monotonic() + 120
+    while len(standin.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def claw(ws: Workspace, standin: StandIn, *args: str) -> subprocess.Popen[str]:
@@ -63,12 +61,12 @@ def answers(ws: Workspace, standin: StandIn) -> list[tuple]:
 def test_distributed_build_sends_each_request_once_and_matches_local(cluster: RayCluster, standin: StandIn,
                                                                      tmp_path: Path) -> None:
     standin.set_default({"content": "forty-two", "latency": 0.05})
-    local = workspace(tmp_path / "local", cases=20, concurrency=8)
+    local = many_cases(tmp_path / "local", cases=20, concurrency=8)
     finish(claw(local, standin, *BUILD))
     assert len(standin.requests) == 40
     standin.reset()
     standin.set_default({"content": "forty-two", "latency": 0.05})
-    spread = workspace(tmp_path / "ray", cases=20, concurrency=8)
+    spread = many_cases(tmp_path / "ray", cases=20, concurrency=8)
     report = finish(claw(spread, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
     assert report["counts"]["executed"] == 40
     assert len(standin.requests) == 40, "each request sent once"
@@ -78,11 +76,9 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
 def test_a_killed_worker_is_retried_and_committed_once(cluster: RayCluster, standin: StandIn,
                                                        tmp_path: Path) -> None:
     standin.set_default({"content": "fine", "latency": 0.3})
-    ws = workspace(tmp_path / "ws", cases=15, concurrency=6)
+    ws = many_cases(tmp_path / "ws", cases=15, concurrency=6)
     proc = claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
-    deadline = time.monotonic() + 120
-    while len(standin.requests) < 8 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_requests(standin, 8)
     workers = cluster.worker_pids()
     assert workers, "the build's provider actors run on the cluster"
     os.kill(workers[-1], signal.SIGKILL)
@@ -96,11 +92,9 @@ def test_a_killed_worker_is_retried_and_committed_once(cluster: RayCluster, stan
 def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCluster, standin: StandIn,
                                                                   tmp_path: Path) -> None:
     standin.set_default({"content": "fine", "latency": 0.3})
-    ws = workspace(tmp_path / "ws", cases=15, concurrency=4)
+    ws = many_cases(tmp_path / "ws", cases=15, concurrency=4)
     proc = claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
-    deadline = time.monotonic() + 120
-    while len(standin.requests) < 12 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_requests(standin, 12)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     sent = len(standin.requests)

@@ -16,25 +16,10 @@ import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
-from tests.support.workspace import SECRET, Workspace
+from tests.support.workspace import Workspace, many_cases
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
 
-
-@pytest.fixture
-def provider(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> StandIn:
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    return standin
-
-
-def workspace(root: Path, cases: int, concurrency: int = 4) -> Workspace:
-    ws = Workspace(root)
-    for i in range(cases):
-        ws.case(f"c{i:02d}", f"Question {i}?")
-    ws.suite("main", ["m1", "m2"])
-    ws.run_profile(concurrency=concurrency)
-    return ws
 
 
 def ok(*args: str, cwd: Path) -> str:
@@ -59,7 +44,7 @@ def kill_after(proc: subprocess.Popen[str], delay: float) -> None:
 def test_killed_pushes_and_pulls_resume_and_lose_nothing(provider: StandIn, tmp_path: Path) -> None:
     rng = random.Random(7)
     remote = str(tmp_path / "remote")
-    a = workspace(tmp_path / "a", cases=12)
+    a = many_cases(tmp_path / "a", cases=12)
     ok(*BUILD, cwd=a.root)
     paid = len(provider.requests)
     for _ in range(3):
@@ -84,7 +69,7 @@ def test_a_build_killed_mid_campaign_keeps_what_it_pushed(provider: StandIn, tmp
     provider.set_default({"content": "fine", "latency": 0.3})
     monkeypatch.setenv("CLAW_REMOTE_PUSH_INTERVAL", "0.5")
     remote = str(tmp_path / "remote")
-    a = workspace(tmp_path / "a", cases=20, concurrency=2)
+    a = many_cases(tmp_path / "a", cases=20, concurrency=2)
     total = 40
     ok("remote", "add", "team", remote, cwd=a.root)
     proc = spawn(*BUILD, "--remote", "team", cwd=a.root)

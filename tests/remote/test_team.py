@@ -17,13 +17,6 @@ from tests.support.workspace import SECRET, Workspace, standard
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
 
 
-@pytest.fixture
-def provider(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> StandIn:
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    return standin
-
-
 @pytest.fixture(params=["dir", "s3"])
 def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "dir":

@@ -67,3 +67,13 @@ def standard(root: Path) -> Workspace:
     ws.suite("main", ["m1", "m2"])
     ws.run_profile()
     return ws
+
+
+def many_cases(root: Path, cases: int, concurrency: int = 4) -> Workspace:
+    """`cases` cases × two models (m1, m2), one repetition, `concurrency` runs at once."""
+    ws = Workspace(root)
+    for i in range(cases):
+        ws.case(f"c{i:03d}", f"Question {i}?")
+    ws.suite("main", ["m1", "m2"])
+    ws.run_profile(concurrency=concurrency)
+    return ws
