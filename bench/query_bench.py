@@ -104,16 +104,17 @@ def bench_refresh(root: Path, nodes: int) -> float:
             for kind, key, record in _records_for_run(i, log.build_id, lambda s: store.put_json({"doc": s}), 2):
                 record_id = store.put_action(key, record)
                 log.add(kind, key, record_id, "exec", record["address"], record)
-    log.finish("complete")
+    log.end("complete")
     log.advance_head(None)
-    print(f"wrote a real build of {len(log.data['nodes'])} nodes into the store in "
+    log.write()
+    print(f"wrote a real build of {len(log.doc.nodes)} nodes into the store in "
           f"{time.perf_counter() - started:.1f} s (setup, not measured)")
     timings = []
     for _ in range(3):
         t0 = time.perf_counter()
         refresh_manifest(store, log.build_id)
         timings.append(time.perf_counter() - t0)
-    print(f"refresh_manifest after a {len(log.data['nodes'])}-node build, reading every record from the store "
+    print(f"refresh_manifest after a {len(log.doc.nodes)}-node build, reading every record from the store "
           f"(fsck's path): median {statistics.median(timings):.3f} s (runs: {', '.join(f'{t:.3f}' for t in timings)})")
     manifest = store.root / "manifest"
     head_times = []

@@ -189,6 +189,9 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
         return execute_llm_probe(node, store, client, build_id)
 
     options.filtered = request.filtered
+    if request.filtered:  # what the filter selected, by id (the flags may name paths)
+        options.filter = {"cases": sorted({i.case.case.case_id for i in campaign.items}) if request.cases else [],
+                          "models": sorted({i.model.model_id for i in campaign.items}) if request.models else []}
     eval_layer = None
     if campaign.evaluation_profile is not None:
         from clawstore.builder.eval_layer import EvalLayer

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
-from clawstore.store.durable import write_file_atomic
+from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
+from clawstore.store.claims import ClaimBoard
 
 
 def head_ref(campaign: str) -> str:
@@ -37,55 +36,54 @@ def planning_view(record: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 class BuildLog:
-    """Accumulates the nodes of one build and rewrites `<store>/builds/<id>.json` atomically."""
+    """Accumulates the nodes of one build; its document (clawstore/store/buildlogs.py) lists only what
+    the build executed, failed or skipped, and names the campaign head the build ended on."""
 
-    def __init__(self, store: Any, campaign: dict[str, Any]):
+    def __init__(self, store: Any, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store
         self.build_id = utc_now().replace(":", "").replace("-", "").replace(".", "")[:15] + "-" + uuid.uuid4().hex[:8]
-        self.data: dict[str, Any] = {
-            "build_id": self.build_id,
-            "started_at": utc_now(),
-            "finished_at": None,
-            "state": "running",
-            "campaign": campaign,
-            "nodes": [],
-            "counts": {"executed": 0, "reused": 0, "failed": 0, "skipped": 0},
-            "metrics": {"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
-                        "cost_usd": 0.0},
-        }
+        self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter)
         self._lock = threading.Lock()
+        self._all: list[dict[str, Any]] = []  # every node, reused ones too: what the head merges
         self._records: dict[str, dict[str, Any]] = {}  # record id -> record, for the campaign head
-        self.path = Path(store.root) / "builds" / f"{self.build_id}.json"
+        self.path = build_log_path(store.root, self.build_id)
+        self.claims: ClaimBoard | None = None  # the build's work claims, while it executes
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.doc.counts
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.doc.metrics
 
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
             record: dict[str, Any] | None) -> None:
+        entry = {"kind": kind, "key": key, "record": record_id, "action": action, "address": address}
         with self._lock:
             if record_id and record:
                 self._records[record_id] = record
-            self.data["nodes"].append({"kind": kind, "key": key, "record": record_id, "action": action,
-                                       "address": address})
-            counter = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}[action]
-            self.data["counts"][counter] += 1
+            self._all.append(entry)
+            if action != "reuse":
+                self.doc.nodes.append(entry)
+            self.doc.counts[COUNTERS[action]] += 1
             if record and action in ("exec", "fail"):  # spent in this build
-                metrics = self.data["metrics"]
-                for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens"):
+                metrics = self.doc.metrics
+                for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
                 metrics["cost_usd"] += float(record["metrics"].get("cost_usd") or 0.0)
 
     def write(self) -> None:
         with self._lock:
-            payload = json.dumps(self.data, sort_keys=True, separators=(",", ":")).encode()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # The temp file goes to the store's tmp/, named for this process: a killed build's
-            # leftover is found and removed by the next build, gc or fsck --repair.
-            write_file_atomic(self.path, payload, Path(self.store.root) / "tmp")
-        except OSError as exc:
-            raise StoreError(f"cannot write build log {self.path}: {exc}") from exc
+            write_build_log(self.store.root, self.doc)
+
+    def end(self, state: str) -> None:
+        """Mark the build ended (written by the next `write`, after the head is advanced)."""
+        self.doc.state = state
+        self.doc.finished_at = utc_now()
 
     def finish(self, state: str) -> None:
-        self.data["state"] = state
-        self.data["finished_at"] = utc_now()
+        self.end(state)
         self.write()
 
     def advance_head(self, planned: set[str] | None, known: tuple[str | None, dict[str, Any]] | None = None) -> str:
@@ -94,7 +92,7 @@ class BuildLog:
         Compare-and-set, retried on a race. `known`: (head id, its nodes by address) as the caller read
         them at the start of the build, used while the ref still points there. An unchanged state is
         not rewritten (a no-op build leaves the head as it was)."""
-        ref = head_ref(self.data["campaign"]["id"])
+        ref = head_ref(self.doc.campaign["id"])
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
             if known is not None and known[0] == previous_id:
@@ -103,7 +101,7 @@ class BuildLog:
                 previous = {address_id(n["kind"], n["address"]): n
                             for n in (self.store.get_json(previous_id).get("nodes", []) if previous_id else [])}
             merged = dict(previous)
-            for node in self.data["nodes"]:
+            for node in self._all:
                 if node["record"] is not None:
                     # The head carries each record too, so the next build plans without reading
                     # thousands of record objects one by one.
@@ -112,12 +110,20 @@ class BuildLog:
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
             if previous_id and [(n["key"], n["record"]) for n in nodes] == [
                     (n["key"], n["record"]) for n in (previous[a] for a in sorted(previous))]:
+                self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
-            head = {**self.data, "nodes": nodes}
-            head_id = self.store.put_json(head)
+            head_id = self.store.put_json(self._head_document(nodes))
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
+                self.doc.head, self.doc.head_written = head_id, True
                 return head_id
             except RefConflict:  # another build advanced the head meanwhile: merge again
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
+
+    def _head_document(self, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+        """A campaign head: this build's log fields (without the pointer to itself) and every node."""
+        doc = self.doc.to_json()
+        for name in ("head", "head_written", "format"):
+            doc.pop(name)
+        return {**doc, "nodes": nodes}

@@ -19,6 +19,7 @@ from clawstore.builder.buildlog import head_ref
 from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store.archive import ArchiveContents, ArchiveError, ArchiveSummary, ContentCheck, write_archive
+from clawstore.store.buildlogs import build_log_path
 from clawstore.store.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.names import is_name, name_problem
@@ -291,7 +292,7 @@ def adopt_imported_head(store: Any, head_id: str) -> str | None:
     build_id = head.get("build_id") if isinstance(head, dict) else None
     if not is_name(build_id):  # checked before the import published anything; never a path otherwise
         return None
-    path = Path(store.root) / "builds" / f"{build_id}.json"
+    path = build_log_path(store.root, build_id)
     if path.exists():
         return None
     from clawstore.store.durable import write_file_atomic

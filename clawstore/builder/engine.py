@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.builder.buildlog import BuildLog
+from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.gcpause import resume_collector
 from clawstore.builder.progress import BuildProgress, Failure, open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
@@ -17,6 +18,7 @@ from clawstore.builder.unstored import StoreTrouble, UnstoredAnswer, is_store_fa
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+from clawstore.store.claims import ClaimBoard
 from clawstore.store.leftovers import remove_leftovers
 
 LOG_WRITE_INTERVAL_S = 2.0
@@ -34,6 +36,7 @@ class BuildOptions:
     planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
     executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
     ray_address: str | None = None
+    filter: dict[str, list[str]] | None = None  # the --case/--model selection, by id, for the build log
 
 
 @dataclass
@@ -92,10 +95,10 @@ class Budget:
         self.reason: str | None = None
 
     def reached(self) -> bool:
-        return float(self.log.data["metrics"]["cost_usd"]) >= self.limit_usd
+        return float(self.log.metrics["cost_usd"]) >= self.limit_usd
 
     def note_skips(self) -> None:
-        spent = float(self.log.data["metrics"]["cost_usd"])
+        spent = float(self.log.metrics["cost_usd"])
         self.reason = f"--max-cost {self.limit_usd:g} USD reached (spent {spent:.6f} USD); the rest was not started"
 
 
@@ -113,7 +116,8 @@ def _install_sigterm() -> Callable[[], None]:
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
                   log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None,
                   trouble: StoreTrouble | None = None) -> None:
-    """Run `work` on each node; record the outcome in the node and the build log as it lands.
+    """Run `work` on each node under its claim (`log.claims`); record the outcome in the node and the
+    build log as it lands. A node another build stored meanwhile is adopted as reused.
 
     A store write failure (`trouble`) stops scheduling at once; answers the store refused are kept and
     retried once the running nodes are done (clawstore/builder/unstored.py)."""
@@ -124,6 +128,7 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
     if nodes:
         resume_collector()
     last_write = time.monotonic()
+    store, board = log.store, log.claims
 
     def record(node: Node, stored: tuple[str, dict[str, Any]]) -> None:
         node.record_id, node.record = stored
@@ -151,6 +156,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
                 raise outcome.error
             fail(node, outcome.error)
             status = None
+        elif isinstance(outcome.value, Adopted):  # another build paid for it
+            node.record_id, node.record = outcome.value.record_id, outcome.value.record
+            status = node.record["status"]
+            node.action = "reuse" if node.record.get("cacheable") else "fail"
+            log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+            progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
         else:
             record(node, outcome.value)
             status = node.record["status"] if node.record else None
@@ -170,7 +181,10 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         progress.started(node)
         return work(node)
 
-    never_started = skipped + run_tasks(nodes, started, concurrency, on_done, on_interrupt=progress.interrupt)
+    def claimed_work(node: Node) -> Any:
+        return claimed(started, store, board, node) if board is not None else started(node)
+
+    never_started = skipped + run_tasks(nodes, claimed_work, concurrency, on_done, on_interrupt=progress.interrupt)
     if trouble is not None and trouble.kept:
         trouble.retry(record)
         lost = {id(answer.node): answer for answer in trouble.lost}
@@ -199,17 +213,19 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     concurrency = options.max_concurrency or policy.max_concurrency
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
-                           "evaluation_profile_id": eval_id})
+                           "evaluation_profile_id": eval_id}, filter=options.filter)
     report.build_id = log.build_id
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     trouble = StoreTrouble(str(store.root))
     restore = _install_sigterm()
     stale = [n for n in run_nodes if options.force or not n.fresh]
+    board = log.claims = ClaimBoard(store.root, owner=log.build_id)
     try:
-        with store.lease(f"build {log.build_id}"):
+        with store.lease(f"build {log.build_id}"), board:
             remove_leftovers(store)  # temp files and leases of killed writers
-            log.write()
+            if stale or eval_layer is not None:
+                log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
             for node in run_nodes:
                 if node not in stale:
                     node.action = "reuse"
@@ -223,10 +239,10 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                 report.eval_addresses = eval_layer.addresses(report.evals)
             if trouble.failed:
                 _end_on_store_failure(log, report, options, head, trouble)
-            log.finish("complete")
+            log.end("complete")
     except KeyboardInterrupt:
         report.interrupted = True
-        log.finish("interrupted")
+        log.end("interrupted")
         _advance(log, report, options, head)
         report.failures = progress.failures
         raise BuildInterrupted(_left_message(log, progress)) from None
@@ -236,8 +252,8 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     report.failures = progress.failures
     _advance(log, report, options, head)
     report.stopped = budget.reason if budget is not None else None
-    report.counts = dict(log.data["counts"])
-    report.metrics = dict(log.data["metrics"])
+    report.counts = dict(log.counts)
+    report.metrics = dict(log.metrics)
     return report
 
 
@@ -246,7 +262,7 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def _left_message(log: BuildLog, progress: BuildProgress) -> str:
-    counts = log.data["counts"]
+    counts = log.counts
     state = progress.state
     left = max(0, state.total - state.done)
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed and {counts.get('reused', 0)} reused are "
@@ -262,11 +278,15 @@ def _end_on_store_failure(log: BuildLog, report: BuildReport, options: BuildOpti
         log.finish("store-failed")
     with contextlib.suppress(StoreError):
         _advance(log, report, options, head)  # what was stored stays reachable from the campaign head
-    raise trouble.error(int(log.data["counts"]["skipped"]))
+    raise trouble.error(int(log.counts["skipped"]))
 
 
 def _advance(log: BuildLog, report: BuildReport, options: BuildOptions,
              head: tuple[str | None, dict[str, Any]] | None) -> None:
+    """Advance the campaign head, then write the build log naming it (the log's last write)."""
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
-    log.advance_head(None if options.filtered else planned, head)
+    try:
+        log.advance_head(None if options.filtered else planned, head)
+    finally:
+        log.write()
     # The manifest is derived from the build log when someone queries it (clawstore/query/manifest.py).

@@ -19,6 +19,7 @@ from clawstore.errors import StoreError
 from clawstore.query import segments
 from clawstore.query.heads import Warn, heads_changed, heads_dir, record_loader, refresh_heads
 from clawstore.query.rows import Row, rows_for_build
+from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 
 
 class RecordStore(Protocol):
@@ -37,22 +38,6 @@ def manifest_dir(store_root: Path) -> Path:
     return Path(store_root) / "manifest"
 
 
-def builds_dir(store_root: Path) -> Path:
-    return Path(store_root) / "builds"
-
-
-def read_build_log(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise StoreError(f"no build log {path}") from None
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: unreadable build log ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise StoreError(f"{path}: not a build log (a JSON object with a nodes list)")
-    return data
-
-
 def build_rows(store: RecordStore, log: Mapping[str, Any], warn: Warn | None = None) -> dict[str, list[Row]]:
     return rows_for_build(log, record_loader(store, warn))
 
@@ -60,7 +45,7 @@ def build_rows(store: RecordStore, log: Mapping[str, Any], warn: Warn | None = N
 def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
-    log = read_build_log(builds_dir(root) / f"{build_id}.json")
+    log = read_build_log(build_log_path(root, build_id))
     manifest = manifest_dir(root)
     segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log, warn))
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.

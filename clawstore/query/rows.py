@@ -217,7 +217,7 @@ def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader) -> dict[st
     pending: list[tuple[Row, Mapping[str, Any]]] = []
     runs_by_key: dict[str, Row] = {}
     eval_cost: dict[str, float] = {}
-    for node in log.get("nodes") or []:
+    for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]:
         node = _dict(node)
         oid = node.get("record")
         record = load_record(oid) if isinstance(oid, str) and oid else None
@@ -248,6 +248,29 @@ def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader) -> dict[st
     return tables
 
 
+def _reused_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Any]:
+    """What a format-2 build reused, from the head it wrote (a no-op build wrote none: nothing to add).
+
+    Its log lists only what it executed, failed or skipped; the head it wrote carries every node it
+    planned with this build's action (within its --case/--model filter, if any)."""
+    head_id = log.get("head")
+    if log.get("format") != 2 or not log.get("head_written") or not isinstance(head_id, str):
+        return []
+    head = load_record(head_id) or {}
+    flt = _dict(log.get("filter"))
+    cases, models = set(flt.get("cases") or ()), set(flt.get("models") or ())
+    found = []
+    for node in head.get("nodes") or []:
+        node = _dict(node)
+        if node.get("action") != "reuse":
+            continue
+        address = _dict(node.get("address"))
+        if (cases and address.get("case_id") not in cases) or (models and address.get("model_id") not in models):
+            continue
+        found.append({name: node.get(name) for name in ("kind", "key", "record", "action", "address")})
+    return found
+
+
 def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
@@ -260,7 +283,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
         "suite_id": ctx["suite_id"],
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
-        "nodes": len(nodes),
+        "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(nodes),
         "executed": _int32(counts.get("executed")),
         "reused": _int32(counts.get("reused")),
         "failed": _int32(counts.get("failed")),

@@ -91,11 +91,12 @@ def build(store: Store, spec: Spec, refresh: bool = True) -> Built:
     counts = {"run": 0, "checks": 0, "judge": 0, "result": 0, "rows": 0}
     with store.batch():  # one flush for the whole build keeps fixtures fast
         _write_nodes(store, log, spec, counts)
-    log.finish("complete")
+    log.end("complete")
     log.advance_head(None)
+    log.write()
     if refresh:
         index_pending(store)
-    data = log.data["counts"]
+    data = log.counts
     return Built(log.build_id, counts["run"], counts["judge"], counts["result"], counts["checks"], counts["rows"],
                  data["executed"], data["reused"])
 

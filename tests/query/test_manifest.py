@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -96,19 +97,21 @@ def open_saved(name: str) -> str:
 def test_compaction_keeps_history_and_current_rows(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(segments, "COMPACT_AT", 3)
     root = store.root
-    builds = [build(store, Spec(cases=["case_1"])) for _ in range(4)]
+    # Alternate two rubrics: every build re-points the head (no build is a no-op), the runs are reused.
+    builds = [build(store, Spec(cases=["case_1"], salt=str(i % 2))) for i in range(4)]
     manifest = root / "manifest"
     snap = segments.snapshot(manifest)
     assert snap.pack is not None, "three waiting segments trigger a compaction"
     assert len(snap.covers) + len(snap.segments) == 4
-    # Current rows: the head, which the first build wrote (the later no-op builds left it); history: all four.
+    # Current rows: the head, which the last build wrote (it reused the second build's results);
+    # history: all four builds.
     assert one(root, "select count(*), min(build_id), max(record_build_id) from results") == \
-        (2, builds[0].build_id, builds[0].build_id)
+        (2, builds[3].build_id, builds[1].build_id)
     assert one(root, "select count(*) from result_history") == 8
     assert one(root, "select count(*) from builds") == 4
     assert one(root, "select count(*), min(build_id), max(record_build_id) from runs") == \
-        (2, builds[0].build_id, builds[0].build_id)
-    build(store, Spec(cases=["case_1"]))
+        (2, builds[3].build_id, builds[0].build_id)
+    newest = build(store, Spec(cases=["case_1"]))
     assert segments.snapshot(manifest).segments, "the new build waits beside the pack"
     assert one(root, "select count(*) from result_history") == 10
     assert compact_manifest(store)
@@ -117,11 +120,11 @@ def test_compaction_keeps_history_and_current_rows(store: Store, monkeypatch: py
     # History is append-only: the first pack's chunk is shared (hard link), the two segments are a new one.
     chunks = segments.pack_chunks(snap.pack, "nodes")
     assert len(chunks) == 2 and chunks[0].stat().st_nlink == 1  # the old pack is gone, its chunk kept
-    assert one(root, "select count(*), min(build_id) from results") == (2, builds[0].build_id)
+    assert one(root, "select count(*), min(build_id) from results") == (2, newest.build_id)
     assert one(root, "select count(*) from build_nodes") == 5 * 10
     # Too many chunks: the next compaction rewrites history into one.
     monkeypatch.setattr(segments, "MAX_CHUNKS", 2)
-    build(store, Spec(cases=["case_1"]))
+    build(store, Spec(cases=["case_1"], salt="2"))
     assert compact_manifest(store)
     assert len(segments.pack_chunks(segments.snapshot(manifest).pack, "nodes")) == 1
     assert one(root, "select count(*) from build_nodes") == 6 * 10
@@ -130,6 +133,22 @@ def test_compaction_keeps_history_and_current_rows(store: Store, monkeypatch: py
     before = {t: run_query(root, f"select * from {t} order by all").rows for t in tables}
     assert rebuild_manifest(store) == 6
     assert {t: run_query(root, f"select * from {t} order by all").rows for t in tables} == before
+
+
+def test_a_no_op_build_adds_its_build_row_and_no_node_rows(store: Store) -> None:
+    first = build(store, Spec())
+    again = build(store, Spec())  # everything reused, the head unchanged
+    root = store.root
+    assert again.reused == 30 and again.executed == 0
+    assert one(root, "select count(*) from build_nodes") == 30
+    assert one(root, "select count(distinct build_id) from runs") == 1
+    assert one(root, "select build_id from runs limit 1") == first.build_id
+    row = one(root, f"select nodes, executed, reused from builds where build_id = '{again.build_id}'")
+    assert row == (30, 0, 30)
+    log = json.loads((root / "builds" / f"{again.build_id}.json").read_bytes())
+    assert log["format"] == 2 and log["nodes"] == [] and log["head_written"] is False
+    assert log["head"] == store.get_ref("campaigns/" + Spec().campaign_id)
+    assert len(json.dumps(log)) < 1024
 
 
 def test_refreshing_a_build_twice_never_duplicates(store: Store) -> None:

@@ -1,0 +1,57 @@
+"""Execute a node only while holding its work claim; adopt what another build stored meanwhile.
+
+Two builds on one store plan the same nodes. Whichever claims a node first executes it; the other
+sets the node aside (`Later`), runs what it can, and comes back: by then the record is in the
+action cache and is adopted as reused, or the claim expired (its holder died) and it executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from clawstore.builder.scheduler import Later
+from clawstore.graph.plan import Node
+from clawstore.store.claims import ClaimBoard
+
+FIRST_WAIT_S = 0.05
+MAX_WAIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """A record another build stored for this node's key while this build was planning or waiting."""
+
+    record_id: str
+    record: dict[str, Any]
+
+
+Work = Callable[[Node], tuple[str, dict[str, Any]]]
+
+
+def claimed(work: Work, store: Any, board: ClaimBoard, node: Node) -> tuple[str, dict[str, Any]] | Adopted | Later:
+    """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later)."""
+    waits = int(node.extra.get("claim_waits", 0))
+    if waits:  # set aside before: the holder may have finished
+        adopted = stored_meanwhile(store, node)
+        if adopted is not None:
+            return adopted
+    if not board.take(node.key):
+        node.extra["claim_waits"] = waits + 1
+        return Later(min(MAX_WAIT_S, FIRST_WAIT_S * 1.5 ** waits))
+    try:
+        adopted = stored_meanwhile(store, node)  # finished and released just before we claimed it
+        if adopted is not None:
+            return adopted
+        return work(node)
+    finally:
+        board.release(node.key)
+
+
+def stored_meanwhile(store: Any, node: Node) -> Adopted | None:
+    """The node's record if the action cache names another one than the build planned with."""
+    found = store.get_action_record_id(node.key)
+    if found is None or found == node.record_id:
+        return None
+    return Adopted(found, store.get_json(found))

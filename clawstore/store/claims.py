@@ -1,0 +1,246 @@
+"""Work claims: which build is executing which node, so two builds on one store never pay twice.
+
+A claim is one small JSON file, `claims/<64 hex of the node key>.json`:
+
+    {"format": 1, "owner": "<build id>", "host": "<hostname>", "pid": 123, "start_ticks": 456,
+     "acquired_at": <epoch s>, "expires_at": <epoch s>}
+
+- **take**: create the file only if it is absent (O_CREAT|O_EXCL): exactly one builder wins.
+- **heartbeat**: the owner rewrites `expires_at` every `ttl / 3` while it executes the node.
+- **release**: the owner deletes it once the node's record is stored (or the node failed).
+- **expire**: a claim whose `expires_at` has passed, or whose holder is a dead process on this host
+  (pid + start ticks, so a reused pid does not count), may be taken over by another builder.
+  A file that cannot be parsed (a holder killed while writing it) counts as held until its mtime is
+  `ttl` old.
+
+Heartbeat, release and take-over are compare-and-set steps (re-read, check the owner or the expiry,
+then write) under `locks/claims.lock`; creation needs no lock. On a remote object store the same
+steps are conditional writes (If-None-Match to create, If-Match on the ETag for the rest), which is
+why a claim is a file with an owner and an expiry rather than a kernel lock held by a process.
+Claims are advisory and never made durable: after a crash they only cost, at worst, a node
+executed twice; they never make a result wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from clawstore.store.durable import process_alive, process_identity, temp_name
+from clawstore.store.ids import oid_from_hex, oid_hex
+from clawstore.store.locks import exclusive
+
+CLAIM_FORMAT = 1
+CLAIMS_DIR = "claims"
+CLAIMS_LOCK = "claims"
+DEFAULT_TTL_S = 30.0
+TTL_ENV = "CLAW_CLAIM_TTL"  # seconds; tests shorten it to see expiry by time
+
+
+def claim_ttl() -> float:
+    try:
+        return max(0.2, float(os.environ.get(TTL_ENV, DEFAULT_TTL_S)))
+    except ValueError:
+        return DEFAULT_TTL_S
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim file's contents (`owner` None: unreadable, judged by the file's age)."""
+
+    key: str
+    owner: str | None
+    host: str
+    pid: int
+    start_ticks: int
+    acquired_at: float
+    expires_at: float
+
+    def live(self, now: float, host: str) -> bool:
+        """Still honoured: not expired, and not held by a process of this host that is gone."""
+        if now >= self.expires_at:
+            return False
+        if self.owner is not None and self.host == host and self.pid:
+            return process_alive(self.pid, self.start_ticks)
+        return True
+
+
+class ClaimBoard:
+    """The claims of one owner (a build) on one store: take, heartbeat, release, look up.
+
+    Thread-safe. A key this board already holds counts as busy for a second taker in the same build
+    (two addresses of one campaign can share a key: the second waits and reuses the first's record).
+    """
+
+    def __init__(self, root: Path, owner: str, ttl_s: float | None = None):
+        self.root = Path(root)
+        self.dir = self.root / CLAIMS_DIR
+        self.owner = owner
+        self.ttl = ttl_s if ttl_s is not None else claim_ttl()
+        self.host = socket.gethostname()
+        self._pid, self._ticks = process_identity()
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self.lost: set[str] = set()  # claims another builder took over (we stalled past the ttl)
+
+    # ---- paths and documents --------------------------------------------------------------------
+    def path(self, key: str) -> Path:
+        return self.dir / f"{oid_hex(key)}.json"
+
+    def _body(self, now: float) -> bytes:
+        doc = {"format": CLAIM_FORMAT, "owner": self.owner, "host": self.host, "pid": self._pid,
+               "start_ticks": self._ticks, "acquired_at": now, "expires_at": now + self.ttl}
+        return json.dumps(doc, sort_keys=True).encode()
+
+    def read(self, key: str) -> Claim | None:
+        """The claim on `key`, or None when nobody claims it."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read(4096)
+                mtime = os.fstat(handle.fileno()).st_mtime
+        except FileNotFoundError:
+            return None
+        try:
+            doc = json.loads(raw)
+            return Claim(key, str(doc["owner"]), str(doc["host"]), int(doc["pid"]), int(doc["start_ticks"]),
+                         float(doc["acquired_at"]), float(doc["expires_at"]))
+        except (ValueError, KeyError, TypeError):
+            return Claim(key, None, "", 0, 0, mtime, mtime + self.ttl)
+
+    def holder(self, key: str) -> Claim | None:
+        """Someone else's live claim on `key` (None: free, expired, or ours)."""
+        claim = self.read(key)
+        if claim is None or claim.owner == self.owner or not claim.live(time.time(), self.host):
+            return None
+        return claim
+
+    # ---- take, release --------------------------------------------------------------------------
+    def take(self, key: str) -> bool:
+        """Claim `key` for this owner. False when another live claim holds it (or this board already
+        does, for another node of the same build)."""
+        with self._lock:
+            if key in self._held:
+                return False
+        if not self._create(key) and not self._take_over(key):
+            return False
+        with self._lock:
+            self._held.add(key)
+        self._start_heartbeat()
+        return True
+
+    def _create(self, key: str) -> bool:
+        path = self.path(key)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            return False
+        except FileNotFoundError:  # first claim on this store: make the directory
+            self.dir.mkdir(parents=True, exist_ok=True)
+            return self._create(key)
+        try:
+            os.write(fd, self._body(time.time()))
+        finally:
+            os.close(fd)
+        return True
+
+    def _take_over(self, key: str) -> bool:
+        """Replace an expired claim (or create one that vanished meanwhile), under the claims lock."""
+        claim = self.read(key)
+        if claim is not None and claim.live(time.time(), self.host):
+            return False  # the common case, decided without the lock
+        with self._locked():
+            claim = self.read(key)
+            if claim is None:
+                return self._create(key)
+            if claim.live(time.time(), self.host):
+                return False
+            self._replace(key)
+            return True
+
+    def release(self, key: str) -> None:
+        """Give `key` up (its record is stored, or the node failed). Never deletes another's claim."""
+        with self._lock:
+            if key not in self._held:
+                return
+            self._held.discard(key)
+        with self._locked():
+            claim = self.read(key)
+            if claim is not None and claim.owner == self.owner:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path(key))
+
+    # ---- heartbeat ------------------------------------------------------------------------------
+    def heartbeat(self) -> None:
+        """Push back the expiry of every claim held; note those another builder took over."""
+        with self._lock:
+            keys = sorted(self._held)
+        if not keys:
+            return
+        with self._locked():
+            for key in keys:
+                claim = self.read(key)
+                if claim is None or claim.owner != self.owner:
+                    self.lost.add(key)
+                    continue
+                self._replace(key)
+
+    def _start_heartbeat(self) -> None:
+        if self._beat is not None:
+            return
+        with self._lock:
+            if self._beat is not None:
+                return
+            self._beat = threading.Thread(target=self._beat_loop, name="claim-heartbeat", daemon=True)
+            self._beat.start()
+
+    def _beat_loop(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            with contextlib.suppress(OSError):  # a missed beat only shortens the claim's life
+                self.heartbeat()
+
+    def close(self) -> None:
+        """Stop the heartbeat and release whatever is still held."""
+        self._stop.set()
+        with self._lock:
+            keys = sorted(self._held)
+        for key in keys:
+            with contextlib.suppress(OSError):
+                self.release(key)
+
+    def __enter__(self) -> ClaimBoard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def _replace(self, key: str) -> None:
+        tmp = self.root / "tmp" / temp_name(".claim")
+        tmp.write_bytes(self._body(time.time()))
+        os.replace(tmp, self.path(key))
+
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return exclusive(self.root, CLAIMS_LOCK)
+
+
+def list_claims(root: Path) -> list[Claim]:
+    """Every claim file under `root` (for `claw store` views and tests)."""
+    board = ClaimBoard(root, owner="")
+    found = []
+    directory = Path(root) / CLAIMS_DIR
+    if not directory.is_dir():
+        return []
+    for path in sorted(directory.glob("*.json")):
+        claim = board.read(oid_from_hex(path.stem))
+        if claim is not None:
+            found.append(claim)
+    return found

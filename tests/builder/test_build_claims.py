@@ -1,0 +1,158 @@
+"""Work claims: builds started together on one store never pay for one node twice (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from clawstore.query.engine import run_query
+from clawstore.query.manifest import index_pending
+from clawstore.store import Store
+from clawstore.store.claims import ClaimBoard, list_claims
+from clawstore.store.ids import oid_of
+from clawstore.testing.standin import StandIn, hang, text
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace
+
+LATENCY = 0.05
+EVAL = ("--evaluation-profile", "ev")
+
+
+def _campaign(ws: Workspace, standin: StandIn, cases: list[str], suite: str = "main") -> None:
+    for case_id in cases:
+        ws.case(case_id, f"Question {case_id}?")
+    ws.suite(suite, ["m1", "m2"], case_selection={"include_case_ids": cases})
+    ws.run_profile(concurrency=3)
+    eval_profile(ws, repetitions=1)
+    standin.set_default(text("An answer.", latency=LATENCY))
+    standin.script(JUDGE, {**judge_reply(7), "latency": LATENCY})
+
+
+def _start(claw: Claw, suite: str = "main") -> subprocess.Popen[str]:
+    return claw.popen("build", "--suite", suite, "--run-profile", "rp", *EVAL, "--output", "json")
+
+
+def _finish(proc: subprocess.Popen[str]) -> dict:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return json.loads(out)
+
+
+def _runs_sent(standin: StandIn) -> list[tuple[str, str]]:
+    """(model, messages) of every subject-model request: equal pairs are one run paid twice."""
+    return [(r["model"], json.dumps(r.get("messages"), sort_keys=True)) for r in standin.requests
+            if r["model"] != JUDGE]
+
+
+def _judged(standin: StandIn) -> int:
+    return sum(1 for r in standin.requests if r["model"] == JUDGE)
+
+
+def test_three_identical_builds_send_the_requests_of_one(ws: Workspace, claw: Claw, standin: StandIn,
+                                                         env: dict[str, str]) -> None:
+    cases = [f"c{i}" for i in range(8)]
+    _campaign(ws, standin, cases)
+    procs = [_start(claw) for _ in range(3)]
+    reports = [_finish(p) for p in procs]
+    sent = _runs_sent(standin)
+    assert len(sent) == len(set(sent)) == 2 * len(cases), "a run was paid for twice"
+    assert _judged(standin) == 2 * len(cases)  # one judgement per run: one build's worth
+    executed = sum(r["counts"]["executed"] for r in reports)
+    assert executed == 2 * len(cases) * 4  # run, checks, judge, result: each executed by exactly one build
+    for report in reports:
+        assert {row["status"] for row in report["rows"]} == {"success"}
+        assert {row["score"] for row in report["rows"]} == {7.0}
+    store = Path(env["CLAW_STORE"])
+    index_pending(Store(store))
+    assert run_query(store, "select count(*), count(distinct key) from results").rows == [(16, 16)]
+    assert run_query(store, "select count(*), count(distinct key) from runs").rows == [(16, 16)]
+    # History: each result was made once (one record per key), whichever builds listed it.
+    assert run_query(store, "select count(distinct record_id) from result_history").rows == [(16,)]
+    assert list_claims(store) == [], "every claim is released"
+
+
+def test_overlapping_campaigns_send_each_shared_node_once(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    _campaign(ws, standin, ["a", "b", "c", "d"], suite="first")
+    _campaign(ws, standin, ["c", "d", "e", "f"], suite="second")
+    procs = [_start(claw, "first"), _start(claw, "second"), _start(claw, "first")]
+    for proc in procs:
+        _finish(proc)
+    sent = _runs_sent(standin)
+    assert len(sent) == len(set(sent)) == 6 * 2, "a shared run was paid for twice"
+    assert _judged(standin) == 6 * 2  # six distinct cases x two models, one judgement each
+
+
+def test_the_claim_of_a_killed_build_is_taken_over(ws: Workspace, claw: Claw, standin: StandIn,
+                                                   env: dict[str, str]) -> None:
+    ws.case("slow", "Take your time.")
+    ws.suite("one", ["m1"], case_selection={"include_case_ids": ["slow"]})
+    ws.run_profile(concurrency=1)
+    standin.set_default(hang(60))
+    first = claw.popen("build", "--suite", "one", "--run-profile", "rp")
+    store = Path(env["CLAW_STORE"])
+    deadline = time.monotonic() + 30
+    while not standin.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert standin.requests and list_claims(store), "the first build claimed its node and called out"
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate()
+    standin.set_default(text("Done."))
+    code, out, err = claw.build("--output", "json", suite="one")
+    assert code == 0, err
+    assert json.loads(out)["rows"][0]["run"] == "exec"
+    assert len(standin.requests) == 2  # the killed attempt, then this build's
+    assert list_claims(store) == []
+
+
+def test_a_live_claim_from_another_machine_is_waited_for_until_it_expires(
+        ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str]) -> None:
+    """A claim names its holder's host: one from elsewhere cannot be checked by pid, only by its expiry."""
+    ws.case("shared", "Who holds me?")
+    ws.suite("one", ["m1"], case_selection={"include_case_ids": ["shared"]})
+    ws.run_profile(concurrency=1)
+    code, out, _ = claw("build", "--suite", "one", "--run-profile", "rp", "--dry-run", "--output", "json")
+    key = json.loads(out)["nodes"][0]["key"]
+    store = Path(env["CLAW_STORE"])
+    claims = store / "claims"
+    claims.mkdir(exist_ok=True)
+    now = time.time()
+    foreign = {"format": 1, "owner": "20260101T000000-elsewhere", "host": socket.gethostname() + "-other",
+               "pid": 1, "start_ticks": 0, "acquired_at": now, "expires_at": now + 1.5}
+    (claims / f"{key.removeprefix('blake3:')}.json").write_text(json.dumps(foreign))
+    started = time.monotonic()
+    code, out, err = claw.build("--output", "json", suite="one")
+    assert code == 0, err
+    assert time.monotonic() - started >= 1.0, "the build waited for the foreign claim to expire"
+    assert json.loads(out)["rows"][0]["run"] == "exec"
+    assert len(standin.requests) == 1
+
+
+def test_claim_board_take_release_expire_and_lose(tmp_path: Path) -> None:
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "tmp").mkdir()
+    key = oid_of(b"a node's input document")
+    a = ClaimBoard(tmp_path, owner="build-a", ttl_s=0.5)
+    b = ClaimBoard(tmp_path, owner="build-b", ttl_s=0.5)
+    assert a.take(key)
+    assert not a.take(key), "a second node of the same build waits for the first"
+    assert not b.take(key) and b.holder(key) is not None and b.holder(key).owner == "build-a"
+    a.heartbeat()
+    assert not b.take(key)
+    a.release(key)
+    assert b.take(key) and a.holder(key).owner == "build-b"
+    # b stalls past its expiry (no heartbeat thread beat it in time): a takes over, b notices.
+    b._stop.set()
+    time.sleep(0.6)
+    assert a.take(key)
+    b.heartbeat()
+    assert key in b.lost
+    b.release(key)  # never deletes a's claim
+    assert a.holder(key) is None and b.holder(key).owner == "build-a"
+    a.close()
+    assert list_claims(tmp_path) == []
