@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawstore.builder.scheduler import Later
-from clawstore.graph.plan import Node
+from clawstore.graph.plan import Node, unseen_objects
 from clawstore.store.claims import ClaimBoard
 
 FIRST_WAIT_S = 0.05
@@ -50,8 +50,12 @@ def claimed(work: Work, store: Any, board: ClaimBoard, node: Node) -> tuple[str,
 
 
 def stored_meanwhile(store: Any, node: Node) -> Adopted | None:
-    """The node's record if the action cache names another one than the build planned with."""
+    """The node's record if the action cache names another one than the build planned with, and
+    everything that record names is in the store (a record whose outputs are gone is never reused)."""
     found = store.get_action_record_id(node.key)
-    if found is None or found == node.record_id:
+    if found is None or found == node.record_id or not store.has(found):
         return None
-    return Adopted(found, store.get_json(found))
+    record = store.get_json(found)
+    if unseen_objects(store, None, record):
+        return None
+    return Adopted(found, record)
