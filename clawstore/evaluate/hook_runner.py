@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import json
 import os
+import resource
 import sys
 
 
@@ -54,11 +55,22 @@ def _call(request):
     return func(request["artifact"], request["context"])
 
 
+def _limit(request):
+    """Hard limits on this process before any hook code runs; unprivileged, the hook cannot raise them."""
+    limits = request.get("limits") or {}
+    for name, key in (("RLIMIT_CPU", "cpu_seconds"), ("RLIMIT_AS", "memory_bytes"),
+                      ("RLIMIT_FSIZE", "file_bytes"), ("RLIMIT_NOFILE", "open_files")):
+        value = limits.get(key)
+        if isinstance(value, int) and value > 0:
+            resource.setrlimit(getattr(resource, name), (value, value))
+
+
 def main():
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # the hook's own prints (and its subprocesses') go to stderr
     sys.stdout = sys.stderr
     request = json.load(sys.stdin)
+    _limit(request)
     try:
         value = _call(request)
         reply = json.dumps({"ok": True, "value": value})

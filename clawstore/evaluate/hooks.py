@@ -1,19 +1,22 @@
-"""Python hook checks, run in a child process with a timeout and (by default) without network.
+"""Python hook checks, run confined like `exec_shell` (docs/evaluation.md, "What a hook may read").
 
 Both `path` and `import_path` hooks are gated by `security_policy.allow_local_python_hooks`.
-The child gets the RunArtifact dict as JSON on stdin, a copy of the harness environment with every
-secret-looking variable removed, and the case directory as its working directory.
+The child runs under bubblewrap (clawstore/confine.py): its own pid namespace and /proc (the
+harness's /proc/<pid>/environ does not exist there), no network unless the policy allows it, a
+cleared environment, and a filesystem of read-only views of only the Python runtime, the case
+directory (its working directory) and, for `import_path` hooks, the folder the module is found in,
+plus an empty scratch /tmp. It gets the RunArtifact dict as JSON on stdin; hook_runner.py sets CPU,
+memory, file-size and open-file limits on itself before the hook's code is loaded.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +24,16 @@ from typing import Any
 
 import blake3
 
-from clawstore.evaluate.redact import SECRET_ENV_NAME
+from clawstore.confine import (
+    NOBODY,
+    SHELL_PATH,
+    bwrap_exe,
+    bwrap_unavailable_reason,
+    drop_privileges,
+    namespace_args,
+    privileged,
+    runtime_binds,
+)
 from clawstore.evaluate.specs import resolve_case_path
 
 DEFAULT_HOOK_TIMEOUT_S = 30.0
@@ -33,12 +45,11 @@ _RUNNER_SOURCE = (Path(__file__).with_name("hook_runner.py")).read_text(encoding
 _RESULT_KEYS = ("passed", "message", "metadata", "outputs")
 _STDERR_TAIL = 2000
 
-# Each prefix runs a command in a fresh network namespace (only a private loopback inside).
-_ISOLATION_PREFIXES: tuple[tuple[str, ...], ...] = (
-    ("bwrap", "--unshare-net", "--die-with-parent", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"),
-    ("unshare", "--net"),
-    ("unshare", "--net", "--map-root-user"),
-)
+# Limits the child sets on itself (resource.setrlimit) before it loads the hook.
+HOOK_MEMORY_BYTES = 1024 * 1024 * 1024
+HOOK_FILE_BYTES = 64 * 1024 * 1024
+HOOK_OPEN_FILES = 256
+SCRATCH = "/scratch"  # the hook's only writable folder (HOME and TMPDIR), emptied after each run
 
 
 @dataclass
@@ -49,33 +60,58 @@ class HookOutcome:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=8)
-def _working_prefix(path_env: str) -> tuple[str, ...] | None:
-    for prefix in _ISOLATION_PREFIXES:
-        exe = shutil.which(prefix[0], path=path_env)
-        if exe is None:
-            continue
-        cmd = [exe, *prefix[1:], sys.executable, "-c", "pass"]
-        try:
-            done = subprocess.run(cmd, capture_output=True, timeout=15, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return (exe, *prefix[1:])
+def _runtime_dirs() -> list[str]:
+    """Where the interpreter and its standard library live, beyond /usr (a venv, a custom prefix)."""
+    found = []
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        real = os.path.realpath(prefix)
+        if os.path.isdir(real) and not real.startswith("/usr/"):
+            found.append(real)
+        if os.path.isdir(prefix) and prefix != real:
+            found.append(prefix)
+    return sorted(set(found))
+
+
+def _import_root(dotted: str, case_dir: str | None) -> str | None:
+    """The sys.path folder (case directory first) that holds an import_path hook's top package."""
+    top = dotted.split(".")[0]
+    for entry in [*([case_dir] if case_dir else []), *sys.path]:
+        base = os.path.join(entry or os.getcwd(), top)
+        if os.path.isfile(base + ".py") or os.path.isdir(base):
+            return os.path.abspath(entry or os.getcwd())
     return None
 
 
+def _ro_binds(paths: list[str]) -> list[str]:
+    """Read-only binds at the same paths; their parents made 0755 (bwrap would make them 0700, which
+    `nobody` cannot cross). A path inside one already bound needs no bind of its own."""
+    argv: list[str] = []
+    bound: list[str] = []
+    for path in sorted(set(paths)):
+        if any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound):
+            continue
+        parents = list(reversed(Path(path).parents))[1:]
+        for parent in parents:
+            argv += ["--perms", "0755", "--dir", str(parent)]
+        argv += ["--ro-bind", path, path]
+        bound.append(path)
+    return argv
+
+
+def confined_command(case_dir: str | None, scratch: str, extra_ro: list[str], network: bool) -> list[str]:
+    """The bwrap argv that runs the hook runner: nothing of the host but what the check needs."""
+    readable = [*_runtime_dirs(), *extra_ro, *([case_dir] if case_dir else [])]
+    argv = [bwrap_exe(), "--tmpfs", "/", *runtime_binds(), *_ro_binds(readable)]
+    argv += ["--bind", scratch, SCRATCH, *namespace_args(network), "--setenv", "PATH", SHELL_PATH,
+             "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", SCRATCH, "--setenv", "LANG", "C.UTF-8",
+             "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--setenv", "PYTHONPATH", os.pathsep.join(extra_ro)]
+    argv += ["--chdir", case_dir or SCRATCH]
+    return [*argv, "--", *drop_privileges(), sys.executable, "-I" if not extra_ro else "-s", "-c", _RUNNER_SOURCE]
+
+
 def network_isolation_prefix() -> tuple[str, ...] | None:
-    """The command prefix that cuts a child off the network here, or None if nothing works."""
-    return _working_prefix(os.environ.get("PATH", os.defpath))
-
-
-def _hook_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not SECRET_ENV_NAME.search(k)}
-    # the child resolves import_path hooks exactly as this process would
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+    """The bwrap prefix hooks run under, or None when bubblewrap cannot confine a child here."""
+    return None if bwrap_unavailable_reason() else (bwrap_exe(),)
 
 
 def _validate_spec(hook: Mapping[str, Any]) -> str | None:
@@ -150,16 +186,15 @@ def run_python_hook(
         mode = "path"
     else:
         target, mode = str(hook["import_path"]), "import"
-    prefix: tuple[str, ...] = ()
-    if policy.get("network_access", "deny") != "allow":
-        found = network_isolation_prefix()
-        if found is None:
-            return HookOutcome(
-                "error",
-                "network isolation is unavailable (neither bwrap nor unshare works here), so the hook "
-                "was not run; security_policy.network_access: allow would run it with network",
-            )
-        prefix = found
+    reason = bwrap_unavailable_reason()
+    if reason is not None:
+        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
+    extra_ro: list[str] = []
+    if mode == "import":
+        root = _import_root(target, case_dir)
+        if root is None:
+            return HookOutcome("error", f"import_path {target}: module not found on the case directory or sys.path")
+        extra_ro.append(root)
     request = {
         "mode": mode,
         "target": target,
@@ -167,15 +202,24 @@ def run_python_hook(
         "module_name": "claw_hook_" + blake3.blake3(target.encode()).hexdigest()[:16],
         "artifact": artifact,
         "context": {"check_id": check_id, "description": description, "case_source_path": case_source_path},
+        "limits": {"cpu_seconds": int(timeout_s) + 1, "memory_bytes": HOOK_MEMORY_BYTES,
+                   "file_bytes": HOOK_FILE_BYTES, "open_files": HOOK_OPEN_FILES},
     }
-    cwd = case_dir if case_dir and os.path.isdir(case_dir) else None
+    case_dir = os.path.realpath(case_dir) if case_dir and os.path.isdir(case_dir) else None
+    with tempfile.TemporaryDirectory(prefix="claw-hook-") as scratch:
+        if privileged():
+            os.chown(scratch, NOBODY, NOBODY)
+        network = policy.get("network_access", "deny") == "allow"
+        return _run_confined(confined_command(case_dir, scratch, extra_ro, network), request, timeout_s)
+
+
+def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:
     proc = subprocess.Popen(
-        [*prefix, sys.executable, "-c", _RUNNER_SOURCE],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=_hook_env(),
+        env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
         start_new_session=True,  # lets a timeout kill the hook and everything it spawned
     )
     try:

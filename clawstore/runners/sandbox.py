@@ -22,13 +22,22 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from clawstore.confine import (
+    NOBODY,
+    RUNTIME_DIRS,
+    SHELL_PATH,
+    bwrap_exe,
+    drop_privileges,
+    namespace_args,
+    privileged,
+    runtime_binds,
+)
+
 WORKDIR = "/work"
-SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 OUTPUT_LIMIT = 64 * 1024
-NOBODY = 65534  # the shell's uid/gid when the harness itself runs as root
 MAX_SYMLINKS = 40
-# Host system directories the shell sees read-only; symlinks on the host stay symlinks.
-SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+# Host system directories the shell sees read-only: the runtime plus /etc (the shell's tools read it).
+SYSTEM_DIRS = (*RUNTIME_DIRS, "etc")
 
 
 class SandboxError(Exception):
@@ -112,7 +121,7 @@ def _probe_bwrap() -> str | None:
     with tempfile.TemporaryDirectory(prefix="claw-bwrap-probe-") as tmp:
         probe = Sandbox(Path(tmp))
         created = probe._prepare_mountpoints()
-        if _privileged():
+        if privileged():
             _hand_over(probe.root)
         try:
             done = subprocess.run(probe.shell_command("true", network=False), capture_output=True,
@@ -138,36 +147,10 @@ class Sandbox:
         return resolve_path(self.root, path)
 
     def shell_command(self, command: str, network: bool) -> list[str]:
-        """The bwrap argv that runs `command` with the sandbox as `/`.
-
-        Run as an ordinary user, bwrap creates a user namespace: we drop every capability in it and
-        forbid nested ones, so the read-only binds stay read-only. Run as root, a user namespace
-        would still map the shell to host root (whose file permissions reach /proc/sys and more),
-        so instead bwrap keeps only CAP_SETUID/CAP_SETGID and `setpriv` turns the shell into
-        `nobody` with no capabilities and no_new_privs before bash starts.
-        """
-        exe = shutil.which("bwrap") or "bwrap"
-        argv = [exe, "--bind", str(self.root), "/"]
-        for name in SYSTEM_DIRS:
-            host = Path("/") / name
-            if host.is_symlink():
-                argv += ["--symlink", os.readlink(host), f"/{name}"]
-            elif host.is_dir():
-                argv += ["--ro-bind", str(host), f"/{name}"]
-        argv += ["--proc", "/proc", "--dev", "/dev",
-                 "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-        if not network:
-            argv.append("--unshare-net")
-        if _privileged():
-            argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            argv += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-        argv += ["--die-with-parent", "--new-session", "--chdir", WORKDIR, "--clearenv",
-                 "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8",
-                 "--"]
-        if _privileged():
-            argv += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        """The bwrap argv that runs `command` with the sandbox as `/` (confinement: clawstore/confine.py)."""
+        argv = [bwrap_exe(), "--bind", str(self.root), "/", *runtime_binds(SYSTEM_DIRS), *namespace_args(network),
+                "--chdir", WORKDIR, "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR,
+                "--setenv", "LANG", "C.UTF-8", "--", *drop_privileges()]
         return argv + ["/bin/bash", "-c", command]
 
     def run_shell(self, command: str, timeout: float, network: bool = False) -> ShellResult:
@@ -180,7 +163,7 @@ class Sandbox:
         if reason is not None:
             raise SandboxError(f"{reason}; exec_shell is disabled (it never runs unsandboxed)")
         created = self._prepare_mountpoints()
-        if _privileged():
+        if privileged():
             _hand_over(self.root)
         try:
             proc = subprocess.Popen(
@@ -225,10 +208,6 @@ class Sandbox:
                     path.rmdir()
             except OSError:
                 pass
-
-
-def _privileged() -> bool:
-    return os.geteuid() == 0
 
 
 def _hand_over(root: Path) -> None:

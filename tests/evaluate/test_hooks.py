@@ -205,6 +205,6 @@ def test_no_isolation_available_means_the_hook_does_not_run(
     marker = tmp_path / "ran"
     src = write_case(tmp_path, f"def connect(artifact):\n    open({str(marker)!r}, 'w').write('x')\n    return True\n")
     res = run_hook(src, "connect", ALLOW)
-    assert res["outcome"] == "error" and "network isolation is unavailable" in res["message"]
+    assert res["outcome"] == "error" and "never run unconfined" in res["message"]
     assert not marker.exists()
     assert os.environ["PATH"] == str(bindir)
