@@ -181,16 +181,38 @@ def store_group() -> None:
 @store_option
 @_os_errors
 def stats_cmd(as_json: bool, store_dir: Path | None) -> None:
-    """Object count, logical and stored bytes, compression ratio."""
+    """Objects, packs, bytes (logical, stored, apparent, on disk), live fraction, what gc would free."""
     stats = store_stats(_open_store(store_dir))
     if as_json:
-        click.echo(json.dumps({"objects": stats.objects, "logical_bytes": stats.logical_bytes,
-                               "stored_bytes": stats.stored_bytes, "ratio": round(stats.ratio, 4)}))
+        click.echo(json.dumps(stats.to_json()))
         return
     click.echo(f"objects        {stats.objects}")
     click.echo(f"logical bytes  {stats.logical_bytes} ({_human(stats.logical_bytes)})")
     click.echo(f"stored bytes   {stats.stored_bytes} ({_human(stats.stored_bytes)})")
     click.echo(f"ratio          {stats.ratio:.2f}")
+    click.echo(f"packs          {stats.packs} ({_human(stats.pack_bytes)})")
+    click.echo(f"live fraction  {stats.live_fraction:.3f}")
+    click.echo(f"files          {stats.files}")
+    click.echo(f"apparent bytes {stats.apparent_bytes} ({_human(stats.apparent_bytes)})")
+    click.echo(f"disk bytes     {stats.disk_bytes} ({_human(stats.disk_bytes)})")
+    click.echo(f"gc would free  {stats.gc_would_free} ({_human(stats.gc_would_free or 0)})")
+
+
+@store_group.command("migrate")
+@store_option
+@_os_errors
+def migrate_cmd(store_dir: Path | None) -> None:
+    """Convert a format-1 store to format 2 (any command does it on first open); safe to interrupt."""
+    from clawstore.store.migrate import migrate
+
+    report = migrate(resolve_store_dir(store_dir, _workspace_root()))
+    if not report.migrated:
+        click.echo("store is already format 2")
+        return
+    click.echo(f"migrated {report.objects} objects ({report.copied} copied now) and {report.actions} "
+               f"action-cache entries to format 2 in {report.seconds:.2f}s")
+    for problem in report.corrupt:
+        click.echo(f"quarantined: {problem}")
 
 
 def _human(count: int) -> str:

@@ -1,27 +1,27 @@
-"""Action cache: `ac/<2 hex>/<64 hex of the key>` holds the id of the key's record object.
+"""Action cache: action key -> id of the key's record object, kept in the index (and in packs).
 
 The record is stored first (as an object) and its outputs must already exist, so an entry never
-points at something missing. Rewriting an entry (a retried failure) replaces it atomically.
+points at something missing; entries are published by the same commit as the record (batch.py).
+Rewriting an entry (a retried failure) adds a newer one: the newest time wins. Removing one (gc,
+repair) adds an entry without a record.
 """
 
 from __future__ import annotations
 
-import os
+import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
-from clawstore.store.durable import write_file_atomic
-from clawstore.store.ids import PREFIX, check_oid, is_hex64, is_oid, oid_hex
+from clawstore.store.batch import Pending, commit
+from clawstore.store.ids import PREFIX, check_oid, is_oid, oid_hex
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
-def entry_path(store: Store, key: str) -> Path:
-    hexdigest = oid_hex(check_oid(key, "action key"))
-    return store.root / "ac" / hexdigest[:2] / hexdigest
+def key_digest(key: str) -> bytes:
+    return bytes.fromhex(oid_hex(check_oid(key, "action key")))
 
 
 def output_ids(outputs: Any, where: str = "record") -> list[str]:
@@ -44,7 +44,7 @@ def output_ids(outputs: Any, where: str = "record") -> list[str]:
 
 def put_action(store: Store, key: str, record: dict[str, Any]) -> str:
     """Store `record` and point `key` at it. Returns the record's object id."""
-    path = entry_path(store, key)
+    digest = key_digest(key)
     if not isinstance(record, dict):
         raise TypeError("an action record must be a dict")
     if record.get("key", key) != key:
@@ -53,26 +53,29 @@ def put_action(store: Store, key: str, record: dict[str, Any]) -> str:
         if not store.has(oid):  # write order: outputs first, then the record, then the entry
             raise MissingObjectError(f"record for {key} names output {oid}, which is not in the store")
     record_id = store.put_json(record)
-    body = (record_id + "\n").encode()
-    if not store.queue_pointer(path, body):
-        write_file_atomic(path, body, store.root / "tmp")
+    set_entries(store, {digest: (bytes.fromhex(record_id[len(PREFIX):]), time.time_ns())})
     return record_id
 
 
+def set_entries(store: Store, entries: dict[bytes, tuple[bytes | None, int]]) -> None:
+    """Point keys at (record, time ns) (record None removes the entry): in the open batch, else now."""
+    current = store.runtime.batch()
+    pending = current if current is not None else Pending()
+    pending.actions.update(entries)
+    if current is None:
+        commit(store.runtime, pending)
+
+
 def get_action_record_id(store: Store, key: str) -> str | None:
-    path = entry_path(store, key)
-    queued = store.queued_pointer(path)
-    if queued is not None:
-        return queued.decode().strip()
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    if not is_oid(text):
-        raise StoreError(f"action-cache entry {path} is damaged (run `claw fsck --repair`)")
-    return text
+    digest = key_digest(key)
+    current = store.runtime.batch()
+    found = current.actions.get(digest) if current is not None else None
+    if found is None and store.runtime.group is not None:
+        found = store.runtime.group.find_action(digest)
+    if found is not None:
+        return None if found[0] is None else PREFIX + found[0].hex()
+    entry = store.runtime.index.find_action(digest)
+    return None if entry is None or entry.record is None else PREFIX + entry.record.hex()
 
 
 def get_action(store: Store, key: str) -> dict[str, Any] | None:
@@ -86,17 +89,9 @@ def get_action(store: Store, key: str) -> dict[str, Any] | None:
 
 
 def iter_actions(store: Store) -> Iterator[tuple[str, str | None]]:
-    """(key, record id) for every entry; the record id is None if the entry file is damaged."""
-    ac_dir = store.root / "ac"
-    for shard in sorted(os.listdir(ac_dir)):
-        with os.scandir(ac_dir / shard) as entries:
-            for entry in entries:
-                if not (is_hex64(entry.name) and entry.name.startswith(shard)):
-                    continue
-                try:
-                    text = Path(entry.path).read_text(encoding="ascii").strip()
-                except FileNotFoundError:
-                    continue
-                except (OSError, UnicodeDecodeError):
-                    text = ""
-                yield PREFIX + entry.name, text if is_oid(text) else None
+    """(key, record id) for every entry, sorted by key (the record id is never None in format 2)."""
+    index = store.runtime.index
+    index.refresh()
+    for key, entry in sorted(index.actions.items()):
+        if entry.record is not None:
+            yield PREFIX + key.hex(), PREFIX + entry.record.hex()

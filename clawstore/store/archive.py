@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +30,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import blake3
 
 from clawstore.canonical import canonical_json
-from clawstore.errors import StoreError, UsageError
+from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.actions import entry_path
+from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
-from clawstore.store.durable import fsync_path, rename_into, sync_filesystem, temp_name
+from clawstore.store.durable import fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.layout import FORMAT_FILE
 from clawstore.store.names import name_problem, ref_name_problem
@@ -102,10 +103,9 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
     hexes = sorted({oid[len(PREFIX):] if oid.startswith(PREFIX) else oid for oid in object_ids})
     listing: list[list[Any]] = []
     for hexdigest in hexes:
-        path = store.object_path(PREFIX + hexdigest)
         try:
-            listing.append([hexdigest, path.stat().st_size])
-        except FileNotFoundError:
+            listing.append([hexdigest, store.locate(PREFIX + hexdigest)[2]])
+        except MissingObjectError:
             raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} is not in the store "
                                f"{store.root} (run claw fsck)") from None
     doc = {**manifest, "format": FORMAT, "version": VERSION, "objects": listing}
@@ -140,15 +140,15 @@ def _write_member(writer: _HashingWriter, name: str, data: bytes) -> None:
 
 
 def _copy_object(store: Store, writer: _HashingWriter, hexdigest: str, size: int) -> None:
-    path = store.object_path(PREFIX + hexdigest)
     writer.write(header(OBJECTS + hexdigest, size))
     copied = 0
     try:
-        with open(path, "rb") as src:
-            while chunk := src.read(_CHUNK):
-                writer.write(chunk)
-                copied += len(chunk)
-    except FileNotFoundError:
+        loc = store.locate(PREFIX + hexdigest)
+        while copied < min(size, loc[2]):
+            chunk = store.runtime.pread(loc, min(_CHUNK, loc[2] - copied), copied)
+            writer.write(chunk)
+            copied += len(chunk)
+    except (FileNotFoundError, MissingObjectError):
         raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} vanished from the store during "
                            "the export") from None
     if copied != size:
@@ -345,15 +345,16 @@ class ArchiveContents:
     def read(self, oid: str, limit: int = CONTENT_READ_MAX) -> bytes:
         """An object's content (verified), refused above `limit` bytes."""
         hexdigest = oid[len(PREFIX):]
-        path = self._staged.get(hexdigest) or self._store.object_path(oid)
+        staged = self._staged.get(hexdigest)
+        where = str(staged) if staged is not None else f"store {self._store.root}"
         try:
-            frame = path.read_bytes()
+            frame = staged.read_bytes() if staged is not None else self._store.read_frame(oid)
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+            raise StoreError(f"cannot read {where}: {exc.strerror}") from None
         declared = codec.content_size(frame[:codec.MAX_HEADER])
         if declared is None or declared > limit:
             raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
-        return codec.decode_verified(oid, hexdigest, str(path), frame)
+        return codec.decode_verified(oid, hexdigest, where, frame)
 
 
 def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None
@@ -372,13 +373,9 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
     def on_object(hexdigest: str, size: int) -> Path | None:
         """Where to stage this object's frame, or None if the store has it already."""
         nonlocal present
-        final = store.object_path(PREFIX + hexdigest)
-        try:
-            os.utime(final)  # present: refresh it so a concurrent gc (which sees our lease) keeps it
+        if store.has_fresh(bytes.fromhex(hexdigest)):  # present: its pack's mtime is refreshed for gc
             present += 1
             return None
-        except FileNotFoundError:
-            pass
         staged[hexdigest] = store.tmp_dir / temp_name()
         return staged[hexdigest]
 
@@ -410,29 +407,33 @@ def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
 
 
 def _publish(store: Store, staged: dict[str, Path], report: ImportReport) -> None:
-    """Make every staged object durable with one flush, rename them into place, flush the renames."""
+    """Append every staged object to packs and index them with one durability barrier."""
     if not staged:
         return
-    sync_filesystem(store.tmp_dir)
-    for hexdigest, tmp in sorted(staged.items()):
-        final = store.object_path(PREFIX + hexdigest)
-        report.new_bytes += tmp.stat().st_size
-        rename_into(tmp, final)  # an object another writer stored meanwhile is the same bytes
-        report.new_objects += 1
-    sync_filesystem(store.objects_dir)
+    with store.batch():
+        for hexdigest, tmp in sorted(staged.items()):
+            size = tmp.stat().st_size
+            if store.put_frame_file(bytes.fromhex(hexdigest), tmp):  # another writer may have it now
+                report.new_bytes += size
+                report.new_objects += 1
+    for tmp in staged.values():
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
     staged.clear()
 
 
 def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
     """Entries the store lacks point at the archive's records; the store's own entries are kept."""
-    with store.batch():
-        for key, record in sorted(actions.items()):
-            current = store.get_action_record_id(key)
-            if current is not None:
-                report.actions_kept += current != record
-                continue
-            store.queue_pointer(entry_path(store, key), (record + "\n").encode())
-            report.actions_written += 1
+    now = time.time_ns()
+    entries: dict[bytes, tuple[bytes | None, int]] = {}
+    for key, record in sorted(actions.items()):
+        current = store.get_action_record_id(key)
+        if current is not None:
+            report.actions_kept += current != record
+            continue
+        entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), now)
+        report.actions_written += 1
+    set_entries(store, entries)
 
 
 def _write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> None:
@@ -477,6 +478,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
     succeeded: a refused archive leaves nothing behind, not even an empty store."""
+    from clawstore.store.runtime import drop_runtime
     from clawstore.store.store import Store
 
     problem = import_target_problem(store_dir)
@@ -491,6 +493,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
     staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
     try:
         report = import_archive(Store(staging), path, pins, check)
+        drop_runtime(staging)  # seal this process's pack there: the directory is about to move
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
         if store_dir.is_dir():
             store_dir.rmdir()  # empty (checked above): the new store takes its place

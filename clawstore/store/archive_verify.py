@@ -18,7 +18,8 @@ import zstandard
 
 from clawstore.errors import StoreError, UsageError
 from clawstore.store.ids import PREFIX
-from clawstore.store.objects import OBJECT_MODE
+
+OBJECT_MODE = 0o444  # staged frames are never edited
 
 _WRITE_SIZE = 1 << 20  # decompressed output is hashed in pieces of at most this size
 WHOLE_MAX = 64 << 20  # frames (and contents) up to this size are decoded in one call

@@ -1,116 +1,151 @@
-"""Group commit: many puts share one flush, and nothing becomes visible before it is durable.
+"""Group commit: many puts share one durability barrier, and nothing is visible before it is durable.
 
-A batch collects finished-but-unsynced temp files (objects) and small pointer files (action-cache
-entries). Committing makes the temp data durable with one flush, renames the objects into place, makes
-those renames durable together with the pointers' data, then renames the pointers: the store's write
-order (objects → record → pointer) holds across the whole batch.
+A batch (per thread) collects where its blobs went and the action entries it set. Committing:
+
+    1. append the action entries to this process's pack, fsync the pack(s) holding the batch's blobs
+       (and packs/ once for a new pack file): the bytes are durable;
+    2. write one index segment naming them (temp, fsync, rename, fsync index/): now they are visible.
+
+So the store's write order (objects -> record -> action entry / ref) holds for the whole batch with
+three fsyncs, whatever its size. In group mode (`Store.group_commit()`), the end of a batch hands it
+to the process's pending group instead, and the group commits when its window (a fraction of a
+second) or its size (N batches) is reached, on `flush()`, or when a ref is set: one barrier for many
+nodes. A SIGKILL loses at most the last window; nothing half-written is ever named by the index.
 """
 
 from __future__ import annotations
 
-import os
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clawstore.store.durable import fsync_path, rename_into, sync_filesystem, temp_name
+from clawstore.store.index import ActionEntry, Loc, Segment, new_segment_name
+from clawstore.store.packfile import KIND_ACTION, PackWriter, encode_action
 
-# Up to this many files and directories, fsync them one by one; beyond it one syncfs is cheaper.
-_FSYNC_EACH_MAX = 4
-# Commit automatically past these, so a long burst keeps few open files and bounded unsynced data.
-MAX_PENDING_OBJECTS = 256
-MAX_PENDING_BYTES = 256 << 20
+if TYPE_CHECKING:
+    from clawstore.store.runtime import Runtime
 
-
-@dataclass
-class PendingObject:
-    fd: int
-    tmp: Path
-    final: Path
-    stored_bytes: int
+DEFAULT_WINDOW_S = 0.25
+DEFAULT_MAX_BATCHES = 256
 
 
 @dataclass
-class Batch:
+class Pending:
+    """Blobs written but not yet named by the index, and action entries not yet published."""
+
+    objects: dict[bytes, Loc] = field(default_factory=dict)
+    actions: dict[bytes, tuple[bytes | None, int]] = field(default_factory=dict)  # key -> (record, time)
+    writers: set[PackWriter] = field(default_factory=set)  # packs holding those blobs
+    callbacks: list[Callable[[], None]] = field(default_factory=list)  # run once durable
+    batches: int = 0
+
+    def absorb(self, other: Pending) -> None:
+        self.objects.update(other.objects)
+        self.actions.update(other.actions)
+        self.writers |= other.writers
+        self.callbacks += other.callbacks
+        self.batches += max(other.batches, 1)
+
+    def empty(self) -> bool:
+        return not (self.objects or self.actions or self.callbacks)
+
+
+@dataclass
+class Batch(Pending):
     """Per-thread state of an open `Store.batch()`."""
 
-    tmp_dir: Path
     depth: int = 0
-    objects: dict[str, PendingObject] = field(default_factory=dict)
-    pointers: dict[Path, bytes] = field(default_factory=dict)
-    pending_bytes: int = 0
 
-    def add_object(self, oid: str, pending: PendingObject) -> None:
-        old = self.objects.get(oid)
-        if old is not None:  # the same content twice in one batch: keep the first copy
-            _discard(old)
-            return
-        self.objects[oid] = pending
-        self.pending_bytes += pending.stored_bytes
 
-    def needs_flush(self) -> bool:
-        return len(self.objects) >= MAX_PENDING_OBJECTS or self.pending_bytes >= MAX_PENDING_BYTES
+def commit(runtime: Runtime, pending: Pending) -> None:
+    """Make `pending` durable, then visible (steps 1 and 2 of the module docstring)."""
+    if pending.empty():
+        return
+    segment = Segment(new_segment_name(), objects=dict(pending.objects))
+    with runtime.pack_lock:
+        if pending.actions:
+            writer = runtime.writer()
+            pending.writers.add(writer)
+            for key, (record, time_ns) in pending.actions.items():
+                blob = writer.append(KIND_ACTION, key, [encode_action(record, time_ns)])
+                segment.actions[key] = ActionEntry(record, time_ns, writer.pack_id, blob.offset)
+        for writer in pending.writers:
+            if not writer.sealed:
+                writer.sync()
+        runtime.sync_packs_dir()
+        runtime.seal_if_full()
+    if segment.objects or segment.actions:
+        runtime.publish(segment)
+    for callback in pending.callbacks:
+        callback()
 
-    def commit(self, with_pointers: bool) -> None:
-        """Publish pending objects (and, at the end of the batch, the pointers) durably."""
-        objects = list(self.objects.values())
-        self.objects.clear()
-        self.pending_bytes = 0
-        pointers = list(self.pointers.items()) if with_pointers else []
-        if with_pointers:
-            self.pointers.clear()
-        if not objects and not pointers:
-            return
-        try:
-            _make_durable([p.fd for p in objects], [], self.tmp_dir)
-        finally:
-            for pending in objects:
-                os.close(pending.fd)
-        dirs = set()
-        for pending in objects:
-            rename_into(pending.tmp, pending.final)
-            dirs.add(pending.final.parent)
-        # Pointer files are written and closed one by one (a batch may queue thousands: holding
-        # them all open would run out of file descriptors), then made durable by path.
-        staged: list[tuple[Path, Path]] = []
-        for final, body in pointers:
-            tmp = self.tmp_dir / temp_name()
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+
+class GroupCommitter:
+    """The process's pending group in group mode: committed by size, by age (a timer), or on demand."""
+
+    def __init__(self, runtime: Runtime, window_s: float, max_batches: int):
+        self.runtime = runtime
+        self.window_s = window_s
+        self.max_batches = max_batches
+        self.group = Pending()
+        self.opened_at: float | None = None
+        self.lock = threading.RLock()  # guards `group`; held while committing so order is kept
+        self._wake = threading.Condition(threading.Lock())
+        self._stop = False
+        self._thread = threading.Thread(target=self._timer, name="claw-group-commit", daemon=True)
+        self._thread.start()
+
+    def add(self, batch: Pending) -> None:
+        with self.lock:
+            if self.group.empty():
+                self.opened_at = time.monotonic()
+            self.group.absorb(batch)
+            full = self.group.batches >= self.max_batches
+        if full:
+            self.flush()
+        else:
+            with self._wake:
+                self._wake.notify()
+
+    def flush(self) -> None:
+        with self.lock:
+            group, self.group = self.group, Pending()
+            opened, self.opened_at = self.opened_at, None
             try:
-                os.write(fd, body)
-            finally:
-                os.close(fd)
-            staged.append((tmp, final))
-        _make_durable([], [*sorted(dirs), *(tmp for tmp, _ in staged)], self.tmp_dir)
-        if staged:
-            for tmp, final in staged:
-                rename_into(tmp, final)
-            _make_durable([], sorted({final.parent for _, final in staged}), self.tmp_dir)
+                commit(self.runtime, group)
+            except BaseException:
+                group.absorb(self.group)  # keep it for the next try; nothing of it is visible
+                self.group, self.opened_at = group, opened
+                raise
 
-    def abort(self) -> None:
-        """Drop everything pending: none of it was ever visible."""
-        for pending in self.objects.values():
-            _discard(pending)
-        self.objects.clear()
-        self.pointers.clear()
-        self.pending_bytes = 0
+    def find_object(self, digest: bytes) -> Loc | None:
+        with self.lock:
+            return self.group.objects.get(digest)
 
+    def find_action(self, key: bytes) -> tuple[bytes | None, int] | None:
+        with self.lock:
+            return self.group.actions.get(key)
 
-def _discard(pending: PendingObject) -> None:
-    os.close(pending.fd)
-    try:
-        os.unlink(pending.tmp)
-    except FileNotFoundError:
-        pass
+    def _timer(self) -> None:
+        while True:
+            with self._wake:
+                opened = self.opened_at
+                wait = None if opened is None else opened + self.window_s - time.monotonic()
+                if self._stop:
+                    return
+                if wait is None or wait > 0:
+                    self._wake.wait(wait)
+                    continue
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - the next add or the closing flush raises it in a caller
+                time.sleep(self.window_s)
 
-
-def _make_durable(fds: list[int], dirs: list[Path], anchor: Path) -> None:
-    """fsync a few files/directories one by one, or the whole filesystem (of `anchor`) at once."""
-    if not fds and not dirs:
-        return
-    if len(fds) + len(dirs) <= _FSYNC_EACH_MAX:
-        for fd in fds:
-            os.fsync(fd)
-        for directory in dirs:
-            fsync_path(directory)
-        return
-    sync_filesystem(anchor)
+    def close(self) -> None:
+        with self._wake:
+            self._stop = True
+            self._wake.notify()
+        self._thread.join()
+        self.flush()

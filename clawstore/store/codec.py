@@ -188,12 +188,13 @@ class ObjectReader(io.RawIOBase):
     mismatch, so a consumer that reads to EOF never accepts bad data silently.
     """
 
-    def __init__(self, oid: str, hexdigest: str, path: str):
+    def __init__(self, oid: str, hexdigest: str, path: str, source: BinaryIO | None = None):
         super().__init__()
         self.oid = oid
         self.path = path
         self._expected = hexdigest
-        self._file = open(path, "rb")  # noqa: SIM115 - owned by this reader, closed in close()
+        # `source`: the stored frame as a seekable file (a blob in a pack); else the file at `path`
+        self._file = source if source is not None else open(path, "rb")  # noqa: SIM115 - closed in close()
         self.size = content_size(self._file.read(MAX_HEADER))
         self._file.seek(0)
         self._reader = _decompressor().stream_reader(self._file, read_size=CHUNK, closefd=False)

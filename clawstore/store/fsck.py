@@ -1,17 +1,22 @@
-"""fsck: verify what builds and queries rely on; optionally repair it.
+"""fsck: verify every blob of every pack, the index against the packs, and what builds and queries
+rely on; optionally repair it.
 
-Problems (make `claw fsck` exit 1): a corrupt object; an action-cache entry that is damaged or whose
-record (or one of the record's outputs, or a file of an output tree) is missing or corrupt; a ref
-whose target is missing or corrupt; a node of a campaign head (or pin) whose record or outputs are
-missing or corrupt; a build log that is not a readable build log; a missing shard folder. Not
-problems: temp files (a live writer's, or leftovers of killed writers), stale leases, stray files.
+Problems (make `claw fsck` exit 1): a corrupt object (its blob does not decode to bytes hashing to its
+id); a pack whose trailer or header is damaged; an index segment that is damaged, or names a blob
+that is not where it says, or an empty index beside packs that hold blobs (a lost index); an
+action-cache entry whose record (or one of the record's outputs, or a file of an output tree) is
+missing or corrupt; a ref whose target is missing or corrupt; a node of a campaign head (or pin)
+whose record or outputs are missing or corrupt; a build log that is not a readable build log. Not
+problems: temp files, stale leases, stray files, the unfinished tail of a pack whose writer was
+killed (never indexed).
 
-Repair leaves a store every command can use: corrupt objects, bad action-cache entries and bad build
-logs go to `quarantine/`; head nodes whose record or outputs are gone stop naming them (they are
-marked `quarantined`, so `claw explain` says why they rebuild); a campaign ref whose head is gone is
-removed (the next build plans from the action cache); pins are reported, never changed (claw unpin);
-missing shard folders are recreated; stale temp files and stale leases are removed. The next build
-rebuilds exactly the nodes that lost something.
+Repair leaves a store every command can use: damaged packs go to `quarantine/` after their good blobs
+are copied into a new pack, and the index is rebuilt from the packs when it is damaged, lost or
+disagrees with them; bad action-cache entries are removed (their ids are written to quarantine/) and
+bad build logs quarantined; head nodes whose record or outputs are gone stop naming them (marked
+`quarantined`, so `claw explain` says why they rebuild); a campaign ref whose head is gone is removed
+(the next build plans from the action cache); pins are reported, never changed (claw unpin); stale
+temp files and stale leases are removed. The next build rebuilds exactly the nodes that lost something.
 """
 
 from __future__ import annotations
@@ -25,15 +30,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError
+from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
-from clawstore.store.actions import entry_path, output_ids
-from clawstore.store.buildlogs import builds_dir, check_build_log
-from clawstore.store.durable import fsync_path
-from clawstore.store.ids import PREFIX, is_hex64, oid_hex
-from clawstore.store.layout import SHARDS
+from clawstore.store.actions import key_digest, output_ids, set_entries
+from clawstore.store.durable import fsync_path, write_file_atomic
+from clawstore.store.ids import PREFIX
+from clawstore.store.index import (
+    ActionEntry,
+    BadSegmentError,
+    Loc,
+    Segment,
+    index_lock,
+    list_segments,
+    merge_action,
+    new_segment_name,
+    read_segment,
+    remove_segments,
+    write_segment,
+)
 from clawstore.store.leftovers import count_temp_files, remove_leftovers
 from clawstore.store.locks import list_leases
+from clawstore.store.packfile import (
+    KIND_ACTION,
+    KIND_OBJECT,
+    Blob,
+    NotAPackError,
+    PackScan,
+    PackWriter,
+    decode_action,
+    iter_pack_ids,
+    pack_path,
+    scan_pack,
+    walk_pack,
+    writer_alive,
+)
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.trees import NotATreeError, read_tree
 
@@ -41,13 +71,17 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 CAMPAIGN_PREFIX = "campaigns/"
-_SMALL = 4 << 20  # objects up to this stored size are verified in memory, larger ones streamed
+_SMALL = 4 << 20  # blobs up to this size are verified in memory, larger ones streamed
 
 
 @dataclass
 class FsckReport:
     objects: int = 0
+    packs: int = 0
     corrupt: dict[str, str] = field(default_factory=dict)  # oid -> message naming it
+    bad_packs: dict[str, str] = field(default_factory=dict)  # pack id -> reason
+    bad_index: list[str] = field(default_factory=list)  # damaged segments, entries the packs do not hold
+    torn_packs: int = 0  # unfinished tails of killed writers (not a problem)
     actions: int = 0
     bad_actions: dict[str, str] = field(default_factory=dict)  # key -> reason
     refs: int = 0
@@ -55,7 +89,6 @@ class FsckReport:
     bad_head_nodes: dict[str, dict[int, str]] = field(default_factory=dict)  # ref -> {node index: reason}
     build_logs: int = 0
     bad_build_logs: dict[str, str] = field(default_factory=dict)  # file name -> reason
-    missing_shards: list[str] = field(default_factory=list)  # e.g. objects/3a
     ref_targets: dict[str, str] = field(default_factory=dict)  # name -> target, as checked
     temp_files: int = 0
     stale_temp_files: int = 0
@@ -70,11 +103,12 @@ class FsckReport:
         """Everything found wrong (before any repair)."""
         return (
             list(self.corrupt.values())
+            + [f"pack {pack}: {why}" for pack, why in self.bad_packs.items()]
+            + [f"index: {why}" for why in self.bad_index]
             + [f"action-cache entry {key}: {why}" for key, why in self.bad_actions.items()]
             + [f"ref {name}: {why}" for name, why in self.bad_refs.items()]
             + [f"ref {name}: {why}" for name, nodes in self.bad_head_nodes.items() for why in nodes.values()]
             + [f"build log builds/{name}: {why}" for name, why in self.bad_build_logs.items()]
-            + [f"shard folder {shard} is missing (every write to it would fail)" for shard in self.missing_shards]
         )
 
     @property
@@ -97,18 +131,29 @@ def repairable_ref(name: str) -> bool:
     decision: repair reports them (claw unpin), never changes them."""
     return name.startswith(CAMPAIGN_PREFIX)
 
-    @property
-    def clean(self) -> bool:
-        return not self.unresolved
+
+@dataclass
+class _PackCheck:
+    scan: PackScan
+    good: list[Blob]  # blobs that verified
 
 
 def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None) -> FsckReport:
     started = time.monotonic()
     report = FsckReport()
-    _check_shards(store, report)
-    _check_objects(store, report, progress)
-    _check_actions(store, report)
-    _check_refs(store, report)
+    held = index_lock(store.root / "locks") if repair else contextlib.nullcontext(True)
+    with held:
+        # Listed before the packs are read: every blob these segments name is in a pack by then,
+        # so a rebuild may replace them; segments written meanwhile stay as they are.
+        segments = list_segments(store.runtime.index_dir)
+        checks = _check_packs(store, report, progress)
+        _check_index(store, report, checks, segments)
+        if repair and (report.bad_packs or report.bad_index or report.corrupt):
+            _rebuild_index(store, report, checks, segments)
+        store.runtime.index.reload()
+        report.objects = len(store.runtime.index.objects)
+        _check_actions(store, report)
+        _check_refs(store, report)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -118,51 +163,145 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     return report
 
 
-def _check_shards(store: Store, report: FsckReport) -> None:
-    for top in ("objects", "ac"):
-        present = set(os.listdir(store.root / top))
-        report.missing_shards += [f"{top}/{shard}" for shard in SHARDS if shard not in present]
-
-
-def _check_objects(store: Store, report: FsckReport, progress: Callable[[int], None] | None) -> None:
-    objects_dir = store.objects_dir
-    for shard in sorted(os.listdir(objects_dir)):
-        shard_dir = objects_dir / shard
-        if len(shard) != 2 or not shard_dir.is_dir():
-            report.stray_files.append(str(shard_dir))
+def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None) -> dict[str, _PackCheck]:
+    checks: dict[str, _PackCheck] = {}
+    packs_dir = store.runtime.packs_dir
+    known = set(iter_pack_ids(packs_dir))
+    report.stray_files += [str(packs_dir / name) for name in sorted(os.listdir(packs_dir))
+                           if name[:-len(".pack")] not in known]
+    verified = 0
+    for pack in sorted(known):
+        path = pack_path(packs_dir, pack)
+        report.packs += 1
+        try:
+            scan = scan_pack(path)
+        except NotAPackError as exc:
+            report.bad_packs[pack] = str(exc)
+            scan = walk_pack(path)
+        except FileNotFoundError:
             continue
-        with os.scandir(shard_dir) as entries:
-            names = [entry.name for entry in entries]
-        for name in names:
-            if not is_hex64(shard + name):
-                report.stray_files.append(str(shard_dir / name))
-                continue
-            oid = PREFIX + shard + name
-            reason = verify_object(store, oid)
-            if reason is not None:
-                report.corrupt[oid] = reason
-            report.objects += 1
-            if progress is not None and report.objects % 1000 == 0:
-                progress(report.objects)
+        if scan.torn_at is not None:
+            if writer_alive(path):
+                pass  # being written: its tail is not indexed yet
+            elif not scan.sealed:
+                report.torn_packs += 1
+        good: list[Blob] = []
+        with open(path, "rb") as fh:
+            for blob in scan.blobs:
+                reason = _verify_blob(fh, pack, blob)
+                if reason is None:
+                    good.append(blob)
+                else:
+                    report.corrupt[PREFIX + blob.id.hex()] = reason
+                    report.bad_packs.setdefault(pack, "holds damaged blobs")
+                verified += 1
+                if progress is not None and verified % 1000 == 0:
+                    progress(verified)
+        checks[pack] = _PackCheck(scan, good)
+    # An object damaged in one pack but intact in another (a copy) is not lost.
+    intact = {blob.id for check in checks.values() for blob in check.good if blob.kind == KIND_OBJECT}
+    for oid in [oid for oid in report.corrupt if bytes.fromhex(oid[len(PREFIX):]) in intact]:
+        del report.corrupt[oid]
+    return checks
 
 
-def verify_object(store: Store, oid: str) -> str | None:
-    """None if the object decodes to bytes hashing to its id, else the reason it does not."""
-    path = store.object_path(oid)
+def _verify_blob(fh: object, pack: str, blob: Blob) -> str | None:
+    """None if the blob is intact, else the reason (naming the object and where it is)."""
+    fd = fh.fileno()  # type: ignore[attr-defined]
+    oid = PREFIX + blob.id.hex()
+    where = f"pack {pack} at {blob.offset}"
+    if blob.kind == KIND_ACTION:
+        return None if blob.length == 40 else f"action entry {oid} is damaged: {where}"
     try:
-        if path.stat().st_size <= _SMALL:
-            codec.decode_verified(oid, oid_hex(oid), str(path), path.read_bytes())
+        if blob.length <= _SMALL:
+            codec.decode_verified(oid, blob.id.hex(), where, os.pread(fd, blob.length, blob.offset))
         else:
-            with store.open_object(oid) as reader:
+            from clawstore.store.objects import _BlobFile
+
+            with codec.ObjectReader(oid, blob.id.hex(), where, _BlobFile(fd, blob.offset, blob.length)) as reader:
                 while reader.read(codec.CHUNK):
                     pass
-    except (FileNotFoundError, MissingObjectError):
-        return None  # removed while we looked (gc): not corruption
     except CorruptObjectError as exc:
         return str(exc)
     except OSError as exc:
-        return f"object {oid} is unreadable ({exc.strerror}): {path}"
+        return f"object {oid} is unreadable ({exc.strerror}): {where}"
     return None
+
+
+def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], names: list[str]) -> None:
+    """Every segment must read back whole, and name only blobs the packs hold intact."""
+    index_dir = store.runtime.index_dir
+    where: dict[tuple[str, int], Blob] = {}
+    for pack, check in checks.items():
+        for blob in check.good:
+            where[(pack, blob.offset)] = blob
+    if not names and any(check.good for check in checks.values()):
+        report.bad_index.append(f"the index is empty but {len(checks)} pack(s) hold blobs (it was lost)")
+    for name in names:
+        try:
+            segment = read_segment(index_dir, name)
+        except FileNotFoundError:
+            continue  # merged meanwhile: the merge holds the same entries
+        except (BadSegmentError, OSError) as exc:
+            report.bad_index.append(str(exc))
+            continue
+        for digest, (pack, offset, length) in segment.objects.items():
+            blob = where.get((pack, offset))
+            if blob is None or blob.id != digest or blob.length != length:
+                oid = PREFIX + digest.hex()
+                if oid not in report.corrupt:
+                    report.bad_index.append(f"segment {name} puts object {oid} at pack {pack} offset {offset}, "
+                                            "where the pack does not hold it intact")
+
+
+def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], segments: list[str]) -> None:
+    """Copy the good blobs out of bad packs, quarantine those packs, write an index read from the packs."""
+    runtime = store.runtime
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    rescued: PackWriter | None = None
+    try:
+        for pack in sorted(report.bad_packs):
+            check = checks.get(pack)
+            if check is None:
+                continue
+            with open(pack_path(runtime.packs_dir, pack), "rb") as fh:
+                for blob in check.good:
+                    rescued = rescued or PackWriter(runtime.packs_dir)
+                    payload = os.pread(fh.fileno(), blob.length, blob.offset)
+                    copy = rescued.append(blob.kind, blob.id, [payload])
+                    copy_check = checks.setdefault(rescued.pack_id, _PackCheck(PackScan([], True, 0), []))
+                    copy_check.good.append(copy)
+        if rescued is not None:
+            rescued.seal()
+            fsync_path(runtime.packs_dir)
+    finally:
+        if rescued is not None:
+            rescued.close()
+    objects: dict[bytes, Loc] = {}
+    actions: dict[bytes, ActionEntry] = {}
+    for pack, check in sorted(checks.items()):
+        if pack in report.bad_packs:
+            continue
+        with open(pack_path(runtime.packs_dir, pack), "rb") as fh:
+            for blob in check.good:
+                if blob.kind == KIND_OBJECT:
+                    objects.setdefault(blob.id, (pack, blob.offset, blob.length))
+                else:
+                    record, time_ns = decode_action(os.pread(fh.fileno(), blob.length, blob.offset))
+                    merge_action(actions, blob.id, ActionEntry(record, time_ns, pack, blob.offset))
+    write_segment(runtime.index_dir, runtime.tmp_dir,
+                  Segment(new_segment_name(), replaces=segments, objects=objects, actions=actions))
+    remove_segments(runtime.index_dir, segments)
+    for oid in sorted(report.corrupt):
+        report.repaired.append(f"dropped corrupt object {oid} (left in its quarantined pack)")
+    for pack in sorted(report.bad_packs):
+        runtime.forget_pack(pack)
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(pack_path(runtime.packs_dir, pack), store.root / "quarantine" / f"{pack}.pack.{stamp}")
+            report.repaired.append(f"moved damaged pack {pack} to quarantine/ (its good blobs were kept)")
+    fsync_path(runtime.packs_dir)
+    report.repaired.append(f"rebuilt the index from the packs ({len(objects)} objects, "
+                           f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
 def _check_actions(store: Store, report: FsckReport) -> None:
@@ -272,7 +411,7 @@ def _read_json(store: Store, oid: str) -> object:
 
 def _check_build_logs(store: Store, report: FsckReport) -> None:
     """Each builds/*.json must be a build log a query can index (a truncated one breaks every query)."""
-    directory = builds_dir(store.root)
+    directory = store.root / "builds"
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         report.build_logs += 1
         why = build_log_problem(path)
@@ -288,10 +427,8 @@ def build_log_problem(path: Path) -> str | None:
         return None
     except (OSError, ValueError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    try:
-        check_build_log(doc, path.name)
-    except StoreError as exc:
-        return str(exc).removeprefix(f"{path.name}: ")
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("build_id"), str):
+        return "not a build log (expected an object with build_id and a nodes list)"
     return None
 
 
@@ -299,26 +436,17 @@ def _repair(store: Store, report: FsckReport) -> None:
     quarantine = store.root / "quarantine"
     quarantine.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    for shard in report.missing_shards:
-        (store.root / shard).mkdir(exist_ok=True)
-        report.repaired.append(f"recreated shard folder {shard}")
-    for oid in report.corrupt:
-        path = store.object_path(oid)
-        with contextlib.suppress(FileNotFoundError):
-            os.rename(path, quarantine / f"{oid_hex(oid)}.{stamp}")
-            fsync_path(path.parent)
-            report.repaired.append(f"quarantined corrupt object {oid}")
-    for key in report.bad_actions:
-        path = entry_path(store, key)
-        with contextlib.suppress(FileNotFoundError):
-            os.rename(path, quarantine / f"ac-{oid_hex(key)}.{stamp}")
-            fsync_path(path.parent)
-            report.repaired.append(f"quarantined action-cache entry {key} (it will be rebuilt)")
+    if report.bad_actions:
+        listing = dict(sorted(report.bad_actions.items()))
+        write_file_atomic(quarantine / f"actions.{stamp}.json", json.dumps(listing, indent=1).encode(), store.tmp_dir)
+        set_entries(store, {key_digest(key): (None, time.time_ns()) for key in report.bad_actions})
+        for key in report.bad_actions:
+            report.repaired.append(f"removed action-cache entry {key} (it will be rebuilt)")
     for name in report.bad_build_logs:
         with contextlib.suppress(FileNotFoundError):
-            os.rename(builds_dir(store.root) / name, quarantine / f"build-{name}.{stamp}")
+            os.rename(store.root / "builds" / name, quarantine / f"build-{name}.{stamp}")
             report.repaired.append(f"quarantined build log builds/{name} (queries index the others)")
-    if report.corrupt or report.bad_actions or report.bad_build_logs:
+    if report.bad_build_logs:
         fsync_path(quarantine)
     _repair_refs(store, report)
     removed_files, removed_leases = remove_leftovers(store)

@@ -1,19 +1,21 @@
-"""Garbage collection: delete what no ref reaches, never what a running build may still need.
+"""Garbage collection: drop what no ref reaches, never what a running build may still need.
 
 Mark: the roots are every ref (campaign heads, pins), the head of every running archive export, and
 every action-cache entry gc keeps; the closure follows object ids written in JSON objects
 (clawstore/store/reach.py). Kept action-cache entries: those whose record is reached, those younger
 than the grace period and, while any build holds a lease, all of them.
 
-Sweep (under the `gc-sweep` lock; a new lease waits for it, see locks.lease): first the action-cache
-entries not kept (pointers go before what they point at), then unreached objects older than the grace
-period, then temp files of dead writers and stale leases. Each deletion re-checks the file right
-before it: an entry must still name the same record, every file must still be older than the cutoff.
+Sweep (under the `gc-sweep` lock, a new lease waits for it, and the index lock): gc writes one new
+index segment holding every kept object and entry and supersedes all the segments it read; unreached
+objects in packs older than the grace period are left out of it. Packs whose unused fraction exceeds
+`max_unused` (restic's `prune --max-unused`) are rewritten: their live blobs are copied, verified,
+into a new pack first, the new index is published next, and only then are the old packs deleted.
+Age is a pack's mtime: packs are immutable, a dedup hit refreshes an old pack's mtime, and a pack a
+live process still appends to (it holds the pack's flock) is never touched.
 
 While a build runs (a live lease, start L) gc is conservative: it keeps every action-cache entry and
-its closure, and every object modified after L - TOUCH_AFTER_S (a build that re-puts an existing
-object refreshes its mtime only when it is older than TOUCH_AFTER_S). Build logs (`builds/`) and the
-manifest are never touched: they are history, and the manifest tolerates records gc removed.
+its closure, and every object in a pack modified after L - TOUCH_AFTER_S. Build logs (`builds/`) and
+the manifest are never touched: they are history, and the manifest tolerates records gc removed.
 """
 
 from __future__ import annotations
@@ -22,31 +24,51 @@ import contextlib
 import os
 import re
 import time
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clawstore.errors import StoreError, UsageError
-from clawstore.store.durable import sync_filesystem
+from clawstore.errors import CorruptObjectError, StoreError, UsageError
+from clawstore.store import codec
+from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.index import (
+    ActionEntry,
+    IndexSnapshot,
+    Loc,
+    Segment,
+    index_lock,
+    new_segment_name,
+    remove_segments,
+    write_segment,
+)
 from clawstore.store.leftovers import remove_stale_temp_files, stale_temp_files
 from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
-from clawstore.store.objects import TOUCH_AFTER_S
+from clawstore.store.packfile import (
+    ACTION_SIZE,
+    BLOB_HEAD_SIZE,
+    KIND_ACTION,
+    KIND_OBJECT,
+    PackWriter,
+    encode_action,
+    iter_pack_ids,
+    pack_overhead,
+    pack_path,
+    writer_alive,
+)
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
+from clawstore.store.runtime import TOUCH_AFTER_S
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 DEFAULT_GRACE_S = 3600.0
+# A pack whose unused share is above this is rewritten (restic prune's --max-unused).
+DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
 LEASE_SLACK_S = 60.0
 # A lease whose purpose is this + a head id keeps that head (an archive export reading it).
 EXPORT_LEASE_PREFIX = "archive-export "
-_REFS_RECHECK_S = 0.5  # how often the sweep re-reads the refs to mark newly referenced objects
-_DELETE_THREADS = 8
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -79,6 +101,10 @@ class GcReport:
     actions: list[tuple[str, str]] = field(default_factory=list)  # (key, record id) deleted / to delete
     kept_young: int = 0  # unreached objects kept because younger than the grace period
     kept_for_builds: int = 0  # unreached objects kept because a build is running
+    packs_rewritten: int = 0
+    packs_deleted: int = 0
+    pack_bytes_freed: int = 0  # disk bytes of packs deleted or rewritten, less the new pack
+    corrupt: list[str] = field(default_factory=list)  # objects found damaged while copying (left out)
     temp_files: int = 0
     temp_bytes: int = 0
     stale_leases: int = 0
@@ -88,7 +114,7 @@ class GcReport:
 
     @property
     def bytes_freed(self) -> int:
-        return sum(size for _, size in self.objects) + self.temp_bytes
+        return max(self.pack_bytes_freed, 0) + self.temp_bytes
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -98,6 +124,8 @@ class GcReport:
             "actions_deleted": len(self.actions), "temp_files_deleted": self.temp_files,
             "bytes_freed": self.bytes_freed, "kept_young": self.kept_young,
             "kept_for_builds": self.kept_for_builds, "stale_leases_removed": self.stale_leases,
+            "packs_rewritten": self.packs_rewritten, "packs_deleted": self.packs_deleted,
+            "corrupt": len(self.corrupt),
             "live_leases": self.live_leases, "dangling": len(self.dangling), "seconds": round(self.seconds, 3),
         }
 
@@ -111,47 +139,45 @@ class _Policy:
         return mtime >= self.cutoff or (self.protect_after is not None and mtime >= self.protect_after)
 
 
-def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = False) -> GcReport:
+def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = False,
+            max_unused: float = DEFAULT_MAX_UNUSED) -> GcReport:
     """Run one gc over `store` (see the module docstring). Two gcs never overlap: the second fails."""
     if grace_s < 0:
         raise UsageError("--grace must not be negative")
+    if not 0 <= max_unused <= 1:
+        raise UsageError("--max-unused must be between 0 and 1")
     started = time.monotonic()
     report = GcReport(dry_run=dry_run, grace_s=grace_s)
     # A second gc fails at once instead of queueing behind the first (a dry run just looks).
     gc_lock = contextlib.nullcontext() if dry_run else store.exclusive("gc", timeout=0.0)
     with gc_lock:
+        if not dry_run:
+            store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
         reach = Reach(store)
         roots = _roots(store)
         report.roots = len(roots)
         reach.mark(roots.values())
         sweep_lock = contextlib.nullcontext() if dry_run else store.exclusive(SWEEP_LOCK)
-        with sweep_lock:
+        index_held = contextlib.nullcontext() if dry_run else index_lock(store.root / "locks")
+        with sweep_lock, index_held:
             # Leases are read under the sweep lock: a lease created from here on waits until the
             # sweep is over before its holder touches the store, so this view is complete.
             live = [lease for lease in list_leases(store.root) if lease.alive]
             report.live_leases = sorted(lease.purpose for lease in live)
             policy = _policy(start, grace_s, live)
+            store.runtime.index.reload()
             roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
             report.roots = len(roots)
             reach.mark(roots.values())
-            doomed_actions = _plan_actions(store, reach, policy, keep_all=bool(live))
-            if dry_run:
-                report.actions.extend(doomed_actions)
-            else:
-                by_shard: dict[str, list[tuple[str, str]]] = {}
-                for action in doomed_actions:
-                    by_shard.setdefault(action[0][len(PREFIX):len(PREFIX) + 2], []).append(action)
-                with ThreadPoolExecutor(_DELETE_THREADS) as pool:
-                    for done in pool.map(lambda group: [a for a in group if _delete_action(store, *a, policy)],
-                                         by_shard.values()):
-                        report.actions.extend(done)
-            _sweep_objects(store, reach, policy, report, dry_run)
+            plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report)
             if not dry_run:
+                reach.mark(_roots(store).values())  # a ref set at the last moment keeps its closure
+                plan.drop_reached(reach, report)
+                plan.recheck_ages(store, policy, report)
+                _rewrite(store, plan, report)
                 _sweep_temp_files(store, report)
                 report.stale_leases = remove_stale_leases(store.root)
-                with contextlib.suppress(OSError):
-                    sync_filesystem(store.root)  # deletions durable together (a lost one is only garbage)
             else:
                 _count_temp_files(store, report)
         report.reachable = len(reach.marked)
@@ -184,122 +210,162 @@ def _roots(store: Store) -> dict[str, str]:
     return roots
 
 
-def _plan_actions(store: Store, reach: Reach, policy: _Policy, keep_all: bool) -> list[tuple[str, str]]:
-    """Action-cache entries to delete; marks the closure of every entry that is kept."""
-    doomed: list[tuple[str, str]] = []
+@dataclass
+class _Plan:
+    view: IndexSnapshot
+    objects: dict[bytes, Loc]  # kept
+    actions: dict[bytes, ActionEntry]  # kept
+    doomed_objects: dict[bytes, Loc]
+    doomed_actions: dict[bytes, ActionEntry]
+    rewrite: list[str]  # packs to copy the live blobs of, then delete
+    delete: list[str]  # packs nothing kept is in
+
+    def recheck_ages(self, store: Store, policy: _Policy, report: GcReport) -> None:
+        """Right before publishing: a pack a build touched since the plan (a dedup hit) keeps all."""
+        ages = _pack_ages(store)
+        young = {pack for pack, mtime in ages.items() if policy.keeps_by_age(mtime)}
+        if not young:
+            return
+        for digest in [d for d, loc in self.doomed_objects.items() if loc[0] in young]:
+            self.objects[digest] = self.doomed_objects.pop(digest)
+        self.rewrite = [pack for pack in self.rewrite if pack not in young]
+        self.delete = [pack for pack in self.delete if pack not in young]
+        report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
+
+    def drop_reached(self, reach: Reach, report: GcReport) -> None:
+        """Objects reached since the plan (a ref set meanwhile) are kept after all."""
+        for digest in [d for d in self.doomed_objects if d.hex() in reach]:
+            self.objects[digest] = self.doomed_objects.pop(digest)
+        report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
+
+
+def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unused: float,
+          report: GcReport) -> _Plan:
+    # A snapshot: marking may read segments written from now on into the view; gc's new index
+    # replaces exactly the segments it planned from, and the newer ones stay as they are.
+    view = store.runtime.index.snapshot()
+    ages = _pack_ages(store)
     kept_records: list[str] = []
-    for key, record_id in store.iter_actions():
-        if record_id is None:
-            continue  # a damaged entry: fsck reports and repairs it, gc leaves it alone
-        if keep_all or record_id[len(PREFIX):] in reach:
-            kept_records.append(record_id)
-            continue
-        try:
-            mtime = os.stat(_entry_path(store, key)).st_mtime
-        except FileNotFoundError:
-            continue
-        if policy.keeps_by_age(mtime):
-            kept_records.append(record_id)  # a recent entry is a root: its record and outputs stay
+    actions: dict[bytes, ActionEntry] = {}
+    doomed_actions: dict[bytes, ActionEntry] = {}
+    for key, entry in view.actions.items():
+        if entry.record is None:
+            continue  # a removed entry: the rewritten index simply omits it
+        if keep_all or entry.record.hex() in reach or policy.keeps_by_age(entry.time_ns / 1e9):
+            actions[key] = entry
+            kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
-            doomed.append((key, record_id))
+            doomed_actions[key] = entry
     reach.mark(kept_records)
-    # An entry whose record is now reached through a kept entry's closure stays too.
-    return [(key, rid) for key, rid in doomed if rid[len(PREFIX):] not in reach]
+    for key in [k for k, e in doomed_actions.items() if e.record is not None and e.record.hex() in reach]:
+        actions[key] = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
+    report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
+                            if e.record is not None)
+    objects: dict[bytes, Loc] = {}
+    doomed: dict[bytes, Loc] = {}
+    for digest, loc in view.objects.items():
+        report.objects_seen += 1
+        if digest.hex() in reach:
+            objects[digest] = loc
+            continue
+        mtime = ages.get(loc[0])
+        if mtime is None:
+            continue  # its pack is gone: nothing to keep or free
+        if policy.keeps_by_age(mtime):
+            objects[digest] = loc
+            if mtime >= policy.cutoff:
+                report.kept_young += 1
+            else:
+                report.kept_for_builds += 1
+            continue
+        doomed[digest] = loc
+    report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(doomed.items())]
+    live: dict[str, int] = {}
+    for pack, _, length in objects.values():
+        live[pack] = live.get(pack, 0) + length + BLOB_HEAD_SIZE
+    for entry in actions.values():
+        live[entry.pack] = live.get(entry.pack, 0) + ACTION_SIZE + BLOB_HEAD_SIZE
+    rewrite, delete = [], []
+    for pack, mtime in sorted(ages.items()):
+        if policy.keeps_by_age(mtime) or writer_alive(pack_path(store.runtime.packs_dir, pack)):
+            continue
+        path = pack_path(store.runtime.packs_dir, pack)
+        size = _pack_size(store, pack)
+        used = live.get(pack, 0)
+        if used:
+            used += pack_overhead(path)
+        if used == 0:
+            delete.append(pack)
+            report.packs_deleted += 1
+            report.pack_bytes_freed += size
+        elif size and 1 - used / size > max_unused:
+            rewrite.append(pack)
+            report.packs_rewritten += 1
+            report.pack_bytes_freed += size - used
+    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
 
 
-def _delete_action(store: Store, key: str, record_id: str, policy: _Policy) -> bool:
-    path = _entry_path(store, key)
+def _pack_ages(store: Store) -> dict[str, float]:
+    ages = {}
+    for pack in iter_pack_ids(store.runtime.packs_dir):
+        with contextlib.suppress(FileNotFoundError):
+            ages[pack] = os.stat(pack_path(store.runtime.packs_dir, pack)).st_mtime
+    return ages
+
+
+def _pack_size(store: Store, pack: str) -> int:
     try:
-        with open(path, "rb") as fh:
-            current = fh.read().decode("ascii").strip()
-            mtime = os.fstat(fh.fileno()).st_mtime
-    except (FileNotFoundError, UnicodeDecodeError):
-        return False
-    if current != record_id or policy.keeps_by_age(mtime):
-        return False  # rewritten since we looked: someone uses it
-    try:
-        os.unlink(path)
+        return os.stat(pack_path(store.runtime.packs_dir, pack)).st_size
     except FileNotFoundError:
-        return False
-    return True
+        return 0
 
 
-def _sweep_objects(store: Store, reach: Reach, policy: _Policy, report: GcReport, dry_run: bool) -> None:
-    """Unreached, old-enough objects go; each shard's deletions are one task of a small thread pool
-    (on a journaling filesystem every unlink costs a metadata write; several directories at once
-    overlap well)."""
-    last_refs = time.monotonic()
-    pending: deque[Future[list[tuple[str, int]]]] = deque()
-    with ThreadPoolExecutor(_DELETE_THREADS) as pool:
-        for shard in _shards(store):
-            candidates: list[tuple[str, str, int]] = []
-            for oid in shard:
-                report.objects_seen += 1
-                if oid[len(PREFIX):] in reach:
-                    continue
-                path = os.path.join(store.objects_dir, oid[len(PREFIX):len(PREFIX) + 2], oid[len(PREFIX) + 2:])
-                try:
-                    info = os.stat(path)
-                except FileNotFoundError:
-                    continue
-                if policy.keeps_by_age(info.st_mtime):
-                    if info.st_mtime >= policy.cutoff:
-                        report.kept_young += 1
-                    else:
-                        report.kept_for_builds += 1
-                    continue
-                candidates.append((oid, path, info.st_size))
-            if not candidates:
-                continue
-            if dry_run:
-                report.objects.extend((oid, size) for oid, _, size in candidates)
-                continue
-            if time.monotonic() - last_refs > _REFS_RECHECK_S:
-                reach.mark(_roots(store).values())  # a ref set meanwhile (claw pin, an import) keeps its closure
-                last_refs = time.monotonic()
-                candidates = [c for c in candidates if c[0][len(PREFIX):] not in reach]
-            pending.append(pool.submit(_unlink_shard, candidates, policy))
-            while len(pending) > 2 * _DELETE_THREADS:  # bounded: the refs re-check must stay ahead
-                report.objects.extend(pending.popleft().result())
-        for future in pending:
-            report.objects.extend(future.result())
-
-
-def _unlink_shard(candidates: list[tuple[str, str, int]], policy: _Policy) -> list[tuple[str, int]]:
-    """Delete one shard's candidates (one thread per directory: unlinks in the same directory queue on
-    its lock, unlinks in different directories overlap)."""
-    return [(oid, size) for oid, path, size in candidates if _unlink_if_old(path, policy)]
-
-
-def _shards(store: Store) -> Iterator[list[str]]:
-    """The store's object ids, grouped by shard directory."""
-    current: list[str] = []
-    prefix = ""
-    for oid in store.iter_objects():
-        head = oid[len(PREFIX):len(PREFIX) + 2]
-        if head != prefix and current:
-            yield current
-            current = []
-        prefix = head
-        current.append(oid)
-    if current:
-        yield current
-
-
-def _unlink_if_old(path: str, policy: _Policy) -> bool:
-    """Delete `path` unless it was modified (re-put) since the plan; the re-check is the last step."""
+def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
+    """Copy live blobs out of sparse packs, publish the new index, then delete what it superseded."""
+    runtime = store.runtime
+    moved = set(plan.rewrite)
+    if not (moved or plan.delete or plan.doomed_objects or plan.doomed_actions):
+        return
+    objects, actions = dict(plan.objects), dict(plan.actions)
+    writer: PackWriter | None = None
     try:
-        if policy.keeps_by_age(os.stat(path).st_mtime):
-            return False
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _entry_path(store: Store, key: str) -> str:
-    hexdigest = key[len(PREFIX):]
-    return os.path.join(store.root, "ac", hexdigest[:2], hexdigest)
+        for digest, loc in sorted(objects.items(), key=lambda item: (item[1][0], item[1][1])):
+            if loc[0] not in moved:
+                continue
+            writer = writer or PackWriter(runtime.packs_dir)
+            frame = runtime.pread(loc)
+            oid = PREFIX + digest.hex()
+            try:
+                codec.decode_verified(oid, digest.hex(), f"pack {loc[0]}", frame)
+            except CorruptObjectError as exc:  # never copy damage forward; fsck names it
+                report.corrupt.append(str(exc))
+                del objects[digest]
+                continue
+            blob = writer.append(KIND_OBJECT, digest, [frame])
+            objects[digest] = (writer.pack_id, blob.offset, blob.length)
+        for key, entry in sorted(actions.items()):
+            if entry.pack in moved:
+                writer = writer or PackWriter(runtime.packs_dir)
+                blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
+                actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
+        if writer is not None:
+            writer.seal()
+            fsync_path(runtime.packs_dir)
+        old_segments = sorted(plan.view.loaded)
+        write_segment(runtime.index_dir, runtime.tmp_dir,
+                      Segment(new_segment_name(), pure=False, replaces=old_segments, objects=objects, actions=actions))
+        remove_segments(runtime.index_dir, old_segments)
+    finally:
+        if writer is not None:
+            writer.close()
+    report.pack_bytes_freed = sum(_pack_size(store, pack) for pack in [*plan.rewrite, *plan.delete])
+    report.pack_bytes_freed -= writer.size if writer is not None else 0
+    for pack in [*plan.rewrite, *plan.delete]:
+        runtime.forget_pack(pack)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pack_path(runtime.packs_dir, pack))
+    fsync_path(runtime.packs_dir)
+    runtime.index.reload()
 
 
 def _count_temp_files(store: Store, report: GcReport) -> None:

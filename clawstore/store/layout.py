@@ -1,38 +1,72 @@
-"""The store's directory layout, created once and marked by a format file."""
+"""The store's directory layout, created once and marked by a format file; upgrades format 1."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from clawstore.errors import StoreError
-from clawstore.store.durable import fsync_path, sync_filesystem, write_file_atomic
+from clawstore.store.durable import fsync_path, write_file_atomic
 
 FORMAT_FILE = "CLAWSTORE"
-FORMAT_VERSION = 1
-SHARDS = [f"{i:02x}" for i in range(256)]
-# Subdirectories; objects/ and ac/ are pre-sharded so no put ever has to create a directory.
-DIRS = ("objects", "ac", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
+FORMAT_VERSION = 2
+DIRS = ("packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
+FORMAT1_DIRS = ("objects", "ac")  # loose objects and action-cache files of format 1
 
 
-def open_layout(root: Path, create: bool = True) -> None:
-    """Check (or create) the layout under `root`; raises StoreError if it is not a store."""
+def read_format(root: Path) -> int | None:
+    """The format number in the marker file, None if there is no store at `root`."""
     marker = root / FORMAT_FILE
     try:
         text = marker.read_text(encoding="utf-8")
     except FileNotFoundError:
-        if not create:
-            raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)") from None
-        _create(root)
-        return
+        return None
     except OSError as exc:
         raise StoreError(f"cannot read {marker}: {exc.strerror}") from None
     try:
         version = json.loads(text)["format"]
     except (ValueError, KeyError, TypeError):
         raise StoreError(f"{marker}: not a clawstore format file") from None
-    if version != FORMAT_VERSION:
-        raise StoreError(f"{marker}: unsupported store format {version!r} (this claw reads {FORMAT_VERSION})")
+    if version not in (1, FORMAT_VERSION):
+        raise StoreError(f"{marker}: unsupported store format {version!r} (this claw reads 1 and {FORMAT_VERSION})")
+    return int(version)
+
+
+def open_layout(root: Path, create: bool = True) -> None:
+    """Check (or create) the layout under `root`; raises StoreError if it is not a store.
+
+    A format-1 store is upgraded in place first (crash-safe, see migrate.py).
+    """
+    version = read_format(root)
+    if version is None:
+        if not create:
+            raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)")
+        _create(root)
+        return
+    if version == 1:
+        from clawstore.store.migrate import migrate
+
+        migrate(root)
+    elif any((root / name).exists() for name in FORMAT1_DIRS):
+        remove_format1_leftovers(root)  # a migration was killed after its marker switched
+
+
+def ensure_dirs(root: Path) -> None:
+    for name in DIRS:
+        (root / name).mkdir(exist_ok=True)
+
+
+def write_marker(root: Path, version: int) -> None:
+    body = json.dumps({"format": version}).encode() + b"\n"
+    write_file_atomic(root / FORMAT_FILE, body, root / "tmp")
+    fsync_path(root)
+
+
+def remove_format1_leftovers(root: Path) -> None:
+    for name in FORMAT1_DIRS:
+        shutil.rmtree(root / name, ignore_errors=True)
+    fsync_path(root)
 
 
 def _create(root: Path) -> None:
@@ -40,15 +74,9 @@ def _create(root: Path) -> None:
         raise StoreError(f"store path {root} exists and is not a directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
-        for name in DIRS:
-            (root / name).mkdir(exist_ok=True)
-        for top in ("objects", "ac"):
-            for shard in SHARDS:
-                (root / top / shard).mkdir(exist_ok=True)
-        sync_filesystem(root)  # one flush for the few hundred directories instead of one per directory
+        ensure_dirs(root)
+        fsync_path(root)  # the new directories' entries
         # The marker comes last: a store whose marker exists has its whole layout.
-        body = json.dumps({"format": FORMAT_VERSION}).encode() + b"\n"
-        write_file_atomic(root / FORMAT_FILE, body, root / "tmp")
-        fsync_path(root)
+        write_marker(root, FORMAT_VERSION)
     except OSError as exc:
         raise StoreError(f"cannot create store at {root}: {exc.strerror}") from None

@@ -1,17 +1,16 @@
-"""Objects: content-addressed, zstd-framed files under `objects/<2 hex>/<62 hex>`.
+"""Objects: content-addressed zstd frames stored as blobs in packs, found through the index.
 
-A put hashes first, so storing something already present costs a hash and a stat. A new object is
-encoded into a temp file under `tmp/`, made durable, then renamed into place and its directory
-synced: a crash leaves at most a temp file, never a partial object.
+A put hashes first, so storing something already present costs a hash and a dict lookup. A new
+object is appended to this process's pack (or, when large, streamed into a pack of its own) and
+becomes visible when its batch commits (batch.py): never before its bytes are durable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -19,23 +18,21 @@ from typing import Any, BinaryIO, TypeVar
 import blake3
 import zstandard
 
-from clawstore.errors import MissingObjectError, StoreError, UsageError
+from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.batch import Batch, PendingObject
+from clawstore.store.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
 from clawstore.store.codec import CHUNK
-from clawstore.store.durable import fsync_path, temp_name
-from clawstore.store.ids import PREFIX, is_hex64, oid_hex
+from clawstore.store.ids import PREFIX, oid_hex
+from clawstore.store.index import Loc
+from clawstore.store.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, PackWriter
+from clawstore.store.runtime import TOUCH_AFTER_S, Runtime, runtime_for
 
-# A dedup hit refreshes the object's mtime when older than this, so gc's grace period (which looks
-# at mtimes) also covers objects a running build reused rather than wrote.
-TOUCH_AFTER_S = 600.0
-OBJECT_MODE = 0o444
-_F = TypeVar("_F", bound=Callable[..., Any])  # objects never change: read-only guards against accidental edits
+__all__ = ["TOUCH_AFTER_S", "ObjectStore", "ONE_SHOT_MAX"]
 
-
+_F = TypeVar("_F", bound=Callable[..., Any])
 _HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
-# Up to this size an object is encoded in one call (faster than streaming); the encoded copy is the
-# only extra memory, far below the 64 MiB bound. Larger objects always stream.
+# Up to this size an object is encoded in one call into the shared pack; larger objects stream into
+# a pack of their own (memory stays bounded whatever the size).
 ONE_SHOT_MAX = 8 << 20
 
 
@@ -53,163 +50,281 @@ def _store_errors(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _digest(oid: str) -> bytes:
+    return bytes.fromhex(oid_hex(oid))
+
+
 class ObjectStore:
-    """The object half of the Store: put, get, has, iterate, batch."""
+    """The object half of the Store: put, get, has, iterate, batch, group commit."""
 
     def __init__(self, root: Path, level: int = 3, threads: int = 0):
         self.root = root
-        self.objects_dir = root / "objects"
         self.tmp_dir = root / "tmp"
         self.level = level
         self.threads = threads  # zstd worker threads for streamed (large) objects; 0 = in-line
-        self._local = threading.local()
+        self.runtime: Runtime = runtime_for(root)
 
-    # --- paths --------------------------------------------------------------------------------
-    def object_path(self, oid: str) -> Path:
-        hexdigest = oid_hex(oid)
-        return self.objects_dir / hexdigest[:2] / hexdigest[2:]
-
-    def _path_of_hex(self, hexdigest: str) -> Path:
-        return self.objects_dir / hexdigest[:2] / hexdigest[2:]
-
-    # --- batches ------------------------------------------------------------------------------
+    # --- batches and group commit ---------------------------------------------------------------
     def _batch(self) -> Batch | None:
-        return getattr(self._local, "batch", None)
+        return self.runtime.batch()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Puts (and action-cache entries) inside share flushes; all become visible at the end.
+        """Puts and action-cache entries inside share one durability barrier; visible at the end.
 
-        Nested batches join the outer one. If the block raises, pending objects are discarded.
-        Batches are per thread: other threads see the objects only once the batch commits.
+        Nested batches join the outer one. If the block raises, what it wrote is never indexed.
+        Batches are per thread: other threads see the objects only once the batch commits. Inside
+        `group_commit()`, the end of a batch hands it to the process's group (see batch.py).
         """
-        current = self._batch()
+        runtime = self.runtime
+        current = runtime.batch()
         if current is None:
-            current = self._local.batch = Batch(self.tmp_dir)
+            current = runtime.local.batch = Batch()
         current.depth += 1
         try:
             yield
         except BaseException:
             current.depth -= 1
             if current.depth == 0:
-                self._local.batch = None
-                current.abort()
+                runtime.local.batch = None
             raise
         current.depth -= 1
         if current.depth == 0:
-            self._local.batch = None
-            try:
-                current.commit(with_pointers=True)
-            except OSError as exc:
-                current.abort()
-                raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
+            runtime.local.batch = None
+            self._hand_over(current)
+
+    def _hand_over(self, pending: Pending) -> None:
+        group = self.runtime.group
+        try:
+            if group is not None:
+                group.add(pending)
+            else:
+                commit(self.runtime, pending)
+        except OSError as exc:
+            raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
+
+    @contextlib.contextmanager
+    def group_commit(self, window_s: float = DEFAULT_WINDOW_S,
+                     max_batches: int = DEFAULT_MAX_BATCHES) -> Iterator[None]:
+        """While open, batches of every thread commit together: once per window or per N batches.
+
+        A batch's results are visible to this process at once and to others after the group commits
+        (flush() forces it; setting a ref does it first). Leaving the block commits what is left.
+        """
+        runtime = self.runtime
+        with runtime.group_lock:
+            runtime.group_depth += 1
+            if runtime.group is None:
+                runtime.group = GroupCommitter(runtime, window_s, max_batches)
+        try:
+            yield
+        finally:
+            with runtime.group_lock:
+                runtime.group_depth -= 1
+                group = runtime.group if runtime.group_depth == 0 else None
+                if group is not None:
+                    runtime.group = None
+            if group is not None:
+                group.close()
+            else:
+                self.flush()
+
+    def flush(self) -> None:
+        """Commit the process's pending group now (no-op outside group mode)."""
+        group = self.runtime.group
+        if group is not None:
+            group.flush()
 
     def flush_batch(self) -> None:
-        """Publish the current batch's objects now (e.g. before a ref must point at them)."""
+        """Publish everything pending (this thread's batch and the group), e.g. before a ref."""
         current = self._batch()
         if current is not None:
-            current.commit(with_pointers=True)
+            pending = Pending()
+            pending.absorb(current)
+            current.objects, current.actions, current.writers, current.callbacks = {}, {}, set(), []
+            commit(self.runtime, pending)
+        self.flush()
 
-    def queue_pointer(self, path: Path, body: bytes) -> bool:
-        """Inside a batch, defer a small pointer file until the batch's objects are durable."""
-        current = self._batch()
-        if current is None:
-            return False
-        current.pointers[path] = body
-        return True
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once everything this thread has put so far is durable and visible.
 
-    # --- queries ------------------------------------------------------------------------------
-    def has(self, oid: str) -> bool:
-        hexdigest = oid_hex(oid)
+        E.g. release a work claim only after the node's result can be seen by other processes.
+        """
         current = self._batch()
-        if current is not None and oid in current.objects:
-            return True
-        return self._path_of_hex(hexdigest).exists()
+        if current is not None:
+            current.callbacks.append(callback)
+            return
+        group = self.runtime.group
+        if group is not None:
+            group.add(Pending(callbacks=[callback], batches=0))
+            return
+        callback()
 
-    def _present(self, oid: str, path: Path) -> bool:
-        """Dedup check for a put: present (in the store or this batch)? Refresh an old mtime."""
+    # --- locating -------------------------------------------------------------------------------
+    def _pending_loc(self, digest: bytes) -> Loc | None:
         current = self._batch()
-        if current is not None and oid in current.objects:
-            return True
+        if current is not None:
+            loc = current.objects.get(digest)
+            if loc is not None:
+                return loc
+        group = self.runtime.group
+        return group.find_object(digest) if group is not None else None
+
+    def _loc(self, digest: bytes) -> Loc | None:
+        return self._pending_loc(digest) or self.runtime.index.find_object(digest)
+
+    def _existing(self, oid: str) -> tuple[bytes, Loc]:
+        digest = _digest(oid)
+        loc = self._loc(digest)
+        if loc is None:
+            raise MissingObjectError(f"object {oid} is not in the store {self.root}")
+        return digest, loc
+
+    def _read(self, oid: str, size: int | None = None, start: int = 0) -> tuple[bytes, Loc]:
+        """pread from the object's blob; a pack that gc just replaced is looked up again."""
+        digest, loc = self._existing(oid)
         try:
-            stat = os.stat(path)
+            return self.runtime.pread(loc, size, start), loc
         except FileNotFoundError:
+            self.runtime.forget_pack(loc[0])
+            self.runtime.index.reload()
+            digest, loc = self._existing(oid)
+            try:
+                return self.runtime.pread(loc, size, start), loc
+            except FileNotFoundError:
+                raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
+
+    def locate(self, oid: str) -> Loc:
+        """(pack id, offset, length) of the object's frame (MissingObjectError if absent)."""
+        return self._existing(oid)[1]
+
+    # --- queries --------------------------------------------------------------------------------
+    def has(self, oid: str) -> bool:
+        return self._loc(_digest(oid)) is not None
+
+    def _present(self, digest: bytes) -> bool:
+        """Dedup check for a put: present (pending or indexed)? Refreshes an old pack's mtime."""
+        if self._pending_loc(digest) is not None:
+            return True
+        index = self.runtime.index
+        loc = index.find_object(digest)
+        if loc is None:
             return False
-        if stat.st_mtime < time.time() - TOUCH_AFTER_S:
-            with contextlib.suppress(OSError):
-                os.utime(path)
-        return True
+        if self.runtime.touch(loc[0]):
+            return True
+        index.reload()  # its pack was just removed by gc: ask again
+        loc = index.find_object(digest)
+        return loc is not None and self.runtime.touch(loc[0])
+
+    def has_fresh(self, digest: bytes) -> bool:
+        """Present? A hit counts as a use: an old pack's mtime is refreshed, so gc's grace covers it."""
+        return self._present(digest)
 
     def iter_objects(self) -> Iterator[str]:
-        """Every object id in the store (shard order; not sorted within a shard)."""
-        for shard in sorted(os.listdir(self.objects_dir)):
-            if len(shard) != 2:
-                continue
-            with os.scandir(self.objects_dir / shard) as entries:
-                for entry in entries:
-                    name = shard + entry.name
-                    if len(name) == 64 and is_hex64(name):
-                        yield PREFIX + name
+        """Every object id the index names (sorted)."""
+        index = self.runtime.index
+        index.refresh()
+        for digest in sorted(index.objects):
+            yield PREFIX + digest.hex()
 
     @_store_errors
     def object_sizes(self, oid: str) -> tuple[int, int]:
         """(logical bytes, stored bytes) of an object, read from its frame header."""
-        path = self._existing_path(oid)
-        with open(path, "rb") as fh:
-            stored = os.fstat(fh.fileno()).st_size
-            logical = codec.content_size(fh.read(codec.MAX_HEADER))
+        head, loc = self._read(oid, codec.MAX_HEADER)
+        logical = codec.content_size(head)
         if logical is None:  # frame without a size: count by decoding (also verifies)
             logical = 0
             with self.open_object(oid) as reader:
-                while chunk := reader.read(codec.CHUNK):
+                while chunk := reader.read(CHUNK):
                     logical += len(chunk)
-        return logical, stored
+        return logical, loc[2]
 
-    # --- reads --------------------------------------------------------------------------------
-    def _existing_path(self, oid: str) -> Path:
-        hexdigest = oid_hex(oid)
-        current = self._batch()
-        if current is not None and oid in current.objects:
-            return current.objects[oid].tmp
-        path = self._path_of_hex(hexdigest)
-        if not path.exists():
-            raise MissingObjectError(f"object {oid} is not in the store {self.root}")
-        return path
+    def read_frame(self, oid: str) -> bytes:
+        """The stored frame of an object, unverified (archives copy frames as they are)."""
+        return self._read(oid)[0]
 
+    # --- reads ----------------------------------------------------------------------------------
     @_store_errors
     def get_bytes(self, oid: str) -> bytes:
-        path = self._existing_path(oid)
-        try:
-            with open(path, "rb") as fh:
-                frame = fh.read()
-        except FileNotFoundError:  # removed between the check and the open (gc, repair)
-            raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
-        return codec.decode_verified(oid, oid_hex(oid), str(path), frame)
+        frame, loc = self._read(oid)
+        return codec.decode_verified(oid, oid_hex(oid), f"pack {loc[0]} at {loc[1]}", frame)
 
     @_store_errors
     def open_object(self, oid: str) -> codec.ObjectReader:
         """A streaming reader; reading to the end verifies the object (CorruptObjectError if bad)."""
-        path = self._existing_path(oid)
+        _, loc = self._existing(oid)
         try:
-            return codec.ObjectReader(oid, oid_hex(oid), str(path))
+            source = _BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
         except FileNotFoundError:
-            raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
+            self.runtime.index.reload()
+            _, loc = self._existing(oid)
+            source = _BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
+        return codec.ObjectReader(oid, oid_hex(oid), f"pack {loc[0]} at {loc[1]}", source)
 
-    # --- writes -------------------------------------------------------------------------------
+    # --- writes ---------------------------------------------------------------------------------
     @_store_errors
     def put_bytes(self, data: bytes | bytearray | memoryview) -> str:
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
         hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(view) >= CHUNK else blake3.blake3()
         hasher.update(view)
-        hexdigest = hasher.hexdigest()
-        oid = PREFIX + hexdigest
-        final = self._path_of_hex(hexdigest)
-        if self._present(oid, final):
+        digest = hasher.digest()
+        oid = PREFIX + digest.hex()
+        if self._present(digest):
             return oid
-        if len(view) > ONE_SHOT_MAX:  # encode in chunks: no second full-size buffer
-            return self._put_stream_from(memoryview(view), len(view), known=hexdigest)[0]
-        self._write_object(oid, final, codec.encode(view, self.level))
+        if len(view) > ONE_SHOT_MAX:  # encode in chunks into a pack of its own
+            return self._put_stream_from(memoryview(view), len(view), known=digest)[0]
+        self._append(digest, codec.encode(view, self.level))
         return oid
+
+    def put_frame(self, digest: bytes, frame: bytes | memoryview) -> bool:
+        """Store an already encoded and verified frame (archive import); False if present."""
+        if self._present(digest):
+            return False
+        self._append(digest, [frame])
+        return True
+
+    def put_frame_file(self, digest: bytes, path: Path) -> bool:
+        """Store a verified frame held in a file (migration, archive import); False if present.
+
+        Large frames are copied in chunks into a pack of their own: memory stays bounded.
+        """
+        if self._present(digest):
+            return False
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size <= ONE_SHOT_MAX:
+                self._append(digest, [fh.read()])
+                return True
+            writer = self.runtime.own_pack()
+            try:
+                start = writer.begin_stream(KIND_OBJECT)
+                for chunk in _read_chunks(fh, _HASH_CHUNK):
+                    writer.write_raw(chunk)
+                blob = writer.end_stream(start, KIND_OBJECT, digest)
+                writer.seal()
+                writer.close()
+            except BaseException:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(writer.path)
+                raise
+        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
+        return True
+
+    def _append(self, digest: bytes, frame: list[bytes | memoryview]) -> None:
+        runtime = self.runtime
+        with runtime.pack_lock:
+            writer = runtime.writer()
+            blob = writer.append(KIND_OBJECT, digest, frame)
+        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
+
+    def _stage(self, digest: bytes, loc: Loc, writer: PackWriter) -> None:
+        """Record a written blob in the open batch, or commit it alone (durable on return)."""
+        current = self._batch()
+        pending = current if current is not None else Pending()
+        pending.objects[digest] = loc
+        pending.writers.add(writer)
+        if current is None:
+            commit(self.runtime, pending)
 
     def put_file(self, path: Path | str) -> str:
         """Store a file's bytes, streaming: memory stays bounded whatever the file size."""
@@ -230,9 +345,9 @@ class ObjectStore:
                 for chunk in _read_chunks(fh, _HASH_CHUNK):
                     hasher.update(chunk)
                     size += len(chunk)
-                oid = PREFIX + hasher.hexdigest()
-                if self._present(oid, self._path_of_hex(oid[len(PREFIX):])):
-                    return oid, size
+                digest = hasher.digest()
+                if self._present(digest):
+                    return PREFIX + digest.hex(), size
                 fh.seek(0)
                 return self._put_stream_from(fh, size, str(path))
         except OSError as exc:
@@ -243,90 +358,102 @@ class ObjectStore:
     @_store_errors
     def put_stream(self, reader: BinaryIO) -> str:
         """Store everything `reader` yields (a pipe, a socket...), in bounded memory."""
-        buffer = bytearray(codec.CHUNK)
+        buffer = bytearray(ONE_SHOT_MAX + 1)
         filled = _fill(reader, memoryview(buffer))
-        if filled < codec.CHUNK:
-            return self.put_bytes(bytes(buffer[:filled]))
+        if filled <= ONE_SHOT_MAX:
+            return self.put_bytes(memoryview(buffer)[:filled])
         return self._put_stream_from(_Prefixed(bytes(buffer), reader), None)[0]
 
     def _put_stream_from(self, source: memoryview | BinaryIO | _Prefixed, size: int | None,
-                         name: str = "data", known: str | None = None) -> tuple[str, int]:
-        """Hash and encode in one pass into a temp file, then publish under the resulting id.
+                         name: str = "data", known: bytes | None = None) -> tuple[str, int]:
+        """Hash and encode in one pass into a pack of its own, then publish it under its id.
 
-        `known`: the hex digest, when the caller already hashed these bytes (in memory, immutable).
+        `known`: the digest, when the caller already hashed these bytes (in memory, immutable).
         """
         if isinstance(source, memoryview):
             view = source
-            chunks: Iterator[memoryview] = (view[i:i + codec.CHUNK] for i in range(0, len(view), codec.CHUNK))
+            chunks: Iterator[memoryview] = (view[i:i + CHUNK] for i in range(0, len(view), CHUNK))
         else:
             chunks = _read_chunks(source)
-        tmp = self.tmp_dir / temp_name()
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
+        writer = self.runtime.own_pack()
         try:
-            with open(fd, "r+b", buffering=0, closefd=False) as out:
-                encoder = codec.StreamEncoder(out, self.level, size, self.threads,  # type: ignore[arg-type]
-                                              hash_input=known is None)
-                try:
-                    for chunk in chunks:
-                        encoder.write(chunk)
-                    hexdigest = encoder.finish()
-                    if known is not None:
-                        hexdigest = known
-                except zstandard.ZstdError:
-                    raise StoreError(f"cannot store {name}: it changed while being stored") from None
-            oid = PREFIX + hexdigest
-            final = self._path_of_hex(hexdigest)
-            if self._present(oid, final):
-                os.close(fd)
-                os.unlink(tmp)
+            start = writer.begin_stream(KIND_OBJECT)
+            out = _FrameOut(writer, start)
+            encoder = codec.StreamEncoder(out, self.level, size, self.threads,  # type: ignore[arg-type]
+                                          hash_input=known is None)
+            try:
+                for chunk in chunks:
+                    encoder.write(chunk)
+                hexdigest = encoder.finish()
+            except zstandard.ZstdError:
+                raise StoreError(f"cannot store {name}: it changed while being stored") from None
+            digest = known if known is not None else bytes.fromhex(hexdigest)
+            oid = PREFIX + digest.hex()
+            if self._present(digest):
+                writer.close()
+                os.unlink(writer.path)
                 return oid, encoder.size
-            self._publish(oid, fd, tmp, final)
-            return oid, encoder.size
+            blob = writer.end_stream(start, KIND_OBJECT, digest)
+            writer.seal()
+            writer.close()
         except BaseException:
+            writer.close()
             with contextlib.suppress(OSError):
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(writer.path)
             raise
+        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
+        return oid, encoder.size
 
-    def _write_object(self, oid: str, final: Path, frame: list[bytes | memoryview]) -> None:
-        tmp = self.tmp_dir / temp_name()
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, OBJECT_MODE)
-        except OSError as exc:
-            raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
-        try:
-            _write_all(fd, frame)
-            self._publish(oid, fd, tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
 
-    def _publish(self, oid: str, fd: int, tmp: Path, final: Path) -> None:
-        """Make a finished temp file visible as `final`: now, or at the batch's commit.
+class _FrameOut:
+    """File-like view of a blob being streamed into a pack (the encoder may patch its header)."""
 
-        Owns `fd` from here on (closes it, or hands it to the batch).
-        """
-        current = self._batch()
-        if current is not None:
-            current.add_object(oid, PendingObject(fd, tmp, final, os.fstat(fd).st_size))
-            if current.needs_flush():
-                current.commit(with_pointers=False)
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.rename(tmp, final)
-        except FileNotFoundError:  # the shard directory was removed by hand: recreate it
-            final.parent.mkdir(parents=True, exist_ok=True)
-            fsync_path(final.parent.parent)
-            os.rename(tmp, final)
-        fsync_path(final.parent)
+    def __init__(self, writer: PackWriter, start: int):
+        self._writer = writer
+        self._base = start + BLOB_HEAD_SIZE
+        self._pos = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        end = self._writer.size - self._base
+        if self._pos == end:
+            self._writer.write_raw(data)
+        else:
+            os.pwrite(self._writer.fd, data, self._base + self._pos)
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._pos = offset if whence == os.SEEK_SET else self._writer.size - self._base + offset
+        return self._pos
+
+
+class _BlobFile(io.RawIOBase):
+    """A read-only file over one blob's payload inside a pack (positional reads, shared fd)."""
+
+    def __init__(self, fd: int, offset: int, length: int):
+        super().__init__()
+        self._fd, self._offset, self._length, self._pos = fd, offset, length, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        want = min(len(buffer), self._length - self._pos)
+        if want <= 0:
+            return 0
+        data = os.pread(self._fd, want, self._offset + self._pos)
+        if not data:
+            raise CorruptObjectError("pack ends before the blob does")
+        memoryview(buffer)[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._pos = offset if whence == os.SEEK_SET else (self._pos if whence == os.SEEK_CUR else self._length) + offset
+        return self._pos
 
 
 class _Prefixed:
@@ -338,9 +465,11 @@ class _Prefixed:
 
     def readinto(self, buffer: memoryview) -> int:
         if self._head is not None:
-            head, self._head = self._head, None
-            buffer[:len(head)] = head
-            return len(head)
+            head = self._head
+            count = min(len(head), len(buffer))
+            buffer[:count] = head[:count]
+            self._head = head[count:] or None
+            return count
         return _fill(self._tail, buffer)
 
 
@@ -363,14 +492,3 @@ def _read_chunks(reader: BinaryIO | _Prefixed, size: int = codec.CHUNK) -> Itera
         if count < len(buffer):
             break
 
-
-def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
-    """Write buffers in order with writev (short writes resumed)."""
-    views = [memoryview(part).cast("B") for part in parts if len(part)]
-    while views:
-        written = os.writev(fd, views[:1024])
-        while views and written >= len(views[0]):
-            written -= len(views[0])
-            views.pop(0)
-        if written:
-            views[0] = views[0][written:]

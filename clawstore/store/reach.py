@@ -9,7 +9,6 @@ objects (file contents) name nothing. Marking more than needed only keeps more; 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -44,23 +43,13 @@ def named_by(store: Store, hexdigest: str) -> set[str] | None:
     """Hex ids one object names (empty for non-JSON); None if the object is not in the store.
 
     Reads are verified: a corrupt object raises CorruptObjectError (gc must not guess what it named).
-    Plain string paths and one open per object: gc calls this for every reachable object.
     """
-    path = os.path.join(store.objects_dir, hexdigest[:2], hexdigest[2:])
+    oid = PREFIX + hexdigest
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        stored = os.fstat(fd).st_size
+        stored = store.locate(oid)[2]
         if stored <= _WHOLE_MAX:
-            with open(fd, "rb", closefd=False) as fh:
-                frame = fh.read()
-            data = codec.decode_verified(PREFIX + hexdigest, hexdigest, path, frame)
+            data = store.get_bytes(oid)
             return ids_in(data) if _looks_json(data[:64]) else set()
-    finally:
-        os.close(fd)
-    try:
         return _named_by_streamed(store, hexdigest)
     except MissingObjectError:
         return None

@@ -19,7 +19,8 @@ class Store(ObjectStore):
     """A content-addressed store directory: objects, trees, action cache, refs, leases.
 
     Objects: put_bytes / put_file / put_stream / put_json, get_bytes / get_json / open_object, has,
-    iter_objects, object_sizes, batch (inherited from ObjectStore).
+    iter_objects, object_sizes, batch, group_commit, flush, when_durable (inherited from ObjectStore).
+    A format-1 store is upgraded to format 2 when first opened (migrate.py).
     """
 
     def __init__(self, root: Path | str, *, create: bool = True, level: int = 3, threads: int = 0):
@@ -61,11 +62,6 @@ class Store(ObjectStore):
 
     def iter_actions(self) -> Iterator[tuple[str, str | None]]:
         return actions.iter_actions(self)
-
-    def queued_pointer(self, path: Path) -> bytes | None:
-        """A pointer file this thread's open batch will write (read-your-own-writes)."""
-        current = self._batch()
-        return None if current is None else current.pointers.get(path)
 
     # --- refs ---------------------------------------------------------------------------------
     def get_ref(self, name: str) -> str | None:

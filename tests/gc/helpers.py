@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,3 @@ def state(store_dir: Path | str) -> dict[str, Any]:
         "tmp": sorted(os.listdir(store.tmp_dir)),
         "builds": sorted(p.name for p in (store.root / "builds").glob("*.json")),
     }
-
-
-def age(paths: list[Path], seconds: float) -> None:
-    """Make files look `seconds` old (what gc's grace period looks at)."""
-    when = time.time() - seconds
-    for path in paths:
-        os.utime(path, (when, when))

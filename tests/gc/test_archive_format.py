@@ -12,17 +12,18 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from clawstore.store import Store
+from clawstore.store import Store, oid_of
 from clawstore.store.archive import ArchiveError, import_archive, read_manifest, verify_archive, write_archive
 from clawstore.store.archive_verify import WHOLE_MAX
 from clawstore.store.codec import content_size
+from tests.support.storefiles import frame_bytes
 
 
 def _objects(store: Store) -> dict[str, str]:
     words = b" ".join(b"word%d" % (i % 977) for i in range(400_000))  # ~3.7 MB, compressible
     ids = {
         "small": store.put_bytes(b"a small object"),
-        "streamed": store.put_stream(io.BytesIO(words)),  # size unknown up front: no size in its header
+        "streamed": store.put_stream(io.BytesIO(words * 3)),  # > 8 MiB of unknown size: no size in its header
         "random": store.put_bytes(os.urandom(3 << 20)),  # incompressible: stored as raw blocks
         "sized": store.put_bytes(words[: 2 << 20]),
     }
@@ -33,9 +34,9 @@ def _objects(store: Store) -> dict[str, str]:
 def test_both_verification_paths_and_a_faithful_import(tmp_path: Path) -> None:
     store = Store(tmp_path / "origin")
     ids = _objects(store)
-    frame = store.object_path(ids["streamed"]).read_bytes()
+    frame = frame_bytes(store, ids["streamed"])
     assert content_size(frame[:18]) is None  # this one streams through the incremental check
-    assert content_size(store.object_path(ids["sized"]).read_bytes()[:18]) is not None  # decoded whole
+    assert content_size(frame_bytes(store, ids["sized"])[:18]) is not None  # decoded whole
     archive = tmp_path / "a.claw"
     summary = write_archive(store, archive, {"head": ids["head"], "refs": {"pins/test": ids["head"]}},
                             ids.values())
@@ -48,7 +49,7 @@ def test_both_verification_paths_and_a_faithful_import(tmp_path: Path) -> None:
     assert report.new_objects == 5 and report.refs_set == ["pins/test"]
     for oid in ids.values():
         assert target.get_bytes(oid) == store.get_bytes(oid)
-        assert target.object_path(oid).read_bytes() == store.object_path(oid).read_bytes()  # frames as they were
+        assert frame_bytes(target, oid) == frame_bytes(store, oid)  # frames as they were
     assert os.listdir(target.tmp_dir) == []
     again = import_archive(target, archive)
     assert again.new_objects == 0 and again.present_objects == 5 and again.refs_unchanged == ["pins/test"]
@@ -78,10 +79,10 @@ def test_a_damaged_frame_is_named_and_nothing_is_staged(tmp_path: Path, which: s
 def test_a_whole_frame_with_data_after_it_is_refused(tmp_path: Path) -> None:
     """A forged archive (seal recomputed) whose member is a valid frame plus a second one."""
     store = Store(tmp_path / "origin")
-    oid = store.put_bytes(b"content" * 1000)
-    path = store.object_path(oid)
-    path.chmod(0o644)
-    path.write_bytes(path.read_bytes() + zstandard.ZstdCompressor().compress(b""))
+    data = b"content" * 1000
+    oid = oid_of(data)
+    store.put_frame(bytes.fromhex(oid[7:]), zstandard.ZstdCompressor().compress(data)
+                    + zstandard.ZstdCompressor().compress(b""))
     archive = tmp_path / "a.claw"
     write_archive(store, archive, {}, [oid])
     assert read_manifest(archive)["objects"][0][0] == oid[7:]

@@ -11,8 +11,9 @@ from clawstore.store import Store
 from clawstore.store.durable import temp_name
 from clawstore.store.ids import PREFIX
 from clawstore.testing.standin import StandIn
-from tests.gc.helpers import actions, age, build_json, state, store_of
+from tests.gc.helpers import actions, build_json, state, store_of
 from tests.support.claw import Claw
+from tests.support.storefiles import age, age_actions, age_packs, blob_span
 from tests.support.workspace import Workspace
 
 HEAD = "campaigns/main__rp__none"
@@ -59,7 +60,7 @@ def test_gc_removes_exactly_what_the_head_no_longer_reaches(ws: Workspace, claw:
 
     report = _gc(claw, "--grace", "0")
     assert report["objects_deleted"] == len(garbage) and report["actions_deleted"] == 2
-    assert report["bytes_freed"] > 0 and report["live_leases"] == []
+    assert report["bytes_freed"] > 0 and report["live_leases"] == [], json.dumps(report)
     assert set(store.iter_objects()) == keep
     assert all(store.get_action(key) is None for key in old_beta.values())
     code, out, err = claw("fsck")
@@ -91,15 +92,17 @@ def test_grace_period_keeps_recent_garbage(ws: Workspace, claw: Claw, env: dict[
     report = _gc(claw)  # default grace 1h: everything is younger (and young entries keep their records)
     assert report["objects_deleted"] == 0 and report["actions_deleted"] == 0
     assert state(store.root) == before
-    entries = [store.root / "ac" / k[7:9] / k[7:] for k, rid in store.iter_actions() if rid not in keep]
+    entries = [k for k, rid in store.iter_actions() if rid not in keep]
     assert len(entries) == 2
-    age(entries, 2 * 3600)
-    old, young = garbage[: len(garbage) // 2], garbage[len(garbage) // 2:]
-    age([store.object_path(oid) for oid in old], 2 * 3600)
-    report = _gc(claw, "--grace", "90m")
+    age_actions(store, entries, 2 * 3600)
+    report = _gc(claw, "--grace", "90m")  # old entries go; the objects are in young packs
     assert report["actions_deleted"] == 2
-    assert report["objects_deleted"] == len(old) and report["kept_young"] == len(young)
-    assert not any(store.has(oid) for oid in old) and all(store.has(oid) for oid in young)
+    assert report["objects_deleted"] == 0 and report["kept_young"] == len(garbage)
+    assert all(store.has(oid) for oid in garbage)
+    age_packs(store, 2 * 3600)
+    report = _gc(claw, "--grace", "90m")
+    assert report["objects_deleted"] == len(garbage) and report["kept_young"] == 0
+    assert not any(store.has(oid) for oid in garbage)
     assert claw("fsck")[0] == 0
 
 
@@ -164,11 +167,11 @@ def test_entries_of_an_unfinished_build_are_roots_within_the_grace_period(ws: Wo
     assert store.get_action(key) == record and store.has(blob) and store.has(tree)
     assert all(store.has(e.object) for e in store.read_tree(tree) if e.object)
 
-    age([store.root / "ac" / key[7:9] / key[7:]], 3600)
+    age_actions(store, [key], 3600)
     report = _gc(claw, "--grace", "10m")  # the entry is old now; its objects are still young
     assert report["actions_deleted"] == 1 and store.get_action(key) is None
     assert store.has(record_id) and report["kept_young"] >= 4
-    age([store.object_path(o) for o in (record_id, blob, tree, key)], 3600)
+    age_packs(store, 3600)
     report = _gc(claw, "--grace", "10m")
     assert not store.has(blob) and not store.has(record_id) and not store.has(tree)
     assert claw("fsck")[0] == 0
@@ -191,7 +194,7 @@ def test_live_lease_makes_gc_keep_the_action_cache_and_recent_objects(ws: Worksp
     assert state(store.root)["objects"] == before["objects"]
     # Old garbage nothing in the action cache names goes even while a build runs.
     stray = store.put_bytes(b"stray bytes nobody names")
-    age([store.object_path(stray)], 3600)
+    age([blob_span(store, stray)[0]], 3600)  # this process's pack: only the stray is in it
     with Store(env["CLAW_STORE"]).lease("build test-holder"):
         report = _gc(claw, "--grace", "0")
     assert report["objects_deleted"] == 1 and not store.has(stray)
@@ -233,7 +236,7 @@ def test_reachability_follows_ids_in_any_json_object_even_across_read_chunks(tmp
     text = store.put_bytes(b"a log line naming " + in_text.encode() + b" in plain text")
     root = store.put_json({"nodes": [big, text]})
     store.set_ref("pins/root", root)
-    age([store.object_path(o) for o in store.iter_objects()], 7200)
+    age_packs(store, 7200)
     from clawstore.store.gc import collect
 
     report = collect(store, grace_s=0)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
+from tests.support.claw import claw, env, ws  # noqa: F401  (the migrated-campaign test builds)
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from clawstore.store import Store
 
 def main() -> None:
     store, rnd = Store(sys.argv[1]), random.Random(int(sys.argv[2]))
+    held = store.lease("build proc_writer")  # held till the kill when asked for: like a build
+    if sys.argv[3:] == ["lease"]:
+        held.__enter__()
     out = sys.stdout
     out.write("ready\n")
     out.flush()

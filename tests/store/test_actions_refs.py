@@ -10,7 +10,8 @@ import pytest
 
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import ANY, RefConflict, Store, oid_of
-from clawstore.store.batch import MAX_PENDING_OBJECTS
+from clawstore.store.index import list_segments, segment_path
+from tests.support.storefiles import visible_elsewhere
 
 
 def _record(key: str, outputs: dict) -> dict:
@@ -26,8 +27,6 @@ def test_action_cache_round_trip(store: Store) -> None:
     record_id = store.put_action(key, _record(key, {"artifact": artifact, "files": files, "none": None}))
     assert store.get_action_record_id(key) == record_id
     assert store.get_action(key) == _record(key, {"artifact": artifact, "files": files, "none": None})
-    entry = store.root / "ac" / key[7:9] / key[7:]
-    assert entry.read_text() == record_id + "\n"
     assert list(store.iter_actions()) == [(key, record_id)]
     # a retried failure replaces the entry atomically
     newer = store.put_action(key, _record(key, {"artifact": store.put_json({"answer": 43})}))
@@ -45,12 +44,16 @@ def test_action_refuses_outputs_that_are_not_stored(store: Store) -> None:
         store.put_action(key, _record(oid_of(b"other"), {}))
 
 
-def test_damaged_action_entry_is_a_store_error(store: Store) -> None:
+def test_damaged_index_segment_is_a_store_error(store: Store) -> None:
     key = store.put_json({"node": 2})
     store.put_action(key, _record(key, {}))
-    (store.root / "ac" / key[7:9] / key[7:]).write_text("garbage")
+    for name in list_segments(store.root / "index"):
+        path = segment_path(store.root / "index", name)
+        raw = bytearray(path.read_bytes())
+        raw[-40] ^= 0xFF
+        path.write_bytes(bytes(raw))
     with pytest.raises(StoreError, match="damaged"):
-        store.get_action(key)
+        store.runtime.index.reload()  # what a process opening the store now would read
 
 
 def test_batch_defers_visibility_until_commit(store: Store) -> None:
@@ -61,13 +64,12 @@ def test_batch_defers_visibility_until_commit(store: Store) -> None:
         record_id = store.put_action(key, _record(key, {"out": oid}))
         assert store.has(oid) and store.get_bytes(oid) == b"pending object"  # read your own writes
         assert store.get_action_record_id(key) == record_id
-        assert not store.object_path(oid).exists()  # not visible before the commit
-        assert not (store.root / "ac" / key[7:9] / key[7:]).exists()
+        assert not visible_elsewhere(store, oid)  # not visible before the commit
         thread = threading.Thread(target=lambda: seen_from_other_thread.append(store.has(oid)))
         thread.start()
         thread.join()
     assert seen_from_other_thread == [False]
-    assert store.object_path(oid).exists()
+    assert visible_elsewhere(store, oid)
     assert store.get_action(key) == _record(key, {"out": oid})
     assert os.listdir(store.tmp_dir) == []
 
@@ -83,22 +85,21 @@ def test_batch_is_discarded_on_error(store: Store) -> None:
     assert os.listdir(store.tmp_dir) == []
 
 
-def test_large_batch_flushes_in_groups(store: Store) -> None:
-    count = MAX_PENDING_OBJECTS + 50
+def test_large_batch_is_one_pack_and_one_index_segment(store: Store) -> None:
     with store.batch():
-        ids = [store.put_bytes(f"object number {i}".encode()) for i in range(count)]
-        # the first group was committed automatically to bound open files
-        assert sum(store.object_path(o).exists() for o in ids) == MAX_PENDING_OBJECTS
-    assert all(store.object_path(o).exists() for o in ids)
+        ids = [store.put_bytes(f"object number {i}".encode()) for i in range(5000)]
+        assert not any(visible_elsewhere(store, o) for o in ids[:10])
+    assert all(visible_elsewhere(store, o) for o in ids[:10])
     assert set(store.iter_objects()) == set(ids)
+    assert len(os.listdir(store.root / "packs")) == 1 and len(os.listdir(store.root / "index")) == 1
 
 
 def test_nested_batches_join(store: Store) -> None:
     with store.batch():
         with store.batch():
             oid = store.put_bytes(b"inner")
-        assert not store.object_path(oid).exists()
-    assert store.object_path(oid).exists()
+        assert not visible_elsewhere(store, oid)
+    assert visible_elsewhere(store, oid)
 
 
 def test_refs_compare_and_set(store: Store) -> None:
@@ -135,7 +136,7 @@ def test_set_ref_inside_batch_publishes_the_target_first(store: Store) -> None:
     with store.batch():
         target = store.put_bytes(b"built in this batch")
         store.set_ref("pins/fresh", target)
-        assert store.object_path(target).exists()
+        assert visible_elsewhere(store, target)
     assert store.get_ref("pins/fresh") == target
 
 
@@ -166,6 +167,7 @@ def test_ref_cas_across_threads(store: Store) -> None:
 
 def test_store_layout(tmp_path: Path) -> None:
     store = Store(tmp_path / "fresh")
-    for name in ("objects", "ac", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest"):
+    for name in ("packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest"):
         assert (store.root / name).is_dir()
-    assert len(os.listdir(store.root / "objects")) == 256
+    assert not (store.root / "objects").exists() and not (store.root / "ac").exists()
+    assert (store.root / "CLAWSTORE").read_text() == '{"format": 2}\n'

@@ -7,14 +7,17 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from clawstore.cli import main, store_cmd
 from clawstore.store import Store, oid_of
+from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.durable import temp_name
 from tests.store.helpers import claw, json_like
+from tests.support.storefiles import flip_in_frame
 
 
 def _one_error_line(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -22,13 +25,6 @@ def _one_error_line(proc: subprocess.CompletedProcess[bytes]) -> str:
     assert len(lines) == 1 and lines[0].startswith("claw: error: "), proc.stderr.decode()
     assert "Traceback" not in proc.stderr.decode()
     return lines[0]
-
-
-def _flip_byte(path: Path, offset: int) -> None:
-    raw = bytearray(path.read_bytes())
-    raw[offset] ^= 0xFF
-    path.chmod(0o644)
-    path.write_bytes(bytes(raw))
 
 
 def test_put_cat_ls_tree_checkout(tmp_path: Path) -> None:
@@ -69,7 +65,7 @@ def test_corrupt_object_cat_fsck_repair(tmp_path: Path) -> None:
     good = store.put_bytes(b"fine")
     bad = store.put_bytes(json_like(100_000, seed=9))
     store.set_ref("pins/bad", bad)
-    _flip_byte(store.object_path(bad), 200)
+    flip_in_frame(store, bad, 200)
 
     cat = claw("cat", bad, "--store", store.root)
     assert cat.returncode == 3 and cat.stdout == b""  # nothing unverified reaches stdout
@@ -82,9 +78,11 @@ def test_corrupt_object_cat_fsck_repair(tmp_path: Path) -> None:
     assert good not in check.stdout.decode()
 
     repair = claw("fsck", "--repair", "--store", store.root)
-    assert f"repaired: quarantined corrupt object {bad}" in repair.stdout.decode()
-    quarantined = os.listdir(store.root / "quarantine")
-    assert len(quarantined) == 1 and quarantined[0].startswith(bad[7:])
+    assert f"repaired: dropped corrupt object {bad}" in repair.stdout.decode()
+    assert "(its good blobs were kept)" in repair.stdout.decode()
+    quarantined = os.listdir(store.root / "quarantine")  # the damaged pack, kept for a human
+    assert len(quarantined) == 1 and ".pack." in quarantined[0]
+    assert store.get_bytes(good) == b"fine"  # it shared the damaged pack: copied out first
     assert repair.returncode == 1  # the ref to it is left for a human: reported, not auto-deleted
     store.delete_ref("pins/bad")
     again = claw("fsck", "--store", store.root)
@@ -101,8 +99,7 @@ def test_fsck_checks_records_and_tolerates_temp_files(tmp_path: Path) -> None:
     broken_key = store.put_json({"node": "broken"})
     missing = oid_of(b"lost output")
     record = store.put_json({"kind": "run", "key": broken_key, "outputs": {"files": [output, missing]}})
-    entry = store.root / "ac" / broken_key[7:9] / broken_key[7:]
-    entry.write_text(record + "\n")
+    set_entries(store, {key_digest(broken_key): (bytes.fromhex(record[7:]), time.time_ns())})
     # a leftover of a killed writer, and a temp file of a live one (this test process)
     dead = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead.send_signal(signal.SIGKILL)
@@ -155,7 +152,9 @@ def test_store_location_env_and_workspace_default(tmp_path: Path) -> None:
     assert stats.returncode == 0, stats.stderr
     numbers = json.loads(stats.stdout)
     assert numbers["objects"] == 1 and numbers["logical_bytes"] == 5
-    assert numbers["stored_bytes"] == Store(workspace / "store").object_path(oid).stat().st_size
+    assert numbers["stored_bytes"] == Store(workspace / "store").locate(oid)[2]
+    assert numbers["packs"] == 1 and numbers["live_fraction"] == 1.0 and numbers["gc_would_free"] == 0
+    assert numbers["disk_bytes"] >= 4096 and numbers["files"] >= 3
 
 
 def test_rebuild_manifest_without_query_layer_is_one_line(tmp_path: Path) -> None:
@@ -185,7 +184,7 @@ def test_cat_of_large_object_verifies_before_streaming(tmp_path: Path, monkeypat
     runner = CliRunner()
     result = runner.invoke(main, ["cat", oid, "--store", str(store.root)])
     assert result.exit_code == 0 and result.stdout_bytes == data
-    _flip_byte(store.object_path(oid), store.object_path(oid).stat().st_size - 100)
+    flip_in_frame(store, oid, -100)
     result = runner.invoke(main, ["cat", oid, "--store", str(store.root)])
     assert result.exit_code == 3 and result.stdout_bytes == b""
 

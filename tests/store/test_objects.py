@@ -17,23 +17,26 @@ from clawstore.store import BadObjectIdError, Store, oid_of
 from clawstore.store.codec import CHUNK, ZSTD_MAGIC
 from clawstore.store.objects import ONE_SHOT_MAX
 from tests.store.helpers import env, json_like
+from tests.support.storefiles import blob_span, flip_in_frame, frame_bytes
 
 
-def _unzstd(path: Path) -> bytes:
-    """Decode a stored object with the zstd command line tool, as docs/store.md tells a human to."""
-    return subprocess.run(["zstd", "-d", "-c", str(path)], capture_output=True, check=True).stdout
+def _unzstd(store: Store, oid: str) -> bytes:
+    """Decode a stored frame with the zstd command line tool, as docs/store.md tells a human to."""
+    path, offset, length = blob_span(store, oid)
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        frame = fh.read(length)
+    return subprocess.run(["zstd", "-d", "-c"], input=frame, capture_output=True, check=True).stdout
 
 
 def test_id_is_blake3_of_uncompressed_bytes_and_file_is_a_zstd_frame(store: Store) -> None:
     data = json_like(50_000)
     oid = store.put_bytes(data)
     assert oid == "blake3:" + blake3.blake3(data).hexdigest()
-    path = store.object_path(oid)
-    assert path.parent.name == oid[7:9] and path.name == oid[9:]
-    stored = path.read_bytes()
+    stored = frame_bytes(store, oid)
     assert stored[:4] == ZSTD_MAGIC
     assert len(stored) < len(data) / 2  # compressible data is compressed
-    assert _unzstd(path) == data
+    assert _unzstd(store, oid) == data
     assert store.get_bytes(oid) == data
     assert store.object_sizes(oid) == (len(data), len(stored))
 
@@ -42,22 +45,22 @@ def test_incompressible_data_is_stored_as_raw_blocks(store: Store) -> None:
     for size in (5_000, 3 * CHUNK + 17, ONE_SHOT_MAX + 17):  # one-shot paths and the streaming path
         data = os.urandom(size)
         oid = store.put_bytes(data)
-        stored = store.object_path(oid).read_bytes()
+        stored = frame_bytes(store, oid)
         assert stored[:4] == ZSTD_MAGIC and stored[4] == 0xC0  # our raw frame header
         # overhead: 14-byte header + 3 bytes per 128 KiB block, nothing else
         assert len(stored) - size == 14 + 3 * (size // (128 << 10) + 1)
-        assert _unzstd(store.object_path(oid)) == data
+        assert _unzstd(store, oid) == data
         assert store.get_bytes(oid) == data
 
 
 def test_put_existing_object_is_a_no_op(store: Store) -> None:
     data = b"same bytes" * 100
     oid = store.put_bytes(data)
-    path = store.object_path(oid)
-    before = path.stat()
+    path, offset, length = blob_span(store, oid)
+    before = (path.stat().st_size, sorted(os.listdir(store.root / "index")))
     assert store.put_bytes(data) == oid
-    after = path.stat()
-    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+    assert (path.stat().st_size, sorted(os.listdir(store.root / "index"))) == before
+    assert blob_span(store, oid) == (path, offset, length)
     assert os.listdir(store.tmp_dir) == []
 
 
@@ -89,7 +92,7 @@ def test_put_file_and_stream_large_objects(store: Store, tmp_path: Path) -> None
         while chunk := reader.read(100_000):
             chunks.append(chunk)
     assert b"".join(chunks) == data
-    assert _unzstd(store.object_path(oid)) == data
+    assert _unzstd(store, oid) == data
 
 
 def test_stream_of_unknown_length_records_its_size(store: Store, tmp_path: Path) -> None:
@@ -106,11 +109,7 @@ def test_stream_of_unknown_length_records_its_size(store: Store, tmp_path: Path)
 
 def test_reads_verify_and_name_the_object(store: Store) -> None:
     oid = store.put_bytes(os.urandom(10_000))  # raw frame: a flipped byte still decodes
-    path = store.object_path(oid)
-    raw = bytearray(path.read_bytes())
-    raw[5000] ^= 0x01
-    path.chmod(0o644)
-    path.write_bytes(bytes(raw))
+    flip_in_frame(store, oid, 5000)
     with pytest.raises(CorruptObjectError, match=oid):
         store.get_bytes(oid)
     with pytest.raises(CorruptObjectError, match=oid), store.open_object(oid) as reader:
@@ -119,9 +118,8 @@ def test_reads_verify_and_name_the_object(store: Store) -> None:
 
 def test_undecodable_frame_is_corruption(store: Store) -> None:
     oid = store.put_bytes(json_like(20_000))
-    path = store.object_path(oid)
-    path.chmod(0o644)
-    path.write_bytes(path.read_bytes()[:-40])  # truncated frame
+    for position in range(-40, 0):  # the end of the frame overwritten
+        flip_in_frame(store, oid, position)
     with pytest.raises(CorruptObjectError, match=oid):
         store.get_bytes(oid)
 

@@ -1,0 +1,370 @@
+"""The index: object id -> (pack, offset, length) and action key -> record, in immutable segments.
+
+Byte layout of `index/<32 hex>.idx` (integers little-endian):
+
+    header   32 bytes   b"CLAWIDX\\0" | u32 version (1) | u32 flags (bit 0: a pure merge)
+                        | u32 replaces count | u32 packs count | u64 objects count | u64 actions count
+    replaces            16 bytes per segment id this one supersedes (restic's "supersedes")
+    packs               16 bytes per pack id; objects and actions name a pack by its slot here
+    objects             per object: 32 bytes digest | u32 pack slot | u64 payload offset | u64 length
+    actions             per entry: 32 bytes key | 32 bytes record digest (zeros: removed) | i64 time ns
+                        | u32 pack slot | u64 offset of the entry's blob (for gc's repacking)
+    checksum 32 bytes   BLAKE3 of everything before
+
+Invariants (kept by the code named):
+- A segment names only blobs that were durable before it was renamed into index/ (batch.Committer).
+- Segments never change; each writer adds its own (write_segment: temp, fsync, rename, fsync dir),
+  so several processes write the index at once without a lock.
+- The newest time wins for an action key, whatever order segments are read in (merge_action).
+- A merge writes the union first, then removes its inputs; a pure merge adds and removes nothing and
+  lists every segment it supersedes (its inputs' lists included), so a reader that held some of them
+  reads the merge and forgets them without reloading (IndexView.refresh). A rewrite that is not pure
+  (gc, repair) makes readers reload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import struct
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import blake3
+
+from clawstore.errors import StoreError
+from clawstore.store.durable import fsync_path, write_file_atomic
+
+MAGIC = b"CLAWIDX\x00"
+VERSION = 1
+FLAG_PURE = 1
+SUFFIX = ".idx"
+_HEAD = struct.Struct("<8sIIIIQQ")
+_OBJ = struct.Struct("<32sIQQ")
+_ACT = struct.Struct("<32s32sqIQ")
+_CHECKSUM = 32
+NO_RECORD = bytes(32)
+# Past this many segments a writer merges the small ones (size-tiered, like an LSM tree).
+COMPACT_AT = 16
+LOCK_NAME = "index"
+# A lookup that hits looks at index/ again at most this often, so changes of other processes
+# (a newer entry, gc's removals) are seen within this delay; a miss always looks.
+RECHECK_S = 0.05
+MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists included
+
+Loc = tuple[str, int, int]  # pack id, payload offset, payload length
+
+
+@dataclass(frozen=True)
+class ActionEntry:
+    record: bytes | None  # None: the entry was removed (gc, repair)
+    time_ns: int
+    pack: str
+    offset: int
+
+
+class BadSegmentError(StoreError):
+    """An index segment that is truncated, damaged or not a segment."""
+
+
+@dataclass
+class Segment:
+    name: str
+    pure: bool = False
+    replaces: list[str] = field(default_factory=list)
+    objects: dict[bytes, Loc] = field(default_factory=dict)
+    actions: dict[bytes, ActionEntry] = field(default_factory=dict)
+
+
+def merge_action(actions: dict[bytes, ActionEntry], key: bytes, entry: ActionEntry) -> None:
+    old = actions.get(key)
+    if old is None or entry.time_ns >= old.time_ns:
+        actions[key] = entry
+
+
+def encode_segment(segment: Segment) -> bytes:
+    slots: dict[str, int] = {}
+    for pack, _, _ in segment.objects.values():
+        slots.setdefault(pack, len(slots))
+    for entry in segment.actions.values():
+        slots.setdefault(entry.pack, len(slots))
+    parts = [_HEAD.pack(MAGIC, VERSION, FLAG_PURE if segment.pure else 0, len(segment.replaces), len(slots),
+                        len(segment.objects), len(segment.actions))]
+    parts += [bytes.fromhex(name) for name in segment.replaces]
+    parts += [bytes.fromhex(pack) for pack in slots]
+    parts += [_OBJ.pack(digest, slots[pack], offset, length)
+              for digest, (pack, offset, length) in sorted(segment.objects.items())]
+    parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
+              for key, e in sorted(segment.actions.items())]
+    body = b"".join(parts)
+    return body + blake3.blake3(body).digest()
+
+
+def decode_segment(name: str, data: bytes, header_only: bool = False) -> Segment:
+    where = f"index segment {name}"
+    if len(data) < _HEAD.size + _CHECKSUM:
+        raise BadSegmentError(f"{where} is truncated")
+    magic, version, flags, n_replaces, n_packs, n_objects, n_actions = _HEAD.unpack_from(data)
+    if magic != MAGIC:
+        raise BadSegmentError(f"{where} is not an index segment")
+    if version != VERSION:
+        raise BadSegmentError(f"{where} has version {version} (this claw reads {VERSION})")
+    expected = _HEAD.size + 16 * (n_replaces + n_packs) + _OBJ.size * n_objects + _ACT.size * n_actions
+    if header_only:
+        if len(data) < _HEAD.size + 16 * n_replaces:
+            raise BadSegmentError(f"{where} is truncated")
+    elif len(data) != expected + _CHECKSUM:
+        raise BadSegmentError(f"{where} has {len(data)} bytes, its header says {expected + _CHECKSUM}")
+    pos = _HEAD.size
+    replaces = [data[pos + 16 * i:pos + 16 * (i + 1)].hex() for i in range(n_replaces)]
+    segment = Segment(name, bool(flags & FLAG_PURE), replaces)
+    if header_only:
+        return segment
+    view = memoryview(data)
+    if blake3.blake3(view[:-_CHECKSUM]).digest() != data[-_CHECKSUM:]:
+        raise BadSegmentError(f"{where} is damaged (checksum mismatch)")
+    pos += 16 * n_replaces
+    packs = [data[pos + 16 * i:pos + 16 * (i + 1)].hex() for i in range(n_packs)]
+    pos += 16 * n_packs
+    end = pos + _OBJ.size * n_objects
+    try:
+        segment.objects = {digest: (packs[slot], offset, length)
+                           for digest, slot, offset, length in _OBJ.iter_unpack(view[pos:end])}
+        actions = segment.actions
+        for key, record, time_ns, slot, offset in _ACT.iter_unpack(view[end:-_CHECKSUM]):
+            merge_action(actions, key, ActionEntry(None if record == NO_RECORD else record, time_ns,
+                                                   packs[slot], offset))
+    except IndexError:
+        raise BadSegmentError(f"{where} names a pack slot it does not have") from None
+    return segment
+
+
+def new_segment_name() -> str:
+    return secrets.token_hex(16)
+
+
+def list_segments(index_dir: Path) -> list[str]:
+    return sorted(name[:-len(SUFFIX)] for name in os.listdir(index_dir)
+                  if name.endswith(SUFFIX) and len(name) == 32 + len(SUFFIX))
+
+
+def segment_path(index_dir: Path, name: str) -> Path:
+    return index_dir / (name + SUFFIX)
+
+
+def write_segment(index_dir: Path, tmp_dir: Path, segment: Segment) -> None:
+    """Publish a segment atomically and durably (temp, fsync, rename, fsync of index/)."""
+    write_file_atomic(segment_path(index_dir, segment.name), encode_segment(segment), tmp_dir)
+
+
+def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segment:
+    path = segment_path(index_dir, name)
+    with open(path, "rb") as fh:
+        data = fh.read(_HEAD.size + 4096) if header_only else fh.read()
+    if header_only:
+        n_replaces = _HEAD.unpack_from(data)[3] if len(data) >= _HEAD.size else 0
+        if len(data) < _HEAD.size + 16 * n_replaces:
+            data = path.read_bytes()
+        return decode_segment(name, data + bytes(_CHECKSUM), header_only=True)
+    return decode_segment(name, data)
+
+
+@dataclass(frozen=True)
+class IndexSnapshot:
+    loaded: frozenset[str]
+    objects: dict[bytes, Loc]
+    actions: dict[bytes, ActionEntry]
+
+
+class IndexView:
+    """This process's merged view of every segment, refreshed when a lookup misses.
+
+    `loaded` names the segments the view holds. Segments that vanished (merged by another process)
+    are fine if a pure merge of them was adopted; otherwise (gc rewrote the index) the view reloads.
+    """
+
+    def __init__(self, index_dir: Path, tmp_dir: Path, locks_dir: Path):
+        self.index_dir = index_dir
+        self.tmp_dir = tmp_dir
+        self.locks_dir = locks_dir
+        self.objects: dict[bytes, Loc] = {}
+        self.actions: dict[bytes, ActionEntry] = {}
+        self.loaded: set[str] = set()
+        self._superseded: set[str] = set()
+        self.listed = 0  # how many segments the last listing saw
+        self._checked_at = time.monotonic()
+        self._dir_mtime_ns = 0
+        self._lock = threading.RLock()
+        self._ready = False
+
+    # --- loading --------------------------------------------------------------------------------
+    def ensure_loaded(self) -> None:
+        if not self._ready:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Take in segments written since the last look (a listdir when nothing changed)."""
+        with self._lock:
+            names = list_segments(self.index_dir)
+            self.listed = len(names)
+            heads: dict[str, Segment] = {}
+            for name in names:
+                if name not in self.loaded and name not in self._superseded:
+                    with contextlib.suppress(FileNotFoundError):  # merged away: its merge is listed
+                        heads[name] = read_segment(self.index_dir, name, header_only=True)
+            replaced = {old for head in heads.values() for old in head.replaces}
+            rewritten = any(head.replaces and not head.pure for head in heads.values())
+            if not rewritten:
+                for name, head in heads.items():
+                    if name in replaced:
+                        continue  # a merge listed with it holds its entries
+                    try:
+                        self._absorb(read_segment(self.index_dir, name))
+                    except FileNotFoundError:
+                        continue
+                    self._superseded |= set(head.replaces)
+            if rewritten or self.loaded - set(names):
+                self._reload(names)  # gc or repair rewrote the index: entries may have gone
+            self._ready = True
+
+    def _absorb(self, segment: Segment) -> None:
+        self.objects.update(segment.objects)
+        actions = self.actions
+        for key, entry in segment.actions.items():
+            merge_action(actions, key, entry)
+        self.loaded.add(segment.name)
+        self.loaded -= set(segment.replaces)
+
+    def _reload(self, names: list[str]) -> None:
+        self.objects, self.actions, self.loaded, self._superseded = {}, {}, set(), set()
+        for _ in range(5):
+            try:
+                for name in names:
+                    if name not in self.loaded:
+                        segment = read_segment(self.index_dir, name)
+                        self._absorb(segment)
+                        self._superseded |= set(segment.replaces)
+                return
+            except FileNotFoundError:  # a merge replaced some of them meanwhile: start over
+                self.objects, self.actions, self.loaded = {}, {}, set()
+                names = list_segments(self.index_dir)
+        raise StoreError(f"index {self.index_dir} keeps changing; try again")
+
+    def snapshot(self) -> IndexSnapshot:
+        """The segments held and their entries, frozen (later refreshes do not change it)."""
+        with self._lock:
+            return IndexSnapshot(frozenset(self.loaded), dict(self.objects), dict(self.actions))
+
+    def reload(self) -> None:
+        with self._lock:
+            self._reload(list_segments(self.index_dir))
+            self._ready = True
+
+    def add_own(self, segment: Segment) -> None:
+        """A segment this process just published: take its entries without reading the file back."""
+        with self._lock:
+            if self._ready:
+                self._absorb(segment)
+            self.listed += 1
+
+    # --- lookups --------------------------------------------------------------------------------
+    def _recheck(self) -> None:
+        """Every so often, take in what other processes changed (a hit alone would never look)."""
+        now = time.monotonic()
+        if now - self._checked_at < RECHECK_S:
+            return
+        self._checked_at = now
+        try:
+            mtime_ns = os.stat(self.index_dir).st_mtime_ns
+        except FileNotFoundError:
+            return
+        # Directory timestamps are coarse: a change in the last second may hide behind an equal one.
+        if mtime_ns != self._dir_mtime_ns or time.time_ns() - mtime_ns < 1_000_000_000:
+            self._dir_mtime_ns = mtime_ns
+            self.refresh()
+
+    def find_object(self, digest: bytes) -> Loc | None:
+        self.ensure_loaded()
+        self._recheck()
+        loc = self.objects.get(digest)
+        if loc is None:
+            self.refresh()
+            loc = self.objects.get(digest)
+        return loc
+
+    def find_action(self, key: bytes) -> ActionEntry | None:
+        self.ensure_loaded()
+        self._recheck()
+        entry = self.actions.get(key)
+        if entry is None or entry.record is None:
+            self.refresh()
+            entry = self.actions.get(key)
+        return entry if entry is not None and entry.record is not None else None
+
+    # --- compaction -----------------------------------------------------------------------------
+    def maybe_compact(self) -> bool:
+        """Merge small segments when there are many; skipped if another process is at it."""
+        if self.listed < COMPACT_AT:
+            return False
+        with index_lock(self.locks_dir, wait=False) as held:
+            if not held:
+                return False
+            names = list_segments(self.index_dir)
+            if len(names) < COMPACT_AT:
+                return False
+            sizes = {}
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):
+                    sizes[name] = segment_path(self.index_dir, name).stat().st_size
+            chosen = _tier(sizes)
+            if len(chosen) < 2:
+                return False
+            merged = Segment(new_segment_name(), pure=True)
+            inherited: list[str] = []
+            for name in chosen:
+                part = read_segment(self.index_dir, name)
+                inherited += part.replaces  # a reader that held those still holds this merge's entries
+                merged.objects.update(part.objects)
+                for key, entry in part.actions.items():
+                    merge_action(merged.actions, key, entry)
+            merged.replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
+            merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
+            write_segment(self.index_dir, self.tmp_dir, merged)
+            remove_segments(self.index_dir, chosen)
+        self.refresh()
+        return True
+
+
+def _tier(sizes: dict[str, int]) -> list[str]:
+    """The segments to merge: all but the big ones that dwarf everything smaller (size-tiered)."""
+    order = sorted(sizes, key=lambda name: sizes[name], reverse=True)
+    while len(order) > 1 and sizes[order[0]] > 2 * sum(sizes[name] for name in order[1:]):
+        order.pop(0)
+    return sorted(order)
+
+
+def remove_segments(index_dir: Path, names: Iterable[str]) -> None:
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(segment_path(index_dir, name))
+    fsync_path(index_dir)
+
+
+@contextlib.contextmanager
+def index_lock(locks_dir: Path, wait: bool = True):  # type: ignore[no-untyped-def]
+    """The lock that serialises index rewrites (merges, gc, repair); yields whether it is held."""
+    fd = os.open(locks_dir / f"{LOCK_NAME}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

@@ -1,0 +1,262 @@
+"""Pack files: immutable files of blobs (object frames and action-cache entries), self-describing.
+
+Byte layout of `packs/<32 hex>.pack` (all integers little-endian):
+
+    header   16 bytes   b"CLAWPACK" | u8 version (1) | 7 zero bytes
+    blob*               u8 kind | 32 bytes id | u64 length | `length` bytes of payload
+                          kind 1 (object): id = BLAKE3 of the uncompressed content,
+                                           payload = one zstd frame (compressed or raw blocks)
+                          kind 2 (action): id = the action key's digest,
+                                           payload = 32 bytes record digest (zeros: entry removed)
+                                                     | i64 time (ns since the epoch; newest wins)
+    trailer             (only once the pack is sealed) u8 kind 0xFF | 32 zero bytes | u64 table length
+                        | table: per blob u8 kind | 32 bytes id | u64 payload offset | u64 length
+    footer   48 bytes   u64 blob count | 32 bytes BLAKE3 of the table | b"CLAWPEND"
+
+A pack is written by one process only, which holds a flock on it while it appends; the bytes of a
+pack never change once written (a commit makes a prefix durable and indexes it; the trailer is added
+when the writer is done). A pack whose writer was killed has no trailer: `scan_pack` reads its blobs
+one after the other and stops at the first incomplete one, so the index can always be rebuilt.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from clawstore.errors import StoreError
+
+MAGIC = b"CLAWPACK"
+VERSION = 1
+HEADER = MAGIC + bytes([VERSION]) + bytes(7)
+END_MAGIC = b"CLAWPEND"
+KIND_OBJECT = 1
+KIND_ACTION = 2
+KIND_TRAILER = 0xFF
+_BLOB_HEAD = struct.Struct("<B32sQ")  # kind, id, payload length
+_TABLE_ROW = struct.Struct("<B32sQQ")  # kind, id, payload offset, payload length
+_FOOTER = struct.Struct("<Q32s8s")  # count, BLAKE3 of the table, END_MAGIC
+_ACTION = struct.Struct("<32sq")  # record digest, time ns
+BLOB_HEAD_SIZE = _BLOB_HEAD.size
+ACTION_SIZE = _ACTION.size
+NO_RECORD = bytes(32)
+SUFFIX = ".pack"
+MAX_PAYLOAD = 1 << 40  # refuse absurd lengths in a hostile file before allocating
+
+
+class NotAPackError(StoreError):
+    """A file under packs/ that is not a pack (wrong magic, unknown version, bad table)."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    kind: int
+    id: bytes  # 32-byte digest
+    offset: int  # of the payload
+    length: int
+
+
+def new_pack_id() -> str:
+    return secrets.token_hex(16)
+
+
+def pack_path(packs_dir: Path, pack_id: str) -> Path:
+    return packs_dir / (pack_id + SUFFIX)
+
+
+def encode_action(record: bytes | None, time_ns: int) -> bytes:
+    return _ACTION.pack(record or NO_RECORD, time_ns)
+
+
+def decode_action(payload: bytes) -> tuple[bytes | None, int]:
+    record, time_ns = _ACTION.unpack(payload)
+    return (None if record == NO_RECORD else record), time_ns
+
+
+class PackWriter:
+    """Appends blobs to one new pack file; holds a flock on it so others know its writer lives."""
+
+    def __init__(self, packs_dir: Path, pack_id: str | None = None):
+        self.pack_id = pack_id or new_pack_id()
+        self.path = pack_path(packs_dir, self.pack_id)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.size = 0
+        self.table: list[Blob] = []
+        self.synced_to = 0  # bytes known durable
+        self.sealed = False
+        self._write([HEADER])
+
+    def _write(self, parts: list[bytes | memoryview]) -> None:
+        views = [memoryview(part).cast("B") for part in parts if len(part)]
+        total = sum(len(v) for v in views)
+        offset = self.size
+        while views:
+            written = os.pwritev(self.fd, views[:1024], offset)
+            offset += written
+            while views and written >= len(views[0]):
+                written -= len(views[0])
+                views.pop(0)
+            if written:
+                views[0] = views[0][written:]
+        self.size += total
+
+    def append(self, kind: int, blob_id: bytes, payload: list[bytes | memoryview]) -> Blob:
+        """Write one blob; returns where its payload is. Not durable until `sync`."""
+        length = sum(len(part) for part in payload)
+        blob = Blob(kind, blob_id, self.size + BLOB_HEAD_SIZE, length)
+        self._write([_BLOB_HEAD.pack(kind, blob_id, length), *payload])
+        self.table.append(blob)
+        return blob
+
+    def begin_stream(self, kind: int) -> int:
+        """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
+        start = self.size
+        self._write([_BLOB_HEAD.pack(0, bytes(32), 0)])  # kind 0 until filled in: a walk stops here
+        return start
+
+    def write_raw(self, data: bytes | memoryview) -> None:
+        self._write([data])
+
+    def end_stream(self, start: int, kind: int, blob_id: bytes) -> Blob:
+        """Fill in the reserved header once the payload (and so its id and length) is known."""
+        length = self.size - start - BLOB_HEAD_SIZE
+        os.pwrite(self.fd, _BLOB_HEAD.pack(kind, blob_id, length), start)
+        blob = Blob(kind, blob_id, start + BLOB_HEAD_SIZE, length)
+        self.table.append(blob)
+        return blob
+
+    def sync(self) -> None:
+        if self.synced_to < self.size:
+            os.fsync(self.fd)
+            self.synced_to = self.size
+
+    def seal(self) -> None:
+        """Append the trailer (the pack's own table of contents) and make the whole pack durable."""
+        if self.sealed:
+            return
+        table = b"".join(_TABLE_ROW.pack(b.kind, b.id, b.offset, b.length) for b in self.table)
+        footer = _FOOTER.pack(len(self.table), blake3.blake3(table).digest(), END_MAGIC)
+        before = os.fstat(self.fd)
+        self._write([_BLOB_HEAD.pack(KIND_TRAILER, bytes(32), len(table)), table, footer])
+        # A pack's mtime is the age of its newest blob (gc's grace): the trailer adds no blob.
+        os.utime(self.fd, ns=(before.st_atime_ns, before.st_mtime_ns))
+        self.sealed = True
+        self.sync()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # releases the flock
+            self.fd = -1
+
+
+def writer_alive(path: Path) -> bool:
+    """Does a live process still append to this pack (it holds the pack's flock)?"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class PackScan:
+    blobs: list[Blob]
+    sealed: bool  # the trailer was found and matches
+    size: int
+    torn_at: int | None = None  # offset of an incomplete or unreadable blob (a killed writer's tail)
+
+
+def scan_pack(path: Path) -> PackScan:
+    """Every blob of a pack: from its trailer if sealed, else by walking the blobs (rebuild, fsck)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if fh.read(len(HEADER)) != HEADER:
+            raise NotAPackError(f"{path}: not a clawstore pack (bad header)")
+        sealed = _read_trailer(fh, size, path)
+        if sealed is not None:
+            return PackScan(sealed, True, size)
+        return _walk(fh, size)
+
+
+def walk_pack(path: Path) -> PackScan:
+    """The blobs of a pack found by walking it from the start, ignoring any trailer (repair)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if fh.read(len(HEADER)) != HEADER:
+            return PackScan([], False, size, 0)
+        return _walk(fh, size)
+
+
+def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
+    if size < len(HEADER) + BLOB_HEAD_SIZE + _FOOTER.size:
+        return None
+    fd = fh.fileno()  # type: ignore[attr-defined]
+    count, digest, magic = _FOOTER.unpack(os.pread(fd, _FOOTER.size, size - _FOOTER.size))
+    if magic != END_MAGIC:
+        return None
+    table_len = count * _TABLE_ROW.size
+    start = size - _FOOTER.size - table_len
+    if count > size // _TABLE_ROW.size or start - BLOB_HEAD_SIZE < len(HEADER):
+        raise NotAPackError(f"{path}: trailer names {count} blobs, more than the file can hold")
+    table = os.pread(fd, table_len, start)
+    if blake3.blake3(table).digest() != digest:
+        raise NotAPackError(f"{path}: trailer is damaged (its checksum does not match)")
+    blobs = [Blob(*row) for row in _TABLE_ROW.iter_unpack(table)]
+    for blob in blobs:
+        if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:
+            raise NotAPackError(f"{path}: trailer names a blob outside the pack")
+    return blobs
+
+
+def _walk(fh: object, size: int) -> PackScan:
+    fd = fh.fileno()  # type: ignore[attr-defined]
+    blobs: list[Blob] = []
+    offset = len(HEADER)
+    while offset < size:
+        head = os.pread(fd, BLOB_HEAD_SIZE, offset)
+        if len(head) < BLOB_HEAD_SIZE:
+            return PackScan(blobs, False, size, offset)
+        kind, blob_id, length = _BLOB_HEAD.unpack(head)
+        if kind == KIND_TRAILER:
+            return PackScan(blobs, False, size)
+        end = offset + BLOB_HEAD_SIZE + length
+        if kind not in (KIND_OBJECT, KIND_ACTION) or length > MAX_PAYLOAD or end > size:
+            return PackScan(blobs, False, size, offset)
+        blobs.append(Blob(kind, blob_id, offset + BLOB_HEAD_SIZE, length))
+        offset = end
+    return PackScan(blobs, False, size)
+
+
+def pack_overhead(path: Path) -> int:
+    """Bytes of a pack that are structure, not blobs (header, trailer): always counted as used."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < len(HEADER) + BLOB_HEAD_SIZE + _FOOTER.size:
+                return size
+            count, _, magic = _FOOTER.unpack(os.pread(fh.fileno(), _FOOTER.size, size - _FOOTER.size))
+    except FileNotFoundError:
+        return 0
+    if magic != END_MAGIC:
+        return len(HEADER)
+    return min(size, len(HEADER) + BLOB_HEAD_SIZE + count * _TABLE_ROW.size + _FOOTER.size)
+
+
+def iter_pack_ids(packs_dir: Path) -> Iterator[str]:
+    for name in sorted(os.listdir(packs_dir)):
+        if name.endswith(SUFFIX) and len(name) == 32 + len(SUFFIX):
+            yield name[:-len(SUFFIX)]

@@ -1,0 +1,177 @@
+"""One process's live state for one store: its index view, its pack writer, its read handles.
+
+Shared by every `Store` opened on the same directory in this process (a process writes one pack at a
+time, whatever the number of Store objects), recreated after a fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from clawstore.errors import MissingObjectError
+from clawstore.store.batch import Batch, GroupCommitter
+from clawstore.store.durable import fsync_path
+from clawstore.store.index import IndexView, Loc, Segment, write_segment
+from clawstore.store.packfile import PackWriter, pack_path
+
+# A pack is sealed and a new one started past this size ("a few MiB to tens of MiB").
+PACK_TARGET = 32 << 20
+# A dedup hit refreshes its pack's mtime when older than this, so gc's grace period (which looks at
+# pack mtimes) also covers objects a running build reused rather than wrote.
+TOUCH_AFTER_S = 600.0
+_MAX_OPEN_PACKS = 64
+
+
+class Runtime:
+    def __init__(self, root: Path):
+        self.root = root
+        self.packs_dir = root / "packs"
+        self.index_dir = root / "index"
+        self.tmp_dir = root / "tmp"
+        self.index = IndexView(self.index_dir, self.tmp_dir, root / "locks")
+        self.pack_lock = threading.RLock()
+        self.local = threading.local()
+        self.group: GroupCommitter | None = None
+        self.group_depth = 0
+        self.group_lock = threading.Lock()
+        self._writer: PackWriter | None = None
+        self._dir_dirty = False
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._fd_lock = threading.Lock()
+        self._touched: dict[str, float] = {}
+
+    # --- writing --------------------------------------------------------------------------------
+    def writer(self) -> PackWriter:
+        """This process's current pack (call with pack_lock held)."""
+        if self._writer is None or self._writer.sealed:
+            self._writer = PackWriter(self.packs_dir)
+            self._dir_dirty = True
+        return self._writer
+
+    def own_pack(self) -> PackWriter:
+        """A pack of its own for one large object."""
+        writer = PackWriter(self.packs_dir)
+        with self.pack_lock:
+            self._dir_dirty = True
+        return writer
+
+    def sync_packs_dir(self) -> None:
+        """Make new pack files' directory entries durable (call with pack_lock held)."""
+        if self._dir_dirty:
+            fsync_path(self.packs_dir)
+            self._dir_dirty = False
+
+    def seal_if_full(self) -> None:
+        if self._writer is not None and not self._writer.sealed and self._writer.size >= PACK_TARGET:
+            self._writer.seal()
+            self._writer.close()
+
+    def publish(self, segment: Segment) -> None:
+        write_segment(self.index_dir, self.tmp_dir, segment)
+        self.index.add_own(segment)
+        self.index.maybe_compact()
+
+    def close_writer(self) -> None:
+        """Seal this process's pack (at exit), so its trailer lists its blobs."""
+        with self.pack_lock:
+            writer, self._writer = self._writer, None
+            if writer is not None and writer.fd >= 0:
+                with contextlib.suppress(OSError):
+                    if writer.size > len(b"CLAWPACK") + 8:
+                        writer.seal()
+                    else:  # never written to: leave no empty pack behind
+                        os.unlink(writer.path)
+                writer.close()
+
+    def batch(self) -> Batch | None:
+        return getattr(self.local, "batch", None)
+
+    # --- reading --------------------------------------------------------------------------------
+    def pread(self, loc: Loc, size: int | None = None, start: int = 0) -> bytes:
+        """Bytes of a blob's payload (all of it, or `size` bytes from `start`): one pread."""
+        pack, offset, length = loc
+        want = length - start if size is None else min(size, length - start)
+        fd = self.fd(pack)
+        data = os.pread(fd, want, offset + start)
+        if len(data) != want:
+            raise MissingObjectError(f"pack {pack} is shorter than the index says")
+        return data
+
+    def fd(self, pack: str) -> int:
+        with self._fd_lock:
+            fd = self._fds.get(pack)
+            if fd is not None:
+                self._fds.move_to_end(pack)
+                return fd
+        fd = os.open(pack_path(self.packs_dir, pack), os.O_RDONLY | os.O_CLOEXEC)
+        with self._fd_lock:
+            if pack in self._fds:
+                os.close(fd)
+                return self._fds[pack]
+            self._fds[pack] = fd
+            while len(self._fds) > _MAX_OPEN_PACKS:
+                _, old = self._fds.popitem(last=False)
+                os.close(old)
+        return fd
+
+    def forget_pack(self, pack: str) -> None:
+        with self._fd_lock:
+            fd = self._fds.pop(pack, None)
+        if fd is not None:
+            os.close(fd)
+
+    def touch(self, pack: str) -> bool:
+        """Refresh an old pack's mtime (a dedup hit); False if the pack is gone (gc removed it)."""
+        now = time.monotonic()
+        if now - self._touched.get(pack, -TOUCH_AFTER_S) < TOUCH_AFTER_S / 2:
+            return True
+        path = pack_path(self.packs_dir, pack)
+        try:
+            if os.stat(path).st_mtime < time.time() - TOUCH_AFTER_S:
+                os.utime(path)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            pass
+        self._touched[pack] = now
+        return True
+
+
+_RUNTIMES: dict[tuple[int, int, int, str], Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def runtime_for(root: Path) -> Runtime:
+    """The runtime of the store at `root` in this process (same directory -> same runtime)."""
+    stat = os.stat(root)
+    key = (os.getpid(), stat.st_dev, stat.st_ino, os.path.abspath(root))
+    with _RUNTIMES_LOCK:
+        runtime = _RUNTIMES.get(key)
+        if runtime is None:
+            runtime = _RUNTIMES[key] = Runtime(root)
+        return runtime
+
+
+@atexit.register
+def _seal_all() -> None:
+    for (pid, _, _, _), runtime in list(_RUNTIMES.items()):
+        if pid == os.getpid():
+            if runtime.group is not None:
+                with contextlib.suppress(Exception):
+                    runtime.group.close()
+            runtime.close_writer()
+
+
+def drop_runtime(root: Path) -> None:
+    """Forget this process's state for `root` (its directory was rewritten behind the store's back)."""
+    stat = os.stat(root)
+    with _RUNTIMES_LOCK:
+        runtime = _RUNTIMES.pop((os.getpid(), stat.st_dev, stat.st_ino, os.path.abspath(root)), None)
+    if runtime is not None:
+        runtime.close_writer()

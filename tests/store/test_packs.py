@@ -1,0 +1,216 @@
+"""Format 2 itself: group commit, index segments and their merging, packs rebuilt into an index,
+damaged packs moved aside, gc killed at random instants, writers and collectors at once."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from clawstore.store import Store
+from clawstore.store.fsck import fsck
+from clawstore.store.gc import collect
+from clawstore.store.index import COMPACT_AT, IndexView, list_segments
+from clawstore.store.packfile import scan_pack
+from tests.store.helpers import REPO, claw, env, json_like, script
+from tests.support.storefiles import age_packs, flip_in_frame, pack_files, visible_elsewhere
+
+
+def test_group_commit_makes_many_batches_durable_with_one_barrier(store: Store) -> None:
+    seen_at_callback: list[bool] = []
+    with store.group_commit(window_s=60, max_batches=1000):
+        ids = []
+        for i in range(200):
+            with store.batch():
+                ids.append(store.put_bytes(b"node output %d" % i))
+        assert all(store.has(oid) for oid in ids)  # this process sees its results at once
+        assert not visible_elsewhere(store, ids[0])  # others only once the group is durable
+        store.when_durable(lambda: seen_at_callback.append(visible_elsewhere(store, ids[-1])))
+        assert seen_at_callback == []
+        store.flush()
+        assert seen_at_callback == [True]
+    assert all(visible_elsewhere(store, oid) for oid in ids[::20])
+    assert len(list_segments(store.root / "index")) == 1  # 200 batches, one index segment
+
+
+def test_group_commit_window_publishes_without_a_flush(store: Store) -> None:
+    with store.group_commit(window_s=0.1, max_batches=1000):
+        with store.batch():
+            oid = store.put_bytes(b"committed by the timer")
+        deadline = time.monotonic() + 5
+        while not visible_elsewhere(store, oid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert visible_elsewhere(store, oid)
+
+
+def test_group_commit_across_threads_and_a_ref_forces_the_commit(store: Store) -> None:
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def work(n: int) -> None:
+        for i in range(50):
+            with store.batch():
+                oid = store.put_bytes(b"thread %d item %d" % (n, i))
+            with lock:
+                ids.append(oid)
+
+    with store.group_commit(window_s=60, max_batches=10_000):
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        head = store.put_json({"nodes": sorted(ids)})
+        store.set_ref("pins/head", head)  # a ref never points at something not yet durable
+        assert visible_elsewhere(store, head) and all(visible_elsewhere(store, o) for o in ids)
+
+
+def test_index_segments_are_merged_and_other_readers_adopt_the_merge(store: Store) -> None:
+    other = IndexView(store.root / "index", store.root / "tmp", store.root / "locks")
+    ids = []
+    for i in range(COMPACT_AT - 1):
+        ids.append(store.put_bytes(b"one commit each %d" % i))  # one segment per put outside a batch
+    other.refresh()
+    assert len(other.loaded) == COMPACT_AT - 1
+    for i in range(COMPACT_AT):
+        ids.append(store.put_bytes(b"more %d" % i))
+    assert len(list_segments(store.root / "index")) < COMPACT_AT
+    objects_before = other.objects
+    other.refresh()
+    assert all(other.find_object(bytes.fromhex(oid[7:])) for oid in ids)
+    assert other.objects is objects_before  # read the merges in without reloading everything
+    assert set(other.loaded) == set(list_segments(store.root / "index"))
+
+
+def test_a_lost_index_is_rebuilt_from_the_packs(store: Store) -> None:
+    with store.batch():
+        outputs = [store.put_bytes(json_like(2000, seed=i)) for i in range(20)]
+        key = store.put_json({"node": 1})
+        record = store.put_action(key, {"kind": "run", "key": key, "outputs": {"o": outputs}})
+    big = store.put_bytes(os.urandom(9 << 20))  # a pack of its own
+    for path in (store.root / "index").iterdir():
+        path.unlink()
+    report = fsck(store)
+    assert not report.clean and "the index is empty" in report.problems[0]
+    repaired = fsck(store, repair=True)
+    assert repaired.clean and any("rebuilt the index" in line for line in repaired.repaired)
+    fresh = Store(store.root)
+    assert fresh.get_action_record_id(key) == record
+    assert all(fresh.get_bytes(o) == json_like(2000, seed=i) for i, o in enumerate(outputs))
+    assert fresh.has(big) and fsck(fresh).clean
+
+
+def test_a_damaged_pack_goes_to_quarantine_and_its_good_blobs_stay(store: Store) -> None:
+    with store.batch():
+        good = [store.put_bytes(json_like(5000, seed=i)) for i in range(30)]
+        bad = store.put_bytes(json_like(5000, seed=99))
+    flip_in_frame(store, bad, 100)
+    report = fsck(store)
+    assert [*report.corrupt] == [bad] and len(report.bad_packs) == 1
+    repaired = fsck(store, repair=True)
+    assert repaired.clean
+    assert not store.has(bad)
+    assert all(store.get_bytes(o) == json_like(5000, seed=i) for i, o in enumerate(good))
+    assert any(name.endswith(".pack." + name.split(".")[-1]) for name in os.listdir(store.root / "quarantine"))
+    assert fsck(store).clean
+
+
+def test_a_killed_writer_leaves_a_pack_whose_committed_blobs_are_readable(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    Store(root)
+    proc = script("proc_writer.py", root, 5)
+    assert proc.stdout.readline() == b"ready\n"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    out, _ = proc.communicate(timeout=30)
+    reported = [line.split()[1] for line in out.decode().splitlines() if line.startswith("obj ") and len(line) == 75]
+    unsealed = [scan_pack(path) for path in pack_files(Store(root)) if not scan_pack(path).sealed]
+    assert unsealed, "the writer was killed before it sealed its pack"
+    store = Store(root)
+    assert all(store.get_bytes(oid) is not None for oid in reported)
+    assert fsck(store).clean
+
+
+def _put_round(root: Path, n: int) -> None:
+    """In another process: 200 objects a new head names, 200 nobody names (so gc has work)."""
+    code = (
+        "import sys\nfrom clawstore.store import Store\n"
+        "s = Store(sys.argv[1]); n = int(sys.argv[2])\n"
+        "with s.batch():\n"
+        "    live = [s.put_bytes(b'live %d %d ' % (n, i) * 50) for i in range(200)]\n"
+        "    [s.put_bytes(b'garbage %d %d ' % (n, i) * 50) for i in range(200)]\n"
+        "    head = s.put_json({'round': n, 'nodes': live})\n"
+        "s.set_ref('pins/round%d' % n, head)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(root), str(n)], check=True, env=env(), cwd=REPO)
+
+
+def test_gc_killed_at_random_instants_leaves_a_clean_store(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = Store(root)
+    rnd = random.Random(5)
+    kills = 0
+    for n in range(6):
+        _put_round(root, n)
+        if n:
+            store.delete_ref(f"pins/round{n - 1}")  # the previous round's live objects become garbage
+        age_packs(store, 7200)
+        gc = subprocess.Popen([sys.executable, "-c",
+                               "import sys; from clawstore.cli import main; sys.exit(main())",
+                               "gc", "--grace", "0", "--store", str(root)], env=env(), cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rnd.uniform(0.0, 0.6))
+        gc.send_signal(signal.SIGKILL)
+        gc.communicate(timeout=60)
+        kills += gc.returncode == -signal.SIGKILL
+        report = fsck(store)
+        assert report.clean, report.problems
+    assert kills >= 2
+    head = store.get_ref("pins/round5")
+    assert head is not None
+    for oid in store.get_json(head)["nodes"]:
+        store.get_bytes(oid)
+    collect(store, grace_s=0)
+    assert len(list(store.iter_objects())) == 201
+    assert fsck(store).clean
+
+
+def test_writers_and_collectors_at_once(tmp_path: Path) -> None:
+    """Three writers (holding leases, like builds) and gcs in a loop, all on one store, then SIGKILL."""
+    root = tmp_path / "store"
+    Store(root)
+    writers = [script("proc_writer.py", root, 40 + n, "lease") for n in range(3)]
+    for proc in writers:
+        assert proc.stdout.readline() == b"ready\n"
+    deadline = time.monotonic() + 4
+    gcs = 0
+    while time.monotonic() < deadline:
+        result = claw("gc", "--grace", "0", "--store", root)
+        assert result.returncode in (0, 3), result.stderr  # 3: another gc holds the lock
+        gcs += 1
+    reported_objects: set[str] = set()
+    reported_actions: dict[str, str] = {}
+    for proc in writers:
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=30)
+        for line in out.decode().splitlines():
+            parts = line.split()
+            if parts and parts[0] == "obj" and len(parts) == 2 and len(parts[1]) == 71:
+                reported_objects.add(parts[1])
+            elif parts and parts[0] == "action" and len(parts) == 3 and len(parts[2]) == 71:
+                reported_actions[parts[1]] = parts[2]
+    assert gcs >= 2 and reported_objects
+    store = Store(root)
+    report = fsck(store)
+    assert report.clean, report.problems
+    missing = [k for k, r in reported_actions.items() if store.get_action_record_id(k) != r]
+    assert not missing, (len(missing), len(reported_actions), missing[:3])
+    for key, record in reported_actions.items():  # kept while the writers leases lived
+        assert store.get_action_record_id(key) == record
+        for oid in store.get_json(record)["outputs"]["files"]:
+            store.get_bytes(oid)
