@@ -205,7 +205,7 @@ def migrate_cmd(store_dir: Path | None) -> None:
     """Convert a format-1 store to format 2 (any command does it on first open); safe to interrupt."""
     from clawstore.store.migrate import migrate
 
-    report = migrate(resolve_store_dir(store_dir, _workspace_root()))
+    report = migrate(workspace_store_dir(store_dir))
     if not report.migrated:
         click.echo("store is already format 2")
         return

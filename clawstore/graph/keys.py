@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import blake3
-
 from clawstore.canonical import canonical_json
+from clawstore.store.ids import oid_of
 
 # Bump when a runner's behaviour changes in a way that makes old results incomparable.
 RUN_DOC_VERSION = 1
@@ -24,8 +23,8 @@ _LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset()
 
 
 def object_id(data: bytes) -> str:
-    """The id the store gives these bytes, computed without storing them."""
-    return "blake3:" + blake3.blake3(data).hexdigest()
+    """The id the store gives these bytes, computed without storing them (the store's one helper)."""
+    return oid_of(data)
 
 
 def document_key(document: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from clawstore.errors import MissingObjectError
 from clawstore.query import segments
 from clawstore.query.rows import RecordLoader, Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
+from clawstore.store.face import ObjectReader
 
 CAMPAIGN_REFS = "campaigns/"
 Warn = Callable[[str], None]
@@ -65,7 +66,7 @@ def wanted_heads(store: HeadSource) -> dict[str, str]:
     return {name[len(CAMPAIGN_REFS):]: oid for name, oid in store.list_refs(CAMPAIGN_REFS).items()}
 
 
-def record_loader(store: Any, warn: Warn | None = None) -> RecordLoader:
+def record_loader(store: ObjectReader, warn: Warn | None = None) -> RecordLoader:
     """get_json that tolerates a missing record (gc'd or never written): its node row has nulls.
 
     A record whose numbers no column can hold (written by an older claw, or forged) is left out the

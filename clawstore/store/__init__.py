@@ -3,6 +3,7 @@
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
 """
 
+from clawstore.store.face import ActionCache, ObjectReader, ObjectWriter, Refs
 from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.locks import LeaseInfo
 from clawstore.store.refs import ANY, RefConflict
@@ -11,6 +12,10 @@ from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 
 __all__ = [
     "ANY",
+    "ActionCache",
+    "ObjectReader",
+    "ObjectWriter",
+    "Refs",
     "BadObjectIdError",
     "LeaseInfo",
     "NotATreeError",

@@ -99,13 +99,14 @@ class GroupCommitter:
 
     def add(self, batch: Pending) -> None:
         with self.lock:
-            if self.group.empty():
+            opening = self.opened_at is None
+            if opening:
                 self.opened_at = time.monotonic()
             self.group.absorb(batch)
             full = self.group.batches >= self.max_batches
         if full:
             self.flush()
-        else:
+        elif opening:  # the timer only needs to know when a window opens
             with self._wake:
                 self._wake.notify()
 

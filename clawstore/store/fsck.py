@@ -142,6 +142,8 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     started = time.monotonic()
     report = FsckReport()
     held = index_lock(store.root / "locks") if repair else contextlib.nullcontext(True)
+    if repair:
+        store.runtime.close_writer()  # this process's own pack may be one repair moves aside
     with held:
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
@@ -293,9 +295,13 @@ def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackChec
                   Segment(new_segment_name(), replaces=segments, objects=objects, actions=actions))
     remove_segments(runtime.index_dir, segments)
     for oid in sorted(report.corrupt):
-        report.repaired.append(f"dropped corrupt object {oid} (left in its quarantined pack)")
+        report.repaired.append(f"quarantined corrupt object {oid} (its pack went to quarantine/, good blobs kept)")
     for pack in sorted(report.bad_packs):
         runtime.forget_pack(pack)
+        if writer_alive(pack_path(runtime.packs_dir, pack)):
+            report.repaired.append(f"left damaged pack {pack} in place: a live process still writes it "
+                                   "(the index no longer names its bad blobs; run fsck --repair again later)")
+            continue
         with contextlib.suppress(FileNotFoundError):
             os.rename(pack_path(runtime.packs_dir, pack), store.root / "quarantine" / f"{pack}.pack.{stamp}")
             report.repaired.append(f"moved damaged pack {pack} to quarantine/ (its good blobs were kept)")
@@ -441,7 +447,7 @@ def _repair(store: Store, report: FsckReport) -> None:
         write_file_atomic(quarantine / f"actions.{stamp}.json", json.dumps(listing, indent=1).encode(), store.tmp_dir)
         set_entries(store, {key_digest(key): (None, time.time_ns()) for key in report.bad_actions})
         for key in report.bad_actions:
-            report.repaired.append(f"removed action-cache entry {key} (it will be rebuilt)")
+            report.repaired.append(f"quarantined action-cache entry {key} (it will be rebuilt)")
     for name in report.bad_build_logs:
         with contextlib.suppress(FileNotFoundError):
             os.rename(store.root / "builds" / name, quarantine / f"build-{name}.{stamp}")

@@ -149,8 +149,11 @@ def new_segment_name() -> str:
 
 
 def list_segments(index_dir: Path) -> list[str]:
-    return sorted(name[:-len(SUFFIX)] for name in os.listdir(index_dir)
-                  if name.endswith(SUFFIX) and len(name) == 32 + len(SUFFIX))
+    try:
+        names = os.listdir(index_dir)
+    except FileNotFoundError:  # removed by hand: an empty index (fsck says so and rebuilds it)
+        return []
+    return sorted(name[:-len(SUFFIX)] for name in names if name.endswith(SUFFIX) and len(name) == 32 + len(SUFFIX))
 
 
 def segment_path(index_dir: Path, name: str) -> Path:
@@ -288,11 +291,13 @@ class IndexView:
             self._dir_mtime_ns = mtime_ns
             self.refresh()
 
-    def find_object(self, digest: bytes) -> Loc | None:
+    def find_object(self, digest: bytes, look_again: bool = True) -> Loc | None:
+        """Where an object is; on a miss the index is listed again unless `look_again` is False
+        (a put's dedup check: writing a copy another process made a moment ago is harmless)."""
         self.ensure_loaded()
         self._recheck()
         loc = self.objects.get(digest)
-        if loc is None:
+        if loc is None and look_again:
             self.refresh()
             loc = self.objects.get(digest)
         return loc

@@ -207,7 +207,7 @@ class ObjectStore:
         if self._pending_loc(digest) is not None:
             return True
         index = self.runtime.index
-        loc = index.find_object(digest)
+        loc = index.find_object(digest, look_again=False)
         if loc is None:
             return False
         if self.runtime.touch(loc[0]):

@@ -50,12 +50,14 @@ class Runtime:
     def writer(self) -> PackWriter:
         """This process's current pack (call with pack_lock held)."""
         if self._writer is None or self._writer.sealed:
+            self.packs_dir.mkdir(exist_ok=True)  # removed by hand: a write brings it back
             self._writer = PackWriter(self.packs_dir)
             self._dir_dirty = True
         return self._writer
 
     def own_pack(self) -> PackWriter:
         """A pack of its own for one large object."""
+        self.packs_dir.mkdir(exist_ok=True)
         writer = PackWriter(self.packs_dir)
         with self.pack_lock:
             self._dir_dirty = True

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from clawstore.store import Store
 from tests.support.claw import Claw
-
-
-def flip_byte(path: Path, offset: int = -5) -> None:
-    """Change one byte of a (read-only) object file in place."""
-    os.chmod(path, 0o644)
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
 
 
 def build_report(claw: Claw, *flags: str) -> tuple[int, dict[str, Any], str]:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
-from tests.faults.helpers import build_report, flip_byte, head_nodes
+from tests.faults.helpers import build_report, head_nodes
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.storefiles import flip_in_frame, lose_object
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -37,7 +38,7 @@ def test_repair_then_build_rebuilds_exactly_the_quarantined_nodes(
     outputs = _run_outputs(store)
     damaged = [("m1", "alpha"), ("m2", "beta")]
     for address in damaged:  # (sandbox trees are shared: every run here left the same empty one)
-        flip_byte(store.object_path(outputs[address]["artifact"]))
+        flip_in_frame(store, outputs[address]["artifact"], -5)
 
     code, out, _ = claw("fsck")
     assert code == 1 and out.count("is corrupt") >= 4, out  # 2 objects, 2 entries, 2 head nodes
@@ -80,7 +81,7 @@ def test_reuse_skips_a_record_whose_output_is_gone_and_explain_says_so(
     store = Store(env["CLAW_STORE"], create=False)
     run = next(n for n in head_nodes(store, "main__rp__none") if n["address"]["case_id"] == "beta")
     artifact = store.get_json(run["record"])["outputs"]["artifact"]
-    store.object_path(artifact).unlink()  # gone without fsck (by hand, a bad disk, another tool)
+    lose_object(store, artifact)  # gone without fsck (by hand, a bad disk, another tool)
 
     code, out, err = claw("explain", "--suite", "main", "--run-profile", "rp")
     assert f"its output artifact {artifact} is no longer in the store" in out, out + err

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.ids import oid_hex, oid_of
 from clawstore.testing.standin import StandIn, hang
-from tests.faults.helpers import build_report, flip_byte
+from tests.faults.helpers import build_report
 from tests.support.claw import Claw
+from tests.support.storefiles import flip_in_frame, lose_object
 from tests.support.workspace import Workspace
 
 RUNS = ("--suite", "main", "--run-profile", "rp")
@@ -28,7 +28,7 @@ def test_a_missing_campaign_head_is_named_and_fsck_repair_is_the_way_out(
     store = Store(env["CLAW_STORE"], create=False)
     head = store.get_ref(HEAD)
     assert head is not None
-    store.object_path(head).unlink()  # quarantined (by an older fsck), lost to a disk, removed by hand
+    lose_object(store, head)  # quarantined (by an older fsck), lost to a disk, removed by hand
 
     code, out, err = claw("build", *RUNS)
     assert code == 3 and err.count("\n") == 1, out + err
@@ -46,7 +46,7 @@ def test_a_corrupt_campaign_head_is_quarantined_and_its_ref_removed(
     assert build_report(claw, *RUNS)[0] == 0
     store = Store(env["CLAW_STORE"], create=False)
     head = store.get_ref(HEAD)
-    flip_byte(store.object_path(head))
+    flip_in_frame(store, head, -5)
     code, out, err = claw("build", *RUNS)
     assert code == 3 and HEAD in err and "claw fsck --repair" in err and err.count("\n") == 1, err
     code, out, _ = claw("fsck", "--repair")
@@ -78,24 +78,24 @@ def test_a_truncated_build_log_is_skipped_by_query_found_by_fsck_and_repaired(
     assert claw("fsck")[0] == 0
 
 
-def test_a_deleted_shard_folder_is_reported_and_recreated_by_the_next_put(tmp_path: Path) -> None:
+def test_a_deleted_index_folder_is_reported_and_rebuilt_from_the_packs(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
-    data = b"an object whose shard folder was deleted"
-    shard = oid_hex(oid_of(data))[:2]
-    shutil.rmtree(store.objects_dir / shard)
-    shutil.rmtree(store.root / "ac" / shard)
-    claw = Claw(tmp_path)
-    code, out, _ = claw("fsck", "--store", str(store.root))
-    assert code == 1 and f"shard folder objects/{shard} is missing" in out and f"ac/{shard}" in out, out
-    with store.batch():  # batched puts (what builds use) and plain ones both recreate it
+    data = b"an object whose index folder was deleted"
+    with store.batch():
         oid = store.put_bytes(data)
         store.put_action(oid, {"kind": "run", "key": oid, "outputs": {"artifact": oid}})
-    assert store.get_bytes(oid) == data and store.get_action_record_id(oid) is not None
-    shutil.rmtree(store.objects_dir / shard)
-    assert store.put_bytes(data) == oid and store.has(oid)
+    shutil.rmtree(store.root / "index")
+    claw = Claw(tmp_path)
+    code, out, _ = claw("fsck", "--store", str(store.root))
+    assert code == 1 and "the index is empty" in out, out
     code, out, _ = claw("fsck", "--repair", "--store", str(store.root))
-    assert code == 0, out
+    assert code == 0 and "rebuilt the index from the packs" in out, out
+    fresh = Store(store.root)
+    assert fresh.get_bytes(oid) == data and fresh.get_action_record_id(oid) is not None
     assert claw("fsck", "--store", str(store.root))[0] == 0
+    shutil.rmtree(store.root / "index")
+    other = fresh.put_bytes(b"a put still works")  # the folder comes back with the write
+    assert Store(store.root).has(other)
 
 
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:

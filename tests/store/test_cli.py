@@ -78,7 +78,7 @@ def test_corrupt_object_cat_fsck_repair(tmp_path: Path) -> None:
     assert good not in check.stdout.decode()
 
     repair = claw("fsck", "--repair", "--store", store.root)
-    assert f"repaired: dropped corrupt object {bad}" in repair.stdout.decode()
+    assert f"repaired: quarantined corrupt object {bad}" in repair.stdout.decode()
     assert "(its good blobs were kept)" in repair.stdout.decode()
     quarantined = os.listdir(store.root / "quarantine")  # the damaged pack, kept for a human
     assert len(quarantined) == 1 and ".pack." in quarantined[0]

@@ -84,3 +84,21 @@ def age_actions(store: Store, keys: list[str], seconds: float) -> None:
         write_segment(index_dir, store.root / "tmp", merged)
         remove_segments(index_dir, names)
     store.runtime.index.reload()
+
+
+def lose_object(store: Store, oid: str) -> None:
+    """Make an object gone, as a bad disk or a hand-deleted file would: the index no longer names it."""
+    index_dir = store.root / "index"
+    digest = bytes.fromhex(oid[len("blake3:"):])
+    with index_lock(store.root / "locks"):
+        names = list_segments(index_dir)
+        merged = Segment(new_segment_name(), replaces=names)
+        for name in names:
+            part = read_segment(index_dir, name)
+            merged.objects.update(part.objects)
+            for key, entry in part.actions.items():
+                merge_action(merged.actions, key, entry)
+        merged.objects.pop(digest, None)
+        write_segment(index_dir, store.root / "tmp", merged)
+        remove_segments(index_dir, names)
+    store.runtime.index.reload()

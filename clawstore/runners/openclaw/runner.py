@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import blake3
-
 from clawstore.canonical import canonical_json
 from clawstore.providers.usage import Usage
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
@@ -46,6 +44,7 @@ from clawstore.runners.openclaw.workspace import (
     prune_workspace,
     workspace_diff,
 )
+from clawstore.store.ids import oid_of
 
 RUNNER_TYPE = "openclaw"
 IDENTITY_VERSION = 1
@@ -94,7 +93,7 @@ def _agent_dump(agent: Any) -> dict[str, Any]:
 
 
 def _object_id(data: bytes) -> str:
-    return "blake3:" + blake3.blake3(data).hexdigest()
+    return oid_of(data)
 
 
 def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:

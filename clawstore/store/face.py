@@ -1,0 +1,75 @@
+"""The store's face to the other layers: what they may ask of a store, as Protocols.
+
+A function that only reads objects takes an `ObjectReader`; one that also writes takes an
+`ObjectWriter`; the build's bookkeeping needs `ActionCache` and `Refs`. `Store` satisfies all of them
+(checked by tests/store/test_face.py), and a remote or in-memory store only has to provide these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol, runtime_checkable
+
+from clawstore.store.codec import ObjectReader as ObjectStream
+
+
+@runtime_checkable
+class ObjectReader(Protocol):
+    """Read content-addressed objects (every read verifies the content against its id)."""
+
+    def has(self, oid: str) -> bool: ...
+
+    def get_bytes(self, oid: str) -> bytes: ...
+
+    def get_json(self, oid: str) -> Any: ...
+
+    def open_object(self, oid: str) -> ObjectStream: ...
+
+    def object_sizes(self, oid: str) -> tuple[int, int]: ...
+
+
+@runtime_checkable
+class ObjectWriter(ObjectReader, Protocol):
+    """Also store objects; `batch()` makes a group of puts durable and visible together."""
+
+    def put_bytes(self, data: bytes | bytearray | memoryview) -> str: ...
+
+    def put_json(self, value: Any) -> str: ...
+
+    def put_file(self, path: Path | str) -> str: ...
+
+    def put_stream(self, reader: BinaryIO) -> str: ...
+
+    def put_tree(self, directory: Path | str) -> str: ...
+
+    def batch(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def when_durable(self, callback: Callable[[], None]) -> None: ...
+
+
+@runtime_checkable
+class ActionCache(Protocol):
+    """Action key -> record (a JSON object naming its outputs)."""
+
+    def get_action(self, key: str) -> dict[str, Any] | None: ...
+
+    def get_action_record_id(self, key: str) -> str | None: ...
+
+    def put_action(self, key: str, record: dict[str, Any]) -> str: ...
+
+    def iter_actions(self) -> Iterator[tuple[str, str | None]]: ...
+
+
+@runtime_checkable
+class Refs(Protocol):
+    """Named pointers, moved by compare-and-set."""
+
+    def get_ref(self, name: str) -> str | None: ...
+
+    def set_ref(self, name: str, value: str, expected: Any = ...) -> None: ...
+
+    def delete_ref(self, name: str, expected: Any = ...) -> bool: ...
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
