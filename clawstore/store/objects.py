@@ -294,21 +294,29 @@ class ObjectStore:
             if os.fstat(fh.fileno()).st_size <= ONE_SHOT_MAX:
                 self._append(digest, [fh.read()])
                 return True
-            writer = self.runtime.own_pack()
-            try:
-                start = writer.begin_stream(KIND_OBJECT)
+            with self._large_blob() as (writer, start):
                 for chunk in _read_chunks(fh, _HASH_CHUNK):
                     writer.write_raw(chunk)
-                blob = writer.end_stream(start, KIND_OBJECT, digest)
-                writer.seal()
-                writer.close()
-            except BaseException:
-                writer.close()
-                with contextlib.suppress(OSError):
-                    os.unlink(writer.path)
-                raise
-        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
+                self._publish_large(writer, start, digest)
         return True
+
+    @contextlib.contextmanager
+    def _large_blob(self) -> Iterator[tuple[PackWriter, int]]:
+        """A pack of its own for one large object (and where its blob starts); gone if writing fails."""
+        writer = self.runtime.own_pack()
+        try:
+            yield writer, writer.begin_stream(KIND_OBJECT)
+        except BaseException:
+            writer.close()
+            with contextlib.suppress(OSError):
+                os.unlink(writer.path)
+            raise
+
+    def _publish_large(self, writer: PackWriter, start: int, digest: bytes) -> None:
+        blob = writer.end_stream(start, KIND_OBJECT, digest)
+        writer.seal()
+        writer.close()
+        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
 
     def _append(self, digest: bytes, frame: list[bytes | memoryview]) -> None:
         runtime = self.runtime
@@ -375,12 +383,16 @@ class ObjectStore:
             chunks: Iterator[memoryview] = (view[i:i + CHUNK] for i in range(0, len(view), CHUNK))
         else:
             chunks = _read_chunks(source)
-        writer = self.runtime.own_pack()
         try:
-            start = writer.begin_stream(KIND_OBJECT)
-            out = _FrameOut(writer, start)
-            encoder = codec.StreamEncoder(out, self.level, size, self.threads,  # type: ignore[arg-type]
-                                          hash_input=known is None)
+            return self._stream_into_own_pack(chunks, size, name, known)
+        except _AlreadyStored as present:
+            return present.oid, present.size
+
+    def _stream_into_own_pack(self, chunks: Iterator[memoryview], size: int | None, name: str,
+                              known: bytes | None) -> tuple[str, int]:
+        with self._large_blob() as (writer, start):
+            encoder = codec.StreamEncoder(_FrameOut(writer, start), self.level, size,  # type: ignore[arg-type]
+                                          self.threads, hash_input=known is None)
             try:
                 for chunk in chunks:
                     encoder.write(chunk)
@@ -388,21 +400,18 @@ class ObjectStore:
             except zstandard.ZstdError:
                 raise StoreError(f"cannot store {name}: it changed while being stored") from None
             digest = known if known is not None else bytes.fromhex(hexdigest)
-            oid = PREFIX + digest.hex()
             if self._present(digest):
-                writer.close()
-                os.unlink(writer.path)
-                return oid, encoder.size
-            blob = writer.end_stream(start, KIND_OBJECT, digest)
-            writer.seal()
-            writer.close()
-        except BaseException:
-            writer.close()
-            with contextlib.suppress(OSError):
-                os.unlink(writer.path)
-            raise
-        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
-        return oid, encoder.size
+                raise _AlreadyStored(PREFIX + digest.hex(), encoder.size)
+            self._publish_large(writer, start, digest)
+        return PREFIX + digest.hex(), encoder.size
+
+
+class _AlreadyStored(Exception):
+    """A streamed object turned out to be present: its own pack is removed."""
+
+    def __init__(self, oid: str, size: int):
+        super().__init__(oid)
+        self.oid, self.size = oid, size
 
 
 class _FrameOut:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from clawstore.store import Store
@@ -65,11 +66,9 @@ def age_packs(store: Store, seconds: float) -> None:
     age(pack_files(store), seconds)
 
 
-def age_actions(store: Store, keys: list[str], seconds: float) -> None:
-    """Make action-cache entries look `seconds` old: rewrite the index with earlier times."""
+def rewrite_index(store: Store, edit: Callable[[Segment], None]) -> None:
+    """Replace the whole index by one segment, changed by `edit` (what a disk or a hand would do)."""
     index_dir = store.root / "index"
-    digests = {bytes.fromhex(key[len("blake3:"):]) for key in keys}
-    shift = int(seconds * 1e9)
     with index_lock(store.root / "locks"):
         names = list_segments(index_dir)
         merged = Segment(new_segment_name(), replaces=names)
@@ -78,27 +77,25 @@ def age_actions(store: Store, keys: list[str], seconds: float) -> None:
             merged.objects.update(part.objects)
             for key, entry in part.actions.items():
                 merge_action(merged.actions, key, entry)
-        for key in digests & set(merged.actions):
-            entry = merged.actions[key]
-            merged.actions[key] = ActionEntry(entry.record, entry.time_ns - shift, entry.pack, entry.offset)
+        edit(merged)
         write_segment(index_dir, store.root / "tmp", merged)
         remove_segments(index_dir, names)
     store.runtime.index.reload()
+
+
+def age_actions(store: Store, keys: list[str], seconds: float) -> None:
+    """Make action-cache entries look `seconds` old: rewrite the index with earlier times."""
+    digests = {bytes.fromhex(key[len("blake3:"):]) for key in keys}
+    shift = int(seconds * 1e9)
+
+    def older(segment: Segment) -> None:
+        for key in digests & set(segment.actions):
+            entry = segment.actions[key]
+            segment.actions[key] = ActionEntry(entry.record, entry.time_ns - shift, entry.pack, entry.offset)
+
+    rewrite_index(store, older)
 
 
 def lose_object(store: Store, oid: str) -> None:
     """Make an object gone, as a bad disk or a hand-deleted file would: the index no longer names it."""
-    index_dir = store.root / "index"
-    digest = bytes.fromhex(oid[len("blake3:"):])
-    with index_lock(store.root / "locks"):
-        names = list_segments(index_dir)
-        merged = Segment(new_segment_name(), replaces=names)
-        for name in names:
-            part = read_segment(index_dir, name)
-            merged.objects.update(part.objects)
-            for key, entry in part.actions.items():
-                merge_action(merged.actions, key, entry)
-        merged.objects.pop(digest, None)
-        write_segment(index_dir, store.root / "tmp", merged)
-        remove_segments(index_dir, names)
-    store.runtime.index.reload()
+    rewrite_index(store, lambda segment: segment.objects.pop(bytes.fromhex(oid[len("blake3:"):]), None))
