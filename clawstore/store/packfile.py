@@ -95,9 +95,20 @@ class PackWriter:
         self._write([HEADER])
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
+        total = sum(len(part) for part in parts)
+        written = os.pwritev(self.fd, parts, self.size) if len(parts) <= 1024 else 0
+        if written < total:  # a short write (rare on regular files) or many parts: resume in order
+            self._write_rest(parts, written)
+        self.size += total
+
+    def _write_rest(self, parts: list[bytes | memoryview], skip: int) -> None:
         views = [memoryview(part).cast("B") for part in parts if len(part)]
-        total = sum(len(v) for v in views)
-        offset = self.size
+        offset = self.size + skip
+        while views and skip >= len(views[0]):
+            skip -= len(views[0])
+            views.pop(0)
+        if views and skip:
+            views[0] = views[0][skip:]
         while views:
             written = os.pwritev(self.fd, views[:1024], offset)
             offset += written
@@ -106,7 +117,6 @@ class PackWriter:
                 views.pop(0)
             if written:
                 views[0] = views[0][written:]
-        self.size += total
 
     def append(self, kind: int, blob_id: bytes, payload: list[bytes | memoryview]) -> Blob:
         """Write one blob; returns where its payload is. Not durable until `sync`."""

@@ -65,6 +65,7 @@ def test_corrupt_object_cat_fsck_repair(tmp_path: Path) -> None:
     good = store.put_bytes(b"fine")
     bad = store.put_bytes(json_like(100_000, seed=9))
     store.set_ref("pins/bad", bad)
+    store.runtime.close_writer()  # as when the writing process ends: its pack is no longer written
     flip_in_frame(store, bad, 200)
 
     cat = claw("cat", bad, "--store", store.root)
