@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
 from clawstore.store.actions import key_digest, output_ids, set_entries
+from clawstore.store.buildlogs import builds_dir, check_build_log
 from clawstore.store.durable import fsync_path, write_file_atomic
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import (
@@ -417,7 +418,7 @@ def _read_json(store: Store, oid: str) -> object:
 
 def _check_build_logs(store: Store, report: FsckReport) -> None:
     """Each builds/*.json must be a build log a query can index (a truncated one breaks every query)."""
-    directory = store.root / "builds"
+    directory = builds_dir(store.root)
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         report.build_logs += 1
         why = build_log_problem(path)
@@ -433,8 +434,10 @@ def build_log_problem(path: Path) -> str | None:
         return None
     except (OSError, ValueError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("build_id"), str):
-        return "not a build log (expected an object with build_id and a nodes list)"
+    try:
+        check_build_log(doc, path.name)
+    except StoreError as exc:
+        return str(exc).removeprefix(f"{path.name}: ")
     return None
 
 
@@ -450,7 +453,7 @@ def _repair(store: Store, report: FsckReport) -> None:
             report.repaired.append(f"quarantined action-cache entry {key} (it will be rebuilt)")
     for name in report.bad_build_logs:
         with contextlib.suppress(FileNotFoundError):
-            os.rename(store.root / "builds" / name, quarantine / f"build-{name}.{stamp}")
+            os.rename(builds_dir(store.root) / name, quarantine / f"build-{name}.{stamp}")
             report.repaired.append(f"quarantined build log builds/{name} (queries index the others)")
     if report.bad_build_logs:
         fsync_path(quarantine)
