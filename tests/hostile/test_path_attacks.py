@@ -149,3 +149,14 @@ def test_an_absolute_check_path_never_reads_a_host_file_outside(tmp_path: Path) 
     assert {c["check_id"]: c["outcome"] for c in result["checks"]} == {
         "shadow": "failed", "exists": "failed", "inside": "passed"}
     assert check_inputs(checks, case_dir)["/etc/passwd"] is None  # not even its digest enters a key
+
+
+def test_an_agent_workspace_leading_out_is_refused(ws: Workspace) -> None:  # noqa: F811
+    agent = ws.configs / "agents" / "evil"
+    agent.mkdir(parents=True)
+    (agent / "agent.yaml").write_text("schema_version: 1\nagent_id: evil\ntitle: Evil\n"
+                                      "openclaw:\n  agent:\n    id: evil\n")
+    os.symlink("/etc", agent / "workspace")
+    validate = run_claw(ws.root, "validate")
+    assert validate.code == 2 and "Traceback" not in validate.stdout + validate.stderr
+    assert "configs/agents/evil/agent.yaml" in validate.stdout and "workspace resolves to /etc" in validate.stdout
