@@ -58,7 +58,8 @@ def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity
     return nodes
 
 
-def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:
+def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None = None,
+                  present: set[str] | None = None) -> None:
     """Fill the node's cached record (None when never built under this key, or when what it names is
     no longer in the store).
 
@@ -67,10 +68,11 @@ def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None
     action cache, which may know a newer record written by another campaign. Either way the record
     and its outputs must still exist (fsck may have quarantined them): reuse trusts nothing it cannot
     see, and a record with a missing output is stale (`node.extra["unseen"]` says which).
+    `present`: ids already seen in the store during this planning (shared outputs are checked once).
     """
     entry = head.get(address_id(node.kind, node.address)) if head else None
     if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
-        missing = unseen_objects(store, entry["record"], entry["record_doc"])
+        missing = unseen_objects(store, entry["record"], entry["record_doc"], present)
         if not missing:
             node.record_id, node.record = entry["record"], entry["record_doc"]
             return
@@ -81,26 +83,38 @@ def attach_record(node: Node, store: Any, head: dict[str, dict[str, Any]] | None
             node.extra["unseen"] = [f"record {found}"]
         return
     record = store.get_json(found)
-    missing = unseen_objects(store, None, record)
+    missing = unseen_objects(store, None, record, present)
     if missing:
         node.extra["unseen"] = missing
         return
     node.record_id, node.record = found, record
 
 
-def unseen_objects(store: Any, record_id: str | None, record: dict[str, Any] | None) -> list[str]:
+def unseen_objects(store: Any, record_id: str | None, record: dict[str, Any] | None,
+                   present: set[str] | None = None) -> list[str]:
     """What a cached record names that the store no longer holds: the record itself and its outputs,
     as `name id` strings (empty when everything is there)."""
-    missing = [f"record {record_id}"] if record_id is not None and not store.has(record_id) else []
+    known = present if present is not None else set()
+
+    def there(oid: str) -> bool:
+        if oid in known:
+            return True
+        if store.has(oid):
+            known.add(oid)
+            return True
+        return False
+
+    missing = [f"record {record_id}"] if record_id is not None and not there(record_id) else []
     outputs = (record or {}).get("outputs") or {}
     if isinstance(outputs, dict):
         for name, value in outputs.items():
             for oid in value if isinstance(value, list) else [value]:
-                if isinstance(oid, str) and not store.has(oid):
+                if isinstance(oid, str) and not there(oid):
                     missing.append(f"output {name} {oid}")
     return missing
 
 
 def attach_records(nodes: list[Node], store: Any, head: dict[str, dict[str, Any]] | None = None) -> None:
+    present: set[str] = set()
     for node in nodes:
-        attach_record(node, store, head)
+        attach_record(node, store, head, present)
