@@ -9,7 +9,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # Documents that live outside this repository (spelled in pieces so this file does not name them).
 OUTSIDE = re.compile("|".join([r"\bARCHITECTURE" + r"(\.md)?\s*§", r"\bREFERENCE" + r"(\.md)?\s*§",
-                               r"\.\./" + "shared", "/work/" + "shared"]))
+                               r"\.\./" + r"shared/(design|reference|seeds|compat|bench|hooks)\b",
+                               "/work/" + "shared"]))
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
