@@ -48,7 +48,7 @@ from clawstore.store.ids import oid_of
 
 RUNNER_TYPE = "openclaw"
 IDENTITY_VERSION = 1
-VALIDATE_TIMEOUT_S = 30.0
+VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14; the run timeout bounds it too
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 
