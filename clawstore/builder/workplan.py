@@ -1,8 +1,9 @@
 """What a build would execute, node by node and layer by layer, without executing anything.
 
 `inspect` plans every node whose inputs are already stored; a node whose inputs do not exist yet
-(the judges of a run never built, the checks of a run that will run) is only known by its address.
-`work_items` lists both, so `claw plan`, `claw build --dry-run` and `claw status` count the same work.
+(the judges of a run never built, the checks of a run that will run) is a `pending:` placeholder
+known by its address. `work_items` adds what `claw plan` prices: the judge of each judgement and
+whether a placeholder's execution is certain.
 """
 
 from __future__ import annotations
@@ -38,39 +39,18 @@ def _run_key(address: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def work_items(campaign: Any, states: list[Any], force: bool = False) -> list[Work]:
-    """Every node of the campaign (from `inspect`'s states), with the not-yet-keyed ones expanded."""
-    items: list[Work] = []
-    by_run: dict[tuple[str, str, int], dict[str, list[Any]]] = {}
-    runs: list[Any] = []
-    for s in states:
-        if s.node.kind == "run":
-            runs.append(s)
-        by_run.setdefault(_run_key(s.node.address), {}).setdefault(s.node.kind, []).append(s)
+    """Every node of the campaign from `inspect`'s states (which hold a `pending:` placeholder for each
+    node not keyed yet), with the judge config of each judgement and whether its count is certain."""
     profile = campaign.evaluation_profile
-    judge_plan = ([(jr, rep) for jr in profile.judge_runs for rep in range(jr.repetitions)]
-                  if profile is not None else [])
-    for run in runs:
-        address = run.node.address
-        item = run.node.item
+    runs = {_run_key(s.node.address): s for s in states if s.node.kind == "run"}
+    items: list[Work] = []
+    for s in states:
+        run = runs[_run_key(s.node.address)]
         run_executes = force or run.state != "fresh"
-        items.append(Work("run", address, run_executes, True, run.node, item))
-        if profile is None:
-            continue
-        layers = by_run.get(_run_key(address), {})
-        for kind in ("checks", "judge", "result"):
-            known = [s for s in layers.get(kind, []) if not s.node.key.startswith("pending:")]
-            for s in known:
-                judge = _judge_of(profile, s.node.address["judge_run_id"]) if kind == "judge" else None
-                items.append(Work(kind, s.node.address, force or s.state != "fresh", True, s.node, item, judge))
-            if known:
-                continue
-            if kind == "judge":
-                for judge_run, rep in judge_plan:
-                    judge_address = {**address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
-                    items.append(Work("judge", judge_address, True, run_executes, None, item,
-                                      profile.judge(judge_run.judge_id)))
-            else:
-                items.append(Work(kind, dict(address), True, run_executes, None, item))
+        pending = s.node.key.startswith("pending:")
+        judge = _judge_of(profile, s.node.address["judge_run_id"]) if s.node.kind == "judge" else None
+        items.append(Work(s.node.kind, s.node.address, pending or force or s.state != "fresh",
+                          not pending or run_executes, None if pending else s.node, run.node.item, judge))
     return items
 
 
