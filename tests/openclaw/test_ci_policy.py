@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,25 +17,27 @@ from tests.openclaw.engine import REPO
 TARGET = "tests/openclaw/test_real_engine.py::test_single_turn_writes_report_and_keeps_the_key_secret"
 
 
-def _run_without_engine(ci: str | None) -> subprocess.CompletedProcess[str]:
+def _run_without_engine(ci: str | None, basetemp: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "CLAW_TEST_DOCKER_HOST")}
     env["PATH"] = "/nonexistent"  # no docker, no dockerd
     if ci is not None:
         env["CI"] = ci
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", TARGET], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    # Its own --basetemp: the shared /tmp/pytest-of-<user> may hold many big dirs from other sessions,
+    # and pytest's clean-up of old ones there took over 120 s on a loaded machine.
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--basetemp", str(basetemp),
+                           TARGET], cwd=REPO, env=env, capture_output=True, text=True, timeout=280, check=False)
 
 
 @pytest.mark.parametrize("ci", [None, "false"])
-def test_outside_ci_a_missing_engine_is_a_skip_with_its_reason(ci: str | None) -> None:
-    done = _run_without_engine(ci)
+def test_outside_ci_a_missing_engine_is_a_skip_with_its_reason(ci: str | None, tmp_path: Path) -> None:
+    done = _run_without_engine(ci, tmp_path / "inner")
     assert done.returncode == 0, done.stdout[-2000:]
     assert "1 skipped" in done.stdout
     assert "SKIPPED" in done.stdout and "dockerd/docker not installed" in done.stdout  # -rs shows why
 
 
-def test_under_ci_a_missing_engine_is_a_failure_with_its_reason() -> None:
-    done = _run_without_engine("true")
+def test_under_ci_a_missing_engine_is_a_failure_with_its_reason(tmp_path: Path) -> None:
+    done = _run_without_engine("true", tmp_path / "inner")
     assert done.returncode == 1, done.stdout[-2000:]
     assert "1 error" in done.stdout and "skipped" not in done.stdout
     assert "real OpenClaw engine unavailable: dockerd/docker not installed" in done.stdout
