@@ -73,10 +73,12 @@ def test_a_build_killed_mid_campaign_keeps_what_it_pushed(provider: StandIn, tmp
     total = 40
     ok("remote", "add", "team", remote, cwd=a.root)
     proc = spawn(*BUILD, "--remote", "team", cwd=a.root)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while len(provider.requests) < total // 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.8)  # at least one interim push after half the runs
+    pushed = len(list((Path(remote) / "packs").glob("*.ids")))
+    while len(list((Path(remote) / "packs").glob("*.ids"))) <= pushed and time.monotonic() < deadline:
+        time.sleep(0.05)  # an interim push landed after half the runs
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     paid_by_a = len(provider.requests)
