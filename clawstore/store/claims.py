@@ -7,7 +7,8 @@ A claim is one small JSON file, `claims/<64 hex of the node key>.json`:
 
 - **take**: create the file only if it is absent (O_CREAT|O_EXCL): exactly one builder wins.
 - **heartbeat**: the owner rewrites `expires_at` every `ttl / 3` while it executes the node.
-- **release**: the owner deletes it once the node's record is stored (or the node failed).
+- **release**: the owner deletes it once the node's record is stored (or the node failed); within
+  half a ttl of its last write nobody can have taken it over, so that needs no lock and no read.
 - **expire**: a claim whose `expires_at` has passed, or whose holder is a dead process on this host
   (pid + start ticks, so a reused pid does not count), may be taken over by another builder.
   A file that cannot be parsed (a holder killed while writing it) counts as held until its mtime is
@@ -85,7 +86,7 @@ class ClaimBoard:
         self.ttl = ttl_s if ttl_s is not None else claim_ttl()
         self.host = socket.gethostname()
         self._pid, self._ticks = process_identity()
-        self._held: set[str] = set()
+        self._held: dict[str, float] = {}  # key -> when we last wrote its claim (time.time())
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -130,10 +131,11 @@ class ClaimBoard:
         with self._lock:
             if key in self._held:
                 return False
+        written = time.time()
         if not self._create(key) and not self._take_over(key):
             return False
         with self._lock:
-            self._held.add(key)
+            self._held[key] = written
         self._start_heartbeat()
         return True
 
@@ -169,9 +171,14 @@ class ClaimBoard:
     def release(self, key: str) -> None:
         """Give `key` up (its record is stored, or the node failed). Never deletes another's claim."""
         with self._lock:
-            if key not in self._held:
-                return
-            self._held.discard(key)
+            written = self._held.pop(key, None)
+        if written is None:
+            return
+        if time.time() - written < self.ttl / 2:
+            # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path(key))
+            return
         with self._locked():
             claim = self.read(key)
             if claim is not None and claim.owner == self.owner:
@@ -190,8 +197,14 @@ class ClaimBoard:
                 claim = self.read(key)
                 if claim is None or claim.owner != self.owner:
                     self.lost.add(key)
+                    with self._lock:
+                        self._held.pop(key, None)  # no longer ours: never delete it on release
                     continue
+                now = time.time()
                 self._replace(key)
+                with self._lock:
+                    if key in self._held:
+                        self._held[key] = now
 
     def _start_heartbeat(self) -> None:
         if self._beat is not None:
