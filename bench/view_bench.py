@@ -188,7 +188,7 @@ def main() -> None:
         store = Store(root / "store")
         started = time.perf_counter()
         log = write_campaign(store, args.runs, args.models)
-        print(f"wrote a build of {args.runs} runs ({len(log.data['nodes'])} nodes, artifacts, checks, judgements) "
+        print(f"wrote a build of {args.runs} runs ({len(log.doc.nodes)} nodes, artifacts, checks, judgements) "
               f"in {time.perf_counter() - started:.1f} s (setup, not measured)")
         page = root / "view.html"
         report_s, report_json = claw(store.root, "report", *FLAGS, "--output", "json", "--no-chart")
