@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import tarfile
 import time
@@ -99,11 +100,18 @@ def test_sigkill_during_migration_loses_nothing(tmp_path: Path) -> None:
     root = tmp_path / "store"
     objects, actions = _big_format1_store(root)
     rnd = random.Random(11)
+    # How long a whole migration takes on this machine (on a copy), so the kills land inside one.
+    shutil.copytree(root, tmp_path / "copy")
+    proc = script("proc_migrate.py", tmp_path / "copy")
+    assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
+    began = time.monotonic()
+    proc.communicate(timeout=120)
+    whole = time.monotonic() - began
     kills = 0
     for _ in range(6):
         proc = script("proc_migrate.py", root)
         assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
-        time.sleep(rnd.uniform(0.05, 1.5))
+        time.sleep(rnd.uniform(0.02, 0.8) * whole)
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
         kills += proc.returncode == -signal.SIGKILL

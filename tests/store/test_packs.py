@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -150,6 +151,11 @@ def _put_round(root: Path, n: int) -> None:
     subprocess.run([sys.executable, "-c", code, str(root), str(n)], check=True, env=env(), cwd=REPO)
 
 
+def gc_command(root: Path) -> list[str]:
+    return [sys.executable, "-c", "import sys; from clawstore.cli import main; sys.exit(main())",
+            "gc", "--grace", "0", "--store", str(root)]
+
+
 def test_gc_killed_at_random_instants_leaves_a_clean_store(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = Store(root)
@@ -160,11 +166,14 @@ def test_gc_killed_at_random_instants_leaves_a_clean_store(tmp_path: Path) -> No
         if n:
             store.delete_ref(f"pins/round{n - 1}")  # the previous round's live objects become garbage
         age_packs(store, 7200)
-        gc = subprocess.Popen([sys.executable, "-c",
-                               "import sys; from clawstore.cli import main; sys.exit(main())",
-                               "gc", "--grace", "0", "--store", str(root)], env=env(), cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rnd.uniform(0.0, 0.6))
+        # How long this gc takes to the end on this machine (on a copy), so the kill lands inside it.
+        copy = tmp_path / f"copy{n}"
+        shutil.copytree(root, copy)
+        began = time.monotonic()
+        subprocess.run(gc_command(copy), env=env(), cwd=REPO, capture_output=True, check=True)
+        whole = time.monotonic() - began
+        gc = subprocess.Popen(gc_command(root), env=env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rnd.uniform(0.3, 0.95) * whole)
         gc.send_signal(signal.SIGKILL)
         gc.communicate(timeout=60)
         kills += gc.returncode == -signal.SIGKILL
