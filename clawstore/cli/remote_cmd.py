@@ -117,11 +117,13 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
                  evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
+    from clawstore.remote.backends import open_backend
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.sync import pull
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url)
+    open_backend(target.url, target.endpoint_url)  # a bad URL is refused before a store is created
     store = Store(workspace_store_dir(store_dir), create=True)
     report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
     click.echo(report.summary())

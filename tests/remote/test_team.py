@@ -104,3 +104,9 @@ def test_pull_of_a_tampered_bundle_changes_nothing(provider: StandIn, tmp_path: 
     assert refused.returncode in (2, 3) and "Traceback" not in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert json.loads(ok("query", "select count(*) as n from runs", "--format", "json", cwd=b.root)) == [{"n": 0}]
+
+
+def test_a_pull_from_a_bad_url_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    refused = claw("pull", "ftp://host/path", cwd=tmp_path)
+    assert refused.returncode == 2 and "unknown scheme 'ftp'" in refused.stderr
+    assert list(tmp_path.iterdir()) == []
