@@ -19,3 +19,20 @@ def client() -> Iterator[ProviderClient]:
     # A tiny backoff base keeps retry tests fast; Retry-After is still honoured in full.
     with ProviderClient(backoff_base=0.01, backoff_cap=0.05) as shared:
         yield shared
+
+
+# The suite runs on two xdist workers (`--dist loadgroup`, pyproject's addopts). Tests that share one
+# heavy machine-wide resource run on one worker, one after the other: the private Docker engine of the
+# real-engine OpenClaw tests, and the Ray clusters (Ray's side ports are per host, not per cluster).
+_SERIAL_GROUPS = {
+    "tests/openclaw/": "docker-engine",
+    "tests/distributed/": "ray-cluster",
+    "tests/test_bench_smoke.py::test_bench_runs_at_smoke_size[distributed_bench]": "ray-cluster",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for prefix, group in _SERIAL_GROUPS.items():
+            if item.nodeid.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))

@@ -94,15 +94,16 @@ def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path,
         label = f"default:{DEFAULT_JUDGE_PROMPT}"
     expanded = os.path.expanduser(written)
     path = Path(expanded) if os.path.isabs(expanded) else profile_path.parent / expanded
+    # Outside first: a path leading out is refused whether or not the file exists where it leads.
+    roots = [real_root(profile_path.parent), *([real_root(workspace_root)] if workspace_root else [])]
+    outside = [escapes(path, root) for root in roots]
+    if all(outside):
+        raise PromptProblem(field, outside_message(written, outside[-1]))  # type: ignore[arg-type]
     if not path.is_file():
         if profile.judge_system_prompt_path is None:
             raise PromptProblem(field, f"no judge system prompt: set judge_system_prompt_path or "
                                        f"judge_system_prompt, or create {DEFAULT_JUDGE_PROMPT} beside this file")
         raise PromptProblem(field, f"file not found: {written} (relative to this file's directory)")
-    roots = [real_root(profile_path.parent), *([real_root(workspace_root)] if workspace_root else [])]
-    outside = [escapes(path, root) for root in roots]
-    if all(outside):
-        raise PromptProblem(field, outside_message(written, outside[-1]))  # type: ignore[arg-type]
     try:
         raw = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -115,8 +115,10 @@ def test_a_symlinked_case_folder_leading_out_is_refused(ws: Workspace, standin: 
     assert standin.requests == []
 
 
-def test_a_judge_prompt_leading_out_is_refused(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
-    eval_profile(ws, judge_system_prompt=None, judge_system_prompt_path="../../../../../../../etc/passwd")
+@pytest.mark.parametrize("written", ["../../../../../../../etc/passwd", "../../../no-such-prompt.md"])
+def test_a_judge_prompt_leading_out_is_refused(ws: Workspace, standin: StandIn, written: str) -> None:  # noqa: F811
+    # outside is named before missing: how deep the workspace sits must not change the answer
+    eval_profile(ws, judge_system_prompt=None, judge_system_prompt_path=written)
     build = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
     assert build.refused_cleanly, build
     assert "judge_system_prompt_path" in build.stderr and "outside the workspace" in build.stderr
