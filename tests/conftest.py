@@ -1,6 +1,7 @@
 """Fixtures every test directory may use: the stand-in provider server and one provider client."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,10 @@ def client() -> Iterator[ProviderClient]:
         yield shared
 
 
-# The suite runs on two xdist workers (`--dist loadgroup`, pyproject's addopts). Tests that share one
-# heavy machine-wide resource run on one worker, one after the other: the private Docker engine of the
+# The suite runs on two xdist workers (`-n 2`, pyproject's addopts). Tests that share one heavy
+# machine-wide resource run on one worker, one after the other: the private Docker engine of the
 # real-engine OpenClaw tests, and the Ray clusters (Ray's side ports are per host, not per cluster).
+# (xdist's own `--dist loadgroup` marks cannot do it: pytest 9.2 ignores the node-id rewrite they use.)
 _SERIAL_GROUPS = {
     "tests/openclaw/": "docker-engine",
     "tests/distributed/": "ray-cluster",
@@ -31,8 +33,16 @@ _SERIAL_GROUPS = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for prefix, group in _SERIAL_GROUPS.items():
-            if item.nodeid.startswith(prefix):
-                item.add_marker(pytest.mark.xdist_group(group))
+def serial_group(nodeid: str) -> str:
+    """The unit of work a test is scheduled in: its group, or the test alone."""
+    return next((group for prefix, group in _SERIAL_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return serial_group(nodeid)
+
+    return SerialGroupScheduling(config, log)
