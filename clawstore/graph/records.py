@@ -7,7 +7,9 @@ from typing import Any
 
 from clawstore.bounds import metrics_problem
 
-RECORD_VERSION = 1
+# 2: names its input document (`input`, the id its key is) so an entry can be verified from the store
+# alone (store/actions.py entry_problem); 1 kept that id only among the outputs. Both are read.
+RECORD_VERSION = 2
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
 METRIC_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens", "cost_usd", "latency_s")
@@ -30,6 +32,7 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
         "record_version": RECORD_VERSION,
         "kind": kind,
         "key": key,
+        "input": key,  # the key is the id of the node's canonical input document, stored beside it
         "address": address,
         "status": status,
         "cacheable": cacheable,

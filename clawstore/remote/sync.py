@@ -141,8 +141,10 @@ def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
 
 def _send_bundle(store: Store, backend: Backend, objects: list[str], actions: dict[str, str],
                  work: Path) -> tuple[int, int]:
-    records = {record[len(PREFIX):] for record in actions.values()}
-    ids = sorted(set(objects) | records)
+    # Each entry travels with its record and its input document (the key's id), so the receiving side
+    # can verify it from this bundle alone, whatever order bundles arrive in.
+    with_entries = {oid[len(PREFIX):] for oid in (*actions.values(), *actions) if store.has(oid)}
+    ids = sorted(set(objects) | with_entries)
     out = work / f"bundle-{os.getpid()}-{len(os.listdir(work))}.claw"
     summary = write_archive(store, out, {"refs": {}, "actions": actions, "kind": "remote-bundle"},
                             (PREFIX + h for h in ids))

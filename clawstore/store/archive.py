@@ -32,7 +32,7 @@ import blake3
 from clawstore.canonical import canonical_json
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.actions import key_digest, set_entries
+from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
 from clawstore.store.durable import fsync_path, temp_name
@@ -52,6 +52,7 @@ OBJECTS = "objects/"
 _CHUNK = 1 << 20
 _MANIFEST_MAX = 1 << 30  # a manifest is read into memory: refuse absurd sizes before allocating
 CONTENT_READ_MAX = 256 << 20  # objects a caller's check reads whole (heads, config trees)
+ENTRY_READ_MAX = 64 << 20  # records and input documents are small JSON: a bigger one is refused
 
 
 class ArchiveError(UsageError):
@@ -384,9 +385,11 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             summary = _scan(path, on_object)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
+            listed = {item[0] for item in summary.manifest["objects"]}
+            contents = ArchiveContents(store, staged, listed)
+            _check_entries(summary.manifest.get("actions", {}), contents, str(path))
             if check is not None:
-                listed = {item[0] for item in summary.manifest["objects"]}
-                check(summary.manifest, ArchiveContents(store, staged, listed))
+                check(summary.manifest, contents)
             _publish(store, staged, report)
         except BaseException:
             for tmp in staged.values():
@@ -396,6 +399,22 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
         _write_actions(store, summary.manifest.get("actions", {}), report)
         _write_refs(store, {**summary.manifest.get("refs", {}), **pin_refs}, report)
     return report
+
+
+def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:
+    """Every action-cache entry the archive brings must verify against its input document (each entry,
+    whether or not the store has one for that key: a refused archive is refused whole)."""
+    def read(oid: str) -> bytes | None:
+        return contents.read(oid, ENTRY_READ_MAX) if contents.has(oid) else None
+
+    for key, record_id in sorted(actions.items()):
+        try:
+            record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
+        except ValueError:
+            record = None
+        why = entry_problem(key, record, read)
+        if why is not None:
+            raise ArchiveError(f"{where}: action-cache entry {_short(key)}: {why}")
 
 
 def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:

@@ -5,10 +5,10 @@ Problems (make `claw fsck` exit 1): a corrupt object (its blob does not decode t
 id); a pack whose trailer or header is damaged; an index segment that is damaged, or names a blob
 that is not where it says, or an empty index beside packs that hold blobs (a lost index); an
 action-cache entry whose record (or one of the record's outputs, or a file of an output tree) is
-missing or corrupt; a ref whose target is missing or corrupt; a node of a campaign head (or pin)
-whose record or outputs are missing or corrupt; a build log that is not a readable build log. Not
-problems: temp files, stale leases, stray files, the unfinished tail of a pack whose writer was
-killed (never indexed).
+missing or corrupt, or that does not verify against its input document (actions.entry_problem); a
+ref whose target is missing or corrupt; a node of a campaign head (or pin) whose record or outputs
+are missing or corrupt; a build log that is not a readable build log. Not problems: temp files,
+stale leases, stray files, the unfinished tail of a pack whose writer was killed (never indexed).
 
 Repair leaves a store every command can use: damaged packs go to `quarantine/` after their good blobs
 are copied into a new pack, and the index is rebuilt from the packs when it is damaged, lost or
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
-from clawstore.store.actions import key_digest, output_ids, set_entries
+from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
 from clawstore.store.buildlogs import builds_dir, check_build_log
 from clawstore.store.durable import fsync_path, write_file_atomic
 from clawstore.store.ids import PREFIX
@@ -315,9 +315,22 @@ def _check_actions(store: Store, report: FsckReport) -> None:
     trees_ok: dict[str, str | None] = {}
     for key, record_id in store.iter_actions():
         report.actions += 1
-        why = _action_problem(store, report, record_id, trees_ok)
+        why = _action_problem(store, report, record_id, trees_ok) or _entry_problem(store, key, record_id)
         if why is not None:
             report.bad_actions[key] = why
+
+
+def _entry_problem(store: Store, key: str, record_id: str | None) -> str | None:
+    """The entry must verify against its input document (actions.entry_problem): one moved to another
+    key, or pointing at a record of another question, would serve a wrong answer to every build."""
+    def read(oid: str) -> bytes | None:
+        try:
+            return store.get_bytes(oid) if store.has(oid) else None
+        except StoreError:
+            return None
+
+    assert record_id is not None  # _action_problem answered for a missing record
+    return entry_problem(key, json.loads(store.get_bytes(record_id)), read)
 
 
 def _action_problem(store: Store, report: FsckReport, record_id: str | None,

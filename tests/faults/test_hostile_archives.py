@@ -47,6 +47,32 @@ def _file_entry(forgery: Forgery, path: str) -> dict:
     return {"path": path, "type": "file", "mode": 0o100644, "size": len(data), "object": forgery.add(data)}
 
 
+def _swap_entries(forgery: Forgery) -> None:
+    """Cache poisoning: two entries exchange their records (e.g. a judgement of 5.0 served for a run
+    the judge scored 9.0), and the archive is re-sealed."""
+    actions = forgery.manifest["actions"]
+    first, second = sorted(actions)[:2]
+    actions[first], actions[second] = actions[second], actions[first]
+
+
+def _rekeyed_record(forgery: Forgery, entry: str, **changes: str) -> None:
+    """An entry for `entry` pointing at a copy of another entry's record with `changes` made to it."""
+    actions = forgery.manifest["actions"]
+    donor = forgery.json(actions[sorted(actions)[1]])
+    actions[entry] = forgery.add({**donor, **changes})
+
+
+def _entry_for_absent_input(forgery: Forgery) -> None:
+    invented = "blake3:" + "cd" * 32
+    _rekeyed_record(forgery, invented, key=invented, input=invented)
+
+
+def _entry_naming_another_input(forgery: Forgery) -> None:
+    actions = forgery.manifest["actions"]
+    key, other = sorted(actions)[:2]
+    _rekeyed_record(forgery, key, key=key, input=other)
+
+
 # Each attack: what it changes, and the words of the one-line refusal.
 ATTACKS: dict[str, Callable[[Forgery], None]] = {
     "NUL in the manifest's build_id": lambda f: f.manifest.update(build_id="2026\x00evil"),
@@ -76,6 +102,11 @@ ATTACKS: dict[str, Callable[[Forgery], None]] = {
     "an absolute symlink in the config tree": lambda f: _with_tree(f, {
         "path": "configs/shadow", "type": "symlink", "mode": 0o120000, "size": 11, "target": "/etc/shadow"}),
     "a config tree that is not a tree": lambda f: f.manifest["configs"].update(tree=f.add(b"not a tree")),
+    "two action-cache entries swapped": _swap_entries,
+    "an entry pointing at another key's record": lambda f: f.manifest["actions"].update(
+        {sorted(f.manifest["actions"])[0]: f.manifest["actions"][sorted(f.manifest["actions"])[1]]}),
+    "a record re-keyed to an input not in the archive": _entry_for_absent_input,
+    "a record naming another node's input document": _entry_naming_another_input,
 }
 
 
@@ -101,6 +132,10 @@ EXPECTED = {
     'an escaping symlink in the config tree': 'points outside the checkout',
     'an absolute symlink in the config tree': 'points outside the checkout',
     'a config tree that is not a tree': 'is not a tree',
+    'two action-cache entries swapped': 'its record is for another key',
+    "an entry pointing at another key's record": 'its record is for another key',
+    'a record re-keyed to an input not in the archive': 'the input document its key is computed from is missing',
+    "a record naming another node's input document": 'does not name the input document',
 }
 
 
@@ -139,7 +174,7 @@ def test_forged_archives_are_refused_and_nothing_is_written(exported: Path, claw
         assert code in (2, 3) and err.count("\n") == 1, (what, err)
         assert not configs_to.exists() and not (tmp_path.parent / "escape.txt").exists(), what
         refused += 1
-    assert refused == len(ATTACKS) >= 20
+    assert refused == len(ATTACKS) >= 24
     assert claw("fsck", "--store", str(target))[0] == 0
 
 

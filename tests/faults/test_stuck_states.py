@@ -80,7 +80,7 @@ def test_a_truncated_build_log_is_skipped_by_query_found_by_fsck_and_repaired(
 
 def test_a_deleted_index_folder_is_reported_and_rebuilt_from_the_packs(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
-    data = b"an object whose index folder was deleted"
+    data = b'{"kind":"run","what":"an input document whose index folder was deleted"}'  # its id is the key
     with store.batch():
         oid = store.put_bytes(data)
         store.put_action(oid, {"kind": "run", "key": oid, "outputs": {"artifact": oid}})

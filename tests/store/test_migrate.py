@@ -86,7 +86,10 @@ def _big_format1_store(root: Path) -> tuple[dict[str, bytes], dict[str, str]]:
         write_object(root, hexdigest, cctx.compress(data))
     actions = {}
     for i, output in enumerate(sorted(objects)[:400]):
-        key = blake3.blake3(b"key %d" % i).hexdigest()
+        document = b'{"kind":"run","node":%d}' % i  # the node's input document: its id is the key
+        key = blake3.blake3(document).hexdigest()
+        objects[key] = document
+        write_object(root, key, cctx.compress(document))
         record = json.dumps({"kind": "run", "key": "blake3:" + key, "outputs": {"o": "blake3:" + output}}).encode()
         hexdigest = blake3.blake3(record).hexdigest()
         objects[hexdigest] = record
@@ -118,7 +121,7 @@ def test_sigkill_during_migration_loses_nothing(tmp_path: Path) -> None:
         if read_format(root) == 2:
             break
         # still format 1: every loose file is still there for the next attempt
-        assert sum(len(os.listdir(root / "objects" / shard)) for shard in os.listdir(root / "objects")) == 3400
+        assert sum(len(os.listdir(root / "objects" / shard)) for shard in os.listdir(root / "objects")) == 3800
     assert kills >= 1
     store = Store(root)  # finishes (or just cleans up after) the killed migration
     assert read_format(root) == 2 and not (root / "objects").exists()

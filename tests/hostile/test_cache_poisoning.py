@@ -1,0 +1,99 @@
+"""Cache poisoning: an action-cache entry moved to another key is found by fsck and refused by pull.
+
+A key is the id of its node's input document, so an entry can be checked against the store alone
+(clawstore/store/actions.py entry_problem); these attacks use real files and real `claw` processes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import blake3
+
+from clawstore.store import Store
+from clawstore.store.actions import set_entries
+from clawstore.store.ids import PREFIX
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.faults.forge import Forgery
+from tests.faults.test_hostile_archives import snapshot
+from tests.support.workspace import SECRET, Workspace, standard
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp")
+
+
+def _built(root: Path, standin: StandIn, monkeypatch) -> Workspace:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    ws = standard(root)
+    done = claw(*BUILD, cwd=ws.root)
+    assert done.returncode == 0, done.stderr
+    return ws
+
+
+def test_fsck_names_swapped_entries_and_repair_makes_the_build_redo_them(
+        tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ws = _built(tmp_path / "ws", standin, monkeypatch)
+    store = Store(ws.root / "store")
+    entries = dict(store.iter_actions())
+    first, second = sorted(entries)[:2]
+    now = time.time_ns()
+
+    def raw(oid: str) -> bytes:
+        return bytes.fromhex(oid[len(PREFIX):])
+
+    set_entries(store, {raw(first): (raw(entries[second]), now), raw(second): (raw(entries[first]), now)})
+    checked = claw("fsck", cwd=ws.root)
+    assert checked.returncode == 1
+    for key in (first, second):
+        assert f"action-cache entry {key}: its record is for another key" in checked.stdout + checked.stderr
+    assert claw("fsck", "--repair", cwd=ws.root).returncode in (0, 1)
+    assert claw("fsck", cwd=ws.root).returncode == 0
+    sent = len(standin.requests)
+    rebuilt = claw(*BUILD, cwd=ws.root)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    # the campaign head still names the right records: at most the two nodes are run again
+    assert len(standin.requests) - sent <= 2
+    store = Store(ws.root / "store")
+    for key in (first, second):
+        assert store.get_action_record_id(key) in (None, entries[key])  # never the swapped record
+    assert claw("fsck", cwd=ws.root).returncode == 0
+
+
+def test_a_pull_of_a_re_sealed_bundle_with_swapped_entries_is_refused(
+        tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    a = _built(tmp_path / "a", standin, monkeypatch)
+    remote = tmp_path / "remote"
+    assert claw("push", str(remote), cwd=a.root).returncode == 0
+    # The attacker can write to the shared folder: each bundle with entries gets them swapped, is
+    # re-sealed, and is published under its new digest with a matching listing.
+    forged = 0
+    for bundle in sorted(remote.rglob("*.claw")):
+        forgery = Forgery.read(bundle)
+        actions = forgery.manifest["actions"]
+        if len(actions) < 2:
+            continue
+        first, second = sorted(actions)[:2]
+        actions[first], actions[second] = actions[second], actions[first]
+        listing = bundle.with_suffix(".ids")
+        ids = json.loads(listing.read_text())
+        new = forgery.write(bundle.with_name("forged.claw"))
+        digest = blake3.blake3(new.read_bytes()).hexdigest()
+        new.rename(bundle.with_name(digest + ".claw"))
+        ids["actions"] = actions
+        bundle.with_name(digest + ".ids").write_text(json.dumps(ids, sort_keys=True))
+        bundle.unlink()
+        listing.unlink()
+        forged += 1
+    assert forged >= 1
+    b = _built(tmp_path / "b", standin, monkeypatch)  # a colleague's store with results of its own
+    # remotes/ only caches the listings the remote shows (whatever it holds); the rest must not move
+    before = {k: v for k, v in snapshot(b.root / "store").items() if not k.startswith("remotes/")}
+    pulled = claw("pull", str(remote), cwd=b.root)
+    assert pulled.returncode == 2, pulled.stderr
+    assert pulled.stderr.count("\n") == 1 and "its record is for another key" in pulled.stderr
+    after = {k: v for k, v in snapshot(b.root / "store").items() if not k.startswith("remotes/")}
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
+    assert claw("fsck", cwd=b.root).returncode == 0
