@@ -1,12 +1,22 @@
 """Fixtures every test directory may use: the stand-in provider server and one provider client."""
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clawstore.providers import ProviderClient
 from clawstore.testing.standin import StandIn
+
+
+@pytest.fixture(autouse=True)
+def own_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test is a user of its own: a fresh $XDG_CONFIG_HOME (signing key, trust list), inherited by
+    the claw processes it starts, so no test reads or writes the machine's real ~/.config/claw."""
+    home = tmp_path_factory.mktemp("xdg-config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ SMOKE = {
     "remote_bench": ["--objects", "200", "--size", "512"],
     "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4"],
     "view_bench": ["--runs", "40", "--models", "4"],
+    "verify_bench": ["--runs", "50", "--repeat", "1"],
 }
 
 

@@ -15,6 +15,7 @@ from clawstore.builder.gcpause import collector_paused
 from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
+from clawstore.trust.apart import promote_trusted
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions)
     if not stores.exists(campaign.root) and campaign.items:
         _require_every_key(campaign)
     store = stores.open(campaign.root)
+    promote_trusted(store)  # imports kept apart whose signer the user has trusted since
     nodes = plan_campaign(campaign, store)
     # A lease before the first store read: a gc running meanwhile keeps every record this plan may
     # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.

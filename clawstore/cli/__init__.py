@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "clawstore.cli.demo_cmd",
     "clawstore.cli.remote_cmd",
     "clawstore.cli.view_cmd",
+    "clawstore.cli.trust_cmd",
 ]
 
 

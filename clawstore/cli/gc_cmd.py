@@ -228,8 +228,12 @@ def ls_command(file: Path, as_json: bool) -> None:
                    "hold only its store/). The store is then DIR/store unless --store or CLAW_STORE says "
                    "otherwise, so `claw build` inside DIR reuses everything.")
 @click.option("--pin", "pins", multiple=True, metavar="NAME", help="Also pin the imported head as pins/NAME.")
+@click.option("--untrusted", is_flag=True, help="Import an archive signed by a key you do not trust (or unsigned): "
+              "its objects are added, its results kept apart and never reused until you `claw trust add` "
+              "the signer.")
 @store_option
-def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], store_dir: Path | None) -> None:
+def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], untrusted: bool,
+                   store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
     from clawstore.builder.closure import adopt_imported_head, campaign_archive_check, configs_of
     from clawstore.store.archive import import_into, import_target_problem
@@ -247,11 +251,15 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], s
     problem = import_target_problem(target)
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
-    store, report = import_into(target, file, pins=pin_refs,
+    store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
                                 check=campaign_archive_check(f"archive {file}", configs_to is not None))
     manifest = report.summary.manifest
     head = manifest.get("head")
-    if isinstance(head, str):
+    if report.kept_apart is not None:
+        click.echo(f"claw: warning: {file} is {'signed by ' + report.signer if report.signer else 'not signed'}, "
+                   f"a key you do not trust: its results are kept apart ({report.kept_apart}) and no build "
+                   "reuses them until you trust it", err=True)
+    elif isinstance(head, str):
         adopt_imported_head(store, head)
     click.echo(f"imported {file} into {store.root}: {report.new_objects} new objects ({_bytes(report.new_bytes)}), "
                f"{report.present_objects} already present; {report.actions_written} action-cache entries "

@@ -80,6 +80,8 @@ class ImportReport:
     refs_set: list[str] = field(default_factory=list)
     refs_unchanged: list[str] = field(default_factory=list)
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
+    signer: str | None = None  # the key whose signature verified (None: unsigned)
+    kept_apart: str | None = None  # with untrusted=True and an untrusted signer: the ref holding it apart
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -111,6 +113,9 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
                                f"{store.root} (run claw fsck)") from None
     doc = {**manifest, "format": FORMAT, "version": VERSION, "objects": listing}
     _check_manifest(doc, "export")
+    from clawstore.trust import signature  # (cryptography is loaded only where archives are written)
+
+    doc = signature.sign(doc)  # the user's key vouches for the head, entries and every object id
     body = canonical_json(doc)
     tmp = out.with_name(f".{out.name}.{temp_name()}")
     try:
@@ -358,14 +363,29 @@ class ArchiveContents:
         return codec.decode_verified(oid, hexdigest, where, frame)
 
 
-def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None
-                   ) -> ImportReport:
+Trusts = Callable[[str | None], bool]
+UNTRUSTED_REFS = "untrusted/"
+
+
+def user_trusts(signer: str | None) -> bool:
+    """The default policy: signed by the user's own key or one in their trust list."""
+    from clawstore.trust import keys
+
+    return signer is not None and signer in keys.trusted()
+
+
+def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
+                   untrusted: bool = False, trusts: Trusts = user_trusts) -> ImportReport:
     """Verify the whole archive, then publish its objects, action-cache entries and refs.
 
     Nothing becomes visible unless every byte verified and `check(manifest, contents)` (the caller's
     checks of what the objects say, e.g. a campaign head's names) passed; a failed import leaves the
     store as it was (only the mtimes of objects it already had may be refreshed). Importing twice
     changes nothing. `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
+
+    Content signed by no key `trusts` accepts is refused, unless `untrusted`: then its objects are
+    published but its entries and refs are kept apart (an object named by a ref `untrusted/...`, see
+    clawstore/trust/apart.py), so no build reuses them until the signer is trusted.
     """
     path = Path(path)
     staged: dict[str, Path] = {}
@@ -390,15 +410,50 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             _check_entries(summary.manifest.get("actions", {}), contents, str(path))
             if check is not None:
                 check(summary.manifest, contents)
+            report.signer = _signer(summary.manifest, str(path))
+            trusted = trusts(report.signer)
+            if not trusted and not untrusted:
+                raise ArchiveError(f"{path}: {_untrusted_why(report.signer)}")
             _publish(store, staged, report)
         except BaseException:
             for tmp in staged.values():
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
             raise
-        _write_actions(store, summary.manifest.get("actions", {}), report)
-        _write_refs(store, {**summary.manifest.get("refs", {}), **pin_refs}, report)
+        refs = {**summary.manifest.get("refs", {}), **pin_refs}
+        if trusted:
+            _write_actions(store, summary.manifest.get("actions", {}), report)
+            _write_refs(store, refs, report)
+        else:
+            report.kept_apart = _keep_apart(store, report, refs)
     return report
+
+
+def _signer(manifest: dict[str, Any], where: str) -> str | None:
+    from clawstore.trust import signature
+
+    try:
+        return signature.signer(manifest)
+    except UsageError as exc:
+        raise ArchiveError(f"{where}: {exc}") from None
+
+
+def _untrusted_why(signer: str | None) -> str:
+    if signer is None:
+        return "not signed (made before claw signed archives, or its signature was removed); import it " \
+               "with --untrusted to keep it apart"
+    return f"signed by {signer}, a key you do not trust (claw trust add {signer}, or import with --untrusted " \
+           "to keep it apart)"
+
+
+def _keep_apart(store: Store, report: ImportReport, refs: dict[str, str]) -> str:
+    """Store the archive's entries and refs as one object named by a ref under untrusted/ (a gc root)."""
+    manifest = report.summary.manifest
+    doc = {"kind": "untrusted-import", "signer": report.signer, "actions": manifest.get("actions", {}),
+           "refs": refs, "digest": report.summary.digest}
+    name = UNTRUSTED_REFS + report.summary.digest[len(PREFIX):]
+    store.set_ref(name, store.put_json(doc))
+    return name
 
 
 def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:
@@ -491,8 +546,8 @@ def import_target_problem(store_dir: Path) -> str | None:
     return None
 
 
-def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None
-                ) -> tuple[Store, ImportReport]:
+def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
+                untrusted: bool = False) -> tuple[Store, ImportReport]:
     """Import into the store at `store_dir`, or into a new store there when it is empty or absent.
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
@@ -505,13 +560,13 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise UsageError(f"--store {store_dir}: {problem}")
     if (store_dir / FORMAT_FILE).is_file():
         store = Store(store_dir, create=False)
-        return store, import_archive(store, path, pins, check)
+        return store, import_archive(store, path, pins, check, untrusted)
     anchor = store_dir.absolute().parent
     while not anchor.is_dir():
         anchor = anchor.parent
     staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
     try:
-        report = import_archive(Store(staging), path, pins, check)
+        report = import_archive(Store(staging), path, pins, check, untrusted)
         drop_runtime(staging)  # seal this process's pack there: the directory is about to move
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
         if store_dir.is_dir():

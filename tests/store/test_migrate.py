@@ -51,7 +51,8 @@ def test_a_format1_store_of_the_previous_release_is_upgraded_on_open(tmp_path: P
 def test_an_archive_of_a_format1_store_still_imports(tmp_path: Path) -> None:
     _, expected = _fixture_store(tmp_path / "unused")
     store = Store(tmp_path / "store")
-    report = import_archive(store, FIXTURES / "format1_archive.claw")
+    # made before archives were signed: its format is what is tested here, so its maker is trusted
+    report = import_archive(store, FIXTURES / "format1_archive.claw", trusts=lambda signer: True)
     assert report.new_objects == report.summary.objects == 21
     assert store.get_ref("campaigns/fixture") == expected["head"]
     assert dict(store.iter_actions()) == expected["actions"]

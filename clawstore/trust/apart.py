@@ -1,0 +1,46 @@
+"""Content imported with --untrusted, kept apart until its signer is trusted.
+
+An untrusted import publishes its objects (they are only bytes under their ids) but not its
+action-cache entries or refs: those go into one object named by the ref `untrusted/<archive digest>`
+(a gc root), so no build reuses them; each build first moves in the sets whose signer the user now
+trusts (`claw trust add KEY`), after which the next build sends no request for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from clawstore.store.archive import UNTRUSTED_REFS, ImportReport, _write_actions, _write_refs
+
+
+def kept_apart(store: Any) -> dict[str, dict[str, Any]]:
+    """{ref name: the kept-apart document} for every untrusted import in the store."""
+    found = {}
+    for name, oid in store.list_refs(UNTRUSTED_REFS).items():
+        doc = store.get_json(oid)
+        if isinstance(doc, dict) and doc.get("kind") == "untrusted-import":
+            found[name] = doc
+    return found
+
+
+def promote_trusted(store: Any, trusts: Callable[[str | None], bool] | None = None) -> list[str]:
+    """Publish the entries and refs of every kept-apart import whose signer is trusted now; returns the
+    signers moved in. (Its entries were verified against their input documents when imported.)"""
+    names = store.list_refs(UNTRUSTED_REFS)
+    if not names:
+        return []  # the usual case: no import of the user's cryptography setup at all
+    if trusts is None:
+        from clawstore.store.archive import user_trusts
+
+        trusts = user_trusts
+    moved = []
+    for name, doc in sorted(kept_apart(store).items()):
+        if not trusts(doc.get("signer")):
+            continue
+        report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only
+        _write_actions(store, doc.get("actions") or {}, report)
+        _write_refs(store, doc.get("refs") or {}, report)
+        store.delete_ref(name)
+        moved.append(str(doc.get("signer")))
+    return moved

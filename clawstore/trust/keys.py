@@ -1,0 +1,115 @@
+"""The user's signing key and trust list, in `$XDG_CONFIG_HOME/claw/` (default `~/.config/claw/`).
+
+    signing_key     the private key: 32 raw bytes, base64, mode 0600 (made on first use; never in a
+                    store, an archive or a log)
+    trusted_keys    one public key a line (`claw-ed25519:<base64 of 32 bytes>`); the user's own key is
+                    trusted whether or not it is listed
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from clawstore.errors import UsageError
+
+KEY_PREFIX = "claw-ed25519:"
+PRIVATE_FILE = "signing_key"
+TRUST_FILE = "trusted_keys"
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "claw"
+
+
+def public_text(key: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return KEY_PREFIX + base64.b64encode(key.public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
+
+
+def parse_public(text: str) -> Ed25519PublicKey:
+    """A public key from its one-line form (UsageError naming what is wrong)."""
+    text = text.strip()
+    if not text.startswith(KEY_PREFIX):
+        raise UsageError(f"not a claw public key: {text[:40]!r} (expected {KEY_PREFIX}<base64>)")
+    try:
+        raw = base64.b64decode(text[len(KEY_PREFIX):], validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise UsageError(f"not a claw public key: {text[:40]!r} (the base64 must hold 32 bytes)")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def signing_key() -> Ed25519PrivateKey:
+    """The user's private key, made on first use (two processes racing make one: the first link wins)."""
+    directory = config_dir()
+    path = directory / PRIVATE_FILE
+    if not path.exists():
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+        fresh = Ed25519PrivateKey.generate().private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        tmp = directory / f".{PRIVATE_FILE}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(base64.b64encode(fresh) + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+    try:
+        raw = base64.b64decode(path.read_bytes().strip(), validate=True)
+        return Ed25519PrivateKey.from_private_bytes(raw)
+    except (OSError, binascii.Error, ValueError):
+        raise UsageError(f"{path}: not a claw signing key (move it away to make a new one)") from None
+
+
+def own_public() -> str:
+    return public_text(signing_key().public_key())
+
+
+def trusted() -> set[str]:
+    """Every key the user trusts: their own and those in the trust list."""
+    path = config_dir() / TRUST_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    return {line.strip() for line in lines if line.strip()} | {own_public()}
+
+
+def _write_trusted(keys: set[str]) -> None:
+    directory = config_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = directory / f".{TRUST_FILE}.{os.getpid()}.tmp"
+    tmp.write_text("".join(f"{key}\n" for key in sorted(keys)), encoding="utf-8")
+    os.replace(tmp, directory / TRUST_FILE)
+
+
+def add_trusted(text: str) -> str:
+    key = public_text(parse_public(text))
+    path = config_dir() / TRUST_FILE
+    listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
+    _write_trusted(listed | {key})
+    return key
+
+
+def remove_trusted(text: str) -> bool:
+    key = public_text(parse_public(text))
+    path = config_dir() / TRUST_FILE
+    listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
+    if key not in listed:
+        return False
+    _write_trusted(listed - {key})
+    return True

@@ -1,0 +1,177 @@
+"""Signed provenance: what another user exported or pushed is reused only once its signer is trusted.
+
+Each "user" is a real `claw` process with an $XDG_CONFIG_HOME of its own (its signing key and trust
+list); the archives are real files, the forgeries re-sealed with tests/faults/forge.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from clawstore.canonical import canonical_json
+from clawstore.testing.standin import StandIn
+from clawstore.trust import keys
+from tests.config.workspace_builder import _claw_command
+from tests.faults.forge import Forgery
+from tests.faults.test_hostile_archives import snapshot
+from tests.support.workspace import SECRET, Workspace, standard
+
+RUNS = ("--suite", "main", "--run-profile", "rp")
+
+
+class User:
+    """One person: a config directory (key, trust list) and the claw processes they run."""
+
+    def __init__(self, home: Path, standin: StandIn):
+        self.home = home
+        self.env = {**os.environ, "XDG_CONFIG_HOME": str(home), "OPENROUTER_API_KEY": SECRET,
+                    "OPENROUTER_BASE_URL": standin.base_url}
+        self.env.pop("CLAW_STORE", None)
+
+    def claw(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*_claw_command(), *args], cwd=cwd, env=self.env, capture_output=True, text=True,
+                              timeout=120)
+
+    def ok(self, *args: str, cwd: Path) -> str:
+        done = self.claw(*args, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def key(self, cwd: Path) -> str:
+        return self.ok("key", "show", cwd=cwd).strip()
+
+
+@pytest.fixture
+def alice(tmp_path: Path, standin: StandIn) -> User:
+    return User(tmp_path / "alice-config", standin)
+
+
+@pytest.fixture
+def bob(tmp_path: Path, standin: StandIn) -> User:
+    return User(tmp_path / "bob-config", standin)
+
+
+@pytest.fixture
+def exported(alice: User, tmp_path: Path) -> Path:
+    ws = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, cwd=ws.root)
+    archive = tmp_path / "alice.claw"
+    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=ws.root)
+    return archive
+
+
+def _fresh(tmp_path: Path, name: str) -> Workspace:
+    return standard(tmp_path / name)
+
+
+def test_the_key_is_made_once_private_and_never_shipped(alice: User, exported: Path, tmp_path: Path) -> None:
+    public = alice.key(tmp_path)
+    assert public.startswith(keys.KEY_PREFIX) and "\n" not in public and public == alice.key(tmp_path)
+    private_file = alice.home / "claw" / keys.PRIVATE_FILE
+    assert stat.S_IMODE(private_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((alice.home / "claw").stat().st_mode) == 0o700
+    secret = private_file.read_bytes().strip()
+    raw = base64.b64decode(secret)
+    for path in [exported, *(p for p in (tmp_path / "alice" / "store").rglob("*") if p.is_file())]:
+        data = path.read_bytes()
+        assert secret not in data and raw not in data, path
+    listed = alice.ok("trust", "list", cwd=tmp_path)
+    assert listed.strip() == f"{public}  (yours)"
+
+
+def test_untrusted_refused_kept_apart_then_trusted(alice: User, bob: User, exported: Path, tmp_path: Path,
+                                                   standin: StandIn) -> None:
+    campaign_requests = len(standin.requests)
+    assert campaign_requests > 0
+    signer = alice.key(tmp_path)
+
+    # refused by default: one line naming the signer, and not even an empty store is left
+    b1 = _fresh(tmp_path, "bob1")
+    refused = bob.claw("archive", "import", str(exported), cwd=b1.root)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert f"signed by {signer}, a key you do not trust" in refused.stderr
+    assert not (b1.root / "store").exists()
+
+    # --untrusted: imported, kept apart, and a build re-runs every node
+    b2 = _fresh(tmp_path, "bob2")
+    kept = bob.claw("archive", "import", str(exported), "--untrusted", cwd=b2.root)
+    assert kept.returncode == 0, kept.stderr
+    assert "kept apart" in kept.stderr
+    before = len(standin.requests)
+    bob.ok("build", *RUNS, cwd=b2.root)
+    assert len(standin.requests) - before == campaign_requests
+
+    # the same import, then `claw trust add`: the next build sends no request
+    b3 = _fresh(tmp_path, "bob3")
+    bob.ok("archive", "import", str(exported), "--untrusted", cwd=b3.root)
+    assert bob.ok("trust", "add", signer, cwd=tmp_path).strip() == f"trusted {signer}"
+    before = len(standin.requests)
+    built = bob.ok("build", *RUNS, cwd=b3.root)
+    assert len(standin.requests) == before, built
+    assert bob.claw("fsck", cwd=b3.root).returncode == 0
+
+    # trusted now: a plain import into a fresh workspace just works; removing trust refuses again
+    b4 = _fresh(tmp_path, "bob4")
+    bob.ok("archive", "import", str(exported), cwd=b4.root)
+    bob.ok("trust", "remove", signer, cwd=tmp_path)
+    assert bob.claw("archive", "import", str(exported), cwd=_fresh(tmp_path, "bob5").root).returncode == 2
+
+
+def _resign(forgery: Forgery, private: Ed25519PrivateKey) -> None:
+    """What an attacker with a key of their own does after editing the manifest."""
+    from clawstore.trust.signature import _CONTEXT
+
+    manifest = {k: v for k, v in forgery.manifest.items() if k != "signature"}
+    manifest["objects"] = [[h, len(forgery.frames[h])] for h in sorted(forgery.frames)]
+    signature = private.sign(_CONTEXT + canonical_json(manifest))
+    forgery.manifest["signature"] = {"key": keys.public_text(private.public_key()),
+                                     "ed25519": base64.b64encode(signature).decode()}
+
+
+def test_forged_signatures_are_refused_and_the_store_is_unchanged(alice: User, exported: Path,
+                                                                   tmp_path: Path) -> None:
+    ws = tmp_path / "alice"
+    before = snapshot(ws / "store")
+    mallory = Ed25519PrivateKey.generate()
+    attacks = {
+        "changed after signing": (lambda f: f.manifest.update(build_id="another-build"), "does not verify"),
+        "re-signed by another key": (lambda f: (f.manifest.update(build_id="another-build"), _resign(f, mallory)),
+                                     f"signed by {keys.public_text(mallory.public_key())}, a key you do not trust"),
+        "signature removed": (lambda f: f.manifest.pop("signature"), "not signed"),
+        "signature of another archive": (lambda f: f.manifest.update(
+            signature={**f.manifest["signature"], "ed25519": base64.b64encode(b"x" * 64).decode()}),
+            "does not verify"),
+    }
+    for what, (attack, words) in attacks.items():
+        forgery = Forgery.read(exported)
+        attack(forgery)
+        forged = forgery.write(tmp_path / "forged.claw")
+        done = alice.claw("archive", "import", str(forged), cwd=ws)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, (what, done.stderr)
+        assert words in done.stderr, (what, done.stderr)
+        assert snapshot(ws / "store") == before, what
+
+
+def test_a_pull_of_another_users_push_needs_their_key_trusted(alice: User, bob: User, tmp_path: Path,
+                                                               standin: StandIn) -> None:
+    a = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, cwd=a.root)
+    remote = tmp_path / "remote"
+    alice.ok("push", str(remote), cwd=a.root)
+    b = standard(tmp_path / "bob")
+    refused = bob.claw("pull", str(remote), cwd=b.root)
+    assert refused.returncode == 2 and f"signed by {alice.key(tmp_path)}" in refused.stderr, refused.stderr
+    bob.ok("trust", "add", alice.key(tmp_path), cwd=tmp_path)
+    shutil.rmtree(b.root / "store", ignore_errors=True)
+    bob.ok("pull", str(remote), cwd=b.root)
+    before = len(standin.requests)
+    bob.ok("build", *RUNS, cwd=b.root)
+    assert len(standin.requests) == before
