@@ -227,7 +227,8 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:60] + f"… ({len(text)} chars)"
 
 
-def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None) -> ArchiveSummary:
+def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
+          kept: dict[str, bytes] | None = None) -> ArchiveSummary:
     """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
     where = f"archive {path}"
     try:
@@ -250,6 +251,10 @@ def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None) -> Ar
             reader.read_data(first[1], parts.append)
             manifest = _parse_manifest(b"".join(parts), where)
             listing = manifest["objects"]
+            if kept is not None:  # records and input documents, read next by the entry checks
+                actions = manifest.get("actions", {})
+                verifier.wanted = {oid[len(PREFIX):] for oid in (*actions, *actions.values())}
+                verifier.kept = kept
             for index, (hexdigest, size) in enumerate(listing):
                 member = reader.next_header()
                 expected = OBJECTS + hexdigest
@@ -338,8 +343,10 @@ class ArchiveContents:
     """Read access, during an import, to the objects of a verified archive before any is published:
     those it stages and those the store already has. For the caller's checks (`check=`)."""
 
-    def __init__(self, store: Store, staged: dict[str, Path], listed: set[str]):
+    def __init__(self, store: Store, staged: dict[str, Path], listed: set[str],
+                 kept: dict[str, bytes] | None = None):
         self._store, self._staged, self._listed = store, staged, listed
+        self._kept = kept or {}  # contents already decoded and verified while the archive was read
 
     def in_archive(self, oid: str) -> bool:
         return is_oid(oid) and oid[len(PREFIX):] in self._listed
@@ -351,6 +358,9 @@ class ArchiveContents:
     def read(self, oid: str, limit: int = CONTENT_READ_MAX) -> bytes:
         """An object's content (verified), refused above `limit` bytes."""
         hexdigest = oid[len(PREFIX):]
+        known = self._kept.get(hexdigest)
+        if known is not None and len(known) <= limit:
+            return known
         staged = self._staged.get(hexdigest)
         where = str(staged) if staged is not None else f"store {self._store.root}"
         try:
@@ -402,11 +412,12 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
 
     with store.lease("archive-import " + path.name):
         try:
-            summary = _scan(path, on_object)
+            kept: dict[str, bytes] = {}
+            summary = _scan(path, on_object, kept)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
             listed = {item[0] for item in summary.manifest["objects"]}
-            contents = ArchiveContents(store, staged, listed)
+            contents = ArchiveContents(store, staged, listed, kept)
             _check_entries(summary.manifest.get("actions", {}), contents, str(path))
             if check is not None:
                 check(summary.manifest, contents)

@@ -74,8 +74,10 @@ class Verifier:
         self._stage: Path | None = None
         self._sink: BinaryIO | None = None
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="archive-verify")
-        self._pending: deque[tuple[str, int, Future[str | None]]] = deque()
+        self._pending: deque[tuple[str, int, Future[tuple[str | None, bytes | None]]]] = deque()
         self._pending_bytes = 0
+        self.wanted: set[str] = set()  # ids whose content to keep (small JSON the importer reads next)
+        self.kept: dict[str, bytes] = {}
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
@@ -91,7 +93,7 @@ class Verifier:
                 self.feed(view[offset:offset + _WRITE_SIZE])
             self.end()
             return
-        future = self._pool.submit(_check_whole, frame, hexdigest, stage)
+        future = self._pool.submit(_check_whole, frame, hexdigest, stage, hexdigest in self.wanted)
         self._pending.append((hexdigest, len(frame), future))
         self._pending_bytes += len(frame)
         while self._pending_bytes > PENDING_MAX:
@@ -130,9 +132,11 @@ class Verifier:
     def _settle_oldest(self) -> None:
         hexdigest, size, future = self._pending.popleft()
         self._pending_bytes -= size
-        why = future.result()
+        why, content = future.result()
         if why:
             raise self._damaged(hexdigest, why)
+        if content is not None:
+            self.kept[hexdigest] = content
 
     def finish(self) -> None:
         """Wait for every object checked in the pool; raise for the first damaged one."""
@@ -149,23 +153,25 @@ class Verifier:
         self._pool.shutdown(wait=True)
 
 
-def _check_whole(frame: bytes, hexdigest: str, stage: Path | None) -> str | None:
-    """Why a complete member is not the object `hexdigest` (None if it is); a good one is staged."""
+def _check_whole(frame: bytes, hexdigest: str, stage: Path | None, keep: bool = False
+                 ) -> tuple[str | None, bytes | None]:
+    """(why a complete member is not the object `hexdigest` or None, its content if `keep`); a good
+    one is staged."""
     length = frame_length(frame)
     if length is None or length > len(frame):
-        return "truncated or undecodable frame"
+        return "truncated or undecodable frame", None
     if length < len(frame):
-        return "data after the frame"
+        return "data after the frame", None
     try:
         content = zstandard.ZstdDecompressor().decompress(frame)  # the declared size bounds the output
     except zstandard.ZstdError:
-        return "undecodable"
+        return "undecodable", None
     if blake3.blake3(content).hexdigest() != hexdigest:
-        return "content does not match its id"
+        return "content does not match its id", None
     if stage is not None:
         with open_staging(stage) as sink:
             write_staging(sink, frame, stage)
-    return None
+    return None, content if keep else None
 
 
 def open_staging(path: Path) -> BinaryIO:
