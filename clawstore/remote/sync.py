@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
 from clawstore.store.archive import import_archive, write_archive
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.reach import Reach
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -124,12 +125,12 @@ def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[str],
         objects = {oid[len(PREFIX):] for oid in store.iter_objects()}
         actions = {key: record for key, record in store.iter_actions() if record is not None}
         return objects, actions
-    from clawstore.store.reach import head_closure
+    from clawstore.builder.closure import head_closure
 
     objects, actions = set(), {}
     for target in refs.values():
         closure = head_closure(store, target)
-        objects.update(oid[len(PREFIX):] for oid in closure.objects)
+        objects.update(closure.objects)  # hex digests already
         actions.update(closure.actions)
     return objects, actions
 
@@ -239,19 +240,44 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -
         _, _, bundles = _remote_content(store, remote, backend)
         fetched = _cache_dir(store, remote) / "fetched"
         done = set(fetched.read_text().split()) if fetched.exists() else set()
-        todo = [b for b in bundles if b not in done]
-        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
-            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                for bundle, (new, size) in zip(todo, pool.map(
-                        lambda b: _fetch_bundle(store, backend, b, Path(tmp)), todo), strict=True):
-                    report.bundles += 1
-                    report.objects += new
-                    report.bytes += size
-                    with open(fetched, "a", encoding="ascii") as fh:
-                        fh.write(bundle + "\n")
+
+        def fetch(todo: list[str]) -> None:
+            with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
+                with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                    for bundle, (new, size) in zip(todo, pool.map(
+                            lambda b: _fetch_bundle(store, backend, b, Path(tmp)), todo), strict=True):
+                        report.bundles += 1
+                        report.objects += new
+                        report.bytes += size
+                        done.add(bundle)
+                        with open(fetched, "a", encoding="ascii") as fh:
+                            fh.write(bundle + "\n")
+
+        if wanted is None:
+            fetch([b for b in bundles if b not in done])
+        else:
+            _fetch_closure(store, remote, backend, [b for b in bundles if b not in done], remote_refs, fetch)
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report)
     return report
+
+
+def _fetch_closure(store: Store, remote: Remote, backend: Backend, bundles: list[str], refs: dict[str, str],
+                   fetch: Callable[[list[str]], None]) -> None:
+    """A pull narrowed to some refs fetches only the bundles holding what their heads reach: walk the
+    closure in the store, fetch the bundles listing what is missing, walk again (a head names its
+    records, records their outputs, trees their files: a few rounds)."""
+    listed = {bundle: set(_read_listing(store, remote, backend, bundle)["objects"]) for bundle in bundles}
+    while listed:
+        reach = Reach(store)
+        reach.mark(refs.values())
+        missing = set(reach.missing)
+        todo = sorted(bundle for bundle, ids in listed.items() if ids & missing)
+        if not todo:
+            return  # what is still missing is in no bundle (an interrupted push): _pull_ref says so
+        fetch(todo)
+        for bundle in todo:
+            del listed[bundle]
 
 
 def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
