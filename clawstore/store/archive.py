@@ -34,7 +34,7 @@ from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, Verifier
+from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, SharedStage, Stage, Verifier
 from clawstore.store.durable import fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.layout import FORMAT_FILE
@@ -343,7 +343,7 @@ class ArchiveContents:
     """Read access, during an import, to the objects of a verified archive before any is published:
     those it stages and those the store already has. For the caller's checks (`check=`)."""
 
-    def __init__(self, store: Store, staged: dict[str, Path], listed: set[str],
+    def __init__(self, store: Store, staged: dict[str, Stage], listed: set[str],
                  kept: dict[str, bytes] | None = None):
         self._store, self._staged, self._listed = store, staged, listed
         self._kept = kept or {}  # contents already decoded and verified while the archive was read
@@ -362,9 +362,13 @@ class ArchiveContents:
         if known is not None and len(known) <= limit:
             return known
         staged = self._staged.get(hexdigest)
-        where = str(staged) if staged is not None else f"store {self._store.root}"
+        where = f"store {self._store.root}" if staged is None else str(
+            staged.path if isinstance(staged, SharedStage) else staged)
         try:
-            frame = staged.read_bytes() if staged is not None else self._store.read_frame(oid)
+            if isinstance(staged, SharedStage):
+                frame = staged.read(hexdigest)
+            else:
+                frame = staged.read_bytes() if staged is not None else self._store.read_frame(oid)
         except OSError as exc:
             raise StoreError(f"cannot read {where}: {exc.strerror}") from None
         declared = codec.content_size(frame[:codec.MAX_HEADER])
@@ -398,16 +402,22 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
     clawstore/trust/apart.py), so no build reuses them until the signer is trusted.
     """
     path = Path(path)
-    staged: dict[str, Path] = {}
+    staged: dict[str, Stage] = {}
     present = 0
+    shared: SharedStage | None = None
 
-    def on_object(hexdigest: str, size: int) -> Path | None:
-        """Where to stage this object's frame, or None if the store has it already."""
-        nonlocal present
+    def on_object(hexdigest: str, size: int) -> Stage | None:
+        """Where to stage this object's frame (small ones share one file), None if the store has it."""
+        nonlocal present, shared
         if store.has_fresh(bytes.fromhex(hexdigest)):  # present: its pack's mtime is refreshed for gc
             present += 1
             return None
-        staged[hexdigest] = store.tmp_dir / temp_name()
+        if size <= WHOLE_MAX:
+            if shared is None:
+                shared = SharedStage(store.tmp_dir / temp_name())
+            staged[hexdigest] = shared
+        else:
+            staged[hexdigest] = store.tmp_dir / temp_name()
         return staged[hexdigest]
 
     with store.lease("archive-import " + path.name):
@@ -426,11 +436,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             if not trusted and not untrusted:
                 raise ArchiveError(f"{path}: {_untrusted_why(report.signer)}")
             _publish(store, staged, report)
-        except BaseException:
-            for tmp in staged.values():
-                with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
-            raise
+        finally:
+            _unstage(staged)
         refs = {**summary.manifest.get("refs", {}), **pin_refs}
         if trusted:
             _write_actions(store, summary.manifest.get("actions", {}), report)
@@ -491,19 +498,31 @@ def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
     return wanted  # type: ignore[return-value]
 
 
-def _publish(store: Store, staged: dict[str, Path], report: ImportReport) -> None:
+def _publish(store: Store, staged: dict[str, Stage], report: ImportReport) -> None:
     """Append every staged object to packs and index them with one durability barrier."""
     if not staged:
         return
     with store.batch():
-        for hexdigest, tmp in sorted(staged.items()):
-            size = tmp.stat().st_size
-            if store.put_frame_file(bytes.fromhex(hexdigest), tmp):  # another writer may have it now
+        for hexdigest, stage in sorted(staged.items()):
+            digest = bytes.fromhex(hexdigest)
+            if isinstance(stage, SharedStage):
+                frame = stage.read(hexdigest)
+                size, added = len(frame), store.put_frame(digest, frame)
+            else:
+                size, added = stage.stat().st_size, store.put_frame_file(digest, stage)
+            if added:  # another writer may have it now
                 report.new_bytes += size
                 report.new_objects += 1
-    for tmp in staged.values():
+
+
+def _unstage(staged: dict[str, Stage]) -> None:
+    """Remove the staging files (one shared file for the small frames, one per large frame)."""
+    for stage in {id(s): s for s in staged.values()}.values():
+        if isinstance(stage, SharedStage):
+            stage.close()
+            stage = stage.path
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            stage.unlink()
     staged.clear()
 
 

@@ -8,6 +8,7 @@ pieces of at most 1 MiB.
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +27,37 @@ WHOLE_MAX = 64 << 20  # frames (and contents) up to this size are decoded in one
 PENDING_MAX = 256 << 20  # frames waiting for the pool
 WORKERS = 2
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class SharedStage:
+    """One staging file for many small frames, appended by the verification pool as each is found good:
+    an import of N objects writes (and later unlinks) one file, not N (N unlinks cost most of a large
+    pull). `read(hex)` gives a frame back for publishing."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fh = open_staging(path)
+        self._lock = threading.Lock()
+        self.spans: dict[str, tuple[int, int]] = {}
+
+    def append(self, hexdigest: str, frame: bytes | memoryview) -> None:
+        with self._lock:
+            offset = self._fh.tell()
+            write_staging(self._fh, frame, self.path)
+            self.spans[hexdigest] = (offset, len(frame))
+
+    def read(self, hexdigest: str) -> bytes:
+        offset, length = self.spans[hexdigest]
+        with self._lock:
+            self._fh.flush()
+        with open(self.path, "rb") as fh:
+            return os.pread(fh.fileno(), length, offset)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+Stage = Path | SharedStage
 
 
 class ObjectCheckError(UsageError):
@@ -82,16 +114,18 @@ class Verifier:
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
 
-    def check_whole(self, hexdigest: str, frame: bytes, stage: Path | None = None) -> None:
+    def check_whole(self, hexdigest: str, frame: bytes, stage: Stage | None = None) -> None:
         """A complete member of at most WHOLE_MAX bytes: checked (and staged) by the pool when it
         declares a content size of at most WHOLE_MAX, else streamed here."""
         declared = _declared_size(frame)
         if declared is None or declared > WHOLE_MAX:
-            self.start(hexdigest, stage)
+            self.start(hexdigest, stage if isinstance(stage, Path) else None)
             view = memoryview(frame)
             for offset in range(0, len(frame), _WRITE_SIZE):
                 self.feed(view[offset:offset + _WRITE_SIZE])
             self.end()
+            if isinstance(stage, SharedStage):
+                stage.append(hexdigest, frame)  # checked: staged whole
             return
         future = self._pool.submit(_check_whole, frame, hexdigest, stage, hexdigest in self.wanted)
         self._pending.append((hexdigest, len(frame), future))
@@ -153,7 +187,7 @@ class Verifier:
         self._pool.shutdown(wait=True)
 
 
-def _check_whole(frame: bytes, hexdigest: str, stage: Path | None, keep: bool = False
+def _check_whole(frame: bytes, hexdigest: str, stage: Stage | None, keep: bool = False
                  ) -> tuple[str | None, bytes | None]:
     """(why a complete member is not the object `hexdigest` or None, its content if `keep`); a good
     one is staged."""
@@ -168,7 +202,9 @@ def _check_whole(frame: bytes, hexdigest: str, stage: Path | None, keep: bool = 
         return "undecodable", None
     if blake3.blake3(content).hexdigest() != hexdigest:
         return "content does not match its id", None
-    if stage is not None:
+    if isinstance(stage, SharedStage):
+        stage.append(hexdigest, frame)
+    elif stage is not None:
         with open_staging(stage) as sink:
             write_staging(sink, frame, stage)
     return None, content if keep else None
