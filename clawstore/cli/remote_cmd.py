@@ -113,9 +113,11 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 @click.argument("remote")
 @_ENDPOINT
 @_narrow
+@click.option("--untrusted", is_flag=True, help="Take bundles signed by a key you do not trust: kept apart, never "
+              "reused by a build until you `claw trust add` the signer (refs are kept apart too).")
 @store_option
 def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
-                 evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
+                 evaluation_profile: str | None, pin: str | None, untrusted: bool, store_dir: Path | None) -> None:
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
     from clawstore.remote.backends import open_backend
     from clawstore.remote.config import resolve_remote
@@ -125,7 +127,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     target = resolve_remote(_workspace(), remote, endpoint_url)
     open_backend(target.url, target.endpoint_url)  # a bad URL is refused before a store is created
     store = Store(workspace_store_dir(store_dir), create=True)
-    report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
+    report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin), untrusted=untrusted)
     click.echo(report.summary())
 
 

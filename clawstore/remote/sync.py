@@ -55,11 +55,15 @@ class SyncReport:
     bytes: int = 0
     refs_moved: list[str] = field(default_factory=list)
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> why it did not move
+    kept_apart: set[str] = field(default_factory=set)  # signers of bundles kept apart (pull --untrusted)
 
     def summary(self) -> str:
         lines = [f"{self.verb} {self.remote}: {self.bundles} bundle(s), {self.objects} object(s), "
                  f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"]
         lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
+        if self.kept_apart:
+            lines.append(f"  kept apart (signed by {', '.join(sorted(self.kept_apart))}, not trusted): no build "
+                         "reuses it until you claw trust add the signer; refs not moved")
         return "\n".join(lines)
 
 
@@ -219,19 +223,28 @@ def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: 
 
 # ------------------------------------------------------------------------------------------ pull
 
-def _fetch_bundle(store: Store, backend: Backend, bundle: str, work: Path) -> tuple[int, int]:
+def _fetch_bundle(store: Store, backend: Backend, bundle: str, work: Path, untrusted: bool = False
+                  ) -> tuple[int, int, str | None]:
+    """Import one bundle; (new objects, bytes, the signer if it was kept apart as untrusted)."""
     target = work / f"{bundle}.claw"
     backend.download(_bundle_name(bundle), target)
     try:
-        imported = import_archive(store, target)
+        imported = import_archive(store, target, untrusted=untrusted)
         if imported.summary.digest != PREFIX + bundle:
             raise UsageError(f"bundle {bundle}: its bytes hash to {imported.summary.digest}, not its name")
     finally:
         target.unlink(missing_ok=True)
-    return imported.new_objects, imported.summary.size
+    apart = None if imported.kept_apart is None else (imported.signer or "unsigned")
+    return imported.new_objects, imported.summary.size, apart
 
 
-def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -> SyncReport:
+def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False
+         ) -> SyncReport:
+    """Fetch the bundles this store lacks (verified, signed by a trusted key), then move the refs.
+
+    `untrusted`: bundles signed by a key the user does not trust are kept apart (trust/apart.py) and,
+    if any was, so are the remote's refs; such bundles are not remembered as fetched, so a later pull
+    without --untrusted refuses them again instead of moving refs onto them."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
@@ -244,12 +257,15 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -
         def fetch(todo: list[str]) -> None:
             with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
                 with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                    for bundle, (new, size) in zip(todo, pool.map(
-                            lambda b: _fetch_bundle(store, backend, b, Path(tmp)), todo), strict=True):
+                    for bundle, (new, size, apart) in zip(todo, pool.map(
+                            lambda b: _fetch_bundle(store, backend, b, Path(tmp), untrusted), todo), strict=True):
                         report.bundles += 1
                         report.objects += new
                         report.bytes += size
                         done.add(bundle)
+                        if apart is not None:
+                            report.kept_apart.add(apart)
+                            continue
                         with open(fetched, "a", encoding="ascii") as fh:
                             fh.write(bundle + "\n")
 
@@ -257,9 +273,21 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None) -
             fetch([b for b in bundles if b not in done])
         else:
             _fetch_closure(store, remote, backend, [b for b in bundles if b not in done], remote_refs, fetch)
+        if report.kept_apart:
+            _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
+            return report
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report)
     return report
+
+
+def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> None:
+    """The remote's refs, when some of what they name came from untrusted signers: kept apart with the
+    entries, moved in by the first build after every one of those signers is trusted."""
+    doc = {"kind": "untrusted-import", "signer": signers[0] if len(signers) == 1 else None, "signers": signers,
+           "actions": {}, "refs": {name: value for name, value in refs.items() if store.has(value)}}
+    oid = store.put_json(doc)
+    store.set_ref(f"untrusted/{oid[len(PREFIX):]}", oid)
 
 
 def _fetch_closure(store: Store, remote: Remote, backend: Backend, bundles: list[str], refs: dict[str, str],

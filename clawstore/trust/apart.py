@@ -36,7 +36,8 @@ def promote_trusted(store: Any, trusts: Callable[[str | None], bool] | None = No
         trusts = user_trusts
     moved = []
     for name, doc in sorted(kept_apart(store).items()):
-        if not trusts(doc.get("signer")):
+        signers = doc.get("signers") or [doc.get("signer")]  # a pull's refs: every signer of its bundles
+        if not all(trusts(signer) for signer in signers):
             continue
         report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only
         _write_actions(store, doc.get("actions") or {}, report)

@@ -175,3 +175,30 @@ def test_a_pull_of_another_users_push_needs_their_key_trusted(alice: User, bob: 
     before = len(standin.requests)
     bob.ok("build", *RUNS, cwd=b.root)
     assert len(standin.requests) == before
+
+
+def test_pull_untrusted_is_kept_apart_until_the_pusher_is_trusted(alice: User, bob: User, tmp_path: Path,
+                                                                  standin: StandIn) -> None:
+    a = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, cwd=a.root)
+    campaign_requests = len(standin.requests)
+    remote = str(tmp_path / "remote")
+    alice.ok("push", remote, cwd=a.root)
+
+    b1 = standard(tmp_path / "bob1")
+    pulled = bob.ok("pull", remote, "--untrusted", cwd=b1.root)
+    assert f"kept apart (signed by {alice.key(tmp_path)}" in pulled
+    before = len(standin.requests)
+    bob.ok("build", *RUNS, cwd=b1.root)  # nothing of alice's is reused: every node runs here
+    assert len(standin.requests) - before == campaign_requests
+    again = bob.claw("pull", remote, cwd=b1.root)  # a plain pull refuses them again, refs stay put
+    assert again.returncode == 2 and "a key you do not trust" in again.stderr
+
+    b2 = standard(tmp_path / "bob2")
+    bob.ok("pull", remote, "--untrusted", cwd=b2.root)
+    bob.ok("trust", "add", alice.key(tmp_path), cwd=tmp_path)
+    before = len(standin.requests)
+    bob.ok("build", *RUNS, cwd=b2.root)  # moved in first, then reused
+    assert len(standin.requests) == before
+    assert bob.claw("fsck", cwd=b2.root).returncode == 0
+    assert bob.ok("pull", remote, cwd=b2.root)  # trusted now: a plain pull just works
