@@ -75,7 +75,14 @@ def never_built_message(store: Any, campaign_id: str) -> str | None:
     return message + " (run claw build)"
 
 
-def require_built(store: Any, campaign_id: str) -> None:
+def require_built(store: Any, campaign_id: str, kept_apart_ok: bool = False) -> None:
+    """UsageError unless the campaign has a head (or, with `kept_apart_ok`, one imported --untrusted)."""
     message = never_built_message(store, campaign_id)
-    if message is not None:
-        raise UsageError(message)
+    if message is None:
+        return
+    if kept_apart_ok:
+        from clawstore.report.data import kept_apart_head
+
+        if kept_apart_head(store, campaign_id) is not None:
+            return
+    raise UsageError(message)

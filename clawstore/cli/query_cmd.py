@@ -69,6 +69,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     sql, _ = resolve_sql(sql_or_name, Path.cwd())
     # Builds finished since the last query join the manifest now; a damaged build log is named and skipped.
     index_pending(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    _note_untrusted(root)
     export = None
     if out is not None:
         export = _EXPORTS.get(out.suffix.lower())
@@ -91,6 +92,18 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         except OSError as exc:
             raise UsageError(f"--out {out}: {exc.strerror}") from None
     click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
+
+
+def _note_untrusted(root: Path) -> None:
+    """Rows of campaigns kept apart as untrusted are in the current views: say so on every query."""
+    from clawstore.query.heads import read_untrusted
+    from clawstore.query.manifest import manifest_dir
+
+    kept = read_untrusted(manifest_dir(root))
+    if kept:
+        signers = ", ".join(sorted({signer for _, signer in kept.values()}))
+        click.echo(f"claw: note: {len(kept)} campaign(s) kept apart as untrusted (signed by {signers}) are in the "
+                   "current views with trusted = false; add `where trusted` to leave them out", err=True)
 
 
 def _print_schema(fmt: str) -> None:
@@ -137,7 +150,7 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = _existing_store(store_dir)
     store = _open_store(root)
-    require_built(store, ids.campaign_id)
+    require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
     report = build_report(store, ids.campaign_id, cases, models)
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))

@@ -3,7 +3,9 @@
 Layout under `<store>/manifest/heads/`:
     <head hex>/<table>.parquet   the rows of one campaign head (tables: runs, checks, judgements,
                                  results, nodes), made by the same flattening `claw report` uses
-    current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now
+    current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now,
+                                 and {"untrusted": {campaign_id: {"head": hex, "signer": key}}}: heads
+                                 imported with --untrusted and kept apart (trust/apart.py)
 A head object is immutable, so its directory is written once; `current.json` is replaced atomically
 under the manifest's index lock, by whoever last read the refs. The plain views read only the
 directories `current.json` names, so they hold exactly the rows `claw report` shows.
@@ -36,6 +38,10 @@ class HeadSource(Protocol):
 
     def get_json(self, oid: str) -> Any: ...
 
+    def get_ref(self, name: str) -> str | None: ...
+
+    def has(self, oid: str) -> bool: ...
+
 
 def heads_dir(manifest: Path) -> Path:
     return manifest / "heads"
@@ -45,14 +51,28 @@ def _hex(oid: str) -> str:
     return oid.split(":", 1)[-1]
 
 
-def read_current(manifest: Path) -> dict[str, str]:
-    """{campaign_id: head hex} as last published (empty when no query has indexed heads yet)."""
+def _read_current_doc(manifest: Path) -> dict[str, Any]:
     try:
         data = json.loads((heads_dir(manifest) / "current.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    campaigns = data.get("campaigns") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def read_current(manifest: Path) -> dict[str, str]:
+    """{campaign_id: head hex} as last published (empty when no query has indexed heads yet)."""
+    campaigns = _read_current_doc(manifest).get("campaigns")
     return {str(k): str(v) for k, v in campaigns.items()} if isinstance(campaigns, dict) else {}
+
+
+def read_untrusted(manifest: Path) -> dict[str, tuple[str, str]]:
+    """{campaign_id: (head hex, signer)} of the heads kept apart as untrusted, as last published."""
+    found = _read_current_doc(manifest).get("untrusted")
+    heads = {}
+    for campaign, entry in (found.items() if isinstance(found, dict) else ()):
+        if isinstance(entry, dict) and isinstance(entry.get("head"), str):
+            heads[str(campaign)] = (entry["head"], str(entry.get("signer")))
+    return heads
 
 
 def current_files(manifest: Path, table: str) -> list[str]:
@@ -61,9 +81,27 @@ def current_files(manifest: Path, table: str) -> list[str]:
     return [str(root / hexid / f"{table}.parquet") for hexid in sorted(set(read_current(manifest).values()))]
 
 
+def untrusted_files(manifest: Path, table: str) -> dict[str, list[str]]:
+    """{signer: the Parquet files of `table` of the heads kept apart as signed by it}."""
+    root = heads_dir(manifest)
+    by_signer: dict[str, set[str]] = {}
+    for hexid, signer in read_untrusted(manifest).values():
+        by_signer.setdefault(signer, set()).add(str(root / hexid / f"{table}.parquet"))
+    return {signer: sorted(files) for signer, files in sorted(by_signer.items())}
+
+
 def wanted_heads(store: HeadSource) -> dict[str, str]:
     """{campaign_id: head object id} from the campaign refs right now."""
     return {name[len(CAMPAIGN_REFS):]: oid for name, oid in store.list_refs(CAMPAIGN_REFS).items()}
+
+
+def wanted_untrusted(store: HeadSource) -> dict[str, tuple[str, str]]:
+    """{campaign_id: (head object id, signer)} of the campaign heads kept apart right now."""
+    if not store.list_refs("untrusted/"):
+        return {}  # the usual case: nothing was imported with --untrusted
+    from clawstore.trust.apart import kept_apart_heads
+
+    return kept_apart_heads(store)
 
 
 def record_loader(store: ObjectReader, warn: Warn | None = None) -> RecordLoader:
@@ -111,12 +149,16 @@ def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]]) ->
     segments.fsync_dir(root)
 
 
-def publish_current(manifest: Path, campaigns: Mapping[str, str]) -> None:
-    """Atomically replace current.json with {campaign_id: head hex}."""
+def publish_current(manifest: Path, campaigns: Mapping[str, str],
+                    untrusted: Mapping[str, tuple[str, str]] | None = None) -> None:
+    """Atomically replace current.json with {campaign_id: head hex} and the kept-apart heads."""
     root = heads_dir(manifest)
     root.mkdir(parents=True, exist_ok=True)
     tmp_file = root / f"current.json.{os.getpid()}.tmp"
-    tmp_file.write_text(json.dumps({"campaigns": dict(sorted(campaigns.items()))}), encoding="utf-8")
+    doc: dict[str, Any] = {"campaigns": dict(sorted(campaigns.items()))}
+    if untrusted:
+        doc["untrusted"] = {c: {"head": h, "signer": s} for c, (h, s) in sorted(untrusted.items())}
+    tmp_file.write_text(json.dumps(doc), encoding="utf-8")
     with open(tmp_file, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp_file, root / "current.json")
@@ -126,30 +168,35 @@ def publish_current(manifest: Path, campaigns: Mapping[str, str]) -> None:
 def heads_changed(store: HeadSource, manifest: Path) -> bool:
     """True when the campaign refs point somewhere `current.json` (or its directories) does not."""
     wanted = {campaign: _hex(oid) for campaign, oid in wanted_heads(store).items()}
+    apart = {campaign: (_hex(oid), signer) for campaign, (oid, signer) in wanted_untrusted(store).items()}
     root = heads_dir(manifest)
-    return wanted != read_current(manifest) or any(not (root / h).is_dir() for h in wanted.values())
+    on_disk = [*wanted.values(), *(h for h, _ in apart.values())]
+    return (wanted != read_current(manifest) or apart != read_untrusted(manifest)
+            or any(not (root / h).is_dir() for h in on_disk))
 
 
 def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
     lock. Returns True when what the plain views show changed."""
     heads = wanted_heads(store)
+    kept = wanted_untrusted(store)
     wanted = {campaign: _hex(oid) for campaign, oid in heads.items()}
+    apart = {campaign: (_hex(oid), signer) for campaign, (oid, signer) in kept.items()}
     root = heads_dir(manifest)
-    published = read_current(manifest)
-    missing = {hexid for hexid in wanted.values() if not (root / hexid).is_dir()}
-    if wanted == published and not missing:
+    oids = {_hex(oid): oid for oid in [*heads.values(), *(oid for oid, _ in kept.values())]}
+    missing = {hexid for hexid in oids if not (root / hexid).is_dir()}
+    if wanted == read_current(manifest) and apart == read_untrusted(manifest) and not missing:
         return False
-    oids = {_hex(oid): oid for oid in heads.values()}
     for hexid in sorted(missing):
         tables = _head_rows(store, oids[hexid], warn)
         if tables is None:
             wanted = {c: h for c, h in wanted.items() if h != hexid}
+            apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}
             continue
         publish_head(manifest, hexid, tables)
-    publish_current(manifest, wanted)
+    publish_current(manifest, wanted, apart)
     # Heads no ref names any more: a reader still on the old current.json retries with the new one.
-    keep = set(wanted.values())
+    keep = set(wanted.values()) | {h for h, _ in apart.values()}
     for entry in root.iterdir():
         if entry.is_dir() and entry.name not in keep:
             shutil.rmtree(entry, ignore_errors=True)

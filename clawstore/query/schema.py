@@ -184,12 +184,20 @@ OBJECTS: list[Column] = [
 ]
 
 
+# Columns of the current views only, computed when the views are made (not stored in Parquet): a
+# campaign imported with --untrusted is queryable, marked, until its signer is trusted.
+TRUST: list[Column] = [
+    Column("trusted", "BOOLEAN", "false for a campaign kept apart (imported or pulled with --untrusted)"),
+    Column("signer", "VARCHAR", "the key that signed a kept-apart campaign (null when trusted)"),
+]
+
+
 def view_columns() -> dict[str, list[Column]]:
-    """Every view `claw query` offers, with its columns (the same columns for current and history)."""
+    """Every view `claw query` offers, with its columns (current views add the TRUST columns)."""
     views: dict[str, list[Column]] = {}
     for table, cols in PHYSICAL.items():
         if table in HISTORY_VIEW:
-            views[table] = cols
+            views[table] = cols + TRUST
             views[HISTORY_VIEW[table]] = cols
         else:
             views[table] = cols

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from clawstore.query.heads import current_files
-from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, Column
+from clawstore.query.heads import current_files, untrusted_files
+from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
 
 
@@ -23,10 +23,23 @@ def history_sql(snap: Snapshot, table: str) -> str:
     return project(table, files_sql(files)) if files else empty_select(PHYSICAL[table])
 
 
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def current_view_sql(manifest: Path, table: str) -> str:
-    """Every campaign as it stands: the rows of each current campaign head (what `claw report` shows)."""
+    """Every campaign as it stands: the rows of each current campaign head (what `claw report` shows),
+    then those of heads kept apart as untrusted, marked by the TRUST columns."""
+    def marked(files: list[str], trusted: str, signer: str) -> str:
+        return f"SELECT *, {trusted} AS trusted, {signer} AS signer FROM ({project(table, files_sql(files))})"
+
+    parts = []
     files = current_files(manifest, table)
-    return project(table, files_sql(files)) if files else empty_select(PHYSICAL[table])
+    if files:
+        parts.append(marked(files, "true", "CAST(NULL AS VARCHAR)"))
+    for signer, kept in untrusted_files(manifest, table).items():
+        parts.append(marked(kept, "false", _literal(signer)))
+    return " UNION ALL ".join(parts) if parts else empty_select(PHYSICAL[table] + TRUST)
 
 
 def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:

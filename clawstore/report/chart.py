@@ -62,7 +62,8 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
         ax.set_ylim(max(0.0, min(ys) - 1.0), min(10.5, max(ys) + 1.0))
         ax.set_xlabel("total cost of the campaign's results (USD: runs + evaluation)")
         ax.set_ylabel("mean final score (0-10)")
-        ax.set_title(f"Quality vs cost — {report.campaign_id}\nbubble area: mean run latency", fontsize=11)
+        marked = "UNTRUSTED (kept apart) — " if report.untrusted_signer else ""
+        ax.set_title(f"{marked}Quality vs cost — {report.campaign_id}\nbubble area: mean run latency", fontsize=11)
         ax.grid(True, alpha=0.3, zorder=0)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=DPI, facecolor="white")

@@ -79,6 +79,14 @@ class CampaignReport:
     finished_at: str | None
     rows: list[ReportRow]
     models: list[ModelSummary]
+    untrusted_signer: str | None = None  # set when the head was kept apart (imported with --untrusted)
+
+    @property
+    def untrusted_line(self) -> str | None:
+        if self.untrusted_signer is None:
+            return None
+        return (f"UNTRUSTED: kept apart, signed by {self.untrusted_signer}; no build reuses these results "
+                f"until you claw trust add the signer")
 
     @property
     def run_cost_usd(self) -> float:
@@ -103,6 +111,8 @@ class CampaignReport:
                          "evaluation_profile_id": self.evaluation_profile_id},
             "head": {"object": self.head_id, "build_id": self.build_id, "state": self.state,
                      "started_at": self.started_at, "finished_at": self.finished_at},
+            "trusted": self.untrusted_signer is None,
+            "signer": self.untrusted_signer,
             "rows": [asdict(r) for r in self.rows],
             "models": [asdict(m) for m in self.models],
             "totals": {"run_cost_usd": self.run_cost_usd, "eval_cost_usd": self.eval_cost_usd,
@@ -191,24 +201,40 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
     return out
 
 
-def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any]]:
+def kept_apart_head(store: HeadStore, campaign_id: str) -> tuple[str, str] | None:
+    """(head id, signer) of the campaign's head imported with --untrusted, if that is all there is."""
+    list_refs = getattr(store, "list_refs", None)
+    if list_refs is None or not list_refs("untrusted/"):
+        return None
+    from clawstore.trust.apart import kept_apart_heads
+
+    return kept_apart_heads(store).get(campaign_id)
+
+
+def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any], str | None]:
+    """(head id, head, None) of the campaign's head ref, or (head id, head, signer) of a head kept apart
+    as untrusted when the campaign has no trusted head: shown, and marked."""
     ref = f"campaigns/{campaign_id}"
     head_id = store.get_ref(ref)
+    signer = None
     if not head_id:
-        raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
+        apart = kept_apart_head(store, campaign_id)
+        if apart is None:
+            raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
+        head_id, signer = apart
     try:
         head = store.get_json(head_id)
     except MissingObjectError:
         raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
     if not isinstance(head, Mapping):
         raise UsageError(f"ref {ref}: {head_id} is not a campaign head")
-    return str(head_id), head
+    return str(head_id), head, signer
 
 
 def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
                  models: Sequence[str] = ()) -> CampaignReport:
     """The campaign's last state (its head ref), one row per model × case, repetitions folded."""
-    head_id, head = load_head(store, campaign_id)
+    head_id, head, signer = load_head(store, campaign_id)
     # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
     tables = build_rows(store, head)  # type: ignore[arg-type]
     nodes = [n for n in tables["nodes"]
@@ -234,4 +260,5 @@ def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
         finished_at=head.get("finished_at"),
         rows=rows,
         models=_summaries(rows, nodes),
+        untrusted_signer=signer,
     )

@@ -42,6 +42,7 @@ Section = tuple[str, list[str], list[list[str]], list[bool]]  # title, headers, 
 def header_lines(report: CampaignReport) -> list[str]:
     total = report.run_cost_usd + report.eval_cost_usd
     return [
+        *([report.untrusted_line] if report.untrusted_line else []),
         f"Campaign: {report.campaign_id}",
         f"Suite: {report.suite_id}  Run profile: {report.run_profile_id}  "
         f"Evaluation profile: {report.evaluation_profile_id or 'n/a'}",

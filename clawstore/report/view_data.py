@@ -27,6 +27,12 @@ class _CachedStore:
     def get_ref(self, name: str) -> Any:
         return self._store.get_ref(name)
 
+    def list_refs(self, prefix: str = "") -> dict[str, str]:
+        return getattr(self._store, "list_refs", lambda _prefix: {})(prefix)
+
+    def has(self, oid: str) -> bool:
+        return bool(self._store.has(oid))  # type: ignore[attr-defined]
+
     def get_json(self, oid: str) -> Any:
         if oid not in self._json:
             self._json[oid] = self._store.get_json(oid)
@@ -166,7 +172,8 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
     return {"id": report.campaign_id, "suite_id": report.suite_id, "run_profile_id": report.run_profile_id,
             "evaluation_profile_id": report.evaluation_profile_id, "build_id": report.build_id,
             "state": report.state, "finished_at": report.finished_at,
-            "run_cost_usd": report.run_cost_usd, "eval_cost_usd": report.eval_cost_usd}
+            "run_cost_usd": report.run_cost_usd, "eval_cost_usd": report.eval_cost_usd,
+            "untrusted": report.untrusted_line}
 
 
 def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None) -> ViewData:

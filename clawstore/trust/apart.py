@@ -13,6 +13,8 @@ from typing import Any
 
 from clawstore.store.archive import UNTRUSTED_REFS, ImportReport, _write_actions, _write_refs
 
+CAMPAIGN_REFS = "campaigns/"
+
 
 def kept_apart(store: Any) -> dict[str, dict[str, Any]]:
     """{ref name: the kept-apart document} for every untrusted import in the store."""
@@ -22,6 +24,27 @@ def kept_apart(store: Any) -> dict[str, dict[str, Any]]:
         if isinstance(doc, dict) and doc.get("kind") == "untrusted-import":
             found[name] = doc
     return found
+
+
+def signer_text(doc: dict[str, Any]) -> str:
+    """Who signed a kept-apart set, for views and reports ("unsigned" when nobody did)."""
+    signers = doc.get("signers") or [doc.get("signer")]
+    return ", ".join(sorted({str(s) if s else "unsigned" for s in signers}))
+
+
+def kept_apart_heads(store: Any) -> dict[str, tuple[str, str]]:
+    """{campaign id: (head object id, signer)} for every campaign head kept apart and not also the
+    campaign's trusted head: what query, report and view show marked as untrusted."""
+    heads: dict[str, tuple[str, str]] = {}
+    for _name, doc in sorted(kept_apart(store).items()):
+        refs = doc.get("refs")
+        for ref, oid in (refs.items() if isinstance(refs, dict) else ()):
+            if not (isinstance(ref, str) and ref.startswith(CAMPAIGN_REFS) and isinstance(oid, str)):
+                continue
+            campaign = ref[len(CAMPAIGN_REFS):]
+            if store.get_ref(ref) != oid and store.has(oid):
+                heads.setdefault(campaign, (oid, signer_text(doc)))
+    return heads
 
 
 def promote_trusted(store: Any, trusts: Callable[[str | None], bool] | None = None) -> list[str]:

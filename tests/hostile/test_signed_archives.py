@@ -7,10 +7,8 @@ list); the archives are real files, the forgeries re-sealed with tests/faults/fo
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,44 +17,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from clawstore.canonical import canonical_json
 from clawstore.testing.standin import StandIn
 from clawstore.trust import keys
-from tests.config.workspace_builder import _claw_command
 from tests.faults.forge import Forgery
 from tests.faults.test_hostile_archives import snapshot
-from tests.support.workspace import SECRET, Workspace, standard
-
-RUNS = ("--suite", "main", "--run-profile", "rp")
-
-
-class User:
-    """One person: a config directory (key, trust list) and the claw processes they run."""
-
-    def __init__(self, home: Path, standin: StandIn):
-        self.home = home
-        self.env = {**os.environ, "XDG_CONFIG_HOME": str(home), "OPENROUTER_API_KEY": SECRET,
-                    "OPENROUTER_BASE_URL": standin.base_url}
-        self.env.pop("CLAW_STORE", None)
-
-    def claw(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*_claw_command(), *args], cwd=cwd, env=self.env, capture_output=True, text=True,
-                              timeout=120)
-
-    def ok(self, *args: str, cwd: Path) -> str:
-        done = self.claw(*args, cwd=cwd)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def key(self, cwd: Path) -> str:
-        return self.ok("key", "show", cwd=cwd).strip()
-
-
-@pytest.fixture
-def alice(tmp_path: Path, standin: StandIn) -> User:
-    return User(tmp_path / "alice-config", standin)
-
-
-@pytest.fixture
-def bob(tmp_path: Path, standin: StandIn) -> User:
-    return User(tmp_path / "bob-config", standin)
+from tests.hostile.conftest import RUNS, User
+from tests.support.workspace import Workspace, standard
 
 
 @pytest.fixture
@@ -202,3 +166,34 @@ def test_pull_untrusted_is_kept_apart_until_the_pusher_is_trusted(alice: User, b
     assert len(standin.requests) == before
     assert bob.claw("fsck", cwd=b2.root).returncode == 0
     assert bob.ok("pull", remote, cwd=b2.root)  # trusted now: a plain pull just works
+
+
+def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: User, exported: Path,
+                                                              tmp_path: Path) -> None:
+    signer = alice.key(tmp_path)
+    b = _fresh(tmp_path, "bob")
+    bob.ok("archive", "import", str(exported), "--untrusted", cwd=b.root)
+    sql = "select trusted, signer, count(*) as n from runs group by all order by all"
+
+    queried = bob.claw("query", sql, "--format", "csv", cwd=b.root)
+    assert queried.returncode == 0, queried.stderr
+    lines = queried.stdout.strip().splitlines()
+    assert lines[0] == "trusted,signer,n" and len(lines) == 2 and lines[1].startswith(f"false,{signer},")
+    assert int(lines[1].rsplit(",", 1)[1]) > 0
+    assert "kept apart as untrusted" in queried.stderr and "where trusted" in queried.stderr
+
+    report = bob.ok("report", *RUNS, cwd=b.root)
+    assert report.splitlines()[0].startswith(f"UNTRUSTED: kept apart, signed by {signer}")
+    as_json = bob.ok("report", *RUNS, "--output", "json", cwd=b.root)
+    assert '"trusted": false' in as_json and signer in as_json
+    page = b.root / "page.html"
+    bob.ok("view", *RUNS, "--out", str(page), cwd=b.root)
+    assert f"UNTRUSTED: kept apart, signed by {signer}" in page.read_text(encoding="utf-8")
+
+    # trusted: the next build moves it in, and the same rows are trusted now, with no note
+    bob.ok("trust", "add", signer, cwd=tmp_path)
+    bob.ok("build", *RUNS, cwd=b.root)
+    queried = bob.claw("query", sql, "--format", "csv", cwd=b.root)
+    assert queried.stdout.strip().splitlines()[1].startswith("true,,"), queried.stdout
+    assert "untrusted" not in queried.stderr
+    assert "UNTRUSTED" not in bob.ok("report", *RUNS, cwd=b.root)

@@ -52,7 +52,8 @@
     campaignsEl.appendChild(h("div", { "data-campaign": c.id },
       compare ? h("b", {}, LETTERS[i] + (i === 0 ? " (baseline): " : ": ")) : "Campaign ", h("code", {}, c.id),
       " · build " + (c.build_id || "?") + " (" + (c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
-      " · cost runs $" + cost(c.run_cost_usd) + " + evaluation $" + cost(c.eval_cost_usd)));
+      " · cost runs $" + cost(c.run_cost_usd) + " + evaluation $" + cost(c.eval_cost_usd),
+      c.untrusted ? h("div", { class: "untrusted" }, c.untrusted) : null));
   });
   const filters = { model: "", text: "", tag: "", verdict: "" };
   const models = [...new Set(S.models.map((m) => m.model_id))].sort();

@@ -1,0 +1,47 @@
+"""Users of the signing tests: each a config directory (key, trust list) and real claw processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import _claw_command
+from tests.support.workspace import SECRET
+
+RUNS = ("--suite", "main", "--run-profile", "rp")
+
+
+class User:
+    """One person: a config directory (key, trust list) and the claw processes they run."""
+
+    def __init__(self, home: Path, standin: StandIn):
+        self.home = home
+        self.env = {**os.environ, "XDG_CONFIG_HOME": str(home), "OPENROUTER_API_KEY": SECRET,
+                    "OPENROUTER_BASE_URL": standin.base_url}
+        self.env.pop("CLAW_STORE", None)
+
+    def claw(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*_claw_command(), *args], cwd=cwd, env=self.env, capture_output=True, text=True,
+                              timeout=120)
+
+    def ok(self, *args: str, cwd: Path) -> str:
+        done = self.claw(*args, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def key(self, cwd: Path) -> str:
+        return self.ok("key", "show", cwd=cwd).strip()
+
+
+@pytest.fixture
+def alice(tmp_path: Path, standin: StandIn) -> User:
+    return User(tmp_path / "alice-config", standin)
+
+
+@pytest.fixture
+def bob(tmp_path: Path, standin: StandIn) -> User:
+    return User(tmp_path / "bob-config", standin)
