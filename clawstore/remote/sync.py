@@ -7,13 +7,15 @@ Remote layout (under the remote's prefix):
     packs/<hex>.ids       what that bundle holds: {"objects": [hex, ...], "actions": {key: record}};
                           written after the bundle, so a listing always names a complete bundle
     refs/<name>           campaign heads and pins, moved only by compare-and-swap
+    refsigs/<name>/<hex>  the pusher's signed statement that ref <name> was set to <hex> (refsign.py)
 
 Push lists the remote's bundles, sends one or more new bundles with exactly the objects and entries
 the remote lacks (in parallel), then moves each ref: created if absent, replaced only if the remote
 still holds the value this store last saw there (`remotes/<remote>/<name>`, a tracking ref), else the
-push stops with "pull first". Pull downloads the bundles it lacks, imports each (every object hashed
-before anything becomes visible; a bundle is all or nothing), then fast-forwards each local ref that
-did not move since the last sync. A killed push or pull is resumed by running it again: bundles are
+push stops with "pull first". Pull checks who signed each ref's value and each bundle before importing
+anything, downloads the bundles it lacks, imports each (every object hashed before anything becomes
+visible; a bundle is all or nothing), then fast-forwards each local ref that did not move since the
+last sync. A killed push or pull is resumed by running it again: bundles are
 immutable and named by content, and what is already there is skipped.
 """
 
@@ -29,9 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import UsageError
+from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.archive import import_archive, write_archive
+from clawstore.store.archive import archive_signer, import_archive, untrusted_why, user_trusts, write_archive
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.reach import Reach
 
@@ -216,6 +219,7 @@ def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: 
     elif current is not None and current.value != seen:
         raise RemoteRefConflict(REFS + name)
     else:
+        refsign.publish(backend, name, value, store.tmp_dir)  # first: a pull checks it before moving
         backend.swap_ref(REFS + name, value, current)
         report.refs_moved.append(name)
     store.set_ref(_tracking(remote, name), value)
@@ -223,11 +227,18 @@ def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: 
 
 # ------------------------------------------------------------------------------------------ pull
 
-def _fetch_bundle(store: Store, backend: Backend, bundle: str, work: Path, untrusted: bool = False
-                  ) -> tuple[int, int, str | None]:
-    """Import one bundle; (new objects, bytes, the signer if it was kept apart as untrusted)."""
+def _download_bundle(backend: Backend, bundle: str, work: Path, untrusted: bool) -> Path:
+    """Download one bundle and check its signer (its manifest only); refused here, nothing is imported."""
     target = work / f"{bundle}.claw"
     backend.download(_bundle_name(bundle), target)
+    signer = archive_signer(target)
+    if not untrusted and not user_trusts(signer):
+        raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer).replace('import', 'pull')}")
+    return target
+
+
+def _import_bundle(store: Store, bundle: str, target: Path, untrusted: bool) -> tuple[int, int, str | None]:
+    """Import one downloaded bundle; (new objects, bytes, the signer if it was kept apart as untrusted)."""
     try:
         imported = import_archive(store, target, untrusted=untrusted)
         if imported.summary.digest != PREFIX + bundle:
@@ -236,6 +247,19 @@ def _fetch_bundle(store: Store, backend: Backend, bundle: str, work: Path, untru
         target.unlink(missing_ok=True)
     apart = None if imported.kept_apart is None else (imported.signer or "unsigned")
     return imported.new_objects, imported.summary.size, apart
+
+
+def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], untrusted: bool) -> set[str]:
+    """Who signed each remote ref's value; refused (before anything is fetched) when one is not trusted,
+    unless `untrusted`: then returns those signers, and the refs are kept apart."""
+    apart = set()
+    for name, signer in refsign.signers(backend, refs, store.tmp_dir).items():
+        if user_trusts(signer):
+            continue
+        if not untrusted:
+            raise UsageError(f"remote ref {name}: {untrusted_why(signer).replace('import', 'pull')}")
+        apart.add(signer or "unsigned")
+    return apart
 
 
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False
@@ -250,15 +274,20 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
     with store.lease(f"pull {remote.name}"):
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted)
+        report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
         _, _, bundles = _remote_content(store, remote, backend)
         fetched = _cache_dir(store, remote) / "fetched"
         done = set(fetched.read_text().split()) if fetched.exists() else set()
 
         def fetch(todo: list[str]) -> None:
+            # Every bundle of the round is downloaded and its signer checked before any is imported, so
+            # a refused pull writes nothing of the round.
             with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
                 with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                    targets = list(pool.map(lambda b: _download_bundle(backend, b, Path(tmp), untrusted), todo))
                     for bundle, (new, size, apart) in zip(todo, pool.map(
-                            lambda b: _fetch_bundle(store, backend, b, Path(tmp), untrusted), todo), strict=True):
+                            lambda bt: _import_bundle(store, bt[0], bt[1], untrusted), zip(todo, targets,
+                                                                                          strict=True)), strict=True):
                         report.bundles += 1
                         report.objects += new
                         report.bytes += size

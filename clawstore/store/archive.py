@@ -434,7 +434,7 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             report.signer = _signer(summary.manifest, str(path))
             trusted = trusts(report.signer)
             if not trusted and not untrusted:
-                raise ArchiveError(f"{path}: {_untrusted_why(report.signer)}")
+                raise ArchiveError(f"{path}: {untrusted_why(report.signer)}")
             _publish(store, staged, report)
         finally:
             _unstage(staged)
@@ -447,6 +447,12 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
     return report
 
 
+def archive_signer(path: Path) -> str | None:
+    """The key whose signature the archive's manifest carries (None: unsigned), reading only the
+    manifest; ArchiveError if the signature is forged or damaged. Import verifies everything again."""
+    return _signer(read_manifest(path), f"archive {path}")
+
+
 def _signer(manifest: dict[str, Any], where: str) -> str | None:
     from clawstore.trust import signature
 
@@ -456,7 +462,7 @@ def _signer(manifest: dict[str, Any], where: str) -> str | None:
         raise ArchiveError(f"{where}: {exc}") from None
 
 
-def _untrusted_why(signer: str | None) -> str:
+def untrusted_why(signer: str | None) -> str:
     if signer is None:
         return "not signed (made before claw signed archives, or its signature was removed); import it " \
                "with --untrusted to keep it apart"

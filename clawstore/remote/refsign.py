@@ -1,0 +1,79 @@
+"""Signed refs on a remote: who moved `refs/<name>` to a value, checked before a pull moves anything.
+
+A ref on a remote is a small mutable file (compare-and-swap), so it cannot carry a signature that
+survives the next swap. Next to it, push uploads an immutable statement per value it sets:
+
+    refsigs/<ref name>/<value hex>   {"kind": "remote-ref", "name": ..., "value": ..., "signature": ...}
+
+signed like an archive manifest (trust/signature.py). Pull reads the statement for each ref value it
+would move to and refuses, before fetching anything, a ref whose statement is missing, forged, for
+another name or value, or signed by a key the user does not trust (with --untrusted those refs are
+kept apart instead). What it proves: a holder of that key once set the ref to that value. It does not
+prove the value is the newest one that key set (someone with write access to the bucket can put an
+older signed value back): docs/trust.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from clawstore.canonical import canonical_json
+from clawstore.errors import UsageError
+from clawstore.remote.backends import Backend
+from clawstore.store.ids import PREFIX
+
+SIGS = "refsigs/"
+KIND = "remote-ref"
+MAX_BYTES = 4096  # a statement is ~300 bytes: anything larger is not one
+
+
+def statement_path(name: str, value: str) -> str:
+    return f"{SIGS}{name}/{value[len(PREFIX):]}"
+
+
+def publish(backend: Backend, name: str, value: str, work: Path) -> None:
+    """Upload this user's signed statement that ref `name` is `value` (before the ref is swapped)."""
+    from clawstore.trust import signature
+
+    doc = signature.sign({"kind": KIND, "name": name, "value": value})
+    with tempfile.NamedTemporaryFile(dir=work, prefix="refsig-", suffix=".json") as fh:
+        fh.write(canonical_json(doc))
+        fh.flush()
+        backend.upload(Path(fh.name), statement_path(name, value))
+
+
+def signers(backend: Backend, refs: dict[str, str], tmp_dir: Path) -> dict[str, str | None]:
+    """{ref name: the key that signed its current value, or None when no statement exists}.
+    UsageError naming the ref when a statement is forged, damaged or about another ref or value."""
+    listed = backend.list(SIGS)
+    found: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory(dir=tmp_dir, prefix="refsigs-") as work:
+        for name, value in sorted(refs.items()):
+            where = statement_path(name, value)
+            if where not in listed:
+                found[name] = None
+                continue
+            if listed[where] > MAX_BYTES:
+                raise UsageError(f"remote ref {name}: its signed statement {where} is {listed[where]} bytes, "
+                                 "not a statement")
+            target = Path(work) / "statement.json"
+            backend.download(where, target)
+            found[name] = _check(target.read_bytes()[:MAX_BYTES + 1], name, value)
+    return found
+
+
+def _check(body: bytes, name: str, value: str) -> str | None:
+    from clawstore.trust import signature
+
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        raise UsageError(f"remote ref {name}: its signed statement is not JSON") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("name") != name or doc.get("value") != value:
+        raise UsageError(f"remote ref {name}: its signed statement is about another ref or value (forged)")
+    try:
+        return signature.signer(doc)
+    except UsageError as exc:
+        raise UsageError(f"remote ref {name}: {exc}") from None
