@@ -48,6 +48,15 @@ class Forgery:
         self.frames[hexdigest] = zstandard.ZstdCompressor(write_content_size=True).compress(data)
         return PREFIX + hexdigest
 
+    def resign(self) -> None:
+        """Sign the edited manifest with this user's own key ($XDG_CONFIG_HOME/claw/): the forger is
+        someone the importer trusts, so only the content checks stand in the way."""
+        from clawstore.trust import signature
+
+        manifest = {k: v for k, v in self.manifest.items() if k != signature.FIELD}
+        manifest["objects"] = [[h, len(self.frames[h])] for h in sorted(self.frames)]
+        self.manifest = signature.sign(manifest)
+
     def write(self, path: Path) -> Path:
         listing = [[h, len(self.frames[h])] for h in sorted(self.frames)]
         manifest = {**self.manifest, "objects": listing}

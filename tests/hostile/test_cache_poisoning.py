@@ -77,6 +77,7 @@ def test_a_pull_of_a_re_sealed_bundle_with_swapped_entries_is_refused(
             continue
         first, second = sorted(actions)[:2]
         actions[first], actions[second] = actions[second], actions[first]
+        forgery.resign()  # even signed by a key the puller trusts, swapped entries must not get in
         listing = bundle.with_suffix(".ids")
         ids = json.loads(listing.read_text())
         new = forgery.write(bundle.with_name("forged.claw"))
