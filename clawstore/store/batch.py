@@ -82,6 +82,62 @@ def commit(runtime: Runtime, pending: Pending) -> None:
         callback()
 
 
+class _Round:
+    """Batches of concurrent threads committed by one barrier (see SharedCommit)."""
+
+    def __init__(self) -> None:
+        self.pending = Pending()
+        self.done = False
+        self.error: BaseException | None = None
+
+
+class SharedCommit:
+    """Concurrent batches of one process share a barrier, each returning only once it is durable.
+
+    The first thread to commit leads: it commits what is queued and returns. Threads whose batch ends
+    while a commit is running queue it and wait; when that commit ends, one of them leads the queued
+    round for all. So a build executing N nodes at once pays one barrier per round instead of one per
+    node, with no timer and no added latency, and every caller still learns whether its own batch is
+    durable (a failed round raises in each of its callers: nothing of it was made visible).
+    """
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self._cv = threading.Condition(threading.Lock())
+        self._open = _Round()
+        self._committing = False
+
+    def commit(self, batch: Pending) -> None:
+        with self._cv:
+            mine = self._open
+            mine.pending.absorb(batch)
+            while not mine.done and self._committing:
+                self._cv.wait()
+            if mine.done:
+                if mine.error is not None:
+                    raise _again(mine.error)
+                return
+            self._committing = True  # lead: everything queued so far goes in this round
+            self._open = _Round()
+        try:
+            commit(self.runtime, mine.pending)
+        except BaseException as exc:
+            mine.error = exc
+            raise
+        finally:
+            with self._cv:
+                mine.done = True
+                self._committing = False
+                self._cv.notify_all()
+
+
+def _again(error: BaseException) -> BaseException:
+    """The leader's error for a follower's own raise (one exception object is not raised in two threads)."""
+    if isinstance(error, OSError):
+        return OSError(error.errno, error.strerror)
+    return error
+
+
 class GroupCommitter:
     """The process's pending group in group mode: committed by size, by age (a timer), or on demand."""
 

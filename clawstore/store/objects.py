@@ -99,7 +99,7 @@ class ObjectStore:
             if group is not None:
                 group.add(pending)
             else:
-                commit(self.runtime, pending)
+                self.runtime.shared.commit(pending)
         except OSError as exc:
             raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from clawstore.errors import MissingObjectError
-from clawstore.store.batch import Batch, GroupCommitter
+from clawstore.store.batch import Batch, GroupCommitter, SharedCommit
 from clawstore.store.durable import fsync_path
 from clawstore.store.index import IndexView, Loc, Segment, write_segment
 from clawstore.store.packfile import PackWriter, pack_path
@@ -38,6 +38,7 @@ class Runtime:
         self.pack_lock = threading.RLock()
         self.local = threading.local()
         self.group: GroupCommitter | None = None
+        self.shared = SharedCommit(self)  # concurrent batches outside group mode share a barrier
         self.group_depth = 0
         self.group_lock = threading.Lock()
         self._writer: PackWriter | None = None
