@@ -48,6 +48,7 @@ class BuildLog:
         self._records: dict[str, dict[str, Any]] = {}  # record id -> record, for the campaign head
         self.path = build_log_path(store.root, self.build_id)
         self.claims: ClaimBoard | None = None  # the build's work claims, while it executes
+        self._awaiting: dict[int, Any] = {}  # id -> node recorded whose record is not durable yet
 
     @property
     def counts(self) -> dict[str, int]:
@@ -73,7 +74,27 @@ class BuildLog:
                     metrics[name] += int(record["metrics"].get(name) or 0)
                 metrics["cost_usd"] += float(record["metrics"].get("cost_usd") or 0.0)
 
+    def await_durable(self, node: Any) -> None:
+        """Remember `node` until its record is durable (group commit: the end of its window)."""
+        self._awaiting[id(node)] = node
+        self.store.when_durable(lambda: self._awaiting.pop(id(node), None))
+
+    def not_durable(self) -> list[Any]:
+        """Nodes recorded whose commit window has not been committed (yet, or ever)."""
+        return list(self._awaiting.values())
+
+    def unstore(self, node: Any) -> None:
+        """A recorded node whose record could not be made durable after all: it failed, not executed."""
+        with self._lock:
+            for entry in self._all:  # the same dicts as in doc.nodes
+                if entry["key"] == node.key and entry["record"] == node.record_id and entry["address"] == node.address:
+                    if entry["action"] == "exec":
+                        self.doc.counts["executed"] -= 1
+                        self.doc.counts["failed"] += 1
+                    entry["action"], entry["record"] = "fail", None
+
     def write(self) -> None:
+        self.store.flush()  # the log names records: they are durable first (group commit)
         with self._lock:
             write_build_log(self.store.root, self.doc)
 

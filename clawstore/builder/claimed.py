@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawstore.builder.scheduler import Later
+from clawstore.builder.unstored import NotStarted
 from clawstore.graph.plan import Node, unseen_objects
 from clawstore.store.claims import ClaimBoard
 
@@ -37,16 +38,26 @@ def claimed(work: Work, store: Any, board: ClaimBoard, node: Node) -> tuple[str,
         adopted = stored_meanwhile(store, node)
         if adopted is not None:
             return adopted
-    if not board.take(node.key):
+    try:
+        taken = board.take(node.key)
+    except OSError as exc:  # disk full, quota: nothing was paid for yet
+        raise NotStarted(f"cannot write to store {board.root}: {exc.strerror or exc}") from None
+    if not taken:
         node.extra["claim_waits"] = waits + 1
         return Later(min(MAX_WAIT_S, FIRST_WAIT_S * 1.5 ** waits))
     try:
         adopted = stored_meanwhile(store, node)  # finished and released just before we claimed it
         if adopted is not None:
+            board.release(node.key)
             return adopted
-        return work(node)
-    finally:
+        done = work(node)
+    except BaseException:
         board.release(node.key)
+        raise
+    # Released once the record is durable and visible (the end of its commit window): a build waiting
+    # on the claim then adopts the record instead of executing the node again.
+    store.when_durable(lambda: board.release(node.key))
+    return done
 
 
 def stored_meanwhile(store: Any, node: Node) -> Adopted | None:

@@ -14,7 +14,13 @@ from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.gcpause import resume_collector
 from clawstore.builder.progress import BuildProgress, Failure, open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
-from clawstore.builder.unstored import StoreTrouble, UnstoredAnswer, is_store_failure
+from clawstore.builder.unstored import (
+    NotStarted,
+    StoreTrouble,
+    UnstoredAnswer,
+    is_store_failure,
+    settle_pending,
+)
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
@@ -135,6 +141,7 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         status = node.record["status"]
         node.action = "exec" if node.record.get("cacheable") else "fail"
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        log.await_durable(node)
         progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
 
     def fail(node: Node, error: BaseException) -> None:
@@ -148,7 +155,10 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         node = outcome.task
         if outcome.error is not None and trouble is not None and is_store_failure(outcome.error):
             trouble.note(outcome.error)  # a paid answer is kept for the retry below; nothing new starts
-            if not isinstance(outcome.error, UnstoredAnswer):
+            if isinstance(outcome.error, NotStarted):
+                node.action = "skip"
+                log.add(node.kind, node.key, None, "skip", node.address, None)
+            elif not isinstance(outcome.error, UnstoredAnswer):
                 fail(node, outcome.error)
             return False
         if outcome.error is not None:
@@ -222,7 +232,8 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     stale = [n for n in run_nodes if options.force or not n.fresh]
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)
     try:
-        with store.lease(f"build {log.build_id}"), board:
+        # Group commit: one durability barrier per window (store/batch.py) instead of one per node.
+        with store.lease(f"build {log.build_id}"), board, store.group_commit():
             remove_leftovers(store)  # temp files and leases of killed writers
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
@@ -237,6 +248,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
                 report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget, progress=progress,
                                                 trouble=trouble)
                 report.eval_addresses = eval_layer.addresses(report.evals)
+            settle_pending(store, log, trouble)
             if trouble.failed:
                 _end_on_store_failure(log, report, options, head, trouble)
             log.end("complete")

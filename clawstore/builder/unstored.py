@@ -53,6 +53,11 @@ def _reason(exc: BaseException) -> str:
     return text.split(": ", 1)[1] if text.startswith("store ") and ": " in text else text
 
 
+class NotStarted(StoreError):
+    """The store failed before the node did anything that costs (e.g. its work claim could not be
+    written): the node counts as not started, like every node after it."""
+
+
 def is_store_failure(error: BaseException) -> bool:
     return isinstance(error, (UnstoredAnswer, StoreError))
 
@@ -118,3 +123,42 @@ class StoreTrouble:
             lost = "no paid answer was lost"
         return StoreError(f"store {self.store_root} cannot be written ({self.reason}): {lost}; "
                           f"{skipped} node(s) not started; free space and build again (finished nodes are kept)")
+
+
+def settle_pending(store: Any, log: Any, trouble: StoreTrouble) -> None:
+    """At the end of a build in group-commit mode: make the last window durable, retrying while the
+    store refuses (like kept answers); if it never takes it, every recorded node whose record is not
+    in the store is a paid answer lost, turned into a failed node and named by `trouble.error`."""
+    deadline = time.monotonic() + trouble.retry_seconds
+    cause: BaseException | None = None
+    kept = 0  # recorded answers waiting when the store first refused
+    while True:
+        try:
+            store.flush()  # (the commit timer may have got them in meanwhile: then this has nothing to do)
+            if kept:
+                print(f"claw: note: {kept} kept answer(s) stored after all", file=sys.stderr, flush=True)
+            return
+        except (StoreError, OSError) as exc:
+            if cause is None:
+                kept = len(log.not_durable())
+                if kept:
+                    print(f"claw: warning: the store cannot be written ({_reason(exc)}): {kept} recorded "
+                          f"answer(s) are kept in memory and retried for up to {trouble.retry_seconds:g} s — "
+                          f"free space in {trouble.store_root}", file=sys.stderr, flush=True)
+            cause = exc
+            trouble.note(exc)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(RETRY_PAUSE_S)
+    store.abandon_pending()
+    for node in log.not_durable():
+        if node.record_id and store.has(node.record_id):
+            continue  # committed in an earlier window; only its notice was in the lost one
+        log.unstore(node)
+        cost = ((node.record or {}).get("metrics") or {}).get("cost_usd")
+        node.action, node.extra["error"] = "fail", f"StoreError: {_reason(cause)}"
+        trouble.lost.append(UnstoredAnswer(node, cause, _gone, cost, lambda: None))
+
+
+def _gone() -> Stored:
+    raise StoreError("the answer was not kept")

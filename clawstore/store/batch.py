@@ -147,6 +147,7 @@ class GroupCommitter:
         self.max_batches = max_batches
         self.group = Pending()
         self.opened_at: float | None = None
+        self.failed: BaseException | None = None  # the last commit's error, until one succeeds
         self.lock = threading.RLock()  # guards `group`; held while committing so order is kept
         self._wake = threading.Condition(threading.Lock())
         self._stop = False
@@ -154,15 +155,28 @@ class GroupCommitter:
         self._thread.start()
 
     def add(self, batch: Pending) -> None:
+        """Join the pending group. Raises if the group cannot be committed (the last commit failed and
+        so does a new try): the batch stays pending, and its writer learns now rather than never."""
         with self.lock:
             opening = self.opened_at is None
             if opening:
                 self.opened_at = time.monotonic()
             self.group.absorb(batch)
             full = self.group.batches >= self.max_batches
-        if full:
+        if full or self.failed is not None:
             self.flush()
         elif opening:  # the timer only needs to know when a window opens
+            with self._wake:
+                self._wake.notify()
+
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the pending group is committed (joins it; never commits itself)."""
+        with self.lock:
+            opening = self.opened_at is None
+            if opening:
+                self.opened_at = time.monotonic()
+            self.group.callbacks.append(callback)
+        if opening:
             with self._wake:
                 self._wake.notify()
 
@@ -172,10 +186,16 @@ class GroupCommitter:
             opened, self.opened_at = self.opened_at, None
             try:
                 commit(self.runtime, group)
-            except BaseException:
+            except BaseException as exc:
                 group.absorb(self.group)  # keep it for the next try; nothing of it is visible
-                self.group, self.opened_at = group, opened
+                self.group, self.opened_at, self.failed = group, opened, exc
                 raise
+            self.failed = None
+
+    def abandon(self) -> None:
+        """Drop what is pending (it could not be made durable and the caller has given up on it)."""
+        with self.lock:
+            self.group, self.opened_at, self.failed = Pending(), None, None
 
     def find_object(self, digest: bytes) -> Loc | None:
         with self.lock:

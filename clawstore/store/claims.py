@@ -150,6 +150,9 @@ class ClaimBoard:
             return self._create(key)
         try:
             os.write(fd, self._body(time.time()))
+        except OSError:
+            path.unlink(missing_ok=True)  # an empty claim would count as held for a whole ttl
+            raise
         finally:
             os.close(fd)
         return True

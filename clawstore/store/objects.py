@@ -125,7 +125,10 @@ class ObjectStore:
                 if group is not None:
                     runtime.group = None
             if group is not None:
-                group.close()
+                try:
+                    group.close()
+                except OSError as exc:
+                    raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
             else:
                 self.flush()
 
@@ -133,7 +136,17 @@ class ObjectStore:
         """Commit the process's pending group now (no-op outside group mode)."""
         group = self.runtime.group
         if group is not None:
-            group.flush()
+            try:
+                group.flush()
+            except OSError as exc:
+                raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
+
+    def abandon_pending(self) -> None:
+        """Give up what the group could not commit (after flush kept failing): nothing of it was ever
+        visible; the callbacks waiting for it never run."""
+        group = self.runtime.group
+        if group is not None:
+            group.abandon()
 
     def flush_batch(self) -> None:
         """Publish everything pending (this thread's batch and the group), e.g. before a ref."""
@@ -156,7 +169,7 @@ class ObjectStore:
             return
         group = self.runtime.group
         if group is not None:
-            group.add(Pending(callbacks=[callback], batches=0))
+            group.add_callback(callback)  # never raises: a failing group tells the next writer
             return
         callback()
 

@@ -100,4 +100,6 @@ def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCl
     sent = len(standin.requests)
     report = finish(claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
     resent = sent + report["counts"]["executed"] - 30
-    assert 0 <= resent <= 4, "only the requests in flight at the kill are sent again"
+    # Group commit (store/batch.py): what was in flight at the kill (4), plus what finished within the
+    # last commit window (0.25 s; at 0.3 s a request, at most one more per slot).
+    assert 0 <= resent <= 4 + 4, "only the requests in flight or in the last commit window are sent again"

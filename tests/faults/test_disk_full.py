@@ -90,7 +90,7 @@ def test_disk_full_stops_spending_and_names_every_lost_answer(
     assert sent < CASES  # spending stopped: far fewer requests than runs
     assert sent == stored + lost, (sent, stored, lost, last)  # every paid answer stored or named
     not_started = int(last.split(" node(s) not started")[0].rsplit(" ", 1)[1])
-    assert not_started == CASES - sent
+    assert not_started == CASES - sent, err
 
 
 def test_answers_kept_in_memory_are_stored_when_space_returns(
@@ -111,7 +111,7 @@ def test_answers_kept_in_memory_are_stored_when_space_returns(
         pytest.fail("the build never reported kept answers: " + "".join(seen))
     out, err = build.communicate(timeout=120)
     assert build.returncode == 3, err
-    assert "no paid answer was lost" in err and "stored after all" in err, err
+    assert "no paid answer was lost" in err and "stored after all" in err, "".join(seen) + err
     sent, stored = _run_requests(standin), _stored_runs(store_dir)
     assert 0 < sent < CASES and sent == stored  # nothing paid was lost
 
