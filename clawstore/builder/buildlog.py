@@ -35,13 +35,18 @@ def planning_view(record: dict[str, Any] | None) -> dict[str, Any] | None:
     return view
 
 
+def new_build_id() -> str:
+    """<UTC timestamp to the second>-<8 random hex>: sorts by start time, unique across processes."""
+    return utc_now().replace(":", "").replace("-", "").replace(".", "")[:15] + "-" + uuid.uuid4().hex[:8]
+
+
 class BuildLog:
     """Accumulates the nodes of one build; its document (clawstore/store/buildlogs.py) lists only what
     the build executed, failed or skipped, and names the campaign head the build ended on."""
 
     def __init__(self, store: Any, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store
-        self.build_id = utc_now().replace(":", "").replace("-", "").replace(".", "")[:15] + "-" + uuid.uuid4().hex[:8]
+        self.build_id = new_build_id()
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter)
         self._lock = threading.Lock()
         self._all: list[dict[str, Any]] = []  # every node, reused ones too: what the head merges

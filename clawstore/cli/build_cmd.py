@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from clawstore.cli.common import campaign_options, never_built_message, resolve_store_dir
+from clawstore.errors import UsageError
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
 
@@ -82,20 +83,33 @@ def _run_row(node: Any) -> dict[str, Any]:
     }
 
 
-def _print_build(report: Any, output: str) -> None:
+def _build_rows(report: Any) -> list[dict[str, Any]]:
+    """One row per run, with its evaluation's columns when the campaign has an evaluation profile."""
     rows = [_run_row(n) for n in report.runs]
     evals = {e.run_address: e for e in report.evals}
     for row in rows:
         ev = evals.get((row["model_id"], row["case_id"], row["repetition"]))
         if ev is not None:
             row.update(ev.row())
+    return rows
+
+
+def _print_build(report: Any, output: str, rows: list[dict[str, Any]]) -> None:
+    _print_rows(rows, output, campaign_id=report.campaign_id, build_id=report.build_id, counts=report.counts,
+                metrics=report.metrics, failures=[(f.node, f.reason) for f in report.failures],
+                stopped=report.stopped, exit_code=report.exit_code)
+
+
+def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, build_id: str | None,
+                counts: dict[str, int], metrics: dict[str, Any], failures: list[tuple[str, str]],
+                stopped: str | None, exit_code: int) -> None:
     if output == "json":
-        click.echo(json.dumps({"campaign": report.campaign_id, "build_id": report.build_id, "rows": rows,
-                               "counts": report.counts, "metrics": report.metrics,
-                               "failures": [{"node": f.node, "reason": f.reason} for f in report.failures],
-                               "stopped": report.stopped,
-                               "exit_code": report.exit_code}, sort_keys=True))
+        click.echo(json.dumps({"campaign": campaign_id, "build_id": build_id, "rows": rows,
+                               "counts": counts, "metrics": metrics,
+                               "failures": [{"node": node, "reason": reason} for node, reason in failures],
+                               "stopped": stopped, "exit_code": exit_code}, sort_keys=True))
         return
+    evals = any("eval" in row for row in rows)
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
     if evals:
         headers += ["EVAL", "SCORE"]
@@ -108,17 +122,16 @@ def _print_build(report: Any, output: str) -> None:
             line += [row.get("eval") or "-", "-" if score is None else f"{score:.2f}"]
         table.append(line)
     click.echo(format_table(headers, table))
-    counts, metrics = report.counts, report.metrics
-    click.echo(f"\nbuild {report.build_id} ({report.campaign_id}): {counts.get('executed', 0)} executed, "
+    click.echo(f"\nbuild {build_id} ({campaign_id}): {counts.get('executed', 0)} executed, "
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
                f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
                f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
-    if report.stopped:
-        click.echo(f"stopped: {report.stopped}")
-    if report.failures:
-        click.echo(f"\nfailed nodes ({len(report.failures)}):")
-        for failure in report.failures:
-            click.echo(f"  {failure.node}: {failure.reason}")
+    if stopped:
+        click.echo(f"stopped: {stopped}")
+    if failures:
+        click.echo(f"\nfailed nodes ({len(failures)}):")
+        for node, reason in failures:
+            click.echo(f"  {node}: {reason}")
 
 
 @click.command()
@@ -157,7 +170,12 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         return
     planned = None
     mode = progress or ("none" if output == "json" else "auto")
-    with _remote(remote, request, stores):
+    # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py).
+    plain = not (force or cases or models or max_cost is not None or remote or executor != "local")
+    stamping = _stamping(request, store_dir) if plain else None
+    if stamping is not None and _answer_from_stamp(*stamping, output):
+        return
+    with _remote(remote, request, stores), _recording(stamping) as reads:
         if max_cost is not None:
             planned = _check_budget(request, stores, force, max_concurrency, max_cost, output)
         if planned is None and _shows_live(mode):
@@ -166,8 +184,61 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
                                max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
                                executor=executor, ray_address=ray_address)
         report = run_build(request, stores, options)
-    _print_build(report, output)
+    rows = _build_rows(report)
+    if stamping is not None and reads is not None:
+        _stamp(stamping, reads, report, rows)
+    _print_build(report, output, rows)
     raise SystemExit(report.exit_code)
+
+
+def _stamping(request: Any, store_dir: Path | None) -> tuple[Path, str] | None:
+    """(store root, request digest) of a build that may use or leave a stamp; None outside a workspace."""
+    from clawstore.builder import stamp
+    from clawstore.config import find_workspace_root
+
+    try:
+        root = find_workspace_root(Path.cwd())
+    except UsageError:
+        return None  # the full path says what is wrong
+    store_root = resolve_store_dir(store_dir, root).absolute()
+    flags = (request.suite, request.run_profile, request.evaluation_profile)
+    return store_root, stamp.request_digest(Path.cwd(), store_root, flags)
+
+
+def _answer_from_stamp(store_root: Path, digest: str, output: str) -> bool:
+    from clawstore.builder import stamp
+
+    found = stamp.match(store_root, digest)
+    if found is None:
+        return False
+    build_id = stamp.log_noop(store_root, found)
+    _print_rows(found["rows"], output, campaign_id=found["campaign_id"], build_id=build_id, counts=found["counts"],
+                metrics={"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
+                         "cost_usd": 0.0}, failures=[], stopped=None, exit_code=0)
+    return True
+
+
+@contextlib.contextmanager
+def _recording(stamping: tuple[Path, str] | None) -> Iterator[Any]:
+    if stamping is None:
+        yield None
+        return
+    from clawstore.builder import stamp
+    from clawstore.config import find_workspace_root
+
+    with stamp.recording(find_workspace_root(Path.cwd()), stamping[0]) as reads:
+        yield reads
+
+
+def _stamp(stamping: tuple[Path, str], reads: Any, report: Any, rows: list[dict[str, Any]]) -> None:
+    """Leave a stamp after a build that completed its campaign; forget an older one otherwise."""
+    from clawstore.builder import stamp
+
+    store_root, digest = stamping
+    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
+    openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
+    if not (complete and not openclaw and stamp.write(store_root, digest, reads, report.build_id, rows, report.counts)):
+        stamp.forget(store_root, digest)
 
 
 @contextlib.contextmanager

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from clawstore.config import find_workspace_root, load_workspace
-from clawstore.config.references import split_root
 from clawstore.errors import UsageError
 
 
@@ -36,6 +34,9 @@ def validate(root: Path | None, as_json: bool) -> None:
 
     Exit 0 when everything is valid, 2 otherwise.
     """
+    from clawstore.config import load_workspace
+    from clawstore.config.references import find_workspace_root, split_root
+
     if root is None:
         root = find_workspace_root(Path.cwd())
     elif not root.is_dir():

@@ -1,0 +1,234 @@
+"""A no-op build without loading a config: skip planning when nothing a key depends on has changed.
+
+Planning a campaign of 10,000 runs parses thousands of YAML files and hashes every node's input
+document, only to find, on a rebuild, that every node is fresh. Like git's index (the stat data of
+files known to be unchanged) and ninja's log, a build that left its campaign complete writes a stamp,
+`<store>/stamps/<request digest>.json`, with:
+
+- `reads`: every file the build opened and every directory it listed inside the workspace (seen
+  through Python's audit hooks while it loaded and planned), and their parent directories, each with
+  its size, mtime, ctime and inode: editing, adding, removing or renaming any config changes one;
+- `env`: a digest of the environment (endpoint URLs come from it), leaving out variables named like
+  secrets (they are in no key) and the shell's own bookkeeping;
+- `code`: a digest of clawstore's source files' stat data (another claw plans differently);
+- `store`: the names in `index/` and `packs/` (any write, gc or repair of the store changes them) and
+  the campaign head the build ended on;
+- the rows, counts and head the build printed.
+
+The next build with the same flags, in the same directory, on the same store, compares all of it and,
+if everything matches, prints the same table with every node reused and writes its build log (a few
+hundred bytes), as a no-op build does, without reading a config or opening the store's index. Any
+difference, and everything else (`--force`, `--case`/`--model`, `--executor ray`, `--max-cost`,
+`--remote`, a campaign with openclaw runs, content kept apart as untrusted), takes the full path. A
+file changed within two seconds of the stamp (mtime granularity) is never trusted: no stamp is written.
+Deleting `stamps/` loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+FORMAT = 1
+STAMPS_DIR = "stamps"
+RACY_NS = 2_000_000_000
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+_SHELL_NOISE = {"_", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND", "TERM_SESSION_ID"}
+_AUDITED = {"open", "os.listdir", "os.scandir"}
+
+_recorders: list[Recorder] = []
+_hook_lock = threading.Lock()
+_hooked = False
+
+
+@dataclass
+class Recorder:
+    """Paths under `root` (but not under `skip`) opened or listed while recording."""
+
+    root: str
+    skip: str
+    paths: set[str] = field(default_factory=set)
+
+    def add(self, raw: Any) -> None:
+        if isinstance(raw, int):
+            return
+        path = os.path.abspath(os.fsdecode(raw))
+        if path.startswith(self.root + os.sep) and not (path == self.skip or path.startswith(self.skip + os.sep)):
+            self.paths.add(path)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _recorders and event in _AUDITED and args:
+        for recorder in list(_recorders):
+            recorder.add(args[0])
+
+
+@contextlib.contextmanager
+def recording(root: Path, store_root: Path) -> Iterator[Recorder]:
+    """Record what the block reads inside the workspace `root` (the store excluded)."""
+    global _hooked
+    with _hook_lock:
+        if not _hooked:
+            sys.addaudithook(_audit)  # process-wide and permanent: idle unless a recorder is active
+            _hooked = True
+    recorder = Recorder(str(Path(root).absolute()), str(Path(store_root).absolute()))
+    _recorders.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _recorders.remove(recorder)
+
+
+# ---------------------------------------------------------------------------------------- digests
+
+def request_digest(cwd: Path, store_root: Path, flags: tuple[str | None, ...]) -> str:
+    text = json.dumps([str(Path(cwd).absolute()), str(Path(store_root).absolute()), list(flags)])
+    return blake3.blake3(text.encode()).hexdigest()[:32]
+
+
+def env_digest() -> str:
+    items = sorted((k, v) for k, v in os.environ.items()
+                   if k not in _SHELL_NOISE and not any(word in k.upper() for word in _SECRET_WORDS))
+    return blake3.blake3(json.dumps(items).encode()).hexdigest()
+
+
+def code_digest() -> str:
+    import clawstore
+
+    package = Path(clawstore.__file__).parent
+    stats = []
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".md", ".json") and "__pycache__" not in path.parts:
+            st = path.stat()
+            stats.append([str(path.relative_to(package)), st.st_size, st.st_mtime_ns])
+    return blake3.blake3(json.dumps(stats).encode()).hexdigest()
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size if not os.path.isdir(path) else 0, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _with_parents(paths: set[str], root: str) -> set[str]:
+    found = set(paths)
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent.startswith(root) and parent not in found:
+            found.add(parent)
+            parent = os.path.dirname(parent)
+    return found
+
+
+def store_state(store_root: Path) -> list[list[str]]:
+    return [sorted(os.listdir(store_root / name)) if (store_root / name).is_dir() else []
+            for name in ("index", "packs")]
+
+
+def _read_ref(store_root: Path, name: str) -> str | None:
+    try:
+        return (store_root / "refs" / name).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _stamp_path(store_root: Path, digest: str) -> Path:
+    return Path(store_root) / STAMPS_DIR / f"{digest}.json"
+
+
+# ------------------------------------------------------------------------------------ write, match
+
+def _kept_apart(store_root: Path) -> bool:
+    """Imports kept apart as untrusted: a build may move them in first (trust/apart.py)."""
+    directory = Path(store_root) / "refs" / "untrusted"
+    return directory.is_dir() and any(directory.iterdir())
+
+
+def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows: list[dict[str, Any]],
+          counts: dict[str, int]) -> bool:
+    """Write the stamp of a build that left its campaign complete. False (nothing written) when a file
+    it read changed too recently to be trusted by its stat data, or the store has no head for it."""
+    from clawstore.store.buildlogs import build_log_path, read_build_log
+
+    try:
+        campaign = read_build_log(build_log_path(store_root, build_id))["campaign"]
+    except Exception:  # noqa: BLE001 - no log, no stamp: the next build plans as usual
+        return False
+    campaign_id = str(campaign.get("id"))
+    head = _read_ref(store_root, f"campaigns/{campaign_id}")
+    if head is None or _kept_apart(store_root):
+        return False
+    now = time.time_ns()
+    reads = {}
+    for path in sorted(_with_parents(recorder.paths, recorder.root)):
+        stat = _stat(path)
+        if stat is not None and now - max(stat[1], stat[2]) < RACY_NS:
+            return False  # racy: a change within the mtime granularity could go unseen
+        reads[path] = stat
+    total = sum(counts.values())
+    rows = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})} for row in rows]
+    doc = {"format": FORMAT, "campaign": campaign, "campaign_id": campaign_id, "head": head, "reads": reads,
+           "env": env_digest(),
+           "code": code_digest(), "store": store_state(store_root), "rows": rows,
+           "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}}
+    path = _stamp_path(store_root, digest)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)  # derived data: no fsync (a lost stamp only costs one full plan)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def forget(store_root: Path, digest: str) -> None:
+    _stamp_path(store_root, digest).unlink(missing_ok=True)
+
+
+def match(store_root: Path, digest: str) -> dict[str, Any] | None:
+    """The stamp, if everything it recorded still holds; else None (then: plan as usual)."""
+    try:
+        doc = json.loads(_stamp_path(store_root, digest).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        return None
+    if _read_ref(store_root, f"campaigns/{doc.get('campaign_id')}") != doc.get("head") or _kept_apart(store_root):
+        return None
+    if doc.get("store") != store_state(store_root) or doc.get("env") != env_digest():
+        return None
+    reads = doc.get("reads")
+    if not isinstance(reads, dict) or any(_stat(path) != stat for path, stat in reads.items()):
+        return None
+    if doc.get("code") != code_digest():
+        return None
+    return doc
+
+
+def log_noop(store_root: Path, stamp: dict[str, Any]) -> str:
+    """Write the build log of a no-op build confirmed by `stamp` (what a planned no-op writes: its
+    counts and the head it confirmed, no node); returns its build id."""
+    from clawstore.builder.buildlog import new_build_id
+    from clawstore.graph.records import utc_now
+    from clawstore.store.buildlogs import BuildLogDoc, write_build_log
+
+    started = utc_now()
+    doc = BuildLogDoc(build_id=new_build_id(), started_at=started, campaign=stamp["campaign"],
+                      finished_at=utc_now(), state="complete", head=stamp["head"], head_written=False)
+    doc.counts.update(stamp["counts"])
+    write_build_log(store_root, doc)
+    return doc.build_id

@@ -1,0 +1,116 @@
+"""A no-op rebuild answered from the stamp: as fast as stat, and never when anything changed.
+
+Real `claw build` processes on a real workspace and the stand-in provider. To tell which path a build
+took, the test marks the stamp's copy of a printed row: the marker shows only when the stamp answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.support.workspace import SECRET, Workspace, standard
+
+BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
+MARK = "answered-by-stamp"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    return standard(tmp_path / "ws")
+
+
+def _build(ws: Workspace, *extra: str) -> dict:
+    done = claw(*BUILD, *extra, cwd=ws.root)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _stamped(ws: Workspace) -> dict:
+    """Cold build, then (once the configs and the new store/ are older than the mtime granularity
+    window) a planned no-op, which leaves the stamp; returns the planned no-op's result."""
+    cold = _build(ws)
+    assert cold["counts"]["executed"] == 4
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    planned = _build(ws)
+    assert planned["counts"]["executed"] == 0
+    return planned
+
+
+def _mark_stamp(ws: Workspace) -> None:
+    stamps = list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    assert len(stamps) == 1, stamps
+    doc = json.loads(stamps[0].read_text())
+    doc["rows"][0]["status"] = MARK
+    stamps[0].write_text(json.dumps(doc))
+
+
+def _answered_by_stamp(result: dict) -> bool:
+    return any(row["status"] == MARK for row in result["rows"])
+
+
+def test_an_unchanged_rebuild_is_answered_from_the_stamp_as_a_planned_noop_would_be(
+        ws: Workspace, standin: StandIn) -> None:
+    planned = _stamped(ws)
+    _mark_stamp(ws)
+    sent = len(standin.requests)
+    fast = _build(ws)
+    assert _answered_by_stamp(fast) and len(standin.requests) == sent
+    assert fast["counts"] == planned["counts"] == {"executed": 0, "reused": 4, "failed": 0, "skipped": 0}
+    assert [{**r, "status": None} for r in fast["rows"][1:]] == [{**r, "status": None} for r in planned["rows"][1:]]
+    assert len(list((ws.root / "store" / "builds").glob("*.json"))) == 3  # a no-op build is still recorded
+    written = ws.root / "store" / "builds" / f"{fast['build_id']}.json"
+    log = json.loads(written.read_text())
+    assert log["state"] == "complete" and log["nodes"] == [] and log["head"] and len(written.read_bytes()) < 4096
+    assert claw("query", "select count(*) as n from builds", "--format", "csv", cwd=ws.root).stdout.split() == [
+        "n", "3"]
+
+
+@pytest.mark.parametrize("change", ["edit in place, same size, old mtime", "new case", "removed case",
+                                    "environment", "store written", "forced"])
+def test_any_change_takes_the_full_path(ws: Workspace, standin: StandIn, change: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _stamped(ws)
+    _mark_stamp(ws)
+    extra: tuple[str, ...] = ()
+    case = ws.configs / "cases" / "alpha" / "test.yaml"
+    if change == "edit in place, same size, old mtime":
+        before = case.stat()
+        text = case.read_text()
+        case.write_text(text.replace("2 + 2", "3 + 3"))
+        os.utime(case, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert case.stat().st_size == before.st_size and case.stat().st_mtime_ns == before.st_mtime_ns
+    elif change == "new case":
+        ws.case("gamma", "Name a planet.")
+    elif change == "removed case":
+        (ws.configs / "cases" / "beta" / "test.yaml").unlink()
+        (ws.configs / "cases" / "beta").rmdir()
+    elif change == "environment":
+        monkeypatch.setenv("CLAW_TEST_UNRELATED_SETTING", "1")  # any variable: the stamp does not guess
+    elif change == "store written":
+        ws.run_profile("other")
+        assert claw("build", "--suite", "main", "--run-profile", "other", cwd=ws.root).returncode == 0
+    elif change == "forced":
+        extra = ("--force",)
+    result = _build(ws, *extra)
+    assert not _answered_by_stamp(result), change
+    expected = {"edit in place, same size, old mtime": 2, "new case": 2, "forced": 4}.get(change, 0)
+    assert result["counts"]["executed"] == expected, (change, result["counts"])
+
+
+def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Path, standin: StandIn,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    ws = standard(tmp_path / "ws")  # written just now: a change in the same tick could go unseen
+    _build(ws)
+    assert not list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
