@@ -237,8 +237,9 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
             remove_leftovers(store)  # temp files and leases of killed writers
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
+            executing = {id(node) for node in stale}  # by identity: `in` a list compares dataclasses, O(n^2)
             for node in run_nodes:
-                if node not in stale:
+                if id(node) not in executing:
                     node.action = "reuse"
                     log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])

@@ -230,7 +230,7 @@ class EvalLayer:
 
         stale = [n for n in nodes if options.force or not n.fresh]
         for node in nodes:
-            if node not in stale:
+            if not (options.force or not node.fresh):  # (not `node not in stale`: O(n^2) dataclass compares)
                 node.action = "reuse"
                 log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])

@@ -9,9 +9,12 @@ from clawstore.graph.keys import attachments_document, document_key, run_documen
 from clawstore.graph.records import is_fresh
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    """One unit of work: its logical address, input document, key and (once known) record."""
+    """One unit of work: its logical address, input document, key and (once known) record.
+
+    Compared by identity (eq=False): two nodes are the same node only if they are one object, and
+    `node in nodes` stays cheap (a field-by-field compare of documents made list scans O(n^2))."""
 
     kind: str
     address: dict[str, Any]
