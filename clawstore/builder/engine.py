@@ -119,6 +119,15 @@ def _install_sigterm() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
+def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
+    """(stale: to execute, fresh: to reuse), in plan order; `--force` makes every node stale."""
+    stale: list[Node] = []
+    fresh: list[Node] = []
+    for node in nodes:
+        (stale if force or not node.fresh else fresh).append(node)
+    return stale, fresh
+
+
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
                   log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None,
                   trouble: StoreTrouble | None = None) -> None:
@@ -229,7 +238,7 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     trouble = StoreTrouble(str(store.root))
     restore = _install_sigterm()
-    stale = [n for n in run_nodes if options.force or not n.fresh]
+    stale, fresh = partition(run_nodes, options.force)
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)
     try:
         # Group commit: one durability barrier per window (store/batch.py) instead of one per node.
@@ -237,11 +246,9 @@ def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: li
             remove_leftovers(store)  # temp files and leases of killed writers
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
-            executing = {id(node) for node in stale}  # by identity: `in` a list compares dataclasses, O(n^2)
-            for node in run_nodes:
-                if id(node) not in executing:
-                    node.action = "reuse"
-                    log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            for node in fresh:
+                node.action = "reuse"
+                log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
                           _Stop(policy), budget, trouble)

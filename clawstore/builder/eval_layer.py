@@ -226,13 +226,12 @@ class EvalLayer:
 
     def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any,
                budget: Any = None, batched: bool = True) -> None:
-        from clawstore.builder.engine import execute_nodes
+        from clawstore.builder.engine import execute_nodes, partition
 
-        stale = [n for n in nodes if options.force or not n.fresh]
-        for node in nodes:
-            if not (options.force or not node.fresh):  # (not `node not in stale`: O(n^2) dataclass compares)
-                node.action = "reuse"
-                log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+        stale, fresh = partition(nodes, options.force)
+        for node in fresh:
+            node.action = "reuse"
+            log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
         execute_nodes(stale, run, concurrency, log, self._progress, None, budget, self.trouble)

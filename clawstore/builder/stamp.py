@@ -138,9 +138,13 @@ def store_state(store_root: Path) -> list[list[str]]:
 
 
 def _read_ref(store_root: Path, name: str) -> str | None:
+    """The ref, or None when absent, damaged or misnamed (then the full path says what is wrong)."""
+    from clawstore.errors import ClawError
+    from clawstore.store.refs import read_ref
+
     try:
-        return (store_root / "refs" / name).read_text(encoding="ascii").strip() or None
-    except (OSError, UnicodeDecodeError):
+        return read_ref(store_root, name)
+    except ClawError:
         return None
 
 

@@ -173,7 +173,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py).
     plain = not (force or cases or models or max_cost is not None or remote or executor != "local")
     stamping = _stamping(request, store_dir) if plain else None
-    if stamping is not None and _answer_from_stamp(*stamping, output):
+    if stamping is not None and _answer_from_stamp(stamping[0], stamping[1], output):
         return
     with _remote(remote, request, stores), _recording(stamping) as reads:
         if max_cost is not None:
@@ -191,8 +191,9 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     raise SystemExit(report.exit_code)
 
 
-def _stamping(request: Any, store_dir: Path | None) -> tuple[Path, str] | None:
-    """(store root, request digest) of a build that may use or leave a stamp; None outside a workspace."""
+def _stamping(request: Any, store_dir: Path | None) -> tuple[Path, str, Path] | None:
+    """(store root, request digest, workspace root) of a build that may use or leave a stamp; None
+    outside a workspace."""
     from clawstore.builder import stamp
     from clawstore.config import find_workspace_root
 
@@ -202,7 +203,7 @@ def _stamping(request: Any, store_dir: Path | None) -> tuple[Path, str] | None:
         return None  # the full path says what is wrong
     store_root = resolve_store_dir(store_dir, root).absolute()
     flags = (request.suite, request.run_profile, request.evaluation_profile)
-    return store_root, stamp.request_digest(Path.cwd(), store_root, flags)
+    return store_root, stamp.request_digest(Path.cwd(), store_root, flags), root
 
 
 def _answer_from_stamp(store_root: Path, digest: str, output: str) -> bool:
@@ -219,22 +220,22 @@ def _answer_from_stamp(store_root: Path, digest: str, output: str) -> bool:
 
 
 @contextlib.contextmanager
-def _recording(stamping: tuple[Path, str] | None) -> Iterator[Any]:
+def _recording(stamping: tuple[Path, str, Path] | None) -> Iterator[Any]:
     if stamping is None:
         yield None
         return
     from clawstore.builder import stamp
-    from clawstore.config import find_workspace_root
 
-    with stamp.recording(find_workspace_root(Path.cwd()), stamping[0]) as reads:
+    store_root, _, workspace_root = stamping
+    with stamp.recording(workspace_root, store_root) as reads:
         yield reads
 
 
-def _stamp(stamping: tuple[Path, str], reads: Any, report: Any, rows: list[dict[str, Any]]) -> None:
+def _stamp(stamping: tuple[Path, str, Path], reads: Any, report: Any, rows: list[dict[str, Any]]) -> None:
     """Leave a stamp after a build that completed its campaign; forget an older one otherwise."""
     from clawstore.builder import stamp
 
-    store_root, digest = stamping
+    store_root, digest, _ = stamping
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
     if not (complete and not openclaw and stamp.write(store_root, digest, reads, report.build_id, rows, report.counts)):

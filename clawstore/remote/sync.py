@@ -233,7 +233,7 @@ def _download_bundle(backend: Backend, bundle: str, work: Path, untrusted: bool)
     backend.download(_bundle_name(bundle), target)
     signer = archive_signer(target)
     if not untrusted and not user_trusts(signer):
-        raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer).replace('import', 'pull')}")
+        raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
     return target
 
 
@@ -257,7 +257,7 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
         if user_trusts(signer):
             continue
         if not untrusted:
-            raise UsageError(f"remote ref {name}: {untrusted_why(signer).replace('import', 'pull')}")
+            raise UsageError(f"remote ref {name}: {untrusted_why(signer, 'pull')}")
         apart.add(signer or "unsigned")
     return apart
 

@@ -462,11 +462,12 @@ def _signer(manifest: dict[str, Any], where: str) -> str | None:
         raise ArchiveError(f"{where}: {exc}") from None
 
 
-def untrusted_why(signer: str | None) -> str:
+def untrusted_why(signer: str | None, verb: str = "import") -> str:
+    """Why content is refused, and the two ways on (`verb`: the command that brought it: import, pull)."""
     if signer is None:
-        return "not signed (made before claw signed archives, or its signature was removed); import it " \
+        return f"not signed (made before claw signed archives, or its signature was removed); {verb} it " \
                "with --untrusted to keep it apart"
-    return f"signed by {signer}, a key you do not trust (claw trust add {signer}, or import with --untrusted " \
+    return f"signed by {signer}, a key you do not trust (claw trust add {signer}, or {verb} with --untrusted " \
            "to keep it apart)"
 
 

@@ -47,7 +47,12 @@ def _path(store: Store, name: str) -> Path:
 
 
 def get_ref(store: Store, name: str) -> str | None:
-    path = _path(store, name)
+    return read_ref(store.root, name)
+
+
+def read_ref(store_root: Path, name: str) -> str | None:
+    """A ref's value from the store directory alone (no Store, no index): None when absent."""
+    path = Path(store_root) / "refs" / check_ref_name(name)
     try:
         text = path.read_text(encoding="ascii").strip()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
