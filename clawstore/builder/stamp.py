@@ -45,6 +45,7 @@ RACY_NS = 2_000_000_000
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 _SHELL_NOISE = {"_", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND", "TERM_SESSION_ID"}
 _AUDITED = {"open", "os.listdir", "os.scandir"}
+_ROW_KEYS = {"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd"}  # what is printed
 
 _recorders: list[Recorder] = []
 _hook_lock = threading.Lock()
@@ -220,6 +221,10 @@ def match(store_root: Path, digest: str) -> dict[str, Any] | None:
         return None
     if doc.get("code") != code_digest():
         return None
+    rows, counts, campaign = doc.get("rows"), doc.get("counts"), doc.get("campaign")
+    if not (isinstance(rows, list) and all(isinstance(r, dict) and _ROW_KEYS <= r.keys() for r in rows)
+            and isinstance(counts, dict) and isinstance(campaign, dict)):
+        return None  # a damaged or hand-edited stamp: plan in full rather than print from it
     return doc
 
 

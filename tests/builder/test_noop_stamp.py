@@ -114,3 +114,13 @@ def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Pa
     ws = standard(tmp_path / "ws")  # written just now: a change in the same tick could go unseen
     _build(ws)
     assert not list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+
+
+def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
+    _stamped(ws)
+    stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    doc = json.loads(stamp.read_text())
+    doc["rows"] = [{"model_id": "m1"}]  # keeps the format and every digest: only the rows are wrong
+    stamp.write_text(json.dumps(doc))
+    result = _build(ws)
+    assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
