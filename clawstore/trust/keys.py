@@ -16,6 +16,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from clawstore.errors import UsageError
+from clawstore.store.durable import temp_name
 
 KEY_PREFIX = "claw-ed25519:"
 PRIVATE_FILE = "signing_key"
@@ -48,7 +49,8 @@ def parse_public(text: str) -> Ed25519PublicKey:
 
 
 def signing_key() -> Ed25519PrivateKey:
-    """The user's private key, made on first use (two processes racing make one: the first link wins)."""
+    """The user's private key, made on first use (processes or threads racing make one: the first link
+    wins; each racer writes a temp file of its own, named by process, start time and a random token)."""
     directory = config_dir()
     path = directory / PRIVATE_FILE
     if not path.exists():
@@ -56,7 +58,7 @@ def signing_key() -> Ed25519PrivateKey:
         from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
         fresh = Ed25519PrivateKey.generate().private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        tmp = directory / f".{PRIVATE_FILE}.{os.getpid()}.tmp"
+        tmp = directory / f".{PRIVATE_FILE}.{temp_name()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(base64.b64encode(fresh) + b"\n")

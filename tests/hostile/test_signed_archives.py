@@ -36,6 +36,19 @@ def _fresh(tmp_path: Path, name: str) -> Workspace:
     return standard(tmp_path / name)
 
 
+def test_threads_making_the_first_key_at_once_agree_on_one() -> None:
+    # A push signs its bundles from 8 threads: on a fresh machine they all make the key at once.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def public() -> str:
+        return keys.public_text(keys.signing_key().public_key())
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        made = set(pool.map(lambda _: public(), range(64)))
+    assert made == {keys.own_public()}
+    assert sorted(p.name for p in keys.config_dir().iterdir()) == [keys.PRIVATE_FILE]
+
+
 def test_the_key_is_made_once_private_and_never_shipped(alice: User, exported: Path, tmp_path: Path) -> None:
     public = alice.key(tmp_path)
     assert public.startswith(keys.KEY_PREFIX) and "\n" not in public and public == alice.key(tmp_path)
