@@ -35,6 +35,7 @@ from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
 from clawstore.store.archive import archive_signer, import_archive, untrusted_why, user_trusts, write_archive
+from clawstore.store.durable import temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.reach import Reach
 
@@ -153,7 +154,7 @@ def _send_bundle(store: Store, backend: Backend, objects: list[str], actions: di
     # can verify it from this bundle alone, whatever order bundles arrive in.
     with_entries = {oid[len(PREFIX):] for oid in (*actions.values(), *actions) if store.has(oid)}
     ids = sorted(set(objects) | with_entries)
-    out = work / f"bundle-{os.getpid()}-{len(os.listdir(work))}.claw"
+    out = work / f"bundle-{temp_name('.claw')}"  # bundles are made by several threads at once
     summary = write_archive(store, out, {"refs": {}, "actions": actions, "kind": "remote-bundle"},
                             (PREFIX + h for h in ids))
     bundle = summary.digest[len(PREFIX):]
