@@ -349,7 +349,7 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
                 _link_or_copy(chunk, out / chunk.name)
             if seg_files:
                 number = int(chunks[-1].name.split(".")[-2]) + 1 if chunks else 0
-                source = f"({files_sql(seg_files)})"
+                source = files_sql(seg_files)  # a table function: DuckDB 2 refuses it in parentheses
                 con.execute(f"COPY ({_select_typed(table, source)}) TO "
                             f"{_sql_str(str(out / _chunk_name(table, number)))} (FORMAT parquet)").fetchall()
 
