@@ -283,21 +283,22 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
         def fetch(todo: list[str]) -> None:
             # Every bundle of the round is downloaded and its signer checked before any is imported, so
             # a refused pull writes nothing of the round.
+            # Imports run one after the other: they are CPU work under one GIL, and in parallel they
+            # only fought over it and over the pack writer's lock.
             with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
                 with ThreadPoolExecutor(max_workers=WORKERS) as pool:
                     targets = list(pool.map(lambda b: _download_bundle(backend, b, Path(tmp), untrusted), todo))
-                    for bundle, (new, size, apart) in zip(todo, pool.map(
-                            lambda bt: _import_bundle(store, bt[0], bt[1], untrusted), zip(todo, targets,
-                                                                                          strict=True)), strict=True):
-                        report.bundles += 1
-                        report.objects += new
-                        report.bytes += size
-                        done.add(bundle)
-                        if apart is not None:
-                            report.kept_apart.add(apart)
-                            continue
-                        with open(fetched, "a", encoding="ascii") as fh:
-                            fh.write(bundle + "\n")
+                for bundle, target in zip(todo, targets, strict=True):
+                    new, size, apart = _import_bundle(store, bundle, target, untrusted)
+                    report.bundles += 1
+                    report.objects += new
+                    report.bytes += size
+                    done.add(bundle)
+                    if apart is not None:
+                        report.kept_apart.add(apart)
+                        continue
+                    with open(fetched, "a", encoding="ascii") as fh:
+                        fh.write(bundle + "\n")
 
         if wanted is None:
             fetch([b for b in bundles if b not in done])

@@ -102,7 +102,8 @@ def set_entries(store: Store, entries: dict[bytes, tuple[bytes | None, int]]) ->
         commit(store.runtime, pending)
 
 
-def get_action_record_id(store: Store, key: str) -> str | None:
+def get_action_record_id(store: Store, key: str, look_again: bool = True) -> str | None:
+    """The record id `key` points at (None: no entry); `look_again`: see IndexView.find_action."""
     digest = key_digest(key)
     current = store.runtime.batch()
     found = current.actions.get(digest) if current is not None else None
@@ -110,7 +111,7 @@ def get_action_record_id(store: Store, key: str) -> str | None:
         found = store.runtime.group.find_action(digest)
     if found is not None:
         return None if found[0] is None else PREFIX + found[0].hex()
-    entry = store.runtime.index.find_action(digest)
+    entry = store.runtime.index.find_action(digest, look_again)
     return None if entry is None or entry.record is None else PREFIX + entry.record.hex()
 
 

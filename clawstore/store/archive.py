@@ -32,11 +32,12 @@ import blake3
 from clawstore.canonical import canonical_json
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.actions import entry_problem, key_digest, set_entries
+from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, SharedStage, Stage, Verifier
+from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, PackStage, Stage, Verifier
 from clawstore.store.durable import fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.index import Loc
 from clawstore.store.layout import FORMAT_FILE
 from clawstore.store.names import name_problem, ref_name_problem
 from clawstore.store.refs import RefConflict, check_ref_name
@@ -87,15 +88,32 @@ class ImportReport:
 # ---------------------------------------------------------------------------------------------- writing
 
 class _HashingWriter:
+    """Writes and hashes in pieces of about 1 MiB: an archive of small objects is many small writes."""
+
+    FLUSH_AT = 1 << 20
+
     def __init__(self, out: BinaryIO):
         self.out = out
         self.hasher = blake3.blake3()
         self.size = 0
+        self._buffer = bytearray()
 
     def write(self, data: bytes | memoryview) -> None:
-        self.out.write(data)
-        self.hasher.update(data)
+        self._buffer += data
         self.size += len(data)
+        if len(self._buffer) >= self.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        self.out.write(self._buffer)
+        self.hasher.update(self._buffer)
+        self._buffer.clear()
+
+    def hexdigest(self) -> str:
+        self.flush()
+        return self.hasher.hexdigest()
 
 
 def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids: Iterable[str]) -> ArchiveSummary:
@@ -105,9 +123,11 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
     """
     hexes = sorted({oid[len(PREFIX):] if oid.startswith(PREFIX) else oid for oid in object_ids})
     listing: list[list[Any]] = []
+    locs: list[Loc] = []
     for hexdigest in hexes:
         try:
-            listing.append([hexdigest, store.locate(PREFIX + hexdigest)[2]])
+            locs.append(store.locate(PREFIX + hexdigest))
+            listing.append([hexdigest, locs[-1][2]])
         except MissingObjectError:
             raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} is not in the store "
                                f"{store.root} (run claw fsck)") from None
@@ -122,11 +142,12 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
         with open(tmp, "xb") as fh:
             writer = _HashingWriter(fh)
             _write_member(writer, MANIFEST, body)
-            for hexdigest, size in listing:
-                _copy_object(store, writer, hexdigest, size)
-            seal = f"{PREFIX}{writer.hasher.hexdigest()}\n".encode()
+            for (hexdigest, size), loc in zip(listing, locs, strict=True):
+                _copy_object(store, writer, hexdigest, size, loc)
+            seal = f"{PREFIX}{writer.hexdigest()}\n".encode()
             _write_member(writer, SEAL, seal)
             writer.write(TRAILER)
+            writer.flush()
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, out)
@@ -135,7 +156,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    return ArchiveSummary(out, PREFIX + writer.hasher.hexdigest(), writer.size, doc, len(listing),
+    return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, doc, len(listing),
                           sum(size for _, size in listing))
 
 
@@ -145,18 +166,28 @@ def _write_member(writer: _HashingWriter, name: str, data: bytes) -> None:
     writer.write(padding(len(data)))
 
 
-def _copy_object(store: Store, writer: _HashingWriter, hexdigest: str, size: int) -> None:
+def _copy_object(store: Store, writer: _HashingWriter, hexdigest: str, size: int, loc: Loc) -> None:
+    """Copy the object's frame from `loc`, located when the export began; if gc has moved it since (its
+    pack is gone), it is located again once: a frame's bytes are the same in any pack."""
     writer.write(header(OBJECTS + hexdigest, size))
     copied = 0
-    try:
-        loc = store.locate(PREFIX + hexdigest)
-        while copied < min(size, loc[2]):
-            chunk = store.runtime.pread(loc, min(_CHUNK, loc[2] - copied), copied)
-            writer.write(chunk)
-            copied += len(chunk)
-    except (FileNotFoundError, MissingObjectError):
-        raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} vanished from the store during "
-                           "the export") from None
+    for attempt in range(2):
+        try:
+            while copied < min(size, loc[2]):
+                chunk = store.runtime.pread(loc, min(_CHUNK, loc[2] - copied), copied)
+                writer.write(chunk)
+                copied += len(chunk)
+            break
+        except (FileNotFoundError, MissingObjectError):
+            if attempt:
+                raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} vanished from the store during "
+                                   "the export") from None
+            store.runtime.forget_pack(loc[0])
+            store.runtime.index.reload()
+            try:
+                loc = store.locate(PREFIX + hexdigest)
+            except MissingObjectError:
+                continue  # reported by the next attempt's read of the old place
     if copied != size:
         raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} changed size during the export")
     writer.write(padding(size))
@@ -232,7 +263,7 @@ def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
     """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
     where = f"archive {path}"
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
+        fh = open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below; many small members
     except FileNotFoundError:
         raise ArchiveError(f"{where}: no such file") from None
     except OSError as exc:
@@ -363,9 +394,9 @@ class ArchiveContents:
             return known
         staged = self._staged.get(hexdigest)
         where = f"store {self._store.root}" if staged is None else str(
-            staged.path if isinstance(staged, SharedStage) else staged)
+            staged.path if isinstance(staged, PackStage) else staged)
         try:
-            if isinstance(staged, SharedStage):
+            if isinstance(staged, PackStage):
                 frame = staged.read(hexdigest)
             else:
                 frame = staged.read_bytes() if staged is not None else self._store.read_frame(oid)
@@ -404,17 +435,15 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
     path = Path(path)
     staged: dict[str, Stage] = {}
     present = 0
-    shared: SharedStage | None = None
+    shared = PackStage(store.runtime.own_pack)
 
     def on_object(hexdigest: str, size: int) -> Stage | None:
-        """Where to stage this object's frame (small ones share one file), None if the store has it."""
-        nonlocal present, shared
+        """Where to stage this object's frame (small ones: one pack), None if the store has it."""
+        nonlocal present
         if store.has_fresh(bytes.fromhex(hexdigest)):  # present: its pack's mtime is refreshed for gc
             present += 1
             return None
         if size <= WHOLE_MAX:
-            if shared is None:
-                shared = SharedStage(store.tmp_dir / temp_name())
             staged[hexdigest] = shared
         else:
             staged[hexdigest] = store.tmp_dir / temp_name()
@@ -435,9 +464,9 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             trusted = trusts(report.signer)
             if not trusted and not untrusted:
                 raise ArchiveError(f"{path}: {untrusted_why(report.signer)}")
-            _publish(store, staged, report)
+            _publish(store, staged, shared, report)
         finally:
-            _unstage(staged)
+            _unstage(staged, shared)
         refs = {**summary.manifest.get("refs", {}), **pin_refs}
         if trusted:
             _write_actions(store, summary.manifest.get("actions", {}), report)
@@ -505,31 +534,36 @@ def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
     return wanted  # type: ignore[return-value]
 
 
-def _publish(store: Store, staged: dict[str, Stage], report: ImportReport) -> None:
-    """Append every staged object to packs and index them with one durability barrier."""
+def _publish(store: Store, staged: dict[str, Stage], shared: PackStage, report: ImportReport) -> None:
+    """Index every staged object with one durability barrier: the small ones where they were staged
+    (the import's own pack, sealed first), the large ones appended from their staging files."""
     if not staged:
         return
+    writer = shared.seal()
+    adopted = 0
     with store.batch():
         for hexdigest, stage in sorted(staged.items()):
             digest = bytes.fromhex(hexdigest)
-            if isinstance(stage, SharedStage):
-                frame = stage.read(hexdigest)
-                size, added = len(frame), store.put_frame(digest, frame)
+            if isinstance(stage, PackStage) and writer is not None:
+                blob = stage.spans[hexdigest]
+                size, added = blob.length, store.adopt_blob(digest, blob, writer)
+                adopted += added
             else:
                 size, added = stage.stat().st_size, store.put_frame_file(digest, stage)
             if added:  # another writer may have it now
                 report.new_bytes += size
                 report.new_objects += 1
+    shared.published = adopted > 0  # else nothing names the pack: it goes
 
 
-def _unstage(staged: dict[str, Stage]) -> None:
-    """Remove the staging files (one shared file for the small frames, one per large frame)."""
-    for stage in {id(s): s for s in staged.values()}.values():
-        if isinstance(stage, SharedStage):
-            stage.close()
-            stage = stage.path
-        with contextlib.suppress(FileNotFoundError):
-            stage.unlink()
+def _unstage(staged: dict[str, Stage], shared: PackStage) -> None:
+    """Remove the staging files of large frames; the pack of small ones too unless it was published."""
+    if not shared.published:
+        shared.discard()
+    for stage in staged.values():
+        if isinstance(stage, Path):
+            with contextlib.suppress(FileNotFoundError):
+                stage.unlink()
     staged.clear()
 
 
@@ -537,8 +571,9 @@ def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) 
     """Entries the store lacks point at the archive's records; the store's own entries are kept."""
     now = time.time_ns()
     entries: dict[bytes, tuple[bytes | None, int]] = {}
+    store.runtime.index.refresh()
     for key, record in sorted(actions.items()):
-        current = store.get_action_record_id(key)
+        current = get_action_record_id(store, key, look_again=False)  # index/ listed once, not per key
         if current is not None:
             report.actions_kept += current != record
             continue

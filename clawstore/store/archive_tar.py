@@ -20,6 +20,13 @@ class TarFormatError(ValueError):
     """The bytes are not a tar stream this module wrote."""
 
 
+_MODE_UID_GID = b"0000644\0" + b"0000000\0" + b"0000000\0"  # bytes 100..124
+_MTIME = b"00000000000\0"  # bytes 136..148: mtime 0
+_AFTER_CHECKSUM = b"0" + bytes(100) + b"ustar\0" + b"00" + bytes(BLOCK - 265)  # type, link name, magic
+# The checksum is the sum of the header's bytes with its own field taken as 8 spaces.
+_FIXED_SUM = sum(_MODE_UID_GID) + sum(_MTIME) + sum(b" " * 8) + sum(_AFTER_CHECKSUM)
+
+
 def header(name: str, size: int) -> bytes:
     """The 512-byte ustar header of a regular file `name` of `size` bytes."""
     raw = name.encode("utf-8")
@@ -27,20 +34,10 @@ def header(name: str, size: int) -> bytes:
         raise ValueError(f"tar member name must be 1..100 bytes: {name!r}")
     if not 0 <= size <= _MAX_SIZE:
         raise ValueError(f"tar member {name} is too large ({size} bytes)")
-    block = bytearray(BLOCK)
-    block[0:len(raw)] = raw
-    block[100:108] = b"0000644\0"  # mode
-    block[108:116] = b"0000000\0"  # uid
-    block[116:124] = b"0000000\0"  # gid
-    block[124:136] = b"%011o\0" % size
-    block[136:148] = b"00000000000\0"  # mtime 0
-    block[148:156] = b" " * 8  # checksum is computed with this field blank
-    block[156:157] = b"0"  # regular file
-    block[257:263] = b"ustar\0"
-    block[263:265] = b"00"
-    checksum = sum(block)
-    block[148:156] = b"%06o\0 " % checksum
-    return bytes(block)
+    size_field = b"%011o\0" % size
+    checksum = _FIXED_SUM + sum(raw) + sum(size_field)
+    return b"".join((raw, bytes(100 - len(raw)), _MODE_UID_GID, size_field, _MTIME, b"%06o\0 " % checksum,
+                     _AFTER_CHECKSUM))
 
 
 def padding(size: int) -> bytes:

@@ -39,7 +39,8 @@ def _compressor(level: int, threads: int) -> zstandard.ZstdCompressor:
     return cctx
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
+def decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompression context (making one costs more than decoding a small frame)."""
     dctx = _tls.__dict__.get("dctx")
     if dctx is None:
         dctx = _tls.dctx = zstandard.ZstdDecompressor()
@@ -170,9 +171,9 @@ def decode_verified(oid: str, hexdigest: str, path: str, frame: bytes) -> bytes:
     try:
         size = content_size(frame[:MAX_HEADER])
         if size is not None and size <= 64 << 20:
-            data = _decompressor().decompress(frame)
+            data = decompressor().decompress(frame)
         else:
-            with _decompressor().stream_reader(io.BytesIO(frame)) as reader:
+            with decompressor().stream_reader(io.BytesIO(frame)) as reader:
                 data = reader.read()
     except zstandard.ZstdError as exc:
         raise CorruptObjectError(f"object {oid} is corrupt (undecodable: {exc}): {path}") from None
@@ -197,7 +198,7 @@ class ObjectReader(io.RawIOBase):
         self._file = source if source is not None else open(path, "rb")  # noqa: SIM115 - closed in close()
         self.size = content_size(self._file.read(MAX_HEADER))
         self._file.seek(0)
-        self._reader = _decompressor().stream_reader(self._file, read_size=CHUNK, closefd=False)
+        self._reader = decompressor().stream_reader(self._file, read_size=CHUNK, closefd=False)
         self._hasher = blake3.blake3()
         self._seen = 0
         self._verified = False

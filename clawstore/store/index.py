@@ -302,11 +302,13 @@ class IndexView:
             loc = self.objects.get(digest)
         return loc
 
-    def find_action(self, key: bytes) -> ActionEntry | None:
+    def find_action(self, key: bytes, look_again: bool = True) -> ActionEntry | None:
+        """The entry for `key`; on a miss the index is listed again unless `look_again` is False (an
+        import's check for entries of its own to keep: writing one another process made is harmless)."""
         self.ensure_loaded()
         self._recheck()
         entry = self.actions.get(key)
-        if entry is None or entry.record is None:
+        if (entry is None or entry.record is None) and look_again:
             self.refresh()
             entry = self.actions.get(key)
         return entry if entry is not None and entry.record is not None else None

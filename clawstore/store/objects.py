@@ -24,7 +24,7 @@ from clawstore.store.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, 
 from clawstore.store.codec import CHUNK
 from clawstore.store.ids import PREFIX, oid_hex
 from clawstore.store.index import Loc
-from clawstore.store.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, PackWriter
+from clawstore.store.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
 from clawstore.store.runtime import TOUCH_AFTER_S, Runtime, runtime_for
 
 __all__ = ["TOUCH_AFTER_S", "ObjectStore", "ONE_SHOT_MAX"]
@@ -294,6 +294,14 @@ class ObjectStore:
         if self._present(digest):
             return False
         self._append(digest, [frame])
+        return True
+
+    def adopt_blob(self, digest: bytes, blob: Blob, writer: PackWriter) -> bool:
+        """Index an object frame already written (and verified) in `writer`'s pack, an import's own;
+        False if the store has the object (that copy stays unnamed: gc reclaims it)."""
+        if self._present(digest):
+            return False
+        self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
         return True
 
     def put_frame_file(self, digest: bytes, path: Path) -> bool:

@@ -126,6 +126,19 @@ class PackWriter:
         self.table.append(blob)
         return blob
 
+    def append_many(self, blobs: list[tuple[int, bytes, bytes | memoryview]]) -> list[Blob]:
+        """Write several blobs (kind, id, payload) with one system call; where their payloads are."""
+        parts: list[bytes | memoryview] = []
+        written: list[Blob] = []
+        offset = self.size
+        for kind, blob_id, payload in blobs:
+            written.append(Blob(kind, blob_id, offset + BLOB_HEAD_SIZE, len(payload)))
+            parts += (_BLOB_HEAD.pack(kind, blob_id, len(payload)), payload)
+            offset += BLOB_HEAD_SIZE + len(payload)
+        self._write(parts)
+        self.table.extend(written)
+        return written
+
     def begin_stream(self, kind: int) -> int:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
         start = self.size
