@@ -167,19 +167,24 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions)
     if not stores.exists(campaign.root) and campaign.items:
         _require_every_key(campaign)
     store = stores.open(campaign.root)
-    promote_trusted(store)  # imports kept apart whose signer the user has trusted since
-    nodes = plan_campaign(campaign, store)
-    # A lease before the first store read: a gc running meanwhile keeps every record this plan may
-    # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
-    with store.lease(f"plan {campaign.campaign_id}"):
-        return _build_planned(request, store, options, campaign, nodes)
+    client = _client(options)
+    if options.executor == "ray" and campaign.items:
+        client.warm_up()  # connecting and starting the actors (~1 s) overlaps planning
+    try:
+        promote_trusted(store)  # imports kept apart whose signer the user has trusted since
+        nodes = plan_campaign(campaign, store)
+        # A lease before the first store read: a gc running meanwhile keeps every record this plan may
+        # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
+        with store.lease(f"plan {campaign.campaign_id}"):
+            return _build_planned(request, store, options, campaign, nodes, client)
+    finally:
+        client.close()
 
 
 def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, campaign: Any,
-                   nodes: list[Node]) -> BuildReport:
+                   nodes: list[Node], client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
-    client = _client(options)
     _check_keys(nodes, options.force)
     if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
         client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
@@ -199,14 +204,11 @@ def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, 
         from clawstore.builder.eval_layer import EvalLayer
 
         eval_layer = EvalLayer(campaign, store, client, head)
-    try:
-        return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
-                         head=(head_id, head))
-    finally:
-        client.close()
+    return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
+                     head=(head_id, head))
 
 
-def _client(options: BuildOptions) -> Any:
+def _client(options: BuildOptions) -> _LazyClient:
     """The in-process client, or the Ray cluster's (`--executor ray`), connected only when needed."""
     if options.executor == "ray":
         from clawstore.builder.ray_client import RayClient
@@ -221,13 +223,28 @@ class _LazyClient:
     def __init__(self, make: Any = None) -> None:
         self._make = make or _provider_client
         self._client: Any = None
+        self._error: Exception | None = None  # what creating it in the background raised
+        self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def _get(self) -> Any:
-        with self._lock:
+        with self._lock:  # held while making it: callers wait for a warm-up under way
+            if self._error is not None:
+                raise self._error
             if self._client is None:
                 self._client = self._make()
             return self._client
+
+    def warm_up(self) -> None:
+        """Start creating the client in a background thread; the first caller gets it or its error."""
+        self._warming = threading.Thread(target=self._warm, name="claw-client-warm-up", daemon=True)
+        self._warming.start()
+
+    def _warm(self) -> None:
+        try:
+            self._get()
+        except Exception as exc:  # noqa: BLE001 - handed to the first caller, who reports it
+            self._error = exc
 
     def chat(self, *args: Any, **kwargs: Any) -> Any:
         return self._get().chat(*args, **kwargs)
@@ -237,6 +254,8 @@ class _LazyClient:
         self._get()
 
     def close(self) -> None:
+        if self._warming is not None:
+            self._warming.join()  # a client still being made would outlive the build otherwise
         if self._client is not None:
             self._client.close()
 
