@@ -57,6 +57,17 @@ def check_yaml_shape(text: str, loader: type) -> None:
         bound = _yaml_depth_bound(text)
         if bound is not None and bound <= MAX_NESTING_DEPTH:
             return
+    try:
+        _walk_events(text, loader)
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.6 (PyYAML 6.0.4 wheels) has a nesting limit of its own, met first when its
+        # scanner reads ahead through flow collections: the same refusal, in our words.
+        if "nesting depth" not in str(exc.problem):
+            raise
+        raise ShapeProblem(_located(f"nesting deeper than {MAX_NESTING_DEPTH} levels", exc.problem_mark)) from None
+
+
+def _walk_events(text: str, loader: type) -> None:
     sizes: dict[str, int] = {}  # anchor -> nodes the anchored node expands to
     stack: list[list] = [[0, None]]  # per open collection: [nodes inside, anchor]
     expanded = 0
