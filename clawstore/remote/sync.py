@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,23 +149,57 @@ def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
         yield items[start:start + size]
 
 
-def _send_bundle(store: Store, backend: Backend, objects: list[str], actions: dict[str, str],
-                 work: Path) -> tuple[int, int]:
+@dataclass
+class _Bundle:
+    path: Path
+    listing: Path
+    name: str  # hex BLAKE3 of its bytes
+    objects: int
+    size: int
+
+
+def _make_bundle(store: Store, objects: list[str], actions: dict[str, str], work: Path) -> _Bundle:
     # Each entry travels with its record and its input document (the key's id), so the receiving side
     # can verify it from this bundle alone, whatever order bundles arrive in.
     with_entries = {oid[len(PREFIX):] for oid in (*actions.values(), *actions) if store.has(oid)}
     ids = sorted(set(objects) | with_entries)
-    out = work / f"bundle-{temp_name('.claw')}"  # bundles are made by several threads at once
+    out = work / f"bundle-{temp_name('.claw')}"
     summary = write_archive(store, out, {"refs": {}, "actions": actions, "kind": "remote-bundle"},
                             (PREFIX + h for h in ids))
     bundle = summary.digest[len(PREFIX):]
     listing = work / f"{bundle}.ids"
     listing.write_text(json.dumps({"objects": ids, "actions": actions}, sort_keys=True), encoding="utf-8")
-    backend.upload(out, _bundle_name(bundle))
-    backend.upload(listing, _listing_name(bundle))  # last: the listing publishes the bundle
-    out.unlink()
-    listing.unlink()
-    return len(ids), summary.size
+    return _Bundle(out, listing, bundle, len(ids), summary.size)
+
+
+def _upload_bundle(backend: Backend, bundle: _Bundle) -> _Bundle:
+    backend.upload(bundle.path, _bundle_name(bundle.name))
+    backend.upload(bundle.listing, _listing_name(bundle.name))  # last: the listing publishes the bundle
+    bundle.path.unlink()
+    bundle.listing.unlink()
+    return bundle
+
+
+def _send_bundles(store: Store, backend: Backend, batches: list[tuple[list[str], dict[str, str]]], work: Path,
+                  report: SyncReport) -> None:
+    """Bundles are made one after the other in this thread and uploaded by a pool as each is ready.
+    (Made by several threads at once, they were slower: each read of a frame releases the GIL, and
+    getting it back from the other CPU-bound makers waited out the interpreter's switch interval.)
+    At most WORKERS bundles wait on disk for their upload."""
+    def sent(future: Future[_Bundle]) -> None:
+        bundle = future.result()
+        report.bundles += 1
+        report.objects += bundle.objects
+        report.bytes += bundle.size
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        uploads: deque[Future[_Bundle]] = deque()
+        for objects, actions in batches:
+            while len(uploads) >= WORKERS:
+                sent(uploads.popleft())
+            uploads.append(pool.submit(_upload_bundle, backend, _make_bundle(store, objects, actions, work)))
+        while uploads:
+            sent(uploads.popleft())
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True) -> SyncReport:
@@ -186,11 +221,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             keys = action_keys[index * per_chunk:(index + 1) * per_chunk] if per_chunk else []
             batches.append((chunk, {k: new_actions[k] for k in keys}))
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp:
-            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                for sent, size in pool.map(lambda b: _send_bundle(store, backend, b[0], b[1], Path(tmp)), batches):
-                    report.bundles += 1
-                    report.objects += sent
-                    report.bytes += size
+            _send_bundles(store, backend, batches, Path(tmp), report)
         for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report
