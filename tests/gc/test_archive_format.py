@@ -89,3 +89,30 @@ def test_a_whole_frame_with_data_after_it_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match="data after the frame"):
         verify_archive(archive)
     assert WHOLE_MAX >= 1 << 20
+
+
+def test_an_export_during_which_gc_rewrites_a_pack_still_copies_every_frame(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.store.gc import collect
+    from clawstore.trust import signature
+
+    store = Store(tmp_path / "origin")
+    with store.batch():
+        kept = [store.put_bytes(b"kept %d" % i) for i in range(50)]
+        for i in range(200):
+            store.put_bytes(b"garbage %d" % i)  # most of the pack: gc rewrites it without these
+    store.set_ref("pins/kept", store.put_json({"objects": kept}))
+    packs_before = set(os.listdir(store.root / "packs"))
+    sign = signature.sign
+
+    def sign_then_gc(doc: dict) -> dict:  # between locating the frames and copying them
+        collect(store, grace_s=0, max_unused=0.0)
+        return sign(doc)
+
+    monkeypatch.setattr(signature, "sign", sign_then_gc)
+    archive = tmp_path / "a.claw"
+    write_archive(store, archive, {"refs": {}, "actions": {}}, kept)
+    assert not packs_before & set(os.listdir(store.root / "packs")), "gc moved the frames to a new pack"
+    other = Store(tmp_path / "other")
+    import_archive(other, archive)
+    assert [other.get_bytes(oid) for oid in kept] == [b"kept %d" % i for i in range(50)]
