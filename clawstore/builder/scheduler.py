@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+_NO_MORE = object()  # tells a worker thread to end
 
 
 @dataclass(frozen=True)
@@ -57,48 +58,60 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
     stop = False
     interrupted = False
 
-    def worker(task: T) -> None:
-        try:
-            results.put(Outcome(task, value=work(task)))
-        except BaseException as exc:  # noqa: BLE001 - reported to the caller, never swallowed
-            results.put(Outcome(task, error=exc))
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    workers = 0
 
-    while pending or running or (waiting and not stop):
-        now = time.monotonic()
-        while not stop and running < max(1, concurrency):
-            if pending:
-                task = pending.pop()
-            elif waiting and waiting[0][0] <= now:
-                task = heapq.heappop(waiting)[2]
-            else:
-                break
-            threading.Thread(target=worker, args=(task,), daemon=True).start()
-            running += 1
-        # A timeout keeps the main thread responsive to signals and wakes it for set-aside tasks.
-        timeout = 0.2
-        if waiting and not stop and running < max(1, concurrency):
-            timeout = max(0.001, min(0.2, waiting[0][0] - time.monotonic()))
-        try:
-            if running == 0:
-                if stop or not waiting:
+    def worker() -> None:
+        # Long-lived: starting a thread per task cost the calling thread more than some tasks do.
+        while (task := inbox.get()) is not _NO_MORE:
+            try:
+                results.put(Outcome(task, value=work(task)))
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller, never swallowed
+                results.put(Outcome(task, error=exc))
+
+    try:
+        while pending or running or (waiting and not stop):
+            now = time.monotonic()
+            while not stop and running < max(1, concurrency):
+                if pending:
+                    task = pending.pop()
+                elif waiting and waiting[0][0] <= now:
+                    task = heapq.heappop(waiting)[2]
+                else:
                     break
-                time.sleep(timeout)
+                inbox.put(task)
+                running += 1
+                if running > workers:  # every worker is busy: one more, up to `concurrency`
+                    threading.Thread(target=worker, daemon=True, name="claw-task").start()
+                    workers += 1
+            # A timeout keeps the main thread responsive to signals and wakes it for set-aside tasks.
+            timeout = 0.2
+            if waiting and not stop and running < max(1, concurrency):
+                timeout = max(0.001, min(0.2, waiting[0][0] - time.monotonic()))
+            try:
+                if running == 0:
+                    if stop or not waiting:
+                        break
+                    time.sleep(timeout)
+                    continue
+                outcome = results.get(timeout=timeout)
+            except queue.Empty:
                 continue
-            outcome = results.get(timeout=timeout)
-        except queue.Empty:
-            continue
-        except KeyboardInterrupt:
-            if on_interrupt is None or interrupted:
-                raise
-            interrupted = stop = True
-            on_interrupt(running)
-            continue
-        running -= 1
-        if isinstance(outcome.value, Later):
-            heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
-            continue
-        if not on_done(outcome):
-            stop = True
+            except KeyboardInterrupt:
+                if on_interrupt is None or interrupted:
+                    raise
+                interrupted = stop = True
+                on_interrupt(running)
+                continue
+            running -= 1
+            if isinstance(outcome.value, Later):
+                heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
+                continue
+            if not on_done(outcome):
+                stop = True
+    finally:
+        for _ in range(workers):
+            inbox.put(_NO_MORE)  # each worker ends after its current task
     if interrupted:
         raise KeyboardInterrupt
     pending.reverse()
