@@ -33,6 +33,8 @@ _ASSIGNMENT = re.compile(
     r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|token|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
     r"(?=[^\s\"'`,;{}]*[A-Za-z])([^\s\"'`,;{}]{6,})"
 )
+# No pattern above and no environment value (at least 8 characters) matches a shorter text.
+_SHORTEST_SECRET = 8
 SECRET_ENV_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
 # Mapping keys whose string values are secrets whatever they look like.
 _SECRET_KEY_NAME = re.compile(
@@ -49,7 +51,7 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
 
 def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
     """`text` with every recognised secret replaced by `[REDACTED]`."""
-    if not text:
+    if len(text) < _SHORTEST_SECRET:  # most strings of a trace (roles, keys, ids): nothing can match
         return text
     secrets = environment_secrets() if extra_secrets is None else list(extra_secrets)
     for value in secrets:

@@ -163,3 +163,12 @@ def test_raw_payload_is_not_shown_as_an_answer(status: str) -> None:
     text = render(art)
     assert "raw payload and no assistant-visible text" in text
     assert "agentMeta" not in text
+
+
+def test_the_shortest_secrets_are_still_redacted() -> None:
+    from clawstore.evaluate.redact import redact_text, redact_value
+
+    # Texts shorter than any secret are returned as they are; the shortest that can hold one are not.
+    assert redact_text("x1y2z3w4", ["x1y2z3w4"]) == "[REDACTED]"  # an environment value of 8 characters
+    assert redact_text("token=abcdef") == "token=[REDACTED]"  # the shortest assignment
+    assert redact_value({"role": "user", "k": "x1y2z3w4"}, ["x1y2z3w4"]) == {"role": "user", "k": "[REDACTED]"}
