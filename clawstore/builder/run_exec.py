@@ -61,28 +61,37 @@ def _cost(artifact: dict[str, Any]) -> float | None:
 
 def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
     from clawstore.runners.llm_probe import run_llm_probe
+    from clawstore.runners.tools import enabled_tools
+    from clawstore.store.trees import empty_tree
 
     spec = node.extra["spec"]
     started_at = utc_now()
     began = time.monotonic()
-    tmp = tempfile.mkdtemp(prefix="claw-run-")
-    sandbox = Path(tmp) / "sandbox"
-    sandbox.mkdir()
+    # A run without tools has nothing to act in: no directory to make, snapshot and remove.
+    tmp = tempfile.mkdtemp(prefix="claw-run-") if enabled_tools(spec.tools) else None
+    sandbox = Path(tmp) / "sandbox" if tmp is not None else None
+    if sandbox is not None:
+        sandbox.mkdir()
     try:
         artifact = run_llm_probe(spec, client, sandbox)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     latency = time.monotonic() - began
     artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
 
     def write() -> tuple[str, dict[str, Any]]:
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
-            outputs = {"sandbox": store.put_tree(sandbox)}
+            outputs = {"sandbox": store.put_tree(sandbox) if sandbox is not None else empty_tree(store)}
             return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
 
+    def cleanup() -> None:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     # The answer is paid for: if the store refuses it, the build keeps it (and its sandbox) to retry.
-    return store_answer(node, write, _cost(artifact_json), lambda: shutil.rmtree(tmp, ignore_errors=True))
+    return store_answer(node, write, _cost(artifact_json), cleanup)
 
 
 def execute_openclaw(node: Node, store: Any, build_id: str) -> tuple[str, dict[str, Any]]:

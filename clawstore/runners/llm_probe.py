@@ -193,7 +193,7 @@ def _tool_calls(message: dict[str, Any]) -> list[_ToolCall]:
 class _Run:
     """State of one run: the conversation, trace, usage and provider metadata so far."""
 
-    def __init__(self, spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path):
+    def __init__(self, spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None):
         self.spec = spec
         self.client = client
         self.sandbox_dir = sandbox_dir
@@ -237,7 +237,7 @@ class _Run:
         for message in self.spec.messages:
             self.trace.message(message["role"], message["content"], message.get("name"),
                                message.get("metadata") or {})
-        sandbox = Sandbox(self.sandbox_dir)
+        sandbox = Sandbox(self.sandbox_dir) if self.sandbox_dir is not None else None
         toolbox = ToolBox(sandbox, self.spec.tools, network=self.spec.network)
         body: dict[str, Any] = {"model": self.spec.requested_model}
         for key in ("temperature", "top_p", "max_tokens", "seed"):
@@ -287,11 +287,14 @@ class _Run:
         return "invalid", RunError("empty_output", "the final assistant message is empty", "output_error")
 
 
-def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path, *,
+def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None, *,
                   run_id: str | None = None) -> RunArtifact:
-    """Run one llm_probe case against one model; tools act in `sandbox_dir` (left for the caller)."""
+    """Run one llm_probe case against one model; tools act in `sandbox_dir` (left for the caller),
+    which may be None only when the case enables no tool (nothing could act in it)."""
+    if sandbox_dir is None and enabled_tools(spec.tools):
+        raise ValueError("a case with tools needs a sandbox directory")
     clock = Clock()
-    run = _Run(spec, client, Path(sandbox_dir))
+    run = _Run(spec, client, Path(sandbox_dir) if sandbox_dir is not None else None)
     params: ExecutionParameters | None = None
     try:
         params = execution_parameters(spec)

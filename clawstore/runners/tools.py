@@ -75,9 +75,9 @@ class ToolOutcome:
 class ToolBox:
     """Dispatches tool calls for one run; refuses tools the case did not enable."""
 
-    def __init__(self, sandbox: Sandbox, enabled: Sequence[str], *, network: bool = False,
+    def __init__(self, sandbox: Sandbox | None, enabled: Sequence[str], *, network: bool = False,
                  shell_timeout: float = SHELL_TIMEOUT_S):
-        self.sandbox = sandbox
+        self.sandbox = sandbox  # None only with no tool enabled: every call is refused before using it
         self.enabled = enabled_tools(enabled)
         self.network = network
         self.shell_timeout = shell_timeout

@@ -61,6 +61,11 @@ class TreeEntry:
 
 
 # --- snapshot -----------------------------------------------------------------------------------
+def empty_tree(store: Store) -> str:
+    """The tree of an empty directory (what put_tree gives for one), without a directory."""
+    return store.put_json({"tree_version": TREE_VERSION, "entries": []})
+
+
 def put_tree(store: Store, directory: Path | str) -> str:
     root = Path(directory)
     if not root.is_dir():

@@ -173,3 +173,11 @@ def test_non_tree_objects_are_rejected(store: Store) -> None:
         store.read_tree(store.put_bytes(b"plain text"))
     with pytest.raises(NotATreeError):
         store.read_tree(store.put_json({"entries": [{"path": "x"}], "tree_version": 1}))
+
+
+def test_the_empty_tree_is_the_tree_of_an_empty_directory(tmp_path: Path) -> None:
+    from clawstore.store.trees import empty_tree
+
+    store = Store(tmp_path / "store")
+    (tmp_path / "empty").mkdir()
+    assert empty_tree(store) == store.put_tree(tmp_path / "empty")
