@@ -156,3 +156,31 @@ def test_claim_board_take_release_expire_and_lose(tmp_path: Path) -> None:
     assert a.holder(key) is None and b.holder(key).owner == "build-a"
     a.close()
     assert list_claims(tmp_path) == []
+
+
+def test_a_board_reuses_its_claim_files_and_leaves_none_behind(tmp_path: Path) -> None:
+    # Making a file (an inode) cost half a millisecond on the bench machine's /tmp, per node: a board
+    # makes one file per claim held at once, links it under the claim's name and reuses it after.
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "tmp").mkdir()
+    board = ClaimBoard(tmp_path, owner="build-a", ttl_s=30)
+    spares = set()
+    for round_ in range(20):
+        keys = [oid_of(b"node %d-%d" % (round_, i)) for i in range(3)]  # three nodes at once
+        assert all(board.take(key) for key in keys)
+        claims = list_claims(tmp_path)
+        assert sorted(c.key for c in claims) == sorted(keys) and {c.owner for c in claims} == {"build-a"}
+        held = {(s.st_dev, s.st_ino) for s in (os.stat(board.path(key)) for key in keys)}
+        files = {p.name: os.stat(p) for p in tmp_path.joinpath("tmp").iterdir()}
+        assert {(s.st_dev, s.st_ino) for s in files.values()} == held, "each claim is a board's file, linked"
+        spares |= set(files)
+        for key in keys:
+            board.release(key)
+        assert list_claims(tmp_path) == []
+    assert len(spares) == 3, "three files served sixty claims"
+    other = ClaimBoard(tmp_path, owner="build-b", ttl_s=30)
+    key = oid_of(b"contested")
+    assert board.take(key) and not other.take(key)  # a claim is still created only if absent
+    board.close()
+    other.close()
+    assert list_claims(tmp_path) == [] and list(tmp_path.joinpath("tmp").iterdir()) == []
