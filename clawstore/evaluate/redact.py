@@ -24,6 +24,8 @@ _TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
 )
+# A literal every token pattern contains: texts without one are not scanned eight times.
+_TOKEN_HINT = re.compile(r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abprse]-")
 # `Authorization: Bearer <token>` keeps the scheme word so the text still reads naturally.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 # `api_key = "…"`, `"client_secret": "…"`, `OPENROUTER_API_KEY=…`: keep the name, drop the value.
@@ -35,6 +37,8 @@ _ASSIGNMENT = re.compile(
 )
 # No pattern above and no environment value (at least 8 characters) matches a shorter text.
 _SHORTEST_SECRET = 8
+# Every name the assignment pattern knows contains one of these.
+_ASSIGNMENT_HINT = re.compile(r"(?i)key|token|secret|passw")
 SECRET_ENV_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
 # Mapping keys whose string values are secrets whatever they look like.
 _SECRET_KEY_NAME = re.compile(
@@ -57,10 +61,13 @@ def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
     for value in secrets:
         if value and value in text:
             text = text.replace(value, REDACTED)
-    for pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(REDACTED, text)
+    if _TOKEN_HINT.search(text):  # one pass instead of eight over a text that holds no token
+        for pattern in _TOKEN_PATTERNS:
+            text = pattern.sub(REDACTED, text)
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
-    return _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+    if _ASSIGNMENT_HINT.search(text):  # the assignment pattern is slow to scan a long judge prompt with
+        text = _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
 
 
 def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
