@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -11,3 +12,9 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
+
+
+def field_values(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict whose values are shared, not copied (asdict deep-copies every
+    nested list and dict): for documents turned into JSON at once, on paths run once per node."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from clawstore.canonical import field_values
 from clawstore.evaluate.evidence import DIMENSIONS
 from clawstore.evaluate.judge import JUDGE_STATUSES, JudgeIteration
 from clawstore.evaluate.judge_contract import JudgeScores
@@ -42,7 +43,7 @@ class FinalResult:
     format_version: int = RESULT_FORMAT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return field_values(self)
 
 
 @dataclass

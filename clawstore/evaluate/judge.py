@@ -7,9 +7,10 @@ and no endpoint; the build layer binds `ProviderClient.chat` with the endpoint a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from clawstore.canonical import field_values
 from clawstore.errors import ClawError, ConfigError
 from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, parse_judge_response
 from clawstore.evaluate.redact import redact_text, redact_value
@@ -87,7 +88,7 @@ class JudgeIteration:
         return self.status in INFRASTRUCTURE_STATUSES
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = field_values(self)
         out["scores"] = self.scores.to_dict() if self.scores else None
         return out
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from clawstore.canonical import field_values
 from clawstore.evaluate.evidence import DIMENSIONS
 from clawstore.jsontext import first_json_object
 
@@ -33,7 +34,7 @@ class JudgeScores:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return field_values(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JudgeScores:

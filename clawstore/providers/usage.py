@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from clawstore.canonical import field_values
 
 TOKEN_FIELDS = (
     "input_tokens",
@@ -92,4 +94,4 @@ class Usage:
         return {name: getattr(self, name) for name in TOKEN_FIELDS}
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return field_values(self)

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawstore.canonical import field_values
 from clawstore.errors import StoreError
 from clawstore.store.durable import write_file_atomic
 from clawstore.store.names import check_name
@@ -74,7 +75,7 @@ class BuildLogDoc:
     def to_json(self) -> dict[str, Any]:
         # Shallow: the nodes are plain dicts already, and asdict's deep copy of thousands of them on
         # every periodic write of a running build's log cost seconds of CPU per campaign.
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return field_values(self)
 
     def encode(self) -> bytes:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
