@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from clawstore.errors import UsageError
-from clawstore.store.durable import temp_name
+from clawstore.store.durable import temp_name, write_file_atomic
 
 KEY_PREFIX = "claw-ed25519:"
 PRIVATE_FILE = "signing_key"
@@ -91,27 +94,37 @@ def trusted() -> set[str]:
     return {line.strip() for line in lines if line.strip()} | {own_public()}
 
 
-def _write_trusted(keys: set[str]) -> None:
+@contextlib.contextmanager
+def _trust_list() -> Iterator[set[str]]:
+    """The trust list, to change in place: read and written back under a lock, so two users of it at
+    once (two `claw trust add`) never drop each other's key; written atomically and durably."""
     directory = config_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = directory / f".{TRUST_FILE}.{os.getpid()}.tmp"
-    tmp.write_text("".join(f"{key}\n" for key in sorted(keys)), encoding="utf-8")
-    os.replace(tmp, directory / TRUST_FILE)
+    lock = os.open(directory / f".{TRUST_FILE}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = directory / TRUST_FILE
+        listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
+        before = set(listed)
+        yield listed
+        if listed != before:
+            data = "".join(f"{key}\n" for key in sorted(listed)).encode()
+            write_file_atomic(path, data, directory, mode=0o600)
+    finally:
+        os.close(lock)  # releases the flock
 
 
 def add_trusted(text: str) -> str:
     key = public_text(parse_public(text))
-    path = config_dir() / TRUST_FILE
-    listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
-    _write_trusted(listed | {key})
+    with _trust_list() as listed:
+        listed.add(key)
     return key
 
 
 def remove_trusted(text: str) -> bool:
     key = public_text(parse_public(text))
-    path = config_dir() / TRUST_FILE
-    listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
-    if key not in listed:
-        return False
-    _write_trusted(listed - {key})
+    with _trust_list() as listed:
+        if key not in listed:
+            return False
+        listed.discard(key)
     return True

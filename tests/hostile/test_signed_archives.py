@@ -49,6 +49,20 @@ def test_threads_making_the_first_key_at_once_agree_on_one() -> None:
     assert sorted(p.name for p in keys.config_dir().iterdir()) == [keys.PRIVATE_FILE]
 
 
+def test_users_adding_trust_at_once_lose_no_key() -> None:
+    # Two `claw trust add` at once read the list, add their key and write it back: without a lock one
+    # of the keys was silently dropped.
+    import subprocess
+    import sys
+
+    wanted = [keys.public_text(Ed25519PrivateKey.generate().public_key()) for _ in range(12)]
+    code = "import sys; from clawstore.trust import keys; keys.add_trusted(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, key]) for key in wanted]
+    assert [proc.wait(timeout=60) for proc in procs] == [0] * len(wanted)
+    assert set(wanted) <= keys.trusted()
+    assert not [p.name for p in keys.config_dir().iterdir() if "tmp" in p.name], "no temp file left behind"
+
+
 def test_the_key_is_made_once_private_and_never_shipped(alice: User, exported: Path, tmp_path: Path) -> None:
     public = alice.key(tmp_path)
     assert public.startswith(keys.KEY_PREFIX) and "\n" not in public and public == alice.key(tmp_path)
