@@ -7,7 +7,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
@@ -16,6 +16,9 @@ from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 from clawstore.trust.apart import promote_trusted
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def _endpoint(item: Any) -> Any:
     return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
 
 
-def plan_campaign(campaign: Any, store: Any) -> list[Node]:
+def plan_campaign(campaign: Any, store: Store) -> list[Node]:
     """Run nodes of the campaign, each with its key (and, for openclaw, the spec its key depends on)."""
     endpoints: dict[str, Any] = {}
     openclaw = _OpenClawPlanner(campaign, store)
@@ -77,7 +80,7 @@ def plan_campaign(campaign: Any, store: Any) -> list[Node]:
 class _OpenClawPlanner:
     """Builds each openclaw item's spec once: agent template tree, image digest, rendered config."""
 
-    def __init__(self, campaign: Any, store: Any):
+    def __init__(self, campaign: Any, store: Store):
         self.campaign = campaign
         self.store = store
         self.trees: dict[str, str] = {}
@@ -181,7 +184,7 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions)
         client.close()
 
 
-def _build_planned(request: CampaignRequest, store: Any, options: BuildOptions, campaign: Any,
+def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Any,
                    nodes: list[Node], client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
@@ -299,7 +302,7 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
         return campaign, cid, states
 
 
-def _inspect(campaign: Any, store: Any, force: bool) -> tuple[str, list[NodeState]]:
+def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeState]]:
     nodes = plan_campaign(campaign, store)
     cid = campaign.campaign_id
     _, previous = read_head(store, head_ref(cid))
@@ -319,7 +322,7 @@ def _inspect(campaign: Any, store: Any, force: bool) -> tuple[str, list[NodeStat
     return cid, states
 
 
-def _eval_nodes(campaign: Any, store: Any, runs: list[Node], pending: dict[str, str],
+def _eval_nodes(campaign: Any, store: Store, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
 

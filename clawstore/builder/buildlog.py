@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
@@ -12,6 +12,9 @@ from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
 from clawstore.store.claims import ClaimBoard
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 
 def head_ref(campaign: str) -> str:
@@ -44,7 +47,7 @@ class BuildLog:
     """Accumulates the nodes of one build; its document (clawstore/store/buildlogs.py) lists only what
     the build executed, failed or skipped, and names the campaign head the build ended on."""
 
-    def __init__(self, store: Any, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
+    def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store
         self.build_id = new_build_id()
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.scheduler import Later
 from clawstore.builder.unstored import NotStarted
 from clawstore.graph.plan import Node, unseen_objects
 from clawstore.store.claims import ClaimBoard
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 FIRST_WAIT_S = 0.05
 MAX_WAIT_S = 1.0
@@ -31,7 +34,7 @@ class Adopted:
 Work = Callable[[Node], tuple[str, dict[str, Any]]]
 
 
-def claimed(work: Work, store: Any, board: ClaimBoard, node: Node) -> tuple[str, dict[str, Any]] | Adopted | Later:
+def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[str, dict[str, Any]] | Adopted | Later:
     """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later)."""
     waits = int(node.extra.get("claim_waits", 0))
     if waits:  # set aside before: the holder may have finished
@@ -60,7 +63,7 @@ def claimed(work: Work, store: Any, board: ClaimBoard, node: Node) -> tuple[str,
     return done
 
 
-def stored_meanwhile(store: Any, node: Node) -> Adopted | None:
+def stored_meanwhile(store: Store, node: Node) -> Adopted | None:
     """The node's record if the action cache names another one than the build planned with, and
     everything that record names is in the store (a record whose outputs are gone is never reused)."""
     found = store.get_action_record_id(node.key)

@@ -13,7 +13,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.config.containment import escapes, real_root
@@ -25,6 +25,9 @@ from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.names import is_name, name_problem
 from clawstore.store.reach import Reach
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 _SKIP_DIRS = frozenset({"__pycache__"})
 _SKIP_SUFFIXES = (".pyc",)
@@ -39,14 +42,14 @@ class HeadClosure:
     actions: dict[str, str]  # node key -> record id, as the head has them
 
 
-def campaign_head(store: Any, campaign_id: str) -> str:
+def campaign_head(store: Store, campaign_id: str) -> str:
     head_id = store.get_ref(head_ref(campaign_id))
     if head_id is None:
         raise UsageError(f"campaign {campaign_id} has never been built in store {store.root} (run claw build)")
     return str(head_id)
 
 
-def head_closure(store: Any, head_id: str) -> HeadClosure:
+def head_closure(store: Store, head_id: str) -> HeadClosure:
     """Every object the head reaches (records, input documents, outputs, trees and their files)."""
     reach = Reach(store)
     reach.mark([head_id])
@@ -174,7 +177,7 @@ def _add_dir(directory: Path, rel: str, files: dict[str, Path]) -> None:
             files[f"{rel}/{name}" if base == "." else f"{rel}/{base}/{name}"] = here / name
 
 
-def snapshot_configs(store: Any, campaign: Any) -> str:
+def snapshot_configs(store: Store, campaign: Any) -> str:
     """Store the campaign's config files as one tree (a workspace with `configs/` at its root)."""
     files = config_files(campaign)
     root_real = real_root(Path(campaign.root))
@@ -202,7 +205,7 @@ def snapshot_configs(store: Any, campaign: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------- export
 
-def export_campaign(store: Any, campaign: Any, out: Path) -> ArchiveSummary:
+def export_campaign(store: Store, campaign: Any, out: Path) -> ArchiveSummary:
     """Write the campaign's head, everything it reaches, its action-cache entries and its configs."""
     campaign_id = campaign.campaign_id
     head_id = campaign_head(store, campaign_id)
@@ -284,7 +287,7 @@ def _check_campaign_archive(manifest: dict[str, Any], contents: ArchiveContents,
             raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} names a missing object")
 
 
-def adopt_imported_head(store: Any, head_id: str) -> str | None:
+def adopt_imported_head(store: Store, head_id: str) -> str | None:
     """Give an imported head a build log (it has that shape) and index it, so `claw query` sees it.
 
     Returns the build id, or None if the store already has that build's log (nothing to do)."""

@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.claimed import Adopted, claimed
@@ -26,6 +26,9 @@ from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.leftovers import remove_leftovers
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 LOG_WRITE_INTERVAL_S = 2.0
 
@@ -217,7 +220,7 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         log.add(node.kind, node.key, None, "skip", node.address, None)
 
 
-def run_build(campaign: Any, store: Any, options: BuildOptions, *, run_nodes: list[Node],
+def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
               eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None) -> BuildReport:
     """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.

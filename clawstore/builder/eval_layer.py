@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.progress import BuildProgress, QuietProgress
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
@@ -17,6 +17,9 @@ from clawstore.builder.unstored import store_answer
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 JUDGE_TIMEOUT_S = 120.0
 JUDGE_RETRIES = 3
@@ -71,7 +74,7 @@ def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
 
 
 class EvalLayer:
-    def __init__(self, campaign: Any, store: Any, client: Any = None, head: dict[str, Any] | None = None):
+    def __init__(self, campaign: Any, store: Store, client: Any = None, head: dict[str, Any] | None = None):
         from clawstore.evaluate import (
             CHECKS_FORMAT_VERSION,
             JUDGE_PROMPT_FORMAT_VERSION,

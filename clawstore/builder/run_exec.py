@@ -6,11 +6,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 
 def _metrics(usage: dict[str, Any], latency: float) -> dict[str, Any]:
@@ -25,7 +28,7 @@ def _metrics(usage: dict[str, Any], latency: float) -> dict[str, Any]:
     }
 
 
-def record_run(store: Any, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
+def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
                started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
     """Objects first, then the record, then the action-cache entry (the store's write order)."""
     outputs = dict(outputs)
@@ -59,7 +62,7 @@ def _cost(artifact: dict[str, Any]) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) else None
 
 
-def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
     from clawstore.store.trees import empty_tree
@@ -94,7 +97,7 @@ def execute_llm_probe(node: Node, store: Any, client: Any, build_id: str) -> tup
     return store_answer(node, write, _cost(artifact_json), cleanup)
 
 
-def execute_openclaw(node: Node, store: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+def execute_openclaw(node: Node, store: Store, build_id: str) -> tuple[str, dict[str, Any]]:
     from clawstore.runners.openclaw import run_openclaw
 
     started_at = utc_now()

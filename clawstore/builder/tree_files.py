@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 
 class _TreeIndex:
-    def __init__(self, store: Any, tree_id: str):
+    def __init__(self, store: Store, tree_id: str):
         self.store = store
         self.entries = {entry.path: entry for entry in store.read_tree(tree_id)}
         self.dirs = {e.path for e in self.entries.values() if e.type == "dir"}
@@ -29,7 +32,7 @@ def _rel(abs_path: str) -> str:
 class TreeSandboxFiles:
     """An llm_probe sandbox: the run's `/` is the tree's root, so `/tmp/x` is entry `tmp/x`."""
 
-    def __init__(self, store: Any, tree_id: str):
+    def __init__(self, store: Store, tree_id: str):
         self._tree = _TreeIndex(store, tree_id)
 
     def read(self, abs_path: str) -> bytes | None:
@@ -50,7 +53,7 @@ class TreeSandboxFiles:
 class TreeWorkspaceFiles:
     """An openclaw workspace: paths relative to the workspace root."""
 
-    def __init__(self, store: Any, tree_id: str):
+    def __init__(self, store: Store, tree_id: str):
         self._tree = _TreeIndex(store, tree_id)
 
     def paths(self) -> Iterable[str]:

@@ -12,10 +12,13 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 RETRY_SECONDS_DEFAULT = 120.0
 RETRY_PAUSE_S = 1.0
@@ -125,7 +128,7 @@ class StoreTrouble:
                           f"{skipped} node(s) not started; free space and build again (finished nodes are kept)")
 
 
-def settle_pending(store: Any, log: Any, trouble: StoreTrouble) -> None:
+def settle_pending(store: Store, log: Any, trouble: StoreTrouble) -> None:
     """At the end of a build in group-commit mode: make the last window durable, retrying while the
     store refuses (like kept answers); if it never takes it, every recorded node whose record is not
     in the store is a paid answer lost, turned into a failed node and named by `trouble.error`."""

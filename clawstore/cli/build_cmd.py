@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,9 @@ from clawstore.cli.common import campaign_options, never_built_message, resolve_
 from clawstore.errors import UsageError
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 # JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
 # path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
@@ -34,7 +37,7 @@ class Stores:
 
     def __init__(self, store_dir: Path | None):
         self.store_dir = store_dir
-        self.store: Any = None
+        self.store: Store | None = None
 
     def exists(self, root: Path) -> bool:
         from clawstore.store.layout import FORMAT_FILE
@@ -266,7 +269,7 @@ def _shows_live(mode: str) -> bool:
     return mode == "live" or (mode == "auto" and sys.stderr.isatty())
 
 
-def _estimate(request: Any, store: Any, force: bool, max_concurrency: int | None) -> float | None:
+def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None) -> float | None:
     """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
     from clawstore.spend.estimate import plan_spend
 
@@ -298,7 +301,7 @@ def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int |
 LAYERS = {"run": "runs", "checks": "checks", "judge": "judgements", "result": "results"}
 
 
-def _note_never_built(store: Any, cid: str) -> None:
+def _note_never_built(store: Store, cid: str) -> None:
     message = never_built_message(store, cid)
     if message is not None:
         click.echo(f"claw: note: {message}", err=True)

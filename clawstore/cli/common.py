@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 store_option = click.option(
     "--store",
@@ -56,7 +59,7 @@ def workspace_store_dir(store_dir: Path | None) -> Path:
     return resolve_store_dir(store_dir, root)
 
 
-def never_built_message(store: Any, campaign_id: str) -> str | None:
+def never_built_message(store: Store, campaign_id: str) -> str | None:
     """None when the campaign has a head; else why not, with the evaluated campaigns of the same runs.
 
     A campaign named without --evaluation-profile is the runs-only one (`…__none`); users who built
@@ -75,7 +78,7 @@ def never_built_message(store: Any, campaign_id: str) -> str | None:
     return message + " (run claw build)"
 
 
-def require_built(store: Any, campaign_id: str, kept_apart_ok: bool = False) -> None:
+def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -> None:
     """UsageError unless the campaign has a head (or, with `kept_apart_ok`, one imported --untrusted)."""
     message = never_built_message(store, campaign_id)
     if message is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from clawstore.cli.common import (
     workspace_store_dir,
 )
 from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 PIN_PREFIX = "pins/"
 
@@ -288,7 +291,7 @@ def _check_configs_target(directory: Path) -> None:
                          f"{', …' if len(extra) > 3 else ''}); use an empty directory or a fresh workspace")
 
 
-def _write_configs(store: Any, tree: str, directory: Path) -> None:
+def _write_configs(store: Store, tree: str, directory: Path) -> None:
     """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step."""
     import shutil
     import tempfile

@@ -19,9 +19,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.compare.scores import SideScores
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SAMPLES = 4000
@@ -175,7 +178,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
     return Comparison(a, b, confidence, samples, models, cases, unmatched)
 
 
-def compare(store: Any, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
+def compare(store: Store, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
             seed: int = 0) -> Comparison:
     """The comparison data of two campaign states (what `claw compare` prints and a viewer renders)."""
     from clawstore.compare.scores import read_side

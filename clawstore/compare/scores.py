@@ -7,9 +7,12 @@ A side of a comparison is a campaign state: a campaign head (`campaigns/<id>` or
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 _REF_PREFIXES = ("", "pins/", "campaigns/")
 
@@ -24,7 +27,7 @@ class SideScores:
     scores: dict[str, dict[str, dict[int, list[float]]]] = field(default_factory=dict)
 
 
-def resolve_side(store: Any, name: str) -> tuple[str, str]:
+def resolve_side(store: Store, name: str) -> tuple[str, str]:
     """(label, head object id) of a side given as a ref, pin, campaign id or object id."""
     if name.startswith("blake3:"):
         if not store.has(name):
@@ -41,7 +44,7 @@ def resolve_side(store: Any, name: str) -> tuple[str, str]:
                      "(see claw refs)")
 
 
-def read_side(store: Any, name: str) -> SideScores:
+def read_side(store: Store, name: str) -> SideScores:
     label, head_id = resolve_side(store, name)
     head = store.get_json(head_id)
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):

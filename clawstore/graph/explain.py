@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import Node, address_id
 
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
-def read_head(store: Any, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
+
+def read_head(store: Store, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """The campaign head's id and its nodes by address (None, {} when the campaign was never built)."""
     head_id = store.get_ref(ref)
     if not head_id:
@@ -38,7 +41,7 @@ def classify(node: Node, previous: dict[str, Any] | None) -> str:
     return "stale" if previous is not None or node.extra.get("unseen") else "never-built"
 
 
-def reasons(node: Node, previous: dict[str, Any] | None, store: Any, force: bool = False) -> list[str]:
+def reasons(node: Node, previous: dict[str, Any] | None, store: Store, force: bool = False) -> list[str]:
     """Human-readable reasons this node will execute (empty when it is fresh and not forced)."""
     if node.fresh:
         return ["forced (--force)"] if force else []

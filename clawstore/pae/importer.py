@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import ConfigError, UsageError
 from clawstore.graph.records import utc_now
@@ -28,6 +28,9 @@ from clawstore.pae.layout import (
     run_profile_dirs,
 )
 from clawstore.pae.mapping import claw_artifact, judge_iteration, mismatch
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 # Run statuses claw keeps as the model's outcome (pae's provider_error/timed_out/failed are retried).
 IMPORTABLE_RUN_STATUSES = frozenset({"success", "invalid"})
@@ -51,7 +54,7 @@ def _label(model: str, case: str, rep: int) -> str:
     return f"{model}/{case} rep {rep}"
 
 
-def import_pae(store: Any, root: Path) -> ImportReport:
+def import_pae(store: Store, root: Path) -> ImportReport:
     outputs = root / "outputs"
     if not outputs.is_dir():
         raise UsageError(f"import-pae: {outputs} is not a directory (expected a pae workspace with outputs/)")
@@ -82,7 +85,7 @@ def _load(root: Path, suite: str, run_profile: str, evaluation: str | None, repo
         return None
 
 
-def _import_runs(store: Any, root: Path, rp: RunProfileDir, report: ImportReport,
+def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportReport,
                  build_id: str) -> dict[tuple[str, str, int], tuple[Any, PaeRun]]:
     from clawstore.builder.api import plan_campaign
     from clawstore.builder.run_exec import record_run
@@ -141,7 +144,7 @@ def _import_runs(store: Any, root: Path, rp: RunProfileDir, report: ImportReport
     return mapped
 
 
-def _import_judgements(store: Any, root: Path, ev: Any, mapped: dict[tuple[str, str, int], tuple[Any, PaeRun]],
+def _import_judgements(store: Store, root: Path, ev: Any, mapped: dict[tuple[str, str, int], tuple[Any, PaeRun]],
                        report: ImportReport, build_id: str) -> None:
     from clawstore.builder.eval_layer import EvalLayer
     from clawstore.evaluate import resolve_judge_model

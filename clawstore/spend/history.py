@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 # Prompt sizes are read for at most this many recent runs per model (one object read each).
 PROMPT_SAMPLE_PER_MODEL = 200
@@ -112,7 +115,7 @@ def _num(value: Any) -> float:
     return float(value) if value is not None else 0.0
 
 
-def load_history(store: Any) -> History:
+def load_history(store: Store) -> History:
     """Index pending builds into the manifest, then read every executed run and judgement."""
     from clawstore.query.engine import run_query
     from clawstore.query.manifest import index_pending

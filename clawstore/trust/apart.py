@@ -9,14 +9,17 @@ trusts (`claw trust add KEY`), after which the next build sends no request for t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.store.archive import UNTRUSTED_REFS, ImportReport, _write_actions, _write_refs
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 CAMPAIGN_REFS = "campaigns/"
 
 
-def kept_apart(store: Any) -> dict[str, dict[str, Any]]:
+def kept_apart(store: Store) -> dict[str, dict[str, Any]]:
     """{ref name: the kept-apart document} for every untrusted import in the store."""
     found = {}
     for name, oid in store.list_refs(UNTRUSTED_REFS).items():
@@ -32,7 +35,7 @@ def signer_text(doc: dict[str, Any]) -> str:
     return ", ".join(sorted({str(s) if s else "unsigned" for s in signers}))
 
 
-def kept_apart_heads(store: Any) -> dict[str, tuple[str, str]]:
+def kept_apart_heads(store: Store) -> dict[str, tuple[str, str]]:
     """{campaign id: (head object id, signer)} for every campaign head kept apart and not also the
     campaign's trusted head: what query, report and view show marked as untrusted."""
     heads: dict[str, tuple[str, str]] = {}
@@ -47,7 +50,7 @@ def kept_apart_heads(store: Any) -> dict[str, tuple[str, str]]:
     return heads
 
 
-def promote_trusted(store: Any, trusts: Callable[[str | None], bool] | None = None) -> list[str]:
+def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = None) -> list[str]:
     """Publish the entries and refs of every kept-apart import whose signer is trusted now; returns the
     signers moved in. (Its entries were verified against their input documents when imported.)"""
     names = store.list_refs(UNTRUSTED_REFS)

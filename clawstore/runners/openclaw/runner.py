@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import canonical_json
 from clawstore.providers.usage import Usage
@@ -45,6 +45,9 @@ from clawstore.runners.openclaw.workspace import (
     workspace_diff,
 )
 from clawstore.store.ids import oid_of
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 RUNNER_TYPE = "openclaw"
 IDENTITY_VERSION = 1
@@ -122,7 +125,7 @@ def session_id(case_id: str, run_id: str, agent_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"clawstore:openclaw:{case_id}:{run_id}:{agent_id}"))
 
 
-def placeholders_in_tree(store: Any, tree: str) -> list[str]:
+def placeholders_in_tree(store: Store, tree: str) -> list[str]:
     """Standard files of the template tree whose content is our placeholder."""
     wanted = {name: _object_id(placeholder_text(name).encode("utf-8")) for name in STANDARD_FILES}
     return sorted(e.path for e in store.read_tree(tree) if e.type == "file" and wanted.get(e.path) == e.object)
@@ -136,7 +139,7 @@ class _Failure(Exception):
 
 
 class _Run:
-    def __init__(self, spec: OpenClawSpec, store: Any, root: Path, run_id: str):
+    def __init__(self, spec: OpenClawSpec, store: Store, root: Path, run_id: str):
         self.spec, self.store, self.root, self.run_id = spec, store, root, run_id
         self.trace = Trace()
         self.settings = EngineSettings.from_env(spec.docker_cli)
@@ -329,7 +332,7 @@ def _ref(artifact_id: str, artifact_type: str, oid: str | None, media_type: str 
             "media_type": media_type}
 
 
-def run_openclaw(spec: OpenClawSpec, store: Any, workdir: Path, *, run_id: str | None = None) -> OpenClawOutcome:
+def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str | None = None) -> OpenClawOutcome:
     """Run one openclaw case against one model. Never raises for a run that fails: the failure is
     the artifact's status. `workdir` is a scratch directory; everything kept goes into `store`."""
     clock = Clock()

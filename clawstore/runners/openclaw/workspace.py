@@ -13,10 +13,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import ConfigError
 from clawstore.runners.openclaw.config import agent_fragments
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 STANDARD_FILES = ("AGENTS.md", "IDENTITY.md", "SOUL.md", "TOOLS.md", "USER.md")
 # Bulky, regenerable directories an agent may create; pruned before the final workspace is stored.
@@ -88,7 +91,7 @@ def agent_prompt(agent: Any) -> str | None:
     return prompt if isinstance(prompt, str) and prompt.strip() else None
 
 
-def agent_workspace_tree(store: Any, agent_dir: Path, agent: Any = None) -> str:
+def agent_workspace_tree(store: Store, agent_dir: Path, agent: Any = None) -> str:
     """Store the agent's workspace template (placeholders and the agent's prompt included) as a
     tree; return its id."""
     with tempfile.TemporaryDirectory(prefix="claw-agent-ws-") as tmp:
@@ -116,11 +119,11 @@ def prune_workspace(workspace: Path) -> list[str]:
     return sorted(pruned)
 
 
-def _files(store: Any, tree: str) -> dict[str, Any]:
+def _files(store: Store, tree: str) -> dict[str, Any]:
     return {e.path: e for e in store.read_tree(tree) if e.type in ("file", "symlink")}
 
 
-def _text_lines(store: Any, entry: Any) -> list[str] | None:
+def _text_lines(store: Store, entry: Any) -> list[str] | None:
     """A file's lines for diffing; None when it is binary or too big to diff."""
     if entry is None:
         return []
@@ -134,7 +137,7 @@ def _text_lines(store: Any, entry: Any) -> list[str] | None:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
-def workspace_diff(store: Any, base_tree: str, final_tree: str) -> str:
+def workspace_diff(store: Store, base_tree: str, final_tree: str) -> str:
     """Unified diffs (`--- template/<p>` / `+++ workspace/<p>`) of every file that differs."""
     base, final = _files(store, base_tree), _files(store, final_tree)
     chunks: list[str] = []
@@ -153,7 +156,7 @@ def workspace_diff(store: Any, base_tree: str, final_tree: str) -> str:
     return "\n".join(chunks) + ("\n" if chunks else "")
 
 
-def changed_paths(store: Any, base_tree: str, final_tree: str) -> dict[str, list[str]]:
+def changed_paths(store: Store, base_tree: str, final_tree: str) -> dict[str, list[str]]:
     """Files added, modified and deleted by the run (relative to the workspace)."""
     base, final = _files(store, base_tree), _files(store, final_tree)
     return {
