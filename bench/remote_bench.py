@@ -78,7 +78,7 @@ def main() -> None:
         down_plain = plain_transfer(client, "plain", bundles, root / "down")
         target = Store(root / "target")
         t0 = time.perf_counter()
-        pulled = pull(target, Remote("bench", "s3://claw/bench"))
+        pull(target, Remote("bench", "s3://claw/bench"))
         down_claw = time.perf_counter() - t0
         assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
