@@ -188,14 +188,14 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
            "env": env_digest(),
            "code": code_digest(), "store": store_state(store_root), "rows": rows,
            "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}}
+    from clawstore.store.durable import write_file_atomic
+
     path = _stamp_path(store_root, digest)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
-        tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)  # derived data: no fsync (a lost stamp only costs one full plan)
+        # Derived data: no fsync (a lost stamp only costs one full plan).
+        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), path.parent, durable=False)
     except OSError:
-        tmp.unlink(missing_ok=True)
         return False
     return True
 

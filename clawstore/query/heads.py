@@ -25,6 +25,7 @@ from clawstore.errors import MissingObjectError
 from clawstore.query import segments
 from clawstore.query.rows import RecordLoader, Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
+from clawstore.store.durable import write_file_atomic
 from clawstore.store.face import ObjectReader
 
 CAMPAIGN_REFS = "campaigns/"
@@ -154,15 +155,10 @@ def publish_current(manifest: Path, campaigns: Mapping[str, str],
     """Atomically replace current.json with {campaign_id: head hex} and the kept-apart heads."""
     root = heads_dir(manifest)
     root.mkdir(parents=True, exist_ok=True)
-    tmp_file = root / f"current.json.{os.getpid()}.tmp"
     doc: dict[str, Any] = {"campaigns": dict(sorted(campaigns.items()))}
     if untrusted:
         doc["untrusted"] = {c: {"head": h, "signer": s} for c, (h, s) in sorted(untrusted.items())}
-    tmp_file.write_text(json.dumps(doc), encoding="utf-8")
-    with open(tmp_file, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp_file, root / "current.json")
-    segments.fsync_dir(root)
+    write_file_atomic(root / "current.json", json.dumps(doc).encode(), root)
 
 
 def heads_changed(store: HeadSource, manifest: Path) -> bool:

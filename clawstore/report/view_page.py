@@ -11,15 +11,14 @@ element, and character offsets equal byte offsets.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from clawstore.errors import UsageError
 from clawstore.report.view_data import ViewData
+from clawstore.store.durable import write_file_atomic
 
 _MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY|CLAW_DETAILS")
 
@@ -61,13 +60,8 @@ def write_page(data: ViewData, title: str, path: Path) -> int:
     parent = path.absolute().parent
     if not parent.is_dir():
         raise UsageError(f"--out {path}: directory {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        os.chmod(tmp, 0o644)  # a page to share, not a secret (mkstemp makes it private)
-        os.replace(tmp, path)
+        write_file_atomic(path, body, parent)  # 0o644: a page to share, not a secret
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"--out {path}: {exc.strerror}") from None
     return len(body)

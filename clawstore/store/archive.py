@@ -36,7 +36,7 @@ from clawstore.store import codec
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, PackStage, Stage, Verifier
-from clawstore.store.durable import fsync_path, temp_name
+from clawstore.store.durable import atomic_file, fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
 from clawstore.store.layout import FORMAT_FILE
@@ -167,29 +167,19 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
 
     doc = signature.sign(doc)  # the user's key vouches for the head, entries and every object id
     body = canonical_json(doc)
-    tmp = out.with_name(f".{out.name}.{temp_name()}")
-    try:
-        with open(tmp, "xb") as fh:
-            writer = _HashingWriter(fh)
-            _write_member(writer, MANIFEST, body)
-            maps = _PackMaps(store)
-            try:
-                for (hexdigest, size), loc in zip(listing, locs, strict=True):
-                    _copy_object(store, maps, writer, hexdigest, size, loc)
-            finally:
-                maps.close()
-            seal = f"{PREFIX}{writer.hexdigest()}\n".encode()
-            _write_member(writer, SEAL, seal)
-            writer.write(TRAILER)
-            writer.flush()
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-        fsync_path(out.parent if str(out.parent) else Path("."))
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+    with atomic_file(out) as fh:
+        writer = _HashingWriter(fh)
+        _write_member(writer, MANIFEST, body)
+        maps = _PackMaps(store)
+        try:
+            for (hexdigest, size), loc in zip(listing, locs, strict=True):
+                _copy_object(store, maps, writer, hexdigest, size, loc)
+        finally:
+            maps.close()
+        seal = f"{PREFIX}{writer.hexdigest()}\n".encode()
+        _write_member(writer, SEAL, seal)
+        writer.write(TRAILER)
+        writer.flush()
     return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, doc, len(listing),
                           sum(size for _, size in listing))
 

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.store.durable import process_alive, process_identity, temp_name
+from clawstore.store.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.store.ids import oid_from_hex, oid_hex
 from clawstore.store.locks import exclusive
 
@@ -282,9 +282,8 @@ class ClaimBoard:
 
     # ---- helpers --------------------------------------------------------------------------------
     def _replace(self, key: str) -> None:
-        tmp = self.root / "tmp" / temp_name(".claim")
-        tmp.write_bytes(self._body(time.time()))
-        os.replace(tmp, self.path(key))
+        # Claims are advisory and never made durable (module docstring).
+        write_file_atomic(self.path(key), self._body(time.time()), self.root / "tmp", durable=False)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
         return exclusive(self.root, CLAIMS_LOCK)

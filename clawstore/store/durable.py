@@ -6,11 +6,14 @@ temp file from one left behind by a killed process (pid reuse is caught by the s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _libc: ctypes.CDLL | None
 try:
@@ -100,10 +103,12 @@ def temp_owner(name: str) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
-def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644) -> None:
+def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644, durable: bool = True) -> None:
     """Write `data` to `path` so that readers see the old content or the new one, never a mix.
 
-    Temp file in the store's tmp dir → fsync → rename → fsync of the target directory.
+    Temp file in `tmp_dir` (same file system; named by writer, so racing writers never share one) →
+    fsync → rename → fsync of the target directory. `durable=False` skips both fsyncs: for derived
+    data that a crash may lose but never tear (stamps, advisory claims).
     """
     tmp = tmp_dir / temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
@@ -112,14 +117,33 @@ def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         rename_into(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    fsync_path(path.parent)
+    if durable:
+        fsync_path(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A file to stream into, which replaces `path` durably only if the block completes (a hidden
+    temp file beside it until then, removed on any error): write_file_atomic for data not in memory."""
+    tmp = path.with_name(f".{path.name}.{temp_name()}")
+    try:
+        with open(tmp, "xb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        rename_into(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    fsync_path(path.parent if str(path.parent) else Path("."))
 
 
 def rename_into(tmp: Path | str, final: Path) -> None:
