@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
@@ -152,7 +153,35 @@ class BuildLog:
 
     def _head_document(self, nodes: list[dict[str, Any]]) -> dict[str, Any]:
         """A campaign head: this build's log fields (without the pointer to itself) and every node."""
-        doc = self.doc.to_json()
-        for name in ("head", "head_written", "format"):
-            doc.pop(name)
-        return {**doc, "nodes": nodes}
+        log = self.doc.to_json()
+        for name in ("head", "head_written", "format", "nodes"):
+            log.pop(name)
+        return CampaignHeadDoc(log, nodes).to_json()
+
+
+HEAD_VERSION = 1
+
+
+@dataclass
+class CampaignHeadDoc:
+    """What `campaigns/<campaign id>` points at: the campaign's latest state. Layout, version 1
+    (canonical JSON; written by BuildLog.advance_head, only when a node's key or record changed):
+
+        {"head_version": 1,
+         "build_id", "started_at", "finished_at", "state", "campaign", "filter", "counts", "metrics":
+             the log of the build that wrote it (BuildLogDoc, clawstore/store/buildlogs.py),
+         "nodes": [{"kind": "run|checks|judge|result", "key": "blake3:…", "record": "blake3:…",
+                    "action": "exec|reuse|fail|skip", "address": {…},
+                    "record_doc": the record's planning view (planning_view above)}, …]}
+
+    `nodes` holds every node the campaign plans, sorted by address; gc keeps what they name, the next
+    build plans from them without opening records. Heads written before this version have no
+    `head_version` and the same fields.
+    """
+
+    log: dict[str, Any]
+    nodes: list[dict[str, Any]]
+    head_version: int = HEAD_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.log, "head_version": self.head_version, "nodes": self.nodes}
