@@ -194,7 +194,8 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     try:
         path.parent.mkdir(exist_ok=True)
         # Derived data: no fsync (a lost stamp only costs one full plan).
-        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), path.parent, durable=False)
+        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), Path(store_root) / "tmp",
+                          durable=False)
     except OSError:
         return False
     return True

@@ -18,7 +18,7 @@ from typing import Any
 
 from clawstore.errors import UsageError
 from clawstore.report.view_data import ViewData
-from clawstore.store.durable import write_file_atomic
+from clawstore.store.durable import atomic_file
 
 _MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY|CLAW_DETAILS")
 
@@ -61,7 +61,8 @@ def write_page(data: ViewData, title: str, path: Path) -> int:
     if not parent.is_dir():
         raise UsageError(f"--out {path}: directory {parent} does not exist")
     try:
-        write_file_atomic(path, body, parent)  # 0o644: a page to share, not a secret
+        with atomic_file(path) as fh:  # a hidden temp beside the page until it is whole
+            fh.write(body)
     except OSError as exc:
         raise UsageError(f"--out {path}: {exc.strerror}") from None
     return len(body)

@@ -570,7 +570,8 @@ def _publish(store: Store, staged: dict[str, Stage], shared: PackStage, report: 
     with store.batch():
         for hexdigest, stage in sorted(staged.items()):
             digest = bytes.fromhex(hexdigest)
-            if isinstance(stage, PackStage) and writer is not None:
+            if isinstance(stage, PackStage):
+                assert writer is not None  # a frame was staged there, so the pack exists
                 blob = stage.spans[hexdigest]
                 size, added = blob.length, store.adopt_blob(digest, blob, writer)
                 adopted += added

@@ -49,7 +49,7 @@ class PackStage:
         self._make_writer = make_writer
         self.writer: PackWriter | None = None
         self._lock = threading.Lock()  # frames checked by the pool are appended from its threads
-        self._queued: list[tuple[int, bytes, bytes | memoryview]] = []
+        self._queued: list[tuple[int, bytes, list[bytes | memoryview]]] = []
         self._queued_bytes = 0
         self._queued_index: dict[str, int] = {}
         self.spans: dict[str, Blob] = {}
@@ -62,7 +62,7 @@ class PackStage:
     def append(self, hexdigest: str, frame: bytes | memoryview) -> None:
         with self._lock:
             self._queued_index[hexdigest] = len(self._queued)
-            self._queued.append((KIND_OBJECT, bytes.fromhex(hexdigest), frame))
+            self._queued.append((KIND_OBJECT, bytes.fromhex(hexdigest), [frame]))
             self._queued_bytes += len(frame)
             if self._queued_bytes >= self.FLUSH_BYTES or len(self._queued) >= self.FLUSH_BLOBS:
                 self._flush()
@@ -86,7 +86,7 @@ class PackStage:
         with self._lock:
             index = self._queued_index.get(hexdigest)
             if index is not None:
-                return bytes(self._queued[index][2])
+                return bytes(self._queued[index][2][0])
         blob = self.spans[hexdigest]
         assert self.writer is not None
         return os.pread(self.writer.fd, blob.length, blob.offset)

@@ -119,22 +119,19 @@ class PackWriter:
                 views[0] = views[0][written:]
 
     def append(self, kind: int, blob_id: bytes, payload: list[bytes | memoryview]) -> Blob:
-        """Write one blob; returns where its payload is. Not durable until `sync`."""
-        length = sum(len(part) for part in payload)
-        blob = Blob(kind, blob_id, self.size + BLOB_HEAD_SIZE, length)
-        self._write([_BLOB_HEAD.pack(kind, blob_id, length), *payload])
-        self.table.append(blob)
-        return blob
+        """Write one blob (its payload in parts); returns where its payload is. Not durable until `sync`."""
+        return self.append_many([(kind, blob_id, payload)])[0]
 
-    def append_many(self, blobs: list[tuple[int, bytes, bytes | memoryview]]) -> list[Blob]:
-        """Write several blobs (kind, id, payload) with one system call; where their payloads are."""
+    def append_many(self, blobs: list[tuple[int, bytes, list[bytes | memoryview]]]) -> list[Blob]:
+        """Write several blobs (kind, id, payload parts) with one system call; where their payloads are."""
         parts: list[bytes | memoryview] = []
         written: list[Blob] = []
         offset = self.size
         for kind, blob_id, payload in blobs:
-            written.append(Blob(kind, blob_id, offset + BLOB_HEAD_SIZE, len(payload)))
-            parts += (_BLOB_HEAD.pack(kind, blob_id, len(payload)), payload)
-            offset += BLOB_HEAD_SIZE + len(payload)
+            length = sum(len(part) for part in payload)
+            written.append(Blob(kind, blob_id, offset + BLOB_HEAD_SIZE, length))
+            parts += (_BLOB_HEAD.pack(kind, blob_id, length), *payload)
+            offset += BLOB_HEAD_SIZE + length
         self._write(parts)
         self.table.extend(written)
         return written
