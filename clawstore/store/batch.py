@@ -68,8 +68,10 @@ def commit(runtime: Runtime, pending: Pending) -> None:
         if pending.actions:
             writer = runtime.writer()
             pending.writers.add(writer)
-            for key, (record, time_ns) in pending.actions.items():
-                blob = writer.append(KIND_ACTION, key, [encode_action(record, time_ns)])
+            entries = list(pending.actions.items())
+            blobs = writer.append_many([(KIND_ACTION, key, [encode_action(record, time_ns)])
+                                        for key, (record, time_ns) in entries])
+            for (key, (record, time_ns)), blob in zip(entries, blobs, strict=True):
                 segment.actions[key] = ActionEntry(record, time_ns, writer.pack_id, blob.offset)
         for writer in pending.writers:
             if not writer.sealed:

@@ -28,6 +28,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import blake3
 
@@ -55,8 +56,7 @@ class NotAPackError(StoreError):
     """A file under packs/ that is not a pack (wrong magic, unknown version, bad table)."""
 
 
-@dataclass(frozen=True)
-class Blob:
+class Blob(NamedTuple):  # a tuple: a pack's table makes one per blob, and a tuple is made fastest
     kind: int
     id: bytes  # 32-byte digest
     offset: int  # of the payload
@@ -96,27 +96,27 @@ class PackWriter:
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
         total = sum(len(part) for part in parts)
-        written = os.pwritev(self.fd, parts, self.size) if len(parts) <= 1024 else 0
-        if written < total:  # a short write (rare on regular files) or many parts: resume in order
+        if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
+            parts = [b"".join(parts)]
+        written = os.pwritev(self.fd, parts, self.size)
+        if written < total:  # a short write (rare on regular files): resume in order
             self._write_rest(parts, written)
         self.size += total
 
-    def _write_rest(self, parts: list[bytes | memoryview], skip: int) -> None:
+    def _write_rest(self, parts: list[bytes | memoryview], done: int) -> None:
+        """Write what a short write left: the first `done` bytes of `parts` are written."""
         views = [memoryview(part).cast("B") for part in parts if len(part)]
-        offset = self.size + skip
-        while views and skip >= len(views[0]):
-            skip -= len(views[0])
-            views.pop(0)
-        if views and skip:
-            views[0] = views[0][skip:]
-        while views:
-            written = os.pwritev(self.fd, views[:1024], offset)
-            offset += written
-            while views and written >= len(views[0]):
-                written -= len(views[0])
-                views.pop(0)
-            if written:
-                views[0] = views[0][written:]
+        offset, first = self.size + done, 0
+        while True:
+            while first < len(views) and done >= len(views[first]):
+                done -= len(views[first])
+                first += 1
+            if first == len(views):
+                return
+            if done:
+                views[first] = views[first][done:]
+            done = os.pwritev(self.fd, views[first:first + 1024], offset)
+            offset += done
 
     def append(self, kind: int, blob_id: bytes, payload: list[bytes | memoryview]) -> Blob:
         """Write one blob (its payload in parts); returns where its payload is. Not durable until `sync`."""

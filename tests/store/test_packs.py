@@ -13,11 +13,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from clawstore.store import Store
 from clawstore.store.fsck import fsck
 from clawstore.store.gc import collect
 from clawstore.store.index import COMPACT_AT, IndexView, list_segments
-from clawstore.store.packfile import scan_pack
+from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack
 from tests.store.helpers import REPO, claw, env, json_like, script
 from tests.support.storefiles import age_packs, flip_in_frame, pack_files, visible_elsewhere
 
@@ -224,3 +226,18 @@ def test_writers_and_collectors_at_once(tmp_path: Path) -> None:
         assert store.get_action_record_id(key) == record
         for oid in store.get_json(record)["outputs"]["files"]:
             store.get_bytes(oid)
+
+
+@pytest.mark.parametrize("parts", [3, 2000])
+def test_short_writes_are_resumed_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
+    """A pwritev may write less than asked (signals, quotas): the rest follows, in order, at the right place."""
+    real = os.pwritev
+    monkeypatch.setattr(os, "pwritev", lambda fd, views, offset: real(fd, [bytes(b"".join(views)[:7])], offset))
+    writer = PackWriter(tmp_path)
+    payloads = [bytes([i % 251]) * (i % 13 + 1) for i in range(parts)]
+    writer.append_many([(KIND_OBJECT, i.to_bytes(32, "big"), [p]) for i, p in enumerate(payloads)])
+    writer.seal()
+    writer.close()
+    data = writer.path.read_bytes()
+    blobs = scan_pack(writer.path).blobs
+    assert [data[b.offset:b.offset + b.length] for b in blobs] == payloads
