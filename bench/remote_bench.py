@@ -4,7 +4,7 @@
 
 A store (DIR, e.g. the store of a side-by-side campaign, or a generated one of `--objects` JSON objects
 of about `--size` bytes with an action-cache entry each) is pushed to a moto S3 server on 127.0.0.1 and
-pulled into an empty store. The baseline moves the very same bytes (the bundle files that push made,
+pulled into an empty store. The baseline moves the very same bytes (the pack files that push sent,
 same count, same sizes) with the same client (boto3 upload_file / download_file, 8 threads), measured in
 the same run. Throughput ratio = baseline time / claw time (target >= 0.7).
 """
@@ -63,26 +63,26 @@ def main() -> None:
         source = Store(args.store, create=False) if args.store else Store(root / "source")
         if args.store is None:
             generate(source, args.objects, args.size)
-        # The bundles push makes, captured on a directory remote: the baseline moves exactly these bytes.
+        # The packs push sends, captured on a directory remote: the baseline moves exactly these bytes.
         push(source, Remote("capture", str(root / "capture")))
-        bundles = sorted((root / "capture" / "packs").glob("*.claw"))
-        total = sum(f.stat().st_size for f in bundles)
+        packs = sorted((root / "capture" / "packs").glob("*.pack"))
+        total = sum(f.stat().st_size for f in packs)
         client = boto3.client("s3", endpoint_url=endpoint)
         for bucket in ("plain", "claw"):
             make_bucket(endpoint, bucket)
-        up_plain = plain_transfer(client, "plain", bundles, None)
+        up_plain = plain_transfer(client, "plain", packs, None)
         t0 = time.perf_counter()
         pushed = push(source, Remote("bench", "s3://claw/bench"))
         up_claw = time.perf_counter() - t0
         (root / "down").mkdir()
-        down_plain = plain_transfer(client, "plain", bundles, root / "down")
+        down_plain = plain_transfer(client, "plain", packs, root / "down")
         target = Store(root / "target")
         t0 = time.perf_counter()
         pull(target, Remote("bench", "s3://claw/bench"))
         down_claw = time.perf_counter() - t0
         assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
-        print(json.dumps({"objects": pushed.objects, "bundles": len(bundles), "bytes": total}))
+        print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total}))
         print(f"push: claw {up_claw:.2f} s ({mib / up_claw:.1f} MiB/s) vs plain parallel upload "
               f"{up_plain:.2f} s ({mib / up_plain:.1f} MiB/s): throughput {up_plain / up_claw:.2f}x")
         print(f"pull: claw {down_claw:.2f} s ({mib / down_claw:.1f} MiB/s) vs plain parallel download "

@@ -113,7 +113,7 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 @click.argument("remote")
 @_ENDPOINT
 @_narrow
-@click.option("--untrusted", is_flag=True, help="Take bundles signed by a key you do not trust: kept apart, never "
+@click.option("--untrusted", is_flag=True, help="Take packs signed by a key you do not trust: kept apart, never "
               "reused by a build until you `claw trust add` the signer (refs are kept apart too).")
 @store_option
 def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,

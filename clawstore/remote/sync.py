@@ -1,22 +1,29 @@
-"""`claw push` / `claw pull`: move what the other side lacks as verified bundles, then refs by CAS.
+"""`claw push` / `claw pull`: move the packs the other side lacks, verified, then refs by CAS.
 
 Remote layout (under the remote's prefix):
 
-    packs/<hex>.claw      a bundle: a campaign-archive file (store/archive.py) holding objects and
-                          action-cache entries, never refs; named by the BLAKE3 of its bytes
-    packs/<hex>.ids       what that bundle holds: {"objects": [hex, ...], "actions": {key: record}};
-                          written after the bundle, so a listing always names a complete bundle
+    packs/<hex>.pack      a sealed pack (store/packfile.py), named by the BLAKE3 of its bytes
+    packs/<hex>.ids       its listing, signed by the pusher: {"format": 2, "pack": hex, "size": bytes,
+                          "objects": [hex, ...], "actions": {key: record}, "signature": ...}; written
+                          after the pack, so a listing always names a complete pack
+    packs/<hex>.claw      (pushed by claw before packs travelled whole) a bundle: a campaign-archive
+                          file; its listing has no "format". Still pulled.
     refs/<name>           campaign heads and pins, moved only by compare-and-swap
     refsigs/<name>/<hex>  the pusher's signed statement that ref <name> was set to <hex> (refsign.py)
 
-Push lists the remote's bundles, sends one or more new bundles with exactly the objects and entries
-the remote lacks (in parallel), then moves each ref: created if absent, replaced only if the remote
-still holds the value this store last saw there (`remotes/<remote>/<name>`, a tracking ref), else the
-push stops with "pull first". Pull checks who signed each ref's value and each bundle before importing
-anything, downloads the bundles it lacks, imports each (every object hashed before anything becomes
-visible; a bundle is all or nothing), then fast-forwards each local ref that did not move since the
-last sync. A killed push or pull is resumed by running it again: bundles are
-immutable and named by content, and what is already there is skipped.
+Push lists the remote's packs, then sends the store's own sealed packs that are mostly new to the
+remote as they are, and the other objects the remote lacks copied into new packs (in parallel); the
+action-cache entries the remote lacks travel in the listings. Then it moves each ref: created if
+absent, replaced only if the remote still holds the value this store last saw there
+(`remotes/<remote>/<name>`, a tracking ref), else the push stops with "pull first". A push narrowed to
+some refs sends only what their heads reach, always in new packs.
+
+Pull checks who signed each ref's value and each listing before fetching anything, downloads the
+packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
+before anything becomes visible; a pack is all or nothing) and moves it into the store as it is; then
+it adds the listings' entries that verify against their input documents, then fast-forwards each
+local ref that did not move since the last sync. A killed push or pull is resumed by running it
+again: packs are immutable and named by content, and what is already there is skipped.
 """
 
 from __future__ import annotations
@@ -24,21 +31,41 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.archive import archive_signer, import_archive, untrusted_why, user_trusts, write_archive
-from clawstore.store.durable import temp_name
+from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
+from clawstore.store.archive import (
+    ENTRY_READ_MAX,
+    UNTRUSTED_REFS,
+    ArchiveContents,
+    archive_signer,
+    import_archive,
+    untrusted_why,
+    user_trusts,
+)
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, writer_alive
 from clawstore.store.reach import Reach
+from clawstore.store.transfer import (
+    PackCheckError,
+    adopt_pack,
+    copy_objects,
+    file_digest,
+    make_pack,
+    object_ids,
+    verify_pack,
+)
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -46,24 +73,25 @@ if TYPE_CHECKING:
 PACKS = "packs/"
 REFS = "refs/"
 SHARED_REFS = ("campaigns/", "pins/")
-BUNDLE_OBJECTS = 20_000  # objects per bundle: bounded files, parallel transfers, fine-grained resume
+PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
 WORKERS = 8
 TRACKING = "remotes/"
+LISTING_FORMAT = 2
 
 
 @dataclass
 class SyncReport:
     verb: str
     remote: str
-    bundles: int = 0
+    packs: int = 0
     objects: int = 0
     bytes: int = 0
     refs_moved: list[str] = field(default_factory=list)
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> why it did not move
-    kept_apart: set[str] = field(default_factory=set)  # signers of bundles kept apart (pull --untrusted)
+    kept_apart: set[str] = field(default_factory=set)  # signers of packs kept apart (pull --untrusted)
 
     def summary(self) -> str:
-        lines = [f"{self.verb} {self.remote}: {self.bundles} bundle(s), {self.objects} object(s), "
+        lines = [f"{self.verb} {self.remote}: {self.packs} pack(s), {self.objects} object(s), "
                  f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"]
         lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
         if self.kept_apart:
@@ -74,16 +102,16 @@ class SyncReport:
 
 # ------------------------------------------------------------------------------------------ listings
 
-def _listing_name(bundle: str) -> str:
-    return f"{PACKS}{bundle}.ids"
+def _listing_name(pack: str) -> str:
+    return f"{PACKS}{pack}.ids"
 
 
-def _bundle_name(bundle: str) -> str:
-    return f"{PACKS}{bundle}.claw"
+def _pack_name(pack: str, listing: dict[str, Any]) -> str:
+    return f"{PACKS}{pack}.pack" if listing.get("format") == LISTING_FORMAT else f"{PACKS}{pack}.claw"
 
 
-def remote_bundles(backend: Backend) -> list[str]:
-    """Bundles whose listing exists (a bundle without a listing is an interrupted push: ignored)."""
+def remote_packs(backend: Backend) -> list[str]:
+    """Packs whose listing exists (a pack without a listing is an interrupted push: ignored)."""
     return sorted(name[len(PACKS):-len(".ids")] for name in backend.list(PACKS)
                   if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
 
@@ -94,36 +122,42 @@ def _cache_dir(store: Store, remote: Remote) -> Path:
     return path
 
 
-def _read_listing(store: Store, remote: Remote, backend: Backend, bundle: str) -> dict[str, Any]:
-    """A bundle's listing, from the local cache when it was seen before (listings never change)."""
-    cached = _cache_dir(store, remote) / f"{bundle}.ids"
+def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> dict[str, Any]:
+    """A pack's listing, from the local cache when it was seen before (listings never change)."""
+    cached = _cache_dir(store, remote) / f"{pack}.ids"
     if not cached.exists():
         tmp = cached.with_name(cached.name + f".{os.getpid()}.tmp")
-        backend.download(_listing_name(bundle), tmp)
+        backend.download(_listing_name(pack), tmp)
         os.replace(tmp, cached)
     try:
         doc = json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         cached.unlink(missing_ok=True)
-        raise UsageError(f"remote {remote.url}: listing of bundle {bundle} is not JSON") from None
-    objects, actions = doc.get("objects"), doc.get("actions")
-    if (not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects)
-            or not isinstance(actions, dict)
-            or not all(is_oid(k) and is_oid(v) for k, v in actions.items())):
+        raise UsageError(f"remote {remote.url}: listing of pack {pack} is not JSON") from None
+    why = _listing_problem(doc, pack)
+    if why is not None:
         cached.unlink(missing_ok=True)
-        raise UsageError(f"remote {remote.url}: listing of bundle {bundle} is malformed")
-    return doc
+        raise UsageError(f"remote {remote.url}: listing of pack {pack} is malformed ({why})")
+    return doc  # type: ignore[no-any-return]
 
 
-def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[set[str], dict[str, str], list[str]]:
-    objects: set[str] = set()
-    actions: dict[str, str] = {}
-    bundles = remote_bundles(backend)
-    for bundle in bundles:
-        doc = _read_listing(store, remote, backend, bundle)
-        objects.update(doc["objects"])
-        actions.update(doc["actions"])
-    return objects, actions, bundles
+def _listing_problem(doc: Any, pack: str) -> str | None:
+    if not isinstance(doc, dict):
+        return "not an object"
+    objects, actions = doc.get("objects"), doc.get("actions")
+    if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
+        return "objects: expected a list of hex ids"
+    if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
+        return "actions: expected {key id: record id}"
+    if "format" in doc and (doc["format"] != LISTING_FORMAT or doc.get("pack") != pack
+                            or not isinstance(doc.get("size"), int)):
+        return f"format {doc['format']!r}: expected format {LISTING_FORMAT} naming this pack and its size"
+    return None
+
+
+def _remote_content(store: Store, remote: Remote, backend: Backend) -> dict[str, dict[str, Any]]:
+    """{pack: listing} of every pack on the remote."""
+    return {pack: _read_listing(store, remote, backend, pack) for pack in remote_packs(backend)}
 
 
 # ------------------------------------------------------------------------------------------ push
@@ -131,7 +165,7 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[set
 def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[str], dict[str, str]]:
     """Every object and action entry (whole store), or the closure of the given refs."""
     if refs is None:
-        objects = {oid[len(PREFIX):] for oid in store.iter_objects()}
+        objects = store.hex_ids()
         actions = {key: record for key, record in store.iter_actions() if record is not None}
         return objects, actions
     from clawstore.builder.closure import head_closure
@@ -144,62 +178,103 @@ def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[str],
     return objects, actions
 
 
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 @dataclass
-class _Bundle:
+class _Outgoing:
+    """One pack to send: the file, the objects it holds, and the entries its listing carries."""
+
     path: Path
-    listing: Path
-    name: str  # hex BLAKE3 of its bytes
-    objects: int
-    size: int
+    objects: list[str]  # hex ids, sorted
+    actions: dict[str, str] = field(default_factory=dict)
 
 
-def _make_bundle(store: Store, objects: list[str], actions: dict[str, str], work: Path) -> _Bundle:
-    # Each entry travels with its record and its input document (the key's id), so the receiving side
-    # can verify it from this bundle alone, whatever order bundles arrive in.
-    with_entries = {oid[len(PREFIX):] for oid in (*actions.values(), *actions) if store.has(oid)}
-    ids = sorted(set(objects) | with_entries)
-    out = work / f"bundle-{temp_name('.claw')}"
-    summary = write_archive(store, out, {"refs": {}, "actions": actions, "kind": "remote-bundle"},
-                            (PREFIX + h for h in ids))
-    bundle = summary.digest[len(PREFIX):]
-    listing = work / f"{bundle}.ids"
-    listing.write_text(json.dumps({"objects": ids, "actions": actions}, sort_keys=True), encoding="utf-8")
-    return _Bundle(out, listing, bundle, len(ids), summary.size)
+def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> set[str]:
+    """Each entry travels with its record and its input document (the key's id), so the receiving side
+    can verify it whatever else it has (those not among `objects` yet are looked up)."""
+    named = {oid[len(PREFIX):] for oid in (*actions.values(), *actions)}
+    return objects | {h for h in named - objects if store.has(PREFIX + h)}
 
 
-def _upload_bundle(backend: Backend, bundle: _Bundle) -> _Bundle:
-    backend.upload(bundle.path, _bundle_name(bundle.name))
-    backend.upload(bundle.listing, _listing_name(bundle.name))  # last: the listing publishes the bundle
-    bundle.path.unlink()
-    bundle.listing.unlink()
-    return bundle
+def _whole_packs(store: Store, needed: set[str], work: Path) -> Iterator[_Outgoing]:
+    """This store's sealed packs at least half of whose objects the remote lacks: sent as they are
+    (hard-linked into `work` first, so a gc that repacks meanwhile cannot take them away). Their
+    objects leave `needed` as each is yielded."""
+    packs_dir = store.runtime.packs_dir
+    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
+        path = pack_path(packs_dir, pack_id)
+        try:
+            if writer_alive(path):
+                continue
+            ids = object_ids(path)
+        except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
+            continue
+        if not ids or 2 * len(needed.intersection(ids)) < len(ids):
+            continue
+        link = work / f"{pack_id}.pack"
+        try:
+            os.link(path, link)
+        except FileNotFoundError:
+            continue
+        needed.difference_update(ids)
+        yield _Outgoing(link, ids)
 
 
-def _send_bundles(store: Store, backend: Backend, batches: list[tuple[list[str], dict[str, str]]], work: Path,
-                  report: SyncReport) -> None:
-    """Bundles are made one after the other in this thread and uploaded by a pool as each is ready.
-    (Made by several threads at once, they were slower: each read of a frame releases the GIL, and
-    getting it back from the other CPU-bound makers waited out the interpreter's switch interval.)
-    At most WORKERS bundles wait on disk for their upload."""
-    def sent(future: Future[_Bundle]) -> None:
-        bundle = future.result()
-        report.bundles += 1
-        report.objects += bundle.objects
-        report.bytes += bundle.size
+def _outgoing(store: Store, needed: set[str], whole: bool, work: Path) -> Iterator[_Outgoing]:
+    """What to send: whole packs first (if `whole`), then the rest of `needed` copied into new packs of
+    PACK_OBJECTS objects, made one after the other as the sending asks for them."""
+    if whole:
+        yield from _whole_packs(store, needed, work)
+    rest = sorted(needed)
+    for start in range(0, len(rest), PACK_OBJECTS):
+        yield _Outgoing(make_pack(store, rest[start:start + PACK_OBJECTS], work), rest[start:start + PACK_OBJECTS])
+
+
+def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> int:
+    """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
+    publishes it; the bytes sent."""
+    from clawstore.trust import signature
+
+    name = file_digest(item.path)
+    size = item.path.stat().st_size
+    sent = 0
+    if remote_sizes.get(f"{PACKS}{name}.pack") != size:
+        backend.upload(item.path, f"{PACKS}{name}.pack")
+        sent = size
+    doc = signature.sign({"format": LISTING_FORMAT, "pack": name, "size": size, "objects": item.objects,
+                          "actions": item.actions})
+    listing = work / f"{name}.ids"
+    listing.write_bytes(canonical_json(doc))
+    backend.upload(listing, _listing_name(name))  # last: the listing publishes the pack
+    listing.unlink()
+    item.path.unlink()
+    return sent
+
+
+def _send(store: Store, backend: Backend, outgoing: Iterator[_Outgoing], actions: dict[str, str], work: Path,
+          report: SyncReport) -> None:
+    """Upload each pack as soon as it is there (a pool of WORKERS; at most that many made packs wait on
+    disk). The new entries travel in the last pack's listing (in an empty pack's when there is none):
+    a pull takes an entry from any listing once it has the entry's record and input document."""
+    remote_sizes = backend.list(PACKS)
+
+    def sent(future: Future[int], item: _Outgoing) -> None:
+        report.bytes += future.result()
+        report.packs += 1
+        report.objects += len(item.objects)
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        uploads: deque[Future[_Bundle]] = deque()
-        for objects, actions in batches:
+        uploads: deque[tuple[Future[int], _Outgoing]] = deque()
+        held = next(outgoing, None)
+        if held is None and actions:
+            held = _Outgoing(make_pack(store, [], work), [])
+        while held is not None:
+            item, held = held, next(outgoing, None)
+            if held is None:
+                item.actions = actions
             while len(uploads) >= WORKERS:
-                sent(uploads.popleft())
-            uploads.append(pool.submit(_upload_bundle, backend, _make_bundle(store, objects, actions, work)))
+                sent(*uploads.popleft())
+            uploads.append((pool.submit(_upload, backend, item, remote_sizes, work), item))
         while uploads:
-            sent(uploads.popleft())
+            sent(*uploads.popleft())
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True) -> SyncReport:
@@ -209,19 +284,15 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
-        have_objects, have_actions, _ = _remote_content(store, remote, backend)
+        listings = _remote_content(store, remote, backend)
+        have_objects = {h for doc in listings.values() for h in doc["objects"]}
+        have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         objects, actions = _local_content(store, None if ref_names is None else refs)
-        new_objects = sorted(objects - have_objects)
         new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
-        batches: list[tuple[list[str], dict[str, str]]] = []
-        action_keys = sorted(new_actions)
-        object_chunks = list(_chunks(new_objects, BUNDLE_OBJECTS)) or ([[]] if new_actions else [])
-        per_chunk = -(-len(action_keys) // max(1, len(object_chunks))) if action_keys else 0
-        for index, chunk in enumerate(object_chunks):
-            keys = action_keys[index * per_chunk:(index + 1) * per_chunk] if per_chunk else []
-            batches.append((chunk, {k: new_actions[k] for k in keys}))
+        needed = _entry_objects(store, new_actions, objects) - have_objects
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp:
-            _send_bundles(store, backend, batches, Path(tmp), report)
+            outgoing = _outgoing(store, needed, ref_names is None, Path(tmp))
+            _send(store, backend, outgoing, new_actions, Path(tmp), report)
         for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report
@@ -259,28 +330,6 @@ def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: 
 
 # ------------------------------------------------------------------------------------------ pull
 
-def _download_bundle(backend: Backend, bundle: str, work: Path, untrusted: bool) -> Path:
-    """Download one bundle and check its signer (its manifest only); refused here, nothing is imported."""
-    target = work / f"{bundle}.claw"
-    backend.download(_bundle_name(bundle), target)
-    signer = archive_signer(target)
-    if not untrusted and not user_trusts(signer):
-        raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
-    return target
-
-
-def _import_bundle(store: Store, bundle: str, target: Path, untrusted: bool) -> tuple[int, int, str | None]:
-    """Import one downloaded bundle; (new objects, bytes, the signer if it was kept apart as untrusted)."""
-    try:
-        imported = import_archive(store, target, untrusted=untrusted)
-        if imported.summary.digest != PREFIX + bundle:
-            raise UsageError(f"bundle {bundle}: its bytes hash to {imported.summary.digest}, not its name")
-    finally:
-        target.unlink(missing_ok=True)
-    apart = None if imported.kept_apart is None else (imported.signer or "unsigned")
-    return imported.new_objects, imported.summary.size, apart
-
-
 def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], untrusted: bool) -> set[str]:
     """Who signed each remote ref's value; refused (before anything is fetched) when one is not trusted,
     unless `untrusted`: then returns those signers, and the refs are kept apart."""
@@ -294,12 +343,186 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
     return apart
 
 
+def _listing_signer(doc: dict[str, Any], pack: str) -> str | None:
+    from clawstore.trust import signature
+
+    try:
+        return signature.signer(doc)
+    except UsageError as exc:
+        raise UsageError(f"remote pack {pack}: its listing: {exc}") from None
+
+
+class _Pull:
+    """One pull's state: what this store has, the listings, and the entries verified so far."""
+
+    def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport):
+        self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
+        self.listings = _remote_content(store, remote, backend)
+        self.fetched_file = _cache_dir(store, remote) / "fetched"
+        self.done = set(self.fetched_file.read_text().split()) if self.fetched_file.exists() else set()
+        self.present = store.hex_ids()
+        self.signers: dict[str, str | None] = {}
+        self.kept: dict[str, bytes] = {}  # records and input documents decoded while packs were checked
+        self.received: set[str] = set()  # packs fetched by this pull
+        self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
+        self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
+
+    def pending(self) -> list[str]:
+        return [pack for pack in self.listings if pack not in self.done]
+
+    def lacking(self, pack: str) -> bool:
+        return not self.present.issuperset(self.listings[pack]["objects"])
+
+    def signer(self, pack: str) -> str | None:
+        if pack not in self.signers:
+            self.signers[pack] = _listing_signer(self.listings[pack], pack)
+        return self.signers[pack]
+
+    def fetch(self, todo: list[str]) -> None:
+        """Fetch these packs all or nothing: every listing's signer is checked before any download;
+        each pack is checked whole as its download ends; then the entries the round brings are verified;
+        only then are the packs adopted."""
+        legacy = [pack for pack in todo if self.listings[pack].get("format") != LISTING_FORMAT]
+        packs = [pack for pack in todo if pack not in legacy]
+        for pack in packs:
+            signer = self.signer(pack)
+            if not self.untrusted and not user_trusts(signer):
+                raise UsageError(f"remote pack {pack}: {untrusted_why(signer, 'pull')}")
+        if legacy:
+            self._fetch_bundles(legacy)
+        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+            checked = self._download_checked(packs, Path(tmp))
+            self._check_entries(packs)
+            for pack in packs:  # each: moved in as it is, and one index segment
+                path, blobs = checked[pack]
+                if user_trusts(self.signers[pack]):
+                    new, size = adopt_pack(self.store, path, pack[:32], blobs, self.present)
+                else:
+                    new, size = copy_objects(self.store, path, blobs, self.present)
+                self.present.update(self.listings[pack]["objects"])
+                self.received.add(pack)
+                self.report.packs += 1
+                self.report.objects += new
+                self.report.bytes += size
+
+    def _download_checked(self, packs: list[str], work: Path) -> dict[str, tuple[Path, list[Blob]]]:
+        """Download in parallel; check each pack in this thread as soon as it has arrived."""
+        keep = {bytes.fromhex(oid[len(PREFIX):]) for pack in self.pending()
+                for item in self.listings[pack]["actions"].items() for oid in item}
+        checked = {}
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack"): pack
+                       for pack in packs}
+            try:
+                for future in as_completed(futures):
+                    future.result()
+                    pack = futures[future]
+                    path = work / f"{pack}.pack"
+                    blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
+                    if {blob.id.hex() for blob in blobs} != set(self.listings[pack]["objects"]):
+                        raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+                    checked[pack] = (path, blobs)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return checked
+
+    def _check_entries(self, arriving: list[str]) -> None:
+        """Verify the entries this store can now take, whose record and input document are here or
+        arriving: every entry of the packs arriving (those of untrusted signers are kept apart), and
+        those of other trusted listings not settled before for keys without an entry here. One that
+        does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)"""
+        store = self.store
+        store.runtime.index.refresh()
+        contents = ArchiveContents(store, {}, {h for pack in arriving for h in self.listings[pack]["objects"]},
+                                   self.kept)
+        for pack in self.pending():
+            doc = self.listings[pack]
+            if doc.get("format") != LISTING_FORMAT:
+                continue
+            trusted = user_trusts(self.signer(pack))
+            if not trusted and pack not in arriving:
+                continue
+            into = self.entries if trusted else self.apart.setdefault(pack, {})
+            for key, record in sorted(doc["actions"].items()):
+                if key in into or not (contents.has(record) and contents.has(key)):
+                    continue  # verified already, or not fetched (a narrowed pull): it comes with its record
+                if pack not in arriving and get_action_record_id(store, key, look_again=False) is not None:
+                    continue  # (those of an arriving pack are all checked: a pack is refused whole)
+                why = _entry_problem(key, record, contents)
+                if why is not None:
+                    raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
+                into[key] = record
+
+    def _fetch_bundles(self, bundles: list[str]) -> None:
+        """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
+        imported, then imported whole (store/archive.py)."""
+        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                targets = list(pool.map(lambda b: self._download_bundle(b, Path(tmp)), bundles))
+            for bundle, target in zip(bundles, targets, strict=True):
+                try:
+                    imported = import_archive(self.store, target, untrusted=self.untrusted)
+                finally:
+                    target.unlink(missing_ok=True)
+                if imported.summary.digest != PREFIX + bundle:
+                    raise UsageError(f"remote bundle {bundle}: its bytes hash to {imported.summary.digest}, "
+                                     "not its name")
+                self.report.packs += 1
+                self.report.objects += imported.new_objects
+                self.report.bytes += imported.summary.size
+                if imported.kept_apart is not None:
+                    self.report.kept_apart.add(imported.signer or "unsigned")
+                else:
+                    self._remember(bundle)
+
+    def _download_bundle(self, bundle: str, work: Path) -> Path:
+        target = work / f"{bundle}.claw"
+        self.backend.download(f"{PACKS}{bundle}.claw", target)
+        signer = archive_signer(target)
+        if not self.untrusted and not user_trusts(signer):
+            raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
+        return target
+
+    def _remember(self, pack: str) -> None:
+        self.done.add(pack)
+        with open(self.fetched_file, "a", encoding="ascii") as fh:
+            fh.write(pack + "\n")
+
+    def add_entries(self, settled: set[str]) -> None:
+        """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
+        and remember the listings in `settled` (trusted ones only) as done."""
+        store = self.store
+        store.runtime.index.refresh()
+        now = time.time_ns()
+        set_entries(store, {key_digest(key): (bytes.fromhex(record[len(PREFIX):]), now)
+                            for key, record in self.entries.items()
+                            if get_action_record_id(store, key, look_again=False) is None})
+        for pack, actions in sorted(self.apart.items()):
+            doc = {"kind": "untrusted-import", "signer": self.signers[pack], "actions": actions, "refs": {},
+                   "digest": PREFIX + pack}
+            store.set_ref(UNTRUSTED_REFS + pack, store.put_json(doc))
+            self.report.kept_apart.add(self.signers[pack] or "unsigned")
+        for pack in sorted(settled):
+            if self.listings[pack].get("format") == LISTING_FORMAT and user_trusts(self.signer(pack)):
+                self._remember(pack)
+
+
+def _entry_problem(key: str, record_id: str, contents: ArchiveContents) -> str | None:
+    try:
+        record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
+    except ValueError:
+        record = None
+    return entry_problem(key, record, lambda oid: contents.read(oid, ENTRY_READ_MAX) if contents.has(oid) else None)
+
+
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False
          ) -> SyncReport:
-    """Fetch the bundles this store lacks (verified, signed by a trusted key), then move the refs.
+    """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
-    `untrusted`: bundles signed by a key the user does not trust are kept apart (trust/apart.py) and,
-    if any was, so are the remote's refs; such bundles are not remembered as fetched, so a later pull
+    `untrusted`: packs signed by a key the user does not trust are kept apart (trust/apart.py) and,
+    if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
     without --untrusted refuses them again instead of moving refs onto them."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
@@ -307,34 +530,14 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
-        _, _, bundles = _remote_content(store, remote, backend)
-        fetched = _cache_dir(store, remote) / "fetched"
-        done = set(fetched.read_text().split()) if fetched.exists() else set()
-
-        def fetch(todo: list[str]) -> None:
-            # Every bundle of the round is downloaded and its signer checked before any is imported, so
-            # a refused pull writes nothing of the round.
-            # Imports run one after the other: they are CPU work under one GIL, and in parallel they
-            # only fought over it and over the pack writer's lock.
-            with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="pull-") as tmp:
-                with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                    targets = list(pool.map(lambda b: _download_bundle(backend, b, Path(tmp), untrusted), todo))
-                for bundle, target in zip(todo, targets, strict=True):
-                    new, size, apart = _import_bundle(store, bundle, target, untrusted)
-                    report.bundles += 1
-                    report.objects += new
-                    report.bytes += size
-                    done.add(bundle)
-                    if apart is not None:
-                        report.kept_apart.add(apart)
-                        continue
-                    with open(fetched, "a", encoding="ascii") as fh:
-                        fh.write(bundle + "\n")
-
+        state = _Pull(store, remote, backend, untrusted, report)
         if wanted is None:
-            fetch([b for b in bundles if b not in done])
+            state.fetch([pack for pack in state.pending() if state.lacking(pack)])
+            settled = set(state.pending())  # fetched, or holding nothing this store lacks
         else:
-            _fetch_closure(store, remote, backend, [b for b in bundles if b not in done], remote_refs, fetch)
+            _fetch_closure(state, remote_refs)
+            settled = state.received
+        state.add_entries(settled)
         if report.kept_apart:
             _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
             return report
@@ -349,25 +552,24 @@ def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> 
     doc = {"kind": "untrusted-import", "signer": signers[0] if len(signers) == 1 else None, "signers": signers,
            "actions": {}, "refs": {name: value for name, value in refs.items() if store.has(value)}}
     oid = store.put_json(doc)
-    store.set_ref(f"untrusted/{oid[len(PREFIX):]}", oid)
+    store.set_ref(f"{UNTRUSTED_REFS}{oid[len(PREFIX):]}", oid)
 
 
-def _fetch_closure(store: Store, remote: Remote, backend: Backend, bundles: list[str], refs: dict[str, str],
-                   fetch: Callable[[list[str]], None]) -> None:
-    """A pull narrowed to some refs fetches only the bundles holding what their heads reach: walk the
-    closure in the store, fetch the bundles listing what is missing, walk again (a head names its
+def _fetch_closure(state: _Pull, refs: dict[str, str]) -> None:
+    """A pull narrowed to some refs fetches only the packs holding what their heads reach: walk the
+    closure in the store, fetch the packs listing what is missing, walk again (a head names its
     records, records their outputs, trees their files: a few rounds)."""
-    listed = {bundle: set(_read_listing(store, remote, backend, bundle)["objects"]) for bundle in bundles}
+    listed = {pack: set(state.listings[pack]["objects"]) for pack in state.pending()}
     while listed:
-        reach = Reach(store)
+        reach = Reach(state.store)
         reach.mark(refs.values())
-        missing = set(reach.missing)
-        todo = sorted(bundle for bundle, ids in listed.items() if ids & missing)
+        missing = set(reach.missing)  # hex ids
+        todo = sorted(pack for pack, ids in listed.items() if ids & missing)
         if not todo:
-            return  # what is still missing is in no bundle (an interrupted push): _pull_ref says so
-        fetch(todo)
-        for bundle in todo:
-            del listed[bundle]
+            return  # what is still missing is in no pack (an interrupted push): _pull_ref says so
+        state.fetch(todo)
+        for pack in todo:
+            del listed[pack]
 
 
 def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
@@ -388,7 +590,7 @@ def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
 
 def _pull_ref(store: Store, remote: Remote, name: str, value: str, report: SyncReport) -> None:
     if not store.has(value):
-        report.refs_kept[name] = f"remote head {value} was not in any bundle (an interrupted push?)"
+        report.refs_kept[name] = f"remote head {value} was not in any pack (an interrupted push?)"
         return
     local = store.get_ref(name)
     seen = store.get_ref(_tracking(remote, name))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mmap
 import os
 import shutil
 import time
@@ -41,6 +40,7 @@ from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
 from clawstore.store.layout import FORMAT_FILE
 from clawstore.store.names import name_problem, ref_name_problem
+from clawstore.store.packmaps import PackMaps
 from clawstore.store.refs import RefConflict, check_ref_name
 
 if TYPE_CHECKING:
@@ -117,35 +117,6 @@ class _HashingWriter:
         return self.hasher.hexdigest()
 
 
-class _PackMaps:
-    """Packs mapped into memory for the length of one export: a frame is copied by slicing, with no
-    system call. (A pread per frame releases the GIL, and under a push's upload threads taking it
-    back waited out the switch interval: a third of the export's time.) Packs never change once
-    written, only grow while their writer appends; a pack gc removed stays mapped until closed."""
-
-    def __init__(self, store: Store):
-        self._store = store
-        self._maps: dict[str, mmap.mmap] = {}
-
-    def read(self, loc: Loc, size: int, start: int) -> memoryview:
-        pack, offset, length = loc
-        end = offset + start + min(size, length - start)
-        mapped = self._maps.get(pack)
-        if mapped is None or len(mapped) < end:
-            if mapped is not None:
-                mapped.close()
-            mapped = self._maps[pack] = mmap.mmap(self._store.runtime.fd(pack), 0, access=mmap.ACCESS_READ)
-            if len(mapped) < end:
-                raise MissingObjectError(f"pack {pack} is shorter than the index says")
-        return memoryview(mapped)[offset + start:end]
-
-    def close(self) -> None:
-        for mapped in self._maps.values():
-            with contextlib.suppress(BufferError):  # a view still held: the map goes with it
-                mapped.close()
-        self._maps.clear()
-
-
 def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids: Iterable[str]) -> ArchiveSummary:
     """Write `manifest` (refs, actions, caller fields) and the objects into `out`, atomically.
 
@@ -170,7 +141,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
     with atomic_file(out) as fh:
         writer = _HashingWriter(fh)
         _write_member(writer, MANIFEST, body)
-        maps = _PackMaps(store)
+        maps = PackMaps(store)
         try:
             for (hexdigest, size), loc in zip(listing, locs, strict=True):
                 _copy_object(store, maps, writer, hexdigest, size, loc)
@@ -190,7 +161,7 @@ def _write_member(writer: _HashingWriter, name: str, data: bytes) -> None:
     writer.write(padding(len(data)))
 
 
-def _copy_object(store: Store, maps: _PackMaps, writer: _HashingWriter, hexdigest: str, size: int,
+def _copy_object(store: Store, maps: PackMaps, writer: _HashingWriter, hexdigest: str, size: int,
                  loc: Loc) -> None:
     """Copy the object's frame from `loc`, located when the export began; if gc has moved it since (its
     pack is gone), it is located again once: a frame's bytes are the same in any pack."""

@@ -240,6 +240,12 @@ class ObjectStore:
         for digest in sorted(index.objects):
             yield PREFIX + digest.hex()
 
+    def hex_ids(self) -> set[str]:
+        """Every object id the index names, as hex digests (set arithmetic over a whole store)."""
+        index = self.runtime.index
+        index.refresh()
+        return {digest.hex() for digest in index.objects}
+
     @_store_errors
     def object_sizes(self, oid: str) -> tuple[int, int]:
         """(logical bytes, stored bytes) of an object, read from its frame header."""
@@ -267,11 +273,11 @@ class ObjectStore:
         """A streaming reader; reading to the end verifies the object (CorruptObjectError if bad)."""
         _, loc = self._existing(oid)
         try:
-            source = _BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
+            source = BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
         except FileNotFoundError:
             self.runtime.index.reload()
             _, loc = self._existing(oid)
-            source = _BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
+            source = BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
         return codec.ObjectReader(oid, oid_hex(oid), f"pack {loc[0]} at {loc[1]}", source)
 
     # --- writes ---------------------------------------------------------------------------------
@@ -457,7 +463,7 @@ class _FrameOut:
         return self._pos
 
 
-class _BlobFile(io.RawIOBase):
+class BlobFile(io.RawIOBase):
     """A read-only file over one blob's payload inside a pack (positional reads, shared fd)."""
 
     def __init__(self, fd: int, offset: int, length: int):

@@ -62,7 +62,7 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
         trusts = user_trusts
     moved = []
     for name, doc in sorted(kept_apart(store).items()):
-        signers = doc.get("signers") or [doc.get("signer")]  # a pull's refs: every signer of its bundles
+        signers = doc.get("signers") or [doc.get("signer")]  # a pull's refs: every signer of its packs
         if not all(trusts(signer) for signer in signers):
             continue
         report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only

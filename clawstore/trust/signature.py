@@ -1,4 +1,4 @@
-"""Signing and checking what travels: a manifest (archive or remote bundle) signed as a whole.
+"""Signing and checking what travels: a manifest (an archive, a remote pack's listing) signed as a whole.
 
 The signature covers the canonical JSON of the manifest without its `signature` field: the campaign
 head, the refs, the action-cache entries and the id and size of every object in the file (each object

@@ -104,11 +104,11 @@ def test_a_rewritten_ref_is_refused_before_anything_is_fetched(alice: User, bob:
     assert bob.claw("pull", str(remote), cwd=b.root).returncode == 0
 
 
-def test_a_pull_refused_for_one_bundle_imports_none(alice: User, bob: User, tmp_path: Path,
+def test_a_pull_refused_for_one_pack_imports_none(alice: User, bob: User, tmp_path: Path,
                                                     standin: StandIn) -> None:
     a, remote = _pushed(alice, tmp_path)
     b = _puller(alice, bob, remote, tmp_path)
-    # Alice pushes new results, and someone Bob does not trust drops bundles of their own in the bucket
+    # Alice pushes new results, and someone Bob does not trust drops packs of their own in the bucket
     a.case("beta", "Name a fruit.")
     alice.ok("build", *RUNS, cwd=a.root)
     alice.ok("push", str(remote), cwd=a.root)
@@ -123,6 +123,6 @@ def test_a_pull_refused_for_one_bundle_imports_none(alice: User, bob: User, tmp_
 
     before = _store_state(b)
     refused = bob.claw("pull", str(remote), cwd=b.root)
-    assert refused.returncode == 2 and "remote bundle" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "remote pack" in refused.stderr, refused.stderr
     assert f"signed by {mallory.key(tmp_path)}" in refused.stderr and refused.stderr.count("\n") == 1
-    assert _store_state(b) == before  # not even Alice's new bundle, fetched in the same round
+    assert _store_state(b) == before  # not even Alice's new pack, fetched in the same round

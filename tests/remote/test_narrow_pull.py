@@ -1,4 +1,4 @@
-"""A pull narrowed to one campaign downloads only the bundles holding what that campaign's head reaches."""
+"""A pull narrowed to one campaign downloads only the packs holding what that campaign's head reaches."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def ok(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
-def test_a_narrowed_pull_fetches_only_that_campaigns_bundles(tmp_path: Path, standin: StandIn,
+def test_a_narrowed_pull_fetches_only_that_campaigns_packs(tmp_path: Path, standin: StandIn,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
@@ -31,15 +31,15 @@ def test_a_narrowed_pull_fetches_only_that_campaigns_bundles(tmp_path: Path, sta
     remote = str(tmp_path / "remote")
     ok("build", *MAIN, cwd=a.root)
     ok("build", *OTHER, cwd=a.root)
-    ok("push", remote, *OTHER, cwd=a.root)  # bundle(s) holding everything the "other" campaign reaches
+    ok("push", remote, *OTHER, cwd=a.root)  # pack(s) holding everything the "other" campaign reaches
     ok("push", remote, *MAIN, cwd=a.root)  # what the remote lacks of "main" (shared objects are sent once)
-    every = len(list(Path(remote).rglob("*.claw")))
+    every = len(list(Path(remote).rglob("*.pack")))
     assert every >= 2
 
     b = standard(tmp_path / "b")
     b.suite("other", ["m3", "m4"])
     pulled = ok("pull", remote, *OTHER, cwd=b.root)
-    fetched = int(re.search(r"(\d+) bundle\(s\)", pulled).group(1))  # type: ignore[union-attr]
+    fetched = int(re.search(r"(\d+) pack\(s\)", pulled).group(1))  # type: ignore[union-attr]
     assert 1 <= fetched < every, pulled
     sent = len(standin.requests)
     assert "0 executed" in ok("build", *OTHER, cwd=b.root)  # everything that campaign needs arrived

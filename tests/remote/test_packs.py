@@ -1,7 +1,9 @@
-"""Push and pull of a store bigger than one bundle: the bundles are made in parallel and all arrive."""
+"""Push and pull move packs: the store's own sealed packs travel as they are, other objects in new
+packs, every received pack is checked whole before any of it becomes visible."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -9,27 +11,141 @@ import pytest
 from clawstore.remote import sync
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from clawstore.store.packfile import KIND_OBJECT, PackWriter
+from clawstore.store.transfer import PackCheckError, file_digest, verify_pack
 
 
-def _filled(root: Path, objects: int) -> Store:
+def _filled(root: Path, objects: int, start: int = 0) -> Store:
     store = Store(root)
     with store.batch():
-        for i in range(objects):
+        for i in range(start, start + objects):
             output = store.put_json({"answer": i})
             key = store.put_json({"input": i})
             store.put_action(key, {"kind": "run", "key": key, "status": "success", "outputs": {"answer": output}})
     return store
 
 
-def test_a_store_of_many_bundles_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sync, "BUNDLE_OBJECTS", 7)  # outputs, inputs, records: 26 bundles sent by 8 threads
-    source = _filled(tmp_path / "a", 60)
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_store_of_many_packs_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)  # outputs, inputs, records: 26 packs sent by 8 threads
+    source = _filled(tmp_path / "a", 60)  # its pack is still being written: objects travel copied
     remote = Remote("team", str(tmp_path / "remote"))
     pushed = sync.push(source, remote)
-    assert pushed.bundles == 180 // 7 + 1
+    assert pushed.packs == 180 // 7 + 1
     target = Store(tmp_path / "b")
-    assert sync.pull(target, remote).bundles == pushed.bundles
-    assert len(set(target.iter_objects())) == 180
+    assert sync.pull(target, remote).packs == pushed.packs
     assert set(target.iter_objects()) == set(source.iter_objects())
+    assert len(set(target.iter_objects())) == 180
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert sync.push(source, remote).objects == 0  # nothing left to send
+    assert sync.pull(target, remote).packs == 0
+
+
+def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path) -> None:
+    source = _filled(tmp_path / "a", 40)
+    source.runtime.close_writer()  # sealed, as at the end of every claw process
+    [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
+    remote = Remote("team", str(tmp_path / "remote"))
+    assert sync.push(source, remote).packs == 1
+    [sent] = list((tmp_path / "remote" / "packs").glob("*.pack"))
+    assert _sha(sent) == _sha(own) and sent.name == f"{file_digest(own)}.pack"
+
+    target = Store(tmp_path / "b")
+    pulled = sync.pull(target, remote)
+    assert (pulled.packs, pulled.objects) == (1, 120)
+    adopted = tmp_path / "b" / "packs" / (sent.name[:32] + ".pack")  # beside the pack its entries went to
+    assert _sha(adopted) == _sha(own)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+    assert all(target.get_bytes(oid) == source.get_bytes(oid) for oid in source.iter_objects())
+    # the puller's copy is now its own pack: pushing it back sends nothing
+    assert sync.push(target, remote).packs == 0
+
+
+def test_a_pack_mostly_on_the_remote_is_not_sent_again(tmp_path: Path) -> None:
+    source = _filled(tmp_path / "a", 40)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(source, remote)  # copied (the pack was still open)
+    _filled(tmp_path / "a", 2, start=40).runtime.close_writer()  # same store: 6 new objects join the pack
+    again = sync.push(source, remote)
+    assert (again.packs, again.objects) == (1, 6)  # the new objects, copied; not the whole pack
+
+
+def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
+    source = _filled(tmp_path / "a", 3)
+    key = source.put_json({"input": "late"})
+    record = {"kind": "run", "key": key, "status": "success", "outputs": {"answer": source.put_json({"a": 1})}}
+    record_id = source.put_json(record)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(source, remote)  # the objects; no entry names them yet
+    target = Store(tmp_path / "b")
+    sync.pull(target, remote)
+    assert target.get_action_record_id(key) is None
+    source.put_action(key, record)  # an entry whose record and input the remote has: nothing else is new
+    pushed = sync.push(source, remote)
+    assert (pushed.packs, pushed.objects) == (1, 0)
+    sync.pull(target, remote)
+    assert target.get_action_record_id(key) == record_id
+
+
+def _pack_with(tmp_path: Path, blobs: list[tuple[bytes, bytes]]) -> tuple[Path, str]:
+    writer = PackWriter(tmp_path)
+    for blob_id, frame in blobs:
+        writer.append(KIND_OBJECT, blob_id, [frame])
+    writer.seal()
+    writer.close()
+    return writer.path, file_digest(writer.path)
+
+
+def test_a_pack_whose_object_does_not_match_its_id_is_refused(tmp_path: Path) -> None:
+    import blake3
+    import zstandard
+
+    good = b"honest content"
+    frame = zstandard.ZstdCompressor().compress(b"swapped content")
+    path, name = _pack_with(tmp_path, [(blake3.blake3(good).digest(), frame)])
+    with pytest.raises(PackCheckError, match="does not match its id"):
+        verify_pack(path, name, "remote pack x")
+    with pytest.raises(PackCheckError, match="do not hash to its name"):
+        verify_pack(path, "0" * 64, "remote pack x")
+
+
+def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path) -> None:
+    import blake3
+    import zstandard
+
+    content = b"small"
+    frame = bytearray(zstandard.ZstdCompressor(write_content_size=True).compress(content))
+    # rewrite the frame header to declare 2**40 bytes: a batch decode would allocate that much
+    params = zstandard.get_frame_parameters(bytes(frame))
+    assert params.content_size == len(content)
+    lying = b"\x28\xb5\x2f\xfd" + bytes([0xE0]) + (1 << 40).to_bytes(8, "little") + bytes(frame[6:])
+    path, name = _pack_with(tmp_path, [(blake3.blake3(content).digest(), lying)])
+    with pytest.raises(PackCheckError):
+        verify_pack(path, name, "remote pack x")
+
+
+def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> None:
+    import json
+
+    from clawstore.store.archive import write_archive
+    from clawstore.store.ids import PREFIX
+
+    source = _filled(tmp_path / "a", 5)
+    actions = {key: record for key, record in source.iter_actions() if record is not None}
+    ids = sorted(oid[len(PREFIX):] for oid in source.iter_objects())
+    packs = tmp_path / "remote" / "packs"
+    packs.mkdir(parents=True)
+    bundle = write_archive(source, packs / "new.claw", {"refs": {}, "actions": actions, "kind": "remote-bundle"},
+                           (PREFIX + h for h in ids))
+    name = bundle.digest[len(PREFIX):]
+    (packs / "new.claw").rename(packs / f"{name}.claw")
+    (packs / f"{name}.ids").write_text(json.dumps({"objects": ids, "actions": actions}))
+
+    target = Store(tmp_path / "b")
+    pulled = sync.pull(target, Remote("old", str(tmp_path / "remote")))
+    assert (pulled.packs, pulled.objects) == (1, 15)
+    assert dict(target.iter_actions()) == actions
+    assert sync.pull(target, Remote("old", str(tmp_path / "remote"))).packs == 0  # remembered as fetched

@@ -89,15 +89,15 @@ def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, 
     ok("push", remote, cwd=b.root)
 
 
-def test_pull_of_a_tampered_bundle_changes_nothing(provider: StandIn, tmp_path: Path) -> None:
+def test_pull_of_a_tampered_pack_changes_nothing(provider: StandIn, tmp_path: Path) -> None:
     remote = tmp_path / "shared-remote"
     a = standard(tmp_path / "a")
     ok(*BUILD, cwd=a.root)
     ok("push", str(remote), cwd=a.root)
-    bundle = next((remote / "packs").glob("*.claw"))
-    data = bytearray(bundle.read_bytes())
+    pack = next((remote / "packs").glob("*.pack"))
+    data = bytearray(pack.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    bundle.write_bytes(bytes(data))
+    pack.write_bytes(bytes(data))
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
     refused = claw("pull", str(remote), cwd=b.root)

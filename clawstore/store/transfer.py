@@ -1,0 +1,255 @@
+"""Packs as the unit of transfer between stores (`claw push` / `claw pull`): made, verified, adopted whole.
+
+What travels is an ordinary sealed pack (packfile.py), named outside the store by the BLAKE3 of its
+bytes. A store's own sealed packs travel as they are (no copy, no re-encoding); objects that are not
+in such a pack are copied, frame by frame, into a new one (`make_pack`).
+
+A received pack is checked whole before anything of it becomes visible (`verify_pack`): its bytes
+hash to its name, its trailer is intact, and every object frame decodes to content whose BLAKE3 is
+the object's id. Then it moves into packs/ as it is and one index segment names its objects
+(`adopt_pack`). Small frames are decoded in one call of zstd's batch API (threads of its own, no
+GIL), so a pull costs about one decode and one hash per object and no write of the objects' bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import mmap
+import os
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import blake3
+import zstandard
+
+from clawstore.errors import CorruptObjectError, MissingObjectError, UsageError
+from clawstore.store import codec
+from clawstore.store.batch import Pending, commit
+from clawstore.store.durable import fsync_path
+from clawstore.store.ids import PREFIX
+from clawstore.store.objects import BlobFile
+from clawstore.store.packfile import KIND_OBJECT, Blob, NotAPackError, PackWriter, pack_path, scan_pack
+from clawstore.store.packmaps import PackMaps
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+SMALL_MAX = 1 << 20  # frames declaring at most this content are decoded in batches; larger ones stream
+_BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
+_APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
+_SEGMENT = struct.Struct("<QQ")
+KEEP_MAX = 64 << 20  # a record or input document kept for the caller: bigger ones are not records
+
+
+class PackCheckError(UsageError):
+    """A received pack is not what its name and listing say (exit 2: nothing of it became visible)."""
+
+
+def file_digest(path: Path) -> str:
+    """Hex BLAKE3 of a file's bytes (the name a pack travels under), hashed with all cores."""
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size:
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                hasher.update(mapped)
+    return hasher.hexdigest()
+
+
+def object_ids(path: Path) -> list[str]:
+    """Hex ids of the objects a sealed pack holds, sorted, each once."""
+    scan = scan_pack(path)
+    if not scan.sealed:
+        raise NotAPackError(f"{path}: not sealed")
+    return sorted({blob.id.hex() for blob in scan.blobs if blob.kind == KIND_OBJECT})
+
+
+# ------------------------------------------------------------------------------------------ making
+
+def make_pack(store: Store, hexes: Iterable[str], work: Path) -> Path:
+    """A sealed pack in `work` holding the frames of these objects, in id order: the same objects
+    always make the same bytes, so a push run again after a kill makes (and skips) the same name."""
+    writer = PackWriter(work)
+    maps = PackMaps(store)
+    try:
+        batch: list[tuple[int, bytes, list[bytes | memoryview]]] = []
+        held = 0
+        for hexdigest in sorted(set(hexes)):
+            loc, view = _frame(store, maps, hexdigest)
+            if loc[2] > SMALL_MAX:  # streamed in chunks: memory stays bounded
+                writer.append_many(batch)
+                batch, held = [], 0
+                start = writer.begin_stream(KIND_OBJECT)
+                for offset in range(0, loc[2], codec.CHUNK):
+                    writer.write_raw(view[offset:offset + codec.CHUNK])
+                writer.end_stream(start, KIND_OBJECT, bytes.fromhex(hexdigest))
+                continue
+            batch.append((KIND_OBJECT, bytes.fromhex(hexdigest), [view]))
+            held += loc[2]
+            if held >= _APPEND_BYTES:
+                writer.append_many(batch)
+                batch, held = [], 0
+        writer.append_many(batch)
+        batch = []
+        writer.seal()
+    except BaseException:
+        writer.close()
+        writer.path.unlink(missing_ok=True)
+        raise
+    finally:
+        maps.close()
+    writer.close()
+    return writer.path
+
+
+def _frame(store: Store, maps: PackMaps, hexdigest: str) -> tuple[tuple[str, int, int], memoryview]:
+    """Where an object's frame is and its bytes (mapped); located again once if gc moved it."""
+    oid = PREFIX + hexdigest
+    for attempt in range(2):
+        try:
+            loc = store.locate(oid)
+            return loc, maps.read(loc, loc[2], 0)
+        except (FileNotFoundError, MissingObjectError):
+            if attempt:
+                break
+            with contextlib.suppress(MissingObjectError):
+                store.runtime.forget_pack(store.locate(oid)[0])
+            store.runtime.index.reload()
+    raise UsageError(f"cannot push: object {oid} vanished from the store (run claw fsck)")
+
+
+# ------------------------------------------------------------------------------------------ checking
+
+def verify_pack(path: Path, name: str, where: str, keep: set[bytes] = frozenset(),  # type: ignore[assignment]
+                kept: dict[str, bytes] | None = None) -> list[Blob]:
+    """Check a received pack whole; its object blobs. PackCheckError naming `where` if anything is off.
+    The decoded content of the objects in `keep` (digests) is put in `kept` (by hex id): the caller reads them next."""
+    if file_digest(path) != name:
+        raise PackCheckError(f"{where}: its bytes do not hash to its name (damaged in transit or on the remote)")
+    try:
+        scan = scan_pack(path)
+    except NotAPackError as exc:
+        raise PackCheckError(f"{where}: {exc}") from None
+    if not scan.sealed:
+        raise PackCheckError(f"{where}: not a sealed pack")
+    objects = [blob for blob in scan.blobs if blob.kind == KIND_OBJECT]
+    with open(path, "rb") as fh:
+        if scan.size == 0:
+            return objects
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)
+            try:
+                large = _verify_small(mapped, view, objects, where, keep, kept)
+                for blob in large:
+                    _verify_streaming(fh.fileno(), blob, where)
+                    if kept is not None and blob.id in keep and blob.length <= KEEP_MAX:
+                        frame = view[blob.offset:blob.offset + blob.length]
+                        kept[blob.id.hex()] = codec.decompressor().decompress(frame)
+                        frame.release()
+            finally:
+                view.release()
+    return objects
+
+
+def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, keep: set[bytes],
+                  kept: dict[str, bytes] | None) -> list[Blob]:
+    """Verify the frames that declare a small content size, in batches; the others, to be streamed."""
+    large: list[Blob] = []
+    batch: list[Blob] = []
+    held = 0
+    for blob in objects:
+        try:
+            size = zstandard.frame_content_size(view[blob.offset:blob.offset + codec.MAX_HEADER])
+        except zstandard.ZstdError:
+            size = -1
+        if size <= 0 or size > SMALL_MAX:  # (zstd's batch decode corrupts memory on an empty frame)
+            large.append(blob)
+            continue
+        batch.append(blob)
+        held += size
+        if held >= _BATCH_BYTES:
+            _verify_batch(mapped, view, batch, where, keep, kept)
+            batch, held = [], 0
+    _verify_batch(mapped, view, batch, where, keep, kept)
+    return large
+
+
+def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: set[bytes],
+                  kept: dict[str, bytes] | None) -> None:
+    if not batch:
+        return
+    segments = b"".join(_SEGMENT.pack(blob.offset, blob.length) for blob in batch)
+    try:
+        decoded = codec.decompressor().multi_decompress_to_buffer(
+            zstandard.BufferWithSegments(mapped, segments), threads=-1)
+    except zstandard.ZstdError:
+        decoded = None
+    if decoded is not None:
+        bad = [blob for blob, content in zip(batch, decoded, strict=True)
+               if blake3.blake3(content).digest() != blob.id]
+        if not bad:
+            if kept is not None and keep:
+                kept.update((blob.id.hex(), bytes(content)) for blob, content in zip(batch, decoded, strict=True)
+                            if blob.id in keep)
+            return
+        batch = bad
+    for blob in batch:  # one by one, to name the one that fails
+        oid = PREFIX + blob.id.hex()
+        frame = bytes(view[blob.offset:blob.offset + blob.length])
+        try:
+            content = codec.decode_verified(oid, blob.id.hex(), where, frame)
+        except CorruptObjectError as exc:
+            raise PackCheckError(str(exc)) from None
+        if kept is not None and blob.id in keep:
+            kept[blob.id.hex()] = content
+
+
+def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
+    oid = PREFIX + blob.id.hex()
+    try:
+        with codec.ObjectReader(oid, blob.id.hex(), where, BlobFile(fd, blob.offset, blob.length)) as reader:
+            while reader.read(codec.CHUNK):
+                pass
+    except CorruptObjectError as exc:
+        raise PackCheckError(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------ adopting
+
+def copy_objects(store: Store, path: Path, objects: list[Blob], present: set[str]) -> tuple[int, int]:
+    """Copy a verified pack's objects the store lacks into the store's own pack (for content kept
+    apart: the received pack's other blobs, its entries, must not come along); (objects, bytes)."""
+    added = size = 0
+    with open(path, "rb") as fh, store.batch():
+        for blob in objects:
+            frame = os.pread(fh.fileno(), blob.length, blob.offset) if blob.id.hex() not in present else None
+            if frame is not None and store.put_frame(blob.id, frame):
+                added += 1
+                size += blob.length
+    return added, size
+
+
+def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], present: set[str]) -> tuple[int, int]:
+    """Move a verified pack into packs/ as `pack_id` and name its objects the store lacks (`present`:
+    hex ids it has) in one index segment; (objects named, their bytes). The pack is flocked until the
+    segment is written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
+    runtime = store.runtime
+    runtime.packs_dir.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.fsync(fd)
+        os.replace(path, pack_path(runtime.packs_dir, pack_id))  # same bytes if it was there (a killed pull)
+        fsync_path(runtime.packs_dir)
+        pending = Pending()
+        for blob in objects:
+            if blob.id.hex() not in present:
+                pending.objects[blob.id] = (pack_id, blob.offset, blob.length)
+        runtime.forget_pack(pack_id)  # an fd kept from a copy replaced above would do, but be plain
+        commit(runtime, pending)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return len(pending.objects), sum(loc[2] for loc in pending.objects.values())
