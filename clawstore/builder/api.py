@@ -194,7 +194,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         if node.item.runner_type == "openclaw":
-            return execute_openclaw(node, store, build_id)
+            return execute_openclaw(node, store, build_id, client if options.executor == "ray" else None)
         node.extra["spec"] = _llm_probe_spec(node.item, node.extra["endpoint"])  # only for what executes
         return execute_llm_probe(node, store, client, build_id)
 
@@ -251,6 +251,9 @@ class _LazyClient:
 
     def chat(self, *args: Any, **kwargs: Any) -> Any:
         return self._get().chat(*args, **kwargs)
+
+    def run_openclaw(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get().run_openclaw(*args, **kwargs)
 
     def connect(self) -> None:
         """Create the client now instead of at the first request."""

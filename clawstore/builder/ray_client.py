@@ -1,16 +1,18 @@
-"""`claw build --executor ray`: every provider request of the build runs on an existing Ray cluster.
+"""`claw build --executor ray`: every provider request and OpenClaw run of the build runs on a Ray cluster.
 
 The driver (the `claw build` process) keeps what only it should do: it plans, bounds concurrency for
 the whole cluster (its own pool of `max_concurrency` threads each waits for one request at a time),
-runs the tool sandbox, and commits each result to its store exactly once. The cluster only talks to
-the provider: one actor per node, each with one HTTP connection pool, spreads the requests over the
-nodes. A worker killed mid-request is restarted and the request retried (Ray's actor restarts and
-task retries); the driver still commits once. A killed driver loses nothing committed: the next
+runs the tool sandbox, and commits each result to its store exactly once. The cluster talks to the
+provider: one actor per node, each with one HTTP connection pool, spreads the requests over the
+nodes; and runs OpenClaw cases: one task per case, on a node with a free CPU and a container engine,
+shipped the agent's workspace and returning the evidence for the driver to store. A worker killed
+mid-request is restarted and the request retried (Ray's actor restarts and task retries); the driver
+still commits once. A killed driver loses nothing committed: the next
 build resumes from the store.
 
-Workers need no store and get no secret from the driver: the API key is read from the environment
-of the Ray node (set it where the node is started, as for any cluster secret). The endpoint names
-only the variable.
+Workers need no store (an OpenClaw task uses a scratch one) and get no secret from the driver: the
+API key is read from the environment of the Ray node (set it where the node is started, as for any
+cluster secret). The endpoint names only the variable.
 """
 
 from __future__ import annotations
@@ -67,6 +69,31 @@ class _ChatWorker:
         return str(ray.get_runtime_context().get_node_id())
 
 
+def _openclaw_on_node(spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[str, bytes]]:
+    """A Ray task: one OpenClaw run on this node's container engine, against a scratch store holding
+    the agent's workspace (`objects`). Returns the outcome and the content of every object the run
+    stored; the driver stores each and checks it hashes to its id."""
+    import tempfile
+    from pathlib import Path
+
+    from clawstore.runners.openclaw import run_openclaw
+    from clawstore.store import Store
+    from clawstore.store.runtime import drop_runtime
+
+    with tempfile.TemporaryDirectory(prefix="claw-ray-openclaw-") as tmp:
+        store = Store(Path(tmp) / "store")
+        try:
+            with store.batch():
+                for data in objects.values():
+                    store.put_bytes(data)
+            (Path(tmp) / "work").mkdir()
+            outcome = run_openclaw(spec, store, Path(tmp) / "work")
+            made = {oid: store.get_bytes(oid) for oid in store.iter_objects() if oid not in objects}
+        finally:
+            drop_runtime(store.root)
+    return outcome, made
+
+
 class RayClient:
     """The provider client of a distributed build: `chat()` as in ProviderClient, run on the cluster."""
 
@@ -90,6 +117,9 @@ class RayClient:
                         for node in nodes]
         self._next = itertools.cycle(range(len(self._actors)))
         self._lock = threading.Lock()
+        # A container per task, one CPU each: Ray places them where CPUs are free, and a task whose
+        # worker died is run again elsewhere.
+        self._openclaw = ray.remote(num_cpus=1, max_retries=3)(_openclaw_on_node)
 
     @property
     def nodes(self) -> int:
@@ -109,6 +139,18 @@ class RayClient:
         except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
             raise ProviderError("transport_error", f"the Ray cluster did not answer ({type(exc).__name__})",
                                 retryable=True) from None
+
+    def run_openclaw(self, spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[str, bytes]]:
+        """Run one OpenClaw case on the cluster (see _openclaw_on_node)."""
+        ray = self._ray
+        patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
+        try:
+            return ray.get(self._openclaw.remote(spec, objects), timeout=patience)  # type: ignore[no-any-return]
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.cause from None
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
+            raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
+                                f"({type(exc).__name__})", retryable=True) from None
 
     def close(self) -> None:
         for actor in self._actors:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
+from clawstore.providers.errors import ProviderError
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -97,17 +98,36 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
     return store_answer(node, write, _cost(artifact_json), cleanup)
 
 
-def execute_openclaw(node: Node, store: Store, build_id: str) -> tuple[str, dict[str, Any]]:
+def execute_openclaw(node: Node, store: Store, build_id: str, cluster: Any = None) -> tuple[str, dict[str, Any]]:
+    """Run one OpenClaw case here, or on a Ray cluster (`cluster`: builder/ray_client.py), then record it."""
     from clawstore.runners.openclaw import run_openclaw
 
     started_at = utc_now()
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
-        outcome = run_openclaw(node.extra["spec"], store, Path(tmp))
+    made: dict[str, bytes] = {}
+    spec = node.extra["spec"]
+    if cluster is not None:
+        outcome, made = cluster.run_openclaw(spec, tree_contents(store, spec.agent_tree))
+    else:
+        with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
+            outcome = run_openclaw(spec, store, Path(tmp))
     latency = time.monotonic() - began
 
     def write() -> tuple[str, dict[str, Any]]:
         with store.batch():
+            for oid, data in sorted(made.items()):  # what the node stored: each must be what its id says
+                if store.put_bytes(data) != oid:
+                    raise ProviderError("transport_error", f"the Ray node returned object {oid} with other "
+                                        "content", retryable=True)
             return record_run(store, node, outcome.artifact, dict(outcome.outputs), latency, started_at, build_id)
 
     return store_answer(node, write, _cost(outcome.artifact))
+
+
+def tree_contents(store: Store, tree: str) -> dict[str, bytes]:
+    """A tree object and the files it names, by id (what a Ray node needs to check the tree out)."""
+    contents = {tree: store.get_bytes(tree)}
+    for entry in store.read_tree(tree):
+        if entry.object is not None and entry.object not in contents:
+            contents[entry.object] = store.get_bytes(entry.object)
+    return contents

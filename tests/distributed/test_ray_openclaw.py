@@ -1,0 +1,102 @@
+"""OpenClaw cases of `claw build --executor ray` run as Ray tasks on the cluster's nodes (a real two-node
+cluster on loopback; the container engine is the fake CLI of tests/openclaw, reached by the nodes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, payload
+from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.support.workspace import SECRET, Workspace, write_yaml
+
+FAKE_CLI = Path(__file__).resolve().parents[1] / "openclaw" / "fake_docker.py"
+TURNS = [{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}]
+
+
+def _fake(root: Path) -> FakeDocker:
+    cli = root / "bin" / "fake-docker"
+    cli.parent.mkdir(parents=True)
+    cli.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n")
+    cli.chmod(0o755)
+    fake = FakeDocker(str(cli), root / "state", root / "scenario.json")
+    fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=TURNS)
+    return fake
+
+
+@pytest.fixture(scope="module")
+def nodes_docker(tmp_path_factory: pytest.TempPathFactory) -> FakeDocker:
+    """The container engine of the cluster's nodes: its calls land in its own state directory."""
+    return _fake(tmp_path_factory.mktemp("nodes-engine"))
+
+
+@pytest.fixture(scope="module")
+def cluster(nodes_docker: FakeDocker) -> Iterator[RayCluster]:
+    reason = ray_available()
+    if reason:
+        pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
+    with ray_cluster({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(nodes_docker.state),
+                      "FAKE_DOCKER_SCENARIO": str(nodes_docker.scenario_path)}) as running:
+        yield running
+
+
+def _workspace(root: Path, cli: str) -> Workspace:
+    ws = Workspace(root)
+    agent = ws.configs / "agents" / "basic_agent"
+    (agent / "workspace").mkdir(parents=True)
+    (agent / "workspace" / "AGENTS.md").write_text("# Agents\nBe concise.\n")
+    write_yaml(agent / "agent.yaml", basic_agent("basic_agent"))
+    for case, fruit in (("oc_a", "apples"), ("oc_b", "pears")):
+        ws.case(case, f"Create report.md about {fruit}.", runner={"type": "openclaw"}, input={
+            "messages": [{"role": "user", "content": f"Create report.md about {fruit}."}],
+            "context": {"openclaw": {"expected_artifact": "report.md"}}})
+    ws.suite("main", ["m1", "m2"])
+    write_yaml(ws.configs / "run_profiles" / "rp.yaml", {
+        "schema_version": 1, "run_profile_id": "rp", "title": "OpenClaw",
+        "openclaw": {"agent_id": "basic_agent", "image": FAKE_IMAGE, "timeout_seconds": 60, "docker_cli": cli},
+        "execution_policy": {"max_concurrency": 4, "stop_on_runner_error": False}})
+    return ws
+
+
+def _build(ws: Workspace, driver: FakeDocker, *extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
+                           "--output", "json", *extra], cwd=ws.root, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_openclaw_cases_run_on_the_cluster_and_are_stored_by_the_driver(
+        cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
+    driver = _fake(tmp_path / "driver-engine")  # the driver's own engine: it only resolves the image
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    before = len(nodes_docker.calls("run"))
+    report = _build(ws, driver, "--executor", "ray", "--ray-address", cluster.address)
+    assert {row["run"] for row in report["rows"]} == {"exec"} and len(report["rows"]) == 4
+    assert {row["status"] for row in report["rows"]} == {"success"}, report["rows"]
+    assert len(nodes_docker.calls("run")) - before == 8  # 4 runs x (validate + one turn), all on the nodes
+    assert driver.calls("run") == []  # none on the driver's machine
+    store = Store(ws.root / "store")
+    runs = [r for r in (store.get_action(k) for k, _ in store.iter_actions()) if r["kind"] == "run"]
+    assert len(runs) == 4
+    for run in runs:  # the evidence came back whole: the workspace the agent changed, its diff
+        files = {e.path for e in store.read_tree(run["outputs"]["workspace"])}
+        assert {"report.md", "AGENTS.md"} <= files
+        assert "+All done." in store.get_bytes(run["outputs"]["workspace_diff"]).decode()
+    again = _build(ws, driver, "--executor", "ray", "--ray-address", cluster.address)
+    assert {row["run"] for row in again["rows"]} == {"reuse"}
+    assert len(nodes_docker.calls("run")) - before == 8
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "fsck"], cwd=ws.root, capture_output=True,
+                          text=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "CLAW_STORE"})
+    assert done.returncode == 0, done.stdout + done.stderr
