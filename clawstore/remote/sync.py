@@ -4,8 +4,11 @@ Remote layout (under the remote's prefix):
 
     packs/<hex>.pack      a sealed pack (store/packfile.py), named by the BLAKE3 of its bytes
     packs/<hex>.ids       its listing, signed by the pusher: {"format": 2, "pack": hex, "size": bytes,
-                          "objects": [hex, ...], "actions": {key: record}, "signature": ...}; written
-                          after the pack, so a listing always names a complete pack
+                          "objects": "<hex><hex>..." (sorted ids, one string), "actions": {key: record},
+                          "signature": ...}; written after the pack, so a listing always names a
+                          complete pack. A listing of entries alone names a pack holding one object,
+                          the entries as a document ("document": its id), never adopted: it only
+                          makes that pack's bytes, and so its name, its own
     packs/<hex>.claw      (pushed by claw before packs travelled whole) a bundle: a campaign-archive
                           file; its listing has no "format". Still pulled.
     refs/<name>           campaign heads and pins, moved only by compare-and-swap
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from collections import deque
@@ -54,7 +58,7 @@ from clawstore.store.archive import (
     untrusted_why,
     user_trusts,
 )
-from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
 from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, writer_alive
 from clawstore.store.reach import Reach
 from clawstore.store.transfer import (
@@ -77,6 +81,7 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 WORKERS = 8
 TRACKING = "remotes/"
 LISTING_FORMAT = 2
+_LOWER_HEX = re.compile(r"[0-9a-f]*")
 
 
 @dataclass
@@ -138,6 +143,8 @@ def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> 
     if why is not None:
         cached.unlink(missing_ok=True)
         raise UsageError(f"remote {remote.url}: listing of pack {pack} is malformed ({why})")
+    if isinstance(doc["objects"], str):  # format 2 lists the ids as one string (cheap to sign and parse)
+        doc["objects"] = [doc["objects"][i:i + 64] for i in range(0, len(doc["objects"]), 64)]
     return doc  # type: ignore[no-any-return]
 
 
@@ -145,7 +152,12 @@ def _listing_problem(doc: Any, pack: str) -> str | None:
     if not isinstance(doc, dict):
         return "not an object"
     objects, actions = doc.get("objects"), doc.get("actions")
-    if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
+    if "format" in doc:
+        if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
+            return "objects: expected the sorted hex ids, as one string"
+        if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
+            return "document: expected a hex id"
+    elif not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
         return "objects: expected a list of hex ids"
     if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
         return "actions: expected {key id: record id}"
@@ -153,6 +165,11 @@ def _listing_problem(doc: Any, pack: str) -> str | None:
                             or not isinstance(doc.get("size"), int)):
         return f"format {doc['format']!r}: expected format {LISTING_FORMAT} naming this pack and its size"
     return None
+
+
+def _document(listing: dict[str, Any]) -> list[str]:
+    """The id of the entries document a listing's pack also holds ([] for most listings)."""
+    return [listing["document"]] if "document" in listing else []
 
 
 def _remote_content(store: Store, remote: Remote, backend: Backend) -> dict[str, dict[str, Any]]:
@@ -185,6 +202,7 @@ class _Outgoing:
     path: Path
     objects: list[str]  # hex ids, sorted
     actions: dict[str, str] = field(default_factory=dict)
+    document: str | None = None  # the pack's one other object: the entries as a document (never adopted)
 
 
 def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> set[str]:
@@ -194,10 +212,10 @@ def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> 
     return objects | {h for h in named - objects if store.has(PREFIX + h)}
 
 
-def _whole_packs(store: Store, needed: set[str], work: Path) -> Iterator[_Outgoing]:
-    """This store's sealed packs at least half of whose objects the remote lacks: sent as they are
-    (hard-linked into `work` first, so a gc that repacks meanwhile cannot take them away). Their
-    objects leave `needed` as each is yielded."""
+def _whole_packs(store: Store, remote_has: set[str], work: Path) -> Iterator[_Outgoing]:
+    """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
+    remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
+    into `work` first so that a gc repacking meanwhile cannot take them away."""
     packs_dir = store.runtime.packs_dir
     for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
         path = pack_path(packs_dir, pack_id)
@@ -207,25 +225,14 @@ def _whole_packs(store: Store, needed: set[str], work: Path) -> Iterator[_Outgoi
             ids = object_ids(path)
         except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
             continue
-        if not ids or 2 * len(needed.intersection(ids)) < len(ids):
+        if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
             continue
         link = work / f"{pack_id}.pack"
         try:
             os.link(path, link)
         except FileNotFoundError:
             continue
-        needed.difference_update(ids)
         yield _Outgoing(link, ids)
-
-
-def _outgoing(store: Store, needed: set[str], whole: bool, work: Path) -> Iterator[_Outgoing]:
-    """What to send: whole packs first (if `whole`), then the rest of `needed` copied into new packs of
-    PACK_OBJECTS objects, made one after the other as the sending asks for them."""
-    if whole:
-        yield from _whole_packs(store, needed, work)
-    rest = sorted(needed)
-    for start in range(0, len(rest), PACK_OBJECTS):
-        yield _Outgoing(make_pack(store, rest[start:start + PACK_OBJECTS], work), rest[start:start + PACK_OBJECTS])
 
 
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> int:
@@ -239,8 +246,9 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack")
         sent = size
-    doc = signature.sign({"format": LISTING_FORMAT, "pack": name, "size": size, "objects": item.objects,
-                          "actions": item.actions})
+    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": "".join(item.objects),
+              "actions": item.actions}
+    doc = signature.sign({**fields, "document": item.document} if item.document else fields)
     listing = work / f"{name}.ids"
     listing.write_bytes(canonical_json(doc))
     backend.upload(listing, _listing_name(name))  # last: the listing publishes the pack
@@ -249,50 +257,72 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     return sent
 
 
-def _send(store: Store, backend: Backend, outgoing: Iterator[_Outgoing], actions: dict[str, str], work: Path,
-          report: SyncReport) -> None:
-    """Upload each pack as soon as it is there (a pool of WORKERS; at most that many made packs wait on
-    disk). The new entries travel in the last pack's listing (in an empty pack's when there is none):
-    a pull takes an entry from any listing once it has the entry's record and input document."""
-    remote_sizes = backend.list(PACKS)
+class _Sender:
+    """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
 
-    def sent(future: Future[int], item: _Outgoing) -> None:
-        report.bytes += future.result()
-        report.packs += 1
-        report.objects += len(item.objects)
+    def __init__(self, backend: Backend, work: Path, report: SyncReport):
+        self.backend, self.work, self.report = backend, work, report
+        self.remote_sizes = backend.list(PACKS)
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS)
+        self.uploads: deque[tuple[Future[int], _Outgoing]] = deque()
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        uploads: deque[tuple[Future[int], _Outgoing]] = deque()
-        held = next(outgoing, None)
-        if held is None and actions:
-            held = _Outgoing(make_pack(store, [], work), [])
-        while held is not None:
-            item, held = held, next(outgoing, None)
-            if held is None:
-                item.actions = actions
-            while len(uploads) >= WORKERS:
-                sent(*uploads.popleft())
-            uploads.append((pool.submit(_upload, backend, item, remote_sizes, work), item))
-        while uploads:
-            sent(*uploads.popleft())
+    def send(self, item: _Outgoing) -> None:
+        while len(self.uploads) >= WORKERS:
+            self._settle()
+        self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work), item))
+
+    def drain(self) -> None:
+        """Wait until everything handed over is published."""
+        while self.uploads:
+            self._settle()
+
+    def _settle(self) -> None:
+        future, item = self.uploads.popleft()
+        self.report.bytes += future.result()
+        self.report.packs += 1
+        self.report.objects += len(item.objects)
+
+    def __enter__(self) -> _Sender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.drain()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True) -> SyncReport:
     """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the
-    periodic push of a running build: another machine can reuse them before the head moves)."""
+    periodic push of a running build: another machine can reuse them before the head moves).
+
+    Whole packs go first; then the other objects the remote lacks, copied into new packs of
+    PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
+    the entries as a document: a pack's bytes, and so its name, tell its listing. A pull that sees the
+    entries before their records takes them on a later pull: _Pull.incomplete.)"""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
         listings = _remote_content(store, remote, backend)
-        have_objects = {h for doc in listings.values() for h in doc["objects"]}
+        have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
-        objects, actions = _local_content(store, None if ref_names is None else refs)
-        new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
-        needed = _entry_objects(store, new_actions, objects) - have_objects
-        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp:
-            outgoing = _outgoing(store, needed, ref_names is None, Path(tmp))
-            _send(store, backend, outgoing, new_actions, Path(tmp), report)
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
+                _Sender(backend, Path(tmp), report) as sender:
+            for item in _whole_packs(store, have_objects, Path(tmp)) if ref_names is None else ():
+                sender.send(item)
+                have_objects.update(item.objects)
+            objects, actions = _local_content(store, None if ref_names is None else refs)
+            new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
+            rest = sorted(_entry_objects(store, new_actions, objects) - have_objects)
+            for start in range(0, len(rest), PACK_OBJECTS):
+                chunk = rest[start:start + PACK_OBJECTS]
+                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+            if new_actions:
+                document = canonical_json({"kind": "remote-entries", "actions": new_actions})
+                path = make_pack(store, [], Path(tmp), document)
+                sender.send(_Outgoing(path, [], new_actions, oid_of(document)[len(PREFIX):]))
         for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report
@@ -347,7 +377,7 @@ def _listing_signer(doc: dict[str, Any], pack: str) -> str | None:
     from clawstore.trust import signature
 
     try:
-        return signature.signer(doc)
+        return signature.signer({**doc, "objects": "".join(doc["objects"])})  # as signed: one string
     except UsageError as exc:
         raise UsageError(f"remote pack {pack}: its listing: {exc}") from None
 
@@ -366,12 +396,16 @@ class _Pull:
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
+        self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
 
     def pending(self) -> list[str]:
         return [pack for pack in self.listings if pack not in self.done]
 
     def lacking(self, pack: str) -> bool:
-        return not self.present.issuperset(self.listings[pack]["objects"])
+        """Does this store lack something of the pack: an object, or (a listing of entries alone) its
+        entries, which only a fetch checks and keeps apart when the signer is not trusted."""
+        doc = self.listings[pack]
+        return not self.present.issuperset(doc["objects"]) or (not doc["objects"] and bool(doc["actions"]))
 
     def signer(self, pack: str) -> str | None:
         if pack not in self.signers:
@@ -395,10 +429,11 @@ class _Pull:
             self._check_entries(packs)
             for pack in packs:  # each: moved in as it is, and one index segment
                 path, blobs = checked[pack]
+                skip = self.present.union(_document(self.listings[pack]))  # (the entries' copy: not adopted)
                 if user_trusts(self.signers[pack]):
-                    new, size = adopt_pack(self.store, path, pack[:32], blobs, self.present)
+                    new, size = adopt_pack(self.store, path, pack[:32], blobs, skip)
                 else:
-                    new, size = copy_objects(self.store, path, blobs, self.present)
+                    new, size = copy_objects(self.store, path, blobs, skip)
                 self.present.update(self.listings[pack]["objects"])
                 self.received.add(pack)
                 self.report.packs += 1
@@ -419,7 +454,8 @@ class _Pull:
                     pack = futures[future]
                     path = work / f"{pack}.pack"
                     blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
-                    if {blob.id.hex() for blob in blobs} != set(self.listings[pack]["objects"]):
+                    listed = {*self.listings[pack]["objects"], *_document(self.listings[pack])}
+                    if {blob.id.hex() for blob in blobs} != listed:
                         raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
                     checked[pack] = (path, blobs)
             except BaseException:
@@ -446,8 +482,11 @@ class _Pull:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
             for key, record in sorted(doc["actions"].items()):
-                if key in into or not (contents.has(record) and contents.has(key)):
-                    continue  # verified already, or not fetched (a narrowed pull): it comes with its record
+                if key in into:
+                    continue
+                if not (contents.has(record) and contents.has(key)):
+                    self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
+                    continue
                 if pack not in arriving and get_action_record_id(store, key, look_again=False) is not None:
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
                 why = _entry_problem(key, record, contents)
@@ -504,7 +543,7 @@ class _Pull:
                    "digest": PREFIX + pack}
             store.set_ref(UNTRUSTED_REFS + pack, store.put_json(doc))
             self.report.kept_apart.add(self.signers[pack] or "unsigned")
-        for pack in sorted(settled):
+        for pack in sorted(settled - self.incomplete):
             if self.listings[pack].get("format") == LISTING_FORMAT and user_trusts(self.signer(pack)):
                 self._remember(pack)
 

@@ -31,7 +31,14 @@ from clawstore.store.batch import Pending, commit
 from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX
 from clawstore.store.objects import BlobFile
-from clawstore.store.packfile import KIND_OBJECT, Blob, NotAPackError, PackWriter, pack_path, scan_pack
+from clawstore.store.packfile import (
+    KIND_OBJECT,
+    Blob,
+    NotAPackError,
+    PackWriter,
+    pack_path,
+    scan_pack,
+)
 from clawstore.store.packmaps import PackMaps
 
 if TYPE_CHECKING:
@@ -68,9 +75,10 @@ def object_ids(path: Path) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ making
 
-def make_pack(store: Store, hexes: Iterable[str], work: Path) -> Path:
-    """A sealed pack in `work` holding the frames of these objects, in id order: the same objects
-    always make the same bytes, so a push run again after a kill makes (and skips) the same name."""
+def make_pack(store: Store, hexes: Iterable[str], work: Path, content: bytes | None = None) -> Path:
+    """A sealed pack in `work` holding the frames of these objects, in id order, then one object given
+    by its `content` (not taken from the store): the same objects always make the same bytes, so a
+    push run again after a kill makes (and skips) the same name."""
     writer = PackWriter(work)
     maps = PackMaps(store)
     try:
@@ -91,6 +99,8 @@ def make_pack(store: Store, hexes: Iterable[str], work: Path) -> Path:
             if held >= _APPEND_BYTES:
                 writer.append_many(batch)
                 batch, held = [], 0
+        if content is not None:
+            batch.append((KIND_OBJECT, blake3.blake3(content).digest(), codec.encode(content, store.level)))
         writer.append_many(batch)
         batch = []
         writer.seal()

@@ -34,7 +34,7 @@ def test_a_store_of_many_packs_round_trips(tmp_path: Path, monkeypatch: pytest.M
     source = _filled(tmp_path / "a", 60)  # its pack is still being written: objects travel copied
     remote = Remote("team", str(tmp_path / "remote"))
     pushed = sync.push(source, remote)
-    assert pushed.packs == 180 // 7 + 1
+    assert pushed.packs == 180 // 7 + 1 + 1  # and the entries, in a listing of their own
     target = Store(tmp_path / "b")
     assert sync.pull(target, remote).packs == pushed.packs
     assert set(target.iter_objects()) == set(source.iter_objects())
@@ -49,13 +49,13 @@ def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path) -> None:
     source.runtime.close_writer()  # sealed, as at the end of every claw process
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
     remote = Remote("team", str(tmp_path / "remote"))
-    assert sync.push(source, remote).packs == 1
-    [sent] = list((tmp_path / "remote" / "packs").glob("*.pack"))
-    assert _sha(sent) == _sha(own) and sent.name == f"{file_digest(own)}.pack"
+    assert sync.push(source, remote).packs == 2  # the store's pack, and the entries' listing
+    sent = tmp_path / "remote" / "packs" / f"{file_digest(own)}.pack"
+    assert _sha(sent) == _sha(own)
 
     target = Store(tmp_path / "b")
     pulled = sync.pull(target, remote)
-    assert (pulled.packs, pulled.objects) == (1, 120)
+    assert (pulled.packs, pulled.objects) == (2, 120)
     adopted = tmp_path / "b" / "packs" / (sent.name[:32] + ".pack")  # beside the pack its entries went to
     assert _sha(adopted) == _sha(own)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
@@ -70,7 +70,7 @@ def test_a_pack_mostly_on_the_remote_is_not_sent_again(tmp_path: Path) -> None:
     sync.push(source, remote)  # copied (the pack was still open)
     _filled(tmp_path / "a", 2, start=40).runtime.close_writer()  # same store: 6 new objects join the pack
     again = sync.push(source, remote)
-    assert (again.packs, again.objects) == (1, 6)  # the new objects, copied; not the whole pack
+    assert (again.packs, again.objects) == (2, 6)  # the new objects, copied (not the whole pack); entries
 
 
 def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
@@ -149,3 +149,19 @@ def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> Non
     assert (pulled.packs, pulled.objects) == (1, 15)
     assert dict(target.iter_actions()) == actions
     assert sync.pull(target, Remote("old", str(tmp_path / "remote"))).packs == 0  # remembered as fetched
+
+
+def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: Path) -> None:
+    source = _filled(tmp_path / "a", 3)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(source, remote)
+    listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
+    objects_listing = next(p for p in listings if '"document"' not in p.read_text())
+    hidden = objects_listing.read_bytes()
+    objects_listing.unlink()  # as if a pull ran while the push had published only the entries
+    target = Store(tmp_path / "b")
+    sync.pull(target, remote)
+    assert dict(target.iter_actions()) == {}
+    objects_listing.write_bytes(hidden)
+    sync.pull(target, remote)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
