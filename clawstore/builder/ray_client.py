@@ -20,14 +20,30 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
+import blake3
+
+from clawstore import __version__
 from clawstore.errors import UsageError
 from clawstore.providers.errors import ProviderError
 
+ACTOR_NAMESPACE = "clawstore"
 ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads waiting on HTTP)
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
 MAX_BACKOFF_S = 60.0
+
+
+def _code_tag() -> str:
+    """A short digest of the code an actor runs (this module and the provider client): actors made by
+    other code, an older release or an edited checkout, are never reused."""
+    from clawstore import providers
+
+    hasher = blake3.blake3(__version__.encode())
+    for path in sorted([Path(__file__), *Path(providers.__file__).parent.glob("*.py")]):
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()[:12]
 
 
 def _ray() -> Any:
@@ -74,7 +90,6 @@ def _openclaw_on_node(spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[s
     the agent's workspace (`objects`). Returns the outcome and the content of every object the run
     stored; the driver stores each and checks it hashes to its id."""
     import tempfile
-    from pathlib import Path
 
     from clawstore.runners.openclaw import run_openclaw
     from clawstore.store import Store
@@ -112,8 +127,13 @@ class RayClient:
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         actor = ray.remote(num_cpus=0, max_concurrency=ACTOR_CONCURRENCY, max_restarts=-1,
                            max_task_retries=3)(_ChatWorker)
-        # One actor per node; soft affinity: a lost node's actor restarts on another.
-        self._actors = [actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)).remote()
+        # One actor per node; soft affinity: a lost node's actor restarts on another. Detached and named
+        # by this claw's code: the next build on the cluster finds them running (starting one takes
+        # about half a second), and another version of claw never uses them.
+        tag = _code_tag()
+        self._actors = [actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True),
+                                      name=f"claw-provider-{tag}-{node[:16]}", namespace=ACTOR_NAMESPACE,
+                                      lifetime="detached", get_if_exists=True).remote()
                         for node in nodes]
         self._next = itertools.cycle(range(len(self._actors)))
         self._lock = threading.Lock()
@@ -153,6 +173,4 @@ class RayClient:
                                 f"({type(exc).__name__})", retryable=True) from None
 
     def close(self) -> None:
-        for actor in self._actors:
-            self._ray.kill(actor)
-        self._ray.shutdown()
+        self._ray.shutdown()  # the actors stay for the next build (idle, no CPU reserved)
