@@ -103,3 +103,24 @@ def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCl
     # Group commit (store/batch.py): what was in flight at the kill (4), plus what finished within the
     # last commit window (0.25 s; at 0.3 s a request, at most one more per slot).
     assert 0 <= resent <= 4 + 4, "only the requests in flight or in the last commit window are sent again"
+
+
+def _provider_actors(cluster: RayCluster) -> list[str]:
+    script = (f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR'); "
+              "print(' '.join(sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True) "
+              "if a['name'].startswith('claw-provider-'))))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=cluster.env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_the_next_build_reuses_the_nodes_actors(cluster: RayCluster, standin: StandIn, tmp_path: Path) -> None:
+    standin.set_default({"content": "again", "latency": 0.01})
+    finish(claw(many_cases(tmp_path / "one", cases=4), standin, *BUILD, "--executor", "ray",
+                "--ray-address", cluster.address))
+    actors = _provider_actors(cluster)
+    assert len(actors) == 2  # one per node, left running for the next build
+    finish(claw(many_cases(tmp_path / "two", cases=4), standin, *BUILD, "--executor", "ray",
+                "--ray-address", cluster.address))
+    assert _provider_actors(cluster) == actors  # the same ones: none started
