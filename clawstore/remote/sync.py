@@ -81,6 +81,7 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 WORKERS = 8
 TRACKING = "remotes/"
 LISTING_FORMAT = 2
+LISTING_MAX = 256 << 20  # bytes: a listing of a million objects is 70 MB; a bigger file is not a listing
 _LOWER_HEX = re.compile(r"[0-9a-f]*")
 
 
@@ -115,9 +116,10 @@ def _pack_name(pack: str, listing: dict[str, Any]) -> str:
     return f"{PACKS}{pack}.pack" if listing.get("format") == LISTING_FORMAT else f"{PACKS}{pack}.claw"
 
 
-def remote_packs(backend: Backend) -> list[str]:
-    """Packs whose listing exists (a pack without a listing is an interrupted push: ignored)."""
-    return sorted(name[len(PACKS):-len(".ids")] for name in backend.list(PACKS)
+def remote_packs(files: dict[str, int]) -> list[str]:
+    """Packs whose listing exists among the remote's `files` (a pack without a listing is an
+    interrupted push: ignored)."""
+    return sorted(name[len(PACKS):-len(".ids")] for name in files
                   if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
 
 
@@ -172,9 +174,14 @@ def _document(listing: dict[str, Any]) -> list[str]:
     return [listing["document"]] if "document" in listing else []
 
 
-def _remote_content(store: Store, remote: Remote, backend: Backend) -> dict[str, dict[str, Any]]:
-    """{pack: listing} of every pack on the remote."""
-    return {pack: _read_listing(store, remote, backend, pack) for pack in remote_packs(backend)}
+def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """{pack: listing} of every pack on the remote, and {name: size} of its files under packs/."""
+    files = backend.list(PACKS)
+    for pack in remote_packs(files):
+        if files[_listing_name(pack)] > LISTING_MAX:
+            raise UsageError(f"remote {remote.url}: listing of pack {pack} is {files[_listing_name(pack)]} bytes, "
+                             f"more than any listing (at most {LISTING_MAX})")
+    return {pack: _read_listing(store, remote, backend, pack) for pack in remote_packs(files)}, files
 
 
 # ------------------------------------------------------------------------------------------ push
@@ -305,7 +312,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
-        listings = _remote_content(store, remote, backend)
+        listings, _ = _remote_content(store, remote, backend)
         have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
@@ -387,7 +394,7 @@ class _Pull:
 
     def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport):
         self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
-        self.listings = _remote_content(store, remote, backend)
+        self.listings, self.files = _remote_content(store, remote, backend)
         self.fetched_file = _cache_dir(store, remote) / "fetched"
         self.done = set(self.fetched_file.read_text().split()) if self.fetched_file.exists() else set()
         self.present = store.hex_ids()
@@ -422,6 +429,10 @@ class _Pull:
             signer = self.signer(pack)
             if not self.untrusted and not user_trusts(signer):
                 raise UsageError(f"remote pack {pack}: {untrusted_why(signer, 'pull')}")
+            size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack]["size"]
+            if size != signed:  # nothing bigger than its signed listing says is downloaded
+                raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
+                                 f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
         if legacy:
             self._fetch_bundles(legacy)
         with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:

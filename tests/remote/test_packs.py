@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.errors import UsageError
 from clawstore.remote import sync
+from clawstore.remote.backends import DirectoryBackend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.packfile import KIND_OBJECT, PackWriter
@@ -165,3 +167,34 @@ def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: P
     objects_listing.write_bytes(hidden)
     sync.pull(target, remote)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
+
+
+def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _filled(tmp_path / "a", 3)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(source, remote)
+    pack = max((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda p: p.stat().st_size)
+    with open(pack, "ab") as fh:
+        fh.write(b"\0" * 10_000)  # someone with write access to the bucket grows it
+    downloads: list[str] = []
+    real = DirectoryBackend.download
+
+    def spy(self: object, name: str, target: Path) -> None:
+        downloads.append(name)
+        real(self, name, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DirectoryBackend, "download", spy)
+    target = Store(tmp_path / "b")
+    with pytest.raises(UsageError, match="its listing says"):
+        sync.pull(target, remote)
+    assert not [name for name in downloads if name.endswith(".pack")]
+    assert list(target.iter_objects()) == []
+
+
+def test_a_listing_too_big_to_be_one_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(_filled(tmp_path / "a", 3), remote)
+    monkeypatch.setattr(sync, "LISTING_MAX", 100)
+    with pytest.raises(UsageError, match="more than any listing"):
+        sync.pull(Store(tmp_path / "b"), remote)
