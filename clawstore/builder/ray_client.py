@@ -116,12 +116,15 @@ class RayClient:
         ray = _ray()
         self._ray = ray
         target = address or os.environ.get("RAY_ADDRESS") or "auto"
-        _messages_to_stderr(ray)
-        try:
-            # No runtime_env: the nodes' prestarted workers can host the actors at once.
-            ray.init(address=target, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise UsageError(f"--executor ray: cannot reach a Ray cluster at {target} ({exc})") from None
+        # A program that embeds claw and is connected already keeps its connection (and closes it).
+        self._owns_connection = not ray.is_initialized()
+        if self._owns_connection:
+            _messages_to_stderr(ray)
+            try:
+                # No runtime_env: the nodes' prestarted workers can host the actors at once.
+                ray.init(address=target, log_to_driver=False, logging_level="ERROR")
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise UsageError(f"--executor ray: cannot reach a Ray cluster at {target} ({exc})") from None
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
@@ -173,4 +176,5 @@ class RayClient:
                                 f"({type(exc).__name__})", retryable=True) from None
 
     def close(self) -> None:
-        self._ray.shutdown()  # the actors stay for the next build (idle, no CPU reserved)
+        if self._owns_connection:
+            self._ray.shutdown()  # the actors stay for the next build (idle, no CPU reserved)

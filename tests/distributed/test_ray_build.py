@@ -124,3 +124,25 @@ def test_the_next_build_reuses_the_nodes_actors(cluster: RayCluster, standin: St
     finish(claw(many_cases(tmp_path / "two", cases=4), standin, *BUILD, "--executor", "ray",
                 "--ray-address", cluster.address))
     assert _provider_actors(cluster) == actors  # the same ones: none started
+
+
+def test_a_program_connected_to_ray_already_keeps_its_connection(cluster: RayCluster, standin: StandIn) -> None:
+    """claw embedded in a program (a notebook) that called ray.init itself: claw uses that connection
+    and leaves it open."""
+    standin.set_default({"content": "embedded", "latency": 0.0})
+    script = f"""
+import os, ray
+ray.init(address={cluster.address!r}, logging_level="ERROR")
+os.environ["OPENROUTER_BASE_URL"] = {standin.base_url!r}
+from clawstore.builder.ray_client import RayClient
+from clawstore.providers.endpoint import resolve_endpoint
+client = RayClient()
+reply = client.chat(resolve_endpoint({{}}), {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "hi"}}]}})
+client.close()
+assert ray.is_initialized()
+print(type(reply).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**cluster.env, "OPENROUTER_API_KEY": SECRET})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(standin.requests) == 1
