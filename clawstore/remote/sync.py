@@ -58,6 +58,7 @@ from clawstore.store.archive import (
     untrusted_why,
     user_trusts,
 )
+from clawstore.store.durable import write_file_atomic
 from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
 from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, writer_alive
 from clawstore.store.reach import Reach
@@ -219,12 +220,16 @@ def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> 
     return objects | {h for h in named - objects if store.has(PREFIX + h)}
 
 
-def _whole_packs(store: Store, remote_has: set[str], work: Path) -> Iterator[_Outgoing]:
+def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: set[str]) -> Iterator[_Outgoing]:
     """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
     remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
-    into `work` first so that a gc repacking meanwhile cannot take them away."""
+    into `work` first so that a gc repacking meanwhile cannot take them away. Packs in `covered` (sent,
+    or mostly on the remote, at an earlier push; packs never change) are not read again, and those
+    settled now join it. (Should the remote lose them, their objects still go: copied, as the rest.)"""
     packs_dir = store.runtime.packs_dir
     for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
+        if pack_id in covered:
+            continue
         path = pack_path(packs_dir, pack_id)
         try:
             if writer_alive(path):
@@ -233,12 +238,14 @@ def _whole_packs(store: Store, remote_has: set[str], work: Path) -> Iterator[_Ou
         except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
             continue
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
+            covered.add(pack_id)
             continue
         link = work / f"{pack_id}.pack"
         try:
             os.link(path, link)
         except FileNotFoundError:
             continue
+        covered.add(pack_id)
         yield _Outgoing(link, ids)
 
 
@@ -315,9 +322,11 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         listings, _ = _remote_content(store, remote, backend)
         have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
+        covered_file = _cache_dir(store, remote) / "covered"
+        covered = set(covered_file.read_text().split()) if covered_file.exists() else set()
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
                 _Sender(backend, Path(tmp), report) as sender:
-            for item in _whole_packs(store, have_objects, Path(tmp)) if ref_names is None else ():
+            for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
             objects, actions = _local_content(store, None if ref_names is None else refs)
@@ -330,6 +339,8 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 document = canonical_json({"kind": "remote-entries", "actions": new_actions})
                 path = make_pack(store, [], Path(tmp), document)
                 sender.send(_Outgoing(path, [], new_actions, oid_of(document)[len(PREFIX):]))
+        if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
+            write_file_atomic(covered_file, "\n".join(sorted(covered)).encode(), store.tmp_dir, durable=False)
         for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report

@@ -198,3 +198,23 @@ def test_a_listing_too_big_to_be_one_is_refused_unread(tmp_path: Path, monkeypat
     monkeypatch.setattr(sync, "LISTING_MAX", 100)
     with pytest.raises(UsageError, match="more than any listing"):
         sync.pull(Store(tmp_path / "b"), remote)
+
+
+def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _filled(tmp_path / "a", 20)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(source, remote)
+    read: list[Path] = []
+    real = sync.object_ids
+    monkeypatch.setattr(sync, "object_ids", lambda path: read.append(path) or real(path))
+    assert sync.push(source, remote).packs == 0
+    assert read == []  # (a periodic push of a long build reads no table of a pack it sent)
+    # the remote lost that pack's listing: its objects are sent again (copied), whatever was remembered
+    for listing in (tmp_path / "remote" / "packs").glob("*.ids"):
+        listing.unlink()
+    again = sync.push(source, remote)
+    assert again.objects == 60
+    target = Store(tmp_path / "b")
+    sync.pull(target, remote)
+    assert set(target.iter_objects()) == set(source.iter_objects())
