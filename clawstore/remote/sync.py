@@ -113,10 +113,6 @@ def _listing_name(pack: str) -> str:
     return f"{PACKS}{pack}.ids"
 
 
-def _pack_name(pack: str, listing: dict[str, Any]) -> str:
-    return f"{PACKS}{pack}.pack" if listing.get("format") == LISTING_FORMAT else f"{PACKS}{pack}.claw"
-
-
 def remote_packs(files: dict[str, int]) -> list[str]:
     """Packs whose listing exists among the remote's `files` (a pack without a listing is an
     interrupted push: ignored)."""
