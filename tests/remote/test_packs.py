@@ -218,3 +218,35 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     target = Store(tmp_path / "b")
     sync.pull(target, remote)
     assert set(target.iter_objects()) == set(source.iter_objects())
+
+
+def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: Path) -> None:
+    """SIGKILL at the worst instant of a first pull into an empty store: the pack renamed into packs/,
+    its index segment not written yet."""
+    import signal
+    import subprocess
+    import sys
+
+    from clawstore.store.fsck import fsck
+
+    source = _filled(tmp_path / "a", 5)
+    source.runtime.close_writer()
+    remote = tmp_path / "remote"
+    sync.push(source, Remote("team", str(remote)))
+    script = f"""
+import os, signal
+from pathlib import Path
+from clawstore.remote import sync
+from clawstore.remote.config import Remote
+from clawstore.store import Store, transfer
+transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+sync.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
+"""
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    target = Store(tmp_path / "b")
+    assert list((tmp_path / "b" / "packs").glob("*.pack"))  # the pack is there, named by nobody
+    assert fsck(target).clean, fsck(target).problems()
+    sync.pull(target, Remote("team", str(remote)))  # run again: finished
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert fsck(target).clean
