@@ -126,8 +126,6 @@ def execute_openclaw(node: Node, store: Store, build_id: str, cluster: Any = Non
 
 def tree_contents(store: Store, tree: str) -> dict[str, bytes]:
     """A tree object and the files it names, by id (what a Ray node needs to check the tree out)."""
-    contents = {tree: store.get_bytes(tree)}
-    for entry in store.read_tree(tree):
-        if entry.object is not None and entry.object not in contents:
-            contents[entry.object] = store.get_bytes(entry.object)
-    return contents
+    from clawstore.store.trees import tree_objects
+
+    return {oid: store.get_bytes(oid) for oid in (tree, *tree_objects(store, tree))}

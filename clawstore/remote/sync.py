@@ -55,10 +55,11 @@ from clawstore.store.archive import (
     ArchiveContents,
     archive_signer,
     import_archive,
+    keep_apart,
     untrusted_why,
     user_trusts,
 )
-from clawstore.store.durable import write_file_atomic
+from clawstore.store.durable import temp_name, write_file_atomic
 from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
 from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, writer_alive
 from clawstore.store.reach import Reach
@@ -120,6 +121,11 @@ def remote_packs(files: dict[str, int]) -> list[str]:
                   if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
 
 
+def _remembered(path: Path) -> set[str]:
+    """The names a cache file of remotes/<name>/ lists (a push's settled packs, a pull's done listings)."""
+    return set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+
+
 def _cache_dir(store: Store, remote: Remote) -> Path:
     path = store.root / "remotes" / remote.name
     path.mkdir(parents=True, exist_ok=True)
@@ -130,7 +136,7 @@ def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> 
     """A pack's listing, from the local cache when it was seen before (listings never change)."""
     cached = _cache_dir(store, remote) / f"{pack}.ids"
     if not cached.exists():
-        tmp = cached.with_name(cached.name + f".{os.getpid()}.tmp")
+        tmp = cached.with_name(temp_name())
         backend.download(_listing_name(pack), tmp)
         os.replace(tmp, cached)
     try:
@@ -151,18 +157,18 @@ def _listing_problem(doc: Any, pack: str) -> str | None:
     if not isinstance(doc, dict):
         return "not an object"
     objects, actions = doc.get("objects"), doc.get("actions")
-    if "format" in doc:
-        if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
-            return "objects: expected the sorted hex ids, as one string"
-        if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
-            return "document: expected a hex id"
-    elif not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
-        return "objects: expected a list of hex ids"
     if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
         return "actions: expected {key id: record id}"
-    if "format" in doc and (doc["format"] != LISTING_FORMAT or doc.get("pack") != pack
-                            or not isinstance(doc.get("size"), int)):
+    if "format" not in doc:  # a bundle's listing (an older claw)
+        if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
+            return "objects: expected a list of hex ids"
+        return None
+    if doc["format"] != LISTING_FORMAT or doc.get("pack") != pack or not isinstance(doc.get("size"), int):
         return f"format {doc['format']!r}: expected format {LISTING_FORMAT} naming this pack and its size"
+    if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
+        return "objects: expected the sorted hex ids, as one string"
+    if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
+        return "document: expected a hex id"
     return None
 
 
@@ -174,11 +180,12 @@ def _document(listing: dict[str, Any]) -> list[str]:
 def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """{pack: listing} of every pack on the remote, and {name: size} of its files under packs/."""
     files = backend.list(PACKS)
-    for pack in remote_packs(files):
+    packs = remote_packs(files)
+    for pack in packs:
         if files[_listing_name(pack)] > LISTING_MAX:
             raise UsageError(f"remote {remote.url}: listing of pack {pack} is {files[_listing_name(pack)]} bytes, "
                              f"more than any listing (at most {LISTING_MAX})")
-    return {pack: _read_listing(store, remote, backend, pack) for pack in remote_packs(files)}, files
+    return {pack: _read_listing(store, remote, backend, pack) for pack in packs}, files
 
 
 # ------------------------------------------------------------------------------------------ push
@@ -270,9 +277,9 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
 class _Sender:
     """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
 
-    def __init__(self, backend: Backend, work: Path, report: SyncReport):
+    def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int]):
         self.backend, self.work, self.report = backend, work, report
-        self.remote_sizes = backend.list(PACKS)
+        self.remote_sizes = remote_sizes  # {name: size} under packs/: what a push run again skips
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.uploads: deque[tuple[Future[int], _Outgoing]] = deque()
 
@@ -315,13 +322,13 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
-        listings, _ = _remote_content(store, remote, backend)
+        listings, files = _remote_content(store, remote, backend)
         have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         covered_file = _cache_dir(store, remote) / "covered"
-        covered = set(covered_file.read_text().split()) if covered_file.exists() else set()
+        covered = _remembered(covered_file)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
-                _Sender(backend, Path(tmp), report) as sender:
+                _Sender(backend, Path(tmp), report, files) as sender:
             for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
@@ -403,7 +410,7 @@ class _Pull:
         self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
         self.listings, self.files = _remote_content(store, remote, backend)
         self.fetched_file = _cache_dir(store, remote) / "fetched"
-        self.done = set(self.fetched_file.read_text().split()) if self.fetched_file.exists() else set()
+        self.done = _remembered(self.fetched_file)
         self.present = store.hex_ids()
         self.signers: dict[str, str | None] = {}
         self.kept: dict[str, bytes] = {}  # records and input documents decoded while packs were checked
@@ -411,6 +418,7 @@ class _Pull:
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
+        self._trust: dict[str | None, bool] = {}
 
     def pending(self) -> list[str]:
         return [pack for pack in self.listings if pack not in self.done]
@@ -426,6 +434,13 @@ class _Pull:
             self.signers[pack] = _listing_signer(self.listings[pack], pack)
         return self.signers[pack]
 
+    def trusted(self, pack: str) -> bool:
+        """Is the pack's listing signed by a key the user trusts (the trust list read once per signer)?"""
+        signer = self.signer(pack)
+        if signer not in self._trust:
+            self._trust[signer] = user_trusts(signer)
+        return self._trust[signer]
+
     def fetch(self, todo: list[str]) -> None:
         """Fetch these packs all or nothing: every listing's signer is checked before any download;
         each pack is checked whole as its download ends; then the entries the round brings are verified;
@@ -433,9 +448,8 @@ class _Pull:
         legacy = [pack for pack in todo if self.listings[pack].get("format") != LISTING_FORMAT]
         packs = [pack for pack in todo if pack not in legacy]
         for pack in packs:
-            signer = self.signer(pack)
-            if not self.untrusted and not user_trusts(signer):
-                raise UsageError(f"remote pack {pack}: {untrusted_why(signer, 'pull')}")
+            if not self.untrusted and not self.trusted(pack):
+                raise UsageError(f"remote pack {pack}: {untrusted_why(self.signer(pack), 'pull')}")
             size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack]["size"]
             if size != signed:  # nothing bigger than its signed listing says is downloaded
                 raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
@@ -448,7 +462,7 @@ class _Pull:
             for pack in packs:  # each: moved in as it is, and one index segment
                 path, blobs = checked[pack]
                 skip = self.present.union(_document(self.listings[pack]))  # (the entries' copy: not adopted)
-                if user_trusts(self.signers[pack]):
+                if self.trusted(pack):
                     new, size = adopt_pack(self.store, path, pack[:32], blobs, skip)
                 else:
                     new, size = copy_objects(self.store, path, blobs, skip)
@@ -495,7 +509,7 @@ class _Pull:
             doc = self.listings[pack]
             if doc.get("format") != LISTING_FORMAT:
                 continue
-            trusted = user_trusts(self.signer(pack))
+            trusted = self.trusted(pack)
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
@@ -557,12 +571,10 @@ class _Pull:
                             for key, record in self.entries.items()
                             if get_action_record_id(store, key, look_again=False) is None})
         for pack, actions in sorted(self.apart.items()):
-            doc = {"kind": "untrusted-import", "signer": self.signers[pack], "actions": actions, "refs": {},
-                   "digest": PREFIX + pack}
-            store.set_ref(UNTRUSTED_REFS + pack, store.put_json(doc))
+            keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or "unsigned")
         for pack in sorted(settled - self.incomplete):
-            if self.listings[pack].get("format") == LISTING_FORMAT and user_trusts(self.signer(pack)):
+            if self.listings[pack].get("format") == LISTING_FORMAT and self.trusted(pack):
                 self._remember(pack)
 
 

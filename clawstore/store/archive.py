@@ -469,7 +469,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             _write_actions(store, summary.manifest.get("actions", {}), report)
             _write_refs(store, refs, report)
         else:
-            report.kept_apart = _keep_apart(store, report, refs)
+            report.kept_apart = keep_apart(store, report.signer, summary.manifest.get("actions", {}), refs,
+                                           report.summary.digest)
     return report
 
 
@@ -497,12 +498,11 @@ def untrusted_why(signer: str | None, verb: str = "import") -> str:
            "to keep it apart)"
 
 
-def _keep_apart(store: Store, report: ImportReport, refs: dict[str, str]) -> str:
-    """Store the archive's entries and refs as one object named by a ref under untrusted/ (a gc root)."""
-    manifest = report.summary.manifest
-    doc = {"kind": "untrusted-import", "signer": report.signer, "actions": manifest.get("actions", {}),
-           "refs": refs, "digest": report.summary.digest}
-    name = UNTRUSTED_REFS + report.summary.digest[len(PREFIX):]
+def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str) -> str:
+    """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
+    named by the ref `untrusted/<digest hex>` (a gc root); that ref's name."""
+    doc = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs, "digest": digest}
+    name = UNTRUSTED_REFS + digest[len(PREFIX):]
     store.set_ref(name, store.put_json(doc))
     return name
 

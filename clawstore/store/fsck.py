@@ -219,11 +219,9 @@ def _verify_blob(fh: object, pack: str, blob: Blob) -> str | None:
         if blob.length <= _SMALL:
             codec.decode_verified(oid, blob.id.hex(), where, os.pread(fd, blob.length, blob.offset))
         else:
-            from clawstore.store.objects import BlobFile
+            from clawstore.store.objects import check_blob
 
-            with codec.ObjectReader(oid, blob.id.hex(), where, BlobFile(fd, blob.offset, blob.length)) as reader:
-                while reader.read(codec.CHUNK):
-                    pass
+            check_blob(fd, oid, blob.offset, blob.length, where)
     except CorruptObjectError as exc:
         return str(exc)
     except OSError as exc:

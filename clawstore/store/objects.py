@@ -463,6 +463,14 @@ class _FrameOut:
         return self._pos
 
 
+def check_blob(fd: int, oid: str, offset: int, length: int, where: str) -> None:
+    """Read an object's frame in a pack (`fd`) to its end through a verifying reader, in chunks:
+    CorruptObjectError if it does not decode to content with its id."""
+    with codec.ObjectReader(oid, oid_hex(oid), where, BlobFile(fd, offset, length)) as reader:
+        while reader.read(codec.CHUNK):
+            pass
+
+
 class BlobFile(io.RawIOBase):
     """A read-only file over one blob's payload inside a pack (positional reads, shared fd)."""
 

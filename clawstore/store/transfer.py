@@ -19,6 +19,7 @@ import mmap
 import os
 import struct
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ from clawstore.store.batch import Pending, commit
 from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import Segment, list_segments, new_segment_name
-from clawstore.store.objects import BlobFile
+from clawstore.store.objects import check_blob
 from clawstore.store.packfile import (
     KIND_OBJECT,
     Blob,
@@ -103,7 +104,7 @@ def make_pack(store: Store, hexes: Iterable[str], work: Path, content: bytes | N
         if content is not None:
             batch.append((KIND_OBJECT, blake3.blake3(content).digest(), codec.encode(content, store.level)))
         writer.append_many(batch)
-        batch = []
+        batch = []  # (its views of the mapped packs go before the maps close)
         writer.seal()
     except BaseException:
         writer.close()
@@ -133,7 +134,7 @@ def _frame(store: Store, maps: PackMaps, hexdigest: str) -> tuple[tuple[str, int
 
 # ------------------------------------------------------------------------------------------ checking
 
-def verify_pack(path: Path, name: str, where: str, keep: set[bytes] = frozenset(),  # type: ignore[assignment]
+def verify_pack(path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset(),
                 kept: dict[str, bytes] | None = None) -> list[Blob]:
     """Check a received pack whole; its object blobs. PackCheckError naming `where` if anything is off.
     The decoded content of the objects in `keep` (digests) is put in `kept` (by hex id): the caller reads them next."""
@@ -164,7 +165,7 @@ def verify_pack(path: Path, name: str, where: str, keep: set[bytes] = frozenset(
     return objects
 
 
-def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, keep: set[bytes],
+def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, keep: AbstractSet[bytes],
                   kept: dict[str, bytes] | None) -> list[Blob]:
     """Verify the frames that declare a small content size, in batches; the others, to be streamed."""
     large: list[Blob] = []
@@ -187,7 +188,7 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
     return large
 
 
-def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: set[bytes],
+def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: AbstractSet[bytes],
                   kept: dict[str, bytes] | None) -> None:
     if not batch:
         return
@@ -218,11 +219,8 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
 
 
 def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
-    oid = PREFIX + blob.id.hex()
     try:
-        with codec.ObjectReader(oid, blob.id.hex(), where, BlobFile(fd, blob.offset, blob.length)) as reader:
-            while reader.read(codec.CHUNK):
-                pass
+        check_blob(fd, PREFIX + blob.id.hex(), blob.offset, blob.length, where)
     except CorruptObjectError as exc:
         raise PackCheckError(str(exc)) from None
 
@@ -262,7 +260,7 @@ def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], pres
         for blob in objects:
             if blob.id.hex() not in present:
                 pending.objects[blob.id] = (pack_id, blob.offset, blob.length)
-        runtime.forget_pack(pack_id)  # an fd kept from a copy replaced above would do, but be plain
+        runtime.forget_pack(pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
         commit(runtime, pending)
     finally:
         with contextlib.suppress(OSError):
