@@ -351,7 +351,9 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         if writer is not None:
             writer.seal()
             fsync_path(runtime.packs_dir)
-        old_segments = sorted(plan.view.loaded)
+        # With the segments the loaded ones replace: left behind by a merge or gc killed before it
+        # removed them, they would come back into view once their replacement is gone.
+        old_segments = sorted(plan.view.loaded | plan.view.superseded)
         write_segment(runtime.index_dir, runtime.tmp_dir,
                       Segment(new_segment_name(), pure=False, replaces=old_segments, objects=objects, actions=actions))
         remove_segments(runtime.index_dir, old_segments)

@@ -182,6 +182,7 @@ class IndexSnapshot:
     loaded: frozenset[str]
     objects: dict[bytes, Loc]
     actions: dict[bytes, ActionEntry]
+    superseded: frozenset[str] = frozenset()  # skipped: a loaded one replaces them (a killed writer's leftovers)
 
 
 class IndexView:
@@ -261,7 +262,8 @@ class IndexView:
     def snapshot(self) -> IndexSnapshot:
         """The segments held and their entries, frozen (later refreshes do not change it)."""
         with self._lock:
-            return IndexSnapshot(frozenset(self.loaded), dict(self.objects), dict(self.actions))
+            return IndexSnapshot(frozenset(self.loaded), dict(self.objects), dict(self.actions),
+                                 frozenset(self._superseded))
 
     def reload(self) -> None:
         with self._lock:
