@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -64,7 +65,9 @@ def main() -> None:
         if args.store is None:
             generate(source, args.objects, args.size)
         # The packs push sends, captured on a directory remote: the baseline moves exactly these bytes.
-        push(source, Remote("capture", str(root / "capture")))
+        # (remote names of this run only, forgotten at the end: the source store keeps no trace of them)
+        capture, bench = f"bench-capture-{os.getpid()}", f"bench-{os.getpid()}"
+        push(source, Remote(capture, str(root / "capture")))
         packs = sorted((root / "capture" / "packs").glob("*.pack"))
         total = sum(f.stat().st_size for f in packs)
         client = boto3.client("s3", endpoint_url=endpoint)
@@ -72,14 +75,16 @@ def main() -> None:
             make_bucket(endpoint, bucket)
         up_plain = plain_transfer(client, "plain", packs, None)
         t0 = time.perf_counter()
-        pushed = push(source, Remote("bench", "s3://claw/bench"))
+        pushed = push(source, Remote(bench, "s3://claw/bench"))
         up_claw = time.perf_counter() - t0
         (root / "down").mkdir()
         down_plain = plain_transfer(client, "plain", packs, root / "down")
         target = Store(root / "target")
         t0 = time.perf_counter()
-        pull(target, Remote("bench", "s3://claw/bench"))
+        pull(target, Remote(bench, "s3://claw/bench"))
         down_claw = time.perf_counter() - t0
+        for name in (capture, bench):
+            shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
         assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
         print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total}))

@@ -122,8 +122,27 @@ def remote_packs(files: dict[str, int]) -> list[str]:
 
 
 def _remembered(path: Path) -> set[str]:
-    """The names a cache file of remotes/<name>/ lists (a push's settled packs, a pull's done listings)."""
+    """The names a pull's cache file of remotes/<name>/ lists (listings it is done with)."""
     return set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+
+
+def _where(remote: Remote) -> str:
+    return f"url {remote.url} {remote.endpoint_url or '-'}"
+
+
+def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str]:
+    """{pack id: name it was sent under, or "-" (found mostly on the remote)} of this store's packs an
+    earlier push to this very remote settled, and that still are: a pack sent is settled only while
+    the remote lists it (a remote name pointed elsewhere, or a remote emptied, gets it whole again)."""
+    lines = path.read_text(encoding="ascii").splitlines() if path.exists() else []
+    if not lines or lines[0] != _where(remote):
+        return {}
+    settled = {}
+    for line in lines[1:]:
+        pack_id, _, sent_as = line.partition(" ")
+        if sent_as == "-" or _listing_name(sent_as) in files:
+            settled[pack_id] = sent_as
+    return settled
 
 
 def _cache_dir(store: Store, remote: Remote) -> Path:
@@ -214,6 +233,7 @@ class _Outgoing:
     objects: list[str]  # hex ids, sorted
     actions: dict[str, str] = field(default_factory=dict)
     document: str | None = None  # the pack's one other object: the entries as a document (never adopted)
+    own: str | None = None  # the store's pack sent as it is: its id
 
 
 def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> set[str]:
@@ -223,12 +243,13 @@ def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> 
     return objects | {h for h in named - objects if store.has(PREFIX + h)}
 
 
-def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: set[str]) -> Iterator[_Outgoing]:
+def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
     """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
     remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
     into `work` first so that a gc repacking meanwhile cannot take them away. Packs in `covered` (sent,
-    or mostly on the remote, at an earlier push; packs never change) are not read again, and those
-    settled now join it. (Should the remote lose them, their objects still go: copied, as the rest.)"""
+    or mostly on the remote, at an earlier push; packs never change) are not read again; those found
+    mostly on the remote join it now, those sent once their upload ends (_Sender). (Should the remote
+    lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
     packs_dir = store.runtime.packs_dir
     for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
         if pack_id in covered:
@@ -241,20 +262,19 @@ def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: set[st
         except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
             continue
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
-            covered.add(pack_id)
+            covered[pack_id] = "-"
             continue
         link = work / f"{pack_id}.pack"
         try:
             os.link(path, link)
         except FileNotFoundError:
             continue
-        covered.add(pack_id)
-        yield _Outgoing(link, ids)
+        yield _Outgoing(link, ids, own=pack_id)
 
 
-def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> int:
+def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> tuple[str, int]:
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
-    publishes it; the bytes sent."""
+    publishes it; (the pack's name, the bytes sent)."""
     from clawstore.trust import signature
 
     name = file_digest(item.path)
@@ -271,17 +291,19 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     backend.upload(listing, _listing_name(name))  # last: the listing publishes the pack
     listing.unlink()
     item.path.unlink()
-    return sent
+    return name, sent
 
 
 class _Sender:
     """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
 
-    def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int]):
+    def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int],
+                 covered: dict[str, str]):
         self.backend, self.work, self.report = backend, work, report
         self.remote_sizes = remote_sizes  # {name: size} under packs/: what a push run again skips
+        self.covered = covered  # the store's own packs sent: joined as their listing is published
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
-        self.uploads: deque[tuple[Future[int], _Outgoing]] = deque()
+        self.uploads: deque[tuple[Future[tuple[str, int]], _Outgoing]] = deque()
 
     def send(self, item: _Outgoing) -> None:
         while len(self.uploads) >= WORKERS:
@@ -295,7 +317,10 @@ class _Sender:
 
     def _settle(self) -> None:
         future, item = self.uploads.popleft()
-        self.report.bytes += future.result()
+        name, sent = future.result()
+        if item.own is not None:
+            self.covered[item.own] = name
+        self.report.bytes += sent
         self.report.packs += 1
         self.report.objects += len(item.objects)
 
@@ -326,9 +351,9 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         covered_file = _cache_dir(store, remote) / "covered"
-        covered = _remembered(covered_file)
+        covered = _settled(covered_file, remote, files)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
-                _Sender(backend, Path(tmp), report, files) as sender:
+                _Sender(backend, Path(tmp), report, files, covered) as sender:
             for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
@@ -343,7 +368,8 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 path = make_pack(store, [], Path(tmp), document)
                 sender.send(_Outgoing(path, [], new_actions, oid_of(document)[len(PREFIX):]))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
-            write_file_atomic(covered_file, "\n".join(sorted(covered)).encode(), store.tmp_dir, durable=False)
+            lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
+            write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
         for name, value in sorted(refs.items() if move_refs else ()):
             _push_ref(store, backend, remote, name, value, report)
     return report

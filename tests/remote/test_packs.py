@@ -220,6 +220,21 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
+def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
+    """What a push remembers as settled is about one remote: the same name at another URL (or a
+    remote emptied meanwhile) gets the store's sealed packs as they are, not frame by frame."""
+    source = _filled(tmp_path / "a", 20)
+    source.runtime.close_writer()
+    [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
+    sync.push(source, Remote("team", str(tmp_path / "first")))
+    sync.push(source, Remote("team", str(tmp_path / "second")))
+    assert _sha(tmp_path / "second" / "packs" / f"{file_digest(own)}.pack") == _sha(own)
+    for path in (tmp_path / "second" / "packs").iterdir():  # emptied, same URL
+        path.unlink()
+    sync.push(source, Remote("team", str(tmp_path / "second")))
+    assert _sha(tmp_path / "second" / "packs" / f"{file_digest(own)}.pack") == _sha(own)
+
+
 def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: Path) -> None:
     """SIGKILL at the worst instant of a first pull into an empty store: the pack renamed into packs/,
     its index segment not written yet."""
