@@ -61,7 +61,7 @@ from clawstore.store.archive import (
 )
 from clawstore.store.durable import temp_name, write_file_atomic
 from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
-from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, writer_alive
+from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
 from clawstore.store.reach import Reach
 from clawstore.store.transfer import (
     PackCheckError,
@@ -69,7 +69,6 @@ from clawstore.store.transfer import (
     copy_objects,
     file_digest,
     make_pack,
-    object_ids,
     verify_pack,
 )
 
@@ -209,20 +208,31 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
 
 # ------------------------------------------------------------------------------------------ push
 
-def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[str], dict[str, str]]:
-    """Every object and action entry (whole store), or the closure of the given refs."""
+def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[str, str]]:
+    """Every object (digests) and action entry (whole store), or the closure of the given refs."""
     if refs is None:
-        objects = store.hex_ids()
         actions = {key: record for key, record in store.iter_actions() if record is not None}
-        return objects, actions
+        return store.object_digests(), actions
     from clawstore.builder.closure import head_closure
 
-    objects, actions = set(), {}
+    objects: set[bytes] = set()
+    actions = {}
     for target in refs.values():
         closure = head_closure(store, target)
-        objects.update(closure.objects)  # hex digests already
+        objects.update(map(bytes.fromhex, closure.objects))
         actions.update(closure.actions)
     return objects, actions
+
+
+def _digests(hexes: str) -> list[bytes]:
+    """The digests of ids written one after another as one hex string (a listing's "objects")."""
+    raw = bytes.fromhex(hexes)
+    return [raw[i:i + 32] for i in range(0, len(raw), 32)]
+
+
+def _listed(listings: dict[str, dict[str, Any]]) -> set[bytes]:
+    """Every object the remote's listings name (their entries documents too)."""
+    return set(_digests("".join(h for doc in listings.values() for h in (*doc["objects"], *_document(doc)))))
 
 
 @dataclass
@@ -230,20 +240,20 @@ class _Outgoing:
     """One pack to send: the file, the objects it holds, and the entries its listing carries."""
 
     path: Path
-    objects: list[str]  # hex ids, sorted
+    objects: list[bytes]  # digests, sorted
     actions: dict[str, str] = field(default_factory=dict)
     document: str | None = None  # the pack's one other object: the entries as a document (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
 
 
-def _entry_objects(store: Store, actions: dict[str, str], objects: set[str]) -> set[str]:
+def _entry_objects(store: Store, actions: dict[str, str], objects: set[bytes]) -> set[bytes]:
     """Each entry travels with its record and its input document (the key's id), so the receiving side
-    can verify it whatever else it has (those not among `objects` yet are looked up)."""
-    named = {oid[len(PREFIX):] for oid in (*actions.values(), *actions)}
-    return objects | {h for h in named - objects if store.has(PREFIX + h)}
+    can verify it whatever else it has: those of them not among `objects` that the store has."""
+    named = set(_digests("".join(oid[len(PREFIX):] for oid in (*actions.values(), *actions))))
+    return {d for d in named - objects if store.has(PREFIX + d.hex())}
 
 
-def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
+def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
     """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
     remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
     into `work` first so that a gc repacking meanwhile cannot take them away. Packs in `covered` (sent,
@@ -258,7 +268,7 @@ def _whole_packs(store: Store, remote_has: set[str], work: Path, covered: dict[s
         try:
             if writer_alive(path):
                 continue
-            ids = object_ids(path)
+            ids = sorted(set(sealed_object_ids(path)))
         except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
             continue
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
@@ -283,7 +293,7 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack")
         sent = size
-    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": "".join(item.objects),
+    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": b"".join(item.objects).hex(),
               "actions": item.actions}
     doc = signature.sign({**fields, "document": item.document} if item.document else fields)
     listing = work / f"{name}.ids"
@@ -348,7 +358,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
         listings, files = _remote_content(store, remote, backend)
-        have_objects = {h for doc in listings.values() for h in (*doc["objects"], *_document(doc))}
+        have_objects = _listed(listings)
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         covered_file = _cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
@@ -359,7 +369,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 have_objects.update(item.objects)
             objects, actions = _local_content(store, None if ref_names is None else refs)
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
-            rest = sorted(_entry_objects(store, new_actions, objects) - have_objects)
+            rest = sorted((objects - have_objects) | (_entry_objects(store, new_actions, objects) - have_objects))
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))

@@ -207,6 +207,11 @@ class ObjectStore:
             except FileNotFoundError:
                 raise MissingObjectError(f"object {oid} is not in the store {self.root}") from None
 
+    def locate_digest(self, digest: bytes) -> Loc | None:
+        """(pack id, offset, length) of the object with this digest, None if absent: for bulk readers
+        that hold digests (no id to parse)."""
+        return self._loc(digest)
+
     def locate(self, oid: str) -> Loc:
         """(pack id, offset, length) of the object's frame (MissingObjectError if absent)."""
         return self._existing(oid)[1]
@@ -239,6 +244,12 @@ class ObjectStore:
         index.refresh()
         for digest in sorted(index.objects):
             yield PREFIX + digest.hex()
+
+    def object_digests(self) -> set[bytes]:
+        """Every object the index names, as digests (set arithmetic over a whole store)."""
+        index = self.runtime.index
+        index.refresh()
+        return set(index.objects)
 
     def hex_ids(self) -> set[str]:
         """Every object id the index names, as hex digests (set arithmetic over a whole store)."""

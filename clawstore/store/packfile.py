@@ -221,10 +221,21 @@ def walk_pack(path: Path) -> PackScan:
         return _walk(fh, size)
 
 
-def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
+def sealed_object_ids(path: Path) -> list[bytes]:
+    """The ids (digests) of the objects a sealed pack's table names, in table order (NotAPackError if
+    it is not sealed): without making a Blob per row, for a push deciding what to send."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        found = _read_table(fh.fileno(), size, path) if fh.read(len(HEADER)) == HEADER else None
+    if found is None:
+        raise NotAPackError(f"{path}: not a sealed clawstore pack")
+    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(found[0]) if kind == KIND_OBJECT]
+
+
+def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:
+    """A sealed pack's table (checksum verified) and where it starts; None if the pack has no trailer."""
     if size < len(HEADER) + BLOB_HEAD_SIZE + _FOOTER.size:
         return None
-    fd = fh.fileno()  # type: ignore[attr-defined]
     count, digest, magic = _FOOTER.unpack(os.pread(fd, _FOOTER.size, size - _FOOTER.size))
     if magic != END_MAGIC:
         return None
@@ -235,6 +246,14 @@ def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
     table = os.pread(fd, table_len, start)
     if blake3.blake3(table).digest() != digest:
         raise NotAPackError(f"{path}: trailer is damaged (its checksum does not match)")
+    return table, start
+
+
+def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
+    found = _read_table(fh.fileno(), size, path)  # type: ignore[attr-defined]
+    if found is None:
+        return None
+    table, start = found
     blobs = [Blob(*row) for row in _TABLE_ROW.iter_unpack(table)]
     for blob in blobs:
         if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import blake3
 import zstandard
 
-from clawstore.errors import CorruptObjectError, MissingObjectError, UsageError
+from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.store import codec
 from clawstore.store.batch import Pending, commit
 from clawstore.store.durable import fsync_path
@@ -67,17 +67,9 @@ def file_digest(path: Path) -> str:
     return hasher.hexdigest()
 
 
-def object_ids(path: Path) -> list[str]:
-    """Hex ids of the objects a sealed pack holds, sorted, each once."""
-    scan = scan_pack(path)
-    if not scan.sealed:
-        raise NotAPackError(f"{path}: not sealed")
-    return sorted({blob.id.hex() for blob in scan.blobs if blob.kind == KIND_OBJECT})
-
-
 # ------------------------------------------------------------------------------------------ making
 
-def make_pack(store: Store, hexes: Iterable[str], work: Path, content: bytes | None = None) -> Path:
+def make_pack(store: Store, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
     """A sealed pack in `work` holding the frames of these objects, in id order, then one object given
     by its `content` (not taken from the store): the same objects always make the same bytes, so a
     push run again after a kill makes (and skips) the same name."""
@@ -86,17 +78,17 @@ def make_pack(store: Store, hexes: Iterable[str], work: Path, content: bytes | N
     try:
         batch: list[tuple[int, bytes, list[bytes | memoryview]]] = []
         held = 0
-        for hexdigest in sorted(set(hexes)):
-            loc, view = _frame(store, maps, hexdigest)
+        for digest in sorted(set(digests)):
+            loc, view = _frame(store, maps, digest)
             if loc[2] > SMALL_MAX:  # streamed in chunks: memory stays bounded
                 writer.append_many(batch)
                 batch, held = [], 0
                 start = writer.begin_stream(KIND_OBJECT)
                 for offset in range(0, loc[2], codec.CHUNK):
                     writer.write_raw(view[offset:offset + codec.CHUNK])
-                writer.end_stream(start, KIND_OBJECT, bytes.fromhex(hexdigest))
+                writer.end_stream(start, KIND_OBJECT, digest)
                 continue
-            batch.append((KIND_OBJECT, bytes.fromhex(hexdigest), [view]))
+            batch.append((KIND_OBJECT, digest, [view]))
             held += loc[2]
             if held >= _APPEND_BYTES:
                 writer.append_many(batch)
@@ -116,20 +108,19 @@ def make_pack(store: Store, hexes: Iterable[str], work: Path, content: bytes | N
     return writer.path
 
 
-def _frame(store: Store, maps: PackMaps, hexdigest: str) -> tuple[tuple[str, int, int], memoryview]:
+def _frame(store: Store, maps: PackMaps, digest: bytes) -> tuple[tuple[str, int, int], memoryview]:
     """Where an object's frame is and its bytes (mapped); located again once if gc moved it."""
-    oid = PREFIX + hexdigest
     for attempt in range(2):
+        loc = store.locate_digest(digest)
         try:
-            loc = store.locate(oid)
-            return loc, maps.read(loc, loc[2], 0)
-        except (FileNotFoundError, MissingObjectError):
-            if attempt:
-                break
-            with contextlib.suppress(MissingObjectError):
-                store.runtime.forget_pack(store.locate(oid)[0])
-            store.runtime.index.reload()
-    raise UsageError(f"cannot push: object {oid} vanished from the store (run claw fsck)")
+            if loc is not None:
+                return loc, maps.read(loc, loc[2], 0)
+        except FileNotFoundError:
+            store.runtime.forget_pack(loc[0])
+        if attempt:
+            break
+        store.runtime.index.reload()
+    raise UsageError(f"cannot push: object {PREFIX}{digest.hex()} vanished from the store (run claw fsck)")
 
 
 # ------------------------------------------------------------------------------------------ checking

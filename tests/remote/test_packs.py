@@ -206,8 +206,8 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     remote = Remote("team", str(tmp_path / "remote"))
     sync.push(source, remote)
     read: list[Path] = []
-    real = sync.object_ids
-    monkeypatch.setattr(sync, "object_ids", lambda path: read.append(path) or real(path))
+    real = sync.sealed_object_ids
+    monkeypatch.setattr(sync, "sealed_object_ids", lambda path: read.append(path) or real(path))
     assert sync.push(source, remote).packs == 0
     assert read == []  # (a periodic push of a long build reads no table of a pack it sent)
     # the remote lost that pack's listing: its objects are sent again (copied), whatever was remembered
