@@ -48,7 +48,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
+from clawstore.store.actions import entry_problem, entry_record, get_action_record_id, set_entries
 from clawstore.store.archive import (
     ENTRY_READ_MAX,
     UNTRUSTED_REFS,
@@ -447,7 +447,8 @@ class _Pull:
         self.listings, self.files = _remote_content(store, remote, backend)
         self.fetched_file = _cache_dir(store, remote) / "fetched"
         self.done = _remembered(self.fetched_file)
-        self.present = store.hex_ids()
+        self.present = store.object_digests()
+        self.digests = {pack: _digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
         self.signers: dict[str, str | None] = {}
         self.kept: dict[str, bytes] = {}  # records and input documents decoded while packs were checked
         self.received: set[str] = set()  # packs fetched by this pull
@@ -463,7 +464,7 @@ class _Pull:
         """Does this store lack something of the pack: an object, or (a listing of entries alone) its
         entries, which only a fetch checks and keeps apart when the signer is not trusted."""
         doc = self.listings[pack]
-        return not self.present.issuperset(doc["objects"]) or (not doc["objects"] and bool(doc["actions"]))
+        return not self.present.issuperset(self.digests[pack]) or (not doc["objects"] and bool(doc["actions"]))
 
     def signer(self, pack: str) -> str | None:
         if pack not in self.signers:
@@ -497,12 +498,13 @@ class _Pull:
             self._check_entries(packs)
             for pack in packs:  # each: moved in as it is, and one index segment
                 path, blobs = checked[pack]
-                skip = self.present.union(_document(self.listings[pack]))  # (the entries' copy: not adopted)
+                document = _document(self.listings[pack])  # the entries' copy: not adopted
+                skip = self.present.union(_digests(document[0])) if document else self.present
                 if self.trusted(pack):
                     new, size = adopt_pack(self.store, path, pack[:32], blobs, skip)
                 else:
                     new, size = copy_objects(self.store, path, blobs, skip)
-                self.present.update(self.listings[pack]["objects"])
+                self.present.update(self.digests[pack])
                 self.received.add(pack)
                 self.report.packs += 1
                 self.report.objects += new
@@ -522,8 +524,8 @@ class _Pull:
                     pack = futures[future]
                     path = work / f"{pack}.pack"
                     blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
-                    listed = {*self.listings[pack]["objects"], *_document(self.listings[pack])}
-                    if {blob.id.hex() for blob in blobs} != listed:
+                    listed = {*self.digests[pack], *_digests("".join(_document(self.listings[pack])))}
+                    if {blob.id for blob in blobs} != listed:
                         raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
                     checked[pack] = (path, blobs)
             except BaseException:
@@ -603,9 +605,12 @@ class _Pull:
         store = self.store
         store.runtime.index.refresh()
         now = time.time_ns()
-        set_entries(store, {key_digest(key): (bytes.fromhex(record[len(PREFIX):]), now)
-                            for key, record in self.entries.items()
-                            if get_action_record_id(store, key, look_again=False) is None})
+        fresh = {}
+        for key, record in self.entries.items():  # (ids checked as the listings were read)
+            digest = bytes.fromhex(key[len(PREFIX):])
+            if entry_record(store, digest, look_again=False) is None:
+                fresh[digest] = (bytes.fromhex(record[len(PREFIX):]), now)
+        set_entries(store, fresh)
         for pack, actions in sorted(self.apart.items()):
             keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or "unsigned")

@@ -104,15 +104,20 @@ def set_entries(store: Store, entries: dict[bytes, tuple[bytes | None, int]]) ->
 
 def get_action_record_id(store: Store, key: str, look_again: bool = True) -> str | None:
     """The record id `key` points at (None: no entry); `look_again`: see IndexView.find_action."""
-    digest = key_digest(key)
+    record = entry_record(store, key_digest(key), look_again)
+    return None if record is None else PREFIX + record.hex()
+
+
+def entry_record(store: Store, digest: bytes, look_again: bool = True) -> bytes | None:
+    """The record digest the key with this digest points at (None: no entry): for bulk callers."""
     current = store.runtime.batch()
     found = current.actions.get(digest) if current is not None else None
     if found is None and store.runtime.group is not None:
         found = store.runtime.group.find_action(digest)
     if found is not None:
-        return None if found[0] is None else PREFIX + found[0].hex()
+        return found[0]
     entry = store.runtime.index.find_action(digest, look_again)
-    return None if entry is None or entry.record is None else PREFIX + entry.record.hex()
+    return None if entry is None else entry.record
 
 
 def get_action(store: Store, key: str) -> dict[str, Any] | None:

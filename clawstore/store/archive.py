@@ -377,7 +377,7 @@ class ArchiveContents:
         self._kept = kept or {}  # contents already decoded and verified while the archive was read
 
     def in_archive(self, oid: str) -> bool:
-        return is_oid(oid) and oid[len(PREFIX):] in self._listed
+        return oid.startswith(PREFIX) and oid[len(PREFIX):] in self._listed  # (listed: well-formed ids only)
 
     def has(self, oid: str) -> bool:
         """In the archive, or already in the store."""

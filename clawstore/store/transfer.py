@@ -218,22 +218,24 @@ def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
 
 # ------------------------------------------------------------------------------------------ adopting
 
-def copy_objects(store: Store, path: Path, objects: list[Blob], present: set[str]) -> tuple[int, int]:
-    """Copy a verified pack's objects the store lacks into the store's own pack (for content kept
-    apart: the received pack's other blobs, its entries, must not come along); (objects, bytes)."""
+def copy_objects(store: Store, path: Path, objects: list[Blob], present: AbstractSet[bytes]) -> tuple[int, int]:
+    """Copy a verified pack's objects the store lacks (`present`: digests it has) into the store's own
+    pack (for content kept apart: the received pack's other blobs, its entries, must not come along);
+    (objects, bytes)."""
     added = size = 0
     with open(path, "rb") as fh, store.batch():
         for blob in objects:
-            frame = os.pread(fh.fileno(), blob.length, blob.offset) if blob.id.hex() not in present else None
+            frame = os.pread(fh.fileno(), blob.length, blob.offset) if blob.id not in present else None
             if frame is not None and store.put_frame(blob.id, frame):
                 added += 1
                 size += blob.length
     return added, size
 
 
-def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], present: set[str]) -> tuple[int, int]:
+def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
+               ) -> tuple[int, int]:
     """Move a verified pack into packs/ as `pack_id` and name its objects the store lacks (`present`:
-    hex ids it has) in one index segment; (objects named, their bytes). The pack is flocked until the
+    digests it has) in one index segment; (objects named, their bytes). The pack is flocked until the
     segment is written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
     runtime = store.runtime
     runtime.packs_dir.mkdir(exist_ok=True)
@@ -248,9 +250,7 @@ def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], pres
         os.replace(path, pack_path(runtime.packs_dir, pack_id))  # same bytes if it was there (a killed pull)
         fsync_path(runtime.packs_dir)
         pending = Pending()
-        for blob in objects:
-            if blob.id.hex() not in present:
-                pending.objects[blob.id] = (pack_id, blob.offset, blob.length)
+        pending.objects = {blob.id: (pack_id, blob.offset, blob.length) for blob in objects if blob.id not in present}
         runtime.forget_pack(pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
         commit(runtime, pending)
     finally:
