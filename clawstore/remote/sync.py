@@ -7,8 +7,9 @@ Remote layout (under the remote's prefix):
                           "objects": "<hex><hex>..." (sorted ids, one string), "actions": {key: record},
                           "signature": ...}; written after the pack, so a listing always names a
                           complete pack. A listing of entries alone names a pack holding one object,
-                          the entries as a document ("document": its id), never adopted: it only
-                          makes that pack's bytes, and so its name, its own
+                          a small document naming those entries by digest ("document": its id; an
+                          older claw put the entries themselves there), never adopted: it only makes
+                          that pack's bytes, and so its name, its own
     packs/<hex>.claw      (pushed by claw before packs travelled whole) a bundle: a campaign-archive
                           file; its listing has no "format". Still pulled.
     refs/<name>           campaign heads and pins, moved only by compare-and-swap
@@ -42,6 +43,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import blake3
 
 from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
@@ -242,7 +245,7 @@ class _Outgoing:
     path: Path
     objects: list[bytes]  # digests, sorted
     actions: dict[str, str] = field(default_factory=dict)
-    document: str | None = None  # the pack's one other object: the entries as a document (never adopted)
+    document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
 
 
@@ -282,6 +285,13 @@ def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict
         yield _Outgoing(link, ids, own=pack_id)
 
 
+def _entries_document(actions: dict[str, str]) -> bytes:
+    """The one object of a pack whose listing carries entries alone: names those entries by their
+    digest, so that each set of entries makes a pack (and so a listing name) of its own."""
+    digest = blake3.blake3("".join(f"{key} {record}\n" for key, record in sorted(actions.items())).encode())
+    return canonical_json({"kind": "remote-entries", "entries": digest.hexdigest()})
+
+
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> tuple[str, int]:
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
     publishes it; (the pack's name, the bytes sent)."""
@@ -295,9 +305,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
         sent = size
     fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": b"".join(item.objects).hex(),
               "actions": item.actions}
-    doc = signature.sign({**fields, "document": item.document} if item.document else fields)
     listing = work / f"{name}.ids"
-    listing.write_bytes(canonical_json(doc))
+    listing.write_bytes(signature.signed_json({**fields, "document": item.document} if item.document else fields))
     backend.upload(listing, _listing_name(name))  # last: the listing publishes the pack
     listing.unlink()
     item.path.unlink()
@@ -351,7 +360,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
 
     Whole packs go first; then the other objects the remote lacks, copied into new packs of
     PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
-    the entries as a document: a pack's bytes, and so its name, tell its listing. A pull that sees the
+    a document naming the entries by digest: a pack's bytes, and so its name, tell its listing. A pull that sees the
     entries before their records takes them on a later pull: _Pull.incomplete.)"""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
@@ -374,7 +383,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 chunk = rest[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
             if new_actions:
-                document = canonical_json({"kind": "remote-entries", "actions": new_actions})
+                document = _entries_document(new_actions)
                 path = make_pack(store, [], Path(tmp), document)
                 sender.send(_Outgoing(path, [], new_actions, oid_of(document)[len(PREFIX):]))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)

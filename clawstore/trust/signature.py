@@ -25,12 +25,24 @@ def _message(manifest: dict[str, Any]) -> bytes:
     return _CONTEXT + canonical_json({k: v for k, v in manifest.items() if k != FIELD})
 
 
+def _signature(message: bytes) -> dict[str, str]:
+    private = keys.signing_key()
+    return {"key": keys.public_text(private.public_key()), "ed25519": base64.b64encode(private.sign(message)).decode()}
+
+
 def sign(manifest: dict[str, Any]) -> dict[str, Any]:
     """`manifest` with a `signature` field made with the user's key."""
-    private = keys.signing_key()
-    signature = private.sign(_message(manifest))
-    return {**manifest, FIELD: {"key": keys.public_text(private.public_key()),
-                                "ed25519": base64.b64encode(signature).decode()}}
+    return {**manifest, FIELD: _signature(_message(manifest))}
+
+
+def signed_json(manifest: dict[str, Any]) -> bytes:
+    """`manifest` with its signature, as JSON: encoded once, for signing and writing alike (a reader
+    parses it, so its `signature` need not sit where canonical order would put it)."""
+    if FIELD in manifest:
+        raise ValueError(f"a manifest to sign has no {FIELD!r} field yet")
+    body = canonical_json(manifest)
+    field = canonical_json(_signature(_CONTEXT + body))
+    return body[:-1] + (b"," if manifest else b"") + f'"{FIELD}":'.encode() + field + b"}"
 
 
 def signer(manifest: dict[str, Any]) -> str | None:

@@ -8,15 +8,18 @@ user who trusts only Alice. Each refused pull must leave the puller's store unch
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from clawstore.canonical import canonical_json
+from clawstore.errors import UsageError
 from clawstore.remote.refsign import KIND, statement_path
 from clawstore.testing.standin import StandIn
-from clawstore.trust import keys
+from clawstore.trust import keys, signature
 from tests.faults.test_hostile_archives import snapshot
 from tests.hostile.conftest import RUNS, User
 from tests.support.workspace import Workspace, standard
@@ -126,3 +129,17 @@ def test_a_pull_refused_for_one_pack_imports_none(alice: User, bob: User, tmp_pa
     assert refused.returncode == 2 and "remote pack" in refused.stderr, refused.stderr
     assert f"signed by {mallory.key(tmp_path)}" in refused.stderr and refused.stderr.count("\n") == 1
     assert _store_state(b) == before  # not even Alice's new pack, fetched in the same round
+
+
+def test_a_manifest_signed_and_encoded_once_verifies_and_no_field_can_change() -> None:
+    """signature.signed_json (remote listings): one encoding serves signing and writing; a reader
+    parses it and checks the signature over the canonical form, so any change is caught."""
+    manifest = {"format": 2, "objects": "ab" * 64, "actions": {"blake3:" + "1" * 64: "blake3:" + "2" * 64}}
+    parsed = json.loads(signature.signed_json(manifest))
+    assert signature.signer(parsed) == keys.public_text(keys.signing_key().public_key())
+    assert {k: v for k, v in parsed.items() if k != signature.FIELD} == manifest
+    for field, value in (("objects", "ab" * 63 + "cd" * 1), ("format", 3), ("actions", {})):
+        with pytest.raises(UsageError, match="does not verify"):
+            signature.signer({**parsed, field: value})
+    with pytest.raises(ValueError):
+        signature.signed_json(parsed)  # signed already
