@@ -17,7 +17,16 @@ from pathlib import Path
 from clawstore.errors import MissingObjectError
 from clawstore.store.batch import Batch, GroupCommitter, SharedCommit
 from clawstore.store.durable import fsync_path
-from clawstore.store.index import IndexView, Loc, Segment, write_segment
+from clawstore.store.index import (
+    IndexView,
+    Loc,
+    Segment,
+    index_lock,
+    list_segments,
+    new_segment_name,
+    remove_segments,
+    write_segment,
+)
 from clawstore.store.packfile import PackWriter, pack_path
 
 # A pack is sealed and a new one started past this size ("a few MiB to tens of MiB").
@@ -46,11 +55,14 @@ class Runtime:
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._fd_lock = threading.Lock()
         self._touched: dict[str, float] = {}
+        self._index_started = False
+        self._starter: str | None = None  # the empty segment this process started the index with
 
     # --- writing --------------------------------------------------------------------------------
     def writer(self) -> PackWriter:
         """This process's current pack (call with pack_lock held)."""
         if self._writer is None or self._writer.sealed:
+            self.start_index()
             self.packs_dir.mkdir(exist_ok=True)  # removed by hand: a write brings it back
             self._writer = PackWriter(self.packs_dir)
             self._dir_dirty = True
@@ -58,6 +70,7 @@ class Runtime:
 
     def own_pack(self) -> PackWriter:
         """A pack of its own for one large object."""
+        self.start_index()
         self.packs_dir.mkdir(exist_ok=True)
         writer = PackWriter(self.packs_dir)
         with self.pack_lock:
@@ -76,9 +89,28 @@ class Runtime:
             self._writer.close()
 
     def publish(self, segment: Segment) -> None:
+        starter, self._starter = self._starter, None
+        if starter is not None:  # this process's first segment takes the place of its empty starter
+            segment.replaces, segment.pure = [*segment.replaces, starter], True  # (a pure merge of it)
         write_segment(self.index_dir, self.tmp_dir, segment)
         self.index.add_own(segment)
+        if starter is not None:
+            with index_lock(self.root / "locks", wait=False) as held:
+                if held:  # (else a merge or gc is at work: it takes the starter along)
+                    remove_segments(self.index_dir, [starter])
         self.index.maybe_compact()
+
+    def start_index(self) -> None:
+        """Before a pack is made: the index has a segment (an empty one in a new store, which this
+        process's first segment replaces). A writer killed before naming its blobs then leaves a pack
+        nobody names (gc's to remove), never an empty index beside packs holding blobs, which is what a
+        lost index looks like (fsck)."""
+        if not self._index_started:
+            if not list_segments(self.index_dir):
+                starter = Segment(new_segment_name())
+                self.publish(starter)
+                self._starter = starter.name
+            self._index_started = True
 
     def close_writer(self) -> None:
         """Seal this process's pack (at exit), so its trailer lists its blobs."""

@@ -31,7 +31,6 @@ from clawstore.store import codec
 from clawstore.store.batch import Pending, commit
 from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX
-from clawstore.store.index import Segment, list_segments, new_segment_name
 from clawstore.store.objects import check_blob
 from clawstore.store.packfile import (
     KIND_OBJECT,
@@ -238,11 +237,8 @@ def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], pres
     digests it has) in one index segment; (objects named, their bytes). The pack is flocked until the
     segment is written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
     runtime = store.runtime
+    runtime.start_index()  # (a pull killed before its segment leaves an unnamed pack, not a "lost" index)
     runtime.packs_dir.mkdir(exist_ok=True)
-    if not list_segments(runtime.index_dir):
-        # An empty index beside packs holding blobs means the index was lost (fsck says so): a pull
-        # killed between the rename and its segment must leave an unnamed pack (gc's), not that.
-        runtime.publish(Segment(new_segment_name()))
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -261,7 +261,7 @@ sync.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     target = Store(tmp_path / "b")
     assert list((tmp_path / "b" / "packs").glob("*.pack"))  # the pack is there, named by nobody
-    assert fsck(target).clean, fsck(target).problems()
+    assert fsck(target).clean, fsck(target).problems
     sync.pull(target, Remote("team", str(remote)))  # run again: finished
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert fsck(target).clean

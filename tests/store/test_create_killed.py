@@ -45,3 +45,35 @@ def test_an_empty_directory_is_made_a_store_in_place(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", _CREATE, str(root)], check=True)
     assert read_format(root) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+_FIRST_WRITE = """
+import os, signal, sys
+from clawstore.store import Store
+from clawstore.store.runtime import Runtime
+publish = Runtime.publish
+def killed_before_naming(runtime, segment):  # the blobs are durable, their segment not written
+    if segment.objects:
+        os.kill(os.getpid(), signal.SIGKILL)
+    publish(runtime, segment)
+Runtime.publish = killed_before_naming
+store = Store(sys.argv[1], create=True)
+store.put_json({"answer": 42})
+store.runtime.close_writer()
+"""
+
+
+def test_the_first_write_into_a_store_killed_before_its_segment_leaves_fsck_clean(tmp_path: Path) -> None:
+    """An empty index beside a pack holding blobs is what a lost index looks like (fsck: damaged); a
+    first write killed at its worst instant (its pack durable, the segment naming it not written)
+    must leave an unnamed pack (gc's to remove), not that."""
+    from clawstore.store import Store
+    from clawstore.store.fsck import fsck
+
+    root = tmp_path / "store"
+    killed = subprocess.run([sys.executable, "-c", _FIRST_WRITE, str(root)], capture_output=True, text=True,
+                            timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert list((root / "packs").glob("*.pack"))  # the pack is there, named by nobody
+    report = fsck(Store(root))
+    assert report.clean, report.problems
