@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawstore.builder.gcpause import collector_paused  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.remote.sync import WORKERS, pull, push  # noqa: E402
 from clawstore.store import Store  # noqa: E402
@@ -75,13 +76,15 @@ def main() -> None:
             make_bucket(endpoint, bucket)
         up_plain = plain_transfer(client, "plain", packs, None)
         t0 = time.perf_counter()
-        pushed = push(source, Remote(bench, "s3://claw/bench"))
+        with collector_paused():  # as `claw push` and `claw pull` run them (cli/remote_cmd.py)
+            pushed = push(source, Remote(bench, "s3://claw/bench"))
         up_claw = time.perf_counter() - t0
         (root / "down").mkdir()
         down_plain = plain_transfer(client, "plain", packs, root / "down")
         target = Store(root / "target")
         t0 = time.perf_counter()
-        pull(target, Remote(bench, "s3://claw/bench"))
+        with collector_paused():
+            pull(target, Remote(bench, "s3://claw/bench"))
         down_claw = time.perf_counter() - t0
         for name in (capture, bench):
             shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
