@@ -360,8 +360,8 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
 
     Whole packs go first; then the other objects the remote lacks, copied into new packs of
     PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
-    a document naming the entries by digest: a pack's bytes, and so its name, tell its listing. A pull that sees the
-    entries before their records takes them on a later pull: _Pull.incomplete.)"""
+    a document naming the entries by digest: a pack's bytes, and so its name, tell its listing. A pull
+    that sees the entries before their records takes them on a later pull: _Pull.incomplete.)"""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):

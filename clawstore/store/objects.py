@@ -251,12 +251,6 @@ class ObjectStore:
         index.refresh()
         return set(index.objects)
 
-    def hex_ids(self) -> set[str]:
-        """Every object id the index names, as hex digests (set arithmetic over a whole store)."""
-        index = self.runtime.index
-        index.refresh()
-        return {digest.hex() for digest in index.objects}
-
     @_store_errors
     def object_sizes(self, oid: str) -> tuple[int, int]:
         """(logical bytes, stored bytes) of an object, read from its frame header."""
