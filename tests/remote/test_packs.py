@@ -4,16 +4,18 @@ packs, every received pack is checked whole before any of it becomes visible."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from clawstore.errors import UsageError
 from clawstore.remote import sync
 from clawstore.remote.backends import DirectoryBackend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
-from clawstore.store.packfile import KIND_OBJECT, PackWriter
+from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack
 from clawstore.store.transfer import PackCheckError, file_digest, verify_pack
 
 
@@ -90,6 +92,19 @@ def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
     assert (pushed.packs, pushed.objects) == (1, 0)
     sync.pull(target, remote)
     assert target.get_action_record_id(key) == record_id
+    # each set of entries got a pack (and so a listing name) of its own, holding only a document that
+    # names those entries by digest: the entries themselves travel once, in the listing
+    listings = [json.loads(p.read_text()) for p in (tmp_path / "remote" / "packs").glob("*.ids")]
+    entries = [doc for doc in listings if doc["actions"]]
+    assert [len(doc["actions"]) for doc in sorted(entries, key=lambda doc: len(doc["actions"]))] == [1, 3]
+    for doc in entries:
+        pack = tmp_path / "remote" / "packs" / f"{doc['pack']}.pack"
+        [blob] = scan_pack(pack).blobs
+        with open(pack, "rb") as fh:
+            fh.seek(blob.offset)
+            document = json.loads(zstandard.ZstdDecompressor().decompress(fh.read(blob.length)))
+        assert document["kind"] == "remote-entries" and set(document) == {"kind", "entries"}
+        assert blob.id.hex() == doc["document"]
 
 
 def _pack_with(tmp_path: Path, blobs: list[tuple[bytes, bytes]]) -> tuple[Path, str]:
