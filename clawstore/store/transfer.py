@@ -111,11 +111,11 @@ def _frame(store: Store, maps: PackMaps, digest: bytes) -> tuple[tuple[str, int,
     """Where an object's frame is and its bytes (mapped); located again once if gc moved it."""
     for attempt in range(2):
         loc = store.locate_digest(digest)
-        try:
-            if loc is not None:
+        if loc is not None:
+            try:
                 return loc, maps.read(loc, loc[2], 0)
-        except FileNotFoundError:
-            store.runtime.forget_pack(loc[0])
+            except FileNotFoundError:  # its pack was replaced by gc a moment ago
+                store.runtime.forget_pack(loc[0])
         if attempt:
             break
         store.runtime.index.reload()
