@@ -61,6 +61,10 @@ class Backend(Protocol):
         """Write one immutable file; it appears whole or not at all."""
         ...
 
+    def create(self, source: Path, name: str) -> bool:
+        """Write one file only if there is none of that name (False: there was; it is left as it was)."""
+        ...
+
     def read_ref(self, name: str) -> RefValue | None: ...
 
     def swap_ref(self, name: str, value: str, expected: RefValue | None) -> None:
@@ -111,7 +115,7 @@ class DirectoryBackend:
         except FileNotFoundError:
             raise RemoteError(f"remote {self.description}: {name} is missing") from None
 
-    def _write(self, name: str, data_from: Path | bytes) -> None:
+    def _write(self, name: str, data_from: Path | bytes, replace: bool = True) -> bool:
         final = self._path(name)
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.with_name(f"{final.name}.tmp-{secrets.token_hex(6)}")
@@ -125,7 +129,13 @@ class DirectoryBackend:
                             dst.write(chunk)
                 dst.flush()
                 os.fsync(dst.fileno())
-            os.replace(tmp, final)
+            if replace:
+                os.replace(tmp, final)
+            else:
+                try:
+                    os.link(tmp, final)  # fails if the name exists: create-only
+                except FileExistsError:
+                    return False
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
@@ -134,10 +144,17 @@ class DirectoryBackend:
             os.fsync(fd)
         finally:
             os.close(fd)
+        return True
 
     def upload(self, source: Path, name: str) -> None:
+        self._put(source, name, replace=True)
+
+    def create(self, source: Path, name: str) -> bool:
+        return self._put(source, name, replace=False)
+
+    def _put(self, source: Path, name: str, replace: bool) -> bool:
         try:
-            self._write(name, source)
+            return self._write(name, source, replace)
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot write {name}: {exc.strerror}") from None
 
@@ -222,6 +239,17 @@ class S3Backend:
             self.client.upload_file(str(source), self.bucket, self._key(name))
         except Exception as exc:
             raise self._fail(f"uploading {name}", exc) from None
+
+    def create(self, source: Path, name: str) -> bool:
+        """A conditional write (If-None-Match: *): one request, so for files up to a listing's size."""
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=source.read_bytes(),
+                                   IfNoneMatch="*")
+        except Exception as exc:
+            if _status(exc) in (409, 412):
+                return False
+            raise self._fail(f"uploading {name}", exc) from None
+        return True
 
     def read_ref(self, name: str) -> RefValue | None:
         try:

@@ -307,7 +307,9 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
               "actions": item.actions}
     listing = work / f"{name}.ids"
     listing.write_bytes(signature.signed_json({**fields, "document": item.document} if item.document else fields))
-    backend.upload(listing, _listing_name(name))  # last: the listing publishes the pack
+    # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
+    # same instant (same bytes) published its own first; a listing, once there, never changes.
+    backend.create(listing, _listing_name(name))
     listing.unlink()
     item.path.unlink()
     return name, sent

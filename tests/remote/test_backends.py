@@ -34,6 +34,18 @@ def test_files_round_trip_and_list(backend: Backend, tmp_path: Path) -> None:
     assert target.read_bytes() == source.read_bytes()
 
 
+def test_a_file_created_only_if_absent_is_never_replaced(backend: Backend, tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_bytes(b"listing signed by one user")
+    second.write_bytes(b"listing signed by another")
+    assert backend.create(first, "packs/ab.ids") is True
+    assert backend.create(second, "packs/ab.ids") is False  # there already: left as it was
+    back = tmp_path / "back"
+    backend.download("packs/ab.ids", back)
+    assert back.read_bytes() == first.read_bytes()
+    assert backend.list("packs/") == {"packs/ab.ids": len(first.read_bytes())}
+
+
 def test_refs_move_only_by_compare_and_swap(backend: Backend) -> None:
     assert backend.read_ref("refs/campaigns/c") is None
     backend.swap_ref("refs/campaigns/c", "blake3:" + "a" * 64, None)

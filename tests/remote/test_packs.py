@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from clawstore.remote import sync
 from clawstore.remote.backends import DirectoryBackend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
-from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack
+from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.transfer import PackCheckError, file_digest, verify_pack
 
 
@@ -248,6 +249,28 @@ def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Pa
         path.unlink()
     sync.push(source, Remote("team", str(tmp_path / "second")))
     assert _sha(tmp_path / "second" / "packs" / f"{file_digest(own)}.pack") == _sha(own)
+
+
+def test_a_listing_once_published_is_never_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two users pushing the same pack at the same instant (same bytes, each signing a listing of its
+    own): the first listing stays, so what a puller already read (and trusts) does not change."""
+    from clawstore.trust import keys
+
+    source = _filled(tmp_path / "a", 5)
+    source.runtime.close_writer()
+    [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
+    remote = tmp_path / "remote"
+    sync.push(source, Remote("team", str(remote)))
+    published = {p.name: p.read_bytes() for p in (remote / "packs").glob("*.ids")}
+    first_signer = keys.own_public()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))  # another key, same pack
+    assert keys.own_public() != first_signer
+    work = tmp_path / "work"
+    work.mkdir()
+    os.link(own, work / "same.pack")
+    sync._upload(DirectoryBackend(remote), sync._Outgoing(work / "same.pack", sorted(set(sealed_object_ids(own)))),
+                 {}, work)  # (the remote's sizes, as listed before the first push published the pack)
+    assert {p.name: p.read_bytes() for p in (remote / "packs").glob("*.ids")} == published
 
 
 def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: Path) -> None:
