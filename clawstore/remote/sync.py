@@ -54,7 +54,6 @@ from clawstore.remote.config import Remote
 from clawstore.store.actions import entry_problem, entry_record, get_action_record_id, set_entries
 from clawstore.store.archive import (
     ENTRY_READ_MAX,
-    UNTRUSTED_REFS,
     ArchiveContents,
     archive_signer,
     import_archive,
@@ -483,8 +482,11 @@ class _Pull:
         return self.signers[pack]
 
     def trusted(self, pack: str) -> bool:
-        """Is the pack's listing signed by a key the user trusts (the trust list read once per signer)?"""
-        signer = self.signer(pack)
+        """Is the pack's listing signed by a key the user trusts?"""
+        return self.trusts(self.signer(pack))
+
+    def trusts(self, signer: str | None) -> bool:
+        """Does the user trust this signer (the trust list read once per signer and pull)?"""
         if signer not in self._trust:
             self._trust[signer] = user_trusts(signer)
         return self._trust[signer]
@@ -601,7 +603,7 @@ class _Pull:
         target = work / f"{bundle}.claw"
         self.backend.download(f"{PACKS}{bundle}.claw", target)
         signer = archive_signer(target)
-        if not self.untrusted and not user_trusts(signer):
+        if not self.untrusted and not self.trusts(signer):
             raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
         return target
 
@@ -670,10 +672,8 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
 def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> None:
     """The remote's refs, when some of what they name came from untrusted signers: kept apart with the
     entries, moved in by the first build after every one of those signers is trusted."""
-    doc = {"kind": "untrusted-import", "signer": signers[0] if len(signers) == 1 else None, "signers": signers,
-           "actions": {}, "refs": {name: value for name, value in refs.items() if store.has(value)}}
-    oid = store.put_json(doc)
-    store.set_ref(f"{UNTRUSTED_REFS}{oid[len(PREFIX):]}", oid)
+    keep_apart(store, signers[0] if len(signers) == 1 else None, {},
+               {name: value for name, value in refs.items() if store.has(value)}, None, signers)
 
 
 def _fetch_closure(state: _Pull, refs: dict[str, str]) -> None:

@@ -498,12 +498,20 @@ def untrusted_why(signer: str | None, verb: str = "import") -> str:
            "to keep it apart)"
 
 
-def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str) -> str:
+def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: dict[str, str],
+               digest: str | None, signers: list[str] | None = None) -> str:
     """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
-    named by the ref `untrusted/<digest hex>` (a gc root); that ref's name."""
-    doc = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs, "digest": digest}
-    name = UNTRUSTED_REFS + digest[len(PREFIX):]
-    store.set_ref(name, store.put_json(doc))
+    named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
+    signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
+    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer}
+    if signers is not None:
+        doc["signers"] = signers
+    doc.update(actions=actions, refs=refs)
+    if digest is not None:
+        doc["digest"] = digest
+    oid = store.put_json(doc)
+    name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
+    store.set_ref(name, oid)
     return name
 
 
