@@ -4,7 +4,7 @@ Remote layout (under the remote's prefix):
 
     packs/<hex>.pack      a sealed pack (store/packfile.py), named by the BLAKE3 of its bytes
     packs/<hex>.ids       its listing, signed by the pusher: {"format": 2, "pack": hex, "size": bytes,
-                          "objects": "<hex><hex>..." (sorted ids, one string), "actions": {key: record},
+                          "objects": "<hex><hex>..." (ids, one string), "actions": {key: record},
                           "signature": ...}; written after the pack, so a listing always names a
                           complete pack. A listing of entries alone names a pack holding one object,
                           a small document naming those entries by digest ("document": its id; an
@@ -186,7 +186,7 @@ def _listing_problem(doc: Any, pack: str) -> str | None:
     if doc["format"] != LISTING_FORMAT or doc.get("pack") != pack or not isinstance(doc.get("size"), int):
         return f"format {doc['format']!r}: expected format {LISTING_FORMAT} naming this pack and its size"
     if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
-        return "objects: expected the sorted hex ids, as one string"
+        return "objects: expected the hex ids, as one string"
     if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
         return "document: expected a hex id"
     return None
@@ -212,7 +212,7 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
 
 def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[str, str]]:
     """Every object (digests) and action entry (whole store), or the closure of the given refs."""
-    if refs is None:
+    if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
         actions = {key: record for key, record in store.iter_actions() if record is not None}
         return store.object_digests(), actions
     from clawstore.builder.closure import head_closure
@@ -242,7 +242,7 @@ class _Outgoing:
     """One pack to send: the file, the objects it holds, and the entries its listing carries."""
 
     path: Path
-    objects: list[bytes]  # digests, sorted
+    objects: list[bytes]  # digests
     actions: dict[str, str] = field(default_factory=dict)
     document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
@@ -251,8 +251,10 @@ class _Outgoing:
 def _entry_objects(store: Store, actions: dict[str, str], objects: set[bytes]) -> set[bytes]:
     """Each entry travels with its record and its input document (the key's id), so the receiving side
     can verify it whatever else it has: those of them not among `objects` that the store has."""
-    named = set(_digests("".join(oid[len(PREFIX):] for oid in (*actions.values(), *actions))))
-    return {d for d in named - objects if store.has(PREFIX + d.hex())}
+    named = set(_digests("".join((*actions.values(), *actions)).replace(PREFIX, "")))
+    missing = named - objects
+    # One set operation: asking the store per id would list its index again at every miss.
+    return missing & store.object_digests() if missing else set()
 
 
 def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
@@ -270,7 +272,7 @@ def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict
         try:
             if writer_alive(path):
                 continue
-            ids = sorted(set(sealed_object_ids(path)))
+            ids = list(dict.fromkeys(sealed_object_ids(path)))  # in table order (sorting costs more than it tells)
         except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
             continue
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
@@ -287,7 +289,8 @@ def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict
 def _entries_document(actions: dict[str, str]) -> bytes:
     """The one object of a pack whose listing carries entries alone: names those entries by their
     digest, so that each set of entries makes a pack (and so a listing name) of its own."""
-    digest = blake3.blake3("".join(f"{key} {record}\n" for key, record in sorted(actions.items())).encode())
+    keys = sorted(actions)
+    digest = blake3.blake3(("".join(keys) + "".join(map(actions.__getitem__, keys))).encode())
     return canonical_json({"kind": "remote-entries", "entries": digest.hexdigest()})
 
 
@@ -379,7 +382,10 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 have_objects.update(item.objects)
             objects, actions = _local_content(store, None if ref_names is None else refs)
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
-            rest = sorted((objects - have_objects) | (_entry_objects(store, new_actions, objects) - have_objects))
+            lacking = objects - have_objects
+            if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
+                lacking |= _entry_objects(store, new_actions, objects) - have_objects
+            rest = sorted(lacking)
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
