@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ ACTOR_NAMESPACE = "clawstore"
 ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads waiting on HTTP)
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
 MAX_BACKOFF_S = 60.0
+CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at all
 
 
 def _code_tag() -> str:
@@ -46,12 +48,25 @@ def _code_tag() -> str:
     return hasher.hexdigest()[:12]
 
 
-def _ray() -> Any:
+def import_ray() -> Any:
     try:
         import ray
     except ImportError:
         raise UsageError("--executor ray needs Ray: pip install 'clawstore[ray]'") from None
     return ray
+
+
+def _check_reachable(target: str) -> None:
+    """Ray retries an address where nothing answers for about ten minutes (twenty attempts of 35 s,
+    printing warnings); one TCP connection tells at once. ("auto" and other forms: Ray's own answer.)"""
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except (OSError, OverflowError, ValueError):
+        raise UsageError(f"--executor ray: cannot reach a Ray cluster at {target} (nothing answers there: "
+                         "start one with `ray start --head`, or pass --ray-address)") from None
 
 
 def _messages_to_stderr(ray: Any) -> None:
@@ -81,7 +96,7 @@ class _ChatWorker:
         return self.client.chat(endpoint, body, timeout=timeout, retries=retries)
 
     def node(self) -> str:
-        ray = _ray()
+        ray = import_ray()
         return str(ray.get_runtime_context().get_node_id())
 
 
@@ -113,12 +128,13 @@ class RayClient:
     """The provider client of a distributed build: `chat()` as in ProviderClient, run on the cluster."""
 
     def __init__(self, address: str | None = None):
-        ray = _ray()
+        ray = import_ray()
         self._ray = ray
         target = address or os.environ.get("RAY_ADDRESS") or "auto"
         # A program that embeds claw and is connected already keeps its connection (and closes it).
         self._owns_connection = not ray.is_initialized()
         if self._owns_connection:
+            _check_reachable(target)
             _messages_to_stderr(ray)
             try:
                 # No runtime_env: the nodes' prestarted workers can host the actors at once.

@@ -20,11 +20,15 @@ from tests.support.workspace import SECRET, Workspace, many_cases
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[RayCluster]:
+def need_ray() -> None:
     reason = ray_available()
     if reason:
         pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    need_ray()
     with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as running:
         yield running
 
@@ -146,3 +150,47 @@ print(type(reply).__name__)
                           env={**cluster.env, "OPENROUTER_API_KEY": SECRET})
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(standin.requests) == 1
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.2", 0))
+        return int(sock.getsockname()[1])
+
+
+def _fails_at_once(ws: Workspace, standin: StandIn, *args: str) -> str:
+    began = time.monotonic()
+    proc = claw(ws, standin, *args)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"claw {' '.join(args)} still waited after 60 s")
+    assert proc.returncode == 2, err
+    assert time.monotonic() - began < 30
+    assert "Traceback" not in err and SECRET not in out + err
+    return err.strip()
+
+
+def test_an_unreachable_cluster_is_a_clear_error_at_once(standin: StandIn, tmp_path: Path) -> None:
+    """Ray itself retries a cluster address that does not answer for about ten minutes."""
+    need_ray()
+    address = f"127.0.0.2:{_closed_port()}"
+    err = _fails_at_once(many_cases(tmp_path / "ws", cases=2), standin, *BUILD, "--executor", "ray",
+                         "--ray-address", address)
+    assert err.splitlines()[-1] == (f"claw: error: --executor ray: cannot reach a Ray cluster at {address} "
+                                    "(nothing answers there: start one with `ray start --head`, or pass "
+                                    "--ray-address)")
+    assert not standin.requests
+
+
+def test_a_bad_config_is_reported_as_such_with_executor_ray(standin: StandIn, tmp_path: Path) -> None:
+    need_ray()
+    ws = many_cases(tmp_path / "ws", cases=2)
+    err = _fails_at_once(ws, standin, "build", "--suite", "nope", "--run-profile", "rp", "--executor", "ray",
+                         "--ray-address", f"127.0.0.2:{_closed_port()}")
+    assert err.splitlines()[-1].startswith("claw: error: could not resolve suite 'nope'")
