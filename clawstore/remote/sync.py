@@ -17,10 +17,12 @@ Remote layout (under the remote's prefix):
 
 Push lists the remote's packs, then sends the store's own sealed packs that are mostly new to the
 remote as they are, and the other objects the remote lacks copied into new packs (in parallel); the
-action-cache entries the remote lacks travel in the listings. Then it moves each ref: created if
-absent, replaced only if the remote still holds the value this store last saw there
-(`remotes/<remote>/<name>`, a tracking ref), else the push stops with "pull first". A push narrowed to
-some refs sends only what their heads reach, always in new packs.
+action-cache entries the remote lacks travel in the listings. It reads the remote's refs first: one
+the remote moved since this store last saw it there (`remotes/<remote>/<name>`, a tracking ref) stops
+the push with "pull first" before anything is sent. Once everything is published it swaps the refs
+(each created if absent, replaced only if it still holds the value read: a push that won meanwhile
+stops this one the same way). A push narrowed to some refs sends only what their heads reach, always
+in new packs.
 
 Pull checks who signed each ref's value and each listing before fetching anything, downloads the
 packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
@@ -49,7 +51,7 @@ import blake3
 from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
 from clawstore.remote import refsign
-from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
+from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
 from clawstore.store.actions import entry_problem, entry_record, get_action_record_id, set_entries
 from clawstore.store.archive import (
@@ -371,12 +373,17 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     with store.lease(f"push {remote.name}"):
         refs = _selected_refs(store, ref_names)
         listings, files = _remote_content(store, remote, backend)
+        # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
+        moves = _ref_moves(store, backend, remote, refs if move_refs else {})
         have_objects = _listed(listings)
         have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
         covered_file = _cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
                 _Sender(backend, Path(tmp), report, files, covered) as sender:
+            # The signed statements travel beside the packs (a pull checks one before it moves a ref).
+            statements = [sender.pool.submit(refsign.publish, backend, m.name, m.value, Path(tmp))
+                          for m in moves if m.changes]
             for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
@@ -396,8 +403,9 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
-        for name, value in sorted(refs.items() if move_refs else ()):
-            _push_ref(store, backend, remote, name, value, report)
+        for statement in statements:
+            statement.result()  # each ref moves only once its statement is there
+        _move_refs(store, backend, remote, moves, report)
     return report
 
 
@@ -417,18 +425,48 @@ def _tracking(remote: Remote, name: str) -> str:
     return f"{TRACKING}{remote.name}/{name}"
 
 
-def _push_ref(store: Store, backend: Backend, remote: Remote, name: str, value: str, report: SyncReport) -> None:
-    current = backend.read_ref(REFS + name)
-    seen = store.get_ref(_tracking(remote, name))
-    if current is not None and current.value == value:
-        pass
-    elif current is not None and current.value != seen:
-        raise RemoteRefConflict(REFS + name)
-    else:
-        refsign.publish(backend, name, value, store.tmp_dir)  # first: a pull checks it before moving
-        backend.swap_ref(REFS + name, value, current)
-        report.refs_moved.append(name)
-    store.set_ref(_tracking(remote, name), value)
+@dataclass
+class _RefMove:
+    name: str
+    value: str
+    current: RefValue | None  # the remote's value when read: the swap succeeds only if it still is
+
+    @property
+    def changes(self) -> bool:
+        return self.current is None or self.current.value != self.value
+
+
+def _ref_moves(store: Store, backend: Backend, remote: Remote, refs: dict[str, str]) -> list[_RefMove]:
+    """Each ref's remote value, read at once (in parallel); RemoteRefConflict for a ref the remote moved
+    since this store last saw it there (the tracking ref), whatever the order of the names."""
+    names = sorted(refs)
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        current = list(pool.map(lambda name: backend.read_ref(REFS + name), names))
+    moves = [_RefMove(name, refs[name], value) for name, value in zip(names, current, strict=True)]
+    for move in moves:
+        if move.current is not None and move.current.value not in (move.value,
+                                                                    store.get_ref(_tracking(remote, move.name))):
+            raise RemoteRefConflict(REFS + move.name)
+    return moves
+
+
+def _move_refs(store: Store, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport) -> None:
+    """Swap every ref that changes, in parallel, now that all it reaches is published and its statement
+    too; then remember each value the remote holds. A swap another push won is reported once the
+    others are remembered (they did move)."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
+    lost = None
+    for move in moves:
+        swap = swaps.get(move.name)
+        if swap is not None and swap.exception() is not None:
+            lost = lost or swap.exception()
+            continue
+        if swap is not None:
+            report.refs_moved.append(move.name)
+        store.set_ref(_tracking(remote, move.name), move.value)
+    if lost is not None:
+        raise lost
 
 
 # ------------------------------------------------------------------------------------------ pull

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 from pathlib import Path
@@ -81,9 +82,12 @@ def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, 
     ok("push", remote, cwd=a.root)
     edit_alpha(b)
     ok(*BUILD, cwd=b.root)
+    published = sorted(os.listdir(Path(remote) / "packs"))
     refused = claw("push", remote, cwd=b.root)
     assert refused.returncode == 1 and "run claw pull, then push again" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+    # Refused before anything was sent: the refs are read (and checked) before the first upload.
+    assert sorted(os.listdir(Path(remote) / "packs")) == published
     ok("pull", remote, cwd=b.root)
     ok(*BUILD, cwd=b.root)  # the head now combines both (A's results came with the pull)
     ok("push", remote, cwd=b.root)
