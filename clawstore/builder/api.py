@@ -149,9 +149,10 @@ class StoreOpener(Protocol):
     def open(self, root: Path) -> Any: ...
 
 
-def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions) -> BuildReport:
+def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any = None) -> BuildReport:
+    """`campaign`: the request's campaign when the caller loaded it already (for an estimate)."""
     with collector_paused():
-        return _build(request, stores, options)
+        return _build(request, stores, options, campaign)
 
 
 def _require_every_key(campaign: Any) -> None:
@@ -165,14 +166,14 @@ def _require_every_key(campaign: Any) -> None:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
 
 
-def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions) -> BuildReport:
+def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
         # Connecting and starting the actors (~0.7 s on a new cluster, one step after the other)
         # overlaps loading the configs and planning. A bad config waits for it, then says so.
         client.warm_up()
     try:
-        campaign = load_campaign(request)
+        campaign = campaign if campaign is not None else load_campaign(request)
         if not stores.exists(campaign.root) and campaign.items:
             _require_every_key(campaign)
         store = stores.open(campaign.root)
@@ -301,11 +302,12 @@ def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) 
     return cid, states
 
 
-def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False
+def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False, campaign: Any = None
                      ) -> tuple[Any, str, list[NodeState]]:
-    """`inspect`, also returning the resolved campaign (for callers that need its profiles)."""
+    """`inspect`, also returning the resolved campaign (for callers that need its profiles); `campaign`:
+    the request's, when the caller loaded it already."""
     with collector_paused():
-        campaign = load_campaign(request)
+        campaign = campaign if campaign is not None else load_campaign(request)
         cid, states = _inspect(campaign, stores.open(campaign.root), force)
         return campaign, cid, states
 

@@ -179,14 +179,21 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     if stamping is not None and _answer_from_stamp(stamping[0], stamping[1], output):
         return
     with _remote(remote, request, stores), _recording(stamping) as reads:
+        campaign = None
+        if max_cost is not None or _shows_live(mode):  # an estimate first: the configs load once, for both
+            from clawstore.builder.api import load_campaign
+            from clawstore.builder.gcpause import collector_paused
+
+            with collector_paused():
+                campaign = load_campaign(request)
         if max_cost is not None:
-            planned = _check_budget(request, stores, force, max_concurrency, max_cost, output)
+            planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
         if planned is None and _shows_live(mode):
-            planned = _estimate(request, stores, force, max_concurrency)
+            planned = _estimate(request, stores, force, max_concurrency, campaign)
         options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
                                max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
                                executor=executor, ray_address=ray_address)
-        report = run_build(request, stores, options)
+        report = run_build(request, stores, options, campaign)
     rows = _build_rows(report)
     if stamping is not None and reads is not None:
         _stamp(stamping, reads, report, rows)
@@ -269,23 +276,23 @@ def _shows_live(mode: str) -> bool:
     return mode == "live" or (mode == "auto" and sys.stderr.isatty())
 
 
-def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None) -> float | None:
+def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any) -> float | None:
     """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
     from clawstore.spend.estimate import plan_spend
 
     try:
-        return plan_spend(request, store, force, max_concurrency).estimated_cost_usd
+        return plan_spend(request, store, force, max_concurrency, campaign).estimated_cost_usd
     except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
         return None
 
 
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
-                  output: str) -> float:
+                  output: str, campaign: Any) -> float:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend
 
-    plan = plan_spend(request, stores, force, max_concurrency)
+    plan = plan_spend(request, stores, force, max_concurrency, campaign)
     estimate = plan.estimated_cost_usd
     if estimate is not None and estimate <= max_cost:
         return estimate

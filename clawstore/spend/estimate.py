@@ -181,13 +181,15 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None) -> SpendPlan:
+def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None,
+               campaign: Any = None) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
 
-    `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load)."""
+    `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load);
+    `campaign`: the request's, when the caller loaded it already."""
     from clawstore.builder.api import inspect_campaign
 
-    campaign, cid, states = inspect_campaign(request, stores, force)
+    campaign, cid, states = inspect_campaign(request, stores, force, campaign)
     store = stores.open(campaign.root)
     items = work_items(campaign, states, force)
     history = load_history(store)

@@ -117,3 +117,14 @@ def test_many_attachment_tokens_warn_with_a_cost_estimate(ws: Workspace, standin
     assert "warning: attachments alone send about 2,500,000 input tokens" in plan.stderr
     assert "about 5.00 USD" in plan.stderr
     assert standin.requests == []
+
+
+def test_a_build_showing_its_estimate_reads_the_configs_once(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """The live display's cost estimate and the build plan the same configs: loaded once, warned once."""
+    (ws.configs / "cases" / "alpha" / "data.txt").write_bytes(b"word " * 1_000_000)
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["data.txt"]))
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0}) for m in d["models"]])
+    for flags in (("--progress", "live"), ("--max-cost", "100")):
+        build = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp", "--force", *flags)
+        assert build.code == 0, build
+        assert build.stderr.count("warning: attachments alone send about") == 1, build.stderr
