@@ -86,8 +86,10 @@ def main() -> None:
         with collector_paused():
             pull(target, Remote(bench, "s3://claw/bench"))
         down_claw = time.perf_counter() - t0
-        for name in (capture, bench):
+        for name in (capture, bench):  # its listing cache, and the tracking refs its pushes left
             shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
+            for ref in source.list_refs(f"remotes/{name}/"):
+                source.delete_ref(ref)
         assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
         print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total}))
