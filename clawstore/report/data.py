@@ -7,10 +7,11 @@ its last build. Rows come from the same flattening the manifest uses (clawstore.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Protocol
 
+from clawstore.canonical import field_values
 from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.manifest import build_rows
 from clawstore.query.rows import Row
@@ -113,8 +114,8 @@ class CampaignReport:
                      "started_at": self.started_at, "finished_at": self.finished_at},
             "trusted": self.untrusted_signer is None,
             "signer": self.untrusted_signer,
-            "rows": [asdict(r) for r in self.rows],
-            "models": [asdict(m) for m in self.models],
+            "rows": [field_values(r) for r in self.rows],  # (asdict would deep-copy each row, to be encoded)
+            "models": [field_values(m) for m in self.models],
             "totals": {"run_cost_usd": self.run_cost_usd, "eval_cost_usd": self.eval_cost_usd,
                        "total_cost_usd": self.run_cost_usd + self.eval_cost_usd},
         }
