@@ -19,7 +19,6 @@ import json
 import tempfile
 from pathlib import Path
 
-from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
 from clawstore.remote.backends import Backend
 from clawstore.store.ids import PREFIX
@@ -37,9 +36,8 @@ def publish(backend: Backend, name: str, value: str, work: Path) -> None:
     """Upload this user's signed statement that ref `name` is `value` (before the ref is swapped)."""
     from clawstore.trust import signature
 
-    doc = signature.sign({"kind": KIND, "name": name, "value": value})
     with tempfile.NamedTemporaryFile(dir=work, prefix="refsig-", suffix=".json") as fh:
-        fh.write(canonical_json(doc))
+        fh.write(signature.signed_json({"kind": KIND, "name": name, "value": value}))
         fh.flush()
         backend.upload(Path(fh.name), statement_path(name, value))
 

@@ -40,7 +40,7 @@ import re
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,6 +335,10 @@ class _Sender:
             self._settle()
         self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work), item))
 
+    def beside(self, work: Callable[..., None], *args: Any) -> Future[None]:
+        """A small upload run beside the packs (not counted among them)."""
+        return self.pool.submit(work, *args)
+
     def drain(self) -> None:
         """Wait until everything handed over is published."""
         while self.uploads:
@@ -382,7 +386,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
                 _Sender(backend, Path(tmp), report, files, covered) as sender:
             # The signed statements travel beside the packs (a pull checks one before it moves a ref).
-            statements = [sender.pool.submit(refsign.publish, backend, m.name, m.value, Path(tmp))
+            statements = [sender.beside(refsign.publish, backend, m.name, m.value, Path(tmp))
                           for m in moves if m.changes]
             for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)

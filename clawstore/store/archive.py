@@ -503,10 +503,9 @@ def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: 
     """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
     named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
     signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
-    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer}
+    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
     if signers is not None:
         doc["signers"] = signers
-    doc.update(actions=actions, refs=refs)
     if digest is not None:
         doc["digest"] = digest
     oid = store.put_json(doc)
