@@ -573,8 +573,8 @@ class _Pull:
 
     def _download_checked(self, packs: list[str], work: Path) -> dict[str, tuple[Path, list[Blob]]]:
         """Download in parallel; check each pack in this thread as soon as it has arrived."""
-        keep = {bytes.fromhex(oid[len(PREFIX):]) for pack in self.pending()
-                for item in self.listings[pack]["actions"].items() for oid in item}
+        keep = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
+                for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
         checked = {}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack"): pack
@@ -685,7 +685,7 @@ def _entry_problem(key: str, record_id: str, contents: ArchiveContents) -> str |
         record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
     except ValueError:
         record = None
-    return entry_problem(key, record, lambda oid: contents.read(oid, ENTRY_READ_MAX) if contents.has(oid) else None)
+    return entry_problem(key, record, contents.has)
 
 
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False

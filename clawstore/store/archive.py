@@ -54,7 +54,7 @@ OBJECTS = "objects/"
 _CHUNK = 1 << 20
 _MANIFEST_MAX = 1 << 30  # a manifest is read into memory: refuse absurd sizes before allocating
 CONTENT_READ_MAX = 256 << 20  # objects a caller's check reads whole (heads, config trees)
-ENTRY_READ_MAX = 64 << 20  # records and input documents are small JSON: a bigger one is refused
+ENTRY_READ_MAX = 64 << 20  # records are small JSON: a bigger one is refused
 
 
 class ArchiveError(UsageError):
@@ -279,9 +279,8 @@ def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
             reader.read_data(first[1], parts.append)
             manifest = _parse_manifest(b"".join(parts), where)
             listing = manifest["objects"]
-            if kept is not None:  # records and input documents, read next by the entry checks
-                actions = manifest.get("actions", {})
-                verifier.wanted = {oid[len(PREFIX):] for oid in (*actions, *actions.values())}
+            if kept is not None:  # records, read next by the entry checks
+                verifier.wanted = {oid[len(PREFIX):] for oid in manifest.get("actions", {}).values()}
                 verifier.kept = kept
             for index, (hexdigest, size) in enumerate(listing):
                 member = reader.next_header()
@@ -517,15 +516,12 @@ def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: 
 def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:
     """Every action-cache entry the archive brings must verify against its input document (each entry,
     whether or not the store has one for that key: a refused archive is refused whole)."""
-    def read(oid: str) -> bytes | None:
-        return contents.read(oid, ENTRY_READ_MAX) if contents.has(oid) else None
-
     for key, record_id in sorted(actions.items()):
         try:
             record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
         except ValueError:
             record = None
-        why = entry_problem(key, record, read)
+        why = entry_problem(key, record, contents.has)
         if why is not None:
             raise ArchiveError(f"{where}: action-cache entry {_short(key)}: {why}")
 

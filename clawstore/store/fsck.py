@@ -321,14 +321,14 @@ def _check_actions(store: Store, report: FsckReport) -> None:
 def _entry_problem(store: Store, key: str, record_id: str | None) -> str | None:
     """The entry must verify against its input document (actions.entry_problem): one moved to another
     key, or pointing at a record of another question, would serve a wrong answer to every build."""
-    def read(oid: str) -> bytes | None:
+    def readable(oid: str) -> bool:  # present, and its content hashes to its id
         try:
-            return store.get_bytes(oid) if store.has(oid) else None
+            return store.has(oid) and store.get_bytes(oid) is not None
         except StoreError:
-            return None
+            return False
 
     assert record_id is not None  # _action_problem answered for a missing record
-    return entry_problem(key, json.loads(store.get_bytes(record_id)), read)
+    return entry_problem(key, json.loads(store.get_bytes(record_id)), readable)
 
 
 def _action_problem(store: Store, report: FsckReport, record_id: str | None,
