@@ -28,6 +28,7 @@ import blake3
 
 from clawstore import __version__
 from clawstore.errors import UsageError
+from clawstore.process_end import leave_to_exit
 from clawstore.providers.errors import ProviderError
 
 ACTOR_NAMESPACE = "clawstore"
@@ -192,5 +193,7 @@ class RayClient:
                                 f"({type(exc).__name__})", retryable=True) from None
 
     def close(self) -> None:
-        if self._owns_connection:
-            self._ray.shutdown()  # the actors stay for the next build (idle, no CPU reserved)
+        # The actors stay for the next build (idle, no CPU reserved). In the `claw` program the
+        # process's end closes the connection, a quarter of a second sooner (clawstore/process_end.py).
+        if self._owns_connection and not leave_to_exit():
+            self._ray.shutdown()

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from clawstore import __version__
+from clawstore import __version__, process_end
 from clawstore.errors import ClawError
 
 COMMAND_MODULES = [
@@ -47,6 +47,17 @@ class ClawGroup(click.Group):
 @click.version_option(__version__, prog_name="claw")
 def main() -> None:
     """claw: benchmark LLMs and OpenClaw agents with make-like rebuilds over a content-addressed store."""
+
+
+def entry() -> None:
+    """The `claw` program (its console script, and `python -m clawstore.cli`): main(), ending the
+    process quickly when a command left teardown to its end (clawstore/process_end.py)."""
+    process_end.claim_program()
+    try:
+        main()
+    except SystemExit as exc:
+        process_end.finish(exc.code)
+        raise
 
 
 for _name in COMMAND_MODULES:

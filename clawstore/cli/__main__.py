@@ -1,3 +1,3 @@
-from clawstore.cli import main
+from clawstore.cli import entry
 
-main()
+entry()

@@ -6,7 +6,6 @@ time, whatever the number of Store objects), recreated after a fork.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import threading
@@ -15,6 +14,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from clawstore.errors import MissingObjectError
+from clawstore.process_end import at_exit
 from clawstore.store.batch import Batch, GroupCommitter, SharedCommit
 from clawstore.store.durable import fsync_path
 from clawstore.store.index import (
@@ -193,7 +193,7 @@ def runtime_for(root: Path) -> Runtime:
         return runtime
 
 
-@atexit.register
+@at_exit
 def _seal_all() -> None:
     for (pid, _, _, _), runtime in list(_RUNTIMES.items()):
         if pid == os.getpid():

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.store import Store
+from clawstore.store.packfile import scan_pack
 from clawstore.testing.standin import StandIn
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.support.storefiles import pack_files
 from tests.support.workspace import SECRET, Workspace, many_cases
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
@@ -74,6 +77,9 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     report = finish(claw(spread, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
     assert report["counts"]["executed"] == 40
     assert len(standin.requests) == 40, "each request sent once"
+    # The process ended without Ray's teardown (clawstore/process_end.py), but after claw's own: its pack sealed.
+    packs = pack_files(Store(spread.root / "store", create=False))
+    assert packs and all(scan_pack(path).sealed for path in packs)
     assert answers(spread, standin) == answers(local, standin)
 
 
