@@ -34,6 +34,7 @@ again: packs are immutable and named by content, and what is already there is sk
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -267,9 +268,7 @@ def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict
     mostly on the remote join it now, those sent once their upload ends (_Sender). (Should the remote
     lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
     packs_dir = store.runtime.packs_dir
-    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
-        if pack_id in covered:
-            continue
+    for pack_id in _largest_first(packs_dir, covered):
         path = pack_path(packs_dir, pack_id)
         try:
             if writer_alive(path):
@@ -286,6 +285,17 @@ def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict
         except FileNotFoundError:
             continue
         yield _Outgoing(link, ids, own=pack_id)
+
+
+def _largest_first(packs_dir: Path, covered: dict[str, str]) -> list[str]:
+    """The packs not covered yet, largest first: the longest upload starts first, so the last one to end
+    is not a big pack whose table happened to be read last."""
+    sizes = {}
+    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
+        if pack_id not in covered:
+            with contextlib.suppress(OSError):
+                sizes[pack_id] = pack_path(packs_dir, pack_id).stat().st_size
+    return sorted(sizes, key=sizes.__getitem__, reverse=True)
 
 
 def _entries_document(actions: dict[str, str]) -> bytes:

@@ -236,6 +236,22 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
+def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest upload starts first, whatever the packs' names: the push ends with the last upload."""
+    source = Store(tmp_path / "a")
+    for count in (5, 40, 1, 12):  # one sealed pack each, of these many objects
+        with source.batch():
+            for i in range(count):
+                source.put_json({"pack": count, "n": i, "filler": "x" * 500})
+        source.runtime.close_writer()
+    read: list[Path] = []
+    real = sync.sealed_object_ids
+    monkeypatch.setattr(sync, "sealed_object_ids", lambda path: read.append(path) or real(path))
+    assert sync.push(source, Remote("team", str(tmp_path / "remote"))).packs == 4
+    sizes = [path.stat().st_size for path in read]
+    assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
+
+
 def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
     """What a push remembers as settled is about one remote: the same name at another URL (or a
     remote emptied meanwhile) gets the store's sealed packs as they are, not frame by frame."""
