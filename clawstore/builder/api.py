@@ -312,15 +312,29 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
         return campaign, cid, states
 
 
-def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeState]]:
+def planned_keys(campaign: Any, store: Store) -> set[str]:
+    """The action keys a build of `campaign` looks up, as far as `store` tells them now: every run's, and
+    each check's, judgement's and result's whose inputs are stored (the others have no key yet)."""
+    with collector_paused():
+        nodes, pending, _ = _plan_all(campaign, store)
+    return {node.key for node in nodes if node.key not in pending}
+
+
+def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
+    """Every node as far as the store lets it be planned, the placeholders' reasons (by key), the head."""
     nodes = plan_campaign(campaign, store)
-    cid = campaign.campaign_id
-    _, previous = read_head(store, head_ref(cid))
+    _, previous = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, previous)
     all_nodes = list(nodes)
     pending: dict[str, str] = {}
     if campaign.evaluation_profile is not None:
         all_nodes += _eval_nodes(campaign, store, nodes, pending, previous)
+    return all_nodes, pending, previous
+
+
+def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeState]]:
+    cid = campaign.campaign_id
+    all_nodes, pending, previous = _plan_all(campaign, store)
     states = []
     for node in all_nodes:
         before = previous.get(address_id(node.kind, node.address))

@@ -178,14 +178,10 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     stamping = _stamping(request, store_dir) if plain else None
     if stamping is not None and _answer_from_stamp(stamping[0], stamping[1], output):
         return
-    with _remote(remote, request, stores), _recording(stamping) as reads:
-        campaign = None
-        if max_cost is not None or _shows_live(mode):  # an estimate first: the configs load once, for both
-            from clawstore.builder.api import load_campaign
-            from clawstore.builder.gcpause import collector_paused
-
-            with collector_paused():
-                campaign = load_campaign(request)
+    campaign = _loaded(request) if remote is not None else None  # its pull asks the plan what to fetch
+    with _remote(remote, campaign, stores), _recording(stamping) as reads:
+        if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
+            campaign = _loaded(request)  # configs load once, for both
         if max_cost is not None:
             planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
         if planned is None and _shows_live(mode):
@@ -252,21 +248,27 @@ def _stamp(stamping: tuple[Path, str, Path], reads: Any, report: Any, rows: list
         stamp.forget(store_root, digest)
 
 
+def _loaded(request: Any) -> Any:
+    from clawstore.builder.api import load_campaign
+    from clawstore.builder.gcpause import collector_paused
+
+    with collector_paused():
+        return load_campaign(request)
+
+
 @contextlib.contextmanager
-def _remote(name: str | None, request: Any, stores: Stores) -> Iterator[None]:
-    """`--remote NAME`: the build between a pull and a push (see clawstore/remote/live.py)."""
+def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
+    """`--remote NAME`: the build between a pull of what its plan needs and a push (clawstore/remote/live.py)."""
     if name is None:
         yield
         return
-    from clawstore.config import find_workspace_root
-    from clawstore.config.names import campaign_ids
+    from clawstore.builder.api import planned_keys
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.live import remote_session
 
-    root = find_workspace_root(Path.cwd())
-    target = resolve_remote(root, name)
-    cid = campaign_ids(Path.cwd(), request.suite, request.run_profile, request.evaluation_profile).campaign_id
-    with remote_session(stores.open(root), target, f"campaigns/{cid}"):
+    target = resolve_remote(campaign.root, name)
+    store = stores.open(campaign.root)
+    with remote_session(store, target, f"campaigns/{campaign.campaign_id}", lambda: planned_keys(campaign, store)):
         yield
 
 

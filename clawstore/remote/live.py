@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from clawstore.errors import ClawError
 from clawstore.remote.config import Remote
-from clawstore.remote.sync import pull, push
+from clawstore.remote.sync import pull_for_plan, push
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -33,9 +33,11 @@ def push_interval() -> float:
 
 
 @contextmanager
-def remote_session(store: Store, remote: Remote, head_ref: str, interval_s: float | None = None) -> Iterator[None]:
+def remote_session(store: Store, remote: Remote, head_ref: str, planned_keys: Callable[[], set[str]],
+                   interval_s: float | None = None) -> Iterator[None]:
+    """`planned_keys()`: the action keys the build's plan names, as far as the store tells them now."""
     interval_s = interval_s or push_interval()
-    print(pull(store, remote).summary(), file=sys.stderr)
+    print(pull_for_plan(store, remote, head_ref, planned_keys).summary(), file=sys.stderr)
     stop = threading.Event()
 
     def periodic() -> None:

@@ -716,12 +716,45 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
             state.fetch([pack for pack in state.pending() if state.lacking(pack)])
             settled = set(state.pending())  # fetched, or holding nothing this store lacks
         else:
-            _fetch_closure(state, remote_refs)
+            _fetch_closure(state, remote_refs.values())
             settled = state.received
         state.add_entries(settled)
         if report.kept_apart:
             _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
             return report
+        for name, value in sorted(remote_refs.items()):
+            _pull_ref(store, remote, name, value, report)
+    return report
+
+
+def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Callable[[], set[str]]) -> SyncReport:
+    """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
+    one, and every result the remote holds for an action key the build's plan names, wherever it was
+    pushed from (another campaign with the same runs, say). `planned_keys()` is asked again after each
+    round: a check's or a judgement's key is known only once the run it reads is here, a result's once
+    its checks and judgements are (runs, then checks, then judgements, then results). Each round
+    fetches only the packs holding what its keys reach, verified as any pull's."""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pulled from", backend.description)
+    with store.lease(f"pull {remote.name}"):
+        remote_refs = {name: value for name, value in _remote_refs(backend, None).items() if name == head_ref}
+        _check_ref_signers(store, backend, remote_refs, untrusted=False)
+        state = _Pull(store, remote, backend, False, report)
+        records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
+        for pack in state.pending():
+            for key, record in state.listings[pack]["actions"].items():
+                records.setdefault(key, set()).add(record)
+        roots, asked = list(remote_refs.values()), set()
+        while True:
+            store.runtime.index.refresh()
+            wanted = {key for key in planned_keys() - asked
+                      if key in records and get_action_record_id(store, key, look_again=False) is None}
+            if not wanted and not roots:
+                break
+            asked |= wanted
+            _fetch_closure(state, [*roots, *(record for key in sorted(wanted) for record in records[key])])
+            state.add_entries(state.received)
+            roots = []
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report)
     return report
@@ -734,14 +767,15 @@ def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> 
                {name: value for name, value in refs.items() if store.has(value)}, None, signers)
 
 
-def _fetch_closure(state: _Pull, refs: dict[str, str]) -> None:
-    """A pull narrowed to some refs fetches only the packs holding what their heads reach: walk the
+def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
+    """A narrowed pull fetches only the packs holding what its roots (heads, records) reach: walk the
     closure in the store, fetch the packs listing what is missing, walk again (a head names its
     records, records their outputs, trees their files: a few rounds)."""
+    roots = list(roots)
     listed = {pack: set(state.listings[pack]["objects"]) for pack in state.pending()}
     while listed:
         reach = Reach(state.store)
-        reach.mark(refs.values())
+        reach.mark(roots)
         missing = set(reach.missing)  # hex ids
         todo = sorted(pack for pack, ids in listed.items() if ids & missing)
         if not todo:
