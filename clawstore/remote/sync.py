@@ -737,7 +737,7 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Cal
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
-        remote_refs = {name: value for name, value in _remote_refs(backend, None).items() if name == head_ref}
+        remote_refs = _remote_refs(backend, {head_ref}, required=False)
         _check_ref_signers(store, backend, remote_refs, untrusted=False)
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
@@ -785,7 +785,8 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
             del listed[pack]
 
 
-def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
+def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = True) -> dict[str, str]:
+    """The remote's shared refs (only those `wanted`, if given: each must be there when `required`)."""
     refs = {}
     for path in backend.list(REFS):
         name = path[len(REFS):]
@@ -794,7 +795,7 @@ def _remote_refs(backend: Backend, wanted: set[str] | None) -> dict[str, str]:
         current = backend.read_ref(path)
         if current is not None and is_oid(current.value):
             refs[name] = current.value
-    if wanted:
+    if wanted and required:
         missing = sorted(wanted - set(refs))
         if missing:
             raise UsageError(f"the remote has no {', '.join(missing)}")
