@@ -12,7 +12,6 @@ opts in: there, `leave_to_exit()` answers False and everything is closed as usua
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -57,6 +56,8 @@ def _end_now(code: object) -> NoReturn:
         atexit.unregister(work)
     if isinstance(code, str):  # sys.exit("message"): printed, status 1, as the interpreter does
         print(code, file=sys.stderr)
+    import logging  # (only here: the claw program's other paths never import it)
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
