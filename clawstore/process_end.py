@@ -56,7 +56,7 @@ def _end_now(code: object) -> NoReturn:
         atexit.unregister(work)
     if isinstance(code, str):  # sys.exit("message"): printed, status 1, as the interpreter does
         print(code, file=sys.stderr)
-    import logging  # (only here: the claw program's other paths never import it)
+    import logging  # (here, not at the top: a no-op build's path never imports it)
 
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
