@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from clawstore.testing.standin import StandIn
-from tests.support.s3server import FAKE_CREDENTIALS, s3_server
+from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server
 from tests.support.workspace import SECRET
 
 
@@ -21,6 +23,17 @@ def aws_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
     return s3_endpoint
+
+
+@pytest.fixture(params=["dir", "s3"])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh remote: a directory, then a bucket on the loopback S3 server."""
+    if request.param == "dir":
+        return str(tmp_path / "shared-remote")
+    endpoint = request.getfixturevalue("aws_env")
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(endpoint, bucket)
+    return f"s3://{bucket}/bench"
 
 
 @pytest.fixture

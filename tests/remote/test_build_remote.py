@@ -44,10 +44,11 @@ def record_ids(ws: Workspace, suite: str) -> list[str]:
     return [row["record_id"] for row in rows]
 
 
-def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, tmp_path: Path) -> None:
+def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, remote_url: str, tmp_path: Path
+                                                         ) -> None:
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
-    remote = str(tmp_path / "shared-remote")
+    remote = remote_url
     build(a, "main", "ev")
     build(a, "other", None)
     paid = len(provider.requests)

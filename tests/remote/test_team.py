@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from pathlib import Path
 
-import pytest
-
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
-from tests.support.s3server import make_bucket
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
-
-
-@pytest.fixture(params=["dir", "s3"])
-def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "dir":
-        return str(tmp_path / "shared-remote")
-    endpoint = request.getfixturevalue("aws_env")
-    bucket = "team-" + secrets.token_hex(4)
-    make_bucket(endpoint, bucket)
-    return f"s3://{bucket}/bench"
 
 
 def ok(*args: str, cwd: Path) -> str:
