@@ -54,9 +54,8 @@ from clawstore.errors import UsageError
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.actions import entry_problem, entry_record, get_action_record_id, set_entries
+from clawstore.store.actions import entry_record, get_action_record_id, set_entries
 from clawstore.store.archive import (
-    ENTRY_READ_MAX,
     ArchiveContents,
     archive_signer,
     import_archive,
@@ -630,7 +629,7 @@ class _Pull:
                     continue
                 if pack not in arriving and get_action_record_id(store, key, look_again=False) is not None:
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
-                why = _entry_problem(key, record, contents)
+                why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
@@ -666,6 +665,8 @@ class _Pull:
         return target
 
     def _remember(self, pack: str) -> None:
+        if pack in self.done:  # (pull_for_plan settles its received packs again at every round)
+            return
         self.done.add(pack)
         with open(self.fetched_file, "a", encoding="ascii") as fh:
             fh.write(pack + "\n")
@@ -688,14 +689,6 @@ class _Pull:
         for pack in sorted(settled - self.incomplete):
             if self.listings[pack].get("format") == LISTING_FORMAT and self.trusted(pack):
                 self._remember(pack)
-
-
-def _entry_problem(key: str, record_id: str, contents: ArchiveContents) -> str | None:
-    try:
-        record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
-    except ValueError:
-        record = None
-    return entry_problem(key, record, contents.has)
 
 
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False

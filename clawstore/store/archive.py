@@ -403,6 +403,14 @@ class ArchiveContents:
             raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
         return codec.decode_verified(oid, hexdigest, where, frame)
 
+    def entry_problem(self, key: str, record_id: str) -> str | None:
+        """Why the entry `key -> record_id` does not verify (actions.entry_problem), None if it does."""
+        try:
+            record = json.loads(self.read(record_id, ENTRY_READ_MAX))
+        except ValueError:
+            record = None
+        return entry_problem(key, record, self.has)
+
 
 Trusts = Callable[[str | None], bool]
 UNTRUSTED_REFS = "untrusted/"
@@ -517,11 +525,7 @@ def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: st
     """Every action-cache entry the archive brings must verify against its input document (each entry,
     whether or not the store has one for that key: a refused archive is refused whole)."""
     for key, record_id in sorted(actions.items()):
-        try:
-            record = json.loads(contents.read(record_id, ENTRY_READ_MAX))
-        except ValueError:
-            record = None
-        why = entry_problem(key, record, contents.has)
+        why = contents.entry_problem(key, record_id)
         if why is not None:
             raise ArchiveError(f"{where}: action-cache entry {_short(key)}: {why}")
 
