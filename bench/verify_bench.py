@@ -7,7 +7,8 @@ sandbox tree, artifact, record, action-cache entry; a campaign head; the shapes 
 bench/archive_bench.py) and exported (signed with this user's key). Then, interleaved `--repeat`
 times, `import_archive` into an empty store:
 - checked: what every import does — every object's frame decompressed and hashed, every action-cache
-  entry verified against its input document (record key, named input, canonical hash, kind), and the
+  entry verified against its input document (record key, named input, the document present and
+  verified), and the
   manifest's ed25519 signature checked against the trust list;
 - baseline: the same import with the entry verification and the signature check switched off (every
   object is still hashed: that is the archive format's own check).
