@@ -8,8 +8,7 @@ bench/archive_bench.py) and exported (signed with this user's key). Then, interl
 times, `import_archive` into an empty store:
 - checked: what every import does — every object's frame decompressed and hashed, every action-cache
   entry verified against its input document (record key, named input, the document present and
-  verified), and the
-  manifest's ed25519 signature checked against the trust list;
+  verified), and the manifest's ed25519 signature checked against the trust list;
 - baseline: the same import with the entry verification and the signature check switched off (every
   object is still hashed: that is the archive format's own check).
 Prints the medians and their ratio (target: checked <= 1.2x baseline).
