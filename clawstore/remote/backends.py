@@ -12,9 +12,11 @@ the endpoint from `--endpoint-url` or `AWS_ENDPOINT_URL`; claw never stores or p
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,24 @@ from clawstore.errors import ClawError, StoreError, UsageError
 
 class RemoteError(StoreError):
     """The remote cannot be read or written (exit 3)."""
+
+
+class RemoteDamage(UsageError):
+    """A file on the remote is not one claw could have written there (a FIFO, a device, a symlink, a
+    ref of megabytes): refused with its name (exit 2), never read into memory or waited on."""
+
+
+REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
+
+
+def _not_a_file(description: str, name: str) -> RemoteDamage:
+    return RemoteDamage(f"remote {description}: {name} is not a regular file (a symlink, FIFO, device or "
+                        "socket; claw writes only regular files to a remote): remove it from the remote")
+
+
+def _too_big_ref(description: str, name: str, size: int) -> RemoteDamage:
+    return RemoteDamage(f"remote {description}: ref {name} is too big to be a ref ({size} bytes; a ref holds "
+                        f"one object id): remove it from the remote")
 
 
 class RemoteRefConflict(ClawError):
@@ -98,26 +118,56 @@ class DirectoryBackend:
         return self.root / name
 
     def list(self, prefix: str) -> dict[str, int]:
+        """Every regular file under `prefix` (symlinks are not followed); RemoteDamage for anything else
+        there: silently skipping a planted FIFO or link would hide what the remote lacks."""
         base = self._path(prefix)
         if not base.is_dir():
             return {}
         found = {}
-        for path in base.rglob("*"):
-            if path.is_file() and ".tmp-" not in path.name:
-                found[str(path.relative_to(self.root))] = path.stat().st_size
+        for folder, subfolders, files in os.walk(base):
+            for name in subfolders + files:
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+                try:
+                    mode = os.lstat(path)
+                except FileNotFoundError:
+                    continue  # removed meanwhile (a push's temp file renamed into place)
+                if stat.S_ISDIR(mode.st_mode) or ".tmp-" in name:
+                    continue
+                if not stat.S_ISREG(mode.st_mode):
+                    raise _not_a_file(self.description, rel)
+                found[rel] = mode.st_size
         return found
+
+    def _open(self, name: str, flags: int = os.O_RDONLY) -> int:
+        """A descriptor of the regular file `name`, opened without following a link or waiting on a FIFO."""
+        try:
+            fd = os.open(self._path(name), flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _not_a_file(self.description, name) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _not_a_file(self.description, name)
+        return fd
 
     def download(self, name: str, target: Path) -> None:
         try:
-            with open(self._path(name), "rb") as src, open(target, "wb") as dst:
-                while chunk := src.read(1 << 20):
-                    dst.write(chunk)
+            fd = self._open(name)
         except FileNotFoundError:
             raise RemoteError(f"remote {self.description}: {name} is missing") from None
+        except OSError as exc:
+            raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
+        with open(fd, "rb") as src, open(target, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
 
     def _write(self, name: str, data_from: Path | bytes, replace: bool = True) -> bool:
         final = self._path(name)
         final.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.realpath(final.parent) != os.path.join(os.path.realpath(self.root), os.path.dirname(name)):
+            raise _not_a_file(self.description, os.path.dirname(name))  # a folder linked elsewhere
         tmp = final.with_name(f"{final.name}.tmp-{secrets.token_hex(6)}")
         try:
             with open(tmp, "wb") as dst:
@@ -160,22 +210,33 @@ class DirectoryBackend:
 
     def read_ref(self, name: str) -> RefValue | None:
         try:
-            value = self._path(name).read_text(encoding="ascii").strip()
+            fd = self._open(name)
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RemoteError(f"remote {self.description}: cannot read ref {name}: {exc}") from None
-        return RefValue(value, value)
+        except OSError as exc:
+            raise RemoteError(f"remote {self.description}: cannot read ref {name}: {exc.strerror}") from None
+        with open(fd, "rb") as fh:
+            size = os.fstat(fd).st_size
+            if size > REF_MAX:
+                raise _too_big_ref(self.description, name, size)
+            value = fh.read(REF_MAX + 1)
+        if len(value) > REF_MAX:  # (grew since the fstat)
+            raise _too_big_ref(self.description, name, len(value))
+        text = value.decode("ascii", errors="replace").strip()
+        return RefValue(text, text)
 
     @contextlib.contextmanager
     def _ref_lock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".refs.lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = self._open(".refs.lock", os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            raise RemoteError(f"remote {self.description}: cannot lock its refs: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # (released when the descriptor closes)
+            yield
+        finally:
+            os.close(fd)
 
     def swap_ref(self, name: str, value: str, expected: RefValue | None) -> None:
         with self._ref_lock():
@@ -258,8 +319,14 @@ class S3Backend:
             if _status(exc) == 404:
                 return None
             raise self._fail(f"reading ref {name}", exc) from None
-        value = reply["Body"].read().decode("ascii", errors="replace").strip()
-        return RefValue(value, reply["ETag"])
+        with contextlib.closing(reply["Body"]) as body:
+            size = int(reply.get("ContentLength") or 0)
+            if size > REF_MAX:
+                raise _too_big_ref(self.description, name, size)
+            data = body.read(REF_MAX + 1)
+        if len(data) > REF_MAX:
+            raise _too_big_ref(self.description, name, len(data))
+        return RefValue(data.decode("ascii", errors="replace").strip(), reply["ETag"])
 
     def swap_ref(self, name: str, value: str, expected: RefValue | None) -> None:
         condition = {"IfMatch": expected.version} if expected else {"IfNoneMatch": "*"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
-from clawstore.remote.backends import Backend, RemoteRefConflict, open_backend
+from clawstore.remote.backends import Backend, RemoteDamage, RemoteRefConflict, open_backend
 from tests.support.s3server import make_bucket
 
 
@@ -83,3 +84,26 @@ def test_two_pushers_racing_on_one_ref_never_both_win(backend: Backend) -> None:
 def test_unknown_scheme_is_one_line() -> None:
     with pytest.raises(UsageError, match="unknown scheme 'ftp'"):
         open_backend("ftp://host/x")
+
+
+def test_a_ref_too_big_to_be_one_is_refused_unread(backend: Backend, tmp_path: Path) -> None:
+    planted = tmp_path / "planted"
+    planted.write_bytes(b"blake3:" + b"a" * (8 << 20))  # 8 MiB: read whole, a ref of gigabytes would be too
+    backend.upload(planted, "refs/campaigns/big")
+    with pytest.raises(RemoteDamage, match="ref refs/campaigns/big is too big to be a ref"):
+        backend.read_ref("refs/campaigns/big")
+
+
+def test_a_directory_remote_is_not_written_through_a_folder_linked_elsewhere(tmp_path: Path) -> None:
+    backend = open_backend(str(tmp_path / "remote"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "remote").mkdir()
+    os.symlink(outside, tmp_path / "remote" / "packs")
+    source = tmp_path / "blob"
+    source.write_bytes(b"pack bytes")
+    with pytest.raises(RemoteDamage, match="packs is not a regular file"):
+        backend.upload(source, "packs/ab.pack")
+    with pytest.raises(RemoteDamage, match="packs is not a regular file"):
+        backend.list("")
+    assert list(outside.iterdir()) == []
