@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
@@ -13,6 +12,7 @@ from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
 from clawstore.store.claims import ClaimBoard
+from clawstore.store.headdoc import read_head_doc, write_head
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -129,7 +129,7 @@ class BuildLog:
                 previous = dict(known[1])
             else:
                 previous = {address_id(n["kind"], n["address"]): n
-                            for n in (self.store.get_json(previous_id).get("nodes", []) if previous_id else [])}
+                            for n in (read_head_doc(self.store, previous_id).get("nodes", []) if previous_id else [])}
             merged = dict(previous)
             for node in self._all:
                 if node["record"] is not None:
@@ -142,7 +142,7 @@ class BuildLog:
                     (n["key"], n["record"]) for n in (previous[a] for a in sorted(previous))]:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
-            head_id = self.store.put_json(self._head_document(nodes))
+            head_id = write_head(self.store, self._head_fields(), nodes)
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
                 self.doc.head, self.doc.head_written = head_id, True
@@ -151,37 +151,11 @@ class BuildLog:
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
 
-    def _head_document(self, nodes: list[dict[str, Any]]) -> dict[str, Any]:
-        """A campaign head: this build's log fields (without the pointer to itself) and every node."""
+    def _head_fields(self) -> dict[str, Any]:
+        """A campaign head's fields besides its nodes: this build's log, without the pointer to itself.
+        The layout (nodes in parts) is clawstore/store/headdoc.py's; the next build plans from the nodes
+        without opening records, gc keeps what they name."""
         log = self.doc.to_json()
         for name in ("head", "head_written", "format", "nodes"):
             log.pop(name)
-        return CampaignHeadDoc(log, nodes).to_json()
-
-
-HEAD_VERSION = 1
-
-
-@dataclass
-class CampaignHeadDoc:
-    """What `campaigns/<campaign id>` points at: the campaign's latest state. Layout, version 1
-    (canonical JSON; written by BuildLog.advance_head, only when a node's key or record changed):
-
-        {"head_version": 1,
-         "build_id", "started_at", "finished_at", "state", "campaign", "filter", "counts", "metrics":
-             the log of the build that wrote it (BuildLogDoc, clawstore/store/buildlogs.py),
-         "nodes": [{"kind": "run|checks|judge|result", "key": "blake3:…", "record": "blake3:…",
-                    "action": "exec|reuse|fail|skip", "address": {…},
-                    "record_doc": the record's planning view (planning_view above)}, …]}
-
-    `nodes` holds every node the campaign plans, sorted by address; gc keeps what they name, the next
-    build plans from them without opening records. Heads written before this version have no
-    `head_version` and the same fields.
-    """
-
-    log: dict[str, Any]
-    nodes: list[dict[str, Any]]
-    head_version: int = HEAD_VERSION
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.log, "head_version": self.head_version, "nodes": self.nodes}
+        return log

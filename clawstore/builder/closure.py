@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.buildlog import head_ref
+from clawstore.canonical import canonical_json
 from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store.archive import ArchiveContents, ArchiveError, ArchiveSummary, ContentCheck, write_archive
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.gc import EXPORT_LEASE_PREFIX
+from clawstore.store.headdoc import inline_nodes, read_head_doc
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.names import is_name, name_problem
 from clawstore.store.reach import Reach
@@ -59,7 +61,7 @@ def head_closure(store: Store, head_id: str) -> HeadClosure:
         raise StoreError(f"campaign closure is incomplete: object {PREFIX}{hexdigest}{named} is missing"
                          f"{f' (and {len(reach.missing) - 1} more)' if len(reach.missing) > 1 else ''}; "
                          "run claw fsck")
-    head = store.get_json(head_id)
+    head = read_head_doc(store, head_id)
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
         raise StoreError(f"{head_id} is not a campaign head")
     actions = {str(n["key"]): str(n["record"]) for n in head["nodes"]
@@ -257,10 +259,17 @@ def _check_campaign_archive(manifest: dict[str, Any], contents: ArchiveContents,
         if name != head_ref(str(campaign_id)) or target != head_id:
             raise ArchiveError(f"manifest field 'refs' may only point {head_ref(str(campaign_id))} at the head, "
                                f"not {name[:80]!r}")
+    def read_part(oid: str) -> Any:
+        if not (is_oid(oid) and contents.has(oid)):
+            raise ArchiveError(f"head {head_id}: part {oid[:80]} is not in the archive")
+        return json.loads(contents.read(oid))
+
     try:
-        head = json.loads(contents.read(head_id))
+        head = inline_nodes(json.loads(contents.read(head_id)), read_part)
     except ValueError:
         head = None
+    except StoreError as exc:
+        raise ArchiveError(f"head {head_id}: {exc}") from None
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
         raise ArchiveError(f"head {head_id} is not a campaign head (an object with a nodes list)")
     if why := name_problem(head.get("build_id")):
@@ -291,7 +300,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     """Give an imported head a build log (it has that shape) and index it, so `claw query` sees it.
 
     Returns the build id, or None if the store already has that build's log (nothing to do)."""
-    head = store.get_json(head_id)
+    head = read_head_doc(store, head_id)
     build_id = head.get("build_id") if isinstance(head, dict) else None
     if not is_name(build_id):  # checked before the import published anything; never a path otherwise
         return None
@@ -301,7 +310,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     from clawstore.store.durable import write_file_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(path, store.get_bytes(head_id), Path(store.root) / "tmp")
+    write_file_atomic(path, canonical_json(head), Path(store.root) / "tmp")  # (its nodes inline, as a log has)
     try:
         from clawstore.query.manifest import refresh_manifest
     except ImportError:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
+from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -46,7 +47,7 @@ def resolve_side(store: Store, name: str) -> tuple[str, str]:
 
 def read_side(store: Store, name: str) -> SideScores:
     label, head_id = resolve_side(store, name)
-    head = store.get_json(head_id)
+    head = read_head_doc(store, head_id)
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
         raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")
     side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import Node, address_id
+from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -18,7 +19,7 @@ def read_head(store: Store, ref: str) -> tuple[str | None, dict[str, dict[str, A
     if not head_id:
         return None, {}
     try:
-        head = store.get_json(head_id)
+        head = read_head_doc(store, head_id)
         nodes = head.get("nodes", [])
         return head_id, {address_id(n["kind"], n["address"]): n for n in nodes}
     except (StoreError, ValueError, AttributeError, KeyError, TypeError) as exc:

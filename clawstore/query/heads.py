@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from clawstore.bounds import metrics_problem
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
-from clawstore.query.rows import RecordLoader, Row, rows_for_build
+from clawstore.query.rows import RecordLoader, Row, inline_head, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.store.durable import write_file_atomic
 from clawstore.store.face import ObjectReader
@@ -129,7 +129,8 @@ def record_loader(store: ObjectReader, warn: Warn | None = None) -> RecordLoader
 
 
 def _head_rows(store: HeadSource, head_id: str, warn: Warn | None) -> dict[str, list[Row]] | None:
-    head = record_loader(store)(head_id)
+    load = record_loader(store)
+    head = inline_head(load(head_id), load)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
     tables = rows_for_build(head, record_loader(store, warn))

@@ -16,6 +16,7 @@ from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.manifest import build_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
+from clawstore.store.headdoc import read_head_doc
 
 EVAL_KINDS = ("checks", "judge", "result")
 _OK = {"success", "passed"}
@@ -224,7 +225,7 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
             raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
         head_id, signer = apart
     try:
-        head = store.get_json(head_id)
+        head = read_head_doc(store, head_id)
     except MissingObjectError:
         raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
     if not isinstance(head, Mapping):

@@ -13,6 +13,7 @@ from typing import Any
 
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, HeadStore, build_report
+from clawstore.store.headdoc import read_head_doc
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
 
@@ -213,7 +214,7 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
 
 def _group_nodes(store: _CachedStore, head_id: str) -> dict[tuple[str, str], dict[int, list[Any]]]:
     """The head's nodes with their records, by (model, case) then run repetition."""
-    head = store.get_json(head_id)
+    head = read_head_doc(store, head_id)
     grouped: dict[tuple[str, str], dict[int, list[Any]]] = {}
     for node in head.get("nodes") or []:
         address = node.get("address") or {}

@@ -35,6 +35,7 @@ from clawstore.store import codec
 from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
 from clawstore.store.buildlogs import builds_dir, check_build_log
 from clawstore.store.durable import fsync_path, write_file_atomic
+from clawstore.store.headdoc import inline_nodes, part_ids, write_head
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import (
     ActionEntry,
@@ -386,7 +387,7 @@ def _check_refs(store: Store, report: FsckReport) -> None:
             report.bad_refs[name] = "ref file is damaged"
             continue
         report.ref_targets[name] = target
-        problem = _object_problem(store, report, target)
+        problem = _object_problem(store, report, target) or _parts_problem(store, report, target)
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
@@ -395,10 +396,19 @@ def _check_refs(store: Store, report: FsckReport) -> None:
             report.bad_head_nodes[name] = bad
 
 
+def _parts_problem(store: Store, report: FsckReport, head_id: str) -> str | None:
+    """Why a campaign head's nodes cannot all be read: a part of it missing or corrupt (headdoc.py)."""
+    for part_id in part_ids(_read_json(store, head_id)):
+        problem = _object_problem(store, report, part_id)
+        if problem is not None:
+            return f"names part {part_id}, which {problem}"
+    return None
+
+
 def _head_problems(store: Store, report: FsckReport, head_id: str, records_ok: dict[str, str | None],
                    trees_ok: dict[str, str | None]) -> dict[int, str]:
     """{node index: why} for the nodes of a campaign head whose record or outputs are gone."""
-    head = _read_json(store, head_id)
+    head = _read_head(store, head_id)
     nodes = head.get("nodes") if isinstance(head, dict) else None
     if not isinstance(nodes, list):
         return {}  # not a campaign head: the ref's target alone is what it names
@@ -420,6 +430,14 @@ def _read_json(store: Store, oid: str) -> object:
     try:
         return json.loads(store.get_bytes(oid))
     except (ValueError, StoreError):
+        return None
+
+
+def _read_head(store: Store, oid: str) -> object:
+    """A campaign head with its nodes inline (any other JSON as it is; None if a part is unreadable)."""
+    try:
+        return inline_nodes(_read_json(store, oid), lambda part: _read_json(store, part))
+    except StoreError:
         return None
 
 
@@ -492,13 +510,13 @@ def _repair_refs(store: Store, report: FsckReport) -> None:
         if not repairable_ref(name):
             continue
         head_id = report.ref_targets[name]
-        head = _read_json(store, head_id)
+        head = _read_head(store, head_id)
         if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
             continue
         nodes = [node if index not in bad else _quarantined_node(node, bad[index])
                  for index, node in enumerate(head["nodes"])]
         with contextlib.suppress(RefConflict):
-            store.set_ref(name, store.put_json({**head, "nodes": nodes}), expected=head_id)
+            store.set_ref(name, write_head(store, head, nodes), expected=head_id)
             report.repaired.append(f"ref {name}: {len(bad)} node(s) whose record or outputs are gone no longer "
                                    "name them (the next build rebuilds them)")
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from clawstore.store import Store
+from clawstore.store.headdoc import read_head_doc
 from tests.support.claw import Claw
 
 
@@ -18,4 +19,4 @@ def build_report(claw: Claw, *flags: str) -> tuple[int, dict[str, Any], str]:
 def head_nodes(store: Store, campaign: str) -> list[dict[str, Any]]:
     head_id = store.get_ref(f"campaigns/{campaign}")
     assert head_id is not None
-    return store.get_json(head_id)["nodes"]
+    return read_head_doc(store, head_id)["nodes"]  # type: ignore[no-any-return]

@@ -35,6 +35,16 @@ def _with_head(forgery: Forgery, change: Callable[[dict], object]) -> None:
     forgery.manifest["refs"] = {f"campaigns/{forgery.manifest['campaign']['id']}": new}
 
 
+def _with_first_part(forgery: Forgery, change: Callable[[dict], object]) -> None:
+    """Change the first part of the head's nodes (clawstore/store/headdoc.py) and name the new part."""
+    def swap(head: dict) -> None:
+        part = forgery.json(head["node_parts"][0])
+        change(part)
+        head["node_parts"][0] = forgery.add(part)
+
+    _with_head(forgery, swap)
+
+
 def _with_tree(forgery: Forgery, entry: dict) -> None:
     tree_id = forgery.manifest["configs"]["tree"]
     tree = forgery.json(tree_id)
@@ -84,8 +94,14 @@ ATTACKS: dict[str, Callable[[Forgery], None]] = {
     "a list as the manifest's head": lambda f: f.manifest.update(head=[f.manifest["head"]]),
     "a list as the head object": lambda f: _with_head(f, lambda h: [h]),
     "a head naming another campaign": lambda f: _with_head(f, lambda h: h.update(campaign={"id": "other"})),
-    "a head node naming a record not in the archive": lambda f: _with_head(
-        f, lambda h: h["nodes"][0].update(record="blake3:" + "ab" * 32)),
+    "a head node naming a record not in the archive": lambda f: _with_first_part(
+        f, lambda p: p["nodes"][0].update(record="blake3:" + "ab" * 32)),
+    "a head naming a part not in the archive": lambda f: _with_head(
+        f, lambda h: h["node_parts"].append("blake3:" + "ef" * 32)),
+    "a head naming its config tree as a part": lambda f: _with_head(
+        f, lambda h: h["node_parts"].__setitem__(0, f.manifest["configs"]["tree"])),
+    "a head with its parts in a string": lambda f: _with_head(
+        f, lambda h: h.update(node_parts=",".join(h["node_parts"]))),
     "a ref escaping refs/": lambda f: f.manifest["refs"].update({"campaigns/../../../x": f.manifest["head"]}),
     "an extra ref to another object": lambda f: f.manifest["refs"].update(
         {"pins/evil": f.manifest["configs"]["tree"]}),
@@ -121,6 +137,9 @@ EXPECTED = {
     'a list as the head object': 'is not a campaign head',
     'a head naming another campaign': 'campaign does not match',
     'a head node naming a record not in the archive': 'node 0 is not a node',
+    'a head naming a part not in the archive': 'part blake3:efefefef',
+    'a head naming its config tree as a part': 'is not a part of a campaign head',
+    'a head with its parts in a string': 'node_parts: expected a list',
     'a ref escaping refs/': 'is not a valid ref name',
     'an extra ref to another object': 'may only point',
     '../ in the campaign id': "'campaign.id' is not",

@@ -9,6 +9,7 @@ from pathlib import Path
 from clawstore.builder.closure import head_closure
 from clawstore.store import Store
 from clawstore.store.durable import temp_name
+from clawstore.store.headdoc import read_head_doc
 from clawstore.store.ids import PREFIX
 from clawstore.testing.standin import StandIn
 from tests.gc.helpers import actions, build_json, state, store_of
@@ -33,7 +34,7 @@ def test_gc_removes_exactly_what_the_head_no_longer_reaches(ws: Workspace, claw:
                                                             env: dict[str, str]) -> None:
     assert claw.build()[0] == 0
     store = store_of(env)
-    first = store.get_json(store.get_ref(HEAD))
+    first = read_head_doc(store, store.get_ref(HEAD))
     old_beta = {n["record"]: n["key"] for n in first["nodes"] if n["address"]["case_id"] == "beta"}
     _edit_beta(ws)
     assert claw.build()[0] == 0

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from clawstore.cli import main
 from clawstore.report.chart import bubble_areas
 from clawstore.store import Store
+from clawstore.store.headdoc import read_head_doc
 from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
 
 MODELS = ["openai/gpt-a", "anthropic/claude-b"]
@@ -176,7 +177,7 @@ def test_head_without_embedded_records_reads_them_from_the_store(workspace: tupl
     store, paths = workspace
     before = json.loads(report(store, paths, "--output", "json", "--no-chart")[1])
     ref = "campaigns/suite_a__std__judge_x"
-    head = store.get_json(store.get_ref(ref))
+    head = read_head_doc(store, store.get_ref(ref))  # (its nodes inline: rewritten below as heads once were)
     assert all("record_doc" in n for n in head["nodes"])
     bare = {**head, "nodes": [{k: v for k, v in n.items() if k != "record_doc"} for n in head["nodes"]]}
     store.set_ref(ref, store.put_json(bare))

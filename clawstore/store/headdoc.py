@@ -1,0 +1,145 @@
+"""Campaign heads stored in parts, so an edit rewrites (and a push sends) a few parts, not every node.
+
+A campaign head lists every node the campaign plans, with a planning view of its record: 50,000 nodes
+(10,000 runs judged twice) are 35 MB of JSON. Written as one object, every build that changes one
+case stored all of it again, and every push after it sent all of it. Layout, version 2 (canonical
+JSON):
+
+    head: {<the log fields of the build that wrote it>, "head_version": 2, "node_count": N,
+           "node_parts": [part id, …], "node_actions": [[action, how many nodes in a row], …]}
+    part: {"head_part": 1, "nodes": [node without its "action", …]}
+
+Nodes are stored in the order of their address, case first (`_place`: a case's runs, checks,
+judgements and result for every model sit together, so editing a case changes one or two parts). A
+node's `action` (what the build that wrote the head did
+with it: exec, reuse, …) changes from build to build while the node does not, so it is kept in the
+head, run-length encoded, not in the parts. A part ends after a node whose address hashes to a
+boundary (about one node in PART_NODES), so where parts end depends only on which addresses the
+campaign has, not on the nodes' contents or on how many came before: a build that changes a few nodes
+makes new parts only where those nodes are, and every other part keeps its bytes and its id. Readers
+get the head with its nodes inline (`read_head_doc`), whichever version wrote it: version 1 heads and
+earlier hold `nodes` themselves. gc, archives and pushes follow the part ids like any other id a
+JSON object names (reach.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import blake3
+
+from clawstore.errors import StoreError
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+HEAD_VERSION = 2
+PART_NODES = 64  # nodes per part, on average
+PART_MAX = 1024  # a part ends here in any case (bounds a part however the addresses hash)
+
+ReadJson = Callable[[str], Any]
+
+
+def _place(node: Mapping[str, Any]) -> tuple[str, str]:
+    """Where a node goes: its case, then the rest of its address and its kind (a total order)."""
+    address = node.get("address")
+    fields = sorted(address.items()) if isinstance(address, Mapping) else []
+    case = address.get("case_id") if isinstance(address, Mapping) else None
+    return str(case), "|".join(f"{name}={value}" for name, value in fields) + f"|{node.get('kind')}"
+
+
+def split_nodes(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The nodes in their place order, cut into parts after each node whose place hashes to a boundary."""
+    parts: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    for place, node in sorted(((_place(node), node) for node in nodes), key=lambda pair: pair[0]):
+        current.append(node)
+        if len(current) >= PART_MAX or blake3.blake3(place[1].encode()).digest()[0] % PART_NODES == 0:
+            parts.append(current)
+            current = []
+    if current:
+        parts.append(current)
+    return parts
+
+
+def write_head(store: Store, fields: Mapping[str, Any], nodes: list[dict[str, Any]]) -> str:
+    """Store a campaign head (`fields` plus `nodes`, in parts); its id. The parts are stored first: a
+    head never names a part that is not there (a part already stored is not written again)."""
+    parts = split_nodes(nodes)
+    plain = {name: value for name, value in fields.items() if name not in _LAYOUT}
+    with store.batch():  # one commit for every part and the head (not one fsync each)
+        part_ids = [store.put_json({"head_part": 1, "nodes": [_without_action(node) for node in part]})
+                    for part in parts]
+        head_id = store.put_json({**plain, "head_version": HEAD_VERSION, "node_count": len(nodes),
+                                  "node_parts": part_ids,
+                                  "node_actions": _runs([node.get("action") for part in parts for node in part])})
+    return head_id
+
+
+def _without_action(node: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in node.items() if name != "action"}
+
+
+_LAYOUT = ("nodes", "node_parts", "node_count", "node_actions")
+
+
+def _runs(values: list[Any]) -> list[list[Any]]:
+    runs: list[list[Any]] = []
+    for value in values:
+        if runs and runs[-1][0] == value:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    return runs
+
+
+def is_parted(doc: Any) -> bool:
+    return isinstance(doc, dict) and "nodes" not in doc and "node_parts" in doc
+
+
+def part_ids(doc: Any) -> list[str]:
+    """The part ids a head names ([] for a head with its nodes inline, or anything else)."""
+    parts = doc.get("node_parts") if is_parted(doc) else None
+    return [p for p in parts if isinstance(p, str)] if isinstance(parts, list) else []
+
+
+def inline_nodes(doc: Any, read_json: ReadJson) -> Any:
+    """A head document with its nodes inline (`nodes`, and no `node_parts`); any other JSON as it is.
+    StoreError naming the part when a part is not one (a missing part raises what `read_json` raises)."""
+    if not is_parted(doc):
+        return doc
+    parts = doc["node_parts"]
+    if not isinstance(parts, list):
+        raise StoreError("campaign head: node_parts: expected a list of part ids")
+    nodes: list[Any] = []
+    for part_id in parts:
+        part = read_json(part_id) if isinstance(part_id, str) else None
+        if not isinstance(part, dict) or not isinstance(part.get("nodes"), list):
+            raise StoreError(f"campaign head part {str(part_id)[:80]} is not a part of a campaign head")
+        nodes.extend(part["nodes"])
+    actions = _actions(doc.get("node_actions"), len(nodes))
+    inline = {name: value for name, value in doc.items() if name not in _LAYOUT}
+    inline["nodes"] = [node if action is None or not isinstance(node, dict) else {**node, "action": action}
+                       for node, action in zip(nodes, actions, strict=True)]
+    return inline
+
+
+def _actions(runs: Any, count: int) -> list[Any]:
+    """One action per node from their run-length encoding; StoreError if they do not match the nodes."""
+    actions: list[Any] = []
+    ok = isinstance(runs, list)
+    for run in runs if ok else ():
+        if not (isinstance(run, list) and len(run) == 2 and isinstance(run[1], int) and 0 < run[1] <= count
+                and len(actions) + run[1] <= count):
+            ok = False
+            break
+        actions += [run[0]] * run[1]
+    if not ok or len(actions) != count:
+        raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
+    return actions
+
+
+def read_head_doc(store: Any, head_id: str) -> Any:
+    """The JSON object `head_id` names, a campaign head's nodes inline (`store`: anything with get_json)."""
+    return inline_nodes(store.get_json(head_id), store.get_json)
