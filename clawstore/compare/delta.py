@@ -80,7 +80,8 @@ class Comparison:
         return [d for d in self.models if d.verdict == "regressed"]
 
     def to_json(self) -> dict[str, Any]:
-        side = lambda s: {"ref": s.label, "head": s.head_id, "campaign": s.campaign_id}  # noqa: E731
+        side = lambda s: {"ref": s.label, "head": s.head_id, "campaign": s.campaign_id,  # noqa: E731
+                          "trusted": s.signer is None, "signer": s.signer}
         return {"a": side(self.a), "b": side(self.b), "confidence": self.confidence, "samples": self.samples,
                 "models": [d.to_json() for d in self.models], "cases": [d.to_json() for d in self.cases],
                 "unmatched": self.unmatched, "regressed_models": [d.model_id for d in self.regressions]}

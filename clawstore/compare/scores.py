@@ -1,7 +1,8 @@
 """The judge scores a campaign state holds, per model, case, run repetition and judge repetition.
 
 A side of a comparison is a campaign state: a campaign head (`campaigns/<id>` or just `<id>`), a pin
-(`pins/<name>` or just `<name>`), any other ref, or a head object id (`blake3:…`).
+(`pins/<name>` or just `<name>`), any other ref, or a head object id (`blake3:…`). A campaign imported
+or pulled with --untrusted and kept apart (docs/trust.md) is found by its id too, and marked.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
+from clawstore.store.archive import UNTRUSTED_REFS
 from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
@@ -26,31 +28,39 @@ class SideScores:
     head_id: str
     campaign_id: str
     scores: dict[str, dict[str, dict[int, list[float]]]] = field(default_factory=dict)
+    signer: str | None = None  # set when the side is a campaign kept apart as untrusted
 
 
-def resolve_side(store: Store, name: str) -> tuple[str, str]:
-    """(label, head object id) of a side given as a ref, pin, campaign id or object id."""
+def resolve_side(store: Store, name: str) -> tuple[str, str, str | None]:
+    """(label, head object id, signer if kept apart) of a side given as a ref, pin, campaign id or object id."""
     if name.startswith("blake3:"):
         if not store.has(name):
             raise UsageError(f"compare: no object {name} in store {store.root}")
-        return name, name
+        return name, name, None
     for prefix in _REF_PREFIXES:
         try:
             target = store.get_ref(prefix + name)
         except UsageError:  # not a valid ref name with this prefix
             continue
         if target:
-            return prefix + name, str(target)
+            return prefix + name, str(target), None
+    if store.list_refs(UNTRUSTED_REFS):  # (none in the usual store: nothing else is read)
+        from clawstore.trust.apart import kept_apart_heads
+
+        campaign = name.removeprefix("campaigns/")
+        apart = kept_apart_heads(store).get(campaign)
+        if apart is not None:
+            return f"campaigns/{campaign} (UNTRUSTED: kept apart, signed by {apart[1]})", apart[0], apart[1]
     raise UsageError(f"compare: {name!r} names no campaign, pin or ref in store {store.root} "
                      "(see claw refs)")
 
 
 def read_side(store: Store, name: str) -> SideScores:
-    label, head_id = resolve_side(store, name)
+    label, head_id, signer = resolve_side(store, name)
     head = read_head_doc(store, head_id)
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
         raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")
-    side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"))
+    side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"), signer=signer)
     for node in head["nodes"]:
         if node.get("kind") != "judge" or not node.get("record"):
             continue

@@ -7,6 +7,7 @@ list); the archives are real files, the forgeries re-sealed with tests/faults/fo
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import stat
 from pathlib import Path
@@ -216,6 +217,10 @@ def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: 
     page = b.root / "page.html"
     bob.ok("view", *RUNS, "--out", str(page), cwd=b.root)
     assert f"UNTRUSTED: kept apart, signed by {signer}" in page.read_text(encoding="utf-8")
+    compared = json.loads(bob.ok("compare", "main__rp__none", "campaigns/main__rp__none", "--output", "json",
+                                 cwd=b.root))
+    assert compared["a"]["trusted"] is False and compared["b"]["signer"] == signer, compared["a"]
+    assert compared["a"]["ref"].startswith("campaigns/main__rp__none (UNTRUSTED: kept apart, signed by")
 
     # trusted: the next build moves it in, and the same rows are trusted now, with no note
     bob.ok("trust", "add", signer, cwd=tmp_path)
@@ -224,3 +229,5 @@ def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: 
     assert queried.stdout.strip().splitlines()[1].startswith("true,,"), queried.stdout
     assert "untrusted" not in queried.stderr
     assert "UNTRUSTED" not in bob.ok("report", *RUNS, cwd=b.root)
+    compared = json.loads(bob.ok("compare", "main__rp__none", "main__rp__none", "--output", "json", cwd=b.root))
+    assert compared["a"]["trusted"] is True and compared["a"]["ref"] == "campaigns/main__rp__none"
