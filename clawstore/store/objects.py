@@ -109,28 +109,39 @@ class ObjectStore:
         """While open, batches of every thread commit together: once per window or per N batches.
 
         A batch's results are visible to this process at once and to others after the group commits
-        (flush() forces it; setting a ref does it first). Leaving the block commits what is left.
+        (flush() forces it; setting a ref does it first). Leaving the block commits what is left. When
+        the block ends on an error and that last commit fails too (a full disk), the block's error is
+        the one raised: it says more (a build's names every answer it lost), and what the commit held
+        was never named by the index.
         """
         runtime = self.runtime
         with runtime.group_lock:
             runtime.group_depth += 1
             if runtime.group is None:
                 runtime.group = GroupCommitter(runtime, window_s, max_batches)
+        failing = False
         try:
             yield
+        except BaseException:
+            failing = True
+            raise
         finally:
             with runtime.group_lock:
                 runtime.group_depth -= 1
                 group = runtime.group if runtime.group_depth == 0 else None
                 if group is not None:
                     runtime.group = None
-            if group is not None:
-                try:
-                    group.close()
-                except OSError as exc:
-                    raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
-            else:
-                self.flush()
+            try:
+                if group is not None:
+                    try:
+                        group.close()
+                    except OSError as exc:
+                        raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from None
+                else:
+                    self.flush()
+            except StoreError:
+                if not failing:
+                    raise
 
     def flush(self) -> None:
         """Commit the process's pending group now (no-op outside group mode)."""

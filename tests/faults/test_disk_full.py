@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.errors import StoreError
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.workspace import Workspace
@@ -120,3 +121,22 @@ def test_answers_kept_in_memory_are_stored_when_space_returns(
     assert rest.returncode == 0, err
     assert json.loads(out)["counts"]["reused"] == sent
     assert _run_requests(standin) == CASES == _stored_runs(store_dir)  # no answer paid twice
+
+
+def test_a_last_commit_failing_does_not_hide_the_error_on_its_way_out(small_fs: Path) -> None:
+    """A build that stops on an error (one line naming every lost answer) leaves its group-commit block
+    with the head still pending; when the disk is full that last commit fails too, and must not replace
+    the build's own error with a bare 'cannot write'. Without an error on its way, it is reported."""
+    store = Store(small_fs / "store")
+    with pytest.raises(RuntimeError, match="the build's own error"):
+        with store.group_commit(window_s=3600):
+            with store.batch():  # handed to the group: named when the block ends
+                store.put_bytes(b"written while there is room, named at the end " * 30)
+            filler = _fill(small_fs, leave=0)  # then the disk fills up
+            raise RuntimeError("the build's own error")
+    filler.unlink()
+    with pytest.raises(StoreError, match="No space left on device"):
+        with store.group_commit(window_s=3600):
+            with store.batch():
+                store.put_bytes(b"another object, named at the end " * 60)
+            _fill(small_fs, leave=0)
