@@ -166,7 +166,8 @@ class DirectoryBackend:
     def _write(self, name: str, data_from: Path | bytes, replace: bool = True) -> bool:
         final = self._path(name)
         final.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.realpath(final.parent) != os.path.join(os.path.realpath(self.root), os.path.dirname(name)):
+        inside = os.path.normpath(os.path.join(os.path.realpath(self.root), os.path.dirname(name)))
+        if os.path.realpath(final.parent) != inside:
             raise _not_a_file(self.description, os.path.dirname(name))  # a folder linked elsewhere
         tmp = final.with_name(f"{final.name}.tmp-{secrets.token_hex(6)}")
         try:

@@ -107,3 +107,5 @@ def test_a_directory_remote_is_not_written_through_a_folder_linked_elsewhere(tmp
     with pytest.raises(RemoteDamage, match="packs is not a regular file"):
         backend.list("")
     assert list(outside.iterdir()) == []
+    backend.upload(source, "top-level")  # a name without a folder is written where it belongs
+    assert (tmp_path / "remote" / "top-level").read_bytes() == b"pack bytes"
