@@ -11,12 +11,12 @@ JSON):
 
 Nodes are stored in the order of their address, case first (`_place`: a case's runs, checks,
 judgements and result for every model sit together, so editing a case changes one or two parts). A
-node's `action` (what the build that wrote the head did
-with it: exec, reuse, …) changes from build to build while the node does not, so it is kept in the
-head, run-length encoded, not in the parts. A part ends after a node whose address hashes to a
-boundary (about one node in PART_NODES), so where parts end depends only on which addresses the
-campaign has, not on the nodes' contents or on how many came before: a build that changes a few nodes
-makes new parts only where those nodes are, and every other part keeps its bytes and its id. Readers
+node's `action` (what the build that wrote the head did with it: exec, reuse, …) changes from build
+to build while the node does not, so it is kept in the head, run-length encoded, not in the parts. A
+part ends after a node whose address hashes to a boundary (about one node in PART_NODES), so where
+parts end depends only on which addresses the campaign has, not on the nodes' contents or on how many
+came before: a build that changes a few nodes makes new parts only where those nodes are, and every
+other part keeps its bytes and its id. Readers
 get the head with its nodes inline (`read_head_doc`), whichever version wrote it: version 1 heads and
 earlier hold `nodes` themselves. gc, archives and pushes follow the part ids like any other id a
 JSON object names (reach.py).
