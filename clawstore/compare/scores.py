@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
-from clawstore.store.archive import UNTRUSTED_REFS
 from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
@@ -44,13 +43,12 @@ def resolve_side(store: Store, name: str) -> tuple[str, str, str | None]:
             continue
         if target:
             return prefix + name, str(target), None
-    if store.list_refs(UNTRUSTED_REFS):  # (none in the usual store: nothing else is read)
-        from clawstore.trust.apart import kept_apart_heads
+    from clawstore.trust.apart import kept_apart_head
 
-        campaign = name.removeprefix("campaigns/")
-        apart = kept_apart_heads(store).get(campaign)
-        if apart is not None:
-            return f"campaigns/{campaign} (UNTRUSTED: kept apart, signed by {apart[1]})", apart[0], apart[1]
+    campaign = name.removeprefix("campaigns/")
+    apart = kept_apart_head(store, campaign)
+    if apart is not None:
+        return f"campaigns/{campaign} (UNTRUSTED: kept apart, signed by {apart[1]})", apart[0], apart[1]
     raise UsageError(f"compare: {name!r} names no campaign, pin or ref in store {store.root} "
                      "(see claw refs)")
 

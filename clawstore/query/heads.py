@@ -23,10 +23,11 @@ from typing import Any, Protocol
 from clawstore.bounds import metrics_problem
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
-from clawstore.query.rows import RecordLoader, Row, inline_head, rows_for_build
+from clawstore.query.rows import RecordLoader, Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.store.durable import write_file_atomic
 from clawstore.store.face import ObjectReader
+from clawstore.store.headdoc import inline_or_none
 
 CAMPAIGN_REFS = "campaigns/"
 Warn = Callable[[str], None]
@@ -130,7 +131,7 @@ def record_loader(store: ObjectReader, warn: Warn | None = None) -> RecordLoader
 
 def _head_rows(store: HeadSource, head_id: str, warn: Warn | None) -> dict[str, list[Row]] | None:
     load = record_loader(store)
-    head = inline_head(load(head_id), load)
+    head = inline_or_none(load(head_id), load)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
     tables = rows_for_build(head, record_loader(store, warn))

@@ -10,9 +10,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from clawstore.errors import StoreError
 from clawstore.query.schema import DIMENSIONS, PHYSICAL
-from clawstore.store.headdoc import inline_nodes
+from clawstore.store.headdoc import inline_or_none
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
@@ -250,14 +249,6 @@ def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader) -> dict[st
     return tables
 
 
-def inline_head(head: Mapping[str, Any] | None, load_record: RecordLoader) -> Mapping[str, Any] | None:
-    """A campaign head with its nodes inline (clawstore/store/headdoc.py); None when a part is gone."""
-    try:
-        return inline_nodes(head, load_record)  # type: ignore[no-any-return]
-    except StoreError:
-        return None
-
-
 def _reused_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Any]:
     """What a format-2 build reused, from the head it wrote (a no-op build wrote none: nothing to add).
 
@@ -266,7 +257,7 @@ def _reused_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Any
     head_id = log.get("head")
     if log.get("format") != 2 or not log.get("head_written") or not isinstance(head_id, str):
         return []
-    head = inline_head(load_record(head_id), load_record) or {}
+    head = inline_or_none(load_record(head_id), load_record) or {}
     flt = _dict(log.get("filter"))
     cases, models = set(flt.get("cases") or ()), set(flt.get("models") or ())
     found = []

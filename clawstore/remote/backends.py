@@ -17,7 +17,7 @@ import fcntl
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,9 +43,14 @@ def _not_a_file(description: str, name: str) -> RemoteDamage:
                         "socket; claw writes only regular files to a remote): remove it from the remote")
 
 
-def _too_big_ref(description: str, name: str, size: int) -> RemoteDamage:
-    return RemoteDamage(f"remote {description}: ref {name} is too big to be a ref ({size} bytes; a ref holds "
-                        f"one object id): remove it from the remote")
+def _ref_text(description: str, name: str, size: int, read: Callable[[int], bytes]) -> str:
+    """A ref's value from its declared `size` and `read(n)`; RemoteDamage, unread, for one too big to be a
+    ref (checked again on what was read: a file may grow after its size was taken)."""
+    data = b"" if size > REF_MAX else read(REF_MAX + 1)
+    if size > REF_MAX or len(data) > REF_MAX:
+        raise RemoteDamage(f"remote {description}: ref {name} is too big to be a ref ({max(size, len(data))} "
+                           "bytes; a ref holds one object id): remove it from the remote")
+    return data.decode("ascii", errors="replace").strip()
 
 
 class RemoteRefConflict(ClawError):
@@ -217,13 +222,7 @@ class DirectoryBackend:
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read ref {name}: {exc.strerror}") from None
         with open(fd, "rb") as fh:
-            size = os.fstat(fd).st_size
-            if size > REF_MAX:
-                raise _too_big_ref(self.description, name, size)
-            value = fh.read(REF_MAX + 1)
-        if len(value) > REF_MAX:  # (grew since the fstat)
-            raise _too_big_ref(self.description, name, len(value))
-        text = value.decode("ascii", errors="replace").strip()
+            text = _ref_text(self.description, name, os.fstat(fd).st_size, fh.read)
         return RefValue(text, text)
 
     @contextlib.contextmanager
@@ -321,13 +320,8 @@ class S3Backend:
                 return None
             raise self._fail(f"reading ref {name}", exc) from None
         with contextlib.closing(reply["Body"]) as body:
-            size = int(reply.get("ContentLength") or 0)
-            if size > REF_MAX:
-                raise _too_big_ref(self.description, name, size)
-            data = body.read(REF_MAX + 1)
-        if len(data) > REF_MAX:
-            raise _too_big_ref(self.description, name, len(data))
-        return RefValue(data.decode("ascii", errors="replace").strip(), reply["ETag"])
+            text = _ref_text(self.description, name, int(reply.get("ContentLength") or 0), body.read)
+        return RefValue(text, reply["ETag"])
 
     def swap_ref(self, name: str, value: str, expected: RefValue | None) -> None:
         condition = {"IfMatch": expected.version} if expected else {"IfNoneMatch": "*"}

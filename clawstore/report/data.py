@@ -203,16 +203,6 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
     return out
 
 
-def kept_apart_head(store: HeadStore, campaign_id: str) -> tuple[str, str] | None:
-    """(head id, signer) of the campaign's head imported with --untrusted, if that is all there is."""
-    list_refs = getattr(store, "list_refs", None)
-    if list_refs is None or not list_refs("untrusted/"):
-        return None
-    from clawstore.trust.apart import kept_apart_heads
-
-    return kept_apart_heads(store).get(campaign_id)
-
-
 def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any], str | None]:
     """(head id, head, None) of the campaign's head ref, or (head id, head, signer) of a head kept apart
     as untrusted when the campaign has no trusted head: shown, and marked."""
@@ -220,6 +210,8 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
     head_id = store.get_ref(ref)
     signer = None
     if not head_id:
+        from clawstore.trust.apart import kept_apart_head
+
         apart = kept_apart_head(store, campaign_id)
         if apart is None:
             raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")

@@ -35,7 +35,7 @@ from clawstore.store import codec
 from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
 from clawstore.store.buildlogs import builds_dir, check_build_log
 from clawstore.store.durable import fsync_path, write_file_atomic
-from clawstore.store.headdoc import inline_nodes, part_ids, write_head
+from clawstore.store.headdoc import inline_or_none, part_ids, write_head
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import (
     ActionEntry,
@@ -387,28 +387,31 @@ def _check_refs(store: Store, report: FsckReport) -> None:
             report.bad_refs[name] = "ref file is damaged"
             continue
         report.ref_targets[name] = target
-        problem = _object_problem(store, report, target) or _parts_problem(store, report, target)
+        problem = _object_problem(store, report, target)
+        head = _read_json(store, target) if problem is None else None
+        problem = problem or _parts_problem(store, report, head)
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
-        bad = _head_problems(store, report, target, records_ok, trees_ok)
+        bad = _head_problems(store, report, head, records_ok, trees_ok)
         if bad:
             report.bad_head_nodes[name] = bad
 
 
-def _parts_problem(store: Store, report: FsckReport, head_id: str) -> str | None:
+def _parts_problem(store: Store, report: FsckReport, head: object) -> str | None:
     """Why a campaign head's nodes cannot all be read: a part of it missing or corrupt (headdoc.py)."""
-    for part_id in part_ids(_read_json(store, head_id)):
+    for part_id in part_ids(head):
         problem = _object_problem(store, report, part_id)
         if problem is not None:
             return f"names part {part_id}, which {problem}"
     return None
 
 
-def _head_problems(store: Store, report: FsckReport, head_id: str, records_ok: dict[str, str | None],
+def _head_problems(store: Store, report: FsckReport, target: object, records_ok: dict[str, str | None],
                    trees_ok: dict[str, str | None]) -> dict[int, str]:
-    """{node index: why} for the nodes of a campaign head whose record or outputs are gone."""
-    head = _read_head(store, head_id)
+    """{node index: why} for the nodes of a campaign head (a ref's target, read) whose record or outputs
+    are gone."""
+    head = inline_or_none(target, lambda part: _read_json(store, part))
     nodes = head.get("nodes") if isinstance(head, dict) else None
     if not isinstance(nodes, list):
         return {}  # not a campaign head: the ref's target alone is what it names
@@ -435,10 +438,7 @@ def _read_json(store: Store, oid: str) -> object:
 
 def _read_head(store: Store, oid: str) -> object:
     """A campaign head with its nodes inline (any other JSON as it is; None if a part is unreadable)."""
-    try:
-        return inline_nodes(_read_json(store, oid), lambda part: _read_json(store, part))
-    except StoreError:
-        return None
+    return inline_or_none(_read_json(store, oid), lambda part: _read_json(store, part))
 
 
 def _check_build_logs(store: Store, report: FsckReport) -> None:

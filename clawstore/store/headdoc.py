@@ -125,6 +125,15 @@ def inline_nodes(doc: Any, read_json: ReadJson) -> Any:
     return inline
 
 
+def inline_or_none(doc: Any, read_json: ReadJson) -> Any:
+    """inline_nodes, or None when a part is missing or not one (for readers that skip a damaged head:
+    fsck names it, a query leaves its rows out)."""
+    try:
+        return inline_nodes(doc, read_json)
+    except StoreError:
+        return None
+
+
 def _actions(runs: Any, count: int) -> list[Any]:
     """One action per node from their run-length encoding; StoreError if they do not match the nodes."""
     actions: list[Any] = []

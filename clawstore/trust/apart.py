@@ -29,6 +29,15 @@ def kept_apart(store: Store) -> dict[str, dict[str, Any]]:
     return found
 
 
+def kept_apart_head(store: Any, campaign_id: str) -> tuple[str, str] | None:
+    """(head id, signer) of the campaign's head imported with --untrusted, if that is all there is.
+    In the usual store (no untrusted import) only the refs' names are read."""
+    list_refs = getattr(store, "list_refs", None)
+    if list_refs is None or not list_refs(UNTRUSTED_REFS):
+        return None
+    return kept_apart_heads(store).get(campaign_id)
+
+
 def signer_text(doc: dict[str, Any]) -> str:
     """Who signed a kept-apart set, for views and reports ("unsigned" when nobody did)."""
     signers = doc.get("signers") or [doc.get("signer")]
