@@ -28,6 +28,7 @@ SMOKE = {
     "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4"],
     "view_bench": ["--runs", "40", "--models", "4"],
     "verify_bench": ["--runs", "50", "--repeat", "1"],
+    "head_bench": ["--cases", "20", "--models", "2"],
 }
 
 
