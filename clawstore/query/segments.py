@@ -108,17 +108,27 @@ def snapshot(manifest: Path) -> Snapshot:
     Segments are listed before packs: a compaction that lands in between then only hides segments it
     merged; a file deleted under a running query makes the caller retry with a fresh snapshot.
     """
-    newest = _newest(_all_segment_dirs(manifest))
-    snap = Snapshot()
-    for pack in reversed(_packs(manifest)):
+    while True:
+        newest = _newest(_all_segment_dirs(manifest))
+        packs = _packs(manifest)
+        snap = _newest_readable(packs)
+        if snap.pack == (packs[-1] if packs else None) or _packs(manifest) == packs:
+            break
+        # The newest pack vanished as we opened it: a compaction replaced it and may already have
+        # deleted segments we listed, so an older pack plus those segments would hide builds. Look again.
+    snap.segments = {slot: path for slot, (_, path) in newest.items() if slot not in snap.covers}
+    return snap
+
+
+def _newest_readable(packs: list[Path]) -> Snapshot:
+    """The newest of `packs` whose covers can be read (an unreadable newest one that stays is damaged)."""
+    for pack in reversed(packs):
         try:
             covers = json.loads((pack / "covers.json").read_text())
         except (OSError, ValueError):
-            continue  # a pack being deleted: an older or newer one is complete
-        snap.pack, snap.covers = pack, frozenset(covers["slots"])
-        break
-    snap.segments = {slot: path for slot, (_, path) in newest.items() if slot not in snap.covers}
-    return snap
+            continue
+        return Snapshot(pack=pack, covers=frozenset(covers["slots"]))
+    return Snapshot()
 
 
 def fsync_dir(path: Path) -> None:
