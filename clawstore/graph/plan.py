@@ -100,24 +100,16 @@ def unseen_objects(store: Store, record_id: str | None, record: dict[str, Any] |
                    present: set[str] | None = None) -> list[str]:
     """What a cached record names that the store no longer holds: the record itself and its outputs,
     as `name id` strings (empty when everything is there)."""
-    known = present if present is not None else set()
-
-    def there(oid: str) -> bool:
-        if oid in known:
-            return True
-        if store.has(oid):
-            known.add(oid)
-            return True
-        return False
-
-    missing = [f"record {record_id}"] if record_id is not None and not there(record_id) else []
+    named = [("record", record_id)] if record_id is not None else []
     outputs = (record or {}).get("outputs") or {}
     if isinstance(outputs, dict):
-        for name, value in outputs.items():
-            for oid in value if isinstance(value, list) else [value]:
-                if isinstance(oid, str) and not there(oid):
-                    missing.append(f"output {name} {oid}")
-    return missing
+        named += [(f"output {name}", oid) for name, value in outputs.items()
+                  for oid in (value if isinstance(value, list) else [value]) if isinstance(oid, str)]
+    known = present if present is not None else set()
+    asked = [oid for _, oid in named if oid not in known]
+    gone = set(store.missing(asked)) if asked else set()
+    known.update(oid for oid in asked if oid not in gone)
+    return [f"{what} {oid}" for what, oid in named if oid in gone]
 
 
 def attach_records(nodes: list[Node], store: Store, head: dict[str, dict[str, Any]] | None = None) -> None:

@@ -8,7 +8,7 @@ A function that only reads objects takes an `ObjectReader`; one that also writes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
@@ -20,6 +20,8 @@ class ObjectReader(Protocol):
     """Read content-addressed objects (every read verifies the content against its id)."""
 
     def has(self, oid: str) -> bool: ...
+
+    def missing(self, oids: Iterable[str]) -> list[str]: ...
 
     def get_bytes(self, oid: str) -> bytes: ...
 

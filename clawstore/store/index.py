@@ -304,6 +304,14 @@ class IndexView:
             loc = self.objects.get(digest)
         return loc
 
+    def lacking(self, digests: Iterable[bytes]) -> list[bytes]:
+        """Those of `digests` the index does not name, from one look for the lot (not listed again:
+        a caller that cares asks find_object about each of them)."""
+        self.ensure_loaded()
+        self._recheck()
+        objects = self.objects
+        return [digest for digest in digests if digest not in objects]
+
     def find_action(self, key: bytes, look_again: bool = True) -> ActionEntry | None:
         """The entry for `key`; on a miss the index is listed again unless `look_again` is False (an
         import's check for entries of its own to keep: writing one another process made is harmless)."""

@@ -11,7 +11,7 @@ import contextlib
 import functools
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -230,6 +230,13 @@ class ObjectStore:
     # --- queries --------------------------------------------------------------------------------
     def has(self, oid: str) -> bool:
         return self._loc(_digest(oid)) is not None
+
+    def missing(self, oids: Iterable[str]) -> list[str]:
+        """Those of `oids` the store does not hold: `has` of each, with one index lookup for the lot
+        (planning asks it of every output of every record: a quarter of a million at 10,000 runs)."""
+        pairs = [(oid, _digest(oid)) for oid in oids]
+        absent = set(self.runtime.index.lacking(digest for _, digest in pairs))
+        return [oid for oid, digest in pairs if digest in absent and not self.has(oid)]
 
     def _present(self, digest: bytes) -> bool:
         """Dedup check for a put: present (pending or indexed)? Refreshes an old pack's mtime."""

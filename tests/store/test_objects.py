@@ -134,6 +134,23 @@ def test_missing_and_malformed_ids(store: Store) -> None:
             store.get_bytes(bad)
 
 
+def test_missing_answers_has_for_many_ids_at_once(store: Store) -> None:
+    held, absent = store.put_bytes(b"held"), oid_of(b"never stored")
+    assert store.missing([]) == []
+    with store.batch():
+        pending = store.put_bytes(b"pending in this batch")  # not in the index yet, already there
+        assert store.missing([held, absent, pending, absent]) == [absent, absent]
+    assert store.missing([held, pending]) == []
+    # Stored by another process after this one read the index: a miss looks at the index again.
+    later = oid_of(b"from another process")
+    subprocess.run([sys.executable, "-c", "import sys; from clawstore.store import Store; "
+                    "Store(sys.argv[1]).put_bytes(b'from another process')", str(store.root)],
+                   check=True, env=env(), timeout=60)
+    assert store.missing([later, absent]) == [absent]
+    with pytest.raises(BadObjectIdError):
+        store.missing([held, "blake3:xyz"])
+
+
 def test_iter_objects_lists_everything_once(store: Store) -> None:
     ids = {store.put_bytes(f"object {i}".encode()) for i in range(50)}
     assert set(store.iter_objects()) == ids
