@@ -130,6 +130,9 @@ class BuildLog:
             else:
                 previous = {address_id(n["kind"], n["address"]): n
                             for n in (read_head_doc(self.store, previous_id).get("nodes", []) if previous_id else [])}
+            if previous_id and self._leaves_unchanged(previous, planned):
+                self.doc.head, self.doc.head_written = previous_id, False
+                return previous_id
             merged = dict(previous)
             for node in self._all:
                 if node["record"] is not None:
@@ -138,10 +141,6 @@ class BuildLog:
                     merged[address_id(node["kind"], node["address"])] = {
                         **node, "record_doc": planning_view(self._records.get(node["record"]))}
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
-            if previous_id and [(n["key"], n["record"]) for n in nodes] == [
-                    (n["key"], n["record"]) for n in (previous[a] for a in sorted(previous))]:
-                self.doc.head, self.doc.head_written = previous_id, False
-                return previous_id
             head_id = write_head(self.store, self._head_fields(), nodes)
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
@@ -150,6 +149,16 @@ class BuildLog:
             except RefConflict:  # another build advanced the head meanwhile: merge again
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
+
+    def _leaves_unchanged(self, previous: dict[str, Any], planned: set[str] | None) -> bool:
+        """Would merging this build's nodes into `previous` (by address) give the same nodes: each
+        recorded node already there with its key and record, and every address there still planned?"""
+        for node in self._all:
+            if node["record"] is not None:
+                old = previous.get(address_id(node["kind"], node["address"]))
+                if old is None or old["key"] != node["key"] or old["record"] != node["record"]:
+                    return False
+        return planned is None or all(address in planned for address in previous)
 
     def _head_fields(self) -> dict[str, Any]:
         """A campaign head's fields besides its nodes: this build's log, without the pointer to itself.

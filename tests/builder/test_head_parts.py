@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,19 @@ def test_a_lost_part_is_found_by_fsck_and_repaired(ws: Workspace, claw: Claw, st
     assert _store().get_ref(REF) is None, out + err
     assert claw("fsck")[0] == 0
     assert claw.build()[0] == 0 and len(standin.requests) == 4  # planned from the action cache
+
+
+def test_a_removed_case_leaves_the_head_and_a_no_op_keeps_it(tmp_path: Path, env: dict[str, str],
+                                                             standin: StandIn, monkeypatch: Any) -> None:
+    ws, claw = _wide(tmp_path, monkeypatch)
+    assert claw.build()[0] == 0
+    first_id, first = _head()
+    shutil.rmtree(ws.root / "configs" / "cases" / "c042")
+    requests = len(standin.requests)
+    assert claw.build()[0] == 0
+    assert len(standin.requests) == requests  # every other node reused: nothing changed but the plan
+    second_id, second = _head()
+    assert second_id != first_id and second["node_count"] == first["node_count"] - 2
+    assert not [n for n in read_head_doc(_store(), second_id)["nodes"] if n["address"]["case_id"] == "c042"]
+    assert claw.build()[0] == 0
+    assert _head()[0] == second_id
