@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from clawstore.errors import ClawError, StoreError, UsageError
@@ -36,6 +36,7 @@ class RemoteDamage(UsageError):
 
 
 REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
+ONE_GET_MAX = 8 << 20  # bytes: up to this a known-size file is fetched in one GET (boto3 splits bigger ones)
 
 
 def _not_a_file(description: str, name: str) -> RemoteDamage:
@@ -78,8 +79,9 @@ class Backend(Protocol):
         """{name: size} of every immutable file under `prefix`."""
         ...
 
-    def download(self, name: str, target: Path) -> None:
-        """Copy one file to `target` (a path the caller owns)."""
+    def download(self, name: str, target: Path, size: int | None = None) -> None:
+        """Copy one file to `target` (a path the caller owns). `size`: what a listing says it holds
+        (a hint: the caller checks what arrives)."""
         ...
 
     def upload(self, source: Path, name: str) -> None:
@@ -96,6 +98,20 @@ class Backend(Protocol):
         """Set ref `name` to `value` if it is still `expected` (None: if it does not exist), else raise
         RemoteRefConflict."""
         ...
+
+
+def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str) -> None:
+    """Copy `src` to `dst`; with a `size`, a source holding more (a file growing on the remote, a server
+    that does not stop) is refused once one byte too many has arrived."""
+    left = None if size is None else size + 1
+    while left is None or left > 0:
+        chunk = src.read(1 << 20 if left is None else min(1 << 20, left))
+        if not chunk:
+            return
+        dst.write(chunk)
+        if left is not None:
+            left -= len(chunk)
+    raise RemoteDamage(f"{what} holds more than the {size} bytes listed")
 
 
 def open_backend(url: str, endpoint_url: str | None = None) -> Backend:
@@ -157,7 +173,7 @@ class DirectoryBackend:
             raise _not_a_file(self.description, name)
         return fd
 
-    def download(self, name: str, target: Path) -> None:
+    def download(self, name: str, target: Path, size: int | None = None) -> None:
         try:
             fd = self._open(name)
         except FileNotFoundError:
@@ -165,8 +181,7 @@ class DirectoryBackend:
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
         with open(fd, "rb") as src, open(target, "wb") as dst:
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
+            _copy_at_most(src, dst, size, f"remote {self.description}: {name}")
 
     def _write(self, name: str, data_from: Path | bytes, replace: bool = True) -> bool:
         final = self._path(name)
@@ -289,9 +304,24 @@ class S3Backend:
             raise self._fail(f"listing {prefix}", exc) from None
         return found
 
-    def download(self, name: str, target: Path) -> None:
+    def download(self, name: str, target: Path, size: int | None = None) -> None:
+        if size is not None and size <= ONE_GET_MAX:
+            self._get(name, target, size)
+            return
         try:
             self.client.download_file(self.bucket, self._key(name), str(target))
+        except Exception as exc:
+            raise self._fail(f"downloading {name}", exc) from None
+
+    def _get(self, name: str, target: Path, size: int) -> None:
+        """One GET for a small file (download_file asks for its size first, then gets it: two round
+        trips, three times the time of one for a listing); never more than `size` bytes are kept."""
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(name))["Body"]
+            with body, open(target, "wb") as dst:
+                _copy_at_most(body, dst, size, f"remote {self.description}: {name}")
+        except RemoteDamage:
+            raise
         except Exception as exc:
             raise self._fail(f"downloading {name}", exc) from None
 

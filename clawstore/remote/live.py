@@ -1,8 +1,10 @@
 """`claw build --remote NAME`: pull before the build, push what it commits while it runs and at the end.
 
 While the build runs a background thread pushes the objects and action-cache entries committed since
-the last push (no refs) every `interval_s`, so a machine that dies mid-campaign loses nothing it had
-committed: another machine that pulls reuses those results. The campaign head is pushed at the end.
+the last push (no refs) every `interval_s`, so a machine that dies mid-campaign loses only what was in
+flight and what it committed since the last interim push: another machine that pulls reuses the rest.
+The campaign head is pushed at the end. (Not one push per commit window, a fraction of a second: every
+push adds packs to the remote, and a colleague's first pull reads one listing per pack.)
 """
 
 from __future__ import annotations

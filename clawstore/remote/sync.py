@@ -154,13 +154,30 @@ def _cache_dir(store: Store, remote: Remote) -> Path:
     return path
 
 
+def _fetch_listings(store: Store, remote: Remote, backend: Backend, packs: list[str], files: dict[str, int]
+                    ) -> None:
+    """Download the listings not in the local cache yet, WORKERS at a time: a remote that interim
+    pushes filled with hundreds of packs costs a new colleague one round trip per listing."""
+    cache = _cache_dir(store, remote)
+    unseen = [pack for pack in packs if not (cache / f"{pack}.ids").exists()]
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        list(pool.map(lambda pack: _download_listing(backend, pack, cache / f"{pack}.ids", files), unseen))
+
+
+def _download_listing(backend: Backend, pack: str, cached: Path, files: dict[str, int] | None = None) -> None:
+    tmp = cached.with_name(temp_name())
+    try:
+        backend.download(_listing_name(pack), tmp, (files or {}).get(_listing_name(pack)))
+        os.replace(tmp, cached)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> dict[str, Any]:
     """A pack's listing, from the local cache when it was seen before (listings never change)."""
     cached = _cache_dir(store, remote) / f"{pack}.ids"
     if not cached.exists():
-        tmp = cached.with_name(temp_name())
-        backend.download(_listing_name(pack), tmp)
-        os.replace(tmp, cached)
+        _download_listing(backend, pack, cached)
     try:
         doc = json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -207,6 +224,7 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
         if files[_listing_name(pack)] > LISTING_MAX:
             raise UsageError(f"remote {remote.url}: listing of pack {pack} is {files[_listing_name(pack)]} bytes, "
                              f"more than any listing (at most {LISTING_MAX})")
+    _fetch_listings(store, remote, backend, packs, files)
     return {pack: _read_listing(store, remote, backend, pack) for pack in packs}, files
 
 
@@ -586,8 +604,8 @@ class _Pull:
                 for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
         checked = {}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack"): pack
-                       for pack in packs}
+            futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack",
+                                   self.files[f"{PACKS}{pack}.pack"]): pack for pack in packs}
             try:
                 for future in as_completed(futures):
                     future.result()

@@ -35,6 +35,20 @@ def test_files_round_trip_and_list(backend: Backend, tmp_path: Path) -> None:
     assert target.read_bytes() == source.read_bytes()
 
 
+def test_a_download_of_a_known_size_keeps_no_more_than_that(backend: Backend, tmp_path: Path) -> None:
+    source = tmp_path / "listing"
+    source.write_bytes(os.urandom(5000))
+    backend.upload(source, "packs/ab.ids")
+    target = tmp_path / "back"
+    backend.download("packs/ab.ids", target, 5000)  # (S3: one GET instead of a HEAD and a GET)
+    assert target.read_bytes() == source.read_bytes()
+    # The remote holds more than its listing said (a file that grew since, a server that goes on):
+    # refused by name once one byte too many arrived, whatever else follows.
+    with pytest.raises(RemoteDamage, match="packs/ab.ids holds more than the 4000 bytes listed"):
+        backend.download("packs/ab.ids", target, 4000)
+    assert target.stat().st_size == 4001
+
+
 def test_a_file_created_only_if_absent_is_never_replaced(backend: Backend, tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     first.write_bytes(b"listing signed by one user")

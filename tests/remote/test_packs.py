@@ -49,6 +49,26 @@ def test_a_store_of_many_packs_round_trips(tmp_path: Path, monkeypatch: pytest.M
     assert sync.pull(target, remote).packs == 0
 
 
+def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(_filled(tmp_path / "a", 60), remote)
+    listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
+    assert len(listings) == 27
+    bad = listings[len(listings) // 2]
+    good = bad.read_bytes()
+    bad.write_bytes(b"not a listing")
+    target = Store(tmp_path / "b")
+    with pytest.raises(UsageError, match=f"listing of pack {bad.name[:-4]} is not JSON"):
+        sync.pull(target, remote)
+    cache = target.root / "remotes" / "team"
+    assert {p.name for p in cache.iterdir()} == {p.name for p in listings if p != bad}  # nothing half-written
+    assert list(target.iter_objects()) == []
+    bad.write_bytes(good)
+    assert sync.pull(target, remote).packs == 27
+
+
 def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path) -> None:
     source = _filled(tmp_path / "a", 40)
     source.runtime.close_writer()  # sealed, as at the end of every claw process
@@ -196,9 +216,9 @@ def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: 
     downloads: list[str] = []
     real = DirectoryBackend.download
 
-    def spy(self: object, name: str, target: Path) -> None:
+    def spy(self: object, name: str, target: Path, size: int | None = None) -> None:
         downloads.append(name)
-        real(self, name, target)  # type: ignore[arg-type]
+        real(self, name, target, size)  # type: ignore[arg-type]
 
     monkeypatch.setattr(DirectoryBackend, "download", spy)
     target = Store(tmp_path / "b")
