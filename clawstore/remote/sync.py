@@ -418,7 +418,11 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
-            objects, actions = _local_content(store, None if ref_names is None else refs)
+            # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
+            # only once what it reaches is published): a push after a no-op build walks no closure.
+            held = {move.name for move in moves if not move.changes}
+            objects, actions = _local_content(store, None if ref_names is None else
+                                              {name: value for name, value in refs.items() if name not in held})
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
@@ -741,10 +745,12 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
 def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Callable[[], set[str]]) -> SyncReport:
     """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
     one, and every result the remote holds for an action key the build's plan names, wherever it was
-    pushed from (another campaign with the same runs, say). `planned_keys()` is asked again after each
-    round: a check's or a judgement's key is known only once the run it reads is here, a result's once
-    its checks and judgements are (runs, then checks, then judgements, then results). Each round
-    fetches only the packs holding what its keys reach, verified as any pull's."""
+    pushed from (another campaign with the same runs, say). The head's closure comes first, so a
+    campaign pulled whole is planned once. `planned_keys()` (a whole planning of the campaign) is
+    asked again after each round that brought an entry for a key it named: a check's or a judgement's
+    key is known only once the run it reads is here, a result's once its checks and judgements are
+    (runs, then checks, then judgements, then results). Each round fetches only the packs holding what
+    its keys reach, verified as any pull's."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
@@ -755,17 +761,22 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Cal
         for pack in state.pending():
             for key, record in state.listings[pack]["actions"].items():
                 records.setdefault(key, set()).add(record)
-        roots, asked = list(remote_refs.values()), set()
+        if remote_refs:
+            _fetch_closure(state, list(remote_refs.values()))
+            state.add_entries(state.received)
+        asked: set[str] = set()
         while True:
             store.runtime.index.refresh()
             wanted = {key for key in planned_keys() - asked
                       if key in records and get_action_record_id(store, key, look_again=False) is None}
-            if not wanted and not roots:
+            if not wanted:
                 break
             asked |= wanted
-            _fetch_closure(state, [*roots, *(record for key in sorted(wanted) for record in records[key])])
+            _fetch_closure(state, [record for key in sorted(wanted) for record in records[key]])
             state.add_entries(state.received)
-            roots = []
+            store.runtime.index.refresh()
+            if all(get_action_record_id(store, key, look_again=False) is None for key in wanted):
+                break  # nothing the plan reads changed: planning again would name the same keys
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report)
     return report

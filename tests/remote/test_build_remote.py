@@ -6,6 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
+from clawstore.builder import closure
+from clawstore.builder.api import CampaignRequest, load_campaign, planned_keys
+from clawstore.remote.config import Remote
+from clawstore.remote.sync import pull_for_plan, push
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
@@ -76,3 +82,60 @@ def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, remo
     build(c, "main", "mean", "--remote", "team")
     assert len(provider.requests) == paid, "the runs and judgements another campaign paid for were reused"
     ok("fsck", cwd=c.root)
+
+
+def test_a_campaign_pulled_whole_is_planned_once(provider: StandIn, remote_url: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each round of the pull before a build plans the whole campaign again (seconds at 10,000 runs).
+    provider.script(JUDGE, *[judge_reply(7)] * 8)
+    a = team(tmp_path)
+    build(a, "main", "ev")
+    ok("push", remote_url, cwd=a.root)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    monkeypatch.chdir(b.root)
+    campaign = load_campaign(CampaignRequest(b.root, "main", "rp", "ev"))
+    store = Store(b.root / "store")
+    plans: list[int] = []
+
+    def counted() -> set[str]:
+        plans.append(1)
+        return planned_keys(campaign, store)
+
+    remote = Remote("team", remote_url)
+    pull_for_plan(store, remote, f"campaigns/{campaign.campaign_id}", counted)
+    assert len(plans) == 1  # the head's closure came first: every planned key has its entry
+    assert not planned_keys(campaign, store) - {key for key, _ in store.iter_actions()}
+    plans.clear()
+    pull_for_plan(store, remote, f"campaigns/{campaign.campaign_id}", counted)  # the next build's
+    assert len(plans) == 1
+
+
+def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: StandIn, remote_url: str,
+                                                                  tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The push at the end of every `build --remote` names the campaign head; after a no-op build the
+    # remote holds it already, and walking its closure took seconds at 10,000 runs.
+    provider.script(JUDGE, *[judge_reply(7)] * 16)
+    a = team(tmp_path)
+    build(a, "main", "ev")
+    ref = "campaigns/main__rp__ev"
+    store = Store(a.root / "store", create=False)
+    assert store.get_ref(ref) is not None
+    remote = Remote("team", remote_url)
+    walks: list[str] = []
+    real = closure.head_closure
+
+    def counted(source: Store, head: str) -> closure.HeadClosure:
+        walks.append(head)
+        return real(source, head)
+
+    monkeypatch.setattr(closure, "head_closure", counted)
+    first = push(store, remote, [ref])
+    assert walks == [store.get_ref(ref)] and first.objects > 0 and first.refs_moved == [ref]
+    again = push(store, remote, [ref])
+    assert walks == [store.get_ref(ref)] and again.objects == 0 and again.refs_moved == []
+    a.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
+    build(a, "main", "ev")
+    moved = push(store, remote, [ref])
+    assert walks[-1] == store.get_ref(ref) and moved.objects > 0 and moved.refs_moved == [ref]
