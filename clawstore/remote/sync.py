@@ -86,6 +86,7 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 WORKERS = 8
 TRACKING = "remotes/"
 LISTING_FORMAT = 2
+LISTING_BATCH = 64  # listings fetched together, then checked, before the next ones are fetched
 LISTING_MAX = 256 << 20  # bytes: a listing of a million objects is 70 MB; a bigger file is not a listing
 _LOWER_HEX = re.compile(r"[0-9a-f]*")
 
@@ -224,8 +225,12 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
         if files[_listing_name(pack)] > LISTING_MAX:
             raise UsageError(f"remote {remote.url}: listing of pack {pack} is {files[_listing_name(pack)]} bytes, "
                              f"more than any listing (at most {LISTING_MAX})")
-    _fetch_listings(store, remote, backend, packs, files)
-    return {pack: _read_listing(store, remote, backend, pack) for pack in packs}, files
+    listings = {}
+    for start in range(0, len(packs), LISTING_BATCH):  # a remote full of junk fails within one batch
+        batch = packs[start:start + LISTING_BATCH]
+        _fetch_listings(store, remote, backend, batch, files)
+        listings.update((pack, _read_listing(store, remote, backend, pack)) for pack in batch)
+    return listings, files
 
 
 # ------------------------------------------------------------------------------------------ push

@@ -69,6 +69,24 @@ def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Pa
     assert sync.pull(target, remote).packs == 27
 
 
+def test_a_remote_planted_with_junk_listings_fails_before_fetching_them_all(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whoever can write to the bucket can plant listings by the thousand: the pull stops at the first
+    # batch holding one, instead of downloading every listing before reading any.
+    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)
+    monkeypatch.setattr(sync, "LISTING_BATCH", 4)
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(_filled(tmp_path / "a", 60), remote)
+    listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
+    junk = tmp_path / "remote" / "packs" / ("0" * 64 + ".ids")  # sorts first
+    junk.write_bytes(b"[]")
+    target = Store(tmp_path / "b")
+    with pytest.raises(UsageError, match=f"listing of pack {'0' * 64} is malformed"):
+        sync.pull(target, remote)
+    cached = list((target.root / "remotes" / "team").iterdir())
+    assert len(cached) <= 3 < len(listings), cached
+
+
 def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path) -> None:
     source = _filled(tmp_path / "a", 40)
     source.runtime.close_writer()  # sealed, as at the end of every claw process
