@@ -162,13 +162,14 @@ def _fetch_listings(store: Store, remote: Remote, backend: Backend, packs: list[
     cache = _cache_dir(store, remote)
     unseen = [pack for pack in packs if not (cache / f"{pack}.ids").exists()]
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        list(pool.map(lambda pack: _download_listing(backend, pack, cache / f"{pack}.ids", files), unseen))
+        list(pool.map(lambda pack: _download_listing(backend, pack, cache / f"{pack}.ids",
+                                                     files[_listing_name(pack)]), unseen))
 
 
-def _download_listing(backend: Backend, pack: str, cached: Path, files: dict[str, int] | None = None) -> None:
+def _download_listing(backend: Backend, pack: str, cached: Path, size: int | None = None) -> None:
     tmp = cached.with_name(temp_name())
     try:
-        backend.download(_listing_name(pack), tmp, (files or {}).get(_listing_name(pack)))
+        backend.download(_listing_name(pack), tmp, size)
         os.replace(tmp, cached)
     finally:
         tmp.unlink(missing_ok=True)
@@ -778,8 +779,7 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Cal
                 break
             asked |= wanted
             _fetch_closure(state, [record for key in sorted(wanted) for record in records[key]])
-            state.add_entries(state.received)
-            store.runtime.index.refresh()
+            state.add_entries(state.received)  # (its entries reach this process's index as they are written)
             if all(get_action_record_id(store, key, look_again=False) is None for key in wanted):
                 break  # nothing the plan reads changed: planning again would name the same keys
         for name, value in sorted(remote_refs.items()):
