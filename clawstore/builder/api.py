@@ -312,12 +312,13 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
         return campaign, cid, states
 
 
-def planned_keys(campaign: Any, store: Store) -> set[str]:
-    """The action keys a build of `campaign` looks up, as far as `store` tells them now: every run's, and
-    each check's, judgement's and result's whose inputs are stored (the others have no key yet)."""
+def unbuilt_keys(campaign: Any, store: Store) -> set[str]:
+    """The action keys a build of `campaign` would execute, as far as `store` tells them now: those of
+    the nodes it can plan (every run, and each check, judgement and result whose inputs are stored: the
+    others have no key yet) with no record here to reuse (no entry, or what the entry names is gone)."""
     with collector_paused():
         nodes, pending, _ = _plan_all(campaign, store)
-    return {node.key for node in nodes if node.key not in pending}
+    return {node.key for node in nodes if node.key not in pending and node.record is None}
 
 
 def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:

@@ -262,13 +262,13 @@ def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
     if name is None:
         yield
         return
-    from clawstore.builder.api import planned_keys
+    from clawstore.builder.api import unbuilt_keys
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.live import remote_session
 
     target = resolve_remote(campaign.root, name)
     store = stores.open(campaign.root)
-    with remote_session(store, target, f"campaigns/{campaign.campaign_id}", lambda: planned_keys(campaign, store)):
+    with remote_session(store, target, f"campaigns/{campaign.campaign_id}", lambda: unbuilt_keys(campaign, store)):
         yield
 
 

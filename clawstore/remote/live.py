@@ -35,11 +35,11 @@ def push_interval() -> float:
 
 
 @contextmanager
-def remote_session(store: Store, remote: Remote, head_ref: str, planned_keys: Callable[[], set[str]],
+def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
                    interval_s: float | None = None) -> Iterator[None]:
-    """`planned_keys()`: the action keys the build's plan names, as far as the store tells them now."""
+    """`unbuilt_keys()`: the action keys the build would execute, as far as the store tells them now."""
     interval_s = interval_s or push_interval()
-    print(pull_for_plan(store, remote, head_ref, planned_keys).summary(), file=sys.stderr)
+    print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
     stop = threading.Event()
 
     def periodic() -> None:

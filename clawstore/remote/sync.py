@@ -748,15 +748,16 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
     return report
 
 
-def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Callable[[], set[str]]) -> SyncReport:
+def pull_for_plan(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
     """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
-    one, and every result the remote holds for an action key the build's plan names, wherever it was
-    pushed from (another campaign with the same runs, say). The head's closure comes first, so a
-    campaign pulled whole is planned once. `planned_keys()` (a whole planning of the campaign) is
-    asked again after each round that brought an entry for a key it named: a check's or a judgement's
-    key is known only once the run it reads is here, a result's once its checks and judgements are
-    (runs, then checks, then judgements, then results). Each round fetches only the packs holding what
-    its keys reach, verified as any pull's."""
+    one this store does not, and every result the remote holds for an action key the build would
+    execute (`unbuilt_keys()`, a whole planning of the campaign), wherever it was pushed from (another
+    campaign with the same runs, say), what this store lost of one included. The head's closure comes
+    first, so a campaign pulled whole is planned once; a head this store holds is not walked: the
+    planning tells what of it is missing. `unbuilt_keys()` is asked again after each round that
+    fetched something: a check's or a judgement's key is known only once the run it reads is here, a
+    result's once its checks and judgements are (runs, then checks, then judgements, then results).
+    Each round fetches only the packs holding what its keys reach, verified as any pull's."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
@@ -764,24 +765,25 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, planned_keys: Cal
         _check_ref_signers(store, backend, remote_refs, untrusted=False)
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
-        for pack in state.pending():
-            for key, record in state.listings[pack]["actions"].items():
+        for doc in state.listings.values():
+            for key, record in doc["actions"].items():
                 records.setdefault(key, set()).add(record)
-        if remote_refs:
-            _fetch_closure(state, list(remote_refs.values()))
+        head = remote_refs.get(head_ref)
+        if head is not None and not (store.get_ref(head_ref) == head and store.has(head)):
+            _fetch_closure(state, [head])
             state.add_entries(state.received)
         asked: set[str] = set()
         while True:
             store.runtime.index.refresh()
-            wanted = {key for key in planned_keys() - asked
-                      if key in records and get_action_record_id(store, key, look_again=False) is None}
+            wanted = {key for key in unbuilt_keys() - asked if key in records}
             if not wanted:
                 break
             asked |= wanted
+            received = len(state.received)
             _fetch_closure(state, [record for key in sorted(wanted) for record in records[key]])
             state.add_entries(state.received)  # (its entries reach this process's index as they are written)
-            if all(get_action_record_id(store, key, look_again=False) is None for key in wanted):
-                break  # nothing the plan reads changed: planning again would name the same keys
+            if len(state.received) == received:
+                break  # nothing came: planning again would name the same keys
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report)
     return report
@@ -797,9 +799,10 @@ def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> 
 def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
     """A narrowed pull fetches only the packs holding what its roots (heads, records) reach: walk the
     closure in the store, fetch the packs listing what is missing, walk again (a head names its
-    records, records their outputs, trees their files: a few rounds)."""
+    records, records their outputs, trees their files: a few rounds). Packs an earlier pull fetched
+    are among them: what this store lost since (a bad disk, fsck --repair) comes again."""
     roots = list(roots)
-    listed = {pack: set(state.listings[pack]["objects"]) for pack in state.pending()}
+    listed = {pack: set(doc["objects"]) for pack, doc in state.listings.items()}
     while listed:
         reach = Reach(state.store)
         reach.mark(roots)

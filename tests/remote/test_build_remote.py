@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 from clawstore.builder import closure
-from clawstore.builder.api import CampaignRequest, load_campaign, planned_keys
+from clawstore.builder.api import CampaignRequest, load_campaign, unbuilt_keys
+from clawstore.remote import sync
 from clawstore.remote.config import Remote
 from clawstore.remote.sync import pull_for_plan, push
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.faults.helpers import head_nodes
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.storefiles import lose_object
 from tests.support.workspace import SECRET, Workspace, write_yaml
 
 
@@ -100,12 +103,12 @@ def test_a_campaign_pulled_whole_is_planned_once(provider: StandIn, remote_url: 
 
     def counted() -> set[str]:
         plans.append(1)
-        return planned_keys(campaign, store)
+        return unbuilt_keys(campaign, store)
 
     remote = Remote("team", remote_url)
     pull_for_plan(store, remote, f"campaigns/{campaign.campaign_id}", counted)
     assert len(plans) == 1  # the head's closure came first: every planned key has its entry
-    assert not planned_keys(campaign, store) - {key for key, _ in store.iter_actions()}
+    assert unbuilt_keys(campaign, store) == set()  # nothing left to execute
     plans.clear()
     pull_for_plan(store, remote, f"campaigns/{campaign.campaign_id}", counted)  # the next build's
     assert len(plans) == 1
@@ -139,3 +142,52 @@ def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: Stand
     build(a, "main", "ev")
     moved = push(store, remote, [ref])
     assert walks[-1] == store.get_ref(ref) and moved.objects > 0 and moved.refs_moved == [ref]
+
+
+def test_a_build_whose_head_the_remote_holds_walks_no_closure(provider: StandIn, remote_url: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pull before every `build --remote` walked the remote head's closure (every record, seconds
+    # at 10,000 runs) even when this store holds that very head: the plan tells what is missing.
+    provider.script(JUDGE, *[judge_reply(7)] * 8)
+    a = team(tmp_path)
+    build(a, "main", "ev", "--remote", remote_url)
+    monkeypatch.chdir(a.root)
+    campaign = load_campaign(CampaignRequest(a.root, "main", "rp", "ev"))
+    store = Store(a.root / "store", create=False)
+    walks: list[list[str]] = []
+    real = sync._fetch_closure
+
+    def counted(state: sync._Pull, roots: list[str]) -> None:
+        walks.append(list(roots))
+        real(state, roots)
+
+    monkeypatch.setattr(sync, "_fetch_closure", counted)
+    pull_for_plan(store, Remote("team", remote_url), f"campaigns/{campaign.campaign_id}",
+                  lambda: unbuilt_keys(campaign, store))
+    assert walks == []
+
+
+def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provider: StandIn, remote_url: str,
+                                                                          tmp_path: Path) -> None:
+    # B pulled A's campaign, then lost a run's answer and a judgement's record (a bad disk; fsck
+    # --repair quarantines such objects): the next `build --remote` fetches them again instead of paying.
+    provider.script(JUDGE, *[judge_reply(7)] * 8)
+    a = team(tmp_path)
+    build(a, "main", "ev", "--remote", remote_url)
+    paid = len(provider.requests)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    build(b, "main", "ev", "--remote", remote_url)
+    assert len(provider.requests) == paid
+    store = Store(b.root / "store", create=False)
+    nodes = head_nodes(store, "main__rp__ev")
+    run = next(n for n in nodes if n["kind"] == "run")
+    judgement = next(n for n in nodes if n["kind"] == "judge")
+    answer = store.get_json(run["record"])["outputs"]["artifact"]
+    lose_object(store, answer)
+    lose_object(store, judgement["record"])
+    assert not store.has(answer) and not store.has(judgement["record"])
+    build(b, "main", "ev", "--remote", remote_url)
+    assert len(provider.requests) == paid, "what the remote holds was fetched, not paid for again"
+    assert store.has(answer) and store.has(judgement["record"])
+    ok("fsck", cwd=b.root)
