@@ -63,12 +63,14 @@ from clawstore.store.archive import (
     untrusted_why,
     user_trusts,
 )
+from clawstore.store.archive_verify import Kept
 from clawstore.store.durable import temp_name, write_file_atomic
 from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
 from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
 from clawstore.store.reach import Reach
 from clawstore.store.transfer import (
     PackCheckError,
+    ReceivedPack,
     adopt_pack,
     copy_objects,
     file_digest,
@@ -545,7 +547,7 @@ class _Pull:
         self.present = store.object_digests()
         self.digests = {pack: _digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
         self.signers: dict[str, str | None] = {}
-        self.kept: dict[str, bytes] = {}  # records and input documents decoded while packs were checked
+        self.kept = Kept()  # records decoded while packs were checked, for the entry checks
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
@@ -592,8 +594,15 @@ class _Pull:
         if legacy:
             self._fetch_bundles(legacy)
         with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
-            checked = self._download_checked(packs, Path(tmp))
-            self._check_entries(packs)
+            records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
+                       for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
+            checked = self._download_checked(packs, Path(tmp), records)
+            unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
+            for path, blobs in checked.values():
+                source = ReceivedPack(path, [blob for blob in blobs if blob.id in records
+                                             and blob.id.hex() not in self.kept.contents])
+                unkept.update(dict.fromkeys(source.ids(), source))
+            self._check_entries(packs, unkept)
             for pack in packs:  # each: moved in as it is, and one index segment
                 path, blobs = checked[pack]
                 document = _document(self.listings[pack])  # the entries' copy: not adopted
@@ -608,10 +617,10 @@ class _Pull:
                 self.report.objects += new
                 self.report.bytes += size
 
-    def _download_checked(self, packs: list[str], work: Path) -> dict[str, tuple[Path, list[Blob]]]:
-        """Download in parallel; check each pack in this thread as soon as it has arrived."""
-        keep = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
+    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]
+                          ) -> dict[str, tuple[Path, list[Blob]]]:
+        """Download in parallel; check each pack in this thread as soon as it has arrived (the content
+        of the objects in `keep` kept decoded, as far as there is room)."""
         checked = {}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack",
@@ -632,15 +641,16 @@ class _Pull:
                 raise
         return checked
 
-    def _check_entries(self, arriving: list[str]) -> None:
+    def _check_entries(self, arriving: list[str], unkept: dict[str, ReceivedPack]) -> None:
         """Verify the entries this store can now take, whose record and input document are here or
         arriving: every entry of the packs arriving (those of untrusted signers are kept apart), and
         those of other trusted listings not settled before for keys without an entry here. One that
-        does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)"""
+        does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)
+        `unkept`: the arriving records not kept decoded, by hex id, and the pack to read each from."""
         store = self.store
         store.runtime.index.refresh()
-        contents = ArchiveContents(store, {}, {h for pack in arriving for h in self.listings[pack]["objects"]},
-                                   self.kept)
+        contents = ArchiveContents(store, unkept, {h for pack in arriving for h in self.listings[pack]["objects"]},
+                                   self.kept.contents)
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.get("format") != LISTING_FORMAT:

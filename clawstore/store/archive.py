@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -34,7 +34,7 @@ from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import WHOLE_MAX, ObjectCheckError, PackStage, Stage, Verifier
+from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, ObjectCheckError, PackStage, Stage, Verifier
 from clawstore.store.durable import atomic_file, fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
@@ -256,7 +256,7 @@ def _short(value: object) -> str:
 
 
 def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
-          kept: dict[str, bytes] | None = None) -> ArchiveSummary:
+          kept: Kept | None = None) -> ArchiveSummary:
     """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
     where = f"archive {path}"
     try:
@@ -370,7 +370,7 @@ class ArchiveContents:
     """Read access, during an import, to the objects of a verified archive before any is published:
     those it stages and those the store already has. For the caller's checks (`check=`)."""
 
-    def __init__(self, store: Store, staged: dict[str, Stage], listed: set[str],
+    def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: set[str],
                  kept: dict[str, bytes] | None = None):
         self._store, self._staged, self._listed = store, staged, listed
         self._kept = kept or {}  # contents already decoded and verified while the archive was read
@@ -390,12 +390,12 @@ class ArchiveContents:
             return known
         staged = self._staged.get(hexdigest)
         where = f"store {self._store.root}" if staged is None else str(
-            staged.path if isinstance(staged, PackStage) else staged)
+            staged if isinstance(staged, Path) else staged.path)
         try:
-            if isinstance(staged, PackStage):
-                frame = staged.read(hexdigest)
+            if isinstance(staged, Path):
+                frame = staged.read_bytes()
             else:
-                frame = staged.read_bytes() if staged is not None else self._store.read_frame(oid)
+                frame = staged.read(hexdigest) if staged is not None else self._store.read_frame(oid)
         except OSError as exc:
             raise StoreError(f"cannot read {where}: {exc.strerror}") from None
         declared = codec.content_size(frame[:codec.MAX_HEADER])
@@ -455,12 +455,12 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
 
     with store.lease("archive-import " + path.name):
         try:
-            kept: dict[str, bytes] = {}
+            kept = Kept()
             summary = _scan(path, on_object, kept)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
             listed = {item[0] for item in summary.manifest["objects"]}
-            contents = ArchiveContents(store, staged, listed, kept)
+            contents = ArchiveContents(store, staged, listed, kept.contents)
             _check_entries(summary.manifest.get("actions", {}), contents, str(path))
             if check is not None:
                 check(summary.manifest, contents)

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import blake3
 import zstandard
@@ -34,6 +34,8 @@ PENDING_MAX = 256 << 20  # frames waiting for the pool
 INLINE_MAX = 64 << 10
 WORKERS = 2
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+KEEP_EACH = 64 << 10  # a record kept decoded for the entry checks (claw's are a few KiB)
+KEEP_BUDGET = 64 << 20  # all of them: entries may point at anything, decompression bombs included
 
 
 class PackStage:
@@ -111,6 +113,34 @@ class PackStage:
 Stage = Path | PackStage
 
 
+class FrameSource(Protocol):
+    """Where an import's or a pull's checks read a frame back before it is published (a PackStage, a
+    received pack)."""
+
+    @property
+    def path(self) -> Path | None: ...
+
+    def read(self, hexdigest: str) -> bytes: ...
+
+
+class Kept:
+    """Decoded records and input documents kept for the entry checks that read them next, so they are
+    not read and decoded twice: each at most KEEP_EACH bytes, KEEP_BUDGET in all. A listing's or a
+    manifest's entries may point at anything, decompression bombs included; what is not kept is read
+    again where it is staged, one at a time."""
+
+    def __init__(self) -> None:
+        self.contents: dict[str, bytes] = {}
+        self.room = KEEP_BUDGET
+
+    def reserve(self, size: int) -> bool:
+        """Room for one more content of `size` bytes? (Then it is taken.)"""
+        if size > KEEP_EACH or size > self.room:
+            return False
+        self.room -= size
+        return True
+
+
 class ObjectCheckError(UsageError):
     """A member's frame is undecodable or its content does not hash to its name."""
 
@@ -161,7 +191,7 @@ class Verifier:
         self._pending: deque[tuple[str, int, Future[tuple[str | None, bytes | None]]]] = deque()
         self._pending_bytes = 0
         self.wanted: set[str] = set()  # ids whose content to keep (small JSON the importer reads next)
-        self.kept: dict[str, bytes] = {}
+        self.kept = Kept()
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
@@ -179,15 +209,16 @@ class Verifier:
             if isinstance(stage, PackStage):
                 stage.append(hexdigest, frame)  # checked: staged whole
             return
+        keep = hexdigest in self.wanted and self.kept.reserve(declared)
         if len(frame) <= INLINE_MAX:
-            why, content = _check_whole(frame, hexdigest, stage, hexdigest in self.wanted)
+            why, content = _check_whole(frame, hexdigest, stage, keep)
             if why:
                 self.finish()  # an earlier member still in the pool is named first
                 raise self._damaged(hexdigest, why)
             if content is not None:
-                self.kept[hexdigest] = content
+                self.kept.contents[hexdigest] = content
             return
-        future = self._pool.submit(_check_whole, frame, hexdigest, stage, hexdigest in self.wanted)
+        future = self._pool.submit(_check_whole, frame, hexdigest, stage, keep)
         self._pending.append((hexdigest, len(frame), future))
         self._pending_bytes += len(frame)
         while self._pending_bytes > PENDING_MAX:
@@ -230,7 +261,7 @@ class Verifier:
         if why:
             raise self._damaged(hexdigest, why)
         if content is not None:
-            self.kept[hexdigest] = content
+            self.kept.contents[hexdigest] = content
 
     def finish(self) -> None:
         """Wait for every object checked in the pool; raise for the first damaged one."""

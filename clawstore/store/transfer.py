@@ -28,6 +28,7 @@ import zstandard
 
 from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.store import codec
+from clawstore.store.archive_verify import Kept
 from clawstore.store.batch import Pending, commit
 from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX
@@ -49,7 +50,6 @@ SMALL_MAX = 1 << 20  # frames declaring at most this content are decoded in batc
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
 _SEGMENT = struct.Struct("<QQ")
-KEEP_MAX = 64 << 20  # a record or input document kept for the caller: bigger ones are not records
 
 
 class PackCheckError(UsageError):
@@ -125,9 +125,10 @@ def _frame(store: Store, maps: PackMaps, digest: bytes) -> tuple[tuple[str, int,
 # ------------------------------------------------------------------------------------------ checking
 
 def verify_pack(path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset(),
-                kept: dict[str, bytes] | None = None) -> list[Blob]:
+                kept: Kept | None = None) -> list[Blob]:
     """Check a received pack whole; its object blobs. PackCheckError naming `where` if anything is off.
-    The decoded content of the objects in `keep` (digests) is put in `kept` (by hex id): the caller reads them next."""
+    The decoded content of the objects in `keep` (digests) is put in `kept` (by hex id), as far as it
+    has room: the caller reads them next (the others from the pack: ReceivedPack)."""
     if file_digest(path) != name:
         raise PackCheckError(f"{where}: its bytes do not hash to its name (damaged in transit or on the remote)")
     try:
@@ -144,19 +145,15 @@ def verify_pack(path: Path, name: str, where: str, keep: AbstractSet[bytes] = fr
             view = memoryview(mapped)
             try:
                 large = _verify_small(mapped, view, objects, where, keep, kept)
-                for blob in large:
+                for blob in large:  # (bigger than anything kept)
                     _verify_streaming(fh.fileno(), blob, where)
-                    if kept is not None and blob.id in keep and blob.length <= KEEP_MAX:
-                        frame = view[blob.offset:blob.offset + blob.length]
-                        kept[blob.id.hex()] = codec.decompressor().decompress(frame)
-                        frame.release()
             finally:
                 view.release()
     return objects
 
 
 def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, keep: AbstractSet[bytes],
-                  kept: dict[str, bytes] | None) -> list[Blob]:
+                  kept: Kept | None) -> list[Blob]:
     """Verify the frames that declare a small content size, in batches; the others, to be streamed."""
     large: list[Blob] = []
     batch: list[Blob] = []
@@ -179,7 +176,7 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
 
 
 def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: AbstractSet[bytes],
-                  kept: dict[str, bytes] | None) -> None:
+                  kept: Kept | None) -> None:
     if not batch:
         return
     segments = b"".join(_SEGMENT.pack(blob.offset, blob.length) for blob in batch)
@@ -193,19 +190,36 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
                if blake3.blake3(content).digest() != blob.id]
         if not bad:
             if kept is not None and keep:
-                kept.update((blob.id.hex(), bytes(content)) for blob, content in zip(batch, decoded, strict=True)
-                            if blob.id in keep)
+                for blob, content in zip(batch, decoded, strict=True):
+                    if blob.id in keep and kept.reserve(len(content)):
+                        kept.contents[blob.id.hex()] = bytes(content)
             return
         batch = bad
     for blob in batch:  # one by one, to name the one that fails
         oid = PREFIX + blob.id.hex()
         frame = bytes(view[blob.offset:blob.offset + blob.length])
         try:
-            content = codec.decode_verified(oid, blob.id.hex(), where, frame)
+            codec.decode_verified(oid, blob.id.hex(), where, frame)
         except CorruptObjectError as exc:
             raise PackCheckError(str(exc)) from None
-        if kept is not None and blob.id in keep:
-            kept[blob.id.hex()] = content
+
+
+class ReceivedPack:
+    """A verified pack not adopted yet, whose frames the entry checks read back by id (the records
+    not kept decoded): a FrameSource (archive_verify.py)."""
+
+    def __init__(self, path: Path, blobs: Iterable[Blob]):
+        self.path: Path | None = path
+        self._spans = {blob.id.hex(): blob for blob in blobs}
+
+    def ids(self) -> list[str]:
+        """The hex ids it reads back."""
+        return list(self._spans)
+
+    def read(self, hexdigest: str) -> bytes:
+        blob = self._spans[hexdigest]
+        with open(self.path, "rb") as fh:  # type: ignore[arg-type]
+            return os.pread(fh.fileno(), blob.length, blob.offset)
 
 
 def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
