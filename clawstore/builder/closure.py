@@ -6,7 +6,6 @@ makes an imported campaign visible to `claw query` the way a local build would.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore import jsontext
 from clawstore.builder.buildlog import head_ref
 from clawstore.canonical import canonical_json
 from clawstore.config.containment import escapes, real_root
@@ -262,10 +262,10 @@ def _check_campaign_archive(manifest: dict[str, Any], contents: ArchiveContents,
     def read_part(oid: str) -> Any:
         if not (is_oid(oid) and contents.has(oid)):
             raise ArchiveError(f"head {head_id}: part {oid[:80]} is not in the archive")
-        return json.loads(contents.read(oid))
+        return jsontext.loads(contents.read(oid))
 
     try:
-        head = inline_nodes(json.loads(contents.read(head_id)), read_part)
+        head = inline_nodes(jsontext.loads(contents.read(head_id)), read_part)
     except ValueError:
         head = None
     except StoreError as exc:

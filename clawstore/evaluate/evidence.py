@@ -7,11 +7,11 @@ implementations (tests, and small callers).
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
 
 DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
@@ -179,7 +179,7 @@ def visible_text(content: Any, runner: str = "openclaw") -> tuple[str, bool]:
         return text, not text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
-            obj = json.loads(stripped)
+            obj = jsontext.loads(stripped)
         except ValueError:
             return content, False
         if isinstance(obj, dict):

@@ -6,12 +6,12 @@ where it matters: every dimension and the overall score must be present and with
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawstore import jsontext
 from clawstore.canonical import field_values
 from clawstore.evaluate.evidence import DIMENSIONS
 from clawstore.jsontext import first_json_object
@@ -54,7 +54,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     if not stripped:
         raise JudgeContractError("the judge returned no content")
     try:
-        value = json.loads(stripped)
+        value = jsontext.loads(stripped)
     except ValueError:
         value = None
     if isinstance(value, dict):

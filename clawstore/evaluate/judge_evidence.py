@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from clawstore import jsontext
 from clawstore.evaluate.evidence import (
     SandboxFiles,
     WorkspaceFiles,
@@ -57,7 +58,7 @@ def content_type(text: str) -> str:
         return "html"
     if stripped[:1] in "{[":
         try:
-            json.loads(stripped)
+            jsontext.loads(stripped)
             return "json"
         except ValueError:
             pass

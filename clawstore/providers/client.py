@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from clawstore import jsontext
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.reply_check import message_problem, usage_problem
@@ -273,7 +274,7 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
     if request_id:
         meta["request_id"] = request_id
     try:
-        data: Any = json.loads(text) if text else None
+        data: Any = jsontext.loads(text) if text else None
         parsed = True
     except ValueError:
         data, parsed = None, False

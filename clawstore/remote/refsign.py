@@ -15,10 +15,10 @@ older signed value back): docs/trust.md says so.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
+from clawstore import jsontext
 from clawstore.errors import UsageError
 from clawstore.remote.backends import Backend
 from clawstore.store.ids import PREFIX
@@ -66,7 +66,7 @@ def _check(body: bytes, name: str, value: str) -> str | None:
     from clawstore.trust import signature
 
     try:
-        doc = json.loads(body)
+        doc = jsontext.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise UsageError(f"remote ref {name}: its signed statement is not JSON") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("name") != name or doc.get("value") != value:

@@ -35,7 +35,6 @@ again: packs are immutable and named by content, and what is already there is sk
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import tempfile
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
+from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
 from clawstore.remote import refsign
@@ -183,7 +183,7 @@ def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> 
     if not cached.exists():
         _download_listing(backend, pack, cached)
     try:
-        doc = json.loads(cached.read_text(encoding="utf-8"))
+        doc = jsontext.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         cached.unlink(missing_ok=True)
         raise UsageError(f"remote {remote.url}: listing of pack {pack} is not JSON") from None

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawstore import jsontext
 from clawstore.providers import (
     ChatResult,
     Endpoint,
@@ -177,7 +178,7 @@ def _tool_calls(message: dict[str, Any]) -> list[_ToolCall]:
         parsed: Any = raw if isinstance(raw, dict) else None
         if isinstance(raw, str):
             try:
-                parsed = json.loads(raw) if raw.strip() else {}
+                parsed = jsontext.loads(raw) if raw.strip() else {}
             except ValueError:
                 parsed = None
         calls.append(_ToolCall(

@@ -18,7 +18,6 @@ writes action-cache entries and refs (pointers after what they point at).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import time
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
+from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
@@ -316,7 +316,7 @@ def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
 
 def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
+        doc = jsontext.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise ArchiveError(f"{where}: damaged manifest (not JSON)") from None
     _check_manifest(doc, where)
@@ -406,7 +406,7 @@ class ArchiveContents:
     def entry_problem(self, key: str, record_id: str) -> str | None:
         """Why the entry `key -> record_id` does not verify (actions.entry_problem), None if it does."""
         try:
-            record = json.loads(self.read(record_id, ENTRY_READ_MAX))
+            record = jsontext.loads(self.read(record_id, ENTRY_READ_MAX))
         except ValueError:
             record = None
         return entry_problem(key, record, self.has)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.store import actions, locks, refs, trees
 from clawstore.store.layout import open_layout
@@ -38,7 +38,7 @@ class Store(ObjectStore):
 
     def get_json(self, oid: str) -> Any:
         """Parse a JSON object (ValueError if the object is not JSON)."""
-        return json.loads(self.get_bytes(oid))
+        return jsontext.loads(self.get_bytes(oid))
 
     # --- trees --------------------------------------------------------------------------------
     def put_tree(self, directory: Path | str) -> str:

@@ -9,7 +9,6 @@ empty directories round-trip.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import stat
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore import jsontext
 from clawstore.errors import StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.ids import is_oid
@@ -124,7 +124,7 @@ def parse_tree(oid: str, data: bytes) -> list[TreeEntry]:
     if not data.startswith(_TREE_PREFIX):
         raise NotATreeError(f"object {oid} is not a tree")
     try:
-        doc = json.loads(data)
+        doc = jsontext.loads(data)
     except ValueError:
         raise NotATreeError(f"object {oid} is not a tree") from None
     if not isinstance(doc, dict) or doc.get("tree_version") != TREE_VERSION or not isinstance(

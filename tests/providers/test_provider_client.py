@@ -132,7 +132,8 @@ def test_client_errors_are_not_retried(standin: StandIn, client: ProviderClient,
     assert caught.value.status_code == status and caught.value.retryable is False
 
 
-@pytest.mark.parametrize("reply", [malformed(), malformed("[1, 2]"), {"body": {"id": "x", "choices": []}}])
+@pytest.mark.parametrize("reply", [malformed(), malformed("[1, 2]"), {"body": {"id": "x", "choices": []}},
+                                   malformed("[" * 100_000)], ids=["not-json", "list", "no-choices", "deep"])
 def test_malformed_response_is_invalid_and_not_retried(standin: StandIn, client: ProviderClient,
                                                        endpoint: Endpoint, reply: dict) -> None:
     standin.script("m1", reply)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
 from clawstore.runners.openclaw.container import Invocation
 
@@ -28,7 +28,7 @@ def find_payload(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            whole = json.loads(stripped)
+            whole = jsontext.loads(stripped)
         except ValueError:
             whole = None
         if isinstance(whole, dict):

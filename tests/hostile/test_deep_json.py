@@ -1,0 +1,96 @@
+"""JSON nested a hundred thousand levels deep, from everywhere claw reads JSON it did not write: a model's
+answer and tool calls, a judge's reply, an agent's output, a remote's listing, an archive's records.
+
+Python's parser gives up on such a document with RecursionError, which escaped every `except
+ValueError` around it: a build recorded the node as failed with "RecursionError" (and retried, paying
+again, at the next build) instead of an invalid answer; a pull or an archive import ended in a
+traceback. Each is now malformed JSON like any other (clawstore/jsontext.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clawstore.evaluate.evidence import visible_text
+from clawstore.evaluate.judge_contract import JudgeContractError, extract_json_object
+from clawstore.evaluate.judge_evidence import content_type
+from clawstore.jsontext import first_json_object
+from clawstore.runners.openclaw.evidence import find_payload
+from clawstore.testing.standin import StandIn, malformed
+from tests.config.workspace_builder import _claw_command
+from tests.faults.forge import Forgery
+from tests.hostile.conftest import RUNS, User
+from tests.support.claw import Claw, claw, env, ws  # noqa: F401 (fixtures)
+from tests.support.workspace import Workspace, standard
+
+DEEP = "[" * 100_000
+DEEP_OBJECT = '{"answer": ' + DEEP
+
+
+def _one_line_refusal(done: subprocess.CompletedProcess[str], what: str) -> None:
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert what in done.stderr, done.stderr
+
+
+def test_deep_json_in_a_model_or_agent_answer_is_just_text() -> None:
+    assert content_type(DEEP) == "text"
+    assert first_json_object(DEEP_OBJECT) is None
+    assert find_payload(DEEP_OBJECT + "}") is None
+    assert visible_text(DEEP_OBJECT + "}") == (DEEP_OBJECT + "}", False)
+    with pytest.raises(JudgeContractError):
+        extract_json_object(DEEP_OBJECT)
+
+
+def test_a_deep_provider_reply_is_an_invalid_answer_not_a_crash(ws: Workspace, claw: Claw,  # noqa: F811
+                                                                 standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    standin.script("vendor/m1", malformed(DEEP))
+    code, out, _ = claw.build("--output", "json")
+    row = json.loads(out)["rows"][0]
+    assert code == 1 and row["status"] == "provider_error", row
+    assert "Recursion" not in out
+
+
+def test_a_deep_tool_call_is_an_unparsed_call_not_a_crash(ws: Workspace, claw: Claw,  # noqa: F811
+                                                          standin: StandIn) -> None:
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": DEEP}}
+    standin.script("vendor/m1", {"body": {"id": "x", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                                                   "message": {"role": "assistant", "content": None,
+                                                                               "tool_calls": [call]}}]}})
+    code, out, _ = claw.build("--output", "json")
+    assert "Recursion" not in out and json.loads(out)["rows"][0]["status"] != "failed", out[-2000:]
+
+
+def test_a_deep_listing_on_a_remote_is_refused_in_one_line(alice: User, tmp_path: Path) -> None:
+    a = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, cwd=a.root)
+    remote = tmp_path / "share" / "remote"
+    alice.ok("push", str(remote), cwd=a.root)
+    listing = sorted((remote / "packs").glob("*.ids"))[0]
+    listing.write_text(DEEP)
+    b = standard(tmp_path / "bob")
+    done = subprocess.run([*_claw_command(), "pull", str(remote)], cwd=b.root, env=alice.env, capture_output=True,
+                          text=True, timeout=120)
+    _one_line_refusal(done, "is not JSON")
+
+
+def test_an_archive_entry_pointing_at_a_deep_record_is_refused_in_one_line(ws: Workspace, claw: Claw,  # noqa: F811
+                                                                           tmp_path: Path) -> None:
+    code, _, err = claw("build", *RUNS)
+    assert code == 0, err
+    exported = tmp_path / "good.claw"
+    assert claw("archive", "export", *RUNS, "-o", str(exported))[0] == 0
+    forgery = Forgery.read(exported)
+    forgery.manifest["actions"][forgery.add({"input": 1})] = forgery.add(DEEP.encode())
+    forgery.resign()
+    forged = forgery.write(tmp_path / "deep.claw")
+    done = subprocess.run([*_claw_command(), "archive", "import", str(forged), "--store", str(tmp_path / "target")],
+                          cwd=ws.root, env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    _one_line_refusal(done, "its record is not a record")
