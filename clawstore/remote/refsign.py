@@ -57,8 +57,8 @@ def signers(backend: Backend, refs: dict[str, str], tmp_dir: Path) -> dict[str, 
                 raise UsageError(f"remote ref {name}: its signed statement {where} is {listed[where]} bytes, "
                                  "not a statement")
             target = Path(work) / "statement.json"
-            backend.download(where, target)
-            found[name] = _check(target.read_bytes()[:MAX_BYTES + 1], name, value)
+            backend.download(where, target, listed[where])  # (no more than listed: it may have grown since)
+            found[name] = _check(target.read_bytes(), name, value)
     return found
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
+from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RemoteDamage, RemoteRefConflict, open_backend
 from tests.support.s3server import make_bucket
 
@@ -47,6 +48,22 @@ def test_a_download_of_a_known_size_keeps_no_more_than_that(backend: Backend, tm
     with pytest.raises(RemoteDamage, match="packs/ab.ids holds more than the 4000 bytes listed"):
         backend.download("packs/ab.ids", target, 4000)
     assert target.stat().st_size == 4001
+
+
+def test_a_ref_statement_that_grew_after_it_was_listed_is_not_read_whole(backend: Backend, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Someone writing to the share between the pull's listing and its download: the statement listed
+    # at 100 bytes holds 3,000 by then (it could hold gigabytes); no more than listed is kept.
+    name, value = "campaigns/c", "blake3:" + "a" * 64
+    where = refsign.statement_path(name, value)
+    grown = tmp_path / "grown"
+    grown.write_bytes(b" " * 3000)
+    backend.upload(grown, where)
+    listed = backend.list
+    monkeypatch.setattr(backend, "list",
+                        lambda prefix: {k: 100 if k == where else v for k, v in listed(prefix).items()})
+    with pytest.raises(RemoteDamage, match=f"{where} holds more than the 100 bytes listed"):
+        refsign.signers(backend, {name: value}, tmp_path)
 
 
 def test_a_file_created_only_if_absent_is_never_replaced(backend: Backend, tmp_path: Path) -> None:
