@@ -14,6 +14,7 @@ import re
 import yaml
 
 from clawstore.config.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH
+from clawstore.jsontext import nests_deeper_than
 
 
 class ShapeProblem(Exception):
@@ -25,8 +26,6 @@ class ShapeProblem(Exception):
 _INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
 _LINE_PREFIX = re.compile(r"^[ \t]*(?:(?:[-?:]|[&!]\S*)(?:[ \t]+|$))+", re.MULTILINE)
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")  # line breaks the regexes above do not see
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def _yaml_depth_bound(text: str) -> int | None:
@@ -96,10 +95,5 @@ def _walk_events(text: str, loader: type) -> None:
 
 def check_json_depth(text: str) -> None:
     """Raise ShapeProblem if a JSON text nests deeper than allowed (strings skipped, no recursion)."""
-    if text.count("[") + text.count("{") <= MAX_NESTING_DEPTH:
-        return
-    depth = 0
-    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
-        depth += 1 if match.group() in "[{" else -1
-        if depth > MAX_NESTING_DEPTH:
-            raise ShapeProblem(f"nesting deeper than {MAX_NESTING_DEPTH} levels")
+    if nests_deeper_than(text, MAX_NESTING_DEPTH):
+        raise ShapeProblem(f"nesting deeper than {MAX_NESTING_DEPTH} levels")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from clawstore.evaluate.evidence import visible_text
 from clawstore.evaluate.judge_contract import JudgeContractError, extract_json_object
 from clawstore.evaluate.judge_evidence import content_type
-from clawstore.jsontext import first_json_object
+from clawstore.jsontext import first_json_object, json_objects_in
 from clawstore.runners.openclaw.evidence import find_payload
 from clawstore.testing.standin import StandIn, malformed
 from tests.config.workspace_builder import _claw_command
@@ -45,6 +46,16 @@ def test_deep_json_in_a_model_or_agent_answer_is_just_text() -> None:
     assert visible_text(DEEP_OBJECT + "}") == (DEEP_OBJECT + "}", False)
     with pytest.raises(JudgeContractError):
         extract_json_object(DEEP_OBJECT)
+
+
+def test_a_reply_built_to_make_the_object_search_quadratic_is_searched_in_bounded_time() -> None:
+    # Objects nested 150 deep that never close, each level a thousand items long: the parse tried at
+    # every brace read to the end of its block. 2.7 MB took 18 s (a 64 MB reply: hours).
+    text = "".join('{"a":[' + "1," * 1000 for _ in range(150)) * 9
+    started = time.monotonic()
+    assert first_json_object(text) is None
+    assert time.monotonic() - started < 8
+    assert list(json_objects_in('a {"x": {"y": 1}} b {not json} {"z": 2}')) == [{"x": {"y": 1}}, {"y": 1}, {"z": 2}]
 
 
 def test_a_deep_provider_reply_is_an_invalid_answer_not_a_crash(ws: Workspace, claw: Claw,  # noqa: F811

@@ -58,6 +58,14 @@ def _deep_json_source(w: Workspace) -> None:
         1, {"role": "user", "source": {"path": "deep.json"}}))
 
 
+def _json_source(text: str) -> Callable[[Workspace], None]:
+    def apply(w: Workspace) -> None:
+        (w.configs / "cases" / "alpha" / "source.json").write_text(text)
+        w.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"].__setitem__(
+            1, {"role": "user", "source": {"path": "source.json"}}))
+    return apply
+
+
 def _big_attachment(w: Workspace) -> None:
     (w.configs / "cases" / "alpha" / "big.txt").write_bytes(b"x" * (MAX_ATTACHMENT_BYTES + 1))
     w.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["big.txt"]))
@@ -78,6 +86,10 @@ ATTACKS: dict[str, tuple[Callable[[Workspace], None], str, str]] = {
     "deep nesting with U+2028 line ends": (_replace_case("".join(" " * i + "k:\u2028" for i in range(300))),
                                            CASE, "nesting deeper than 100"),
     "100,000-deep JSON message source": (_deep_json_source, CASE, "nesting deeper than 100"),
+    # An unterminated string of escaped quotes (and brackets, to be counted) made the depth check's
+    # string pattern start again at every quote: 60 KB took 20 s, these 1.2 MB would take hours.
+    "JSON source with an unterminated string of escaped quotes": (
+        _json_source('["' + 'a\\"[' * 300_000), CASE, "invalid JSON"),
     "50 MB string in a case": (lambda w: _case_with(w, "metadata: {blob: '" + "x" * 50_000_000 + "'}\n"),
                                CASE, "larger than"),
     "5000-digit max_tokens": (_runner_setting("9" * 5000), CASE, "integer literal longer than"),
