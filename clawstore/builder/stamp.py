@@ -18,8 +18,10 @@ files known to be unchanged) and ninja's log, a build that left its campaign com
 The next build with the same flags, in the same directory, on the same store, compares all of it and,
 if everything matches, prints the same table with every node reused and writes its build log (a few
 hundred bytes), as a no-op build does, without reading a config or opening the store's index. Any
-difference, and everything else (`--force`, `--case`/`--model`, `--executor ray`, `--max-cost`,
-`--remote`, a campaign with openclaw runs, content kept apart as untrusted), takes the full path. A
+difference, and everything else (`--force`, `--case`/`--model`, `--executor ray`, `--max-cost`, a
+campaign with openclaw runs, content kept apart as untrusted), takes the full path. (A `--remote`
+build's digest also names the remote's listings, and the caller checks the campaign's head there:
+cli/build_cmd.py, remote/live.py.) A
 file changed within two seconds of the stamp (mtime granularity) is never trusted: no stamp is written.
 Deleting `stamps/` loses nothing.
 """

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -17,6 +17,7 @@ from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
 
 if TYPE_CHECKING:
+    from clawstore.remote.live import RemoteView
     from clawstore.store.store import Store
 
 # JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
@@ -173,52 +174,74 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         return
     planned = None
     mode = progress or ("none" if output == "json" else "auto")
-    # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py).
-    plain = not (force or cases or models or max_cost is not None or remote or executor != "local")
-    stamping = _stamping(request, store_dir) if plain else None
-    if stamping is not None and _answer_from_stamp(stamping[0], stamping[1], output):
+    # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py); with
+    # --remote, when the remote did not change either.
+    plain = not (force or cases or models or max_cost is not None or executor != "local")
+    stamping = _stamping(request, store_dir, remote) if plain else None
+    if stamping is not None and _answer_from_stamp(stamping, output):
         return
-    campaign = _loaded(request) if remote is not None else None  # its pull asks the plan what to fetch
-    with _remote(remote, campaign, stores), _recording(stamping) as reads:
-        if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
-            campaign = _loaded(request)  # configs load once, for both
-        if max_cost is not None:
-            planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
-        if planned is None and _shows_live(mode):
-            planned = _estimate(request, stores, force, max_concurrency, campaign)
-        options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
-                               max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
-                               executor=executor, ray_address=ray_address)
-        report = run_build(request, stores, options, campaign)
+    with _recording(stamping) as reads:
+        campaign = _loaded(request) if remote is not None else None  # its pull asks the plan what to fetch
+        with _remote(remote, campaign, stores):
+            if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
+                campaign = _loaded(request)  # configs load once, for both
+            if max_cost is not None:
+                planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
+            if planned is None and _shows_live(mode):
+                planned = _estimate(request, stores, force, max_concurrency, campaign)
+            options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
+                                   max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
+                                   executor=executor, ray_address=ray_address)
+            report = run_build(request, stores, options, campaign)
     rows = _build_rows(report)
     if stamping is not None and reads is not None:
-        _stamp(stamping, reads, report, rows)
+        _stamp(stamping, reads, report, rows, request, store_dir, remote)
     _print_build(report, output, rows)
     raise SystemExit(report.exit_code)
 
 
-def _stamping(request: Any, store_dir: Path | None) -> tuple[Path, str, Path] | None:
-    """(store root, request digest, workspace root) of a build that may use or leave a stamp; None
-    outside a workspace."""
+class _Stamping(NamedTuple):
+    store_root: Path
+    digest: str  # of the request: the flags, the directory, the store (and the remote's state)
+    workspace: Path
+    remote: RemoteView | None  # --remote: the remote as it was when the digest was taken
+
+
+def _stamping(request: Any, store_dir: Path | None, remote: str | None = None) -> _Stamping | None:
+    """Where a build may find or leave its stamp; None outside a workspace, or when the remote cannot
+    be listed (the full path says what is wrong)."""
     from clawstore.builder import stamp
     from clawstore.config import find_workspace_root
 
     try:
         root = find_workspace_root(Path.cwd())
     except UsageError:
-        return None  # the full path says what is wrong
+        return None
     store_root = resolve_store_dir(store_dir, root).absolute()
-    flags = (request.suite, request.run_profile, request.evaluation_profile)
-    return store_root, stamp.request_digest(Path.cwd(), store_root, flags), root
+    flags: tuple[str | None, ...] = (request.suite, request.run_profile, request.evaluation_profile)
+    view = None
+    if remote is not None:
+        from clawstore.remote.live import view_remote
+
+        view = view_remote(root, remote)
+        if view is None:
+            return None
+        flags += ("--remote", *view.state)
+    return _Stamping(store_root, stamp.request_digest(Path.cwd(), store_root, flags), root, view)
 
 
-def _answer_from_stamp(store_root: Path, digest: str, output: str) -> bool:
+def _answer_from_stamp(stamping: _Stamping, output: str) -> bool:
     from clawstore.builder import stamp
 
-    found = stamp.match(store_root, digest)
+    found = stamp.match(stamping.store_root, stamping.digest)
     if found is None:
         return False
-    build_id = stamp.log_noop(store_root, found)
+    if stamping.remote is not None:  # the head this build last pushed must still be the remote's
+        if stamping.remote.head(str(found["campaign_id"])) != found["head"]:
+            return False
+        click.echo(f"remote {stamping.remote.name}: unchanged since the last build with it: nothing to pull or "
+                   "push", err=True)
+    build_id = stamp.log_noop(stamping.store_root, found)
     _print_rows(found["rows"], output, campaign_id=found["campaign_id"], build_id=build_id, counts=found["counts"],
                 metrics={"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
                          "cost_usd": 0.0}, failures=[], stopped=None, exit_code=0)
@@ -226,26 +249,34 @@ def _answer_from_stamp(store_root: Path, digest: str, output: str) -> bool:
 
 
 @contextlib.contextmanager
-def _recording(stamping: tuple[Path, str, Path] | None) -> Iterator[Any]:
+def _recording(stamping: _Stamping | None) -> Iterator[Any]:
     if stamping is None:
         yield None
         return
     from clawstore.builder import stamp
 
-    store_root, _, workspace_root = stamping
-    with stamp.recording(workspace_root, store_root) as reads:
+    with stamp.recording(stamping.workspace, stamping.store_root) as reads:
         yield reads
 
 
-def _stamp(stamping: tuple[Path, str, Path], reads: Any, report: Any, rows: list[dict[str, Any]]) -> None:
-    """Leave a stamp after a build that completed its campaign; forget an older one otherwise."""
+def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, Any]], request: Any,
+           store_dir: Path | None, remote: str | None) -> None:
+    """Leave a stamp after a build that completed its campaign; forget an older one otherwise. With
+    --remote, under the remote's state as this build's push left it (the stamp taken before is stale)."""
     from clawstore.builder import stamp
 
-    store_root, digest, _ = stamping
+    target: _Stamping | None = stamping
+    if stamping.remote is not None:
+        target = _stamping(request, store_dir, remote)
+        if target is None or target.digest != stamping.digest:
+            stamp.forget(stamping.store_root, stamping.digest)
+        if target is None:
+            return
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
-    if not (complete and not openclaw and stamp.write(store_root, digest, reads, report.build_id, rows, report.counts)):
-        stamp.forget(store_root, digest)
+    if not (complete and not openclaw
+            and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts)):
+        stamp.forget(target.store_root, target.digest)
 
 
 def _loaded(request: Any) -> Any:

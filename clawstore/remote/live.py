@@ -14,11 +14,16 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import blake3
+
 from clawstore.errors import ClawError
-from clawstore.remote.config import Remote
-from clawstore.remote.sync import pull_for_plan, push
+from clawstore.remote.backends import Backend, open_backend
+from clawstore.remote.config import Remote, resolve_remote
+from clawstore.remote.sync import PACKS, REFS, pull_for_plan, push, remote_packs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -58,3 +63,30 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
         worker.join()
         names = [head_ref] if store.get_ref(head_ref) is not None else None
         print(push(store, remote, names, move_refs=names is not None).summary(), file=sys.stderr)
+
+
+@dataclass
+class RemoteView:
+    """What a `build --remote` answered from its stamp (builder/stamp.py) depends on besides the
+    workspace and the store, read in two requests: the names of the remote's listings (a push by anyone
+    adds one) and the value of the campaign's head there (a push or a pull-and-push may move it alone)."""
+
+    name: str
+    backend: Backend
+    state: tuple[str, ...]  # the remote's URL, endpoint and a digest of its listings' names
+
+    def head(self, campaign_id: str) -> str | None:
+        current = self.backend.read_ref(f"{REFS}campaigns/{campaign_id}")
+        return None if current is None else current.value
+
+
+def view_remote(workspace: Path, name: str) -> RemoteView | None:
+    """The remote as it is now; None when it cannot be named or listed (the build's full path says why)."""
+    try:
+        remote = resolve_remote(workspace, name)
+        backend = open_backend(remote.url, remote.endpoint_url)
+        listings = remote_packs(backend.list(PACKS))
+    except ClawError:
+        return None
+    digest = blake3.blake3("\n".join(listings).encode()).hexdigest()
+    return RemoteView(remote.name, backend, (remote.url, remote.endpoint_url or "", digest))

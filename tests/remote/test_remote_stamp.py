@@ -1,0 +1,115 @@
+"""A `claw build --remote` that would change nothing is answered from its stamp, as a plain rebuild is:
+the remote is listed (one request) and this campaign's head read there, and when neither the remote,
+the configs nor the store changed since the last such build, the build prints its table without
+planning, pulling or pushing (it took 7 s at 60,000 nodes). Any change takes the full path.
+
+Real `claw` processes; to tell which path a build took, the stamp's copy of a printed row is marked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.remote.backends import open_backend
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.support.workspace import SECRET, Workspace, standard
+
+MARK = "answered-by-stamp"
+HEAD = "refs/campaigns/main__rp__none"
+
+
+def _build(ws: Workspace, remote: str) -> tuple[dict, str]:
+    done = claw("build", "--suite", "main", "--run-profile", "rp", "--output", "json", "--remote", remote,
+                cwd=ws.root)
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def _stamped(ws: Workspace, remote: str) -> None:
+    """A build that pushes, then (its files older than the mtime granularity window) one that leaves the
+    stamp; the stamp's first row marked."""
+    _build(ws, remote)
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    _build(ws, remote)
+    stamps = list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    assert len(stamps) == 1, stamps
+    doc = json.loads(stamps[0].read_text())
+    doc["rows"][0]["status"] = MARK
+    stamps[0].write_text(json.dumps(doc))
+
+
+def _answered_by_stamp(result: dict) -> bool:
+    return any(row["status"] == MARK for row in result["rows"])
+
+
+@pytest.fixture
+def a(provider: StandIn, tmp_path: Path) -> Workspace:
+    return standard(tmp_path / "a")
+
+
+def test_an_unchanged_build_with_a_remote_is_answered_from_its_stamp(a: Workspace, remote_url: str,
+                                                                     provider: StandIn) -> None:
+    _stamped(a, remote_url)
+    sent = len(provider.requests)
+    backend = open_backend(remote_url)
+    before = backend.list("")
+    result, err = _build(a, remote_url)
+    assert _answered_by_stamp(result) and len(provider.requests) == sent
+    assert result["counts"] == {"executed": 0, "reused": 4, "failed": 0, "skipped": 0}
+    assert "unchanged since the last build" in err and "pulled" not in err and "pushed" not in err
+    assert backend.list("") == before
+
+
+def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remote_url: str, provider: StandIn,
+                                                             tmp_path: Path) -> None:
+    _stamped(a, remote_url)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    _build(b, remote_url)  # pulls A's results (0 requests), pushes nothing new
+    b.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
+    sent = len(provider.requests)
+    _build(b, remote_url)  # two new runs, pushed with B's head
+    assert len(provider.requests) == sent + 2
+    result, err = _build(a, remote_url)
+    assert not _answered_by_stamp(result) and "pulled" in err
+    assert len(provider.requests) == sent + 2  # A's own configs: nothing to run
+    remote_head = open_backend(remote_url).read_ref(HEAD)
+    assert remote_head is not None and (a.root / "store").exists()
+    assert claw("cat", remote_head.value, cwd=a.root).returncode == 0, "B's head came with the pull"
+
+
+def _drop_remote_head(remote_url: str) -> None:
+    if remote_url.startswith("s3://"):
+        import boto3
+
+        bucket, _, prefix = remote_url[len("s3://"):].partition("/")
+        boto3.client("s3").delete_object(Bucket=bucket, Key=f"{prefix}/{HEAD}")
+    else:
+        (Path(remote_url) / HEAD).unlink()
+
+
+def test_a_remote_head_that_changed_alone_takes_the_full_path(a: Workspace, remote_url: str) -> None:
+    _stamped(a, remote_url)
+    backend = open_backend(remote_url)
+    before = backend.read_ref(HEAD)
+    _drop_remote_head(remote_url)  # no listing changes: only the head does
+    result, err = _build(a, remote_url)
+    assert not _answered_by_stamp(result) and "1 ref(s) moved" in err
+    after = backend.read_ref(HEAD)
+    assert before is not None and after is not None and after.value == before.value
+
+
+def test_a_config_edit_takes_the_full_path(a: Workspace, remote_url: str, provider: StandIn) -> None:
+    _stamped(a, remote_url)
+    sent = len(provider.requests)
+    a.case("gamma", "Name a planet.")
+    result, _ = _build(a, remote_url)
+    assert not _answered_by_stamp(result) and len(provider.requests) == sent + 2
