@@ -16,10 +16,10 @@ import pytest
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.stamps import answered_by_stamp, mark_stamp
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
-MARK = "answered-by-stamp"
 
 
 @pytest.fixture
@@ -46,25 +46,14 @@ def _stamped(ws: Workspace) -> dict:
     return planned
 
 
-def _mark_stamp(ws: Workspace) -> None:
-    stamps = list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
-    assert len(stamps) == 1, stamps
-    doc = json.loads(stamps[0].read_text())
-    doc["rows"][0]["status"] = MARK
-    stamps[0].write_text(json.dumps(doc))
-
-
-def _answered_by_stamp(result: dict) -> bool:
-    return any(row["status"] == MARK for row in result["rows"])
-
 
 def test_an_unchanged_rebuild_is_answered_from_the_stamp_as_a_planned_noop_would_be(
         ws: Workspace, standin: StandIn) -> None:
     planned = _stamped(ws)
-    _mark_stamp(ws)
+    mark_stamp(ws.root / "store")
     sent = len(standin.requests)
     fast = _build(ws)
-    assert _answered_by_stamp(fast) and len(standin.requests) == sent
+    assert answered_by_stamp(fast) and len(standin.requests) == sent
     assert fast["counts"] == planned["counts"] == {"executed": 0, "reused": 4, "failed": 0, "skipped": 0}
     assert [{**r, "status": None} for r in fast["rows"][1:]] == [{**r, "status": None} for r in planned["rows"][1:]]
     assert len(list((ws.root / "store" / "builds").glob("*.json"))) == 3  # a no-op build is still recorded
@@ -80,7 +69,7 @@ def test_an_unchanged_rebuild_is_answered_from_the_stamp_as_a_planned_noop_would
 def test_any_change_takes_the_full_path(ws: Workspace, standin: StandIn, change: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     _stamped(ws)
-    _mark_stamp(ws)
+    mark_stamp(ws.root / "store")
     extra: tuple[str, ...] = ()
     case = ws.configs / "cases" / "alpha" / "test.yaml"
     if change == "edit in place, same size, old mtime":
@@ -102,7 +91,7 @@ def test_any_change_takes_the_full_path(ws: Workspace, standin: StandIn, change:
     elif change == "forced":
         extra = ("--force",)
     result = _build(ws, *extra)
-    assert not _answered_by_stamp(result), change
+    assert not answered_by_stamp(result), change
     expected = {"edit in place, same size, old mtime": 2, "new case": 2, "forced": 4}.get(change, 0)
     assert result["counts"]["executed"] == expected, (change, result["counts"])
 

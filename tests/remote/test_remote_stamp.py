@@ -3,7 +3,7 @@ the remote is listed (one request) and this campaign's head read there, and when
 the configs nor the store changed since the last such build, the build prints its table without
 planning, pulling or pushing (it took 7 s at 60,000 nodes). Any change takes the full path.
 
-Real `claw` processes; to tell which path a build took, the stamp's copy of a printed row is marked.
+Real `claw` processes; which path a build took is told by marking the stamp (tests/support/stamps.py).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.builder.stamp import RACY_NS
 from clawstore.remote.backends import open_backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.stamps import answered_by_stamp, mark_stamp
 from tests.support.workspace import SECRET, Workspace, standard
 
-MARK = "answered-by-stamp"
 HEAD = "refs/campaigns/main__rp__none"
 
 
@@ -39,15 +39,7 @@ def _stamped(ws: Workspace, remote: str) -> None:
     _build(ws, remote)
     time.sleep(RACY_NS / 1e9 + 0.1)
     _build(ws, remote)
-    stamps = list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
-    assert len(stamps) == 1, stamps
-    doc = json.loads(stamps[0].read_text())
-    doc["rows"][0]["status"] = MARK
-    stamps[0].write_text(json.dumps(doc))
-
-
-def _answered_by_stamp(result: dict) -> bool:
-    return any(row["status"] == MARK for row in result["rows"])
+    mark_stamp(ws.root / "store")
 
 
 @pytest.fixture
@@ -62,7 +54,7 @@ def test_an_unchanged_build_with_a_remote_is_answered_from_its_stamp(a: Workspac
     backend = open_backend(remote_url)
     before = backend.list("")
     result, err = _build(a, remote_url)
-    assert _answered_by_stamp(result) and len(provider.requests) == sent
+    assert answered_by_stamp(result) and len(provider.requests) == sent
     assert result["counts"] == {"executed": 0, "reused": 4, "failed": 0, "skipped": 0}
     assert "unchanged since the last build" in err and "pulled" not in err and "pushed" not in err
     assert backend.list("") == before
@@ -79,7 +71,7 @@ def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remot
     _build(b, remote_url)  # two new runs, pushed with B's head
     assert len(provider.requests) == sent + 2
     result, err = _build(a, remote_url)
-    assert not _answered_by_stamp(result) and "pulled" in err
+    assert not answered_by_stamp(result) and "pulled" in err
     assert len(provider.requests) == sent + 2  # A's own configs: nothing to run
     remote_head = open_backend(remote_url).read_ref(HEAD)
     assert remote_head is not None and (a.root / "store").exists()
@@ -102,7 +94,7 @@ def test_a_remote_head_that_changed_alone_takes_the_full_path(a: Workspace, remo
     before = backend.read_ref(HEAD)
     _drop_remote_head(remote_url)  # no listing changes: only the head does
     result, err = _build(a, remote_url)
-    assert not _answered_by_stamp(result) and "1 ref(s) moved" in err
+    assert not answered_by_stamp(result) and "1 ref(s) moved" in err
     after = backend.read_ref(HEAD)
     assert before is not None and after is not None and after.value == before.value
 
@@ -112,4 +104,4 @@ def test_a_config_edit_takes_the_full_path(a: Workspace, remote_url: str, provid
     sent = len(provider.requests)
     a.case("gamma", "Name a planet.")
     result, _ = _build(a, remote_url)
-    assert not _answered_by_stamp(result) and len(provider.requests) == sent + 2
+    assert not answered_by_stamp(result) and len(provider.requests) == sent + 2
