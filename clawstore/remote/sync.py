@@ -696,7 +696,8 @@ class _Pull:
 
     def _download_bundle(self, bundle: str, work: Path) -> Path:
         target = work / f"{bundle}.claw"
-        self.backend.download(f"{PACKS}{bundle}.claw", target)
+        name = f"{PACKS}{bundle}.claw"
+        self.backend.download(name, target, self.files.get(name))  # (no more than listed: it may have grown)
         signer = archive_signer(target)
         if not self.untrusted and not self.trusts(signer):
             raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")

@@ -13,7 +13,7 @@ import zstandard
 
 from clawstore.errors import UsageError
 from clawstore.remote import sync
-from clawstore.remote.backends import DirectoryBackend
+from clawstore.remote.backends import Backend, DirectoryBackend, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
@@ -183,9 +183,8 @@ def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path)
         verify_pack(path, name, "remote pack x")
 
 
-def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> None:
-    import json
-
+def _old_bundle(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A remote holding one bundle, as an older claw pushed them: (the remote, the entries it carries)."""
     from clawstore.store.archive import write_archive
     from clawstore.store.ids import PREFIX
 
@@ -199,12 +198,35 @@ def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> Non
     name = bundle.digest[len(PREFIX):]
     (packs / "new.claw").rename(packs / f"{name}.claw")
     (packs / f"{name}.ids").write_text(json.dumps({"objects": ids, "actions": actions}))
+    return tmp_path / "remote", actions
 
+
+def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> None:
+    remote, actions = _old_bundle(tmp_path)
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, Remote("old", str(tmp_path / "remote")))
+    pulled = sync.pull(target, Remote("old", str(remote)))
     assert (pulled.packs, pulled.objects) == (1, 15)
     assert dict(target.iter_actions()) == actions
-    assert sync.pull(target, Remote("old", str(tmp_path / "remote"))).packs == 0  # remembered as fetched
+    assert sync.pull(target, Remote("old", str(remote))).packs == 0  # remembered as fetched
+
+
+def test_a_bundle_that_grew_after_it_was_listed_is_not_downloaded_whole(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Someone writing to the share between the pull's listing and its download: no more than listed
+    # is kept (the bundle could have grown by gigabytes).
+    remote, _ = _old_bundle(tmp_path)
+    opened = sync.open_backend
+
+    def listed_smaller(*args: object, **kwargs: object) -> Backend:
+        backend = opened(*args, **kwargs)  # type: ignore[arg-type]
+        listed = backend.list
+        backend.list = lambda prefix: {k: 100 if k.endswith(".claw") else v  # type: ignore[method-assign]
+                                       for k, v in listed(prefix).items()}
+        return backend
+
+    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+    with pytest.raises(RemoteDamage, match="holds more than the 100 bytes listed"):
+        sync.pull(Store(tmp_path / "b"), Remote("old", str(remote)))
 
 
 def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: Path) -> None:
