@@ -21,6 +21,7 @@ TOOL_NAMES = ("exec_shell", "write_file", "read_file", "web_search")
 SHELL_TIMEOUT_S = 15.0
 READ_LIMIT = 1024 * 1024
 SEARCH_URL = "https://html.duckduckgo.com/html/"
+SEARCH_PAGE_MAX = 2 * 1024 * 1024  # bytes of a search page read (DuckDuckGo's are ~50 KB)
 
 _DESCRIPTIONS = {
     "exec_shell": "Executes a shell command (bash) on Linux and returns its exit code, stdout and stderr.",
@@ -143,18 +144,37 @@ class ToolBox:
     def _web_search(self, args: dict[str, str]) -> ToolOutcome:
         if not self.network:
             return ToolOutcome.error("network access is disabled for this run", "network_disabled")
-        response = httpx.get(SEARCH_URL, params={"q": args["query"]}, timeout=15.0,
-                             headers={"User-Agent": "clawstore/0.1 (llm_probe web_search)"})
-        response.raise_for_status()
-        return ToolOutcome("success", {"query": args["query"], "results": _scrape_results(response.text)})
+        with httpx.stream("GET", SEARCH_URL, params={"q": args["query"]}, timeout=15.0,
+                          headers={"User-Agent": "clawstore/0.1 (llm_probe web_search)"}) as response:
+            response.raise_for_status()
+            page = bytearray()
+            for chunk in response.iter_bytes():  # the first SEARCH_PAGE_MAX bytes: results come first
+                page += chunk
+                if len(page) >= SEARCH_PAGE_MAX:
+                    break
+            text = bytes(page[:SEARCH_PAGE_MAX]).decode(response.encoding or "utf-8", errors="replace")
+        return ToolOutcome("success", {"query": args["query"], "results": _scrape_results(text)})
 
 
-_RESULT_LINK = re.compile(r'<a[^>]*class="result__a"[^>]*href="([^"]+)"[^>]*>(.*?)</a>', re.S)
+_RESULT_CLASS = 'class="result__a"'
+_HREF = re.compile(r'\bhref="([^"]*)"')
 _TAG = re.compile(r"<[^>]+>")
+_LINK_MAX = 2048  # a result link's tag, and its title: longer ones are not result links
 
 
 def _scrape_results(page: str, limit: int = 5) -> list[dict[str, str]]:
-    results = []
-    for href, title in _RESULT_LINK.findall(page)[:limit]:
-        results.append({"title": html.unescape(_TAG.sub("", title)).strip(), "url": html.unescape(href)})
+    """The first `limit` result links (`<a ... class="result__a" ... href="URL">TITLE</a>`) of a search
+    page. Each look around a result's class is bounded, so the scrape is linear whatever the page holds
+    (a pattern with `(.*?)</a>` ran to the end of the page from every link that never closes)."""
+    results: list[dict[str, str]] = []
+    at = page.find(_RESULT_CLASS)
+    while at != -1 and len(results) < limit:
+        start = page.rfind("<a", max(0, at - _LINK_MAX), at)
+        end = page.find(">", at, at + _LINK_MAX)
+        close = page.find("</a>", end, end + _LINK_MAX) if end != -1 else -1
+        href = _HREF.search(page, start, end) if start != -1 and close != -1 else None
+        if href is not None and page[start + 2:start + 3].isspace() and ">" not in page[start:at]:
+            results.append({"title": html.unescape(_TAG.sub("", page[end + 1:close])).strip(),
+                            "url": html.unescape(href.group(1))})
+        at = page.find(_RESULT_CLASS, at + len(_RESULT_CLASS))
     return results

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +16,7 @@ import pytest
 
 from clawstore.canonical import canonical_json
 from clawstore.providers import Endpoint, ProviderClient
-from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe
+from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe, tools
 from clawstore.testing.standin import StandIn, empty, error, hang, text, tool_call
 
 KEY = "sk-or-v1-runner-test-secret-0000"
@@ -130,6 +135,60 @@ def test_shell_network_follows_the_policy(standin: StandIn, client: ProviderClie
         assert output["returncode"] == 0 and output["stdout"] == "200"
     else:
         assert output["returncode"] != 0 and "200" not in output["stdout"]
+
+
+@contextlib.contextmanager
+def _search_engine(page: bytes) -> Iterator[str]:
+    """A search engine on 127.0.0.1 answering every query with `page`; its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server name
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client may stop reading early
+                self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/html/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_web_search_results_are_scraped_from_the_page(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (b'<div><a rel="nofollow" class="result__a" href="https://example.org/a?x=1&amp;y=2">The <b>first</b> '
+            b'&amp; best</a></div><a class="other" href="https://no/">no</a>'
+            b'<a class="result__a" href="https://example.org/b">Second</a>')
+    standin.script("m1", tool_call("web_search", {"query": "clawstore"}), text("found"))
+    with _search_engine(page) as url:
+        monkeypatch.setattr(tools, "SEARCH_URL", url)
+        artifact = run_llm_probe(spec(endpoint, ["web_search"], network=True), client, tmp_path)
+    output = events(artifact, "tool_result")[0]["output"]
+    assert output["results"] == [{"title": "The first & best", "url": "https://example.org/a?x=1&y=2"},
+                                 {"title": "Second", "url": "https://example.org/b"}]
+
+
+def test_a_hostile_search_page_is_read_in_bounded_time_and_memory(standin: StandIn, client: ProviderClient,
+                                                                  endpoint: Endpoint, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # 12 MB of result links that never close: the page was read whole, and the scraping pattern's
+    # `(.*?)</a>` ran to its end from each of them (hours).
+    page = b'<a class="result__a" href="https://example.org/">x' * 240_000
+    standin.script("m1", tool_call("web_search", {"query": "clawstore"}), text("found"))
+    with _search_engine(page) as url:
+        monkeypatch.setattr(tools, "SEARCH_URL", url)
+        started = time.monotonic()
+        artifact = run_llm_probe(spec(endpoint, ["web_search"], network=True), client, tmp_path)
+    assert time.monotonic() - started < 20
+    assert events(artifact, "tool_result")[0]["output"]["results"] == []
 
 
 def test_web_search_without_network_is_a_tool_error(standin: StandIn, client: ProviderClient,
