@@ -599,9 +599,11 @@ class _Pull:
             checked = self._download_checked(packs, Path(tmp), records)
             unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
             for path, blobs in checked.values():
-                source = ReceivedPack(path, [blob for blob in blobs if blob.id in records
-                                             and blob.id.hex() not in self.kept.contents])
-                unkept.update(dict.fromkeys(source.ids(), source))
+                spans = {}
+                for blob in blobs:
+                    if blob.id in records and blob.id.hex() not in self.kept.contents:
+                        spans[blob.id.hex()] = blob
+                unkept.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
             self._check_entries(packs, unkept)
             for pack in packs:  # each: moved in as it is, and one index segment
                 path, blobs = checked[pack]

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore import jsontext
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
@@ -325,7 +324,7 @@ def _entry_problem(store: Store, report: FsckReport, key: str, record_id: str | 
     key, or pointing at a record of another question, would serve a wrong answer to every build. (Every
     object was hashed when the packs were checked: the input document is only looked up.)"""
     assert record_id is not None  # _action_problem answered for a missing record
-    return entry_problem(key, jsontext.loads(store.get_bytes(record_id)),
+    return entry_problem(key, store.get_json(record_id),
                          lambda oid: _object_problem(store, report, oid) is None)
 
 
@@ -337,7 +336,7 @@ def _action_problem(store: Store, report: FsckReport, record_id: str | None,
     if problem is not None:
         return f"record {record_id} {problem}"
     try:
-        record = jsontext.loads(store.get_bytes(record_id))
+        record = store.get_json(record_id)
     except (ValueError, StoreError):
         return f"record {record_id} is not JSON"
     if not isinstance(record, dict) or "outputs" not in record:
@@ -432,7 +431,7 @@ def _head_problems(store: Store, report: FsckReport, target: object, records_ok:
 
 def _read_json(store: Store, oid: str) -> object:
     try:
-        return jsontext.loads(store.get_bytes(oid))
+        return store.get_json(oid)
     except (ValueError, StoreError):
         return None
 

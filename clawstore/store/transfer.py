@@ -208,13 +208,9 @@ class ReceivedPack:
     """A verified pack not adopted yet, whose frames the entry checks read back by id (the records
     not kept decoded): a FrameSource (archive_verify.py)."""
 
-    def __init__(self, path: Path, blobs: Iterable[Blob]):
+    def __init__(self, path: Path, spans: dict[str, Blob]):
         self.path: Path | None = path
-        self._spans = {blob.id.hex(): blob for blob in blobs}
-
-    def ids(self) -> list[str]:
-        """The hex ids it reads back."""
-        return list(self._spans)
+        self._spans = spans  # hex id -> its blob in the pack
 
     def read(self, hexdigest: str) -> bytes:
         blob = self._spans[hexdigest]
