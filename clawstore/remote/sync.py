@@ -168,7 +168,7 @@ def _fetch_listings(store: Store, remote: Remote, backend: Backend, packs: list[
                                                      files[_listing_name(pack)]), unseen))
 
 
-def _download_listing(backend: Backend, pack: str, cached: Path, size: int | None = None) -> None:
+def _download_listing(backend: Backend, pack: str, cached: Path, size: int) -> None:
     tmp = cached.with_name(temp_name())
     try:
         backend.download(_listing_name(pack), tmp, size)
@@ -177,11 +177,12 @@ def _download_listing(backend: Backend, pack: str, cached: Path, size: int | Non
         tmp.unlink(missing_ok=True)
 
 
-def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str) -> dict[str, Any]:
-    """A pack's listing, from the local cache when it was seen before (listings never change)."""
+def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str, size: int) -> dict[str, Any]:
+    """A pack's listing, from the local cache when it was seen before (listings never change), else
+    downloaded again (another pull dropped the cached copy) no bigger than the remote listed (`size`)."""
     cached = _cache_dir(store, remote) / f"{pack}.ids"
     if not cached.exists():
-        _download_listing(backend, pack, cached)
+        _download_listing(backend, pack, cached, size)
     try:
         doc = jsontext.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -232,7 +233,8 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
     for start in range(0, len(packs), LISTING_BATCH):  # a remote full of junk fails within one batch
         batch = packs[start:start + LISTING_BATCH]
         _fetch_listings(store, remote, backend, batch, files)
-        listings.update((pack, _read_listing(store, remote, backend, pack)) for pack in batch)
+        listings.update((pack, _read_listing(store, remote, backend, pack, files[_listing_name(pack)]))
+                        for pack in batch)
     return listings, files
 
 

@@ -379,3 +379,24 @@ sync.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
     sync.pull(target, Remote("team", str(remote)))  # run again: finished
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert fsck(target).clean
+
+
+def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_than_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another pull on this store dropped the cached copy (it found it malformed) between the batch
+    # fetch and the read: the read downloads the listing again, and no more than the remote listed.
+    remote = Remote("team", str(tmp_path / "remote"))
+    sync.push(_filled(tmp_path / "a", 3), remote)
+    opened = sync.open_backend
+
+    def listed_smaller(*args: object, **kwargs: object) -> Backend:
+        backend = opened(*args, **kwargs)  # type: ignore[arg-type]
+        listed = backend.list
+        backend.list = lambda prefix: {k: 10 if k.endswith(".ids") else v  # type: ignore[method-assign]
+                                       for k, v in listed(prefix).items()}
+        return backend
+
+    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+    monkeypatch.setattr(sync, "_fetch_listings", lambda *args: None)  # the cached copies are gone
+    with pytest.raises(RemoteDamage, match="holds more than the 10 bytes listed"):
+        sync.pull(Store(tmp_path / "b"), remote)
