@@ -13,6 +13,10 @@ from typing import Any
 # of escaped quotes took 20 s).
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"?|[\[\]{}]', re.DOTALL)
 SEARCH_BUDGET = 16  # json_objects_in parses at most this many characters per character of text (plus 1 MiB)
+# A reply's JSON (a model's, a judge's, an agent's, a hook's) nested deeper than this is malformed: far
+# deeper than any real one, and far from the depth where Python's encoder gives up on a record that holds
+# it (the parser reaches about 990 levels; the encoder, deeper in the stack, fewer).
+REPLY_MAX_DEPTH = 200
 
 
 def loads(data: str | bytes) -> Any:
@@ -24,6 +28,15 @@ def loads(data: str | bytes) -> Any:
         return json.loads(data)
     except RecursionError:
         raise ValueError("JSON nested too deeply to be read") from None
+
+
+def loads_reply(text: str) -> Any:
+    """`loads` for a reply that claw keeps in a record: also a ValueError when nested deeper than
+    REPLY_MAX_DEPTH (tool-call arguments 980 deep parsed, then failed their run, already paid for, when
+    its record was written; the next build paid again)."""
+    if nests_deeper_than(text, REPLY_MAX_DEPTH):
+        raise ValueError(f"JSON nested more than {REPLY_MAX_DEPTH} levels deep")
+    return loads(text)
 
 
 def nests_deeper_than(text: str, limit: int) -> bool:
@@ -49,7 +62,8 @@ def json_objects_in(text: str) -> Iterator[dict[str, Any]]:
     A parse is tried at every brace, and a failed one may have read far: a reply built of nested,
     never-closed objects made the search quadratic (900 KB: 6 s; a 64 MB reply: hours). So the search
     stops once it has parsed SEARCH_BUDGET characters per character of text (plus 1 MiB), far more than
-    any real text needs (an object costs its length once per level it is nested in)."""
+    any real text needs (an object costs its length once per level it is nested in). An object nested
+    deeper than REPLY_MAX_DEPTH is not one (loads_reply)."""
     decoder = json.JSONDecoder()
     budget = SEARCH_BUDGET * len(text) + (1 << 20)
     start = text.find("{")
@@ -61,7 +75,7 @@ def json_objects_in(text: str) -> Iterator[dict[str, Any]]:
         except (ValueError, RecursionError):
             value, end = None, len(text)
         budget -= end - start
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not nests_deeper_than(text[start:end], REPLY_MAX_DEPTH):
             yield value
         start = text.find("{", start + 1)
 

@@ -239,7 +239,7 @@ def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) ->
     meta: dict[str, Any] = {}
     stderr_tail = err.decode("utf-8", errors="replace")[-_STDERR_TAIL:]
     try:
-        reply = jsontext.loads(out.decode("utf-8"))
+        reply = jsontext.loads_reply(out.decode("utf-8"))
     except ValueError:
         meta["stderr_tail"] = stderr_tail
         return HookOutcome("error", f"hook process exited with code {proc.returncode} without a result", {}, meta)

@@ -54,7 +54,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     if not stripped:
         raise JudgeContractError("the judge returned no content")
     try:
-        value = jsontext.loads(stripped)
+        value = jsontext.loads_reply(stripped)
     except ValueError:
         value = None
     if isinstance(value, dict):

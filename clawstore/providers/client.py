@@ -274,7 +274,7 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
     if request_id:
         meta["request_id"] = request_id
     try:
-        data: Any = jsontext.loads(text) if text else None
+        data: Any = jsontext.loads_reply(text) if text else None
         parsed = True
     except ValueError:
         data, parsed = None, False

@@ -178,7 +178,7 @@ def _tool_calls(message: dict[str, Any]) -> list[_ToolCall]:
         parsed: Any = raw if isinstance(raw, dict) else None
         if isinstance(raw, str):
             try:
-                parsed = jsontext.loads(raw) if raw.strip() else {}
+                parsed = jsontext.loads_reply(raw) if raw.strip() else {}
             except ValueError:
                 parsed = None
         calls.append(_ToolCall(

@@ -20,9 +20,9 @@ import pytest
 from clawstore.evaluate.evidence import visible_text
 from clawstore.evaluate.judge_contract import JudgeContractError, extract_json_object
 from clawstore.evaluate.judge_evidence import content_type
-from clawstore.jsontext import first_json_object, json_objects_in
+from clawstore.jsontext import REPLY_MAX_DEPTH, first_json_object, json_objects_in, loads_reply
 from clawstore.runners.openclaw.evidence import find_payload
-from clawstore.testing.standin import StandIn, malformed
+from clawstore.testing.standin import StandIn, malformed, text, tool_call
 from tests.config.workspace_builder import _claw_command
 from tests.faults.forge import Forgery
 from tests.hostile.conftest import RUNS, User
@@ -77,6 +77,37 @@ def test_a_deep_tool_call_is_an_unparsed_call_not_a_crash(ws: Workspace, claw: C
                                                                                "tool_calls": [call]}}]}})
     code, out, _ = claw.build("--output", "json")
     assert "Recursion" not in out and json.loads(out)["rows"][0]["status"] != "failed", out[-2000:]
+
+
+# Between the depth Python's parser reaches and the one its encoder reaches deeper in the stack: tool
+# call arguments that parsed, then failed the run as "RecursionError" when its record was written. The
+# tokens were paid, the build showed them as 0, and the next build paid for the run again.
+NEAR_THE_LIMIT = range(900, 1000, 10)
+
+
+def test_a_reply_nested_deeper_than_any_real_one_is_malformed() -> None:
+    assert loads_reply("[" * REPLY_MAX_DEPTH + "]" * REPLY_MAX_DEPTH) is not None
+    with pytest.raises(ValueError, match="levels deep"):
+        loads_reply("[" * (REPLY_MAX_DEPTH + 1) + "]" * (REPLY_MAX_DEPTH + 1))
+    assert loads_reply(json.dumps({"text": "[{" * 5000})) == {"text": "[{" * 5000}  # brackets in a string
+    deep = '{"a": ' + "[" * 980 + "]" * 980 + "}"
+    assert list(json_objects_in(f"log {deep} then {{\"ok\": 1}}")) == [{"ok": 1}]
+
+
+def test_tool_calls_nested_near_the_parsers_limit_are_unparsed_calls_not_failed_runs(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:  # noqa: F811
+    tools = {"llm_probe": {"tools": ["write_file", "read_file"]}}
+    ws.case("tooly", "Read it.", input={"messages": [{"role": "user", "content": "Read it."}], "context": tools})
+    models = [f"m{depth}" for depth in NEAR_THE_LIMIT]
+    ws.suite("main", models, case_selection={"include_case_ids": ["tooly"]})
+    for depth, model in zip(NEAR_THE_LIMIT, models, strict=True):
+        arguments = '{"path": ' + "[" * depth + "]" * depth + "}"
+        standin.script(f"vendor/{model}", tool_call("read_file", arguments), text("done"))
+    code, out, _ = claw.build("--output", "json")
+    rows = json.loads(out)["rows"]
+    assert code == 0 and [row["status"] for row in rows] == ["success"] * len(models), out[-2000:]
+    assert all(row["cost_usd"] for row in rows)
+    assert claw.build("--output", "json")[0] == 0 and len(standin.requests) == 2 * len(models)  # none again
 
 
 def test_a_deep_listing_on_a_remote_is_refused_in_one_line(alice: User, tmp_path: Path) -> None:

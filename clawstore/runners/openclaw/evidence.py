@@ -28,7 +28,7 @@ def find_payload(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            whole = jsontext.loads(stripped)
+            whole = jsontext.loads_reply(stripped)
         except ValueError:
             whole = None
         if isinstance(whole, dict):
