@@ -201,6 +201,20 @@ def _old_bundle(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return tmp_path / "remote", actions
 
 
+def _listed_smaller(monkeypatch: pytest.MonkeyPatch, suffix: str, size: int) -> None:
+    """The remote's listing says `size` bytes for its files named *`suffix`*: they grew after it was made."""
+    opened = sync.open_backend
+
+    def listed_smaller(*args: object, **kwargs: object) -> Backend:
+        backend = opened(*args, **kwargs)  # type: ignore[arg-type]
+        listed = backend.list
+        backend.list = lambda prefix: {k: size if k.endswith(suffix) else v  # type: ignore[method-assign]
+                                       for k, v in listed(prefix).items()}
+        return backend
+
+    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+
+
 def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> None:
     remote, actions = _old_bundle(tmp_path)
     target = Store(tmp_path / "b")
@@ -215,16 +229,7 @@ def test_a_bundle_that_grew_after_it_was_listed_is_not_downloaded_whole(tmp_path
     # Someone writing to the share between the pull's listing and its download: no more than listed
     # is kept (the bundle could have grown by gigabytes).
     remote, _ = _old_bundle(tmp_path)
-    opened = sync.open_backend
-
-    def listed_smaller(*args: object, **kwargs: object) -> Backend:
-        backend = opened(*args, **kwargs)  # type: ignore[arg-type]
-        listed = backend.list
-        backend.list = lambda prefix: {k: 100 if k.endswith(".claw") else v  # type: ignore[method-assign]
-                                       for k, v in listed(prefix).items()}
-        return backend
-
-    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+    _listed_smaller(monkeypatch, ".claw", 100)
     with pytest.raises(RemoteDamage, match="holds more than the 100 bytes listed"):
         sync.pull(Store(tmp_path / "b"), Remote("old", str(remote)))
 
@@ -387,16 +392,7 @@ def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_t
     # fetch and the read: the read downloads the listing again, and no more than the remote listed.
     remote = Remote("team", str(tmp_path / "remote"))
     sync.push(_filled(tmp_path / "a", 3), remote)
-    opened = sync.open_backend
-
-    def listed_smaller(*args: object, **kwargs: object) -> Backend:
-        backend = opened(*args, **kwargs)  # type: ignore[arg-type]
-        listed = backend.list
-        backend.list = lambda prefix: {k: 10 if k.endswith(".ids") else v  # type: ignore[method-assign]
-                                       for k, v in listed(prefix).items()}
-        return backend
-
-    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+    _listed_smaller(monkeypatch, ".ids", 10)
     monkeypatch.setattr(sync, "_fetch_listings", lambda *args: None)  # the cached copies are gone
     with pytest.raises(RemoteDamage, match="holds more than the 10 bytes listed"):
         sync.pull(Store(tmp_path / "b"), remote)
