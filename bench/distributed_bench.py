@@ -5,13 +5,13 @@ in-process executor, same campaign, same concurrency, same stand-in provider lat
 
 Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on the fresh
 cluster (its actors start) and of the next one (a fresh store: every run executes again, the actors are
-reused), the requests each sent (each must equal --runs) and whether the runs' answers are identical.
+reused), the requests each sent (each must equal --runs), whether the first Ray build sent the very
+request bodies the local build sent, and whether it stored the same runs (tests/support/outcomes.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -22,12 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.testing.standin import StandIn  # noqa: E402
+from tests.support.outcomes import request_bodies, run_outcomes  # noqa: E402
 from tests.support.raycluster import ray_available, ray_cluster  # noqa: E402
 from tests.support.workspace import SECRET, Workspace, many_cases  # noqa: E402
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
-QUERY = ("query", "select case_id, model_id, status, input_tokens, output_tokens from runs order by 1, 2",
-         "--format", "json")
 
 
 def claw(ws: Workspace, base_url: str, *args: str) -> tuple[float, str]:
@@ -57,25 +56,25 @@ def main() -> None:
         standin.set_default(reply)
         local = many_cases(Path(tmp) / "local", args.runs // 2, args.concurrency)
         local_s, _ = claw(local, standin.base_url, *BUILD)
-        local_sent = len(standin.requests)
+        local_sent, local_bodies = len(standin.requests), request_bodies(standin)
         standin.reset()
         standin.set_default(reply)
         spread = many_cases(Path(tmp) / "ray", args.runs // 2, args.concurrency)
         ray_s, _ = claw(spread, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
-        ray_sent = len(standin.requests)
+        ray_sent, same_requests = len(standin.requests), request_bodies(standin) == local_bodies
         standin.reset()
         standin.set_default(reply)
         # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
         warm = many_cases(Path(tmp) / "warm", args.runs // 2, args.concurrency)
         warm_s, _ = claw(warm, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
         warm_sent = len(standin.requests)
-        same = (json.loads(claw(local, standin.base_url, *QUERY)[1])
-                == json.loads(claw(spread, standin.base_url, *QUERY)[1]))
+        same = run_outcomes(local.root / "store") == run_outcomes(spread.root / "store")
     print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}:")
     print(f"  local executor: {local_s:.2f} s ({local_sent} requests)")
     print(f"  ray executor, 2 nodes, first build: {ray_s:.2f} s ({ray_sent} requests) = {ray_s / local_s:.2f}x local")
     print(f"  ray executor, 2 nodes, next build: {warm_s:.2f} s ({warm_sent} requests) = {warm_s / local_s:.2f}x local")
-    print(f"  identical answers: {same}")
+    print(f"  byte-identical requests sent: {same_requests}; identical stored runs (request, usage, answer, "
+          f"sandbox): {same}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import pytest
 from clawstore.store import Store
 from clawstore.store.packfile import scan_pack
 from clawstore.testing.standin import StandIn
+from tests.support.outcomes import request_bodies, run_outcomes
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
 from tests.support.storefiles import pack_files
 from tests.support.workspace import SECRET, Workspace, many_cases
@@ -71,6 +72,7 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     local = many_cases(tmp_path / "local", cases=20, concurrency=8)
     finish(claw(local, standin, *BUILD))
     assert len(standin.requests) == 40
+    sent_locally = request_bodies(standin)
     standin.reset()
     standin.set_default({"content": "forty-two", "latency": 0.05})
     spread = many_cases(tmp_path / "ray", cases=20, concurrency=8)
@@ -81,6 +83,10 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     packs = pack_files(Store(spread.root / "store", create=False))
     assert packs and all(scan_pack(path).sealed for path in packs)
     assert answers(spread, standin) == answers(local, standin)
+    # Byte-identical: the same request bodies reached the provider, the same answers were stored.
+    assert request_bodies(standin) == sent_locally
+    outcomes = run_outcomes(local.root / "store")
+    assert len(outcomes) == 40 and run_outcomes(spread.root / "store") == outcomes
 
 
 def test_a_killed_worker_is_retried_and_committed_once(cluster: RayCluster, standin: StandIn,
