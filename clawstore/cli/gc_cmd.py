@@ -147,15 +147,46 @@ def unpin_command(name: str, store_dir: Path | None) -> None:
 
 @click.command("refs")
 @click.option("--json", "as_json", is_flag=True, help="Print {name: target} as JSON.")
+@click.option("--delete", "delete", multiple=True, metavar="NAME",
+              help="Delete ref NAME (repeatable), e.g. the head of a campaign you no longer build: "
+                   "claw gc then reclaims what only it reached.")
 @store_option
-def refs_command(as_json: bool, store_dir: Path | None) -> None:
+def refs_command(as_json: bool, delete: tuple[str, ...], store_dir: Path | None) -> None:
     """List refs: campaign heads (campaigns/...) and pins (pins/...), the roots gc keeps."""
-    refs = _store(store_dir).list_refs()
+    store = _store(store_dir)
+    if delete:
+        _delete_refs(store, delete, as_json)
+        return
+    refs = store.list_refs()
     if as_json:
         click.echo(json.dumps(refs, indent=2, sort_keys=True))
         return
     for name, target in refs.items():
         click.echo(f"{name}\t{target}")
+
+
+def _delete_refs(store: Store, names: tuple[str, ...], as_json: bool) -> None:
+    """Delete these refs, all or none: every name is checked before any is deleted. A ref moved
+    meanwhile (a build advancing its head) is deleted all the same: deleting was asked by name."""
+    from clawstore.store.refs import check_ref_name
+
+    targets = {}
+    for name in names:
+        target = store.get_ref(check_ref_name(name))
+        if target is None:
+            raise UsageError(f"no ref {name} (claw refs lists them)")
+        targets[name] = target
+    for name in targets:
+        store.delete_ref(name)
+    if as_json:
+        click.echo(json.dumps({"removed": targets}, indent=2, sort_keys=True))
+        return
+    left = store.list_refs()
+    for name, target in targets.items():
+        click.echo(f"removed {name} (was -> {target})")
+        for other in sorted(n for n in left if n.endswith("/" + name)):  # remotes/<remote>/<name>
+            click.echo(f"claw: note: {other} still keeps what it reaches (this name's value at the last "
+                       f"push or pull there): claw refs --delete {other} lets gc reclaim it too", err=True)
 
 
 # ---------------------------------------------------------------------------------------------- archive

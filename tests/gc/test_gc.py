@@ -243,3 +243,39 @@ def test_reachability_follows_ids_in_any_json_object_even_across_read_chunks(tmp
     report = collect(store, grace_s=0)
     assert [oid for oid, _ in report.objects] == [in_text]
     assert all(store.has(o) for o in (*named, big, text, root))
+
+
+def test_a_campaign_no_longer_built_is_reclaimed_once_its_head_is_deleted(ws: Workspace, claw: Claw,
+                                                                          standin: StandIn,
+                                                                          env: dict[str, str]) -> None:
+    # Every campaign ever built keeps a head, a gc root: without a way to delete one, a suite dropped
+    # from the workspace kept its runs forever.
+    ws.suite("other", ["m9"])
+    assert claw.build()[0] == 0 and claw.build(suite="other")[0] == 0
+    store = store_of(env)
+    other = "campaigns/other__rp__none"
+    other_head = store.get_ref(other)
+    keep = {PREFIX + h for h in head_closure(store, store.get_ref(HEAD)).objects}
+    only_other = {PREFIX + h for h in head_closure(store, other_head).objects} - keep
+    assert only_other and _gc(claw, "--grace", "0")["objects_deleted"] == 0
+
+    for bad, why in ((["campaigns/nothing__rp__none"], "no ref campaigns/nothing__rp__none"),
+                     ([other, "campaigns/../../x"], "bad ref name"), (["objects"], "no ref objects")):
+        code, _, err = claw("refs", *(arg for name in bad for arg in ("--delete", name)))
+        assert code == 2 and err.count("\n") == 1 and why in err, err
+        assert store.get_ref(other) == other_head  # all or nothing: a bad name deletes none
+    assert claw("remote", "add", "team", str(ws.root.parent / "share"))[0] == 0
+    assert claw("push", "team")[0] == 0  # leaves tracking refs, gc roots too: the deletion names them
+    code, out, err = claw("refs", "--delete", other)
+    assert code == 0 and f"removed {other} (was -> {other_head})" in out, err
+    assert store.get_ref(other) is None and store.get_ref(HEAD) is not None
+    tracking = f"remotes/team/{other}"
+    assert f"claw refs --delete {tracking} lets gc reclaim it" in err
+    assert _gc(claw, "--grace", "0")["objects_deleted"] == 0
+    assert claw("refs", "--delete", tracking)[0] == 0
+    report = _gc(claw, "--grace", "0")
+    assert report["objects_deleted"] == len(only_other)
+    assert not any(store.has(oid) for oid in only_other) and all(store.has(oid) for oid in keep)
+    assert claw("fsck")[0] == 0
+    sent = len(standin.requests)
+    assert claw.build()[0] == 0 and len(standin.requests) == sent  # the campaign kept: nothing paid again
