@@ -100,3 +100,53 @@ def test_a_pull_from_a_bad_url_is_one_line_and_creates_nothing(tmp_path: Path) -
     refused = claw("pull", "ftp://host/path", cwd=tmp_path)
     assert refused.returncode == 2 and "unknown scheme 'ftp'" in refused.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _blocks(root: Path) -> int:
+    """Disk used under `root` (blocks allocated, as `du -s -B1` counts)."""
+    return sum(path.lstat().st_blocks * 512 for path in root.rglob("*"))
+
+
+def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider: StandIn, tmp_path: Path) -> None:
+    # A remote only grows: every push adds packs, and superseded runs and retired campaigns stay on it.
+    # A store that gc cleaned, published at a fresh prefix the team then switches to, leaves them
+    # behind (docs/remote.md, "Reclaiming space on a remote"); nobody pays again.
+    old, fresh = tmp_path / "old-remote", tmp_path / "fresh-remote"
+    a = standard(tmp_path / "a")
+    a.suite("other", ["m9"])
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    for ws in (a, b):
+        ok("remote", "add", "team", str(old), cwd=ws.root)
+    ok(*BUILD, cwd=a.root)
+    ok("build", "--suite", "other", "--run-profile", "rp", cwd=a.root)
+    edit_alpha(a)
+    ok(*BUILD, cwd=a.root)  # alpha's first runs are superseded
+    ok("push", "team", cwd=a.root)
+    edit_alpha(b)
+    ok("pull", "team", cwd=b.root)
+    paid = len(provider.requests)
+
+    ok("refs", "--delete", "campaigns/other__rp__none", "--delete", "remotes/team/campaigns/other__rp__none",
+       cwd=a.root)
+    ok("gc", "--grace", "0", cwd=a.root)
+    for ws in (a, b):
+        ok("remote", "add", "team", str(fresh), cwd=ws.root)
+    ok("push", "team", cwd=a.root)
+    assert _blocks(fresh) < 0.8 * _blocks(old)
+    assert sorted(p.name for p in (fresh / "refs" / "campaigns").iterdir()) == ["main__rp__none"]
+
+    ok("pull", "team", cwd=b.root)
+    ok(*BUILD, cwd=b.root)
+    assert len(provider.requests) == paid
+    b.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
+    ok(*BUILD, cwd=b.root)
+    assert len(provider.requests) == paid + 2  # beta's runs, one per model
+    ok("push", "team", "--suite", "main", "--run-profile", "rp", cwd=b.root)  # its own campaign only
+    ok("pull", "team", cwd=a.root)
+    a.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
+    ok(*BUILD, cwd=a.root)
+    assert len(provider.requests) == paid + 2
+    assert sorted(p.name for p in (fresh / "refs" / "campaigns").iterdir()) == ["main__rp__none"]
+    ok("fsck", cwd=a.root)
+    ok("fsck", cwd=b.root)
