@@ -245,6 +245,12 @@ def test_reachability_follows_ids_in_any_json_object_even_across_read_chunks(tmp
     assert all(store.has(o) for o in (*named, big, text, root))
 
 
+def _campaigns(claw: Claw, view: str) -> list[str]:
+    code, out, err = claw("query", f"select distinct campaign_id from {view} order by 1", "--format", "json")
+    assert code == 0, err
+    return [row["campaign_id"] for row in json.loads(out)]
+
+
 def test_a_campaign_no_longer_built_is_reclaimed_once_its_head_is_deleted(ws: Workspace, claw: Claw,
                                                                           standin: StandIn,
                                                                           env: dict[str, str]) -> None:
@@ -269,6 +275,8 @@ def test_a_campaign_no_longer_built_is_reclaimed_once_its_head_is_deleted(ws: Wo
     code, out, err = claw("refs", "--delete", other)
     assert code == 0 and f"removed {other} (was -> {other_head})" in out, err
     assert store.get_ref(other) is None and store.get_ref(HEAD) is not None
+    assert _campaigns(claw, "runs") == ["main__rp__none"]  # what queries show as current goes with it
+    assert _campaigns(claw, "run_history") == ["main__rp__none", "other__rp__none"]  # the history stays
     tracking = f"remotes/team/{other}"
     assert f"claw refs --delete {tracking} lets gc reclaim it" in err
     assert _gc(claw, "--grace", "0")["objects_deleted"] == 0
