@@ -5,12 +5,12 @@ In-process:
         s.script("m1", text("hello"))                 # replies for model m1
         s.script("*", error(429, retry_after=1), text("ok"), match="retry me")
         ... ProviderClient().chat(Endpoint(s.base_url, None), body) ...
-        s.requests, s.counts()
+        s.requests, s.counts(), s.peak                 # peak: the most requests answered at once
 
 As a subprocess (for tests that run `claw` as a process):
     python -m clawstore.testing.standin --port 0 --print-port
     POST /_admin/script {"model", "match", "replies": [...]} | {"default": reply}
-    GET /_admin/requests -> {"requests": [...], "counts": {...}};  POST /_admin/reset
+    GET /_admin/requests -> {"requests": [...], "counts": {...}, "peak": n};  POST /_admin/reset
 `StandInProcess` wraps that for Python callers.
 
 Rules are tried in the order they were added; the first whose model ("*" = any) matches and whose
@@ -107,6 +107,13 @@ class _State:
         self.rules: list[dict[str, Any]] = []
         self.default: dict[str, Any] = text(DEFAULT_CONTENT)
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0  # chat requests being answered now
+        self.peak = 0  # the most ever answered at once (since the last reset)
+
+    def answering(self, delta: int) -> None:
+        with self.lock:
+            self.in_flight += delta
+            self.peak = max(self.peak, self.in_flight)
 
     def add_rule(self, model: str, replies: list[dict[str, Any]], match: str | None) -> None:
         if not replies or not all(isinstance(r, dict) for r in replies):
@@ -119,6 +126,7 @@ class _State:
             self.rules.clear()
             self.requests.clear()
             self.default = text(DEFAULT_CONTENT)
+            self.peak = self.in_flight
 
     def pick(self, model: str, messages: Any) -> dict[str, Any]:
         prompt = _last_prompt(messages)
@@ -137,7 +145,7 @@ class _State:
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             requests = [dict(r) for r in self.requests]
-        return {"requests": requests, "counts": dict(Counter(r["model"] for r in requests))}
+        return {"requests": requests, "counts": dict(Counter(r["model"] for r in requests)), "peak": self.peak}
 
 
 def _usage(body: dict[str, Any], content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -281,6 +289,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any]) -> None:
         state = self.server.state
         self._record(body)
+        state.answering(+1)
+        try:
+            self._answer(state, body)
+        finally:
+            state.answering(-1)
+
+    def _answer(self, state: _State, body: dict[str, Any]) -> None:
         reply = state.pick(str(body.get("model")), body.get("messages"))
         if reply.get("latency"):
             state.stopping.wait(float(reply["latency"]))
@@ -440,6 +455,11 @@ class StandIn:
     def counts(self) -> dict[str, int]:
         return self._state.snapshot()["counts"]
 
+    @property
+    def peak(self) -> int:
+        """The most chat requests answered at once since the last reset (a client's real concurrency)."""
+        return int(self._state.snapshot()["peak"])
+
 
 class StandInProcess:
     """The stand-in as a child process (`python -m clawstore.testing.standin`), driven over HTTP."""
@@ -490,6 +510,10 @@ class StandInProcess:
 
     def counts(self) -> dict[str, int]:
         return self._http.get("/_admin/requests").json()["counts"]
+
+    @property
+    def peak(self) -> int:
+        return int(self._http.get("/_admin/requests").json()["peak"])
 
 
 def main(argv: list[str] | None = None) -> int:

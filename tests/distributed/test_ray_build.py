@@ -71,7 +71,7 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     standin.set_default({"content": "forty-two", "latency": 0.05})
     local = many_cases(tmp_path / "local", cases=20, concurrency=8)
     finish(claw(local, standin, *BUILD))
-    assert len(standin.requests) == 40
+    assert len(standin.requests) == 40 and 1 < standin.peak <= 8
     sent_locally = request_bodies(standin)
     standin.reset()
     standin.set_default({"content": "forty-two", "latency": 0.05})
@@ -79,6 +79,7 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     report = finish(claw(spread, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
     assert report["counts"]["executed"] == 40
     assert len(standin.requests) == 40, "each request sent once"
+    assert 1 < standin.peak <= 8  # the run profile's max_concurrency holds for the whole cluster
     # The process ended without Ray's teardown (clawstore/process_end.py), but after claw's own: its pack sealed.
     packs = pack_files(Store(spread.root / "store", create=False))
     assert packs and all(scan_pack(path).sealed for path in packs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -128,3 +129,15 @@ def test_subprocess_mode_with_admin_api(monkeypatch: pytest.MonkeyPatch) -> None
         assert client.chat(endpoint, _ask("p", "hi"), timeout=5, retries=0).message["content"] == DEFAULT_CONTENT
         bad = httpx.post(f"{server.url}/_admin/script", json={"replies": "nope"}, timeout=5)
         assert bad.status_code == 400
+
+
+def test_peak_counts_the_requests_answered_at_once(standin: StandIn) -> None:
+    standin.set_default(text("slow", latency=0.3))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda i: _post(standin, _ask("m1", f"q{i}")), range(4)))
+    _post(standin, _ask("m1", "alone"))
+    assert standin.peak == 4
+    standin.reset()
+    assert standin.peak == 0
+    _post(standin, _ask("m1", "alone"))
+    assert standin.peak == 1
