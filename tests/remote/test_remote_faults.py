@@ -94,3 +94,35 @@ def test_a_build_killed_mid_campaign_keeps_what_it_pushed(provider: StandIn, tmp
     assert paid_by_a + paid_by_b <= total + 2 * 2 + 4, (paid_by_a, paid_by_b)
     rows = json.loads(ok("query", "select count(*) as n from runs", "--format", "json", cwd=b.root))
     assert rows == [{"n": total}]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_build_stopped_mid_campaign_pushes_what_it_committed(provider: StandIn, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               stop: signal.Signals) -> None:
+    # Ctrl-C (or a scheduler's SIGTERM) ends a build with what finished committed: the build's last
+    # push still sends it, so a colleague pays only for the rest (no interim push in between here).
+    provider.set_default({"content": "fine", "latency": 0.3})
+    monkeypatch.setenv("CLAW_REMOTE_PUSH_INTERVAL", "600")
+    remote = tmp_path / "remote"
+    a = many_cases(tmp_path / "a", cases=20, concurrency=2)
+    total = 40
+    ok("remote", "add", "team", str(remote), cwd=a.root)
+    proc = spawn(*BUILD, "--remote", "team", cwd=a.root)
+    deadline = time.monotonic() + 120
+    while len(provider.requests) < total // 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=60)
+    paid_by_a = len(provider.requests)
+    assert paid_by_a < total and "Traceback" not in err, err[-3000:]
+    assert "pushed to" in err, err[-3000:]
+
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok("pull", str(remote), cwd=b.root)
+    ok(*BUILD, cwd=b.root)
+    paid_by_b = len(provider.requests) - paid_by_a
+    assert paid_by_a + paid_by_b <= total + 2, (paid_by_a, paid_by_b)  # at most the 2 in flight, again
+    ok("fsck", cwd=a.root)
+    ok("fsck", cwd=b.root)
