@@ -43,15 +43,33 @@ def render_plan(plan: Any, output: str) -> str:
 @click.option("--force", is_flag=True, help="Plan as if every node were stale (what build --force sends).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
               help="Override execution_policy.max_concurrency for the time estimate.")
+@click.option("--remote", "remote", default=None, metavar="NAME",
+              help="First fetch from this remote what `build --remote NAME` would (nothing is paid for): "
+                   "the plan then counts only what the build would send.")
 @OUTPUT
 def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
          models: tuple[str, ...], store_dir: Path | None, force: bool, max_concurrency: int | None,
-         output: str) -> None:
+         remote: str | None, output: str) -> None:
     """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
     from clawstore.spend.estimate import plan_spend
 
     request = _request(suite, run_profile, evaluation_profile, cases, models)
-    click.echo(render_plan(plan_spend(request, Stores(store_dir), force, max_concurrency), output))
+    stores = Stores(store_dir)
+    campaign = _pulled_for(request, stores, remote) if remote is not None else None
+    click.echo(render_plan(plan_spend(request, stores, force, max_concurrency, campaign), output))
+
+
+def _pulled_for(request: Any, stores: Stores, remote: str) -> Any:
+    """The campaign, once the pull a `build --remote` starts with has brought what the remote holds of it."""
+    from clawstore.builder.api import load_campaign, unbuilt_keys
+    from clawstore.remote.config import resolve_remote
+    from clawstore.remote.live import pull_before
+
+    campaign = load_campaign(request)
+    target = resolve_remote(campaign.root, remote)
+    store = stores.open(campaign.root)
+    pull_before(store, target, f"campaigns/{campaign.campaign_id}", lambda: unbuilt_keys(campaign, store))
+    return campaign
 
 
 def register(group: click.Group) -> None:

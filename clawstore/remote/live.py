@@ -39,12 +39,19 @@ def push_interval() -> float:
         return DEFAULT_INTERVAL_S
 
 
+def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> None:
+    """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
+    (remote/sync.py, pull_for_plan). `unbuilt_keys()`: the action keys the build would execute, as far
+    as the store tells them now. The summary goes to stderr."""
+    print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
+
+
 @contextmanager
 def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
                    interval_s: float | None = None) -> Iterator[None]:
-    """`unbuilt_keys()`: the action keys the build would execute, as far as the store tells them now."""
+    """The build between `pull_before` and its last push, pushing what it commits meanwhile."""
     interval_s = interval_s or push_interval()
-    print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
+    pull_before(store, remote, head_ref, unbuilt_keys)
     stop = threading.Event()
 
     def periodic() -> None:

@@ -191,3 +191,25 @@ def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provid
     assert len(provider.requests) == paid, "what the remote holds was fetched, not paid for again"
     assert store.has(answer) and store.has(judgement["record"])
     ok("fsck", cwd=b.root)
+
+
+def test_a_plan_with_a_remote_counts_only_what_the_remote_does_not_hold(provider: StandIn, remote_url: str,
+                                                                         tmp_path: Path) -> None:
+    # What will `build --remote` cost? Before, `claw plan` counted every run and judgement a colleague
+    # had already paid for: a campaign fully on the remote planned 12 requests and sent none.
+    provider.script(JUDGE, *[judge_reply(7)] * 12)
+    a = team(tmp_path)
+    build(a, "main", "ev")
+    ok("push", remote_url, cwd=a.root)
+    paid = len(provider.requests)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok("remote", "add", "team", remote_url, cwd=b.root)
+    b.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
+    plan = ("plan", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+    assert json.loads(ok(*plan, cwd=b.root))["requests"] == 4 + 8  # without the remote: everything
+    planned = json.loads(ok(*plan, "--remote", "team", cwd=b.root))
+    assert planned["requests"] == 2 + 4  # beta's runs, and their judgements (2 repetitions)
+    assert len(provider.requests) == paid, "planning sent nothing"
+    build(b, "main", "ev", "--remote", "team")
+    assert len(provider.requests) == paid + planned["requests"]
