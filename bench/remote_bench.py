@@ -6,7 +6,8 @@ A store (DIR, e.g. the store of a side-by-side campaign, or a generated one of `
 of about `--size` bytes with an action-cache entry each) is pushed to a moto S3 server on 127.0.0.1 and
 pulled into an empty store. The baseline moves the very same bytes (the pack files that push sent,
 same count, same sizes) with the same client (boto3 upload_file / download_file, 8 threads), measured in
-the same run. Throughput ratio = baseline time / claw time (target >= 0.7).
+the same run. Throughput ratio = baseline time / claw time (target >= 0.7). Each line also gives the CPU
+time this process spent (the server's is its own): where the difference goes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -39,15 +41,30 @@ def generate(store: Store, objects: int, size: int) -> None:
             store.put_action(key, {"kind": "run", "key": key, "status": "success", "outputs": {"answer": output}})
 
 
-def plain_transfer(client: object, bucket: str, files: list[Path], download_to: Path | None) -> float:
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+class Measured:
+    """Wall time and this process's CPU time (all its threads; the S3 server is another process)."""
+
+    def __enter__(self) -> Measured:
+        self.wall, self.cpu = time.perf_counter(), _cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, _cpu() - self.cpu
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def plain_transfer(client: object, bucket: str, files: list[Path], download_to: Path | None) -> Measured:
+    with Measured() as measured, ThreadPoolExecutor(max_workers=WORKERS) as pool:
         if download_to is None:
             list(pool.map(lambda f: client.upload_file(str(f), bucket, f"plain/{f.name}"), files))  # type: ignore[attr-defined]
         else:
             list(pool.map(lambda f: client.download_file(bucket, f"plain/{f.name}",  # type: ignore[attr-defined]
                                                          str(download_to / f.name)), files))
-    return time.perf_counter() - started
+    return measured
 
 
 def main() -> None:
@@ -75,17 +92,13 @@ def main() -> None:
         for bucket in ("plain", "claw"):
             make_bucket(endpoint, bucket)
         up_plain = plain_transfer(client, "plain", packs, None)
-        t0 = time.perf_counter()
-        with collector_paused():  # as `claw push` and `claw pull` run them (cli/remote_cmd.py)
+        with Measured() as up_claw, collector_paused():  # as `claw push` and `claw pull` run them
             pushed = push(source, Remote(bench, "s3://claw/bench"))
-        up_claw = time.perf_counter() - t0
         (root / "down").mkdir()
         down_plain = plain_transfer(client, "plain", packs, root / "down")
         target = Store(root / "target")
-        t0 = time.perf_counter()
-        with collector_paused():
+        with Measured() as down_claw, collector_paused():
             pull(target, Remote(bench, "s3://claw/bench"))
-        down_claw = time.perf_counter() - t0
         for name in (capture, bench):  # its listing cache, and the tracking refs its pushes left
             shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
             for ref in source.list_refs(f"remotes/{name}/"):
@@ -93,10 +106,11 @@ def main() -> None:
         assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
         print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total}))
-        print(f"push: claw {up_claw:.2f} s ({mib / up_claw:.1f} MiB/s) vs plain parallel upload "
-              f"{up_plain:.2f} s ({mib / up_plain:.1f} MiB/s): throughput {up_plain / up_claw:.2f}x")
-        print(f"pull: claw {down_claw:.2f} s ({mib / down_claw:.1f} MiB/s) vs plain parallel download "
-              f"{down_plain:.2f} s ({mib / down_plain:.1f} MiB/s): throughput {down_plain / down_claw:.2f}x")
+        for what, plain_what, mine, plain in (("push", "upload", up_claw, up_plain),
+                                               ("pull", "download", down_claw, down_plain)):
+            print(f"{what}: claw {mine.wall:.2f} s ({mib / mine.wall:.1f} MiB/s, {mine.cpu:.2f} s CPU) vs plain "
+                  f"parallel {plain_what} {plain.wall:.2f} s ({mib / plain.wall:.1f} MiB/s, {plain.cpu:.2f} s CPU): "
+                  f"throughput {plain.wall / mine.wall:.2f}x")
 
 
 if __name__ == "__main__":
