@@ -90,7 +90,10 @@ class ProviderClient:
     """Thread-safe: one connection pool for every thread of a build.
 
     `backoff_base`/`backoff_cap` shape the exponential backoff (tests use a tiny base);
-    `retry_after_cap` bounds how long a `Retry-After` header may make us wait.
+    `retry_after_cap` bounds how long a `Retry-After` header may make us wait. A `Retry-After` holds
+    back every request of this client to that provider until it has passed, not only the one it came
+    with: the server asked the client to wait, and requests sent meanwhile would only collect 429s of
+    their own (each counting against the rate limit). Other providers are not held back.
     `close()` also wakes threads sleeping in a backoff (they fail with code `cancelled`).
     """
 
@@ -112,6 +115,8 @@ class ProviderClient:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._closed = threading.Event()
+        self._resume_at: dict[str, float] = {}  # base URL -> when (monotonic) its Retry-After has passed
+        self._resume_lock = threading.Lock()
         self._http = httpx.Client(
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             transport=transport,
@@ -158,7 +163,7 @@ class ProviderClient:
         attempt_log: list[dict[str, Any]] = []
         started = time.monotonic()
         for attempt in range(retries + 1):
-            if self._closed.is_set():
+            if self._closed.is_set() or not self._wait_for(endpoint.base_url):
                 raise ProviderError("cancelled", "the provider client was closed", usage=usage,
                                     attempts=attempt, attempt_log=attempt_log)
             outcome = self._attempt(endpoint, payload, headers, limit, api_key)
@@ -193,6 +198,7 @@ class ProviderClient:
                 )
             if failure.retry_after is not None:
                 delay = min(failure.retry_after, self.retry_after_cap)
+                self._hold_back(endpoint.base_url, delay)
             else:
                 delay = self.backoff_delay(attempt)
             entry["wait_seconds"] = round(delay, 4)
@@ -202,6 +208,20 @@ class ProviderClient:
                 raise ProviderError("cancelled", "the provider client was closed", usage=usage,
                                     attempts=attempt + 1, attempt_log=attempt_log)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _hold_back(self, base_url: str, delay: float) -> None:
+        with self._resume_lock:
+            self._resume_at[base_url] = max(self._resume_at.get(base_url, 0.0), time.monotonic() + delay)
+
+    def _wait_for(self, base_url: str) -> bool:
+        """Wait until no Retry-After from this provider holds requests back; False if closed meanwhile."""
+        while True:
+            with self._resume_lock:
+                wait = self._resume_at.get(base_url, 0.0) - time.monotonic()
+            if wait <= 0:
+                return True
+            if self._closed.wait(wait):
+                return False
 
     def _attempt(
         self,
