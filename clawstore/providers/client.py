@@ -91,9 +91,11 @@ class ProviderClient:
 
     `backoff_base`/`backoff_cap` shape the exponential backoff (tests use a tiny base);
     `retry_after_cap` bounds how long a `Retry-After` header may make us wait. A `Retry-After` holds
-    back every request of this client to that provider until it has passed, not only the one it came
-    with: the server asked the client to wait, and requests sent meanwhile would only collect 429s of
-    their own (each counting against the rate limit). Other providers are not held back.
+    back every request of this client for that model at that provider until it has passed, not only
+    the one it came with: the server asked the client to wait, and requests sent meanwhile would only
+    collect 429s of their own (each counting against the rate limit). Other models are not held back:
+    a router's 429 often comes from one model's upstream provider (an account-wide limit gives each
+    model one 429 of its own, and then holds it back too).
     `close()` also wakes threads sleeping in a backoff (they fail with code `cancelled`).
     """
 
@@ -115,7 +117,7 @@ class ProviderClient:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._closed = threading.Event()
-        self._resume_at: dict[str, float] = {}  # base URL -> when (monotonic) its Retry-After has passed
+        self._resume_at: dict[tuple[str, str], float] = {}  # (base URL, model) -> when its Retry-After passed
         self._resume_lock = threading.Lock()
         self._http = httpx.Client(
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
@@ -159,11 +161,12 @@ class ProviderClient:
         payload = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
         limit = httpx.Timeout(timeout if timeout is not None else self.default_timeout)
         retries = max(int(retries), 0)
+        held = (endpoint.base_url, str(body.get("model")))  # what a Retry-After holds back
         usage = Usage()
         attempt_log: list[dict[str, Any]] = []
         started = time.monotonic()
         for attempt in range(retries + 1):
-            if self._closed.is_set() or not self._wait_for(endpoint.base_url):
+            if self._closed.is_set() or not self._wait_for(held):
                 raise ProviderError("cancelled", "the provider client was closed", usage=usage,
                                     attempts=attempt, attempt_log=attempt_log)
             outcome = self._attempt(endpoint, payload, headers, limit, api_key)
@@ -198,7 +201,7 @@ class ProviderClient:
                 )
             if failure.retry_after is not None:
                 delay = min(failure.retry_after, self.retry_after_cap)
-                self._hold_back(endpoint.base_url, delay)
+                self._hold_back(held, delay)
             else:
                 delay = self.backoff_delay(attempt)
             entry["wait_seconds"] = round(delay, 4)
@@ -209,15 +212,16 @@ class ProviderClient:
                                     attempts=attempt + 1, attempt_log=attempt_log)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _hold_back(self, base_url: str, delay: float) -> None:
+    def _hold_back(self, held: tuple[str, str], delay: float) -> None:
         with self._resume_lock:
-            self._resume_at[base_url] = max(self._resume_at.get(base_url, 0.0), time.monotonic() + delay)
+            self._resume_at[held] = max(self._resume_at.get(held, 0.0), time.monotonic() + delay)
 
-    def _wait_for(self, base_url: str) -> bool:
-        """Wait until no Retry-After from this provider holds requests back; False if closed meanwhile."""
+    def _wait_for(self, held: tuple[str, str]) -> bool:
+        """Wait until no Retry-After holds back requests for this model at this provider; False if
+        closed meanwhile."""
         while True:
             with self._resume_lock:
-                wait = self._resume_at.get(base_url, 0.0) - time.monotonic()
+                wait = self._resume_at.get(held, 0.0) - time.monotonic()
             if wait <= 0:
                 return True
             if self._closed.wait(wait):
