@@ -107,7 +107,7 @@ class _State:
         self.rules: list[dict[str, Any]] = []
         self.default: dict[str, Any] = text(DEFAULT_CONTENT)
         self.requests: list[dict[str, Any]] = []
-        self.in_flight = 0  # chat requests being answered now
+        self.in_flight = 0  # chat requests being answered now (from their arrival to their answer)
         self.peak = 0  # the most ever answered at once (since the last reset)
 
     def answering(self, delta: int) -> None:
@@ -289,21 +289,23 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any]) -> None:
         state = self.server.state
         self._record(body)
+        reply = state.pick(str(body.get("model")), body.get("messages"))
+        # In flight while it "thinks": over before a byte of the answer leaves, so a client that has its
+        # answer never finds it still counted (a sequential client's peak is 1).
         state.answering(+1)
         try:
-            self._answer(state, body)
+            if reply.get("latency"):
+                state.stopping.wait(float(reply["latency"]))
+            if reply.get("hang"):
+                # Say nothing until the client gives up (or the server stops), then drop the connection.
+                state.stopping.wait(float(reply["hang"]))
+                self.close_connection = True
+                return
         finally:
             state.answering(-1)
+        self._answer(reply, body)
 
-    def _answer(self, state: _State, body: dict[str, Any]) -> None:
-        reply = state.pick(str(body.get("model")), body.get("messages"))
-        if reply.get("latency"):
-            state.stopping.wait(float(reply["latency"]))
-        if reply.get("hang"):
-            # Say nothing until the client gives up (or the server stops), then drop the connection.
-            state.stopping.wait(float(reply["hang"]))
-            self.close_connection = True
-            return
+    def _answer(self, reply: dict[str, Any], body: dict[str, Any]) -> None:
         status = int(reply.get("status", 200))
         headers = dict(reply.get("headers") or {})
         if reply.get("retry_after") is not None:
