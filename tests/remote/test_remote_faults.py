@@ -102,7 +102,7 @@ def test_a_build_stopped_mid_campaign_pushes_what_it_committed(provider: StandIn
                                                                stop: signal.Signals) -> None:
     # Ctrl-C (or a scheduler's SIGTERM) ends a build with what finished committed: the build's last
     # push still sends it, so a colleague pays only for the rest (no interim push in between here).
-    provider.set_default({"content": "fine", "latency": 0.3})
+    provider.set_default({"content": "fine", "latency": 0.1})
     monkeypatch.setenv("CLAW_REMOTE_PUSH_INTERVAL", "600")
     remote = tmp_path / "remote"
     a = many_cases(tmp_path / "a", cases=20, concurrency=2)
