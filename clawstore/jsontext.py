@@ -39,13 +39,14 @@ def loads_reply(text: str) -> Any:
     return loads(text)
 
 
-def nests_deeper_than(text: str, limit: int) -> bool:
-    """Do the brackets of this JSON text (outside its strings) nest deeper than `limit`? One pass, no
-    recursion, linear whatever the text."""
-    if text.count("[") + text.count("{") <= limit:
+def nests_deeper_than(text: str, limit: int, start: int = 0, end: int | None = None) -> bool:
+    """Do the brackets of this JSON text (of `text[start:end]`, outside its strings) nest deeper than
+    `limit`? One pass, no recursion, no copy, linear whatever the text."""
+    end = len(text) if end is None else end
+    if text.count("[", start, end) + text.count("{", start, end) <= limit:
         return False
     depth = 0
-    for match in _TOKEN.finditer(text):
+    for match in _TOKEN.finditer(text, start, end):
         token = match.group()
         if token in ("[", "{"):
             depth += 1
@@ -75,7 +76,7 @@ def json_objects_in(text: str) -> Iterator[dict[str, Any]]:
         except (ValueError, RecursionError):
             value, end = None, len(text)
         budget -= end - start
-        if isinstance(value, dict) and not nests_deeper_than(text[start:end], REPLY_MAX_DEPTH):
+        if isinstance(value, dict) and not nests_deeper_than(text, REPLY_MAX_DEPTH, start, end):
             yield value
         start = text.find("{", start + 1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -293,14 +293,22 @@ def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
     if name is None:
         yield
         return
-    from clawstore.builder.api import unbuilt_keys
-    from clawstore.remote.config import resolve_remote
     from clawstore.remote.live import remote_session
 
-    target = resolve_remote(campaign.root, name)
-    store = stores.open(campaign.root)
-    with remote_session(store, target, f"campaigns/{campaign.campaign_id}", lambda: unbuilt_keys(campaign, store)):
+    with remote_session(*remote_pull_parts(name, campaign, stores)):
         yield
+
+
+def remote_pull_parts(name: str, campaign: Any, stores: Stores) -> tuple[Any, Any, str, Callable[[], set[str]]]:
+    """What the pull before a `--remote NAME` build or plan needs: the store, the remote, the campaign's
+    head ref, and the keys the build would execute (remote/live.py, pull_before)."""
+    from clawstore.builder.api import unbuilt_keys
+    from clawstore.builder.buildlog import head_ref
+    from clawstore.remote.config import resolve_remote
+
+    target = resolve_remote(campaign.root, name)  # (a bad name is refused before a store is made)
+    store = stores.open(campaign.root)
+    return store, target, head_ref(campaign.campaign_id), lambda: unbuilt_keys(campaign, store)
 
 
 def _shows_live(mode: str) -> bool:

@@ -181,10 +181,10 @@ def _delete_refs(store: Store, names: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"removed": targets}, indent=2, sort_keys=True))
         return
-    left = store.list_refs()
+    tracking = store.list_refs("remotes/")  # remotes/<remote>/<name> (remote/sync.py TRACKING; not imported: 0.2 s)
     for name, target in targets.items():
         click.echo(f"removed {name} (was -> {target})")
-        for other in sorted(n for n in left if n.endswith("/" + name)):  # remotes/<remote>/<name>
+        for other in sorted(n for n in tracking if n.endswith("/" + name)):
             click.echo(f"claw: note: {other} still keeps what it reaches (this name's value at the last "
                        f"push or pull there): claw refs --delete {other} lets gc reclaim it too", err=True)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from clawstore.cli.build_cmd import OUTPUT, Stores, _request, format_table
+from clawstore.cli.build_cmd import OUTPUT, Stores, _loaded, _request, format_table, remote_pull_parts
 from clawstore.cli.common import campaign_options
 
 
@@ -61,14 +61,10 @@ def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tu
 
 def _pulled_for(request: Any, stores: Stores, remote: str) -> Any:
     """The campaign, once the pull a `build --remote` starts with has brought what the remote holds of it."""
-    from clawstore.builder.api import load_campaign, unbuilt_keys
-    from clawstore.remote.config import resolve_remote
     from clawstore.remote.live import pull_before
 
-    campaign = load_campaign(request)
-    target = resolve_remote(campaign.root, remote)
-    store = stores.open(campaign.root)
-    pull_before(store, target, f"campaigns/{campaign.campaign_id}", lambda: unbuilt_keys(campaign, store))
+    campaign = _loaded(request)
+    pull_before(*remote_pull_parts(remote, campaign, stores))
     return campaign
 
 

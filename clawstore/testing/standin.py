@@ -144,8 +144,8 @@ class _State:
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            requests = [dict(r) for r in self.requests]
-        return {"requests": requests, "counts": dict(Counter(r["model"] for r in requests)), "peak": self.peak}
+            requests, peak = [dict(r) for r in self.requests], self.peak
+        return {"requests": requests, "counts": dict(Counter(r["model"] for r in requests)), "peak": peak}
 
 
 def _usage(body: dict[str, Any], content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -460,7 +460,8 @@ class StandIn:
     @property
     def peak(self) -> int:
         """The most chat requests answered at once since the last reset (a client's real concurrency)."""
-        return int(self._state.snapshot()["peak"])
+        with self._state.lock:
+            return self._state.peak
 
 
 class StandInProcess:
