@@ -16,7 +16,9 @@ Byte layout of `packs/<32 hex>.pack` (all integers little-endian):
 A pack is written by one process only, which holds a flock on it while it appends; the bytes of a
 pack never change once written (a commit makes a prefix durable and indexes it; the trailer is added
 when the writer is done). A pack whose writer was killed has no trailer: `scan_pack` reads its blobs
-one after the other and stops at the first incomplete one, so the index can always be rebuilt.
+one after the other and stops at the first incomplete one, so the index can always be rebuilt. A
+writer killed between creating the file and writing the header leaves a file shorter than the header:
+a pack without blobs, not a damaged one.
 """
 
 from __future__ import annotations
@@ -204,7 +206,10 @@ def scan_pack(path: Path) -> PackScan:
     """Every blob of a pack: from its trailer if sealed, else by walking the blobs (rebuild, fsck)."""
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        if fh.read(len(HEADER)) != HEADER:
+        header = fh.read(len(HEADER))
+        if len(header) < len(HEADER) and HEADER.startswith(header):
+            return PackScan([], False, size, 0)  # its writer is just starting, or was killed before its header
+        if header != HEADER:
             raise NotAPackError(f"{path}: not a clawstore pack (bad header)")
         sealed = _read_trailer(fh, size, path)
         if sealed is not None:

@@ -139,6 +139,49 @@ def test_a_killed_writer_leaves_a_pack_whose_committed_blobs_are_readable(tmp_pa
     assert fsck(store).clean
 
 
+def _writer_before_its_header(root: Path) -> subprocess.Popen[bytes]:
+    proc = script("proc_new_pack.py", root, stdin=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"opened\n"
+    return proc
+
+
+def test_a_writer_killed_before_its_pack_header_leaves_a_clean_store(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = Store(root)
+    with store.batch():
+        kept = store.put_bytes(b"committed before")
+    store.set_ref("pins/kept", store.put_json({"nodes": [kept]}))
+    proc = _writer_before_its_header(root)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert [path.stat().st_size for path in pack_files(store)].count(0) == 1  # what the kill left
+    report = fsck(store)
+    assert report.clean, report.problems
+    assert report.torn_packs == 1
+    assert fsck(store, repair=True).clean and not os.listdir(root / "quarantine")
+    collect(store, grace_s=0)
+    assert [path.stat().st_size for path in pack_files(store)].count(0) == 0  # gc deletes it
+    assert store.get_bytes(kept) == b"committed before" and fsck(store).clean
+
+
+def test_fsck_finds_nothing_wrong_with_a_pack_whose_writer_has_not_written_its_header(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = Store(root)
+    proc = _writer_before_its_header(root)
+    try:
+        report = fsck(store)
+        assert report.clean, report.problems
+        repaired = fsck(store, repair=True)
+        assert repaired.clean and repaired.repaired == []  # nothing to mend: no index rebuilt, nothing moved
+        assert not os.listdir(root / "quarantine")
+    finally:
+        out, err = proc.communicate(b"go on\n", timeout=30)
+    assert proc.returncode == 0, err
+    oid = out.decode().split()[-1]
+    assert Store(root).get_bytes(oid) == b"written after the wait"
+    assert fsck(Store(root)).clean
+
+
 def _put_round(root: Path, n: int) -> None:
     """In another process: 200 objects a new head names, 200 nobody names (so gc has work)."""
     code = (
