@@ -114,17 +114,26 @@ def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str) -> None:
     raise RemoteDamage(f"{what} holds more than the {size} bytes listed")
 
 
+def url_problem(url: str) -> str | None:
+    """Why no backend can serve `url` (checked before anything is written), or None."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3" and not parsed.netloc:
+        return "an S3 remote is s3://BUCKET[/PREFIX]"
+    if parsed.scheme not in ("", "s3", "file"):
+        return f"unknown scheme {parsed.scheme!r} (use s3://, file:// or a directory)"
+    return None
+
+
 def open_backend(url: str, endpoint_url: str | None = None) -> Backend:
     """A backend for `s3://bucket/prefix`, `file:///path` or a plain directory path."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise UsageError(f"remote {url}: {problem}")
     parsed = urlparse(url)
     if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise UsageError(f"remote {url}: an S3 remote is s3://BUCKET[/PREFIX]")
         return S3Backend(parsed.netloc, parsed.path.strip("/"), endpoint_url)
     if parsed.scheme == "file":
         return DirectoryBackend(Path(parsed.path))
-    if parsed.scheme:
-        raise UsageError(f"remote {url}: unknown scheme {parsed.scheme!r} (use s3://, file:// or a directory)")
     return DirectoryBackend(Path(url))
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import yaml
 
 from clawstore.errors import ConfigError, UsageError
+from clawstore.remote.backends import url_problem
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -36,6 +37,9 @@ def _check_url(url: str, where: str) -> str:
         raise UsageError(f"{where}: a remote URL must not carry credentials (use the AWS credential chain)")
     if not url.strip():
         raise UsageError(f"{where}: empty remote URL")
+    problem = url_problem(url)
+    if problem is not None:
+        raise UsageError(f"{where}: {url}: {problem}")
     return url
 
 

@@ -213,3 +213,20 @@ def test_a_plan_with_a_remote_counts_only_what_the_remote_does_not_hold(provider
     assert len(provider.requests) == paid, "planning sent nothing"
     build(b, "main", "ev", "--remote", "team")
     assert len(provider.requests) == paid + planned["requests"]
+
+
+def test_a_remote_url_nobody_can_reach_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # build/plan --remote used to open (create) the store and only then learn the scheme was unknown.
+    a = team(tmp_path)
+    for command in ("build", "plan"):
+        for url in ("ftp://host/runs", "s3:///no-bucket"):
+            refused = claw(command, "--suite", "main", "--run-profile", "rp", "--remote", url, cwd=a.root)
+            assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+            assert url in refused.stderr and "Traceback" not in refused.stderr
+    assert not (a.root / "store").exists()
+    refused = claw("remote", "add", "team", "ftp://host/runs", cwd=a.root)
+    assert refused.returncode == 2 and "unknown scheme 'ftp'" in refused.stderr
+    (a.root / "claw.yaml").write_text("remotes:\n  team: {url: 'ftp://host/runs'}\n", encoding="utf-8")
+    refused = claw("pull", "team", cwd=a.root)
+    assert refused.returncode == 2 and "remotes.team.url" in refused.stderr and "unknown scheme" in refused.stderr
+    assert not (a.root / "store").exists()
