@@ -9,7 +9,8 @@ CLI's own environment held secrets, the env-file's mode and content keys).
 
 Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
-           "turns": [{"write": {"rel/path": "text"}, "payload": {...} | null, "stdout": "...",
+           "turns": [{"write": {"rel/path": "text"}, "sparse": {"rel/path": bytes}, "flood": "stdout",
+                      "payload": {...} | null, "stdout": "...",
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
                       "echo_env": false, "write_env_to": "file-in-workspace"}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
@@ -62,7 +63,8 @@ def image_inspect(args: list[str]) -> int:
 
 def parse_run(args: list[str]) -> tuple[dict, list[str]]:
     flags: dict = {"labels": []}
-    takes_value = {"--name", "--label", "--pull", "--network", "--user", "-v", "-w", "--env-file"}
+    takes_value = {"--name", "--label", "--pull", "--network", "--user", "-v", "-w", "--env-file", "--memory",
+                   "--pids-limit", "--cpus"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -102,12 +104,20 @@ def next_turn() -> int:
 
 
 def play(spec: dict, workspace: Path, env: dict) -> int:
+    for rel, size in (spec.get("sparse") or {}).items():  # a file this big that costs no disk
+        with open(workspace / rel, "wb") as out:
+            out.truncate(int(size))
     if spec.get("sleep"):
         time.sleep(float(spec["sleep"]))
     for rel, text in (spec.get("write") or {}).items():
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    if spec.get("flood"):  # print to this stream until killed
+        stream = getattr(sys, spec["flood"]).buffer
+        chunk = b"x" * 65536
+        while True:
+            stream.write(chunk)
     if spec.get("write_env_to"):
         (workspace / spec["write_env_to"]).write_text(json.dumps(env))
     out = spec.get("stdout", "")

@@ -8,10 +8,15 @@ Settings that depend on the machine, not on the run, come from the environment:
   CLAW_OPENCLAW_PULL       `never` (default: the image must be present) | `missing` | `always`
   CLAW_OPENCLAW_USER       `uid:gid` to run as (default: the harness's own ids; empty = image default)
   CLAW_OPENCLAW_ENV_ALLOW  comma-separated extra variable names passed to the container
+  CLAW_OPENCLAW_MEMORY     memory limit of each container (`--memory`, default 4g; `none`: no limit)
+  CLAW_OPENCLAW_PIDS_LIMIT processes and threads in each container (`--pids-limit`, default 4096; `none`)
+  CLAW_OPENCLAW_CPUS       CPUs each container may use (`--cpus`, default: no limit)
+A value the engine does not accept fails the run with the engine's own message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
+from clawstore.runners.openclaw.limits import collect_output
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
@@ -32,6 +38,8 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STOP_GRACE_S = 10.0
+DEFAULT_MEMORY = "4g"
+DEFAULT_PIDS_LIMIT = "4096"
 CLI_QUERY_TIMEOUT_S = 30.0
 
 
@@ -42,6 +50,9 @@ class EngineSettings:
     pull: str = "never"
     user: str | None = None
     extra_env: tuple[str, ...] = ()
+    memory: str | None = DEFAULT_MEMORY
+    pids_limit: str | None = DEFAULT_PIDS_LIMIT
+    cpus: str | None = None
 
     @classmethod
     def from_env(cls, docker_cli: str, environ: Mapping[str, str] | None = None) -> EngineSettings:
@@ -51,7 +62,26 @@ class EngineSettings:
             user = f"{os.getuid()}:{os.getgid()}"
         extra = tuple(n.strip() for n in env.get("CLAW_OPENCLAW_ENV_ALLOW", "").split(",") if n.strip())
         return cls(docker_cli=docker_cli, network=env.get("CLAW_OPENCLAW_NETWORK") or None,
-                   pull=env.get("CLAW_OPENCLAW_PULL") or "never", user=user or None, extra_env=extra)
+                   pull=env.get("CLAW_OPENCLAW_PULL") or "never", user=user or None, extra_env=extra,
+                   memory=_limit(env, "CLAW_OPENCLAW_MEMORY", DEFAULT_MEMORY),
+                   pids_limit=_limit(env, "CLAW_OPENCLAW_PIDS_LIMIT", DEFAULT_PIDS_LIMIT),
+                   cpus=_limit(env, "CLAW_OPENCLAW_CPUS", None))
+
+    def limit_flags(self) -> list[str]:
+        """The engine's resource limits for each container: an agent's runaway process (a fork bomb,
+        a memory leak) ends in its own container instead of starving the build and the machine."""
+        flags = []
+        for flag, value in (("--memory", self.memory), ("--pids-limit", self.pids_limit), ("--cpus", self.cpus)):
+            if value is not None:
+                flags += [flag, value]
+        return flags
+
+
+def _limit(env: Mapping[str, str], name: str, default: str | None) -> str | None:
+    value = env.get(name)
+    if value is None or not value.strip():
+        return default
+    return None if value.strip().lower() == "none" else value.strip()
 
 
 @dataclass
@@ -66,15 +96,18 @@ class Invocation:
     timed_out: bool = False
     duration_s: float = 0.0
     engine_error: str | None = None  # the engine itself failed (no CLI, no daemon, no image)
+    output_overflow: str | None = None  # the stream that passed MAX_OUTPUT_BYTES (the container was stopped)
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and self.engine_error is None
+        return self.returncode == 0 and not self.timed_out and self.engine_error is None \
+            and self.output_overflow is None
 
     def summary(self) -> dict[str, object]:
         return {"step": self.step, "container": self.container, "returncode": self.returncode,
                 "timed_out": self.timed_out, "duration_s": round(self.duration_s, 3),
-                "engine_error": self.engine_error}
+                "engine_error": self.engine_error,
+                **({"output_overflow": self.output_overflow} if self.output_overflow else {})}
 
 
 # --- environment ------------------------------------------------------------------------------
@@ -195,6 +228,7 @@ class ContainerRunner:
             cmd += ["--network", self.settings.network]
         if self.settings.user:
             cmd += ["--user", self.settings.user]
+        cmd += self.settings.limit_flags()
         cmd += ["-v", f"{self.root}:{MOUNT_POINT}:rw", "-w", MOUNT_POINT,
                 "--env-file", str(self.env_file), self.image, *argv]
         return cmd
@@ -215,30 +249,24 @@ class ContainerRunner:
             inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
             inv.returncode = 127
             return inv
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            inv.timed_out = True
-            out, err = self._stop(proc, name)
+        output = collect_output(proc, timeout_s, lambda: self._stop(proc, name))
         inv.duration_s = time.monotonic() - began
-        inv.stdout = out.decode("utf-8", errors="replace")
-        inv.stderr = err.decode("utf-8", errors="replace")
+        inv.timed_out, inv.output_overflow = output.timed_out, output.overflowed
+        inv.stdout = output.stdout.decode("utf-8", errors="replace")
+        inv.stderr = output.stderr.decode("utf-8", errors="replace")
         inv.returncode = 124 if inv.timed_out else proc.returncode
         if proc.returncode == 125 and not inv.timed_out:  # the engine refused to start the container
             inv.engine_error = inv.stderr.strip().splitlines()[-1] if inv.stderr.strip() else "exit 125"
         return inv
 
-    def _stop(self, proc: subprocess.Popen[bytes], name: str) -> tuple[bytes, bytes]:
+    def _stop(self, proc: subprocess.Popen[bytes], name: str) -> None:
         """Remove the container (that ends the CLI too), then make sure the CLI process is gone."""
         remove_container(self.settings, name)
         try:
-            return proc.communicate(timeout=STOP_GRACE_S)
+            proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            return proc.communicate()
 
     def cleanup(self) -> list[str]:
         """Remove any container of this run still present; return the names found."""

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import mmap
+import os
 import posixpath
+import re
+import stat
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
@@ -14,6 +19,8 @@ from clawstore.runners.openclaw.container import Invocation
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
 REDACTED = "[redacted]"
+REDACTED_BYTES = REDACTED.encode()
+REDACT_CHUNK = 1 << 20  # bytes of a file redacted at a time
 _MEDIA_TYPES = {".md": "text/markdown", ".txt": "text/plain", ".diff": "text/x-diff",
                 ".json": "application/json", ".csv": "text/csv", ".html": "text/html"}
 
@@ -148,22 +155,62 @@ def redact_json(value: Any, secrets: Sequence[str]) -> Any:
 
 
 def redact_tree(directory: Path, secrets: Sequence[str]) -> list[str]:
-    """Replace secret values in files the agent wrote (it can read its own environment)."""
-    if not secrets:
+    """Replace secret values in files the agent wrote (it can read its own environment). Files are
+    mapped and rewritten a chunk at a time: one of a gigabyte costs no gigabyte of memory."""
+    needles = sorted({s.encode("utf-8") for s in secrets if s}, key=len, reverse=True)
+    if not needles:
         return []
-    needles = [s.encode("utf-8") for s in secrets if s]
+    pattern = re.compile(b"|".join(re.escape(needle) for needle in needles))  # at one place, the longest
     touched = []
     for path in sorted(directory.rglob("*")):
-        if path.is_symlink() or not path.is_file():
-            continue
-        data = path.read_bytes()
-        if not any(n in data for n in needles):
-            continue
-        for needle in needles:
-            data = data.replace(needle, REDACTED.encode())
-        path.write_bytes(data)
-        touched.append(path.relative_to(directory).as_posix())
+        if not path.is_symlink() and path.is_file() and _redact_file(path, pattern, len(needles[0])):
+            touched.append(path.relative_to(directory).as_posix())
     return touched
+
+
+def _redact_file(path: Path, pattern: re.Pattern[bytes], longest: int) -> bool:
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if pattern.search(data) is None:  # the usual case: one pass, nothing copied
+                return False
+            fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".claw-redacting-")
+            os.fchmod(fd, stat.S_IMODE(os.fstat(fh.fileno()).st_mode))  # an executable stays one
+            try:
+                with open(fd, "wb") as out:
+                    _write_redacted(data, out, pattern, longest)
+            except BaseException:
+                os.unlink(staged)
+                raise
+    os.replace(staged, path)
+    return True
+
+
+def _write_redacted(data: mmap.mmap, out: BinaryIO, pattern: re.Pattern[bytes], longest: int) -> None:
+    """`data` with every secret replaced, a chunk at a time; a secret across the end of a chunk waits
+    for the next one."""
+    carry, pos = b"", 0
+    while True:
+        chunk = data[pos:pos + REDACT_CHUNK]
+        pos += len(chunk)
+        text = carry + chunk
+        if pos >= len(data):
+            out.write(pattern.sub(REDACTED_BYTES, text))
+            return
+        cut = len(text) - (longest - 1)  # a secret starting before here ends inside `text`
+        while (across := _across(text, pattern, cut, longest)) is not None:
+            cut = across
+        out.write(pattern.sub(REDACTED_BYTES, text[:cut]))
+        carry = text[cut:]
+
+
+def _across(text: bytes, pattern: re.Pattern[bytes], cut: int, longest: int) -> int | None:
+    """Where a secret that `cut` would split starts, if one does."""
+    for found in pattern.finditer(text, max(cut - longest + 1, 0), cut + longest - 1):
+        if found.start() < cut < found.end():
+            return found.start()
+    return None
 
 
 def log_block(inv: Invocation) -> str:

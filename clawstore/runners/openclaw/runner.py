@@ -36,6 +36,7 @@ from clawstore.runners.openclaw.container import (
     engine_problem,
     secret_values,
 )
+from clawstore.runners.openclaw.limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.runners.openclaw.prompt import render_turns
 from clawstore.runners.openclaw.workspace import (
     STANDARD_FILES,
@@ -222,6 +223,7 @@ class _Run:
         inv = runner.run("validate", ["openclaw", "config", "validate", "--json"],
                          min(VALIDATE_TIMEOUT_S, remaining))
         self._check_engine(inv)
+        self._check_output(inv)
         if inv.timed_out:
             raise _Failure("timed_out", RunError(
                 "openclaw_timeout", f"config validation did not finish within the run's "
@@ -252,6 +254,7 @@ class _Run:
             "session_id": self.session, "turn_index": index, "turn_count": count})
         inv = runner.run(f"turn{index + 1}", argv, remaining)
         self._check_engine(inv)
+        self._check_output(inv)
         payload = ev.find_payload(ev.redact(ev.payload_text(inv), self.secrets)) if not inv.timed_out else None
         self.turn_payloads.append(payload)
         # OpenClaw's own --timeout may end the turn a moment before ours does: same outcome.
@@ -263,8 +266,10 @@ class _Run:
                 "timeout", retryable=True, metadata={"turn_index": index}))
         if inv.returncode != 0:
             stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
+            killed = " (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)" \
+                if inv.returncode == 137 and self.settings.memory else ""
             raise _Failure("failed", RunError(
-                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}",
+                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}{killed}",
                 "execution_error", metadata={"turn_index": index, "returncode": inv.returncode,
                                              "stderr": stderr}))
         self.trace.final_output(ev.redact(ev.visible_text(payload), self.secrets),
@@ -276,15 +281,41 @@ class _Run:
                                               f"{inv.step}: {inv.engine_error}", "execution_error",
                                               retryable=True))
 
+    def _check_output(self, inv: Invocation) -> None:
+        if inv.output_overflow:
+            raise _Failure("failed", RunError(
+                "openclaw_output_limit", f"{inv.step}: the container wrote more than "
+                f"{size_text(MAX_OUTPUT_BYTES)} to {inv.output_overflow}; it was stopped (the first "
+                f"{size_text(MAX_OUTPUT_BYTES)} are kept in the logs)", "execution_error",
+                metadata={"step": inv.step, "stream": inv.output_overflow}))
+
     # --- evidence ---------------------------------------------------------------------------
-    def capture(self) -> dict[str, Any]:
+    def workspace_failure(self) -> RunError | None:
+        """The run's failure when its final workspace is too big to keep (limits.py)."""
+        problem = workspace_problem(self.workspace) if self.workspace.exists() else None
+        if problem is None:
+            return None
+        return RunError("openclaw_workspace_too_large", f"the agent's final workspace was not kept: {problem}",
+                        "execution_error")
+
+    def capture(self, workspace_refused: RunError | None = None) -> dict[str, Any]:
         store, spec = self.store, self.spec
+        if workspace_refused is not None:
+            self._capture_logs()
+            return {"workspace_kept": False, "workspace_problem": workspace_refused.message}
         redacted = ev.redact_tree(self.workspace, self.secrets) if self.workspace.exists() else []
         pruned = prune_workspace(self.workspace) if self.workspace.exists() else []
         final_tree = store.put_tree(self.workspace) if self.workspace.exists() else spec.agent_tree
         self.outputs["workspace"] = final_tree
         self.outputs["workspace_diff"] = store.put_bytes(
             workspace_diff(store, spec.agent_tree, final_tree).encode("utf-8"))
+        self._capture_logs()
+        return {"redacted_files": redacted, "pruned_paths": pruned,
+                "changed_paths": changed_paths(store, spec.agent_tree, final_tree)}
+
+    def _capture_logs(self) -> None:
+        """The containers' output, each turn's payload and OpenClaw's session files (all redacted)."""
+        store = self.store
         logs = "".join(ev.log_block(inv) for inv in self.invocations)
         self.outputs["openclaw_logs"] = store.put_bytes(ev.redact(logs, self.secrets).encode("utf-8"))
         turns = []
@@ -297,13 +328,15 @@ class _Run:
                           "payload": store.put_bytes(raw), "payload_bytes": len(raw)})
         self.outputs["openclaw_raw_trace"] = store.put_json({"session_id": self.session, "turns": turns})
         self.outputs.update(self._session_files())
-        return {"redacted_files": redacted, "pruned_paths": pruned,
-                "changed_paths": changed_paths(store, spec.agent_tree, final_tree)}
 
     def _session_files(self) -> dict[str, str]:
         """OpenClaw's own session transcripts, when the release writes them as JSONL files."""
         found = {}
         for path in sorted((self.root / "state").glob("agents/*/sessions/*.jsonl")):
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
+                self.trace.runner("session_file_skipped", None, {
+                    "name": path.name, "reason": f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
+                continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
         return found
@@ -351,7 +384,10 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         except Exception as exc:  # noqa: BLE001 - a harness bug is a failed run, recorded, not a crash
             status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
                                                "execution_error")
-        captured = run.capture()
+        too_big = run.workspace_failure()
+        if too_big is not None and error is None:
+            status, error = "failed", too_big
+        captured = run.capture(workspace_refused=too_big)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if error is not None:

@@ -1,0 +1,169 @@
+"""An agent acts on a model's words and a suite written by someone else: what it makes is input.
+
+A turn that prints without end, a workspace of gigabytes or of countless files, a secret written a
+hundred thousand times: each fails (or is redacted in) that run, in bounded memory and time, instead
+of exhausting the build that runs it beside others. Containers get resource limits of their own.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.runners.openclaw import evidence, limits, run_openclaw
+from clawstore.runners.openclaw.container import EngineSettings
+from clawstore.runners.openclaw.evidence import redact_tree
+from tests.openclaw.conftest import SECRET, payload
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_turn_that_prints_without_end_is_stopped_at_the_limit_and_fails(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"flood": "stdout"}])
+    began = time.monotonic()
+    outcome = run_openclaw(make_spec(timeout_seconds=60), store, tmp_path)
+    assert time.monotonic() - began < 30, "stopped at the limit, not at the run's timeout"
+    assert outcome.status == "failed"
+    error = outcome.artifact["error"]
+    assert error["code"] == "openclaw_output_limit" and error["metadata"] == {"step": "turn1", "stream": "stdout"}
+    assert "more than 16 MiB to stdout; it was stopped" in error["message"]
+    assert fake_docker.live_containers() == [] and fake_docker.calls("rm")
+    logs = store.get_bytes(outcome.outputs["openclaw_logs"])
+    assert limits.MAX_OUTPUT_BYTES <= len(logs) < limits.MAX_OUTPUT_BYTES + 4096  # the first 16 MiB, kept
+    invocations = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["invocations"]
+    assert invocations[-1]["output_overflow"] == "stdout"
+    assert "output_overflow" not in invocations[0]  # (validation ended normally: its summary is as before)
+
+
+def test_flooding_stderr_ends_the_same_way(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(validate={"flood": "stderr"})
+    outcome = run_openclaw(make_spec(timeout_seconds=60), store, tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.artifact["error"]["metadata"] == {"step": "validate", "stream": "stderr"}
+    assert fake_docker.calls("agent") == []
+
+
+def test_a_workspace_of_gigabytes_is_not_kept_and_fails_the_run(make_spec, fake_docker, store, tmp_path):
+    # 1 GiB + 1 byte that costs no disk (sparse): the old capture read it whole to redact it.
+    fake_docker.script(turns=[{"sparse": {"dump.bin": limits.MAX_WORKSPACE_BYTES + 1},
+                               "payload": payload("I wrote a big file.")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed"
+    error = outcome.artifact["error"]
+    assert error["code"] == "openclaw_workspace_too_large"
+    assert error["message"] == "the agent's final workspace was not kept: its files hold more than 1 GiB"
+    assert "workspace" not in outcome.outputs and "workspace_diff" not in outcome.outputs
+    evidence = outcome.artifact["runner_metadata"]["openclaw"]
+    assert evidence["workspace_snapshot"] is None and evidence["metadata"]["workspace_kept"] is False
+    assert outcome.outputs["openclaw_logs"] and outcome.outputs["openclaw_raw_trace"]  # the rest is kept
+    assert max(len(store.get_bytes(oid)) for oid in store.iter_objects()) < 1 << 20
+
+
+def test_a_workspace_of_too_many_files_is_not_kept(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_WORKSPACE_FILES", 40)
+    fake_docker.script(turns=[{"write": {f"many/{n}.txt": "x" for n in range(50)}, "payload": payload("ok")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.artifact["error"]["message"].endswith("it holds more than 40 files and directories")
+    assert "workspace" not in outcome.outputs
+
+
+def test_a_timed_out_run_with_a_huge_workspace_keeps_its_timeout_as_the_reason(make_spec, fake_docker, store,
+                                                                                tmp_path):
+    fake_docker.script(turns=[{"sparse": {"dump.bin": limits.MAX_WORKSPACE_BYTES + 1}, "sleep": 60}])
+    outcome = run_openclaw(make_spec(timeout_seconds=2), store, tmp_path)
+    assert outcome.status == "timed_out" and outcome.artifact["error"]["code"] == "openclaw_timeout"
+    metadata = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+    assert metadata["workspace_kept"] is False and "more than 1 GiB" in metadata["workspace_problem"]
+
+
+def test_counting_a_workspace_stops_at_the_limit(tmp_path: Path) -> None:
+    for n in range(30):
+        (tmp_path / f"{n}.txt").write_text("x")
+    assert limits.workspace_problem(tmp_path, max_entries=30) is None
+    assert limits.workspace_problem(tmp_path, max_entries=29) == "it holds more than 29 files and directories"
+    assert limits.workspace_problem(tmp_path, max_bytes=29) == "its files hold more than 0 MiB"
+    (tmp_path / "link").symlink_to("/dev/zero")  # a link is not followed, whatever it points at
+    assert limits.workspace_problem(tmp_path) is None
+
+
+_REDACT_BIG = """
+import sys, tracemalloc
+from pathlib import Path
+from clawstore.runners.openclaw.evidence import redact_tree
+tracemalloc.start()
+print(redact_tree(Path(sys.argv[1]), [sys.argv[2]]))
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_a_big_file_full_of_the_secret_is_redacted_in_bounded_memory(tmp_path: Path) -> None:
+    work = tmp_path / "workspace"
+    work.mkdir()
+    line = f"token={SECRET};".encode()
+    with open(work / "leak.log", "wb") as out:
+        for _ in range(64):
+            out.write(line * 40_000)  # 64 × 40,000 copies of the secret: about 110 MB
+    (work / "run.sh").write_text(f"#!/bin/sh\necho {SECRET}\n")
+    (work / "run.sh").chmod(0o755)
+    size = (work / "leak.log").stat().st_size
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _REDACT_BIG, str(work), SECRET], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    took = time.monotonic() - began
+    touched, peak = done.stdout.split("\n")[:2]
+    assert touched == "['leak.log', 'run.sh']"
+    assert int(peak) < 16 << 20, "the file was not read whole"  # (Python's allocations; the file is mapped)
+    assert took < 60
+    redacted = work / "leak.log"
+    assert redacted.stat().st_size == size - 64 * 40_000 * (len(SECRET) - len("[redacted]"))
+    with open(redacted, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        assert data.find(SECRET.encode()) == -1 and data[:17] == b"token=[redacted];"
+    assert stat.S_IMODE((work / "run.sh").stat().st_mode) == 0o755  # an executable stays one
+    assert (work / "run.sh").read_text() == "#!/bin/sh\necho [redacted]\n"
+    assert sorted(os.listdir(work)) == ["leak.log", "run.sh"]  # no staging file left behind
+
+
+@pytest.mark.parametrize("chunk", [3, 4, 5, 7, 1 << 20])
+def test_redaction_replaces_every_secret_wherever_a_chunk_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              chunk: int) -> None:
+    monkeypatch.setattr(evidence, "REDACT_CHUNK", chunk)
+    path = tmp_path / "f"
+    path.write_bytes(b"abcabc--abcd--bc-x-" + b"abcd" * 5 + b"bc")
+    assert redact_tree(tmp_path, ["bc", "abc", "abcd"]) == ["f"]
+    assert path.read_bytes() == b"[redacted][redacted]--[redacted]--[redacted]-x-" + b"[redacted]" * 6
+    assert redact_tree(tmp_path, ["absent"]) == [] and redact_tree(tmp_path, []) == []
+
+
+def test_containers_get_resource_limits(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    fake_docker.script(turns=[{"payload": payload("ok")}])
+    run_openclaw(make_spec(), store, tmp_path)
+    flags = fake_docker.calls("run")[-1]["flags"]
+    assert (flags["memory"], flags["pids-limit"]) == ("4g", "4096") and "cpus" not in flags
+    monkeypatch.setenv("CLAW_OPENCLAW_MEMORY", "none")
+    monkeypatch.setenv("CLAW_OPENCLAW_PIDS_LIMIT", "512")
+    monkeypatch.setenv("CLAW_OPENCLAW_CPUS", "1.5")
+    run_openclaw(make_spec(), store, tmp_path)
+    flags = fake_docker.calls("run")[-1]["flags"]
+    assert "memory" not in flags and (flags["pids-limit"], flags["cpus"]) == ("512", "1.5")
+
+
+def test_limit_settings_are_read_from_the_environment() -> None:
+    settings = EngineSettings.from_env("docker", {"CLAW_OPENCLAW_MEMORY": " 2g ", "CLAW_OPENCLAW_PIDS_LIMIT": ""})
+    assert settings.limit_flags() == ["--memory", "2g", "--pids-limit", "4096"]
+    assert EngineSettings.from_env("docker", {"CLAW_OPENCLAW_MEMORY": "None", "CLAW_OPENCLAW_PIDS_LIMIT": "none"}
+                                   ).limit_flags() == []
+
+
+def test_a_container_killed_by_the_engine_says_which_limit_to_look_at(make_spec, fake_docker, store, tmp_path):
+    fake_docker.script(turns=[{"rc": 137}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.artifact["error"]["message"] == \
+        "turn 1 of 1: openclaw exited 137 (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)"
