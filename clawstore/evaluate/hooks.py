@@ -24,7 +24,7 @@ from typing import Any
 
 import blake3
 
-from clawstore import jsontext
+from clawstore import bounded_output, jsontext
 from clawstore.confine import (
     NOBODY,
     SHELL_PATH,
@@ -50,6 +50,7 @@ _STDERR_TAIL = 2000
 HOOK_MEMORY_BYTES = 1024 * 1024 * 1024
 HOOK_FILE_BYTES = 64 * 1024 * 1024
 HOOK_OPEN_FILES = 256
+HOOK_REPLY_BYTES = 16 * 1024 * 1024  # the JSON reply a hook's process may write
 SCRATCH = "/scratch"  # the hook's only writable folder (HOME and TMPDIR), emptied after each run
 
 
@@ -224,20 +225,21 @@ def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) ->
         start_new_session=True,  # lets a timeout kill the hook and everything it spawned
     )
     try:
-        out, err = proc.communicate(json.dumps(request).encode("utf-8"), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        try:
-            proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        # The reply (stdout) is bounded; the hook's prints (stderr) keep only their tail.
+        output = bounded_output.collect(proc, timeout_s, lambda: _kill_group(proc), stdout_cap=HOOK_REPLY_BYTES,
+                                        stderr_cap=4 * _STDERR_TAIL, stderr_keep="tail",
+                                        stdin=json.dumps(request).encode("utf-8"))
+    finally:
+        _kill_group(proc)  # no stray grandchildren outlive the hook
+    if output.timed_out:
         return HookOutcome(
             "error", f"hook timed out after {timeout_s:g}s and was stopped", metadata={"timed_out": True}
         )
-    finally:
-        _kill_group(proc)  # no stray grandchildren outlive the hook
+    if output.overflowed:
+        return HookOutcome("error", f"hook's reply is larger than {HOOK_REPLY_BYTES >> 20} MiB; the hook was stopped")
+    out = output.stdout
     meta: dict[str, Any] = {}
-    stderr_tail = err.decode("utf-8", errors="replace")[-_STDERR_TAIL:]
+    stderr_tail = output.stderr.decode("utf-8", errors="replace")[-_STDERR_TAIL:]
     try:
         reply = jsontext.loads_reply(out.decode("utf-8"))
     except ValueError:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from clawstore import bounded_output
 from clawstore.confine import (
     NOBODY,
     RUNTIME_DIRS,
@@ -172,16 +173,15 @@ class Sandbox:
                 env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
                 start_new_session=True,
             )
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                proc.communicate()
-                raise TimeoutError(f"command timed out after {timeout:g}s") from None
+            # Past the cap, output is read and dropped: a command may print without end (`yes`).
+            output = bounded_output.collect(proc, timeout, lambda: _kill_group(proc), stdout_cap=OUTPUT_LIMIT + 1,
+                                            stderr_cap=OUTPUT_LIMIT + 1, stop_on_overflow=False)
+            if output.timed_out:
+                raise TimeoutError(f"command timed out after {timeout:g}s")
         finally:
             self._remove_mountpoints(created)
-        stdout, cut_out = _clip(out)
-        stderr, cut_err = _clip(err)
+        stdout, cut_out = _clip(output.stdout)
+        stderr, cut_err = _clip(output.stderr)
         return ShellResult(command, proc.returncode, stdout, stderr, cut_out or cut_err)
 
     def _prepare_mountpoints(self) -> list[Path]:

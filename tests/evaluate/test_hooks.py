@@ -7,6 +7,7 @@ import socket
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,3 +209,34 @@ def test_no_isolation_available_means_the_hook_does_not_run(
     assert res["outcome"] == "error" and "never run unconfined" in res["message"]
     assert not marker.exists()
     assert os.environ["PATH"] == str(bindir)
+
+
+def test_a_hook_printing_hundreds_of_megabytes_keeps_only_a_tail(tmp_path: Path) -> None:
+    src = write_case(tmp_path, '''
+import sys
+def chatty(artifact):
+    line = "x" * 999 + "\\n"
+    for _ in range(300_000):
+        sys.stdout.write(line)  # (the hook's prints go to stderr)
+    print("the last words")
+    return False
+''')
+    tracemalloc.start()
+    try:
+        res = run_hook(src, "chatty", ALLOW, hook_timeout_s=60)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert res["outcome"] == "failed", res
+    assert peak < 16 << 20, f"{peak >> 20} MiB held for 300 MB of prints"
+
+
+def test_a_hook_reply_over_the_limit_is_an_error(tmp_path: Path) -> None:
+    src = write_case(tmp_path, '''
+def huge(artifact):
+    return {"passed": True, "message": "x" * (40 << 20)}
+''')
+    started = time.monotonic()
+    res = run_hook(src, "huge", ALLOW, hook_timeout_s=60)
+    assert res["outcome"] == "error" and res["message"] == "hook's reply is larger than 16 MiB; the hook was stopped"
+    assert time.monotonic() - started < 30

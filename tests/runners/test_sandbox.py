@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 
@@ -120,3 +121,17 @@ def test_special_files_do_not_block_the_file_tools(box: ToolBox) -> None:
     assert box.run("exec_shell", {"command": "mkfifo /work/pipe && echo made"}).output["stdout"] == "made\n"
     assert box.run("read_file", {"path": "pipe"}).output["error_type"] == "NotARegularFile"
     assert box.run("write_file", {"path": "pipe", "content": "x"}).output["error_type"] == "NotARegularFile"
+
+
+def test_a_shell_command_printing_hundreds_of_megabytes_costs_no_more_than_the_cap(box: ToolBox) -> None:
+    # communicate() kept everything until the command ended (or its timeout), then kept 64 KiB of it.
+    tracemalloc.start()
+    try:
+        result = box.run("exec_shell", {"command": "yes | head -c 300000000; echo done >&2"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.status == "success" and result.output["returncode"] == 0, result.output
+    assert result.output["truncated"] is True and result.output["stdout"].startswith("y\ny\n")
+    assert len(result.output["stdout"]) < 70_000 and result.output["stderr"] == "done\n"
+    assert peak < 16 << 20, f"{peak >> 20} MiB held for 300 MB of output"

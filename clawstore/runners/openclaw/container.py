@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clawstore import bounded_output
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
-from clawstore.runners.openclaw.limits import collect_output
+from clawstore.runners.openclaw.limits import MAX_OUTPUT_BYTES
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
@@ -249,7 +250,8 @@ class ContainerRunner:
             inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
             inv.returncode = 127
             return inv
-        output = collect_output(proc, timeout_s, lambda: self._stop(proc, name))
+        output = bounded_output.collect(proc, timeout_s, lambda: self._stop(proc, name),
+                                        stdout_cap=MAX_OUTPUT_BYTES, stderr_cap=MAX_OUTPUT_BYTES)
         inv.duration_s = time.monotonic() - began
         inv.timed_out, inv.output_overflow = output.timed_out, output.overflowed
         inv.stdout = output.stdout.decode("utf-8", errors="replace")
