@@ -64,6 +64,7 @@ def _cost(artifact: dict[str, Any]) -> float | None:
 
 
 def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+    from clawstore.runners.limits import workspace_problem
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
     from clawstore.store.trees import empty_tree
@@ -85,9 +86,16 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
     latency = time.monotonic() - began
     artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
 
+    # A sandbox too big to keep (a shell command can make files of any size) is left out; the answer,
+    # paid for, is kept and scored as it is: its checks find no files.
+    too_big = workspace_problem(sandbox) if sandbox is not None else None
+    if too_big is not None:
+        artifact_json["runner_metadata"]["sandbox"].update(kept=False, not_kept=too_big)
+
     def write() -> tuple[str, dict[str, Any]]:
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
-            outputs = {"sandbox": store.put_tree(sandbox) if sandbox is not None else empty_tree(store)}
+            kept = sandbox is not None and too_big is None
+            outputs = {"sandbox": store.put_tree(sandbox) if kept else empty_tree(store)}
             return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
 
     def cleanup() -> None:

@@ -171,3 +171,27 @@ def test_tools_are_contained_and_secrets_never_stored(ws: Workspace, claw: Claw,
             assert SECRET.encode() not in raw
             if raw[:4] == b"\x28\xb5\x2f\xfd":
                 assert SECRET.encode() not in dctx.decompressobj().decompress(raw)
+
+
+def test_a_sandbox_of_gigabytes_is_not_kept_but_the_paid_answer_is(ws: Workspace, claw: Claw,
+                                                                   standin: StandIn) -> None:
+    # A model's shell command can make files of any size; the old capture read them all into the store.
+    ws.case("big", "Make a big file.", input={
+        "messages": [{"role": "user", "content": "Make a big file."}],
+        "context": {"llm_probe": {"tools": ["exec_shell"]}}})
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["big"]})
+    standin.script("vendor/m1", tool_call("exec_shell", {"command": "truncate -s 2G /work/big.bin && echo made"}),
+                   text("done"))
+    code, _, err = claw.build("--output", "json")
+    assert code == 0, err
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    record = next(store.get_action(key) for key, _ in store.iter_actions())
+    assert record["status"] == "success"  # the answer was paid for: it is kept and scored
+    assert store.read_tree(record["outputs"]["sandbox"]) == []
+    artifact = store.get_json(record["outputs"]["artifact"])
+    assert artifact["runner_metadata"]["sandbox"]["kept"] is False
+    assert artifact["runner_metadata"]["sandbox"]["not_kept"] == "its files hold more than 1 GiB"
+    assert max(len(store.get_bytes(oid)) for oid in store.iter_objects()) < 1 << 20
+    sent = len(standin.requests)
+    code, _, err = claw.build("--output", "json")
+    assert code == 0 and len(standin.requests) == sent, err  # not paid for again

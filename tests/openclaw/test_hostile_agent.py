@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.runners.openclaw import evidence, limits, run_openclaw
+from clawstore.runners import limits
+from clawstore.runners.openclaw import evidence, run_openclaw
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree
 from tests.openclaw.conftest import SECRET, payload

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawstore import bounded_output
+from clawstore.runners.limits import MAX_OUTPUT_BYTES
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
-from clawstore.runners.openclaw.limits import MAX_OUTPUT_BYTES
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"

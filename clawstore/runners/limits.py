@@ -1,8 +1,9 @@
-"""What one OpenClaw run may make claw hold: its containers' output and its final workspace.
+"""What one run may make claw hold: an OpenClaw container's output, and the files a run leaves
+(an OpenClaw agent's final workspace, an llm_probe run's tool sandbox).
 
-The agent acts on a model's words and a suite written by someone else, so what it produces is input:
-a turn that prints without end, or a workspace with a file of many gigabytes or millions of files,
-must fail that run, not exhaust the memory of the build running it beside others.
+An agent or a model's tool calls act on a model's words and a suite written by someone else, so what
+they produce is input: a turn that prints without end, or files of many gigabytes or millions of
+files, must not exhaust the memory or the store of the build running them beside others.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import os
 from pathlib import Path
 
 MAX_OUTPUT_BYTES = 16 << 20  # per stream (stdout, stderr) of one container run
-MAX_WORKSPACE_BYTES = 1 << 30  # all files of the final workspace together
-MAX_WORKSPACE_FILES = 100_000  # files, directories and links of the final workspace
+MAX_WORKSPACE_BYTES = 1 << 30  # all files a run leaves (workspace, sandbox) together
+MAX_WORKSPACE_FILES = 100_000  # files, directories and links a run leaves
 MAX_SESSION_FILE_BYTES = 64 << 20  # one of OpenClaw's session transcripts, read whole to be redacted
 
 
@@ -21,7 +22,7 @@ def size_text(count: int) -> str:
 
 
 def workspace_problem(directory: Path, max_bytes: int | None = None, max_entries: int | None = None) -> str | None:
-    """Why the final workspace is too big to keep (MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES), or None.
+    """Why the files a run left are too big to keep (MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES), or None.
     Stops counting at the first limit passed: millions of files cost no more than the limit to look at."""
     max_bytes = MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
     max_entries = MAX_WORKSPACE_FILES if max_entries is None else max_entries
