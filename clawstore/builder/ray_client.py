@@ -105,13 +105,12 @@ def _openclaw_on_node(spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[s
     """A Ray task: one OpenClaw run on this node's container engine, against a scratch store holding
     the agent's workspace (`objects`). Returns the outcome and the content of every object the run
     stored; the driver stores each and checks it hashes to its id."""
-    import tempfile
-
     from clawstore.runners.openclaw import run_openclaw
+    from clawstore.scratch import scratch_dir
     from clawstore.store import Store
     from clawstore.store.runtime import drop_runtime
 
-    with tempfile.TemporaryDirectory(prefix="claw-ray-openclaw-") as tmp:
+    with scratch_dir("claw-ray-openclaw-") as tmp:
         store = Store(Path(tmp) / "store")
         try:
             with store.batch():

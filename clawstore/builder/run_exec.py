@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 from clawstore.providers.errors import ProviderError
+from clawstore.scratch import remove_tree, scratch_dir
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -81,7 +81,7 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
         artifact = run_llm_probe(spec, client, sandbox)
     except BaseException:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
         raise
     latency = time.monotonic() - began
     artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
@@ -100,7 +100,7 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
 
     def cleanup() -> None:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     # The answer is paid for: if the store refuses it, the build keeps it (and its sandbox) to retry.
     return store_answer(node, write, _cost(artifact_json), cleanup)
@@ -117,7 +117,7 @@ def execute_openclaw(node: Node, store: Store, build_id: str, cluster: Any = Non
     if cluster is not None:
         outcome, made = cluster.run_openclaw(spec, tree_contents(store, spec.agent_tree))
     else:
-        with tempfile.TemporaryDirectory(prefix="claw-run-") as tmp:
+        with scratch_dir("claw-run-") as tmp:
             outcome = run_openclaw(spec, store, Path(tmp))
     latency = time.monotonic() - began
 

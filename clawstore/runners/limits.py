@@ -14,6 +14,8 @@ from pathlib import Path
 MAX_OUTPUT_BYTES = 16 << 20  # per stream (stdout, stderr) of one container run
 MAX_WORKSPACE_BYTES = 1 << 30  # all files a run leaves (workspace, sandbox) together
 MAX_WORKSPACE_FILES = 100_000  # files, directories and links a run leaves
+MAX_WORKSPACE_DEPTH = 256  # directories one inside the other
+MAX_PATH_BYTES = 2048  # a path inside the workspace: well below the system's limit once placed somewhere
 MAX_SESSION_FILE_BYTES = 64 << 20  # one of OpenClaw's session transcripts, read whole to be redacted
 
 
@@ -22,15 +24,16 @@ def size_text(count: int) -> str:
 
 
 def workspace_problem(directory: Path, max_bytes: int | None = None, max_entries: int | None = None) -> str | None:
-    """Why the files a run left are too big to keep (MAX_WORKSPACE_BYTES, MAX_WORKSPACE_FILES), or None.
-    Stops counting at the first limit passed: millions of files cost no more than the limit to look at."""
+    """Why the files a run left are too big to keep (the MAX_WORKSPACE_* limits), or None. Stops at
+    the first limit passed: millions of files, or a nesting without end, cost no more than the limit."""
     max_bytes = MAX_WORKSPACE_BYTES if max_bytes is None else max_bytes
     max_entries = MAX_WORKSPACE_FILES if max_entries is None else max_entries
     total, entries = 0, 0
-    pending = [directory]
+    pending = [(str(directory), 0, 0)]  # a directory, how deep it is, the length of its relative path
     while pending:
+        path, depth, length = pending.pop()
         try:
-            listing = os.scandir(pending.pop())
+            listing = os.scandir(path)
         except OSError:
             continue
         with listing:
@@ -38,8 +41,13 @@ def workspace_problem(directory: Path, max_bytes: int | None = None, max_entries
                 entries += 1
                 if entries > max_entries:
                     return f"it holds more than {max_entries:,} files and directories"
+                name_length = length + len(os.fsencode(entry.name)) + 1
+                if name_length > MAX_PATH_BYTES:
+                    return f"it holds a path longer than {MAX_PATH_BYTES:,} bytes"
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
+                    if depth + 1 > MAX_WORKSPACE_DEPTH:
+                        return f"it nests directories more than {MAX_WORKSPACE_DEPTH} deep"
+                    pending.append((entry.path, depth + 1, name_length))
                 elif entry.is_file(follow_symlinks=False):
                     total += entry.stat(follow_symlinks=False).st_size
                     if total > max_bytes:

@@ -211,12 +211,18 @@ class Sandbox:
 
 
 def _hand_over(root: Path) -> None:
-    """Make the sandbox owned by `nobody` so the unprivileged shell can work in what tools wrote."""
-    for directory, dirs, files in os.walk(root):
-        for name in [*dirs, *files, None]:
-            path = os.path.join(directory, name) if name else directory
-            if os.lstat(path).st_uid != NOBODY:
-                os.lchown(path, NOBODY, NOBODY)
+    """Make the sandbox owned by `nobody` so the unprivileged shell can work in what tools wrote.
+    (A walk of its own: `os.walk` recurses once per level, and a shell can nest thousands deep.)"""
+    if os.lstat(root).st_uid != NOBODY:
+        os.lchown(root, NOBODY, NOBODY)
+    pending = [str(root)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.stat(follow_symlinks=False).st_uid != NOBODY:
+                    os.lchown(entry.path, NOBODY, NOBODY)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

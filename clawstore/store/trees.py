@@ -72,34 +72,38 @@ def put_tree(store: Store, directory: Path | str) -> str:
         raise UsageError(f"cannot snapshot {root}: not a directory")
     entries: list[TreeEntry] = []
     with store.batch():  # a tree of many files costs a few flushes, not two per file
-        _walk(store, root, "", entries)
+        _walk(store, root, entries)
         entries.sort(key=lambda e: e.path)
         return store.put_json({"tree_version": TREE_VERSION, "entries": [e.to_json() for e in entries]})
 
 
-def _walk(store: Store, directory: Path, prefix: str, out: list[TreeEntry]) -> None:
-    try:
-        with os.scandir(directory) as iterator:
-            children = sorted(iterator, key=lambda e: e.name)
-    except OSError as exc:
-        raise StoreError(f"cannot snapshot {directory}: {exc.strerror}") from None
-    for child in children:
-        rel = prefix + _utf8_name(directory, child.name)
+def _walk(store: Store, root: Path, out: list[TreeEntry]) -> None:
+    """Every entry under `root`, without recursion: a tree may nest deeper than Python recurses."""
+    pending = [(root, "")]
+    while pending:
+        directory, prefix = pending.pop()
         try:
-            info = child.stat(follow_symlinks=False)
-        except FileNotFoundError:  # vanished while we walked (a live sandbox)
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            target = _utf8_name(directory, os.readlink(child.path))
-            out.append(TreeEntry(rel, "symlink", MODE_LINK, len(target.encode()), target=target))
-        elif stat.S_ISDIR(info.st_mode):
-            out.append(TreeEntry(rel, "dir", MODE_DIR, 0))
-            _walk(store, Path(child.path), rel + "/", out)
-        elif stat.S_ISREG(info.st_mode):
-            oid, logical = store.put_file_sized(child.path)  # unreadable: UsageError naming it
-            mode = MODE_EXEC if info.st_mode & stat.S_IXUSR else MODE_FILE
-            out.append(TreeEntry(rel, "file", mode, logical, object=oid))
-        # sockets, fifos and devices have no content to keep: skipped
+            with os.scandir(directory) as iterator:
+                children = sorted(iterator, key=lambda e: e.name)
+        except OSError as exc:
+            raise StoreError(f"cannot snapshot {directory}: {exc.strerror}") from None
+        for child in children:
+            rel = prefix + _utf8_name(directory, child.name)
+            try:
+                info = child.stat(follow_symlinks=False)
+            except FileNotFoundError:  # vanished while we walked (a live sandbox)
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                target = _utf8_name(directory, os.readlink(child.path))
+                out.append(TreeEntry(rel, "symlink", MODE_LINK, len(target.encode()), target=target))
+            elif stat.S_ISDIR(info.st_mode):
+                out.append(TreeEntry(rel, "dir", MODE_DIR, 0))
+                pending.append((Path(child.path), rel + "/"))
+            elif stat.S_ISREG(info.st_mode):
+                oid, logical = store.put_file_sized(child.path)  # unreadable: UsageError naming it
+                mode = MODE_EXEC if info.st_mode & stat.S_IXUSR else MODE_FILE
+                out.append(TreeEntry(rel, "file", mode, logical, object=oid))
+            # sockets, fifos and devices have no content to keep: skipped
 
 
 def _utf8_name(directory: Path, name: str) -> str:

@@ -195,3 +195,23 @@ def test_a_sandbox_of_gigabytes_is_not_kept_but_the_paid_answer_is(ws: Workspace
     sent = len(standin.requests)
     code, _, err = claw.build("--output", "json")
     assert code == 0 and len(standin.requests) == sent, err  # not paid for again
+
+
+def test_a_sandbox_nested_1500_deep_keeps_the_paid_answer(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # Python's own tree walks recurse once per level: handing the sandbox to the shell's user, storing
+    # it and removing it each failed the run with RecursionError after its answer was paid for.
+    ws.case("deep", "Nest.", input={"messages": [{"role": "user", "content": "Nest."}],
+                                    "context": {"llm_probe": {"tools": ["exec_shell"]}}})
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["deep"]})
+    standin.script("vendor/m1", tool_call("exec_shell", {"command": 'mkdir -p $(printf "d/%.0s" $(seq 1500))'}),
+                   tool_call("exec_shell", {"command": "echo again"}), text("done"))
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    record = next(store.get_action(key) for key, _ in store.iter_actions())
+    assert record["status"] == "success"
+    artifact = store.get_json(record["outputs"]["artifact"])
+    assert artifact["runner_metadata"]["sandbox"]["not_kept"] == "it nests directories more than 256 deep"
+    results = [e for e in artifact["trace"] if e["event_type"] == "tool_result"]
+    assert [r["status"] for r in results] == ["success", "success"]
+    assert "again" in results[1]["output"]["stdout"]

@@ -22,6 +22,7 @@ from clawstore.runners.openclaw import evidence, run_openclaw
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree
 from tests.openclaw.conftest import SECRET, payload
+from tests.support.nesting import nest
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -168,3 +169,16 @@ def test_a_container_killed_by_the_engine_says_which_limit_to_look_at(make_spec,
     outcome = run_openclaw(make_spec(), store, tmp_path)
     assert outcome.artifact["error"]["message"] == \
         "turn 1 of 1: openclaw exited 137 (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)"
+
+
+def test_a_workspace_nested_too_deep_or_with_too_long_a_path_is_not_kept(tmp_path: Path) -> None:
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    nest(deep, limits.MAX_WORKSPACE_DEPTH)
+    assert limits.workspace_problem(deep) is None
+    nest(deep / ("d/" * limits.MAX_WORKSPACE_DEPTH), 1)
+    assert limits.workspace_problem(deep) == f"it nests directories more than {limits.MAX_WORKSPACE_DEPTH} deep"
+    long = tmp_path / "long"
+    long.mkdir()
+    nest(long, 9, "n" * 250)  # 9 × 251 bytes
+    assert limits.workspace_problem(long) == "it holds a path longer than 2,048 bytes"

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
+from clawstore.scratch import remove_tree
 from clawstore.store import NotATreeError, Store, TreeEntry, UnsafeTreeError
+from tests.support.nesting import nest
 
 
 def _make_sample(root: Path) -> None:
@@ -181,3 +183,17 @@ def test_the_empty_tree_is_the_tree_of_an_empty_directory(tmp_path: Path) -> Non
     store = Store(tmp_path / "store")
     (tmp_path / "empty").mkdir()
     assert empty_tree(store) == store.put_tree(tmp_path / "empty")
+
+
+def test_a_tree_nested_deeper_than_the_interpreter_recurses_is_stored(store: Store, tmp_path: Path) -> None:
+    # A model's shell made such a sandbox in a loop; the recursive walk failed the paid run with
+    # RecursionError.
+    (tmp_path / "deep").mkdir()
+    deep = nest(tmp_path / "deep", 1500)
+    try:
+        entries = store.read_tree(store.put_tree(deep))
+        assert len(entries) == 1501 and entries[-1].path == "/".join(["d"] * 1500) + "/bottom.txt"
+        assert store.get_bytes(entries[-1].object) == b"deep"
+    finally:
+        remove_tree(deep)  # (pytest's own clean-up of old temporary directories would recurse too)
+    assert not deep.exists()

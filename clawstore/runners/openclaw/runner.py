@@ -13,7 +13,6 @@ Differences from the reference system (the harness whose config format claw read
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 import time
 import uuid
@@ -45,6 +44,7 @@ from clawstore.runners.openclaw.workspace import (
     prune_workspace,
     workspace_diff,
 )
+from clawstore.scratch import remove_tree
 from clawstore.store.ids import oid_of
 
 if TYPE_CHECKING:
@@ -389,7 +389,7 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
     if error is not None:
         run.trace.runner("run_failed", error.message, {"code": error.code})
     clock.stop()
