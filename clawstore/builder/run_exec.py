@@ -64,7 +64,7 @@ def _cost(artifact: dict[str, Any]) -> float | None:
 
 
 def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
-    from clawstore.runners.limits import workspace_problem
+    from clawstore.run_limits import workspace_problem
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
     from clawstore.store.trees import empty_tree

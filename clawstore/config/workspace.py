@@ -28,6 +28,7 @@ from clawstore.config.references import split_root
 from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
+from clawstore.run_limits import workspace_problem
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -356,6 +357,8 @@ def _load_agents(ws: Workspace) -> None:
             problems.append(("agent_id", f"must equal the directory name '{entry.name}', got '{agent.agent_id}'"))
         if not (directory / "workspace").is_dir():
             problems.append(("", "missing workspace/ directory beside agent.yaml"))
+        elif outside is None and (too_big := workspace_problem(directory / "workspace")) is not None:
+            problems.append(("", f"workspace/ cannot be an agent's template: {too_big}"))
         for field_path, message in problems:
             ws.add_issue(path, field_path, message)
         if not problems:

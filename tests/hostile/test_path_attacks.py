@@ -11,10 +11,12 @@ import pytest
 
 from clawstore.evaluate import evaluate_checks
 from clawstore.evaluate.inputs import check_inputs
+from clawstore.scratch import remove_tree
 from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.judging import eval_profile
+from tests.support.nesting import nest
 from tests.support.workspace import Workspace
 
 CASE = "configs/cases/alpha/test.yaml"
@@ -162,3 +164,20 @@ def test_an_agent_workspace_leading_out_is_refused(ws: Workspace) -> None:  # no
     validate = run_claw(ws.root, "validate")
     assert validate.code == 2 and "Traceback" not in validate.stdout + validate.stderr
     assert "configs/agents/evil/agent.yaml" in validate.stdout and "workspace resolves to /etc" in validate.stdout
+
+
+def test_an_agent_workspace_nested_thousands_deep_is_refused(ws: Workspace) -> None:  # noqa: F811
+    # Copying it into a run (shutil.copytree) recursed past Python's limit: `claw plan` and `claw build`
+    # ended in a RecursionError traceback.
+    agent = ws.configs / "agents" / "deep"
+    (agent / "workspace").mkdir(parents=True)
+    (agent / "agent.yaml").write_text("schema_version: 1\nagent_id: deep\ntitle: Deep\n"
+                                      "openclaw:\n  agent:\n    id: deep\n")
+    nest(agent / "workspace", 1200)
+    try:
+        validate = run_claw(ws.root, "validate")
+        assert validate.code == 2 and "Traceback" not in validate.stdout + validate.stderr
+        assert "configs/agents/deep/agent.yaml: workspace/ cannot be an agent's template: it nests directories " \
+               "more than 256 deep" in validate.stdout
+    finally:
+        remove_tree(agent / "workspace")  # (pytest's clean-up of old temporary directories recurses)

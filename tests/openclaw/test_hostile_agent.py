@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.runners import limits
+from clawstore import run_limits as limits
 from clawstore.runners.openclaw import evidence, run_openclaw
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree

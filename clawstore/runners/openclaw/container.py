@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawstore import bounded_output
-from clawstore.runners.limits import MAX_OUTPUT_BYTES
+from clawstore.run_limits import MAX_OUTPUT_BYTES
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 
 LABEL = "clawstore.openclaw"

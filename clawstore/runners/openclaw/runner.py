@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import canonical_json
 from clawstore.providers.usage import Usage
+from clawstore.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
-from clawstore.runners.limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV

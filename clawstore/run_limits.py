@@ -1,5 +1,6 @@
-"""What one run may make claw hold: an OpenClaw container's output, and the files a run leaves
-(an OpenClaw agent's final workspace, an llm_probe run's tool sandbox).
+"""What one run may make claw hold, and what a tree from outside may be: an OpenClaw container's
+output, and the files a run leaves (an OpenClaw agent's final workspace, an llm_probe run's tool
+sandbox) or an agent's workspace template brings.
 
 An agent or a model's tool calls act on a model's words and a suite written by someone else, so what
 they produce is input: a turn that prints without end, or files of many gigabytes or millions of
