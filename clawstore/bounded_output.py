@@ -86,6 +86,9 @@ def collect(proc: subprocess.Popen[bytes], timeout_s: float, stop: Callable[[], 
     proc.wait()
     for worker in workers:
         worker.join(timeout=_JOIN_S)
+    for stream, reader in zip(streams, workers, strict=False):
+        if not reader.is_alive():  # (one still reading keeps its pipe: closing it under the read is unsafe)
+            stream.pipe.close()
     return Output(streams[0].kept(), streams[1].kept(), timed_out and stopped_for is None, _first_over(streams))
 
 
