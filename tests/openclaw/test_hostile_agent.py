@@ -112,7 +112,7 @@ def test_a_big_file_full_of_the_secret_is_redacted_in_bounded_memory(tmp_path: P
     line = f"token={SECRET};".encode()
     with open(work / "leak.log", "wb") as out:
         for _ in range(64):
-            out.write(line * 40_000)  # 64 × 40,000 copies of the secret: about 110 MB
+            out.write(line * 40_000)  # 64 × 40,000 copies of the secret: about 97 MB
     (work / "run.sh").write_text(f"#!/bin/sh\necho {SECRET}\n")
     (work / "run.sh").chmod(0o755)
     size = (work / "leak.log").stat().st_size
