@@ -291,7 +291,7 @@ class _Run:
 
     # --- evidence ---------------------------------------------------------------------------
     def workspace_failure(self) -> RunError | None:
-        """The run's failure when its final workspace is too big to keep (limits.py)."""
+        """The run's failure when its final workspace is too big to keep (clawstore/run_limits.py)."""
         problem = workspace_problem(self.workspace) if self.workspace.exists() else None
         if problem is None:
             return None
