@@ -86,6 +86,7 @@ class _OpenClawPlanner:
         self.trees: dict[str, str] = {}
         self.digests: dict[tuple[str, str], str | None] = {}
         self.specs: dict[tuple[str, str], Any] = {}
+        self.engine_checked = False
 
     def identity(self, item: Any, endpoint: Any) -> dict[str, Any]:
         from clawstore.runners.openclaw import (
@@ -96,6 +97,11 @@ class _OpenClawPlanner:
         )
 
         block = self.campaign.run_profile.openclaw
+        if not self.engine_checked:  # the machine's settings: a malformed one is refused before any run
+            from clawstore.runners.openclaw.container import EngineSettings
+
+            EngineSettings.from_env(block.docker_cli)
+            self.engine_checked = True
         agent = self.campaign.agents[item.agent_id]
         if item.agent_id not in self.trees:
             self.trees[item.agent_id] = agent_workspace_tree(self.store, agent.dir, agent.agent)

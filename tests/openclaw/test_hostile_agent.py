@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -182,3 +183,20 @@ def test_a_workspace_nested_too_deep_or_with_too_long_a_path_is_not_kept(tmp_pat
     long.mkdir()
     nest(long, 9, "n" * 250)  # 9 × 251 bytes
     assert limits.workspace_problem(long) == "it holds a path longer than 2,048 bytes"
+
+
+@pytest.mark.parametrize("name,value", [("CLAW_OPENCLAW_MEMORY", "lots"), ("CLAW_OPENCLAW_PIDS_LIMIT", "4k"),
+                                        ("CLAW_OPENCLAW_CPUS", "--privileged")])
+def test_a_malformed_limit_is_refused_when_the_build_plans(tmp_path: Path, name: str, value: str) -> None:
+    # Before, the engine refused it once per run, each run failing with the engine's message.
+    shutil.copytree(Path(__file__).resolve().parents[2] / "configs", tmp_path / "configs")
+    env = {**os.environ, name: value, "OPENROUTER_API_KEY": "k-test", "CLAW_STORE": str(tmp_path / "store")}
+    for command in ("plan", "build"):
+        done = subprocess.run([sys.executable, "-m", "clawstore.cli", command, "--suite", "openclaw_examples",
+                               "--run-profile", "openclaw_local"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [f"claw: error: {name}: expected " + {
+            "CLAW_OPENCLAW_MEMORY": "a size such as 4g or 512m",
+            "CLAW_OPENCLAW_PIDS_LIMIT": "a whole number such as 4096",
+            "CLAW_OPENCLAW_CPUS": "a number of CPUs such as 1.5"}[name] + f", or none for no limit; got {value!r}"]

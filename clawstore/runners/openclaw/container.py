@@ -11,7 +11,7 @@ Settings that depend on the machine, not on the run, come from the environment:
   CLAW_OPENCLAW_MEMORY     memory limit of each container (`--memory`, default 4g; `none`: no limit)
   CLAW_OPENCLAW_PIDS_LIMIT processes and threads in each container (`--pids-limit`, default 4096; `none`)
   CLAW_OPENCLAW_CPUS       CPUs each container may use (`--cpus`, default: no limit)
-A value the engine does not accept fails the run with the engine's own message.
+A limit that is not of its form is refused when the build plans (exit 2).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawstore import bounded_output
+from clawstore.errors import UsageError
 from clawstore.run_limits import MAX_OUTPUT_BYTES
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 
@@ -78,11 +79,25 @@ class EngineSettings:
         return flags
 
 
+_LIMIT_FORMS = {  # what each setting accepts, and how a message describes it
+    "CLAW_OPENCLAW_MEMORY": (re.compile(r"^\d+(\.\d+)?[bkmg]?$", re.IGNORECASE), "a size such as 4g or 512m"),
+    "CLAW_OPENCLAW_PIDS_LIMIT": (re.compile(r"^-?\d+$"), "a whole number such as 4096"),
+    "CLAW_OPENCLAW_CPUS": (re.compile(r"^\d+(\.\d+)?$"), "a number of CPUs such as 1.5"),
+}
+
+
 def _limit(env: Mapping[str, str], name: str, default: str | None) -> str | None:
-    value = env.get(name)
-    if value is None or not value.strip():
+    """One resource-limit setting: unset or empty means the default, `none` no limit; anything else
+    that is not a value of its form is refused here (exit 2), not by the engine once per run."""
+    value = (env.get(name) or "").strip()
+    if not value:
         return default
-    return None if value.strip().lower() == "none" else value.strip()
+    if value.lower() == "none":
+        return None
+    form, described = _LIMIT_FORMS[name]
+    if not form.match(value):
+        raise UsageError(f"{name}: expected {described}, or none for no limit; got {value[:40]!r}")
+    return value
 
 
 @dataclass
