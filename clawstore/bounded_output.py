@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable
@@ -94,6 +95,12 @@ def collect(proc: subprocess.Popen[bytes], timeout_s: float, stop: Callable[[], 
 
 def _first_over(streams: list[_Stream]) -> str | None:
     return next((name for name, stream in zip(("stdout", "stderr"), streams, strict=True) if stream.over), None)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """The usual `stop`: SIGKILL the process's whole group (it was started with start_new_session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

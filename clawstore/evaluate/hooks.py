@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -157,12 +156,6 @@ def _interpret(value: Any) -> HookOutcome:
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
 
 def run_python_hook(
     hook: Mapping[str, Any],
@@ -226,11 +219,11 @@ def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) ->
     )
     try:
         # The reply (stdout) is bounded; the hook's prints (stderr) keep only their tail.
-        output = bounded_output.collect(proc, timeout_s, lambda: _kill_group(proc), stdout_cap=HOOK_REPLY_BYTES,
-                                        stderr_cap=4 * _STDERR_TAIL, stderr_keep="tail",
+        output = bounded_output.collect(proc, timeout_s, lambda: bounded_output.kill_group(proc),
+                                        stdout_cap=HOOK_REPLY_BYTES, stderr_cap=4 * _STDERR_TAIL, stderr_keep="tail",
                                         stdin=json.dumps(request).encode("utf-8"))
     finally:
-        _kill_group(proc)  # no stray grandchildren outlive the hook
+        bounded_output.kill_group(proc)  # no stray grandchildren outlive the hook
     if output.timed_out:
         return HookOutcome(
             "error", f"hook timed out after {timeout_s:g}s and was stopped", metadata={"timed_out": True}

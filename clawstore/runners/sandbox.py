@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -174,8 +173,9 @@ class Sandbox:
                 start_new_session=True,
             )
             # Past the cap, output is read and dropped: a command may print without end (`yes`).
-            output = bounded_output.collect(proc, timeout, lambda: _kill_group(proc), stdout_cap=OUTPUT_LIMIT + 1,
-                                            stderr_cap=OUTPUT_LIMIT + 1, stop_on_overflow=False)
+            output = bounded_output.collect(proc, timeout, lambda: bounded_output.kill_group(proc),
+                                            stdout_cap=OUTPUT_LIMIT + 1, stderr_cap=OUTPUT_LIMIT + 1,
+                                            stop_on_overflow=False)
             if output.timed_out:
                 raise TimeoutError(f"command timed out after {timeout:g}s")
         finally:
@@ -224,12 +224,6 @@ def _hand_over(root: Path) -> None:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(entry.path)
 
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _clip(data: bytes) -> tuple[str, bool]:

@@ -16,11 +16,9 @@ A limit that is not of its form is refused when the build plans (exit 2).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -282,8 +280,7 @@ class ContainerRunner:
         try:
             proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            bounded_output.kill_group(proc)
 
     def cleanup(self) -> list[str]:
         """Remove any container of this run still present; return the names found."""
