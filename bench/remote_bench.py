@@ -1,6 +1,6 @@
 """Remote benchmark: `claw push` / `claw pull` to a loopback S3 server vs a plain parallel transfer.
 
-    python bench/remote_bench.py [--objects 20000] [--size 4096] [--store DIR]
+    python bench/remote_bench.py [--objects 20000] [--size 4096] [--store DIR] [--repeat 3]
 
 A store (DIR, e.g. the store of a side-by-side campaign, or a generated one of `--objects` JSON objects
 of about `--size` bytes with an action-cache entry each) is pushed to a moto S3 server on 127.0.0.1 and
@@ -8,6 +8,10 @@ pulled into an empty store. The baseline moves the very same bytes (the pack fil
 same count, same sizes) with the same client (boto3 upload_file / download_file, 8 threads), measured in
 the same run. Throughput ratio = baseline time / claw time (target >= 0.7). Each line also gives the CPU
 time this process spent (the server's is its own): where the difference goes.
+
+The plain transfer's own time varies by a third from one try to the next on a small shared machine, so
+each is measured `--repeat` times, the plain and the claw transfer taking turns (a fresh bucket and an
+empty store each time), and the ratio is of the medians; each round's ratio is printed too.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -72,6 +77,7 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--store", type=Path, default=None, help="push this existing store instead")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of each transfer (medians are compared)")
     args = parser.parse_args()
     os.environ.update(FAKE_CREDENTIALS)
     import boto3
@@ -84,33 +90,48 @@ def main() -> None:
             generate(source, args.objects, args.size)
         # The packs push sends, captured on a directory remote: the baseline moves exactly these bytes.
         # (remote names of this run only, forgotten at the end: the source store keeps no trace of them)
-        capture, bench = f"bench-capture-{os.getpid()}", f"bench-{os.getpid()}"
+        capture = f"bench-capture-{os.getpid()}"
         push(source, Remote(capture, str(root / "capture")))
         packs = sorted((root / "capture" / "packs").glob("*.pack"))
         total = sum(f.stat().st_size for f in packs)
         client = boto3.client("s3", endpoint_url=endpoint)
-        for bucket in ("plain", "claw"):
-            make_bucket(endpoint, bucket)
-        up_plain = plain_transfer(client, "plain", packs, None)
-        with Measured() as up_claw, collector_paused():  # as `claw push` and `claw pull` run them
-            pushed = push(source, Remote(bench, "s3://claw/bench"))
-        (root / "down").mkdir()
-        down_plain = plain_transfer(client, "plain", packs, root / "down")
-        target = Store(root / "target")
-        with Measured() as down_claw, collector_paused():
-            pull(target, Remote(bench, "s3://claw/bench"))
-        for name in (capture, bench):  # its listing cache, and the tracking refs its pushes left
+        rounds: dict[str, list[tuple[Measured, Measured]]] = {"push": [], "pull": []}
+        names = [capture]
+        for turn in range(max(1, args.repeat)):
+            plain, bucket, name = f"plain{turn}", f"claw{turn}", f"bench-{os.getpid()}-{turn}"
+            names.append(name)
+            for each in (plain, bucket):
+                make_bucket(endpoint, each)
+            up_plain = plain_transfer(client, plain, packs, None)
+            with Measured() as up_claw, collector_paused():  # as `claw push` and `claw pull` run them
+                pushed = push(source, Remote(name, f"s3://{bucket}/bench"))
+            down = root / f"down{turn}"
+            down.mkdir()
+            down_plain = plain_transfer(client, plain, packs, down)
+            target = Store(root / f"target{turn}")
+            with Measured() as down_claw, collector_paused():
+                pull(target, Remote(name, f"s3://{bucket}/bench"))
+            assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
+            shutil.rmtree(down)
+            shutil.rmtree(target.root)
+            rounds["push"].append((up_claw, up_plain))
+            rounds["pull"].append((down_claw, down_plain))
+        for name in names:  # its listing cache, and the tracking refs its pushes left
             shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
             for ref in source.list_refs(f"remotes/{name}/"):
                 source.delete_ref(ref)
-        assert sum(1 for _ in target.iter_objects()) == sum(1 for _ in source.iter_objects())
         mib = total / (1 << 20)
-        print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total}))
-        for what, plain_what, mine, plain in (("push", "upload", up_claw, up_plain),
-                                               ("pull", "download", down_claw, down_plain)):
-            print(f"{what}: claw {mine.wall:.2f} s ({mib / mine.wall:.1f} MiB/s, {mine.cpu:.2f} s CPU) vs plain "
-                  f"parallel {plain_what} {plain.wall:.2f} s ({mib / plain.wall:.1f} MiB/s, {plain.cpu:.2f} s CPU): "
-                  f"throughput {plain.wall / mine.wall:.2f}x")
+        print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total,
+                          "rounds": len(rounds["push"])}))
+        for what, plain_what in (("push", "upload"), ("pull", "download")):
+            mine = statistics.median(claw.wall for claw, _ in rounds[what])
+            plain = statistics.median(base.wall for _, base in rounds[what])
+            cpu = statistics.median(claw.cpu for claw, _ in rounds[what])
+            plain_cpu = statistics.median(base.cpu for _, base in rounds[what])
+            each = ", ".join(f"{base.wall / claw.wall:.2f}x" for claw, base in rounds[what])
+            print(f"{what}: claw {mine:.2f} s ({mib / mine:.1f} MiB/s, {cpu:.2f} s CPU) vs plain parallel "
+                  f"{plain_what} {plain:.2f} s ({mib / plain:.1f} MiB/s, {plain_cpu:.2f} s CPU), medians: "
+                  f"throughput {plain / mine:.2f}x (rounds: {each})")
 
 
 if __name__ == "__main__":
