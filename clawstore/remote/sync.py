@@ -28,8 +28,10 @@ Pull checks who signed each ref's value and each listing before fetching anythin
 packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
 before anything becomes visible; a pack is all or nothing) and moves it into the store as it is; then
 it adds the listings' entries that verify against their input documents, then fast-forwards each
-local ref that did not move since the last sync. A killed push or pull is resumed by running it
-again: packs are immutable and named by content, and what is already there is skipped.
+local ref that did not move since the last sync. Of two records for one key, a reusable one wins
+(over another listing's, or this store's own entry): a failure never hides a result. A killed push or
+pull is resumed by running it again: packs are immutable and named by content, and what is already
+there is skipped.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ import blake3
 
 from clawstore import jsontext
 from clawstore.canonical import canonical_json
-from clawstore.errors import UsageError
+from clawstore.errors import ClawError, UsageError
+from clawstore.graph.records import is_fresh
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
@@ -664,17 +667,25 @@ class _Pull:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
             for key, record in sorted(doc["actions"].items()):
-                if key in into:
-                    continue
+                if into.get(key) == record or (key in into and _reusable(contents, into[key])):
+                    continue  # (another listing's record for the key: a reusable one is kept)
                 if not (contents.has(record) and contents.has(key)):
                     self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
                     continue
-                if pack not in arriving and get_action_record_id(store, key, look_again=False) is not None:
+                if pack not in arriving and self._kept_here(key, record):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
                 why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
-                into[key] = record
+                if key not in into or _reusable(contents, record):
+                    into[key] = record
+
+    def _kept_here(self, key: str, record: str) -> bool:
+        """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
+        same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
+        add_entries). Only a record that differs is read."""
+        own = get_action_record_id(self.store, key, look_again=False)
+        return own is not None and (own == record or _reusable(self.store, own))
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
@@ -722,9 +733,11 @@ class _Pull:
         now = time.time_ns()
         fresh = {}
         for key, record in self.entries.items():  # (ids checked as the listings were read)
-            digest = bytes.fromhex(key[len(PREFIX):])
-            if entry_record(store, digest, look_again=False) is None:
-                fresh[digest] = (bytes.fromhex(record[len(PREFIX):]), now)
+            digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
+            own = entry_record(store, digest, look_again=False)
+            if own is None or (own != record_digest and not _reusable(store, PREFIX + own.hex())
+                               and _reusable(store, record)):
+                fresh[digest] = (record_digest, now)
         set_entries(store, fresh)
         for pack, actions in sorted(self.apart.items()):
             keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
@@ -732,6 +745,18 @@ class _Pull:
         for pack in sorted(settled - self.incomplete):
             if self.listings[pack].get("format") == LISTING_FORMAT and self.trusted(pack):
                 self._remember(pack)
+
+
+def _reusable(source: Store | ArchiveContents, record_id: str) -> bool:
+    """Is this record one a build reuses (not an infrastructure failure, which a build runs again)? Of
+    two records for one key, a pull keeps a reusable one: else a colleague's result would be paid for
+    again. (An unreadable record counts as not reusable: the entry checks refuse it.)"""
+    try:
+        record = jsontext.loads(source.read(record_id) if isinstance(source, ArchiveContents)
+                                else source.get_bytes(record_id))
+    except (ValueError, ClawError):
+        return False
+    return isinstance(record, dict) and is_fresh(record)
 
 
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False

@@ -150,3 +150,22 @@ def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider
     assert sorted(p.name for p in (fresh / "refs" / "campaigns").iterdir()) == ["main__rp__none"]
     ok("fsck", cwd=a.root)
     ok("fsck", cwd=b.root)
+
+
+def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandIn, remote_url: str,
+                                                                tmp_path: Path) -> None:
+    # A's provider failed (recorded as provider_error, which a build runs again); B's did not and B pushed.
+    # A pulls: its next build reuses B's results instead of paying for every run a second time.
+    a = standard(tmp_path / "a")
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    provider.set_default({"status": 500, "error": "upstream down"})
+    assert claw(*BUILD, cwd=a.root).returncode == 1
+    provider.set_default({"content": "fine"})
+    ok(*BUILD, cwd=b.root)
+    ok("push", remote_url, cwd=b.root)
+    ok("pull", remote_url, cwd=a.root)
+    paid = len(provider.requests)
+    assert "0 executed" in ok(*BUILD, cwd=a.root)
+    assert len(provider.requests) == paid, "A paid again for runs B had pushed"
+    ok("fsck", cwd=a.root)
