@@ -1,10 +1,13 @@
 """`claw build --remote NAME`: pull before the build, push what it commits while it runs and at the end.
 
 While the build runs a background thread pushes the objects and action-cache entries committed since
-the last push (no refs) every `interval_s`, so a machine that dies mid-campaign loses only what was in
-flight and what it committed since the last interim push: another machine that pulls reuses the rest.
-The campaign head is pushed at the end. (Not one push per commit window, a fraction of a second: every
-push adds packs to the remote, and a colleague's first pull reads one listing per pack.)
+the last push (no refs) every `interval_s` (5 s), so a machine that dies mid-campaign loses only what was
+in flight and what it committed in the last few seconds: another machine that pulls reuses the rest.
+The first such push sends whatever the remote lacks (sync.push); each later one sends only what the
+store committed since, from what the session knows the remote holds (sync.push_new): it lists nothing
+and reads no pack table, so it costs what was committed, not the size of the store. The campaign head
+is pushed at the end. (Not one push per commit window, a quarter of a second: every push adds a pack to
+the remote, and a colleague's first pull reads one listing per pack.)
 """
 
 from __future__ import annotations
@@ -23,16 +26,16 @@ import blake3
 from clawstore.errors import ClawError
 from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote, resolve_remote
-from clawstore.remote.sync import PACKS, REFS, pull_for_plan, push, remote_packs
+from clawstore.remote.sync import PACKS, REFS, RemoteKnowledge, pull_for_plan, push, push_new, remote_packs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-DEFAULT_INTERVAL_S = 30.0
+DEFAULT_INTERVAL_S = 5.0
 
 
 def push_interval() -> float:
-    """Seconds between interim pushes: $CLAW_REMOTE_PUSH_INTERVAL, else 30."""
+    """Seconds between interim pushes: $CLAW_REMOTE_PUSH_INTERVAL, else 5."""
     try:
         return max(0.1, float(os.environ.get("CLAW_REMOTE_PUSH_INTERVAL", DEFAULT_INTERVAL_S)))
     except ValueError:
@@ -55,10 +58,16 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
     stop = threading.Event()
 
     def periodic() -> None:
+        known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
         while not stop.wait(interval_s):
             try:
-                push(store, remote, move_refs=False)
-            except ClawError as exc:  # a failed interim push is retried next time, and at the end
+                if known is None:
+                    first = RemoteKnowledge()
+                    push(store, remote, move_refs=False, knowledge=first)
+                    known = first
+                else:
+                    push_new(store, remote, known)
+            except (ClawError, OSError) as exc:  # a failed interim push is retried next time, and at the end
                 print(f"claw: warning: interim push to {remote.name} failed: {exc}", file=sys.stderr)
 
     worker = threading.Thread(target=periodic, name="claw-remote-push", daemon=True)

@@ -6,10 +6,11 @@ Remote layout (under the remote's prefix):
     packs/<hex>.ids       its listing, signed by the pusher: {"format": 2, "pack": hex, "size": bytes,
                           "objects": "<hex><hex>..." (ids, one string), "actions": {key: record},
                           "signature": ...}; written after the pack, so a listing always names a
-                          complete pack. A listing of entries alone names a pack holding one object,
-                          a small document naming those entries by digest ("document": its id; an
+                          complete pack. A listing with entries names a pack that also holds a
+                          small document naming those entries by digest ("document": its id; an
                           older claw put the entries themselves there), never adopted: it only makes
-                          that pack's bytes, and so its name, its own
+                          that pack's bytes, and so its name, its own (a push's entries travel in a
+                          pack of that document alone; an interim push's beside its new objects)
     packs/<hex>.claw      (pushed by claw before packs travelled whole) a bundle: a campaign-archive
                           file; its listing has no "format". Still pulled.
     refs/<name>           campaign heads and pins, moved only by compare-and-swap
@@ -22,7 +23,8 @@ the remote moved since this store last saw it there (`remotes/<remote>/<name>`, 
 the push with "pull first" before anything is sent. Once everything is published it swaps the refs
 (each created if absent, replaced only if it still holds the value read: a push that won meanwhile
 stops this one the same way). A push narrowed to some refs sends only what their heads reach, always
-in new packs.
+in new packs. The interim pushes of a running build (push_new) send what was committed since the last
+one, from what the session knows the remote holds, without listing it.
 
 Pull checks who signed each ref's value and each listing before fetching anything, downloads the
 packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
@@ -115,6 +117,18 @@ class SyncReport:
             lines.append(f"  kept apart (signed by {', '.join(sorted(self.kept_apart))}, not trusted): no build "
                          "reuses it until you claw trust add the signer; refs not moved")
         return "\n".join(lines)
+
+
+@dataclass
+class RemoteKnowledge:
+    """What a remote holds as far as one session knows it, kept by a `build --remote` between its interim
+    pushes (remote/live.py): each after the first sends what the store committed since, without listing
+    the remote again. Whatever another push adds meanwhile is not known: sent again, it is only skipped
+    by the pulls (packs are named by content, objects and entries deduplicated on arrival)."""
+
+    objects: set[bytes] = field(default_factory=set)  # digests
+    actions: dict[bytes, bytes] = field(default_factory=dict)  # key digest -> record digest
+    segments: frozenset[str] = frozenset()  # the index segments the last push_new had sent all of
 
 
 # ------------------------------------------------------------------------------------------ listings
@@ -404,9 +418,11 @@ class _Sender:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True) -> SyncReport:
-    """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the
-    periodic push of a running build: another machine can reuse them before the head moves).
+def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
+         knowledge: RemoteKnowledge | None = None) -> SyncReport:
+    """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the first
+    interim push of a running build: another machine can reuse them before the head moves), and
+    `knowledge` is then filled with what the remote holds once it is done (push_new sends the rest).
 
     Whole packs go first; then the other objects the remote lacks, copied into new packs of
     PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
@@ -451,10 +467,58 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
+        if knowledge is not None:
+            knowledge.objects.update(have_objects, lacking)
+            if new_actions:
+                knowledge.objects.add(bytes.fromhex(oid_of(document)[len(PREFIX):]))
+            knowledge.actions.update(_entry_digests({**have_actions, **new_actions}))
         for statement in statements:
             statement.result()  # each ref moves only once its statement is there
         _move_refs(store, backend, remote, moves, report)
     return report
+
+
+def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncReport:
+    """An interim push of a running build: the objects and entries the store holds that `knowledge` (what
+    the remote holds, from the session's first push) does not, in new packs (the entries in the listing
+    of the last, with their document), then `knowledge` grows by them. It neither lists the remote nor
+    reads a pack's table: its cost follows what was committed since the last push, not the store.
+    Nothing new: nothing is sent. A push that fails leaves `knowledge` as it was: the next sends it all."""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pushed to", backend.description)
+    with store.lease(f"push {remote.name}"):
+        index = store.runtime.index
+        index.refresh()
+        if index.loaded == knowledge.segments:
+            return report  # no commit since: not even a copy of the index is made
+        held = index.snapshot()  # objects and entries of one instant: every entry's record is among them
+        actions = {key: entry.record for key, entry in held.actions.items()
+                   if entry.record is not None and knowledge.actions.get(key) != entry.record}
+        objects = sorted(held.objects.keys() - knowledge.objects)
+        if not objects and not actions:
+            knowledge.segments = held.loaded
+            return report
+        entries = {PREFIX + key.hex(): PREFIX + record.hex() for key, record in actions.items()}
+        document = _entries_document(entries) if entries else None
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
+                _Sender(backend, Path(tmp), report, {}, {}) as sender:
+            starts = range(0, len(objects), PACK_OBJECTS)
+            for start in starts[:-1]:
+                chunk = objects[start:start + PACK_OBJECTS]
+                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+            last = objects[starts[-1]:] if objects else []
+            sender.send(_Outgoing(make_pack(store, last, Path(tmp), document), last, entries,
+                                  None if document is None else oid_of(document)[len(PREFIX):]))
+        knowledge.objects.update(objects)
+        if document is not None:
+            knowledge.objects.add(bytes.fromhex(oid_of(document)[len(PREFIX):]))
+        knowledge.actions.update(actions)
+        knowledge.segments = held.loaded
+    return report
+
+
+def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
+    return {bytes.fromhex(key[len(PREFIX):]): bytes.fromhex(record[len(PREFIX):]) for key, record in actions.items()}
 
 
 def _selected_refs(store: Store, ref_names: Iterable[str] | None) -> dict[str, str]:
