@@ -8,6 +8,7 @@ from typing import Any
 
 from clawstore.bounds import metrics_problem
 from clawstore.canonical import field_values
+from clawstore.store.actions import reusable
 
 # 2: names its input document (`input`, the id its key is) so an entry can be verified from the store
 # alone (store/actions.py entry_problem); 1 kept that id only among the outputs. Both are read.
@@ -88,7 +89,7 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
 
 def is_fresh(record: dict[str, Any] | None) -> bool:
     """A cached record counts only if its outcome is the model's, not the infrastructure's."""
-    return bool(record) and bool(record.get("cacheable"))
+    return reusable(record)
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(RecordDoc) if f.name != "record_version")

@@ -54,12 +54,11 @@ import blake3
 
 from clawstore import jsontext
 from clawstore.canonical import canonical_json
-from clawstore.errors import ClawError, UsageError
-from clawstore.graph.records import is_fresh
+from clawstore.errors import UsageError
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.actions import entry_record, get_action_record_id, set_entries
+from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
 from clawstore.store.archive import (
     ArchiveContents,
     archive_signer,
@@ -731,25 +730,24 @@ class _Pull:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
             for key, record in sorted(doc["actions"].items()):
-                if into.get(key) == record or (key in into and _reusable(contents, into[key])):
+                if key in into and not takes_over(contents.read, into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
                 if not (contents.has(record) and contents.has(key)):
                     self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
                     continue
-                if pack not in arriving and self._kept_here(key, record):
+                if pack not in arriving and self._kept_here(key, record, contents):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
                 why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
-                if key not in into or _reusable(contents, record):
-                    into[key] = record
+                into[key] = record
 
-    def _kept_here(self, key: str, record: str) -> bool:
+    def _kept_here(self, key: str, record: str, contents: ArchiveContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
         same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
-        add_entries). Only a record that differs is read."""
+        add_entries). Only records that differ are read."""
         own = get_action_record_id(self.store, key, look_again=False)
-        return own is not None and (own == record or _reusable(self.store, own))
+        return own is not None and not takes_over(contents.read, own, record)
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
@@ -799,8 +797,7 @@ class _Pull:
         for key, record in self.entries.items():  # (ids checked as the listings were read)
             digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
             own = entry_record(store, digest, look_again=False)
-            if own is None or (own != record_digest and not _reusable(store, PREFIX + own.hex())
-                               and _reusable(store, record)):
+            if own is None or takes_over(store.get_bytes, PREFIX + own.hex(), record):
                 fresh[digest] = (record_digest, now)
         set_entries(store, fresh)
         for pack, actions in sorted(self.apart.items()):
@@ -809,18 +806,6 @@ class _Pull:
         for pack in sorted(settled - self.incomplete):
             if self.listings[pack].get("format") == LISTING_FORMAT and self.trusted(pack):
                 self._remember(pack)
-
-
-def _reusable(source: Store | ArchiveContents, record_id: str) -> bool:
-    """Is this record one a build reuses (not an infrastructure failure, which a build runs again)? Of
-    two records for one key, a pull keeps a reusable one: else a colleague's result would be paid for
-    again. (An unreadable record counts as not reusable: the entry checks refuse it.)"""
-    try:
-        record = jsontext.loads(source.read(record_id) if isinstance(source, ArchiveContents)
-                                else source.get_bytes(record_id))
-    except (ValueError, ClawError):
-        return False
-    return isinstance(record, dict) and is_fresh(record)
 
 
 def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from clawstore.errors import MissingObjectError, StoreError
+from clawstore import jsontext
+from clawstore.errors import ClawError, MissingObjectError, StoreError
 from clawstore.store.batch import Pending, commit
 from clawstore.store.ids import PREFIX, check_oid, is_oid, oid_hex
 
@@ -48,6 +49,26 @@ def record_input_id(record: dict[str, Any]) -> Any:
     outputs = record.get("outputs")
     named = record.get("input", outputs.get("input_document") if isinstance(outputs, dict) else None)
     return record.get("key") if named is None else named  # a format-1 record naming neither: its key
+
+
+def reusable(record: Any) -> bool:
+    """Does a build reuse this record, or run its node again (`cacheable: false`: an infrastructure
+    failure, a provider error or a timeout)? Of two records for one key, whatever brings the second in
+    (a pull, an archive import) keeps a reusable one: a failure must never hide a result."""
+    return isinstance(record, dict) and bool(record.get("cacheable"))
+
+
+def record_reusable(read: Callable[[str], bytes], record_id: str) -> bool:
+    """`reusable` of the record with this id, read with `read`; an unreadable one is not."""
+    try:
+        return reusable(jsontext.loads(read(record_id)))
+    except (ValueError, ClawError):
+        return False
+
+
+def takes_over(read: Callable[[str], bytes], current: str, incoming: str) -> bool:
+    """Does the record `incoming` replace `current` as a key's entry: a result in place of a failure."""
+    return incoming != current and not record_reusable(read, current) and record_reusable(read, incoming)
 
 
 def entry_problem(key: str, record: Any, has: Callable[[str], bool]) -> str | None:

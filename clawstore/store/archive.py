@@ -32,7 +32,7 @@ from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries
+from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, ObjectCheckError, PackStage, Stage, Verifier
 from clawstore.store.durable import atomic_file, fsync_path, temp_name
@@ -573,13 +573,14 @@ def _unstage(staged: dict[str, Stage], shared: PackStage) -> None:
 
 
 def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
-    """Entries the store lacks point at the archive's records; the store's own entries are kept."""
+    """Entries the store lacks point at the archive's records; the store's own entries are kept, unless
+    one is a failure a build would run again and the archive's record a result (actions.takes_over)."""
     now = time.time_ns()
     entries: dict[bytes, tuple[bytes | None, int]] = {}
     store.runtime.index.refresh()
     for key, record in sorted(actions.items()):
         current = get_action_record_id(store, key, look_again=False)  # index/ listed once, not per key
-        if current is not None:
+        if current is not None and not takes_over(store.get_bytes, current, record):
             report.actions_kept += current != record
             continue
         entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), now)

@@ -1,6 +1,7 @@
-"""Two records for one key reach a pull (a run that failed on one machine and succeeded on another, or
-failed then succeeded within one long build): the reusable one is kept, wherever each came from, so a
-colleague's result is never paid for twice and a failure elsewhere never replaces a result here."""
+"""Two records for one key meet in a pull or an archive import (a run that failed on one machine and
+succeeded on another, or failed then succeeded within one long build): the reusable one is kept,
+wherever each came from, so a colleague's result is never paid for twice and a failure elsewhere never
+replaces a result here."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from clawstore.remote import sync
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from clawstore.store.archive import import_archive, write_archive
 
 
 def _failed(store: Store, key: str, status: str = "provider_error") -> str:
@@ -57,3 +59,22 @@ def test_of_two_listings_for_one_key_the_pull_keeps_the_result(tmp_path: Path) -
         target = Store(tmp_path / f"b{trial}")
         sync.pull(target, remote)
         assert target.get_action_record_id(key) == good, trial
+
+
+def test_an_archive_import_takes_a_result_for_a_run_that_failed_here(tmp_path: Path) -> None:
+    a, b = Store(tmp_path / "a"), Store(tmp_path / "b")
+    key = a.put_json({"input": "flaky"})
+    assert b.put_json({"input": "flaky"}) == key
+    _failed(a, key)
+    good = _succeeded(b, key)
+    archive = tmp_path / "b.claw"
+    write_archive(b, archive, {"actions": {key: good}}, list(b.iter_objects()))
+    report = import_archive(a, archive)
+    assert a.get_action_record_id(key) == good and report.actions_written == 1
+
+    c = Store(tmp_path / "c")  # and a failure in an archive never replaces a result
+    assert c.put_json({"input": "flaky"}) == key
+    failed = _failed(c, key, "timed_out")
+    write_archive(c, tmp_path / "c.claw", {"actions": {key: failed}}, list(c.iter_objects()))
+    assert import_archive(a, tmp_path / "c.claw").actions_kept == 1
+    assert a.get_action_record_id(key) == good
