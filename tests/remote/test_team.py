@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.workspace import SECRET, Workspace, standard
@@ -152,10 +154,11 @@ def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider
     ok("fsck", cwd=b.root)
 
 
+@pytest.mark.parametrize("how", ["pull, then build", "build --remote"])
 def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandIn, remote_url: str,
-                                                                tmp_path: Path) -> None:
+                                                                tmp_path: Path, how: str) -> None:
     # A's provider failed (recorded as provider_error, which a build runs again); B's did not and B pushed.
-    # A pulls: its next build reuses B's results instead of paying for every run a second time.
+    # A's next build reuses B's results instead of paying for every run a second time.
     a = standard(tmp_path / "a")
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
@@ -164,8 +167,13 @@ def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandI
     provider.set_default({"content": "fine"})
     ok(*BUILD, cwd=b.root)
     ok("push", remote_url, cwd=b.root)
-    ok("pull", remote_url, cwd=a.root)
     paid = len(provider.requests)
-    assert "0 executed" in ok(*BUILD, cwd=a.root)
+    if how == "build --remote":
+        ok("remote", "add", "team", remote_url, cwd=a.root)
+        built = ok(*BUILD, "--remote", "team", cwd=a.root)
+    else:
+        ok("pull", remote_url, cwd=a.root)
+        built = ok(*BUILD, cwd=a.root)
+    assert "0 executed" in built
     assert len(provider.requests) == paid, "A paid again for runs B had pushed"
     ok("fsck", cwd=a.root)
