@@ -1,22 +1,27 @@
 """Distributed build benchmark: `claw build --executor ray` on a two-node Ray cluster (127.0.0.2) vs the
-in-process executor, same campaign, same concurrency, same stand-in provider latency, one run.
+in-process executor, same campaign, same concurrency, same stand-in provider latency.
 
-    python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16]
+    python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16] [--repeat 3]
 
 Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on the fresh
 cluster (its actors start) and of the next one (a fresh store: every run executes again, the actors are
 reused), the requests each sent (each must equal --runs), whether the first Ray build sent the very
 request bodies the local build sent, and whether it stored the same runs (tests/support/outcomes.py).
+A first build happens once per cluster, and its ratio moves by a few hundredths from one cluster to
+the next on a small machine: each of `--repeat` rounds starts a cluster of its own, and the ratios
+given are of the medians (each round's too).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,41 +46,62 @@ def claw(ws: Workspace, base_url: str, *args: str) -> tuple[float, str]:
 
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args()
-    reason = ray_available()
-    if reason:
-        raise SystemExit(reason)
+@dataclass
+class Round:
+    local: float  # wall seconds of each build
+    first: float
+    next: float
+    sent: tuple[int, int, int]  # requests of each build
+    same_requests: bool
+    same_runs: bool
+
+
+def one_round(args: argparse.Namespace, root: Path) -> Round:
+    """Local build, then a first and a next Ray build on a cluster of this round's own."""
     reply = {"content": "forty-two", "latency": args.latency}
-    with tempfile.TemporaryDirectory(prefix="claw-dist-bench-") as tmp, StandIn() as standin, \
-            ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
+    with StandIn() as standin, ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
         standin.set_default(reply)
-        local = many_cases(Path(tmp) / "local", args.runs // 2, args.concurrency)
+        local = many_cases(root / "local", args.runs // 2, args.concurrency)
         local_s, _ = claw(local, standin.base_url, *BUILD)
         local_sent, local_bodies = len(standin.requests), request_bodies(standin)
         standin.reset()
         standin.set_default(reply)
-        spread = many_cases(Path(tmp) / "ray", args.runs // 2, args.concurrency)
+        spread = many_cases(root / "ray", args.runs // 2, args.concurrency)
         ray_s, _ = claw(spread, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
         ray_sent, same_requests = len(standin.requests), request_bodies(standin) == local_bodies
         standin.reset()
         standin.set_default(reply)
         # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
-        warm = many_cases(Path(tmp) / "warm", args.runs // 2, args.concurrency)
+        warm = many_cases(root / "warm", args.runs // 2, args.concurrency)
         warm_s, _ = claw(warm, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
         warm_sent = len(standin.requests)
         same = run_outcomes(local.root / "store") == run_outcomes(spread.root / "store")
-    print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}:")
-    print(f"  local executor: {local_s:.2f} s ({local_sent} requests)")
-    print(f"  ray executor, 2 nodes, first build: {ray_s:.2f} s ({ray_sent} requests) = {ray_s / local_s:.2f}x local")
-    print(f"  ray executor, 2 nodes, next build: {warm_s:.2f} s ({warm_sent} requests) = {warm_s / local_s:.2f}x local")
-    print(f"  byte-identical requests sent: {same_requests}; identical stored runs (request, usage, answer, "
-          f"sandbox): {same}")
+    return Round(local_s, ray_s, warm_s, (local_sent, ray_sent, warm_sent), same_requests, same)
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds, each on a cluster of its own")
+    args = parser.parse_args()
+    reason = ray_available()
+    if reason:
+        raise SystemExit(reason)
+    with tempfile.TemporaryDirectory(prefix="claw-dist-bench-") as tmp:
+        rounds = [one_round(args, Path(tmp) / f"round{turn}") for turn in range(max(1, args.repeat))]
+    local_s = statistics.median(r.local for r in rounds)
+    print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}, "
+          f"{len(rounds)} round(s) (medians):")
+    print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent[0] for r in rounds]})")
+    for which, what, index in (("first", "first build", 1), ("next", "next build", 2)):
+        wall = statistics.median(getattr(r, which) for r in rounds)
+        each = ", ".join(f"{getattr(r, which) / r.local:.2f}x" for r in rounds)
+        print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[index] for r in rounds]})"
+              f" = {wall / local_s:.2f}x local (rounds: {each})")
+    print(f"  byte-identical requests sent: {all(r.same_requests for r in rounds)}; identical stored runs "
+          f"(request, usage, answer, sandbox): {all(r.same_runs for r in rounds)}")
 
 if __name__ == "__main__":
     main()

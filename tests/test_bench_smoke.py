@@ -25,7 +25,7 @@ SMOKE = {
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],
     "remote_bench": ["--objects", "200", "--size", "512", "--repeat", "2"],
     "s3client_bench": ["--files", "2", "--mib", "1"],
-    "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4"],
+    "distributed_bench": ["--runs", "10", "--latency", "0.05", "--concurrency", "4", "--repeat", "1"],
     "view_bench": ["--runs", "40", "--models", "4"],
     "verify_bench": ["--runs", "50", "--repeat", "1"],
     "head_bench": ["--cases", "20", "--models", "2"],
