@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import blake3
 
@@ -60,8 +61,7 @@ MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
 
 
-@dataclass(frozen=True)
-class ActionEntry:
+class ActionEntry(NamedTuple):  # a tuple: loading the index makes one per entry, and a tuple is made fastest
     record: bytes | None  # None: the entry was removed (gc, repair)
     time_ns: int
     pack: str
@@ -85,6 +85,18 @@ def merge_action(actions: dict[bytes, ActionEntry], key: bytes, entry: ActionEnt
     old = actions.get(key)
     if old is None or entry.time_ns >= old.time_ns:
         actions[key] = entry
+
+
+def merge_actions(actions: dict[bytes, ActionEntry], more: dict[bytes, ActionEntry]) -> None:
+    """merge_action for each of `more`: the keys new to `actions` in one update (most of them, when
+    segments are loaded one after another), then the newest entry of each key both hold."""
+    common = actions.keys() & more.keys()
+    if not common:
+        actions.update(more)
+        return
+    actions.update({key: entry for key, entry in more.items() if key not in common})
+    for key in common:
+        merge_action(actions, key, more[key])
 
 
 def encode_segment(segment: Segment) -> bytes:
@@ -135,10 +147,14 @@ def decode_segment(name: str, data: bytes, header_only: bool = False) -> Segment
     try:
         segment.objects = {digest: (packs[slot], offset, length)
                            for digest, slot, offset, length in _OBJ.iter_unpack(view[pos:end])}
-        actions = segment.actions
-        for key, record, time_ns, slot, offset in _ACT.iter_unpack(view[end:-_CHECKSUM]):
-            merge_action(actions, key, ActionEntry(None if record == NO_RECORD else record, time_ns,
-                                                   packs[slot], offset))
+        rows = _ACT.iter_unpack(view[end:-_CHECKSUM])
+        segment.actions = {key: ActionEntry(None if record == NO_RECORD else record, time_ns, packs[slot], offset)
+                           for key, record, time_ns, slot, offset in rows}
+        if len(segment.actions) != n_actions:  # a key twice in one segment (claw writes none): newest wins
+            segment.actions = {}
+            for key, record, time_ns, slot, offset in _ACT.iter_unpack(view[end:-_CHECKSUM]):
+                merge_action(segment.actions, key, ActionEntry(None if record == NO_RECORD else record, time_ns,
+                                                               packs[slot], offset))
     except IndexError:
         raise BadSegmentError(f"{where} names a pack slot it does not have") from None
     return segment
@@ -238,9 +254,7 @@ class IndexView:
 
     def _absorb(self, segment: Segment) -> None:
         self.objects.update(segment.objects)
-        actions = self.actions
-        for key, entry in segment.actions.items():
-            merge_action(actions, key, entry)
+        merge_actions(self.actions, segment.actions)
         self.loaded.add(segment.name)
         self.loaded -= set(segment.replaces)
 
