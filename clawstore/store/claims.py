@@ -208,14 +208,16 @@ class ClaimBoard:
 
     def release(self, key: str) -> None:
         """Give `key` up (its record is stored, or the node failed). Never deletes another's claim."""
-        with self._lock:
+        with self._lock:  # (the heartbeat renews a claim under this lock too, only while it is held)
             written = self._held.pop(key, None)
-        if written is None:
-            return
-        if time.time() - written < self.ttl / 2:
-            # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path(key))
+            if written is None:
+                return
+            recent = time.time() - written < self.ttl / 2
+            if recent:
+                # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path(key))
+        if recent:
             self._unlinked(key)
             return
         with self._locked():
@@ -241,9 +243,9 @@ class ClaimBoard:
                         self._held.pop(key, None)  # no longer ours: never delete it on release
                     continue
                 now = time.time()
-                self._replace(key)
-                with self._lock:
+                with self._lock:  # released since it was read: written again, nobody would hold it
                     if key in self._held:
+                        self._replace(key)
                         self._held[key] = now
 
     def _start_heartbeat(self) -> None:

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import index_pending
@@ -155,6 +156,31 @@ def test_claim_board_take_release_expire_and_lose(tmp_path: Path) -> None:
     b.release(key)  # never deletes a's claim
     assert a.holder(key) is None and b.holder(key).owner == "build-a"
     a.close()
+    assert list_claims(tmp_path) == []
+
+
+def test_a_claim_released_while_the_heartbeat_renews_it_is_not_written_again(tmp_path: Path) -> None:
+    # The heartbeat thread read the claim (ours), then the node's record became durable and the claim
+    # was released on another thread, then the heartbeat rewrote it: a claim file nobody held was left
+    # behind (two after a 500x4 benchmark build), which another build waits on until this one exits.
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "tmp").mkdir()
+    key = oid_of(b"a node finishing as the heartbeat beats")
+    board = ClaimBoard(tmp_path, owner="build-a", ttl_s=30)
+    assert board.take(key)
+    read = board.read
+
+    def read_then_release(name: str) -> Any:
+        claim = read(name)
+        board.release(name)  # the commit thread, at the end of the node's window
+        return claim
+
+    board.read = read_then_release  # type: ignore[method-assign]
+    board.heartbeat()
+    board.read = read  # type: ignore[method-assign]
+    assert list_claims(tmp_path) == []
+    assert board.take(key)  # and the key can be claimed again at once
+    board.close()
     assert list_claims(tmp_path) == []
 
 
