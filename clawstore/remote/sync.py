@@ -730,7 +730,7 @@ class _Pull:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
             for key, record in sorted(doc["actions"].items()):
-                if key in into and not takes_over(contents.read, into[key], record):
+                if key in into and not takes_over(contents.read_record, into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
                 if not (contents.has(record) and contents.has(key)):
                     self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
@@ -747,7 +747,7 @@ class _Pull:
         same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
         add_entries). Only records that differ are read."""
         own = get_action_record_id(self.store, key, look_again=False)
-        return own is not None and not takes_over(contents.read, own, record)
+        return own is not None and not takes_over(contents.read_record, own, record)
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is

@@ -403,10 +403,14 @@ class ArchiveContents:
             raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
         return codec.decode_verified(oid, hexdigest, where, frame)
 
+    def read_record(self, record_id: str) -> bytes:
+        """A record's content (verified), refused above the size of any record."""
+        return self.read(record_id, ENTRY_READ_MAX)
+
     def entry_problem(self, key: str, record_id: str) -> str | None:
         """Why the entry `key -> record_id` does not verify (actions.entry_problem), None if it does."""
         try:
-            record = jsontext.loads(self.read(record_id, ENTRY_READ_MAX))
+            record = jsontext.loads(self.read_record(record_id))
         except ValueError:
             record = None
         return entry_problem(key, record, self.has)
