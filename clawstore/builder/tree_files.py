@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -24,6 +24,13 @@ class _TreeIndex:
             return None
         return self.store.get_bytes(entry.object)
 
+    def open(self, rel: str) -> BinaryIO | None:
+        """A streaming reader of the file (verified when read to the end)."""
+        entry = self.entries.get(rel)
+        if entry is None or entry.type != "file" or entry.object is None:
+            return None
+        return self.store.open_object(entry.object)  # type: ignore[return-value]
+
 
 def _rel(abs_path: str) -> str:
     return "/".join(part for part in abs_path.split("/") if part not in ("", "."))
@@ -37,6 +44,9 @@ class TreeSandboxFiles:
 
     def read(self, abs_path: str) -> bytes | None:
         return self._tree.read(_rel(abs_path))
+
+    def open(self, abs_path: str) -> BinaryIO | None:
+        return self._tree.open(_rel(abs_path))
 
     def exists(self, abs_path: str) -> bool:
         rel = _rel(abs_path)
@@ -61,3 +71,6 @@ class TreeWorkspaceFiles:
 
     def read(self, rel_path: str) -> bytes | None:
         return self._tree.read(_rel(rel_path))
+
+    def open(self, rel_path: str) -> BinaryIO | None:
+        return self._tree.open(_rel(rel_path))

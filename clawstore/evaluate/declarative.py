@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from clawstore.evaluate.evidence import (
     SandboxFiles,
@@ -23,7 +23,9 @@ from clawstore.evaluate.evidence import (
     final_output_text,
     normalize_relative_path,
     openclaw_observable_summary,
+    read_head,
     runner_type,
+    stream_contains,
     trace_events,
 )
 from clawstore.evaluate.specs import host_readable, resolve_case_path
@@ -90,8 +92,12 @@ def final_response_present(params: Mapping[str, Any], ctx: CheckContext) -> Verd
                 text, source = messages[-1], "assistant_message"
         if not text.strip() and ctx.workspace is not None:
             for hint in expected_artifact_hints(art):
-                decoded = decode_text(ctx.workspace.read(normalize_relative_path(hint)))
-                if decoded is not None and decoded.strip() and len(decoded.encode()) <= KEY_OUTPUT_READ_LIMIT:
+                stream = ctx.workspace.open(normalize_relative_path(hint))
+                if stream is None:
+                    continue
+                head, size = read_head(stream, KEY_OUTPUT_READ_LIMIT)
+                decoded = decode_text(head) if size <= KEY_OUTPUT_READ_LIMIT else None
+                if decoded is not None and decoded.strip():
                     text, source = decoded, f"workspace:{normalize_relative_path(hint)}"
                     break
     outputs["content_length"] = len(text)
@@ -174,21 +180,20 @@ def file_contains(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
         raise CheckSpecError("field 'text' must be a non-empty string")
     box = _sandbox_for(path, sandboxed, ctx)
     outputs: dict[str, Any] = {"path": path, "expected_text": text, "location": None}
-    data: bytes | None
+    stream: BinaryIO | None
     if box is not None:
-        data = box.read(path) if box.is_file(path) else None
+        stream = box.open(path) if box.is_file(path) else None
     elif not host_readable(path, ctx.case_dir):
-        data = None
+        stream = None
     else:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            stream = open(path, "rb")  # noqa: SIM115 - closed by stream_contains
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            data = None
-    if data is None:
+            stream = None
+    if stream is None:
         return Verdict(False, f"file {path} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
     outputs["location"] = _where(box)
-    if text in data.decode("utf-8", errors="replace"):
+    if stream_contains(stream, text):  # a chunk at a time: a run may leave a file of a gigabyte
         return Verdict(True, f"file {path} ({_where(box)}) contains {text!r}", outputs)
     return Verdict(False, f"file {path} ({_where(box)}) does not contain {text!r}", outputs)
 
@@ -285,7 +290,8 @@ def openclaw_workspace_file_present(params: Mapping[str, Any], ctx: CheckContext
     outputs["matched_by"] = how
     if contains is None and not contains_all and not contains_any:
         return Verdict(True, f"workspace file {path} is present", outputs)
-    text = decode_text(ctx.workspace.read(path), WORKSPACE_READ_LIMIT)
+    stream = ctx.workspace.open(path)
+    text = None if stream is None else decode_text(read_head(stream, WORKSPACE_READ_LIMIT + 1)[0], WORKSPACE_READ_LIMIT)
     if text is None:
         return Verdict(False, f"workspace file {path} is not UTF-8 text", outputs)
     if contains is not None:

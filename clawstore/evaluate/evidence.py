@@ -2,14 +2,18 @@
 
 The evaluation functions never touch the store: the build layer adapts the store's captured trees
 to these two small protocols. `DictSandboxFiles` / `DictWorkspaceFiles` are plain in-memory
-implementations (tests, and small callers).
+implementations (tests, and small callers). A run may leave files of up to the tree limit (1 GiB,
+run_limits.py): checks and the judge's excerpts read them as streams (`open`), a chunk at a time
+(`read_head`, `stream_contains`), never whole.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import posixpath
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
@@ -22,6 +26,10 @@ class SandboxFiles(Protocol):
     """Files an llm_probe run wrote into its sandbox, addressed by the absolute path the run used."""
 
     def read(self, abs_path: str) -> bytes | None: ...
+
+    def open(self, abs_path: str) -> BinaryIO | None:
+        """The file as a stream (None: no such file); read to its end, a stored file is verified."""
+        ...
 
     def exists(self, abs_path: str) -> bool: ...
 
@@ -37,6 +45,41 @@ class WorkspaceFiles(Protocol):
     def paths(self) -> Iterable[str]: ...
 
     def read(self, rel_path: str) -> bytes | None: ...
+
+    def open(self, rel_path: str) -> BinaryIO | None: ...
+
+
+READ_CHUNK = 1 << 20
+
+
+def read_head(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
+    """The first `limit` bytes of a stream and its whole size, in bounded memory. Read to the end:
+    a stored file is verified there, so nothing is taken from one that fails its check."""
+    head = bytearray()
+    size = 0
+    with stream:
+        while chunk := stream.read(READ_CHUNK):
+            if len(head) < limit:
+                head += chunk[:limit - len(head)]
+            size += len(chunk)
+    return bytes(head), size
+
+
+def stream_contains(stream: BinaryIO, text: str) -> bool:
+    """Does the stream, decoded as UTF-8 with undecodable bytes replaced (as `bytes.decode(errors=
+    "replace")`), contain `text`? A chunk at a time, keeping the last len(text) - 1 characters so that
+    a match across two chunks is found; read to the end (verified, see read_head)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    keep = len(text) - 1
+    tail, found = "", False
+    with stream:
+        while True:
+            chunk = stream.read(READ_CHUNK)
+            window = tail + decoder.decode(chunk, final=not chunk)
+            found = found or text in window
+            tail = window[max(0, len(window) - keep):] if keep else ""
+            if not chunk:
+                return found
 
 
 def _norm_abs(path: str) -> str:
@@ -60,6 +103,10 @@ class DictSandboxFiles:
 
     def read(self, abs_path: str) -> bytes | None:
         return self._files.get(_norm_abs(abs_path))
+
+    def open(self, abs_path: str) -> BinaryIO | None:
+        data = self.read(abs_path)
+        return None if data is None else io.BytesIO(data)
 
     def exists(self, abs_path: str) -> bool:
         p = _norm_abs(abs_path)
@@ -86,6 +133,10 @@ class DictWorkspaceFiles:
 
     def read(self, rel_path: str) -> bytes | None:
         return self._files.get(normalize_relative_path(rel_path))
+
+    def open(self, rel_path: str) -> BinaryIO | None:
+        data = self.read(rel_path)
+        return None if data is None else io.BytesIO(data)
 
 
 def as_sandbox(value: SandboxFiles | Mapping[str, bytes | str] | None) -> SandboxFiles | None:

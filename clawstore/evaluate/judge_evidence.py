@@ -25,6 +25,7 @@ from clawstore.evaluate.evidence import (
     final_output_text,
     normalize_relative_path,
     openclaw_observable_summary,
+    read_head,
     runner_type,
     trace_events,
     visible_text,
@@ -194,19 +195,20 @@ def _artifact_excerpts(
         if (where, key_path) in seen:
             continue
         seen.add((where, key_path))
-        data = workspace.read(key_path) if where == "workspace" and workspace is not None else None
+        stream = workspace.open(key_path) if where == "workspace" and workspace is not None else None
         if where == "sandbox" and sandbox is not None and sandbox.is_file(key_path):
-            data = sandbox.read(key_path)
-        if data is None:
+            stream = sandbox.open(key_path)
+        if stream is None:
             out.append({"kind": kind, "name": key_path, "present": False, "excerpt": None})
             continue
-        text = decode_text(data, EXCERPT_LIMIT * 4)
-        entry: dict[str, Any] = {"kind": kind, "name": key_path, "present": True, "byte_size": len(data)}
+        head, size = read_head(stream, EXCERPT_LIMIT * 4 + 1)  # its head only: a file may be a gigabyte
+        text = decode_text(head, EXCERPT_LIMIT * 4)
+        entry: dict[str, Any] = {"kind": kind, "name": key_path, "present": True, "byte_size": size}
         if text is None:
             entry["excerpt"] = None  # binary: name and size only
         else:
             entry["excerpt"], entry["truncated"] = truncate(text, EXCERPT_LIMIT)
-            entry["truncated"] = entry["truncated"] or len(data) > EXCERPT_LIMIT * 4
+            entry["truncated"] = entry["truncated"] or size > EXCERPT_LIMIT * 4
         out.append(entry)
         if len(out) >= MAX_ARTIFACTS:
             break
