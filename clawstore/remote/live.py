@@ -49,6 +49,37 @@ def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Calla
     print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
 
 
+class InterimPushes:
+    """The interim pushes of one `build --remote`: the first sends whatever the remote lacks (and learns
+    what it holds), each later one what was committed since (sync.push_new). A failed push is retried
+    by the next (and by the build's last push); it is said once, and once more when pushing works again:
+    a remote out of reach for an hour is two lines, not one every interval."""
+
+    def __init__(self, store: Store, remote: Remote, say: Callable[[str], None] | None = None):
+        self.store, self.remote = store, remote
+        self.say = say or (lambda text: print(text, file=sys.stderr))
+        self.known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
+        self.failing: str | None = None  # why the last push failed
+
+    def push(self) -> None:
+        try:
+            if self.known is None:
+                first = RemoteKnowledge()
+                push(self.store, self.remote, move_refs=False, knowledge=first)
+                self.known = first
+            else:
+                push_new(self.store, self.remote, self.known)
+        except (ClawError, OSError) as exc:
+            if self.failing is None:  # (its text names what it was sending: it changes as the build goes)
+                self.say(f"claw: warning: interim push to {self.remote.name} failed: {exc} (retried at every "
+                         "interval, quietly, and at the end of the build)")
+            self.failing = str(exc)
+            return
+        if self.failing is not None:
+            self.say(f"claw: interim push to {self.remote.name} works again")
+            self.failing = None
+
+
 @contextmanager
 def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
                    interval_s: float | None = None) -> Iterator[None]:
@@ -56,19 +87,11 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
     interval_s = interval_s or push_interval()
     pull_before(store, remote, head_ref, unbuilt_keys)
     stop = threading.Event()
+    pushes = InterimPushes(store, remote)
 
     def periodic() -> None:
-        known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
         while not stop.wait(interval_s):
-            try:
-                if known is None:
-                    first = RemoteKnowledge()
-                    push(store, remote, move_refs=False, knowledge=first)
-                    known = first
-                else:
-                    push_new(store, remote, known)
-            except (ClawError, OSError) as exc:  # a failed interim push is retried next time, and at the end
-                print(f"claw: warning: interim push to {remote.name} failed: {exc}", file=sys.stderr)
+            pushes.push()
 
     worker = threading.Thread(target=periodic, name="claw-remote-push", daemon=True)
     worker.start()

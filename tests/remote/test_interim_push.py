@@ -114,3 +114,28 @@ def test_a_failed_interim_push_is_sent_again_by_the_next(tmp_path: Path, monkeyp
     sync.pull(target, remote)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
+
+
+def test_a_remote_out_of_reach_is_said_once_and_again_when_it_works(tmp_path: Path) -> None:
+    from clawstore.remote.live import InterimPushes
+
+    source = Store(tmp_path / "a")
+    _fill(source, 0, 2)
+    blocked = tmp_path / "share"
+    blocked.write_text("not a directory: the share is not mounted")
+    said: list[str] = []
+    pushes = InterimPushes(source, Remote("team", str(blocked / "remote")), said.append)
+    for i in range(5):  # five intervals with the remote out of reach, the build committing meanwhile
+        _fill(source, 100 + i, 1)
+        pushes.push()
+    assert len(said) == 1 and "interim push to team failed" in said[0]
+    blocked.unlink()
+    blocked.mkdir()
+    pushes.push()
+    assert said[1:] == ["claw: interim push to team works again"]
+    _fill(source, 2, 3)
+    pushes.push()  # (the first push that worked was a full one: this one sends only what is new)
+    assert len(said) == 2
+    target = Store(tmp_path / "b")
+    sync.pull(target, Remote("team", str(blocked / "remote")))
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
