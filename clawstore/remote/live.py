@@ -97,11 +97,24 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
     worker.start()
     try:
         yield
-    finally:
+    except BaseException:  # the build failed or was stopped: its own ending stays what the user sees
         stop.set()
         worker.join()
-        names = [head_ref] if store.get_ref(head_ref) is not None else None
-        print(push(store, remote, names, move_refs=names is not None).summary(), file=sys.stderr)
+        try:
+            _last_push(store, remote, head_ref)
+        except (ClawError, OSError) as exc:
+            print(f"claw: warning: last push to {remote.name} failed: {exc} (what the build committed is "
+                  f"in the store: claw push {remote.name} sends it)", file=sys.stderr)
+        raise
+    stop.set()
+    worker.join()
+    _last_push(store, remote, head_ref)
+
+
+def _last_push(store: Store, remote: Remote, head_ref: str) -> None:
+    """What the build committed, with the campaign's head if it wrote one."""
+    names = [head_ref] if store.get_ref(head_ref) is not None else None
+    print(push(store, remote, names, move_refs=names is not None).summary(), file=sys.stderr)
 
 
 @dataclass

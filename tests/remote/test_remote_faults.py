@@ -126,3 +126,29 @@ def test_a_build_stopped_mid_campaign_pushes_what_it_committed(provider: StandIn
     assert paid_by_a + paid_by_b <= total + 2, (paid_by_a, paid_by_b)  # at most the 2 in flight, again
     ok("fsck", cwd=a.root)
     ok("fsck", cwd=b.root)
+
+
+def test_a_build_stopped_while_its_remote_is_out_of_reach_still_says_it_was_stopped(
+        provider: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C while the share is gone: the build's last push fails too. The user still gets the build's
+    # own ending (exit 130, what finished is kept) and a warning that the push did not happen, not the
+    # push's error in its place.
+    provider.set_default({"content": "fine", "latency": 0.1})
+    monkeypatch.setenv("CLAW_REMOTE_PUSH_INTERVAL", "600")
+    share = tmp_path / "share"
+    a = many_cases(tmp_path / "a", cases=20, concurrency=2)
+    ok("remote", "add", "team", str(share / "remote"), cwd=a.root)
+    (share / "remote").mkdir(parents=True)  # the share is there when the build starts
+    proc = spawn(*BUILD, "--remote", "team", cwd=a.root)
+    deadline = time.monotonic() + 120
+    while len(provider.requests) < 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(share)
+    share.write_text("the share is not mounted any more")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "last push to team failed" in err, err[-3000:]
+    share.unlink()
+    ok("push", "team", cwd=a.root)  # what the stopped build committed goes once the share is back
+    ok("fsck", cwd=a.root)
