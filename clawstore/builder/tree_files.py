@@ -18,12 +18,6 @@ class _TreeIndex:
             parts = path.split("/")
             self.dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
 
-    def read(self, rel: str) -> bytes | None:
-        entry = self.entries.get(rel)
-        if entry is None or entry.type != "file" or entry.object is None:
-            return None
-        return self.store.get_bytes(entry.object)
-
     def open(self, rel: str) -> BinaryIO | None:
         """A streaming reader of the file (verified when read to the end)."""
         entry = self.entries.get(rel)
@@ -41,9 +35,6 @@ class TreeSandboxFiles:
 
     def __init__(self, store: Store, tree_id: str):
         self._tree = _TreeIndex(store, tree_id)
-
-    def read(self, abs_path: str) -> bytes | None:
-        return self._tree.read(_rel(abs_path))
 
     def open(self, abs_path: str) -> BinaryIO | None:
         return self._tree.open(_rel(abs_path))
@@ -68,9 +59,6 @@ class TreeWorkspaceFiles:
 
     def paths(self) -> Iterable[str]:
         return sorted(p for p, e in self._tree.entries.items() if e.type == "file")
-
-    def read(self, rel_path: str) -> bytes | None:
-        return self._tree.read(_rel(rel_path))
 
     def open(self, rel_path: str) -> BinaryIO | None:
         return self._tree.open(_rel(rel_path))

@@ -18,12 +18,11 @@ from clawstore.evaluate.evidence import (
     SandboxFiles,
     WorkspaceFiles,
     assistant_messages,
-    decode_text,
     expected_artifact_hints,
     final_output_text,
     normalize_relative_path,
     openclaw_observable_summary,
-    read_head,
+    read_text_head,
     runner_type,
     stream_contains,
     trace_events,
@@ -95,8 +94,8 @@ def final_response_present(params: Mapping[str, Any], ctx: CheckContext) -> Verd
                 stream = ctx.workspace.open(normalize_relative_path(hint))
                 if stream is None:
                     continue
-                head, size = read_head(stream, KEY_OUTPUT_READ_LIMIT)
-                decoded = decode_text(head) if size <= KEY_OUTPUT_READ_LIMIT else None
+                decoded, size = read_text_head(stream, KEY_OUTPUT_READ_LIMIT)
+                decoded = decoded if size <= KEY_OUTPUT_READ_LIMIT else None
                 if decoded is not None and decoded.strip():
                     text, source = decoded, f"workspace:{normalize_relative_path(hint)}"
                     break
@@ -291,7 +290,7 @@ def openclaw_workspace_file_present(params: Mapping[str, Any], ctx: CheckContext
     if contains is None and not contains_all and not contains_any:
         return Verdict(True, f"workspace file {path} is present", outputs)
     stream = ctx.workspace.open(path)
-    text = None if stream is None else decode_text(read_head(stream, WORKSPACE_READ_LIMIT + 1)[0], WORKSPACE_READ_LIMIT)
+    text = None if stream is None else read_text_head(stream, WORKSPACE_READ_LIMIT)[0]
     if text is None:
         return Verdict(False, f"workspace file {path} is not UTF-8 text", outputs)
     if contains is not None:

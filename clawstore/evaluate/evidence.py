@@ -25,8 +25,6 @@ DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "effi
 class SandboxFiles(Protocol):
     """Files an llm_probe run wrote into its sandbox, addressed by the absolute path the run used."""
 
-    def read(self, abs_path: str) -> bytes | None: ...
-
     def open(self, abs_path: str) -> BinaryIO | None:
         """The file as a stream (None: no such file); read to its end, a stored file is verified."""
         ...
@@ -43,8 +41,6 @@ class WorkspaceFiles(Protocol):
     """The final OpenClaw workspace tree, addressed by POSIX path relative to the workspace root."""
 
     def paths(self) -> Iterable[str]: ...
-
-    def read(self, rel_path: str) -> bytes | None: ...
 
     def open(self, rel_path: str) -> BinaryIO | None: ...
 
@@ -63,6 +59,13 @@ def read_head(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
                 head += chunk[:limit - len(head)]
             size += len(chunk)
     return bytes(head), size
+
+
+def read_text_head(stream: BinaryIO, limit: int) -> tuple[str | None, int]:
+    """The UTF-8 text of a stream's first `limit` bytes (decode_text: None when binary; a character cut
+    by the limit is dropped) and its whole size, in bounded memory."""
+    head, size = read_head(stream, limit + 1)  # one byte more: decode_text tells a cut character by it
+    return decode_text(head, limit), size
 
 
 def stream_contains(stream: BinaryIO, text: str) -> bool:
@@ -101,11 +104,8 @@ class DictSandboxFiles:
                 parent = posixpath.dirname(parent)
         self._dirs = dirs
 
-    def read(self, abs_path: str) -> bytes | None:
-        return self._files.get(_norm_abs(abs_path))
-
     def open(self, abs_path: str) -> BinaryIO | None:
-        data = self.read(abs_path)
+        data = self._files.get(_norm_abs(abs_path))
         return None if data is None else io.BytesIO(data)
 
     def exists(self, abs_path: str) -> bool:
@@ -131,11 +131,8 @@ class DictWorkspaceFiles:
     def paths(self) -> Iterable[str]:
         return sorted(self._files)
 
-    def read(self, rel_path: str) -> bytes | None:
-        return self._files.get(normalize_relative_path(rel_path))
-
     def open(self, rel_path: str) -> BinaryIO | None:
-        data = self.read(rel_path)
+        data = self._files.get(normalize_relative_path(rel_path))
         return None if data is None else io.BytesIO(data)
 
 

@@ -20,12 +20,11 @@ from clawstore.evaluate.evidence import (
     WorkspaceFiles,
     as_sandbox,
     as_workspace,
-    decode_text,
     expected_artifact_hints,
     final_output_text,
     normalize_relative_path,
     openclaw_observable_summary,
-    read_head,
+    read_text_head,
     runner_type,
     trace_events,
     visible_text,
@@ -201,8 +200,7 @@ def _artifact_excerpts(
         if stream is None:
             out.append({"kind": kind, "name": key_path, "present": False, "excerpt": None})
             continue
-        head, size = read_head(stream, EXCERPT_LIMIT * 4 + 1)  # its head only: a file may be a gigabyte
-        text = decode_text(head, EXCERPT_LIMIT * 4)
+        text, size = read_text_head(stream, EXCERPT_LIMIT * 4)  # its head only: a file may be a gigabyte
         entry: dict[str, Any] = {"kind": kind, "name": key_path, "present": True, "byte_size": size}
         if text is None:
             entry["excerpt"] = None  # binary: name and size only

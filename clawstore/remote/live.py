@@ -59,7 +59,7 @@ class InterimPushes:
         self.store, self.remote = store, remote
         self.say = say or (lambda text: print(text, file=sys.stderr))
         self.known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
-        self.failing: str | None = None  # why the last push failed
+        self.failing = False  # the last push failed (and it was said)
 
     def push(self) -> None:
         try:
@@ -70,14 +70,14 @@ class InterimPushes:
             else:
                 push_new(self.store, self.remote, self.known)
         except (ClawError, OSError) as exc:
-            if self.failing is None:  # (its text names what it was sending: it changes as the build goes)
+            if not self.failing:  # (its text names what it was sending: it changes as the build goes)
                 self.say(f"claw: warning: interim push to {self.remote.name} failed: {exc} (retried at every "
                          "interval, quietly, and at the end of the build)")
-            self.failing = str(exc)
+            self.failing = True
             return
-        if self.failing is not None:
+        if self.failing:
             self.say(f"claw: interim push to {self.remote.name} works again")
-            self.failing = None
+            self.failing = False
 
 
 @contextmanager
@@ -96,18 +96,18 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
     worker = threading.Thread(target=periodic, name="claw-remote-push", daemon=True)
     worker.start()
     try:
-        yield
+        try:
+            yield
+        finally:
+            stop.set()
+            worker.join()
     except BaseException:  # the build failed or was stopped: its own ending stays what the user sees
-        stop.set()
-        worker.join()
         try:
             _last_push(store, remote, head_ref)
         except (ClawError, OSError) as exc:
             print(f"claw: warning: last push to {remote.name} failed: {exc} (what the build committed is "
                   f"in the store: claw push {remote.name} sends it)", file=sys.stderr)
         raise
-    stop.set()
-    worker.join()
     _last_push(store, remote, head_ref)
 
 

@@ -459,17 +459,18 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+            document_id = None
             if new_actions:
                 document = _entries_document(new_actions)
-                path = make_pack(store, [], Path(tmp), document)
-                sender.send(_Outgoing(path, [], new_actions, oid_of(document)[len(PREFIX):]))
+                document_id = oid_of(document)[len(PREFIX):]
+                sender.send(_Outgoing(make_pack(store, [], Path(tmp), document), [], new_actions, document_id))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
         if knowledge is not None:
             knowledge.objects.update(have_objects, lacking)
-            if new_actions:
-                knowledge.objects.add(bytes.fromhex(oid_of(document)[len(PREFIX):]))
+            if document_id is not None:
+                knowledge.objects.add(bytes.fromhex(document_id))
             knowledge.actions.update(_entry_digests({**have_actions, **new_actions}))
         for statement in statements:
             statement.result()  # each ref moves only once its statement is there
@@ -499,6 +500,7 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
             return report
         entries = {PREFIX + key.hex(): PREFIX + record.hex() for key, record in actions.items()}
         document = _entries_document(entries) if entries else None
+        document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
                 _Sender(backend, Path(tmp), report, {}, {}) as sender:
             starts = range(0, len(objects), PACK_OBJECTS)
@@ -506,11 +508,10 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
                 chunk = objects[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
             last = objects[starts[-1]:] if objects else []
-            sender.send(_Outgoing(make_pack(store, last, Path(tmp), document), last, entries,
-                                  None if document is None else oid_of(document)[len(PREFIX):]))
+            sender.send(_Outgoing(make_pack(store, last, Path(tmp), document), last, entries, document_id))
         knowledge.objects.update(objects)
-        if document is not None:
-            knowledge.objects.add(bytes.fromhex(oid_of(document)[len(PREFIX):]))
+        if document_id is not None:
+            knowledge.objects.add(bytes.fromhex(document_id))
         knowledge.actions.update(actions)
         knowledge.segments = held.loaded
     return report
