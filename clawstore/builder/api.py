@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from clawstore.builder.gcpause import collector_paused
 from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
+from clawstore.machine_settings import backoff_base
 from clawstore.trust.apart import promote_trusted
 
 if TYPE_CHECKING:
@@ -222,6 +222,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
 def _client(options: BuildOptions) -> _LazyClient:
     """The in-process client, or the Ray cluster's (`--executor ray`), connected only when needed."""
+    backoff = backoff_base()
     if options.executor == "ray":
         from clawstore.builder.ray_client import RayClient, import_ray
 
@@ -229,14 +230,14 @@ def _client(options: BuildOptions) -> _LazyClient:
         # configs beside it (one interpreter lock); connecting is mostly waiting, which overlaps it.
         import_ray()
         return _LazyClient(lambda: RayClient(options.ray_address))
-    return _LazyClient()
+    return _LazyClient(lambda: _provider_client(backoff))
 
 
 class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
-    def __init__(self, make: Any = None) -> None:
-        self._make = make or _provider_client
+    def __init__(self, make: Any) -> None:
+        self._make = make
         self._client: Any = None
         self._error: Exception | None = None  # what creating it in the background raised
         self._warming: threading.Thread | None = None
@@ -278,10 +279,10 @@ class _LazyClient:
             self._client.close()
 
 
-def _provider_client() -> Any:
+def _provider_client(backoff_base: float) -> Any:
     from clawstore.providers import ProviderClient
 
-    return ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
+    return ProviderClient(backoff_base=backoff_base)
 
 
 def _check_keys(nodes: list[Node], force: bool) -> None:

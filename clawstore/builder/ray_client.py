@@ -89,9 +89,10 @@ class _ChatWorker:
     """Lives on one Ray node: one provider client (one connection pool) for that node."""
 
     def __init__(self) -> None:
+        from clawstore.machine_settings import backoff_base
         from clawstore.providers import ProviderClient
 
-        self.client = ProviderClient(backoff_base=float(os.environ.get("CLAW_BACKOFF_BASE", "0.5")))
+        self.client = ProviderClient(backoff_base=backoff_base())  # this node's environment
 
     def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
         return self.client.chat(endpoint, body, timeout=timeout, retries=retries)

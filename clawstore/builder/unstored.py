@@ -8,7 +8,6 @@ saves them, and otherwise names exactly which paid answers were lost and what th
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -16,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
+from clawstore.machine_settings import store_retry_seconds
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-RETRY_SECONDS_DEFAULT = 120.0
 RETRY_PAUSE_S = 1.0
 Stored = tuple[str, dict[str, Any]]  # (record id, record)
 
@@ -71,7 +70,7 @@ class StoreTrouble:
     def __init__(self, store_root: str, retry_seconds: float | None = None):
         self.store_root = store_root
         if retry_seconds is None:
-            retry_seconds = float(os.environ.get("CLAW_STORE_RETRY_SECONDS", RETRY_SECONDS_DEFAULT))
+            retry_seconds = store_retry_seconds()
         self.retry_seconds = retry_seconds
         self.reason: str | None = None
         self.kept: list[UnstoredAnswer] = []

@@ -13,6 +13,7 @@ import click
 
 from clawstore.cli.common import campaign_options, never_built_message, resolve_store_dir
 from clawstore.errors import UsageError
+from clawstore.machine_settings import check_build_settings
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
 
@@ -165,6 +166,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     from clawstore.builder.api import inspect
     from clawstore.builder.engine import BuildOptions
 
+    check_build_settings(remote=remote is not None)
     request = _request(suite, run_profile, evaluation_profile, cases, models)
     stores = Stores(store_dir)
     if dry_run:

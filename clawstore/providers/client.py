@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from clawstore import jsontext
+from clawstore.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.reply_check import message_problem, usage_problem
@@ -103,7 +104,7 @@ class ProviderClient:
         self,
         *,
         backoff_base: float = 0.5,
-        backoff_cap: float = 30.0,
+        backoff_cap: float = BACKOFF_CAP_S,
         retry_after_cap: float = 60.0,
         default_timeout: float = DEFAULT_TIMEOUT_S,
         max_connections: int = 64,

@@ -12,7 +12,6 @@ the remote, and a colleague's first pull reads one listing per pack.)
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -24,23 +23,13 @@ from typing import TYPE_CHECKING
 import blake3
 
 from clawstore.errors import ClawError
+from clawstore.machine_settings import remote_push_interval
 from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote, resolve_remote
 from clawstore.remote.sync import PACKS, REFS, RemoteKnowledge, pull_for_plan, push, push_new, remote_packs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
-
-DEFAULT_INTERVAL_S = 5.0
-
-
-def push_interval() -> float:
-    """Seconds between interim pushes: $CLAW_REMOTE_PUSH_INTERVAL, else 5."""
-    try:
-        return max(0.1, float(os.environ.get("CLAW_REMOTE_PUSH_INTERVAL", DEFAULT_INTERVAL_S)))
-    except ValueError:
-        return DEFAULT_INTERVAL_S
-
 
 def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> None:
     """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
@@ -84,7 +73,7 @@ class InterimPushes:
 def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
                    interval_s: float | None = None) -> Iterator[None]:
     """The build between `pull_before` and its last push, pushing what it commits meanwhile."""
-    interval_s = interval_s or push_interval()
+    interval_s = interval_s or remote_push_interval()
     pull_before(store, remote, head_ref, unbuilt_keys)
     stop = threading.Event()
     pushes = InterimPushes(store, remote)

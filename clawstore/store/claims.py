@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawstore.machine_settings import claim_ttl
 from clawstore.store.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.store.ids import oid_from_hex, oid_hex
 from clawstore.store.locks import exclusive
@@ -43,17 +44,6 @@ from clawstore.store.locks import exclusive
 CLAIM_FORMAT = 1
 CLAIMS_DIR = "claims"
 CLAIMS_LOCK = "claims"
-DEFAULT_TTL_S = 30.0
-TTL_ENV = "CLAW_CLAIM_TTL"  # seconds; tests shorten it to see expiry by time
-
-
-def claim_ttl() -> float:
-    try:
-        return max(0.2, float(os.environ.get(TTL_ENV, DEFAULT_TTL_S)))
-    except ValueError:
-        return DEFAULT_TTL_S
-
-
 @dataclass(frozen=True)
 class Claim:
     """One claim file's contents (`owner` None: unreadable, judged by the file's age)."""
