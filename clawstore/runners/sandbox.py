@@ -13,6 +13,7 @@ and, when the harness runs as root, the unprivileged uid `nobody`.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -32,12 +33,20 @@ from clawstore.confine import (
     privileged,
     runtime_binds,
 )
+from clawstore.run_limits import MAX_WORKSPACE_BYTES
 
 WORKDIR = "/work"
 OUTPUT_LIMIT = 64 * 1024
 MAX_SYMLINKS = 40
 # Host system directories the shell sees read-only: the runtime plus /etc (the shell's tools read it).
 SYSTEM_DIRS = (*RUNTIME_DIRS, "etc")
+# Limits of each process the shell starts (hard: it cannot raise them), so a model's `yes > f`, huge
+# allocation or fork bomb cannot fill the host's disk or memory before the timeout. A file bigger than
+# all a run may leave is never kept; the data limit counts what a process writes to, not the address
+# space it reserves (V8 and the JVM reserve gigabytes they never touch).
+SHELL_FILE_BYTES = MAX_WORKSPACE_BYTES
+SHELL_DATA_BYTES = 4 << 30
+SHELL_PROCESSES = 1024  # as `nobody` only: the limit counts every process of the uid (the harness's too)
 
 
 class SandboxError(Exception):
@@ -151,7 +160,8 @@ class Sandbox:
         argv = [bwrap_exe(), "--bind", str(self.root), "/", *runtime_binds(SYSTEM_DIRS), *namespace_args(network),
                 "--chdir", WORKDIR, "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR,
                 "--setenv", "LANG", "C.UTF-8", "--", *drop_privileges()]
-        return argv + ["/bin/bash", "-c", command]
+        # The limits are set by a first bash, as the shell's own user, which then becomes the command's.
+        return argv + ["/bin/bash", "-c", f'ulimit {_limit_flags()} && exec /bin/bash -c "$1"', "bash", command]
 
     def run_shell(self, command: str, timeout: float, network: bool = False) -> ShellResult:
         """Run `command` with bash inside bubblewrap; never unsandboxed.
@@ -208,6 +218,21 @@ class Sandbox:
                     path.rmdir()
             except OSError:
                 pass
+
+
+def _limit_flags() -> str:
+    """`ulimit` flags for the SHELL_* limits, none above the harness's own hard limit (ulimit could not
+    raise it, and the command would not run)."""
+    wanted = [("f", resource.RLIMIT_FSIZE, SHELL_FILE_BYTES, 1024), ("d", resource.RLIMIT_DATA, SHELL_DATA_BYTES, 1024)]
+    if privileged():
+        wanted.append(("u", resource.RLIMIT_NPROC, SHELL_PROCESSES, 1))
+    flags = []
+    for flag, which, value, unit in wanted:
+        hard = resource.getrlimit(which)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        flags.append(f"-{flag} {value // unit}")
+    return " ".join(flags)
 
 
 def _hand_over(root: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import resource
 import time
 import tracemalloc
 import uuid
@@ -135,3 +137,44 @@ def test_a_shell_command_printing_hundreds_of_megabytes_costs_no_more_than_the_c
     assert result.output["truncated"] is True and result.output["stdout"].startswith("y\ny\n")
     assert len(result.output["stdout"]) < 70_000 and result.output["stderr"] == "done\n"
     assert peak < 16 << 20, f"{peak >> 20} MiB held for 300 MB of output"
+
+
+def _limits(box: ToolBox) -> dict[str, str]:
+    """The shell's own resource limits, {name: soft limit}, as /proc/self/limits shows them."""
+    out = box.run("exec_shell", {"command": "cat /proc/self/limits"}).output["stdout"]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()[1:]]
+    return {row[0]: row[1] for row in rows}
+
+
+def test_the_shell_runs_under_limits_of_file_size_memory_and_processes(box: ToolBox) -> None:
+    # A model's command (`yes > f`, a huge allocation, a fork bomb) must not fill the host's disk or
+    # memory before its timeout: those limits hold for the command and whatever it starts.
+    limits = _limits(box)
+    assert limits["Max file size"] == str(sandbox_mod.SHELL_FILE_BYTES) == str(1 << 30)
+    assert limits["Max data size"] == str(sandbox_mod.SHELL_DATA_BYTES) == str(4 << 30)
+    if os.geteuid() == 0:  # (counted per uid: only the shell's own uid, nobody, can be limited)
+        assert limits["Max processes"] == str(sandbox_mod.SHELL_PROCESSES)
+    raised = box.run("exec_shell", {"command": "ulimit -f unlimited; echo rc=$?"}).output["stdout"]
+    assert raised == "rc=1\n"
+
+
+def test_a_command_filling_the_disk_stops_at_the_file_size_limit(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_mod, "SHELL_FILE_BYTES", 1 << 20)
+    box = ToolBox(Sandbox(tmp_path / "sbx"), ["exec_shell"], shell_timeout=10)
+    result = box.run("exec_shell", {"command": "head -c 5000000 /dev/zero > /work/big; echo rc=$?"})
+    assert result.output["stdout"] == "rc=153\n"  # killed by SIGXFSZ (128 + 25)
+    assert (tmp_path / "sbx/work/big").stat().st_size == 1 << 20
+
+
+def test_a_huge_allocation_fails_inside_the_shell(box: ToolBox) -> None:
+    result = box.run("exec_shell", {"command": "python3 -c 'bytearray(6 << 30)'; echo rc=$?"})
+    assert "MemoryError" in result.output["stderr"] and result.output["stdout"] == "rc=1\n"
+
+
+def test_the_limits_never_exceed_the_harness_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A harness started under a lower hard limit (a CI runner, a cgroup'd job) still runs commands.
+    monkeypatch.setattr(sandbox_mod.resource, "getrlimit",
+                        lambda which: (8 << 20, 8 << 20) if which == resource.RLIMIT_FSIZE else (-1, -1))
+    box = ToolBox(Sandbox(tmp_path / "sbx"), ["exec_shell"], shell_timeout=10)
+    assert _limits(box)["Max file size"] == str(8 << 20)
