@@ -56,7 +56,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     from clawstore.query.engine import run_query
     from clawstore.query.formats import cell, numeric_columns, render
     from clawstore.query.manifest import index_pending
-    from clawstore.query.saved import resolve_sql
+    from clawstore.query.saved import is_packaged, resolve_sql
     from clawstore.report.terminal import print_tables, stdout_is_terminal
     from clawstore.report.terminal import table as rich_table
 
@@ -66,7 +66,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     if sql_or_name is None:
         raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
     root = _existing_store(store_dir)
-    sql, _ = resolve_sql(sql_or_name, Path.cwd())
+    sql, saved_in = resolve_sql(sql_or_name, Path.cwd())
     # Builds finished since the last query join the manifest now; a damaged build log is named and skipped.
     index_pending(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
@@ -78,7 +78,8 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         if not out.absolute().parent.is_dir():
             raise UsageError(f"--out {out}: directory {out.absolute().parent} does not exist")
     result = run_query(root, sql, _params(params), store=lambda: _open_store(root),
-                       parquet_out=out if export == "parquet" else None)
+                       parquet_out=out if export == "parquet" else None,
+                       confined=saved_in is not None and not is_packaged(saved_in))
     if out is None:
         if fmt == "table" and stdout_is_terminal():
             print_tables(rich_table(result.columns, [[cell(v) for v in row] for row in result.rows],

@@ -56,7 +56,7 @@ def _fetch_table(con: duckdb.DuckDBPyConnection) -> QueryResult:
     desc = con.execute(f"SELECT * FROM {_RESULT} LIMIT 0").description or []
     exprs = []
     for name, typ, *_ in desc:
-        quoted = '"' + name.replace('"', '""') + '"'
+        quoted = _quoted(name)
         text = str(typ)
         exprs.append(f"CAST({quoted} AS VARCHAR) AS {quoted}"
                      if "TIME ZONE" in text or text.startswith("INTERVAL") else quoted)
@@ -92,17 +92,40 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None)
     return _fetch(con, text)
 
 
+def _confine(con: duckdb.DuckDBPyConnection, parquet_out: Path | None) -> None:
+    """Turn the views into in-memory tables, then every file access off for good: no `COPY … TO`
+    (a ~/.bashrc), no `read_csv` (credentials), no `ATTACH`, no extension, no way to turn it back on.
+    (DuckDB's allowed directories would let the SQL write the manifest's files too: rows planted there
+    would show in every later query.) Only the export file the user named stays writable."""
+    views = con.execute("SELECT database_name, view_name FROM duckdb_views() "
+                        "WHERE NOT internal AND NOT temporary AND schema_name = 'main'").fetchall()
+    for database, name in views:
+        view = f"{_quoted(database)}.main.{_quoted(name)}"
+        con.execute(f"CREATE TEMP TABLE {_quoted(name)} AS SELECT * FROM {view}").fetchall()
+        con.execute(f"DROP VIEW {view}").fetchall()
+    if parquet_out is not None:
+        con.execute("SET allowed_paths = [?]", [str(parquet_out.absolute())]).fetchall()
+    for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
+        con.execute(f"SET {setting} = false").fetchall()
+    con.execute("SET lock_configuration = true").fetchall()
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
               store: ObjectLister | Callable[[], ObjectLister] | None = None,
-              parquet_out: Path | None = None) -> QueryResult:
+              parquet_out: Path | None = None, confined: bool = False) -> QueryResult:
     """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views.
 
     `params` become DuckDB variables (`getvariable('name')`). The `objects` view is only built when the
     SQL mentions it (it lists the object directories); `store` supplies iter_objects/object_sizes.
+    `confined`: SQL someone else wrote (a workspace's saved query) reads the results and no file.
     Raises UsageError with one line for any SQL error.
     """
     for name in params or {}:
@@ -121,6 +144,8 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
                 create_objects_view(con, lister, manifest)
             for name, value in (params or {}).items():
                 con.execute(f"SET VARIABLE \"{name}\" = ?", [value]).fetchall()
+            if confined:
+                _confine(con, parquet_out)
             return _execute(con, sql, parquet_out)
         except duckdb.Error as exc:
             if _is_missing_manifest_file(exc, manifest) and attempt < _RETRIES:

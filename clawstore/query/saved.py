@@ -19,6 +19,11 @@ def query_dirs(workspace_root: Path) -> list[Path]:
     return [workspace_root / "queries", PACKAGED]
 
 
+def is_packaged(path: Path) -> bool:
+    """Is this saved query the copy shipped with claw (not one a workspace brings)?"""
+    return path.parent.resolve() == PACKAGED.resolve()
+
+
 def available(workspace_root: Path) -> list[str]:
     names: set[str] = set()
     for directory in query_dirs(workspace_root):

@@ -157,3 +157,53 @@ def test_show_tables_lists_every_view_and_nothing_internal(store: Store) -> None
     assert not any(name.startswith("__") for name in names), names
     code, out, err = run(store, "describe objects", "--format", "json")
     assert code == 0 and "column_name" in out, err
+
+
+@pytest.mark.parametrize("attack", [
+    "copy (select 'pwned') to '{target}'",
+    "copy (select 'pwned' as x) to '{manifest}/evil.parquet' (format parquet)",
+    "select * from read_csv('{secret}')",
+    "attach '{target}' as other",
+    "select * from glob('{secret}')",
+    "install httpfs",
+])
+def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(store: Store, tmp_path: Path,
+                                                                            attack: str) -> None:
+    # A workspace's queries/ come with a suite written by someone else: `claw query NAME` must not let
+    # it write the user's files (~/.bashrc), read them (credentials) or plant rows in the manifest.
+    secret, target = tmp_path / "credentials", tmp_path / "written"
+    secret.write_text("aws_secret_access_key=shh\n")
+    manifest = store.root / "manifest"
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "board.sql").write_text(
+        attack.format(target=target, secret=secret, manifest=manifest) + ";\nselect count(*) as n from runs")
+    assert run(store, "select count(*) from runs")[0] == 0  # (the manifest is brought up to date first)
+    before = sorted(p.relative_to(manifest) for p in manifest.rglob("*"))
+    proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith("claw: error: query failed: ") and len(proc.stderr.splitlines()) == 1
+    assert not target.exists() and "shh" not in proc.stdout + proc.stderr
+    assert sorted(p.relative_to(manifest) for p in manifest.rglob("*")) == before
+
+
+def test_a_saved_query_from_the_workspace_still_sees_every_view_and_can_export(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "board.sql").write_text(
+        "select (select count(*) from runs) as runs, (select count(*) from run_history) as history, "
+        "(select count(*) from objects) > 0 as objects")
+    typed = run(store, "select (select count(*) from runs) as runs, (select count(*) from run_history) as history, "
+                       "(select count(*) from objects) > 0 as objects", "--format", "csv")[1]
+    proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == typed and proc.stdout.splitlines()[1].endswith(",true")
+    out = tmp_path / "board.parquet"
+    proc = claw("query", "board", "--store", str(store.root), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert duckdb.connect().execute(f"select count(*) from read_parquet('{out}')").fetchall() == [(1,)]
+
+
+def test_sql_typed_by_the_user_keeps_the_user_s_own_file_access(store: Store, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.csv"
+    mine.write_text("model_id,team\nopenai/gpt-a,blue\n")
+    code, out, err = run(store, f"select team from read_csv('{mine}')", "--format", "csv")
+    assert code == 0 and out == "team\nblue\n", err
