@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from clawstore.cli import main
-from clawstore.store import Store
-from clawstore.testing.standin import StandIn, key_fingerprint, text, tool_call
+from clawstore.testing.standin import StandIn, text, tool_call
 from tests.openclaw.conftest import basic_agent
 from tests.openclaw.engine import DockerEngine
 from tests.support.workspace import SECRET, Workspace, write_yaml
@@ -64,52 +63,3 @@ def test_second_build_starts_no_container(docker_engine: DockerEngine, tmp_path:
     assert docker_engine.our_containers() == []
     assert SECRET not in log.read_text()
 
-
-def test_multi_turn_build_with_the_documented_key_variable(docker_engine: DockerEngine, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The key in OPENROUTER_API_KEY (as docs/openclaw.md says) and two turns in one session: OpenClaw
-    must not see a variable its plugins interpret (2026.9.6 took it as a configured perplexity
-    plugin and tried to npm-install it on turn 2)."""
-    ws = Workspace(tmp_path / "ws")
-    (ws.configs / "agents" / "basic_agent" / "workspace").mkdir(parents=True)
-    (ws.configs / "agents" / "basic_agent" / "workspace" / "AGENTS.md").write_text("# Agents\nBe concise.\n")
-    write_yaml(ws.configs / "agents" / "basic_agent" / "agent.yaml", basic_agent(agent={"id": "basic-agent"}))
-    ws.case("notes", "Two turns.", runner={"type": "openclaw"}, input={
-        "turns": [{"role": "user", "content": "Create notes.md with turn-one-marker."},
-                  {"role": "user", "content": "Read notes.md, then create summary.md."}],
-        "context": {"openclaw": {"expected_artifact": ["notes.md", "summary.md"]}}})
-    write_yaml(ws.configs / "suites" / "oc.yaml", {"schema_version": 1, "suite_id": "oc", "title": "OpenClaw",
-                                                   "models": [{"model_id": "m", "requested_model": MODEL}]})
-    write_yaml(ws.configs / "run_profiles" / "oc.yaml", {
-        "schema_version": 1, "run_profile_id": "oc", "title": "OpenClaw",
-        "openclaw": {"agent_id": "basic_agent", "image": docker_engine.image, "timeout_seconds": 300}})
-    monkeypatch.chdir(ws.root)
-    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
-    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    with StandIn() as standin:
-        monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-        # Replies in request order: turn 1 writes notes.md and answers, turn 2 writes summary.md and answers.
-        standin.script(MODEL, tool_call("write", {"path": "notes.md", "content": "# Notes\nturn-one-marker\n"}),
-                       text("Created notes.md."),
-                       tool_call("write", {"path": "summary.md", "content": "# Summary\nturn-two-marker\n"}),
-                       text("Created summary.md."))
-        built = CliRunner().invoke(main, ["build", "--suite", "oc", "--run-profile", "oc", "--output", "json"])
-        requests = standin.requests
-    assert built.exit_code == 0, built.output
-    [row] = json.loads(built.stdout)["rows"]
-    assert row["run"] == "exec" and row["status"] == "success", row
-    assert len(requests) == 4  # two model calls per turn: the tool call and the answer
-    assert {r["key_fingerprint"] for r in requests} == {key_fingerprint(SECRET)}  # the key reached the provider
-    store = Store(tmp_path / "store")
-    record = store.get_action(row["key"])
-    assert record is not None
-    files = {e.path: store.get_bytes(e.object) for e in store.read_tree(record["outputs"]["workspace"])
-             if e.type == "file"}
-    assert files["notes.md"] == b"# Notes\nturn-one-marker\n"
-    assert files["summary.md"] == b"# Summary\nturn-two-marker\n"
-    config = json.loads(store.get_bytes(record["outputs"]["openclaw_config"]))
-    assert config["models"]["providers"]["openrouter"]["apiKey"] == "${CLAWSTORE_PROVIDER_API_KEY}"
-    assert config["plugins"] == {"enabled": False}
-    assert docker_engine.our_containers() == []

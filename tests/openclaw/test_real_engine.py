@@ -7,7 +7,6 @@ Skipped, with the reason, when no engine or image can be had (see tests/openclaw
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -91,31 +90,6 @@ def test_single_turn_writes_report_and_keeps_the_key_secret(real_spec, engine_en
     argv_log = engine_env["argv_log"].read_text()
     assert "run --rm" in argv_log and SECRET not in argv_log
     assert engine_env["engine"].our_containers() == []
-
-
-def test_multi_turn_keeps_one_session(real_spec, engine_env, store, tmp_path):
-    with StandIn() as standin:
-        standin.script(MODEL,
-                       tool_call("write", {"path": "draft.md", "content": "# Draft\nfirst-turn-marker\n"}),
-                       text("draft done"),
-                       tool_call("write", {"path": "report.md", "content": "# Report\nsecond-turn-marker\n"}),
-                       text("report done"))
-        spec = real_spec(standin.base_url, messages=[{"role": "system", "content": "Keep context."}],
-                         turns=[{"role": "user", "content": "Create draft.md."},
-                                {"role": "user", "content": "Now create report.md from draft.md."}])
-        outcome = run_openclaw(spec, store, tmp_path)
-        requests = list(standin.requests)
-    assert outcome.status == "success", outcome.artifact["error"]
-    files = _files(store, outcome.outputs["workspace"])
-    assert b"first-turn-marker" in files["draft.md"] and b"second-turn-marker" in files["report.md"]
-    finals = [e["content"] for e in outcome.artifact["trace"] if e["event_type"] == "final_output"]
-    assert finals == ["draft done", "report done"]
-    # One session: the second turn's conversation carries the first turn's exchange.
-    later = json.dumps(requests[-1]["messages"])
-    assert "draft done" in later and "Create draft.md." in later
-    sessions = {line.split("--session-id ")[1].split()[0]
-                for line in engine_env["argv_log"].read_text().splitlines() if "--session-id" in line}
-    assert len(sessions) == 1
 
 
 def test_timeout_ends_the_run_and_leaves_no_container(real_spec, engine_env, store, tmp_path):

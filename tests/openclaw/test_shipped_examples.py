@@ -1,10 +1,12 @@
 """The shipped OpenClaw example (configs/: basic_agent, openclaw_local, the openclaw_* cases) runs as
 shipped, with the key in OPENROUTER_API_KEY, against the image CI builds — only the model server is the
-stand-in and the engine is a private one."""
+stand-in and the engine is a private one. Its two-turn case is also where one session across turns is
+shown (each real-engine run costs seconds, so one build proves both)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +17,7 @@ from click.testing import CliRunner
 
 from clawstore.cli import main
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn, text, tool_calls
+from clawstore.testing.standin import StandIn, key_fingerprint, text, tool_calls
 from tests.openclaw.engine import IMAGE_SCRIPT, REPO, DockerEngine
 from tests.support.workspace import SECRET
 
@@ -38,6 +40,13 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copytree(SHIPPED, tmp_path / "ws" / "configs")
     monkeypatch.chdir(tmp_path / "ws")
+    # The shipped profile's `docker` found first on PATH: a wrapper that records every command line.
+    argv_log = tmp_path / "docker-argv.log"
+    wrapper = tmp_path / "bin" / "docker"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {argv_log}\nexec {shutil.which("docker")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
     monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
     monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")  # the containers reach the stand-in on 127.0.0.1
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
@@ -56,12 +65,30 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
     assert set(rows) == {"openclaw_report_file", "openclaw_two_turn_notes"}
     assert all(row["run"] == "exec" and row["status"] == "success" for row in rows.values()), rows
     assert len(requests) == 6 and {r["model"] for r in requests} == {MODEL}
+    # OpenClaw streamed every request with the key from the env-file, which is on no command line; it
+    # must not see a variable its plugins interpret (2026.9.6 took OPENROUTER_API_KEY as a configured
+    # perplexity plugin and tried to npm-install it on turn 2).
+    assert all(r["stream"] for r in requests) and {r["key_fingerprint"] for r in requests} == {key_fingerprint(SECRET)}
+    argv = argv_log.read_text()
+    assert "run --rm" in argv and SECRET not in argv
+    # One session per case: the two-turn case's containers share one id, and its last request carries
+    # the first turn's exchange.
+    sessions = [line.split("--session-id ")[1].split()[0] for line in argv.splitlines() if "--session-id" in line]
+    assert sorted(sessions.count(s) for s in set(sessions)) == [1, 2]
+    second_turn = [json.dumps(r["messages"]) for r in requests if "Read `notes.md`" in json.dumps(r["messages"])]
+    assert second_turn and all("Create `notes.md`" in m and "Done: the files are written." in m for m in second_turn)
     store = Store(tmp_path / "store")
     record = store.get_action(rows["openclaw_two_turn_notes"]["key"])
     assert record is not None
     files = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(record["outputs"]["workspace"])
              if e.type == "file"}
-    assert files["summary.md"] == FILES["summary.md"]
+    assert files["summary.md"] == FILES["summary.md"] and files["notes.md"] == FILES["notes.md"]
+    finals = [e["content"] for e in store.get_json(record["outputs"]["artifact"])["trace"]
+              if e["event_type"] == "final_output"]
+    assert finals == ["Done: the files are written."] * 2
+    config = json.loads(store.get_bytes(record["outputs"]["openclaw_config"]))
+    assert config["models"]["providers"]["openrouter"]["apiKey"] == "${CLAWSTORE_PROVIDER_API_KEY}"
+    assert config["plugins"] == {"enabled": False}
     # The agent's prompt reached OpenClaw through AGENTS.md (2026.9.6 has no config key for it).
     assert "## Agent prompt\n\nWork in the workspace" in files["AGENTS.md"]
     assert "use tools to verify what you claim" in json.dumps(requests[0]["messages"])
