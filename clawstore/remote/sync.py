@@ -58,7 +58,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
+from clawstore.store.actions import all_entries, entry_record, get_action_record_id, set_entries, takes_over
 from clawstore.store.archive import (
     ArchiveContents,
     archive_signer,
@@ -259,8 +259,7 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
 def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[str, str]]:
     """Every object (digests) and action entry (whole store), or the closure of the given refs."""
     if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
-        actions = {key: record for key, record in store.iter_actions() if record is not None}
-        return store.object_digests(), actions
+        return store.object_digests(), all_entries(store)
     from clawstore.builder.closure import head_closure
 
     objects: set[bytes] = set()

@@ -143,6 +143,15 @@ def get_action(store: Store, key: str) -> dict[str, Any] | None:
     return record
 
 
+def all_entries(store: Store) -> dict[str, str]:
+    """{key: record id} of every entry, in no order: one pass for bulk readers (a push of 40,000
+    entries), without the sort and the generator of iter_actions."""
+    index = store.runtime.index
+    index.refresh()
+    return {PREFIX + key.hex(): PREFIX + entry.record.hex()
+            for key, entry in index.actions.items() if entry.record is not None}
+
+
 def iter_actions(store: Store) -> Iterator[tuple[str, str | None]]:
     """(key, record id) for every entry, sorted by key (the record id is never None in format 2)."""
     index = store.runtime.index
