@@ -355,14 +355,14 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
 
     name = file_digest(item.path)
     size = item.path.stat().st_size
+    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": b"".join(item.objects).hex(),
+              "actions": item.actions}
+    listing = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
+    listing.write_bytes(signature.signed_json({**fields, "document": item.document} if item.document else fields))
     sent = 0
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack")
         sent = size
-    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": b"".join(item.objects).hex(),
-              "actions": item.actions}
-    listing = work / f"{name}.ids"
-    listing.write_bytes(signature.signed_json({**fields, "document": item.document} if item.document else fields))
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
     backend.create(listing, _listing_name(name))
