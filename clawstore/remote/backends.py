@@ -124,11 +124,48 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def open_backend(url: str, endpoint_url: str | None = None) -> Backend:
-    """A backend for `s3://bucket/prefix`, `file:///path` or a plain directory path."""
+def endpoint_problem(endpoint: str) -> str | None:
+    """Why `endpoint` cannot be an S3 endpoint URL, or None."""
+    parsed = urlparse(endpoint)
+    if parsed.username or parsed.password:
+        return "must not carry credentials (use the AWS credential chain)"
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return "expected http(s)://HOST[:PORT]"
+    return None
+
+
+def endpoint_shown(endpoint: str) -> str:
+    """`endpoint` as a message may show it: a password in it (refused anyway) is not repeated."""
+    password = urlparse(endpoint).password
+    return endpoint.replace(password, "***") if password else endpoint
+
+
+def check_endpoint(endpoint: str, named: str) -> None:
+    """UsageError naming where the endpoint came from (`--endpoint-url`, `$AWS_ENDPOINT_URL`)."""
+    problem = endpoint_problem(endpoint)
+    if problem is not None:
+        raise UsageError(f"{named} {endpoint_shown(endpoint)}: {problem}")
+
+
+def check_location(url: str, endpoint_url: str | None, must_exist: bool = False) -> None:
+    """Refuse a remote no backend can open before anything is created; `must_exist`: a directory
+    remote must be there (a pull from a mistyped path would otherwise report zero packs)."""
     problem = url_problem(url)
     if problem is not None:
         raise UsageError(f"remote {url}: {problem}")
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        if endpoint_url is None and os.environ.get("AWS_ENDPOINT_URL"):
+            check_endpoint(os.environ["AWS_ENDPOINT_URL"], "$AWS_ENDPOINT_URL")
+    elif must_exist:
+        root = Path(parsed.path if parsed.scheme == "file" else url).absolute()
+        if not root.is_dir():
+            raise UsageError(f"remote {root}: no such directory")
+
+
+def open_backend(url: str, endpoint_url: str | None = None) -> Backend:
+    """A backend for `s3://bucket/prefix`, `file:///path` or a plain directory path."""
+    check_location(url, endpoint_url)
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         return S3Backend(parsed.netloc, parsed.path.strip("/"), endpoint_url)

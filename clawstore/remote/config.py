@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import yaml
 
 from clawstore.errors import ConfigError, UsageError
-from clawstore.remote.backends import url_problem
+from clawstore.remote.backends import check_endpoint, endpoint_problem, url_problem
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -70,8 +70,9 @@ def load_remotes(workspace: Path) -> dict[str, Remote]:
         if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
             raise ConfigError("expected {url: ..., endpoint_url: ...}", path=str(path), field=field)
         endpoint = entry.get("endpoint_url")
-        if endpoint is not None and not isinstance(endpoint, str):
-            raise ConfigError("expected a URL string", path=str(path), field=field + ".endpoint_url")
+        if endpoint is not None and (not isinstance(endpoint, str) or endpoint_problem(endpoint)):
+            why = endpoint_problem(endpoint) if isinstance(endpoint, str) else None
+            raise ConfigError(why or "expected a URL string", path=str(path), field=field + ".endpoint_url")
         remotes[name] = Remote(name, _check_url(entry["url"], f"{path}: {field}.url"), endpoint)
     return remotes
 
@@ -89,6 +90,8 @@ def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
         if not _NAME.match(name):
             raise UsageError(f"remote name {name!r}: letters, digits, '_.-' (at most 64)")
         _check_url(remote.url, f"remote {name}")
+        if remote.endpoint_url is not None:
+            check_endpoint(remote.endpoint_url, "--endpoint-url")
         entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
     tmp = path.with_name(path.name + ".tmp")
@@ -98,6 +101,8 @@ def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
 
 def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None) -> Remote:
     """A saved remote by name, else the argument itself as a URL or directory."""
+    if endpoint_url is not None:
+        check_endpoint(endpoint_url, "--endpoint-url")
     saved = load_remotes(workspace)
     if name_or_url in saved:
         remote = saved[name_or_url]

@@ -1,0 +1,75 @@
+"""What a user types or a workspace file says about a remote: a bad endpoint, credentials where they do
+not belong, a directory that is not there. One line and exit 2, nothing written, no secret repeated."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.config.workspace_builder import claw
+from tests.support.workspace import Workspace
+
+SECRET = "wJalrXUtnFEMI-not-a-real-secret"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.case("c1", "Question?")
+    workspace.suite("main", ["m1"])
+    workspace.run_profile()
+    return workspace
+
+
+def refused(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [f"claw: error: {expected}"]
+    assert "Traceback" not in done.stderr and SECRET not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("command", ["push", "pull"])
+@pytest.mark.parametrize("endpoint,why", [
+    ("notaurl", "expected http(s)://HOST[:PORT]"),
+    ("ftp://minio.local:9000", "expected http(s)://HOST[:PORT]"),
+    (f"http://admin:{SECRET}@minio.local:9000", "must not carry credentials (use the AWS credential chain)"),
+])
+def test_a_bad_endpoint_flag_is_one_line(ws: Workspace, command: str, endpoint: str, why: str) -> None:
+    done = claw(command, "s3://bucket/team", "--endpoint-url", endpoint, cwd=ws.root)
+    shown = endpoint.replace(SECRET, "***")
+    refused(done, f"--endpoint-url {shown}: {why}")
+    assert not (ws.root / "store").exists()
+
+
+def test_a_bad_endpoint_in_the_environment_names_the_variable(ws: Workspace,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "minio.local:9000")
+    refused(claw("pull", "s3://bucket/team", cwd=ws.root),
+            "$AWS_ENDPOINT_URL minio.local:9000: expected http(s)://HOST[:PORT]")
+
+
+def test_remote_add_refuses_credentials_in_the_endpoint_and_writes_nothing(ws: Workspace) -> None:
+    done = claw("remote", "add", "team", "s3://bucket/team", "--endpoint-url",
+                f"https://key:{SECRET}@minio.local", cwd=ws.root)
+    refused(done, "--endpoint-url https://key:***@minio.local: must not carry credentials "
+                  "(use the AWS credential chain)")
+    assert not (ws.root / "claw.yaml").exists()
+
+
+def test_a_workspace_file_naming_a_bad_endpoint_names_file_and_field(ws: Workspace) -> None:
+    (ws.root / "claw.yaml").write_text(
+        f"remotes:\n  team: {{url: s3://bucket/team, endpoint_url: 'http://k:{SECRET}@minio:9000'}}\n")
+    done = claw("pull", "team", cwd=ws.root)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "claw.yaml" in done.stderr and "remotes.team.endpoint_url" in done.stderr
+    assert "must not carry credentials" in done.stderr and SECRET not in done.stderr
+
+
+def test_a_pull_from_a_directory_that_is_not_there_says_so(ws: Workspace, tmp_path: Path) -> None:
+    # A typo in a path pulled nothing and said "0 pack(s)", as if the team had pushed nothing.
+    missing = tmp_path / "no-such-share"
+    refused(claw("pull", str(missing), cwd=ws.root), f"remote {missing}: no such directory")
+    assert not (ws.root / "store").exists()
+    assert claw("remote", "add", "share", f"file://{missing}", cwd=ws.root).returncode == 0
+    refused(claw("pull", "share", cwd=ws.root), f"remote {missing}: no such directory")
