@@ -276,7 +276,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     # Every precondition before anything is written.
     pin_refs = [PIN_PREFIX + check_name(p, "--pin") for p in pins]
     if not file.is_file():
-        raise UsageError(f"archive {file}: no such file")
+        raise UsageError(f"archive {file}: {'not a regular file' if file.exists() else 'no such file'}")
     if configs_to is not None:
         _check_configs_target(configs_to)
         if store_dir is None and not os.environ.get("CLAW_STORE"):

@@ -216,3 +216,10 @@ def test_bad_pin_names_are_refused_before_anything_is_written(exported: Path, cl
         code, _, err = claw("archive", "import", str(exported), "--store", str(tmp_path / "s"), "--pin", name)
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (name, err)
         assert not (tmp_path / "s").exists()
+
+
+def test_importing_what_is_not_a_file_says_which(claw: Claw, tmp_path: Path) -> None:
+    for path, why in ((tmp_path / "missing.claw", "no such file"), (Path("/dev/null"), "not a regular file")):
+        code, _, err = claw("archive", "import", str(path), "--store", str(tmp_path / "s"))
+        assert (code, err) == (2, f"claw: error: archive {path}: {why}\n")
+        assert not (tmp_path / "s").exists()
