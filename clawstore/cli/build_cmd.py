@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -146,6 +147,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
               help="Override execution_policy.max_concurrency.")
 @click.option("--max-cost", "max_cost", type=click.FloatRange(min=0), default=None, metavar="USD",
+              callback=lambda _ctx, _param, value: _finite_usd(value),
               help="Refuse to start when `claw plan` estimates more; stop starting new requests once spent.")
 @click.option("--executor", "executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where provider requests run: this process, or an existing Ray cluster.")
@@ -445,3 +447,10 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
 def register(group: click.Group) -> None:
     for command in (build, status, explain):
         group.add_command(command)
+
+
+def _finite_usd(value: float | None) -> float | None:
+    """A budget is an amount: `nan` passes `min=0` (every comparison with it is false), `inf` is none."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"expected a finite amount of USD, got {value}")
+    return value

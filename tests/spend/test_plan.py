@@ -103,6 +103,16 @@ def test_max_cost_refuses_a_plan_over_budget_and_sends_nothing(ws: Workspace, cl
     assert standin.requests == []
 
 
+def test_max_cost_must_be_a_finite_amount(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # `nan` passed `min=0` (every comparison with it is false): a budget that never stops the build.
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 0.01, "output": 0.01}) for m in d["models"]])
+    standin.script("*", text("pricey", usage={"cost": 0.5}))
+    for value in ("nan", "inf"):
+        code, _, err = claw("build", "--suite", "main", "--run-profile", "rp", "--max-cost", value)
+        assert code == 2 and "--max-cost" in err and f"expected a finite amount of USD, got {value}" in err, err
+    assert standin.requests == []
+
+
 def test_max_cost_refuses_when_the_cost_cannot_be_estimated(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     code, out, err = claw("build", "--suite", "main", "--run-profile", "rp", "--max-cost", "5")
     assert code == 2 and "cannot be estimated" in err and standin.requests == []
