@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from clawstore.config.references import locate_file
+from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
 
 ID_FIELDS = {"suite": "suite_id", "run profile": "run_profile_id", "evaluation profile": "evaluation_profile_id"}
@@ -31,15 +30,11 @@ class CampaignIds:
 
 def _id_field(path: Path, kind: str) -> str:
     field = ID_FIELDS[kind]
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read ({exc})", str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"invalid YAML{where}", str(path)) from None
-    found = data.get(field) if isinstance(data, dict) else None
+    try:  # the guards of every config read: size, nesting, duplicate keys, UTF-8
+        data = load_mapping(path)
+    except YamlProblem as exc:
+        raise ConfigError(str(exc), str(path)) from None
+    found = data.get(field)
     if not isinstance(found, str) or not found:
         raise ConfigError("missing or not a string", str(path), field)
     return found

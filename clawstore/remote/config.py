@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
 from clawstore.remote.backends import check_endpoint, endpoint_problem, url_problem
 
@@ -44,15 +45,13 @@ def _check_url(url: str, where: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The workspace file, read with the guards of every config (it comes with the workspace)."""
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"unreadable ({str(exc).splitlines()[0]})", path=str(path)) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping", path=str(path))
-    return data
+        return load_mapping(path)
+    except YamlProblem as exc:
+        raise ConfigError(str(exc), path=str(path)) from None
 
 
 def load_remotes(workspace: Path) -> dict[str, Remote]:

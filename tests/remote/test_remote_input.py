@@ -73,3 +73,26 @@ def test_a_pull_from_a_directory_that_is_not_there_says_so(ws: Workspace, tmp_pa
     assert not (ws.root / "store").exists()
     assert claw("remote", "add", "share", f"file://{missing}", cwd=ws.root).returncode == 0
     refused(claw("pull", "share", cwd=ws.root), f"remote {missing}: no such directory")
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"remotes:\n  team: {url: /tmp/x}\n\xff\xfe", "not UTF-8 text"),
+    (b"remotes: " + b"[" * 20_000 + b"]" * 20_000 + b"\n", "invalid YAML"),
+    (b"remotes: {}\nremotes: {}\n", "duplicate key 'remotes'"),
+    (b"# padding\n" * 500_000, "larger than"),
+])
+def test_a_hostile_workspace_file_is_one_line_naming_it(ws: Workspace, content: bytes, why: str) -> None:
+    # claw.yaml comes with the workspace, like its configs: read with the same guards.
+    (ws.root / "claw.yaml").write_bytes(content)
+    done = claw("remote", "list", cwd=ws.root)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert done.stderr.startswith(f"claw: error: {ws.root / 'claw.yaml'}: ") and why in done.stderr
+
+
+def test_a_hostile_suite_named_by_a_store_only_command_is_one_line(ws: Workspace) -> None:
+    # `claw report`, `view` and narrowed pushes read only the id field of the file a flag names.
+    deep = ws.configs / "suites" / "deep.yaml"
+    deep.write_text("suite_id: deep\nextra: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    done = claw("report", "--suite", "deep", "--run-profile", "rp", cwd=ws.root)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert done.stderr.startswith(f"claw: error: {deep}: invalid YAML")
