@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clawstore import jsontext
+
 
 class PaeFileError(Exception):
     def __init__(self, path: Path, reason: str):
@@ -32,12 +34,12 @@ class PaeFileError(Exception):
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
+        data = jsontext.loads(path.read_bytes())
     except FileNotFoundError:
         raise PaeFileError(path, "missing") from None
     except OSError as exc:
         raise PaeFileError(path, f"unreadable ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # (JSONDecodeError, UnicodeDecodeError, nested too deeply)
         raise PaeFileError(path, f"not valid JSON (truncated or damaged: {exc})") from None
     if not isinstance(data, dict):
         raise PaeFileError(path, "expected a JSON object")

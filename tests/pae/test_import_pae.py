@@ -73,13 +73,16 @@ def test_importing_twice_stores_nothing_new(pae: Workspace, claw: Claw) -> None:
     assert sorted(p.name for p in (pae.root.parent / "store").rglob("*") if p.is_file()) == objects
 
 
-@pytest.mark.parametrize("damage", ["truncate_run", "truncate_judge", "edit_fingerprint_payload"])
+@pytest.mark.parametrize("damage", ["truncate_run", "truncate_judge", "edit_fingerprint_payload", "nest_run"])
 def test_a_damaged_file_is_reported_and_skipped_never_half_imported(pae: Workspace, claw: Claw, standin: StandIn,
                                                                     damage: str) -> None:
     files = write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
     if damage == "truncate_run":
         path = files["m1/beta/run"]
         path.write_bytes(path.read_bytes()[:200])
+    elif damage == "nest_run":  # valid JSON nested deeper than Python's parser goes (a RecursionError)
+        path = files["m1/beta/run"]
+        path.write_text("[" * 100_000 + "]" * 100_000)
     elif damage == "truncate_judge":
         path = files["m1/beta/judge"]
         path.write_bytes(path.read_bytes()[:-40])
