@@ -9,7 +9,11 @@ A remote entry holds a location only: credentials come from the AWS chain and ar
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ import yaml
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
 from clawstore.remote.backends import check_endpoint, endpoint_problem, url_problem
+from clawstore.store.durable import write_file_atomic
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -76,9 +81,25 @@ def load_remotes(workspace: Path) -> dict[str, Remote]:
     return remotes
 
 
+@contextmanager
+def _workspace_locked(workspace: Path) -> Iterator[None]:
+    """The workspace directory flock'ed (no lock file left in it): one read-modify-write of claw.yaml
+    at a time, so `remote add`s run at once keep every entry."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
 def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
     """Add or replace (remote given) or remove (None) one entry, keeping the rest of the file."""
-    path = workspace / WORKSPACE_FILE
+    with _workspace_locked(workspace):
+        _save_remote(workspace / WORKSPACE_FILE, remote, name)
+
+
+def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
     data = _read(path)
     entries = dict(data.get("remotes") or {})
     if remote is None:
@@ -93,9 +114,7 @@ def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
             check_endpoint(remote.endpoint_url, "--endpoint-url")
         entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    tmp.replace(path)
+    write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)
 
 
 def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None) -> Remote:

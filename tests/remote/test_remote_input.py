@@ -3,7 +3,9 @@ not belong, a directory that is not there. One line and exit 2, nothing written,
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,18 @@ def test_a_hostile_suite_named_by_a_store_only_command_is_one_line(ws: Workspace
     done = claw("report", "--suite", "deep", "--run-profile", "rp", cwd=ws.root)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert done.stderr.startswith(f"claw: error: {deep}: invalid YAML")
+
+
+def test_remotes_added_at_once_by_several_processes_are_all_kept(ws: Workspace, tmp_path: Path) -> None:
+    # Each `remote add` reads claw.yaml, adds its entry and writes the file: unserialised, they wrote one
+    # temp file by turns (a torn claw.yaml) and the last rename dropped the others' entries.
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    procs = [subprocess.Popen([sys.executable, "-m", "clawstore.cli", "remote", "add", f"r{i}", str(tmp_path / "d")],
+                              cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for i in range(8)]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    listed = claw("remote", "list", cwd=ws.root)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(line.split("\t")[0] for line in listed.stdout.splitlines()) == sorted(f"r{i}" for i in range(8))
+    assert sorted(p.name for p in ws.root.iterdir() if p.name.startswith("claw.yaml")) == ["claw.yaml"]
