@@ -77,14 +77,18 @@ def test_a_pull_from_a_directory_that_is_not_there_says_so(ws: Workspace, tmp_pa
     refused(claw("pull", "share", cwd=ws.root), f"remote {missing}: no such directory")
 
 
-@pytest.mark.parametrize("content,why", [
-    (b"remotes:\n  team: {url: /tmp/x}\n\xff\xfe", "not UTF-8 text"),
-    (b"remotes: " + b"[" * 20_000 + b"]" * 20_000 + b"\n", "invalid YAML"),
-    (b"remotes: {}\nremotes: {}\n", "duplicate key 'remotes'"),
-    (b"# padding\n" * 500_000, "larger than"),
-])
-def test_a_hostile_workspace_file_is_one_line_naming_it(ws: Workspace, content: bytes, why: str) -> None:
+HOSTILE_WORKSPACE_FILES = {  # (ids, not the contents: a test's id reaches the environment of what it runs)
+    "not-utf8": (b"remotes:\n  team: {url: /tmp/x}\n\xff\xfe", "not UTF-8 text"),
+    "nested": (b"remotes: " + b"[" * 20_000 + b"]" * 20_000 + b"\n", "invalid YAML"),
+    "duplicate-key": (b"remotes: {}\nremotes: {}\n", "duplicate key 'remotes'"),
+    "5-MB": (b"# padding\n" * 500_000, "larger than"),
+}
+
+
+@pytest.mark.parametrize("kind", HOSTILE_WORKSPACE_FILES)
+def test_a_hostile_workspace_file_is_one_line_naming_it(ws: Workspace, kind: str) -> None:
     # claw.yaml comes with the workspace, like its configs: read with the same guards.
+    content, why = HOSTILE_WORKSPACE_FILES[kind]
     (ws.root / "claw.yaml").write_bytes(content)
     done = claw("remote", "list", cwd=ws.root)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
