@@ -14,7 +14,7 @@ import pytest
 
 from tests.openclaw.engine import REPO
 
-TARGET = "tests/openclaw/test_real_engine.py::test_single_turn_writes_report_and_keeps_the_key_secret"
+TARGET = "tests/openclaw/test_build_real_engine.py::test_second_build_starts_no_container"
 
 
 def _run_without_engine(ci: str | None, basetemp: Path) -> subprocess.CompletedProcess[str]:
