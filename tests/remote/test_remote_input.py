@@ -117,3 +117,14 @@ def test_remotes_added_at_once_by_several_processes_are_all_kept(ws: Workspace, 
     assert listed.returncode == 0, listed.stderr
     assert sorted(line.split("\t")[0] for line in listed.stdout.splitlines()) == sorted(f"r{i}" for i in range(8))
     assert sorted(p.name for p in ws.root.iterdir() if p.name.startswith("claw.yaml")) == ["claw.yaml"]
+
+
+@pytest.mark.parametrize("command", ["plan", "build"])
+def test_a_bad_endpoint_in_the_environment_stops_a_remote_build_before_a_store_is_made(
+        ws: Workspace, command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert claw("remote", "add", "team", "s3://bucket/team", cwd=ws.root).returncode == 0
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "garbage")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "k-test")
+    refused(claw(command, "--suite", "main", "--run-profile", "rp", "--remote", "team", cwd=ws.root),
+            "$AWS_ENDPOINT_URL garbage: expected http(s)://HOST[:PORT]")
+    assert not (ws.root / "store").exists()
