@@ -308,11 +308,9 @@ def remote_pull_parts(name: str, campaign: Any, stores: Stores) -> tuple[Any, An
     head ref, and the keys the build would execute (remote/live.py, pull_before)."""
     from clawstore.builder.api import unbuilt_keys
     from clawstore.builder.buildlog import head_ref
-    from clawstore.remote.backends import check_location
     from clawstore.remote.config import resolve_remote
 
     target = resolve_remote(campaign.root, name)  # (a bad name or location is refused before a store is made)
-    check_location(target.url, target.endpoint_url)
     store = stores.open(campaign.root)
     return store, target, head_ref(campaign.campaign_id), lambda: unbuilt_keys(campaign, store)
 

@@ -100,13 +100,11 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
                  evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
     """Send what REMOTE lacks (whole packs), then move its refs by compare-and-swap."""
     from clawstore.builder.gcpause import collector_paused
-    from clawstore.remote.backends import check_location
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.sync import push
     from clawstore.store import Store
 
-    target = resolve_remote(_workspace(), remote, endpoint_url)
-    check_location(target.url, target.endpoint_url)
+    target = resolve_remote(_workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
     store = Store(workspace_store_dir(store_dir), create=False)
     with collector_paused():  # its lists of ids are acyclic; the process ends right after
         report = push(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
@@ -124,13 +122,11 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
                  evaluation_profile: str | None, pin: str | None, untrusted: bool, store_dir: Path | None) -> None:
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
     from clawstore.builder.gcpause import collector_paused
-    from clawstore.remote.backends import check_location
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.sync import pull
     from clawstore.store import Store
 
-    target = resolve_remote(_workspace(), remote, endpoint_url)
-    check_location(target.url, target.endpoint_url, must_exist=True)  # before a store is created
+    target = resolve_remote(_workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
     store = Store(workspace_store_dir(store_dir), create=True)
     with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
         report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin), untrusted=untrusted)

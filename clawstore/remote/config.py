@@ -23,7 +23,7 @@ import yaml
 
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
-from clawstore.remote.backends import check_endpoint, endpoint_problem, url_problem
+from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, url_problem
 from clawstore.store.durable import write_file_atomic
 
 WORKSPACE_FILE = "claw.yaml"
@@ -74,9 +74,10 @@ def load_remotes(workspace: Path) -> dict[str, Remote]:
         if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
             raise ConfigError("expected {url: ..., endpoint_url: ...}", path=str(path), field=field)
         endpoint = entry.get("endpoint_url")
-        if endpoint is not None and (not isinstance(endpoint, str) or endpoint_problem(endpoint)):
-            why = endpoint_problem(endpoint) if isinstance(endpoint, str) else None
-            raise ConfigError(why or "expected a URL string", path=str(path), field=field + ".endpoint_url")
+        if endpoint is not None:
+            why = endpoint_problem(endpoint) if isinstance(endpoint, str) else "expected a URL string"
+            if why is not None:
+                raise ConfigError(why, path=str(path), field=field + ".endpoint_url")
         remotes[name] = Remote(name, _check_url(entry["url"], f"{path}: {field}.url"), endpoint)
     return remotes
 
@@ -117,19 +118,24 @@ def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
     write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)
 
 
-def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None) -> Remote:
-    """A saved remote by name, else the argument itself as a URL or directory."""
+def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None,
+                   must_exist: bool = False) -> Remote:
+    """A saved remote by name, else the argument itself as a URL or directory: one a backend can open
+    (backends.check_location; `must_exist`: a directory remote must be there), checked before the
+    caller makes a store."""
     if endpoint_url is not None:
         check_endpoint(endpoint_url, "--endpoint-url")
     saved = load_remotes(workspace)
     if name_or_url in saved:
-        remote = saved[name_or_url]
-        return Remote(remote.name, remote.url, endpoint_url or remote.endpoint_url)
-    if "://" not in name_or_url and "/" not in name_or_url and not Path(name_or_url).exists():
+        remote = Remote(name_or_url, saved[name_or_url].url, endpoint_url or saved[name_or_url].endpoint_url)
+    elif "://" not in name_or_url and "/" not in name_or_url and not Path(name_or_url).exists():
         names = ", ".join(sorted(saved)) or "none saved"
         raise UsageError(f"no remote named {name_or_url!r} ({names}; add one with claw remote add NAME URL)")
-    url = _check_url(name_or_url, "remote")
-    return Remote(_tracking_name(url), url, endpoint_url)
+    else:
+        url = _check_url(name_or_url, "remote")
+        remote = Remote(_tracking_name(url), url, endpoint_url)
+    check_location(remote.url, remote.endpoint_url, must_exist)
+    return remote
 
 
 def _tracking_name(url: str) -> str:

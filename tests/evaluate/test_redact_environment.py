@@ -1,5 +1,5 @@
 """Secrets of the environment are redacted as the environment stands at each call: the values are
-remembered between calls (reading the environment was 6% of a cold build's CPU), never past a change."""
+remembered between calls (reading the environment was ~5% of a cold build's CPU), never past a change."""
 
 from __future__ import annotations
 
