@@ -10,6 +10,8 @@ index segment holding every kept object and entry and supersedes all the segment
 objects in packs older than the grace period are left out of it. Packs whose unused fraction exceeds
 `max_unused` (restic's `prune --max-unused`) are rewritten: their live blobs are copied, verified,
 into a new pack first, the new index is published next, and only then are the old packs deleted.
+Several packs smaller than SMALL_PACK_BYTES are merged the same way (one pack per pull of an
+interim push would otherwise stay a file each).
 Age is a pack's mtime: packs are immutable, a dedup hit refreshes an old pack's mtime, and a pack a
 live process still appends to (it holds the pack's flock) is never touched.
 
@@ -65,6 +67,9 @@ if TYPE_CHECKING:
 DEFAULT_GRACE_S = 3600.0
 # A pack whose unused share is above this is rewritten (restic prune's --max-unused).
 DEFAULT_MAX_UNUSED = 0.1
+# Packs smaller than this are merged into one when there are several: a store that pulled a long
+# `build --remote` campaign holds one small pack per interim push, each a file and a block of disk.
+SMALL_PACK_BYTES = 4 << 20
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
 LEASE_SLACK_S = 60.0
 # A lease whose purpose is this + a head id keeps that head (an archive export reading it).
@@ -286,6 +291,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     for entry in actions.values():
         live[entry.pack] = live.get(entry.pack, 0) + ACTION_SIZE + BLOB_HEAD_SIZE
     rewrite, delete = [], []
+    small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
     for pack, mtime in sorted(ages.items()):
         if policy.keeps_by_age(mtime) or writer_alive(pack_path(store.runtime.packs_dir, pack)):
             continue
@@ -302,6 +308,12 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             rewrite.append(pack)
             report.packs_rewritten += 1
             report.pack_bytes_freed += size - used
+        elif size < SMALL_PACK_BYTES:
+            small.append((pack, size - used))
+    if len(small) > 1 or (small and rewrite):  # (one small pack alone would only be copied as it is)
+        rewrite += [pack for pack, _ in small]
+        report.packs_rewritten += len(small)
+        report.pack_bytes_freed += sum(overhead for _, overhead in small)
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
 
 

@@ -314,3 +314,33 @@ def test_segments_a_killed_gc_left_behind_do_not_come_back(tmp_path: Path) -> No
     fresh = Store(root)
     assert list(fresh.iter_objects()) == []
     assert fsck(fresh).clean
+
+
+def test_gc_merges_many_small_packs_into_one(tmp_path: Path) -> None:
+    """A store that pulled a `build --remote` campaign holds one small pack per interim push (hundreds
+    over a day). Each is a file and at least a block of disk; gc copies the live blobs of small packs
+    into one, so the count stays bounded whatever the remote held."""
+    store = Store(tmp_path / "store")
+    records, keys = [], []
+    for i in range(12):  # twelve writers one after the other: twelve small packs
+        with store.batch():
+            answer = store.put_json({"answer": i})
+            key = store.put_json({"input": i})
+            records.append(store.put_action(key, {"kind": "run", "key": key, "input": key, "cacheable": True,
+                                                  "outputs": {"answer": answer}}))
+            keys.append(key)
+        store.runtime.close_writer()
+    store.set_ref("pins/keep", store.put_json({"records": records}))  # (in the writer's pack: a thirteenth)
+    store.runtime.close_writer()
+    assert len(pack_files(store)) == 13
+    ids = list(store.iter_objects())
+    age_packs(store, 7200)
+    report = collect(store, grace_s=0)
+    assert report.packs_rewritten == 13 and report.objects == []
+    assert len(pack_files(store)) == 1
+    fresh = Store(tmp_path / "store")
+    assert all(fresh.get_json(oid) is not None for oid in ids)
+    assert all(fresh.get_action(key)["key"] == key for key in keys)
+    assert fsck(fresh).clean
+    age_packs(store, 7200)
+    assert collect(store, grace_s=0).packs_rewritten == 0  # one small pack alone stays as it is
