@@ -70,7 +70,15 @@ from clawstore.store.archive import (
 from clawstore.store.archive_verify import Kept
 from clawstore.store.durable import temp_name, write_file_atomic
 from clawstore.store.ids import PREFIX, is_hex64, is_oid, oid_of
-from clawstore.store.packfile import Blob, NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
+from clawstore.store.packfile import (
+    SMALL_PACK_BYTES,
+    Blob,
+    NotAPackError,
+    iter_pack_ids,
+    pack_path,
+    sealed_object_ids,
+    writer_alive,
+)
 from clawstore.store.reach import Reach
 from clawstore.store.transfer import (
     PackCheckError,
@@ -90,6 +98,7 @@ REFS = "refs/"
 SHARED_REFS = ("campaigns/", "pins/")
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
 WORKERS = 8
+ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
 TRACKING = "remotes/"
 LISTING_FORMAT = 2
 LISTING_BATCH = 64  # listings fetched together, then checked, before the next ones are fetched
@@ -673,19 +682,20 @@ class _Pull:
                         spans[blob.id.hex()] = blob
                 unkept.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
             self._check_entries(packs, unkept)
-            for pack in packs:  # each: moved in as it is, and one index segment
-                path, blobs = checked[pack]
-                document = _document(self.listings[pack])  # the entries' copy: not adopted
-                skip = self.present.union(_digests(document[0])) if document else self.present
-                if self.trusted(pack):
-                    new, size = adopt_pack(self.store, path, pack[:32], blobs, skip)
-                else:
-                    new, size = copy_objects(self.store, path, blobs, skip)
-                self.present.update(self.digests[pack])
-                self.received.add(pack)
-                self.report.packs += 1
-                self.report.objects += new
-                self.report.bytes += size
+            with self.store.batch():  # the objects copied, named at once at its end
+                for pack in packs:
+                    path, blobs = checked[pack]
+                    document = set(_digests("".join(_document(self.listings[pack]))))  # the entries' copy
+                    blobs = [blob for blob in blobs if blob.id not in document] if document else blobs
+                    if self.trusted(pack) and self.files[f"{PACKS}{pack}.pack"] >= ADOPT_BYTES:
+                        new, size = adopt_pack(self.store, path, pack[:32], blobs, self.present)  # as it is
+                    else:  # (kept apart, or small: a pack of its own would cost a file for little)
+                        new, size = copy_objects(self.store, path, blobs, self.present)
+                    self.present.update(self.digests[pack])
+                    self.received.add(pack)
+                    self.report.packs += 1
+                    self.report.objects += new
+                    self.report.bytes += size
 
     def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]
                           ) -> dict[str, tuple[Path, list[Blob]]]:

@@ -50,6 +50,7 @@ from clawstore.store.packfile import (
     BLOB_HEAD_SIZE,
     KIND_ACTION,
     KIND_OBJECT,
+    SMALL_PACK_BYTES,
     PackWriter,
     encode_action,
     iter_pack_ids,
@@ -67,9 +68,6 @@ if TYPE_CHECKING:
 DEFAULT_GRACE_S = 3600.0
 # A pack whose unused share is above this is rewritten (restic prune's --max-unused).
 DEFAULT_MAX_UNUSED = 0.1
-# Packs smaller than this are merged into one when there are several: a store that pulled a long
-# `build --remote` campaign holds one small pack per interim push, each a file and a block of disk.
-SMALL_PACK_BYTES = 4 << 20
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
 LEASE_SLACK_S = 60.0
 # A lease whose purpose is this + a head id keeps that head (an archive export reading it).
@@ -308,7 +306,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             rewrite.append(pack)
             report.packs_rewritten += 1
             report.pack_bytes_freed += size - used
-        elif size < SMALL_PACK_BYTES:
+        elif size < SMALL_PACK_BYTES:  # (several merge into one)
             small.append((pack, size - used))
     if len(small) > 1 or (small and rewrite):  # (one small pack alone would only be copied as it is)
         rewrite += [pack for pack, _ in small]

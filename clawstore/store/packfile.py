@@ -52,6 +52,9 @@ ACTION_SIZE = _ACTION.size
 NO_RECORD = bytes(32)
 SUFFIX = ".pack"
 MAX_PAYLOAD = 1 << 40  # refuse absurd lengths in a hostile file before allocating
+# A pack smaller than this is not worth a file of its own: gc merges such packs, and a pull copies their
+# objects into its own pack instead of moving them in whole (one per interim push of a `build --remote`).
+SMALL_PACK_BYTES = 4 << 20
 
 
 class NotAPackError(StoreError):

@@ -7,7 +7,7 @@ in such a pack are copied, frame by frame, into a new one (`make_pack`).
 A received pack is checked whole before anything of it becomes visible (`verify_pack`): its bytes
 hash to its name, its trailer is intact, and every object frame decodes to content whose BLAKE3 is
 the object's id. Then it moves into packs/ as it is and one index segment names its objects
-(`adopt_pack`). Small frames are decoded in one call of zstd's batch API (threads of its own, no
+(`adopt_pack`), or, a small pack, its objects are copied into the store's own pack (`copy_objects`). Small frames are decoded in one call of zstd's batch API (threads of its own, no
 GIL), so a pull costs about one decode and one hash per object and no write of the objects' bytes.
 """
 

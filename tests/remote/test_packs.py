@@ -49,6 +49,31 @@ def test_a_store_of_many_packs_round_trips(tmp_path: Path, monkeypatch: pytest.M
     assert sync.pull(target, remote).packs == 0
 
 
+def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
+    """A `build --remote` pushes a small pack at every interval: a colleague's pull copies the objects
+    of small packs into one pack of its own (large ones move in whole), so pulling a day of interim
+    pushes does not leave hundreds of files in the store."""
+    from clawstore.store.fsck import fsck
+
+    source = Store(tmp_path / "a")
+    remote = Remote("team", str(tmp_path / "remote"))
+    known = sync.RemoteKnowledge()
+    for start in range(0, 30, 3):  # ten interim pushes of three runs each
+        _filled(tmp_path / "a", 3, start)
+        sync.push_new(source, remote, known) if start else sync.push(source, remote, move_refs=False,
+                                                                         knowledge=known)
+    sent = len(list((tmp_path / "remote" / "packs").glob("*.pack")))
+    assert sent == 11  # (the first push sends the entries in a pack of their own)
+    target = Store(tmp_path / "b")
+    pulled = sync.pull(target, remote)
+    assert (pulled.packs, pulled.objects) == (sent, 90)
+    assert len(list((tmp_path / "b" / "packs").glob("*.pack"))) == 1
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+    assert fsck(target).clean
+    assert sync.pull(target, remote).packs == 0
+
+
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sync, "PACK_OBJECTS", 7)
@@ -87,7 +112,8 @@ def test_a_remote_planted_with_junk_listings_fails_before_fetching_them_all(tmp_
     assert len(cached) <= 3 < len(listings), cached
 
 
-def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path) -> None:
+def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sync, "ADOPT_BYTES", 0)  # as big packs do: moved in whole
     source = _filled(tmp_path / "a", 40)
     source.runtime.close_writer()  # sealed, as at the end of every claw process
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
@@ -374,6 +400,7 @@ from clawstore.remote import sync
 from clawstore.remote.config import Remote
 from clawstore.store import Store, transfer
 transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+sync.ADOPT_BYTES = 0  # moved in whole, as a big pack is
 sync.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
 """
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
