@@ -7,8 +7,9 @@ in such a pack are copied, frame by frame, into a new one (`make_pack`).
 A received pack is checked whole before anything of it becomes visible (`verify_pack`): its bytes
 hash to its name, its trailer is intact, and every object frame decodes to content whose BLAKE3 is
 the object's id. Then it moves into packs/ as it is and one index segment names its objects
-(`adopt_pack`), or, a small pack, its objects are copied into the store's own pack (`copy_objects`). Small frames are decoded in one call of zstd's batch API (threads of its own, no
-GIL), so a pull costs about one decode and one hash per object and no write of the objects' bytes.
+(`adopt_pack`), or, a small pack, its objects are copied into the store's own pack (`copy_objects`).
+Small frames are decoded in one call of zstd's batch API (threads of its own, no GIL), so a pull
+costs about one decode and one hash per object and, for large packs, no write of the objects' bytes.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 SMALL_MAX = 1 << 20  # frames declaring at most this content are decoded in batches; larger ones stream
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
+_THREADED_BYTES = 1 << 20  # content of a batch decoded with zstd's threads: below, one thread is faster
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
 _SEGMENT = struct.Struct("<QQ")
 
@@ -169,20 +171,22 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
         batch.append(blob)
         held += size
         if held >= _BATCH_BYTES:
-            _verify_batch(mapped, view, batch, where, keep, kept)
+            _verify_batch(mapped, view, batch, where, keep, kept, held)
             batch, held = [], 0
-    _verify_batch(mapped, view, batch, where, keep, kept)
+    _verify_batch(mapped, view, batch, where, keep, kept, held)
     return large
 
 
 def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: AbstractSet[bytes],
-                  kept: Kept | None) -> None:
+                  kept: Kept | None, held: int) -> None:
+    """`held`: the content bytes the batch's frames declare (a small batch is decoded without threads:
+    starting them costs more than decoding, paid once per pack of a pull of many small packs)."""
     if not batch:
         return
     segments = b"".join(_SEGMENT.pack(blob.offset, blob.length) for blob in batch)
     try:
         decoded = codec.decompressor().multi_decompress_to_buffer(
-            zstandard.BufferWithSegments(mapped, segments), threads=-1)
+            zstandard.BufferWithSegments(mapped, segments), threads=-1 if held >= _THREADED_BYTES else 0)
     except zstandard.ZstdError:
         decoded = None
     if decoded is not None:
