@@ -29,6 +29,7 @@ SMOKE = {
     "view_bench": ["--runs", "40", "--models", "4"],
     "verify_bench": ["--runs", "50", "--repeat", "1"],
     "head_bench": ["--cases", "20", "--models", "2"],
+    "interim_packs_bench": ["--pushes", "5", "--runs", "2"],
 }
 
 
