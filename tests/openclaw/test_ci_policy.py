@@ -24,8 +24,10 @@ def _run_without_engine(ci: str | None, basetemp: Path) -> subprocess.CompletedP
         env["CI"] = ci
     # Its own --basetemp: the shared /tmp/pytest-of-<user> may hold many big dirs from other sessions,
     # and pytest's clean-up of old ones there took over 120 s on a loaded machine.
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--basetemp", str(basetemp),
-                           TARGET], cwd=REPO, env=env, capture_output=True, text=True, timeout=280, check=False)
+    # (-n 0: one test needs no xdist workers, whose start took most of its 6 s)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--basetemp",
+                           str(basetemp), TARGET], cwd=REPO, env=env, capture_output=True, text=True, timeout=280,
+                          check=False)
 
 
 @pytest.mark.parametrize("ci", [None, "false"])

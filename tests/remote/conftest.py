@@ -27,7 +27,10 @@ def aws_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture(params=["dir", "s3"])
 def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh remote: a directory, then a bucket on the loopback S3 server."""
+    """A fresh remote: a directory, then a bucket on the loopback S3 server. Tests of what happens above
+    the backend run on S3 alone (`parametrize("remote_url", ["s3"], indirect=True)`): a directory
+    remote is proven end to end by the team round trip and `build --remote`'s pull, and file by file by
+    test_backends.py and test_packs.py; each run of both costs the suite seconds of real `claw` builds."""
     if request.param == "dir":
         return str(tmp_path / "shared-remote")
     endpoint = request.getfixturevalue("aws_env")

@@ -87,6 +87,7 @@ def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, remo
     ok("fsck", cwd=c.root)
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 def test_a_campaign_pulled_whole_is_planned_once(provider: StandIn, remote_url: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # Each round of the pull before a build plans the whole campaign again (seconds at 10,000 runs).
@@ -114,6 +115,7 @@ def test_a_campaign_pulled_whole_is_planned_once(provider: StandIn, remote_url: 
     assert len(plans) == 1
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: StandIn, remote_url: str,
                                                                   tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,6 +146,7 @@ def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: Stand
     assert walks[-1] == store.get_ref(ref) and moved.objects > 0 and moved.refs_moved == [ref]
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 def test_a_build_whose_head_the_remote_holds_walks_no_closure(provider: StandIn, remote_url: str, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # The pull before every `build --remote` walked the remote head's closure (every record, seconds
@@ -167,6 +170,7 @@ def test_a_build_whose_head_the_remote_holds_walks_no_closure(provider: StandIn,
     assert walks == []
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provider: StandIn, remote_url: str,
                                                                           tmp_path: Path) -> None:
     # B pulled A's campaign, then lost a run's answer and a judgement's record (a bad disk; fsck
@@ -193,6 +197,7 @@ def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provid
     ok("fsck", cwd=b.root)
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 def test_a_plan_with_a_remote_counts_only_what_the_remote_does_not_hold(provider: StandIn, remote_url: str,
                                                                          tmp_path: Path) -> None:
     # What will `build --remote` cost? Before, `claw plan` counted every run and judgement a colleague

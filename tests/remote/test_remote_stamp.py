@@ -23,6 +23,7 @@ from tests.support.stamps import answered_by_stamp, mark_stamp
 from tests.support.workspace import SECRET, Workspace, standard
 
 HEAD = "refs/campaigns/main__rp__none"
+pytestmark = pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 
 
 def _build(ws: Workspace, remote: str) -> tuple[dict, str]:
@@ -79,13 +80,10 @@ def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remot
 
 
 def _drop_remote_head(remote_url: str) -> None:
-    if remote_url.startswith("s3://"):
-        import boto3
+    import boto3
 
-        bucket, _, prefix = remote_url[len("s3://"):].partition("/")
-        boto3.client("s3").delete_object(Bucket=bucket, Key=f"{prefix}/{HEAD}")
-    else:
-        (Path(remote_url) / HEAD).unlink()
+    bucket, _, prefix = remote_url[len("s3://"):].partition("/")
+    boto3.client("s3").delete_object(Bucket=bucket, Key=f"{prefix}/{HEAD}")
 
 
 def test_a_remote_head_that_changed_alone_takes_the_full_path(a: Workspace, remote_url: str) -> None:

@@ -154,6 +154,7 @@ def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider
     ok("fsck", cwd=b.root)
 
 
+@pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 @pytest.mark.parametrize("how", ["pull, then build", "build --remote"])
 def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandIn, remote_url: str,
                                                                 tmp_path: Path, how: str) -> None:
