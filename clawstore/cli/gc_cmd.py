@@ -91,6 +91,9 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
             f"than the grace period ({grace}), {report.kept_for_builds} for running builds; "
             f"{report.objects_seen} objects examined in {report.seconds:.2f}s"
         )
+        if report.packs_rewritten or report.packs_deleted:  # (sparse or small packs: docs/gc-and-archives.md)
+            click.echo(f"packs: {report.packs_rewritten} {'to rewrite' if dry_run else 'rewritten'} into one, "
+                       f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}")
     if report.live_leases:
         click.echo(f"claw: note: {len(report.live_leases)} build(s) or import(s) running: gc kept everything "
                    "they may use; run it again later to collect the rest", err=True)

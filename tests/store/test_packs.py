@@ -335,6 +335,8 @@ def test_gc_merges_many_small_packs_into_one(tmp_path: Path) -> None:
     assert len(pack_files(store)) == 13
     ids = list(store.iter_objects())
     age_packs(store, 7200)
+    shown = claw("gc", "--store", tmp_path / "store", "--grace", "0", "--dry-run")
+    assert shown.returncode == 0 and b"packs: 13 to rewrite into one, 0 to delete" in shown.stdout, shown
     report = collect(store, grace_s=0)
     assert report.packs_rewritten == 13 and report.objects == []
     assert len(pack_files(store)) == 1
