@@ -13,7 +13,6 @@ each pulled store, and the ratios.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -27,6 +26,7 @@ from clawstore.builder.gcpause import collector_paused  # noqa: E402
 from clawstore.remote import sync  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.store import Store  # noqa: E402
+from clawstore.store.stats import store_stats  # noqa: E402
 
 
 def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:
@@ -45,10 +45,6 @@ def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:
             sync.push_new(source, remote, known)
 
 
-def disk_bytes(root: Path) -> int:
-    return sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for d, _, files in os.walk(root) for f in files)
-
-
 def pull_into(root: Path, remote: Remote, adopt_bytes: int) -> tuple[float, int, int]:
     """(seconds, pack files, disk bytes) of a pull into an empty store at `root`."""
     shutil.rmtree(root, ignore_errors=True)
@@ -60,7 +56,8 @@ def pull_into(root: Path, remote: Remote, adopt_bytes: int) -> tuple[float, int,
         seconds = time.perf_counter() - began
     finally:
         sync.ADOPT_BYTES = saved
-    return seconds, len(list((root / "packs").glob("*.pack"))), disk_bytes(root)
+    stats = store_stats(Store(root), with_gc=False)
+    return seconds, stats.packs, stats.disk_bytes
 
 
 def main() -> None:
