@@ -3,9 +3,9 @@
 Remote layout (under the remote's prefix):
 
     packs/<hex>.pack      a sealed pack (store/packfile.py), named by the BLAKE3 of its bytes
-    packs/<hex>.ids       its listing, signed by the pusher: {"format": 2, "pack": hex, "size": bytes,
-                          "objects": "<hex><hex>..." (ids, one string), "actions": {key: record},
-                          "signature": ...}; written after the pack, so a listing always names a
+    packs/<hex>.ids       its listing, signed by the pusher (remote/listing.py: one line of signed
+                          JSON naming the pack, its size and the BLAKE3 of the raw ids and entries
+                          that follow); written after the pack, so a listing always names a
                           complete pack. A listing with entries names a pack that also holds a
                           small document naming those entries by digest ("document": its id; an
                           older claw put the entries themselves there), never adopted: it only makes
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import tempfile
 import time
 from collections import deque
@@ -52,13 +51,12 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.errors import UsageError
-from clawstore.remote import refsign
+from clawstore.remote import listing, refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
-from clawstore.store.actions import all_entries, entry_record, get_action_record_id, set_entries, takes_over
+from clawstore.store.actions import all_entry_digests, entry_record, get_action_record_id, set_entries, takes_over
 from clawstore.store.archive import (
     ArchiveContents,
     archive_signer,
@@ -100,10 +98,8 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 WORKERS = 8
 ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
 TRACKING = "remotes/"
-LISTING_FORMAT = 2
 LISTING_BATCH = 64  # listings fetched together, then checked, before the next ones are fetched
-LISTING_MAX = 256 << 20  # bytes: a listing of a million objects is 70 MB; a bigger file is not a listing
-_LOWER_HEX = re.compile(r"[0-9a-f]*")
+LISTING_MAX = 256 << 20  # bytes: a listing of a million objects is 70 MB in format 2; a bigger file is not one
 
 
 @dataclass
@@ -203,42 +199,19 @@ def _download_listing(backend: Backend, pack: str, cached: Path, size: int) -> N
 
 
 def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str, size: int) -> dict[str, Any]:
-    """A pack's listing, from the local cache when it was seen before (listings never change), else
-    downloaded again (another pull dropped the cached copy) no bigger than the remote listed (`size`)."""
+    """A pack's listing (decoded: listing.decode), from the local cache when it was seen before
+    (listings never change), else downloaded again (another pull dropped the cached copy) no bigger
+    than the remote listed (`size`)."""
     cached = _cache_dir(store, remote) / f"{pack}.ids"
     if not cached.exists():
         _download_listing(backend, pack, cached, size)
     try:
-        doc = jsontext.loads(cached.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return listing.decode(cached.read_bytes(), pack)
+    except (OSError, listing.ListingError) as exc:
         cached.unlink(missing_ok=True)
+        if isinstance(exc, listing.ListingError) and not exc.not_json:
+            raise UsageError(f"remote {remote.url}: listing of pack {pack} is malformed ({exc})") from None
         raise UsageError(f"remote {remote.url}: listing of pack {pack} is not JSON") from None
-    why = _listing_problem(doc, pack)
-    if why is not None:
-        cached.unlink(missing_ok=True)
-        raise UsageError(f"remote {remote.url}: listing of pack {pack} is malformed ({why})")
-    if isinstance(doc["objects"], str):  # format 2 lists the ids as one string (cheap to sign and parse)
-        doc["objects"] = [doc["objects"][i:i + 64] for i in range(0, len(doc["objects"]), 64)]
-    return doc  # type: ignore[no-any-return]
-
-
-def _listing_problem(doc: Any, pack: str) -> str | None:
-    if not isinstance(doc, dict):
-        return "not an object"
-    objects, actions = doc.get("objects"), doc.get("actions")
-    if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
-        return "actions: expected {key id: record id}"
-    if "format" not in doc:  # a bundle's listing (an older claw)
-        if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
-            return "objects: expected a list of hex ids"
-        return None
-    if doc["format"] != LISTING_FORMAT or doc.get("pack") != pack or not isinstance(doc.get("size"), int):
-        return f"format {doc['format']!r}: expected format {LISTING_FORMAT} naming this pack and its size"
-    if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
-        return "objects: expected the hex ids, as one string"
-    if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
-        return "document: expected a hex id"
-    return None
 
 
 def _document(listing: dict[str, Any]) -> list[str]:
@@ -265,10 +238,10 @@ def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dic
 
 # ------------------------------------------------------------------------------------------ push
 
-def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[str, str]]:
-    """Every object (digests) and action entry (whole store), or the closure of the given refs."""
+def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[bytes, bytes]]:
+    """Every object and action entry (digests) of the whole store, or of the closure of the given refs."""
     if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
-        return store.object_digests(), all_entries(store)
+        return store.object_digests(), all_entry_digests(store)
     from clawstore.builder.closure import head_closure
 
     objects: set[bytes] = set()
@@ -277,7 +250,7 @@ def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes
         closure = head_closure(store, target)
         objects.update(map(bytes.fromhex, closure.objects))
         actions.update(closure.actions)
-    return objects, actions
+    return objects, _entry_digests(actions)
 
 
 def _digests(hexes: str) -> list[bytes]:
@@ -297,16 +270,15 @@ class _Outgoing:
 
     path: Path
     objects: list[bytes]  # digests
-    actions: dict[str, str] = field(default_factory=dict)
+    entries: bytes = b""  # its entries, as the listing carries them (listing.entries)
     document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
 
 
-def _entry_objects(store: Store, actions: dict[str, str], objects: set[bytes]) -> set[bytes]:
+def _entry_objects(store: Store, actions: dict[bytes, bytes], objects: set[bytes]) -> set[bytes]:
     """Each entry travels with its record and its input document (the key's id), so the receiving side
     can verify it whatever else it has: those of them not among `objects` that the store has."""
-    named = set(_digests("".join((*actions.values(), *actions)).replace(PREFIX, "")))
-    missing = named - objects
+    missing = (actions.keys() | actions.values()) - objects
     # One set operation: asking the store per id would list its index again at every miss.
     return missing & store.object_digests() if missing else set()
 
@@ -349,33 +321,27 @@ def _largest_first(packs_dir: Path, covered: dict[str, str]) -> list[str]:
     return sorted(sizes, key=sizes.__getitem__, reverse=True)
 
 
-def _entries_document(actions: dict[str, str]) -> bytes:
-    """The one object of a pack whose listing carries entries alone: names those entries by their
-    digest, so that each set of entries makes a pack (and so a listing name) of its own."""
-    keys = sorted(actions)
-    digest = blake3.blake3(("".join(keys) + "".join(map(actions.__getitem__, keys))).encode())
-    return canonical_json({"kind": "remote-entries", "entries": digest.hexdigest()})
+def _entries_document(entries: bytes) -> bytes:
+    """The one object of a pack whose listing carries entries (`listing.entries`) alone: names those
+    entries by their digest, so that each set of entries makes a pack (and so a listing name) of its own."""
+    return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest()})
 
 
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> tuple[str, int]:
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
     publishes it; (the pack's name, the bytes sent)."""
-    from clawstore.trust import signature
-
     name = file_digest(item.path)
     size = item.path.stat().st_size
-    fields = {"format": LISTING_FORMAT, "pack": name, "size": size, "objects": b"".join(item.objects).hex(),
-              "actions": item.actions}
-    listing = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
-    listing.write_bytes(signature.signed_json({**fields, "document": item.document} if item.document else fields))
+    signed = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
+    signed.write_bytes(listing.encode(name, size, item.objects, item.entries, item.document))
     sent = 0
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack")
         sent = size
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
-    backend.create(listing, _listing_name(name))
-    listing.unlink()
+    backend.create(signed, _listing_name(name))
+    signed.unlink()
     item.path.unlink()
     return name, sent
 
@@ -443,7 +409,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
         moves = _ref_moves(store, backend, remote, refs if move_refs else {})
         have_objects = _listed(listings)
-        have_actions = {k: v for doc in listings.values() for k, v in doc["actions"].items()}
+        have_actions = {k: v for doc in listings.values() for k, v in _entry_digests(doc["actions"]).items()}
         covered_file = _cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
@@ -459,7 +425,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             held = {move.name for move in moves if not move.changes}
             objects, actions = _local_content(store, None if ref_names is None else
                                               {name: value for name, value in refs.items() if name not in held})
-            new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v}
+            new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
@@ -469,9 +435,10 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
                 sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
             document_id = None
             if new_actions:
-                document = _entries_document(new_actions)
+                entries = listing.entries(new_actions)
+                document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
-                sender.send(_Outgoing(make_pack(store, [], Path(tmp), document), [], new_actions, document_id))
+                sender.send(_Outgoing(make_pack(store, [], Path(tmp), document), [], entries, document_id))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
@@ -479,7 +446,8 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             knowledge.objects.update(have_objects, lacking)
             if document_id is not None:
                 knowledge.objects.add(bytes.fromhex(document_id))
-            knowledge.actions.update(_entry_digests({**have_actions, **new_actions}))
+            knowledge.actions.update(have_actions)
+            knowledge.actions.update(new_actions)
         for statement in statements:
             statement.result()  # each ref moves only once its statement is there
         _move_refs(store, backend, remote, moves, report)
@@ -506,7 +474,7 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
         if not objects and not actions:
             knowledge.segments = held.loaded
             return report
-        entries = {PREFIX + key.hex(): PREFIX + record.hex() for key, record in actions.items()}
+        entries = listing.entries(actions)
         document = _entries_document(entries) if entries else None
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
@@ -604,15 +572,6 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
     return apart
 
 
-def _listing_signer(doc: dict[str, Any], pack: str) -> str | None:
-    from clawstore.trust import signature
-
-    try:
-        return signature.signer({**doc, "objects": "".join(doc["objects"])})  # as signed: one string
-    except UsageError as exc:
-        raise UsageError(f"remote pack {pack}: its listing: {exc}") from None
-
-
 class _Pull:
     """One pull's state: what this store has, the listings, and the entries verified so far."""
 
@@ -642,7 +601,7 @@ class _Pull:
 
     def signer(self, pack: str) -> str | None:
         if pack not in self.signers:
-            self.signers[pack] = _listing_signer(self.listings[pack], pack)
+            self.signers[pack] = listing.signer(self.listings[pack], pack)
         return self.signers[pack]
 
     def trusted(self, pack: str) -> bool:
@@ -659,7 +618,7 @@ class _Pull:
         """Fetch these packs all or nothing: every listing's signer is checked before any download;
         each pack is checked whole as its download ends; then the entries the round brings are verified;
         only then are the packs adopted."""
-        legacy = [pack for pack in todo if self.listings[pack].get("format") != LISTING_FORMAT]
+        legacy = [pack for pack in todo if "format" not in self.listings[pack]]  # bundles
         packs = [pack for pack in todo if pack not in legacy]
         for pack in packs:
             if not self.untrusted and not self.trusted(pack):
@@ -733,7 +692,7 @@ class _Pull:
                                    self.kept.contents)
         for pack in self.pending():
             doc = self.listings[pack]
-            if doc.get("format") != LISTING_FORMAT:
+            if "format" not in doc:  # a bundle's: imported whole
                 continue
             trusted = self.trusted(pack)
             if not trusted and pack not in arriving:
@@ -814,7 +773,7 @@ class _Pull:
             keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or "unsigned")
         for pack in sorted(settled - self.incomplete):
-            if self.listings[pack].get("format") == LISTING_FORMAT and self.trusted(pack):
+            if "format" in self.listings[pack] and self.trusted(pack):
                 self._remember(pack)
 
 

@@ -6,7 +6,6 @@ A key is the id of its node's input document, so an entry can be checked against
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -61,8 +60,7 @@ def test_fsck_names_swapped_entries_and_repair_makes_the_build_redo_them(
 
 def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
         tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from clawstore.canonical import canonical_json
-    from clawstore.trust import signature
+    from clawstore.remote import listing as listings
 
     a = _built(tmp_path / "a", standin, monkeypatch)
     remote = tmp_path / "remote"
@@ -71,13 +69,14 @@ def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
     # signed again, even by a key the puller trusts: swapped entries must not get in.
     forged = 0
     for listing in sorted(remote.rglob("*.ids")):
-        doc = json.loads(listing.read_text())
-        actions = doc["actions"]
+        doc = listings.decode(listing.read_bytes(), listing.name[:-4])
+        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc["actions"].items()}
         if len(actions) < 2:
             continue
         first, second = sorted(actions)[:2]
         actions[first], actions[second] = actions[second], actions[first]
-        listing.write_bytes(canonical_json(signature.sign({k: v for k, v in doc.items() if k != signature.FIELD})))
+        listing.write_bytes(listings.encode(doc["pack"], doc["size"], [bytes.fromhex(h) for h in doc["objects"]],
+                                            listings.entries(actions), doc.get("document")))
         forged += 1
     assert forged >= 1
     b = _built(tmp_path / "b", standin, monkeypatch)  # a colleague's store with results of its own

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from clawstore.errors import UsageError
-from clawstore.remote import sync
+from clawstore.remote import listing, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -159,7 +159,7 @@ def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
     assert target.get_action_record_id(key) == record_id
     # each set of entries got a pack (and so a listing name) of its own, holding only a document that
     # names those entries by digest: the entries themselves travel once, in the listing
-    listings = [json.loads(p.read_text()) for p in (tmp_path / "remote" / "packs").glob("*.ids")]
+    listings = [listing.decode(p.read_bytes(), p.name[:-4]) for p in (tmp_path / "remote" / "packs").glob("*.ids")]
     entries = [doc for doc in listings if doc["actions"]]
     assert [len(doc["actions"]) for doc in sorted(entries, key=lambda doc: len(doc["actions"]))] == [1, 3]
     for doc in entries:
@@ -265,7 +265,7 @@ def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: P
     remote = Remote("team", str(tmp_path / "remote"))
     sync.push(source, remote)
     listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
-    objects_listing = next(p for p in listings if '"document"' not in p.read_text())
+    objects_listing = next(p for p in listings if "document" not in listing.decode(p.read_bytes(), p.name[:-4]))
     hidden = objects_listing.read_bytes()
     objects_listing.unlink()  # as if a pull ran while the push had published only the entries
     target = Store(tmp_path / "b")
@@ -318,8 +318,8 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     assert sync.push(source, remote).packs == 0
     assert read == []  # (a periodic push of a long build reads no table of a pack it sent)
     # the remote lost that pack's listing: its objects are sent again (copied), whatever was remembered
-    for listing in (tmp_path / "remote" / "packs").glob("*.ids"):
-        listing.unlink()
+    for ids_file in (tmp_path / "remote" / "packs").glob("*.ids"):
+        ids_file.unlink()
     again = sync.push(source, remote)
     assert again.objects == 60
     target = Store(tmp_path / "b")
@@ -396,7 +396,7 @@ def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: 
     script = f"""
 import os, signal
 from pathlib import Path
-from clawstore.remote import sync
+from clawstore.remote import listing, sync
 from clawstore.remote.config import Remote
 from clawstore.store import Store, transfer
 transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)

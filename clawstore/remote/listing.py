@@ -1,0 +1,137 @@
+"""A pack's listing on a remote (`packs/<hex>.ids`): what the pack holds, signed by its pusher.
+
+Format 3 (written since): one line of signed JSON, then the digests as raw bytes:
+
+    {"format": 3, "pack": hex, "size": bytes, "objects": n, "actions": m, "body": hex BLAKE3 of the body,
+     ["document": hex id,] "signature": ...}\\n
+    body: n object ids (32 bytes each, in pack order), then m entries (32 bytes key digest | 32 bytes
+          record digest each), in increasing key order
+
+The signature covers the line, the line the body's BLAKE3: signing and checking cost the same for a
+listing of a million objects as for one, and the listing is half the bytes of format 2 (hex in JSON).
+Format 2 (`"objects": "<hex><hex>..."`, `"actions": {key id: record id}`, signed as a whole) and the
+format-less listings of bundles (older claws) are still read. Every listing is decoded into the same
+shape (`decode`): {"format", "pack", "size", "objects": [hex ids], "actions": {key id: record id},
+"document"?}, plus what was signed.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from typing import Any
+
+import blake3
+
+from clawstore import jsontext
+from clawstore.errors import UsageError
+from clawstore.store.ids import PREFIX, is_hex64, is_oid
+
+FORMAT = 3
+FORMATS = (2, FORMAT)  # the listings of packs; one without a format is a bundle's
+_LOWER_HEX = re.compile(r"[0-9a-f]*")
+_SIGNED = "signed"  # the decoded listing's copy of what its signature covers
+
+
+class ListingError(ValueError):
+    """A listing that cannot be read (`not_json`: not even its JSON)."""
+
+    def __init__(self, why: str, not_json: bool = False):
+        super().__init__(why)
+        self.not_json = not_json
+
+
+def entries(actions: dict[bytes, bytes]) -> bytes:
+    """Entries (key digest -> record digest) as a listing carries them: key and record, by key."""
+    return b"".join(sorted(map(bytes.__add__, actions.keys(), actions.values())))
+
+
+def encode(pack: str, size: int, objects: list[bytes], pairs: bytes, document: str | None) -> bytes:
+    """The signed listing of a pack (its BLAKE3 hex name and size) holding `objects`, carrying the
+    entries `pairs` (made by `entries`) and, when it has entries, the id of their `document`."""
+    from clawstore.trust import signature
+
+    body = b"".join((*objects, pairs))
+    fields: dict[str, Any] = {"format": FORMAT, "pack": pack, "size": size, "objects": len(objects),
+                              "actions": len(pairs) // 64, "body": blake3.blake3(body).hexdigest()}
+    if document is not None:
+        fields["document"] = document
+    return signature.signed_json(fields) + b"\n" + body
+
+
+def decode(data: bytes, pack: str) -> dict[str, Any]:
+    """The listing of `pack` in its common shape; ListingError if it is not one."""
+    head, newline, body = data.partition(b"\n")
+    try:
+        doc = jsontext.loads(head)
+    except ValueError:
+        raise ListingError("not JSON", not_json=True) from None
+    if not isinstance(doc, dict):
+        raise ListingError("not an object")
+    if doc.get("format") == FORMAT:
+        return _decode_binary(doc, body, pack)
+    if newline:
+        raise ListingError(f"format {doc.get('format')!r}: expected one line of JSON")
+    why = _json_listing_problem(doc, pack)
+    if why is not None:
+        raise ListingError(why)
+    if "format" in doc:  # format 2 lists the ids as one string (as signed)
+        doc[_SIGNED] = dict(doc)
+        doc["objects"] = [doc["objects"][i:i + 64] for i in range(0, len(doc["objects"]), 64)]
+    return doc
+
+
+def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> dict[str, Any]:
+    objects, actions = head.get("objects"), head.get("actions")
+    if head.get("pack") != pack or not _count(head.get("size")) or not _count(objects) or not _count(actions):
+        raise ListingError(f"format {FORMAT}: expected the pack's name, its size and the counts of its ids")
+    if "document" in head and not (isinstance(head["document"], str) and is_hex64(head["document"])):
+        raise ListingError("document: expected a hex id")
+    if len(body) != 32 * objects + 64 * actions:
+        raise ListingError(f"body: {len(body)} bytes, expected {objects} ids and {actions} entries")
+    if head.get("body") != blake3.blake3(body).hexdigest():
+        raise ListingError("body: its BLAKE3 is not the one the listing names")
+    ids = body[:32 * objects].hex()
+    pairs = body[32 * objects:]
+    keys = [pairs[i:i + 32] for i in range(0, len(pairs), 64)]
+    if any(a >= b for a, b in pairwise(keys)):
+        raise ListingError("actions: expected entries in increasing key order, one per key")
+    doc = {"format": FORMAT, "pack": pack, "size": head["size"], _SIGNED: head,
+           "objects": [ids[i:i + 64] for i in range(0, len(ids), 64)],
+           "actions": {PREFIX + key.hex(): PREFIX + pairs[i + 32:i + 64].hex()
+                       for i, key in zip(range(0, len(pairs), 64), keys, strict=True)}}
+    if "document" in head:
+        doc["document"] = head["document"]
+    return doc
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _json_listing_problem(doc: dict[str, Any], pack: str) -> str | None:
+    """Why a listing of format 2, or a bundle's, is not one (None: it is)."""
+    objects, actions = doc.get("objects"), doc.get("actions")
+    if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
+        return "actions: expected {key id: record id}"
+    if "format" not in doc:  # a bundle's listing (an older claw)
+        if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
+            return "objects: expected a list of hex ids"
+        return None
+    if doc["format"] not in FORMATS or doc.get("pack") != pack or not isinstance(doc.get("size"), int):
+        return f"format {doc['format']!r}: expected format {FORMAT} or 2 naming this pack and its size"
+    if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
+        return "objects: expected the hex ids, as one string"
+    if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):
+        return "document: expected a hex id"
+    return None
+
+
+def signer(doc: dict[str, Any], pack: str) -> str | None:
+    """The key whose signature a decoded listing carries (None: unsigned); UsageError if it does not verify."""
+    from clawstore.trust import signature
+
+    try:
+        return signature.signer(doc[_SIGNED] if _SIGNED in doc else doc)
+    except UsageError as exc:
+        raise UsageError(f"remote pack {pack}: its listing: {exc}") from None
