@@ -4,7 +4,8 @@ The driver (the `claw build` process) keeps what only it should do: it plans, bo
 the whole cluster (its own pool of `max_concurrency` threads each waits for one request at a time),
 runs the tool sandbox, and commits each result to its store exactly once. The cluster talks to the
 provider: one actor per node, each with one HTTP connection pool, spreads the requests over the
-nodes; and runs OpenClaw cases: one task per case, on a node with a free CPU and a container engine,
+nodes (over those whose actor has started: a new cluster's first requests do not wait for its slowest
+node); and runs OpenClaw cases: one task per case, on a node with a free CPU and a container engine,
 shipped the agent's workspace and returning the evidence for the driver to store. A worker killed
 mid-request is restarted and the request retried (Ray's actor restarts and task retries); the driver
 still commits once. A killed driver loses nothing committed: the next
@@ -155,7 +156,12 @@ class RayClient:
                                       name=f"claw-provider-{tag}-{node[:16]}", namespace=ACTOR_NAMESPACE,
                                       lifetime="detached", get_if_exists=True).remote()
                         for node in nodes]
-        self._next = itertools.cycle(range(len(self._actors)))
+        # Requests go to the actors that have started, in turn: on a new cluster one node's actor is up
+        # before the other's (a worker process to start on each), and the first requests need not wait
+        # for the slowest node. Each actor answers a ping once it has started.
+        self._starting = {actor.node.remote(): actor for actor in self._actors}
+        self._started: list[Any] = []
+        self._turn = itertools.count()
         self._lock = threading.Lock()
         # A container per task, one CPU each: Ray places them where CPUs are free, and a task whose
         # worker died is run again elsewhere.
@@ -165,13 +171,27 @@ class RayClient:
     def nodes(self) -> int:
         return len(self._actors)
 
+    def _actor(self, patience: float) -> Any:
+        """The next started actor (waiting, at most `patience`, for the first to start); once every
+        actor has started, each in turn. If none starts in time: any (its request then fails as the
+        cluster's)."""
+        ray = self._ray
+        with self._lock:  # (the threads that would wait for the first actor wait here together)
+            if self._starting:
+                pings = list(self._starting)
+                started, _ = ray.wait(pings, num_returns=len(pings), timeout=0)
+                if not started and not self._started:
+                    started, _ = ray.wait(pings, num_returns=1, timeout=patience)
+                self._started += [self._starting.pop(ping) for ping in started]
+            ready = self._started or self._actors
+            return ready[next(self._turn) % len(ready)]
+
     def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
-        with self._lock:
-            actor = self._actors[next(self._next)]
         ray = self._ray
         # However long the worker may legitimately take (every attempt timing out), plus a margin: a
         # cluster that died must fail the node, not hang the build.
         patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + 60
+        actor = self._actor(patience)
         try:
             return ray.get(actor.chat.remote(endpoint, body, timeout, retries), timeout=patience)
         except ray.exceptions.RayTaskError as exc:

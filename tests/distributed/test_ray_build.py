@@ -165,6 +165,50 @@ print(type(reply).__name__)
     assert len(standin.requests) == 1
 
 
+def test_requests_do_not_wait_for_a_node_whose_actor_is_still_starting(cluster: RayCluster, standin: StandIn,
+                                                                         tmp_path: Path) -> None:
+    """On a new cluster each node's actor starts a worker process, one sooner than the other: the requests
+    go to the actors that have started. Here one of the two takes two minutes to start; eight requests
+    are answered meanwhile, all by the other."""
+    standin.set_default({"content": "answered", "latency": 0.0})
+    script = f"""
+import os, time, ray
+from concurrent.futures import ThreadPoolExecutor, wait
+ray.init(address={cluster.address!r}, logging_level="ERROR")
+os.environ["OPENROUTER_BASE_URL"] = {standin.base_url!r}
+from clawstore.builder import ray_client
+from clawstore.providers.endpoint import resolve_endpoint
+MARK = {str(tmp_path / "slow")!r}
+
+class SlowToStart(ray_client._ChatWorker):
+    def __init__(self):
+        try:  # the first actor to start is the slow one (Ray's placement by node is only a preference)
+            os.close(os.open(MARK, os.O_CREAT | os.O_EXCL))
+            time.sleep(120)
+        except FileExistsError:
+            pass
+        super().__init__()
+
+ray_client._ChatWorker = SlowToStart
+ray_client._code_tag = lambda: "slow-node-test"  # actors of their own, not the builds' (named by the tag)
+client = ray_client.RayClient()
+body = {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "hi"}}]}}
+with ThreadPoolExecutor(8) as pool:
+    started = time.monotonic()
+    done, late = wait([pool.submit(client.chat, resolve_endpoint({{}}), body) for _ in range(8)], timeout=60)
+    print(len(done), len(late), round(time.monotonic() - started, 1), flush=True)
+    for actor in client._actors:
+        ray.kill(actor)
+    os._exit(0)  # (the late requests would wait for the killed actor)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**cluster.env, "OPENROUTER_API_KEY": SECRET})
+    assert done.returncode == 0, done.stderr[-3000:]
+    answered, late, _ = done.stdout.split()
+    assert (int(answered), int(late)) == (8, 0), done.stdout
+    assert len(standin.requests) == 8
+
+
 def _closed_port() -> int:
     """A loopback port nothing listens on."""
     import socket
