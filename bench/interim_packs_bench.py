@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs committed between two interim pushes")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of both pulls (medians are compared)")
     args = parser.parse_args()
+    if args.pushes < 1 or args.runs < 1:
+        parser.error("--pushes and --runs: at least 1 (a pull of nothing has no figure to compare)")
     with tempfile.TemporaryDirectory(prefix="claw-interim-bench-") as tmp:
         root = Path(tmp)
         remote = Remote("team", str(root / "remote"))
