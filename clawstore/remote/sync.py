@@ -214,9 +214,9 @@ def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str, siz
         raise UsageError(f"remote {remote.url}: listing of pack {pack} is not JSON") from None
 
 
-def _document(listing: dict[str, Any]) -> list[str]:
+def _document(doc: dict[str, Any]) -> list[str]:
     """The id of the entries document a listing's pack also holds ([] for most listings)."""
-    return [listing["document"]] if "document" in listing else []
+    return [doc["document"]] if "document" in doc else []
 
 
 def _remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
