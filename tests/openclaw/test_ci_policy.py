@@ -14,7 +14,7 @@ import pytest
 
 from tests.openclaw.engine import REPO
 
-TARGET = "tests/openclaw/test_build_real_engine.py::test_second_build_starts_no_container"
+TARGET = "tests/openclaw/test_real_engine.py::test_timeout_ends_the_run_and_leaves_no_container"
 
 
 def _run_without_engine(ci: str | None, basetemp: Path) -> subprocess.CompletedProcess[str]:

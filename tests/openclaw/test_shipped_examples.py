@@ -1,7 +1,8 @@
 """The shipped OpenClaw example (configs/: basic_agent, openclaw_local, the openclaw_* cases) runs as
 shipped, with the key in OPENROUTER_API_KEY, against the image CI builds — only the model server is the
-stand-in and the engine is a private one. Its two-turn case is also where one session across turns is
-shown (each real-engine run costs seconds, so one build proves both)."""
+stand-in and the engine is a private one. Each real-engine run costs seconds, so this one build proves
+what a build of OpenClaw cases stores (the workspace, its diff, the trace; the key nowhere), that one
+session spans a case's turns, and that a second build sends zero requests and starts zero containers."""
 
 from __future__ import annotations
 
@@ -57,9 +58,15 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
         writes = tool_calls(*({"name": "write", "arguments": {"path": p, "content": c}, "id": f"call_{i}"}
                               for i, (p, c) in enumerate(FILES.items())))
         standin.script(MODEL, *[writes, text("Done: the files are written.")] * 3)
-        built = CliRunner().invoke(main, ["build", "--suite", "openclaw_examples", "--run-profile",
-                                          "openclaw_local", "--output", "json"])
+        build = ["build", "--suite", "openclaw_examples", "--run-profile", "openclaw_local", "--output", "json"]
+        built = CliRunner().invoke(main, build)
         requests = standin.requests
+        started = argv_log.read_text().count("run ")
+        again = CliRunner().invoke(main, build)
+        assert again.exit_code == 0, again.output
+        assert {row["run"] for row in json.loads(again.stdout)["rows"]} == {"reuse"}
+        assert len(standin.requests) == len(requests)  # zero requests
+        assert argv_log.read_text().count("run ") == started  # zero containers
     assert built.exit_code == 0, built.output
     rows = {row["case_id"]: row for row in json.loads(built.stdout)["rows"]}
     assert set(rows) == {"openclaw_report_file", "openclaw_two_turn_notes"}
@@ -92,4 +99,18 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
     # The agent's prompt reached OpenClaw through AGENTS.md (2026.9.6 has no config key for it).
     assert "## Agent prompt\n\nWork in the workspace" in files["AGENTS.md"]
     assert "use tools to verify what you claim" in json.dumps(requests[0]["messages"])
+    # The single-turn case: its file, the diff against the agent's workspace, the trace, the usage.
+    report = store.get_action(rows["openclaw_report_file"]["key"])
+    assert report is not None
+    workspace = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(report["outputs"]["workspace"])
+                 if e.type == "file"}
+    assert workspace["report.md"] == FILES["report.md"]
+    diff = store.get_bytes(report["outputs"]["workspace_diff"]).decode()
+    assert "+++ workspace/report.md" in diff and "+claw-openclaw-report" in diff
+    artifact = store.get_json(report["outputs"]["artifact"])
+    assert [e["content"] for e in artifact["trace"] if e["event_type"] == "final_output"] == [
+        "Done: the files are written."]
+    assert "write" in artifact["runner_metadata"]["openclaw"]["metadata"]["observable_summary"]["tool_summary"]["tools"]
+    assert artifact["usage"]["normalized"]["input_tokens"] > 0
+    assert not any(SECRET.encode() in store.get_bytes(oid) for oid in store.iter_objects())  # the key nowhere
     assert docker_engine.our_containers() == []
