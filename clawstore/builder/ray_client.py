@@ -173,8 +173,8 @@ class RayClient:
 
     def _actor(self, patience: float) -> Any:
         """The next started actor (waiting, at most `patience`, for the first to start); once every
-        actor has started, each in turn. If none starts in time: any (its request then fails as the
-        cluster's)."""
+        actor has started, each in turn. If none starts in time: any, and nobody waits again (the
+        requests then fail as the cluster's, each after its own patience, not one after another)."""
         ray = self._ray
         with self._lock:  # (the threads that would wait for the first actor wait here together)
             if self._starting:
@@ -182,6 +182,7 @@ class RayClient:
                 started, _ = ray.wait(pings, num_returns=len(pings), timeout=0)
                 if not started and not self._started:
                     started, _ = ray.wait(pings, num_returns=1, timeout=patience)
+                    started = started or pings  # none started in time: stop telling them apart
                 self._started += [self._starting.pop(ping) for ping in started]
             ready = self._started or self._actors
             return ready[next(self._turn) % len(ready)]

@@ -209,6 +209,38 @@ with ThreadPoolExecutor(8) as pool:
     assert len(standin.requests) == 8
 
 
+def test_when_no_actor_starts_the_waiting_callers_give_up_together(cluster: RayCluster, tmp_path: Path) -> None:
+    """A cluster whose actors never start: the callers waiting for the first one give up after one
+    `patience` in all (then their requests fail as the cluster's), not one patience after another."""
+    script = f"""
+import os, time, ray
+from concurrent.futures import ThreadPoolExecutor
+ray.init(address={cluster.address!r}, logging_level="ERROR")
+from clawstore.builder import ray_client
+
+class NeverStarts(ray_client._ChatWorker):
+    def __init__(self):
+        time.sleep(300)
+
+ray_client._ChatWorker = NeverStarts
+ray_client._code_tag = lambda: "never-starts-test"
+client = ray_client.RayClient()
+with ThreadPoolExecutor(3) as pool:
+    started = time.monotonic()
+    picked = list(pool.map(lambda _: client._actor(2.0), range(3)))
+    print(round(time.monotonic() - started, 1), all(actor in client._actors for actor in picked), flush=True)
+for actor in client._actors:
+    ray.kill(actor)
+os._exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=cluster.env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    waited, picked = done.stdout.split()
+    assert picked == "True"
+    assert 1.5 <= float(waited) < 3.5, done.stdout  # one patience (2 s), not three (6 s)
+
+
 def _closed_port() -> int:
     """A loopback port nothing listens on."""
     import socket
