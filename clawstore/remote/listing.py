@@ -75,7 +75,7 @@ def decode(data: bytes, pack: str) -> dict[str, Any]:
     why = _json_listing_problem(doc, pack)
     if why is not None:
         raise ListingError(why)
-    if "format" in doc:  # format 2 lists the ids as one string (as signed)
+    if not is_bundle(doc):  # format 2 lists the ids as one string (as signed)
         doc[_SIGNED] = dict(doc)
         doc["objects"] = [doc["objects"][i:i + 64] for i in range(0, len(doc["objects"]), 64)]
     return doc
@@ -105,6 +105,11 @@ def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> dict[str, An
     return doc
 
 
+def is_bundle(doc: dict[str, Any]) -> bool:
+    """Is this decoded listing a bundle's (an older claw's campaign archive, imported whole)?"""
+    return "format" not in doc
+
+
 def _count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
@@ -114,7 +119,7 @@ def _json_listing_problem(doc: dict[str, Any], pack: str) -> str | None:
     objects, actions = doc.get("objects"), doc.get("actions")
     if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
         return "actions: expected {key id: record id}"
-    if "format" not in doc:  # a bundle's listing (an older claw)
+    if is_bundle(doc):
         if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
             return "objects: expected a list of hex ids"
         return None

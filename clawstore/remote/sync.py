@@ -207,11 +207,13 @@ def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str, siz
         _download_listing(backend, pack, cached, size)
     try:
         return listing.decode(cached.read_bytes(), pack)
-    except (OSError, listing.ListingError) as exc:
+    except listing.ListingError as exc:
         cached.unlink(missing_ok=True)
-        if isinstance(exc, listing.ListingError) and not exc.not_json:
-            raise UsageError(f"remote {remote.url}: listing of pack {pack} is malformed ({exc})") from None
-        raise UsageError(f"remote {remote.url}: listing of pack {pack} is not JSON") from None
+        why = "is not JSON" if exc.not_json else f"is malformed ({exc})"
+    except OSError:
+        cached.unlink(missing_ok=True)
+        why = "is not JSON"
+    raise UsageError(f"remote {remote.url}: listing of pack {pack} {why}")
 
 
 def _document(doc: dict[str, Any]) -> list[str]:
@@ -409,7 +411,9 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
         moves = _ref_moves(store, backend, remote, refs if move_refs else {})
         have_objects = _listed(listings)
-        have_actions = {k: v for doc in listings.values() for k, v in _entry_digests(doc["actions"]).items()}
+        have_actions: dict[bytes, bytes] = {}
+        for doc in listings.values():
+            have_actions.update(_entry_digests(doc["actions"]))
         covered_file = _cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
@@ -618,7 +622,7 @@ class _Pull:
         """Fetch these packs all or nothing: every listing's signer is checked before any download;
         each pack is checked whole as its download ends; then the entries the round brings are verified;
         only then are the packs adopted."""
-        legacy = [pack for pack in todo if "format" not in self.listings[pack]]  # bundles
+        legacy = [pack for pack in todo if listing.is_bundle(self.listings[pack])]
         packs = [pack for pack in todo if pack not in legacy]
         for pack in packs:
             if not self.untrusted and not self.trusted(pack):
@@ -692,7 +696,7 @@ class _Pull:
                                    self.kept.contents)
         for pack in self.pending():
             doc = self.listings[pack]
-            if "format" not in doc:  # a bundle's: imported whole
+            if listing.is_bundle(doc):  # (imported whole)
                 continue
             trusted = self.trusted(pack)
             if not trusted and pack not in arriving:
@@ -773,7 +777,7 @@ class _Pull:
             keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or "unsigned")
         for pack in sorted(settled - self.incomplete):
-            if "format" in self.listings[pack] and self.trusted(pack):
+            if not listing.is_bundle(self.listings[pack]) and self.trusted(pack):
                 self._remember(pack)
 
 
