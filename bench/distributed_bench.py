@@ -3,13 +3,15 @@ in-process executor, same campaign, same concurrency, same stand-in provider lat
 
     python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16] [--repeat 3]
 
-Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on the fresh
-cluster (its actors start) and of the next one (a fresh store: every run executes again, the actors are
-reused), the requests each sent (each must equal --runs), whether the first Ray build sent the very
-request bodies the local build sent, and whether it stored the same runs (tests/support/outcomes.py).
-A first build happens once per cluster, and its ratio moves by a few hundredths from one cluster to
-the next on a small machine: each of `--repeat` rounds starts a cluster of its own, and the ratios
-given are of the medians (each round's too).
+Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on a fresh
+cluster whose nodes start their workers at once (`RAY_enable_worker_prestart=1`, as docs/distributed.md
+recommends), of the next build there (a fresh store: every run executes again, the actors are reused),
+and of a first build on a fresh cluster with Ray's defaults (its first driver waits for each node to
+start a worker process); the requests each sent (each must equal --runs), whether the first Ray build
+sent the very request bodies the local build sent, and whether it stored the same runs
+(tests/support/outcomes.py). A first build happens once per cluster, and its ratio moves by a few
+hundredths from one cluster to the next on a small machine: each of `--repeat` rounds starts clusters of
+its own, and the ratios given are of the medians (each round's too).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,32 +54,36 @@ class Round:
     local: float  # wall seconds of each build
     first: float
     next: float
-    sent: tuple[int, int, int]  # requests of each build
+    first_default: float  # a first build on a cluster with Ray's defaults
+    sent: tuple[int, int, int, int]  # requests of each build
     same_requests: bool
     same_runs: bool
 
 
 def one_round(args: argparse.Namespace, root: Path) -> Round:
-    """Local build, then a first and a next Ray build on a cluster of this round's own."""
-    reply = {"content": "forty-two", "latency": args.latency}
-    with StandIn() as standin, ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
-        standin.set_default(reply)
-        local = many_cases(root / "local", args.runs // 2, args.concurrency)
-        local_s, _ = claw(local, standin.base_url, *BUILD)
-        local_sent, local_bodies = len(standin.requests), request_bodies(standin)
-        standin.reset()
-        standin.set_default(reply)
-        spread = many_cases(root / "ray", args.runs // 2, args.concurrency)
-        ray_s, _ = claw(spread, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
-        ray_sent, same_requests = len(standin.requests), request_bodies(standin) == local_bodies
-        standin.reset()
-        standin.set_default(reply)
-        # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
-        warm = many_cases(root / "warm", args.runs // 2, args.concurrency)
-        warm_s, _ = claw(warm, standin.base_url, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
-        warm_sent = len(standin.requests)
-        same = run_outcomes(local.root / "store") == run_outcomes(spread.root / "store")
-    return Round(local_s, ray_s, warm_s, (local_sent, ray_sent, warm_sent), same_requests, same)
+    """Local build, then a first and a next Ray build on a cluster of this round's own (nodes that start
+    their workers at once), then a first Ray build on another cluster, started with Ray's defaults."""
+    with StandIn() as standin:
+
+        def build(name: str, *extra: str) -> tuple[float, int, list[Any]]:
+            """One build of the campaign in a fresh store: wall seconds, requests sent, their bodies."""
+            standin.reset()
+            standin.set_default({"content": "forty-two", "latency": args.latency})
+            seconds, _ = claw(many_cases(root / name, args.runs // 2, args.concurrency), standin.base_url,
+                              *BUILD, *extra)
+            return seconds, len(standin.requests), request_bodies(standin)
+
+        with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
+            on_ray = ("--executor", "ray", "--ray-address", cluster.address)
+            local_s, local_sent, local_bodies = build("local")
+            first_s, first_sent, first_bodies = build("ray", *on_ray)
+            # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
+            next_s, next_sent, _ = build("next", *on_ray)
+        with ray_cluster({"OPENROUTER_API_KEY": SECRET}, prestart=False) as cluster:
+            default_s, default_sent, _ = build("default", "--executor", "ray", "--ray-address", cluster.address)
+    return Round(local_s, first_s, next_s, default_s, (local_sent, first_sent, next_sent, default_sent),
+                 same_requests=first_bodies == local_bodies,
+                 same_runs=run_outcomes(root / "local" / "store") == run_outcomes(root / "ray" / "store"))
 
 
 def main() -> None:
@@ -84,7 +91,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=3, help="rounds, each on a cluster of its own")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds, each on clusters of its own")
     args = parser.parse_args()
     reason = ray_available()
     if reason:
@@ -95,7 +102,8 @@ def main() -> None:
     print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}, "
           f"{len(rounds)} round(s) (medians):")
     print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent[0] for r in rounds]})")
-    for which, what, index in (("first", "first build", 1), ("next", "next build", 2)):
+    for which, what, index in (("first", "first build on a new cluster", 1), ("next", "next build there", 2),
+                               ("first_default", "first build on a new cluster with Ray's defaults", 3)):
         wall = statistics.median(getattr(r, which) for r in rounds)
         each = ", ".join(f"{getattr(r, which) / r.local:.2f}x" for r in rounds)
         print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[index] for r in rounds]})"

@@ -59,11 +59,14 @@ def ray_available() -> str | None:
 
 
 @contextmanager
-def ray_cluster(env: dict[str, str]) -> Iterator[RayCluster]:
+def ray_cluster(env: dict[str, str], prestart: bool = True) -> Iterator[RayCluster]:
+    """`prestart`: nodes started as docs/distributed.md recommends, each starting its worker processes at
+    once (`RAY_enable_worker_prestart=1`); else Ray's default, which starts them for the first driver."""
     ray = str(Path(sys.executable).parent / "ray")
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="clawray-", dir="/tmp")  # short: Ray's socket paths are length-limited
-    full_env = {**os.environ, **env, "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    full_env = {**os.environ, **env, "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_enable_worker_prestart": "1" if prestart else "0"}
     common = ["--num-cpus", "1", "--disable-usage-stats", "--node-ip-address", HOST]
     try:
         subprocess.run([ray, "start", "--head", "--port", str(port), "--include-dashboard", "false",
