@@ -25,7 +25,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,7 +54,7 @@ class Round:
     first: float
     next: float
     first_default: float  # a first build on a cluster with Ray's defaults
-    sent: tuple[int, int, int, int]  # requests of each build
+    sent: dict[str, int]  # requests of each build, by the name of its time above
     same_requests: bool
     same_runs: bool
 
@@ -65,7 +64,7 @@ def one_round(args: argparse.Namespace, root: Path) -> Round:
     their workers at once), then a first Ray build on another cluster, started with Ray's defaults."""
     with StandIn() as standin:
 
-        def build(name: str, *extra: str) -> tuple[float, int, list[Any]]:
+        def build(name: str, *extra: str) -> tuple[float, int, list[bytes]]:
             """One build of the campaign in a fresh store: wall seconds, requests sent, their bodies."""
             standin.reset()
             standin.set_default({"content": "forty-two", "latency": args.latency})
@@ -81,7 +80,8 @@ def one_round(args: argparse.Namespace, root: Path) -> Round:
             next_s, next_sent, _ = build("next", *on_ray)
         with ray_cluster({"OPENROUTER_API_KEY": SECRET}, prestart=False) as cluster:
             default_s, default_sent, _ = build("default", "--executor", "ray", "--ray-address", cluster.address)
-    return Round(local_s, first_s, next_s, default_s, (local_sent, first_sent, next_sent, default_sent),
+    return Round(local_s, first_s, next_s, default_s,
+                 {"local": local_sent, "first": first_sent, "next": next_sent, "first_default": default_sent},
                  same_requests=first_bodies == local_bodies,
                  same_runs=run_outcomes(root / "local" / "store") == run_outcomes(root / "ray" / "store"))
 
@@ -101,12 +101,12 @@ def main() -> None:
     local_s = statistics.median(r.local for r in rounds)
     print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}, "
           f"{len(rounds)} round(s) (medians):")
-    print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent[0] for r in rounds]})")
-    for which, what, index in (("first", "first build on a new cluster", 1), ("next", "next build there", 2),
-                               ("first_default", "first build on a new cluster with Ray's defaults", 3)):
+    print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent['local'] for r in rounds]})")
+    for which, what in (("first", "first build on a new cluster"), ("next", "next build there"),
+                        ("first_default", "first build on a new cluster with Ray's defaults")):
         wall = statistics.median(getattr(r, which) for r in rounds)
         each = ", ".join(f"{getattr(r, which) / r.local:.2f}x" for r in rounds)
-        print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[index] for r in rounds]})"
+        print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[which] for r in rounds]})"
               f" = {wall / local_s:.2f}x local (rounds: {each})")
     print(f"  byte-identical requests sent: {all(r.same_requests for r in rounds)}; identical stored runs "
           f"(request, usage, answer, sandbox): {all(r.same_runs for r in rounds)}")
