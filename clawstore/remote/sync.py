@@ -98,6 +98,7 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 WORKERS = 8
 ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
 TRACKING = "remotes/"
+UNSIGNED = "unsigned"  # SyncReport.kept_apart's name for packs and refs nobody signed
 LISTING_BATCH = 64  # listings fetched together, then checked, before the next ones are fetched
 LISTING_MAX = 256 << 20  # bytes: a listing of a million objects is 70 MB in format 2; a bigger file is not one
 
@@ -118,8 +119,11 @@ class SyncReport:
                  f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"]
         lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
         if self.kept_apart:
-            lines.append(f"  kept apart (signed by {', '.join(sorted(self.kept_apart))}, not trusted): no build "
-                         "reuses it until you claw trust add the signer; refs not moved")
+            keys = sorted(self.kept_apart - {UNSIGNED})
+            whose = ([f"signed by {', '.join(keys)}, not trusted"] if keys else []) + (
+                ["not signed"] if UNSIGNED in self.kept_apart else [])
+            lines.append(f"  kept apart ({'; '.join(whose)}): no build reuses it until you claw trust add "
+                         "its signer (what nobody signed, never); refs not moved")
         return "\n".join(lines)
 
 
@@ -572,7 +576,7 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
             continue
         if not untrusted:
             raise UsageError(f"remote ref {name}: {untrusted_why(signer, 'pull')}")
-        apart.add(signer or "unsigned")
+        apart.add(signer or UNSIGNED)
     return apart
 
 
@@ -740,7 +744,7 @@ class _Pull:
                 self.report.objects += imported.new_objects
                 self.report.bytes += imported.summary.size
                 if imported.kept_apart is not None:
-                    self.report.kept_apart.add(imported.signer or "unsigned")
+                    self.report.kept_apart.add(imported.signer or UNSIGNED)
                 else:
                     self._remember(bundle)
 
@@ -775,7 +779,7 @@ class _Pull:
         set_entries(store, fresh)
         for pack, actions in sorted(self.apart.items()):
             keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
-            self.report.kept_apart.add(self.signers[pack] or "unsigned")
+            self.report.kept_apart.add(self.signers[pack] or UNSIGNED)
         for pack in sorted(settled - self.incomplete):
             if not listing.is_bundle(self.listings[pack]) and self.trusted(pack):
                 self._remember(pack)

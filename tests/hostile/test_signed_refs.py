@@ -107,6 +107,14 @@ def test_a_rewritten_ref_is_refused_before_anything_is_fetched(alice: User, bob:
     assert bob.claw("pull", str(remote), cwd=b.root).returncode == 0
 
 
+def test_an_unsigned_ref_pulled_untrusted_is_reported_as_not_signed(alice: User, bob: User, tmp_path: Path) -> None:
+    _, remote = _pushed(alice, tmp_path)
+    b = _puller(alice, bob, remote, tmp_path)
+    shutil.copy(remote / "refs" / HEAD, remote / "refs" / "campaigns" / "planted")  # no statement signs it
+    pulled = bob.ok("pull", str(remote), "--untrusted", cwd=b.root)
+    assert "kept apart (not signed):" in pulled and "signed by" not in pulled, pulled
+
+
 def test_a_pull_refused_for_one_pack_imports_none(alice: User, bob: User, tmp_path: Path,
                                                     standin: StandIn) -> None:
     a, remote = _pushed(alice, tmp_path)
