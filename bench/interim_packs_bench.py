@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.builder.gcpause import collector_paused  # noqa: E402
-from clawstore.remote import sync  # noqa: E402
+from clawstore.remote import pull, push  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.stats import store_stats  # noqa: E402
@@ -31,7 +31,7 @@ from clawstore.store.stats import store_stats  # noqa: E402
 
 def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:
     source = Store(root)
-    known = sync.RemoteKnowledge()
+    known = push.RemoteKnowledge()
     for turn in range(pushes):
         with source.batch():
             for i in range(turn * runs, (turn + 1) * runs):
@@ -40,22 +40,22 @@ def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:
                 source.put_action(key, {"kind": "run", "key": key, "input": key, "status": "success",
                                         "cacheable": True, "outputs": {"answer": output}})
         if turn == 0:
-            sync.push(source, remote, move_refs=False, knowledge=known)
+            push.push(source, remote, move_refs=False, knowledge=known)
         else:
-            sync.push_new(source, remote, known)
+            push.push_new(source, remote, known)
 
 
 def pull_into(root: Path, remote: Remote, adopt_bytes: int) -> tuple[float, int, int]:
     """(seconds, pack files, disk bytes) of a pull into an empty store at `root`."""
     shutil.rmtree(root, ignore_errors=True)
-    saved, sync.ADOPT_BYTES = sync.ADOPT_BYTES, adopt_bytes
+    saved, pull.ADOPT_BYTES = pull.ADOPT_BYTES, adopt_bytes
     try:
         began = time.perf_counter()
         with collector_paused():  # as `claw pull` runs it
-            sync.pull(Store(root), remote)
+            pull.pull(Store(root), remote)
         seconds = time.perf_counter() - began
     finally:
-        sync.ADOPT_BYTES = saved
+        pull.ADOPT_BYTES = saved
     stats = store_stats(Store(root), with_gc=False)
     return seconds, stats.packs, stats.disk_bytes
 
@@ -75,7 +75,7 @@ def main() -> None:
         packs = len(list((root / "remote" / "packs").glob("*.pack")))
         claw, whole = [], []
         for _ in range(max(1, args.repeat)):
-            claw.append(pull_into(root / "claw", remote, sync.ADOPT_BYTES))
+            claw.append(pull_into(root / "claw", remote, pull.ADOPT_BYTES))
             whole.append(pull_into(root / "whole", remote, 0))
     mine, base = statistics.median(c[0] for c in claw), statistics.median(w[0] for w in whole)
     print(f"pull of {packs} packs ({args.pushes} interim pushes of {args.runs} runs), median of {len(claw)}:")

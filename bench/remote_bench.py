@@ -32,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.builder.gcpause import collector_paused  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
-from clawstore.remote.sync import WORKERS, pull, push  # noqa: E402
+from clawstore.remote.pull import pull  # noqa: E402
+from clawstore.remote.push import push  # noqa: E402
+from clawstore.remote.sync import WORKERS  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server  # noqa: E402
 

@@ -101,7 +101,7 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     """Send what REMOTE lacks (whole packs), then move its refs by compare-and-swap."""
     from clawstore.builder.gcpause import collector_paused
     from clawstore.remote.config import resolve_remote
-    from clawstore.remote.sync import push
+    from clawstore.remote.push import push
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
@@ -123,7 +123,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
     from clawstore.builder.gcpause import collector_paused
     from clawstore.remote.config import resolve_remote
-    from clawstore.remote.sync import pull
+    from clawstore.remote.pull import pull
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url, must_exist=True)  # before a store is created

@@ -3,8 +3,8 @@
 While the build runs a background thread pushes the objects and action-cache entries committed since
 the last push (no refs) every `interval_s` (5 s), so a machine that dies mid-campaign loses only what was
 in flight and what it committed in the last few seconds: another machine that pulls reuses the rest.
-The first such push sends whatever the remote lacks (sync.push); each later one sends only what the
-store committed since, from what the session knows the remote holds (sync.push_new): it lists nothing
+The first such push sends whatever the remote lacks (push.push); each later one sends only what the
+store committed since, from what the session knows the remote holds (push.push_new): it lists nothing
 and reads no pack table, so it costs what was committed, not the size of the store. The campaign head
 is pushed at the end. (Not one push per commit window, a quarter of a second: every push adds a pack to
 the remote, and a colleague's first pull reads one listing per pack.)
@@ -26,21 +26,23 @@ from clawstore.errors import ClawError
 from clawstore.machine_settings import remote_push_interval
 from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote, resolve_remote
-from clawstore.remote.sync import PACKS, REFS, RemoteKnowledge, pull_for_plan, push, push_new, remote_packs
+from clawstore.remote.pull import pull_for_plan
+from clawstore.remote.push import RemoteKnowledge, push, push_new
+from clawstore.remote.sync import PACKS, REFS, remote_packs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> None:
     """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
-    (remote/sync.py, pull_for_plan). `unbuilt_keys()`: the action keys the build would execute, as far
+    (remote/pull.py, pull_for_plan). `unbuilt_keys()`: the action keys the build would execute, as far
     as the store tells them now. The summary goes to stderr."""
     print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
 
 
 class InterimPushes:
     """The interim pushes of one `build --remote`: the first sends whatever the remote lacks (and learns
-    what it holds), each later one what was committed since (sync.push_new). A failed push is retried
+    what it holds), each later one what was committed since (push.push_new). A failed push is retried
     by the next (and by the build's last push); it is said once, and once more when pushing works again:
     a remote out of reach for an hour is two lines, not one every interval."""
 

@@ -10,9 +10,10 @@ import pytest
 
 from clawstore.builder import closure
 from clawstore.builder.api import CampaignRequest, load_campaign, unbuilt_keys
-from clawstore.remote import sync
+from clawstore.remote import pull
 from clawstore.remote.config import Remote
-from clawstore.remote.sync import pull_for_plan, push
+from clawstore.remote.pull import pull_for_plan
+from clawstore.remote.push import push
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
@@ -158,13 +159,13 @@ def test_a_build_whose_head_the_remote_holds_walks_no_closure(provider: StandIn,
     campaign = load_campaign(CampaignRequest(a.root, "main", "rp", "ev"))
     store = Store(a.root / "store", create=False)
     walks: list[list[str]] = []
-    real = sync._fetch_closure
+    real = pull._fetch_closure
 
-    def counted(state: sync._Pull, roots: list[str]) -> None:
+    def counted(state: pull._Pull, roots: list[str]) -> None:
         walks.append(list(roots))
         real(state, roots)
 
-    monkeypatch.setattr(sync, "_fetch_closure", counted)
+    monkeypatch.setattr(pull, "_fetch_closure", counted)
     pull_for_plan(store, Remote("team", remote_url), f"campaigns/{campaign.campaign_id}",
                   lambda: unbuilt_keys(campaign, store))
     assert walks == []

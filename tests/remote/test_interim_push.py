@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clawstore.remote import sync
+from clawstore.remote import pull, push
 from clawstore.remote.backends import Backend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -41,8 +41,8 @@ class _Counting:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     made: list[str] = []
-    opened = sync.open_backend
-    monkeypatch.setattr(sync, "open_backend", lambda *a: _Counting(opened(*a), made))
+    for module in (push, pull):
+        monkeypatch.setattr(module, "open_backend", lambda *a, opened=module.open_backend: _Counting(opened(*a), made))
     return made
 
 
@@ -51,25 +51,25 @@ def test_each_interim_push_sends_only_what_was_committed_since_in_one_pack(
     source = Store(tmp_path / "a")
     _fill(source, 0, 30)
     remote = Remote("team", remote_url)
-    known = sync.RemoteKnowledge()
-    first = sync.push(source, remote, move_refs=False, knowledge=known)
+    known = push.RemoteKnowledge()
+    first = push.push(source, remote, move_refs=False, knowledge=known)
     assert first.objects == 90 and "list" in calls
     assert len(known.objects) == 90 + 1 and len(known.actions) == 30  # (and the entries' document)
 
     _fill(source, 30, 5)  # a build commits two windows between pushes
     _fill(source, 35, 5)
     calls.clear()
-    second = sync.push_new(source, remote, known)
+    second = push.push_new(source, remote, known)
     assert (second.packs, second.objects) == (1, 30)  # the new objects, the entries' document beside them
     assert "list" not in calls and calls.count("upload") == 1 and calls.count("create") == 1
     assert len(known.actions) == 40
 
     calls.clear()
-    assert sync.push_new(source, remote, known).packs == 0  # nothing new: nothing sent, one look at nothing
+    assert push.push_new(source, remote, known).packs == 0  # nothing new: nothing sent, one look at nothing
     assert calls == []
 
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, remote)
+    pulled = pull.pull(target, remote)
     assert set(target.iter_objects()) >= set(source.iter_objects())
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert pulled.objects == 120
@@ -81,14 +81,14 @@ def test_an_interim_push_after_an_entry_changed_sends_the_new_record(tmp_path: P
     key = source.put_json({"input": "retried"})
     source.put_action(key, {"kind": "run", "key": key, "status": "timed_out", "cacheable": False, "outputs": {}})
     remote = Remote("team", str(tmp_path / "remote"))
-    known = sync.RemoteKnowledge()
-    sync.push(source, remote, move_refs=False, knowledge=known)
+    known = push.RemoteKnowledge()
+    push.push(source, remote, move_refs=False, knowledge=known)
     answer = source.put_json({"answer": "fine"})
     record = source.put_action(key, {"kind": "run", "key": key, "status": "success", "cacheable": True,
                                      "outputs": {"a": answer}})
-    assert sync.push_new(source, remote, known).objects == 2
+    assert push.push_new(source, remote, known).objects == 2
     target = Store(tmp_path / "b")
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert target.get_action(key)["status"] == "success"  # type: ignore[index]
     assert dict(target.iter_actions())[key] == record
 
@@ -97,21 +97,21 @@ def test_a_failed_interim_push_is_sent_again_by_the_next(tmp_path: Path, monkeyp
     source = Store(tmp_path / "a")
     _fill(source, 0, 3)
     remote = Remote("team", str(tmp_path / "remote"))
-    known = sync.RemoteKnowledge()
-    sync.push(source, remote, move_refs=False, knowledge=known)
+    known = push.RemoteKnowledge()
+    push.push(source, remote, move_refs=False, knowledge=known)
     _fill(source, 3, 4)
 
     def broken(*args: Any) -> tuple[str, int]:
         raise OSError("the network went away")
 
     with monkeypatch.context() as patched:
-        patched.setattr(sync, "_upload", broken)
+        patched.setattr(push, "_upload", broken)
         with pytest.raises(OSError):
-            sync.push_new(source, remote, known)
+            push.push_new(source, remote, known)
     assert len(known.actions) == 3  # not counted as sent
-    assert sync.push_new(source, remote, known).objects == 12
+    assert push.push_new(source, remote, known).objects == 12
     target = Store(tmp_path / "b")
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
 
@@ -137,5 +137,5 @@ def test_a_remote_out_of_reach_is_said_once_and_again_when_it_works(tmp_path: Pa
     pushes.push()  # (the first push that worked was a full one: this one sends only what is new)
     assert len(said) == 2
     target = Store(tmp_path / "b")
-    sync.pull(target, Remote("team", str(blocked / "remote")))
+    pull.pull(target, Remote("team", str(blocked / "remote")))
     assert dict(target.iter_actions()) == dict(source.iter_actions())

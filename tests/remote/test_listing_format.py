@@ -12,7 +12,7 @@ import blake3
 import pytest
 
 from clawstore.errors import UsageError
-from clawstore.remote import listing, sync
+from clawstore.remote import listing, pull, push
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.ids import PREFIX
@@ -126,27 +126,27 @@ def _as_format_2(path: Path) -> None:
 def test_a_remote_an_older_claw_pushed_to_is_still_pulled(tmp_path: Path) -> None:
     source = _filled(tmp_path / "a", 20)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)
+    push.push(source, remote)
     written = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
     for path in written:
         _as_format_2(path)
     assert all(path.read_bytes().startswith(b"{") and b"\n" not in path.read_bytes() for path in written)
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, remote)
+    pulled = pull.pull(target, remote)
     assert pulled.packs == len(written)
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     # and a push to it reads them: nothing is sent again
-    assert sync.push(source, remote).objects == 0
+    assert push.push(source, remote).objects == 0
 
 
 def test_a_pull_names_a_bent_listing_and_keeps_nothing_of_it(tmp_path: Path) -> None:
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(_filled(tmp_path / "a", 20), remote)
+    push.push(_filled(tmp_path / "a", 20), remote)
     path = max((tmp_path / "remote" / "packs").glob("*.ids"), key=lambda p: p.stat().st_size)
     path.write_bytes(_bent(path.read_bytes(), "a flipped byte in the body"))
     target = Store(tmp_path / "b")
     with pytest.raises(UsageError, match=f"listing of pack {path.name[:-4]} is malformed .*BLAKE3"):
-        sync.pull(target, remote)
+        pull.pull(target, remote)
     assert list(target.iter_objects()) == []
     assert not (target.root / "remotes" / "team" / path.name).exists()  # not cached either

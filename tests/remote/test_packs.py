@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from clawstore.errors import UsageError
-from clawstore.remote import listing, sync
+from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -35,18 +35,18 @@ def _sha(path: Path) -> str:
 
 
 def test_a_store_of_many_packs_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)  # outputs, inputs, records: 26 packs sent by 8 threads
+    monkeypatch.setattr(push, "PACK_OBJECTS", 7)  # outputs, inputs, records: 26 packs sent by 8 threads
     source = _filled(tmp_path / "a", 60)  # its pack is still being written: objects travel copied
     remote = Remote("team", str(tmp_path / "remote"))
-    pushed = sync.push(source, remote)
+    pushed = push.push(source, remote)
     assert pushed.packs == 180 // 7 + 1 + 1  # and the entries, in a listing of their own
     target = Store(tmp_path / "b")
-    assert sync.pull(target, remote).packs == pushed.packs
+    assert pull.pull(target, remote).packs == pushed.packs
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert len(set(target.iter_objects())) == 180
     assert dict(target.iter_actions()) == dict(source.iter_actions())
-    assert sync.push(source, remote).objects == 0  # nothing left to send
-    assert sync.pull(target, remote).packs == 0
+    assert push.push(source, remote).objects == 0  # nothing left to send
+    assert pull.pull(target, remote).packs == 0
 
 
 def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
@@ -57,28 +57,28 @@ def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
 
     source = Store(tmp_path / "a")
     remote = Remote("team", str(tmp_path / "remote"))
-    known = sync.RemoteKnowledge()
+    known = push.RemoteKnowledge()
     for start in range(0, 30, 3):  # ten interim pushes of three runs each
         _filled(tmp_path / "a", 3, start)
-        sync.push_new(source, remote, known) if start else sync.push(source, remote, move_refs=False,
+        push.push_new(source, remote, known) if start else push.push(source, remote, move_refs=False,
                                                                          knowledge=known)
     sent = len(list((tmp_path / "remote" / "packs").glob("*.pack")))
     assert sent == 11  # (the first push sends the entries in a pack of their own)
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, remote)
+    pulled = pull.pull(target, remote)
     assert (pulled.packs, pulled.objects) == (sent, 90)
     assert len(list((tmp_path / "b" / "packs").glob("*.pack"))) == 1
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert fsck(target).clean
-    assert sync.pull(target, remote).packs == 0
+    assert pull.pull(target, remote).packs == 0
 
 
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)
+    monkeypatch.setattr(push, "PACK_OBJECTS", 7)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(_filled(tmp_path / "a", 60), remote)
+    push.push(_filled(tmp_path / "a", 60), remote)
     listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
     assert len(listings) == 27
     bad = listings[len(listings) // 2]
@@ -86,59 +86,59 @@ def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Pa
     bad.write_bytes(b"not a listing")
     target = Store(tmp_path / "b")
     with pytest.raises(UsageError, match=f"listing of pack {bad.name[:-4]} is not JSON"):
-        sync.pull(target, remote)
+        pull.pull(target, remote)
     cache = target.root / "remotes" / "team"
     assert {p.name for p in cache.iterdir()} == {p.name for p in listings if p != bad}  # nothing half-written
     assert list(target.iter_objects()) == []
     bad.write_bytes(good)
-    assert sync.pull(target, remote).packs == 27
+    assert pull.pull(target, remote).packs == 27
 
 
 def test_a_remote_planted_with_junk_listings_fails_before_fetching_them_all(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # Whoever can write to the bucket can plant listings by the thousand: the pull stops at the first
     # batch holding one, instead of downloading every listing before reading any.
-    monkeypatch.setattr(sync, "PACK_OBJECTS", 7)
+    monkeypatch.setattr(push, "PACK_OBJECTS", 7)
     monkeypatch.setattr(sync, "LISTING_BATCH", 4)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(_filled(tmp_path / "a", 60), remote)
+    push.push(_filled(tmp_path / "a", 60), remote)
     listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
     junk = tmp_path / "remote" / "packs" / ("0" * 64 + ".ids")  # sorts first
     junk.write_bytes(b"[]")
     target = Store(tmp_path / "b")
     with pytest.raises(UsageError, match=f"listing of pack {'0' * 64} is malformed"):
-        sync.pull(target, remote)
+        pull.pull(target, remote)
     cached = list((target.root / "remotes" / "team").iterdir())
     assert len(cached) <= 3 < len(listings), cached
 
 
 def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sync, "ADOPT_BYTES", 0)  # as big packs do: moved in whole
+    monkeypatch.setattr(pull, "ADOPT_BYTES", 0)  # as big packs do: moved in whole
     source = _filled(tmp_path / "a", 40)
     source.runtime.close_writer()  # sealed, as at the end of every claw process
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
     remote = Remote("team", str(tmp_path / "remote"))
-    assert sync.push(source, remote).packs == 2  # the store's pack, and the entries' listing
+    assert push.push(source, remote).packs == 2  # the store's pack, and the entries' listing
     sent = tmp_path / "remote" / "packs" / f"{file_digest(own)}.pack"
     assert _sha(sent) == _sha(own)
 
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, remote)
+    pulled = pull.pull(target, remote)
     assert (pulled.packs, pulled.objects) == (2, 120)
     adopted = tmp_path / "b" / "packs" / (sent.name[:32] + ".pack")  # beside the pack its entries went to
     assert _sha(adopted) == _sha(own)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert all(target.get_bytes(oid) == source.get_bytes(oid) for oid in source.iter_objects())
     # the puller's copy is now its own pack: pushing it back sends nothing
-    assert sync.push(target, remote).packs == 0
+    assert push.push(target, remote).packs == 0
 
 
 def test_a_pack_mostly_on_the_remote_is_not_sent_again(tmp_path: Path) -> None:
     source = _filled(tmp_path / "a", 40)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)  # copied (the pack was still open)
+    push.push(source, remote)  # copied (the pack was still open)
     _filled(tmp_path / "a", 2, start=40).runtime.close_writer()  # same store: 6 new objects join the pack
-    again = sync.push(source, remote)
+    again = push.push(source, remote)
     assert (again.packs, again.objects) == (2, 6)  # the new objects, copied (not the whole pack); entries
 
 
@@ -148,14 +148,14 @@ def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
     record = {"kind": "run", "key": key, "status": "success", "outputs": {"answer": source.put_json({"a": 1})}}
     record_id = source.put_json(record)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)  # the objects; no entry names them yet
+    push.push(source, remote)  # the objects; no entry names them yet
     target = Store(tmp_path / "b")
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert target.get_action_record_id(key) is None
     source.put_action(key, record)  # an entry whose record and input the remote has: nothing else is new
-    pushed = sync.push(source, remote)
+    pushed = push.push(source, remote)
     assert (pushed.packs, pushed.objects) == (1, 0)
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert target.get_action_record_id(key) == record_id
     # each set of entries got a pack (and so a listing name) of its own, holding only a document that
     # names those entries by digest: the entries themselves travel once, in the listing
@@ -229,7 +229,7 @@ def _old_bundle(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _listed_smaller(monkeypatch: pytest.MonkeyPatch, suffix: str, size: int) -> None:
     """The remote's listing says `size` bytes for its files named *`suffix`*: they grew after it was made."""
-    opened = sync.open_backend
+    opened = pull.open_backend
 
     def listed_smaller(*args: object, **kwargs: object) -> Backend:
         backend = opened(*args, **kwargs)  # type: ignore[arg-type]
@@ -238,16 +238,16 @@ def _listed_smaller(monkeypatch: pytest.MonkeyPatch, suffix: str, size: int) -> 
                                        for k, v in listed(prefix).items()}
         return backend
 
-    monkeypatch.setattr(sync, "open_backend", listed_smaller)
+    monkeypatch.setattr(pull, "open_backend", listed_smaller)
 
 
 def test_bundles_pushed_by_an_older_claw_are_still_pulled(tmp_path: Path) -> None:
     remote, actions = _old_bundle(tmp_path)
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, Remote("old", str(remote)))
+    pulled = pull.pull(target, Remote("old", str(remote)))
     assert (pulled.packs, pulled.objects) == (1, 15)
     assert dict(target.iter_actions()) == actions
-    assert sync.pull(target, Remote("old", str(remote))).packs == 0  # remembered as fetched
+    assert pull.pull(target, Remote("old", str(remote))).packs == 0  # remembered as fetched
 
 
 def test_a_bundle_that_grew_after_it_was_listed_is_not_downloaded_whole(tmp_path: Path,
@@ -257,22 +257,22 @@ def test_a_bundle_that_grew_after_it_was_listed_is_not_downloaded_whole(tmp_path
     remote, _ = _old_bundle(tmp_path)
     _listed_smaller(monkeypatch, ".claw", 100)
     with pytest.raises(RemoteDamage, match="holds more than the 100 bytes listed"):
-        sync.pull(Store(tmp_path / "b"), Remote("old", str(remote)))
+        pull.pull(Store(tmp_path / "b"), Remote("old", str(remote)))
 
 
 def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: Path) -> None:
     source = _filled(tmp_path / "a", 3)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)
+    push.push(source, remote)
     listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
     objects_listing = next(p for p in listings if "document" not in listing.decode(p.read_bytes(), p.name[:-4]))
     hidden = objects_listing.read_bytes()
     objects_listing.unlink()  # as if a pull ran while the push had published only the entries
     target = Store(tmp_path / "b")
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert dict(target.iter_actions()) == {}
     objects_listing.write_bytes(hidden)
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
 
@@ -280,7 +280,7 @@ def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     source = _filled(tmp_path / "a", 3)
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)
+    push.push(source, remote)
     pack = max((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda p: p.stat().st_size)
     with open(pack, "ab") as fh:
         fh.write(b"\0" * 10_000)  # someone with write access to the bucket grows it
@@ -294,36 +294,36 @@ def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: 
     monkeypatch.setattr(DirectoryBackend, "download", spy)
     target = Store(tmp_path / "b")
     with pytest.raises(UsageError, match="its listing says"):
-        sync.pull(target, remote)
+        pull.pull(target, remote)
     assert not [name for name in downloads if name.endswith(".pack")]
     assert list(target.iter_objects()) == []
 
 
 def test_a_listing_too_big_to_be_one_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(_filled(tmp_path / "a", 3), remote)
+    push.push(_filled(tmp_path / "a", 3), remote)
     monkeypatch.setattr(sync, "LISTING_MAX", 100)
     with pytest.raises(UsageError, match="more than any listing"):
-        sync.pull(Store(tmp_path / "b"), remote)
+        pull.pull(Store(tmp_path / "b"), remote)
 
 
 def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = _filled(tmp_path / "a", 20)
     source.runtime.close_writer()
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(source, remote)
+    push.push(source, remote)
     read: list[Path] = []
-    real = sync.sealed_object_ids
-    monkeypatch.setattr(sync, "sealed_object_ids", lambda path: read.append(path) or real(path))
-    assert sync.push(source, remote).packs == 0
+    real = push.sealed_object_ids
+    monkeypatch.setattr(push, "sealed_object_ids", lambda path: read.append(path) or real(path))
+    assert push.push(source, remote).packs == 0
     assert read == []  # (a periodic push of a long build reads no table of a pack it sent)
     # the remote lost that pack's listing: its objects are sent again (copied), whatever was remembered
     for ids_file in (tmp_path / "remote" / "packs").glob("*.ids"):
         ids_file.unlink()
-    again = sync.push(source, remote)
+    again = push.push(source, remote)
     assert again.objects == 60
     target = Store(tmp_path / "b")
-    sync.pull(target, remote)
+    pull.pull(target, remote)
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
@@ -336,9 +336,9 @@ def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.Monke
                 source.put_json({"pack": count, "n": i, "filler": "x" * 500})
         source.runtime.close_writer()
     read: list[Path] = []
-    real = sync.sealed_object_ids
-    monkeypatch.setattr(sync, "sealed_object_ids", lambda path: read.append(path) or real(path))
-    assert sync.push(source, Remote("team", str(tmp_path / "remote"))).packs == 4
+    real = push.sealed_object_ids
+    monkeypatch.setattr(push, "sealed_object_ids", lambda path: read.append(path) or real(path))
+    assert push.push(source, Remote("team", str(tmp_path / "remote"))).packs == 4
     sizes = [path.stat().st_size for path in read]
     assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
 
@@ -349,12 +349,12 @@ def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Pa
     source = _filled(tmp_path / "a", 20)
     source.runtime.close_writer()
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
-    sync.push(source, Remote("team", str(tmp_path / "first")))
-    sync.push(source, Remote("team", str(tmp_path / "second")))
+    push.push(source, Remote("team", str(tmp_path / "first")))
+    push.push(source, Remote("team", str(tmp_path / "second")))
     assert _sha(tmp_path / "second" / "packs" / f"{file_digest(own)}.pack") == _sha(own)
     for path in (tmp_path / "second" / "packs").iterdir():  # emptied, same URL
         path.unlink()
-    sync.push(source, Remote("team", str(tmp_path / "second")))
+    push.push(source, Remote("team", str(tmp_path / "second")))
     assert _sha(tmp_path / "second" / "packs" / f"{file_digest(own)}.pack") == _sha(own)
 
 
@@ -367,7 +367,7 @@ def test_a_listing_once_published_is_never_replaced(tmp_path: Path, monkeypatch:
     source.runtime.close_writer()
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
     remote = tmp_path / "remote"
-    sync.push(source, Remote("team", str(remote)))
+    push.push(source, Remote("team", str(remote)))
     published = {p.name: p.read_bytes() for p in (remote / "packs").glob("*.ids")}
     first_signer = keys.own_public()
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))  # another key, same pack
@@ -375,7 +375,7 @@ def test_a_listing_once_published_is_never_replaced(tmp_path: Path, monkeypatch:
     work = tmp_path / "work"
     work.mkdir()
     os.link(own, work / "same.pack")
-    sync._upload(DirectoryBackend(remote), sync._Outgoing(work / "same.pack", sorted(set(sealed_object_ids(own)))),
+    push._upload(DirectoryBackend(remote), push._Outgoing(work / "same.pack", sorted(set(sealed_object_ids(own)))),
                  {}, work)  # (the remote's sizes, as listed before the first push published the pack)
     assert {p.name: p.read_bytes() for p in (remote / "packs").glob("*.ids")} == published
 
@@ -392,23 +392,23 @@ def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: 
     source = _filled(tmp_path / "a", 5)
     source.runtime.close_writer()
     remote = tmp_path / "remote"
-    sync.push(source, Remote("team", str(remote)))
+    push.push(source, Remote("team", str(remote)))
     script = f"""
 import os, signal
 from pathlib import Path
-from clawstore.remote import listing, sync
+from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store, transfer
 transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
-sync.ADOPT_BYTES = 0  # moved in whole, as a big pack is
-sync.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
+pull.ADOPT_BYTES = 0  # moved in whole, as a big pack is
+pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
 """
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     target = Store(tmp_path / "b")
     assert list((tmp_path / "b" / "packs").glob("*.pack"))  # the pack is there, named by nobody
     assert fsck(target).clean, fsck(target).problems
-    sync.pull(target, Remote("team", str(remote)))  # run again: finished
+    pull.pull(target, Remote("team", str(remote)))  # run again: finished
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert fsck(target).clean
 
@@ -418,8 +418,8 @@ def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_t
     # Another pull on this store dropped the cached copy (it found it malformed) between the batch
     # fetch and the read: the read downloads the listing again, and no more than the remote listed.
     remote = Remote("team", str(tmp_path / "remote"))
-    sync.push(_filled(tmp_path / "a", 3), remote)
+    push.push(_filled(tmp_path / "a", 3), remote)
     _listed_smaller(monkeypatch, ".ids", 10)
     monkeypatch.setattr(sync, "_fetch_listings", lambda *args: None)  # the cached copies are gone
     with pytest.raises(RemoteDamage, match="holds more than the 10 bytes listed"):
-        sync.pull(Store(tmp_path / "b"), remote)
+        pull.pull(Store(tmp_path / "b"), remote)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clawstore.remote import sync
+from clawstore.remote import pull, push
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.archive import import_archive, write_archive
@@ -30,8 +30,8 @@ def test_a_pull_takes_a_colleagues_result_for_a_run_that_failed_here(tmp_path: P
     assert b.put_json({"input": "flaky"}) == key
     _failed(a, key)
     good = _succeeded(b, key)
-    sync.push(b, remote)
-    sync.pull(a, remote)
+    push.push(b, remote)
+    pull.pull(a, remote)
     assert a.get_action_record_id(key) == good  # A's next build reuses it instead of paying again
 
     # The other way round: a result here is kept, a failure elsewhere never replaces it.
@@ -39,8 +39,8 @@ def test_a_pull_takes_a_colleagues_result_for_a_run_that_failed_here(tmp_path: P
     assert c.put_json({"input": "flaky"}) == key
     _failed(c, key, "timed_out")
     other = Remote("other", str(tmp_path / "other"))
-    sync.push(c, other)
-    sync.pull(b, other)
+    push.push(c, other)
+    pull.pull(b, other)
     assert b.get_action_record_id(key) == good
 
 
@@ -52,12 +52,12 @@ def test_of_two_listings_for_one_key_the_pull_keeps_the_result(tmp_path: Path) -
         key = source.put_json({"input": "flaky", "trial": trial})
         remote = Remote("team", str(tmp_path / f"remote{trial}"))
         _failed(source, key)
-        sync.push(source, remote)
+        push.push(source, remote)
         good = _succeeded(source, key)
-        sync.push(source, remote)
+        push.push(source, remote)
         assert len(list((tmp_path / f"remote{trial}" / "packs").glob("*.ids"))) >= 2
         target = Store(tmp_path / f"b{trial}")
-        sync.pull(target, remote)
+        pull.pull(target, remote)
         assert target.get_action_record_id(key) == good, trial
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.remote import sync
+from clawstore.remote import pull, push
 from clawstore.remote.backends import DirectoryBackend, RemoteRefConflict
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -25,32 +25,32 @@ def test_a_ref_moved_between_the_read_and_the_swap_stops_the_push_and_the_others
     store = _store_with_heads(tmp_path / "a", ["campaigns/one", "campaigns/two"])
     remote = Remote("team", str(tmp_path / "remote"))
     backend = DirectoryBackend(tmp_path / "remote")
-    read_refs = sync._ref_moves
+    read_refs = push._ref_moves
 
-    def colleague_pushes_meanwhile(*args: object) -> list[sync._RefMove]:
+    def colleague_pushes_meanwhile(*args: object) -> list[push._RefMove]:
         moves = read_refs(*args)  # type: ignore[arg-type]
         backend.swap_ref("refs/campaigns/two", "blake3:" + "ab" * 32, None)  # after our read, before our swap
         return moves
 
-    monkeypatch.setattr(sync, "_ref_moves", colleague_pushes_meanwhile)
+    monkeypatch.setattr(push, "_ref_moves", colleague_pushes_meanwhile)
     with pytest.raises(RemoteRefConflict, match="refs/campaigns/two"):
-        sync.push(store, remote)
+        push.push(store, remote)
     assert backend.read_ref("refs/campaigns/one").value == store.get_ref("campaigns/one")
     assert backend.read_ref("refs/campaigns/two").value == "blake3:" + "ab" * 32  # theirs, kept
     assert store.get_ref("remotes/team/campaigns/one") == store.get_ref("campaigns/one")  # it did move
     assert store.get_ref("remotes/team/campaigns/two") is None
     monkeypatch.undo()
     with pytest.raises(RemoteRefConflict, match="refs/campaigns/two"):  # now refused before sending
-        sync.push(store, remote)
+        push.push(store, remote)
 
 
 def test_each_moved_ref_has_its_signed_statement_before_it_moves(tmp_path: Path) -> None:
     store = _store_with_heads(tmp_path / "a", [f"campaigns/c{i}" for i in range(12)])
     remote = Remote("team", str(tmp_path / "remote"))
-    report = sync.push(store, remote)
+    report = push.push(store, remote)
     assert sorted(report.refs_moved) == report.refs_moved and len(report.refs_moved) == 12
     target = Store(tmp_path / "b")
-    pulled = sync.pull(target, remote)  # checks every statement before it moves a ref
+    pulled = pull.pull(target, remote)  # checks every statement before it moves a ref
     assert len(pulled.refs_moved) == 12
     assert target.list_refs("campaigns/") == store.list_refs("campaigns/")
-    assert sync.push(store, remote).refs_moved == []  # the remote holds them all already
+    assert push.push(store, remote).refs_moved == []  # the remote holds them all already

@@ -1,0 +1,410 @@
+"""`claw pull` and the pulls of `claw build --remote`: fetch the packs this store lacks, verified, then
+the entries, then the refs.
+
+Pull checks who signed each ref's value and each listing before fetching anything, downloads the
+packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
+before anything becomes visible; a pack is all or nothing) and moves it into the store as it is; then
+it adds the listings' entries that verify against their input documents, then fast-forwards each
+local ref that did not move since the last sync. Of two records for one key, a reusable one wins
+(over another listing's, or this store's own entry): a failure never hides a result. A killed pull is
+resumed by running it again: what is already here is skipped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.errors import UsageError
+from clawstore.remote import listing, refsign
+from clawstore.remote.backends import Backend, open_backend
+from clawstore.remote.config import Remote
+from clawstore.remote.sync import (
+    PACKS,
+    REFS,
+    SHARED_REFS,
+    UNSIGNED,
+    WORKERS,
+    SyncReport,
+    cache_dir,
+    document_ids,
+    hex_digests,
+    remote_content,
+    tracking_ref,
+)
+from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
+from clawstore.store.archive import (
+    ArchiveContents,
+    archive_signer,
+    import_archive,
+    keep_apart,
+    untrusted_why,
+    user_trusts,
+)
+from clawstore.store.archive_verify import Kept
+from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.packfile import SMALL_PACK_BYTES, Blob
+from clawstore.store.reach import Reach
+from clawstore.store.transfer import PackCheckError, ReceivedPack, adopt_pack, copy_objects, verify_pack
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
+
+
+def _remembered(path: Path) -> set[str]:
+    """The names a pull's cache file of remotes/<name>/ lists (listings it is done with)."""
+    return set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+
+
+def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], untrusted: bool) -> set[str]:
+    """Who signed each remote ref's value; refused (before anything is fetched) when one is not trusted,
+    unless `untrusted`: then returns those signers, and the refs are kept apart."""
+    apart = set()
+    for name, signer in refsign.signers(backend, refs, store.tmp_dir).items():
+        if user_trusts(signer):
+            continue
+        if not untrusted:
+            raise UsageError(f"remote ref {name}: {untrusted_why(signer, 'pull')}")
+        apart.add(signer or UNSIGNED)
+    return apart
+
+
+class _Pull:
+    """One pull's state: what this store has, the listings, and the entries verified so far."""
+
+    def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport):
+        self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
+        self.listings, self.files = remote_content(store, remote, backend)
+        self.fetched_file = cache_dir(store, remote) / "fetched"
+        self.done = _remembered(self.fetched_file)
+        self.present = store.object_digests()
+        self.digests = {pack: hex_digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
+        self.signers: dict[str, str | None] = {}
+        self.kept = Kept()  # records decoded while packs were checked, for the entry checks
+        self.received: set[str] = set()  # packs fetched by this pull
+        self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
+        self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
+        self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
+        self._trust: dict[str | None, bool] = {}
+
+    def pending(self) -> list[str]:
+        return [pack for pack in self.listings if pack not in self.done]
+
+    def lacking(self, pack: str) -> bool:
+        """Does this store lack something of the pack: an object, or (a listing of entries alone) its
+        entries, which only a fetch checks and keeps apart when the signer is not trusted."""
+        doc = self.listings[pack]
+        return not self.present.issuperset(self.digests[pack]) or (not doc["objects"] and bool(doc["actions"]))
+
+    def signer(self, pack: str) -> str | None:
+        if pack not in self.signers:
+            self.signers[pack] = listing.signer(self.listings[pack], pack)
+        return self.signers[pack]
+
+    def trusted(self, pack: str) -> bool:
+        """Is the pack's listing signed by a key the user trusts?"""
+        return self.trusts(self.signer(pack))
+
+    def trusts(self, signer: str | None) -> bool:
+        """Does the user trust this signer (the trust list read once per signer and pull)?"""
+        if signer not in self._trust:
+            self._trust[signer] = user_trusts(signer)
+        return self._trust[signer]
+
+    def fetch(self, todo: list[str]) -> None:
+        """Fetch these packs all or nothing: every listing's signer is checked before any download;
+        each pack is checked whole as its download ends; then the entries the round brings are verified;
+        only then are the packs adopted."""
+        legacy = [pack for pack in todo if listing.is_bundle(self.listings[pack])]
+        packs = [pack for pack in todo if pack not in legacy]
+        for pack in packs:
+            if not self.untrusted and not self.trusted(pack):
+                raise UsageError(f"remote pack {pack}: {untrusted_why(self.signer(pack), 'pull')}")
+            size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack]["size"]
+            if size != signed:  # nothing bigger than its signed listing says is downloaded
+                raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
+                                 f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
+        if legacy:
+            self._fetch_bundles(legacy)
+        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+            records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
+                       for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
+            checked = self._download_checked(packs, Path(tmp), records)
+            unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
+            for path, blobs in checked.values():
+                spans = {}
+                for blob in blobs:
+                    if blob.id in records and blob.id.hex() not in self.kept.contents:
+                        spans[blob.id.hex()] = blob
+                unkept.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
+            self._check_entries(packs, unkept)
+            with self.store.batch():  # the objects copied, named at once at its end
+                for pack in packs:
+                    path, blobs = checked[pack]
+                    document = set(hex_digests("".join(document_ids(self.listings[pack]))))  # the entries' copy
+                    blobs = [blob for blob in blobs if blob.id not in document] if document else blobs
+                    if self.trusted(pack) and self.files[f"{PACKS}{pack}.pack"] >= ADOPT_BYTES:
+                        new, size = adopt_pack(self.store, path, pack[:32], blobs, self.present)  # as it is
+                    else:  # (kept apart, or small: a pack of its own would cost a file for little)
+                        new, size = copy_objects(self.store, path, blobs, self.present)
+                    self.present.update(self.digests[pack])
+                    self.received.add(pack)
+                    self.report.packs += 1
+                    self.report.objects += new
+                    self.report.bytes += size
+
+    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]
+                          ) -> dict[str, tuple[Path, list[Blob]]]:
+        """Download in parallel; check each pack in this thread as soon as it has arrived (the content
+        of the objects in `keep` kept decoded, as far as there is room)."""
+        checked = {}
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack",
+                                   self.files[f"{PACKS}{pack}.pack"]): pack for pack in packs}
+            try:
+                for future in as_completed(futures):
+                    future.result()
+                    pack = futures[future]
+                    path = work / f"{pack}.pack"
+                    blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
+                    listed = {*self.digests[pack], *hex_digests("".join(document_ids(self.listings[pack])))}
+                    if {blob.id for blob in blobs} != listed:
+                        raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+                    checked[pack] = (path, blobs)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return checked
+
+    def _check_entries(self, arriving: list[str], unkept: dict[str, ReceivedPack]) -> None:
+        """Verify the entries this store can now take, whose record and input document are here or
+        arriving: every entry of the packs arriving (those of untrusted signers are kept apart), and
+        those of other trusted listings not settled before for keys without an entry here. One that
+        does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)
+        `unkept`: the arriving records not kept decoded, by hex id, and the pack to read each from."""
+        store = self.store
+        store.runtime.index.refresh()
+        contents = ArchiveContents(store, unkept, {h for pack in arriving for h in self.listings[pack]["objects"]},
+                                   self.kept.contents)
+        for pack in self.pending():
+            doc = self.listings[pack]
+            if listing.is_bundle(doc):  # (imported whole)
+                continue
+            trusted = self.trusted(pack)
+            if not trusted and pack not in arriving:
+                continue
+            into = self.entries if trusted else self.apart.setdefault(pack, {})
+            for key, record in sorted(doc["actions"].items()):
+                if key in into and not takes_over(contents.read_record, into[key], record):
+                    continue  # (another listing's record for the key: a reusable one is kept)
+                if not (contents.has(record) and contents.has(key)):
+                    self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
+                    continue
+                if pack not in arriving and self._kept_here(key, record, contents):
+                    continue  # (those of an arriving pack are all checked: a pack is refused whole)
+                why = contents.entry_problem(key, record)
+                if why is not None:
+                    raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
+                into[key] = record
+
+    def _kept_here(self, key: str, record: str, contents: ArchiveContents) -> bool:
+        """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
+        same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
+        add_entries). Only records that differ are read."""
+        own = get_action_record_id(self.store, key, look_again=False)
+        return own is not None and not takes_over(contents.read_record, own, record)
+
+    def _fetch_bundles(self, bundles: list[str]) -> None:
+        """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
+        imported, then imported whole (store/archive.py)."""
+        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                targets = list(pool.map(lambda b: self._download_bundle(b, Path(tmp)), bundles))
+            for bundle, target in zip(bundles, targets, strict=True):
+                try:
+                    imported = import_archive(self.store, target, untrusted=self.untrusted)
+                finally:
+                    target.unlink(missing_ok=True)
+                if imported.summary.digest != PREFIX + bundle:
+                    raise UsageError(f"remote bundle {bundle}: its bytes hash to {imported.summary.digest}, "
+                                     "not its name")
+                self.report.packs += 1
+                self.report.objects += imported.new_objects
+                self.report.bytes += imported.summary.size
+                if imported.kept_apart is not None:
+                    self.report.kept_apart.add(imported.signer or UNSIGNED)
+                else:
+                    self._remember(bundle)
+
+    def _download_bundle(self, bundle: str, work: Path) -> Path:
+        target = work / f"{bundle}.claw"
+        name = f"{PACKS}{bundle}.claw"
+        self.backend.download(name, target, self.files.get(name))  # (no more than listed: it may have grown)
+        signer = archive_signer(target)
+        if not self.untrusted and not self.trusts(signer):
+            raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
+        return target
+
+    def _remember(self, pack: str) -> None:
+        if pack in self.done:  # (pull_for_plan settles its received packs again at every round)
+            return
+        self.done.add(pack)
+        with open(self.fetched_file, "a", encoding="ascii") as fh:
+            fh.write(pack + "\n")
+
+    def add_entries(self, settled: set[str]) -> None:
+        """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
+        and remember the listings in `settled` (trusted ones only) as done."""
+        store = self.store
+        store.runtime.index.refresh()
+        now = time.time_ns()
+        fresh = {}
+        for key, record in self.entries.items():  # (ids checked as the listings were read)
+            digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
+            own = entry_record(store, digest, look_again=False)
+            if own is None or takes_over(store.get_bytes, PREFIX + own.hex(), record):
+                fresh[digest] = (record_digest, now)
+        set_entries(store, fresh)
+        for pack, actions in sorted(self.apart.items()):
+            keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
+            self.report.kept_apart.add(self.signers[pack] or UNSIGNED)
+        for pack in sorted(settled - self.incomplete):
+            if not listing.is_bundle(self.listings[pack]) and self.trusted(pack):
+                self._remember(pack)
+
+
+def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False
+         ) -> SyncReport:
+    """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
+
+    `untrusted`: packs signed by a key the user does not trust are kept apart (trust/apart.py) and,
+    if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
+    without --untrusted refuses them again instead of moving refs onto them."""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pulled from", backend.description)
+    with store.lease(f"pull {remote.name}"):
+        wanted = None if ref_names is None else set(ref_names)
+        remote_refs = _remote_refs(backend, wanted)
+        report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
+        state = _Pull(store, remote, backend, untrusted, report)
+        if wanted is None:
+            state.fetch([pack for pack in state.pending() if state.lacking(pack)])
+            settled = set(state.pending())  # fetched, or holding nothing this store lacks
+        else:
+            _fetch_closure(state, remote_refs.values())
+            settled = state.received
+        state.add_entries(settled)
+        if report.kept_apart:
+            _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
+            return report
+        for name, value in sorted(remote_refs.items()):
+            _pull_ref(store, remote, name, value, report)
+    return report
+
+
+def pull_for_plan(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
+    """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
+    one this store does not, and every result the remote holds for an action key the build would
+    execute (`unbuilt_keys()`, a whole planning of the campaign), wherever it was pushed from (another
+    campaign with the same runs, say), what this store lost of one included. The head's closure comes
+    first, so a campaign pulled whole is planned once; a head this store holds is not walked: the
+    planning tells what of it is missing. `unbuilt_keys()` is asked again after each round that
+    fetched something: a check's or a judgement's key is known only once the run it reads is here, a
+    result's once its checks and judgements are (runs, then checks, then judgements, then results).
+    Each round fetches only the packs holding what its keys reach, verified as any pull's."""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pulled from", backend.description)
+    with store.lease(f"pull {remote.name}"):
+        remote_refs = _remote_refs(backend, {head_ref}, required=False)
+        _check_ref_signers(store, backend, remote_refs, untrusted=False)
+        state = _Pull(store, remote, backend, False, report)
+        records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
+        for doc in state.listings.values():
+            for key, record in doc["actions"].items():
+                records.setdefault(key, set()).add(record)
+        head = remote_refs.get(head_ref)
+        if head is not None and not (store.get_ref(head_ref) == head and store.has(head)):
+            _fetch_closure(state, [head])
+            state.add_entries(state.received)
+        asked: set[str] = set()
+        while True:
+            store.runtime.index.refresh()
+            wanted = {key for key in unbuilt_keys() - asked if key in records}
+            if not wanted:
+                break
+            asked |= wanted
+            received = len(state.received)
+            _fetch_closure(state, [record for key in sorted(wanted) for record in records[key]])
+            state.add_entries(state.received)  # (its entries reach this process's index as they are written)
+            if len(state.received) == received:
+                break  # nothing came: planning again would name the same keys
+        for name, value in sorted(remote_refs.items()):
+            _pull_ref(store, remote, name, value, report)
+    return report
+
+
+def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> None:
+    """The remote's refs, when some of what they name came from untrusted signers: kept apart with the
+    entries, moved in by the first build after every one of those signers is trusted."""
+    keep_apart(store, signers[0] if len(signers) == 1 else None, {},
+               {name: value for name, value in refs.items() if store.has(value)}, None, signers)
+
+
+def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
+    """A narrowed pull fetches only the packs holding what its roots (heads, records) reach: walk the
+    closure in the store, fetch the packs listing what is missing, walk again (a head names its
+    records, records their outputs, trees their files: a few rounds). Packs an earlier pull fetched
+    are among them: what this store lost since (a bad disk, fsck --repair) comes again."""
+    roots = list(roots)
+    listed = {pack: set(doc["objects"]) for pack, doc in state.listings.items()}
+    while listed:
+        reach = Reach(state.store)
+        reach.mark(roots)
+        missing = set(reach.missing)  # hex ids
+        todo = sorted(pack for pack, ids in listed.items() if ids & missing)
+        if not todo:
+            return  # what is still missing is in no pack (an interrupted push): _pull_ref says so
+        state.fetch(todo)
+        for pack in todo:
+            del listed[pack]
+
+
+def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = True) -> dict[str, str]:
+    """The remote's shared refs (only those `wanted`, if given: each must be there when `required`)."""
+    refs = {}
+    for path in backend.list(REFS):
+        name = path[len(REFS):]
+        if not name.startswith(SHARED_REFS) or (wanted is not None and name not in wanted):
+            continue
+        current = backend.read_ref(path)
+        if current is not None and is_oid(current.value):
+            refs[name] = current.value
+    if wanted and required:
+        missing = sorted(wanted - set(refs))
+        if missing:
+            raise UsageError(f"the remote has no {', '.join(missing)}")
+    return refs
+
+
+def _pull_ref(store: Store, remote: Remote, name: str, value: str, report: SyncReport) -> None:
+    if not store.has(value):
+        report.refs_kept[name] = f"remote head {value} was not in any pack (an interrupted push?)"
+        return
+    local = store.get_ref(name)
+    seen = store.get_ref(tracking_ref(remote, name))
+    if local == value:
+        pass
+    elif local is None or local == seen:
+        store.set_ref(name, value, expected=local)
+        report.refs_moved.append(name)
+    else:
+        report.refs_kept[name] = ("both sides changed it: kept this store's head; the remote's results are "
+                                  "here now, so `claw build` reuses them, then push")
+    store.set_ref(tracking_ref(remote, name), value)

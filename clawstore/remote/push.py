@@ -1,0 +1,398 @@
+"""`claw push`: send the packs the remote lacks, then move the refs by compare-and-swap.
+
+Push lists the remote's packs, then sends the store's own sealed packs that are mostly new to the
+remote as they are, and the other objects the remote lacks copied into new packs (in parallel); the
+action-cache entries the remote lacks travel in the listings. It reads the remote's refs first: one
+the remote moved since this store last saw it there (`remotes/<remote>/<name>`, a tracking ref) stops
+the push with "pull first" before anything is sent. Once everything is published it swaps the refs
+(each created if absent, replaced only if it still holds the value read: a push that won meanwhile
+stops this one the same way). A push narrowed to some refs sends only what their heads reach, always
+in new packs. The interim pushes of a running build (push_new) send what was committed since the last
+one, from what the session knows the remote holds, without listing it. A killed push is resumed
+by running it again: what the remote already holds is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import blake3
+
+from clawstore.canonical import canonical_json
+from clawstore.errors import UsageError
+from clawstore.remote import listing, refsign
+from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
+from clawstore.remote.config import Remote
+from clawstore.remote.sync import (
+    PACKS,
+    REFS,
+    SHARED_REFS,
+    WORKERS,
+    SyncReport,
+    cache_dir,
+    document_ids,
+    hex_digests,
+    listing_name,
+    remote_content,
+    tracking_ref,
+)
+from clawstore.store.actions import all_entry_digests
+from clawstore.store.durable import write_file_atomic
+from clawstore.store.ids import PREFIX, oid_of
+from clawstore.store.packfile import NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
+from clawstore.store.transfer import file_digest, make_pack
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
+
+
+@dataclass
+class RemoteKnowledge:
+    """What a remote holds as far as one session knows it, kept by a `build --remote` between its interim
+    pushes (remote/live.py): each after the first sends what the store committed since, without listing
+    the remote again. Whatever another push adds meanwhile is not known: sent again, it is only skipped
+    by the pulls (packs are named by content, objects and entries deduplicated on arrival)."""
+
+    objects: set[bytes] = field(default_factory=set)  # digests
+    actions: dict[bytes, bytes] = field(default_factory=dict)  # key digest -> record digest
+    segments: frozenset[str] = frozenset()  # the index segments the last push_new had sent all of
+
+
+def _where(remote: Remote) -> str:
+    return f"url {remote.url} {remote.endpoint_url or '-'}"
+
+
+def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str]:
+    """{pack id: name it was sent under, or "-" (found mostly on the remote)} of this store's packs an
+    earlier push to this very remote settled, and that still are: a pack sent is settled only while
+    the remote lists it (a remote name pointed elsewhere, or a remote emptied, gets it whole again)."""
+    lines = path.read_text(encoding="ascii").splitlines() if path.exists() else []
+    if not lines or lines[0] != _where(remote):
+        return {}
+    settled = {}
+    for line in lines[1:]:
+        pack_id, _, sent_as = line.partition(" ")
+        if sent_as == "-" or listing_name(sent_as) in files:
+            settled[pack_id] = sent_as
+    return settled
+
+
+def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[bytes, bytes]]:
+    """Every object and action entry (digests) of the whole store, or of the closure of the given refs."""
+    if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
+        return store.object_digests(), all_entry_digests(store)
+    from clawstore.builder.closure import head_closure
+
+    objects: set[bytes] = set()
+    actions = {}
+    for target in refs.values():
+        closure = head_closure(store, target)
+        objects.update(map(bytes.fromhex, closure.objects))
+        actions.update(closure.actions)
+    return objects, _entry_digests(actions)
+
+
+def _listed(listings: dict[str, dict[str, Any]]) -> set[bytes]:
+    """Every object the remote's listings name (their entries documents too)."""
+    return set(hex_digests("".join(h for doc in listings.values() for h in (*doc["objects"], *document_ids(doc)))))
+
+
+@dataclass
+class _Outgoing:
+    """One pack to send: the file, the objects it holds, and the entries its listing carries."""
+
+    path: Path
+    objects: list[bytes]  # digests
+    entries: bytes = b""  # its entries, as the listing carries them (listing.entries)
+    document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
+    own: str | None = None  # the store's pack sent as it is: its id
+
+
+def _entry_objects(store: Store, actions: dict[bytes, bytes], objects: set[bytes]) -> set[bytes]:
+    """Each entry travels with its record and its input document (the key's id), so the receiving side
+    can verify it whatever else it has: those of them not among `objects` that the store has."""
+    missing = (actions.keys() | actions.values()) - objects
+    # One set operation: asking the store per id would list its index again at every miss.
+    return missing & store.object_digests() if missing else set()
+
+
+def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
+    """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
+    remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
+    into `work` first so that a gc repacking meanwhile cannot take them away. Packs in `covered` (sent,
+    or mostly on the remote, at an earlier push; packs never change) are not read again; those found
+    mostly on the remote join it now, those sent once their upload ends (_Sender). (Should the remote
+    lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
+    packs_dir = store.runtime.packs_dir
+    for pack_id in _largest_first(packs_dir, covered):
+        path = pack_path(packs_dir, pack_id)
+        try:
+            if writer_alive(path):
+                continue
+            ids = list(dict.fromkeys(sealed_object_ids(path)))  # in table order (sorting costs more than it tells)
+        except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
+            continue
+        if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
+            covered[pack_id] = "-"
+            continue
+        link = work / f"{pack_id}.pack"
+        try:
+            os.link(path, link)
+        except FileNotFoundError:
+            continue
+        yield _Outgoing(link, ids, own=pack_id)
+
+
+def _largest_first(packs_dir: Path, covered: dict[str, str]) -> list[str]:
+    """The packs not covered yet, largest first: the longest upload starts first, so the last one to end
+    is not a big pack whose table happened to be read last."""
+    sizes = {}
+    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
+        if pack_id not in covered:
+            with contextlib.suppress(OSError):
+                sizes[pack_id] = pack_path(packs_dir, pack_id).stat().st_size
+    return sorted(sizes, key=sizes.__getitem__, reverse=True)
+
+
+def _entries_document(entries: bytes) -> bytes:
+    """The one object of a pack whose listing carries entries (`listing.entries`) alone: names those
+    entries by their digest, so that each set of entries makes a pack (and so a listing name) of its own."""
+    return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest()})
+
+
+def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> tuple[str, int]:
+    """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
+    publishes it; (the pack's name, the bytes sent)."""
+    name = file_digest(item.path)
+    size = item.path.stat().st_size
+    signed = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
+    signed.write_bytes(listing.encode(name, size, item.objects, item.entries, item.document))
+    sent = 0
+    if remote_sizes.get(f"{PACKS}{name}.pack") != size:
+        backend.upload(item.path, f"{PACKS}{name}.pack")
+        sent = size
+    # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
+    # same instant (same bytes) published its own first; a listing, once there, never changes.
+    backend.create(signed, listing_name(name))
+    signed.unlink()
+    item.path.unlink()
+    return name, sent
+
+
+class _Sender:
+    """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
+
+    def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int],
+                 covered: dict[str, str]):
+        self.backend, self.work, self.report = backend, work, report
+        self.remote_sizes = remote_sizes  # {name: size} under packs/: what a push run again skips
+        self.covered = covered  # the store's own packs sent: joined as their listing is published
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS)
+        self.uploads: deque[tuple[Future[tuple[str, int]], _Outgoing]] = deque()
+
+    def send(self, item: _Outgoing) -> None:
+        while len(self.uploads) >= WORKERS:
+            self._settle()
+        self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work), item))
+
+    def beside(self, work: Callable[..., None], *args: Any) -> Future[None]:
+        """A small upload run beside the packs (not counted among them)."""
+        return self.pool.submit(work, *args)
+
+    def drain(self) -> None:
+        """Wait until everything handed over is published."""
+        while self.uploads:
+            self._settle()
+
+    def _settle(self) -> None:
+        future, item = self.uploads.popleft()
+        name, sent = future.result()
+        if item.own is not None:
+            self.covered[item.own] = name
+        self.report.bytes += sent
+        self.report.packs += 1
+        self.report.objects += len(item.objects)
+
+    def __enter__(self) -> _Sender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.drain()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
+         knowledge: RemoteKnowledge | None = None) -> SyncReport:
+    """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the first
+    interim push of a running build: another machine can reuse them before the head moves), and
+    `knowledge` is then filled with what the remote holds once it is done (push_new sends the rest).
+
+    Whole packs go first; then the other objects the remote lacks, copied into new packs of
+    PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
+    a document naming the entries by digest: a pack's bytes, and so its name, tell its listing. A pull
+    that sees the entries before their records takes them on a later pull: _Pull.incomplete.)"""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pushed to", backend.description)
+    with store.lease(f"push {remote.name}"):
+        refs = _selected_refs(store, ref_names)
+        listings, files = remote_content(store, remote, backend)
+        # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
+        moves = _ref_moves(store, backend, remote, refs if move_refs else {})
+        have_objects = _listed(listings)
+        have_actions: dict[bytes, bytes] = {}
+        for doc in listings.values():
+            have_actions.update(_entry_digests(doc["actions"]))
+        covered_file = cache_dir(store, remote) / "covered"
+        covered = _settled(covered_file, remote, files)
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
+                _Sender(backend, Path(tmp), report, files, covered) as sender:
+            # The signed statements travel beside the packs (a pull checks one before it moves a ref).
+            statements = [sender.beside(refsign.publish, backend, m.name, m.value, Path(tmp))
+                          for m in moves if m.changes]
+            for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
+                sender.send(item)
+                have_objects.update(item.objects)
+            # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
+            # only once what it reaches is published): a push after a no-op build walks no closure.
+            held = {move.name for move in moves if not move.changes}
+            objects, actions = _local_content(store, None if ref_names is None else
+                                              {name: value for name, value in refs.items() if name not in held})
+            new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
+            lacking = objects - have_objects
+            if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
+                lacking |= _entry_objects(store, new_actions, objects) - have_objects
+            rest = sorted(lacking)
+            for start in range(0, len(rest), PACK_OBJECTS):
+                chunk = rest[start:start + PACK_OBJECTS]
+                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+            document_id = None
+            if new_actions:
+                entries = listing.entries(new_actions)
+                document = _entries_document(entries)
+                document_id = oid_of(document)[len(PREFIX):]
+                sender.send(_Outgoing(make_pack(store, [], Path(tmp), document), [], entries, document_id))
+        if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
+            lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
+            write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
+        if knowledge is not None:
+            knowledge.objects.update(have_objects, lacking)
+            if document_id is not None:
+                knowledge.objects.add(bytes.fromhex(document_id))
+            knowledge.actions.update(have_actions)
+            knowledge.actions.update(new_actions)
+        for statement in statements:
+            statement.result()  # each ref moves only once its statement is there
+        _move_refs(store, backend, remote, moves, report)
+    return report
+
+
+def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncReport:
+    """An interim push of a running build: the objects and entries the store holds that `knowledge` (what
+    the remote holds, from the session's first push) does not, in new packs (the entries in the listing
+    of the last, with their document), then `knowledge` grows by them. It neither lists the remote nor
+    reads a pack's table: its cost follows what was committed since the last push, not the store.
+    Nothing new: nothing is sent. A push that fails leaves `knowledge` as it was: the next sends it all."""
+    backend = open_backend(remote.url, remote.endpoint_url)
+    report = SyncReport("pushed to", backend.description)
+    with store.lease(f"push {remote.name}"):
+        index = store.runtime.index
+        index.refresh()
+        if index.loaded == knowledge.segments:
+            return report  # no commit since: not even a copy of the index is made
+        held = index.snapshot()  # objects and entries of one instant: every entry's record is among them
+        actions = {key: entry.record for key, entry in held.actions.items()
+                   if entry.record is not None and knowledge.actions.get(key) != entry.record}
+        objects = sorted(held.objects.keys() - knowledge.objects)
+        if not objects and not actions:
+            knowledge.segments = held.loaded
+            return report
+        entries = listing.entries(actions)
+        document = _entries_document(entries) if entries else None
+        document_id = None if document is None else oid_of(document)[len(PREFIX):]
+        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
+                _Sender(backend, Path(tmp), report, {}, {}) as sender:
+            starts = range(0, len(objects), PACK_OBJECTS)
+            for start in starts[:-1]:
+                chunk = objects[start:start + PACK_OBJECTS]
+                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+            last = objects[starts[-1]:] if objects else []
+            sender.send(_Outgoing(make_pack(store, last, Path(tmp), document), last, entries, document_id))
+        knowledge.objects.update(objects)
+        if document_id is not None:
+            knowledge.objects.add(bytes.fromhex(document_id))
+        knowledge.actions.update(actions)
+        knowledge.segments = held.loaded
+    return report
+
+
+def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
+    return {bytes.fromhex(key[len(PREFIX):]): bytes.fromhex(record[len(PREFIX):]) for key, record in actions.items()}
+
+
+def _selected_refs(store: Store, ref_names: Iterable[str] | None) -> dict[str, str]:
+    if ref_names is None:
+        return {name: value for prefix in SHARED_REFS for name, value in store.list_refs(prefix).items()}
+    refs = {}
+    for name in ref_names:
+        value = store.get_ref(name)
+        if value is None:
+            raise UsageError(f"no ref {name} in this store (build or pin it first)")
+        refs[name] = value
+    return refs
+
+
+@dataclass
+class _RefMove:
+    name: str
+    value: str
+    current: RefValue | None  # the remote's value when read: the swap succeeds only if it still is
+
+    @property
+    def changes(self) -> bool:
+        return self.current is None or self.current.value != self.value
+
+
+def _ref_moves(store: Store, backend: Backend, remote: Remote, refs: dict[str, str]) -> list[_RefMove]:
+    """Each ref's remote value, read at once (in parallel); RemoteRefConflict for a ref the remote moved
+    since this store last saw it there (the tracking ref), whatever the order of the names."""
+    names = sorted(refs)
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        current = list(pool.map(lambda name: backend.read_ref(REFS + name), names))
+    moves = [_RefMove(name, refs[name], value) for name, value in zip(names, current, strict=True)]
+    for move in moves:
+        if move.current is not None and move.current.value not in (move.value,
+                                                                    store.get_ref(tracking_ref(remote, move.name))):
+            raise RemoteRefConflict(REFS + move.name)
+    return moves
+
+
+def _move_refs(store: Store, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport) -> None:
+    """Swap every ref that changes, in parallel, now that all it reaches is published and its statement
+    too; then remember each value the remote holds. A swap another push won is reported once the
+    others are remembered (they did move)."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
+    lost = None
+    for move in moves:
+        swap = swaps.get(move.name)
+        if swap is not None and swap.exception() is not None:
+            lost = lost or swap.exception()
+            continue
+        if swap is not None:
+            report.refs_moved.append(move.name)
+        store.set_ref(tracking_ref(remote, move.name), move.value)
+    if lost is not None:
+        raise lost
