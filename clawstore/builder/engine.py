@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.gcpause import resume_collector
-from clawstore.builder.progress import BuildProgress, Failure, open_progress
+from clawstore.builder.progress import BuildProgress, Failure
+from clawstore.builder.progress_choice import open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
 from clawstore.builder.unstored import (
     NotStarted,

@@ -6,14 +6,14 @@
 - plain (pipes, CI, `--progress plain`): one line per finished node;
 - json (`--progress json`): one JSON object per line (phase, started, finished, failed, interrupt, totals).
 
-The engine calls `phase` once per layer, `started`/`finished` per node (from any thread), `interrupt`
-on a first Ctrl-C, and `close` at the end. Every failure's reason is kept for the final table.
+The live one is drawn by progress_live.py; progress_choice.py picks one for a build. The engine calls
+`phase` once per layer, `started`/`finished` per node (from any thread), `interrupt` on a first
+Ctrl-C, and `close` at the end. Every failure's reason is kept for the final table.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections import Counter
@@ -215,28 +215,3 @@ class JsonProgress(BuildProgress):
 
 class QuietProgress(BuildProgress):
     """Counts only (the final table still names each failure)."""
-
-
-def open_progress(mode: str, stream: TextIO | None = None, planned_cost_usd: float | None = None) -> BuildProgress:
-    """`auto` is live on a terminal, plain otherwise."""
-    stream = stream or sys.stderr
-    if mode == "auto":
-        mode = "live" if _is_terminal(stream) else "plain"
-    if mode == "live":
-        from clawstore.builder.progress_live import LiveProgress
-
-        return LiveProgress(stream, planned_cost_usd)
-    if mode == "plain":
-        return PlainProgress(stream, planned_cost_usd)
-    if mode == "json":
-        return JsonProgress(stream, planned_cost_usd)
-    return QuietProgress(planned_cost_usd)
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    import os
-
-    try:
-        return stream.isatty() and os.environ.get("TERM", "") != "dumb"
-    except (AttributeError, ValueError):
-        return False

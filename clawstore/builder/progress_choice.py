@@ -1,0 +1,33 @@
+"""Which display a build's progress goes to (`claw build --progress`): live on a terminal (rich, imported
+only then), plain lines otherwise, JSON lines for dashboards, or counts alone."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from clawstore.builder.progress import BuildProgress, JsonProgress, PlainProgress, QuietProgress
+
+
+def open_progress(mode: str, stream: TextIO | None = None, planned_cost_usd: float | None = None) -> BuildProgress:
+    """`auto` is live on a terminal, plain otherwise."""
+    stream = stream or sys.stderr
+    if mode == "auto":
+        mode = "live" if _is_terminal(stream) else "plain"
+    if mode == "live":
+        from clawstore.builder.progress_live import LiveProgress
+
+        return LiveProgress(stream, planned_cost_usd)
+    if mode == "plain":
+        return PlainProgress(stream, planned_cost_usd)
+    if mode == "json":
+        return JsonProgress(stream, planned_cost_usd)
+    return QuietProgress(planned_cost_usd)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty() and os.environ.get("TERM", "") != "dumb"
+    except (AttributeError, ValueError):
+        return False
