@@ -6,13 +6,23 @@ import contextlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
-from clawstore.cli.common import campaign_options, never_built_message, resolve_store_dir
+from clawstore.cli.common import (
+    OUTPUT,
+    Stores,
+    campaign_options,
+    campaign_request,
+    format_table,
+    loaded_campaign,
+    never_built_message,
+    remote_pull_parts,
+    resolve_store_dir,
+)
 from clawstore.errors import UsageError
 from clawstore.machine_settings import check_build_settings
 from clawstore.report.terminal import print_tables, stdout_is_terminal
@@ -21,47 +31,6 @@ from clawstore.report.terminal import table as rich_table
 if TYPE_CHECKING:
     from clawstore.remote.live import RemoteView
     from clawstore.store.store import Store
-
-# JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
-# path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
-OUTPUT = click.option("--output", "output", type=click.Choice(["text", "json"]), default="text",
-                      show_default=True)
-
-
-def _request(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
-             models: tuple[str, ...]) -> Any:
-    from clawstore.builder.api import CampaignRequest
-
-    return CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
-
-
-class Stores:
-    """The store of the campaign's workspace (or --store / $CLAW_STORE), opened after the configs load."""
-
-    def __init__(self, store_dir: Path | None):
-        self.store_dir = store_dir
-        self.store: Store | None = None
-
-    def exists(self, root: Path) -> bool:
-        from clawstore.store.layout import FORMAT_FILE
-
-        return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
-
-    def open(self, root: Path) -> Any:
-        from clawstore.store import Store
-
-        if self.store is None:
-            self.store = Store(resolve_store_dir(self.store_dir, root))
-        return self.store
-
-
-def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
-
 
 def node_label(node: Any) -> str:
     a = node.address
@@ -169,7 +138,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     from clawstore.builder.engine import BuildOptions
 
     check_build_settings(remote=remote is not None)
-    request = _request(suite, run_profile, evaluation_profile, cases, models)
+    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     stores = Stores(store_dir)
     if dry_run:
         cid, states = inspect(request, stores, force=force)
@@ -185,10 +154,10 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     if stamping is not None and _answer_from_stamp(stamping, output):
         return
     with _recording(stamping) as reads:
-        campaign = _loaded(request) if remote is not None else None  # its pull asks the plan what to fetch
+        campaign = loaded_campaign(request) if remote is not None else None  # its pull asks the plan what to fetch
         with _remote(remote, campaign, stores):
             if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
-                campaign = _loaded(request)  # configs load once, for both
+                campaign = loaded_campaign(request)  # configs load once, for both
             if max_cost is not None:
                 planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
             if planned is None and _shows_live(mode):
@@ -283,14 +252,6 @@ def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, An
         stamp.forget(target.store_root, target.digest)
 
 
-def _loaded(request: Any) -> Any:
-    from clawstore.builder.api import load_campaign
-    from clawstore.builder.gcpause import collector_paused
-
-    with collector_paused():
-        return load_campaign(request)
-
-
 @contextlib.contextmanager
 def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
     """`--remote NAME`: the build between a pull of what its plan needs and a push (clawstore/remote/live.py)."""
@@ -301,18 +262,6 @@ def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
 
     with remote_session(*remote_pull_parts(name, campaign, stores)):
         yield
-
-
-def remote_pull_parts(name: str, campaign: Any, stores: Stores) -> tuple[Any, Any, str, Callable[[], set[str]]]:
-    """What the pull before a `--remote NAME` build or plan needs: the store, the remote, the campaign's
-    head ref, and the keys the build would execute (remote/live.py, pull_before)."""
-    from clawstore.builder.api import unbuilt_keys
-    from clawstore.builder.buildlog import head_ref
-    from clawstore.remote.config import resolve_remote
-
-    target = resolve_remote(campaign.root, name)  # (a bad name or location is refused before a store is made)
-    store = stores.open(campaign.root)
-    return store, target, head_ref(campaign.campaign_id), lambda: unbuilt_keys(campaign, store)
 
 
 def _shows_live(mode: str) -> bool:
@@ -393,7 +342,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     from clawstore.builder.api import inspect
 
     stores = Stores(store_dir)
-    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), stores)
+    cid, states = inspect(campaign_request(suite, run_profile, evaluation_profile, cases, models), stores)
     _note_never_built(stores.store, cid)
     per_model: dict[str, dict[str, Counter[str]]] = {}
     for s in states:
@@ -423,7 +372,7 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
     from clawstore.builder.api import inspect
 
     stores = Stores(store_dir)
-    cid, states = inspect(_request(suite, run_profile, evaluation_profile, cases, models), stores)
+    cid, states = inspect(campaign_request(suite, run_profile, evaluation_profile, cases, models), stores)
     _note_never_built(stores.store, cid)
     stale = [s for s in states if s.state != "fresh"]
     if output == "json":

@@ -1,10 +1,11 @@
-"""Options shared by several commands."""
+"""Options and helpers shared by several commands (build, status, explain and plan share the campaign's)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -89,3 +90,65 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
         if kept_apart_head(store, campaign_id) is not None:
             return
     raise UsageError(message)
+
+
+# JSON output is compact (one line): with `indent`, Python's encoder falls back to its slow pure-Python
+# path, which costs more than the whole no-op build of a large campaign. Pipe through `jq` to read it.
+OUTPUT = click.option("--output", "output", type=click.Choice(["text", "json"]), default="text",
+                      show_default=True)
+
+
+def campaign_request(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+                     models: tuple[str, ...]) -> Any:
+    from clawstore.builder.api import CampaignRequest
+
+    return CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
+
+
+class Stores:
+    """The store of the campaign's workspace (or --store / $CLAW_STORE), opened after the configs load."""
+
+    def __init__(self, store_dir: Path | None):
+        self.store_dir = store_dir
+        self.store: Store | None = None
+
+    def exists(self, root: Path) -> bool:
+        from clawstore.store.layout import FORMAT_FILE
+
+        return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
+
+    def open(self, root: Path) -> Any:
+        from clawstore.store import Store
+
+        if self.store is None:
+            self.store = Store(resolve_store_dir(self.store_dir, root))
+        return self.store
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def loaded_campaign(request: Any) -> Any:
+    """The campaign the request names, its configs loaded (the cyclic collector paused: builder/gcpause.py)."""
+    from clawstore.builder.api import load_campaign
+    from clawstore.builder.gcpause import collector_paused
+
+    with collector_paused():
+        return load_campaign(request)
+
+
+def remote_pull_parts(name: str, campaign: Any, stores: Stores) -> tuple[Any, Any, str, Callable[[], set[str]]]:
+    """What the pull before a `--remote NAME` build or plan needs: the store, the remote, the campaign's
+    head ref, and the keys the build would execute (remote/live.py, pull_before)."""
+    from clawstore.builder.api import unbuilt_keys
+    from clawstore.builder.buildlog import head_ref
+    from clawstore.remote.config import resolve_remote
+
+    target = resolve_remote(campaign.root, name)  # (a bad name or location is refused before a store is made)
+    store = stores.open(campaign.root)
+    return store, target, head_ref(campaign.campaign_id), lambda: unbuilt_keys(campaign, store)

@@ -8,8 +8,15 @@ from typing import Any
 
 import click
 
-from clawstore.cli.build_cmd import OUTPUT, Stores, _loaded, _request, format_table, remote_pull_parts
-from clawstore.cli.common import campaign_options
+from clawstore.cli.common import (
+    OUTPUT,
+    Stores,
+    campaign_options,
+    campaign_request,
+    format_table,
+    loaded_campaign,
+    remote_pull_parts,
+)
 
 
 def _number(value: float | None, digits: int = 6) -> str:
@@ -53,7 +60,7 @@ def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tu
     """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
     from clawstore.spend.estimate import plan_spend
 
-    request = _request(suite, run_profile, evaluation_profile, cases, models)
+    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     stores = Stores(store_dir)
     campaign = _pulled_for(request, stores, remote) if remote is not None else None
     click.echo(render_plan(plan_spend(request, stores, force, max_concurrency, campaign), output))
@@ -63,7 +70,7 @@ def _pulled_for(request: Any, stores: Stores, remote: str) -> Any:
     """The campaign, once the pull a `build --remote` starts with has brought what the remote holds of it."""
     from clawstore.remote.live import pull_before
 
-    campaign = _loaded(request)
+    campaign = loaded_campaign(request)
     pull_before(*remote_pull_parts(remote, campaign, stores))
     return campaign
 
