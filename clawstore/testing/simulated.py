@@ -7,9 +7,11 @@ Every reply says it is simulated, so no transcript can pass for a real model's o
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Protocol
 
 from clawstore.config.ids import DIMENSIONS
+from clawstore.testing import standin
 from clawstore.testing.standin import text
 
 MARK = "(simulated)"
@@ -45,3 +47,12 @@ def script_simulated_provider(server: Scriptable) -> None:
     for prompt, answer in ANSWERS:
         server.script("*", text(f"{answer} {MARK}"), match=prompt)
     server.set_default(text(f"{MARK} stand-in answer"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m clawstore.testing.simulated [--port N]`: the stand-in answering as in `claw demo`."""
+    return standin.main(argv, prepare=script_simulated_provider, prog="python3 -m clawstore.testing.simulated")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,12 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -519,21 +521,18 @@ class StandInProcess:
         return int(self._http.get("/_admin/requests").json()["peak"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clawstore.testing.standin",
-                                     description="OpenAI-compatible stand-in server for tests.")
+def main(argv: list[str] | None = None, prepare: Callable[[StandIn], None] | None = None,
+         prog: str = "python3 -m clawstore.testing.standin") -> int:
+    """Serve until Ctrl-C or SIGTERM; `prepare` scripts the server first (simulated.py: `claw demo`'s replies)."""
+    parser = argparse.ArgumentParser(prog=prog, description="OpenAI-compatible stand-in server for tests.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--print-port", action="store_true", help="print the bound port on stdout")
     parser.add_argument("--script", help="JSON file with {rules: [...], default: {...}} to load")
-    parser.add_argument("--simulated", action="store_true",
-                        help="answer like `claw demo` (judge verdicts, answers for the example cases)")
     args = parser.parse_args(argv)
     server = StandIn(args.host, args.port)
-    if args.simulated:
-        from clawstore.testing.simulated import script_simulated_provider
-
-        script_simulated_provider(server)
+    if prepare is not None:
+        prepare(server)
     if args.script:
         with open(args.script, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -543,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             server.set_default(data["default"])
     if args.print_port:
         print(server.port, flush=True)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         server._server.serve_forever()
     except KeyboardInterrupt:
@@ -558,7 +558,4 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 if __name__ == "__main__":
-    import signal
-
-    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())
