@@ -50,10 +50,10 @@ _WHERE = {
     "resolve_judge_prompt": "resolution",
     "resolve_model": "resolution",
     "select_case_ids": "selection",
-    "Loaded": "workspace",
-    "LoadedAgent": "workspace",
-    "LoadedCase": "workspace",
-    "Workspace": "workspace",
+    "Loaded": "catalog",
+    "LoadedAgent": "catalog",
+    "LoadedCase": "catalog",
+    "Workspace": "catalog",
     "load_workspace": "workspace",
 }
 
@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign, CampaignItem, resolve_campaign
+    from clawstore.config.catalog import Loaded, LoadedAgent, LoadedCase, Workspace
     from clawstore.config.ids import DIMENSIONS, ID_PATTERN, KNOWN_TOOLS, RUN_STATUSES
     from clawstore.config.issues import ConfigIssue
     from clawstore.config.messages import Attachment, ResolvedMessage, case_path, inject_attachments
@@ -105,7 +106,7 @@ if TYPE_CHECKING:
         resolve_model,
     )
     from clawstore.config.selection import select_case_ids
-    from clawstore.config.workspace import Loaded, LoadedAgent, LoadedCase, Workspace, load_workspace
+    from clawstore.config.workspace import load_workspace
 
 __all__ = [
     "DIMENSIONS", "ID_PATTERN", "KNOWN_TOOLS", "RUN_STATUSES",

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from clawstore.config.catalog import Loaded, LoadedAgent, LoadedCase, Workspace
 from clawstore.config.crosscheck import run_profile_issues, suite_issues
 from clawstore.config.issues import ConfigIssue
 from clawstore.config.limits import ATTACHMENT_WARN_TOKENS, BYTES_PER_TOKEN, MAX_CAMPAIGN_RUNS
@@ -28,15 +29,7 @@ from clawstore.config.resolution import (
     resolve_model,
 )
 from clawstore.config.selection import matching_assignments, may_select, select_case_ids
-from clawstore.config.workspace import (
-    Loaded,
-    LoadedAgent,
-    LoadedCase,
-    Workspace,
-    collector_paused,
-    load_workspace,
-    parse_config,
-)
+from clawstore.config.workspace import collector_paused, load_workspace, parse_config
 from clawstore.errors import ConfigError, UsageError
 
 T = TypeVar("T", bound=BaseModel)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from clawstore.config.catalog import Loaded, Workspace
 from clawstore.config.issues import ConfigIssue
 from clawstore.config.models import CaseSelection, RunProfile, Suite
 from clawstore.config.selection import matching_assignments, select_case_ids
-from clawstore.config.workspace import Loaded, Workspace
 
 
 def _known_case_ids(ws: Workspace) -> set[str]:

@@ -1,0 +1,134 @@
+"""A workspace as loaded (config/workspace.py loads it): its configs by id, each with the file it came
+from, and every problem found, as ConfigIssues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from clawstore.config.containment import real_root
+from clawstore.config.issues import ConfigIssue
+from clawstore.config.messages import ResolvedMessage, assemble, case_path
+from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[T]):
+    config: T
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return _config_id(self.config)
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    case: TestCase
+    path: Path  # the test.yaml
+    dir: Path
+    attachment_paths: tuple[Path, ...] = ()
+    # what the `source:` files of input.messages / input.turns hold, parsed once at load time
+    sourced_messages: dict[int, list[ResolvedMessage]] = field(default_factory=dict, repr=False)
+    sourced_turns: dict[int, list[ResolvedMessage]] = field(default_factory=dict, repr=False)
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+    @cached_property
+    def messages(self) -> tuple[ResolvedMessage, ...]:
+        """input.messages with `source:` files expanded (attachments not injected)."""
+        return tuple(assemble(self.case.input.messages, self.sourced_messages))
+
+    @cached_property
+    def turns(self) -> tuple[ResolvedMessage, ...]:
+        return tuple(assemble(self.case.input.turns, self.sourced_turns))
+
+    def resolve_path(self, value: str) -> Path:
+        """A path written in this case (check paths, hook paths), made absolute."""
+        return case_path(self.dir, value)
+
+
+@dataclass(frozen=True)
+class LoadedAgent:
+    agent: Agent
+    path: Path  # agent.yaml
+    dir: Path
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.dir / "workspace"
+
+
+@dataclass(frozen=True)
+class CaseStub:
+    """What we could read from a case file that failed validation (to know which campaigns it blocks)."""
+
+    path: Path
+    case_id: str | None
+    tags: tuple[str, ...] | None
+
+
+@dataclass
+class Workspace:
+    root: Path
+    configs_dir: Path
+    cases: dict[str, LoadedCase] = field(default_factory=dict)
+    suites: dict[str, Loaded[Suite]] = field(default_factory=dict)
+    run_profiles: dict[str, Loaded[RunProfile]] = field(default_factory=dict)
+    evaluation_profiles: dict[str, Loaded[EvaluationProfile]] = field(default_factory=dict)
+    agents: dict[str, LoadedAgent] = field(default_factory=dict)
+    issues: list[ConfigIssue] = field(default_factory=list)
+    broken_cases: list[CaseStub] = field(default_factory=list)
+    agent_dirs: set[str] = field(default_factory=set)  # directory names under configs/agents
+    files_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+    @cached_property
+    def root_real(self) -> Path:
+        """The workspace root with symlinks resolved: every path a config names must lead inside it."""
+        return real_root(self.root)
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def add_issue(self, path: Path, field_path: str, message: str) -> None:
+        self.issues.append(ConfigIssue(self.rel(path), field_path, message, file=path))
+
+    def issues_in(self, files: set[Path]) -> list[ConfigIssue]:
+        return [issue for issue in self.issues if issue.file in files]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "cases": len(self.cases),
+            "suites": len(self.suites),
+            "run_profiles": len(self.run_profiles),
+            "evaluation_profiles": len(self.evaluation_profiles),
+            "agents": len(self.agents),
+            "files": self.files_checked,
+            "errors": len(self.issues),
+        }
+
+    def case_tags(self) -> dict[str, tuple[str, ...]]:
+        return {case_id: tuple(loaded.case.tags) for case_id, loaded in self.cases.items()}
+
+
+def _config_id(config: BaseModel) -> str:
+    for name in ("case_id", "suite_id", "run_profile_id", "evaluation_profile_id", "agent_id"):
+        value = getattr(config, name, None)
+        if value is not None:
+            return str(value)
+    raise TypeError(f"{type(config).__name__} has no id field")
