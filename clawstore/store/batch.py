@@ -18,17 +18,30 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from clawstore.store.index import ActionEntry, Loc, Segment, new_segment_name
 from clawstore.store.packfile import KIND_ACTION, PackWriter, encode_action
 
-if TYPE_CHECKING:
-    from clawstore.store.runtime import Runtime
-
 DEFAULT_WINDOW_S = 0.25
 DEFAULT_MAX_BATCHES = 256
+
+
+class CommitTarget(Protocol):
+    """What a commit needs of the store's runtime (runtime.py): its pack lock and pack writer, the sync of
+    the packs directory, the sealing of a full pack, and the publishing of an index segment."""
+
+    pack_lock: AbstractContextManager[Any]
+
+    def writer(self) -> PackWriter: ...
+
+    def sync_packs_dir(self) -> None: ...
+
+    def seal_if_full(self) -> None: ...
+
+    def publish(self, segment: Segment) -> None: ...
 
 
 @dataclass
@@ -59,7 +72,7 @@ class Batch(Pending):
     depth: int = 0
 
 
-def commit(runtime: Runtime, pending: Pending) -> None:
+def commit(runtime: CommitTarget, pending: Pending) -> None:
     """Make `pending` durable, then visible (steps 1 and 2 of the module docstring)."""
     if pending.empty():
         return
@@ -103,7 +116,7 @@ class SharedCommit:
     durable (a failed round raises in each of its callers: nothing of it was made visible).
     """
 
-    def __init__(self, runtime: Runtime):
+    def __init__(self, runtime: CommitTarget):
         self.runtime = runtime
         self._cv = threading.Condition(threading.Lock())
         self._open = _Round()
@@ -143,7 +156,7 @@ def _again(error: BaseException) -> BaseException:
 class GroupCommitter:
     """The process's pending group in group mode: committed by size, by age (a timer), or on demand."""
 
-    def __init__(self, runtime: Runtime, window_s: float, max_batches: int):
+    def __init__(self, runtime: CommitTarget, window_s: float, max_batches: int):
         self.runtime = runtime
         self.window_s = window_s
         self.max_batches = max_batches
