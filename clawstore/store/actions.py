@@ -18,7 +18,7 @@ from clawstore.store.batch import Pending, commit
 from clawstore.store.ids import PREFIX, check_oid, is_oid, oid_hex
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 
 def key_digest(key: str) -> bytes:
@@ -91,7 +91,7 @@ def entry_problem(key: str, record: Any, has: Callable[[str], bool]) -> str | No
     return None
 
 
-def put_action(store: Store, key: str, record: dict[str, Any]) -> str:
+def put_action(store: ObjectStore, key: str, record: dict[str, Any]) -> str:
     """Store `record` and point `key` at it. Returns the record's object id."""
     digest = key_digest(key)
     if not isinstance(record, dict):
@@ -106,7 +106,7 @@ def put_action(store: Store, key: str, record: dict[str, Any]) -> str:
     return record_id
 
 
-def set_entries(store: Store, entries: dict[bytes, tuple[bytes | None, int]]) -> None:
+def set_entries(store: ObjectStore, entries: dict[bytes, tuple[bytes | None, int]]) -> None:
     """Point keys at (record, time ns) (record None removes the entry): in the open batch, else now."""
     current = store.runtime.batch()
     pending = current if current is not None else Pending()
@@ -115,13 +115,13 @@ def set_entries(store: Store, entries: dict[bytes, tuple[bytes | None, int]]) ->
         commit(store.runtime, pending)
 
 
-def get_action_record_id(store: Store, key: str, look_again: bool = True) -> str | None:
+def get_action_record_id(store: ObjectStore, key: str, look_again: bool = True) -> str | None:
     """The record id `key` points at (None: no entry); `look_again`: see IndexView.find_action."""
     record = entry_record(store, key_digest(key), look_again)
     return None if record is None else PREFIX + record.hex()
 
 
-def entry_record(store: Store, digest: bytes, look_again: bool = True) -> bytes | None:
+def entry_record(store: ObjectStore, digest: bytes, look_again: bool = True) -> bytes | None:
     """The record digest the key with this digest points at (None: no entry): for bulk callers."""
     current = store.runtime.batch()
     found = current.actions.get(digest) if current is not None else None
@@ -133,7 +133,7 @@ def entry_record(store: Store, digest: bytes, look_again: bool = True) -> bytes 
     return None if entry is None else entry.record
 
 
-def get_action(store: Store, key: str) -> dict[str, Any] | None:
+def get_action(store: ObjectStore, key: str) -> dict[str, Any] | None:
     record_id = get_action_record_id(store, key)
     if record_id is None:
         return None
@@ -143,7 +143,7 @@ def get_action(store: Store, key: str) -> dict[str, Any] | None:
     return record
 
 
-def all_entry_digests(store: Store) -> dict[bytes, bytes]:
+def all_entry_digests(store: ObjectStore) -> dict[bytes, bytes]:
     """{key digest: record digest} of every entry, in no order: one pass for bulk readers (a push of
     40,000 entries), without the sort, the generator and the hex ids of iter_actions."""
     index = store.runtime.index
@@ -151,7 +151,7 @@ def all_entry_digests(store: Store) -> dict[bytes, bytes]:
     return {key: entry.record for key, entry in index.actions.items() if entry.record is not None}
 
 
-def iter_actions(store: Store) -> Iterator[tuple[str, str | None]]:
+def iter_actions(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
     """(key, record id) for every entry, sorted by key (the record id is never None in format 2)."""
     index = store.runtime.index
     index.refresh()

@@ -38,25 +38,6 @@ def read_format(root: Path) -> int | None:
     return int(version)
 
 
-def open_layout(root: Path, create: bool = True) -> None:
-    """Check (or create) the layout under `root`; raises StoreError if it is not a store.
-
-    A format-1 store is upgraded in place first (crash-safe, see migrate.py).
-    """
-    version = read_format(root)
-    if version is None:
-        if not create:
-            raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)")
-        _create(root)
-        return
-    if version == 1:
-        from clawstore.store.migrate import migrate
-
-        migrate(root)
-    elif any((root / name).exists() for name in FORMAT1_DIRS):
-        remove_format1_leftovers(root)  # a migration was killed after its marker switched
-
-
 def ensure_dirs(root: Path) -> None:
     for name in DIRS:
         (root / name).mkdir(exist_ok=True)
@@ -74,7 +55,7 @@ def remove_format1_leftovers(root: Path) -> None:
     fsync_path(root)
 
 
-def _create(root: Path) -> None:
+def create_layout(root: Path) -> None:
     """Make the layout in a hidden sibling and rename it into place: a store appears whole or not at all
     (a creator killed half-way used to leave a directory without its marker, which no claw would open)."""
     if root.exists() and not root.is_dir():

@@ -1,11 +1,12 @@
 """Upgrade a format-1 store (one file per object and per action-cache entry) to format 2 in place.
 
-Runs automatically the first time this claw opens a format-1 store (layout.open_layout), or by
-`claw store migrate`. Crash-safe without a journal: the format-1 files are only read until the
-marker says 2, and the marker is switched only once every object and entry is durable in packs and
-the index. A migration killed before that leaves a format-1 store (plus packs the next attempt skips
-over: it only copies what the index lacks); one killed after it leaves format-1 files that the next
-open deletes. Objects are verified on the way: a corrupt one is moved to quarantine/, not copied.
+Runs automatically the first time this claw opens a format-1 store (open_layout, how every store is
+opened), or by `claw store migrate`. Crash-safe without a journal: the format-1 files are only read
+until the marker says 2, and the marker is switched only once every object and entry is durable in
+packs and the index. A migration killed before that leaves a format-1 store (plus packs the next
+attempt skips over: it only copies what the index lacks); one killed after it leaves format-1 files
+that the next open deletes. Objects are verified on the way: a corrupt one is moved to quarantine/,
+not copied.
 """
 
 from __future__ import annotations
@@ -18,9 +19,18 @@ from pathlib import Path
 
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
+from clawstore.store.actions import set_entries
 from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
-from clawstore.store.layout import FORMAT_VERSION, ensure_dirs, read_format, remove_format1_leftovers, write_marker
+from clawstore.store.layout import (
+    FORMAT1_DIRS,
+    FORMAT_VERSION,
+    create_layout,
+    ensure_dirs,
+    read_format,
+    remove_format1_leftovers,
+    write_marker,
+)
 from clawstore.store.locks import exclusive
 from clawstore.store.objects import ObjectStore
 
@@ -38,11 +48,25 @@ class MigrationReport:
     seconds: float = 0.0
 
 
+def open_layout(root: Path, create: bool = True) -> None:
+    """Check (or create) the layout under `root`; raises StoreError if it is not a store.
+
+    A format-1 store is upgraded in place first (crash-safe: migrate).
+    """
+    version = read_format(root)
+    if version is None:
+        if not create:
+            raise StoreError(f"no store at {root} (use --store DIR or set CLAW_STORE)")
+        create_layout(root)
+        return
+    if version == 1:
+        migrate(root)
+    elif any((root / name).exists() for name in FORMAT1_DIRS):
+        remove_format1_leftovers(root)  # a migration was killed after its marker switched
+
+
 def migrate(root: Path) -> MigrationReport:
     """Convert the store at `root` to format 2 (a no-op if it already is)."""
-    from clawstore.store.actions import set_entries
-    from clawstore.store.store import Store
-
     started = time.monotonic()
     report = MigrationReport()
     if read_format(root) is None:
@@ -53,8 +77,7 @@ def migrate(root: Path) -> MigrationReport:
     with exclusive(root, "migrate"):
         if read_format(root) != 1:
             return report
-        store = Store.__new__(Store)  # the layout is being converted: skip open_layout
-        ObjectStore.__init__(store, root)
+        store = ObjectStore(root)  # (not a Store: that opens the layout, which is being converted)
         loose = list(_loose_objects(root / "objects"))
         for first in range(0, len(loose), _BATCH_OBJECTS):
             with store.batch():  # one durability barrier per few thousand objects

@@ -18,6 +18,8 @@ from typing import Any, BinaryIO, TypeVar
 import blake3
 import zstandard
 
+from clawstore import jsontext
+from clawstore.canonical import canonical_json
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
@@ -302,6 +304,15 @@ class ObjectStore:
             _, loc = self._existing(oid)
             source = BlobFile(self.runtime.fd(loc[0]), loc[1], loc[2])
         return codec.ObjectReader(oid, oid_hex(oid), f"pack {loc[0]} at {loc[1]}", source)
+
+    # --- JSON objects ---------------------------------------------------------------------------
+    def put_json(self, value: Any) -> str:
+        """Store `canonical_json(value)`; equal values always get the same id."""
+        return self.put_bytes(canonical_json(value))
+
+    def get_json(self, oid: str) -> Any:
+        """Parse a JSON object (ValueError if the object is not JSON)."""
+        return jsontext.loads(self.get_bytes(oid))
 
     # --- writes ---------------------------------------------------------------------------------
     @_store_errors

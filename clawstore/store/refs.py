@@ -18,7 +18,7 @@ from clawstore.store.ids import check_oid, is_oid
 from clawstore.store.locks import exclusive
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 
 class _Any:
@@ -42,11 +42,11 @@ def check_ref_name(name: object) -> str:
     return names.check_ref_name(name, "bad ref name")
 
 
-def _path(store: Store, name: str) -> Path:
+def _path(store: ObjectStore, name: str) -> Path:
     return store.root / "refs" / check_ref_name(name)
 
 
-def get_ref(store: Store, name: str) -> str | None:
+def get_ref(store: ObjectStore, name: str) -> str | None:
     return read_ref(store.root, name)
 
 
@@ -64,7 +64,7 @@ def read_ref(store_root: Path, name: str) -> str | None:
     return text
 
 
-def set_ref(store: Store, name: str, value: str, expected: str | None | _Any = ANY) -> None:
+def set_ref(store: ObjectStore, name: str, value: str, expected: str | None | _Any = ANY) -> None:
     """Point `name` at `value` (which must exist); with `expected`, only if the ref still has it."""
     path = _path(store, name)
     check_oid(value, f"target of ref {name}")
@@ -84,7 +84,7 @@ def set_ref(store: Store, name: str, value: str, expected: str | None | _Any = A
             raise StoreError(f"cannot write ref {name} in {store.root}: {exc.strerror or exc}") from None
 
 
-def delete_ref(store: Store, name: str, expected: str | None | _Any = ANY) -> bool:
+def delete_ref(store: ObjectStore, name: str, expected: str | None | _Any = ANY) -> bool:
     """Remove a ref; returns whether it existed."""
     path = _path(store, name)
     with exclusive(store.root, "refs"):
@@ -106,7 +106,7 @@ def delete_ref(store: Store, name: str, expected: str | None | _Any = ANY) -> bo
         return True
 
 
-def iter_ref_entries(store: Store) -> Iterator[tuple[str, str | None]]:
+def iter_ref_entries(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
     """(name, target) for every ref file, sorted; target None if the file is damaged (for fsck)."""
     refs_dir = store.root / "refs"
     for dirpath, dirnames, filenames in os.walk(refs_dir):
@@ -123,7 +123,7 @@ def iter_ref_entries(store: Store) -> Iterator[tuple[str, str | None]]:
             yield name, text if is_oid(text) else None
 
 
-def list_refs(store: Store, prefix: str = "") -> dict[str, str]:
+def list_refs(store: ObjectStore, prefix: str = "") -> dict[str, str]:
     """{name: target} for every ref whose name starts with `prefix`, sorted by name."""
     found = {name: target for name, target in iter_ref_entries(store)
              if target is not None and name.startswith(prefix)}

@@ -7,10 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clawstore import jsontext
-from clawstore.canonical import canonical_json
 from clawstore.store import actions, locks, refs, trees
-from clawstore.store.layout import open_layout
+from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
 from clawstore.store.trees import TreeEntry
 
@@ -30,15 +28,6 @@ class Store(ObjectStore):
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
-
-    # --- JSON objects -------------------------------------------------------------------------
-    def put_json(self, value: Any) -> str:
-        """Store `canonical_json(value)`; equal values always get the same id."""
-        return self.put_bytes(canonical_json(value))
-
-    def get_json(self, oid: str) -> Any:
-        """Parse a JSON object (ValueError if the object is not JSON)."""
-        return jsontext.loads(self.get_bytes(oid))
 
     # --- trees --------------------------------------------------------------------------------
     def put_tree(self, directory: Path | str) -> str:

@@ -23,7 +23,7 @@ from clawstore.store.ids import is_oid
 from clawstore.store.names import relative_path_problem
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 TREE_VERSION = 1
 MODE_FILE = 0o100644
@@ -61,12 +61,12 @@ class TreeEntry:
 
 
 # --- snapshot -----------------------------------------------------------------------------------
-def empty_tree(store: Store) -> str:
+def empty_tree(store: ObjectStore) -> str:
     """The tree of an empty directory (what put_tree gives for one), without a directory."""
     return store.put_json({"tree_version": TREE_VERSION, "entries": []})
 
 
-def put_tree(store: Store, directory: Path | str) -> str:
+def put_tree(store: ObjectStore, directory: Path | str) -> str:
     root = Path(directory)
     if not root.is_dir():
         raise UsageError(f"cannot snapshot {root}: not a directory")
@@ -77,7 +77,7 @@ def put_tree(store: Store, directory: Path | str) -> str:
         return store.put_json({"tree_version": TREE_VERSION, "entries": [e.to_json() for e in entries]})
 
 
-def _walk(store: Store, root: Path, out: list[TreeEntry]) -> None:
+def _walk(store: ObjectStore, root: Path, out: list[TreeEntry]) -> None:
     """Every entry under `root`, without recursion: a tree may nest deeper than Python recurses."""
     pending = [(root, "")]
     while pending:
@@ -115,7 +115,7 @@ def _utf8_name(directory: Path, name: str) -> str:
 
 
 # --- reading ------------------------------------------------------------------------------------
-def read_tree(store: Store, oid: str) -> list[TreeEntry]:
+def read_tree(store: ObjectStore, oid: str) -> list[TreeEntry]:
     with store.open_object(oid) as reader:
         head = reader.read(len(_TREE_PREFIX))
     if head != _TREE_PREFIX:
@@ -156,13 +156,13 @@ def _parse_entry(oid: str, index: int, raw: Any) -> TreeEntry:
                      target if kind == "symlink" else None)
 
 
-def tree_objects(store: Store, oid: str) -> list[str]:
+def tree_objects(store: ObjectStore, oid: str) -> list[str]:
     """Ids of the file objects a tree names (for fsck and gc)."""
     return [e.object for e in read_tree(store, oid) if e.object is not None]
 
 
 # --- checkout -----------------------------------------------------------------------------------
-def checkout(store: Store, oid: str, dest: Path | str, allow_external_links: bool = False) -> None:
+def checkout(store: ObjectStore, oid: str, dest: Path | str, allow_external_links: bool = False) -> None:
     """Materialise a tree into `dest` (created if missing; must be empty).
 
     Every entry is validated before anything is written: no absolute paths, no `..`, nothing under a
@@ -191,7 +191,7 @@ def checkout(store: Store, oid: str, dest: Path | str, allow_external_links: boo
             _write_file(store, oid, entry, place)
 
 
-def _write_file(store: Store, tree: str, entry: TreeEntry, place: Path) -> None:
+def _write_file(store: ObjectStore, tree: str, entry: TreeEntry, place: Path) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(place, flags, 0o600)
     written = 0
