@@ -35,6 +35,15 @@ class RemoteDamage(UsageError):
     ref of megabytes): refused with its name (exit 2), never read into memory or waited on."""
 
 
+# What the S3 errors a user can mend mean, in a failure's one line (the code stays: it is what to search).
+S3_HINTS = {
+    "NoSuchBucket": "no such bucket at this endpoint; create it, or check the URL and AWS_ENDPOINT_URL",
+    "NoCredentialsError": "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+    "InvalidAccessKeyId": "this endpoint does not know the access key",
+    "SignatureDoesNotMatch": "the secret key does not match the access key",
+    "AccessDenied": "the credentials may not do this; check them and the bucket's policy",
+    "EndpointConnectionError": "cannot connect to the endpoint; check --endpoint-url or AWS_ENDPOINT_URL",
+}
 REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
 ONE_GET_MAX = 8 << 20  # bytes: up to this a known-size file is fetched in one GET (boto3 splits bigger ones)
 
@@ -336,7 +345,9 @@ class S3Backend:
     def _fail(self, what: str, exc: Exception) -> RemoteError:
         # The message names the operation and the service's error code, never credentials.
         code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
-        return RemoteError(f"remote {self.description}: {what} failed ({code or type(exc).__name__})")
+        code = code or type(exc).__name__
+        hint = S3_HINTS.get(code)
+        return RemoteError(f"remote {self.description}: {what} failed ({code}{': ' + hint if hint else ''})")
 
     def list(self, prefix: str) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -128,3 +128,22 @@ def test_a_bad_endpoint_in_the_environment_stops_a_remote_build_before_a_store_i
     refused(claw(command, "--suite", "main", "--run-profile", "rp", "--remote", "team", cwd=ws.root),
             "$AWS_ENDPOINT_URL garbage: expected http(s)://HOST[:PORT]")
     assert not (ws.root / "store").exists()
+
+
+def test_a_missing_bucket_or_missing_credentials_says_what_to_mend(ws: Workspace, aws_env: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def failed(done: subprocess.CompletedProcess[str], mend: str) -> None:
+        assert done.returncode == 3, done.stdout + done.stderr  # the remote cannot be read (a store error)
+        assert done.stderr.strip().splitlines() == [f"claw: error: remote s3://no-such-bucket/team: {mend}"]
+
+    failed(claw("pull", "s3://no-such-bucket/team", cwd=ws.root),
+           "listing refs/ failed (NoSuchBucket: no such bucket at this endpoint; create it, or check the URL "
+           "and AWS_ENDPOINT_URL)")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # (no instance role to ask for)
+    failed(claw("pull", "s3://no-such-bucket/team", cwd=ws.root),
+           "listing refs/ failed (NoCredentialsError: no credentials: set AWS_ACCESS_KEY_ID and "
+           "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)")
