@@ -15,7 +15,7 @@ from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 from clawstore.machine_settings import backoff_base
-from clawstore.trust.apart import promote_trusted
+from clawstore.store.apart import promote_trusted
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

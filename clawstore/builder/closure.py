@@ -307,7 +307,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     path = build_log_path(store.root, build_id)
     if path.exists():
         return None
-    from clawstore.store.durable import write_file_atomic
+    from clawstore.durable import write_file_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomic(path, canonical_json(head), Path(store.root) / "tmp")  # (its nodes inline, as a log has)

@@ -158,7 +158,7 @@ def _stamp_path(store_root: Path, digest: str) -> Path:
 # ------------------------------------------------------------------------------------ write, match
 
 def _kept_apart(store_root: Path) -> bool:
-    """Imports kept apart as untrusted: a build may move them in first (trust/apart.py)."""
+    """Imports kept apart as untrusted: a build may move them in first (store/apart.py)."""
     directory = Path(store_root) / "refs" / "untrusted"
     return directory.is_dir() and any(directory.iterdir())
 
@@ -190,7 +190,7 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
            "env": env_digest(),
            "code": code_digest(), "store": store_state(store_root), "rows": rows,
            "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}}
-    from clawstore.store.durable import write_file_atomic
+    from clawstore.durable import write_file_atomic
 
     path = _stamp_path(store_root, digest)
     try:

@@ -85,7 +85,7 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
     if message is None:
         return
     if kept_apart_ok:
-        from clawstore.trust.apart import kept_apart_head
+        from clawstore.store.apart import kept_apart_head
 
         if kept_apart_head(store, campaign_id) is not None:
             return

@@ -5,7 +5,7 @@ Layout under `<store>/manifest/heads/`:
                                  results, nodes), made by the same flattening `claw report` uses
     current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now,
                                  and {"untrusted": {campaign_id: {"head": hex, "signer": key}}}: heads
-                                 imported with --untrusted and kept apart (trust/apart.py)
+                                 imported with --untrusted and kept apart (store/apart.py)
 A head object is immutable, so its directory is written once; `current.json` is replaced atomically
 under the manifest's index lock, by whoever last read the refs. The plain views read only the
 directories `current.json` names, so they hold exactly the rows `claw report` shows.
@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clawstore.bounds import metrics_problem
+from clawstore.durable import write_file_atomic
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
 from clawstore.query.rows import RecordLoader, Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
-from clawstore.store.durable import write_file_atomic
 from clawstore.store.face import ObjectReader
 from clawstore.store.headdoc import inline_or_none
 
@@ -101,7 +101,7 @@ def wanted_untrusted(store: HeadSource) -> dict[str, tuple[str, str]]:
     """{campaign_id: (head object id, signer)} of the campaign heads kept apart right now."""
     if not store.list_refs("untrusted/"):
         return {}  # the usual case: nothing was imported with --untrusted
-    from clawstore.trust.apart import kept_apart_heads
+    from clawstore.store.apart import kept_apart_heads
 
     return kept_apart_heads(store)
 

@@ -22,9 +22,9 @@ from urllib.parse import urlparse
 import yaml
 
 from clawstore.config.yamlio import YamlProblem, load_mapping
+from clawstore.durable import write_file_atomic
 from clawstore.errors import ConfigError, UsageError
 from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, url_problem
-from clawstore.store.durable import write_file_atomic
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

@@ -284,7 +284,7 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
          ) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
-    `untrusted`: packs signed by a key the user does not trust are kept apart (trust/apart.py) and,
+    `untrusted`: packs signed by a key the user does not trust are kept apart (store/apart.py) and,
     if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
     without --untrusted refuses them again instead of moving refs onto them."""
     backend = open_backend(remote.url, remote.endpoint_url)

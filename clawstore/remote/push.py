@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from clawstore.canonical import canonical_json
+from clawstore.durable import write_file_atomic
 from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
@@ -45,7 +46,6 @@ from clawstore.remote.sync import (
     tracking_ref,
 )
 from clawstore.store.actions import all_entry_digests
-from clawstore.store.durable import write_file_atomic
 from clawstore.store.ids import PREFIX, oid_of
 from clawstore.store.packfile import NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
 from clawstore.store.transfer import file_digest, make_pack

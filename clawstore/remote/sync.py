@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore.durable import temp_name
 from clawstore.errors import UsageError
 from clawstore.remote import listing
 from clawstore.remote.backends import Backend
 from clawstore.remote.config import Remote
-from clawstore.store.durable import temp_name
 from clawstore.store.ids import is_hex64
 
 if TYPE_CHECKING:

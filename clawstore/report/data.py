@@ -210,7 +210,7 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
     head_id = store.get_ref(ref)
     signer = None
     if not head_id:
-        from clawstore.trust.apart import kept_apart_head
+        from clawstore.store.apart import kept_apart_head
 
         apart = kept_apart_head(store, campaign_id)
         if apart is None:

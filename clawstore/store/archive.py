@@ -30,12 +30,12 @@ import blake3
 
 from clawstore import jsontext
 from clawstore.canonical import canonical_json
+from clawstore.durable import atomic_file, fsync_path, temp_name
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, ObjectCheckError, PackStage, Stage, Verifier
-from clawstore.store.durable import atomic_file, fsync_path, temp_name
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
 from clawstore.store.layout import FORMAT_FILE
@@ -438,7 +438,7 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
 
     Content signed by no key `trusts` accepts is refused, unless `untrusted`: then its objects are
     published but its entries and refs are kept apart (an object named by a ref `untrusted/...`, see
-    clawstore/trust/apart.py), so no build reuses them until the signer is trusted.
+    clawstore/store/apart.py), so no build reuses them until the signer is trusted.
     """
     path = Path(path)
     staged: dict[str, Stage] = {}
@@ -477,8 +477,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             _unstage(staged, shared)
         refs = {**summary.manifest.get("refs", {}), **pin_refs}
         if trusted:
-            _write_actions(store, summary.manifest.get("actions", {}), report)
-            _write_refs(store, refs, report)
+            write_actions(store, summary.manifest.get("actions", {}), report)
+            write_refs(store, refs, report)
         else:
             report.kept_apart = keep_apart(store, report.signer, summary.manifest.get("actions", {}), refs,
                                            report.summary.digest)
@@ -576,7 +576,7 @@ def _unstage(staged: dict[str, Stage], shared: PackStage) -> None:
     staged.clear()
 
 
-def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
+def write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
     """Entries the store lacks point at the archive's records; the store's own entries are kept, unless
     one is a failure a build would run again and the archive's record a result (actions.takes_over)."""
     now = time.time_ns()
@@ -592,7 +592,7 @@ def _write_actions(store: Store, actions: dict[str, str], report: ImportReport) 
     set_entries(store, entries)
 
 
-def _write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> None:
+def write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> None:
     """Create refs the store lacks; a ref that already points elsewhere is left alone (and reported)."""
     for name, target in sorted(refs.items()):
         current = store.get_ref(name)

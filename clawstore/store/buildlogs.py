@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.canonical import field_values
+from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
-from clawstore.store.durable import write_file_atomic
 from clawstore.store.names import check_name
 
 BUILD_LOG_FORMAT = 2

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawstore.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.machine_settings import claim_ttl
-from clawstore.store.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.store.ids import oid_from_hex, oid_hex
 from clawstore.store.locks import exclusive
 

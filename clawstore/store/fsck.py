@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
 from clawstore.store.buildlogs import builds_dir, check_build_log
-from clawstore.store.durable import fsync_path, write_file_atomic
 from clawstore.store.headdoc import inline_or_none, part_ids, write_head
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import (

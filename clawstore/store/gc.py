@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store import codec
-from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.index import (
     ActionEntry,

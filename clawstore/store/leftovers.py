@@ -1,6 +1,6 @@
 """What killed writers leave behind: temp files in `tmp/` and lease files of dead processes.
 
-Temp files carry their writer's pid and start time in their name (clawstore/store/durable.py), leases
+Temp files carry their writer's pid and start time in their name (clawstore/durable.py), leases
 are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
 writer's without any clock. fsck --repair, gc and the start of every build remove them.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.store.durable import process_alive, temp_owner
+from clawstore.durable import process_alive, temp_owner
 from clawstore.store.locks import remove_stale_leases
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from clawstore.durable import process_identity, temp_name
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.durable import process_identity, temp_name
 
 _POLL_S = 0.02
 # gc holds this lock exclusively while it deletes; a new lease waits for it (see lease() and gc.py).

@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
 from clawstore.store.actions import set_entries
-from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.layout import (
     FORMAT1_DIRS,

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import names
-from clawstore.store.durable import fsync_path, write_file_atomic
 from clawstore.store.ids import check_oid, is_oid
 from clawstore.store.locks import exclusive
 

@@ -13,10 +13,10 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from clawstore.durable import fsync_path
 from clawstore.errors import MissingObjectError
 from clawstore.process_end import at_exit
 from clawstore.store.batch import Batch, GroupCommitter, SharedCommit
-from clawstore.store.durable import fsync_path
 from clawstore.store.index import (
     IndexView,
     Loc,

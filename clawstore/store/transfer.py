@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 import blake3
 import zstandard
 
+from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.store import codec
 from clawstore.store.archive_verify import Kept
 from clawstore.store.batch import Pending, commit
-from clawstore.store.durable import fsync_path
 from clawstore.store.ids import PREFIX
 from clawstore.store.objects import check_blob
 from clawstore.store.packfile import (

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from clawstore.builder.closure import head_closure
+from clawstore.durable import temp_name
 from clawstore.store import Store
-from clawstore.store.durable import temp_name
 from clawstore.store.headdoc import read_head_doc
 from clawstore.store.ids import PREFIX
 from clawstore.testing.standin import StandIn

@@ -13,9 +13,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from clawstore.cli import main, store_cmd
+from clawstore.durable import temp_name
 from clawstore.store import Store, oid_of
 from clawstore.store.actions import key_digest, set_entries
-from clawstore.store.durable import temp_name
 from tests.store.helpers import claw, json_like
 from tests.support.storefiles import flip_in_frame
 

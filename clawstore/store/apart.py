@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from clawstore.store.archive import UNTRUSTED_REFS, ImportReport, _write_actions, _write_refs
+from clawstore.store.archive import UNTRUSTED_REFS, ImportReport, write_actions, write_refs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -75,8 +75,8 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
         if not all(trusts(signer) for signer in signers):
             continue
         report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only
-        _write_actions(store, doc.get("actions") or {}, report)
-        _write_refs(store, doc.get("refs") or {}, report)
+        write_actions(store, doc.get("actions") or {}, report)
+        write_refs(store, doc.get("refs") or {}, report)
         store.delete_ref(name)
         moved.append(str(doc.get("signer")))
     return moved
