@@ -30,19 +30,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.archive_bench import CAMPAIGN, write_head, write_run  # noqa: E402
 from clawstore.builder.closure import head_closure  # noqa: E402
-from clawstore.store import Store, archive  # noqa: E402
+from clawstore.store import Store, archive, archive_import  # noqa: E402
 
 
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """The baseline: no entry verification, no signature check (everything else as in a real import)."""
-    saved = archive._check_entries, archive._signer
-    archive._check_entries = lambda *args: None  # type: ignore[assignment]
-    archive._signer = lambda *args: None  # type: ignore[assignment]
+    saved = archive_import._check_entries, archive_import._signer
+    archive_import._check_entries = lambda *args: None  # type: ignore[assignment]
+    archive_import._signer = lambda *args: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        archive._check_entries, archive._signer = saved  # type: ignore[assignment]
+        archive_import._check_entries, archive_import._signer = saved  # type: ignore[assignment]
 
 
 def timed_import(base: Path, path: Path, checked: bool) -> float:
@@ -51,10 +51,10 @@ def timed_import(base: Path, path: Path, checked: bool) -> float:
     store = Store(target)
     began = time.perf_counter()
     if checked:
-        report = archive.import_archive(store, path)
+        report = archive_import.import_archive(store, path)
     else:
         with unchecked():
-            report = archive.import_archive(store, path, trusts=lambda signer: True)
+            report = archive_import.import_archive(store, path, trusts=lambda signer: True)
     elapsed = time.perf_counter() - began
     assert report.actions_written > 0 and report.kept_apart is None
     return elapsed

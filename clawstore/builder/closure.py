@@ -19,7 +19,8 @@ from clawstore.builder.buildlog import head_ref
 from clawstore.canonical import canonical_json
 from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
-from clawstore.store.archive import ArchiveContents, ArchiveError, ArchiveSummary, ContentCheck, write_archive
+from clawstore.store.archive import ArchiveError, ArchiveSummary, write_archive
+from clawstore.store.archive_import import ArchiveContents, ContentCheck
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.headdoc import inline_nodes, read_head_doc

@@ -273,7 +273,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
                    store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
     from clawstore.builder.closure import adopt_imported_head, campaign_archive_check, configs_of
-    from clawstore.store.archive import import_into, import_target_problem
+    from clawstore.store.archive_import import import_into, import_target_problem
     from clawstore.store.names import check_name
 
     # Every precondition before anything is written.

@@ -37,7 +37,7 @@ from clawstore.remote.sync import (
     tracking_ref,
 )
 from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
-from clawstore.store.archive import (
+from clawstore.store.archive_import import (
     ArchiveContents,
     archive_signer,
     import_archive,
@@ -223,7 +223,7 @@ class _Pull:
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
-        imported, then imported whole (store/archive.py)."""
+        imported, then imported whole (store/archive_import.py)."""
         with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
             with ThreadPoolExecutor(max_workers=WORKERS) as pool:
                 targets = list(pool.map(lambda b: self._download_bundle(b, Path(tmp)), bundles))

@@ -1,4 +1,5 @@
 """Campaign archives: one file holding objects, action-cache entries and refs, verifiable end to end.
+Writing and reading them here; importing one into a store: archive_import.py.
 
 Layout (a strict ustar stream, see archive_tar.py; no outer compression — members are already zstd):
 
@@ -10,19 +11,13 @@ Layout (a strict ustar stream, see archive_tar.py; no outer compression — memb
 
 The same store content always gives the same bytes (sorted members, fixed metadata, frames copied
 as they are). Reading checks everything: the exact header bytes, each object's content hash (its
-frame decompressed), the member list against the manifest, the seal, the trailer. Import stages new
-objects in the store's tmp/, makes them visible only once the whole archive verified, and then
-writes action-cache entries and refs (pointers after what they point at).
+frame decompressed), the member list against the manifest, the seal, the trailer.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -30,18 +25,14 @@ import blake3
 
 from clawstore import jsontext
 from clawstore.canonical import canonical_json
-from clawstore.durable import atomic_file, fsync_path, temp_name
-from clawstore.errors import MissingObjectError, StoreError, UsageError
-from clawstore.store import codec
-from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
+from clawstore.durable import atomic_file
+from clawstore.errors import MissingObjectError, UsageError
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, ObjectCheckError, PackStage, Stage, Verifier
+from clawstore.store.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
-from clawstore.store.layout import FORMAT_FILE
 from clawstore.store.names import name_problem, ref_name_problem
 from clawstore.store.packmaps import PackMaps
-from clawstore.store.refs import RefConflict, check_ref_name
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -53,8 +44,6 @@ SEAL = "clawarchive.seal"
 OBJECTS = "objects/"
 _CHUNK = 1 << 20
 _MANIFEST_MAX = 1 << 30  # a manifest is read into memory: refuse absurd sizes before allocating
-CONTENT_READ_MAX = 256 << 20  # objects a caller's check reads whole (heads, config trees)
-ENTRY_READ_MAX = 64 << 20  # records are small JSON: a bigger one is refused
 
 
 class ArchiveError(UsageError):
@@ -69,21 +58,6 @@ class ArchiveSummary:
     manifest: dict[str, Any]
     objects: int
     stored_bytes: int
-
-
-@dataclass
-class ImportReport:
-    summary: ArchiveSummary
-    new_objects: int = 0
-    present_objects: int = 0
-    new_bytes: int = 0
-    actions_written: int = 0
-    actions_kept: int = 0  # the store already had an entry for the key (its own is kept)
-    refs_set: list[str] = field(default_factory=list)
-    refs_unchanged: list[str] = field(default_factory=list)
-    refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
-    signer: str | None = None  # the key whose signature verified (None: unsigned)
-    kept_apart: str | None = None  # with untrusted=True and an untrusted signer: the ref holding it apart
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -220,15 +194,15 @@ def _check_manifest(doc: Any, where: str) -> None:
         raise bad("refs", "is not an object")
     for name, target in refs.items():
         if (why := ref_name_problem(name)) is not None:
-            raise bad(f"refs.{_short(name)!r}", f"is not a valid ref name: it {why}")
+            raise bad(f"refs.{shortened(name)!r}", f"is not a valid ref name: it {why}")
         if not is_oid(target) or target[len(PREFIX):] not in present:
-            raise bad(f"refs.{_short(name)}", "does not name an object of the archive")
+            raise bad(f"refs.{shortened(name)}", "does not name an object of the archive")
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise bad("actions", "is not an object")
     for key, record in actions.items():
         if not is_oid(key) or not is_oid(record) or record[len(PREFIX):] not in present:
-            raise bad(f"actions.{_short(key)}", "is not a key mapped to a record of the archive")
+            raise bad(f"actions.{shortened(key)}", "is not a key mapped to a record of the archive")
     _check_named_fields(doc, present, bad)
 
 
@@ -250,12 +224,13 @@ def _check_named_fields(doc: dict[str, Any], present: set[str], bad: Callable[[s
         raise bad("configs", "is not an object")
 
 
-def _short(value: object) -> str:
+def shortened(value: object) -> str:
+    """A value as an error message shows it: long ones cut, with their length."""
     text = str(value)
     return text if len(text) <= 80 else text[:60] + f"… ({len(text)} chars)"
 
 
-def _scan(path: Path, on_object: Callable[[str, int], Path | None] | None,
+def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None,
           kept: Kept | None = None) -> ArchiveSummary:
     """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
     where = f"archive {path}"
@@ -338,7 +313,7 @@ def _read_object(reader: Reader, hexdigest: str, size: int,
 
 def verify_archive(path: Path) -> ArchiveSummary:
     """Check every byte of the archive; needs no store."""
-    return _scan(Path(path), None)
+    return scan_archive(Path(path), None)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -359,303 +334,3 @@ def read_manifest(path: Path) -> dict[str, Any]:
     except TarFormatError as exc:
         raise ArchiveError(f"{where}: {exc}") from None
     return _parse_manifest(b"".join(parts), where)
-
-
-# ---------------------------------------------------------------------------------------------- import
-
-ContentCheck = Callable[[dict[str, Any], "ArchiveContents"], None]
-
-
-class ArchiveContents:
-    """Read access, during an import, to the objects of a verified archive before any is published:
-    those it stages and those the store already has. For the caller's checks (`check=`)."""
-
-    def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: set[str],
-                 kept: dict[str, bytes] | None = None):
-        self._store, self._staged, self._listed = store, staged, listed
-        self._kept = kept or {}  # contents already decoded and verified while the archive was read
-
-    def in_archive(self, oid: str) -> bool:
-        return oid.startswith(PREFIX) and oid[len(PREFIX):] in self._listed  # (listed: well-formed ids only)
-
-    def has(self, oid: str) -> bool:
-        """In the archive, or already in the store."""
-        return self.in_archive(oid) or (is_oid(oid) and self._store.has(oid))
-
-    def read(self, oid: str, limit: int = CONTENT_READ_MAX) -> bytes:
-        """An object's content (verified), refused above `limit` bytes."""
-        hexdigest = oid[len(PREFIX):]
-        known = self._kept.get(hexdigest)
-        if known is not None and len(known) <= limit:
-            return known
-        staged = self._staged.get(hexdigest)
-        where = f"store {self._store.root}" if staged is None else str(
-            staged if isinstance(staged, Path) else staged.path)
-        try:
-            if isinstance(staged, Path):
-                frame = staged.read_bytes()
-            else:
-                frame = staged.read(hexdigest) if staged is not None else self._store.read_frame(oid)
-        except OSError as exc:
-            raise StoreError(f"cannot read {where}: {exc.strerror}") from None
-        declared = codec.content_size(frame[:codec.MAX_HEADER])
-        if declared is None or declared > limit:
-            raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
-        return codec.decode_verified(oid, hexdigest, where, frame)
-
-    def read_record(self, record_id: str) -> bytes:
-        """A record's content (verified), refused above the size of any record."""
-        return self.read(record_id, ENTRY_READ_MAX)
-
-    def entry_problem(self, key: str, record_id: str) -> str | None:
-        """Why the entry `key -> record_id` does not verify (actions.entry_problem), None if it does."""
-        try:
-            record = jsontext.loads(self.read_record(record_id))
-        except ValueError:
-            record = None
-        return entry_problem(key, record, self.has)
-
-
-Trusts = Callable[[str | None], bool]
-UNTRUSTED_REFS = "untrusted/"
-
-
-def user_trusts(signer: str | None) -> bool:
-    """The default policy: signed by the user's own key or one in their trust list."""
-    from clawstore.trust import keys
-
-    return signer is not None and signer in keys.trusted()
-
-
-def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                   untrusted: bool = False, trusts: Trusts = user_trusts) -> ImportReport:
-    """Verify the whole archive, then publish its objects, action-cache entries and refs.
-
-    Nothing becomes visible unless every byte verified and `check(manifest, contents)` (the caller's
-    checks of what the objects say, e.g. a campaign head's names) passed; a failed import leaves the
-    store as it was (only the mtimes of objects it already had may be refreshed). Importing twice
-    changes nothing. `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
-
-    Content signed by no key `trusts` accepts is refused, unless `untrusted`: then its objects are
-    published but its entries and refs are kept apart (an object named by a ref `untrusted/...`, see
-    clawstore/store/apart.py), so no build reuses them until the signer is trusted.
-    """
-    path = Path(path)
-    staged: dict[str, Stage] = {}
-    present = 0
-    shared = PackStage(store.runtime.own_pack)
-
-    def on_object(hexdigest: str, size: int) -> Stage | None:
-        """Where to stage this object's frame (small ones: one pack), None if the store has it."""
-        nonlocal present
-        if store.has_fresh(bytes.fromhex(hexdigest)):  # present: its pack's mtime is refreshed for gc
-            present += 1
-            return None
-        if size <= WHOLE_MAX:
-            staged[hexdigest] = shared
-        else:
-            staged[hexdigest] = store.tmp_dir / temp_name()
-        return staged[hexdigest]
-
-    with store.lease("archive-import " + path.name):
-        try:
-            kept = Kept()
-            summary = _scan(path, on_object, kept)
-            report = ImportReport(summary, present_objects=present)
-            pin_refs = _pin_refs(summary.manifest, pins)
-            listed = {item[0] for item in summary.manifest["objects"]}
-            contents = ArchiveContents(store, staged, listed, kept.contents)
-            _check_entries(summary.manifest.get("actions", {}), contents, str(path))
-            if check is not None:
-                check(summary.manifest, contents)
-            report.signer = _signer(summary.manifest, str(path))
-            trusted = trusts(report.signer)
-            if not trusted and not untrusted:
-                raise ArchiveError(f"{path}: {untrusted_why(report.signer)}")
-            _publish(store, staged, shared, report)
-        finally:
-            _unstage(staged, shared)
-        refs = {**summary.manifest.get("refs", {}), **pin_refs}
-        if trusted:
-            write_actions(store, summary.manifest.get("actions", {}), report)
-            write_refs(store, refs, report)
-        else:
-            report.kept_apart = keep_apart(store, report.signer, summary.manifest.get("actions", {}), refs,
-                                           report.summary.digest)
-    return report
-
-
-def archive_signer(path: Path) -> str | None:
-    """The key whose signature the archive's manifest carries (None: unsigned), reading only the
-    manifest; ArchiveError if the signature is forged or damaged. Import verifies everything again."""
-    return _signer(read_manifest(path), f"archive {path}")
-
-
-def _signer(manifest: dict[str, Any], where: str) -> str | None:
-    from clawstore.trust import signature
-
-    try:
-        return signature.signer(manifest)
-    except UsageError as exc:
-        raise ArchiveError(f"{where}: {exc}") from None
-
-
-def untrusted_why(signer: str | None, verb: str = "import") -> str:
-    """Why content is refused, and the two ways on (`verb`: the command that brought it: import, pull)."""
-    if signer is None:
-        return f"not signed (made before claw signed archives, or its signature was removed); {verb} it " \
-               "with --untrusted to keep it apart"
-    return f"signed by {signer}, a key you do not trust (claw trust add {signer}, or {verb} with --untrusted " \
-           "to keep it apart)"
-
-
-def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: dict[str, str],
-               digest: str | None, signers: list[str] | None = None) -> str:
-    """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
-    named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
-    signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
-    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
-    if signers is not None:
-        doc["signers"] = signers
-    if digest is not None:
-        doc["digest"] = digest
-    oid = store.put_json(doc)
-    name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
-    store.set_ref(name, oid)
-    return name
-
-
-def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:
-    """Every action-cache entry the archive brings must verify against its input document (each entry,
-    whether or not the store has one for that key: a refused archive is refused whole)."""
-    for key, record_id in sorted(actions.items()):
-        why = contents.entry_problem(key, record_id)
-        if why is not None:
-            raise ArchiveError(f"{where}: action-cache entry {_short(key)}: {why}")
-
-
-def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
-    head = manifest.get("head")
-    wanted = {check_ref_name(name): head for name in pins}
-    if wanted and not (is_oid(head) and any(item[0] == head[len(PREFIX):] for item in manifest["objects"])):
-        raise ArchiveError("the archive has no head object to pin")
-    return wanted  # type: ignore[return-value]
-
-
-def _publish(store: Store, staged: dict[str, Stage], shared: PackStage, report: ImportReport) -> None:
-    """Index every staged object with one durability barrier: the small ones where they were staged
-    (the import's own pack, sealed first), the large ones appended from their staging files."""
-    if not staged:
-        return
-    writer = shared.seal()
-    adopted = 0
-    with store.batch():
-        for hexdigest, stage in sorted(staged.items()):
-            digest = bytes.fromhex(hexdigest)
-            if isinstance(stage, PackStage):
-                assert writer is not None  # a frame was staged there, so the pack exists
-                blob = stage.spans[hexdigest]
-                size, added = blob.length, store.adopt_blob(digest, blob, writer)
-                adopted += added
-            else:
-                size, added = stage.stat().st_size, store.put_frame_file(digest, stage)
-            if added:  # another writer may have it now
-                report.new_bytes += size
-                report.new_objects += 1
-    shared.published = adopted > 0  # else nothing names the pack: it goes
-
-
-def _unstage(staged: dict[str, Stage], shared: PackStage) -> None:
-    """Remove the staging files of large frames; the pack of small ones too unless it was published."""
-    if not shared.published:
-        shared.discard()
-    for stage in staged.values():
-        if isinstance(stage, Path):
-            with contextlib.suppress(FileNotFoundError):
-                stage.unlink()
-    staged.clear()
-
-
-def write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
-    """Entries the store lacks point at the archive's records; the store's own entries are kept, unless
-    one is a failure a build would run again and the archive's record a result (actions.takes_over)."""
-    now = time.time_ns()
-    entries: dict[bytes, tuple[bytes | None, int]] = {}
-    store.runtime.index.refresh()
-    for key, record in sorted(actions.items()):
-        current = get_action_record_id(store, key, look_again=False)  # index/ listed once, not per key
-        if current is not None and not takes_over(store.get_bytes, current, record):
-            report.actions_kept += current != record
-            continue
-        entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), now)
-        report.actions_written += 1
-    set_entries(store, entries)
-
-
-def write_refs(store: Store, refs: dict[str, str], report: ImportReport) -> None:
-    """Create refs the store lacks; a ref that already points elsewhere is left alone (and reported)."""
-    for name, target in sorted(refs.items()):
-        current = store.get_ref(name)
-        if current == target:
-            report.refs_unchanged.append(name)
-            continue
-        if current is not None:
-            report.refs_kept[name] = current
-            continue
-        try:
-            store.set_ref(name, target, expected=None)
-            report.refs_set.append(name)
-        except RefConflict as exc:  # created concurrently
-            if exc.actual == target:
-                report.refs_unchanged.append(name)
-            else:
-                report.refs_kept[name] = str(exc.actual)
-
-
-# ---------------------------------------------------------------------------------------------- target stores
-
-def import_target_problem(store_dir: Path) -> str | None:
-    """Why an import may not write into `store_dir` (None if it may): it must be a store, or an empty
-    or absent directory. Any other folder is someone's data, never turned into a store."""
-    if (store_dir / FORMAT_FILE).is_file():
-        return None
-    if not store_dir.exists() and not store_dir.is_symlink():
-        return None
-    if not store_dir.is_dir():
-        return "exists and is not a directory"
-    if any(store_dir.iterdir()):
-        return "is not a claw store and not empty (refusing to turn it into one)"
-    return None
-
-
-def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                untrusted: bool = False) -> tuple[Store, ImportReport]:
-    """Import into the store at `store_dir`, or into a new store there when it is empty or absent.
-
-    A new store is built whole in a hidden sibling directory and renamed into place once the import
-    succeeded: a refused archive leaves nothing behind, not even an empty store."""
-    from clawstore.store.runtime import drop_runtime
-    from clawstore.store.store import Store
-
-    problem = import_target_problem(store_dir)
-    if problem is not None:
-        raise UsageError(f"--store {store_dir}: {problem}")
-    if (store_dir / FORMAT_FILE).is_file():
-        store = Store(store_dir, create=False)
-        return store, import_archive(store, path, pins, check, untrusted)
-    anchor = store_dir.absolute().parent
-    while not anchor.is_dir():
-        anchor = anchor.parent
-    staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
-    try:
-        report = import_archive(Store(staging), path, pins, check, untrusted)
-        drop_runtime(staging)  # seal this process's pack there: the directory is about to move
-        store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
-        if store_dir.is_dir():
-            store_dir.rmdir()  # empty (checked above): the new store takes its place
-        os.rename(staging, store_dir)
-        fsync_path(store_dir.absolute().parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return Store(store_dir, create=False), report

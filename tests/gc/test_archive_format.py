@@ -13,7 +13,8 @@ import pytest
 import zstandard
 
 from clawstore.store import Store, oid_of
-from clawstore.store.archive import ArchiveError, import_archive, read_manifest, verify_archive, write_archive
+from clawstore.store.archive import ArchiveError, read_manifest, verify_archive, write_archive
+from clawstore.store.archive_import import import_archive
 from clawstore.store.archive_verify import WHOLE_MAX
 from clawstore.store.codec import content_size
 from tests.support.storefiles import frame_bytes

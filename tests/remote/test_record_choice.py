@@ -10,7 +10,8 @@ from pathlib import Path
 from clawstore.remote import pull, push
 from clawstore.remote.config import Remote
 from clawstore.store import Store
-from clawstore.store.archive import import_archive, write_archive
+from clawstore.store.archive import write_archive
+from clawstore.store.archive_import import import_archive
 
 
 def _failed(store: Store, key: str, status: str = "provider_error") -> str:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.archive import import_archive
+from clawstore.store.archive_import import import_archive
 from clawstore.store.fsck import fsck
 from clawstore.store.layout import read_format
 from clawstore.testing.standin import StandIn
