@@ -6,6 +6,7 @@ each is a dependency a reader has to follow)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ PACKAGE = REPO / "clawstore"
 ROW = re.compile(r"^\| `(\w+)/` \| .* \| ([^|]+) \|$")
 
 
+@functools.cache
 def _modules() -> dict[str, Path]:
     """Every module of clawstore by dotted name (a package's __init__ by the package's)."""
     found = {}
@@ -36,6 +38,7 @@ def _imported(path: Path, modules: dict[str, Path]) -> set[str]:
     return {name for name in names if name in modules}
 
 
+@functools.cache
 def _module_graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imported(path, modules) - {name} for name, path in modules.items()}
