@@ -10,11 +10,16 @@ from typing import TextIO
 from clawstore.builder.progress import BuildProgress, JsonProgress, PlainProgress, QuietProgress
 
 
+def display_mode(mode: str, stream: TextIO | None = None) -> str:
+    """`--progress` with `auto` decided: live on a terminal (stderr unless `stream`), plain otherwise."""
+    if mode != "auto":
+        return mode
+    return "live" if _is_terminal(stream or sys.stderr) else "plain"
+
+
 def open_progress(mode: str, stream: TextIO | None = None, planned_cost_usd: float | None = None) -> BuildProgress:
-    """`auto` is live on a terminal, plain otherwise."""
     stream = stream or sys.stderr
-    if mode == "auto":
-        mode = "live" if _is_terminal(stream) else "plain"
+    mode = display_mode(mode, stream)
     if mode == "live":
         from clawstore.builder.progress_live import LiveProgress
 

@@ -265,9 +265,10 @@ def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
 
 
 def _shows_live(mode: str) -> bool:
-    import sys
+    """Will the build show the live display (which wants the plan's cost estimate)?"""
+    from clawstore.builder.progress_choice import display_mode
 
-    return mode == "live" or (mode == "auto" and sys.stderr.isatty())
+    return display_mode(mode) == "live"
 
 
 def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any) -> float | None:
