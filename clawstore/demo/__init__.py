@@ -82,7 +82,7 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
         shutil.copytree(EXAMPLE_CONFIGS, workspace / "configs")
         with StandIn() as server:
             script_simulated_provider(server)
-            port = server.port
+            port, base_url = server.port, server.base_url
             env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
             env.update(OPENROUTER_BASE_URL=server.base_url, OPENROUTER_API_KEY=SIMULATED_KEY)
             echo(f"claw demo: the example campaign in a scratch workspace {workspace}")
@@ -96,7 +96,7 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
             echo(f"The workspace stays in {workspace}; to rerun a step there against the simulated provider "
                  "(on the demo's port, so what it built is reused):\n"
                  f"  python3 -m clawstore.testing.simulated --port {port} &\n"
-                 f"  export OPENROUTER_BASE_URL=http://127.0.0.1:{port}/v1 OPENROUTER_API_KEY={SIMULATED_KEY}")
+                 f"  export OPENROUTER_BASE_URL={base_url} OPENROUTER_API_KEY={SIMULATED_KEY}")
         echo("With a real key (export OPENROUTER_API_KEY=...) the same commands run in your own checkout; "
              "see the README's tour.")
     finally:
