@@ -245,14 +245,7 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
     try:
         with fh:
             reader = Reader(fh, file_hash.update)
-            first = reader.next_header()
-            if first is None or first[0] != MANIFEST:
-                raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
-            if first[1] > _MANIFEST_MAX:
-                raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
-            parts: list[bytes] = []
-            reader.read_data(first[1], parts.append)
-            manifest = _parse_manifest(b"".join(parts), where)
+            manifest = _read_manifest_member(reader, where)
             listing = manifest["objects"]
             if kept is not None:  # records, read next by the entry checks
                 verifier.wanted = {oid[len(PREFIX):] for oid in manifest.get("actions", {}).values()}
@@ -289,6 +282,18 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
                           sum(size for _, size in listing))
 
 
+def _read_manifest_member(reader: Reader, where: str) -> dict[str, Any]:
+    """The archive's first member, its manifest, read and checked."""
+    first = reader.next_header()
+    if first is None or first[0] != MANIFEST:
+        raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
+    if first[1] > _MANIFEST_MAX:
+        raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
+    parts: list[bytes] = []
+    reader.read_data(first[1], parts.append)
+    return _parse_manifest(b"".join(parts), where)
+
+
 def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
     try:
         doc = jsontext.loads(body)
@@ -321,16 +326,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
     where = f"archive {path}"
     try:
         with open(path, "rb") as fh:
-            reader = Reader(fh, lambda _data: None)
-            first = reader.next_header()
-            if first is None or first[0] != MANIFEST:
-                raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
-            if first[1] > _MANIFEST_MAX:
-                raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
-            parts: list[bytes] = []
-            reader.read_data(first[1], parts.append)
+            return _read_manifest_member(Reader(fh, lambda _data: None), where)
     except FileNotFoundError:
         raise ArchiveError(f"{where}: no such file") from None
     except TarFormatError as exc:
         raise ArchiveError(f"{where}: {exc}") from None
-    return _parse_manifest(b"".join(parts), where)
+    except OSError as exc:
+        raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
