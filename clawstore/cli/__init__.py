@@ -61,10 +61,4 @@ def entry() -> None:
 
 
 for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(_name)
-    except ModuleNotFoundError as exc:  # an area not built yet must not break the others
-        if exc.name != _name:
-            raise
-        continue
-    _module.register(main)
+    importlib.import_module(_name).register(main)
