@@ -1,6 +1,6 @@
 """Remote benchmark: `claw push` / `claw pull` to a loopback S3 server vs a plain parallel transfer.
 
-    python bench/remote_bench.py [--objects 20000] [--size 4096] [--store DIR] [--repeat 3]
+    python bench/remote_bench.py [--objects 20000] [--size 4096] [--store DIR] [--repeat 3] [--link-mib N]
 
 A store (DIR, e.g. the store of a side-by-side campaign, or a generated one of `--objects` JSON objects
 of about `--size` bytes with an action-cache entry each) is pushed to a moto S3 server on 127.0.0.1 and
@@ -12,6 +12,9 @@ time this process spent (the server's is its own): where the difference goes.
 The plain transfer's own time varies by a third from one try to the next on a small shared machine, so
 each is measured `--repeat` times, the plain and the claw transfer taking turns (a fresh bucket and an
 empty store each time), and the ratio is of the medians; each round's ratio is printed too.
+
+`--link-mib N` relays every transfer, plain and claw alike, through a link of N MiB/s each way
+(bench/_throttle.py): on loopback the server's and claw's CPU set the pace, on a real network the link.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._throttle import throttled  # noqa: E402
 from clawstore.builder.gcpause import collector_paused  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.remote.pull import pull  # noqa: E402
@@ -74,17 +79,25 @@ def plain_transfer(client: object, bucket: str, files: list[Path], download_to: 
     return measured
 
 
+def _link(server: str, mib_per_s: float | None) -> AbstractContextManager[str]:
+    """The endpoint the transfers use: the server itself, or a relay limited to `mib_per_s`."""
+    return nullcontext(server) if mib_per_s is None else throttled(server, mib_per_s * (1 << 20))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=20_000)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--store", type=Path, default=None, help="push this existing store instead")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of each transfer (medians are compared)")
+    parser.add_argument("--link-mib", type=float, default=None,
+                        help="relay every transfer through a link of this many MiB/s each way (default: none)")
     args = parser.parse_args()
     os.environ.update(FAKE_CREDENTIALS)
     import boto3
 
-    with tempfile.TemporaryDirectory(prefix="claw-remote-bench-") as tmp, s3_server() as endpoint:
+    with tempfile.TemporaryDirectory(prefix="claw-remote-bench-") as tmp, s3_server() as server, \
+            _link(server, args.link_mib) as endpoint:
         root = Path(tmp)
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         source = Store(args.store, create=False) if args.store else Store(root / "source")

@@ -1,0 +1,65 @@
+"""A loopback TCP relay that limits throughput, standing in for a network link in front of a local server.
+
+Everything relayed shares one budget per direction (a link, not a per-connection cap): `rate` bytes a
+second, paced in chunks of at most 64 KiB. For benchmarks only: it shows how a transfer behaves when the
+link, not the loopback server's CPU, sets the pace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+_CHUNK = 64 * 1024
+
+
+class _Link:
+    """One direction's budget: when the next byte may leave, given the bytes already sent."""
+
+    def __init__(self, rate: float):
+        self.rate, self.free_at = rate, 0.0
+
+    def delay(self, size: int) -> float:
+        now = time.monotonic()
+        start = max(now, self.free_at)
+        self.free_at = start + size / self.rate
+        return self.free_at - now
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, link: _Link) -> None:
+    try:
+        while data := await reader.read(_CHUNK):
+            await asyncio.sleep(link.delay(len(data)))
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        writer.close()
+
+
+@contextmanager
+def throttled(url: str, bytes_per_s: float) -> Iterator[str]:
+    """A relay to the server at `url` (http://host:port) at `bytes_per_s` each way; yields its URL."""
+    upstream = urlsplit(url)
+    up, down = _Link(bytes_per_s), _Link(bytes_per_s)
+    loop = asyncio.new_event_loop()
+
+    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection(upstream.hostname, upstream.port)
+        await asyncio.gather(_pump(client_reader, server_writer, up), _pump(server_reader, client_writer, down))
+
+    server = loop.run_until_complete(asyncio.start_server(relay, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{upstream.scheme}://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(server.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
