@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
-from clawstore.remote.backends import Backend, open_backend
+from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
 from clawstore.remote.config import Remote
 from clawstore.remote.sync import (
     PACKS,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
+SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3: each in parallel parts)
 
 
 def _remembered(path: Path) -> set[str]:
@@ -161,12 +162,17 @@ class _Pull:
 
     def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]
                           ) -> dict[str, tuple[Path, list[Blob]]]:
-        """Download in parallel; check each pack in this thread as soon as it has arrived (the content
-        of the objects in `keep` kept decoded, as far as there is room)."""
+        """Download (big packs one at a time, the others in parallel); check each pack in this thread as
+        soon as it has arrived (the content of the objects in `keep` kept decoded, as far as there is
+        room)."""
         checked = {}
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = {pool.submit(self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack",
-                                   self.files[f"{PACKS}{pack}.pack"]): pack for pack in packs}
+        size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool, ThreadPoolExecutor(max_workers=1) as serial:
+            # Big packs one after another, the largest first (S3 fetches each in parallel parts): each is
+            # checked while the next arrives, instead of all arriving together at the end.
+            futures = {(serial if size[pack] > SERIAL_BYTES else pool).submit(
+                self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack", size[pack]): pack
+                for pack in sorted(packs, key=lambda pack: -size[pack])}
             try:
                 for future in as_completed(futures):
                     future.result()

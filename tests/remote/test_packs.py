@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -341,6 +342,38 @@ def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.Monke
     assert push.push(source, Remote("team", str(tmp_path / "remote"))).packs == 4
     sizes = [path.stat().st_size for path in read]
     assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
+
+
+def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """So that each is checked while the next arrives, instead of all of them arriving at the end."""
+    source = Store(tmp_path / "a")
+    for count in (5, 40, 1, 12):
+        with source.batch():
+            for i in range(count):
+                source.put_json({"pack": count, "n": i, "filler": "x" * 500})
+        source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    spans: list[tuple[float, float, int]] = []  # (start, end, size) of each pack's download
+    real = DirectoryBackend.download
+
+    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None) -> None:
+        start = time.monotonic()
+        time.sleep(0.05)  # (long enough for downloads running at once to overlap)
+        real(self, name, target, size)
+        if name.endswith(".pack"):  # (not the listings)
+            spans.append((start, time.monotonic(), target.stat().st_size))
+
+    monkeypatch.setattr(DirectoryBackend, "download", timed)
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # every pack counts as big
+    target = Store(tmp_path / "b")
+    assert pull.pull(target, remote).packs == 4
+    spans.sort()
+    assert all(end <= next_start for (_, end, _), (next_start, _, _) in zip(spans, spans[1:], strict=False))
+    sizes = [size for _, _, size in spans]
+    assert sizes == sorted(sizes, reverse=True)
+    assert set(target.iter_objects()) == set(source.iter_objects())
 
 
 def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
