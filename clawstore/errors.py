@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F, 0x85]} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """`text` as one line of at most about `limit` characters: control characters escaped (a name taken
+    from a hostile file must not forge lines of output), the rest of a longer text cut and counted."""
+    text = text.translate(_CONTROL)
+    return text if len(text) <= limit else f"{text[:limit]}... (cut: {len(text)} characters in all)"
+
 
 class ClawError(Exception):
     """An expected failure with a one-line message for the user."""

@@ -11,7 +11,7 @@ import sys
 import click
 
 from clawstore import __version__, process_end
-from clawstore.errors import ClawError
+from clawstore.errors import ClawError, one_line
 
 COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
@@ -36,7 +36,7 @@ class ClawGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ClawError as exc:
-            click.echo(f"claw: error: {exc}", err=True)
+            click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
             click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)

@@ -14,6 +14,7 @@ from clawstore.config.containment import real_root
 from clawstore.config.issues import ConfigIssue
 from clawstore.config.messages import ResolvedMessage, assemble, case_path
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
+from clawstore.errors import one_line
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -106,7 +107,9 @@ class Workspace:
             return path.as_posix()
 
     def add_issue(self, path: Path, field_path: str, message: str) -> None:
-        self.issues.append(ConfigIssue(self.rel(path), field_path, message, file=path))
+        # (names and values in them come from files written by others: each part one bounded line)
+        self.issues.append(ConfigIssue(one_line(self.rel(path), 500), one_line(field_path, 300),
+                                       one_line(message, 1000), file=path))
 
     def issues_in(self, files: set[Path]) -> list[ConfigIssue]:
         return [issue for issue in self.issues if issue.file in files]

@@ -159,6 +159,19 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ("source_content_not_string", lambda root: write_yaml(root / "configs/cases/alpha/messages/ask.yaml",
                                                            [{"role": "user", "content": ["a"]}]),
      CASE, "input.messages[1].source", "messages/ask.yaml: [0].content: expected a string, got a list"),
+    # Values no schema allows where a name is looked up (these were tracebacks: unhashable types)
+    ("check_kind_not_a_string", _yaml(CASE, _set(["deterministic_checks", 0, "declarative", "kind"], ["a"])),
+     CASE, "deterministic_checks[0].declarative.kind", "expected one of final_response_present"),
+    ("source_role_not_a_string", lambda root: write_yaml(root / "configs/cases/alpha/messages/ask.yaml",
+                                                          [{"role": ["user"], "content": "hi"}]),
+     CASE, "input.messages[1].source", "[0].role: expected one of assistant, system, tool, user, got ['user']"),
+    # Names and values that would forge output lines or flood the terminal: escaped, cut
+    ("key_with_a_newline", _yaml(CASE, _set(["input", "a\nb"], 1)), CASE, "input.a\\x0ab",
+     "unknown field 'a\\nb'"),
+    ("huge_value", _yaml(SUITE, _set(["schema_version"], "x" * 5000)), SUITE, "schema_version",
+     "must be 1, got 'xxxxxxxx"),
+    ("huge_key", _yaml(SUITE, _set(["k" * 5000], 1)), SUITE, "k" * 300 + "... (cut: 5000 characters in all)",
+     "unknown field 'kkkkkkkk"),
 ]
 
 
@@ -189,6 +202,7 @@ def test_defect_is_reported(base: Path, tmp_path: Path, name: str, mutate: Calla
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "Traceback" not in output
+    assert all(len(line) < 2000 for line in output.splitlines())
     prefix = f"{path}: {field}: " if field else f"{path}: "
     lines = result.stdout.splitlines()
     matching = [line for line in lines if line.startswith(prefix) and fragment in line]

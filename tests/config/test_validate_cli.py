@@ -116,3 +116,24 @@ def test_not_a_workspace_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("claw: error: ") and "no configs/ directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_file_named_to_forge_output_lines_is_shown_escaped(tmp_path: Path) -> None:
+    """Names come from files written by others: one with a newline must not print a line of its own
+    (a fake "OK" under a real error, say)."""
+    root = _copy_corpus(tmp_path)
+    forged = root / "configs/cases/x\nOK: 3 cases, 2 suites"
+    forged.mkdir()
+    (forged / "test.yaml").write_text("schema_version: 2\n", encoding="utf-8")
+    result = claw("validate", str(root))
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert not any(line.startswith("OK") for line in lines), result.stdout
+    assert any(line.startswith("configs/cases/x\\x0aOK: 3 cases, 2 suites/test.yaml: ") for line in lines)
+
+
+def test_every_error_the_command_line_prints_is_one_line(tmp_path: Path) -> None:
+    result = claw("build", "--suite", "a\nb", "--run-profile", "standard", cwd=_copy_corpus(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("claw: error: could not resolve suite 'a\\x0ab'")
+    assert len(result.stderr.splitlines()) == 1

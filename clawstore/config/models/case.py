@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from clawstore.config.error_text import short_repr
 from clawstore.config.ids import KNOWN_TOOLS
 from clawstore.config.models.base import (
     FreeMap,
@@ -70,7 +71,7 @@ def _check_context(context: dict[str, Any]) -> dict[str, Any]:
                 raise fail("expected a list of tool names", "llm_probe.tools")
             for index, tool in enumerate(tools):
                 if tool not in KNOWN_TOOLS:
-                    raise fail(f"unknown tool {tool!r} (known: {', '.join(KNOWN_TOOLS)})",
+                    raise fail(f"unknown tool {short_repr(tool)} (known: {', '.join(KNOWN_TOOLS)})",
                                f"llm_probe.tools[{index}]")
         choice = probe.get("tool_choice")
         if choice is not None and not isinstance(choice, str | dict):

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from clawstore.config.error_text import short_repr
 from clawstore.config.ids import DIMENSIONS
 from clawstore.config.limits import MAX_CHECK_COUNT
 from clawstore.config.models.base import Id, NonEmptyStr, StrictModel, fail
@@ -72,7 +73,7 @@ class DeclarativeCheck(StrictModel):
         if not isinstance(data, dict):
             return data
         kind = data.get("kind")
-        if kind not in KIND_FIELDS:
+        if not isinstance(kind, str) or kind not in KIND_FIELDS:
             return data  # the `kind` literal reports it
         allowed, required = KIND_FIELDS[kind]
         for key in data:
@@ -113,10 +114,10 @@ class PythonHook(StrictModel):
         if (self.path is None) == (self.import_path is None):
             raise fail("set either 'path' or 'import_path' (exactly one)")
         if self.import_path is not None and not _DOTTED.match(self.import_path):
-            raise fail(f"expected a dotted module path like 'pkg.checks', got {self.import_path!r}",
+            raise fail(f"expected a dotted module path like 'pkg.checks', got {short_repr(self.import_path)}",
                        "import_path")
         if not _IDENTIFIER.match(self.callable_name):
-            raise fail(f"expected a Python identifier, got {self.callable_name!r}", "callable_name")
+            raise fail(f"expected a Python identifier, got {short_repr(self.callable_name)}", "callable_name")
         return self
 
 

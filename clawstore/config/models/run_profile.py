@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
+from clawstore.config.error_text import short_repr
 from clawstore.config.ids import is_id
 from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
 from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
@@ -43,7 +44,7 @@ class RunProfile(StrictModel):
     def _override_keys(self) -> "RunProfile":
         for key in self.model_overrides:
             if not is_id(key):
-                raise fail(f"model_overrides keys are model_ids; {key!r} is not a valid model_id",
+                raise fail(f"model_overrides keys are model_ids; {short_repr(key)} is not a valid model_id",
                            f"model_overrides.{key}")
         return self
 
