@@ -5,13 +5,14 @@ Commands live in one module per area; each module exposes `register(group)`.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
 import click
 
 from clawstore import __version__, process_end
-from clawstore.errors import ClawError, one_line
+from clawstore.errors import ClawError, StoreError, UsageError, one_line
 
 COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
@@ -28,6 +29,9 @@ COMMAND_MODULES = [
     "clawstore.cli.trust_cmd",
 ]
 
+# OSErrors that say a path given is wrong (exit 2, as bad usage); any other is the disk's (exit 3)
+PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP}
+
 
 class ClawGroup(click.Group):
     """Turns every expected error into one line on stderr and its exit code (never a traceback)."""
@@ -38,6 +42,10 @@ class ClawGroup(click.Group):
         except ClawError as exc:
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:  # a path no command checked for this (a name too long, say), or the disk
+            where = f"{one_line(str(exc.filename), 200)}: " if exc.filename is not None else ""
+            click.echo(f"claw: error: {one_line(where + (exc.strerror or str(exc)))}", err=True)
+            sys.exit(UsageError.exit_code if exc.errno in PATH_ERRNOS else StoreError.exit_code)
         except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
             click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)
             sys.exit(130)

@@ -137,3 +137,13 @@ def test_every_error_the_command_line_prints_is_one_line(tmp_path: Path) -> None
     assert result.returncode == 2
     assert result.stderr.startswith("claw: error: could not resolve suite 'a\\x0ab'")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_path_the_system_refuses_is_one_line_too(tmp_path: Path) -> None:
+    """A name longer than the file system takes fails in the first stat of it, wherever that is."""
+    name = "x" * 3000
+    for args in (("archive", "import", name), ("validate", name), ("build", "--suite", name, "--run-profile", "p")):
+        result = claw(*args, cwd=_copy_corpus(tmp_path / args[0]))
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 2500, result.stderr
+        assert "Traceback" not in result.stderr
