@@ -12,6 +12,12 @@ def one_line(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... (cut: {len(text)} characters in all)"
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """A value as an error message quotes it: its repr (a str's control characters escaped), cut after
+    `limit` characters, whatever the input (a 5,000-character name, NULs)."""
+    return one_line(repr(value), limit)
+
+
 class ClawError(Exception):
     """An expected failure with a one-line message for the user."""
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from clawstore.config.ids import ID_HINT, ID_PATTERN
 from clawstore.config.issues import format_loc, join_field
+from clawstore.errors import quoted
 
 YAML_TYPE_NAMES = {
     dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number",
@@ -21,16 +22,10 @@ def yaml_type(value: Any) -> str:
     return YAML_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def short_repr(value: Any) -> str:
-    """A value as an error message quotes it: its repr, cut after 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _got(value: Any) -> str:
     if isinstance(value, dict | list):
         return yaml_type(value)
-    return f"{yaml_type(value)} {short_repr(value)}" if value is not None else "null"
+    return f"{yaml_type(value)} {quoted(value)}" if value is not None else "null"
 
 
 def _unwrap(annotation: Any) -> list[Any]:
@@ -80,14 +75,14 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     if kind == "extra_forbidden":
         model = _model_at(root, loc)
         allowed = ", ".join(model.model_fields) if model else ""
-        return field, f"unknown field {short_repr(str(loc[-1]))}" + (f" (allowed: {allowed})" if allowed else "")
+        return field, f"unknown field {quoted(str(loc[-1]))}" + (f" (allowed: {allowed})" if allowed else "")
     if kind == "missing":
         return field, "required field is missing"
     if kind == "literal_error":
         expected = ctx.get("expected", "").replace("'", "").replace(" or ", ", ")
-        return field, f"expected one of {expected}, got {short_repr(value)}"
+        return field, f"expected one of {expected}, got {quoted(value)}"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == ID_PATTERN:
-        return field, f"must match {ID_PATTERN} ({ID_HINT}), got {short_repr(value)}"
+        return field, f"must match {ID_PATTERN} ({ID_HINT}), got {quoted(value)}"
     if kind == "string_too_short":
         return field, "must not be empty"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
@@ -105,7 +100,7 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
     if kind in bounds:
         limit = next(iter(ctx.values()), "?")
-        return field, f"must be {bounds[kind]} {limit}, got {short_repr(value)}"
+        return field, f"must be {bounds[kind]} {limit}, got {quoted(value)}"
     message = error.get("msg", kind)
     return field, message.removeprefix("Value error, ")
 

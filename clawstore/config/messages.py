@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.config.containment import escapes, outside_message
-from clawstore.config.error_text import short_repr, yaml_type
+from clawstore.config.error_text import yaml_type
 from clawstore.config.ids import MESSAGE_ROLES
 from clawstore.config.models import Message
 from clawstore.config.yamlio import YamlProblem, parse_json_text, parse_yaml_text, read_text
+from clawstore.errors import quoted
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def _from_mapping(item: dict[str, Any], ref: Message, where: str) -> ResolvedMes
     role = item.get("role", ref.role)
     if not isinstance(role, str) or role not in MESSAGE_ROLES:
         raise MessageProblem(f"{where}role: expected one of {', '.join(sorted(MESSAGE_ROLES))}, "
-                             f"got {short_repr(role)}")
+                             f"got {quoted(role)}")
     content = item.get("content", "")
     if not isinstance(content, str):
         raise MessageProblem(f"{where}content: expected a string, got {yaml_type(content)}")

@@ -9,9 +9,10 @@ from typing import Any
 
 import yaml
 
-from clawstore.config.error_text import short_repr, yaml_type
+from clawstore.config.error_text import yaml_type
 from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_CHARS
 from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
+from clawstore.errors import quoted
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
     _Base: type = yaml.CSafeLoader
@@ -37,7 +38,7 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
                     if key_node.id == "scalar" and key_node.tag != _MERGE_TAG:
                         if key_node.value in seen:
                             raise yaml.constructor.ConstructorError(
-                                None, None, f"duplicate key {short_repr(key_node.value)}", key_node.start_mark)
+                                None, None, f"duplicate key {quoted(key_node.value)}", key_node.start_mark)
                         seen.add(key_node.value)
         return super().construct_mapping(node, deep=deep)
 

@@ -26,7 +26,7 @@ import blake3
 from clawstore import jsontext
 from clawstore.canonical import canonical_json
 from clawstore.durable import atomic_file
-from clawstore.errors import MissingObjectError, UsageError
+from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
 from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
@@ -194,15 +194,15 @@ def _check_manifest(doc: Any, where: str) -> None:
         raise bad("refs", "is not an object")
     for name, target in refs.items():
         if (why := ref_name_problem(name)) is not None:
-            raise bad(f"refs.{shortened(name)!r}", f"is not a valid ref name: it {why}")
+            raise bad(f"refs.{quoted(name)}", f"is not a valid ref name: it {why}")
         if not is_oid(target) or target[len(PREFIX):] not in present:
-            raise bad(f"refs.{shortened(name)}", "does not name an object of the archive")
+            raise bad(f"refs.{one_line(str(name), 80)}", "does not name an object of the archive")
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise bad("actions", "is not an object")
     for key, record in actions.items():
         if not is_oid(key) or not is_oid(record) or record[len(PREFIX):] not in present:
-            raise bad(f"actions.{shortened(key)}", "is not a key mapped to a record of the archive")
+            raise bad(f"actions.{one_line(str(key), 80)}", "is not a key mapped to a record of the archive")
     _check_named_fields(doc, present, bad)
 
 
@@ -222,12 +222,6 @@ def _check_named_fields(doc: dict[str, Any], present: set[str], bad: Callable[[s
             raise bad(name, "does not name an object of the archive")
     if "configs" in doc and not isinstance(doc["configs"], dict):
         raise bad("configs", "is not an object")
-
-
-def shortened(value: object) -> str:
-    """A value as an error message shows it: long ones cut, with their length."""
-    text = str(value)
-    return text if len(text) <= 80 else text[:60] + f"… ({len(text)} chars)"
 
 
 def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None,

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore import jsontext
 from clawstore.durable import fsync_path, temp_name
-from clawstore.errors import StoreError, UsageError
+from clawstore.errors import StoreError, UsageError, one_line
 from clawstore.store import codec
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
-from clawstore.store.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive, shortened
+from clawstore.store.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
 from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.layout import FORMAT_FILE
@@ -220,7 +220,7 @@ def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: st
     for key, record_id in sorted(actions.items()):
         why = contents.entry_problem(key, record_id)
         if why is not None:
-            raise ArchiveError(f"{where}: action-cache entry {shortened(key)}: {why}")
+            raise ArchiveError(f"{where}: action-cache entry {one_line(str(key), 80)}: {why}")
 
 
 def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from clawstore.errors import UsageError
+from clawstore.errors import UsageError, quoted
 
 NAME_MAX = 200
 REF_SEGMENTS_MAX = 8
@@ -53,7 +53,7 @@ def check_name(value: object, what: str) -> str:
     """`value` if it is a valid name, else BadNameError naming `what` (and a short, safe repr)."""
     problem = name_problem(value)
     if problem is not None:
-        raise BadNameError(f"{what} {_shown(value)} {problem}")
+        raise BadNameError(f"{what} {quoted(value)} {problem}")
     return value  # type: ignore[return-value]
 
 
@@ -73,7 +73,7 @@ def ref_name_problem(value: object) -> str | None:
 def check_ref_name(value: object, what: str = "ref name") -> str:
     problem = ref_name_problem(value)
     if problem is not None:
-        raise BadNameError(f"{what} {_shown(value)} {problem}: use '/'-separated names, each {NAME_HINT}")
+        raise BadNameError(f"{what} {quoted(value)} {problem}: use '/'-separated names, each {NAME_HINT}")
     return value  # type: ignore[return-value]
 
 
@@ -95,8 +95,3 @@ def relative_path_problem(value: object) -> str | None:
             return f"has a segment longer than {SEGMENT_BYTES_MAX} bytes"
     return None
 
-
-def _shown(value: object) -> str:
-    """A repr short enough for one line, whatever the input (a 5,000-character name, NULs)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:40] + f"…' ({len(value) if isinstance(value, str) else '?'} chars)"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore import jsontext
-from clawstore.errors import StoreError, UsageError
+from clawstore.errors import StoreError, UsageError, quoted
 from clawstore.store import codec
 from clawstore.store.ids import is_oid
 from clawstore.store.names import relative_path_problem
@@ -213,7 +213,7 @@ def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool
         path = entry.path
         problem = relative_path_problem(path)
         if problem is not None:
-            raise UnsafeTreeError(f"tree {oid}: refusing entry {_short(path)}: the path {problem}")
+            raise UnsafeTreeError(f"tree {oid}: refusing entry {quoted(path)}: the path {problem}")
         if path in kinds:
             raise UnsafeTreeError(f"tree {oid}: refusing entry {path!r}: duplicate path")
         kinds[path] = entry.type
@@ -226,7 +226,7 @@ def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool
                     f"tree {oid}: refusing entry {entry.path!r}: its parent is a {kinds[parent]}"
                 )
         if entry.type == "symlink" and ("\x00" in (entry.target or "") or len(entry.target or "") > 4096):
-            raise UnsafeTreeError(f"tree {oid}: refusing symlink {_short(entry.path)}: bad target")
+            raise UnsafeTreeError(f"tree {oid}: refusing symlink {quoted(entry.path)}: bad target")
         if entry.type == "symlink" and not allow_external_links:
             target = entry.target or ""
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
@@ -235,7 +235,3 @@ def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool
                     f"tree {oid}: refusing symlink {entry.path!r} -> {target!r}: it points outside the checkout"
                 )
 
-
-def _short(path: str) -> str:
-    text = repr(path)
-    return text if len(text) <= 80 else text[:60] + "…'"

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from clawstore.config.error_text import short_repr
 from clawstore.config.ids import ID_PATTERN
+from clawstore.errors import quoted
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -70,7 +70,7 @@ def _none_to_dict(value: Any) -> Any:
 
 def _check_schema_version(value: Any) -> Any:
     if type(value) is not int or value != 1:
-        raise fail(f"must be 1, got {short_repr(value)}")
+        raise fail(f"must be 1, got {quoted(value)}")
     return value
 
 

@@ -4,7 +4,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from clawstore.config.error_text import short_repr
 from clawstore.config.ids import KNOWN_TOOLS
 from clawstore.config.models.base import (
     FreeMap,
@@ -20,6 +19,7 @@ from clawstore.config.models.base import (
 )
 from clawstore.config.models.checks import DeterministicCheck
 from clawstore.config.models.runner_settings import check_settings
+from clawstore.errors import quoted
 
 
 class MessageSource(StrictModel):
@@ -71,7 +71,7 @@ def _check_context(context: dict[str, Any]) -> dict[str, Any]:
                 raise fail("expected a list of tool names", "llm_probe.tools")
             for index, tool in enumerate(tools):
                 if tool not in KNOWN_TOOLS:
-                    raise fail(f"unknown tool {short_repr(tool)} (known: {', '.join(KNOWN_TOOLS)})",
+                    raise fail(f"unknown tool {quoted(tool)} (known: {', '.join(KNOWN_TOOLS)})",
                                f"llm_probe.tools[{index}]")
         choice = probe.get("tool_choice")
         if choice is not None and not isinstance(choice, str | dict):

@@ -5,10 +5,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from clawstore.config.error_text import short_repr
 from clawstore.config.ids import DIMENSIONS
 from clawstore.config.limits import MAX_CHECK_COUNT
 from clawstore.config.models.base import Id, NonEmptyStr, StrictModel, fail
+from clawstore.errors import quoted
 
 DeclarativeKind = Literal[
     "final_response_present",
@@ -114,10 +114,10 @@ class PythonHook(StrictModel):
         if (self.path is None) == (self.import_path is None):
             raise fail("set either 'path' or 'import_path' (exactly one)")
         if self.import_path is not None and not _DOTTED.match(self.import_path):
-            raise fail(f"expected a dotted module path like 'pkg.checks', got {short_repr(self.import_path)}",
+            raise fail(f"expected a dotted module path like 'pkg.checks', got {quoted(self.import_path)}",
                        "import_path")
         if not _IDENTIFIER.match(self.callable_name):
-            raise fail(f"expected a Python identifier, got {short_repr(self.callable_name)}", "callable_name")
+            raise fail(f"expected a Python identifier, got {quoted(self.callable_name)}", "callable_name")
         return self
 
 

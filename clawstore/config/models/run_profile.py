@@ -4,11 +4,11 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from clawstore.config.error_text import short_repr
 from clawstore.config.ids import is_id
 from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
 from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
 from clawstore.config.models.runner_settings import check_settings
+from clawstore.errors import quoted
 
 RunnerSettings = Annotated[FreeMap, AfterValidator(check_settings)]
 
@@ -44,7 +44,7 @@ class RunProfile(StrictModel):
     def _override_keys(self) -> "RunProfile":
         for key in self.model_overrides:
             if not is_id(key):
-                raise fail(f"model_overrides keys are model_ids; {short_repr(key)} is not a valid model_id",
+                raise fail(f"model_overrides keys are model_ids; {quoted(key)} is not a valid model_id",
                            f"model_overrides.{key}")
         return self
 
