@@ -4,6 +4,7 @@ output)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,24 +20,52 @@ SEARCH_BUDGET = 16  # json_objects_in parses at most this many characters per ch
 REPLY_MAX_DEPTH = 200
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+# Python's parser takes NaN and Infinity, which JSON does not have and claw cannot hash or store: a value
+# holding one made its record unwritable (a provider's reply, a run already paid for). A reply's decoder
+# also refuses a literal too large for a float (1e999 reads as infinity).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_REPLY_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
 def loads(data: str | bytes) -> Any:
     """json.loads for what comes from outside (a provider, a model, a hook, a remote, an archive, an
     object pulled): a document nested deeper than Python's parser goes (`[[[[...` a hundred thousand
     times) is malformed JSON, a ValueError like any other, not a RecursionError that escapes every
-    `except ValueError` and ends in a traceback."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply to be read") from None
+    `except ValueError` and ends in a traceback; so is NaN or Infinity. UTF-8 only."""
+    return _decode(_DECODER, data)
 
 
-def loads_reply(text: str) -> Any:
-    """`loads` for a reply that claw keeps in a record: also a ValueError when nested deeper than
-    REPLY_MAX_DEPTH (tool-call arguments 980 deep parsed, then failed their run, already paid for, when
-    its record was written; the next build paid again)."""
+def loads_reply(text: str | bytes) -> Any:
+    """`loads` for JSON that claw keeps in a record (a reply, an imported result): also a ValueError when
+    nested deeper than REPLY_MAX_DEPTH (tool-call arguments 980 deep parsed, then failed their run,
+    already paid for, when its record was written; the next build paid again) or holding a number too
+    large for a float."""
+    text = _text(text)
     if nests_deeper_than(text, REPLY_MAX_DEPTH):
         raise ValueError(f"JSON nested more than {REPLY_MAX_DEPTH} levels deep")
-    return loads(text)
+    return _decode(_REPLY_DECODER, text)
+
+
+def _text(data: str | bytes) -> str:
+    return data if isinstance(data, str) else str(data, "utf-8")
+
+
+def _decode(decoder: json.JSONDecoder, data: str | bytes) -> Any:
+    try:
+        return decoder.decode(_text(data))
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to be read") from None
 
 
 def nests_deeper_than(text: str, limit: int, start: int = 0, end: int | None = None) -> bool:
@@ -65,7 +94,7 @@ def json_objects_in(text: str) -> Iterator[dict[str, Any]]:
     stops once it has parsed SEARCH_BUDGET characters per character of text (plus 1 MiB), far more than
     any real text needs (an object costs its length once per level it is nested in). An object nested
     deeper than REPLY_MAX_DEPTH is not one (loads_reply)."""
-    decoder = json.JSONDecoder()
+    decoder = _REPLY_DECODER
     budget = SEARCH_BUDGET * len(text) + (1 << 20)
     start = text.find("{")
     while start != -1 and budget > 0:

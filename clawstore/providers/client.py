@@ -298,11 +298,11 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
     meta: dict[str, Any] = {"body_excerpt": text[:BODY_EXCERPT_CHARS]}
     if request_id:
         meta["request_id"] = request_id
+    unreadable = None  # why the body is not JSON claw can keep
     try:
         data: Any = jsontext.loads_reply(text) if text else None
-        parsed = True
-    except ValueError:
-        data, parsed = None, False
+    except ValueError as exc:
+        data, unreadable = None, str(exc)
     bad_usage = usage_problem(data.get("usage")) if isinstance(data, dict) else None
     # numbers that fail the bounds are not believed, not even as the cost of a failed call
     usage = Usage.from_raw(data.get("usage")) if isinstance(data, dict) and not bad_usage else Usage()
@@ -314,7 +314,10 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
                         metadata=meta), usage
-    if not parsed or not isinstance(data, dict):
+    if unreadable is not None:
+        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {unreadable}",
+                        False, status_code=status, metadata=meta), usage
+    if not isinstance(data, dict):
         return _Failure("invalid_response", f"response from {response.request.url} is not a JSON object",
                         False, status_code=status, metadata=meta), usage
     choices = data.get("choices")

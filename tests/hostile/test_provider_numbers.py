@@ -25,8 +25,15 @@ BAD_REPLIES: dict[str, tuple[dict[str, Any], str]] = {
     "cached tokens 1e12": (text("4", usage={"prompt_tokens_details": {"cached_tokens": 10**12}}),
                            "usage.prompt_tokens_details.cached_tokens"),
     'cost "NaN"': (text("4", usage={"cost": "NaN"}), "usage.cost"),
-    "cost NaN (bare JSON)": (text("4", usage={"cost": float("nan")}), "usage.cost"),
-    "cost Infinity (bare JSON)": (text("4", usage={"cost": float("inf")}), "usage.cost"),
+    # JSON has no NaN or Infinity (Python's parser takes them): refused as the body is read, wherever they
+    # are. In a field nothing checked, one made the run's record unwritable: a paid run failed, and was
+    # paid again at every build.
+    "cost NaN (bare JSON)": (text("4", usage={"cost": float("nan")}), "NaN is not a JSON number"),
+    "cost Infinity (bare JSON)": (text("4", usage={"cost": float("inf")}), "Infinity is not a JSON number"),
+    "NaN where nothing checks": ({"body": {"choices": [{"message": {"role": "assistant", "content": "4"},
+                                                        "logprobs": float("nan")}]}}, "NaN is not a JSON number"),
+    "a number too large for a float": (
+        {"raw": '{"choices": [{"message": {"role": "assistant", "content": "4"}}], "x": 1e999}'}, "1e999 is too large"),
     "cost -1e9": (text("4", usage={"cost": -1e9}), "usage.cost"),
     "cost 1e300": (text("4", usage={"cost": 1e300}), "usage.cost"),
     "content 12345": (text(12345), "choices[0].message.content"),  # type: ignore[arg-type]
