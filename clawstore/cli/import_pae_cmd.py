@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.errors import one_line
 
 
 @click.command("import-pae")
@@ -28,9 +29,9 @@ def import_pae(workspace: Path, output: str, store_dir: Path | None) -> None:
                    f"({report.runs_present} run(s) and {report.judgements_present} judgement(s) already stored; "
                    f"{report.checks_computed} check set(s) computed)")
         for line in report.unmapped:
-            click.echo(f"not mapped: {line}")
+            click.echo(f"not mapped: {one_line(line)}")
         for line in report.damaged:
-            click.echo(f"damaged, skipped: {line}")
+            click.echo(f"damaged, skipped: {one_line(line)}")
     raise SystemExit(1 if report.damaged else 0)
 
 

@@ -130,11 +130,16 @@ def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportRepo
         if node.fresh:
             report.runs_present += 1
             continue
-        with store.batch():  # the run's objects, then its record, then its cache entry
-            outputs = {"pae_source": store.put_bytes(run.raw)}
-            node.record_id, node.record = record_run(store, node, artifact, outputs,
-                                                     float(artifact["timing"]["duration_seconds"]),
-                                                     artifact["timing"]["started_at"], build_id)
+        try:
+            with store.batch():  # the run's objects, then its record, then its cache entry
+                outputs = {"pae_source": store.put_bytes(run.raw)}
+                node.record_id, node.record = record_run(store, node, artifact, outputs,
+                                                         float(artifact["timing"]["duration_seconds"]),
+                                                         artifact["timing"]["started_at"], build_id)
+        except ValueError as exc:  # numbers a record refuses (its metrics' bounds): no entry was written
+            report.damaged.append(str(PaeFileError(run.path, str(exc))))
+            del mapped[(model, case_id, rep)]
+            continue
         report.runs_imported += 1
     for (model, case_id), case in sorted(cases.items()):
         for rep in sorted(case.iterations):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore import jsontext
+from clawstore.errors import quoted
 
 
 class PaeFileError(Exception):
@@ -34,7 +35,7 @@ class PaeFileError(Exception):
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        data = jsontext.loads(path.read_bytes())
+        data = jsontext.loads_reply(path.read_bytes())  # (kept in records: finite numbers, bounded depth)
     except FileNotFoundError:
         raise PaeFileError(path, "missing") from None
     except OSError as exc:
@@ -156,7 +157,7 @@ def read_run(case: CaseDir, repetition: int) -> PaeRun:
     artifact = read_json(path)
     identity = field(path, artifact, "identity", dict)
     if identity.get("case_id") != case.case_id:
-        raise PaeFileError(path, f"identity.case_id is {identity.get('case_id')!r}, expected {case.case_id!r}")
+        raise PaeFileError(path, f"identity.case_id is {quoted(identity.get('case_id'))}, expected {case.case_id!r}")
     for name, kind in (("status", str), ("timing", dict), ("request", dict), ("usage", dict), ("trace", list)):
         field(path, artifact, name, kind)
     return PaeRun(path, recorded, payload, artifact, raw)

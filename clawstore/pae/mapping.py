@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from clawstore.bounds import MAX_RECORD_COST_USD, MAX_RECORD_TOKENS, amount_problem, count_problem
 from clawstore.pae.layout import PaeFileError, PaeRun
 
 
@@ -47,10 +48,10 @@ def claw_artifact(run: PaeRun) -> dict[str, Any]:
     from clawstore.runners.artifact import RunArtifact
 
     a = run.artifact
-    usage = a["usage"]
-    raw_usage = usage.get("raw_provider_usage")
-    normalized = {k: int(v) for k, v in (usage.get("normalized") or {}).items() if isinstance(v, int | float)}
     try:
+        usage = a["usage"]
+        raw_usage = usage.get("raw_provider_usage")
+        normalized = {k: int(v) for k, v in (usage.get("normalized") or {}).items() if isinstance(v, int | float)}
         artifact = RunArtifact.from_json({
             "identity": {"run_id": a["identity"].get("run_id"), "case_id": a["identity"]["case_id"],
                          "runner_type": a["identity"].get("runner_type")},
@@ -67,9 +68,19 @@ def claw_artifact(run: PaeRun) -> dict[str, Any]:
             "error": a.get("error"),
             "runner_metadata": {**(a.get("runner_metadata") or {}), "imported_from": "pae"},
         })
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # (a field of another type than pae's)
         raise PaeFileError(run.path, f"not a RunArtifact claw can read ({type(exc).__name__}: {exc})") from None
     return artifact.to_json()
+
+
+def usage_sums_problem(usage: dict[str, Any]) -> str | None:
+    """Why summed usage cannot go into a record ('<field>: ...'), or None: the record's own bounds."""
+    for name, value in usage.items():
+        problem = (amount_problem(value, MAX_RECORD_COST_USD) if name == "cost_usd"
+                   else count_problem(value, MAX_RECORD_TOKENS))
+        if problem:
+            return f"{name}: {problem}"
+    return None
 
 
 def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judge_run_id: str) -> tuple[Any, dict]:
@@ -86,11 +97,17 @@ def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judg
     usage: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "reasoning_tokens": 0,
                              "cached_input_tokens": 0, "cache_write_tokens": 0, "cost_usd": None}
     for attempt in attempts:
-        for name, value in (attempt.get("usage") or {}).items():
+        reported = attempt.get("usage") or {}
+        if not isinstance(reported, dict):
+            raise PaeFileError(path, f"judge repetition {repetition}: usage is not a mapping")
+        for name, value in reported.items():
             if name == "cost" and isinstance(value, int | float):
                 usage["cost_usd"] = (usage["cost_usd"] or 0.0) + float(value)
             elif name in usage and isinstance(value, int):
                 usage[name] += value
+    problem = usage_sums_problem(usage)
+    if problem:
+        raise PaeFileError(path, f"judge repetition {repetition}: usage.{problem}")
     try:
         scores = JudgeScores.from_dict({**result, "warnings": result.get("warnings") or []})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

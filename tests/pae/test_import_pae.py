@@ -73,7 +73,24 @@ def test_importing_twice_stores_nothing_new(pae: Workspace, claw: Claw) -> None:
     assert sorted(p.name for p in (pae.root.parent / "store").rglob("*") if p.is_file()) == objects
 
 
-@pytest.mark.parametrize("damage", ["truncate_run", "truncate_judge", "edit_fingerprint_payload", "nest_run"])
+def _edit_json(path: Path, change: Any) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))  # (Python writes NaN as NaN: JSON has no such number)
+
+
+# Files a fuzzer made of pae's (fields of another type, numbers no record holds); each was a traceback.
+EDITS: dict[str, tuple[str, Any]] = {
+    "nan_cost_in_run": ("run", lambda d: d["usage"].update(cost_usd=float("nan"))),
+    "usage_counts_not_a_mapping": ("run", lambda d: d["usage"].update(normalized=["x"])),
+    "tokens_no_record_holds": ("run", lambda d: d["usage"]["normalized"].update(output_tokens=2**63)),
+    "judge_usage_not_a_mapping": ("judge", lambda d: d["raw_results"][0].update(usage=1.5)),
+    "judge_tokens_no_record_holds": ("judge", lambda d: d["raw_results"][0]["usage"].update(input_tokens=10**15)),
+}
+
+
+@pytest.mark.parametrize("damage", ["truncate_run", "truncate_judge", "edit_fingerprint_payload", "nest_run",
+                                    *EDITS])
 def test_a_damaged_file_is_reported_and_skipped_never_half_imported(pae: Workspace, claw: Claw, standin: StandIn,
                                                                     damage: str) -> None:
     files = write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
@@ -86,6 +103,10 @@ def test_a_damaged_file_is_reported_and_skipped_never_half_imported(pae: Workspa
     elif damage == "truncate_judge":
         path = files["m1/beta/judge"]
         path.write_bytes(path.read_bytes()[:-40])
+    elif damage in EDITS:
+        which, change = EDITS[damage]
+        path = files[f"m1/beta/{which}"]
+        _edit_json(path, change)
     else:
         path = files["m1/beta/fingerprint"]
         path.write_text(path.read_text().replace("Name a colour.", "Name a color."))
@@ -96,7 +117,7 @@ def test_a_damaged_file_is_reported_and_skipped_never_half_imported(pae: Workspa
     build(claw)
     subject = [r for r in standin.requests if r["model"] != JUDGE]
     judges = [r for r in standin.requests if r["model"] == JUDGE]
-    if damage == "truncate_judge":  # the run was imported; only its three judgements are asked again
+    if damage == "truncate_judge" or EDITS.get(damage, ("",))[0] == "judge":  # only the judgements asked again
         assert (len(subject), len(judges)) == (0, 3)
     else:  # neither the run nor its judgements: both are built
         assert [r["model"] for r in subject] == ["vendor/m1"] and len(judges) == 3
