@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--link-mib", type=float, default=None,
                         help="relay every transfer through a link of this many MiB/s each way (default: none)")
     args = parser.parse_args()
+    if args.link_mib is not None and not args.link_mib > 0:
+        parser.error("--link-mib: expected a positive number of MiB/s")
     os.environ.update(FAKE_CREDENTIALS)
     import boto3
 
