@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,17 @@ def test_template_tree_adds_placeholders_and_is_deterministic(store: Store, agen
     assert agent_workspace_tree(store, agent_dir) != tree
     assert list((agent_dir / "workspace").iterdir())  # the template itself is untouched
     assert not (agent_dir / "workspace" / "USER.md").exists()
+
+
+def test_a_named_pipe_in_the_template_is_left_out_as_every_stored_tree_leaves_it(store: Store, agent_dir: Path):
+    """A suite's agent template holding a named pipe (nothing to copy or hash) failed the plan with
+    shutil's list of errors; a stored tree never holds one, so the template's copy leaves it out too."""
+    os.mkfifo(agent_dir / "workspace" / "pipe")
+    (agent_dir / "workspace" / "notes").mkdir()
+    os.mkfifo(agent_dir / "workspace" / "notes" / "pipe")
+    tree = agent_workspace_tree(store, agent_dir)
+    paths = {e.path for e in store.read_tree(tree)}
+    assert "pipe" not in paths and "notes/pipe" not in paths and "AGENTS.md" in paths
 
 
 def test_agent_prompt_is_appended_to_agents_md(store: Store, agent_dir: Path, tmp_path: Path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +49,10 @@ def template_dir(agent_dir: Path) -> Path:
 def materialize_template(agent_dir: Path, dest: Path) -> list[str]:
     """Copy the agent's workspace template into `dest` (must not exist) and add placeholders.
 
-    Returns the names of the placeholder files written. Symlinks are copied as links.
+    Returns the names of the placeholder files written. Symlinks are copied as links; named pipes,
+    sockets and devices are left out, as every tree the store keeps leaves them out.
     """
-    shutil.copytree(template_dir(agent_dir), dest, symlinks=True)
+    shutil.copytree(template_dir(agent_dir), dest, symlinks=True, ignore=_special_files)
     written = []
     for name in STANDARD_FILES:
         target = dest / name
@@ -58,6 +60,13 @@ def materialize_template(agent_dir: Path, dest: Path) -> list[str]:
             target.write_text(placeholder_text(name), encoding="utf-8")
             written.append(name)
     return written
+
+
+def _special_files(directory: str, names: list[str]) -> set[str]:
+    """Entries neither a file, a directory nor a link (copytree cannot copy them, put_tree skips them)."""
+    kept = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+    return {name for name in names
+            if not any(is_kind(os.lstat(os.path.join(directory, name)).st_mode) for is_kind in kept)}
 
 
 def placeholder_files(agent_dir: Path) -> list[str]:
