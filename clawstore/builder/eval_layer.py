@@ -25,6 +25,14 @@ JUDGE_TIMEOUT_S = 120.0
 JUDGE_RETRIES = 3
 
 
+def judge_metrics(usage: dict[str, Any], latency_s: float) -> dict[str, Any]:
+    """A judgement record's metrics from a judge repetition's summed usage."""
+    return {"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
+            "reasoning_tokens": usage.get("reasoning_tokens") or 0,
+            "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
+            "latency_s": round(latency_s, 6)}
+
+
 @dataclass
 class RunEvaluation:
     """The evaluation nodes hanging off one run node."""
@@ -328,10 +336,7 @@ class EvalLayer:
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = {"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
-                   "reasoning_tokens": usage.get("reasoning_tokens") or 0,
-                   "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
-                   "latency_s": round(latency_s, 6)}
+        metrics = judge_metrics(usage, latency_s)
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None}

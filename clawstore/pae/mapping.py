@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from clawstore.bounds import MAX_RECORD_COST_USD, MAX_RECORD_TOKENS, amount_problem, count_problem
+from clawstore.bounds import metrics_problem
 from clawstore.pae.layout import PaeFileError, PaeRun
 
 
@@ -73,18 +73,9 @@ def claw_artifact(run: PaeRun) -> dict[str, Any]:
     return artifact.to_json()
 
 
-def usage_sums_problem(usage: dict[str, Any]) -> str | None:
-    """Why summed usage cannot go into a record ('<field>: ...'), or None: the record's own bounds."""
-    for name, value in usage.items():
-        problem = (amount_problem(value, MAX_RECORD_COST_USD) if name == "cost_usd"
-                   else count_problem(value, MAX_RECORD_TOKENS))
-        if problem:
-            return f"{name}: {problem}"
-    return None
-
-
 def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judge_run_id: str) -> tuple[Any, dict]:
     """(claw JudgeIteration, the request pae sent) of one successful judge repetition in a pae judge file."""
+    from clawstore.builder.eval_layer import judge_metrics
     from clawstore.evaluate.judge import JudgeIteration
     from clawstore.evaluate.judge_contract import JudgeScores
 
@@ -105,9 +96,9 @@ def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judg
                 usage["cost_usd"] = (usage["cost_usd"] or 0.0) + float(value)
             elif name in usage and isinstance(value, int):
                 usage[name] += value
-    problem = usage_sums_problem(usage)
+    problem = metrics_problem(judge_metrics(usage, 0.0))  # what the judgement's record would refuse
     if problem:
-        raise PaeFileError(path, f"judge repetition {repetition}: usage.{problem}")
+        raise PaeFileError(path, f"judge repetition {repetition}: {problem}")
     try:
         scores = JudgeScores.from_dict({**result, "warnings": result.get("warnings") or []})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
