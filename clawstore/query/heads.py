@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from clawstore import jsontext
 from clawstore.bounds import metrics_problem
 from clawstore.durable import write_file_atomic
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
-from clawstore.query.rows import RecordLoader, Row, rows_for_build
+from clawstore.query.rows import Row, rows_for_build
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.store.face import ObjectReader
 from clawstore.store.headdoc import inline_or_none
@@ -106,35 +107,50 @@ def wanted_untrusted(store: HeadSource) -> dict[str, tuple[str, str]]:
     return kept_apart_heads(store)
 
 
-def record_loader(store: ObjectReader, warn: Warn | None = None) -> RecordLoader:
+class StoredRecords:
     """get_json that tolerates a missing record (gc'd or never written): its node row has nulls.
 
     A record whose numbers no column can hold (written by an older claw, or forged) is left out the
-    same way and named through `warn`: one bad record never stops the index."""
+    same way and named through `warn`: one bad record never stops the index. Records announced by
+    `read_ahead` are read in bulk from a store that can (Store.get_many_bytes), each parsed when asked for."""
 
-    def load(oid: str) -> Mapping[str, Any] | None:
+    def __init__(self, store: ObjectReader | HeadSource, warn: Warn | None = None):
+        self._store, self._warn = store, warn
+        self._ahead: dict[str, bytes] = {}
+
+    def read_ahead(self, oids: list[str]) -> None:
+        if isinstance(self._store, ObjectReader):
+            self._ahead = self._store.get_many_bytes(oids)
+
+    def __call__(self, oid: str) -> Mapping[str, Any] | None:
+        data = self._ahead.pop(oid, None)
         try:
-            value = store.get_json(oid)
+            value = jsontext.loads(data) if data is not None else self._store.get_json(oid)
         except MissingObjectError:
             return None
         if not isinstance(value, Mapping):
             return None
         problem = metrics_problem(value.get("metrics"))
         if problem:
-            if warn is not None:
-                warn(f"record {oid}: {problem}; left out of the query")
+            if self._warn is not None:
+                self._warn(f"record {oid}: {problem}; left out of the query")
             return None
         return value
 
-    return load
+
+def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
+                ) -> dict[str, list[Row]]:
+    """rows_for_build of a build log or head, its records read from `store`."""
+    records = StoredRecords(store, warn)
+    return rows_for_build(log, records, records.read_ahead)
 
 
 def _head_rows(store: HeadSource, head_id: str, warn: Warn | None) -> dict[str, list[Row]] | None:
-    load = record_loader(store)
+    load = StoredRecords(store)
     head = inline_or_none(load(head_id), load)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
-    tables = rows_for_build(head, record_loader(store, warn))
+    tables = stored_rows(store, head, warn)
     return {table: tables.get(table, []) for table in HISTORY_VIEW}
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from clawstore.errors import StoreError
 from clawstore.query import segments
-from clawstore.query.heads import Warn, heads_changed, heads_dir, record_loader, refresh_heads
-from clawstore.query.rows import Row, rows_for_build
+from clawstore.query.heads import Warn, heads_changed, heads_dir, refresh_heads, stored_rows
+from clawstore.query.rows import Row
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 
 
@@ -38,16 +38,12 @@ def manifest_dir(store_root: Path) -> Path:
     return Path(store_root) / "manifest"
 
 
-def build_rows(store: RecordStore, log: Mapping[str, Any], warn: Warn | None = None) -> dict[str, list[Row]]:
-    return rows_for_build(log, record_loader(store, warn))
-
-
 def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
     log = read_build_log(build_log_path(root, build_id))
     manifest = manifest_dir(root)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), build_rows(store, log, warn))
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), stored_rows(store, log, warn))
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     segments.compact(manifest, wait=covered, force=covered)
@@ -62,7 +58,7 @@ def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]
             log = read_build_log(path)
         except StoreError:
             continue  # a log being written for the first time, or damaged: nothing to index
-        yield str(log.get("build_id") or path.stem), build_rows(store, log)
+        yield str(log.get("build_id") or path.stem), stored_rows(store, log)
 
 
 def rebuild_manifest(store: RecordStore) -> int:

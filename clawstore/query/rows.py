@@ -15,6 +15,8 @@ from clawstore.store.headdoc import inline_or_none
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
+ReadAhead = Callable[[list[str]], None]  # told which records are asked for next (to read them in bulk)
+READ_AHEAD = 4096  # records announced at once: their bytes are held until each is asked for
 
 
 def to_timestamp(value: Any) -> str | None:
@@ -211,15 +213,19 @@ def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: f
     return _pick("results", row)
 
 
-def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader) -> dict[str, list[Row]]:
-    """All manifest rows for one build log: {physical table: rows}. `load_record(oid)` reads a record."""
+def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None
+                   ) -> dict[str, list[Row]]:
+    """All manifest rows for one build log: {physical table: rows}. `load_record(oid)` reads a record;
+    `read_ahead`, if given, hears of the next READ_AHEAD records before they are asked for."""
     ctx = build_context(log)
     tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
     pending: list[tuple[Row, Mapping[str, Any]]] = []
     runs_by_key: dict[str, Row] = {}
     eval_cost: dict[str, float] = {}
-    for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]:
-        node = _dict(node)
+    nodes = [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]]
+    for at, node in enumerate(nodes):
+        if read_ahead is not None and at % READ_AHEAD == 0:
+            read_ahead([oid for n in nodes[at:at + READ_AHEAD] if isinstance(oid := n.get("record"), str) and oid])
         oid = node.get("record")
         record = load_record(oid) if isinstance(oid, str) and oid else None
         base = _node_row(node, record, ctx)

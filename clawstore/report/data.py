@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from clawstore.canonical import field_values
 from clawstore.errors import MissingObjectError, UsageError
-from clawstore.query.manifest import build_rows
+from clawstore.query.heads import stored_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
 from clawstore.store.headdoc import read_head_doc
@@ -230,7 +230,7 @@ def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
     """The campaign's last state (its head ref), one row per model × case, repetitions folded."""
     head_id, head, signer = load_head(store, campaign_id)
     # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
-    tables = build_rows(store, head)  # type: ignore[arg-type]
+    tables = stored_rows(store, head)  # type: ignore[arg-type]
     nodes = [n for n in tables["nodes"]
              if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
     groups: dict[tuple[str, str], list[Row]] = {}

@@ -9,8 +9,11 @@ decision is taken on the first chunk, with the real compressor, so compressible 
 from __future__ import annotations
 
 import io
+import mmap
 import os
+import struct
 import threading
+from collections.abc import Sequence
 from typing import BinaryIO
 
 import blake3
@@ -23,6 +26,8 @@ CHUNK = 1 << 20  # streaming unit for puts and gets
 RAW_BLOCK = 1 << 17  # zstd's maximum block size
 MIN_SAVING = 0.03  # below this saving an object is stored as raw blocks
 MAX_HEADER = 18  # longest zstd frame header: magic + descriptor + window + dict id + 8-byte size
+BATCH_MAX = 1 << 20  # frames declaring at most this content are decoded in batches; larger ones stream
+THREADED_BYTES = 1 << 20  # content of a batch decoded with zstd's threads: below, one thread is faster
 _RAW_HEADER_LEN = 14
 # Frame header descriptor 0xC0: 8-byte content size, not single-segment, no checksum, no dictionary.
 # Window descriptor 0x38: 2**17 bytes, so decoders never need more than one block of memory.
@@ -164,6 +169,32 @@ def content_size(header: bytes) -> int | None:
     except zstandard.ZstdError:
         return None
     return None if size < 0 else size
+
+
+def batch_size(header: bytes | memoryview) -> int:
+    """The content size a frame declares if it can be decoded in a batch (`decode_frames`), else 0: zstd's
+    batch decoder needs a declared size and corrupts memory on an empty frame; large contents stream."""
+    try:
+        size = zstandard.frame_content_size(header[:MAX_HEADER])
+    except zstandard.ZstdError:
+        return 0
+    return size if 0 < size <= BATCH_MAX else 0
+
+
+_SPAN = struct.Struct("<QQ")
+
+
+def decode_frames(buffer: bytes | memoryview | mmap.mmap, spans: Sequence[tuple[int, int]], held: int
+                  ) -> zstandard.BufferWithSegmentsCollection | None:
+    """Decode the frames at these (offset, length) spans of `buffer`, each declaring a `batch_size`, in
+    one call of zstd's C batch API (its own threads when their contents, `held` bytes, are large enough
+    to pay for starting them). Unverified: the caller hashes each. None when one does not decode."""
+    segments = b"".join(_SPAN.pack(offset, length) for offset, length in spans)
+    try:
+        return decompressor().multi_decompress_to_buffer(
+            zstandard.BufferWithSegments(buffer, segments), threads=-1 if held >= THREADED_BYTES else 0)
+    except zstandard.ZstdError:
+        return None
 
 
 def decode_verified(oid: str, hexdigest: str, path: str, frame: bytes) -> bytes:

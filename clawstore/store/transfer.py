@@ -18,14 +18,12 @@ import contextlib
 import fcntl
 import mmap
 import os
-import struct
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import blake3
-import zstandard
 
 from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, UsageError
@@ -47,11 +45,9 @@ from clawstore.store.packmaps import PackMaps
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-SMALL_MAX = 1 << 20  # frames declaring at most this content are decoded in batches; larger ones stream
+SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
-_THREADED_BYTES = 1 << 20  # content of a batch decoded with zstd's threads: below, one thread is faster
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
-_SEGMENT = struct.Struct("<QQ")
 
 
 class PackCheckError(UsageError):
@@ -161,11 +157,8 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
     batch: list[Blob] = []
     held = 0
     for blob in objects:
-        try:
-            size = zstandard.frame_content_size(view[blob.offset:blob.offset + codec.MAX_HEADER])
-        except zstandard.ZstdError:
-            size = -1
-        if size <= 0 or size > SMALL_MAX:  # (zstd's batch decode corrupts memory on an empty frame)
+        size = codec.batch_size(view[blob.offset:blob.offset + codec.MAX_HEADER])
+        if not size:
             large.append(blob)
             continue
         batch.append(blob)
@@ -183,12 +176,7 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
     starting them costs more than decoding, paid once per pack of a pull of many small packs)."""
     if not batch:
         return
-    segments = b"".join(_SEGMENT.pack(blob.offset, blob.length) for blob in batch)
-    try:
-        decoded = codec.decompressor().multi_decompress_to_buffer(
-            zstandard.BufferWithSegments(mapped, segments), threads=-1 if held >= _THREADED_BYTES else 0)
-    except zstandard.ZstdError:
-        decoded = None
+    decoded = codec.decode_frames(mapped, [(blob.offset, blob.length) for blob in batch], held)
     if decoded is not None:
         bad = [blob for blob, content in zip(batch, decoded, strict=True)
                if blake3.blake3(content).digest() != blob.id]

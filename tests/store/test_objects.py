@@ -14,7 +14,7 @@ import pytest
 
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError
 from clawstore.store import BadObjectIdError, Store, oid_of
-from clawstore.store.codec import CHUNK, ZSTD_MAGIC
+from clawstore.store.codec import BATCH_MAX, CHUNK, ZSTD_MAGIC
 from clawstore.store.objects import ONE_SHOT_MAX
 from tests.store.helpers import env, json_like
 from tests.support.storefiles import blob_span, flip_in_frame, frame_bytes
@@ -219,3 +219,26 @@ def test_large_file_put_and_get_stream_in_bounded_memory(tmp_path: Path) -> None
     assert int(total) == size
     assert int(growth) < 48 << 20, f"peak RSS grew by {int(growth) >> 20} MiB"
     assert Store(tmp_path / "store").object_sizes(oid)[0] == size
+
+
+def test_get_many_bytes_reads_in_bulk_and_leaves_out_what_it_cannot_vouch_for(store: Store) -> None:
+    small = [store.put_bytes(json_like(300 + i)) for i in range(200)]  # zstd frames, decoded in one batch
+    raw = store.put_bytes(os.urandom(5_000))  # a frame of raw blocks
+    large = store.put_bytes(json_like(BATCH_MAX + 1))  # streamed by get_bytes
+    empty = store.put_bytes(b"")  # zstd's batch decoder must never see an empty frame
+    flipped = store.put_bytes(os.urandom(10_000))
+    flip_in_frame(store, flipped, 5_000)  # still decodes, no longer hashes to its id
+    absent = oid_of(b"never stored")
+    wanted = [*reversed(small), raw, large, empty, flipped, absent, "blake3:xyz", "", raw]
+    got = store.get_many_bytes(wanted)
+    assert got == {oid: store.get_bytes(oid) for oid in [*small, raw]}
+    for oid in (large, empty):
+        assert oid not in got and store.get_bytes(oid) is not None  # left to get_bytes, which reads them
+    with pytest.raises(CorruptObjectError, match=flipped):
+        store.get_bytes(flipped)  # left out: get_bytes names the damage
+    with store.batch():
+        pending = store.put_bytes(b"not committed yet")
+        assert store.get_many_bytes([pending, raw]) == {raw: store.get_bytes(raw)}
+    sizes = [len(got[oid]) for oid in small]
+    within = store.get_many_bytes(small, budget=sum(sizes[:50]))
+    assert 0 < len(within) <= 50 and sum(map(len, within.values())) <= sum(sizes[:50])
