@@ -13,13 +13,15 @@ files known to be unchanged) and ninja's log, a build that left its campaign com
 - `code`: a digest of clawstore's source files' stat data (another claw plans differently);
 - `store`: the names in `index/` and `packs/` (any write, gc or repair of the store changes them) and
   the campaign head the build ended on;
-- the rows, counts and head the build printed.
+- the rows, counts and head the build printed, and the nodes of each layer per model.
 
 The next build with the same flags, in the same directory, on the same store, compares all of it and,
 if everything matches, prints the same table with every node reused and writes its build log (a few
 hundred bytes), as a no-op build does, without reading a config or opening the store's index. Any
 difference, and everything else (`--force`, `--case`/`--model`, `--executor ray`, `--max-cost`, a
-campaign with openclaw runs, content kept apart as untrusted), takes the full path. (A `--remote`
+campaign with openclaw runs, content kept apart as untrusted), takes the full path. `claw status`,
+`claw explain` and `claw build --dry-run` of the same campaign (no `--case`/`--model`/`--force`) look
+for the same stamp: when it matches, every node is fresh, and they say so without planning. (A `--remote`
 build's digest also names the remote's listings, and the caller checks the campaign's head there:
 cli/build_cmd.py, remote/live.py.) A
 file changed within two seconds of the stamp (mtime granularity) is never trusted: no stamp is written.
@@ -48,6 +50,7 @@ _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 _SHELL_NOISE = {"_", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND", "TERM_SESSION_ID"}
 _AUDITED = {"open", "os.listdir", "os.scandir"}
 _ROW_KEYS = {"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd"}  # what is printed
+Layers = list[tuple[str, dict[str, int]]]  # [(model id, {layer: nodes})], in plan order
 
 _recorders: list[Recorder] = []
 _hook_lock = threading.Lock()
@@ -164,7 +167,7 @@ def _kept_apart(store_root: Path) -> bool:
 
 
 def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows: list[dict[str, Any]],
-          counts: dict[str, int]) -> bool:
+          counts: dict[str, int], layers: Layers) -> bool:
     """Write the stamp of a build that left its campaign complete. False (nothing written) when a file
     it read changed too recently to be trusted by its stat data, or the store has no head for it."""
     from clawstore.store.buildlogs import build_log_path, read_build_log
@@ -189,7 +192,7 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     doc = {"format": FORMAT, "campaign": campaign, "campaign_id": campaign_id, "head": head, "reads": reads,
            "env": env_digest(),
            "code": code_digest(), "store": store_state(store_root), "rows": rows,
-           "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}}
+           "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}, "layers": layers}
     from clawstore.durable import write_file_atomic
 
     path = _stamp_path(store_root, digest)
@@ -229,6 +232,18 @@ def match(store_root: Path, digest: str) -> dict[str, Any] | None:
             and isinstance(counts, dict) and isinstance(campaign, dict)):
         return None  # a damaged or hand-edited stamp: plan in full rather than print from it
     return doc
+
+
+def layers_of(stamp: dict[str, Any]) -> Layers | None:
+    """The stamp's node counts per model and layer (in plan order), None in a stamp without them (an
+    older claw's, or damaged): then `claw status` and its kin plan in full."""
+    layers = stamp.get("layers")
+    if not (isinstance(layers, list) and all(
+            isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)
+            and all(isinstance(k, str) and type(n) is int and n >= 0 for k, n in item[1].items())
+            for item in layers)):
+        return None
+    return [(model, dict(kinds)) for model, kinds in layers]
 
 
 def log_noop(store_root: Path, stamp: dict[str, Any]) -> str:

@@ -141,6 +141,10 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     stores = Stores(store_dir)
     if dry_run:
+        fresh = None if force or output == "json" else _all_fresh(request, store_dir, cases, models)
+        if fresh is not None:  # (the JSON plan lists every node: planned in full)
+            click.echo(f"0 node(s) would execute (nothing), {fresh.nodes} fresh ({fresh.campaign_id})")
+            return
         cid, states = inspect(request, stores, force=force)
         _print_plan(cid, states, output, force)
         _note_never_built(stores.store, cid)
@@ -248,8 +252,39 @@ def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, An
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
     if not (complete and not openclaw
-            and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts)):
+            and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts,
+                            _layers(report))):
         stamp.forget(target.store_root, target.digest)
+
+
+def _layers(report: Any) -> list[tuple[str, dict[str, int]]]:
+    """Nodes per model and layer, in the order `claw status` lists them (its runs' order, then run,
+    checks, judge, result)."""
+    per_model: dict[str, Counter[str]] = {}
+    for node in [*report.runs, *(n for ev in report.evals for n in ev.nodes())]:
+        per_model.setdefault(node.address["model_id"], Counter())[node.kind] += 1
+    return [(model, {kind: kinds[kind] for kind in LAYERS if kinds[kind]}) for model, kinds in per_model.items()]
+
+
+class _Fresh(NamedTuple):
+    campaign_id: str
+    layers: list[tuple[str, dict[str, int]]]
+
+    @property
+    def nodes(self) -> int:
+        return sum(n for _, kinds in self.layers for n in kinds.values())
+
+
+def _all_fresh(request: Any, store_dir: Path | None, cases: tuple[str, ...], models: tuple[str, ...]
+               ) -> _Fresh | None:
+    """The campaign's layers when the stamp of its last plain build still matches (builder/stamp.py):
+    nothing it depends on changed since that build completed it, so every node is fresh. None: plan."""
+    from clawstore.builder import stamp
+
+    stamping = None if cases or models else _stamping(request, store_dir)
+    found = None if stamping is None else stamp.match(stamping.store_root, stamping.digest)
+    layers = None if found is None else stamp.layers_of(found)
+    return None if layers is None else _Fresh(str(found["campaign_id"]), layers)  # type: ignore[index]
 
 
 @contextlib.contextmanager
@@ -342,13 +377,19 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     """Counts of fresh / stale / failed / never-built nodes, per model."""
     from clawstore.builder.api import inspect
 
-    stores = Stores(store_dir)
-    cid, states = inspect(campaign_request(suite, run_profile, evaluation_profile, cases, models), stores)
-    _note_never_built(stores.store, cid)
+    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     per_model: dict[str, dict[str, Counter[str]]] = {}
-    for s in states:
-        kinds = per_model.setdefault(s.node.address["model_id"], {})
-        kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+    fresh = _all_fresh(request, store_dir, cases, models)
+    if fresh is not None:
+        cid = fresh.campaign_id
+        per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in fresh.layers}
+    else:
+        stores = Stores(store_dir)
+        cid, states = inspect(request, stores)
+        _note_never_built(stores.store, cid)
+        for s in states:
+            kinds = per_model.setdefault(s.node.address["model_id"], {})
+            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
     columns = ["fresh", "stale", "failed", "never-built"]
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in columns} | {
@@ -372,10 +413,15 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
     """For each stale node, the inputs that changed since the last build at its address."""
     from clawstore.builder.api import inspect
 
-    stores = Stores(store_dir)
-    cid, states = inspect(campaign_request(suite, run_profile, evaluation_profile, cases, models), stores)
-    _note_never_built(stores.store, cid)
-    stale = [s for s in states if s.state != "fresh"]
+    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
+    fresh = _all_fresh(request, store_dir, cases, models)
+    if fresh is not None:
+        cid, stale = fresh.campaign_id, []
+    else:
+        stores = Stores(store_dir)
+        cid, states = inspect(request, stores)
+        _note_never_built(stores.store, cid)
+        stale = [s for s in states if s.state != "fresh"]
     if output == "json":
         click.echo(json.dumps({"campaign": cid, "stale": [
             {**s.node.address, "kind": s.node.kind, "state": s.state, "reasons": s.reasons} for s in stale]},

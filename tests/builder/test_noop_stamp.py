@@ -16,7 +16,7 @@ import pytest
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
-from tests.support.stamps import answered_by_stamp, mark_stamp
+from tests.support.stamps import MARK, answered_by_stamp, mark_stamp
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
@@ -113,3 +113,65 @@ def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
     stamp.write_text(json.dumps(doc))
     result = _build(ws)
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
+
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+INSPECT = {"status": ("status", *CAMPAIGN, "--output", "json"), "explain": ("explain", *CAMPAIGN),
+           "dry-run": ("build", *CAMPAIGN, "--dry-run")}
+
+
+def _inspect(ws: Workspace, *extra: str) -> dict[str, str]:
+    found = {}
+    for name, args in INSPECT.items():
+        done = claw(*args, *extra, cwd=ws.root)
+        assert done.returncode == 0, done.stderr
+        found[name] = done.stdout
+    return found
+
+
+def test_status_explain_and_dry_run_of_an_unchanged_campaign_are_answered_from_the_stamp(
+        ws: Workspace, standin: StandIn) -> None:
+    _build(ws)
+    planned = _inspect(ws)  # no stamp yet (the configs are too new): every node planned
+    assert planned["explain"] == "everything is fresh (main__rp__none)\n"
+    assert planned["dry-run"] == "0 node(s) would execute (nothing), 4 fresh (main__rp__none)\n"
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    _build(ws)  # leaves the stamp
+    mark_stamp(ws.root / "store")
+    sent, builds = len(standin.requests), len(list((ws.root / "store" / "builds").glob("*.json")))
+    fast = _inspect(ws)
+    status = json.loads(fast["status"])
+    assert status["models"].pop(MARK)["fresh"] == 1  # the stamp's marked layer: it answered
+    assert status == json.loads(planned["status"])
+    assert fast["dry-run"] == "0 node(s) would execute (nothing), 5 fresh (main__rp__none)\n"  # 4 + the mark
+    assert fast["explain"] == planned["explain"]
+    assert len(standin.requests) == sent  # nothing sent, nothing written
+    assert len(list((ws.root / "store" / "builds").glob("*.json"))) == builds
+
+
+@pytest.mark.parametrize("change", ["edit", "narrowed", "stamp without layers"])
+def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws: Workspace, change: str) -> None:
+    _stamped(ws)
+    mark_stamp(ws.root / "store")
+    extra: tuple[str, ...] = ()
+    if change == "edit":
+        case = ws.configs / "cases" / "alpha" / "test.yaml"
+        case.write_text(case.read_text().replace("2 + 2", "3 + 3"))
+    elif change == "narrowed":
+        extra = ("--model", "m1")
+    else:
+        stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+        doc = json.loads(stamp.read_text())
+        doc["layers"] = [["m1", {"run": "many"}]]  # damaged, or written by a claw that kept none
+        stamp.write_text(json.dumps(doc))
+    found = _inspect(ws, *extra)
+    status = json.loads(found["status"])
+    assert MARK not in status["models"]
+    stale = {"edit": 2, "narrowed": 0, "stamp without layers": 0}[change]
+    assert sum(model["stale"] for model in status["models"].values()) == stale
+    if change == "edit":
+        assert "alpha" in found["explain"]
+        assert found["dry-run"].endswith("2 node(s) would execute (2 runs), 2 fresh (main__rp__none)\n")
+    else:
+        assert found["explain"] == "everything is fresh (main__rp__none)\n"
+        assert found["dry-run"] == f"0 node(s) would execute (nothing), {2 if extra else 4} fresh (main__rp__none)\n"

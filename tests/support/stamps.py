@@ -13,11 +13,13 @@ MARK = "answered-by-stamp"
 
 
 def mark_stamp(store_root: Path) -> None:
-    """Mark the store's one stamp."""
+    """Mark the store's one stamp: a printed row's status, and a model of one run among its layers (what
+    `claw status` and `build --dry-run` print from it)."""
     stamps = list((store_root / STAMPS_DIR).glob("*.json"))
     assert len(stamps) == 1, stamps
     doc = json.loads(stamps[0].read_text())
     doc["rows"][0]["status"] = MARK
+    doc["layers"].append([MARK, {"run": 1}])
     stamps[0].write_text(json.dumps(doc))
 
 
