@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import CorruptObjectError, StoreError
 from clawstore.store import codec
-from clawstore.store.actions import entry_problem, key_digest, output_ids, set_entries
+from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.buildlogs import builds_dir, check_build_log
+from clawstore.store.fsck_reach import CHUNK, Reach
 from clawstore.store.headdoc import inline_or_none, part_ids, write_head
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import (
@@ -67,7 +68,6 @@ from clawstore.store.packfile import (
     writer_alive,
 )
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.trees import NotATreeError, read_tree
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -156,8 +156,9 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
             _rebuild_index(store, report, checks, segments)
         store.runtime.index.reload()
         report.objects = len(store.runtime.index.objects)
-        _check_actions(store, report)
-        _check_refs(store, report)
+        reach = Reach(store, report.corrupt)  # (a record named by entries and heads is checked once)
+        _check_actions(store, report, reach)
+        _check_refs(store, report, reach)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -310,122 +311,69 @@ def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackChec
                            f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
-def _check_actions(store: Store, report: FsckReport) -> None:
-    trees_ok: dict[str, str | None] = {}
-    for key, record_id in store.iter_actions():
-        report.actions += 1
-        why = _action_problem(store, report, record_id, trees_ok) or _entry_problem(store, report, key, record_id)
-        if why is not None:
-            report.bad_actions[key] = why
+def _check_actions(store: Store, report: FsckReport, reach: Reach) -> None:
+    entries = list(store.iter_actions())
+    for start in range(0, len(entries), CHUNK):
+        chunk = entries[start:start + CHUNK]
+        records = reach.check(record_id for _, record_id in chunk if record_id is not None)
+        for key, record_id in chunk:
+            report.actions += 1
+            why = "entry file is damaged" if record_id is None else reach.records[record_id]
+            if why is None:  # the entry must verify against its input document (actions.entry_problem):
+                # one moved to another key, or pointing at a record of another question, would serve a
+                # wrong answer to every build (every object was hashed with the packs: only looked up)
+                record = records[record_id] if record_id in records else _read_json(store, record_id)
+                why = entry_problem(key, record, lambda oid: reach.object_problem(oid) is None)
+            if why is not None:
+                report.bad_actions[key] = why
 
 
-def _entry_problem(store: Store, report: FsckReport, key: str, record_id: str | None) -> str | None:
-    """The entry must verify against its input document (actions.entry_problem): one moved to another
-    key, or pointing at a record of another question, would serve a wrong answer to every build. (Every
-    object was hashed when the packs were checked: the input document is only looked up.)"""
-    assert record_id is not None  # _action_problem answered for a missing record
-    return entry_problem(key, store.get_json(record_id),
-                         lambda oid: _object_problem(store, report, oid) is None)
-
-
-def _action_problem(store: Store, report: FsckReport, record_id: str | None,
-                    trees_ok: dict[str, str | None]) -> str | None:
-    if record_id is None:
-        return "entry file is damaged"
-    problem = _object_problem(store, report, record_id)
-    if problem is not None:
-        return f"record {record_id} {problem}"
-    try:
-        record = store.get_json(record_id)
-    except (ValueError, StoreError):
-        return f"record {record_id} is not JSON"
-    if not isinstance(record, dict) or "outputs" not in record:
-        return f"record {record_id} has no outputs"
-    try:
-        outputs = output_ids(record["outputs"], f"record {record_id}")
-    except ValueError as exc:
-        return str(exc)
-    for oid in outputs:
-        problem = _object_problem(store, report, oid)
-        if problem is not None:
-            return f"output {oid} {problem}"
-        if oid not in trees_ok:
-            trees_ok[oid] = _tree_problem(store, report, oid)
-        if trees_ok[oid] is not None:
-            return f"output tree {oid}: {trees_ok[oid]}"
-    return None
-
-
-def _object_problem(store: Store, report: FsckReport, oid: str) -> str | None:
-    if oid in report.corrupt:
-        return "is corrupt"
-    if not store.has(oid):
-        return "is missing"
-    return None
-
-
-def _tree_problem(store: Store, report: FsckReport, oid: str) -> str | None:
-    """If `oid` is a tree, the first of its files that is missing or corrupt."""
-    try:
-        entries = read_tree(store, oid)
-    except (NotATreeError, StoreError):
-        return None
-    for entry in entries:
-        if entry.object is not None:
-            problem = _object_problem(store, report, entry.object)
-            if problem is not None:
-                return f"file {entry.path} ({entry.object}) {problem}"
-    return None
-
-
-def _check_refs(store: Store, report: FsckReport) -> None:
-    records_ok: dict[str, str | None] = {}
-    trees_ok: dict[str, str | None] = {}
+def _check_refs(store: Store, report: FsckReport, reach: Reach) -> None:
     for name, target in iter_ref_entries(store):
         report.refs += 1
         if target is None:
             report.bad_refs[name] = "ref file is damaged"
             continue
         report.ref_targets[name] = target
-        problem = _object_problem(store, report, target)
+        problem = reach.object_problem(target)
         head = _read_json(store, target) if problem is None else None
-        problem = problem or _parts_problem(store, report, head)
+        problem = problem or _parts_problem(reach, head)
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
-        bad = _head_problems(store, report, head, records_ok, trees_ok)
+        bad = _head_problems(store, head, reach)
         if bad:
             report.bad_head_nodes[name] = bad
 
 
-def _parts_problem(store: Store, report: FsckReport, head: object) -> str | None:
+def _parts_problem(reach: Reach, head: object) -> str | None:
     """Why a campaign head's nodes cannot all be read: a part of it missing or corrupt (headdoc.py)."""
     for part_id in part_ids(head):
-        problem = _object_problem(store, report, part_id)
+        problem = reach.object_problem(part_id)
         if problem is not None:
             return f"names part {part_id}, which {problem}"
     return None
 
 
-def _head_problems(store: Store, report: FsckReport, target: object, records_ok: dict[str, str | None],
-                   trees_ok: dict[str, str | None]) -> dict[int, str]:
+def _head_problems(store: Store, target: object, reach: Reach) -> dict[int, str]:
     """{node index: why} for the nodes of a campaign head (a ref's target, read) whose record or outputs
     are gone."""
     head = inline_or_none(target, lambda part: _read_json(store, part))
     nodes = head.get("nodes") if isinstance(head, dict) else None
     if not isinstance(nodes, list):
         return {}  # not a campaign head: the ref's target alone is what it names
+    named = [(index, node, node.get("record")) for index, node in enumerate(nodes)
+             if isinstance(node, dict) and isinstance(node.get("record"), str)]
     bad = {}
-    for index, node in enumerate(nodes):
-        record_id = node.get("record") if isinstance(node, dict) else None
-        if not isinstance(record_id, str):
-            continue
-        if record_id not in records_ok:
-            records_ok[record_id] = _action_problem(store, report, record_id, trees_ok)
-        if records_ok[record_id] is not None:
-            where = node.get("address") or {}
-            label = "/".join(str(v) for v in where.values()) if isinstance(where, dict) else "?"
-            bad[index] = f"node {node.get('kind')} {label}: {records_ok[record_id]}"
+    for start in range(0, len(named), CHUNK):
+        chunk = named[start:start + CHUNK]
+        reach.check(record_id for _, _, record_id in chunk)
+        for index, node, record_id in chunk:
+            why = reach.records[record_id]
+            if why is not None:
+                where = node.get("address") or {}
+                label = "/".join(str(v) for v in where.values()) if isinstance(where, dict) else "?"
+                bad[index] = f"node {node.get('kind')} {label}: {why}"
     return bad
 
 

@@ -1,0 +1,103 @@
+"""What fsck checks of the records that action-cache entries and campaign heads name: each record, its
+outputs and the files of its output trees, checked once however many entries and heads name them.
+
+Records and output trees are read in bulk (ObjectStore.get_many_bytes, CHUNK records at a time): fsck
+verified every blob when it read the packs, so what is asked here is only whether each is there, not
+damaged, and well formed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from clawstore import jsontext
+from clawstore.errors import StoreError
+from clawstore.store.actions import output_ids
+from clawstore.store.trees import NotATreeError, parse_tree, read_tree
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
+
+
+class Reach:
+    """Problems found so far, by record id, output id and object id (None: fine)."""
+
+    def __init__(self, store: Store, corrupt: Mapping[str, str]):
+        self._store, self._corrupt = store, corrupt
+        self.records: dict[str, str | None] = {}
+        self._trees: dict[str, str | None] = {}
+        self._objects: dict[str, str | None] = {}
+
+    def object_problem(self, oid: str) -> str | None:
+        if oid in self._objects:  # (an input document, an attachment: named by many records)
+            return self._objects[oid]
+        problem = "is corrupt" if oid in self._corrupt else None if self._store.has(oid) else "is missing"
+        self._objects[oid] = problem
+        return problem
+
+    def check(self, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Check the records not checked yet (`records[id]`: why one cannot be relied on, or None), and
+        return those of them that are whole, parsed (the entry checks read them)."""
+        todo = [rid for rid in dict.fromkeys(record_ids) if rid not in self.records]
+        whole: dict[str, dict[str, Any]] = {}
+        outputs: dict[str, list[str]] = {}
+        for start in range(0, len(todo), CHUNK):
+            chunk = todo[start:start + CHUNK]
+            contents = self._store.get_many_bytes([rid for rid in chunk if self.object_problem(rid) is None])
+            for rid in chunk:
+                problem, record, named = self._record(rid, contents.get(rid))
+                self.records[rid] = problem
+                if record is not None:
+                    whole[rid], outputs[rid] = record, named
+            self._check_trees([oid for rid in chunk for oid in outputs.get(rid, ())])
+        for rid, named in outputs.items():
+            self.records[rid] = self._outputs_problem(named)
+        return whole
+
+    def _record(self, rid: str, content: bytes | None) -> tuple[str | None, dict[str, Any] | None, list[str]]:
+        problem = self.object_problem(rid)
+        if problem is not None:
+            return f"record {rid} {problem}", None, []
+        try:
+            record = jsontext.loads(content) if content is not None else self._store.get_json(rid)
+        except (ValueError, StoreError):
+            return f"record {rid} is not JSON", None, []
+        if not isinstance(record, dict) or "outputs" not in record:
+            return f"record {rid} has no outputs", None, []
+        try:
+            named = output_ids(record["outputs"], f"record {rid}")
+        except ValueError as exc:
+            return str(exc), None, []
+        return None, record, named
+
+    def _check_trees(self, oids: list[str]) -> None:
+        todo = [oid for oid in dict.fromkeys(oids) if oid not in self._trees and self.object_problem(oid) is None]
+        contents = self._store.get_many_bytes(todo)
+        for oid in todo:
+            self._trees[oid] = self._tree_problem(oid, contents.get(oid))
+
+    def _tree_problem(self, oid: str, content: bytes | None) -> str | None:
+        """If `oid` is a tree, the first of its files that is missing or corrupt."""
+        try:
+            entries = parse_tree(oid, content) if content is not None else read_tree(self._store, oid)
+        except (NotATreeError, StoreError):
+            return None
+        for entry in entries:
+            if entry.object is not None:
+                problem = self.object_problem(entry.object)
+                if problem is not None:
+                    return f"file {entry.path} ({entry.object}) {problem}"
+        return None
+
+    def _outputs_problem(self, outputs: list[str]) -> str | None:
+        for oid in outputs:
+            problem = self.object_problem(oid)
+            if problem is not None:
+                return f"output {oid} {problem}"
+            tree = self._trees.get(oid)
+            if tree is not None:
+                return f"output tree {oid}: {tree}"
+        return None

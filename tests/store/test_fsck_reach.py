@@ -1,0 +1,54 @@
+"""fsck checks each record that entries and heads name once, in chunks: every entry and every head node
+that relies on a damaged record, output or output-tree file is still named, whatever the chunking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store, fsck_reach
+from clawstore.store import fsck as fsck_module
+from clawstore.store.fsck import fsck
+from tests.support.storefiles import lose_object
+
+
+@pytest.mark.parametrize("chunk", [3, 4096])
+def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(fsck_reach, "CHUNK", chunk)
+    monkeypatch.setattr(fsck_module, "CHUNK", chunk)
+    store = Store(tmp_path / "store")
+    trees = {}
+    for name in ("damaged", "whole"):
+        directory = tmp_path / name
+        (directory / "sub").mkdir(parents=True)
+        (directory / "sub" / "kept.txt").write_text(f"kept in {name}")
+        (directory / "lost.txt").write_text(f"lost from {name}")
+        trees[name] = store.put_tree(directory)
+    lost = store.put_bytes(b"lost from damaged")
+    gone = store.put_bytes(b"an artifact lost on its own")
+    keys, records = [], []
+    for i in range(8):
+        key = store.put_json({"node": i})
+        artifact = gone if i == 7 else store.put_bytes(f"artifact {i}".encode())
+        tree = trees["damaged" if i % 2 == 0 else "whole"]
+        record = {"kind": "run", "key": key, "input": key,
+                  "outputs": {"input_document": key, "artifact": artifact, "sandbox": tree}}
+        records.append(store.put_action(key, record))
+        keys.append(key)
+    nodes = [{"kind": "run", "record": rid, "address": {"model_id": "m", "case_id": f"c{i}", "repetition": 0}}
+             for i, rid in enumerate(records)]
+    head = store.put_json({"nodes": nodes})
+    store.set_ref("campaigns/x", head)
+    store.set_ref("pins/p", head)
+    assert fsck(store).problems == []
+    lose_object(store, lost)
+    lose_object(store, gone)
+
+    report = fsck(store)
+    why = {i: f"output tree {trees['damaged']}: file lost.txt ({lost}) is missing" for i in (0, 2, 4, 6)}
+    why[7] = f"output {gone} is missing"
+    assert report.bad_actions == {keys[i]: reason for i, reason in why.items()}
+    expected = {i: f"node run c{i}/m/0: {reason}" for i, reason in why.items()}
+    assert report.bad_head_nodes == {"campaigns/x": expected, "pins/p": expected}
