@@ -18,14 +18,14 @@ import os
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from clawstore import jsontext
 from clawstore.bounds import metrics_problem
 from clawstore.durable import write_file_atomic
 from clawstore.errors import MissingObjectError
 from clawstore.query import segments
-from clawstore.query.rows import Row, rows_for_build
+from clawstore.query.rows import Row, build_nodes, rows_for_build, same_rows
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.store.face import ObjectReader
 from clawstore.store.headdoc import inline_or_none
@@ -138,19 +138,41 @@ class StoredRecords:
         return value
 
 
-def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
-                ) -> dict[str, list[Row]]:
+class BuildRows(NamedTuple):
+    """A build's rows, with the log and nodes they came from (to serve the head it wrote: same_rows)."""
+
+    log: Mapping[str, Any]
+    nodes: list[Mapping[str, Any]]
+    tables: dict[str, list[Row]]
+
+
+def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
+                      ) -> BuildRows:
     """rows_for_build of a build log or head, its records read from `store`."""
     records = StoredRecords(store, warn)
-    return rows_for_build(log, records, records.read_ahead)
+    nodes = build_nodes(log, records)
+    return BuildRows(log, nodes, rows_for_build(log, records, records.read_ahead, nodes))
 
 
-def _head_rows(store: HeadSource, head_id: str, warn: Warn | None) -> dict[str, list[Row]] | None:
+def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
+                ) -> dict[str, list[Row]]:
+    return stored_build_rows(store, log, warn).tables
+
+
+def _head_rows(store: HeadSource, head_id: str, warn: Warn | None, known: BuildRows | None
+               ) -> dict[str, list[Row]] | None:
+    """The rows of a head: those of `known`, the build just indexed, when it wrote this head and they are
+    the same (same_rows: a build indexed, then its head, read and flattened every record twice)."""
     load = StoredRecords(store)
     head = inline_or_none(load(head_id), load)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
-    tables = stored_rows(store, head, warn)
+    records = StoredRecords(store, warn)
+    nodes = build_nodes(head, records)
+    if known is not None and known.log.get("head") == head_id and same_rows(known.log, known.nodes, head, nodes):
+        tables = known.tables
+    else:
+        tables = rows_for_build(head, records, records.read_ahead, nodes)
     return {table: tables.get(table, []) for table in HISTORY_VIEW}
 
 
@@ -189,9 +211,11 @@ def heads_changed(store: HeadSource, manifest: Path) -> bool:
             or any(not (root / h).is_dir() for h in on_disk))
 
 
-def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
+def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None, known: BuildRows | None = None
+                  ) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
-    lock. Returns True when what the plain views show changed."""
+    lock. Returns True when what the plain views show changed. `known`: the rows of a build just indexed
+    (the head it wrote gets them, when they are its rows)."""
     heads = wanted_heads(store)
     kept = wanted_untrusted(store)
     wanted = {campaign: _hex(oid) for campaign, oid in heads.items()}
@@ -202,7 +226,7 @@ def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -
     if wanted == read_current(manifest) and apart == read_untrusted(manifest) and not missing:
         return False
     for hexid in sorted(missing):
-        tables = _head_rows(store, oids[hexid], warn)
+        tables = _head_rows(store, oids[hexid], warn, known)
         if tables is None:
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}

@@ -17,7 +17,15 @@ from typing import Any, Protocol
 
 from clawstore.errors import StoreError
 from clawstore.query import segments
-from clawstore.query.heads import Warn, heads_changed, heads_dir, refresh_heads, stored_rows
+from clawstore.query.heads import (
+    BuildRows,
+    Warn,
+    heads_changed,
+    heads_dir,
+    refresh_heads,
+    stored_build_rows,
+    stored_rows,
+)
 from clawstore.query.rows import Row
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 
@@ -38,15 +46,17 @@ def manifest_dir(store_root: Path) -> Path:
     return Path(store_root) / "manifest"
 
 
-def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
+def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> BuildRows:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     root = Path(store.root)
     log = read_build_log(build_log_path(root, build_id))
     manifest = manifest_dir(root)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), stored_rows(store, log, warn))
+    built = stored_build_rows(store, log, warn)
+    segments.publish_segment(manifest, str(log.get("build_id") or build_id), built.tables)
     # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     segments.compact(manifest, wait=covered, force=covered)
+    return built
 
 
 def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]]:
@@ -147,15 +157,17 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
+            last = None  # the rows of the last build that wrote a head: most likely a head to materialise
             for build_id in todo:
                 try:
-                    refresh_manifest(store, build_id, warn)
+                    built = refresh_manifest(store, build_id, warn)
                 except StoreError as exc:
                     if warn is not None:
                         warn(f"{exc}; left out of the query (run claw fsck --repair)")
                     continue
                 indexed += 1
-            refresh_heads(store, manifest, warn)
+                last = built if built.log.get("head_written") else last
+            refresh_heads(store, manifest, warn, last)
             return indexed
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

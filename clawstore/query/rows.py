@@ -5,7 +5,9 @@ The same rows feed the Parquet segments (`refresh_manifest`) and `claw report`, 
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -213,16 +215,42 @@ def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: f
     return _pick("results", row)
 
 
-def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None
-                   ) -> dict[str, list[Row]]:
+def build_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Mapping[str, Any]]:
+    """The nodes whose rows a build log (or a campaign head) gives: those it lists, then those the head
+    it wrote says it reused."""
+    return [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]]
+
+
+_NODE_FIELDS = ("kind", "key", "record", "action", "address", "error", "status")  # what _node_row reads
+
+
+def same_rows(log: Mapping[str, Any], log_nodes: list[Mapping[str, Any]], head: Mapping[str, Any],
+              head_nodes: list[Mapping[str, Any]]) -> bool:
+    """Are the rows of `head` those of `log` (in another order)? They are when both have one context
+    (the head a build wrote carries its id, campaign and start) and the same nodes as far as rows read
+    them: a build's log lists what it executed and its head what it reused. Then a query that indexed
+    the build does not read and flatten every record of the campaign a second time for its head."""
+    if build_context(head) != build_context(log) or len(head_nodes) != len(log_nodes):
+        return False
+
+    def signatures(nodes: list[Mapping[str, Any]]) -> Counter[str]:
+        return Counter(json.dumps([node.get(name) for name in _NODE_FIELDS], sort_keys=True, default=repr)
+                       for node in nodes)
+
+    return signatures(log_nodes) == signatures(head_nodes)
+
+
+def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None,
+                   nodes: list[Mapping[str, Any]] | None = None) -> dict[str, list[Row]]:
     """All manifest rows for one build log: {physical table: rows}. `load_record(oid)` reads a record;
-    `read_ahead`, if given, hears of the next READ_AHEAD records before they are asked for."""
+    `read_ahead`, if given, hears of the next READ_AHEAD records before they are asked for; `nodes`:
+    the log's `build_nodes`, if the caller has them."""
     ctx = build_context(log)
     tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
     pending: list[tuple[Row, Mapping[str, Any]]] = []
     runs_by_key: dict[str, Row] = {}
     eval_cost: dict[str, float] = {}
-    nodes = [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]]
+    nodes = build_nodes(log, load_record) if nodes is None else nodes
     for at, node in enumerate(nodes):
         if read_ahead is not None and at % READ_AHEAD == 0:
             read_ahead([oid for n in nodes[at:at + READ_AHEAD] if isinstance(oid := n.get("record"), str) and oid])

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.query import segments
+from clawstore.query import heads, segments
 from clawstore.query.engine import run_query
-from clawstore.query.manifest import compact_manifest, rebuild_manifest, refresh_manifest
+from clawstore.query.manifest import compact_manifest, index_pending, rebuild_manifest, refresh_manifest
+from clawstore.query.rows import same_rows
 from clawstore.store import Store
 from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
 
@@ -195,3 +196,46 @@ def test_segment_slots_are_safe_names() -> None:
     assert segments.slot_for("20261122T030000-abcd1234") == "20261122T030000-abcd1234"
     odd = [segments.slot_for(b) for b in ("a@1", "a b", "../x", "a:b", "a_b")]
     assert all(segments._SAFE.match(s) for s in odd) and len(set(odd)) == len(odd)
+
+
+PLAIN = ("runs", "checks", "judgements", "results", "nodes")
+
+
+@pytest.mark.parametrize("scenario", ["first build", "a build reusing half", "a run failed"])
+def test_a_head_gets_the_rows_of_the_build_that_wrote_it_flattened_once(
+        store: Store, monkeypatch: pytest.MonkeyPatch, scenario: str) -> None:
+    if scenario == "a build reusing half":
+        build(store, Spec(models=["openai/gpt-a"]))
+    flattened: list[object] = []
+    real = heads.rows_for_build
+
+    def counting(log, *args, **kwargs):  # type: ignore[no-untyped-def]
+        flattened.append(log.get("build_id"))
+        return real(log, *args, **kwargs)
+
+    monkeypatch.setattr(heads, "rows_for_build", counting)
+    fail = {("openai/gpt-a", "case_2")} if scenario == "a run failed" else set()
+    built = build(store, Spec(fail=fail))
+    assert flattened == [built.build_id]  # its segment's rows; its head got the same ones
+    shared = {table: run_query(store.root, f"select * from {table} order by all").rows for table in PLAIN}
+    assert len(shared["nodes"]) == (26 if fail else 30)  # (a failed run has no evaluation)
+
+    shutil.rmtree(store.root / "manifest")
+    monkeypatch.setattr(heads, "same_rows", lambda *args: False)
+    index_pending(store)  # every build, then the head flattened on its own
+    assert flattened.count(built.build_id) == 3
+    assert {table: run_query(store.root, f"select * from {table} order by all").rows for table in PLAIN} == shared
+
+
+def test_same_rows_needs_one_context_and_the_same_nodes_in_any_order() -> None:
+    nodes = [{"kind": "run", "key": f"k{i}", "record": f"r{i}", "action": "exec",
+              "address": {"model_id": "m", "case_id": f"c{i}", "repetition": 0}} for i in range(3)]
+    log = {"build_id": "b1", "started_at": "2026-11-27T08:00:00Z", "campaign": {"id": "c"}}
+    head = {**log, "nodes": list(reversed(nodes))}
+    assert same_rows(log, nodes, head, head["nodes"])
+    assert not same_rows({**log, "build_id": "b2"}, nodes, head, head["nodes"])  # another build's rows
+    assert not same_rows(log, nodes[:2], head, head["nodes"])  # a node the log does not have
+    reused = [{**node, "action": "reuse"} if i == 0 else node for i, node in enumerate(nodes)]
+    assert not same_rows(log, reused, head, head["nodes"])  # one node another action
+    failed = [{**node, "error": {"message": "boom"}} if i == 1 else node for i, node in enumerate(nodes)]
+    assert not same_rows(log, failed, head, head["nodes"])
