@@ -144,6 +144,7 @@ class BuildRows(NamedTuple):
     log: Mapping[str, Any]
     nodes: list[Mapping[str, Any]]
     tables: dict[str, list[Row]]
+    segment: Path | None = None  # where they were published, if they were
 
 
 def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
@@ -160,9 +161,10 @@ def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: 
 
 
 def _head_rows(store: HeadSource, head_id: str, warn: Warn | None, known: BuildRows | None
-               ) -> dict[str, list[Row]] | None:
-    """The rows of a head: those of `known`, the build just indexed, when it wrote this head and they are
-    the same (same_rows: a build indexed, then its head, read and flattened every record twice)."""
+               ) -> tuple[dict[str, list[Row]], Path | None] | None:
+    """The rows of a head, and the segment already holding them as files, if one does: those of `known`,
+    the build just indexed, when it wrote this head and they are the same (same_rows: a build indexed,
+    then its head, read, flattened and wrote every record of the campaign twice)."""
     load = StoredRecords(store)
     head = inline_or_none(load(head_id), load)
     if head is None:
@@ -170,17 +172,21 @@ def _head_rows(store: HeadSource, head_id: str, warn: Warn | None, known: BuildR
     records = StoredRecords(store, warn)
     nodes = build_nodes(head, records)
     if known is not None and known.log.get("head") == head_id and same_rows(known.log, known.nodes, head, nodes):
-        tables = known.tables
+        tables, segment = known.tables, known.segment
     else:
-        tables = rows_for_build(head, records, records.read_ahead, nodes)
-    return {table: tables.get(table, []) for table in HISTORY_VIEW}
+        tables, segment = rows_for_build(head, records, records.read_ahead, nodes), None
+    return {table: tables.get(table, []) for table in HISTORY_VIEW}, segment
 
 
-def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]]) -> None:
-    """Write one head's rows; the directory appears by one rename (a head is immutable: first one wins)."""
+def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]], segment: Path | None = None
+                 ) -> None:
+    """Write one head's rows (or link the files of `segment`, which holds them); the directory appears by
+    one rename (a head is immutable: first one wins)."""
     root = heads_dir(manifest)
     root.mkdir(parents=True, exist_ok=True)
-    tmp = segments.write_segment_dir(manifest, "head", tables)
+    tmp = None if segment is None else segments.link_segment_dir(manifest, "head", segment, HISTORY_VIEW)
+    if tmp is None:
+        tmp = segments.write_segment_dir(manifest, "head", tables)
     try:
         os.rename(tmp, root / hexid)
     except OSError:
@@ -226,12 +232,12 @@ def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None, k
     if wanted == read_current(manifest) and apart == read_untrusted(manifest) and not missing:
         return False
     for hexid in sorted(missing):
-        tables = _head_rows(store, oids[hexid], warn, known)
-        if tables is None:
+        found = _head_rows(store, oids[hexid], warn, known)
+        if found is None:
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}
             continue
-        publish_head(manifest, hexid, tables)
+        publish_head(manifest, hexid, *found)
     publish_current(manifest, wanted, apart)
     # Heads no ref names any more: a reader still on the old current.json retries with the new one.
     keep = set(wanted.values()) | {h for h, _ in apart.values()}

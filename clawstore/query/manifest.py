@@ -46,17 +46,22 @@ def manifest_dir(store_root: Path) -> Path:
     return Path(store_root) / "manifest"
 
 
-def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> BuildRows:
+def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
+    _, covered = _index_build(store, build_id, warn)
+    segments.compact(manifest_dir(Path(store.root)), wait=covered, force=covered)
+
+
+def _index_build(store: RecordStore, build_id: str, warn: Warn | None) -> tuple[BuildRows, bool]:
+    """Publish one build's segment: its rows, and whether the pack covered the build already (indexed
+    before and refreshed again: hidden behind the pack until merged, so the caller merges now)."""
     root = Path(store.root)
     log = read_build_log(build_log_path(root, build_id))
     manifest = manifest_dir(root)
     built = stored_build_rows(store, log, warn)
-    segments.publish_segment(manifest, str(log.get("build_id") or build_id), built.tables)
-    # A build indexed before (refreshed again) is hidden behind the pack until merged: merge it now.
+    segment = segments.publish_segment(manifest, str(log.get("build_id") or build_id), built.tables)
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
-    segments.compact(manifest, wait=covered, force=covered)
-    return built
+    return built._replace(segment=segment), covered
 
 
 def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]]:
@@ -158,16 +163,20 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
         try:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
             last = None  # the rows of the last build that wrote a head: most likely a head to materialise
+            covered = False
             for build_id in todo:
                 try:
-                    built = refresh_manifest(store, build_id, warn)
+                    built, again = _index_build(store, build_id, warn)
                 except StoreError as exc:
                     if warn is not None:
                         warn(f"{exc}; left out of the query (run claw fsck --repair)")
                     continue
                 indexed += 1
+                covered |= again
                 last = built if built.log.get("head_written") else last
             refresh_heads(store, manifest, warn, last)
+            # Merged once, after the head (whose files may be the last build's segment's) is published.
+            segments.compact(manifest, wait=covered, force=covered)
             return indexed
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

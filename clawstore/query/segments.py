@@ -197,6 +197,21 @@ def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]]
     return tmp
 
 
+def link_segment_dir(manifest: Path, what: str, source: Path, tables: Iterable[str]) -> Path | None:
+    """A new fsynced directory under tmp/ whose `<table>.parquet` files are hard links to those of
+    `source` (immutable: the same rows, not written again); None when one cannot be linked (`source`
+    merged into a pack meanwhile, or a file system without hard links): then write them."""
+    tmp = _tmp_dir(manifest, what)
+    try:
+        for table in tables:
+            os.link(source / f"{table}.parquet", tmp / f"{table}.parquet")
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    _fsync_tree(tmp)
+    return tmp
+
+
 def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]]) -> Path:
     """Write one build's rows as a new segment directory, appearing atomically."""
     tmp = write_segment_dir(manifest, "segment", tables)

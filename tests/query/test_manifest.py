@@ -202,7 +202,7 @@ PLAIN = ("runs", "checks", "judgements", "results", "nodes")
 
 
 @pytest.mark.parametrize("scenario", ["first build", "a build reusing half", "a run failed"])
-def test_a_head_gets_the_rows_of_the_build_that_wrote_it_flattened_once(
+def test_a_head_gets_the_rows_and_files_of_the_build_that_wrote_it(
         store: Store, monkeypatch: pytest.MonkeyPatch, scenario: str) -> None:
     if scenario == "a build reusing half":
         build(store, Spec(models=["openai/gpt-a"]))
@@ -217,6 +217,11 @@ def test_a_head_gets_the_rows_of_the_build_that_wrote_it_flattened_once(
     fail = {("openai/gpt-a", "case_2")} if scenario == "a run failed" else set()
     built = build(store, Spec(fail=fail))
     assert flattened == [built.build_id]  # its segment's rows; its head got the same ones
+    manifest = store.root / "manifest"
+    (head,) = (path for path in (manifest / "heads").iterdir() if path.is_dir())
+    (segment,) = (manifest / "segments").glob(f"{segments.slot_for(built.build_id)}@*")
+    for table in PLAIN:  # the same files, not written twice
+        assert (head / f"{table}.parquet").stat().st_ino == (segment / f"{table}.parquet").stat().st_ino
     shared = {table: run_query(store.root, f"select * from {table} order by all").rows for table in PLAIN}
     assert len(shared["nodes"]) == (26 if fail else 30)  # (a failed run has no evaluation)
 
