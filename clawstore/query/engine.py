@@ -13,6 +13,7 @@ import duckdb
 from clawstore.errors import UsageError
 from clawstore.query.manifest import manifest_dir
 from clawstore.query.objects import ObjectLister, create_objects_view
+from clawstore.query.segments import ManifestChanged
 from clawstore.query.views import connect
 
 _RESULT = "__claw_result"
@@ -151,6 +152,10 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
             if _is_missing_manifest_file(exc, manifest) and attempt < _RETRIES:
                 continue
             raise UsageError(f"query failed: {one_line(exc)}") from None
+        except ManifestChanged as exc:
+            if attempt < _RETRIES:
+                continue
+            raise UsageError(f"query failed: {exc} {_RETRIES} times in a row; run it again") from None
         finally:
             if con is not None:
                 con.close()

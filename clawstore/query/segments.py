@@ -27,6 +27,7 @@ from pathlib import Path
 import blake3
 import duckdb
 
+from clawstore.errors import StoreError
 from clawstore.query.rows import Row
 from clawstore.query.schema import PHYSICAL, duckdb_columns
 
@@ -60,9 +61,20 @@ class Snapshot:
         return [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
 
 
+class ManifestChanged(StoreError):
+    """A pack the reader's snapshot names was replaced meanwhile (a compaction): take a new snapshot."""
+
+
 def pack_chunks(pack: Path, table: str) -> list[Path]:
-    """A pack's history chunks of `table`, oldest first."""
-    return sorted(pack.glob(f"{table}.*.parquet"))
+    """A pack's history chunks of `table`, oldest first. A pack holds chunks of every table, so none
+    means it was removed (ManifestChanged): its rows are in the newer pack, not gone."""
+    try:
+        chunks = sorted(pack.glob(f"{table}.*.parquet"))
+    except FileNotFoundError:  # (removed between glob's look at the directory and its listing)
+        chunks = []
+    if not chunks and not pack.is_dir():
+        raise ManifestChanged(f"pack {pack.name} was replaced by a compaction")
+    return chunks
 
 
 def _chunk_name(table: str, number: int) -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.query import segments
+from clawstore.query import segments, views
 from clawstore.query.engine import run_query
-from clawstore.query.manifest import compact_manifest, index_pending
+from clawstore.query.manifest import compact_manifest, index_pending, refresh_manifest
 from clawstore.store import Store
 from tests.query.campaigns import Spec, build
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # merging packs race between processes.
 WRITER = """
 import sys
-from clawstore.query import segments
+from clawstore.query import segments, views
 from clawstore.query.manifest import refresh_manifest
 from clawstore.store import Store
 segments.COMPACT_AT = 2
@@ -97,3 +97,31 @@ def test_a_pack_replaced_while_a_reader_looks_is_never_half_seen(tmp_path: Path,
     assert raced
     assert snap.pack is not None and len(snap.covers) == 4 and not snap.segments
     assert run_query(store.root, "select count(*) from builds").rows == [(4,)]
+
+
+def test_a_pack_replaced_after_the_snapshot_makes_the_reader_look_again(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader took its snapshot (a pack, no segment); another process then indexes a build and merges
+    # it into a newer pack, deleting the one the snapshot names before the reader lists its chunks. The
+    # reader saw no pack file and no segment: every build gone (`count(*)` 0), or, when the directory
+    # vanished inside the listing, a FileNotFoundError (seen in CI).
+    monkeypatch.setattr(segments, "COMPACT_AT", 100)
+    store = Store(tmp_path / "store")
+    for i in range(2):
+        build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)))
+    assert compact_manifest(store)  # one pack of two builds, no segment beside it
+    late = build(store, Spec(suite="suite_2", cases=["case_1"], run_salt="2"), refresh=False)
+    taken = views.snapshot
+    raced: list[bool] = []
+
+    def compaction_lands_after_the_snapshot(manifest: Path) -> segments.Snapshot:
+        snap = taken(manifest)
+        if not raced:
+            raced.append(True)
+            refresh_manifest(store, late.build_id)
+            assert compact_manifest(store) and snap.pack is not None and not snap.pack.exists()
+        return snap
+
+    monkeypatch.setattr(views, "snapshot", compaction_lands_after_the_snapshot)
+    assert run_query(store.root, "select count(*) from builds").rows == [(3,)]
+    assert raced
