@@ -29,6 +29,7 @@ from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
 
 if TYPE_CHECKING:
+    from clawstore.builder.stamp import Layers
     from clawstore.remote.live import RemoteView
     from clawstore.store.store import Store
 
@@ -257,7 +258,7 @@ def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, An
         stamp.forget(target.store_root, target.digest)
 
 
-def _layers(report: Any) -> list[tuple[str, dict[str, int]]]:
+def _layers(report: Any) -> Layers:
     """Nodes per model and layer, in the order `claw status` lists them (its runs' order, then run,
     checks, judge, result)."""
     per_model: dict[str, Counter[str]] = {}
@@ -268,7 +269,7 @@ def _layers(report: Any) -> list[tuple[str, dict[str, int]]]:
 
 class _Fresh(NamedTuple):
     campaign_id: str
-    layers: list[tuple[str, dict[str, int]]]
+    layers: Layers
 
     @property
     def nodes(self) -> int:

@@ -157,6 +157,7 @@ def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], 
 
 def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
                 ) -> dict[str, list[Row]]:
+    """The tables of `stored_build_rows` (what `claw report` and a rebuilt manifest need)."""
     return stored_build_rows(store, log, warn).tables
 
 
