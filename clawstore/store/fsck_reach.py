@@ -1,7 +1,7 @@
 """What fsck checks of the records that action-cache entries and campaign heads name: each record, its
 outputs and the files of its output trees, checked once however many entries and heads name them.
 
-Records and output trees are read in bulk (ObjectStore.get_many_bytes, CHUNK records at a time): fsck
+Records and output trees are read in bulk (ObjectStore.get_many_bytes, CHUNK records a call): fsck
 verified every blob when it read the packs, so what is asked here is only whether each is there, not
 damaged, and well formed.
 """
@@ -40,19 +40,18 @@ class Reach:
 
     def check(self, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Check the records not checked yet (`records[id]`: why one cannot be relied on, or None), and
-        return those of them that are whole, parsed (the entry checks read them)."""
+        return those of them that are whole, parsed (the entry checks read them). Callers pass at most
+        CHUNK ids: the records returned, and the bytes of their small outputs, are held together."""
         todo = [rid for rid in dict.fromkeys(record_ids) if rid not in self.records]
         whole: dict[str, dict[str, Any]] = {}
         outputs: dict[str, list[str]] = {}
-        for start in range(0, len(todo), CHUNK):
-            chunk = todo[start:start + CHUNK]
-            contents = self._store.get_many_bytes([rid for rid in chunk if self.object_problem(rid) is None])
-            for rid in chunk:
-                problem, record, named = self._record(rid, contents.get(rid))
-                self.records[rid] = problem
-                if record is not None:
-                    whole[rid], outputs[rid] = record, named
-            self._check_trees([oid for rid in chunk for oid in outputs.get(rid, ())])
+        contents = self._store.get_many_bytes([rid for rid in todo if self.object_problem(rid) is None])
+        for rid in todo:
+            problem, record, named = self._record(rid, contents.get(rid))
+            self.records[rid] = problem
+            if record is not None:
+                whole[rid], outputs[rid] = record, named
+        self._check_trees([oid for named in outputs.values() for oid in named])
         for rid, named in outputs.items():
             self.records[rid] = self._outputs_problem(named)
         return whole

@@ -13,7 +13,7 @@ from clawstore.query import segments, views
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import compact_manifest, index_pending, refresh_manifest
 from clawstore.store import Store
-from tests.query.campaigns import Spec, build
+from tests.query.campaigns import Built, Spec, build
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,10 +31,14 @@ for build_id in sys.argv[2:]:
 """
 
 
+def _small_build(store: Store, i: int, refresh: bool = True) -> Built:
+    """Build `i`: a campaign of its own (suite_<i>), one case, runs of its own."""
+    return build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)), refresh=refresh)
+
+
 def test_concurrent_refreshes_are_all_visible_and_readers_never_fail(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
-    builds = [build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)), refresh=False)
-              for i in range(6)]
+    builds = [_small_build(store, i, refresh=False) for i in range(6)]
     observed: list[int] = []
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -78,7 +82,7 @@ def test_a_pack_replaced_while_a_reader_looks_is_never_half_seen(tmp_path: Path,
     monkeypatch.setattr(segments, "COMPACT_AT", 100)
     store = Store(tmp_path / "store")
     for i in range(4):
-        build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)))
+        _small_build(store, i)
         if i == 1:
             assert compact_manifest(store)  # a pack of two builds, two segments beside it
     manifest = store.root / "manifest"
@@ -108,9 +112,9 @@ def test_a_pack_replaced_after_the_snapshot_makes_the_reader_look_again(tmp_path
     monkeypatch.setattr(segments, "COMPACT_AT", 100)
     store = Store(tmp_path / "store")
     for i in range(2):
-        build(store, Spec(suite=f"suite_{i}", cases=["case_1"], run_salt=str(i)))
+        _small_build(store, i)
     assert compact_manifest(store)  # one pack of two builds, no segment beside it
-    late = build(store, Spec(suite="suite_2", cases=["case_1"], run_salt="2"), refresh=False)
+    late = _small_build(store, 2, refresh=False)
     taken = views.snapshot
     raced: list[bool] = []
 
