@@ -3,12 +3,17 @@
 Everything relayed shares one budget per direction (a link, not a per-connection cap): `rate` bytes a
 second, paced in chunks of at most 64 KiB. For benchmarks only: it shows how a transfer behaves when the
 link, not the loopback server's CPU, sets the pace.
+
+The relay runs in a process of its own: a real link keeps moving bytes while the client computes, where
+a relay thread in the client's process would wait for its interpreter lock, slowing most the transfers
+that check what they receive as it arrives.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,24 +47,35 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, link
         writer.close()
 
 
+async def _serve(host: str, port: int, bytes_per_s: float) -> None:
+    """Relay to host:port until killed; the relay's own port is printed on stdout."""
+    up, down = _Link(bytes_per_s), _Link(bytes_per_s)
+
+    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection(host, port)
+        await asyncio.gather(_pump(client_reader, server_writer, up), _pump(server_reader, client_writer, down))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+
 @contextmanager
 def throttled(url: str, bytes_per_s: float) -> Iterator[str]:
     """A relay to the server at `url` (http://host:port) at `bytes_per_s` each way; yields its URL."""
     upstream = urlsplit(url)
-    up, down = _Link(bytes_per_s), _Link(bytes_per_s)
-    loop = asyncio.new_event_loop()
-
-    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        server_reader, server_writer = await asyncio.open_connection(upstream.hostname, upstream.port)
-        await asyncio.gather(_pump(client_reader, server_writer, up), _pump(server_reader, client_writer, down))
-
-    server = loop.run_until_complete(asyncio.start_server(relay, "127.0.0.1", 0))
-    port = server.sockets[0].getsockname()[1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
+    relay = subprocess.Popen([sys.executable, __file__, str(upstream.hostname), str(upstream.port), str(bytes_per_s)],
+                             stdout=subprocess.PIPE, text=True)
     try:
+        assert relay.stdout is not None
+        port = relay.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError(f"the throttling relay did not start (exit code {relay.poll()})")
         yield f"{upstream.scheme}://127.0.0.1:{port}"
     finally:
-        loop.call_soon_threadsafe(server.close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
+        relay.kill()
+        relay.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
