@@ -12,8 +12,10 @@ that check what they receive as it arrives.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,7 +67,7 @@ def throttled(url: str, bytes_per_s: float) -> Iterator[str]:
     """A relay to the server at `url` (http://host:port) at `bytes_per_s` each way; yields its URL."""
     upstream = urlsplit(url)
     relay = subprocess.Popen([sys.executable, __file__, str(upstream.hostname), str(upstream.port), str(bytes_per_s)],
-                             stdout=subprocess.PIPE, text=True)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert relay.stdout is not None
         port = relay.stdout.readline().strip()
@@ -77,5 +79,13 @@ def throttled(url: str, bytes_per_s: float) -> Iterator[str]:
         relay.wait()
 
 
+def _exit_with_parent() -> None:
+    """The relay's stdin is a pipe from the benchmark: its end means the benchmark is gone (even
+    killed with SIGKILL), and so is the relay."""
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
 if __name__ == "__main__":
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
     asyncio.run(_serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))

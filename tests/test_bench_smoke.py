@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,31 @@ def test_bench_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip(), "a bench prints its figures"
+
+
+def _running(pid: int) -> bool:
+    """Is `pid` a live process (not gone, not a zombie waiting to be reaped)?"""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_a_killed_benchmark_leaves_no_throttling_relay_behind() -> None:
+    # The relay of `--link-mib` is a process of its own: a benchmark killed with SIGKILL cannot stop it,
+    # so it must notice by itself (its stdin closes) instead of relaying forever.
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from bench._throttle import throttled\n"
+            "with throttled('http://127.0.0.1:9', 1e6) as url:\n    print(url, flush=True); time.sleep(60)\n")
+    bench = subprocess.Popen([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert bench.stdout is not None and bench.stdout.readline().startswith("http://127.0.0.1:")
+        [relay] = map(int, Path(f"/proc/{bench.pid}/task/{bench.pid}/children").read_text().split())
+        assert _running(relay)
+    finally:
+        bench.kill()
+        bench.wait()
+    deadline = time.monotonic() + 10
+    while _running(relay) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(relay)
