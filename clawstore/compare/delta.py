@@ -6,7 +6,10 @@ repetitions). Its noise is estimated from the repetitions themselves, pooled ove
 mean of its run's judge scores) and run residuals (a repetition's mean minus the case's mean, shrunk
 to the spread the judge noise does not already explain).
 Each bootstrap sample redraws, on both sides, every run's residual and every judgement's residual
-from those pools; the delta's interval is the percentile interval of the sampled deltas.
+from those pools; the delta's interval is the percentile interval of the sampled deltas. A case's
+samples are drawn a pool at a time, `samples` residuals in one go (_draws), and summed element-wise
+(map in C): 5 to 8 times faster than one residual at a time (bench/compare_bench.py), holding one
+case's samples at a time.
 
 Intervals are Bonferroni-adjusted: with m (model, case) pairs compared, each case interval is at
 1 - (1 - confidence) / m, and model intervals at 1 - (1 - confidence) / (number of models), so that
@@ -17,7 +20,9 @@ A delta whose interval holds 0 is `within noise`; above it `improved`, below it 
 from __future__ import annotations
 
 import math
+import operator
 import random
+from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -125,23 +130,64 @@ def noise_of(cases: dict[str, dict[int, list[float]]]) -> Noise:
     return noise
 
 
-def _draw(rng: random.Random, reps: dict[int, list[float]], noise: Noise) -> float:
-    """One bootstrap replicate of a case's score: its mean plus redrawn run and judge residuals."""
-    total = 0.0
+# 32 random bits per draw: the typecode of an unsigned 32-bit array on this platform
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)
+
+
+def _draws(rng: random.Random, pool: list[float], count: int) -> list[float]:
+    """`count` values drawn with replacement from `pool`, each picked by 32 random bits modulo its size
+    (the first values favoured by at most size / 2**32: one in a million at 4,000 values, far below the
+    bootstrap's own error)."""
+    size = len(pool)
+    return [pool[bits % size] for bits in array(_U32, rng.randbytes(4 * count))]
+
+
+def _add(total: list[float] | None, more: list[float]) -> list[float]:
+    return more if total is None else list(map(operator.add, total, more))
+
+
+def _divided(values: list[float], by: int) -> list[float]:
+    return values if by == 1 else [value / by for value in values]
+
+
+def _case_noise(rng: random.Random, reps: dict[int, list[float]], noise: Noise, samples: int) -> list[float] | None:
+    """`samples` bootstrap replicates of a case's noise: per run repetition a run residual plus the mean
+    of a judge residual per judgement, averaged over the repetitions. None when both pools are empty
+    (a single run and judge repetition everywhere): the case has no noise to draw."""
+    if not (noise.run or noise.judge):
+        return None
+    total: list[float] | None = None
     for scores in reps.values():
-        shift = rng.choice(noise.run) if noise.run else 0.0
-        if noise.judge:
-            shift += sum(rng.choice(noise.judge) for _ in scores) / len(scores)
-        total += shift
-    return case_score(reps) + total / len(reps)
+        if noise.run:
+            total = _add(total, _draws(rng, noise.run, samples))
+        if noise.judge and scores:
+            judged: list[float] | None = None
+            for _ in scores:
+                judged = _add(judged, _draws(rng, noise.judge, samples))
+            total = _add(total, _divided(judged or [], len(scores)))
+    return _divided(total or [0.0] * samples, len(reps))
 
 
 def _interval(samples: list[float], confidence: float) -> tuple[float, float]:
-    ordered = sorted(samples)
     tail = (1.0 - confidence) / 2
-    low = ordered[max(0, math.floor(tail * len(ordered)))]
-    high = ordered[min(len(ordered) - 1, math.ceil((1.0 - tail) * len(ordered)) - 1)]
-    return low, high
+    low_at = max(0, math.floor(tail * len(samples)))
+    high_at = min(len(samples) - 1, math.ceil((1.0 - tail) * len(samples)) - 1)
+    if low_at == 0 and high_at == len(samples) - 1:  # (Bonferroni over many cases: the extremes)
+        return min(samples), max(samples)
+    ordered = sorted(samples)
+    return ordered[low_at], ordered[high_at]
+
+
+def _delta_noise(rng: random.Random, a: dict[int, list[float]], b: dict[int, list[float]], noise_a: Noise,
+                 noise_b: Noise, samples: int) -> list[float] | None:
+    """`samples` bootstrap replicates of the noise of one case's delta B - A (the delta of its scores
+    added, they are its replicates); None when neither side has noise to draw."""
+    drawn_b, drawn_a = _case_noise(rng, b, noise_b, samples), _case_noise(rng, a, noise_a, samples)
+    if drawn_a is None:
+        return drawn_b
+    if drawn_b is None:
+        return [-value for value in drawn_a]
+    return list(map(operator.sub, drawn_b, drawn_a))
 
 
 def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONFIDENCE,
@@ -164,14 +210,26 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
         if not common:
             continue
         noise_a, noise_b = noise_of(ca), noise_of(cb)
-        per_case = {c: [_draw(rng, cb[c], noise_b) - _draw(rng, ca[c], noise_a) for _ in range(samples)]
-                    for c in common}
+        # Each sample's deltas summed over the cases, for the model's: the scores' deltas apart (a case
+        # without noise adds the same to every sample), then the noise of the cases that have some.
+        scores_delta: float = 0.0
+        noise_summed: list[float] | None = None
         for case in common:
-            low, high = _interval(per_case[case], case_confidence)
+            delta = case_score(cb[case]) - case_score(ca[case])
+            noise = _delta_noise(rng, ca[case], cb[case], noise_a, noise_b, samples)
+            if noise is None:
+                low = high = delta
+            else:  # (adding the delta keeps the order: the replicates' extremes are the noise's, shifted)
+                low, high = _interval(noise, case_confidence)
+                low, high = delta + low, delta + high
+                noise_summed = _add(noise_summed, noise)
+            scores_delta += delta
             cases.append(Delta(model, case, case_score(ca[case]), case_score(cb[case]), low, high,
                                sum(map(len, ca[case].values())), sum(map(len, cb[case].values()))))
-        overall = [_mean([per_case[c][i] for c in common]) for i in range(samples)]
-        low, high = _interval(overall, model_confidence)
+        if noise_summed is None:
+            low = high = scores_delta / len(common)
+        else:
+            low, high = _interval([(scores_delta + total) / len(common) for total in noise_summed], model_confidence)
         models.append(Delta(model, None, _mean([case_score(ca[c]) for c in common]),
                             _mean([case_score(cb[c]) for c in common]), low, high,
                             sum(sum(map(len, ca[c].values())) for c in common),
