@@ -8,6 +8,8 @@ import click
 
 from clawstore.cli.common import store_option, workspace_store_dir
 
+MAX_SAMPLES = 1_000_000  # each case's samples are held at once (a few lists of this many floats)
+
 
 @click.command("compare")
 @click.argument("a")
@@ -16,7 +18,7 @@ from clawstore.cli.common import store_option, workspace_store_dir
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when some model's score fell beyond the noise.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Family-wise confidence of the intervals.")
-@click.option("--samples", type=click.IntRange(min=100), default=4000, show_default=True,
+@click.option("--samples", type=click.IntRange(min=100, max=MAX_SAMPLES), default=4000, show_default=True,
               help="Bootstrap samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap random seed.")
 @store_option

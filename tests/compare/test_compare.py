@@ -175,3 +175,8 @@ def test_the_batched_bootstrap_agrees_with_the_textbook_one() -> None:
     assert {d.case_id: d.verdict for d in result.cases} == {"c0": "within noise", "c1": "regressed",
                                                             "c2": "within noise", "c3": "within noise"}
 
+
+def test_more_samples_than_a_million_are_refused_at_once(ws: Workspace, claw: Claw) -> None:
+    # Each case's samples are held in memory: 10**12 of them would exhaust it before saying anything.
+    code, _, err = claw("compare", "x", "y", "--samples", str(10**12))
+    assert code == 2 and "--samples" in err and "1000000" in err, err
