@@ -215,16 +215,16 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
         scores_delta: float = 0.0
         noise_summed: list[float] | None = None
         for case in common:
-            delta = case_score(cb[case]) - case_score(ca[case])
+            score_a, score_b = case_score(ca[case]), case_score(cb[case])
             noise = _delta_noise(rng, ca[case], cb[case], noise_a, noise_b, samples)
             if noise is None:
-                low = high = delta
+                low = high = score_b - score_a
             else:  # (adding the delta keeps the order: the replicates' extremes are the noise's, shifted)
                 low, high = _interval(noise, case_confidence)
-                low, high = delta + low, delta + high
+                low, high = score_b - score_a + low, score_b - score_a + high
                 noise_summed = _add(noise_summed, noise)
-            scores_delta += delta
-            cases.append(Delta(model, case, case_score(ca[case]), case_score(cb[case]), low, high,
+            scores_delta += score_b - score_a
+            cases.append(Delta(model, case, score_a, score_b, low, high,
                                sum(map(len, ca[case].values())), sum(map(len, cb[case].values()))))
         if noise_summed is None:
             low = high = scores_delta / len(common)
