@@ -27,7 +27,7 @@ from clawstore.evaluate.evidence import (
     stream_contains,
     trace_events,
 )
-from clawstore.evaluate.specs import host_readable, resolve_case_path
+from clawstore.evaluate.specs import case_path_name, host_readable, resolve_case_path
 
 KEY_OUTPUT_READ_LIMIT = 256 * 1024
 WORKSPACE_READ_LIMIT = 512 * 1024
@@ -131,11 +131,12 @@ def tool_call_count(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
 # file_exists / file_contains / path_exists
 
 
-def _target(params: Mapping[str, Any], ctx: CheckContext) -> tuple[str, bool]:
-    """(resolved path, whether the run's sandbox may hold it): only absolute paths can."""
+def _target(params: Mapping[str, Any], ctx: CheckContext) -> tuple[str, bool, str]:
+    """(resolved path, whether the run's sandbox may hold it: only absolute paths can, the path's name in
+    the result: as the case wrote it, not where the workspace sits)."""
     raw = _require_str(params, "path")
-    expanded = os.path.expanduser(raw)
-    return resolve_case_path(raw, ctx.case_dir), os.path.isabs(expanded)
+    name = case_path_name(raw)
+    return resolve_case_path(raw, ctx.case_dir), os.path.isabs(name), name
 
 
 def _sandbox_for(path: str, sandboxed: bool, ctx: CheckContext) -> SandboxFiles | None:
@@ -153,32 +154,32 @@ def _searched(sandboxed: bool, ctx: CheckContext) -> str:
 
 
 def file_exists(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
-    path, sandboxed = _target(params, ctx)
+    path, sandboxed, name = _target(params, ctx)
     box = _sandbox_for(path, sandboxed, ctx)
     found = box.is_file(path) if box is not None else host_readable(path, ctx.case_dir) and os.path.isfile(path)
-    outputs = {"path": path, "location": _where(box) if found else None}
+    outputs = {"path": name, "location": _where(box) if found else None}
     if found:
-        return Verdict(True, f"file {path} exists ({_where(box)})", outputs)
-    return Verdict(False, f"file {path} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
+        return Verdict(True, f"file {name} exists ({_where(box)})", outputs)
+    return Verdict(False, f"file {name} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
 
 
 def path_exists(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
-    path, sandboxed = _target(params, ctx)
+    path, sandboxed, name = _target(params, ctx)
     box = _sandbox_for(path, sandboxed, ctx)
     found = box is not None or (host_readable(path, ctx.case_dir) and os.path.exists(path))
-    outputs = {"path": path, "location": _where(box) if found else None}
+    outputs = {"path": name, "location": _where(box) if found else None}
     if found:
-        return Verdict(True, f"path {path} exists ({_where(box)})", outputs)
-    return Verdict(False, f"path {path} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
+        return Verdict(True, f"path {name} exists ({_where(box)})", outputs)
+    return Verdict(False, f"path {name} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
 
 
 def file_contains(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
-    path, sandboxed = _target(params, ctx)
+    path, sandboxed, name = _target(params, ctx)
     text = params.get("text")
     if not isinstance(text, str) or text == "":
         raise CheckSpecError("field 'text' must be a non-empty string")
     box = _sandbox_for(path, sandboxed, ctx)
-    outputs: dict[str, Any] = {"path": path, "expected_text": text, "location": None}
+    outputs: dict[str, Any] = {"path": name, "expected_text": text, "location": None}
     stream: BinaryIO | None
     if box is not None:
         stream = box.open(path) if box.is_file(path) else None
@@ -190,11 +191,11 @@ def file_contains(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             stream = None
     if stream is None:
-        return Verdict(False, f"file {path} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
+        return Verdict(False, f"file {name} does not exist (looked in {_searched(sandboxed, ctx)})", outputs)
     outputs["location"] = _where(box)
     if stream_contains(stream, text):  # a chunk at a time: a run may leave a file of a gigabyte
-        return Verdict(True, f"file {path} ({_where(box)}) contains {text!r}", outputs)
-    return Verdict(False, f"file {path} ({_where(box)}) does not contain {text!r}", outputs)
+        return Verdict(True, f"file {name} ({_where(box)}) contains {text!r}", outputs)
+    return Verdict(False, f"file {name} ({_where(box)}) does not contain {text!r}", outputs)
 
 
 # ---------------------------------------------------------------------------------------------

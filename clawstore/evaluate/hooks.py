@@ -34,7 +34,7 @@ from clawstore.confine import (
     privileged,
     runtime_binds,
 )
-from clawstore.evaluate.specs import resolve_case_path
+from clawstore.evaluate.specs import case_path_name, resolve_case_path
 
 DEFAULT_HOOK_TIMEOUT_S = 30.0
 HOOKS_DISABLED_MESSAGE = (
@@ -177,7 +177,7 @@ def run_python_hook(
     if hook.get("path"):
         target = resolve_case_path(str(hook["path"]), case_dir)
         if not os.path.isfile(target):
-            return HookOutcome("error", f"hook file {target} does not exist")
+            return HookOutcome("error", f"hook file {case_path_name(str(hook['path']))} does not exist")
         mode = "path"
     else:
         target, mode = str(hook["import_path"]), "import"

@@ -14,7 +14,7 @@ from typing import Any
 import blake3
 
 from clawstore.evaluate.declarative import HOST_PATH_KINDS
-from clawstore.evaluate.specs import check_spec, host_readable, resolve_case_path
+from clawstore.evaluate.specs import case_path_name, check_spec, host_readable, resolve_case_path
 
 IMPORT_KEY_PREFIX = "python:"
 
@@ -48,10 +48,12 @@ def check_inputs(
 ) -> dict[str, str | None]:
     """Map every host file the checks read to its content digest (None when absent).
 
-    Keys: absolute paths for `file_exists` / `file_contains` / `path_exists` targets and `path`
-    hooks; `python:<module>` for `import_path` hooks (digest of the module's source file found in the case
-    directory or on `search_path`, default `sys.path`). A file the run's sandbox holds is still listed: the checks
-    cannot know in advance which side answers, and listing more only costs a re-check.
+    Keys: the paths of `file_exists` / `file_contains` / `path_exists` targets and `path` hooks as
+    the case names them (case_path_name: relative ones relative to the case directory, so that the key
+    does not depend on where the workspace sits); `python:<module>` for `import_path` hooks (digest of
+    the module's source file found in the case directory or on `search_path`, default `sys.path`). A
+    file the run's sandbox holds is still listed: the checks cannot know in advance which side
+    answers, and listing more only costs a re-check.
     """
     base = os.fspath(case_dir) if case_dir is not None else None
     found: dict[str, str | None] = {}
@@ -60,11 +62,10 @@ def check_inputs(
         decl = spec["declarative"]
         if decl and decl.get("kind") in HOST_PATH_KINDS and isinstance(decl.get("path"), str):
             path = resolve_case_path(decl["path"], base)
-            found[path] = _digest_path(path) if host_readable(path, base) else None
+            found[case_path_name(decl["path"])] = _digest_path(path) if host_readable(path, base) else None
         hook = spec["python_hook"]
         if hook and hook.get("path"):
-            path = resolve_case_path(str(hook["path"]), base)
-            found[path] = _digest_path(path)
+            found[case_path_name(str(hook["path"]))] = _digest_path(resolve_case_path(str(hook["path"]), base))
         elif hook and hook.get("import_path"):
             dotted = str(hook["import_path"])
             # the hook child runs in the case directory, so that directory comes first on its path

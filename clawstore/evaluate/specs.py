@@ -60,12 +60,20 @@ def security_policy(policy: Any) -> dict[str, Any]:
     }
 
 
+def case_path_name(path: str) -> str:
+    """How keys and check results name a check/hook path: as the case wrote it (`~` expanded,
+    normalised), a relative one still relative to the case directory. Never joined to where the
+    workspace sits: a workspace moved or cloned elsewhere keeps its keys, and its judges are shown
+    the same results (host directories stay out of the store and of the judge's prompt)."""
+    return os.path.normpath(os.path.expanduser(str(path)))
+
+
 def resolve_case_path(path: str, case_dir: str | os.PathLike[str] | None) -> str:
     """A check/hook path as the host path it names: `~` expanded, relative to the case directory."""
-    expanded = os.path.expanduser(str(path))
-    if os.path.isabs(expanded) or case_dir is None:
-        return os.path.normpath(expanded)
-    return os.path.normpath(os.path.join(os.fspath(case_dir), expanded))
+    name = case_path_name(path)
+    if os.path.isabs(name) or case_dir is None:
+        return name
+    return os.path.normpath(os.path.join(os.fspath(case_dir), name))
 
 
 def host_root(case_dir: str | os.PathLike[str] | None) -> str | None:

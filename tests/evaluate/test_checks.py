@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import blake3
@@ -103,7 +104,8 @@ def test_file_checks_on_host_relative_to_case(tmp_path: Path) -> None:
     outcomes = {c["check_id"]: c["outcome"] for c in res["checks"]}
     assert outcomes == {"exists": "passed", "missing": "failed", "contains": "passed", "lacks": "failed",
                         "dir": "passed", "nodir": "failed"}
-    assert res["checks"][0]["outputs"]["path"] == str(case / "data" / "expected.txt")
+    assert res["checks"][0]["outputs"]["path"] == "data/expected.txt"  # as the case names it
+    assert str(tmp_path) not in json.dumps(res)  # (where the workspace sits is no part of a result)
     assert res["checks"][0]["outputs"]["location"] == "host"
     assert res["summary"] == {"total_checks": 6, "passed_checks": 3, "failed_checks": 3, "error_checks": 0}
     assert res["passed"] is False
@@ -248,9 +250,9 @@ def test_check_inputs_digests_host_files_and_hooks(tmp_path: Path) -> None:
     ]
     first = check_inputs(checks, tmp_path)
     assert first == {
-        str(tmp_path / "absent.txt"): None,
-        str(tmp_path / "data.txt"): blake3.blake3(b"v1").hexdigest(),
-        str(tmp_path / "hooks" / "h.py"): blake3.blake3(b"def f(a):\n    return True\n").hexdigest(),
+        "absent.txt": None,  # (as the case names them: the key does not depend on where it sits)
+        "data.txt": blake3.blake3(b"v1").hexdigest(),
+        "hooks/h.py": blake3.blake3(b"def f(a):\n    return True\n").hexdigest(),
         str(tmp_path / "mypkg"): "dir",
         "python:mypkg.checks": blake3.blake3(b"def g():\n    return True\n").hexdigest(),
         "python:no_such_pkg_xyz.mod": None,
@@ -259,7 +261,7 @@ def test_check_inputs_digests_host_files_and_hooks(tmp_path: Path) -> None:
     (tmp_path / "absent.txt").write_bytes(b"")
     second = check_inputs(checks, tmp_path)
     changed = {k for k in first if first[k] != second[k]}
-    assert changed == {str(tmp_path / "data.txt"), str(tmp_path / "absent.txt")}
+    assert changed == {"data.txt", "absent.txt"}
 
 
 def test_check_results_redact_secrets(tmp_path: Path) -> None:

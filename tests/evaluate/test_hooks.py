@@ -109,6 +109,7 @@ def test_missing_hook_file_is_an_error(tmp_path: Path) -> None:
     src = write_case(tmp_path, HOOK_SOURCE, name="other.py")
     res = run_hook(src, "no_args", ALLOW)
     assert res["outcome"] == "error" and "does not exist" in res["message"]
+    assert "file hooks/hook.py does" in res["message"] and str(tmp_path) not in res["message"]  # as the case names it
 
 
 def test_import_path_hook_runs_when_allowed(tmp_path: Path) -> None:
