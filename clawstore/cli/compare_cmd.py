@@ -21,16 +21,18 @@ MAX_SAMPLES = 1_000_000  # each case's samples are held at once (a few lists of 
 @click.option("--samples", type=click.IntRange(min=100, max=MAX_SAMPLES), default=4000, show_default=True,
               help="Bootstrap samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap random seed.")
+@click.option("--all-cases", is_flag=True,
+              help="List the cases within the noise too (by default only the models and the cases beyond it).")
 @store_option
 def compare(a: str, b: str, output: str, fail_on_regression: bool, confidence: float, samples: int, seed: int,
-            store_dir: Path | None) -> None:
+            all_cases: bool, store_dir: Path | None) -> None:
     """Compare campaign states A and B (campaign ids, pins, refs or head ids): per model and per case."""
     from clawstore.compare import compare as compare_states
     from clawstore.compare import render_comparison
     from clawstore.store import Store
 
     comparison = compare_states(Store(workspace_store_dir(store_dir), create=False), a, b, confidence, samples, seed)
-    click.echo(render_comparison(comparison, output))
+    click.echo(render_comparison(comparison, output, all_cases))
     if fail_on_regression and comparison.regressions:
         raise SystemExit(1)
 

@@ -79,6 +79,7 @@ class Comparison:
     models: list[Delta]
     cases: list[Delta]
     unmatched: list[str]  # "model/case only in A" lines
+    unmeasured: list[str] = field(default_factory=list)  # models with one run and one judgement per case
 
     @property
     def regressions(self) -> list[Delta]:
@@ -89,7 +90,8 @@ class Comparison:
                           "trusted": s.signer is None, "signer": s.signer}
         return {"a": side(self.a), "b": side(self.b), "confidence": self.confidence, "samples": self.samples,
                 "models": [d.to_json() for d in self.models], "cases": [d.to_json() for d in self.cases],
-                "unmatched": self.unmatched, "regressed_models": [d.model_id for d in self.regressions]}
+                "unmatched": self.unmatched, "regressed_models": [d.model_id for d in self.regressions],
+                "noise_unmeasured": self.unmeasured}
 
 
 def _mean(values: list[float]) -> float:
@@ -196,6 +198,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
     models: list[Delta] = []
     cases: list[Delta] = []
     unmatched: list[str] = []
+    unmeasured: list[str] = []
     common_models = [m for m in a.scores if m in b.scores]
     for model in sorted(set(a.scores) ^ set(b.scores)):
         unmatched.append(f"model {model} only in {'A' if model in a.scores else 'B'}")
@@ -228,13 +231,14 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
                                sum(map(len, ca[case].values())), sum(map(len, cb[case].values()))))
         if noise_summed is None:
             low = high = scores_delta / len(common)
+            unmeasured.append(model)
         else:
             low, high = _interval([(scores_delta + total) / len(common) for total in noise_summed], model_confidence)
         models.append(Delta(model, None, _mean([case_score(ca[c]) for c in common]),
                             _mean([case_score(cb[c]) for c in common]), low, high,
                             sum(sum(map(len, ca[c].values())) for c in common),
                             sum(sum(map(len, cb[c].values())) for c in common)))
-    return Comparison(a, b, confidence, samples, models, cases, unmatched)
+    return Comparison(a, b, confidence, samples, models, cases, unmatched, unmeasured)
 
 
 def compare(store: Store, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,

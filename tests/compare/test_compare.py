@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from clawstore.compare import render_comparison
 from clawstore.compare.delta import compare_sides, noise_of
 from clawstore.compare.scores import SideScores
 from clawstore.store import Store
@@ -113,6 +114,12 @@ def test_a_model_two_points_worse_on_half_the_cases_is_flagged_exactly_there(bui
 def test_text_and_markdown_name_the_verdicts(builds: Builds) -> None:
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse)
     assert code == 0 and "regressed" in out and "(all cases)" in out and "regressed models: m1" in out
+    listed = {tuple(line.split()[:2]) for line in out.splitlines()[2:] if line.startswith("m")}
+    assert listed == {("m1", "(all"), ("m2", "(all"), *(("m1", case) for case in DEGRADED)}  # the others: within
+    assert "(the others are not listed: --all-cases)" in out
+    code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--all-cases")
+    assert code == 0 and sum(line.startswith("m") for line in out.splitlines()) == 2 + 16
+    assert "not listed" not in out and "no noise measured" not in out
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--output", "markdown")
     assert code == 0 and out.startswith("| MODEL | CASE |") and "- 4 of 16 case deltas beyond the noise" in out
 
@@ -123,6 +130,22 @@ def test_an_unknown_side_is_one_line_and_exit_2(ws: Workspace, claw: Claw, env: 
     Store(Path(env["CLAW_STORE"]))
     code, _, err = claw("compare", "nope", "pins/nope")
     assert code == 2 and err.startswith("claw: error: compare: 'nope' names no campaign") and err.count("\n") == 1
+
+
+def test_a_campaign_without_repetitions_is_said_to_have_no_measured_noise() -> None:
+    cases = {f"c{i:03d}": {0: [5.0]} for i in range(400)}
+    a = SideScores("a", "blake3:a", "x", {"m": cases, "n": cases})
+    b = SideScores("b", "blake3:b", "x", {"m": {**cases, "c007": {0: [6.0]}}, "n": cases})
+    result = compare_sides(a, b, samples=200)
+    assert result.unmeasured == ["m", "n"] and result.to_json()["noise_unmeasured"] == ["m", "n"]
+    text = render_comparison(result, "text")
+    # One case in 400 moved the model's mean by 0.0025: shown as such, not as a +0.00 that "improved".
+    assert text.splitlines()[2].split() == ["m", "(all", "cases)", "5.00", "5.00", "+0.0025", "[+0.0025,", "+0.0025]",
+                                           "improved"]
+    assert "no noise measured for m, n: one run and one judgement per case" in text
+    assert len(text.splitlines()) == 2 + 3 + 1 + 3  # header, the two models and c007, a blank line, 3 lines
+    noisy = SideScores("a", "blake3:a", "x", {"m": {case: {0: [5.0, 5.0]} for case in cases}})
+    assert compare_sides(noisy, noisy, samples=200).unmeasured == []  # (two judges that agree: noise 0, measured)
 
 
 def test_without_any_noise_only_a_real_change_is_flagged() -> None:
