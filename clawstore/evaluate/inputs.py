@@ -43,6 +43,13 @@ def _find_module_file(dotted: str, search_path: Sequence[str]) -> str | None:
     return None
 
 
+def _path_key(path: str) -> str:
+    """A host path's key: its name, `./`-prefixed when it would read as an import hook's key (a
+    normalised relative path never starts with `./`, so no two inputs share a key)."""
+    name = case_path_name(path)
+    return "./" + name if name.startswith(IMPORT_KEY_PREFIX) else name
+
+
 def check_inputs(
     checks: Sequence[Any], case_dir: str | os.PathLike[str] | None, search_path: Sequence[str] | None = None
 ) -> dict[str, str | None]:
@@ -62,10 +69,10 @@ def check_inputs(
         decl = spec["declarative"]
         if decl and decl.get("kind") in HOST_PATH_KINDS and isinstance(decl.get("path"), str):
             path = resolve_case_path(decl["path"], base)
-            found[case_path_name(decl["path"])] = _digest_path(path) if host_readable(path, base) else None
+            found[_path_key(decl["path"])] = _digest_path(path) if host_readable(path, base) else None
         hook = spec["python_hook"]
         if hook and hook.get("path"):
-            found[case_path_name(str(hook["path"]))] = _digest_path(resolve_case_path(str(hook["path"]), base))
+            found[_path_key(str(hook["path"]))] = _digest_path(resolve_case_path(str(hook["path"]), base))
         elif hook and hook.get("import_path"):
             dotted = str(hook["import_path"])
             # the hook child runs in the case directory, so that directory comes first on its path

@@ -257,6 +257,9 @@ def test_check_inputs_digests_host_files_and_hooks(tmp_path: Path) -> None:
         "python:mypkg.checks": blake3.blake3(b"def g():\n    return True\n").hexdigest(),
         "python:no_such_pkg_xyz.mod": None,
     }
+    # A relative path that reads like an import hook's key keeps a key of its own.
+    twins = check_inputs([decl("p", "file_exists", path="python:mypkg.checks"), checks[5]], tmp_path)
+    assert twins == {"./python:mypkg.checks": None, "python:mypkg.checks": first["python:mypkg.checks"]}
     (tmp_path / "data.txt").write_bytes(b"v2")
     (tmp_path / "absent.txt").write_bytes(b"")
     second = check_inputs(checks, tmp_path)
