@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import run_claw
@@ -51,25 +49,32 @@ def _query(root: Path, sql: str) -> tuple[Any, str]:
     return json.loads(done.stdout), done.stderr
 
 
-@pytest.mark.parametrize("attack", sorted(BAD_REPLIES))
-def test_a_bad_provider_number_fails_the_run_and_is_retried(attack: str, ws: Workspace,  # noqa: F811
-                                                            standin: StandIn) -> None:
-    reply, field = BAD_REPLIES[attack]
-    standin.script("vendor/m1", reply)
+def test_each_bad_provider_number_fails_its_run_and_is_retried(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    # One build, one model per bad reply (and one that behaves): every attack in the same real processes.
+    attacks = {f"m{i:02d}": attack for i, attack in enumerate(sorted(BAD_REPLIES))}
+    ws.suite("main", [*attacks, "good"])
+    for model, attack in attacks.items():
+        standin.script(f"vendor/{model}", BAD_REPLIES[attack][0])
     first = run_claw(ws.root, *BUILD)
     assert first.code == 1 and "Traceback" not in first.stdout + first.stderr, first
-    rows = [line for line in first.stdout.splitlines() if line.startswith("m1 ")]
-    assert len(rows) == 2 and all("provider_error" in r and "fail" in r for r in rows), first.stdout
-    assert "malformed reply from" in first.stdout + first.stderr and field in first.stdout + first.stderr
-    runs, _ = _query(ws.root, "select model_id, status, output_tokens, cost_usd from runs order by 1, 2")
-    assert [r["model_id"] for r in runs] == ["m1", "m1", "m2", "m2"]
-    assert {r["status"] for r in runs if r["model_id"] == "m1"} == {"provider_error"}
+    rows = [line.split() for line in first.stdout.splitlines() if line.startswith(("m", "good "))]
+    assert sorted((row[0], "fail" in row and "provider_error" in row) for row in rows) == sorted(
+        [(model, True) for model in attacks for _ in "ab"] + [("good", False)] * 2), first.stdout
+    runs, _ = _query(ws.root, "select model_id, status, error_message, cost_usd from runs order by 1, 2")
+    assert len(runs) == 2 * len(attacks) + 2
     assert all(r["cost_usd"] is None or 0 <= r["cost_usd"] < 1 for r in runs)
-    # not cached: once the provider behaves, the next build sends the two m1 runs again, and only them
+    assert [r["status"] for r in runs if r["model_id"] == "good"] == ["success"] * 2
+    for model, attack in attacks.items():
+        failed = [r for r in runs if r["model_id"] == model]
+        field = BAD_REPLIES[attack][1]
+        assert [r["status"] for r in failed] == ["provider_error"] * 2, (attack, failed)
+        assert all("malformed reply from" in r["error_message"] and field in r["error_message"] for r in failed), (
+            attack, failed)
+    # not cached: once the provider behaves, the next build sends the failed runs again, and only them
     standin.reset()
     second = run_claw(ws.root, *BUILD)
     assert second.code == 0, second
-    assert sorted(r["model"] for r in standin.requests) == ["vendor/m1", "vendor/m1"]
+    assert sorted(r["model"] for r in standin.requests) == sorted(f"vendor/{model}" for model in attacks for _ in "ab")
 
 
 def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
