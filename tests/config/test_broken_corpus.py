@@ -1,4 +1,5 @@
-"""One defect per workspace, each answered by the real `claw validate` with exit 2 and a precise line."""
+"""One defect per workspace, each answered by `claw validate` with exit 2 and a precise line (run in this
+process: tests/config/test_validate_cli.py runs it as a child)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.config.workspace_builder import build_base, claw, edit_yaml, write_yaml
+from tests.config.workspace_builder import build_base, claw_here, edit_yaml, write_yaml
 
 CASE = "configs/cases/alpha/test.yaml"
 CLAW_CASE = "configs/cases/claw_one/test.yaml"
@@ -187,7 +188,7 @@ def test_corpus_is_large_enough() -> None:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = build_base(tmp_path_factory.mktemp("base"))
-    result = claw("validate", str(root))
+    result = claw_here("validate", str(root))
     assert result.returncode == 0, result.stdout + result.stderr
     return root
 
@@ -198,7 +199,7 @@ def test_defect_is_reported(base: Path, tmp_path: Path, name: str, mutate: Calla
     root = tmp_path / "ws"
     shutil.copytree(base, root)
     mutate(root)
-    result = claw("validate", str(root))
+    result = claw_here("validate", str(root))
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "Traceback" not in output
