@@ -11,6 +11,7 @@ import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -29,29 +30,37 @@ def edit_alpha(ws: Workspace) -> None:
 
 def test_team_round_trip(provider: StandIn, remote_url: str, tmp_path: Path) -> None:
     a = standard(tmp_path / "a")
+    # Scored by a judge shown a file check's result: its relative path must not name A's directory, or B,
+    # whose workspace sits elsewhere, would pay every judgement again.
+    eval_profile(a, repetitions=1)
+    a.edit("cases/alpha/test.yaml", lambda d: d.update(deterministic_checks=[
+        {"check_id": "notes", "dimensions": ["task"], "declarative": {"kind": "file_exists", "path": "notes.txt"}}]))
+    provider.script(JUDGE, judge_reply(7))
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
     ok("remote", "add", "team", remote_url, cwd=a.root)
     ok("remote", "add", "team", remote_url, cwd=b.root)
+    scored = (*BUILD, "--evaluation-profile", "ev")
 
-    ok(*BUILD, cwd=a.root)
+    ok(*scored, cwd=a.root)
     paid_by_a = len(provider.requests)
-    assert paid_by_a == 4  # 2 cases x 2 models
+    assert paid_by_a == 4 + 4  # 2 cases x 2 models, each run judged once
     assert "ref(s) moved" in ok("push", "team", cwd=a.root)
 
     ok("pull", "team", cwd=b.root)
-    ok(*BUILD, cwd=b.root)
+    ok(*scored, cwd=b.root)
     assert len(provider.requests) == paid_by_a, "B rebuilt what A had paid for"
 
     edit_alpha(b)
-    ok(*BUILD, cwd=b.root)
-    assert len(provider.requests) == paid_by_a + 2, "only the edited case's runs (one per model)"
+    ok(*scored, cwd=b.root)
+    assert len(provider.requests) == paid_by_a + 2 + 2, "only the edited case's runs and judgements"
     ok("push", "team", cwd=b.root)
 
     edit_alpha(a)  # the same configs (in real life: from version control)
     ok("pull", "team", cwd=a.root)
-    ok(*BUILD, cwd=a.root)
-    assert len(provider.requests) == paid_by_a + 2, "A rebuilt what B had paid for"
+    ok(*scored, cwd=a.root)
+    assert len(provider.requests) == paid_by_a + 2 + 2, "A rebuilt what B had paid for"
+    assert ok("query", "select count(*) as n from results", "--format", "csv", cwd=a.root).split() == ["n", "4"]
     rows = json.loads(ok("query", "select case_id, model_id, action from runs order by 1, 2", "--format", "json",
                          cwd=a.root))
     assert [(r["case_id"], r["model_id"]) for r in rows] == [("alpha", "m1"), ("alpha", "m2"), ("beta", "m1"),
