@@ -148,6 +148,21 @@ def test_a_campaign_without_repetitions_is_said_to_have_no_measured_noise() -> N
     assert compare_sides(noisy, noisy, samples=200).unmeasured == []  # (two judges that agree: noise 0, measured)
 
 
+def test_a_case_flagged_on_samples_too_few_for_its_tail_is_drawn_again() -> None:
+    # 2,000 cases judged twice, the judges a quarter point apart here and there: Bonferroni puts each
+    # case's tail at 1.25e-5. Both judges 7.5 on one side and 6.5 on the other: a delta the bootstrap
+    # noise reaches with probability 2.7e-3 (convolving these pools exactly), far inside the tail, yet
+    # 100 samples reach it one time in four. A real 3-point drop is beyond any noise the pools can draw.
+    wobble = [0.0, 0.25, -0.25, 0.5, -0.5]
+    cases = {f"c{i:04d}": {0: [7.0 + wobble[i % 5], 7.0 + wobble[(i * 3) % 5]]} for i in range(2000)}
+    a = SideScores("a", "blake3:a", "x", {"m": {**cases, "extreme": {0: [7.5, 7.5]}, "drop": {0: [7.0, 7.0]}}})
+    b = SideScores("b", "blake3:b", "x", {"m": {**cases, "extreme": {0: [6.5, 6.5]}, "drop": {0: [4.0, 4.0]}}})
+    for seed in range(3):
+        verdicts = {d.case_id: d.verdict for d in compare_sides(a, b, samples=100, seed=seed).cases}
+        assert verdicts["extreme"] == "within noise" and verdicts["drop"] == "regressed"
+        assert list(verdicts.values()).count("within noise") == 2001
+
+
 def test_without_any_noise_only_a_real_change_is_flagged() -> None:
     a = SideScores("a", "blake3:a", "x", {"m": {"same": {0: [7.0, 7.0]}, "moved": {0: [7.0, 7.0]}}})
     b = SideScores("b", "blake3:b", "x", {"m": {"same": {0: [7.0, 7.0]}, "moved": {0: [6.5, 6.5]}},
