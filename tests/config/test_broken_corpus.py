@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.config.workspace_builder import build_base, claw_here, edit_yaml, write_yaml
+from tests.config.workspace_builder import build_base, edit_yaml, write_yaml
+from tests.support.claw import Claw
 
 CASE = "configs/cases/alpha/test.yaml"
 CLAW_CASE = "configs/cases/claw_one/test.yaml"
@@ -188,8 +189,8 @@ def test_corpus_is_large_enough() -> None:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = build_base(tmp_path_factory.mktemp("base"))
-    result = claw_here("validate", str(root))
-    assert result.returncode == 0, result.stdout + result.stderr
+    code, out, err = Claw(root)("validate", str(root))
+    assert code == 0, out + err
     return root
 
 
@@ -199,13 +200,13 @@ def test_defect_is_reported(base: Path, tmp_path: Path, name: str, mutate: Calla
     root = tmp_path / "ws"
     shutil.copytree(base, root)
     mutate(root)
-    result = claw_here("validate", str(root))
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, output
+    code, out, err = Claw(root)("validate", str(root))
+    output = out + err
+    assert code == 2, output
     assert "Traceback" not in output
     assert all(len(line) < 2000 for line in output.splitlines())
     prefix = f"{path}: {field}: " if field else f"{path}: "
-    lines = result.stdout.splitlines()
+    lines = out.splitlines()
     matching = [line for line in lines if line.startswith(prefix) and fragment in line]
     assert matching, f"no line starting with {prefix!r} containing {fragment!r} in:\n{output}"
     # One defect, one error (unless it is referenced twice): the count line says so, nothing else appears.

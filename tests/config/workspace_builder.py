@@ -164,14 +164,3 @@ def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run([*_claw_command(), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=60)
 
-
-def claw_here(*args: str) -> subprocess.CompletedProcess[str]:
-    """`claw ARGS` run in this process by click's runner, with the exit code and the two streams a child
-    would give: for the many one-defect `claw validate` runs, each of which would otherwise pay an
-    interpreter start. (An exception claw does not turn into its one-line error fails the test.)"""
-    from click.testing import CliRunner
-
-    from clawstore.cli import main
-
-    result = CliRunner().invoke(main, list(args), env={"CLAW_STORE": None}, catch_exceptions=False)
-    return subprocess.CompletedProcess(["claw", *args], result.exit_code, result.stdout, result.stderr)
