@@ -189,10 +189,14 @@ def _resolving(confidence: float) -> int:
     return min(MAX_SAMPLES, math.ceil(2.0 / (1.0 - confidence)))
 
 
-def _noise_reach(reps: dict[int, list[float]], noise: Noise) -> float:
+def _largest(noise: Noise) -> tuple[float, float]:
+    """The largest run and judge residuals of a model's pools (once per model and side)."""
+    return max(map(abs, noise.run), default=0.0), max(map(abs, noise.judge), default=0.0)
+
+
+def _noise_reach(reps: dict[int, list[float]], largest: tuple[float, float]) -> float:
     """The largest noise a bootstrap sample of this case can draw on one side."""
-    run = max(map(abs, noise.run), default=0.0)
-    judge = max(map(abs, noise.judge), default=0.0)
+    run, judge = largest
     return sum(run + (judge if scores else 0.0) for scores in reps.values()) / len(reps)
 
 
@@ -229,6 +233,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
         if not common:
             continue
         noise_a, noise_b = noise_of(ca), noise_of(cb)
+        largest_a, largest_b = _largest(noise_a), _largest(noise_b)
         # Each sample's deltas summed over the cases, for the model's: the scores' deltas apart (a case
         # without noise adds the same to every sample), then the noise of the cases that have some.
         scores_delta: float = 0.0
@@ -242,7 +247,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
             else:  # (adding the delta keeps the order: the replicates' extremes are the noise's, shifted)
                 low, high = _interval(noise, case_confidence)
                 if (not low <= -delta <= high and samples < _resolving(case_confidence)
-                        and abs(delta) <= _noise_reach(ca[case], noise_a) + _noise_reach(cb[case], noise_b)):
+                        and abs(delta) <= _noise_reach(ca[case], largest_a) + _noise_reach(cb[case], largest_b)):
                     # Flagged on samples too few to reach its tail, by a delta its noise could reach:
                     # drawn again, enough to reach it (the far ends of a few thousand samples miss
                     # values the noise takes about once in a thousand: identical configs were flagged
