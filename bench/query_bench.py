@@ -9,7 +9,11 @@ What is measured:
    `refresh_manifest(store, build_id)`: reading the log, reading and verifying every record object,
    flattening, writing the Parquet segment and publishing it; then materialising the campaign head
    (`refresh_heads`) on its own; then both as a query's first indexing does them (`index_pending`: the
-   head the build wrote takes its rows and files), next to the sum of the two on their own.
+   head the build wrote takes its rows and files), next to the sum of the two on their own. Then a second
+   build of the campaign that changes one run (its 5 nodes executed, every other node reused), indexed by
+   a query's `index_pending`: the reused nodes' rows copied from the campaign's previous head
+   (query/copied.py), against the same indexing with copying turned off (every record read and
+   flattened, as before copying existed), taking turns, median of 3 each.
 2. leaderboard: `--results` result rows (plus their runs) are indexed through the same code a build's
    refresh uses (`rows_for_build` on build-log-shaped documents and records, then `publish_segment` and
    the automatic compaction), but the records are held in memory instead of being written as 2M store
@@ -38,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from clawstore.builder.buildlog import BuildLog  # noqa: E402
 from clawstore.graph.records import make_record, utc_now  # noqa: E402
-from clawstore.query import heads, segments  # noqa: E402
+from clawstore.query import copied, heads, segments  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402
 from clawstore.query.manifest import compact_manifest, index_pending, refresh_manifest  # noqa: E402
 from clawstore.query.rows import rows_for_build  # noqa: E402
@@ -136,7 +140,50 @@ def bench_refresh(root: Path, nodes: int) -> float:
     print(f"a query's first indexing (index_pending: the build, then the head it wrote, which takes its rows "
           f"and files): median {statistics.median(first):.3f} s (runs: {', '.join(f'{t:.3f}' for t in first)}) "
           f"= {statistics.median(first) / alone:.2f}x the two above on their own ({alone:.3f} s)")
+    _bench_one_run_changed(store, log, runs)
     return statistics.median(timings)
+
+
+def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
+    """index_pending after a build that executes one run's nodes and reuses the rest: copied vs flattened."""
+    manifest = store.root / "manifest"
+    indexed = store.root.parent / "manifest-before"
+    shutil.rmtree(manifest, ignore_errors=True)
+    index_pending(store)  # the first build and its head, as the previous query left them
+    shutil.copytree(manifest, indexed)
+    log = BuildLog(store, CAMPAIGN)
+    reused = {node["key"]: node for node in first.doc.nodes}
+    with store.batch():
+        for i in range(runs):
+            changed = i == 0
+
+            def key(name: str, changed: bool = changed) -> str:
+                return store.put_json({"doc": name, "changed": True} if changed else {"doc": name})
+
+            for kind, node_key, record in _records_for_run(i, log.build_id, key, 2):
+                if changed:
+                    log.add(kind, node_key, store.put_action(node_key, record), "exec", record["address"], record)
+                else:
+                    old = reused[node_key]
+                    log.add(kind, node_key, old["record"], "reuse", old["address"], None)
+    log.end("complete")
+    log.advance_head(None)
+    log.write()
+    real = copied.reusable
+    times: dict[str, list[float]] = {"copied": [], "flattened": []}
+    for _ in range(3):
+        for how in times:
+            shutil.rmtree(manifest)
+            shutil.copytree(indexed, manifest)
+            copied.reusable = real if how == "copied" else (lambda source: None)  # type: ignore[assignment]
+            t0 = time.perf_counter()
+            assert index_pending(store) == 1
+            times[how].append(time.perf_counter() - t0)
+    copied.reusable = real  # type: ignore[assignment]
+    fast, slow = statistics.median(times["copied"]), statistics.median(times["flattened"])
+    print(f"a query after a build that changed 1 run of {runs} ({len(log.doc.nodes)} nodes executed, the rest "
+          f"reused): index_pending median {fast:.3f} s with the reused rows copied from the previous head, "
+          f"against {slow:.3f} s reading and flattening every record = {fast / slow:.2f}x")
 
 
 def bench_leaderboard(root: Path, results: int, per_build: int) -> None:

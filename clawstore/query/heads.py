@@ -18,20 +18,32 @@ import os
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import duckdb
 
 from clawstore import jsontext
 from clawstore.bounds import metrics_problem
 from clawstore.durable import write_file_atomic
-from clawstore.errors import MissingObjectError
-from clawstore.query import segments
-from clawstore.query.rows import Row, build_nodes, rows_for_build, same_rows
+from clawstore.errors import MissingObjectError, StoreError
+from clawstore.query import copied, segments
+from clawstore.query.rows import (
+    Flattened,
+    Reusable,
+    Row,
+    build_context,
+    build_nodes,
+    flatten,
+    same_rows,
+    written_head,
+)
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.store.face import ObjectReader
 from clawstore.store.headdoc import inline_or_none
 
 CAMPAIGN_REFS = "campaigns/"
 Warn = Callable[[str], None]
+T = TypeVar("T")
 
 
 class HeadSource(Protocol):
@@ -143,44 +155,73 @@ class BuildRows(NamedTuple):
 
     log: Mapping[str, Any]
     nodes: list[Mapping[str, Any]]
-    tables: dict[str, list[Row]]
+    rows: Flattened
+    head: Mapping[str, Any]  # the head the build wrote, as read for its reused nodes ({} if none)
     segment: Path | None = None  # where they were published, if they were
 
 
-def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
-                      ) -> BuildRows:
-    """rows_for_build of a build log or head, its records read from `store`."""
+def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None,
+                      reusable: Reusable | None = None) -> BuildRows:
+    """The rows of a build log or head, its records read from `store`; those of nodes `reusable` holds
+    are left to the writer to copy from its source (rows.flatten)."""
     records = StoredRecords(store, warn)
-    nodes = build_nodes(log, records)
-    return BuildRows(log, nodes, rows_for_build(log, records, records.read_ahead, nodes))
+    head = written_head(log, records)
+    nodes = build_nodes(log, records, head)
+    return BuildRows(log, nodes, flatten(log, records, records.read_ahead, nodes, reusable), head)
 
 
 def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
                 ) -> dict[str, list[Row]]:
     """The tables of `stored_build_rows` (what `claw report` and a rebuilt manifest need)."""
-    return stored_build_rows(store, log, warn).tables
+    return stored_build_rows(store, log, warn).rows.tables
 
 
-def _head_rows(store: HeadSource, head_id: str, warn: Warn | None, known: BuildRows | None
-               ) -> tuple[dict[str, list[Row]], Path | None] | None:
+def previous_head(manifest: Path, log: Mapping[str, Any]) -> Path | None:
+    """The materialised head its campaign had when the manifest last looked: it holds the rows of most
+    nodes a new build or head of that campaign reuses (copied.py)."""
+    campaign = build_context(log)["campaign_id"]
+    hexid = read_current(manifest).get(campaign) if campaign is not None else None
+    path = heads_dir(manifest) / hexid if isinstance(hexid, str) else None
+    return path if path is not None and path.is_dir() else None
+
+
+def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[], Flattened]
+            ) -> tuple[T, Flattened]:
+    """write(rows), and the rows written: if the directory its copied rows come from went away meanwhile
+    (a compaction, another process's refresh), those `again` flattens in full."""
+    try:
+        return write(rows), rows
+    except duckdb.Error:
+        if rows.source is None:
+            raise
+        rows = again()
+        return write(rows), rows
+
+
+def _head_rows(store: HeadSource, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
+               copy: bool = True) -> tuple[Flattened, Path | None] | None:
     """The rows of a head, and the segment already holding them as files, if one does: those of `known`,
     the build just indexed, when it wrote this head and they are the same (same_rows: a build indexed,
-    then its head, read, flattened and wrote every record of the campaign twice)."""
+    then its head, read, flattened and wrote every record of the campaign twice). Otherwise those its
+    campaign's previous head holds are copied from it (unless not `copy`)."""
+    wrote = known is not None and known.log.get("head") == head_id and bool(known.head)
     load = StoredRecords(store)
-    head = inline_or_none(load(head_id), load)
+    head = known.head if known is not None and wrote else inline_or_none(load(head_id), load)
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
     records = StoredRecords(store, warn)
     nodes = build_nodes(head, records)
-    if known is not None and known.log.get("head") == head_id and same_rows(known.log, known.nodes, head, nodes):
-        tables, segment = known.tables, known.segment
+    if known is not None and wrote and same_rows(known.log, known.nodes, head, nodes, known.rows.sigs):
+        rows, segment = known.rows, known.segment
     else:
-        tables, segment = rows_for_build(head, records, records.read_ahead, nodes), None
-    return {table: tables.get(table, []) for table in HISTORY_VIEW}, segment
+        source = previous_head(manifest, head) if copy else None
+        reuse = copied.reusable(source) if source is not None else None
+        rows, segment = flatten(head, records, records.read_ahead, nodes, reuse), None
+    return rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}), segment
 
 
-def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]], segment: Path | None = None
-                 ) -> None:
+def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | Flattened,
+                 segment: Path | None = None) -> None:
     """Write one head's rows (or link the files of `segment`, which holds them); the directory appears by
     one rename (a head is immutable: first one wins)."""
     root = heads_dir(manifest)
@@ -218,11 +259,11 @@ def heads_changed(store: HeadSource, manifest: Path) -> bool:
             or any(not (root / h).is_dir() for h in on_disk))
 
 
-def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None, known: BuildRows | None = None
-                  ) -> bool:
+def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None,
+                  known: Mapping[str, BuildRows] | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
-    lock. Returns True when what the plain views show changed. `known`: the rows of a build just indexed
-    (the head it wrote gets them, when they are its rows)."""
+    lock. Returns True when what the plain views show changed. `known`: {head id: the rows of the build
+    just indexed that wrote it} (the head gets them, when they are its rows)."""
     heads = wanted_heads(store)
     kept = wanted_untrusted(store)
     wanted = {campaign: _hex(oid) for campaign, oid in heads.items()}
@@ -233,12 +274,21 @@ def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None, k
     if wanted == read_current(manifest) and apart == read_untrusted(manifest) and not missing:
         return False
     for hexid in sorted(missing):
-        found = _head_rows(store, oids[hexid], warn, known)
+        found = _head_rows(store, manifest, oids[hexid], warn, (known or {}).get(oids[hexid]))
         if found is None:
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}
             continue
-        publish_head(manifest, hexid, *found)
+        rows, segment = found
+
+        def flattened_again(head_id: str = oids[hexid]) -> Flattened:
+            again = _head_rows(store, manifest, head_id, warn, None, copy=False)
+            if again is None:
+                raise StoreError(f"campaign head {head_id} can no longer be read")
+            return again[0]
+
+        written(lambda flat, hexid=hexid, segment=segment: publish_head(manifest, hexid, flat, segment),
+                rows, flattened_again)
     publish_current(manifest, wanted, apart)
     # Heads no ref names any more: a reader still on the old current.json retries with the new one.
     keep = set(wanted.values()) | {h for h, _ in apart.values()}

@@ -16,17 +16,20 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clawstore.errors import StoreError
-from clawstore.query import segments
+from clawstore.query import copied, segments
 from clawstore.query.heads import (
     BuildRows,
     Warn,
     heads_changed,
     heads_dir,
+    previous_head,
     refresh_heads,
     stored_build_rows,
     stored_rows,
+    wanted_heads,
+    written,
 )
-from clawstore.query.rows import Row
+from clawstore.query.rows import Row, build_context
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 
 
@@ -48,20 +51,31 @@ def manifest_dir(store_root: Path) -> Path:
 
 def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
-    _, covered = _index_build(store, build_id, warn)
+    _, covered = _index_build(store, build_id, warn, {})
     segments.compact(manifest_dir(Path(store.root)), wait=covered, force=covered)
 
 
-def _index_build(store: RecordStore, build_id: str, warn: Warn | None) -> tuple[BuildRows, bool]:
+def _index_build(store: RecordStore, build_id: str, warn: Warn | None, indexed: dict[str, Path]
+                 ) -> tuple[BuildRows, bool]:
     """Publish one build's segment: its rows, and whether the pack covered the build already (indexed
-    before and refreshed again: hidden behind the pack until merged, so the caller merges now)."""
+    before and refreshed again: hidden behind the pack until merged, so the caller merges now).
+
+    The rows of nodes it reused are copied from the segment of its campaign's build `indexed` last
+    ({campaign_id: segment}, updated here), else from the campaign's current head (copied.py)."""
     root = Path(store.root)
     log = read_build_log(build_log_path(root, build_id))
     manifest = manifest_dir(root)
-    built = stored_build_rows(store, log, warn)
-    segment = segments.publish_segment(manifest, str(log.get("build_id") or build_id), built.tables)
+    campaign = build_context(log)["campaign_id"]
+    source = indexed.get(campaign) if campaign is not None else None
+    source = source if source is not None and source.is_dir() else previous_head(manifest, log)
+    built = stored_build_rows(store, log, warn, copied.reusable(source) if source is not None else None)
+    slot_name = str(log.get("build_id") or build_id)
+    segment, rows = written(lambda rows: segments.publish_segment(manifest, slot_name, rows), built.rows,
+                            lambda: stored_build_rows(store, log, warn).rows)
+    if campaign is not None:
+        indexed[campaign] = segment
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
-    return built._replace(segment=segment), covered
+    return built._replace(rows=rows, segment=segment), covered
 
 
 def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]]:
@@ -162,19 +176,24 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
-            last = None  # the rows of the last build that wrote a head: most likely a head to materialise
+            segments_made: dict[str, Path] = {}
+            # The rows of the builds that wrote a head a campaign ref names: heads to materialise. (The
+            # last build indexed need not be the latest: build ids of one second sort by their hex.)
+            wanted = set(wanted_heads(store).values())
+            wrote: dict[str, BuildRows] = {}
             covered = False
             for build_id in todo:
                 try:
-                    built, again = _index_build(store, build_id, warn)
+                    built, again = _index_build(store, build_id, warn, segments_made)
                 except StoreError as exc:
                     if warn is not None:
                         warn(f"{exc}; left out of the query (run claw fsck --repair)")
                     continue
                 indexed += 1
                 covered |= again
-                last = built if built.log.get("head_written") else last
-            refresh_heads(store, manifest, warn, last)
+                if built.log.get("head_written") and built.log.get("head") in wanted:
+                    wrote[str(built.log["head"])] = built
+            refresh_heads(store, manifest, warn, wrote)
             # Merged once, after the head (whose files may be the last build's segment's) is published.
             segments.compact(manifest, wait=covered, force=covered)
             return indexed

@@ -1,16 +1,20 @@
 """Flatten one build log and the records its nodes name into manifest rows (pure: no I/O here).
 
 The same rows feed the Parquet segments (`refresh_manifest`) and `claw report`, so both always agree.
+A node whose rows an earlier segment or head already holds (same record, same `node_sig`) need not be
+read and flattened again: `flatten` leaves it to the writer to copy them (query/copied.py).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import blake3
 
 from clawstore.query.schema import DIMENSIONS, PHYSICAL
 from clawstore.store.headdoc import inline_or_none
@@ -19,6 +23,11 @@ Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
 ReadAhead = Callable[[list[str]], None]  # told which records are asked for next (to read them in bulk)
 READ_AHEAD = 4096  # records announced at once: their bytes are held until each is asked for
+
+# A row copied from an earlier file must be the row flattening gives now: the signature of a node covers
+# this module and the schema, so a claw whose flattening differs copies nothing an older one wrote.
+_CODE_TAG = blake3.blake3(b"".join(Path(__file__).with_name(name).read_bytes()
+                                   for name in ("rows.py", "schema.py"))).digest()
 
 
 def to_timestamp(value: Any) -> str | None:
@@ -189,10 +198,21 @@ def _judge_row(base: Row, rec: Mapping[str, Any]) -> Row:
     return _pick("judgements", row)
 
 
-def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: float) -> Row:
+def scored_run(run: Mapping[str, Any] | None, eval_cost: float) -> Row:
+    """The columns of a result row that come from the rest of its build: its run, its evaluation's costs."""
+    run_cost = run.get("cost_usd") if run else None
+    return {
+        "run_status": run.get("status") if run else None,
+        "latency_s": run.get("latency_s") if run else None,
+        "run_cost_usd": run_cost,
+        "eval_cost_usd": eval_cost,
+        "total_cost_usd": (run_cost or 0.0) + eval_cost,
+    }
+
+
+def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: float) -> Row:
     summary = _dict(rec.get("summary"))
     passed = summary.get("passed")
-    run_cost = run.get("cost_usd") if run else None
     row = dict(base)
     row.update(
         run_key=_str(summary.get("run_key")),
@@ -206,38 +226,98 @@ def _result_row(base: Row, rec: Mapping[str, Any], run: Row | None, eval_cost: f
         checks_total=_int32(summary.get("checks_total")),
         checks_passed=_int32(summary.get("checks_passed")),
         checks_failed=_int32(summary.get("checks_failed")),
-        run_status=run.get("status") if run else None,
-        latency_s=run.get("latency_s") if run else None,
-        run_cost_usd=run_cost,
-        eval_cost_usd=eval_cost,
-        total_cost_usd=(run_cost or 0.0) + eval_cost,
+        **scored_run(run, eval_cost),
     )
     return _pick("results", row)
 
 
-def build_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Mapping[str, Any]]:
+def build_nodes(log: Mapping[str, Any], load_record: RecordLoader, head: Mapping[str, Any] | None = None
+                ) -> list[Mapping[str, Any]]:
     """The nodes whose rows a build log (or a campaign head) gives: those it lists, then those the head
-    it wrote says it reused."""
-    return [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, load_record)]]
+    it wrote says it reused (`head`: that head, if the caller read it: written_head)."""
+    head = written_head(log, load_record) if head is None else head
+    return [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, head)]]
 
 
-_NODE_FIELDS = ("kind", "key", "record", "action", "address", "error", "status")  # what _node_row reads
+def written_head(log: Mapping[str, Any], load_record: RecordLoader) -> Mapping[str, Any]:
+    """The head a format-2 build wrote, its nodes inline; empty when it wrote none (a no-op build) or
+    the log is no such build's."""
+    head_id = log.get("head")
+    if log.get("format") != 2 or not log.get("head_written") or not isinstance(head_id, str):
+        return {}
+    return inline_or_none(load_record(head_id), load_record) or {}
+
+
+def node_sig(node: Mapping[str, Any]) -> int:
+    """A 64-bit signature of what a node's rows read of the node itself (all but its action, which the
+    copy sets): two nodes with one record and one signature have the same rows, but for the build's
+    own columns. A BIGINT column of every segment (query/copied.py)."""
+    get = node.get  # (keys in the order stored: canonical JSON sorts them; another order copies nothing)
+    text = repr((get("kind"), get("key"), get("record"), get("address"), get("error"), get("status"),
+                 get("action") == "fail"))
+    return int.from_bytes(blake3.blake3(_CODE_TAG + text.encode()).digest(8), "little", signed=True)
 
 
 def same_rows(log: Mapping[str, Any], log_nodes: list[Mapping[str, Any]], head: Mapping[str, Any],
-              head_nodes: list[Mapping[str, Any]]) -> bool:
+              head_nodes: list[Mapping[str, Any]], log_sigs: list[int] | None = None) -> bool:
     """Are the rows of `head` those of `log` (in another order)? They are when both have one context
     (the head a build wrote carries its id, campaign and start) and the same nodes as far as rows read
     them: a build's log lists what it executed and its head what it reused. Then a query that indexed
-    the build does not read and flatten every record of the campaign a second time for its head."""
+    the build does not read and flatten every record of the campaign a second time for its head.
+    `log_sigs`: the node_sig of each of `log_nodes`, if the caller has them (Flattened.sigs)."""
     if build_context(head) != build_context(log) or len(head_nodes) != len(log_nodes):
         return False
+    log_sigs = [node_sig(node) for node in log_nodes] if log_sigs is None else log_sigs
+    ours = Counter(zip(log_sigs, (node.get("action") for node in log_nodes), strict=True))
+    return ours == Counter((node_sig(node), node.get("action")) for node in head_nodes)
 
-    def signatures(nodes: list[Mapping[str, Any]]) -> Counter[str]:
-        return Counter(json.dumps([node.get(name) for name in _NODE_FIELDS], sort_keys=True, default=repr)
-                       for node in nodes)
 
-    return signatures(log_nodes) == signatures(head_nodes)
+class Facts(NamedTuple):
+    """What the rows of other nodes read of a node whose rows are copied: its `nodes` row's columns
+    (a result's run, the build's total cost) and its record's run_key (an evaluation's cost)."""
+
+    kind: str | None
+    key: str | None
+    status: str | None
+    latency_s: float | None
+    cost_usd: float | None
+    run_key: str | None
+
+
+class Reusable(NamedTuple):
+    """A segment or head directory, and the nodes whose rows it holds once: {(record id, node_sig): Facts}."""
+
+    source: Path
+    facts: Mapping[tuple[str, int], Facts]
+
+
+class Taken(NamedTuple):
+    """A node whose rows the writer copies from `Flattened.source`, with this build's columns."""
+
+    position: int  # in the build's node order (rows keep it)
+    record_id: str
+    sig: int
+    action: str | None
+    scored: Row | None  # a result's `scored_run` columns in this build; None for other kinds
+
+
+class RowMeta(NamedTuple):
+    """Per row of `Flattened.tables`: where its node stands, and the hidden columns the writer adds."""
+
+    position: int
+    sig: int | None  # None when the record could not be read: such rows are never copied
+    run_key: str | None  # the record's run_key (kept for `nodes` rows)
+
+
+class Flattened(NamedTuple):
+    """A build's rows: those made here, and the nodes whose rows are copied from `source`."""
+
+    tables: dict[str, list[Row]]
+    meta: dict[str, list[RowMeta]]
+    taken: list[Taken]
+    ctx: Row
+    source: Path | None
+    sigs: list[int]  # node_sig of every node, in node order
 
 
 def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None,
@@ -245,53 +325,92 @@ def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead
     """All manifest rows for one build log: {physical table: rows}. `load_record(oid)` reads a record;
     `read_ahead`, if given, hears of the next READ_AHEAD records before they are asked for; `nodes`:
     the log's `build_nodes`, if the caller has them."""
+    return flatten(log, load_record, read_ahead, nodes).tables
+
+
+def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None,
+            nodes: list[Mapping[str, Any]] | None = None, reusable: Reusable | None = None) -> Flattened:
+    """rows_for_build, but a node that `reusable` holds (its record, its signature) is neither read nor
+    flattened: it is listed in `taken` for the writer to copy its rows from `reusable.source`."""
     ctx = build_context(log)
     tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
-    pending: list[tuple[Row, Mapping[str, Any]]] = []
-    runs_by_key: dict[str, Row] = {}
-    eval_cost: dict[str, float] = {}
+    meta: dict[str, list[RowMeta]] = {name: [] for name in PHYSICAL}
     nodes = build_nodes(log, load_record) if nodes is None else nodes
+    sigs = [node_sig(node) for node in nodes]
+    known = reusable.facts if reusable is not None else {}
+    facts: dict[int, Facts] = {}
+    if known:
+        for at, node in enumerate(nodes):
+            oid = node.get("record")
+            if isinstance(oid, str) and (found := known.get((oid, sigs[at]))) is not None:
+                facts[at] = found
+    to_read = [at for at in range(len(nodes)) if at not in facts]
+    ahead = {to_read[i]: to_read[i:i + READ_AHEAD] for i in range(0, len(to_read), READ_AHEAD)}
+    results: list[tuple[int, Row | None, Mapping[str, Any] | None, str | None]] = []
+    runs_by_key: dict[str, Mapping[str, Any]] = {}
+    eval_cost: dict[str, float] = {}
+    costs: list[float | None] = []
     for at, node in enumerate(nodes):
-        if read_ahead is not None and at % READ_AHEAD == 0:
-            read_ahead([oid for n in nodes[at:at + READ_AHEAD] if isinstance(oid := n.get("record"), str) and oid])
+        if at in facts:
+            fact = facts[at]
+            costs.append(fact.cost_usd)
+            if fact.kind in ("checks", "judge", "result") and fact.run_key:
+                eval_cost[fact.run_key] = eval_cost.get(fact.run_key, 0.0) + (fact.cost_usd or 0.0)
+            if fact.kind == "run" and fact.key:
+                runs_by_key[fact.key] = {"status": fact.status, "latency_s": fact.latency_s, "cost_usd": fact.cost_usd}
+            elif fact.kind == "result":
+                results.append((at, None, None, fact.run_key))
+            continue
+        if read_ahead is not None and at in ahead:
+            read_ahead([oid for p in ahead[at] if isinstance(oid := nodes[p].get("record"), str) and oid])
         oid = node.get("record")
         record = load_record(oid) if isinstance(oid, str) and oid else None
         base = _node_row(node, record, ctx)
+        costs.append(base["cost_usd"])
+        run_key = _str(_dict(record.get("summary")).get("run_key")) if record is not None else None
+        row_meta = RowMeta(at, sigs[at] if record is not None else None, run_key)
         tables["nodes"].append(_pick("nodes", base))
-        kind = base["kind"]
+        meta["nodes"].append(row_meta)
         if record is None:
             continue
-        run_key = _str(_dict(record.get("summary")).get("run_key"))
+        kind = base["kind"]
         if kind in ("checks", "judge", "result") and run_key:
             eval_cost[run_key] = eval_cost.get(run_key, 0.0) + (base["cost_usd"] or 0.0)
+        made: list[tuple[str, Row]] = []
         if kind == "run":
             row = _run_row(base, record)
-            tables["runs"].append(row)
+            made.append(("runs", row))
             if row["key"]:
                 runs_by_key[row["key"]] = row
         elif kind == "checks":
-            tables["checks"].extend(_check_rows(base, record))
+            made.extend(("checks", row) for row in _check_rows(base, record))
         elif kind == "judge":
-            tables["judgements"].append(_judge_row(base, record))
+            made.append(("judgements", _judge_row(base, record)))
         elif kind == "result":
-            pending.append((base, record))
+            results.append((at, base, record, run_key))
+        for table, row in made:
+            tables[table].append(row)
+            meta[table].append(row_meta)
     # Results come last: their costs need every run and judge of the build.
-    for base, record in pending:
-        run_key = _str(_dict(record.get("summary")).get("run_key")) or ""
-        tables["results"].append(_result_row(base, record, runs_by_key.get(run_key), eval_cost.get(run_key, 0.0)))
-    tables["builds"].append(_build_row(log, ctx, tables["nodes"]))
-    return tables
+    taken = {at: Taken(at, str(nodes[at]["record"]), sigs[at], _str(nodes[at].get("action")), None) for at in facts}
+    for at, base, record, run_key in results:
+        run, spent = runs_by_key.get(run_key or ""), eval_cost.get(run_key or "", 0.0)
+        if base is None or record is None:
+            taken[at] = taken[at]._replace(scored=scored_run(run, spent))
+        else:
+            tables["results"].append(_result_row(base, record, run, spent))
+            meta["results"].append(RowMeta(at, sigs[at], run_key))
+    tables["builds"].append(_build_row(log, ctx, costs))
+    return Flattened(tables, meta, [taken[at] for at in sorted(taken)], ctx,
+                     reusable.source if reusable is not None and taken else None, sigs)
 
 
-def _reused_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Any]:
-    """What a format-2 build reused, from the head it wrote (a no-op build wrote none: nothing to add).
+def _reused_nodes(log: Mapping[str, Any], head: Mapping[str, Any]) -> list[Any]:
+    """What a format-2 build reused, from the head it wrote (`written_head`; a no-op build wrote none:
+    nothing to add).
 
     Its log lists only what it executed, failed or skipped; the head it wrote carries every node it
     planned with this build's action (within its --case/--model filter, if any)."""
-    head_id = log.get("head")
-    if log.get("format") != 2 or not log.get("head_written") or not isinstance(head_id, str):
-        return []
-    head = inline_or_none(load_record(head_id), load_record) or {}
     flt = _dict(log.get("filter"))
     cases, models = set(flt.get("cases") or ()), set(flt.get("models") or ())
     found = []
@@ -306,7 +425,8 @@ def _reused_nodes(log: Mapping[str, Any], load_record: RecordLoader) -> list[Any
     return found
 
 
-def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
+def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> Row:
+    """`costs`: every node's cost_usd, in node order."""
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
     return {
@@ -318,7 +438,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
         "suite_id": ctx["suite_id"],
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
-        "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(nodes),
+        "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(costs),
         "executed": _int32(counts.get("executed")),
         "reused": _int32(counts.get("reused")),
         "failed": _int32(counts.get("failed")),
@@ -328,5 +448,5 @@ def _build_row(log: Mapping[str, Any], ctx: Row, nodes: list[Row]) -> Row:
         "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
         "cached_tokens": _int(metrics.get("cached_tokens")),
         "cost_usd": _num(metrics.get("cost_usd")),
-        "results_cost_usd": sum(n["cost_usd"] or 0.0 for n in nodes),
+        "results_cost_usd": sum(cost or 0.0 for cost in costs),
     }

@@ -28,8 +28,9 @@ import blake3
 import duckdb
 
 from clawstore.errors import StoreError
-from clawstore.query.rows import Row
-from clawstore.query.schema import PHYSICAL, duckdb_columns
+from clawstore.query import copied
+from clawstore.query.rows import Flattened, Row
+from clawstore.query.schema import PHYSICAL, Column
 
 COMPACT_AT = 16  # segments waiting beside the pack before a refresh merges them
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
@@ -158,13 +159,13 @@ def _fsync_tree(path: Path) -> None:
     fsync_dir(path)
 
 
-def _select_typed(table: str, source: str) -> str:
-    cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' for c in PHYSICAL[table])
+def _select_typed(table: str, source: str, extra: Sequence[Column] = ()) -> str:
+    cols = ", ".join(f'CAST("{c.name}" AS {c.type}) AS "{c.name}"' for c in [*PHYSICAL[table], *extra])
     return f"SELECT {cols} FROM {source}"
 
 
-def _json_struct(table: str) -> str:
-    return "{" + ", ".join(f"'{name}': '{typ}'" for name, typ in duckdb_columns(table).items()) + "}"
+def _json_struct(columns: Sequence[Column]) -> str:
+    return "{" + ", ".join(f"'{c.name}': '{c.type}'" for c in columns) + "}"
 
 
 def _sql_str(value: str) -> str:
@@ -175,20 +176,35 @@ def _sql_list(paths: Sequence[str]) -> str:
     return "[" + ", ".join(_sql_str(p) for p in paths) + "]"
 
 
-def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]], out_dir: Path) -> None:
-    """Write every physical table's rows as `<out_dir>/<table>.parquet` (typed even when empty)."""
+def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]] | Flattened,
+                 out_dir: Path) -> None:
+    """Write every physical table's rows as `<out_dir>/<table>.parquet` (typed even when empty). Given a
+    build's `Flattened` rows, also its hidden columns, and the rows it takes from its source (copied.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    flat = tables if isinstance(tables, Flattened) else None
+    rows = flat.tables if flat is not None else tables
+    taken = flat is not None and flat.source is not None and bool(flat.taken)
+    if taken:
+        assert flat is not None and flat.source is not None
+        copied.load_taken(con, flat.taken, out_dir)
     for table in PHYSICAL:
-        ndjson = out_dir / f"{table}.ndjson"
-        with open(ndjson, "w", encoding="utf-8") as fh:
-            for row in tables.get(table, []):
-                fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False))
-                fh.write("\n")
-        source = (f"read_json({_sql_str(str(ndjson))}, format='newline_delimited', "
-                  f"columns={_json_struct(table)})")
+        hidden = copied.HIDDEN.get(table, []) if flat is not None else []
+        metas = flat.meta.get(table, []) if flat is not None else []
+        table_rows = rows.get(table, [])
+        if hidden:
+            table_rows = [{**row, **copied.hidden_values(table, metas[at], at)} for at, row in enumerate(table_rows)]
+        array = out_dir / f"{table}.json"
+        # One array in one call: json.dumps row by row took twice as long (its per-call cost).
+        array.write_text(json.dumps(table_rows, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+        columns = [*PHYSICAL[table], *hidden, *(copied.ORDER if hidden else [])]
+        source = f"read_json({_sql_str(str(array))}, format='array', columns={_json_struct(columns)})"
+        if taken and hidden:
+            assert flat is not None and flat.source is not None
+            source = (f"(SELECT * FROM {source} UNION ALL BY NAME "
+                      f"{copied.copied_sql(table, flat.source, flat.ctx)} ORDER BY _claw_pos, _claw_sub)")
         target = _sql_str(str(out_dir / f"{table}.parquet"))
-        con.execute(f"COPY ({_select_typed(table, source)}) TO {target} (FORMAT parquet)").fetchall()
-        ndjson.unlink()
+        con.execute(f"COPY ({_select_typed(table, source, hidden)}) TO {target} (FORMAT parquet)").fetchall()
+        array.unlink()
 
 
 def _tmp_dir(manifest: Path, what: str) -> Path:
@@ -197,12 +213,15 @@ def _tmp_dir(manifest: Path, what: str) -> Path:
     return tmp
 
 
-def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]]) -> Path:
+def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]] | Flattened) -> Path:
     """Write `tables` into a new, fsynced directory under tmp/ for the caller to rename into place."""
     tmp = _tmp_dir(manifest, what)
     con = duckdb.connect()
     try:
         write_tables(con, tables, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     finally:
         con.close()
     _fsync_tree(tmp)
@@ -224,7 +243,7 @@ def link_segment_dir(manifest: Path, what: str, source: Path, tables: Iterable[s
     return tmp
 
 
-def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]]) -> Path:
+def publish_segment(manifest: Path, build_id: str, tables: Mapping[str, list[Row]] | Flattened) -> Path:
     """Write one build's rows as a new segment directory, appearing atomically."""
     tmp = write_segment_dir(manifest, "segment", tables)
     seg_root = manifest / "segments"

@@ -207,13 +207,13 @@ def test_a_head_gets_the_rows_and_files_of_the_build_that_wrote_it(
     if scenario == "a build reusing half":
         build(store, Spec(models=["openai/gpt-a"]))
     flattened: list[object] = []
-    real = heads.rows_for_build
+    real = heads.flatten
 
     def counting(log, *args, **kwargs):  # type: ignore[no-untyped-def]
         flattened.append(log.get("build_id"))
         return real(log, *args, **kwargs)
 
-    monkeypatch.setattr(heads, "rows_for_build", counting)
+    monkeypatch.setattr(heads, "flatten", counting)
     fail = {("openai/gpt-a", "case_2")} if scenario == "a run failed" else set()
     built = build(store, Spec(fail=fail))
     assert flattened == [built.build_id]  # its segment's rows; its head got the same ones

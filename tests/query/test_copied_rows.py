@@ -1,0 +1,145 @@
+"""Rows of reused nodes are copied from the campaign's previous head, not read and flattened again, and
+are exactly the rows flattening gives (query/copied.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from clawstore.query import copied, heads, rows
+from clawstore.query.engine import run_query
+from clawstore.query.manifest import index_pending
+from clawstore.store import Store
+from tests.query.campaigns import Spec, build
+
+VIEWS = ("runs", "checks", "judgements", "results", "nodes", "run_history", "check_history",
+         "judgement_history", "result_history", "build_nodes", "builds")
+GROWN = Spec(cases=["case_1", "case_2", "case_3", "case_4"])  # one case more: 2 runs of 8 are new
+NEW_NODES = 2 * 5  # a run, its checks, two judgements and a result per model
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store")
+
+
+@pytest.fixture
+def flattened(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The nodes whose records are read and flattened, as each is."""
+    seen: list[Any] = []
+    real = rows._node_row
+
+    def counting(node, record, ctx):  # type: ignore[no-untyped-def]
+        seen.append(node.get("key"))
+        return real(node, record, ctx)
+
+    monkeypatch.setattr(rows, "_node_row", counting)
+    return seen
+
+
+def every_view(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Each view's rows in the order the files list them (a copy keeps the order flattening gives)."""
+    return {view: run_query(root, f"select * from {view}").rows for view in VIEWS}
+
+
+def flattened_from_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[Any, ...]]]:
+    """The views of a manifest indexed again from the build logs alone, every record flattened."""
+    monkeypatch.setattr(copied, "reusable", lambda source: None)
+    shutil.rmtree(store.root / "manifest")
+    index_pending(store)
+    return every_view(store.root)
+
+
+def test_a_build_reusing_most_nodes_reads_only_the_records_it_made(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    build(store, Spec())
+    flattened.clear()
+    grown = build(store, GROWN)
+    assert grown.reused == 30 and grown.executed == NEW_NODES
+    assert len(flattened) == NEW_NODES  # the build's 30 reused nodes were copied; its head is its segment
+    copied_views = every_view(store.root)
+    assert len(copied_views["runs"]) == 8 and len(copied_views["build_nodes"]) == 30 + 40
+    flattened.clear()
+    assert flattened_from_nothing(store, monkeypatch) == copied_views
+    assert len(flattened) == 30 + 40  # (both builds; the head is the second one's segment)
+
+
+def test_builds_indexed_by_one_query_copy_from_the_one_before(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    build(store, Spec(), refresh=False)
+    build(store, GROWN, refresh=False)
+    index_pending(store)
+    # Each node once: whichever build was indexed second copied the rest from the other's segment.
+    assert len(flattened) == 30 + NEW_NODES
+    copied_views = every_view(store.root)
+    assert flattened_from_nothing(store, monkeypatch) == copied_views
+
+
+def test_a_head_another_build_wrote_copies_what_its_campaign_had(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    build(store, Spec())
+    monkeypatch.setattr(heads, "same_rows", lambda *args: False)  # as for a head pulled or imported
+    flattened.clear()
+    build(store, GROWN)
+    assert len(flattened) == 2 * NEW_NODES  # the build's new nodes, then the head's
+    copied_views = every_view(store.root)
+    assert flattened_from_nothing(store, monkeypatch) == copied_views
+
+
+def test_a_source_gone_before_the_copy_is_flattened_in_full(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process's compaction or refresh removes the directory between the look and the copy."""
+    build(store, Spec())
+    real = copied.reusable
+
+    def vanishing(source: Path):  # type: ignore[no-untyped-def]
+        found = real(source)
+        shutil.rmtree(source)
+        return found
+
+    monkeypatch.setattr(copied, "reusable", vanishing)
+    flattened.clear()
+    build(store, GROWN)
+    assert len(flattened) == NEW_NODES + 40  # copying failed, so all 40 nodes were flattened again
+    copied_views = every_view(store.root)
+    assert flattened_from_nothing(store, monkeypatch) == copied_views
+    assert not list((store.root / "manifest" / "tmp").glob("*"))  # the failed write left nothing behind
+
+
+def test_another_flattening_copies_nothing_an_older_claw_wrote(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    build(store, Spec())
+    monkeypatch.setattr(rows, "_CODE_TAG", b"rows.py as changed by an upgrade")
+    flattened.clear()
+    build(store, GROWN)
+    assert len(flattened) == 40
+
+
+def _nodes_file(path: Path, values: str, hidden: bool = True) -> Path:
+    path.mkdir()
+    columns = "record_id, kind, key, status, latency_s, cost_usd"
+    columns += ", _claw_node_sig, _claw_run_key" if hidden else ""
+    duckdb.execute(f"COPY (SELECT * FROM (VALUES {values}) AS t({columns})) TO '{path / 'nodes.parquet'}' "
+                   "(FORMAT parquet)")
+    return path
+
+
+def test_only_a_node_held_once_with_a_read_record_can_be_copied(tmp_path: Path) -> None:
+    source = _nodes_file(tmp_path / "head", ", ".join([
+        "('r1', 'run', 'k1', 'success', 1.5, 0.25, 11, NULL)",
+        "('r2', 'judge', 'k2', 'success', 0.5, 0.5, 12, 'k1')",
+        "('r3', 'judge', 'k3', 'success', 0.5, 0.5, 13, 'k1')",  # the same node twice: which rows?
+        "('r3', 'judge', 'k3', 'success', 0.5, 0.5, 13, 'k1')",
+        "('r4', 'run', 'k4', NULL, NULL, NULL, NULL, NULL)",  # its record could not be read
+    ]))
+    found = copied.reusable(source)
+    assert found is not None and found.source == source
+    assert dict(found.facts) == {("r1", 11): rows.Facts("run", "k1", "success", 1.5, 0.25, None),
+                                 ("r2", 12): rows.Facts("judge", "k2", "success", 0.5, 0.5, "k1")}
+    older = _nodes_file(tmp_path / "older", "('r1', 'run', 'k1', 'success', 1.5, 0.25)", hidden=False)
+    assert copied.reusable(older) is None  # written before the hidden columns
+    assert copied.reusable(tmp_path / "gone") is None
