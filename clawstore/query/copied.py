@@ -16,13 +16,13 @@ its costs) computed by `flatten` for this build, as for any other row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Facts, Reusable, Row, RowMeta, Taken
 from clawstore.query.schema import HISTORY_VIEW, Column, duckdb_columns
 
@@ -71,9 +71,8 @@ def hidden_values(table: str, meta: RowMeta, sub: int) -> Row:
 def load_taken(con: duckdb.DuckDBPyConnection, taken: Sequence[Taken], work: Path) -> None:
     """The taken nodes as a temporary table of `con`, for `copied_sql` to join the source's rows with."""
     path = work / f"{_TAKEN}.json"
-    rows: list[dict[str, Any]] = [{"position": node.position, "record_id": node.record_id, "sig": node.sig,
-                                   "action": node.action, **(node.scored or {})} for node in taken]
-    path.write_text(json.dumps(rows, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    write_array(path, ({"position": node.position, "record_id": node.record_id, "sig": node.sig,
+                        "action": node.action, **(node.scored or {})} for node in taken))
     types = duckdb_columns("results")
     columns = {"position": "BIGINT", "record_id": "VARCHAR", "sig": "BIGINT", "action": "VARCHAR",
                **{name: types[name] for name in _SCORED}}

@@ -29,6 +29,7 @@ import duckdb
 
 from clawstore.errors import StoreError
 from clawstore.query import copied
+from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Flattened, Row
 from clawstore.query.schema import PHYSICAL, Column
 
@@ -190,12 +191,11 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
     for table in PHYSICAL:
         hidden = copied.HIDDEN.get(table, []) if flat is not None else []
         metas = flat.meta.get(table, []) if flat is not None else []
-        table_rows = rows.get(table, [])
+        table_rows: Iterable[Row] = rows.get(table, [])
         if hidden:
-            table_rows = [{**row, **copied.hidden_values(table, metas[at], at)} for at, row in enumerate(table_rows)]
+            table_rows = ({**row, **copied.hidden_values(table, metas[at], at)} for at, row in enumerate(table_rows))
         array = out_dir / f"{table}.json"
-        # One array in one call: json.dumps row by row took twice as long (its per-call cost).
-        array.write_text(json.dumps(table_rows, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+        write_array(array, table_rows)
         columns = [*PHYSICAL[table], *hidden, *(copied.ORDER if hidden else [])]
         source = f"read_json({_sql_str(str(array))}, format='array', columns={_json_struct(columns)})"
         if taken and hidden:
