@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from clawstore.cli.common import campaign_options, require_built, store_option, workspace_store_dir
 from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store import Store
 
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
 
@@ -95,6 +99,23 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
 
 
+def _indexed(store: Store, root: Path) -> Path | None:
+    """The manifest, its pending builds and heads indexed as a query would (the report then reads its
+    head's rows instead of flattening every record), or None when it cannot be written (a store shared
+    read-only): the report flattens, as it did before."""
+    import duckdb
+
+    from clawstore.errors import StoreError
+    from clawstore.query.manifest import index_pending, manifest_dir
+
+    try:
+        index_pending(store, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    except (OSError, StoreError, duckdb.Error) as exc:
+        click.echo(f"claw: note: the query manifest was not updated ({exc}); reading the records instead", err=True)
+        return None
+    return manifest_dir(root)
+
+
 def _note_untrusted(root: Path) -> None:
     """Rows of campaigns kept apart as untrusted are in the current views: say so on every query."""
     from clawstore.query.heads import read_untrusted
@@ -152,7 +173,7 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     root = _existing_store(store_dir)
     store = _open_store(root)
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
-    report = build_report(store, ids.campaign_id, cases, models)
+    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root))
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     elif stdout_is_terminal():

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -34,10 +35,11 @@ from clawstore.query.rows import (
     build_context,
     build_nodes,
     flatten,
+    node_sig,
     same_rows,
     written_head,
 )
-from clawstore.query.schema import HISTORY_VIEW
+from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
 from clawstore.store.face import ObjectReader
 from clawstore.store.headdoc import inline_or_none
 
@@ -183,6 +185,43 @@ def previous_head(manifest: Path, log: Mapping[str, Any]) -> Path | None:
     hexid = read_current(manifest).get(campaign) if campaign is not None else None
     path = heads_dir(manifest) / hexid if isinstance(hexid, str) else None
     return path if path is not None and path.is_dir() else None
+
+
+def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tables: Sequence[str]
+                      ) -> dict[str, list[Row]] | None:
+    """The rows of `tables` (plain-view tables) a query materialised for this head, read back from its
+    directory, if they are what flattening gives now: one row per node, each with the signature
+    (rows.node_sig) of one of the head's nodes, as many times as the head has it. None when the head
+    is not materialised, its files cannot be read, or they were made by another flattening, or with a
+    record that could not be read: then flatten (stored_rows)."""
+    directory = heads_dir(manifest) / _hex(head_id)
+    if not directory.is_dir():
+        return None
+    wanted = Counter(node_sig(node) for node in build_nodes(head, _no_records))
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'").fetchall()
+        nodes = directory / "nodes.parquet"
+        found = Counter(sig for (sig,) in con.execute(
+            f"SELECT {copied.SIG} FROM read_parquet(?)", [str(nodes)]).fetchall())
+        if found != wanted:
+            return None
+        out: dict[str, list[Row]] = {}
+        for table in tables:
+            names = [c.name for c in PHYSICAL[table]]
+            columns = ", ".join(f'CAST("{c.name}" AS VARCHAR)' if c.type == "TIMESTAMP" else f'"{c.name}"'
+                                for c in PHYSICAL[table])  # (as rows.to_timestamp writes them)
+            cursor = con.execute(f"SELECT {columns} FROM read_parquet(?)", [str(directory / f"{table}.parquet")])
+            out[table] = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return out
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+
+
+def _no_records(oid: str) -> None:
+    return None  # (a head's nodes are all in the head: build_nodes reads no record for it)
 
 
 def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[], Flattened]

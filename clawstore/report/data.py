@@ -1,19 +1,21 @@
 """Collect one campaign's report from the store: its head ref, the records it names, nothing else.
 
 No config is read and no provider is called, so a campaign whose configs changed since still reports
-its last build. Rows come from the same flattening the manifest uses (clawstore.query.rows).
+its last build. Rows come from the same flattening the manifest uses (clawstore.query.rows), or from
+the manifest itself when a query has materialised the head (the same rows, read back).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import fmean
 from typing import Any, Protocol
 
 from clawstore.canonical import field_values
 from clawstore.errors import MissingObjectError, UsageError
-from clawstore.query.heads import stored_rows
+from clawstore.query.heads import materialised_rows, stored_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
 from clawstore.store.headdoc import read_head_doc
@@ -226,11 +228,15 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
 
 
 def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
-                 models: Sequence[str] = ()) -> CampaignReport:
-    """The campaign's last state (its head ref), one row per model × case, repetitions folded."""
+                 models: Sequence[str] = (), manifest: Path | None = None) -> CampaignReport:
+    """The campaign's last state (its head ref), one row per model × case, repetitions folded.
+    `manifest`: the store's query manifest, whose rows of the head are read when a query materialised
+    them (those `claw query` shows); else its records are read and flattened."""
     head_id, head, signer = load_head(store, campaign_id)
-    # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
-    tables = stored_rows(store, head)  # type: ignore[arg-type]
+    tables = materialised_rows(manifest, head_id, head, ("nodes", "results")) if manifest is not None else None
+    if tables is None:
+        # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
+        tables = stored_rows(store, head)  # type: ignore[arg-type]
     nodes = [n for n in tables["nodes"]
              if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
     groups: dict[tuple[str, str], list[Row]] = {}

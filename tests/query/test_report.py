@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -184,3 +185,44 @@ def test_head_without_embedded_records_reads_them_from_the_store(workspace: tupl
     after = json.loads(report(store, paths, "--output", "json", "--no-chart")[1])
     assert after["head"]["object"] != before["head"]["object"]
     assert after["rows"] == before["rows"] and after["models"] == before["models"]
+
+
+def _flattened_nodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    from clawstore.query import rows
+
+    seen: list[object] = []
+    real = rows._node_row
+    monkeypatch.setattr(rows, "_node_row", lambda node, record, ctx: seen.append(node) or real(node, record, ctx))
+    return seen
+
+
+def test_a_report_reads_the_rows_a_query_materialised(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    store, paths = workspace
+    build(store, Spec(models=[*MODELS, "new/model-c"]), refresh=False)  # a build no query indexed yet
+    manifest = store.root / "manifest"
+    shutil.rmtree(manifest)
+    flattened = _flattened_nodes(monkeypatch)
+    expected = report(store, paths, "--output", "json", "--no-chart")
+    assert expected[0] == 0, expected[2]
+    assert manifest.is_dir() and flattened  # the report indexed the store as a query would
+    flattened.clear()
+    assert report(store, paths, "--output", "json", "--no-chart") == expected
+    assert not flattened  # read back from the head the query materialised: no record flattened
+    # The same report from the records alone, with no manifest to read.
+    shutil.rmtree(manifest)
+    manifest.write_text("not a directory: the manifest cannot be written")
+    code, out, err = report(store, paths, "--output", "json", "--no-chart")
+    assert (code, out) == expected[:2] and "reading the records instead" in err and len(flattened) == 45
+
+
+def test_rows_another_flattening_materialised_are_not_read_back(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.query import rows
+
+    store, paths = workspace
+    expected = report(store, paths, "--output", "json", "--no-chart")
+    monkeypatch.setattr(rows, "_CODE_TAG", b"rows.py as changed by an upgrade")
+    flattened = _flattened_nodes(monkeypatch)
+    assert report(store, paths, "--output", "json", "--no-chart") == expected
+    assert len(flattened) == 30  # the head's files hold the rows of the older flattening: not used
