@@ -143,3 +143,12 @@ def test_only_a_node_held_once_with_a_read_record_can_be_copied(tmp_path: Path) 
     older = _nodes_file(tmp_path / "older", "('r1', 'run', 'k1', 'success', 1.5, 0.25)", hidden=False)
     assert copied.reusable(older) is None  # written before the hidden columns
     assert copied.reusable(tmp_path / "gone") is None
+
+
+def test_claw_installed_without_its_sources_signs_nodes_by_its_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreadable(path: Path) -> bytes:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(Path, "read_bytes", unreadable)
+    tag = rows._code_tag()  # (at import: no source to read must not stop claw query)
+    assert tag == rows._code_tag() != rows._CODE_TAG
