@@ -37,6 +37,7 @@ from clawstore.query.rows import (
     flatten,
     node_sig,
     same_rows,
+    without_planning_views,
     written_head,
 )
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
@@ -245,7 +246,7 @@ def _head_rows(store: HeadSource, manifest: Path, head_id: str, warn: Warn | Non
     campaign's previous head holds are copied from it (unless not `copy`)."""
     wrote = known is not None and known.log.get("head") == head_id and bool(known.head)
     load = StoredRecords(store)
-    head = known.head if known is not None and wrote else inline_or_none(load(head_id), load)
+    head = known.head if known is not None and wrote else without_planning_views(inline_or_none(load(head_id), load))
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
     records = StoredRecords(store, warn)
