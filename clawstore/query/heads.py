@@ -299,11 +299,32 @@ def heads_changed(store: HeadSource, manifest: Path) -> bool:
             or any(not (root / h).is_dir() for h in on_disk))
 
 
-def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None,
-                  known: Mapping[str, BuildRows] | None = None) -> bool:
+def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn | None = None,
+                     known: BuildRows | None = None) -> bool:
+    """Give a head its directory of rows, unless it has one; False when the head cannot be read.
+    `known`: the rows of the build just indexed that wrote it (the head gets them, when they are its
+    rows: index_pending calls this right after that build, so no build's rows are held longer)."""
+    hexid = _hex(head_id)
+    if (heads_dir(manifest) / hexid).is_dir():
+        return True
+    found = _head_rows(store, manifest, head_id, warn, known)
+    if found is None:
+        return False
+    rows, segment = found
+
+    def flattened_again() -> Flattened:
+        again = _head_rows(store, manifest, head_id, warn, None, copy=False)
+        if again is None:
+            raise StoreError(f"campaign head {head_id} can no longer be read")
+        return again[0]
+
+    written(lambda flat: publish_head(manifest, hexid, flat, segment), rows, flattened_again)
+    return True
+
+
+def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
-    lock. Returns True when what the plain views show changed. `known`: {head id: the rows of the build
-    just indexed that wrote it} (the head gets them, when they are its rows)."""
+    lock. Returns True when what the plain views show changed."""
     heads = wanted_heads(store)
     kept = wanted_untrusted(store)
     wanted = {campaign: _hex(oid) for campaign, oid in heads.items()}
@@ -314,21 +335,9 @@ def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None,
     if wanted == read_current(manifest) and apart == read_untrusted(manifest) and not missing:
         return False
     for hexid in sorted(missing):
-        found = _head_rows(store, manifest, oids[hexid], warn, (known or {}).get(oids[hexid]))
-        if found is None:
+        if not materialise_head(store, manifest, oids[hexid], warn):
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}
-            continue
-        rows, segment = found
-
-        def flattened_again(head_id: str = oids[hexid]) -> Flattened:
-            again = _head_rows(store, manifest, head_id, warn, None, copy=False)
-            if again is None:
-                raise StoreError(f"campaign head {head_id} can no longer be read")
-            return again[0]
-
-        written(lambda flat, hexid=hexid, segment=segment: publish_head(manifest, hexid, flat, segment),
-                rows, flattened_again)
     publish_current(manifest, wanted, apart)
     # Heads no ref names any more: a reader still on the old current.json retries with the new one.
     keep = set(wanted.values()) | {h for h, _ in apart.values()}

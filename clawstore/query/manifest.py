@@ -22,6 +22,7 @@ from clawstore.query.heads import (
     Warn,
     heads_changed,
     heads_dir,
+    materialise_head,
     previous_head,
     refresh_heads,
     stored_build_rows,
@@ -177,10 +178,7 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
         try:
             todo = pending_builds(store)  # another process may have indexed them meanwhile
             segments_made: dict[str, Path] = {}
-            # The rows of the builds that wrote a head a campaign ref names: heads to materialise. (The
-            # last build indexed need not be the latest: build ids of one second sort by their hex.)
-            wanted = set(wanted_heads(store).values())
-            wrote: dict[str, BuildRows] = {}
+            wanted = set(wanted_heads(store).values())  # heads a campaign ref names
             covered = False
             for build_id in todo:
                 try:
@@ -191,9 +189,12 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
                     continue
                 indexed += 1
                 covered |= again
-                if built.log.get("head_written") and built.log.get("head") in wanted:
-                    wrote[str(built.log["head"])] = built
-            refresh_heads(store, manifest, warn, wrote)
+                head = built.log.get("head")
+                if built.log.get("head_written") and isinstance(head, str) and head in wanted:
+                    # Now, while its rows are at hand (whichever build of the campaign comes last:
+                    # build ids of one second sort by their hex).
+                    materialise_head(store, manifest, head, warn, built)
+            refresh_heads(store, manifest, warn)
             # Merged once, after the head (whose files may be the last build's segment's) is published.
             segments.compact(manifest, wait=covered, force=covered)
             return indexed
