@@ -152,3 +152,21 @@ def test_claw_installed_without_its_sources_signs_nodes_by_its_version(monkeypat
     monkeypatch.setattr(Path, "read_bytes", unreadable)
     tag = rows._code_tag()  # (at import: no source to read must not stop claw query)
     assert tag == rows._code_tag() != rows._CODE_TAG
+
+
+def test_a_record_reused_under_another_address_is_flattened_with_it(
+        store: Store, flattened: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model renamed in the suite (its run keys unchanged) reuses every record of the old name: the
+    rows must name the new model, so those nodes' rows are not copied from the old head."""
+    build(store, Spec())
+    flattened.clear()
+    renamed = build(store, Spec(models=["alias/gpt-a", "anthropic/claude-b"],
+                                key_model={"alias/gpt-a": "openai/gpt-a"}))
+    assert renamed.reused == 30 and renamed.executed == 0
+    # The renamed model's 15 nodes, for the build and again for its head (which here also keeps the old
+    # name's nodes, so it is not the build's rows): everything else was copied.
+    assert len(flattened) == 2 * 15
+    copied_views = every_view(store.root)
+    named = run_query(store.root, f"select distinct model_id from run_history where build_id = '{renamed.build_id}'")
+    assert {row[0] for row in named.rows} == {"alias/gpt-a", "anthropic/claude-b"}
+    assert flattened_from_nothing(store, monkeypatch) == copied_views
