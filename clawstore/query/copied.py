@@ -25,6 +25,7 @@ import duckdb
 from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Facts, Reusable, Row, RowMeta, Taken
 from clawstore.query.schema import HISTORY_VIEW, Column, duckdb_columns
+from clawstore.query.sqltext import literal
 
 SIG, RUN_KEY = "_claw_node_sig", "_claw_run_key"
 HIDDEN: dict[str, list[Column]] = {
@@ -39,10 +40,6 @@ _SCORED = ("run_status", "latency_s", "run_cost_usd", "eval_cost_usd", "total_co
 _TAKEN = "claw_taken"
 
 
-def _literal(value: str | None) -> str:
-    return "NULL" if value is None else "'" + str(value).replace("'", "''") + "'"
-
-
 def reusable(source: Path) -> Reusable | None:
     """The nodes whose rows `source` (a segment or head directory) holds exactly once, or None when it
     holds none that can be copied: gone meanwhile, or written by a claw without the hidden columns."""
@@ -50,7 +47,7 @@ def reusable(source: Path) -> Reusable | None:
     try:
         rows = con.execute(
             f"SELECT record_id, {SIG}, kind, key, status, latency_s, cost_usd, {RUN_KEY} "
-            f"FROM read_parquet({_literal(str(source / 'nodes.parquet'))}) "
+            f"FROM read_parquet({literal(str(source / 'nodes.parquet'))}) "
             f"WHERE record_id IS NOT NULL AND {SIG} IS NOT NULL "
             f"QUALIFY count(*) OVER (PARTITION BY record_id, {SIG}) = 1").fetchall()
     except duckdb.Error:
@@ -77,7 +74,7 @@ def load_taken(con: duckdb.DuckDBPyConnection, taken: Sequence[Taken], work: Pat
     columns = {"position": "BIGINT", "record_id": "VARCHAR", "sig": "BIGINT", "action": "VARCHAR",
                **{name: types[name] for name in _SCORED}}
     struct = "{" + ", ".join(f"'{name}': '{typ}'" for name, typ in columns.items()) + "}"
-    con.execute(f"CREATE TEMP TABLE {_TAKEN} AS SELECT * FROM read_json({_literal(str(path))}, "
+    con.execute(f"CREATE TEMP TABLE {_TAKEN} AS SELECT * FROM read_json({literal(str(path))}, "
                 f"format='array', columns={struct})").fetchall()
     path.unlink()
 
@@ -85,10 +82,10 @@ def load_taken(con: duckdb.DuckDBPyConnection, taken: Sequence[Taken], work: Pat
 def copied_sql(table: str, source: Path, ctx: Mapping[str, Any]) -> str:
     """The rows of `table` the taken nodes have in `source`, with this build's columns and order."""
     types = duckdb_columns(table)
-    replace = [f'CAST({_literal(value)} AS {types[name]}) AS "{name}"' for name, value in ctx.items()]
+    replace = [f'CAST({literal(value)} AS {types[name]}) AS "{name}"' for name, value in ctx.items()]
     replace.append('t.action AS "action"')
     if table == "results":
         replace.extend(f't."{name}" AS "{name}"' for name in _SCORED)
     return (f"SELECT s.* REPLACE ({', '.join(replace)}), t.position AS _claw_pos, s.file_row_number AS _claw_sub "
-            f"FROM read_parquet({_literal(str(source / f'{table}.parquet'))}, file_row_number=true) AS s "
+            f"FROM read_parquet({literal(str(source / f'{table}.parquet'))}, file_row_number=true) AS s "
             f"JOIN {_TAKEN} AS t ON s.record_id = t.record_id AND s.{SIG} = t.sig")

@@ -18,6 +18,7 @@ import duckdb
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.query.schema import OBJECTS
+from clawstore.query.sqltext import literal
 
 
 class ObjectLister(Protocol):
@@ -26,15 +27,11 @@ class ObjectLister(Protocol):
     def object_sizes(self, oid: str) -> tuple[int, int]: ...
 
 
-def _q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _cached(con: duckdb.DuckDBPyConnection, cache: Path) -> set[str]:
     if not cache.exists():
         return set()
     try:
-        return {r[0] for r in con.execute(f"SELECT object_id FROM read_parquet({_q(str(cache))})").fetchall()}
+        return {r[0] for r in con.execute(f"SELECT object_id FROM read_parquet({literal(str(cache))})").fetchall()}
     except duckdb.Error:
         return set()  # a damaged cache is rebuilt below
 
@@ -49,7 +46,7 @@ def create_objects_view(con: duckdb.DuckDBPyConnection, store: ObjectLister, man
             _rewrite_cache(con, store, manifest, cache, present, cached)
         except OSError as exc:
             raise StoreError(f"cannot write the objects cache under {manifest}: {exc.strerror}") from None
-    con.execute(f"CREATE VIEW objects AS SELECT * FROM read_parquet({_q(str(cache))})").fetchall()
+    con.execute(f"CREATE VIEW objects AS SELECT * FROM read_parquet({literal(str(cache))})").fetchall()
     return len(present)
 
 
@@ -67,16 +64,16 @@ def _rewrite_cache(con: duckdb.DuckDBPyConnection, store: ObjectLister, manifest
                 continue  # collected between listing and sizing
             fh.write(json.dumps({"object_id": oid, "logical_size": logical, "stored_size": stored}) + "\n")
     columns = "{" + ", ".join(f"'{c.name}': '{c.type}'" for c in OBJECTS) + "}"
-    fresh = f"SELECT * FROM read_json({_q(str(ndjson))}, format='newline_delimited', columns={columns})"
+    fresh = f"SELECT * FROM read_json({literal(str(ndjson))}, format='newline_delimited', columns={columns})"
     kept = tmp_dir / f"objects.{stamp}.keep"
     kept.write_text("".join(f"{oid}\n" for oid in present & cached))
     old = ""
     if present & cached:
-        old = (f" UNION ALL SELECT * FROM read_parquet({_q(str(cache))}) WHERE object_id IN "
-               f"(SELECT column0 FROM read_csv({_q(str(kept))}, header=false, columns={{'column0': 'VARCHAR'}}))")
+        old = (f" UNION ALL SELECT * FROM read_parquet({literal(str(cache))}) WHERE object_id IN "
+               f"(SELECT column0 FROM read_csv({literal(str(kept))}, header=false, columns={{'column0': 'VARCHAR'}}))")
     tmp = tmp_dir / f"objects.{stamp}.parquet"
     try:
-        con.execute(f"COPY ({fresh}{old} ORDER BY object_id) TO {_q(str(tmp))} (FORMAT parquet)").fetchall()
+        con.execute(f"COPY ({fresh}{old} ORDER BY object_id) TO {literal(str(tmp))} (FORMAT parquet)").fetchall()
     finally:
         ndjson.unlink()
         kept.unlink()

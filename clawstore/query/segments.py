@@ -32,6 +32,7 @@ from clawstore.query import copied
 from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Flattened, Row
 from clawstore.query.schema import PHYSICAL, Column
+from clawstore.query.sqltext import literal
 
 COMPACT_AT = 16  # segments waiting beside the pack before a refresh merges them
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
@@ -169,12 +170,8 @@ def _json_struct(columns: Sequence[Column]) -> str:
     return "{" + ", ".join(f"'{c.name}': '{c.type}'" for c in columns) + "}"
 
 
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _sql_list(paths: Sequence[str]) -> str:
-    return "[" + ", ".join(_sql_str(p) for p in paths) + "]"
+    return "[" + ", ".join(literal(p) for p in paths) + "]"
 
 
 def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]] | Flattened,
@@ -197,12 +194,12 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
         array = out_dir / f"{table}.json"
         write_array(array, table_rows)
         columns = [*PHYSICAL[table], *hidden, *(copied.ORDER if hidden else [])]
-        source = f"read_json({_sql_str(str(array))}, format='array', columns={_json_struct(columns)})"
+        source = f"read_json({literal(str(array))}, format='array', columns={_json_struct(columns)})"
         if taken and hidden:
             assert flat is not None and flat.source is not None
             source = (f"(SELECT * FROM {source} UNION ALL BY NAME "
                       f"{copied.copied_sql(table, flat.source, flat.ctx)} ORDER BY _claw_pos, _claw_sub)")
-        target = _sql_str(str(out_dir / f"{table}.parquet"))
+        target = literal(str(out_dir / f"{table}.parquet"))
         con.execute(f"COPY ({_select_typed(table, source, hidden)}) TO {target} (FORMAT parquet)").fetchall()
         array.unlink()
 
@@ -393,12 +390,12 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
         if rewrite and (chunks or seg_files):
             parts = []
             if chunks:
-                where = f" WHERE build_id NOT IN ({', '.join(_sql_str(b) for b in replaced)})" if replaced else ""
+                where = f" WHERE build_id NOT IN ({', '.join(literal(b) for b in replaced)})" if replaced else ""
                 parts.append(f"SELECT * FROM {files_sql([str(c) for c in chunks])}{where}")
             if seg_files:
                 parts.append(f"SELECT * FROM {files_sql(seg_files)}")
             source = "(" + " UNION ALL BY NAME ".join(parts) + ")"
-            con.execute(f"COPY ({_select_typed(table, source)}) TO {_sql_str(str(out / _chunk_name(table, 0)))} "
+            con.execute(f"COPY ({_select_typed(table, source)}) TO {literal(str(out / _chunk_name(table, 0)))} "
                         "(FORMAT parquet)").fetchall()
         elif chunks or seg_files:
             for chunk in chunks:
@@ -407,7 +404,7 @@ def _merge(con: duckdb.DuckDBPyConnection, snap: Snapshot, out: Path) -> None:
                 number = int(chunks[-1].name.split(".")[-2]) + 1 if chunks else 0
                 source = files_sql(seg_files)  # a table function: DuckDB 2 refuses it in parentheses
                 con.execute(f"COPY ({_select_typed(table, source)}) TO "
-                            f"{_sql_str(str(out / _chunk_name(table, number)))} (FORMAT parquet)").fetchall()
+                            f"{literal(str(out / _chunk_name(table, number)))} (FORMAT parquet)").fetchall()
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

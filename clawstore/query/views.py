@@ -12,6 +12,7 @@ import duckdb
 from clawstore.query.heads import current_files, untrusted_files
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
+from clawstore.query.sqltext import literal
 
 
 def empty_select(cols: list[Column]) -> str:
@@ -21,10 +22,6 @@ def empty_select(cols: list[Column]) -> str:
 def history_sql(snap: Snapshot, table: str) -> str:
     files = snap.history_files(table)
     return project(table, files_sql(files)) if files else empty_select(PHYSICAL[table])
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def current_view_sql(manifest: Path, table: str) -> str:
@@ -38,7 +35,7 @@ def current_view_sql(manifest: Path, table: str) -> str:
     if files:
         parts.append(marked(files, "true", "CAST(NULL AS VARCHAR)"))
     for signer, kept in untrusted_files(manifest, table).items():
-        parts.append(marked(kept, "false", _literal(signer)))
+        parts.append(marked(kept, "false", literal(signer)))
     return " UNION ALL ".join(parts) if parts else empty_select(PHYSICAL[table] + TRUST)
 
 
