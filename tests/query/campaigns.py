@@ -155,3 +155,19 @@ def _write_nodes(store: Store, log: BuildLog, spec: Spec, counts: dict[str, int]
                                "checks_total": 2, "checks_passed": 2 - case.endswith("2"),
                                "checks_failed": int(case.endswith("2"))})
                 counts["result"] += 1
+
+
+def count_flattened(monkeypatch: Any) -> list[Any]:
+    """From now on, the key of every node whose record is read and flattened into rows, as each is
+    (rows._node_row: copied rows and rows read back from the manifest never pass there)."""
+    from clawstore.query import rows
+
+    seen: list[Any] = []
+    real = rows._node_row
+
+    def counting(node, record, ctx):  # type: ignore[no-untyped-def]
+        seen.append(node.get("key"))
+        return real(node, record, ctx)
+
+    monkeypatch.setattr(rows, "_node_row", counting)
+    return seen

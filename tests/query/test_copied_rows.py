@@ -14,7 +14,7 @@ from clawstore.query import copied, heads, rows
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
-from tests.query.campaigns import Spec, build
+from tests.query.campaigns import Spec, build, count_flattened
 
 VIEWS = ("runs", "checks", "judgements", "results", "nodes", "run_history", "check_history",
          "judgement_history", "result_history", "build_nodes", "builds")
@@ -30,15 +30,7 @@ def store(tmp_path: Path) -> Store:
 @pytest.fixture
 def flattened(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The nodes whose records are read and flattened, as each is."""
-    seen: list[Any] = []
-    real = rows._node_row
-
-    def counting(node, record, ctx):  # type: ignore[no-untyped-def]
-        seen.append(node.get("key"))
-        return real(node, record, ctx)
-
-    monkeypatch.setattr(rows, "_node_row", counting)
-    return seen
+    return count_flattened(monkeypatch)
 
 
 def every_view(root: Path) -> dict[str, list[tuple[Any, ...]]]:

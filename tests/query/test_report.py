@@ -16,7 +16,7 @@ from clawstore.cli import main
 from clawstore.report.chart import bubble_areas
 from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
-from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
+from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, count_flattened, score_of
 
 MODELS = ["openai/gpt-a", "anthropic/claude-b"]
 
@@ -187,22 +187,13 @@ def test_head_without_embedded_records_reads_them_from_the_store(workspace: tupl
     assert after["rows"] == before["rows"] and after["models"] == before["models"]
 
 
-def _flattened_nodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    from clawstore.query import rows
-
-    seen: list[object] = []
-    real = rows._node_row
-    monkeypatch.setattr(rows, "_node_row", lambda node, record, ctx: seen.append(node) or real(node, record, ctx))
-    return seen
-
-
 def test_a_report_reads_the_rows_a_query_materialised(
         workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
     store, paths = workspace
     build(store, Spec(models=[*MODELS, "new/model-c"]), refresh=False)  # a build no query indexed yet
     manifest = store.root / "manifest"
     shutil.rmtree(manifest)
-    flattened = _flattened_nodes(monkeypatch)
+    flattened = count_flattened(monkeypatch)
     expected = report(store, paths, "--output", "json", "--no-chart")
     assert expected[0] == 0, expected[2]
     assert manifest.is_dir() and flattened  # the report indexed the store as a query would
@@ -223,6 +214,6 @@ def test_rows_another_flattening_materialised_are_not_read_back(
     store, paths = workspace
     expected = report(store, paths, "--output", "json", "--no-chart")
     monkeypatch.setattr(rows, "_CODE_TAG", b"rows.py as changed by an upgrade")
-    flattened = _flattened_nodes(monkeypatch)
+    flattened = count_flattened(monkeypatch)
     assert report(store, paths, "--output", "json", "--no-chart") == expected
     assert len(flattened) == 30  # the head's files hold the rows of the older flattening: not used
