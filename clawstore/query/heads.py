@@ -244,14 +244,18 @@ def _head_rows(store: HeadSource, manifest: Path, head_id: str, warn: Warn | Non
     the build just indexed, when it wrote this head and they are the same (same_rows: a build indexed,
     then its head, read, flattened and wrote every record of the campaign twice). Otherwise those its
     campaign's previous head holds are copied from it (unless not `copy`)."""
-    wrote = known is not None and known.log.get("head") == head_id and bool(known.head)
-    load = StoredRecords(store)
-    head = known.head if known is not None and wrote else without_planning_views(inline_or_none(load(head_id), load))
+    if known is not None and not (known.log.get("head") == head_id and known.head):
+        known = None  # another build's rows
+    if known is not None:
+        head: Any = known.head  # (read once, for the build's reused nodes)
+    else:
+        load = StoredRecords(store)
+        head = without_planning_views(inline_or_none(load(head_id), load))
     if head is None:
         return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
     records = StoredRecords(store, warn)
     nodes = build_nodes(head, records)
-    if known is not None and wrote and same_rows(known.log, known.nodes, head, nodes, known.rows.sigs):
+    if known is not None and same_rows(known.log, known.nodes, head, nodes, known.rows.sigs):
         rows, segment = known.rows, known.segment
     else:
         source = previous_head(manifest, head) if copy else None
