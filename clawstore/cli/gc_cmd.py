@@ -201,7 +201,7 @@ def archive_group() -> None:
 
 @archive_group.command("export")
 @campaign_options
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--out", "--output", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The archive file to write.")
 def export_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
                    models: tuple[str, ...], store_dir: Path | None, output: Path) -> None:

@@ -27,7 +27,7 @@ def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
 @click.option("--evaluation-profile", "evaluation_profile", default=None, help="Evaluation profile ID or path.")
 @click.option("--against", "against", default=None, metavar="CAMPAIGN_ID",
               help="Compare with this campaign (<suite>__<run profile>__<evaluation profile or none>).")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="HTML file to write (default outputs/view/<campaign>.html).")
 @click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
 @store_option

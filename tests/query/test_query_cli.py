@@ -121,7 +121,7 @@ def test_out_writes_parquet_csv_json(store: Store, tmp_path: Path) -> None:
     # An independent DuckDB reads the export back.
     rows = duckdb.connect().execute(f"select * from read_parquet('{tmp_path / 'r.parquet'}')").fetchall()
     assert len(rows) == 8 and rows == sorted(rows)
-    run(store, sql, "--out", str(tmp_path / "r.json"))
+    run(store, sql, "-o", str(tmp_path / "r.json"))  # (-o / --out: the same spelling as view and export)
     assert len(json.loads((tmp_path / "r.json").read_text())) == 8
     run(store, sql, "--out", str(tmp_path / "r.csv"))
     assert (tmp_path / "r.csv").read_text().splitlines()[0] == "key,model_id,final_score"
