@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -10,6 +11,9 @@ from clawstore.cli.common import store_option, workspace_store_dir
 
 _ENDPOINT = click.option("--endpoint-url", "endpoint_url", default=None,
                          help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS).")
+_PROGRESS = click.option("--progress", "progress", type=click.Choice(["auto", "live", "plain", "none"]),
+                         default="auto", show_default=True,
+                         help="Show the packs moving on stderr: live bar (auto: on a terminal), plain lines, none.")
 _NARROW = [
     click.option("--suite", "suite", default=None, help="Only this campaign's head (with --run-profile)."),
     click.option("--run-profile", "run_profile", default=None, help="Run profile of that campaign."),
@@ -95,19 +99,25 @@ def remote_remove(name: str) -> None:
 @click.argument("remote")
 @_ENDPOINT
 @_narrow
+@_PROGRESS
 @store_option
 def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
-                 evaluation_profile: str | None, pin: str | None, store_dir: Path | None) -> None:
+                 evaluation_profile: str | None, pin: str | None, progress: str, store_dir: Path | None) -> None:
     """Send what REMOTE lacks (whole packs), then move its refs by compare-and-swap."""
     from clawstore.builder.gcpause import collector_paused
     from clawstore.remote.config import resolve_remote
+    from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.push import push
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
     store = Store(workspace_store_dir(store_dir), create=False)
-    with collector_paused():  # its lists of ids are acyclic; the process ends right after
-        report = push(store, target, _ref_names(suite, run_profile, evaluation_profile, pin))
+    shown = open_transfer_progress(progress, sys.stderr, "pushing", f"to {target.url}")
+    try:
+        with collector_paused():  # its lists of ids are acyclic; the process ends right after
+            report = push(store, target, _ref_names(suite, run_profile, evaluation_profile, pin), progress=shown)
+    finally:
+        shown.close()
     click.echo(report.summary())
 
 
@@ -117,19 +127,27 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 @_narrow
 @click.option("--untrusted", is_flag=True, help="Take packs signed by a key you do not trust: kept apart, never "
               "reused by a build until you `claw trust add` the signer (refs are kept apart too).")
+@_PROGRESS
 @store_option
 def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
-                 evaluation_profile: str | None, pin: str | None, untrusted: bool, store_dir: Path | None) -> None:
+                 evaluation_profile: str | None, pin: str | None, untrusted: bool, progress: str,
+                 store_dir: Path | None) -> None:
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
     from clawstore.builder.gcpause import collector_paused
     from clawstore.remote.config import resolve_remote
+    from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.pull import pull
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
     store = Store(workspace_store_dir(store_dir), create=True)
-    with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
-        report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin), untrusted=untrusted)
+    shown = open_transfer_progress(progress, sys.stderr, "pulling", f"from {target.url}")
+    try:
+        with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
+            report = pull(store, target, _ref_names(suite, run_profile, evaluation_profile, pin),
+                          untrusted=untrusted, progress=shown)
+    finally:
+        shown.close()
     click.echo(report.summary())
 
 

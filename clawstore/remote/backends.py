@@ -46,6 +46,7 @@ S3_HINTS = {
 }
 REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
 ONE_GET_MAX = 8 << 20  # bytes: up to this a known-size file is fetched in one GET (boto3 splits bigger ones)
+Moved = Callable[[int], None] | None  # told of each chunk a download or upload moves (remote/progress.py)
 
 
 def _not_a_file(description: str, name: str) -> RemoteDamage:
@@ -88,13 +89,13 @@ class Backend(Protocol):
         """{name: size} of every immutable file under `prefix`."""
         ...
 
-    def download(self, name: str, target: Path, size: int | None = None) -> None:
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
         """Copy one file to `target` (a path the caller owns). `size`: what a listing says it holds
-        (a hint: the caller checks what arrives)."""
+        (a hint: the caller checks what arrives). `moved(n)`: n more bytes arrived (from any thread)."""
         ...
 
-    def upload(self, source: Path, name: str) -> None:
-        """Write one immutable file; it appears whole or not at all."""
+    def upload(self, source: Path, name: str, moved: Moved = None) -> None:
+        """Write one immutable file; it appears whole or not at all. `moved(n)`: n more bytes sent."""
         ...
 
     def create(self, source: Path, name: str) -> bool:
@@ -109,7 +110,7 @@ class Backend(Protocol):
         ...
 
 
-def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str) -> None:
+def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str, moved: Moved = None) -> None:
     """Copy `src` to `dst`; with a `size`, a source holding more (a file growing on the remote, a server
     that does not stop) is refused once one byte too many has arrived."""
     left = None if size is None else size + 1
@@ -118,6 +119,8 @@ def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str) -> None:
         if not chunk:
             return
         dst.write(chunk)
+        if moved is not None:
+            moved(len(chunk))
         if left is not None:
             left -= len(chunk)
     raise RemoteDamage(f"{what} holds more than the {size} bytes listed")
@@ -228,7 +231,7 @@ class DirectoryBackend:
             raise _not_a_file(self.description, name)
         return fd
 
-    def download(self, name: str, target: Path, size: int | None = None) -> None:
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
         try:
             fd = self._open(name)
         except FileNotFoundError:
@@ -236,9 +239,9 @@ class DirectoryBackend:
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
         with open(fd, "rb") as src, open(target, "wb") as dst:
-            _copy_at_most(src, dst, size, f"remote {self.description}: {name}")
+            _copy_at_most(src, dst, size, f"remote {self.description}: {name}", moved)
 
-    def _write(self, name: str, data_from: Path | bytes, replace: bool = True) -> bool:
+    def _write(self, name: str, data_from: Path | bytes, replace: bool = True, moved: Moved = None) -> bool:
         final = self._path(name)
         final.parent.mkdir(parents=True, exist_ok=True)
         inside = os.path.normpath(os.path.join(os.path.realpath(self.root), os.path.dirname(name)))
@@ -253,6 +256,8 @@ class DirectoryBackend:
                     with open(data_from, "rb") as src:
                         while chunk := src.read(1 << 20):
                             dst.write(chunk)
+                            if moved is not None:
+                                moved(len(chunk))
                 dst.flush()
                 os.fsync(dst.fileno())
             if replace:
@@ -272,15 +277,15 @@ class DirectoryBackend:
             os.close(fd)
         return True
 
-    def upload(self, source: Path, name: str) -> None:
-        self._put(source, name, replace=True)
+    def upload(self, source: Path, name: str, moved: Moved = None) -> None:
+        self._put(source, name, replace=True, moved=moved)
 
     def create(self, source: Path, name: str) -> bool:
         return self._put(source, name, replace=False)
 
-    def _put(self, source: Path, name: str, replace: bool) -> bool:
+    def _put(self, source: Path, name: str, replace: bool, moved: Moved = None) -> bool:
         try:
-            return self._write(name, source, replace)
+            return self._write(name, source, replace, moved)
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot write {name}: {exc.strerror}") from None
 
@@ -361,30 +366,30 @@ class S3Backend:
             raise self._fail(f"listing {prefix}", exc) from None
         return found
 
-    def download(self, name: str, target: Path, size: int | None = None) -> None:
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
         if size is not None and size <= ONE_GET_MAX:
-            self._get(name, target, size)
+            self._get(name, target, size, moved)
             return
         try:
-            self.client.download_file(self.bucket, self._key(name), str(target))
+            self.client.download_file(self.bucket, self._key(name), str(target), Callback=moved)
         except Exception as exc:
             raise self._fail(f"downloading {name}", exc) from None
 
-    def _get(self, name: str, target: Path, size: int) -> None:
+    def _get(self, name: str, target: Path, size: int, moved: Moved = None) -> None:
         """One GET for a small file (download_file asks for its size first, then gets it: two round
         trips, three times the time of one for a listing); never more than `size` bytes are kept."""
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=self._key(name))["Body"]
             with body, open(target, "wb") as dst:
-                _copy_at_most(body, dst, size, f"remote {self.description}: {name}")
+                _copy_at_most(body, dst, size, f"remote {self.description}: {name}", moved)
         except RemoteDamage:
             raise
         except Exception as exc:
             raise self._fail(f"downloading {name}", exc) from None
 
-    def upload(self, source: Path, name: str) -> None:
+    def upload(self, source: Path, name: str, moved: Moved = None) -> None:
         try:
-            self.client.upload_file(str(source), self.bucket, self._key(name))
+            self.client.upload_file(str(source), self.bucket, self._key(name), Callback=moved)
         except Exception as exc:
             raise self._fail(f"uploading {name}", exc) from None
 

@@ -23,6 +23,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
 from clawstore.remote.config import Remote
+from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
     PACKS,
     REFS,
@@ -79,8 +80,10 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
 class _Pull:
     """One pull's state: what this store has, the listings, and the entries verified so far."""
 
-    def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport):
+    def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport,
+                 progress: TransferProgress | None = None):
         self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
+        self.progress = progress or TransferProgress()
         self.listings, self.files = remote_content(store, remote, backend)
         self.fetched_file = cache_dir(store, remote) / "fetched"
         self.done = _remembered(self.fetched_file)
@@ -131,12 +134,15 @@ class _Pull:
             if size != signed:  # nothing bigger than its signed listing says is downloaded
                 raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
                                  f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
+        self.progress.plan(len(todo), sum(self.files.get(f"{PACKS}{pack}.pack", 0) for pack in packs)
+                           + sum(self.files.get(f"{PACKS}{bundle}.claw", 0) for bundle in legacy))
         if legacy:
             self._fetch_bundles(legacy)
         with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
             records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
                        for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
             checked = self._download_checked(packs, Path(tmp), records)
+            self.progress.then("checking the entries")
             unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
             for path, blobs in checked.values():
                 spans = {}
@@ -171,7 +177,8 @@ class _Pull:
             # Big packs one after another, the largest first (S3 fetches each in parallel parts): each is
             # checked while the next arrives, instead of all arriving together at the end.
             futures = {(serial if size[pack] > SERIAL_BYTES else pool).submit(
-                self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack", size[pack]): pack
+                self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack", size[pack],
+                self.progress.advance): pack
                 for pack in sorted(packs, key=lambda pack: -size[pack])}
             try:
                 for future in as_completed(futures):
@@ -183,6 +190,7 @@ class _Pull:
                     if {blob.id for blob in blobs} != listed:
                         raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
                     checked[pack] = (path, blobs)
+                    self.progress.pack_done()
             except BaseException:
                 for future in futures:
                     future.cancel()
@@ -242,6 +250,7 @@ class _Pull:
                     raise UsageError(f"remote bundle {bundle}: its bytes hash to {imported.summary.digest}, "
                                      "not its name")
                 self.report.packs += 1
+                self.progress.pack_done()
                 self.report.objects += imported.new_objects
                 self.report.bytes += imported.summary.size
                 if imported.kept_apart is not None:
@@ -252,7 +261,7 @@ class _Pull:
     def _download_bundle(self, bundle: str, work: Path) -> Path:
         target = work / f"{bundle}.claw"
         name = f"{PACKS}{bundle}.claw"
-        self.backend.download(name, target, self.files.get(name))  # (no more than listed: it may have grown)
+        self.backend.download(name, target, self.files.get(name), self.progress.advance)  # (no more than listed)
         signer = archive_signer(target)
         if not self.untrusted and not self.trusts(signer):
             raise UsageError(f"remote bundle {bundle}: {untrusted_why(signer, 'pull')}")
@@ -286,20 +295,21 @@ class _Pull:
                 self._remember(pack)
 
 
-def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False
-         ) -> SyncReport:
+def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False,
+         progress: TransferProgress | None = None) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
     `untrusted`: packs signed by a key the user does not trust are kept apart (store/apart.py) and,
     if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
-    without --untrusted refuses them again instead of moving refs onto them."""
+    without --untrusted refuses them again instead of moving refs onto them. `progress`: told of the
+    packs planned and the bytes as they arrive (remote/progress.py)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
-        state = _Pull(store, remote, backend, untrusted, report)
+        state = _Pull(store, remote, backend, untrusted, report, progress)
         if wanted is None:
             state.fetch([pack for pack in state.pending() if state.lacking(pack)])
             settled = set(state.pending())  # fetched, or holding nothing this store lacks

@@ -32,6 +32,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
+from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
     PACKS,
     REFS,
@@ -170,7 +171,8 @@ def _entries_document(entries: bytes) -> bytes:
     return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest()})
 
 
-def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path) -> tuple[str, int]:
+def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path,
+            progress: TransferProgress | None = None) -> tuple[str, int]:
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
     publishes it; (the pack's name, the bytes sent)."""
     name = file_digest(item.path)
@@ -178,9 +180,12 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     signed = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
     signed.write_bytes(listing.encode(name, size, item.objects, item.entries, item.document))
     sent = 0
+    progress = progress or TransferProgress()
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
-        backend.upload(item.path, f"{PACKS}{name}.pack")
+        backend.upload(item.path, f"{PACKS}{name}.pack", progress.advance)
         sent = size
+    else:
+        progress.advance(size)  # (there already: done all the same)
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
     backend.create(signed, listing_name(name))
@@ -193,8 +198,9 @@ class _Sender:
     """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
 
     def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int],
-                 covered: dict[str, str]):
+                 covered: dict[str, str], progress: TransferProgress | None = None):
         self.backend, self.work, self.report = backend, work, report
+        self.progress = progress or TransferProgress()
         self.remote_sizes = remote_sizes  # {name: size} under packs/: what a push run again skips
         self.covered = covered  # the store's own packs sent: joined as their listing is published
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
@@ -203,7 +209,9 @@ class _Sender:
     def send(self, item: _Outgoing) -> None:
         while len(self.uploads) >= WORKERS:
             self._settle()
-        self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work), item))
+        self.progress.plan(1, item.path.stat().st_size)
+        self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work,
+                                              self.progress), item))
 
     def beside(self, work: Callable[..., None], *args: Any) -> Future[None]:
         """A small upload run beside the packs (not counted among them)."""
@@ -221,6 +229,7 @@ class _Sender:
             self.covered[item.own] = name
         self.report.bytes += sent
         self.report.packs += 1
+        self.progress.pack_done()
         self.report.objects += len(item.objects)
 
     def __enter__(self) -> _Sender:
@@ -235,10 +244,11 @@ class _Sender:
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
-         knowledge: RemoteKnowledge | None = None) -> SyncReport:
+         knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None) -> SyncReport:
     """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the first
     interim push of a running build: another machine can reuse them before the head moves), and
     `knowledge` is then filled with what the remote holds once it is done (push_new sends the rest).
+    `progress`: told of each pack handed over and of the bytes as they leave (remote/progress.py).
 
     Whole packs go first; then the other objects the remote lacks, copied into new packs of
     PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
@@ -258,7 +268,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
         covered_file = cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
-                _Sender(backend, Path(tmp), report, files, covered) as sender:
+                _Sender(backend, Path(tmp), report, files, covered, progress) as sender:
             # The signed statements travel beside the packs (a pull checks one before it moves a ref).
             statements = [sender.beside(refsign.publish, backend, m.name, m.value, Path(tmp))
                           for m in moves if m.changes]

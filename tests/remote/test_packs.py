@@ -14,7 +14,7 @@ import zstandard
 
 from clawstore.errors import UsageError
 from clawstore.remote import listing, pull, push, sync
-from clawstore.remote.backends import Backend, DirectoryBackend, RemoteDamage
+from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
@@ -288,9 +288,9 @@ def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: 
     downloads: list[str] = []
     real = DirectoryBackend.download
 
-    def spy(self: object, name: str, target: Path, size: int | None = None) -> None:
+    def spy(self: object, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
         downloads.append(name)
-        real(self, name, target, size)  # type: ignore[arg-type]
+        real(self, name, target, size, moved)  # type: ignore[arg-type]
 
     monkeypatch.setattr(DirectoryBackend, "download", spy)
     target = Store(tmp_path / "b")
@@ -358,10 +358,10 @@ def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
     spans: list[tuple[float, float, int]] = []  # (start, end, size) of each pack's download
     real = DirectoryBackend.download
 
-    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None) -> None:
+    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
         start = time.monotonic()
         time.sleep(0.05)  # (long enough for downloads running at once to overlap)
-        real(self, name, target, size)
+        real(self, name, target, size, moved)
         if name.endswith(".pack"):  # (not the listings)
             spans.append((start, time.monotonic(), target.stat().st_size))
 

@@ -1,0 +1,135 @@
+"""What `claw push` and `claw pull` show while packs move: bytes of the total, packs, speed, what comes next.
+
+A team store of gigabytes takes minutes over a real link; a silent command looks hung. The transfer
+counts what the backends report (`advance`, called from their transfer threads: boto3's callbacks, the
+directory backend's copy loop), and a display shows it on stderr:
+
+- live (a terminal, `--progress auto` or `live`): one rich bar redrawn in place, cleared at the end;
+- plain (`--progress plain`, for logs): where to, then the counts every EVERY_S seconds, and each step;
+- none (`auto` when stderr is not a terminal, and every caller but the CLI): nothing.
+
+Totals grow as packs are planned (a push learns of the packs it makes as it makes them). Only pack
+bytes count: listings and refs are small.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+EVERY_S = 5.0  # plain: seconds between progress lines
+MODES = ("auto", "live", "plain", "none")
+
+
+class TransferProgress:
+    """Counts a transfer (thread-safe) and shows nothing; the displays below override `_show`."""
+
+    def __init__(self, verb: str = "", where: str = ""):
+        self.verb, self.where = verb, where  # "pulling", "from s3://team/x"
+        self.total_bytes = self.done_bytes = 0
+        self.total_packs = self.done_packs = 0
+        self.step = ""  # what the transfer does once the bytes are there
+        self._lock = threading.Lock()
+
+    def plan(self, packs: int, nbytes: int) -> None:
+        """`packs` more packs of `nbytes` in all will move."""
+        with self._lock:
+            self.total_packs += packs
+            self.total_bytes += nbytes
+            self._show(planned=True)
+
+    def advance(self, nbytes: int) -> None:
+        """`nbytes` more have moved (a backend's callback, from any thread)."""
+        with self._lock:
+            self.done_bytes += nbytes
+            self._show()
+
+    def pack_done(self) -> None:
+        with self._lock:
+            self.done_packs += 1
+            self._show()
+
+    def then(self, step: str) -> None:
+        """What the transfer does now that its bytes are there ("checking the entries")."""
+        with self._lock:
+            self.step = step
+            self._show(planned=True)
+
+    def close(self) -> None:
+        pass
+
+    def _show(self, planned: bool = False) -> None:
+        pass
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.1f} MB"  # (decimal, as rich's columns show them)
+
+
+class PlainTransferProgress(TransferProgress):
+    """Lines for logs: where to at once, the counts every EVERY_S seconds while bytes move, each step."""
+
+    def __init__(self, stream: TextIO, verb: str, where: str, clock: Callable[[], float] = time.monotonic):
+        super().__init__(verb, where)
+        self.stream, self.clock = stream, clock
+        self.started = self.last = clock()
+        self._print(f"{verb} {where}")
+
+    def _show(self, planned: bool = False) -> None:
+        now = self.clock()
+        if planned and self.step:
+            self._print(f"  {self.step}")
+        elif not planned and now - self.last >= EVERY_S:
+            share = 100 * self.done_bytes / self.total_bytes if self.total_bytes else 100.0
+            speed = self.done_bytes / max(now - self.started, 1e-9)
+            self.last = now
+            self._print(f"  {_mb(self.done_bytes)} of {_mb(self.total_bytes)} ({share:.0f}%), "
+                        f"{self.done_packs} of {self.total_packs} pack(s), {_mb(speed)}/s")
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+
+class LiveTransferProgress(TransferProgress):
+    """One rich bar on a terminal: bytes, speed, time left; the step once the bytes are there."""
+
+    def __init__(self, stream: TextIO, verb: str, where: str, console: Any = None):
+        super().__init__(verb, where)
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TextColumn("{task.fields[packs]}"), TransferSpeedColumn(), TimeRemainingColumn(),
+                                 console=console or Console(file=stream), transient=True)
+        self.task = self.progress.add_task(f"{verb} {where}", total=None, packs="")
+        self.progress.start()
+
+    def _show(self, planned: bool = False) -> None:
+        description = self.step or f"{self.verb} {self.where}"
+        self.progress.update(self.task, description=description, total=self.total_bytes or None,
+                             completed=self.done_bytes, packs=f"{self.done_packs}/{self.total_packs} packs")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def open_transfer_progress(mode: str, stream: TextIO, verb: str, where: str) -> TransferProgress:
+    """The display `--progress MODE` asks for (`auto`: live on a terminal, else none)."""
+    if mode == "auto":
+        from clawstore.builder.progress_choice import display_mode
+
+        mode = "live" if display_mode("auto", stream) == "live" else "none"
+    if mode == "live":
+        return LiveTransferProgress(stream, verb, where)
+    if mode == "plain":
+        return PlainTransferProgress(stream, verb, where)
+    return TransferProgress(verb, where)
