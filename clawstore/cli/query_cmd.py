@@ -100,16 +100,16 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
 
 
 def _indexed(store: Store, root: Path) -> Path | None:
-    """The manifest, its pending builds and heads indexed as a query would (the report then reads its
-    head's rows instead of flattening every record), or None when it cannot be written (a store shared
-    read-only): the report flattens, as it did before."""
+    """The manifest with the current campaign heads materialised (the report then reads its head's rows
+    instead of flattening every record; the builds' history is left to `claw query`), or None when it
+    cannot be written (a store shared read-only): the report flattens, as it did before."""
     import duckdb
 
     from clawstore.errors import StoreError
-    from clawstore.query.manifest import index_pending, manifest_dir
+    from clawstore.query.manifest import index_heads, manifest_dir
 
     try:
-        index_pending(store, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+        index_heads(store, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     except (OSError, StoreError, duckdb.Error) as exc:
         click.echo(f"claw: note: the query manifest was not updated ({exc}); reading the records instead", err=True)
         return None

@@ -161,6 +161,23 @@ def pending_builds(store: RecordStore) -> list[str]:
             if segments.slot_for(path.stem) not in indexed and path.stem not in live]
 
 
+def index_heads(store: RecordStore, warn: Callable[[str], None] | None = None) -> None:
+    """Materialise the current campaign heads and nothing else (`claw report`): their rows are copied
+    from each campaign's previous head where the nodes did not change, so the cost follows what changed
+    since, while indexing the builds meanwhile (`index_pending`, which `claw query` runs) costs a copy
+    of the campaign per build. Cheap when the heads are on disk already: no lock is taken."""
+    manifest = manifest_dir(Path(store.root))
+    if not heads_changed(store, manifest):
+        return
+    manifest.mkdir(parents=True, exist_ok=True)
+    with open(manifest / "index.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            refresh_heads(store, manifest, warn)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:
     """Index every pending build and the current campaign heads (one process at a time).
 
