@@ -151,6 +151,7 @@ class _Pull:
                         spans[blob.id.hex()] = blob
                 unkept.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
             self._check_entries(packs, unkept)
+            self.progress.then("adding them to the store")
             with self.store.batch():  # the objects copied, named at once at its end
                 for pack in packs:
                     path, blobs = checked[pack]

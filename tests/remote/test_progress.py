@@ -52,7 +52,7 @@ def test_push_and_pull_count_every_pack_byte_once(remote_url: str, tmp_path: Pat
     pulled = pull(Store(tmp_path / "b"), remote, progress=received)
     assert received.total_bytes == received.done_bytes == on_remote
     assert received.total_packs == received.done_packs == pulled.packs
-    assert received.step == "checking the entries"
+    assert received.step == "adding them to the store"  # (after "checking the entries")
 
     again = TransferProgress()  # nothing left to move: nothing planned
     pull(Store(tmp_path / "b"), remote, progress=again)
