@@ -8,10 +8,11 @@ from pathlib import Path
 import click
 
 from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.remote.progress import MODES
 
 _ENDPOINT = click.option("--endpoint-url", "endpoint_url", default=None,
                          help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS).")
-_PROGRESS = click.option("--progress", "progress", type=click.Choice(["auto", "live", "plain", "none"]),
+_PROGRESS = click.option("--progress", "progress", type=click.Choice(MODES),
                          default="auto", show_default=True,
                          help="Show the packs moving on stderr: live bar (auto: on a terminal), plain lines, none.")
 _NARROW = [

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 EVERY_S = 5.0  # plain: seconds between progress lines
-MODES = ("auto", "live", "plain", "none")
+MODES = ["auto", "live", "plain", "none"]  # `--progress` of push and pull
 
 
 class TransferProgress:
@@ -34,11 +34,12 @@ class TransferProgress:
         self._lock = threading.Lock()
 
     def plan(self, packs: int, nbytes: int) -> None:
-        """`packs` more packs of `nbytes` in all will move."""
+        """`packs` more packs of `nbytes` in all will move (bytes move again: no step for now)."""
         with self._lock:
             self.total_packs += packs
             self.total_bytes += nbytes
-            self._show(planned=True)
+            self.step = ""
+            self._show()
 
     def advance(self, nbytes: int) -> None:
         """`nbytes` more have moved (a backend's callback, from any thread)."""
@@ -55,12 +56,12 @@ class TransferProgress:
         """What the transfer does now that its bytes are there ("checking the entries")."""
         with self._lock:
             self.step = step
-            self._show(planned=True)
+            self._show(stepped=True)
 
     def close(self) -> None:
         pass
 
-    def _show(self, planned: bool = False) -> None:
+    def _show(self, stepped: bool = False) -> None:
         pass
 
 
@@ -77,11 +78,11 @@ class PlainTransferProgress(TransferProgress):
         self.started = self.last = clock()
         self._print(f"{verb} {where}")
 
-    def _show(self, planned: bool = False) -> None:
+    def _show(self, stepped: bool = False) -> None:
         now = self.clock()
-        if planned and self.step:
+        if stepped:
             self._print(f"  {self.step}")
-        elif not planned and now - self.last >= EVERY_S:
+        elif now - self.last >= EVERY_S:
             share = 100 * self.done_bytes / self.total_bytes if self.total_bytes else 100.0
             speed = self.done_bytes / max(now - self.started, 1e-9)
             self.last = now
@@ -113,7 +114,7 @@ class LiveTransferProgress(TransferProgress):
         self.task = self.progress.add_task(f"{verb} {where}", total=None, packs="")
         self.progress.start()
 
-    def _show(self, planned: bool = False) -> None:
+    def _show(self, stepped: bool = False) -> None:
         description = self.step or f"{self.verb} {self.where}"
         self.progress.update(self.task, description=description, total=self.total_bytes or None,
                              completed=self.done_bytes, packs=f"{self.done_packs}/{self.total_packs} packs")

@@ -78,6 +78,8 @@ def test_plain_lines_say_where_then_the_counts_every_few_seconds_then_each_step(
     shown.pack_done()  # (a line was just printed)
     shown.advance(2_000_000)
     shown.then("checking the entries")
+    shown.plan(1, 1_000_000)  # (a narrowed pull's next round: bytes move again, the step is over)
+    assert shown.step == "" and shown.total_bytes == 5_000_000
     assert out.getvalue().splitlines() == [
         "pulling from s3://team/x",
         f"  2.0 MB of 4.0 MB (50%), 0 of 2 pack(s), {2.0 / (1 + EVERY_S):.1f} MB/s",
