@@ -13,7 +13,9 @@ What is measured:
    build of the campaign that changes one run (its 5 nodes executed, every other node reused), indexed by
    a query's `index_pending`: the reused nodes' rows copied from the campaign's previous head
    (query/copied.py), against the same indexing with copying turned off (every record read and
-   flattened, as before copying existed), taking turns, median of 3 each.
+   flattened, as before copying existed), taking turns, median of 3 each. Then two more such builds, and
+   what `claw report` indexes before it reads its head (`index_heads`: the current head alone, copied from
+   the previous one) against indexing every pending build first (`index_pending`), taking turns.
 2. leaderboard: `--results` result rows (plus their runs) are indexed through the same code a build's
    refresh uses (`rows_for_build` on build-log-shaped documents and records, then `publish_segment` and
    the automatic compaction), but the records are held in memory instead of being written as 2M store
@@ -44,7 +46,7 @@ from clawstore.builder.buildlog import BuildLog  # noqa: E402
 from clawstore.graph.records import make_record, utc_now  # noqa: E402
 from clawstore.query import copied, heads, segments  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402
-from clawstore.query.manifest import compact_manifest, index_pending, refresh_manifest  # noqa: E402
+from clawstore.query.manifest import compact_manifest, index_heads, index_pending, refresh_manifest  # noqa: E402
 from clawstore.query.rows import rows_for_build  # noqa: E402
 from clawstore.query.schema import HISTORY_VIEW  # noqa: E402
 from clawstore.store import Store  # noqa: E402
@@ -144,21 +146,16 @@ def bench_refresh(root: Path, nodes: int) -> float:
     return statistics.median(timings)
 
 
-def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
-    """index_pending after a build that executes one run's nodes and reuses the rest: copied vs flattened."""
-    manifest = store.root / "manifest"
-    indexed = store.root.parent / "manifest-before"
-    shutil.rmtree(manifest, ignore_errors=True)
-    index_pending(store)  # the first build and its head, as the previous query left them
-    shutil.copytree(manifest, indexed)
+def _build_changing(store: Store, first: BuildLog, runs: int, changed_run: int) -> BuildLog:
+    """A build of the campaign that executes run `changed_run`'s nodes anew and reuses every other node."""
     log = BuildLog(store, CAMPAIGN)
     reused = {node["key"]: node for node in first.doc.nodes}
     with store.batch():
         for i in range(runs):
-            changed = i == 0
+            changed = i == changed_run
 
             def key(name: str, changed: bool = changed) -> str:
-                return store.put_json({"doc": name, "changed": True} if changed else {"doc": name})
+                return store.put_json({"doc": name, "changed": changed_run} if changed else {"doc": name})
 
             for kind, node_key, record in _records_for_run(i, log.build_id, key, 2):
                 if changed:
@@ -169,6 +166,18 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
     log.end("complete")
     log.advance_head(None)
     log.write()
+    return log
+
+
+def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
+    """index_pending after a build that executes one run's nodes and reuses the rest: copied vs flattened.
+    Then `claw report`'s indexing after three such builds: the current head alone vs every build."""
+    manifest = store.root / "manifest"
+    indexed = store.root.parent / "manifest-before"
+    shutil.rmtree(manifest, ignore_errors=True)
+    index_pending(store)  # the first build and its head, as the previous query left them
+    shutil.copytree(manifest, indexed)
+    log = _build_changing(store, first, runs, 0)
     real = copied.reusable
     times: dict[str, list[float]] = {"copied": [], "flattened": []}
     for _ in range(3):
@@ -184,6 +193,20 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
     print(f"a query after a build that changed 1 run of {runs} ({len(log.doc.nodes)} nodes executed, the rest "
           f"reused): index_pending median {fast:.3f} s with the reused rows copied from the previous head, "
           f"against {slow:.3f} s reading and flattening every record = {fast / slow:.2f}x")
+    for changed_run in (1, 2):  # three builds in all that no query indexed
+        _build_changing(store, first, runs, min(changed_run, runs - 1))
+    report_times: dict[str, list[float]] = {"heads": [], "pending": []}
+    for _ in range(3):
+        for how, index in (("heads", index_heads), ("pending", index_pending)):
+            shutil.rmtree(manifest)
+            shutil.copytree(indexed, manifest)
+            t0 = time.perf_counter()
+            index(store)
+            report_times[how].append(time.perf_counter() - t0)
+    fast, slow = statistics.median(report_times["heads"]), statistics.median(report_times["pending"])
+    print(f"claw report's indexing after 3 such builds no query indexed: index_heads median {fast:.3f} s (the "
+          f"current head, copied from the previous one) against {slow:.3f} s indexing every build first "
+          f"(index_pending, as reports did before) = {fast / slow:.2f}x")
 
 
 def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
