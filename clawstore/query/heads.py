@@ -190,7 +190,7 @@ def previous_head(manifest: Path, log: Mapping[str, Any]) -> Path | None:
 
 def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tables: Sequence[str]
                       ) -> dict[str, list[Row]] | None:
-    """The rows of `tables` (plain-view tables) a query materialised for this head, read back from its
+    """The rows of `tables` (plain-view tables) materialised for this head, read back from its
     directory, if they are what flattening gives now: one row per node, each with the signature
     (rows.node_sig) of one of the head's nodes, as many times as the head has it. None when the head
     is not materialised, its files cannot be read, or they were made by another flattening, or with a

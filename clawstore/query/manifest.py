@@ -2,12 +2,14 @@
 
 The manifest is indexed lazily: `claw query` first calls `index_pending`, which indexes every build
 log that has finished (or whose build died) and is not in the manifest yet, so a build never pays
-for rows nobody has asked for. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
+for rows nobody has asked for; `claw report` calls `index_heads`, which materialises the current
+campaign heads alone. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
 Both only derive data: deleting `<store>/manifest/` loses nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import shutil
@@ -161,6 +163,18 @@ def pending_builds(store: RecordStore) -> list[str]:
             if segments.slot_for(path.stem) not in indexed and path.stem not in live]
 
 
+@contextlib.contextmanager
+def _index_lock(manifest: Path) -> Iterator[None]:
+    """The manifest's index lock (one indexing process at a time), the directory made if need be."""
+    manifest.mkdir(parents=True, exist_ok=True)
+    with open(manifest / "index.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def index_heads(store: RecordStore, warn: Callable[[str], None] | None = None) -> None:
     """Materialise the current campaign heads and nothing else (`claw report`): their rows are copied
     from each campaign's previous head where the nodes did not change, so the cost follows what changed
@@ -169,13 +183,8 @@ def index_heads(store: RecordStore, warn: Callable[[str], None] | None = None) -
     manifest = manifest_dir(Path(store.root))
     if not heads_changed(store, manifest):
         return
-    manifest.mkdir(parents=True, exist_ok=True)
-    with open(manifest / "index.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            refresh_heads(store, manifest, warn)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _index_lock(manifest):
+        refresh_heads(store, manifest, warn)
 
 
 def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:
@@ -188,32 +197,27 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
     manifest = manifest_dir(Path(store.root))
     if not pending_builds(store) and not heads_changed(store, manifest):
         return 0
-    manifest.mkdir(parents=True, exist_ok=True)
     indexed = 0
-    with open(manifest / "index.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            todo = pending_builds(store)  # another process may have indexed them meanwhile
-            segments_made: dict[str, Path] = {}
-            wanted = set(wanted_heads(store).values())  # heads a campaign ref names
-            covered = False
-            for build_id in todo:
-                try:
-                    built, again = _index_build(store, build_id, warn, segments_made)
-                except StoreError as exc:
-                    if warn is not None:
-                        warn(f"{exc}; left out of the query (run claw fsck --repair)")
-                    continue
-                indexed += 1
-                covered |= again
-                head = built.log.get("head")
-                if built.log.get("head_written") and isinstance(head, str) and head in wanted:
-                    # Now, while its rows are at hand (whichever build of the campaign comes last:
-                    # build ids of one second sort by their hex).
-                    materialise_head(store, manifest, head, warn, built)
-            refresh_heads(store, manifest, warn)
-            # Merged once, after the head (whose files may be the last build's segment's) is published.
-            segments.compact(manifest, wait=covered, force=covered)
-            return indexed
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _index_lock(manifest):
+        todo = pending_builds(store)  # another process may have indexed them meanwhile
+        segments_made: dict[str, Path] = {}
+        wanted = set(wanted_heads(store).values())  # heads a campaign ref names
+        covered = False
+        for build_id in todo:
+            try:
+                built, again = _index_build(store, build_id, warn, segments_made)
+            except StoreError as exc:
+                if warn is not None:
+                    warn(f"{exc}; left out of the query (run claw fsck --repair)")
+                continue
+            indexed += 1
+            covered |= again
+            head = built.log.get("head")
+            if built.log.get("head_written") and isinstance(head, str) and head in wanted:
+                # Now, while its rows are at hand (whichever build of the campaign comes last:
+                # build ids of one second sort by their hex).
+                materialise_head(store, manifest, head, warn, built)
+        refresh_heads(store, manifest, warn)
+        # Merged once, after the head (whose files may be the last build's segment's) is published.
+        segments.compact(manifest, wait=covered, force=covered)
+        return indexed

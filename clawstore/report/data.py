@@ -2,7 +2,7 @@
 
 No config is read and no provider is called, so a campaign whose configs changed since still reports
 its last build. Rows come from the same flattening the manifest uses (clawstore.query.rows), or from
-the manifest itself when a query has materialised the head (the same rows, read back).
+the manifest itself once the head is materialised there (the same rows, read back).
 """
 
 from __future__ import annotations
@@ -230,8 +230,8 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
 def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
                  models: Sequence[str] = (), manifest: Path | None = None) -> CampaignReport:
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
-    `manifest`: the store's query manifest, whose rows of the head are read when a query materialised
-    them (those `claw query` shows); else its records are read and flattened."""
+    `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
+    `claw query` shows); else its records are read and flattened."""
     head_id, head, signer = load_head(store, campaign_id)
     tables = materialised_rows(manifest, head_id, head, ("nodes", "results")) if manifest is not None else None
     if tables is None:
