@@ -36,7 +36,10 @@ def client() -> Iterator[ProviderClient]:
 # machine-wide resource run on one worker, one after the other: the private Docker engine of the
 # real-engine OpenClaw tests, and the Ray clusters (Ray's side ports are per host, not per cluster).
 # (xdist's own `--dist loadgroup` marks cannot do it: pytest 9.2 ignores the node-id rewrite they use.)
+# The first prefix a test's id starts with decides. The image's second build needs no engine: alone, it
+# runs beside the engine's tests instead of after them.
 _SERIAL_GROUPS = {
+    "tests/openclaw/test_image_reproducible.py": "image-build",
     "tests/openclaw/": "docker-engine",
     "tests/distributed/": "ray-cluster",
     "tests/test_bench_smoke.py::test_bench_runs_at_smoke_size[distributed_bench]": "ray-cluster",

@@ -18,7 +18,7 @@ from clawstore.runners.openclaw.runner import OpenClawSpec
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, hang
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent
-from tests.openclaw.engine import DockerEngine
+from tests.openclaw.engine import DockerEngine, cached_image_id
 
 pytestmark = pytest.mark.timeout(900)  # the first use may build the image (about 2 minutes)
 MODEL = "test/model"
@@ -57,6 +57,13 @@ def real_spec(engine_env: dict, store: Store, agent_dir: Path):
         return OpenClawSpec(**fields)
 
     return make
+
+
+def test_the_engine_runs_the_image_the_cache_holds(docker_engine: DockerEngine) -> None:
+    """The other half of test_image_reproducible.py: the cached archive it compares with is what runs."""
+    loaded = docker_engine.docker("image", "inspect", "--format", "{{.Id}}", docker_engine.image)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == cached_image_id()
 
 
 def test_timeout_ends_the_run_and_leaves_no_container(real_spec, engine_env, store, tmp_path):
