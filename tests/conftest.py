@@ -32,7 +32,7 @@ def client() -> Iterator[ProviderClient]:
         yield shared
 
 
-# The suite runs on two xdist workers (`-n 2`, pyproject's addopts). Tests that share one heavy
+# The suite runs on three xdist workers (`-n 3`, pyproject's addopts). Tests that share one heavy
 # machine-wide resource run on one worker, one after the other: the private Docker engine of the
 # real-engine OpenClaw tests, and the Ray clusters (Ray's side ports are per host, not per cluster).
 # (xdist's own `--dist loadgroup` marks cannot do it: pytest 9.2 ignores the node-id rewrite they use.)
