@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from clawstore.durable import process_alive
+
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = REPO / ".ci" / "openclaw_image.sh"
 LABEL = "clawstore.openclaw"
@@ -82,23 +84,13 @@ def scratch_dir(fallback: Path, purpose: str) -> Path:
     return fallback
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_abandoned_scratch() -> None:
     """Scratch directories whose process is gone, unless the engine it started still runs there."""
     for path in RAM.glob(f"{RAM_PREFIX}*") if RAM.is_dir() else ():
         owner = path.name.removeprefix(RAM_PREFIX).split("-", 1)[0]
         pidfile = path / "dockerd.pid"
         engine = pidfile.read_text().strip() if pidfile.is_file() else ""
-        if not owner.isdigit() or _alive(int(owner)) or (engine.isdigit() and _alive(int(engine))):
+        if not owner.isdigit() or process_alive(int(owner), 0) or (engine.isdigit() and process_alive(int(engine), 0)):
             continue
         _unmount_below(path)
         shutil.rmtree(path, ignore_errors=True)
