@@ -99,17 +99,18 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
 
 
-def _indexed(store: Store, root: Path) -> Path | None:
-    """The manifest with the current campaign heads materialised (the report then reads its head's rows
-    instead of flattening every record; the builds' history is left to `claw query`), or None when it
-    cannot be written (a store shared read-only): the report flattens, as it did before."""
+def _indexed(store: Store, root: Path, campaign: str) -> Path | None:
+    """The manifest with the campaign's current head materialised (the report then reads its head's rows
+    instead of flattening every record; the builds' history and the other campaigns are left to `claw
+    query`), or None when it cannot be written (a store shared read-only): the report flattens, as it
+    did before."""
     import duckdb
 
     from clawstore.errors import StoreError
     from clawstore.query.manifest import index_heads, manifest_dir
 
     try:
-        index_heads(store, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+        index_heads(store, campaign, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     except (OSError, StoreError, duckdb.Error) as exc:
         click.echo(f"claw: note: the query manifest was not updated ({exc}); reading the records instead", err=True)
         return None
@@ -173,7 +174,7 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     root = _existing_store(store_dir)
     store = _open_store(root)
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
-    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root))
+    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     elif stdout_is_terminal():

@@ -326,6 +326,24 @@ def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn
     return True
 
 
+def campaign_head_changed(store: HeadSource, manifest: Path, campaign: str) -> bool:
+    """True when the campaign's ref points somewhere `current.json` (or its directory) does not."""
+    oid = wanted_heads(store).get(campaign)
+    return oid is not None and (read_current(manifest).get(campaign) != _hex(oid)
+                                or not (heads_dir(manifest) / _hex(oid)).is_dir())
+
+
+def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn: Warn | None = None) -> None:
+    """Materialise one campaign's current head and name it in `current.json`, where the other campaigns
+    keep the heads they had (the next refresh_heads brings them up to date and removes what no entry
+    names any more). Call under the index lock."""
+    oid = wanted_heads(store).get(campaign)
+    if oid is None or not campaign_head_changed(store, manifest, campaign):
+        return
+    if materialise_head(store, manifest, oid, warn):
+        publish_current(manifest, {**read_current(manifest), campaign: _hex(oid)}, read_untrusted(manifest))
+
+
 def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
     lock. Returns True when what the plain views show changed."""

@@ -2,8 +2,8 @@
 
 The manifest is indexed lazily: `claw query` first calls `index_pending`, which indexes every build
 log that has finished (or whose build died) and is not in the manifest yet, so a build never pays
-for rows nobody has asked for; `claw report` calls `index_heads`, which materialises the current
-campaign heads alone. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
+for rows nobody has asked for; `claw report` calls `index_heads`, which materialises its campaign's
+current head alone. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
 Both only derive data: deleting `<store>/manifest/` loses nothing.
 """
 
@@ -22,10 +22,12 @@ from clawstore.query import copied, segments
 from clawstore.query.heads import (
     BuildRows,
     Warn,
+    campaign_head_changed,
     heads_changed,
     heads_dir,
     materialise_head,
     previous_head,
+    refresh_campaign_head,
     refresh_heads,
     stored_build_rows,
     stored_rows,
@@ -175,16 +177,17 @@ def _index_lock(manifest: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def index_heads(store: RecordStore, warn: Callable[[str], None] | None = None) -> None:
-    """Materialise the current campaign heads and nothing else (`claw report`): their rows are copied
-    from each campaign's previous head where the nodes did not change, so the cost follows what changed
+def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] | None = None) -> None:
+    """Materialise this campaign's current head and nothing else (`claw report`): its rows are copied
+    from the campaign's previous head where the nodes did not change, so the cost follows what changed
     since, while indexing the builds meanwhile (`index_pending`, which `claw query` runs) costs a copy
-    of the campaign per build. Cheap when the heads are on disk already: no lock is taken."""
+    of the campaign per build, and the other campaigns' heads (a pull may have moved many) wait for the
+    next query. Cheap when the head is on disk already: no lock is taken."""
     manifest = manifest_dir(Path(store.root))
-    if not heads_changed(store, manifest):
+    if not campaign_head_changed(store, manifest, campaign):
         return
     with _index_lock(manifest):
-        refresh_heads(store, manifest, warn)
+        refresh_campaign_head(store, manifest, campaign, warn)
 
 
 def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:

@@ -234,6 +234,30 @@ def test_a_report_after_builds_no_query_indexed_materialises_its_head_alone(
     assert report(store, paths, "--output", "json", "--no-chart")[:2] == (code, out)
 
 
+def test_a_report_materialises_its_own_campaigns_head_and_no_other(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a pull of campaigns a team built elsewhere, the first report of one flattened every one of
+    them; it needs its own head only, and leaves the others to the next query."""
+    store, paths = workspace  # indexed, as a query would
+    other = Spec(suite="suite_b", models=MODELS)
+    build(store, other, refresh=False)  # another campaign (pulled, say): no query has seen it
+    build(store, Spec(models=MODELS, salt="edit-1"), refresh=False)  # and a rubric edit of this one
+    flattened = count_flattened(monkeypatch)
+    code, out, err = report(store, paths, "--output", "json", "--no-chart")
+    assert code == 0, err
+    head = read_head_doc(store, store.get_ref("campaigns/suite_a__std__judge_x"))
+    assert sorted(flattened) == sorted(n["key"] for n in head["nodes"] if n["kind"] != "run")
+    current = json.loads((store.root / "manifest" / "heads" / "current.json").read_text())["campaigns"]
+    assert set(current) == {"suite_a__std__judge_x"}  # the other campaign's head waits for a query
+    assert current["suite_a__std__judge_x"] == store.get_ref("campaigns/suite_a__std__judge_x").split(":")[-1]
+
+    index_pending(store)  # which materialises it (and keeps this report's head)
+    current = json.loads((store.root / "manifest" / "heads" / "current.json").read_text())["campaigns"]
+    assert set(current) == {"suite_a__std__judge_x", other.campaign_id}
+    flattened.clear()
+    assert report(store, paths, "--output", "json", "--no-chart") == (code, out, err) and not flattened
+
+
 def test_rows_another_flattening_materialised_are_not_read_back(
         workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
     from clawstore.query import rows
