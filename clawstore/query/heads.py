@@ -326,21 +326,21 @@ def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn
     return True
 
 
-def campaign_head_changed(store: HeadSource, manifest: Path, campaign: str) -> bool:
-    """True when the campaign's ref points somewhere `current.json` (or its directory) does not."""
+def stale_campaign_head(store: HeadSource, manifest: Path, campaign: str) -> str | None:
+    """The head the campaign's ref names, when `current.json` (or its directory) does not have it yet."""
     oid = wanted_heads(store).get(campaign)
-    return oid is not None and (read_current(manifest).get(campaign) != _hex(oid)
-                                or not (heads_dir(manifest) / _hex(oid)).is_dir())
+    if oid is None:
+        return None
+    published = read_current(manifest).get(campaign) == _hex(oid) and (heads_dir(manifest) / _hex(oid)).is_dir()
+    return None if published else oid
 
 
 def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn: Warn | None = None) -> None:
     """Materialise one campaign's current head and name it in `current.json`, where the other campaigns
     keep the heads they had (the next refresh_heads brings them up to date and removes what no entry
     names any more). Call under the index lock."""
-    oid = wanted_heads(store).get(campaign)
-    if oid is None or not campaign_head_changed(store, manifest, campaign):
-        return
-    if materialise_head(store, manifest, oid, warn):
+    oid = stale_campaign_head(store, manifest, campaign)
+    if oid is not None and materialise_head(store, manifest, oid, warn):
         publish_current(manifest, {**read_current(manifest), campaign: _hex(oid)}, read_untrusted(manifest))
 
 

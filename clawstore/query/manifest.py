@@ -22,13 +22,13 @@ from clawstore.query import copied, segments
 from clawstore.query.heads import (
     BuildRows,
     Warn,
-    campaign_head_changed,
     heads_changed,
     heads_dir,
     materialise_head,
     previous_head,
     refresh_campaign_head,
     refresh_heads,
+    stale_campaign_head,
     stored_build_rows,
     stored_rows,
     wanted_heads,
@@ -184,7 +184,7 @@ def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] |
     of the campaign per build, and the other campaigns' heads (a pull may have moved many) wait for the
     next query. Cheap when the head is on disk already: no lock is taken."""
     manifest = manifest_dir(Path(store.root))
-    if not campaign_head_changed(store, manifest, campaign):
+    if stale_campaign_head(store, manifest, campaign) is None:
         return
     with _index_lock(manifest):
         refresh_campaign_head(store, manifest, campaign, warn)
