@@ -326,22 +326,35 @@ def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn
     return True
 
 
-def stale_campaign_head(store: HeadSource, manifest: Path, campaign: str) -> str | None:
-    """The head the campaign's ref names, when `current.json` (or its directory) does not have it yet."""
+def stale_campaign_head(store: HeadSource, manifest: Path, campaign: str) -> tuple[str, str | None] | None:
+    """(head, None) of the campaign's ref, or (head, signer) of the head kept apart as untrusted when it
+    has no ref (what the report shows), when `current.json` (or its directory) does not have it yet."""
     oid = wanted_heads(store).get(campaign)
-    if oid is None:
-        return None
-    published = read_current(manifest).get(campaign) == _hex(oid) and (heads_dir(manifest) / _hex(oid)).is_dir()
-    return None if published else oid
+    signer: str | None = None
+    if oid is not None:
+        published = read_current(manifest).get(campaign) == _hex(oid)
+    else:
+        apart = wanted_untrusted(store).get(campaign)
+        if apart is None:
+            return None
+        oid, signer = apart
+        published = read_untrusted(manifest).get(campaign) == (_hex(oid), signer)
+    return None if published and (heads_dir(manifest) / _hex(oid)).is_dir() else (oid, signer)
 
 
 def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn: Warn | None = None) -> None:
     """Materialise one campaign's current head and name it in `current.json`, where the other campaigns
     keep the heads they had (the next refresh_heads brings them up to date and removes what no entry
     names any more). Call under the index lock."""
-    oid = stale_campaign_head(store, manifest, campaign)
-    if oid is not None and materialise_head(store, manifest, oid, warn):
-        publish_current(manifest, {**read_current(manifest), campaign: _hex(oid)}, read_untrusted(manifest))
+    stale = stale_campaign_head(store, manifest, campaign)
+    if stale is None or not materialise_head(store, manifest, stale[0], warn):
+        return
+    (oid, signer), current, apart = stale, read_current(manifest), read_untrusted(manifest)
+    if signer is None:
+        current[campaign] = _hex(oid)
+    else:
+        apart[campaign] = (_hex(oid), signer)
+    publish_current(manifest, current, apart)
 
 
 def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:

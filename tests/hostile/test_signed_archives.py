@@ -203,15 +203,20 @@ def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: 
     bob.ok("archive", "import", str(exported), "--untrusted", cwd=b.root)
     sql = "select trusted, signer, count(*) as n from runs group by all order by all"
 
+    report = bob.ok("report", *RUNS, cwd=b.root)
+    assert report.splitlines()[0].startswith(f"UNTRUSTED: kept apart, signed by {signer}")
+    # the report materialised the kept-apart head and named it so, as a query does
+    current = json.loads((b.root / "store" / "manifest" / "heads" / "current.json").read_text())
+    [(campaign, entry)] = current["untrusted"].items()
+    assert campaign == "main__rp__none" and entry["signer"] == signer
+    assert (b.root / "store" / "manifest" / "heads" / entry["head"]).is_dir()
+
     queried = bob.claw("query", sql, "--format", "csv", cwd=b.root)
     assert queried.returncode == 0, queried.stderr
     lines = queried.stdout.strip().splitlines()
     assert lines[0] == "trusted,signer,n" and len(lines) == 2 and lines[1].startswith(f"false,{signer},")
     assert int(lines[1].rsplit(",", 1)[1]) > 0
     assert "kept apart as untrusted" in queried.stderr and "where trusted" in queried.stderr
-
-    report = bob.ok("report", *RUNS, cwd=b.root)
-    assert report.splitlines()[0].startswith(f"UNTRUSTED: kept apart, signed by {signer}")
     as_json = bob.ok("report", *RUNS, "--output", "json", cwd=b.root)
     assert '"trusted": false' in as_json and signer in as_json
     page = b.root / "page.html"
