@@ -350,11 +350,19 @@ def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn
     if stale is None or not materialise_head(store, manifest, stale[0], warn):
         return
     (oid, signer), current, apart = stale, read_current(manifest), read_untrusted(manifest)
+    replaced = current.get(campaign) if signer is None else apart.get(campaign, ("", ""))[0]
     if signer is None:
         current[campaign] = _hex(oid)
     else:
         apart[campaign] = (_hex(oid), signer)
     publish_current(manifest, current, apart)
+    # The head it replaces, unless another entry names it (as refresh_heads: a reader still on the old
+    # current.json retries with the new one); reports between two queries would pile up copies.
+    # (Looked up among the directory's entries: current.json's text never names a path to remove.)
+    if replaced and replaced not in {*current.values(), *(h for h, _ in apart.values())}:
+        for entry in heads_dir(manifest).iterdir():
+            if entry.name == replaced and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:

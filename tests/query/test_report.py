@@ -239,6 +239,8 @@ def test_a_report_materialises_its_own_campaigns_head_and_no_other(
     """After a pull of campaigns a team built elsewhere, the first report of one flattened every one of
     them; it needs its own head only, and leaves the others to the next query."""
     store, paths = workspace  # indexed, as a query would
+    heads = store.root / "manifest" / "heads"
+    before = json.loads((heads / "current.json").read_text())["campaigns"]["suite_a__std__judge_x"]
     other = Spec(suite="suite_b", models=MODELS)
     build(store, other, refresh=False)  # another campaign (pulled, say): no query has seen it
     build(store, Spec(models=MODELS, salt="edit-1"), refresh=False)  # and a rubric edit of this one
@@ -250,12 +252,30 @@ def test_a_report_materialises_its_own_campaigns_head_and_no_other(
     current = json.loads((store.root / "manifest" / "heads" / "current.json").read_text())["campaigns"]
     assert set(current) == {"suite_a__std__judge_x"}  # the other campaign's head waits for a query
     assert current["suite_a__std__judge_x"] == store.get_ref("campaigns/suite_a__std__judge_x").split(":")[-1]
+    # the head it replaces is removed (reports between two queries would otherwise pile up copies)
+    assert sorted(p.name for p in heads.iterdir() if p.is_dir()) == [current["suite_a__std__judge_x"]] != [before]
 
     index_pending(store)  # which materialises it (and keeps this report's head)
     current = json.loads((store.root / "manifest" / "heads" / "current.json").read_text())["campaigns"]
     assert set(current) == {"suite_a__std__judge_x", other.campaign_id}
     flattened.clear()
     assert report(store, paths, "--output", "json", "--no-chart") == (code, out, err) and not flattened
+
+
+def test_a_forged_current_json_never_names_a_directory_for_the_report_to_remove(
+        workspace: tuple[Store, dict[str, Path]]) -> None:
+    store, paths = workspace
+    victim = store.root / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("kept")
+    current = store.root / "manifest" / "heads" / "current.json"
+    doc = json.loads(current.read_text())
+    doc["campaigns"]["suite_a__std__judge_x"] = "../../victim"  # the head a report replaces, forged
+    current.write_text(json.dumps(doc))
+    build(store, Spec(models=MODELS, salt="edit-1"), refresh=False)
+    code, _, err = report(store, paths, "--output", "json", "--no-chart")
+    assert code == 0, err
+    assert (victim / "keep").read_text() == "kept"
 
 
 def test_rows_another_flattening_materialised_are_not_read_back(
