@@ -350,19 +350,12 @@ def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn
     if stale is None or not materialise_head(store, manifest, stale[0], warn):
         return
     (oid, signer), current, apart = stale, read_current(manifest), read_untrusted(manifest)
-    replaced = current.get(campaign) if signer is None else apart.get(campaign, ("", ""))[0]
     if signer is None:
         current[campaign] = _hex(oid)
     else:
         apart[campaign] = (_hex(oid), signer)
     publish_current(manifest, current, apart)
-    # The head it replaces, unless another entry names it (as refresh_heads: a reader still on the old
-    # current.json retries with the new one); reports between two queries would pile up copies.
-    # (Looked up among the directory's entries: current.json's text never names a path to remove.)
-    if replaced and replaced not in {*current.values(), *(h for h, _ in apart.values())}:
-        for entry in heads_dir(manifest).iterdir():
-            if entry.name == replaced and entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
+    _remove_unnamed_heads(manifest, current, apart)  # the head it replaced: reports would pile up copies
 
 
 def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
@@ -382,9 +375,16 @@ def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -
             wanted = {c: h for c, h in wanted.items() if h != hexid}
             apart = {c: entry for c, entry in apart.items() if entry[0] != hexid}
     publish_current(manifest, wanted, apart)
-    # Heads no ref names any more: a reader still on the old current.json retries with the new one.
-    keep = set(wanted.values()) | {h for h, _ in apart.values()}
-    for entry in root.iterdir():
+    _remove_unnamed_heads(manifest, wanted, apart)
+    return True
+
+
+def _remove_unnamed_heads(manifest: Path, campaigns: Mapping[str, str], untrusted: Mapping[str, tuple[str, str]]
+                          ) -> None:
+    """Remove the head directories `current.json` (just published as these) no longer names: a reader
+    still on the old current.json retries with the new one. Found among the directory's own entries, so
+    no text in current.json ever names a path to remove."""
+    keep = set(campaigns.values()) | {h for h, _ in untrusted.values()}
+    for entry in heads_dir(manifest).iterdir():
         if entry.is_dir() and entry.name not in keep:
             shutil.rmtree(entry, ignore_errors=True)
-    return True
