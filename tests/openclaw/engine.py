@@ -191,11 +191,17 @@ def main(argv: list[str]) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="claw-dockerd-") as tmp:
         began = time.monotonic()
-        engine, reason = start_engine(Path(tmp))
+        build = scratch_dir(Path(tmp) / "build", "image")  # the build's work in RAM too, as the tests' second build
+        os.environ["TMPDIR"] = str(build)  # (the image script's work directory; the cache is kept on disk)
+        try:
+            engine, reason = start_engine(Path(tmp))
+            if engine is not None:
+                engine.stop()
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
         if engine is None:
             print(f"openclaw test image not prepared: {reason}", file=sys.stderr)
             return 1
-        engine.stop()
         print(f"openclaw test image {engine.image} ready in {time.monotonic() - began:.1f}s", file=sys.stderr)
     return 0
 
