@@ -57,9 +57,9 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     Views: runs, checks, judgements, results, nodes (each campaign's current head), run_history, check_history,
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
-    from clawstore.query.engine import run_query
+    from clawstore.query.engine import reads_history, run_query
     from clawstore.query.formats import cell, numeric_columns, render
-    from clawstore.query.manifest import index_pending
+    from clawstore.query.manifest import index_current, index_pending
     from clawstore.query.saved import is_packaged, resolve_sql
     from clawstore.report.terminal import print_tables, stdout_is_terminal
     from clawstore.report.terminal import table as rich_table
@@ -71,8 +71,10 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
     root = _existing_store(store_dir)
     sql, saved_in = resolve_sql(sql_or_name, Path.cwd())
-    # Builds finished since the last query join the manifest now; a damaged build log is named and skipped.
-    index_pending(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    # The campaigns' current heads are brought up to date; the builds finished since the last query join
+    # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
+    index = index_pending if reads_history(sql) else index_current
+    index(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
     export = None
     if out is not None:

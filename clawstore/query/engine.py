@@ -13,6 +13,7 @@ import duckdb
 from clawstore.errors import UsageError
 from clawstore.query.manifest import manifest_dir
 from clawstore.query.objects import ObjectLister, create_objects_view
+from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.segments import ManifestChanged
 from clawstore.query.views import connect
 
@@ -23,6 +24,19 @@ _PARAM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Statements about the catalog itself: run as they are (materialising them would list the result
 # table among the tables), with every view present, `objects` included.
 _CATALOG_RE = re.compile(r"^\s*(show|describe|summarize)\b", re.IGNORECASE)
+# The history views hold every build: the builds finished since the last query are indexed for them
+# (a copy of the campaign per build), while the plain views need only the campaigns' current heads.
+_HISTORY_RE = re.compile(r"\b(" + "|".join([*HISTORY_VIEW.values(), "builds"]) + r")\b", re.IGNORECASE)
+
+
+def _mentions(pattern: re.Pattern[str], sql: str) -> bool:
+    """Does the SQL name a view `pattern` matches, or list the catalog (every view present)?"""
+    return bool(pattern.search(sql)) or any(_CATALOG_RE.match(statement) for statement in sql.split(";"))
+
+
+def reads_history(sql: str) -> bool:
+    """Does this SQL read a history view (or the catalog), so that every finished build is indexed first?"""
+    return _mentions(_HISTORY_RE, sql)
 
 
 @dataclass
@@ -139,8 +153,7 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
         con: duckdb.DuckDBPyConnection | None = None
         try:
             con = connect(manifest)
-            wants_objects = _OBJECTS_RE.search(sql) or any(_CATALOG_RE.match(line) for line in sql.split(";"))
-            if wants_objects and store is not None:
+            if _mentions(_OBJECTS_RE, sql) and store is not None:
                 lister = store() if callable(store) else store
                 create_objects_view(con, lister, manifest)
             for name, value in (params or {}).items():

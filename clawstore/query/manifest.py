@@ -1,9 +1,10 @@
 """Keep the manifest (Parquet segments under `<store>/manifest/`) in step with the build logs.
 
-The manifest is indexed lazily: `claw query` first calls `index_pending`, which indexes every build
-log that has finished (or whose build died) and is not in the manifest yet, so a build never pays
-for rows nobody has asked for; `claw report` calls `index_heads`, which materialises its campaign's
-current head alone. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
+The manifest is indexed lazily: `claw query` of a history view first calls `index_pending`, which
+indexes every build log that has finished (or whose build died) and is not in the manifest yet, so a
+build never pays for rows nobody has asked for; `claw query` of the plain views calls `index_current`,
+which materialises the campaigns' current heads alone, and `claw report` `index_heads`, its own
+campaign's. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
 Both only derive data: deleting `<store>/manifest/` loses nothing.
 """
 
@@ -188,6 +189,19 @@ def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] |
         return
     with _index_lock(manifest):
         refresh_campaign_head(store, manifest, campaign, warn)
+
+
+def index_current(store: RecordStore, warn: Callable[[str], None] | None = None) -> None:
+    """Materialise every campaign's current head (the plain views) and leave the builds finished since
+    the last query to the next query that reads the history views (`index_pending`): each head's rows are
+    copied from its previous head where the nodes did not change, so after ten builds a query of the
+    plain views costs what changed, not ten copies of the campaign. Cheap when the heads are on disk
+    already: no lock is taken."""
+    manifest = manifest_dir(Path(store.root))
+    if not heads_changed(store, manifest):
+        return
+    with _index_lock(manifest):
+        refresh_heads(store, manifest, warn)
 
 
 def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:

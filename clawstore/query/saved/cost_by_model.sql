@@ -1,5 +1,5 @@
 -- cost_by_model: per campaign and model, what the current head's runs and evaluation cost, with tokens.
--- These are the costs `claw report` shows (reused results included); money spent per build is in `builds`.
+-- These are the costs `claw report` shows (reused results included); what each build spent is in the per-build view (docs/query.md).
 SELECT campaign_id,
        model_id,
        count(*) FILTER (WHERE kind = 'run')                                   AS runs,
