@@ -15,7 +15,9 @@ What is measured:
    (query/copied.py), against the same indexing with copying turned off (every record read and
    flattened, as before copying existed), taking turns, median of 3 each. Then two more such builds, and
    what `claw report` indexes before it reads its head (`index_heads`: the current head alone, copied from
-   the previous one) against indexing every pending build first (`index_pending`), taking turns.
+   the previous one) and what `claw query` of the plain views indexes (`index_current`: every campaign's
+   current head) against indexing every pending build first (`index_pending`, what a query of a history
+   view does), taking turns.
 2. leaderboard: `--results` result rows (plus their runs) are indexed through the same code a build's
    refresh uses (`rows_for_build` on build-log-shaped documents and records, then `publish_segment` and
    the automatic compaction), but the records are held in memory instead of being written as 2M store
@@ -46,7 +48,13 @@ from clawstore.builder.buildlog import BuildLog  # noqa: E402
 from clawstore.graph.records import make_record, utc_now  # noqa: E402
 from clawstore.query import copied, heads, segments  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402
-from clawstore.query.manifest import compact_manifest, index_heads, index_pending, refresh_manifest  # noqa: E402
+from clawstore.query.manifest import (  # noqa: E402
+    compact_manifest,
+    index_current,
+    index_heads,
+    index_pending,
+    refresh_manifest,
+)
 from clawstore.query.rows import rows_for_build  # noqa: E402
 from clawstore.query.schema import HISTORY_VIEW  # noqa: E402
 from clawstore.store import Store  # noqa: E402
@@ -195,9 +203,10 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
           f"against {slow:.3f} s reading and flattening every record = {fast / slow:.2f}x")
     for changed_run in (1, 2):  # three builds in all that no query indexed
         _build_changing(store, first, runs, min(changed_run, runs - 1))
-    report_times: dict[str, list[float]] = {"heads": [], "pending": []}
+    report_times: dict[str, list[float]] = {"heads": [], "current": [], "pending": []}
     for _ in range(3):
-        for how, index in (("heads", lambda store: index_heads(store, CAMPAIGN["id"])), ("pending", index_pending)):
+        for how, index in (("heads", lambda store: index_heads(store, CAMPAIGN["id"])), ("current", index_current),
+                           ("pending", index_pending)):
             shutil.rmtree(manifest)
             shutil.copytree(indexed, manifest)
             t0 = time.perf_counter()
@@ -207,6 +216,10 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
     print(f"claw report's indexing after 3 such builds no query indexed: index_heads median {fast:.3f} s (the "
           f"current head, copied from the previous one) against {slow:.3f} s indexing every build first "
           f"(index_pending, as reports did before) = {fast / slow:.2f}x")
+    fast = statistics.median(report_times["current"])
+    print(f"claw query of the plain views after the same 3 builds: index_current median {fast:.3f} s (every "
+          f"campaign's current head) against {slow:.3f} s indexing every build first (index_pending, what a "
+          f"query of a history view does, and every query did before) = {fast / slow:.2f}x")
 
 
 def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
