@@ -5,7 +5,7 @@ indexes every build log that has finished (or whose build died) and is not in th
 build never pays for rows nobody has asked for; `claw query` of the plain views calls `index_current`,
 which materialises the campaigns' current heads alone, and `claw report` `index_heads`, its own
 campaign's. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
-Both only derive data: deleting `<store>/manifest/` loses nothing.
+All of them only derive data: deleting `<store>/manifest/` loses nothing.
 """
 
 from __future__ import annotations
