@@ -61,11 +61,37 @@ def loads_reply(text: str | bytes) -> Any:
     """`loads` for JSON that claw keeps in a record (a reply, an imported result): also a ValueError when
     nested deeper than REPLY_MAX_DEPTH (tool-call arguments 980 deep parsed, then failed their run,
     already paid for, when its record was written; the next build paid again) or holding a number too
-    large for a float."""
+    large for a float. A lone surrogate escape (`"\\ud800"`: valid JSON, no character) reads as U+FFFD, as
+    undecodable bytes do: UTF-8 cannot hold one, so the record of a paid run holding it could not be
+    written."""
     text = _text(text)
     if nests_deeper_than(text, REPLY_MAX_DEPTH):
         raise ValueError(f"JSON nested more than {REPLY_MAX_DEPTH} levels deep")
-    return _decode(_REPLY_DECODER, text)
+    value = _decode(_REPLY_DECODER, text)
+    return without_lone_surrogates(value) if _SURROGATE_HINT.search(text) else value
+
+
+# A surrogate escape or code point in a JSON text: only then can a value read from it hold a lone one.
+_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+# In a str read from JSON a pair of surrogate escapes is one character already: what is left is lone.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """A JSON-like value with every string (keys too) passed through replace_lone_surrogates. (Recursive:
+    for values of bounded depth, as loads_reply's are.)"""
+    if isinstance(value, str):
+        return replace_lone_surrogates(value)
+    if isinstance(value, list | tuple):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(key): without_lone_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def _text(data: str | bytes) -> str:

@@ -117,3 +117,20 @@ def test_text_and_buffers_read_alike() -> None:
     for data in (document, document.encode(), bytearray(document.encode()), memoryview(document.encode())):
         assert jsontext.loads(data) == expected
     assert jsontext.loads('"\udcff"') == "\udcff"  # (text holding a lone surrogate: msgspec cannot encode it)
+
+
+@pytest.mark.parametrize(("reply", "value"), [
+    (b'"high \\ud800 low \\uDC00 end"', "high \ufffd low \ufffd end"),
+    (b'{"k\\ud83d": ["\\ud83d\\ude00", "\\\\ud800", 1.5, null, {"x": "\\udfff"}]}',
+     {"k\ufffd": ["\U0001f600", "\\ud800", 1.5, None, {"x": "\ufffd"}]}),
+    (b'"pair \\ud83d\\ude00 then lone \\ud83d"', "pair \U0001f600 then lone \ufffd"),
+    ('"\udcff as text"', "\ufffd as text"),
+    (b'{"plain": "\\u00e9\\u2028"}', {"plain": "\u00e9\u2028"}),
+])
+def test_a_reply_reads_each_lone_surrogate_as_a_replacement_character(reply: str | bytes, value: Any) -> None:
+    # A reply is kept in a record, whose UTF-8 cannot hold a lone surrogate: the paid run failed.
+    read = jsontext.loads_reply(reply)
+    assert read == value
+    json.dumps(read, ensure_ascii=False).encode("utf-8")  # writable
+    assert jsontext.loads(reply) == json.loads(reply)  # (what claw reads back of its own stays exact)
+

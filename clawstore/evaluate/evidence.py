@@ -221,9 +221,10 @@ def visible_text(content: Any, runner: str = "openclaw") -> tuple[str, bool]:
         return "", False
     if runner != "openclaw":
         return content, False
+    # (Text unwrapped from JSON can hold a lone surrogate escape, which no record can: U+FFFD instead.)
     payload = openclaw_payload(stripped)
     if payload is not None:
-        text = payload_visible_text(payload)
+        text = jsontext.replace_lone_surrogates(payload_visible_text(payload))
         return text, not text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         try:
@@ -234,7 +235,7 @@ def visible_text(content: Any, runner: str = "openclaw") -> tuple[str, bool]:
             for key in _VISIBLE_KEYS:
                 value = obj.get(key)
                 if isinstance(value, str) and value.strip():
-                    return value, False
+                    return jsontext.replace_lone_surrogates(value), False
             if "error" in obj:
                 return "", True  # an error envelope, not an answer
     return content, False
