@@ -1,7 +1,8 @@
 """A lone surrogate escape (`"\\ud800"`) is valid JSON that no UTF-8 text can hold. From a provider it
 failed the run it came in (already paid for) when its record was written, and the next build paid
-again. Now the reply (and an agent's text unwrapped from its JSON) keeps a U+FFFD in its place. Real
-`claw` processes, the stand-in server."""
+again; in a stored record (pulled or imported from a hostile store) it stopped `claw query` indexing.
+Now the reply (and an agent's text unwrapped from its JSON) keeps a U+FFFD in its place, and the
+manifest shows one. Real `claw` processes, the stand-in server."""
 
 from __future__ import annotations
 
@@ -59,6 +60,27 @@ def test_a_reply_holding_lone_surrogates_is_kept_with_replacement_characters(
                     ("view", "--suite", "main", "--run-profile", "rp", "-o", "page.html"), ("fsck",)):
         done = run_claw(ws.root, *command)
         assert done.code == 0 and _clean(done), (command, done)
+
+
+def test_a_stored_record_holding_a_lone_surrogate_is_indexed_with_a_replacement_character(
+        ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
+    assert run_claw(ws.root, *BUILD).code == 0
+    store = Store(Path(env["CLAW_STORE"]))
+    logs = sorted((Path(env["CLAW_STORE"]) / "builds").glob("*.json"))
+    log = json.loads(logs[0].read_text())
+    node = next(n for n in log["nodes"] if n["kind"] == "run")
+    record = store.get_json(node["record"])
+    record["error"] = {"code": "forged", "message": "lone \ud800 surrogate"}
+    # As a hostile store's record arrives: JSON with the escape (claw never writes one).
+    forged = store.put_bytes(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii"))
+    assert b"\\ud800" in store.get_bytes(str(forged))
+    node["record"] = str(forged)
+    log["build_id"] = log["build_id"][:-4] + "beef"
+    (logs[0].parent / f"{log['build_id']}.json").write_text(json.dumps(log))
+    done = run_claw(ws.root, "query", "select error_message from run_history where error_code = 'forged'",
+                    "--format", "json")
+    assert done.code == 0 and _clean(done), done
+    assert json.loads(done.stdout) == [{"error_message": "lone \ufffd surrogate"}], done.stdout
 
 
 @pytest.mark.parametrize("output", ['{"text": "agent \\ud800 said"}',
