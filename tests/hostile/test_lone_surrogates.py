@@ -15,6 +15,7 @@ import pytest
 
 from clawstore.evaluate.evidence import visible_text
 from clawstore.store import Store
+from clawstore.store.headdoc import inline_nodes, write_head
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import Outcome, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
@@ -88,3 +89,30 @@ def test_a_stored_record_holding_a_lone_surrogate_is_indexed_with_a_replacement_
 def test_text_unwrapped_from_an_agents_json_holds_no_lone_surrogate(output: str) -> None:
     # (the visible text goes into checks and the judge's input document, hashed as UTF-8)
     assert visible_text(output) == ("agent \ufffd said", False)
+
+
+def test_a_page_showing_a_stored_answer_with_a_lone_surrogate_is_written(
+        ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
+    # A campaign head whose run's answer holds one, as a pull of a hostile store (kept apart, shown by
+    # `claw view`) brings it: the page's data keeps it as a JSON escape (valid UTF-8; a browser shows
+    # U+FFFD), and the page is written.
+    standin.set_default(text("the answer"))
+    assert run_claw(ws.root, *BUILD).code == 0
+    store = Store(Path(env["CLAW_STORE"]))
+    ref = "campaigns/main__rp__none"
+    head = inline_nodes(store.get_json(store.get_ref(ref)), store.get_json)
+    node = next(n for n in head["nodes"] if n["kind"] == "run" and n.get("record"))
+    record = store.get_json(node["record"])
+    artifact = json.dumps(store.get_json(record["outputs"]["artifact"]), sort_keys=True)
+    assert '"the answer"' in artifact
+    record["outputs"]["artifact"] = str(store.put_bytes(artifact.replace('"the answer"', '"the \\ud800 answer"')
+                                                       .encode("ascii")))
+    node["record"] = str(store.put_json(record))
+    store.set_ref(ref, write_head(store, {k: v for k, v in head.items() if k != "nodes"}, head["nodes"]))
+    for command in (("view", "--suite", "main", "--run-profile", "rp", "-o", "page.html"),
+                    ("report", "--suite", "main", "--run-profile", "rp"), ("query", "select * from runs"),
+                    ("fsck",)):
+        done = run_claw(ws.root, *command)
+        assert done.code == 0 and _clean(done), (command, done)
+    page = (ws.root / "page.html").read_text(encoding="utf-8")
+    assert '"the \\ud800 answer"' in page
