@@ -7,6 +7,7 @@ its sandbox happened to live.
 
 from __future__ import annotations
 
+import codecs
 import html
 import re
 from collections.abc import Sequence
@@ -123,9 +124,12 @@ class ToolBox:
             return ToolOutcome.error(f"{args['path']} is not a regular file", "NotARegularFile")
         with open(host, "rb") as handle:
             data = handle.read(READ_LIMIT + 1)
-        output: dict[str, Any] = {"path": to_sandbox_path(self.sandbox.root, host),
-                                  "content": data[:READ_LIMIT].decode("utf-8")}
-        if len(data) > READ_LIMIT:
+        truncated = len(data) > READ_LIMIT
+        # Cut at the limit, a text may end inside a character: that one is left out, not taken for
+        # bytes that are not UTF-8 (an incremental decoder holds it back; invalid bytes still raise).
+        content = codecs.getincrementaldecoder("utf-8")().decode(data[:READ_LIMIT], final=not truncated)
+        output: dict[str, Any] = {"path": to_sandbox_path(self.sandbox.root, host), "content": content}
+        if truncated:
             output["truncated"] = True
         return ToolOutcome("success", output)
 

@@ -14,7 +14,7 @@ import pytest
 
 from clawstore.runners import sandbox as sandbox_mod
 from clawstore.runners.sandbox import Sandbox, SandboxError, resolve_path
-from clawstore.runners.tools import ToolBox
+from clawstore.runners.tools import READ_LIMIT, ToolBox
 
 
 @pytest.fixture
@@ -114,6 +114,17 @@ def test_no_bwrap_means_no_shell(box: ToolBox, monkeypatch: pytest.MonkeyPatch) 
 def test_read_errors_are_tool_errors(box: ToolBox) -> None:
     box.sandbox.root.joinpath("bin.dat").write_bytes(b"\xff\xfe\x00")
     assert box.run("read_file", {"path": "/bin.dat"}).output["error_type"] == "UnicodeDecodeError"
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3])  # the limit falls after 1, 2 or 3 bytes of a 4-byte character
+def test_a_big_text_file_cut_inside_a_character_reads_up_to_it(box: ToolBox, cut: int) -> None:
+    # (UTF-8 text longer than the read limit: where the limit falls must not make it "not UTF-8")
+    head = "é" * ((READ_LIMIT - cut) // 2) + "a" * ((READ_LIMIT - cut) % 2)
+    box.sandbox.root.joinpath("big.txt").write_text(head + "\U0001f600" + "tail" * 10, encoding="utf-8")
+    output = box.run("read_file", {"path": "/big.txt"}).output
+    assert output.get("content") == head and output.get("truncated") is True, output.get("error")
+    box.sandbox.root.joinpath("bad.txt").write_bytes(b"ok \xff" + b"a" * READ_LIMIT)
+    assert box.run("read_file", {"path": "/bad.txt"}).output["error_type"] == "UnicodeDecodeError"
     assert box.run("read_file", {"path": "/missing"}).output["error_type"] == "FileNotFoundError"
     assert box.run("read_file", {"path": "/"}).output["error_type"] == "IsADirectoryError"
     assert box.run("write_file", {"path": "/", "content": "x"}).status == "error"
