@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from clawstore.store import Store
 
 CLAW = str(Path(sys.executable).with_name("claw"))
 MEMORY_CAP = 2 * 1024**3  # an attack that needs more address space than this has already won
@@ -36,3 +41,17 @@ def run_claw(cwd: Path, *args: str, timeout: float = 120) -> Outcome:
                           timeout=timeout, preexec_fn=_cap_memory)
     return Outcome(done.returncode, done.stdout, done.stderr)
 
+
+
+def forge_run_record(store_dir: Path, forge: Callable[[dict[str, Any]], bytes]) -> str:
+    """A build log beside the first one, whose first run names a forged record: `forge` changes that
+    run's record and gives the bytes to store (as a hostile store's, or an older claw's, would be).
+    Returns the forged record's id."""
+    store = Store(store_dir)
+    first = sorted((store_dir / "builds").glob("*.json"))[0]
+    log = json.loads(first.read_text())
+    node = next(n for n in log["nodes"] if n["kind"] == "run")
+    node["record"] = forged = str(store.put_bytes(forge(store.get_json(node["record"]))))
+    log["build_id"] = log["build_id"][:-4] + "beef"
+    (first.parent / f"{log['build_id']}.json").write_text(json.dumps(log))
+    return forged

@@ -17,7 +17,7 @@ from clawstore.evaluate.evidence import visible_text
 from clawstore.store import Store
 from clawstore.store.headdoc import inline_nodes, write_head
 from clawstore.testing.standin import StandIn, text
-from tests.hostile.attack import Outcome, run_claw
+from tests.hostile.attack import Outcome, forge_run_record, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.workspace import Workspace
 
@@ -66,18 +66,14 @@ def test_a_reply_holding_lone_surrogates_is_kept_with_replacement_characters(
 def test_a_stored_record_holding_a_lone_surrogate_is_indexed_with_a_replacement_character(
         ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
     assert run_claw(ws.root, *BUILD).code == 0
-    store = Store(Path(env["CLAW_STORE"]))
-    logs = sorted((Path(env["CLAW_STORE"]) / "builds").glob("*.json"))
-    log = json.loads(logs[0].read_text())
-    node = next(n for n in log["nodes"] if n["kind"] == "run")
-    record = store.get_json(node["record"])
-    record["error"] = {"code": "forged", "message": "lone \ud800 surrogate"}
-    # As a hostile store's record arrives: JSON with the escape (claw never writes one).
-    forged = store.put_bytes(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii"))
-    assert b"\\ud800" in store.get_bytes(str(forged))
-    node["record"] = str(forged)
-    log["build_id"] = log["build_id"][:-4] + "beef"
-    (logs[0].parent / f"{log['build_id']}.json").write_text(json.dumps(log))
+
+    def forge(record: dict[str, Any]) -> bytes:
+        record["error"] = {"code": "forged", "message": "lone \ud800 surrogate"}
+        # As a hostile store's record arrives: JSON with the escape (claw never writes one).
+        return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+    forged = forge_run_record(Path(env["CLAW_STORE"]), forge)
+    assert b"\\ud800" in Store(Path(env["CLAW_STORE"])).get_bytes(forged)
     done = run_claw(ws.root, "query", "select error_message from run_history where error_code = 'forged'",
                     "--format", "json")
     assert done.code == 0 and _clean(done), done

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from clawstore.store import Store
+from clawstore.canonical import canonical_json
 from clawstore.testing.standin import StandIn, text
-from tests.hostile.attack import run_claw
+from tests.hostile.attack import forge_run_record, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.workspace import Workspace
 
@@ -80,16 +80,12 @@ def test_each_bad_provider_number_fails_its_run_and_is_retried(ws: Workspace, st
 def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
                                                              env: dict[str, str]) -> None:  # noqa: F811
     assert run_claw(ws.root, *BUILD).code == 0
-    store = Store(Path(env["CLAW_STORE"]))
-    logs = sorted((Path(env["CLAW_STORE"]) / "builds").glob("*.json"))
-    log = json.loads(logs[0].read_text())
-    node = next(n for n in log["nodes"] if n["kind"] == "run")
-    record = store.get_json(node["record"])
-    record["metrics"]["output_tokens"] = 1e30  # what an older claw stored from a hostile reply
-    forged = str(store.put_json(record))
-    node["record"] = forged
-    log["build_id"] = log["build_id"][:-4] + "beef"
-    (logs[0].parent / f"{log['build_id']}.json").write_text(json.dumps(log))
+
+    def forge(record: dict[str, Any]) -> bytes:
+        record["metrics"]["output_tokens"] = 1e30  # what an older claw stored from a hostile reply
+        return canonical_json(record)
+
+    forged = forge_run_record(Path(env["CLAW_STORE"]), forge)
     runs, warning = _query(ws.root, "select count(*) as n from run_history")
     assert forged in warning and "metrics.output_tokens" in warning and "left out" in warning
     assert runs == [{"n": 7}]  # 4 of the first build + 3 of the forged log: only the bad record is out
