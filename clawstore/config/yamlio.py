@@ -79,11 +79,19 @@ def parse_yaml_text(text: str) -> Any:
 def parse_json_text(text: str) -> Any:
     try:
         check_json_depth(text)
-        return json.loads(text)
+        data = json.loads(text)
     except ShapeProblem as exc:
         raise YamlProblem(f"invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise YamlProblem(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if "\\u" in text:  # (only an escape can give a string UTF-8 cannot hold)
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # As YAML's "invalid Unicode character escape": hashing the case failed with a traceback.
+            raise YamlProblem("invalid JSON: a lone surrogate escape (\\ud800-\\udfff without its pair) "
+                              "is not a character") from None
+    return data
 
 
 def read_text(path: Path) -> str:

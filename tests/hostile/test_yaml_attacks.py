@@ -90,6 +90,11 @@ ATTACKS: dict[str, tuple[Callable[[Workspace], None], str, str]] = {
     # string pattern start again at every quote: 60 KB took 20 s, these 1.2 MB would take hours.
     "JSON source with an unterminated string of escaped quotes": (
         _json_source('["' + 'a\\"[' * 300_000), CASE, "invalid JSON"),
+    # Valid JSON that reads to a string UTF-8 cannot hold (YAML refuses the same escape): hashing the
+    # case failed with a traceback.
+    "JSON source with a lone surrogate escape": (_json_source('"2 + 2 \\ud800?"'), CASE, "lone surrogate"),
+    "JSON source with a lone low surrogate in a mapping": (
+        _json_source('{"role": "user", "content": "\\udc00 and a pair \\ud83d\\ude00"}'), CASE, "lone surrogate"),
     "50 MB string in a case": (lambda w: _case_with(w, "metadata: {blob: '" + "x" * 50_000_000 + "'}\n"),
                                CASE, "larger than"),
     "5000-digit max_tokens": (_runner_setting("9" * 5000), CASE, "integer literal longer than"),
