@@ -95,7 +95,7 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
     def write() -> tuple[str, dict[str, Any]]:
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
             kept = sandbox is not None and too_big is None
-            outputs = {"sandbox": store.put_tree(sandbox) if kept else empty_tree(store)}
+            outputs = {"sandbox": store.put_tree(sandbox, escape_names=True) if kept else empty_tree(store)}
             return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
 
     def cleanup() -> None:

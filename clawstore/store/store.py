@@ -30,8 +30,8 @@ class Store(ObjectStore):
         return f"Store({str(self.root)!r})"
 
     # --- trees --------------------------------------------------------------------------------
-    def put_tree(self, directory: Path | str) -> str:
-        return trees.put_tree(self, directory)
+    def put_tree(self, directory: Path | str, *, escape_names: bool = False) -> str:
+        return trees.put_tree(self, directory, escape_names)
 
     def read_tree(self, oid: str) -> list[TreeEntry]:
         return trees.read_tree(self, oid)

@@ -66,18 +66,21 @@ def empty_tree(store: ObjectStore) -> str:
     return store.put_json({"tree_version": TREE_VERSION, "entries": []})
 
 
-def put_tree(store: ObjectStore, directory: Path | str) -> str:
+def put_tree(store: ObjectStore, directory: Path | str, escape_names: bool = False) -> str:
+    """Snapshot `directory`. A name (or link target) that is not UTF-8 is refused, or, with
+    `escape_names` (what a run wrote: a model's or an agent's files, already paid for), kept with each
+    undecodable byte written as `\\xNN` (`caf\\xe9.txt`)."""
     root = Path(directory)
     if not root.is_dir():
         raise UsageError(f"cannot snapshot {root}: not a directory")
     entries: list[TreeEntry] = []
     with store.batch():  # a tree of many files costs a few flushes, not two per file
-        _walk(store, root, entries)
+        _walk(store, root, entries, escape_names)
         entries.sort(key=lambda e: e.path)
         return store.put_json({"tree_version": TREE_VERSION, "entries": [e.to_json() for e in entries]})
 
 
-def _walk(store: ObjectStore, root: Path, out: list[TreeEntry]) -> None:
+def _walk(store: ObjectStore, root: Path, out: list[TreeEntry], escape_names: bool) -> None:
     """Every entry under `root`, without recursion: a tree may nest deeper than Python recurses."""
     pending = [(root, "")]
     while pending:
@@ -87,14 +90,15 @@ def _walk(store: ObjectStore, root: Path, out: list[TreeEntry]) -> None:
                 children = sorted(iterator, key=lambda e: e.name)
         except OSError as exc:
             raise StoreError(f"cannot snapshot {directory}: {exc.strerror}") from None
+        names = {child.name for child in children}
         for child in children:
-            rel = prefix + _utf8_name(directory, child.name)
+            rel = prefix + _utf8_name(directory, child.name, names if escape_names else None)
             try:
                 info = child.stat(follow_symlinks=False)
             except FileNotFoundError:  # vanished while we walked (a live sandbox)
                 continue
             if stat.S_ISLNK(info.st_mode):
-                target = _utf8_name(directory, os.readlink(child.path))
+                target = _utf8_name(directory, os.readlink(child.path), set() if escape_names else None)
                 out.append(TreeEntry(rel, "symlink", MODE_LINK, len(target.encode()), target=target))
             elif stat.S_ISDIR(info.st_mode):
                 out.append(TreeEntry(rel, "dir", MODE_DIR, 0))
@@ -106,12 +110,19 @@ def _walk(store: ObjectStore, root: Path, out: list[TreeEntry]) -> None:
             # sockets, fifos and devices have no content to keep: skipped
 
 
-def _utf8_name(directory: Path, name: str) -> str:
+def _utf8_name(directory: Path, name: str, escape_beside: set[str] | None = None) -> str:
+    """`name` (as os.scandir gives it: undecodable bytes as lone surrogates). Not UTF-8: refused, or
+    escaped when `escape_beside` (the other names of its directory) is given and the escaped name is
+    not one of them."""
     try:
         name.encode("utf-8")
+        return name
     except UnicodeEncodeError:
-        raise UsageError(f"cannot snapshot {directory}: name {name!r} is not valid UTF-8") from None
-    return name
+        pass
+    escaped = os.fsencode(name).decode("utf-8", "backslashreplace")
+    if escape_beside is None or escaped in escape_beside:
+        raise UsageError(f"cannot snapshot {directory}: name {name!r} is not valid UTF-8")
+    return escaped
 
 
 # --- reading ------------------------------------------------------------------------------------

@@ -268,3 +268,13 @@ def test_turn_cut_off_by_openclaws_own_timeout_counts_as_timed_out(make_spec, fa
     # Far from the deadline the same exit is an ordinary failure.
     fake_docker.script(turns=[{"rc": 1, "stderr": "boom"}])
     assert run_openclaw(make_spec(timeout_seconds=30), store, tmp_path).status == "failed"
+
+
+def test_a_workspace_file_named_in_bytes_that_are_not_utf8_is_kept_with_its_name_escaped(
+        make_spec, fake_docker, store, tmp_path):
+    # (a paid run used to fail when its workspace was stored: "name '\udce9' is not valid UTF-8")
+    fake_docker.script(turns=[{"write": {"caf\udce9.txt": "latin-1 name\n"}, "payload": payload("Wrote it.")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.artifact["status"] == "success", outcome.artifact["error"]
+    assert tree_files(store, outcome.outputs["workspace"])["caf\\xe9.txt"] == b"latin-1 name\n"
+    assert "+++ workspace/caf\\xe9.txt" in store.get_bytes(outcome.outputs["workspace_diff"]).decode()

@@ -197,3 +197,19 @@ def test_a_tree_nested_deeper_than_the_interpreter_recurses_is_stored(store: Sto
     finally:
         remove_tree(deep)  # (pytest's own clean-up of old temporary directories would recurse too)
     assert not deep.exists()
+
+
+def test_a_name_that_is_not_utf8_is_refused_or_escaped_for_what_a_run_wrote(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "sandbox"
+    (root / "dir").mkdir(parents=True)
+    (root / "dir" / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
+    os.symlink(os.fsdecode(b"target-\xff"), root / "link")
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        store.put_tree(root)  # (a config tree, `claw put`: the user renames it)
+    entries = {e.path: e for e in store.read_tree(store.put_tree(root, escape_names=True))}
+    assert set(entries) == {"dir", "dir/caf\\xe9.txt", "link"}
+    assert store.get_bytes(str(entries["dir/caf\\xe9.txt"].object)) == b"latin-1 name\n"
+    assert entries["link"].target == "target-\\xff"
+    (root / "dir" / "caf\\xe9.txt").write_text("the escaped name, literally\n")
+    with pytest.raises(UsageError, match="not valid UTF-8"):  # (two names would be one path)
+        store.put_tree(root, escape_names=True)

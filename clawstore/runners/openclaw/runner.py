@@ -305,7 +305,8 @@ class _Run:
             return {"workspace_kept": False, "workspace_problem": workspace_refused.message}
         redacted = ev.redact_tree(self.workspace, self.secrets) if self.workspace.exists() else []
         pruned = prune_workspace(self.workspace) if self.workspace.exists() else []
-        final_tree = store.put_tree(self.workspace) if self.workspace.exists() else spec.agent_tree
+        final_tree = (store.put_tree(self.workspace, escape_names=True) if self.workspace.exists()
+                      else spec.agent_tree)
         self.outputs["workspace"] = final_tree
         self.outputs["workspace_diff"] = store.put_bytes(
             workspace_diff(store, spec.agent_tree, final_tree).encode("utf-8"))
