@@ -90,9 +90,9 @@ def _walk(store: ObjectStore, root: Path, out: list[TreeEntry], escape_names: bo
                 children = sorted(iterator, key=lambda e: e.name)
         except OSError as exc:
             raise StoreError(f"cannot snapshot {directory}: {exc.strerror}") from None
-        names = {child.name for child in children}
+        names = {child.name for child in children} if escape_names else None
         for child in children:
-            rel = prefix + _utf8_name(directory, child.name, names if escape_names else None)
+            rel = prefix + _utf8_name(directory, child.name, names)
             try:
                 info = child.stat(follow_symlinks=False)
             except FileNotFoundError:  # vanished while we walked (a live sandbox)
@@ -112,8 +112,8 @@ def _walk(store: ObjectStore, root: Path, out: list[TreeEntry], escape_names: bo
 
 def _utf8_name(directory: Path, name: str, escape_beside: set[str] | None = None) -> str:
     """`name` (as os.scandir gives it: undecodable bytes as lone surrogates). Not UTF-8: refused, or
-    escaped when `escape_beside` (the other names of its directory) is given and the escaped name is
-    not one of them."""
+    escaped when `escape_beside` (the names of its directory, and those escaped there so far) is given
+    and the escaped name is not one of them."""
     try:
         name.encode("utf-8")
         return name
@@ -122,6 +122,7 @@ def _utf8_name(directory: Path, name: str, escape_beside: set[str] | None = None
     escaped = os.fsencode(name).decode("utf-8", "backslashreplace")
     if escape_beside is None or escaped in escape_beside:
         raise UsageError(f"cannot snapshot {directory}: name {name!r} is not valid UTF-8")
+    escape_beside.add(escaped)  # (two names that escape alike would be one path too)
     return escaped
 
 

@@ -213,3 +213,8 @@ def test_a_name_that_is_not_utf8_is_refused_or_escaped_for_what_a_run_wrote(stor
     (root / "dir" / "caf\\xe9.txt").write_text("the escaped name, literally\n")
     with pytest.raises(UsageError, match="not valid UTF-8"):  # (two names would be one path)
         store.put_tree(root, escape_names=True)
+    (root / "dir" / "caf\\xe9.txt").unlink()
+    (root / "dir" / os.fsdecode(b"a\\xe9\xff")).write_text("one\n")  # both escape to a\xe9\xff
+    (root / "dir" / os.fsdecode(b"a\xe9\\xff")).write_text("two\n")
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        store.put_tree(root, escape_names=True)
