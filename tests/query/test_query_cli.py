@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,16 @@ def test_bad_sql_is_one_line_and_exit_2(store: Store) -> None:
     proc = claw("query", "select nope from runs", "--store", str(store.root))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "nope" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [(b"select '\xff' as x",),
+                                  (b"select getvariable('v') as x", b"--param", b"v=caf\xe9")])
+def test_sql_or_a_parameter_that_is_not_utf8_is_one_line_and_exit_2(store: Store, args: tuple[bytes, ...]) -> None:
+    # (bytes a Latin-1 terminal sends: they reached DuckDB, which failed with a TypeError traceback)
+    proc = claw("query", *map(os.fsdecode, args), "--store", str(store.root))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("claw: error: ") and "not UTF-8 text" in line, line
 
 
 def test_formats(store: Store) -> None:
