@@ -113,6 +113,12 @@ def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
         _check_url(remote.url, f"remote {name}")
         if remote.endpoint_url is not None:
             check_endpoint(remote.endpoint_url, "--endpoint-url")
+        for what, value in (("URL", remote.url), ("--endpoint-url", remote.endpoint_url or "")):
+            try:  # (a Latin-1 path: written as an escape claw.yaml's reader refuses, every command failed)
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError(f"remote {name}: {what} is not UTF-8 text, which {path.name} cannot hold "
+                                 "(give the directory to push and pull as it is)") from None
         entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
     write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)

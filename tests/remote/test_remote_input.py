@@ -59,6 +59,19 @@ def test_remote_add_refuses_credentials_in_the_endpoint_and_writes_nothing(ws: W
     assert not (ws.root / "claw.yaml").exists()
 
 
+def test_remote_add_of_a_path_that_is_not_utf8_is_refused_and_the_workspace_file_kept(ws: Workspace,
+                                                                                      tmp_path: Path) -> None:
+    # (it wrote an escape claw.yaml's reader refuses: every command of the workspace failed after)
+    assert claw("remote", "add", "team", str(tmp_path / "team"), cwd=ws.root).returncode == 0
+    before = (ws.root / "claw.yaml").read_bytes()
+    done = claw("remote", "add", "other", os.fsdecode(bytes(tmp_path) + b"/caf\xe9"), cwd=ws.root)
+    refused(done, "remote other: URL is not UTF-8 text, which claw.yaml cannot hold "
+                  "(give the directory to push and pull as it is)")
+    assert (ws.root / "claw.yaml").read_bytes() == before
+    listed = claw("remote", "list", cwd=ws.root)
+    assert listed.returncode == 0 and "team" in listed.stdout, listed
+
+
 def test_a_workspace_file_naming_a_bad_endpoint_names_file_and_field(ws: Workspace) -> None:
     (ws.root / "claw.yaml").write_text(
         f"remotes:\n  team: {{url: s3://bucket/team, endpoint_url: 'http://k:{SECRET}@minio:9000'}}\n")
