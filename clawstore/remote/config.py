@@ -37,7 +37,19 @@ class Remote:
     endpoint_url: str | None = None
 
 
+def _check_utf8(value: str, where: str) -> None:
+    """A URL or endpoint from the command line holds a non-UTF-8 byte (a Latin-1 `café`) as a lone
+    surrogate, which claw.yaml, tracking refs and reports cannot hold: saved, it made claw.yaml unreadable;
+    pushed to, a traceback."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (an undecodable byte at character {exc.start + 1}); "
+                         "claw takes remote URLs and directories in UTF-8 only") from None
+
+
 def _check_url(url: str, where: str) -> str:
+    _check_utf8(url, where)
     parsed = urlparse(url)
     if parsed.username or parsed.password:
         raise UsageError(f"{where}: a remote URL must not carry credentials (use the AWS credential chain)")
@@ -112,13 +124,8 @@ def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
             raise UsageError(f"remote name {name!r}: letters, digits, '_.-' (at most 64)")
         _check_url(remote.url, f"remote {name}")
         if remote.endpoint_url is not None:
+            _check_utf8(remote.endpoint_url, "--endpoint-url")
             check_endpoint(remote.endpoint_url, "--endpoint-url")
-        for what, value in (("URL", remote.url), ("--endpoint-url", remote.endpoint_url or "")):
-            try:  # (a Latin-1 path: written as an escape claw.yaml's reader refuses, every command failed)
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise UsageError(f"remote {name}: {what} is not UTF-8 text, which {path.name} cannot hold "
-                                 "(give the directory to push and pull as it is)") from None
         entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
     write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)
@@ -130,6 +137,7 @@ def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None =
     (backends.check_location; `must_exist`: a directory remote must be there), checked before the
     caller makes a store."""
     if endpoint_url is not None:
+        _check_utf8(endpoint_url, "--endpoint-url")
         check_endpoint(endpoint_url, "--endpoint-url")
     saved = load_remotes(workspace)
     if name_or_url in saved:

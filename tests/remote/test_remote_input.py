@@ -59,17 +59,25 @@ def test_remote_add_refuses_credentials_in_the_endpoint_and_writes_nothing(ws: W
     assert not (ws.root / "claw.yaml").exists()
 
 
-def test_remote_add_of_a_path_that_is_not_utf8_is_refused_and_the_workspace_file_kept(ws: Workspace,
-                                                                                      tmp_path: Path) -> None:
-    # (it wrote an escape claw.yaml's reader refuses: every command of the workspace failed after)
+def test_a_remote_path_that_is_not_utf8_is_refused_and_the_workspace_file_kept(ws: Workspace,
+                                                                               tmp_path: Path) -> None:
+    # Added, it was written as an escape claw.yaml's reader refuses (every command of the workspace failed
+    # after); pushed to or pulled from, a traceback.
     assert claw("remote", "add", "team", str(tmp_path / "team"), cwd=ws.root).returncode == 0
     before = (ws.root / "claw.yaml").read_bytes()
-    done = claw("remote", "add", "other", os.fsdecode(bytes(tmp_path) + b"/caf\xe9"), cwd=ws.root)
-    refused(done, "remote other: URL is not UTF-8 text, which claw.yaml cannot hold "
-                  "(give the directory to push and pull as it is)")
+    latin1 = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
+    why = (f"not UTF-8 text (an undecodable byte at character {len(str(tmp_path)) + 5}); claw takes remote "
+           "URLs and directories in UTF-8 only")
+    refused(claw("remote", "add", "other", latin1, cwd=ws.root), f"remote other: {why}")
     assert (ws.root / "claw.yaml").read_bytes() == before
+    for command in ("push", "pull"):
+        refused(claw(command, latin1, cwd=ws.root), f"remote: {why}")
+    refused(claw("push", "team", "--endpoint-url", "http://caf\udce9:9000", cwd=ws.root),
+            "--endpoint-url: not UTF-8 text (an undecodable byte at character 11); claw takes remote URLs and "
+            "directories in UTF-8 only")
     listed = claw("remote", "list", cwd=ws.root)
     assert listed.returncode == 0 and "team" in listed.stdout, listed
+    assert not (ws.root / "store").exists() and not os.path.exists(os.fsencode(latin1))
 
 
 def test_a_workspace_file_naming_a_bad_endpoint_names_file_and_field(ws: Workspace) -> None:
