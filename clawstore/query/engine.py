@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 
 from clawstore.errors import UsageError
-from clawstore.query.manifest import manifest_dir
+from clawstore.query.manifest import check_duckdb_can_open, manifest_dir
 from clawstore.query.objects import ObjectLister, create_objects_view
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.segments import ManifestChanged
@@ -147,6 +147,7 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
         if not _PARAM_RE.match(name):
             raise UsageError(f"--param {name!r}: a name is letters, digits and _")
     manifest = manifest_dir(store_root)
+    check_duckdb_can_open(manifest)
     attempt = 0
     while True:
         attempt += 1

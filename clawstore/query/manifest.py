@@ -55,6 +55,17 @@ def manifest_dir(store_root: Path) -> Path:
     return Path(store_root) / "manifest"
 
 
+def check_duckdb_can_open(manifest: Path) -> None:
+    """DuckDB takes file names as UTF-8 text: under a path holding other bytes (a Latin-1 home directory)
+    every statement naming a manifest file failed with a traceback. StoreError: one line, and `claw
+    report` reads the records instead."""
+    try:
+        str(manifest).encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreError(f"{manifest}: the path is not UTF-8 text, which DuckDB (what claw query runs on) "
+                         "cannot open; move the store to a UTF-8 path") from None
+
+
 def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     _, covered = _index_build(store, build_id, warn, {})
@@ -169,6 +180,7 @@ def pending_builds(store: RecordStore) -> list[str]:
 @contextlib.contextmanager
 def _index_lock(manifest: Path) -> Iterator[None]:
     """The manifest's index lock (one indexing process at a time), the directory made if need be."""
+    check_duckdb_can_open(manifest)
     manifest.mkdir(parents=True, exist_ok=True)
     with open(manifest / "index.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -73,6 +73,18 @@ def test_sql_or_a_parameter_that_is_not_utf8_is_one_line_and_exit_2(store: Store
     assert line.startswith("claw: error: ") and "not UTF-8 text" in line, line
 
 
+def test_a_store_whose_path_is_not_utf8_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # (DuckDB takes file names as UTF-8 text only: every query of such a store failed with a traceback)
+    build(Store(tmp_path / "cafe" / "store"), Spec())
+    latin1 = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    os.rename(tmp_path / "cafe", latin1)  # (moved there, its manifest made: indexing stops the same way)
+    for sql in ("select count(*) as n from runs", "select count(*) as n from run_history"):
+        proc = claw("query", sql, "--store", str(latin1 / "store"))
+        assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+        [line] = proc.stderr.strip().splitlines()
+        assert "the path is not UTF-8 text" in line and "move the store" in line, line
+
+
 def test_formats(store: Store) -> None:
     sql = "select model_id, count(*) as runs, sum(cost_usd) as cost from runs group by 1 order by 1"
     code, out, _ = run(store, sql, "--format", "json")
