@@ -30,6 +30,17 @@ class UsageError(ClawError):
     exit_code = 2
 
 
+def utf8_argument(text: str, where: str, then: str = "") -> str:
+    """`text` from the command line, where a non-UTF-8 byte (a Latin-1 terminal's or path's `café`) arrives
+    as a lone surrogate that DuckDB, YAML and JSON files cannot take: UsageError naming `where` (and
+    `then`, what to do) instead of a traceback further on."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (an undecodable byte at character {exc.start + 1}){then}") from None
+    return text
+
+
 class ConfigError(ClawError):
     """A config file is invalid (exit 2). `path` is the file, `field` the dotted field path."""
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from clawstore.cli.common import campaign_options, require_built, store_option, workspace_store_dir
-from clawstore.errors import UsageError
+from clawstore.errors import UsageError, utf8_argument
 
 if TYPE_CHECKING:
     from clawstore.store import Store
@@ -36,18 +36,8 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--param {item!r}: expected NAME=VALUE")
-        params[name.strip()] = _utf8(value, f"--param {name.strip()!r}")
+        params[name.strip()] = utf8_argument(value, f"--param {name.strip()!r}")
     return params
-
-
-def _utf8(text: str, what: str) -> str:
-    """`text` from the command line, which holds the bytes of a non-UTF-8 argument as lone surrogates
-    (a Latin-1 terminal's "café"): DuckDB takes UTF-8 only, and refused it with a TypeError traceback."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(f"{what}: not UTF-8 text (an undecodable byte at character {exc.start + 1})") from None
-    return text
 
 
 @click.command("query")
@@ -80,7 +70,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     if sql_or_name is None:
         raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
     root = _existing_store(store_dir)
-    sql, saved_in = resolve_sql(_utf8(sql_or_name, "SQL"), Path.cwd())
+    sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"), Path.cwd())  # (DuckDB: UTF-8 only)
     # The campaigns' current heads are brought up to date; the builds finished since the last query join
     # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
     index = index_pending if reads_history(sql) else index_current

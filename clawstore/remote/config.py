@@ -23,7 +23,7 @@ import yaml
 
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.durable import write_file_atomic
-from clawstore.errors import ConfigError, UsageError
+from clawstore.errors import ConfigError, UsageError, utf8_argument
 from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, url_problem
 
 WORKSPACE_FILE = "claw.yaml"
@@ -38,14 +38,9 @@ class Remote:
 
 
 def _check_utf8(value: str, where: str) -> None:
-    """A URL or endpoint from the command line holds a non-UTF-8 byte (a Latin-1 `café`) as a lone
-    surrogate, which claw.yaml, tracking refs and reports cannot hold: saved, it made claw.yaml unreadable;
-    pushed to, a traceback."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(f"{where}: not UTF-8 text (an undecodable byte at character {exc.start + 1}); "
-                         "claw takes remote URLs and directories in UTF-8 only") from None
+    """claw.yaml, tracking refs and reports hold UTF-8 only: a Latin-1 URL saved made claw.yaml unreadable,
+    one pushed to ended in a traceback."""
+    utf8_argument(value, where, "; claw takes remote URLs and directories in UTF-8 only")
 
 
 def _check_url(url: str, where: str) -> str:
