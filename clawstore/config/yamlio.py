@@ -13,6 +13,7 @@ from clawstore.config.error_text import yaml_type
 from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_CHARS
 from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
 from clawstore.errors import quoted
+from clawstore.jsontext import without_lone_surrogates
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
     _Base: type = yaml.CSafeLoader
@@ -84,13 +85,10 @@ def parse_json_text(text: str) -> Any:
         raise YamlProblem(f"invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise YamlProblem(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if "\\u" in text:  # (only an escape can give a string UTF-8 cannot hold)
-        try:
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            # As YAML's "invalid Unicode character escape": hashing the case failed with a traceback.
-            raise YamlProblem("invalid JSON: a lone surrogate escape (\\ud800-\\udfff without its pair) "
-                              "is not a character") from None
+    if "\\u" in text and without_lone_surrogates(data) != data:  # (only an escape can give one)
+        # As YAML's "invalid Unicode character escape": hashing the case failed with a traceback.
+        raise YamlProblem("invalid JSON: a lone surrogate escape (\\ud800-\\udfff without its pair) "
+                          "is not a character")
     return data
 
 
