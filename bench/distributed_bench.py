@@ -2,6 +2,7 @@
 in-process executor, same campaign, same concurrency, same stand-in provider latency.
 
     python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16] [--repeat 3]
+                                      [--no-default-cluster]
 
 Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on a fresh
 cluster whose nodes start their workers at once (`RAY_enable_worker_prestart=1`, as docs/distributed.md
@@ -11,7 +12,8 @@ start a worker process); the requests each sent (each must equal --runs), whethe
 sent the very request bodies the local build sent, and whether it stored the same runs
 (tests/support/outcomes.py). A first build happens once per cluster, and its ratio moves by a few
 hundredths from one cluster to the next on a small machine: each of `--repeat` rounds starts clusters of
-its own, and the ratios given are of the medians (each round's too).
+its own, and the ratios given are of the medians (each round's too). `--no-default-cluster` leaves out
+the cluster with Ray's defaults (the test suite's smoke run: each cluster costs it 10-15 s to start).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Round:
     local: float  # wall seconds of each build
     first: float
     next: float
-    first_default: float  # a first build on a cluster with Ray's defaults
+    first_default: float | None  # a first build on a cluster with Ray's defaults (None: left out)
     sent: dict[str, int]  # requests of each build, by the name of its time above
     same_requests: bool
     same_runs: bool
@@ -78,10 +80,13 @@ def one_round(args: argparse.Namespace, root: Path) -> Round:
             first_s, first_sent, first_bodies = build("ray", *on_ray)
             # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
             next_s, next_sent, _ = build("next", *on_ray)
-        with ray_cluster({"OPENROUTER_API_KEY": SECRET}, prestart=False) as cluster:
-            default_s, default_sent, _ = build("default", "--executor", "ray", "--ray-address", cluster.address)
-    return Round(local_s, first_s, next_s, default_s,
-                 {"local": local_sent, "first": first_sent, "next": next_sent, "first_default": default_sent},
+        sent = {"local": local_sent, "first": first_sent, "next": next_sent}
+        default_s = None
+        if args.default_cluster:
+            with ray_cluster({"OPENROUTER_API_KEY": SECRET}, prestart=False) as cluster:
+                default_s, sent["first_default"], _ = build("default", "--executor", "ray",
+                                                            "--ray-address", cluster.address)
+    return Round(local_s, first_s, next_s, default_s, sent,
                  same_requests=first_bodies == local_bodies,
                  same_runs=run_outcomes(root / "local" / "store") == run_outcomes(root / "ray" / "store"))
 
@@ -92,6 +97,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3, help="rounds, each on clusters of its own")
+    parser.add_argument("--default-cluster", action=argparse.BooleanOptionalAction, default=True,
+                        help="also a first build on a cluster started with Ray's defaults")
     args = parser.parse_args()
     reason = ray_available()
     if reason:
@@ -104,6 +111,8 @@ def main() -> None:
     print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent['local'] for r in rounds]})")
     for which, what in (("first", "first build on a new cluster"), ("next", "next build there"),
                         ("first_default", "first build on a new cluster with Ray's defaults")):
+        if which == "first_default" and not args.default_cluster:
+            continue
         wall = statistics.median(getattr(r, which) for r in rounds)
         each = ", ".join(f"{getattr(r, which) / r.local:.2f}x" for r in rounds)
         print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[which] for r in rounds]})"
