@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -20,6 +21,20 @@ from typing import NoReturn
 _exit_work: list[Callable[[], None]] = []
 _program = False  # this process is the `claw` program: it ends when its command ends
 _left = False  # something left its teardown to the process's end
+
+
+def sigterm_interrupts() -> Callable[[], None]:
+    """Make SIGTERM (a scheduler's stop, `timeout`, `docker stop`) end the command as Ctrl-C does: a
+    KeyboardInterrupt in the main thread, so what finished is kept and temporary files are removed; the
+    default action would end the process on the spot. Returns what puts the previous handler back.
+    Off the main thread (a test harness's) nothing changes."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def at_exit(work: Callable[[], None]) -> Callable[[], None]:

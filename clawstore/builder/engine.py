@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from clawstore.builder.unstored import (
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+from clawstore.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.leftovers import remove_leftovers
 
@@ -110,17 +110,6 @@ class Budget:
     def note_skips(self) -> None:
         spent = float(self.log.metrics["cost_usd"])
         self.reason = f"--max-cost {self.limit_usd:g} USD reached (spent {spent:.6f} USD); the rest was not started"
-
-
-def _install_sigterm() -> Callable[[], None]:
-    """SIGTERM behaves like Ctrl-C: stop scheduling, record what finished, exit."""
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. a test harness)
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
@@ -241,7 +230,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     trouble = StoreTrouble(str(store.root))
-    restore = _install_sigterm()
+    restore = sigterm_interrupts()  # (the claw program already does this for every command; a library caller too)
     stale, fresh = partition(run_nodes, options.force)
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)
     try:

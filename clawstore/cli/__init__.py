@@ -34,9 +34,11 @@ PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, er
 
 
 class ClawGroup(click.Group):
-    """Turns every expected error into one line on stderr and its exit code (never a traceback)."""
+    """Turns every expected error into one line on stderr and its exit code (never a traceback), and
+    an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        restore = process_end.sigterm_interrupts()  # SIGTERM ends every command as Ctrl-C does (130)
         try:
             return super().invoke(ctx)
         except ClawError as exc:
@@ -49,6 +51,8 @@ class ClawGroup(click.Group):
         except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
             click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)
             sys.exit(130)
+        finally:
+            restore()
 
 
 @click.group(cls=ClawGroup, context_settings={"help_option_names": ["-h", "--help"]})

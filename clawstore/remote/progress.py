@@ -23,14 +23,20 @@ EVERY_S = 5.0  # plain: seconds between progress lines
 MODES = ["auto", "live", "plain", "none"]  # `--progress` of push and pull
 
 
+class TransferStopped(Exception):
+    """Raised in a download thread by the callback of a stopped transfer: the file in flight is abandoned."""
+
+
 class TransferProgress:
-    """Counts a transfer (thread-safe) and shows nothing; the displays below override `_show`."""
+    """Counts a transfer (thread-safe) and shows nothing; the displays below override `_show`. Every
+    backend reports to it as bytes move, so it is also where a transfer is stopped (`stop`)."""
 
     def __init__(self, verb: str = "", where: str = ""):
         self.verb, self.where = verb, where  # "pulling", "from s3://team/x"
         self.total_bytes = self.done_bytes = 0
         self.total_packs = self.done_packs = 0
         self.step = ""  # what the transfer does once the bytes are there
+        self.stopped = False
         self._lock = threading.Lock()
 
     def plan(self, packs: int, nbytes: int) -> None:
@@ -43,9 +49,17 @@ class TransferProgress:
 
     def advance(self, nbytes: int) -> None:
         """`nbytes` more have moved (a backend's callback, from any thread)."""
+        if self.stopped:
+            raise TransferStopped
         with self._lock:
             self.done_bytes += nbytes
             self._show()
+
+    def stop(self) -> None:
+        """Abandon the downloads in flight at their next chunk (the command was interrupted): a big pack
+        over a slow link would otherwise hold the interrupted process until its last byte. (Not for
+        uploads: botocore retries an S3 upload whose body read raises; push.py ends them otherwise.)"""
+        self.stopped = True
 
     def pack_done(self) -> None:
         with self._lock:

@@ -193,6 +193,7 @@ class _Pull:
                     checked[pack] = (path, blobs)
                     self.progress.pack_done()
             except BaseException:
+                self.progress.stop()
                 for future in futures:
                     future.cancel()
                 raise

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
+from clawstore import process_end
 from clawstore.canonical import canonical_json
 from clawstore.durable import write_file_atomic
 from clawstore.errors import UsageError
@@ -236,11 +237,18 @@ class _Sender:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        interrupted = isinstance(exc[1], KeyboardInterrupt)
         try:
             if exc[0] is None:
                 self.drain()
+        except KeyboardInterrupt:  # (while waiting for the last uploads)
+            interrupted = True
+            raise
         finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            # Interrupted, the claw program ends as soon as the command has: the uploads in flight end
+            # with it instead of holding it until their last byte (minutes for a big pack on a slow
+            # link; a stopped S3 upload cannot be cut short from its callback: botocore retries it).
+            self.pool.shutdown(wait=not (interrupted and process_end.leave_to_exit()), cancel_futures=True)
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,

@@ -1,0 +1,104 @@
+"""A push or pull stopped by SIGTERM (a scheduler's stop, `timeout`, `docker stop`) or Ctrl-C ends as the
+README promises for every command: promptly, exit 130, one line, nothing of it left in the store's tmp/,
+and the next run finishes the job. Over a slow link (bench/_throttle.py) the stop lands mid-transfer."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench._throttle import throttled
+from tests.support.s3server import make_bucket
+
+DATA_MIB = 64
+LINK = 8 << 20  # bytes a second: the data take 8 s to move, so a stop lands mid-transfer
+# A stop ends the process within this, where finishing the files in flight would take 5-6 s more. (An
+# upload stops once the bytes the kernel already took for it have left: a few MB on loopback.)
+PROMPT_S = 3.5
+
+
+def claw(*args: str, cwd: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clawstore.cli", *args], cwd=cwd, env=_env(endpoint),
+                          capture_output=True, text=True, timeout=120)
+
+
+def _env(endpoint: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    return {**env, "AWS_ENDPOINT_URL": endpoint}
+
+
+def stop_when(proc: subprocess.Popen[str], started: callable, sig: signal.Signals) -> float:  # type: ignore[valid-type]
+    """Send `sig` once `started()` holds; the seconds the process took to end after it."""
+    deadline = time.monotonic() + 60
+    while not started() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, f"ended before the stop: {proc.communicate()[1]}"
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    return time.monotonic() - sent
+
+
+def tmp_bytes(store: Path) -> int:
+    return sum(f.stat().st_size for f in (store / "tmp").rglob("*") if f.is_file()) if (store / "tmp").exists() else 0
+
+
+@pytest.fixture
+def filled(tmp_path: Path, aws_env: str) -> Iterator[tuple[Path, str, str]]:
+    """Workspace A whose store holds a tree of DATA_MIB MiB that do not compress (its id), and an empty
+    bucket."""
+    a = tmp_path / "a"
+    (a / "data").mkdir(parents=True)
+    for i in range(DATA_MIB):
+        (a / "data" / f"f{i}").write_bytes(os.urandom(1 << 20))
+    put = claw("put", "data", cwd=a, endpoint=aws_env)
+    assert put.returncode == 0, put.stderr
+    bucket = "stop-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    yield a, f"s3://{bucket}/team", put.stdout.strip()
+
+
+def test_a_pull_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tuple[Path, str, str], aws_env: str,
+                                                                     tmp_path: Path) -> None:
+    a, remote, tree = filled
+    assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
+    b = tmp_path / "b"
+    b.mkdir()
+    with throttled(aws_env, LINK) as link:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "pull", remote], cwd=b, env=_env(link),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        took = stop_when(proc, lambda: tmp_bytes(b / "store") > (8 << 20), signal.SIGTERM)
+    assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
+    assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == "claw: interrupted"
+    assert took < PROMPT_S, f"the pull took {took:.1f} s to stop"
+    assert tmp_bytes(b / "store") == 0, sorted((b / "store" / "tmp").rglob("*"))
+    fsck = claw("fsck", cwd=b, endpoint=aws_env)
+    assert fsck.returncode == 0 and "temp files: 0" in fsck.stdout, fsck.stdout + fsck.stderr
+    assert claw("pull", remote, cwd=b, endpoint=aws_env).returncode == 0
+    listed = claw("ls-tree", tree, cwd=b, endpoint=aws_env)
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == DATA_MIB, listed.stdout + listed.stderr
+
+
+def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tuple[Path, str, str],
+                                                                     aws_env: str) -> None:
+    a, remote, _ = filled
+    with throttled(aws_env, LINK) as link:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "push", remote], cwd=a, env=_env(link),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        begun = time.monotonic()  # (the store's own sealed pack is uploaded as it is: nothing in tmp/)
+        took = stop_when(proc, lambda: time.monotonic() > begun + 2, signal.SIGTERM)
+    assert proc.returncode == 130
+    assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == "claw: interrupted"
+    assert took < PROMPT_S, f"the push took {took:.1f} s to stop"
+    assert tmp_bytes(a / "store") == 0, sorted((a / "store" / "tmp").rglob("*"))
+    assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
+    assert claw("fsck", cwd=a, endpoint=aws_env).returncode == 0
+
