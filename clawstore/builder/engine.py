@@ -230,7 +230,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     trouble = StoreTrouble(str(store.root))
-    restore = sigterm_interrupts()  # (the claw program already does this for every command; a library caller too)
+    restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)
     try:
