@@ -84,6 +84,9 @@ class Backend(Protocol):
     """The operations a remote offers. Names are '/'-separated relative paths."""
 
     description: str
+    # An upload whose `moved` callback raises ends there, leaving nothing behind (the directory's copy
+    # loop). Not S3's: botocore goes on with the parts (an interrupted push ends without them instead).
+    upload_stops_at_callback: bool
 
     def list(self, prefix: str) -> dict[str, int]:
         """{name: size} of every immutable file under `prefix`."""
@@ -192,6 +195,7 @@ class DirectoryBackend:
     def __init__(self, root: Path):
         self.root = Path(root).absolute()
         self.description = str(self.root)
+        self.upload_stops_at_callback = True
 
     def _path(self, name: str) -> Path:
         return self.root / name
@@ -340,6 +344,7 @@ class S3Backend:
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
         self.description = f"s3://{bucket}/{prefix}".rstrip("/")
+        self.upload_stops_at_callback = False
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32)
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)

@@ -24,7 +24,7 @@ MODES = ["auto", "live", "plain", "none"]  # `--progress` of push and pull
 
 
 class TransferStopped(Exception):
-    """Raised in a download thread by the callback of a stopped transfer: the file in flight is abandoned."""
+    """Raised in a transfer thread by the callback of a stopped transfer: the file in flight is abandoned."""
 
 
 class TransferProgress:
@@ -56,9 +56,9 @@ class TransferProgress:
             self._show()
 
     def stop(self) -> None:
-        """Abandon the downloads in flight at their next chunk (the command was interrupted): a big pack
-        over a slow link would otherwise hold the interrupted process until its last byte. (Not for
-        uploads: botocore retries an S3 upload whose body read raises; push.py ends them otherwise.)"""
+        """Abandon the transfers in flight at their next chunk (the command was interrupted): a big pack
+        over a slow link would otherwise hold the interrupted process until its last byte. (Not S3's
+        uploads: botocore goes on with them, Backend.upload_stops_at_callback.)"""
         self.stopped = True
 
     def pack_done(self) -> None:

@@ -245,10 +245,14 @@ class _Sender:
             interrupted = True
             raise
         finally:
-            # Interrupted, the claw program ends as soon as the command has: the uploads in flight end
-            # with it instead of holding it until their last byte (minutes for a big pack on a slow
-            # link; a stopped S3 upload cannot be cut short from its callback: botocore retries it).
-            self.pool.shutdown(wait=not (interrupted and process_end.leave_to_exit()), cancel_futures=True)
+            # Interrupted, the uploads in flight do not hold the command until their last byte (minutes
+            # for a big pack on a slow link): a directory's copies stop at their next chunk, removing
+            # their temp files; S3's cannot be cut short so, and end with the claw program, which ends
+            # as soon as the command has.
+            if interrupted and self.backend.upload_stops_at_callback:
+                self.progress.stop()
+            quick = interrupted and not self.backend.upload_stops_at_callback and process_end.leave_to_exit()
+            self.pool.shutdown(wait=not quick, cancel_futures=True)
 
 
 def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,

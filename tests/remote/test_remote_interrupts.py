@@ -1,6 +1,7 @@
 """A push or pull stopped by SIGTERM (a scheduler's stop, `timeout`, `docker stop`) or Ctrl-C ends as the
-README promises for every command: promptly, exit 130, one line, nothing of it left in the store's tmp/,
-and the next run finishes the job. Over a slow link (bench/_throttle.py) the stop lands mid-transfer."""
+README promises for every command: promptly, exit 130, one line, nothing of it left in the store's tmp/
+(or on a directory remote), and the next run finishes the job. Over a slow link (bench/_throttle.py)
+the stop lands mid-transfer."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench._throttle import throttled
+from clawstore.remote.backends import DirectoryBackend, Moved
+from clawstore.remote.push import _Outgoing, _Sender
+from clawstore.remote.sync import SyncReport
 from tests.support.s3server import make_bucket
 
 DATA_MIB = 64
@@ -102,3 +106,37 @@ def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
     assert claw("fsck", cwd=a, endpoint=aws_env).returncode == 0
 
+
+
+class _SlowDirectory(DirectoryBackend):
+    """A directory remote on a slow share: each chunk of an upload takes SLOW_CHUNK_S."""
+
+    def upload(self, source: Path, name: str, moved: Moved = None) -> None:
+        def slow(nbytes: int) -> None:
+            time.sleep(SLOW_CHUNK_S)
+            if moved is not None:
+                moved(nbytes)
+        super().upload(source, name, slow)
+
+
+SLOW_CHUNK_S = 0.25  # the 16 chunks of a 16 MiB pack: 4 s
+
+
+def test_an_interrupted_push_to_a_directory_stops_its_copies_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    """A directory remote's upload can be cut short from its callback, and removes its temp file then:
+    an interrupted push stops its copies at their next chunk (a quick end of the process would leave
+    the half-written temp files on the share)."""
+    remote = tmp_path / "remote"
+    backend = _SlowDirectory(remote)
+    pack = tmp_path / "work" / "one.pack"
+    pack.parent.mkdir()
+    pack.write_bytes(os.urandom(16 << 20))
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with _Sender(backend, pack.parent, SyncReport("pushed to", "here"), {}, {}) as sender:
+            sender.send(_Outgoing(pack, []))
+            time.sleep(3 * SLOW_CHUNK_S)  # two chunks copied
+            raise KeyboardInterrupt
+    took = time.monotonic() - began
+    assert took < 3 * SLOW_CHUNK_S + 1.0, f"the push waited {took:.1f} s for its copy"
+    assert [p.name for p in remote.rglob("*") if p.is_file()] == []
