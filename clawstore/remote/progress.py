@@ -36,7 +36,7 @@ class TransferProgress:
         self.total_bytes = self.done_bytes = 0
         self.total_packs = self.done_packs = 0
         self.step = ""  # what the transfer does once the bytes are there
-        self.stopped = False
+        self._stopped = False
         self._lock = threading.Lock()
 
     def plan(self, packs: int, nbytes: int) -> None:
@@ -49,7 +49,7 @@ class TransferProgress:
 
     def advance(self, nbytes: int) -> None:
         """`nbytes` more have moved (a backend's callback, from any thread)."""
-        if self.stopped:
+        if self._stopped:
             raise TransferStopped
         with self._lock:
             self.done_bytes += nbytes
@@ -59,7 +59,7 @@ class TransferProgress:
         """Abandon the transfers in flight at their next chunk (the command was interrupted): a big pack
         over a slow link would otherwise hold the interrupted process until its last byte. (Not S3's
         uploads: botocore goes on with them, Backend.upload_stops_at_callback.)"""
-        self.stopped = True
+        self._stopped = True
 
     def pack_done(self) -> None:
         with self._lock:

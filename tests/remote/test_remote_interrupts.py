@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,14 +39,14 @@ def _env(endpoint: str) -> dict[str, str]:
     return {**env, "AWS_ENDPOINT_URL": endpoint}
 
 
-def stop_when(proc: subprocess.Popen[str], started: callable, sig: signal.Signals) -> float:  # type: ignore[valid-type]
-    """Send `sig` once `started()` holds; the seconds the process took to end after it."""
+def stop_when(proc: subprocess.Popen[str], started: Callable[[], bool]) -> float:
+    """Send SIGTERM once `started()` holds; the seconds the process took to end after it."""
     deadline = time.monotonic() + 60
     while not started() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert proc.poll() is None, f"ended before the stop: {proc.communicate()[1]}"
     sent = time.monotonic()
-    proc.send_signal(sig)
+    proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
     return time.monotonic() - sent
 
@@ -79,7 +79,7 @@ def test_a_pull_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     with throttled(aws_env, LINK) as link:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "pull", remote], cwd=b, env=_env(link),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        took = stop_when(proc, lambda: tmp_bytes(b / "store") > (8 << 20), signal.SIGTERM)
+        took = stop_when(proc, lambda: tmp_bytes(b / "store") > (8 << 20))
     assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
     assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == "claw: interrupted"
     assert took < PROMPT_S, f"the pull took {took:.1f} s to stop"
@@ -98,7 +98,7 @@ def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "push", remote], cwd=a, env=_env(link),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         begun = time.monotonic()  # (the store's own sealed pack is uploaded as it is: nothing in tmp/)
-        took = stop_when(proc, lambda: time.monotonic() > begun + 2, signal.SIGTERM)
+        took = stop_when(proc, lambda: time.monotonic() > begun + 2)
     assert proc.returncode == 130
     assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == "claw: interrupted"
     assert took < PROMPT_S, f"the push took {took:.1f} s to stop"
