@@ -192,10 +192,11 @@ def open_backend(url: str, endpoint_url: str | None = None) -> Backend:
 class DirectoryBackend:
     """A remote in a directory: files written by temp + fsync + rename; refs swapped under an flock."""
 
+    upload_stops_at_callback = True
+
     def __init__(self, root: Path):
         self.root = Path(root).absolute()
         self.description = str(self.root)
-        self.upload_stops_at_callback = True
 
     def _path(self, name: str) -> Path:
         return self.root / name
@@ -335,6 +336,8 @@ class S3Backend:
     answer means another writer won, which is reported, never overwritten.
     """
 
+    upload_stops_at_callback = False
+
     def __init__(self, bucket: str, prefix: str, endpoint_url: str | None = None):
         try:
             import boto3
@@ -344,7 +347,6 @@ class S3Backend:
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
         self.description = f"s3://{bucket}/{prefix}".rstrip("/")
-        self.upload_stops_at_callback = False
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32)
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)

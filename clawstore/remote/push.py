@@ -249,9 +249,11 @@ class _Sender:
             # for a big pack on a slow link): a directory's copies stop at their next chunk, removing
             # their temp files; S3's cannot be cut short so, and end with the claw program, which ends
             # as soon as the command has.
+            quick = False
             if interrupted and self.backend.upload_stops_at_callback:
                 self.progress.stop()
-            quick = interrupted and not self.backend.upload_stops_at_callback and process_end.leave_to_exit()
+            elif interrupted:
+                quick = process_end.leave_to_exit()
             self.pool.shutdown(wait=not quick, cancel_futures=True)
 
 

@@ -107,6 +107,8 @@ def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     assert claw("fsck", cwd=a, endpoint=aws_env).returncode == 0
 
 
+SLOW_CHUNK_S = 0.25  # the 16 chunks of a 16 MiB pack: 4 s
+
 
 class _SlowDirectory(DirectoryBackend):
     """A directory remote on a slow share: each chunk of an upload takes SLOW_CHUNK_S."""
@@ -117,9 +119,6 @@ class _SlowDirectory(DirectoryBackend):
             if moved is not None:
                 moved(nbytes)
         super().upload(source, name, slow)
-
-
-SLOW_CHUNK_S = 0.25  # the 16 chunks of a 16 MiB pack: 4 s
 
 
 def test_an_interrupted_push_to_a_directory_stops_its_copies_and_leaves_no_temp_file(tmp_path: Path) -> None:
