@@ -12,6 +12,7 @@ import sys
 import click
 
 from clawstore import __version__, process_end
+from clawstore.cli.unused_imports import skip_unused_imports
 from clawstore.errors import ClawError, StoreError, UsageError, one_line
 
 COMMAND_MODULES = [
@@ -62,9 +63,11 @@ def main() -> None:
 
 
 def entry() -> None:
-    """The `claw` program (its console script, and `python -m clawstore.cli`): main(), ending the
-    process quickly when a command left teardown to its end (clawstore/process_end.py)."""
+    """The `claw` program (its console script, and `python -m clawstore.cli`): main(), without the
+    imports it never needs (cli/unused_imports.py), ending the process quickly when a command left
+    teardown to its end (clawstore/process_end.py)."""
     process_end.claim_program()
+    skip_unused_imports()
     try:
         main()
     except SystemExit as exc:
