@@ -2,7 +2,7 @@
 in-process executor, same campaign, same concurrency, same stand-in provider latency.
 
     python bench/distributed_bench.py [--runs 200] [--latency 0.2] [--concurrency 16] [--repeat 3]
-                                      [--no-default-cluster]
+                                      [--no-default-cluster | --ray-address ADDR]
 
 Prints the wall times and their ratios (target: ray <= 1.3x local) of a first Ray build on a fresh
 cluster whose nodes start their workers at once (`RAY_enable_worker_prestart=1`, as docs/distributed.md
@@ -13,7 +13,10 @@ sent the very request bodies the local build sent, and whether it stored the sam
 (tests/support/outcomes.py). A first build happens once per cluster, and its ratio moves by a few
 hundredths from one cluster to the next on a small machine: each of `--repeat` rounds starts clusters of
 its own, and the ratios given are of the medians (each round's too). `--no-default-cluster` leaves out
-the cluster with Ray's defaults (the test suite's smoke run: each cluster costs it 10-15 s to start).
+the cluster with Ray's defaults. `--ray-address ADDR` runs every Ray build on that running cluster
+instead of starting clusters (the test suite's smoke run, on the cluster its Ray tests share: each
+cluster costs it 10-15 s of CPU to start); there the "first" build is the first of this run, not of the
+cluster.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +66,16 @@ class Round:
     same_runs: bool
 
 
+@contextmanager
+def this_rounds_cluster(address: str | None) -> Iterator[str]:
+    """The address of the running cluster given, else of a cluster started for this round."""
+    if address:
+        yield address
+        return
+    with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
+        yield cluster.address
+
+
 def one_round(args: argparse.Namespace, root: Path) -> Round:
     """Local build, then a first and a next Ray build on a cluster of this round's own (nodes that start
     their workers at once), then a first Ray build on another cluster, started with Ray's defaults."""
@@ -74,8 +89,8 @@ def one_round(args: argparse.Namespace, root: Path) -> Round:
                               *BUILD, *extra)
             return seconds, len(standin.requests), request_bodies(standin)
 
-        with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as cluster:
-            on_ray = ("--executor", "ray", "--ray-address", cluster.address)
+        with this_rounds_cluster(args.ray_address) as address:
+            on_ray = ("--executor", "ray", "--ray-address", address)
             local_s, local_sent, local_bodies = build("local")
             first_s, first_sent, first_bodies = build("ray", *on_ray)
             # The same campaign again in a fresh store: the cluster's actors from the first build are reused.
@@ -99,7 +114,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds, each on clusters of its own")
     parser.add_argument("--default-cluster", action=argparse.BooleanOptionalAction, default=True,
                         help="also a first build on a cluster started with Ray's defaults")
+    parser.add_argument("--ray-address", help="run the Ray builds on this running cluster (no default cluster)")
     args = parser.parse_args()
+    args.default_cluster = args.default_cluster and not args.ray_address
     reason = ray_available()
     if reason:
         raise SystemExit(reason)

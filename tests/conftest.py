@@ -42,7 +42,6 @@ _SERIAL_GROUPS = {
     "tests/openclaw/test_image_reproducible.py": "image-build",
     "tests/openclaw/": "docker-engine",
     "tests/distributed/": "ray-cluster",
-    "tests/test_bench_smoke.py::test_bench_runs_at_smoke_size[distributed_bench]": "ray-cluster",
 }
 
 
