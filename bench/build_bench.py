@@ -13,6 +13,7 @@ Usage: python bench/build_bench.py [--cases 2500 --models 4] [--runs-b 200]
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
@@ -76,7 +77,7 @@ def part_b(server: StandIn, env: dict[str, str], tmp: Path, runs: int) -> None:
     started = time.time()
     wall = claw(root_b, "build", "--suite", "bench", "--run-profile", "bench", "--output", "json", env=env_b)
     ended = time.time()
-    waves = -(-runs // 16)
+    waves = math.ceil(runs / 16)
     ideal = runs * 0.2 / 16
     arrivals = sorted(r["received_at"] for r in server.requests[-runs:])
     span = arrivals[-1] - arrivals[0] + 0.2

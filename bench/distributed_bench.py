@@ -126,13 +126,16 @@ def main() -> None:
     print(f"{args.runs} runs at {args.latency} s latency, concurrency {args.concurrency}, "
           f"{len(rounds)} round(s) (medians):")
     print(f"  local executor: {local_s:.2f} s (requests per round: {[r.sent['local'] for r in rounds]})")
-    for which, what in (("first", "first build on a new cluster"), ("next", "next build there"),
+    # (--ray-address: a cluster of any size, whose first build may have been before this run)
+    nodes, first = ("the cluster given", "first build of this run") if args.ray_address else (
+        "2 nodes", "first build on a new cluster")
+    for which, what in (("first", first), ("next", "next build there"),
                         ("first_default", "first build on a new cluster with Ray's defaults")):
         if which == "first_default" and not args.default_cluster:
             continue
         wall = statistics.median(getattr(r, which) for r in rounds)
         each = ", ".join(f"{getattr(r, which) / r.local:.2f}x" for r in rounds)
-        print(f"  ray executor, 2 nodes, {what}: {wall:.2f} s (requests per round: {[r.sent[which] for r in rounds]})"
+        print(f"  ray executor, {nodes}, {what}: {wall:.2f} s (requests per round: {[r.sent[which] for r in rounds]})"
               f" = {wall / local_s:.2f}x local (rounds: {each})")
     print(f"  byte-identical requests sent: {all(r.same_requests for r in rounds)}; identical stored runs "
           f"(request, usage, answer, sandbox): {all(r.same_runs for r in rounds)}")
