@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--runs-b", type=int, default=200, help="runs of part (b)")
     parser.add_argument("--only", choices=["a", "b"], default=None, help="run one part only")
     args = parser.parse_args()
+    if args.runs_b < 1:
+        parser.error("--runs-b: at least 1 (part (b) builds that many runs)")
     with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-bench-") as tmp:
         env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
                "CLAW_STORE": str(Path(tmp) / "store")}

@@ -5,7 +5,6 @@ No timing is asserted here: the figures only mean something at full size on a qu
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.benchrun import REPO, run_bench
 
 # Tiny arguments for each bench script. Two smoke runs live with the tests that share what they need:
 # openclaw_bench's with the real-engine tests (tests/openclaw/test_openclaw_bench.py), distributed_bench's
@@ -43,9 +42,7 @@ def test_every_bench_script_has_a_smoke_run() -> None:
 
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_bench_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / f"{name}.py"), *SMOKE[name]], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=240)
+    proc = run_bench(name, SMOKE[name], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip(), "a bench prints its figures"
 

@@ -16,6 +16,7 @@ import pytest
 from clawstore.store import Store
 from clawstore.store.packfile import scan_pack
 from clawstore.testing.standin import StandIn
+from tests.support.benchrun import run_bench
 from tests.support.outcomes import request_bodies, run_outcomes
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
 from tests.support.storefiles import pack_files
@@ -288,11 +289,8 @@ def test_a_bad_config_is_reported_as_such_with_executor_ray(standin: StandIn, tm
 def test_the_distributed_bench_runs_at_smoke_size_on_this_cluster(cluster: RayCluster, tmp_path: Path) -> None:
     # bench/distributed_bench.py's smoke run (tests/test_bench_smoke.py runs the others), on this
     # module's cluster instead of clusters of its own.
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    bench = Path(__file__).resolve().parents[2] / "bench" / "distributed_bench.py"
-    proc = subprocess.run([sys.executable, str(bench), "--runs", "10", "--latency", "0.05", "--concurrency", "4",
-                           "--repeat", "1", "--ray-address", cluster.address], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=240)
+    proc = run_bench("distributed_bench", ["--runs", "10", "--latency", "0.05", "--concurrency", "4", "--repeat", "1",
+                                           "--ray-address", cluster.address], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "requests per round: [10]" in proc.stdout and "byte-identical requests sent: True" in proc.stdout
     assert "Ray's defaults" not in proc.stdout  # (no cluster of its own)
