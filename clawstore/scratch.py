@@ -4,6 +4,10 @@ A model's shell command or an agent can nest directories thousands deep (`mkdir 
 `shutil.rmtree` (like `os.walk` and `TemporaryDirectory`) recurses once per level on Python 3.11: past
 about a thousand levels it raises RecursionError, which would fail a run already paid for. `rm -rf`
 walks any depth; it is the fallback.
+
+A scratch directory in a store's tmp/ (`writer_scratch_dir`) carries its writer's identity in its name,
+like the store's temp files: a killed push or pull leaves it behind, and the store's sweeps of dead
+writers' leftovers (store/leftovers.py) remove it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from clawstore.durable import temp_name
 
 
 def remove_tree(path: Path | str) -> None:
@@ -29,6 +35,18 @@ def remove_tree(path: Path | str) -> None:
 def scratch_dir(prefix: str, parent: Path | str | None = None) -> Iterator[str]:
     """`tempfile.TemporaryDirectory`, removed with `remove_tree`."""
     path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    try:
+        yield path
+    finally:
+        remove_tree(path)
+
+
+@contextmanager
+def writer_scratch_dir(tmp_dir: Path, purpose: str) -> Iterator[Path]:
+    """A scratch directory in a store's `tmp_dir`, named by this process (durable.temp_name) and removed at
+    the end; one a SIGKILL left behind is a dead writer's leftover (store/leftovers.py)."""
+    path = Path(tmp_dir) / temp_name(f".{purpose}")
+    path.mkdir(mode=0o700)
     try:
         yield path
     finally:

@@ -12,7 +12,6 @@ resumed by running it again: what is already here is skipped.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -37,6 +36,7 @@ from clawstore.remote.sync import (
     remote_content,
     tracking_ref,
 )
+from clawstore.scratch import writer_scratch_dir
 from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
 from clawstore.store.archive_import import (
     ArchiveContents,
@@ -138,10 +138,10 @@ class _Pull:
                            + sum(self.files.get(f"{PACKS}{bundle}.claw", 0) for bundle in legacy))
         if legacy:
             self._fetch_bundles(legacy)
-        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+        with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
                        for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
-            checked = self._download_checked(packs, Path(tmp), records)
+            checked = self._download_checked(packs, tmp, records)
             self.progress.then("checking the entries")
             unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
             for path, blobs in checked.values():
@@ -240,9 +240,9 @@ class _Pull:
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
         imported, then imported whole (store/archive_import.py)."""
-        with tempfile.TemporaryDirectory(dir=self.store.tmp_dir, prefix="pull-") as tmp:
+        with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                targets = list(pool.map(lambda b: self._download_bundle(b, Path(tmp)), bundles))
+                targets = list(pool.map(lambda b: self._download_bundle(b, tmp), bundles))
             for bundle, target in zip(bundles, targets, strict=True):
                 try:
                     imported = import_archive(self.store, target, untrusted=self.untrusted)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -47,6 +46,7 @@ from clawstore.remote.sync import (
     remote_content,
     tracking_ref,
 )
+from clawstore.scratch import writer_scratch_dir
 from clawstore.store.actions import all_entry_digests
 from clawstore.store.ids import PREFIX, oid_of
 from clawstore.store.packfile import NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
@@ -281,12 +281,12 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             have_actions.update(_entry_digests(doc["actions"]))
         covered_file = cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
-        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
-                _Sender(backend, Path(tmp), report, files, covered, progress) as sender:
+        with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
+                _Sender(backend, tmp, report, files, covered, progress) as sender:
             # The signed statements travel beside the packs (a pull checks one before it moves a ref).
-            statements = [sender.beside(refsign.publish, backend, m.name, m.value, Path(tmp))
+            statements = [sender.beside(refsign.publish, backend, m.name, m.value, tmp)
                           for m in moves if m.changes]
-            for item in _whole_packs(store, have_objects, Path(tmp), covered) if ref_names is None else ():
+            for item in _whole_packs(store, have_objects, tmp, covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
             # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
@@ -301,13 +301,13 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             rest = sorted(lacking)
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+                sender.send(_Outgoing(make_pack(store, chunk, tmp), chunk))
             document_id = None
             if new_actions:
                 entries = listing.entries(new_actions)
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
-                sender.send(_Outgoing(make_pack(store, [], Path(tmp), document), [], entries, document_id))
+                sender.send(_Outgoing(make_pack(store, [], tmp, document), [], entries, document_id))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
@@ -346,14 +346,14 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
         entries = listing.entries(actions)
         document = _entries_document(entries) if entries else None
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
-        with tempfile.TemporaryDirectory(dir=store.tmp_dir, prefix="push-") as tmp, \
-                _Sender(backend, Path(tmp), report, {}, {}) as sender:
+        with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
+                _Sender(backend, tmp, report, {}, {}) as sender:
             starts = range(0, len(objects), PACK_OBJECTS)
             for start in starts[:-1]:
                 chunk = objects[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(make_pack(store, chunk, Path(tmp)), chunk))
+                sender.send(_Outgoing(make_pack(store, chunk, tmp), chunk))
             last = objects[starts[-1]:] if objects else []
-            sender.send(_Outgoing(make_pack(store, last, Path(tmp), document), last, entries, document_id))
+            sender.send(_Outgoing(make_pack(store, last, tmp, document), last, entries, document_id))
         knowledge.objects.update(objects)
         if document_id is not None:
             knowledge.objects.add(bytes.fromhex(document_id))

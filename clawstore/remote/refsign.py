@@ -21,6 +21,7 @@ from pathlib import Path
 from clawstore import jsontext
 from clawstore.errors import UsageError
 from clawstore.remote.backends import Backend
+from clawstore.scratch import writer_scratch_dir
 from clawstore.store.ids import PREFIX
 
 SIGS = "refsigs/"
@@ -47,7 +48,7 @@ def signers(backend: Backend, refs: dict[str, str], tmp_dir: Path) -> dict[str, 
     UsageError naming the ref when a statement is forged, damaged or about another ref or value."""
     listed = backend.list(SIGS)
     found: dict[str, str | None] = {}
-    with tempfile.TemporaryDirectory(dir=tmp_dir, prefix="refsigs-") as work:
+    with writer_scratch_dir(tmp_dir, "refsigs") as work:
         for name, value in sorted(refs.items()):
             where = statement_path(name, value)
             if where not in listed:
@@ -56,7 +57,7 @@ def signers(backend: Backend, refs: dict[str, str], tmp_dir: Path) -> dict[str, 
             if listed[where] > MAX_BYTES:
                 raise UsageError(f"remote ref {name}: its signed statement {where} is {listed[where]} bytes, "
                                  "not a statement")
-            target = Path(work) / "statement.json"
+            target = work / "statement.json"
             backend.download(where, target, listed[where])  # (no more than listed: it may have grown since)
             found[name] = _check(target.read_bytes(), name, value)
     return found

@@ -1,6 +1,8 @@
-"""What killed writers leave behind: temp files in `tmp/` and lease files of dead processes.
+"""What killed writers leave behind: temp files and scratch directories in `tmp/`, and lease files of dead
+processes.
 
-Temp files carry their writer's pid and start time in their name (clawstore/durable.py), leases
+Temp files and the scratch directories of pushes and pulls (clawstore/scratch.py) carry their writer's
+pid and start time in their name (clawstore/durable.py), leases
 are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
 writer's without any clock. fsck --repair, gc and the start of every build remove them.
 """
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.durable import process_alive, temp_owner
+from clawstore.scratch import remove_tree
 from clawstore.store.locks import remove_stale_leases
 
 if TYPE_CHECKING:
@@ -20,7 +23,8 @@ if TYPE_CHECKING:
 
 
 def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
-    """(path, size) of each temp file whose writer is gone (or whose name is not a writer's)."""
+    """(path, size) of each temp file whose writer is gone (or whose name is not a writer's), and of each
+    scratch directory a writer that is gone named (its files' sizes summed)."""
     try:
         entries = list(os.scandir(store.tmp_dir))
     except FileNotFoundError:
@@ -31,11 +35,27 @@ def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
-                continue  # not ours to remove
-            size = entry.stat(follow_symlinks=False).st_size
+                if owner is None:
+                    continue  # not ours to remove
+                size = _tree_size(entry.path)
+            else:
+                size = entry.stat(follow_symlinks=False).st_size
         except FileNotFoundError:
             continue
         yield Path(entry.path), size
+
+
+def _tree_size(path: str) -> int:
+    """The bytes of the files under a scratch directory (flat: pushes and pulls make no subfolders, so
+    a folder inside is not descended into)."""
+    size = 0
+    for entry in os.scandir(path):
+        try:
+            if entry.is_file(follow_symlinks=False):
+                size += entry.stat(follow_symlinks=False).st_size
+        except FileNotFoundError:
+            continue
+    return size
 
 
 def count_temp_files(store: Store) -> tuple[int, int]:
@@ -52,7 +72,10 @@ def remove_stale_temp_files(store: Store) -> tuple[int, int]:
     files = size_sum = 0
     for path, size in list(stale_temp_files(store)):
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():
+                remove_tree(path)
+            else:
+                path.unlink()
         except FileNotFoundError:
             continue
         files += 1

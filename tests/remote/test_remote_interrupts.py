@@ -139,3 +139,33 @@ def test_an_interrupted_push_to_a_directory_stops_its_copies_and_leaves_no_temp_
     took = time.monotonic() - began
     assert took < 3 * SLOW_CHUNK_S + 1.0, f"the push waited {took:.1f} s for its copy"
     assert [p.name for p in remote.rglob("*") if p.is_file()] == []
+
+
+def test_a_pull_killed_mid_transfer_leaves_a_scratch_directory_that_gc_reclaims(
+        filled: tuple[Path, str, str], aws_env: str, tmp_path: Path) -> None:
+    """SIGKILL runs no cleanup: the pull's scratch directory in tmp/ stays, with what had arrived. It is
+    named by its process, so fsck counts it stale and gc removes it, as it does a killed writer's temp
+    file (a directory of another name is not claw's and stays)."""
+    a, remote, _ = filled
+    assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
+    b = tmp_path / "b"
+    b.mkdir()
+    with throttled(aws_env, LINK) as link:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "pull", remote], cwd=b, env=_env(link),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while tmp_bytes(b / "store") <= (8 << 20) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    left = tmp_bytes(b / "store")
+    assert left > (8 << 20)
+    foreign = b / "store" / "tmp" / "someone-elses"
+    foreign.mkdir()
+    (foreign / "file").write_bytes(b"kept")
+    fsck = claw("fsck", cwd=b, endpoint=aws_env)
+    assert fsck.returncode == 0 and "(1 stale)" in fsck.stdout, fsck.stdout + fsck.stderr
+    gc = claw("gc", cwd=b, endpoint=aws_env)
+    assert gc.returncode == 0 and "1 stale temp files" in gc.stdout, gc.stdout + gc.stderr
+    assert tmp_bytes(b / "store") == len(b"kept")
+    assert claw("pull", remote, cwd=b, endpoint=aws_env).returncode == 0
