@@ -22,6 +22,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
 from clawstore.remote.config import Remote
+from clawstore.remote.downloads import Downloads
 from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
     PACKS,
@@ -86,6 +87,7 @@ class _Pull:
         self.progress = progress or TransferProgress()
         self.listings, self.files = remote_content(store, remote, backend)
         self.fetched_file = cache_dir(store, remote) / "fetched"
+        self.downloads = Downloads(cache_dir(store, remote))
         self.done = _remembered(self.fetched_file)
         self.present = store.object_digests()
         self.digests = {pack: hex_digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
@@ -162,6 +164,7 @@ class _Pull:
                     else:  # (kept apart, or small: a pack of its own would cost a file for little)
                         new, size = copy_objects(self.store, path, blobs, self.present)
                     self.present.update(self.digests[pack])
+                    self.downloads.forget([pack])
                     self.received.add(pack)
                     self.report.packs += 1
                     self.report.objects += new
@@ -177,19 +180,23 @@ class _Pull:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool, ThreadPoolExecutor(max_workers=1) as serial:
             # Big packs one after another, the largest first (S3 fetches each in parallel parts): each is
             # checked while the next arrives, instead of all arriving together at the end.
-            futures = {(serial if size[pack] > SERIAL_BYTES else pool).submit(
-                self.backend.download, f"{PACKS}{pack}.pack", work / f"{pack}.pack", size[pack],
-                self.progress.advance): pack
-                for pack in sorted(packs, key=lambda pack: -size[pack])}
+            # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
+            futures = {(serial if size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack]) else pool)
+                       .submit(self._obtain, pack, work / f"{pack}.pack", size[pack]): pack
+                       for pack in sorted(packs, key=lambda pack: -size[pack])}
             try:
                 for future in as_completed(futures):
-                    future.result()
                     pack = futures[future]
+                    self.report.resumed += future.result()
                     path = work / f"{pack}.pack"
-                    blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
-                    listed = {*self.digests[pack], *hex_digests("".join(document_ids(self.listings[pack])))}
-                    if {blob.id for blob in blobs} != listed:
-                        raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+                    try:
+                        blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
+                        listed = {*self.digests[pack], *hex_digests("".join(document_ids(self.listings[pack])))}
+                        if {blob.id for blob in blobs} != listed:
+                            raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+                    except PackCheckError:
+                        self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
+                        raise
                     checked[pack] = (path, blobs)
                     self.progress.pack_done()
             except BaseException:
@@ -198,6 +205,16 @@ class _Pull:
                     future.cancel()
                 raise
         return checked
+
+    def _obtain(self, pack: str, path: Path, size: int) -> bool:
+        """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
+        else downloaded, and kept until adopted for a pull run again after a kill (downloads.py)."""
+        if self.downloads.take(pack, size, path):
+            self.progress.advance(size)
+            return True
+        self.backend.download(f"{PACKS}{pack}.pack", path, size, self.progress.advance)
+        self.downloads.keep(pack, path)
+        return False
 
     def _check_entries(self, arriving: list[str], unkept: dict[str, ReceivedPack]) -> None:
         """Verify the entries this store can now take, whose record and input document are here or
@@ -314,6 +331,7 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
         state = _Pull(store, remote, backend, untrusted, report, progress)
         if wanted is None:
             state.fetch([pack for pack in state.pending() if state.lacking(pack)])
+            state.downloads.clear()  # (a pack an earlier pull kept that this one did not need: not wanted)
             settled = set(state.pending())  # fetched, or holding nothing this store lacks
         else:
             _fetch_closure(state, remote_refs.values())

@@ -43,7 +43,7 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.leftovers import remove_stale_temp_files, stale_temp_files
+from clawstore.store.leftovers import remove_stale_temp_files, stale_downloads, stale_temp_files
 from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
 from clawstore.store.packfile import (
     ACTION_SIZE,
@@ -179,10 +179,10 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 plan.drop_reached(reach, report)
                 plan.recheck_ages(store, policy, report)
                 _rewrite(store, plan, report)
-                _sweep_temp_files(store, report)
+                _sweep_temp_files(store, report, policy.cutoff)
                 report.stale_leases = remove_stale_leases(store.root)
             else:
-                _count_temp_files(store, report)
+                _count_temp_files(store, report, policy.cutoff)
         report.reachable = len(reach.marked)
         report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
     report.seconds = time.monotonic() - started
@@ -380,13 +380,19 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     runtime.index.reload()
 
 
-def _count_temp_files(store: Store, report: GcReport) -> None:
-    for _, size in stale_temp_files(store):
+def _count_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
+    """Dead writers' temp files, and the packs pulls kept that no pull took before `cutoff`."""
+    for _, size in [*stale_temp_files(store), *stale_downloads(store, cutoff)]:
         report.temp_files += 1
         report.temp_bytes += size
 
 
-def _sweep_temp_files(store: Store, report: GcReport) -> None:
+def _sweep_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
     files, size = remove_stale_temp_files(store)
     report.temp_files += files
     report.temp_bytes += size
+    for path, size in list(stale_downloads(store, cutoff)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            report.temp_files += 1
+            report.temp_bytes += size

@@ -9,6 +9,7 @@ writer's without any clock. fsck --repair, gc and the start of every build remov
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from clawstore.store.locks import remove_stale_leases
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
+
+INCOMING = "incoming"  # in a remote's cache directory (remotes/NAME/): the packs pulls keep
 
 
 def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
@@ -56,6 +59,19 @@ def _tree_size(path: str) -> int:
         except FileNotFoundError:
             continue
     return size
+
+
+def stale_downloads(store: Store, cutoff: float) -> Iterator[tuple[Path, int]]:
+    """(path, size) of each pack a pull downloaded and kept for a pull run again after a kill
+    (remotes/NAME/incoming/, clawstore/remote/downloads.py), unchanged since before `cutoff` (epoch s):
+    gc's to remove once its grace period has passed. (A link: its bytes are freed with its last one.)"""
+    for folder in sorted(store.root.glob(f"remotes/*/{INCOMING}")):
+        with contextlib.suppress(FileNotFoundError):
+            for entry in list(os.scandir(folder)):
+                with contextlib.suppress(FileNotFoundError):
+                    info = entry.stat(follow_symlinks=False)
+                    if info.st_mtime < cutoff:
+                        yield Path(entry.path), info.st_size
 
 
 def count_temp_files(store: Store) -> tuple[int, int]:

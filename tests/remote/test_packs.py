@@ -17,6 +17,8 @@ from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from clawstore.store.fsck import fsck
+from clawstore.store.gc import collect
 from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.transfer import PackCheckError, file_digest, verify_pack
 
@@ -54,8 +56,6 @@ def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
     """A `build --remote` pushes a small pack at every interval: a colleague's pull copies the objects
     of small packs into one pack of its own (large ones move in whole), so pulling a day of interim
     pushes does not leave hundreds of files in the store."""
-    from clawstore.store.fsck import fsck
-
     source = Store(tmp_path / "a")
     remote = Remote("team", str(tmp_path / "remote"))
     known = push.RemoteKnowledge()
@@ -420,8 +420,6 @@ def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: 
     import subprocess
     import sys
 
-    from clawstore.store.fsck import fsck
-
     source = _filled(tmp_path / "a", 5)
     source.runtime.close_writer()
     remote = tmp_path / "remote"
@@ -456,3 +454,62 @@ def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_t
     monkeypatch.setattr(sync, "_fetch_listings", lambda *args: None)  # the cached copies are gone
     with pytest.raises(RemoteDamage, match="holds more than the 10 bytes listed"):
         pull.pull(Store(tmp_path / "b"), remote)
+
+
+def _interrupted_pull(target: Store, remote: Remote, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """A pull stopped once its packs have arrived (as a kill would, after the downloads); the packs it
+    kept for a pull run again."""
+    def stop(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pull._Pull, "_check_entries", stop)
+        with pytest.raises(KeyboardInterrupt):
+            pull.pull(target, remote)
+    assert list(target.iter_objects()) == []
+    return sorted(target.root.glob("remotes/team/incoming/*.pack"))
+
+
+def test_a_pull_run_again_takes_only_kept_packs_that_are_whole_and_unchanged(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _filled(tmp_path / "a", 30)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    target = Store(tmp_path / "b")
+    kept = _interrupted_pull(target, remote, monkeypatch)
+    assert len(kept) == 2  # the store's pack and the entries' listing's
+    assert pull.pull(target, remote).resumed == 2
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert list(target.root.glob("remotes/team/incoming/*")) == []
+
+    again = Store(tmp_path / "c")
+    damaged, linked = _interrupted_pull(again, remote, monkeypatch)
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 1
+    damaged.write_bytes(bytes(data))  # same size, other bytes (a crash's torn write)
+    elsewhere = tmp_path / "elsewhere.pack"
+    linked.rename(elsewhere)
+    linked.symlink_to(elsewhere)  # its bytes are right, but packs/ must never hold a link out of the store
+    report = pull.pull(again, remote)
+    assert report.resumed == 0 and report.packs == 2
+    assert set(again.iter_objects()) == set(source.iter_objects())
+    assert not [p for p in (again.root / "packs").iterdir() if p.is_symlink()]
+    assert fsck(again).clean
+
+
+def test_gc_removes_the_packs_a_pull_kept_once_they_outlived_its_grace_period(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _filled(tmp_path / "a", 10)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    target = Store(tmp_path / "b")
+    old, young = _interrupted_pull(target, remote, monkeypatch)
+    an_hour_ago = time.time() - 3700
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    dry = collect(target, dry_run=True)
+    assert dry.temp_files == 1 and dry.temp_bytes == old.stat().st_size and old.exists()
+    report = collect(target)
+    assert report.temp_files == 1 and not old.exists() and young.exists()
+    assert pull.pull(target, remote).resumed == 1

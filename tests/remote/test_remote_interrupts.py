@@ -141,12 +141,29 @@ def test_an_interrupted_push_to_a_directory_stops_its_copies_and_leaves_no_temp_
     assert [p.name for p in remote.rglob("*") if p.is_file()] == []
 
 
-def test_a_pull_killed_mid_transfer_leaves_a_scratch_directory_that_gc_reclaims(
-        filled: tuple[Path, str, str], aws_env: str, tmp_path: Path) -> None:
-    """SIGKILL runs no cleanup: the pull's scratch directory in tmp/ stays, with what had arrived. It is
-    named by its process, so fsck counts it stale and gc removes it, as it does a killed writer's temp
+
+def kept_packs(store: Path, larger_than: int = 0) -> list[Path]:
+    """The packs pulls keep for a pull run again (remote/downloads.py)."""
+    return sorted(p for p in store.glob("remotes/*/incoming/*.pack") if p.stat().st_size > larger_than)
+
+
+def test_a_pull_killed_mid_transfer_resumes_from_the_packs_it_had(aws_env: str, tmp_path: Path) -> None:
+    """SIGKILL runs no cleanup. The packs that had arrived whole are kept (links in the remote's cache):
+    the pull run again takes them instead of downloading them again. The scratch directory the kill left
+    in tmp/ is named by its process: fsck counts it stale and gc removes it, as a killed writer's temp
     file (a directory of another name is not claw's and stays)."""
-    a, remote, _ = filled
+    a = tmp_path / "a"
+    trees = []
+    for name, mib in (("first", 12), ("second", 10)):  # two puts, two packs: both arrive one after another
+        (a / name).mkdir(parents=True)
+        for i in range(mib):
+            (a / name / f"f{i}").write_bytes(os.urandom(1 << 20))
+        put = claw("put", name, cwd=a, endpoint=aws_env)
+        assert put.returncode == 0, put.stderr
+        trees.append((put.stdout.strip(), mib))
+    bucket = "kill-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    remote = f"s3://{bucket}/team"
     assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
     b = tmp_path / "b"
     b.mkdir()
@@ -154,12 +171,13 @@ def test_a_pull_killed_mid_transfer_leaves_a_scratch_directory_that_gc_reclaims(
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "pull", remote], cwd=b, env=_env(link),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
-        while tmp_bytes(b / "store") <= (8 << 20) and proc.poll() is None and time.monotonic() < deadline:
+        while not kept_packs(b / "store", 8 << 20) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(signal.SIGKILL)  # the second pack is on its way (1.3 s at this link)
         proc.wait(timeout=60)
-    left = tmp_bytes(b / "store")
-    assert left > (8 << 20)
+    kept = kept_packs(b / "store")
+    big = kept_packs(b / "store", 8 << 20)
+    assert len(big) == 1 and tmp_bytes(b / "store") >= big[0].stat().st_size, [p.stat().st_size for p in kept]
     foreign = b / "store" / "tmp" / "someone-elses"
     foreign.mkdir()
     (foreign / "file").write_bytes(b"kept")
@@ -168,4 +186,12 @@ def test_a_pull_killed_mid_transfer_leaves_a_scratch_directory_that_gc_reclaims(
     gc = claw("gc", cwd=b, endpoint=aws_env)
     assert gc.returncode == 0 and "1 stale temp files" in gc.stdout, gc.stdout + gc.stderr
     assert tmp_bytes(b / "store") == len(b"kept")
-    assert claw("pull", remote, cwd=b, endpoint=aws_env).returncode == 0
+    assert kept_packs(b / "store") == kept  # (younger than gc's grace period)
+    pulled = claw("pull", remote, cwd=b, endpoint=aws_env)
+    assert pulled.returncode == 0, pulled.stderr
+    assert f"{len(kept)} pack(s) downloaded by an interrupted pull, not again" in pulled.stdout, pulled.stdout
+    assert kept_packs(b / "store") == []
+    for tree, mib in trees:
+        listed = claw("ls-tree", tree, cwd=b, endpoint=aws_env)
+        assert listed.returncode == 0 and len(listed.stdout.splitlines()) == mib, listed.stdout + listed.stderr
+    assert claw("fsck", cwd=b, endpoint=aws_env).returncode == 0

@@ -1,0 +1,72 @@
+"""Packs a pull downloaded whole, kept until it adopts them: a pull killed mid-transfer, run again, takes
+them instead of downloading them again.
+
+A pull downloads each pack into its scratch directory (in the store's tmp/: removed at its end, or after
+a kill with the other leftovers of dead writers) and links it here, under its name, in the remote's
+cache (remotes/NAME/incoming/). A pull run again links a kept pack into its own scratch directory and
+takes it once its bytes hash to the pack's name (a file a crash cut short or anything changed is
+downloaded again); then it checks the pack whole, as every download. Whoever adopts a pack removes its
+link here, a full pull that succeeded removes them all, and `claw gc` those older than its grace period
+(a pull killed and never run again). A link, not a copy: keeping a pack costs no bytes and no time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from clawstore.store.leftovers import INCOMING
+from clawstore.store.transfer import file_digest
+
+
+class Downloads:
+    """The packs kept for one remote (its cache directory `remote_cache`)."""
+
+    def __init__(self, remote_cache: Path):
+        self.dir = remote_cache / INCOMING
+
+    def _path(self, pack: str) -> Path:
+        return self.dir / f"{pack}.pack"
+
+    def has(self, pack: str, size: int) -> bool:
+        """Is a file of this size kept for `pack` (its bytes not checked yet)?"""
+        try:
+            info = os.lstat(self._path(pack))
+        except FileNotFoundError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_size == size
+
+    def take(self, pack: str, size: int, path: Path) -> bool:
+        """Link the kept download of `pack` at `path` if its bytes hash to the pack's name (the linked file
+        is what is hashed: what the pull reads next). A kept file that does not is removed."""
+        if not self.has(pack, size):
+            return False
+        try:
+            os.link(self._path(pack), path, follow_symlinks=False)
+        except OSError:  # (gone meanwhile: another pull of this remote adopted it)
+            return False
+        if stat.S_ISREG(os.lstat(path).st_mode) and file_digest(path) == pack:
+            return True
+        path.unlink()
+        self.forget([pack])
+        return False
+
+    def keep(self, pack: str, path: Path) -> None:
+        """Keep the pack just downloaded at `path` (best effort: a pull that cannot downloads again)."""
+        with contextlib.suppress(OSError):
+            self.dir.mkdir(exist_ok=True)
+            os.link(path, self._path(pack))
+
+    def forget(self, packs: Iterable[str]) -> None:
+        for pack in packs:
+            self._path(pack).unlink(missing_ok=True)
+
+    def clear(self) -> None:
+        """Forget every kept pack (a full pull succeeded: none is wanted any more)."""
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self.dir):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
