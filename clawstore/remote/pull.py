@@ -7,7 +7,8 @@ before anything becomes visible; a pack is all or nothing) and moves it into the
 it adds the listings' entries that verify against their input documents, then fast-forwards each
 local ref that did not move since the last sync. Of two records for one key, a reusable one wins
 (over another listing's, or this store's own entry): a failure never hides a result. A killed pull is
-resumed by running it again: what is already here is skipped.
+resumed by running it again: what is already here is skipped, and the packs it had downloaded whole
+are taken, not downloaded again (downloads.py).
 """
 
 from __future__ import annotations
