@@ -59,12 +59,12 @@ class SyncReport:
     refs_moved: list[str] = field(default_factory=list)
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> why it did not move
     kept_apart: set[str] = field(default_factory=set)  # signers of packs kept apart (pull --untrusted)
-    resumed: int = 0  # packs a pull took as an interrupted pull had downloaded them (remote/downloads.py)
+    resumed: int = 0  # packs a pull took as another (interrupted, or beside it) had downloaded them
 
     def summary(self) -> str:
         lines = [f"{self.verb} {self.remote}: {self.packs} pack(s), {self.objects} object(s), "
                  f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"
-                 + (f"; {self.resumed} pack(s) downloaded by an interrupted pull, not again" if self.resumed else "")]
+                 + (f"; {self.resumed} pack(s) already downloaded by another pull, not again" if self.resumed else "")]
         lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
         if self.kept_apart:
             keys = sorted(self.kept_apart - {UNSIGNED})

@@ -513,3 +513,36 @@ def test_gc_removes_the_packs_a_pull_kept_once_they_outlived_its_grace_period(tm
     report = collect(target)
     assert report.temp_files == 1 and not old.exists() and young.exists()
     assert pull.pull(target, remote).resumed == 1
+
+
+def test_two_pulls_of_one_remote_into_one_store_at_once_both_finish(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes pulling the same packs share the remote's kept downloads (remote/downloads.py):
+    each links, adopts and forgets them while the other may be doing the same."""
+    import subprocess
+    import sys
+
+    source = _filled(tmp_path / "a", 400)
+    remote = tmp_path / "remote"
+    monkeypatch.setattr(push, "PACK_OBJECTS", 100)  # a dozen packs, all arriving at once
+    push.push(source, Remote("team", str(remote)))
+    assert len(list((remote / "packs").glob("*.pack"))) >= 12
+    for round in range(2):
+        store = tmp_path / f"b{round}"
+        Store(store)
+        script = f"""
+from pathlib import Path
+from clawstore.remote import pull
+from clawstore.remote.config import Remote
+from clawstore.store import Store
+pull.ADOPT_BYTES = 0  # each moved in whole, as a big pack is
+pull.pull(Store(Path({str(store)!r})), Remote("team", {str(remote)!r}))
+"""
+        procs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        target = Store(store)
+        assert set(target.iter_objects()) == set(source.iter_objects())
+        assert fsck(target).clean, fsck(target).problems
+        assert list(target.root.glob("remotes/team/incoming/*")) == []
