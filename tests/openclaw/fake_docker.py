@@ -5,7 +5,7 @@ It understands `image inspect`, `run`, `rm -f` and `ps -a --filter label=… --f
 ($FAKE_DOCKER_SCENARIO, JSON). The "container" is this very process; it registers itself under
 $FAKE_DOCKER_STATE/containers/<name>.json (pid + labels) while it runs, so `rm -f` can kill it and
 `ps` can list it. Every invocation is appended to $FAKE_DOCKER_STATE/calls.jsonl (argv, whether the
-CLI's own environment held secrets, the env-file's mode and content keys).
+CLI's own environment held secrets, the env-file's mode, whether it is a pipe, and its content keys).
 
 Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
@@ -82,10 +82,11 @@ def parse_run(args: list[str]) -> tuple[dict, list[str]]:
 
 
 def env_file_info(path: str) -> dict:
-    mode = stat.S_IMODE(os.stat(path).st_mode)
+    info = os.stat(path)
     lines = Path(path).read_text().splitlines()
     env = dict(line.split("=", 1) for line in lines if "=" in line)
-    return {"mode": oct(mode), "names": sorted(env), "env": env}
+    return {"mode": oct(stat.S_IMODE(info.st_mode)), "pipe": stat.S_ISFIFO(info.st_mode), "names": sorted(env),
+            "env": env}
 
 
 def next_turn() -> int:
@@ -141,6 +142,7 @@ def run(args: list[str]) -> int:
     host_dir = flags["v"].rsplit(":", 2)[0]
     record({"cmd": "run", "argv": sys.argv, "flags": {k: v for k, v in flags.items()}, "image": image,
             "container_argv": argv, "env_file_path": flags["env-file"], "env_file_mode": env_info["mode"],
+            "env_file_is_pipe": env_info["pipe"],
             "env_names": env_info["names"], "cli_env_has_key": any(
                 v in os.environ.values() for v in env_info["env"].values() if "secret" in v)})
     if scen.get("run_rc") is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -192,14 +191,11 @@ def test_secret_never_on_command_line_or_in_store(make_spec, fake_docker, store,
     assert outcome.status == "success"
     for call in fake_docker.calls("run"):
         assert SECRET not in " ".join(call["argv"])
-        assert call["env_file_mode"] == "0o600"
+        assert call["env_file_is_pipe"] and call["env_file_path"].startswith("/dev/fd/")  # on no disk
         assert not call["cli_env_has_key"]  # the docker CLI process itself never gets the key
         assert CONTAINER_KEY_ENV in call["env_names"] and "HTTPS_PROXY" in call["env_names"]
         assert KEY_ENV not in call["env_names"]  # the key arrives under the neutral name only
         assert "UNRELATED_HOST_SECRET" not in call["env_names"]
-        env_file = Path(call["env_file_path"])
-        assert not env_file.exists() and not env_file.parent.exists()
-        assert not str(env_file).startswith(str(tmp_path))  # never inside the mounted run directory
     blobs = all_object_bytes(store)
     assert blobs and not any(SECRET.encode() in blob for blob in blobs)
     leak = tree_files(store, outcome.outputs["workspace"])["leak.json"]
@@ -278,3 +274,24 @@ def test_a_workspace_file_named_in_bytes_that_are_not_utf8_is_kept_with_its_name
     assert outcome.artifact["status"] == "success", outcome.artifact["error"]
     assert tree_files(store, outcome.outputs["workspace"])["caf\\xe9.txt"] == b"latin-1 name\n"
     assert "+++ workspace/caf\\xe9.txt" in store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+
+
+def test_the_environment_reaches_the_cli_through_a_pipe_written_whole(tmp_path):
+    """env_pipe: what the CLI reads at /dev/fd/N is the env-file, byte for byte, also past a pipe's
+    default 64 KiB; one too large for any pipe is refused at once instead of blocking the run."""
+    import subprocess
+
+    from clawstore.runners.openclaw.container import EnvTooLarge, env_pipe
+
+    env = {"B": "two", "A": "x" * (200 << 10)}
+    fd = env_pipe(env)
+    try:
+        read = subprocess.run(["cat", f"/dev/fd/{fd}"], pass_fds=(fd,), capture_output=True, timeout=30)
+    finally:
+        os.close(fd)
+    assert read.stdout == f"A={env['A']}\nB=two\n".encode()
+    began = time.monotonic()
+    with pytest.raises(EnvTooLarge, match="does not fit in a pipe"):
+        env_pipe({"HUGE": "x" * (4 << 20)})
+    assert time.monotonic() - began < 5
+

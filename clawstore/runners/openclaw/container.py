@@ -1,8 +1,9 @@
 """Running OpenClaw in a container through a docker-compatible CLI (`docker`, `podman`).
 
 Every container is named and labelled, so a timed-out or abandoned one can be found and removed.
-The environment reaches the container only through an env-file (mode 0600, in a private temp dir
-outside the mounted directory, deleted after the run): no secret is ever on a command line.
+The environment reaches the container only through an env-file the CLI reads from a pipe
+(`--env-file /dev/fd/N`, EnvPipe): no secret is ever on a command line or on a disk, so a harness
+killed mid-run leaves no provider key behind.
 Settings that depend on the machine, not on the run, come from the environment:
   CLAW_OPENCLAW_NETWORK    network mode (e.g. `host`, so a container reaches a server on 127.0.0.1)
   CLAW_OPENCLAW_PULL       `never` (default: the image must be present) | `missing` | `always`
@@ -16,9 +17,10 @@ A limit that is not of its form is refused when the build plans (exit 2).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -41,6 +43,7 @@ STOP_GRACE_S = 10.0
 DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS_LIMIT = "4096"
 CLI_QUERY_TIMEOUT_S = 30.0
+_PIPE_BYTES = 64 << 10  # what a pipe holds by default (Linux); a bigger environment asks for more
 
 
 @dataclass(frozen=True)
@@ -159,25 +162,32 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-class EnvFile:
-    """A 0600 env-file in a private 0700 temp dir; removed by `close()` (use as a context manager)."""
+class EnvTooLarge(Exception):
+    """The container's environment does not fit in a pipe (far beyond any allowlist's)."""
 
-    def __init__(self, env: Mapping[str, str]):
-        self.dir = Path(tempfile.mkdtemp(prefix="claw-oc-env-"))
-        self.path = self.dir / "container.env"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for name in sorted(env):
-                out.write(f"{name}={env[name]}\n")
 
-    def close(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> EnvFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def env_pipe(env: Mapping[str, str]) -> int:
+    """The read end of a pipe holding `env` as an env-file (NAME=value lines, written whole, write end
+    closed): the container CLI reads it as /dev/fd/N. The caller closes it once the CLI has started."""
+    data = "".join(f"{name}={env[name]}\n" for name in sorted(env)).encode("utf-8")
+    read, write = os.pipe()
+    try:
+        if len(data) > _PIPE_BYTES and hasattr(fcntl, "F_SETPIPE_SZ"):
+            with contextlib.suppress(OSError):  # (up to /proc/sys/fs/pipe-max-size, 1 MiB by default)
+                fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, len(data))
+        os.set_blocking(write, False)  # a pipe too small fails here instead of waiting for a reader
+        try:
+            written = os.write(write, data) if data else 0
+        except BlockingIOError:
+            written = 0
+        if written != len(data):
+            raise EnvTooLarge(f"the container's environment ({len(data)} bytes) does not fit in a pipe")
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 # --- the engine -------------------------------------------------------------------------------
@@ -224,17 +234,17 @@ def running_containers(settings: EngineSettings, label: str = LABEL) -> list[str
 
 @dataclass
 class ContainerRunner:
-    """Runs steps of one OpenClaw run: same image, mount, env-file and labels for every step."""
+    """Runs steps of one OpenClaw run: same image, mount, environment and labels for every step."""
 
     settings: EngineSettings
     image: str
     root: Path
-    env_file: Path
+    env: Mapping[str, str]  # reaches each container through a pipe (env_pipe)
     run_tag: str
     hidden_env: tuple[str, ...] = ()
     invocations: list[Invocation] = field(default_factory=list)
 
-    def command(self, name: str, argv: Sequence[str]) -> list[str]:
+    def command(self, name: str, argv: Sequence[str], env_file: str) -> list[str]:
         cmd = [self.settings.docker_cli, "run", "--rm", "--init", "--name", name,
                "--label", f"{LABEL}=1", "--label", f"{LABEL}.run={self.run_tag}",
                "--pull", self.settings.pull]
@@ -244,7 +254,7 @@ class ContainerRunner:
             cmd += ["--user", self.settings.user]
         cmd += self.settings.limit_flags()
         cmd += ["-v", f"{self.root}:{MOUNT_POINT}:rw", "-w", MOUNT_POINT,
-                "--env-file", str(self.env_file), self.image, *argv]
+                "--env-file", env_file, self.image, *argv]
         return cmd
 
     def run(self, step: str, argv: Sequence[str], timeout_s: float) -> Invocation:
@@ -256,13 +266,20 @@ class ContainerRunner:
             inv.timed_out, inv.returncode = True, 124
             return inv
         try:
-            proc = subprocess.Popen(self.command(name, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, env=_cli_env(self.hidden_env),
-                                    start_new_session=True)
+            env_fd = env_pipe(self.env)
+        except EnvTooLarge as exc:
+            inv.engine_error, inv.returncode = str(exc), 125
+            return inv
+        try:
+            proc = subprocess.Popen(self.command(name, argv, f"/dev/fd/{env_fd}"), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_cli_env(self.hidden_env),
+                                    start_new_session=True, pass_fds=(env_fd,))
         except FileNotFoundError:
             inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
             inv.returncode = 127
             return inv
+        finally:
+            os.close(env_fd)  # (the CLI holds its own copy)
         output = bounded_output.collect(proc, timeout_s, lambda: self._stop(proc, name),
                                         stdout_cap=MAX_OUTPUT_BYTES, stderr_cap=MAX_OUTPUT_BYTES)
         inv.duration_s = time.monotonic() - began
@@ -292,8 +309,8 @@ class ContainerRunner:
 
 def container_start_seconds(settings: EngineSettings, image: str, argv: Sequence[str] = ("true",)) -> float:
     """Wall time of one trivial container run with the same flags (for the benchmark)."""
-    with tempfile.TemporaryDirectory(prefix="claw-oc-probe-") as tmp, EnvFile({}) as env_file:
-        runner = ContainerRunner(settings, image, Path(tmp), env_file.path, f"probe{os.getpid()}")
+    with tempfile.TemporaryDirectory(prefix="claw-oc-probe-") as tmp:
+        runner = ContainerRunner(settings, image, Path(tmp), {}, f"probe{os.getpid()}")
         inv = runner.run("probe", argv, 60.0)
         if not inv.ok:
             raise RuntimeError(inv.engine_error or inv.stderr.strip() or f"exit {inv.returncode}")

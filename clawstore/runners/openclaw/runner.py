@@ -3,8 +3,9 @@
 Differences from the reference system (the harness whose config format claw reads), on purpose:
 - `timeout_seconds` bounds the whole run (validation and every turn together), and a container
   that outlives it is removed, not left running;
-- only an explicit allowlist of variables reaches the container, through a private env-file that
-  is never inside the mounted directory; secret values are redacted from everything stored;
+- only an explicit allowlist of variables reaches the container, through an env-file read from a
+  pipe (never a file on a disk, never in the mounted directory); secret values are redacted from
+  everything stored;
 - a missing engine or image is a `failed` run with a clear message, never a crash;
 - evidence lives in the store as objects (workspace tree, diff, logs, per-turn payloads, config),
   referenced by id: the run is relocatable and archivable.
@@ -30,7 +31,6 @@ from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 from clawstore.runners.openclaw.container import (
     ContainerRunner,
     EngineSettings,
-    EnvFile,
     Invocation,
     container_env,
     engine_problem,
@@ -205,18 +205,17 @@ class _Run:
             raise _Failure("failed", RunError("openclaw_engine_unavailable", problem, "execution_error",
                                               retryable=True))
         deadline = time.monotonic() + spec.timeout_seconds
-        with EnvFile(env) as env_file:
-            runner = ContainerRunner(self.settings, spec.image, self.root, env_file.path, self.run_tag,
-                                     hidden_env=(spec.api_key_env,) if spec.api_key_env else ())
-            try:
-                self._validate(runner, deadline)
-                for index, text in enumerate(texts):
-                    self._turn(runner, index, len(texts), text, deadline)
-            finally:
-                self.invocations = runner.invocations
-                leftovers = runner.cleanup()
-                if leftovers:
-                    self.trace.runner("containers_removed", None, {"names": leftovers})
+        runner = ContainerRunner(self.settings, spec.image, self.root, env, self.run_tag,
+                                 hidden_env=(spec.api_key_env,) if spec.api_key_env else ())
+        try:
+            self._validate(runner, deadline)
+            for index, text in enumerate(texts):
+                self._turn(runner, index, len(texts), text, deadline)
+        finally:
+            self.invocations = runner.invocations
+            leftovers = runner.cleanup()
+            if leftovers:
+                self.trace.runner("containers_removed", None, {"names": leftovers})
 
     def _validate(self, runner: ContainerRunner, deadline: float) -> None:
         remaining = deadline - time.monotonic()
