@@ -456,6 +456,15 @@ def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_t
         pull.pull(Store(tmp_path / "b"), remote)
 
 
+def _pushed(tmp_path: Path, objects: int) -> tuple[Store, Remote]:
+    """A store of `objects` results in one sealed pack, pushed to a directory remote."""
+    source = _filled(tmp_path / "a", objects)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    return source, remote
+
+
 def _interrupted_pull(target: Store, remote: Remote, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """A pull stopped once its packs have arrived (as a kill would, after the downloads); the packs it
     kept for a pull run again."""
@@ -472,10 +481,7 @@ def _interrupted_pull(target: Store, remote: Remote, monkeypatch: pytest.MonkeyP
 
 def test_a_pull_run_again_takes_only_kept_packs_that_are_whole_and_unchanged(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _filled(tmp_path / "a", 30)
-    source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed(tmp_path, 30)
     target = Store(tmp_path / "b")
     kept = _interrupted_pull(target, remote, monkeypatch)
     assert len(kept) == 2  # the store's pack and the entries' listing's
@@ -500,10 +506,7 @@ def test_a_pull_run_again_takes_only_kept_packs_that_are_whole_and_unchanged(tmp
 
 def test_gc_removes_the_packs_a_pull_kept_once_they_outlived_its_grace_period(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _filled(tmp_path / "a", 10)
-    source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    _, remote = _pushed(tmp_path, 10)
     target = Store(tmp_path / "b")
     old, young = _interrupted_pull(target, remote, monkeypatch)
     an_hour_ago = time.time() - 3700

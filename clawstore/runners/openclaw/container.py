@@ -2,7 +2,7 @@
 
 Every container is named and labelled, so a timed-out or abandoned one can be found and removed.
 The environment reaches the container only through an env-file the CLI reads from a pipe
-(`--env-file /dev/fd/N`, EnvPipe): no secret is ever on a command line or on a disk, so a harness
+(`--env-file /dev/fd/N`, env_pipe): no secret is ever on a command line or on a disk, so a harness
 killed mid-run leaves no provider key behind.
 Settings that depend on the machine, not on the run, come from the environment:
   CLAW_OPENCLAW_NETWORK    network mode (e.g. `host`, so a container reaches a server on 127.0.0.1)
