@@ -4,7 +4,9 @@ processes.
 Temp files and the scratch directories of pushes and pulls (clawstore/scratch.py) carry their writer's
 pid and start time in their name (clawstore/durable.py), leases
 are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
-writer's without any clock. fsck --repair, gc and the start of every build remove them.
+writer's without any clock. fsck --repair, gc and the start of every build remove them. The packs a
+pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py) are no dead
+writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
 """
 
 from __future__ import annotations
@@ -49,15 +51,17 @@ def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
 
 
 def _tree_size(path: str) -> int:
-    """The bytes of the files under a scratch directory (flat: pushes and pulls make no subfolders, so
-    a folder inside is not descended into)."""
+    """The bytes removing a scratch directory frees: its files no other link keeps (a pull's downloads
+    are also linked where a pull run again takes them, or already adopted into packs/). Flat: pushes
+    and pulls make no subfolders, so a folder inside is not descended into."""
     size = 0
     for entry in os.scandir(path):
         try:
-            if entry.is_file(follow_symlinks=False):
-                size += entry.stat(follow_symlinks=False).st_size
+            info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
+        if entry.is_file(follow_symlinks=False) and info.st_nlink == 1:
+            size += info.st_size
     return size
 
 

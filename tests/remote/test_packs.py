@@ -549,3 +549,25 @@ pull.pull(Store(Path({str(store)!r})), Remote("team", {str(remote)!r}))
         assert set(target.iter_objects()) == set(source.iter_objects())
         assert fsck(target).clean, fsck(target).problems
         assert list(target.root.glob("remotes/team/incoming/*")) == []
+
+
+def test_gc_counts_only_the_bytes_removing_a_dead_pulls_scratch_directory_frees(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed pull's scratch directory holds links to the packs it kept (and, once a pull run again
+    adopted them, to packs/): removing it frees only what no other link keeps."""
+    import subprocess
+    import sys
+
+    _, remote = _pushed(tmp_path, 10)
+    target = Store(tmp_path / "b")
+    kept = _interrupted_pull(target, remote, monkeypatch)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    scratch = target.tmp_dir / f"{gone.pid}-1-0123456789abcdef.pull"  # named as the dead pull's was
+    scratch.mkdir()
+    for pack in kept:
+        os.link(pack, scratch / pack.name)
+    (scratch / "half.pack").write_bytes(b"x" * 5000)  # a download cut short
+    dry = collect(target, dry_run=True)
+    assert dry.temp_files == 1 and dry.temp_bytes == 5000
+    assert collect(target).temp_bytes == 5000 and not scratch.exists() and all(p.exists() for p in kept)
