@@ -43,7 +43,12 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.leftovers import remove_stale_temp_files, stale_downloads, stale_temp_files
+from clawstore.store.leftovers import (
+    remove_stale_downloads,
+    remove_stale_temp_files,
+    stale_downloads,
+    stale_temp_files,
+)
 from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
 from clawstore.store.packfile import (
     ACTION_SIZE,
@@ -388,11 +393,6 @@ def _count_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
 
 
 def _sweep_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
-    files, size = remove_stale_temp_files(store)
-    report.temp_files += files
-    report.temp_bytes += size
-    for path, size in list(stale_downloads(store, cutoff)):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            report.temp_files += 1
-            report.temp_bytes += size
+    for files, size in (remove_stale_temp_files(store), remove_stale_downloads(store, cutoff)):
+        report.temp_files += files
+        report.temp_bytes += size

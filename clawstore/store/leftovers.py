@@ -78,6 +78,11 @@ def stale_downloads(store: Store, cutoff: float) -> Iterator[tuple[Path, int]]:
                         yield Path(entry.path), info.st_size
 
 
+def remove_stale_downloads(store: Store, cutoff: float) -> tuple[int, int]:
+    """Delete the kept packs `stale_downloads` names; returns (files, bytes) removed."""
+    return _remove(stale_downloads(store, cutoff))
+
+
 def count_temp_files(store: Store) -> tuple[int, int]:
     """(all temp files, stale ones)."""
     try:
@@ -88,9 +93,14 @@ def count_temp_files(store: Store) -> tuple[int, int]:
 
 
 def remove_stale_temp_files(store: Store) -> tuple[int, int]:
-    """Delete dead writers' temp files; returns (files, bytes) removed."""
+    """Delete dead writers' temp files and scratch directories; returns (files, bytes) removed."""
+    return _remove(stale_temp_files(store))
+
+
+def _remove(found: Iterator[tuple[Path, int]]) -> tuple[int, int]:
+    """Delete each (path, size) found (a directory with what it holds); (count, bytes) removed."""
     files = size_sum = 0
-    for path, size in list(stale_temp_files(store)):
+    for path, size in list(found):
         try:
             if path.is_dir() and not path.is_symlink():
                 remove_tree(path)
