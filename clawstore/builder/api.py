@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
 from clawstore.builder.gcpause import collector_paused
 from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
+from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
 from clawstore.machine_settings import backoff_base
@@ -183,6 +185,7 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
         if not stores.exists(campaign.root) and campaign.items:
             _require_every_key(campaign)
         store = stores.open(campaign.root)
+        store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
         nodes = plan_campaign(campaign, store)
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
@@ -315,7 +318,10 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
     the request's, when the caller loaded it already."""
     with collector_paused():
         campaign = campaign if campaign is not None else load_campaign(request)
-        cid, states = _inspect(campaign, stores.open(campaign.root), force)
+        store = stores.open(campaign.root)
+        with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
+            store.adopt_orphans()
+        cid, states = _inspect(campaign, store, force)
         return campaign, cid, states
 
 

@@ -7,10 +7,12 @@ A batch (per thread) collects where its blobs went and the action entries it set
     2. write one index segment naming them (temp, fsync, rename, fsync index/): now they are visible.
 
 So the store's write order (objects -> record -> action entry / ref) holds for the whole batch with
-three fsyncs, whatever its size. In group mode (`Store.group_commit()`), the end of a batch hands it
-to the process's pending group instead, and the group commits when its window (a fraction of a
-second) or its size (N batches) is reached, on `flush()`, or when a ref is set: one barrier for many
-nodes. A SIGKILL loses at most the last window; nothing half-written is ever named by the index.
+three fsyncs, whatever its size. In group mode (`Store.group_commit()`), the end of a batch writes
+its action entries into the pack at once (no fsync) and hands it to the process's pending group; the
+group commits when its window (a fraction of a second) or its size (N batches) is reached, on
+`flush()`, or when a ref is set: one barrier for many nodes. So a batch that has ended is in the
+store's files: a SIGKILL loses none of it (the next process adopts it, adopt.py); a power cut can lose
+the last window. Nothing half-written is ever named by the index.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Pending:
 
     objects: dict[bytes, Loc] = field(default_factory=dict)
     actions: dict[bytes, tuple[bytes | None, int]] = field(default_factory=dict)  # key -> (record, time)
+    written: dict[bytes, ActionEntry] = field(default_factory=dict)  # entries already in a pack
     writers: set[PackWriter] = field(default_factory=set)  # packs holding those blobs
     callbacks: list[Callable[[], None]] = field(default_factory=list)  # run once durable
     batches: int = 0
@@ -57,6 +60,7 @@ class Pending:
     def absorb(self, other: Pending) -> None:
         self.objects.update(other.objects)
         self.actions.update(other.actions)
+        self.written.update(other.written)
         self.writers |= other.writers
         self.callbacks += other.callbacks
         self.batches += max(other.batches, 1)
@@ -72,20 +76,30 @@ class Batch(Pending):
     depth: int = 0
 
 
+def write_entries(runtime: CommitTarget, pending: Pending) -> None:
+    """Append `pending`'s action entries not yet in a pack to this process's pack (no fsync): from here
+    they are in the store's files, and a SIGKILL cannot lose them (adopt.py)."""
+    todo = [(key, value) for key, value in pending.actions.items()
+            if (entry := pending.written.get(key)) is None or (entry.record, entry.time_ns) != value]
+    if not todo:
+        return
+    with runtime.pack_lock:
+        writer = runtime.writer()
+        pending.writers.add(writer)
+        blobs = writer.append_many([(KIND_ACTION, key, [encode_action(record, time_ns)])
+                                    for key, (record, time_ns) in todo])
+    for (key, (record, time_ns)), blob in zip(todo, blobs, strict=True):
+        pending.written[key] = ActionEntry(record, time_ns, writer.pack_id, blob.offset)
+
+
 def commit(runtime: CommitTarget, pending: Pending) -> None:
     """Make `pending` durable, then visible (steps 1 and 2 of the module docstring)."""
     if pending.empty():
         return
     segment = Segment(new_segment_name(), objects=dict(pending.objects))
     with runtime.pack_lock:
-        if pending.actions:
-            writer = runtime.writer()
-            pending.writers.add(writer)
-            entries = list(pending.actions.items())
-            blobs = writer.append_many([(KIND_ACTION, key, [encode_action(record, time_ns)])
-                                        for key, (record, time_ns) in entries])
-            for (key, (record, time_ns)), blob in zip(entries, blobs, strict=True):
-                segment.actions[key] = ActionEntry(record, time_ns, writer.pack_id, blob.offset)
+        write_entries(runtime, pending)
+        segment.actions = {key: pending.written[key] for key in pending.actions}
         for writer in pending.writers:
             if not writer.sealed:
                 writer.sync()
@@ -170,8 +184,16 @@ class GroupCommitter:
         self._thread.start()
 
     def add(self, batch: Pending) -> None:
-        """Join the pending group. Raises if the group cannot be committed (the last commit failed and
-        so does a new try): the batch stays pending, and its writer learns now rather than never."""
+        """Write the batch's entries into the pack and join the pending group. Raises if they cannot be
+        written, or the group cannot be committed (the last commit failed and so does a new try): the
+        batch stays pending, and its writer learns now rather than never."""
+        try:
+            write_entries(self.runtime, batch)
+        except OSError:
+            with self.lock:
+                self.opened_at = self.opened_at if self.opened_at is not None else time.monotonic()
+                self.group.absorb(batch)  # (its entries are written by the commit that takes it)
+            raise
         with self.lock:
             opening = self.opened_at is None
             if opening:

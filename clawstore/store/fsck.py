@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.durable import fsync_path, write_file_atomic
-from clawstore.errors import CorruptObjectError, StoreError
-from clawstore.store import codec
+from clawstore.errors import StoreError
 from clawstore.store.actions import entry_problem, key_digest, set_entries
+from clawstore.store.adopt import blob_problem
 from clawstore.store.buildlogs import builds_dir, check_build_log
 from clawstore.store.fsck_reach import CHUNK, Reach
 from clawstore.store.headdoc import inline_or_none, part_ids, write_head
@@ -54,7 +54,6 @@ from clawstore.store.index import (
 from clawstore.store.leftovers import count_temp_files, remove_leftovers
 from clawstore.store.locks import list_leases
 from clawstore.store.packfile import (
-    KIND_ACTION,
     KIND_OBJECT,
     Blob,
     NotAPackError,
@@ -73,7 +72,6 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 CAMPAIGN_PREFIX = "campaigns/"
-_SMALL = 4 << 20  # blobs up to this size are verified in memory, larger ones streamed
 
 
 @dataclass
@@ -193,7 +191,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
         good: list[Blob] = []
         with open(path, "rb") as fh:
             for blob in scan.blobs:
-                reason = _verify_blob(fh, pack, blob)
+                reason = blob_problem(fh, pack, blob)
                 if reason is None:
                     good.append(blob)
                 else:
@@ -208,27 +206,6 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     for oid in [oid for oid in report.corrupt if bytes.fromhex(oid[len(PREFIX):]) in intact]:
         del report.corrupt[oid]
     return checks
-
-
-def _verify_blob(fh: object, pack: str, blob: Blob) -> str | None:
-    """None if the blob is intact, else the reason (naming the object and where it is)."""
-    fd = fh.fileno()  # type: ignore[attr-defined]
-    oid = PREFIX + blob.id.hex()
-    where = f"pack {pack} at {blob.offset}"
-    if blob.kind == KIND_ACTION:
-        return None if blob.length == 40 else f"action entry {oid} is damaged: {where}"
-    try:
-        if blob.length <= _SMALL:
-            codec.decode_verified(oid, blob.id.hex(), where, os.pread(fd, blob.length, blob.offset))
-        else:
-            from clawstore.store.objects import check_blob
-
-            check_blob(fd, oid, blob.offset, blob.length, where)
-    except CorruptObjectError as exc:
-        return str(exc)
-    except OSError as exc:
-        return f"object {oid} is unreadable ({exc.strerror}): {where}"
-    return None
 
 
 def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], names: list[str]) -> None:

@@ -160,6 +160,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
     gc_lock = contextlib.nullcontext() if dry_run else store.exclusive("gc", timeout=0.0)
     with gc_lock:
         if not dry_run:
+            store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
         reach = Reach(store)

@@ -99,6 +99,17 @@ class PackWriter:
         self.sealed = False
         self._write([HEADER])
 
+    @classmethod
+    def reopen(cls, path: Path, fd: int, blobs: list[Blob], end: int | None) -> PackWriter:
+        """A dead writer's pack opened read-write and flocked (`fd`) to be sealed: its torn end (past
+        `end`, the end of its last whole blob) is cut first."""
+        writer = cls.__new__(cls)
+        writer.pack_id, writer.path, writer.fd = path.name[:-len(SUFFIX)], path, fd
+        writer.size = len(HEADER) if end is None else end
+        os.ftruncate(fd, writer.size)
+        writer.table, writer.synced_to, writer.sealed = list(blobs), 0, False
+        return writer
+
     def _write(self, parts: list[bytes | memoryview]) -> None:
         total = sum(len(part) for part in parts)
         if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
@@ -227,6 +238,21 @@ def walk_pack(path: Path) -> PackScan:
         if fh.read(len(HEADER)) != HEADER:
             return PackScan([], False, size, 0)
         return _walk(fh, size)
+
+
+def is_sealed(path: Path) -> bool:
+    """Does the pack end in a trailer (its footer and the trailer blob's head agree)? Two small reads."""
+    with open(path, "rb") as fh:
+        fd = fh.fileno()
+        size = os.fstat(fd).st_size
+        if size < len(HEADER) + BLOB_HEAD_SIZE + _FOOTER.size:
+            return False
+        count, _, magic = _FOOTER.unpack(os.pread(fd, _FOOTER.size, size - _FOOTER.size))
+        table_len = count * _TABLE_ROW.size
+        head_at = size - _FOOTER.size - table_len - BLOB_HEAD_SIZE
+        if magic != END_MAGIC or head_at < len(HEADER):
+            return False
+        return os.pread(fd, BLOB_HEAD_SIZE, head_at) == _BLOB_HEAD.pack(KIND_TRAILER, bytes(32), table_len)
 
 
 def sealed_object_ids(path: Path) -> list[bytes]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clawstore.store import actions, locks, refs, trees
+from clawstore.store import actions, adopt, locks, refs, trees
 from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
 from clawstore.store.trees import TreeEntry
@@ -66,6 +66,10 @@ class Store(ObjectStore):
         return refs.list_refs(self, prefix)
 
     # --- coordination -------------------------------------------------------------------------
+    def adopt_orphans(self) -> adopt.AdoptReport:
+        """Name what writers killed before their commit had finished (adopt.py); cheap when none were."""
+        return adopt.adopt_orphans(self)
+
     def lease(self, purpose: str) -> contextlib.AbstractContextManager[locks.LeaseInfo]:
         return locks.lease(self.root, purpose)
 

@@ -1,5 +1,7 @@
 """Crash-test writer: puts small and large objects (plain, batched, with action records) forever,
-printing each id only after the call that stored it has returned. The test SIGKILLs it at random."""
+printing each id only after the call that stored it has returned. The test SIGKILLs it at random.
+With `group`, it writes inside a group commit that never commits by itself (as a build between two
+windows): what it prints is in the packs but named by no index segment until a later process adopts it."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from clawstore.store import Store
 def main() -> None:
     store, rnd = Store(sys.argv[1]), random.Random(int(sys.argv[2]))
     held = store.lease("build proc_writer")  # held till the kill when asked for: like a build
-    if sys.argv[3:] == ["lease"]:
+    if "lease" in sys.argv[3:]:
         held.__enter__()
+    group = store.group_commit(window_s=3600, max_batches=1 << 30)  # (a reference: kept open till the kill)
+    if "group" in sys.argv[3:]:
+        group.__enter__()
     out = sys.stdout
     out.write("ready\n")
     out.flush()
