@@ -229,7 +229,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     report.build_id = log.build_id
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
-    trouble = StoreTrouble(str(store.root))
+    trouble = StoreTrouble(str(store.root), on_full=store.release_reserve)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)
@@ -237,6 +237,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
         # Group commit: one durability barrier per window (store/batch.py) instead of one per node.
         with store.lease(f"build {log.build_id}"), board, store.group_commit():
             remove_leftovers(store)  # temp files and leases of killed writers
+            store.keep_reserve()  # room for what is paid when the disk fills up (store/reserve.py)
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
             for node in fresh:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.machine_settings import store_retry_seconds
+from clawstore.store.reserve import is_space_error
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -67,8 +68,10 @@ def is_store_failure(error: BaseException) -> bool:
 class StoreTrouble:
     """A build's store write failures: once one happens nothing new starts; kept answers are retried."""
 
-    def __init__(self, store_root: str, retry_seconds: float | None = None):
+    def __init__(self, store_root: str, retry_seconds: float | None = None,
+                 on_full: Callable[[], object] | None = None):
         self.store_root = store_root
+        self.on_full = on_full  # gives up the store's reserve of space, so what is paid fits
         if retry_seconds is None:
             retry_seconds = store_retry_seconds()
         self.retry_seconds = retry_seconds
@@ -82,6 +85,8 @@ class StoreTrouble:
         return self.reason is not None
 
     def note(self, error: BaseException) -> None:
+        if self.on_full is not None and is_space_error(error):
+            self.on_full()
         self.reason = self.reason or _reason(error)
         if isinstance(error, UnstoredAnswer):
             self.kept.append(error)

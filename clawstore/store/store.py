@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clawstore.store import actions, adopt, locks, refs, trees
+from clawstore.store import actions, adopt, locks, refs, reserve, trees
 from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
 from clawstore.store.trees import TreeEntry
@@ -66,6 +66,14 @@ class Store(ObjectStore):
         return refs.list_refs(self, prefix)
 
     # --- coordination -------------------------------------------------------------------------
+    def keep_reserve(self) -> bool:
+        """Allocate the store's reserve of space if it has none (reserve.py); False if there is no room."""
+        return reserve.keep_reserve(self.root)
+
+    def release_reserve(self) -> bool:
+        """Give the reserve's space back, for the writes a full disk refused (reserve.py)."""
+        return reserve.release_reserve(self.root)
+
     def adopt_orphans(self) -> adopt.AdoptReport:
         """Name what writers killed before their commit had finished (adopt.py); cheap when none were."""
         return adopt.adopt_orphans(self)

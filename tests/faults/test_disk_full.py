@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +141,27 @@ def test_a_last_commit_failing_does_not_hide_the_error_on_its_way_out(small_fs: 
             with store.batch():
                 store.put_bytes(b"another object, named at the end " * 60)
             _fill(small_fs, leave=0)
+
+
+@pytest.mark.parametrize("free_kib", [0, 40, 200, 400, 700])
+def test_a_disk_filling_up_mid_build_loses_no_paid_answer(
+        free_kib: int, small_fs: Path, standin: StandIn, env: dict[str, str], tmp_path: Path) -> None:
+    """The build keeps a reserve of space (store/reserve.py); when the disk fills up under it, it gives
+    the reserve up, stores every answer it paid for and stops: whatever room was left, none is lost."""
+    ws = _workspace(tmp_path / "ws", standin)
+    store_dir = small_fs / "store"
+    build = _build(ws, {**env, "CLAW_STORE": str(store_dir)}, "2")
+    deadline = time.monotonic() + 60
+    while _run_requests(standin) < 3 and time.monotonic() < deadline and build.poll() is None:
+        time.sleep(0.02)
+    assert (store_dir / "reserve").exists(), "the build keeps its reserve while there is room"
+    _fill(small_fs, leave=free_kib << 10)
+    _, err = build.communicate(timeout=120)
+    assert "Traceback" not in err
+    sent, stored = _run_requests(standin), _stored_runs(store_dir)
+    assert sent == stored, (free_kib, sent, stored, err)  # every paid answer is in the store
+    if build.returncode == 3:
+        assert "no paid answer was lost" in err.strip().splitlines()[-1], err
+        assert sent < CASES
+    else:
+        assert build.returncode == 0 and sent == CASES, err

@@ -1,0 +1,60 @@
+"""Space the store keeps allocated for the worst moment: given up when a write fails for space.
+
+A build writes what it has paid for as it goes. When the disk fills up, the answers in flight and the
+last commit window still need a little room; without it they would be paid for and lost. So a build
+keeps a file of RESERVE_BYTES allocated in the store (made when the build starts, if there is room) and
+removes it at the first write that fails for want of space: the build then stops starting nodes,
+and what it already paid for is stored in the room the reserve held (docs/building.md, "When the
+store cannot be written").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+
+from clawstore.durable import temp_name
+
+RESERVE_FILE = "reserve"
+RESERVE_BYTES = 1 << 20  # room for the answers of a build's running nodes, their window and its log
+SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def keep_reserve(root: Path, size: int = RESERVE_BYTES) -> bool:
+    """Make sure the reserve is allocated (a temp file renamed into place: never a short one); False if
+    there is no room for it."""
+    path = root / RESERVE_FILE
+    if path.exists():
+        return True
+    tmp = root / "tmp" / temp_name()
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+
+
+def release_reserve(root: Path) -> bool:
+    """Give the reserve's space back to the filesystem; whether there was one."""
+    try:
+        os.unlink(root / RESERVE_FILE)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def is_space_error(error: BaseException) -> bool:
+    """Did a write fail because the disk (or the user's quota) is full?"""
+    if isinstance(error, OSError) and error.errno in SPACE_ERRNOS:
+        return True
+    text = str(error)
+    return any(os.strerror(code) in text for code in SPACE_ERRNOS)
