@@ -101,10 +101,12 @@ def _build(root: Path, env: dict[str, str], kill_after: float | None) -> tuple[s
                              "--output", "json"], cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     finished: set[str] = set()
+    said: list[str] = []
 
     def read() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
+            said.append(line)
             if line.startswith("{"):
                 event = json.loads(line)
                 if event.get("event") == "finished" and event.get("kind") == "run":
@@ -121,7 +123,7 @@ def _build(root: Path, env: dict[str, str], kill_after: float | None) -> tuple[s
         killed = 1
     reader.join()
     if not killed and proc.returncode != 0:
-        raise SystemExit(f"claw build exited {proc.returncode}")
+        raise SystemExit(f"claw build exited {proc.returncode}: {''.join(said[-5:])}")
     return finished, killed
 
 
@@ -139,6 +141,8 @@ def _nodes(requests: list[dict[str, Any]]) -> list[str]:
 
 def _stored_runs(store_dir: Path) -> set[str]:
     """The run nodes the store holds a record of, opened as the next claw command opens it."""
+    if not (store_dir / "CLAWSTORE").exists():
+        return set()  # killed before it made the store
     store = Store(store_dir, create=False)
     store.adopt_orphans()
     found = set()
