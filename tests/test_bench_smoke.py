@@ -32,6 +32,7 @@ SMOKE = {
     "verify_bench": ["--runs", "50", "--repeat", "1"],
     "head_bench": ["--cases", "20", "--models", "2"],
     "interim_packs_bench": ["--pushes", "5", "--runs", "2"],
+    "kill_bench": ["--kills", "2", "--cases", "60", "--models", "1", "--window", "0.9", "1.3"],
 }
 
 

@@ -307,7 +307,8 @@ class NodeState:
 
 
 def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) -> tuple[str, list[NodeState]]:
-    """Every node's state and why it would execute (no provider call, nothing written)."""
+    """Every node's state and why it would execute (no provider call; nothing written but a killed build's
+    finished work, adopted first: store/adopt.py)."""
     _, cid, states = inspect_campaign(request, stores, force)
     return cid, states
 
