@@ -193,7 +193,16 @@ class ProviderClient:
             entry: dict[str, Any] = {"attempt": attempt + 1, "code": failure.code,
                                      "status_code": failure.status_code}
             attempt_log.append(entry)
-            if not failure.retryable or attempt == retries:
+            retrying = failure.retryable and attempt < retries
+            rate_limited = failure.status_code == 429 or failure.retry_after is not None
+            delay = 0.0
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, self.retry_after_cap)
+            elif retrying or rate_limited:
+                delay = self.backoff_delay(attempt)
+            if rate_limited:  # the build holds this model back (a last attempt's 429 too) and learns from it
+                pacer.throttled(delay, failure.retry_after, sent_at, halve=failure.status_code == 429)
+            if not retrying:
                 raise ProviderError(
                     failure.code,
                     failure.message,
@@ -207,18 +216,12 @@ class ProviderClient:
                     metadata=failure.metadata,
                 )
             if failure.retry_after is not None:
-                delay = min(failure.retry_after, self.retry_after_cap)
                 self._hold_back(held, delay)
-            else:
-                delay = self.backoff_delay(attempt)
             entry["wait_seconds"] = round(delay, 4)
             log.info("provider %s (status %s) from %s; retry %d/%d in %.2fs", failure.code,
                      failure.status_code, endpoint.base_url, attempt + 1, retries, delay)
-            if failure.status_code == 429 or failure.retry_after is not None:  # a rate limit: others go on
-                pacer.throttled(delay, failure.retry_after, sent_at, halve=failure.status_code == 429)
-                resumed = pacer.pause(delay, self._closed)
-            else:
-                resumed = not self._closed.wait(delay)
+            # A rate limit's wait gives the build's slot to other models; a failing server's does not.
+            resumed = pacer.pause(delay, self._closed) if rate_limited else not self._closed.wait(delay)
             if not resumed:
                 raise ProviderError("cancelled", _cancelled_text(self._closed), usage=usage,
                                     attempts=attempt + 1, attempt_log=attempt_log)

@@ -19,6 +19,7 @@ from clawstore.store.claims import list_claims
 from clawstore.testing.standin import StandIn, error, text
 from tests.builder.test_progress import BUILD, child_env, claw_command
 from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.terminal import Terminal
 from tests.support.workspace import Workspace
 
@@ -87,6 +88,22 @@ def test_concurrency_halves_after_429s_and_recovers(ws: Workspace, claw: Claw, s
             for part in (ok[:INCREASE_AFTER], ok[2 * INCREASE_AFTER + 2:])]
     assert max(_in_flight(refused, r["received_at"]) for r in refused) == 4  # four at once before the 429s
     assert peak == [2, 4]  # halved by the 429s (once: they were sent together), then back to four
+
+
+def test_a_rate_limited_judge_holds_back_its_own_requests_only(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda doc: doc["judges"][0].update(retries=2))
+    standin.script(JUDGE, error(429, retry_after=0.5), judge_reply(8))
+    code, _, err = claw.build("--evaluation-profile", "ev", "--progress", "plain")
+    assert code == 0, err
+    assert re.search(r"^WAIT judge judge/j1 rate-limited, retrying at \d\d:\d\d:\d\d \(Retry-After 0.5 s; "
+                     r"concurrency 1 of 2\)$", err, re.M), err
+    judged = [r for r in standin.requests if r["model"] == JUDGE]
+    limited_at = judged[0]["answered_at"]
+    later = [r["received_at"] - limited_at for r in judged if r["received_at"] > limited_at]
+    assert len(judged) == 5, later  # four judged, one 429
+    # (a request sent as the 429 was on its way back still went: concurrency 2)
+    assert not [t for t in later if 0.1 < t < 0.45] and len([t for t in later if t >= 0.45]) >= 3, later
 
 
 def test_an_interrupt_during_a_rate_limit_wait_ends_the_build_promptly(ws: Workspace, claw: Claw,
