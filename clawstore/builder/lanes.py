@@ -90,7 +90,7 @@ class Lanes:
     def finish(self, lane: Lane | None) -> None:
         """A node started by `try_start` has ended (its outcome is handled): its slot is free."""
         with self._cond:
-            self._give_back(self._state(lane))
+            self._give_back(self._state(lane), wake=False)  # the scheduler calls this itself
 
     def cancel(self) -> None:
         """An interrupt: paused requests stop waiting (their calls fail as `cancelled`)."""
@@ -158,11 +158,11 @@ class Lanes:
         state.active += 1
         self.in_use += 1
 
-    def _give_back(self, state: _LaneState) -> None:
+    def _give_back(self, state: _LaneState, wake: bool = True) -> None:
         state.active -= 1
         self.in_use -= 1
         self._cond.notify_all()
-        if self.on_free is not None:
+        if wake and self.on_free is not None:
             self.on_free()
 
 
