@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.gcpause import resume_collector
+from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.progress import BuildProgress, Failure
 from clawstore.builder.progress_choice import open_progress
 from clawstore.builder.scheduler import Outcome, run_tasks
@@ -123,9 +124,11 @@ def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
 
 def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str, Any]]], concurrency: int,
                   log: BuildLog, progress: BuildProgress, stop: _Stop | None, budget: Budget | None = None,
-                  trouble: StoreTrouble | None = None) -> None:
+                  trouble: StoreTrouble | None = None, lanes: Lanes | None = None,
+                  lane_of: Callable[[Node], Lane | None] | None = None) -> None:
     """Run `work` on each node under its claim (`log.claims`); record the outcome in the node and the
-    build log as it lands. A node another build stored meanwhile is adopted as reused.
+    build log as it lands. A node another build stored meanwhile is adopted as reused. `lanes`: the
+    build's slots and rate limits (lanes.py), `lane_of` a node's provider and model.
 
     A store write failure (`trouble`) stops scheduling at once; answers the store refused are kept and
     retried once the running nodes are done (clawstore/builder/unstored.py)."""
@@ -196,7 +199,8 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
     def claimed_work(node: Node) -> Any:
         return claimed(started, store, board, node) if board is not None else started(node)
 
-    never_started = skipped + run_tasks(nodes, claimed_work, concurrency, on_done, on_interrupt=progress.interrupt)
+    never_started = skipped + run_tasks(nodes, claimed_work, concurrency, on_done, on_interrupt=progress.interrupt,
+                                        lanes=lanes, lane_of=lane_of)
     if trouble is not None and trouble.kept:
         trouble.retry(record)
         lost = {id(answer.node): answer for answer in trouble.lost}
@@ -229,6 +233,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     report.build_id = log.build_id
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
+    lanes = Lanes(concurrency, on_wait=progress.rate_limited)  # one for every layer: a judge may share a lane
     trouble = StoreTrouble(str(store.root), on_full=store.release_reserve)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)
@@ -245,10 +250,10 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
                 log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
-                          _Stop(policy), budget, trouble)
+                          _Stop(policy), budget, trouble, lanes, run_lane)
             if eval_layer is not None:
                 report.evals = eval_layer.build(run_nodes, log, concurrency, options, budget, progress=progress,
-                                                trouble=trouble)
+                                                trouble=trouble, lanes=lanes)
                 report.eval_addresses = eval_layer.addresses(report.evals)
             settle_pending(store, log, trouble)
             if trouble.failed:
@@ -269,6 +274,14 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     report.counts = dict(log.counts)
     report.metrics = dict(log.metrics)
     return report
+
+
+def run_lane(node: Node) -> Lane | None:
+    """An llm_probe run's provider and model (an OpenClaw agent calls its provider itself)."""
+    endpoint = node.extra.get("endpoint")
+    if endpoint is None or node.item.runner_type != "llm_probe":
+        return None
+    return Lane(endpoint.base_url, node.item.resolved_model, label=str(node.address.get("model_id", "")))
 
 
 class BuildInterrupted(KeyboardInterrupt):

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.progress import BuildProgress, QuietProgress
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import store_answer
@@ -95,6 +96,7 @@ class EvalLayer:
         self.client = client
         self.head = head or {}
         self.trouble: Any = None  # set by build(): the build's StoreTrouble
+        self.lanes: Lanes | None = None  # set by build(): the build's slots and rate limits
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -209,11 +211,14 @@ class EvalLayer:
 
     # ---- building ----
     def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any,
-              budget: Any = None, progress: BuildProgress | None = None, trouble: Any = None) -> list[RunEvaluation]:
+              budget: Any = None, progress: BuildProgress | None = None, trouble: Any = None,
+              lanes: Lanes | None = None) -> list[RunEvaluation]:
         """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call.
-        `trouble` (unstored.StoreTrouble): once the store fails, no later node starts."""
+        `trouble` (unstored.StoreTrouble): once the store fails, no later node starts. `lanes`: the
+        build's slots and rate limits (lanes.py), shared with the runs."""
         self._progress = progress or QuietProgress()
         self.trouble = trouble
+        self.lanes = lanes
         evaluations = [self.start(run) for run in run_nodes]
         self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
                     concurrency, options)
@@ -221,7 +226,8 @@ class EvalLayer:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
-        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False)
+        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False,
+                    lane_of=self._judge_lane)
         for ev in evaluations:
             self.plan_result(ev)
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
@@ -235,8 +241,13 @@ class EvalLayer:
         for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
+    def _judge_lane(self, node: Node) -> Lane:
+        judge = node.extra["judge"]
+        model = self._judge_doc(judge)["model"]
+        return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
+
     def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any,
-               budget: Any = None, batched: bool = True) -> None:
+               budget: Any = None, batched: bool = True, lane_of: Any = None) -> None:
         from clawstore.builder.engine import execute_nodes, partition
 
         stale, fresh = partition(nodes, options.force)
@@ -245,7 +256,7 @@ class EvalLayer:
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
         self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
-        execute_nodes(stale, run, concurrency, log, self._progress, None, budget, self.trouble)
+        execute_nodes(stale, run, concurrency, log, self._progress, None, budget, self.trouble, self.lanes, lane_of)
 
     def _batched(self, work: Any, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry

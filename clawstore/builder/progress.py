@@ -3,12 +3,15 @@
 - live (a terminal): a rich display redrawn in place — the overall bar (done/total, ETA, requests/s),
   one row per model (done, running, failed, reused), tokens and cost so far against the plan, and the
   last failure's one-line reason;
-- plain (pipes, CI, `--progress plain`): one line per finished node;
-- json (`--progress json`): one JSON object per line (phase, started, finished, failed, interrupt, totals).
+- plain (pipes, CI, `--progress plain`): one line per finished node, and a `WAIT` line when a model
+  is rate-limited (until when);
+- json (`--progress json`): one JSON object per line (phase, started, finished, failed, rate_limited,
+  interrupt, totals).
 
 The live one is drawn by progress_live.py; progress_choice.py picks one for a build. The engine calls
-`phase` once per layer, `started`/`finished` per node (from any thread), `interrupt` on a first
-Ctrl-C, and `close` at the end. Every failure's reason is kept for the final table.
+`phase` once per layer, `started`/`finished` per node (from any thread), `rate_limited` when a
+provider holds a model back (builder/lanes.py), `interrupt` on a first Ctrl-C, and `close` at the
+end. Every failure's reason is kept for the final table.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TextIO
 
+from clawstore.builder.lanes import Wait
 from clawstore.graph.plan import Node, address_id
 
 MODES = ("auto", "live", "plain", "json", "none")
@@ -74,6 +79,7 @@ class _State:
     failures: list[Failure] = field(default_factory=list)
     stopping: str | None = None
     layer: str = ""  # the layer executing now (runs, checks, judges, results)
+    waits: dict[str, Wait] = field(default_factory=dict)  # rate-limited models, by label (past ones too)
 
 
 class BuildProgress:
@@ -121,6 +127,11 @@ class BuildProgress:
                 s.failures.append(Failure(address_id(node.kind, node.address), reason))
         self.on_finished(node, status or "error", ok, reason)
 
+    def rate_limited(self, wait: Wait) -> None:
+        with self._lock:
+            self.state.waits[wait.label] = wait
+        self.on_rate_limited(wait)
+
     def interrupt(self, running: int) -> None:
         with self._lock:
             self.state.stopping = (f"Ctrl-C: no new node starts; waiting for {running} running "
@@ -145,7 +156,16 @@ class BuildProgress:
 
     def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None: ...
 
+    def on_rate_limited(self, wait: Wait) -> None: ...
+
     def on_interrupt(self, running: int) -> None: ...
+
+
+def wait_text(wait: Wait) -> str:
+    """`<model> rate-limited, retrying at 21:03:07 (Retry-After 4 s; concurrency 2 of 4)`: local time."""
+    at = datetime.fromtimestamp(wait.until).strftime("%H:%M:%S")
+    why = f"Retry-After {wait.retry_after_s:g} s" if wait.retry_after_s is not None else "HTTP 429, backing off"
+    return f"{wait.label} rate-limited, retrying at {at} ({why}; concurrency {wait.limit} of {wait.slots})"
 
 
 class PlainProgress(BuildProgress):
@@ -165,6 +185,11 @@ class PlainProgress(BuildProgress):
             if reason and reason != status:
                 line += f" ({reason})"
             self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def on_rate_limited(self, wait: Wait) -> None:
+        with self._lock:
+            self.stream.write(f"WAIT {wait_text(wait)}\n")
             self.stream.flush()
 
     def on_interrupt(self, running: int) -> None:
@@ -202,6 +227,10 @@ class JsonProgress(BuildProgress):
         self._emit("finished" if ok else "failed", node=address_id(node.kind, node.address), kind=node.kind,
                    status=status, reason=reason, cost_usd=metrics.get("cost_usd"),
                    latency_s=metrics.get("latency_s"), **node.address)
+
+    def on_rate_limited(self, wait: Wait) -> None:
+        self._emit("rate_limited", model=wait.label, until=datetime.fromtimestamp(wait.until).astimezone().isoformat(),
+                   retry_after_s=wait.retry_after_s, concurrency=wait.limit, max_concurrency=wait.slots)
 
     def on_interrupt(self, running: int) -> None:
         self._emit("interrupt", running=running)

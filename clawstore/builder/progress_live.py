@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from rich.console import Console, Group
@@ -12,13 +12,17 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from clawstore.builder.progress import BuildProgress
+from clawstore.builder.progress import BuildProgress, wait_text
 
 REFRESH_PER_SECOND = 4
 
 
 def _clock(seconds: float | None) -> str:
     return "--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
+
+
+def _at(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch).strftime("%H:%M:%S")
 
 
 def _usd(value: float) -> str:
@@ -49,14 +53,20 @@ class LiveProgress(BuildProgress):
         pace = Text.assemble((f"ETA {_clock(eta)}", "cyan"), f" · {s.requests / elapsed:.1f} requests/s · ",
                              (f"elapsed {_clock(elapsed)}", "dim"))
         models = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
-        for column in ("model", "done", "running", "failed", "reused"):
-            models.add_column(column, justify="left" if column == "model" else "right")
+        now = time.time()
+        held = {name: wait for name, wait in s.waits.items() if wait.until > now}  # rate-limited models
+        for column in ("model", "done", "running", "failed", "reused", *(("state",) if held else ())):
+            models.add_column(column, justify="left" if column in ("model", "state") else "right")
         for name, m in sorted(s.models.items()):
+            state = [Text(f"waits until {_at(held[name].until)}", style="yellow") if name in held else ""]
             models.add_row(name, f"{m.done}/{m.total}", str(m.running),
-                           Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused))
+                           Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused),
+                           *(state if held else ()))
         plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
         spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_usd(s.cost_usd)}{plan}")
         parts: list[Any] = [bar, pace, models, spend]
+        for wait in held.values():  # the judges' models have no row of their own
+            parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))
         if s.failures:
             last = s.failures[-1]
             parts.append(Text(f"last failure ({len(s.failures)} so far): {last.node}: {last.reason}",

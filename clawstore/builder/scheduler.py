@@ -4,6 +4,8 @@ Daemon threads (not ThreadPoolExecutor) so that an interrupted build can exit at
 node is already durable in the store, and an unfinished one leaves nothing visible behind.
 A task whose work returns `Later` (its node is being executed by another build) is set aside and
 tried again once the given delay passed; tasks that can start now always go first.
+Slots and rate limits are the build's `Lanes` (lanes.py): a task starts when its lane has room, and a
+task paused by a rate limit does not count against the others meanwhile.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from clawstore.builder.lanes import Lane, Lanes
+
 T = TypeVar("T")
 _NO_MORE = object()  # tells a worker thread to end
+_WAKE = object()  # a paused task gave its slot back: another may start
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,10 @@ class Outcome(Generic[T]):
 
 def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
               on_done: Callable[[Outcome[T]], bool],
-              on_interrupt: Callable[[int], None] | None = None) -> list[T]:
-    """Run `work(task)` for every task with at most `concurrency` at once.
+              on_interrupt: Callable[[int], None] | None = None,
+              lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None) -> list[T]:
+    """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow: the
+    build's slots, shared with its other layers; `lane_of` names each task's provider and model).
 
     `on_done` is called in the calling thread for each outcome; returning False stops scheduling new
     tasks (running ones finish). Returns the tasks that were never started (or were set aside and not
@@ -47,72 +54,91 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
     KeyboardInterrupt in the calling thread: without `on_interrupt` it propagates at once. With it, a
     first interrupt stops scheduling, calls `on_interrupt(running)` and waits for the running tasks
     (their outcomes still reach `on_done`), then re-raises; a second interrupt propagates at once and
-    abandons the running threads (daemons; an unfinished node leaves nothing visible behind).
+    abandons the running threads (daemons; an unfinished node leaves nothing visible behind); a task
+    paused by a rate limit is woken by the first interrupt (its provider call fails as `cancelled`).
     """
-    pending = list(tasks)
-    pending.reverse()
-    waiting: list[tuple[float, int, T]] = []  # (when to try again, tie-break, task)
+    lanes = lanes if lanes is not None else Lanes(concurrency)
+    lane_of = lane_of or (lambda task: None)
     order = itertools.count()
-    results: queue.Queue[Outcome[T]] = queue.Queue()
-    running = 0
+    queued: dict[Lane | None, list[tuple[int, T]]] = {}  # per lane, (plan order, task): a heap
+    for task in tasks:
+        queued.setdefault(lane_of(task), []).append((next(order), task))
+    waiting: list[tuple[float, int, T]] = []  # (when to try again, tie-break, task)
+    results: queue.Queue[Any] = queue.Queue()  # (Outcome, its lane), or _WAKE
+    running = 0  # tasks started and not finished (paused ones included)
     stop = False
     interrupted = False
+    lanes.on_free = lambda: results.put(_WAKE)
 
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     workers = 0
 
     def worker() -> None:
         # Long-lived: starting a thread per task cost the calling thread more than some tasks do.
-        while (task := inbox.get()) is not _NO_MORE:
+        while (item := inbox.get()) is not _NO_MORE:
+            task, lane = item
             try:
-                results.put(Outcome(task, value=work(task)))
+                with lanes.running(lane):
+                    value = work(task)
+                results.put((Outcome(task, value=value), lane))
             except BaseException as exc:  # noqa: BLE001 - reported to the caller, never swallowed
-                results.put(Outcome(task, error=exc))
+                results.put((Outcome(task, error=exc), lane))
+
+    def next_task() -> tuple[T, Lane | None] | None:
+        """The first task in plan order whose lane has a slot for it now (the slot is taken)."""
+        for lane in sorted((lane for lane in queued if queued[lane]), key=lambda lane: queued[lane][0][0]):
+            if lanes.try_start(lane):
+                return heapq.heappop(queued[lane])[1], lane
+        return None
 
     try:
-        while pending or running or (waiting and not stop):
+        while any(queued.values()) or running or (waiting and not stop):
             now = time.monotonic()
-            while not stop and running < max(1, concurrency):
-                if pending:
-                    task = pending.pop()
-                elif waiting and waiting[0][0] <= now:
-                    task = heapq.heappop(waiting)[2]
-                else:
-                    break
-                inbox.put(task)
+            while waiting and not stop and waiting[0][0] <= now:  # set aside long enough: queued again
+                task = heapq.heappop(waiting)[2]
+                heapq.heappush(queued.setdefault(lane_of(task), []), (next(order), task))
+            while not stop and (started := next_task()) is not None:
+                inbox.put(started)
                 running += 1
-                if running > workers:  # every worker is busy: one more, up to `concurrency`
+                if running > workers:  # every worker is busy: one more
                     threading.Thread(target=worker, daemon=True, name="claw-task").start()
                     workers += 1
-            # A timeout keeps the main thread responsive to signals and wakes it for set-aside tasks.
+            # A timeout keeps the main thread responsive to signals and wakes it for set-aside tasks
+            # and for lanes whose rate-limit hold ends.
             timeout = 0.2
-            if waiting and not stop and running < max(1, concurrency):
+            if waiting and not stop:
                 timeout = max(0.001, min(0.2, waiting[0][0] - time.monotonic()))
             try:
                 if running == 0:
-                    if stop or not waiting:
+                    if stop or not (waiting or any(queued.values())):
                         break
                     time.sleep(timeout)
                     continue
-                outcome = results.get(timeout=timeout)
+                result = results.get(timeout=timeout)
             except queue.Empty:
                 continue
             except KeyboardInterrupt:
                 if on_interrupt is None or interrupted:
                     raise
                 interrupted = stop = True
+                lanes.cancel()
                 on_interrupt(running)
                 continue
+            if result is _WAKE:
+                continue
+            outcome, lane = result
             running -= 1
+            lanes.finish(lane)  # (here, not in the worker: `on_done` may stop scheduling first)
             if isinstance(outcome.value, Later):
                 heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
                 continue
             if not on_done(outcome):
                 stop = True
     finally:
+        lanes.on_free = None
         for _ in range(workers):
             inbox.put(_NO_MORE)  # each worker ends after its current task
     if interrupted:
         raise KeyboardInterrupt
-    pending.reverse()
-    return pending + [task for _, _, task in sorted(waiting)]
+    left = sorted(entry for heap in queued.values() for entry in heap)
+    return [task for _, task in left] + [task for _, _, task in sorted(waiting)]

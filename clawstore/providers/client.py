@@ -23,6 +23,7 @@ from clawstore import jsontext
 from clawstore.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import Usage
 
@@ -97,6 +98,8 @@ class ProviderClient:
     collect 429s of their own (each counting against the rate limit). Other models are not held back:
     a router's 429 often comes from one model's upstream provider (an account-wide limit gives each
     model one 429 of its own, and then holds it back too).
+    Inside a build, a wait for a rate limit (a 429 or a Retry-After) goes through the build's pacer
+    (clawstore/providers/pacing.py), which gives the thread's concurrency slot to other models meanwhile.
     `close()` also wakes threads sleeping in a backoff (they fail with code `cancelled`).
     """
 
@@ -163,16 +166,19 @@ class ProviderClient:
         limit = httpx.Timeout(timeout if timeout is not None else self.default_timeout)
         retries = max(int(retries), 0)
         held = (endpoint.base_url, str(body.get("model")))  # what a Retry-After holds back
+        pacer = current_pacer()
         usage = Usage()
         attempt_log: list[dict[str, Any]] = []
         started = time.monotonic()
         for attempt in range(retries + 1):
-            if self._closed.is_set() or not self._wait_for(held):
-                raise ProviderError("cancelled", "the provider client was closed", usage=usage,
+            if self._closed.is_set() or not self._wait_for(held, pacer):
+                raise ProviderError("cancelled", _cancelled_text(self._closed), usage=usage,
                                     attempts=attempt, attempt_log=attempt_log)
+            sent_at = time.monotonic()
             outcome = self._attempt(endpoint, payload, headers, limit, api_key)
             usage = usage + outcome[1]
             if isinstance(outcome[0], ChatResult):
+                pacer.succeeded()
                 result = outcome[0]
                 return ChatResult(
                     message=result.message,
@@ -187,7 +193,16 @@ class ProviderClient:
             entry: dict[str, Any] = {"attempt": attempt + 1, "code": failure.code,
                                      "status_code": failure.status_code}
             attempt_log.append(entry)
-            if not failure.retryable or attempt == retries:
+            retrying = failure.retryable and attempt < retries
+            rate_limited = failure.status_code == 429 or failure.retry_after is not None
+            delay = 0.0
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, self.retry_after_cap)
+            elif retrying or rate_limited:
+                delay = self.backoff_delay(attempt)
+            if rate_limited:  # the build holds this model back (a last attempt's 429 too) and learns from it
+                pacer.throttled(delay, failure.retry_after, sent_at, halve=failure.status_code == 429)
+            if not retrying:
                 raise ProviderError(
                     failure.code,
                     failure.message,
@@ -201,15 +216,14 @@ class ProviderClient:
                     metadata=failure.metadata,
                 )
             if failure.retry_after is not None:
-                delay = min(failure.retry_after, self.retry_after_cap)
                 self._hold_back(held, delay)
-            else:
-                delay = self.backoff_delay(attempt)
             entry["wait_seconds"] = round(delay, 4)
             log.info("provider %s (status %s) from %s; retry %d/%d in %.2fs", failure.code,
                      failure.status_code, endpoint.base_url, attempt + 1, retries, delay)
-            if self._closed.wait(delay):
-                raise ProviderError("cancelled", "the provider client was closed", usage=usage,
+            # A rate limit's wait gives the build's slot to other models; a failing server's does not.
+            resumed = pacer.pause(delay, self._closed) if rate_limited else not self._closed.wait(delay)
+            if not resumed:
+                raise ProviderError("cancelled", _cancelled_text(self._closed), usage=usage,
                                     attempts=attempt + 1, attempt_log=attempt_log)
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -217,15 +231,15 @@ class ProviderClient:
         with self._resume_lock:
             self._resume_at[held] = max(self._resume_at.get(held, 0.0), time.monotonic() + delay)
 
-    def _wait_for(self, held: tuple[str, str]) -> bool:
+    def _wait_for(self, held: tuple[str, str], pacer: Pacer) -> bool:
         """Wait until no Retry-After holds back requests for this model at this provider; False if
-        closed meanwhile."""
+        closed (or the build interrupted) meanwhile."""
         while True:
             with self._resume_lock:
                 wait = self._resume_at.get(held, 0.0) - time.monotonic()
             if wait <= 0:
                 return True
-            if self._closed.wait(wait):
+            if not pacer.pause(wait, self._closed):
                 return False
 
     def _attempt(
@@ -266,6 +280,10 @@ class ProviderClient:
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
                             True), Usage()
         return _interpret(response, api_key)
+
+
+def _cancelled_text(closed: threading.Event) -> str:
+    return "the provider client was closed" if closed.is_set() else "the build was interrupted during a rate-limit wait"
 
 
 # A key shorter than this is no secret worth hiding, and replacing it would mangle ordinary text

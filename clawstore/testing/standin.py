@@ -20,6 +20,7 @@ A reply is a JSON object (see the helper functions below): content / tool_calls 
 usage / latency / status / retry_after / headers / error / raw (body as-is) / body / hang /
 drip (seconds between body bytes).
 `stream: true` requests get Server-Sent Events with the same content and tool calls.
+Each recorded request has `received_at` and, once it is answered, `answered_at` (epoch seconds).
 Recorded requests keep headers except the Authorization value: only whether it was present and
 the key's BLAKE3 fingerprint (`key_fingerprint`), so tests can check the key without storing it.
 """
@@ -271,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send_json(200, {"ok": True})
 
-    def _record(self, body: dict[str, Any]) -> None:
+    def _record(self, body: dict[str, Any]) -> dict[str, Any]:
         auth = self.headers.get("Authorization")
         token = auth[7:] if auth and auth.startswith("Bearer ") else auth
         entry = {
@@ -287,10 +288,11 @@ class _Handler(BaseHTTPRequestHandler):
         }
         with self.server.state.lock:
             self.server.state.requests.append(entry)
+        return entry
 
     def _chat(self, body: dict[str, Any]) -> None:
         state = self.server.state
-        self._record(body)
+        entry = self._record(body)
         reply = state.pick(str(body.get("model")), body.get("messages"))
         # In flight while it "thinks": over before a byte of the answer leaves, so a client that has its
         # answer never finds it still counted (a sequential client's peak is 1).
@@ -305,6 +307,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         finally:
             state.answering(-1)
+            with state.lock:
+                entry["answered_at"] = time.time()  # (its answer is sent next)
         self._answer(reply, body)
 
     def _answer(self, reply: dict[str, Any], body: dict[str, Any]) -> None:

@@ -276,3 +276,35 @@ def test_an_echoed_key_is_scrubbed_but_a_trivially_short_one_does_not_mangle_rep
     monkeypatch.setenv("CLAW_TEST_KEY", "k")
     result = client.chat(Endpoint(standin.base_url, "CLAW_TEST_KEY"), BODY, timeout=5, retries=0)
     assert result.message["content"] == f"the key is {KEY}, the task is done"
+
+
+class _RecordingPacer:
+    """A build's pacer as the client sees it: records what it is told, waits like a sleep."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def pause(self, seconds: float, cancelled: threading.Event) -> bool:
+        self.calls.append(("pause",))
+        return not cancelled.wait(seconds)
+
+    def throttled(self, seconds: float, retry_after_s: float | None, sent_at: float, *, halve: bool) -> None:
+        self.calls.append(("throttled", f"{retry_after_s}", f"halve={halve}"))
+
+    def succeeded(self) -> None:
+        self.calls.append(("succeeded",))
+
+
+def test_a_rate_limit_wait_goes_through_the_threads_pacer_and_a_server_error_backoff_does_not(
+        standin: StandIn, client: ProviderClient, endpoint: Endpoint) -> None:
+    from clawstore.providers.pacing import paced_by
+
+    standin.script("m1", error(429, retry_after=0.05), error(429), error(503, retry_after=0.05), error(500),
+                   text("ok"))
+    pacer = _RecordingPacer()
+    with paced_by(pacer):
+        assert client.chat(endpoint, BODY, timeout=5, retries=4).attempts == 5
+    assert pacer.calls == [("throttled", "0.05", "halve=True"), ("pause",),  # waits, slot given back
+                           ("throttled", "None", "halve=True"), ("pause",),  # a 429 without Retry-After too
+                           ("throttled", "0.05", "halve=False"), ("pause",),  # a Retry-After holds, never halves
+                           ("succeeded",)]  # the 500's backoff keeps the slot: not the pacer's business

@@ -1,0 +1,183 @@
+"""The build's concurrency: `max_concurrency` slots shared by every node, and per (provider, model) lane
+an adaptive limit and a rate-limit hold, so that a model told to wait gives its slots to the others.
+
+A node takes a slot (and a place in its lane) when the scheduler starts it and gives it back once
+the scheduler has handled its outcome. While its provider request waits out a rate limit (a 429 or a
+Retry-After) it gives the slot back too, and takes one again once the wait is over, before any node
+not started yet. Its work claim stays held all along: the node is still being executed, by this build.
+
+Adaptive concurrency (AIMD, per lane): a 429 halves the lane's limit (at least 1), once per episode
+(a 429 to a request sent before the last halving does not halve again); every `INCREASE_AFTER`
+answered requests in a row raise it by one, up to `max_concurrency`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from clawstore.providers.pacing import paced_by
+
+INCREASE_AFTER = 10  # answered requests in a row that raise a lane's limit by one
+POLL_S = 0.25  # how often a paused request looks at the clock (a cancel or a freed slot wakes it at once)
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Where rate limits apply: one model at one provider (its base URL)."""
+
+    base_url: str
+    model: str
+    label: str = field(default="", compare=False)  # what the displays call it (the model id)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A lane held back by its provider, as the progress displays show it."""
+
+    label: str
+    until: float  # epoch seconds: when its requests go again
+    retry_after_s: float | None  # the provider's Retry-After, if it sent one
+    limit: int  # the lane's concurrency now
+    slots: int  # the build's max_concurrency
+
+
+@dataclass
+class _LaneState:
+    limit: int
+    active: int = 0  # its nodes holding a slot
+    ready: int = 0  # its paused nodes whose wait is over, waiting for a slot
+    resume_at: float = 0.0  # time.monotonic(): no new request of the lane before this
+    successes: int = 0  # answered requests since the limit last changed
+    halved_at: float = -math.inf
+
+
+class Lanes:
+    """Thread-safe. `try_start`/`running` are the scheduler's side; `_LanePacer` the provider client's."""
+
+    def __init__(self, slots: int, on_wait: Callable[[Wait], None] | None = None):
+        self.slots = max(1, int(slots))
+        self.on_wait = on_wait
+        self.on_free: Callable[[], None] | None = None  # wakes the scheduler when a paused node frees a slot
+        self.in_use = 0
+        self._lanes: dict[Lane | None, _LaneState] = {}
+        self._cond = threading.Condition()
+        self._cancelled = False
+
+    def limit(self, lane: Lane | None) -> int:
+        with self._cond:
+            return self._state(lane).limit
+
+    def try_start(self, lane: Lane | None) -> bool:
+        """Take a slot for a new node of `lane` if one is free for it now."""
+        with self._cond:
+            state = self._state(lane)
+            if not self._free_for(state, time.monotonic()) or self._resumers_waiting():
+                return False
+            self._take(state)
+            return True
+
+    @contextmanager
+    def running(self, lane: Lane | None) -> Iterator[None]:
+        """A node started by `try_start` runs inside: its provider requests are paced by its lane."""
+        with paced_by(_LanePacer(self, lane)):
+            yield
+
+    def finish(self, lane: Lane | None) -> None:
+        """A node started by `try_start` has ended (its outcome is handled): its slot is free."""
+        with self._cond:
+            self._give_back(self._state(lane), wake=False)  # the scheduler calls this itself
+
+    def cancel(self) -> None:
+        """An interrupt: paused requests stop waiting (their calls fail as `cancelled`)."""
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify_all()
+
+    # ---- what the provider client reports, through _LanePacer
+    def pause(self, lane: Lane | None, seconds: float, cancelled: threading.Event) -> bool:
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            state = self._state(lane)
+            self._give_back(state)
+            ready = False
+            try:
+                while not (self._cancelled or cancelled.is_set()):
+                    now = time.monotonic()
+                    if now >= deadline and not ready:
+                        ready, state.ready = True, state.ready + 1
+                    if ready and self._free_for(state, now):
+                        self._take(state)
+                        return True
+                    self._cond.wait(min(POLL_S, max(deadline, state.resume_at) - now) if not ready else POLL_S)
+                self._take(state)  # given back again when the node ends, as it is about to
+                return False
+            finally:
+                if ready:
+                    state.ready -= 1
+
+    def throttled(self, lane: Lane | None, seconds: float, retry_after_s: float | None, sent_at: float,
+                  halve: bool) -> None:
+        now = time.monotonic()
+        with self._cond:
+            state = self._state(lane)
+            extended = now + seconds > state.resume_at
+            state.resume_at = max(state.resume_at, now + seconds)
+            if halve and sent_at > state.halved_at:
+                state.limit, state.halved_at, state.successes = max(1, state.limit // 2), now, 0
+            wait = Wait(lane.label or lane.model, time.time() + (state.resume_at - now), retry_after_s,
+                        state.limit, self.slots) if lane is not None else None
+        if extended and wait is not None and self.on_wait is not None:
+            self.on_wait(wait)
+
+    def succeeded(self, lane: Lane | None) -> None:
+        with self._cond:
+            state = self._state(lane)
+            state.successes += 1
+            if state.successes >= INCREASE_AFTER and state.limit < self.slots:
+                state.limit, state.successes = state.limit + 1, 0
+                self._cond.notify_all()
+
+    # ---- under self._cond
+    def _state(self, lane: Lane | None) -> _LaneState:
+        return self._lanes.setdefault(lane, _LaneState(self.slots))
+
+    def _free_for(self, state: _LaneState, now: float) -> bool:
+        return self.in_use < self.slots and state.active < state.limit and now >= state.resume_at
+
+    def _resumers_waiting(self) -> bool:
+        """A paused node that could take a free slot now goes before any node not started yet."""
+        now = time.monotonic()
+        return any(s.ready and self._free_for(s, now) for s in self._lanes.values())
+
+    def _take(self, state: _LaneState) -> None:
+        state.active += 1
+        self.in_use += 1
+
+    def _give_back(self, state: _LaneState, wake: bool = True) -> None:
+        state.active -= 1
+        self.in_use -= 1
+        self._cond.notify_all()
+        if wake and self.on_free is not None:
+            self.on_free()
+
+
+class _LanePacer:
+    """The Pacer (clawstore/providers/pacing.py) of one node's thread: its lane of the build's Lanes."""
+
+    def __init__(self, lanes: Lanes, lane: Lane | None):
+        self.lanes = lanes
+        self.lane = lane
+
+    def pause(self, seconds: float, cancelled: threading.Event) -> bool:
+        return self.lanes.pause(self.lane, seconds, cancelled)
+
+    def throttled(self, seconds: float, retry_after_s: float | None, sent_at: float, *, halve: bool) -> None:
+        self.lanes.throttled(self.lane, seconds, retry_after_s, sent_at, halve)
+
+    def succeeded(self) -> None:
+        self.lanes.succeeded(self.lane)
