@@ -161,3 +161,23 @@ def test_a_forced_rebuild_over_an_outage_keeps_the_earlier_success(ws: Workspace
     row = report["rows"][0]
     assert code == 0 and (row["run"], row["status"], row["eval"], row["score"]) == ("reuse", "success", "reuse", 9.0)
     assert standin.requests == []
+
+
+def test_runs_skipped_after_stop_on_runner_error_say_skip_in_every_status_column(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(8))
+    assert build(claw)[0] == 0  # alpha and beta succeed and are scored
+    standin.script(SUBJECT, error(500), match="2 + 2")  # alpha's request fails: nothing after it starts
+    code, report = build(claw, "--force")
+    rows = {r["case_id"]: r for r in report["rows"]}
+    assert code == 1 and (rows["alpha"]["run"], rows["alpha"]["status"]) == ("fail", "provider_error")
+    skipped = rows["beta"]
+    assert (skipped["run"], skipped["status"], skipped["eval"], skipped["eval_status"]) == ("skip",) * 4
+    assert skipped["score"] is None and skipped["cost_usd"] is None
+    code, out, _ = claw.build("--evaluation-profile", "ev", "--force")
+    [line] = [line.split() for line in out.splitlines() if line.startswith("m1") and " beta " in line]
+    assert line[3:5] == ["skip", "skip"] and line[-2] == "skip" and "success" not in line
