@@ -65,7 +65,8 @@ def test_a_tool_looping_model_is_incomplete_scored_and_never_sent_again(ws: Work
                                                                         standin: StandIn) -> None:
     tool_case(ws, ["read_file"], max_turns=6, deterministic_checks=[
         {"check_id": "ended_incomplete", "declarative": {"kind": "status_is", "status": "incomplete"}},
-        {"check_id": "six_calls", "declarative": {"kind": "tool_call_count", "count": 6}}])
+        {"check_id": "six_calls", "declarative": {"kind": "tool_call_count", "count": 6}},
+        {"check_id": "answered", "declarative": {"kind": "final_response_present"}}])
     eval_profile(ws, repetitions=1)
     standin.script(SUBJECT, tool_call("read_file", {"path": "/clue.txt"}))
     standin.script(JUDGE, judge_reply(3))
@@ -78,7 +79,7 @@ def test_a_tool_looping_model_is_incomplete_scored_and_never_sent_again(ws: Work
     assert run["status"] == "incomplete" and run["cacheable"] is True
     assert run["error"]["code"] == "max_turns_exceeded"
     [checks] = records("checks")
-    assert [c["outcome"] for c in checks["summary"]["checks"]] == ["passed", "passed"]
+    assert [c["outcome"] for c in checks["summary"]["checks"]] == ["passed", "passed", "failed"]
     [judged] = judge_requests(standin)
     prompt = judged["body"]["messages"][-1]["content"]
     assert "incomplete" in prompt and "/clue.txt" in prompt  # the judge sees the conversation so far
