@@ -90,6 +90,11 @@ def test_a_tool_looping_model_is_incomplete_scored_and_never_sent_again(ws: Work
     assert standin.requests == []
     assert query(claw, "select status, error_code, cacheable from runs") == [
         {"status": "incomplete", "error_code": "max_turns_exceeded", "cacheable": True}]
+    code, out, _ = claw("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                        "--output", "json", "--no-chart")
+    [reported] = json.loads(out)["rows"]
+    assert code == 0 and reported["status"] == "incomplete" and reported["score"] == 3.0
+    assert any("incomplete (max_turns_exceeded" in problem for problem in reported["problems"])
 
 
 # Each model-outcome row of docs/building.md's table: what the model does, the tools the case enables,
