@@ -154,7 +154,8 @@ def test_a_forced_rebuild_over_an_outage_keeps_the_earlier_success(ws: Workspace
     code, report = build(claw, "--force")
     row = report["rows"][0]
     assert code == 1 and (row["run"], row["status"]) == ("fail", "provider_error")
-    assert report["counts"]["failed"] >= 1 and report["failures"]
+    [failure] = [f for f in report["failures"] if f["node"].startswith("run/")]
+    assert failure["reason"].startswith("http_error") and failure["reason"].endswith("; the earlier result is kept")
     assert subject_requests(standin) == 3  # retries: 2 → three attempts, reported as this build's failure
     assert records("run") == [good]  # the entry still points at the success
     # The campaign's state keeps the success; the build's history keeps the failure.
