@@ -160,6 +160,10 @@ def test_a_forced_rebuild_over_an_outage_keeps_the_earlier_success(ws: Workspace
     assert records("run") == [good]  # the entry still points at the success
     # The campaign's state keeps the success; the build's history keeps the failure.
     assert query(claw, "select status from runs") == [{"status": "success"}]
+    code, out, _ = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                        "--output", "json")
+    [counts] = json.loads(out)["models"].values()
+    assert code == 0 and (counts["fresh"], counts["failed"]) == (1, 0)
     assert query(claw, "select status, action from run_history order by build_started_at, status") == [
         {"status": "success", "action": "exec"}, {"status": "provider_error", "action": "fail"}]
     standin.reset()
