@@ -192,3 +192,20 @@ def test_runs_skipped_after_stop_on_runner_error_say_skip_in_every_status_column
     code, out, _ = claw.build("--evaluation-profile", "ev", "--force")
     [line] = [line.split() for line in out.splitlines() if line.startswith("m1") and " beta " in line]
     assert line[3:5] == ["skip", "skip"] and line[-2] == "skip" and "success" not in line
+
+
+def test_a_model_outcome_is_not_a_runner_error(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    tool_case(ws, ["read_file"], max_turns=1)
+    ws.case("then", "Name a colour.")
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["probe", "then"]})
+    ws.run_profile(concurrency=1, stop_on_runner_error=True)
+    standin.script(SUBJECT, tool_call("read_file", {"path": "/x"}), match="Find the answer")
+    standin.script(SUBJECT, text("blue"), match="colour")
+    code, out, _ = claw.build("--output", "json")
+    rows = {r["case_id"]: (r["run"], r["status"]) for r in json.loads(out)["rows"]}
+    assert rows == {"probe": ("exec", "incomplete"), "then": ("exec", "success")}  # in this order
+    assert code == 1
+    ws.run_profile(concurrency=1, fail_fast=True)  # fail_fast stops on any run that did not succeed
+    code, out, _ = claw.build("--output", "json", "--force")
+    rows = {r["case_id"]: (r["run"], r["status"]) for r in json.loads(out)["rows"]}
+    assert rows["then"] == ("skip", "skip") and rows["probe"] == ("exec", "incomplete")
