@@ -109,6 +109,8 @@ MODEL_OUTCOMES = {
                                       "max_turns_exceeded", 2),
     "unknown tool name": (tool_call("teleport", {"to": "mars"}), ["read_file"], "incomplete",
                           "max_turns_exceeded", 2),
+    "a tool the case does not enable": (tool_call("exec_shell", {"command": "true"}), ["read_file"], "incomplete",
+                                        "max_turns_exceeded", 2),
 }
 
 
