@@ -10,6 +10,7 @@ from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
+from clawstore.store.actions import reusable
 from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.headdoc import read_head_doc, write_head
@@ -134,12 +135,11 @@ class BuildLog:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
             merged = dict(previous)
-            for node in self._all:
-                if node["record"] is not None:
-                    # The head carries each record too, so the next build plans without reading
-                    # thousands of record objects one by one.
-                    merged[address_id(node["kind"], node["address"])] = {
-                        **node, "record_doc": planning_view(self._records.get(node["record"]))}
+            for node in self._recorded(previous):
+                # The head carries each record too, so the next build plans without reading
+                # thousands of record objects one by one.
+                merged[address_id(node["kind"], node["address"])] = {
+                    **node, "record_doc": planning_view(self._records.get(node["record"]))}
             nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
             head_id = write_head(self.store, self._head_fields(), nodes)
             try:
@@ -153,12 +153,26 @@ class BuildLog:
     def _leaves_unchanged(self, previous: dict[str, Any], planned: set[str] | None) -> bool:
         """Would merging this build's nodes into `previous` (by address) give the same nodes: each
         recorded node already there with its key and record, and every address there still planned?"""
-        for node in self._all:
-            if node["record"] is not None:
-                old = previous.get(address_id(node["kind"], node["address"]))
-                if old is None or old["key"] != node["key"] or old["record"] != node["record"]:
-                    return False
+        for node in self._recorded(previous):
+            old = previous.get(address_id(node["kind"], node["address"]))
+            if old is None or old["key"] != node["key"] or old["record"] != node["record"]:
+                return False
         return planned is None or all(address in planned for address in previous)
+
+    def _recorded(self, previous: dict[str, Any]) -> list[dict[str, Any]]:
+        """This build's nodes that change the head: those with a record, except a failure where the head
+        holds a reusable record for the same key (a failed re-execution never demotes a result; the
+        build log keeps the failure)."""
+        found = []
+        for node in self._all:
+            if node["record"] is None:
+                continue
+            old = previous.get(address_id(node["kind"], node["address"]))
+            if (node["action"] == "fail" and old is not None and old["key"] == node["key"]
+                    and reusable(old.get("record_doc"))):
+                continue
+            found.append(node)
+        return found
 
     def _head_fields(self) -> dict[str, Any]:
         """A campaign head's fields besides its nodes: this build's log, without the pointer to itself.

@@ -142,9 +142,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
     store, board = log.store, log.claims
 
     def record(node: Node, stored: tuple[str, dict[str, Any]]) -> None:
+        earlier = node.record_id if node.fresh else None  # a result a failed re-execution leaves in place
         node.record_id, node.record = stored
         status = node.record["status"]
         node.action = "exec" if node.record.get("cacheable") else "fail"
+        if node.action == "fail" and earlier is not None:
+            node.extra["kept_result"] = earlier
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         log.await_durable(node)
         progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))

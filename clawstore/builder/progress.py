@@ -39,15 +39,19 @@ def one_line(text: Any, width: int = _REASON_WIDTH) -> str:
 
 
 def failure_reason(node: Node) -> str:
-    """Why a node failed, in one line: the record's error (code: message), else the exception text."""
+    """Why a node failed, in one line: the record's error (code: message), else the exception text;
+    and whether the earlier result it had is kept (a failed re-execution never demotes one)."""
     record = node.record or {}
     error = record.get("error") or {}
     if error:
         parts = [str(p) for p in (error.get("code"), error.get("message")) if p]
-        return one_line(": ".join(parts) or record.get("status") or "failed")
-    if node.extra.get("error"):
-        return one_line(node.extra["error"])
-    return one_line(record.get("status") or "failed")
+        why = ": ".join(parts) or record.get("status") or "failed"
+    else:
+        why = node.extra.get("error") or record.get("status") or "failed"
+    if node.extra.get("kept_result"):
+        kept = "; the earlier result is kept"
+        return one_line(why, _REASON_WIDTH - len(kept)) + kept
+    return one_line(why)
 
 
 @dataclass

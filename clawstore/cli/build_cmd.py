@@ -46,12 +46,13 @@ def _money(value: Any) -> str:
 
 
 def _run_row(node: Any) -> dict[str, Any]:
-    record = node.record or {}
+    # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
+    record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
     return {
         **node.address,
         "run": node.action,
-        "status": record.get("status") or ("skipped" if node.action == "skip" else "failed"),
+        "status": record.get("status") or ("skip" if node.action == "skip" else "failed"),
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
         "key": node.key,
@@ -67,6 +68,8 @@ def _build_rows(report: Any) -> list[dict[str, Any]]:
         ev = evals.get((row["model_id"], row["case_id"], row["repetition"]))
         if ev is not None:
             row.update(ev.row())
+        if row["run"] == "skip" and "eval" in row:  # nothing of it was built, or evaluated, by this build
+            row.update(eval="skip", eval_status="skip", score=None, passed=None)
     return rows
 
 

@@ -14,7 +14,7 @@ DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "effi
 RUNNER_TYPES: tuple[str, ...] = ("llm_probe", "openclaw")
 MESSAGE_ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 # Terminal statuses a run can end in (status_is checks compare against these).
-RUN_STATUSES: tuple[str, ...] = ("success", "invalid", "provider_error", "timed_out", "failed")
+RUN_STATUSES: tuple[str, ...] = ("success", "invalid", "incomplete", "provider_error", "timed_out", "failed")
 # Tools the llm_probe runner implements; naming any other tool is a config error, not a silent drop.
 KNOWN_TOOLS: tuple[str, ...] = ("exec_shell", "read_file", "write_file", "web_search")
 AGGREGATION_METHODS: tuple[str, ...] = ("median", "mean", "majority_vote", "all_pass")

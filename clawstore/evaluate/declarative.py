@@ -31,7 +31,7 @@ from clawstore.evaluate.specs import case_path_name, host_readable, resolve_case
 
 KEY_OUTPUT_READ_LIMIT = 256 * 1024
 WORKSPACE_READ_LIMIT = 512 * 1024
-RUN_STATUSES = ("success", "failed", "timed_out", "invalid", "provider_error")
+RUN_STATUSES = ("success", "failed", "timed_out", "invalid", "incomplete", "provider_error")
 
 
 class CheckSpecError(ValueError):

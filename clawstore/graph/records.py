@@ -32,7 +32,8 @@ class RecordDoc:
          "key": "blake3:<64 hex>",          the id of the node's canonical input document
          "input": "blake3:<64 hex>",        that document (always equal to key; names it for checks)
          "address": {"model_id", "case_id", "repetition", "judge_run_id", "judge_repetition", ...},
-         "status": "success" | "invalid" | "provider_error" | "timed_out" | "failed" | "passed" | "error",
+         "status": "success" | "invalid" | "incomplete" | "provider_error" | "timed_out" | "failed"
+                   | "passed" | "error",
          "cacheable": bool,                 false for infrastructure failures: retried, never reused
          "outputs": {name: object id, ...}, written before the record
          "metrics": {"input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens": int,

@@ -31,7 +31,8 @@ _NODE = [
     Column("record_id", "VARCHAR", "object id of the record the action cache maps the key to"),
     Column("action", "VARCHAR", "what the build did: exec | reuse | fail | skip"),
     Column("record_build_id", "VARCHAR", "the build that produced the record (differs from build_id on reuse)"),
-    Column("status", "VARCHAR", "record status (run: success | invalid | provider_error | timed_out | failed)"),
+    Column("status", "VARCHAR",
+           "record status (run: success | invalid | incomplete | provider_error | timed_out | failed)"),
     Column("cacheable", "BOOLEAN", "false for infrastructure failures, which the next build retries"),
 ]
 

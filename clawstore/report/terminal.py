@@ -13,8 +13,8 @@ from typing import Any
 # A cell whose whole text is one of these words is coloured (case-insensitive).
 WORD_STYLES = {
     **dict.fromkeys(("ok", "success", "passed", "pass", "fresh", "true", "exec"), "green"),
-    **dict.fromkeys(("fail", "failed", "error", "provider_error", "timed_out", "invalid", "false", "missing",
-                     "blocked", "interrupted"), "bold red"),
+    **dict.fromkeys(("fail", "failed", "error", "provider_error", "timed_out", "invalid", "incomplete", "false",
+                     "missing", "blocked", "interrupted"), "bold red"),
     **dict.fromkeys(("stale", "never-built", "skip", "skipped", "running"), "yellow"),
     **dict.fromkeys(("reuse", "null", "n/a", "-"), "dim"),
 }

@@ -15,7 +15,7 @@ from typing import Any
 from clawstore.providers.usage import Usage
 
 SCHEMA_VERSION = 1
-RUN_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
+RUN_STATUSES = ("success", "invalid", "incomplete", "provider_error", "timed_out", "failed")
 EVENT_TYPES = ("message", "tool_call", "tool_result", "runner", "final_output")
 
 

@@ -68,7 +68,8 @@ class SettingsError(ValueError):
 
 
 class MaxTurnsExceeded(Exception):
-    """The model kept calling tools past max_turns (recorded as failed/runner_execution_failed)."""
+    """The model kept calling tools past max_turns: its own outcome, recorded as
+    incomplete/max_turns_exceeded (cached and scored like an answer, never re-sent)."""
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path 
     except SettingsError as exc:
         status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
     except MaxTurnsExceeded as exc:
-        status, error = "failed", RunError("runner_execution_failed", str(exc), "execution_error")
+        status, error = "incomplete", RunError("max_turns_exceeded", str(exc), "output_error")
     except Exception as exc:  # noqa: BLE001 - any other failure is recorded, never raised
         status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
                                            "execution_error")

@@ -21,7 +21,7 @@ _RUNS_SQL = """
 select record_id, any_value(requested_model), any_value(case_id), any_value(input_document_id),
        any_value(input_tokens), any_value(output_tokens), any_value(cost_usd), any_value(latency_s),
        max(finished_at) as finished
-from run_history where record_id is not null and status in ('success', 'invalid')
+from run_history where record_id is not null and status in ('success', 'invalid', 'incomplete')
 group by record_id order by finished desc
 """
 _JUDGES_SQL = """

@@ -2,8 +2,8 @@
 
 The record is stored first (as an object) and its outputs must already exist, so an entry never
 points at something missing; entries are published by the same commit as the record (batch.py).
-Rewriting an entry (a retried failure) adds a newer one: the newest time wins. Removing one (gc,
-repair) adds an entry without a record.
+Rewriting an entry (a retried failure) adds a newer one: the newest time wins; a failure never replaces
+a reusable record (`put_action`). Removing one (gc, repair) adds an entry without a record.
 """
 
 from __future__ import annotations
@@ -102,8 +102,16 @@ def put_action(store: ObjectStore, key: str, record: dict[str, Any]) -> str:
         if not store.has(oid):  # write order: outputs first, then the record, then the entry
             raise MissingObjectError(f"record for {key} names output {oid}, which is not in the store")
     record_id = store.put_json(record)
+    if not reusable(record) and _holds_result(store, digest):
+        return record_id  # a failed re-execution never hides a result: the entry keeps it (the log names this one)
     set_entries(store, {digest: (bytes.fromhex(record_id[len(PREFIX):]), time.time_ns())})
     return record_id
+
+
+def _holds_result(store: ObjectStore, digest: bytes) -> bool:
+    """Does the key with this digest point at a reusable record that is still in the store?"""
+    current = entry_record(store, digest)
+    return current is not None and record_reusable(store.get_bytes, PREFIX + current.hex())
 
 
 def set_entries(store: ObjectStore, entries: dict[bytes, tuple[bytes | None, int]]) -> None:

@@ -226,15 +226,27 @@ def test_bad_tool_arguments_are_a_tool_error(standin: StandIn, client: ProviderC
     assert events(artifact, "tool_call")[0]["parsed_arguments"] is None
 
 
-def test_max_turns_exceeded_fails(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
-                                  tmp_path: Path) -> None:
+def test_max_turns_exceeded_is_the_models_incomplete_outcome(standin: StandIn, client: ProviderClient,
+                                                             endpoint: Endpoint, tmp_path: Path) -> None:
     standin.script("m1", tool_call("read_file", {"path": "/nowhere"}))
     artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, settings={"max_turns": 3}), client, tmp_path)
-    assert artifact.status == "failed"
-    assert artifact.error is not None and artifact.error.code == "runner_execution_failed"
+    assert artifact.status == "incomplete"
+    assert artifact.error is not None and artifact.error.code == "max_turns_exceeded"
+    assert artifact.error.error_type == "output_error"
     assert "max_turns=3" in artifact.error.message
     assert len(standin.requests) == 3
     assert events(artifact, "final_output") == []
+    assert len(events(artifact, "tool_result")) == 3  # the conversation so far is kept for the judge
+
+
+def test_unknown_tool_name_is_a_tool_error_the_model_sees(standin: StandIn, client: ProviderClient,
+                                                         endpoint: Endpoint, tmp_path: Path) -> None:
+    standin.script("m1", tool_call("teleport", {"to": "mars"}), text("done"))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS), client, tmp_path)
+    assert artifact.status == "success" and artifact.final_output == "done"
+    assert [r["output"]["error_type"] for r in events(artifact, "tool_result")] == ["unsupported_tool"]
+    sent = standin.requests[1]["body"]["messages"][-1]
+    assert sent["role"] == "tool" and "Unsupported tool 'teleport'" in sent["content"]
 
 
 def test_empty_answer_is_invalid(standin: StandIn, client: ProviderClient, endpoint: Endpoint,

@@ -33,6 +33,21 @@ def test_action_cache_round_trip(store: Store) -> None:
     assert store.get_action_record_id(key) == newer != record_id
 
 
+@pytest.mark.parametrize("kind", ["run", "judge"])
+def test_a_failure_never_replaces_a_reusable_record(store: Store, kind: str) -> None:
+    key = store.put_json({"node": kind, "model": "m"})
+    failed = {**_record(key, {}), "kind": kind, "status": "provider_error", "cacheable": False}
+    first_failure = store.put_action(key, failed)
+    assert store.get_action_record_id(key) == first_failure  # a failure over a failure: the newest
+    good = store.put_action(key, {**_record(key, {}), "kind": kind})
+    assert store.get_action_record_id(key) == good
+    with store.batch():  # also inside a batch, as builds write
+        later = store.put_action(key, {**failed, "metrics": {"cost_usd": 0.5}})
+    assert store.get_action_record_id(key) == good and store.has(later)  # the failure is stored, not pointed at
+    newer = store.put_action(key, {**_record(key, {}), "kind": kind, "metrics": {"cost_usd": 0.75}})
+    assert store.get_action_record_id(key) == newer != good  # a result still replaces a result
+
+
 def test_action_refuses_outputs_that_are_not_stored(store: Store) -> None:
     key = store.put_json({"node": 1})
     with pytest.raises(MissingObjectError, match="not in the store"):

@@ -58,7 +58,7 @@ class DeclarativeCheck(StrictModel):
     count: Annotated[int, Field(ge=0, le=MAX_CHECK_COUNT)] | None = None
     path: NonEmptyStr | None = None
     text: str | None = None
-    status: Literal["success", "invalid", "provider_error", "timed_out", "failed"] | None = None
+    status: Literal["success", "invalid", "incomplete", "provider_error", "timed_out", "failed"] | None = None
     artifact_id: Id | None = None
     artifact_type: Id | None = None
     uri: NonEmptyStr | None = None
