@@ -237,6 +237,20 @@ def test_max_turns_exceeded_fails(standin: StandIn, client: ProviderClient, endp
     assert events(artifact, "final_output") == []
 
 
+@pytest.mark.parametrize("forced", ["required", {"type": "function", "function": {"name": "write_file"}}])
+def test_a_forced_tool_choice_is_obeyed_once_then_the_model_may_answer(standin: StandIn, client: ProviderClient,
+                                                                      endpoint: Endpoint, tmp_path: Path,
+                                                                      forced: Any) -> None:
+    """Forced on every turn, the model could only call tools until max_turns: a failed run, paid for
+    again by every build. Once it has called tools, the next turns let it choose (`auto`)."""
+    standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "a"}),
+                   tool_call("read_file", {"path": "a.txt"}), text("done"))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, tool_choice=forced), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    assert [r["body"]["tool_choice"] for r in standin.requests] == [forced, "auto", "auto"]
+    assert artifact.to_json()["request"]["execution_parameters"]["tool_choice"] == forced
+
+
 def test_empty_answer_is_invalid(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
                                  tmp_path: Path) -> None:
     standin.script("m1", empty())
