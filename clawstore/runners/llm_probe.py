@@ -258,7 +258,8 @@ class _Run:
                 self.trace.tool_call(call.call_id, call.name, call.raw_arguments, call.parsed, call.metadata)
             if not calls or not toolbox.enabled:
                 return self._finish(content, bool(calls))
-            assistant: dict[str, Any] = {"role": "assistant", "content": content,
+            # No text beside the calls: `content` left out (optional there), not null, which some servers refuse.
+            assistant: dict[str, Any] = {"role": "assistant", **({"content": content} if content is not None else {}),
                                          "tool_calls": [c.as_request() for c in calls]}
             if message.get("name"):
                 assistant["name"] = message["name"]

@@ -81,6 +81,9 @@ def test_write_then_read_then_answer(standin: StandIn, client: ProviderClient, e
     assert [m["role"] for m in third] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     assert json.loads(third[-1]["content"]) == {"status": "success", "output": results[1]["output"]}
     assert third[2]["tool_calls"][0]["function"]["name"] == "write_file"
+    # No answer text beside the calls: `content` is left out, not null (llama-cpp-python's server refuses
+    # null with HTTP 500; OpenAI's API makes it optional beside tool_calls).
+    assert "content" not in third[2]
     # Usage is the sum over all three calls; cost comes from the provider's usage.cost.
     raw = data["usage"]["raw_provider_usage"]
     assert len(raw) == 3
