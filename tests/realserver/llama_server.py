@@ -9,10 +9,12 @@ from there on later runs, as tests/openclaw/engine.py caches the OpenClaw image.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.metadata
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -62,7 +64,7 @@ def build_wheel(target: Path) -> float:
     env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 1)}
     began = time.monotonic()
     try:
-        subprocess.run(["nice", "-n", "10", sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+        subprocess.run(["nice", "-n", "10", sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir",
                         "--no-binary", "llama-cpp-python", "-w", str(partial), f"llama-cpp-python=={VERSION}"],
                        env=env, check=True, timeout=BUILD_TIMEOUT_S)
         partial.rename(target)  # several checkouts may build at once: the first one to finish wins
@@ -117,6 +119,15 @@ class LlamaServer:
             self.process.wait()
 
 
+def _end_with_parent() -> None:
+    """In the server's process before exec: SIGTERM when the test process dies (a killed session
+    leaves no server behind). Linux's PR_SET_PDEATHSIG; elsewhere nothing."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (AttributeError, OSError):
+        pass
+
+
 def _answers(base_url: str, api_key: str) -> bool:
     try:
         return httpx.get(f"{base_url}/models", headers={"Authorization": f"Bearer {api_key}"}, timeout=2).is_success
@@ -135,7 +146,7 @@ def start_server(model: Path, n_ctx: int, api_key: str, log: Path) -> tuple[Llam
             [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
              "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "1", "--n_threads_batch", "1",
              "--api_key", api_key],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_end_with_parent)
     server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", api_key, log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

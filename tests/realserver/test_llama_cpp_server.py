@@ -9,6 +9,7 @@ is a failure (.ci/run installs it). llama.cpp never answers 429, so retries are 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
 
 
 def records(kind: str) -> list[dict[str, Any]]:
-    store = Store(Path.cwd().parent / "store")
+    store = Store(Path(os.environ["CLAW_STORE"]))
     found = [store.get_action(key) for key, _ in store.iter_actions()]
     return [r for r in found if r and r["kind"] == kind]
 
@@ -102,6 +103,7 @@ def test_a_build_is_judged_by_the_schema_and_a_rebuild_sends_nothing(claw: Claw,
     assert (row["status"], row["run"], row["eval"]) == ("success", "exec", "exec")
     chats = relay.chats()
     assert [is_judge(c) for c in chats] == [False, True] and {c["status"] for c in chats} == {200}
+    assert chats[1]["request"]["response_format"] == {"type": "json_object", "schema": VERDICT_SCHEMA}
     verdict = json.loads(chats[1]["response"]["choices"][0]["message"]["content"])
     assert row["score"] == verdict["overall"]["score"] and row["passed"] is (verdict["overall"]["score"] >= 5)
     code, report = build(claw)
@@ -137,7 +139,7 @@ def test_a_forced_tool_choice_runs_a_real_tool_loop(ws: Workspace, claw: Claw, r
     assert second["request"]["messages"][-1]["role"] == "tool"
     [run] = records("run")
     assert run["status"] == "success"
-    checkout(Store(Path.cwd().parent / "store"), run["outputs"]["sandbox"], tmp_path / "sandbox")
+    checkout(Store(Path(os.environ["CLAW_STORE"])), run["outputs"]["sandbox"], tmp_path / "sandbox")
     written = [p.relative_to(tmp_path / "sandbox") for p in (tmp_path / "sandbox").rglob("*") if p.is_file()]
     assert written == [Path("work", arguments["path"])]  # the tool ran, in the run's sandbox
     assert (tmp_path / "sandbox" / written[0]).read_text() == arguments["content"]
@@ -154,4 +156,6 @@ def test_a_prompt_over_the_servers_context_is_a_clear_failed_run(ws: Workspace, 
     assert "HTTP 400" in row["error"] and f"maximum context length is {N_CTX}" in row["error"], row["error"]
     [run] = records("run")
     assert run["status"] == "provider_error" and run["cacheable"] is False
-    assert build(claw)[0] == 1 and len(relay.chats()) == 2  # not cached: the next build asks again
+    code, out, err = claw.build("--evaluation-profile", "ev")  # not cached: the next build asks again
+    assert code == 1 and len(relay.chats()) == 2
+    assert "maximum context length" in out and "Traceback" not in out + err
