@@ -8,9 +8,10 @@
 #
 # Reproducible: the same inputs give the same image ID on any machine. Every timestamp is
 # SOURCE_DATE_EPOCH, the layer is a name-sorted tar without atime/ctime, the image config is written
-# here (no `docker import` clock), and the apt mirror this machine uses leaves no trace in the image.
+# here (no `docker import` clock), and the apt source this machine uses leaves no trace in the image
+# (its /etc/apt/sources.list is left empty).
 # The inputs are this script, the lock files, and the Debian package versions the mirror serves for
-# $DEBIAN_SUITE (printed on every build; pin them with a snapshot mirror in your apt sources).
+# $DEBIAN_SUITE (printed on every build; pin them with a dated snapshot source in your apt sources).
 #
 # Usage: .ci/openclaw_image.sh                    build if needed, load, print the image tag
 #        .ci/openclaw_image.sh --print-tag        the stable tag (what configs name)
@@ -124,7 +125,7 @@ build_archive() {
     --setup-hook="sync-in '$downloads/debs' /var/cache/apt/archives" \
     --customize-hook="sync-out /var/cache/apt/archives '$downloads/debs'" \
     --customize-hook='rm -f "$1"/var/cache/apt/archives/*.deb' \
-    --customize-hook="echo 'deb http://deb.debian.org/debian $DEBIAN_SUITE main' > \"\$1/etc/apt/sources.list\"" \
+    --customize-hook=': > "$1/etc/apt/sources.list"' \
     --customize-hook='dpkg-query --admindir="$1/var/lib/dpkg" -W -f "\${Package}=\${Version}\n" > "$1/opt/debian-packages.txt"' \
     --customize-hook="cp -a '$work/opt/node' '$work/opt/openclaw' \"\$1/opt/\"" \
     --customize-hook='ln -s /opt/node/bin/node "$1/usr/local/bin/node"' \

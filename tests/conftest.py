@@ -34,7 +34,9 @@ def client() -> Iterator[ProviderClient]:
 
 # The suite runs on three xdist workers (`-n 3`, pyproject's addopts). Tests that share one heavy
 # machine-wide resource run on one worker, one after the other: the private Docker engine of the
-# real-engine OpenClaw tests, and the Ray clusters (Ray's side ports are per host, not per cluster).
+# real-engine OpenClaw tests, the Ray clusters (Ray's side ports are per host, not per cluster), and
+# the llama-cpp-python server of the real-server tier (one per module: spread over workers, each would
+# start its own).
 # (xdist's own `--dist loadgroup` marks cannot do it: pytest 9.2 ignores the node-id rewrite they use.)
 # The first prefix a test's id starts with decides. The image's second build needs no engine: alone, it
 # runs beside the engine's tests instead of after them.
@@ -42,6 +44,7 @@ _SERIAL_GROUPS = {
     "tests/openclaw/test_image_reproducible.py": "image-build",
     "tests/openclaw/": "docker-engine",
     "tests/distributed/": "ray-cluster",
+    "tests/realserver/": "llama-server",
 }
 
 

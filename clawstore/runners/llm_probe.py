@@ -6,7 +6,7 @@ Differences from the reference system (the harness whose config format claw read
 - tools are contained (see sandbox.py) and only the enabled ones may run;
 - message `metadata` (e.g. attachment info) is recorded in the trace but not sent to the provider;
 - `tool_choice` is sent only together with tools: context `tool_choice`, else the runner
-  setting, else "auto";
+  setting, else "auto"; a forced choice is sent until the model has called tools, then "auto";
 - `timeout_seconds` defaults to 30 (the documented default) instead of "no timeout".
 """
 
@@ -259,13 +259,18 @@ class _Run:
                 self.trace.tool_call(call.call_id, call.name, call.raw_arguments, call.parsed, call.metadata)
             if not calls or not toolbox.enabled:
                 return self._finish(content, bool(calls))
-            assistant: dict[str, Any] = {"role": "assistant", "content": content,
+            # No text beside the calls: `content` left out (optional there), not null, which some servers refuse.
+            assistant: dict[str, Any] = {"role": "assistant", **({"content": content} if content is not None else {}),
                                          "tool_calls": [c.as_request() for c in calls]}
             if message.get("name"):
                 assistant["name"] = message["name"]
             conversation.append(assistant)
             for call in calls:
                 conversation.append(self._run_tool(toolbox, call))
+            # A forced choice ("required", a named function) is obeyed: forced again, the model could only
+            # call tools until max_turns ran out, a failed run every build pays for again. It chooses now.
+            if body.get("tool_choice") not in (None, "auto", "none"):
+                body["tool_choice"] = "auto"
         raise MaxTurnsExceeded(f"no final answer within max_turns={params.max_turns} provider calls")
 
     def _run_tool(self, toolbox: ToolBox, call: _ToolCall) -> dict[str, Any]:

@@ -81,6 +81,9 @@ def test_write_then_read_then_answer(standin: StandIn, client: ProviderClient, e
     assert [m["role"] for m in third] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     assert json.loads(third[-1]["content"]) == {"status": "success", "output": results[1]["output"]}
     assert third[2]["tool_calls"][0]["function"]["name"] == "write_file"
+    # No answer text beside the calls: `content` is left out, not null (llama-cpp-python's server refuses
+    # null with HTTP 500; OpenAI's API makes it optional beside tool_calls).
+    assert "content" not in third[2]
     # Usage is the sum over all three calls; cost comes from the provider's usage.cost.
     raw = data["usage"]["raw_provider_usage"]
     assert len(raw) == 3
@@ -247,6 +250,20 @@ def test_unknown_tool_name_is_a_tool_error_the_model_sees(standin: StandIn, clie
     assert [r["output"]["error_type"] for r in events(artifact, "tool_result")] == ["unsupported_tool"]
     sent = standin.requests[1]["body"]["messages"][-1]
     assert sent["role"] == "tool" and "Unsupported tool 'teleport'" in sent["content"]
+
+
+@pytest.mark.parametrize("forced", ["required", {"type": "function", "function": {"name": "write_file"}}])
+def test_a_forced_tool_choice_is_obeyed_once_then_the_model_may_answer(standin: StandIn, client: ProviderClient,
+                                                                      endpoint: Endpoint, tmp_path: Path,
+                                                                      forced: Any) -> None:
+    """Forced on every turn, the model could only call tools until max_turns: a failed run, paid for
+    again by every build. Once it has called tools, the next turns let it choose (`auto`)."""
+    standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "a"}),
+                   tool_call("read_file", {"path": "a.txt"}), text("done"))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, tool_choice=forced), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    assert [r["body"]["tool_choice"] for r in standin.requests] == [forced, "auto", "auto"]
+    assert artifact.to_json()["request"]["execution_parameters"]["tool_choice"] == forced
 
 
 def test_empty_answer_is_invalid(standin: StandIn, client: ProviderClient, endpoint: Endpoint,

@@ -1,0 +1,38 @@
+"""The real server of this tier: llama-cpp-python's, started once per module, behind a logging relay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.openclaw.engine import in_ci
+from tests.realserver.llama_server import LlamaServer, start_server
+from tests.realserver.relay import Relay
+from tests.realserver.tiny_model import write_model
+
+N_CTX = 2048  # the judge's prompt (about 1,400 bytes, one token each) must fit
+API_KEY = "sk-llama-test-key-0123456789"
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The server with the tiny model loaded. Without llama-cpp-python: a skip with the reason, and
+    under CI=true a failure (CI must not pass with this tier silently not run)."""
+    root = tmp_path_factory.mktemp("llama")
+    server, reason = start_server(write_model(root / "tiny.gguf", N_CTX), N_CTX, API_KEY, root / "server.log")
+    if server is None:
+        message = f"llama-cpp-python server unavailable: {reason}"
+        if in_ci():
+            pytest.fail(f"{message} (CI=true: .ci/run installs it)", pytrace=False)
+        pytest.skip(message)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def relay(llama: LlamaServer) -> Iterator[Relay]:
+    with Relay(llama.base_url) as running:
+        yield running
