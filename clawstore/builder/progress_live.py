@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clawstore.builder.progress import BuildProgress
+from clawstore.costs import CostSum
 
 REFRESH_PER_SECOND = 4
 
@@ -23,6 +24,12 @@ def _clock(seconds: float | None) -> str:
 
 def _usd(value: float) -> str:
     return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
+def _spent(cost: CostSum) -> str:
+    """`$?` while every cost is unknown, `≥$x` while part is, and which parts are priced or unknown."""
+    amount = "$?" if cost.all_unknown else ("≥" if cost.unknown else "") + _usd(cost.known_usd)
+    return amount + cost.notes()
 
 
 class LiveProgress(BuildProgress):
@@ -55,7 +62,7 @@ class LiveProgress(BuildProgress):
             models.add_row(name, f"{m.done}/{m.total}", str(m.running),
                            Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused))
         plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
-        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_usd(s.cost_usd)}{plan}")
+        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_spent(s.cost)}{plan}")
         parts: list[Any] = [bar, pace, models, spend]
         if s.failures:
             last = s.failures[-1]
