@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
+from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
@@ -22,7 +23,6 @@ DEFAULT_TOKENS_PER_CHAR = 0.25
 DEFAULT_OUTPUT_TOKENS = 512
 DEFAULT_JUDGE_INPUT_TOKENS = 3000
 DEFAULT_JUDGE_OUTPUT_TOKENS = 600
-PER_MILLION = 1e6
 
 
 @dataclass
@@ -116,22 +116,15 @@ class SpendPlan:
                 "layers": self.layers, "lines": [line.to_json() for line in self.lines]}
 
 
-def _declared_prices(extras: dict[str, Any]) -> tuple[float, float] | None:
-    from clawstore.runners.openclaw.config import pricing
-
-    prices = pricing(extras)
-    return None if prices is None else (prices["input"] / PER_MILLION, prices["output"] / PER_MILLION)
-
-
 def _cost(tokens_in: float, tokens_out: float, same: Usage | None, model: Usage | None,
-          declared: tuple[float, float] | None) -> tuple[float | None, str]:
+          declared: dict[str, float] | None) -> tuple[float | None, str]:
     if same is not None and same.mean_cost is not None:
         return same.mean_cost, "provider"
     prices = model.token_prices() if model is not None else None
     if prices is not None:
         return tokens_in * prices[0] + tokens_out * prices[1], "provider"
     if declared is not None:
-        return tokens_in * declared[0] + tokens_out * declared[1], "pricing"
+        return priced_cost(declared, tokens_in, tokens_out), "pricing"
     return None, "unknown"
 
 
@@ -152,7 +145,7 @@ def estimate_run(work: Work, history: History) -> Estimate:
         else:
             max_tokens = item.settings.get("max_tokens")
             tin, tout, source = chars * DEFAULT_TOKENS_PER_CHAR, float(max_tokens or DEFAULT_OUTPUT_TOKENS), "default"
-    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(item.model.model_extra or {})))
+    cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(item.model.model_extra or {})))
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
@@ -177,7 +170,7 @@ def estimate_judge(work: Work, history: History) -> Estimate:
         tin, tout, latency = usage.mean("input_tokens"), usage.mean("output_tokens"), usage.mean("latency_s")
     else:
         tin, tout = float(DEFAULT_JUDGE_INPUT_TOKENS), float(DEFAULT_JUDGE_OUTPUT_TOKENS)
-    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(work.judge.model_extra or {})))
+    cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(work.judge.model_extra or {})))
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
