@@ -338,7 +338,9 @@ def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int |
         return estimate
     click.echo(render_plan(plan, output))
     if estimate is None:
-        why = "the cost cannot be estimated (no cost in the store's history: declare `pricing` on the model)"
+        unknown = ", ".join(f"{line.kind} {line.name}" for line in plan.lines if line.cost.unknown)
+        why = (f"the cost of {unknown} cannot be estimated (no cost reported in the store's history and no "
+               "`pricing` declared: declare `pricing` on the model or judge)")
     else:
         why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {max_cost:g} USD"
     click.echo(f"claw: error: {why}; nothing was sent", err=True)
