@@ -3,7 +3,7 @@
 Every paid node's record (a run, a judgement) carries `metrics.cost_usd` and `metrics.cost_source`.
 Records written before sources were kept have only the number: a number was the provider's, None
 is unknown (`source_of`). A sum over many nodes (`CostSum`) keeps what it knows apart from what it
-does not, so a total with an unknown part reads "≥ 0.01230 (3 of 10 unknown)", and "?" when all are.
+does not, so a total with an unknown part reads "≥0.01230 (3 of 10 unknown)", and "?" when all are.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class CostSum:
 
     @classmethod
     def of_build(cls, metrics: Mapping[str, Any]) -> CostSum:
-        """What a build log's `metrics` say it spent (logs before sources were kept: all reported)."""
+        """What a build log's `metrics` say it spent (older logs: the cost alone, no counts)."""
         return cls(float(metrics.get("cost_usd") or 0.0), int(metrics.get("cost_reported") or 0),
                    int(metrics.get("cost_priced") or 0), int(metrics.get("cost_unknown") or 0))
 
@@ -112,7 +112,3 @@ class CostSum:
         return {"cost_usd": self.known_usd, "cost_reported": self.reported, "cost_priced": self.priced,
                 "cost_unknown": self.unknown}
 
-    def to_json(self) -> dict[str, Any]:
-        """`usd` null when any part is unknown; `known_usd` what is known of it; the count per source."""
-        return {"usd": None if self.usd is None else round(self.usd, 9), "known_usd": round(self.known_usd, 9),
-                "sources": self.sources()}
