@@ -92,6 +92,10 @@ class CostSum:
         notes = [f"{n} of {self.count} {what}" for n, what in ((self.unknown, UNKNOWN), (self.priced, PRICED)) if n]
         return f" ({', '.join(notes)})" if notes else ""
 
+    def usd_text(self, digits: int = 6) -> str:
+        """As a spend is printed: "0.001200 USD", "≥0.001200 USD (6 of 8 unknown)", "? USD (8 of 8 unknown)"."""
+        return f"{self.cell(digits)} USD{self.notes()}"
+
     def text(self, digits: int = 5) -> str:
         """The cell and its notes: "≥0.01230 (3 of 10 unknown, 2 of 10 priced)"."""
         return self.cell(digits) + self.notes()

@@ -112,7 +112,7 @@ class Budget:
 
     def note_skips(self) -> None:
         spent = CostSum.of_build(self.log.metrics)
-        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.cell(6)} USD{spent.notes()}); "
+        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}); "
                        "the rest was not started")
 
 

@@ -166,7 +166,7 @@ class PlainProgress(BuildProgress):
             if reason and reason != status:
                 line += f" ({reason})"
             if node.kind in PAID_KINDS:
-                line += f" · spent {self.state.cost.cell(6)} USD{self.state.cost.notes()}"
+                line += f" · spent {self.state.cost.usd_text()}"
             self.stream.write(line + "\n")
             self.stream.flush()
 

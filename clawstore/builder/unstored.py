@@ -122,7 +122,7 @@ class StoreTrouble:
             names = ", ".join(f"{address_id(a.node.kind, a.node.address)} ({CostSum.of(a.cost_usd).cell(6)} USD)"
                               for a in self.lost)
             lost = (f"{len(self.lost)} paid answer(s) could not be stored and are lost "
-                    f"({cost.cell(6)} USD{cost.notes()}): {names}")
+                    f"({cost.usd_text()}): {names}")
         else:
             lost = "no paid answer was lost"
         return StoreError(f"store {self.store_root} cannot be written ({self.reason}): {lost}; "

@@ -48,11 +48,6 @@ def _money(row: dict[str, Any]) -> str:
     return "?" if row["cost_usd"] is None else f"{float(row['cost_usd']):.6f}"  # None: unknown, never 0
 
 
-def _spent(metrics: dict[str, Any]) -> str:
-    cost = CostSum.of_build(metrics)
-    return f"{cost.cell(6)} USD{cost.notes()}"
-
-
 def _run_row(node: Any) -> dict[str, Any]:
     record = node.record or {}
     metrics = record.get("metrics") or {}
@@ -110,7 +105,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
     click.echo(f"\nbuild {build_id} ({campaign_id}): {counts.get('executed', 0)} executed, "
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
                f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
-               f"out {metrics.get('output_tokens', 0)}; cost spent {_spent(metrics)}")
+               f"out {metrics.get('output_tokens', 0)}; cost spent {CostSum.of_build(metrics).usd_text()}")
     if stopped:
         click.echo(f"stopped: {stopped}")
     if failures:

@@ -17,12 +17,6 @@ from clawstore.cli.common import (
     loaded_campaign,
     remote_pull_parts,
 )
-from clawstore.costs import CostSum
-
-
-def _cost(cost: CostSum) -> str:
-    """"0.001200 USD", "≥0.001200 USD (6 of 8 unknown, 2 of 8 priced)", "? USD (8 of 8 unknown)"."""
-    return f"{cost.cell(6)} USD{cost.notes()}"
 
 
 def _sources(counter: dict[str, int]) -> str:
@@ -42,7 +36,7 @@ def render_plan(plan: Any, output: str) -> str:
     wall = plan.estimated_wall_s
     total = (f"\nplan {plan.campaign_id}: {plan.requests} request(s)"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
-             f"estimated cost {_cost(plan.estimated_cost)}; estimated wall time "
+             f"estimated cost {plan.estimated_cost.usd_text()}; estimated wall time "
              f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")
     return table + total
 
