@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from clawstore.costs import SOURCES
+
 MAX_REPLY_TOKENS = 100_000_000  # tokens one reply may report in any usage field
 MAX_REPLY_COST_USD = 10_000.0  # cost one reply may report
 MAX_RECORD_TOKENS = 10**12  # tokens a record's metrics may sum to (many calls of one node)
@@ -50,6 +52,8 @@ RECORD_METRIC_RULES = {
     "cached_tokens": lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS),
     "cost_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
     "latency_s": lambda v: amount_problem(v, MAX_LATENCY_S),
+    "cost_source": lambda v: None if v is None or v in SOURCES else
+    f"expected one of {', '.join(SOURCES)}, got {_shown(v)}",
 }
 
 

@@ -6,6 +6,7 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from clawstore.costs import PAID_KINDS, CostSum
 from clawstore.errors import StoreError
 from clawstore.graph.plan import address_id
 from clawstore.graph.records import utc_now
@@ -82,7 +83,8 @@ class BuildLog:
                 metrics = self.doc.metrics
                 for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
-                metrics["cost_usd"] += float(record["metrics"].get("cost_usd") or 0.0)
+                if kind in PAID_KINDS:
+                    metrics.update((CostSum.of_build(metrics) + CostSum.of_metrics(record["metrics"])).build_metrics())
 
     def await_durable(self, node: Any) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""

@@ -22,6 +22,7 @@ from clawstore.builder.unstored import (
     is_store_failure,
     settle_pending,
 )
+from clawstore.costs import CostSum
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
@@ -98,7 +99,9 @@ class _Stop:
 
 class Budget:
     """`--max-cost`: once the build has spent the limit, nodes that call a provider are not started
-    (those already running finish and are kept, so the spend can pass the limit by what was in flight)."""
+    (those already running finish and are kept, so the spend can pass the limit by what was in flight).
+    Spent is the reported and priced cost (`metrics.cost_usd`); a build whose cost could be unknown is
+    refused before it starts (cli/build_cmd.py `_check_budget`)."""
 
     def __init__(self, limit_usd: float, log: BuildLog):
         self.limit_usd = limit_usd
@@ -109,8 +112,9 @@ class Budget:
         return float(self.log.metrics["cost_usd"]) >= self.limit_usd
 
     def note_skips(self) -> None:
-        spent = float(self.log.metrics["cost_usd"])
-        self.reason = f"--max-cost {self.limit_usd:g} USD reached (spent {spent:.6f} USD); the rest was not started"
+        spent = CostSum.of_build(self.log.metrics)
+        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}); "
+                       "the rest was not started")
 
 
 def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:

@@ -15,9 +15,11 @@ from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.progress import BuildProgress, QuietProgress
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import store_answer
+from clawstore.costs import CostSum
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
+from clawstore.runners.pricing import record_cost
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -68,7 +70,7 @@ class RunEvaluation:
     def row(self) -> dict[str, Any]:
         record = (self.result.record if self.result else None) or {}
         summary = record.get("summary") or {}
-        cost = sum(float((n.record or {}).get("metrics", {}).get("cost_usd") or 0.0) for n in self.judges)
+        cost = CostSum.total(CostSum.of_metrics(n.record.get("metrics")) for n in self.judges if n.record).usd
         return {"eval": self.action(), "score": summary.get("final_score"), "passed": summary.get("passed"),
                 "eval_status": record.get("status") or "blocked", "eval_cost_usd": cost,
                 "eval_error": self.blocked}
@@ -347,7 +349,7 @@ class EvalLayer:
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = judge_metrics(usage, latency_s)
+        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}))
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None}

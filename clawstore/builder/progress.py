@@ -26,10 +26,10 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from clawstore.builder.lanes import Wait
+from clawstore.costs import PAID_KINDS, CostSum, source_of
 from clawstore.graph.plan import Node, address_id
 
 MODES = ("auto", "live", "plain", "json", "none")
-PAID_KINDS = ("run", "judge")  # nodes that send provider requests
 _REASON_WIDTH = 160
 
 
@@ -79,7 +79,7 @@ class _State:
     phases: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost: CostSum = CostSum()  # of the paid nodes finished so far (reported, priced, unknown)
     failures: list[Failure] = field(default_factory=list)
     stopping: str | None = None
     layer: str = ""  # the layer executing now (runs, checks, judges, results)
@@ -125,7 +125,8 @@ class BuildProgress:
                 s.requests += 1
             s.input_tokens += int(metrics.get("input_tokens") or 0)
             s.output_tokens += int(metrics.get("output_tokens") or 0)
-            s.cost_usd += float(metrics.get("cost_usd") or 0.0)
+            if node.kind in PAID_KINDS and node.record:
+                s.cost += CostSum.of_metrics(metrics)
             if reason is not None:
                 model.failed += 1
                 s.failures.append(Failure(address_id(node.kind, node.address), reason))
@@ -188,6 +189,8 @@ class PlainProgress(BuildProgress):
                    f"{address_id(node.kind, node.address)}: {status}"
             if reason and reason != status:
                 line += f" ({reason})"
+            if node.kind in PAID_KINDS:
+                line += f" · spent {self.state.cost.usd_text()}"
             self.stream.write(line + "\n")
             self.stream.flush()
 
@@ -230,6 +233,7 @@ class JsonProgress(BuildProgress):
         metrics = (node.record or {}).get("metrics") or {}
         self._emit("finished" if ok else "failed", node=address_id(node.kind, node.address), kind=node.kind,
                    status=status, reason=reason, cost_usd=metrics.get("cost_usd"),
+                   cost_source=source_of(metrics) if node.kind in PAID_KINDS and node.record else None,
                    latency_s=metrics.get("latency_s"), **node.address)
 
     def on_rate_limited(self, wait: Wait) -> None:
@@ -242,7 +246,8 @@ class JsonProgress(BuildProgress):
     def close(self) -> None:
         s = self.state
         self._emit("totals", done=s.done, total=s.total, failed=len(s.failures), input_tokens=s.input_tokens,
-                   output_tokens=s.output_tokens, cost_usd=round(s.cost_usd, 9),
+                   output_tokens=s.output_tokens, cost_usd=None if s.cost.usd is None else round(s.cost.usd, 9),
+                   cost_known_usd=round(s.cost.known_usd, 9), cost_sources=s.cost.sources(),
                    planned_cost_usd=self.planned_cost_usd)
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clawstore.builder.progress import BuildProgress, wait_text
+from clawstore.costs import CostSum
 
 REFRESH_PER_SECOND = 4
 
@@ -27,6 +28,12 @@ def _at(epoch: float) -> str:
 
 def _usd(value: float) -> str:
     return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
+def _spent(cost: CostSum) -> str:
+    """`$?` while every cost is unknown, `≥$x` while part is, and which parts are priced or unknown."""
+    amount = "$?" if cost.all_unknown else ("≥" if cost.unknown else "") + _usd(cost.known_usd)
+    return amount + cost.notes()
 
 
 class LiveProgress(BuildProgress):
@@ -63,7 +70,7 @@ class LiveProgress(BuildProgress):
                            Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused),
                            *(state if held else ()))
         plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
-        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_usd(s.cost_usd)}{plan}")
+        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_spent(s.cost)}{plan}")
         parts: list[Any] = [bar, pace, models, spend]
         for wait in held.values():  # the judges' models have no row of their own
             parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))

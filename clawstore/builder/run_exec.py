@@ -11,22 +11,23 @@ from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 from clawstore.providers.errors import ProviderError
+from clawstore.runners.pricing import record_cost
 from clawstore.scratch import remove_tree, scratch_dir
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
-def _metrics(usage: dict[str, Any], latency: float) -> dict[str, Any]:
+def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
-    return {
+    return record_cost({
         "input_tokens": normalized.get("input_tokens") or 0,
         "output_tokens": normalized.get("output_tokens") or 0,
         "reasoning_tokens": normalized.get("reasoning_tokens") or 0,
         "cached_tokens": normalized.get("cached_input_tokens") or 0,
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-    }
+    }, model_extras, usage.get("cost_source"))
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
@@ -39,10 +40,10 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
         store.put_bytes(attachment.data)
     status = artifact["status"]
     error = artifact.get("error")
+    metrics = _metrics(artifact.get("usage") or {}, latency, dict(node.item.model.model_extra or {}))
     record = make_record(
         kind="run", key=node.key, address=node.address, status=status,
-        cacheable=status not in INFRASTRUCTURE_STATUSES,
-        outputs=outputs, metrics=_metrics(artifact.get("usage") or {}, latency),
+        cacheable=status not in INFRASTRUCTURE_STATUSES, outputs=outputs, metrics=metrics,
         summary={
             **node.address,
             "requested_model": node.item.resolved_model,

@@ -49,7 +49,8 @@ RACY_NS = 2_000_000_000
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 _SHELL_NOISE = {"_", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND", "TERM_SESSION_ID"}
 _AUDITED = {"open", "os.listdir", "os.scandir"}
-_ROW_KEYS = {"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd"}  # what is printed
+# What is printed of each row.
+_ROW_KEYS = {"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd", "cost_source"}
 Layers = list[tuple[str, dict[str, int]]]  # [(model id, {layer: nodes})], in plan order
 
 _recorders: list[Recorder] = []

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from clawstore.costs import CostSum
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.machine_settings import store_retry_seconds
@@ -122,10 +123,11 @@ class StoreTrouble:
     def error(self, skipped: int) -> StoreError:
         """The one line the build ends with: what was lost, what was not started."""
         if self.lost:
-            cost = sum(a.cost_usd or 0.0 for a in self.lost)
-            names = ", ".join(f"{address_id(a.node.kind, a.node.address)} ({a.cost_usd or 0.0:.6f} USD)"
+            cost = CostSum.total(CostSum.of(a.cost_usd) for a in self.lost)  # the provider's; else unknown
+            names = ", ".join(f"{address_id(a.node.kind, a.node.address)} ({CostSum.of(a.cost_usd).cell(6)} USD)"
                               for a in self.lost)
-            lost = f"{len(self.lost)} paid answer(s) could not be stored and are lost ({cost:.6f} USD): {names}"
+            lost = (f"{len(self.lost)} paid answer(s) could not be stored and are lost "
+                    f"({cost.usd_text()}): {names}")
         else:
             lost = "no paid answer was lost"
         return StoreError(f"store {self.store_root} cannot be written ({self.reason}): {lost}; "

@@ -23,6 +23,7 @@ from clawstore.cli.common import (
     remote_pull_parts,
     resolve_store_dir,
 )
+from clawstore.costs import CostSum, source_of
 from clawstore.errors import UsageError
 from clawstore.machine_settings import check_build_settings
 from clawstore.report.terminal import print_tables, stdout_is_terminal
@@ -41,8 +42,10 @@ def node_label(node: Any) -> str:
     return label
 
 
-def _money(value: Any) -> str:
-    return "-" if value is None else f"{float(value):.6f}"
+def _money(row: dict[str, Any]) -> str:
+    if row["run"] == "skip":
+        return "-"  # never sent
+    return "?" if row["cost_usd"] is None else f"{float(row['cost_usd']):.6f}"  # None: unknown, never 0
 
 
 def _run_row(node: Any) -> dict[str, Any]:
@@ -55,6 +58,7 @@ def _run_row(node: Any) -> dict[str, Any]:
         "status": record.get("status") or ("skip" if node.action == "skip" else "failed"),
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
+        "cost_source": source_of(metrics) if record else None,
         "key": node.key,
         "error": (record.get("error") or {}).get("message") or node.extra.get("error"),
     }
@@ -95,7 +99,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
     table = []
     for row in rows:
         line = [row["model_id"], row["case_id"], str(row["repetition"]), row["run"], row["status"],
-                "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", _money(row["cost_usd"])]
+                "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", _money(row)]
         if evals:
             score = row.get("score")
             line += [row.get("eval") or "-", "-" if score is None else f"{score:.2f}"]
@@ -104,7 +108,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
     click.echo(f"\nbuild {build_id} ({campaign_id}): {counts.get('executed', 0)} executed, "
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
                f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
-               f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
+               f"out {metrics.get('output_tokens', 0)}; cost spent {CostSum.of_build(metrics).usd_text()}")
     if stopped:
         click.echo(f"stopped: {stopped}")
     if failures:
@@ -332,7 +336,9 @@ def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int |
         return estimate
     click.echo(render_plan(plan, output))
     if estimate is None:
-        why = "the cost cannot be estimated (no cost in the store's history: declare `pricing` on the model)"
+        unknown = ", ".join(f"{line.kind} {line.name}" for line in plan.lines if line.cost.unknown)
+        why = (f"the cost of {unknown} cannot be estimated (no cost reported in the store's history and no "
+               "`pricing` declared: declare `pricing` on the model or judge)")
     else:
         why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {max_cost:g} USD"
     click.echo(f"claw: error: {why}; nothing was sent", err=True)

@@ -19,10 +19,6 @@ from clawstore.cli.common import (
 )
 
 
-def _number(value: float | None, digits: int = 6) -> str:
-    return "?" if value is None else f"{value:.{digits}f}"
-
-
 def _sources(counter: dict[str, int]) -> str:
     return ",".join(f"{name}:{n}" for name, n in sorted(counter.items())) or "-"
 
@@ -32,7 +28,7 @@ def render_plan(plan: Any, output: str) -> str:
     if output == "json":
         return json.dumps(plan.to_json(), sort_keys=True)
     rows = [[line.kind, line.name, line.model, str(line.requests), str(line.reused),
-             str(round(line.input_tokens)), str(round(line.output_tokens)), _number(line.cost_usd),
+             str(round(line.input_tokens)), str(round(line.output_tokens)), line.cost.cell(6),
              _sources(dict(line.token_sources)), _sources(dict(line.cost_sources))] for line in plan.lines]
     table = format_table(["KIND", "NAME", "MODEL", "REQUESTS", "REUSED", "EST_IN_TOK", "EST_OUT_TOK", "EST_COST_USD",
                           "TOKENS_FROM", "COST_FROM"], rows)
@@ -40,7 +36,7 @@ def render_plan(plan: Any, output: str) -> str:
     wall = plan.estimated_wall_s
     total = (f"\nplan {plan.campaign_id}: {plan.requests} request(s)"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
-             f"estimated cost {_number(plan.estimated_cost_usd)} USD; estimated wall time "
+             f"estimated cost {plan.estimated_cost.usd_text()}; estimated wall time "
              f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")
     return table + total
 

@@ -37,7 +37,9 @@ class RecordDoc:
          "cacheable": bool,                 false for infrastructure failures: retried, never reused
          "outputs": {name: object id, ...}, written before the record
          "metrics": {"input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens": int,
-                     "cost_usd", "latency_s": float},
+                     "cost_usd": float | null, "latency_s": float,
+                     "cost_source": "reported" | "priced" | "unknown"   (runs and judgements;
+                                    absent before it was kept: clawstore/costs.py source_of)},
          "summary": {flat, kind-specific fields the manifest tables read},
          "error": {"code", "message", ...} | null,
          "started_at", "finished_at": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "build_id": str}
@@ -80,6 +82,8 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
                 ) -> dict[str, Any]:
     """A record's JSON object, its metrics checked: a number the manifest could not hold is never written."""
     kept = {name: metrics.get(name) for name in METRIC_FIELDS}
+    if "cost_source" in metrics:  # a paid node's (checks and results call no provider)
+        kept["cost_source"] = metrics["cost_source"]
     problem = metrics_problem(kept)
     if problem:
         raise ValueError(f"refusing to write a {kind} record: {problem}")

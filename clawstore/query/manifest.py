@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
 from clawstore.query import copied, segments
 from clawstore.query.heads import (
@@ -36,6 +37,7 @@ from clawstore.query.heads import (
     written,
 )
 from clawstore.query.rows import Row, build_context
+from clawstore.query.schema import PHYSICAL
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 
 
@@ -66,8 +68,37 @@ def check_duckdb_can_open(manifest: Path) -> None:
                          "cannot open; move the store to a UTF-8 path") from None
 
 
+SCHEMA_STAMP = "schema.json"  # the columns the manifest's files were written with
+
+
+def _schema_text() -> str:
+    return json.dumps({table: [[c.name, c.type] for c in cols] for table, cols in PHYSICAL.items()}, sort_keys=True)
+
+
+def _stale_schema(manifest: Path) -> bool:
+    try:
+        return (manifest / SCHEMA_STAMP).read_text(encoding="utf-8") != _schema_text()
+    except (OSError, UnicodeDecodeError):  # none yet (a new manifest, or an older clawstore's)
+        return True
+
+
+def current_schema(manifest: Path) -> None:
+    """Files written with other columns (an older clawstore) are derived data gone stale: drop them, so
+    indexing starts over from the build logs and records, which the new columns are read from."""
+    if not _stale_schema(manifest):
+        return
+    with _index_lock(manifest):
+        if not _stale_schema(manifest):
+            return
+        for name in ("segments", "packs", "heads"):
+            shutil.rmtree(manifest / name, ignore_errors=True)
+        (manifest / "tmp").mkdir(exist_ok=True)
+        write_file_atomic(manifest / SCHEMA_STAMP, _schema_text().encode("utf-8"), manifest / "tmp", durable=False)
+
+
 def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
+    current_schema(manifest_dir(Path(store.root)))
     _, covered = _index_build(store, build_id, warn, {})
     segments.compact(manifest_dir(Path(store.root)), wait=covered, force=covered)
 
@@ -110,6 +141,7 @@ def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]
 def rebuild_manifest(store: RecordStore) -> int:
     """Recreate the manifest from every build log and the records they name. Returns builds indexed."""
     manifest = manifest_dir(Path(store.root))
+    current_schema(manifest)
     count = segments.rebuild(manifest, _all_builds(store))
     shutil.rmtree(heads_dir(manifest), ignore_errors=True)
     refresh_heads(store, manifest)
@@ -197,6 +229,7 @@ def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] |
     of the campaign per build, and the other campaigns' heads (a pull may have moved many) wait for the
     next query. Cheap when the head is on disk already: no lock is taken."""
     manifest = manifest_dir(Path(store.root))
+    current_schema(manifest)
     if stale_campaign_head(store, manifest, campaign) is None:
         return
     with _index_lock(manifest):
@@ -210,6 +243,7 @@ def index_current(store: RecordStore, warn: Callable[[str], None] | None = None)
     plain views costs what changed, not ten copies of the campaign. Cheap when the heads are on disk
     already: no lock is taken."""
     manifest = manifest_dir(Path(store.root))
+    current_schema(manifest)
     if not heads_changed(store, manifest):
         return
     with _index_lock(manifest):
@@ -224,6 +258,7 @@ def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None)
     never stops every query (`claw fsck --repair` quarantines it).
     """
     manifest = manifest_dir(Path(store.root))
+    current_schema(manifest)
     if not pending_builds(store) and not heads_changed(store, manifest):
         return 0
     indexed = 0

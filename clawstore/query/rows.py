@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import blake3
 
+from clawstore.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
 from clawstore.query.schema import DIMENSIONS, PHYSICAL
 from clawstore.store.headdoc import inline_or_none
 
@@ -136,12 +137,25 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "output_tokens": _int(metrics.get("output_tokens")),
         "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
         "cached_tokens": _int(metrics.get("cached_tokens")),
-        "cost_usd": _num(metrics.get("cost_usd")),
+        **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
         "latency_s": _num(metrics.get("latency_s")),
         "started_at": to_timestamp(rec.get("started_at")),
         "finished_at": to_timestamp(rec.get("finished_at")),
         **ctx,
     }
+
+
+def _cost_columns(kind: str | None, action: Any, record: Mapping[str, Any] | None) -> Row:
+    """cost_usd and cost_source: NULL cost is unknown, never 0. Checks and results call no provider
+    (0, no source); a paid node never sent (skip) cost 0; one that failed without a record, unknown."""
+    if kind not in PAID_KINDS:
+        return {"cost_usd": 0.0, "cost_source": None}
+    if record is None:
+        return {"cost_usd": 0.0, "cost_source": None} if action == "skip" else \
+            {"cost_usd": None, "cost_source": UNKNOWN}
+    metrics = _dict(record.get("metrics"))
+    source = source_of(metrics)
+    return {"cost_usd": None if source == UNKNOWN else _num(metrics.get("cost_usd")), "cost_source": source}
 
 
 def _pick(table: str, row: Row) -> Row:
@@ -209,19 +223,21 @@ def _judge_row(base: Row, rec: Mapping[str, Any]) -> Row:
     return _pick("judgements", row)
 
 
-def scored_run(run: Mapping[str, Any] | None, eval_cost: float) -> Row:
-    """The columns of a result row that come from the rest of its build: its run, its evaluation's costs."""
+def scored_run(run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
+    """The columns of a result row that come from the rest of its build: its run, its evaluation's costs
+    (NULL when any part is unknown; a result without its run in the build has no run cost)."""
     run_cost = run.get("cost_usd") if run else None
+    total = eval_cost + CostSum.of(run_cost) if run else None
     return {
         "run_status": run.get("status") if run else None,
         "latency_s": run.get("latency_s") if run else None,
         "run_cost_usd": run_cost,
-        "eval_cost_usd": eval_cost,
-        "total_cost_usd": (run_cost or 0.0) + eval_cost,
+        "eval_cost_usd": eval_cost.usd,
+        "total_cost_usd": total.usd if total is not None else None,
     }
 
 
-def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: float) -> Row:
+def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
     summary = _dict(rec.get("summary"))
     passed = summary.get("passed")
     row = dict(base)
@@ -370,14 +386,14 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
     ahead = {to_read[i]: to_read[i:i + READ_AHEAD] for i in range(0, len(to_read), READ_AHEAD)}
     results: list[tuple[int, Row | None, Mapping[str, Any] | None, str | None]] = []
     runs_by_key: dict[str, Mapping[str, Any]] = {}
-    eval_cost: dict[str, float] = {}
+    eval_cost: dict[str, CostSum] = {}  # run key -> its evaluation's cost (NULL cost: unknown)
     costs: list[float | None] = []
     for at, node in enumerate(nodes):
         if at in facts:
             fact = facts[at]
             costs.append(fact.cost_usd)
             if fact.kind in ("checks", "judge", "result") and fact.run_key:
-                eval_cost[fact.run_key] = eval_cost.get(fact.run_key, 0.0) + (fact.cost_usd or 0.0)
+                eval_cost[fact.run_key] = eval_cost.get(fact.run_key, CostSum()) + CostSum.of(fact.cost_usd)
             if fact.kind == "run" and fact.key:
                 runs_by_key[fact.key] = {"status": fact.status, "latency_s": fact.latency_s, "cost_usd": fact.cost_usd}
             elif fact.kind == "result":
@@ -397,7 +413,7 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
             continue
         kind = base["kind"]
         if kind in ("checks", "judge", "result") and run_key:
-            eval_cost[run_key] = eval_cost.get(run_key, 0.0) + (base["cost_usd"] or 0.0)
+            eval_cost[run_key] = eval_cost.get(run_key, CostSum()) + CostSum.of(base["cost_usd"])
         made: list[tuple[str, Row]] = []
         if kind == "run":
             row = _run_row(base, record)
@@ -416,7 +432,7 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
     # Results come last: their costs need every run and judge of the build.
     taken = {at: Taken(at, str(nodes[at]["record"]), sigs[at], _str(nodes[at].get("action")), None) for at in facts}
     for at, base, record, run_key in results:
-        run, spent = runs_by_key.get(run_key or ""), eval_cost.get(run_key or "", 0.0)
+        run, spent = runs_by_key.get(run_key or ""), eval_cost.get(run_key or "", CostSum())
         if base is None or record is None:
             taken[at] = taken[at]._replace(scored=scored_run(run, spent))
         else:
@@ -469,6 +485,12 @@ def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> R
         "output_tokens": _int(metrics.get("output_tokens")),
         "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
         "cached_tokens": _int(metrics.get("cached_tokens")),
-        "cost_usd": _num(metrics.get("cost_usd")),
-        "results_cost_usd": sum(cost or 0.0 for cost in costs),
+        **_build_cost(metrics),
+        "results_cost_usd": CostSum.total(CostSum.of(cost) for cost in costs).usd,
     }
+
+
+def _build_cost(metrics: Mapping[str, Any]) -> Row:
+    spent = CostSum.of_build(metrics)
+    return {"cost_usd": spent.usd, "cost_known_usd": spent.known_usd, "cost_priced": spent.priced,
+            "cost_unknown": spent.unknown}

@@ -47,7 +47,9 @@ _TOKENS = [
     Column("output_tokens", "BIGINT", "completion tokens"),
     Column("reasoning_tokens", "BIGINT", "reasoning tokens (subset of output)"),
     Column("cached_tokens", "BIGINT", "cached prompt tokens"),
-    Column("cost_usd", "DOUBLE", "provider cost of this node in USD"),
+    Column("cost_usd", "DOUBLE", "cost of this node in USD; NULL: unknown (never 0); checks, results, skipped: 0"),
+    Column("cost_source", "VARCHAR", "reported (the provider's), priced (tokens x declared pricing) or unknown; "
+           "NULL for checks, results and skipped nodes"),
     Column("latency_s", "DOUBLE", "wall time of this node in seconds"),
 ]
 
@@ -132,9 +134,9 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("checks_failed", "INTEGER", "deterministic checks failed"),
         Column("run_status", "VARCHAR", "status of the scored run in the same build"),
         Column("latency_s", "DOUBLE", "latency of the scored run in seconds"),
-        Column("run_cost_usd", "DOUBLE", "cost of the scored run"),
-        Column("eval_cost_usd", "DOUBLE", "cost of its checks, judge calls and aggregation in the same build"),
-        Column("total_cost_usd", "DOUBLE", "run_cost_usd + eval_cost_usd"),
+        Column("run_cost_usd", "DOUBLE", "cost of the scored run (NULL: unknown)"),
+        Column("eval_cost_usd", "DOUBLE", "cost of its judge calls in the same build (NULL: one is unknown)"),
+        Column("total_cost_usd", "DOUBLE", "run_cost_usd + eval_cost_usd (NULL: a part is unknown)"),
         *_ERROR,
         *_TIMES,
         *_BUILD_CONTEXT,
@@ -168,8 +170,12 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("output_tokens", "BIGINT", "output tokens spent by this build"),
         Column("reasoning_tokens", "BIGINT", "reasoning tokens spent by this build"),
         Column("cached_tokens", "BIGINT", "cached prompt tokens of this build"),
-        Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only)"),
-        Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included"),
+        Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown)"),
+        Column("cost_known_usd", "DOUBLE", "the reported and priced part of cost_usd"),
+        Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),
+        Column("cost_unknown", "INTEGER", "runs and judgements of cost_usd whose cost is unknown"),
+        Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included "
+               "(NULL: a part is unknown)"),
     ],
 }
 

@@ -31,6 +31,11 @@ def _label(model_id: str) -> str:
     return tail if len(tail) <= 22 else tail[:21] + "…"
 
 
+def _unknown_note(model: ModelSummary) -> str:
+    cost = model.total_cost
+    return " (cost unknown)" if cost.all_unknown else f" (cost ≥; {cost.unknown} unknown)" if cost.unknown else ""
+
+
 def scored_models(report: CampaignReport) -> list[ModelSummary]:
     return [m for m in report.models if m.mean_score is not None]
 
@@ -45,7 +50,7 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    xs = [m.total_cost_usd for m in models]
+    xs = [m.total_cost.known_usd for m in models]  # what is known of it: the label says what is not
     ys = [m.mean_score or 0.0 for m in models]
     areas = bubble_areas([m.mean_latency_s for m in models])
     colours = plt.get_cmap("tab20")
@@ -56,7 +61,8 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
         for i, (m, x, y, a) in enumerate(zip(models, xs, ys, areas, strict=True)):
             ax.scatter([x], [y], s=a, color=colours(i % 20), edgecolors="black", alpha=0.82, zorder=3)
             right_edge = top > 0 and x > 0.7 * top  # label on the left near the right edge, to stay inside
-            ax.annotate(_label(m.model_id), (x, y), xytext=(-12 if right_edge else 12, 6 + 8 * (i % 3)),
+            ax.annotate(_label(m.model_id) + _unknown_note(m), (x, y),
+                        xytext=(-12 if right_edge else 12, 6 + 8 * (i % 3)),
                         textcoords="offset points", ha="right" if right_edge else "left", fontsize=9)
         ax.set_xlim(0, top * 1.15 if top > 0 else 1.0)
         ax.set_ylim(max(0.0, min(ys) - 1.0), min(10.5, max(ys) + 1.0))

@@ -14,6 +14,7 @@ from statistics import fmean
 from typing import Any, Protocol
 
 from clawstore.canonical import field_values
+from clawstore.costs import PAID_KINDS, CostSum
 from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.heads import materialised_rows, stored_rows
 from clawstore.query.rows import Row
@@ -40,15 +41,21 @@ class ReportRow:
     score: float | None
     passed: bool | None
     latency_s: float | None
-    run_cost_usd: float
-    eval_cost_usd: float
-    total_cost_usd: float
+    run_cost: CostSum  # of the row's runs (reported, priced, unknown: clawstore/costs.py)
+    eval_cost: CostSum  # of their judgements (checks and results cost nothing)
     status: str
     problems: list[str] = field(default_factory=list)
     input_tokens: int = 0  # of the runs (the judge's tokens are in eval_cost_usd)
     output_tokens: int = 0
     dimensions: dict[str, float | None] = field(default_factory=dict)  # mean final score per dimension
     pass_threshold: float | None = None  # the verdict's threshold; None: no pass/fail
+
+    @property
+    def total_cost(self) -> CostSum:
+        return self.run_cost + self.eval_cost
+
+    def to_json(self) -> dict[str, Any]:
+        return cost_json(field_values(self), self.run_cost, self.eval_cost)
 
 
 @dataclass
@@ -61,13 +68,19 @@ class ModelSummary:
     runs_executed: int
     runs_reused: int
     runs_failed: int
-    run_cost_usd: float
-    eval_cost_usd: float
-    total_cost_usd: float
+    run_cost: CostSum
+    eval_cost: CostSum
     input_tokens: int = 0
     output_tokens: int = 0
     passed: int = 0  # rows with a pass verdict that passed
     judged: int = 0  # rows with a pass verdict
+
+    @property
+    def total_cost(self) -> CostSum:
+        return self.run_cost + self.eval_cost
+
+    def to_json(self) -> dict[str, Any]:
+        return cost_json(field_values(self), self.run_cost, self.eval_cost)
 
 
 @dataclass
@@ -93,12 +106,12 @@ class CampaignReport:
                 f"until you claw trust add the signer")
 
     @property
-    def run_cost_usd(self) -> float:
-        return sum(r.run_cost_usd for r in self.rows)
+    def run_cost(self) -> CostSum:
+        return CostSum.total(r.run_cost for r in self.rows)
 
     @property
-    def eval_cost_usd(self) -> float:
-        return sum(r.eval_cost_usd for r in self.rows)
+    def eval_cost(self) -> CostSum:
+        return CostSum.total(r.eval_cost for r in self.rows)
 
     @property
     def has_verdicts(self) -> bool:
@@ -117,11 +130,20 @@ class CampaignReport:
                      "started_at": self.started_at, "finished_at": self.finished_at},
             "trusted": self.untrusted_signer is None,
             "signer": self.untrusted_signer,
-            "rows": [field_values(r) for r in self.rows],  # (asdict would deep-copy each row, to be encoded)
-            "models": [field_values(m) for m in self.models],
-            "totals": {"run_cost_usd": self.run_cost_usd, "eval_cost_usd": self.eval_cost_usd,
-                       "total_cost_usd": self.run_cost_usd + self.eval_cost_usd},
+            "rows": [r.to_json() for r in self.rows],
+            "models": [m.to_json() for m in self.models],
+            "totals": cost_json({}, self.run_cost, self.eval_cost),
         }
+
+
+def cost_json(fields: dict[str, Any], run: CostSum, evaluation: CostSum) -> dict[str, Any]:
+    """`fields` with the costs as JSON: each null when a part of it is unknown (never 0), the known part
+    of the total, and how many runs and judgements each cost source priced."""
+    total = run + evaluation
+    out = {name: value for name, value in fields.items() if name not in ("run_cost", "eval_cost")}
+    out.update(run_cost_usd=run.usd, eval_cost_usd=evaluation.usd, total_cost_usd=total.usd,
+               known_cost_usd=total.known_usd, cost_sources=total.sources())
+    return out
 
 
 def fold_action(actions: Iterable[str | None]) -> str | None:
@@ -149,11 +171,17 @@ def _problem(node: Row) -> str | None:
     return f"{node['kind']} {where.strip()}: {node['status'] or node['action']}" + (f" ({detail})" if detail else "")
 
 
+def _cost(nodes: Iterable[Row]) -> CostSum:
+    """The cost of the paid nodes among `nodes` (their rows' cost_usd NULL: unknown)."""
+    return CostSum.total(CostSum.of(n["cost_usd"], n["cost_source"]) for n in nodes
+                         if n["kind"] in PAID_KINDS and n["cost_source"] is not None)
+
+
 def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportRow:
     runs = [n for n in nodes if n["kind"] == "run"]
     evals = [n for n in nodes if n["kind"] in EVAL_KINDS]
-    run_cost = sum(n["cost_usd"] or 0.0 for n in runs)
-    eval_cost = sum(n["cost_usd"] or 0.0 for n in evals)
+    run_cost = _cost(runs)
+    eval_cost = _cost(evals)
     verdicts = [r["passed"] for r in results if r["passed"] is not None]
     problems = [p for p in (_problem(n) for n in nodes) if p]
     statuses = [n["status"] for n in runs + [n for n in evals if n["kind"] == "result"]]
@@ -167,9 +195,8 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
         score=_mean(r["final_score"] for r in results),
         passed=all(verdicts) if verdicts else None,
         latency_s=_mean(n["latency_s"] for n in runs),
-        run_cost_usd=run_cost,
-        eval_cost_usd=eval_cost,
-        total_cost_usd=run_cost + eval_cost,
+        run_cost=run_cost,
+        eval_cost=eval_cost,
         status=bad[0] if bad else ("ok" if statuses else "missing"),
         problems=problems,
         input_tokens=sum(n["input_tokens"] or 0 for n in runs),
@@ -194,9 +221,8 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
             runs_executed=sum(n["action"] == "exec" for n in runs),
             runs_reused=sum(n["action"] == "reuse" for n in runs),
             runs_failed=sum(n["action"] == "fail" or n["status"] not in _OK for n in runs),
-            run_cost_usd=sum(r.run_cost_usd for r in mine),
-            eval_cost_usd=sum(r.eval_cost_usd for r in mine),
-            total_cost_usd=sum(r.total_cost_usd for r in mine),
+            run_cost=CostSum.total(r.run_cost for r in mine),
+            eval_cost=CostSum.total(r.eval_cost for r in mine),
             input_tokens=sum(r.input_tokens for r in mine),
             output_tokens=sum(r.output_tokens for r in mine),
             passed=sum(r.passed is True for r in mine),

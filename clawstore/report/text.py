@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clawstore.costs import CostSum
 from clawstore.report.data import CampaignReport
 
 
@@ -19,8 +20,13 @@ def _verdict(passed: bool | None) -> str:
     return "n/a" if passed is None else ("pass" if passed else "fail")
 
 
-def _cost(value: float) -> str:
-    return f"{value:.5f}"
+def _cost(value: CostSum) -> str:
+    return value.cell(5)  # `?` unknown, `≥x` partly unknown
+
+
+def _sources(cost: CostSum) -> str:
+    """Where the costs came from, as `claw plan`'s COST_FROM: "reported:4 priced:2 unknown:1"."""
+    return " ".join(f"{name}:{n}" for name, n in cost.sources().items()) or "-"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
@@ -40,7 +46,7 @@ Section = tuple[str, list[str], list[list[str]], list[bool]]  # title, headers, 
 
 
 def header_lines(report: CampaignReport) -> list[str]:
-    total = report.run_cost_usd + report.eval_cost_usd
+    total = report.run_cost + report.eval_cost
     return [
         *([report.untrusted_line] if report.untrusted_line else []),
         f"Campaign: {report.campaign_id}",
@@ -49,8 +55,8 @@ def header_lines(report: CampaignReport) -> list[str]:
         f"Head: build {report.build_id} ({report.state}; started {report.started_at}, "
         f"finished {report.finished_at or 'n/a'})",
         f"Models: {len(report.models)}  Rows: {len(report.rows)}",
-        f"Cost (USD): runs {_cost(report.run_cost_usd)}  evaluation {_cost(report.eval_cost_usd)}  "
-        f"total {_cost(total)}",
+        f"Cost (USD): runs {_cost(report.run_cost)}  evaluation {_cost(report.eval_cost)}  "
+        f"total {total.text(5)}",
     ]
 
 
@@ -61,7 +67,7 @@ def sections(report: CampaignReport) -> list[Section]:
                "TOKENS_OUT", "LATENCY_S", "RUN_COST", "EVAL_COST", "TOTAL_COST", "STATUS"]
     rows = [[r.model_id, r.case_id, str(r.repetitions), r.run_action, r.eval_action or "-", _score(r.score),
              *([_verdict(r.passed)] if verdicts else []), str(r.input_tokens), str(r.output_tokens),
-             _latency(r.latency_s), _cost(r.run_cost_usd), _cost(r.eval_cost_usd), _cost(r.total_cost_usd),
+             _latency(r.latency_s), _cost(r.run_cost), _cost(r.eval_cost), _cost(r.total_cost),
              r.status] for r in report.rows]
     right = [False, False, True, False, False, True, *([False] if verdicts else []), True, True, True, True, True,
              True, False]
@@ -73,12 +79,13 @@ def sections(report: CampaignReport) -> list[Section]:
                     rows, [False, False] + [True] * len(dims)))
     headers = ["MODEL", "CASES", "SCORED", "MEAN_SCORE", *(["PASSED"] if verdicts else []), "TOKENS_IN",
                "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST",
-               "TOTAL_COST"]
+               "TOTAL_COST", "COST_FROM"]
     rows = [[m.model_id, str(m.cases), str(m.scored), _score(m.mean_score),
              *([f"{m.passed}/{m.judged}"] if verdicts else []), str(m.input_tokens), str(m.output_tokens),
              _latency(m.mean_latency_s), str(m.runs_executed), str(m.runs_reused), str(m.runs_failed),
-             _cost(m.run_cost_usd), _cost(m.eval_cost_usd), _cost(m.total_cost_usd)] for m in report.models]
-    out.append(("Model Summary", headers, rows, [False] + [True] * (len(headers) - 1)))
+             _cost(m.run_cost), _cost(m.eval_cost), _cost(m.total_cost), _sources(m.total_cost)]
+            for m in report.models]
+    out.append(("Model Summary", headers, rows, [False] + [True] * (len(headers) - 2) + [False]))
     return out
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, HeadStore, build_report
 from clawstore.store.headdoc import read_head_doc
@@ -109,7 +110,7 @@ def _judgement(record: Mapping[str, Any], store: _CachedStore) -> dict[str, Any]
         "dimensions": {d: {"score": s, "evidence": [_clip(e) for e in evidence.get(d) or []]}
                        for d, s in dims.items()},
         "error": error.get("message") or error.get("code"),
-        "cost_usd": (record.get("metrics") or {}).get("cost_usd"),
+        **_node_cost(record),
     }
 
 
@@ -149,8 +150,7 @@ def _run_detail(nodes: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
                     key=lambda j: (str(j["judge_run_id"]), j["repetition"] or 0))
     checks_record = (by_kind.get("checks") or [({}, None)])[0][1]
     result_record = (by_kind.get("result") or [({}, None)])[0][1]
-    eval_cost = sum(((r or {}).get("metrics") or {}).get("cost_usd") or 0.0
-                    for kind in ("checks", "judge", "result") for _, r in by_kind.get(kind, []))
+    eval_cost = CostSum.total(CostSum.of_metrics(r.get("metrics")) for _, r in by_kind.get("judge", []) if r)
     return {
         "campaign": campaign, "model_id": address.get("model_id"), "case_id": address.get("case_id"),
         "repetition": address.get("repetition"), "action": run_node.get("action"),
@@ -159,11 +159,25 @@ def _run_detail(nodes: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
         "requested_model": (run.get("summary") or {}).get("requested_model"),
         "tokens": {"input": metrics.get("input_tokens"), "output": metrics.get("output_tokens"),
                    "reasoning": metrics.get("reasoning_tokens")},
-        "latency_s": metrics.get("latency_s"), "run_cost_usd": metrics.get("cost_usd") or 0.0,
-        "eval_cost_usd": eval_cost, "conversation": conversation(artifact),
+        "latency_s": metrics.get("latency_s"), "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
+        "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
+        "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
         "artifact_stored": artifact is not None, "checks": _checks(checks_record, store), "judgements": judges,
         "result": _result(result_record),
     }
+
+
+def _node_cost(record: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = record.get("metrics") or {}
+    return {"cost_usd": CostSum.of_metrics(metrics).usd, "cost_source": source_of(metrics)}
+
+
+def _costs(run: CostSum, evaluation: CostSum) -> dict[str, Any]:
+    """Costs for the page: numbers (null: a part unknown) and their text ("≥0.00120 (2 of 5 unknown)")."""
+    total = run + evaluation
+    return {"run_cost_usd": run.usd, "eval_cost_usd": evaluation.usd, "total_cost_usd": total.usd,
+            "known_cost_usd": total.known_usd, "run_cost_text": run.text(5), "eval_cost_text": evaluation.text(5),
+            "total_cost_text": total.text(5)}
 
 
 def _pass_rate(report: CampaignReport, model: str) -> tuple[int, int]:
@@ -175,8 +189,7 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
     return {"id": report.campaign_id, "suite_id": report.suite_id, "run_profile_id": report.run_profile_id,
             "evaluation_profile_id": report.evaluation_profile_id, "build_id": report.build_id,
             "state": report.state, "finished_at": report.finished_at,
-            "run_cost_usd": report.run_cost_usd, "eval_cost_usd": report.eval_cost_usd,
-            "untrusted": report.untrusted_line}
+            **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 
 def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None) -> ViewData:
@@ -195,8 +208,7 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
                 "mean_score": m.mean_score, "passed": passed, "verdicts": verdicts,
                 "pass_rate": passed / verdicts if verdicts else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
-                "run_cost_usd": m.run_cost_usd, "eval_cost_usd": m.eval_cost_usd,
-                "total_cost_usd": m.total_cost_usd})
+                **_costs(m.run_cost, m.eval_cost)})
         grouped = _group_nodes(cached, report.head_id)
         for row in report.rows:
             case_index = cases.setdefault(row.case_id, len(cases))
@@ -207,7 +219,8 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
             summary["rows"].append({
                 "campaign": index, "model_id": row.model_id, "case": case_index, "score": row.score,
                 "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
-                "cost_usd": row.total_cost_usd, "run_action": row.run_action, "eval_action": row.eval_action,
+                "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
+                "eval_action": row.eval_action,
                 "problems": row.problems, "runs": run_indices})
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}

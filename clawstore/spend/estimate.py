@@ -4,8 +4,8 @@ The nodes come from the build's own planner (`inspect_campaign` + `work_items`),
 counts are the build's. Tokens, cost and time are estimated per node from the store's history:
 the same model on the same case when it was run before; otherwise the model's observed input tokens
 per prompt character and its mean output; otherwise conservative defaults. Cost: the provider's
-reported cost in that history when there is one, else the `pricing` the suite model (or judge)
-declares, else unknown.
+reported cost in that history when there is one (`reported`), else the `pricing` the suite model (or
+judge) declares (`priced`), else `unknown` (clawstore/costs.py: the sources a build's records carry).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
+from clawstore.costs import PRICED, REPORTED, UNKNOWN, CostSum
+from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
@@ -22,7 +24,6 @@ DEFAULT_TOKENS_PER_CHAR = 0.25
 DEFAULT_OUTPUT_TOKENS = 512
 DEFAULT_JUDGE_INPUT_TOKENS = 3000
 DEFAULT_JUDGE_OUTPUT_TOKENS = 600
-PER_MILLION = 1e6
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Estimate:
     cost_usd: float | None
     latency_s: float | None
     token_source: str  # same-case | model-rate | model-mean | default
-    cost_source: str  # provider | pricing | unknown
+    cost_source: str  # reported | priced | unknown
 
 
 @dataclass
@@ -47,7 +48,7 @@ class PlanLine:
     unplanned: int = 0
     input_tokens: float = 0.0
     output_tokens: float = 0.0
-    cost_usd: float | None = 0.0
+    cost: CostSum = CostSum()
     latency_s: float = 0.0
     latency_known: bool = True
     token_sources: Counter[str] = field(default_factory=Counter)
@@ -57,16 +58,17 @@ class PlanLine:
         self.requests += 1
         self.input_tokens += estimate.input_tokens
         self.output_tokens += estimate.output_tokens
-        if estimate.cost_usd is None or self.cost_usd is None:
-            self.cost_usd = None
-        else:
-            self.cost_usd += estimate.cost_usd
+        self.cost += CostSum.of(estimate.cost_usd, estimate.cost_source)
         if estimate.latency_s is None:
             self.latency_known = False
         else:
             self.latency_s += estimate.latency_s
         self.token_sources[estimate.token_source] += 1
         self.cost_sources[estimate.cost_source] += 1
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.cost.usd
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "requests": self.requests,
@@ -94,9 +96,13 @@ class SpendPlan:
         return not any(line.unplanned for line in self.lines)
 
     @property
+    def estimated_cost(self) -> CostSum:
+        return CostSum.total(line.cost for line in self.lines)
+
+    @property
     def estimated_cost_usd(self) -> float | None:
-        costs = [line.cost_usd for line in self.lines if line.requests]
-        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+        """None when a part cannot be estimated (`unknown`)."""
+        return self.estimated_cost.usd
 
     @property
     def estimated_wall_s(self) -> float | None:
@@ -110,29 +116,24 @@ class SpendPlan:
         wall = self.estimated_wall_s
         return {"campaign": self.campaign_id, "requests": self.requests, "requests_exact": self.exact,
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
+                "estimated_known_cost_usd": round(self.estimated_cost.known_usd, 9),
+                "cost_sources": self.estimated_cost.sources(),
                 "estimated_input_tokens": round(sum(line.input_tokens for line in self.lines)),
                 "estimated_output_tokens": round(sum(line.output_tokens for line in self.lines)),
                 "estimated_wall_s": None if wall is None else round(wall, 3), "concurrency": self.concurrency,
                 "layers": self.layers, "lines": [line.to_json() for line in self.lines]}
 
 
-def _declared_prices(extras: dict[str, Any]) -> tuple[float, float] | None:
-    from clawstore.runners.openclaw.config import pricing
-
-    prices = pricing(extras)
-    return None if prices is None else (prices["input"] / PER_MILLION, prices["output"] / PER_MILLION)
-
-
 def _cost(tokens_in: float, tokens_out: float, same: Usage | None, model: Usage | None,
-          declared: tuple[float, float] | None) -> tuple[float | None, str]:
+          declared: dict[str, float] | None) -> tuple[float | None, str]:
     if same is not None and same.mean_cost is not None:
-        return same.mean_cost, "provider"
+        return same.mean_cost, REPORTED
     prices = model.token_prices() if model is not None else None
     if prices is not None:
-        return tokens_in * prices[0] + tokens_out * prices[1], "provider"
+        return tokens_in * prices[0] + tokens_out * prices[1], REPORTED
     if declared is not None:
-        return tokens_in * declared[0] + tokens_out * declared[1], "pricing"
-    return None, "unknown"
+        return priced_cost(declared, tokens_in, tokens_out), PRICED
+    return None, UNKNOWN
 
 
 def estimate_run(work: Work, history: History) -> Estimate:
@@ -152,7 +153,7 @@ def estimate_run(work: Work, history: History) -> Estimate:
         else:
             max_tokens = item.settings.get("max_tokens")
             tin, tout, source = chars * DEFAULT_TOKENS_PER_CHAR, float(max_tokens or DEFAULT_OUTPUT_TOKENS), "default"
-    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(item.model.model_extra or {})))
+    cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(item.model.model_extra or {})))
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
@@ -177,7 +178,7 @@ def estimate_judge(work: Work, history: History) -> Estimate:
         tin, tout, latency = usage.mean("input_tokens"), usage.mean("output_tokens"), usage.mean("latency_s")
     else:
         tin, tout = float(DEFAULT_JUDGE_INPUT_TOKENS), float(DEFAULT_JUDGE_OUTPUT_TOKENS)
-    cost, cost_source = _cost(tin, tout, same, seen, _declared_prices(dict(work.judge.model_extra or {})))
+    cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(work.judge.model_extra or {})))
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 

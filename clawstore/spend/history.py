@@ -17,16 +17,18 @@ if TYPE_CHECKING:
 # Prompt sizes are read for at most this many recent runs per model (one object read each).
 PROMPT_SAMPLE_PER_MODEL = 200
 
-_RUNS_SQL = """
+# Only the providers' own costs are history: a priced one is the declared price, read afresh each plan.
+_REPORTED = "any_value(cost_usd) filter (where cost_source = 'reported')"
+_RUNS_SQL = f"""
 select record_id, any_value(requested_model), any_value(case_id), any_value(input_document_id),
-       any_value(input_tokens), any_value(output_tokens), any_value(cost_usd), any_value(latency_s),
+       any_value(input_tokens), any_value(output_tokens), {_REPORTED}, any_value(latency_s),
        max(finished_at) as finished
 from run_history where record_id is not null and status in ('success', 'invalid', 'incomplete')
 group by record_id order by finished desc
 """
-_JUDGES_SQL = """
+_JUDGES_SQL = f"""
 select record_id, any_value(judge_model), any_value(case_id), any_value(input_tokens),
-       any_value(output_tokens), any_value(cost_usd), any_value(latency_s)
+       any_value(output_tokens), {_REPORTED}, any_value(latency_s)
 from judgement_history where record_id is not null and status = 'success'
 group by record_id
 """
@@ -40,7 +42,7 @@ class Usage:
     input_tokens: float = 0.0
     output_tokens: float = 0.0
     latency_s: float = 0.0
-    priced: int = 0  # rows whose provider reported a cost
+    priced: int = 0  # rows whose provider reported a cost (the fit below is over them)
     cost_usd: float = 0.0
     prompt_chars: float = 0.0  # over the rows whose prompt size is known
     prompt_tokens: float = 0.0  # input tokens of those same rows

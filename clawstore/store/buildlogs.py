@@ -17,7 +17,11 @@ and at its end; keys sorted, no whitespace):
                 "action": "exec|fail|skip", "address": {…}}],
      "counts": {"executed": 0, "reused": 0, "failed": 0, "skipped": 0},
      "metrics": {"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
-                 "cost_usd": 0.0}}
+                 "cost_usd": 0.0, "cost_reported": 0, "cost_priced": 0, "cost_unknown": 0}}
+
+`metrics.cost_usd` is the known part of what the build's runs and judgements cost; `cost_reported`,
+`cost_priced` and `cost_unknown` count them per cost source (clawstore/costs.py; logs written before
+sources were kept have none).
 
 `nodes` lists only what the build executed, failed or skipped: what it reused is in its head (format 1
 logs, without a `format` field, listed every node, reused ones as `"action": "reuse"`). A no-op build
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.canonical import field_values
+from clawstore.costs import CostSum
 from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
 from clawstore.store.names import check_name
@@ -69,7 +74,7 @@ class BuildLogDoc:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {name: 0 for name in COUNTERS.values()})
     metrics: dict[str, Any] = field(default_factory=lambda: {**{name: 0 for name in TOKEN_METRICS},
-                                                              "cost_usd": 0.0})
+                                                              **CostSum().build_metrics()})
     format: int = BUILD_LOG_FORMAT
 
     def to_json(self) -> dict[str, Any]:

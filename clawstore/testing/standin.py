@@ -330,7 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(status, payload, headers=headers)
             return
         content, calls, message = _message(body, reply)
-        usage = {**_usage(body, content, calls), **(reply.get("usage") or {})}
+        # A reply's `usage` overrides the counted one; a field set to null is left out (`{"cost": None}`:
+        # a server that reports no cost, as vLLM, Ollama and llama.cpp do).
+        usage = {k: v for k, v in {**_usage(body, content, calls), **(reply.get("usage") or {})}.items()
+                 if v is not None}
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
         response_id = f"gen-{uuid.uuid4().hex[:16]}"
         model = str(reply.get("model") or body.get("model"))

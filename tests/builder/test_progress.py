@@ -68,7 +68,9 @@ def test_plain_lines_when_not_a_terminal(ws: Workspace, claw: Claw, standin: Sta
     assert "[runs 4/4]" in lines[-1]
     failed = [line for line in lines if "m2/beta" in line]
     assert len(failed) == 1 and "] run/m2/beta/0: provider_error (http_error: HTTP 503 from " in failed[0]
-    assert failed[0].endswith("upstream overloaded)")
+    # The 503 reported no cost and the model declares no price: its cost is unknown, never 0.
+    assert "upstream overloaded) · spent " in failed[0]
+    assert lines[-1].endswith("(1 of 4 unknown)") and " · spent ≥0.0000" in lines[-1]
     assert "\x1b[" not in err  # no escape codes in a pipe
     assert "failed nodes (1):\n  run/m2/beta/0: http_error: HTTP 503" in out
 
@@ -90,7 +92,9 @@ def test_json_events(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     assert {e["phase"] for e in events if e["event"] == "phase"} == {"runs", "checks", "judges", "results"}
     totals = events[-1]
     assert totals["event"] == "totals" and totals["failed"] == 1 and totals["done"] == totals["total"]
-    assert totals["cost_usd"] > 0
+    # The failed run's cost is unknown: the total is null, what is known of it is apart.
+    assert totals["cost_usd"] is None and totals["cost_known_usd"] > 0
+    assert totals["cost_sources"] == {"reported": 3 + 3, "unknown": 1}  # 3 runs and their 3 judgements
     assert json.loads(out)["failures"] == [{"node": "run/m2/beta/0", "reason": failed[0]["reason"]}]
 
 

@@ -48,6 +48,7 @@ def test_single_turn_success_records_workspace_diff_and_key_output(make_spec, fa
     assert oc["metadata"]["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
     assert oc["metadata"]["observable_summary"]["tool_summary"] == {"calls": 1, "failures": 0, "tools": ["write"]}
     assert art["usage"]["normalized"]["input_tokens"] == 100 and art["usage"]["cost_usd"] is None
+    assert art["usage"]["cost_source"] == "unknown"  # no declared price: not free, unknown
     # Every evidence reference is an object in the store, never a host path.
     for name in ("generated_openclaw_config", "raw_session_trace", "openclaw_logs", "workspace_diff"):
         assert store.has(oc[name]["object"]) and oc[name]["uri"] is None
@@ -294,4 +295,15 @@ def test_the_environment_reaches_the_cli_through_a_pipe_written_whole(tmp_path):
     with pytest.raises(EnvTooLarge, match="does not fit in a pipe"):
         env_pipe({"HUGE": "x" * (4 << 20)})
     assert time.monotonic() - began < 5
+
+
+def test_declared_prices_price_the_turns_and_say_so(make_spec, fake_docker, store, tmp_path):
+    # OpenClaw reports no provider cost: its cost is the turns' tokens at the declared prices (cache reads
+    # are counted apart from input by OpenClaw, so priced at their own price).
+    fake_docker.script(turns=[{"payload": payload("done", {"input": 30, "output": 4, "cacheRead": 5})}])
+    prices = {"input": 3.0, "output": 15.0, "cacheRead": 0.3}
+    outcome = run_openclaw(make_spec(model_extras={"pricing": prices}), store, tmp_path)
+    usage = outcome.artifact["usage"]
+    assert usage["cost_source"] == "priced"
+    assert usage["cost_usd"] == pytest.approx((30 * 3.0 + 4 * 15.0 + 5 * 0.3) / 1e6)
 

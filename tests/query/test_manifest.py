@@ -10,7 +10,7 @@ import pytest
 
 from clawstore.query import heads, segments
 from clawstore.query.engine import run_query
-from clawstore.query.manifest import compact_manifest, index_pending, rebuild_manifest, refresh_manifest
+from clawstore.query.manifest import compact_manifest, index_current, index_pending, rebuild_manifest, refresh_manifest
 from clawstore.query.rows import same_rows
 from clawstore.store import Store
 from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
@@ -244,3 +244,25 @@ def test_same_rows_needs_one_context_and_the_same_nodes_in_any_order() -> None:
     assert not same_rows(log, reused, head, head["nodes"])  # one node another action
     failed = [{**node, "error": {"message": "boom"}} if i == 1 else node for i, node in enumerate(nodes)]
     assert not same_rows(log, failed, head, head["nodes"])
+
+
+def test_a_manifest_written_without_cost_sources_is_indexed_again(store: Store) -> None:
+    # An older clawstore wrote the manifest without `cost_source` (and no schema stamp): its files are
+    # derived data, dropped and made again from the records (whose costs read as reported).
+    import duckdb
+
+    build(store, Spec())
+    manifest = store.root / "manifest"
+    con = duckdb.connect()
+    for path in manifest.rglob("*.parquet"):
+        names = [r[0] for r in con.execute("select name from parquet_schema(?)", [str(path)]).fetchall()]
+        if "cost_source" in names:
+            con.execute(f"copy (select * exclude (cost_source) from read_parquet('{path}')) to '{path}.old' "
+                        "(format parquet)")
+            Path(f"{path}.old").replace(path)
+    con.close()
+    (manifest / "schema.json").unlink()
+    index_current(store)  # what `claw query` of a plain view does first
+    sql = "select count(*), min(cost_source), max(cost_source), round(sum(cost_usd), 6) from runs"
+    assert run_query(store.root, sql, store=store).rows == [(6, "reported", "reported", round(6 * RUN_COST, 6))]
+    assert json.loads((manifest / "schema.json").read_text())["runs"]  # stamped: the next query keeps it

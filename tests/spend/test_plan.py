@@ -65,7 +65,7 @@ def test_plan_counts_what_the_build_sends_and_estimates_its_cost(ws: Workspace, 
     print(f"plan: {planned['requests']} requests (build sent {len(sent)}); estimated "
           f"{planned['estimated_cost_usd']:.6f} USD, build reported {actual:.6f} USD ({error:+.1%})")
     assert abs(error) <= 0.15
-    assert {s for line in planned["lines"] for s in line["cost_sources"]} == {"provider"}
+    assert {s for line in planned["lines"] for s in line["cost_sources"]} == {"reported"}
 
 
 def test_plan_of_a_new_model_uses_declared_pricing(ws: Workspace, claw: Claw) -> None:
@@ -75,7 +75,7 @@ def test_plan_of_a_new_model_uses_declared_pricing(ws: Workspace, claw: Claw) ->
     out = plan(claw)
     run_line = next(line for line in out["lines"] if line["kind"] == "run")
     judge_line = next(line for line in out["lines"] if line["kind"] == "judge")
-    assert run_line["cost_sources"] == {"pricing": 2} and run_line["token_sources"] == {"default": 2}
+    assert run_line["cost_sources"] == {"priced": 2} and run_line["token_sources"] == {"default": 2}
     expected = (run_line["estimated_input_tokens"] * 2.0 + run_line["estimated_output_tokens"] * 8.0) / 1e6
     assert abs(run_line["estimated_cost_usd"] - expected) < 1e-6
     assert judge_line["cost_sources"] == {"unknown": 6}  # the judge declares no price and never ran

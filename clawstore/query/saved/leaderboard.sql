@@ -1,5 +1,7 @@
 -- leaderboard: per campaign and model, what `claw report` shows: the mean score over cases (a case's
 -- score is the mean of its repetitions' results), pass rate, cost and run latency of the current head.
+-- A cost is NULL when a part of it is unknown (a run or judgement whose provider reported no cost and
+-- whose model declares no pricing): cost_unknown counts those, cost_priced the ones priced from pricing.
 -- Narrow with --param campaign=<campaign_id> and/or --param evaluation_profile=<id>.
 WITH picked AS (
     SELECT * FROM nodes
@@ -24,8 +26,12 @@ WITH picked AS (
 ), spent AS (
     SELECT campaign_id, model_id,
            count(DISTINCT case_id)                                          AS cases,
-           coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0)           AS run_cost_usd,
-           coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0)          AS eval_cost_usd,
+           CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_usd IS NULL) = 0
+                THEN coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0) END  AS run_cost_usd,
+           CASE WHEN count(*) FILTER (WHERE kind <> 'run' AND cost_usd IS NULL) = 0
+                THEN coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0) END AS eval_cost_usd,
+           count(*) FILTER (WHERE cost_source = 'priced')                   AS cost_priced,
+           count(*) FILTER (WHERE cost_usd IS NULL)                         AS cost_unknown,
            avg(latency_s) FILTER (WHERE kind = 'run')                       AS mean_latency_s
     FROM picked
     GROUP BY ALL
@@ -39,6 +45,8 @@ SELECT spent.campaign_id,
        round(spent.run_cost_usd, 5)                            AS run_cost_usd,
        round(spent.eval_cost_usd, 5)                           AS eval_cost_usd,
        round(spent.run_cost_usd + spent.eval_cost_usd, 5)      AS total_cost_usd,
+       spent.cost_priced,
+       spent.cost_unknown,
        round(spent.mean_latency_s, 2)                          AS mean_latency_s
 FROM spent LEFT JOIN scores USING (campaign_id, model_id)
 ORDER BY spent.campaign_id, mean_score DESC NULLS LAST, spent.model_id;

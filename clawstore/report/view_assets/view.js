@@ -34,7 +34,11 @@
   }
   const num = (v, d) => (v === null || v === undefined ? "n/a" : Number(v).toFixed(d));
   const score = (v) => num(v, 2);
-  const cost = (v) => num(v, 5);
+  // A cost nobody reported or priced is "unknown", never 0; a total with unknown parts shows what is
+  // known of it and how much is not ("≥0.00120 (2 of 5 unknown)"), as claw report's text does.
+  const cost = (v) => (v === null || v === undefined ? "unknown" : Number(v).toFixed(5));
+  const costText = (t, v) => (typeof t === "string" ? t.replace(/^\?/, "unknown") : cost(v));
+  const sourced = (v, source) => cost(v) + (source === "priced" ? " (priced)" : "");
   const latency = (v) => num(v, 1);
   const pct = (v) => (v === null || v === undefined ? "n/a" : (100 * v).toFixed(0) + "%");
   const verdict = (p) => (p === true ? h("span", { class: "pass" }, "pass") : p === false ? h("span", { class: "fail" }, "fail") : h("span", { class: "muted" }, "–"));
@@ -52,7 +56,7 @@
     campaignsEl.appendChild(h("div", { "data-campaign": c.id },
       compare ? h("b", {}, LETTERS[i] + (i === 0 ? " (baseline): " : ": ")) : "Campaign ", h("code", {}, c.id),
       " · build " + (c.build_id || "?") + " (" + (c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
-      " · cost runs $" + cost(c.run_cost_usd) + " + evaluation $" + cost(c.eval_cost_usd),
+      " · cost (USD) runs " + costText(c.run_cost_text, c.run_cost_usd) + " + evaluation " + costText(c.eval_cost_text, c.eval_cost_usd),
       c.untrusted ? h("div", { class: "untrusted" }, c.untrusted) : null));
   });
   const filters = { model: "", text: "", tag: "", verdict: "" };
@@ -100,11 +104,11 @@
         h("td", { class: "num", "data-col": "cases" }, m.cases),
         h("td", { class: "num", "data-col": "runs_failed" }, m.runs_failed ? h("span", { class: "fail" }, m.runs_failed) : "0"),
         h("td", { class: "num", "data-col": "mean_latency_s" }, latency(m.mean_latency_s)),
-        h("td", { class: "num", "data-col": "run_cost_usd" }, cost(m.run_cost_usd)),
-        h("td", { class: "num", "data-col": "eval_cost_usd" }, cost(m.eval_cost_usd)),
-        h("td", { class: "num", "data-col": "total_cost_usd" }, cost(m.total_cost_usd))))));
+        h("td", { class: "num", "data-col": "run_cost_usd" }, costText(m.run_cost_text, m.run_cost_usd)),
+        h("td", { class: "num", "data-col": "eval_cost_usd" }, costText(m.eval_cost_text, m.eval_cost_usd)),
+        h("td", { class: "num", "data-col": "total_cost_usd" }, costText(m.total_cost_text, m.total_cost_usd))))));
     return [h("h2", {}, "Leaderboard"),
-      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls)."),
+      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0)."),
       table, h("h2", {}, "Score vs cost"), chart(shown)];
   }
 
@@ -121,7 +125,7 @@
     const svg = s("svg", { class: "chart", id: "chart", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img",
       "aria-label": "mean score against total cost, one point per model" });
     if (!pts.length) { svg.appendChild(s("text", { x: 20, y: 40 }, "no model has a final score yet")); return svg; }
-    const maxX = Math.max(...pts.map((m) => m.total_cost_usd)) * 1.15 || 1;
+    const maxX = Math.max(...pts.map((m) => m.known_cost_usd)) * 1.15 || 1;
     const x = (v) => L + (v / maxX) * (W - L - R), y = (v) => T + (1 - v / 10) * (H - T - B);
     for (let g = 0; g <= 10; g += 2) {
       svg.appendChild(s("line", { class: "grid", x1: L, x2: W - R, y1: y(g), y2: y(g) }));
@@ -141,9 +145,9 @@
     pts.forEach((m, i) => {
       const r = lat.length > 1 && hi > lo && m.mean_latency_s !== null ? 5 + 9 * (m.mean_latency_s - lo) / (hi - lo) : 8;
       const g = s("g", { "data-model": m.model_id });
-      g.appendChild(s("title", {}, m.model_id + (compare ? " (" + campaignName(m.campaign) + ")" : "") + ": score " + score(m.mean_score) + ", cost $" + cost(m.total_cost_usd) + ", mean latency " + latency(m.mean_latency_s) + " s"));
-      g.appendChild(s("circle", { cx: x(m.total_cost_usd), cy: y(m.mean_score), r: r, fill: COLOURS[m.campaign % COLOURS.length], "fill-opacity": 0.7, stroke: "#222" }));
-      g.appendChild(s("text", { x: x(m.total_cost_usd) + r + 4, y: y(m.mean_score) + 4 + 11 * (i % 2) }, m.model_id + (compare ? " · " + campaignName(m.campaign) : "")));
+      g.appendChild(s("title", {}, m.model_id + (compare ? " (" + campaignName(m.campaign) + ")" : "") + ": score " + score(m.mean_score) + ", cost " + costText(m.total_cost_text, m.total_cost_usd) + ", mean latency " + latency(m.mean_latency_s) + " s"));
+      g.appendChild(s("circle", { cx: x(m.known_cost_usd), cy: y(m.mean_score), r: r, fill: COLOURS[m.campaign % COLOURS.length], "fill-opacity": 0.7, stroke: "#222" }));
+      g.appendChild(s("text", { x: x(m.known_cost_usd) + r + 4, y: y(m.mean_score) + 4 + 11 * (i % 2) }, m.model_id + (compare ? " · " + campaignName(m.campaign) : "") + (m.total_cost_usd === null ? " (cost " + costText(m.total_cost_text) + ")" : "")));
       svg.appendChild(g);
     });
     svg.appendChild(s("text", { x: W - R + 12, y: T + 12 }, "circle size: mean latency"));
@@ -203,7 +207,7 @@
         compare ? h("td", {}, campaignName(r.campaign)) : null,
         h("td", { class: "num" }, score(r.score)), h("td", {}, verdict(r.passed)),
         h("td", { class: r.status === "ok" ? "" : "fail" }, r.status),
-        h("td", { class: "num" }, latency(r.latency_s)), h("td", { class: "num" }, cost(r.cost_usd))))))];
+        h("td", { class: "num" }, latency(r.latency_s)), h("td", { class: "num" }, costText(r.cost_text, r.cost_usd))))))];
   }
 
   // ---- one model x case: every repetition's conversation, checks, judgements, aggregation
@@ -225,7 +229,7 @@
     const dims = Object.entries(j.dimensions || {});
     return h("div", { class: "judge", "data-judge": j.judge_run_id + "#" + j.repetition },
       h("div", {}, h("b", {}, "Judge " + j.judge_run_id + " · repetition " + j.repetition), " · " + (j.judge_model || ""),
-        " · overall ", h("b", {}, score(j.overall)), " · " + j.status + (j.cost_usd ? " · $" + cost(j.cost_usd) : "")),
+        " · overall ", h("b", {}, score(j.overall)), " · " + j.status + " · cost " + sourced(j.cost_usd, j.cost_source)),
       j.error ? h("div", { class: "fail" }, j.error) : null,
       j.summary ? h("div", { class: "judge-summary" }, j.summary) : null,
       j.overall_evidence && j.overall_evidence.length ? h("ul", {}, j.overall_evidence.map((e) => h("li", {}, e))) : null,
@@ -242,7 +246,8 @@
         fact("run status", h("span", { class: d.status === "success" ? "pass" : "fail" }, d.status)),
         fact("final score", res ? score(res.final_score) : "n/a"), fact("verdict", verdict(res ? res.passed : null)),
         fact("latency (s)", num(d.latency_s, 2)), fact("tokens in / out", (d.tokens.input ?? "–") + " / " + (d.tokens.output ?? "–")),
-        fact("run cost", "$" + cost(d.run_cost_usd)), fact("evaluation cost", "$" + cost(d.eval_cost_usd)),
+        fact("run cost (USD)", sourced(d.run_cost_usd, d.run_cost_source)),
+        fact("evaluation cost (USD)", cost(d.eval_cost_usd) + (d.eval_cost_sources && d.eval_cost_sources.priced ? " (" + d.eval_cost_sources.priced + " priced)" : "")),
         fact("model sent", d.requested_model || "–"), fact("build action", d.action || "–")),
       d.error ? h("p", { class: "fail" }, "Error: " + d.error) : null,
       h("h3", {}, "Conversation"), conversation(d),

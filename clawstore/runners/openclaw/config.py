@@ -18,6 +18,8 @@ import copy
 import json
 from typing import Any
 
+from clawstore.runners.pricing import PRICE_KEYS, pricing
+
 WORKSPACE_IN_CONTAINER = "/work/workspace"
 # The one variable the container gets the provider key in. OpenClaw and its plugins act on well-known
 # names: 2026.9.6 takes OPENROUTER_API_KEY as a configured perplexity plugin and npm-installs it.
@@ -25,7 +27,6 @@ CONTAINER_KEY_ENV = "CLAWSTORE_PROVIDER_API_KEY"
 PROVIDER_ID = "openrouter"
 DEFAULT_MAX_TOKENS = 16384
 CONTEXT_WINDOW = 200000
-PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 _REASONING_HINTS = ("reason", "thinking", "minimax")
 
 
@@ -70,20 +71,6 @@ def primary_params(agent: Any, model_extras: dict[str, Any]) -> dict[str, Any]:
     merged = dict(agent_fragments(agent)["primary_params"])
     merged.update(dict(model_extras.get("primary_params") or {}))
     return merged
-
-
-def pricing(model_extras: dict[str, Any]) -> dict[str, float] | None:
-    """USD per 1M tokens from the suite model's `pricing` (or `cost`) extra; None when not given."""
-    raw = model_extras.get("pricing", model_extras.get("cost"))
-    if not isinstance(raw, dict):
-        return None
-    prices: dict[str, float] = {}
-    for key in PRICE_KEYS:
-        value = raw.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            return None
-        prices[key] = float(value)
-    return prices
 
 
 def _reasoning(params: dict[str, Any], model_id: str) -> bool:

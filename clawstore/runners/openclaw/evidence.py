@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
 from clawstore.runners.openclaw.container import Invocation
+from clawstore.runners.pricing import priced_cost
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
@@ -90,12 +91,10 @@ def normalized_usage(raw: dict[str, int]) -> dict[str, int]:
 
 
 def cost_usd(raw: dict[str, int], prices: dict[str, float] | None) -> float | None:
-    """Σ tokens × USD-per-1M price; None when the model has no declared price (unknown, not free)."""
+    """The turns' tokens at the declared prices; None when the model has no declared price (unknown, not free)."""
     if prices is None:
         return None
-    tokens = {"input": raw["input"], "output": raw["output"], "cacheRead": raw["cacheRead"],
-              "cacheWrite": raw["cacheWrite"]}
-    return round(sum(tokens[k] * prices.get(k, 0.0) for k in tokens) / 1e6, 12)
+    return priced_cost(prices, raw["input"], raw["output"], raw["cacheRead"], raw["cacheWrite"])
 
 
 def observable_summary(payload: dict[str, Any] | None, key_outputs: Sequence[str]) -> dict[str, Any]:

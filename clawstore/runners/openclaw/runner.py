@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import canonical_json
+from clawstore.costs import PRICED, UNKNOWN
 from clawstore.providers.usage import Usage
 from clawstore.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
@@ -44,6 +45,7 @@ from clawstore.runners.openclaw.workspace import (
     prune_workspace,
     workspace_diff,
 )
+from clawstore.runners.pricing import pricing
 from clawstore.scratch import remove_tree
 from clawstore.store.ids import oid_of
 
@@ -400,7 +402,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
               error: RunError | None, captured: dict[str, Any]) -> dict[str, Any]:
     key_outputs = run.key_outputs(status) if "workspace" in run.outputs else []
     raw_usage = ev.summed_usage(run.turn_payloads)
-    prices = oc_config.pricing(spec.model_extras)
+    prices = pricing(spec.model_extras)
     usage = Usage(**ev.normalized_usage(raw_usage), cost_usd=ev.cost_usd(raw_usage, prices))
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
@@ -470,5 +472,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     )
     # Last line of defence: whatever path a secret took into the artifact, it does not leave here.
     data = ev.redact_json(artifact.to_json(), run.secrets)
+    # OpenClaw reports no provider cost: its figure is always the declared prices' (or none).
+    data["usage"]["cost_source"] = UNKNOWN if usage.cost_usd is None else PRICED
     canonical_json(data)  # fail here, not in the store, if anything is not JSON
     return data

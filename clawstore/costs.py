@@ -1,0 +1,118 @@
+"""What a cost is known to be: reported by the provider, priced from declared `pricing`, or unknown (never 0).
+
+Every paid node's record (a run, a judgement) carries `metrics.cost_usd` and `metrics.cost_source`.
+Records written before sources were kept have only the number: a number was the provider's, None
+is unknown (`source_of`). A sum over many nodes (`CostSum`) keeps what it knows apart from what it
+does not, so a total with an unknown part reads "≥0.01230 (3 of 10 unknown)", and "?" when all are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+REPORTED = "reported"  # the provider's `usage.cost`
+PRICED = "priced"  # tokens × the model's declared `pricing`
+UNKNOWN = "unknown"  # neither: not free, not known
+SOURCES = (REPORTED, PRICED, UNKNOWN)
+PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
+
+
+def source_of(metrics: Mapping[str, Any] | None) -> str:
+    """A record's cost source (older records, without one: a number was reported, None is unknown)."""
+    metrics = metrics or {}
+    source = metrics.get("cost_source")
+    if source in SOURCES:
+        return str(source)
+    return UNKNOWN if known_cost(metrics.get("cost_usd")) is None else REPORTED
+
+
+def known_cost(value: Any) -> float | None:
+    """A cost as a float; None when it is not a number (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CostSum:
+    """The cost of some paid nodes: the sum of the known ones and how many of each source."""
+
+    known_usd: float = 0.0
+    reported: int = 0
+    priced: int = 0
+    unknown: int = 0
+
+    @classmethod
+    def of(cls, cost_usd: Any, source: str | None = None) -> CostSum:
+        """One paid node's cost (`source` None: inferred as for an older record)."""
+        cost = known_cost(cost_usd)
+        source = source if source in SOURCES else (UNKNOWN if cost is None else REPORTED)
+        if cost is None or source == UNKNOWN:
+            return cls(unknown=1)
+        return cls(known_usd=cost, reported=int(source == REPORTED), priced=int(source == PRICED))
+
+    @classmethod
+    def of_metrics(cls, metrics: Mapping[str, Any] | None) -> CostSum:
+        return cls.of((metrics or {}).get("cost_usd"), source_of(metrics))
+
+    @classmethod
+    def total(cls, parts: Iterable[CostSum]) -> CostSum:
+        out = cls()
+        for part in parts:
+            out += part
+        return out
+
+    def __add__(self, other: CostSum) -> CostSum:
+        return CostSum(self.known_usd + other.known_usd, self.reported + other.reported,
+                       self.priced + other.priced, self.unknown + other.unknown)
+
+    @property
+    def count(self) -> int:
+        return self.reported + self.priced + self.unknown
+
+    @property
+    def all_unknown(self) -> bool:
+        return self.count > 0 and self.unknown == self.count
+
+    @property
+    def usd(self) -> float | None:
+        """The total when every part is known; None (unknown) otherwise."""
+        return None if self.unknown else self.known_usd
+
+    def cell(self, digits: int = 5) -> str:
+        """For a table cell: `?` when nothing is known, `≥x` when part is unknown, else the number."""
+        if self.all_unknown:
+            return "?"
+        return ("≥" if self.unknown else "") + f"{self.known_usd:.{digits}f}"
+
+    def notes(self) -> str:
+        """Which parts are not the provider's: " (3 of 10 unknown, 2 of 10 priced)", or ""."""
+        notes = [f"{n} of {self.count} {what}" for n, what in ((self.unknown, UNKNOWN), (self.priced, PRICED)) if n]
+        return f" ({', '.join(notes)})" if notes else ""
+
+    def usd_text(self, digits: int = 6) -> str:
+        """As a spend is printed: "0.001200 USD", "≥0.001200 USD (6 of 8 unknown)", "? USD (8 of 8 unknown)"."""
+        return f"{self.cell(digits)} USD{self.notes()}"
+
+    def text(self, digits: int = 5) -> str:
+        """The cell and its notes: "≥0.01230 (3 of 10 unknown, 2 of 10 priced)"."""
+        return self.cell(digits) + self.notes()
+
+    def sources(self) -> dict[str, int]:
+        """{source: nodes} of the sources present (JSON, and the COST_FROM columns)."""
+        counts = {REPORTED: self.reported, PRICED: self.priced, UNKNOWN: self.unknown}
+        return {name: n for name, n in counts.items() if n}
+
+    @classmethod
+    def of_build(cls, metrics: Mapping[str, Any]) -> CostSum:
+        """What a build log's `metrics` say it spent (older logs: the cost alone, no counts)."""
+        return cls(float(metrics.get("cost_usd") or 0.0), int(metrics.get("cost_reported") or 0),
+                   int(metrics.get("cost_priced") or 0), int(metrics.get("cost_unknown") or 0))
+
+    def build_metrics(self) -> dict[str, Any]:
+        """The build log's cost fields (inverse of `of_build`)."""
+        return {"cost_usd": self.known_usd, "cost_reported": self.reported, "cost_priced": self.priced,
+                "cost_unknown": self.unknown}
+

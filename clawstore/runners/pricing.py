@@ -1,0 +1,51 @@
+"""Declared model prices (`pricing`, USD per 1M tokens) and the one formula that prices tokens with them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawstore.costs import PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
+
+PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+PER_MILLION = 1e6
+
+
+def pricing(model_extras: dict[str, Any]) -> dict[str, float] | None:
+    """USD per 1M tokens from a suite model's (or judge's) `pricing` (or `cost`) extra; None when not given."""
+    raw = model_extras.get("pricing", model_extras.get("cost"))
+    if not isinstance(raw, dict):
+        return None
+    prices: dict[str, float] = {}
+    for key in PRICE_KEYS:
+        value = raw.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            return None
+        prices[key] = float(value)
+    return prices
+
+
+def priced_cost(prices: dict[str, float], input_tokens: float, output_tokens: float,
+                cache_read_tokens: float = 0, cache_write_tokens: float = 0) -> float:
+    """USD for these tokens at these prices. An OpenAI-compatible provider counts cached tokens among
+    the input ones: callers pass them as input (never cheaper than declared); OpenClaw counts them apart."""
+    tokens = {"input": input_tokens, "output": output_tokens, "cacheRead": cache_read_tokens,
+              "cacheWrite": cache_write_tokens}
+    return round(sum(tokens[k] * prices.get(k, 0.0) for k in PRICE_KEYS) / PER_MILLION, 12)
+
+
+def record_cost(metrics: dict[str, Any], model_extras: dict[str, Any], source: str | None = None
+                ) -> dict[str, Any]:
+    """A paid record's metrics with `cost_usd` and `cost_source`: the provider's cost (`reported`),
+    else its tokens at the model's declared prices (`priced`), else `unknown` (cost None, never 0).
+    `source`: what the runner already knows of its cost (OpenClaw prices its own)."""
+    cost = known_cost(metrics.get("cost_usd"))
+    if source in SOURCES:
+        known = cost is not None and source != UNKNOWN
+        return {**metrics, "cost_usd": cost if known else None, "cost_source": source if known else UNKNOWN}
+    if cost is not None:
+        return {**metrics, "cost_usd": cost, "cost_source": REPORTED}
+    prices = pricing(model_extras)
+    if prices is None:
+        return {**metrics, "cost_usd": None, "cost_source": UNKNOWN}
+    priced = priced_cost(prices, metrics.get("input_tokens") or 0, metrics.get("output_tokens") or 0)
+    return {**metrics, "cost_usd": priced, "cost_source": PRICED}
