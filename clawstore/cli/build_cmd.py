@@ -87,6 +87,8 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
                 counts: dict[str, int], metrics: dict[str, Any], failures: list[tuple[str, str]],
                 stopped: str | None, exit_code: int) -> None:
     if output == "json":
+        spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
+        metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
         click.echo(json.dumps({"campaign": campaign_id, "build_id": build_id, "rows": rows,
                                "counts": counts, "metrics": metrics,
                                "failures": [{"node": node, "reason": reason} for node, reason in failures],

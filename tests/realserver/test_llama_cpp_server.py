@@ -122,8 +122,12 @@ def test_recorded_tokens_are_the_servers_usage_and_the_cost_is_unknown(claw: Cla
         assert record["metrics"]["output_tokens"] == sum(u["completion_tokens"] for u in replies) > 0
         # The server reports no price, so the cost is unknown: not a number, and certainly not 0.
         assert all("cost" not in u for u in replies)
-        assert record["metrics"]["cost_usd"] is None
+        assert record["metrics"]["cost_usd"] is None and record["metrics"]["cost_source"] == "unknown"
     assert report["rows"][0]["cost_usd"] is None
+    assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 2, report["metrics"]
+    code, out, _ = claw("query", "select cost_usd, cost_source from runs union all "
+                        "select cost_usd, cost_source from judgements", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_source": "unknown"}] * 2, out
 
 
 def test_a_forced_tool_choice_runs_a_real_tool_loop(ws: Workspace, claw: Claw, relay: Relay, tmp_path: Path) -> None:
