@@ -44,7 +44,7 @@ from clawstore.store.packfile import (
 )
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 _SMALL = 4 << 20  # blobs up to this size are verified in memory, larger ones streamed
 
@@ -92,7 +92,7 @@ def dead_writers(packs_dir: Path) -> list[str]:
     return found
 
 
-def adopt_orphans(store: Store) -> AdoptReport:
+def adopt_orphans(store: ObjectStore) -> AdoptReport:
     """Name what killed writers finished but never indexed (see the module docstring)."""
     runtime = store.runtime
     report = AdoptReport()
@@ -134,12 +134,12 @@ def adopt_orphans(store: Store) -> AdoptReport:
     return report
 
 
-def _publish(store: Store, segment: Segment) -> None:
+def _publish(store: ObjectStore, segment: Segment) -> None:
     write_segment(store.runtime.index_dir, store.runtime.tmp_dir, segment)
     store.runtime.index.add_own(segment)
 
 
-def _entry_ok(store: Store, key: bytes, entry: ActionEntry, report: AdoptReport) -> bool:
+def _entry_ok(store: ObjectStore, key: bytes, entry: ActionEntry, report: AdoptReport) -> bool:
     """Does the entry verify as an imported one must (its record for its key, every output present)?"""
     if entry.record is None:
         return True  # a removal (gc, repair) names nothing
