@@ -18,6 +18,7 @@ FORMAT_VERSION = 2
 DIRS = ("packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
 FORMAT1_DIRS = ("objects", "ac")  # loose objects and action-cache files of format 1
 STALE_STAGING_S = 600
+MARKER_MAX = 4096  # a marker is 14 bytes; what is longer is damaged, not read whole
 
 
 class DamagedMarkerError(StoreError):
@@ -28,14 +29,15 @@ def read_format(root: Path) -> int | None:
     """The format number in the marker file, None if there is no store at `root`."""
     marker = root / FORMAT_FILE
     try:
-        data = marker.read_bytes()
+        with open(marker, "rb") as fh:
+            data = fh.read(MARKER_MAX)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise StoreError(f"cannot read {marker}: {exc.strerror}") from None
     try:
         version = json.loads(data)["format"]
-    except (ValueError, KeyError, TypeError):  # (a UnicodeDecodeError is a ValueError)
+    except (ValueError, KeyError, TypeError, RecursionError):  # (a UnicodeDecodeError is a ValueError)
         version = None
     if not isinstance(version, int) or isinstance(version, bool):
         raise DamagedMarkerError(f"{marker}: damaged (not a clawstore format file); `claw fsck --repair` can "

@@ -16,7 +16,8 @@ from tests.support.workspace import Workspace
 
 RUNS = ("--suite", "main", "--run-profile", "rp")
 GARBAGE = {"text": b"garbage bytes", "not UTF-8": b"\x8f\x00\xff\xfe", "empty": b"",
-           "no format": b'{"version": 2}\n', "a string": b'{"format": "2"}\n', "a boolean": b'{"format": true}\n'}
+           "no format": b'{"version": 2}\n', "a string": b'{"format": "2"}\n', "a boolean": b'{"format": true}\n',
+           "deep": b"[" * 100_000, "long": b'{"format": 2, "x": "' + b"y" * 10_000 + b'"}'}
 
 
 @pytest.mark.parametrize("damage", sorted(GARBAGE))
