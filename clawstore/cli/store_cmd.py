@@ -157,9 +157,9 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
     store = _open_store(store_dir)
     report = run_fsck(store, repair=repair)
     manifest = manifest_problems(store) if manifest_problems is not None else []
-    for problem in [marker_problem] * bool(marker_problem) + report.problems + manifest:
+    for problem in ([marker_problem] if marker_problem else []) + report.problems + manifest:
         click.echo(f"problem: {problem}")
-    for line in [marker_repaired] * bool(marker_repaired) + report.repaired:
+    for line in ([marker_repaired] if marker_repaired else []) + report.repaired:
         click.echo(f"repaired: {line}")
     click.echo(
         f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs, "

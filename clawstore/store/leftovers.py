@@ -4,10 +4,9 @@ the store that pointers there name: an export's, beside its output), and lease f
 Temp files and the scratch directories of pushes and pulls (clawstore/scratch.py) carry their writer's
 pid and start time in their name (clawstore/durable.py), leases
 are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
-writer's without any clock. fsck --repair, gc and the start of every build (and of every export)
-remove them. The packs a
-pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py) are no dead
-writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
+writer's without any clock. fsck --repair, gc and the start of every build (and of every export) remove
+them. The packs a pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py)
+are no dead writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
 """
 
 from __future__ import annotations
