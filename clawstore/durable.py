@@ -129,21 +129,38 @@ def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644,
         fsync_path(path.parent)
 
 
+OUTSIDE_SUFFIX = ".outside"  # a symlink in a store's tmp/ to a temp file outside the store (atomic_file)
+
+
 @contextlib.contextmanager
-def atomic_file(path: Path) -> Iterator[BinaryIO]:
+def atomic_file(path: Path, registry: Path | None = None) -> Iterator[BinaryIO]:
     """A file to stream into, which replaces `path` durably only if the block completes (a hidden
-    temp file beside it until then, removed on any error): write_file_atomic for data not in memory."""
+    temp file beside it until then, removed on any error): write_file_atomic for data not in memory.
+
+    `registry` (a store's tmp/): while the temp file exists, a symlink there named like the store's own
+    temp files (`<pid>-<ticks>-<random>.outside`) points at it, so that once its writer is dead (even
+    SIGKILLed, when nothing of it runs to clean up) whatever removes dead writers' temp files from the
+    store removes this one too (clawstore/store/leftovers.py)."""
     tmp = path.with_name(f".{path.name}.{temp_name()}")
+    pointer = None
+    if registry is not None:
+        pointer = registry / temp_name(OUTSIDE_SUFFIX)
+        os.symlink(os.path.abspath(tmp), pointer)
+        fsync_path(registry)  # (the temp file is never durable before its pointer)
     try:
-        with open(tmp, "xb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        rename_into(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    fsync_path(path.parent if str(path.parent) else Path("."))
+        try:
+            with open(tmp, "xb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            rename_into(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        fsync_path(path.parent if str(path.parent) else Path("."))
+    finally:
+        if pointer is not None:
+            _unlink_quietly(pointer)
 
 
 def rename_into(tmp: Path | str, final: Path) -> None:

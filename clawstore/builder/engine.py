@@ -64,6 +64,7 @@ class BuildReport:
     stopped: str | None = None  # why scheduling stopped early (the budget), if it did
     failures: list[Failure] = field(default_factory=list)  # each failed node and its one-line reason
     left: int = 0  # nodes an interrupt left unbuilt (the next build builds them)
+    orphans: list[str] = field(default_factory=list)  # containers of killed builds it stopped
 
     @property
     def failed(self) -> bool:
@@ -76,6 +77,16 @@ class BuildReport:
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
+
+
+def _stop_orphans(store: Store) -> list[str]:
+    """The OpenClaw containers this store's killed builds left running, stopped (runners/openclaw/orphans.py;
+    imported only when a build recorded containers: the runner's modules are many)."""
+    if not (store.root / "containers").is_dir():
+        return []
+    from clawstore.runners.openclaw.orphans import stop_orphans
+
+    return stop_orphans(store).stopped
 
 
 class _Stop:
@@ -249,6 +260,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
         # Group commit: one durability barrier per window (store/batch.py) instead of one per node.
         with store.lease(f"build {log.build_id}"), board, store.group_commit():
             remove_leftovers(store)  # temp files and leases of killed writers
+            report.orphans = _stop_orphans(store)  # containers killed builds left running
             store.keep_reserve()  # room for what is paid when the disk fills up (store/reserve.py)
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)

@@ -119,7 +119,7 @@ def execute_openclaw(node: Node, store: Store, build_id: str, cluster: Any = Non
         outcome, made = cluster.run_openclaw(spec, tree_contents(store, spec.agent_tree))
     else:
         with scratch_dir("claw-run-") as tmp:
-            outcome = run_openclaw(spec, store, Path(tmp))
+            outcome = run_openclaw(spec, store, Path(tmp), build_id=build_id)
     latency = time.monotonic() - began
 
     def write() -> tuple[str, dict[str, Any]]:

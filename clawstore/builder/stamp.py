@@ -155,6 +155,16 @@ def _read_ref(store_root: Path, name: str) -> str | None:
         return None
 
 
+def _marker_ok(store_root: Path) -> bool:
+    from clawstore.errors import ClawError
+    from clawstore.store.layout import FORMAT_VERSION, read_format
+
+    try:
+        return read_format(store_root) == FORMAT_VERSION
+    except ClawError:
+        return False
+
+
 def _stamp_path(store_root: Path, digest: str) -> Path:
     return Path(store_root) / STAMPS_DIR / f"{digest}.json"
 
@@ -220,6 +230,8 @@ def match(store_root: Path, digest: str) -> dict[str, Any] | None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         return None
     if _read_ref(store_root, f"campaigns/{doc.get('campaign_id')}") != doc.get("head") or _kept_apart(store_root):
+        return None
+    if not _marker_ok(store_root):  # (the full path opens the store, and says what is wrong with it)
         return None
     if doc.get("store") != store_state(store_root) or doc.get("env") != env_digest():
         return None

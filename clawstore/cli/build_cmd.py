@@ -180,6 +180,9 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
                                    max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
                                    executor=executor, ray_address=ray_address)
             report = run_build(request, stores, options, campaign)
+    if report.orphans:
+        click.echo(f"claw: note: stopped {len(report.orphans)} OpenClaw container(s) that killed builds left "
+                   f"running: {', '.join(report.orphans)}", err=True)
     rows = _build_rows(report)
     if stamping is not None and reads is not None:
         _stamp(stamping, reads, report, rows, request, store_dir, remote)

@@ -66,9 +66,12 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
     from clawstore.store.gc import collect, parse_duration
 
     grace_s = parse_duration(grace)
-    report = collect(_store(store_dir), grace_s=grace_s, dry_run=dry_run)
+    store = _store(store_dir)
+    report = collect(store, grace_s=grace_s, dry_run=dry_run)
+    stopped, unanswered = _stop_orphans(store) if not dry_run else ([], [])
     if as_json:
         doc: dict[str, Any] = report.to_json()
+        doc["containers_stopped"] = stopped
         if dry_run or verbose:
             doc["objects"] = [{"id": oid, "stored_bytes": size} for oid, size in report.objects]
             doc["actions"] = [{"key": key, "record": rid} for key, rid in report.actions]
@@ -94,12 +97,29 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
         if report.packs_rewritten or report.packs_deleted:  # (sparse or small packs: docs/gc-and-archives.md)
             click.echo(f"packs: {report.packs_rewritten} {'to rewrite' if dry_run else 'rewritten'} into one, "
                        f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}")
+        if stopped:
+            click.echo(f"stopped {len(stopped)} OpenClaw container(s) that killed builds left running: "
+                       f"{', '.join(stopped)}")
+    for why in unanswered:
+        click.echo(f"claw: warning: cannot ask the container engine about killed builds' containers ({why}); "
+                   "the next gc asks again", err=True)
     if report.live_leases:
         click.echo(f"claw: note: {len(report.live_leases)} build(s) or import(s) running: gc kept everything "
                    "they may use; run it again later to collect the rest", err=True)
     if report.dangling:
         click.echo(f"claw: warning: {len(report.dangling)} object(s) named by reachable objects are missing "
                    "(run claw fsck)", err=True)
+
+
+def _stop_orphans(store: Store) -> tuple[list[str], list[str]]:
+    """OpenClaw containers of this store's killed builds, stopped; engines that did not answer
+    (clawstore/runners/openclaw/orphans.py)."""
+    if not (store.root / "containers").is_dir():  # (no build recorded any: not worth the runner's imports)
+        return [], []
+    from clawstore.runners.openclaw.orphans import stop_orphans
+
+    orphans = stop_orphans(store)
+    return orphans.stopped, orphans.unanswered
 
 
 # ---------------------------------------------------------------------------------------------- refs

@@ -17,6 +17,7 @@ from clawstore.errors import StoreError, UsageError
 from clawstore.store import Store, check_oid
 from clawstore.store.codec import CHUNK
 from clawstore.store.fsck import fsck as run_fsck
+from clawstore.store.layout import check_marker
 from clawstore.store.stats import store_stats
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -148,12 +149,17 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
         if rebuild_manifest:
             raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
         manifest_problems = repair_manifest = None  # type: ignore[assignment]
+    marker_problem, marker_repaired = check_marker(workspace_store_dir(store_dir), repair)
+    if marker_problem is not None and marker_repaired is None:  # no command opens the store as it is
+        click.echo(f"problem: {marker_problem}")
+        click.echo("fsck: 1 problem(s) (the rest of the store is checked once the marker is rewritten)", err=True)
+        sys.exit(1)
     store = _open_store(store_dir)
     report = run_fsck(store, repair=repair)
     manifest = manifest_problems(store) if manifest_problems is not None else []
-    for problem in report.problems + manifest:
+    for problem in ([marker_problem] if marker_problem else []) + report.problems + manifest:
         click.echo(f"problem: {problem}")
-    for line in report.repaired:
+    for line in ([marker_repaired] if marker_repaired else []) + report.repaired:
         click.echo(f"repaired: {line}")
     click.echo(
         f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs, "

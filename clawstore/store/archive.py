@@ -31,6 +31,7 @@ from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header,
 from clawstore.store.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.index import Loc
+from clawstore.store.leftovers import remove_stale_temp_files
 from clawstore.store.names import name_problem, ref_name_problem
 from clawstore.store.packmaps import PackMaps
 
@@ -112,7 +113,8 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids:
 
     doc = signature.sign(doc)  # the user's key vouches for the head, entries and every object id
     body = canonical_json(doc)
-    with atomic_file(out) as fh:
+    remove_stale_temp_files(store)  # (a killed export's temp file beside its output, among others)
+    with atomic_file(out, registry=store.tmp_dir) as fh:  # found by gc and fsck if this process is killed
         writer = _HashingWriter(fh)
         _write_member(writer, MANIFEST, body)
         maps = PackMaps(store)

@@ -18,24 +18,69 @@ FORMAT_VERSION = 2
 DIRS = ("packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
 FORMAT1_DIRS = ("objects", "ac")  # loose objects and action-cache files of format 1
 STALE_STAGING_S = 600
+MARKER_MAX = 4096  # a marker is 14 bytes; what is longer is damaged, not read whole
+
+
+class DamagedMarkerError(StoreError):
+    """The marker file is there but does not say a format (garbage, emptied, torn by a failing disk)."""
 
 
 def read_format(root: Path) -> int | None:
     """The format number in the marker file, None if there is no store at `root`."""
     marker = root / FORMAT_FILE
     try:
-        text = marker.read_text(encoding="utf-8")
+        with open(marker, "rb") as fh:
+            data = fh.read(MARKER_MAX)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise StoreError(f"cannot read {marker}: {exc.strerror}") from None
     try:
-        version = json.loads(text)["format"]
-    except (ValueError, KeyError, TypeError):
-        raise StoreError(f"{marker}: not a clawstore format file") from None
+        version = json.loads(data)["format"]
+    except (ValueError, KeyError, TypeError, RecursionError):  # (a UnicodeDecodeError is a ValueError)
+        version = None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DamagedMarkerError(f"{marker}: damaged (not a clawstore format file); `claw fsck --repair` can "
+                                 "rewrite it from the store's layout") from None
     if version not in (1, FORMAT_VERSION):
         raise StoreError(f"{marker}: unsupported store format {version!r} (this claw reads 1 and {FORMAT_VERSION})")
-    return int(version)
+    return version
+
+
+def format_from_layout(root: Path) -> tuple[int | None, str]:
+    """The format the store's directories say, and why (None, and why not, when they do not say one):
+    what `claw fsck --repair` writes into a damaged marker."""
+    format2 = [f"{name}/" for name in ("packs", "index") if (root / name).is_dir()]
+    format1 = [f"{name}/" for name in FORMAT1_DIRS if (root / name).exists()]
+    if len(format2) == 2 and not format1:
+        return FORMAT_VERSION, "packs/ and index/ are present, no format-1 objects/ or ac/"
+    if format1 and not format2:
+        return 1, f"{' and '.join(format1)} (format 1) present, no packs/ or index/"
+    if format1:
+        return None, (f"both format-1 ({', '.join(format1)}) and format-2 ({', '.join(format2)}) directories are "
+                      "present: a migration from format 1 was interrupted, before or after its marker said 2 "
+                      '(writing {"format": 1} into it makes the next command finish the migration)')
+    return None, "neither format's directories are present (packs/ and index/, or objects/ and ac/)"
+
+
+def check_marker(root: Path, repair: bool) -> tuple[str | None, str | None]:
+    """fsck's look at the marker, the one file without which no command opens the store: (the problem,
+    or None; what repair did, or None). Repair rewrites a damaged marker with the format the layout
+    says, never guessing when it does not say one."""
+    try:
+        read_format(root)
+        return None, None
+    except DamagedMarkerError:
+        pass
+    version, why = format_from_layout(root)
+    if version is None:
+        return f"{FORMAT_FILE}: damaged (not a clawstore format file), and --repair cannot rewrite it: {why}", None
+    problem = f"{FORMAT_FILE}: damaged (not a clawstore format file); the layout says format {version}: {why}"
+    if not repair:
+        return f"{problem} (claw fsck --repair rewrites it)", None
+    (root / "tmp").mkdir(exist_ok=True)  # (where write_marker stages it)
+    write_marker(root, version)
+    return problem, f"rewrote {FORMAT_FILE} as format {version}"
 
 
 def ensure_dirs(root: Path) -> None:

@@ -1,23 +1,24 @@
-"""What killed writers leave behind: temp files and scratch directories in `tmp/`, and lease files of dead
-processes.
+"""What killed writers leave behind: temp files and scratch directories in `tmp/` (and the temp files outside
+the store that pointers there name: an export's, beside its output), and lease files of dead processes.
 
 Temp files and the scratch directories of pushes and pulls (clawstore/scratch.py) carry their writer's
 pid and start time in their name (clawstore/durable.py), leases
 are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
-writer's without any clock. fsck --repair, gc and the start of every build remove them. The packs a
-pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py) are no dead
-writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
+writer's without any clock. fsck --repair, gc and the start of every build (and of every export) remove
+them. The packs a pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py)
+are no dead writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.durable import process_alive, temp_owner
+from clawstore.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
 from clawstore.scratch import remove_tree
 from clawstore.store.locks import remove_stale_leases
 
@@ -47,7 +48,24 @@ def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
                 size = entry.stat(follow_symlinks=False).st_size
         except FileNotFoundError:
             continue
+        if owner is not None and entry.name.endswith(OUTSIDE_SUFFIX):
+            yield from _outside_temp_file(Path(entry.path), owner)  # before its pointer, which finds it
         yield Path(entry.path), size
+
+
+def _outside_temp_file(pointer: Path, owner: tuple[int, int]) -> Iterator[tuple[Path, int]]:
+    """The temp file a dead writer's pointer names beside its output (an export's: durable.atomic_file),
+    if it is still there and is one: a regular file named `.<output>.<pid>-<ticks>-<random>.tmp` of the
+    same writer. Anything else a pointer may name (a hand-made link) is left alone."""
+    try:
+        target = Path(os.readlink(pointer))
+        info = target.lstat()
+    except OSError:
+        return
+    parts = target.name.rsplit(".", 2)
+    if (target.is_absolute() and stat.S_ISREG(info.st_mode) and len(parts) == 3 and parts[0].startswith(".")
+            and parts[2] == "tmp" and temp_owner(parts[1]) == owner):
+        yield target, info.st_size
 
 
 def _tree_size(path: str) -> int:
@@ -84,12 +102,13 @@ def remove_stale_downloads(store: Store, cutoff: float) -> tuple[int, int]:
 
 
 def count_temp_files(store: Store) -> tuple[int, int]:
-    """(all temp files, stale ones)."""
+    """(all temp files, stale ones); a dead writer's temp file outside the store counts with its pointer."""
     try:
         total = sum(1 for _ in os.scandir(store.tmp_dir))
     except FileNotFoundError:
         return 0, 0
-    return total, sum(1 for _ in stale_temp_files(store))
+    stale = [path for path, _ in stale_temp_files(store)]
+    return total + sum(1 for path in stale if path.parent != store.tmp_dir), len(stale)
 
 
 def remove_stale_temp_files(store: Store) -> tuple[int, int]:

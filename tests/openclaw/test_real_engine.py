@@ -7,13 +7,19 @@ Skipped, with the reason, when no engine or image can be had (see tests/openclaw
 
 from __future__ import annotations
 
+import os
+import pickle
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from clawstore.runners.openclaw import agent_workspace_tree, resolve_image_digest, run_openclaw
+from clawstore.runners.openclaw.orphans import stop_orphans
 from clawstore.runners.openclaw.runner import OpenClawSpec
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, hang
@@ -82,3 +88,44 @@ def test_timeout_ends_the_run_and_leaves_no_container(real_spec, engine_env, sto
     engine: DockerEngine = engine_env["engine"]
     assert engine.our_containers() == []
     assert engine.docker("ps", "-q").stdout.strip() == ""
+
+
+KILLED_BUILD = "20261201T000000-deadbeef"
+BUILD_PROCESS = f"""
+import pickle, sys
+from pathlib import Path
+from clawstore.runners.openclaw import run_openclaw
+from clawstore.store import Store
+spec, store_dir, workdir = pickle.loads(Path(sys.argv[1]).read_bytes()), sys.argv[2], Path(sys.argv[3])
+store = Store(store_dir)
+with store.lease("build {KILLED_BUILD}"):  # as builder/engine.py holds it
+    run_openclaw(spec, store, workdir, build_id="{KILLED_BUILD}")
+"""
+
+
+def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_spec, engine_env, store, tmp_path):
+    """A process holding a build's lease starts a real container and is SIGKILLed: the container outlives it
+    (its `docker run` is in a session of its own) until stop_orphans, what the next build and gc call."""
+    engine: DockerEngine = engine_env["engine"]
+    label = f"label=clawstore.openclaw.build={KILLED_BUILD}"
+    with StandIn() as standin:
+        standin.script(MODEL, hang(120))  # the agent's turn waits for the model
+        spec_file, workdir = tmp_path / "spec.pickle", tmp_path / "work"
+        spec_file.write_bytes(pickle.dumps(real_spec(standin.base_url, timeout_seconds=120)))
+        workdir.mkdir()
+        build = subprocess.Popen([sys.executable, "-c", BUILD_PROCESS, str(spec_file), str(store.root), str(workdir)],
+                                 env=dict(os.environ))
+        deadline = time.monotonic() + 90
+        names: list[str] = []
+        while not names and time.monotonic() < deadline and build.poll() is None:
+            time.sleep(0.2)
+            names = [n for n in engine.docker("ps", "--filter", label, "--format", "{{.Names}}").stdout.split()
+                     if n.endswith("-turn1")]
+        assert names, f"no agent container (build exited {build.poll()})"
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+        time.sleep(1)
+        assert engine.docker("ps", "--filter", label, "--format", "{{.Names}}").stdout.split() == names  # running on
+        report = stop_orphans(store)
+    assert report.stopped == [f"{names[0]} (build {KILLED_BUILD})"] and report.unanswered == []
+    assert engine.our_containers() == [] and list((store.root / "containers").iterdir()) == []

@@ -191,15 +191,28 @@ def env_pipe(env: Mapping[str, str]) -> int:
 
 
 # --- the engine -------------------------------------------------------------------------------
-def _cli_env(hidden: Sequence[str]) -> dict[str, str]:
-    # The CLI process needs DOCKER_HOST and friends, never the provider key.
-    return {k: v for k, v in os.environ.items() if k not in hidden}
+# The variables that choose the engine a CLI talks to (recorded with a build's containers: orphans.py).
+ENGINE_VARS = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH",
+               "CONTAINER_HOST", "CONTAINER_CONNECTION")
 
 
-def _quick(settings: EngineSettings, args: Sequence[str], hidden: Sequence[str] = ()) -> tuple[int, str]:
+def _cli_env(hidden: Sequence[str], engine: Mapping[str, str] | None = None) -> dict[str, str]:
+    # The CLI process needs DOCKER_HOST and friends, never the provider key. `engine`: the engine
+    # variables to use instead of this process's.
+    env = {k: v for k, v in os.environ.items() if k not in hidden and (engine is None or k not in ENGINE_VARS)}
+    return env if engine is None else {**env, **engine}
+
+
+def engine_env() -> dict[str, str]:
+    """This process's engine variables (ENGINE_VARS that are set)."""
+    return {name: os.environ[name] for name in ENGINE_VARS if name in os.environ}
+
+
+def _quick(settings: EngineSettings, args: Sequence[str], hidden: Sequence[str] = (),
+           engine: Mapping[str, str] | None = None) -> tuple[int, str]:
     try:
         done = subprocess.run([settings.docker_cli, *args], capture_output=True, text=True,
-                              timeout=CLI_QUERY_TIMEOUT_S, env=_cli_env(hidden), check=False)
+                              timeout=CLI_QUERY_TIMEOUT_S, env=_cli_env(hidden, engine), check=False)
     except FileNotFoundError:
         return 127, f"container CLI '{settings.docker_cli}' not found"
     except subprocess.TimeoutExpired:
@@ -222,14 +235,24 @@ def engine_problem(settings: EngineSettings, image: str) -> str | None:
     return f"container engine unavailable: {out.splitlines()[0] if out else f'exit {code}'}"
 
 
-def remove_container(settings: EngineSettings, name: str) -> None:
-    _quick(settings, ["rm", "-f", name])
+def remove_container(settings: EngineSettings, name: str, engine: Mapping[str, str] | None = None) -> None:
+    _quick(settings, ["rm", "-f", name], engine=engine)
+
+
+def labelled_containers(settings: EngineSettings, label: str,
+                        engine: Mapping[str, str] | None = None) -> tuple[list[str] | None, str]:
+    """Names of containers (running or not) that carry `label` (or `label=value`); (None, why) when the
+    engine cannot be asked."""
+    code, out = _quick(settings, ["ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
+                       engine=engine)
+    if code != 0:
+        return None, out.splitlines()[0] if out else f"exit {code}"
+    return [line for line in out.splitlines() if line.strip()], ""
 
 
 def running_containers(settings: EngineSettings, label: str = LABEL) -> list[str]:
     """Names of containers (running or not) that carry our label (or `label=value`)."""
-    code, out = _quick(settings, ["ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"])
-    return [line for line in out.splitlines() if line.strip()] if code == 0 else []
+    return labelled_containers(settings, label)[0] or []
 
 
 @dataclass
@@ -242,12 +265,15 @@ class ContainerRunner:
     env: Mapping[str, str]  # reaches each container through a pipe (env_pipe)
     run_tag: str
     hidden_env: tuple[str, ...] = ()
+    owner_labels: tuple[str, ...] = ()  # the build that runs it (orphans.py), `key=value` each
     invocations: list[Invocation] = field(default_factory=list)
 
     def command(self, name: str, argv: Sequence[str], env_file: str) -> list[str]:
         cmd = [self.settings.docker_cli, "run", "--rm", "--init", "--name", name,
-               "--label", f"{LABEL}=1", "--label", f"{LABEL}.run={self.run_tag}",
-               "--pull", self.settings.pull]
+               "--label", f"{LABEL}=1", "--label", f"{LABEL}.run={self.run_tag}"]
+        for label in self.owner_labels:
+            cmd += ["--label", label]
+        cmd += ["--pull", self.settings.pull]
         if self.settings.network:
             cmd += ["--network", self.settings.network]
         if self.settings.user:

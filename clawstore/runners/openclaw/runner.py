@@ -37,6 +37,7 @@ from clawstore.runners.openclaw.container import (
     engine_problem,
     secret_values,
 )
+from clawstore.runners.openclaw.orphans import owner_labels
 from clawstore.runners.openclaw.prompt import render_turns
 from clawstore.runners.openclaw.workspace import (
     STANDARD_FILES,
@@ -142,8 +143,9 @@ class _Failure(Exception):
 
 
 class _Run:
-    def __init__(self, spec: OpenClawSpec, store: Store, root: Path, run_id: str):
+    def __init__(self, spec: OpenClawSpec, store: Store, root: Path, run_id: str, build_id: str | None = None):
         self.spec, self.store, self.root, self.run_id = spec, store, root, run_id
+        self.build_id = build_id
         self.trace = Trace()
         self.settings = EngineSettings.from_env(spec.docker_cli)
         self.cli_agent_id = oc_config.cli_agent_id(spec.agent)
@@ -207,8 +209,9 @@ class _Run:
             raise _Failure("failed", RunError("openclaw_engine_unavailable", problem, "execution_error",
                                               retryable=True))
         deadline = time.monotonic() + spec.timeout_seconds
+        owner = owner_labels(self.store, self.build_id, self.settings) if self.build_id else ()
         runner = ContainerRunner(self.settings, spec.image, self.root, env, self.run_tag,
-                                 hidden_env=(spec.api_key_env,) if spec.api_key_env else ())
+                                 hidden_env=(spec.api_key_env,) if spec.api_key_env else (), owner_labels=owner)
         try:
             self._validate(runner, deadline)
             for index, text in enumerate(texts):
@@ -367,13 +370,15 @@ def _ref(artifact_id: str, artifact_type: str, oid: str | None, media_type: str 
             "media_type": media_type}
 
 
-def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str | None = None) -> OpenClawOutcome:
+def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str | None = None,
+                 build_id: str | None = None) -> OpenClawOutcome:
     """Run one openclaw case against one model. Never raises for a run that fails: the failure is
-    the artifact's status. `workdir` is a scratch directory; everything kept goes into `store`."""
+    the artifact's status. `workdir` is a scratch directory; everything kept goes into `store`.
+    `build_id`: the build running it, whose label its containers carry (orphans.py)."""
     clock = Clock()
     run_id = run_id or f"run_{uuid.uuid4().hex}"
     root = Path(tempfile.mkdtemp(prefix="claw-oc-", dir=workdir))
-    run = _Run(spec, store, root, run_id)
+    run = _Run(spec, store, root, run_id, build_id)
     status, error = "success", None
     captured: dict[str, Any] = {}
     try:

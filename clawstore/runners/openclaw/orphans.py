@@ -1,0 +1,113 @@
+"""Containers a killed build left running: found by the build id they are labelled with, stopped once that
+build is dead.
+
+A build's OpenClaw containers run under a `docker run` of their own session, so a build killed by SIGKILL
+(the OOM killer, a CI cancel) leaves them running until OpenClaw's own timeout. Before its first
+container with a CLI, a build records it in the store (`containers/<build id>.<digest>.json`: the build,
+the CLI, the engine variables, the host), and each container carries the labels
+`clawstore.openclaw.build=<build id>` and `clawstore.openclaw.store=<store>`. `stop_orphans` (every
+build at its start, `claw gc`) reads the records, then the store's leases: a record whose build holds
+no live lease (`build <id>`: the lease's process is gone, or the build ended) names containers nobody
+will stop; they are removed (`rm -f`), then the record. The records are read before the leases, so a
+build that starts meanwhile is never taken for a dead one (its lease exists before its record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import blake3
+
+from clawstore.canonical import canonical_json
+from clawstore.durable import write_file_atomic
+from clawstore.runners.openclaw.container import (
+    LABEL,
+    EngineSettings,
+    engine_env,
+    labelled_containers,
+    remove_container,
+)
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+RECORDS = "containers"  # in the store
+BUILD_LABEL = f"{LABEL}.build"
+STORE_LABEL = f"{LABEL}.store"
+BUILD_LEASE = "build "  # + the build id: the purpose of a build's lease (builder/engine.py)
+
+
+@dataclass
+class OrphanReport:
+    stopped: list[str] = field(default_factory=list)  # containers removed, as `<name> (build <id>)`
+    unanswered: list[str] = field(default_factory=list)  # engines that could not be asked: records kept
+
+
+def owner_labels(store: Store, build_id: str, settings: EngineSettings) -> tuple[str, ...]:
+    """The labels naming the build a container belongs to, recorded in the store first (once per build,
+    CLI and engine) so that whoever finds the build dead knows where to look."""
+    doc = {"build_id": build_id, "docker_cli": settings.docker_cli, "engine": engine_env(),
+           "host": socket.gethostname()}
+    body = canonical_json(doc)
+    path = store.root / RECORDS / f"{build_id}.{blake3.blake3(body).hexdigest()[:16]}.json"
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        write_file_atomic(path, body, store.tmp_dir)  # durable before the container it names exists
+    return f"{BUILD_LABEL}={build_id}", f"{STORE_LABEL}={store.root.resolve()}"
+
+
+def stop_orphans(store: Store) -> OrphanReport:
+    """Remove the containers of this store's dead builds (started on this host); see the module's text."""
+    report = OrphanReport()
+    directory = store.root / RECORDS
+    try:
+        records = sorted(directory.glob("*.json"))
+    except OSError:
+        return report
+    if not records:
+        return report
+    live = {lease.purpose[len(BUILD_LEASE):] for lease in store.list_leases()
+            if lease.alive and lease.purpose.startswith(BUILD_LEASE)}  # (read after the records: above)
+    host = socket.gethostname()
+    for path in records:
+        record = _read_record(path)
+        if record is None:  # a damaged record names nothing to stop
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        if record.host != host or record.build_id in live:
+            continue
+        settings = EngineSettings(docker_cli=record.docker_cli)
+        names, why = labelled_containers(settings, f"{BUILD_LABEL}={record.build_id}", record.engine)
+        if names is None:
+            report.unanswered.append(f"{record.docker_cli}: {why}")
+            continue
+        for name in names:
+            remove_container(settings, name, record.engine)
+            report.stopped.append(f"{name} (build {record.build_id})")
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return report
+
+
+@dataclass(frozen=True)
+class _Record:
+    build_id: str
+    docker_cli: str
+    engine: dict[str, str]
+    host: str
+
+
+def _read_record(path: Path) -> _Record | None:
+    try:
+        doc = json.loads(path.read_bytes())
+        record = _Record(doc["build_id"], doc["docker_cli"], dict(doc["engine"]), doc["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    strings = [record.build_id, record.docker_cli, record.host, *record.engine.keys(), *record.engine.values()]
+    return record if all(isinstance(v, str) for v in strings) else None
