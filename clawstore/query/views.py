@@ -9,8 +9,9 @@ from pathlib import Path
 
 import duckdb
 
+from clawstore.query import answers
 from clawstore.query.heads import current_files, untrusted_files
-from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, TRUST, Column
+from clawstore.query.schema import HISTORY_VIEW, JUDGEMENT_DIMENSIONS, MESSAGES, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
 from clawstore.query.sqltext import literal
 
@@ -43,11 +44,29 @@ def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:
     snap = snapshot(manifest)
     for table in PHYSICAL:
         if table in HISTORY_VIEW:
-            con.execute(f"CREATE VIEW {HISTORY_VIEW[table]} AS {history_sql(snap, table)}").fetchall()
-            con.execute(f"CREATE VIEW {table} AS {current_view_sql(manifest, table)}").fetchall()
+            history, current = history_sql(snap, table), current_view_sql(manifest, table)
+            if table in answers.CACHES:  # runs and judgements gain their answers (query/answers.py)
+                history, current = answers.joined(table, history, manifest), answers.joined(table, current, manifest)
+            con.execute(f"CREATE VIEW {HISTORY_VIEW[table]} AS {history}").fetchall()
+            con.execute(f"CREATE VIEW {table} AS {current}").fetchall()
         else:
             con.execute(f"CREATE VIEW {table} AS {history_sql(snap, table)}").fetchall()
+    con.execute(f"CREATE VIEW messages AS {answers.messages_sql(manifest, empty_select(MESSAGES))}").fetchall()
+    con.execute("CREATE VIEW judgement_dimensions AS "
+                f"{answers.dimensions_sql(manifest, empty_select(JUDGEMENT_DIMENSIONS))}").fetchall()
     return snap
+
+
+def answer_ids_sql(manifest: Path, history: bool) -> dict[str, str]:
+    """The ids whose answers the views can show ({cache: SQL selecting `id`}): of the current rows, and
+    with `history` of every indexed build's."""
+    snap = snapshot(manifest) if history else None
+    ids = {}
+    for table, (key, _) in answers.CACHES.items():
+        ids[table] = f"SELECT {key} AS id FROM ({current_view_sql(manifest, table)})"
+        if snap is not None:
+            ids[table] += f" UNION ALL SELECT {key} AS id FROM ({history_sql(snap, table)})"
+    return ids
 
 
 def connect(manifest: Path) -> duckdb.DuckDBPyConnection:
