@@ -149,32 +149,26 @@ def _loader(store: AnswerStore) -> Callable[[str], Any]:
     return load
 
 
-def refresh(manifest: Path, tables: Iterable[str], ids_sql: Mapping[str, str],
+def refresh(con: duckdb.DuckDBPyConnection, manifest: Path, tables: Iterable[str], ids_sql: Mapping[str, str],
             store: AnswerStore | Callable[[], AnswerStore]) -> int:
     """Add to each cache in `tables` the rows of the ids `ids_sql[table]` selects that it lacks, read from
-    the store. Returns how many objects were read."""
-    con = duckdb.connect()
+    the store. Returns how many objects were read (0: every cache was up to date, nothing written)."""
     read = 0
     opened: AnswerStore | None = None
-    try:
-        for table in tables:
-            key, _ = CACHES[table]
-            cache = cache_path(manifest, table)
-            have = f"SELECT {key} FROM read_parquet({literal(str(cache))})" if cache.exists() else None
-            missing_sql = f"SELECT DISTINCT id FROM ({ids_sql[table]}) WHERE id IS NOT NULL"
-            if have:
-                missing_sql += f" AND id NOT IN ({have})"
-            missing = [row[0] for row in con.execute(missing_sql).fetchall()]
-            if not missing:
-                continue
-            if opened is None:
-                opened = store() if callable(store) else store
-            load = _loader(opened)
-            rows = _rows(table, missing, load)
-            read += len(missing)
-            _rewrite(con, cache, table, rows, have is not None)
-    finally:
-        con.close()
+    for table in tables:
+        key, _ = CACHES[table]
+        cache = cache_path(manifest, table)
+        have = f"SELECT {key} FROM read_parquet({literal(str(cache))})" if cache.exists() else None
+        missing_sql = f"SELECT DISTINCT id FROM ({ids_sql[table]}) WHERE id IS NOT NULL"
+        if have:
+            missing_sql += f" AND id NOT IN ({have})"
+        missing = [row[0] for row in con.execute(missing_sql).fetchall()]
+        if not missing:
+            continue
+        if opened is None:
+            opened = store() if callable(store) else store
+        _rewrite(con, cache, table, _rows(table, missing, _loader(opened)), have is not None)
+        read += len(missing)
     return read
 
 
@@ -204,7 +198,8 @@ def _rewrite(con: duckdb.DuckDBPyConnection, cache: Path, table: str, rows: Iter
         select = f"SELECT * FROM read_json({literal(str(fresh))}, format='array', columns={spec})"
         if old:
             select += f" UNION ALL SELECT * FROM read_parquet({literal(str(cache))})"
-        con.execute(f"COPY ({select}) TO {literal(str(out))} (FORMAT parquet)").fetchall()
+        # Row groups of a few thousand rows: a search of 10,000 answers scans them on every core.
+        con.execute(f"COPY ({select}) TO {literal(str(out))} (FORMAT parquet, ROW_GROUP_SIZE 4096)").fetchall()
         os.replace(out, cache)
     finally:
         fresh.unlink(missing_ok=True)

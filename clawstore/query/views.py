@@ -40,19 +40,21 @@ def current_view_sql(manifest: Path, table: str) -> str:
     return " UNION ALL ".join(parts) if parts else empty_select(PHYSICAL[table] + TRUST)
 
 
-def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:
+def create_views(con: duckdb.DuckDBPyConnection, manifest: Path, replace: bool = False) -> Snapshot:
+    """Every view over the manifest (`replace`: again, once the answers caches changed)."""
+    create = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW"
     snap = snapshot(manifest)
     for table in PHYSICAL:
         if table in HISTORY_VIEW:
             history, current = history_sql(snap, table), current_view_sql(manifest, table)
             if table in answers.CACHES:  # runs and judgements gain their answers (query/answers.py)
                 history, current = answers.joined(table, history, manifest), answers.joined(table, current, manifest)
-            con.execute(f"CREATE VIEW {HISTORY_VIEW[table]} AS {history}").fetchall()
-            con.execute(f"CREATE VIEW {table} AS {current}").fetchall()
+            con.execute(f"{create} {HISTORY_VIEW[table]} AS {history}").fetchall()
+            con.execute(f"{create} {table} AS {current}").fetchall()
         else:
-            con.execute(f"CREATE VIEW {table} AS {history_sql(snap, table)}").fetchall()
-    con.execute(f"CREATE VIEW messages AS {answers.messages_sql(manifest, empty_select(MESSAGES))}").fetchall()
-    con.execute("CREATE VIEW judgement_dimensions AS "
+            con.execute(f"{create} {table} AS {history_sql(snap, table)}").fetchall()
+    con.execute(f"{create} messages AS {answers.messages_sql(manifest, empty_select(MESSAGES))}").fetchall()
+    con.execute(f"{create} judgement_dimensions AS "
                 f"{answers.dimensions_sql(manifest, empty_select(JUDGEMENT_DIMENSIONS))}").fetchall()
     return snap
 
