@@ -41,7 +41,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     from clawstore.store.migrate import open_layout
 
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
-    root = workspace_store_dir(store_dir)
+    root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
     data = collect(Store(root, create=False), campaigns, _case_tags(Path.cwd()))
