@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.demo import examples
 from clawstore.errors import ClawError
 
 CAMPAIGN = ("--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge")
@@ -70,6 +69,7 @@ def _quote(arg: str) -> str:
 
 def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> None:
     """Build, rebuild (no request), edit + explain + rebuild, report and query; raise DemoError if a step fails."""
+    from clawstore.demo import examples  # (here: `python3 -m clawstore.demo.examples` runs it as __main__)
     from clawstore.testing.simulated import script_simulated_provider
     from clawstore.testing.standin import StandIn
 
