@@ -31,15 +31,26 @@ class AnswerStore(Protocol):
 
 # What each cache file holds: its key column, then the columns the views read. A conversation and a
 # judge's dimensions are lists of structs in one row, so each file is replaced whole, at once.
-MESSAGE = ("STRUCT(position INTEGER, turn INTEGER, kind VARCHAR, role VARCHAR, content VARCHAR, "
-           "tool_call_id VARCHAR, tool_name VARCHAR, tool_arguments VARCHAR, tool_status VARCHAR, "
-           "tool_result VARCHAR)[]")
-DIMENSION = "STRUCT(dimension VARCHAR, score DOUBLE, evidence VARCHAR)[]"
+ITEM_FIELDS: dict[str, dict[str, str]] = {
+    "messages": {"position": "INTEGER", "turn": "INTEGER", "kind": "VARCHAR", "role": "VARCHAR",
+                 "content": "VARCHAR", "tool_call_id": "VARCHAR", "tool_name": "VARCHAR",
+                 "tool_arguments": "VARCHAR", "tool_status": "VARCHAR", "tool_result": "VARCHAR"},
+    "dimensions": {"dimension": "VARCHAR", "score": "DOUBLE", "evidence": "VARCHAR"},
+}
+
+
+def _list_of(field: str) -> str:
+    return "STRUCT(" + ", ".join(f"{name} {kind}" for name, kind in ITEM_FIELDS[field].items()) + ")[]"
+
+
 CACHES: dict[str, tuple[str, dict[str, str]]] = {
     "runs": ("artifact_id", {"artifact_id": "VARCHAR", "final_response": "VARCHAR", "turns": "INTEGER",
-                             "tool_calls": "INTEGER", "messages": MESSAGE}),
-    "judgements": ("record_id", {"record_id": "VARCHAR", "summary": "VARCHAR", "dimensions": DIMENSION}),
+                             "tool_calls": "INTEGER", "messages": _list_of("messages")}),
+    "judgements": ("record_id", {"record_id": "VARCHAR", "summary": "VARCHAR", "dimensions": _list_of("dimensions")}),
 }
+# The views of one row per list item: {view: (the cache and view it joins, its list column, renames)}.
+LIST_VIEWS = {"messages": ("runs", "messages", {"run_key": "key"}),
+              "judgement_dimensions": ("judgements", "dimensions", {})}
 # The columns each view gains (also in query/schema.py, with their meaning).
 ADDED = {"runs": ("final_response", "turns", "tool_calls"), "judgements": ("summary",)}
 # SQL that names one of these reads answers: the caches are brought up to date before it runs.
@@ -218,24 +229,15 @@ def joined(table: str, base_sql: str, manifest: Path) -> str:
             f"ON answer.{key} = base.{key}")
 
 
-def messages_sql(manifest: Path, empty: str) -> str:
-    """One row per message, tool call and tool result of each current run (view `messages`)."""
-    cache = cache_path(manifest, "runs")
+def list_view_sql(manifest: Path, view: str, columns: list[str], empty: str) -> str:
+    """One row per item of a cached list (a run's messages, a judge call's dimensions) joined with the
+    current rows it belongs to: `columns` in order, each from the item or else from the row."""
+    table, field, renamed = LIST_VIEWS[view]
+    key, _ = CACHES[table]
+    cache = cache_path(manifest, table)
     if not cache.exists():
         return empty
-    return ("SELECT r.campaign_id, r.model_id, r.case_id, r.repetition, r.key AS run_key, r.artifact_id, "
-            "m.position, m.turn, m.kind, m.role, m.content, m.tool_call_id, m.tool_name, m.tool_arguments, "
-            "m.tool_status, m.tool_result, r.trusted "
-            f"FROM runs r JOIN (SELECT artifact_id AS aid, unnest(messages, recursive := true) "
-            f"FROM read_parquet({literal(str(cache))})) m ON m.aid = r.artifact_id")
-
-
-def dimensions_sql(manifest: Path, empty: str) -> str:
-    """One row per judge call × dimension of each current judgement (view `judgement_dimensions`)."""
-    cache = cache_path(manifest, "judgements")
-    if not cache.exists():
-        return empty
-    return ("SELECT j.campaign_id, j.model_id, j.case_id, j.repetition, j.judge_run_id, j.judge_repetition, "
-            "j.judge_model, j.run_key, j.record_id, d.dimension, d.score, d.evidence, j.trusted "
-            f"FROM judgements j JOIN (SELECT record_id AS rid, unnest(dimensions, recursive := true) "
-            f"FROM read_parquet({literal(str(cache))})) d ON d.rid = j.record_id")
+    names = ITEM_FIELDS[field]
+    picked = ", ".join(f"item.{c}" if c in names else f"base.{renamed.get(c, c)} AS {c}" for c in columns)
+    return (f"SELECT {picked} FROM {table} base JOIN (SELECT {key} AS item_key, unnest({field}, recursive := true) "
+            f"FROM read_parquet({literal(str(cache))})) item ON item.item_key = base.{key}")

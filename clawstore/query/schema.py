@@ -226,9 +226,7 @@ ANSWER_COLUMNS: dict[str, list[Column]] = {
 
 MESSAGES: list[Column] = [
     Column("campaign_id", "VARCHAR", "campaign of the run (as in runs)"),
-    Column("model_id", "VARCHAR", "model_id from the suite"),
-    Column("case_id", "VARCHAR", "test case id"),
-    Column("repetition", "INTEGER", "run repetition index (0-based)"),
+    *_ADDRESS,
     Column("run_key", "VARCHAR", "key of the run (runs.key)"),
     Column("artifact_id", "VARCHAR", "object id of the run's artifact (runs.artifact_id)"),
     Column("position", "INTEGER", "order in the conversation (0-based)"),
@@ -241,14 +239,12 @@ MESSAGES: list[Column] = [
     Column("tool_arguments", "VARCHAR", "tool calls: the arguments as JSON text"),
     Column("tool_status", "VARCHAR", "tool results: the tool's status"),
     Column("tool_result", "VARCHAR", "tool results: the tool's output"),
-    Column("trusted", "BOOLEAN", "false for a campaign kept apart (imported or pulled with --untrusted)"),
+    TRUST[0],
 ]
 
 JUDGEMENT_DIMENSIONS: list[Column] = [
     Column("campaign_id", "VARCHAR", "campaign of the judge call (as in judgements)"),
-    Column("model_id", "VARCHAR", "model_id of the judged run"),
-    Column("case_id", "VARCHAR", "test case id"),
-    Column("repetition", "INTEGER", "run repetition index (0-based)"),
+    *_ADDRESS,
     Column("judge_run_id", "VARCHAR", "judge run plan id from the evaluation profile"),
     Column("judge_repetition", "INTEGER", "judge repetition index (0-based)"),
     Column("judge_model", "VARCHAR", "model that judged"),
@@ -257,7 +253,7 @@ JUDGEMENT_DIMENSIONS: list[Column] = [
     Column("dimension", "VARCHAR", "task | process | autonomy | closeness | efficiency | spark, or overall"),
     Column("score", "DOUBLE", "the judge's score for the dimension (0-10)"),
     Column("evidence", "VARCHAR", "the judge's evidence for that score, one item a line"),
-    Column("trusted", "BOOLEAN", "false for a campaign kept apart (imported or pulled with --untrusted)"),
+    TRUST[0],
 ]
 
 

@@ -53,9 +53,9 @@ def create_views(con: duckdb.DuckDBPyConnection, manifest: Path, replace: bool =
             con.execute(f"{create} {table} AS {current}").fetchall()
         else:
             con.execute(f"{create} {table} AS {history_sql(snap, table)}").fetchall()
-    con.execute(f"{create} messages AS {answers.messages_sql(manifest, empty_select(MESSAGES))}").fetchall()
-    con.execute(f"{create} judgement_dimensions AS "
-                f"{answers.dimensions_sql(manifest, empty_select(JUDGEMENT_DIMENSIONS))}").fetchall()
+    for view, cols in (("messages", MESSAGES), ("judgement_dimensions", JUDGEMENT_DIMENSIONS)):
+        sql = answers.list_view_sql(manifest, view, [c.name for c in cols], empty_select(cols))
+        con.execute(f"{create} {view} AS {sql}").fetchall()
     return snap
 
 
