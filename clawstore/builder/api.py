@@ -120,7 +120,7 @@ class _OpenClawPlanner:
             messages=[_message(m) for m in item.messages], turns=[_message(m) for m in item.turns],
             attachments=[(a.name, a.data) for a in item.attachments],
             hints=dict((case.input.context or {}).get("openclaw") or {}),
-            provider_base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+            provider_base_url=endpoint.base_url, api_key_env=endpoint.key_env_in_use())
         self.specs[(item.model.model_id, case.case_id)] = spec
         return openclaw_identity(spec)
 

@@ -56,6 +56,13 @@ class Endpoint:
         """The part of a run's identity that names where it ran (never the key)."""
         return {"base_url": self.base_url}
 
+    def key_env_in_use(self) -> str | None:
+        """The variable whose key requests carry: None when none is (no key, or an optional one unset).
+        Read without failing: a required key that is missing is `api_key()`'s error."""
+        if self.api_key_env is None or (self.key_optional and not os.environ.get(self.api_key_env, "").strip()):
+            return None
+        return self.api_key_env
+
     def api_key(self) -> str | None:
         """The key from the environment; raises MissingApiKeyError if it is required but unset."""
         if self.api_key_env is None:

@@ -23,9 +23,10 @@ def test_only_openrouter_requires_its_key(monkeypatch: pytest.MonkeyPatch) -> No
     """Another base URL gets OPENROUTER_API_KEY when it is set, and no key (no header) when it is not."""
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     monkeypatch.setenv("OPENROUTER_BASE_URL", "http://127.0.0.1:8080/v1")
-    assert resolve_endpoint({}).api_key() is None
+    assert resolve_endpoint({}).api_key() is None and resolve_endpoint({}).key_env_in_use() is None
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-for-the-proxy")
     assert resolve_endpoint({}).api_key() == "sk-for-the-proxy"
+    assert resolve_endpoint({}).key_env_in_use() == "OPENROUTER_API_KEY"  # (an OpenClaw agent gets it too)
     monkeypatch.delenv("OPENROUTER_API_KEY")
     with pytest.raises(MissingApiKeyError, match="PROXY_KEY"):  # the model asks for a key
         resolve_endpoint({"api_key_env": "PROXY_KEY"}).api_key()
