@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clawstore.query.answers import cache_path, run_answer
 from clawstore.query.engine import run_query
-from clawstore.query.manifest import index_current
+from clawstore.query.manifest import index_current, index_pending
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text, tool_call
 from tests.support.claw import Claw
@@ -98,6 +98,10 @@ def test_answers_are_read_from_the_store_once(ws: Workspace, claw: Claw, standin
     assert claw.build()[0] == 0
     assert len(_query(store, "select final_response from runs where final_response = 'four'")) == 6
     assert cache.stat().st_mtime_ns != written  # the two new runs' artifacts were added
+    opened = Store(store, create=False)
+    index_pending(opened)  # (what `claw query` does first for SQL naming a history view)
+    history = run_query(store, "select final_response, count(*) from run_history group by 1", store=opened).rows
+    assert history == [("four", 10)]  # 4 runs of the first build, 6 of the second (its head's reused too)
 
 
 def test_a_trace_gives_turns_tool_calls_and_one_row_per_entry() -> None:
