@@ -26,6 +26,7 @@ SMOKE = {
     "build_bench": ["--cases", "5", "--models", "2", "--runs-b", "20"],
     "eval_bench": ["--cases", "5", "--models", "2"],
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],
+    "answers_bench": ["--runs", "200"],
     "remote_bench": ["--objects", "200", "--size", "512", "--repeat", "2", "--link-mib", "50"],
     "s3client_bench": ["--files", "2", "--mib", "1"],
     "view_bench": ["--runs", "40", "--models", "4"],

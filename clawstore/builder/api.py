@@ -120,7 +120,7 @@ class _OpenClawPlanner:
             messages=[_message(m) for m in item.messages], turns=[_message(m) for m in item.turns],
             attachments=[(a.name, a.data) for a in item.attachments],
             hints=dict((case.input.context or {}).get("openclaw") or {}),
-            provider_base_url=endpoint.base_url, api_key_env=endpoint.api_key_env)
+            provider_base_url=endpoint.base_url, api_key_env=endpoint.key_env_in_use())
         self.specs[(item.model.model_id, case.case_id)] = spec
         return openclaw_identity(spec)
 
@@ -361,6 +361,13 @@ def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeSt
     return cid, states
 
 
+def _unbuilt(run: Node, head: dict[str, dict[str, Any]]) -> str:
+    """Why a run has no record yet: never built, or built in an older version (its inputs changed since)."""
+    if head.get(address_id("run", run.address)) is None:
+        return "the run has never been built"
+    return "the run was built, but its inputs changed since: it runs again first"
+
+
 def _eval_nodes(campaign: Any, store: Store, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
@@ -386,7 +393,7 @@ def _eval_nodes(campaign: Any, store: Store, runs: list[Node], pending: dict[str
     for run in runs:
         ev = layer.start(run)
         if ev.checks is None:
-            why = f"waits for its run ({ev.blocked})"
+            why = f"waits for its run ({_unbuilt(run, head) if run.record is None else ev.blocked})"
             placeholder("checks", dict(run.address), why)
             judges_pending(run, why)
             placeholder("result", dict(run.address), why)

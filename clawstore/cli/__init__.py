@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "clawstore.cli.query_cmd",
     "clawstore.cli.gc_cmd",
     "clawstore.cli.demo_cmd",
+    "clawstore.cli.standin_cmd",
     "clawstore.cli.remote_cmd",
     "clawstore.cli.view_cmd",
     "clawstore.cli.trust_cmd",

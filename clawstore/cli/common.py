@@ -49,15 +49,25 @@ def resolve_store_dir(store_dir: Path | None, workspace_root: Path | None = None
     return (workspace_root or Path.cwd()) / "store"
 
 
-def workspace_store_dir(store_dir: Path | None) -> Path:
-    """The store a command outside a campaign uses: --store, $CLAW_STORE, else store/ of the cwd's workspace."""
+def workspace_store_dir(store_dir: Path | None, must_exist: bool = False) -> Path:
+    """The store a command outside a campaign uses: --store, $CLAW_STORE, else store/ of the cwd's workspace.
+
+    `must_exist`: a command that reads a store, run with neither a workspace nor a store here, says what
+    claw looked for and where (as build and validate do: config/references.py) instead of "no store"."""
     from clawstore.config import find_workspace_root
+    from clawstore.config.references import no_workspace_message
+    from clawstore.errors import StoreError
+    from clawstore.store.layout import FORMAT_FILE
 
     try:
         root: Path | None = find_workspace_root(Path.cwd())
     except UsageError:  # no configs/ above: the store still defaults to ./store
         root = None
-    return resolve_store_dir(store_dir, root)
+    path = resolve_store_dir(store_dir, root)
+    if must_exist and root is None and store_dir is None and not os.environ.get("CLAW_STORE") \
+            and not (path / FORMAT_FILE).is_file():
+        raise StoreError(no_workspace_message(Path.cwd().absolute(), path.absolute()))
+    return path
 
 
 def never_built_message(store: Store, campaign_id: str) -> str | None:

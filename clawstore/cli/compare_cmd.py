@@ -31,7 +31,8 @@ def compare(a: str, b: str, output: str, fail_on_regression: bool, confidence: f
     from clawstore.compare import render_comparison
     from clawstore.store import Store
 
-    comparison = compare_states(Store(workspace_store_dir(store_dir), create=False), a, b, confidence, samples, seed)
+    store = Store(workspace_store_dir(store_dir, must_exist=True), create=False)
+    comparison = compare_states(store, a, b, confidence, samples, seed)
     click.echo(render_comparison(comparison, output, all_cases))
     if fail_on_regression and comparison.regressions:
         raise SystemExit(1)

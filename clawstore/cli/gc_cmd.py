@@ -27,7 +27,7 @@ PIN_PREFIX = "pins/"
 def _store(store_dir: Path | None, create: bool = False, root: Path | None = None) -> Any:
     from clawstore.store import Store
 
-    path = resolve_store_dir(store_dir, root) if root is not None else workspace_store_dir(store_dir)
+    path = resolve_store_dir(store_dir, root) if root is not None else workspace_store_dir(store_dir, not create)
     return Store(path, create=create)
 
 

@@ -23,18 +23,27 @@ def _sources(counter: dict[str, int]) -> str:
     return ",".join(f"{name}:{n}" for name, n in sorted(counter.items())) or "-"
 
 
+AT_LEAST = " (at least: a run with tools sends one per turn of its tool loop, an agent as many as it needs)"
+
+
+def _requests(count: int, minimum: bool) -> str:
+    """A request count; `≥ n` when runs with tools (or agents) may send more."""
+    return f"≥ {count}" if minimum else str(count)
+
+
 def render_plan(plan: Any, output: str) -> str:
     """The plan as `claw plan` prints it (also what `claw build --max-cost` prints when it refuses)."""
     if output == "json":
         return json.dumps(plan.to_json(), sort_keys=True)
-    rows = [[line.kind, line.name, line.model, str(line.requests), str(line.reused),
+    rows = [[line.kind, line.name, line.model, _requests(line.requests, bool(line.open_ended)), str(line.reused),
              str(round(line.input_tokens)), str(round(line.output_tokens)), line.cost.cell(6),
              _sources(dict(line.token_sources)), _sources(dict(line.cost_sources))] for line in plan.lines]
     table = format_table(["KIND", "NAME", "MODEL", "REQUESTS", "REUSED", "EST_IN_TOK", "EST_OUT_TOK", "EST_COST_USD",
                           "TOKENS_FROM", "COST_FROM"], rows)
     layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
     wall = plan.estimated_wall_s
-    total = (f"\nplan {plan.campaign_id}: {plan.requests} request(s)"
+    total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s)"
+             f"{AT_LEAST if plan.minimum else ''}"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
              f"estimated cost {plan.estimated_cost.usd_text()}; estimated wall time "
              f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")

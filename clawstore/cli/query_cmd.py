@@ -19,7 +19,7 @@ _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markd
 def _existing_store(store_dir: Path | None) -> Path:
     from clawstore.store.migrate import open_layout
 
-    root = workspace_store_dir(store_dir)
+    root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # StoreError "no store at ..." (exit 3); never creates one
     return root
 

@@ -112,7 +112,7 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.store import Store
 
     target = resolve_remote(_workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
-    store = Store(workspace_store_dir(store_dir), create=False)
+    store = Store(workspace_store_dir(store_dir, must_exist=True), create=False)
     shown = open_transfer_progress(progress, sys.stderr, "pushing", f"to {target.url}")
     try:
         with collector_paused():  # its lists of ids are acyclic; the process ends right after

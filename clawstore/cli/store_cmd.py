@@ -42,7 +42,7 @@ def _os_errors(command: _F) -> _F:
 
 
 def _open_store(store_dir: Path | None, create: bool = False) -> Store:
-    return Store(workspace_store_dir(store_dir), create=create)
+    return Store(workspace_store_dir(store_dir, must_exist=not create), create=create)
 
 
 def _existing(store: Store, oid: str) -> str:

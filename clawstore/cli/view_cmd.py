@@ -41,7 +41,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     from clawstore.store.migrate import open_layout
 
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
-    root = workspace_store_dir(store_dir)
+    root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
     data = collect(Store(root, create=False), campaigns, _case_tags(Path.cwd()))
@@ -50,9 +50,19 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     if out is None:
         path.parent.mkdir(parents=True, exist_ok=True)
     size = write_page(data, title, path)
-    click.echo(f"wrote {path} ({size / 1e6:.1f} MB, {len(data.details)} runs)", err=True)
-    if open_page:
-        webbrowser.open(path.absolute().as_uri())
+    click.echo(f"wrote {path} ({size_text(size)}, {len(data.details)} runs)", err=True)
+    if open_page and not webbrowser.open(path.absolute().as_uri()):
+        click.echo(f"claw: note: no browser could be opened here (set $BROWSER to choose one); the page is "
+                   f"{path.absolute()}", err=True)
+
+
+def size_text(size: int) -> str:
+    """Bytes in the unit that fits: 512 bytes, 48 KB, 1.2 MB (decimal units)."""
+    if size < 1000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:.0f} KB"
+    return f"{size / 1e6:.1f} MB"
 
 
 def register(group: click.Group) -> None:

@@ -33,7 +33,17 @@ def find_workspace_root(start: Path) -> Path:
         found = split_root(candidate)
         if found:
             return found[0]
-    raise UsageError(f"no workspace found: no configs/ directory in {start} or any parent directory")
+    raise UsageError(no_workspace_message(start))
+
+
+def no_workspace_message(start: Path, store: Path | None = None) -> str:
+    """The one message of every command run outside a workspace: what claw looked for, and where.
+    `store`: where it looked for the store (default store/ in `start`)."""
+    store = store or start / "store"
+    found = "found the store but no configs/" if store.is_dir() else "found neither"
+    return (f"no workspace found: claw looks for a configs/ directory in {start} and every directory above it, "
+            f"and for its store at {store} ({found}); run claw in a workspace (a checkout, or any directory "
+            "holding configs/), or name an existing store with --store DIR or $CLAW_STORE")
 
 
 def looks_like_path(value: str) -> bool:

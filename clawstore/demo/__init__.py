@@ -1,7 +1,8 @@
 """`claw demo`: the main job end to end on the shipped example campaign, with no key and no network.
 
-The example configs (`configs/` in the repository is a link to `clawstore/demo/configs`) are copied
-into a scratch workspace; the stand-in provider (clawstore/testing/standin.py) answers on 127.0.0.1
+The packaged example configs (`clawstore/demo/configs`, checked against their list as shipped first:
+demo/examples.py; a checkout's `configs/` is a copy of them that is the user's) are copied into a scratch
+workspace; the stand-in provider (clawstore/testing/standin.py) answers on 127.0.0.1
 with simulated replies; each step runs the real `claw` command line as a user would type it.
 """
 
@@ -19,7 +20,6 @@ from pathlib import Path
 
 from clawstore.errors import ClawError
 
-EXAMPLE_CONFIGS = Path(__file__).parent / "configs"
 CAMPAIGN = ("--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge")
 EDITED_CASE = "configs/cases/arithmetic_plain/test.yaml"
 PROMPT_BEFORE, PROMPT_AFTER = "What is 17 * 23?", "What is 17 * 24?"
@@ -27,7 +27,6 @@ QUERY = ("select model_id, case_id, round(final_score, 2) as score, passed from 
          "where campaign_id = 'llm_probe_smoke__standard__default_judge' order by 1, 2")
 # Variables of the caller that would send the demo elsewhere or into another store.
 CLEARED_ENV = ("CLAW_STORE", "OPENROUTER_BASE_URL", "OPENROUTER_API_KEY")
-SIMULATED_KEY = "sk-demo-simulated-no-real-key"
 
 
 class DemoError(ClawError):
@@ -70,21 +69,29 @@ def _quote(arg: str) -> str:
 
 def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> None:
     """Build, rebuild (no request), edit + explain + rebuild, report and query; raise DemoError if a step fails."""
+    from clawstore.demo import examples  # (here: `python3 -m clawstore.demo.examples` runs it as __main__)
     from clawstore.testing.simulated import script_simulated_provider
     from clawstore.testing.standin import StandIn
 
     started = time.monotonic()
+    changed = examples.changes()
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        raise DemoError(f"the demo's packaged example configs under {examples.EXAMPLE_CONFIGS} are not as "
+                        f"shipped ({shown}; the list: {examples.LISTING.name}); claw demo runs them as "
+                        "shipped: restore them (git checkout clawstore/demo/configs, or reinstall claw) and "
+                        "edit a workspace's own configs/ instead")
     if workdir is not None and workdir.exists() and any(workdir.iterdir()):
         raise ClawError(f"--dir {workdir}: not an empty directory")
     workspace = (workdir or Path(tempfile.mkdtemp(prefix="claw-demo-"))).absolute()
     workspace.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.copytree(EXAMPLE_CONFIGS, workspace / "configs")
+        shutil.copytree(examples.EXAMPLE_CONFIGS, workspace / "configs")
         with StandIn() as server:
             script_simulated_provider(server)
             port, base_url = server.port, server.base_url
             env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
-            env.update(OPENROUTER_BASE_URL=server.base_url, OPENROUTER_API_KEY=SIMULATED_KEY)
+            env.update(OPENROUTER_BASE_URL=server.base_url)  # (a server other than OpenRouter: no key)
             echo(f"claw demo: the example campaign in a scratch workspace {workspace}")
             echo(f"The provider is the built-in stand-in on {server.base_url}: every reply, token count and cost "
                  "below is SIMULATED (no key, no network).")
@@ -95,10 +102,12 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
             # The provider's URL is part of every run's key: the same port, and what the demo built is reused.
             echo(f"The workspace stays in {workspace}; to rerun a step there against the simulated provider "
                  "(on the demo's port, so what it built is reused):\n"
-                 f"  python3 -m clawstore.testing.simulated --port {port} &\n"
-                 f"  export OPENROUTER_BASE_URL={base_url} OPENROUTER_API_KEY={SIMULATED_KEY}")
-        echo("With a real key (export OPENROUTER_API_KEY=...) the same commands run in your own checkout; "
-             "see the README's tour.")
+                 f"  claw standin --port {port} &\n"
+                 f"  export OPENROUTER_BASE_URL={base_url}")
+        else:
+            echo(f"The scratch workspace {workspace} is removed now (--keep keeps it, --dir DIR builds in DIR).")
+        echo("The same commands run in your own checkout: see the README's tour (`claw standin` starts this "
+             "stand-in provider for it; with a real key, export OPENROUTER_API_KEY=...).")
     finally:
         if not keep and workdir is None:
             shutil.rmtree(workspace, ignore_errors=True)

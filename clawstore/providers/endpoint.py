@@ -30,12 +30,15 @@ class Endpoint:
     """An OpenAI-compatible endpoint: `base_url` is the part before `/chat/completions`.
 
     `api_key_env` names the environment variable holding the key; None means the endpoint needs
-    no key (a local vLLM/Ollama server) and no Authorization header is sent.
+    no key (a local vLLM/Ollama server) and no Authorization header is sent. With `key_optional`, the
+    key is sent when the variable is set and left out when it is not (`$OPENROUTER_BASE_URL` pointing
+    at a local server: llama.cpp, vLLM, Ollama and LiteLLM need none).
     The key itself is read only when a request is made and is never part of the endpoint.
     """
 
     base_url: str
     api_key_env: str | None = DEFAULT_API_KEY_ENV
+    key_optional: bool = False
 
     @property
     def is_openrouter(self) -> bool:
@@ -53,11 +56,20 @@ class Endpoint:
         """The part of a run's identity that names where it ran (never the key)."""
         return {"base_url": self.base_url}
 
+    def key_env_in_use(self) -> str | None:
+        """The variable whose key requests carry: None when none is (no key, or an optional one unset).
+        Read without failing: a required key that is missing is `api_key()`'s error."""
+        if self.api_key_env is None or (self.key_optional and not os.environ.get(self.api_key_env, "").strip()):
+            return None
+        return self.api_key_env
+
     def api_key(self) -> str | None:
         """The key from the environment; raises MissingApiKeyError if it is required but unset."""
         if self.api_key_env is None:
             return None
         value = os.environ.get(self.api_key_env, "").strip()
+        if not value and self.key_optional:
+            return None
         if not value:
             raise MissingApiKeyError(self.api_key_env, self.base_url)
         if not value.isascii():  # an HTTP header cannot carry it: a placeholder such as "sk-or-…" left as is
@@ -66,9 +78,10 @@ class Endpoint:
 
 
 def default_endpoint() -> Endpoint:
-    """OpenRouter, or `$OPENROUTER_BASE_URL` when set (read now, at resolve time)."""
-    base = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
-    return Endpoint(_normalise_base_url(base), DEFAULT_API_KEY_ENV)
+    """OpenRouter, or `$OPENROUTER_BASE_URL` when set (read now, at resolve time). OpenRouter needs its
+    key; another server gets `$OPENROUTER_API_KEY` if it is set, and no Authorization header if not."""
+    base = _normalise_base_url(os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL)
+    return Endpoint(base, DEFAULT_API_KEY_ENV, key_optional=base != DEFAULT_BASE_URL)
 
 
 def resolve_endpoint(
@@ -76,7 +89,8 @@ def resolve_endpoint(
 ) -> Endpoint:
     """The endpoint a suite model entry names through its extras `base_url` / `api_key_env`.
 
-    - neither: the default endpoint (OpenRouter or `$OPENROUTER_BASE_URL`, key `OPENROUTER_API_KEY`);
+    - neither: the default endpoint (OpenRouter, key `OPENROUTER_API_KEY`; or `$OPENROUTER_BASE_URL`,
+      whose key `OPENROUTER_API_KEY` is sent when set, not required);
     - `base_url` only: that server, no key (local servers such as vLLM or Ollama);
     - `api_key_env` too: that variable holds the key (`api_key_env: null` or "" → no key);
     - `api_key_env` only: the default base URL with another key variable.
@@ -92,7 +106,7 @@ def resolve_endpoint(
     key_env = key_env.strip() if isinstance(key_env, str) else None
     if base_url is None:
         endpoint = default_endpoint()
-        if has_key_env:
+        if has_key_env:  # the model asks for a key: required
             endpoint = Endpoint(endpoint.base_url, key_env or None)
         return endpoint
     if not isinstance(base_url, str) or not _valid_url(base_url.strip()):

@@ -10,12 +10,13 @@ from typing import Any
 
 import duckdb
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
+from clawstore.query import answers
 from clawstore.query.manifest import check_duckdb_can_open, manifest_dir
 from clawstore.query.objects import ObjectLister, create_objects_view
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.segments import ManifestChanged
-from clawstore.query.views import connect
+from clawstore.query.views import answer_ids_sql, connect, create_views
 
 _RESULT = "__claw_result"
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
@@ -133,6 +134,19 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, store: Any) -> bool:
+    """Bring the answer caches the SQL reads up to date (query/answers.py): what is new is read from the
+    store. True when a cache changed (the views then read the new file)."""
+    catalog = any(_CATALOG_RE.match(statement) for statement in sql.split(";"))
+    tables = answers.wanted(sql, catalog)
+    if not tables or store is None:
+        return False
+    try:
+        return answers.refresh(con, manifest, tables, answer_ids_sql(manifest, reads_history(sql)), store) > 0
+    except OSError as exc:
+        raise StoreError(f"cannot write the answers cache under {manifest}: {exc.strerror}") from None
+
+
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
               store: ObjectLister | Callable[[], ObjectLister] | None = None,
               parquet_out: Path | None = None, confined: bool = False) -> QueryResult:
@@ -154,6 +168,8 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
         con: duckdb.DuckDBPyConnection | None = None
         try:
             con = connect(manifest)
+            if _refresh_answers(con, manifest, sql, store):
+                create_views(con, manifest, replace=True)
             if _mentions(_OBJECTS_RE, sql) and store is not None:
                 lister = store() if callable(store) else store
                 create_objects_view(con, lister, manifest)

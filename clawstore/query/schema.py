@@ -209,12 +209,67 @@ def view_columns() -> dict[str, list[Column]]:
         else:
             views[table] = cols
     views["objects"] = OBJECTS
+    _add_answers(views)
     return views
 
 
 def duckdb_columns(table: str) -> dict[str, str]:
     """{column: type} for read_json(columns=...)."""
     return {c.name: c.type for c in PHYSICAL[table]}
+
+
+# --- The answers themselves (query/answers.py): read from the store when first asked for, not stored in
+# the segments. The columns runs and judgements (and their history) gain, after their own.
+ANSWER_COLUMNS: dict[str, list[Column]] = {
+    "runs": [
+        Column("final_response", "VARCHAR", "the run's final answer (its last non-blank final output; null when none)"),
+        Column("turns", "INTEGER", "model replies in the run (provider turns of its tool loop)"),
+        Column("tool_calls", "INTEGER", "tool calls the model made in the run"),
+    ],
+    "judgements": [
+        Column("summary", "VARCHAR", "the judge's summary of the run (null when it gave none)"),
+    ],
+}
+
+MESSAGES: list[Column] = [
+    Column("campaign_id", "VARCHAR", "campaign of the run (as in runs)"),
+    *_ADDRESS,
+    Column("run_key", "VARCHAR", "key of the run (runs.key)"),
+    Column("artifact_id", "VARCHAR", "object id of the run's artifact (runs.artifact_id)"),
+    Column("position", "INTEGER", "order in the conversation (0-based)"),
+    Column("turn", "INTEGER", "model reply this entry belongs to (0: the input messages, 1: the first reply...)"),
+    Column("kind", "VARCHAR", "message | tool_call | tool_result | runner"),
+    Column("role", "VARCHAR", "system | user | assistant | tool (null for a runner event)"),
+    Column("content", "VARCHAR", "the message's text (a runner event: its detail)"),
+    Column("tool_call_id", "VARCHAR", "tool calls and results: the call's id"),
+    Column("tool_name", "VARCHAR", "tool calls and results: the tool (a runner event: its name)"),
+    Column("tool_arguments", "VARCHAR", "tool calls: the arguments as JSON text"),
+    Column("tool_status", "VARCHAR", "tool results: the tool's status"),
+    Column("tool_result", "VARCHAR", "tool results: the tool's output"),
+    TRUST[0],
+]
+
+JUDGEMENT_DIMENSIONS: list[Column] = [
+    Column("campaign_id", "VARCHAR", "campaign of the judge call (as in judgements)"),
+    *_ADDRESS,
+    Column("judge_run_id", "VARCHAR", "judge run plan id from the evaluation profile"),
+    Column("judge_repetition", "INTEGER", "judge repetition index (0-based)"),
+    Column("judge_model", "VARCHAR", "model that judged"),
+    Column("run_key", "VARCHAR", "key of the judged run"),
+    Column("record_id", "VARCHAR", "the judge call's record (judgements.record_id)"),
+    Column("dimension", "VARCHAR", "task | process | autonomy | closeness | efficiency | spark, or overall"),
+    Column("score", "DOUBLE", "the judge's score for the dimension (0-10)"),
+    Column("evidence", "VARCHAR", "the judge's evidence for that score, one item a line"),
+    TRUST[0],
+]
+
+
+def _add_answers(views: dict[str, list[Column]]) -> None:
+    for table, added in ANSWER_COLUMNS.items():
+        views[table] = views[table] + added
+        views[HISTORY_VIEW[table]] = views[HISTORY_VIEW[table]] + added
+    views["messages"] = MESSAGES
+    views["judgement_dimensions"] = JUDGEMENT_DIMENSIONS
 
 
 VIEW_DOCS: dict[str, str] = {
@@ -230,6 +285,8 @@ VIEW_DOCS: dict[str, str] = {
     "build_nodes": "every node of every build, with what that build did with it",
     "builds": "one row per build: its campaign, state, counts and spending",
     "objects": "one row per object in the store, with its logical and stored size",
+    "messages": "one row per message, tool call and tool result of each current run's conversation",
+    "judgement_dimensions": "one row per judge call x dimension (and overall): score and evidence",
 }
 
 

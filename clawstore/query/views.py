@@ -9,8 +9,9 @@ from pathlib import Path
 
 import duckdb
 
+from clawstore.query import answers
 from clawstore.query.heads import current_files, untrusted_files
-from clawstore.query.schema import HISTORY_VIEW, PHYSICAL, TRUST, Column
+from clawstore.query.schema import HISTORY_VIEW, JUDGEMENT_DIMENSIONS, MESSAGES, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
 from clawstore.query.sqltext import literal
 
@@ -39,15 +40,35 @@ def current_view_sql(manifest: Path, table: str) -> str:
     return " UNION ALL ".join(parts) if parts else empty_select(PHYSICAL[table] + TRUST)
 
 
-def create_views(con: duckdb.DuckDBPyConnection, manifest: Path) -> Snapshot:
+def create_views(con: duckdb.DuckDBPyConnection, manifest: Path, replace: bool = False) -> Snapshot:
+    """Every view over the manifest (`replace`: again, once the answers caches changed)."""
+    create = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW"
     snap = snapshot(manifest)
     for table in PHYSICAL:
         if table in HISTORY_VIEW:
-            con.execute(f"CREATE VIEW {HISTORY_VIEW[table]} AS {history_sql(snap, table)}").fetchall()
-            con.execute(f"CREATE VIEW {table} AS {current_view_sql(manifest, table)}").fetchall()
+            history, current = history_sql(snap, table), current_view_sql(manifest, table)
+            if table in answers.CACHES:  # runs and judgements gain their answers (query/answers.py)
+                history, current = answers.joined(table, history, manifest), answers.joined(table, current, manifest)
+            con.execute(f"{create} {HISTORY_VIEW[table]} AS {history}").fetchall()
+            con.execute(f"{create} {table} AS {current}").fetchall()
         else:
-            con.execute(f"CREATE VIEW {table} AS {history_sql(snap, table)}").fetchall()
+            con.execute(f"{create} {table} AS {history_sql(snap, table)}").fetchall()
+    for view, cols in (("messages", MESSAGES), ("judgement_dimensions", JUDGEMENT_DIMENSIONS)):
+        sql = answers.list_view_sql(manifest, view, [c.name for c in cols], empty_select(cols))
+        con.execute(f"{create} {view} AS {sql}").fetchall()
     return snap
+
+
+def answer_ids_sql(manifest: Path, history: bool) -> dict[str, str]:
+    """The ids whose answers the views can show ({cache: SQL selecting `id`}): of the current rows, and
+    with `history` of every indexed build's."""
+    snap = snapshot(manifest) if history else None
+    ids = {}
+    for table, (key, _) in answers.CACHES.items():
+        ids[table] = f"SELECT {key} AS id FROM ({current_view_sql(manifest, table)})"
+        if snap is not None:
+            ids[table] += f" UNION ALL SELECT {key} AS id FROM ({history_sql(snap, table)})"
+    return ids
 
 
 def connect(manifest: Path) -> duckdb.DuckDBPyConnection:

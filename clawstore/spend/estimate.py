@@ -46,6 +46,7 @@ class PlanLine:
     requests: int = 0
     reused: int = 0
     unplanned: int = 0
+    open_ended: int = 0  # requests counted once that may be more (a tool loop, an agent: one per turn)
     input_tokens: float = 0.0
     output_tokens: float = 0.0
     cost: CostSum = CostSum()
@@ -72,7 +73,7 @@ class PlanLine:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "requests": self.requests,
-                "reused": self.reused, "unplanned": self.unplanned,
+                "reused": self.reused, "unplanned": self.unplanned, "requests_minimum": bool(self.open_ended),
                 "estimated_input_tokens": round(self.input_tokens),
                 "estimated_output_tokens": round(self.output_tokens),
                 "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
@@ -100,6 +101,11 @@ class SpendPlan:
         return CostSum.total(line.cost for line in self.lines)
 
     @property
+    def minimum(self) -> bool:
+        """True when some run may send more than the one request counted (tools or an agent)."""
+        return any(line.open_ended for line in self.lines)
+
+    @property
     def estimated_cost_usd(self) -> float | None:
         """None when a part cannot be estimated (`unknown`)."""
         return self.estimated_cost.usd
@@ -115,6 +121,7 @@ class SpendPlan:
         cost = self.estimated_cost_usd
         wall = self.estimated_wall_s
         return {"campaign": self.campaign_id, "requests": self.requests, "requests_exact": self.exact,
+                "requests_minimum": self.minimum,
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
                 "estimated_known_cost_usd": round(self.estimated_cost.known_usd, 9),
                 "cost_sources": self.estimated_cost.sources(),
@@ -155,6 +162,18 @@ def estimate_run(work: Work, history: History) -> Estimate:
             tin, tout, source = chars * DEFAULT_TOKENS_PER_CHAR, float(max_tokens or DEFAULT_OUTPUT_TOKENS), "default"
     cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(item.model.model_extra or {})))
     return Estimate(tin, tout, cost, latency, source, cost_source)
+
+
+def may_loop(item: Any) -> bool:
+    """Can this run send more than one request? An llm_probe run with tools sends one per turn of its
+    tool loop; an OpenClaw agent as many as it decides."""
+    from clawstore.runners.tools import enabled_tools
+
+    case = item.case.case
+    if case.runner.type != "llm_probe":
+        return True
+    probe = (case.input.context or {}).get("llm_probe") or {}
+    return bool(enabled_tools(list(probe.get("tools") or [])))
 
 
 def judge_model(judge: Any) -> str:
@@ -209,6 +228,7 @@ def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: 
             continue
         line.add(estimate_run(work, history) if work.kind == "run" else estimate_judge(work, history))
         line.unplanned += 0 if work.exact else 1
+        line.open_ended += 1 if work.kind == "run" and may_loop(work.item) else 0
     concurrency = max_concurrency or campaign.run_profile.execution_policy.max_concurrency
     ordered = sorted(lines.values(), key=lambda line: line.kind != "run")  # runs first, as the build goes
     return SpendPlan(cid, concurrency, ordered, layer_counts(items))

@@ -11,6 +11,7 @@ As a subprocess (for tests that run `claw` as a process):
     python -m clawstore.testing.standin --port 0 --print-port
     POST /_admin/script {"model", "match", "replies": [...]} | {"default": reply}
     GET /_admin/requests -> {"requests": [...], "counts": {...}, "peak": n};  POST /_admin/reset
+    GET /_admin/health -> {"ok": true, "standin": true};  POST /_admin/shutdown (`claw standin --stop`)
 `StandInProcess` wraps that for Python callers.
 
 Rules are tried in the order they were added; the first whose model ("*" = any) matches and whose
@@ -227,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/_admin/requests"):
             self._send_json(200, state.snapshot())
         elif self.path.startswith("/_admin/health"):
-            self._send_json(200, {"ok": True})
+            self._send_json(200, {"ok": True, "standin": True})
         elif self.path.endswith("/models"):
             with state.lock:
                 models = sorted({r["model"] for r in state.rules if r["model"] != "*"})
@@ -264,6 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
                     state.add_rule(rule.get("model", "*"), replies, rule.get("match"))
             elif action == "reset":
                 state.reset()
+            elif action == "shutdown":  # answered first; serve_forever then returns (from another thread)
+                threading.Thread(target=self.server.shutdown, name="standin-shutdown", daemon=True).start()
             else:
                 self._send_json(404, {"error": {"message": f"no admin action {action}"}})
                 return
@@ -438,6 +441,14 @@ class StandIn:
         self._thread.start()
         return self
 
+    def serve(self) -> None:
+        """Serve in this thread until Ctrl-C (KeyboardInterrupt, raised on) or an admin shutdown."""
+        try:
+            self._server.serve_forever(poll_interval=0.05)
+        finally:
+            self._state.stopping.set()
+            self._server.server_close()
+
     def stop(self) -> None:
         self._state.stopping.set()  # release hanging / slow replies
         self._server.shutdown()
@@ -551,12 +562,9 @@ def main(argv: list[str] | None = None, prepare: Callable[[StandIn], None] | Non
         print(server.port, flush=True)
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        server._server.serve_forever()
+        server.serve()
     except KeyboardInterrupt:
         pass
-    finally:
-        server._state.stopping.set()
-        server._server.server_close()
     return 0
 
 

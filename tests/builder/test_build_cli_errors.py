@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, key_fingerprint
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
 
@@ -29,14 +29,41 @@ def test_bad_references_are_one_line_exit_2(ws: Workspace, claw: Claw, standin: 
 
 def test_missing_api_key_fails_before_any_request(ws: Workspace, claw: Claw, standin: StandIn,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenRouter (the default endpoint) needs its key: a clear error before anything is sent."""
     monkeypatch.delenv("OPENROUTER_API_KEY")
+    monkeypatch.delenv("OPENROUTER_BASE_URL")
     proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert err.strip().splitlines() == [
-        f"claw: error: environment variable OPENROUTER_API_KEY is not set (API key for {standin.base_url})"]
-    assert standin.requests == []
+        "claw: error: environment variable OPENROUTER_API_KEY is not set (API key for https://openrouter.ai/api/v1)"]
     assert not list((Path(os.environ["CLAW_STORE"]) / "builds").glob("*.json"))
+
+
+def test_another_base_url_needs_no_key(ws: Workspace, claw: Claw, standin: StandIn,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`OPENROUTER_BASE_URL` at a local server (llama.cpp, vLLM, Ollama, LiteLLM): no key, no Authorization
+    header; the key is sent when it is set; a model that asks for one (`api_key_env`) still needs it."""
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    code, out, err = claw.build()
+    assert code == 0, out + err
+    assert [r["authorization"] for r in standin.requests] == [False]
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-local-proxy-key")
+    ws.case("alpha", "What is 3 + 3?")
+    assert claw.build()[0] == 0
+    assert standin.requests[-1]["authorization"] is True
+    assert standin.requests[-1]["key_fingerprint"] == key_fingerprint("sk-local-proxy-key")
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env="LOCAL_PROXY_KEY"))
+    ws.case("alpha", "What is 4 + 4?")  # (a key is checked for what will run)
+    sent = len(standin.requests)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.strip() == ("claw: error: environment variable LOCAL_PROXY_KEY is not set "
+                           f"(API key for {standin.base_url})")
+    assert len(standin.requests) == sent
 
 
 def test_broken_case_of_the_campaign_is_a_config_error(ws: Workspace, claw: Claw, standin: StandIn) -> None:

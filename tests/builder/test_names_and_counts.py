@@ -90,6 +90,7 @@ def test_commands_that_fail_first_leave_no_store(ws: Workspace, claw: Claw, tmp_
     assert list(outside.iterdir()) == []
     monkeypatch.chdir(ws.root)
     monkeypatch.delenv("OPENROUTER_API_KEY")
+    monkeypatch.delenv("OPENROUTER_BASE_URL")  # OpenRouter: its key is required
     code, _, err = claw.build()
     assert code == 2 and "OPENROUTER_API_KEY" in err, err
     assert not (ws.root / "store").exists()

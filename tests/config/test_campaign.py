@@ -148,7 +148,7 @@ def test_workspace_root_discovery(ws: Path, tmp_path: Path) -> None:
     assert find_workspace_root(ws / "configs" / "cases" / "alpha" / "test.yaml") == ws
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(UsageError, match="no workspace found"):
+    with pytest.raises(UsageError, match="no workspace found: claw looks for a configs/ directory in"):
         find_workspace_root(empty)
 
 

@@ -59,14 +59,14 @@ def _rerun_as_told(out: str, workspace: Path, env: dict[str, str], cwd: Path) ->
     with its command, export its variables, build: everything the demo built is reused."""
     told = out.split("to rerun a step there")[1].splitlines()[1:3]
     start, export = (shlex.split(line.strip().rstrip("&")) for line in told)
-    assert start[:3] == ["python3", "-m", "clawstore.testing.simulated"] and export[0] == "export", told
-    env = {**env, **dict(item.split("=", 1) for item in export[1:])}
-    server = subprocess.Popen([sys.executable, *start[1:]], cwd=cwd, env=env)
+    assert start[:2] == ["claw", "standin"] and export[0] == "export", told
+    env = {**env, **dict(item.split("=", 1) for item in export[1:])}  # (no key: the stand-in needs none)
+    server = subprocess.Popen([sys.executable, "-m", "clawstore.cli", *start[1:]], cwd=cwd, env=env)
     try:
         base = env["OPENROUTER_BASE_URL"]
         for _ in range(100):  # until it listens
             try:
-                reply = httpx.post(f"{base}/chat/completions", timeout=5, json={
+                reply = httpx.post(f"{base}/chat/completions", timeout=5, trust_env=False, json={
                     "model": "any", "messages": [{"role": "user", "content": "What is 17 * 23?"}]})
                 break
             except httpx.TransportError:
@@ -78,3 +78,14 @@ def _rerun_as_told(out: str, workspace: Path, env: dict[str, str], cwd: Path) ->
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0
+
+
+def test_the_demo_says_its_scratch_workspace_is_removed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENROUTER_", "CLAW_"))}
+    proc = subprocess.run([sys.executable, "-m", "clawstore.cli", "demo"], cwd=tmp_path,
+                          env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [said] = [line for line in proc.stdout.splitlines() if "is removed now" in line]
+    workspace = Path(said.split("The scratch workspace ")[1].split(" is removed now")[0])
+    assert workspace.parent == tmp_path and workspace.name.startswith("claw-demo-") and not workspace.exists()
+    assert "--keep keeps it" in said

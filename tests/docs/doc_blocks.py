@@ -10,7 +10,9 @@ against the simulated stand-in provider. A line promises something with `→` in
     claw pin x      # → exit 2: has never been built     (exit 2 and that text)
 
 A line without `→` must exit 0. `$EDITOR` is a script that makes the tour's edit (the prompt of
-arithmetic_plain: 17 * 23 → 17 * 24); `$BROWSER` is `true`.
+arithmetic_plain: 17 * 23 → 17 * 24); `$BROWSER` is `true`. A block that starts its own provider
+(`claw standin`, as the README's tour does) gets no OPENROUTER_* variable from the harness; whatever it
+left running is stopped with the session's process group when the block ends.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -140,6 +143,10 @@ def _script(block: Block, results: Path) -> str:
     return "\n".join(parts) + "\n"
 
 
+def starts_its_provider(block: Block) -> bool:
+    return any("claw standin" in command.line for command in block.commands)
+
+
 def run_block(block: Block, workdir: Path, base_url: str) -> list[Outcome]:
     """Run the block in a fresh workspace under `workdir` against the provider at `base_url`."""
     workspace, results = workdir / "ws", workdir / "results"
@@ -149,10 +156,21 @@ def run_block(block: Block, workdir: Path, base_url: str) -> list[Outcome]:
     editor.write_text(EDIT_SCRIPT)
     editor.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAW_", "OPENROUTER_"))}
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", OPENROUTER_BASE_URL=base_url,
-               OPENROUTER_API_KEY="sk-doctest-simulated", EDITOR=str(editor), BROWSER="true", HOME=str(workdir))
-    proc = subprocess.run(["bash", "-c", _script(block, results)], cwd=workspace, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, f"{block.name}: the block's session failed: {proc.stderr}"
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", EDITOR=str(editor),
+               BROWSER="true", HOME=str(workdir))
+    if not starts_its_provider(block):
+        env.update(OPENROUTER_BASE_URL=base_url, OPENROUTER_API_KEY="sk-doctest-simulated")
+    # A session of its own: a provider the block started in the background is stopped with it.
+    proc = subprocess.Popen(["bash", "-c", _script(block, results)], cwd=workspace, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    assert proc.returncode == 0, f"{block.name}: the block's session failed: {stderr}"
     return [Outcome(command, int((results / f"{n}.rc").read_text()), (results / f"{n}.out").read_text())
             for n, command in enumerate(block.commands)]

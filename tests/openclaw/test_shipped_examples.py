@@ -23,7 +23,7 @@ from tests.openclaw.engine import IMAGE_SCRIPT, REPO, DockerEngine
 from tests.support.workspace import SECRET
 
 pytestmark = pytest.mark.timeout(1200)
-SHIPPED = (REPO / "configs").resolve()  # a link to the packaged clawstore/demo/configs
+SHIPPED = REPO / "clawstore" / "demo" / "configs"  # the packaged examples (configs/ starts as their copy)
 MODEL = "openai/gpt-4o-mini"  # configs/suites/openclaw_examples.yaml
 FILES = {"report.md": "# Daily check\n2026-01-01\nclaw-openclaw-report\n",
          "notes.md": "# Notes\nturn-one-marker\n",

@@ -19,6 +19,26 @@ def test_default_endpoint_reads_base_url_at_resolve_time(monkeypatch: pytest.Mon
     assert endpoint.api_key_env == "OPENROUTER_API_KEY" and endpoint.gateway == "openai_compatible"
 
 
+def test_only_openrouter_requires_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another base URL gets OPENROUTER_API_KEY when it is set, and no key (no header) when it is not."""
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert resolve_endpoint({}).api_key() is None and resolve_endpoint({}).key_env_in_use() is None
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-for-the-proxy")
+    assert resolve_endpoint({}).api_key() == "sk-for-the-proxy"
+    assert resolve_endpoint({}).key_env_in_use() == "OPENROUTER_API_KEY"  # (an OpenClaw agent gets it too)
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    with pytest.raises(MissingApiKeyError, match="PROXY_KEY"):  # the model asks for a key
+        resolve_endpoint({"api_key_env": "PROXY_KEY"}).api_key()
+    for openrouter in (None, DEFAULT_BASE_URL + "/"):
+        if openrouter is None:
+            monkeypatch.delenv("OPENROUTER_BASE_URL")
+        else:
+            monkeypatch.setenv("OPENROUTER_BASE_URL", openrouter)
+        with pytest.raises(MissingApiKeyError, match="OPENROUTER_API_KEY is not set"):
+            resolve_endpoint({}).api_key()
+
+
 def test_model_extras_name_another_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENROUTER_BASE_URL", raising=False)
     local = resolve_endpoint({"base_url": "http://localhost:11434/v1", "primary_params": {}})

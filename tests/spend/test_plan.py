@@ -149,3 +149,28 @@ def test_max_cost_stops_starting_judgements_and_keeps_the_runs(ws: Workspace, cl
     code, out = build(claw)
     assert code == 0 and sum(1 for r in standin.requests if r["model"] == JUDGE) == 12
     assert [r["run"] for r in out["rows"]] == ["reuse"] * 4
+
+
+def test_a_tool_loop_is_planned_as_a_minimum(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A run with tools sends one request per turn of its loop: the plan's count is a lower bound (≥), and
+    the build does send more; a plan of runs without tools stays exact."""
+    from clawstore.testing.standin import tool_call
+
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    assert "plan main__rp__none: 1 request(s);" in out and "≥" not in out
+    ws.case("alpha", "Use the tools.", input={"messages": [{"role": "user", "content": "Write a note."}],
+                                              "context": {"llm_probe": {"tools": ["write_file"]}}})
+    standin.script("vendor/m1", tool_call("write_file", {"path": "a.txt", "content": "1"}),
+                   tool_call("write_file", {"path": "b.txt", "content": "2"}), text("done"))
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("run "))
+    assert row.split()[3:5] == ["≥", "1"]
+    assert "plan main__rp__none: ≥ 1 request(s) (at least: a run with tools sends one per turn of its tool loop" in out
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp", "--output", "json")
+    planned = json.loads(out)
+    assert planned["requests"] == 1 and planned["requests_minimum"] and planned["lines"][0]["requests_minimum"]
+    assert claw("build", "--suite", "main", "--run-profile", "rp")[0] == 0
+    assert len(standin.requests) == 3  # what the plan's "≥ 1" warned of

@@ -35,7 +35,18 @@ def page(tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pyt
     code, _, err = claw("view", *FLAGS, "--out", str(html))
     assert code == 0, err
     assert f"wrote {html}" in err
+    assert re.search(rf"wrote {re.escape(str(html))} \((\d+ KB|\d+\.\d MB), \d+ runs\)", err), err
     return html, json.loads(out)
+
+
+def test_open_without_a_browser_says_so_and_where_the_page_is(page: tuple[Path, dict[str, Any]],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROWSER", "false")  # a browser command that cannot open anything
+    html = page[0].with_name("again.html")
+    code, _, err = Claw(Path.cwd())("view", *FLAGS, "--out", str(html), "--open")
+    assert code == 0, err
+    assert err.strip().splitlines()[-1] == (f"claw: note: no browser could be opened here (set $BROWSER to choose "
+                                            f"one); the page is {html}")
 
 
 def shots_dir(tmp_path: Path) -> Path:

@@ -1,0 +1,3 @@
+"""Query tests that build through claw share the workspace fixtures of tests/support."""
+
+from tests.support.claw import claw, env, ws  # noqa: F401
