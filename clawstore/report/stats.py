@@ -1,0 +1,110 @@
+"""The report's statistics: per model, 95 % intervals on its mean score, pass rate and dimension means
+(clustered by case), pass@k and pass^k over run repetitions; per judge and dimension, how much the
+judge's repetitions of one run disagree (docs/compare.md, "Statistics")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from clawstore.query.rows import Row
+from clawstore.query.schema import DIMENSIONS
+from clawstore.stats.intervals import Interval, mean_interval, wilson
+from clawstore.stats.reliability import Reliability, reliability
+from clawstore.stats.repetitions import PassK, pass_k
+
+
+class CaseRow(Protocol):
+    """A report row (report/data.py's ReportRow): one model × case, repetitions folded."""
+
+    model_id: str
+    case_id: str
+    score: float | None
+    passed: bool | None
+    dimensions: dict[str, float | None]
+
+OVERALL = "overall"
+
+
+@dataclass
+class ModelStats:
+    score: Interval | None  # of the case scores (each the mean of its repetitions' final scores)
+    pass_rate: Interval | None  # Wilson, over the cases with a verdict
+    dimensions: dict[str, Interval] = field(default_factory=dict)
+    pass_k: PassK | None = None  # with two or more run repetitions and a pass threshold
+
+    def to_json(self) -> dict[str, Any]:
+        return {"score_interval": self.score.to_json() if self.score else None,
+                "pass_rate_interval": self.pass_rate.to_json() if self.pass_rate else None,
+                "dimension_intervals": {d: i.to_json() for d, i in self.dimensions.items()},
+                "pass_k": self.pass_k.to_json() if self.pass_k else None}
+
+
+@dataclass
+class JudgeReliability:
+    judge_run_id: str
+    dimension: str  # "overall" or a dimension
+    judge_repetitions: int  # the most repetitions of one run
+    reliability: Reliability
+
+    def to_json(self) -> dict[str, Any]:
+        return {"judge_run_id": self.judge_run_id, "dimension": self.dimension,
+                "judge_repetitions": self.judge_repetitions, **self.reliability.to_json()}
+
+
+def model_stats(rows: Sequence[CaseRow], results: Sequence[Row]) -> dict[str, ModelStats]:
+    """Each model's intervals; a case counts once, whatever its run and judge repetitions."""
+    verdicts: dict[str, dict[str, list[bool]]] = {}
+    for result in results:
+        if result["passed"] is not None:
+            verdicts.setdefault(result["model_id"], {}).setdefault(result["case_id"], []).append(result["passed"])
+    out = {}
+    for model in sorted({r.model_id for r in rows}):
+        mine = [r for r in rows if r.model_id == model]
+        judged = [r.passed for r in mine if r.passed is not None]
+        dims = {d: mean_interval([v for r in mine if (v := r.dimensions.get(d)) is not None]) for d in DIMENSIONS}
+        cases = {r.case_id for r in mine}
+        out[model] = ModelStats(
+            score=mean_interval([r.score for r in mine if r.score is not None]),
+            pass_rate=wilson(sum(judged), len(judged)),
+            dimensions={d: i for d, i in dims.items() if i is not None},
+            pass_k=pass_k({c: v for c, v in verdicts.get(model, {}).items() if c in cases}))
+    return out
+
+
+def judge_reliability(judgements: Sequence[Row], threshold: float | None) -> list[JudgeReliability]:
+    """Per judge run plan and dimension, over the runs it judged two or more times (successful
+    judgements only: a failed call has no score)."""
+    groups: dict[tuple[str, str], dict[Any, list[float]]] = {}
+    for j in judgements:
+        for dimension in (OVERALL, *DIMENSIONS):
+            value = j["overall_score" if dimension == OVERALL else dimension]
+            if value is not None:
+                groups.setdefault((str(j["judge_run_id"]), dimension), {}).setdefault(j["run_key"], []).append(value)
+    out = []
+    for (judge, dimension), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]))):
+        found = reliability(list(runs.values()), threshold if dimension == OVERALL else None)
+        if found is not None:
+            out.append(JudgeReliability(judge, dimension, max(map(len, runs.values())), found))
+    return out
+
+
+def _order(dimension: str) -> int:
+    return -1 if dimension == OVERALL else DIMENSIONS.index(dimension)
+
+
+def pick(rows: Sequence[Row], cases: Sequence[str], models: Sequence[str]) -> list[Row]:
+    return [r for r in rows if (not cases or r["case_id"] in cases) and (not models or r["model_id"] in models)]
+
+
+def thresholds(results: Sequence[Row]) -> float | None:
+    """The verdict's threshold on the 0-10 scale (pass_threshold is a fraction of it, rounded as
+    evaluate/aggregate.py's threshold_score rounds it, so that 0.7 is exactly 7.0)."""
+    found = next((r["pass_threshold"] for r in results if r["pass_threshold"] is not None), None)
+    return None if found is None else round(10.0 * float(found), 9)
+
+
+def stats_json(stats: Mapping[str, ModelStats], model: str) -> dict[str, Any]:
+    found = stats.get(model)
+    return found.to_json() if found else {}
