@@ -114,11 +114,12 @@ def test_a_model_two_points_worse_on_half_the_cases_is_flagged_exactly_there(bui
 def test_text_and_markdown_name_the_verdicts(builds: Builds) -> None:
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse)
     assert code == 0 and "regressed" in out and "(all cases)" in out and "regressed models: m1" in out
-    listed = {tuple(line.split()[:2]) for line in out.splitlines()[2:] if line.startswith("m")}
+    deltas = out.split("\n\n")[0]  # the per-case table and its lines (the paired table follows)
+    listed = {tuple(line.split()[:2]) for line in deltas.splitlines()[2:] if line.startswith("m")}
     assert listed == {("m1", "(all"), ("m2", "(all"), *(("m1", case) for case in DEGRADED)}  # the others: within
     assert "(the others are not listed: --all-cases)" in out
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--all-cases")
-    assert code == 0 and sum(line.startswith("m") for line in out.splitlines()) == 2 + 16
+    assert code == 0 and sum(line.startswith("m") for line in out.split("\n\n")[0].splitlines()) == 2 + 16
     assert "not listed" not in out and "no noise measured" not in out
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--output", "markdown")
     assert code == 0 and out.startswith("| MODEL | CASE |") and "- 4 of 16 case deltas beyond the noise" in out
@@ -143,7 +144,10 @@ def test_a_campaign_without_repetitions_is_said_to_have_no_measured_noise() -> N
     assert text.splitlines()[2].split() == ["m", "(all", "cases)", "5.00", "5.00", "+0.0025", "[+0.0025,", "+0.0025]",
                                            "improved"]
     assert "no noise measured for m, n: one run and one judgement per case" in text
-    assert len(text.splitlines()) == 2 + 3 + 1 + 3  # header, the two models and c007, a blank line, 3 lines
+    assert len(text.split("\n\nMODEL ")[0].splitlines()) == 2 + 3 + 1 + 3  # header, the two models and c007, a blank
+    # line, 3 lines; then the paired table: a one-case move in 400 is no regression and no evidence of one
+    paired = {p["model_id"]: p for p in result.to_json()["paired"]}
+    assert paired["m"]["delta"] == 0.0025 and paired["m"]["verdict"] == "within noise" and not result.gate_failures
     noisy = SideScores("a", "blake3:a", "x", {"m": {case: {0: [5.0, 5.0]} for case in cases}})
     assert compare_sides(noisy, noisy, samples=200).unmeasured == []  # (two judges that agree: noise 0, measured)
 
