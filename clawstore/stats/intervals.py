@@ -17,14 +17,14 @@ from typing import Any
 
 Z975 = NormalDist().inv_cdf(0.975)  # 1.959964
 # t(0.975, df) for df 1..9, where the expansion below is too short; SQL uses the same numbers
-_T975 = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 6: 2.4469, 7: 2.3646, 8: 2.3060, 9: 2.2622}
+T975 = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 6: 2.4469, 7: 2.3646, 8: 2.3060, 9: 2.2622}
 
 
 def t975(df: int) -> float:
     """t(0.975, df): tabled below 10 degrees of freedom, else the Cornish-Fisher expansion in 1/df
     (within 0.0002 of the exact value from df = 10 on)."""
-    if df in _T975:
-        return _T975[df]
+    if df in T975:
+        return T975[df]
     z = Z975
     return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
             + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
