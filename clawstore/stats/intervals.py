@@ -30,6 +30,35 @@ def t975(df: int) -> float:
             + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
 
 
+def t_cdf_two_sided(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with an integer df, in closed form (Abramowitz & Stegun 26.7.3-4):
+    θ = atan(t/√df); even df: sin θ·Σ_{j<df/2} c_j cos^{2j} θ;
+    odd df: (2/π)(θ + sin θ cos θ·Σ_{j<(df-1)/2} d_j cos^{2j} θ),
+    with c_0 = d_0 = 1, c_j = c_{j-1}(2j-1)/(2j), d_j = d_{j-1}(2j)/(2j+1)."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    cos2, term, total = math.cos(theta) ** 2, 1.0, 0.0
+    if df % 2 == 0:
+        for j in range(df // 2):
+            total += term
+            term *= cos2 * (2 * j + 1) / (2 * j + 2)
+        return math.sin(theta) * total
+    for j in range((df - 1) // 2):
+        total += term
+        term *= cos2 * (2 * j + 2) / (2 * j + 3)
+    return 2 / math.pi * (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0))
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile (p > 0.5) of Student's t: the closed-form cdf inverted by bisection."""
+    low, high = 0.0, 1.0
+    while t_cdf_two_sided(high, df) < 2 * p - 1:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf_two_sided(mid, df) < 2 * p - 1 else (low, mid)
+    return (low + high) / 2
+
+
 @dataclass(frozen=True)
 class Interval:
     """A mean and its 95 % interval over n cases; low and high are None below two cases (unknown)."""

@@ -1,6 +1,11 @@
 """Paired comparison of two sides over the cases both hold: the mean difference B - A, its interval
 (a bootstrap of the cases, seeded), a sign-flip permutation p-value (seeded), and the minimum
-detectable effect at 80 % power for this many cases and this variance."""
+detectable effect at 80 % power for this many cases and this variance.
+
+The interval is the expanded percentile bootstrap (Hesterberg 2015): the plain percentile interval is
+too narrow with few cases (its spread is s·√((n-1)/n)/√n, and it uses z where t is due: with 8 cases
+it excluded 0 where the exact sign-flip test gave p = 0.1), so its percentiles are taken at
+α' = Φ(-√(n/(n-1))·t(1 - α/2, n-1)) instead of α/2; for many cases α' is α/2."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, fmean, stdev
 from typing import Any
+
+from clawstore.stats.intervals import t_quantile
 
 # 32 random bits per draw: the typecode of an unsigned 32-bit array on this platform
 _U32 = next(code for code in "IL" if array(code).itemsize == 4)
@@ -73,6 +80,12 @@ def sign_flip_p(diffs: Sequence[float], rng: random.Random, samples: int) -> flo
     return (hits + 1) / (samples + 1)
 
 
+def expanded(confidence: float, n: int) -> float:
+    """The confidence whose percentiles make the expanded percentile interval (n >= 2)."""
+    t = t_quantile(1 - (1 - confidence) / 2, n - 1)
+    return 1 - 2 * NormalDist().cdf(-math.sqrt(n / (n - 1)) * t)
+
+
 def mde(sd: float, n: int, confidence: float = 0.95, power: float = POWER) -> float:
     """(z(1 - α/2) + z(power)) · sd / √n: the true mean difference a two-sided test at level α = 1 -
     confidence finds with probability `power`."""
@@ -92,5 +105,5 @@ def paired(a: Sequence[float], b: Sequence[float], seed: int | str = 0, samples:
     if n < 2:  # one case: no spread, so no interval (unknown is not zero)
         return Paired(n, delta, None, None, None, None, sd)
     rng = random.Random(f"paired/{seed}")
-    low, high = percentile_interval(bootstrap_means(diffs, rng, samples), confidence)
+    low, high = percentile_interval(bootstrap_means(diffs, rng, samples), expanded(confidence, n))
     return Paired(n, delta, low, high, sign_flip_p(diffs, rng, samples), mde(sd, n, confidence), sd)

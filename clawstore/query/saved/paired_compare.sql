@@ -1,8 +1,8 @@
 -- paired_compare: campaign B against campaign A over the (model, case) pairs both hold: per model, the mean of
--- B - A, its 95 % t-interval (mean ± t975(n-1)·sd/√n of the case differences) and the minimum detectable effect
+-- B - A of the case scores (each the mean of its repetitions' final scores, as `claw report`), its 95 % t-interval (mean ± t975(n-1)·sd/√n of the case differences) and the minimum detectable effect
 -- at 80 % power ((1.96 + 0.84)·sd/√n). Give --param a=<campaign_id> --param b=<campaign_id>. `claw compare`
--- computes the same per model with a bootstrap of the cases and a permutation p-value, and adjusts for several
--- models (docs/compare.md); this is the analytic version, unadjusted.
+-- computes the same per model on the mean of the judge scores, with a bootstrap of the cases and a permutation
+-- p-value, and adjusts for several models (docs/compare.md); this is the analytic version, unadjusted.
 WITH per_case AS (
     SELECT campaign_id, model_id, case_id, avg(final_score) AS score
     FROM results
