@@ -11,8 +11,16 @@ from typing import Any, Protocol
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
 from clawstore.stats.intervals import Interval, mean_interval, wilson
+from clawstore.stats.paired import paired
 from clawstore.stats.reliability import Reliability, reliability
 from clawstore.stats.repetitions import PassK, pass_k
+
+
+class Scored(Protocol):
+    """A campaign report (report/data.py's CampaignReport): its rows."""
+
+    @property
+    def rows(self) -> Sequence[CaseRow]: ...
 
 
 class CaseRow(Protocol):
@@ -108,3 +116,31 @@ def thresholds(results: Sequence[Row]) -> float | None:
 def stats_json(stats: Mapping[str, ModelStats], model: str) -> dict[str, Any]:
     found = stats.get(model)
     return found.to_json() if found else {}
+
+
+def paired_vs_baseline(reports: Sequence[Scored], samples: int = 2000) -> list[dict[str, Any]]:
+    """Each campaign after the first against the first, per model, over the cases both scored (their
+    final scores): what `claw compare` computes (clawstore.stats.paired), Bonferroni-adjusted over models."""
+    if len(reports) < 2:
+        return []
+    baseline = _case_scores(reports[0])
+    out = []
+    for index, report in enumerate(reports[1:], start=1):
+        scores = _case_scores(report)
+        models = sorted(set(baseline) & set(scores))
+        confidence = 1 - 0.05 / max(1, len(models))
+        for model in models:
+            common = sorted(set(baseline[model]) & set(scores[model]))
+            found = paired([baseline[model][c] for c in common], [scores[model][c] for c in common],
+                           f"view/{index}/{model}", samples, confidence)
+            if found is not None:
+                out.append({"campaign": index, "model_id": model, "confidence": confidence, **found.to_json()})
+    return out
+
+
+def _case_scores(report: Scored) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for row in report.rows:
+        if row.score is not None:
+            out.setdefault(row.model_id, {})[row.case_id] = row.score
+    return out

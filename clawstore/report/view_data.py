@@ -13,6 +13,7 @@ from typing import Any
 
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, HeadStore, build_report
+from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.store.headdoc import read_head_doc
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
@@ -185,8 +186,10 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}
     details: list[dict[str, Any]] = []
     cases: dict[str, int] = {}
+    reports = []
     for index, campaign_id in enumerate(campaign_ids):
         report = build_report(cached, campaign_id)
+        reports.append(report)
         summary["campaigns"].append(_campaign_summary(report))
         for m in report.models:
             passed, verdicts = _pass_rate(report, m.model_id)
@@ -196,7 +199,7 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
                 "pass_rate": passed / verdicts if verdicts else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
                 "run_cost_usd": m.run_cost_usd, "eval_cost_usd": m.eval_cost_usd,
-                "total_cost_usd": m.total_cost_usd})
+                "total_cost_usd": m.total_cost_usd, **stats_json(report.stats, m.model_id)})
         grouped = _group_nodes(cached, report.head_id)
         for row in report.rows:
             case_index = cases.setdefault(row.case_id, len(cases))
@@ -209,6 +212,9 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
                 "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
                 "cost_usd": row.total_cost_usd, "run_action": row.run_action, "eval_action": row.eval_action,
                 "problems": row.problems, "runs": run_indices})
+    summary["judge_reliability"] = [{"campaign": i, **j.to_json()} for i, r in enumerate(reports)
+                                    for j in r.judge_reliability]
+    summary["paired"] = paired_vs_baseline(reports)
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
     return ViewData(summary, details)

@@ -4,12 +4,15 @@ provider with a noisy judge, read back through `claw report`, `claw query` and `
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from clawstore.stats.intervals import mean_interval, wilson
 from clawstore.testing.standin import StandIn, text
@@ -149,3 +152,34 @@ def test_compare_pairs_cases_gates_on_the_interval_and_lists_flips(world: World)
     # (the SQL pairs final scores, as `claw report`; `claw compare` the mean of the judge scores: with the median
     # of three judges as the final score, the two differ by a few hundredths)
     assert sql["m1"]["delta"] == pytest.approx(paired["m1"]["delta"], abs=0.05) and sql["m1"]["high"] < 0
+
+
+def test_view_shows_intervals_the_paired_comparison_and_the_judge(world: World, browser: Any, tmp_path: Path
+                                                                 ) -> None:
+    """`claw view --against`: A is the campaign, B the worse one; screenshots to $CLAW_SCREENSHOTS (stats-*.png)."""
+    html = tmp_path / "view.html"
+    code, _, err = world.claw("view", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                              "--against", world.worse, "--out", str(html))
+    assert code == 0, err
+    report = run_json(world.claw, "report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                      "--output", "json")
+    compared = run_json(world.claw, "compare", CAMPAIGN, world.worse, "--output", "json")
+    browser.set_window_size(1400, 1100)
+    browser.get(html.as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr[data-campaign='0']")
+    shown = {r.get_attribute("data-model"): r for r in rows}
+    for model in report["models"]:
+        cell = shown[model["model_id"]].find_element(By.CSS_SELECTOR, "td[data-col='score_interval']").text
+        iv = model["score_interval"]
+        assert cell == f"[{iv['low']:.2f}, {iv['high']:.2f}] n=24"
+    paired = {r.get_attribute("data-model"): r.text for r in browser.find_elements(By.CSS_SELECTOR, "#paired tbody tr")}
+    m1 = next(p for p in compared["paired"] if p["model_id"] == "m1")
+    assert paired["m1"].split()[:4] == ["m1", "B", "24", f"{m1['delta']:+.2f}"]  # the report's final scores: close
+    assert paired["m1"].endswith("regressed") and paired["m2"].endswith("within noise")
+    judges = browser.find_elements(By.CSS_SELECTOR, "#judge-reliability tbody tr")
+    assert len(judges) == 2  # one judge plan on each side
+    shots = Path(os.environ.get("CLAW_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(shots / "stats-leaderboard.png"))
+    browser.execute_script("document.getElementById('paired').scrollIntoView()")
+    browser.save_screenshot(str(shots / "stats-compare.png"))
