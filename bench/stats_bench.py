@@ -14,6 +14,10 @@ noise on each judgement. A case's value is the mean over its runs of the mean of
    --fail-on-regression` does (clawstore.stats.paired: the interval of B - A below 0); target ≤ 5 %;
 3. power: pairs where B is truly worse by the MDE the identical pairs printed (their median): the share
    detected (target ≥ 75 %, 80 % in theory).
+
+Then the cost: a real Store with one build of `--report-runs` runs (bench/view_bench.py's campaign: two
+judge repetitions each), `claw report`'s build_report timed with its statistics and with them stubbed
+out (today's report), median of 3 in CPU seconds (target: at most 1 s more at 10,000 runs).
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=3)
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--report-runs", type=int, default=10_000)
+    parser.add_argument("--report-models", type=int, default=5)
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"{args.campaigns} simulated campaigns of {args.cases} cases, {args.reps} run x {args.judges} judge "
@@ -103,6 +109,37 @@ def main() -> None:
     detected, _ = comparisons(args, drop, "drop")
     print(f"true drop = the printed MDE (median {drop:.3f}): detected in {detected:.1%} (target >= 75%)")
     print(f"took {time.perf_counter() - started:.1f} s")
+    report_cost(args.report_runs, args.report_models)
+
+
+def report_cost(runs: int, models: int) -> None:
+    import statistics
+    import tempfile
+    from unittest import mock
+
+    from bench.view_bench import CAMPAIGN, write_campaign
+    from clawstore.report import data
+    from clawstore.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="claw-stats-bench-") as tmp:
+        store = Store(Path(tmp) / "store")
+        write_campaign(store, runs, models)
+
+        def timed() -> float:
+            """CPU seconds (the machine may be shared: wall time would count the others' work)."""
+            times = []
+            for _ in range(3):
+                began = time.process_time()
+                data.build_report(store, CAMPAIGN["id"])
+                times.append(time.process_time() - began)
+            return statistics.median(times)
+
+        with_stats = timed()
+        with mock.patch.object(data, "model_stats", lambda *_: {}), \
+                mock.patch.object(data, "judge_reliability", lambda *_: []):
+            without = timed()
+    print(f"build_report of {runs} runs ({models} models, 2 judge repetitions): {with_stats:.2f} CPU s with the "
+          f"statistics, {without:.2f} CPU s without: +{with_stats - without:.3f} s (target <= 1 s)")
 
 
 if __name__ == "__main__":

@@ -84,22 +84,22 @@ def model_stats(rows: Sequence[CaseRow], results: Sequence[Row]) -> dict[str, Mo
 def judge_reliability(judgements: Sequence[Row], threshold: float | None) -> list[JudgeReliability]:
     """Per judge run plan and dimension, over the runs it judged two or more times (successful
     judgements only: a failed call has no score)."""
-    groups: dict[tuple[str, str], dict[Any, list[float]]] = {}
+    runs: dict[tuple[str, Any], list[Row]] = {}
     for j in judgements:
-        for dimension in (OVERALL, *DIMENSIONS):
-            value = j["overall_score" if dimension == OVERALL else dimension]
-            if value is not None:
-                groups.setdefault((str(j["judge_run_id"]), dimension), {}).setdefault(j["run_key"], []).append(value)
+        runs.setdefault((str(j["judge_run_id"]), j["run_key"]), []).append(j)
+    per_judge: dict[str, list[list[Row]]] = {}
+    for (judge, _), rows in runs.items():
+        if len(rows) >= 2:
+            per_judge.setdefault(judge, []).append(rows)
     out = []
-    for (judge, dimension), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]))):
-        found = reliability(list(runs.values()), threshold if dimension == OVERALL else None)
-        if found is not None:
-            out.append(JudgeReliability(judge, dimension, max(map(len, runs.values())), found))
+    for judge in sorted(per_judge):
+        for dimension in (OVERALL, *DIMENSIONS):
+            column = "overall_score" if dimension == OVERALL else dimension
+            groups = [[v for r in rows if (v := r[column]) is not None] for rows in per_judge[judge]]
+            found = reliability(groups, threshold if dimension == OVERALL else None)
+            if found is not None:
+                out.append(JudgeReliability(judge, dimension, max(map(len, groups)), found))
     return out
-
-
-def _order(dimension: str) -> int:
-    return -1 if dimension == OVERALL else DIMENSIONS.index(dimension)
 
 
 def pick(rows: Sequence[Row], cases: Sequence[str], models: Sequence[str]) -> list[Row]:

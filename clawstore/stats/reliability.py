@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import fmean
 from typing import Any
 
 
@@ -31,30 +30,34 @@ class Reliability:
 
 
 def _pairwise(scores: Sequence[float]) -> float:
+    if len(scores) == 2:  # (the common case, and the hot one over 10,000 runs)
+        return abs(scores[0] - scores[1])
     pairs = [abs(x - y) for i, x in enumerate(scores) for y in scores[i + 1:]]
-    return fmean(pairs)
+    return sum(pairs) / len(pairs)
 
 
 def icc1(groups: Sequence[Sequence[float]]) -> float | None:
     g = len(groups)
-    total = sum(len(x) for x in groups)
+    sizes = [len(x) for x in groups]
+    total = sum(sizes)
     if g < 2 or total <= g:
         return None
-    grand = sum(sum(x) for x in groups) / total
-    means = [fmean(x) for x in groups]
-    msb = sum(len(x) * (m - grand) ** 2 for x, m in zip(groups, means, strict=True)) / (g - 1)
-    msw = sum((v - m) ** 2 for x, m in zip(groups, means, strict=True) for v in x) / (total - g)
-    k0 = (total - sum(len(x) ** 2 for x in groups) / total) / (g - 1)
+    sums = [sum(x) for x in groups]
+    between_sq = sum(s * s / n for s, n in zip(sums, sizes, strict=True))  # Σ k·mean²
+    squares = sum(v * v for x in groups for v in x)
+    msb = max(0.0, between_sq - sum(sums) ** 2 / total) / (g - 1)  # (max: rounding below 0 when all agree)
+    msw = max(0.0, squares - between_sq) / (total - g)
+    k0 = (total - sum(n * n for n in sizes) / total) / (g - 1)
     denominator = msb + (k0 - 1) * msw
-    return None if denominator == 0 else (msb - msw) / denominator
+    return None if denominator <= 1e-12 else (msb - msw) / denominator
 
 
 def reliability(groups: Sequence[Sequence[float]], threshold: float | None = None) -> Reliability | None:
     """The judge's self-agreement over runs it scored two or more times; None when there are none."""
-    groups = [list(x) for x in groups if len(x) >= 2]
+    groups = [x for x in groups if len(x) >= 2]
     if not groups:
         return None
     flips = None
     if threshold is not None:
-        flips = fmean([len({v >= threshold for v in x}) > 1 for x in groups])
-    return Reliability(len(groups), fmean([_pairwise(x) for x in groups]), icc1(groups), flips)
+        flips = sum(min(x) < threshold <= max(x) for x in groups) / len(groups)
+    return Reliability(len(groups), sum(map(_pairwise, groups)) / len(groups), icc1(groups), flips)
