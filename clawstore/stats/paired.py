@@ -96,7 +96,8 @@ def mde(sd: float, n: int, confidence: float = 0.95, power: float = POWER) -> fl
 def paired(a: Sequence[float], b: Sequence[float], seed: int | str = 0, samples: int = 4000,
            confidence: float = 0.95) -> Paired | None:
     """The paired comparison of case values a[i] and b[i] (same case); None without a case."""
-    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    # (rounded: two means of the same judge scores, summed in another order, differ by 1e-16, not by a change)
+    diffs = [round(y - x, 12) for x, y in zip(a, b, strict=True)]
     n = len(diffs)
     if n == 0:
         return None
