@@ -15,24 +15,14 @@ from clawstore.compare import render_comparison
 from clawstore.compare.delta import compare_sides, noise_of
 from clawstore.compare.scores import SideScores
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn, text
 from tests.support.bootstrap import textbook_interval
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
-from tests.support.workspace import SECRET, Workspace, standard
+from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace, worse_m1_workspace
+from tests.support.workspace import Workspace
 
 CASES = [f"c{i}" for i in range(6)]  # + alpha and beta of the standard workspace
 DEGRADED = {"alpha", *CASES[::2]}  # half the 8 cases (alpha asks "What is 2 + 2?")
-WORSE = "WORSE ANSWER"
 GATE = ("--fail-on-regression", "--confidence", "0.99")  # a CI gate: at most ~1% false alarms
-
-
-def noisy_judge(standin: StandIn, seed: int) -> None:
-    """The judge scores 7 (5 for the degraded answer) ± 0.5 in quarter-point steps."""
-    rng = random.Random(seed)
-    steps = [-0.5, -0.25, 0.0, 0.25, 0.5]
-    standin.script(JUDGE, *[judge_reply(5.0 + rng.choice(steps)) for _ in range(400)], match=WORSE)
-    standin.script(JUDGE, *[judge_reply(7.0 + rng.choice(steps)) for _ in range(400)])
 
 
 @dataclass
@@ -47,21 +37,8 @@ class Builds:
 def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
     """Built once for the module (each build sends ~130 requests one at a time)."""
     root = tmp_path_factory.mktemp("compare")
-    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
-        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
-                           "CLAW_STORE": str(root / "store")}.items():
-            mp.setenv(key, value)
-        ws = standard(root / "ws")
-        mp.chdir(ws.root)
-        claw = Claw(ws.root)
-        for case in CASES:
-            ws.case(case, f"Question {case}: name something.")
-        # B's m1 is another model that answers worse on half the cases (same model_id, so they compare).
-        ws.suite("other", ["m1", "m2"])
-        ws.edit("suites/other.yaml", lambda d: d["models"][0].update(requested_model="vendor/m1-worse"))
-        for case in DEGRADED:
-            standin.script("vendor/m1-worse", text(WORSE), match="2 + 2" if case == "alpha" else f"Question {case}:")
-        ws.run_profile(repetitions=2, concurrency=1)  # one request at a time: the judge's noise is reproducible
+    with standin_workspace(root) as (standin, ws, claw):
+        worse_m1_workspace(ws, standin, CASES, DEGRADED)  # B's m1 answers worse on half the cases
         eval_profile(ws, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
                                   "request_options": {"seed": 1}}])
         noisy_judge(standin, seed=11)

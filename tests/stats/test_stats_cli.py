@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,15 +14,12 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from clawstore.stats.intervals import mean_interval, wilson
-from clawstore.testing.standin import StandIn, text
 from tests.compare.test_compare import build
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
-from tests.support.workspace import SECRET, standard
+from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace, worse_m1_workspace
 
 CASES = [f"c{i}" for i in range(22)]  # + alpha and beta of the standard workspace
 DEGRADED = {"alpha", *CASES[::2]}
-WORSE = "WORSE ANSWER"
 CAMPAIGN = "main__rp__ev"
 
 
@@ -38,26 +34,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """24 cases × 2 models, 2 run × 3 judge repetitions, the judge scoring 7 ± 0.5 (5 ± 0.5 the worse answer);
     pass threshold 7."""
     root = tmp_path_factory.mktemp("stats")
-    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
-        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
-                           "CLAW_STORE": str(root / "store")}.items():
-            mp.setenv(key, value)
-        ws = standard(root / "ws")
-        mp.chdir(ws.root)
-        claw = Claw(ws.root)
-        for case in CASES:
-            ws.case(case, f"Question {case}: name something.")
-        ws.suite("other", ["m1", "m2"])
-        ws.edit("suites/other.yaml", lambda d: d["models"][0].update(requested_model="vendor/m1-worse"))
-        for case in DEGRADED:
-            standin.script("vendor/m1-worse", text(WORSE), match="2 + 2" if case == "alpha" else f"Question {case}:")
-        ws.run_profile(repetitions=2, concurrency=1)
+    with standin_workspace(root) as (standin, ws, claw):
+        worse_m1_workspace(ws, standin, CASES, DEGRADED)
         eval_profile(ws, threshold=0.7, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE,
                                                  "retries": 0, "request_options": {"seed": 1}}])
-        rng = random.Random(5)
-        steps = [-0.5, -0.25, 0.0, 0.25, 0.5]
-        standin.script(JUDGE, *[judge_reply(5.0 + rng.choice(steps)) for _ in range(1000)], match=WORSE)
-        standin.script(JUDGE, *[judge_reply(7.0 + rng.choice(steps)) for _ in range(1000)])
+        noisy_judge(standin, seed=5, replies=1000)
         assert build(claw) == CAMPAIGN
         yield World(claw, build(claw, suite="other"))
 
