@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol
 
 from clawstore.query.rows import Row
@@ -92,10 +93,14 @@ def judge_reliability(judgements: Sequence[Row], threshold: float | None) -> lis
         if len(rows) >= 2:
             per_judge.setdefault(judge, []).append(rows)
     out = []
+    dimensions = (OVERALL, *DIMENSIONS)
+    values = itemgetter("overall_score", *DIMENSIONS)  # (one call per judgement, not one per dimension)
     for judge in sorted(per_judge):
-        for dimension in (OVERALL, *DIMENSIONS):
-            column = "overall_score" if dimension == OVERALL else dimension
-            groups = [[v for r in rows if (v := r[column]) is not None] for rows in per_judge[judge]]
+        columns: list[list[Sequence[float]]] = [[] for _ in dimensions]
+        for rows in per_judge[judge]:
+            for column, scores in zip(columns, zip(*map(values, rows), strict=True), strict=True):
+                column.append([v for v in scores if v is not None] if None in scores else scores)
+        for dimension, groups in zip(dimensions, columns, strict=True):
             found = reliability(groups, threshold if dimension == OVERALL else None)
             if found is not None:
                 out.append(JudgeReliability(judge, dimension, max(map(len, groups)), found))

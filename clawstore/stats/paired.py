@@ -22,6 +22,11 @@ from clawstore.stats.intervals import t_quantile
 # 32 random bits per draw: the typecode of an unsigned 32-bit array on this platform
 _U32 = next(code for code in "IL" if array(code).itemsize == 4)
 POWER = 0.80
+# Beyond this many draws (cases × samples: 500 cases at 4,000 samples) the interval is the t-interval
+# mean ± t(1 - α/2, n-1)·sd/√n: the expanded percentile interval's own large-sample limit (its bootstrap
+# distribution is then normal with spread sd·√((n-1)/n)/√n, expanded by √(n/(n-1))·t/z), without its
+# Monte Carlo error or its cost (about 0.1 s per million draws)
+BOOTSTRAP_DRAWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -106,5 +111,11 @@ def paired(a: Sequence[float], b: Sequence[float], seed: int | str = 0, samples:
     if n < 2:  # one case: no spread, so no interval (unknown is not zero)
         return Paired(n, delta, None, None, None, None, sd)
     rng = random.Random(f"paired/{seed}")
-    low, high = percentile_interval(bootstrap_means(diffs, rng, samples), expanded(confidence, n))
+    if sd == 0.0:  # every case moved by the same amount: every resample's mean is that amount
+        low = high = delta
+    elif n * samples > BOOTSTRAP_DRAWS:
+        half = t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
+        low, high = delta - half, delta + half
+    else:
+        low, high = percentile_interval(bootstrap_means(diffs, rng, samples), expanded(confidence, n))
     return Paired(n, delta, low, high, sign_flip_p(diffs, rng, samples), mde(sd, n, confidence), sd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from statistics import fmean
+from statistics import fmean, stdev
 
 import pytest
 
@@ -85,3 +85,20 @@ def test_pass_at_k_and_pass_all_k() -> None:
     assert result is not None and (result.k, result.left_out) == (2, 1)
     assert (result.at_k.mean, result.all_k.mean, result.at_k.n) == (2 / 3, 1 / 3, 3)
     assert pass_k({"c1": [True], "c2": [False]}) is None
+
+
+def test_many_cases_take_the_bootstraps_large_sample_limit() -> None:
+    rng = random.Random(1)
+    a = [rng.gauss(6, 1.5) for _ in range(600)]
+    b = [x + rng.expovariate(1) - 1.2 for x in a]  # skewed differences
+    diffs = [round(y - x, 12) for x, y in zip(a, b, strict=True)]
+    half = t975(599) * stdev(diffs) / math.sqrt(600)
+    big = paired(a, b, samples=4000)  # 2.4 million draws: the t-interval
+    assert big is not None and (big.low, big.high) == (pytest.approx(fmean(diffs) - half, abs=1e-3),
+                                                       pytest.approx(fmean(diffs) + half, abs=1e-3))
+    drawn = paired(a[:300], b[:300], samples=4000)  # 1.2 million: the bootstrap, within its Monte Carlo error
+    half = t975(299) * stdev(diffs[:300]) / math.sqrt(300)
+    assert drawn is not None and drawn.low == pytest.approx(fmean(diffs[:300]) - half, abs=0.01)
+    assert drawn.high == pytest.approx(fmean(diffs[:300]) + half, abs=0.01)
+    same = paired([1.0, 2.0, 3.0], [1.5, 2.5, 3.5])
+    assert same is not None and (same.low, same.high, same.sd) == (0.5, 0.5, 0.0)  # all moved alike
