@@ -108,8 +108,9 @@ def stats_sections(report: CampaignReport) -> list[Section]:
                      *(_share(found.pass_rate) if verdicts else []),
                      *([*_share(found.pass_k.at_k if found.pass_k else None),
                         *_share(found.pass_k.all_k if found.pass_k else None)] if k else [])])
+    scored = any(found.score or found.pass_rate for found in report.stats.values())  # (none: a runs-only campaign)
     out: list[Section] = [("Model Statistics (95% intervals over cases: scores t, pass rates Wilson)", headers, rows,
-                           [False] + [True] * (len(headers) - 1))]
+                           [False] + [True] * (len(headers) - 1))] if scored else []
     names = list(dict.fromkeys(d for found in report.stats.values() for d in found.dimensions))
     dims = [[model, str(max((i.n for i in found.dimensions.values()), default=0)),
              *(found.dimensions[d].text() if d in found.dimensions else "n/a" for d in names)]
