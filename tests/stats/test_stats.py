@@ -63,7 +63,7 @@ def test_paired_is_seeded_and_unknown_below_two_cases() -> None:
     assert first.delta == pytest.approx(fmean(b) - fmean(a))
     assert first.low is not None and first.high is not None and first.low <= first.delta <= first.high
     assert first.mde == pytest.approx(mde(first.sd, 6))
-    assert first.mde == pytest.approx((1.959964 + 0.841621) * first.sd / math.sqrt(6), abs=1e-5)
+    assert first.mde == pytest.approx((2.570582 + 0.919544) * first.sd / math.sqrt(6), abs=1e-5)  # t(.975, 5), t(.8, 5)
     one = paired([6.0], [5.0])
     assert one is not None and (one.low, one.high, one.p_value, one.below(0.0)) == (None, None, None, False)
 

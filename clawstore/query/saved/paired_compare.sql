@@ -1,8 +1,10 @@
 -- paired_compare: campaign B against campaign A over the (model, case) pairs both hold: per model, the mean of
--- B - A of the case scores (each the mean of its repetitions' final scores, as `claw report`), its 95 % t-interval (mean ± t975(n-1)·sd/√n of the case differences) and the minimum detectable effect
--- at 80 % power ((1.96 + 0.84)·sd/√n). Give --param a=<campaign_id> --param b=<campaign_id>. `claw compare`
--- computes the same per model on the mean of the judge scores, with a bootstrap of the cases and a permutation
--- p-value, and adjusts for several models (docs/compare.md); this is the analytic version, unadjusted.
+-- B - A of the case scores (each the mean of its repetitions' final scores, as `claw report`), its 95 %
+-- t-interval (mean ± t975(n-1)·sd/√n of the case differences) and the minimum detectable effect at 80 % power,
+-- (t975(n-1) + 0.8416)·sd/√n (`claw compare` takes t(0.8, n-1) for 0.8416: 0.02 more at 20 cases).
+-- Give --param a=<campaign_id> --param b=<campaign_id>. `claw compare` computes the same per model on the mean
+-- of the judge scores, with a bootstrap of the cases and a permutation p-value, and adjusts for several models
+-- (docs/compare.md); this is the analytic version, unadjusted.
 WITH per_case AS (
     SELECT campaign_id, model_id, case_id, avg(final_score) AS score
     FROM results
@@ -18,7 +20,7 @@ SELECT model_id,
        round(avg(d), 4)                                                          AS delta,
        round(avg(d) - t975(count(*) - 1) * stddev_samp(d) / sqrt(count(*)), 4)   AS low,
        round(avg(d) + t975(count(*) - 1) * stddev_samp(d) / sqrt(count(*)), 4)   AS high,
-       round((1.959964 + 0.841621) * stddev_samp(d) / sqrt(count(*)), 4)         AS mde_80
+       round((t975(count(*) - 1) + 0.841621) * stddev_samp(d) / sqrt(count(*)), 4) AS mde_80
 FROM diffs
 GROUP BY ALL
 ORDER BY delta, model_id;
