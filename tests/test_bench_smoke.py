@@ -23,6 +23,7 @@ SMOKE = {
     "store_bench": ["--big-mib", "8", "--small-count", "50", "--one-mib-count", "2", "--rounds", "1"],
     "archive_bench": ["--mib", "2", "--gc-objects", "200"],
     "compare_bench": ["--cases", "5", "--models", "2", "--samples", "200"],
+    "stats_bench": ["--campaigns", "5", "--cases", "10", "--samples", "200", "--report-runs", "40"],
     "build_bench": ["--cases", "5", "--models", "2", "--runs-b", "20"],
     "eval_bench": ["--cases", "5", "--models", "2"],
     "query_bench": ["--results", "2000", "--per-build", "1000", "--nodes", "200"],

@@ -15,7 +15,10 @@ MAX_SAMPLES = 1_000_000  # each case's samples are held at once (a few lists of 
 @click.argument("a")
 @click.argument("b")
 @click.option("--output", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when some model's score fell beyond the noise.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when some model's paired interval of B - A lies wholly below -MARGIN.")
+@click.option("--margin", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="A drop smaller than this (score points) does not fail --fail-on-regression.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Family-wise confidence of the intervals.")
 @click.option("--samples", type=click.IntRange(min=100, max=MAX_SAMPLES), default=4000, show_default=True,
@@ -24,17 +27,17 @@ MAX_SAMPLES = 1_000_000  # each case's samples are held at once (a few lists of 
 @click.option("--all-cases", is_flag=True,
               help="List the cases within the noise too (by default only the models and the cases beyond it).")
 @store_option
-def compare(a: str, b: str, output: str, fail_on_regression: bool, confidence: float, samples: int, seed: int,
-            all_cases: bool, store_dir: Path | None) -> None:
+def compare(a: str, b: str, output: str, fail_on_regression: bool, margin: float, confidence: float, samples: int,
+            seed: int, all_cases: bool, store_dir: Path | None) -> None:
     """Compare campaign states A and B (campaign ids, pins, refs or head ids): per model and per case."""
     from clawstore.compare import compare as compare_states
     from clawstore.compare import render_comparison
     from clawstore.store import Store
 
     store = Store(workspace_store_dir(store_dir, must_exist=True), create=False)
-    comparison = compare_states(store, a, b, confidence, samples, seed)
+    comparison = compare_states(store, a, b, confidence, samples, seed, margin)
     click.echo(render_comparison(comparison, output, all_cases))
-    if fail_on_regression and comparison.regressions:
+    if fail_on_regression and comparison.gate_failures:
         raise SystemExit(1)
 
 

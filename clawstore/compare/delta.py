@@ -28,6 +28,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clawstore.compare.paired import Flip, JudgeNoise, ModelPaired, flips, judge_noise, paired_models
 from clawstore.compare.scores import SideScores
 
 if TYPE_CHECKING:
@@ -83,10 +84,19 @@ class Comparison:
     cases: list[Delta]
     unmatched: list[str]  # "model/case only in A" lines
     unmeasured: list[str] = field(default_factory=list)  # models with one run and one judgement per case
+    paired: list[ModelPaired] = field(default_factory=list)  # the gate's comparison (compare/paired.py)
+    flips: list[Flip] = field(default_factory=list)
+    judge_noise: list[JudgeNoise] = field(default_factory=list)
+    margin: float = 0.0
 
     @property
     def regressions(self) -> list[Delta]:
         return [d for d in self.models if d.verdict == "regressed"]
+
+    @property
+    def gate_failures(self) -> list[ModelPaired]:
+        """What `--fail-on-regression` fails on: a paired interval wholly below -margin."""
+        return [p for p in self.paired if p.result.below(self.margin)]
 
     def to_json(self) -> dict[str, Any]:
         side = lambda s: {"ref": s.label, "head": s.head_id, "campaign": s.campaign_id,  # noqa: E731
@@ -94,7 +104,10 @@ class Comparison:
         return {"a": side(self.a), "b": side(self.b), "confidence": self.confidence, "samples": self.samples,
                 "models": [d.to_json() for d in self.models], "cases": [d.to_json() for d in self.cases],
                 "unmatched": self.unmatched, "regressed_models": [d.model_id for d in self.regressions],
-                "noise_unmeasured": self.unmeasured}
+                "noise_unmeasured": self.unmeasured, "margin": self.margin,
+                "paired": [p.to_json(self.margin) for p in self.paired],
+                "gate_failed": [p.model_id for p in self.gate_failures],
+                "flipped": [f.to_json() for f in self.flips], "judge_noise": [j.to_json() for j in self.judge_noise]}
 
 
 def _mean(values: list[float]) -> float:
@@ -213,7 +226,7 @@ def _delta_noise(rng: random.Random, a: dict[int, list[float]], b: dict[int, lis
 
 
 def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONFIDENCE,
-                  samples: int = DEFAULT_SAMPLES, seed: int = 0) -> Comparison:
+                  samples: int = DEFAULT_SAMPLES, seed: int = 0, margin: float = 0.0) -> Comparison:
     rng = random.Random(seed)
     models: list[Delta] = []
     cases: list[Delta] = []
@@ -269,12 +282,14 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
                             _mean([case_score(cb[c]) for c in common]), low, high,
                             sum(sum(map(len, ca[c].values())) for c in common),
                             sum(sum(map(len, cb[c].values())) for c in common)))
-    return Comparison(a, b, confidence, samples, models, cases, unmatched, unmeasured)
+    return Comparison(a, b, confidence, samples, models, cases, unmatched, unmeasured,
+                      paired_models(a, b, confidence, samples, seed), flips(a, b),
+                      judge_noise(a, "A") + judge_noise(b, "B"), margin)
 
 
 def compare(store: Store, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
-            seed: int = 0) -> Comparison:
+            seed: int = 0, margin: float = 0.0) -> Comparison:
     """The comparison data of two campaign states (what `claw compare` prints and a viewer renders)."""
     from clawstore.compare.scores import read_side
 
-    return compare_sides(read_side(store, a), read_side(store, b), confidence, samples, seed)
+    return compare_sides(read_side(store, a), read_side(store, b), confidence, samples, seed, margin)

@@ -8,7 +8,7 @@ or pulled with --untrusted and kept apart (docs/trust.md) is found by its id too
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import UsageError
 from clawstore.store.headdoc import read_head_doc
@@ -28,6 +28,11 @@ class SideScores:
     campaign_id: str
     scores: dict[str, dict[str, dict[int, list[float]]]] = field(default_factory=dict)
     signer: str | None = None  # set when the side is a campaign kept apart as untrusted
+    # `verdicts[model_id][case_id][repetition]` = the result's pass verdict (with a pass threshold)
+    verdicts: dict[str, dict[str, dict[int, bool]]] = field(default_factory=dict)
+    # the overall scores of each run's judge repetitions, per (model_id, judge_run_id)
+    judge_runs: dict[tuple[str, str], dict[tuple[str, int], list[float]]] = field(default_factory=dict)
+    threshold: float | None = None  # the pass threshold on the 0-10 scale
 
 
 def resolve_side(store: Store, name: str) -> tuple[str, str, str | None]:
@@ -60,6 +65,8 @@ def read_side(store: Store, name: str) -> SideScores:
         raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")
     side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"), signer=signer)
     for node in head["nodes"]:
+        if node.get("kind") == "result" and node.get("record"):
+            _read_verdict(store, side, node)
         if node.get("kind") != "judge" or not node.get("record"):
             continue
         view = node.get("record_doc") or {}
@@ -72,4 +79,18 @@ def read_side(store: Store, name: str) -> SideScores:
         a = node["address"]
         reps = side.scores.setdefault(a["model_id"], {}).setdefault(a["case_id"], {})
         reps.setdefault(int(a["repetition"]), []).append(float(score))
+        runs = side.judge_runs.setdefault((a["model_id"], str(a.get("judge_run_id"))), {})
+        runs.setdefault((a["case_id"], int(a["repetition"])), []).append(float(score))
     return side
+
+
+def _read_verdict(store: Store, side: SideScores, node: dict[str, Any]) -> None:
+    """A result's pass verdict, and the threshold on the 0-10 scale (pass_threshold is a fraction of it)."""
+    summary = store.get_json(node["record"]).get("summary") or {}
+    if summary.get("passed") is None:
+        return
+    a = node["address"]
+    side.verdicts.setdefault(a["model_id"], {}).setdefault(a["case_id"], {})[int(a["repetition"])] = bool(
+        summary["passed"])
+    if summary.get("pass_threshold") is not None:
+        side.threshold = round(10.0 * float(summary["pass_threshold"]), 9)

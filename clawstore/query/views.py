@@ -14,6 +14,7 @@ from clawstore.query.heads import current_files, untrusted_files
 from clawstore.query.schema import HISTORY_VIEW, JUDGEMENT_DIMENSIONS, MESSAGES, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
 from clawstore.query.sqltext import literal
+from clawstore.query.stats_sql import create_stats_macros
 
 
 def empty_select(cols: list[Column]) -> str:
@@ -77,6 +78,7 @@ def connect(manifest: Path) -> duckdb.DuckDBPyConnection:
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         create_views(con, manifest)
+        create_stats_macros(con)
     except BaseException:
         con.close()
         raise

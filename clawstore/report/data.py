@@ -19,6 +19,15 @@ from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.heads import materialised_rows, stored_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
+from clawstore.report.stats import (
+    JudgeReliability,
+    ModelStats,
+    judge_reliability,
+    model_stats,
+    pick,
+    stats_json,
+    thresholds,
+)
 from clawstore.store.headdoc import read_head_doc
 
 EVAL_KINDS = ("checks", "judge", "result")
@@ -97,6 +106,8 @@ class CampaignReport:
     rows: list[ReportRow]
     models: list[ModelSummary]
     untrusted_signer: str | None = None  # set when the head was kept apart (imported with --untrusted)
+    stats: dict[str, ModelStats] = field(default_factory=dict)  # per model: intervals, pass@k
+    judge_reliability: list[JudgeReliability] = field(default_factory=list)
 
     @property
     def untrusted_line(self) -> str | None:
@@ -131,7 +142,8 @@ class CampaignReport:
             "trusted": self.untrusted_signer is None,
             "signer": self.untrusted_signer,
             "rows": [r.to_json() for r in self.rows],
-            "models": [m.to_json() for m in self.models],
+            "models": [{**m.to_json(), **stats_json(self.stats, m.model_id)} for m in self.models],
+            "judge_reliability": [j.to_json() for j in self.judge_reliability],
             "totals": cost_json({}, self.run_cost, self.eval_cost),
         }
 
@@ -259,7 +271,8 @@ def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
     `claw query` shows); else its records are read and flattened."""
     head_id, head, signer = load_head(store, campaign_id)
-    tables = materialised_rows(manifest, head_id, head, ("nodes", "results")) if manifest is not None else None
+    tables = (materialised_rows(manifest, head_id, head, ("nodes", "results", "judgements"))
+              if manifest is not None else None)
     if tables is None:
         # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
         tables = stored_rows(store, head)  # type: ignore[arg-type]
@@ -287,4 +300,6 @@ def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
         rows=rows,
         models=_summaries(rows, nodes),
         untrusted_signer=signer,
+        stats=model_stats(rows, pick(tables["results"], cases, models)),
+        judge_reliability=judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"])),
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from clawstore.costs import CostSum
 from clawstore.report.data import CampaignReport
+from clawstore.stats.intervals import Interval
 
 
 def _score(value: float | None) -> str:
@@ -86,6 +87,52 @@ def sections(report: CampaignReport) -> list[Section]:
              _cost(m.run_cost), _cost(m.eval_cost), _cost(m.total_cost), _sources(m.total_cost)]
             for m in report.models]
     out.append(("Model Summary", headers, rows, [False] + [True] * (len(headers) - 2) + [False]))
+    return out + stats_sections(report)
+
+
+def _range(interval: Interval | None, fmt: str = ".2f") -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return "n/a"
+    return f"[{interval.low:{fmt}}, {interval.high:{fmt}}]"
+
+
+def _share(interval: Interval | None) -> list[str]:
+    """A proportion and its interval, in percent."""
+    return ["n/a", "n/a"] if interval is None else [f"{interval.mean:.1%}", _range(interval, ".1%")]
+
+
+def stats_sections(report: CampaignReport) -> list[Section]:
+    """Each model's means with their 95 % intervals and n, then the judges' self-agreement."""
+    verdicts = report.has_verdicts
+    with_k = [s.pass_k for s in report.stats.values() if s.pass_k]
+    k = max(p.k for p in with_k) if with_k else 0
+    headers = ["MODEL", "N", "MEAN_SCORE", "SCORE_95CI", *(["PASS_RATE", "PASS_95CI"] if verdicts else []),
+               *([f"PASS@{k}", "95CI", f"PASS^{k}", "95CI"] if k else [])]
+    rows = []
+    for model, found in report.stats.items():
+        score = found.score
+        rows.append([model, str(score.n if score else 0), _score(score.mean if score else None), _range(score),
+                     *(_share(found.pass_rate) if verdicts else []),
+                     *([*_share(found.pass_k.at_k if found.pass_k else None),
+                        *_share(found.pass_k.all_k if found.pass_k else None)] if k else [])])
+    scored = any(found.score or found.pass_rate for found in report.stats.values())  # (none: a runs-only campaign)
+    out: list[Section] = [("Model Statistics (95% intervals over cases: scores t, pass rates Wilson)", headers, rows,
+                           [False] + [True] * (len(headers) - 1))] if scored else []
+    names = list(dict.fromkeys(d for found in report.stats.values() for d in found.dimensions))
+    dims = [[model, str(max((i.n for i in found.dimensions.values()), default=0)),
+             *(found.dimensions[d].text() if d in found.dimensions else "n/a" for d in names)]
+            for model, found in report.stats.items()]
+    if names:
+        out.append(("Dimension Means (95% intervals over cases)", ["MODEL", "N", *(d.upper() for d in names)], dims,
+                    [False] + [True] * (len(names) + 1)))
+    judges = [[j.judge_run_id, j.dimension, str(j.reliability.runs), str(j.judge_repetitions),
+               f"{j.reliability.mad:.2f}", "n/a" if j.reliability.icc is None else f"{j.reliability.icc:.2f}",
+               "n/a" if j.reliability.flip_share is None else f"{j.reliability.flip_share:.1%}"]
+              for j in report.judge_reliability]
+    if judges:
+        out.append(("Judge Reliability (its repetitions of the same run)",
+                    ["JUDGE", "DIMENSION", "RUNS", "REPS", "MEAN_ABS_DIFF", "ICC", "VERDICT_FLIPS"], judges,
+                    [False, False, True, True, True, True, True]))
     return out
 
 

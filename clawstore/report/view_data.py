@@ -14,6 +14,7 @@ from typing import Any
 from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, HeadStore, build_report
+from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.store.headdoc import read_head_doc
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
@@ -198,8 +199,10 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}
     details: list[dict[str, Any]] = []
     cases: dict[str, int] = {}
+    reports = []
     for index, campaign_id in enumerate(campaign_ids):
         report = build_report(cached, campaign_id)
+        reports.append(report)
         summary["campaigns"].append(_campaign_summary(report))
         for m in report.models:
             passed, verdicts = _pass_rate(report, m.model_id)
@@ -208,7 +211,7 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
                 "mean_score": m.mean_score, "passed": passed, "verdicts": verdicts,
                 "pass_rate": passed / verdicts if verdicts else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
-                **_costs(m.run_cost, m.eval_cost)})
+                **_costs(m.run_cost, m.eval_cost), **stats_json(report.stats, m.model_id)})
         grouped = _group_nodes(cached, report.head_id)
         for row in report.rows:
             case_index = cases.setdefault(row.case_id, len(cases))
@@ -222,6 +225,9 @@ def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Se
                 "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
                 "eval_action": row.eval_action,
                 "problems": row.problems, "runs": run_indices})
+    summary["judge_reliability"] = [{"campaign": i, **j.to_json()} for i, r in enumerate(reports)
+                                    for j in r.judge_reliability]
+    summary["paired"] = paired_vs_baseline(reports)
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
     return ViewData(summary, details)

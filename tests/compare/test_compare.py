@@ -15,24 +15,14 @@ from clawstore.compare import render_comparison
 from clawstore.compare.delta import compare_sides, noise_of
 from clawstore.compare.scores import SideScores
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn, text
 from tests.support.bootstrap import textbook_interval
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
-from tests.support.workspace import SECRET, Workspace, standard
+from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace, worse_m1_workspace
+from tests.support.workspace import Workspace
 
 CASES = [f"c{i}" for i in range(6)]  # + alpha and beta of the standard workspace
 DEGRADED = {"alpha", *CASES[::2]}  # half the 8 cases (alpha asks "What is 2 + 2?")
-WORSE = "WORSE ANSWER"
 GATE = ("--fail-on-regression", "--confidence", "0.99")  # a CI gate: at most ~1% false alarms
-
-
-def noisy_judge(standin: StandIn, seed: int) -> None:
-    """The judge scores 7 (5 for the degraded answer) ± 0.5 in quarter-point steps."""
-    rng = random.Random(seed)
-    steps = [-0.5, -0.25, 0.0, 0.25, 0.5]
-    standin.script(JUDGE, *[judge_reply(5.0 + rng.choice(steps)) for _ in range(400)], match=WORSE)
-    standin.script(JUDGE, *[judge_reply(7.0 + rng.choice(steps)) for _ in range(400)])
 
 
 @dataclass
@@ -47,21 +37,8 @@ class Builds:
 def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
     """Built once for the module (each build sends ~130 requests one at a time)."""
     root = tmp_path_factory.mktemp("compare")
-    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
-        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
-                           "CLAW_STORE": str(root / "store")}.items():
-            mp.setenv(key, value)
-        ws = standard(root / "ws")
-        mp.chdir(ws.root)
-        claw = Claw(ws.root)
-        for case in CASES:
-            ws.case(case, f"Question {case}: name something.")
-        # B's m1 is another model that answers worse on half the cases (same model_id, so they compare).
-        ws.suite("other", ["m1", "m2"])
-        ws.edit("suites/other.yaml", lambda d: d["models"][0].update(requested_model="vendor/m1-worse"))
-        for case in DEGRADED:
-            standin.script("vendor/m1-worse", text(WORSE), match="2 + 2" if case == "alpha" else f"Question {case}:")
-        ws.run_profile(repetitions=2, concurrency=1)  # one request at a time: the judge's noise is reproducible
+    with standin_workspace(root) as (standin, ws, claw):
+        worse_m1_workspace(ws, standin, CASES, DEGRADED)  # B's m1 answers worse on half the cases
         eval_profile(ws, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
                                   "request_options": {"seed": 1}}])
         noisy_judge(standin, seed=11)
@@ -101,7 +78,12 @@ def test_identical_configs_with_another_judge_seed_are_within_noise(builds: Buil
 
 def test_a_model_two_points_worse_on_half_the_cases_is_flagged_exactly_there(builds: Builds) -> None:
     code, out = compare(builds.claw, builds.seed1, builds.worse, *GATE)
-    assert code == 1 and out["regressed_models"] == ["m1"]
+    # These 8 cases got worse beyond the judge's noise (regressed_models), but 8 cases cannot tell whether
+    # the model is worse beyond them: the gate's paired interval over cases holds 0 (the exact sign-flip
+    # test of 4 cases down 2 points and 4 unchanged gives p of about 0.1), so the gate passes.
+    assert code == 0 and out["regressed_models"] == ["m1"] and out["gate_failed"] == []
+    m1 = next(p for p in out["paired"] if p["model_id"] == "m1")
+    assert m1["delta"] < -0.5 and m1["low"] < -0.5 < 0 < m1["high"] and m1["p_value"] > 0.05 and m1["mde"] > 1
     flagged = {(c["model_id"], c["case_id"]) for c in out["cases"] if c["verdict"] != "within noise"}
     assert flagged == {("m1", case) for case in DEGRADED}
     assert all(c["verdict"] == "regressed" for c in out["cases"] if (c["model_id"], c["case_id"]) in flagged)
@@ -114,11 +96,12 @@ def test_a_model_two_points_worse_on_half_the_cases_is_flagged_exactly_there(bui
 def test_text_and_markdown_name_the_verdicts(builds: Builds) -> None:
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse)
     assert code == 0 and "regressed" in out and "(all cases)" in out and "regressed models: m1" in out
-    listed = {tuple(line.split()[:2]) for line in out.splitlines()[2:] if line.startswith("m")}
+    deltas = out.split("\n\n")[0]  # the per-case table and its lines (the paired table follows)
+    listed = {tuple(line.split()[:2]) for line in deltas.splitlines()[2:] if line.startswith("m")}
     assert listed == {("m1", "(all"), ("m2", "(all"), *(("m1", case) for case in DEGRADED)}  # the others: within
     assert "(the others are not listed: --all-cases)" in out
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--all-cases")
-    assert code == 0 and sum(line.startswith("m") for line in out.splitlines()) == 2 + 16
+    assert code == 0 and sum(line.startswith("m") for line in out.split("\n\n")[0].splitlines()) == 2 + 16
     assert "not listed" not in out and "no noise measured" not in out
     code, out, _ = builds.claw("compare", builds.seed1, builds.worse, "--output", "markdown")
     assert code == 0 and out.startswith("| MODEL | CASE |") and "- 4 of 16 case deltas beyond the noise" in out
@@ -143,7 +126,10 @@ def test_a_campaign_without_repetitions_is_said_to_have_no_measured_noise() -> N
     assert text.splitlines()[2].split() == ["m", "(all", "cases)", "5.00", "5.00", "+0.0025", "[+0.0025,", "+0.0025]",
                                            "improved"]
     assert "no noise measured for m, n: one run and one judgement per case" in text
-    assert len(text.splitlines()) == 2 + 3 + 1 + 3  # header, the two models and c007, a blank line, 3 lines
+    assert len(text.split("\n\nMODEL ")[0].splitlines()) == 2 + 3 + 1 + 3  # header, the two models and c007, a blank
+    # line, 3 lines; then the paired table: a one-case move in 400 is no regression and no evidence of one
+    paired = {p["model_id"]: p for p in result.to_json()["paired"]}
+    assert paired["m"]["delta"] == 0.0025 and paired["m"]["verdict"] == "within noise" and not result.gate_failures
     noisy = SideScores("a", "blake3:a", "x", {"m": {case: {0: [5.0, 5.0]} for case in cases}})
     assert compare_sides(noisy, noisy, samples=200).unmeasured == []  # (two judges that agree: noise 0, measured)
 

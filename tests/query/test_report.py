@@ -144,6 +144,7 @@ def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:
     assert "Campaign: suite_a__std__none" in result.stdout
     assert "no model in this campaign has a final score" in result.stderr
     assert not (tmp_path / "c.png").exists()
+    assert "Model Statistics" not in result.stdout  # no score, no verdict: no interval to show
 
 
 def test_unknown_campaign_and_bad_flag_path_exit_2(tmp_path: Path) -> None:

@@ -1,12 +1,19 @@
-"""An evaluation profile with one stand-in judge, and the judge replies it expects."""
+"""An evaluation profile with one stand-in judge, the judge replies it expects, and a workspace to judge."""
 
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from clawstore.testing.standin import text
-from tests.support.workspace import Workspace, write_yaml
+import pytest
+
+from clawstore.testing.standin import StandIn, text
+from tests.support.claw import Claw
+from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 JUDGE = "judge/j1"
@@ -29,3 +36,40 @@ def eval_profile(ws: Workspace, repetitions: int = 3, method: str = "median", th
     }
     doc.update(extra)
     write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", doc)
+
+
+WORSE = "WORSE ANSWER"
+
+
+def worse_m1_workspace(ws: Workspace, standin: StandIn, cases: list[str], degraded: set[str]) -> None:
+    """`cases` added to the standard workspace, and suite `other`: its m1 is another model that answers
+    worse on the `degraded` cases (same model_id, so campaigns main and other compare); runs 2
+    repetitions, one request at a time, so that a scripted judge's noise is reproducible."""
+    for case in cases:
+        ws.case(case, f"Question {case}: name something.")
+    ws.suite("other", ["m1", "m2"])
+    ws.edit("suites/other.yaml", lambda d: d["models"][0].update(requested_model="vendor/m1-worse"))
+    for case in degraded:
+        standin.script("vendor/m1-worse", text(WORSE), match="2 + 2" if case == "alpha" else f"Question {case}:")
+    ws.run_profile(repetitions=2, concurrency=1)
+
+
+def noisy_judge(standin: StandIn, seed: int, replies: int = 400) -> None:
+    """The judge scores 7 (5 for the worse answer) ± 0.5 in quarter-point steps."""
+    rng = random.Random(seed)
+    steps = [-0.5, -0.25, 0.0, 0.25, 0.5]
+    standin.script(JUDGE, *[judge_reply(5.0 + rng.choice(steps)) for _ in range(replies)], match=WORSE)
+    standin.script(JUDGE, *[judge_reply(7.0 + rng.choice(steps)) for _ in range(replies)])
+
+
+@contextmanager
+def standin_workspace(root: Path) -> Iterator[tuple[StandIn, Workspace, Claw]]:
+    """A stand-in provider, the standard workspace under `root` (the current directory meanwhile) and
+    its store: for a module's fixture (the function fixtures of tests/support/claw.py are per test)."""
+    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
+        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                           "CLAW_STORE": str(root / "store")}.items():
+            mp.setenv(key, value)
+        ws = standard(root / "ws")
+        mp.chdir(ws.root)
+        yield standin, ws, Claw(ws.root)

@@ -2,7 +2,8 @@
 
     python -m tests.view.screenshots [--out docs/img]
 
-The browser test saves the leaderboard, matrix and run page from headless Chromium; the terminal test
+The browser tests save the leaderboard, matrix and run page, and the intervals, paired comparison and
+judge reliability of two campaigns (stats-*.png), from headless Chromium; the terminal test
 saves what the live build display showed in tmux (with its colours), which is drawn here as SVG by
 rich and photographed by the same Chromium.
 """
@@ -21,6 +22,7 @@ from tests.support.browser import start_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = ["tests/view/test_view_browser.py::test_leaderboard_run_page_and_filters_in_chromium",
+         "tests/stats/test_stats_cli.py::test_view_shows_intervals_the_paired_comparison_and_the_judge",
          "tests/builder/test_progress.py::test_live_display_in_a_terminal"]
 
 

@@ -3,6 +3,8 @@
 -- A cost is NULL when a part of it is unknown (a run or judgement whose provider reported no cost and
 -- whose model declares no pricing): cost_unknown counts those, cost_priced the ones priced from pricing.
 -- Narrow with --param campaign=<campaign_id> and/or --param evaluation_profile=<id>.
+-- score_low/score_high: the 95 % interval over cases (mean ± t975(n-1)·sd/√n of the case scores, clipped to
+-- 0-10); pass_low/pass_high: the Wilson interval of the cases passed (docs/query.md, "Intervals").
 WITH picked AS (
     SELECT * FROM nodes
     WHERE model_id IS NOT NULL AND case_id IS NOT NULL
@@ -20,7 +22,10 @@ WITH picked AS (
     SELECT campaign_id, model_id,
            count(score)                                                    AS scored,
            avg(score)                                                      AS mean_score,
-           avg(CASE WHEN passed THEN 1.0 WHEN NOT passed THEN 0.0 END)    AS pass_rate
+           avg(CASE WHEN passed THEN 1.0 WHEN NOT passed THEN 0.0 END)    AS pass_rate,
+           stddev_samp(score)                                              AS score_sd,
+           count(passed)                                                   AS verdicts,
+           count(*) FILTER (WHERE passed)                                  AS passes
     FROM per_case
     GROUP BY ALL
 ), spent AS (
@@ -42,6 +47,12 @@ SELECT spent.campaign_id,
        coalesce(scores.scored, 0)                              AS scored,
        round(scores.mean_score, 3)                             AS mean_score,
        round(scores.pass_rate, 3)                              AS pass_rate,
+       round(greatest(0, scores.mean_score - t975(scores.scored - 1) * scores.score_sd / sqrt(scores.scored)), 3)
+                                                               AS score_low,
+       round(least(10, scores.mean_score + t975(scores.scored - 1) * scores.score_sd / sqrt(scores.scored)), 3)
+                                                               AS score_high,
+       round(wilson_low(scores.passes, scores.verdicts), 3)    AS pass_low,
+       round(wilson_high(scores.passes, scores.verdicts), 3)   AS pass_high,
        round(spent.run_cost_usd, 5)                            AS run_cost_usd,
        round(spent.eval_cost_usd, 5)                           AS eval_cost_usd,
        round(spent.run_cost_usd + spent.eval_cost_usd, 5)      AS total_cost_usd,

@@ -90,7 +90,7 @@
   function leaderboard() {
     const shown = S.models.filter((m) => !filters.model || m.model_id === filters.model)
       .slice().sort((a, b) => (b.mean_score ?? -1) - (a.mean_score ?? -1) || a.model_id.localeCompare(b.model_id));
-    const head = ["#", "Model", compare ? "Campaign" : null, "Mean score", "Pass rate", "Cases", "Failed runs",
+    const head = ["#", "Model", compare ? "Campaign" : null, "Mean score", "95% interval", "Pass rate", "95% interval", "Cases", "Failed runs",
       "Mean latency (s)", "Run cost", "Eval cost", "Total cost (USD)"].filter((x) => x !== null);
     const table = h("table", { id: "leaderboard" },
       h("thead", {}, h("tr", {}, head.map((c, i) => h("th", { class: i > 2 || (i === 2 && !compare) ? "num" : "" }, c)))),
@@ -99,8 +99,10 @@
         h("td", {}, h("a", { href: "#matrix", onclick: () => { fModel.value = m.model_id; filters.model = m.model_id; } }, m.model_id)),
         compare ? h("td", {}, campaignName(m.campaign)) : null,
         h("td", { class: "num", "data-col": "mean_score" }, score(m.mean_score)),
+        h("td", { class: "num ci", "data-col": "score_interval" }, interval(m.score_interval, score)),
         h("td", { class: "num", "data-col": "pass_rate", title: m.passed + " of " + m.verdicts + " cases passed" },
           m.verdicts ? pct(m.pass_rate) + " (" + m.passed + "/" + m.verdicts + ")" : "n/a"),
+        h("td", { class: "num ci", "data-col": "pass_interval" }, m.verdicts ? interval(m.pass_rate_interval, pct) : "n/a"),
         h("td", { class: "num", "data-col": "cases" }, m.cases),
         h("td", { class: "num", "data-col": "runs_failed" }, m.runs_failed ? h("span", { class: "fail" }, m.runs_failed) : "0"),
         h("td", { class: "num", "data-col": "mean_latency_s" }, latency(m.mean_latency_s)),
@@ -108,8 +110,47 @@
         h("td", { class: "num", "data-col": "eval_cost_usd" }, costText(m.eval_cost_text, m.eval_cost_usd)),
         h("td", { class: "num", "data-col": "total_cost_usd" }, costText(m.total_cost_text, m.total_cost_usd))))));
     return [h("h2", {}, "Leaderboard"),
-      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0)."),
-      table, h("h2", {}, "Score vs cost"), chart(shown)];
+      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0). In brackets: the 95% interval over cases (scores: t over the case scores; pass rates: Wilson)."),
+      table, ...statistics(shown), h("h2", {}, "Score vs cost"), chart(shown)];
+  }
+
+  // ---- statistics: intervals, paired comparison against the baseline, judge reliability
+  function interval(iv, fmt) {
+    if (!iv || iv.low === null || iv.high === null) return "n/a";
+    return h("span", { title: "95% interval over " + iv.n + " cases" }, "[" + fmt(iv.low) + ", " + fmt(iv.high) + "] n=" + iv.n);
+  }
+  const signed = (v) => (v === null || v === undefined ? "n/a" : (v >= 0 ? "+" : "") + Number(v).toFixed(2));
+  function statistics(shown) {
+    const out = [];
+    const paired = (S.paired || []).filter((p) => !filters.model || p.model_id === filters.model);
+    if (paired.length) {
+      out.push(h("h2", {}, "Paired comparison against A"),
+        h("p", { class: "hint" }, "Over the cases both campaigns scored: the mean of B − A, its interval (bootstrap of the cases, Bonferroni-adjusted over models), the sign-flip permutation p-value, and the smallest true drop these cases find 4 times in 5 (MDE)."),
+        h("table", { id: "paired" },
+          h("thead", {}, h("tr", {}, ["Model", "Campaign", "Cases", "Δ score", "Interval", "p", "MDE (80%)", "Verdict"].map((c, i) => h("th", { class: i > 1 ? "num" : "" }, c)))),
+          h("tbody", {}, paired.map((p) => {
+            const verdict = p.high !== null && p.high < 0 ? "regressed" : p.low !== null && p.low > 0 ? "improved" : "within noise";
+            return h("tr", { "data-model": p.model_id, "data-campaign": p.campaign },
+              h("td", {}, p.model_id), h("td", {}, campaignName(p.campaign)), h("td", { class: "num" }, p.n),
+              h("td", { class: "num", "data-col": "delta" }, signed(p.delta)),
+              h("td", { class: "num", "data-col": "interval" }, p.low === null ? "n/a" : "[" + signed(p.low) + ", " + signed(p.high) + "]"),
+              h("td", { class: "num" }, num(p.p_value, 3)), h("td", { class: "num" }, num(p.mde, 2)),
+              h("td", { class: "num" }, h("span", { class: verdict === "regressed" ? "fail" : verdict === "improved" ? "pass" : "muted" }, verdict)));
+          }))));
+    }
+    const judges = (S.judge_reliability || []).filter((j) => j.dimension === "overall");
+    if (judges.length) {
+      out.push(h("h2", {}, "Judge reliability"),
+        h("p", { class: "hint" }, "How far a judge's repetitions of the same run disagree on the overall score: mean absolute difference between repetitions, ICC(1) (1: they always agree), and the share of runs whose pass/fail verdict changes between repetitions."),
+        h("table", { id: "judge-reliability" },
+          h("thead", {}, h("tr", {}, [compare ? "Campaign" : null, "Judge", "Runs", "Repetitions", "Mean |difference|", "ICC", "Verdict flips"].filter((x) => x !== null).map((c, i) => h("th", { class: i > (compare ? 1 : 0) ? "num" : "" }, c)))),
+          h("tbody", {}, judges.map((j) => h("tr", {},
+            compare ? h("td", {}, campaignName(j.campaign)) : null, h("td", {}, j.judge_run_id),
+            h("td", { class: "num" }, j.runs), h("td", { class: "num" }, j.judge_repetitions),
+            h("td", { class: "num" }, num(j.mad, 2)), h("td", { class: "num" }, num(j.icc, 2)),
+            h("td", { class: "num" }, pct(j.flip_share)))))));
+    }
+    return out;
   }
 
   function chart(shown) {

@@ -1,0 +1,63 @@
+"""How much a judge disagrees with itself: its repetitions on the same run, per judge and dimension.
+
+Each group is one run's scores from one judge's repetitions (two or more). Over the groups:
+- mean absolute difference: the mean over groups of the mean |x_i - x_j| over pairs of repetitions;
+- ICC(1): the one-way random-effects intraclass correlation, (MSB - MSW) / (MSB + (k0 - 1)·MSW), with
+  MSB and MSW the between- and within-group mean squares and k0 = (N - Σk²/N) / (g - 1) the group size
+  (unequal sizes allowed): 1 when repetitions agree perfectly, 0 or below when the judge's noise is as
+  large as the differences between runs;
+- flip share: the share of groups in which some repetition is at or above the pass threshold and
+  another below it (each judgement read alone as a verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reliability:
+    runs: int  # groups with two or more repetitions
+    mad: float
+    icc: float | None  # None: undefined (fewer than two runs, or no variation at all)
+    flip_share: float | None  # None: no pass threshold
+
+    def to_json(self) -> dict[str, Any]:
+        r = lambda v: None if v is None else round(v, 6)  # noqa: E731
+        return {"runs": self.runs, "mad": r(self.mad), "icc": r(self.icc), "flip_share": r(self.flip_share)}
+
+
+def _pairwise(scores: Sequence[float]) -> float:
+    if len(scores) == 2:  # (the common case, and the hot one over 10,000 runs)
+        return abs(scores[0] - scores[1])
+    pairs = [abs(x - y) for i, x in enumerate(scores) for y in scores[i + 1:]]
+    return sum(pairs) / len(pairs)
+
+
+def icc1(groups: Sequence[Sequence[float]]) -> float | None:
+    g = len(groups)
+    sizes = [len(x) for x in groups]
+    total = sum(sizes)
+    if g < 2 or total <= g:
+        return None
+    sums = [sum(x) for x in groups]
+    between_sq = sum(s * s / n for s, n in zip(sums, sizes, strict=True))  # Σ k·mean²
+    squares = sum(v * v for x in groups for v in x)
+    msb = max(0.0, between_sq - sum(sums) ** 2 / total) / (g - 1)  # (max: rounding below 0 when all agree)
+    msw = max(0.0, squares - between_sq) / (total - g)
+    k0 = (total - sum(n * n for n in sizes) / total) / (g - 1)
+    denominator = msb + (k0 - 1) * msw
+    return None if denominator <= 1e-12 else (msb - msw) / denominator
+
+
+def reliability(groups: Sequence[Sequence[float]], threshold: float | None = None) -> Reliability | None:
+    """The judge's self-agreement over runs it scored two or more times; None when there are none."""
+    groups = [x for x in groups if len(x) >= 2]
+    if not groups:
+        return None
+    flips = None
+    if threshold is not None:
+        flips = sum(min(x) < threshold <= max(x) for x in groups) / len(groups)
+    return Reliability(len(groups), sum(map(_pairwise, groups)) / len(groups), icc1(groups), flips)
