@@ -57,6 +57,7 @@ from clawstore.query.manifest import (  # noqa: E402
 )
 from clawstore.query.rows import rows_for_build  # noqa: E402
 from clawstore.query.schema import HISTORY_VIEW  # noqa: E402
+from clawstore.query.stats_sql import create_stats_macros  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
@@ -277,6 +278,7 @@ def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'").fetchall()
+    create_stats_macros(con)  # (the leaderboard's intervals use them, as claw query's connection has them)
     for table in ("results", "nodes"):
         files = ", ".join(f"'{f}'" for f in heads.current_files(manifest, table))
         con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet([{files}])").fetchall()
