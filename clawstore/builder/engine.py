@@ -48,6 +48,9 @@ class BuildOptions:
     executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
     ray_address: str | None = None
     filter: dict[str, list[str]] | None = None  # the --case/--model selection, by id, for the build log
+    batch: bool = False  # --batch: judgements go to the provider's Batch API (builder/eval_batch.py)
+    wait: bool = False  # --wait: with --batch, poll until every batch is collected
+    batch_poll_s: float | None = None  # seconds between polls (default builder/batching.py)
 
 
 @dataclass
@@ -70,7 +73,12 @@ class BuildReport:
             return True
         if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success" for n in self.runs):
             return True
-        return any(not e.ok for e in self.evals)
+        return any(not e.ok and not e.pending for e in self.evals)  # pending in a batch: not a failure
+
+    @property
+    def pending(self) -> int:
+        """Judgements a provider batch still stands for (the next build or `claw batch status` collects)."""
+        return sum(1 for e in self.evals for j in e.judges if j.extra.get("batch"))
 
     @property
     def exit_code(self) -> int:

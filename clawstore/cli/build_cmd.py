@@ -76,17 +76,18 @@ def _build_rows(report: Any) -> list[dict[str, Any]]:
 def _print_build(report: Any, output: str, rows: list[dict[str, Any]]) -> None:
     _print_rows(rows, output, campaign_id=report.campaign_id, build_id=report.build_id, counts=report.counts,
                 metrics=report.metrics, failures=[(f.node, f.reason) for f in report.failures],
-                stopped=report.stopped, exit_code=report.exit_code)
+                stopped=report.stopped, exit_code=report.exit_code, pending=report.pending)
 
 
 def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, build_id: str | None,
                 counts: dict[str, int], metrics: dict[str, Any], failures: list[tuple[str, str]],
-                stopped: str | None, exit_code: int) -> None:
+                stopped: str | None, exit_code: int, pending: int = 0) -> None:
     if output == "json":
         click.echo(json.dumps({"campaign": campaign_id, "build_id": build_id, "rows": rows,
                                "counts": counts, "metrics": metrics,
                                "failures": [{"node": node, "reason": reason} for node, reason in failures],
-                               "stopped": stopped, "exit_code": exit_code}, sort_keys=True))
+                               "stopped": stopped, "exit_code": exit_code, "pending_in_batches": pending},
+                              sort_keys=True))
         return
     evals = any("eval" in row for row in rows)
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
@@ -107,6 +108,9 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
                f"out {metrics.get('output_tokens', 0)}; cost spent {_money(metrics.get('cost_usd'))} USD")
     if stopped:
         click.echo(f"stopped: {stopped}")
+    if pending:
+        click.echo(f"pending: {pending} judgement(s) in provider batches; the next `claw build` (or "
+                   "`claw batch status`) collects what has finished")
     if failures:
         click.echo(f"\nfailed nodes ({len(failures)}):")
         for node, reason in failures:
@@ -128,6 +132,11 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
               help="Ray cluster to use with --executor ray (default: $RAY_ADDRESS, else the local one).")
 @click.option("--remote", "remote", default=None, metavar="NAME",
               help="Pull from this remote first, push committed results while building and the head at the end.")
+@click.option("--batch", "batch", is_flag=True,
+              help="Send judgements through the provider's Batch API (half price, results within 24 h; docs/batch.md).")
+@click.option("--wait", "wait", is_flag=True,
+              help="With batches pending: poll until they are collected (default: return at once, saying what is "
+                   "pending; any later build or `claw batch status` collects them).")
 @OUTPUT
 @click.option("--progress", "progress", type=click.Choice(["auto", "live", "plain", "json", "none"]), default=None,
               help="Progress on stderr: live on a terminal, plain lines otherwise (auto), one JSON event per line "
@@ -135,7 +144,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
           max_concurrency: int | None, max_cost: float | None, executor: str, ray_address: str | None,
-          remote: str | None, output: str, progress: str | None) -> None:
+          remote: str | None, batch: bool, wait: bool, output: str, progress: str | None) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -157,7 +166,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     mode = progress or ("none" if output == "json" else "auto")
     # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py); with
     # --remote, when the remote did not change either.
-    plain = not (force or cases or models or max_cost is not None or executor != "local")
+    plain = not (force or cases or models or max_cost is not None or executor != "local" or batch or wait)
     stamping = _stamping(request, store_dir, remote) if plain else None
     if stamping is not None and _answer_from_stamp(stamping, output):
         return
@@ -172,7 +181,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
                 planned = _estimate(request, stores, force, max_concurrency, campaign)
             options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
                                    max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
-                                   executor=executor, ray_address=ray_address)
+                                   executor=executor, ray_address=ray_address, batch=batch, wait=wait)
             report = run_build(request, stores, options, campaign)
     rows = _build_rows(report)
     if stamping is not None and reads is not None:
@@ -253,7 +262,7 @@ def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, An
             stamp.forget(stamping.store_root, stamping.digest)
         if target is None:
             return
-    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
+    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
     if not (complete and not openclaw
             and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts,

@@ -1,0 +1,83 @@
+"""`claw batch status` / `cancel`: collect a campaign's finished batch lines outside a build; cancel batches.
+
+Collecting plans the campaign as `claw status` does (no run executes) and records every finished line
+of the batches covering its judgements, as a build would (eval_batch.py); the records land in the
+action cache, and the next build reuses them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from clawstore.builder import batch_doc
+from clawstore.builder.api import CampaignRequest, StoreOpener, _plan_all, _provider_client, load_campaign
+from clawstore.builder.batch_doc import BatchDoc
+from clawstore.builder.buildlog import new_build_id
+from clawstore.builder.gcpause import collector_paused
+from clawstore.machine_settings import backoff_base
+from clawstore.store.claims import ClaimBoard
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+
+@dataclass
+class _CollectLog:
+    """What eval_batch needs of a build log: an id for the claims, and counts of what was recorded."""
+
+    build_id: str
+    claims: ClaimBoard | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
+            record: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.counts[action] = self.counts.get(action, 0) + 1
+
+
+@dataclass(frozen=True)
+class _Options:
+    force: bool = False
+    wait: bool = False
+    batch_poll_s: float | None = None
+
+
+@dataclass
+class Collected:
+    campaign_id: str
+    recorded: int
+    batches: list[BatchDoc]
+
+
+def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
+            poll_s: float | None = None) -> Collected:
+    """Record every finished line of the batches covering this campaign's judgements (with `wait`,
+    until none is pending); the batches still in the store after that."""
+    from clawstore.builder.eval_batch import batch_judges
+    from clawstore.builder.eval_layer import EvalLayer
+
+    with collector_paused():
+        campaign = load_campaign(request)
+        store = stores.open(campaign.root)
+        store.adopt_orphans()
+        log = _CollectLog(new_build_id())
+        client = _provider_client(backoff_base())
+        try:
+            with store.lease(f"batch collect {log.build_id}"), ClaimBoard(store.root, owner=log.build_id) as board:
+                log.claims = board
+                nodes, pending, head = _plan_all(campaign, store)
+                judges = [n for n in nodes if n.kind == "judge" and n.key not in pending and not n.fresh]
+                if judges:
+                    layer = EvalLayer(campaign, store, client, head)
+                    batch_judges(layer, judges, log, _Options(wait=wait, batch_poll_s=poll_s), [])
+        finally:
+            client.close()
+        return Collected(campaign.campaign_id, log.counts.get("exec", 0) + log.counts.get("fail", 0),
+                         batch_doc.pending(store))
+
+
+def listed(store: Store) -> list[BatchDoc]:
+    return batch_doc.pending(store)

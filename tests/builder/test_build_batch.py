@@ -1,0 +1,197 @@
+"""`claw build --batch`: judgements through the stand-in's OpenAI Batch API, collected after any restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.builder import batch_doc
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace
+
+
+def judge_requests(standin: StandIn) -> int:
+    return sum(1 for r in standin.requests if r["model"] == JUDGE)
+
+
+def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json", *extra)
+    assert out, err
+    return code, json.loads(out)
+
+
+def store() -> Store:
+    return Store(Path(os.environ["CLAW_STORE"]))
+
+
+def judge_records(s: Store) -> dict[str, dict[str, Any]]:
+    found = {}
+    for key, _ in s.iter_actions():
+        record = s.get_action(key)
+        if record and record["kind"] == "judge":
+            found[key] = record
+    return found
+
+
+@pytest.fixture
+def scored(ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    eval_profile(ws)
+    standin.script(JUDGE, judge_reply(7))
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    return ws
+
+
+def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Workspace, claw: Claw,
+                                                                     standin: StandIn) -> None:
+    standin.batch_settings(delay=0.5)
+    code, report = build(claw, "--batch")
+    assert code == 0, report
+    assert judge_requests(standin) == 0  # not one judgement sent one by one
+    stats = standin.batch_stats()
+    assert stats["batches"] == 1 and stats["lines"] == 12 and len(set(stats["custom_ids"])) == 12
+    assert {r["eval"] for r in report["rows"]} == {"pending"} and report["pending_in_batches"] == 12
+    [doc] = batch_doc.pending(store())
+    assert doc.batch_id and doc.status == "in_progress" and len(doc.covered) == 12
+    time.sleep(0.6)
+    code, report = build(claw)  # without --batch: what a batch stands for is collected, not sent again
+    assert code == 0, report
+    assert {r["eval"] for r in report["rows"]} == {"exec"} and {r["score"] for r in report["rows"]} == {7.0}
+    assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
+    assert batch_doc.pending(store()) == []
+    records = judge_records(store())
+    assert len(records) == 12 and {r["summary"]["batch"]["cost_source"] for r in records.values()} == {"reported"}
+    code, report = build(claw, "--batch")
+    assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["batches"] == 1
+
+
+def test_batch_status_collects_and_lists(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=0.4)
+    assert build(claw, "--batch")[0] == 0
+    args = ("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    code, out, _ = claw(*args, "--output", "json")
+    assert code == 1 and json.loads(out)["pending"] == 12
+    code, out, _ = claw(*args, "--wait", "--output", "json")
+    assert code == 0 and json.loads(out) == {"batches": [], "campaign": json.loads(out)["campaign"],
+                                             "pending": 0, "recorded": 12}
+    code, report = build(claw)
+    assert {r["eval"] for r in report["rows"]} == {"exec"}  # the records are there: only results were left
+    assert judge_requests(standin) == 0
+
+
+def test_scores_and_judgements_are_byte_identical_to_the_synchronous_path(scored: Workspace, claw: Claw,
+                                                                          standin: StandIn,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    assert build(claw)[0] == 0
+    sync = judge_records(store())
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}
+    batched = by_address(judge_records(store()))
+    sync = by_address(sync)
+    assert sync.keys() == batched.keys() and len(sync) == 12
+    for address, record in sync.items():
+        assert batched[address]["outputs"]["judgement"] == record["outputs"]["judgement"]  # the same bytes
+        assert batched[address]["summary"]["overall_score"] == record["summary"]["overall_score"]
+
+
+def by_address(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {json.dumps(r["address"], sort_keys=True): r for r in records.values()}
+
+
+def test_an_expired_batch_s_lines_are_sent_again_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(expire_next=1, expire_keep=5)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}
+    stats = standin.batch_stats()
+    assert stats["batches"] == 2 and stats["lines"] == 12 + 7
+    counts = {cid: stats["custom_ids"].count(cid) for cid in stats["custom_ids"]}
+    assert sorted(counts.values()) == [1] * 5 + [2] * 7
+    assert judge_requests(standin) == 0 and batch_doc.pending(store()) == []
+
+
+def test_failed_lines_are_sent_again_and_a_cancel_releases_the_nodes(scored: Workspace, claw: Claw,
+                                                                     standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    code, out, _ = claw("batch", "cancel", "--all", "--output", "json")
+    assert code == 0 and json.loads(out)["cancelled"] == 1
+    assert standin.batch_stats()["cancelled"] == 1 and batch_doc.pending(store()) == []
+    standin.batch_settings(delay=0)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    assert standin.batch_stats()["lines"] == 24 and judge_requests(standin) == 0
+
+
+def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws: Workspace, claw: Claw,
+                                                                             standin: StandIn,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True,
+                                             "pricing": {"input": 2.0, "output": 8.0, "batch": 0.5}}])
+    reply = judge_reply(6)
+    reply["usage"] = {"cost": None}
+    standin.script(JUDGE, reply)
+    code, report = build(claw, "--wait")  # the judge's `batch: true`: no flag needed
+    assert code == 0, report
+    records = judge_records(store()).values()
+    assert records and standin.batch_stats()["lines"] == len(records) and judge_requests(standin) == 0
+    for record in records:
+        metrics = record["metrics"]
+        expected = (metrics["input_tokens"] * 2.0 + metrics["output_tokens"] * 8.0) / 1e6 * 0.5
+        assert metrics["cost_usd"] == pytest.approx(expected)
+        assert record["summary"]["batch"]["cost_source"] == "priced"
+
+
+def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the runs first (their judgements in a batch, cancelled)
+    assert claw("batch", "cancel", "--all")[0] == 0
+    base = standin.batch_stats()["lines"]
+    standin.batch_settings(delay=0.3)
+    args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait",
+            "--output", "json")
+    first, second = claw.popen(*args), claw.popen(*args)
+    outs = [p.communicate(timeout=120) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    assert standin.batch_stats()["lines"] == base + 12 and judge_requests(standin) == 0
+    assert len(judge_records(store())) == 12
+
+
+def test_a_sigkill_at_any_instant_after_submission_loses_and_resends_nothing(scored: Workspace, claw: Claw,
+                                                                              standin: StandIn) -> None:
+    from clawstore.store.fsck import fsck
+
+    args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait")
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the runs, and a batch of 12 lines, cancelled
+    assert claw("batch", "cancel", "--all")[0] == 0
+    standin.reset()  # counts from here
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=0.3)
+    rng = random.Random(55)
+    proc = claw.popen(*args)
+    deadline = time.monotonic() + 30
+    while standin.batch_stats()["batches"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.6))  # somewhere between submission and collection
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["lines"] == 12 and len(set(stats["custom_ids"])) == 12  # nothing sent twice
+    assert judge_requests(standin) == 0 and len(judge_records(store())) == 12
+    report = fsck(store())
+    assert report.clean, report.problems
