@@ -117,8 +117,10 @@ class Batcher:
             found = api.find(doc.input_file_id)
             if found is None:
                 found = api.create(doc.input_file_id, {"claw_batch": doc.name})
-            return batch_doc.mark(self.store, doc.name, batch_id=str(found["id"]), status=str(found["status"]),
-                                  expires_at=_number(found.get("expires_at")))
+            doc = batch_doc.mark(self.store, doc.name, batch_id=str(found["id"]), status=str(found["status"]),
+                                 expires_at=_number(found.get("expires_at")))
+            if doc is None or doc.batch_id is None:
+                return doc
         try:
             state = api.get(doc.batch_id)
         except ProviderError as exc:

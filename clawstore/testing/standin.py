@@ -251,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"ok": True})
         elif self.path.startswith("/_admin/batch"):
             self._send_json(200, state.batch.stats())
-        elif (match := BATCH_PATH.search(self.path)) is not None:
+        elif (match := BATCH_PATH.search(self.path.split("?")[0])) is not None:
             self._send_json(*(state.batch.get(match.group(1)) if match.group(1) else state.batch.listing()))
         elif (match := FILE_CONTENT_PATH.search(self.path)) is not None:
             data = state.batch.content(match.group(1))

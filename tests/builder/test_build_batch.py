@@ -195,3 +195,28 @@ def test_a_sigkill_at_any_instant_after_submission_loses_and_resends_nothing(sco
     assert judge_requests(standin) == 0 and len(judge_records(store())) == 12
     report = fsck(store())
     assert report.clean, report.problems
+
+
+@pytest.mark.parametrize("created", [False, True])
+def test_a_build_killed_between_recording_a_batch_and_hearing_its_id_sends_it_once(
+        scored: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, created: bool) -> None:
+    from clawstore.providers.batch_api import BatchApi
+
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+        if created:  # the provider made it; the process died before the store heard its id
+            original(self, input_file_id, metadata)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchApi, "create", dies)
+    code, _, _ = claw.build("--evaluation-profile", "ev", "--batch")
+    assert code == 130
+    [doc] = batch_doc.pending(store())
+    assert doc.batch_id is None and doc.input_file_id and len(doc.covered) == 12
+    monkeypatch.setattr(BatchApi, "create", original)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["batches"] == 1 and stats["files"] == 1 and stats["lines"] == 12
+    assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
