@@ -95,8 +95,8 @@ def _submit(layer: EvalLayer, batcher: Batcher, nodes: list[Node], recorded: Any
         if adopted is not None:
             recorded(node, adopted)
             continue
-        judge = node.extra["judge"]
-        items.append(Batchable(node, layer._endpoint(judge), layer.judge_request(node)))
+        node.extra["batch_body"] = body = layer.judge_request(node)  # (kept: collected by this process, not made again)
+        items.append(Batchable(node, layer._endpoint(node.extra["judge"]), body))
     busy = batcher.submit(items, result)
     return [item.node for item in items if item.node.key in busy]
 
@@ -125,5 +125,5 @@ def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc)
         return line.result if priced is None else dataclasses.replace(
             line.result, usage=dataclasses.replace(usage, cost_usd=priced))
 
-    body = layer.judge_request(node)
+    body = node.extra.pop("batch_body", None) or layer.judge_request(node)  # the same bytes either way
     return layer.judge_with(node, chat, body, utc_now(), began, doc.build_id, extra_summary={"batch": batch})
