@@ -55,20 +55,42 @@ class Pass:
     submitted: list[BatchDoc] = field(default_factory=list)
     pending: dict[str, BatchDoc] = field(default_factory=dict)  # node key (hex) -> its batch
     lines: list[str] = field(default_factory=list)  # one per batch seen: id, status, progress
+    over_budget: set[str] = field(default_factory=set)  # node keys --max-cost kept from being submitted
 
 
-def priced_batch_cost(pricing: Any, input_tokens: int, output_tokens: int) -> float | None:
-    """USD for one batch line by the declared `pricing` (USD per 1M tokens) times its `batch` factor
-    (1 when not declared: no discount is assumed). None when no price is declared.
+TOKENS_PER_CHAR = 0.25  # a line's input tokens before it is sent (the same rule as `claw plan`'s default)
+DEFAULT_OUTPUT_TOKENS = 600  # its output tokens when the request sets no max_tokens (`claw plan`'s judge default)
+
+
+def line_estimate(body: dict[str, Any], pricing: Any) -> float | None:
+    """A batch line's cost before it is sent, by `pricing` and its batch factor (None: no price declared)."""
+    import json
+
+    chars = len(json.dumps(body.get("messages"), ensure_ascii=False))
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    output = float(limit) if isinstance(limit, int) and not isinstance(limit, bool) else DEFAULT_OUTPUT_TOKENS
+    return priced_batch_cost(pricing, chars * TOKENS_PER_CHAR, output)
+
+
+def batch_factor(pricing: Any) -> float | None:
+    """The declared `pricing.batch` (what a batch costs of the one-by-one price); 1 when `pricing`
+    gives none (no discount is assumed), None when it is malformed."""
+    factor = pricing.get("batch", 1) if isinstance(pricing, dict) else 1
+    return None if isinstance(factor, bool) or not isinstance(factor, int | float) or factor < 0 else float(factor)
+
+
+def priced_batch_cost(pricing: Any, input_tokens: float, output_tokens: float) -> float | None:
+    """USD for one batch line by the declared `pricing` (USD per 1M tokens) times its `batch` factor.
+    None when no price is declared.
 
     Kept alone so it can become the shared priced-cost function of clawstore/spend."""
     if not isinstance(pricing, dict):
         return None
-    prices = [pricing.get("input"), pricing.get("output"), pricing.get("batch", 1)]
-    if any(isinstance(p, bool) or not isinstance(p, int | float) or p < 0 for p in prices):
+    prices = [pricing.get("input"), pricing.get("output")]
+    factor = batch_factor(pricing)
+    if factor is None or any(isinstance(p, bool) or not isinstance(p, int | float) or p < 0 for p in prices):
         return None
-    price_in, price_out, factor = (float(p) for p in prices)
-    return (input_tokens * price_in + output_tokens * price_out) / 1e6 * factor
+    return (input_tokens * float(prices[0]) + output_tokens * float(prices[1])) / 1e6 * factor
 
 
 class Batcher:

@@ -112,12 +112,23 @@ class Budget:
         self.limit_usd = limit_usd
         self.log = log
         self.reason: str | None = None
+        # Batch lines this build submitted and has not collected: node key -> their estimated cost. Counted
+        # when submitted, settled (replaced by the record's cost) when collected (builder/eval_batch.py).
+        self.committed: dict[str, float] = {}
+
+    @property
+    def spent(self) -> float:
+        return float(self.log.metrics["cost_usd"]) + sum(self.committed.values())
 
     def reached(self) -> bool:
-        return float(self.log.metrics["cost_usd"]) >= self.limit_usd
+        return self.spent >= self.limit_usd
+
+    def room_for(self, estimate: float | None) -> bool:
+        """May a batch line of this estimated cost still be submitted (an unknown one may not)?"""
+        return estimate is not None and self.spent + estimate <= self.limit_usd
 
     def note_skips(self) -> None:
-        spent = float(self.log.metrics["cost_usd"])
+        spent = self.spent
         self.reason = f"--max-cost {self.limit_usd:g} USD reached (spent {spent:.6f} USD); the rest was not started"
 
 

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder import batch_doc
-from clawstore.builder.batching import Batchable, Batcher, Pass, priced_batch_cost
+from clawstore.builder.batching import Batchable, Batcher, Pass, line_estimate, priced_batch_cost
 from clawstore.builder.claimed import Adopted, stored_meanwhile
 from clawstore.graph.plan import Node
 from clawstore.graph.records import utc_now
@@ -29,10 +29,11 @@ EvalLayer = Any  # builder/eval_layer.py's (which imports this module)
 BUSY_WAIT_S = 0.2  # another build holds a node's claim: it is submitting or executing it
 
 
-def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, to_submit: list[Node]) -> set[int]:
+def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, to_submit: list[Node],
+                 budget: Any = None) -> set[int]:
     """Collect what batches answered for `judges`, submit those of `to_submit` no batch covers; with
     `options.wait`, until none is pending. Returns the ids of the nodes handled here (recorded,
-    adopted, or pending); the caller runs the others one by one."""
+    adopted, pending, or skipped for `budget`: --max-cost); the caller runs the others one by one."""
     submitting = {id(n) for n in to_submit}
     if not judges:
         return set()
@@ -48,6 +49,8 @@ def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, t
         adopted = isinstance(outcome, Adopted)
         node.record_id, node.record = (outcome.record_id, outcome.record) if adopted else outcome
         node.extra.pop("batch", None)
+        if budget is not None:
+            budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
         good = bool(node.record.get("cacheable"))
         node.action = ("reuse" if adopted else "exec") if good else "fail"
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
@@ -59,8 +62,13 @@ def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, t
         while True:
             result = Pass()
             batcher.collect(_open(judges, handled), record, recorded, result)
-            busy = _submit(layer, batcher, [n for n in _open(judges, handled) if id(n) in submitting], recorded,
-                           result)
+            wanted = [n for n in _open(judges, handled) if id(n) in submitting]
+            busy = _submit(layer, batcher, wanted, recorded, result, budget)
+            for node in _over_budget(wanted, result, budget):
+                node.action = "skip"
+                log.add(node.kind, node.key, None, "skip", node.address, None)
+                handled.add(id(node))
+                submitting.discard(id(node))
             batcher.pending_for(_open(judges, handled), result)
             progress.batches(result.lines + [f"submitted batch {d.batch_id} ({d.model}, {len(d.keys)} request(s))"
                                              for d in result.submitted])
@@ -84,8 +92,10 @@ def _open(nodes: list[Node], handled: set[int]) -> list[Node]:
     return [n for n in nodes if id(n) not in handled]
 
 
-def _submit(layer: EvalLayer, batcher: Batcher, nodes: list[Node], recorded: Any, result: Pass) -> list[Node]:
-    """Submit the nodes no batch covers; returns those another build holds (try again shortly)."""
+def _submit(layer: EvalLayer, batcher: Batcher, nodes: list[Node], recorded: Any, result: Pass,
+            budget: Any) -> list[Node]:
+    """Submit the nodes no batch covers (with --max-cost, while their estimates fit); returns those
+    another build holds (try again shortly)."""
     covered = batch_doc.covered_keys(batch_doc.pending(layer.store))
     items = []
     for node in nodes:
@@ -96,9 +106,29 @@ def _submit(layer: EvalLayer, batcher: Batcher, nodes: list[Node], recorded: Any
             recorded(node, adopted)
             continue
         node.extra["batch_body"] = body = layer.judge_request(node)  # (kept: collected by this process, not made again)
-        items.append(Batchable(node, layer._endpoint(node.extra["judge"]), body))
+        estimate = line_estimate(body, (node.extra["judge"].model_extra or {}).get("pricing"))
+        if budget is not None:
+            if not budget.room_for(estimate):
+                result.over_budget.add(node.key)
+                continue
+            budget.committed[node.key] = float(estimate or 0.0)  # counted now, settled when collected
+        items.append(Batchable(node, layer._endpoint(node.extra["judge"]), body, estimate))
     busy = batcher.submit(items, result)
+    if budget is not None:
+        sent = {key for doc in result.submitted for key in doc.keys}
+        for item in items:  # not sent after all (another build holds it, or it was stored meanwhile)
+            if oid_hex(item.node.key) not in sent:
+                budget.committed.pop(item.node.key, None)
     return [item.node for item in items if item.node.key in busy]
+
+
+def _over_budget(nodes: list[Node], result: Pass, budget: Any) -> list[Node]:
+    """The nodes --max-cost kept from being submitted (the build says why: `budget.note_skips`)."""
+    if budget is None or not result.over_budget:
+        return []
+    budget.reason = (f"--max-cost {budget.limit_usd:g} USD reached (spent and submitted in batches "
+                     f"{budget.spent:.6f} USD); the rest was not submitted")
+    return [n for n in nodes if n.key in result.over_budget]
 
 
 def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:

@@ -241,7 +241,7 @@ class EvalLayer:
             from clawstore.builder.eval_batch import batch_judges
 
             # Without --batch too: what a batch stands for is collected, never asked again one by one.
-            handled = batch_judges(self, stale, log, options, by_batch)
+            handled = batch_judges(self, stale, log, options, by_batch, budget)
             judges = [j for j in judges if id(j) not in handled]
         self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False,
                     lane_of=self._judge_lane)

@@ -176,9 +176,9 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
             if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
                 campaign = loaded_campaign(request)  # configs load once, for both
             if max_cost is not None:
-                planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
+                planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign, batch)
             if planned is None and _shows_live(mode):
-                planned = _estimate(request, stores, force, max_concurrency, campaign)
+                planned = _estimate(request, stores, force, max_concurrency, campaign, batch)
             options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
                                    max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
                                    executor=executor, ray_address=ray_address, batch=batch, wait=wait)
@@ -319,23 +319,24 @@ def _shows_live(mode: str) -> bool:
     return display_mode(mode) == "live"
 
 
-def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any) -> float | None:
+def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any,
+              batch: bool = False) -> float | None:
     """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
     from clawstore.spend.estimate import plan_spend
 
     try:
-        return plan_spend(request, store, force, max_concurrency, campaign).estimated_cost_usd
+        return plan_spend(request, store, force, max_concurrency, campaign, batch).estimated_cost_usd
     except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
         return None
 
 
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
-                  output: str, campaign: Any) -> float:
+                  output: str, campaign: Any, batch: bool = False) -> float:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend
 
-    plan = plan_spend(request, stores, force, max_concurrency, campaign)
+    plan = plan_spend(request, stores, force, max_concurrency, campaign, batch)
     estimate = plan.estimated_cost_usd
     if estimate is not None and estimate <= max_cost:
         return estimate

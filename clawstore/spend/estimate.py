@@ -52,6 +52,14 @@ class PlanLine:
     latency_known: bool = True
     token_sources: Counter[str] = field(default_factory=Counter)
     cost_sources: Counter[str] = field(default_factory=Counter)
+    batch_factor: float | None = None  # `plan --batch`: a judge's `pricing.batch` (1: none declared)
+
+    @property
+    def batch_cost_usd(self) -> float | None:
+        """What the line would cost through the provider's Batch API (judgements only)."""
+        if self.batch_factor is None or self.cost_usd is None:
+            return None
+        return self.cost_usd * self.batch_factor
 
     def add(self, estimate: Estimate) -> None:
         self.requests += 1
@@ -74,7 +82,13 @@ class PlanLine:
                 "estimated_input_tokens": round(self.input_tokens),
                 "estimated_output_tokens": round(self.output_tokens),
                 "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
-                "token_sources": dict(self.token_sources), "cost_sources": dict(self.cost_sources)}
+                "token_sources": dict(self.token_sources), "cost_sources": dict(self.cost_sources),
+                **({} if self.batch_factor is None else {"estimated_batch_cost_usd": _rounded(self.batch_cost_usd),
+                                                         "batch_factor": self.batch_factor})}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 9)
 
 
 @dataclass
@@ -83,6 +97,11 @@ class SpendPlan:
     concurrency: int
     lines: list[PlanLine]
     layers: dict[str, dict[str, int]]
+
+    @property
+    def batch(self) -> bool:
+        """Are some judgements priced as the provider's Batch API sells them (`--batch`, `batch: true`)?"""
+        return any(line.batch_factor is not None for line in self.lines)
 
     @property
     def requests(self) -> int:
@@ -95,6 +114,13 @@ class SpendPlan:
 
     @property
     def estimated_cost_usd(self) -> float | None:
+        """What the build would cost: by batch for the judgements with `--batch`."""
+        costs = [line.cost_usd if line.batch_factor is None else line.batch_cost_usd
+                 for line in self.lines if line.requests]
+        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+
+    @property
+    def one_by_one_cost_usd(self) -> float | None:
         costs = [line.cost_usd for line in self.lines if line.requests]
         return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
@@ -110,6 +136,8 @@ class SpendPlan:
         wall = self.estimated_wall_s
         return {"campaign": self.campaign_id, "requests": self.requests, "requests_exact": self.exact,
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
+                **({"batch": True, "estimated_one_by_one_cost_usd": _rounded(self.one_by_one_cost_usd)}
+                   if self.batch else {}),
                 "estimated_input_tokens": round(sum(line.input_tokens for line in self.lines)),
                 "estimated_output_tokens": round(sum(line.output_tokens for line in self.lines)),
                 "estimated_wall_s": None if wall is None else round(wall, 3), "concurrency": self.concurrency,
@@ -182,7 +210,7 @@ def estimate_judge(work: Work, history: History) -> Estimate:
 
 
 def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None,
-               campaign: Any = None) -> SpendPlan:
+               campaign: Any = None, batch: bool = False) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
 
     `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load);
@@ -203,6 +231,11 @@ def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: 
         else:
             key = ("judge", work.judge.judge_id)
             line = lines.setdefault(key, PlanLine("judge", key[1], judge_model(work.judge)))
+            extras = work.judge.model_extra or {}
+            if batch or extras.get("batch") is True:
+                from clawstore.builder.batching import batch_factor
+
+                line.batch_factor = batch_factor(extras.get("pricing"))
         if not work.executes:
             line.reused += 1
             continue

@@ -220,3 +220,43 @@ def test_a_build_killed_between_recording_a_batch_and_hearing_its_id_sends_it_on
     stats = standin.batch_stats()
     assert stats["batches"] == 1 and stats["files"] == 1 and stats["lines"] == 12
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+
+
+PRICED_JUDGE = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                "pricing": {"input": 2.0, "output": 8.0, "batch": 0.5}}
+
+
+def test_plan_batch_shows_both_prices(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    assert claw.build()[0] == 0  # the runs: the plan counts the judgements only
+    args = ("plan", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+    code, out, _ = claw(*args, "--batch")
+    assert code == 0, out
+    plan = json.loads(out)
+    [judges] = [line for line in plan["lines"] if line["kind"] == "judge"]
+    assert judges["estimated_batch_cost_usd"] == pytest.approx(judges["estimated_cost_usd"] * 0.5)
+    assert plan["estimated_one_by_one_cost_usd"] - plan["estimated_cost_usd"] == pytest.approx(
+        judges["estimated_cost_usd"] * 0.5)
+    code, out, _ = claw(*args[:-2], "--batch")
+    assert "EST_BATCH_USD" in out and "USD one by one" in out
+    plain = json.loads(claw(*args)[1])
+    assert "batch" not in plain and plain["estimated_cost_usd"] == pytest.approx(plan["estimated_one_by_one_cost_usd"])
+
+
+def test_max_cost_counts_batch_lines_when_submitted(ws: Workspace, claw: Claw, standin: StandIn,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.builder.api import CampaignRequest
+    from clawstore.builder.api import build as api_build
+    from clawstore.builder.engine import BuildOptions
+    from clawstore.cli.common import Stores
+
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=60)
+    assert claw.build()[0] == 0  # the runs, paid before
+    request = CampaignRequest(ws.root, "main", "rp", "ev")
+    report = api_build(request, Stores(None), BuildOptions(batch=True, max_cost_usd=0.02, progress="none"))
+    [doc] = batch_doc.pending(store())
+    assert 1 <= len(doc.keys) < 12 and doc.estimate_usd is not None and doc.estimate_usd <= 0.02
+    assert report.counts["skipped"] == 12 - len(doc.keys) and "--max-cost" in (report.stopped or "")
+    assert standin.batch_stats()["lines"] == len(doc.keys) and judge_requests(standin) == 0
