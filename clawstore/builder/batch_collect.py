@@ -53,15 +53,18 @@ class Collected:
 
 
 def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
-            poll_s: float | None = None) -> Collected:
+            poll_s: float | None = None, campaign: Any = None) -> Collected:
     """Record every finished line of the batches covering this campaign's judgements (with `wait`,
-    until none is pending); the batches still in the store after that."""
+    until none is pending); the batches still in the store after that. `campaign`: the request's,
+    when the caller loaded it already."""
     from clawstore.builder.eval_batch import batch_judges
     from clawstore.builder.eval_layer import EvalLayer
 
     with collector_paused():
-        campaign = load_campaign(request)
+        campaign = campaign if campaign is not None else load_campaign(request)
         store = stores.open(campaign.root)
+        if not batch_doc.pending(store):  # (`claw status` asks every time: nothing to poll is the usual case)
+            return Collected(campaign.campaign_id, 0, [])
         store.adopt_orphans()
         log = _CollectLog(new_build_id())
         client = _provider_client(backoff_base())

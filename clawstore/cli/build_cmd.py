@@ -389,7 +389,6 @@ def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """Counts of fresh / stale / failed / never-built nodes, per model."""
-    from clawstore.builder.api import inspect
 
     request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     per_model: dict[str, dict[str, Counter[str]]] = {}
@@ -398,9 +397,18 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         cid = fresh.campaign_id
         per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in fresh.layers}
     else:
+        from clawstore.builder.api import inspect_campaign
+        from clawstore.builder.batch_collect import collect
+
         stores = Stores(store_dir)
-        cid, states = inspect(request, stores)
+        campaign = loaded_campaign(request)
+        collected = collect(request, stores, campaign=campaign)  # what provider batches finished is recorded first
+        _, cid, states = inspect_campaign(request, stores, campaign=campaign)
         _note_never_built(stores.store, cid)
+        pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
+        if pending:
+            click.echo(f"claw: note: {pending} judgement(s) pending in provider batches "
+                       f"({collected.recorded} recorded now); see `claw batch status`", err=True)
         for s in states:
             kinds = per_model.setdefault(s.node.address["model_id"], {})
             kinds.setdefault(s.node.kind, Counter())[s.state] += 1

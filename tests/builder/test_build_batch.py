@@ -260,3 +260,17 @@ def test_max_cost_counts_batch_lines_when_submitted(ws: Workspace, claw: Claw, s
     assert 1 <= len(doc.keys) < 12 and doc.estimate_usd is not None and doc.estimate_usd <= 0.02
     assert report.counts["skipped"] == 12 - len(doc.keys) and "--max-cost" in (report.stopped or "")
     assert standin.batch_stats()["lines"] == len(doc.keys) and judge_requests(standin) == 0
+
+
+def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=0.4)
+    assert build(claw, "--batch")[0] == 0
+    args = ("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+    code, out, err = claw(*args)
+    assert code == 0 and "12 judgement(s) pending in provider batches" in err
+    assert sum(m["layers"]["judge"]["never-built"] for m in json.loads(out)["models"].values()) == 12
+    time.sleep(0.5)
+    code, out, err = claw(*args)
+    assert code == 0 and "pending" not in err
+    assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
+    assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
