@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder import batch_doc
-from clawstore.builder.api import CampaignRequest, StoreOpener, _plan_all, _provider_client, load_campaign
+from clawstore.builder.api import (
+    CampaignRequest,
+    StoreOpener,
+    _llm_probe_spec,
+    _plan_all,
+    _provider_client,
+    load_campaign,
+)
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.buildlog import new_build_id
 from clawstore.builder.gcpause import collector_paused
@@ -41,6 +48,7 @@ class _CollectLog:
 @dataclass(frozen=True)
 class _Options:
     force: bool = False
+    batch: bool = False  # collect only: nothing new is submitted
     wait: bool = False
     batch_poll_s: float | None = None
 
@@ -59,6 +67,8 @@ def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
     when the caller loaded it already."""
     from clawstore.builder.eval_batch import batch_judges
     from clawstore.builder.eval_layer import EvalLayer
+    from clawstore.builder.progress import QuietProgress
+    from clawstore.builder.run_batch import batch_runs
 
     with collector_paused():
         campaign = campaign if campaign is not None else load_campaign(request)
@@ -71,11 +81,16 @@ def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
         try:
             with store.lease(f"batch collect {log.build_id}"), ClaimBoard(store.root, owner=log.build_id) as board:
                 log.claims = board
+                options = _Options(wait=wait, batch_poll_s=poll_s)
                 nodes, pending, head = _plan_all(campaign, store)
+                runs = [n for n in nodes if n.kind == "run" and not n.fresh]
+                if runs:
+                    batch_runs(store, campaign.campaign_id, runs, log, options, None, QuietProgress(), client,
+                               lambda node: _llm_probe_spec(node.item, node.extra["endpoint"]))
                 judges = [n for n in nodes if n.kind == "judge" and n.key not in pending and not n.fresh]
                 if judges:
                     layer = EvalLayer(campaign, store, client, head)
-                    batch_judges(layer, judges, log, _Options(wait=wait, batch_poll_s=poll_s), [])
+                    batch_judges(layer, judges, log, options, [])
         finally:
             client.close()
         return Collected(campaign.campaign_id, log.counts.get("exec", 0) + log.counts.get("fail", 0),

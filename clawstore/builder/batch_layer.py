@@ -34,7 +34,8 @@ BUSY_WAIT_S = 0.2  # another build holds a node's claim: it is submitting or exe
 class BatchKind:
     kind: str  # judge | run: the batch documents' kind
     label: str  # the progress phase
-    request: Callable[[Node], tuple[Endpoint, dict[str, Any], Any]]  # (endpoint, chat body, declared pricing)
+    # (endpoint, chat body, declared pricing), or None: this node sends no request (it runs one by one)
+    request: Callable[[Node], tuple[Endpoint, dict[str, Any], Any] | None]
     record: Callable[[Node, LineAnswer, BatchDoc], tuple[str, dict[str, Any]]]  # under the node's claim
 
 
@@ -135,7 +136,10 @@ def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], r
         if adopted is not None:
             recorded(node, adopted)
             continue
-        endpoint, body, pricing = how.request(node)
+        made = how.request(node)
+        if made is None:
+            continue
+        endpoint, body, pricing = made
         node.extra["batch_body"] = body  # (kept: a line this process collects is not made again)
         estimate = line_estimate(body, pricing)
         if budget is not None:

@@ -71,14 +71,16 @@ class BuildReport:
     def failed(self) -> bool:
         if self.interrupted:
             return True
-        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success" for n in self.runs):
+        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success"
+               for n in self.runs if not n.extra.get("batch")):  # pending in a batch: not a failure
             return True
         return any(not e.ok and not e.pending for e in self.evals)  # pending in a batch: not a failure
 
     @property
     def pending(self) -> int:
         """Judgements a provider batch still stands for (the next build or `claw batch status` collects)."""
-        return sum(1 for e in self.evals for j in e.judges if j.extra.get("batch"))
+        return sum(1 for n in self.runs if n.extra.get("batch")) + sum(
+            1 for e in self.evals for j in e.judges if j.extra.get("batch"))
 
     @property
     def exit_code(self) -> int:
@@ -238,10 +240,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
 
 def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
-              eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None) -> BuildReport:
+              eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None,
+              run_batches: Callable[..., set[int]] | None = None) -> BuildReport:
     """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
 
-    `run_nodes` come with their cached records attached (`attach_records`)."""
+    `run_nodes` come with their cached records attached (`attach_records`). `run_batches(stale, log,
+    budget, progress)`: the runs that went by provider batch (builder/run_batch.py), not run here."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign.campaign_id
     report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
@@ -270,6 +274,9 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
             for node in fresh:
                 node.action = "reuse"
                 log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            if run_batches is not None:
+                batched = run_batches(stale, log, budget, progress)
+                stale = [n for n in stale if id(n) not in batched]
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
                           _Stop(policy), budget, trouble, lanes, run_lane)

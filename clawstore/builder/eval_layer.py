@@ -250,9 +250,9 @@ class EvalLayer:
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
                     concurrency, options)
         for ev in evaluations:
-            waiting = [j for j in ev.judges if j.extra.get("batch")]
+            waiting = [n for n in (ev.run, *ev.judges) if n.extra.get("batch")]
             if ev.result is None and waiting:
-                ev.pending = f"{len(waiting)} judgement(s) pending in provider batch(es)"
+                ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
             elif ev.blocked is None and ev.result is None:
                 ev.blocked = "an upstream evaluation node failed"
         return evaluations

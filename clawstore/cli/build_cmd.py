@@ -49,10 +49,11 @@ def _run_row(node: Any) -> dict[str, Any]:
     # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
     record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
+    pending = bool(node.extra.get("batch"))  # in a provider batch: the next build collects it
     return {
         **node.address,
-        "run": node.action,
-        "status": record.get("status") or ("skip" if node.action == "skip" else "failed"),
+        "run": "pending" if pending else node.action,
+        "status": record.get("status") or ("skip" if node.action == "skip" else "pending" if pending else "failed"),
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
         "key": node.key,
@@ -407,7 +408,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         _note_never_built(stores.store, cid)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         if pending:
-            click.echo(f"claw: note: {pending} judgement(s) pending in provider batches "
+            click.echo(f"claw: note: {pending} request(s) pending in provider batches "
                        f"({collected.recorded} recorded now); see `claw batch status`", err=True)
         for s in states:
             kinds = per_model.setdefault(s.node.address["model_id"], {})

@@ -45,9 +45,11 @@ def judge_records(s: Store) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def scored(ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    """4 runs built one by one (2 models x 2 cases); their 12 judgements not yet made."""
     eval_profile(ws)
     standin.script(JUDGE, judge_reply(7))
     monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    assert Claw(ws.root).build()[0] == 0
     return ws
 
 
@@ -94,7 +96,7 @@ def test_scores_and_judgements_are_byte_identical_to_the_synchronous_path(scored
                                                                           tmp_path: Path) -> None:
     assert build(claw)[0] == 0
     sync = judge_records(store())
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))  # runs and judgements by batch
     code, report = build(claw, "--batch", "--wait")
     assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}
     batched = by_address(judge_records(store()))
@@ -267,10 +269,55 @@ def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, stand
     assert build(claw, "--batch")[0] == 0
     args = ("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
     code, out, err = claw(*args)
-    assert code == 0 and "12 judgement(s) pending in provider batches" in err
+    assert code == 0 and "12 request(s) pending in provider batches" in err
     assert sum(m["layers"]["judge"]["never-built"] for m in json.loads(out)["models"].values()) == 12
     time.sleep(0.5)
     code, out, err = claw(*args)
     assert code == 0 and "pending" not in err
     assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+
+
+def run_records(s: Store) -> dict[str, dict[str, Any]]:
+    found = {}
+    for key, _ in s.iter_actions():
+        record = s.get_action(key)
+        if record and record["kind"] == "run":
+            found[json.dumps(record["address"], sort_keys=True)] = record
+    return found
+
+
+def final_answer(s: Store, record: dict[str, Any]) -> Any:
+    artifact = s.get_json(record["outputs"]["artifact"])
+    return [e.get("content") for e in artifact["trace"] if e.get("role") == "assistant"], artifact["usage"]
+
+
+def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchronous_path(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    ws.case("tools", "Use the tools.", input={"messages": [{"role": "user", "content": "Use the tools."}],
+                                              "context": {"llm_probe": {"tools": ["read_file"]}}})
+    assert claw.build()[0] == 0
+    sync = run_records(store())
+    sent = len(standin.requests)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))
+    code, out, err = claw.build("--batch", "--output", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert {r["run"] for r in report["rows"] if r["case_id"] != "tools"} == {"pending"}
+    assert {r["run"] for r in report["rows"] if r["case_id"] == "tools"} == {"exec"}  # a tool loop: one by one
+    assert len(standin.requests) == sent + 2  # only the runs with tools went one by one
+    stats = standin.batch_stats()
+    assert stats["batches"] == 2 and sorted(stats["file_lines"]) == [2, 2]  # one file per model
+    code, out, err = claw.build("--batch", "--wait", "--output", "json")
+    assert code == 0, err
+    assert {r["status"] for r in json.loads(out)["rows"]} == {"success"}
+    batched = run_records(store())
+    assert batched.keys() == sync.keys() and len(standin.requests) == sent + 2
+    sync_store = Store(tmp_path / "store")
+    for address, record in batched.items():
+        if '"tools"' in address:
+            continue
+        assert record["summary"]["batch"]["cost_source"] == "reported"
+        assert final_answer(store(), record) == final_answer(sync_store, sync[address])
+    assert batch_doc.pending(store()) == []
