@@ -46,7 +46,7 @@ from typing import Any
 import blake3
 import httpx
 
-from clawstore.testing.standin_batch import BatchService
+from clawstore.testing.standin_batch import BatchService, last_prompt
 
 DEFAULT_CONTENT = "stand-in answer"
 BATCH_PATH = re.compile(r"/v1/batches/?([A-Za-z0-9_-]*)$")
@@ -102,14 +102,6 @@ def _words(value: Any) -> int:
     return len(value.split()) if isinstance(value, str) else 0
 
 
-def _last_prompt(messages: Any) -> str:
-    for message in reversed(messages if isinstance(messages, list) else []):
-        if isinstance(message, dict) and message.get("role") in ("user", "system"):
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
-    return ""
-
-
 class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -141,7 +133,7 @@ class _State:
         self.batch.reset()
 
     def pick(self, model: str, messages: Any) -> dict[str, Any]:
-        prompt = _last_prompt(messages)
+        prompt = last_prompt(messages)
         with self.lock:
             for rule in self.rules:
                 if rule["model"] not in ("*", model):

@@ -25,7 +25,8 @@ Picker = Callable[[str, Any], dict[str, Any]]  # (model, messages) -> the stand-
 Completer = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]  # (reply, body) -> chat.completion
 
 
-def _last_prompt(messages: Any) -> str:
+def last_prompt(messages: Any) -> str:
+    """The last user or system message's text: what a rule's `match` is looked for in."""
     for message in reversed(messages if isinstance(messages, list) else []):
         if isinstance(message, dict) and message.get("role") in ("user", "system"):
             content = message.get("content")
@@ -190,7 +191,7 @@ class BatchService:
         body = line.get("body") if isinstance(line.get("body"), dict) else {}
         request_id = f"req-{uuid.uuid4().hex[:12]}"
         base = {"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": line.get("custom_id"), "error": None}
-        if fail_match and fail_match in _last_prompt(body.get("messages")):
+        if fail_match and fail_match in last_prompt(body.get("messages")):
             return {**base, "response": {"status_code": 500, "request_id": request_id,
                                          "body": {"error": {"message": "stand-in batch line failure"}}}}, False
         reply = self._pick(str(body.get("model")), body.get("messages"))

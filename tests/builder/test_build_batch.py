@@ -16,18 +16,8 @@ from clawstore.builder import batch_doc
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.workspace import Workspace
-
-
-def judge_requests(standin: StandIn) -> int:
-    return sum(1 for r in standin.requests if r["model"] == JUDGE)
-
-
-def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
-    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json", *extra)
-    assert out, err
-    return code, json.loads(out)
 
 
 def store() -> Store:
