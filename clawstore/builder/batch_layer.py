@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 BUSY_WAIT_S = 0.2  # another build holds a node's claim: it is submitting or executing it
+MAX_SENDS = 2  # a node whose line failed this often in one build is asked one by one (its retries, its error)
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,13 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
     """Collect what batches answered for `nodes`, submit those of `to_submit` no batch covers; with
     `options.wait`, until none is pending. Returns the ids of the nodes handled here (recorded,
     adopted, pending, or skipped for `budget`: --max-cost); the caller runs the others one by one."""
+    submitting = {id(n) for n in to_submit}
+    covered = batch_doc.covered_keys(batch_doc.pending(store))
+    nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()
-    submitting = {id(n) for n in to_submit}
     handled: set[int] = set()
+    failed: dict[str, int] = {}  # node key (hex) -> how often its line failed or expired in this build
     batcher = Batcher(store, log.claims, kind=how.kind, campaign_id=campaign_id, build_id=log.build_id)
 
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
@@ -93,6 +97,9 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
         while True:
             result = Pass()
             batcher.collect(_open(nodes, handled), how.record, recorded, result)
+            for key in result.released:
+                failed[key] = failed.get(key, 0) + 1
+            submitting -= {id(n) for n in nodes if failed.get(oid_hex(n.key), 0) >= MAX_SENDS}
             wanted = [n for n in _open(nodes, handled) if id(n) in submitting]
             busy = _submit(how, store, batcher, wanted, recorded, result, budget)
             for node in _over_budget(wanted, result, budget):

@@ -51,7 +51,7 @@ class Pass:
 
     recorded: int = 0
     adopted: int = 0
-    released: int = 0
+    released: set[str] = field(default_factory=set)  # node keys (hex) whose lines failed or expired
     submitted: list[BatchDoc] = field(default_factory=list)
     pending: dict[str, BatchDoc] = field(default_factory=dict)  # node key (hex) -> its batch
     lines: list[str] = field(default_factory=list)  # one per batch seen: id, status, progress
@@ -192,7 +192,7 @@ class Batcher:
             recorded(first, outcome)
             for node in same:  # another address with the same key: the same record
                 recorded(node, Adopted(*_stored(outcome)))
-        result.released += len(released)
+        result.released |= released
         batch_doc.mark(self.store, doc.name, done=done, released=released)
 
     def _record_claimed(self, node: Node, work: Callable[[Node], tuple[str, dict[str, Any]]]) -> Any:

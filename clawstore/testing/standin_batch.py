@@ -1,10 +1,11 @@
 """The stand-in's OpenAI Batch API: `/v1/files`, `/v1/batches`, their content, cancel and list.
 
 A batch answers every line as the stand-in answers a chat request (its rules, `chat_completion`),
-once `delay` seconds have passed since it was created (until then it is `in_progress`, its completed
-count growing with the time). `POST /_admin/batch` sets: `delay` (seconds), `expire_next` (how many of
-the next batches expire instead of completing) with `expire_keep` (lines answered before they do), and
-`fail_match` (a line whose last prompt contains it fails with HTTP 500 in the error file).
+once `delay` seconds have passed since it was created (the delay as set now: setting 0 finishes the
+batches in progress); until then it is `in_progress`, its completed count growing with the time.
+`POST /_admin/batch` sets: `delay` (seconds), `expire_next` (how many of the next batches expire
+instead of completing) with `expire_keep` (lines answered before they do), and `fail_match` (a line
+whose last prompt contains it fails with HTTP 500 in the error file).
 `GET /_admin/batch` tells what was received: files, batches, lines (and every custom_id), bytes.
 """
 
@@ -114,8 +115,7 @@ class BatchService:
                      "completed_at": None, "expired_at": None, "cancelled_at": None,
                      "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
                      "metadata": body.get("metadata") or {}}
-            self.batches[batch["id"]] = {"public": batch, "lines": lines, "created": now,
-                                         "delay": float(self.settings["delay"]), "expires": expires,
+            self.batches[batch["id"]] = {"public": batch, "lines": lines, "created": now, "expires": expires,
                                          "keep": int(self.settings["expire_keep"]),
                                          "fail_match": self.settings["fail_match"]}
             self.received["batches"] += 1
@@ -162,8 +162,9 @@ class BatchService:
             return
         elapsed = time.time() - entry["created"]
         total = public["request_counts"]["total"]
-        if elapsed < entry["delay"]:
-            public["request_counts"]["completed"] = int(total * elapsed / entry["delay"])
+        delay = float(self.settings["delay"])
+        if elapsed < delay:
+            public["request_counts"]["completed"] = int(total * elapsed / delay)
             return
         answered, failed = [], []
         for index, line in enumerate(entry["lines"]):

@@ -45,7 +45,7 @@ def scored(ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Workspace, claw: Claw,
                                                                      standin: StandIn) -> None:
-    standin.batch_settings(delay=0.5)
+    standin.batch_settings(delay=60)
     code, report = build(claw, "--batch")
     assert code == 0, report
     assert judge_requests(standin) == 0  # not one judgement sent one by one
@@ -54,7 +54,7 @@ def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Wor
     assert {r["eval"] for r in report["rows"]} == {"pending"} and report["pending_in_batches"] == 12
     [doc] = batch_doc.pending(store())
     assert doc.batch_id and doc.status == "in_progress" and len(doc.covered) == 12
-    time.sleep(0.6)
+    standin.batch_settings(delay=0)  # it finishes
     code, report = build(claw)  # without --batch: what a batch stands for is collected, not sent again
     assert code == 0, report
     assert {r["eval"] for r in report["rows"]} == {"exec"} and {r["score"] for r in report["rows"]} == {7.0}
@@ -67,11 +67,12 @@ def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Wor
 
 
 def test_batch_status_collects_and_lists(scored: Workspace, claw: Claw, standin: StandIn) -> None:
-    standin.batch_settings(delay=0.4)
+    standin.batch_settings(delay=60)
     assert build(claw, "--batch")[0] == 0
     args = ("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
     code, out, _ = claw(*args, "--output", "json")
     assert code == 1 and json.loads(out)["pending"] == 12
+    standin.batch_settings(delay=0.3)  # it finishes while `--wait` polls
     code, out, _ = claw(*args, "--wait", "--output", "json")
     assert code == 0 and json.loads(out) == {"batches": [], "campaign": json.loads(out)["campaign"],
                                              "pending": 0, "recorded": 12}
@@ -255,13 +256,13 @@ def test_max_cost_counts_batch_lines_when_submitted(ws: Workspace, claw: Claw, s
 
 
 def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, standin: StandIn) -> None:
-    standin.batch_settings(delay=0.4)
+    standin.batch_settings(delay=60)
     assert build(claw, "--batch")[0] == 0
     args = ("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
     code, out, err = claw(*args)
     assert code == 0 and "12 request(s) pending in provider batches" in err
     assert sum(m["layers"]["judge"]["never-built"] for m in json.loads(out)["models"].values()) == 12
-    time.sleep(0.5)
+    standin.batch_settings(delay=0)
     code, out, err = claw(*args)
     assert code == 0 and "pending" not in err
     assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
@@ -310,4 +311,15 @@ def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchro
             continue
         assert record["summary"]["batch"]["cost_source"] == "reported"
         assert final_answer(store(), record) == final_answer(sync_store, sync[address])
+    assert batch_doc.pending(store()) == []
+
+
+def test_a_line_that_keeps_failing_is_sent_again_once_then_asked_one_by_one(scored: Workspace, claw: Claw,
+                                                                             standin: StandIn) -> None:
+    standin.batch_settings(fail_match="2 + 2")  # case alpha's judgements fail inside every batch (HTTP 500)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["lines"] == 12 + 6  # alpha's 6 sent again once
+    assert judge_requests(standin) == 6  # then one by one, with the client's own retries
     assert batch_doc.pending(store()) == []
