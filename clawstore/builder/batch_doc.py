@@ -112,7 +112,7 @@ def update(store: Store, name: str, change: Callable[[BatchDoc], BatchDoc]) -> B
             return None
         doc = change(BatchDoc.from_json(store.get_json(target), f"ref {ref}"))
         try:
-            if not doc.covered and doc.batch_id is not None:
+            if not doc.covered:
                 store.delete_ref(ref, expected=target)
             else:
                 store.set_ref(ref, store.put_json(doc.to_json()), expected=target)

@@ -287,8 +287,9 @@ def cancel(store: Store, name: str, api: Callable[[Endpoint], BatchApi] = BatchA
     if doc is None:
         return None
     with api(Endpoint(doc.base_url, doc.api_key_env)) as client:
-        if doc.batch_id is not None:
-            client.cancel(doc.batch_id)
+        made = doc.batch_id or (client.find(doc.input_file_id) or {}).get("id")  # made, not yet recorded?
+        if made:
+            client.cancel(str(made))
     return batch_doc.mark(store, name, status="cancelled", released=doc.covered)
 
 

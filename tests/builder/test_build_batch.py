@@ -323,3 +323,22 @@ def test_a_line_that_keeps_failing_is_sent_again_once_then_asked_one_by_one(scor
     assert stats["lines"] == 12 + 6  # alpha's 6 sent again once
     assert judge_requests(standin) == 6  # then one by one, with the client's own retries
     assert batch_doc.pending(store()) == []
+
+
+def test_cancelling_a_batch_the_store_never_heard_the_id_of_cancels_it_at_the_provider(
+        scored: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.providers.batch_api import BatchApi
+
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+        original(self, input_file_id, metadata)
+        raise KeyboardInterrupt
+
+    standin.batch_settings(delay=60)
+    monkeypatch.setattr(BatchApi, "create", dies)
+    assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
+    monkeypatch.setattr(BatchApi, "create", original)
+    code, out, _ = claw("batch", "cancel", "--all", "--output", "json")
+    assert code == 0 and json.loads(out)["cancelled"] == 1
+    assert standin.batch_stats()["cancelled"] == 1 and batch_doc.pending(store()) == []
