@@ -203,13 +203,13 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     ok("remote", "add", "team", remote_url, cwd=a.root)
     ok("remote", "add", "team", remote_url, cwd=b.root)
     scored = (*BUILD, "--evaluation-profile", "ev")
-    ok(*scored, "--batch", cwd=a.root)  # returns at once: 4 judgements pending in one batch
+    ok(*scored, "--batch", cwd=a.root)  # returns at once: its 4 runs pending in a batch per model
     assert provider.batch_stats()["lines"] == 4
     ok("push", "team", cwd=a.root)
     ok("pull", "team", cwd=b.root)
-    out = ok(*scored, "--batch", "--wait", "--output", "json", cwd=b.root)
+    out = ok(*scored, "--batch", "--wait", "--output", "json", cwd=b.root)  # A's runs, then 4 judgements
     assert {r["score"] for r in json.loads(out)["rows"]} == {7.0}
     stats = provider.batch_stats()
-    assert stats["batches"] == 1 and stats["lines"] == 4, "B sent again what A's batch stands for"
-    assert sum(1 for r in provider.requests if r["model"] == JUDGE) == 0
+    assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
+    assert provider.requests == []  # nothing one by one
     ok("fsck", cwd=b.root)
