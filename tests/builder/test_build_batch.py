@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import time
 from pathlib import Path
@@ -342,3 +343,13 @@ def test_cancelling_a_batch_the_store_never_heard_the_id_of_cancels_it_at_the_pr
     code, out, _ = claw("batch", "cancel", "--all", "--output", "json")
     assert code == 0 and json.loads(out)["cancelled"] == 1
     assert standin.batch_stats()["cancelled"] == 1 and batch_doc.pending(store()) == []
+
+
+def test_the_progress_shows_each_batch(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    code, _, err = claw.build("--evaluation-profile", "ev", "--batch", "--wait", "--progress", "plain")
+    assert code == 0
+    assert "BATCH submitted batch batch_" in err and "(judge/j1, 12 request(s))" in err
+    assert re.search(r"BATCH batch \S+ \(judge/j1, 12 request\(s\)\): completed, 12 completed, 0 failed", err)
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--progress", "json")
+    assert code == 0  # nothing left to batch: no batch event
+    assert '"event": "batches"' not in err
