@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clawstore.builder import batch_doc
 from clawstore.builder.api import (
@@ -25,9 +25,6 @@ from clawstore.builder.buildlog import new_build_id
 from clawstore.builder.gcpause import collector_paused
 from clawstore.machine_settings import backoff_base
 from clawstore.store.claims import ClaimBoard
-
-if TYPE_CHECKING:
-    from clawstore.store.store import Store
 
 
 @dataclass
@@ -96,6 +93,3 @@ def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
         return Collected(campaign.campaign_id, log.counts.get("exec", 0) + log.counts.get("fail", 0),
                          batch_doc.pending(store))
 
-
-def listed(store: Store) -> list[BatchDoc]:
-    return batch_doc.pending(store)

@@ -65,13 +65,13 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
 @OUTPUT
 def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: str) -> None:
     """Cancel batches (by NAME, from `claw batch status`) and release their nodes: the next build runs them."""
-    from clawstore.builder.batch_collect import listed
+    from clawstore.builder.batch_doc import pending
     from clawstore.builder.batching import cancel as cancel_one
     from clawstore.cli.gc_cmd import _store
     from clawstore.errors import UsageError
 
     store = _store(store_dir)
-    known = {d.name: d for d in listed(store)}
+    known = {d.name: d for d in pending(store)}
     if every:
         names = tuple(known)
     elif not names:
