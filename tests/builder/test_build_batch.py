@@ -353,3 +353,10 @@ def test_the_progress_shows_each_batch(scored: Workspace, claw: Claw, standin: S
     code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--progress", "json")
     assert code == 0  # nothing left to batch: no batch event
     assert '"event": "batches"' not in err
+
+
+def test_cancel_names_what_is_wrong_in_one_line(scored: Workspace, claw: Claw) -> None:
+    code, _, err = claw("batch", "cancel", "nope")
+    assert code == 2 and err.startswith("claw: error: no batch named nope in store") and err.count("\n") == 1
+    code, _, err = claw("batch", "cancel")
+    assert code == 2 and "name the batches to cancel" in err
