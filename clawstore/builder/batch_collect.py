@@ -21,6 +21,7 @@ from clawstore.builder.api import (
     load_campaign,
 )
 from clawstore.builder.batch_doc import BatchDoc
+from clawstore.builder.batching import forget_recorded
 from clawstore.builder.buildlog import new_build_id
 from clawstore.builder.gcpause import collector_paused
 from clawstore.machine_settings import backoff_base
@@ -70,7 +71,7 @@ def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
     with collector_paused():
         campaign = campaign if campaign is not None else load_campaign(request)
         store = stores.open(campaign.root)
-        if not batch_doc.pending(store):  # (`claw status` asks every time: nothing to poll is the usual case)
+        if not forget_recorded(store):  # (`claw status` asks every time: nothing to poll is the usual case)
             return Collected(campaign.campaign_id, 0, [])
         store.adopt_orphans()
         log = _CollectLog(new_build_id())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder import batch_doc
-from clawstore.builder.batching import Batchable, Batcher, Pass, line_estimate, priced_batch_cost
+from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
 from clawstore.builder.claimed import Adopted, stored_meanwhile
 from clawstore.graph.plan import Node
 from clawstore.machine_settings import batch_poll_seconds
@@ -72,7 +72,7 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
     `options.wait`, until none is pending. Returns the ids of the nodes handled here (recorded,
     adopted, pending, or skipped for `budget`: --max-cost); the caller runs the others one by one."""
     submitting = {id(n) for n in to_submit}
-    covered = batch_doc.covered_keys(batch_doc.pending(store))
+    covered = batch_doc.covered_keys(forget_recorded(store))
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()

@@ -26,7 +26,7 @@ from clawstore.providers.batch_api import TERMINAL, BatchApi, LineAnswer, read_l
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.store.claims import ClaimBoard
-from clawstore.store.ids import oid_hex
+from clawstore.store.ids import oid_from_hex, oid_hex
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -279,6 +279,27 @@ class Batcher:
             doc = covered.get(oid_hex(node.key))
             if doc is not None and doc.kind == self.kind:
                 result.pending[oid_hex(node.key)] = doc
+
+
+def forget_recorded(store: Store) -> list[BatchDoc]:
+    """The batches still pending, once those whose every line is recorded are let go: a pull brings
+    back a batch's ref that this store let go (push never deletes a remote's ref), and its lines'
+    records, which name it, came with it (`summary.batch`)."""
+    left = []
+    for doc in batch_doc.pending(store):
+        if doc.batch_id is not None and all(_recorded_by(store, key, doc.name) for key in doc.covered):
+            batch_doc.mark(store, doc.name, done=doc.covered)
+        else:
+            left.append(doc)
+    return left
+
+
+def _recorded_by(store: Store, key: str, name: str) -> bool:
+    record_id = store.get_action_record_id(oid_from_hex(key))
+    if record_id is None or not store.has(record_id):
+        return False
+    batch = (store.get_json(record_id).get("summary") or {}).get("batch")
+    return isinstance(batch, dict) and batch.get("name") == name
 
 
 def cancel(store: Store, name: str, api: Callable[[Endpoint], BatchApi] = BatchApi) -> BatchDoc | None:

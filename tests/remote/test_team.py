@@ -212,4 +212,9 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     stats = provider.batch_stats()
     assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
     assert provider.requests == []  # nothing one by one
+    ok("pull", "team", cwd=b.root)  # brings back the refs of A's batches, which B let go once collected
+    status = ok("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                "--output", "json", cwd=b.root)
+    assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
+    assert provider.batch_stats()["lines"] == 8
     ok("fsck", cwd=b.root)
