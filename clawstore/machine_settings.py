@@ -5,6 +5,7 @@
     CLAW_STORE_RETRY_SECONDS   how long a build keeps writing answers the store refused; default 120
     CLAW_REMOTE_PUSH_INTERVAL  seconds between the interim pushes of `build --remote`; default 5
     CLAW_CLAIM_TTL             seconds a build's claim on a node outlives its last heartbeat; default 30
+    CLAW_BATCH_POLL_S          seconds between polls of provider batches (`build --batch --wait`); default 30
 
 Unset or empty means the default. Anything else that is not a finite number in the setting's range is
 refused (exit 2, one line naming the variable): a typo must not silently become the default, nor a
@@ -51,10 +52,15 @@ def claim_ttl() -> float:
     return seconds_setting("CLAW_CLAIM_TTL", 30.0, low=0.2, high=DAY_S)
 
 
+def batch_poll_seconds() -> float:
+    return seconds_setting("CLAW_BATCH_POLL_S", 30.0, low=0.05, high=DAY_S)
+
+
 def check_build_settings(remote: bool) -> None:
     """Refuse a malformed setting a build would read later, before anything is pulled or paid."""
     backoff_base()
     store_retry_seconds()
     claim_ttl()
+    batch_poll_seconds()
     if remote:
         remote_push_interval()

@@ -220,7 +220,24 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
         eval_layer = EvalLayer(campaign, store, client, head)
     return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
-                     head=(head_id, head))
+                     head=(head_id, head), run_batches=_run_batches(campaign, store, options, client))
+
+
+def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any) -> Any:
+    """With --batch, or batches of runs in the store: the build's batch pass over its stale runs."""
+    from clawstore.builder.batch_doc import REF_PREFIX
+
+    if options.executor != "local" or not (options.batch or store.list_refs(REF_PREFIX)):
+        return None
+    from clawstore.builder.run_batch import batch_runs
+
+    def spec_of(node: Node) -> Any:
+        return _llm_probe_spec(node.item, node.extra["endpoint"])
+
+    def run_batches(stale: list[Node], log: Any, budget: Any, progress: Any) -> set[int]:
+        return batch_runs(store, campaign.campaign_id, stale, log, options, budget, progress, client, spec_of)
+
+    return run_batches
 
 
 def _client(options: BuildOptions) -> _LazyClient:

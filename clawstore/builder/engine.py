@@ -49,6 +49,9 @@ class BuildOptions:
     executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
     ray_address: str | None = None
     filter: dict[str, list[str]] | None = None  # the --case/--model selection, by id, for the build log
+    batch: bool = False  # --batch: judgements go to the provider's Batch API (builder/eval_batch.py)
+    wait: bool = False  # --wait: with --batch, poll until every batch is collected
+    batch_poll_s: float | None = None  # seconds between polls (default builder/batching.py)
 
 
 @dataclass
@@ -70,9 +73,16 @@ class BuildReport:
     def failed(self) -> bool:
         if self.interrupted:
             return True
-        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success" for n in self.runs):
+        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success"
+               for n in self.runs if not n.extra.get("batch")):  # pending in a batch: not a failure
             return True
-        return any(not e.ok for e in self.evals)
+        return any(not e.ok and not e.pending for e in self.evals)  # pending in a batch: not a failure
+
+    @property
+    def pending(self) -> int:
+        """Judgements a provider batch still stands for (the next build or `claw batch status` collects)."""
+        return sum(1 for n in self.runs if n.extra.get("batch")) + sum(
+            1 for e in self.evals for j in e.judges if j.extra.get("batch"))
 
     @property
     def exit_code(self) -> int:
@@ -118,13 +128,25 @@ class Budget:
         self.limit_usd = limit_usd
         self.log = log
         self.reason: str | None = None
+        # Batch lines this build submitted and has not collected: node key -> their estimated cost. Counted
+        # when submitted, settled (replaced by the record's cost) when collected (builder/eval_batch.py).
+        self.committed: dict[str, float] = {}
+
+    @property
+    def spent(self) -> float:
+        return float(self.log.metrics["cost_usd"]) + sum(self.committed.values())
 
     def reached(self) -> bool:
-        return float(self.log.metrics["cost_usd"]) >= self.limit_usd
+        return self.spent >= self.limit_usd
+
+    def room_for(self, estimate: float | None) -> bool:
+        """May a batch line of this estimated cost still be submitted (an unknown one may not)?"""
+        return estimate is not None and self.spent + estimate <= self.limit_usd
 
     def note_skips(self) -> None:
-        spent = CostSum.of_build(self.log.metrics)
-        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}); "
+        spent, pending = CostSum.of_build(self.log.metrics), sum(self.committed.values())
+        batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
+        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}{batches}); "
                        "the rest was not started")
 
 
@@ -234,10 +256,12 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
 
 def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], tuple[str, dict[str, Any]]],
-              eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None) -> BuildReport:
+              eval_layer: Any = None, head: tuple[str | None, dict[str, Any]] | None = None,
+              run_batches: Callable[..., set[int]] | None = None) -> BuildReport:
     """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
 
-    `run_nodes` come with their cached records attached (`attach_records`)."""
+    `run_nodes` come with their cached records attached (`attach_records`). `run_batches(stale, log,
+    budget, progress)`: the runs that went by provider batch (builder/run_batch.py), not run here."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign.campaign_id
     report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
@@ -267,6 +291,9 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
             for node in fresh:
                 node.action = "reuse"
                 log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            if run_batches is not None:
+                batched = run_batches(stale, log, budget, progress)
+                stale = [n for n in stale if id(n) not in batched]
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(stale, lambda n: run_work(n, log.build_id), concurrency, log, progress,
                           _Stop(policy), budget, trouble, lanes, run_lane)

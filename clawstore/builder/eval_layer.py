@@ -46,6 +46,7 @@ class RunEvaluation:
     result: Node | None = None
     blocked: str | None = None
     expected_judges: int = 0
+    pending: str | None = None  # judgements a provider batch still stands for (builder/batching.py)
 
     @property
     def run_address(self) -> tuple[str, str, int]:
@@ -62,6 +63,8 @@ class RunEvaluation:
                 and result.record.get("status") == "success" and bool(result.record.get("cacheable")))
 
     def action(self) -> str:
+        if self.pending:
+            return "pending"
         nodes = self.nodes()
         if self.blocked or not self.ok or any(n.action in ("fail", "skip") for n in nodes):
             return "fail"
@@ -74,6 +77,12 @@ class RunEvaluation:
         return {"eval": self.action(), "score": summary.get("final_score"), "passed": summary.get("passed"),
                 "eval_status": record.get("status") or "blocked", "eval_cost_usd": cost,
                 "eval_error": self.blocked}
+
+
+def _batch_judge(judge: Any) -> bool:
+    """A judge whose entry says `batch: true` (a judges[] extra key, like `pricing`): its judgements
+    go to the provider's Batch API without --batch."""
+    return (judge.model_extra or {}).get("batch") is True
 
 
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
@@ -151,7 +160,7 @@ class EvalLayer:
             from clawstore.evaluate import resolve_judge_model
 
             # Prices only feed `claw plan`'s estimates: declaring them must not re-judge anything.
-            config = judge.model_dump(mode="json", exclude={"judge_id", "pricing"})
+            config = judge.model_dump(mode="json", exclude={"judge_id", "pricing", "batch"})
             self._judge_docs[judge.judge_id] = {"model": resolve_judge_model(judge), "config": config,
                                                 "endpoint": self._endpoint(judge).identity()}
         return self._judge_docs[judge.judge_id]
@@ -228,6 +237,14 @@ class EvalLayer:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
+        stale = [j for j in judges if options.force or not j.fresh]
+        by_batch = [j for j in stale if getattr(options, "batch", False) or _batch_judge(j.extra["judge"])]
+        if by_batch or (stale and self._batches_pending()):
+            from clawstore.builder.eval_batch import batch_judges
+
+            # Without --batch too: what a batch stands for is collected, never asked again one by one.
+            handled = batch_judges(self, stale, log, options, by_batch, budget)
+            judges = [j for j in judges if id(j) not in handled]
         self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False,
                     lane_of=self._judge_lane)
         for ev in evaluations:
@@ -235,9 +252,17 @@ class EvalLayer:
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
                     concurrency, options)
         for ev in evaluations:
-            if ev.blocked is None and ev.result is None:
+            waiting = [n for n in (ev.run, *ev.judges) if n.extra.get("batch")]
+            if ev.result is None and waiting:
+                ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
+            elif ev.blocked is None and ev.result is None:
                 ev.blocked = "an upstream evaluation node failed"
         return evaluations
+
+    def _batches_pending(self) -> bool:
+        from clawstore.builder.batch_doc import REF_PREFIX
+
+        return bool(self.store.list_refs(REF_PREFIX))
 
     def _check_keys(self, judges: list[Node]) -> None:
         for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
@@ -306,15 +331,38 @@ class EvalLayer:
             error=None, started_at=started_at, build_id=build_id)
 
     def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
-        from clawstore.evaluate import (
-            build_judge_evidence,
-            build_judge_request,
-            render_judge_prompt,
-            run_judge_iteration,
-        )
-
         started_at, began = utc_now(), time.monotonic()
-        run, judge, judge_run = node.extra["run"], node.extra["judge"], node.extra["judge_run"]
+        body = self.judge_request(node)
+        endpoint, timeout, retries = self._judge_transport(node.extra["judge"])
+
+        def chat(request: dict[str, Any]) -> Any:
+            return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
+
+        return self.judge_with(node, chat, body, started_at, began, build_id)
+
+    def judge_with(self, node: Node, chat: Any, body: dict[str, Any], started_at: str, began: float,
+                   build_id: str, extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Ask `chat` (the provider, or a batch line's answer first: eval_batch.py) for one judge
+        repetition and record it."""
+        from clawstore.evaluate import run_judge_iteration
+
+        judge_run = node.extra["judge_run"]
+        iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
+                                        repetition=node.address["judge_repetition"],
+                                        redact_secrets=bool(self.policy.get("redact_secrets", True)))
+        iteration.judge_model = body["model"]
+        latency_s = time.monotonic() - began
+        cost = iteration.usage.get("cost_usd")
+        # The judge's answer is paid for: if the store refuses it, the build keeps it to retry.
+        return store_answer(node, lambda: self.record_judgement(node, iteration, body, started_at, latency_s, build_id,
+                                                                extra_summary=extra_summary),
+                            float(cost) if isinstance(cost, (int, float)) else None)
+
+    def judge_request(self, node: Node) -> dict[str, Any]:
+        """The chat body of one judge repetition (rebuilt from the store: the same every time)."""
+        from clawstore.evaluate import build_judge_evidence, build_judge_request, render_judge_prompt
+
+        run, judge = node.extra["run"], node.extra["judge"]
         redact = bool(self.policy.get("redact_secrets", True))
         artifact, sandbox, workspace = self._evidence(run)
         checks = self.store.get_json(node.document["checks"])
@@ -322,37 +370,28 @@ class EvalLayer:
                                         redact_secrets=redact)
         user_prompt = render_judge_prompt(self._case(run.item)["target"], evidence, checks, self.anchors,
                                           redact_secrets=redact)
-        repetition = node.address["judge_repetition"]
-        body = build_judge_request(judge, self.system_prompt, user_prompt, repetition)
+        return build_judge_request(judge, self.system_prompt, user_prompt, node.address["judge_repetition"])
+
+    def _judge_transport(self, judge: Any) -> tuple[Any, float, int]:
+        """(endpoint, timeout, retries) of a judge's synchronous requests."""
         extras = judge.model_extra or {}
-        endpoint = self._endpoint(judge)
         timeout = float(extras.get("timeout_seconds") or JUDGE_TIMEOUT_S)
         retries = int(extras.get("retries") if extras.get("retries") is not None else JUDGE_RETRIES)
-
-        def chat(request: dict[str, Any]) -> Any:
-            return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
-
-        iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
-                                        repetition=repetition, redact_secrets=redact)
-        iteration.judge_model = body["model"]
-        latency_s = time.monotonic() - began
-        cost = iteration.usage.get("cost_usd")
-        # The judge's answer is paid for: if the store refuses it, the build keeps it to retry.
-        return store_answer(node, lambda: self.record_judgement(node, iteration, body, started_at, latency_s, build_id),
-                            float(cost) if isinstance(cost, (int, float)) else None)
+        return self._endpoint(judge), timeout, retries
 
     def record_judgement(self, node: Node, iteration: Any, body: dict[str, Any], started_at: str, latency_s: float,
-                         build_id: str, extra_outputs: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                         build_id: str, extra_outputs: dict[str, Any] | None = None,
+                         extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Store one judge repetition's outcome under the judge node's key, in one durable batch
         (the build after asking the judge; importers with a judgement made elsewhere)."""
         run, judge = node.extra["run"], node.extra["judge"]
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}))
+        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"))
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
-                   "dimensions": dict(scores.dimensions) if scores else None}
+                   "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
         with self.store.batch():  # one durable flush for the judgement, its record and cache entry

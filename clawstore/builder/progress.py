@@ -84,6 +84,7 @@ class _State:
     stopping: str | None = None
     layer: str = ""  # the layer executing now (runs, checks, judges, results)
     waits: dict[str, Wait] = field(default_factory=dict)  # rate-limited models, by label (past ones too)
+    batches: list[str] = field(default_factory=list)  # each provider batch's progress (builder/batching.py)
 
 
 class BuildProgress:
@@ -137,6 +138,12 @@ class BuildProgress:
             self.state.waits[wait.label] = wait
         self.on_rate_limited(wait)
 
+    def batches(self, lines: list[str]) -> None:
+        """Where each provider batch of the build stands (one line each), after every poll."""
+        with self._lock:
+            self.state.batches = list(lines)
+        self.on_batches(lines)
+
     def interrupt(self, running: int) -> None:
         with self._lock:
             self.state.stopping = (f"Ctrl-C: no new node starts; waiting for {running} running "
@@ -164,6 +171,8 @@ class BuildProgress:
     def on_rate_limited(self, wait: Wait) -> None: ...
 
     def on_interrupt(self, running: int) -> None: ...
+
+    def on_batches(self, lines: list[str]) -> None: ...
 
 
 def wait_text(wait: Wait) -> str:
@@ -204,6 +213,11 @@ class PlainProgress(BuildProgress):
                           "(Ctrl-C again cancels them)\n")
         self.stream.flush()
 
+    def on_batches(self, lines: list[str]) -> None:
+        with self._lock:
+            self.stream.write("".join(f"BATCH {line}\n" for line in lines))
+            self.stream.flush()
+
 
 _LAYER_LABEL = {"run": "runs", "checks": "checks", "judge": "judges", "result": "results"}
 
@@ -242,6 +256,9 @@ class JsonProgress(BuildProgress):
 
     def on_interrupt(self, running: int) -> None:
         self._emit("interrupt", running=running)
+
+    def on_batches(self, lines: list[str]) -> None:
+        self._emit("batches", batches=lines)
 
     def close(self) -> None:
         s = self.state

@@ -74,6 +74,7 @@ class LiveProgress(BuildProgress):
         parts: list[Any] = [bar, pace, models, spend]
         for wait in held.values():  # the judges' models have no row of their own
             parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))
+        parts.extend(Text(line, style="cyan") for line in s.batches)
         if s.failures:
             last = s.failures[-1]
             parts.append(Text(f"last failure ({len(s.failures)} so far): {last.node}: {last.reason}",

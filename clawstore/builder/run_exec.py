@@ -51,6 +51,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
             "endpoint": (node.document["model"].get("endpoint") or {}).get("base_url"),
             "error_code": (error or {}).get("code"),
             "error_message": (error or {}).get("message"),
+            **({"batch": node.extra["batch_summary"]} if "batch_summary" in node.extra else {}),
         },
         error={"code": error.get("code"), "message": error.get("message")} if error else None,
         started_at=started_at, finished_at=utc_now(), build_id=build_id,

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "clawstore.cli.remote_cmd",
     "clawstore.cli.view_cmd",
     "clawstore.cli.trust_cmd",
+    "clawstore.cli.batch_cmd",
 ]
 
 # OSErrors that say a path given is wrong (exit 2, as bad usage); any other is the disk's (exit 3)

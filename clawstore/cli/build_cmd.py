@@ -52,10 +52,11 @@ def _run_row(node: Any) -> dict[str, Any]:
     # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
     record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
+    pending = bool(node.extra.get("batch"))  # in a provider batch: the next build collects it
     return {
         **node.address,
-        "run": node.action,
-        "status": record.get("status") or ("skip" if node.action == "skip" else "failed"),
+        "run": "pending" if pending else node.action,
+        "status": record.get("status") or ("skip" if node.action == "skip" else "pending" if pending else "failed"),
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
         "cost_source": source_of(metrics) if record else None,
@@ -80,19 +81,20 @@ def _build_rows(report: Any) -> list[dict[str, Any]]:
 def _print_build(report: Any, output: str, rows: list[dict[str, Any]]) -> None:
     _print_rows(rows, output, campaign_id=report.campaign_id, build_id=report.build_id, counts=report.counts,
                 metrics=report.metrics, failures=[(f.node, f.reason) for f in report.failures],
-                stopped=report.stopped, exit_code=report.exit_code)
+                stopped=report.stopped, exit_code=report.exit_code, pending=report.pending)
 
 
 def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, build_id: str | None,
                 counts: dict[str, int], metrics: dict[str, Any], failures: list[tuple[str, str]],
-                stopped: str | None, exit_code: int) -> None:
+                stopped: str | None, exit_code: int, pending: int = 0) -> None:
     if output == "json":
         spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
         metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
         click.echo(json.dumps({"campaign": campaign_id, "build_id": build_id, "rows": rows,
                                "counts": counts, "metrics": metrics,
                                "failures": [{"node": node, "reason": reason} for node, reason in failures],
-                               "stopped": stopped, "exit_code": exit_code}, sort_keys=True))
+                               "stopped": stopped, "exit_code": exit_code, "pending_in_batches": pending},
+                              sort_keys=True))
         return
     evals = any("eval" in row for row in rows)
     headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
@@ -113,6 +115,9 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
                f"out {metrics.get('output_tokens', 0)}; cost spent {CostSum.of_build(metrics).usd_text()}")
     if stopped:
         click.echo(f"stopped: {stopped}")
+    if pending:
+        click.echo(f"pending: {pending} judgement(s) in provider batches; the next `claw build` (or "
+                   "`claw batch status`) collects what has finished")
     if failures:
         click.echo(f"\nfailed nodes ({len(failures)}):")
         for node, reason in failures:
@@ -134,6 +139,11 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
               help="Ray cluster to use with --executor ray (default: $RAY_ADDRESS, else the local one).")
 @click.option("--remote", "remote", default=None, metavar="NAME",
               help="Pull from this remote first, push committed results while building and the head at the end.")
+@click.option("--batch", "batch", is_flag=True,
+              help="Send judgements through the provider's Batch API (half price, results within 24 h; docs/batch.md).")
+@click.option("--wait", "wait", is_flag=True,
+              help="With batches pending: poll until they are collected (default: return at once, saying what is "
+                   "pending; any later build or `claw batch status` collects them).")
 @OUTPUT
 @click.option("--progress", "progress", type=click.Choice(["auto", "live", "plain", "json", "none"]), default=None,
               help="Progress on stderr: live on a terminal, plain lines otherwise (auto), one JSON event per line "
@@ -141,7 +151,7 @@ def _print_rows(rows: list[dict[str, Any]], output: str, *, campaign_id: str, bu
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
           max_concurrency: int | None, max_cost: float | None, executor: str, ray_address: str | None,
-          remote: str | None, output: str, progress: str | None) -> None:
+          remote: str | None, batch: bool, wait: bool, output: str, progress: str | None) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.builder.api import build as run_build
     from clawstore.builder.api import inspect
@@ -163,7 +173,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     mode = progress or ("none" if output == "json" else "auto")
     # A plain rebuild whose inputs did not change is answered from its stamp (builder/stamp.py); with
     # --remote, when the remote did not change either.
-    plain = not (force or cases or models or max_cost is not None or executor != "local")
+    plain = not (force or cases or models or max_cost is not None or executor != "local" or batch or wait)
     stamping = _stamping(request, store_dir, remote) if plain else None
     if stamping is not None and _answer_from_stamp(stamping, output):
         return
@@ -173,12 +183,12 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
             if campaign is None and (max_cost is not None or _shows_live(mode)):  # an estimate first: the
                 campaign = loaded_campaign(request)  # configs load once, for both
             if max_cost is not None:
-                planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign)
+                planned = _check_budget(request, stores, force, max_concurrency, max_cost, output, campaign, batch)
             if planned is None and _shows_live(mode):
-                planned = _estimate(request, stores, force, max_concurrency, campaign)
+                planned = _estimate(request, stores, force, max_concurrency, campaign, batch)
             options = BuildOptions(force=force, max_concurrency=max_concurrency, quiet=output == "json",
                                    max_cost_usd=max_cost, progress=mode, planned_cost_usd=planned,
-                                   executor=executor, ray_address=ray_address)
+                                   executor=executor, ray_address=ray_address, batch=batch, wait=wait)
             report = run_build(request, stores, options, campaign)
     if report.orphans:
         click.echo(f"claw: note: stopped {len(report.orphans)} OpenClaw container(s) that killed builds left "
@@ -262,7 +272,7 @@ def _stamp(stamping: _Stamping, reads: Any, report: Any, rows: list[dict[str, An
             stamp.forget(stamping.store_root, stamping.digest)
         if target is None:
             return
-    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped
+    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
     if not (complete and not openclaw
             and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts,
@@ -319,23 +329,24 @@ def _shows_live(mode: str) -> bool:
     return display_mode(mode) == "live"
 
 
-def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any) -> float | None:
+def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any,
+              batch: bool = False) -> float | None:
     """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
     from clawstore.spend.estimate import plan_spend
 
     try:
-        return plan_spend(request, store, force, max_concurrency, campaign).estimated_cost_usd
+        return plan_spend(request, store, force, max_concurrency, campaign, batch).estimated_cost_usd
     except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
         return None
 
 
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
-                  output: str, campaign: Any) -> float:
+                  output: str, campaign: Any, batch: bool = False) -> float:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend
 
-    plan = plan_spend(request, stores, force, max_concurrency, campaign)
+    plan = plan_spend(request, stores, force, max_concurrency, campaign, batch)
     estimate = plan.estimated_cost_usd
     if estimate is not None and estimate <= max_cost:
         return estimate
@@ -390,7 +401,6 @@ def _print_plan(cid: str, states: list[Any], output: str, force: bool) -> None:
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """Counts of fresh / stale / failed / never-built nodes, per model."""
-    from clawstore.builder.api import inspect
 
     request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     per_model: dict[str, dict[str, Counter[str]]] = {}
@@ -399,9 +409,18 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         cid = fresh.campaign_id
         per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in fresh.layers}
     else:
+        from clawstore.builder.api import inspect_campaign
+        from clawstore.builder.batch_collect import collect
+
         stores = Stores(store_dir)
-        cid, states = inspect(request, stores)
+        campaign = loaded_campaign(request)
+        collected = collect(request, stores, campaign=campaign)  # what provider batches finished is recorded first
+        _, cid, states = inspect_campaign(request, stores, campaign=campaign)
         _note_never_built(stores.store, cid)
+        pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
+        if pending:
+            click.echo(f"claw: note: {pending} request(s) pending in provider batches "
+                       f"({collected.recorded} recorded now); see `claw batch status`", err=True)
         for s in states:
             kinds = per_model.setdefault(s.node.address["model_id"], {})
             kinds.setdefault(s.node.kind, Counter())[s.state] += 1

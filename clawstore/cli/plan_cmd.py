@@ -37,15 +37,17 @@ def render_plan(plan: Any, output: str) -> str:
         return json.dumps(plan.to_json(), sort_keys=True)
     rows = [[line.kind, line.name, line.model, _requests(line.requests, bool(line.open_ended)), str(line.reused),
              str(round(line.input_tokens)), str(round(line.output_tokens)), line.cost.cell(6),
+             *([line.batch_cost.cell(6) if line.batch_factor is not None else "-"] if plan.batch else []),
              _sources(dict(line.token_sources)), _sources(dict(line.cost_sources))] for line in plan.lines]
     table = format_table(["KIND", "NAME", "MODEL", "REQUESTS", "REUSED", "EST_IN_TOK", "EST_OUT_TOK", "EST_COST_USD",
-                          "TOKENS_FROM", "COST_FROM"], rows)
+                          *(["EST_BATCH_USD"] if plan.batch else []), "TOKENS_FROM", "COST_FROM"], rows)
     layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
     wall = plan.estimated_wall_s
+    by_batch = f" with judgements by batch ({plan.one_by_one_cost.usd_text()} one by one)" if plan.batch else ""
     total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s)"
              f"{AT_LEAST if plan.minimum else ''}"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
-             f"estimated cost {plan.estimated_cost.usd_text()}; estimated wall time "
+             f"estimated cost {plan.estimated_cost.usd_text()}{by_batch}; estimated wall time "
              f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")
     return table + total
 
@@ -58,17 +60,18 @@ def render_plan(plan: Any, output: str) -> str:
 @click.option("--remote", "remote", default=None, metavar="NAME",
               help="First fetch from this remote what `build --remote NAME` would (nothing is paid for): "
                    "the plan then counts only what the build would send.")
+@click.option("--batch", is_flag=True, help="Price the judgements as `build --batch` sends them (docs/batch.md).")
 @OUTPUT
 def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
          models: tuple[str, ...], store_dir: Path | None, force: bool, max_concurrency: int | None,
-         remote: str | None, output: str) -> None:
+         remote: str | None, batch: bool, output: str) -> None:
     """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
     from clawstore.spend.estimate import plan_spend
 
     request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
     stores = Stores(store_dir)
     campaign = _pulled_for(request, stores, remote) if remote is not None else None
-    click.echo(render_plan(plan_spend(request, stores, force, max_concurrency, campaign), output))
+    click.echo(render_plan(plan_spend(request, stores, force, max_concurrency, campaign, batch), output))
 
 
 def _pulled_for(request: Any, stores: Stores, remote: str) -> Any:

@@ -57,6 +57,7 @@ class Usage:
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
+    cost_source: str | None = None  # "priced" when claw priced it (a batch line), else the provider's or none
 
     @classmethod
     def from_raw(cls, raw: Any) -> Usage:
@@ -87,11 +88,15 @@ class Usage:
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
-        return Usage(**sums, cost_usd=cost)
+        source = "priced" if "priced" in (self.cost_source, other.cost_source) else None
+        return Usage(**sums, cost_usd=cost, cost_source=source)
 
     def normalized(self) -> dict[str, int]:
         """The token counts as a JSON object (RunArtifact `usage.normalized`)."""
         return {name: getattr(self, name) for name in TOKEN_FIELDS}
 
     def to_json(self) -> dict[str, Any]:
-        return field_values(self)
+        values = field_values(self)
+        if values["cost_source"] is None:  # (the provider's cost, or none: as artifacts always said)
+            del values["cost_source"]
+        return values

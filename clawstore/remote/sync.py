@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 PACKS = "packs/"
 REFS = "refs/"
-SHARED_REFS = ("campaigns/", "pins/")
+SHARED_REFS = ("campaigns/", "pins/", "batches/")  # batches/: provider batches in flight (builder/batch_doc.py)
 WORKERS = 8
 TRACKING = "remotes/"
 UNSIGNED = "unsigned"  # SyncReport.kept_apart's name for packs and refs nobody signed

@@ -11,7 +11,7 @@ judge) declares (`priced`), else `unknown` (clawstore/costs.py: the sources a bu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
@@ -54,6 +54,18 @@ class PlanLine:
     latency_known: bool = True
     token_sources: Counter[str] = field(default_factory=Counter)
     cost_sources: Counter[str] = field(default_factory=Counter)
+    batch_factor: float | None = None  # `plan --batch`: a judge's `pricing.batch` (1: none declared)
+
+    @property
+    def batch_cost(self) -> CostSum:
+        """What the line would cost through the provider's Batch API (its cost when not by batch)."""
+        if self.batch_factor is None:
+            return self.cost
+        return replace(self.cost, known_usd=self.cost.known_usd * self.batch_factor)
+
+    @property
+    def batch_cost_usd(self) -> float | None:
+        return None if self.batch_factor is None else self.batch_cost.usd
 
     def add(self, estimate: Estimate) -> None:
         self.requests += 1
@@ -77,7 +89,13 @@ class PlanLine:
                 "estimated_input_tokens": round(self.input_tokens),
                 "estimated_output_tokens": round(self.output_tokens),
                 "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
-                "token_sources": dict(self.token_sources), "cost_sources": dict(self.cost_sources)}
+                "token_sources": dict(self.token_sources), "cost_sources": dict(self.cost_sources),
+                **({} if self.batch_factor is None else {"estimated_batch_cost_usd": _rounded(self.batch_cost_usd),
+                                                         "batch_factor": self.batch_factor})}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 9)
 
 
 @dataclass
@@ -86,6 +104,11 @@ class SpendPlan:
     concurrency: int
     lines: list[PlanLine]
     layers: dict[str, dict[str, int]]
+
+    @property
+    def batch(self) -> bool:
+        """Are some judgements priced as the provider's Batch API sells them (`--batch`, `batch: true`)?"""
+        return any(line.batch_factor is not None for line in self.lines)
 
     @property
     def requests(self) -> int:
@@ -98,7 +121,8 @@ class SpendPlan:
 
     @property
     def estimated_cost(self) -> CostSum:
-        return CostSum.total(line.cost for line in self.lines)
+        """What the build would cost: by batch for the judgements with `--batch`."""
+        return CostSum.total(line.batch_cost for line in self.lines)
 
     @property
     def minimum(self) -> bool:
@@ -107,8 +131,16 @@ class SpendPlan:
 
     @property
     def estimated_cost_usd(self) -> float | None:
-        """None when a part cannot be estimated (`unknown`)."""
+        """None when a part cannot be estimated (`unknown`); by batch for the judgements with `--batch`."""
         return self.estimated_cost.usd
+
+    @property
+    def one_by_one_cost(self) -> CostSum:
+        return CostSum.total(line.cost for line in self.lines)
+
+    @property
+    def one_by_one_cost_usd(self) -> float | None:
+        return self.one_by_one_cost.usd
 
     @property
     def estimated_wall_s(self) -> float | None:
@@ -125,6 +157,8 @@ class SpendPlan:
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
                 "estimated_known_cost_usd": round(self.estimated_cost.known_usd, 9),
                 "cost_sources": self.estimated_cost.sources(),
+                **({"batch": True, "estimated_one_by_one_cost_usd": _rounded(self.one_by_one_cost_usd)}
+                   if self.batch else {}),
                 "estimated_input_tokens": round(sum(line.input_tokens for line in self.lines)),
                 "estimated_output_tokens": round(sum(line.output_tokens for line in self.lines)),
                 "estimated_wall_s": None if wall is None else round(wall, 3), "concurrency": self.concurrency,
@@ -202,7 +236,7 @@ def estimate_judge(work: Work, history: History) -> Estimate:
 
 
 def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None,
-               campaign: Any = None) -> SpendPlan:
+               campaign: Any = None, batch: bool = False) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
 
     `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load);
@@ -223,6 +257,11 @@ def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: 
         else:
             key = ("judge", work.judge.judge_id)
             line = lines.setdefault(key, PlanLine("judge", key[1], judge_model(work.judge)))
+            extras = work.judge.model_extra or {}
+            if batch or extras.get("batch") is True:
+                from clawstore.builder.batching import batch_factor
+
+                line.batch_factor = batch_factor(extras.get("pricing"))
         if not work.executes:
             line.reused += 1
             continue

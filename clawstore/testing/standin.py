@@ -21,6 +21,8 @@ A reply is a JSON object (see the helper functions below): content / tool_calls 
 usage / latency / status / retry_after / headers / error / raw (body as-is) / body / hang /
 drip (seconds between body bytes).
 `stream: true` requests get Server-Sent Events with the same content and tool calls.
+The OpenAI Batch API (`/v1/files`, `/v1/batches`) answers its lines by the same rules
+(clawstore/testing/standin_batch.py; `POST /_admin/batch` sets its delay, expiry and failures).
 Each recorded request has `received_at` and, once it is answered, `answered_at` (epoch seconds).
 Recorded requests keep headers except the Authorization value: only whether it was present and
 the key's BLAKE3 fingerprint (`key_fingerprint`), so tests can check the key without storing it.
@@ -45,7 +47,12 @@ from typing import Any
 import blake3
 import httpx
 
+from clawstore.testing.standin_batch import BatchService, last_prompt
+
 DEFAULT_CONTENT = "stand-in answer"
+BATCH_PATH = re.compile(r"/v1/batches/?([A-Za-z0-9_-]*)$")
+CANCEL_PATH = re.compile(r"/v1/batches/([A-Za-z0-9_-]+)/cancel$")
+FILE_CONTENT_PATH = re.compile(r"/v1/files/([A-Za-z0-9_-]+)/content$")
 HANG_SECONDS = 300.0
 
 
@@ -96,14 +103,6 @@ def _words(value: Any) -> int:
     return len(value.split()) if isinstance(value, str) else 0
 
 
-def _last_prompt(messages: Any) -> str:
-    for message in reversed(messages if isinstance(messages, list) else []):
-        if isinstance(message, dict) and message.get("role") in ("user", "system"):
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
-    return ""
-
-
 class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -113,6 +112,7 @@ class _State:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0  # chat requests being answered now (from their arrival to their answer)
         self.peak = 0  # the most ever answered at once (since the last reset)
+        self.batch = BatchService(self.pick, chat_completion)  # the Batch API (standin_batch.py)
 
     def answering(self, delta: int) -> None:
         with self.lock:
@@ -131,9 +131,10 @@ class _State:
             self.requests.clear()
             self.default = text(DEFAULT_CONTENT)
             self.peak = self.in_flight
+        self.batch.reset()
 
     def pick(self, model: str, messages: Any) -> dict[str, Any]:
-        prompt = _last_prompt(messages)
+        prompt = last_prompt(messages)
         with self.lock:
             for rule in self.rules:
                 if rule["model"] not in ("*", model):
@@ -183,6 +184,21 @@ def _message(body: dict[str, Any], reply: dict[str, Any]) -> tuple[str | None, l
     return content, calls, message
 
 
+def chat_completion(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The chat.completion object a successful `reply` makes for the request `body`."""
+    content, calls, message = _message(body, reply)
+    # A reply's `usage` overrides the counted one; a field set to null is left out (`{"cost": None}`: a
+    # server that reports no cost, as vLLM, Ollama and llama.cpp do).
+    usage = {k: v for k, v in {**_usage(body, content, calls), **(reply.get("usage") or {})}.items() if v is not None}
+    finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
+    return {
+        "id": f"gen-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+        "model": str(reply.get("model") or body.get("model")), "provider": reply.get("provider", "stand-in"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "native_finish_reason": finish}],
+        "usage": usage,
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out in separate writes; with Nagle on, the body waits for the client's
     # delayed ACK (~40 ms), which would be measured as provider latency.
@@ -194,10 +210,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # --- plumbing -------------------------------------------------------------------------
-    def _read_json(self) -> Any:
+    def _read_raw(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        return json.loads(raw) if raw else {}
+        return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, payload: bytes, content_type: str = "application/json",
               headers: dict[str, str] | None = None, drip: float = 0.0) -> None:
@@ -229,6 +244,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, state.snapshot())
         elif self.path.startswith("/_admin/health"):
             self._send_json(200, {"ok": True, "standin": True})
+        elif self.path.startswith("/_admin/batch"):
+            self._send_json(200, state.batch.stats())
+        elif (match := BATCH_PATH.search(self.path.split("?")[0])) is not None:
+            self._send_json(*(state.batch.get(match.group(1)) if match.group(1) else state.batch.listing()))
+        elif (match := FILE_CONTENT_PATH.search(self.path)) is not None:
+            data = state.batch.content(match.group(1))
+            if data is None:
+                self._send_json(404, {"error": {"message": f"no file {match.group(1)}"}})
+            else:
+                self._send(200, data, content_type="application/jsonl")
         elif self.path.endswith("/models"):
             with state.lock:
                 models = sorted({r["model"] for r in state.rules if r["model"] != "*"})
@@ -237,12 +262,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        raw = self._read_raw()
+        batch = self.server.state.batch
+        if self.path.rstrip("/").endswith("/v1/files"):
+            self._send_json(*batch.upload(self.headers.get("Content-Type") or "", raw))
+            return
         try:
-            body = self._read_json()
+            body = json.loads(raw) if raw else {}
         except ValueError:
             self._send_json(400, {"error": {"message": "request body is not JSON", "code": 400}})
             return
-        if self.path.startswith("/_admin/"):
+        if (match := CANCEL_PATH.search(self.path)) is not None:
+            self._send_json(*batch.cancel(match.group(1)))
+        elif self.path.rstrip("/").endswith("/v1/batches"):
+            self._send_json(*batch.create(body if isinstance(body, dict) else {}))
+        elif self.path.startswith("/_admin/batch"):
+            batch.configure(body if isinstance(body, dict) else {})
+            self._send_json(200, {"ok": True})
+        elif self.path.startswith("/_admin/"):
             self._admin(body)
         elif self.path.rstrip("/").endswith("/chat/completions"):
             self._chat(body if isinstance(body, dict) else {})
@@ -332,24 +369,13 @@ class _Handler(BaseHTTPRequestHandler):
                 payload["usage"] = reply["usage"]
             self._send_json(status, payload, headers=headers)
             return
-        content, calls, message = _message(body, reply)
-        # A reply's `usage` overrides the counted one; a field set to null is left out (`{"cost": None}`:
-        # a server that reports no cost, as vLLM, Ollama and llama.cpp do).
-        usage = {k: v for k, v in {**_usage(body, content, calls), **(reply.get("usage") or {})}.items()
-                 if v is not None}
-        finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
-        response_id = f"gen-{uuid.uuid4().hex[:16]}"
-        model = str(reply.get("model") or body.get("model"))
+        completion = chat_completion(reply, body)
         if body.get("stream"):
-            self._stream(response_id, model, message, finish, usage, headers)
+            choice = completion["choices"][0]
+            self._stream(completion["id"], completion["model"], choice["message"], choice["finish_reason"],
+                         completion["usage"], headers)
             return
-        self._send_json(status, {
-            "id": response_id, "object": "chat.completion", "created": int(time.time()), "model": model,
-            "provider": reply.get("provider", "stand-in"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                         "native_finish_reason": finish}],
-            "usage": usage,
-        }, headers=headers, drip=float(reply.get("drip") or 0.0))
+        self._send_json(status, completion, headers=headers, drip=float(reply.get("drip") or 0.0))
 
     def _stream(self, response_id: str, model: str, message: dict[str, Any], finish: str,
                 usage: dict[str, Any], headers: dict[str, str]) -> None:
@@ -483,6 +509,13 @@ class StandIn:
         with self._state.lock:
             return self._state.peak
 
+    def batch_settings(self, **settings: Any) -> None:
+        """The Batch API's delay, expiry and failures (clawstore/testing/standin_batch.py)."""
+        self._state.batch.configure(settings)
+
+    def batch_stats(self) -> dict[str, Any]:
+        return self._state.batch.stats()
+
 
 class StandInProcess:
     """The stand-in as a child process (`python -m clawstore.testing.standin`), driven over HTTP."""
@@ -537,6 +570,12 @@ class StandInProcess:
     @property
     def peak(self) -> int:
         return int(self._http.get("/_admin/requests").json()["peak"])
+
+    def batch_settings(self, **settings: Any) -> None:
+        self._http.post("/_admin/batch", json=settings).raise_for_status()
+
+    def batch_stats(self) -> dict[str, Any]:
+        return dict(self._http.get("/_admin/batch").json())
 
 
 def main(argv: list[str] | None = None, prepare: Callable[[StandIn], None] | None = None,

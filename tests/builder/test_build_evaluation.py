@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.workspace import Workspace
 
 
@@ -20,14 +19,6 @@ def subject_requests(standin: StandIn) -> int:
     return sum(1 for r in standin.requests if r["model"] != JUDGE)
 
 
-def judge_requests(standin: StandIn) -> int:
-    return sum(1 for r in standin.requests if r["model"] == JUDGE)
-
-
-def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
-    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json", *extra)
-    assert out, err
-    return code, json.loads(out)
 
 
 @pytest.fixture

@@ -187,3 +187,34 @@ def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandI
     assert "0 executed" in built
     assert len(provider.requests) == paid, "A paid again for runs B had pushed"
     ok("fsck", cwd=a.root)
+
+
+@pytest.mark.parametrize("remote_url", ["dir"], indirect=True)
+def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(provider: StandIn, remote_url: str,
+                                                                             tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    a = standard(tmp_path / "a")
+    eval_profile(a, repetitions=1)
+    provider.script(JUDGE, judge_reply(7))
+    provider.batch_settings(delay=1.0)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    ok("remote", "add", "team", remote_url, cwd=a.root)
+    ok("remote", "add", "team", remote_url, cwd=b.root)
+    scored = (*BUILD, "--evaluation-profile", "ev")
+    ok(*scored, "--batch", cwd=a.root)  # returns at once: its 4 runs pending in a batch per model
+    assert provider.batch_stats()["lines"] == 4
+    ok("push", "team", cwd=a.root)
+    ok("pull", "team", cwd=b.root)
+    out = ok(*scored, "--batch", "--wait", "--output", "json", cwd=b.root)  # A's runs, then 4 judgements
+    assert {r["score"] for r in json.loads(out)["rows"]} == {7.0}
+    stats = provider.batch_stats()
+    assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
+    assert provider.requests == []  # nothing one by one
+    ok("pull", "team", cwd=b.root)  # brings back the refs of A's batches, which B let go once collected
+    status = ok("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                "--output", "json", cwd=b.root)
+    assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
+    assert provider.batch_stats()["lines"] == 8
+    ok("fsck", cwd=b.root)

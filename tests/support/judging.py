@@ -19,6 +19,18 @@ DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 JUDGE = "judge/j1"
 
 
+def judge_requests(standin: StandIn) -> int:
+    """Judge requests the stand-in answered one by one (at /chat/completions)."""
+    return sum(1 for r in standin.requests if r["model"] == JUDGE)
+
+
+def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
+    """`claw build` of the standard campaign with the evaluation profile: (exit code, its JSON report)."""
+    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json", *extra)
+    assert out, err
+    return code, json.loads(out)
+
+
 def judge_reply(score: float) -> dict[str, Any]:
     body = {"summary": f"scored {score}", "overall": {"evidence": ["seen"], "score": score},
             "dimensions": {d: {"evidence": ["seen"], "score": score} for d in DIMS}}

@@ -1,0 +1,139 @@
+"""The store document of one provider batch, and its ref `batches/<name>`: a durable claim on its nodes.
+
+    {"type": "provider_batch", "format": 1, "name": <32 hex of the input file>, "kind": "judge",
+     "base_url": ..., "api_key_env": ..., "model": ..., "campaign_id": ..., "build_id": ...,
+     "input_file_id": ..., "batch_id": <the provider's, None while being submitted>,
+     "status": <the provider's last seen>, "submitted_at": <epoch s>, "expires_at": <epoch s or None>,
+     "keys": [<64 hex node keys: each line's custom_id>], "done": [...], "released": [...],
+     "estimate_usd": <float or None>, "output_object": <object id or None>, "error_object": ...}
+
+Written before the provider is asked to create the batch (`batch_id` None, the input file id known)
+and again as soon as it has, so a process killed between the two finds its batch by that file id.
+A key is covered (another build neither sends it again nor runs it) until it is `done` (its record
+is stored) or `released` (its line failed or expired: it is sent again). The ref goes once nothing is
+covered. Keys are kept as bare hex (no `blake3:` prefix): they name actions, not objects, so gc and
+fsck never look for them as objects; the downloaded output file is an object the document names.
+Refs under `batches/` travel with push and pull, so a pulled store sees another machine's batches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from clawstore.errors import StoreError
+from clawstore.store.refs import RefConflict
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+BATCH_TYPE = "provider_batch"
+BATCH_FORMAT = 1
+REF_PREFIX = "batches/"
+KINDS = ("judge", "run")
+
+
+@dataclass(frozen=True)
+class BatchDoc:
+    name: str
+    kind: str
+    base_url: str
+    api_key_env: str | None
+    model: str
+    campaign_id: str
+    build_id: str
+    input_file_id: str
+    keys: list[str]
+    submitted_at: float
+    batch_id: str | None = None
+    status: str = "submitting"
+    expires_at: float | None = None
+    estimate_usd: float | None = None
+    done: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    output_object: str | None = None
+    error_object: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return REF_PREFIX + self.name
+
+    @property
+    def covered(self) -> set[str]:
+        """Node keys (hex) this batch still stands for: neither stored nor given up."""
+        return set(self.keys) - set(self.done) - set(self.released)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": BATCH_TYPE, "format": BATCH_FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> BatchDoc:
+        if not isinstance(value, dict) or value.get("type") != BATCH_TYPE:
+            raise StoreError(f"{where}: not a provider batch document")
+        if value.get("format") != BATCH_FORMAT:
+            raise StoreError(f"{where}: batch document format {value.get('format')!r} is not {BATCH_FORMAT} "
+                             "(written by another claw version)")
+        names = {f for f in cls.__dataclass_fields__}
+        try:
+            doc = cls(**{k: v for k, v in value.items() if k in names})
+        except TypeError as exc:
+            raise StoreError(f"{where}: malformed batch document: {exc}") from None
+        if doc.kind not in KINDS or not all(isinstance(k, str) for k in doc.keys):
+            raise StoreError(f"{where}: malformed batch document (kind or keys)")
+        return doc
+
+
+def write_new(store: Store, doc: BatchDoc) -> None:
+    """Record a batch about to be created (its ref must not exist: two builds never share a file)."""
+    store.set_ref(doc.ref, store.put_json(doc.to_json()), expected=None)
+
+
+def read(store: Store, name: str) -> BatchDoc | None:
+    target = store.get_ref(REF_PREFIX + name)
+    return None if target is None else BatchDoc.from_json(store.get_json(target), f"ref {REF_PREFIX}{name}")
+
+
+def pending(store: Store) -> list[BatchDoc]:
+    """Every batch the store still records, oldest first."""
+    docs = [BatchDoc.from_json(store.get_json(target), f"ref {name}")
+            for name, target in store.list_refs(REF_PREFIX).items()]
+    return sorted(docs, key=lambda d: (d.submitted_at, d.name))
+
+
+def update(store: Store, name: str, change: Callable[[BatchDoc], BatchDoc]) -> BatchDoc | None:
+    """Apply `change` to the batch's current document (compare-and-set, again if another process moved
+    it meanwhile); the ref goes once nothing is covered. None when the batch is gone."""
+    ref = REF_PREFIX + name
+    while True:
+        target = store.get_ref(ref)
+        if target is None:
+            return None
+        doc = change(BatchDoc.from_json(store.get_json(target), f"ref {ref}"))
+        try:
+            if not doc.covered:
+                store.delete_ref(ref, expected=target)
+            else:
+                store.set_ref(ref, store.put_json(doc.to_json()), expected=target)
+            return doc
+        except RefConflict:
+            continue
+
+
+def mark(store: Store, name: str, *, done: set[str] = frozenset(), released: set[str] = frozenset(),
+         **fields: Any) -> BatchDoc | None:  # type: ignore[assignment]
+    """Add keys to `done` / `released` and set other fields."""
+    def change(doc: BatchDoc) -> BatchDoc:
+        return replace(doc, done=sorted(set(doc.done) | set(done)),
+                       released=sorted((set(doc.released) | set(released)) - set(doc.done) - set(done)), **fields)
+    return update(store, name, change)
+
+
+def covered_keys(docs: list[BatchDoc]) -> dict[str, BatchDoc]:
+    """{node key (hex): the batch that stands for it}."""
+    return {key: doc for doc in docs for key in doc.covered}
+
+
+def now() -> float:
+    return time.time()

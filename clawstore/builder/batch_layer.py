@@ -1,0 +1,173 @@
+"""One layer's nodes through provider batches: collect what finished, submit the rest, wait if asked.
+
+Shared by the judgements (eval_batch.py) and the single-request runs (run_batch.py); what differs is
+how a node's request is made and how an answer is recorded (`BatchKind`). A line's answer reaches the
+node's ordinary executor as the provider client would (`FirstAnswer`), so it is recorded exactly as a
+synchronous reply is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clawstore.builder import batch_doc
+from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
+from clawstore.builder.claimed import Adopted, stored_meanwhile
+from clawstore.graph.plan import Node
+from clawstore.machine_settings import batch_poll_seconds
+from clawstore.providers.batch_api import LineAnswer
+from clawstore.providers.endpoint import Endpoint
+from clawstore.store.ids import oid_hex
+
+if TYPE_CHECKING:
+    from clawstore.builder.batch_doc import BatchDoc
+    from clawstore.store.store import Store
+
+BUSY_WAIT_S = 0.2  # another build holds a node's claim: it is submitting or executing it
+MAX_SENDS = 2  # a node whose line failed this often in one build is asked one by one (its retries, its error)
+
+
+@dataclass(frozen=True)
+class BatchKind:
+    kind: str  # judge | run: the batch documents' kind
+    label: str  # the progress phase
+    # (endpoint, chat body, declared pricing), or None: this node sends no request (it runs one by one)
+    request: Callable[[Node], tuple[Endpoint, dict[str, Any], Any] | None]
+    record: Callable[[Node, LineAnswer, BatchDoc], tuple[str, dict[str, Any]]]  # under the node's claim
+
+
+class FirstAnswer:
+    """A provider client whose first chat is the batch line's answer (its cost priced by `pricing` and
+    its batch factor when the provider reported none), and whose later ones go to `fallback`."""
+
+    def __init__(self, answer: LineAnswer, fallback: Any, pricing: Any, doc: BatchDoc):
+        self._answer: LineAnswer | None = answer
+        self._fallback = fallback
+        self._pricing = pricing
+        self.summary = {"name": doc.name, "batch_id": doc.batch_id, "cost_source": "reported"}
+
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+        line, self._answer = self._answer, None
+        if line is None:  # asked again (a judge's invalid answer): as the synchronous path asks
+            return self._fallback.chat(endpoint, body, timeout=timeout, retries=retries)
+        if line.error is not None:
+            raise line.error
+        assert line.result is not None
+        usage = line.result.usage
+        if usage.cost_usd is not None:
+            return line.result
+        priced = priced_batch_cost(self._pricing, usage.input_tokens, usage.output_tokens)
+        self.summary["cost_source"] = "unknown" if priced is None else "priced"  # never shown as zero
+        return line.result if priced is None else dataclasses.replace(
+            line.result, usage=dataclasses.replace(usage, cost_usd=priced, cost_source="priced"))
+
+
+def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node], to_submit: list[Node],
+                log: Any, options: Any, budget: Any, progress: Any) -> set[int]:
+    """Collect what batches answered for `nodes`, submit those of `to_submit` no batch covers; with
+    `options.wait`, until none is pending. Returns the ids of the nodes handled here (recorded,
+    adopted, pending, or skipped for `budget`: --max-cost); the caller runs the others one by one."""
+    submitting = {id(n) for n in to_submit}
+    covered = batch_doc.covered_keys(forget_recorded(store))
+    nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
+    if not nodes:
+        return set()
+    handled: set[int] = set()
+    failed: dict[str, int] = {}  # node key (hex) -> how often its line failed or expired in this build
+    batcher = Batcher(store, log.claims, kind=how.kind, campaign_id=campaign_id, build_id=log.build_id)
+
+    def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
+        adopted = isinstance(outcome, Adopted)
+        node.record_id, node.record = (outcome.record_id, outcome.record) if adopted else outcome
+        node.extra.pop("batch", None)
+        if budget is not None:
+            budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
+        good = bool(node.record.get("cacheable"))
+        node.action = ("reuse" if adopted else "exec") if good else "fail"
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        progress.finished(node, node.record["status"], good and node.record["status"] == "success")
+        handled.add(id(node))
+
+    progress.phase(how.label, nodes, [])
+    try:
+        while True:
+            result = Pass()
+            batcher.collect(_open(nodes, handled), how.record, recorded, result)
+            for key in result.released:
+                failed[key] = failed.get(key, 0) + 1
+            submitting -= {id(n) for n in nodes if failed.get(oid_hex(n.key), 0) >= MAX_SENDS}
+            wanted = [n for n in _open(nodes, handled) if id(n) in submitting]
+            busy = _submit(how, store, batcher, wanted, recorded, result, budget)
+            for node in _over_budget(wanted, result, budget):
+                node.action = "skip"
+                log.add(node.kind, node.key, None, "skip", node.address, None)
+                handled.add(id(node))
+                submitting.discard(id(node))
+            batcher.pending_for(_open(nodes, handled), result)
+            progress.batches(result.lines + [f"submitted batch {d.batch_id} ({d.model}, {len(d.keys)} request(s))"
+                                             for d in result.submitted])
+            if busy and any(oid_hex(n.key) not in result.pending for n in busy):
+                time.sleep(BUSY_WAIT_S)
+                continue
+            if not (options.wait and result.pending):
+                break
+            time.sleep(float(getattr(options, "batch_poll_s", None) or batch_poll_seconds()))
+    finally:
+        batcher.close()
+    for node in _open(nodes, handled):
+        doc = result.pending.get(oid_hex(node.key))
+        if doc is not None:
+            node.extra["batch"] = doc.name
+            handled.add(id(node))
+    return handled
+
+
+def _open(nodes: list[Node], handled: set[int]) -> list[Node]:
+    return [n for n in nodes if id(n) not in handled]
+
+
+def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], recorded: Any, result: Pass,
+            budget: Any) -> list[Node]:
+    """Submit the nodes no batch covers (with --max-cost, while their estimates fit); returns those
+    another build holds (try again shortly)."""
+    covered = batch_doc.covered_keys(batch_doc.pending(store))
+    items = []
+    for node in nodes:
+        if oid_hex(node.key) in covered:
+            continue
+        adopted = stored_meanwhile(store, node)
+        if adopted is not None:
+            recorded(node, adopted)
+            continue
+        made = how.request(node)
+        if made is None:
+            continue
+        endpoint, body, pricing = made
+        node.extra["batch_body"] = body  # (kept: a line this process collects is not made again)
+        estimate = line_estimate(body, pricing)
+        if budget is not None:
+            if not budget.room_for(estimate):
+                result.over_budget.add(node.key)
+                continue
+            budget.committed[node.key] = float(estimate or 0.0)  # counted now, settled when collected
+        items.append(Batchable(node, endpoint, body, estimate))
+    busy = batcher.submit(items, result)
+    if budget is not None:
+        sent = {key for doc in result.submitted for key in doc.keys}
+        for item in items:  # not sent after all (another build holds it, or it was stored meanwhile)
+            if oid_hex(item.node.key) not in sent:
+                budget.committed.pop(item.node.key, None)
+    return [item.node for item in items if item.node.key in busy]
+
+
+def _over_budget(nodes: list[Node], result: Pass, budget: Any) -> list[Node]:
+    """The nodes --max-cost kept from being submitted (the build says why)."""
+    if budget is None or not result.over_budget:
+        return []
+    budget.reason = (f"--max-cost {budget.limit_usd:g} USD reached (spent and submitted in batches "
+                     f"{budget.spent:.6f} USD); the rest was not submitted")
+    return [n for n in nodes if n.key in result.over_budget]

@@ -1,0 +1,48 @@
+"""`--batch` for the judge layer: judgements go to the provider's Batch API (builder/batch_layer.py).
+
+A batch line's answer is recorded exactly as a synchronous judgement is (`EvalLayer.judge_with`: the
+same contract check, the same record): it is the judge's first attempt; an invalid answer is asked
+again synchronously, as the synchronous path retries it. Its cost is the provider's reported cost,
+or the judge's declared `pricing` times its `batch` factor (`cost_source: priced`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
+from clawstore.graph.plan import Node
+from clawstore.graph.records import utc_now
+from clawstore.providers.batch_api import LineAnswer
+
+if TYPE_CHECKING:
+    from clawstore.builder.batch_doc import BatchDoc
+
+EvalLayer = Any  # builder/eval_layer.py's (which imports this module)
+
+
+def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, to_submit: list[Node],
+                 budget: Any = None) -> set[int]:
+    """`batch_layer` for judgements: the ids of the judge nodes handled by batch."""
+    def request(node: Node) -> tuple[Any, dict[str, Any], Any]:
+        judge = node.extra["judge"]
+        return layer._endpoint(judge), layer.judge_request(node), (judge.model_extra or {}).get("pricing")
+
+    how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d))
+    return batch_layer(how, layer.store, layer.campaign.campaign_id, judges, to_submit, log, options, budget,
+                       layer._progress)
+
+
+def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
+    """Record one batch line as the judgement of `node` (the caller holds the node's claim)."""
+    began = time.monotonic()
+    judge = node.extra["judge"]
+    endpoint, timeout, retries = layer._judge_transport(judge)
+    client = FirstAnswer(answer, layer.client, (judge.model_extra or {}).get("pricing"), doc)
+
+    def chat(request: dict[str, Any]) -> Any:
+        return client.chat(endpoint, request, timeout=timeout, retries=retries)
+
+    body = node.extra.pop("batch_body", None) or layer.judge_request(node)  # the same bytes either way
+    return layer.judge_with(node, chat, body, utc_now(), began, doc.build_id, extra_summary={"batch": client.summary})

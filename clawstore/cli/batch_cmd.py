@@ -1,0 +1,90 @@
+"""`claw batch status` and `claw batch cancel`: the provider batches a store records (docs/batch.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from clawstore.cli.common import OUTPUT, Stores, campaign_options, campaign_request, format_table, store_option
+
+
+@click.group()
+def batch() -> None:
+    """Provider batches (`claw build --batch`): collect, list, cancel."""
+
+
+def _rows(docs: list[Any]) -> list[dict[str, Any]]:
+    return [{"name": d.name, "batch_id": d.batch_id, "kind": d.kind, "model": d.model, "provider": d.base_url,
+             "status": d.status, "requests": len(d.keys), "pending": len(d.covered), "campaign": d.campaign_id,
+             "submitted_at": d.submitted_at, "expires_at": d.expires_at, "estimate_usd": d.estimate_usd}
+            for d in docs]
+
+
+def _print(rows: list[dict[str, Any]], output: str, header: dict[str, Any]) -> None:
+    if output == "json":
+        click.echo(json.dumps({**header, "batches": rows}, sort_keys=True))
+        return
+    table = [[r["name"], r["batch_id"] or "(being created)", r["model"], r["status"], str(r["pending"]),
+              str(r["requests"]), _when(r["expires_at"])] for r in rows]
+    click.echo(format_table(["NAME", "BATCH_ID", "MODEL", "STATUS", "PENDING", "REQUESTS", "EXPIRES"], table))
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+@batch.command("status")
+@campaign_options
+@click.option("--wait", is_flag=True, help="Poll until no batch of the campaign is pending.")
+@OUTPUT
+def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+           models: tuple[str, ...], store_dir: Path | None, wait: bool, output: str) -> None:
+    """Poll the campaign's batches, record every finished line, list what is still pending."""
+    from clawstore.builder.batch_collect import collect
+
+    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
+    collected = collect(request, Stores(store_dir), wait=wait)
+    rows = _rows([d for d in collected.batches if d.campaign_id == collected.campaign_id])
+    header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
+              "pending": sum(r["pending"] for r in rows)}
+    _print(rows, output, header)
+    if output != "json":
+        click.echo(f"\n{collected.recorded} line(s) recorded now; {header['pending']} request(s) pending in "
+                   f"{len(rows)} batch(es) ({collected.campaign_id})")
+    raise SystemExit(1 if header["pending"] else 0)
+
+
+@batch.command("cancel")
+@click.argument("names", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Cancel every batch the store records.")
+@store_option
+@OUTPUT
+def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: str) -> None:
+    """Cancel batches (by NAME, from `claw batch status`) and release their nodes: the next build runs them."""
+    from clawstore.builder.batch_doc import pending
+    from clawstore.builder.batching import cancel as cancel_one
+    from clawstore.cli.gc_cmd import _store
+    from clawstore.errors import UsageError
+
+    store = _store(store_dir)
+    known = {d.name: d for d in pending(store)}
+    if every:
+        names = tuple(known)
+    elif not names:
+        raise UsageError("name the batches to cancel (see `claw batch status`), or give --all")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"no batch named {unknown[0]} in store {store.root}")
+    done = [cancel_one(store, name) for name in names]
+    rows = _rows([d for d in done if d is not None])
+    _print(rows, output, {"cancelled": len(rows)})
+    if output != "json":
+        click.echo(f"\n{len(rows)} batch(es) cancelled; their nodes are released")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(batch)

@@ -1,0 +1,362 @@
+"""`claw build --batch`: judgements through the stand-in's OpenAI Batch API, collected after any restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.builder import batch_doc
+from clawstore.store import Store
+from clawstore.testing.standin import StandIn
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
+from tests.support.workspace import Workspace
+
+
+def store() -> Store:
+    return Store(Path(os.environ["CLAW_STORE"]))
+
+
+def judge_records(s: Store) -> dict[str, dict[str, Any]]:
+    found = {}
+    for key, _ in s.iter_actions():
+        record = s.get_action(key)
+        if record and record["kind"] == "judge":
+            found[key] = record
+    return found
+
+
+@pytest.fixture
+def scored(ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    """4 runs built one by one (2 models x 2 cases); their 12 judgements not yet made."""
+    eval_profile(ws)
+    standin.script(JUDGE, judge_reply(7))
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    assert Claw(ws.root).build()[0] == 0
+    return ws
+
+
+def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Workspace, claw: Claw,
+                                                                     standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    code, report = build(claw, "--batch")
+    assert code == 0, report
+    assert judge_requests(standin) == 0  # not one judgement sent one by one
+    stats = standin.batch_stats()
+    assert stats["batches"] == 1 and stats["lines"] == 12 and len(set(stats["custom_ids"])) == 12
+    assert {r["eval"] for r in report["rows"]} == {"pending"} and report["pending_in_batches"] == 12
+    [doc] = batch_doc.pending(store())
+    assert doc.batch_id and doc.status == "in_progress" and len(doc.covered) == 12
+    standin.batch_settings(delay=0)  # it finishes
+    code, report = build(claw)  # without --batch: what a batch stands for is collected, not sent again
+    assert code == 0, report
+    assert {r["eval"] for r in report["rows"]} == {"exec"} and {r["score"] for r in report["rows"]} == {7.0}
+    assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
+    assert batch_doc.pending(store()) == []
+    records = judge_records(store())
+    assert len(records) == 12 and {r["summary"]["batch"]["cost_source"] for r in records.values()} == {"reported"}
+    code, report = build(claw, "--batch")
+    assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["batches"] == 1
+
+
+def test_batch_status_collects_and_lists(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    args = ("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    code, out, _ = claw(*args, "--output", "json")
+    assert code == 1 and json.loads(out)["pending"] == 12
+    standin.batch_settings(delay=0.3)  # it finishes while `--wait` polls
+    code, out, _ = claw(*args, "--wait", "--output", "json")
+    assert code == 0 and json.loads(out) == {"batches": [], "campaign": json.loads(out)["campaign"],
+                                             "pending": 0, "recorded": 12}
+    code, report = build(claw)
+    assert {r["eval"] for r in report["rows"]} == {"exec"}  # the records are there: only results were left
+    assert judge_requests(standin) == 0
+
+
+def test_scores_and_judgements_are_byte_identical_to_the_synchronous_path(scored: Workspace, claw: Claw,
+                                                                          standin: StandIn,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    assert build(claw)[0] == 0
+    sync = judge_records(store())
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))  # runs and judgements by batch
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}
+    batched = by_address(judge_records(store()))
+    sync = by_address(sync)
+    assert sync.keys() == batched.keys() and len(sync) == 12
+    for address, record in sync.items():
+        assert batched[address]["outputs"]["judgement"] == record["outputs"]["judgement"]  # the same bytes
+        assert batched[address]["summary"]["overall_score"] == record["summary"]["overall_score"]
+
+
+def by_address(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {json.dumps(r["address"], sort_keys=True): r for r in records.values()}
+
+
+def test_an_expired_batch_s_lines_are_sent_again_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(expire_next=1, expire_keep=5)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}
+    stats = standin.batch_stats()
+    assert stats["batches"] == 2 and stats["lines"] == 12 + 7
+    counts = {cid: stats["custom_ids"].count(cid) for cid in stats["custom_ids"]}
+    assert sorted(counts.values()) == [1] * 5 + [2] * 7
+    assert judge_requests(standin) == 0 and batch_doc.pending(store()) == []
+
+
+def test_failed_lines_are_sent_again_and_a_cancel_releases_the_nodes(scored: Workspace, claw: Claw,
+                                                                     standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    code, out, _ = claw("batch", "cancel", "--all", "--output", "json")
+    assert code == 0 and json.loads(out)["cancelled"] == 1
+    assert standin.batch_stats()["cancelled"] == 1 and batch_doc.pending(store()) == []
+    standin.batch_settings(delay=0)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    assert standin.batch_stats()["lines"] == 24 and judge_requests(standin) == 0
+
+
+def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws: Workspace, claw: Claw,
+                                                                             standin: StandIn,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True,
+                                             "pricing": {"input": 2.0, "output": 8.0, "batch": 0.5}}])
+    reply = judge_reply(6)
+    reply["usage"] = {"cost": None}
+    standin.script(JUDGE, reply)
+    code, report = build(claw, "--wait")  # the judge's `batch: true`: no flag needed
+    assert code == 0, report
+    records = judge_records(store()).values()
+    assert records and standin.batch_stats()["lines"] == len(records) and judge_requests(standin) == 0
+    for record in records:
+        metrics = record["metrics"]
+        expected = (metrics["input_tokens"] * 2.0 + metrics["output_tokens"] * 8.0) / 1e6 * 0.5
+        assert metrics["cost_usd"] == pytest.approx(expected)
+        assert record["summary"]["batch"]["cost_source"] == "priced"
+
+
+def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the runs first (their judgements in a batch, cancelled)
+    assert claw("batch", "cancel", "--all")[0] == 0
+    base = standin.batch_stats()["lines"]
+    standin.batch_settings(delay=0.3)
+    args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait",
+            "--output", "json")
+    first, second = claw.popen(*args), claw.popen(*args)
+    outs = [p.communicate(timeout=120) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    assert standin.batch_stats()["lines"] == base + 12 and judge_requests(standin) == 0
+    assert len(judge_records(store())) == 12
+
+
+def test_a_sigkill_at_any_instant_after_submission_loses_and_resends_nothing(scored: Workspace, claw: Claw,
+                                                                              standin: StandIn) -> None:
+    from clawstore.store.fsck import fsck
+
+    args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait")
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the runs, and a batch of 12 lines, cancelled
+    assert claw("batch", "cancel", "--all")[0] == 0
+    standin.reset()  # counts from here
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=0.3)
+    rng = random.Random(55)
+    proc = claw.popen(*args)
+    deadline = time.monotonic() + 30
+    while standin.batch_stats()["batches"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.6))  # somewhere between submission and collection
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["lines"] == 12 and len(set(stats["custom_ids"])) == 12  # nothing sent twice
+    assert judge_requests(standin) == 0 and len(judge_records(store())) == 12
+    report = fsck(store())
+    assert report.clean, report.problems
+
+
+@pytest.mark.parametrize("created", [False, True])
+def test_a_build_killed_between_recording_a_batch_and_hearing_its_id_sends_it_once(
+        scored: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, created: bool) -> None:
+    from clawstore.providers.batch_api import BatchApi
+
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+        if created:  # the provider made it; the process died before the store heard its id
+            original(self, input_file_id, metadata)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchApi, "create", dies)
+    code, _, _ = claw.build("--evaluation-profile", "ev", "--batch")
+    assert code == 130
+    [doc] = batch_doc.pending(store())
+    assert doc.batch_id is None and doc.input_file_id and len(doc.covered) == 12
+    monkeypatch.setattr(BatchApi, "create", original)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["batches"] == 1 and stats["files"] == 1 and stats["lines"] == 12
+    assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+
+
+PRICED_JUDGE = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                "pricing": {"input": 2.0, "output": 8.0, "batch": 0.5}}
+
+
+def test_plan_batch_shows_both_prices(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    assert claw.build()[0] == 0  # the runs: the plan counts the judgements only
+    args = ("plan", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+    code, out, _ = claw(*args, "--batch")
+    assert code == 0, out
+    plan = json.loads(out)
+    [judges] = [line for line in plan["lines"] if line["kind"] == "judge"]
+    assert judges["estimated_batch_cost_usd"] == pytest.approx(judges["estimated_cost_usd"] * 0.5)
+    assert plan["estimated_one_by_one_cost_usd"] - plan["estimated_cost_usd"] == pytest.approx(
+        judges["estimated_cost_usd"] * 0.5)
+    code, out, _ = claw(*args[:-2], "--batch")
+    assert "EST_BATCH_USD" in out and "USD one by one" in out
+    plain = json.loads(claw(*args)[1])
+    assert "batch" not in plain and plain["estimated_cost_usd"] == pytest.approx(plan["estimated_one_by_one_cost_usd"])
+
+
+def test_max_cost_counts_batch_lines_when_submitted(ws: Workspace, claw: Claw, standin: StandIn,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.builder.api import CampaignRequest
+    from clawstore.builder.api import build as api_build
+    from clawstore.builder.engine import BuildOptions
+    from clawstore.cli.common import Stores
+
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=60)
+    assert claw.build()[0] == 0  # the runs, paid before
+    request = CampaignRequest(ws.root, "main", "rp", "ev")
+    report = api_build(request, Stores(None), BuildOptions(batch=True, max_cost_usd=0.02, progress="none"))
+    [doc] = batch_doc.pending(store())
+    assert 1 <= len(doc.keys) < 12 and doc.estimate_usd is not None and doc.estimate_usd <= 0.02
+    assert report.counts["skipped"] == 12 - len(doc.keys) and "--max-cost" in (report.stopped or "")
+    assert standin.batch_stats()["lines"] == len(doc.keys) and judge_requests(standin) == 0
+
+
+def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    args = ("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+    code, out, err = claw(*args)
+    assert code == 0 and "12 request(s) pending in provider batches" in err
+    assert sum(m["layers"]["judge"]["never-built"] for m in json.loads(out)["models"].values()) == 12
+    standin.batch_settings(delay=0)
+    code, out, err = claw(*args)
+    assert code == 0 and "pending" not in err
+    assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
+    assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+
+
+def run_records(s: Store) -> dict[str, dict[str, Any]]:
+    found = {}
+    for key, _ in s.iter_actions():
+        record = s.get_action(key)
+        if record and record["kind"] == "run":
+            found[json.dumps(record["address"], sort_keys=True)] = record
+    return found
+
+
+def final_answer(s: Store, record: dict[str, Any]) -> Any:
+    artifact = s.get_json(record["outputs"]["artifact"])
+    return [e.get("content") for e in artifact["trace"] if e.get("role") == "assistant"], artifact["usage"]
+
+
+def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchronous_path(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    ws.case("tools", "Use the tools.", input={"messages": [{"role": "user", "content": "Use the tools."}],
+                                              "context": {"llm_probe": {"tools": ["read_file"]}}})
+    assert claw.build()[0] == 0
+    sync = run_records(store())
+    sent = len(standin.requests)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "batched"))
+    code, out, err = claw.build("--batch", "--output", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert {r["run"] for r in report["rows"] if r["case_id"] != "tools"} == {"pending"}
+    assert {r["run"] for r in report["rows"] if r["case_id"] == "tools"} == {"exec"}  # a tool loop: one by one
+    assert len(standin.requests) == sent + 2  # only the runs with tools went one by one
+    stats = standin.batch_stats()
+    assert stats["batches"] == 2 and sorted(stats["file_lines"]) == [2, 2]  # one file per model
+    code, out, err = claw.build("--batch", "--wait", "--output", "json")
+    assert code == 0, err
+    assert {r["status"] for r in json.loads(out)["rows"]} == {"success"}
+    batched = run_records(store())
+    assert batched.keys() == sync.keys() and len(standin.requests) == sent + 2
+    sync_store = Store(tmp_path / "store")
+    for address, record in batched.items():
+        if '"tools"' in address:
+            continue
+        assert record["summary"]["batch"]["cost_source"] == "reported"
+        assert final_answer(store(), record) == final_answer(sync_store, sync[address])
+    assert batch_doc.pending(store()) == []
+
+
+def test_a_line_that_keeps_failing_is_sent_again_once_then_asked_one_by_one(scored: Workspace, claw: Claw,
+                                                                             standin: StandIn) -> None:
+    standin.batch_settings(fail_match="2 + 2")  # case alpha's judgements fail inside every batch (HTTP 500)
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}
+    stats = standin.batch_stats()
+    assert stats["lines"] == 12 + 6  # alpha's 6 sent again once
+    assert judge_requests(standin) == 6  # then one by one, with the client's own retries
+    assert batch_doc.pending(store()) == []
+
+
+def test_cancelling_a_batch_the_store_never_heard_the_id_of_cancels_it_at_the_provider(
+        scored: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.providers.batch_api import BatchApi
+
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+        original(self, input_file_id, metadata)
+        raise KeyboardInterrupt
+
+    standin.batch_settings(delay=60)
+    monkeypatch.setattr(BatchApi, "create", dies)
+    assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
+    monkeypatch.setattr(BatchApi, "create", original)
+    code, out, _ = claw("batch", "cancel", "--all", "--output", "json")
+    assert code == 0 and json.loads(out)["cancelled"] == 1
+    assert standin.batch_stats()["cancelled"] == 1 and batch_doc.pending(store()) == []
+
+
+def test_the_progress_shows_each_batch(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    code, _, err = claw.build("--evaluation-profile", "ev", "--batch", "--wait", "--progress", "plain")
+    assert code == 0
+    assert "BATCH submitted batch batch_" in err and "(judge/j1, 12 request(s))" in err
+    assert re.search(r"BATCH batch \S+ \(judge/j1, 12 request\(s\)\): completed, 12 completed, 0 failed", err)
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--progress", "json")
+    assert code == 0  # nothing left to batch: no batch event
+    assert '"event": "batches"' not in err
+
+
+def test_cancel_names_what_is_wrong_in_one_line(scored: Workspace, claw: Claw) -> None:
+    code, _, err = claw("batch", "cancel", "nope")
+    assert code == 2 and err.startswith("claw: error: no batch named nope in store") and err.count("\n") == 1
+    code, _, err = claw("batch", "cancel")
+    assert code == 2 and "name the batches to cancel" in err

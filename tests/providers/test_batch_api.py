@@ -1,0 +1,84 @@
+"""The OpenAI Batch API client against the stand-in's: files within limits, every line checked as a reply."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from clawstore.providers.batch_api import BatchApi, read_lines, request_line, split_files
+from clawstore.providers.client import ChatResult
+from clawstore.providers.endpoint import Endpoint
+from clawstore.testing.standin import StandIn, error, text
+
+
+def body(prompt: str) -> dict[str, object]:
+    return {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+
+
+def test_files_stay_within_the_request_and_byte_limits() -> None:
+    lines = [request_line(f"id-{i}", body("x" * 50)) for i in range(10)]
+    size = len(lines[0])
+    assert [len(f) for f in split_files(lines, max_requests=4)] == [4, 4, 2]
+    assert [len(f) for f in split_files(lines, max_bytes=3 * size)] == [3, 3, 3, 1]
+    assert all(sum(map(len, f)) <= 3 * size for f in split_files(lines, max_bytes=3 * size))
+    assert [len(f) for f in split_files(lines[:1], max_bytes=1)] == [1]  # alone: the provider says no
+
+
+def line(custom_id: str, status: int, payload: object) -> bytes:
+    return json.dumps({"custom_id": custom_id, "response": {"status_code": status, "body": payload}}).encode()
+
+
+def completion(content: object, usage: dict[str, object]) -> dict[str, object]:
+    return {"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage, "model": "m"}
+
+
+def test_each_line_is_checked_as_a_synchronous_reply_is() -> None:
+    data = b"\n".join([
+        line("good", 200, completion("fine", {"prompt_tokens": 3, "completion_tokens": 2, "cost": 0.001})),
+        line("huge", 200, completion("fine", {"completion_tokens": 1e30})),
+        line("number", 200, completion(7, {})),
+        line("server", 500, {"error": {"message": "busy"}}),
+        json.dumps({"custom_id": "late", "response": None,
+                    "error": {"code": "batch_expired", "message": "not run"}}).encode(),
+        b"{not json",
+    ])
+    answers = {a.custom_id: a for a in read_lines(data, "http://127.0.0.1:9/v1/chat/completions", None)}
+    assert set(answers) == {"good", "huge", "number", "server", "late"}
+    good = answers["good"]
+    assert isinstance(good.result, ChatResult) and good.result.usage.cost_usd == 0.001 and not good.retry
+    for name in ("huge", "number"):  # malformed: the same invalid_response as a direct reply, not sent again
+        assert answers[name].error is not None and answers[name].error.code == "invalid_response"
+        assert not answers[name].retry
+    assert "completion_tokens" in str(answers["huge"].error)
+    assert answers["server"].retry and answers["late"].retry and "batch_expired" in str(answers["late"].error)
+
+
+def test_a_round_trip_through_the_stand_in() -> None:
+    with StandIn() as server, BatchApi(Endpoint(server.base_url, None)) as api:
+        server.script("m", text("hello"), match="hi")
+        server.script("m", error(429), match="busy")
+        server.batch_settings(delay=0.2)
+        data = request_line("a", body("hi")) + request_line("b", body("busy"))
+        created = api.create(api.upload(data), {"claw_batch": "x"})
+        assert created["status"] == "in_progress" and created["request_counts"]["total"] == 2
+        assert api.find(created["input_file_id"])["id"] == created["id"]
+        time.sleep(0.25)
+        done = api.get(created["id"])
+        assert done["status"] == "completed" and done["request_counts"] == {"total": 2, "completed": 1, "failed": 1}
+        answers = {a.custom_id: a for a in read_lines(api.content(done["output_file_id"]), api.chat_url, None)}
+        answers.update({a.custom_id: a for a in read_lines(api.content(done["error_file_id"]), api.chat_url, None)})
+        assert answers["a"].result is not None and answers["a"].result.message["content"] == "hello"
+        assert answers["b"].retry  # a 429 inside a batch: sent again in the next one
+        assert server.requests == []  # nothing went to /chat/completions
+
+
+def test_an_unknown_batch_is_a_provider_error_naming_it() -> None:
+    from clawstore.providers.errors import ProviderError
+
+    with StandIn() as server, BatchApi(Endpoint(server.base_url, None), backoff_s=0.0) as api:
+        with pytest.raises(ProviderError) as caught:
+            api.get("batch_nope")
+    assert caught.value.status_code == 404 and "batch_nope" in str(caught.value)
