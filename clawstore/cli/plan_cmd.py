@@ -43,7 +43,7 @@ def render_plan(plan: Any, output: str) -> str:
                           *(["EST_BATCH_USD"] if plan.batch else []), "TOKENS_FROM", "COST_FROM"], rows)
     layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
     wall = plan.estimated_wall_s
-    by_batch = f" with judgements by batch ({plan.one_by_one_cost.usd_text()} one by one)" if plan.batch else ""
+    by_batch = f" with judgements by batch ({plan.one_by_one_cost.cell(6)} USD one by one)" if plan.batch else ""
     total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s)"
              f"{AT_LEAST if plan.minimum else ''}"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "

@@ -145,7 +145,7 @@ def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws:
         metrics = record["metrics"]
         expected = (metrics["input_tokens"] * 2.0 + metrics["output_tokens"] * 8.0) / 1e6 * 0.5
         assert metrics["cost_usd"] == pytest.approx(expected)
-        assert record["summary"]["batch"]["cost_source"] == "priced"
+        assert record["summary"]["batch"]["cost_source"] == metrics["cost_source"] == "priced"  # not "reported"
 
 
 def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
