@@ -126,6 +126,8 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
     cost = usage.get("cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         total["cost_usd"] = (total["cost_usd"] or 0.0) + float(cost)
+    if usage.get("cost_source") == "priced":  # (a batch line claw priced: the record says so)
+        total["cost_source"] = "priced"
 
 
 def _message_text(result: Any) -> str:
