@@ -153,7 +153,9 @@ def run(args: list[str]) -> int:
         return 125
     name = flags["name"]
     marker = containers() / f"{name}.json"
-    marker.write_text(json.dumps({"pid": os.getpid(), "labels": flags["labels"]}))
+    partial = marker.with_suffix(".partial")  # written whole, then named: a reader never sees half of it
+    partial.write_text(json.dumps({"pid": os.getpid(), "labels": flags["labels"]}))
+    os.replace(partial, marker)
     try:
         workspace = Path(host_dir) / "workspace"
         if argv[:3] == ["openclaw", "config", "validate"]:
