@@ -38,6 +38,12 @@
   // known of it and how much is not ("≥0.00120 (2 of 5 unknown)"), as claw report's text does.
   const cost = (v) => (v === null || v === undefined ? "unknown" : Number(v).toFixed(5));
   const costText = (t, v) => (typeof t === "string" ? t.replace(/^\?/, "unknown") : cost(v));
+  // In a table cell the notes go on a line of their own, so the leaderboard keeps its width.
+  function costCell(t, v) {
+    const text = costText(t, v);
+    const at = text.indexOf(" (");
+    return at < 0 ? text : h("span", {}, text.slice(0, at), h("br", {}), h("span", { class: "ci" }, text.slice(at + 1)));
+  }
   const sourced = (v, source) => cost(v) + (source === "priced" ? " (priced)" : "");
   const latency = (v) => num(v, 1);
   const pct = (v) => (v === null || v === undefined ? "n/a" : (100 * v).toFixed(0) + "%");
@@ -106,9 +112,9 @@
         h("td", { class: "num", "data-col": "cases" }, m.cases),
         h("td", { class: "num", "data-col": "runs_failed" }, m.runs_failed ? h("span", { class: "fail" }, m.runs_failed) : "0"),
         h("td", { class: "num", "data-col": "mean_latency_s" }, latency(m.mean_latency_s)),
-        h("td", { class: "num", "data-col": "run_cost_usd" }, costText(m.run_cost_text, m.run_cost_usd)),
-        h("td", { class: "num", "data-col": "eval_cost_usd" }, costText(m.eval_cost_text, m.eval_cost_usd)),
-        h("td", { class: "num", "data-col": "total_cost_usd" }, costText(m.total_cost_text, m.total_cost_usd))))));
+        h("td", { class: "num", "data-col": "run_cost_usd" }, costCell(m.run_cost_text, m.run_cost_usd)),
+        h("td", { class: "num", "data-col": "eval_cost_usd" }, costCell(m.eval_cost_text, m.eval_cost_usd)),
+        h("td", { class: "num", "data-col": "total_cost_usd" }, costCell(m.total_cost_text, m.total_cost_usd))))));
     return [h("h2", {}, "Leaderboard"),
       h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold. Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0). In brackets: the 95% interval over cases (scores: t over the case scores; pass rates: Wilson)."),
       table, ...statistics(shown), h("h2", {}, "Score vs cost"), chart(shown)];
