@@ -153,6 +153,15 @@ def test_view_shows_intervals_the_paired_comparison_and_the_judge(world: World, 
         cell = shown[model["model_id"]].find_element(By.CSS_SELECTOR, "td[data-col='score_interval']").text
         iv = model["score_interval"]
         assert cell == f"[{iv['low']:.2f}, {iv['high']:.2f}] n=24"
+    dims = browser.find_elements(By.CSS_SELECTOR, "#dimension-stats tbody tr[data-campaign='0']")
+    for model in report["models"]:  # per-dimension intervals and pass@k, as the report's JSON has them
+        row = next(r for r in dims if r.get_attribute("data-model") == model["model_id"])
+        for dimension, iv in model["dimension_intervals"].items():
+            cell = row.find_element(By.CSS_SELECTOR, f"td[data-col='dim-{dimension}']").text
+            assert cell == f"{iv['mean']:.2f}\n[{iv['low']:.2f}, {iv['high']:.2f}] n={iv['n']}", (dimension, cell)
+        at_k = model["pass_k"]["pass_at_k"]
+        cell = row.find_element(By.CSS_SELECTOR, "td[data-col='pass_at_k']").text
+        assert cell.startswith(f"{100 * at_k['mean']:.0f}%\n[{100 * at_k['low']:.0f}%, ")
     paired = {r.get_attribute("data-model"): r.text for r in browser.find_elements(By.CSS_SELECTOR, "#paired tbody tr")}
     m1 = next(p for p in compared["paired"] if p["model_id"] == "m1")
     assert paired["m1"].split()[:4] == ["m1", "B", "24", f"{m1['delta']:+.2f}"]  # the report's final scores: close

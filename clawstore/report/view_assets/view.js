@@ -125,9 +125,31 @@
     if (!iv || iv.low === null || iv.high === null) return "n/a";
     return h("span", { title: "95% interval over " + iv.n + " cases" }, "[" + fmt(iv.low) + ", " + fmt(iv.high) + "] n=" + iv.n);
   }
+  // Each dimension's mean over cases and pass@k / pass^k (run repetitions), each with its 95% interval.
+  function dimensionStats(shown) {
+    const models = shown.filter((m) => Object.keys(m.dimension_intervals || {}).length || m.pass_k);
+    if (!models.length) return [];
+    const dims = [...new Set(models.flatMap((m) => Object.keys(m.dimension_intervals || {})))];
+    const k = Math.max(0, ...models.map((m) => (m.pass_k ? m.pass_k.k : 0)));
+    const two = (v) => Number(v).toFixed(2);
+    const share = (v) => (100 * v).toFixed(0) + "%";
+    const withInterval = (iv, fmt) => (iv && iv.mean !== null && iv.mean !== undefined
+      ? [fmt(iv.mean), h("br", {}), h("span", { class: "ci" }, interval(iv, fmt))] : "n/a");  // (narrow columns)
+    const heads = [compare ? "Campaign" : null, "Model", ...dims, ...(k ? ["pass@" + k, "pass^" + k] : [])].filter((c) => c !== null);
+    return [h("h2", {}, k ? "Dimensions and pass@" + k : "Dimensions"),
+      h("p", { class: "hint" }, "Each dimension's mean final score over cases, in brackets its 95% interval (t over the case means)" +
+        (k ? "; pass@" + k + ": cases passed at least once in " + k + " runs, pass^" + k + ": passed all " + k + " times (Wilson intervals)." : ".")),
+      h("table", { id: "dimension-stats" },
+        h("thead", {}, h("tr", {}, heads.map((c, i) => h("th", { class: i > (compare ? 1 : 0) ? "num" : "" }, c)))),
+        h("tbody", {}, models.map((m) => h("tr", { "data-model": m.model_id, "data-campaign": m.campaign },
+          compare ? h("td", {}, campaignName(m.campaign)) : null, h("td", {}, m.model_id),
+          dims.map((d) => h("td", { class: "num", "data-col": "dim-" + d }, withInterval((m.dimension_intervals || {})[d], two))),
+          k ? [h("td", { class: "num", "data-col": "pass_at_k" }, m.pass_k ? withInterval(m.pass_k.pass_at_k, share) : "n/a"),
+               h("td", { class: "num", "data-col": "pass_all_k" }, m.pass_k ? withInterval(m.pass_k.pass_all_k, share) : "n/a")] : []))))];
+  }
   const signed = (v) => (v === null || v === undefined ? "n/a" : (v >= 0 ? "+" : "") + Number(v).toFixed(2));
   function statistics(shown) {
-    const out = [];
+    const out = [...dimensionStats(shown)];
     const paired = (S.paired || []).filter((p) => !filters.model || p.model_id === filters.model);
     if (paired.length) {
       out.push(h("h2", {}, "Paired comparison against A"),
