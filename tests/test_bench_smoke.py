@@ -36,6 +36,7 @@ SMOKE = {
     "interim_packs_bench": ["--pushes", "5", "--runs", "2"],
     "kill_bench": ["--kills", "2", "--cases", "60", "--models", "1", "--window", "0.9", "1.3"],
     "batch_bench": ["--cases", "10", "--kills", "2", "--kill-cases", "5"],
+    "house_bench": ["--before", "HEAD"],
 }
 
 
