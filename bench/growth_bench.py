@@ -1,0 +1,124 @@
+"""How claw grows with the campaign (issue 54): the same campaign at two sizes, each run and judged once
+against the stand-in, printing for each the cold build's wall time, CPU per request and peak memory,
+the no-op rebuild's time, and the read commands' wall time and peak memory; then the ratios of the
+larger to the smaller, and a bare httpx loop's CPU per request to the same stand-in as the baseline.
+
+Usage: python bench/growth_bench.py [--small 2000 --large 10000 --models 5] [--commands]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._workspace import generate  # noqa: E402
+from bench.eval_bench import judge_reply  # noqa: E402
+from clawstore.testing.standin import StandIn  # noqa: E402
+
+CAMPAIGN = ("--suite", "bench", "--run-profile", "bench", "--evaluation-profile", "ev")
+READ_COMMANDS: dict[str, tuple[str, ...]] = {
+    "build (no-op)": ("build", *CAMPAIGN),
+    "query leaderboard": ("query", "leaderboard"),
+    "report --output json": ("report", *CAMPAIGN, "--output", "json"),
+    "gc --dry-run": ("gc", "--dry-run"),
+    "build --dry-run": ("build", *CAMPAIGN, "--dry-run"),
+    "explain": ("explain", *CAMPAIGN),
+    "status": ("status", *CAMPAIGN),
+    "plan": ("plan", *CAMPAIGN),
+    "fsck": ("fsck",),
+    "view": ("view", *CAMPAIGN, "--out", "view.html"),
+}
+
+
+@dataclass
+class Measured:
+    wall: float
+    cpu: float
+    max_rss: int  # bytes, this command's process alone
+
+
+def measure(root: Path, args: tuple[str, ...], env: dict[str, str]) -> Measured:
+    """Run `claw ARGS` in `root`; its wall time, CPU (user + system) and peak RSS, read by wait4."""
+    started = time.perf_counter()
+    with open(os.devnull, "wb") as sink, tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", *args], cwd=root,
+                                env={**os.environ, **env}, stdout=sink, stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        if proc.returncode not in (0, 1):  # 1: a run failed a check or the judge (an outcome, not a fault)
+            errors.seek(0)
+            raise SystemExit(f"claw {' '.join(args)} exited {proc.returncode}: {errors.read()[-500:]!r}")
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+
+
+def bare_loop_cpu(server: StandIn, requests: int) -> float:
+    """CPU seconds per request of the plainest client: one httpx connection, one request after another."""
+    body = {"model": "vendor/m0", "messages": [{"role": "user", "content": "What is 1 + 1?"}]}
+    before = resource.getrusage(resource.RUSAGE_THREAD)
+    with httpx.Client(base_url=server.base_url) as client:
+        for _ in range(requests):
+            client.post("/chat/completions", json=body).raise_for_status()
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / requests
+
+
+def one_size(server: StandIn, tmp: Path, cases: int, models: int, commands: bool) -> dict[str, Measured]:
+    root = tmp / f"ws-{cases}"
+    generate(root, cases, models, evaluation=True, judge_repetitions=1)
+    env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
+           "CLAW_STORE": str(tmp / f"store-{cases}")}
+    sent = len(server.requests)
+    found = {"cold build": measure(root, ("build", *CAMPAIGN), env)}
+    requests = len(server.requests) - sent
+    found["cold build"].cpu /= max(requests, 1)  # per request from here on
+    time.sleep(2.1)  # past the stamp's mtime-granularity window (builder/stamp.py)
+    measure(root, ("build", *CAMPAIGN), env)  # writes the stamp
+    names = READ_COMMANDS if commands else {"build (no-op)": READ_COMMANDS["build (no-op)"]}
+    for name, args in names.items():
+        found[name] = measure(root, args, env)
+    assert len(server.requests) - sent == requests, "a read command or a no-op sent requests"
+    print(f"{cases} x {models}: {requests} requests")
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=2000, help="cases of the smaller campaign")
+    parser.add_argument("--large", type=int, default=10000, help="cases of the larger campaign")
+    parser.add_argument("--models", type=int, default=5)
+    parser.add_argument("--commands", action="store_true", help="also time every read command")
+    parser.add_argument("--bare-requests", type=int, default=2000)
+    args = parser.parse_args()
+    with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-growth-") as scratch:
+        bare = bare_loop_cpu(server, args.bare_requests)
+        server.script("judge/j", judge_reply(7))
+        small = one_size(server, Path(scratch), args.small, args.models, args.commands)
+        large = one_size(server, Path(scratch), args.large, args.models, args.commands)
+    print(f"bare httpx loop: {bare * 1000:.2f} ms CPU per request")
+    print(f"{'':24} {'small wall':>10} {'large wall':>10} {'ratio':>6} {'small RSS':>10} {'large RSS':>10} "
+          f"{'ratio':>6}")
+    for name in small:
+        a, b = small[name], large[name]
+        print(f"{name:24} {a.wall:>9.2f}s {b.wall:>9.2f}s {b.wall / a.wall:>6.2f} {a.max_rss / 2**20:>7.0f} MB "
+              f"{b.max_rss / 2**20:>7.0f} MB {b.max_rss / a.max_rss:>6.2f}")
+    cold_a, cold_b = small["cold build"].cpu, large["cold build"].cpu
+    print(f"cold build CPU per request: {cold_a * 1000:.2f} ms small, {cold_b * 1000:.2f} ms large "
+          f"(ratio {cold_b / cold_a:.2f}, target <= 1.1); {cold_b / bare:.1f}x the bare loop (target <= 3)")
+    print(f"cold build max RSS: large/small {large['cold build'].max_rss / small['cold build'].max_rss:.2f} "
+          f"(target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
