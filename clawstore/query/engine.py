@@ -61,7 +61,8 @@ def _is_missing_manifest_file(exc: duckdb.Error, manifest: Path) -> bool:
 
 
 def _is_read_error(exc: duckdb.Error) -> bool:
-    """A file could not be read (not an error in the SQL's text): DuckDB names damaged Parquet so."""
+    """A file could not be read (not an error in the SQL's text): how DuckDB reports a damaged Parquet or
+    database file."""
     return isinstance(exc, duckdb.IOException | duckdb.InvalidInputException) or type(exc) in (
         duckdb.Error, duckdb.InternalException)
 
@@ -150,10 +151,15 @@ def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, s
         return False
     try:
         read = answers.refresh(con, manifest, tables, answer_ids_sql(manifest, reads_history(sql)), store)
-        made = [answers.materialise(con, manifest, table, current_view_sql(manifest, table)) for table in tables]
-        return read > 0 or any(made)
     except OSError as exc:
         raise StoreError(f"cannot write the answers cache under {manifest}: {exc.strerror}") from None
+    made = False
+    for table in tables:
+        try:
+            made |= answers.materialise(con, manifest, table, current_view_sql(manifest, table))
+        except OSError:
+            pass  # (a store we may not write: the views join the cache instead)
+    return read > 0 or made
 
 
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
