@@ -1,4 +1,5 @@
-"""An in-memory DuckDB whose views read the manifest's Parquet files.
+"""An in-memory DuckDB whose views read the manifest's Parquet files (and the answers' DuckDB files,
+attached read-only).
 
 Nothing here writes: a user's DROP or ALTER only changes this connection's in-memory catalog.
 """
