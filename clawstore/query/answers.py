@@ -5,6 +5,14 @@ The manifest's segments stay small (no transcript is copied into them); the answ
 files under `<manifest>/answers/`, one row per artifact (runs) and per judge record (judgements). Both
 are keyed by content address, so a cached row never goes stale: a query reads from the store only the
 artifacts and judgements it has not seen, rewrites the file with them, and joins the views on it.
+
+The plain views' rows joined with their answers are materialised once more, as the table of a DuckDB
+file `<table>.current.<key>.duckdb` beside the caches that the views attach read-only: a search of the
+answers then reads DuckDB's own storage, not Parquet joined with Parquet, on every query. The key names
+what the file was made from (the current view's SQL, which names the heads' immutable files, and the
+cache file's identity), so a file whose inputs changed is never read; the next query that refreshes the
+caches writes the new one (into tmp/, then renamed: readers never see it half written). Every file here
+is derived: one DuckDB cannot read is removed and made again (`remove_damaged`).
 """
 
 from __future__ import annotations
@@ -12,12 +20,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import blake3
 import duckdb
 
 from clawstore.errors import ClawError
@@ -227,6 +237,83 @@ def joined(table: str, base_sql: str, manifest: Path) -> str:
     picked = ", ".join(f"answer.{c}" for c in ADDED[table])
     return (f"SELECT base.*, {picked} FROM ({base_sql}) base LEFT JOIN read_parquet({literal(str(cache))}) answer "
             f"ON answer.{key} = base.{key}")
+
+
+def _current_file(manifest: Path, table: str, joined_sql: str) -> Path | None:
+    """Where the rows `joined_sql` selects are materialised, named for what they are made from: that SQL
+    (the heads' files, immutable, and the columns), the cache file as it is now (a rewritten cache is a
+    new file: another inode and time) and the DuckDB that writes it. None when there is no cache yet."""
+    cache = cache_path(manifest, table)
+    try:
+        made = cache.stat()
+    except FileNotFoundError:
+        return None
+    source = json.dumps([joined_sql, made.st_ino, made.st_mtime_ns, made.st_size, duckdb.__version__])
+    return cache.with_name(f"{table}.current.{blake3.blake3(source.encode()).hexdigest()[:32]}.duckdb")
+
+
+def current_sql(con: duckdb.DuckDBPyConnection, table: str, base_sql: str, manifest: Path) -> str:
+    """The plain view `table`: the table of its materialised file, attached read-only as `claw_<table>`,
+    when one was made from these rows and this cache; else `base_sql` joined with the cache."""
+    sql = joined(table, base_sql, manifest)
+    made = _current_file(manifest, table, sql)
+    con.execute(f"DETACH DATABASE IF EXISTS claw_{table}").fetchall()
+    if made is None or not made.exists():
+        return sql
+    con.execute(f"ATTACH {literal(str(made))} AS claw_{table} (READ_ONLY)").fetchall()
+    return f"SELECT * FROM claw_{table}.{table}"
+
+
+def materialise(con: duckdb.DuckDBPyConnection, manifest: Path, table: str, base_sql: str) -> bool:
+    """Write the current rows `base_sql` selects, joined with their answers, as the table `table` of their
+    own DuckDB file unless it is there; remove the files made from older inputs. True when written."""
+    sql = joined(table, base_sql, manifest)
+    made = _current_file(manifest, table, sql)
+    if made is None or made.exists():
+        return False
+    work = manifest / "tmp" / f"answers.{os.getpid()}.{time.time_ns()}"  # (tmp/: never read, cleaned)
+    work.mkdir(parents=True)
+    try:
+        con.execute(f"ATTACH {literal(str(work / made.name))} AS claw_new").fetchall()
+        try:
+            con.execute(f"CREATE TABLE claw_new.{table} AS {sql}").fetchall()
+            con.execute("CHECKPOINT claw_new").fetchall()
+        finally:
+            con.execute("DETACH claw_new").fetchall()
+        if _current_file(manifest, table, sql) != made:
+            return False  # the cache was rewritten meanwhile: the file may hold rows of the newer one
+        os.replace(work / made.name, made)  # concurrent queries may both write it: each file is whole
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for old in made.parent.glob(f"{table}.current.*.duckdb"):
+        if old != made:
+            old.unlink(missing_ok=True)  # a query reading it keeps its open file; one about to retries
+    return True
+
+
+def remove_damaged(manifest: Path) -> bool:
+    """Remove the files of `<manifest>/answers/` DuckDB cannot read whole (they are derived: the next
+    query makes them again from the store). True when one was removed."""
+    removed = False
+    con = duckdb.connect()
+    try:
+        for path in sorted(cache_path(manifest, "runs").parent.glob("*.*")):
+            read = f"read_parquet({literal(str(path))})"
+            try:
+                if path.suffix == ".duckdb":
+                    con.execute(f"ATTACH {literal(str(path))} AS checked (READ_ONLY)").fetchall()
+                    read = "checked." + path.name.split(".")[0]
+                elif path.suffix != ".parquet":
+                    continue
+                con.execute(f"SELECT bit_xor(hash(t)) FROM {read} t").fetchall()
+            except duckdb.Error:
+                path.unlink(missing_ok=True)
+                removed = True
+            finally:
+                con.execute("DETACH DATABASE IF EXISTS checked").fetchall()
+    finally:
+        con.close()
+    return removed
 
 
 def list_view_sql(manifest: Path, view: str, columns: list[str], empty: str) -> str:

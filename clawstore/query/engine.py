@@ -16,7 +16,7 @@ from clawstore.query.manifest import check_duckdb_can_open, manifest_dir
 from clawstore.query.objects import ObjectLister, create_objects_view
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.segments import ManifestChanged
-from clawstore.query.views import answer_ids_sql, connect, create_views
+from clawstore.query.views import answer_ids_sql, connect, create_views, current_view_sql
 
 _RESULT = "__claw_result"
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
@@ -57,7 +57,14 @@ def _is_missing_manifest_file(exc: duckdb.Error, manifest: Path) -> bool:
     """A manifest file vanished under us (a compaction replaced it), not a user path that is wrong."""
     text = str(exc)
     return (isinstance(exc, duckdb.IOException) and str(manifest) in text
-            and ("No such file" in text or "No files found" in text))
+            and ("No such file" in text or "No files found" in text or "database does not exist" in text))
+
+
+def _is_read_error(exc: duckdb.Error) -> bool:
+    """A file could not be read (not an error in the SQL's text): how DuckDB reports a damaged Parquet or
+    database file."""
+    return isinstance(exc, duckdb.IOException | duckdb.InvalidInputException) or type(exc) in (
+        duckdb.Error, duckdb.InternalException)
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
@@ -136,15 +143,23 @@ def _sql_path(path: Path) -> str:
 
 def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, store: Any) -> bool:
     """Bring the answer caches the SQL reads up to date (query/answers.py): what is new is read from the
-    store. True when a cache changed (the views then read the new file)."""
+    store, and the current rows joined with their answers are materialised once. True when a file changed
+    (the views then read the new one)."""
     catalog = any(_CATALOG_RE.match(statement) for statement in sql.split(";"))
     tables = answers.wanted(sql, catalog)
     if not tables or store is None:
         return False
     try:
-        return answers.refresh(con, manifest, tables, answer_ids_sql(manifest, reads_history(sql)), store) > 0
+        read = answers.refresh(con, manifest, tables, answer_ids_sql(manifest, reads_history(sql)), store)
     except OSError as exc:
         raise StoreError(f"cannot write the answers cache under {manifest}: {exc.strerror}") from None
+    made = False
+    for table in tables:
+        try:
+            made |= answers.materialise(con, manifest, table, current_view_sql(manifest, table))
+        except OSError:
+            pass  # (a store we may not write: the views join the cache instead)
+    return read > 0 or made
 
 
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
@@ -181,6 +196,8 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
         except duckdb.Error as exc:
             if _is_missing_manifest_file(exc, manifest) and attempt < _RETRIES:
                 continue
+            if _is_read_error(exc) and attempt < _RETRIES and answers.remove_damaged(manifest):
+                continue  # a damaged answers file is made again, not trusted
             raise UsageError(f"query failed: {one_line(exc)}") from None
         except ManifestChanged as exc:
             if attempt < _RETRIES:

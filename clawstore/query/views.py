@@ -1,4 +1,5 @@
-"""An in-memory DuckDB whose views read the manifest's Parquet files.
+"""An in-memory DuckDB whose views read the manifest's Parquet files (and the answers' DuckDB files,
+attached read-only).
 
 Nothing here writes: a user's DROP or ALTER only changes this connection's in-memory catalog.
 """
@@ -49,7 +50,8 @@ def create_views(con: duckdb.DuckDBPyConnection, manifest: Path, replace: bool =
         if table in HISTORY_VIEW:
             history, current = history_sql(snap, table), current_view_sql(manifest, table)
             if table in answers.CACHES:  # runs and judgements gain their answers (query/answers.py)
-                history, current = answers.joined(table, history, manifest), answers.joined(table, current, manifest)
+                history, current = (answers.joined(table, history, manifest),
+                                    answers.current_sql(con, table, current, manifest))
             con.execute(f"{create} {HISTORY_VIEW[table]} AS {history}").fetchall()
             con.execute(f"{create} {table} AS {current}").fetchall()
         else:

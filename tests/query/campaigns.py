@@ -107,7 +107,9 @@ def _write_nodes(store: Store, log: BuildLog, spec: Spec, counts: dict[str, int]
             for rep in range(spec.repetitions):
                 address = {"model_id": model, "case_id": case, "repetition": rep}
                 failing = (model, case) in spec.fail
-                artifact = store.put_json({"identity": {"case_id": case}, "final": f"{model} answers {case}"})
+                answer = f"{model} answers {case}"
+                artifact = store.put_json({"identity": {"case_id": case}, "final": answer,
+                                           "trace": [{"event_type": "final_output", "content": answer}]})
                 run_key, _ = _node(
                     store, log, "run",
                     {**address, "model_id": spec.key_model.get(model, model), "salt": spec.run_salt}, address,
