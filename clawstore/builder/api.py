@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
 from clawstore.builder.gcpause import collector_paused
-from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
+from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw, llm_probe_spec, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
@@ -20,6 +20,9 @@ from clawstore.machine_settings import backoff_base
 from clawstore.store.apart import promote_trusted
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.providers.endpoint import Endpoint
+    from clawstore.runners.openclaw import OpenClawSpec
     from clawstore.store.store import Store
 
 
@@ -49,23 +52,31 @@ def load_campaign(request: CampaignRequest) -> Any:
     return campaign
 
 
-def _endpoint(item: Any) -> Any:
+def _endpoint(item: CampaignItem) -> Endpoint:
     from clawstore.providers.endpoint import resolve_endpoint
 
     return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
 
 
-def plan_campaign(campaign: Any, store: Store) -> list[Node]:
-    """Run nodes of the campaign, each with its key (and, for openclaw, the spec its key depends on)."""
-    endpoints: dict[str, Any] = {}
+def plan_campaign(campaign: Campaign, store: Store) -> list[Node]:
+    """Run nodes of the campaign, each with its key and endpoint."""
+    return _plan_runs(campaign, store)[0]
+
+
+OpenClawSpecs = dict[tuple[str, str], "OpenClawSpec"]  # by (model id, case id)
+
+
+def _plan_runs(campaign: Campaign, store: Store) -> tuple[list[Node], OpenClawSpecs]:
+    """`plan_campaign`, and each openclaw item's spec (its key depends on it; executing it needs it)."""
+    endpoints: dict[str, Endpoint] = {}
     openclaw = _OpenClawPlanner(campaign, store)
 
-    def endpoint_of(item: Any) -> dict[str, Any] | None:
+    def endpoint_of(item: CampaignItem) -> dict[str, Any] | None:
         if item.model.model_id not in endpoints:
             endpoints[item.model.model_id] = _endpoint(item)
         return endpoints[item.model.model_id].identity()
 
-    def runner_identity_of(item: Any) -> dict[str, Any] | None:
+    def runner_identity_of(item: CampaignItem) -> dict[str, Any] | None:
         if item.runner_type == "openclaw":
             return openclaw.identity(item, endpoints[item.model.model_id])
         return None
@@ -73,10 +84,8 @@ def plan_campaign(campaign: Any, store: Store) -> list[Node]:
     repetitions = campaign.run_profile.execution_policy.run_repetitions
     nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
     for node in nodes:
-        node.extra["endpoint"] = endpoints[node.item.model.model_id]
-        if node.item.runner_type == "openclaw":
-            node.extra["spec"] = openclaw.specs[(node.item.model.model_id, node.item.case.case.case_id)]
-    return nodes
+        node.endpoint = endpoints[node.address["model_id"]]
+    return nodes, openclaw.specs
 
 
 class _OpenClawPlanner:
@@ -87,7 +96,7 @@ class _OpenClawPlanner:
         self.store = store
         self.trees: dict[str, str] = {}
         self.digests: dict[tuple[str, str], str | None] = {}
-        self.specs: dict[tuple[str, str], Any] = {}
+        self.specs: OpenClawSpecs = {}
         self.engine_checked = False
 
     def identity(self, item: Any, endpoint: Any) -> dict[str, Any]:
@@ -117,33 +126,12 @@ class _OpenClawPlanner:
             model_extras=dict(item.model.model_extra or {}), image=block.image,
             image_digest=self.digests[image_key], docker_cli=block.docker_cli,
             timeout_seconds=block.timeout_seconds,
-            messages=[_message(m) for m in item.messages], turns=[_message(m) for m in item.turns],
+            messages=[message_doc(m) for m in item.messages], turns=[message_doc(m) for m in item.turns],
             attachments=[(a.name, a.data) for a in item.attachments],
             hints=dict((case.input.context or {}).get("openclaw") or {}),
             provider_base_url=endpoint.base_url, api_key_env=endpoint.key_env_in_use())
         self.specs[(item.model.model_id, case.case_id)] = spec
         return openclaw_identity(spec)
-
-
-def _message(m: Any) -> dict[str, Any]:
-    return {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
-            **({"metadata": m.metadata} if m.metadata else {})}
-
-
-def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
-    from clawstore.runners.llm_probe import LlmProbeSpec
-
-    context = item.case.case.input.context or {}
-    probe = context.get("llm_probe") or {}
-    return LlmProbeSpec(
-        case_id=item.case.case.case_id,
-        requested_model=item.resolved_model,
-        endpoint=endpoint,
-        settings=dict(item.settings),
-        messages=[_message(m) for m in item.messages],
-        tools=list(probe.get("tools") or []),
-        tool_choice=probe.get("tool_choice"),
-    )
 
 
 class StoreOpener(Protocol):
@@ -187,17 +175,17 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
         store = stores.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
-        nodes = plan_campaign(campaign, store)
+        nodes, openclaw_specs = _plan_runs(campaign, store)
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
         # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
         with store.lease(f"plan {campaign.campaign_id}"):
-            return _build_planned(request, store, options, campaign, nodes, client)
+            return _build_planned(request, store, options, campaign, nodes, openclaw_specs, client)
     finally:
         client.close()
 
 
-def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Any,
-                   nodes: list[Node], client: _LazyClient) -> BuildReport:
+def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
+                   nodes: list[Node], openclaw_specs: OpenClawSpecs, client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
     _check_keys(nodes, options.force)
@@ -206,9 +194,9 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         if node.item.runner_type == "openclaw":
-            return execute_openclaw(node, store, build_id, client if options.executor == "ray" else None)
-        node.extra["spec"] = _llm_probe_spec(node.item, node.extra["endpoint"])  # only for what executes
-        return execute_llm_probe(node, store, client, build_id)
+            spec = openclaw_specs[(node.address["model_id"], node.address["case_id"])]
+            return execute_openclaw(node, spec, store, build_id, client if options.executor == "ray" else None)
+        return execute_llm_probe(node, llm_probe_spec(node), store, client, build_id)  # made only for what executes
 
     options.filtered = request.filtered
     if request.filtered:  # what the filter selected, by id (the flags may name paths)
@@ -231,11 +219,8 @@ def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any
         return None
     from clawstore.builder.run_batch import batch_runs
 
-    def spec_of(node: Node) -> Any:
-        return _llm_probe_spec(node.item, node.extra["endpoint"])
-
     def run_batches(stale: list[Node], log: Any, budget: Any, progress: Any) -> set[int]:
-        return batch_runs(store, campaign.campaign_id, stale, log, options, budget, progress, client, spec_of)
+        return batch_runs(store, campaign.campaign_id, stale, log, options, budget, progress, client)
 
     return run_batches
 
@@ -309,7 +294,7 @@ def _check_keys(nodes: list[Node], force: bool) -> None:
     """A missing API key is a clear error before any request, but only when something will run."""
     seen: set[Any] = set()
     for node in nodes:
-        endpoint = node.extra.get("endpoint")
+        endpoint = node.endpoint
         if endpoint is None or (node.fresh and not force) or endpoint in seen:
             continue
         seen.add(endpoint)

@@ -15,7 +15,6 @@ from clawstore.builder import batch_doc
 from clawstore.builder.api import (
     CampaignRequest,
     StoreOpener,
-    _llm_probe_spec,
     _plan_all,
     _provider_client,
     load_campaign,
@@ -83,8 +82,7 @@ def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
                 nodes, pending, head = _plan_all(campaign, store)
                 runs = [n for n in nodes if n.kind == "run" and not n.fresh]
                 if runs:
-                    batch_runs(store, campaign.campaign_id, runs, log, options, None, QuietProgress(), client,
-                               lambda node: _llm_probe_spec(node.item, node.extra["endpoint"]))
+                    batch_runs(store, campaign.campaign_id, runs, log, options, None, QuietProgress(), client)
                 judges = [n for n in nodes if n.kind == "judge" and n.key not in pending and not n.fresh]
                 if judges:
                     layer = EvalLayer(campaign, store, client, head)

@@ -83,7 +83,7 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
         node.record_id, node.record = (outcome.record_id, outcome.record) if adopted else outcome
-        node.extra.pop("batch", None)
+        node.batch = None
         if budget is not None:
             budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
         good = bool(node.record.get("cacheable"))
@@ -121,7 +121,7 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
     for node in _open(nodes, handled):
         doc = result.pending.get(oid_hex(node.key))
         if doc is not None:
-            node.extra["batch"] = doc.name
+            node.batch = doc.name
             handled.add(id(node))
     return handled
 
@@ -147,7 +147,7 @@ def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], r
         if made is None:
             continue
         endpoint, body, pricing = made
-        node.extra["batch_body"] = body  # (kept: a line this process collects is not made again)
+        node.batch_body = body  # (kept: a line this process collects is not made again)
         estimate = line_estimate(body, pricing)
         if budget is not None:
             if not budget.room_for(estimate):

@@ -74,15 +74,15 @@ class BuildReport:
         if self.interrupted:
             return True
         if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success"
-               for n in self.runs if not n.extra.get("batch")):  # pending in a batch: not a failure
+               for n in self.runs if not n.batch):  # pending in a batch: not a failure
             return True
         return any(not e.ok and not e.pending for e in self.evals)  # pending in a batch: not a failure
 
     @property
     def pending(self) -> int:
         """Judgements a provider batch still stands for (the next build or `claw batch status` collects)."""
-        return sum(1 for n in self.runs if n.extra.get("batch")) + sum(
-            1 for e in self.evals for j in e.judges if j.extra.get("batch"))
+        return sum(1 for n in self.runs if n.batch) + sum(
+            1 for e in self.evals for j in e.judges if j.batch)
 
     @property
     def exit_code(self) -> int:
@@ -184,14 +184,14 @@ def execute_nodes(nodes: list[Node], work: Callable[[Node], tuple[str, dict[str,
         status = node.record["status"]
         node.action = "exec" if node.record.get("cacheable") else "fail"
         if node.action == "fail" and earlier is not None:
-            node.extra["kept_result"] = earlier
+            node.kept_result = earlier
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         log.await_durable(node)
         progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
 
     def fail(node: Node, error: BaseException) -> None:
         node.action = "fail"
-        node.extra["error"] = f"{type(error).__name__}: {error}"
+        node.error = f"{type(error).__name__}: {error}"
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         progress.finished(node, None, False)
 
@@ -324,7 +324,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
 
 def run_lane(node: Node) -> Lane | None:
     """An llm_probe run's provider and model (an OpenClaw agent calls its provider itself)."""
-    endpoint = node.extra.get("endpoint")
+    endpoint = node.endpoint
     if endpoint is None or node.item.runner_type != "llm_probe":
         return None
     return Lane(endpoint.base_url, node.item.resolved_model, label=str(node.address.get("model_id", "")))

@@ -26,7 +26,7 @@ def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, t
                  budget: Any = None) -> set[int]:
     """`batch_layer` for judgements: the ids of the judge nodes handled by batch."""
     def request(node: Node) -> tuple[Any, dict[str, Any], Any]:
-        judge = node.extra["judge"]
+        judge = node.judge
         return layer._endpoint(judge), layer.judge_request(node), (judge.model_extra or {}).get("pricing")
 
     how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d))
@@ -37,12 +37,12 @@ def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, t
 def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
     """Record one batch line as the judgement of `node` (the caller holds the node's claim)."""
     began = time.monotonic()
-    judge = node.extra["judge"]
+    judge = node.judge
     endpoint, timeout, retries = layer._judge_transport(judge)
     client = FirstAnswer(answer, layer.client, (judge.model_extra or {}).get("pricing"), doc)
 
     def chat(request: dict[str, Any]) -> Any:
         return client.chat(endpoint, request, timeout=timeout, retries=retries)
 
-    body = node.extra.pop("batch_body", None) or layer.judge_request(node)  # the same bytes either way
+    body, node.batch_body = node.batch_body or layer.judge_request(node), None  # the same bytes either way
     return layer.judge_with(node, chat, body, utc_now(), began, doc.build_id, extra_summary={"batch": client.summary})

@@ -194,7 +194,7 @@ class EvalLayer:
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
             node = self._node("judge", address, doc, ev.run)
-            node.extra.update(judge=judge, judge_run=judge_run, subdocuments=case["subdocuments"])
+            node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             ev.judges.append(node)
 
     def plan_result(self, ev: RunEvaluation) -> None:
@@ -205,11 +205,11 @@ class EvalLayer:
         doc = result_document(ev.run.key, [j.record["outputs"]["judgement"] for j in ev.judges],
                               ev.checks.record["outputs"]["checks"], self.aggregation, self.sample_size, 1)
         ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
-        ev.result.extra["judge_requests"] = [j.record["outputs"]["request"] for j in ev.judges]
+        ev.result.judge_requests = [j.record["outputs"]["request"] for j in ev.judges]
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
         node = Node(kind, address, doc, document_key(doc), run.item)
-        node.extra["run"] = run
+        node.run = run
         attach_record(node, self.store, self.head)
         return node
 
@@ -238,7 +238,7 @@ class EvalLayer:
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
         stale = [j for j in judges if options.force or not j.fresh]
-        by_batch = [j for j in stale if getattr(options, "batch", False) or _batch_judge(j.extra["judge"])]
+        by_batch = [j for j in stale if getattr(options, "batch", False) or _batch_judge(j.judge)]
         if by_batch or (stale and self._batches_pending()):
             from clawstore.builder.eval_batch import batch_judges
 
@@ -252,7 +252,7 @@ class EvalLayer:
         self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
                     concurrency, options)
         for ev in evaluations:
-            waiting = [n for n in (ev.run, *ev.judges) if n.extra.get("batch")]
+            waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
                 ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
             elif ev.blocked is None and ev.result is None:
@@ -265,11 +265,11 @@ class EvalLayer:
         return bool(self.store.list_refs(REF_PREFIX))
 
     def _check_keys(self, judges: list[Node]) -> None:
-        for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
+        for endpoint in {self._endpoint(j.judge) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
     def _judge_lane(self, node: Node) -> Lane:
-        judge = node.extra["judge"]
+        judge = node.judge
         model = self._judge_doc(judge)["model"]
         return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
 
@@ -299,7 +299,7 @@ class EvalLayer:
     def _record(self, node: Node, *, status: str, cacheable: bool, outputs: dict[str, Any],
                 metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
                 started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
-        run = node.extra["run"]
+        run = node.run
         outputs = {**outputs, "input_document": self.store.put_json(node.document)}
         record = make_record(kind=node.kind, key=node.key, address=node.address, status=status,
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
@@ -315,7 +315,7 @@ class EvalLayer:
         from clawstore.evaluate import evaluate_checks
 
         started_at, began = utc_now(), time.monotonic()
-        run = node.extra["run"]
+        run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
         result = evaluate_checks(case.case.deterministic_checks, artifact, sandbox_files=sandbox,
@@ -333,7 +333,7 @@ class EvalLayer:
     def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         started_at, began = utc_now(), time.monotonic()
         body = self.judge_request(node)
-        endpoint, timeout, retries = self._judge_transport(node.extra["judge"])
+        endpoint, timeout, retries = self._judge_transport(node.judge)
 
         def chat(request: dict[str, Any]) -> Any:
             return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
@@ -346,7 +346,7 @@ class EvalLayer:
         repetition and record it."""
         from clawstore.evaluate import run_judge_iteration
 
-        judge_run = node.extra["judge_run"]
+        judge_run = node.judge_run
         iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
                                         repetition=node.address["judge_repetition"],
                                         redact_secrets=bool(self.policy.get("redact_secrets", True)))
@@ -362,7 +362,7 @@ class EvalLayer:
         """The chat body of one judge repetition (rebuilt from the store: the same every time)."""
         from clawstore.evaluate import build_judge_evidence, build_judge_request, render_judge_prompt
 
-        run, judge = node.extra["run"], node.extra["judge"]
+        run, judge = node.run, node.judge
         redact = bool(self.policy.get("redact_secrets", True))
         artifact, sandbox, workspace = self._evidence(run)
         checks = self.store.get_json(node.document["checks"])
@@ -384,7 +384,7 @@ class EvalLayer:
                          extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Store one judge repetition's outcome under the judge node's key, in one durable batch
         (the build after asking the judge; importers with a judgement made elsewhere)."""
-        run, judge = node.extra["run"], node.extra["judge"]
+        run, judge = node.run, node.judge
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
@@ -425,7 +425,7 @@ class EvalLayer:
             node, status=final.status, cacheable=final.status == "success" and judges_ok,
             outputs={"result": self.store.put_json(final.to_dict()),
                      "summary_md": self.store.put_bytes(summary_md.encode("utf-8")),
-                     "judge_requests": node.extra["judge_requests"]},
+                     "judge_requests": node.judge_requests},
             metrics={},
             summary={"final_score": final.final_score, "final_dimensions": final.final_dimensions,
                      "passed": final.passed, "aggregation_method": final.method,

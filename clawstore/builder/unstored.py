@@ -165,7 +165,7 @@ def settle_pending(store: Store, log: Any, trouble: StoreTrouble) -> None:
             continue  # committed in an earlier window; only its notice was in the lost one
         log.unstore(node)
         cost = ((node.record or {}).get("metrics") or {}).get("cost_usd")
-        node.action, node.extra["error"] = "fail", f"StoreError: {_reason(cause)}"
+        node.action, node.error = "fail", f"StoreError: {_reason(cause)}"
         trouble.lost.append(UnstoredAnswer(node, cause, _gone, cost, lambda: None))
 
 

@@ -52,7 +52,7 @@ def _run_row(node: Any) -> dict[str, Any]:
     # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
     record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
-    pending = bool(node.extra.get("batch"))  # in a provider batch: the next build collects it
+    pending = bool(node.batch)  # in a provider batch: the next build collects it
     return {
         **node.address,
         "run": "pending" if pending else node.action,
@@ -61,7 +61,7 @@ def _run_row(node: Any) -> dict[str, Any]:
         "cost_usd": metrics.get("cost_usd"),
         "cost_source": source_of(metrics) if record else None,
         "key": node.key,
-        "error": (record.get("error") or {}).get("message") or node.extra.get("error"),
+        "error": (record.get("error") or {}).get("message") or node.error,
     }
 
 
