@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
@@ -20,9 +21,13 @@ from clawstore.machine_settings import backoff_base
 from clawstore.store.apart import promote_trusted
 
 if TYPE_CHECKING:
+    from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
+    from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.providers import ProviderClient
+    from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
-    from clawstore.runners.openclaw import OpenClawSpec
+    from clawstore.runners.openclaw.runner import OpenClawOutcome, OpenClawSpec
     from clawstore.store.store import Store
 
 
@@ -42,7 +47,7 @@ class CampaignRequest:
         return bool(self.cases or self.models)
 
 
-def load_campaign(request: CampaignRequest) -> Any:
+def load_campaign(request: CampaignRequest) -> Campaign:
     from clawstore.config import resolve_campaign
 
     campaign = resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
@@ -91,7 +96,7 @@ def _plan_runs(campaign: Campaign, store: Store) -> tuple[list[Node], OpenClawSp
 class _OpenClawPlanner:
     """Builds each openclaw item's spec once: agent template tree, image digest, rendered config."""
 
-    def __init__(self, campaign: Any, store: Store):
+    def __init__(self, campaign: Campaign, store: Store):
         self.campaign = campaign
         self.store = store
         self.trees: dict[str, str] = {}
@@ -99,7 +104,7 @@ class _OpenClawPlanner:
         self.specs: OpenClawSpecs = {}
         self.engine_checked = False
 
-    def identity(self, item: Any, endpoint: Any) -> dict[str, Any]:
+    def identity(self, item: CampaignItem, endpoint: Endpoint) -> dict[str, Any]:
         from clawstore.runners.openclaw import (
             OpenClawSpec,
             agent_workspace_tree,
@@ -142,16 +147,17 @@ class StoreOpener(Protocol):
 
     def exists(self, root: Path) -> bool: ...
 
-    def open(self, root: Path) -> Any: ...
+    def open(self, root: Path) -> Store: ...
 
 
-def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any = None) -> BuildReport:
+def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
+          campaign: Campaign | None = None) -> BuildReport:
     """`campaign`: the request's campaign when the caller loaded it already (for an estimate)."""
     with collector_paused():
         return _build(request, stores, options, campaign)
 
 
-def _require_every_key(campaign: Any) -> None:
+def _require_every_key(campaign: Campaign) -> None:
     """With no store yet every node executes: every endpoint's key must be there before one is made."""
     from clawstore.providers.endpoint import resolve_endpoint
 
@@ -162,7 +168,8 @@ def _require_every_key(campaign: Any) -> None:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
 
 
-def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any) -> BuildReport:
+def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
+           campaign: Campaign | None) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
         # Connecting and starting the actors (~0.7 s on a new cluster, one step after the other)
@@ -208,10 +215,11 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
         eval_layer = EvalLayer(campaign, store, client, head)
     return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
-                     head=(head_id, head), run_batches=_run_batches(campaign, store, options, client))
+                     head=(head_id, head), run_batches=_run_batches(store, options, client))
 
 
-def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any) -> Any:
+def _run_batches(store: Store, options: BuildOptions, client: ChatClient
+                 ) -> Callable[[BuildSession, list[Node]], set[int]] | None:
     """With --batch, or batches of runs in the store: the build's batch pass over its stale runs."""
     from clawstore.builder.batch_doc import REF_PREFIX
 
@@ -219,8 +227,8 @@ def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any
         return None
     from clawstore.builder.run_batch import batch_runs
 
-    def run_batches(stale: list[Node], log: Any, budget: Any, progress: Any) -> set[int]:
-        return batch_runs(store, campaign.campaign_id, stale, log, options, budget, progress, client)
+    def run_batches(session: BuildSession, stale: list[Node]) -> set[int]:
+        return batch_runs(session, stale, client)
 
     return run_batches
 
@@ -241,14 +249,14 @@ def _client(options: BuildOptions) -> _LazyClient:
 class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
-    def __init__(self, make: Any) -> None:
+    def __init__(self, make: Callable[[], ProviderConnection]) -> None:
         self._make = make
-        self._client: Any = None
+        self._client: ProviderConnection | None = None
         self._error: Exception | None = None  # what creating it in the background raised
         self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def _get(self) -> Any:
+    def _get(self) -> ProviderConnection:
         with self._lock:  # held while making it: callers wait for a warm-up under way
             if self._error is not None:
                 raise self._error
@@ -267,11 +275,13 @@ class _LazyClient:
         except Exception as exc:  # noqa: BLE001 - handed to the first caller, who reports it
             self._error = exc
 
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get().chat(*args, **kwargs)
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
+        return self._get().chat(endpoint, body, timeout=timeout, retries=retries)
 
-    def run_openclaw(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get().run_openclaw(*args, **kwargs)
+    def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
+        cluster = cast("OpenClawCluster", self._get())  # only the Ray client is asked (--executor ray)
+        return cluster.run_openclaw(spec, objects)
 
     def connect(self) -> None:
         """Create the client now instead of at the first request."""
@@ -284,7 +294,7 @@ class _LazyClient:
             self._client.close()
 
 
-def _provider_client(backoff_base: float) -> Any:
+def _provider_client(backoff_base: float) -> ProviderClient:
     from clawstore.providers import ProviderClient
 
     return ProviderClient(backoff_base=backoff_base)
@@ -292,7 +302,7 @@ def _provider_client(backoff_base: float) -> Any:
 
 def _check_keys(nodes: list[Node], force: bool) -> None:
     """A missing API key is a clear error before any request, but only when something will run."""
-    seen: set[Any] = set()
+    seen: set[Endpoint] = set()
     for node in nodes:
         endpoint = node.endpoint
         if endpoint is None or (node.fresh and not force) or endpoint in seen:
@@ -315,8 +325,8 @@ def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) 
     return cid, states
 
 
-def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False, campaign: Any = None
-                     ) -> tuple[Any, str, list[NodeState]]:
+def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False,
+                     campaign: Campaign | None = None) -> tuple[Campaign, str, list[NodeState]]:
     """`inspect`, also returning the resolved campaign (for callers that need its profiles); `campaign`:
     the request's, when the caller loaded it already."""
     with collector_paused():
@@ -328,7 +338,7 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
         return campaign, cid, states
 
 
-def unbuilt_keys(campaign: Any, store: Store) -> set[str]:
+def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
     """The action keys a build of `campaign` would execute, as far as `store` tells them now: those of
     the nodes it can plan (every run, and each check, judgement and result whose inputs are stored: the
     others have no key yet) with no record here to reuse (no entry, or what the entry names is gone)."""
@@ -337,7 +347,7 @@ def unbuilt_keys(campaign: Any, store: Store) -> set[str]:
     return {node.key for node in nodes if node.key not in pending and node.record is None}
 
 
-def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
+def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
     """Every node as far as the store lets it be planned, the placeholders' reasons (by key), the head."""
     nodes = plan_campaign(campaign, store)
     _, previous = read_head(store, head_ref(campaign.campaign_id))
@@ -349,7 +359,7 @@ def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], 
     return all_nodes, pending, previous
 
 
-def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeState]]:
+def _inspect(campaign: Campaign, store: Store, force: bool) -> tuple[str, list[NodeState]]:
     cid = campaign.campaign_id
     all_nodes, pending, previous = _plan_all(campaign, store)
     states = []
@@ -370,7 +380,7 @@ def _unbuilt(run: Node, head: dict[str, dict[str, Any]]) -> str:
     return "the run was built, but its inputs changed since: it runs again first"
 
 
-def _eval_nodes(campaign: Any, store: Store, runs: list[Node], pending: dict[str, str],
+def _eval_nodes(campaign: Campaign, store: Store, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
 

@@ -23,7 +23,8 @@ class OpenClawCluster(Protocol):
                      ) -> tuple[OpenClawOutcome, dict[str, bytes]]: ...
 
 
-class BuildClient(ChatClient, OpenClawCluster, Protocol):
-    """One build's client: in-process or the Ray cluster's, closed when the build ends."""
+class ProviderConnection(ChatClient, Protocol):
+    """One build's client, in-process or the Ray cluster's (which also runs OpenClaw cases): closed when
+    the build ends."""
 
     def close(self) -> None: ...

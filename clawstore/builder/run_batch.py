@@ -16,9 +16,10 @@ from clawstore.providers.batch_api import LineAnswer
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
+    from clawstore.builder.clients import ChatClient
+    from clawstore.builder.session import BuildSession
     from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
-    from clawstore.store.store import Store
 
 class _Captured(BaseException):
     """Stops the runner at its first request (a BaseException: the runner records any Exception)."""
@@ -54,16 +55,14 @@ def run_request(node: Node) -> tuple[Endpoint, dict[str, Any], Any] | None:
     return None
 
 
-def batch_runs(store: Store, campaign_id: str, stale: list[Node], log: Any, options: Any, budget: Any,
-               progress: Any, client: Any) -> set[int]:
+def batch_runs(session: BuildSession, stale: list[Node], client: ChatClient) -> set[int]:
     """`batch_layer` for runs: the ids of the run nodes handled by batch (submitted with --batch)."""
     nodes = [n for n in stale if single_request(n)]
 
     def record(node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
         first = FirstAnswer(answer, client, (node.item.model.model_extra or {}).get("pricing"), doc)
         node.batch_summary = first.summary  # (the record names the batch and its cost's source)
-        return execute_llm_probe(node, llm_probe_spec(node), store, first, doc.build_id)
+        return execute_llm_probe(node, llm_probe_spec(node), session.store, first, doc.build_id)
 
     how = BatchKind("run", "runs (batch)", run_request, record)
-    return batch_layer(how, store, campaign_id, nodes, nodes if options.batch else [], log, options, budget,
-                       progress)
+    return batch_layer(how, session, nodes, nodes if session.options.batch else [])
