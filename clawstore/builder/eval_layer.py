@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import JudgeConfig
+    from clawstore.evaluate.judge import JudgeIteration
+    from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
     from clawstore.store.store import Store
 
@@ -287,7 +289,7 @@ class EvalLayer:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry
             return work(node, build_id)
 
-    def _evidence(self, run: Node) -> tuple[dict[str, Any], Any, Any]:
+    def _evidence(self, run: Node) -> tuple[dict[str, Any], TreeSandboxFiles | None, TreeWorkspaceFiles | None]:
         outputs = run.record["outputs"]
         artifact = self.store.get_json(outputs["artifact"])
         sandbox = TreeSandboxFiles(self.store, outputs["sandbox"]) if outputs.get("sandbox") else None
@@ -333,13 +335,15 @@ class EvalLayer:
         body = self.judge_request(node)
         endpoint, timeout, retries = self._judge_transport(node.judge)
 
-        def chat(request: dict[str, Any]) -> Any:
+        def chat(request: dict[str, Any]) -> ChatResult:
+            assert self.client is not None, "a build's client"
             return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
 
         return self.judge_with(node, chat, body, started_at, began, build_id)
 
-    def judge_with(self, node: Node, chat: Any, body: dict[str, Any], started_at: str, began: float,
-                   build_id: str, extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def judge_with(self, node: Node, chat: Callable[[dict[str, Any]], ChatResult], body: dict[str, Any],
+                   started_at: str, began: float, build_id: str,
+                   extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Ask `chat` (the provider, or a batch line's answer first: eval_batch.py) for one judge
         repetition and record it."""
         from clawstore.evaluate import run_judge_iteration
@@ -377,8 +381,8 @@ class EvalLayer:
         retries = int(extras.get("retries") if extras.get("retries") is not None else JUDGE_RETRIES)
         return self._endpoint(judge), timeout, retries
 
-    def record_judgement(self, node: Node, iteration: Any, body: dict[str, Any], started_at: str, latency_s: float,
-                         build_id: str, extra_outputs: dict[str, Any] | None = None,
+    def record_judgement(self, node: Node, iteration: JudgeIteration, body: dict[str, Any], started_at: str,
+                         latency_s: float, build_id: str, extra_outputs: dict[str, Any] | None = None,
                          extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Store one judge repetition's outcome under the judge node's key, in one durable batch
         (the build after asking the judge; importers with a judgement made elsewhere)."""

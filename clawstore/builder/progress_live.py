@@ -44,11 +44,11 @@ class LiveProgress(BuildProgress):
                          redirect_stdout=False, redirect_stderr=False, transient=False)
         self.live.start()
 
-    def render(self) -> Any:
+    def render(self) -> Group:
         with self._lock:
             return self._render()
 
-    def _render(self) -> Any:
+    def _render(self) -> Group:
         s = self.state
         elapsed = max(time.monotonic() - s.started_at, 1e-6)
         rate = s.done / elapsed
