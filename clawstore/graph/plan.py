@@ -19,8 +19,30 @@ if TYPE_CHECKING:
 ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback of plan_runs
 
 
+class _Learnt:
+    """What a node learns after it is made: what it was planned with beyond its document, and what
+    became of it. Class-level defaults, not dataclass fields: making a node stays as cheap as its first
+    eight fields (a plan holds tens of thousands), and each is set only where it applies."""
+
+    # Planning (builder/api.py, builder/eval_layer.py, attach_record).
+    endpoint: Endpoint | None = None  # a run's provider
+    run: Node | None = None  # an evaluation node's run
+    judge: JudgeConfig | None = None  # a judgement's judge and judge run
+    judge_run: JudgeRunConfig | None = None
+    subdocuments: dict[str, dict[str, Any]] | None = None  # what `explain` expands the document by
+    judge_requests: list[str] | None = None  # a result's judgements' request objects
+    unseen: list[str] | None = None  # what its cached record names that the store no longer holds
+    # Building.
+    error: str | None = None  # why it failed, when it has no record saying so
+    kept_result: str | None = None  # the earlier record a failed re-execution left in place
+    claim_waits: int = 0  # how often another build's claim set it aside (builder/claimed.py)
+    batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
+    batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
+    batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
+
+
 @dataclass(eq=False)
-class Node:
+class Node(_Learnt):
     """One unit of work: its logical address, input document, key and (once known) record.
 
     Compared by identity (eq=False): two nodes are the same node only if they are one object, and
@@ -34,21 +56,6 @@ class Node:
     record: dict[str, Any] | None = None
     record_id: str | None = None
     action: str | None = None  # exec | reuse | fail | skip
-    # Planning: what the node was planned with (builder/api.py, builder/eval_layer.py).
-    endpoint: Endpoint | None = None  # a run's provider
-    run: Node | None = None  # an evaluation node's run
-    judge: JudgeConfig | None = None  # a judgement's judge and judge run
-    judge_run: JudgeRunConfig | None = None
-    subdocuments: dict[str, dict[str, Any]] | None = None  # what `explain` expands the document by
-    judge_requests: list[str] | None = None  # a result's judgements' request objects
-    unseen: list[str] | None = None  # what its cached record names that the store no longer holds
-    # Building: what became of it.
-    error: str | None = None  # why it failed, when it has no record saying so
-    kept_result: str | None = None  # the earlier record a failed re-execution left in place
-    claim_waits: int = 0  # how often another build's claim set it aside (builder/claimed.py)
-    batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
-    batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
-    batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
 
     @property
     def fresh(self) -> bool:
