@@ -88,7 +88,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         progress.finished(node, None, False)
 
-    def on_done(outcome: Outcome[Node]) -> bool:
+    def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
         nonlocal last_write
         node = outcome.task
         if outcome.error is not None and trouble is not None and is_store_failure(outcome.error):
