@@ -5,14 +5,15 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
 from clawstore.builder.gcpause import collector_paused
-from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw
+from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw, llm_probe_spec, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
@@ -20,6 +21,13 @@ from clawstore.machine_settings import backoff_base
 from clawstore.store.apart import promote_trusted
 
 if TYPE_CHECKING:
+    from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
+    from clawstore.builder.session import BuildSession
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.providers import ProviderClient
+    from clawstore.providers.client import ChatResult
+    from clawstore.providers.endpoint import Endpoint
+    from clawstore.runners.openclaw.runner import OpenClawOutcome, OpenClawSpec
     from clawstore.store.store import Store
 
 
@@ -39,7 +47,7 @@ class CampaignRequest:
         return bool(self.cases or self.models)
 
 
-def load_campaign(request: CampaignRequest) -> Any:
+def load_campaign(request: CampaignRequest) -> Campaign:
     from clawstore.config import resolve_campaign
 
     campaign = resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
@@ -49,23 +57,31 @@ def load_campaign(request: CampaignRequest) -> Any:
     return campaign
 
 
-def _endpoint(item: Any) -> Any:
+def _endpoint(item: CampaignItem) -> Endpoint:
     from clawstore.providers.endpoint import resolve_endpoint
 
     return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
 
 
-def plan_campaign(campaign: Any, store: Store) -> list[Node]:
-    """Run nodes of the campaign, each with its key (and, for openclaw, the spec its key depends on)."""
-    endpoints: dict[str, Any] = {}
+def plan_campaign(campaign: Campaign, store: Store) -> list[Node]:
+    """Run nodes of the campaign, each with its key and endpoint."""
+    return _plan_runs(campaign, store)[0]
+
+
+OpenClawSpecs = dict[tuple[str, str], "OpenClawSpec"]  # by (model id, case id)
+
+
+def _plan_runs(campaign: Campaign, store: Store) -> tuple[list[Node], OpenClawSpecs]:
+    """`plan_campaign`, and each openclaw item's spec (its key depends on it; executing it needs it)."""
+    endpoints: dict[str, Endpoint] = {}
     openclaw = _OpenClawPlanner(campaign, store)
 
-    def endpoint_of(item: Any) -> dict[str, Any] | None:
+    def endpoint_of(item: CampaignItem) -> dict[str, Any] | None:
         if item.model.model_id not in endpoints:
             endpoints[item.model.model_id] = _endpoint(item)
         return endpoints[item.model.model_id].identity()
 
-    def runner_identity_of(item: Any) -> dict[str, Any] | None:
+    def runner_identity_of(item: CampaignItem) -> dict[str, Any] | None:
         if item.runner_type == "openclaw":
             return openclaw.identity(item, endpoints[item.model.model_id])
         return None
@@ -73,24 +89,22 @@ def plan_campaign(campaign: Any, store: Store) -> list[Node]:
     repetitions = campaign.run_profile.execution_policy.run_repetitions
     nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
     for node in nodes:
-        node.extra["endpoint"] = endpoints[node.item.model.model_id]
-        if node.item.runner_type == "openclaw":
-            node.extra["spec"] = openclaw.specs[(node.item.model.model_id, node.item.case.case.case_id)]
-    return nodes
+        node.endpoint = endpoints[node.address["model_id"]]
+    return nodes, openclaw.specs
 
 
 class _OpenClawPlanner:
     """Builds each openclaw item's spec once: agent template tree, image digest, rendered config."""
 
-    def __init__(self, campaign: Any, store: Store):
+    def __init__(self, campaign: Campaign, store: Store):
         self.campaign = campaign
         self.store = store
         self.trees: dict[str, str] = {}
         self.digests: dict[tuple[str, str], str | None] = {}
-        self.specs: dict[tuple[str, str], Any] = {}
+        self.specs: OpenClawSpecs = {}
         self.engine_checked = False
 
-    def identity(self, item: Any, endpoint: Any) -> dict[str, Any]:
+    def identity(self, item: CampaignItem, endpoint: Endpoint) -> dict[str, Any]:
         from clawstore.runners.openclaw import (
             OpenClawSpec,
             agent_workspace_tree,
@@ -117,33 +131,12 @@ class _OpenClawPlanner:
             model_extras=dict(item.model.model_extra or {}), image=block.image,
             image_digest=self.digests[image_key], docker_cli=block.docker_cli,
             timeout_seconds=block.timeout_seconds,
-            messages=[_message(m) for m in item.messages], turns=[_message(m) for m in item.turns],
+            messages=[message_doc(m) for m in item.messages], turns=[message_doc(m) for m in item.turns],
             attachments=[(a.name, a.data) for a in item.attachments],
             hints=dict((case.input.context or {}).get("openclaw") or {}),
             provider_base_url=endpoint.base_url, api_key_env=endpoint.key_env_in_use())
         self.specs[(item.model.model_id, case.case_id)] = spec
         return openclaw_identity(spec)
-
-
-def _message(m: Any) -> dict[str, Any]:
-    return {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
-            **({"metadata": m.metadata} if m.metadata else {})}
-
-
-def _llm_probe_spec(item: Any, endpoint: Any) -> Any:
-    from clawstore.runners.llm_probe import LlmProbeSpec
-
-    context = item.case.case.input.context or {}
-    probe = context.get("llm_probe") or {}
-    return LlmProbeSpec(
-        case_id=item.case.case.case_id,
-        requested_model=item.resolved_model,
-        endpoint=endpoint,
-        settings=dict(item.settings),
-        messages=[_message(m) for m in item.messages],
-        tools=list(probe.get("tools") or []),
-        tool_choice=probe.get("tool_choice"),
-    )
 
 
 class StoreOpener(Protocol):
@@ -154,16 +147,17 @@ class StoreOpener(Protocol):
 
     def exists(self, root: Path) -> bool: ...
 
-    def open(self, root: Path) -> Any: ...
+    def open(self, root: Path) -> Store: ...
 
 
-def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any = None) -> BuildReport:
+def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
+          campaign: Campaign | None = None) -> BuildReport:
     """`campaign`: the request's campaign when the caller loaded it already (for an estimate)."""
     with collector_paused():
         return _build(request, stores, options, campaign)
 
 
-def _require_every_key(campaign: Any) -> None:
+def _require_every_key(campaign: Campaign) -> None:
     """With no store yet every node executes: every endpoint's key must be there before one is made."""
     from clawstore.providers.endpoint import resolve_endpoint
 
@@ -174,7 +168,8 @@ def _require_every_key(campaign: Any) -> None:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
 
 
-def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions, campaign: Any) -> BuildReport:
+def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
+           campaign: Campaign | None) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
         # Connecting and starting the actors (~0.7 s on a new cluster, one step after the other)
@@ -187,17 +182,17 @@ def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
         store = stores.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
-        nodes = plan_campaign(campaign, store)
+        nodes, openclaw_specs = _plan_runs(campaign, store)
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
         # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
         with store.lease(f"plan {campaign.campaign_id}"):
-            return _build_planned(request, store, options, campaign, nodes, client)
+            return _build_planned(request, store, options, campaign, nodes, openclaw_specs, client)
     finally:
         client.close()
 
 
-def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Any,
-                   nodes: list[Node], client: _LazyClient) -> BuildReport:
+def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
+                   nodes: list[Node], openclaw_specs: OpenClawSpecs, client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
     _check_keys(nodes, options.force)
@@ -206,9 +201,9 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
     def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         if node.item.runner_type == "openclaw":
-            return execute_openclaw(node, store, build_id, client if options.executor == "ray" else None)
-        node.extra["spec"] = _llm_probe_spec(node.item, node.extra["endpoint"])  # only for what executes
-        return execute_llm_probe(node, store, client, build_id)
+            spec = openclaw_specs[(node.address["model_id"], node.address["case_id"])]
+            return execute_openclaw(node, spec, store, build_id, client if options.executor == "ray" else None)
+        return execute_llm_probe(node, llm_probe_spec(node), store, client, build_id)  # made only for what executes
 
     options.filtered = request.filtered
     if request.filtered:  # what the filter selected, by id (the flags may name paths)
@@ -220,10 +215,11 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
         eval_layer = EvalLayer(campaign, store, client, head)
     return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
-                     head=(head_id, head), run_batches=_run_batches(campaign, store, options, client))
+                     head=(head_id, head), run_batches=_run_batches(store, options, client))
 
 
-def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any) -> Any:
+def _run_batches(store: Store, options: BuildOptions, client: ChatClient
+                 ) -> Callable[[BuildSession, list[Node]], set[int]] | None:
     """With --batch, or batches of runs in the store: the build's batch pass over its stale runs."""
     from clawstore.builder.batch_doc import REF_PREFIX
 
@@ -231,11 +227,8 @@ def _run_batches(campaign: Any, store: Store, options: BuildOptions, client: Any
         return None
     from clawstore.builder.run_batch import batch_runs
 
-    def spec_of(node: Node) -> Any:
-        return _llm_probe_spec(node.item, node.extra["endpoint"])
-
-    def run_batches(stale: list[Node], log: Any, budget: Any, progress: Any) -> set[int]:
-        return batch_runs(store, campaign.campaign_id, stale, log, options, budget, progress, client, spec_of)
+    def run_batches(session: BuildSession, stale: list[Node]) -> set[int]:
+        return batch_runs(session, stale, client)
 
     return run_batches
 
@@ -256,14 +249,14 @@ def _client(options: BuildOptions) -> _LazyClient:
 class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
-    def __init__(self, make: Any) -> None:
+    def __init__(self, make: Callable[[], ProviderConnection]) -> None:
         self._make = make
-        self._client: Any = None
+        self._client: ProviderConnection | None = None
         self._error: Exception | None = None  # what creating it in the background raised
         self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def _get(self) -> Any:
+    def _get(self) -> ProviderConnection:
         with self._lock:  # held while making it: callers wait for a warm-up under way
             if self._error is not None:
                 raise self._error
@@ -282,11 +275,13 @@ class _LazyClient:
         except Exception as exc:  # noqa: BLE001 - handed to the first caller, who reports it
             self._error = exc
 
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get().chat(*args, **kwargs)
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
+        return self._get().chat(endpoint, body, timeout=timeout, retries=retries)
 
-    def run_openclaw(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get().run_openclaw(*args, **kwargs)
+    def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
+        cluster = cast("OpenClawCluster", self._get())  # only the Ray client is asked (--executor ray)
+        return cluster.run_openclaw(spec, objects)
 
     def connect(self) -> None:
         """Create the client now instead of at the first request."""
@@ -299,7 +294,7 @@ class _LazyClient:
             self._client.close()
 
 
-def _provider_client(backoff_base: float) -> Any:
+def _provider_client(backoff_base: float) -> ProviderClient:
     from clawstore.providers import ProviderClient
 
     return ProviderClient(backoff_base=backoff_base)
@@ -307,9 +302,9 @@ def _provider_client(backoff_base: float) -> Any:
 
 def _check_keys(nodes: list[Node], force: bool) -> None:
     """A missing API key is a clear error before any request, but only when something will run."""
-    seen: set[Any] = set()
+    seen: set[Endpoint] = set()
     for node in nodes:
-        endpoint = node.extra.get("endpoint")
+        endpoint = node.endpoint
         if endpoint is None or (node.fresh and not force) or endpoint in seen:
             continue
         seen.add(endpoint)
@@ -330,8 +325,8 @@ def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) 
     return cid, states
 
 
-def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False, campaign: Any = None
-                     ) -> tuple[Any, str, list[NodeState]]:
+def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False,
+                     campaign: Campaign | None = None) -> tuple[Campaign, str, list[NodeState]]:
     """`inspect`, also returning the resolved campaign (for callers that need its profiles); `campaign`:
     the request's, when the caller loaded it already."""
     with collector_paused():
@@ -343,7 +338,7 @@ def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool 
         return campaign, cid, states
 
 
-def unbuilt_keys(campaign: Any, store: Store) -> set[str]:
+def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
     """The action keys a build of `campaign` would execute, as far as `store` tells them now: those of
     the nodes it can plan (every run, and each check, judgement and result whose inputs are stored: the
     others have no key yet) with no record here to reuse (no entry, or what the entry names is gone)."""
@@ -352,7 +347,7 @@ def unbuilt_keys(campaign: Any, store: Store) -> set[str]:
     return {node.key for node in nodes if node.key not in pending and node.record is None}
 
 
-def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
+def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
     """Every node as far as the store lets it be planned, the placeholders' reasons (by key), the head."""
     nodes = plan_campaign(campaign, store)
     _, previous = read_head(store, head_ref(campaign.campaign_id))
@@ -364,7 +359,7 @@ def _plan_all(campaign: Any, store: Store) -> tuple[list[Node], dict[str, str], 
     return all_nodes, pending, previous
 
 
-def _inspect(campaign: Any, store: Store, force: bool) -> tuple[str, list[NodeState]]:
+def _inspect(campaign: Campaign, store: Store, force: bool) -> tuple[str, list[NodeState]]:
     cid = campaign.campaign_id
     all_nodes, pending, previous = _plan_all(campaign, store)
     states = []
@@ -385,7 +380,7 @@ def _unbuilt(run: Node, head: dict[str, dict[str, Any]]) -> str:
     return "the run was built, but its inputs changed since: it runs again first"
 
 
-def _eval_nodes(campaign: Any, store: Store, runs: list[Node], pending: dict[str, str],
+def _eval_nodes(campaign: Campaign, store: Store, runs: list[Node], pending: dict[str, str],
                 head: dict[str, dict[str, Any]]) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
 

@@ -25,6 +25,9 @@ from clawstore.store.ids import oid_hex
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
+    from clawstore.builder.clients import ChatClient
+    from clawstore.builder.session import Budget, BuildSession
+    from clawstore.providers.client import ChatResult
     from clawstore.store.store import Store
 
 BUSY_WAIT_S = 0.2  # another build holds a node's claim: it is submitting or executing it
@@ -44,15 +47,17 @@ class FirstAnswer:
     """A provider client whose first chat is the batch line's answer (its cost priced by `pricing` and
     its batch factor when the provider reported none), and whose later ones go to `fallback`."""
 
-    def __init__(self, answer: LineAnswer, fallback: Any, pricing: Any, doc: BatchDoc):
+    def __init__(self, answer: LineAnswer, fallback: ChatClient | None, pricing: Any, doc: BatchDoc):
         self._answer: LineAnswer | None = answer
         self._fallback = fallback
         self._pricing = pricing
         self.summary = {"name": doc.name, "batch_id": doc.batch_id, "cost_source": "reported"}
 
-    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
         line, self._answer = self._answer, None
         if line is None:  # asked again (a judge's invalid answer): as the synchronous path asks
+            assert self._fallback is not None, "a client to ask again"
             return self._fallback.chat(endpoint, body, timeout=timeout, retries=retries)
         if line.error is not None:
             raise line.error
@@ -66,11 +71,13 @@ class FirstAnswer:
             line.result, usage=dataclasses.replace(usage, cost_usd=priced, cost_source="priced"))
 
 
-def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node], to_submit: list[Node],
-                log: Any, options: Any, budget: Any, progress: Any) -> set[int]:
+def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_submit: list[Node]) -> set[int]:
     """Collect what batches answered for `nodes`, submit those of `to_submit` no batch covers; with
     `options.wait`, until none is pending. Returns the ids of the nodes handled here (recorded,
-    adopted, pending, or skipped for `budget`: --max-cost); the caller runs the others one by one."""
+    adopted, pending, or skipped for the session's budget: --max-cost); the caller runs the others one
+    by one."""
+    store, log, options, budget, progress = (session.store, session.log, session.options, session.budget,
+                                             session.progress)
     submitting = {id(n) for n in to_submit}
     covered = batch_doc.covered_keys(forget_recorded(store))
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
@@ -78,12 +85,13 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
         return set()
     handled: set[int] = set()
     failed: dict[str, int] = {}  # node key (hex) -> how often its line failed or expired in this build
-    batcher = Batcher(store, log.claims, kind=how.kind, campaign_id=campaign_id, build_id=log.build_id)
+    batcher = Batcher(store, session.claims, kind=how.kind, campaign_id=session.campaign_id,
+                      build_id=session.build_id)
 
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
         node.record_id, node.record = (outcome.record_id, outcome.record) if adopted else outcome
-        node.extra.pop("batch", None)
+        node.batch = None
         if budget is not None:
             budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
         good = bool(node.record.get("cacheable"))
@@ -115,13 +123,13 @@ def batch_layer(how: BatchKind, store: Store, campaign_id: str, nodes: list[Node
                 continue
             if not (options.wait and result.pending):
                 break
-            time.sleep(float(getattr(options, "batch_poll_s", None) or batch_poll_seconds()))
+            time.sleep(float(options.batch_poll_s or batch_poll_seconds()))
     finally:
         batcher.close()
     for node in _open(nodes, handled):
         doc = result.pending.get(oid_hex(node.key))
         if doc is not None:
-            node.extra["batch"] = doc.name
+            node.batch = doc.name
             handled.add(id(node))
     return handled
 
@@ -130,8 +138,8 @@ def _open(nodes: list[Node], handled: set[int]) -> list[Node]:
     return [n for n in nodes if id(n) not in handled]
 
 
-def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], recorded: Any, result: Pass,
-            budget: Any) -> list[Node]:
+def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node],
+            recorded: Callable[[Node, Adopted], None], result: Pass, budget: Budget | None) -> list[Node]:
     """Submit the nodes no batch covers (with --max-cost, while their estimates fit); returns those
     another build holds (try again shortly)."""
     covered = batch_doc.covered_keys(batch_doc.pending(store))
@@ -147,7 +155,7 @@ def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], r
         if made is None:
             continue
         endpoint, body, pricing = made
-        node.extra["batch_body"] = body  # (kept: a line this process collects is not made again)
+        node.batch_body = body  # (kept: a line this process collects is not made again)
         estimate = line_estimate(body, pricing)
         if budget is not None:
             if not budget.room_for(estimate):
@@ -164,7 +172,7 @@ def _submit(how: BatchKind, store: Store, batcher: Batcher, nodes: list[Node], r
     return [item.node for item in items if item.node.key in busy]
 
 
-def _over_budget(nodes: list[Node], result: Pass, budget: Any) -> list[Node]:
+def _over_budget(nodes: list[Node], result: Pass, budget: Budget | None) -> list[Node]:
     """The nodes --max-cost kept from being submitted (the build says why)."""
     if budget is None or not result.over_budget:
         return []

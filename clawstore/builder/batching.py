@@ -192,7 +192,8 @@ class Batcher:
         result.released |= released
         batch_doc.mark(self.store, doc.name, done=done, released=released)
 
-    def _record_claimed(self, node: Node, work: Callable[[Node], tuple[str, dict[str, Any]]]) -> Any:
+    def _record_claimed(self, node: Node, work: Callable[[Node], tuple[str, dict[str, Any]]]
+                        ) -> tuple[str, dict[str, Any]] | Adopted | Later:
         if self.board is None:
             adopted = stored_meanwhile(self.store, node)
             return adopted if adopted is not None else work(node)
@@ -321,7 +322,7 @@ def _unique(items: list[Batchable]) -> list[Batchable]:
     return found
 
 
-def _stored(outcome: Any) -> tuple[str, dict[str, Any]]:
+def _stored(outcome: tuple[str, dict[str, Any]] | Adopted) -> tuple[str, dict[str, Any]]:
     return (outcome.record_id, outcome.record) if isinstance(outcome, Adopted) else outcome
 
 

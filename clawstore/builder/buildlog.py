@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.costs import PAID_KINDS, CostSum
 from clawstore.errors import StoreError
-from clawstore.graph.plan import address_id
+from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.actions import reusable
 from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
-from clawstore.store.claims import ClaimBoard
 from clawstore.store.headdoc import read_head_doc, write_head
 
 if TYPE_CHECKING:
@@ -58,8 +57,7 @@ class BuildLog:
         self._all: list[dict[str, Any]] = []  # every node, reused ones too: what the head merges
         self._records: dict[str, dict[str, Any]] = {}  # record id -> record, for the campaign head
         self.path = build_log_path(store.root, self.build_id)
-        self.claims: ClaimBoard | None = None  # the build's work claims, while it executes
-        self._awaiting: dict[int, Any] = {}  # id -> node recorded whose record is not durable yet
+        self._awaiting: dict[int, Node] = {}  # id -> node recorded whose record is not durable yet
 
     @property
     def counts(self) -> dict[str, int]:
@@ -86,16 +84,16 @@ class BuildLog:
                 if kind in PAID_KINDS:
                     metrics.update((CostSum.of_build(metrics) + CostSum.of_metrics(record["metrics"])).build_metrics())
 
-    def await_durable(self, node: Any) -> None:
+    def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""
         self._awaiting[id(node)] = node
         self.store.when_durable(lambda: self._awaiting.pop(id(node), None))
 
-    def not_durable(self) -> list[Any]:
+    def not_durable(self) -> list[Node]:
         """Nodes recorded whose commit window has not been committed (yet, or ever)."""
         return list(self._awaiting.values())
 
-    def unstore(self, node: Any) -> None:
+    def unstore(self, node: Node) -> None:
         """A recorded node whose record could not be made durable after all: it failed, not executed."""
         with self._lock:
             for entry in self._all:  # the same dicts as in doc.nodes

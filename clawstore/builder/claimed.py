@@ -36,7 +36,7 @@ Work = Callable[[Node], tuple[str, dict[str, Any]]]
 
 def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[str, dict[str, Any]] | Adopted | Later:
     """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later)."""
-    waits = int(node.extra.get("claim_waits", 0))
+    waits = node.claim_waits
     if waits:  # set aside before: the holder may have finished
         adopted = stored_meanwhile(store, node)
         if adopted is not None:
@@ -46,7 +46,7 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[st
     except OSError as exc:  # disk full, quota: nothing was paid for yet
         raise NotStarted(f"cannot write to store {board.root}: {exc.strerror or exc}") from None
     if not taken:
-        node.extra["claim_waits"] = waits + 1
+        node.claim_waits = waits + 1
         return Later(min(MAX_WAIT_S, FIRST_WAIT_S * 1.5 ** waits))
     try:
         adopted = stored_meanwhile(store, node)  # finished and released just before we claimed it

@@ -30,6 +30,8 @@ from clawstore.store.reach import Reach
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign
+    from clawstore.config.catalog import LoadedCase
     from clawstore.store.store import Store
 
 _SKIP_DIRS = frozenset({"__pycache__"})
@@ -72,7 +74,7 @@ def head_closure(store: Store, head_id: str) -> HeadClosure:
 
 # ---------------------------------------------------------------------------------------------- configs
 
-def config_files(campaign: Any) -> dict[str, Path]:
+def config_files(campaign: Campaign) -> dict[str, Path]:
     """{path relative to the workspace root (posix): source file} for everything that defines the campaign:
     the suite, run and evaluation profiles (and its judge prompt file), each case directory (without
     nested cases) plus the files it references, and the agents' directories."""
@@ -123,7 +125,7 @@ def config_files(campaign: Any) -> dict[str, Path]:
     return dict(sorted(files.items()))
 
 
-def _prompt_file(campaign: Any) -> Path | None:
+def _prompt_file(campaign: Campaign) -> Path | None:
     source = campaign.judge_system_prompt_source or ""
     kind, _, written = source.partition(":")
     if kind not in ("path", "default") or not written:
@@ -132,7 +134,7 @@ def _prompt_file(campaign: Any) -> Path | None:
     return expanded if expanded.is_absolute() else Path(campaign.evaluation_profile_path).parent / expanded
 
 
-def _case_references(loaded: Any) -> list[Path]:
+def _case_references(loaded: LoadedCase) -> list[Path]:
     """Files a case needs to be rebuilt: attachments, message sources, hook files."""
     case = loaded.case
     paths = list(loaded.attachment_paths)
@@ -145,7 +147,7 @@ def _case_references(loaded: Any) -> list[Path]:
     return paths
 
 
-def _host_files(loaded: Any) -> list[Path]:
+def _host_files(loaded: LoadedCase) -> list[Path]:
     """Relative paths of file checks that exist beside the case (absolute ones target the sandbox)."""
     found = []
     for check in loaded.case.deterministic_checks:
@@ -180,7 +182,7 @@ def _add_dir(directory: Path, rel: str, files: dict[str, Path]) -> None:
             files[f"{rel}/{name}" if base == "." else f"{rel}/{base}/{name}"] = here / name
 
 
-def snapshot_configs(store: Store, campaign: Any) -> str:
+def snapshot_configs(store: Store, campaign: Campaign) -> str:
     """Store the campaign's config files as one tree (a workspace with `configs/` at its root)."""
     files = config_files(campaign)
     root_real = real_root(Path(campaign.root))
@@ -208,7 +210,7 @@ def snapshot_configs(store: Store, campaign: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------- export
 
-def export_campaign(store: Store, campaign: Any, out: Path) -> ArchiveSummary:
+def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSummary:
     """Write the campaign's head, everything it reaches, its action-cache entries and its configs."""
     campaign_id = campaign.campaign_id
     head_id = campaign_head(store, campaign_id)

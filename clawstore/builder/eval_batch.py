@@ -9,7 +9,8 @@ or the judge's declared `pricing` times its `batch` factor (`cost_source: priced
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
 from clawstore.graph.plan import Node
@@ -18,31 +19,51 @@ from clawstore.providers.batch_api import LineAnswer
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
+    from clawstore.builder.clients import ChatClient
+    from clawstore.builder.session import BuildSession
+    from clawstore.builder.unstored import Stored
+    from clawstore.config.models import JudgeConfig
+    from clawstore.providers.client import ChatResult
+    from clawstore.providers.endpoint import Endpoint
+    from clawstore.store.store import Store
 
-EvalLayer = Any  # builder/eval_layer.py's (which imports this module)
+
+class EvalLayer(Protocol):
+    """What judging by batch needs of builder/eval_layer.py's EvalLayer (which imports this module)."""
+
+    store: Store
+    client: ChatClient | None
+
+    def _endpoint(self, judge: JudgeConfig) -> Endpoint: ...
+
+    def _judge_transport(self, judge: JudgeConfig) -> tuple[Endpoint, float, int]: ...
+
+    def judge_request(self, node: Node) -> dict[str, Any]: ...
+
+    def judge_with(self, node: Node, chat: Callable[[dict[str, Any]], ChatResult], body: dict[str, Any],
+                   started_at: str, began: float, build_id: str,
+                   extra_summary: dict[str, Any] | None = None) -> Stored: ...
 
 
-def batch_judges(layer: EvalLayer, judges: list[Node], log: Any, options: Any, to_submit: list[Node],
-                 budget: Any = None) -> set[int]:
+def batch_judges(layer: EvalLayer, session: BuildSession, judges: list[Node], to_submit: list[Node]) -> set[int]:
     """`batch_layer` for judgements: the ids of the judge nodes handled by batch."""
-    def request(node: Node) -> tuple[Any, dict[str, Any], Any]:
-        judge = node.extra["judge"]
+    def request(node: Node) -> tuple[Endpoint, dict[str, Any], Any]:
+        judge = node.judge
         return layer._endpoint(judge), layer.judge_request(node), (judge.model_extra or {}).get("pricing")
 
     how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d))
-    return batch_layer(how, layer.store, layer.campaign.campaign_id, judges, to_submit, log, options, budget,
-                       layer._progress)
+    return batch_layer(how, session, judges, to_submit)
 
 
 def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
     """Record one batch line as the judgement of `node` (the caller holds the node's claim)."""
     began = time.monotonic()
-    judge = node.extra["judge"]
+    judge = node.judge
     endpoint, timeout, retries = layer._judge_transport(judge)
     client = FirstAnswer(answer, layer.client, (judge.model_extra or {}).get("pricing"), doc)
 
-    def chat(request: dict[str, Any]) -> Any:
+    def chat(request: dict[str, Any]) -> ChatResult:
         return client.chat(endpoint, request, timeout=timeout, retries=retries)
 
-    body = node.extra.pop("batch_body", None) or layer.judge_request(node)  # the same bytes either way
+    body, node.batch_body = node.batch_body or layer.judge_request(node), None  # the same bytes either way
     return layer.judge_with(node, chat, body, utc_now(), began, doc.build_id, extra_summary={"batch": client.summary})

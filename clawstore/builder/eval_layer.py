@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clawstore.builder.lanes import Lane, Lanes
-from clawstore.builder.progress import BuildProgress, QuietProgress
+from clawstore.builder.execute import execute_nodes, partition
+from clawstore.builder.lanes import Lane
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
-from clawstore.builder.unstored import store_answer
+from clawstore.builder.unstored import Stored, store_answer
 from clawstore.costs import CostSum
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
@@ -22,7 +23,16 @@ from clawstore.graph.records import make_record, utc_now
 from clawstore.runners.pricing import record_cost
 
 if TYPE_CHECKING:
+    from clawstore.builder.clients import ChatClient
+    from clawstore.builder.session import BuildSession
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.config.models import JudgeConfig
+    from clawstore.evaluate.judge import JudgeIteration
+    from clawstore.providers.client import ChatResult
+    from clawstore.providers.endpoint import Endpoint
     from clawstore.store.store import Store
+
+NodeWork = Callable[[Node, str], Stored]  # executes a node for a build (its id), returns its record
 
 JUDGE_TIMEOUT_S = 120.0
 JUDGE_RETRIES = 3
@@ -79,7 +89,7 @@ class RunEvaluation:
                 "eval_error": self.blocked}
 
 
-def _batch_judge(judge: Any) -> bool:
+def _batch_judge(judge: JudgeConfig) -> bool:
     """A judge whose entry says `batch: true` (a judges[] extra key, like `pricing`): its judgements
     go to the provider's Batch API without --batch."""
     return (judge.model_extra or {}).get("batch") is True
@@ -94,20 +104,19 @@ def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
 
 
 class EvalLayer:
-    def __init__(self, campaign: Any, store: Store, client: Any = None, head: dict[str, Any] | None = None):
+    def __init__(self, campaign: Campaign, store: Store, client: ChatClient | None = None,
+                 head: dict[str, Any] | None = None):
         from clawstore.evaluate import (
             CHECKS_FORMAT_VERSION,
             JUDGE_PROMPT_FORMAT_VERSION,
             default_judge_system_prompt,
         )
 
+        assert campaign.evaluation_profile is not None, "a campaign with an evaluation profile"
         self.campaign = campaign
-        self._progress: BuildProgress = QuietProgress()
         self.store = store
         self.client = client
         self.head = head or {}
-        self.trouble: Any = None  # set by build(): the build's StoreTrouble
-        self.lanes: Lanes | None = None  # set by build(): the build's slots and rate limits
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -122,10 +131,10 @@ class EvalLayer:
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._judge_docs: dict[str, dict[str, Any]] = {}
-        self._endpoints: dict[str, Any] = {}
+        self._endpoints: dict[str, Endpoint] = {}
 
     # ---- per-case and per-judge inputs (computed once) ----
-    def _case(self, item: Any) -> dict[str, Any]:
+    def _case(self, item: CampaignItem) -> dict[str, Any]:
         case_id = item.case.case.case_id
         if case_id not in self._case_cache:
             from clawstore.evaluate import JudgeTarget, check_inputs
@@ -147,7 +156,7 @@ class EvalLayer:
             }
         return self._case_cache[case_id]
 
-    def _endpoint(self, judge: Any) -> Any:
+    def _endpoint(self, judge: JudgeConfig) -> Endpoint:
         if judge.judge_id not in self._endpoints:
             from clawstore.providers.endpoint import resolve_endpoint
 
@@ -155,7 +164,7 @@ class EvalLayer:
                                                                field=f"judges[{judge.judge_id}]")
         return self._endpoints[judge.judge_id]
 
-    def _judge_doc(self, judge: Any) -> dict[str, Any]:
+    def _judge_doc(self, judge: JudgeConfig) -> dict[str, Any]:
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
@@ -194,7 +203,7 @@ class EvalLayer:
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
             node = self._node("judge", address, doc, ev.run)
-            node.extra.update(judge=judge, judge_run=judge_run, subdocuments=case["subdocuments"])
+            node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             ev.judges.append(node)
 
     def plan_result(self, ev: RunEvaluation) -> None:
@@ -205,11 +214,11 @@ class EvalLayer:
         doc = result_document(ev.run.key, [j.record["outputs"]["judgement"] for j in ev.judges],
                               ev.checks.record["outputs"]["checks"], self.aggregation, self.sample_size, 1)
         ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
-        ev.result.extra["judge_requests"] = [j.record["outputs"]["request"] for j in ev.judges]
+        ev.result.judge_requests = [j.record["outputs"]["request"] for j in ev.judges]
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
         node = Node(kind, address, doc, document_key(doc), run.item)
-        node.extra["run"] = run
+        node.run = run
         attach_record(node, self.store, self.head)
         return node
 
@@ -221,38 +230,30 @@ class EvalLayer:
         return found
 
     # ---- building ----
-    def build(self, run_nodes: list[Node], log: Any, concurrency: int, options: Any,
-              budget: Any = None, progress: BuildProgress | None = None, trouble: Any = None,
-              lanes: Lanes | None = None) -> list[RunEvaluation]:
-        """`budget` (engine.Budget) gates the judges only: checks and results cost no provider call.
-        `trouble` (unstored.StoreTrouble): once the store fails, no later node starts. `lanes`: the
-        build's slots and rate limits (lanes.py), shared with the runs."""
-        self._progress = progress or QuietProgress()
-        self.trouble = trouble
-        self.lanes = lanes
+    def build(self, session: BuildSession, run_nodes: list[Node]) -> list[RunEvaluation]:
+        """Checks, judgements and results of `run_nodes`. The budget (--max-cost) gates the judges only:
+        checks and results cost no provider call."""
+        options = session.options
         evaluations = [self.start(run) for run in run_nodes]
-        self._layer([ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks", log,
-                    concurrency, options)
+        self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks")
         for ev in evaluations:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
         self._check_keys([j for j in judges if options.force or not j.fresh])
         stale = [j for j in judges if options.force or not j.fresh]
-        by_batch = [j for j in stale if getattr(options, "batch", False) or _batch_judge(j.extra["judge"])]
+        by_batch = [j for j in stale if options.batch or _batch_judge(j.judge)]
         if by_batch or (stale and self._batches_pending()):
             from clawstore.builder.eval_batch import batch_judges
 
             # Without --batch too: what a batch stands for is collected, never asked again one by one.
-            handled = batch_judges(self, stale, log, options, by_batch, budget)
+            handled = batch_judges(self, session, stale, by_batch)
             judges = [j for j in judges if id(j) not in handled]
-        self._layer(judges, self._exec_judge, "judges", log, concurrency, options, budget, batched=False,
-                    lane_of=self._judge_lane)
+        self._layer(session, judges, self._exec_judge, "judges", paid=True, batched=False, lane_of=self._judge_lane)
         for ev in evaluations:
             self.plan_result(ev)
-        self._layer([ev.result for ev in evaluations if ev.result], self._exec_result, "results", log,
-                    concurrency, options)
+        self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results")
         for ev in evaluations:
-            waiting = [n for n in (ev.run, *ev.judges) if n.extra.get("batch")]
+            waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
                 ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
             elif ev.blocked is None and ev.result is None:
@@ -265,31 +266,30 @@ class EvalLayer:
         return bool(self.store.list_refs(REF_PREFIX))
 
     def _check_keys(self, judges: list[Node]) -> None:
-        for endpoint in {self._endpoint(j.extra["judge"]) for j in judges}:
+        for endpoint in {self._endpoint(j.judge) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
     def _judge_lane(self, node: Node) -> Lane:
-        judge = node.extra["judge"]
+        judge = node.judge
         model = self._judge_doc(judge)["model"]
         return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
 
-    def _layer(self, nodes: list[Node], work: Any, label: str, log: Any, concurrency: int, options: Any,
-               budget: Any = None, batched: bool = True, lane_of: Any = None) -> None:
-        from clawstore.builder.engine import execute_nodes, partition
-
-        stale, fresh = partition(nodes, options.force)
+    def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str, paid: bool = False,
+               batched: bool = True, lane_of: Callable[[Node], Lane | None] | None = None) -> None:
+        log = session.log
+        stale, fresh = partition(nodes, session.options.force)
         for node in fresh:
             node.action = "reuse"
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
-        self._progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
+        session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
-        execute_nodes(stale, run, concurrency, log, self._progress, None, budget, self.trouble, self.lanes, lane_of)
+        execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)
 
-    def _batched(self, work: Any, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
+    def _batched(self, work: NodeWork, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry
             return work(node, build_id)
 
-    def _evidence(self, run: Node) -> tuple[dict[str, Any], Any, Any]:
+    def _evidence(self, run: Node) -> tuple[dict[str, Any], TreeSandboxFiles | None, TreeWorkspaceFiles | None]:
         outputs = run.record["outputs"]
         artifact = self.store.get_json(outputs["artifact"])
         sandbox = TreeSandboxFiles(self.store, outputs["sandbox"]) if outputs.get("sandbox") else None
@@ -299,7 +299,7 @@ class EvalLayer:
     def _record(self, node: Node, *, status: str, cacheable: bool, outputs: dict[str, Any],
                 metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
                 started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
-        run = node.extra["run"]
+        run = node.run
         outputs = {**outputs, "input_document": self.store.put_json(node.document)}
         record = make_record(kind=node.kind, key=node.key, address=node.address, status=status,
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
@@ -315,7 +315,7 @@ class EvalLayer:
         from clawstore.evaluate import evaluate_checks
 
         started_at, began = utc_now(), time.monotonic()
-        run = node.extra["run"]
+        run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
         result = evaluate_checks(case.case.deterministic_checks, artifact, sandbox_files=sandbox,
@@ -333,20 +333,22 @@ class EvalLayer:
     def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         started_at, began = utc_now(), time.monotonic()
         body = self.judge_request(node)
-        endpoint, timeout, retries = self._judge_transport(node.extra["judge"])
+        endpoint, timeout, retries = self._judge_transport(node.judge)
 
-        def chat(request: dict[str, Any]) -> Any:
+        def chat(request: dict[str, Any]) -> ChatResult:
+            assert self.client is not None, "a build's client"
             return self.client.chat(endpoint, request, timeout=timeout, retries=retries)
 
         return self.judge_with(node, chat, body, started_at, began, build_id)
 
-    def judge_with(self, node: Node, chat: Any, body: dict[str, Any], started_at: str, began: float,
-                   build_id: str, extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def judge_with(self, node: Node, chat: Callable[[dict[str, Any]], ChatResult], body: dict[str, Any],
+                   started_at: str, began: float, build_id: str,
+                   extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Ask `chat` (the provider, or a batch line's answer first: eval_batch.py) for one judge
         repetition and record it."""
         from clawstore.evaluate import run_judge_iteration
 
-        judge_run = node.extra["judge_run"]
+        judge_run = node.judge_run
         iteration = run_judge_iteration(chat, body, node.document["attempts"], judge_run_id=judge_run.judge_run_id,
                                         repetition=node.address["judge_repetition"],
                                         redact_secrets=bool(self.policy.get("redact_secrets", True)))
@@ -362,7 +364,7 @@ class EvalLayer:
         """The chat body of one judge repetition (rebuilt from the store: the same every time)."""
         from clawstore.evaluate import build_judge_evidence, build_judge_request, render_judge_prompt
 
-        run, judge = node.extra["run"], node.extra["judge"]
+        run, judge = node.run, node.judge
         redact = bool(self.policy.get("redact_secrets", True))
         artifact, sandbox, workspace = self._evidence(run)
         checks = self.store.get_json(node.document["checks"])
@@ -372,19 +374,19 @@ class EvalLayer:
                                           redact_secrets=redact)
         return build_judge_request(judge, self.system_prompt, user_prompt, node.address["judge_repetition"])
 
-    def _judge_transport(self, judge: Any) -> tuple[Any, float, int]:
+    def _judge_transport(self, judge: JudgeConfig) -> tuple[Endpoint, float, int]:
         """(endpoint, timeout, retries) of a judge's synchronous requests."""
         extras = judge.model_extra or {}
         timeout = float(extras.get("timeout_seconds") or JUDGE_TIMEOUT_S)
         retries = int(extras.get("retries") if extras.get("retries") is not None else JUDGE_RETRIES)
         return self._endpoint(judge), timeout, retries
 
-    def record_judgement(self, node: Node, iteration: Any, body: dict[str, Any], started_at: str, latency_s: float,
-                         build_id: str, extra_outputs: dict[str, Any] | None = None,
+    def record_judgement(self, node: Node, iteration: JudgeIteration, body: dict[str, Any], started_at: str,
+                         latency_s: float, build_id: str, extra_outputs: dict[str, Any] | None = None,
                          extra_summary: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Store one judge repetition's outcome under the judge node's key, in one durable batch
         (the build after asking the judge; importers with a judgement made elsewhere)."""
-        run, judge = node.extra["run"], node.extra["judge"]
+        run, judge = node.run, node.judge
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
@@ -425,7 +427,7 @@ class EvalLayer:
             node, status=final.status, cacheable=final.status == "success" and judges_ok,
             outputs={"result": self.store.put_json(final.to_dict()),
                      "summary_md": self.store.put_bytes(summary_md.encode("utf-8")),
-                     "judge_requests": node.extra["judge_requests"]},
+                     "judge_requests": node.judge_requests},
             metrics={},
             summary={"final_score": final.final_score, "final_dimensions": final.final_dimensions,
                      "passed": final.passed, "aggregation_method": final.method,

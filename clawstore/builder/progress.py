@@ -47,8 +47,8 @@ def failure_reason(node: Node) -> str:
         parts = [str(p) for p in (error.get("code"), error.get("message")) if p]
         why = ": ".join(parts) or record.get("status") or "failed"
     else:
-        why = node.extra.get("error") or record.get("status") or "failed"
-    if node.extra.get("kept_result"):
+        why = node.error or record.get("status") or "failed"
+    if node.kept_result:
         kept = "; the earlier result is kept"
         return one_line(why, _REASON_WIDTH - len(kept)) + kept
     return one_line(why)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from typing import TextIO
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -44,11 +44,11 @@ class LiveProgress(BuildProgress):
                          redirect_stdout=False, redirect_stderr=False, transient=False)
         self.live.start()
 
-    def render(self) -> Any:
+    def render(self) -> Group:
         with self._lock:
             return self._render()
 
-    def _render(self) -> Any:
+    def _render(self) -> Group:
         s = self.state
         elapsed = max(time.monotonic() - s.started_at, 1e-6)
         rate = s.done / elapsed
@@ -71,7 +71,7 @@ class LiveProgress(BuildProgress):
                            *(state if held else ()))
         plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
         spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_spent(s.cost)}{plan}")
-        parts: list[Any] = [bar, pace, models, spend]
+        parts: list[RenderableType] = [bar, pace, models, spend]
         for wait in held.values():  # the judges' models have no row of their own
             parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))
         parts.extend(Text(line, style="cyan") for line in s.batches)

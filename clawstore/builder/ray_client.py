@@ -23,7 +23,8 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
@@ -31,6 +32,11 @@ from clawstore import __version__
 from clawstore.errors import UsageError
 from clawstore.process_end import leave_to_exit
 from clawstore.providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    from clawstore.providers.client import ChatResult
+    from clawstore.providers.endpoint import Endpoint
+    from clawstore.runners.openclaw.runner import OpenClawOutcome, OpenClawSpec
 
 ACTOR_NAMESPACE = "clawstore"
 ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads waiting on HTTP)
@@ -50,7 +56,7 @@ def _code_tag() -> str:
     return hasher.hexdigest()[:12]
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -95,7 +101,8 @@ class _ChatWorker:
 
         self.client = ProviderClient(backoff_base=backoff_base())  # this node's environment
 
-    def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
         return self.client.chat(endpoint, body, timeout=timeout, retries=retries)
 
     def node(self) -> str:
@@ -103,7 +110,7 @@ class _ChatWorker:
         return str(ray.get_runtime_context().get_node_id())
 
 
-def _openclaw_on_node(spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[str, bytes]]:
+def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
     """A Ray task: one OpenClaw run on this node's container engine, against a scratch store holding
     the agent's workspace (`objects`). Returns the outcome and the content of every object the run
     stored; the driver stores each and checks it hashes to its id."""
@@ -187,7 +194,8 @@ class RayClient:
             ready = self._started or self._actors
             return ready[next(self._turn) % len(ready)]
 
-    def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
         ray = self._ray
         # However long the worker may legitimately take (every attempt timing out), plus a margin: a
         # cluster that died must fail the node, not hang the build.
@@ -201,7 +209,7 @@ class RayClient:
             raise ProviderError("transport_error", f"the Ray cluster did not answer ({type(exc).__name__})",
                                 retryable=True) from None
 
-    def run_openclaw(self, spec: Any, objects: dict[str, bytes]) -> tuple[Any, dict[str, bytes]]:
+    def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
         """Run one OpenClaw case on the cluster (see _openclaw_on_node)."""
         ray = self._ray
         patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container

@@ -7,20 +7,19 @@ answer is handed to the same runner and recorded by the same code as a synchrono
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
-from clawstore.builder.run_exec import execute_llm_probe
+from clawstore.builder.run_exec import execute_llm_probe, llm_probe_spec
 from clawstore.graph.plan import Node
 from clawstore.providers.batch_api import LineAnswer
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
-    from clawstore.store.store import Store
-
-SpecOf = Callable[[Node], Any]  # a run node's LlmProbeSpec
-
+    from clawstore.builder.clients import ChatClient
+    from clawstore.builder.session import BuildSession
+    from clawstore.providers.client import ChatResult
+    from clawstore.providers.endpoint import Endpoint
 
 class _Captured(BaseException):
     """Stops the runner at its first request (a BaseException: the runner records any Exception)."""
@@ -31,23 +30,24 @@ class _Captured(BaseException):
 
 
 class _Capture:
-    def chat(self, endpoint: Any, body: dict[str, Any], timeout: float | None = None, retries: int = 5) -> Any:
+    def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
+             retries: int = 5) -> ChatResult:
         raise _Captured(body)
 
 
-def single_request(node: Node, spec_of: SpecOf) -> bool:
+def single_request(node: Node) -> bool:
     """An llm_probe run whose case enables no tool: exactly one chat request."""
     from clawstore.runners.tools import enabled_tools
 
-    return node.item.runner_type == "llm_probe" and not enabled_tools(spec_of(node).tools)
+    return node.item.runner_type == "llm_probe" and not enabled_tools(llm_probe_spec(node).tools)
 
 
-def run_request(node: Node, spec_of: SpecOf) -> tuple[Any, dict[str, Any], Any] | None:
+def run_request(node: Node) -> tuple[Endpoint, dict[str, Any], Any] | None:
     """(endpoint, the body the runner sends, the suite model's pricing); None when the runner sends
     nothing (invalid settings: it is recorded one by one, as always)."""
     from clawstore.runners.llm_probe import run_llm_probe
 
-    spec = spec_of(node)
+    spec = llm_probe_spec(node)
     try:
         run_llm_probe(spec, _Capture(), None)
     except _Captured as captured:
@@ -55,17 +55,14 @@ def run_request(node: Node, spec_of: SpecOf) -> tuple[Any, dict[str, Any], Any] 
     return None
 
 
-def batch_runs(store: Store, campaign_id: str, stale: list[Node], log: Any, options: Any, budget: Any,
-               progress: Any, client: Any, spec_of: SpecOf) -> set[int]:
+def batch_runs(session: BuildSession, stale: list[Node], client: ChatClient) -> set[int]:
     """`batch_layer` for runs: the ids of the run nodes handled by batch (submitted with --batch)."""
-    nodes = [n for n in stale if single_request(n, spec_of)]
+    nodes = [n for n in stale if single_request(n)]
 
     def record(node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
-        node.extra["spec"] = spec_of(node)
         first = FirstAnswer(answer, client, (node.item.model.model_extra or {}).get("pricing"), doc)
-        node.extra["batch_summary"] = first.summary  # (the record names the batch and its cost's source)
-        return execute_llm_probe(node, store, first, doc.build_id)
+        node.batch_summary = first.summary  # (the record names the batch and its cost's source)
+        return execute_llm_probe(node, llm_probe_spec(node), session.store, first, doc.build_id)
 
-    how = BatchKind("run", "runs (batch)", lambda node: run_request(node, spec_of), record)
-    return batch_layer(how, store, campaign_id, nodes, nodes if options.batch else [], log, options, budget,
-                       progress)
+    how = BatchKind("run", "runs (batch)", run_request, record)
+    return batch_layer(how, session, nodes, nodes if session.options.batch else [])

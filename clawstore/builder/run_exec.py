@@ -15,6 +15,10 @@ from clawstore.runners.pricing import record_cost
 from clawstore.scratch import remove_tree, scratch_dir
 
 if TYPE_CHECKING:
+    from clawstore.builder.clients import ChatClient, OpenClawCluster
+    from clawstore.config.messages import ResolvedMessage
+    from clawstore.runners.llm_probe import LlmProbeSpec
+    from clawstore.runners.openclaw import OpenClawSpec
     from clawstore.store.store import Store
 
 
@@ -51,7 +55,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
             "endpoint": (node.document["model"].get("endpoint") or {}).get("base_url"),
             "error_code": (error or {}).get("code"),
             "error_message": (error or {}).get("message"),
-            **({"batch": node.extra["batch_summary"]} if "batch_summary" in node.extra else {}),
+            **({"batch": node.batch_summary} if node.batch_summary is not None else {}),
         },
         error={"code": error.get("code"), "message": error.get("message")} if error else None,
         started_at=started_at, finished_at=utc_now(), build_id=build_id,
@@ -65,13 +69,38 @@ def _cost(artifact: dict[str, Any]) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) else None
 
 
-def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> tuple[str, dict[str, Any]]:
+def message_doc(m: ResolvedMessage) -> dict[str, Any]:
+    """A resolved message as a runner's spec holds it."""
+    return {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {}),
+            **({"metadata": m.metadata} if m.metadata else {})}
+
+
+def llm_probe_spec(node: Node) -> LlmProbeSpec:
+    """What the llm_probe runner needs to execute a run node (made when it executes, or is batched)."""
+    from clawstore.runners.llm_probe import LlmProbeSpec
+
+    item = node.item
+    assert item is not None and node.endpoint is not None, "a planned run node"
+    context = item.case.case.input.context or {}
+    probe = context.get("llm_probe") or {}
+    return LlmProbeSpec(
+        case_id=item.case.case.case_id,
+        requested_model=item.resolved_model,
+        endpoint=node.endpoint,
+        settings=dict(item.settings),
+        messages=[message_doc(m) for m in item.messages],
+        tools=list(probe.get("tools") or []),
+        tool_choice=probe.get("tool_choice"),
+    )
+
+
+def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: ChatClient,
+                      build_id: str) -> tuple[str, dict[str, Any]]:
     from clawstore.run_limits import workspace_problem
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
     from clawstore.store.trees import empty_tree
 
-    spec = node.extra["spec"]
     started_at = utc_now()
     began = time.monotonic()
     # A run without tools has nothing to act in: no directory to make, snapshot and remove.
@@ -108,14 +137,14 @@ def execute_llm_probe(node: Node, store: Store, client: Any, build_id: str) -> t
     return store_answer(node, write, _cost(artifact_json), cleanup)
 
 
-def execute_openclaw(node: Node, store: Store, build_id: str, cluster: Any = None) -> tuple[str, dict[str, Any]]:
+def execute_openclaw(node: Node, spec: OpenClawSpec, store: Store, build_id: str,
+                     cluster: OpenClawCluster | None = None) -> tuple[str, dict[str, Any]]:
     """Run one OpenClaw case here, or on a Ray cluster (`cluster`: builder/ray_client.py), then record it."""
     from clawstore.runners.openclaw import run_openclaw
 
     started_at = utc_now()
     began = time.monotonic()
     made: dict[str, bytes] = {}
-    spec = node.extra["spec"]
     if cluster is not None:
         outcome, made = cluster.run_openclaw(spec, tree_contents(store, spec.agent_tree))
     else:

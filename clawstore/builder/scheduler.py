@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from clawstore.builder.lanes import Lane, Lanes
 
 T = TypeVar("T")
+R = TypeVar("R")
 _NO_MORE = object()  # tells a worker thread to end
 _WAKE = object()  # a paused task gave its slot back: another may start
 
@@ -34,14 +35,14 @@ class Later:
 
 
 @dataclass
-class Outcome(Generic[T]):
+class Outcome(Generic[T, R]):
     task: T
-    value: Any = None
+    value: R | None = None
     error: BaseException | None = None
 
 
-def run_tasks(tasks: Iterable[T], work: Callable[[T], Any], concurrency: int,
-              on_done: Callable[[Outcome[T]], bool],
+def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: int,
+              on_done: Callable[[Outcome[T, R]], bool],
               on_interrupt: Callable[[int], None] | None = None,
               lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None) -> list[T]:
     """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow: the

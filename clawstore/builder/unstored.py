@@ -20,6 +20,7 @@ from clawstore.machine_settings import store_retry_seconds
 from clawstore.store.reserve import is_space_error
 
 if TYPE_CHECKING:
+    from clawstore.builder.buildlog import BuildLog
     from clawstore.store.store import Store
 
 RETRY_PAUSE_S = 1.0
@@ -134,7 +135,7 @@ class StoreTrouble:
                           f"{skipped} node(s) not started; free space and build again (finished nodes are kept)")
 
 
-def settle_pending(store: Store, log: Any, trouble: StoreTrouble) -> None:
+def settle_pending(store: Store, log: BuildLog, trouble: StoreTrouble) -> None:
     """At the end of a build in group-commit mode: make the last window durable, retrying while the
     store refuses (like kept answers); if it never takes it, every recorded node whose record is not
     in the store is a paid answer lost, turned into a failed node and named by `trouble.error`."""
@@ -165,7 +166,7 @@ def settle_pending(store: Store, log: Any, trouble: StoreTrouble) -> None:
             continue  # committed in an earlier window; only its notice was in the lost one
         log.unstore(node)
         cost = ((node.record or {}).get("metrics") or {}).get("cost_usd")
-        node.action, node.extra["error"] = "fail", f"StoreError: {_reason(cause)}"
+        node.action, node.error = "fail", f"StoreError: {_reason(cause)}"
         trouble.lost.append(UnstoredAnswer(node, cause, _gone, cost, lambda: None))
 
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.graph.plan import Node
+
+if TYPE_CHECKING:
+    from clawstore.builder.api import NodeState
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.config.models import EvaluationProfile, JudgeConfig
 
 LAYERS = ("run", "checks", "judge", "result")
 # Layers whose nodes call a provider (the others compute locally and cost nothing).
@@ -30,15 +35,15 @@ class Work:
     executes: bool
     exact: bool
     node: Node | None = None
-    item: Any = None  # the campaign item (model × case) the node belongs to
-    judge: Any = None  # JudgeConfig, for judge work
+    item: CampaignItem | None = None  # the campaign item (model × case) the node belongs to
+    judge: JudgeConfig | None = None  # for judge work
 
 
 def _run_key(address: dict[str, Any]) -> tuple[str, str, int]:
     return (address["model_id"], address["case_id"], address["repetition"])
 
 
-def work_items(campaign: Any, states: list[Any], force: bool = False) -> list[Work]:
+def work_items(campaign: Campaign, states: list[NodeState], force: bool = False) -> list[Work]:
     """Every node of the campaign from `inspect`'s states (which hold a `pending:` placeholder for each
     node not keyed yet), with the judge config of each judgement and whether its count is certain."""
     profile = campaign.evaluation_profile
@@ -54,7 +59,8 @@ def work_items(campaign: Any, states: list[Any], force: bool = False) -> list[Wo
     return items
 
 
-def _judge_of(profile: Any, judge_run_id: str) -> Any:
+def _judge_of(profile: EvaluationProfile | None, judge_run_id: str) -> JudgeConfig:
+    assert profile is not None, "judge work comes of an evaluation profile"
     run = next(jr for jr in profile.judge_runs if jr.judge_run_id == judge_run_id)
     return profile.judge(run.judge_id)
 

@@ -31,6 +31,7 @@ from clawstore.report.terminal import table as rich_table
 
 if TYPE_CHECKING:
     from clawstore.builder.stamp import Layers
+    from clawstore.config.campaign import Campaign
     from clawstore.remote.live import RemoteView
     from clawstore.store.store import Store
 
@@ -52,7 +53,7 @@ def _run_row(node: Any) -> dict[str, Any]:
     # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
     record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
-    pending = bool(node.extra.get("batch"))  # in a provider batch: the next build collects it
+    pending = bool(node.batch)  # in a provider batch: the next build collects it
     return {
         **node.address,
         "run": "pending" if pending else node.action,
@@ -61,7 +62,7 @@ def _run_row(node: Any) -> dict[str, Any]:
         "cost_usd": metrics.get("cost_usd"),
         "cost_source": source_of(metrics) if record else None,
         "key": node.key,
-        "error": (record.get("error") or {}).get("message") or node.extra.get("error"),
+        "error": (record.get("error") or {}).get("message") or node.error,
     }
 
 
@@ -311,7 +312,7 @@ def _all_fresh(request: Any, store_dir: Path | None, cases: tuple[str, ...], mod
 
 
 @contextlib.contextmanager
-def _remote(name: str | None, campaign: Any, stores: Stores) -> Iterator[None]:
+def _remote(name: str | None, campaign: Campaign | None, stores: Stores) -> Iterator[None]:
     """`--remote NAME`: the build between a pull of what its plan needs and a push (clawstore/remote/live.py)."""
     if name is None:
         yield
@@ -329,7 +330,7 @@ def _shows_live(mode: str) -> bool:
     return display_mode(mode) == "live"
 
 
-def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Any,
+def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | None, campaign: Campaign,
               batch: bool = False) -> float | None:
     """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
     from clawstore.spend.estimate import plan_spend
@@ -341,7 +342,7 @@ def _estimate(request: Any, store: Store, force: bool, max_concurrency: int | No
 
 
 def _check_budget(request: Any, stores: Any, force: bool, max_concurrency: int | None, max_cost: float,
-                  output: str, campaign: Any, batch: bool = False) -> float:
+                  output: str, campaign: Campaign, batch: bool = False) -> float:
     """Refuse (exit 2, printing the plan) when the estimate exceeds --max-cost or cannot be made."""
     from clawstore.cli.plan_cmd import render_plan
     from clawstore.spend.estimate import plan_spend

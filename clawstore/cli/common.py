@@ -12,6 +12,7 @@ import click
 from clawstore.errors import UsageError
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign
     from clawstore.store.store import Store
 
 store_option = click.option(
@@ -152,7 +153,7 @@ def loaded_campaign(request: Any) -> Any:
         return load_campaign(request)
 
 
-def remote_pull_parts(name: str, campaign: Any, stores: Stores) -> tuple[Any, Any, str, Callable[[], set[str]]]:
+def remote_pull_parts(name: str, campaign: Campaign, stores: Stores) -> tuple[Any, Any, str, Callable[[], set[str]]]:
     """What the pull before a `--remote NAME` build or plan needs: the store, the remote, the campaign's
     head ref, and the keys the build would execute (remote/live.py, pull_before)."""
     from clawstore.builder.api import unbuilt_keys

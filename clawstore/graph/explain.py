@@ -39,7 +39,7 @@ def classify(node: Node, previous: dict[str, Any] | None) -> str:
         return "fresh"
     if node.record is not None:
         return "failed"
-    return "stale" if previous is not None or node.extra.get("unseen") else "never-built"
+    return "stale" if previous is not None or node.unseen else "never-built"
 
 
 def reasons(node: Node, previous: dict[str, Any] | None, store: Store, force: bool = False) -> list[str]:
@@ -50,7 +50,7 @@ def reasons(node: Node, previous: dict[str, Any] | None, store: Store, force: bo
         error = node.record.get("error") or {}
         detail = f" ({error.get('code')}: {error.get('message')})" if error else ""
         return [f"last attempt ended {node.record.get('status')}{detail}; infrastructure failures are retried"]
-    unseen = node.extra.get("unseen")
+    unseen = node.unseen
     if unseen:
         more = f" (and {len(unseen) - 1} more)" if len(unseen) > 1 else ""
         return [f"built before, but its {unseen[0]} is no longer in the store{more} "
@@ -65,7 +65,7 @@ def reasons(node: Node, previous: dict[str, Any] | None, store: Store, force: bo
         old = store.get_json(previous["key"])
     except Exception:  # collected by gc, or never stored: nothing to diff against
         return [f"inputs changed (previous input document {previous['key'][:19]}… is not in the store)"]
-    known = node.extra.get("subdocuments") or {}  # the new side's sub-documents, not stored yet
+    known = node.subdocuments or {}  # the new side's sub-documents, not stored yet
 
     def resolve(oid: str) -> Any:
         return known[oid] if oid in known else store.get_json(oid)

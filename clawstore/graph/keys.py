@@ -7,10 +7,14 @@ cover, is the table in docs/building.md (Keys).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import canonical_json
 from clawstore.store.ids import oid_of
+
+if TYPE_CHECKING:
+    from clawstore.config.campaign import CampaignItem
+    from clawstore.config.messages import ResolvedMessage
 
 # Bump when a runner's behaviour changes in a way that makes old results incomparable.
 RUN_DOC_VERSION = 1
@@ -31,7 +35,7 @@ def document_key(document: dict[str, Any]) -> str:
     return object_id(canonical_json(document))
 
 
-def _message_doc(message: Any) -> dict[str, Any]:
+def _message_doc(message: ResolvedMessage) -> dict[str, Any]:
     doc: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.name:
         doc["name"] = message.name
@@ -40,11 +44,11 @@ def _message_doc(message: Any) -> dict[str, Any]:
     return doc
 
 
-def _is_injected_attachment(message: Any) -> bool:
+def _is_injected_attachment(message: ResolvedMessage) -> bool:
     return bool(message.metadata) and "attachment" in message.metadata
 
 
-def run_document(item: Any, repetition: int, *, endpoint: dict[str, Any] | None,
+def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
                  attachments: dict[str, dict[str, Any]], runner_identity: dict[str, Any] | None = None
                  ) -> dict[str, Any]:
     """The run node's input document.
@@ -80,7 +84,7 @@ def run_document(item: Any, repetition: int, *, endpoint: dict[str, Any] | None,
     return doc
 
 
-def attachments_document(item: Any) -> dict[str, dict[str, Any]]:
+def attachments_document(item: CampaignItem) -> dict[str, dict[str, Any]]:
     """Attachments by name -> content id; a repeated basename gets a `#<n>` suffix to stay distinct."""
     doc: dict[str, dict[str, Any]] = {}
     for attachment in item.attachments:

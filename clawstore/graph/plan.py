@@ -2,18 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.graph.keys import attachments_document, document_key, run_document
 from clawstore.graph.records import is_fresh
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.config.models import JudgeConfig, JudgeRunConfig
+    from clawstore.providers.endpoint import Endpoint
     from clawstore.store.store import Store
 
 
+ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback of plan_runs
+
+
+class _Learnt:
+    """What a node learns after it is made: what it was planned with beyond its document, and what
+    became of it. Class-level defaults, not dataclass fields: making a node stays as cheap as its first
+    eight fields (a plan holds tens of thousands), and each is set only where it applies."""
+
+    # Planning (builder/api.py, builder/eval_layer.py, attach_record).
+    endpoint: Endpoint | None = None  # a run's provider
+    run: Node | None = None  # an evaluation node's run
+    judge: JudgeConfig | None = None  # a judgement's judge and judge run
+    judge_run: JudgeRunConfig | None = None
+    subdocuments: dict[str, dict[str, Any]] | None = None  # what `explain` expands the document by
+    judge_requests: list[str] | None = None  # a result's judgements' request objects
+    unseen: list[str] | None = None  # what its cached record names that the store no longer holds
+    # Building.
+    error: str | None = None  # why it failed, when it has no record saying so
+    kept_result: str | None = None  # the earlier record a failed re-execution left in place
+    claim_waits: int = 0  # how often another build's claim set it aside (builder/claimed.py)
+    batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
+    batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
+    batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
+
+
 @dataclass(eq=False)
-class Node:
+class Node(_Learnt):
     """One unit of work: its logical address, input document, key and (once known) record.
 
     Compared by identity (eq=False): two nodes are the same node only if they are one object, and
@@ -23,11 +52,10 @@ class Node:
     address: dict[str, Any]
     document: dict[str, Any]
     key: str
-    item: Any = None
+    item: CampaignItem | None = None  # the model × case it belongs to (None: a status placeholder)
     record: dict[str, Any] | None = None
     record_id: str | None = None
     action: str | None = None  # exec | reuse | fail | skip
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fresh(self) -> bool:
@@ -42,11 +70,12 @@ def address_id(kind: str, address: dict[str, Any]) -> str:
     return "/".join(parts)
 
 
-def run_address(item: Any, repetition: int) -> dict[str, Any]:
+def run_address(item: CampaignItem, repetition: int) -> dict[str, Any]:
     return {"model_id": item.model.model_id, "case_id": item.case.case.case_id, "repetition": repetition}
 
 
-def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity_of: Any) -> list[Node]:
+def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
+              runner_identity_of: ItemIdentity) -> list[Node]:
     """Models (suite order) × cases (sorted) × repetitions. Pure apart from the two callbacks:
     `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`."""
     nodes: list[Node] = []
@@ -73,7 +102,7 @@ def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | No
     key it is used as is (it is a gc root, so the record it names is kept); anything else asks the
     action cache, which may know a newer record written by another campaign. Either way the record
     and its outputs must still exist (fsck may have quarantined them): reuse trusts nothing it cannot
-    see, and a record with a missing output is stale (`node.extra["unseen"]` says which).
+    see, and a record with a missing output is stale (`node.unseen` says which).
     `present`: ids already seen in the store during this planning (shared outputs are checked once).
     """
     entry = head.get(address_id(node.kind, node.address)) if head else None
@@ -82,16 +111,16 @@ def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | No
         if not missing:
             node.record_id, node.record = entry["record"], entry["record_doc"]
             return
-        node.extra["unseen"] = missing
+        node.unseen = missing
     found = store.get_action_record_id(node.key)
     if found is None or not store.has(found):
         if found is not None:
-            node.extra["unseen"] = [f"record {found}"]
+            node.unseen = [f"record {found}"]
         return
     record = store.get_json(found)
     missing = unseen_objects(store, None, record, present)
     if missing:
-        node.extra["unseen"] = missing
+        node.unseen = missing
         return
     node.record_id, node.record = found, record
 

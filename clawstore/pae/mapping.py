@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.bounds import metrics_problem
 from clawstore.pae.layout import PaeFileError, PaeRun
+
+if TYPE_CHECKING:
+    from clawstore.config.campaign import CampaignItem
 
 
 def _normalized(value: Any) -> Any:
@@ -22,7 +25,7 @@ def _messages(messages: Any) -> list[tuple[Any, Any]]:
     return [(m.get("role"), m.get("content")) for m in messages or [] if isinstance(m, dict)]
 
 
-def mismatch(payload: dict[str, Any], item: Any) -> str | None:
+def mismatch(payload: dict[str, Any], item: CampaignItem) -> str | None:
     """The first part of what pae ran that differs from what claw would run now (None: they match)."""
     case = item.case.case
     settings = {k: v for k, v in (payload.get("runner_config") or {}).items() if k != "run_repetition_index"}

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
 from clawstore.costs import PRICED, REPORTED, UNKNOWN, CostSum
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
+
+if TYPE_CHECKING:
+    from clawstore.builder.api import CampaignRequest, StoreOpener
+    from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.config.models import JudgeConfig
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
 DEFAULT_TOKENS_PER_CHAR = 0.25
@@ -198,7 +203,7 @@ def estimate_run(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def may_loop(item: Any) -> bool:
+def may_loop(item: CampaignItem) -> bool:
     """Can this run send more than one request? An llm_probe run with tools sends one per turn of its
     tool loop; an OpenClaw agent as many as it decides."""
     from clawstore.runners.tools import enabled_tools
@@ -210,7 +215,7 @@ def may_loop(item: Any) -> bool:
     return bool(enabled_tools(list(probe.get("tools") or [])))
 
 
-def judge_model(judge: Any) -> str:
+def judge_model(judge: JudgeConfig) -> str:
     from clawstore.evaluate import resolve_judge_model
 
     return resolve_judge_model(judge)
@@ -235,11 +240,11 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None,
-               campaign: Any = None, batch: bool = False) -> SpendPlan:
+def plan_spend(request: CampaignRequest, stores: StoreOpener, force: bool = False, max_concurrency: int | None = None,
+               campaign: Campaign | None = None, batch: bool = False) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
 
-    `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load);
+    `stores`: opens the store once the configs load;
     `campaign`: the request's, when the caller loaded it already."""
     from clawstore.builder.api import inspect_campaign
 

@@ -1,0 +1,147 @@
+"""Execute a layer's stale nodes: each under its work claim, recorded in the build log as it lands."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from clawstore.builder.claimed import Adopted, claimed
+from clawstore.builder.gcpause import resume_collector
+from clawstore.builder.lanes import Lane
+from clawstore.builder.scheduler import Later, Outcome, run_tasks
+from clawstore.builder.unstored import NotStarted, Stored, UnstoredAnswer, is_store_failure
+from clawstore.errors import StoreError
+from clawstore.graph.plan import Node
+from clawstore.graph.records import INFRASTRUCTURE_STATUSES
+
+if TYPE_CHECKING:
+    from clawstore.builder.session import BuildSession
+    from clawstore.config.models import ExecutionPolicy
+
+LOG_WRITE_INTERVAL_S = 2.0
+
+
+class Stop:
+    """Decides when to stop scheduling, per the run profile's execution policy."""
+
+    def __init__(self, policy: ExecutionPolicy):
+        self.fail_fast = bool(policy.fail_fast)
+        self.stop_on_runner_error = bool(policy.stop_on_runner_error)
+        self.reason: str | None = None
+
+    def after(self, status: str | None) -> bool:
+        if status is None or status in INFRASTRUCTURE_STATUSES:
+            if self.stop_on_runner_error:
+                self.reason = "stop_on_runner_error: a run ended with a runner error"
+                return False
+        if status != "success" and self.fail_fast:
+            self.reason = "fail_fast: a run did not succeed"
+            return False
+        return True
+
+
+def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
+    """(stale: to execute, fresh: to reuse), in plan order; `--force` makes every node stale."""
+    stale: list[Node] = []
+    fresh: list[Node] = []
+    for node in nodes:
+        (stale if force or not node.fresh else fresh).append(node)
+    return stale, fresh
+
+
+def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node], Stored], *,
+                  stop: Stop | None = None, paid: bool = True,
+                  lane_of: Callable[[Node], Lane | None] | None = None) -> None:
+    """Run `work` on each node under its claim (`session.claims`); record the outcome in the node and the
+    build log as it lands. A node another build stored meanwhile is adopted as reused. `paid`: the nodes
+    call a provider, so the budget (--max-cost) gates them; `lane_of`: a node's provider and model in the
+    build's slots and rate limits (lanes.py).
+
+    A store write failure (`session.trouble`) stops scheduling at once; answers the store refused are
+    kept and retried once the running nodes are done (clawstore/builder/unstored.py)."""
+    log, progress, trouble = session.log, session.progress, session.trouble
+    budget = session.budget if paid else None
+    if (budget is not None and budget.reached()) or (trouble is not None and trouble.failed):
+        nodes, skipped = [], nodes
+    else:
+        skipped = []
+    if nodes:
+        resume_collector()
+    last_write = time.monotonic()
+    store, board = session.store, session.claims
+
+    def record(node: Node, stored: Stored) -> None:
+        earlier = node.record_id if node.fresh else None  # a result a failed re-execution leaves in place
+        node.record_id, node.record = stored
+        status = node.record["status"]
+        node.action = "exec" if node.record.get("cacheable") else "fail"
+        if node.action == "fail" and earlier is not None:
+            node.kept_result = earlier
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        log.await_durable(node)
+        progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
+
+    def fail(node: Node, error: BaseException) -> None:
+        node.action = "fail"
+        node.error = f"{type(error).__name__}: {error}"
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+        progress.finished(node, None, False)
+
+    def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
+        nonlocal last_write
+        node = outcome.task
+        if outcome.error is not None and trouble is not None and is_store_failure(outcome.error):
+            trouble.note(outcome.error)  # a paid answer is kept for the retry below; nothing new starts
+            if isinstance(outcome.error, NotStarted):
+                node.action = "skip"
+                log.add(node.kind, node.key, None, "skip", node.address, None)
+            elif not isinstance(outcome.error, UnstoredAnswer):
+                fail(node, outcome.error)
+            return False
+        if outcome.error is not None:
+            if not isinstance(outcome.error, Exception):
+                raise outcome.error
+            fail(node, outcome.error)
+            status = None
+        elif isinstance(outcome.value, Adopted):  # another build paid for it
+            node.record_id, node.record = outcome.value.record_id, outcome.value.record
+            status = node.record["status"]
+            node.action = "reuse" if node.record.get("cacheable") else "fail"
+            log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+            progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
+        else:
+            record(node, outcome.value)
+            status = node.record["status"] if node.record else None
+        if time.monotonic() - last_write > LOG_WRITE_INTERVAL_S:
+            try:
+                log.write()  # a killed build still leaves a readable log of what finished
+            except StoreError as exc:
+                if trouble is None:
+                    raise
+                trouble.note(exc)
+                return False
+            last_write = time.monotonic()
+        keep = stop.after(status) if stop else True
+        return keep and not (budget is not None and budget.reached())
+
+    def started(node: Node) -> Stored:
+        progress.started(node)
+        return work(node)
+
+    def claimed_work(node: Node) -> Stored | Adopted | Later:
+        return claimed(started, store, board, node)
+
+    never_started = skipped + run_tasks(nodes, claimed_work, session.concurrency, on_done,
+                                        on_interrupt=progress.interrupt, lanes=session.lanes, lane_of=lane_of)
+    if trouble is not None and trouble.kept:
+        trouble.retry(record)
+        lost = {id(answer.node): answer for answer in trouble.lost}
+        for node in nodes:
+            if id(node) in lost:
+                fail(node, lost[id(node)])
+    if never_started and budget is not None and budget.reached():
+        budget.note_skips()
+    for node in never_started:
+        node.action = "skip"
+        log.add(node.kind, node.key, None, "skip", node.address, None)

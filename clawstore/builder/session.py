@@ -1,0 +1,95 @@
+"""One build's shared state, handed to each layer instead of a long list of parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from clawstore.builder.progress import BuildProgress, QuietProgress
+from clawstore.costs import CostSum
+
+if TYPE_CHECKING:
+    from clawstore.builder.buildlog import BuildLog
+    from clawstore.builder.lanes import Lanes
+    from clawstore.builder.unstored import StoreTrouble
+    from clawstore.store.claims import ClaimBoard
+    from clawstore.store.store import Store
+
+
+class Budget:
+    """`--max-cost`: once the build has spent the limit, nodes that call a provider are not started
+    (those already running finish and are kept, so the spend can pass the limit by what was in flight).
+    Spent is the reported and priced cost (`metrics.cost_usd`); a build whose cost could be unknown is
+    refused before it starts (cli/build_cmd.py `_check_budget`). `metrics`: the build's spend so far,
+    as its build log counts it."""
+
+    def __init__(self, limit_usd: float, metrics: Callable[[], dict[str, Any]]):
+        self.limit_usd = limit_usd
+        self.metrics = metrics
+        self.reason: str | None = None
+        # Batch lines this build submitted and has not collected: node key -> their estimated cost. Counted
+        # when submitted, settled (replaced by the record's cost) when collected (builder/eval_batch.py).
+        self.committed: dict[str, float] = {}
+
+    @property
+    def spent(self) -> float:
+        return float(self.metrics()["cost_usd"]) + sum(self.committed.values())
+
+    def reached(self) -> bool:
+        return self.spent >= self.limit_usd
+
+    def room_for(self, estimate: float | None) -> bool:
+        """May a batch line of this estimated cost still be submitted (an unknown one may not)?"""
+        return estimate is not None and self.spent + estimate <= self.limit_usd
+
+    def note_skips(self) -> None:
+        spent, pending = CostSum.of_build(self.metrics()), sum(self.committed.values())
+        batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
+        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}{batches}); "
+                       "the rest was not started")
+
+
+@dataclass
+class BuildOptions:
+    """How `claw build` was asked to build (its flags)."""
+
+    dry_run: bool = False
+    force: bool = False
+    max_concurrency: int | None = None
+    quiet: bool = False
+    filtered: bool = False  # --case/--model given: keep the rest of the campaign head as it was
+    max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
+    progress: str = "auto"  # auto | live | plain | json | none (clawstore/builder/progress.py)
+    planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
+    executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
+    ray_address: str | None = None
+    filter: dict[str, list[str]] | None = None  # the --case/--model selection, by id, for the build log
+    batch: bool = False  # --batch: judgements go to the provider's Batch API (builder/eval_batch.py)
+    wait: bool = False  # --wait: with --batch, poll until every batch is collected
+    batch_poll_s: float | None = None  # seconds between polls (default builder/batching.py)
+
+
+@dataclass
+class BuildSession:
+    """What every layer of one build shares: where it records (store, log), the work claims it holds,
+    how it shows progress, what it may spend, the store's write failures, its slots and rate limits.
+    (`claw batch status` collects batch lines in a session of its own: builder/batch_collect.py.)"""
+
+    store: Store
+    log: BuildLog
+    options: BuildOptions
+    claims: ClaimBoard
+    concurrency: int = 1
+    progress: BuildProgress = field(default_factory=QuietProgress)
+    budget: Budget | None = None
+    trouble: StoreTrouble | None = None
+    lanes: Lanes | None = None
+
+    @property
+    def build_id(self) -> str:
+        return self.log.build_id
+
+    @property
+    def campaign_id(self) -> str:
+        return str(self.log.doc.campaign["id"])

@@ -1,0 +1,80 @@
+"""A build session runs nodes on a real store with no campaign around them: each executed under its
+claim and recorded in the session's log, and the budget it is handed stops what calls a provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clawstore.builder.buildlog import BuildLog
+from clawstore.builder.execute import execute_nodes
+from clawstore.builder.session import Budget, BuildOptions, BuildSession
+from clawstore.graph.keys import document_key
+from clawstore.graph.plan import Node
+from clawstore.graph.records import make_record, utc_now
+from clawstore.store.claims import ClaimBoard
+from clawstore.store.store import Store
+
+COST_USD = 0.01
+
+
+def _session(tmp_path: Path, limit_usd: float) -> BuildSession:
+    store = Store(tmp_path / "store")
+    log = BuildLog(store, {"id": "c"})
+    return BuildSession(store, log, BuildOptions(), ClaimBoard(store.root, owner=log.build_id),
+                        budget=Budget(limit_usd, lambda: log.metrics))
+
+
+def _nodes(kind: str, count: int) -> list[Node]:
+    nodes = []
+    for case in range(count):
+        address = {"model_id": "m", "case_id": f"case{case}", "repetition": 0}
+        document = {"kind": kind, **address}
+        nodes.append(Node(kind, address, document, document_key(document)))
+    return nodes
+
+
+def _work(session: BuildSession) -> Any:
+    def work(node: Node) -> tuple[str, dict[str, Any]]:
+        cost = COST_USD if node.kind == "run" else None
+        record = make_record(kind=node.kind, key=node.key, address=node.address, status="success", cacheable=True,
+                             outputs={}, metrics={"cost_usd": cost, "cost_source": "reported", "latency_s": 0.0},
+                             summary={}, error=None, started_at=utc_now(), finished_at=utc_now(),
+                             build_id=session.build_id)
+        return session.store.put_action(node.key, record), record
+    return work
+
+
+def test_the_budget_stops_paid_nodes_and_the_rest_are_recorded_as_skipped(tmp_path: Path) -> None:
+    session = _session(tmp_path, limit_usd=0.015)
+    runs = _nodes("run", 5)
+    with session.claims:
+        execute_nodes(session, runs, _work(session))
+    assert [n.action for n in runs] == ["exec", "exec", "skip", "skip", "skip"]
+    assert session.log.counts["executed"] == 2 and session.log.counts["skipped"] == 3
+    assert session.log.metrics["cost_usd"] == 2 * COST_USD
+    assert session.budget is not None and session.budget.reason is not None
+    assert session.budget.reason.startswith("--max-cost 0.015 USD reached (spent 0.020000")
+    for node in runs[:2]:  # recorded in the store, under the node's key
+        assert session.store.get_action_record_id(node.key) == node.record_id
+
+
+def test_nodes_that_call_no_provider_run_past_the_budget(tmp_path: Path) -> None:
+    session = _session(tmp_path, limit_usd=0.0)
+    checks = _nodes("checks", 3)
+    with session.claims:
+        execute_nodes(session, _nodes("run", 1), _work(session))  # reached before it starts: skipped
+        execute_nodes(session, checks, _work(session), paid=False)
+    assert [n.action for n in checks] == ["exec", "exec", "exec"]
+    assert session.log.counts["skipped"] == 1 and session.log.counts["executed"] == 3
+
+
+def test_batch_lines_submitted_count_against_the_budget_until_settled() -> None:
+    metrics = {"cost_usd": 0.004}
+    budget = Budget(0.01, lambda: metrics)
+    assert budget.room_for(0.005) and not budget.room_for(None)  # an unknown estimate never fits
+    budget.committed["k"] = 0.005
+    assert not budget.room_for(0.002) and not budget.reached()
+    metrics["cost_usd"] = 0.011  # the line was collected: its record's cost replaces the estimate
+    budget.committed.pop("k")
+    assert budget.reached()
