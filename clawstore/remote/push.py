@@ -93,12 +93,10 @@ def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes
     """Every object and action entry (digests) of the whole store, or of the closure of the given refs."""
     if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
         return store.object_digests(), all_entry_digests(store)
-    from clawstore.builder.closure import head_closure
-
     objects: set[bytes] = set()
     actions = {}
     for target in refs.values():
-        closure = head_closure(store, target)
+        closure = store.head_closure(target)
         objects.update(map(bytes.fromhex, closure.objects))
         actions.update(closure.actions)
     return objects, _entry_digests(actions)

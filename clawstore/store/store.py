@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clawstore.store import actions, adopt, locks, refs, reserve, trees
+from clawstore.store import actions, adopt, locks, reach, refs, reserve, trees
 from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
 from clawstore.store.trees import TreeEntry
@@ -64,6 +64,11 @@ class Store(ObjectStore):
 
     def list_refs(self, prefix: str = "") -> dict[str, str]:
         return refs.list_refs(self, prefix)
+
+    # --- reachability -------------------------------------------------------------------------
+    def head_closure(self, head_id: str) -> reach.HeadClosure:
+        """Everything a campaign head reaches, its actions too (StoreError if any of it is missing)."""
+        return reach.head_closure(self, head_id)
 
     # --- coordination -------------------------------------------------------------------------
     def keep_reserve(self) -> bool:
