@@ -284,7 +284,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     from clawstore.durable import write_file_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(path, canonical_json(head), Path(store.root) / "tmp")  # (its nodes inline, as a log has)
+    write_file_atomic(path, canonical_json(head), store.tmp_dir)  # (its nodes inline, as a log has)
     try:
         from clawstore.query.manifest import refresh_manifest
     except ImportError:

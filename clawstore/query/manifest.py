@@ -39,6 +39,7 @@ from clawstore.query.heads import (
 from clawstore.query.rows import Row, build_context
 from clawstore.query.schema import PHYSICAL
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
+from clawstore.store.layout import StoreLayout
 
 
 class RecordStore(Protocol):
@@ -54,7 +55,7 @@ class RecordStore(Protocol):
 
 
 def manifest_dir(store_root: Path) -> Path:
-    return Path(store_root) / "manifest"
+    return StoreLayout(store_root).manifest
 
 
 def check_duckdb_can_open(manifest: Path) -> None:

@@ -87,7 +87,7 @@ def remote_packs(files: dict[str, int]) -> list[str]:
 
 
 def cache_dir(store: Store, remote: Remote) -> Path:
-    path = store.root / "remotes" / remote.name
+    path = store.layout.remotes / remote.name
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from clawstore.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.machine_settings import claim_ttl
 from clawstore.store.ids import oid_from_hex, oid_hex
+from clawstore.store.layout import TMP
 from clawstore.store.locks import exclusive
 
 CLAIM_FORMAT = 1
@@ -166,7 +167,7 @@ class ClaimBoard:
         with self._lock:
             if self._spares:
                 return self._spares.pop()
-        path = self.root / "tmp" / temp_name(".claim")  # a killed board's files are swept as leftovers
+        path = self.root / TMP / temp_name(".claim")  # a killed board's files are swept as leftovers
         return path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
 
     def _unlinked(self, key: str) -> None:
@@ -275,7 +276,7 @@ class ClaimBoard:
     # ---- helpers --------------------------------------------------------------------------------
     def _replace(self, key: str) -> None:
         # Claims are advisory and never made durable (module docstring).
-        write_file_atomic(self.path(key), self._body(time.time()), self.root / "tmp", durable=False)
+        write_file_atomic(self.path(key), self._body(time.time()), self.root / TMP, durable=False)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
         return exclusive(self.root, CLAIMS_LOCK)
