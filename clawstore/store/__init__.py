@@ -3,11 +3,12 @@
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
 """
 
-from clawstore.store.face import ActionCache, ObjectReader, ObjectWriter, Refs
+from clawstore.store.face import ActionCache, ObjectReader, ObjectWriter, Refs, Transfer
 from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.locks import LeaseInfo
 from clawstore.store.refs import ANY, RefConflict
 from clawstore.store.store import Store
+from clawstore.store.transfer import PackCheckError
 from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 
 __all__ = [
@@ -16,9 +17,11 @@ __all__ = [
     "ObjectReader",
     "ObjectWriter",
     "Refs",
+    "Transfer",
     "BadObjectIdError",
     "LeaseInfo",
     "NotATreeError",
+    "PackCheckError",
     "RefConflict",
     "Store",
     "TreeEntry",

@@ -1,18 +1,26 @@
 """The store's face to the other layers: what they may ask of a store, as Protocols.
 
 A function that only reads objects takes an `ObjectReader`; one that also writes takes an
-`ObjectWriter`; the build's bookkeeping needs `ActionCache` and `Refs`. `Store` satisfies all of them
-(checked by tests/store/test_face.py), and a remote or in-memory store only has to provide these.
+`ObjectWriter`; the build's bookkeeping needs `ActionCache` and `Refs`; a push or a pull (remote/)
+asks a `Transfer`. `Store` satisfies all of them (checked by tests/store/test_face.py), and a remote
+or in-memory store only has to provide these.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, runtime_checkable
 
 from clawstore.store.codec import ObjectReader as ObjectStream
+
+if TYPE_CHECKING:
+    from clawstore.store.index import IndexSnapshot
+    from clawstore.store.layout import StoreLayout
+    from clawstore.store.locks import LeaseInfo
+    from clawstore.store.reach import HeadClosure
+    from clawstore.store.transfer import Incoming, SealedPack
 
 
 @runtime_checkable
@@ -59,7 +67,7 @@ class ActionCache(Protocol):
 
     def get_action(self, key: str) -> dict[str, Any] | None: ...
 
-    def get_action_record_id(self, key: str) -> str | None: ...
+    def get_action_record_id(self, key: str, look_again: bool = True) -> str | None: ...
 
     def put_action(self, key: str, record: dict[str, Any]) -> str: ...
 
@@ -77,3 +85,44 @@ class Refs(Protocol):
     def delete_ref(self, name: str, expected: Any = ...) -> bool: ...
 
     def list_refs(self, prefix: str = "") -> dict[str, str]: ...
+
+
+@runtime_checkable
+class Transfer(ObjectReader, Refs, Protocol):
+    """What a push or a pull asks of a store: what it holds (and lacks), its packs and new ones made of its
+    objects to send; somewhere to receive packs, the entries they bring, what is kept apart."""
+
+    @property
+    def layout(self) -> StoreLayout: ...
+
+    @property
+    def tmp_dir(self) -> Path: ...
+
+    def lease(self, purpose: str) -> contextlib.AbstractContextManager[LeaseInfo]: ...
+
+    def batch(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def refresh(self) -> None: ...
+
+    def object_digests(self) -> set[bytes]: ...
+
+    def entry_digests(self) -> dict[bytes, bytes]: ...
+
+    def get_action_record_id(self, key: str, look_again: bool = True) -> str | None: ...
+
+    def committed(self, unless: frozenset[str] | None = None) -> IndexSnapshot | None: ...
+
+    def head_closure(self, head_id: str) -> HeadClosure: ...
+
+    def lacking_in_closure(self, roots: Iterable[str]) -> set[str]: ...
+
+    def sealed_packs(self, skip: Container[str] = ()) -> Iterator[SealedPack]: ...
+
+    def make_pack(self, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path: ...
+
+    def receive(self) -> Incoming: ...
+
+    def add_entries(self, entries: Mapping[str, str]) -> None: ...
+
+    def keep_apart(self, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str | None,
+                   signers: list[str] | None = None) -> str: ...

@@ -19,6 +19,7 @@ FORMAT_VERSION = 2
 PACKS, INDEX, TMP, REFS, LEASES, LOCKS, QUARANTINE, BUILDS, MANIFEST = DIRS = (
     "packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
 REMOTES = "remotes"  # the remotes' caches (remote/sync.py): made when a remote is first used
+INCOMING = "incoming"  # in a remote's cache: the packs pulls keep (remote/downloads.py)
 FORMAT1_DIRS = OBJECTS1, ACTIONS1 = ("objects", "ac")  # loose objects and action-cache files of format 1
 STALE_STAGING_S = 600
 MARKER_MAX = 4096  # a marker is 14 bytes; what is longer is damaged, not read whole
@@ -71,6 +72,9 @@ class StoreLayout:
     @property
     def remotes(self) -> Path:
         return self.root / REMOTES
+
+    def incoming(self, remote: str) -> Path:
+        return self.root / REMOTES / remote / INCOMING
 
 
 class DamagedMarkerError(StoreError):

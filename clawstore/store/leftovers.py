@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from clawstore.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
 from clawstore.scratch import remove_tree
+from clawstore.store.layout import INCOMING
 from clawstore.store.locks import remove_stale_leases
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-INCOMING = "incoming"  # in a remote's cache directory (remotes/NAME/): the packs pulls keep
 
 
 def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:

@@ -28,6 +28,7 @@ class _Any:
 
 
 ANY = _Any()  # `expected=ANY`: set unconditionally; `expected=None`: only if the ref does not exist
+UNTRUSTED_REFS = "untrusted/"  # what is kept apart until its signer is trusted (Store.keep_apart, apart.py)
 
 
 class RefConflict(StoreError):

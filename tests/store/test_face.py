@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from clawstore.store import ActionCache, ObjectReader, ObjectWriter, Refs, Store
+from clawstore.store import ActionCache, ObjectReader, ObjectWriter, Refs, Store, Transfer
 
 
 def test_store_satisfies_every_protocol(store: Store) -> None:
-    for face in (ObjectReader, ObjectWriter, ActionCache, Refs):
+    for face in (ObjectReader, ObjectWriter, ActionCache, Refs, Transfer):
         assert isinstance(store, face), face.__name__
     oid = store.put_bytes(b"through the face")
     reader: ObjectReader = store
