@@ -9,7 +9,7 @@ from clawstore.graph.keys import attachments_document, document_key, run_documen
 from clawstore.graph.records import is_fresh
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.face import ObjectReader, StoreReader
 
 
 @dataclass(eq=False)
@@ -64,7 +64,7 @@ def plan_runs(campaign: Any, repetitions: int, endpoint_of: Any, runner_identity
     return nodes
 
 
-def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | None = None,
+def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]] | None = None,
                   present: set[str] | None = None) -> None:
     """Fill the node's cached record (None when never built under this key, or when what it names is
     no longer in the store).
@@ -96,7 +96,7 @@ def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | No
     node.record_id, node.record = found, record
 
 
-def unseen_objects(store: Store, record_id: str | None, record: dict[str, Any] | None,
+def unseen_objects(store: ObjectReader, record_id: str | None, record: dict[str, Any] | None,
                    present: set[str] | None = None) -> list[str]:
     """What a cached record names that the store no longer holds: the record itself and its outputs,
     as `name id` strings (empty when everything is there)."""
@@ -112,7 +112,7 @@ def unseen_objects(store: Store, record_id: str | None, record: dict[str, Any] |
     return [f"{what} {oid}" for what, oid in named if oid in gone]
 
 
-def attach_records(nodes: list[Node], store: Store, head: dict[str, dict[str, Any]] | None = None) -> None:
+def attach_records(nodes: list[Node], store: StoreReader, head: dict[str, dict[str, Any]] | None = None) -> None:
     present: set[str] = set()
     for node in nodes:
         attach_record(node, store, head, present)

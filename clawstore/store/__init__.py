@@ -3,7 +3,16 @@
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
 """
 
-from clawstore.store.face import ActionCache, ObjectReader, ObjectWriter, Refs, Transfer
+from clawstore.store.face import (
+    ActionCache,
+    ActionReader,
+    ObjectReader,
+    ObjectWriter,
+    RefReader,
+    Refs,
+    StoreReader,
+    Transfer,
+)
 from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.locks import LeaseInfo
 from clawstore.store.refs import ANY, RefConflict
@@ -14,9 +23,12 @@ from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 __all__ = [
     "ANY",
     "ActionCache",
+    "ActionReader",
     "ObjectReader",
     "ObjectWriter",
+    "RefReader",
     "Refs",
+    "StoreReader",
     "Transfer",
     "BadObjectIdError",
     "LeaseInfo",

@@ -1,9 +1,10 @@
 """The store's face to the other layers: what they may ask of a store, as Protocols.
 
-A function that only reads objects takes an `ObjectReader`; one that also writes takes an
-`ObjectWriter`; the build's bookkeeping needs `ActionCache` and `Refs`; a push or a pull (remote/)
-asks a `Transfer`. `Store` satisfies all of them (checked by tests/store/test_face.py), and a remote
-or in-memory store only has to provide these.
+A function that only reads objects takes an `ObjectReader`, one that reads entries or refs too a
+`StoreReader` (or its part `ActionReader`, `RefReader`); one that also writes takes an `ObjectWriter`;
+the build's bookkeeping needs `ActionCache` and `Refs`; a push or a pull (remote/) asks a `Transfer`.
+`Store` satisfies all of them (checked by tests/store/test_face.py), and a remote or in-memory store
+only has to provide these.
 """
 
 from __future__ import annotations
@@ -62,29 +63,52 @@ class ObjectWriter(ObjectReader, Protocol):
 
 
 @runtime_checkable
-class ActionCache(Protocol):
-    """Action key -> record (a JSON object naming its outputs)."""
+class ActionReader(Protocol):
+    """Action key -> record (a JSON object naming its outputs), read."""
 
     def get_action(self, key: str) -> dict[str, Any] | None: ...
 
     def get_action_record_id(self, key: str, look_again: bool = True) -> str | None: ...
 
-    def put_action(self, key: str, record: dict[str, Any]) -> str: ...
-
     def iter_actions(self) -> Iterator[tuple[str, str | None]]: ...
 
 
 @runtime_checkable
-class Refs(Protocol):
-    """Named pointers, moved by compare-and-set."""
+class ActionCache(ActionReader, Protocol):
+    """Also point a key at a record."""
+
+    def put_action(self, key: str, record: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class RefReader(Protocol):
+    """Named pointers, read."""
 
     def get_ref(self, name: str) -> str | None: ...
+
+    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
+
+
+@runtime_checkable
+class Refs(RefReader, Protocol):
+    """Also move them, by compare-and-set."""
 
     def set_ref(self, name: str, value: str, expected: Any = ...) -> None: ...
 
     def delete_ref(self, name: str, expected: Any = ...) -> bool: ...
 
-    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
+
+@runtime_checkable
+class StoreReader(ObjectReader, ActionReader, RefReader, Protocol):
+    """Everything a reader asks of a store: objects (and the list of them), entries, refs, the leases
+    held, and the directory it is (whose derived files, e.g. the query manifest, live beside it)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def iter_objects(self) -> Iterator[str]: ...
+
+    def list_leases(self) -> list[LeaseInfo]: ...
 
 
 @runtime_checkable

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from clawstore.store import ActionCache, ObjectReader, ObjectWriter, Refs, Store, Transfer
+from clawstore.store import (
+    ActionCache,
+    ActionReader,
+    ObjectReader,
+    ObjectWriter,
+    RefReader,
+    Refs,
+    Store,
+    StoreReader,
+    Transfer,
+)
 
 
 def test_store_satisfies_every_protocol(store: Store) -> None:
-    for face in (ObjectReader, ObjectWriter, ActionCache, Refs, Transfer):
+    for face in (ObjectReader, ObjectWriter, ActionReader, ActionCache, RefReader, Refs, StoreReader, Transfer):
         assert isinstance(store, face), face.__name__
     oid = store.put_bytes(b"through the face")
     reader: ObjectReader = store
