@@ -39,11 +39,10 @@ from pathlib import Path
 from clawstore.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.machine_settings import claim_ttl
 from clawstore.store.ids import oid_from_hex, oid_hex
-from clawstore.store.layout import TMP
+from clawstore.store.layout import CLAIMS, TMP
 from clawstore.store.locks import exclusive
 
 CLAIM_FORMAT = 1
-CLAIMS_DIR = "claims"
 CLAIMS_LOCK = "claims"
 @dataclass(frozen=True)
 class Claim:
@@ -75,7 +74,7 @@ class ClaimBoard:
 
     def __init__(self, root: Path, owner: str, ttl_s: float | None = None):
         self.root = Path(root)
-        self.dir = self.root / CLAIMS_DIR
+        self.dir = self.root / CLAIMS
         self.owner = owner
         self.ttl = ttl_s if ttl_s is not None else claim_ttl()
         self.host = socket.gethostname()
@@ -286,7 +285,7 @@ def list_claims(root: Path) -> list[Claim]:
     """Every claim file under `root` (for `claw store` views and tests)."""
     board = ClaimBoard(root, owner="")
     found = []
-    directory = Path(root) / CLAIMS_DIR
+    directory = Path(root) / CLAIMS
     if not directory.is_dir():
         return []
     for path in sorted(directory.glob("*.json")):

@@ -20,6 +20,7 @@ PACKS, INDEX, TMP, REFS, LEASES, LOCKS, QUARANTINE, BUILDS, MANIFEST = DIRS = (
     "packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
 REMOTES = "remotes"  # the remotes' caches (remote/sync.py): made when a remote is first used
 INCOMING = "incoming"  # in a remote's cache: the packs pulls keep (remote/downloads.py)
+CLAIMS = "claims"  # who is executing which action now (claims.py): made when a build first claims one
 FORMAT1_DIRS = OBJECTS1, ACTIONS1 = ("objects", "ac")  # loose objects and action-cache files of format 1
 STALE_STAGING_S = 600
 MARKER_MAX = 4096  # a marker is 14 bytes; what is longer is damaged, not read whole
@@ -68,6 +69,10 @@ class StoreLayout:
     @property
     def manifest(self) -> Path:
         return self.root / MANIFEST
+
+    @property
+    def claims(self) -> Path:
+        return self.root / CLAIMS
 
     @property
     def remotes(self) -> Path:
