@@ -137,7 +137,8 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, store: Any) -> bool:
+def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str,
+                     store: StoreReader | Callable[[], StoreReader] | None) -> bool:
     """Bring the answer caches the SQL reads up to date (query/answers.py): what is new is read from the
     store. True when a cache changed (the views then read the new file)."""
     catalog = any(_CATALOG_RE.match(statement) for statement in sql.split(";"))

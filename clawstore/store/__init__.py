@@ -15,9 +15,9 @@ from clawstore.store.face import (
 )
 from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.locks import LeaseInfo
+from clawstore.store.packfile import PackCheckError
 from clawstore.store.refs import ANY, RefConflict
 from clawstore.store.store import Store
-from clawstore.store.transfer import PackCheckError
 from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 
 __all__ = [

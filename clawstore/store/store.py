@@ -5,15 +5,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clawstore.store import actions, adopt, locks, reach, refs, reserve, transfer, trees
+from clawstore.store import actions, adopt, locks, refs, reserve, trees
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import IndexSnapshot
 from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
 from clawstore.store.refs import UNTRUSTED_REFS
 from clawstore.store.trees import TreeEntry
+
+if TYPE_CHECKING:  # (reach and transfer are imported when first used: `import clawstore.store` stays quick)
+    from clawstore.store.reach import HeadClosure
+    from clawstore.store.transfer import Incoming, SealedPack
 
 
 class Store(ObjectStore):
@@ -75,13 +79,17 @@ class Store(ObjectStore):
         return refs.list_refs(self, prefix)
 
     # --- reachability -------------------------------------------------------------------------
-    def head_closure(self, head_id: str) -> reach.HeadClosure:
+    def head_closure(self, head_id: str) -> HeadClosure:
         """Everything a campaign head reaches, its actions too (StoreError if any of it is missing)."""
+        from clawstore.store import reach
+
         return reach.head_closure(self, head_id)
 
     def lacking_in_closure(self, roots: Iterable[str]) -> set[str]:
         """Hex ids of the objects the roots reach, through what this store holds, that it lacks."""
-        walk = reach.Reach(self)
+        from clawstore.store.reach import Reach
+
+        walk = Reach(self)
         walk.mark(roots)
         return set(walk.missing)
 
@@ -98,20 +106,28 @@ class Store(ObjectStore):
         index.refresh()
         return None if index.loaded == unless else index.snapshot()
 
-    def sealed_packs(self, skip: Container[str] = ()) -> Iterator[transfer.SealedPack]:
+    def sealed_packs(self, skip: Container[str] = ()) -> Iterator[SealedPack]:
         """This store's sealed packs not in `skip`, largest first, each with its objects (transfer.py)."""
+        from clawstore.store import transfer
+
         return transfer.sealed_packs(self, skip)
 
     def make_pack(self, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
         """A sealed pack in `work` of these objects, then one of `content` (transfer.make_pack)."""
+        from clawstore.store import transfer
+
         return transfer.make_pack(self, digests, work, content)
 
-    def receive(self) -> transfer.Incoming:
+    def receive(self) -> Incoming:
         """Somewhere for a pull's packs: checked whole, then taken in (transfer.Incoming)."""
+        from clawstore.store import transfer
+
         return transfer.Incoming(self)
 
     def add_entries(self, entries: Mapping[str, str]) -> None:
         """Point keys at records a pull verified, where this store's own entry gives way (transfer.py)."""
+        from clawstore.store import transfer
+
         transfer.add_entries(self, entries)
 
     def keep_apart(self, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str | None,

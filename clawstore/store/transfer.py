@@ -32,7 +32,6 @@ from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.store import codec
 from clawstore.store.actions import entry_record, set_entries, takes_over
-from clawstore.store.archive_verify import FrameSource, Kept
 from clawstore.store.batch import Pending, commit
 from clawstore.store.ids import PREFIX, file_digest
 from clawstore.store.objects import check_blob
@@ -41,6 +40,7 @@ from clawstore.store.packfile import (
     SMALL_PACK_BYTES,
     Blob,
     NotAPackError,
+    PackCheckError,
     PackWriter,
     iter_pack_ids,
     pack_path,
@@ -51,16 +51,13 @@ from clawstore.store.packfile import (
 from clawstore.store.packmaps import PackMaps
 
 if TYPE_CHECKING:
+    from clawstore.store.archive_verify import FrameSource, Kept
     from clawstore.store.objects import ObjectStore
 
 ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
-
-
-class PackCheckError(UsageError):
-    """A received pack is not what its name and listing say (exit 2: nothing of it became visible)."""
 
 
 # ------------------------------------------------------------------------------------------ sending
@@ -300,6 +297,8 @@ class Incoming:
     the entries they bring are verified (`unkept` and `decoded` feed those checks), taken in (`take`)."""
 
     def __init__(self, store: ObjectStore):
+        from clawstore.store.archive_verify import Kept  # (its thread pool's imports: only when a pull runs)
+
         self.store = store
         self.kept = Kept()  # records decoded while packs were checked, for the entry checks
         self._checked: dict[str, tuple[Path, list[Blob]]] = {}  # pack name -> its file and object blobs
