@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from clawstore.builder.gcpause import collector_paused  # noqa: E402
 from clawstore.remote import pull, push  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
-from clawstore.store import Store  # noqa: E402
+from clawstore.store import Store, transfer  # noqa: E402
 from clawstore.store.stats import store_stats  # noqa: E402
 
 
@@ -48,14 +48,14 @@ def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:
 def pull_into(root: Path, remote: Remote, adopt_bytes: int) -> tuple[float, int, int]:
     """(seconds, pack files, disk bytes) of a pull into an empty store at `root`."""
     shutil.rmtree(root, ignore_errors=True)
-    saved, pull.ADOPT_BYTES = pull.ADOPT_BYTES, adopt_bytes
+    saved, transfer.ADOPT_BYTES = transfer.ADOPT_BYTES, adopt_bytes
     try:
         began = time.perf_counter()
         with collector_paused():  # as `claw pull` runs it
             pull.pull(Store(root), remote)
         seconds = time.perf_counter() - began
     finally:
-        pull.ADOPT_BYTES = saved
+        transfer.ADOPT_BYTES = saved
     stats = store_stats(Store(root), with_gc=False)
     return seconds, stats.packs, stats.disk_bytes
 
@@ -75,7 +75,7 @@ def main() -> None:
         packs = len(list((root / "remote" / "packs").glob("*.pack")))
         claw, whole = [], []
         for _ in range(max(1, args.repeat)):
-            claw.append(pull_into(root / "claw", remote, pull.ADOPT_BYTES))
+            claw.append(pull_into(root / "claw", remote, transfer.ADOPT_BYTES))
             whole.append(pull_into(root / "whole", remote, 0))
     mine, base = statistics.median(c[0] for c in claw), statistics.median(w[0] for w in whole)
     print(f"pull of {packs} packs ({args.pushes} interim pushes of {args.runs} runs), median of {len(claw)}:")

@@ -10,7 +10,6 @@ import os
 import shutil
 import stat
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,7 @@ from clawstore.store.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.headdoc import inline_nodes, read_head_doc
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.names import is_name, name_problem
-from clawstore.store.reach import Reach
+from clawstore.store.reach import Reach, head_closure
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 
 if TYPE_CHECKING:
@@ -39,37 +38,11 @@ _SKIP_SUFFIXES = (".pyc",)
 _KIND_DIRS = {"suite": "suites", "run_profile": "run_profiles", "evaluation_profile": "evaluation_profiles"}
 
 
-@dataclass
-class HeadClosure:
-    head_id: str
-    head: dict[str, Any]
-    objects: set[str]  # hex digests of everything the head reaches
-    actions: dict[str, str]  # node key -> record id, as the head has them
-
-
 def campaign_head(store: Store, campaign_id: str) -> str:
     head_id = store.get_ref(head_ref(campaign_id))
     if head_id is None:
         raise UsageError(f"campaign {campaign_id} has never been built in store {store.root} (run claw build)")
     return str(head_id)
-
-
-def head_closure(store: Store, head_id: str) -> HeadClosure:
-    """Every object the head reaches (records, input documents, outputs, trees and their files)."""
-    reach = Reach(store)
-    reach.mark([head_id])
-    if reach.missing:
-        hexdigest, parent = sorted(reach.missing.items())[0]
-        named = f" (named by {PREFIX}{parent})" if parent else ""
-        raise StoreError(f"campaign closure is incomplete: object {PREFIX}{hexdigest}{named} is missing"
-                         f"{f' (and {len(reach.missing) - 1} more)' if len(reach.missing) > 1 else ''}; "
-                         "run claw fsck")
-    head = read_head_doc(store, head_id)
-    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
-        raise StoreError(f"{head_id} is not a campaign head")
-    actions = {str(n["key"]): str(n["record"]) for n in head["nodes"]
-               if isinstance(n, dict) and n.get("key") and n.get("record")}
-    return HeadClosure(head_id, head, set(reach.marked), dict(sorted(actions.items())))
 
 
 # ---------------------------------------------------------------------------------------------- configs
@@ -313,7 +286,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     from clawstore.durable import write_file_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(path, canonical_json(head), Path(store.root) / "tmp")  # (its nodes inline, as a log has)
+    write_file_atomic(path, canonical_json(head), store.tmp_dir)  # (its nodes inline, as a log has)
     try:
         from clawstore.query.manifest import refresh_manifest
     except ImportError:

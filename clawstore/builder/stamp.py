@@ -140,8 +140,10 @@ def _with_parents(paths: set[str], root: str) -> set[str]:
 
 
 def store_state(store_root: Path) -> list[list[str]]:
-    return [sorted(os.listdir(store_root / name)) if (store_root / name).is_dir() else []
-            for name in ("index", "packs")]
+    from clawstore.store.layout import StoreLayout
+
+    layout = StoreLayout(store_root)
+    return [sorted(os.listdir(path)) if path.is_dir() else [] for path in (layout.index, layout.packs)]
 
 
 def _read_ref(store_root: Path, name: str) -> str | None:
@@ -173,7 +175,9 @@ def _stamp_path(store_root: Path, digest: str) -> Path:
 
 def _kept_apart(store_root: Path) -> bool:
     """Imports kept apart as untrusted: a build may move them in first (store/apart.py)."""
-    directory = Path(store_root) / "refs" / "untrusted"
+    from clawstore.store.layout import StoreLayout
+
+    directory = StoreLayout(store_root).refs / "untrusted"
     return directory.is_dir() and any(directory.iterdir())
 
 
@@ -205,12 +209,13 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
            "code": code_digest(), "store": store_state(store_root), "rows": rows,
            "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}, "layers": layers}
     from clawstore.durable import write_file_atomic
+    from clawstore.store.layout import StoreLayout
 
     path = _stamp_path(store_root, digest)
     try:
         path.parent.mkdir(exist_ok=True)
         # Derived data: no fsync (a lost stamp only costs one full plan).
-        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), Path(store_root) / "tmp",
+        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), StoreLayout(store_root).tmp,
                           durable=False)
     except OSError:
         return False

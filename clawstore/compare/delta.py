@@ -32,7 +32,7 @@ from clawstore.compare.paired import Flip, JudgeNoise, ModelPaired, flips, judge
 from clawstore.compare.scores import SideScores
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.face import StoreReader
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SAMPLES = 4000
@@ -287,7 +287,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
                       judge_noise(a, "A") + judge_noise(b, "B"), margin)
 
 
-def compare(store: Store, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
+def compare(store: StoreReader, a: str, b: str, confidence: float = DEFAULT_CONFIDENCE, samples: int = DEFAULT_SAMPLES,
             seed: int = 0, margin: float = 0.0) -> Comparison:
     """The comparison data of two campaign states (what `claw compare` prints and a viewer renders)."""
     from clawstore.compare.scores import read_side

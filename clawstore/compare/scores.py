@@ -14,7 +14,7 @@ from clawstore.errors import UsageError
 from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.face import ObjectReader, StoreReader
 
 _REF_PREFIXES = ("", "pins/", "campaigns/")
 
@@ -35,7 +35,7 @@ class SideScores:
     threshold: float | None = None  # the pass threshold on the 0-10 scale
 
 
-def resolve_side(store: Store, name: str) -> tuple[str, str, str | None]:
+def resolve_side(store: StoreReader, name: str) -> tuple[str, str, str | None]:
     """(label, head object id, signer if kept apart) of a side given as a ref, pin, campaign id or object id."""
     if name.startswith("blake3:"):
         if not store.has(name):
@@ -58,7 +58,7 @@ def resolve_side(store: Store, name: str) -> tuple[str, str, str | None]:
                      "(see claw refs)")
 
 
-def read_side(store: Store, name: str) -> SideScores:
+def read_side(store: StoreReader, name: str) -> SideScores:
     label, head_id, signer = resolve_side(store, name)
     head = read_head_doc(store, head_id)
     if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
@@ -84,7 +84,7 @@ def read_side(store: Store, name: str) -> SideScores:
     return side
 
 
-def _read_verdict(store: Store, side: SideScores, node: dict[str, Any]) -> None:
+def _read_verdict(store: ObjectReader, side: SideScores, node: dict[str, Any]) -> None:
     """A result's pass verdict, and the threshold on the 0-10 scale (pass_threshold is a fraction of it)."""
     summary = store.get_json(node["record"]).get("summary") or {}
     if summary.get("passed") is None:

@@ -10,10 +10,10 @@ from clawstore.graph.plan import Node, address_id
 from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.face import ObjectReader, StoreReader
 
 
-def read_head(store: Store, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
+def read_head(store: StoreReader, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """The campaign head's id and its nodes by address (None, {} when the campaign was never built)."""
     head_id = store.get_ref(ref)
     if not head_id:
@@ -42,7 +42,7 @@ def classify(node: Node, previous: dict[str, Any] | None) -> str:
     return "stale" if previous is not None or node.unseen else "never-built"
 
 
-def reasons(node: Node, previous: dict[str, Any] | None, store: Store, force: bool = False) -> list[str]:
+def reasons(node: Node, previous: dict[str, Any] | None, store: ObjectReader, force: bool = False) -> list[str]:
     """Human-readable reasons this node will execute (empty when it is fresh and not forced)."""
     if node.fresh:
         return ["forced (--force)"] if force else []

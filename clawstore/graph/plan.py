@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import JudgeConfig, JudgeRunConfig
     from clawstore.providers.endpoint import Endpoint
-    from clawstore.store.store import Store
+    from clawstore.store.face import ObjectReader, StoreReader
 
 
 ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback of plan_runs
@@ -93,7 +93,7 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
     return nodes
 
 
-def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | None = None,
+def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]] | None = None,
                   present: set[str] | None = None) -> None:
     """Fill the node's cached record (None when never built under this key, or when what it names is
     no longer in the store).
@@ -125,7 +125,7 @@ def attach_record(node: Node, store: Store, head: dict[str, dict[str, Any]] | No
     node.record_id, node.record = found, record
 
 
-def unseen_objects(store: Store, record_id: str | None, record: dict[str, Any] | None,
+def unseen_objects(store: ObjectReader, record_id: str | None, record: dict[str, Any] | None,
                    present: set[str] | None = None) -> list[str]:
     """What a cached record names that the store no longer holds: the record itself and its outputs,
     as `name id` strings (empty when everything is there)."""
@@ -141,7 +141,7 @@ def unseen_objects(store: Store, record_id: str | None, record: dict[str, Any] |
     return [f"{what} {oid}" for what, oid in named if oid in gone]
 
 
-def attach_records(nodes: list[Node], store: Store, head: dict[str, dict[str, Any]] | None = None) -> None:
+def attach_records(nodes: list[Node], store: StoreReader, head: dict[str, dict[str, Any]] | None = None) -> None:
     present: set[str] = set()
     for node in nodes:
         attach_record(node, store, head, present)

@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import blake3
 import duckdb
@@ -34,9 +34,8 @@ from clawstore.errors import ClawError
 from clawstore.query.jsonarray import write_array
 from clawstore.query.sqltext import literal
 
-
-class AnswerStore(Protocol):
-    def get_json(self, oid: str) -> Any: ...
+if TYPE_CHECKING:
+    from clawstore.store.face import ObjectReader
 
 
 # What each cache file holds: its key column, then the columns the views read. A conversation and a
@@ -161,7 +160,7 @@ def judgement_answer(record_id: str, record: Any, load: Callable[[str], Any]) ->
     return {"record_id": record_id, "summary": _text(scores.get("summary")), "dimensions": rows}
 
 
-def _loader(store: AnswerStore) -> Callable[[str], Any]:
+def _loader(store: ObjectReader) -> Callable[[str], Any]:
     def load(oid: str) -> Any:
         try:
             return store.get_json(oid)
@@ -171,11 +170,11 @@ def _loader(store: AnswerStore) -> Callable[[str], Any]:
 
 
 def refresh(con: duckdb.DuckDBPyConnection, manifest: Path, tables: Iterable[str], ids_sql: Mapping[str, str],
-            store: AnswerStore | Callable[[], AnswerStore]) -> int:
+            store: ObjectReader | Callable[[], ObjectReader]) -> int:
     """Add to each cache in `tables` the rows of the ids `ids_sql[table]` selects that it lacks, read from
     the store. Returns how many objects were read (0: every cache was up to date, nothing written)."""
     read = 0
-    opened: AnswerStore | None = None
+    opened: ObjectReader | None = None
     for table in tables:
         key, _ = CACHES[table]
         cache = cache_path(manifest, table)

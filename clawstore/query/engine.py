@@ -6,17 +6,20 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from clawstore.errors import StoreError, UsageError
 from clawstore.query import answers
 from clawstore.query.manifest import check_duckdb_can_open, manifest_dir
-from clawstore.query.objects import ObjectLister, create_objects_view
+from clawstore.query.objects import create_objects_view
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.segments import ManifestChanged
 from clawstore.query.views import answer_ids_sql, connect, create_views, current_view_sql
+
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
 
 _RESULT = "__claw_result"
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
@@ -141,7 +144,8 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, store: Any) -> bool:
+def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str,
+                     store: StoreReader | Callable[[], StoreReader] | None) -> bool:
     """Bring the answer caches the SQL reads up to date (query/answers.py): what is new is read from the
     store, and the current rows joined with their answers are materialised once. True when a file changed
     (the views then read the new one)."""
@@ -163,7 +167,7 @@ def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str, s
 
 
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
-              store: ObjectLister | Callable[[], ObjectLister] | None = None,
+              store: StoreReader | Callable[[], StoreReader] | None = None,
               parquet_out: Path | None = None, confined: bool = False) -> QueryResult:
     """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views.
 

@@ -19,7 +19,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 
@@ -41,24 +41,12 @@ from clawstore.query.rows import (
     written_head,
 )
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
-from clawstore.store.face import ObjectReader
+from clawstore.store.face import ObjectReader, StoreReader
 from clawstore.store.headdoc import inline_or_none
 
 CAMPAIGN_REFS = "campaigns/"
 Warn = Callable[[str], None]
 T = TypeVar("T")
-
-
-class HeadSource(Protocol):
-    """What materialising heads needs of the store: refs and JSON objects."""
-
-    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
-
-    def get_json(self, oid: str) -> Any: ...
-
-    def get_ref(self, name: str) -> str | None: ...
-
-    def has(self, oid: str) -> bool: ...
 
 
 def heads_dir(manifest: Path) -> Path:
@@ -108,12 +96,12 @@ def untrusted_files(manifest: Path, table: str) -> dict[str, list[str]]:
     return {signer: sorted(files) for signer, files in sorted(by_signer.items())}
 
 
-def wanted_heads(store: HeadSource) -> dict[str, str]:
+def wanted_heads(store: StoreReader) -> dict[str, str]:
     """{campaign_id: head object id} from the campaign refs right now."""
     return {name[len(CAMPAIGN_REFS):]: oid for name, oid in store.list_refs(CAMPAIGN_REFS).items()}
 
 
-def wanted_untrusted(store: HeadSource) -> dict[str, tuple[str, str]]:
+def wanted_untrusted(store: StoreReader) -> dict[str, tuple[str, str]]:
     """{campaign_id: (head object id, signer)} of the campaign heads kept apart right now."""
     if not store.list_refs("untrusted/"):
         return {}  # the usual case: nothing was imported with --untrusted
@@ -129,7 +117,7 @@ class StoredRecords:
     same way and named through `warn`: one bad record never stops the index. Records announced by
     `read_ahead` are read in bulk from a store that can (Store.get_many_bytes), each parsed when asked for."""
 
-    def __init__(self, store: ObjectReader | HeadSource, warn: Warn | None = None):
+    def __init__(self, store: ObjectReader, warn: Warn | None = None):
         self._store, self._warn = store, warn
         self._ahead: dict[str, bytes] = {}
 
@@ -163,7 +151,7 @@ class BuildRows(NamedTuple):
     segment: Path | None = None  # where they were published, if they were
 
 
-def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None,
+def stored_build_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | None = None,
                       reusable: Reusable | None = None) -> BuildRows:
     """The rows of a build log or head, its records read from `store`; those of nodes `reusable` holds
     are left to the writer to copy from its source (rows.flatten)."""
@@ -173,7 +161,7 @@ def stored_build_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], 
     return BuildRows(log, nodes, flatten(log, records, records.read_ahead, nodes, reusable), head)
 
 
-def stored_rows(store: ObjectReader | HeadSource, log: Mapping[str, Any], warn: Warn | None = None
+def stored_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | None = None
                 ) -> dict[str, list[Row]]:
     """The tables of `stored_build_rows` (what `claw report` and a rebuilt manifest need)."""
     return stored_build_rows(store, log, warn).rows.tables
@@ -238,7 +226,7 @@ def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[]
         return write(rows), rows
 
 
-def _head_rows(store: HeadSource, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
+def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
                copy: bool = True) -> tuple[Flattened, Path | None] | None:
     """The rows of a head, and the segment already holding them as files, if one does: those of `known`,
     the build just indexed, when it wrote this head and they are the same (same_rows: a build indexed,
@@ -293,7 +281,7 @@ def publish_current(manifest: Path, campaigns: Mapping[str, str],
     write_file_atomic(root / "current.json", json.dumps(doc).encode(), root)
 
 
-def heads_changed(store: HeadSource, manifest: Path) -> bool:
+def heads_changed(store: StoreReader, manifest: Path) -> bool:
     """True when the campaign refs point somewhere `current.json` (or its directories) does not."""
     wanted = {campaign: _hex(oid) for campaign, oid in wanted_heads(store).items()}
     apart = {campaign: (_hex(oid), signer) for campaign, (oid, signer) in wanted_untrusted(store).items()}
@@ -303,7 +291,7 @@ def heads_changed(store: HeadSource, manifest: Path) -> bool:
             or any(not (root / h).is_dir() for h in on_disk))
 
 
-def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn | None = None,
+def materialise_head(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None = None,
                      known: BuildRows | None = None) -> bool:
     """Give a head its directory of rows, unless it has one; False when the head cannot be read.
     `known`: the rows of the build just indexed that wrote it (the head gets them, when they are its
@@ -326,7 +314,7 @@ def materialise_head(store: HeadSource, manifest: Path, head_id: str, warn: Warn
     return True
 
 
-def stale_campaign_head(store: HeadSource, manifest: Path, campaign: str) -> tuple[str, str | None] | None:
+def stale_campaign_head(store: StoreReader, manifest: Path, campaign: str) -> tuple[str, str | None] | None:
     """(head, None) of the campaign's ref, or (head, signer) of the head kept apart as untrusted when it
     has no ref (what the report shows), when `current.json` (or its directory) does not have it yet."""
     oid = wanted_heads(store).get(campaign)
@@ -342,7 +330,7 @@ def stale_campaign_head(store: HeadSource, manifest: Path, campaign: str) -> tup
     return None if published and (heads_dir(manifest) / _hex(oid)).is_dir() else (oid, signer)
 
 
-def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn: Warn | None = None) -> None:
+def refresh_campaign_head(store: StoreReader, manifest: Path, campaign: str, warn: Warn | None = None) -> None:
     """Materialise one campaign's current head and name it in `current.json`, where the other campaigns
     keep the heads they had (the next refresh_heads brings them up to date and removes what no entry
     names any more). Call under the index lock."""
@@ -358,7 +346,7 @@ def refresh_campaign_head(store: HeadSource, manifest: Path, campaign: str, warn
     _remove_unnamed_heads(manifest, current, apart)  # the head it replaced: reports would pile up copies
 
 
-def refresh_heads(store: HeadSource, manifest: Path, warn: Warn | None = None) -> bool:
+def refresh_heads(store: StoreReader, manifest: Path, warn: Warn | None = None) -> bool:
     """Materialise every current head not on disk yet and publish `current.json`. Call under the index
     lock. Returns True when what the plain views show changed."""
     heads = wanted_heads(store)

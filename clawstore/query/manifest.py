@@ -16,7 +16,7 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
@@ -39,22 +39,14 @@ from clawstore.query.heads import (
 from clawstore.query.rows import Row, build_context
 from clawstore.query.schema import PHYSICAL
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
+from clawstore.store.layout import StoreLayout
 
-
-class RecordStore(Protocol):
-    """The part of `clawstore.store.Store` the manifest needs."""
-
-    root: Path
-
-    def get_json(self, oid: str) -> Any: ...
-
-    def list_leases(self) -> list[Any]: ...
-
-    def list_refs(self, prefix: str = "") -> dict[str, str]: ...
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
 
 
 def manifest_dir(store_root: Path) -> Path:
-    return Path(store_root) / "manifest"
+    return StoreLayout(store_root).manifest
 
 
 def check_duckdb_can_open(manifest: Path) -> None:
@@ -96,14 +88,14 @@ def current_schema(manifest: Path) -> None:
         write_file_atomic(manifest / SCHEMA_STAMP, _schema_text().encode("utf-8"), manifest / "tmp", durable=False)
 
 
-def refresh_manifest(store: RecordStore, build_id: str, warn: Warn | None = None) -> None:
+def refresh_manifest(store: StoreReader, build_id: str, warn: Warn | None = None) -> None:
     """Index one build: read its log and records, publish its segment, compact if many are waiting."""
     current_schema(manifest_dir(Path(store.root)))
     _, covered = _index_build(store, build_id, warn, {})
     segments.compact(manifest_dir(Path(store.root)), wait=covered, force=covered)
 
 
-def _index_build(store: RecordStore, build_id: str, warn: Warn | None, indexed: dict[str, Path]
+def _index_build(store: StoreReader, build_id: str, warn: Warn | None, indexed: dict[str, Path]
                  ) -> tuple[BuildRows, bool]:
     """Publish one build's segment: its rows, and whether the pack covered the build already (indexed
     before and refreshed again: hidden behind the pack until merged, so the caller merges now).
@@ -126,7 +118,7 @@ def _index_build(store: RecordStore, build_id: str, warn: Warn | None, indexed: 
     return built._replace(rows=rows, segment=segment), covered
 
 
-def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]]:
+def _all_builds(store: StoreReader) -> Iterator[tuple[str, dict[str, list[Row]]]]:
     directory = builds_dir(Path(store.root))
     if not directory.is_dir():
         return
@@ -138,7 +130,7 @@ def _all_builds(store: RecordStore) -> Iterator[tuple[str, dict[str, list[Row]]]
         yield str(log.get("build_id") or path.stem), stored_rows(store, log)
 
 
-def rebuild_manifest(store: RecordStore) -> int:
+def rebuild_manifest(store: StoreReader) -> int:
     """Recreate the manifest from every build log and the records they name. Returns builds indexed."""
     manifest = manifest_dir(Path(store.root))
     current_schema(manifest)
@@ -148,7 +140,7 @@ def rebuild_manifest(store: RecordStore) -> int:
     return count
 
 
-def manifest_problems(store: RecordStore) -> list[str]:
+def manifest_problems(store: StoreReader) -> list[str]:
     """Files of the manifest a query would fail on (unreadable Parquet, damaged JSON), for `claw fsck`.
 
     The manifest is derived data: `claw fsck --repair` rebuilds it when this names anything."""
@@ -176,7 +168,7 @@ def manifest_problems(store: RecordStore) -> list[str]:
     return problems
 
 
-def repair_manifest(store: RecordStore) -> int:
+def repair_manifest(store: StoreReader) -> int:
     """Rebuild the manifest; if a damaged file survives the rebuild, start from nothing (it is all
     derived from build logs and records). Returns builds indexed."""
     count = rebuild_manifest(store)
@@ -186,18 +178,18 @@ def repair_manifest(store: RecordStore) -> int:
     return count
 
 
-def compact_manifest(store: RecordStore) -> bool:
+def compact_manifest(store: StoreReader) -> bool:
     """Merge all waiting segments now (normally refresh does it once COMPACT_AT are waiting)."""
     return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)
 
 
-def _live_builds(store: RecordStore) -> set[str]:
+def _live_builds(store: StoreReader) -> set[str]:
     """Build ids whose process still holds its lease: their logs are not final yet."""
     return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
             if lease.alive and lease.purpose.startswith("build ")}
 
 
-def pending_builds(store: RecordStore) -> list[str]:
+def pending_builds(store: StoreReader) -> list[str]:
     """Finished build logs (complete, interrupted, or left by a killed build) not in the manifest."""
     directory = builds_dir(Path(store.root))
     if not directory.is_dir():
@@ -222,7 +214,7 @@ def _index_lock(manifest: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] | None = None) -> None:
+def index_heads(store: StoreReader, campaign: str, warn: Callable[[str], None] | None = None) -> None:
     """Materialise this campaign's current head and nothing else (`claw report`): its rows are copied
     from the campaign's previous head where the nodes did not change, so the cost follows what changed
     since, while indexing the builds meanwhile (`index_pending`, which `claw query` runs) costs a copy
@@ -236,7 +228,7 @@ def index_heads(store: RecordStore, campaign: str, warn: Callable[[str], None] |
         refresh_campaign_head(store, manifest, campaign, warn)
 
 
-def index_current(store: RecordStore, warn: Callable[[str], None] | None = None) -> None:
+def index_current(store: StoreReader, warn: Callable[[str], None] | None = None) -> None:
     """Materialise every campaign's current head (the plain views) and leave the builds finished since
     the last query to the next query that reads the history views (`index_pending`): each head's rows are
     copied from its previous head where the nodes did not change, so after ten builds a query of the
@@ -250,7 +242,7 @@ def index_current(store: RecordStore, warn: Callable[[str], None] | None = None)
         refresh_heads(store, manifest, warn)
 
 
-def index_pending(store: RecordStore, warn: Callable[[str], None] | None = None) -> int:
+def index_pending(store: StoreReader, warn: Callable[[str], None] | None = None) -> int:
     """Index every pending build and the current campaign heads (one process at a time).
 
     Returns how many builds were indexed. Cheap when nothing changed: no lock is taken. A build log

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -20,11 +19,8 @@ from clawstore.errors import MissingObjectError, StoreError
 from clawstore.query.schema import OBJECTS
 from clawstore.query.sqltext import literal
 
-
-class ObjectLister(Protocol):
-    def iter_objects(self) -> Iterable[str]: ...
-
-    def object_sizes(self, oid: str) -> tuple[int, int]: ...
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
 
 
 def _cached(con: duckdb.DuckDBPyConnection, cache: Path) -> set[str]:
@@ -36,7 +32,7 @@ def _cached(con: duckdb.DuckDBPyConnection, cache: Path) -> set[str]:
         return set()  # a damaged cache is rebuilt below
 
 
-def create_objects_view(con: duckdb.DuckDBPyConnection, store: ObjectLister, manifest: Path) -> int:
+def create_objects_view(con: duckdb.DuckDBPyConnection, store: StoreReader, manifest: Path) -> int:
     """Create view `objects` over a cache refreshed to the store's current objects. Returns rows."""
     cache = manifest / "objects.parquet"
     present = set(store.iter_objects())
@@ -50,7 +46,7 @@ def create_objects_view(con: duckdb.DuckDBPyConnection, store: ObjectLister, man
     return len(present)
 
 
-def _rewrite_cache(con: duckdb.DuckDBPyConnection, store: ObjectLister, manifest: Path, cache: Path,
+def _rewrite_cache(con: duckdb.DuckDBPyConnection, store: StoreReader, manifest: Path, cache: Path,
                    present: set[str], cached: set[str]) -> None:
     tmp_dir = manifest / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)

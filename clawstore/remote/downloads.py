@@ -18,15 +18,14 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from clawstore.store.leftovers import INCOMING
-from clawstore.store.transfer import file_digest
+from clawstore.store.ids import file_digest
 
 
 class Downloads:
-    """The packs kept for one remote (its cache directory `remote_cache`)."""
+    """The packs kept for one remote, in `directory` (StoreLayout.incoming)."""
 
-    def __init__(self, remote_cache: Path):
-        self.dir = remote_cache / INCOMING
+    def __init__(self, directory: Path):
+        self.dir = directory
 
     def _path(self, pack: str) -> Path:
         return self.dir / f"{pack}.pack"

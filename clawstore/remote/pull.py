@@ -13,11 +13,9 @@ are taken, not downloaded again (downloads.py).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
 from clawstore.remote import listing, refsign
@@ -39,25 +37,10 @@ from clawstore.remote.sync import (
     tracking_ref,
 )
 from clawstore.scratch import writer_scratch_dir
-from clawstore.store.actions import entry_record, get_action_record_id, set_entries, takes_over
-from clawstore.store.archive_import import (
-    ArchiveContents,
-    archive_signer,
-    import_archive,
-    keep_apart,
-    untrusted_why,
-    user_trusts,
-)
-from clawstore.store.archive_verify import Kept
+from clawstore.store import PackCheckError, Transfer
+from clawstore.store.archive_import import ArchiveContents, archive_signer, import_archive, untrusted_why, user_trusts
 from clawstore.store.ids import PREFIX, is_oid
-from clawstore.store.packfile import SMALL_PACK_BYTES, Blob
-from clawstore.store.reach import Reach
-from clawstore.store.transfer import PackCheckError, ReceivedPack, adopt_pack, copy_objects, verify_pack
 
-if TYPE_CHECKING:
-    from clawstore.store.store import Store
-
-ADOPT_BYTES = SMALL_PACK_BYTES  # a pulled pack this big moves in whole; a smaller one's objects are copied
 SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3: each in parallel parts)
 
 
@@ -66,7 +49,7 @@ def _remembered(path: Path) -> set[str]:
     return set(path.read_text(encoding="ascii").split()) if path.exists() else set()
 
 
-def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], untrusted: bool) -> set[str]:
+def _check_ref_signers(store: Transfer, backend: Backend, refs: dict[str, str], untrusted: bool) -> set[str]:
     """Who signed each remote ref's value; refused (before anything is fetched) when one is not trusted,
     unless `untrusted`: then returns those signers, and the refs are kept apart."""
     apart = set()
@@ -82,18 +65,18 @@ def _check_ref_signers(store: Store, backend: Backend, refs: dict[str, str], unt
 class _Pull:
     """One pull's state: what this store has, the listings, and the entries verified so far."""
 
-    def __init__(self, store: Store, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport,
+    def __init__(self, store: Transfer, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport,
                  progress: TransferProgress | None = None):
         self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
         self.progress = progress or TransferProgress()
         self.listings, self.files = remote_content(store, remote, backend)
         self.fetched_file = cache_dir(store, remote) / "fetched"
-        self.downloads = Downloads(cache_dir(store, remote))
+        self.downloads = Downloads(store.layout.incoming(remote.name))
         self.done = _remembered(self.fetched_file)
         self.present = store.object_digests()
         self.digests = {pack: hex_digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
         self.signers: dict[str, str | None] = {}
-        self.kept = Kept()  # records decoded while packs were checked, for the entry checks
+        self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
@@ -144,26 +127,14 @@ class _Pull:
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
                        for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
-            checked = self._download_checked(packs, tmp, records)
+            self._download_checked(packs, tmp, records)
             self.progress.then("checking the entries")
-            unkept: dict[str, ReceivedPack] = {}  # where the checks read the records not kept decoded
-            for path, blobs in checked.values():
-                spans = {}
-                for blob in blobs:
-                    if blob.id in records and blob.id.hex() not in self.kept.contents:
-                        spans[blob.id.hex()] = blob
-                unkept.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
-            self._check_entries(packs, unkept)
+            self._check_entries(packs, records)
             self.progress.then("adding them to the store")
             with self.store.batch():  # the objects copied, named at once at its end
                 for pack in packs:
-                    path, blobs = checked[pack]
                     document = set(hex_digests("".join(document_ids(self.listings[pack]))))  # the entries' copy
-                    blobs = [blob for blob in blobs if blob.id not in document] if document else blobs
-                    if self.trusted(pack) and self.files[f"{PACKS}{pack}.pack"] >= ADOPT_BYTES:
-                        new, size = adopt_pack(self.store, path, pack[:32], blobs, self.present)  # as it is
-                    else:  # (kept apart, or small: a pack of its own would cost a file for little)
-                        new, size = copy_objects(self.store, path, blobs, self.present)
+                    new, size = self.incoming.take(pack, self.present, document, apart=not self.trusted(pack))
                     self.present.update(self.digests[pack])
                     self.downloads.forget([pack])
                     self.received.add(pack)
@@ -171,12 +142,10 @@ class _Pull:
                     self.report.objects += new
                     self.report.bytes += size
 
-    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]
-                          ) -> dict[str, tuple[Path, list[Blob]]]:
+    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]) -> None:
         """Download (big packs one at a time, the others in parallel); check each pack in this thread as
         soon as it has arrived (the content of the objects in `keep` kept decoded, as far as there is
-        room)."""
-        checked = {}
+        room): `self.incoming` holds them."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool, ThreadPoolExecutor(max_workers=1) as serial:
             # Big packs one after another, the largest first (S3 fetches each in parallel parts): each is
@@ -191,21 +160,19 @@ class _Pull:
                     self.report.resumed += future.result()
                     path = work / f"{pack}.pack"
                     try:
-                        blobs = verify_pack(path, pack, f"remote pack {pack}", keep, self.kept)
+                        held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
                         listed = {*self.digests[pack], *hex_digests("".join(document_ids(self.listings[pack])))}
-                        if {blob.id for blob in blobs} != listed:
+                        if held != listed:
                             raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
                     except PackCheckError:
                         self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
                         raise
-                    checked[pack] = (path, blobs)
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
                 for future in futures:
                     future.cancel()
                 raise
-        return checked
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
@@ -217,16 +184,18 @@ class _Pull:
         self.downloads.keep(pack, path)
         return False
 
-    def _check_entries(self, arriving: list[str], unkept: dict[str, ReceivedPack]) -> None:
+    def _check_entries(self, arriving: list[str], records: set[bytes]) -> None:
         """Verify the entries this store can now take, whose record and input document are here or
         arriving: every entry of the packs arriving (those of untrusted signers are kept apart), and
         those of other trusted listings not settled before for keys without an entry here. One that
         does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)
-        `unkept`: the arriving records not kept decoded, by hex id, and the pack to read each from."""
+        `records`: the digests of the records the listings name (read from the packs arriving if
+        they were not kept decoded)."""
         store = self.store
-        store.runtime.index.refresh()
-        contents = ArchiveContents(store, unkept, {h for pack in arriving for h in self.listings[pack]["objects"]},
-                                   self.kept.contents)
+        store.refresh()
+        contents = ArchiveContents(store, self.incoming.unkept(records),
+                                   {h for pack in arriving for h in self.listings[pack]["objects"]},
+                                   self.incoming.decoded)
         for pack in self.pending():
             doc = self.listings[pack]
             if listing.is_bundle(doc):  # (imported whole)
@@ -236,7 +205,7 @@ class _Pull:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
             for key, record in sorted(doc["actions"].items()):
-                if key in into and not takes_over(contents.read_record, into[key], record):
+                if key in into and not contents.takes_over(into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
                 if not (contents.has(record) and contents.has(key)):
                     self.incomplete.add(pack)  # not fetched yet (a narrowed pull): a later pull takes it
@@ -252,8 +221,8 @@ class _Pull:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
         same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
         add_entries). Only records that differ are read."""
-        own = get_action_record_id(self.store, key, look_again=False)
-        return own is not None and not takes_over(contents.read_record, own, record)
+        own = self.store.get_action_record_id(key, look_again=False)
+        return own is not None and not contents.takes_over(own, record)
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
@@ -298,24 +267,16 @@ class _Pull:
         """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
         and remember the listings in `settled` (trusted ones only) as done."""
         store = self.store
-        store.runtime.index.refresh()
-        now = time.time_ns()
-        fresh = {}
-        for key, record in self.entries.items():  # (ids checked as the listings were read)
-            digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
-            own = entry_record(store, digest, look_again=False)
-            if own is None or takes_over(store.get_bytes, PREFIX + own.hex(), record):
-                fresh[digest] = (record_digest, now)
-        set_entries(store, fresh)
+        store.add_entries(self.entries)  # (ids checked as the listings were read)
         for pack, actions in sorted(self.apart.items()):
-            keep_apart(store, self.signers[pack], actions, {}, PREFIX + pack)
+            store.keep_apart(self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or UNSIGNED)
         for pack in sorted(settled - self.incomplete):
             if not listing.is_bundle(self.listings[pack]) and self.trusted(pack):
                 self._remember(pack)
 
 
-def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False,
+def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False,
          progress: TransferProgress | None = None) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
@@ -346,7 +307,7 @@ def pull(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, u
     return report
 
 
-def pull_for_plan(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
+def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
     """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
     one this store does not, and every result the remote holds for an action key the build would
     execute (`unbuilt_keys()`, a whole planning of the campaign), wherever it was pushed from (another
@@ -372,7 +333,7 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Cal
             state.add_entries(state.received)
         asked: set[str] = set()
         while True:
-            store.runtime.index.refresh()
+            store.refresh()
             wanted = {key for key in unbuilt_keys() - asked if key in records}
             if not wanted:
                 break
@@ -387,11 +348,11 @@ def pull_for_plan(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Cal
     return report
 
 
-def _keep_refs_apart(store: Store, refs: dict[str, str], signers: list[str]) -> None:
+def _keep_refs_apart(store: Transfer, refs: dict[str, str], signers: list[str]) -> None:
     """The remote's refs, when some of what they name came from untrusted signers: kept apart with the
     entries, moved in by the first build after every one of those signers is trusted."""
-    keep_apart(store, signers[0] if len(signers) == 1 else None, {},
-               {name: value for name, value in refs.items() if store.has(value)}, None, signers)
+    store.keep_apart(signers[0] if len(signers) == 1 else None, {},
+                     {name: value for name, value in refs.items() if store.has(value)}, None, signers)
 
 
 def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
@@ -402,9 +363,7 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
     roots = list(roots)
     listed = {pack: set(doc["objects"]) for pack, doc in state.listings.items()}
     while listed:
-        reach = Reach(state.store)
-        reach.mark(roots)
-        missing = set(reach.missing)  # hex ids
+        missing = state.store.lacking_in_closure(roots)  # hex ids
         todo = sorted(pack for pack, ids in listed.items() if ids & missing)
         if not todo:
             return  # what is still missing is in no pack (an interrupted push): _pull_ref says so
@@ -430,7 +389,7 @@ def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = Tru
     return refs
 
 
-def _pull_ref(store: Store, remote: Remote, name: str, value: str, report: SyncReport) -> None:
+def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: SyncReport) -> None:
     if not store.has(value):
         report.refs_kept[name] = f"remote head {value} was not in any pack (an interrupted push?)"
         return

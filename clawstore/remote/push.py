@@ -14,14 +14,13 @@ by running it again: what the remote already holds is skipped.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import blake3
 
@@ -47,13 +46,8 @@ from clawstore.remote.sync import (
     tracking_ref,
 )
 from clawstore.scratch import writer_scratch_dir
-from clawstore.store.actions import all_entry_digests
-from clawstore.store.ids import PREFIX, oid_of
-from clawstore.store.packfile import NotAPackError, iter_pack_ids, pack_path, sealed_object_ids, writer_alive
-from clawstore.store.transfer import file_digest, make_pack
-
-if TYPE_CHECKING:
-    from clawstore.store.store import Store
+from clawstore.store import Transfer
+from clawstore.store.ids import PREFIX, file_digest, oid_of
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
 
@@ -89,16 +83,14 @@ def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str
     return settled
 
 
-def _local_content(store: Store, refs: dict[str, str] | None) -> tuple[set[bytes], dict[bytes, bytes]]:
+def _local_content(store: Transfer, refs: dict[str, str] | None) -> tuple[set[bytes], dict[bytes, bytes]]:
     """Every object and action entry (digests) of the whole store, or of the closure of the given refs."""
     if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
-        return store.object_digests(), all_entry_digests(store)
-    from clawstore.builder.closure import head_closure
-
+        return store.object_digests(), store.entry_digests()
     objects: set[bytes] = set()
     actions = {}
     for target in refs.values():
-        closure = head_closure(store, target)
+        closure = store.head_closure(target)
         objects.update(map(bytes.fromhex, closure.objects))
         actions.update(closure.actions)
     return objects, _entry_digests(actions)
@@ -120,7 +112,7 @@ class _Outgoing:
     own: str | None = None  # the store's pack sent as it is: its id
 
 
-def _entry_objects(store: Store, actions: dict[bytes, bytes], objects: set[bytes]) -> set[bytes]:
+def _entry_objects(store: Transfer, actions: dict[bytes, bytes], objects: set[bytes]) -> set[bytes]:
     """Each entry travels with its record and its input document (the key's id), so the receiving side
     can verify it whatever else it has: those of them not among `objects` that the store has."""
     missing = (actions.keys() | actions.values()) - objects
@@ -128,42 +120,24 @@ def _entry_objects(store: Store, actions: dict[bytes, bytes], objects: set[bytes
     return missing & store.object_digests() if missing else set()
 
 
-def _whole_packs(store: Store, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
+def _whole_packs(store: Transfer, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
     """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
-    remote's content alone (so they leave before the rest is worked out): sent as they are, hard-linked
-    into `work` first so that a gc repacking meanwhile cannot take them away. Packs in `covered` (sent,
-    or mostly on the remote, at an earlier push; packs never change) are not read again; those found
-    mostly on the remote join it now, those sent once their upload ends (_Sender). (Should the remote
-    lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
-    packs_dir = store.runtime.packs_dir
-    for pack_id in _largest_first(packs_dir, covered):
-        path = pack_path(packs_dir, pack_id)
-        try:
-            if writer_alive(path):
-                continue
-            ids = list(dict.fromkeys(sealed_object_ids(path)))  # in table order (sorting costs more than it tells)
-        except (NotAPackError, OSError):  # unsealed (its writer was killed) or gone: its objects go copied
-            continue
+    remote's content alone (so they leave before the rest is worked out), largest first: sent as they
+    are, hard-linked into `work` first so that a gc repacking meanwhile cannot take them away. Packs in
+    `covered` (sent, or mostly on the remote, at an earlier push; packs never change) are not read
+    again; those found mostly on the remote join it now, those sent once their upload ends (_Sender).
+    (Should the remote lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
+    for pack in store.sealed_packs(covered):
+        ids = pack.objects
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
-            covered[pack_id] = "-"
+            covered[pack.pack_id] = "-"
             continue
-        link = work / f"{pack_id}.pack"
+        link = work / f"{pack.pack_id}.pack"
         try:
-            os.link(path, link)
+            os.link(pack.path, link)
         except FileNotFoundError:
             continue
-        yield _Outgoing(link, ids, own=pack_id)
-
-
-def _largest_first(packs_dir: Path, covered: dict[str, str]) -> list[str]:
-    """The packs not covered yet, largest first: the longest upload starts first, so the last one to end
-    is not a big pack whose table happened to be read last."""
-    sizes = {}
-    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
-        if pack_id not in covered:
-            with contextlib.suppress(OSError):
-                sizes[pack_id] = pack_path(packs_dir, pack_id).stat().st_size
-    return sorted(sizes, key=sizes.__getitem__, reverse=True)
+        yield _Outgoing(link, ids, own=pack.pack_id)
 
 
 def _entries_document(entries: bytes) -> bytes:
@@ -257,7 +231,7 @@ class _Sender:
             self.pool.shutdown(wait=not quick, cancel_futures=True)
 
 
-def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
+def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
          knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None) -> SyncReport:
     """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the first
     interim push of a running build: another machine can reuse them before the head moves), and
@@ -301,13 +275,13 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
             rest = sorted(lacking)
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(make_pack(store, chunk, tmp), chunk))
+                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
             document_id = None
             if new_actions:
                 entries = listing.entries(new_actions)
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
-                sender.send(_Outgoing(make_pack(store, [], tmp, document), [], entries, document_id))
+                sender.send(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
@@ -323,7 +297,7 @@ def push(store: Store, remote: Remote, ref_names: Iterable[str] | None = None, m
     return report
 
 
-def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncReport:
+def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> SyncReport:
     """An interim push of a running build: the objects and entries the store holds that `knowledge` (what
     the remote holds, from the session's first push) does not, in new packs (the entries in the listing
     of the last, with their document), then `knowledge` grows by them. It neither lists the remote nor
@@ -332,11 +306,9 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
-        index = store.runtime.index
-        index.refresh()
-        if index.loaded == knowledge.segments:
+        held = store.committed(unless=knowledge.segments)  # every entry's record is among its objects
+        if held is None:
             return report  # no commit since: not even a copy of the index is made
-        held = index.snapshot()  # objects and entries of one instant: every entry's record is among them
         actions = {key: entry.record for key, entry in held.actions.items()
                    if entry.record is not None and knowledge.actions.get(key) != entry.record}
         objects = sorted(held.objects.keys() - knowledge.objects)
@@ -351,9 +323,9 @@ def push_new(store: Store, remote: Remote, knowledge: RemoteKnowledge) -> SyncRe
             starts = range(0, len(objects), PACK_OBJECTS)
             for start in starts[:-1]:
                 chunk = objects[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(make_pack(store, chunk, tmp), chunk))
+                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
             last = objects[starts[-1]:] if objects else []
-            sender.send(_Outgoing(make_pack(store, last, tmp, document), last, entries, document_id))
+            sender.send(_Outgoing(store.make_pack(last, tmp, document), last, entries, document_id))
         knowledge.objects.update(objects)
         if document_id is not None:
             knowledge.objects.add(bytes.fromhex(document_id))
@@ -366,7 +338,7 @@ def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
     return {bytes.fromhex(key[len(PREFIX):]): bytes.fromhex(record[len(PREFIX):]) for key, record in actions.items()}
 
 
-def _selected_refs(store: Store, ref_names: Iterable[str] | None) -> dict[str, str]:
+def _selected_refs(store: Transfer, ref_names: Iterable[str] | None) -> dict[str, str]:
     if ref_names is None:
         return {name: value for prefix in SHARED_REFS for name, value in store.list_refs(prefix).items()}
     refs = {}
@@ -389,7 +361,7 @@ class _RefMove:
         return self.current is None or self.current.value != self.value
 
 
-def _ref_moves(store: Store, backend: Backend, remote: Remote, refs: dict[str, str]) -> list[_RefMove]:
+def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str, str]) -> list[_RefMove]:
     """Each ref's remote value, read at once (in parallel); RemoteRefConflict for a ref the remote moved
     since this store last saw it there (the tracking ref), whatever the order of the names."""
     names = sorted(refs)
@@ -403,7 +375,7 @@ def _ref_moves(store: Store, backend: Backend, remote: Remote, refs: dict[str, s
     return moves
 
 
-def _move_refs(store: Store, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport) -> None:
+def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport) -> None:
     """Swap every ref that changes, in parallel, now that all it reaches is published and its statement
     too; then remember each value the remote holds. A swap another push won is reported once the
     others are remembered (they did move)."""

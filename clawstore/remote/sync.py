@@ -37,7 +37,7 @@ from clawstore.remote.config import Remote
 from clawstore.store.ids import is_hex64
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store import Transfer
 
 PACKS = "packs/"
 REFS = "refs/"
@@ -86,13 +86,13 @@ def remote_packs(files: dict[str, int]) -> list[str]:
                   if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
 
 
-def cache_dir(store: Store, remote: Remote) -> Path:
-    path = store.root / "remotes" / remote.name
+def cache_dir(store: Transfer, remote: Remote) -> Path:
+    path = store.layout.remotes / remote.name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def _fetch_listings(store: Store, remote: Remote, backend: Backend, packs: list[str], files: dict[str, int]
+def _fetch_listings(store: Transfer, remote: Remote, backend: Backend, packs: list[str], files: dict[str, int]
                     ) -> None:
     """Download the listings not in the local cache yet, WORKERS at a time: a remote that interim
     pushes filled with hundreds of packs costs a new colleague one round trip per listing."""
@@ -112,7 +112,7 @@ def _download_listing(backend: Backend, pack: str, cached: Path, size: int) -> N
         tmp.unlink(missing_ok=True)
 
 
-def _read_listing(store: Store, remote: Remote, backend: Backend, pack: str, size: int) -> dict[str, Any]:
+def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, size: int) -> dict[str, Any]:
     """A pack's listing (decoded: listing.decode), from the local cache when it was seen before
     (listings never change), else downloaded again (another pull dropped the cached copy) no bigger
     than the remote listed (`size`)."""
@@ -135,7 +135,8 @@ def document_ids(doc: dict[str, Any]) -> list[str]:
     return [doc["document"]] if "document" in doc else []
 
 
-def remote_content(store: Store, remote: Remote, backend: Backend) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+def remote_content(store: Transfer, remote: Remote, backend: Backend
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """{pack: listing} of every pack on the remote, and {name: size} of its files under packs/."""
     files = backend.list(PACKS)
     packs = remote_packs(files)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import field_values
 from clawstore.costs import PAID_KINDS, CostSum
@@ -30,14 +30,11 @@ from clawstore.report.stats import (
 )
 from clawstore.store.headdoc import read_head_doc
 
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
+
 EVAL_KINDS = ("checks", "judge", "result")
 _OK = {"success", "passed"}
-
-
-class HeadStore(Protocol):
-    def get_ref(self, name: str) -> Any: ...
-
-    def get_json(self, oid: str) -> Any: ...
 
 
 @dataclass
@@ -243,7 +240,7 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
     return out
 
 
-def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any], str | None]:
+def load_head(store: StoreReader, campaign_id: str) -> tuple[str, Mapping[str, Any], str | None]:
     """(head id, head, None) of the campaign's head ref, or (head id, head, signer) of a head kept apart
     as untrusted when the campaign has no trusted head: shown, and marked."""
     ref = f"campaigns/{campaign_id}"
@@ -265,7 +262,7 @@ def load_head(store: HeadStore, campaign_id: str) -> tuple[str, Mapping[str, Any
     return str(head_id), head, signer
 
 
-def build_report(store: HeadStore, campaign_id: str, cases: Sequence[str] = (),
+def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
                  models: Sequence[str] = (), manifest: Path | None = None) -> CampaignReport:
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
-from clawstore.report.data import CampaignReport, HeadStore, build_report
+from clawstore.report.data import CampaignReport, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.store.headdoc import read_head_doc
+
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
 
@@ -25,7 +28,7 @@ class _CachedStore:
     run's page shows (its artifact, the checks' and judgements' bodies) is read once anyway, and not
     kept: held for every run, they tripled the memory of a 10,000-run page."""
 
-    def __init__(self, store: HeadStore):
+    def __init__(self, store: StoreReader):
         self._store = store
         self._json: dict[str, Any] = {}
 
@@ -193,7 +196,8 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 
-def collect(store: HeadStore, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None) -> ViewData:
+def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None
+            ) -> ViewData:
     """The page's data for one campaign, or a comparison of several (the first is the baseline)."""
     cached = _CachedStore(store)
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.face import StoreReader
 
 # Prompt sizes are read for at most this many recent runs per model (one object read each).
 PROMPT_SAMPLE_PER_MODEL = 200
@@ -117,7 +117,7 @@ def _num(value: Any) -> float:
     return float(value) if value is not None else 0.0
 
 
-def load_history(store: Store) -> History:
+def load_history(store: StoreReader) -> History:
     """Index pending builds into the manifest, then read every executed run and judgement."""
     from clawstore.query.engine import run_query
     from clawstore.query.manifest import index_pending

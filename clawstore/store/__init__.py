@@ -3,9 +3,19 @@
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
 """
 
-from clawstore.store.face import ActionCache, ObjectReader, ObjectWriter, Refs
+from clawstore.store.face import (
+    ActionCache,
+    ActionReader,
+    ObjectReader,
+    ObjectWriter,
+    RefReader,
+    Refs,
+    StoreReader,
+    Transfer,
+)
 from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.locks import LeaseInfo
+from clawstore.store.packfile import PackCheckError
 from clawstore.store.refs import ANY, RefConflict
 from clawstore.store.store import Store
 from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
@@ -13,12 +23,17 @@ from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 __all__ = [
     "ANY",
     "ActionCache",
+    "ActionReader",
     "ObjectReader",
     "ObjectWriter",
+    "RefReader",
     "Refs",
+    "StoreReader",
+    "Transfer",
     "BadObjectIdError",
     "LeaseInfo",
     "NotATreeError",
+    "PackCheckError",
     "RefConflict",
     "Store",
     "TreeEntry",

@@ -98,7 +98,7 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
     report = AdoptReport()
     if not dead_writers(runtime.packs_dir):
         return report
-    with index_lock(store.root / "locks"):  # one adopter at a time, and never beside a gc's rewrite
+    with index_lock(store.layout.locks):  # one adopter at a time, and never beside a gc's rewrite
         runtime.index.refresh()
         view = runtime.index
         objects: dict[bytes, Loc] = {}

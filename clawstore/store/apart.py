@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from clawstore.store.archive_import import UNTRUSTED_REFS, ImportReport, write_actions, write_refs
+from clawstore.store.archive_import import ImportReport, write_actions, write_refs
+from clawstore.store.refs import UNTRUSTED_REFS
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

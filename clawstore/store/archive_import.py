@@ -96,6 +96,10 @@ class ArchiveContents:
         """A record's content (verified), refused above the size of any record."""
         return self.read(record_id, ENTRY_READ_MAX)
 
+    def takes_over(self, current: str, incoming: str) -> bool:
+        """Does the record `incoming` take the place of `current` for a key (actions.takes_over)?"""
+        return takes_over(self.read_record, current, incoming)
+
     def entry_problem(self, key: str, record_id: str) -> str | None:
         """Why the entry `key -> record_id` does not verify (actions.entry_problem), None if it does."""
         try:
@@ -106,7 +110,6 @@ class ArchiveContents:
 
 
 Trusts = Callable[[str | None], bool]
-UNTRUSTED_REFS = "untrusted/"
 
 
 def user_trusts(signer: str | None) -> bool:
@@ -169,8 +172,8 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             write_actions(store, summary.manifest.get("actions", {}), report)
             write_refs(store, refs, report)
         else:
-            report.kept_apart = keep_apart(store, report.signer, summary.manifest.get("actions", {}), refs,
-                                           report.summary.digest)
+            report.kept_apart = store.keep_apart(report.signer, summary.manifest.get("actions", {}), refs,
+                                                 report.summary.digest)
     return report
 
 
@@ -196,22 +199,6 @@ def untrusted_why(signer: str | None, verb: str = "import") -> str:
                "with --untrusted to keep it apart"
     return f"signed by {signer}, a key you do not trust (claw trust add {signer}, or {verb} with --untrusted " \
            "to keep it apart)"
-
-
-def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: dict[str, str],
-               digest: str | None, signers: list[str] | None = None) -> str:
-    """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
-    named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
-    signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
-    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
-    if signers is not None:
-        doc["signers"] = signers
-    if digest is not None:
-        doc["digest"] = digest
-    oid = store.put_json(doc)
-    name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
-    store.set_ref(name, oid)
-    return name
 
 
 def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:

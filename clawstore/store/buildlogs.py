@@ -40,10 +40,10 @@ from clawstore.canonical import field_values
 from clawstore.costs import CostSum
 from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.store.layout import StoreLayout
 from clawstore.store.names import check_name
 
 BUILD_LOG_FORMAT = 2
-BUILDS_DIR = "builds"
 STATES = ("running", "complete", "interrupted")
 ACTIONS = ("exec", "reuse", "fail", "skip")
 COUNTERS = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}
@@ -51,7 +51,7 @@ TOKEN_METRICS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_to
 
 
 def builds_dir(store_root: Path | str) -> Path:
-    return Path(store_root) / BUILDS_DIR
+    return StoreLayout(store_root).builds
 
 
 def build_log_path(store_root: Path | str, build_id: str) -> Path:
@@ -90,7 +90,7 @@ def write_build_log(store_root: Path | str, doc: BuildLogDoc) -> Path:
     path = build_log_path(store_root, doc.build_id)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_file_atomic(path, doc.encode(), Path(store_root) / "tmp")
+        write_file_atomic(path, doc.encode(), StoreLayout(store_root).tmp)
     except OSError as exc:
         raise StoreError(f"cannot write build log {path}: {exc.strerror or exc}") from exc
     return path

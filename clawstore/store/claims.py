@@ -39,10 +39,10 @@ from pathlib import Path
 from clawstore.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.machine_settings import claim_ttl
 from clawstore.store.ids import oid_from_hex, oid_hex
+from clawstore.store.layout import CLAIMS, TMP
 from clawstore.store.locks import exclusive
 
 CLAIM_FORMAT = 1
-CLAIMS_DIR = "claims"
 CLAIMS_LOCK = "claims"
 @dataclass(frozen=True)
 class Claim:
@@ -74,7 +74,7 @@ class ClaimBoard:
 
     def __init__(self, root: Path, owner: str, ttl_s: float | None = None):
         self.root = Path(root)
-        self.dir = self.root / CLAIMS_DIR
+        self.dir = self.root / CLAIMS
         self.owner = owner
         self.ttl = ttl_s if ttl_s is not None else claim_ttl()
         self.host = socket.gethostname()
@@ -166,7 +166,7 @@ class ClaimBoard:
         with self._lock:
             if self._spares:
                 return self._spares.pop()
-        path = self.root / "tmp" / temp_name(".claim")  # a killed board's files are swept as leftovers
+        path = self.root / TMP / temp_name(".claim")  # a killed board's files are swept as leftovers
         return path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
 
     def _unlinked(self, key: str) -> None:
@@ -275,7 +275,7 @@ class ClaimBoard:
     # ---- helpers --------------------------------------------------------------------------------
     def _replace(self, key: str) -> None:
         # Claims are advisory and never made durable (module docstring).
-        write_file_atomic(self.path(key), self._body(time.time()), self.root / "tmp", durable=False)
+        write_file_atomic(self.path(key), self._body(time.time()), self.root / TMP, durable=False)
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:
         return exclusive(self.root, CLAIMS_LOCK)
@@ -285,7 +285,7 @@ def list_claims(root: Path) -> list[Claim]:
     """Every claim file under `root` (for `claw store` views and tests)."""
     board = ClaimBoard(root, owner="")
     found = []
-    directory = Path(root) / CLAIMS_DIR
+    directory = Path(root) / CLAIMS
     if not directory.is_dir():
         return []
     for path in sorted(directory.glob("*.json")):

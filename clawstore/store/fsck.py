@@ -141,7 +141,7 @@ class _PackCheck:
 def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None) -> FsckReport:
     started = time.monotonic()
     report = FsckReport()
-    held = index_lock(store.root / "locks") if repair else contextlib.nullcontext(True)
+    held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
     with held:
@@ -281,7 +281,7 @@ def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackChec
                                    "(the index no longer names its bad blobs; run fsck --repair again later)")
             continue
         with contextlib.suppress(FileNotFoundError):
-            os.rename(pack_path(runtime.packs_dir, pack), store.root / "quarantine" / f"{pack}.pack.{stamp}")
+            os.rename(pack_path(runtime.packs_dir, pack), store.layout.quarantine / f"{pack}.pack.{stamp}")
             report.repaired.append(f"moved damaged pack {pack} to quarantine/ (its good blobs were kept)")
     fsync_path(runtime.packs_dir)
     report.repaired.append(f"rebuilt the index from the packs ({len(objects)} objects, "
@@ -392,7 +392,7 @@ def build_log_problem(path: Path) -> str | None:
 
 
 def _repair(store: Store, report: FsckReport) -> None:
-    quarantine = store.root / "quarantine"
+    quarantine = store.layout.quarantine
     quarantine.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     if report.bad_actions:
@@ -422,9 +422,9 @@ def _repair_refs(store: Store, report: FsckReport) -> None:
     for name in (name for name in report.bad_refs if repairable_ref(name)):
         target = report.ref_targets.get(name)
         if target is None:
-            path = store.root / "refs" / name
+            path = store.layout.refs / name
             with contextlib.suppress(FileNotFoundError):
-                os.rename(path, store.root / "quarantine" / f"ref-{name.replace('/', '__')}")
+                os.rename(path, store.layout.quarantine / f"ref-{name.replace('/', '__')}")
                 report.repaired.append(f"quarantined damaged ref file {name}")
             continue
         with contextlib.suppress(RefConflict):

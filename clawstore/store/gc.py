@@ -168,7 +168,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
         report.roots = len(roots)
         reach.mark(roots.values())
         sweep_lock = contextlib.nullcontext() if dry_run else store.exclusive(SWEEP_LOCK)
-        index_held = contextlib.nullcontext() if dry_run else index_lock(store.root / "locks")
+        index_held = contextlib.nullcontext() if dry_run else index_lock(store.layout.locks)
         with sweep_lock, index_held:
             # Leases are read under the sweep lock: a lease created from here on waits until the
             # sweep is over before its holder touches the store, so this view is complete.

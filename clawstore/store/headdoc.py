@@ -32,7 +32,7 @@ import blake3
 from clawstore.errors import StoreError
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 HEAD_VERSION = 2
 PART_NODES = 64  # nodes per part, on average
@@ -63,7 +63,7 @@ def split_nodes(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return parts
 
 
-def write_head(store: Store, fields: Mapping[str, Any], nodes: list[dict[str, Any]]) -> str:
+def write_head(store: ObjectStore, fields: Mapping[str, Any], nodes: list[dict[str, Any]]) -> str:
     """Store a campaign head (`fields` plus `nodes`, in parts); its id. The parts are stored first: a
     head never names a part that is not there (a part already stored is not written again)."""
     parts = split_nodes(nodes)

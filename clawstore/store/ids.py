@@ -1,8 +1,11 @@
-"""Object ids: `blake3:<64 lowercase hex>` of an object's uncompressed bytes."""
+"""Object ids: `blake3:<64 lowercase hex>` of an object's uncompressed bytes; the names packs travel under."""
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
+from pathlib import Path
 
 import blake3
 
@@ -45,3 +48,13 @@ def oid_of(data: bytes | bytearray | memoryview) -> str:
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(data) >= 1 << 20 else blake3.blake3()
     hasher.update(data)
     return PREFIX + hasher.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """Hex BLAKE3 of a file's bytes (the name a pack travels under), hashed with all cores."""
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size:
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                hasher.update(mapped)
+    return hasher.hexdigest()

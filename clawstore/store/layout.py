@@ -15,10 +15,71 @@ from clawstore.errors import StoreError
 
 FORMAT_FILE = "CLAWSTORE"
 FORMAT_VERSION = 2
-DIRS = ("packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
-FORMAT1_DIRS = ("objects", "ac")  # loose objects and action-cache files of format 1
+# The store's directories (docs/store.md): spelled here only, reached through StoreLayout or these names.
+PACKS, INDEX, TMP, REFS, LEASES, LOCKS, QUARANTINE, BUILDS, MANIFEST = DIRS = (
+    "packs", "index", "tmp", "refs", "leases", "locks", "quarantine", "builds", "manifest")
+REMOTES = "remotes"  # the remotes' caches (remote/sync.py): made when a remote is first used
+INCOMING = "incoming"  # in a remote's cache: the packs pulls keep (remote/downloads.py)
+CLAIMS = "claims"  # who is executing which action now (claims.py): made when a build first claims one
+FORMAT1_DIRS = OBJECTS1, ACTIONS1 = ("objects", "ac")  # loose objects and action-cache files of format 1
 STALE_STAGING_S = 600
 MARKER_MAX = 4096  # a marker is 14 bytes; what is longer is damaged, not read whole
+
+
+class StoreLayout:
+    """Where each part of the store at `root` lives."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    @property
+    def packs(self) -> Path:
+        return self.root / PACKS
+
+    @property
+    def index(self) -> Path:
+        return self.root / INDEX
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / TMP
+
+    @property
+    def refs(self) -> Path:
+        return self.root / REFS
+
+    @property
+    def leases(self) -> Path:
+        return self.root / LEASES
+
+    @property
+    def locks(self) -> Path:
+        return self.root / LOCKS
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / QUARANTINE
+
+    @property
+    def builds(self) -> Path:
+        return self.root / BUILDS
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def claims(self) -> Path:
+        return self.root / CLAIMS
+
+    @property
+    def remotes(self) -> Path:
+        return self.root / REMOTES
+
+    def incoming(self, remote: str) -> Path:
+        return self.root / REMOTES / remote / INCOMING
 
 
 class DamagedMarkerError(StoreError):
@@ -50,7 +111,7 @@ def read_format(root: Path) -> int | None:
 def format_from_layout(root: Path) -> tuple[int | None, str]:
     """The format the store's directories say, and why (None, and why not, when they do not say one):
     what `claw fsck --repair` writes into a damaged marker."""
-    format2 = [f"{name}/" for name in ("packs", "index") if (root / name).is_dir()]
+    format2 = [f"{name}/" for name in (PACKS, INDEX) if (root / name).is_dir()]
     format1 = [f"{name}/" for name in FORMAT1_DIRS if (root / name).exists()]
     if len(format2) == 2 and not format1:
         return FORMAT_VERSION, "packs/ and index/ are present, no format-1 objects/ or ac/"
@@ -78,7 +139,7 @@ def check_marker(root: Path, repair: bool) -> tuple[str | None, str | None]:
     problem = f"{FORMAT_FILE}: damaged (not a clawstore format file); the layout says format {version}: {why}"
     if not repair:
         return f"{problem} (claw fsck --repair rewrites it)", None
-    (root / "tmp").mkdir(exist_ok=True)  # (where write_marker stages it)
+    (root / TMP).mkdir(exist_ok=True)  # (where write_marker stages it)
     write_marker(root, version)
     return problem, f"rewrote {FORMAT_FILE} as format {version}"
 
@@ -90,7 +151,7 @@ def ensure_dirs(root: Path) -> None:
 
 def write_marker(root: Path, version: int) -> None:
     body = json.dumps({"format": version}).encode() + b"\n"
-    write_file_atomic(root / FORMAT_FILE, body, root / "tmp")
+    write_file_atomic(root / FORMAT_FILE, body, root / TMP)
     fsync_path(root)
 
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from clawstore.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
 from clawstore.scratch import remove_tree
+from clawstore.store.layout import INCOMING
 from clawstore.store.locks import remove_stale_leases
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-INCOMING = "incoming"  # in a remote's cache directory (remotes/NAME/): the packs pulls keep
 
 
 def stale_temp_files(store: Store) -> Iterator[tuple[Path, int]]:
@@ -87,7 +87,7 @@ def stale_downloads(store: Store, cutoff: float) -> Iterator[tuple[Path, int]]:
     """(path, size) of each pack a pull downloaded and kept for a pull run again after a kill
     (remotes/NAME/incoming/, clawstore/remote/downloads.py), unchanged since before `cutoff` (epoch s):
     gc's to remove once its grace period has passed. (A link: its bytes are freed with its last one.)"""
-    for folder in sorted(store.root.glob(f"remotes/*/{INCOMING}")):
+    for folder in sorted(store.layout.remotes.glob(f"*/{INCOMING}")):
         with contextlib.suppress(FileNotFoundError):
             for entry in list(os.scandir(folder)):
                 with contextlib.suppress(FileNotFoundError):

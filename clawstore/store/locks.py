@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clawstore.durable import process_identity, temp_name
 from clawstore.errors import StoreError, UsageError
+from clawstore.store.layout import LEASES, LOCKS, TMP
 
 _POLL_S = 0.02
 # gc holds this lock exclusively while it deletes; a new lease waits for it (see lease() and gc.py).
@@ -39,7 +40,7 @@ def _check_lock_name(name: str) -> str:
 @contextlib.contextmanager
 def exclusive(root: Path, name: str, timeout: float | None = None) -> Iterator[None]:
     """Hold `locks/<name>.lock` exclusively. timeout None waits forever; else StoreError when it expires."""
-    path = root / "locks" / f"{_check_lock_name(name)}.lock"
+    path = root / LOCKS / f"{_check_lock_name(name)}.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
@@ -88,7 +89,7 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
         "host": socket.gethostname(),
     }
     name = temp_name(".json")
-    staging, final = root / "tmp" / name, root / "leases" / name
+    staging, final = root / TMP / name, root / LEASES / name
     # Lock before the file is visible under leases/: nobody can ever see it unlocked and call it stale.
     fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
@@ -109,7 +110,7 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
 
 
 def _wait_for_sweep(root: Path) -> None:
-    fd = os.open(root / "locks" / f"{SWEEP_LOCK}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(root / LOCKS / f"{SWEEP_LOCK}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
     finally:
@@ -119,7 +120,7 @@ def _wait_for_sweep(root: Path) -> None:
 def list_leases(root: Path) -> list[LeaseInfo]:
     """Every lease file, oldest first, each marked alive (holder running) or not."""
     found = []
-    for path in sorted((root / "leases").glob("*.json")):
+    for path in sorted((root / LEASES).glob("*.json")):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:  # released while we listed

@@ -23,8 +23,11 @@ from clawstore.store import codec
 from clawstore.store.actions import set_entries
 from clawstore.store.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.layout import (
+    ACTIONS1,
     FORMAT1_DIRS,
     FORMAT_VERSION,
+    OBJECTS1,
+    QUARANTINE,
     create_layout,
     ensure_dirs,
     read_format,
@@ -78,14 +81,14 @@ def migrate(root: Path) -> MigrationReport:
         if read_format(root) != 1:
             return report
         store = ObjectStore(root)  # (not a Store: that opens the layout, which is being converted)
-        loose = list(_loose_objects(root / "objects"))
+        loose = list(_loose_objects(root / OBJECTS1))
         for first in range(0, len(loose), _BATCH_OBJECTS):
             with store.batch():  # one durability barrier per few thousand objects
                 for hexdigest, path in loose[first:first + _BATCH_OBJECTS]:
                     report.objects += 1
                     _copy_object(store, root, hexdigest, path, report)
         entries: dict[bytes, tuple[bytes | None, int]] = {}
-        for key_hex, record_id, mtime_ns in _loose_actions(root / "ac"):
+        for key_hex, record_id, mtime_ns in _loose_actions(root / ACTIONS1):
             if record_id is not None and store.has(record_id):  # a dangling entry would only mislead
                 entries[bytes.fromhex(key_hex)] = (bytes.fromhex(record_id[len(PREFIX):]), mtime_ns)
         set_entries(store, entries)
@@ -106,7 +109,7 @@ def _copy_object(store: ObjectStore, root: Path, hexdigest: str, path: Path, rep
     except CorruptObjectError as exc:
         report.corrupt.append(str(exc))
         with contextlib.suppress(OSError):
-            os.rename(path, root / "quarantine" / f"{hexdigest}.format1")
+            os.rename(path, root / QUARANTINE / f"{hexdigest}.format1")
         return
     store.put_frame_file(bytes.fromhex(hexdigest), path)
     report.copied += 1

@@ -27,6 +27,7 @@ from clawstore.store.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, 
 from clawstore.store.codec import CHUNK
 from clawstore.store.ids import PREFIX, is_oid, oid_hex
 from clawstore.store.index import Loc
+from clawstore.store.layout import StoreLayout
 from clawstore.store.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
 from clawstore.store.runtime import TOUCH_AFTER_S, Runtime, runtime_for
 
@@ -63,7 +64,8 @@ class ObjectStore:
 
     def __init__(self, root: Path, level: int = 3, threads: int = 0):
         self.root = root
-        self.tmp_dir = root / "tmp"
+        self.layout = StoreLayout(root)
+        self.tmp_dir = self.layout.tmp
         self.level = level
         self.threads = threads  # zstd worker threads for streamed (large) objects; 0 = in-line
         self.runtime: Runtime = runtime_for(root)

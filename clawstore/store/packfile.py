@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import blake3
 
-from clawstore.errors import StoreError
+from clawstore.errors import StoreError, UsageError
 
 MAGIC = b"CLAWPACK"
 VERSION = 1
@@ -59,6 +59,10 @@ SMALL_PACK_BYTES = 4 << 20
 
 class NotAPackError(StoreError):
     """A file under packs/ that is not a pack (wrong magic, unknown version, bad table)."""
+
+
+class PackCheckError(UsageError):
+    """A received pack is not what its name and listing say (exit 2: nothing of it became visible)."""
 
 
 class Blob(NamedTuple):  # a tuple: a pack's table makes one per blob, and a tuple is made fastest

@@ -10,7 +10,7 @@ from clawstore.errors import MissingObjectError
 from clawstore.store.index import Loc
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 
 class PackMaps:
@@ -19,7 +19,7 @@ class PackMaps:
     back waited out the switch interval: a third of the export's time.) Packs never change once
     written, only grow while their writer appends; a pack gc removed stays mapped until closed."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: ObjectStore):
         self._store = store
         self._maps: dict[str, mmap.mmap] = {}
 

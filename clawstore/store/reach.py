@@ -1,4 +1,4 @@
-"""Reachability: which objects a set of roots names, directly or through other objects.
+"""Reachability: which objects a set of roots names, directly or through other objects; a head's closure.
 
 The rule (conservative on purpose): an object names every `blake3:<64 hex>` string that appears in
 it when it is JSON (its first non-blank byte is `{` or `[`). That covers campaign heads, records
@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from clawstore.errors import MissingObjectError
+from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import codec
+from clawstore.store.headdoc import read_head_doc
 from clawstore.store.ids import PREFIX
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.objects import ObjectStore
 
 _ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
@@ -39,7 +41,7 @@ def _looks_json(head: bytes) -> bool:
     return False
 
 
-def named_by(store: Store, hexdigest: str) -> set[str] | None:
+def named_by(store: ObjectStore, hexdigest: str) -> set[str] | None:
     """Hex ids one object names (empty for non-JSON); None if the object is not in the store.
 
     Reads are verified: a corrupt object raises CorruptObjectError (gc must not guess what it named).
@@ -55,7 +57,7 @@ def named_by(store: Store, hexdigest: str) -> set[str] | None:
         return None
 
 
-def _named_by_streamed(store: Store, hexdigest: str) -> set[str]:
+def _named_by_streamed(store: ObjectStore, hexdigest: str) -> set[str]:
     with store.open_object(PREFIX + hexdigest) as reader:
         found: set[str] = set()
         tail = b""
@@ -74,7 +76,7 @@ def _named_by_streamed(store: Store, hexdigest: str) -> set[str]:
 class Reach:
     """An incrementally grown closure: `mark(roots)` adds everything the roots reach."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: ObjectStore):
         self.store = store
         self.marked: set[str] = set()  # hex digests of reached objects that exist
         self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
@@ -101,3 +103,31 @@ class Reach:
             self.marked.add(hexdigest)
             stack.extend((child, hexdigest) for child in names if child not in self.marked)
         return len(self.marked) - before
+
+
+@dataclass
+class HeadClosure:
+    """A campaign head and everything it reaches: what a push of its ref or an export sends."""
+
+    head_id: str
+    head: dict[str, Any]
+    objects: set[str]  # hex digests of everything the head reaches
+    actions: dict[str, str]  # node key -> record id, as the head has them
+
+
+def head_closure(store: ObjectStore, head_id: str) -> HeadClosure:
+    """Every object the head reaches (records, input documents, outputs, trees and their files)."""
+    reach = Reach(store)
+    reach.mark([head_id])
+    if reach.missing:
+        hexdigest, parent = sorted(reach.missing.items())[0]
+        named = f" (named by {PREFIX}{parent})" if parent else ""
+        raise StoreError(f"campaign closure is incomplete: object {PREFIX}{hexdigest}{named} is missing"
+                         f"{f' (and {len(reach.missing) - 1} more)' if len(reach.missing) > 1 else ''}; "
+                         "run claw fsck")
+    head = read_head_doc(store, head_id)
+    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+        raise StoreError(f"{head_id} is not a campaign head")
+    actions = {str(n["key"]): str(n["record"]) for n in head["nodes"]
+               if isinstance(n, dict) and n.get("key") and n.get("record")}
+    return HeadClosure(head_id, head, set(reach.marked), dict(sorted(actions.items())))

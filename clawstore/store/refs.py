@@ -15,6 +15,7 @@ from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import names
 from clawstore.store.ids import check_oid, is_oid
+from clawstore.store.layout import StoreLayout
 from clawstore.store.locks import exclusive
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class _Any:
 
 
 ANY = _Any()  # `expected=ANY`: set unconditionally; `expected=None`: only if the ref does not exist
+UNTRUSTED_REFS = "untrusted/"  # what is kept apart until its signer is trusted (Store.keep_apart, apart.py)
 
 
 class RefConflict(StoreError):
@@ -43,7 +45,7 @@ def check_ref_name(name: object) -> str:
 
 
 def _path(store: ObjectStore, name: str) -> Path:
-    return store.root / "refs" / check_ref_name(name)
+    return store.layout.refs / check_ref_name(name)
 
 
 def get_ref(store: ObjectStore, name: str) -> str | None:
@@ -52,7 +54,7 @@ def get_ref(store: ObjectStore, name: str) -> str | None:
 
 def read_ref(store_root: Path, name: str) -> str | None:
     """A ref's value from the store directory alone (no Store, no index): None when absent."""
-    path = Path(store_root) / "refs" / check_ref_name(name)
+    path = StoreLayout(store_root).refs / check_ref_name(name)
     try:
         text = path.read_text(encoding="ascii").strip()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -78,8 +80,8 @@ def set_ref(store: ObjectStore, name: str, value: str, expected: str | None | _A
         if current == value:
             return
         try:
-            _make_parents(store.root / "refs", path.parent)
-            write_file_atomic(path, (value + "\n").encode(), store.root / "tmp")
+            _make_parents(store.layout.refs, path.parent)
+            write_file_atomic(path, (value + "\n").encode(), store.layout.tmp)
         except OSError as exc:  # disk full, read-only: a store error naming the ref, not a traceback
             raise StoreError(f"cannot write ref {name} in {store.root}: {exc.strerror or exc}") from None
 
@@ -95,7 +97,7 @@ def delete_ref(store: ObjectStore, name: str, expected: str | None | _Any = ANY)
             return False
         os.unlink(path)
         fsync_path(path.parent)
-        refs_dir = store.root / "refs"
+        refs_dir = store.layout.refs
         parent = path.parent
         while parent != refs_dir:  # prune directories the ref leaves empty
             try:
@@ -108,7 +110,7 @@ def delete_ref(store: ObjectStore, name: str, expected: str | None | _Any = ANY)
 
 def iter_ref_entries(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
     """(name, target) for every ref file, sorted; target None if the file is damaged (for fsck)."""
-    refs_dir = store.root / "refs"
+    refs_dir = store.layout.refs
     for dirpath, dirnames, filenames in os.walk(refs_dir):
         dirnames.sort()
         base = os.path.relpath(dirpath, refs_dir)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from clawstore.durable import temp_name
+from clawstore.store.layout import TMP
 
 RESERVE_FILE = "reserve"
 RESERVE_BYTES = 1 << 20  # room for the answers of a build's running nodes, their window and its log
@@ -28,7 +29,7 @@ def keep_reserve(root: Path, size: int = RESERVE_BYTES) -> bool:
     path = root / RESERVE_FILE
     if path.exists():
         return True
-    tmp = root / "tmp" / temp_name()
+    tmp = root / TMP / temp_name()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:

@@ -27,6 +27,7 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
+from clawstore.store.layout import StoreLayout
 from clawstore.store.packfile import PackWriter, pack_path
 
 # A pack is sealed and a new one started past this size ("a few MiB to tens of MiB").
@@ -40,10 +41,11 @@ _MAX_OPEN_PACKS = 64
 class Runtime:
     def __init__(self, root: Path):
         self.root = root
-        self.packs_dir = root / "packs"
-        self.index_dir = root / "index"
-        self.tmp_dir = root / "tmp"
-        self.index = IndexView(self.index_dir, self.tmp_dir, root / "locks")
+        self.layout = StoreLayout(root)
+        self.packs_dir = self.layout.packs
+        self.index_dir = self.layout.index
+        self.tmp_dir = self.layout.tmp
+        self.index = IndexView(self.index_dir, self.tmp_dir, self.layout.locks)
         self.pack_lock = threading.RLock()
         self.local = threading.local()
         self.group: GroupCommitter | None = None
@@ -95,7 +97,7 @@ class Runtime:
         write_segment(self.index_dir, self.tmp_dir, segment)
         self.index.add_own(segment)
         if starter is not None:
-            with index_lock(self.root / "locks", wait=False) as held:
+            with index_lock(self.layout.locks, wait=False) as held:
                 if held:  # (else a merge or gc is at work: it takes the starter along)
                     remove_segments(self.index_dir, [starter])
         self.index.maybe_compact()

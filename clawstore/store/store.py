@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.store import actions, adopt, locks, refs, reserve, trees
+from clawstore.store.ids import PREFIX
+from clawstore.store.index import IndexSnapshot
 from clawstore.store.migrate import open_layout
 from clawstore.store.objects import ObjectStore
+from clawstore.store.refs import UNTRUSTED_REFS
 from clawstore.store.trees import TreeEntry
+
+if TYPE_CHECKING:  # (reach and transfer are imported when first used: `import clawstore.store` stays quick)
+    from clawstore.store.reach import HeadClosure
+    from clawstore.store.transfer import Incoming, SealedPack
 
 
 class Store(ObjectStore):
@@ -43,14 +50,20 @@ class Store(ObjectStore):
     def get_action(self, key: str) -> dict[str, Any] | None:
         return actions.get_action(self, key)
 
-    def get_action_record_id(self, key: str) -> str | None:
-        return actions.get_action_record_id(self, key)
+    def get_action_record_id(self, key: str, look_again: bool = True) -> str | None:
+        """The record `key` points at (None: no entry); `look_again=False`: a miss does not list the index
+        again (the caller refreshed it just before)."""
+        return actions.get_action_record_id(self, key, look_again)
 
     def put_action(self, key: str, record: dict[str, Any]) -> str:
         return actions.put_action(self, key, record)
 
     def iter_actions(self) -> Iterator[tuple[str, str | None]]:
         return actions.iter_actions(self)
+
+    def entry_digests(self) -> dict[bytes, bytes]:
+        """{key digest: record digest} of every entry (bulk readers: a push)."""
+        return actions.all_entry_digests(self)
 
     # --- refs ---------------------------------------------------------------------------------
     def get_ref(self, name: str) -> str | None:
@@ -64,6 +77,73 @@ class Store(ObjectStore):
 
     def list_refs(self, prefix: str = "") -> dict[str, str]:
         return refs.list_refs(self, prefix)
+
+    # --- reachability -------------------------------------------------------------------------
+    def head_closure(self, head_id: str) -> HeadClosure:
+        """Everything a campaign head reaches, its actions too (StoreError if any of it is missing)."""
+        from clawstore.store import reach
+
+        return reach.head_closure(self, head_id)
+
+    def lacking_in_closure(self, roots: Iterable[str]) -> set[str]:
+        """Hex ids of the objects the roots reach, through what this store holds, that it lacks."""
+        from clawstore.store.reach import Reach
+
+        walk = Reach(self)
+        walk.mark(roots)
+        return set(walk.missing)
+
+    # --- transfer (remote/: push and pull) -----------------------------------------------------
+    def refresh(self) -> None:
+        """Take in what other processes committed since this one last looked."""
+        self.runtime.index.refresh()
+
+    def committed(self, unless: frozenset[str] | None = None) -> IndexSnapshot | None:
+        """Every object and entry committed, frozen at one instant (each entry's record among them);
+        None when the index still holds exactly the segments `unless` names (nothing committed since a
+        snapshot's `loaded`): then not even a copy is made."""
+        index = self.runtime.index
+        index.refresh()
+        return None if index.loaded == unless else index.snapshot()
+
+    def sealed_packs(self, skip: Container[str] = ()) -> Iterator[SealedPack]:
+        """This store's sealed packs not in `skip`, largest first, each with its objects (transfer.py)."""
+        from clawstore.store import transfer
+
+        return transfer.sealed_packs(self, skip)
+
+    def make_pack(self, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
+        """A sealed pack in `work` of these objects, then one of `content` (transfer.make_pack)."""
+        from clawstore.store import transfer
+
+        return transfer.make_pack(self, digests, work, content)
+
+    def receive(self) -> Incoming:
+        """Somewhere for a pull's packs: checked whole, then taken in (transfer.Incoming)."""
+        from clawstore.store import transfer
+
+        return transfer.Incoming(self)
+
+    def add_entries(self, entries: Mapping[str, str]) -> None:
+        """Point keys at records a pull verified, where this store's own entry gives way (transfer.py)."""
+        from clawstore.store import transfer
+
+        transfer.add_entries(self, entries)
+
+    def keep_apart(self, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str | None,
+                   signers: list[str] | None = None) -> str:
+        """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
+        named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
+        signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
+        doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
+        if signers is not None:
+            doc["signers"] = signers
+        if digest is not None:
+            doc["digest"] = digest
+        oid = self.put_json(doc)
+        name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
+        self.set_ref(name, oid)
+        return name
 
     # --- coordination -------------------------------------------------------------------------
     def keep_reserve(self) -> bool:

@@ -8,6 +8,7 @@ A received pack is checked whole before anything of it becomes visible (`verify_
 hash to its name, its trailer is intact, and every object frame decodes to content whose BLAKE3 is
 the object's id. Then it moves into packs/ as it is and one index segment names its objects
 (`adopt_pack`), or, a small pack, its objects are copied into the store's own pack (`copy_objects`).
+`Incoming` (what `Store.receive` gives a pull) holds a pull's packs between those steps.
 Small frames are decoded in one call of zstd's batch API (threads of its own, no GIL), so a pull
 costs about one decode and one hash per object and, for large packs, no write of the objects' bytes.
 """
@@ -18,8 +19,10 @@ import contextlib
 import fcntl
 import mmap
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Container, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,45 +31,75 @@ import blake3
 from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.store import codec
-from clawstore.store.archive_verify import Kept
+from clawstore.store.actions import entry_record, set_entries, takes_over
 from clawstore.store.batch import Pending, commit
-from clawstore.store.ids import PREFIX
+from clawstore.store.ids import PREFIX, file_digest
 from clawstore.store.objects import check_blob
 from clawstore.store.packfile import (
     KIND_OBJECT,
+    SMALL_PACK_BYTES,
     Blob,
     NotAPackError,
+    PackCheckError,
     PackWriter,
+    iter_pack_ids,
     pack_path,
     scan_pack,
+    sealed_object_ids,
+    writer_alive,
 )
 from clawstore.store.packmaps import PackMaps
 
 if TYPE_CHECKING:
-    from clawstore.store.store import Store
+    from clawstore.store.archive_verify import FrameSource, Kept
+    from clawstore.store.objects import ObjectStore
 
+ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
 
 
-class PackCheckError(UsageError):
-    """A received pack is not what its name and listing say (exit 2: nothing of it became visible)."""
+# ------------------------------------------------------------------------------------------ sending
+
+@dataclass(frozen=True)
+class SealedPack:
+    """One of the store's own sealed packs, as a push sends it: its file and its objects (table order)."""
+
+    pack_id: str
+    path: Path
+    objects: list[bytes]  # digests
 
 
-def file_digest(path: Path) -> str:
-    """Hex BLAKE3 of a file's bytes (the name a pack travels under), hashed with all cores."""
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-    with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size:
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                hasher.update(mapped)
-    return hasher.hexdigest()
+def sealed_packs(store: ObjectStore, skip: Container[str]) -> Iterator[SealedPack]:
+    """The store's sealed packs not in `skip`, largest first (the longest upload starts first, so the last
+    one to end is not a big pack whose table happened to be read last). Packs a live writer still
+    writes, unsealed ones (a killed writer's: their objects go copied) and those gone meanwhile are
+    left out."""
+    packs_dir = store.runtime.packs_dir
+    for pack_id in _largest_first(packs_dir, skip):
+        path = pack_path(packs_dir, pack_id)
+        try:
+            if writer_alive(path):
+                continue
+            ids = list(dict.fromkeys(sealed_object_ids(path)))  # in table order (sorting costs more than it tells)
+        except (NotAPackError, OSError):
+            continue
+        yield SealedPack(pack_id, path, ids)
+
+
+def _largest_first(packs_dir: Path, skip: Container[str]) -> list[str]:
+    sizes = {}
+    for pack_id in iter_pack_ids(packs_dir) if packs_dir.is_dir() else ():
+        if pack_id not in skip:
+            with contextlib.suppress(OSError):
+                sizes[pack_id] = pack_path(packs_dir, pack_id).stat().st_size
+    return sorted(sizes, key=sizes.__getitem__, reverse=True)
 
 
 # ------------------------------------------------------------------------------------------ making
 
-def make_pack(store: Store, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
+def make_pack(store: ObjectStore, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
     """A sealed pack in `work` holding the frames of these objects, in id order, then one object given
     by its `content` (not taken from the store): the same objects always make the same bytes, so a
     push run again after a kill makes (and skips) the same name."""
@@ -105,7 +138,7 @@ def make_pack(store: Store, digests: Iterable[bytes], work: Path, content: bytes
     return writer.path
 
 
-def _frame(store: Store, maps: PackMaps, digest: bytes) -> tuple[tuple[str, int, int], memoryview]:
+def _frame(store: ObjectStore, maps: PackMaps, digest: bytes) -> tuple[tuple[str, int, int], memoryview]:
     """Where an object's frame is and its bytes (mapped); located again once if gc moved it."""
     for attempt in range(2):
         loc = store.locate_digest(digest)
@@ -219,7 +252,7 @@ def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
 
 # ------------------------------------------------------------------------------------------ adopting
 
-def copy_objects(store: Store, path: Path, objects: list[Blob], present: AbstractSet[bytes]) -> tuple[int, int]:
+def copy_objects(store: ObjectStore, path: Path, objects: list[Blob], present: AbstractSet[bytes]) -> tuple[int, int]:
     """Copy a verified pack's objects the store lacks (`present`: digests it has) into the store's own
     pack (for content kept apart: the received pack's other blobs, its entries, must not come along);
     (objects, bytes)."""
@@ -233,7 +266,7 @@ def copy_objects(store: Store, path: Path, objects: list[Blob], present: Abstrac
     return added, size
 
 
-def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
+def adopt_pack(store: ObjectStore, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
                ) -> tuple[int, int]:
     """Move a verified pack into packs/ as `pack_id` and name its objects the store lacks (`present`:
     digests it has) in one index segment; (objects named, their bytes). The pack is flocked until the
@@ -255,3 +288,66 @@ def adopt_pack(store: Store, path: Path, pack_id: str, objects: list[Blob], pres
         with contextlib.suppress(OSError):
             os.close(fd)
     return len(pending.objects), sum(loc[2] for loc in pending.objects.values())
+
+
+# ------------------------------------------------------------------------------------------ receiving
+
+class Incoming:
+    """A pull's packs on their way into the store: each checked whole as it arrives (`check`), then, once
+    the entries they bring are verified (`unkept` and `decoded` feed those checks), taken in (`take`)."""
+
+    def __init__(self, store: ObjectStore):
+        from clawstore.store.archive_verify import Kept  # (its thread pool's imports: only when a pull runs)
+
+        self.store = store
+        self.kept = Kept()  # records decoded while packs were checked, for the entry checks
+        self._checked: dict[str, tuple[Path, list[Blob]]] = {}  # pack name -> its file and object blobs
+
+    @property
+    def decoded(self) -> dict[str, bytes]:
+        """The contents kept decoded while packs were checked, by hex id."""
+        return self.kept.contents
+
+    def check(self, path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset()) -> set[bytes]:
+        """Check the pack received at `path` whole (verify_pack: PackCheckError naming `where`); the digests
+        of its objects. The content of those in `keep` is kept decoded, as far as there is room."""
+        blobs = verify_pack(path, name, where, keep, self.kept)
+        self._checked[name] = (path, blobs)
+        return {blob.id for blob in blobs}
+
+    def unkept(self, records: AbstractSet[bytes]) -> dict[str, FrameSource]:
+        """The `records` (digests) the packs checked and not taken hold but did not keep decoded, by hex id,
+        and the pack to read each from (the entry checks read them)."""
+        found: dict[str, FrameSource] = {}
+        for path, blobs in self._checked.values():
+            spans = {blob.id.hex(): blob for blob in blobs
+                     if blob.id in records and blob.id.hex() not in self.kept.contents}
+            found.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
+        return found
+
+    def take(self, name: str, present: AbstractSet[bytes], leave_out: AbstractSet[bytes] = frozenset(),
+             apart: bool = False) -> tuple[int, int]:
+        """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has);
+        (objects added, their bytes). A big one moves in as it is; one kept `apart` (its other blobs, its
+        entries, must not come along) or small (a pack of its own would cost a file for little) has its
+        objects copied into the store's own pack."""
+        path, blobs = self._checked.pop(name)
+        if leave_out:
+            blobs = [blob for blob in blobs if blob.id not in leave_out]
+        if not apart and path.stat().st_size >= ADOPT_BYTES:
+            return adopt_pack(self.store, path, name[:32], blobs, present)  # (a pack id is 32 hex)
+        return copy_objects(self.store, path, blobs, present)
+
+
+def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
+    """Point these keys at these records (verified by the caller) where the store has no entry of its own
+    or its own gives way (actions.takes_over: a result is never hidden by a failure)."""
+    store.runtime.index.refresh()
+    now = time.time_ns()
+    fresh = {}
+    for key, record in entries.items():  # (ids checked by the caller)
+        digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
+        own = entry_record(store, digest, look_again=False)
+        if own is None or takes_over(store.get_bytes, PREFIX + own.hex(), record):
+            fresh[digest] = (record_digest, now)
+    set_entries(store, fresh)

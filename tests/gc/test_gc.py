@@ -6,11 +6,11 @@ import json
 import os
 from pathlib import Path
 
-from clawstore.builder.closure import head_closure
 from clawstore.durable import temp_name
 from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
 from clawstore.store.ids import PREFIX
+from clawstore.store.reach import head_closure
 from clawstore.testing.standin import StandIn
 from tests.gc.helpers import actions, build_json, state, store_of
 from tests.support.claw import Claw

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.builder import closure
 from clawstore.builder.api import CampaignRequest, load_campaign, unbuilt_keys
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.remote.pull import pull_for_plan
 from clawstore.remote.push import push
-from clawstore.store import Store
+from clawstore.store import Store, reach
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.helpers import head_nodes
@@ -130,13 +129,13 @@ def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: Stand
     assert store.get_ref(ref) is not None
     remote = Remote("team", remote_url)
     walks: list[str] = []
-    real = closure.head_closure
+    real = reach.head_closure
 
-    def counted(source: Store, head: str) -> closure.HeadClosure:
+    def counted(source: Store, head: str) -> reach.HeadClosure:
         walks.append(head)
         return real(source, head)
 
-    monkeypatch.setattr(closure, "head_closure", counted)
+    monkeypatch.setattr(reach, "head_closure", counted)
     first = push(store, remote, [ref])
     assert walks == [store.get_ref(ref)] and first.objects > 0 and first.refs_moved == [ref]
     again = push(store, remote, [ref])

@@ -16,11 +16,12 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
-from clawstore.store import Store
+from clawstore.store import Store, transfer
 from clawstore.store.fsck import fsck
 from clawstore.store.gc import collect
+from clawstore.store.ids import file_digest
 from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
-from clawstore.store.transfer import PackCheckError, file_digest, verify_pack
+from clawstore.store.transfer import PackCheckError, verify_pack
 
 
 def _filled(root: Path, objects: int, start: int = 0) -> Store:
@@ -114,7 +115,7 @@ def test_a_remote_planted_with_junk_listings_fails_before_fetching_them_all(tmp_
 
 
 def test_sealed_packs_travel_and_arrive_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pull, "ADOPT_BYTES", 0)  # as big packs do: moved in whole
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 0)  # as big packs do: moved in whole
     source = _filled(tmp_path / "a", 40)
     source.runtime.close_writer()  # sealed, as at the end of every claw process
     [own] = list((tmp_path / "a" / "packs").glob("*.pack"))
@@ -314,8 +315,8 @@ def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatc
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
     read: list[Path] = []
-    real = push.sealed_object_ids
-    monkeypatch.setattr(push, "sealed_object_ids", lambda path: read.append(path) or real(path))
+    real = transfer.sealed_object_ids
+    monkeypatch.setattr(transfer, "sealed_object_ids", lambda path: read.append(path) or real(path))
     assert push.push(source, remote).packs == 0
     assert read == []  # (a periodic push of a long build reads no table of a pack it sent)
     # the remote lost that pack's listing: its objects are sent again (copied), whatever was remembered
@@ -337,8 +338,8 @@ def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.Monke
                 source.put_json({"pack": count, "n": i, "filler": "x" * 500})
         source.runtime.close_writer()
     read: list[Path] = []
-    real = push.sealed_object_ids
-    monkeypatch.setattr(push, "sealed_object_ids", lambda path: read.append(path) or real(path))
+    real = transfer.sealed_object_ids
+    monkeypatch.setattr(transfer, "sealed_object_ids", lambda path: read.append(path) or real(path))
     assert push.push(source, Remote("team", str(tmp_path / "remote"))).packs == 4
     sizes = [path.stat().st_size for path in read]
     assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
@@ -431,7 +432,7 @@ from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store, transfer
 transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
-pull.ADOPT_BYTES = 0  # moved in whole, as a big pack is
+transfer.ADOPT_BYTES = 0  # moved in whole, as a big pack is
 pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
 """
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -537,8 +538,8 @@ def test_two_pulls_of_one_remote_into_one_store_at_once_both_finish(tmp_path: Pa
 from pathlib import Path
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
-from clawstore.store import Store
-pull.ADOPT_BYTES = 0  # each moved in whole, as a big pack is
+from clawstore.store import Store, transfer
+transfer.ADOPT_BYTES = 0  # each moved in whole, as a big pack is
 pull.pull(Store(Path({str(store)!r})), Remote("team", {str(remote)!r}))
 """
         procs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(2)]
