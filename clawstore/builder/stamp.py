@@ -184,7 +184,7 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     from clawstore.store.buildlogs import build_log_path, read_build_log
 
     try:
-        campaign = read_build_log(build_log_path(store_root, build_id))["campaign"]
+        campaign = read_build_log(build_log_path(store_root, build_id)).campaign
     except Exception:  # noqa: BLE001 - no log, no stamp: the next build plans as usual
         return False
     campaign_id = str(campaign.get("id"))
@@ -264,7 +264,8 @@ def log_noop(store_root: Path, stamp: dict[str, Any]) -> str:
     counts and the head it confirmed, no node); returns its build id."""
     from clawstore.builder.buildlog import new_build_id
     from clawstore.graph.records import utc_now
-    from clawstore.store.buildlogs import BuildLogDoc, write_build_log
+    from clawstore.store.buildlogs import write_build_log
+    from clawstore.store.documents import BuildLogDoc
 
     started = utc_now()
     doc = BuildLogDoc(build_id=new_build_id(), started_at=started, campaign=stamp["campaign"],

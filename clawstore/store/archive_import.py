@@ -24,6 +24,7 @@ from clawstore.store import codec
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
 from clawstore.store.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
 from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
+from clawstore.store.documents import KeptApart
 from clawstore.store.ids import PREFIX, is_oid
 from clawstore.store.layout import FORMAT_FILE
 from clawstore.store.refs import RefConflict, check_ref_name
@@ -203,12 +204,8 @@ def keep_apart(store: Store, signer: str | None, actions: dict[str, str], refs: 
     """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
     named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
     signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
-    doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
-    if signers is not None:
-        doc["signers"] = signers
-    if digest is not None:
-        doc["digest"] = digest
-    oid = store.put_json(doc)
+    oid = store.put_json(KeptApart(signer, actions, refs, list(signers) if signers is not None else None,
+                                   digest).to_json())
     name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
     store.set_ref(name, oid)
     return name
