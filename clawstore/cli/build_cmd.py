@@ -232,6 +232,7 @@ def _stamping(request: Any, store_dir: Path | None, remote: str | None = None) -
 
 def _answer_from_stamp(stamping: _Stamping, output: str) -> bool:
     from clawstore.builder import stamp
+    from clawstore.store.documents import TOKEN_METRICS
 
     found = stamp.match(stamping.store_root, stamping.digest)
     if found is None:
@@ -243,8 +244,8 @@ def _answer_from_stamp(stamping: _Stamping, output: str) -> bool:
                    "push", err=True)
     build_id = stamp.log_noop(stamping.store_root, found)
     _print_rows(found["rows"], output, campaign_id=found["campaign_id"], build_id=build_id, counts=found["counts"],
-                metrics={"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
-                         "cost_usd": 0.0}, failures=[], stopped=None, exit_code=0)
+                metrics={**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0}, failures=[], stopped=None,
+                exit_code=0)
     return True
 
 

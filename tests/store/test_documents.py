@@ -13,6 +13,7 @@ import pytest
 from clawstore.canonical import canonical_json
 from clawstore.errors import StoreError
 from clawstore.graph.records import make_record
+from clawstore.providers.usage import Usage, stored_tokens
 from clawstore.store import Store
 from clawstore.store.apart import kept_apart
 from clawstore.store.archive_import import keep_apart
@@ -131,3 +132,16 @@ def test_a_build_log_on_disk_with_a_hostile_field_is_one_line_naming_it(tmp_path
     path.write_text(json.dumps({"build_id": "b1", "nodes": [], "started_at": ["\n"]}))
     with pytest.raises(StoreError, match=r"b1.json: started_at: expected a time \(string\)$"):
         read_build_log(path)
+
+
+def test_a_usage_keeps_the_names_artifacts_always_stored_and_gives_records_theirs() -> None:
+    usage = Usage(input_tokens=5, output_tokens=4, total_tokens=9, reasoning_tokens=1, cached_tokens=3,
+                  cache_write_tokens=2, cost_usd=0.5)
+    stored = {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9, "reasoning_tokens": 1,
+              "cached_input_tokens": 3, "cache_write_tokens": 2}
+    assert usage.normalized() == stored and usage.to_json() == {**stored, "cost_usd": 0.5}
+    assert Usage.from_stored(stored, 0.5) == usage
+    assert stored_tokens(stored, TOKEN_METRICS) == {"input_tokens": 5, "output_tokens": 4, "reasoning_tokens": 1,
+                                                    "cached_tokens": 3}
+    with pytest.raises(TypeError, match="cached_prompt"):
+        Usage.from_stored({**stored, "cached_prompt": 1})
