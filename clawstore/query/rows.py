@@ -18,6 +18,7 @@ import blake3
 
 from clawstore.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
 from clawstore.query.schema import DIMENSIONS, PHYSICAL
+from clawstore.store.documents import COUNTERS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 
 Row = dict[str, Any]
@@ -133,10 +134,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "judge_repetition": _int32(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
         "error_message": _str(error.get("message", summary.get("error_message"))),
-        "input_tokens": _int(metrics.get("input_tokens")),
-        "output_tokens": _int(metrics.get("output_tokens")),
-        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
-        "cached_tokens": _int(metrics.get("cached_tokens")),
+        **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
         "latency_s": _num(metrics.get("latency_s")),
         "started_at": to_timestamp(rec.get("started_at")),
@@ -477,14 +475,8 @@ def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> R
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
         "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(costs),
-        "executed": _int32(counts.get("executed")),
-        "reused": _int32(counts.get("reused")),
-        "failed": _int32(counts.get("failed")),
-        "skipped": _int32(counts.get("skipped")),
-        "input_tokens": _int(metrics.get("input_tokens")),
-        "output_tokens": _int(metrics.get("output_tokens")),
-        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
-        "cached_tokens": _int(metrics.get("cached_tokens")),
+        **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
+        **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
         "results_cost_usd": CostSum.total(CostSum.of(cost) for cost in costs).usd,
     }

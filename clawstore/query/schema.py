@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clawstore.store.documents import TOKEN_DOCS, TOKEN_METRICS
+
 
 @dataclass(frozen=True)
 class Column:
@@ -42,11 +44,14 @@ _ADDRESS = [
     Column("repetition", "INTEGER", "run repetition index (0-based)"),
 ]
 
+
+def _token_columns(per_build: bool = False) -> list[Column]:
+    """A record's token counts (a build's sums), named and described by the record's model."""
+    return [Column(name, "BIGINT", TOKEN_DOCS[name][per_build]) for name in TOKEN_METRICS]
+
+
 _TOKENS = [
-    Column("input_tokens", "BIGINT", "prompt tokens"),
-    Column("output_tokens", "BIGINT", "completion tokens"),
-    Column("reasoning_tokens", "BIGINT", "reasoning tokens (subset of output)"),
-    Column("cached_tokens", "BIGINT", "cached prompt tokens"),
+    *_token_columns(),
     Column("cost_usd", "DOUBLE", "cost of this node in USD; NULL: unknown (never 0); checks, results, skipped: 0"),
     Column("cost_source", "VARCHAR", "reported (the provider's), priced (tokens x declared pricing) or unknown; "
            "NULL for checks, results and skipped nodes"),
@@ -166,10 +171,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("reused", "INTEGER", "nodes reused from the action cache"),
         Column("failed", "INTEGER", "nodes that failed"),
         Column("skipped", "INTEGER", "nodes skipped (an upstream node failed, or fail-fast stopped the build)"),
-        Column("input_tokens", "BIGINT", "input tokens spent by this build"),
-        Column("output_tokens", "BIGINT", "output tokens spent by this build"),
-        Column("reasoning_tokens", "BIGINT", "reasoning tokens spent by this build"),
-        Column("cached_tokens", "BIGINT", "cached prompt tokens of this build"),
+        *_token_columns(per_build=True),
         Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown)"),
         Column("cost_known_usd", "DOUBLE", "the reported and priced part of cost_usd"),
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),

@@ -26,18 +26,21 @@ def damaged(where: str, name: str, expected: str) -> StoreError:
     return StoreError(one_line(f"{where}: {name}: expected {expected}"))
 
 
-def _field(data: Mapping[str, Any], name: str, types: type | tuple[type, ...], expected: str, where: str,
+def _field(data: Mapping[str, Any], name: str, types: frozenset[type], expected: str, where: str,
            default: Any = None) -> Any:
-    """`data[name]` if it is one of `types` (a missing field: `default`), else the reader's error.
-    (bool is an int to Python, never a count or an id here.)"""
-    value = data.get(name, default)
-    if value is default and name not in data:
-        return value
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise damaged(where, name, expected)
-    if not isinstance(value, types):
+    """`data[name]` if its type is one of `types` exactly (a bool is no count, a str subclass no id); a
+    missing field: `default`; else the reader's error."""
+    value = data.get(name, _ABSENT)
+    if value is _ABSENT:
+        return default
+    if type(value) not in types:
         raise damaged(where, name, expected)
     return value
+
+
+_ABSENT: Any = object()
+_STR, _DICT, _BOOL, _LIST, _NONE = frozenset({str}), frozenset({dict}), frozenset({bool}), frozenset({list}), \
+    frozenset({type(None)})
 
 
 def _object(data: Any, where: str, what: str) -> Mapping[str, Any]:
@@ -152,12 +155,12 @@ class RecordDoc:
         return read_record(doc, where)
 
 
-_RECORD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "kind": (str, "a string"), "key": (str, "an object id"), "address": (dict, "an object"),
-    "status": (str, "a string"), "cacheable": (bool, "true or false"), "outputs": (dict, "an object"),
-    "summary": (dict, "an object"), "error": ((dict, type(None)), "an object or null"),
-    "started_at": (str, "a time (string)"), "finished_at": (str, "a time (string)"),
-    "build_id": (str, "a string"),
+_RECORD_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "kind": (_STR, "a string"), "key": (_STR, "an object id"), "address": (_DICT, "an object"),
+    "status": (_STR, "a string"), "cacheable": (_BOOL, "true or false"), "outputs": (_DICT, "an object"),
+    "summary": (_DICT, "an object"), "error": (_DICT | _NONE, "an object or null"),
+    "started_at": (_STR, "a time (string)"), "finished_at": (_STR, "a time (string)"),
+    "build_id": (_STR, "a string"),
 }
 
 
@@ -169,9 +172,9 @@ def read_record(data: Any, where: str) -> RecordDoc:
         raise damaged(where, "record_version", f"1 or {RECORD_VERSION}, not {quoted(version)}")
     values: dict[str, Any] = {}
     for name, (types, expected) in _RECORD_TYPES.items():
-        if name not in doc:
+        values[name] = value = _field(doc, name, types, expected, where, _ABSENT)
+        if value is _ABSENT:
             raise damaged(where, name, f"{expected} (the record has none)")
-        values[name] = _field(doc, name, types, expected, where)
     metrics = doc.get("metrics")
     return RecordDoc(**values, metrics=Metrics.read(metrics, where), record_version=version)
 
@@ -217,18 +220,17 @@ class BuildLogDoc:
         return None if value is None else str(value)
 
 
-_OPTIONAL = (type(None),)
-_LOG_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "build_id": (str, "a string"),
-    "campaign": (dict, "an object"),
-    "head": ((str, *_OPTIONAL), "an object id or null"),
-    "started_at": (str, "a time (string)"),
-    "finished_at": ((str, *_OPTIONAL), "a time (string) or null"),
-    "state": (str, "a string"),
-    "filter": ((dict, *_OPTIONAL), "an object or null"),
-    "head_written": (bool, "true or false"),
-    "counts": (dict, "an object"),
-    "metrics": (dict, "an object"),
+_LOG_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "build_id": (_STR, "a string"),
+    "campaign": (_DICT, "an object"),
+    "head": (_STR | _NONE, "an object id or null"),
+    "started_at": (_STR, "a time (string)"),
+    "finished_at": (_STR | _NONE, "a time (string) or null"),
+    "state": (_STR, "a string"),
+    "filter": (_DICT | _NONE, "an object or null"),
+    "head_written": (_BOOL, "true or false"),
+    "counts": (_DICT, "an object"),
+    "metrics": (_DICT, "an object"),
 }
 
 
@@ -248,8 +250,6 @@ def read_build_log_doc(data: Any, where: str) -> BuildLogDoc:
     lacking = {"campaign": {}, "started_at": "", "state": None, "counts": {}, "metrics": {}}
     return BuildLogDoc(**{**lacking, **given}, nodes=data["nodes"], format=version)
 
-
-_ABSENT: Any = object()
 
 
 # --------------------------------------------------------------------------------------- kept apart
@@ -292,13 +292,13 @@ def read_kept_apart(data: Any, where: str) -> KeptApart | None:
     naming the field a damaged one gets wrong."""
     if not isinstance(data, dict) or data.get("kind") != KEPT_APART_KIND:
         return None
-    signer = _field(data, "signer", (str, *_OPTIONAL), "a key or null", where)
-    signers = _field(data, "signers", (list, *_OPTIONAL), "a list of keys", where)
+    signer = _field(data, "signer", _STR | _NONE, "a key or null", where)
+    signers = _field(data, "signers", _LIST | _NONE, "a list of keys", where)
     if signers is not None and not all(s is None or isinstance(s, str) for s in signers):
         raise damaged(where, "signers", "a list of keys")
-    maps = {name: _field(data, name, dict, "an object of ids", where, {}) for name in ("actions", "refs")}
+    maps = {name: _field(data, name, _DICT, "an object of ids", where, {}) for name in ("actions", "refs")}
     for name, found in maps.items():
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
             raise damaged(where, name, "an object of ids")
-    digest = _field(data, "digest", (str, *_OPTIONAL), "an object id", where)
+    digest = _field(data, "digest", _STR | _NONE, "an object id", where)
     return KeptApart(signer, maps["actions"], maps["refs"], signers, digest)
