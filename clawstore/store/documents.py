@@ -1,4 +1,5 @@
-"""The store's documents as typed models: a record and its metrics, a build log, a kept-apart set.
+"""The store's documents as typed models: a record and its metrics, a build log, a kept-apart set, a
+campaign head.
 
 Each model writes the JSON it always wrote (same keys, same omissions, so the same canonical bytes and
 object ids), and each reader names the document and the field a hostile file gets wrong, in one line
@@ -302,3 +303,67 @@ def read_kept_apart(data: Any, where: str) -> KeptApart | None:
             raise damaged(where, name, "an object of ids")
     digest = _field(data, "digest", _STR | _NONE, "an object id", where)
     return KeptApart(signer, maps["actions"], maps["refs"], signers, digest)
+
+
+# ----------------------------------------------------------------------------------- campaign heads
+
+
+@dataclass(frozen=True, slots=True)
+class HeadNode:
+    """A node of a campaign head (store/headdoc.py): its record, what the build that wrote the head did
+    with it, a planning view of the record (`record_doc`), and why fsck --repair took the record away."""
+
+    kind: str
+    key: str
+    address: dict[str, Any]
+    record: str | None = None
+    action: str | None = None
+    record_doc: dict[str, Any] | None = None
+    quarantined: str | None = None
+
+
+_NODE_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "kind": (_STR, "a string"), "key": (_STR, "an object id"), "address": (_DICT, "an object"),
+    "record": (_STR | _NONE, "an object id or null"), "action": (_STR | _NONE, "a string or null"),
+    "record_doc": (_DICT | _NONE, "an object or null"), "quarantined": (_STR | _NONE, "a string or null"),
+}
+_NODE_REQUIRED = ("kind", "key", "address")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A campaign head with its nodes inline (whatever version wrote it): the fields of the build log
+    that wrote it (its campaign) and every node the campaign plans."""
+
+    campaign: dict[str, Any]
+    nodes: tuple[HeadNode, ...]
+    head_version: int = 1
+
+    @property
+    def campaign_id(self) -> str | None:
+        value = self.campaign.get("id")
+        return None if value is None else str(value)
+
+
+def read_head(data: Any, where: str) -> Head:
+    """A campaign head (nodes inline: headdoc.read_head_doc); StoreError naming the field a hostile one
+    gets wrong (`nodes[3].address: expected an object`)."""
+    if not isinstance(data, dict) or type(data.get("nodes")) is not list:
+        raise StoreError(f"{where}: not a campaign head (a JSON object with a nodes list)")
+    campaign = _field(data, "campaign", _DICT, "an object", where, {})
+    version = _field(data, "head_version", frozenset({int}), "a version number", where, 1)
+    nodes = []
+    for at, node in enumerate(data["nodes"]):
+        if type(node) is not dict:
+            raise damaged(where, f"nodes[{at}]", "an object")
+        values = {}
+        for name, (types, expected) in _NODE_TYPES.items():
+            value = node.get(name, _ABSENT)
+            if value is _ABSENT and name in _NODE_REQUIRED:
+                raise damaged(where, f"nodes[{at}].{name}", f"{expected} (the node has none)")
+            if value is not _ABSENT:
+                if type(value) not in types:
+                    raise damaged(where, f"nodes[{at}].{name}", expected)
+                values[name] = value
+        nodes.append(HeadNode(**values))
+    return Head(campaign, tuple(nodes), version)

@@ -14,7 +14,7 @@ from clawstore.canonical import canonical_json
 from clawstore.errors import StoreError
 from clawstore.graph.records import make_record
 from clawstore.providers.usage import Usage, stored_tokens
-from clawstore.store import Store
+from clawstore.store import Store, documents
 from clawstore.store.apart import kept_apart
 from clawstore.store.archive_import import keep_apart
 from clawstore.store.buildlogs import build_log_path, read_build_log, write_build_log
@@ -28,6 +28,7 @@ from clawstore.store.documents import (
     read_kept_apart,
     read_record,
 )
+from clawstore.store.headdoc import read_head, write_head
 
 KEY = "blake3:" + "a" * 64
 COMMON = dict(key=KEY, address={"case_id": "c", "model_id": "m", "repetition": 0},
@@ -145,3 +146,28 @@ def test_a_usage_keeps_the_names_artifacts_always_stored_and_gives_records_their
                                                     "cached_tokens": 3}
     with pytest.raises(TypeError, match="cached_prompt"):
         Usage.from_stored({**stored, "cached_prompt": 1})
+
+
+def test_a_campaign_head_is_read_typed_whichever_version_wrote_it(store: Store) -> None:
+    nodes = [{"kind": "run", "key": KEY, "record": None, "action": "fail", "address": {"case_id": "c"},
+              "record_doc": None},
+             {"kind": "judge", "key": KEY, "record": None, "address": {"case_id": "d"}, "quarantined": "gone"}]
+    parted = write_head(store, {"build_id": "b", "campaign": {"id": "s__r__none"}}, nodes)
+    inline = store.put_json({"build_id": "b", "campaign": {"id": "s__r__none"}, "nodes": nodes})
+    for head_id, version in ((parted, 2), (inline, 1)):
+        head = read_head(store, head_id)
+        assert head.head_version == version and head.campaign_id == "s__r__none"
+        assert sorted((n.kind, n.action, n.quarantined) for n in head.nodes) == [("judge", None, "gone"),
+                                                                                 ("run", "fail", None)]
+
+
+@pytest.mark.parametrize(("node", "message"), [
+    ({"key": KEY, "address": {}}, "nodes[0].kind: expected a string (the node has none)"),
+    ({"kind": "run", "key": KEY, "address": []}, "nodes[0].address: expected an object"),
+    ({"kind": "run", "key": KEY, "address": {}, "record": 5}, "nodes[0].record: expected an object id or null"),
+    ("run", "nodes[0]: expected an object"),
+])
+def test_a_hostile_head_is_named_by_its_node_and_field(node: object, message: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        documents.read_head({"campaign": {}, "nodes": [node]}, "campaign head h")
+    assert str(caught.value) == f"campaign head h: {message}"
