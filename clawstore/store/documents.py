@@ -367,3 +367,49 @@ def read_head(data: Any, where: str) -> Head:
                 values[name] = value
         nodes.append(HeadNode(**values))
     return Head(campaign, tuple(nodes), version)
+
+
+# --------------------------------------------------------------------------------------- no-op stamps
+
+STAMP_FORMAT = 1
+_ROW_KEYS = frozenset({"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd", "cost_source"})
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a build that left its campaign complete saw (builder/stamp.py): the files it read, the
+    environment, code and store it ran with, and what it printed. Fields in the order written."""
+
+    campaign: dict[str, Any]
+    campaign_id: str
+    head: str
+    reads: dict[str, Any]  # path -> [size, mtime, ctime, inode] (None: absent)
+    env: str
+    code: str
+    store: list[Any]
+    rows: list[dict[str, Any]]
+    counts: dict[str, int]
+    layers: Any  # [(model id, {layer: nodes})]: builder/stamp.py layers_of checks it
+    format: int = STAMP_FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.format, **{name: value for name, value in field_values(self).items()
+                                          if name != "format"}}
+
+
+def read_stamp(data: Any, where: str) -> Stamp:
+    """A stamp from its JSON; StoreError naming the field a damaged or hand-edited one gets wrong."""
+    doc = _object(data, where, "a stamp")
+    if doc.get("format") != STAMP_FORMAT:
+        raise damaged(where, "format", f"{STAMP_FORMAT}")
+    types = {"campaign": (_DICT, "an object"), "campaign_id": (_STR, "a string"), "head": (_STR, "an object id"),
+             "reads": (_DICT, "an object"), "env": (_STR, "a digest"), "code": (_STR, "a digest"),
+             "store": (_LIST, "a list"), "rows": (_LIST, "a list of printed rows"), "counts": (_DICT, "an object")}
+    values = {}
+    for name, (kinds, expected) in types.items():
+        values[name] = _field(doc, name, kinds, expected, where, _ABSENT)
+        if values[name] is _ABSENT:
+            raise damaged(where, name, f"{expected} (the stamp has none)")
+    if not all(type(row) is dict and _ROW_KEYS <= row.keys() for row in values["rows"]):
+        raise damaged(where, "rows", "a list of printed rows")
+    return Stamp(**values, layers=doc.get("layers"))

@@ -24,9 +24,11 @@ from clawstore.store.documents import (
     BuildLogDoc,
     KeptApart,
     Metrics,
+    Stamp,
     read_build_log_doc,
     read_kept_apart,
     read_record,
+    read_stamp,
 )
 from clawstore.store.headdoc import read_head, write_head
 
@@ -171,3 +173,19 @@ def test_a_hostile_head_is_named_by_its_node_and_field(node: object, message: st
     with pytest.raises(StoreError) as caught:
         documents.read_head({"campaign": {}, "nodes": [node]}, "campaign head h")
     assert str(caught.value) == f"campaign head h: {message}"
+
+
+def test_a_stamp_is_written_in_its_old_field_order_and_read_back_whole() -> None:
+    row = {"model_id": "m", "case_id": "c", "repetition": 0, "run": "reuse", "status": "success", "latency_s": 1.0,
+           "cost_usd": None, "cost_source": "unknown"}
+    stamp = Stamp(campaign={"id": "s__r__none"}, campaign_id="s__r__none", head=KEY, reads={"/w/a.yaml": [1, 2, 3, 4]},
+                  env="e", code="c", store=[["i"], ["p"]], rows=[row], counts={"executed": 0, "reused": 1},
+                  layers=[["m", {"run": 1}]])
+    assert list(stamp.to_json()) == ["format", "campaign", "campaign_id", "head", "reads", "env", "code", "store",
+                                     "rows", "counts", "layers"]
+    data = json.dumps(stamp.to_json(), separators=(",", ":")).encode()
+    assert json.dumps(read_stamp(json.loads(data), "s").to_json(), separators=(",", ":")).encode() == data
+    with pytest.raises(StoreError, match="^s: rows: expected a list of printed rows$"):
+        read_stamp({**stamp.to_json(), "rows": [{"model_id": "m"}]}, "s")
+    with pytest.raises(StoreError, match="^s: head: expected an object id .the stamp has none.$"):
+        read_stamp({k: v for k, v in stamp.to_json().items() if k != "head"}, "s")
