@@ -92,15 +92,12 @@ class Metrics:
         return cls.of(data or {})
 
 
-def _token_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Metrics) if "doc" in f.metadata)
-
-
-# The token counts every record and build log carries (and providers' usage sums), by their one name.
-TOKEN_METRICS: tuple[str, ...] = _token_fields()
-METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
+# The token counts every record and build log carries (and providers' usage sums), by their one name,
+# with the meaning of their columns per node and per build.
 TOKEN_DOCS: dict[str, tuple[str, str]] = {f.name: (f.metadata["doc"], f.metadata["build_doc"])
                                           for f in fields(Metrics) if "doc" in f.metadata}
+TOKEN_METRICS: tuple[str, ...] = tuple(TOKEN_DOCS)
+METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -176,8 +173,9 @@ def read_record(data: Any, where: str) -> RecordDoc:
         values[name] = value = _field(doc, name, types, expected, where, _ABSENT)
         if value is _ABSENT:
             raise damaged(where, name, f"{expected} (the record has none)")
-    metrics = doc.get("metrics")
-    return RecordDoc(**values, metrics=Metrics.read(metrics, where), record_version=version)
+    if "metrics" not in doc:
+        raise damaged(where, "metrics", "an object (the record has none)")
+    return RecordDoc(**values, metrics=Metrics.read(doc["metrics"], where), record_version=version)
 
 
 # ---------------------------------------------------------------------------------------- build logs
