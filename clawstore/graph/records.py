@@ -5,9 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from clawstore.bounds import metrics_problem
 from clawstore.store.actions import reusable
-from clawstore.store.documents import Metrics, RecordDoc
+from clawstore.store.documents import Metrics, RecordDoc, metrics_problem
 
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from clawstore.bounds import metrics_problem
 from clawstore.pae.layout import PaeFileError, PaeRun
+from clawstore.store.documents import metrics_problem
 
 
 def _normalized(value: Any) -> Any:

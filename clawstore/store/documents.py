@@ -10,11 +10,18 @@ Layouts: docs/design/contracts.md; build logs: store/buildlogs.py; kept-apart se
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from clawstore.bounds import metrics_problem
+from clawstore.bounds import (
+    MAX_LATENCY_S,
+    MAX_RECORD_COST_USD,
+    MAX_RECORD_TOKENS,
+    amount_problem,
+    count_problem,
+    source_problem,
+)
 from clawstore.canonical import field_values
 from clawstore.costs import CostSum
 from clawstore.errors import StoreError, one_line, quoted
@@ -98,6 +105,27 @@ TOKEN_DOCS: dict[str, tuple[str, str]] = {f.name: (f.metadata["doc"], f.metadata
                                           for f in fields(Metrics) if "doc" in f.metadata}
 TOKEN_METRICS: tuple[str, ...] = tuple(TOKEN_DOCS)
 METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
+
+_METRIC_RULES: dict[str, Callable[[Any], str | None]] = {
+    **{name: lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS) for name in TOKEN_METRICS},
+    "cost_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
+    "latency_s": lambda v: amount_problem(v, MAX_LATENCY_S),
+    "cost_source": source_problem,
+}
+
+
+def metrics_problem(metrics: Any) -> str | None:
+    """Why a record's `metrics` cannot be stored or indexed ('metrics.<field>: ...'), or None: a number
+    the manifest could not hold is never written, nor indexed (bounds.py)."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, dict):
+        return "metrics: expected a mapping"
+    for name, rule in _METRIC_RULES.items():
+        problem = rule(metrics.get(name))
+        if problem:
+            return f"metrics.{name}: {problem}"
+    return None
 
 
 # ------------------------------------------------------------------------------------------ records
