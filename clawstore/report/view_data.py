@@ -15,7 +15,7 @@ from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, HeadStore, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
-from clawstore.store.documents import HeadNode
+from clawstore.store.documents import HeadNode, Metrics
 from clawstore.store.headdoc import read_head
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
@@ -146,6 +146,7 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
     address = run_node.address if run_node is not None else {}
     action = run_node.action if run_node is not None else None
     metrics = run.get("metrics") or {}
+    spent = Metrics.of(metrics)
     outputs = run.get("outputs") or {}
     artifact = store.maybe_json(outputs.get("artifact"))
     error = run.get("error") or {}
@@ -160,9 +161,8 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "status": run.get("status") or ("skipped" if action == "skip" else "missing"),
         "error": error.get("message") or error.get("code"),
         "requested_model": (run.get("summary") or {}).get("requested_model"),
-        "tokens": {"input": metrics.get("input_tokens"), "output": metrics.get("output_tokens"),
-                   "reasoning": metrics.get("reasoning_tokens")},
-        "latency_s": metrics.get("latency_s"), "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
+        "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens},
+        "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
         "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
         "artifact_stored": artifact is not None, "checks": _checks(checks_record, store), "judgements": judges,
