@@ -1,8 +1,9 @@
 """The documented bounds on numbers that come from outside (provider replies) and go into records.
 
 One home for the rule, used where a reply is read (providers), where a record is written (graph)
-and where records are indexed (query), so a number that passed one gate passes the others and a
-DuckDB column never meets a value it cannot hold (docs/runners.md, "Provider replies are input").
+and where records are indexed (query; a record's metrics: store/documents.py metrics_problem), so a
+number that passed one gate passes the others and a DuckDB column never meets a value it cannot hold
+(docs/runners.md, "Provider replies are input").
 """
 
 from __future__ import annotations
@@ -45,26 +46,6 @@ def amount_problem(value: Any, high: float) -> str | None:
     return None
 
 
-RECORD_METRIC_RULES = {
-    "input_tokens": lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS),
-    "output_tokens": lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS),
-    "reasoning_tokens": lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS),
-    "cached_tokens": lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS),
-    "cost_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
-    "latency_s": lambda v: amount_problem(v, MAX_LATENCY_S),
-    "cost_source": lambda v: None if v is None or v in SOURCES else
-    f"expected one of {', '.join(SOURCES)}, got {_shown(v)}",
-}
-
-
-def metrics_problem(metrics: Any) -> str | None:
-    """Why a record's `metrics` cannot be stored or indexed ('metrics.<field>: ...'), or None."""
-    if metrics is None:
-        return None
-    if not isinstance(metrics, dict):
-        return "metrics: expected a mapping"
-    for name, rule in RECORD_METRIC_RULES.items():
-        problem = rule(metrics.get(name))
-        if problem:
-            return f"metrics.{name}: {problem}"
-    return None
+def source_problem(value: Any) -> str | None:
+    """Why `value` is not a cost source (costs.py SOURCES) or absent (None)."""
+    return None if value is None or value in SOURCES else f"expected one of {', '.join(SOURCES)}, got {_shown(value)}"

@@ -12,7 +12,8 @@ from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.actions import reusable
-from clawstore.store.buildlogs import COUNTERS, TOKEN_METRICS, BuildLogDoc, build_log_path, write_build_log
+from clawstore.store.buildlogs import build_log_path, write_build_log
+from clawstore.store.documents import COUNTERS, TOKEN_METRICS, BuildLogDoc
 from clawstore.store.headdoc import read_head_doc, write_head
 
 if TYPE_CHECKING:

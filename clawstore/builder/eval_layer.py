@@ -20,7 +20,9 @@ from clawstore.costs import CostSum
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
+from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
+from clawstore.store.documents import TOKEN_METRICS
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient
@@ -40,9 +42,7 @@ JUDGE_RETRIES = 3
 
 def judge_metrics(usage: dict[str, Any], latency_s: float) -> dict[str, Any]:
     """A judgement record's metrics from a judge repetition's summed usage."""
-    return {"input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
-            "reasoning_tokens": usage.get("reasoning_tokens") or 0,
-            "cached_tokens": usage.get("cached_input_tokens") or 0, "cost_usd": usage.get("cost_usd"),
+    return {**stored_tokens(usage, TOKEN_METRICS), "cost_usd": usage.get("cost_usd"),
             "latency_s": round(latency_s, 6)}
 
 

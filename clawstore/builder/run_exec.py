@@ -11,8 +11,10 @@ from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.scratch import remove_tree, scratch_dir
+from clawstore.store.documents import TOKEN_METRICS
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
@@ -25,10 +27,7 @@ if TYPE_CHECKING:
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
     return record_cost({
-        "input_tokens": normalized.get("input_tokens") or 0,
-        "output_tokens": normalized.get("output_tokens") or 0,
-        "reasoning_tokens": normalized.get("reasoning_tokens") or 0,
-        "cached_tokens": normalized.get("cached_input_tokens") or 0,
+        **stored_tokens(normalized, TOKEN_METRICS),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
     }, model_extras, usage.get("cost_source"))

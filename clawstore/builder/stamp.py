@@ -39,18 +39,18 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
-FORMAT = 1
+if TYPE_CHECKING:
+    from clawstore.store.documents import Stamp
+
 STAMPS_DIR = "stamps"
 RACY_NS = 2_000_000_000
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 _SHELL_NOISE = {"_", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT_COMMAND", "TERM_SESSION_ID"}
 _AUDITED = {"open", "os.listdir", "os.scandir"}
-# What is printed of each row.
-_ROW_KEYS = {"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd", "cost_source"}
 Layers = list[tuple[str, dict[str, int]]]  # [(model id, {layer: nodes})], in plan order
 
 _recorders: list[Recorder] = []
@@ -186,9 +186,10 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     """Write the stamp of a build that left its campaign complete. False (nothing written) when a file
     it read changed too recently to be trusted by its stat data, or the store has no head for it."""
     from clawstore.store.buildlogs import build_log_path, read_build_log
+    from clawstore.store.documents import Stamp
 
     try:
-        campaign = read_build_log(build_log_path(store_root, build_id))["campaign"]
+        campaign = read_build_log(build_log_path(store_root, build_id)).campaign
     except Exception:  # noqa: BLE001 - no log, no stamp: the next build plans as usual
         return False
     campaign_id = str(campaign.get("id"))
@@ -204,10 +205,9 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
         reads[path] = stat
     total = sum(counts.values())
     rows = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})} for row in rows]
-    doc = {"format": FORMAT, "campaign": campaign, "campaign_id": campaign_id, "head": head, "reads": reads,
-           "env": env_digest(),
-           "code": code_digest(), "store": store_state(store_root), "rows": rows,
-           "counts": {"executed": 0, "reused": total, "failed": 0, "skipped": 0}, "layers": layers}
+    doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
+                code=code_digest(), store=store_state(store_root), rows=rows,
+                counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
     from clawstore.durable import write_file_atomic
     from clawstore.store.layout import StoreLayout
 
@@ -215,7 +215,7 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     try:
         path.parent.mkdir(exist_ok=True)
         # Derived data: no fsync (a lost stamp only costs one full plan).
-        write_file_atomic(path, json.dumps(doc, separators=(",", ":")).encode(), StoreLayout(store_root).tmp,
+        write_file_atomic(path, json.dumps(doc.to_json(), separators=(",", ":")).encode(), StoreLayout(store_root).tmp,
                           durable=False)
     except OSError:
         return False
@@ -226,36 +226,34 @@ def forget(store_root: Path, digest: str) -> None:
     _stamp_path(store_root, digest).unlink(missing_ok=True)
 
 
-def match(store_root: Path, digest: str) -> dict[str, Any] | None:
-    """The stamp, if everything it recorded still holds; else None (then: plan as usual)."""
+def match(store_root: Path, digest: str) -> Stamp | None:
+    """The stamp, if everything it recorded still holds; else None (then: plan as usual, as for a
+    damaged or hand-edited stamp)."""
+    from clawstore.errors import StoreError
+    from clawstore.store.documents import read_stamp
+
+    path = _stamp_path(store_root, digest)
     try:
-        doc = json.loads(_stamp_path(store_root, digest).read_bytes())
-    except (OSError, ValueError):
+        doc = read_stamp(json.loads(path.read_bytes()), str(path))
+    except (OSError, ValueError, StoreError):
         return None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        return None
-    if _read_ref(store_root, f"campaigns/{doc.get('campaign_id')}") != doc.get("head") or _kept_apart(store_root):
+    if _read_ref(store_root, f"campaigns/{doc.campaign_id}") != doc.head or _kept_apart(store_root):
         return None
     if not _marker_ok(store_root):  # (the full path opens the store, and says what is wrong with it)
         return None
-    if doc.get("store") != store_state(store_root) or doc.get("env") != env_digest():
+    if doc.store != store_state(store_root) or doc.env != env_digest():
         return None
-    reads = doc.get("reads")
-    if not isinstance(reads, dict) or any(_stat(path) != stat for path, stat in reads.items()):
+    if any(_stat(path) != stat for path, stat in doc.reads.items()):
         return None
-    if doc.get("code") != code_digest():
+    if doc.code != code_digest():
         return None
-    rows, counts, campaign = doc.get("rows"), doc.get("counts"), doc.get("campaign")
-    if not (isinstance(rows, list) and all(isinstance(r, dict) and _ROW_KEYS <= r.keys() for r in rows)
-            and isinstance(counts, dict) and isinstance(campaign, dict)):
-        return None  # a damaged or hand-edited stamp: plan in full rather than print from it
     return doc
 
 
-def layers_of(stamp: dict[str, Any]) -> Layers | None:
+def layers_of(stamp: Stamp) -> Layers | None:
     """The stamp's node counts per model and layer (in plan order), None in a stamp without them (an
     older claw's, or damaged): then `claw status` and its kin plan in full."""
-    layers = stamp.get("layers")
+    layers = stamp.layers
     if not (isinstance(layers, list) and all(
             isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)
             and all(isinstance(k, str) and type(n) is int and n >= 0 for k, n in item[1].items())
@@ -264,16 +262,17 @@ def layers_of(stamp: dict[str, Any]) -> Layers | None:
     return [(model, dict(kinds)) for model, kinds in layers]
 
 
-def log_noop(store_root: Path, stamp: dict[str, Any]) -> str:
+def log_noop(store_root: Path, stamp: Stamp) -> str:
     """Write the build log of a no-op build confirmed by `stamp` (what a planned no-op writes: its
     counts and the head it confirmed, no node); returns its build id."""
     from clawstore.builder.buildlog import new_build_id
     from clawstore.graph.records import utc_now
-    from clawstore.store.buildlogs import BuildLogDoc, write_build_log
+    from clawstore.store.buildlogs import write_build_log
+    from clawstore.store.documents import BuildLogDoc
 
     started = utc_now()
-    doc = BuildLogDoc(build_id=new_build_id(), started_at=started, campaign=stamp["campaign"],
-                      finished_at=utc_now(), state="complete", head=stamp["head"], head_written=False)
-    doc.counts.update(stamp["counts"])
+    doc = BuildLogDoc(build_id=new_build_id(), started_at=started, campaign=stamp.campaign,
+                      finished_at=utc_now(), state="complete", head=stamp.head, head_written=False)
+    doc.counts.update(stamp.counts)
     write_build_log(store_root, doc)
     return doc.build_id

@@ -233,19 +233,20 @@ def _stamping(request: Any, store_dir: Path | None, remote: str | None = None) -
 
 def _answer_from_stamp(stamping: _Stamping, output: str) -> bool:
     from clawstore.builder import stamp
+    from clawstore.store.documents import TOKEN_METRICS
 
     found = stamp.match(stamping.store_root, stamping.digest)
     if found is None:
         return False
     if stamping.remote is not None:  # the head this build last pushed must still be the remote's
-        if stamping.remote.head(str(found["campaign_id"])) != found["head"]:
+        if stamping.remote.head(found.campaign_id) != found.head:
             return False
         click.echo(f"remote {stamping.remote.name}: unchanged since the last build with it: nothing to pull or "
                    "push", err=True)
     build_id = stamp.log_noop(stamping.store_root, found)
-    _print_rows(found["rows"], output, campaign_id=found["campaign_id"], build_id=build_id, counts=found["counts"],
-                metrics={"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cached_tokens": 0,
-                         "cost_usd": 0.0}, failures=[], stopped=None, exit_code=0)
+    _print_rows(found.rows, output, campaign_id=found.campaign_id, build_id=build_id, counts=found.counts,
+                metrics={**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0}, failures=[], stopped=None,
+                exit_code=0)
     return True
 
 
@@ -308,7 +309,7 @@ def _all_fresh(request: Any, store_dir: Path | None, cases: tuple[str, ...], mod
     stamping = None if cases or models else _stamping(request, store_dir)
     found = None if stamping is None else stamp.match(stamping.store_root, stamping.digest)
     layers = None if found is None else stamp.layers_of(found)
-    return None if layers is None else _Fresh(str(found["campaign_id"]), layers)  # type: ignore[index]
+    return None if layers is None else _Fresh(found.campaign_id, layers)  # type: ignore[union-attr]
 
 
 @contextlib.contextmanager

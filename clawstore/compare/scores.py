@@ -8,9 +8,10 @@ or pulled with --untrusted and kept apart (docs/trust.md) is found by its id too
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
+from clawstore.store.documents import HeadNode, read_head, read_record
 from clawstore.store.headdoc import read_head_doc
 
 if TYPE_CHECKING:
@@ -60,23 +61,23 @@ def resolve_side(store: StoreReader, name: str) -> tuple[str, str, str | None]:
 
 def read_side(store: StoreReader, name: str) -> SideScores:
     label, head_id, signer = resolve_side(store, name)
-    head = read_head_doc(store, head_id)
-    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+    doc = read_head_doc(store, head_id)
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
         raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")
-    side = SideScores(label, head_id, str((head.get("campaign") or {}).get("id") or "?"), signer=signer)
-    for node in head["nodes"]:
-        if node.get("kind") == "result" and node.get("record"):
+    head = read_head(doc, f"campaign head {head_id}")  # (a damaged node: StoreError naming its field)
+    side = SideScores(label, head_id, head.campaign_id or "?", signer=signer)
+    for node in head.nodes:
+        if node.kind == "result" and node.record:
             _read_verdict(store, side, node)
-        if node.get("kind") != "judge" or not node.get("record"):
+        if node.kind != "judge" or not node.record:
             continue
-        view = node.get("record_doc") or {}
-        if view.get("status") not in (None, "success"):
+        if (node.record_doc or {}).get("status") not in (None, "success"):
             continue
-        record = store.get_json(node["record"])
-        score = (record.get("summary") or {}).get("overall_score")
-        if record.get("status") != "success" or score is None:
+        record = read_record(store.get_json(node.record), f"record {node.record}")
+        score = record.summary.get("overall_score")
+        if record.status != "success" or score is None:
             continue
-        a = node["address"]
+        a = node.address
         reps = side.scores.setdefault(a["model_id"], {}).setdefault(a["case_id"], {})
         reps.setdefault(int(a["repetition"]), []).append(float(score))
         runs = side.judge_runs.setdefault((a["model_id"], str(a.get("judge_run_id"))), {})
@@ -84,12 +85,12 @@ def read_side(store: StoreReader, name: str) -> SideScores:
     return side
 
 
-def _read_verdict(store: ObjectReader, side: SideScores, node: dict[str, Any]) -> None:
+def _read_verdict(store: ObjectReader, side: SideScores, node: HeadNode) -> None:
     """A result's pass verdict, and the threshold on the 0-10 scale (pass_threshold is a fraction of it)."""
-    summary = store.get_json(node["record"]).get("summary") or {}
+    summary = read_record(store.get_json(str(node.record)), f"record {node.record}").summary
     if summary.get("passed") is None:
         return
-    a = node["address"]
+    a = node.address
     side.verdicts.setdefault(a["model_id"], {}).setdefault(a["case_id"], {})[int(a["repetition"])] = bool(
         summary["passed"])
     if summary.get("pass_threshold") is not None:

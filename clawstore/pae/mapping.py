@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from clawstore.bounds import metrics_problem
 from clawstore.pae.layout import PaeFileError, PaeRun
+from clawstore.store.documents import metrics_problem
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import CampaignItem
@@ -79,7 +79,7 @@ def claw_artifact(run: PaeRun) -> dict[str, Any]:
 def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judge_run_id: str) -> tuple[Any, dict]:
     """(claw JudgeIteration, the request pae sent) of one successful judge repetition in a pae judge file."""
     from clawstore.builder.eval_layer import judge_metrics
-    from clawstore.evaluate.judge import JudgeIteration
+    from clawstore.evaluate.judge import TOKEN_FIELDS, JudgeIteration
     from clawstore.evaluate.judge_contract import JudgeScores
 
     found = [r for r in judge_file["iteration_results"]
@@ -88,8 +88,7 @@ def judge_iteration(path: Any, judge_file: dict[str, Any], repetition: int, judg
         raise LookupError(f"judge repetition {repetition} did not succeed in pae")
     result = found[0]
     attempts = [r for r in judge_file["raw_results"] if isinstance(r, dict) and r.get("repetition_index") == repetition]
-    usage: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "reasoning_tokens": 0,
-                             "cached_input_tokens": 0, "cache_write_tokens": 0, "cost_usd": None}
+    usage: dict[str, Any] = {**{name: 0 for name in TOKEN_FIELDS}, "cost_usd": None}
     for attempt in attempts:
         reported = attempt.get("usage") or {}
         if not isinstance(reported, dict):

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
-from clawstore.canonical import field_values
+# A usage is stored (RunArtifact `usage.normalized`, a judge's summed usage) under the names of its
+# fields, and of a record's metrics, but for the cached prompt tokens: artifacts always named them so.
+_STORED_AS = {"cached_tokens": "cached_input_tokens"}
 
-TOKEN_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-    "cache_write_tokens",
-)
+
+def stored_key(name: str) -> str:
+    """The key a Usage field (a record's metric name) is stored under in an artifact's usage."""
+    return _STORED_AS.get(name, name)
+
+
+def stored_tokens(usage: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The counts `names` (record metric names) of a usage as artifacts store it, 0 where it has none."""
+    return {name: usage.get(stored_key(name)) or 0 for name in names}
 
 
 def _int(value: Any) -> int:
@@ -54,7 +58,7 @@ class Usage:
     output_tokens: int = 0
     total_tokens: int = 0
     reasoning_tokens: int = 0
-    cached_input_tokens: int = 0
+    cached_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     cost_source: str | None = None  # "priced" when claw priced it (a batch line), else the provider's or none
@@ -77,10 +81,19 @@ class Usage:
             output_tokens=output_tokens,
             total_tokens=total,
             reasoning_tokens=reasoning,
-            cached_input_tokens=_int(prompt_details.get("cached_tokens")),
+            cached_tokens=_int(prompt_details.get("cached_tokens")),
             cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
             cost_usd=_cost(raw.get("cost")),
         )
+
+    @classmethod
+    def from_stored(cls, normalized: Mapping[str, Any], cost_usd: float | None = None) -> Usage:
+        """A usage as an artifact stored it (`normalized()`, its cost apart); TypeError on a stranger key."""
+        names = {stored_key(name): name for name in TOKEN_FIELDS}
+        unknown = set(normalized) - names.keys()
+        if unknown:
+            raise TypeError(f"usage: unexpected {sorted(unknown)}")
+        return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd)
 
     def __add__(self, other: Usage) -> Usage:
         if self.cost_usd is None and other.cost_usd is None:
@@ -93,10 +106,13 @@ class Usage:
 
     def normalized(self) -> dict[str, int]:
         """The token counts as a JSON object (RunArtifact `usage.normalized`)."""
-        return {name: getattr(self, name) for name in TOKEN_FIELDS}
+        return {stored_key(name): getattr(self, name) for name in TOKEN_FIELDS}
 
     def to_json(self) -> dict[str, Any]:
-        values = field_values(self)
+        values: dict[str, Any] = {**self.normalized(), "cost_usd": self.cost_usd, "cost_source": self.cost_source}
         if values["cost_source"] is None:  # (the provider's cost, or none: as artifacts always said)
             del values["cost_source"]
         return values
+
+
+TOKEN_FIELDS = tuple(f.name for f in fields(Usage) if f.name.endswith("_tokens"))

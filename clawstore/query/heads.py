@@ -24,7 +24,6 @@ from typing import Any, NamedTuple, TypeVar
 import duckdb
 
 from clawstore import jsontext
-from clawstore.bounds import metrics_problem
 from clawstore.durable import write_file_atomic
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.query import copied, segments
@@ -41,6 +40,7 @@ from clawstore.query.rows import (
     written_head,
 )
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
+from clawstore.store.documents import metrics_problem
 from clawstore.store.face import ObjectReader, StoreReader
 from clawstore.store.headdoc import inline_or_none
 

@@ -103,7 +103,7 @@ def _index_build(store: StoreReader, build_id: str, warn: Warn | None, indexed: 
     The rows of nodes it reused are copied from the segment of its campaign's build `indexed` last
     ({campaign_id: segment}, updated here), else from the campaign's current head (copied.py)."""
     root = Path(store.root)
-    log = read_build_log(build_log_path(root, build_id))
+    log = read_build_log(build_log_path(root, build_id)).to_json()
     manifest = manifest_dir(root)
     campaign = build_context(log)["campaign_id"]
     source = indexed.get(campaign) if campaign is not None else None
@@ -127,7 +127,7 @@ def _all_builds(store: StoreReader) -> Iterator[tuple[str, dict[str, list[Row]]]
             log = read_build_log(path)
         except StoreError:
             continue  # a log being written for the first time, or damaged: nothing to index
-        yield str(log.get("build_id") or path.stem), stored_rows(store, log)
+        yield log.build_id or path.stem, stored_rows(store, log.to_json())
 
 
 def rebuild_manifest(store: StoreReader) -> int:

@@ -17,7 +17,16 @@ from typing import Any, NamedTuple
 import blake3
 
 from clawstore.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
-from clawstore.query.schema import DIMENSIONS, PHYSICAL
+from clawstore.query.schema import (
+    CHECK_FIELDS,
+    DIMENSIONS,
+    JUDGE_SUMMARY,
+    PHYSICAL,
+    RESULT_SUMMARY,
+    RUN_SUMMARY,
+    Column,
+)
+from clawstore.store.documents import COUNTERS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 
 Row = dict[str, Any]
@@ -90,6 +99,19 @@ def _str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+_CELL: dict[str, Callable[[Any], Any]] = {"VARCHAR": _str, "DOUBLE": _num, "INTEGER": _int32, "BIGINT": _int,
+                                          "BOOLEAN": _bool}
+
+
+def _cells(source: Mapping[str, Any], columns: list[Column]) -> Row:
+    """The cells of `columns` taken from `source` by their names, each made what its column holds."""
+    return {c.name: _CELL[c.type](source.get(c.name)) for c in columns}
+
+
 def _dict(value: Any) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the slower ABC check
         return value
@@ -125,7 +147,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "action": _str(node.get("action")),
         "record_build_id": _str(rec.get("build_id")),
         "status": _str(status),
-        "cacheable": rec.get("cacheable") if isinstance(rec.get("cacheable"), bool) else None,
+        "cacheable": _bool(rec.get("cacheable")),
         "model_id": _str(address.get("model_id")),
         "case_id": _str(address.get("case_id")),
         "repetition": _int32(address.get("repetition")),
@@ -133,10 +155,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "judge_repetition": _int32(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
         "error_message": _str(error.get("message", summary.get("error_message"))),
-        "input_tokens": _int(metrics.get("input_tokens")),
-        "output_tokens": _int(metrics.get("output_tokens")),
-        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
-        "cached_tokens": _int(metrics.get("cached_tokens")),
+        **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
         "latency_s": _num(metrics.get("latency_s")),
         "started_at": to_timestamp(rec.get("started_at")),
@@ -171,9 +190,7 @@ def _run_row(base: Row, rec: Mapping[str, Any]) -> Row:
         artifact_id=_str(outputs.get("artifact")),
         sandbox_id=_str(outputs.get("sandbox")),
         output_ids=sorted({str(v) for v in outputs.values() if isinstance(v, str)}),
-        requested_model=_str(summary.get("requested_model")),
-        runner_type=_str(summary.get("runner_type")),
-        endpoint=_str(summary.get("endpoint")),
+        **_cells(summary, RUN_SUMMARY),
     )
     if row["error_code"] is None:
         row["error_code"] = _str(summary.get("error_code"))
@@ -189,10 +206,7 @@ def _check_rows(base: Row, rec: Mapping[str, Any]) -> list[Row]:
         row = dict(base)
         row.update(
             run_key=_str(summary.get("run_key")),
-            check_id=_str(check.get("check_id")),
-            kind=_str(check.get("kind")),
-            outcome=_str(check.get("outcome")),
-            message=_str(check.get("message")),
+            **_cells(check, CHECK_FIELDS),
             dimensions=[str(d) for d in dims] if isinstance(dims, list) else None,
         )
         rows.append(_pick("checks", row))
@@ -215,8 +229,7 @@ def _judge_row(base: Row, rec: Mapping[str, Any]) -> Row:
     row = dict(base)
     row.update(
         run_key=_str(summary.get("run_key")),
-        judge_id=_str(summary.get("judge_id")),
-        judge_model=_str(summary.get("judge_model")),
+        **_cells(summary, JUDGE_SUMMARY),
         overall_score=_num(summary.get("overall_score")),
         **_dimension_values(summary.get("dimensions")),
     )
@@ -239,20 +252,12 @@ def scored_run(run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
 
 def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
     summary = _dict(rec.get("summary"))
-    passed = summary.get("passed")
     row = dict(base)
     row.update(
         run_key=_str(summary.get("run_key")),
         final_score=_num(summary.get("final_score")),
         **_dimension_values(summary.get("final_dimensions")),
-        passed=passed if isinstance(passed, bool) else None,
-        aggregation_method=_str(summary.get("aggregation_method")),
-        pass_threshold=_num(summary.get("pass_threshold")),
-        judge_iterations=_int32(summary.get("judge_iterations")),
-        judge_successful=_int32(summary.get("judge_successful")),
-        checks_total=_int32(summary.get("checks_total")),
-        checks_passed=_int32(summary.get("checks_passed")),
-        checks_failed=_int32(summary.get("checks_failed")),
+        **_cells(summary, RESULT_SUMMARY),
         **scored_run(run, eval_cost),
     )
     return _pick("results", row)
@@ -477,14 +482,8 @@ def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> R
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
         "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(costs),
-        "executed": _int32(counts.get("executed")),
-        "reused": _int32(counts.get("reused")),
-        "failed": _int32(counts.get("failed")),
-        "skipped": _int32(counts.get("skipped")),
-        "input_tokens": _int(metrics.get("input_tokens")),
-        "output_tokens": _int(metrics.get("output_tokens")),
-        "reasoning_tokens": _int(metrics.get("reasoning_tokens")),
-        "cached_tokens": _int(metrics.get("cached_tokens")),
+        **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
+        **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
         "results_cost_usd": CostSum.total(CostSum.of(cost) for cost in costs).usd,
     }

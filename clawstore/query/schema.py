@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clawstore.store.documents import TOKEN_DOCS, TOKEN_METRICS
+
 
 @dataclass(frozen=True)
 class Column:
@@ -42,11 +44,14 @@ _ADDRESS = [
     Column("repetition", "INTEGER", "run repetition index (0-based)"),
 ]
 
+
+def _token_columns(per_build: bool = False) -> list[Column]:
+    """A record's token counts (a build's sums), named and described by the record's model."""
+    return [Column(name, "BIGINT", TOKEN_DOCS[name][per_build]) for name in TOKEN_METRICS]
+
+
 _TOKENS = [
-    Column("input_tokens", "BIGINT", "prompt tokens"),
-    Column("output_tokens", "BIGINT", "completion tokens"),
-    Column("reasoning_tokens", "BIGINT", "reasoning tokens (subset of output)"),
-    Column("cached_tokens", "BIGINT", "cached prompt tokens"),
+    *_token_columns(),
     Column("cost_usd", "DOUBLE", "cost of this node in USD; NULL: unknown (never 0); checks, results, skipped: 0"),
     Column("cost_source", "VARCHAR", "reported (the provider's), priced (tokens x declared pricing) or unknown; "
            "NULL for checks, results and skipped nodes"),
@@ -70,6 +75,34 @@ def _dims(what: str) -> list[Column]:
     return [Column(d, "DOUBLE", f"{what} score for the '{d}' dimension (0-10)") for d in DIMENSIONS]
 
 
+# Columns a record kind's rows copy from its summary, by the same name, each cell typed by its column
+# (rows.py `_cells`): spelled here once, for the table and for the flattener.
+RUN_SUMMARY = [
+    Column("requested_model", "VARCHAR", "model name sent to the provider"),
+    Column("runner_type", "VARCHAR", "llm_probe | openclaw"),
+    Column("endpoint", "VARCHAR", "provider endpoint (base URL) used"),
+]
+CHECK_FIELDS = [  # from each check of a checks record's summary
+    Column("check_id", "VARCHAR", "id of the deterministic check"),
+    Column("kind", "VARCHAR", "check type (e.g. final_response_present, file_contains)"),
+    Column("outcome", "VARCHAR", "passed | failed | error"),
+    Column("message", "VARCHAR", "the check's explanation"),
+]
+JUDGE_SUMMARY = [
+    Column("judge_id", "VARCHAR", "judge definition id"),
+    Column("judge_model", "VARCHAR", "model that judged"),
+]
+RESULT_SUMMARY = [
+    Column("passed", "BOOLEAN", "pass verdict against pass_threshold (null if no threshold)"),
+    Column("aggregation_method", "VARCHAR", "median | mean | majority_vote | all_pass"),
+    Column("pass_threshold", "DOUBLE", "threshold used for the verdict (null if none)"),
+    Column("judge_iterations", "INTEGER", "judge iterations considered"),
+    Column("judge_successful", "INTEGER", "judge iterations that succeeded"),
+    Column("checks_total", "INTEGER", "deterministic checks evaluated"),
+    Column("checks_passed", "INTEGER", "deterministic checks passed"),
+    Column("checks_failed", "INTEGER", "deterministic checks failed"),
+]
+
 # Physical tables: one set of Parquet files per build (one row per node per build that used it).
 PHYSICAL: dict[str, list[Column]] = {
     "runs": [
@@ -79,9 +112,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("sandbox_id", "VARCHAR", "tree id of the run's sandbox / workspace (null if none)"),
         Column("output_ids", "VARCHAR[]", "every output object id of the record"),
         *_ADDRESS,
-        Column("requested_model", "VARCHAR", "model name sent to the provider"),
-        Column("runner_type", "VARCHAR", "llm_probe | openclaw"),
-        Column("endpoint", "VARCHAR", "provider endpoint (base URL) used"),
+        *RUN_SUMMARY,
         *_NODE[2:],
         *_ERROR,
         *_TOKENS,
@@ -92,10 +123,7 @@ PHYSICAL: dict[str, list[Column]] = {
         *_NODE[:2],
         Column("run_key", "VARCHAR", "key of the run these checks judged"),
         *_ADDRESS,
-        Column("check_id", "VARCHAR", "id of the deterministic check"),
-        Column("kind", "VARCHAR", "check type (e.g. final_response_present, file_contains)"),
-        Column("outcome", "VARCHAR", "passed | failed | error"),
-        Column("message", "VARCHAR", "the check's explanation"),
+        *CHECK_FIELDS,
         Column("dimensions", "VARCHAR[]", "judge dimensions this check informs"),
         *_NODE[2:],
         *_TIMES,
@@ -106,8 +134,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("run_key", "VARCHAR", "key of the judged run"),
         *_ADDRESS,
         Column("judge_run_id", "VARCHAR", "judge run plan id from the evaluation profile"),
-        Column("judge_id", "VARCHAR", "judge definition id"),
-        Column("judge_model", "VARCHAR", "model that judged"),
+        *JUDGE_SUMMARY,
         Column("judge_repetition", "INTEGER", "judge repetition index (0-based)"),
         *_NODE[2:],
         Column("overall_score", "DOUBLE", "the judge's overall score 0-10 (null unless status = success)"),
@@ -124,14 +151,7 @@ PHYSICAL: dict[str, list[Column]] = {
         *_NODE[2:],
         Column("final_score", "DOUBLE", "aggregated final score 0-10 (null if no judge iteration succeeded)"),
         *_dims("final aggregated"),
-        Column("passed", "BOOLEAN", "pass verdict against pass_threshold (null if no threshold)"),
-        Column("aggregation_method", "VARCHAR", "median | mean | majority_vote | all_pass"),
-        Column("pass_threshold", "DOUBLE", "threshold used for the verdict (null if none)"),
-        Column("judge_iterations", "INTEGER", "judge iterations considered"),
-        Column("judge_successful", "INTEGER", "judge iterations that succeeded"),
-        Column("checks_total", "INTEGER", "deterministic checks evaluated"),
-        Column("checks_passed", "INTEGER", "deterministic checks passed"),
-        Column("checks_failed", "INTEGER", "deterministic checks failed"),
+        *RESULT_SUMMARY,
         Column("run_status", "VARCHAR", "status of the scored run in the same build"),
         Column("latency_s", "DOUBLE", "latency of the scored run in seconds"),
         Column("run_cost_usd", "DOUBLE", "cost of the scored run (NULL: unknown)"),
@@ -166,10 +186,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("reused", "INTEGER", "nodes reused from the action cache"),
         Column("failed", "INTEGER", "nodes that failed"),
         Column("skipped", "INTEGER", "nodes skipped (an upstream node failed, or fail-fast stopped the build)"),
-        Column("input_tokens", "BIGINT", "input tokens spent by this build"),
-        Column("output_tokens", "BIGINT", "output tokens spent by this build"),
-        Column("reasoning_tokens", "BIGINT", "reasoning tokens spent by this build"),
-        Column("cached_tokens", "BIGINT", "cached prompt tokens of this build"),
+        *_token_columns(per_build=True),
         Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown)"),
         Column("cost_known_usd", "DOUBLE", "the reported and priced part of cost_usd"),
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),

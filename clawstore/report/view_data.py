@@ -15,7 +15,8 @@ from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
-from clawstore.store.headdoc import read_head_doc
+from clawstore.store.documents import HeadNode, Metrics
+from clawstore.store.headdoc import read_head
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
@@ -137,16 +138,18 @@ def _result(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"status": record.get("status"), **{k: s.get(k) for k in keep}}
 
 
-def _run_detail(nodes: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]], store: _CachedStore,
+def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], store: _CachedStore,
                 campaign: int) -> dict[str, Any]:
     """One run's page: `nodes` are (head node, record) pairs of the run and its evaluation."""
-    by_kind: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]] = {}
+    by_kind: dict[str, list[tuple[HeadNode | None, Mapping[str, Any] | None]]] = {}
     for node, record in nodes:
-        by_kind.setdefault(str(node.get("kind")), []).append((node, record))
-    run_node, run = (by_kind.get("run") or [({}, None)])[0]
+        by_kind.setdefault(node.kind, []).append((node, record))
+    run_node, run = (by_kind.get("run") or [(None, None)])[0]
     run = run or {}
-    address = run_node.get("address") or {}
+    address = run_node.address if run_node is not None else {}
+    action = run_node.action if run_node is not None else None
     metrics = run.get("metrics") or {}
+    spent = Metrics.of(metrics)
     outputs = run.get("outputs") or {}
     artifact = store.maybe_json(outputs.get("artifact"))
     error = run.get("error") or {}
@@ -157,13 +160,12 @@ def _run_detail(nodes: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
     eval_cost = CostSum.total(CostSum.of_metrics(r.get("metrics")) for _, r in by_kind.get("judge", []) if r)
     return {
         "campaign": campaign, "model_id": address.get("model_id"), "case_id": address.get("case_id"),
-        "repetition": address.get("repetition"), "action": run_node.get("action"),
-        "status": run.get("status") or ("skipped" if run_node.get("action") == "skip" else "missing"),
+        "repetition": address.get("repetition"), "action": action,
+        "status": run.get("status") or ("skipped" if action == "skip" else "missing"),
         "error": error.get("message") or error.get("code"),
         "requested_model": (run.get("summary") or {}).get("requested_model"),
-        "tokens": {"input": metrics.get("input_tokens"), "output": metrics.get("output_tokens"),
-                   "reasoning": metrics.get("reasoning_tokens")},
-        "latency_s": metrics.get("latency_s"), "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
+        "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens},
+        "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
         "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
         "artifact_stored": artifact is not None, "checks": _checks(checks_record, store), "judgements": judges,
@@ -237,15 +239,14 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
     return ViewData(summary, details)
 
 
-def _group_nodes(store: _CachedStore, head_id: str) -> dict[tuple[str, str], dict[int, list[Any]]]:
+def _group_nodes(store: _CachedStore, head_id: str
+                 ) -> dict[tuple[str, str], dict[int, list[tuple[HeadNode, Mapping[str, Any] | None]]]]:
     """The head's nodes with their records, by (model, case) then run repetition."""
-    head = read_head_doc(store, head_id)
-    grouped: dict[tuple[str, str], dict[int, list[Any]]] = {}
-    for node in head.get("nodes") or []:
-        address = node.get("address") or {}
-        model, case, repetition = address.get("model_id"), address.get("case_id"), address.get("repetition")
+    grouped: dict[tuple[str, str], dict[int, list[tuple[HeadNode, Mapping[str, Any] | None]]]] = {}
+    for node in read_head(store, head_id).nodes:
+        model, case, repetition = (node.address.get(name) for name in ("model_id", "case_id", "repetition"))
         if model is None or case is None:
             continue
-        record = store.maybe_json(node.get("record"))
+        record = store.maybe_json(node.record)
         grouped.setdefault((model, case), {}).setdefault(int(repetition or 0), []).append((node, record))
     return grouped

@@ -155,7 +155,7 @@ class RunArtifact:
             duration_seconds=data["timing"]["duration_seconds"],
             request=data["request"],
             provider=data["provider"],
-            usage=Usage(**usage["normalized"], cost_usd=usage.get("cost_usd")),
+            usage=Usage.from_stored(usage["normalized"], usage.get("cost_usd")),
             raw_provider_usage=list(usage.get("raw_provider_usage") or []),
             trace=list(data["trace"]),
             output_artifacts=list(data.get("output_artifacts") or []),

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clawstore.store.archive_import import ImportReport, write_actions, write_refs
+from clawstore.store.documents import KeptApart, read_kept_apart
 from clawstore.store.refs import UNTRUSTED_REFS
 
 if TYPE_CHECKING:
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
 CAMPAIGN_REFS = "campaigns/"
 
 
-def kept_apart(store: Store) -> dict[str, dict[str, Any]]:
-    """{ref name: the kept-apart document} for every untrusted import in the store."""
+def kept_apart(store: Store) -> dict[str, KeptApart]:
+    """{ref name: the kept-apart set} for every untrusted import in the store."""
     found = {}
     for name, oid in store.list_refs(UNTRUSTED_REFS).items():
-        doc = store.get_json(oid)
-        if isinstance(doc, dict) and doc.get("kind") == "untrusted-import":
+        doc = read_kept_apart(store.get_json(oid), f"kept-apart set {oid} (ref {name})")
+        if doc is not None:
             found[name] = doc
     return found
 
@@ -39,24 +40,17 @@ def kept_apart_head(store: Any, campaign_id: str) -> tuple[str, str] | None:
     return kept_apart_heads(store).get(campaign_id)
 
 
-def signer_text(doc: dict[str, Any]) -> str:
-    """Who signed a kept-apart set, for views and reports ("unsigned" when nobody did)."""
-    signers = doc.get("signers") or [doc.get("signer")]
-    return ", ".join(sorted({str(s) if s else "unsigned" for s in signers}))
-
-
 def kept_apart_heads(store: Store) -> dict[str, tuple[str, str]]:
     """{campaign id: (head object id, signer)} for every campaign head kept apart and not also the
     campaign's trusted head: what query, report and view show marked as untrusted."""
     heads: dict[str, tuple[str, str]] = {}
     for _name, doc in sorted(kept_apart(store).items()):
-        refs = doc.get("refs")
-        for ref, oid in (refs.items() if isinstance(refs, dict) else ()):
-            if not (isinstance(ref, str) and ref.startswith(CAMPAIGN_REFS) and isinstance(oid, str)):
+        for ref, oid in doc.refs.items():
+            if not ref.startswith(CAMPAIGN_REFS):
                 continue
             campaign = ref[len(CAMPAIGN_REFS):]
             if store.get_ref(ref) != oid and store.has(oid):
-                heads.setdefault(campaign, (oid, signer_text(doc)))
+                heads.setdefault(campaign, (oid, doc.signer_text()))
     return heads
 
 
@@ -72,12 +66,11 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
         trusts = user_trusts
     moved = []
     for name, doc in sorted(kept_apart(store).items()):
-        signers = doc.get("signers") or [doc.get("signer")]  # a pull's refs: every signer of its packs
-        if not all(trusts(signer) for signer in signers):
+        if not all(trusts(signer) for signer in doc.every_signer):  # a pull's refs: every signer of its packs
             continue
         report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only
-        write_actions(store, doc.get("actions") or {}, report)
-        write_refs(store, doc.get("refs") or {}, report)
+        write_actions(store, doc.actions, report)
+        write_refs(store, doc.refs, report)
         store.delete_ref(name)
-        moved.append(str(doc.get("signer")))
+        moved.append(str(doc.signer))
     return moved

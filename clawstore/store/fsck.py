@@ -34,7 +34,8 @@ from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import StoreError
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.adopt import blob_problem
-from clawstore.store.buildlogs import builds_dir, check_build_log
+from clawstore.store.buildlogs import builds_dir
+from clawstore.store.documents import read_build_log_doc
 from clawstore.store.fsck_reach import CHUNK, Reach
 from clawstore.store.headdoc import inline_or_none, part_ids, write_head
 from clawstore.store.ids import PREFIX
@@ -385,7 +386,7 @@ def build_log_problem(path: Path) -> str | None:
     except (OSError, ValueError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
     try:
-        check_build_log(doc, path.name)
+        read_build_log_doc(doc, path.name)
     except StoreError as exc:
         return str(exc).removeprefix(f"{path.name}: ")
     return None

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from clawstore.errors import StoreError
+from clawstore.store import documents
+from clawstore.store.documents import Head
 
 if TYPE_CHECKING:
     from clawstore.store.objects import ObjectStore
@@ -152,3 +154,9 @@ def _actions(runs: Any, count: int) -> list[Any]:
 def read_head_doc(store: Any, head_id: str) -> Any:
     """The JSON object `head_id` names, a campaign head's nodes inline (`store`: anything with get_json)."""
     return inline_nodes(store.get_json(head_id), store.get_json)
+
+
+def read_head(store: Any, head_id: str) -> Head:
+    """The campaign head `head_id` names, typed (read_head_doc, then checked: StoreError naming the field
+    a hostile head gets wrong; a missing object raises what `store.get_json` raises)."""
+    return documents.read_head(read_head_doc(store, head_id), f"campaign head {head_id}")

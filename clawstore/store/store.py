@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.store import actions, adopt, locks, refs, reserve, trees
+from clawstore.store.documents import KeptApart
 from clawstore.store.ids import PREFIX
 from clawstore.store.index import IndexSnapshot
 from clawstore.store.migrate import open_layout
@@ -135,12 +136,8 @@ class Store(ObjectStore):
         """Store entries and refs from an untrusted signer (an archive, a remote pack: `digest`) as one object
         named by the ref `untrusted/<digest hex>` (a gc root); that ref's name. A pull's refs, which several
         signers' packs may reach (`signers`), have no digest of their own: the ref is named by the object."""
-        doc: dict[str, Any] = {"kind": "untrusted-import", "signer": signer, "actions": actions, "refs": refs}
-        if signers is not None:
-            doc["signers"] = signers
-        if digest is not None:
-            doc["digest"] = digest
-        oid = self.put_json(doc)
+        oid = self.put_json(KeptApart(signer, actions, refs, list(signers) if signers is not None else None,
+                                      digest).to_json())
         name = UNTRUSTED_REFS + (digest or oid)[len(PREFIX):]
         self.set_ref(name, oid)
         return name

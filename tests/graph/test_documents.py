@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from clawstore.canonical import canonical_json
-from clawstore.graph.records import RECORD_VERSION, RecordDoc, make_record
+from clawstore.errors import StoreError
+from clawstore.graph.records import make_record
+from clawstore.store.documents import RECORD_VERSION, RecordDoc
 
 KEY = "blake3:" + "a" * 64
 METRICS = {"input_tokens": 1, "output_tokens": 2, "reasoning_tokens": 0, "cached_tokens": 0, "cost_usd": 0.1,
@@ -32,7 +34,7 @@ def test_version_1_records_are_read_and_others_refused() -> None:
                          metrics=METRICS, summary={}, error=None, started_at="s", finished_at="f", build_id="b")
     old = {k: v for k, v in record.items() if k not in ("record_version", "input")}
     assert RecordDoc.from_json(old).record_version == 1
-    with pytest.raises(ValueError, match="version"):
+    with pytest.raises(StoreError, match="record_version"):
         RecordDoc.from_json({**record, "record_version": 3})
-    with pytest.raises(ValueError, match="'status'"):
+    with pytest.raises(StoreError, match="status: expected a string"):
         RecordDoc.from_json({k: v for k, v in record.items() if k != "status"})

@@ -57,7 +57,7 @@ def test_usage_is_normalised_and_cost_taken_from_provider(standin: StandIn, clie
     standin.script("m1", text("ok", usage=raw))
     result = client.chat(endpoint, BODY, timeout=5, retries=0)
     assert result.usage == Usage(input_tokens=120, output_tokens=30, total_tokens=150, reasoning_tokens=12,
-                                 cached_input_tokens=100, cache_write_tokens=7, cost_usd=0.00042)
+                                 cached_tokens=100, cache_write_tokens=7, cost_usd=0.00042)
     assert result.raw_usage == raw
 
 

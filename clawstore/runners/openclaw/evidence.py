@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from clawstore import jsontext
 from clawstore.jsontext import json_objects_in
+from clawstore.providers.usage import Usage
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 
@@ -83,11 +84,11 @@ def summed_usage(payloads: Sequence[dict[str, Any] | None]) -> dict[str, int]:
     return total
 
 
-def normalized_usage(raw: dict[str, int]) -> dict[str, int]:
+def turns_usage(raw: dict[str, int], cost_usd: float | None) -> Usage:
+    """The usage of the turns summed in `raw` (summed_usage), costing `cost_usd`."""
     total = raw["total"] or raw["input"] + raw["output"]
-    return {"input_tokens": raw["input"], "output_tokens": raw["output"], "total_tokens": total,
-            "reasoning_tokens": 0, "cached_input_tokens": raw["cacheRead"],
-            "cache_write_tokens": raw["cacheWrite"]}
+    return Usage(input_tokens=raw["input"], output_tokens=raw["output"], total_tokens=total,
+                 cached_tokens=raw["cacheRead"], cache_write_tokens=raw["cacheWrite"], cost_usd=cost_usd)
 
 
 def cost_usd(raw: dict[str, int], prices: dict[str, float] | None) -> float | None:

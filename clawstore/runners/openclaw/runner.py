@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.canonical import canonical_json
 from clawstore.costs import PRICED, UNKNOWN
-from clawstore.providers.usage import Usage
 from clawstore.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
@@ -408,7 +407,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     key_outputs = run.key_outputs(status) if "workspace" in run.outputs else []
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
-    usage = Usage(**ev.normalized_usage(raw_usage), cost_usd=ev.cost_usd(raw_usage, prices))
+    usage = ev.turns_usage(raw_usage, ev.cost_usd(raw_usage, prices))
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
     outputs = run.outputs

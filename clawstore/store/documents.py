@@ -1,0 +1,441 @@
+"""The store's documents as typed models: a record and its metrics, a build log, a kept-apart set, a
+campaign head.
+
+Each model writes the JSON it always wrote (same keys, same omissions, so the same canonical bytes and
+object ids), and each reader names the document and the field a hostile file gets wrong, in one line
+(StoreError: exit 3). The metric names are the fields of `Metrics`, nowhere else spelled as strings.
+Layouts: docs/design/contracts.md; build logs: store/buildlogs.py; kept-apart sets: store/apart.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from clawstore.bounds import (
+    MAX_LATENCY_S,
+    MAX_RECORD_COST_USD,
+    MAX_RECORD_TOKENS,
+    amount_problem,
+    count_problem,
+    source_problem,
+)
+from clawstore.canonical import field_values
+from clawstore.costs import CostSum
+from clawstore.errors import StoreError, one_line, quoted
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def damaged(where: str, name: str, expected: str) -> StoreError:
+    """The one-line error of a reader: where the document is, its field, what the field should be."""
+    return StoreError(one_line(f"{where}: {name}: expected {expected}"))
+
+
+def _field(data: Mapping[str, Any], name: str, types: frozenset[type], expected: str, where: str,
+           default: Any = None) -> Any:
+    """`data[name]` if its type is one of `types` exactly (a bool is no count, a str subclass no id); a
+    missing field: `default`; else the reader's error."""
+    value = data.get(name, _ABSENT)
+    if value is _ABSENT:
+        return default
+    if type(value) not in types:
+        raise damaged(where, name, expected)
+    return value
+
+
+_ABSENT: Any = object()
+_STR, _DICT, _BOOL, _LIST, _NONE = frozenset({str}), frozenset({dict}), frozenset({bool}), frozenset({list}), \
+    frozenset({type(None)})
+
+
+def _object(data: Any, where: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise StoreError(one_line(f"{where}: not {what} (a JSON object), but {quoted(type(data).__name__)}"))
+    return data
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+def _metric(doc: str, build_doc: str) -> Any:
+    """A token count's field: `doc` is its column's meaning per node, `build_doc` per build (query/schema.py)."""
+    return field(default=None, metadata={"doc": doc, "build_doc": build_doc})
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """A record's `metrics`: what a node's provider calls cost. A count or a cost is None when unknown
+    (never 0); `cost_source` is absent from records written before it was kept (costs.py source_of)."""
+
+    input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build")
+    output_tokens: int | None = _metric("completion tokens", "output tokens spent by this build")
+    reasoning_tokens: int | None = _metric("reasoning tokens (subset of output)",
+                                           "reasoning tokens spent by this build")
+    cached_tokens: int | None = _metric("cached prompt tokens", "cached prompt tokens of this build")
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    cost_source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        values = {name: getattr(self, name) for name in METRIC_FIELDS}
+        if self.cost_source is not None:  # (checks and results call no provider: no source)
+            values["cost_source"] = self.cost_source
+        return values
+
+    @classmethod
+    def of(cls, metrics: Mapping[str, Any]) -> Metrics:
+        """The metrics named in `metrics` (what a runner or a judge gathered; others are left out)."""
+        return cls(**{name: metrics.get(name) for name in (*METRIC_FIELDS, "cost_source")})
+
+    @classmethod
+    def read(cls, data: Any, where: str) -> Metrics:
+        """A stored record's metrics; StoreError naming the field a hostile record gets wrong."""
+        problem = metrics_problem(data)
+        if problem is not None:
+            raise StoreError(one_line(f"{where}: {problem}"))
+        return cls.of(data or {})
+
+
+# The token counts every record and build log carries (and providers' usage sums), by their one name,
+# with the meaning of their columns per node and per build.
+TOKEN_DOCS: dict[str, tuple[str, str]] = {f.name: (f.metadata["doc"], f.metadata["build_doc"])
+                                          for f in fields(Metrics) if "doc" in f.metadata}
+TOKEN_METRICS: tuple[str, ...] = tuple(TOKEN_DOCS)
+METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
+
+_METRIC_RULES: dict[str, Callable[[Any], str | None]] = {
+    **{name: lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS) for name in TOKEN_METRICS},
+    "cost_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
+    "latency_s": lambda v: amount_problem(v, MAX_LATENCY_S),
+    "cost_source": source_problem,
+}
+
+
+def metrics_problem(metrics: Any) -> str | None:
+    """Why a record's `metrics` cannot be stored or indexed ('metrics.<field>: ...'), or None: a number
+    the manifest could not hold is never written, nor indexed (bounds.py)."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, dict):
+        return "metrics: expected a mapping"
+    for name, rule in _METRIC_RULES.items():
+        problem = rule(metrics.get(name))
+        if problem:
+            return f"metrics.{name}: {problem}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ records
+
+# 2: names its input document (`input`, the id its key is) so an entry can be verified from the store
+# alone (store/actions.py entry_problem); 1 kept that id only among the outputs. Both are read.
+RECORD_VERSION = 2
+
+
+@dataclass(frozen=True)
+class RecordDoc:
+    """What the action cache maps a node's key to: one JSON object (canonical JSON; its id is the
+    BLAKE3 of those bytes). Layout, version 2:
+
+        {"record_version": 2,
+         "kind": "run" | "checks" | "judge" | "result",
+         "key": "blake3:<64 hex>",          the id of the node's canonical input document
+         "input": "blake3:<64 hex>",        that document (always equal to key; names it for checks)
+         "address": {"model_id", "case_id", "repetition", "judge_run_id", "judge_repetition", ...},
+         "status": "success" | "invalid" | "incomplete" | "provider_error" | "timed_out" | "failed"
+                   | "passed" | "error",
+         "cacheable": bool,                 false for infrastructure failures: retried, never reused
+         "outputs": {name: object id, ...}, written before the record
+         "metrics": Metrics (above),
+         "summary": {flat, kind-specific fields the manifest tables read},
+         "error": {"code", "message", ...} | null,
+         "started_at", "finished_at": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "build_id": str}
+
+    Version 1 lacked `input` (its input document was named only among the outputs); both are read.
+    """
+
+    kind: str
+    key: str
+    address: dict[str, Any]
+    status: str
+    cacheable: bool
+    outputs: dict[str, Any]
+    metrics: Metrics
+    summary: dict[str, Any]
+    error: dict[str, Any] | None
+    started_at: str
+    finished_at: str
+    build_id: str
+    record_version: int = RECORD_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {**field_values(self), "metrics": self.metrics.to_json(), "input": self.key}
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "record") -> RecordDoc:
+        """A stored record (version 1 or 2); StoreError (a ValueError's kin for callers that catch
+        ClawError) naming the field that does not fit."""
+        return read_record(doc, where)
+
+
+_RECORD_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "kind": (_STR, "a string"), "key": (_STR, "an object id"), "address": (_DICT, "an object"),
+    "status": (_STR, "a string"), "cacheable": (_BOOL, "true or false"), "outputs": (_DICT, "an object"),
+    "summary": (_DICT, "an object"), "error": (_DICT | _NONE, "an object or null"),
+    "started_at": (_STR, "a time (string)"), "finished_at": (_STR, "a time (string)"),
+    "build_id": (_STR, "a string"),
+}
+
+
+def read_record(data: Any, where: str) -> RecordDoc:
+    """A record (version 1 or 2) from its JSON; StoreError naming the field a hostile one gets wrong."""
+    doc = _object(data, where, "a record")
+    version = doc.get("record_version", 1)
+    if type(version) is not int or version not in (1, RECORD_VERSION):
+        raise damaged(where, "record_version", f"1 or {RECORD_VERSION}, not {quoted(version)}")
+    values: dict[str, Any] = {}
+    for name, (types, expected) in _RECORD_TYPES.items():
+        values[name] = value = _field(doc, name, types, expected, where, _ABSENT)
+        if value is _ABSENT:
+            raise damaged(where, name, f"{expected} (the record has none)")
+    if "metrics" not in doc:
+        raise damaged(where, "metrics", "an object (the record has none)")
+    return RecordDoc(**values, metrics=Metrics.read(doc["metrics"], where), record_version=version)
+
+
+# ---------------------------------------------------------------------------------------- build logs
+
+BUILD_LOG_FORMAT = 2
+COUNTERS = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}
+
+
+def _build_metrics() -> dict[str, Any]:
+    return {**{name: 0 for name in TOKEN_METRICS}, **CostSum().build_metrics()}
+
+
+@dataclass
+class BuildLogDoc:
+    """A build log document (layout: store/buildlogs.py). Mutable: a build fills it in as it runs."""
+
+    build_id: str
+    started_at: str
+    campaign: dict[str, Any]
+    finished_at: str | None = None
+    state: str | None = "running"  # (None: a format-1 log that did not say)
+    filter: dict[str, list[str]] | None = None
+    head: str | None = None
+    head_written: bool = False
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {name: 0 for name in COUNTERS.values()})
+    metrics: dict[str, Any] = field(default_factory=_build_metrics)
+    format: int = BUILD_LOG_FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        # Shallow: the nodes are plain dicts already, and asdict's deep copy of thousands of them on
+        # every periodic write of a running build's log cost seconds of CPU per campaign.
+        return field_values(self)
+
+    def encode(self) -> bytes:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+
+    @property
+    def campaign_id(self) -> str | None:
+        value = self.campaign.get("id")
+        return None if value is None else str(value)
+
+
+_LOG_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "build_id": (_STR, "a string"),
+    "campaign": (_DICT, "an object"),
+    "head": (_STR | _NONE, "an object id or null"),
+    "started_at": (_STR, "a time (string)"),
+    "finished_at": (_STR | _NONE, "a time (string) or null"),
+    "state": (_STR, "a string"),
+    "filter": (_DICT | _NONE, "an object or null"),
+    "head_written": (_BOOL, "true or false"),
+    "counts": (_DICT, "an object"),
+    "metrics": (_DICT, "an object"),
+}
+
+
+def read_build_log_doc(data: Any, where: str) -> BuildLogDoc:
+    """A build log (format 1 or 2) from its JSON; StoreError naming the field a hostile one gets wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        raise StoreError(f"{where}: not a build log (a JSON object with a nodes list)")
+    version = data.get("format", 1)
+    if version not in (1, BUILD_LOG_FORMAT) or isinstance(version, bool):
+        raise StoreError(f"{where}: unsupported build log format {quoted(version)} (this claw reads 1 and 2)")
+    values = {name: _field(data, name, types, expected, where, _ABSENT)
+              for name, (types, expected) in _LOG_TYPES.items()}
+    if values["build_id"] is _ABSENT:
+        raise damaged(where, "build_id", "a string")
+    given = {name: value for name, value in values.items() if value is not _ABSENT}
+    # What a format-1 log lacks reads as nothing (no state, no counts), never as a default's zeros.
+    lacking = {"campaign": {}, "started_at": "", "state": None, "counts": {}, "metrics": {}}
+    return BuildLogDoc(**{**lacking, **given}, nodes=data["nodes"], format=version)
+
+
+
+# --------------------------------------------------------------------------------------- kept apart
+
+KEPT_APART_KIND = "untrusted-import"
+
+
+@dataclass(frozen=True, slots=True)
+class KeptApart:
+    """Entries and refs received from a signer the user does not trust (yet): store/apart.py.
+    `signers`: every signer of a pull's packs (then no `digest`); `digest`: the archive's, or the pack's."""
+
+    signer: str | None
+    actions: dict[str, str]
+    refs: dict[str, str]
+    signers: list[str | None] | None = None
+    digest: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": KEPT_APART_KIND, "signer": self.signer, "actions": self.actions,
+                               "refs": self.refs}
+        if self.signers is not None:
+            doc["signers"] = self.signers
+        if self.digest is not None:
+            doc["digest"] = self.digest
+        return doc
+
+    @property
+    def every_signer(self) -> list[str | None]:
+        """Who must be trusted before it moves in: every signer of a pull's packs, else the one."""
+        return list(self.signers) if self.signers else [self.signer]
+
+    def signer_text(self) -> str:
+        """Who signed it, for views and reports ("unsigned" when nobody did)."""
+        return ", ".join(sorted({str(s) if s else "unsigned" for s in self.every_signer}))
+
+
+def read_kept_apart(data: Any, where: str) -> KeptApart | None:
+    """A kept-apart set from its JSON; None for JSON of another kind (not one of these); StoreError
+    naming the field a damaged one gets wrong."""
+    if not isinstance(data, dict) or data.get("kind") != KEPT_APART_KIND:
+        return None
+    signer = _field(data, "signer", _STR | _NONE, "a key or null", where)
+    signers = _field(data, "signers", _LIST | _NONE, "a list of keys", where)
+    if signers is not None and not all(s is None or isinstance(s, str) for s in signers):
+        raise damaged(where, "signers", "a list of keys")
+    maps = {name: _field(data, name, _DICT, "an object of ids", where, {}) for name in ("actions", "refs")}
+    for name, found in maps.items():
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+            raise damaged(where, name, "an object of ids")
+    digest = _field(data, "digest", _STR | _NONE, "an object id", where)
+    return KeptApart(signer, maps["actions"], maps["refs"], signers, digest)
+
+
+# ----------------------------------------------------------------------------------- campaign heads
+
+
+@dataclass(frozen=True, slots=True)
+class HeadNode:
+    """A node of a campaign head (store/headdoc.py): its record, what the build that wrote the head did
+    with it, a planning view of the record (`record_doc`), and why fsck --repair took the record away."""
+
+    kind: str
+    key: str
+    address: dict[str, Any]
+    record: str | None = None
+    action: str | None = None
+    record_doc: dict[str, Any] | None = None
+    quarantined: str | None = None
+
+
+_NODE_TYPES: dict[str, tuple[frozenset[type], str]] = {
+    "kind": (_STR, "a string"), "key": (_STR, "an object id"), "address": (_DICT, "an object"),
+    "record": (_STR | _NONE, "an object id or null"), "action": (_STR | _NONE, "a string or null"),
+    "record_doc": (_DICT | _NONE, "an object or null"), "quarantined": (_STR | _NONE, "a string or null"),
+}
+_NODE_REQUIRED = ("kind", "key", "address")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A campaign head with its nodes inline (whatever version wrote it): the fields of the build log
+    that wrote it (its campaign) and every node the campaign plans."""
+
+    campaign: dict[str, Any]
+    nodes: tuple[HeadNode, ...]
+    head_version: int = 1
+
+    @property
+    def campaign_id(self) -> str | None:
+        value = self.campaign.get("id")
+        return None if value is None else str(value)
+
+
+def read_head(data: Any, where: str) -> Head:
+    """A campaign head (nodes inline: headdoc.read_head_doc); StoreError naming the field a hostile one
+    gets wrong (`nodes[3].address: expected an object`)."""
+    if not isinstance(data, dict) or type(data.get("nodes")) is not list:
+        raise StoreError(f"{where}: not a campaign head (a JSON object with a nodes list)")
+    campaign = _field(data, "campaign", _DICT, "an object", where, {})
+    version = _field(data, "head_version", frozenset({int}), "a version number", where, 1)
+    nodes = []
+    for at, node in enumerate(data["nodes"]):
+        if type(node) is not dict:
+            raise damaged(where, f"nodes[{at}]", "an object")
+        values = {}
+        for name, (types, expected) in _NODE_TYPES.items():
+            value = node.get(name, _ABSENT)
+            if value is _ABSENT and name in _NODE_REQUIRED:
+                raise damaged(where, f"nodes[{at}].{name}", f"{expected} (the node has none)")
+            if value is not _ABSENT:
+                if type(value) not in types:
+                    raise damaged(where, f"nodes[{at}].{name}", expected)
+                values[name] = value
+        nodes.append(HeadNode(**values))
+    return Head(campaign, tuple(nodes), version)
+
+
+# --------------------------------------------------------------------------------------- no-op stamps
+
+STAMP_FORMAT = 1
+_ROW_KEYS = frozenset({"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd", "cost_source"})
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a build that left its campaign complete saw (builder/stamp.py): the files it read, the
+    environment, code and store it ran with, and what it printed. Fields in the order written."""
+
+    campaign: dict[str, Any]
+    campaign_id: str
+    head: str
+    reads: dict[str, Any]  # path -> [size, mtime, ctime, inode] (None: absent)
+    env: str
+    code: str
+    store: list[Any]
+    rows: list[dict[str, Any]]
+    counts: dict[str, int]
+    layers: Any  # [(model id, {layer: nodes})]: builder/stamp.py layers_of checks it
+    format: int = STAMP_FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.format, **{name: value for name, value in field_values(self).items()
+                                          if name != "format"}}
+
+
+def read_stamp(data: Any, where: str) -> Stamp:
+    """A stamp from its JSON; StoreError naming the field a damaged or hand-edited one gets wrong."""
+    doc = _object(data, where, "a stamp")
+    if doc.get("format") != STAMP_FORMAT:
+        raise damaged(where, "format", f"{STAMP_FORMAT}")
+    types = {"campaign": (_DICT, "an object"), "campaign_id": (_STR, "a string"), "head": (_STR, "an object id"),
+             "reads": (_DICT, "an object"), "env": (_STR, "a digest"), "code": (_STR, "a digest"),
+             "store": (_LIST, "a list"), "rows": (_LIST, "a list of printed rows"), "counts": (_DICT, "an object")}
+    values = {}
+    for name, (kinds, expected) in types.items():
+        values[name] = _field(doc, name, kinds, expected, where, _ABSENT)
+        if values[name] is _ABSENT:
+            raise damaged(where, name, f"{expected} (the stamp has none)")
+    if not all(type(row) is dict and _ROW_KEYS <= row.keys() for row in values["rows"]):
+        raise damaged(where, "rows", "a list of printed rows")
+    return Stamp(**values, layers=doc.get("layers"))
