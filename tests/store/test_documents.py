@@ -16,7 +16,6 @@ from clawstore.graph.records import make_record
 from clawstore.providers.usage import Usage, stored_tokens
 from clawstore.store import Store, documents
 from clawstore.store.apart import kept_apart
-from clawstore.store.archive_import import keep_apart
 from clawstore.store.buildlogs import build_log_path, read_build_log, write_build_log
 from clawstore.store.documents import (
     METRIC_FIELDS,
@@ -117,7 +116,7 @@ def test_metric_names_are_the_fields_of_one_model() -> None:
 
 def test_a_kept_apart_set_is_written_as_ever_and_read_typed(store: Store) -> None:
     head = store.put_json({"head": 1})
-    name = keep_apart(store, "key-1", {}, {"campaigns/c": head}, "blake3:" + "d" * 64)
+    name = store.keep_apart("key-1", {}, {"campaigns/c": head}, "blake3:" + "d" * 64)
     stored = store.get_json(store.get_ref(name))
     assert stored == {"kind": "untrusted-import", "signer": "key-1", "actions": {}, "refs": {"campaigns/c": head},
                       "digest": "blake3:" + "d" * 64}
