@@ -52,6 +52,7 @@ class BuildOptions:
     batch: bool = False  # --batch: judgements go to the provider's Batch API (builder/eval_batch.py)
     wait: bool = False  # --wait: with --batch, poll until every batch is collected
     batch_poll_s: float | None = None  # seconds between polls (default builder/batching.py)
+    say: Callable[[str], None] | None = None  # where the build's warnings go (the command's stderr); None: nowhere
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Budget:
     """`--max-cost`: once the build has spent the limit, nodes that call a provider are not started
     (those already running finish and are kept, so the spend can pass the limit by what was in flight).
     Spent is the reported and priced cost (`metrics.cost_usd`); a build whose cost could be unknown is
-    refused before it starts (cli/build_cmd.py `_check_budget`)."""
+    refused before it starts (project/front.py `_within_budget`)."""
 
     def __init__(self, limit_usd: float, log: BuildLog):
         self.limit_usd = limit_usd
@@ -276,7 +277,7 @@ def run_build(campaign: Any, store: Store, options: BuildOptions, *, run_nodes: 
     budget = Budget(options.max_cost_usd, log) if options.max_cost_usd is not None else None
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     lanes = Lanes(concurrency, on_wait=progress.rate_limited)  # one for every layer: a judge may share a lane
-    trouble = StoreTrouble(str(store.root), on_full=store.release_reserve)
+    trouble = StoreTrouble(str(store.root), on_full=store.release_reserve, say=options.say)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)
     board = log.claims = ClaimBoard(store.root, owner=log.build_id)

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
 from clawstore.costs import PRICED, REPORTED, UNKNOWN, CostSum
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
 DEFAULT_TOKENS_PER_CHAR = 0.25
@@ -235,16 +238,12 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def plan_spend(request: Any, stores: Any, force: bool = False, max_concurrency: int | None = None,
-               campaign: Any = None, batch: bool = False) -> SpendPlan:
-    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
-
-    `stores`: a `clawstore.builder.api.StoreOpener` (the store is opened once the configs load);
-    `campaign`: the request's, when the caller loaded it already."""
+def plan_spend(campaign: Any, store: Store, force: bool = False, max_concurrency: int | None = None,
+               batch: bool = False) -> SpendPlan:
+    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
     from clawstore.builder.api import inspect_campaign
 
-    campaign, cid, states = inspect_campaign(request, stores, force, campaign)
-    store = stores.open(campaign.root)
+    cid, states = inspect_campaign(campaign, store, force)
     items = work_items(campaign, states, force)
     history = load_history(store)
     lines: dict[tuple[str, str], PlanLine] = {}
