@@ -19,6 +19,7 @@ from clawstore.machine_settings import backoff_base
 from clawstore.store.apart import promote_trusted
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign
     from clawstore.store.store import Store
 
 
@@ -159,7 +160,7 @@ class CampaignSource(StoreOpener, Protocol):
     (clawstore/project/front.py, `Project`)."""
 
     @property
-    def campaign(self) -> Any: ...
+    def campaign(self) -> Campaign: ...
 
 
 def build(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:

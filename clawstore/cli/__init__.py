@@ -34,6 +34,8 @@ COMMAND_MODULES = [
     "clawstore.cli.demo_cmd",
     "clawstore.cli.standin_cmd",
     "clawstore.cli.remote_cmd",
+    "clawstore.cli.push_cmd",
+    "clawstore.cli.pull_cmd",
     "clawstore.cli.view_cmd",
     "clawstore.cli.trust_cmd",
     "clawstore.cli.batch_cmd",

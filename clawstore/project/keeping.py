@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
 from clawstore.project.places import require_built, workspace_store_dir
 
 if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign
     from clawstore.store.archive import ArchiveSummary
     from clawstore.store.archive_import import ImportReport
     from clawstore.store.gc import GcReport
@@ -97,7 +98,7 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
     return targets
 
 
-def export(store: Store, campaign: Any, output: Path) -> ArchiveSummary:
+def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
     """Write the campaign's configs, head, records, inputs and outputs into one file."""
     from clawstore.builder.closure import export_campaign
 

@@ -15,6 +15,7 @@ from clawstore.project.places import resolve_store_dir, workspace_root
 if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.stamp import Layers, Recorder
+    from clawstore.graph.plan import Node
     from clawstore.remote.live import RemoteView
 
 # The layers in the order `claw status` lists them, and their names in counts.
@@ -139,7 +140,7 @@ def build_rows(report: BuildReport) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_row(node: Any) -> dict[str, Any]:
+def _run_row(node: Node) -> dict[str, Any]:
     # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
     record = {} if node.action == "skip" else node.record or {}
     metrics = record.get("metrics") or {}
