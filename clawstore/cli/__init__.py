@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "clawstore.cli.compare_cmd",
     "clawstore.cli.import_pae_cmd",
     "clawstore.cli.query_cmd",
+    "clawstore.cli.report_cmd",
     "clawstore.cli.gc_cmd",
     "clawstore.cli.pin_cmd",
     "clawstore.cli.unpin_cmd",

@@ -17,6 +17,7 @@ from clawstore.project.places import (  # noqa: F401 - the commands' helpers, he
 
 if TYPE_CHECKING:
     from clawstore.project.front import Project
+    from clawstore.store.store import Store
 
 store_option = click.option(
     "--store",
@@ -74,6 +75,21 @@ def store_project(store_dir: Path | None) -> Project:
 
 def _unsaid(_line: str) -> None:
     pass
+
+
+def existing_store_root(store_dir: Path | None) -> Path:
+    """The store a reading command uses; StoreError "no store at ..." (exit 3) when there is none: never made."""
+    from clawstore.store.migrate import open_layout
+
+    root = workspace_store_dir(store_dir, must_exist=True)
+    open_layout(root, create=False)
+    return root
+
+
+def open_existing(root: Path) -> Store:
+    from clawstore.store import Store
+
+    return Store(root, create=False)
 
 
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
