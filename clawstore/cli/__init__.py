@@ -19,6 +19,11 @@ from clawstore.errors import ClawError, StoreError, UsageError, one_line
 COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
     "clawstore.cli.store_cmd",
+    "clawstore.cli.put_cmd",
+    "clawstore.cli.cat_cmd",
+    "clawstore.cli.ls_tree_cmd",
+    "clawstore.cli.checkout_cmd",
+    "clawstore.cli.fsck_cmd",
     "clawstore.cli.build_cmd",
     "clawstore.cli.status_cmd",
     "clawstore.cli.explain_cmd",
@@ -39,6 +44,7 @@ COMMAND_MODULES = [
     "clawstore.cli.pull_cmd",
     "clawstore.cli.view_cmd",
     "clawstore.cli.trust_cmd",
+    "clawstore.cli.key_cmd",
     "clawstore.cli.batch_cmd",
 ]
 
