@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import click
 
 from clawstore.project.places import (  # noqa: F401 - the commands' helpers, here with the options
-    never_built_message,
     open_store,
     require_built,
     resolve_store_dir,
