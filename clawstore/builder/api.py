@@ -1,9 +1,8 @@
-"""Entry points the CLI calls: build, status and explain of one campaign."""
+"""Entry points the project's front calls (clawstore/project/front.py): build and inspect one campaign."""
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,13 +47,11 @@ class CampaignRequest:
 
 
 def load_campaign(request: CampaignRequest) -> Campaign:
+    """The campaign the request names (its `warnings` are the caller's to say)."""
     from clawstore.config import resolve_campaign
 
-    campaign = resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
-                                cases=request.cases, models=request.models)
-    for warning in campaign.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return campaign
+    return resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
+                            cases=request.cases, models=request.models)
 
 
 def _endpoint(item: CampaignItem) -> Endpoint:
@@ -150,11 +147,18 @@ class StoreOpener(Protocol):
     def open(self, root: Path) -> Store: ...
 
 
-def build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
-          campaign: Campaign | None = None) -> BuildReport:
-    """`campaign`: the request's campaign when the caller loaded it already (for an estimate)."""
+class CampaignSource(StoreOpener, Protocol):
+    """The store opener that also holds the request's campaign, loaded once when first asked for
+    (clawstore/project/front.py, `Project`)."""
+
+    @property
+    def campaign(self) -> Campaign: ...
+
+
+def build(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:
+    """Build the campaign of `source` (asked for once the Ray client warms up, which overlaps loading it)."""
     with collector_paused():
-        return _build(request, stores, options, campaign)
+        return _build(request, source, options)
 
 
 def _require_every_key(campaign: Campaign) -> None:
@@ -168,18 +172,17 @@ def _require_every_key(campaign: Campaign) -> None:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
 
 
-def _build(request: CampaignRequest, stores: StoreOpener, options: BuildOptions,
-           campaign: Campaign | None) -> BuildReport:
+def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
         # Connecting and starting the actors (~0.7 s on a new cluster, one step after the other)
         # overlaps loading the configs and planning. A bad config waits for it, then says so.
         client.warm_up()
     try:
-        campaign = campaign if campaign is not None else load_campaign(request)
-        if not stores.exists(campaign.root) and campaign.items:
+        campaign = source.campaign
+        if not source.exists(campaign.root) and campaign.items:
             _require_every_key(campaign)
-        store = stores.open(campaign.root)
+        store = source.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
         nodes, openclaw_specs = _plan_runs(campaign, store)
@@ -318,24 +321,13 @@ class NodeState:
     reasons: list[str]
 
 
-def inspect(request: CampaignRequest, stores: StoreOpener, force: bool = False) -> tuple[str, list[NodeState]]:
+def inspect_campaign(campaign: Any, store: Store, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every node's state and why it would execute (no provider call; nothing written but a killed build's
     finished work, adopted first: store/adopt.py)."""
-    _, cid, states = inspect_campaign(request, stores, force)
-    return cid, states
-
-
-def inspect_campaign(request: CampaignRequest, stores: StoreOpener, force: bool = False,
-                     campaign: Campaign | None = None) -> tuple[Campaign, str, list[NodeState]]:
-    """`inspect`, also returning the resolved campaign (for callers that need its profiles); `campaign`:
-    the request's, when the caller loaded it already."""
     with collector_paused():
-        campaign = campaign if campaign is not None else load_campaign(request)
-        store = stores.open(campaign.root)
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()
-        cid, states = _inspect(campaign, store, force)
-        return campaign, cid, states
+        return _inspect(campaign, store, force)
 
 
 def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:

@@ -11,13 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clawstore.builder import batch_doc
-from clawstore.builder.api import (
-    CampaignRequest,
-    StoreOpener,
-    _plan_all,
-    _provider_client,
-    load_campaign,
-)
+from clawstore.builder.api import _plan_all, _provider_client
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.batching import forget_recorded
 from clawstore.builder.buildlog import BuildLog
@@ -28,6 +22,7 @@ from clawstore.store.claims import ClaimBoard
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
+    from clawstore.store.store import Store
 
 
 @dataclass
@@ -37,18 +32,14 @@ class Collected:
     batches: list[BatchDoc]
 
 
-def collect(request: CampaignRequest, stores: StoreOpener, wait: bool = False,
-            poll_s: float | None = None, campaign: Campaign | None = None) -> Collected:
+def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float | None = None) -> Collected:
     """Record every finished line of the batches covering this campaign's judgements (with `wait`,
-    until none is pending); the batches still in the store after that. `campaign`: the request's,
-    when the caller loaded it already."""
+    until none is pending); the batches still in the store after that."""
     from clawstore.builder.eval_batch import batch_judges
     from clawstore.builder.eval_layer import EvalLayer
     from clawstore.builder.run_batch import batch_runs
 
     with collector_paused():
-        campaign = campaign if campaign is not None else load_campaign(request)
-        store = stores.open(campaign.root)
         if not forget_recorded(store):  # (`claw status` asks every time: nothing to poll is the usual case)
             return Collected(campaign.campaign_id, 0, [])
         store.adopt_orphans()

@@ -96,7 +96,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
     session = BuildSession(
         store, log, options, ClaimBoard(store.root, owner=log.build_id), concurrency, progress,
         budget=Budget(options.max_cost_usd, lambda: log.metrics) if options.max_cost_usd is not None else None,
-        trouble=StoreTrouble(str(store.root), on_full=store.release_reserve),
+        trouble=StoreTrouble(str(store.root), on_full=store.release_reserve, say=options.say),
         lanes=Lanes(concurrency, on_wait=progress.rate_limited))  # one for every layer: a judge may share a lane
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)

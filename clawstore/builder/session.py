@@ -68,6 +68,7 @@ class BuildOptions:
     batch: bool = False  # --batch: judgements go to the provider's Batch API (builder/eval_batch.py)
     wait: bool = False  # --wait: with --batch, poll until every batch is collected
     batch_poll_s: float | None = None  # seconds between polls (default builder/batching.py)
+    say: Callable[[str], None] | None = None  # where the build's warnings go (the command's stderr); None: nowhere
 
 
 @dataclass

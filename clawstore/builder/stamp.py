@@ -23,7 +23,7 @@ campaign with openclaw runs, content kept apart as untrusted), takes the full pa
 `claw explain` and `claw build --dry-run` of the same campaign (no `--case`/`--model`/`--force`) look
 for the same stamp: when it matches, every node is fresh, and they say so without planning. (A `--remote`
 build's digest also names the remote's listings, and the caller checks the campaign's head there:
-cli/build_cmd.py, remote/live.py.) A
+project/stamping.py, remote/live.py.) A
 file changed within two seconds of the stamp (mtime granularity) is never trusted: no stamp is written.
 Deleting `stamps/` loses nothing.
 """

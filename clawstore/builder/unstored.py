@@ -8,7 +8,6 @@ saves them, and otherwise names exactly which paid answers were lost and what th
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -71,8 +70,9 @@ class StoreTrouble:
     """A build's store write failures: once one happens nothing new starts; kept answers are retried."""
 
     def __init__(self, store_root: str, retry_seconds: float | None = None,
-                 on_full: Callable[[], object] | None = None):
+                 on_full: Callable[[], object] | None = None, say: Callable[[str], None] | None = None):
         self.store_root = store_root
+        self.say = say or (lambda _line: None)  # where its warnings go (the command's stderr)
         self.on_full = on_full  # gives up the store's reserve of space, so what is paid fits
         if retry_seconds is None:
             retry_seconds = store_retry_seconds()
@@ -97,9 +97,9 @@ class StoreTrouble:
         """Write the kept answers, retrying until they are all stored or the time is up."""
         if not self.kept:
             return
-        print(f"claw: warning: the store cannot be written ({self.reason}): no new node is started; "
-              f"{len(self.kept)} paid answer(s) are kept in memory and retried for up to "
-              f"{self.retry_seconds:g} s — free space in {self.store_root}", file=sys.stderr, flush=True)
+        self.say(f"claw: warning: the store cannot be written ({self.reason}): no new node is started; "
+                 f"{len(self.kept)} paid answer(s) are kept in memory and retried for up to "
+                 f"{self.retry_seconds:g} s — free space in {self.store_root}")
         deadline = time.monotonic() + self.retry_seconds
         while True:
             for answer in list(self.kept):
@@ -119,7 +119,7 @@ class StoreTrouble:
         self.lost += self.kept
         self.kept = []
         if self.saved:
-            print(f"claw: note: {self.saved} kept answer(s) stored after all", file=sys.stderr, flush=True)
+            self.say(f"claw: note: {self.saved} kept answer(s) stored after all")
 
     def error(self, skipped: int) -> StoreError:
         """The one line the build ends with: what was lost, what was not started."""
@@ -146,15 +146,15 @@ def settle_pending(store: Store, log: BuildLog, trouble: StoreTrouble) -> None:
         try:
             store.flush()  # (the commit timer may have got them in meanwhile: then this has nothing to do)
             if kept:
-                print(f"claw: note: {kept} kept answer(s) stored after all", file=sys.stderr, flush=True)
+                trouble.say(f"claw: note: {kept} kept answer(s) stored after all")
             return
         except (StoreError, OSError) as exc:
             if cause is None:
                 kept = len(log.not_durable())
                 if kept:
-                    print(f"claw: warning: the store cannot be written ({_reason(exc)}): {kept} recorded "
-                          f"answer(s) are kept in memory and retried for up to {trouble.retry_seconds:g} s — "
-                          f"free space in {trouble.store_root}", file=sys.stderr, flush=True)
+                    trouble.say(f"claw: warning: the store cannot be written ({_reason(exc)}): {kept} recorded "
+                                f"answer(s) are kept in memory and retried for up to {trouble.retry_seconds:g} s "
+                                f"— free space in {trouble.store_root}")
             cause = exc
             trouble.note(exc)
         if time.monotonic() >= deadline:

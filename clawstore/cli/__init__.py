@@ -1,6 +1,7 @@
-"""The `claw` command line. Thin: each command parses, calls one library function, prints.
+"""The `claw` command line. Thin: each command parses, asks the front (clawstore/project/front.py), prints.
 
-Commands live in one module per area; each module exposes `register(group)`.
+One command (or command group) per module; each module exposes `register(group)`. Exit codes are set
+here and in the commands only: the library raises typed errors (clawstore/errors.py).
 """
 
 from __future__ import annotations
@@ -18,17 +19,32 @@ from clawstore.errors import ClawError, StoreError, UsageError, one_line
 COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
     "clawstore.cli.store_cmd",
+    "clawstore.cli.put_cmd",
+    "clawstore.cli.cat_cmd",
+    "clawstore.cli.ls_tree_cmd",
+    "clawstore.cli.checkout_cmd",
+    "clawstore.cli.fsck_cmd",
     "clawstore.cli.build_cmd",
+    "clawstore.cli.status_cmd",
+    "clawstore.cli.explain_cmd",
     "clawstore.cli.plan_cmd",
     "clawstore.cli.compare_cmd",
     "clawstore.cli.import_pae_cmd",
     "clawstore.cli.query_cmd",
+    "clawstore.cli.report_cmd",
     "clawstore.cli.gc_cmd",
+    "clawstore.cli.pin_cmd",
+    "clawstore.cli.unpin_cmd",
+    "clawstore.cli.refs_cmd",
+    "clawstore.cli.archive_cmd",
     "clawstore.cli.demo_cmd",
     "clawstore.cli.standin_cmd",
     "clawstore.cli.remote_cmd",
+    "clawstore.cli.push_cmd",
+    "clawstore.cli.pull_cmd",
     "clawstore.cli.view_cmd",
     "clawstore.cli.trust_cmd",
+    "clawstore.cli.key_cmd",
     "clawstore.cli.batch_cmd",
 ]
 

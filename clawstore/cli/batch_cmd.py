@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from clawstore.cli.common import OUTPUT, Stores, campaign_options, campaign_request, format_table, store_option
+from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table, open_store, store_option
 
 
 @click.group()
@@ -44,10 +44,7 @@ def _when(epoch: float | None) -> str:
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, wait: bool, output: str) -> None:
     """Poll the campaign's batches, record every finished line, list what is still pending."""
-    from clawstore.builder.batch_collect import collect
-
-    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
-    collected = collect(request, Stores(store_dir), wait=wait)
+    collected = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).collect(wait)
     rows = _rows([d for d in collected.batches if d.campaign_id == collected.campaign_id])
     header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
               "pending": sum(r["pending"] for r in rows)}
@@ -67,10 +64,9 @@ def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: 
     """Cancel batches (by NAME, from `claw batch status`) and release their nodes: the next build runs them."""
     from clawstore.builder.batch_doc import pending
     from clawstore.builder.batching import cancel as cancel_one
-    from clawstore.cli.gc_cmd import _store
     from clawstore.errors import UsageError
 
-    store = _store(store_dir)
+    store = open_store(store_dir)
     known = {d.name: d for d in pending(store)}
     if every:
         names = tuple(known)

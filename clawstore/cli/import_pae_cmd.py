@@ -22,6 +22,8 @@ def import_pae(workspace: Path, output: str, store_dir: Path | None) -> None:
 
     store = Store(resolve_store_dir(store_dir, workspace))
     report = run_import(store, workspace.resolve())
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if output == "json":
         click.echo(json.dumps(report.to_json(), sort_keys=True))
     else:

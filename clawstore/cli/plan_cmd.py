@@ -8,15 +8,7 @@ from typing import Any
 
 import click
 
-from clawstore.cli.common import (
-    OUTPUT,
-    Stores,
-    campaign_options,
-    campaign_request,
-    format_table,
-    loaded_campaign,
-    remote_pull_parts,
-)
+from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table
 
 
 def _sources(counter: dict[str, int]) -> str:
@@ -66,21 +58,8 @@ def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tu
          models: tuple[str, ...], store_dir: Path | None, force: bool, max_concurrency: int | None,
          remote: str | None, batch: bool, output: str) -> None:
     """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
-    from clawstore.spend.estimate import plan_spend
-
-    request = campaign_request(suite, run_profile, evaluation_profile, cases, models)
-    stores = Stores(store_dir)
-    campaign = _pulled_for(request, stores, remote) if remote is not None else None
-    click.echo(render_plan(plan_spend(request, stores, force, max_concurrency, campaign, batch), output))
-
-
-def _pulled_for(request: Any, stores: Stores, remote: str) -> Any:
-    """The campaign, once the pull a `build --remote` starts with has brought what the remote holds of it."""
-    from clawstore.remote.live import pull_before
-
-    campaign = loaded_campaign(request)
-    pull_before(*remote_pull_parts(remote, campaign, stores))
-    return campaign
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir)
+    click.echo(render_plan(project.plan(force, max_concurrency, batch, remote), output))
 
 
 def register(group: click.Group) -> None:

@@ -1,33 +1,15 @@
-"""`claw query` (SQL over the manifest) and `claw report` (one campaign's last build)."""
+"""`claw query`: SQL over the manifest of every stored result."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from clawstore.cli.common import campaign_options, require_built, store_option, workspace_store_dir
+from clawstore.cli.common import existing_store_root, open_existing, store_option
 from clawstore.errors import UsageError, utf8_argument
 
-if TYPE_CHECKING:
-    from clawstore.store import Store
-
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
-
-
-def _existing_store(store_dir: Path | None) -> Path:
-    from clawstore.store.migrate import open_layout
-
-    root = workspace_store_dir(store_dir, must_exist=True)
-    open_layout(root, create=False)  # StoreError "no store at ..." (exit 3); never creates one
-    return root
-
-
-def _open_store(root: Path):  # noqa: ANN202 - the Store type lives in clawstore.store
-    from clawstore.store import Store
-
-    return Store(root, create=False)
 
 
 def _params(values: tuple[str, ...]) -> dict[str, str]:
@@ -69,12 +51,12 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         return
     if sql_or_name is None:
         raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
-    root = _existing_store(store_dir)
+    root = existing_store_root(store_dir)
     sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"), Path.cwd())  # (DuckDB: UTF-8 only)
     # The campaigns' current heads are brought up to date; the builds finished since the last query join
     # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
     index = index_pending if reads_history(sql) else index_current
-    index(_open_store(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
     export = None
     if out is not None:
@@ -83,7 +65,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
             raise UsageError(f"--out {out}: unknown extension (use {', '.join(_EXPORTS)})")
         if not out.absolute().parent.is_dir():
             raise UsageError(f"--out {out}: directory {out.absolute().parent} does not exist")
-    result = run_query(root, sql, _params(params), store=lambda: _open_store(root),
+    result = run_query(root, sql, _params(params), store=lambda: open_existing(root),
                        parquet_out=out if export == "parquet" else None,
                        confined=saved_in is not None and not is_packaged(saved_in))
     if out is None:
@@ -99,24 +81,6 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         except OSError as exc:
             raise UsageError(f"--out {out}: {exc.strerror}") from None
     click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
-
-
-def _indexed(store: Store, root: Path, campaign: str) -> Path | None:
-    """The manifest with the campaign's current head materialised (the report then reads its head's rows
-    instead of flattening every record; the builds' history and the other campaigns are left to `claw
-    query`), or None when it cannot be written (a store shared read-only): the report flattens, as it
-    did before."""
-    import duckdb
-
-    from clawstore.errors import StoreError
-    from clawstore.query.manifest import index_heads, manifest_dir
-
-    try:
-        index_heads(store, campaign, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
-    except (OSError, StoreError, duckdb.Error) as exc:
-        click.echo(f"claw: note: the query manifest was not updated ({exc}); reading the records instead", err=True)
-        return None
-    return manifest_dir(root)
 
 
 def _note_untrusted(root: Path) -> None:
@@ -153,49 +117,5 @@ def _print_schema(fmt: str) -> None:
     click.echo(render(fmt, ["view", "column", "type", "meaning"], schema_rows()), nl=False)
 
 
-@click.command("report")
-@campaign_options
-@click.option("--output", "output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--chart", "chart", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the score-vs-cost PNG here (default outputs/charts/<evaluation profile>/score_cost.png).")
-@click.option("--no-chart", "no_chart", is_flag=True, help="Do not draw the chart.")
-def report_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
-                   models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
-                   no_chart: bool) -> None:
-    """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
-    import json
-
-    from clawstore.config.names import campaign_ids
-    from clawstore.report.data import build_report
-    from clawstore.report.terminal import stdout_is_terminal
-    from clawstore.report.text import print_terminal, render_text
-
-    if chart is not None and no_chart:
-        raise UsageError("--chart and --no-chart exclude each other")
-    ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
-    root = _existing_store(store_dir)
-    store = _open_store(root)
-    require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
-    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
-    if output == "json":
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
-    elif stdout_is_terminal():
-        print_terminal(report)
-    else:
-        click.echo(render_text(report), nl=False)
-    if no_chart:
-        return
-    from clawstore.report.chart import NoScoresError, write_chart
-
-    path = chart or Path("outputs") / "charts" / (ids.evaluation_profile_id or "report") / "score_cost.png"
-    try:
-        write_chart(report, path)
-    except NoScoresError as exc:  # a report without a chart is still a report
-        click.echo(f"claw: warning: {exc}", err=True)
-        return
-    click.echo(f"chart written to: {path}", err=True)
-
-
 def register(group: click.Group) -> None:
     group.add_command(query_command)
-    group.add_command(report_command)

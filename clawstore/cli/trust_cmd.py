@@ -1,21 +1,8 @@
-"""`claw key show` and `claw trust add|list|remove`: who vouches for results, and whom the user believes."""
+"""`claw trust add|list|remove`: the keys whose archives and pushes the user believes."""
 
 from __future__ import annotations
 
 import click
-
-
-@click.group("key")
-def key_group() -> None:
-    """The user's signing key (made on first use in $XDG_CONFIG_HOME/claw/, private part mode 0600)."""
-
-
-@key_group.command("show")
-def key_show() -> None:
-    """Print the public key on one line (give it to whoever imports what you export or push)."""
-    from clawstore.trust import keys
-
-    click.echo(keys.own_public())
 
 
 @click.group("trust")
@@ -55,5 +42,4 @@ def trust_remove(key: str) -> None:
 
 
 def register(group: click.Group) -> None:
-    group.add_command(key_group)
     group.add_command(trust_group)

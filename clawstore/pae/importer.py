@@ -45,9 +45,10 @@ class ImportReport:
     judgements_present: int = 0
     unmapped: list[str] = field(default_factory=list)  # one line each: what and why
     damaged: list[str] = field(default_factory=list)  # files that failed verification, skipped
+    warnings: list[str] = field(default_factory=list)  # the configs' (said on stderr, not in the JSON)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {name: value for name, value in self.__dict__.items() if name != "warnings"}
 
 
 def _label(model: str, case: str, rep: int) -> str:
@@ -78,11 +79,13 @@ def _load(root: Path, suite: str, run_profile: str, evaluation: str | None, repo
     from clawstore.builder.api import CampaignRequest, load_campaign
 
     try:
-        return load_campaign(CampaignRequest(root, suite, run_profile, evaluation))
+        campaign = load_campaign(CampaignRequest(root, suite, run_profile, evaluation))
     except ConfigError as exc:
         report.unmapped.append(f"campaign {suite} × {run_profile} × {evaluation or 'none'}: "
                                f"the workspace's configs do not load ({exc})")
         return None
+    report.warnings += campaign.warnings
+    return campaign
 
 
 def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportReport,

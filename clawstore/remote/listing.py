@@ -138,5 +138,5 @@ def signer(doc: dict[str, Any], pack: str) -> str | None:
 
     try:
         return signature.signer(doc[_SIGNED] if _SIGNED in doc else doc)
-    except UsageError as exc:
+    except signature.BadSignature as exc:
         raise UsageError(f"remote pack {pack}: its listing: {exc}") from None

@@ -12,7 +12,6 @@ the remote, and a colleague's first pull reads one listing per pack.)
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,16 +27,16 @@ from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote, resolve_remote
 from clawstore.remote.pull import pull_for_plan
 from clawstore.remote.push import RemoteKnowledge, push, push_new
-from clawstore.remote.sync import PACKS, REFS, remote_packs
+from clawstore.remote.sync import PACKS, REFS, SyncReport, remote_packs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> None:
+def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
     """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
     (remote/pull.py, pull_for_plan). `unbuilt_keys()`: the action keys the build would execute, as far
-    as the store tells them now. The summary goes to stderr."""
-    print(pull_for_plan(store, remote, head_ref, unbuilt_keys).summary(), file=sys.stderr)
+    as the store tells them now."""
+    return pull_for_plan(store, remote, head_ref, unbuilt_keys)
 
 
 class InterimPushes:
@@ -46,9 +45,9 @@ class InterimPushes:
     by the next (and by the build's last push); it is said once, and once more when pushing works again:
     a remote out of reach for an hour is two lines, not one every interval."""
 
-    def __init__(self, store: Store, remote: Remote, say: Callable[[str], None] | None = None):
+    def __init__(self, store: Store, remote: Remote, say: Callable[[str], None]):
         self.store, self.remote = store, remote
-        self.say = say or (lambda text: print(text, file=sys.stderr))
+        self.say = say
         self.known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
         self.failing = False  # the last push failed (and it was said)
 
@@ -73,12 +72,13 @@ class InterimPushes:
 
 @contextmanager
 def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
-                   interval_s: float | None = None) -> Iterator[None]:
-    """The build between `pull_before` and its last push, pushing what it commits meanwhile."""
+                   say: Callable[[str], None], interval_s: float | None = None) -> Iterator[None]:
+    """The build between `pull_before` and its last push, pushing what it commits meanwhile; the pushes'
+    and the pull's summaries and warnings go to `say` (the command's stderr)."""
     interval_s = interval_s or remote_push_interval()
-    pull_before(store, remote, head_ref, unbuilt_keys)
+    say(pull_before(store, remote, head_ref, unbuilt_keys).summary())
     stop = threading.Event()
-    pushes = InterimPushes(store, remote)
+    pushes = InterimPushes(store, remote, say)
 
     def periodic() -> None:
         while not stop.wait(interval_s):
@@ -94,18 +94,18 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
             worker.join()
     except BaseException:  # the build failed or was stopped: its own ending stays what the user sees
         try:
-            _last_push(store, remote, head_ref)
+            say(_last_push(store, remote, head_ref).summary())
         except (ClawError, OSError) as exc:
-            print(f"claw: warning: last push to {remote.name} failed: {exc} (what the build committed is "
-                  f"in the store: claw push {remote.name} sends it)", file=sys.stderr)
+            say(f"claw: warning: last push to {remote.name} failed: {exc} (what the build committed is "
+                f"in the store: claw push {remote.name} sends it)")
         raise
-    _last_push(store, remote, head_ref)
+    say(_last_push(store, remote, head_ref).summary())
 
 
-def _last_push(store: Store, remote: Remote, head_ref: str) -> None:
+def _last_push(store: Store, remote: Remote, head_ref: str) -> SyncReport:
     """What the build committed, with the campaign's head if it wrote one."""
     names = [head_ref] if store.get_ref(head_ref) is not None else None
-    print(push(store, remote, names, move_refs=names is not None).summary(), file=sys.stderr)
+    return push(store, remote, names, move_refs=names is not None)
 
 
 @dataclass

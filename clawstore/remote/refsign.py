@@ -74,5 +74,5 @@ def _check(body: bytes, name: str, value: str) -> str | None:
         raise UsageError(f"remote ref {name}: its signed statement is about another ref or value (forged)")
     try:
         return signature.signer(doc)
-    except UsageError as exc:
+    except signature.BadSignature as exc:
         raise UsageError(f"remote ref {name}: {exc}") from None

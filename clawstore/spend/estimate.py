@@ -20,9 +20,9 @@ from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 
 if TYPE_CHECKING:
-    from clawstore.builder.api import CampaignRequest, StoreOpener
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import JudgeConfig
+    from clawstore.store.store import Store
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
 DEFAULT_TOKENS_PER_CHAR = 0.25
@@ -240,16 +240,12 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
-def plan_spend(request: CampaignRequest, stores: StoreOpener, force: bool = False, max_concurrency: int | None = None,
-               campaign: Campaign | None = None, batch: bool = False) -> SpendPlan:
-    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history).
-
-    `stores`: opens the store once the configs load;
-    `campaign`: the request's, when the caller loaded it already."""
+def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concurrency: int | None = None,
+               batch: bool = False) -> SpendPlan:
+    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
     from clawstore.builder.api import inspect_campaign
 
-    campaign, cid, states = inspect_campaign(request, stores, force, campaign)
-    store = stores.open(campaign.root)
+    cid, states = inspect_campaign(campaign, store, force)
     items = work_items(campaign, states, force)
     history = load_history(store)
     lines: dict[tuple[str, str], PlanLine] = {}

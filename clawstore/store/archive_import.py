@@ -188,7 +188,7 @@ def _signer(manifest: dict[str, Any], where: str) -> str | None:
 
     try:
         return signature.signer(manifest)
-    except UsageError as exc:
+    except signature.BadSignature as exc:
         raise ArchiveError(f"{where}: {exc}") from None
 
 

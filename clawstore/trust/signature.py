@@ -14,11 +14,15 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 
 from clawstore.canonical import canonical_json
-from clawstore.errors import UsageError
+from clawstore.errors import ClawError, UsageError
 from clawstore.trust import keys
 
 FIELD = "signature"
 _CONTEXT = b"clawstore signed manifest v1\n"  # a signature made for something else never fits here
+
+
+class BadSignature(ClawError):
+    """A signature that is malformed or does not verify; the caller names the document that carried it."""
 
 
 def _message(manifest: dict[str, Any]) -> bytes:
@@ -46,18 +50,21 @@ def signed_json(manifest: dict[str, Any]) -> bytes:
 
 
 def signer(manifest: dict[str, Any]) -> str | None:
-    """The key whose valid signature the manifest carries; None if unsigned. UsageError if the
+    """The key whose valid signature the manifest carries; None if unsigned. BadSignature if the
     signature is malformed or does not verify (the content changed after signing, or it was forged)."""
     field = manifest.get(FIELD)
     if field is None:
         return None
     if not isinstance(field, dict) or not isinstance(field.get("key"), str) or not isinstance(
             field.get("ed25519"), str):
-        raise UsageError("its signature is malformed")
-    public = keys.parse_public(field["key"])
+        raise BadSignature("its signature is malformed")
+    try:
+        public = keys.parse_public(field["key"])
+    except UsageError as exc:  # (the key's own text, as `claw trust add` says it)
+        raise BadSignature(str(exc)) from None
     try:
         public.verify(base64.b64decode(field["ed25519"], validate=True), _message(manifest))
     except (InvalidSignature, binascii.Error, ValueError):
-        raise UsageError(f"its signature by {field['key']} does not verify (changed after signing, "
-                         "or forged)") from None
+        raise BadSignature(f"its signature by {field['key']} does not verify (changed after signing, "
+                           "or forged)") from None
     return keys.public_text(public)

@@ -242,14 +242,16 @@ def test_max_cost_counts_batch_lines_when_submitted(ws: Workspace, claw: Claw, s
     from clawstore.builder.api import CampaignRequest
     from clawstore.builder.api import build as api_build
     from clawstore.builder.engine import BuildOptions
-    from clawstore.cli.common import Stores
+    from clawstore.project.front import Project
 
     eval_profile(ws, judges=[PRICED_JUDGE])
     standin.script(JUDGE, judge_reply(7))
     standin.batch_settings(delay=60)
     assert claw.build()[0] == 0  # the runs, paid before
     request = CampaignRequest(ws.root, "main", "rp", "ev")
-    report = api_build(request, Stores(None), BuildOptions(batch=True, max_cost_usd=0.02, progress="none"))
+    said: list[str] = []
+    report = api_build(request, Project(None, said.append, request),
+                       BuildOptions(batch=True, max_cost_usd=0.02, progress="none"))
     [doc] = batch_doc.pending(store())
     assert 1 <= len(doc.keys) < 12 and doc.estimate_usd is not None and doc.estimate_usd <= 0.02
     assert report.counts["skipped"] == 12 - len(doc.keys) and "--max-cost" in (report.stopped or "")

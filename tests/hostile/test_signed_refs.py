@@ -16,7 +16,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from clawstore.canonical import canonical_json
-from clawstore.errors import UsageError
 from clawstore.remote.refsign import KIND, statement_path
 from clawstore.testing.standin import StandIn
 from clawstore.trust import keys, signature
@@ -147,7 +146,7 @@ def test_a_manifest_signed_and_encoded_once_verifies_and_no_field_can_change() -
     assert signature.signer(parsed) == keys.public_text(keys.signing_key().public_key())
     assert {k: v for k, v in parsed.items() if k != signature.FIELD} == manifest
     for field, value in (("objects", "ab" * 63 + "cd" * 1), ("format", 3), ("actions", {})):
-        with pytest.raises(UsageError, match="does not verify"):
+        with pytest.raises(signature.BadSignature, match="does not verify"):
             signature.signer({**parsed, field: value})
     with pytest.raises(ValueError):
         signature.signed_json(parsed)  # signed already

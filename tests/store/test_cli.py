@@ -12,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from clawstore.cli import main, store_cmd
+from clawstore.cli import cat_cmd, main
 from clawstore.durable import temp_name
 from clawstore.store import Store, oid_of
 from clawstore.store.actions import key_digest, set_entries
@@ -178,7 +178,7 @@ def test_rebuild_manifest_without_query_layer_is_one_line(tmp_path: Path) -> Non
 
 def test_cat_of_large_object_verifies_before_streaming(tmp_path: Path, monkeypatch) -> None:
     """Above the in-memory limit cat makes a verification pass first (limit lowered for speed)."""
-    monkeypatch.setattr(store_cmd, "_VERIFY_FIRST_MAX", 1000)
+    monkeypatch.setattr(cat_cmd, "_VERIFY_FIRST_MAX", 1000)
     store = Store(tmp_path / "store")
     data = json_like(3 << 20, seed=4)
     oid = store.put_bytes(data)

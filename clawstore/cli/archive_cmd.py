@@ -1,0 +1,110 @@
+"""`claw archive export|verify|ls|import`: a campaign in one reproducible file, and such files read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import campaign_options, campaign_project, size_text, store_option, store_project
+
+
+@click.group("archive")
+def archive_group() -> None:
+    """Export a campaign into one reproducible file; verify, list and import such files."""
+
+
+@archive_group.command("export")
+@campaign_options
+@click.option("-o", "--out", "--output", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The archive file to write.")
+def export_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+                   models: tuple[str, ...], store_dir: Path | None, output: Path) -> None:
+    """Write the campaign's configs, head, records, inputs and outputs into one file."""
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir,
+                               create_store=False, quiet=True)
+    summary, campaign_id = project.export(output)
+    click.echo(f"wrote {output}: campaign {campaign_id}, {summary.objects} objects, {size_text(summary.size)}")
+    click.echo(f"digest {summary.digest}")
+
+
+@archive_group.command("verify")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def verify_command(file: Path) -> None:
+    """Check every byte of an archive (every object's hash, the member list, the seal)."""
+    from clawstore.store.archive import verify_archive
+
+    summary = verify_archive(file)
+    campaign = (summary.manifest.get("campaign") or {}).get("id")
+    click.echo(f"ok: {file}: campaign {campaign}, {summary.objects} objects, {size_text(summary.size)}")
+    click.echo(f"digest {summary.digest}")
+
+
+@archive_group.command("ls")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the archive's manifest as JSON.")
+def ls_command(file: Path, as_json: bool) -> None:
+    """Show what an archive holds (from its manifest; `claw archive verify` checks the contents)."""
+    from clawstore.store.archive import read_manifest
+
+    manifest = read_manifest(file)
+    if as_json:
+        click.echo(json.dumps(manifest, indent=2, sort_keys=True))
+        return
+    campaign = manifest.get("campaign") or {}
+    objects = manifest["objects"]
+    click.echo(f"campaign  {campaign.get('id')}")
+    click.echo(f"build     {manifest.get('build_id')}")
+    click.echo(f"head      {manifest.get('head')}")
+    click.echo(f"objects   {len(objects)} ({size_text(sum(size for _, size in objects))} stored)")
+    click.echo(f"actions   {len(manifest.get('actions') or {})}")
+    for name, target in sorted((manifest.get("refs") or {}).items()):
+        click.echo(f"ref       {name} -> {target}")
+    configs = manifest.get("configs") or {}
+    click.echo(f"configs   {configs.get('tree')}")
+    for entry in configs.get("files") or []:
+        if entry.get("type") != "dir":
+            click.echo(f"  {entry.get('path')}  {entry.get('size')}")
+
+
+@archive_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--configs-to", "configs_to", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write the campaign's configs as a workspace: DIR/configs/... (DIR must be empty or "
+                   "hold only its store/). The store is then DIR/store unless --store or CLAW_STORE says "
+                   "otherwise, so `claw build` inside DIR reuses everything.")
+@click.option("--pin", "pins", multiple=True, metavar="NAME", help="Also pin the imported head as pins/NAME.")
+@click.option("--untrusted", is_flag=True, help="Import an archive signed by a key you do not trust (or unsigned): "
+              "its objects are added, its results kept apart and never reused until you `claw trust add` "
+              "the signer.")
+@store_option
+def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], untrusted: bool,
+                   store_dir: Path | None) -> None:
+    """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
+    from clawstore.project.keeping import PIN_PREFIX, write_configs
+
+    imported = store_project(store_dir).import_archive(file, configs_to, pins, untrusted)
+    store, report = imported.store, imported.report
+    manifest = report.summary.manifest
+    head = manifest.get("head")
+    if report.kept_apart is not None:
+        click.echo(f"claw: warning: {file} is {'signed by ' + report.signer if report.signer else 'not signed'}, "
+                   f"a key you do not trust: its results are kept apart ({report.kept_apart}) and no build "
+                   "reuses them until you trust it", err=True)
+    click.echo(f"imported {file} into {store.root}: {report.new_objects} new objects ({size_text(report.new_bytes)}), "
+               f"{report.present_objects} already present; {report.actions_written} action-cache entries "
+               f"written, {report.actions_kept} kept")
+    for name in report.refs_set:
+        click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest['refs'].get(name)}")
+    for name, current in report.refs_kept.items():
+        hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
+        click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
+    if configs_to is not None and imported.configs is not None:
+        write_configs(store, imported.configs, configs_to)
+        click.echo(f"configs written to {configs_to / 'configs'}")
+    click.echo(f"digest {report.summary.digest}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(archive_group)

@@ -1,0 +1,62 @@
+"""`claw fsck`: verify (and with --repair, fix) what builds and queries rely on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.store_access import open_store_of, os_errors
+from clawstore.errors import UsageError
+from clawstore.store.fsck import fsck as run_fsck
+from clawstore.store.layout import check_marker
+
+
+@click.command("fsck")
+@click.option("--repair", is_flag=True,
+              help="Quarantine what is damaged, fix campaign heads and shard folders, rebuild a damaged "
+                   "manifest, remove stale temp files and leases (see docs/store.md).")
+@click.option("--rebuild-manifest", is_flag=True, help="Afterwards, rebuild the query manifest from records.")
+@store_option
+@os_errors
+def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> None:
+    """Verify what builds and queries rely on: objects, action-cache entries, refs and campaign heads,
+    build logs, shard folders, the query manifest. Exit 1 if something is wrong."""
+    try:
+        from clawstore.query.manifest import manifest_problems, repair_manifest
+    except ImportError as exc:  # a store-only install: everything but the manifest is checked
+        if rebuild_manifest:
+            raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
+        manifest_problems = repair_manifest = None  # type: ignore[assignment]
+    marker_problem, marker_repaired = check_marker(workspace_store_dir(store_dir), repair)
+    if marker_problem is not None and marker_repaired is None:  # no command opens the store as it is
+        click.echo(f"problem: {marker_problem}")
+        click.echo("fsck: 1 problem(s) (the rest of the store is checked once the marker is rewritten)", err=True)
+        sys.exit(1)
+    store = open_store_of(store_dir)
+    report = run_fsck(store, repair=repair)
+    manifest = manifest_problems(store) if manifest_problems is not None else []
+    for problem in ([marker_problem] if marker_problem else []) + report.problems + manifest:
+        click.echo(f"problem: {problem}")
+    for line in ([marker_repaired] if marker_repaired else []) + report.repaired:
+        click.echo(f"repaired: {line}")
+    click.echo(
+        f"checked {report.objects} objects, {report.actions} action-cache entries, {report.refs} refs, "
+        f"{report.build_logs} build logs in {report.seconds:.2f}s; temp files: {report.temp_files} "
+        f"({report.stale_temp_files} stale); stale leases: {report.stale_leases}; "
+        f"stray files: {len(report.stray_files)}"
+    )
+    if repair_manifest is not None and (rebuild_manifest or (repair and (manifest or report.bad_build_logs))):
+        result = repair_manifest(store)
+        click.echo(f"{'repaired: ' if repair and manifest else ''}manifest rebuilt: {result} build(s) indexed")
+        manifest = manifest_problems(store)
+    unresolved = report.unresolved + manifest
+    if unresolved:
+        click.echo(f"fsck: {len(unresolved)} problem(s)", err=True)
+        sys.exit(1)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(fsck_cmd)

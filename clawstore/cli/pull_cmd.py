@@ -1,0 +1,45 @@
+"""`claw pull REMOTE`: fetch what this store lacks (verified before it becomes visible), then its refs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.transfer_options import ENDPOINT, PROGRESS, narrow, ref_names, workspace
+
+
+@click.command("pull")
+@click.argument("remote")
+@ENDPOINT
+@narrow
+@click.option("--untrusted", is_flag=True, help="Take packs signed by a key you do not trust: kept apart, never "
+              "reused by a build until you `claw trust add` the signer (refs are kept apart too).")
+@PROGRESS
+@store_option
+def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
+                 evaluation_profile: str | None, pin: str | None, untrusted: bool, progress: str,
+                 store_dir: Path | None) -> None:
+    """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
+    from clawstore.builder.gcpause import collector_paused
+    from clawstore.remote.config import resolve_remote
+    from clawstore.remote.progress import open_transfer_progress
+    from clawstore.remote.pull import pull
+    from clawstore.store import Store
+
+    target = resolve_remote(workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
+    store = Store(workspace_store_dir(store_dir), create=True)
+    shown = open_transfer_progress(progress, sys.stderr, "pulling", f"from {target.url}")
+    try:
+        with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
+            report = pull(store, target, ref_names(suite, run_profile, evaluation_profile, pin),
+                          untrusted=untrusted, progress=shown)
+    finally:
+        shown.close()
+    click.echo(report.summary())
+
+
+def register(group: click.Group) -> None:
+    group.add_command(pull_command)

@@ -1,0 +1,79 @@
+"""`claw report`: one campaign's last build, from the store alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from clawstore.cli.common import campaign_options, existing_store_root, open_existing, require_built
+from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store import Store
+
+
+@click.command("report")
+@campaign_options
+@click.option("--output", "output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--chart", "chart", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the score-vs-cost PNG here (default outputs/charts/<evaluation profile>/score_cost.png).")
+@click.option("--no-chart", "no_chart", is_flag=True, help="Do not draw the chart.")
+def report_command(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+                   models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
+                   no_chart: bool) -> None:
+    """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
+    import json
+
+    from clawstore.config.names import campaign_ids
+    from clawstore.report.data import build_report
+    from clawstore.report.terminal import stdout_is_terminal
+    from clawstore.report.text import print_terminal, render_text
+
+    if chart is not None and no_chart:
+        raise UsageError("--chart and --no-chart exclude each other")
+    ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
+    root = existing_store_root(store_dir)
+    store = open_existing(root)
+    require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
+    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
+    if output == "json":
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    elif stdout_is_terminal():
+        print_terminal(report)
+    else:
+        click.echo(render_text(report), nl=False)
+    if no_chart:
+        return
+    from clawstore.report.chart import NoScoresError, write_chart
+
+    path = chart or Path("outputs") / "charts" / (ids.evaluation_profile_id or "report") / "score_cost.png"
+    try:
+        write_chart(report, path)
+    except NoScoresError as exc:  # a report without a chart is still a report
+        click.echo(f"claw: warning: {exc}", err=True)
+        return
+    click.echo(f"chart written to: {path}", err=True)
+
+
+def _indexed(store: Store, root: Path, campaign: str) -> Path | None:
+    """The manifest with the campaign's current head materialised (the report then reads its head's rows
+    instead of flattening every record; the builds' history and the other campaigns are left to `claw
+    query`), or None when it cannot be written (a store shared read-only): the report flattens, as it
+    did before."""
+    import duckdb
+
+    from clawstore.errors import StoreError
+    from clawstore.query.manifest import index_heads, manifest_dir
+
+    try:
+        index_heads(store, campaign, warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    except (OSError, StoreError, duckdb.Error) as exc:
+        click.echo(f"claw: note: the query manifest was not updated ({exc}); reading the records instead", err=True)
+        return None
+    return manifest_dir(root)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(report_command)

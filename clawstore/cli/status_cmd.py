@@ -1,0 +1,45 @@
+"""`claw status`: counts of fresh / stale / failed / never-built nodes, per model and layer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from clawstore.cli.build_view import note
+from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table
+from clawstore.report.terminal import print_tables, stdout_is_terminal
+from clawstore.report.terminal import table as rich_table
+
+COLUMNS = ["fresh", "stale", "failed", "never-built"]
+
+
+@click.command()
+@campaign_options
+@OUTPUT
+def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
+           models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
+    """Counts of fresh / stale / failed / never-built nodes, per model."""
+    found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).status()
+    cid, per_model = found.campaign_id, found.per_model
+    note(found.never_built)
+    if found.pending:
+        click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
+                   f"({found.recorded} recorded now); see `claw batch status`", err=True)
+    if output == "json":
+        models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
+            "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}
+        click.echo(json.dumps({"campaign": cid, "models": models_json}, sort_keys=True))
+        return
+    rows = [[m, k, *(str(n[c]) for c in COLUMNS)] for m, kinds in per_model.items() for k, n in kinds.items()]
+    headers = ["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"]
+    if stdout_is_terminal():
+        print_tables(rich_table(headers, rows, [False, False, True, True, True, True], title=f"status of {cid}",
+                                zero_dim=True, nonzero_styles=[None, None, "green", "yellow", "bold red", "yellow"]))
+        return
+    click.echo(format_table(headers, rows))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(status)

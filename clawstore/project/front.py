@@ -1,0 +1,380 @@
+"""The front every command calls (as DVC's `Repo`): one workspace's store and campaign, each opened once.
+
+A command parses its arguments, asks a `Project`, and renders what it returns. What is said while the
+work runs (the configs' warnings, a remote's pull and push summaries, a store that cannot be written)
+goes to `say`, the command's stderr; failures are typed errors (clawstore/errors.py), whose exit codes
+only the CLI applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawstore.errors import UsageError
+from clawstore.project import keeping, stamping
+from clawstore.project.places import never_built_message, open_store, resolve_store_dir
+
+if TYPE_CHECKING:
+    from clawstore.builder.api import CampaignRequest, NodeState
+    from clawstore.builder.batch_collect import Collected
+    from clawstore.builder.engine import BuildReport
+    from clawstore.config.campaign import Campaign
+    from clawstore.remote.config import Remote
+    from clawstore.spend.estimate import SpendPlan
+    from clawstore.store.archive import ArchiveSummary
+    from clawstore.store.store import Store
+
+Say = Callable[[str], None]
+
+# What a no-op build answered from its stamp spent: nothing.
+
+
+class BudgetRefused(UsageError):
+    """`build --max-cost`: the plan's estimate exceeds the budget, or cannot be made; nothing was sent."""
+
+    def __init__(self, plan: SpendPlan, why: str):
+        super().__init__(f"{why}; nothing was sent")
+        self.plan = plan
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """The flags of one `claw build` beyond the campaign's."""
+
+    force: bool = False
+    max_concurrency: int | None = None
+    max_cost: float | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    remote: str | None = None
+    batch: bool = False
+    wait: bool = False
+    quiet: bool = False
+    progress: str = "auto"
+
+
+@dataclass
+class Built:
+    """What a build did, as `claw build` shows it (from its report, or from the stamp of a no-op)."""
+
+    campaign_id: str
+    build_id: str | None
+    rows: list[dict[str, Any]]
+    counts: dict[str, int]
+    metrics: dict[str, Any]
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    stopped: str | None = None
+    exit_code: int = 0
+    pending: int = 0
+    orphans: list[str] = field(default_factory=list)  # containers of killed builds it stopped
+    from_stamp: bool = False
+    notes: list[str] = field(default_factory=list)  # said before the rows
+
+    @classmethod
+    def of(cls, report: BuildReport, rows: list[dict[str, Any]]) -> Built:
+        return cls(report.campaign_id, report.build_id, rows, report.counts, report.metrics,
+                   [(f.node, f.reason) for f in report.failures], report.stopped, report.exit_code,
+                   report.pending, report.orphans)
+
+
+@dataclass
+class Inspection:
+    """Every node's state, and why the campaign has no head if it has none."""
+
+    campaign_id: str
+    states: list[NodeState]
+    never_built: str | None
+
+
+@dataclass
+class Status:
+    """Nodes per model, layer and state; the requests provider batches still hold."""
+
+    campaign_id: str
+    per_model: dict[str, dict[str, Counter[str]]]
+    never_built: str | None = None
+    pending: int = 0  # requests pending in provider batches
+    recorded: int = 0  # batch lines recorded just now
+
+
+class Project:
+    """A workspace's store (--store, $CLAW_STORE, else its store/) and the campaign `request` names.
+
+    The campaign is loaded once, when first needed (a no-op build answered from its stamp never loads
+    it); the store is opened once the configs are known to be good, so a command that fails first
+    creates nothing (and with `create_store` False, nothing at all)."""
+
+    def __init__(self, store_dir: Path | None, say: Say, request: CampaignRequest | None = None,
+                 create_store: bool = True):
+        self.store_dir = store_dir
+        self.say = say
+        self._request = request
+        self.create_store = create_store
+        self._store: Store | None = None
+
+    @property
+    def request(self) -> CampaignRequest:
+        if self._request is None:
+            raise TypeError("this project was opened without a campaign")
+        return self._request
+
+    # -------------------------------------------------------------- the store and the campaign, once
+
+    def exists(self, root: Path) -> bool:
+        """Would opening the store create it?"""
+        from clawstore.store.layout import FORMAT_FILE
+
+        return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
+
+    def open(self, root: Path) -> Store:
+        from clawstore.store import Store
+
+        if self._store is None:
+            self._store = Store(resolve_store_dir(self.store_dir, root), create=self.create_store)
+        return self._store
+
+    @functools.cached_property
+    def campaign(self) -> Campaign:
+        """The campaign the request names, its configs loaded (the cyclic collector paused: builder/gcpause.py)."""
+        from clawstore.builder.api import load_campaign
+        from clawstore.builder.gcpause import collector_paused
+
+        with collector_paused():
+            campaign = load_campaign(self.request)
+        for warning in campaign.warnings:
+            self.say(f"warning: {warning}")
+        return campaign
+
+    @property
+    def store(self) -> Store:
+        return self.open(self.campaign.root)
+
+    @functools.cached_property
+    def existing_store(self) -> Store:
+        """The store of a command outside a campaign (--store, $CLAW_STORE, else the cwd's workspace's):
+        it must exist."""
+        return open_store(self.store_dir)
+
+    def whole_campaign(self, what: str) -> Campaign:
+        """The campaign, for `what` that covers all of it (no --case or --model)."""
+        if self.request.filtered:
+            raise UsageError(f"{what} covers a whole campaign: --case and --model are not allowed here")
+        return self.campaign
+
+    # -------------------------------------------------------------- what a build would do
+
+    def _stamping(self, remote: str | None = None) -> stamping.Stamping | None:
+        request = self.request
+        flags = (request.suite, request.run_profile, request.evaluation_profile)
+        return stamping.stamping(request.cwd, flags, self.store_dir, remote)
+
+    def fresh(self) -> stamping.Fresh | None:
+        """Every node's layer when the stamp of the campaign's last plain build says all are fresh
+        (never with --case/--model); None: plan."""
+        return None if self.request.filtered else stamping.fresh(self._stamping())
+
+    def inspect(self, force: bool = False) -> Inspection:
+        """Every node's state and why it would execute (nothing sent; nothing written but a killed
+        build's finished work, adopted first)."""
+        from clawstore.builder.api import inspect_campaign
+
+        cid, states = inspect_campaign(self.campaign, self.store, force)
+        return Inspection(cid, states, never_built_message(self.store, cid))
+
+    def dry_run(self, force: bool, from_stamp: bool, remote: bool = False) -> stamping.Fresh | Inspection:
+        """`build --dry-run`: what would execute (`from_stamp`: a matching stamp answers, all fresh)."""
+        from clawstore.machine_settings import check_build_settings
+
+        check_build_settings(remote=remote)
+        found = None if force or not from_stamp else self.fresh()
+        return found if found is not None else self.inspect(force)
+
+    def status(self) -> Status:
+        """Nodes per model, layer and state, once what provider batches finished is recorded."""
+        found = self.fresh()
+        if found is not None:
+            return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
+                                              for m, kinds in found.layers})
+        collected = self.collect()
+        inspection = self.inspect()
+        per_model: dict[str, dict[str, Counter[str]]] = {}
+        for s in inspection.states:
+            kinds = per_model.setdefault(s.node.address["model_id"], {})
+            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+        cid = inspection.campaign_id
+        pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
+        return Status(cid, per_model, inspection.never_built, pending, collected.recorded)
+
+    def collect(self, wait: bool = False) -> Collected:
+        """Record every finished line of the provider batches covering the campaign (with `wait`, until
+        none is pending); the batches still in the store after that."""
+        from clawstore.builder.batch_collect import collect
+
+        return collect(self.campaign, self.store, wait)
+
+    def explain(self) -> Inspection:
+        """The nodes that are not fresh, each with what changed since the last build at its address."""
+        found = self.fresh()
+        if found is not None:
+            return Inspection(found.campaign_id, [], None)
+        inspection = self.inspect()
+        inspection.states = [s for s in inspection.states if s.state != "fresh"]
+        return inspection
+
+    def plan(self, force: bool = False, max_concurrency: int | None = None, batch: bool = False,
+             remote: str | None = None) -> SpendPlan:
+        """What a build would send and its estimated cost; with `remote`, once the pull a `build --remote`
+        starts with has brought what the remote holds of it."""
+        from clawstore.spend.estimate import plan_spend
+
+        if remote is not None:
+            from clawstore.remote.live import pull_before
+
+            self.say(pull_before(*self._remote_parts(remote)).summary())
+        return plan_spend(self.campaign, self.store, force, max_concurrency, batch)
+
+    # -------------------------------------------------------------- a build
+
+    def build(self, settings: BuildSettings) -> Built:
+        """Build the campaign: reuse what is fresh, execute what is stale (a plain rebuild whose inputs
+        did not change is answered from its stamp; with --remote, when the remote did not change either)."""
+        from clawstore.builder.api import build
+        from clawstore.builder.engine import BuildOptions
+        from clawstore.machine_settings import check_build_settings
+
+        s = settings
+        check_build_settings(remote=s.remote is not None)
+        plain = not (s.force or self.request.filtered or s.max_cost is not None or s.executor != "local"
+                     or s.batch or s.wait)
+        found = self._stamping(s.remote) if plain else None
+        answer = None if found is None else self._from_stamp(found)
+        if answer is not None:
+            return answer
+        with stamping.recording(found) as reads, self.remote_session(s.remote):
+            planned = None
+            if s.max_cost is not None:
+                planned = self._within_budget(s)
+            if planned is None and _shows_live(s.progress):
+                planned = self._estimate(s)
+            options = BuildOptions(force=s.force, max_concurrency=s.max_concurrency, quiet=s.quiet,
+                                   max_cost_usd=s.max_cost, progress=s.progress, planned_cost_usd=planned,
+                                   executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
+                                   say=self.say)
+            report = build(self.request, self, options)
+        rows = stamping.build_rows(report)
+        if found is not None and reads is not None:
+            after = self._stamping(s.remote) if found.remote is not None else None
+            stamping.leave_stamp(found, after, reads, report, rows)
+        return Built.of(report, rows)
+
+    def _from_stamp(self, found: stamping.Stamping) -> Built | None:
+        from clawstore.builder import stamp
+        from clawstore.store.documents import TOKEN_METRICS
+
+        doc = stamping.matching_stamp(found)
+        if doc is None:
+            return None
+        notes = [] if found.remote is None else [
+            f"remote {found.remote.name}: unchanged since the last build with it: nothing to pull or push"]
+        build_id = stamp.log_noop(found.store_root, doc)
+        return Built(doc.campaign_id, build_id, doc.rows, doc.counts,
+                     {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
+                     from_stamp=True, notes=notes)
+
+    def _estimate(self, s: BuildSettings) -> float | None:
+        """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
+        from clawstore.spend.estimate import plan_spend
+
+        try:
+            return plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch).estimated_cost_usd
+        except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
+            return None
+
+    def _within_budget(self, s: BuildSettings) -> float:
+        """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
+        from clawstore.spend.estimate import plan_spend
+
+        assert s.max_cost is not None
+        plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch)
+        estimate = plan.estimated_cost_usd
+        if estimate is not None and estimate <= s.max_cost:
+            return estimate
+        if estimate is None:
+            unknown = ", ".join(f"{line.kind} {line.name}" for line in plan.lines if line.cost.unknown)
+            why = (f"the cost of {unknown} cannot be estimated (no cost reported in the store's history and no "
+                   "`pricing` declared: declare `pricing` on the model or judge)")
+        else:
+            why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {s.max_cost:g} USD"
+        raise BudgetRefused(plan, why)
+
+    # -------------------------------------------------------------- remotes
+
+    @contextlib.contextmanager
+    def remote_session(self, name: str | None) -> Iterator[None]:
+        """`--remote NAME`: the build between a pull of what its plan needs and a push (remote/live.py)."""
+        if name is None:
+            yield
+            return
+        from clawstore.remote.live import remote_session
+
+        with remote_session(*self._remote_parts(name), say=self.say):
+            yield
+
+    def _remote_parts(self, name: str) -> tuple[Store, Remote, str, Callable[[], set[str]]]:
+        """What the pull before a `--remote NAME` build or plan needs: the store, the remote, the campaign's
+        head ref, and the keys the build would execute (remote/live.py, pull_before)."""
+        from clawstore.builder.api import unbuilt_keys
+        from clawstore.builder.buildlog import head_ref
+        from clawstore.remote.config import resolve_remote
+
+        campaign = self.campaign
+        target = resolve_remote(campaign.root, name)  # (a bad name or location is refused before a store is made)
+        store = self.store
+        return store, target, head_ref(campaign.campaign_id), lambda: unbuilt_keys(campaign, store)
+
+    # -------------------------------------------------------------- what keeps the store's content
+
+    def gc(self, grace_s: float, dry_run: bool) -> keeping.Collected:
+        return keeping.collect_garbage(self.existing_store, grace_s, dry_run)
+
+    def pin(self, name: str, force: bool) -> tuple[keeping.Pinned, str]:
+        """Pin the campaign's head as pins/NAME: the pin, and the campaign's id."""
+        from clawstore.store.refs import check_ref_name
+
+        check_ref_name(keeping.PIN_PREFIX + name)  # (a bad name first, before the configs load)
+        campaign = self.whole_campaign("claw pin")
+        return keeping.pin(self.store, campaign.campaign_id, name, force), campaign.campaign_id
+
+    def unpin(self, name: str) -> tuple[str, str]:
+        from clawstore.store.refs import check_ref_name
+
+        check_ref_name(keeping.PIN_PREFIX + name)  # (before the store opens)
+        return keeping.unpin(self.existing_store, name)
+
+    def refs(self, prefix: str = "") -> dict[str, str]:
+        return self.existing_store.list_refs(prefix)
+
+    def delete_refs(self, names: tuple[str, ...]) -> dict[str, str]:
+        return keeping.delete_refs(self.existing_store, names)
+
+    def export(self, output: Path) -> tuple[ArchiveSummary, str]:
+        """Export the campaign into `output`: its summary, and the campaign's id."""
+        campaign = self.whole_campaign("claw archive export")
+        return keeping.export(self.store, campaign, output), campaign.campaign_id
+
+    def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
+                       untrusted: bool) -> keeping.Imported:
+        return keeping.import_archive(file, self.store_dir, configs_to, pins, untrusted)
+
+
+def _shows_live(mode: str) -> bool:
+    """Will the build show the live display (which wants the plan's cost estimate)?"""
+    from clawstore.builder.progress_choice import display_mode
+
+    return display_mode(mode) == "live"

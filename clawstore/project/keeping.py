@@ -1,0 +1,169 @@
+"""What keeps a store's content: gc, pins and refs, archives exported and imported (`claw gc`, `pin`,
+`unpin`, `refs`, `archive`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.errors import UsageError
+from clawstore.project.places import require_built, workspace_store_dir
+
+if TYPE_CHECKING:
+    from clawstore.config.campaign import Campaign
+    from clawstore.store.archive import ArchiveSummary
+    from clawstore.store.archive_import import ImportReport
+    from clawstore.store.gc import GcReport
+    from clawstore.store.store import Store
+
+PIN_PREFIX = "pins/"
+
+
+@dataclass
+class Collected:
+    """One gc, and the OpenClaw containers of killed builds it stopped (or could not ask about)."""
+
+    report: GcReport
+    stopped: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)  # why a container engine did not answer
+
+
+def collect_garbage(store: Store, grace_s: float, dry_run: bool) -> Collected:
+    """Delete what no ref reaches (store/gc.py); then stop containers killed builds left running."""
+    from clawstore.store.gc import collect
+
+    report = collect(store, grace_s=grace_s, dry_run=dry_run)
+    if dry_run or not (store.root / "containers").is_dir():  # (no build recorded any: not worth the imports)
+        return Collected(report)
+    from clawstore.runners.openclaw.orphans import stop_orphans
+
+    orphans = stop_orphans(store)
+    return Collected(report, orphans.stopped, orphans.unanswered)
+
+
+@dataclass
+class Pinned:
+    ref: str
+    head: str
+    moved: bool  # False: the pin named that head already
+
+
+def pin(store: Store, campaign_id: str, name: str, force: bool) -> Pinned:
+    """Ref pins/NAME -> the campaign's head now (later builds do not move it)."""
+    from clawstore.builder.closure import campaign_head
+    from clawstore.store import RefConflict
+    from clawstore.store.refs import check_ref_name
+
+    ref = check_ref_name(PIN_PREFIX + name)
+    require_built(store, campaign_id)
+    head_id = campaign_head(store, campaign_id)
+    current = store.get_ref(ref)
+    if current == head_id:
+        return Pinned(ref, head_id, False)
+    if current is not None and not force:
+        raise UsageError(f"pin {name} exists (-> {current}); use --force to move it or claw unpin {name}")
+    try:
+        store.set_ref(ref, head_id, expected=current)
+    except RefConflict as exc:
+        raise UsageError(f"pin {name} changed meanwhile (-> {exc.actual}); try again") from None
+    return Pinned(ref, head_id, True)
+
+
+def unpin(store: Store, name: str) -> tuple[str, str]:
+    """Remove pin NAME: (its ref, what it named)."""
+    from clawstore.store.refs import check_ref_name
+
+    ref = check_ref_name(PIN_PREFIX + name)
+    target = store.get_ref(ref)
+    if target is None or not store.delete_ref(ref):
+        raise UsageError(f"no pin named {name} (see claw refs)")
+    return ref, target
+
+
+def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
+    """Delete these refs, all or none: every name is checked before any is deleted. A ref moved
+    meanwhile (a build advancing its head) is deleted all the same: deleting was asked by name."""
+    from clawstore.store.refs import check_ref_name
+
+    targets = {}
+    for name in names:
+        target = store.get_ref(check_ref_name(name))
+        if target is None:
+            raise UsageError(f"no ref {name} (claw refs lists them)")
+        targets[name] = target
+    for name in targets:
+        store.delete_ref(name)
+    return targets
+
+
+def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
+    """Write the campaign's configs, head, records, inputs and outputs into one file."""
+    from clawstore.builder.closure import export_campaign
+
+    require_built(store, campaign.campaign_id)
+    if output.parent and not output.parent.is_dir():
+        raise UsageError(f"-o {output}: directory {output.parent} does not exist")
+    return export_campaign(store, campaign, output)
+
+
+@dataclass
+class Imported:
+    store: Store
+    report: ImportReport
+    configs: str | None  # the tree of the archive's configs, when it has them
+
+
+def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, pins: tuple[str, ...],
+                   untrusted: bool) -> Imported:
+    """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the
+    store (with `configs_to`: by default DIR/store; `write_configs` then writes the workspace)."""
+    from clawstore.builder.closure import adopt_imported_head, campaign_archive_check, configs_of
+    from clawstore.store.archive_import import import_into, import_target_problem
+    from clawstore.store.names import check_name
+
+    # Every precondition before anything is written.
+    pin_refs = [PIN_PREFIX + check_name(p, "--pin") for p in pins]
+    if not file.is_file():
+        raise UsageError(f"archive {file}: {'not a regular file' if file.exists() else 'no such file'}")
+    if configs_to is not None:
+        _check_configs_target(configs_to)
+        if store_dir is None and not os.environ.get("CLAW_STORE"):
+            store_dir = configs_to / "store"  # where `claw build` run inside DIR looks
+    target = workspace_store_dir(store_dir)
+    problem = import_target_problem(target)
+    if problem is not None:
+        raise UsageError(f"--store {target}: {problem}")
+    store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
+                                check=campaign_archive_check(f"archive {file}", configs_to is not None))
+    head = report.summary.manifest.get("head")
+    if report.kept_apart is None and isinstance(head, str):
+        adopt_imported_head(store, head)
+    return Imported(store, report, configs_of(report.summary.manifest))
+
+
+def _check_configs_target(directory: Path) -> None:
+    """--configs-to DIR: absent, empty, or a fresh workspace that holds only its store/."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise UsageError(f"--configs-to {directory}: not a directory")
+    extra = sorted(p.name for p in directory.iterdir() if p.name != "store")
+    if extra:
+        raise UsageError(f"--configs-to {directory}: not empty (holds {', '.join(extra[:3])}"
+                         f"{', …' if len(extra) > 3 else ''}); use an empty directory or a fresh workspace")
+
+
+def write_configs(store: Store, tree: str, directory: Path) -> None:
+    """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step."""
+    import shutil
+    import tempfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".claw-configs-", dir=directory))
+    try:
+        store.checkout(tree, staging / "workspace")
+        os.rename(staging / "workspace" / "configs", directory / "configs")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

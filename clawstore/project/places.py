@@ -1,0 +1,90 @@
+"""Where a command's store is (--store, $CLAW_STORE, else store/ of the workspace) and whether a campaign has
+been built in it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawstore.errors import UsageError
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+
+def resolve_store_dir(store_dir: Path | None, workspace_root: Path | None = None) -> Path:
+    """--store wins, then $CLAW_STORE, then store/ in the workspace root (or the cwd)."""
+    if store_dir is not None:
+        return store_dir
+    env = os.environ.get("CLAW_STORE")
+    if env:
+        return Path(env)
+    return (workspace_root or Path.cwd()) / "store"
+
+
+def workspace_root(cwd: Path) -> Path | None:
+    """The workspace above `cwd` (the nearest directory holding configs/), None outside one."""
+    from clawstore.config import find_workspace_root
+
+    try:
+        return find_workspace_root(cwd)
+    except UsageError:
+        return None
+
+
+def workspace_store_dir(store_dir: Path | None, must_exist: bool = False) -> Path:
+    """The store a command outside a campaign uses: --store, $CLAW_STORE, else store/ of the cwd's workspace.
+
+    `must_exist`: a command that reads a store, run with neither a workspace nor a store here, says what
+    claw looked for and where (as build and validate do: config/references.py) instead of "no store"."""
+    from clawstore.config.references import no_workspace_message
+    from clawstore.errors import StoreError
+    from clawstore.store.layout import FORMAT_FILE
+
+    root = workspace_root(Path.cwd())  # (no configs/ above: the store still defaults to ./store)
+    path = resolve_store_dir(store_dir, root)
+    if must_exist and root is None and store_dir is None and not os.environ.get("CLAW_STORE") \
+            and not (path / FORMAT_FILE).is_file():
+        raise StoreError(no_workspace_message(Path.cwd().absolute(), path.absolute()))
+    return path
+
+
+def open_store(store_dir: Path | None, create: bool = False, root: Path | None = None) -> Store:
+    """The store of --store/$CLAW_STORE, else of workspace `root` (or the cwd's): made only with `create`."""
+    from clawstore.store import Store
+
+    path = resolve_store_dir(store_dir, root) if root is not None else workspace_store_dir(store_dir, not create)
+    return Store(path, create=create)
+
+
+def never_built_message(store: Store, campaign_id: str) -> str | None:
+    """None when the campaign has a head; else why not, with the evaluated campaigns of the same runs.
+
+    A campaign named without --evaluation-profile is the runs-only one (`…__none`); users who built
+    with an evaluation profile and left it off later are told which flag they meant.
+    """
+    from clawstore.builder.buildlog import head_ref
+
+    if store.get_ref(head_ref(campaign_id)) is not None:
+        return None
+    message = f"campaign {campaign_id} has never been built in store {store.root}"
+    if campaign_id.endswith("__none"):
+        prefix = head_ref(campaign_id[: -len("none")])
+        evaluated = sorted(name[len(prefix):] for name in store.list_refs(prefix))
+        if evaluated:
+            return message + "; did you mean " + " or ".join(f"--evaluation-profile {e}" for e in evaluated) + "?"
+    return message + " (run claw build)"
+
+
+def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -> None:
+    """UsageError unless the campaign has a head (or, with `kept_apart_ok`, one imported --untrusted)."""
+    message = never_built_message(store, campaign_id)
+    if message is None:
+        return
+    if kept_apart_ok:
+        from clawstore.store.apart import kept_apart_head
+
+        if kept_apart_head(store, campaign_id) is not None:
+            return
+    raise UsageError(message)

@@ -1,0 +1,158 @@
+"""`claw build`'s no-op path: a plain rebuild whose inputs did not change is answered from its stamp
+(builder/stamp.py), and a build that completed its campaign leaves one. Also the rows a build shows."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from clawstore.costs import source_of
+from clawstore.project.places import resolve_store_dir, workspace_root
+
+if TYPE_CHECKING:
+    from clawstore.builder.engine import BuildReport
+    from clawstore.builder.stamp import Layers, Recorder
+    from clawstore.graph.plan import Node
+    from clawstore.remote.live import RemoteView
+    from clawstore.store.documents import Stamp
+
+# The layers in the order `claw status` lists them, and their names in counts.
+LAYERS = {"run": "runs", "checks": "checks", "judge": "judgements", "result": "results"}
+
+
+class Stamping(NamedTuple):
+    store_root: Path
+    digest: str  # of the request: the flags, the directory, the store (and the remote's state)
+    workspace: Path
+    remote: RemoteView | None  # --remote: the remote as it was when the digest was taken
+
+
+class Fresh(NamedTuple):
+    """A campaign whose stamp still matches: every node of it is fresh."""
+
+    campaign_id: str
+    layers: Layers
+
+    @property
+    def nodes(self) -> int:
+        return sum(n for _, kinds in self.layers for n in kinds.values())
+
+
+def stamping(cwd: Path, flags: tuple[str | None, ...], store_dir: Path | None, remote: str | None = None
+             ) -> Stamping | None:
+    """Where a build may find or leave its stamp; None outside a workspace, or when the remote cannot
+    be listed (the full path says what is wrong)."""
+    from clawstore.builder import stamp
+
+    root = workspace_root(cwd)
+    if root is None:
+        return None
+    store_root = resolve_store_dir(store_dir, root).absolute()
+    view = None
+    if remote is not None:
+        from clawstore.remote.live import view_remote
+
+        view = view_remote(root, remote)
+        if view is None:
+            return None
+        flags += ("--remote", *view.state)
+    return Stamping(store_root, stamp.request_digest(cwd, store_root, flags), root, view)
+
+
+def matching_stamp(found: Stamping) -> Stamp | None:
+    """The stamp under `found`'s digest if it still holds (with --remote: if the head this build last
+    pushed is still the remote's)."""
+    from clawstore.builder import stamp
+
+    doc = stamp.match(found.store_root, found.digest)
+    if doc is None:
+        return None
+    if found.remote is not None and found.remote.head(doc.campaign_id) != doc.head:
+        return None
+    return doc
+
+
+def fresh(found: Stamping | None) -> Fresh | None:
+    """The campaign's layers when the stamp of its last plain build still matches: nothing it depends on
+    changed since that build completed it, so every node is fresh. None: plan."""
+    from clawstore.builder import stamp
+
+    doc = None if found is None else stamp.match(found.store_root, found.digest)
+    layers = None if doc is None else stamp.layers_of(doc)
+    return None if layers is None or doc is None else Fresh(doc.campaign_id, layers)
+
+
+@contextlib.contextmanager
+def recording(found: Stamping | None) -> Iterator[Recorder | None]:
+    """What the build reads while it loads and plans (the stamp's `reads`); nothing without a stamping."""
+    if found is None:
+        yield None
+        return
+    from clawstore.builder import stamp
+
+    with stamp.recording(found.workspace, found.store_root) as reads:
+        yield reads
+
+
+def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, report: BuildReport,
+                rows: list[dict[str, Any]]) -> None:
+    """Leave a stamp after a build that completed its campaign; forget an older one otherwise. With
+    --remote, `after` is the stamping under the remote's state as this build's push left it (the one
+    taken before is stale)."""
+    from clawstore.builder import stamp
+
+    target: Stamping | None = before
+    if before.remote is not None:
+        target = after
+        if target is None or target.digest != before.digest:
+            stamp.forget(before.store_root, before.digest)
+        if target is None:
+            return
+    complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
+    openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
+    if not (complete and not openclaw
+            and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts,
+                            _layers(report))):
+        stamp.forget(target.store_root, target.digest)
+
+
+def _layers(report: BuildReport) -> Layers:
+    """Nodes per model and layer, in the order `claw status` lists them (its runs' order, then run,
+    checks, judge, result)."""
+    per_model: dict[str, Counter[str]] = {}
+    for node in [*report.runs, *(n for ev in report.evals for n in ev.nodes())]:
+        per_model.setdefault(node.address["model_id"], Counter())[node.kind] += 1
+    return [(model, {kind: kinds[kind] for kind in LAYERS if kinds[kind]}) for model, kinds in per_model.items()]
+
+
+def build_rows(report: BuildReport) -> list[dict[str, Any]]:
+    """One row per run, with its evaluation's columns when the campaign has an evaluation profile."""
+    rows = [_run_row(n) for n in report.runs]
+    evals = {e.run_address: e for e in report.evals}
+    for row in rows:
+        ev = evals.get((row["model_id"], row["case_id"], row["repetition"]))
+        if ev is not None:
+            row.update(ev.row())
+        if row["run"] == "skip" and "eval" in row:  # nothing of it was built, or evaluated, by this build
+            row.update(eval="skip", eval_status="skip", score=None, passed=None)
+    return rows
+
+
+def _run_row(node: Node) -> dict[str, Any]:
+    # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
+    record = {} if node.action == "skip" else node.record or {}
+    metrics = record.get("metrics") or {}
+    pending = bool(node.batch)  # in a provider batch: the next build collects it
+    return {
+        **node.address,
+        "run": "pending" if pending else node.action,
+        "status": record.get("status") or ("skip" if node.action == "skip" else "pending" if pending else "failed"),
+        "latency_s": metrics.get("latency_s"),
+        "cost_usd": metrics.get("cost_usd"),
+        "cost_source": source_of(metrics) if record else None,
+        "key": node.key,
+        "error": (record.get("error") or {}).get("message") or node.error,
+    }
