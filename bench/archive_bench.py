@@ -45,10 +45,10 @@ import zstandard
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawstore.store import Store  # noqa: E402
-from clawstore.store.archive import write_archive  # noqa: E402
-from clawstore.store.archive_import import import_archive  # noqa: E402
-from clawstore.store.gc import collect  # noqa: E402
 from clawstore.store.reach import head_closure  # noqa: E402
+from clawstore.store.services.archive import write_archive  # noqa: E402
+from clawstore.store.services.archive_import import import_archive  # noqa: E402
+from clawstore.store.services.gc import collect  # noqa: E402
 
 MIB = 1 << 20
 LEVEL = 3

@@ -36,7 +36,7 @@ from bench._workspace import claw, generate  # noqa: E402
 from clawstore.providers.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.buildlogs import builds_dir  # noqa: E402
-from clawstore.store.fsck import fsck  # noqa: E402
+from clawstore.store.services.fsck import fsck  # noqa: E402
 from clawstore.testing.standin import StandIn, text  # noqa: E402
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
@@ -72,7 +72,7 @@ def judge_records(store_dir: Path) -> dict[str, dict[str, Any]]:
 
 def scores(store_dir: Path, record: dict[str, Any]) -> bytes | None:
     """The canonical bytes of a judgement's scores (what the results aggregate)."""
-    from clawstore.canonical import canonical_json
+    from clawstore.values.canonical import canonical_json
 
     judgement = Store(store_dir, create=False).get_json(record["outputs"]["judgement"])
     return None if judgement.get("scores") is None else canonical_json(judgement["scores"])

@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import zstandard  # noqa: E402
 
 from bench._workspace import claw, generate  # noqa: E402
-from clawstore.canonical import canonical_json  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.headdoc import read_head_doc, write_head  # noqa: E402
 from clawstore.testing.standin import StandIn  # noqa: E402
+from clawstore.values.canonical import canonical_json  # noqa: E402
 
 BUILD = ("build", "--suite", "bench", "--run-profile", "bench", "--output", "json")
 

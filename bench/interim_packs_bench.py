@@ -22,11 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clawstore.builder.gcpause import collector_paused  # noqa: E402
+from clawstore.builder.cyclic_gc import collector_paused  # noqa: E402
 from clawstore.remote import pull, push  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
-from clawstore.store import Store, transfer  # noqa: E402
-from clawstore.store.stats import store_stats  # noqa: E402
+from clawstore.store import Store  # noqa: E402
+from clawstore.store.services import transfer  # noqa: E402
+from clawstore.store.services.stats import store_stats  # noqa: E402
 
 
 def fill(root: Path, remote: Remote, pushes: int, runs: int) -> None:

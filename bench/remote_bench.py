@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._throttle import throttled  # noqa: E402
-from clawstore.builder.gcpause import collector_paused  # noqa: E402
+from clawstore.builder.cyclic_gc import collector_paused  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.remote.pull import pull  # noqa: E402
 from clawstore.remote.push import push  # noqa: E402

@@ -31,9 +31,9 @@ import zstandard
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clawstore.durable import fsync_path  # noqa: E402
+from clawstore.host.durable import fsync_path  # noqa: E402
 from clawstore.store import Store  # noqa: E402
-from clawstore.store.codec import CHUNK  # noqa: E402
+from clawstore.store.core.codec import CHUNK  # noqa: E402
 
 LEVEL = 3
 MIB = 1 << 20

@@ -29,8 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.archive_bench import CAMPAIGN, write_head, write_run  # noqa: E402
-from clawstore.store import Store, archive, archive_import  # noqa: E402
+from clawstore.store import Store  # noqa: E402
 from clawstore.store.reach import head_closure  # noqa: E402
+from clawstore.store.services import archive, archive_import  # noqa: E402
 
 
 @contextlib.contextmanager

@@ -20,14 +20,14 @@ def test_counts_annotations_document_reads_and_store_internals(tmp_path: Path) -
         "__init__.py": "",
         "store/__init__.py": "",
         "store/face.py": "X = 1\n",
-        "store/index.py": "Y = 2\n",
+        "store/core/index.py": "Y = 2\n",
         "cli/__init__.py": "",
         "cli/run_cmd.py": "print('fine here')\n",
         "builder/__init__.py": "",
         "builder/api.py": (
             "from typing import Any\n"
             "from clawstore.store.face import X\n"
-            "from clawstore.store.index import Y, Y as Z\n"
+            "from clawstore.store.core.index import Y, Y as Z\n"
             "def build(campaign: Any, item: Any, n: int, doc: dict[str, Any]) -> Any:\n"
             "    print(doc.get('a'), doc.get(n))\n"
             "    return isinstance(campaign, int)\n"),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clawstore import jsontext
+from clawstore.values import jsontext
 
 PYTHON = json.JSONDecoder(parse_constant=jsontext._no_constant)  # what loads promised before msgspec
 

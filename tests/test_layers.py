@@ -127,8 +127,8 @@ def test_each_package_imports_what_its_row_of_the_layers_table_says() -> None:
 
 # What other layers may import of the store besides `Store` and its Protocols: ids, and the archive
 # service's own functions (a pull imports a bundle an older claw pushed, and shares its trust rule).
-STORE_FACE = {"clawstore.store", "clawstore.store.face", "clawstore.store.ids", "clawstore.store.store"}
-REMOTE_MAY_ALSO = {"clawstore.store.archive_import"}
+STORE_FACE = {"clawstore.store", "clawstore.store.face", "clawstore.store.core.ids", "clawstore.store.store"}
+REMOTE_MAY_ALSO = {"clawstore.store.services.archive_import"}
 
 
 def test_the_remote_asks_the_store_only_through_its_face() -> None:

@@ -1,4 +1,4 @@
-"""The end of a `claw` process (clawstore/process_end.py), in real child processes."""
+"""The end of a `claw` process (clawstore/host/process_end.py), in real child processes."""
 
 from __future__ import annotations
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from clawstore.builder.buildlog import head_ref
+from clawstore.builder.cyclic_gc import collector_paused
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
-from clawstore.builder.gcpause import collector_paused
 from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw, llm_probe_spec, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
-from clawstore.machine_settings import backoff_base
-from clawstore.store.apart import promote_trusted
+from clawstore.host.machine_settings import backoff_base
+from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
@@ -187,7 +187,7 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
         nodes, openclaw_specs = _plan_runs(campaign, store)
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
-        # reuse from the action cache (see clawstore/store/gc.py); run_build takes its own lease later.
+        # reuse from the action cache (see clawstore/store/services/gc.py); run_build takes its own lease later.
         with store.lease(f"plan {campaign.campaign_id}"):
             return _build_planned(request, store, options, campaign, nodes, openclaw_specs, client)
     finally:
@@ -323,7 +323,7 @@ class NodeState:
 
 def inspect_campaign(campaign: Any, store: Store, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every node's state and why it would execute (no provider call; nothing written but a killed build's
-    finished work, adopted first: store/adopt.py)."""
+    finished work, adopted first: store/core/adopt.py)."""
     with collector_paused():
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()

@@ -15,9 +15,9 @@ from clawstore.builder.api import _plan_all, _provider_client
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.batching import forget_recorded
 from clawstore.builder.buildlog import BuildLog
-from clawstore.builder.gcpause import collector_paused
+from clawstore.builder.cyclic_gc import collector_paused
 from clawstore.builder.session import BuildOptions, BuildSession
-from clawstore.machine_settings import backoff_base
+from clawstore.host.machine_settings import backoff_base
 from clawstore.store.claims import ClaimBoard
 
 if TYPE_CHECKING:

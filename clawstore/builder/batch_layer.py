@@ -18,10 +18,10 @@ from clawstore.builder import batch_doc
 from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
 from clawstore.builder.claimed import Adopted, stored_meanwhile
 from clawstore.graph.plan import Node
-from clawstore.machine_settings import batch_poll_seconds
+from clawstore.host.machine_settings import batch_poll_seconds
 from clawstore.providers.batch_api import LineAnswer
 from clawstore.providers.endpoint import Endpoint
-from clawstore.store.ids import oid_hex
+from clawstore.store.core.ids import oid_hex
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc

@@ -28,7 +28,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.runners.pricing import priced_cost
 from clawstore.runners.pricing import pricing as declared_prices
 from clawstore.store.claims import ClaimBoard
-from clawstore.store.ids import oid_from_hex, oid_hex
+from clawstore.store.core.ids import oid_from_hex, oid_hex
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

@@ -6,7 +6,6 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from clawstore.costs import PAID_KINDS, CostSum
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import utc_now
@@ -15,6 +14,7 @@ from clawstore.store.actions import reusable
 from clawstore.store.buildlogs import build_log_path, write_build_log
 from clawstore.store.documents import COUNTERS, TOKEN_METRICS, BuildLogDoc
 from clawstore.store.headdoc import read_head_doc, write_head
+from clawstore.values.costs import PAID_KINDS, CostSum
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

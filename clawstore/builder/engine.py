@@ -16,9 +16,9 @@ from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
-from clawstore.process_end import sigterm_interrupts
+from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
-from clawstore.store.leftovers import remove_leftovers
+from clawstore.store.core.leftovers import remove_leftovers
 
 if TYPE_CHECKING:
     from clawstore.builder.eval_layer import EvalLayer, RunEvaluation
@@ -101,11 +101,11 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
     stale, fresh = partition(run_nodes, options.force)
     try:
-        # Group commit: one durability barrier per window (store/batch.py) instead of one per node.
+        # Group commit: one durability barrier per window (store/core/batch.py) instead of one per node.
         with store.lease(f"build {log.build_id}"), session.claims, store.group_commit():
             remove_leftovers(store)  # temp files and leases of killed writers
             report.orphans = _stop_orphans(store)  # containers killed builds left running
-            store.keep_reserve()  # room for what is paid when the disk fills up (store/reserve.py)
+            store.keep_reserve()  # room for what is paid when the disk fills up (store/core/reserve.py)
             if stale or eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
             for node in fresh:

@@ -16,13 +16,13 @@ from clawstore.builder.execute import execute_nodes, partition
 from clawstore.builder.lanes import Lane
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
-from clawstore.costs import CostSum
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
 from clawstore.graph.plan import Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient

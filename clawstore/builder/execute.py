@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from clawstore.builder.claimed import Adopted, claimed
-from clawstore.builder.gcpause import resume_collector
+from clawstore.builder.cyclic_gc import resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.scheduler import Later, Outcome, run_tasks
 from clawstore.builder.unstored import NotStarted, Stored, UnstoredAnswer, is_store_failure

@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from clawstore.builder.lanes import Wait
-from clawstore.costs import PAID_KINDS, CostSum, source_of
 from clawstore.graph.plan import Node, address_id
+from clawstore.values.costs import PAID_KINDS, CostSum, source_of
 
 MODES = ("auto", "live", "plain", "json", "none")
 _REASON_WIDTH = 160

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clawstore.builder.progress import BuildProgress, wait_text
-from clawstore.costs import CostSum
+from clawstore.values.costs import CostSum
 
 REFRESH_PER_SECOND = 4
 

@@ -30,7 +30,7 @@ import blake3
 
 from clawstore import __version__
 from clawstore.errors import UsageError
-from clawstore.process_end import leave_to_exit
+from clawstore.host.process_end import leave_to_exit
 from clawstore.providers.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class _ChatWorker:
     """Lives on one Ray node: one provider client (one connection pool) for that node."""
 
     def __init__(self) -> None:
-        from clawstore.machine_settings import backoff_base
+        from clawstore.host.machine_settings import backoff_base
         from clawstore.providers import ProviderClient
 
         self.client = ProviderClient(backoff_base=backoff_base())  # this node's environment
@@ -114,10 +114,10 @@ def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[Op
     """A Ray task: one OpenClaw run on this node's container engine, against a scratch store holding
     the agent's workspace (`objects`). Returns the outcome and the content of every object the run
     stored; the driver stores each and checks it hashes to its id."""
+    from clawstore.host.scratch import scratch_dir
     from clawstore.runners.openclaw import run_openclaw
-    from clawstore.scratch import scratch_dir
     from clawstore.store import Store
-    from clawstore.store.runtime import drop_runtime
+    from clawstore.store.core.runtime import drop_runtime
 
     with scratch_dir("claw-ray-openclaw-") as tmp:
         store = Store(Path(tmp) / "store")
@@ -223,6 +223,6 @@ class RayClient:
 
     def close(self) -> None:
         # The actors stay for the next build (idle, no CPU reserved). In the `claw` program the
-        # process's end closes the connection, a quarter of a second sooner (clawstore/process_end.py).
+        # process's end closes the connection, a quarter of a second sooner (clawstore/host/process_end.py).
         if self._owns_connection and not leave_to_exit():
             self._ray.shutdown()

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
+from clawstore.host.scratch import remove_tree, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
-from clawstore.scratch import remove_tree, scratch_dir
 from clawstore.store.documents import TOKEN_METRICS
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def llm_probe_spec(node: Node) -> LlmProbeSpec:
 
 def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: ChatClient,
                       build_id: str) -> tuple[str, dict[str, Any]]:
-    from clawstore.run_limits import workspace_problem
+    from clawstore.host.run_limits import workspace_problem
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
     from clawstore.store.trees import empty_tree

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.progress import BuildProgress, QuietProgress
-from clawstore.costs import CostSum
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.buildlog import BuildLog

@@ -140,7 +140,7 @@ def _with_parents(paths: set[str], root: str) -> set[str]:
 
 
 def store_state(store_root: Path) -> list[list[str]]:
-    from clawstore.store.layout import StoreLayout
+    from clawstore.store.core.layout import StoreLayout
 
     layout = StoreLayout(store_root)
     return [sorted(os.listdir(path)) if path.is_dir() else [] for path in (layout.index, layout.packs)]
@@ -159,7 +159,7 @@ def _read_ref(store_root: Path, name: str) -> str | None:
 
 def _marker_ok(store_root: Path) -> bool:
     from clawstore.errors import ClawError
-    from clawstore.store.layout import FORMAT_VERSION, read_format
+    from clawstore.store.core.layout import FORMAT_VERSION, read_format
 
     try:
         return read_format(store_root) == FORMAT_VERSION
@@ -174,8 +174,8 @@ def _stamp_path(store_root: Path, digest: str) -> Path:
 # ------------------------------------------------------------------------------------ write, match
 
 def _kept_apart(store_root: Path) -> bool:
-    """Imports kept apart as untrusted: a build may move them in first (store/apart.py)."""
-    from clawstore.store.layout import StoreLayout
+    """Imports kept apart as untrusted: a build may move them in first (store/untrusted.py)."""
+    from clawstore.store.core.layout import StoreLayout
 
     directory = StoreLayout(store_root).refs / "untrusted"
     return directory.is_dir() and any(directory.iterdir())
@@ -208,8 +208,8 @@ def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows
     doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
                 code=code_digest(), store=store_state(store_root), rows=rows,
                 counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
-    from clawstore.durable import write_file_atomic
-    from clawstore.store.layout import StoreLayout
+    from clawstore.host.durable import write_file_atomic
+    from clawstore.store.core.layout import StoreLayout
 
     path = _stamp_path(store_root, digest)
     try:

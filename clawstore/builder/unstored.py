@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from clawstore.costs import CostSum
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
-from clawstore.machine_settings import store_retry_seconds
-from clawstore.store.reserve import is_space_error
+from clawstore.host.machine_settings import store_retry_seconds
+from clawstore.store.core.reserve import is_space_error
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.buildlog import BuildLog

@@ -12,9 +12,10 @@ import sys
 
 import click
 
-from clawstore import __version__, process_end
+from clawstore import __version__
 from clawstore.cli.unused_imports import skip_unused_imports
 from clawstore.errors import ClawError, StoreError, UsageError, one_line
+from clawstore.host import process_end
 
 COMMAND_MODULES = [
     "clawstore.cli.validate_cmd",
@@ -83,7 +84,7 @@ def main() -> None:
 def entry() -> None:
     """The `claw` program (its console script, and `python -m clawstore.cli`): main(), without the
     imports it never needs (cli/unused_imports.py), ending the process quickly when a command left
-    teardown to its end (clawstore/process_end.py)."""
+    teardown to its end (clawstore/host/process_end.py)."""
     process_end.claim_program()
     skip_unused_imports()
     try:

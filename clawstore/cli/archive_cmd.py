@@ -33,7 +33,7 @@ def export_command(suite: str, run_profile: str, evaluation_profile: str | None,
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def verify_command(file: Path) -> None:
     """Check every byte of an archive (every object's hash, the member list, the seal)."""
-    from clawstore.store.archive import verify_archive
+    from clawstore.store.services.archive import verify_archive
 
     summary = verify_archive(file)
     campaign = (summary.manifest.get("campaign") or {}).get("id")
@@ -46,7 +46,7 @@ def verify_command(file: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the archive's manifest as JSON.")
 def ls_command(file: Path, as_json: bool) -> None:
     """Show what an archive holds (from its manifest; `claw archive verify` checks the contents)."""
-    from clawstore.store.archive import read_manifest
+    from clawstore.store.services.archive import read_manifest
 
     manifest = read_manifest(file)
     if as_json:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from clawstore.cli.common import format_table
-from clawstore.costs import CostSum
 from clawstore.project.stamping import LAYERS
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.api import NodeState

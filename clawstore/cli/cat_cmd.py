@@ -11,7 +11,7 @@ import click
 
 from clawstore.cli.common import store_option
 from clawstore.cli.store_access import existing_object, open_store_of, os_errors
-from clawstore.store.codec import CHUNK
+from clawstore.store.core.codec import CHUNK
 
 _VERIFY_FIRST_MAX = 64 << 20  # cat buffers (verified) objects up to this size; larger ones: two passes
 

@@ -78,7 +78,7 @@ def _unsaid(_line: str) -> None:
 
 def existing_store_root(store_dir: Path | None) -> Path:
     """The store a reading command uses; StoreError "no store at ..." (exit 3) when there is none: never made."""
-    from clawstore.store.migrate import open_layout
+    from clawstore.store.services.migrate import open_layout
 
     root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)

@@ -10,8 +10,8 @@ import click
 from clawstore.cli.common import store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.errors import UsageError
-from clawstore.store.fsck import fsck as run_fsck
-from clawstore.store.layout import check_marker
+from clawstore.store.core.layout import check_marker
+from clawstore.store.services.fsck import fsck as run_fsck
 
 
 @click.command("fsck")

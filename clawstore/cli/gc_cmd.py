@@ -23,7 +23,7 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
 
     Safe while builds run: it keeps what they wrote and everything the action cache names until they end.
     """
-    from clawstore.store.gc import parse_duration
+    from clawstore.store.services.gc import parse_duration
 
     grace_s = parse_duration(grace)
     collected = store_project(store_dir).gc(grace_s, dry_run)

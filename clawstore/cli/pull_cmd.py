@@ -23,7 +23,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
                  evaluation_profile: str | None, pin: str | None, untrusted: bool, progress: str,
                  store_dir: Path | None) -> None:
     """Fetch what this store lacks from REMOTE (verified before it becomes visible), then its refs."""
-    from clawstore.builder.gcpause import collector_paused
+    from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.pull import pull

@@ -20,7 +20,7 @@ from clawstore.cli.transfer_options import ENDPOINT, PROGRESS, narrow, ref_names
 def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_profile: str | None,
                  evaluation_profile: str | None, pin: str | None, progress: str, store_dir: Path | None) -> None:
     """Send what REMOTE lacks (whole packs), then move its refs by compare-and-swap."""
-    from clawstore.builder.gcpause import collector_paused
+    from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.remote.config import resolve_remote
     from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.push import push

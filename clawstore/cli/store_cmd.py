@@ -9,7 +9,7 @@ import click
 
 from clawstore.cli.common import store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
-from clawstore.store.stats import store_stats
+from clawstore.store.services.stats import store_stats
 
 
 @click.group("store")
@@ -44,7 +44,7 @@ def stats_cmd(as_json: bool, store_dir: Path | None) -> None:
 @os_errors
 def migrate_cmd(store_dir: Path | None) -> None:
     """Convert a format-1 store to format 2 (any command does it on first open); safe to interrupt."""
-    from clawstore.store.migrate import migrate
+    from clawstore.store.services.migrate import migrate
 
     report = migrate(workspace_store_dir(store_dir))
     if not report.migrated:

@@ -38,7 +38,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     from clawstore.report.view_data import collect
     from clawstore.report.view_page import write_page
     from clawstore.store import Store
-    from clawstore.store.migrate import open_layout
+    from clawstore.store.services.migrate import open_layout
 
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = workspace_store_dir(store_dir, must_exist=True)

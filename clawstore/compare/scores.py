@@ -49,7 +49,7 @@ def resolve_side(store: StoreReader, name: str) -> tuple[str, str, str | None]:
             continue
         if target:
             return prefix + name, str(target), None
-    from clawstore.store.apart import kept_apart_head
+    from clawstore.store.untrusted import kept_apart_head
 
     campaign = name.removeprefix("campaigns/")
     apart = kept_apart_head(store, campaign)

@@ -27,7 +27,7 @@ from clawstore.config.references import split_root
 from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError
-from clawstore.run_limits import workspace_problem
+from clawstore.host.run_limits import workspace_problem
 
 T = TypeVar("T", bound=BaseModel)
 

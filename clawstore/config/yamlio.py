@@ -13,7 +13,7 @@ from clawstore.config.error_text import yaml_type
 from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_CHARS
 from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
 from clawstore.errors import quoted
-from clawstore.jsontext import without_lone_surrogates
+from clawstore.values.jsontext import without_lone_surrogates
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
     _Base: type = yaml.CSafeLoader

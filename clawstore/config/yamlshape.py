@@ -14,7 +14,7 @@ import re
 import yaml
 
 from clawstore.config.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH
-from clawstore.jsontext import nests_deeper_than
+from clawstore.values.jsontext import nests_deeper_than
 
 
 class ShapeProblem(Exception):

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.canonical import field_values
 from clawstore.evaluate.evidence import DIMENSIONS
 from clawstore.evaluate.judge import JUDGE_STATUSES, JudgeIteration
 from clawstore.evaluate.judge_contract import JudgeScores
+from clawstore.values.canonical import field_values
 
 METHODS = ("median", "mean", "majority_vote", "all_pass")
 RESULT_FORMAT_VERSION = 1

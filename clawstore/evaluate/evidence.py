@@ -3,7 +3,7 @@
 The evaluation functions never touch the store: the build layer adapts the store's captured trees
 to these two small protocols. `DictSandboxFiles` / `DictWorkspaceFiles` are plain in-memory
 implementations (tests, and small callers). A run may leave files of up to the tree limit (1 GiB,
-run_limits.py): checks and the judge's excerpts read them as streams (`open`), a chunk at a time
+host/run_limits.py): checks and the judge's excerpts read them as streams (`open`), a chunk at a time
 (`read_head`, `stream_contains`), never whole.
 """
 
@@ -15,8 +15,8 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
-from clawstore import jsontext
-from clawstore.jsontext import json_objects_in
+from clawstore.values import jsontext
+from clawstore.values.jsontext import json_objects_in
 
 DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 

@@ -1,7 +1,7 @@
 """Python hook checks, run confined like `exec_shell` (docs/evaluation.md, "What a hook may read").
 
 Both `path` and `import_path` hooks are gated by `security_policy.allow_local_python_hooks`.
-The child runs under bubblewrap (clawstore/confine.py): its own pid namespace and /proc (the
+The child runs under bubblewrap (clawstore/host/confine.py): its own pid namespace and /proc (the
 harness's /proc/<pid>/environ does not exist there), no network unless the policy allows it, a
 cleared environment, and a filesystem of read-only views of only the Python runtime, the case
 directory (its working directory) and, for `import_path` hooks, the folder the module is found in,
@@ -23,8 +23,9 @@ from typing import Any
 
 import blake3
 
-from clawstore import bounded_output, jsontext
-from clawstore.confine import (
+from clawstore.evaluate.specs import case_path_name, resolve_case_path
+from clawstore.host import bounded_output
+from clawstore.host.confine import (
     NOBODY,
     SHELL_PATH,
     bwrap_exe,
@@ -34,7 +35,7 @@ from clawstore.confine import (
     privileged,
     runtime_binds,
 )
-from clawstore.evaluate.specs import case_path_name, resolve_case_path
+from clawstore.values import jsontext
 
 DEFAULT_HOOK_TIMEOUT_S = 30.0
 HOOKS_DISABLED_MESSAGE = (

@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore.canonical import field_values
 from clawstore.errors import ClawError, ConfigError
 from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, parse_judge_response
 from clawstore.evaluate.redact import redact_text, redact_value
 from clawstore.evaluate.specs import plain
+from clawstore.values.canonical import field_values
 
 DEFAULT_JUDGE_ATTEMPTS = 3
 JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawstore import jsontext
-from clawstore.canonical import field_values
 from clawstore.evaluate.evidence import DIMENSIONS
-from clawstore.jsontext import first_json_object
+from clawstore.values import jsontext
+from clawstore.values.canonical import field_values
+from clawstore.values.jsontext import first_json_object
 
 SCORE_MIN, SCORE_MAX = 0.0, 10.0
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.S)

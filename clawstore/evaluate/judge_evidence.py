@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from clawstore import jsontext
 from clawstore.evaluate.evidence import (
     SandboxFiles,
     WorkspaceFiles,
@@ -30,6 +29,7 @@ from clawstore.evaluate.evidence import (
     visible_text,
 )
 from clawstore.evaluate.redact import redact_value
+from clawstore.values import jsontext
 
 FINAL_OUTPUT_LIMIT = 12_000
 EXCERPT_LIMIT = 4_000

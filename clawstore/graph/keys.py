@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from clawstore.canonical import canonical_json
-from clawstore.store.ids import oid_of
+from clawstore.store.core.ids import oid_of
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import CampaignItem

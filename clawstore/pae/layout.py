@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clawstore import jsontext
 from clawstore.errors import quoted
+from clawstore.values import jsontext
 
 
 class PaeFileError(Exception):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
-    from clawstore.store.archive import ArchiveSummary
+    from clawstore.store.services.archive import ArchiveSummary
     from clawstore.store.store import Store
 
 Say = Callable[[str], None]
@@ -128,7 +128,7 @@ class Project:
 
     def exists(self, root: Path) -> bool:
         """Would opening the store create it?"""
-        from clawstore.store.layout import FORMAT_FILE
+        from clawstore.store.core.layout import FORMAT_FILE
 
         return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
 
@@ -141,9 +141,9 @@ class Project:
 
     @functools.cached_property
     def campaign(self) -> Campaign:
-        """The campaign the request names, its configs loaded (the cyclic collector paused: builder/gcpause.py)."""
+        """The campaign the request names, its configs loaded (the cyclic collector paused: builder/cyclic_gc.py)."""
         from clawstore.builder.api import load_campaign
-        from clawstore.builder.gcpause import collector_paused
+        from clawstore.builder.cyclic_gc import collector_paused
 
         with collector_paused():
             campaign = load_campaign(self.request)
@@ -189,7 +189,7 @@ class Project:
 
     def dry_run(self, force: bool, from_stamp: bool, remote: bool = False) -> stamping.Fresh | Inspection:
         """`build --dry-run`: what would execute (`from_stamp`: a matching stamp answers, all fresh)."""
-        from clawstore.machine_settings import check_build_settings
+        from clawstore.host.machine_settings import check_build_settings
 
         check_build_settings(remote=remote)
         found = None if force or not from_stamp else self.fresh()
@@ -246,7 +246,7 @@ class Project:
         did not change is answered from its stamp; with --remote, when the remote did not change either)."""
         from clawstore.builder.api import build
         from clawstore.builder.engine import BuildOptions
-        from clawstore.machine_settings import check_build_settings
+        from clawstore.host.machine_settings import check_build_settings
 
         s = settings
         check_build_settings(remote=s.remote is not None)

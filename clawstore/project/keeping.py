@@ -13,9 +13,9 @@ from clawstore.project.places import require_built, workspace_store_dir
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
-    from clawstore.store.archive import ArchiveSummary
-    from clawstore.store.archive_import import ImportReport
-    from clawstore.store.gc import GcReport
+    from clawstore.store.services.archive import ArchiveSummary
+    from clawstore.store.services.archive_import import ImportReport
+    from clawstore.store.services.gc import GcReport
     from clawstore.store.store import Store
 
 PIN_PREFIX = "pins/"
@@ -31,8 +31,8 @@ class Collected:
 
 
 def collect_garbage(store: Store, grace_s: float, dry_run: bool) -> Collected:
-    """Delete what no ref reaches (store/gc.py); then stop containers killed builds left running."""
-    from clawstore.store.gc import collect
+    """Delete what no ref reaches (store/services/gc.py); then stop containers killed builds left running."""
+    from clawstore.store.services.gc import collect
 
     report = collect(store, grace_s=grace_s, dry_run=dry_run)
     if dry_run or not (store.root / "containers").is_dir():  # (no build recorded any: not worth the imports)
@@ -52,7 +52,7 @@ class Pinned:
 
 def pin(store: Store, campaign_id: str, name: str, force: bool) -> Pinned:
     """Ref pins/NAME -> the campaign's head now (later builds do not move it)."""
-    from clawstore.builder.closure import campaign_head
+    from clawstore.builder.campaign_archive import campaign_head
     from clawstore.store import RefConflict
     from clawstore.store.refs import check_ref_name
 
@@ -100,7 +100,7 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
 
 def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
     """Write the campaign's configs, head, records, inputs and outputs into one file."""
-    from clawstore.builder.closure import export_campaign
+    from clawstore.builder.campaign_archive import export_campaign
 
     require_built(store, campaign.campaign_id)
     if output.parent and not output.parent.is_dir():
@@ -119,9 +119,9 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
                    untrusted: bool) -> Imported:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the
     store (with `configs_to`: by default DIR/store; `write_configs` then writes the workspace)."""
-    from clawstore.builder.closure import adopt_imported_head, campaign_archive_check, configs_of
-    from clawstore.store.archive_import import import_into, import_target_problem
-    from clawstore.store.names import check_name
+    from clawstore.builder.campaign_archive import adopt_imported_head, campaign_archive_check, configs_of
+    from clawstore.store.core.names import check_name
+    from clawstore.store.services.archive_import import import_into, import_target_problem
 
     # Every precondition before anything is written.
     pin_refs = [PIN_PREFIX + check_name(p, "--pin") for p in pins]

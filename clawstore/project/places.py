@@ -40,7 +40,7 @@ def workspace_store_dir(store_dir: Path | None, must_exist: bool = False) -> Pat
     claw looked for and where (as build and validate do: config/references.py) instead of "no store"."""
     from clawstore.config.references import no_workspace_message
     from clawstore.errors import StoreError
-    from clawstore.store.layout import FORMAT_FILE
+    from clawstore.store.core.layout import FORMAT_FILE
 
     root = workspace_root(Path.cwd())  # (no configs/ above: the store still defaults to ./store)
     path = resolve_store_dir(store_dir, root)
@@ -83,7 +83,7 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
     if message is None:
         return
     if kept_apart_ok:
-        from clawstore.store.apart import kept_apart_head
+        from clawstore.store.untrusted import kept_apart_head
 
         if kept_apart_head(store, campaign_id) is not None:
             return

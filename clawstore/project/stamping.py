@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from clawstore.costs import source_of
 from clawstore.project.places import resolve_store_dir, workspace_root
+from clawstore.values.costs import source_of
 
 if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport

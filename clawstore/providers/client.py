@@ -19,13 +19,13 @@ from typing import Any
 
 import httpx
 
-from clawstore import jsontext
-from clawstore.machine_settings import BACKOFF_CAP_S
+from clawstore.host.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import Usage
+from clawstore.values import jsontext
 
 log = logging.getLogger(__name__)
 

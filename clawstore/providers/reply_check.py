@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawstore.bounds import MAX_REPLY_COST_USD, MAX_REPLY_TOKENS, amount_problem, count_problem
+from clawstore.values.bounds import MAX_REPLY_COST_USD, MAX_REPLY_TOKENS, amount_problem, count_problem
 
 # Usage fields holding token counts, as OpenAI / OpenRouter name them (details nested one level).
 TOKEN_PATHS = (

@@ -5,7 +5,7 @@ Layout under `<store>/manifest/heads/`:
                                  results, nodes), made by the same flattening `claw report` uses
     current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now,
                                  and {"untrusted": {campaign_id: {"head": hex, "signer": key}}}: heads
-                                 imported with --untrusted and kept apart (store/apart.py)
+                                 imported with --untrusted and kept apart (store/untrusted.py)
 A head object is immutable, so its directory is written once; `current.json` is replaced atomically
 under the manifest's index lock, by whoever last read the refs. The plain views read only the
 directories `current.json` names, so they hold exactly the rows `claw report` shows.
@@ -23,9 +23,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 
-from clawstore import jsontext
-from clawstore.durable import write_file_atomic
 from clawstore.errors import MissingObjectError, StoreError
+from clawstore.host.durable import write_file_atomic
 from clawstore.query import copied, segments
 from clawstore.query.rows import (
     Flattened,
@@ -43,6 +42,7 @@ from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
 from clawstore.store.documents import metrics_problem
 from clawstore.store.face import ObjectReader, StoreReader
 from clawstore.store.headdoc import inline_or_none
+from clawstore.values import jsontext
 
 CAMPAIGN_REFS = "campaigns/"
 Warn = Callable[[str], None]
@@ -105,7 +105,7 @@ def wanted_untrusted(store: StoreReader) -> dict[str, tuple[str, str]]:
     """{campaign_id: (head object id, signer)} of the campaign heads kept apart right now."""
     if not store.list_refs("untrusted/"):
         return {}  # the usual case: nothing was imported with --untrusted
-    from clawstore.store.apart import kept_apart_heads
+    from clawstore.store.untrusted import kept_apart_heads
 
     return kept_apart_heads(store)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from clawstore.jsontext import without_lone_surrogates
+from clawstore.values.jsontext import without_lone_surrogates
 
 CHUNK = 4096
 # msgspec writes the rows of a 40,000-node campaign in a ninth of the time json.dumps took (0.32 s

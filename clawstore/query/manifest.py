@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.host.durable import write_file_atomic
 from clawstore.query import copied, segments
 from clawstore.query.heads import (
     BuildRows,
@@ -39,7 +39,7 @@ from clawstore.query.heads import (
 from clawstore.query.rows import Row, build_context
 from clawstore.query.schema import PHYSICAL
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
-from clawstore.store.layout import StoreLayout
+from clawstore.store.core.layout import StoreLayout
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader

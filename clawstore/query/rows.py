@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 import blake3
 
-from clawstore.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
 from clawstore.query.schema import (
     CHECK_FIELDS,
     DIMENSIONS,
@@ -28,6 +27,7 @@ from clawstore.query.schema import (
 )
 from clawstore.store.documents import COUNTERS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
+from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]

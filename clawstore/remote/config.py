@@ -22,8 +22,8 @@ from urllib.parse import urlparse
 import yaml
 
 from clawstore.config.yamlio import YamlProblem, load_mapping
-from clawstore.durable import write_file_atomic
 from clawstore.errors import ConfigError, UsageError, utf8_argument
+from clawstore.host.durable import write_file_atomic
 from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, url_problem
 
 WORKSPACE_FILE = "claw.yaml"

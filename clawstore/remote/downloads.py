@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from clawstore.store.ids import file_digest
+from clawstore.store.core.ids import file_digest
 
 
 class Downloads:

@@ -23,9 +23,9 @@ from typing import Any
 
 import blake3
 
-from clawstore import jsontext
 from clawstore.errors import UsageError
-from clawstore.store.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.core.ids import PREFIX, is_hex64, is_oid
+from clawstore.values import jsontext
 
 FORMAT = 3
 FORMATS = (2, FORMAT)  # the listings of packs; one without a format is a bundle's

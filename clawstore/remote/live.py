@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from clawstore.errors import ClawError
-from clawstore.machine_settings import remote_push_interval
+from clawstore.host.machine_settings import remote_push_interval
 from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote, resolve_remote
 from clawstore.remote.pull import pull_for_plan

@@ -2,7 +2,7 @@
 the entries, then the refs.
 
 Pull checks who signed each ref's value and each listing before fetching anything, downloads the
-packs holding objects this store lacks, checks each whole (store/transfer.py: every object hashed
+packs holding objects this store lacks, checks each whole (store/services/transfer.py: every object hashed
 before anything becomes visible; a pack is all or nothing) and moves it into the store as it is; then
 it adds the listings' entries that verify against their input documents, then fast-forwards each
 local ref that did not move since the last sync. Of two records for one key, a reusable one wins
@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from clawstore.errors import UsageError
+from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
 from clawstore.remote.config import Remote
@@ -36,10 +37,15 @@ from clawstore.remote.sync import (
     remote_content,
     tracking_ref,
 )
-from clawstore.scratch import writer_scratch_dir
 from clawstore.store import PackCheckError, Transfer
-from clawstore.store.archive_import import ArchiveContents, archive_signer, import_archive, untrusted_why, user_trusts
-from clawstore.store.ids import PREFIX, is_oid
+from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.services.archive_import import (
+    ArchiveContents,
+    archive_signer,
+    import_archive,
+    untrusted_why,
+    user_trusts,
+)
 
 SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3: each in parallel parts)
 
@@ -226,7 +232,7 @@ class _Pull:
 
     def _fetch_bundles(self, bundles: list[str]) -> None:
         """Bundles pushed by an older claw: each is downloaded and its signer checked before any is
-        imported, then imported whole (store/archive_import.py)."""
+        imported, then imported whole (store/services/archive_import.py)."""
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             with ThreadPoolExecutor(max_workers=WORKERS) as pool:
                 targets = list(pool.map(lambda b: self._download_bundle(b, tmp), bundles))
@@ -280,7 +286,7 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
          progress: TransferProgress | None = None) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
-    `untrusted`: packs signed by a key the user does not trust are kept apart (store/apart.py) and,
+    `untrusted`: packs signed by a key the user does not trust are kept apart (store/untrusted.py) and,
     if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
     without --untrusted refuses them again instead of moving refs onto them. `progress`: told of the
     packs planned and the bytes as they arrive (remote/progress.py)."""

@@ -24,10 +24,10 @@ from typing import Any
 
 import blake3
 
-from clawstore import process_end
-from clawstore.canonical import canonical_json
-from clawstore.durable import write_file_atomic
 from clawstore.errors import UsageError
+from clawstore.host import process_end
+from clawstore.host.durable import write_file_atomic
+from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
@@ -45,9 +45,9 @@ from clawstore.remote.sync import (
     remote_content,
     tracking_ref,
 )
-from clawstore.scratch import writer_scratch_dir
 from clawstore.store import Transfer
-from clawstore.store.ids import PREFIX, file_digest, oid_of
+from clawstore.store.core.ids import PREFIX, file_digest, oid_of
+from clawstore.values.canonical import canonical_json
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
 

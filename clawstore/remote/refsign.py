@@ -18,11 +18,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from clawstore import jsontext
 from clawstore.errors import UsageError
+from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote.backends import Backend
-from clawstore.scratch import writer_scratch_dir
-from clawstore.store.ids import PREFIX
+from clawstore.store.core.ids import PREFIX
+from clawstore.values import jsontext
 
 SIGS = "refsigs/"
 KIND = "remote-ref"

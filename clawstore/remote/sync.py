@@ -3,7 +3,7 @@ listings as one side reads them, the names, the report.
 
 Remote layout (under the remote's prefix):
 
-    packs/<hex>.pack      a sealed pack (store/packfile.py), named by the BLAKE3 of its bytes
+    packs/<hex>.pack      a sealed pack (store/core/packfile.py), named by the BLAKE3 of its bytes
     packs/<hex>.ids       its listing, signed by the pusher (remote/listing.py: one line of signed
                           JSON naming the pack, its size and the BLAKE3 of the raw ids and entries
                           that follow); written after the pack, so a listing always names a
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore.durable import temp_name
 from clawstore.errors import UsageError
+from clawstore.host.durable import temp_name
 from clawstore.remote import listing
 from clawstore.remote.backends import Backend
 from clawstore.remote.config import Remote
-from clawstore.store.ids import is_hex64
+from clawstore.store.core.ids import is_hex64
 
 if TYPE_CHECKING:
     from clawstore.store import Transfer

@@ -13,8 +13,6 @@ from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
-from clawstore.canonical import field_values
-from clawstore.costs import PAID_KINDS, CostSum
 from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.heads import materialised_rows, stored_rows
 from clawstore.query.rows import Row
@@ -29,6 +27,8 @@ from clawstore.report.stats import (
     thresholds,
 )
 from clawstore.store.headdoc import read_head_doc
+from clawstore.values.canonical import field_values
+from clawstore.values.costs import PAID_KINDS, CostSum
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
@@ -47,7 +47,7 @@ class ReportRow:
     score: float | None
     passed: bool | None
     latency_s: float | None
-    run_cost: CostSum  # of the row's runs (reported, priced, unknown: clawstore/costs.py)
+    run_cost: CostSum  # of the row's runs (reported, priced, unknown: clawstore/values/costs.py)
     eval_cost: CostSum  # of their judgements (checks and results cost nothing)
     status: str
     problems: list[str] = field(default_factory=list)
@@ -247,7 +247,7 @@ def load_head(store: StoreReader, campaign_id: str) -> tuple[str, Mapping[str, A
     head_id = store.get_ref(ref)
     signer = None
     if not head_id:
-        from clawstore.store.apart import kept_apart_head
+        from clawstore.store.untrusted import kept_apart_head
 
         apart = kept_apart_head(store, campaign_id)
         if apart is None:

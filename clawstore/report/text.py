@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clawstore.costs import CostSum
 from clawstore.report.data import CampaignReport
 from clawstore.stats.intervals import Interval
+from clawstore.values.costs import CostSum
 
 
 def _score(value: float | None) -> str:

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clawstore.costs import CostSum, source_of
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.store.documents import HeadNode, Metrics
 from clawstore.store.headdoc import read_head
+from clawstore.values.costs import CostSum, source_of
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from clawstore.durable import atomic_file
 from clawstore.errors import UsageError
+from clawstore.host.durable import atomic_file
 from clawstore.report.view_data import ViewData
 
 _MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY|CLAW_DETAILS")

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawstore import jsontext
 from clawstore.providers import (
     ChatResult,
     Endpoint,
@@ -30,6 +29,7 @@ from clawstore.providers import (
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
+from clawstore.values import jsontext
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawstore.costs import PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
+from clawstore.values.costs import PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
 
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 PER_MILLION = 1e6

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from clawstore import bounded_output
-from clawstore.confine import (
+from clawstore.host import bounded_output
+from clawstore.host.confine import (
     NOBODY,
     RUNTIME_DIRS,
     SHELL_PATH,
@@ -33,7 +33,7 @@ from clawstore.confine import (
     privileged,
     runtime_binds,
 )
-from clawstore.run_limits import MAX_WORKSPACE_BYTES
+from clawstore.host.run_limits import MAX_WORKSPACE_BYTES
 
 WORKDIR = "/work"
 OUTPUT_LIMIT = 64 * 1024
@@ -156,7 +156,7 @@ class Sandbox:
         return resolve_path(self.root, path)
 
     def shell_command(self, command: str, network: bool) -> list[str]:
-        """The bwrap argv that runs `command` with the sandbox as `/` (confinement: clawstore/confine.py)."""
+        """The bwrap argv that runs `command` with the sandbox as `/` (confinement: clawstore/host/confine.py)."""
         argv = [bwrap_exe(), "--bind", str(self.root), "/", *runtime_binds(SYSTEM_DIRS), *namespace_args(network),
                 "--chdir", WORKDIR, "--setenv", "PATH", SHELL_PATH, "--setenv", "HOME", WORKDIR,
                 "--setenv", "LANG", "C.UTF-8", "--", *drop_privileges()]

@@ -5,7 +5,7 @@ counts are the build's. Tokens, cost and time are estimated per node from the st
 the same model on the same case when it was run before; otherwise the model's observed input tokens
 per prompt character and its mean output; otherwise conservative defaults. Cost: the provider's
 reported cost in that history when there is one (`reported`), else the `pricing` the suite model (or
-judge) declares (`priced`), else `unknown` (clawstore/costs.py: the sources a build's records carry).
+judge) declares (`priced`), else `unknown` (clawstore/values/costs.py: the sources a build's records carry).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
-from clawstore.costs import PRICED, REPORTED, UNKNOWN, CostSum
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
+from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign, CampaignItem

@@ -3,6 +3,9 @@
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
 """
 
+from clawstore.store.core.ids import BadObjectIdError, check_oid, is_oid, oid_of
+from clawstore.store.core.locks import LeaseInfo
+from clawstore.store.core.packfile import PackCheckError
 from clawstore.store.face import (
     ActionCache,
     ActionReader,
@@ -13,9 +16,6 @@ from clawstore.store.face import (
     StoreReader,
     Transfer,
 )
-from clawstore.store.ids import BadObjectIdError, check_oid, is_oid, oid_of
-from clawstore.store.locks import LeaseInfo
-from clawstore.store.packfile import PackCheckError
 from clawstore.store.refs import ANY, RefConflict
 from clawstore.store.store import Store
 from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError

@@ -12,13 +12,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from clawstore import jsontext
 from clawstore.errors import ClawError, MissingObjectError, StoreError
-from clawstore.store.batch import Pending, commit
-from clawstore.store.ids import PREFIX, check_oid, is_oid, oid_hex
+from clawstore.store.core.batch import Pending, commit
+from clawstore.store.core.ids import PREFIX, check_oid, is_oid, oid_hex
+from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 
 def key_digest(key: str) -> bytes:

@@ -20,7 +20,7 @@ and at its end; keys sorted, no whitespace):
                  "cost_usd": 0.0, "cost_reported": 0, "cost_priced": 0, "cost_unknown": 0}}
 
 `metrics.cost_usd` is the known part of what the build's runs and judgements cost; `cost_reported`,
-`cost_priced` and `cost_unknown` count them per cost source (clawstore/costs.py; logs written before
+`cost_priced` and `cost_unknown` count them per cost source (clawstore/values/costs.py; logs written before
 sources were kept have none).
 
 `nodes` lists only what the build executed, failed or skipped: what it reused is in its head (format 1
@@ -33,11 +33,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clawstore.durable import write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.host.durable import write_file_atomic
+from clawstore.store.core.layout import StoreLayout
+from clawstore.store.core.names import check_name
 from clawstore.store.documents import BuildLogDoc, read_build_log_doc
-from clawstore.store.layout import StoreLayout
-from clawstore.store.names import check_name
 
 
 def builds_dir(store_root: Path | str) -> Path:

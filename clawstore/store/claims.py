@@ -36,11 +36,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.durable import process_alive, process_identity, temp_name, write_file_atomic
-from clawstore.machine_settings import claim_ttl
-from clawstore.store.ids import oid_from_hex, oid_hex
-from clawstore.store.layout import CLAIMS, TMP
-from clawstore.store.locks import exclusive
+from clawstore.host.durable import process_alive, process_identity, temp_name, write_file_atomic
+from clawstore.host.machine_settings import claim_ttl
+from clawstore.store.core.ids import oid_from_hex, oid_hex
+from clawstore.store.core.layout import CLAIMS, TMP
+from clawstore.store.core.locks import exclusive
 
 CLAIM_FORMAT = 1
 CLAIMS_LOCK = "claims"

@@ -4,7 +4,7 @@ campaign head.
 Each model writes the JSON it always wrote (same keys, same omissions, so the same canonical bytes and
 object ids), and each reader names the document and the field a hostile file gets wrong, in one line
 (StoreError: exit 3). The metric names are the fields of `Metrics`, nowhere else spelled as strings.
-Layouts: docs/design/contracts.md; build logs: store/buildlogs.py; kept-apart sets: store/apart.py.
+Layouts: docs/design/contracts.md; build logs: store/buildlogs.py; kept-apart sets: store/untrusted.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from clawstore.bounds import (
+from clawstore.errors import StoreError, one_line, quoted
+from clawstore.values.bounds import (
     MAX_LATENCY_S,
     MAX_RECORD_COST_USD,
     MAX_RECORD_TOKENS,
@@ -22,9 +23,8 @@ from clawstore.bounds import (
     count_problem,
     source_problem,
 )
-from clawstore.canonical import field_values
-from clawstore.costs import CostSum
-from clawstore.errors import StoreError, one_line, quoted
+from clawstore.values.canonical import field_values
+from clawstore.values.costs import CostSum
 
 # ------------------------------------------------------------------------------------------ reading
 
@@ -68,7 +68,7 @@ def _metric(doc: str, build_doc: str) -> Any:
 @dataclass(frozen=True, slots=True)
 class Metrics:
     """A record's `metrics`: what a node's provider calls cost. A count or a cost is None when unknown
-    (never 0); `cost_source` is absent from records written before it was kept (costs.py source_of)."""
+    (never 0); `cost_source` is absent from records written before it was kept (values/costs.py source_of)."""
 
     input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build")
     output_tokens: int | None = _metric("completion tokens", "output tokens spent by this build")
@@ -116,7 +116,7 @@ _METRIC_RULES: dict[str, Callable[[Any], str | None]] = {
 
 def metrics_problem(metrics: Any) -> str | None:
     """Why a record's `metrics` cannot be stored or indexed ('metrics.<field>: ...'), or None: a number
-    the manifest could not hold is never written, nor indexed (bounds.py)."""
+    the manifest could not hold is never written, nor indexed (values/bounds.py)."""
     if metrics is None:
         return None
     if not isinstance(metrics, dict):
@@ -286,7 +286,7 @@ KEPT_APART_KIND = "untrusted-import"
 
 @dataclass(frozen=True, slots=True)
 class KeptApart:
-    """Entries and refs received from a signer the user does not trust (yet): store/apart.py.
+    """Entries and refs received from a signer the user does not trust (yet): store/untrusted.py.
     `signers`: every signer of a pull's packs (then no `digest`); `digest`: the archive's, or the pack's."""
 
     signer: str | None

@@ -14,14 +14,14 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, runtime_checkable
 
-from clawstore.store.codec import ObjectReader as ObjectStream
+from clawstore.store.core.codec import ObjectReader as ObjectStream
 
 if TYPE_CHECKING:
-    from clawstore.store.index import IndexSnapshot
-    from clawstore.store.layout import StoreLayout
-    from clawstore.store.locks import LeaseInfo
+    from clawstore.store.core.index import IndexSnapshot
+    from clawstore.store.core.layout import StoreLayout
+    from clawstore.store.core.locks import LeaseInfo
     from clawstore.store.reach import HeadClosure
-    from clawstore.store.transfer import Incoming, SealedPack
+    from clawstore.store.services.transfer import Incoming, SealedPack
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from clawstore.store import documents
 from clawstore.store.documents import Head
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 HEAD_VERSION = 2
 PART_NODES = 64  # nodes per part, on average

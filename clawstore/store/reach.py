@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
-from clawstore.store import codec
+from clawstore.store.core import codec
+from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import read_head_doc
-from clawstore.store.ids import PREFIX
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 _ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found

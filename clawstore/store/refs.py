@@ -11,15 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import MissingObjectError, StoreError
-from clawstore.store import names
-from clawstore.store.ids import check_oid, is_oid
-from clawstore.store.layout import StoreLayout
-from clawstore.store.locks import exclusive
+from clawstore.host.durable import fsync_path, write_file_atomic
+from clawstore.store.core import names
+from clawstore.store.core.ids import check_oid, is_oid
+from clawstore.store.core.layout import StoreLayout
+from clawstore.store.core.locks import exclusive
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 
 class _Any:
@@ -40,7 +40,7 @@ class RefConflict(StoreError):
 
 
 def check_ref_name(name: object) -> str:
-    """The store's naming rule for refs (clawstore/store/names.py)."""
+    """The store's naming rule for refs (clawstore/store/core/names.py)."""
     return names.check_ref_name(name, "bad ref name")
 
 

@@ -7,18 +7,19 @@ from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore.store import actions, adopt, locks, refs, reserve, trees
+from clawstore.store import actions, refs, trees
+from clawstore.store.core import adopt, locks, reserve
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.index import IndexSnapshot
+from clawstore.store.core.objects import ObjectStore
 from clawstore.store.documents import KeptApart
-from clawstore.store.ids import PREFIX
-from clawstore.store.index import IndexSnapshot
-from clawstore.store.migrate import open_layout
-from clawstore.store.objects import ObjectStore
 from clawstore.store.refs import UNTRUSTED_REFS
+from clawstore.store.services.migrate import open_layout
 from clawstore.store.trees import TreeEntry
 
 if TYPE_CHECKING:  # (reach and transfer are imported when first used: `import clawstore.store` stays quick)
     from clawstore.store.reach import HeadClosure
-    from clawstore.store.transfer import Incoming, SealedPack
+    from clawstore.store.services.transfer import Incoming, SealedPack
 
 
 class Store(ObjectStore):
@@ -109,25 +110,25 @@ class Store(ObjectStore):
 
     def sealed_packs(self, skip: Container[str] = ()) -> Iterator[SealedPack]:
         """This store's sealed packs not in `skip`, largest first, each with its objects (transfer.py)."""
-        from clawstore.store import transfer
+        from clawstore.store.services import transfer
 
         return transfer.sealed_packs(self, skip)
 
     def make_pack(self, digests: Iterable[bytes], work: Path, content: bytes | None = None) -> Path:
         """A sealed pack in `work` of these objects, then one of `content` (transfer.make_pack)."""
-        from clawstore.store import transfer
+        from clawstore.store.services import transfer
 
         return transfer.make_pack(self, digests, work, content)
 
     def receive(self) -> Incoming:
         """Somewhere for a pull's packs: checked whole, then taken in (transfer.Incoming)."""
-        from clawstore.store import transfer
+        from clawstore.store.services import transfer
 
         return transfer.Incoming(self)
 
     def add_entries(self, entries: Mapping[str, str]) -> None:
         """Point keys at records a pull verified, where this store's own entry gives way (transfer.py)."""
-        from clawstore.store import transfer
+        from clawstore.store.services import transfer
 
         transfer.add_entries(self, entries)
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore import jsontext
 from clawstore.errors import StoreError, UsageError, quoted
-from clawstore.store import codec
-from clawstore.store.ids import is_oid
-from clawstore.store.names import relative_path_problem
+from clawstore.store.core import codec
+from clawstore.store.core.ids import is_oid
+from clawstore.store.core.names import relative_path_problem
+from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 TREE_VERSION = 1
 MODE_FILE = 0o100644
@@ -218,7 +218,7 @@ def _write_file(store: ObjectStore, tree: str, entry: TreeEntry, place: Path) ->
 
 def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool = False) -> None:
     """Refuse a tree that could not be checked out safely: an entry path breaking the naming rule
-    (clawstore/store/names.py), a duplicate, an entry under a file or symlink, or (unless allowed) a
+    (clawstore/store/core/names.py), a duplicate, an entry under a file or symlink, or (unless allowed) a
     symlink pointing outside the checkout."""
     kinds: dict[str, str] = {}
     for entry in entries:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from clawstore.durable import temp_name, write_file_atomic
 from clawstore.errors import UsageError
+from clawstore.host.durable import temp_name, write_file_atomic
 
 KEY_PREFIX = "claw-ed25519:"
 PRIVATE_FILE = "signing_key"

@@ -13,9 +13,9 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 
-from clawstore.canonical import canonical_json
 from clawstore.errors import ClawError, UsageError
 from clawstore.trust import keys
+from clawstore.values.canonical import canonical_json
 
 FIELD = "signature"
 _CONTEXT = b"clawstore signed manifest v1\n"  # a signature made for something else never fits here

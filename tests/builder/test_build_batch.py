@@ -165,7 +165,7 @@ def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, cla
 
 def test_a_sigkill_at_any_instant_after_submission_loses_and_resends_nothing(scored: Workspace, claw: Claw,
                                                                               standin: StandIn) -> None:
-    from clawstore.store.fsck import fsck
+    from clawstore.store.services.fsck import fsck
 
     args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait")
     standin.batch_settings(delay=60)

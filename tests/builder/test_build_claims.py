@@ -15,7 +15,7 @@ from clawstore.query.engine import run_query
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
 from clawstore.store.claims import ClaimBoard, list_claims
-from clawstore.store.ids import oid_of
+from clawstore.store.core.ids import oid_of
 from clawstore.testing.standin import StandIn, hang, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply

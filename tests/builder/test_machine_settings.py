@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
-from clawstore.machine_settings import seconds_setting
+from clawstore.host.machine_settings import seconds_setting
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.workspace import SECRET, many_cases

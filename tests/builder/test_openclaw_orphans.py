@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.durable import process_alive
+from clawstore.host.durable import process_alive
 from tests.builder.test_build_openclaw import docker, oc  # noqa: F401 - fixtures, taken through `fake`
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, payload
 from tests.support.claw import Claw

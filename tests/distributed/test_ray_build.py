@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
-from clawstore.store.packfile import scan_pack
+from clawstore.store.core.packfile import scan_pack
 from clawstore.testing.standin import StandIn
 from tests.support.benchrun import run_bench
 from tests.support.outcomes import request_bodies, run_outcomes
@@ -81,7 +81,7 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     assert report["counts"]["executed"] == 40
     assert len(standin.requests) == 40, "each request sent once"
     assert 1 < standin.peak <= 8  # the run profile's max_concurrency holds for the whole cluster
-    # The process ended without Ray's teardown (clawstore/process_end.py), but after claw's own: its pack sealed.
+    # The process ended without Ray's teardown (clawstore/host/process_end.py), but after claw's own: its pack sealed.
     packs = pack_files(Store(spread.root / "store", create=False))
     assert packs and all(scan_pack(path).sealed for path in packs)
     assert answers(spread, standin) == answers(local, standin)
@@ -118,7 +118,7 @@ def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCl
     sent = len(standin.requests)
     report = finish(claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address))
     resent = sent + report["counts"]["executed"] - 30
-    # Group commit (store/batch.py): what was in flight at the kill (4), plus what finished within the
+    # Group commit (store/core/batch.py): what was in flight at the kill (4), plus what finished within the
     # last commit window (0.25 s; at 0.3 s a request, at most one more per slot).
     assert 0 <= resent <= 4 + 4, "only the requests in flight or in the last commit window are sent again"
 

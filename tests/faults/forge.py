@@ -1,5 +1,5 @@
 """Forging campaign archives: edit what an exported archive holds and re-seal it, so the result has a
-valid seal and valid frames (the format is clawstore/store/archive.py's: a strict ustar stream of the
+valid seal and valid frames (the format is clawstore/store/services/archive.py's: a strict ustar stream of the
 canonical manifest, the objects' zstd frames in id order, and a BLAKE3 seal)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import blake3
 import zstandard
 
-from clawstore.canonical import canonical_json
-from clawstore.store.archive import MANIFEST, OBJECTS, SEAL
-from clawstore.store.archive_tar import TRAILER, header, padding
+from clawstore.store.services.archive import MANIFEST, OBJECTS, SEAL
+from clawstore.store.services.archive_tar import TRAILER, header, padding
+from clawstore.values.canonical import canonical_json
 
 PREFIX = "blake3:"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
-from clawstore.store.layout import read_format
+from clawstore.store.core.layout import read_format
 from tests.faults.helpers import build_report
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace

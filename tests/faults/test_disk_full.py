@@ -146,7 +146,7 @@ def test_a_last_commit_failing_does_not_hide_the_error_on_its_way_out(small_fs: 
 @pytest.mark.parametrize("free_kib", [0, 40, 200, 400, 700])
 def test_a_disk_filling_up_mid_build_loses_no_paid_answer(
         free_kib: int, small_fs: Path, standin: StandIn, env: dict[str, str], tmp_path: Path) -> None:
-    """The build keeps a reserve of space (store/reserve.py); when the disk fills up under it, it gives
+    """The build keeps a reserve of space (store/core/reserve.py); when the disk fills up under it, it gives
     the reserve up, stores every answer it paid for and stops: whatever room was left, none is lost."""
     ws = _workspace(tmp_path / "ws", standin)
     store_dir = small_fs / "store"

@@ -13,10 +13,10 @@ import pytest
 import zstandard
 
 from clawstore.store import Store, oid_of
-from clawstore.store.archive import ArchiveError, read_manifest, verify_archive, write_archive
-from clawstore.store.archive_import import import_archive
-from clawstore.store.archive_verify import WHOLE_MAX
-from clawstore.store.codec import content_size
+from clawstore.store.core.codec import content_size
+from clawstore.store.services.archive import ArchiveError, read_manifest, verify_archive, write_archive
+from clawstore.store.services.archive_import import import_archive
+from clawstore.store.services.archive_verify import WHOLE_MAX
 from tests.support.storefiles import frame_bytes
 
 
@@ -94,7 +94,7 @@ def test_a_whole_frame_with_data_after_it_is_refused(tmp_path: Path) -> None:
 
 def test_an_export_during_which_gc_rewrites_a_pack_still_copies_every_frame(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawstore.store.gc import collect
+    from clawstore.store.services.gc import collect
     from clawstore.trust import signature
 
     store = Store(tmp_path / "origin")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.durable import OUTSIDE_SUFFIX
+from clawstore.host.durable import OUTSIDE_SUFFIX
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
 
@@ -85,14 +85,14 @@ def test_a_pointer_to_anything_but_its_writers_temp_file_removes_only_itself(tmp
     """A dead writer's pointer whose target was swapped (by hand, or by someone hostile) for another file:
     that file stays."""
     from clawstore.store import Store
-    from clawstore.store.leftovers import remove_stale_temp_files
+    from clawstore.store.core.leftovers import remove_stale_temp_files
 
     store = Store(tmp_path / "store")
     out = tmp_path / "out.bin"
     child = subprocess.run([sys.executable, "-c", (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from clawstore.durable import atomic_file\n"
+        "from clawstore.host.durable import atomic_file\n"
         f"with atomic_file(Path({str(out)!r}), registry=Path({str(store.tmp_dir)!r})) as fh:\n"
         "    fh.write(b'half')\n"
         "    fh.flush()\n"

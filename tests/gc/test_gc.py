@@ -6,10 +6,10 @@ import json
 import os
 from pathlib import Path
 
-from clawstore.durable import temp_name
+from clawstore.host.durable import temp_name
 from clawstore.store import Store
+from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import read_head_doc
-from clawstore.store.ids import PREFIX
 from clawstore.store.reach import head_closure
 from clawstore.testing.standin import StandIn
 from tests.gc.helpers import actions, build_json, state, store_of
@@ -238,7 +238,7 @@ def test_reachability_follows_ids_in_any_json_object_even_across_read_chunks(tmp
     root = store.put_json({"nodes": [big, text]})
     store.set_ref("pins/root", root)
     age_packs(store, 7200)
-    from clawstore.store.gc import collect
+    from clawstore.store.services.gc import collect
 
     report = collect(store, grace_s=0)
     assert [oid for oid, _ in report.objects] == [in_text]

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.gc import GcReport, collect
-from clawstore.store.locks import SWEEP_LOCK
+from clawstore.store.core.locks import SWEEP_LOCK
 from clawstore.store.reach import head_closure
+from clawstore.store.services.gc import GcReport, collect
 from clawstore.testing.standin import StandIn, text
 from tests.gc.helpers import actions, build_json, store_of
 from tests.store.helpers import script

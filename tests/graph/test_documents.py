@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clawstore.canonical import canonical_json
 from clawstore.errors import StoreError
 from clawstore.graph.records import make_record
 from clawstore.store.documents import RECORD_VERSION, RecordDoc
+from clawstore.values.canonical import canonical_json
 
 KEY = "blake3:" + "a" * 64
 METRICS = {"input_tokens": 1, "output_tokens": 2, "reasoning_tokens": 0, "cached_tokens": 0, "cost_usd": 0.1,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clawstore.store import Store
 from clawstore.store.actions import set_entries
-from clawstore.store.ids import PREFIX
+from clawstore.store.core.ids import PREFIX
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.test_hostile_archives import snapshot

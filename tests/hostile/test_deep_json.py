@@ -4,7 +4,7 @@ answer and tool calls, a judge's reply, an agent's output, a remote's listing, a
 Python's parser gives up on such a document with RecursionError, which escaped every `except
 ValueError` around it: a build recorded the node as failed with "RecursionError" (and retried, paying
 again, at the next build) instead of an invalid answer; a pull or an archive import ended in a
-traceback. Each is now malformed JSON like any other (clawstore/jsontext.py).
+traceback. Each is now malformed JSON like any other (clawstore/values/jsontext.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pytest
 from clawstore.evaluate.evidence import visible_text
 from clawstore.evaluate.judge_contract import JudgeContractError, extract_json_object
 from clawstore.evaluate.judge_evidence import content_type
-from clawstore.jsontext import REPLY_MAX_DEPTH, first_json_object, json_objects_in, loads_reply
 from clawstore.runners.openclaw.evidence import find_payload
 from clawstore.testing.standin import StandIn, malformed, text, tool_call
+from clawstore.values.jsontext import REPLY_MAX_DEPTH, first_json_object, json_objects_in, loads_reply
 from tests.config.workspace_builder import _claw_command
 from tests.faults.forge import Forgery
 from tests.hostile.conftest import RUNS, User

@@ -11,7 +11,7 @@ import pytest
 
 from clawstore.evaluate import evaluate_checks
 from clawstore.evaluate.inputs import check_inputs
-from clawstore.scratch import remove_tree
+from clawstore.host.scratch import remove_tree
 from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from clawstore.canonical import canonical_json
 from clawstore.testing.standin import StandIn, text
+from clawstore.values.canonical import canonical_json
 from tests.hostile.attack import forge_run_record, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.workspace import Workspace

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from clawstore.store import Store
 from clawstore.store.actions import set_entries
-from clawstore.store.ids import PREFIX
+from clawstore.store.core.ids import PREFIX
 from tests.faults.forge import Forgery
 from tests.hostile.conftest import RUNS, User
 from tests.support.claw import Claw, claw, env, ws  # noqa: F401 (fixtures)

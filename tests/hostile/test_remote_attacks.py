@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.store.ids import PREFIX
+from clawstore.store.core.ids import PREFIX
 from tests.config.workspace_builder import _claw_command
 from tests.faults.test_hostile_archives import snapshot
 from tests.hostile.conftest import RUNS, User

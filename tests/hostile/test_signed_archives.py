@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from clawstore.canonical import canonical_json
 from clawstore.testing.standin import StandIn
 from clawstore.trust import keys
+from clawstore.values.canonical import canonical_json
 from tests.faults.forge import Forgery
 from tests.faults.test_hostile_archives import snapshot
 from tests.hostile.conftest import RUNS, User

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from clawstore.canonical import canonical_json
 from clawstore.remote.refsign import KIND, statement_path
 from clawstore.testing.standin import StandIn
 from clawstore.trust import keys, signature
+from clawstore.values.canonical import canonical_json
 from tests.faults.test_hostile_archives import snapshot
 from tests.hostile.conftest import RUNS, User
 from tests.support.workspace import Workspace, standard

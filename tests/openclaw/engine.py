@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.durable import process_alive
+from clawstore.host.durable import process_alive
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = REPO / ".ci" / "openclaw_image.sh"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore import run_limits as limits
+from clawstore.host import run_limits as limits
 from clawstore.runners.openclaw import evidence, run_openclaw
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree

@@ -15,7 +15,7 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, pull, push
 from clawstore.remote.config import Remote
 from clawstore.store import Store
-from clawstore.store.ids import PREFIX
+from clawstore.store.core.ids import PREFIX
 from clawstore.trust import keys, signature
 from tests.remote.test_packs import _filled
 

@@ -16,12 +16,13 @@ from clawstore.errors import UsageError
 from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
-from clawstore.store import Store, transfer
-from clawstore.store.fsck import fsck
-from clawstore.store.gc import collect
-from clawstore.store.ids import file_digest
-from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
-from clawstore.store.transfer import PackCheckError, verify_pack
+from clawstore.store import Store
+from clawstore.store.core.ids import file_digest
+from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
+from clawstore.store.services import transfer
+from clawstore.store.services.fsck import fsck
+from clawstore.store.services.gc import collect
+from clawstore.store.services.transfer import PackCheckError, verify_pack
 
 
 def _filled(root: Path, objects: int, start: int = 0) -> Store:
@@ -213,8 +214,8 @@ def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path)
 
 def _old_bundle(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A remote holding one bundle, as an older claw pushed them: (the remote, the entries it carries)."""
-    from clawstore.store.archive import write_archive
-    from clawstore.store.ids import PREFIX
+    from clawstore.store.core.ids import PREFIX
+    from clawstore.store.services.archive import write_archive
 
     source = _filled(tmp_path / "a", 5)
     actions = {key: record for key, record in source.iter_actions() if record is not None}

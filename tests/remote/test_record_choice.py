@@ -10,8 +10,8 @@ from pathlib import Path
 from clawstore.remote import pull, push
 from clawstore.remote.config import Remote
 from clawstore.store import Store
-from clawstore.store.archive import write_archive
-from clawstore.store.archive_import import import_archive
+from clawstore.store.services.archive import write_archive
+from clawstore.store.services.archive_import import import_archive
 
 
 def _failed(store: Store, key: str, status: str = "provider_error") -> str:

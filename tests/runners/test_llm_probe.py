@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from clawstore.canonical import canonical_json
 from clawstore.providers import Endpoint, ProviderClient
 from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe, tools
 from clawstore.testing.standin import StandIn, empty, error, hang, text, tool_call
+from clawstore.values.canonical import canonical_json
 
 KEY = "sk-or-v1-runner-test-secret-0000"
 FILE_TOOLS = ["write_file", "read_file"]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from clawstore.costs import CostSum, source_of
 from clawstore.testing.standin import StandIn, text
+from clawstore.values.costs import CostSum, source_of
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace

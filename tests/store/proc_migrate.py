@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clawstore.store.migrate import migrate
+from clawstore.store.services.migrate import migrate
 
 
 def main() -> None:

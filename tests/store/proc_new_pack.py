@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from clawstore.store import Store
-from clawstore.store.packfile import HEADER, PackWriter
+from clawstore.store.core.packfile import HEADER, PackWriter
 
 _write = PackWriter._write
 

@@ -10,7 +10,7 @@ import pytest
 
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import ANY, RefConflict, Store, oid_of
-from clawstore.store.index import list_segments, segment_path
+from clawstore.store.core.index import list_segments, segment_path
 from tests.support.storefiles import visible_elsewhere
 
 

@@ -9,13 +9,13 @@ import signal
 import time
 from pathlib import Path
 
-from clawstore.canonical import canonical_json
 from clawstore.store import Store
-from clawstore.store.adopt import dead_writers
-from clawstore.store.codec import encode
-from clawstore.store.fsck import fsck
-from clawstore.store.ids import PREFIX, oid_of
-from clawstore.store.packfile import KIND_ACTION, KIND_OBJECT, PackWriter, encode_action, is_sealed, pack_path
+from clawstore.store.core.adopt import dead_writers
+from clawstore.store.core.codec import encode
+from clawstore.store.core.ids import PREFIX, oid_of
+from clawstore.store.core.packfile import KIND_ACTION, KIND_OBJECT, PackWriter, encode_action, is_sealed, pack_path
+from clawstore.store.services.fsck import fsck
+from clawstore.values.canonical import canonical_json
 from tests.store.helpers import script
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from clawstore.cli import cat_cmd, main
-from clawstore.durable import temp_name
+from clawstore.host.durable import temp_name
 from clawstore.store import Store, oid_of
 from clawstore.store.actions import key_digest, set_entries
 from tests.store.helpers import claw, json_like

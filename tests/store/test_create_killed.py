@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from clawstore.store.layout import DIRS, read_format
+from clawstore.store.core.layout import DIRS, read_format
 
 _CREATE = "import sys; from clawstore.store import Store; Store(sys.argv[1], create=True)"
 
@@ -50,7 +50,7 @@ def test_an_empty_directory_is_made_a_store_in_place(tmp_path: Path) -> None:
 _FIRST_WRITE = """
 import os, signal, sys
 from clawstore.store import Store
-from clawstore.store.runtime import Runtime
+from clawstore.store.core.runtime import Runtime
 publish = Runtime.publish
 def killed_before_naming(runtime, segment):  # the blobs are durable, their segment not written
     if segment.objects:
@@ -68,7 +68,7 @@ def test_the_first_write_into_a_store_killed_before_its_segment_leaves_fsck_clea
     first write killed at its worst instant (its pack durable, the segment naming it not written)
     must leave an unnamed pack (gc's to remove), not that."""
     from clawstore.store import Store
-    from clawstore.store.fsck import fsck
+    from clawstore.store.services.fsck import fsck
 
     root = tmp_path / "store"
     killed = subprocess.run([sys.executable, "-c", _FIRST_WRITE, str(root)], capture_output=True, text=True,

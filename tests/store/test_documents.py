@@ -10,12 +10,10 @@ from pathlib import Path
 import blake3
 import pytest
 
-from clawstore.canonical import canonical_json
 from clawstore.errors import StoreError
 from clawstore.graph.records import make_record
 from clawstore.providers.usage import Usage, stored_tokens
 from clawstore.store import Store, documents
-from clawstore.store.apart import kept_apart
 from clawstore.store.buildlogs import build_log_path, read_build_log, write_build_log
 from clawstore.store.documents import (
     METRIC_FIELDS,
@@ -30,6 +28,8 @@ from clawstore.store.documents import (
     read_stamp,
 )
 from clawstore.store.headdoc import read_head, write_head
+from clawstore.store.untrusted import kept_apart
+from clawstore.values.canonical import canonical_json
 
 KEY = "blake3:" + "a" * 64
 COMMON = dict(key=KEY, address={"case_id": "c", "model_id": "m", "repetition": 0},

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.store import Store, fsck_reach
-from clawstore.store import fsck as fsck_module
-from clawstore.store.fsck import fsck
+from clawstore.store import Store
+from clawstore.store.services import fsck as fsck_module
+from clawstore.store.services import fsck_reach
+from clawstore.store.services.fsck import fsck
 from tests.support.storefiles import lose_object
 
 

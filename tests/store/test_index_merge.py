@@ -9,7 +9,7 @@ from pathlib import Path
 
 import blake3
 
-from clawstore.store.index import (
+from clawstore.store.core.index import (
     ActionEntry,
     IndexView,
     Segment,

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.archive_import import import_archive
-from clawstore.store.fsck import fsck
-from clawstore.store.layout import read_format
+from clawstore.store.core.layout import read_format
+from clawstore.store.services.archive_import import import_archive
+from clawstore.store.services.fsck import fsck
 from clawstore.testing.standin import StandIn
 from tests.store.helpers import claw as run_claw
 from tests.store.helpers import json_like, script

@@ -14,8 +14,8 @@ import pytest
 
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError
 from clawstore.store import BadObjectIdError, Store, oid_of
-from clawstore.store.codec import BATCH_MAX, CHUNK, ZSTD_MAGIC
-from clawstore.store.objects import ONE_SHOT_MAX
+from clawstore.store.core.codec import BATCH_MAX, CHUNK, ZSTD_MAGIC
+from clawstore.store.core.objects import ONE_SHOT_MAX
 from tests.store.helpers import env, json_like
 from tests.support.storefiles import blob_span, flip_in_frame, frame_bytes
 

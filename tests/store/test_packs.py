@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
-from clawstore.store.fsck import fsck
-from clawstore.store.gc import collect
-from clawstore.store.index import COMPACT_AT, IndexView, list_segments
-from clawstore.store.packfile import KIND_OBJECT, PackWriter, scan_pack
+from clawstore.store.core.index import COMPACT_AT, IndexView, list_segments
+from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack
+from clawstore.store.services.fsck import fsck
+from clawstore.store.services.gc import collect
 from tests.store.helpers import REPO, claw, env, json_like, script
 from tests.support.storefiles import age_packs, flip_in_frame, pack_files, visible_elsewhere
 
@@ -290,7 +290,7 @@ def test_segments_a_killed_gc_left_behind_do_not_come_back(tmp_path: Path) -> No
     """gc writes its index, then removes the segments it replaces; killed in between, those stay on
     disk, replaced (readers skip them). The next gc must remove them too, or they come back into view
     naming objects in packs it deletes."""
-    from clawstore.store.runtime import drop_runtime
+    from clawstore.store.core.runtime import drop_runtime
 
     root = tmp_path / "store"
     store = Store(root)

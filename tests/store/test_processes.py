@@ -12,7 +12,7 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store
-from clawstore.store.fsck import fsck
+from clawstore.store.services.fsck import fsck
 from tests.store.helpers import script
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import StoreError
-from clawstore.store import Store, batch
-from clawstore.store.index import list_segments
+from clawstore.store import Store
+from clawstore.store.core import batch
+from clawstore.store.core.index import list_segments
 from tests.support.storefiles import visible_elsewhere
 
 THREADS = 8

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
-from clawstore.scratch import remove_tree
+from clawstore.host.scratch import remove_tree
 from clawstore.store import NotATreeError, Store, TreeEntry, UnsafeTreeError
 from tests.support.nesting import nest
 

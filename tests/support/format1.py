@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.runtime import drop_runtime
+from clawstore.store.core.runtime import drop_runtime
 from tests.support.storefiles import frame_bytes
 
 

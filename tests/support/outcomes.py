@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawstore.canonical import canonical_json
 from clawstore.graph.explain import read_head
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
+from clawstore.values.canonical import canonical_json
 
 
 def run_outcomes(store_root: Path) -> list[tuple[Any, ...]]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.store.index import (
+from clawstore.store.core.index import (
     ActionEntry,
     IndexView,
     Segment,
@@ -20,7 +20,7 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.packfile import iter_pack_ids, pack_path
+from clawstore.store.core.packfile import iter_pack_ids, pack_path
 
 
 def blob_span(store: Store, oid: str) -> tuple[Path, int, int]:

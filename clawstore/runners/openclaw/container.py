@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clawstore import bounded_output
 from clawstore.errors import UsageError
-from clawstore.run_limits import MAX_OUTPUT_BYTES
+from clawstore.host import bounded_output
+from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 
 LABEL = "clawstore.openclaw"

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from clawstore import jsontext
-from clawstore.jsontext import json_objects_in
 from clawstore.providers.usage import Usage
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
+from clawstore.values import jsontext
+from clawstore.values.jsontext import json_objects_in
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")

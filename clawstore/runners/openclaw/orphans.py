@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 import blake3
 
-from clawstore.canonical import canonical_json
-from clawstore.durable import write_file_atomic
+from clawstore.host.durable import write_file_atomic
 from clawstore.runners.openclaw.container import (
     LABEL,
     EngineSettings,
@@ -32,6 +31,7 @@ from clawstore.runners.openclaw.container import (
     labelled_containers,
     remove_container,
 )
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore.canonical import canonical_json
-from clawstore.costs import PRICED, UNKNOWN
-from clawstore.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
+from clawstore.host.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
+from clawstore.host.scratch import remove_tree
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
@@ -46,8 +45,9 @@ from clawstore.runners.openclaw.workspace import (
     workspace_diff,
 )
 from clawstore.runners.pricing import pricing
-from clawstore.scratch import remove_tree
-from clawstore.store.ids import oid_of
+from clawstore.store.core.ids import oid_of
+from clawstore.values.canonical import canonical_json
+from clawstore.values.costs import PRICED, UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -294,7 +294,7 @@ class _Run:
 
     # --- evidence ---------------------------------------------------------------------------
     def workspace_failure(self) -> RunError | None:
-        """The run's failure when its final workspace is too big to keep (clawstore/run_limits.py)."""
+        """The run's failure when its final workspace is too big to keep (clawstore/host/run_limits.py)."""
         problem = workspace_problem(self.workspace) if self.workspace.exists() else None
         if problem is None:
             return None

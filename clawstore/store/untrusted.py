@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from clawstore.store.archive_import import ImportReport, write_actions, write_refs
 from clawstore.store.documents import KeptApart, read_kept_apart
 from clawstore.store.refs import UNTRUSTED_REFS
+from clawstore.store.services.archive_import import ImportReport, write_actions, write_refs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -61,7 +61,7 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
     if not names:
         return []  # the usual case: no import of the user's cryptography setup at all
     if trusts is None:
-        from clawstore.store.archive_import import user_trusts
+        from clawstore.store.services.archive_import import user_trusts
 
         trusts = user_trusts
     moved = []

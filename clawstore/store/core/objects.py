@@ -19,17 +19,17 @@ from typing import Any, BinaryIO, TypeVar
 import blake3
 import zstandard
 
-from clawstore import jsontext
-from clawstore.canonical import canonical_json
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError, UsageError
-from clawstore.store import codec
-from clawstore.store.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
-from clawstore.store.codec import CHUNK
-from clawstore.store.ids import PREFIX, is_oid, oid_hex
-from clawstore.store.index import Loc
-from clawstore.store.layout import StoreLayout
-from clawstore.store.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
-from clawstore.store.runtime import TOUCH_AFTER_S, Runtime, runtime_for
+from clawstore.store.core import codec
+from clawstore.store.core.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
+from clawstore.store.core.codec import CHUNK
+from clawstore.store.core.ids import PREFIX, is_oid, oid_hex
+from clawstore.store.core.index import Loc
+from clawstore.store.core.layout import StoreLayout
+from clawstore.store.core.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
+from clawstore.store.core.runtime import TOUCH_AFTER_S, Runtime, runtime_for
+from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json
 
 __all__ = ["TOUCH_AFTER_S", "ObjectStore", "ONE_SHOT_MAX"]
 

@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING
 
 import blake3
 
-from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, UsageError
-from clawstore.store import codec
+from clawstore.host.durable import fsync_path
 from clawstore.store.actions import entry_record, set_entries, takes_over
-from clawstore.store.batch import Pending, commit
-from clawstore.store.ids import PREFIX, file_digest
-from clawstore.store.objects import check_blob
-from clawstore.store.packfile import (
+from clawstore.store.core import codec
+from clawstore.store.core.batch import Pending, commit
+from clawstore.store.core.ids import PREFIX, file_digest
+from clawstore.store.core.objects import check_blob
+from clawstore.store.core.packfile import (
     KIND_OBJECT,
     SMALL_PACK_BYTES,
     Blob,
@@ -48,11 +48,11 @@ from clawstore.store.packfile import (
     sealed_object_ids,
     writer_alive,
 )
-from clawstore.store.packmaps import PackMaps
+from clawstore.store.core.packmaps import PackMaps
 
 if TYPE_CHECKING:
-    from clawstore.store.archive_verify import FrameSource, Kept
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
+    from clawstore.store.services.archive_verify import FrameSource, Kept
 
 ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
@@ -297,7 +297,7 @@ class Incoming:
     the entries they bring are verified (`unkept` and `decoded` feed those checks), taken in (`take`)."""
 
     def __init__(self, store: ObjectStore):
-        from clawstore.store.archive_verify import Kept  # (its thread pool's imports: only when a pull runs)
+        from clawstore.store.services.archive_verify import Kept  # (its thread pool's imports: only when a pull runs)
 
         self.store = store
         self.kept = Kept()  # records decoded while packs were checked, for the entry checks

@@ -1,6 +1,6 @@
 """What a campaign is made of: its head's closure in the store, and the config files that defined it.
 
-`export_campaign` writes both into one archive (clawstore/store/archive.py); `adopt_imported_head`
+`export_campaign` writes both into one archive (clawstore/store/services/archive.py); `adopt_imported_head`
 makes an imported campaign visible to `claw query` the way a local build would.
 """
 
@@ -13,20 +13,20 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore import jsontext
 from clawstore.builder.buildlog import head_ref
-from clawstore.canonical import canonical_json
 from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
-from clawstore.store.archive import ArchiveError, ArchiveSummary, write_archive
-from clawstore.store.archive_import import ArchiveContents, ContentCheck
 from clawstore.store.buildlogs import build_log_path
-from clawstore.store.gc import EXPORT_LEASE_PREFIX
+from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.core.names import is_name, name_problem
 from clawstore.store.headdoc import inline_nodes, read_head_doc
-from clawstore.store.ids import PREFIX, is_oid
-from clawstore.store.names import is_name, name_problem
 from clawstore.store.reach import Reach, head_closure
+from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
+from clawstore.store.services.archive_import import ArchiveContents, ContentCheck
+from clawstore.store.services.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
+from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
@@ -283,7 +283,7 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     path = build_log_path(store.root, build_id)
     if path.exists():
         return None
-    from clawstore.durable import write_file_atomic
+    from clawstore.host.durable import write_file_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomic(path, canonical_json(head), store.tmp_dir)  # (its nodes inline, as a log has)

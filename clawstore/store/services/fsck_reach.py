@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from clawstore import jsontext
 from clawstore.errors import StoreError
 from clawstore.store.actions import output_ids
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
+from clawstore.values import jsontext
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

@@ -1,9 +1,9 @@
 """What killed writers leave behind: temp files and scratch directories in `tmp/` (and the temp files outside
 the store that pointers there name: an export's, beside its output), and lease files of dead processes.
 
-Temp files and the scratch directories of pushes and pulls (clawstore/scratch.py) carry their writer's
-pid and start time in their name (clawstore/durable.py), leases
-are flocked while their holder lives (clawstore/store/locks.py), so both can be told apart from a live
+Temp files and the scratch directories of pushes and pulls (clawstore/host/scratch.py) carry their writer's
+pid and start time in their name (clawstore/host/durable.py), leases
+are flocked while their holder lives (clawstore/store/core/locks.py), so both can be told apart from a live
 writer's without any clock. fsck --repair, gc and the start of every build (and of every export) remove
 them. The packs a pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py)
 are no dead writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
-from clawstore.scratch import remove_tree
-from clawstore.store.layout import INCOMING
-from clawstore.store.locks import remove_stale_leases
+from clawstore.host.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
+from clawstore.host.scratch import remove_tree
+from clawstore.store.core.layout import INCOMING
+from clawstore.store.core.locks import remove_stale_leases
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

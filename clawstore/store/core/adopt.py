@@ -21,14 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from clawstore import jsontext
-from clawstore.durable import fsync_path
 from clawstore.errors import ClawError, CorruptObjectError
-from clawstore.store import codec
+from clawstore.host.durable import fsync_path
 from clawstore.store.actions import entry_problem, output_ids
-from clawstore.store.ids import PREFIX
-from clawstore.store.index import ActionEntry, Loc, Segment, index_lock, merge_action, new_segment_name, write_segment
-from clawstore.store.packfile import (
+from clawstore.store.core import codec
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.index import (
+    ActionEntry,
+    Loc,
+    Segment,
+    index_lock,
+    merge_action,
+    new_segment_name,
+    write_segment,
+)
+from clawstore.store.core.packfile import (
     ACTION_SIZE,
     HEADER,
     KIND_ACTION,
@@ -42,9 +49,10 @@ from clawstore.store.packfile import (
     walk_pack,
     writer_alive,
 )
+from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 _SMALL = 4 << 20  # blobs up to this size are verified in memory, larger ones streamed
 
@@ -68,7 +76,7 @@ def blob_problem(fh: BinaryIO, pack: str, blob: Blob) -> str | None:
         if blob.length <= _SMALL:
             codec.decode_verified(oid, blob.id.hex(), where, os.pread(fd, blob.length, blob.offset))
         else:
-            from clawstore.store.objects import check_blob
+            from clawstore.store.core.objects import check_blob
 
             check_blob(fd, oid, blob.offset, blob.length, where)
     except CorruptObjectError as exc:

@@ -140,7 +140,7 @@ def atomic_file(path: Path, registry: Path | None = None) -> Iterator[BinaryIO]:
     `registry` (a store's tmp/): while the temp file exists, a symlink there named like the store's own
     temp files (`<pid>-<ticks>-<random>.outside`) points at it, so that once its writer is dead (even
     SIGKILLed, when nothing of it runs to clean up) whatever removes dead writers' temp files from the
-    store removes this one too (clawstore/store/leftovers.py)."""
+    store removes this one too (clawstore/store/core/leftovers.py)."""
     tmp = path.with_name(f".{path.name}.{temp_name()}")
     pointer = None
     if registry is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from clawstore.costs import SOURCES
+from clawstore.values.costs import SOURCES
 
 MAX_REPLY_TOKENS = 100_000_000  # tokens one reply may report in any usage field
 MAX_REPLY_COST_USD = 10_000.0  # cost one reply may report
@@ -47,5 +47,5 @@ def amount_problem(value: Any, high: float) -> str | None:
 
 
 def source_problem(value: Any) -> str | None:
-    """Why `value` is not a cost source (costs.py SOURCES) or absent (None)."""
+    """Why `value` is not a cost source (values/costs.py SOURCES) or absent (None)."""
     return None if value is None or value in SOURCES else f"expected one of {', '.join(SOURCES)}, got {_shown(value)}"

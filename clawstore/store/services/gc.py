@@ -29,11 +29,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
-from clawstore.store import codec
-from clawstore.store.ids import PREFIX, is_oid
-from clawstore.store.index import (
+from clawstore.host.durable import fsync_path
+from clawstore.store.core import codec
+from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.core.index import (
     ActionEntry,
     IndexSnapshot,
     Loc,
@@ -43,14 +43,14 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.leftovers import (
+from clawstore.store.core.leftovers import (
     remove_stale_downloads,
     remove_stale_temp_files,
     stale_downloads,
     stale_temp_files,
 )
-from clawstore.store.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
-from clawstore.store.packfile import (
+from clawstore.store.core.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
+from clawstore.store.core.packfile import (
     ACTION_SIZE,
     BLOB_HEAD_SIZE,
     KIND_ACTION,
@@ -63,9 +63,9 @@ from clawstore.store.packfile import (
     pack_path,
     writer_alive,
 )
+from clawstore.store.core.runtime import TOUCH_AFTER_S
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
-from clawstore.store.runtime import TOUCH_AFTER_S
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

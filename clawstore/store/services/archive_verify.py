@@ -20,9 +20,9 @@ import blake3
 import zstandard
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.codec import decompressor
-from clawstore.store.ids import PREFIX
-from clawstore.store.packfile import KIND_OBJECT, Blob, PackWriter
+from clawstore.store.core.codec import decompressor
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.packfile import KIND_OBJECT, Blob, PackWriter
 
 OBJECT_MODE = 0o444  # staged frames are never edited
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clawstore.errors import CorruptObjectError, MissingObjectError
-from clawstore.store.packfile import BLOB_HEAD_SIZE, iter_pack_ids, pack_overhead, pack_path
+from clawstore.store.core.packfile import BLOB_HEAD_SIZE, iter_pack_ids, pack_overhead, pack_path
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -79,7 +79,7 @@ def store_stats(store: Store, with_gc: bool = True) -> StoreStats:
             disk += info.st_blocks * 512
     would_free = None
     if with_gc:
-        from clawstore.store.gc import collect
+        from clawstore.store.services.gc import collect
 
         would_free = collect(store, dry_run=True).pack_bytes_freed
     return StoreStats(count, logical, stored, packs, files, apparent, disk, pack_bytes, live, would_free)

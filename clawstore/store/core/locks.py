@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clawstore.durable import process_identity, temp_name
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.layout import LEASES, LOCKS, TMP
+from clawstore.host.durable import process_identity, temp_name
+from clawstore.store.core.layout import LEASES, LOCKS, TMP
 
 _POLL_S = 0.02
 # gc holds this lock exclusively while it deletes; a new lease waits for it (see lease() and gc.py).

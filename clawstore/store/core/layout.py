@@ -10,8 +10,8 @@ import shutil
 import time
 from pathlib import Path
 
-from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.host.durable import fsync_path, write_file_atomic
 
 FORMAT_FILE = "CLAWSTORE"
 FORMAT_VERSION = 2

@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clawstore.durable import fsync_path
 from clawstore.errors import CorruptObjectError, StoreError
-from clawstore.store import codec
+from clawstore.host.durable import fsync_path
 from clawstore.store.actions import set_entries
-from clawstore.store.ids import PREFIX, is_hex64, is_oid
-from clawstore.store.layout import (
+from clawstore.store.core import codec
+from clawstore.store.core.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.core.layout import (
     ACTIONS1,
     FORMAT1_DIRS,
     FORMAT_VERSION,
@@ -34,8 +34,8 @@ from clawstore.store.layout import (
     remove_format1_leftovers,
     write_marker,
 )
-from clawstore.store.locks import exclusive
-from clawstore.store.objects import ObjectStore
+from clawstore.store.core.locks import exclusive
+from clawstore.store.core.objects import ObjectStore
 
 _BATCH_OBJECTS = 2000  # objects per commit: bounded pending state, few fsyncs
 _WHOLE_MAX = 8 << 20

@@ -38,8 +38,8 @@ from typing import NamedTuple
 
 import blake3
 
-from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.host.durable import fsync_path, write_file_atomic
 
 MAGIC = b"CLAWIDX\x00"
 VERSION = 1

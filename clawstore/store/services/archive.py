@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
-from clawstore import jsontext
-from clawstore.canonical import canonical_json
-from clawstore.durable import atomic_file
 from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
-from clawstore.store.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
-from clawstore.store.ids import PREFIX, is_hex64, is_oid
-from clawstore.store.index import Loc
-from clawstore.store.leftovers import remove_stale_temp_files
-from clawstore.store.names import name_problem, ref_name_problem
-from clawstore.store.packmaps import PackMaps
+from clawstore.host.durable import atomic_file
+from clawstore.store.core.ids import PREFIX, is_hex64, is_oid
+from clawstore.store.core.index import Loc
+from clawstore.store.core.leftovers import remove_stale_temp_files
+from clawstore.store.core.names import name_problem, ref_name_problem
+from clawstore.store.core.packmaps import PackMaps
+from clawstore.store.services.archive_tar import TRAILER, Reader, TarFormatError, header, padding
+from clawstore.store.services.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
+from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

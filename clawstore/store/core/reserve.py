@@ -15,8 +15,8 @@ import errno
 import os
 from pathlib import Path
 
-from clawstore.durable import temp_name
-from clawstore.store.layout import TMP
+from clawstore.host.durable import temp_name
+from clawstore.store.core.layout import TMP
 
 RESERVE_FILE = "reserve"
 RESERVE_BYTES = 1 << 20  # room for the answers of a build's running nodes, their window and its log

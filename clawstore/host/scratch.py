@@ -7,7 +7,7 @@ walks any depth; it is the fallback.
 
 A scratch directory in a store's tmp/ (`writer_scratch_dir`) carries its writer's identity in its name,
 like the store's temp files: a killed push or pull leaves it behind, and the store's sweeps of dead
-writers' leftovers (store/leftovers.py) remove it.
+writers' leftovers (store/core/leftovers.py) remove it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from clawstore.durable import temp_name
+from clawstore.host.durable import temp_name
 
 
 def remove_tree(path: Path | str) -> None:
@@ -44,7 +44,7 @@ def scratch_dir(prefix: str, parent: Path | str | None = None) -> Iterator[str]:
 @contextmanager
 def writer_scratch_dir(tmp_dir: Path, purpose: str) -> Iterator[Path]:
     """A scratch directory in a store's `tmp_dir`, named by this process (durable.temp_name) and removed at
-    the end; one a SIGKILL left behind is a dead writer's leftover (store/leftovers.py)."""
+    the end; one a SIGKILL left behind is a dead writer's leftover (store/core/leftovers.py)."""
     path = Path(tmp_dir) / temp_name(f".{purpose}")
     path.mkdir(mode=0o700)
     try:

@@ -30,16 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.durable import fsync_path, write_file_atomic
 from clawstore.errors import StoreError
+from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store.actions import entry_problem, key_digest, set_entries
-from clawstore.store.adopt import blob_problem
 from clawstore.store.buildlogs import builds_dir
-from clawstore.store.documents import read_build_log_doc
-from clawstore.store.fsck_reach import CHUNK, Reach
-from clawstore.store.headdoc import inline_or_none, part_ids, write_head
-from clawstore.store.ids import PREFIX
-from clawstore.store.index import (
+from clawstore.store.core.adopt import blob_problem
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.index import (
     ActionEntry,
     BadSegmentError,
     Loc,
@@ -52,9 +49,9 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.leftovers import count_temp_files, remove_leftovers
-from clawstore.store.locks import list_leases
-from clawstore.store.packfile import (
+from clawstore.store.core.leftovers import count_temp_files, remove_leftovers
+from clawstore.store.core.locks import list_leases
+from clawstore.store.core.packfile import (
     KIND_OBJECT,
     Blob,
     NotAPackError,
@@ -67,7 +64,10 @@ from clawstore.store.packfile import (
     walk_pack,
     writer_alive,
 )
+from clawstore.store.documents import read_build_log_doc
+from clawstore.store.headdoc import inline_or_none, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
+from clawstore.store.services.fsck_reach import CHUNK, Reach
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

@@ -13,11 +13,11 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from clawstore.durable import fsync_path
 from clawstore.errors import MissingObjectError
-from clawstore.process_end import at_exit
-from clawstore.store.batch import Batch, GroupCommitter, SharedCommit
-from clawstore.store.index import (
+from clawstore.host.durable import fsync_path
+from clawstore.host.process_end import at_exit
+from clawstore.store.core.batch import Batch, GroupCommitter, SharedCommit
+from clawstore.store.core.index import (
     IndexView,
     Loc,
     Segment,
@@ -27,8 +27,8 @@ from clawstore.store.index import (
     remove_segments,
     write_segment,
 )
-from clawstore.store.layout import StoreLayout
-from clawstore.store.packfile import PackWriter, pack_path
+from clawstore.store.core.layout import StoreLayout
+from clawstore.store.core.packfile import PackWriter, pack_path
 
 # A pack is sealed and a new one started past this size ("a few MiB to tens of MiB").
 PACK_TARGET = 32 << 20

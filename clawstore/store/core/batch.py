@@ -24,8 +24,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clawstore.store.index import ActionEntry, Loc, Segment, new_segment_name
-from clawstore.store.packfile import KIND_ACTION, PackWriter, encode_action
+from clawstore.store.core.index import ActionEntry, Loc, Segment, new_segment_name
+from clawstore.store.core.packfile import KIND_ACTION, PackWriter, encode_action
 
 DEFAULT_WINDOW_S = 0.25
 DEFAULT_MAX_BATCHES = 256

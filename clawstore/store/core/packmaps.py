@@ -7,10 +7,10 @@ import mmap
 from typing import TYPE_CHECKING
 
 from clawstore.errors import MissingObjectError
-from clawstore.store.index import Loc
+from clawstore.store.core.index import Loc
 
 if TYPE_CHECKING:
-    from clawstore.store.objects import ObjectStore
+    from clawstore.store.core.objects import ObjectStore
 
 
 class PackMaps:

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore import jsontext
-from clawstore.durable import fsync_path, temp_name
 from clawstore.errors import StoreError, UsageError, one_line
-from clawstore.store import codec
+from clawstore.host.durable import fsync_path, temp_name
 from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
-from clawstore.store.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
-from clawstore.store.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
-from clawstore.store.ids import PREFIX, is_oid
-from clawstore.store.layout import FORMAT_FILE
+from clawstore.store.core import codec
+from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.core.layout import FORMAT_FILE
 from clawstore.store.refs import RefConflict, check_ref_name
+from clawstore.store.services.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
+from clawstore.store.services.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
+from clawstore.values import jsontext
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -130,7 +130,7 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
 
     Content signed by no key `trusts` accepts is refused, unless `untrusted`: then its objects are
     published but its entries and refs are kept apart (an object named by a ref `untrusted/...`, see
-    clawstore/store/apart.py), so no build reuses them until the signer is trusted.
+    clawstore/store/untrusted.py), so no build reuses them until the signer is trusted.
     """
     path = Path(path)
     staged: dict[str, Stage] = {}
@@ -310,7 +310,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
     succeeded: a refused archive leaves nothing behind, not even an empty store."""
-    from clawstore.store.runtime import drop_runtime
+    from clawstore.store.core.runtime import drop_runtime
     from clawstore.store.store import Store
 
     problem = import_target_problem(store_dir)

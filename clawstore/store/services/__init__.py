@@ -1,0 +1,1 @@
+"""Services on the store's core: gc, fsck, archives, pack transfer, migration and statistics."""
