@@ -20,6 +20,7 @@ def test_counts_annotations_document_reads_and_store_internals(tmp_path: Path) -
         "__init__.py": "",
         "store/__init__.py": "",
         "store/face.py": "X = 1\n",
+        "store/objects.py": "W = 3\n",
         "store/core/index.py": "Y = 2\n",
         "cli/__init__.py": "",
         "cli/run_cmd.py": "print('fine here')\n",
@@ -27,6 +28,7 @@ def test_counts_annotations_document_reads_and_store_internals(tmp_path: Path) -
         "builder/api.py": (
             "from typing import Any\n"
             "from clawstore.store.face import X\n"
+            "from clawstore.store.objects import W\n"
             "from clawstore.store.core.index import Y, Y as Z\n"
             "def build(campaign: Any, item: Any, n: int, doc: dict[str, Any]) -> Any:\n"
             "    print(doc.get('a'), doc.get(n))\n"
@@ -37,7 +39,7 @@ def test_counts_annotations_document_reads_and_store_internals(tmp_path: Path) -
     assert (counts.campaign_any, counts.item_any, counts.most_parameters) == (1, 1, 4)
     assert (counts.get_calls, counts.get_string_keys, counts.isinstance_calls) == (2, 1, 1)
     assert counts.prints_outside_cli == 1
-    assert (counts.store_internal_imports, counts.modules_importing_store_internals) == (2, 1)
+    assert (counts.store_internal_imports, counts.modules_importing_store_internals) == (3, 1)
     assert counts.circles == 0 and counts.packages == 3
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 SCRIPT = """
 import atexit, sys
 from pathlib import Path
-from clawstore import process_end
+from clawstore.host import process_end
 
 out = Path(sys.argv[1])
 process_end.at_exit(lambda: (out / "claw-work").write_text("done"))
