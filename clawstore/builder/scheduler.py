@@ -39,8 +39,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
               on_interrupt: Callable[[int], None] | None = None,
               lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None) -> list[T]:
     """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow); `on_done` sees each
-    outcome in the calling thread, False stops scheduling. Returns the tasks never started. Interrupts: Details:
-    docs/building.md (Details by module)."""
+    outcome in the calling thread, False stops scheduling. Returns the tasks never started. Interrupts: docs/building.md
+    (Details by module)."""
     lanes = lanes if lanes is not None else Lanes(concurrency)
     lane_of = lane_of or (lambda task: None)
     order = itertools.count()

@@ -1,5 +1,5 @@
 """A no-op build without loading a config: skip planning when nothing a key depends on has changed (planning a large
-campaign only to find every node fresh costs seconds). What the stamp records and when it is trusted: Details:
+campaign parses thousands of files only to find every node fresh). What the stamp records and when it is trusted:
 docs/building.md (Details by module)."""
 
 from __future__ import annotations

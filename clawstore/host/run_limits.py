@@ -1,5 +1,5 @@
 """What one run may make claw hold, and what a tree from outside may be (container output, a run's final workspace or
-sandbox, an agent's template): bounded so that a model or a suite cannot exhaust the machine. The limits: Details:
+sandbox, an agent's template): bounded so that a model or a suite cannot exhaust the machine. The limits:
 docs/runners.md (Details by module)."""
 
 from __future__ import annotations

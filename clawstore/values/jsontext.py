@@ -59,7 +59,7 @@ def loads(data: str | bytes) -> Any:
 
 def loads_reply(text: str | bytes) -> Any:
     """`loads` for JSON that claw keeps in a record (a reply, an imported result): also a ValueError when nested deeper
-    than REPLY_MAX_DEPTH or holding a number too large for a float; a lone surrogate reads as U+FFFD. Why: Details:
+    than REPLY_MAX_DEPTH or holding a number too large for a float; a lone surrogate reads as U+FFFD. Why:
     docs/runners.md (Details by module)."""
     text = _text(text)
     if nests_deeper_than(text, REPLY_MAX_DEPTH):
