@@ -1,5 +1,5 @@
 """A killed writer's finished work: the blobs its pack holds that no index segment names, verified and named, so that
-answers already paid for are not lost. When and how: docs/store.md (Details by module)."""
+answers already paid for are not lost. When and how: docs/store.md (Adopting a killed writer's work)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Group commit: many puts share one durability barrier, and nothing is visible before it is durable.
 
-The write order and why it is safe: docs/store.md (Commit: group commit and the write order; Details by module)."""
+The write order and why it is safe: docs/store.md (Commit: group commit and the write order)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The index: object id -> (pack, offset, length) and action key -> record, in immutable segments that are merged as
-they accumulate. Byte layout, lookup and merge rules: docs/store.md (Index; Details by module)."""
+they accumulate. Byte layout, lookup and merge rules: docs/store.md (Index)."""
 
 from __future__ import annotations
 

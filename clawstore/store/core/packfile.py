@@ -1,6 +1,6 @@
 """Pack files: immutable, self-describing files of blobs (object frames and action-cache entries).
 
-Byte layout and sealing: docs/store.md (Packs; Details by module)."""
+Byte layout and sealing: docs/store.md (Packs)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """fsck: verify every blob of every pack, the index against the packs, and what builds and queries rely on; optionally
-repair it. What counts as a problem, as a notice, and what --repair does: docs/store.md (fsck; Details by module)."""
+repair it. What counts as a problem, as a notice, and what --repair does: docs/store.md (fsck)."""
 
 from __future__ import annotations
 

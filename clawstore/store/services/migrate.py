@@ -1,5 +1,5 @@
 """Upgrade a format-1 store (one file per object and per action-cache entry) to format 2 in place, crash-safe without a
-journal. How: docs/store.md (Migration from format 1; Details by module)."""
+journal. How: docs/store.md (Migration from format 1)."""
 
 from __future__ import annotations
 
