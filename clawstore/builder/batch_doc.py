@@ -1,20 +1,5 @@
-"""The store document of one provider batch, and its ref `batches/<name>`: a durable claim on its nodes.
-
-    {"type": "provider_batch", "format": 1, "name": <32 hex of the input file>, "kind": "judge",
-     "base_url": ..., "api_key_env": ..., "model": ..., "campaign_id": ..., "build_id": ...,
-     "input_file_id": ..., "batch_id": <the provider's, None while being submitted>,
-     "status": <the provider's last seen>, "submitted_at": <epoch s>, "expires_at": <epoch s or None>,
-     "keys": [<64 hex node keys: each line's custom_id>], "done": [...], "released": [...],
-     "estimate_usd": <float or None>, "output_object": <object id or None>, "error_object": ...}
-
-Written before the provider is asked to create the batch (`batch_id` None, the input file id known)
-and again as soon as it has, so a process killed between the two finds its batch by that file id.
-A key is covered (another build neither sends it again nor runs it) until it is `done` (its record
-is stored) or `released` (its line failed or expired: it is sent again). The ref goes once nothing is
-covered. Keys are kept as bare hex (no `blake3:` prefix): they name actions, not objects, so gc and
-fsck never look for them as objects; the downloaded output file is an object the document names.
-Refs under `batches/` travel with push and pull, so a pulled store sees another machine's batches.
-"""
+"""The store document of one provider batch, and its ref `batches/<name>`: a durable claim on its nodes, so that a batch
+survives any restart. Its fields and life: docs/batch.md (Details by module)."""
 
 from __future__ import annotations
 

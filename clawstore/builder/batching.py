@@ -1,14 +1,5 @@
-"""`--batch`: send single-request nodes through the provider's Batch API, collect them after any restart.
-
-Submitting: each node is claimed (store/claims.py) while its batch is made, then the batch document
-(batch_doc.py) is written before the provider is asked to create it, and again with the provider's
-batch id; from then on the document's ref is the node's claim, whichever process holds it, on any
-machine that pulls the store. Collecting: a finished batch's output file is kept in the store first
-(it is paid for), then each line is recorded under its node's claim as the synchronous path records a
-reply (the caller's `record`), and the document marks it done; a line that expired or failed on the
-provider's side is released and sent again. A process killed at any instant loses nothing: what it
-recorded is adopted, what it did not is recorded by the next collector, nothing is submitted twice.
-"""
+"""`--batch`: send single-request nodes through the provider's Batch API and collect them after any restart, never
+paying twice for a node. How submitting and collecting stay safe: docs/batch.md (Details by module)."""
 
 from __future__ import annotations
 

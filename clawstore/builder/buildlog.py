@@ -119,11 +119,9 @@ class BuildLog:
         self.write()
 
     def advance_head(self, planned: set[str] | None, known: tuple[str | None, dict[str, Any]] | None = None) -> str:
-        """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's,
-        keeping only addresses the campaign still plans (all, for a filtered build).
-        Compare-and-set, retried on a race. `known`: (head id, its nodes by address) as the caller read
-        them at the start of the build, used while the ref still points there. An unchanged state is
-        not rewritten (a no-op build leaves the head as it was)."""
+        """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's, keeping only
+        addresses the campaign still plans (all, for a filtered build); compare-and-set, retried on a race. `known`: the
+        head as read at the start. An unchanged state is not rewritten."""
         ref = head_ref(self.doc.campaign["id"])
         for _ in range(20):
             previous_id = self.store.get_ref(ref)

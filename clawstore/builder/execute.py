@@ -53,13 +53,9 @@ def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
 def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node], Stored], *,
                   stop: Stop | None = None, paid: bool = True,
                   lane_of: Callable[[Node], Lane | None] | None = None) -> None:
-    """Run `work` on each node under its claim (`session.claims`); record the outcome in the node and the
-    build log as it lands. A node another build stored meanwhile is adopted as reused. `paid`: the nodes
-    call a provider, so the budget (--max-cost) gates them; `lane_of`: a node's provider and model in the
-    build's slots and rate limits (lanes.py).
-
-    A store write failure (`session.trouble`) stops scheduling at once; answers the store refused are
-    kept and retried once the running nodes are done (clawstore/builder/unstored.py)."""
+    """Run `work` on each node under its claim and record each outcome in the node and the build log as it lands; a node
+    another build stored meanwhile is adopted as reused. `paid`: gated by the budget; `lane_of`: the node's lane.
+    Details: docs/building.md (Details by module)."""
     log, progress, trouble = session.log, session.progress, session.trouble
     budget = session.budget if paid else None
     if (budget is not None and budget.reached()) or (trouble is not None and trouble.failed):

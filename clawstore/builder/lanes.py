@@ -1,15 +1,6 @@
-"""The build's concurrency: `max_concurrency` slots shared by every node, and per (provider, model) lane
-an adaptive limit and a rate-limit hold, so that a model told to wait gives its slots to the others.
-
-A node takes a slot (and a place in its lane) when the scheduler starts it and gives it back once
-the scheduler has handled its outcome. While its provider request waits out a rate limit (a 429 or a
-Retry-After) it gives the slot back too, and takes one again once the wait is over, before any node
-not started yet. Its work claim stays held all along: the node is still being executed, by this build.
-
-Adaptive concurrency (AIMD, per lane): a 429 halves the lane's limit (at least 1), once per episode
-(a 429 to a request sent before the last halving does not halve again); every `INCREASE_AFTER`
-answered requests in a row raise it by one, up to `max_concurrency`.
-"""
+"""The build's concurrency: `max_concurrency` slots shared by every node, and per (provider, model) lane an adaptive
+limit and a rate-limit hold, so that a model told to wait gives its slots to the others. Details: docs/building.md
+(Details by module)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""Build progress on stderr: what the engine reports (`BuildProgress`) and three ways to show it.
+"""Build progress on stderr: what the engine reports (`BuildProgress`) and three ways to show it (live, plain, json).
 
-- live (a terminal): a rich display redrawn in place — the overall bar (done/total, ETA, requests/s),
-  one row per model (done, running, failed, reused), tokens and cost so far against the plan, and the
-  last failure's one-line reason;
-- plain (pipes, CI, `--progress plain`): one line per finished node, and a `WAIT` line when a model
-  is rate-limited (until when);
-- json (`--progress json`): one JSON object per line (phase, started, finished, failed, rate_limited,
-  interrupt, totals).
-
-The live one is drawn by progress_live.py; progress_choice.py picks one for a build. The engine calls
-`phase` once per layer, `started`/`finished` per node (from any thread), `rate_limited` when a
-provider holds a model back (builder/lanes.py), `interrupt` on a first Ctrl-C, and `close` at the
-end. Every failure's reason is kept for the final table.
-"""
+What each shows: docs/building.md (Details by module)."""
 
 from __future__ import annotations
 

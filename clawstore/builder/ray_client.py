@@ -1,19 +1,5 @@
-"""`claw build --executor ray`: every provider request and OpenClaw run of the build runs on a Ray cluster.
-
-The driver (the `claw build` process) keeps what only it should do: it plans, bounds concurrency for
-the whole cluster (its own pool of `max_concurrency` threads each waits for one request at a time),
-runs the tool sandbox, and commits each result to its store exactly once. The cluster talks to the
-provider: one actor per node, each with one HTTP connection pool, spreads the requests over the
-nodes (over those whose actor has started: a new cluster's first requests do not wait for its slowest
-node); and runs OpenClaw cases: one task per case, on a node with a free CPU and a container engine,
-shipped the agent's workspace and returning the evidence for the driver to store. A worker killed
-mid-request is restarted and the request retried (Ray's actor restarts and task retries); the driver
-still commits once. A killed driver loses nothing committed: the next
-build resumes from the store.
-
-Workers need no store (an OpenClaw task uses a scratch one) and get no secret from the driver: the
-API key is read from the environment of the Ray node (set it where the node is started, as for any
-cluster secret). The endpoint names only the variable.
+"""`claw build --executor ray`: every provider request and OpenClaw run of the build runs on a Ray cluster, while the
+driver plans, bounds concurrency and commits each result exactly once. Details: docs/distributed.md (Details by module).
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""Run independent tasks on a bounded pool of daemon threads, stoppable at any moment.
-
-Daemon threads (not ThreadPoolExecutor) so that an interrupted build can exit at once: every finished
-node is already durable in the store, and an unfinished one leaves nothing visible behind.
-A task whose work returns `Later` (its node is being executed by another build) is set aside and
-tried again once the given delay passed; tasks that can start now always go first.
-Slots and rate limits are the build's `Lanes` (lanes.py): a task starts when its lane has room, and a
-task paused by a rate limit does not count against the others meanwhile.
-"""
+"""Run independent tasks on a bounded pool of daemon threads, stoppable at any moment: every finished node is already
+durable, an unfinished one leaves nothing visible. Details: docs/building.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -45,19 +38,9 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
               on_done: Callable[[Outcome[T, R]], bool],
               on_interrupt: Callable[[int], None] | None = None,
               lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None) -> list[T]:
-    """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow: the
-    build's slots, shared with its other layers; `lane_of` names each task's provider and model).
-
-    `on_done` is called in the calling thread for each outcome; returning False stops scheduling new
-    tasks (running ones finish). Returns the tasks that were never started (or were set aside and not
-    finished when scheduling stopped).
-
-    KeyboardInterrupt in the calling thread: without `on_interrupt` it propagates at once. With it, a
-    first interrupt stops scheduling, calls `on_interrupt(running)` and waits for the running tasks
-    (their outcomes still reach `on_done`), then re-raises; a second interrupt propagates at once and
-    abandons the running threads (daemons; an unfinished node leaves nothing visible behind); a task
-    paused by a rate limit is woken by the first interrupt (its provider call fails as `cancelled`).
-    """
+    """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow); `on_done` sees each
+    outcome in the calling thread, False stops scheduling. Returns the tasks never started. Interrupts: docs/building.md
+    (Details by module)."""
     lanes = lanes if lanes is not None else Lanes(concurrency)
     lane_of = lane_of or (lambda task: None)
     order = itertools.count()

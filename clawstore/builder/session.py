@@ -18,11 +18,9 @@ if TYPE_CHECKING:
 
 
 class Budget:
-    """`--max-cost`: once the build has spent the limit, nodes that call a provider are not started
-    (those already running finish and are kept, so the spend can pass the limit by what was in flight).
-    Spent is the reported and priced cost (`metrics.cost_usd`); a build whose cost could be unknown is
-    refused before it starts (cli/build_cmd.py `_check_budget`). `metrics`: the build's spend so far,
-    as its build log counts it."""
+    """`--max-cost`: once the build has spent the limit (reported and priced cost), nodes that call a provider are not
+    started; running ones finish and are kept, so spend may pass the limit by what was in flight. Details:
+    docs/building.md (Details by module)."""
 
     def __init__(self, limit_usd: float, metrics: Callable[[], dict[str, Any]]):
         self.limit_usd = limit_usd

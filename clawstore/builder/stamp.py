@@ -1,32 +1,6 @@
-"""A no-op build without loading a config: skip planning when nothing a key depends on has changed.
-
-Planning a campaign of 10,000 runs parses thousands of YAML files and hashes every node's input
-document, only to find, on a rebuild, that every node is fresh. Like git's index (the stat data of
-files known to be unchanged) and ninja's log, a build that left its campaign complete writes a stamp,
-`<store>/stamps/<request digest>.json`, with:
-
-- `reads`: every file the build opened and every directory it listed inside the workspace (seen
-  through Python's audit hooks while it loaded and planned), and their parent directories, each with
-  its size, mtime, ctime and inode: editing, adding, removing or renaming any config changes one;
-- `env`: a digest of the environment (endpoint URLs come from it), leaving out variables named like
-  secrets (they are in no key) and the shell's own bookkeeping;
-- `code`: a digest of clawstore's source files' stat data (another claw plans differently);
-- `store`: the names in `index/` and `packs/` (any write, gc or repair of the store changes them) and
-  the campaign head the build ended on;
-- the rows, counts and head the build printed, and the nodes of each layer per model.
-
-The next build with the same flags, in the same directory, on the same store, compares all of it and,
-if everything matches, prints the same table with every node reused and writes its build log (a few
-hundred bytes), as a no-op build does, without reading a config or opening the store's index. Any
-difference, and everything else (`--force`, `--case`/`--model`, `--executor ray`, `--max-cost`, a
-campaign with openclaw runs, content kept apart as untrusted), takes the full path. `claw status`,
-`claw explain` and `claw build --dry-run` of the same campaign (no `--case`/`--model`/`--force`) look
-for the same stamp: when it matches, every node is fresh, and they say so without planning. (A `--remote`
-build's digest also names the remote's listings, and the caller checks the campaign's head there:
-project/stamping.py, remote/live.py.) A
-file changed within two seconds of the stamp (mtime granularity) is never trusted: no stamp is written.
-Deleting `stamps/` loses nothing.
-"""
+"""A no-op build without loading a config: skip planning when nothing a key depends on has changed (planning a large
+campaign parses thousands of files only to find every node fresh). What the stamp records and when it is trusted:
+docs/building.md (Details by module)."""
 
 from __future__ import annotations
 

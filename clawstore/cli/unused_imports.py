@@ -1,13 +1,6 @@
-"""Imports the `claw` program never needs, kept out of its process.
-
-httpx imports its own command-line client (`httpx._main`: rich's syntax highlighting and pygments,
-~70 ms) whenever those happen to be installed, and httpcore imports trio (with attrs, ~130 ms) for an
-async backend claw's synchronous client never uses. Both libraries treat an ImportError there as "not
-installed". Together they were a fifth of the CPU of a small `claw build`.
-
-Only the program does this (`clawstore.cli.entry`): a process that imports claw as a library keeps
-every import its own code may want.
-"""
+"""Imports the `claw` program never needs (httpx's command-line client, httpcore's trio backend), kept out of its
+process to save start-up time. What they cost and why blocking them is safe: docs/design/decisions.md (Details by
+module)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""Score deltas between two campaign states, with intervals that include judge and run noise.
-
-A case's score on one side is the mean of its judge scores (per run repetition, then over the
-repetitions). Its noise is estimated from the repetitions themselves, pooled over the model's cases
-(two or three repetitions per case are too few on their own): judge residuals (a score minus the
-mean of its run's judge scores) and run residuals (a repetition's mean minus the case's mean, shrunk
-to the spread the judge noise does not already explain).
-Each bootstrap sample redraws, on both sides, every run's residual and every judgement's residual
-from those pools; the delta's interval is the percentile interval of the sampled deltas. A case's
-samples are drawn a pool at a time, `samples` residuals in one go (_draws), and summed element-wise
-(map in C): 5 to 8 times faster than one residual at a time (bench/compare_bench.py), holding one
-case's samples at a time.
-
-Intervals are Bonferroni-adjusted: with m (model, case) pairs compared, each case interval is at
-1 - (1 - confidence) / m, and model intervals at 1 - (1 - confidence) / (number of models), so that
-comparing two builds of identical configs flags nothing with probability about `confidence`.
-Over thousands of cases a case's tail is beyond the reach of `samples` draws: a case flagged so, by a
-delta its noise can draw, is drawn again with enough samples to reach its tail (_resolving).
-A delta whose interval holds 0 is `within noise`; above it `improved`, below it `regressed`.
-"""
+"""Score deltas between two campaign states, with intervals that include judge and run noise (estimated from the
+repetitions, pooled over a model's cases). The model: docs/compare.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The paired comparison `claw compare` gates on: per model and overall, the mean of B - A over the
-cases both sides hold, its interval, p-value and minimum detectable effect (clawstore.stats.paired);
-the cases whose pass/fail verdict flipped; and each side's judge self-agreement.
-
-A case's value on a side is its score (compare/delta.py: the mean over run repetitions of the mean of
-the judge repetitions), so run and judge repetitions nest inside the case, and the case is what is
-resampled. Model intervals are Bonferroni-adjusted over the models (at 1 - (1 - confidence) / models),
-as the per-case deltas are, so identical configs fail the gate with probability at most 1 - confidence.
-Overall, a case's value is the mean of its models' differences (the models share the case).
-"""
+"""The paired comparison `claw compare` gates on: per model and overall, the mean of B - A over the cases both sides
+hold with its interval, p-value and minimum detectable effect; flipped verdicts; judge self-agreement. Details:
+docs/compare.md (Details by module)."""
 
 from __future__ import annotations
 

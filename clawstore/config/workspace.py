@@ -250,14 +250,9 @@ def _load_agents(ws: Workspace) -> None:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Keep the cyclic garbage collector off the catalog while (and after) it is built.
-
-    Loading allocates hundreds of thousands of small, acyclic objects that all stay alive; each
-    automatic collection would re-scan the growing catalog (that alone doubled load time on 2,000
-    cases), and the first collection after loading would scan it all once more. So collections wait
-    until the load is done, and what exists then is frozen (moved to the permanent generation): it is
-    still freed by reference counting when dropped, the collector just never walks it again.
-    """
+    """Keep the cyclic garbage collector off the catalog while (and after) it is built: collections wait until the load
+    is done, then what exists is frozen. Re-scanning the growing catalog doubled load time on 2,000 cases. Details:
+    docs/configuration.md (Details by module)."""
     if not gc.isenabled():  # nested (campaign -> workspace) or the caller manages the collector
         yield
         return

@@ -1,11 +1,6 @@
-"""Bound a YAML or JSON text's nesting depth and alias expansion before any recursive code sees it.
-
-The C composer recurses once per nesting level, so a 100,000-deep document overflows the C stack
-(SIGSEGV, no message) and a 5,000-deep one ends in RecursionError; an alias bomb is a small file
-whose aliases expand to billions of nodes in whatever walks the result. Both are refused here:
-first a cheap textual upper bound on the depth (most files stop there), else the parser's event
-stream, which libyaml produces iteratively, is walked with a counter and an explicit stack.
-"""
+"""Bound a YAML or JSON text's nesting depth and alias expansion before any recursive code sees it, so that a hostile
+file is refused in one line instead of crashing the process or exhausting memory. Details: docs/configuration.md
+(Details by module)."""
 
 from __future__ import annotations
 
@@ -29,13 +24,9 @@ _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")  # line breaks the regexes ab
 
 
 def _yaml_depth_bound(text: str) -> int | None:
-    """An upper bound on the nesting depth of a YAML text, or None when no cheap bound is known.
-
-    In block style each collection on the path to a node either starts a line (at most two per
-    distinct indentation: a mapping and its indentless sequence) or follows an indicator in a line's
-    prefix; flow collections each need a `[` or `{`. Loose on purpose: it only has to be cheap
-    and never too small.
-    """
+    """An upper bound on the nesting depth of a YAML text, or None when no cheap bound is known: counted from line
+    indentation and flow brackets, loose on purpose (cheap, never too small). Details: docs/configuration.md (Details by
+    module)."""
     if any(mark in text for mark in _OTHER_BREAKS):
         return None
     indents = len(set(_INDENT.findall(text)))

@@ -1,13 +1,6 @@
-"""Python hook checks, run confined like `exec_shell` (docs/evaluation.md, "What a hook may read").
-
-Both `path` and `import_path` hooks are gated by `security_policy.allow_local_python_hooks`.
-The child runs under bubblewrap (clawstore/host/confine.py): its own pid namespace and /proc (the
-harness's /proc/<pid>/environ does not exist there), no network unless the policy allows it, a
-cleared environment, and a filesystem of read-only views of only the Python runtime, the case
-directory (its working directory) and, for `import_path` hooks, the folder the module is found in,
-plus an empty scratch /tmp. It gets the RunArtifact dict as JSON on stdin; hook_runner.py sets CPU,
-memory, file-size and open-file limits on itself before the hook's code is loaded.
-"""
+"""Python hook checks, run confined like `exec_shell` (docs/evaluation.md, "What a hook may read") and gated by
+`security_policy.allow_local_python_hooks`, so that a suite's hook cannot read the harness's secrets or store. The
+confinement: docs/evaluation.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -53,15 +53,9 @@ def _path_key(path: str) -> str:
 def check_inputs(
     checks: Sequence[Any], case_dir: str | os.PathLike[str] | None, search_path: Sequence[str] | None = None
 ) -> dict[str, str | None]:
-    """Map every host file the checks read to its content digest (None when absent).
-
-    Keys: the paths of `file_exists` / `file_contains` / `path_exists` targets and `path` hooks as
-    the case names them (case_path_name: relative ones relative to the case directory, so that the key
-    does not depend on where the workspace sits); `python:<module>` for `import_path` hooks (digest of
-    the module's source file found in the case directory or on `search_path`, default `sys.path`). A
-    file the run's sandbox holds is still listed: the checks cannot know in advance which side
-    answers, and listing more only costs a re-check.
-    """
+    """Map every host file the checks read to its content digest (None when absent): check targets and `path` hooks as
+    the case names them (case_path_name), `python:<module>` for `import_path` hooks. Files the sandbox may hold are
+    listed too: listing more only costs a re-check."""
     base = os.fspath(case_dir) if case_dir is not None else None
     found: dict[str, str | None] = {}
     for raw in checks:

@@ -60,11 +60,9 @@ _last_seen: tuple[object, list[str]] = ((), [])  # (the environment as last read
 
 
 def _process_secrets() -> list[str]:
-    """environment_secrets of os.environ. Every redaction asks (10,000 times in a 500x4 build), and
-    decoding the whole environment each time took ~100 us (about 1 s of the build's 19 s of CPU); its
-    raw items, compared with those of the last call, tell whether anything changed, in a few
-    microseconds. (One tuple: a thread swapping it in meanwhile leaves either the old pair or the new,
-    both consistent.)"""
+    """environment_secrets of os.environ, decoded again only when the environment's raw items changed: every redaction
+    asks (10,000 times in a 500x4 build) and decoding each time cost about 1 s of the build's 19 s of CPU. Details:
+    docs/evaluation.md (Details by module)."""
     global _last_seen
     raw = getattr(os.environ, "_data", None)  # CPython's bytes mapping behind os.environ
     snapshot = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())

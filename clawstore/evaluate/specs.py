@@ -61,11 +61,9 @@ def security_policy(policy: Any) -> dict[str, Any]:
 
 
 def case_path_name(path: str) -> str:
-    """How keys and check results name a check/hook path: as the case wrote it (`~` expanded,
-    normalised), a relative one still relative to the case directory. Never joined to where the
-    workspace sits: a workspace moved or cloned elsewhere keeps its keys, and its judges are shown
-    the same results (no host directory enters the store or the judge's prompt but one the case
-    itself writes: an absolute path, which names the run's sandbox first)."""
+    """How keys and check results name a check/hook path: as the case wrote it (`~` expanded, normalised), a relative
+    one still relative to the case directory, never joined to where the workspace sits, so that a moved or cloned
+    workspace keeps its keys. Details: docs/evaluation.md (Details by module)."""
     return os.path.normpath(os.path.expanduser(str(path)))
 
 

@@ -95,16 +95,9 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
 
 def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]] | None = None,
                   present: set[str] | None = None) -> None:
-    """Fill the node's cached record (None when never built under this key, or when what it names is
-    no longer in the store).
-
-    `head`: the campaign head's nodes by address. Where the head holds a fresh record for this very
-    key it is used as is (it is a gc root, so the record it names is kept); anything else asks the
-    action cache, which may know a newer record written by another campaign. Either way the record
-    and its outputs must still exist (fsck may have quarantined them): reuse trusts nothing it cannot
-    see, and a record with a missing output is stale (`node.unseen` says which).
-    `present`: ids already seen in the store during this planning (shared outputs are checked once).
-    """
+    """Fill the node's cached record (None when never built under this key or when what it names is gone): a fresh
+    record in the campaign `head` first, else the action cache. The record and its outputs must still exist; `present`:
+    ids already seen. Details: docs/building.md (Details by module)."""
     entry = head.get(address_id(node.kind, node.address)) if head else None
     if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
         missing = unseen_objects(store, entry["record"], entry["record_doc"], present)

@@ -1,11 +1,6 @@
-"""Reading what a process claw runs for others prints, in bounded memory.
-
-An OpenClaw container, an `exec_shell` command and a python hook run code that a suite's author or a
-model chose, and any of them may print without end (`yes`, a runaway loop): `communicate()` would
-keep all of it until the timeout, gigabytes a second. Here each stream keeps at most `cap` bytes (its
-head; or its end, for a stderr tail) and the rest is read and dropped, so the process never blocks on
-a full pipe.
-"""
+"""Reading what a process claw runs for others prints (an OpenClaw container, `exec_shell`, a python hook), in bounded
+memory, so that output without end cannot exhaust memory before the timeout. Details: docs/runners.md (Details by
+module)."""
 
 from __future__ import annotations
 

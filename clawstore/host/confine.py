@@ -1,12 +1,6 @@
-"""The bubblewrap confinement shared by `exec_shell` (runners/sandbox.py) and python hooks
-(evaluate/hooks.py): private namespaces, no network unless allowed, no capabilities, and, when the
-harness runs as root, the unprivileged uid `nobody` with no_new_privs.
-
-Run as an ordinary user, bwrap creates a user namespace: every capability is dropped in it and
-nested ones are forbidden. Run as root, a user namespace would still map the child to host root
-(whose file permissions reach /proc/sys and more), so bwrap keeps only CAP_SETUID/CAP_SETGID and
-`setpriv` turns the child into `nobody` with no capabilities before it starts.
-"""
+"""The bubblewrap confinement shared by `exec_shell` (runners/sandbox.py) and python hooks (evaluate/hooks.py): private
+namespaces, no network unless allowed, no capabilities, and `nobody` with no_new_privs when run as root. Why each:
+docs/runners.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -104,12 +104,9 @@ def temp_owner(name: str) -> tuple[int, int] | None:
 
 
 def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644, durable: bool = True) -> None:
-    """Write `data` to `path` so that readers see the old content or the new one, never a mix.
-
-    Temp file in `tmp_dir` (same file system; named by writer, so racing writers never share one) →
-    fsync → rename → fsync of the target directory. `durable=False` skips both fsyncs: for derived
-    data that a crash may lose but never tear (stamps, advisory claims).
-    """
+    """Write `data` to `path` so that readers see the old content or the new one, never a mix: temp file in `tmp_dir` →
+    fsync → rename → fsync of the directory. `durable=False` skips the fsyncs (derived data a crash may lose but never
+    tear)."""
     tmp = tmp_dir / temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
@@ -134,13 +131,9 @@ OUTSIDE_SUFFIX = ".outside"  # a symlink in a store's tmp/ to a temp file outsid
 
 @contextlib.contextmanager
 def atomic_file(path: Path, registry: Path | None = None) -> Iterator[BinaryIO]:
-    """A file to stream into, which replaces `path` durably only if the block completes (a hidden
-    temp file beside it until then, removed on any error): write_file_atomic for data not in memory.
-
-    `registry` (a store's tmp/): while the temp file exists, a symlink there named like the store's own
-    temp files (`<pid>-<ticks>-<random>.outside`) points at it, so that once its writer is dead (even
-    SIGKILLed, when nothing of it runs to clean up) whatever removes dead writers' temp files from the
-    store removes this one too (clawstore/store/core/leftovers.py)."""
+    """A file to stream into, which replaces `path` durably only if the block completes (write_file_atomic for data not
+    in memory). `registry` (a store's tmp/): a symlink there lets the store's leftover cleanup remove the temp file once
+    its writer is dead. Details: docs/store.md (Details by module)."""
     tmp = path.with_name(f".{path.name}.{temp_name()}")
     pointer = None
     if registry is not None:

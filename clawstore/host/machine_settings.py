@@ -1,16 +1,6 @@
-"""The machine's numeric settings, read from the environment.
+"""The machine's numeric settings, read from the environment and checked (one clear line for a bad value).
 
-    CLAW_BACKOFF_BASE          seconds the first retry of a provider request may wait (doubling after,
-                               up to 30 s); default 0.5
-    CLAW_STORE_RETRY_SECONDS   how long a build keeps writing answers the store refused; default 120
-    CLAW_REMOTE_PUSH_INTERVAL  seconds between the interim pushes of `build --remote`; default 5
-    CLAW_CLAIM_TTL             seconds a build's claim on a node outlives its last heartbeat; default 30
-    CLAW_BATCH_POLL_S          seconds between polls of provider batches (`build --batch --wait`); default 30
-
-Unset or empty means the default. Anything else that is not a finite number in the setting's range is
-refused (exit 2, one line naming the variable): a typo must not silently become the default, nor a
-traceback, nor `nan` seconds. `build` checks them all before it pulls, plans or sends anything.
-"""
+The variables: docs/building.md (Settings of the machine; Details by module)."""
 
 from __future__ import annotations
 

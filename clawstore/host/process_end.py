@@ -1,13 +1,5 @@
-"""How a `claw` process ends: teardown that only the process's own end needs may be left to it.
-
-Ray's disconnect (`ray.shutdown()`) joins the core worker's threads, 0.02–0.27 s, and the interpreter's
-teardown after a Ray build takes about 0.2 s more. A `claw build --executor ray` whose work is done and
-committed needs neither: its process ending closes the connection, which the cluster handles as for any
-driver that exits (the actors are detached and stay). So the `claw` program (`clawstore.cli.entry`)
-ends such a process with `os._exit`, after claw's own exit work (`at_exit`: sealing the store's open
-pack) and with its output flushed. A program that imports claw (a notebook, click's test runner) never
-opts in: there, `leave_to_exit()` answers False and everything is closed as usual.
-"""
+"""How a `claw` process ends: teardown that only the process's own end needs (Ray's disconnect, the interpreter's
+teardown) may be left to it, once the work is committed. The figures: docs/distributed.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What one run may make claw hold, and what a tree from outside may be: an OpenClaw container's
-output, and the files a run leaves (an OpenClaw agent's final workspace, an llm_probe run's tool
-sandbox) or an agent's workspace template brings.
-
-An agent or a model's tool calls act on a model's words and a suite written by someone else, so what
-they produce is input: a turn that prints without end, or files of many gigabytes or millions of
-files, must not exhaust the memory or the store of the build running them beside others.
-"""
+"""What one run may make claw hold, and what a tree from outside may be (container output, a run's final workspace or
+sandbox, an agent's template): bounded so that a model or a suite cannot exhaust the machine. The limits:
+docs/runners.md (Details by module)."""
 
 from __future__ import annotations
 

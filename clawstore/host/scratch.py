@@ -1,14 +1,5 @@
-"""Scratch directories that runs fill, removed whatever they hold.
-
-A model's shell command or an agent can nest directories thousands deep (`mkdir -p d/d/d/…`), and
-`shutil.rmtree` (like `os.walk` and `TemporaryDirectory`) recurses once per level on Python 3.11: past
-about a thousand levels it raises RecursionError, which would fail a run already paid for. `rm -rf`
-walks any depth; it is the fallback.
-
-A scratch directory in a store's tmp/ (`writer_scratch_dir`) carries its writer's identity in its name,
-like the store's temp files: a killed push or pull leaves it behind, and the store's sweeps of dead
-writers' leftovers (store/core/leftovers.py) remove it.
-"""
+"""Scratch directories that runs fill, removed whatever they hold, even nested thousands deep (where `shutil.rmtree`
+raises RecursionError and would fail a paid run). Details: docs/runners.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`claw import-pae`: store the runs and judgements a pae workspace already paid for under claw's keys.
-
-For every campaign pae ran (a suite × run profile directory, and each evaluation profile directory
-under it) the workspace's configs are loaded by claw and planned by the build's own planner; each
-planned run that pae completed with the same inputs is stored as that run node's record, then its
-checks are computed (locally) and each judge repetition pae completed is stored as that judge node's
-record. The next `claw build` of the campaign finds them in the action cache: zero requests for them.
-A file is read and verified whole before anything from it is stored; a damaged one is reported and
-skipped. Importing twice stores nothing new.
+"""`claw import-pae`: store the runs and judgements a pae workspace already paid for under claw's keys, planned by the
+build's own planner, so that they are never paid again. What is matched and how: docs/import-pae.md (Details by module).
 """
 
 from __future__ import annotations

@@ -91,17 +91,8 @@ class _Failure:
 class ProviderClient:
     """Thread-safe: one connection pool for every thread of a build.
 
-    `backoff_base`/`backoff_cap` shape the exponential backoff (tests use a tiny base);
-    `retry_after_cap` bounds how long a `Retry-After` header may make us wait. A `Retry-After` holds
-    back every request of this client for that model at that provider until it has passed, not only
-    the one it came with: the server asked the client to wait, and requests sent meanwhile would only
-    collect 429s of their own (each counting against the rate limit). Other models are not held back:
-    a router's 429 often comes from one model's upstream provider (an account-wide limit gives each
-    model one 429 of its own, and then holds it back too).
-    Inside a build, a wait for a rate limit (a 429 or a Retry-After) goes through the build's pacer
-    (clawstore/providers/pacing.py), which gives the thread's concurrency slot to other models meanwhile.
-    `close()` also wakes threads sleeping in a backoff (they fail with code `cancelled`).
-    """
+    `backoff_base`/`backoff_cap` shape the backoff, `retry_after_cap` bounds a `Retry-After` wait, which holds back this
+    model at this provider only. `close()` wakes threads in a backoff. Details: docs/runners.md (Details by module)."""
 
     def __init__(
         self,

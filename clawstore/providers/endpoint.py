@@ -27,14 +27,9 @@ def _valid_url(url: str) -> bool:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """An OpenAI-compatible endpoint: `base_url` is the part before `/chat/completions`.
-
-    `api_key_env` names the environment variable holding the key; None means the endpoint needs
-    no key (a local vLLM/Ollama server) and no Authorization header is sent. With `key_optional`, the
-    key is sent when the variable is set and left out when it is not (`$OPENROUTER_BASE_URL` pointing
-    at a local server: llama.cpp, vLLM, Ollama and LiteLLM need none).
-    The key itself is read only when a request is made and is never part of the endpoint.
-    """
+    """An OpenAI-compatible endpoint: `base_url` is the part before `/chat/completions`; `api_key_env` names the key's
+    environment variable (None: no key sent), `key_optional` sends it only when set. The key itself is read only when a
+    request is made."""
 
     base_url: str
     api_key_env: str | None = DEFAULT_API_KEY_ENV
@@ -87,15 +82,9 @@ def default_endpoint() -> Endpoint:
 def resolve_endpoint(
     extras: Mapping[str, Any] | None = None, *, path: str | None = None, field: str | None = None
 ) -> Endpoint:
-    """The endpoint a suite model entry names through its extras `base_url` / `api_key_env`.
-
-    - neither: the default endpoint (OpenRouter, key `OPENROUTER_API_KEY`; or `$OPENROUTER_BASE_URL`,
-      whose key `OPENROUTER_API_KEY` is sent when set, not required);
-    - `base_url` only: that server, no key (local servers such as vLLM or Ollama);
-    - `api_key_env` too: that variable holds the key (`api_key_env: null` or "" → no key);
-    - `api_key_env` only: the default base URL with another key variable.
-    `path`/`field` locate the model entry in ConfigError messages.
-    """
+    """The endpoint a suite model entry names through its extras `base_url` / `api_key_env` (neither: the default,
+    OpenRouter or `$OPENROUTER_BASE_URL`). `path`/`field` locate the entry in ConfigError messages. The cases:
+    docs/runners.md (Details by module)."""
     extras = extras or {}
     prefix = f"{field}." if field else ""
     base_url = extras.get("base_url")

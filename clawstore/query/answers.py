@@ -1,19 +1,6 @@
-"""The answers themselves in SQL: each run's final answer and conversation, each judge call's summary and
-per-dimension evidence, read from the store when a query first asks for them.
-
-The manifest's segments stay small (no transcript is copied into them); the answers live in two cache
-files under `<manifest>/answers/`, one row per artifact (runs) and per judge record (judgements). Both
-are keyed by content address, so a cached row never goes stale: a query reads from the store only the
-artifacts and judgements it has not seen, rewrites the file with them, and joins the views on it.
-
-The plain views' rows joined with their answers are materialised once more, as the table of a DuckDB
-file `<table>.current.<key>.duckdb` beside the caches that the views attach read-only: a search of the
-answers then reads DuckDB's own storage, not Parquet joined with Parquet, on every query. The key names
-what the file was made from (the current view's SQL, which names the heads' immutable files, and the
-cache file's identity), so a file whose inputs changed is never read; the next query that refreshes the
-caches writes the new one (into tmp/, then renamed: readers never see it half written). Every file here
-is derived: one DuckDB cannot read is removed and made again (`remove_damaged`).
-"""
+"""The answers themselves in SQL: each run's final answer and conversation, each judge call's summary and evidence, read
+from the store when a query first asks for them, so that the manifest's segments stay small. The cache files:
+docs/query.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""Rows a build shares with an earlier segment or head, copied by DuckDB instead of flattened again.
-
-A build that changes one case of 2,000 reuses 39,980 of its 40,000 nodes, and their rows are already in
-Parquet: its campaign's previous head holds them, with another build's columns (id, start, campaign)
-and action. Indexing it used to read, parse and flatten every record again, then write every row as
-JSON for DuckDB to read back (6 s on that campaign). Now `rows.flatten` lists such nodes as taken and
-the writer copies their rows from the earlier file, with this build's columns set.
-
-Every per-node table's files carry hidden columns no view shows (views project schema.PHYSICAL; packs
-drop them): `_claw_node_sig` (rows.node_sig; null when the record could not be read, so such rows are
-never copied) and, in `nodes`, `_claw_run_key` (the record's run_key: a result's evaluation cost sums
-over it). A copied row is the row flattening would give: same record, same node signature (which
-covers rows.py and schema.py), and the columns that come from the rest of the build (a result's run,
-its costs) computed by `flatten` for this build, as for any other row.
-"""
+"""Rows a build shares with an earlier segment or head, copied by DuckDB instead of flattened again, so that indexing a
+build costs what it changed. How rows are matched and the figures: docs/query.md (Details by module)."""
 
 from __future__ import annotations
 

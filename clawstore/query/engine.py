@@ -119,10 +119,9 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None)
 
 
 def _confine(con: duckdb.DuckDBPyConnection, parquet_out: Path | None) -> None:
-    """Turn the views into in-memory tables, then every file access off for good: no `COPY … TO`
-    (a ~/.bashrc), no `read_csv` (credentials), no `ATTACH`, no extension, no way to turn it back on.
-    (DuckDB's allowed directories would let the SQL write the manifest's files too: rows planted there
-    would show in every later query.) Only the export file the user named stays writable."""
+    """Turn the views into in-memory tables, then every file access off for good (no COPY TO, no read_csv, no ATTACH, no
+    extension), so that SQL cannot read secrets or plant rows in the manifest. Only the export file the user named stays
+    writable. Details: docs/query.md (Details by module)."""
     views = con.execute("SELECT database_name, view_name FROM duckdb_views() "
                         "WHERE NOT internal AND NOT temporary AND schema_name = 'main'").fetchall()
     for database, name in views:
@@ -169,13 +168,9 @@ def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str,
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
               store: StoreReader | Callable[[], StoreReader] | None = None,
               parquet_out: Path | None = None, confined: bool = False) -> QueryResult:
-    """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views.
-
-    `params` become DuckDB variables (`getvariable('name')`). The `objects` view is only built when the
-    SQL mentions it (it lists the object directories); `store` supplies iter_objects/object_sizes.
-    `confined`: SQL someone else wrote (a workspace's saved query) reads the results and no file.
-    Raises UsageError with one line for any SQL error.
-    """
+    """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views; `params` become DuckDB
+    variables, `store` feeds the `objects` view, `confined` reads results and no file (SQL someone else wrote). Raises
+    UsageError with one line for any SQL error."""
     for name in params or {}:
         if not _PARAM_RE.match(name):
             raise UsageError(f"--param {name!r}: a name is letters, digits and _")

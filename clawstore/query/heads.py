@@ -1,15 +1,5 @@
-"""The rows of every campaign as it stands: its head's nodes, materialised once per head object.
-
-Layout under `<store>/manifest/heads/`:
-    <head hex>/<table>.parquet   the rows of one campaign head (tables: runs, checks, judgements,
-                                 results, nodes), made by the same flattening `claw report` uses
-    current.json                 {"campaigns": {campaign_id: head hex}}: the heads refs point at now,
-                                 and {"untrusted": {campaign_id: {"head": hex, "signer": key}}}: heads
-                                 imported with --untrusted and kept apart (store/untrusted.py)
-A head object is immutable, so its directory is written once; `current.json` is replaced atomically
-under the manifest's index lock, by whoever last read the refs. The plain views read only the
-directories `current.json` names, so they hold exactly the rows `claw report` shows.
-"""
+"""The rows of every campaign as it stands: its head's nodes, materialised once per head object under
+`<store>/manifest/heads/`. Layout and reuse rules: docs/query.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -111,11 +101,9 @@ def wanted_untrusted(store: StoreReader) -> dict[str, tuple[str, str]]:
 
 
 class StoredRecords:
-    """get_json that tolerates a missing record (gc'd or never written): its node row has nulls.
-
-    A record whose numbers no column can hold (written by an older claw, or forged) is left out the
-    same way and named through `warn`: one bad record never stops the index. Records announced by
-    `read_ahead` are read in bulk from a store that can (Store.get_many_bytes), each parsed when asked for."""
+    """get_json that tolerates a missing record (gc'd or never written) or one no column can hold: its node row has
+    nulls and `warn` names it, so one bad record never stops the index. Records announced by `read_ahead` are read in
+    bulk."""
 
     def __init__(self, store: ObjectReader, warn: Warn | None = None):
         self._store, self._warn = store, warn
@@ -178,11 +166,9 @@ def previous_head(manifest: Path, log: Mapping[str, Any]) -> Path | None:
 
 def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tables: Sequence[str]
                       ) -> dict[str, list[Row]] | None:
-    """The rows of `tables` (plain-view tables) materialised for this head, read back from its
-    directory, if they are what flattening gives now: one row per node, each with the signature
-    (rows.node_sig) of one of the head's nodes, as many times as the head has it. None when the head
-    is not materialised, its files cannot be read, or they were made by another flattening, or with a
-    record that could not be read: then flatten (stored_rows)."""
+    """The rows of `tables` materialised for this head, read back from its directory, if they are what flattening gives
+    now (one row per node, matching the head's node signatures); None otherwise, and the caller flattens. Details:
+    docs/query.md (Details by module)."""
     directory = heads_dir(manifest) / _hex(head_id)
     if not directory.is_dir():
         return None
@@ -228,10 +214,9 @@ def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[]
 
 def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
                copy: bool = True) -> tuple[Flattened, Path | None] | None:
-    """The rows of a head, and the segment already holding them as files, if one does: those of `known`,
-    the build just indexed, when it wrote this head and they are the same (same_rows: a build indexed,
-    then its head, read, flattened and wrote every record of the campaign twice). Otherwise those its
-    campaign's previous head holds are copied from it (unless not `copy`)."""
+    """The rows of a head, and the segment already holding them as files: those of `known` (the build just indexed) when
+    it wrote this head with the same rows, else copied from the campaign's previous head (unless not `copy`). Details:
+    docs/query.md (Details by module)."""
     if known is not None and not (known.log.get("head") == head_id and known.head):
         known = None  # another build's rows
     if known is not None:

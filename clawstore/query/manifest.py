@@ -1,12 +1,5 @@
-"""Keep the manifest (Parquet segments under `<store>/manifest/`) in step with the build logs.
-
-The manifest is indexed lazily: `claw query` of a history view first calls `index_pending`, which
-indexes every build log that has finished (or whose build died) and is not in the manifest yet, so a
-build never pays for rows nobody has asked for; `claw query` of the plain views calls `index_current`,
-which materialises the campaigns' current heads alone, and `claw report` `index_heads`, its own
-campaign's. `rebuild_manifest` (`claw fsck --rebuild-manifest`) starts over.
-All of them only derive data: deleting `<store>/manifest/` loses nothing.
-"""
+"""Keep the manifest (Parquet segments under `<store>/manifest/`) in step with the build logs, lazily, so that a build
+never pays for rows nobody has asked for. When each view is indexed: docs/query.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -215,11 +208,9 @@ def _index_lock(manifest: Path) -> Iterator[None]:
 
 
 def index_heads(store: StoreReader, campaign: str, warn: Callable[[str], None] | None = None) -> None:
-    """Materialise this campaign's current head and nothing else (`claw report`): its rows are copied
-    from the campaign's previous head where the nodes did not change, so the cost follows what changed
-    since, while indexing the builds meanwhile (`index_pending`, which `claw query` runs) costs a copy
-    of the campaign per build, and the other campaigns' heads (a pull may have moved many) wait for the
-    next query. Cheap when the head is on disk already: no lock is taken."""
+    """Materialise this campaign's current head and nothing else (`claw report`), copying unchanged rows from its
+    previous head so the cost follows what changed; other campaigns wait for the next query. Cheap, and lock-free, when
+    the head is on disk already. Details: docs/query.md (Details by module)."""
     manifest = manifest_dir(Path(store.root))
     current_schema(manifest)
     if stale_campaign_head(store, manifest, campaign) is None:
@@ -229,11 +220,9 @@ def index_heads(store: StoreReader, campaign: str, warn: Callable[[str], None] |
 
 
 def index_current(store: StoreReader, warn: Callable[[str], None] | None = None) -> None:
-    """Materialise every campaign's current head (the plain views) and leave the builds finished since
-    the last query to the next query that reads the history views (`index_pending`): each head's rows are
-    copied from its previous head where the nodes did not change, so after ten builds a query of the
-    plain views costs what changed, not ten copies of the campaign. Cheap when the heads are on disk
-    already: no lock is taken."""
+    """Materialise every campaign's current head (the plain views), copying unchanged rows from each previous head;
+    builds finished since the last query wait for a query of the history views (`index_pending`). Cheap, and lock-free,
+    when the heads are on disk already. Details: docs/query.md (Details by module)."""
     manifest = manifest_dir(Path(store.root))
     current_schema(manifest)
     if not heads_changed(store, manifest):

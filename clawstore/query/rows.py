@@ -303,11 +303,9 @@ def node_sig(node: Mapping[str, Any]) -> int:
 
 def same_rows(log: Mapping[str, Any], log_nodes: list[Mapping[str, Any]], head: Mapping[str, Any],
               head_nodes: list[Mapping[str, Any]], log_sigs: list[int] | None = None) -> bool:
-    """Are the rows of `head` those of `log` (in another order)? They are when both have one context
-    (the head a build wrote carries its id, campaign and start) and the same nodes as far as rows read
-    them: a build's log lists what it executed and its head what it reused. Then a query that indexed
-    the build does not read and flatten every record of the campaign a second time for its head.
-    `log_sigs`: the node_sig of each of `log_nodes`, if the caller has them (Flattened.sigs)."""
+    """Are the rows of `head` those of `log` (in another order)? Yes when both have one context and the same nodes as
+    rows read them; then a query that indexed the build need not flatten the campaign again for its head. `log_sigs`:
+    node signatures of `log_nodes`, if known. Details: docs/query.md (Details by module)."""
     if build_context(head) != build_context(log) or len(head_nodes) != len(log_nodes):
         return False
     log_sigs = [node_sig(node) for node in log_nodes] if log_sigs is None else log_sigs

@@ -1,15 +1,6 @@
 """The manifest on disk: immutable Parquet segments, one directory per build, plus one compacted pack.
 
-Layout under `<store>/manifest/`:
-    segments/<slot>@<stamp>/<table>.parquet   one build's rows (slot = build id, stamp = time_ns)
-    packs/<gen>/<table>.<chunk>.parquet       many builds' rows (history), in a few immutable chunks
-    packs/<gen>/covers.json                   the build slots the pack holds
-    heads/                                    the rows of each current campaign head (heads.py)
-    tmp/                                      work in progress (never read)
-Every directory appears by one atomic rename, so a reader sees a build completely or not at all, and
-no DuckDB file is ever shared between processes (DuckDB allows one writer per database file).
-A reader uses the newest pack plus the newest segment of every build slot the pack does not cover.
-"""
+Layout and compaction: docs/query.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Where a remote keeps its files: a plain directory (an NFS share, `file://`) or an S3-compatible bucket.
-
-A remote holds immutable files (packs, index segments), written once under a name that never changes
-meaning, and refs: small mutable files moved by compare-and-swap, so two people pushing at once never
-silently drop each other's campaign heads. Both backends offer the same five operations; nothing
-above this module knows which one it talks to.
-
-Credentials for S3 come from the standard AWS chain (environment, shared config, instance roles) and
-the endpoint from `--endpoint-url` or `AWS_ENDPOINT_URL`; claw never stores or prints them.
-"""
+"""Where a remote keeps its files: a plain directory (an NFS share, `file://`) or an S3-compatible bucket; immutable
+files written once, and refs moved by compare-and-swap so that concurrent pushes never drop each other's heads. Details:
+docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

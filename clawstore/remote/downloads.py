@@ -1,14 +1,5 @@
-"""Packs a pull downloaded whole, kept until it adopts them: a pull killed mid-transfer, run again, takes
-them instead of downloading them again.
-
-A pull downloads each pack into its scratch directory (in the store's tmp/: removed at its end, or after
-a kill with the other leftovers of dead writers) and links it here, under its name, in the remote's
-cache (remotes/NAME/incoming/). A pull run again links a kept pack into its own scratch directory and
-takes it once its bytes hash to the pack's name (a file a crash cut short or anything changed is
-downloaded again); then it checks the pack whole, as every download. Whoever adopts a pack removes its
-link here, a full pull that succeeded removes them all, and `claw gc` those older than its grace period
-(a pull killed and never run again). A link, not a copy: keeping a pack costs no bytes and no time.
-"""
+"""Packs a pull downloaded whole, kept until it adopts them, so that a pull killed mid-transfer and run again does not
+download them again. Details: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

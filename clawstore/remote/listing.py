@@ -1,19 +1,6 @@
 """A pack's listing on a remote (`packs/<hex>.ids`): what the pack holds, signed by its pusher.
 
-Format 3 (written since): one line of signed JSON, then the digests as raw bytes:
-
-    {"format": 3, "pack": hex, "size": bytes, "objects": n, "actions": m, "body": hex BLAKE3 of the body,
-     ["document": hex id,] "signature": ...}\\n
-    body: n object ids (32 bytes each, in pack order), then m entries (32 bytes key digest | 32 bytes
-          record digest each), in increasing key order
-
-The signature covers the line, the line the body's BLAKE3: signing and checking cost the same for a
-listing of a million objects as for one, and the listing is half the bytes of format 2 (hex in JSON).
-Format 2 (`"objects": "<hex><hex>..."`, `"actions": {key id: record id}`, signed as a whole) and the
-format-less listings of bundles (older claws) are still read. Every listing is decoded into the same
-shape (`decode`): {"format", "pack", "size", "objects": [hex ids], "actions": {key id: record id},
-"document"?}, plus what was signed.
-"""
+Formats and how they are read: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""`claw build --remote NAME`: pull before the build, push what it commits while it runs and at the end.
-
-While the build runs a background thread pushes the objects and action-cache entries committed since
-the last push (no refs) every `interval_s` (5 s), so a machine that dies mid-campaign loses only what was
-in flight and what it committed in the last few seconds: another machine that pulls reuses the rest.
-The first such push sends whatever the remote lacks (push.push); each later one sends only what the
-store committed since, from what the session knows the remote holds (push.push_new): it lists nothing
-and reads no pack table, so it costs what was committed, not the size of the store. The campaign head
-is pushed at the end. (Not one push per commit window, a quarter of a second: every push adds a pack to
-the remote, and a colleague's first pull reads one listing per pack.)
-"""
+"""`claw build --remote NAME`: pull before the build, push what it commits while it runs and at the end, so that a
+machine that dies mid-campaign loses only what was in flight. Details: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -40,10 +31,9 @@ def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Calla
 
 
 class InterimPushes:
-    """The interim pushes of one `build --remote`: the first sends whatever the remote lacks (and learns
-    what it holds), each later one what was committed since (push.push_new). A failed push is retried
-    by the next (and by the build's last push); it is said once, and once more when pushing works again:
-    a remote out of reach for an hour is two lines, not one every interval."""
+    """The interim pushes of one `build --remote`: the first sends whatever the remote lacks, each later one what was
+    committed since (push.push_new). A failed push is retried by the next and said once, and once more when pushing
+    works again."""
 
     def __init__(self, store: Store, remote: Remote, say: Callable[[str], None]):
         self.store, self.remote = store, remote

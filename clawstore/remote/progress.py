@@ -1,16 +1,5 @@
-"""What `claw push` and `claw pull` show while packs move: bytes of the total, packs, speed, what comes next.
-
-A team store of gigabytes takes minutes over a real link; a silent command looks hung. The transfer
-counts what the backends report (`advance`, called from their transfer threads: boto3's callbacks, the
-directory backend's copy loop), and a display shows it on stderr:
-
-- live (a terminal, `--progress auto` or `live`): one rich bar redrawn in place, cleared at the end;
-- plain (`--progress plain`, for logs): where to, then the counts every EVERY_S seconds, and each step;
-- none (`auto` when stderr is not a terminal, and every caller but the CLI): nothing.
-
-Totals grow as packs are planned (a push learns of the packs it makes as it makes them). Only pack
-bytes count: listings and refs are small.
-"""
+"""What `claw push` and `claw pull` show while packs move (bytes, packs, speed, what comes next), so that a transfer of
+minutes never looks hung. Details: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

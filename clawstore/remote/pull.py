@@ -1,15 +1,6 @@
-"""`claw pull` and the pulls of `claw build --remote`: fetch the packs this store lacks, verified, then
-the entries, then the refs.
-
-Pull checks who signed each ref's value and each listing before fetching anything, downloads the
-packs holding objects this store lacks, checks each whole (store/services/transfer.py: every object hashed
-before anything becomes visible; a pack is all or nothing) and moves it into the store as it is; then
-it adds the listings' entries that verify against their input documents, then fast-forwards each
-local ref that did not move since the last sync. Of two records for one key, a reusable one wins
-(over another listing's, or this store's own entry): a failure never hides a result. A killed pull is
-resumed by running it again: what is already here is skipped, and the packs it had downloaded whole
-are taken, not downloaded again (downloads.py).
-"""
+"""`claw pull` and the pulls of `claw build --remote`: fetch the packs this store lacks, verified, then the entries,
+then the refs; nothing moves before its signer is checked. The order and its reasons: docs/remote.md (Details by
+module)."""
 
 from __future__ import annotations
 
@@ -191,12 +182,9 @@ class _Pull:
         return False
 
     def _check_entries(self, arriving: list[str], records: set[bytes]) -> None:
-        """Verify the entries this store can now take, whose record and input document are here or
-        arriving: every entry of the packs arriving (those of untrusted signers are kept apart), and
-        those of other trusted listings not settled before for keys without an entry here. One that
-        does not verify refuses the pull. (Adding them keeps the store's own entries: add_entries.)
-        `records`: the digests of the records the listings name (read from the packs arriving if
-        they were not kept decoded)."""
+        """Verify the entries this store can now take (record and input document here or arriving): those of the
+        arriving packs (untrusted signers' kept apart) and unsettled ones of other trusted listings. One that does not
+        verify refuses the pull. `records`: the digests of the records the listings name."""
         store = self.store
         store.refresh()
         contents = ArchiveContents(store, self.incoming.unkept(records),
@@ -286,10 +274,8 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
          progress: TransferProgress | None = None) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
-    `untrusted`: packs signed by a key the user does not trust are kept apart (store/untrusted.py) and,
-    if any was, so are the remote's refs; such packs are not remembered as fetched, so a later pull
-    without --untrusted refuses them again instead of moving refs onto them. `progress`: told of the
-    packs planned and the bytes as they arrive (remote/progress.py)."""
+    `untrusted`: keep packs of untrusted signers, and then the refs, apart (not remembered as fetched, so a later pull
+    refuses them again). `progress`: told of packs planned and bytes arriving."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
@@ -314,15 +300,9 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
 
 
 def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
-    """What a build needs from the remote (`claw build --remote`): its campaign's head, if the remote has
-    one this store does not, and every result the remote holds for an action key the build would
-    execute (`unbuilt_keys()`, a whole planning of the campaign), wherever it was pushed from (another
-    campaign with the same runs, say), what this store lost of one included. The head's closure comes
-    first, so a campaign pulled whole is planned once; a head this store holds is not walked: the
-    planning tells what of it is missing. `unbuilt_keys()` is asked again after each round that
-    fetched something: a check's or a judgement's key is known only once the run it reads is here, a
-    result's once its checks and judgements are (runs, then checks, then judgements, then results).
-    Each round fetches only the packs holding what its keys reach, verified as any pull's."""
+    """What a build needs from the remote (`claw build --remote`): its campaign's head, if newer, and every result the
+    remote holds for an action key the build would execute, fetched in rounds (runs, checks, judgements, results) while
+    `unbuilt_keys()` finds more. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
@@ -362,10 +342,8 @@ def _keep_refs_apart(store: Transfer, refs: dict[str, str], signers: list[str]) 
 
 
 def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
-    """A narrowed pull fetches only the packs holding what its roots (heads, records) reach: walk the
-    closure in the store, fetch the packs listing what is missing, walk again (a head names its
-    records, records their outputs, trees their files: a few rounds). Packs an earlier pull fetched
-    are among them: what this store lost since (a bad disk, fsck --repair) comes again."""
+    """A narrowed pull fetches only the packs holding what its roots reach: walk the closure in the store, fetch the
+    packs listing what is missing, walk again. Packs fetched before come again if this store lost some of them."""
     roots = list(roots)
     listed = {pack: set(doc["objects"]) for pack, doc in state.listings.items()}
     while listed:

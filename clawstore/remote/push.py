@@ -1,16 +1,6 @@
 """`claw push`: send the packs the remote lacks, then move the refs by compare-and-swap.
 
-Push lists the remote's packs, then sends the store's own sealed packs that are mostly new to the
-remote as they are, and the other objects the remote lacks copied into new packs (in parallel); the
-action-cache entries the remote lacks travel in the listings. It reads the remote's refs first: one
-the remote moved since this store last saw it there (`remotes/<remote>/<name>`, a tracking ref) stops
-the push with "pull first" before anything is sent. Once everything is published it swaps the refs
-(each created if absent, replaced only if it still holds the value read: a push that won meanwhile
-stops this one the same way). A push narrowed to some refs sends only what their heads reach, always
-in new packs. The interim pushes of a running build (push_new) send what was committed since the last
-one, from what the session knows the remote holds, without listing it. A killed push is resumed
-by running it again: what the remote already holds is skipped.
-"""
+What is sent whole, what is repacked and why: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -54,10 +44,9 @@ PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel tr
 
 @dataclass
 class RemoteKnowledge:
-    """What a remote holds as far as one session knows it, kept by a `build --remote` between its interim
-    pushes (remote/live.py): each after the first sends what the store committed since, without listing
-    the remote again. Whatever another push adds meanwhile is not known: sent again, it is only skipped
-    by the pulls (packs are named by content, objects and entries deduplicated on arrival)."""
+    """What a remote holds as far as one session knows it, kept by a `build --remote` between its interim pushes so that
+    each sends what was committed since without listing the remote again. Anything sent twice is skipped by pulls
+    (content-named, deduplicated)."""
 
     objects: set[bytes] = field(default_factory=set)  # digests
     actions: dict[bytes, bytes] = field(default_factory=dict)  # key digest -> record digest
@@ -121,12 +110,9 @@ def _entry_objects(store: Transfer, actions: dict[bytes, bytes], objects: set[by
 
 
 def _whole_packs(store: Transfer, remote_has: set[bytes], work: Path, covered: dict[str, str]) -> Iterator[_Outgoing]:
-    """This store's sealed packs at least half of whose objects the remote lacks, chosen from the
-    remote's content alone (so they leave before the rest is worked out), largest first: sent as they
-    are, hard-linked into `work` first so that a gc repacking meanwhile cannot take them away. Packs in
-    `covered` (sent, or mostly on the remote, at an earlier push; packs never change) are not read
-    again; those found mostly on the remote join it now, those sent once their upload ends (_Sender).
-    (Should the remote lose objects of a pack found mostly there, they still go: copied, as the rest.)"""
+    """This store's sealed packs at least half of whose objects the remote lacks, largest first, sent as they are
+    (hard-linked into `work` so a gc cannot take them away). Packs in `covered` are not read again. Details:
+    docs/remote.md (Details by module)."""
     for pack in store.sealed_packs(covered):
         ids = pack.objects
         if not ids or 2 * len(remote_has.intersection(ids)) > len(ids):
@@ -233,15 +219,9 @@ class _Sender:
 
 def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
          knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None) -> SyncReport:
-    """Send what the remote lacks; `move_refs=False` sends objects and action entries only (the first
-    interim push of a running build: another machine can reuse them before the head moves), and
-    `knowledge` is then filled with what the remote holds once it is done (push_new sends the rest).
-    `progress`: told of each pack handed over and of the bytes as they leave (remote/progress.py).
-
-    Whole packs go first; then the other objects the remote lacks, copied into new packs of
-    PACK_OBJECTS objects; then the new entries, in a listing of their own. (Its pack holds one object,
-    a document naming the entries by digest: a pack's bytes, and so its name, tell its listing. A pull
-    that sees the entries before their records takes them on a later pull: _Pull.incomplete.)"""
+    """Send what the remote lacks: whole packs, then the other objects in new packs, then the new entries in a listing
+    of their own. `move_refs=False` sends no refs (a running build's first interim push) and fills `knowledge`;
+    `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):
@@ -298,11 +278,9 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
 
 
 def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> SyncReport:
-    """An interim push of a running build: the objects and entries the store holds that `knowledge` (what
-    the remote holds, from the session's first push) does not, in new packs (the entries in the listing
-    of the last, with their document), then `knowledge` grows by them. It neither lists the remote nor
-    reads a pack's table: its cost follows what was committed since the last push, not the store.
-    Nothing new: nothing is sent. A push that fails leaves `knowledge` as it was: the next sends it all."""
+    """An interim push of a running build: what the store holds beyond `knowledge`, in new packs, then `knowledge` grows
+    by it. Its cost follows what was committed since the last push; nothing new sends nothing; a failed push leaves
+    `knowledge` as it was."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"):

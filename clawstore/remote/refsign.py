@@ -1,17 +1,5 @@
-"""Signed refs on a remote: who moved `refs/<name>` to a value, checked before a pull moves anything.
-
-A ref on a remote is a small mutable file (compare-and-swap), so it cannot carry a signature that
-survives the next swap. Next to it, push uploads an immutable statement per value it sets:
-
-    refsigs/<ref name>/<value hex>   {"kind": "remote-ref", "name": ..., "value": ..., "signature": ...}
-
-signed like an archive manifest (trust/signature.py). Pull reads the statement for each ref value it
-would move to and refuses, before fetching anything, a ref whose statement is missing, forged, for
-another name or value, or signed by a key the user does not trust (with --untrusted those refs are
-kept apart instead). What it proves: a holder of that key once set the ref to that value. It does not
-prove the value is the newest one that key set (someone with write access to the bucket can put an
-older signed value back): docs/trust.md says so.
-"""
+"""Signed refs on a remote: who moved `refs/<name>` to a value, checked before a pull moves anything (a mutable ref
+cannot carry its own signature). The statements and checks: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,5 @@
-"""What `claw push` (remote/push.py) and `claw pull` (remote/pull.py) share: the remote's layout, its
-listings as one side reads them, the names, the report.
-
-Remote layout (under the remote's prefix):
-
-    packs/<hex>.pack      a sealed pack (store/core/packfile.py), named by the BLAKE3 of its bytes
-    packs/<hex>.ids       its listing, signed by the pusher (remote/listing.py: one line of signed
-                          JSON naming the pack, its size and the BLAKE3 of the raw ids and entries
-                          that follow); written after the pack, so a listing always names a
-                          complete pack. A listing with entries names a pack that also holds a
-                          small document naming those entries by digest ("document": its id; an
-                          older claw put the entries themselves there), never adopted: it only makes
-                          that pack's bytes, and so its name, its own (a push's entries travel in a
-                          pack of that document alone; an interim push's beside its new objects)
-    packs/<hex>.claw      (pushed by claw before packs travelled whole) a bundle: a campaign-archive
-                          file; its listing has no "format". Still pulled.
-    refs/<name>           campaign heads and pins, moved only by compare-and-swap
-    refsigs/<name>/<hex>  the pusher's signed statement that ref <name> was set to <hex> (refsign.py)
-
-A killed push or pull is resumed by running it again: packs are immutable and named by content, and
-what is already there is skipped.
-"""
+"""What `claw push` and `claw pull` share: the remote's layout, its listings as one side reads them, the names, the
+report. The layout: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 

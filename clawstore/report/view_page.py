@@ -1,12 +1,6 @@
 """Write the `claw view` page: one HTML file with its data, styles and script inlined (no network).
 
-Layout of the data inside the page:
-- `<script type="application/json" id="claw-summary">`: leaderboard, matrix and run-list data, plus
-  `detail_index` = [[offset, length], ...] into the next element's text;
-- `<script type="application/x-ndjson" id="claw-details">`: one run detail per line, parsed on demand.
-Both are ASCII JSON with every `<` written as `\\u003c`, so no string in them can close the script
-element, and character offsets equal byte offsets.
-"""
+The data's layout inside the page: docs/view.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """The llm_probe runner: one chat conversation with an optional, sandboxed tool loop.
 
-Differences from the reference system (the harness whose config format claw reads), on purpose:
-- a failed HTTP request is retried by the provider client (backoff, Retry-After); the conversation
-  is never restarted, so tools never run twice for one answer;
-- tools are contained (see sandbox.py) and only the enabled ones may run;
-- message `metadata` (e.g. attachment info) is recorded in the trace but not sent to the provider;
-- `tool_choice` is sent only together with tools: context `tool_choice`, else the runner
-  setting, else "auto"; a forced choice is sent until the model has called tools, then "auto";
-- `timeout_seconds` defaults to 30 (the documented default) instead of "no timeout".
-"""
+Where it differs from the reference system on purpose: docs/runners.md (The llm_probe runner; Details by module)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""A per-run sandbox directory that the llm_probe tools act in.
+"""A per-run sandbox directory that the llm_probe tools act in, as the root `/` of the run (file tools and shell agree).
 
-Path model (file tools and shell agree): the sandbox directory is the root `/` of the run.
-`/tmp/x` means `<sandbox>/tmp/x`; relative paths and `~` start at `/work` (`<sandbox>/work`), which
-is also the shell's cwd and HOME. `..` stops at the root and symlinks are resolved as inside a
-chroot, so no path can reach the host. The shell runs under bubblewrap with the sandbox bound at
-`/` and read-only host views of /usr, /etc and the /bin, /lib links on top (so those few top-level
-names show the host's system files to the shell, not the sandbox's), a private /proc, /dev, pid,
-IPC, UTS and network namespace (no network unless allowed), no capabilities, a cleared environment
-and, when the harness runs as root, the unprivileged uid `nobody`.
-"""
+The path model and its limits: docs/runners.md (The tool sandbox; Details by module)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`claw plan`: what a build of a campaign would send, and what it would likely cost and take.
-
-The nodes come from the build's own planner (`inspect_campaign` + `work_items`), so the request
-counts are the build's. Tokens, cost and time are estimated per node from the store's history:
-the same model on the same case when it was run before; otherwise the model's observed input tokens
-per prompt character and its mean output; otherwise conservative defaults. Cost: the provider's
-reported cost in that history when there is one (`reported`), else the `pricing` the suite model (or
-judge) declares (`priced`), else `unknown` (clawstore/values/costs.py: the sources a build's records carry).
-"""
+"""`claw plan`: what a build of a campaign would send, and what it would likely cost and take, from the build's own
+planner and the store's history. docs/plan.md (How it estimates; Details by module)."""
 
 from __future__ import annotations
 

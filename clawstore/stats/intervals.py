@@ -1,11 +1,5 @@
-"""95 % intervals on a mean over cases (clustered by case) and on a pass rate (Wilson).
-
-A case is the unit that varies independently: its run and judge repetitions are averaged into one
-case value first, so they never count as extra cases. The interval of a mean of n case values is
-mean ± t(0.975, n-1) · s / √n (s: the case values' sample standard deviation): the clustered standard
-error, which is what a bootstrap clustered by case estimates (its bootstrap standard error is
-s·√((n-1)/n)/√n), without Monte Carlo error and in O(n), so SQL (clawstore/query/saved) prints the same.
-"""
+"""95 % intervals on a mean over cases (clustered by case) and on a pass rate (Wilson); a case is the unit that varies
+independently. The formulas: docs/compare.md (Details by module)."""
 
 from __future__ import annotations
 

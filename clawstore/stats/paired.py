@@ -1,11 +1,6 @@
-"""Paired comparison of two sides over the cases both hold: the mean difference B - A, its interval
-(a bootstrap of the cases, seeded), a sign-flip permutation p-value (seeded), and the minimum
-detectable effect at 80 % power for this many cases and this variance.
-
-The interval is the expanded percentile bootstrap (Hesterberg 2015): the plain percentile interval is
-too narrow with few cases (its spread is s·√((n-1)/n)/√n, and it uses z where t is due: with 8 cases
-it excluded 0 where the exact sign-flip test gave p = 0.1), so its percentiles are taken at
-α' = Φ(-√(n/(n-1))·t(1 - α/2, n-1)) instead of α/2; for many cases α' is α/2."""
+"""Paired comparison of two sides over the cases both hold: the mean difference B - A, a seeded bootstrap interval, a
+seeded sign-flip p-value and the minimum detectable effect at 80 % power. Methods: docs/compare.md (Details by module).
+"""
 
 from __future__ import annotations
 
@@ -68,10 +63,8 @@ def percentile_interval(samples: list[float], confidence: float) -> tuple[float,
 
 
 def sign_flip_p(diffs: Sequence[float], rng: random.Random, samples: int) -> float:
-    """Two-sided p-value of the mean difference under "A and B are exchangeable within a case": the
-    share of random sign flips of the differences whose mean is at least as far from 0, (k + 1) / (samples + 1).
-    A flip's sum is total - 2·(sum of the flipped), each byte of random bits picking a subset of 8 cases
-    from a table of their 256 subset sums: 8 cases per step."""
+    """Two-sided sign-flip permutation p-value of the mean difference, (k + 1) / (samples + 1), drawing 8 cases per step
+    from a table of subset sums. Details: docs/compare.md (Details by module)."""
     total = sum(diffs)
     tables = []
     for start in range(0, len(diffs), 8):

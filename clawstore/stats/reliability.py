@@ -1,14 +1,5 @@
-"""How much a judge disagrees with itself: its repetitions on the same run, per judge and dimension.
-
-Each group is one run's scores from one judge's repetitions (two or more). Over the groups:
-- mean absolute difference: the mean over groups of the mean |x_i - x_j| over pairs of repetitions;
-- ICC(1): the one-way random-effects intraclass correlation, (MSB - MSW) / (MSB + (k0 - 1)·MSW), with
-  MSB and MSW the between- and within-group mean squares and k0 = (N - Σk²/N) / (g - 1) the group size
-  (unequal sizes allowed): 1 when repetitions agree perfectly, 0 or below when the judge's noise is as
-  large as the differences between runs;
-- flip share: the share of groups in which some repetition is at or above the pass threshold and
-  another below it (each judgement read alone as a verdict).
-"""
+"""How much a judge disagrees with itself: its repetitions on the same run, per judge and dimension (mean absolute
+difference, ICC(1)). The formulas: docs/compare.md (Details by module)."""
 
 from __future__ import annotations
 

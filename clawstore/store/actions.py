@@ -1,10 +1,5 @@
-"""Action cache: action key -> id of the key's record object, kept in the index (and in packs).
-
-The record is stored first (as an object) and its outputs must already exist, so an entry never
-points at something missing; entries are published by the same commit as the record (batch.py).
-Rewriting an entry (a retried failure) adds a newer one: the newest time wins; a failure never replaces
-a reusable record (`put_action`). Removing one (gc, repair) adds an entry without a record.
-"""
+"""Action cache: action key -> id of the key's record object, kept in the index (and in packs); an entry never points at
+something missing. docs/store.md (Action cache; Details by module)."""
 
 from __future__ import annotations
 
@@ -72,14 +67,9 @@ def takes_over(read: Callable[[str], bytes], current: str, incoming: str) -> boo
 
 
 def entry_problem(key: str, record: Any, has: Callable[[str], bool]) -> str | None:
-    """Why the entry `key -> record` cannot be verified (None if it can): a key is the object id of its
-    node's canonical input document, so the record must be for that key, must name that document, and
-    the document must be at hand (`has(id)`: present, its content checked against its id — received
-    objects are verified before their entries are, store reads verify). Its bytes then hash to the
-    key by definition of an object id, so they are not parsed and hashed again: claw hashes only
-    canonical JSON, so no other document answers to that key. An entry moved to another key, or a
-    record naming another input, fails here; a record rewritten to claim this key (and its kind) is
-    what the signature is for (docs/trust.md)."""
+    """Why the entry `key -> record` cannot be verified (None if it can): the record must be for that key, name that
+    document, and the document must be present and verified. A record rewritten to claim this key is what the signature
+    is for (docs/trust.md). Details: docs/store.md (Details by module)."""
     if not isinstance(record, dict):
         return "its record is not a record"
     if record.get("key") != key:

@@ -1,29 +1,8 @@
-"""Work claims: which build is executing which node, so two builds on one store never pay twice.
+"""Work claims: which build is executing which node, so that two builds on one store never pay twice.
 
-A claim is one small JSON file, `claims/<64 hex of the node key>.json`:
-
-    {"format": 1, "owner": "<build id>", "host": "<hostname>", "pid": 123, "start_ticks": 456,
-     "acquired_at": <epoch s>, "expires_at": <epoch s>}
-
-- **take**: create the file only if it is absent (a hard link, which fails if the name exists):
-  exactly one builder wins. The linked file is one of the board's own in `tmp/`, written with the
-  claim's body first and used again once the claim is released: making a file (an inode) costs
-  up to half a millisecond on a busy ext4 disk, a link only a directory entry.
-- **heartbeat**: the owner rewrites `expires_at` every `ttl / 3` while it executes the node.
-- **release**: the owner deletes it once the node's record is stored (or the node failed); within
-  half a ttl of its last write nobody can have taken it over, so that needs no lock and no read.
-- **expire**: a claim whose `expires_at` has passed, or whose holder is a dead process on this host
-  (pid + start ticks, so a reused pid does not count), may be taken over by another builder.
-  A file that cannot be parsed (a holder killed while writing it) counts as held until its mtime is
-  `ttl` old.
-
-Heartbeat, release and take-over are compare-and-set steps (re-read, check the owner or the expiry,
-then write) under `locks/claims.lock`; creation needs no lock. On a remote object store the same
-steps are conditional writes (If-None-Match to create, If-Match on the ETag for the rest), which is
-why a claim is a file with an owner and an expiry rather than a kernel lock held by a process.
-Claims are advisory and never made durable: after a crash they only cost, at worst, a node
-executed twice; they never make a result wrong.
-"""
+A claim is a small JSON file taken by a hard link, kept alive by heartbeats and released or taken over when its owner
+dies. The file, the protocol and its races: docs/store.md (Details by module). See also docs/design/decisions.md (Builds
+at once)."""
 
 from __future__ import annotations
 

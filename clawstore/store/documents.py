@@ -1,11 +1,6 @@
-"""The store's documents as typed models: a record and its metrics, a build log, a kept-apart set, a
-campaign head.
-
-Each model writes the JSON it always wrote (same keys, same omissions, so the same canonical bytes and
-object ids), and each reader names the document and the field a hostile file gets wrong, in one line
-(StoreError: exit 3). The metric names are the fields of `Metrics`, nowhere else spelled as strings.
-Layouts: docs/design/contracts.md; build logs: store/buildlogs.py; kept-apart sets: store/untrusted.py.
-"""
+"""The store's documents as typed models (record and metrics, build log, kept-apart set, campaign head): each writes the
+JSON it always wrote and each reader names, in one line, the field a hostile file gets wrong. Details: docs/store.md
+(Details by module)."""
 
 from __future__ import annotations
 
@@ -137,25 +132,8 @@ RECORD_VERSION = 2
 
 @dataclass(frozen=True)
 class RecordDoc:
-    """What the action cache maps a node's key to: one JSON object (canonical JSON; its id is the
-    BLAKE3 of those bytes). Layout, version 2:
-
-        {"record_version": 2,
-         "kind": "run" | "checks" | "judge" | "result",
-         "key": "blake3:<64 hex>",          the id of the node's canonical input document
-         "input": "blake3:<64 hex>",        that document (always equal to key; names it for checks)
-         "address": {"model_id", "case_id", "repetition", "judge_run_id", "judge_repetition", ...},
-         "status": "success" | "invalid" | "incomplete" | "provider_error" | "timed_out" | "failed"
-                   | "passed" | "error",
-         "cacheable": bool,                 false for infrastructure failures: retried, never reused
-         "outputs": {name: object id, ...}, written before the record
-         "metrics": Metrics (above),
-         "summary": {flat, kind-specific fields the manifest tables read},
-         "error": {"code", "message", ...} | null,
-         "started_at", "finished_at": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "build_id": str}
-
-    Version 1 lacked `input` (its input document was named only among the outputs); both are read.
-    """
+    """What the action cache maps a node's key to: one canonical JSON object (version 2; version 1, without `input`, is
+    still read). Its layout: docs/store.md (Details by module)."""
 
     kind: str
     key: str

@@ -1,11 +1,5 @@
-"""The store's face to the other layers: what they may ask of a store, as Protocols.
-
-A function that only reads objects takes an `ObjectReader`, one that reads entries or refs too a
-`StoreReader` (or its part `ActionReader`, `RefReader`); one that also writes takes an `ObjectWriter`;
-the build's bookkeeping needs `ActionCache` and `Refs`; a push or a pull (remote/) asks a `Transfer`.
-`Store` satisfies all of them (checked by tests/store/test_face.py), and a remote or in-memory store
-only has to provide these.
-"""
+"""The store's face to the other layers: what they may ask of a store, as Protocols (readers, writers, action cache,
+refs, transfer), all satisfied by `Store`. Which to take where: docs/store.md (Details by module)."""
 
 from __future__ import annotations
 

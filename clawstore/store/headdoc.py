@@ -1,26 +1,5 @@
-"""Campaign heads stored in parts, so an edit rewrites (and a push sends) a few parts, not every node.
-
-A campaign head lists every node the campaign plans, with a planning view of its record: 50,000 nodes
-(10,000 runs judged twice) are 35 MB of JSON. Written as one object, every build that changes one
-case stored all of it again, and every push after it sent all of it. Layout, version 2 (canonical
-JSON):
-
-    head: {<the log fields of the build that wrote it>, "head_version": 2, "node_count": N,
-           "node_parts": [part id, …], "node_actions": [[action, how many nodes in a row], …]}
-    part: {"head_part": 1, "nodes": [node without its "action", …]}
-
-Nodes are stored in the order of their address, case first (`_place`: a case's runs, checks,
-judgements and result for every model sit together, so editing a case changes one or two parts). A
-node's `action` (what the build that wrote the head did with it: exec, reuse, …) changes from build
-to build while the node does not, so it is kept in the head, run-length encoded, not in the parts. A
-part ends after a node whose address hashes to a boundary (about one node in PART_NODES), so where
-parts end depends only on which addresses the campaign has, not on the nodes' contents or on how many
-came before: a build that changes a few nodes makes new parts only where those nodes are, and every
-other part keeps its bytes and its id. Readers
-get the head with its nodes inline (`read_head_doc`), whichever version wrote it: version 1 heads and
-earlier hold `nodes` themselves. gc, archives and pushes follow the part ids like any other id a
-JSON object names (reach.py).
-"""
+"""Campaign heads stored in parts, so that an edit rewrites (and a push sends) a few parts instead of every node of a
+large campaign. Why and the layout of the parts: docs/store.md (Details by module)."""
 
 from __future__ import annotations
 

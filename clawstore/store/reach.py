@@ -1,11 +1,6 @@
 """Reachability: which objects a set of roots names, directly or through other objects; a head's closure.
 
-The rule (conservative on purpose): an object names every `blake3:<64 hex>` string that appears in
-it when it is JSON (its first non-blank byte is `{` or `[`). That covers campaign heads, records
-(`outputs`, `key`), input documents (attachment ids), trees (`entries[].object`), run artifacts,
-judge documents — and any JSON a later layer adds, without gc having to know its schema. Non-JSON
-objects (file contents) name nothing. Marking more than needed only keeps more; it never loses data.
-"""
+The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and reachability; Details by module)."""
 
 from __future__ import annotations
 

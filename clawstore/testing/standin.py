@@ -1,32 +1,6 @@
-"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks.
-
-In-process:
-    with StandIn() as s:
-        s.script("m1", text("hello"))                 # replies for model m1
-        s.script("*", error(429, retry_after=1), text("ok"), match="retry me")
-        ... ProviderClient().chat(Endpoint(s.base_url, None), body) ...
-        s.requests, s.counts(), s.peak                 # peak: the most requests answered at once
-
-As a subprocess (for tests that run `claw` as a process):
-    python -m clawstore.testing.standin --port 0 --print-port
-    POST /_admin/script {"model", "match", "replies": [...]} | {"default": reply}
-    GET /_admin/requests -> {"requests": [...], "counts": {...}, "peak": n};  POST /_admin/reset
-    GET /_admin/health -> {"ok": true, "standin": true};  POST /_admin/shutdown (`claw standin --stop`)
-`StandInProcess` wraps that for Python callers.
-
-Rules are tried in the order they were added; the first whose model ("*" = any) matches and whose
-`match` (if any) is a substring of the last user/system message wins. A rule's replies are used in
-order and the last one repeats. Unmatched requests get the default reply ("stand-in answer").
-A reply is a JSON object (see the helper functions below): content / tool_calls / reasoning /
-usage / latency / status / retry_after / headers / error / raw (body as-is) / body / hang /
-drip (seconds between body bytes).
-`stream: true` requests get Server-Sent Events with the same content and tool calls.
-The OpenAI Batch API (`/v1/files`, `/v1/batches`) answers its lines by the same rules
-(clawstore/testing/standin_batch.py; `POST /_admin/batch` sets its delay, expiry and failures).
-Each recorded request has `received_at` and, once it is answered, `answered_at` (epoch seconds).
-Recorded requests keep headers except the Authorization value: only whether it was present and
-the key's BLAKE3 fingerprint (`key_fingerprint`), so tests can check the key without storing it.
-"""
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks, in-process or as a subprocess
+(`python -m clawstore.testing.standin`). Usage and its rules: docs/runners.md (Stand-in server for tests; Details by
+module)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The stand-in's OpenAI Batch API: `/v1/files`, `/v1/batches`, their content, cancel and list.
-
-A batch answers every line as the stand-in answers a chat request (its rules, `chat_completion`),
-once `delay` seconds have passed since it was created (the delay as set now: setting 0 finishes the
-batches in progress); until then it is `in_progress`, its completed count growing with the time.
-`POST /_admin/batch` sets: `delay` (seconds), `expire_next` (how many of the next batches expire
-instead of completing) with `expire_keep` (lines answered before they do), and `fail_match` (a line
-whose last prompt contains it fails with HTTP 500 in the error file).
-`GET /_admin/batch` tells what was received: files, batches, lines (and every custom_id), bytes.
-"""
+"""The stand-in's OpenAI Batch API: `/v1/files`, `/v1/batches`, their content, cancel and list, answering each line as
+the stand-in answers a chat request. Details: docs/runners.md (Details by module)."""
 
 from __future__ import annotations
 

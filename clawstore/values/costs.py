@@ -1,10 +1,5 @@
-"""What a cost is known to be: reported by the provider, priced from declared `pricing`, or unknown (never 0).
-
-Every paid node's record (a run, a judgement) carries `metrics.cost_usd` and `metrics.cost_source`.
-Records written before sources were kept have only the number: a number was the provider's, None
-is unknown (`source_of`). A sum over many nodes (`CostSum`) keeps what it knows apart from what it
-does not, so a total with an unknown part reads "≥0.01230 (3 of 10 unknown)", and "?" when all are.
-"""
+"""What a cost is known to be: reported by the provider, priced from declared `pricing`, or unknown (never 0), and sums
+that keep what they know apart from what they do not. Details: docs/plan.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -58,12 +58,9 @@ def loads(data: str | bytes) -> Any:
 
 
 def loads_reply(text: str | bytes) -> Any:
-    """`loads` for JSON that claw keeps in a record (a reply, an imported result): also a ValueError when
-    nested deeper than REPLY_MAX_DEPTH (tool-call arguments 980 deep parsed, then failed their run,
-    already paid for, when its record was written; the next build paid again) or holding a number too
-    large for a float. A lone surrogate escape (`"\\ud800"`: valid JSON, no character) reads as U+FFFD, as
-    undecodable bytes do: UTF-8 cannot hold one, so the record of a paid run holding it could not be
-    written."""
+    """`loads` for JSON that claw keeps in a record (a reply, an imported result): also a ValueError when nested deeper
+    than REPLY_MAX_DEPTH or holding a number too large for a float; a lone surrogate reads as U+FFFD. Why:
+    docs/runners.md (Details by module)."""
     text = _text(text)
     if nests_deeper_than(text, REPLY_MAX_DEPTH):
         raise ValueError(f"JSON nested more than {REPLY_MAX_DEPTH} levels deep")
@@ -126,11 +123,8 @@ def nests_deeper_than(text: str, limit: int, start: int = 0, end: int | None = N
 def json_objects_in(text: str) -> Iterator[dict[str, Any]]:
     """Every JSON object embedded in `text`, in the order of their opening brace.
 
-    A parse is tried at every brace, and a failed one may have read far: a reply built of nested,
-    never-closed objects made the search quadratic (900 KB: 6 s; a 64 MB reply: hours). So the search
-    stops once it has parsed SEARCH_BUDGET characters per character of text (plus 1 MiB), far more than
-    any real text needs (an object costs its length once per level it is nested in). An object nested
-    deeper than REPLY_MAX_DEPTH is not one (loads_reply)."""
+    The search stops after SEARCH_BUDGET characters parsed per character of text, so that nested never-closed objects
+    cannot make it quadratic. Details: docs/runners.md (Details by module)."""
     decoder = _REPLY_DECODER
     budget = SEARCH_BUDGET * len(text) + (1 << 20)
     start = text.find("{")

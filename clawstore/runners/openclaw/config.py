@@ -1,16 +1,6 @@
-"""The generated `openclaw.json` (shape: docs/openclaw.md): one primary model, no fallbacks.
+"""The generated `openclaw.json` (shape: docs/openclaw.md): one primary model, no fallbacks, and no secret in the file.
 
-Differences from the reference, on purpose:
-- the provider `baseUrl` comes from the run (OpenRouter by default, a local server in tests);
-- `apiKey` is an environment reference (`${CLAWSTORE_PROVIDER_API_KEY}`), so the file never holds a
-  secret and can be stored; the container gets the key under that neutral name only (container.py);
-- plugins are off (`plugins.enabled: false`): nothing is discovered, auto-enabled or installed while
-  a run is measured, whatever the environment or the agent's fragments suggest;
-- the agent's `prompt` is not a config key (OpenClaw >= 2026.6 rejects `systemPromptOverride`): it is
-  written into the workspace's AGENTS.md (workspace.py), where every release reads instructions;
-- model prices, when the suite model gives them (`pricing` or `cost` extra, USD per 1M tokens), are
-  written into the model entry so OpenClaw's own cost figure is right instead of always 0.
-"""
+Differences from the reference, on purpose: docs/openclaw.md (Details by module)."""
 
 from __future__ import annotations
 

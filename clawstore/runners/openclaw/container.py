@@ -1,19 +1,6 @@
-"""Running OpenClaw in a container through a docker-compatible CLI (`docker`, `podman`).
-
-Every container is named and labelled, so a timed-out or abandoned one can be found and removed.
-The environment reaches the container only through an env-file the CLI reads from a pipe
-(`--env-file /dev/fd/N`, env_pipe): no secret is ever on a command line or on a disk, so a harness
-killed mid-run leaves no provider key behind.
-Settings that depend on the machine, not on the run, come from the environment:
-  CLAW_OPENCLAW_NETWORK    network mode (e.g. `host`, so a container reaches a server on 127.0.0.1)
-  CLAW_OPENCLAW_PULL       `never` (default: the image must be present) | `missing` | `always`
-  CLAW_OPENCLAW_USER       `uid:gid` to run as (default: the harness's own ids; empty = image default)
-  CLAW_OPENCLAW_ENV_ALLOW  comma-separated extra variable names passed to the container
-  CLAW_OPENCLAW_MEMORY     memory limit of each container (`--memory`, default 4g; `none`: no limit)
-  CLAW_OPENCLAW_PIDS_LIMIT processes and threads in each container (`--pids-limit`, default 4096; `none`)
-  CLAW_OPENCLAW_CPUS       CPUs each container may use (`--cpus`, default: no limit)
-A limit that is not of its form is refused when the build plans (exit 2).
-"""
+"""Running OpenClaw in a container through a docker-compatible CLI (`docker`, `podman`): every container named and
+labelled so it can be found and removed, secrets only through an env-file read from a pipe. Details: docs/openclaw.md
+(Details by module)."""
 
 from __future__ import annotations
 

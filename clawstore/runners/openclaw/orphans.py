@@ -1,16 +1,5 @@
-"""Containers a killed build left running: found by the build id they are labelled with, stopped once that
-build is dead.
-
-A build's OpenClaw containers run under a `docker run` of their own session, so a build killed by SIGKILL
-(the OOM killer, a CI cancel) leaves them running until OpenClaw's own timeout. Before its first
-container with a CLI, a build records it in the store (`containers/<build id>.<digest>.json`: the build,
-the CLI, the engine variables, the host), and each container carries the labels
-`clawstore.openclaw.build=<build id>` and `clawstore.openclaw.store=<store>`. `stop_orphans` (every
-build at its start, `claw gc`) reads the records, then the store's leases: a record whose build holds
-no live lease (`build <id>`: the lease's process is gone, or the build ended) names containers nobody
-will stop; they are removed (`rm -f`), then the record. The records are read before the leases, so a
-build that starts meanwhile is never taken for a dead one (its lease exists before its record).
-"""
+"""Containers a killed build left running: found by the build id they are labelled with, stopped once that build is
+dead. When and how: docs/openclaw.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """One OpenClaw run: workspace checkout → openclaw.json → validate → one invocation per turn → evidence.
 
-Differences from the reference system (the harness whose config format claw reads), on purpose:
-- `timeout_seconds` bounds the whole run (validation and every turn together), and a container
-  that outlives it is removed, not left running;
-- only an explicit allowlist of variables reaches the container, through an env-file read from a
-  pipe (never a file on a disk, never in the mounted directory); secret values are redacted from
-  everything stored;
-- a missing engine or image is a `failed` run with a clear message, never a crash;
-- evidence lives in the store as objects (workspace tree, diff, logs, per-turn payloads, config),
-  referenced by id: the run is relocatable and archivable.
-"""
+Differences from the reference system, on purpose: docs/openclaw.md (Details by module)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""A killed writer's finished work: the blobs its pack holds that no index segment names, verified and named.
-
-A batch's bytes are in its process's pack as soon as the batch ends (batch.py), but the index names
-them only when the group commits, a fraction of a second later. A writer killed in between (SIGKILL,
-the OOM killer, a CI cancel) leaves a pack without a trailer and with no live flock on it, whose tail
-nobody names. Any later process that opens the store for a build, a status or a gc adopts that tail
-first, as an import would take it in: each object is decoded and hashed to its id, each action entry
-must point at a record for its own key, naming the input document the key is computed from, with every
-output present (actions.entry_problem). Then the pack is sealed in place (its torn end cut, a trailer
-added), so it is never walked again. Only packs of this store's own writers are adopted this way: a
-pulled or imported pack is always sealed, and its entries go through their own checks.
-"""
+"""A killed writer's finished work: the blobs its pack holds that no index segment names, verified and named, so that
+answers already paid for are not lost. When and how: docs/store.md (Adopting a killed writer's work)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """Group commit: many puts share one durability barrier, and nothing is visible before it is durable.
 
-A batch (per thread) collects where its blobs went and the action entries it set. Committing:
-
-    1. append the action entries to this process's pack, fsync the pack(s) holding the batch's blobs
-       (and packs/ once for a new pack file): the bytes are durable;
-    2. write one index segment naming them (temp, fsync, rename, fsync index/): now they are visible.
-
-So the store's write order (objects -> record -> action entry / ref) holds for the whole batch with
-three fsyncs, whatever its size. In group mode (`Store.group_commit()`), the end of a batch writes
-its action entries into the pack at once (no fsync) and hands it to the process's pending group; the
-group commits when its window (a fraction of a second) or its size (N batches) is reached, on
-`flush()`, or when a ref is set: one barrier for many nodes. So a batch that has ended is in the
-store's files: a SIGKILL loses none of it (the next process adopts it, adopt.py); a power cut can lose
-the last window. Nothing half-written is ever named by the index.
-"""
+The write order and why it is safe: docs/store.md (Commit: group commit and the write order)."""
 
 from __future__ import annotations
 
@@ -121,14 +108,9 @@ class _Round:
 
 
 class SharedCommit:
-    """Concurrent batches of one process share a barrier, each returning only once it is durable.
-
-    The first thread to commit leads: it commits what is queued and returns. Threads whose batch ends
-    while a commit is running queue it and wait; when that commit ends, one of them leads the queued
-    round for all. So a build executing N nodes at once pays one barrier per round instead of one per
-    node, with no timer and no added latency, and every caller still learns whether its own batch is
-    durable (a failed round raises in each of its callers: nothing of it was made visible).
-    """
+    """Concurrent batches of one process share a barrier, each returning only once it is durable: the first to commit
+    leads, later ones queue and one of them leads the next round. One barrier per round instead of per node; a failed
+    round raises in each caller. Details: docs/store.md (Details by module)."""
 
     def __init__(self, runtime: CommitTarget):
         self.runtime = runtime

@@ -1,10 +1,5 @@
-"""On-disk encoding of objects: always one zstd frame, so `zstd -d` reads every object by hand.
-
-Compressible data is a normal zstd frame (level 3 by default). When compression saves less than
-MIN_SAVING the object is written as a zstd frame made only of *raw* blocks (no compression work, and
-decoding is a copy): incompressible data does not pay for compression it does not get. For streams the
-decision is taken on the first chunk, with the real compressor, so compressible data pays nothing extra.
-"""
+"""On-disk encoding of objects: always one zstd frame, so that `zstd -d` reads every object by hand; incompressible data
+goes in raw blocks. docs/store.md (Objects; Details by module)."""
 
 from __future__ import annotations
 

@@ -1,26 +1,5 @@
-"""The index: object id -> (pack, offset, length) and action key -> record, in immutable segments.
-
-Byte layout of `index/<32 hex>.idx` (integers little-endian):
-
-    header   32 bytes   b"CLAWIDX\\0" | u32 version (1) | u32 flags (bit 0: a pure merge)
-                        | u32 replaces count | u32 packs count | u64 objects count | u64 actions count
-    replaces            16 bytes per segment id this one supersedes (restic's "supersedes")
-    packs               16 bytes per pack id; objects and actions name a pack by its slot here
-    objects             per object: 32 bytes digest | u32 pack slot | u64 payload offset | u64 length
-    actions             per entry: 32 bytes key | 32 bytes record digest (zeros: removed) | i64 time ns
-                        | u32 pack slot | u64 offset of the entry's blob (for gc's repacking)
-    checksum 32 bytes   BLAKE3 of everything before
-
-Invariants (kept by the code named):
-- A segment names only blobs that were durable before it was renamed into index/ (batch.Committer).
-- Segments never change; each writer adds its own (write_segment: temp, fsync, rename, fsync dir),
-  so several processes write the index at once without a lock.
-- The newest time wins for an action key, whatever order segments are read in (merge_action).
-- A merge writes the union first, then removes its inputs; a pure merge adds and removes nothing and
-  lists every segment it supersedes (its inputs' lists included), so a reader that held some of them
-  reads the merge and forgets them without reloading (IndexView.refresh). A rewrite that is not pure
-  (gc, repair) makes readers reload.
-"""
+"""The index: object id -> (pack, offset, length) and action key -> record, in immutable segments that are merged as
+they accumulate. Byte layout, lookup and merge rules: docs/store.md (Index)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""What killed writers leave behind: temp files and scratch directories in `tmp/` (and the temp files outside
-the store that pointers there name: an export's, beside its output), and lease files of dead processes.
-
-Temp files and the scratch directories of pushes and pulls (clawstore/host/scratch.py) carry their writer's
-pid and start time in their name (clawstore/host/durable.py), leases
-are flocked while their holder lives (clawstore/store/core/locks.py), so both can be told apart from a live
-writer's without any clock. fsck --repair, gc and the start of every build (and of every export) remove
-them. The packs a pull keeps for a pull run again (remotes/NAME/incoming/, clawstore/remote/downloads.py)
-are no dead writer's: gc alone removes them, once older than its grace period (`stale_downloads`).
-"""
+"""What killed writers leave behind (temp files, scratch directories, lease files of dead processes), told apart from a
+live writer's and removed. How they are recognised: docs/store.md (Temp files and leases of dead processes; Details by
+module)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Process coordination: exclusive named locks and leases, both kernel flocks.
-
-A flock dies with its holder, so a killed process never leaves a lock held. flock (not POSIX fcntl
-record locks) is used because it belongs to the open file, so threads and a process probing its own
-lease see the conflict too.
-
-- `exclusive(root, name)`: `locks/<name>.lock`, held while the block runs (e.g. gc's sweep).
-- `lease(root, purpose)`: `leases/<pid>-<ticks>-<random>.json` naming pid, purpose and start time,
-  flocked while the holder lives. `list_leases` reports each one live or stale (holder gone).
-"""
+"""Process coordination: exclusive named locks and leases, both kernel flocks, so that a killed process never leaves a
+lock held. docs/store.md (Leases and locks; Details by module)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""The one rule for names that become a path or a ref: build ids, ref and pin names, tree entries.
-
-A **name** (one path segment: a build id, a pin name, one segment of a ref) is 1..200 characters of
-`A-Z a-z 0-9 _ . + @ = , : -`, starting with a letter, digit or `_`, and never containing `..`.
-So it holds no `/`, no NUL, no whitespace or control character, and cannot be `.` or `..`.
-
-A **ref name** is 1..8 names joined by `/` (e.g. `campaigns/<campaign id>`, `pins/<name>`).
-
-A **relative path** (a tree entry: a file of a workspace snapshot or of a config tree) is `/`-joined
-segments, each 1..255 bytes of UTF-8 with no NUL and no control character, none `.` or `..`; at most
-4096 bytes in all, never absolute. File names are the user's, so spaces and non-ASCII letters are fine.
-
-Anything that names a place on disk or a ref passes one of these three checks before it is used; data
-from outside (archives, remote stores) is checked before anything is written.
-"""
+"""The one rule for names that become a path or a ref (build ids, ref and pin names, tree entries), so that no name can
+climb out of its directory or hide a path separator. The rule: docs/store.md (Details by module)."""
 
 from __future__ import annotations
 

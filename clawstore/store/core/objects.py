@@ -114,12 +114,8 @@ class ObjectStore:
                      max_batches: int = DEFAULT_MAX_BATCHES) -> Iterator[None]:
         """While open, batches of every thread commit together: once per window or per N batches.
 
-        A batch's results are visible to this process at once and to others after the group commits
-        (flush() forces it; setting a ref does it first). Leaving the block commits what is left. When
-        the block ends on an error and that last commit fails too (a full disk), the block's error is
-        the one raised: it says more (a build's names every answer it lost), and what the commit held
-        was never named by the index.
-        """
+        Results are visible to this process at once, to others after the group commits; leaving the block commits what
+        is left. Details: docs/store.md (Details by module)."""
         runtime = self.runtime
         with runtime.group_lock:
             runtime.group_depth += 1
@@ -299,12 +295,9 @@ class ObjectStore:
 
     @_store_errors
     def get_many_bytes(self, oids: Iterable[str], budget: int = BULK_READ_MAX) -> dict[str, bytes]:
-        """The contents of those of `oids` the index names, verified, for readers of thousands (a
-        campaign's records): each pack's frames read in order from one map, decoded in batches by zstd's
-        C batch API and each hashed against its id, where get_bytes costs a lookup, a read and a
-        decoder call each. Left out, for the caller to read with get_bytes (which says what is wrong):
-        a malformed id, an object absent or not committed yet, larger than codec.BATCH_MAX, beyond
-        `budget` content bytes in all, in a pack gc just removed, or whose frame does not verify."""
+        """The contents of those of `oids` the index names, verified, read and decoded in batches for readers of
+        thousands (a campaign's records). Whatever is left out (absent, too large, over `budget`, not verifying) the
+        caller reads with get_bytes, which says what is wrong. Details: docs/store.md (Details by module)."""
         index = self.runtime.index
         by_pack: dict[str, list[tuple[int, int, bytes, str]]] = {}
         for oid in oids:

@@ -1,25 +1,6 @@
-"""Pack files: immutable files of blobs (object frames and action-cache entries), self-describing.
+"""Pack files: immutable, self-describing files of blobs (object frames and action-cache entries).
 
-Byte layout of `packs/<32 hex>.pack` (all integers little-endian):
-
-    header   16 bytes   b"CLAWPACK" | u8 version (1) | 7 zero bytes
-    blob*               u8 kind | 32 bytes id | u64 length | `length` bytes of payload
-                          kind 1 (object): id = BLAKE3 of the uncompressed content,
-                                           payload = one zstd frame (compressed or raw blocks)
-                          kind 2 (action): id = the action key's digest,
-                                           payload = 32 bytes record digest (zeros: entry removed)
-                                                     | i64 time (ns since the epoch; newest wins)
-    trailer             (only once the pack is sealed) u8 kind 0xFF | 32 zero bytes | u64 table length
-                        | table: per blob u8 kind | 32 bytes id | u64 payload offset | u64 length
-    footer   48 bytes   u64 blob count | 32 bytes BLAKE3 of the table | b"CLAWPEND"
-
-A pack is written by one process only, which holds a flock on it while it appends; the bytes of a
-pack never change once written (a commit makes a prefix durable and indexes it; the trailer is added
-when the writer is done). A pack whose writer was killed has no trailer: `scan_pack` reads its blobs
-one after the other and stops at the first incomplete one, so the index can always be rebuilt. A
-writer killed between creating the file and writing the header leaves a file shorter than the header:
-a pack without blobs, not a damaged one.
-"""
+Byte layout and sealing: docs/store.md (Packs)."""
 
 from __future__ import annotations
 

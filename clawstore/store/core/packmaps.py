@@ -14,10 +14,8 @@ if TYPE_CHECKING:
 
 
 class PackMaps:
-    """Packs mapped into memory for the length of one export or push: a frame is copied by slicing, with no
-    system call. (A pread per frame releases the GIL, and under a push's upload threads taking it
-    back waited out the switch interval: a third of the export's time.) Packs never change once
-    written, only grow while their writer appends; a pack gc removed stays mapped until closed."""
+    """Packs mapped into memory for the length of one export or push: a frame is copied by slicing, with no system call
+    (a pread per frame cost a third of an export's time). Details: docs/store.md (Details by module)."""
 
     def __init__(self, store: ObjectStore):
         self._store = store

@@ -1,12 +1,5 @@
-"""Space the store keeps allocated for the worst moment: given up when a write fails for space.
-
-A build writes what it has paid for as it goes. When the disk fills up, the answers in flight and the
-last commit window still need a little room; without it they would be paid for and lost. So a build
-keeps a file of RESERVE_BYTES allocated in the store (made when the build starts, if there is room) and
-removes it at the first write that fails for want of space: the build then stops starting nodes,
-and what it already paid for is stored in the room the reserve held (docs/building.md, "When the
-store cannot be written").
-"""
+"""Space the store keeps allocated for the worst moment, given up when a write fails for space, so that answers in
+flight when the disk fills are still stored instead of paid for and lost. Details: docs/store.md (Details by module)."""
 
 from __future__ import annotations
 

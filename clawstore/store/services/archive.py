@@ -1,18 +1,5 @@
-"""Campaign archives: one file holding objects, action-cache entries and refs, verifiable end to end.
-Writing and reading them here; importing one into a store: archive_import.py.
-
-Layout (a strict ustar stream, see archive_tar.py; no outer compression — members are already zstd):
-
-    clawarchive.json     manifest: format, version, refs, actions {key: record}, caller's fields,
-                         objects [[hex, stored size], ...] sorted by id
-    objects/<hex>        each object's stored zstd frame, byte for byte as the store holds it
-    clawarchive.seal     "blake3:<hex>\\n": BLAKE3 of every byte before this member's header
-    two zero blocks      end of archive; nothing may follow
-
-The same store content always gives the same bytes (sorted members, fixed metadata, frames copied
-as they are). Reading checks everything: the exact header bytes, each object's content hash (its
-frame decompressed), the member list against the manifest, the seal, the trailer.
-"""
+"""Campaign archives: one file holding objects, action-cache entries and refs, verifiable end to end; writing and
+reading them (importing: archive_import.py). Layout: docs/gc-and-archives.md (Archives; Details by module)."""
 
 from __future__ import annotations
 

@@ -121,17 +121,9 @@ def user_trusts(signer: str | None) -> bool:
 
 def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
                    untrusted: bool = False, trusts: Trusts = user_trusts) -> ImportReport:
-    """Verify the whole archive, then publish its objects, action-cache entries and refs.
-
-    Nothing becomes visible unless every byte verified and `check(manifest, contents)` (the caller's
-    checks of what the objects say, e.g. a campaign head's names) passed; a failed import leaves the
-    store as it was (only the mtimes of objects it already had may be refreshed). Importing twice
-    changes nothing. `pins`: extra refs (e.g. `pins/NAME`) to point at the archive's head.
-
-    Content signed by no key `trusts` accepts is refused, unless `untrusted`: then its objects are
-    published but its entries and refs are kept apart (an object named by a ref `untrusted/...`, see
-    clawstore/store/untrusted.py), so no build reuses them until the signer is trusted.
-    """
+    """Verify the whole archive, then publish its objects, entries and refs; nothing becomes visible unless every byte
+    and `check(manifest, contents)` passed, and importing twice changes nothing. `pins`: extra refs to the archive's
+    head; `untrusted`: keep unsigned content apart. Details: docs/gc-and-archives.md (Details by module)."""
     path = Path(path)
     staged: dict[str, Stage] = {}
     present = 0

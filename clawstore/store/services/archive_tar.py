@@ -1,11 +1,5 @@
-"""A strict, deterministic subset of POSIX ustar: what `claw archive` writes and accepts.
-
-Every member is a regular file with mode 0644, uid/gid 0, no owner names and mtime 0, so the same
-members always give the same bytes (and `tar tf` still lists them). The reader accepts only what the
-writer produces: it regenerates each header from (name, size) and compares it byte for byte, requires
-zero padding and exactly two zero blocks at the end, and nothing after them. A changed byte anywhere
-in a header, a padding or the trailer is therefore an error, not something silently skipped.
-"""
+"""A strict, deterministic subset of POSIX ustar: what `claw archive` writes and accepts, so that the same members
+always give the same bytes and `tar tf` still lists them. The subset: docs/gc-and-archives.md (Details by module)."""
 
 from __future__ import annotations
 

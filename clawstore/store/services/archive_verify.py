@@ -39,10 +39,9 @@ KEEP_BUDGET = 64 << 20  # all of them: entries may point at anything, decompress
 
 
 class PackStage:
-    """Small frames of an import, written as they are found good into a pack of the import's own:
-    nothing names them (no index segment) until the import publishes them, and the pack is deleted if
-    it fails. One file written once, instead of a staging file written and read back and then a pack.
-    `read(hex)` gives a frame back (the importer's checks read records and input documents)."""
+    """Small frames of an import, written as they are found good into a pack of the import's own that nothing names
+    until the import publishes it (deleted if it fails). `read(hex)` gives a frame back. Details:
+    docs/gc-and-archives.md (Details by module)."""
 
     FLUSH_BYTES = 1 << 20
     FLUSH_BLOBS = 500  # two parts each: one pwritev takes at most 1024
@@ -169,17 +168,8 @@ class _ContentCheck:
 
 class Verifier:
     """Per object, in archive order: `check_whole(hex, frame)` for a member held whole, or `start(hex)`,
-    `feed(bytes)`..., `end()` for one that streams; then `finish()`. ObjectCheckError names the first
-    damaged object (in archive order).
-
-    A frame of up to WHOLE_MAX bytes that declares a content size of up to WHOLE_MAX is checked whole:
-    in the reading thread up to INLINE_MAX bytes, above that by a small thread pool while the reader
-    goes on with the next members (one-shot zstd decoding and BLAKE3 of a whole large object release
-    the GIL; this was measured about twice as fast as decoding 1 MiB pieces between the reads and
-    writes of an import). Larger frames, and frames without a declared size, stream through
-    `_ContentCheck` in the reading thread. At most PENDING_MAX bytes of frames wait for the pool. A
-    frame to stage is written by whoever checked it: the pool writes a
-    whole frame once it is known good, the reading thread writes a streamed one as it goes."""
+    `feed(bytes)`..., `end()` for one that streams; then `finish()`. ObjectCheckError names the first damaged object.
+    Large frames are checked by a small pool. Details: docs/gc-and-archives.md (Details by module)."""
 
     def __init__(self, where: str, workers: int = WORKERS):
         self._where = where

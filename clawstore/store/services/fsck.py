@@ -1,23 +1,5 @@
-"""fsck: verify every blob of every pack, the index against the packs, and what builds and queries
-rely on; optionally repair it.
-
-Problems (make `claw fsck` exit 1): a corrupt object (its blob does not decode to bytes hashing to its
-id); a pack whose trailer or header is damaged; an index segment that is damaged, or names a blob
-that is not where it says, or an empty index beside packs that hold blobs (a lost index); an
-action-cache entry whose record (or one of the record's outputs, or a file of an output tree) is
-missing or corrupt, or that does not verify against its input document (actions.entry_problem); a
-ref whose target is missing or corrupt; a node of a campaign head (or pin) whose record or outputs
-are missing or corrupt; a build log that is not a readable build log. Not problems: temp files,
-stale leases, stray files, the unfinished tail of a pack whose writer was killed (never indexed).
-
-Repair leaves a store every command can use: damaged packs go to `quarantine/` after their good blobs
-are copied into a new pack, and the index is rebuilt from the packs when it is damaged, lost or
-disagrees with them; bad action-cache entries are removed (their ids are written to quarantine/) and
-bad build logs quarantined; head nodes whose record or outputs are gone stop naming them (marked
-`quarantined`, so `claw explain` says why they rebuild); a campaign ref whose head is gone is removed
-(the next build plans from the action cache); pins are reported, never changed (claw unpin); stale
-temp files and stale leases are removed. The next build rebuilds exactly the nodes that lost something.
-"""
+"""fsck: verify every blob of every pack, the index against the packs, and what builds and queries rely on; optionally
+repair it. What counts as a problem, as a notice, and what --repair does: docs/store.md (fsck)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
 """Garbage collection: drop what no ref reaches, never what a running build may still need.
 
-Mark: the roots are every ref (campaign heads, pins), the head of every running archive export, and
-every action-cache entry gc keeps; the closure follows object ids written in JSON objects
-(clawstore/store/reach.py). Kept action-cache entries: those whose record is reached, those younger
-than the grace period and, while any build holds a lease, all of them.
-
-Sweep (under the `gc-sweep` lock, a new lease waits for it, and the index lock): gc writes one new
-index segment holding every kept object and entry and supersedes all the segments it read; unreached
-objects in packs older than the grace period are left out of it. Packs whose unused fraction exceeds
-`max_unused` (restic's `prune --max-unused`) are rewritten: their live blobs are copied, verified,
-into a new pack first, the new index is published next, and only then are the old packs deleted.
-Several packs smaller than SMALL_PACK_BYTES are merged the same way (one pack per pull of an
-interim push would otherwise stay a file each).
-Age is a pack's mtime: packs are immutable, a dedup hit refreshes an old pack's mtime, and a pack a
-live process still appends to (it holds the pack's flock) is never touched.
-
-While a build runs (a live lease, start L) gc is conservative: it keeps every action-cache entry and
-its closure, and every object in a pack modified after L - TOUCH_AFTER_S. Build logs (`builds/`) and
-the manifest are never touched: they are history, and the manifest tolerates records gc removed.
+Mark from the refs, running exports and kept entries; sweep under the gc-sweep lock, sparing what is newer than the
+grace period. The rules and the races they close: docs/gc-and-archives.md (Roots and reachability; Details by module).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""Upgrade a format-1 store (one file per object and per action-cache entry) to format 2 in place.
-
-Runs automatically the first time this claw opens a format-1 store (open_layout, how every store is
-opened), or by `claw store migrate`. Crash-safe without a journal: the format-1 files are only read
-until the marker says 2, and the marker is switched only once every object and entry is durable in
-packs and the index. A migration killed before that leaves a format-1 store (plus packs the next
-attempt skips over: it only copies what the index lacks); one killed after it leaves format-1 files
-that the next open deletes. Objects are verified on the way: a corrupt one is moved to quarantine/,
-not copied.
-"""
+"""Upgrade a format-1 store (one file per object and per action-cache entry) to format 2 in place, crash-safe without a
+journal. How: docs/store.md (Migration from format 1)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Packs as the unit of transfer between stores (`claw push` / `claw pull`): made, verified, adopted whole.
+"""Packs as the unit of transfer between stores (`claw push` / `claw pull`): made, verified and adopted whole.
 
-What travels is an ordinary sealed pack (packfile.py), named outside the store by the BLAKE3 of its
-bytes. A store's own sealed packs travel as they are (no copy, no re-encoding); objects that are not
-in such a pack are copied, frame by frame, into a new one (`make_pack`).
-
-A received pack is checked whole before anything of it becomes visible (`verify_pack`): its bytes
-hash to its name, its trailer is intact, and every object frame decodes to content whose BLAKE3 is
-the object's id. Then it moves into packs/ as it is and one index segment names its objects
-(`adopt_pack`), or, a small pack, its objects are copied into the store's own pack (`copy_objects`).
-`Incoming` (what `Store.receive` gives a pull) holds a pull's packs between those steps.
-Small frames are decoded in one call of zstd's batch API (threads of its own, no GIL), so a pull
-costs about one decode and one hash per object and, for large packs, no write of the objects' bytes.
-"""
+How packs are chosen, checked and taken in: docs/remote.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -327,10 +316,9 @@ class Incoming:
 
     def take(self, name: str, present: AbstractSet[bytes], leave_out: AbstractSet[bytes] = frozenset(),
              apart: bool = False) -> tuple[int, int]:
-        """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has);
-        (objects added, their bytes). A big one moves in as it is; one kept `apart` (its other blobs, its
-        entries, must not come along) or small (a pack of its own would cost a file for little) has its
-        objects copied into the store's own pack."""
+        """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has); returns
+        (objects added, their bytes). A big pack moves in as it is; a small one, or one kept `apart`, has its objects
+        copied into the store's own pack."""
         path, blobs = self._checked.pop(name)
         if leave_out:
             blobs = [blob for blob in blobs if blob.id not in leave_out]
