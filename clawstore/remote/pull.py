@@ -39,9 +39,10 @@ from clawstore.remote.sync import (
 )
 from clawstore.store import PackCheckError, Transfer
 from clawstore.store.core.ids import PREFIX, is_oid
-from clawstore.store.services.archive_import import (
-    ArchiveContents,
+from clawstore.store.face import (
+    ArrivingContents,
     archive_signer,
+    arriving_contents,
     import_archive,
     untrusted_why,
     user_trusts,
@@ -199,7 +200,7 @@ class _Pull:
         they were not kept decoded)."""
         store = self.store
         store.refresh()
-        contents = ArchiveContents(store, self.incoming.unkept(records),
+        contents = arriving_contents(store, self.incoming.unkept(records),
                                    {h for pack in arriving for h in self.listings[pack]["objects"]},
                                    self.incoming.decoded)
         for pack in self.pending():
@@ -223,7 +224,7 @@ class _Pull:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
 
-    def _kept_here(self, key: str, record: str, contents: ArchiveContents) -> bool:
+    def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
         same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
         add_entries). Only records that differ are read."""

@@ -431,7 +431,8 @@ import os, signal
 from pathlib import Path
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
-from clawstore.store import Store, transfer
+from clawstore.store import Store
+from clawstore.store.services import transfer
 transfer.commit = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
 transfer.ADOPT_BYTES = 0  # moved in whole, as a big pack is
 pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
@@ -539,7 +540,8 @@ def test_two_pulls_of_one_remote_into_one_store_at_once_both_finish(tmp_path: Pa
 from pathlib import Path
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
-from clawstore.store import Store, transfer
+from clawstore.store import Store
+from clawstore.store.services import transfer
 transfer.ADOPT_BYTES = 0  # each moved in whole, as a big pack is
 pull.pull(Store(Path({str(store)!r})), Remote("team", {str(remote)!r}))
 """
