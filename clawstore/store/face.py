@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from clawstore.store.core.index import IndexSnapshot
     from clawstore.store.core.layout import StoreLayout
     from clawstore.store.core.locks import LeaseInfo
+    from clawstore.store.documents import RecordDoc
     from clawstore.store.reach import HeadClosure
     from clawstore.store.services.archive_import import ImportReport
     from clawstore.store.services.archive_verify import FrameSource
@@ -66,9 +67,9 @@ class ObjectWriter(ObjectReader, Protocol):
 
 @runtime_checkable
 class ActionReader(Protocol):
-    """Action key -> record (a JSON object naming its outputs), read."""
+    """Action key -> record (a RecordDoc naming its outputs), read."""
 
-    def get_action(self, key: str) -> dict[str, Any] | None: ...
+    def get_action(self, key: str) -> RecordDoc | None: ...
 
     def get_action_record_id(self, key: str, look_again: bool = True) -> str | None: ...
 
@@ -79,7 +80,7 @@ class ActionReader(Protocol):
 class ActionCache(ActionReader, Protocol):
     """Also point a key at a record."""
 
-    def put_action(self, key: str, record: dict[str, Any]) -> str: ...
+    def put_action(self, key: str, record: RecordDoc | dict[str, Any]) -> str: ...
 
 
 @runtime_checkable
