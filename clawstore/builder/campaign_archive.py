@@ -19,7 +19,6 @@ from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.names import is_name, name_problem
-from clawstore.store.documents import ArchiveManifest
 from clawstore.store.headdoc import inline_nodes, read_head_doc
 from clawstore.store.reach import Reach, head_closure
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
@@ -32,6 +31,7 @@ from clawstore.values.canonical import canonical_json
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
     from clawstore.config.catalog import LoadedCase
+    from clawstore.store import ArchiveManifest
     from clawstore.store.store import Store
 
 _SKIP_DIRS = frozenset({"__pycache__"})

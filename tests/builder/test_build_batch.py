@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from clawstore.builder import batch_doc
-from clawstore.store import Store
-from clawstore.store.documents import RecordDoc
+from clawstore.store import RecordDoc, Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
