@@ -34,7 +34,7 @@ import yaml  # noqa: E402
 
 from bench._workspace import claw, generate  # noqa: E402
 from clawstore.providers.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE  # noqa: E402
-from clawstore.store import Store  # noqa: E402
+from clawstore.store import RecordDoc, Store  # noqa: E402
 from clawstore.store.buildlogs import builds_dir  # noqa: E402
 from clawstore.store.services.fsck import fsck  # noqa: E402
 from clawstore.testing.standin import StandIn, text  # noqa: E402
@@ -59,28 +59,28 @@ def workspace(root: Path, cases: int) -> None:
     profile.write_text(yaml.safe_dump(doc))
 
 
-def judge_records(store_dir: Path) -> dict[str, dict[str, Any]]:
+def judge_records(store_dir: Path) -> dict[str, RecordDoc]:
     """{address as JSON: record} of every judgement in the store."""
     store = Store(store_dir, create=False)
     found = {}
     for key, _ in store.iter_actions():
         record = store.get_action(key)
-        if record and record["kind"] == "judge":
-            found[json.dumps(record["address"], sort_keys=True)] = record
+        if record and record.kind == "judge":
+            found[json.dumps(record.address, sort_keys=True)] = record
     return found
 
 
-def scores(store_dir: Path, record: dict[str, Any]) -> bytes | None:
+def scores(store_dir: Path, record: RecordDoc) -> bytes | None:
     """The canonical bytes of a judgement's scores (what the results aggregate)."""
     from clawstore.values.canonical import canonical_json
 
-    judgement = Store(store_dir, create=False).get_json(record["outputs"]["judgement"])
+    judgement = Store(store_dir, create=False).get_json(record.outputs["judgement"])
     return None if judgement.get("scores") is None else canonical_json(judgement["scores"])
 
 
-def full_price(record: dict[str, Any]) -> float:
-    metrics = record["metrics"]
-    return (metrics["input_tokens"] * PRICES["input"] + metrics["output_tokens"] * PRICES["output"]) / 1e6
+def full_price(record: RecordDoc) -> float:
+    metrics = record.metrics
+    return (metrics.input_tokens * PRICES["input"] + metrics.output_tokens * PRICES["output"]) / 1e6
 
 
 def executed_twice(store_dir: Path) -> int:
@@ -114,8 +114,8 @@ def spend_and_scores(root: Path, env: dict[str, str], server: StandIn, tmp: Path
     same = sum(1 for a, r in one_by_one.items()
                if scores(sync_store, r) == scores(batch_store, batched[a]) is not None)
     full = sum(full_price(r) for r in one_by_one.values())
-    spent = sum(r["metrics"]["cost_usd"] for r in batched.values())
-    sources = Counter(r["summary"]["batch"]["cost_source"] for r in batched.values())
+    spent = sum(r.metrics.cost_usd for r in batched.values())
+    sources = Counter(r.summary["batch"]["cost_source"] for r in batched.values())
     within = all(n <= MAX_REQUESTS_PER_FILE for n in stats["file_lines"]) and all(
         b <= MAX_BYTES_PER_FILE for b in stats["file_bytes"])
     print(f"one by one: {sync_sent} judge requests in {sync_seconds:.1f} s (runs included); "

@@ -125,14 +125,13 @@ def test_each_package_imports_what_its_row_of_the_layers_table_says() -> None:
         assert all(order.index(name) < order.index(package) for name in imports), f"{package} imports a later row"
 
 
-# What other layers may import of the store besides `Store` and its Protocols: ids, and the archive
-# service's own functions (a pull imports a bundle an older claw pushed, and shares its trust rule).
+# What other layers may import of the store besides `Store` and its Protocols: ids. (A pull imports a
+# bundle an older claw pushed, and shares the archives' trust rule, through functions of the face.)
 STORE_FACE = {"clawstore.store", "clawstore.store.face", "clawstore.store.core.ids", "clawstore.store.store"}
-REMOTE_MAY_ALSO = {"clawstore.store.services.archive_import"}
 
 
 def test_the_remote_asks_the_store_only_through_its_face() -> None:
     reached = {(module, target) for module, targets in _module_graph().items() if module.startswith("clawstore.remote.")
                for target in targets if target.startswith("clawstore.store")}
-    beyond = sorted(pair for pair in reached if pair[1] not in STORE_FACE | REMOTE_MAY_ALSO)
+    beyond = sorted(pair for pair in reached if pair[1] not in STORE_FACE)
     assert reached and beyond == [], beyond  # (runtime, index, packfile, transfer: the store's own business)

@@ -31,6 +31,7 @@ from clawstore.values.canonical import canonical_json
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
     from clawstore.config.catalog import LoadedCase
+    from clawstore.store import ArchiveManifest
     from clawstore.store.store import Store
 
 _SKIP_DIRS = frozenset({"__pycache__"})
@@ -215,7 +216,7 @@ def campaign_archive_check(where: str, with_configs: bool) -> ContentCheck:
     input): one campaign head, refs naming only it, names that follow the store's naming rule, and a
     config tree that checks out inside its directory (required when `with_configs`)."""
 
-    def check(manifest: dict[str, Any], contents: ArchiveContents) -> None:
+    def check(manifest: ArchiveManifest, contents: ArchiveContents) -> None:
         try:
             _check_campaign_archive(manifest, contents, with_configs)
         except ArchiveError as exc:
@@ -226,12 +227,12 @@ def campaign_archive_check(where: str, with_configs: bool) -> ContentCheck:
     return check
 
 
-def _check_campaign_archive(manifest: dict[str, Any], contents: ArchiveContents, with_configs: bool) -> None:
-    head_id = manifest.get("head")
-    if not isinstance(head_id, str):
+def _check_campaign_archive(manifest: ArchiveManifest, contents: ArchiveContents, with_configs: bool) -> None:
+    head_id = manifest.head
+    if head_id is None:
         raise ArchiveError("holds no campaign head (manifest field 'head')")
-    campaign_id = (manifest.get("campaign") or {}).get("id")
-    for name, target in (manifest.get("refs") or {}).items():
+    campaign_id = manifest.campaign.get("id")
+    for name, target in manifest.refs.items():
         if name != head_ref(str(campaign_id)) or target != head_id:
             raise ArchiveError(f"manifest field 'refs' may only point {head_ref(str(campaign_id))} at the head, "
                                f"not {name[:80]!r}")
@@ -295,7 +296,6 @@ def adopt_imported_head(store: Store, head_id: str) -> str | None:
     return build_id
 
 
-def configs_of(manifest: dict[str, Any]) -> str | None:
-    configs = manifest.get("configs")
-    tree = configs.get("tree") if isinstance(configs, dict) else None
-    return str(tree) if isinstance(tree, str) and tree.startswith(PREFIX) else None
+def configs_of(manifest: ArchiveManifest) -> str | None:
+    tree = manifest.configs_tree
+    return tree if tree is not None and tree.startswith(PREFIX) else None

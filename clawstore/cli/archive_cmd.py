@@ -36,7 +36,7 @@ def verify_command(file: Path) -> None:
     from clawstore.store.services.archive import verify_archive
 
     summary = verify_archive(file)
-    campaign = (summary.manifest.get("campaign") or {}).get("id")
+    campaign = summary.manifest.campaign_id
     click.echo(f"ok: {file}: campaign {campaign}, {summary.objects} objects, {size_text(summary.size)}")
     click.echo(f"digest {summary.digest}")
 
@@ -50,18 +50,17 @@ def ls_command(file: Path, as_json: bool) -> None:
 
     manifest = read_manifest(file)
     if as_json:
-        click.echo(json.dumps(manifest, indent=2, sort_keys=True))
+        click.echo(json.dumps(manifest.signed, indent=2, sort_keys=True))
         return
-    campaign = manifest.get("campaign") or {}
-    objects = manifest["objects"]
-    click.echo(f"campaign  {campaign.get('id')}")
-    click.echo(f"build     {manifest.get('build_id')}")
-    click.echo(f"head      {manifest.get('head')}")
+    objects = manifest.objects
+    click.echo(f"campaign  {manifest.campaign_id}")
+    click.echo(f"build     {manifest.build_id}")
+    click.echo(f"head      {manifest.head}")
     click.echo(f"objects   {len(objects)} ({size_text(sum(size for _, size in objects))} stored)")
-    click.echo(f"actions   {len(manifest.get('actions') or {})}")
-    for name, target in sorted((manifest.get("refs") or {}).items()):
+    click.echo(f"actions   {len(manifest.actions)}")
+    for name, target in sorted(manifest.refs.items()):
         click.echo(f"ref       {name} -> {target}")
-    configs = manifest.get("configs") or {}
+    configs = manifest.configs or {}
     click.echo(f"configs   {configs.get('tree')}")
     for entry in configs.get("files") or []:
         if entry.get("type") != "dir":
@@ -87,7 +86,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     imported = store_project(store_dir).import_archive(file, configs_to, pins, untrusted)
     store, report = imported.store, imported.report
     manifest = report.summary.manifest
-    head = manifest.get("head")
+    head = manifest.head
     if report.kept_apart is not None:
         click.echo(f"claw: warning: {file} is {'signed by ' + report.signer if report.signer else 'not signed'}, "
                    f"a key you do not trust: its results are kept apart ({report.kept_apart}) and no build "
@@ -96,7 +95,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
                f"{report.present_objects} already present; {report.actions_written} action-cache entries "
                f"written, {report.actions_kept} kept")
     for name in report.refs_set:
-        click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest['refs'].get(name)}")
+        click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest.refs.get(name)}")
     for name, current in report.refs_kept.items():
         hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)

@@ -137,8 +137,8 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
         raise UsageError(f"--store {target}: {problem}")
     store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
                                 check=campaign_archive_check(f"archive {file}", configs_to is not None))
-    head = report.summary.manifest.get("head")
-    if report.kept_apart is None and isinstance(head, str):
+    head = report.summary.manifest.head
+    if report.kept_apart is None and head is not None:
         adopt_imported_head(store, head)
     return Imported(store, report, configs_of(report.summary.manifest))
 

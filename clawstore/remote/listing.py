@@ -1,10 +1,12 @@
 """A pack's listing on a remote (`packs/<hex>.ids`): what the pack holds, signed by its pusher.
 
-Formats and how they are read: docs/remote.md (Details by module)."""
+Formats and how they are read: docs/remote.md (Details by module); every listing is
+decoded into one typed document (`decode`: `Listing`)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -17,7 +19,31 @@ from clawstore.values import jsontext
 FORMAT = 3
 FORMATS = (2, FORMAT)  # the listings of packs; one without a format is a bundle's
 _LOWER_HEX = re.compile(r"[0-9a-f]*")
-_SIGNED = "signed"  # the decoded listing's copy of what its signature covers
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A decoded listing, whatever its format: the hex ids of the pack's objects, its entries {key id:
+    record id}, `signed`: what its signature covers; `format` None: a bundle's (an older claw's campaign
+    archive, imported whole: no pack, no size); `document`: the hex id of the entries document the pack
+    also holds."""
+
+    objects: list[str]
+    actions: dict[str, str]
+    signed: dict[str, Any]
+    format: int | None = FORMAT
+    pack: str | None = None
+    size: int | None = None
+    document: str | None = None
+
+    @property
+    def is_bundle(self) -> bool:
+        return self.format is None
+
+    @property
+    def document_ids(self) -> list[str]:
+        """The id of the entries document the pack also holds ([] for most listings)."""
+        return [] if self.document is None else [self.document]
 
 
 class ListingError(ValueError):
@@ -46,8 +72,8 @@ def encode(pack: str, size: int, objects: list[bytes], pairs: bytes, document: s
     return signature.signed_json(fields) + b"\n" + body
 
 
-def decode(data: bytes, pack: str) -> dict[str, Any]:
-    """The listing of `pack` in its common shape; ListingError if it is not one."""
+def decode(data: bytes, pack: str) -> Listing:
+    """The listing of `pack`; ListingError naming what a hostile one gets wrong."""
     head, newline, body = data.partition(b"\n")
     try:
         doc = jsontext.loads(head)
@@ -62,13 +88,14 @@ def decode(data: bytes, pack: str) -> dict[str, Any]:
     why = _json_listing_problem(doc, pack)
     if why is not None:
         raise ListingError(why)
-    if not is_bundle(doc):  # format 2 lists the ids as one string (as signed)
-        doc[_SIGNED] = dict(doc)
-        doc["objects"] = [doc["objects"][i:i + 64] for i in range(0, len(doc["objects"]), 64)]
-    return doc
+    if "format" not in doc:  # a bundle's
+        return Listing(doc["objects"], doc["actions"], doc, None)
+    ids = doc["objects"]  # format 2 lists the ids as one string (as signed)
+    return Listing([ids[i:i + 64] for i in range(0, len(ids), 64)], doc["actions"], doc, doc["format"], pack,
+                   doc["size"], doc.get("document"))
 
 
-def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> dict[str, Any]:
+def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> Listing:
     objects, actions = head.get("objects"), head.get("actions")
     if head.get("pack") != pack or not _count(head.get("size")) or not _count(objects) or not _count(actions):
         raise ListingError(f"format {FORMAT}: expected the pack's name, its size and the counts of its ids")
@@ -83,18 +110,10 @@ def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> dict[str, An
     keys = [pairs[i:i + 32] for i in range(0, len(pairs), 64)]
     if any(a >= b for a, b in pairwise(keys)):
         raise ListingError("actions: expected entries in increasing key order, one per key")
-    doc = {"format": FORMAT, "pack": pack, "size": head["size"], _SIGNED: head,
-           "objects": [ids[i:i + 64] for i in range(0, len(ids), 64)],
-           "actions": {PREFIX + key.hex(): PREFIX + pairs[i + 32:i + 64].hex()
-                       for i, key in zip(range(0, len(pairs), 64), keys, strict=True)}}
-    if "document" in head:
-        doc["document"] = head["document"]
-    return doc
-
-
-def is_bundle(doc: dict[str, Any]) -> bool:
-    """Is this decoded listing a bundle's (an older claw's campaign archive, imported whole)?"""
-    return "format" not in doc
+    return Listing([ids[i:i + 64] for i in range(0, len(ids), 64)],
+                   {PREFIX + key.hex(): PREFIX + pairs[i + 32:i + 64].hex()
+                    for i, key in zip(range(0, len(pairs), 64), keys, strict=True)},
+                   head, FORMAT, pack, head["size"], head.get("document"))
 
 
 def _count(value: Any) -> bool:
@@ -106,7 +125,7 @@ def _json_listing_problem(doc: dict[str, Any], pack: str) -> str | None:
     objects, actions = doc.get("objects"), doc.get("actions")
     if not isinstance(actions, dict) or not all(is_oid(k) and is_oid(v) for k, v in actions.items()):
         return "actions: expected {key id: record id}"
-    if is_bundle(doc):
+    if "format" not in doc:  # a bundle's
         if not isinstance(objects, list) or not all(isinstance(h, str) and is_hex64(h) for h in objects):
             return "objects: expected a list of hex ids"
         return None
@@ -119,11 +138,11 @@ def _json_listing_problem(doc: dict[str, Any], pack: str) -> str | None:
     return None
 
 
-def signer(doc: dict[str, Any], pack: str) -> str | None:
+def signer(doc: Listing, pack: str) -> str | None:
     """The key whose signature a decoded listing carries (None: unsigned); UsageError if it does not verify."""
     from clawstore.trust import signature
 
     try:
-        return signature.signer(doc[_SIGNED] if _SIGNED in doc else doc)
+        return signature.signer(doc.signed)
     except signature.BadSignature as exc:
         raise UsageError(f"remote pack {pack}: its listing: {exc}") from None

@@ -23,16 +23,16 @@ from clawstore.remote.sync import (
     WORKERS,
     SyncReport,
     cache_dir,
-    document_ids,
     hex_digests,
     remote_content,
     tracking_ref,
 )
 from clawstore.store import PackCheckError, Transfer
 from clawstore.store.core.ids import PREFIX, is_oid
-from clawstore.store.services.archive_import import (
-    ArchiveContents,
+from clawstore.store.face import (
+    ArrivingContents,
     archive_signer,
+    arriving_contents,
     import_archive,
     untrusted_why,
     user_trusts,
@@ -71,7 +71,7 @@ class _Pull:
         self.downloads = Downloads(store.layout.incoming(remote.name))
         self.done = _remembered(self.fetched_file)
         self.present = store.object_digests()
-        self.digests = {pack: hex_digests("".join(doc["objects"])) for pack, doc in self.listings.items()}
+        self.digests = {pack: hex_digests("".join(doc.objects)) for pack, doc in self.listings.items()}
         self.signers: dict[str, str | None] = {}
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
@@ -87,7 +87,7 @@ class _Pull:
         """Does this store lack something of the pack: an object, or (a listing of entries alone) its
         entries, which only a fetch checks and keeps apart when the signer is not trusted."""
         doc = self.listings[pack]
-        return not self.present.issuperset(self.digests[pack]) or (not doc["objects"] and bool(doc["actions"]))
+        return not self.present.issuperset(self.digests[pack]) or (not doc.objects and bool(doc.actions))
 
     def signer(self, pack: str) -> str | None:
         if pack not in self.signers:
@@ -108,12 +108,12 @@ class _Pull:
         """Fetch these packs all or nothing: every listing's signer is checked before any download;
         each pack is checked whole as its download ends; then the entries the round brings are verified;
         only then are the packs adopted."""
-        legacy = [pack for pack in todo if listing.is_bundle(self.listings[pack])]
+        legacy = [pack for pack in todo if self.listings[pack].is_bundle]
         packs = [pack for pack in todo if pack not in legacy]
         for pack in packs:
             if not self.untrusted and not self.trusted(pack):
                 raise UsageError(f"remote pack {pack}: {untrusted_why(self.signer(pack), 'pull')}")
-            size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack]["size"]
+            size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack].size
             if size != signed:  # nothing bigger than its signed listing says is downloaded
                 raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
                                  f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
@@ -123,14 +123,14 @@ class _Pull:
             self._fetch_bundles(legacy)
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                       for record in self.listings[pack]["actions"].values()}  # the entries' checks read them
+                       for record in self.listings[pack].actions.values()}  # the entries' checks read them
             self._download_checked(packs, tmp, records)
             self.progress.then("checking the entries")
             self._check_entries(packs, records)
             self.progress.then("adding them to the store")
             with self.store.batch():  # the objects copied, named at once at its end
                 for pack in packs:
-                    document = set(hex_digests("".join(document_ids(self.listings[pack]))))  # the entries' copy
+                    document = set(hex_digests("".join(self.listings[pack].document_ids)))  # the entries' copy
                     new, size = self.incoming.take(pack, self.present, document, apart=not self.trusted(pack))
                     self.present.update(self.digests[pack])
                     self.downloads.forget([pack])
@@ -158,7 +158,7 @@ class _Pull:
                     path = work / f"{pack}.pack"
                     try:
                         held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
-                        listed = {*self.digests[pack], *hex_digests("".join(document_ids(self.listings[pack])))}
+                        listed = {*self.digests[pack], *hex_digests("".join(self.listings[pack].document_ids))}
                         if held != listed:
                             raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
                     except PackCheckError:
@@ -187,18 +187,18 @@ class _Pull:
         verify refuses the pull. `records`: the digests of the records the listings name."""
         store = self.store
         store.refresh()
-        contents = ArchiveContents(store, self.incoming.unkept(records),
-                                   {h for pack in arriving for h in self.listings[pack]["objects"]},
+        contents = arriving_contents(store, self.incoming.unkept(records),
+                                   {h for pack in arriving for h in self.listings[pack].objects},
                                    self.incoming.decoded)
         for pack in self.pending():
             doc = self.listings[pack]
-            if listing.is_bundle(doc):  # (imported whole)
+            if doc.is_bundle:  # (imported whole)
                 continue
             trusted = self.trusted(pack)
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
-            for key, record in sorted(doc["actions"].items()):
+            for key, record in sorted(doc.actions.items()):
                 if key in into and not contents.takes_over(into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
                 if not (contents.has(record) and contents.has(key)):
@@ -211,7 +211,7 @@ class _Pull:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
 
-    def _kept_here(self, key: str, record: str, contents: ArchiveContents) -> bool:
+    def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
         same or a reusable one (one that is not, an infrastructure failure, gives way to a result:
         add_entries). Only records that differ are read."""
@@ -266,7 +266,7 @@ class _Pull:
             store.keep_apart(self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or UNSIGNED)
         for pack in sorted(settled - self.incomplete):
-            if not listing.is_bundle(self.listings[pack]) and self.trusted(pack):
+            if not self.listings[pack].is_bundle and self.trusted(pack):
                 self._remember(pack)
 
 
@@ -311,7 +311,7 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
         for doc in state.listings.values():
-            for key, record in doc["actions"].items():
+            for key, record in doc.actions.items():
                 records.setdefault(key, set()).add(record)
         head = remote_refs.get(head_ref)
         if head is not None and not (store.get_ref(head_ref) == head and store.has(head)):
@@ -345,7 +345,7 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
     """A narrowed pull fetches only the packs holding what its roots reach: walk the closure in the store, fetch the
     packs listing what is missing, walk again. Packs fetched before come again if this store lost some of them."""
     roots = list(roots)
-    listed = {pack: set(doc["objects"]) for pack, doc in state.listings.items()}
+    listed = {pack: set(doc.objects) for pack, doc in state.listings.items()}
     while listed:
         missing = state.store.lacking_in_closure(roots)  # hex ids
         todo = sorted(pack for pack, ids in listed.items() if ids & missing)

@@ -29,7 +29,6 @@ from clawstore.remote.sync import (
     WORKERS,
     SyncReport,
     cache_dir,
-    document_ids,
     hex_digests,
     listing_name,
     remote_content,
@@ -85,9 +84,9 @@ def _local_content(store: Transfer, refs: dict[str, str] | None) -> tuple[set[by
     return objects, _entry_digests(actions)
 
 
-def _listed(listings: dict[str, dict[str, Any]]) -> set[bytes]:
+def _listed(listings: dict[str, listing.Listing]) -> set[bytes]:
     """Every object the remote's listings name (their entries documents too)."""
-    return set(hex_digests("".join(h for doc in listings.values() for h in (*doc["objects"], *document_ids(doc)))))
+    return set(hex_digests("".join(h for doc in listings.values() for h in (*doc.objects, *doc.document_ids))))
 
 
 @dataclass
@@ -232,7 +231,7 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         have_objects = _listed(listings)
         have_actions: dict[bytes, bytes] = {}
         for doc in listings.values():
-            have_actions.update(_entry_digests(doc["actions"]))
+            have_actions.update(_entry_digests(doc.actions))
         covered_file = cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \

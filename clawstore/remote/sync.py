@@ -7,7 +7,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
 from clawstore.host.durable import temp_name
@@ -92,7 +92,7 @@ def _download_listing(backend: Backend, pack: str, cached: Path, size: int) -> N
         tmp.unlink(missing_ok=True)
 
 
-def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, size: int) -> dict[str, Any]:
+def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, size: int) -> listing.Listing:
     """A pack's listing (decoded: listing.decode), from the local cache when it was seen before
     (listings never change), else downloaded again (another pull dropped the cached copy) no bigger
     than the remote listed (`size`)."""
@@ -110,13 +110,8 @@ def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, 
     raise UsageError(f"remote {remote.url}: listing of pack {pack} {why}")
 
 
-def document_ids(doc: dict[str, Any]) -> list[str]:
-    """The id of the entries document a listing's pack also holds ([] for most listings)."""
-    return [doc["document"]] if "document" in doc else []
-
-
 def remote_content(store: Transfer, remote: Remote, backend: Backend
-                   ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+                   ) -> tuple[dict[str, listing.Listing], dict[str, int]]:
     """{pack: listing} of every pack on the remote, and {name: size} of its files under packs/."""
     files = backend.list(PACKS)
     packs = remote_packs(files)

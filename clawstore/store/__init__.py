@@ -6,6 +6,7 @@ Other layers use `Store` (contract in docs/design/contracts.md, on-disk format i
 from clawstore.store.core.ids import BadObjectIdError, check_oid, is_oid, oid_of
 from clawstore.store.core.locks import LeaseInfo
 from clawstore.store.core.packfile import PackCheckError
+from clawstore.store.documents import ArchiveManifest, RecordDoc
 from clawstore.store.face import (
     ActionCache,
     ActionReader,
@@ -22,6 +23,8 @@ from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
 
 __all__ = [
     "ANY",
+    "ArchiveManifest",
+    "RecordDoc",
     "ActionCache",
     "ActionReader",
     "ObjectReader",

@@ -7,9 +7,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from clawstore.errors import ClawError, MissingObjectError, StoreError
+from clawstore.errors import ClawError, MissingObjectError
 from clawstore.store.core.batch import Pending, commit
 from clawstore.store.core.ids import PREFIX, check_oid, is_oid, oid_hex
+from clawstore.store.documents import RecordDoc, read_record
 from clawstore.values import jsontext
 
 if TYPE_CHECKING:
@@ -81,9 +82,12 @@ def entry_problem(key: str, record: Any, has: Callable[[str], bool]) -> str | No
     return None
 
 
-def put_action(store: ObjectStore, key: str, record: dict[str, Any]) -> str:
-    """Store `record` and point `key` at it. Returns the record's object id."""
+def put_action(store: ObjectStore, key: str, record: RecordDoc | dict[str, Any]) -> str:
+    """Store `record` (a RecordDoc, or its JSON as a dict) and point `key` at it. Returns the record's
+    object id."""
     digest = key_digest(key)
+    if isinstance(record, RecordDoc):
+        record = record.to_json()
     if not isinstance(record, dict):
         raise TypeError("an action record must be a dict")
     if record.get("key", key) != key:
@@ -131,14 +135,12 @@ def entry_record(store: ObjectStore, digest: bytes, look_again: bool = True) -> 
     return None if entry is None else entry.record
 
 
-def get_action(store: ObjectStore, key: str) -> dict[str, Any] | None:
+def get_action(store: ObjectStore, key: str) -> RecordDoc | None:
+    """The record `key` points at (None: no entry); StoreError naming the field a damaged one gets wrong."""
     record_id = get_action_record_id(store, key)
     if record_id is None:
         return None
-    record = store.get_json(record_id)
-    if not isinstance(record, dict):
-        raise StoreError(f"action-cache entry for {key} points at {record_id}, which is not a record")
-    return record
+    return read_record(store.get_json(record_id), f"action-cache entry for {key}: record {record_id}")
 
 
 def all_entry_digests(store: ObjectStore) -> dict[bytes, bytes]:

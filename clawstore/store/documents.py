@@ -373,6 +373,41 @@ def read_head(data: Any, where: str) -> Head:
     return Head(campaign, tuple(nodes), version)
 
 
+# ---------------------------------------------------------------------------------- archive manifests
+
+ARCHIVE_FORMAT = "clawstore-archive"
+ARCHIVE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ArchiveManifest:
+    """An archive's manifest (layout and checks: store/services/archive.py read_archive_manifest): the
+    objects it holds ([hex, stored size], sorted), its entries and refs, the fields a campaign archive
+    adds (head, build_id, campaign, configs), and `signed`: the whole document as read, which its
+    signature covers (trust/signature.py)."""
+
+    objects: list[list[Any]]
+    refs: dict[str, str]
+    actions: dict[str, str]
+    signed: dict[str, Any]
+    head: str | None = None
+    build_id: str | None = None
+    campaign: dict[str, Any] = field(default_factory=dict)
+    configs: dict[str, Any] | None = None
+    version: int = ARCHIVE_VERSION
+
+    @property
+    def campaign_id(self) -> str | None:
+        value = self.campaign.get("id")
+        return None if value is None else str(value)
+
+    @property
+    def configs_tree(self) -> str | None:
+        """The id of the campaign's config tree, when the archive carries it."""
+        tree = (self.configs or {}).get("tree")
+        return tree if isinstance(tree, str) else None
+
+
 # --------------------------------------------------------------------------------------- no-op stamps
 
 STAMP_FORMAT = 1

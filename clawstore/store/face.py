@@ -14,7 +14,10 @@ if TYPE_CHECKING:
     from clawstore.store.core.index import IndexSnapshot
     from clawstore.store.core.layout import StoreLayout
     from clawstore.store.core.locks import LeaseInfo
+    from clawstore.store.documents import RecordDoc
     from clawstore.store.reach import HeadClosure
+    from clawstore.store.services.archive_import import ImportReport
+    from clawstore.store.services.archive_verify import FrameSource
     from clawstore.store.services.transfer import Incoming, SealedPack
 
 
@@ -58,9 +61,9 @@ class ObjectWriter(ObjectReader, Protocol):
 
 @runtime_checkable
 class ActionReader(Protocol):
-    """Action key -> record (a JSON object naming its outputs), read."""
+    """Action key -> record (a RecordDoc naming its outputs), read."""
 
-    def get_action(self, key: str) -> dict[str, Any] | None: ...
+    def get_action(self, key: str) -> RecordDoc | None: ...
 
     def get_action_record_id(self, key: str, look_again: bool = True) -> str | None: ...
 
@@ -71,7 +74,7 @@ class ActionReader(Protocol):
 class ActionCache(ActionReader, Protocol):
     """Also point a key at a record."""
 
-    def put_action(self, key: str, record: dict[str, Any]) -> str: ...
+    def put_action(self, key: str, record: RecordDoc | dict[str, Any]) -> str: ...
 
 
 @runtime_checkable
@@ -144,3 +147,56 @@ class Transfer(ObjectReader, Refs, Protocol):
 
     def keep_apart(self, signer: str | None, actions: dict[str, str], refs: dict[str, str], digest: str | None,
                    signers: list[str] | None = None) -> str: ...
+
+
+# --- archives and trust, for a pull (remote/): the archive service's own functions, imported when used
+
+
+@runtime_checkable
+class ArrivingContents(Protocol):
+    """The objects of packs or an archive being received, read before any is published, with the
+    store's own: is an entry's record and input document at hand, does it verify, does it take over."""
+
+    def has(self, oid: str) -> bool: ...
+
+    def takes_over(self, current: str, incoming: str) -> bool: ...
+
+    def entry_problem(self, key: str, record_id: str) -> str | None: ...
+
+
+def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource], listed: set[str],
+                      kept: dict[str, bytes] | None = None) -> ArrivingContents:
+    """What is staged (`staged`: hex digest -> where its frame is; `listed`: every hex digest arriving)
+    and what the store holds, for checking entries before they are added (archive_import.ArchiveContents)."""
+    from clawstore.store.services.archive_import import ArchiveContents
+
+    return ArchiveContents(store, staged, listed, kept)  # type: ignore[arg-type]
+
+
+def user_trusts(signer: str | None) -> bool:
+    """Is content signed by `signer` trusted: the user's own key or one in their trust list."""
+    from clawstore.store.services import archive_import
+
+    return archive_import.user_trusts(signer)
+
+
+def untrusted_why(signer: str | None, verb: str = "import") -> str:
+    """Why content signed by `signer` is refused, and the two ways on (archive_import.untrusted_why)."""
+    from clawstore.store.services import archive_import
+
+    return archive_import.untrusted_why(signer, verb)
+
+
+def archive_signer(path: Path) -> str | None:
+    """The key whose signature an archive's manifest carries (None: unsigned); ArchiveError if forged."""
+    from clawstore.store.services import archive_import
+
+    return archive_import.archive_signer(path)
+
+
+def import_archive(store: Transfer, path: Path, *, untrusted: bool = False) -> ImportReport:
+    """Verify a whole archive, then publish it (archive_import.import_archive: its entries and refs kept
+    apart when its signer is not trusted and `untrusted`)."""
+    from clawstore.store.services import archive_import
+
+    return archive_import.import_archive(store, path, untrusted=untrusted)  # type: ignore[arg-type]

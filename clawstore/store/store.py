@@ -12,7 +12,7 @@ from clawstore.store.core import adopt, locks, reserve
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.index import IndexSnapshot
 from clawstore.store.core.objects import ObjectStore
-from clawstore.store.documents import KeptApart
+from clawstore.store.documents import KeptApart, RecordDoc
 from clawstore.store.refs import UNTRUSTED_REFS
 from clawstore.store.services.migrate import open_layout
 from clawstore.store.trees import TreeEntry
@@ -49,7 +49,7 @@ class Store(ObjectStore):
         trees.checkout(self, oid, dest, allow_external_links=allow_external_links)
 
     # --- action cache -------------------------------------------------------------------------
-    def get_action(self, key: str) -> dict[str, Any] | None:
+    def get_action(self, key: str) -> RecordDoc | None:
         return actions.get_action(self, key)
 
     def get_action_record_id(self, key: str, look_again: bool = True) -> str | None:
@@ -57,7 +57,7 @@ class Store(ObjectStore):
         again (the caller refreshed it just before)."""
         return actions.get_action_record_id(self, key, look_again)
 
-    def put_action(self, key: str, record: dict[str, Any]) -> str:
+    def put_action(self, key: str, record: RecordDoc | dict[str, Any]) -> str:
         return actions.put_action(self, key, record)
 
     def iter_actions(self) -> Iterator[tuple[str, str | None]]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clawstore.builder import batch_doc
-from clawstore.store import Store
+from clawstore.store import RecordDoc, Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
@@ -25,11 +25,11 @@ def store() -> Store:
     return Store(Path(os.environ["CLAW_STORE"]))
 
 
-def judge_records(s: Store) -> dict[str, dict[str, Any]]:
+def judge_records(s: Store) -> dict[str, RecordDoc]:
     found = {}
     for key, _ in s.iter_actions():
         record = s.get_action(key)
-        if record and record["kind"] == "judge":
+        if record and record.kind == "judge":
             found[key] = record
     return found
 
@@ -62,7 +62,7 @@ def test_judgements_go_in_one_batch_and_the_next_build_collects_them(scored: Wor
     assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
     assert batch_doc.pending(store()) == []
     records = judge_records(store())
-    assert len(records) == 12 and {r["summary"]["batch"]["cost_source"] for r in records.values()} == {"reported"}
+    assert len(records) == 12 and {r.summary["batch"]["cost_source"] for r in records.values()} == {"reported"}
     code, report = build(claw, "--batch")
     assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["batches"] == 1
 
@@ -95,12 +95,12 @@ def test_scores_and_judgements_are_byte_identical_to_the_synchronous_path(scored
     sync = by_address(sync)
     assert sync.keys() == batched.keys() and len(sync) == 12
     for address, record in sync.items():
-        assert batched[address]["outputs"]["judgement"] == record["outputs"]["judgement"]  # the same bytes
-        assert batched[address]["summary"]["overall_score"] == record["summary"]["overall_score"]
+        assert batched[address].outputs["judgement"] == record.outputs["judgement"]  # the same bytes
+        assert batched[address].summary["overall_score"] == record.summary["overall_score"]
 
 
-def by_address(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {json.dumps(r["address"], sort_keys=True): r for r in records.values()}
+def by_address(records: dict[str, RecordDoc]) -> dict[str, RecordDoc]:
+    return {json.dumps(r.address, sort_keys=True): r for r in records.values()}
 
 
 def test_an_expired_batch_s_lines_are_sent_again_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
@@ -142,10 +142,10 @@ def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws:
     records = judge_records(store()).values()
     assert records and standin.batch_stats()["lines"] == len(records) and judge_requests(standin) == 0
     for record in records:
-        metrics = record["metrics"]
-        expected = (metrics["input_tokens"] * 2.0 + metrics["output_tokens"] * 8.0) / 1e6 * 0.5
-        assert metrics["cost_usd"] == pytest.approx(expected)
-        assert record["summary"]["batch"]["cost_source"] == metrics["cost_source"] == "priced"  # not "reported"
+        metrics = record.metrics
+        expected = (metrics.input_tokens * 2.0 + metrics.output_tokens * 8.0) / 1e6 * 0.5
+        assert metrics.cost_usd == pytest.approx(expected)
+        assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced"  # not "reported"
 
 
 def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
@@ -272,17 +272,17 @@ def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, stand
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
 
 
-def run_records(s: Store) -> dict[str, dict[str, Any]]:
+def run_records(s: Store) -> dict[str, RecordDoc]:
     found = {}
     for key, _ in s.iter_actions():
         record = s.get_action(key)
-        if record and record["kind"] == "run":
-            found[json.dumps(record["address"], sort_keys=True)] = record
+        if record and record.kind == "run":
+            found[json.dumps(record.address, sort_keys=True)] = record
     return found
 
 
-def final_answer(s: Store, record: dict[str, Any]) -> Any:
-    artifact = s.get_json(record["outputs"]["artifact"])
+def final_answer(s: Store, record: RecordDoc) -> Any:
+    artifact = s.get_json(record.outputs["artifact"])
     return [e.get("content") for e in artifact["trace"] if e.get("role") == "assistant"], artifact["usage"]
 
 
@@ -312,7 +312,7 @@ def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchro
     for address, record in batched.items():
         if '"tools"' in address:
             continue
-        assert record["summary"]["batch"]["cost_source"] == "reported"
+        assert record.summary["batch"]["cost_source"] == "reported"
         assert final_answer(store(), record) == final_answer(sync_store, sync[address])
     assert batch_doc.pending(store()) == []
 

@@ -101,8 +101,8 @@ def test_non_json_judge_fails_and_is_retried_next_build(ws: Workspace, claw: Cla
     assert judge_requests(standin) == 3  # invalid → retried within the judge's 3 attempts
     store = Store(Path(os.environ["CLAW_STORE"]))
     judges = [store.get_action(k) for k, _ in store.iter_actions()]
-    judge = next(r for r in judges if r and r["kind"] == "judge")
-    assert judge["status"] == "invalid" and judge["cacheable"] is False
+    judge = next(r for r in judges if r and r.kind == "judge")
+    assert judge.status == "invalid" and judge.cacheable is False
     standin.reset()
     standin.script(JUDGE, judge_reply(6))
     code, report = build(claw)
@@ -116,14 +116,14 @@ def test_result_links_summary_and_exact_prompt(scored: Workspace, claw: Claw, st
     assert build(claw)[0] == 0
     store = Store(Path(os.environ["CLAW_STORE"]))
     records = [store.get_action(k) for k, _ in store.iter_actions()]
-    result = next(r for r in records if r["kind"] == "result")
-    summary = store.get_bytes(result["outputs"]["summary_md"]).decode()
+    result = next(r for r in records if r.kind == "result")
+    summary = store.get_bytes(result.outputs["summary_md"]).decode()
     assert "# Evaluation Result" in summary and "7" in summary
-    request = store.get_json(result["outputs"]["judge_requests"][0])
+    request = store.get_json(result.outputs["judge_requests"][0])
     sent = next(r for r in standin.requests if r["model"] == JUDGE)
     assert request["messages"] == sent["messages"]
     assert "vendor/m1" not in json.dumps(request)  # blind to the subject model
-    code, out, _ = claw("cat", result["outputs"]["summary_md"])
+    code, out, _ = claw("cat", result.outputs["summary_md"])
     assert code == 0 and out == summary
 
 
@@ -139,14 +139,14 @@ def test_python_hooks_are_gated_by_the_profile(ws: Workspace, claw: Claw, standi
     assert build(claw)[0] == 0
     store = Store(Path(os.environ["CLAW_STORE"]))
     checks = [store.get_action(k) for k, _ in store.iter_actions()]
-    record = next(r for r in checks if r["kind"] == "checks")
-    assert record["summary"]["checks"][0]["outcome"] == "error"
-    assert "allow_local_python_hooks" in record["summary"]["checks"][0]["message"]
+    record = next(r for r in checks if r.kind == "checks")
+    assert record.summary["checks"][0]["outcome"] == "error"
+    assert "allow_local_python_hooks" in record.summary["checks"][0]["message"]
     judges_before = judge_requests(standin)
     eval_profile(ws, repetitions=1, security_policy={"allow_local_python_hooks": True})
     assert build(claw)[0] == 0
     records = [store.get_action(k) for k, _ in store.iter_actions()]
-    outcomes = {r["summary"]["checks"][0]["outcome"] for r in records if r["kind"] == "checks"}
+    outcomes = {r.summary["checks"][0]["outcome"] for r in records if r.kind == "checks"}
     assert outcomes == {"error", "passed"}
     assert judge_requests(standin) == judges_before + 1  # new check results → the judge sees them
     assert subject_requests(standin) == 1

@@ -153,12 +153,12 @@ def test_tools_are_contained_and_secrets_never_stored(ws: Workspace, claw: Claw,
     assert not marker.exists()
     store = Store(Path(os.environ["CLAW_STORE"]))
     record = next(store.get_action(key) for key, _ in store.iter_actions())
-    artifact = store.get_json(record["outputs"]["artifact"])
+    artifact = store.get_json(record.outputs["artifact"])
     results = [e for e in artifact["trace"] if e["event_type"] == "tool_result"]
     assert results[0]["status"] == "success"
     assert SECRET not in json.dumps(results[1]) and "key=\n" in json.dumps(results[1]["output"]).replace("\\n", "\n")
     assert results[2]["status"] == "error" and "not enabled" in json.dumps(results[2]["output"])
-    tree = store.read_tree(record["outputs"]["sandbox"])
+    tree = store.read_tree(record.outputs["sandbox"])
     paths = {entry.path for entry in tree}
     assert any(p.endswith("x-claw-build-test") for p in paths)
     # The API key's value is in no stored object.
@@ -187,9 +187,9 @@ def test_a_sandbox_of_gigabytes_is_not_kept_but_the_paid_answer_is(ws: Workspace
     assert code == 0, err
     store = Store(Path(os.environ["CLAW_STORE"]))
     record = next(store.get_action(key) for key, _ in store.iter_actions())
-    assert record["status"] == "success"  # the answer was paid for: it is kept and scored
-    assert store.read_tree(record["outputs"]["sandbox"]) == []
-    artifact = store.get_json(record["outputs"]["artifact"])
+    assert record.status == "success"  # the answer was paid for: it is kept and scored
+    assert store.read_tree(record.outputs["sandbox"]) == []
+    artifact = store.get_json(record.outputs["artifact"])
     assert artifact["runner_metadata"]["sandbox"]["kept"] is False
     assert artifact["runner_metadata"]["sandbox"]["not_kept"] == "its files hold more than 1 GiB"
     assert max(len(store.get_bytes(oid)) for oid in store.iter_objects()) < 1 << 20
@@ -210,8 +210,8 @@ def test_a_sandbox_nested_1500_deep_keeps_the_paid_answer(ws: Workspace, claw: C
     assert code == 0, out + err
     store = Store(Path(os.environ["CLAW_STORE"]))
     record = next(store.get_action(key) for key, _ in store.iter_actions())
-    assert record["status"] == "success"
-    artifact = store.get_json(record["outputs"]["artifact"])
+    assert record.status == "success"
+    artifact = store.get_json(record.outputs["artifact"])
     assert artifact["runner_metadata"]["sandbox"]["not_kept"] == "it nests directories more than 256 deep"
     results = [e for e in artifact["trace"] if e["event_type"] == "tool_result"]
     assert [r["status"] for r in results] == ["success", "success"]

@@ -102,10 +102,10 @@ def test_openclaw_workspace_evidence_is_checked(oc: Workspace, claw: Claw, docke
     assert code == 0, err
     store = Store(Path(os.environ["CLAW_STORE"]))
     records = [store.get_action(k) for k, _ in store.iter_actions()]
-    run = next(r for r in records if r["kind"] == "run" and r["address"]["case_id"] == "oc_a")
-    files = {e.path for e in store.read_tree(run["outputs"]["workspace"])}
+    run = next(r for r in records if r.kind == "run" and r.address["case_id"] == "oc_a")
+    files = {e.path for e in store.read_tree(run.outputs["workspace"])}
     assert "report.md" in files and "AGENTS.md" in files
-    assert "+All done." in store.get_bytes(run["outputs"]["workspace_diff"]).decode()
-    checks = next(r for r in records if r["kind"] == "checks" and r["address"]["case_id"] == "oc_a")
-    assert checks["summary"]["checks"][0]["outcome"] == "passed"
+    assert "+All done." in store.get_bytes(run.outputs["workspace_diff"]).decode()
+    checks = next(r for r in records if r.kind == "checks" and r.address["case_id"] == "oc_a")
+    assert checks.summary["checks"][0]["outcome"] == "passed"
     assert rows(out)[("m1", "oc_a")]["score"] == 8.0

@@ -46,7 +46,7 @@ def store() -> Store:
 def records(kind: str) -> list[dict[str, Any]]:
     """The records the action cache points at, of one kind."""
     found = [store().get_action(key) for key, _ in store().iter_actions()]
-    return [r for r in found if r is not None and r["kind"] == kind]
+    return [r for r in found if r is not None and r.kind == kind]
 
 
 def tool_case(ws: Workspace, tools: list[str] | None, max_turns: int | None = None, **extra: Any) -> None:
@@ -76,10 +76,10 @@ def test_a_tool_looping_model_is_incomplete_scored_and_never_sent_again(ws: Work
     assert code == 1  # like `invalid`: the build says not every run succeeded
     assert subject_requests(standin) == 6
     [run] = records("run")
-    assert run["status"] == "incomplete" and run["cacheable"] is True
-    assert run["error"]["code"] == "max_turns_exceeded"
+    assert run.status == "incomplete" and run.cacheable is True
+    assert run.error["code"] == "max_turns_exceeded"
     [checks] = records("checks")
-    assert [c["outcome"] for c in checks["summary"]["checks"]] == ["passed", "passed", "failed"]
+    assert [c["outcome"] for c in checks.summary["checks"]] == ["passed", "passed", "failed"]
     [judged] = judge_requests(standin)
     prompt = judged["body"]["messages"][-1]["content"]
     assert "incomplete" in prompt and "/clue.txt" in prompt  # the judge sees the conversation so far
@@ -126,7 +126,7 @@ def test_each_model_outcome_is_cached_and_scored(ws: Workspace, claw: Claw, stan
     assert (row["run"], row["status"], row["eval"], row["score"]) == ("exec", status, "exec", 2.0)
     assert subject_requests(standin) == sent and len(judge_requests(standin)) == 1
     [run] = records("run")
-    assert run["cacheable"] is True and run["error"]["code"] == code_name
+    assert run.cacheable is True and run.error["code"] == code_name
     standin.reset()
     _, report = build(claw)
     assert (report["rows"][0]["run"], report["rows"][0]["eval"]) == ("reuse", "reuse")

@@ -88,12 +88,12 @@ def test_openclaw_cases_run_on_the_cluster_and_are_stored_by_the_driver(
     assert len(nodes_docker.calls("run")) - before == 8  # 4 runs x (validate + one turn), all on the nodes
     assert driver.calls("run") == []  # none on the driver's machine
     store = Store(ws.root / "store")
-    runs = [r for r in (store.get_action(k) for k, _ in store.iter_actions()) if r["kind"] == "run"]
+    runs = [r for r in (store.get_action(k) for k, _ in store.iter_actions()) if r.kind == "run"]
     assert len(runs) == 4
     for run in runs:  # the evidence came back whole: the workspace the agent changed, its diff
-        files = {e.path for e in store.read_tree(run["outputs"]["workspace"])}
+        files = {e.path for e in store.read_tree(run.outputs["workspace"])}
         assert {"report.md", "AGENTS.md"} <= files
-        assert "+All done." in store.get_bytes(run["outputs"]["workspace_diff"]).decode()
+        assert "+All done." in store.get_bytes(run.outputs["workspace_diff"]).decode()
     again = _build(ws, driver, "--executor", "ray", "--ray-address", cluster.address)
     assert {row["run"] for row in again["rows"]} == {"reuse"}
     assert len(nodes_docker.calls("run")) - before == 8

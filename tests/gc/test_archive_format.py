@@ -86,7 +86,7 @@ def test_a_whole_frame_with_data_after_it_is_refused(tmp_path: Path) -> None:
                     + zstandard.ZstdCompressor().compress(b""))
     archive = tmp_path / "a.claw"
     write_archive(store, archive, {}, [oid])
-    assert read_manifest(archive)["objects"][0][0] == oid[7:]
+    assert read_manifest(archive).objects[0][0] == oid[7:]
     with pytest.raises(ArchiveError, match="data after the frame"):
         verify_archive(archive)
     assert WHOLE_MAX >= 1 << 20

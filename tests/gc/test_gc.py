@@ -165,7 +165,8 @@ def test_entries_of_an_unfinished_build_are_roots_within_the_grace_period(ws: Wo
     record_id = store.put_action(key, record)
     report = _gc(claw, "--grace", "10m")
     assert report["actions_deleted"] == 0
-    assert store.get_action(key) == record and store.has(blob) and store.has(tree)
+    assert store.get_action_record_id(key) == record_id and store.get_json(record_id) == record
+    assert store.has(blob) and store.has(tree)
     assert all(store.has(e.object) for e in store.read_tree(tree) if e.object)
 
     age_actions(store, [key], 3600)

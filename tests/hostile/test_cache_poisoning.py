@@ -70,13 +70,13 @@ def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
     forged = 0
     for listing in sorted(remote.rglob("*.ids")):
         doc = listings.decode(listing.read_bytes(), listing.name[:-4])
-        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc["actions"].items()}
+        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc.actions.items()}
         if len(actions) < 2:
             continue
         first, second = sorted(actions)[:2]
         actions[first], actions[second] = actions[second], actions[first]
-        listing.write_bytes(listings.encode(doc["pack"], doc["size"], [bytes.fromhex(h) for h in doc["objects"]],
-                                            listings.entries(actions), doc.get("document")))
+        listing.write_bytes(listings.encode(doc.pack, doc.size, [bytes.fromhex(h) for h in doc.objects],
+                                            listings.entries(actions), doc.document))
         forged += 1
     assert forged >= 1
     b = _built(tmp_path / "b", standin, monkeypatch)  # a colleague's store with results of its own

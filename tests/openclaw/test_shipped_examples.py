@@ -87,13 +87,13 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
     store = Store(tmp_path / "store")
     record = store.get_action(rows["openclaw_two_turn_notes"]["key"])
     assert record is not None
-    files = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(record["outputs"]["workspace"])
+    files = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(record.outputs["workspace"])
              if e.type == "file"}
     assert files["summary.md"] == FILES["summary.md"] and files["notes.md"] == FILES["notes.md"]
-    finals = [e["content"] for e in store.get_json(record["outputs"]["artifact"])["trace"]
+    finals = [e["content"] for e in store.get_json(record.outputs["artifact"])["trace"]
               if e["event_type"] == "final_output"]
     assert finals == ["Done: the files are written."] * 2
-    config = json.loads(store.get_bytes(record["outputs"]["openclaw_config"]))
+    config = json.loads(store.get_bytes(record.outputs["openclaw_config"]))
     assert config["models"]["providers"]["openrouter"]["apiKey"] == "${CLAWSTORE_PROVIDER_API_KEY}"
     assert config["plugins"] == {"enabled": False}
     # The agent's prompt reached OpenClaw through AGENTS.md (2026.9.6 has no config key for it).
@@ -102,12 +102,12 @@ def test_shipped_openclaw_examples_build_as_shipped(docker_engine: DockerEngine,
     # The single-turn case: its file, the diff against the agent's workspace, the trace, the usage.
     report = store.get_action(rows["openclaw_report_file"]["key"])
     assert report is not None
-    workspace = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(report["outputs"]["workspace"])
+    workspace = {e.path: store.get_bytes(e.object).decode() for e in store.read_tree(report.outputs["workspace"])
                  if e.type == "file"}
     assert workspace["report.md"] == FILES["report.md"]
-    diff = store.get_bytes(report["outputs"]["workspace_diff"]).decode()
+    diff = store.get_bytes(report.outputs["workspace_diff"]).decode()
     assert "+++ workspace/report.md" in diff and "+claw-openclaw-report" in diff
-    artifact = store.get_json(report["outputs"]["artifact"])
+    artifact = store.get_json(report.outputs["artifact"])
     assert [e["content"] for e in artifact["trace"] if e["event_type"] == "final_output"] == [
         "Done: the files are written."]
     assert "write" in artifact["runner_metadata"]["openclaw"]["metadata"]["observable_summary"]["tool_summary"]["tools"]

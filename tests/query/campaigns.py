@@ -67,9 +67,9 @@ def _node(store: Store, log: BuildLog, kind: str, doc: dict[str, Any], address: 
     """Reuse a cached record for the input document, or 'execute' (write a new one)."""
     key = store.put_json({"kind": kind, **doc})
     cached = store.get_action(key)
-    if cached is not None and cached.get("cacheable"):
+    if cached is not None and cached.cacheable:
         record_id = store.get_action_record_id(key)
-        log.add(kind, key, record_id, "reuse", address, cached)
+        log.add(kind, key, record_id, "reuse", address, cached.to_json())
         return key, "reuse"
     now = utc_now()
     record = make_record(

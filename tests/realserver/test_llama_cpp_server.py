@@ -89,7 +89,7 @@ def build(claw: Claw, *extra: str) -> tuple[int, dict[str, Any]]:
 def records(kind: str) -> list[dict[str, Any]]:
     store = Store(Path(os.environ["CLAW_STORE"]))
     found = [store.get_action(key) for key, _ in store.iter_actions()]
-    return [r for r in found if r and r["kind"] == kind]
+    return [r for r in found if r and r.kind == kind]
 
 
 def is_judge(exchange: dict[str, Any]) -> bool:
@@ -118,11 +118,11 @@ def test_recorded_tokens_are_the_servers_usage_and_the_cost_is_unknown(claw: Cla
     usage = {judge: [c["response"]["usage"] for c in relay.chats() if is_judge(c) == judge] for judge in (False, True)}
     [run], [judgement] = records("run"), records("judge")
     for record, replies in ((run, usage[False]), (judgement, usage[True])):
-        assert record["metrics"]["input_tokens"] == sum(u["prompt_tokens"] for u in replies) > 0
-        assert record["metrics"]["output_tokens"] == sum(u["completion_tokens"] for u in replies) > 0
+        assert record.metrics.input_tokens == sum(u["prompt_tokens"] for u in replies) > 0
+        assert record.metrics.output_tokens == sum(u["completion_tokens"] for u in replies) > 0
         # The server reports no price, so the cost is unknown: not a number, and certainly not 0.
         assert all("cost" not in u for u in replies)
-        assert record["metrics"]["cost_usd"] is None and record["metrics"]["cost_source"] == "unknown"
+        assert record.metrics.cost_usd is None and record.metrics.cost_source == "unknown"
     assert report["rows"][0]["cost_usd"] is None
     assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 2, report["metrics"]
     code, out, _ = claw("query", "select cost_usd, cost_source from runs union all "
@@ -142,8 +142,8 @@ def test_a_forced_tool_choice_runs_a_real_tool_loop(ws: Workspace, claw: Claw, r
     assert call["function"]["name"] == "write_file" and set(arguments) == {"path", "content"}
     assert second["request"]["messages"][-1]["role"] == "tool"
     [run] = records("run")
-    assert run["status"] == "success"
-    checkout(Store(Path(os.environ["CLAW_STORE"])), run["outputs"]["sandbox"], tmp_path / "sandbox")
+    assert run.status == "success"
+    checkout(Store(Path(os.environ["CLAW_STORE"])), run.outputs["sandbox"], tmp_path / "sandbox")
     written = [p.relative_to(tmp_path / "sandbox") for p in (tmp_path / "sandbox").rglob("*") if p.is_file()]
     assert written == [Path("work", arguments["path"])]  # the tool ran, in the run's sandbox
     assert (tmp_path / "sandbox" / written[0]).read_text() == arguments["content"]
@@ -159,7 +159,7 @@ def test_a_prompt_over_the_servers_context_is_a_clear_failed_run(ws: Workspace, 
     assert row["status"] == "provider_error" and row["run"] == "fail"
     assert "HTTP 400" in row["error"] and f"maximum context length is {N_CTX}" in row["error"], row["error"]
     [run] = records("run")
-    assert run["status"] == "provider_error" and run["cacheable"] is False
+    assert run.status == "provider_error" and run.cacheable is False
     code, out, err = claw.build("--evaluation-profile", "ev")  # not cached: the next build asks again
     assert code == 1 and len(relay.chats()) == 2
     assert "maximum context length" in out and "Traceback" not in out + err

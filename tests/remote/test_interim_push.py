@@ -89,7 +89,7 @@ def test_an_interim_push_after_an_entry_changed_sends_the_new_record(tmp_path: P
     assert push.push_new(source, remote, known).objects == 2
     target = Store(tmp_path / "b")
     pull.pull(target, remote)
-    assert target.get_action(key)["status"] == "success"  # type: ignore[index]
+    assert target.get_json(target.get_action_record_id(key))["status"] == "success"  # type: ignore[arg-type]
     assert dict(target.iter_actions())[key] == record
 
 

@@ -34,9 +34,9 @@ def test_a_listing_decodes_to_what_was_encoded_and_is_signed_by_its_pusher() -> 
     objects, actions = _ids(1000), _entries(300)
     encoded = listing.encode(PACK, 12345, objects, listing.entries(actions), "cd" * 32)
     doc = listing.decode(encoded, PACK)
-    assert doc["objects"] == [oid.hex() for oid in objects]  # in pack order
-    assert doc["actions"] == {PREFIX + k.hex(): PREFIX + v.hex() for k, v in actions.items()}
-    assert (doc["format"], doc["size"], doc["document"]) == (3, 12345, "cd" * 32)
+    assert doc.objects == [oid.hex() for oid in objects]  # in pack order
+    assert doc.actions == {PREFIX + k.hex(): PREFIX + v.hex() for k, v in actions.items()}
+    assert (doc.format, doc.size, doc.document) == (3, 12345, "cd" * 32)
     assert listing.signer(doc, PACK) == keys.public_text(keys.signing_key().public_key())
     # raw digests after one line: about half the bytes of format 2's hex in JSON
     assert len(encoded) < 32 * 1000 + 64 * 300 + 1024
@@ -95,7 +95,7 @@ def test_entries_out_of_key_order_or_twice_for_one_key_are_refused() -> None:
 
 def test_a_format_2_listing_with_a_second_line_is_refused() -> None:
     body = signature.signed_json({"format": 2, "pack": PACK, "size": 1, "objects": "", "actions": {}})
-    assert listing.decode(body, PACK)["objects"] == []
+    assert listing.decode(body, PACK).objects == []
     with pytest.raises(listing.ListingError, match="expected one line of JSON"):
         listing.decode(body + b"\n" + os.urandom(64), PACK)
 
@@ -106,20 +106,20 @@ def test_a_listing_re_signed_over_another_body_names_who_signed_it() -> None:
     encoded = listing.encode(PACK, 1, _ids(3), b"", None)
     head, _, _ = encoded.partition(b"\n")
     doc = listing.decode(encoded, PACK)
-    forged = head.replace(doc["signed"]["body"].encode(), b"0" * 64) + b"\n" + b"".join(_ids(3))
+    forged = head.replace(doc.signed["body"].encode(), b"0" * 64) + b"\n" + b"".join(_ids(3))
     with pytest.raises(listing.ListingError, match="BLAKE3"):
         listing.decode(forged, PACK)
     header = json.loads(head)
     header["body"] = "0" * 64
     with pytest.raises(UsageError, match="does not verify"):
-        listing.signer({"signed": header}, PACK)
+        listing.signer(listing.Listing([], {}, header), PACK)
 
 
 def _as_format_2(path: Path) -> None:
     """Rewrite a pushed listing as an older claw wrote it (format 2, signed as a whole)."""
     doc = listing.decode(path.read_bytes(), path.name[:-4])
-    fields = {"format": 2, "pack": doc["pack"], "size": doc["size"], "objects": "".join(doc["objects"]),
-              "actions": doc["actions"], **({"document": doc["document"]} if "document" in doc else {})}
+    fields = {"format": 2, "pack": doc.pack, "size": doc.size, "objects": "".join(doc.objects),
+              "actions": doc.actions, **({"document": doc.document} if doc.document is not None else {})}
     path.write_bytes(signature.signed_json(fields))
 
 

@@ -163,16 +163,16 @@ def test_new_entries_alone_travel_in_a_listing(tmp_path: Path) -> None:
     # each set of entries got a pack (and so a listing name) of its own, holding only a document that
     # names those entries by digest: the entries themselves travel once, in the listing
     listings = [listing.decode(p.read_bytes(), p.name[:-4]) for p in (tmp_path / "remote" / "packs").glob("*.ids")]
-    entries = [doc for doc in listings if doc["actions"]]
-    assert [len(doc["actions"]) for doc in sorted(entries, key=lambda doc: len(doc["actions"]))] == [1, 3]
+    entries = [doc for doc in listings if doc.actions]
+    assert [len(doc.actions) for doc in sorted(entries, key=lambda doc: len(doc.actions))] == [1, 3]
     for doc in entries:
-        pack = tmp_path / "remote" / "packs" / f"{doc['pack']}.pack"
+        pack = tmp_path / "remote" / "packs" / f"{doc.pack}.pack"
         [blob] = scan_pack(pack).blobs
         with open(pack, "rb") as fh:
             fh.seek(blob.offset)
             document = json.loads(zstandard.ZstdDecompressor().decompress(fh.read(blob.length)))
         assert document["kind"] == "remote-entries" and set(document) == {"kind", "entries"}
-        assert blob.id.hex() == doc["document"]
+        assert blob.id.hex() == doc.document
 
 
 def _pack_with(tmp_path: Path, blobs: list[tuple[bytes, bytes]]) -> tuple[Path, str]:
@@ -268,7 +268,7 @@ def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: P
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
     listings = sorted((tmp_path / "remote" / "packs").glob("*.ids"))
-    objects_listing = next(p for p in listings if "document" not in listing.decode(p.read_bytes(), p.name[:-4]))
+    objects_listing = next(p for p in listings if listing.decode(p.read_bytes(), p.name[:-4]).document is None)
     hidden = objects_listing.read_bytes()
     objects_listing.unlink()  # as if a pull ran while the push had published only the entries
     target = Store(tmp_path / "b")

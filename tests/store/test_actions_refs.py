@@ -11,12 +11,15 @@ import pytest
 from clawstore.errors import MissingObjectError, StoreError, UsageError
 from clawstore.store import ANY, RefConflict, Store, oid_of
 from clawstore.store.core.index import list_segments, segment_path
+from clawstore.store.documents import read_record
 from tests.support.storefiles import visible_elsewhere
 
 
 def _record(key: str, outputs: dict) -> dict:
-    return {"record_version": 1, "kind": "run", "key": key, "status": "success", "cacheable": True,
-            "outputs": outputs, "metrics": {"cost_usd": 0.25}, "error": None}
+    return {"record_version": 1, "kind": "run", "key": key, "address": {}, "status": "success", "cacheable": True,
+            "outputs": outputs, "metrics": {"cost_usd": 0.25}, "summary": {}, "error": None,
+            "started_at": "2026-01-01T00:00:00.000000Z", "finished_at": "2026-01-01T00:00:00.000000Z",
+            "build_id": "b1"}
 
 
 def test_action_cache_round_trip(store: Store) -> None:
@@ -26,7 +29,7 @@ def test_action_cache_round_trip(store: Store) -> None:
     files = [store.put_bytes(b"a"), store.put_bytes(b"b")]
     record_id = store.put_action(key, _record(key, {"artifact": artifact, "files": files, "none": None}))
     assert store.get_action_record_id(key) == record_id
-    assert store.get_action(key) == _record(key, {"artifact": artifact, "files": files, "none": None})
+    assert store.get_action(key) == read_record(_record(key, {"artifact": artifact, "files": files, "none": None}), "")
     assert list(store.iter_actions()) == [(key, record_id)]
     # a retried failure replaces the entry atomically
     newer = store.put_action(key, _record(key, {"artifact": store.put_json({"answer": 43})}))
@@ -85,7 +88,7 @@ def test_batch_defers_visibility_until_commit(store: Store) -> None:
         thread.join()
     assert seen_from_other_thread == [False]
     assert visible_elsewhere(store, oid)
-    assert store.get_action(key) == _record(key, {"out": oid})
+    assert store.get_action(key) == read_record(_record(key, {"out": oid}), "")
     assert os.listdir(store.tmp_dir) == []
 
 

@@ -17,7 +17,7 @@ def test_many_action_cache_entries_in_one_batch(tmp_path: Path) -> None:
         with store.batch():
             for index in range(1000):
                 store.put_action(f"blake3:{index:064x}", {"kind": "run", "outputs": {"x": output}, "n": index})
-        assert store.get_action(f"blake3:{999:064x}")["n"] == 999
+        assert store.get_json(store.get_action_record_id(f"blake3:{999:064x}"))["n"] == 999
         assert sum(1 for _ in store.iter_actions()) == 1000
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -117,8 +117,8 @@ def test_fsck_checks_records_and_tolerates_temp_files(tmp_path: Path) -> None:
     repair = claw("fsck", "--repair", "--store", store.root)
     assert repair.returncode == 0, repair.stdout
     assert "removed 1 stale temp file(s)" in repair.stdout.decode()
-    assert store.get_action(broken_key) is None  # will be rebuilt
-    assert store.get_action(key) is not None
+    assert store.get_action_record_id(broken_key) is None  # will be rebuilt
+    assert store.get_action_record_id(key) is not None
     assert len(os.listdir(store.tmp_dir)) == 1  # the live writer's file is kept
     assert claw("fsck", "--store", store.root).returncode == 0
 

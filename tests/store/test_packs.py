@@ -342,7 +342,7 @@ def test_gc_merges_many_small_packs_into_one(tmp_path: Path) -> None:
     assert len(pack_files(store)) == 1
     fresh = Store(tmp_path / "store")
     assert all(fresh.get_json(oid) is not None for oid in ids)
-    assert all(fresh.get_action(key)["key"] == key for key in keys)
+    assert all(fresh.get_json(fresh.get_action_record_id(key))["key"] == key for key in keys)  # type: ignore[arg-type]
     assert fsck(fresh).clean
     age_packs(store, 7200)
     assert collect(store, grace_s=0).packs_rewritten == 0  # one small pack alone stays as it is

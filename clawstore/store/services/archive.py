@@ -17,6 +17,7 @@ from clawstore.store.core.index import Loc
 from clawstore.store.core.leftovers import remove_stale_temp_files
 from clawstore.store.core.names import name_problem, ref_name_problem
 from clawstore.store.core.packmaps import PackMaps
+from clawstore.store.documents import ARCHIVE_FORMAT, ARCHIVE_VERSION, ArchiveManifest
 from clawstore.store.services.archive_tar import TRAILER, Reader, TarFormatError, header, padding
 from clawstore.store.services.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
 from clawstore.values import jsontext
@@ -25,8 +26,8 @@ from clawstore.values.canonical import canonical_json
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-FORMAT = "clawstore-archive"
-VERSION = 1
+FORMAT = ARCHIVE_FORMAT
+VERSION = ARCHIVE_VERSION
 MANIFEST = "clawarchive.json"
 SEAL = "clawarchive.seal"
 OBJECTS = "objects/"
@@ -43,7 +44,7 @@ class ArchiveSummary:
     path: Path
     digest: str  # blake3 of the whole file
     size: int
-    manifest: dict[str, Any]
+    manifest: ArchiveManifest
     objects: int
     stored_bytes: int
 
@@ -229,9 +230,9 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
         with fh:
             reader = Reader(fh, file_hash.update)
             manifest = _read_manifest_member(reader, where)
-            listing = manifest["objects"]
+            listing = manifest.objects
             if kept is not None:  # records, read next by the entry checks
-                verifier.wanted = {oid[len(PREFIX):] for oid in manifest.get("actions", {}).values()}
+                verifier.wanted = {oid[len(PREFIX):] for oid in manifest.actions.values()}
                 verifier.kept = kept
             for index, (hexdigest, size) in enumerate(listing):
                 member = reader.next_header()
@@ -265,7 +266,7 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
                           sum(size for _, size in listing))
 
 
-def _read_manifest_member(reader: Reader, where: str) -> dict[str, Any]:
+def _read_manifest_member(reader: Reader, where: str) -> ArchiveManifest:
     """The archive's first member, its manifest, read and checked."""
     first = reader.next_header()
     if first is None or first[0] != MANIFEST:
@@ -277,15 +278,24 @@ def _read_manifest_member(reader: Reader, where: str) -> dict[str, Any]:
     return _parse_manifest(b"".join(parts), where)
 
 
-def _parse_manifest(body: bytes, where: str) -> dict[str, Any]:
+def _parse_manifest(body: bytes, where: str) -> ArchiveManifest:
     try:
         doc = jsontext.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise ArchiveError(f"{where}: damaged manifest (not JSON)") from None
-    _check_manifest(doc, where)
+    manifest = read_archive_manifest(doc, where)
     if canonical_json(doc) != body:
         raise ArchiveError(f"{where}: damaged manifest (not in canonical form)")
-    return doc
+    return manifest
+
+
+def read_archive_manifest(doc: Any, where: str) -> ArchiveManifest:
+    """A manifest from its JSON; ArchiveError (exit 2: the archive is bad input) naming the field a
+    hostile one gets wrong."""
+    _check_manifest(doc, where)
+    return ArchiveManifest(objects=doc["objects"], refs=doc.get("refs", {}), actions=doc.get("actions", {}),
+                           signed=doc, head=doc.get("head"), build_id=doc.get("build_id"),
+                           campaign=doc.get("campaign") or {}, configs=doc.get("configs"), version=doc["version"])
 
 
 def _read_object(reader: Reader, hexdigest: str, size: int,
@@ -304,7 +314,7 @@ def verify_archive(path: Path) -> ArchiveSummary:
     return scan_archive(Path(path), None)
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: Path) -> ArchiveManifest:
     """Only the manifest (fast: the first member); use verify_archive to trust the rest."""
     where = f"archive {path}"
     try:

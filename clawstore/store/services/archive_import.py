@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError, one_line
 from clawstore.host.durable import fsync_path, temp_name
@@ -23,6 +23,7 @@ from clawstore.store.actions import entry_problem, get_action_record_id, key_dig
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.layout import FORMAT_FILE
+from clawstore.store.documents import ArchiveManifest
 from clawstore.store.refs import RefConflict, check_ref_name
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
 from clawstore.store.services.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
@@ -52,7 +53,7 @@ class ImportReport:
 
 # ---------------------------------------------------------------------------------------------- import
 
-ContentCheck = Callable[[dict[str, Any], "ArchiveContents"], None]
+ContentCheck = Callable[[ArchiveManifest, "ArchiveContents"], None]
 
 
 class ArchiveContents:
@@ -147,9 +148,9 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             summary = scan_archive(path, on_object, kept)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
-            listed = {item[0] for item in summary.manifest["objects"]}
+            listed = {item[0] for item in summary.manifest.objects}
             contents = ArchiveContents(store, staged, listed, kept.contents)
-            _check_entries(summary.manifest.get("actions", {}), contents, str(path))
+            _check_entries(summary.manifest.actions, contents, str(path))
             if check is not None:
                 check(summary.manifest, contents)
             report.signer = _signer(summary.manifest, str(path))
@@ -159,12 +160,12 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             _publish(store, staged, shared, report)
         finally:
             _unstage(staged, shared)
-        refs = {**summary.manifest.get("refs", {}), **pin_refs}
+        refs = {**summary.manifest.refs, **pin_refs}
         if trusted:
-            write_actions(store, summary.manifest.get("actions", {}), report)
+            write_actions(store, summary.manifest.actions, report)
             write_refs(store, refs, report)
         else:
-            report.kept_apart = store.keep_apart(report.signer, summary.manifest.get("actions", {}), refs,
+            report.kept_apart = store.keep_apart(report.signer, summary.manifest.actions, refs,
                                                  report.summary.digest)
     return report
 
@@ -175,11 +176,11 @@ def archive_signer(path: Path) -> str | None:
     return _signer(read_manifest(path), f"archive {path}")
 
 
-def _signer(manifest: dict[str, Any], where: str) -> str | None:
+def _signer(manifest: ArchiveManifest, where: str) -> str | None:
     from clawstore.trust import signature
 
     try:
-        return signature.signer(manifest)
+        return signature.signer(manifest.signed)
     except signature.BadSignature as exc:
         raise ArchiveError(f"{where}: {exc}") from None
 
@@ -202,10 +203,10 @@ def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: st
             raise ArchiveError(f"{where}: action-cache entry {one_line(str(key), 80)}: {why}")
 
 
-def _pin_refs(manifest: dict[str, Any], pins: Iterable[str]) -> dict[str, str]:
-    head = manifest.get("head")
+def _pin_refs(manifest: ArchiveManifest, pins: Iterable[str]) -> dict[str, str]:
+    head = manifest.head
     wanted = {check_ref_name(name): head for name in pins}
-    if wanted and not (is_oid(head) and any(item[0] == head[len(PREFIX):] for item in manifest["objects"])):
+    if wanted and head is None:  # (a head the manifest names is an object of the archive: read_archive_manifest)
         raise ArchiveError("the archive has no head object to pin")
     return wanted  # type: ignore[return-value]
 
