@@ -348,6 +348,10 @@ class IndexView:
             merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
             write_segment(self.index_dir, self.tmp_dir, merged)
             remove_segments(self.index_dir, chosen)
+            with self._lock:  # take the merge's entries as written, not read back (a commit compacts often)
+                if self._ready:
+                    self._absorb(merged)
+                    self._superseded |= set(merged.replaces)
         self.refresh()
         return True
 
