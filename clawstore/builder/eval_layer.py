@@ -219,7 +219,9 @@ class EvalLayer:
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
         node = Node(kind, address, doc, document_key(doc), run.item)
         node.run = run
-        attach_record(node, self.store, self.head)
+        # Planned node by node as runs finish: a miss does not list the index again each time (the view looks
+        # again every RECHECK_S; what another build records meanwhile is adopted when claimed).
+        attach_record(node, self.store, self.head, look_again=False)
         return node
 
     def addresses(self, evaluations: list[RunEvaluation]) -> set[str]:

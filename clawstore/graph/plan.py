@@ -94,10 +94,11 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
 
 
 def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]] | None = None,
-                  present: set[str] | None = None) -> None:
+                  present: set[str] | None = None, look_again: bool = True) -> None:
     """Fill the node's cached record (None when never built under this key or when what it names is gone): a fresh
     record in the campaign `head` first, else the action cache. The record and its outputs must still exist; `present`:
-    ids already seen. Details: docs/building.md (Details by module)."""
+    ids already seen; `look_again`: a miss lists the index again (see IndexView.find_action). Details: docs/building.md
+    (Details by module)."""
     entry = head.get(address_id(node.kind, node.address)) if head else None
     if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
         missing = unseen_objects(store, entry["record"], entry["record_doc"], present)
@@ -105,7 +106,7 @@ def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]
             node.record_id, node.record = entry["record"], entry["record_doc"]
             return
         node.unseen = missing
-    found = store.get_action_record_id(node.key)
+    found = store.get_action_record_id(node.key, look_again)
     if found is None or not store.has(found):
         if found is not None:
             node.unseen = [f"record {found}"]
@@ -135,6 +136,9 @@ def unseen_objects(store: ObjectReader, record_id: str | None, record: dict[str,
 
 
 def attach_records(nodes: list[Node], store: StoreReader, head: dict[str, dict[str, Any]] | None = None) -> None:
+    """attach_record for each node, the index listed again on the first node's miss only: a cold plan missed every
+    key and listed the index once per node (a view still looks again every RECHECK_S, and a node another build
+    records meanwhile is adopted when claimed: builder/claimed.py)."""
     present: set[str] = set()
-    for node in nodes:
-        attach_record(node, store, head, present)
+    for index, node in enumerate(nodes):
+        attach_record(node, store, head, present, look_again=index == 0)
