@@ -39,8 +39,11 @@ _ASSIGNMENT = re.compile(
 )
 # No pattern above and no environment value (at least 8 characters) matches a shorter text.
 _SHORTEST_SECRET = 8
-# Every name the assignment pattern knows contains one of these.
-_ASSIGNMENT_HINT = re.compile(r"(?i)key|token|secret|passw")
+# Every name the assignment pattern knows contains one of these. Looked for in the casefolded text with `in`: a
+# case-insensitive regex scan cost 90 us on a 3 kB judge prompt. Every character (?i) matches to one of these letters
+# casefolds to exactly that letter (K and the long s included), so `in` finds all the regex would.
+_ASSIGNMENT_HINTS = ("key", "token", "secret", "passw")
+_BEARER_HINT = "bearer"
 SECRET_ENV_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
 # Mapping keys whose string values are secrets whatever they look like.
 _SECRET_KEY_NAME = re.compile(
@@ -84,8 +87,11 @@ def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
     if _TOKEN_HINT.search(text):  # one pass instead of eight over a text that holds no token
         for pattern in _TOKEN_PATTERNS:
             text = pattern.sub(REDACTED, text)
-    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
-    if _ASSIGNMENT_HINT.search(text):  # (most texts name no secret: one cheap scan)
+    folded = text.casefold()
+    if _BEARER_HINT in folded:
+        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+        folded = text.casefold()
+    if any(hint in folded for hint in _ASSIGNMENT_HINTS):  # (most texts name no secret: cheap scans)
         text = _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
