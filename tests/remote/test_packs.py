@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -378,6 +379,45 @@ def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
+def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verification overlaps the transfer: the first pack to arrive is checked (every object hashed) while a later
+    one is still downloading, not after the last has arrived."""
+    source = Store(tmp_path / "a")
+    for count in (30, 20, 10):
+        with source.batch():
+            for i in range(count):
+                source.put_json({"pack": count, "n": i, "filler": "y" * 500})
+        source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    downloads: list[tuple[float, float]] = []
+    checks: list[tuple[float, float]] = []
+    real_download, real_check = DirectoryBackend.download, transfer.Incoming.check
+
+    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(0.2)  # (a slow link: each pack takes this long to arrive)
+        real_download(self, name, target, size, moved)
+        if name.endswith(".pack"):
+            downloads.append((start, time.monotonic()))
+
+    def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> set[bytes]:
+        start = time.monotonic()
+        held = real_check(self, *args, **kwargs)
+        checks.append((start, time.monotonic()))
+        return held
+
+    monkeypatch.setattr(DirectoryBackend, "download", download)
+    monkeypatch.setattr(transfer.Incoming, "check", check)
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one pack at a time: the next starts as one arrives
+    target = Store(tmp_path / "b")
+    assert pull.pull(target, remote).packs == 3
+    assert len(downloads) == len(checks) == 3
+    first_checked, last_arrived = min(end for _, end in checks), max(end for _, end in downloads)
+    assert first_checked < last_arrived - 0.2  # (the first check ended a whole download before the last arrived)
+    assert set(target.iter_objects()) == set(source.iter_objects())
+
+
 def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
     """What a push remembers as settled is about one remote: the same name at another URL (or a
     remote emptied meanwhile) gets the store's sealed packs as they are, not frame by frame."""
@@ -429,6 +469,7 @@ def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: 
     script = f"""
 import os, signal
 from pathlib import Path
+from typing import Any
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -538,6 +579,7 @@ def test_two_pulls_of_one_remote_into_one_store_at_once_both_finish(tmp_path: Pa
         Store(store)
         script = f"""
 from pathlib import Path
+from typing import Any
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store
