@@ -347,17 +347,23 @@ def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
 
 
-def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """So that each is checked while the next arrives, instead of all of them arriving at the end."""
+def _pushed_in_packs(tmp_path: Path, counts: tuple[int, ...]) -> tuple[Store, Remote]:
+    """A store with a sealed pack of each count of objects, pushed whole to a directory remote."""
     source = Store(tmp_path / "a")
-    for count in (5, 40, 1, 12):
+    for count in counts:
         with source.batch():
             for i in range(count):
                 source.put_json({"pack": count, "n": i, "filler": "x" * 500})
         source.runtime.close_writer()
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
+    return source, remote
+
+
+def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """So that each is checked while the next arrives, instead of all of them arriving at the end."""
+    source, remote = _pushed_in_packs(tmp_path, (5, 40, 1, 12))
     spans: list[tuple[float, float, int]] = []  # (start, end, size) of each pack's download
     real = DirectoryBackend.download
 
@@ -383,14 +389,7 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
     """Verification overlaps the transfer: the first pack to arrive is checked (every object hashed) while a later
     one is still downloading, not after the last has arrived. Small packs too: at most pull.AHEAD download at once
     beyond the one being checked, so they do not all arrive together at the end."""
-    source = Store(tmp_path / "a")
-    for count in (30, 20, 10, 5):
-        with source.batch():
-            for i in range(count):
-                source.put_json({"pack": count, "n": i, "filler": "y" * 500})
-        source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
     downloads: list[tuple[float, float]] = []
     checks: list[tuple[float, float]] = []
     real_download, real_check = DirectoryBackend.download, transfer.Incoming.check
