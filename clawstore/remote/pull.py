@@ -4,8 +4,9 @@ module)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from clawstore.errors import UsageError
@@ -39,6 +40,10 @@ from clawstore.store.face import (
 )
 
 SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3: each in parallel parts)
+# Packs downloading, or arrived and waiting, beyond the one being checked: so the check of one overlaps the transfer
+# of the next, and a pull holds at most AHEAD + 1 packs it has not checked (on disk; in memory only a checked pack's
+# kept records, as before).
+AHEAD = 2
 
 
 def _remembered(path: Path) -> set[str]:
@@ -140,36 +145,46 @@ class _Pull:
                     self.report.bytes += size
 
     def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]) -> None:
-        """Download (big packs one at a time, the others in parallel); check each pack in this thread as
-        soon as it has arrived (the content of the objects in `keep` kept decoded, as far as there is
-        room): `self.incoming` holds them."""
+        """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
+        checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
+        of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
+        # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
+        # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
+        queue = deque(sorted(packs, key=lambda pack: -size[pack]))
+        running: dict[Future[bool], str] = {}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool, ThreadPoolExecutor(max_workers=1) as serial:
-            # Big packs one after another, the largest first (S3 fetches each in parallel parts): each is
-            # checked while the next arrives, instead of all arriving together at the end.
-            # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
-            futures = {(serial if size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack]) else pool)
-                       .submit(self._obtain, pack, work / f"{pack}.pack", size[pack]): pack
-                       for pack in sorted(packs, key=lambda pack: -size[pack])}
+            def start_more() -> None:
+                while queue and len(running) < AHEAD:
+                    pack = queue.popleft()
+                    big = size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack])
+                    executor = serial if big else pool
+                    running[executor.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])] = pack
             try:
-                for future in as_completed(futures):
-                    pack = futures[future]
+                start_more()
+                while running:
+                    future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
+                    pack = running.pop(future)
                     self.report.resumed += future.result()
-                    path = work / f"{pack}.pack"
-                    try:
-                        held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
-                        listed = {*self.digests[pack], *hex_digests("".join(self.listings[pack].document_ids))}
-                        if held != listed:
-                            raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
-                    except PackCheckError:
-                        self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
-                        raise
+                    start_more()  # (the next ones download while this one is checked)
+                    self._check(pack, work / f"{pack}.pack", keep)
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
-                for future in futures:
+                for future in running:
                     future.cancel()
                 raise
+
+    def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
+        """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
+        try:
+            held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
+            listed = {*self.digests[pack], *hex_digests("".join(self.listings[pack].document_ids))}
+            if held != listed:
+                raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+        except PackCheckError:
+            self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
+            raise
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -346,17 +347,23 @@ def test_the_largest_packs_leave_first(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(sizes) == 4 and sizes == sorted(sizes, reverse=True)
 
 
-def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """So that each is checked while the next arrives, instead of all of them arriving at the end."""
+def _pushed_in_packs(tmp_path: Path, counts: tuple[int, ...]) -> tuple[Store, Remote]:
+    """A store with a sealed pack of each count of objects, pushed whole to a directory remote."""
     source = Store(tmp_path / "a")
-    for count in (5, 40, 1, 12):
+    for count in counts:
         with source.batch():
             for i in range(count):
                 source.put_json({"pack": count, "n": i, "filler": "x" * 500})
         source.runtime.close_writer()
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
+    return source, remote
+
+
+def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """So that each is checked while the next arrives, instead of all of them arriving at the end."""
+    source, remote = _pushed_in_packs(tmp_path, (5, 40, 1, 12))
     spans: list[tuple[float, float, int]] = []  # (start, end, size) of each pack's download
     real = DirectoryBackend.download
 
@@ -375,6 +382,38 @@ def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
     assert all(end <= next_start for (_, end, _), (next_start, _, _) in zip(spans, spans[1:], strict=False))
     sizes = [size for _, _, size in spans]
     assert sizes == sorted(sizes, reverse=True)
+    assert set(target.iter_objects()) == set(source.iter_objects())
+
+
+def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verification overlaps the transfer: the first pack to arrive is checked (every object hashed) while a later
+    one is still downloading, not after the last has arrived. Small packs too: at most pull.AHEAD download at once
+    beyond the one being checked, so they do not all arrive together at the end."""
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    downloads: list[tuple[float, float]] = []
+    checks: list[tuple[float, float]] = []
+    real_download, real_check = DirectoryBackend.download, transfer.Incoming.check
+
+    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(0.2)  # (a slow link: each pack takes this long to arrive)
+        real_download(self, name, target, size, moved)
+        if name.endswith(".pack"):
+            downloads.append((start, time.monotonic()))
+
+    def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> set[bytes]:
+        start = time.monotonic()
+        held = real_check(self, *args, **kwargs)
+        checks.append((start, time.monotonic()))
+        return held
+
+    monkeypatch.setattr(DirectoryBackend, "download", download)
+    monkeypatch.setattr(transfer.Incoming, "check", check)
+    target = Store(tmp_path / "b")
+    assert pull.AHEAD == 2 and pull.pull(target, remote).packs == 4
+    assert len(downloads) == len(checks) == 4
+    first_checked, last_arrived = min(end for _, end in checks), max(end for _, end in downloads)
+    assert first_checked < last_arrived - 0.1  # (the first check ended well before the last pack arrived)
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
@@ -429,6 +468,7 @@ def test_a_pull_killed_before_naming_its_first_pack_leaves_fsck_clean(tmp_path: 
     script = f"""
 import os, signal
 from pathlib import Path
+from typing import Any
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store
@@ -538,6 +578,7 @@ def test_two_pulls_of_one_remote_into_one_store_at_once_both_finish(tmp_path: Pa
         Store(store)
         script = f"""
 from pathlib import Path
+from typing import Any
 from clawstore.remote import pull
 from clawstore.remote.config import Remote
 from clawstore.store import Store

@@ -372,6 +372,23 @@ class ObjectStore:
         self._append(digest, [frame])
         return True
 
+    def put_frames(self, frames: list[tuple[bytes, bytes | memoryview]]) -> list[bytes]:
+        """put_frame of several frames, written with one system call (a pull's copied objects: one write per
+        object cost more than verifying them); the digests of those stored (not present before)."""
+        new: dict[bytes, bytes | memoryview] = {}
+        for digest, frame in frames:
+            if digest not in new and not self._present(digest):
+                new[digest] = frame
+        if not new:
+            return []
+        runtime = self.runtime
+        with runtime.pack_lock:
+            writer = runtime.writer()
+            blobs = writer.append_many([(KIND_OBJECT, digest, [frame]) for digest, frame in new.items()])
+        for blob in blobs:
+            self._stage(blob.id, (writer.pack_id, blob.offset, blob.length), writer)
+        return list(new)
+
     def adopt_blob(self, digest: bytes, blob: Blob, writer: PackWriter) -> bool:
         """Index an object frame already written (and verified) in `writer`'s pack, an import's own;
         False if the store has the object (that copy stays unnamed: gc reclaims it)."""

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from clawstore.store.core.objects import ObjectStore
     from clawstore.store.services.archive_verify import FrameSource, Kept
 
+COPY_BYTES = 1 << 20  # a received pack's frames are copied in runs of about this many bytes (memory: one run)
 ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
@@ -246,12 +247,18 @@ def copy_objects(store: ObjectStore, path: Path, objects: list[Blob], present: A
     pack (for content kept apart: the received pack's other blobs, its entries, must not come along);
     (objects, bytes)."""
     added = size = 0
+    run: dict[bytes, bytes] = {}  # frames read, written together (one write per object cost more than the check)
+    run_bytes = 0
     with open(path, "rb") as fh, store.batch():
-        for blob in objects:
-            frame = os.pread(fh.fileno(), blob.length, blob.offset) if blob.id not in present else None
-            if frame is not None and store.put_frame(blob.id, frame):
-                added += 1
-                size += blob.length
+        for number, blob in enumerate(objects, 1):
+            if blob.id not in present:
+                run[blob.id] = os.pread(fh.fileno(), blob.length, blob.offset)
+                run_bytes += blob.length
+            if run and (number == len(objects) or run_bytes >= COPY_BYTES):
+                stored = store.put_frames(list(run.items()))
+                added += len(stored)
+                size += sum(len(run[digest]) for digest in stored)
+                run, run_bytes = {}, 0
     return added, size
 
 
