@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.cyclic_gc import collector_paused
 from clawstore.builder.engine import BuildOptions, BuildReport, run_build
-from clawstore.builder.run_exec import execute_llm_probe, execute_openclaw, llm_probe_spec, message_doc
+from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
 from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
@@ -202,11 +202,12 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
     if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
         client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
 
-    def run_work(node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
-        if node.item.runner_type == "openclaw":
-            spec = openclaw_specs[(node.address["model_id"], node.address["case_id"])]
-            return execute_openclaw(node, spec, store, build_id, client if options.executor == "ray" else None)
-        return execute_llm_probe(node, llm_probe_spec(node), store, client, build_id)  # made only for what executes
+    runners: dict[str, RunExecutor] = {
+        "llm_probe": LlmProbeRuns(store, client),
+        "openclaw": OpenClawRuns(openclaw_specs, store, client if options.executor == "ray" else None)}
+
+    def run_work(node: Node, build_id: str) -> Stored:
+        return runners[node.item.runner_type].execute(node, build_id)
 
     options.filtered = request.filtered
     if request.filtered:  # what the filter selected, by id (the flags may name paths)

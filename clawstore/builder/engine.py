@@ -87,6 +87,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
     if options.dry_run:
         return report
     policy = campaign.run_profile.execution_policy
+    stop = Stop(policy)
     concurrency = options.max_concurrency or policy.max_concurrency
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
@@ -115,7 +116,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
                 batched = run_batches(session, stale)
                 stale = [n for n in stale if id(n) not in batched]
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
-            execute_nodes(session, stale, lambda n: run_work(n, log.build_id), stop=Stop(policy), lane_of=run_lane)
+            execute_nodes(session, stale, lambda n: run_work(n, log.build_id), stop=stop, lane_of=run_lane)
             if eval_layer is not None:
                 report.evals = eval_layer.build(session, run_nodes)
                 report.eval_addresses = eval_layer.addresses(report.evals)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node
@@ -167,3 +167,37 @@ def tree_contents(store: Store, tree: str) -> dict[str, bytes]:
     from clawstore.store.trees import tree_objects
 
     return {oid: store.get_bytes(oid) for oid in (tree, *tree_objects(store, tree))}
+
+
+Stored = tuple[str, dict[str, Any]]  # a run's record id and record
+
+
+class RunExecutor(Protocol):
+    """Executes the runs of one runner type (`execute`: the node's record id and record, once stored)."""
+
+    def execute(self, node: Node, build_id: str) -> Stored: ...
+
+
+class LlmProbeRuns:
+    """llm_probe runs: each node's request loop over the build's one provider client."""
+
+    def __init__(self, store: Store, client: ChatClient) -> None:
+        self.store = store
+        self.client = client
+
+    def execute(self, node: Node, build_id: str) -> Stored:
+        return execute_llm_probe(node, llm_probe_spec(node), self.store, self.client, build_id)  # spec made to run
+
+
+class OpenClawRuns:
+    """openclaw runs, by the spec planning made of each (model id, case id), here or on a Ray cluster."""
+
+    def __init__(self, specs: dict[tuple[str, str], OpenClawSpec], store: Store,
+                 cluster: OpenClawCluster | None) -> None:
+        self.specs = specs
+        self.store = store
+        self.cluster = cluster
+
+    def execute(self, node: Node, build_id: str) -> Stored:
+        spec = self.specs[(node.address["model_id"], node.address["case_id"])]
+        return execute_openclaw(node, spec, self.store, build_id, self.cluster)
