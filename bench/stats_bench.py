@@ -142,7 +142,7 @@ def report_cost(runs: int, models: int) -> None:
             without = timed()
         # the statistics alone, on the report's rows: the difference above, without build_report's own jitter
         report = data.build_report(store, CAMPAIGN["id"])
-        _, head, _ = data.load_head(store, CAMPAIGN["id"])
+        head = data.load_head(store, CAMPAIGN["id"]).doc
         tables = stored_rows(store, head)  # type: ignore[arg-type]
         alone = []
         for _ in range(5):

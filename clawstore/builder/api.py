@@ -15,7 +15,7 @@ from clawstore.builder.engine import BuildOptions, BuildReport, run_build
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
-from clawstore.graph.plan import Node, address_id, attach_records, plan_runs
+from clawstore.graph.plan import HeadNodes, Node, address_id, attach_records, plan_runs
 from clawstore.host.machine_settings import backoff_base
 from clawstore.store.untrusted import promote_trusted
 
@@ -340,7 +340,7 @@ def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
     return {node.key for node in nodes if node.key not in pending and node.record is None}
 
 
-def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], dict[str, dict[str, Any]]]:
+def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], HeadNodes]:
     """Every node as far as the store lets it be planned, the placeholders' reasons (by key), the head."""
     nodes = plan_campaign(campaign, store)
     _, previous = read_head(store, head_ref(campaign.campaign_id))
@@ -366,7 +366,7 @@ def _inspect(campaign: Campaign, store: Store, force: bool) -> tuple[str, list[N
     return cid, states
 
 
-def _unbuilt(run: Node, head: dict[str, dict[str, Any]]) -> str:
+def _unbuilt(run: Node, head: HeadNodes) -> str:
     """Why a run has no record yet: never built, or built in an older version (its inputs changed since)."""
     if head.get(address_id("run", run.address)) is None:
         return "the run has never been built"
@@ -374,7 +374,7 @@ def _unbuilt(run: Node, head: dict[str, dict[str, Any]]) -> str:
 
 
 def _eval_nodes(campaign: Campaign, store: Store, runs: list[Node], pending: dict[str, str],
-                head: dict[str, dict[str, Any]]) -> list[Node]:
+                head: HeadNodes) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
 
     A node whose inputs a build has yet to make (a stale run's checks, judgements and result) has no

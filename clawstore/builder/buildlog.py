@@ -7,7 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
-from clawstore.graph.plan import Node, address_id
+from clawstore.graph.plan import HeadNodes, Node, address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.actions import reusable
@@ -118,7 +118,7 @@ class BuildLog:
         self.end(state)
         self.write()
 
-    def advance_head(self, planned: set[str] | None, known: tuple[str | None, dict[str, Any]] | None = None) -> str:
+    def advance_head(self, planned: set[str] | None, known: tuple[str | None, HeadNodes] | None = None) -> str:
         """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's, keeping only
         addresses the campaign still plans (all, for a filtered build); compare-and-set, retried on a race. `known`: the
         head as read at the start. An unchanged state is not rewritten."""
@@ -126,7 +126,7 @@ class BuildLog:
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
             if known is not None and known[0] == previous_id:
-                previous = dict(known[1])
+                previous = {address: node.as_doc() for address, node in known[1].items()}
             else:
                 previous = {address_id(n["kind"], n["address"]): n
                             for n in (read_head_doc(self.store, previous_id).get("nodes", []) if previous_id else [])}

@@ -15,7 +15,7 @@ from clawstore.builder.progress_choice import open_progress
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
-from clawstore.graph.plan import Node, address_id
+from clawstore.graph.plan import HeadNodes, Node, address_id
 from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.core.leftovers import remove_leftovers
@@ -75,7 +75,7 @@ def _stop_orphans(store: Store) -> list[str]:
 
 def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_nodes: list[Node],
               run_work: Callable[[Node, str], Stored], eval_layer: EvalLayer | None = None,
-              head: tuple[str | None, dict[str, Any]] | None = None,
+              head: tuple[str | None, HeadNodes] | None = None,
               run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None) -> BuildReport:
     """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
 
@@ -163,7 +163,7 @@ def _left_message(log: BuildLog, progress: BuildProgress) -> str:
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport,
-                          head: tuple[str | None, dict[str, Any]] | None) -> None:
+                          head: tuple[str | None, HeadNodes] | None) -> None:
     """Record what can still be recorded (the store may take a small log again), then stop with the
     one line that names every paid answer lost."""
     log = session.log
@@ -175,7 +175,7 @@ def _end_on_store_failure(session: BuildSession, report: BuildReport,
     raise session.trouble.error(int(log.counts["skipped"]))
 
 
-def _advance(session: BuildSession, report: BuildReport, head: tuple[str | None, dict[str, Any]] | None) -> None:
+def _advance(session: BuildSession, report: BuildReport, head: tuple[str | None, HeadNodes] | None) -> None:
     """Advance the campaign head, then write the build log naming it (the log's last write)."""
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     try:

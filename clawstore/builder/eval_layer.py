@@ -17,7 +17,7 @@ from clawstore.builder.lanes import Lane
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
-from clawstore.graph.plan import Node, address_id, attach_record
+from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record
 from clawstore.graph.records import make_record, utc_now
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
@@ -105,7 +105,7 @@ def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
 
 class EvalLayer:
     def __init__(self, campaign: Campaign, store: Store, client: ChatClient | None = None,
-                 head: dict[str, Any] | None = None):
+                 head: HeadNodes | None = None):
         from clawstore.evaluate import (
             CHECKS_FORMAT_VERSION,
             JUDGE_PROMPT_FORMAT_VERSION,

@@ -6,23 +6,23 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
-from clawstore.graph.plan import Node, address_id
-from clawstore.store.headdoc import read_head_doc
+from clawstore.graph.plan import HeadNodes, Node, address_id
+from clawstore.store import headdoc
 
 if TYPE_CHECKING:
+    from clawstore.store.documents import HeadNode
     from clawstore.store.face import ObjectReader, StoreReader
 
 
-def read_head(store: StoreReader, ref: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
+def read_head(store: StoreReader, ref: str) -> tuple[str | None, HeadNodes]:
     """The campaign head's id and its nodes by address (None, {} when the campaign was never built)."""
     head_id = store.get_ref(ref)
     if not head_id:
         return None, {}
     try:
-        head = read_head_doc(store, head_id)
-        nodes = head.get("nodes", [])
-        return head_id, {address_id(n["kind"], n["address"]): n for n in nodes}
-    except (StoreError, ValueError, AttributeError, KeyError, TypeError) as exc:
+        head = headdoc.read_head(store, head_id)
+        return head_id, {address_id(n.kind, n.address): n for n in head.nodes}
+    except (StoreError, ValueError) as exc:
         why = "is not in the store" if isinstance(exc, MissingObjectError) else "is damaged"
         raise StoreError(f"ref {ref} points at {head_id}, which {why}: run `claw fsck --repair` "
                          "(it removes the ref; the next build reuses what the action cache still holds)") from None
@@ -33,7 +33,7 @@ def read_head(store: StoreReader, ref: str) -> tuple[str | None, dict[str, dict[
 EXPANDED_FIELDS = frozenset({"target"})
 
 
-def classify(node: Node, previous: dict[str, Any] | None) -> str:
+def classify(node: Node, previous: HeadNode | None) -> str:
     """fresh | failed (last attempt was an infrastructure failure) | stale (inputs changed) | never-built."""
     if node.fresh:
         return "fresh"
@@ -42,7 +42,7 @@ def classify(node: Node, previous: dict[str, Any] | None) -> str:
     return "stale" if previous is not None or node.unseen else "never-built"
 
 
-def reasons(node: Node, previous: dict[str, Any] | None, store: ObjectReader, force: bool = False) -> list[str]:
+def reasons(node: Node, previous: HeadNode | None, store: ObjectReader, force: bool = False) -> list[str]:
     """Human-readable reasons this node will execute (empty when it is fresh and not forced)."""
     if node.fresh:
         return ["forced (--force)"] if force else []
@@ -57,14 +57,14 @@ def reasons(node: Node, previous: dict[str, Any] | None, store: ObjectReader, fo
                 "(quarantined by claw fsck --repair, or collected): it is rebuilt"]
     if previous is None:
         return ["never built"]
-    if previous.get("quarantined"):
-        return [f"quarantined by claw fsck --repair ({previous['quarantined']}): it is rebuilt"]
-    if previous.get("key") == node.key:
+    if previous.quarantined:
+        return [f"quarantined by claw fsck --repair ({previous.quarantined}): it is rebuilt"]
+    if previous.key == node.key:
         return ["built before, but its record is no longer in the store"]
     try:
-        old = store.get_json(previous["key"])
+        old = store.get_json(previous.key)
     except Exception:  # collected by gc, or never stored: nothing to diff against
-        return [f"inputs changed (previous input document {previous['key'][:19]}… is not in the store)"]
+        return [f"inputs changed (previous input document {previous.key[:19]}… is not in the store)"]
     known = node.subdocuments or {}  # the new side's sub-documents, not stored yet
 
     def resolve(oid: str) -> Any:

@@ -13,10 +13,12 @@ if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import JudgeConfig, JudgeRunConfig
     from clawstore.providers.endpoint import Endpoint
+    from clawstore.store.documents import HeadNode
     from clawstore.store.face import ObjectReader, StoreReader
 
 
 ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback of plan_runs
+HeadNodes = dict[str, "HeadNode"]  # a campaign head's nodes by address id (address_id)
 
 
 class _Learnt:
@@ -93,17 +95,17 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
     return nodes
 
 
-def attach_record(node: Node, store: StoreReader, head: dict[str, dict[str, Any]] | None = None,
+def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
                   present: set[str] | None = None, look_again: bool = True) -> None:
     """Fill the node's cached record (None when never built under this key or when what it names is gone): a fresh
     record in the campaign `head` first, else the action cache. The record and its outputs must still exist; `present`:
     ids already seen; `look_again`: a miss lists the index again (see IndexView.find_action). Details: docs/building.md
     (Details by module)."""
     entry = head.get(address_id(node.kind, node.address)) if head else None
-    if entry and entry.get("key") == node.key and is_fresh(entry.get("record_doc")):
-        missing = unseen_objects(store, entry["record"], entry["record_doc"], present)
+    if entry is not None and entry.key == node.key and entry.record is not None and is_fresh(entry.record_doc):
+        missing = unseen_objects(store, entry.record, entry.record_doc, present)
         if not missing:
-            node.record_id, node.record = entry["record"], entry["record_doc"]
+            node.record_id, node.record = entry.record, entry.record_doc
             return
         node.unseen = missing
     found = store.get_action_record_id(node.key, look_again)
@@ -135,7 +137,7 @@ def unseen_objects(store: ObjectReader, record_id: str | None, record: dict[str,
     return [f"{what} {oid}" for what, oid in named if oid in gone]
 
 
-def attach_records(nodes: list[Node], store: StoreReader, head: dict[str, dict[str, Any]] | None = None) -> None:
+def attach_records(nodes: list[Node], store: StoreReader, head: HeadNodes | None = None) -> None:
     """attach_record for each node, the index listed again on the first node's miss only: a cold plan missed every
     key and listed the index once per node (a view still looks again every RECHECK_S, and a node another build
     records meanwhile is adopted when claimed: builder/claimed.py)."""

@@ -26,6 +26,8 @@ from clawstore.report.stats import (
     stats_json,
     thresholds,
 )
+from clawstore.store import documents
+from clawstore.store.documents import Head
 from clawstore.store.headdoc import read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, CostSum
@@ -240,9 +242,20 @@ def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSum
     return out
 
 
-def load_head(store: StoreReader, campaign_id: str) -> tuple[str, Mapping[str, Any], str | None]:
-    """(head id, head, None) of the campaign's head ref, or (head id, head, signer) of a head kept apart
-    as untrusted when the campaign has no trusted head: shown, and marked."""
+@dataclass(frozen=True)
+class LoadedHead:
+    """The campaign head a report shows: its id, the head typed, its document (nodes inline, as the row
+    flatteners of query/ read it), and the signer of a head kept apart as untrusted (None: trusted)."""
+
+    head_id: str
+    head: Head
+    doc: Mapping[str, Any]
+    signer: str | None = None
+
+
+def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
+    """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
+    shown, and marked."""
     ref = f"campaigns/{campaign_id}"
     head_id = store.get_ref(ref)
     signer = None
@@ -254,12 +267,13 @@ def load_head(store: StoreReader, campaign_id: str) -> tuple[str, Mapping[str, A
             raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
         head_id, signer = apart
     try:
-        head = read_head_doc(store, head_id)
+        doc = read_head_doc(store, head_id)
     except MissingObjectError:
         raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
-    if not isinstance(head, Mapping):
+    if not isinstance(doc, Mapping):
         raise UsageError(f"ref {ref}: {head_id} is not a campaign head")
-    return str(head_id), head, signer
+    head = documents.read_head(doc, f"ref {ref}: campaign head {head_id}")  # StoreError naming the field
+    return LoadedHead(str(head_id), head, doc, signer)
 
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
@@ -267,12 +281,13 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
     `claw query` shows); else its records are read and flattened."""
-    head_id, head, signer = load_head(store, campaign_id)
-    tables = (materialised_rows(manifest, head_id, head, ("nodes", "results", "judgements"))
+    loaded = load_head(store, campaign_id)
+    head_id, head = loaded.head_id, loaded.head
+    tables = (materialised_rows(manifest, head_id, loaded.doc, ("nodes", "results", "judgements"))
               if manifest is not None else None)
     if tables is None:
         # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
-        tables = stored_rows(store, head)  # type: ignore[arg-type]
+        tables = stored_rows(store, loaded.doc)
     nodes = [n for n in tables["nodes"]
              if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
     groups: dict[tuple[str, str], list[Row]] = {}
@@ -283,20 +298,20 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
     for result in tables["results"]:
         results.setdefault((result["model_id"], result["case_id"]), []).append(result)
     rows = [_row(m, c, groups[(m, c)], results.get((m, c), [])) for m, c in sorted(groups)]
-    campaign = head.get("campaign") if isinstance(head.get("campaign"), Mapping) else {}
+    campaign = head.campaign
     return CampaignReport(
         campaign_id=campaign_id,
         suite_id=campaign.get("suite_id"),
         run_profile_id=campaign.get("run_profile_id"),
         evaluation_profile_id=campaign.get("evaluation_profile_id"),
         head_id=head_id,
-        build_id=head.get("build_id"),
-        state=head.get("state"),
-        started_at=head.get("started_at"),
-        finished_at=head.get("finished_at"),
+        build_id=head.build_id,
+        state=head.state,
+        started_at=head.started_at,
+        finished_at=head.finished_at,
         rows=rows,
         models=_summaries(rows, nodes),
-        untrusted_signer=signer,
+        untrusted_signer=loaded.signer,
         stats=model_stats(rows, pick(tables["results"], cases, models)),
         judge_reliability=judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"])),
     )

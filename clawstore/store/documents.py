@@ -324,6 +324,14 @@ class HeadNode:
     action: str | None = None
     record_doc: dict[str, Any] | None = None
     quarantined: str | None = None
+    stored: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # as read
+
+    def as_doc(self) -> dict[str, Any]:
+        """The node as a head stores it: as read, when it was (a head merging it carries the same bytes)."""
+        if self.stored is not None:
+            return self.stored
+        return {name: getattr(self, name) for name in _NODE_TYPES
+                if name in _NODE_REQUIRED or getattr(self, name) is not None}
 
 
 _NODE_TYPES: dict[str, tuple[frozenset[type], str]] = {
@@ -342,6 +350,10 @@ class Head:
     campaign: dict[str, Any]
     nodes: tuple[HeadNode, ...]
     head_version: int = 1
+    build_id: str | None = None
+    state: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
 
     @property
     def campaign_id(self) -> str | None:
@@ -369,8 +381,12 @@ def read_head(data: Any, where: str) -> Head:
                 if type(value) not in types:
                     raise damaged(where, f"nodes[{at}].{name}", expected)
                 values[name] = value
-        nodes.append(HeadNode(**values))
-    return Head(campaign, tuple(nodes), version)
+        nodes.append(HeadNode(**values, stored=node))
+    found = {name: _field(data, name, _STR | _NONE, "a string or null", where) for name in _HEAD_TEXTS}
+    return Head(campaign, tuple(nodes), version, **found)
+
+
+_HEAD_TEXTS = ("build_id", "state", "started_at", "finished_at")  # the fields of the build log that wrote it
 
 
 # ---------------------------------------------------------------------------------- archive manifests

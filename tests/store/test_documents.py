@@ -162,6 +162,24 @@ def test_a_campaign_head_is_read_typed_whichever_version_wrote_it(store: Store) 
                                                                                  ("run", "fail", None)]
 
 
+def test_a_head_node_merges_into_the_next_head_as_it_was_read(store: Store) -> None:
+    nodes = [{"kind": "run", "key": KEY, "address": {"case_id": "c"}, "record": KEY, "extra": [1]},
+             {"kind": "judge", "key": KEY, "address": {"case_id": "d"}, "quarantined": "gone"}]
+    head_id = write_head(store, {"build_id": "b", "state": "complete", "campaign": {"id": "s__r__none"}}, nodes)
+    head = read_head(store, head_id)
+    assert (head.build_id, head.state, head.started_at) == ("b", "complete", None)
+    assert write_head(store, {"build_id": "b", "state": "complete", "campaign": {"id": "s__r__none"}},
+                      [node.as_doc() for node in head.nodes]) == head_id  # same parts, same bytes
+    made = documents.HeadNode("run", KEY, {"case_id": "c"}, record=KEY)
+    assert made.as_doc() == {"kind": "run", "key": KEY, "address": {"case_id": "c"}, "record": KEY}
+
+
+def test_a_hostile_head_field_is_named() -> None:
+    with pytest.raises(StoreError) as caught:
+        documents.read_head({"campaign": {}, "nodes": [], "state": 3}, "campaign head h")
+    assert str(caught.value) == "campaign head h: state: expected a string or null"
+
+
 @pytest.mark.parametrize(("node", "message"), [
     ({"key": KEY, "address": {}}, "nodes[0].kind: expected a string (the node has none)"),
     ({"kind": "run", "key": KEY, "address": []}, "nodes[0].address: expected an object"),

@@ -19,14 +19,15 @@ def run_outcomes(store_root: Path) -> list[tuple[Any, ...]]:
     store = Store(store_root, create=False)
     (ref,) = store.list_refs("campaigns/")
     _, nodes = read_head(store, ref)
-    runs = sorted((node for node in nodes.values() if node["kind"] == "run"),
-                  key=lambda node: canonical_json(node["address"]))
+    runs = sorted((node for node in nodes.values() if node.kind == "run"),
+                  key=lambda node: canonical_json(node.address))
     outcomes = []
     for node in runs:
-        record = node["record_doc"]
+        record = node.record_doc
+        assert record is not None
         artifact = store.get_json(record["outputs"]["artifact"])
         answer = [event["content"] for event in artifact["trace"] if event["event_type"] == "final_output"]
-        outcomes.append((node["address"], node["key"], record["status"], record["outputs"].get("sandbox"),
+        outcomes.append((node.address, node.key, record["status"], record["outputs"].get("sandbox"),
                          artifact["request"], artifact["usage"], answer))
     return outcomes
 
