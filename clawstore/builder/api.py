@@ -322,7 +322,7 @@ class NodeState:
     reasons: list[str]
 
 
-def inspect_campaign(campaign: Any, store: Store, force: bool = False) -> tuple[str, list[NodeState]]:
+def inspect_campaign(campaign: Campaign, store: Store, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every node's state and why it would execute (no provider call; nothing written but a killed build's
     finished work, adopted first: store/core/adopt.py)."""
     with collector_paused():

@@ -111,7 +111,7 @@ def _combine(scores: Sequence[JudgeScores], method: str, t: float | None) -> _Co
     raise ValueError(f"unknown aggregation method {method!r} (known: {', '.join(METHODS)})")
 
 
-def _as_iteration(item: Any) -> JudgeIteration:
+def _as_iteration(item: object) -> JudgeIteration:
     if isinstance(item, JudgeIteration):
         return item
     if isinstance(item, Mapping):
