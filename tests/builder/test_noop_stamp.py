@@ -149,6 +149,18 @@ def test_status_explain_and_dry_run_of_an_unchanged_campaign_are_answered_from_t
     assert len(list((ws.root / "store" / "builds").glob("*.json"))) == builds
 
 
+def test_files_written_beside_the_configs_keep_the_stamp(ws: Workspace) -> None:
+    """`claw report` writes its chart under outputs/ and `claw view --out` a page into the workspace
+    root: no build reads either, so the stamp still answers (it did not: the root's own mtime was
+    recorded, as the parent of configs/)."""
+    _stamped(ws)
+    mark_stamp(ws.root / "store")
+    (ws.root / "outputs" / "charts").mkdir(parents=True)
+    (ws.root / "view.html").write_text("<html></html>\n")
+    assert MARK in json.loads(_inspect(ws)["status"])["models"]
+    assert answered_by_stamp(_build(ws))
+
+
 def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws: Workspace) -> None:
     _stamped(ws)
     mark_stamp(ws.root / "store")
