@@ -102,6 +102,9 @@ def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Pa
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     ws = standard(tmp_path / "ws")  # written just now: a change in the same tick could go unseen
+    # Still "just now" when the stamp would be written, however long a loaded machine takes to build:
+    ahead = time.time_ns() + 60 * 10**9
+    os.utime(ws.configs / "cases" / "alpha" / "test.yaml", ns=(ahead, ahead))
     _build(ws)
     assert not list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
 
