@@ -104,10 +104,12 @@ def _stat(path: str) -> list[int] | None:
 
 
 def _with_parents(paths: set[str], root: str) -> set[str]:
+    """`paths` and their directories below the workspace root (not the root itself: `claw report` and
+    `claw view` write beside configs/, and no build lists the root; Recorder leaves it out too)."""
     found = set(paths)
     for path in paths:
         parent = os.path.dirname(path)
-        while parent.startswith(root) and parent not in found:
+        while parent.startswith(root + os.sep) and parent not in found:
             found.add(parent)
             parent = os.path.dirname(parent)
     return found

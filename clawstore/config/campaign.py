@@ -217,6 +217,28 @@ def resolve_campaign(
         return _resolve(_norm(Path(root_or_cwd)), suite, run_profile, evaluation_profile, cases, models)
 
 
+def campaign_profiles(cwd: Path, suite: str, run_profile: str, evaluation_profile: str | None
+                      ) -> tuple[Suite, RunProfile, EvaluationProfile | None] | None:
+    """The suite and profiles a campaign names, read without its cases (`claw plan` of a campaign its
+    stamp proves fresh); None when one cannot be read cleanly: the full load then says why."""
+    from clawstore.config.workspace import load_profiles
+
+    cwd = _norm(Path(cwd))
+    try:
+        ws = load_profiles(_workspace_root_for(suite, cwd))
+        picked = [_pick(ws, "suite", suite, cwd, ws.suites, Suite)[0],
+                  _pick(ws, "run profile", run_profile, cwd, ws.run_profiles, RunProfile)[0]]
+        if evaluation_profile is not None:
+            picked.append(_pick(ws, "evaluation profile", evaluation_profile, cwd, ws.evaluation_profiles,
+                                EvaluationProfile)[0])
+    except (ConfigError, UsageError, OSError):
+        return None
+    if ws.issues or any(loaded is None for loaded in picked):
+        return None
+    suite_cfg, rp_cfg, *ep = (loaded.config for loaded in picked if loaded is not None)
+    return suite_cfg, rp_cfg, ep[0] if ep else None  # type: ignore[return-value]
+
+
 def _resolve(
     cwd: Path, suite: str, run_profile: str, evaluation_profile: str | None,
     cases: Sequence[str], models: Sequence[str],

@@ -281,6 +281,19 @@ def load_workspace(root: Path) -> Workspace:
         return _load(Workspace(root=found[0], configs_dir=found[1]))
 
 
+def load_profiles(root: Path) -> Workspace:
+    """The suites and the run and evaluation profiles under the workspace `root`, without the cases or
+    the cross-checks (`claw plan` of a campaign its stamp proves fresh: project/stamping.py)."""
+    found = split_root(Path(os.path.normpath(Path(root).absolute())))
+    if found is None:
+        raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
+    ws = Workspace(root=found[0], configs_dir=found[1])
+    ws.suites = _load_kind(ws, "suites", Suite, "suite_id")
+    ws.run_profiles = _load_kind(ws, "run_profiles", RunProfile, "run_profile_id")
+    ws.evaluation_profiles = _load_kind(ws, "evaluation_profiles", EvaluationProfile, "evaluation_profile_id")
+    return ws
+
+
 def _load(ws: Workspace) -> Workspace:
     _load_cases(ws)
     ws.suites = _load_kind(ws, "suites", Suite, "suite_id")

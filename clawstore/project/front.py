@@ -230,14 +230,27 @@ class Project:
     def plan(self, force: bool = False, max_concurrency: int | None = None, batch: bool = False,
              remote: str | None = None) -> SpendPlan:
         """What a build would send and its estimated cost; with `remote`, once the pull a `build --remote`
-        starts with has brought what the remote holds of it."""
+        starts with has brought what the remote holds of it. A campaign whose stamp proves it fresh is
+        answered from the stamp's layers and its suite and profiles: nothing to send."""
         from clawstore.spend.estimate import plan_spend
 
         if remote is not None:
             from clawstore.remote.live import pull_before
 
             self.say(pull_before(*self._remote_parts(remote)).summary())
-        return plan_spend(self.campaign, self.store, force, max_concurrency, batch)
+        found = None if force or remote is not None else self._fresh_plan(max_concurrency, batch)
+        return found if found is not None else plan_spend(self.campaign, self.store, force, max_concurrency, batch)
+
+    def _fresh_plan(self, max_concurrency: int | None, batch: bool) -> SpendPlan | None:
+        from clawstore.config.campaign import campaign_profiles
+        from clawstore.spend.estimate import fresh_plan
+
+        found = self.fresh()
+        r = self.request
+        profiles = None if found is None else campaign_profiles(r.cwd, r.suite, r.run_profile, r.evaluation_profile)
+        if found is None or profiles is None:
+            return None
+        return fresh_plan(found.campaign_id, found.layers, *profiles, max_concurrency, batch)
 
     # -------------------------------------------------------------- a build
 

@@ -218,10 +218,16 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
 
 
 def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSummary]:
+    rows_of: dict[str, list[ReportRow]] = {}
+    for r in rows:
+        rows_of.setdefault(r.model_id, []).append(r)
+    runs_of: dict[str, list[Row]] = {}  # (grouped once: not a pass over every node per model)
+    for n in nodes:
+        if n["kind"] == "run":
+            runs_of.setdefault(n["model_id"], []).append(n)
     out = []
-    for model in sorted({r.model_id for r in rows}):
-        mine = [r for r in rows if r.model_id == model]
-        runs = [n for n in nodes if n["kind"] == "run" and n["model_id"] == model]
+    for model in sorted(rows_of):
+        mine, runs = rows_of[model], runs_of.get(model, [])
         scores = [r.score for r in mine if r.score is not None]
         out.append(ModelSummary(
             model_id=model,

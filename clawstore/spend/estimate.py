@@ -7,14 +7,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from clawstore.builder.workplan import PAID_LAYERS, Work, layer_counts, work_items
+from clawstore.builder.workplan import LAYERS, PAID_LAYERS, Work, layer_counts, work_items
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign, CampaignItem
-    from clawstore.config.models import JudgeConfig
+    from clawstore.config.models import EvaluationProfile, JudgeConfig, RunProfile, Suite
     from clawstore.store.store import Store
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
@@ -233,6 +233,46 @@ def estimate_judge(work: Work, history: History) -> Estimate:
     return Estimate(tin, tout, cost, latency, source, cost_source)
 
 
+def _judge_line(judge: JudgeConfig, batch: bool) -> PlanLine:
+    line = PlanLine("judge", judge.judge_id, judge_model(judge))
+    extras = judge.model_extra or {}
+    if batch or extras.get("batch") is True:
+        from clawstore.builder.batching import batch_factor
+
+        line.batch_factor = batch_factor(extras.get("pricing"))
+    return line
+
+
+def fresh_plan(campaign_id: str, layers: list[tuple[str, dict[str, int]]], suite: Suite, run_profile: RunProfile,
+               evaluation: EvaluationProfile | None, max_concurrency: int | None = None, batch: bool = False
+               ) -> SpendPlan | None:
+    """The plan of a campaign whose stamp proves every node fresh (`layers`: its nodes per model and layer),
+    the same as `plan_spend` finds: nothing sent, every node reused. None when the layers do not fit the
+    configs (each run judged once per judge run repetition): then plan in full."""
+    models = {model.model_id: model for model in suite.models}
+    judge_plan = [jr for jr in (evaluation.judge_runs if evaluation else []) for _ in range(jr.repetitions)]
+    lines: dict[tuple[str, str], PlanLine] = {}
+    totals: Counter[str] = Counter()
+    for model_id, kinds in layers:
+        runs = kinds.get("run", 0)
+        if model_id not in models or set(kinds) - set(LAYERS) or kinds.get("judge", 0) != runs * len(judge_plan):
+            return None
+        totals.update(kinds)
+        if runs:
+            from clawstore.config.resolution import resolve_model
+
+            lines.setdefault(("run", model_id), PlanLine("run", model_id, resolve_model(models[model_id])))
+            lines[("run", model_id)].reused += runs
+            for jr in judge_plan:
+                assert evaluation is not None
+                line = lines.setdefault(("judge", jr.judge_id), _judge_line(evaluation.judge(jr.judge_id), batch))
+                line.reused += runs
+    concurrency = max_concurrency or run_profile.execution_policy.max_concurrency
+    ordered = sorted(lines.values(), key=lambda line: line.kind != "run")  # runs first, as plan_spend
+    return SpendPlan(campaign_id, concurrency, ordered,
+                     {kind: {"execute": 0, "reuse": totals[kind], "unplanned": 0} for kind in LAYERS if totals[kind]})
+
+
 def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concurrency: int | None = None,
                batch: bool = False) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
@@ -250,12 +290,7 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
             line = lines.setdefault(key, PlanLine("run", key[1], work.item.resolved_model))
         else:
             key = ("judge", work.judge.judge_id)
-            line = lines.setdefault(key, PlanLine("judge", key[1], judge_model(work.judge)))
-            extras = work.judge.model_extra or {}
-            if batch or extras.get("batch") is True:
-                from clawstore.builder.batching import batch_factor
-
-                line.batch_factor = batch_factor(extras.get("pricing"))
+            line = lines.setdefault(key, _judge_line(work.judge, batch))
         if not work.executes:
             line.reused += 1
             continue

@@ -16,8 +16,9 @@ import pytest
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.judging import judge_reply
 from tests.support.stamps import MARK, answered_by_stamp, mark_stamp
-from tests.support.workspace import SECRET, Workspace, standard
+from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 
@@ -101,6 +102,9 @@ def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Pa
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     ws = standard(tmp_path / "ws")  # written just now: a change in the same tick could go unseen
+    # Still "just now" when the stamp would be written, however long a loaded machine takes to build:
+    ahead = time.time_ns() + 60 * 10**9
+    os.utime(ws.configs / "cases" / "alpha" / "test.yaml", ns=(ahead, ahead))
     _build(ws)
     assert not list((ws.root / "store" / STAMPS_DIR).glob("*.json"))
 
@@ -149,6 +153,18 @@ def test_status_explain_and_dry_run_of_an_unchanged_campaign_are_answered_from_t
     assert len(list((ws.root / "store" / "builds").glob("*.json"))) == builds
 
 
+def test_files_written_beside_the_configs_keep_the_stamp(ws: Workspace) -> None:
+    """`claw report` writes its chart under outputs/ and `claw view --out` a page into the workspace
+    root: no build reads either, so the stamp still answers (it did not: the root's own mtime was
+    recorded, as the parent of configs/)."""
+    _stamped(ws)
+    mark_stamp(ws.root / "store")
+    (ws.root / "outputs" / "charts").mkdir(parents=True)
+    (ws.root / "view.html").write_text("<html></html>\n")
+    assert MARK in json.loads(_inspect(ws)["status"])["models"]
+    assert answered_by_stamp(_build(ws))
+
+
 def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws: Workspace) -> None:
     _stamped(ws)
     mark_stamp(ws.root / "store")
@@ -179,3 +195,53 @@ def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws
     case.write_text(case.read_text().replace("2 + 2", "3 + 3"))
     planned(stale=2, explain="  input.messages[1].content 'What is 2 + 2?' -> 'What is 3 + 3?'\n",
             dry_run="2 node(s) would execute (2 runs), 2 fresh")
+
+
+def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_plan_would_be(
+        ws: Workspace, standin: StandIn) -> None:
+    """Two judges (one judged twice per run, one priced by batch): the stamp's answer (nothing to send,
+    every node reused) is byte for byte the planned one, in every output; the stamp's layers doubled show
+    it answered."""
+    write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+        "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+        "judge_system_prompt": "You are a strict judge. Answer in JSON.",
+        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "judge/j1", "retries": 0},
+                   {"judge_id": "j2", "type": "llm_probe", "model": "judge/j2", "retries": 0, "batch": True,
+                    "pricing": {"input": 1.0, "output": 2.0, "batch": 0.5}}],
+        "judge_runs": [{"judge_run_id": "twice", "judge_id": "j1", "repetitions": 2},
+                       {"judge_run_id": "once", "judge_id": "j2", "repetitions": 1}]})
+    for judge in ("judge/j1", "judge/j2"):
+        standin.script(judge, judge_reply(7))
+    campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
+    assert claw("build", *campaign, cwd=ws.root).returncode == 0
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    assert claw("build", *campaign, cwd=ws.root).returncode == 0  # leaves the stamp
+    outputs = {"text": (), "json": ("--output", "json"), "batch": ("--batch", "--output", "json"),
+               "concurrency": ("--max-concurrency", "7")}
+
+    def plans() -> dict[str, str]:
+        found = {}
+        for name, extra in outputs.items():
+            done = claw("plan", *campaign, *extra, cwd=ws.root)
+            assert done.returncode == 0, done.stderr
+            found[name] = done.stdout
+        return found
+
+    stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    kept = stamp.read_text()
+    doc = json.loads(kept)
+    doc["layers"] = [[model, {kind: 2 * n for kind, n in kinds.items()}] for model, kinds in doc["layers"]]
+    stamp.write_text(json.dumps(doc))
+    doubled = json.loads(plans()["json"])
+    stamp.write_text(kept)
+    sent = len(standin.requests)
+    fast = plans()
+    stamp.unlink()
+    planned = plans()
+    assert fast == planned and len(standin.requests) == sent
+    out = json.loads(planned["json"])
+    assert [(line["name"], line["reused"], line["requests"]) for line in out["lines"]] == [
+        ("m1", 2, 0), ("m2", 2, 0), ("j1", 8, 0), ("j2", 4, 0)]
+    assert json.loads(planned["batch"])["lines"][3]["batch_factor"] == 0.5
+    assert [line["reused"] for line in doubled["lines"]] == [4, 4, 16, 8]  # answered from the (doubled) stamp
+    assert doubled["layers"]["judge"] == {"execute": 0, "reuse": 24, "unplanned": 0}
