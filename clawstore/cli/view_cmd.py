@@ -35,6 +35,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
                  out: Path | None, open_page: bool, store_dir: Path | None) -> None:
     """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run (their
     details in a folder beside the page, loaded when a run is opened)."""
+    from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
     from clawstore.report.view_data import collect, run_details
@@ -52,12 +53,15 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
         manifest = _indexed(store, root, campaign)
         if manifest is None:
             break
-    data = collect(store, campaigns, _case_tags(Path.cwd()), manifest)
     title = "claw view: " + " vs ".join(campaigns)
     path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
-    if out is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    written = write_page(data.summary, run_details(store, data), data.head_ids, title, path)
+    # The report's rows and every batch of records are acyclic: the collector walking them (the report's hundreds of
+    # MB, again at every batch) cost more than reading the records.
+    with collector_paused():
+        data = collect(store, campaigns, _case_tags(Path.cwd()), manifest)
+        if out is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        written = write_page(data.summary, run_details(store, data), data.head_ids, title, path)
     click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
                f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
     if open_page and not webbrowser.open(path.absolute().as_uri()):
