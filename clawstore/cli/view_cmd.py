@@ -1,4 +1,4 @@
-"""`claw view`: one self-contained HTML page of a campaign (or a comparison), from the store alone."""
+"""`claw view`: one static HTML page of a campaign (or a comparison), its run details in a folder beside it."""
 
 from __future__ import annotations
 
