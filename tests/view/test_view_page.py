@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from clawstore.host.durable import process_identity
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace, standard
@@ -116,15 +117,17 @@ def test_a_smaller_view_at_the_same_path_removes_the_stale_shards(two_campaigns:
     out = tmp_path / "page.html"
     folder = tmp_path / "page.html.d"
     folder.mkdir()
-    stale = [folder / "details-00001.js", folder / "details-00007.js", folder / ".details-00003.js.tmp-1-2"]
-    for path in stale:
-        path.write_text("clawDetails('old', 1, []);")
+    pid, ticks = process_identity()
+    dead = f"{2**22 + 7}-1-{'0' * 16}.tmp"  # a temp whose writer is gone (pids stay below 2**22)
+    alive = f"{pid}-{ticks}-{'1' * 16}.tmp"  # one a running writer is still filling
+    for name in ("details-00001.js", "details-00007.js", dead, alive):
+        (folder / name).write_text("clawDetails('old', 1, []);")
     (folder / "notes.txt").write_text("mine")  # not claw's: left alone
     code, _, err = two_campaigns("view", "--suite", "main", "--run-profile", "rp", "--out", str(out))
     assert code == 0, err
     assert re.search(rf"wrote {re.escape(str(out))} \(\d+ KB, 4 runs; their details in "
                      rf"{re.escape(str(folder))}/, \d+ KB\)", err), err
-    assert sorted(p.name for p in folder.iterdir()) == ["details-00000.js", "notes.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["details-00000.js", "notes.txt", alive])
     assert [d["case_id"] for d in details(out)] == ["alpha", "alpha", "beta", "beta"]
 
 
