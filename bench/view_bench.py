@@ -10,11 +10,12 @@ build log and the campaign head, as the build layer writes them (no provider: se
 Measured, each next to a baseline from the same run:
 1. writing: `claw view` as a subprocess, next to `claw report --output json` of the same campaign
    (both read the head and every record; the view also reads each run's artifact, checks and judgements);
-2. size: the page in MB and per run, next to the report JSON;
+2. size: the page in MB and per run, next to the report JSON, and the detail shards beside it;
 3. opening, in headless Chromium (Debian's chromium + chromium-driver via Selenium): first contentful
    paint and the moment the leaderboard is rendered (`performance.mark("claw-rendered")`), next to the
-   first paint of a page without data (the browser's own floor); then opening one run page (its detail
-   parsed lazily). Target: the leaderboard within 2 s. Median of 3 loads, each in a fresh tab state.
+   first paint of a page without data (the browser's own floor); then opening one run page (its shard of
+   details loaded from the folder beside the page). Target: the leaderboard within 2 s. Median of 3 loads,
+   each in a fresh tab state.
 """
 
 from __future__ import annotations
@@ -195,10 +196,14 @@ def main() -> None:
         view_s, _ = claw(store.root, "view", *FLAGS, "--out", str(page))
         size = page.stat().st_size
         packed = len(gzip.compress(page.read_bytes(), 6))
+        shards = list(page.with_name(page.name + ".d").glob("details-*.js"))
+        details = sum(f.stat().st_size for f in shards)
         print(f"claw view ({args.runs} runs): {view_s:.2f} s to write = {view_s / report_s:.2f}x "
               f"claw report --output json ({report_s:.2f} s)")
         print(f"page size: {size / 1e6:.1f} MB ({size / args.runs / 1e3:.2f} kB per run; gzip {packed / 1e6:.2f} MB) "
-              f"= {size / len(report_json.encode()):.1f}x the report JSON ({len(report_json.encode()) / 1e6:.1f} MB)")
+              f"= {size / len(report_json.encode()):.1f}x the report JSON ({len(report_json.encode()) / 1e6:.1f} MB); "
+              f"run details beside it: {details / 1e6:.1f} MB in {len(shards)} shards "
+              f"({details / args.runs / 1e3:.2f} kB per run, {details / max(len(shards), 1) / 1e3:.0f} kB per shard)")
         from tests.support.browser import chromium_available
 
         if args.no_browser or not chromium_available():
@@ -211,7 +216,7 @@ def main() -> None:
               f"leaderboard rendered {figures['rendered_ms']:.0f} ms (target 2000 ms) = "
               f"{figures['rendered_ms'] / figures['floor_ms']:.1f}x the first paint of an empty page "
               f"({figures['floor_ms']:.0f} ms)")
-        print(f"opening one run page (its detail parsed on demand): median {figures['run_page_ms']:.0f} ms")
+        print(f"opening one run page (its shard loaded on demand): median {figures['run_page_ms']:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`claw view`: one self-contained HTML page of a campaign (or a comparison), from the store alone."""
+"""`claw view`: one static HTML page of a campaign (or a comparison), its run details in a folder beside it."""
 
 from __future__ import annotations
 
@@ -33,10 +33,13 @@ def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
 @store_option
 def view_command(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None,
                  out: Path | None, open_page: bool, store_dir: Path | None) -> None:
-    """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run."""
+    """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run (their
+    details in a folder beside the page, loaded when a run is opened)."""
+    from clawstore.builder.cyclic_gc import collector_paused
+    from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
-    from clawstore.report.view_data import collect
-    from clawstore.report.view_page import write_page
+    from clawstore.report.view_data import collect, run_details
+    from clawstore.report.view_page import details_dir, write_page
     from clawstore.store import Store
     from clawstore.store.services.migrate import open_layout
 
@@ -44,13 +47,23 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
-    data = collect(Store(root, create=False), campaigns, _case_tags(Path.cwd()))
+    store = Store(root, create=False)
+    manifest = None
+    for campaign in campaigns:  # the report's rows from the manifest, as `claw report` reads them
+        manifest = _indexed(store, root, campaign)
+        if manifest is None:
+            break
     title = "claw view: " + " vs ".join(campaigns)
     path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
-    if out is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    size = write_page(data, title, path)
-    click.echo(f"wrote {path} ({size_text(size)}, {len(data.details)} runs)", err=True)
+    # The report's rows and every batch of records are acyclic: the collector walking them (the report's hundreds of
+    # MB, again at every batch) cost more than reading the records.
+    with collector_paused():
+        data = collect(store, campaigns, _case_tags(Path.cwd()), manifest)
+        if out is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        written = write_page(data.summary, run_details(store, data), data.head_ids, title, path)
+    click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
+               f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
     if open_page and not webbrowser.open(path.absolute().as_uri()):
         click.echo(f"claw: note: no browser could be opened here (set $BROWSER to choose one); the page is "
                    f"{path.absolute()}", err=True)

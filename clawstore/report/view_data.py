@@ -1,65 +1,66 @@
 """What `claw view` shows, collected from the store alone: the report's numbers plus each run's detail.
 
-The summary (leaderboard, matrix, filters) is small and parsed when the page opens; each run's detail
-(conversation, checks, judge reasoning, aggregation) is one line of `details`, parsed only when the
-run's page is opened, so a 10,000-run campaign opens without reading 10,000 transcripts.
+The summary (leaderboard, matrix, filters) is embedded in the page; each run's detail (conversation, checks,
+judge reasoning, aggregation) is made a batch of runs at a time, streamed into the detail shards the page loads
+when a run's page is opened (view_page.py). Layout and bounds: docs/view.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
+from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics
-from clawstore.store.headdoc import read_head
+from clawstore.store.headdoc import iter_parts
+from clawstore.values import jsontext
 from clawstore.values.costs import CostSum, source_of
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
 
 MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; the store keeps all
+READ_RUNS = 256  # runs whose records and bodies are read (in bulk) and held at once
 
 
-class _CachedStore:
-    """Reads each record once: the report and the run details look at the same records. What only a
-    run's page shows (its artifact, the checks' and judgements' bodies) is read once anyway, and not
-    kept: held for every run, they tripled the memory of a 10,000-run page."""
+class _Objects:
+    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed: a few hundred runs' records and
+    bodies at a time, never the campaign's."""
 
-    def __init__(self, store: StoreReader):
+    def __init__(self, store: StoreReader, oids: Iterable[Any]):
         self._store = store
+        wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid})
         self._json: dict[str, Any] = {}
-
-    def get_ref(self, name: str) -> Any:
-        return self._store.get_ref(name)
-
-    def list_refs(self, prefix: str = "") -> dict[str, str]:
-        return getattr(self._store, "list_refs", lambda _prefix: {})(prefix)
-
-    def has(self, oid: str) -> bool:
-        return bool(self._store.has(oid))  # type: ignore[attr-defined]
-
-    def get_json(self, oid: str) -> Any:
-        if oid not in self._json:
-            self._json[oid] = self._store.get_json(oid)
-        return self._json[oid]
+        for oid, data in store.get_many_bytes(wanted).items():
+            try:
+                self._json[oid] = jsontext.loads(data)
+            except ValueError:
+                self._json[oid] = None  # not JSON: the page says "not stored"
 
     def maybe_json(self, oid: Any) -> Any:
         if not isinstance(oid, str) or not oid:
             return None
-        try:
-            return self._json[oid] if oid in self._json else self._store.get_json(oid)
+        if oid in self._json:
+            return self._json[oid]
+        try:  # left out of the bulk read (absent, too large): get_json says why, and we show "not stored"
+            return self._store.get_json(oid)
         except (MissingObjectError, ValueError):
-            return None  # gc'd or not JSON: the page says "not stored"
+            return None
 
 
 @dataclass
 class ViewData:
+    """The page's summary (its rows' `runs` are filled in as the details are written) and, for each campaign,
+    the head whose runs' details go into the shards."""
+
     summary: dict[str, Any]
-    details: list[dict[str, Any]] = field(default_factory=list)
+    head_ids: list[str] = field(default_factory=list)
 
 
 def _clip(value: Any) -> Any:
@@ -98,7 +99,7 @@ def conversation(artifact: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def _judgement(record: Mapping[str, Any], store: _CachedStore) -> dict[str, Any]:
+def _judgement(record: Mapping[str, Any], store: _Objects) -> dict[str, Any]:
     summary = record.get("summary") or {}
     address = record.get("address") or {}
     body = store.maybe_json((record.get("outputs") or {}).get("judgement")) or {}
@@ -119,7 +120,7 @@ def _judgement(record: Mapping[str, Any], store: _CachedStore) -> dict[str, Any]
     }
 
 
-def _checks(record: Mapping[str, Any] | None, store: _CachedStore) -> list[dict[str, Any]]:
+def _checks(record: Mapping[str, Any] | None, store: _Objects) -> list[dict[str, Any]]:
     if record is None:
         return []
     body = store.maybe_json((record.get("outputs") or {}).get("checks")) or {}
@@ -138,7 +139,7 @@ def _result(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"status": record.get("status"), **{k: s.get(k) for k in keep}}
 
 
-def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], store: _CachedStore,
+def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], store: _Objects,
                 campaign: int) -> dict[str, Any]:
     """One run's page: `nodes` are (head node, record) pairs of the run and its evaluation."""
     by_kind: dict[str, list[tuple[HeadNode | None, Mapping[str, Any] | None]]] = {}
@@ -198,16 +199,15 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 
-def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None
-            ) -> ViewData:
-    """The page's data for one campaign, or a comparison of several (the first is the baseline)."""
-    cached = _CachedStore(store)
+def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None,
+            manifest: Path | None = None) -> ViewData:
+    """The page's summary for one campaign, or a comparison of several (the first is the baseline); `manifest`
+    as build_report takes it. The rows' `runs` stay empty until run_details fills them."""
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}
-    details: list[dict[str, Any]] = []
     cases: dict[str, int] = {}
     reports = []
     for index, campaign_id in enumerate(campaign_ids):
-        report = build_report(cached, campaign_id)
+        report = build_report(store, campaign_id, manifest=manifest)
         reports.append(report)
         summary["campaigns"].append(_campaign_summary(report))
         for m in report.models:
@@ -218,35 +218,61 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
                 "pass_rate": passed / verdicts if verdicts else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
                 **_costs(m.run_cost, m.eval_cost), **stats_json(report.stats, m.model_id)})
-        grouped = _group_nodes(cached, report.head_id)
         for row in report.rows:
             case_index = cases.setdefault(row.case_id, len(cases))
-            run_indices = []
-            for repetition in sorted(grouped.get((row.model_id, row.case_id), {})):
-                run_indices.append(len(details))
-                details.append(_run_detail(grouped[(row.model_id, row.case_id)][repetition], cached, index))
             summary["rows"].append({
                 "campaign": index, "model_id": row.model_id, "case": case_index, "score": row.score,
                 "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
                 "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
                 "eval_action": row.eval_action,
-                "problems": row.problems, "runs": run_indices})
+                "problems": row.problems, "runs": []})
     summary["judge_reliability"] = [{"campaign": i, **j.to_json()} for i, r in enumerate(reports)
                                     for j in r.judge_reliability]
     summary["paired"] = paired_vs_baseline(reports)
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
-    return ViewData(summary, details)
+    return ViewData(summary, [r.head_id for r in reports])
 
 
-def _group_nodes(store: _CachedStore, head_id: str
-                 ) -> dict[tuple[str, str], dict[int, list[tuple[HeadNode, Mapping[str, Any] | None]]]]:
-    """The head's nodes with their records, by (model, case) then run repetition."""
-    grouped: dict[tuple[str, str], dict[int, list[tuple[HeadNode, Mapping[str, Any] | None]]]] = {}
-    for node in read_head(store, head_id).nodes:
-        model, case, repetition = (node.address.get(name) for name in ("model_id", "case_id", "repetition"))
-        if model is None or case is None:
+def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
+    """Every run's detail in the order of the campaigns' heads, its records and bodies read `READ_RUNS` runs at a
+    time; as each is yielded its index (0, 1, ...) is added to its row's `runs`."""
+    cases = data.summary["cases"]
+    rows = {(r["campaign"], r["model_id"], cases[r["case"]]): r for r in data.summary["rows"]}
+    count = 0
+    for campaign, head_id in enumerate(data.head_ids):
+        runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
+        while batch := list(itertools.islice(runs, READ_RUNS)):
+            records = _Objects(store, (node.record for _, nodes in batch for node in nodes))
+            bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
+                                      for oid in _body_ids(records.maybe_json(node.record))))
+            for key, nodes in batch:
+                detail = _run_detail([(node, records.maybe_json(node.record)) for node in nodes], bodies, campaign)
+                rows[(campaign, *key)]["runs"].append(count)
+                count += 1
+                yield detail
+
+
+def _body_ids(record: Any) -> list[Any]:
+    """The objects a run page shows of a record: a run's artifact, the checks' and judgement's bodies."""
+    outputs = record.get("outputs") if isinstance(record, Mapping) else None
+    return [outputs.get(name) for name in ("artifact", "checks", "judgement")] if isinstance(outputs, Mapping) else []
+
+
+def _runs_of_head(store: StoreReader, head_id: str) -> Iterator[tuple[tuple[str, str], list[HeadNode]]]:
+    """((model, case), nodes) of each run of the head (its run node and the nodes evaluating it), in repetition
+    order. A head lists its nodes case by case (headdoc.split_nodes), so one case's nodes are held at a time; a
+    case met again later (a head written otherwise) gives its runs again, with the nodes found there."""
+    case: str | None = None
+    held: dict[tuple[str, int], list[HeadNode]] = {}
+    nodes = (node for at, part in enumerate(iter_parts(store.get_json(head_id), store.get_json))
+             for node in documents.read_head({"nodes": part}, f"campaign head {head_id} part {at}").nodes)
+    for node in nodes:
+        model, case_id, repetition = (node.address.get(name) for name in ("model_id", "case_id", "repetition"))
+        if model is None or case_id is None:
             continue
-        record = store.maybe_json(node.record)
-        grouped.setdefault((model, case), {}).setdefault(int(repetition or 0), []).append((node, record))
-    return grouped
+        if case_id != case:
+            yield from (((m, case), held[(m, r)]) for m, r in sorted(held) if case is not None)
+            case, held = case_id, {}
+        held.setdefault((model, int(repetition or 0)), []).append(node)
+    yield from (((m, case), held[(m, r)]) for m, r in sorted(held) if case is not None)

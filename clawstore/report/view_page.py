@@ -1,20 +1,40 @@
-"""Write the `claw view` page: one HTML file with its data, styles and script inlined (no network).
+"""Write the `claw view` page: one HTML file with its summary, styles and script inlined, and beside it a folder of
+detail shards the page loads when a run is opened (no network, no server: `<script src>` works from file://).
 
-The data's layout inside the page: docs/view.md (Details by module)."""
+The layout of the page and its shards: docs/view.md (Details by module)."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from clawstore.errors import UsageError
-from clawstore.host.durable import atomic_file
-from clawstore.report.view_data import ViewData
+from clawstore.host.durable import (
+    atomic_file,
+    process_alive,
+    sync_filesystem,
+    temp_owner,
+    write_file_atomic,
+)
 
-_MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY|CLAW_DETAILS")
+_MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY")
+SHARD_RUNS = 256  # run details per shard: what opening a run loads, and what the writer holds at once
+_SHARD = re.compile(r"details-(\d+)\.js")
+
+
+@dataclass(frozen=True)
+class Written:
+    page_bytes: int
+    detail_bytes: int  # of every shard
+    shards: int
+    runs: int
 
 
 def _json(value: Any) -> str:
@@ -25,20 +45,22 @@ def _asset(name: str) -> str:
     return resources.files("clawstore.report").joinpath("view_assets", name).read_text(encoding="utf-8")
 
 
-def render_page(data: ViewData, title: str) -> str:
-    lines = [_json(d) for d in data.details]
-    index, offset = [], 1  # the element's text starts with a newline
-    for line in lines:
-        index.append([offset, len(line)])
-        offset += len(line) + 1
-    summary = {**data.summary, "title": title, "detail_index": index}
+def details_dir(path: Path) -> Path:
+    """Where the run details of the page at `path` go: `<page name>.d` beside it."""
+    return path.with_name(path.name + ".d")
+
+
+def shard_name(number: int) -> str:
+    return f"details-{number:05d}.js"
+
+
+def render_page(summary: dict[str, Any], title: str) -> str:
     page = _asset("view.html")
     replacements = {
         "/*CLAW_STYLE*/": _asset("view.css"),
         "/*CLAW_SCRIPT*/": _asset("view.js"),
         "CLAW_TITLE": _html_text(title),
-        "CLAW_SUMMARY": _json(summary),
-        "CLAW_DETAILS": "\n" + "\n".join(lines) + "\n",
+        "CLAW_SUMMARY": _json({**summary, "title": title}),
     }
     # One pass: text put in is never searched again for markers (a case id may contain anything).
     return _MARKERS.sub(lambda m: replacements[m.group(0)], page)
@@ -48,15 +70,55 @@ def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def write_page(data: ViewData, title: str, path: Path) -> int:
-    """Write atomically (a reader never sees half a page). Returns the size in bytes."""
-    body = render_page(data, title).encode("utf-8")
+def render_shard(token: str, number: int, details: Sequence[dict[str, Any]]) -> str:
+    """One shard: a script handing its runs' details to the page (`clawDetails`), tagged with the page's token so a
+    page whose shards were rewritten by a later view says so instead of showing another run."""
+    return f"clawDetails({_json(token)},{number},[\n" + ",\n".join(_json(d) for d in details) + "\n]);\n"
+
+
+def write_page(summary: dict[str, Any], details: Iterable[dict[str, Any]], heads: Sequence[str], title: str,
+               path: Path) -> Written:
+    """Write the shards (each atomically; one flush for them all), then the page (atomically and durably: a reader
+    never sees half a page, nor a page whose shards are not on disk), then remove the shards an earlier, larger view
+    left. `details` are streamed: SHARD_RUNS of them are held at once; the summary's rows get their `runs` filled as
+    they go, so the page is rendered last."""
     parent = path.absolute().parent
     if not parent.is_dir():
         raise UsageError(f"--out {path}: directory {parent} does not exist")
+    folder = details_dir(path)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(f"--out {path}: {folder} is in the way (the run details go into a directory of that name)")
+    token = hashlib.blake2b("\0".join(heads).encode(), digest_size=12).hexdigest()
+    runs = shards = detail_bytes = 0
     try:
+        stream = iter(details)
+        while batch := list(itertools.islice(stream, SHARD_RUNS)):
+            body = render_shard(token, shards, batch).encode("ascii")
+            folder.mkdir(exist_ok=True)
+            # Not durable one by one (an fsync each cost 2 s on a 50,000-run page): one flush below for them all.
+            write_file_atomic(folder / shard_name(shards), body, folder, durable=False)
+            runs, shards, detail_bytes = runs + len(batch), shards + 1, detail_bytes + len(body)
+        if shards:
+            sync_filesystem(folder)
+        summary = {**summary, "details": {"dir": folder.name, "per": SHARD_RUNS, "token": token, "runs": runs}}
+        page = render_page(summary, title).encode("utf-8")
         with atomic_file(path) as fh:  # a hidden temp beside the page until it is whole
-            fh.write(body)
+            fh.write(page)
+        _remove_stale(folder, shards)
     except OSError as exc:
-        raise UsageError(f"--out {path}: {exc.strerror}") from None
-    return len(body)
+        raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
+    return Written(len(page), detail_bytes, shards, runs)
+
+
+def _remove_stale(folder: Path, shards: int) -> None:
+    """Remove the shards numbered from `shards` on (an earlier view of more runs) and the temps of writers no longer
+    alive; nothing else: the folder may hold what a user put there. An empty folder goes too."""
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        number = _SHARD.fullmatch(entry.name)
+        owner = temp_owner(entry.name) if entry.name.endswith(".tmp") else None
+        if (number and int(number.group(1)) >= shards) or (owner and not process_alive(*owner)):
+            entry.unlink(missing_ok=True)
+    if shards == 0 and not any(folder.iterdir()):
+        folder.rmdir()

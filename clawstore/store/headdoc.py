@@ -3,7 +3,7 @@ large campaign. Why and the layout of the parts: docs/store.md (Details by modul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import blake3
@@ -113,6 +113,36 @@ def inline_or_none(doc: Any, read_json: ReadJson) -> Any:
         return inline_nodes(doc, read_json)
     except StoreError:
         return None
+
+
+def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
+    """The nodes of a head document in order, each with its action, a part at a time: for readers of a large campaign
+    that keep only what they work on (inline_nodes holds them all). A head not in parts is one part; StoreError as
+    inline_nodes, when it reaches the part (or the action runs) that is wrong."""
+    if not is_parted(doc):
+        yield list(doc.get("nodes") or []) if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) else []
+        return
+    parts, runs = doc["node_parts"], doc.get("node_actions")
+    if not isinstance(parts, list) or not isinstance(runs, list):
+        raise StoreError("campaign head: node_parts, node_actions: expected lists")
+    actions = iter(runs)
+    action, left = None, 0
+    for part_id in parts:
+        part = read_json(part_id) if isinstance(part_id, str) else None
+        if not isinstance(part, dict) or not isinstance(part.get("nodes"), list):
+            raise StoreError(f"campaign head part {str(part_id)[:80]} is not a part of a campaign head")
+        nodes = []
+        for node in part["nodes"]:
+            while left == 0:
+                run = next(actions, None)
+                if not (isinstance(run, list) and len(run) == 2 and isinstance(run[1], int) and run[1] > 0):
+                    raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
+                action, left = run
+            left -= 1
+            nodes.append(node if action is None or not isinstance(node, dict) else {**node, "action": action})
+        yield nodes
+    if left or next(actions, None) is not None:
+        raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
 
 
 def _actions(runs: Any, count: int) -> list[Any]:

@@ -8,7 +8,15 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store
-from clawstore.store.headdoc import PART_MAX, inline_nodes, part_ids, read_head_doc, split_nodes, write_head
+from clawstore.store.headdoc import (
+    PART_MAX,
+    inline_nodes,
+    iter_parts,
+    part_ids,
+    read_head_doc,
+    split_nodes,
+    write_head,
+)
 from clawstore.store.reach import Reach
 
 
@@ -89,3 +97,16 @@ def test_actions_that_do_not_cover_the_nodes_are_refused(store: Store) -> None:
     for runs in ([["exec", 9]], [["exec", 11]], [["exec", 10**18]], [["exec", -1], ["exec", 11]], "exec", None):
         with pytest.raises(StoreError, match="node_actions"):
             inline_nodes({**head, "node_actions": runs}, store.get_json)
+
+
+def test_parts_read_one_at_a_time_give_the_inline_nodes(store: Store) -> None:
+    rebuilt = [dict(_node(i), action="reuse" if i % 7 else "exec") for i in range(300)]
+    head = store.get_json(write_head(store, {"build_id": "b2"}, rebuilt))
+    parts = list(iter_parts(head, store.get_json))
+    assert len(parts) == len(part_ids(head)) > 2  # (a reader holds one part, not the head)
+    assert [n for part in parts for n in part] == read_head_doc(store, store.put_json(head))["nodes"]
+    old = {"build_id": "b0", "head_version": 1, "nodes": [_node(1)]}
+    assert list(iter_parts(old, store.get_json)) == [[_node(1)]]
+    for runs in ([["exec", 299]], [["exec", 301]], [["exec", 0], ["exec", 300]], "exec"):
+        with pytest.raises(StoreError, match="node_actions"):
+            list(iter_parts({**head, "node_actions": runs}, store.get_json))

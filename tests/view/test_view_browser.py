@@ -18,6 +18,7 @@ from tests.support.claw import Claw
 from tests.support.workspace import Workspace
 
 FLAGS = ["--suite", "demo", "--run-profile", "std", "--evaluation-profile", "ev"]
+SCRIPTS = "return [...document.querySelectorAll('script[src]')].map(e => e.src)"  # the shards the page loaded
 
 
 @pytest.fixture
@@ -35,7 +36,8 @@ def page(tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pyt
     code, _, err = claw("view", *FLAGS, "--out", str(html))
     assert code == 0, err
     assert f"wrote {html}" in err
-    assert re.search(rf"wrote {re.escape(str(html))} \((\d+ KB|\d+\.\d MB), \d+ runs\)", err), err
+    assert re.search(rf"wrote {re.escape(str(html))} \((\d+ KB|\d+\.\d MB), \d+ runs; their details in "
+                     rf"{re.escape(str(html))}\.d/, (\d+ KB|\d+\.\d MB)\)", err), err
     return html, json.loads(out)
 
 
@@ -60,14 +62,15 @@ def cells(driver: Any, css: str) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
-def test_page_is_self_contained(page: tuple[Path, dict[str, Any]]) -> None:
+def test_page_names_nothing_remote_and_loads_only_its_own_shards(page: tuple[Path, dict[str, Any]]) -> None:
     html = page[0].read_text(encoding="utf-8")
-    assert html.count("<script") == 3  # summary data, run details, the page's own script
+    assert html.count("<script") == 2  # the summary data and the page's own script
     # The data may quote URLs (an endpoint, an error); the page itself names none but the SVG namespace.
-    code = re.sub(r'(<script type="application/(json|x-ndjson)"[^>]*>).*?</script>', r"\1</script>", html,
-                  flags=re.S)
-    for remote in ("http://", "https://", "//cdn", "<link", "src=", "import(", "fetch("):
+    code = re.sub(r'(<script type="application/json"[^>]*>).*?</script>', r"\1</script>", html, flags=re.S)
+    for remote in ("http://", "https://", "//cdn", "<link", "src=", "import(", "fetch(", "XMLHttpRequest"):
         assert remote not in code.replace("http://www.w3.org/2000/svg", ""), remote
+    # One script source is set, a shard of the folder beside the page: the name is encoded, never a URL.
+    assert re.findall(r"\.src = [^;]*;", code) == ['.src = encodeURIComponent(S.details.dir) + "/" + name;']
 
 
 def test_leaderboard_run_page_and_filters_in_chromium(page: tuple[Path, dict[str, Any]], browser: Any,
@@ -107,10 +110,12 @@ def test_leaderboard_run_page_and_filters_in_chromium(page: tuple[Path, dict[str
     assert len(browser.find_elements(By.CSS_SELECTOR, "#matrix td.cell a")) == 12
     browser.save_screenshot(str(shots / "view-matrix.png"))
 
+    assert browser.execute_script(SCRIPTS) == []  # no run opened yet: no shard loaded
     cell = browser.find_element(By.CSS_SELECTOR, "#matrix tr[data-model='acme-large'] td[data-case='notes_file'] a")
     cell.click()
     WebDriverWait(browser, 5).until(lambda d: d.find_elements(By.ID, "run-title"))
     assert browser.execute_script("return location.hash") == "#case/notes_file/model/acme-large"
+    assert browser.execute_script(SCRIPTS) == [html.with_name("view.html.d").as_uri() + "/details-00000.js"]
     body = browser.find_element(By.ID, "main").text
     labels = body.lower()  # the labels are drawn in capitals
     assert labels.index("tool call · write_file") < labels.index("tool result · success") < labels.index(
@@ -142,3 +147,35 @@ def test_leaderboard_run_page_and_filters_in_chromium(page: tuple[Path, dict[str
     failing = {r.get_attribute("data-model") for r in browser.find_elements(By.CSS_SELECTOR, "#matrix tbody tr")}
     assert failing == {"open-tiny"}
     assert browser.find_element(By.ID, "f-count").text.startswith("3 of 12")
+
+
+def test_opening_a_run_loads_its_shard_and_shows_its_answer(page: tuple[Path, dict[str, Any]], browser: Any,
+                                                            tmp_path: Path) -> None:
+    html, _ = page
+    # An odd name (a space, '#', '%', non-ASCII): the page still finds its folder.
+    odd = tmp_path / "odd dir" / "a #1 100% é.html"
+    odd.parent.mkdir()
+    code, _, err = Claw(Path.cwd())("view", *FLAGS, "--out", str(odd))
+    assert code == 0, err
+    browser.get(odd.as_uri() + "#case/capital/model/acme-large")
+    WebDriverWait(browser, 5).until(lambda d: d.find_elements(By.ID, "run-title"))
+    assert demo.answer("acme-large", "capital") in browser.find_element(By.ID, "main").text
+    loaded = browser.execute_script(SCRIPTS)
+    assert len(loaded) == 1 and loaded[0].endswith("/details-00000.js") and "%20%231%20100%25%20" in loaded[0]
+
+
+def test_a_page_without_its_folder_or_with_a_later_views_shards_says_so(page: tuple[Path, dict[str, Any]],
+                                                                        browser: Any, tmp_path: Path) -> None:
+    html, _ = page
+    alone = tmp_path / "alone" / "view.html"  # mailed without its folder
+    alone.parent.mkdir()
+    alone.write_bytes(html.read_bytes())
+    browser.get(alone.as_uri() + "#case/capital/model/acme-large")
+    WebDriverWait(browser, 5).until(lambda d: "Cannot show" in d.find_element(By.ID, "main").text)
+    assert "view.html.d/details-00000.js was not found" in browser.find_element(By.ID, "main").text
+    assert not browser.find_elements(By.ID, "run-title")
+    shard = html.with_name("view.html.d") / "details-00000.js"  # rewritten by a view of other builds
+    shard.write_text(re.sub(r'^clawDetails\("[0-9a-f]+"', 'clawDetails("0123456789abcdef01234567"', shard.read_text()))
+    browser.get(html.as_uri() + "#case/capital/model/acme-large")
+    WebDriverWait(browser, 5).until(lambda d: "Cannot show" in d.find_element(By.ID, "main").text)
+    assert "belongs to a later claw view of this path: reload the page" in browser.find_element(By.ID, "main").text

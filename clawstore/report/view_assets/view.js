@@ -1,4 +1,4 @@
-// claw view: renders the inlined campaign data. No framework, no network; run details are parsed lazily.
+// claw view: renders the inlined campaign summary. No framework, no network; run details load from shards on demand.
 (function () {
   "use strict";
   const S = JSON.parse(document.getElementById("claw-summary").textContent);
@@ -6,17 +6,30 @@
   const LETTERS = "ABCDEFGHIJ";
   const COLOURS = ["#2457c5", "#d9480f", "#2b8a3e", "#862e9c"];
   const compare = S.campaigns.length > 1;
-  let detailText = null;
-  const cache = new Map();
-
-  function detail(i) {
-    if (!cache.has(i)) {
-      if (detailText === null) detailText = document.getElementById("claw-details").textContent;
-      const [offset, length] = S.detail_index[i];
-      cache.set(i, JSON.parse(detailText.substr(offset, length)));
+  // Run details live in shards beside the page (<page>.d/details-NNNNN.js, S.details.per runs each), each a script
+  // calling clawDetails, loaded when a run page opens: from file:// a script element may load a file beside the page,
+  // where reading it as data is refused.
+  const shards = new Map();  // shard number -> its details, once loaded
+  const loading = new Map();  // shard number -> Promise of its details
+  window.clawDetails = function (token, number, details) {
+    if (token === S.details.token) shards.set(number, details);
+  };
+  function loadShard(n) {
+    if (!loading.has(n)) {
+      const name = "details-" + String(n).padStart(5, "0") + ".js";
+      loading.set(n, new Promise((resolve, reject) => {
+        const el = document.createElement("script");
+        el.src = encodeURIComponent(S.details.dir) + "/" + name;
+        el.onload = () => (shards.has(n) ? resolve(shards.get(n))
+          : reject(new Error(S.details.dir + "/" + name + " belongs to a later claw view of this path: reload the page")));
+        el.onerror = () => reject(new Error(S.details.dir + "/" + name + " was not found: the run details are in the " +
+          "folder " + S.details.dir + " beside this page; copy it with the page"));
+        document.head.appendChild(el);
+      }).finally(() => { if (!shards.has(n)) loading.delete(n); }));  // (a failed load is tried again next time)
     }
-    return cache.get(i);
+    return loading.get(n);
   }
+  const detail = (i) => shards.get(Math.floor(i / S.details.per))[i % S.details.per];
 
   function h(tag, attrs, ...children) {
     const el = document.createElement(tag);
@@ -336,6 +349,14 @@
   function runPage(caseId, modelId) {
     const rows = S.rows.filter((r) => S.cases[r.case] === caseId && r.model_id === modelId);
     if (!rows.length) return [h("h2", {}, "No run for case " + caseId + " and model " + modelId)];
+    const needed = [...new Set(rows.flatMap((r) => r.runs.map((i) => Math.floor(i / S.details.per))))];
+    if (!needed.every((n) => shards.has(n))) {
+      const hash = location.hash;
+      const status = h("p", { class: "muted", id: "run-loading" }, "Loading the run's details…");
+      Promise.all(needed.map(loadShard)).then(() => { if (location.hash === hash) render(); },
+        (e) => { status.className = "fail"; status.textContent = "Cannot show the run's details: " + e.message; });
+      return [h("h2", {}, "Case ", h("code", {}, caseId), " · model ", h("code", {}, modelId)), status];
+    }
     const out = [h("h2", { id: "run-title" }, "Case ", h("code", {}, caseId), " · model ", h("code", {}, modelId)),
       h("p", { class: "hint" }, "Tags: " + ((S.tags[caseId] || []).join(", ") || "none") + " · link to this page: " + anchor(caseId, modelId))];
     for (const r of rows) {
