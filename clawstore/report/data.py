@@ -14,7 +14,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, UsageError
-from clawstore.query.heads import materialised_rows, stored_rows
+from clawstore.query.heads import materialised_rows, stamped_rows, stored_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
 from clawstore.report.stats import (
@@ -28,7 +28,7 @@ from clawstore.report.stats import (
 )
 from clawstore.store import documents
 from clawstore.store.documents import Head
-from clawstore.store.headdoc import read_head_doc
+from clawstore.store.headdoc import is_parted, read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, CostSum
 
@@ -259,27 +259,70 @@ class LoadedHead:
     signer: str | None = None
 
 
-def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
-    """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
-    shown, and marked."""
-    ref = f"campaigns/{campaign_id}"
-    head_id = store.get_ref(ref)
-    signer = None
-    if not head_id:
-        from clawstore.store.untrusted import kept_apart_head
+def _head_ref(store: StoreReader, campaign_id: str) -> tuple[str, str | None]:
+    """The campaign's head ref, or the head kept apart as untrusted when it has no trusted head (shown, and
+    marked): (head id, signer or None)."""
+    head_id = store.get_ref(f"campaigns/{campaign_id}")
+    if head_id:
+        return str(head_id), None
+    from clawstore.store.untrusted import kept_apart_head
 
-        apart = kept_apart_head(store, campaign_id)
-        if apart is None:
-            raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
-        head_id, signer = apart
+    apart = kept_apart_head(store, campaign_id)
+    if apart is None:
+        raise UsageError(f"no build recorded for campaign {campaign_id} (ref campaigns/{campaign_id} is missing; "
+                         "run claw build)")
+    return str(apart[0]), apart[1]
+
+
+def _read_head(store: StoreReader, campaign_id: str, head_id: str, whole: bool = True) -> Mapping[str, Any]:
+    """The head object `head_id`, its nodes inline (`whole`) or only its own fields (a parted head's
+    node_count, not its parts)."""
+    ref = f"campaigns/{campaign_id}"
     try:
-        doc = read_head_doc(store, head_id)
+        doc = read_head_doc(store, head_id) if whole else store.get_json(head_id)
     except MissingObjectError:
         raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
     if not isinstance(doc, Mapping):
         raise UsageError(f"ref {ref}: {head_id} is not a campaign head")
-    head = documents.read_head(doc, f"ref {ref}: campaign head {head_id}")  # StoreError naming the field
-    return LoadedHead(str(head_id), head, doc, signer)
+    return doc
+
+
+def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
+    """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
+    shown, and marked."""
+    head_id, signer = _head_ref(store, campaign_id)
+    doc = _read_head(store, campaign_id, head_id)
+    head = documents.read_head(doc, f"ref campaigns/{campaign_id}: campaign head {head_id}")  # (StoreError: the field)
+    return LoadedHead(head_id, head, doc, signer)
+
+
+# The columns the report reads of each table (the others are left in the files).
+_NODE_COLUMNS = ("model_id", "case_id", "kind", "status", "action", "repetition", "judge_run_id", "judge_repetition",
+                 "error_code", "error_message", "cost_usd", "cost_source", "latency_s", "input_tokens", "output_tokens")
+COLUMNS = {"nodes": _NODE_COLUMNS,
+           "results": ("model_id", "case_id", "passed", "pass_threshold", "final_score", *DIMENSIONS),
+           "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}
+
+
+def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
+             ) -> tuple[str, Head, str | None, dict[str, list[Row]]] | None:
+    """The head and its rows from the manifest alone, when its directory is stamped as this head's
+    (heads.stamped_rows): the head's parts are not read. None: take the full path."""
+    if manifest is None:
+        return None
+    head_id, signer = _head_ref(store, campaign_id)
+    top = _read_head(store, campaign_id, head_id, whole=False)
+    if not is_parted(top):
+        return None
+    tables = stamped_rows(manifest, head_id, top.get("node_count"), tuple(COLUMNS), COLUMNS)
+    if tables is None:
+        return None
+    fields = {name: value for name, value in top.items() if name not in _HEAD_LAYOUT}
+    head = documents.read_head({**fields, "nodes": []}, f"ref campaigns/{campaign_id}: campaign head {head_id}")
+    return head_id, head, signer, tables
+
+
+_HEAD_LAYOUT = ("node_parts", "node_count", "node_actions")
 
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
@@ -287,13 +330,16 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
     `claw query` shows); else its records are read and flattened."""
-    loaded = load_head(store, campaign_id)
-    head_id, head = loaded.head_id, loaded.head
-    tables = (materialised_rows(manifest, head_id, loaded.doc, ("nodes", "results", "judgements"))
-              if manifest is not None else None)
-    if tables is None:
+    stamped = _stamped(store, campaign_id, manifest)
+    if stamped is not None:
+        head_id, head, signer, tables = stamped
+    else:
+        loaded = load_head(store, campaign_id)
+        head_id, head, signer = loaded.head_id, loaded.head, loaded.signer
+        found = (materialised_rows(manifest, head_id, loaded.doc, tuple(COLUMNS), COLUMNS)
+                 if manifest is not None else None)
         # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
-        tables = stored_rows(store, loaded.doc)
+        tables = found if found is not None else stored_rows(store, loaded.doc)
     nodes = [n for n in tables["nodes"]
              if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
     groups: dict[tuple[str, str], list[Row]] = {}
@@ -317,7 +363,7 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
         finished_at=head.finished_at,
         rows=rows,
         models=_summaries(rows, nodes),
-        untrusted_signer=loaded.signer,
+        untrusted_signer=signer,
         stats=model_stats(rows, pick(tables["results"], cases, models)),
         judge_reliability=judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"])),
     )
