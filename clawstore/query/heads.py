@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -233,18 +233,46 @@ def stamped_rows(manifest: Path, head_id: str, node_count: Any, tables: Sequence
         con.close()
 
 
+def _select(table: str, columns: Mapping[str, Sequence[str]] | None) -> tuple[list[str], str]:
+    """The names of the columns wanted of `table` (all when `columns` does not name it), and their SELECT list."""
+    wanted = None if columns is None or table not in columns else set(columns[table])
+    chosen = [c for c in PHYSICAL[table] if wanted is None or c.name in wanted]
+    select = ", ".join(f'CAST("{c.name}" AS VARCHAR)' if c.type == "TIMESTAMP" else f'"{c.name}"'
+                       for c in chosen)  # (as rows.to_timestamp writes them)
+    return [c.name for c in chosen], select
+
+
 def _read_tables(con: duckdb.DuckDBPyConnection, directory: Path, tables: Sequence[str],
                  columns: Mapping[str, Sequence[str]] | None) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     for table in tables:
-        wanted = None if columns is None or table not in columns else set(columns[table])
-        chosen = [c for c in PHYSICAL[table] if wanted is None or c.name in wanted]
-        names = [c.name for c in chosen]
-        select = ", ".join(f'CAST("{c.name}" AS VARCHAR)' if c.type == "TIMESTAMP" else f'"{c.name}"'
-                           for c in chosen)  # (as rows.to_timestamp writes them)
+        names, select = _select(table, columns)
         cursor = con.execute(f"SELECT {select} FROM read_parquet(?)", [str(directory / f"{table}.parquet")])
         out[table] = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return out
+
+
+STREAM_ROWS = 8192  # rows held at once by streamed_rows
+
+
+def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[str], by: Sequence[str]
+                  ) -> Iterator[Row]:
+    """The rows of `table` of a head stamped_rows answered for, ordered by the columns `by` (rows alike in them in the
+    order stored), STREAM_ROWS at a time: one group after another without the table in memory. A duckdb.Error mid-way
+    (the directory removed meanwhile) reaches the caller, who starts over on the full path."""
+    names, select = _select(table, {table: columns})
+    order = ", ".join(f'"{name}"' for name in by)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'").fetchall()
+        path = str(heads_dir(manifest) / _hex(head_id) / f"{table}.parquet")
+        cursor = con.execute(f"SELECT {select} FROM read_parquet(?, file_row_number = true) "
+                             f"ORDER BY {order}, file_row_number", [path])
+        while batch := cursor.fetchmany(STREAM_ROWS):
+            for row in batch:
+                yield dict(zip(names, row, strict=True))
+    finally:
+        con.close()
 
 
 def _no_records(oid: str) -> None:

@@ -360,3 +360,19 @@ def test_a_head_directory_that_does_not_match_its_stamp_is_not_trusted(
         assert whole, damage  # the head read whole, each signature checked against the files
         # (the rows of a stamp damaged alone are the head's; a row lost: flattened from the records)
         assert bool(flattened) == (damage == "a node row lost"), damage
+
+
+def test_the_json_written_in_chunks_is_the_json_of_the_whole_report(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from clawstore.report import text
+    from clawstore.report.data import build_report
+
+    store, _ = workspace
+    whole = build_report(store, "suite_a__std__judge_x")
+    first = whole.rows[0]
+    whole.rows[0] = replace(first, case_id='case "ü"\n{x}', problems=["run rep 0: failed (é: \\n)"])
+    monkeypatch.setattr(text, "JSON_ROWS", 4)  # 6 rows: a full batch and a part
+    for report_ in (whole, replace(whole, rows=whole.rows[:1]), replace(whole, rows=[])):
+        assert "".join(text.json_chunks(report_)) == json.dumps(report_.to_json(), indent=2, sort_keys=True)
