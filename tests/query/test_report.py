@@ -376,3 +376,26 @@ def test_the_json_written_in_chunks_is_the_json_of_the_whole_report(
     monkeypatch.setattr(text, "JSON_ROWS", 4)  # 6 rows: a full batch and a part
     for report_ in (whole, replace(whole, rows=whole.rows[:1]), replace(whole, rows=[])):
         assert "".join(text.json_chunks(report_)) == json.dumps(report_.to_json(), indent=2, sort_keys=True)
+
+
+def test_a_head_directory_removed_while_its_nodes_stream_is_reported_from_the_full_path(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    from clawstore.query import heads
+    from clawstore.report import data
+
+    store, paths = workspace
+    expected = report(store, paths, "--output", "json", "--no-chart")
+    streamed = heads.streamed_rows
+
+    def cut_short(*args: object) -> object:  # (another process's refresh removes the directory meanwhile)
+        yield from list(streamed(*args))[:3]  # type: ignore[arg-type]
+        raise duckdb.IOException("No files found that match the pattern")
+
+    monkeypatch.setattr(data, "streamed_rows", cut_short)
+    whole: list[str] = []
+    read_whole = data.read_head_doc
+    monkeypatch.setattr(data, "read_head_doc", lambda store, head: whole.append(head) or read_whole(store, head))
+    assert report(store, paths, "--output", "json", "--no-chart") == expected
+    assert whole  # started over: the head read whole
