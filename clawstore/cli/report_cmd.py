@@ -24,12 +24,10 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
                    models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
                    no_chart: bool) -> None:
     """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
-    import json
-
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
-    from clawstore.report.text import print_terminal, render_text
+    from clawstore.report.text import json_chunks, print_terminal, render_text
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
@@ -39,7 +37,9 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
     report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
     if output == "json":
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        for chunk in json_chunks(report):
+            click.echo(chunk, nl=False)
+        click.echo()
     elif stdout_is_terminal():
         print_terminal(report)
     else:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -16,6 +17,7 @@ import duckdb
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.host.durable import write_file_atomic
 from clawstore.query import copied, segments
+from clawstore.query import rows as rows_module
 from clawstore.query.rows import (
     Flattened,
     Reusable,
@@ -164,11 +166,18 @@ def previous_head(manifest: Path, log: Mapping[str, Any]) -> Path | None:
     return path if path is not None and path.is_dir() else None
 
 
-def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tables: Sequence[str]
-                      ) -> dict[str, list[Row]] | None:
+ROWS_STAMP = "rows.json"  # in a head's directory: the head and the flattening (rows._CODE_TAG) its rows came from
+
+
+def _rows_stamp(hexid: str) -> bytes:
+    return json.dumps({"head": hexid, "rows": rows_module._CODE_TAG.hex()}, sort_keys=True).encode()
+
+
+def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tables: Sequence[str],
+                      columns: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[Row]] | None:
     """The rows of `tables` materialised for this head, read back from its directory, if they are what flattening gives
-    now (one row per node, matching the head's node signatures); None otherwise, and the caller flattens. Details:
-    docs/query.md (Details by module)."""
+    now (one row per node, matching the head's node signatures); None otherwise, and the caller flattens. `columns`:
+    {table: the columns wanted} (default all). Details: docs/query.md (Details by module)."""
     directory = heads_dir(manifest) / _hex(head_id)
     if not directory.is_dir():
         return None
@@ -181,16 +190,87 @@ def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tab
             f"SELECT {copied.SIG} FROM read_parquet(?)", [str(nodes)]).fetchall())
         if found != wanted:
             return None
-        out: dict[str, list[Row]] = {}
-        for table in tables:
-            names = [c.name for c in PHYSICAL[table]]
-            columns = ", ".join(f'CAST("{c.name}" AS VARCHAR)' if c.type == "TIMESTAMP" else f'"{c.name}"'
-                                for c in PHYSICAL[table])  # (as rows.to_timestamp writes them)
-            cursor = con.execute(f"SELECT {columns} FROM read_parquet(?)", [str(directory / f"{table}.parquet")])
-            out[table] = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        return out
+        _stamp(directory, _hex(head_id))
+        return _read_tables(con, directory, tables, columns)
     except duckdb.Error:
         return None
+    finally:
+        con.close()
+
+
+def _stamp(directory: Path, hexid: str) -> None:
+    """Stamp a head's directory whose every signature was just checked (one an older claw published): the next
+    reader need not check them again. Derived data: a stamp lost (a crash, a directory removed meanwhile) is
+    only a slower read."""
+    if not (directory / ROWS_STAMP).is_file():
+        with contextlib.suppress(OSError):
+            write_file_atomic(directory / ROWS_STAMP, _rows_stamp(hexid), directory, durable=False)
+
+
+def stamped_rows(manifest: Path, head_id: str, node_count: Any, tables: Sequence[str],
+                 columns: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[Row]] | None:
+    """materialised_rows without the head's nodes: when the head's directory carries the stamp its rows were published
+    with (this head, this flattening) and holds `node_count` (the head's) node rows, each with a signature (every
+    record read), its rows are the head's. None otherwise (no stamp: an older claw's; anything amiss): the caller
+    takes the full path. Details: docs/query.md (Details by module)."""
+    directory = heads_dir(manifest) / _hex(head_id)
+    try:
+        if type(node_count) is not int or (directory / ROWS_STAMP).read_bytes() != _rows_stamp(_hex(head_id)):
+            return None
+    except OSError:
+        return None
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'").fetchall()
+        counted = con.execute(f"SELECT count(*), count({copied.SIG}) FROM read_parquet(?)",
+                              [str(directory / "nodes.parquet")]).fetchone()
+        if counted != (node_count, node_count):
+            return None
+        return _read_tables(con, directory, tables, columns)
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+
+
+def _select(table: str, columns: Mapping[str, Sequence[str]] | None) -> tuple[list[str], str]:
+    """The names of the columns wanted of `table` (all when `columns` does not name it), and their SELECT list."""
+    wanted = None if columns is None or table not in columns else set(columns[table])
+    chosen = [c for c in PHYSICAL[table] if wanted is None or c.name in wanted]
+    select = ", ".join(f'CAST("{c.name}" AS VARCHAR)' if c.type == "TIMESTAMP" else f'"{c.name}"'
+                       for c in chosen)  # (as rows.to_timestamp writes them)
+    return [c.name for c in chosen], select
+
+
+def _read_tables(con: duckdb.DuckDBPyConnection, directory: Path, tables: Sequence[str],
+                 columns: Mapping[str, Sequence[str]] | None) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for table in tables:
+        names, select = _select(table, columns)
+        cursor = con.execute(f"SELECT {select} FROM read_parquet(?)", [str(directory / f"{table}.parquet")])
+        out[table] = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return out
+
+
+STREAM_ROWS = 8192  # rows held at once by streamed_rows
+
+
+def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[str], by: Sequence[str]
+                  ) -> Iterator[Row]:
+    """The rows of `table` of a head stamped_rows answered for, ordered by the columns `by` (rows alike in them in the
+    order stored), STREAM_ROWS at a time: one group after another without the table in memory. A duckdb.Error mid-way
+    (the directory removed meanwhile) reaches the caller, who starts over on the full path."""
+    names, select = _select(table, {table: columns})
+    order = ", ".join(f'"{name}"' for name in by)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'").fetchall()
+        path = str(heads_dir(manifest) / _hex(head_id) / f"{table}.parquet")
+        cursor = con.execute(f"SELECT {select} FROM read_parquet(?, file_row_number = true) "
+                             f"ORDER BY {order}, file_row_number", [path])
+        while batch := cursor.fetchmany(STREAM_ROWS):
+            for row in batch:
+                yield dict(zip(names, row, strict=True))
     finally:
         con.close()
 
@@ -247,6 +327,7 @@ def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | F
     if tmp is None:
         tmp = segments.write_segment_dir(manifest, "head", tables)
     try:
+        (tmp / ROWS_STAMP).write_bytes(_rows_stamp(hexid))  # (lost in a crash: readers check every signature)
         os.rename(tmp, root / hexid)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # already there: the same rows

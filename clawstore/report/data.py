@@ -14,7 +14,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, UsageError
-from clawstore.query.heads import materialised_rows, stored_rows
+from clawstore.query.heads import materialised_rows, stamped_rows, stored_rows, streamed_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
 from clawstore.report.stats import (
@@ -28,7 +28,7 @@ from clawstore.report.stats import (
 )
 from clawstore.store import documents
 from clawstore.store.documents import Head
-from clawstore.store.headdoc import read_head_doc
+from clawstore.store.headdoc import is_parted, read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, CostSum
 
@@ -132,7 +132,8 @@ class CampaignReport:
     def has_dimensions(self) -> bool:
         return any(v is not None for r in self.rows for v in r.dimensions.values())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, rows: bool = True) -> dict[str, Any]:
+        """The report as JSON; `rows` False: its rows left out (an empty list: text.json_chunks writes them)."""
         return {
             "campaign": {"id": self.campaign_id, "suite_id": self.suite_id, "run_profile_id": self.run_profile_id,
                          "evaluation_profile_id": self.evaluation_profile_id},
@@ -140,7 +141,7 @@ class CampaignReport:
                      "started_at": self.started_at, "finished_at": self.finished_at},
             "trusted": self.untrusted_signer is None,
             "signer": self.untrusted_signer,
-            "rows": [r.to_json() for r in self.rows],
+            "rows": [r.to_json() for r in self.rows] if rows else [],
             "models": [{**m.to_json(), **stats_json(self.stats, m.model_id)} for m in self.models],
             "judge_reliability": [j.to_json() for j in self.judge_reliability],
             "totals": cost_json({}, self.run_cost, self.eval_cost),
@@ -217,27 +218,72 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
     )
 
 
-def _summaries(rows: Sequence[ReportRow], nodes: Sequence[Row]) -> list[ModelSummary]:
+@dataclass
+class _Runs:
+    """What a model's summary reads of its run nodes."""
+
+    latencies: list[float | None] = field(default_factory=list)
+    executed: int = 0
+    reused: int = 0
+    failed: int = 0
+
+    def add(self, node: Row) -> None:
+        self.latencies.append(node["latency_s"])
+        self.executed += node["action"] == "exec"
+        self.reused += node["action"] == "reuse"
+        self.failed += node["action"] == "fail" or node["status"] not in _OK
+
+
+def _fold(nodes: Iterable[Row], results: Mapping[tuple[str, str], list[Row]], cases: Sequence[str],
+          models: Sequence[str]) -> tuple[list[ReportRow], dict[str, _Runs]]:
+    """One row per model × case of `nodes` (given one group after another: a group's nodes held, not all of
+    them), sorted; and each model's runs."""
+    rows: list[ReportRow] = []
+    runs_of: dict[str, _Runs] = {}
+    key: tuple[str, str] | None = None
+    group: list[Row] = []
+    for node in nodes:
+        model, case = node["model_id"], node["case_id"]
+        if (cases and case not in cases) or (models and model not in models):
+            continue
+        if node["kind"] == "run":
+            runs_of.setdefault(model, _Runs()).add(node)
+        if model is None or case is None:
+            continue
+        if (model, case) != key:
+            if key is not None:
+                rows.append(_row(*key, group, results.get(key, [])))
+            key, group = (model, case), []
+        group.append(node)
+    if key is not None:
+        rows.append(_row(*key, group, results.get(key, [])))
+    rows.sort(key=lambda r: (r.model_id, r.case_id))
+    return rows, runs_of
+
+
+def _in_groups(nodes: list[Row]) -> list[Row]:
+    """`nodes` with those of one model and case together, each group in the order given."""
+    return sorted(nodes, key=lambda n: (n["model_id"] is None, n["model_id"] or "", n["case_id"] is None,
+                                        n["case_id"] or ""))
+
+
+def _summaries(rows: Sequence[ReportRow], runs_of: Mapping[str, _Runs]) -> list[ModelSummary]:
     rows_of: dict[str, list[ReportRow]] = {}
     for r in rows:
         rows_of.setdefault(r.model_id, []).append(r)
-    runs_of: dict[str, list[Row]] = {}  # (grouped once: not a pass over every node per model)
-    for n in nodes:
-        if n["kind"] == "run":
-            runs_of.setdefault(n["model_id"], []).append(n)
     out = []
     for model in sorted(rows_of):
-        mine, runs = rows_of[model], runs_of.get(model, [])
+        mine, runs = rows_of[model], runs_of.get(model, _Runs())
         scores = [r.score for r in mine if r.score is not None]
         out.append(ModelSummary(
             model_id=model,
             cases=len(mine),
             scored=len(scores),
             mean_score=fmean(scores) if scores else None,
-            mean_latency_s=_mean(n["latency_s"] for n in runs),
-            runs_executed=sum(n["action"] == "exec" for n in runs),
-            runs_reused=sum(n["action"] == "reuse" for n in runs),
-            runs_failed=sum(n["action"] == "fail" or n["status"] not in _OK for n in runs),
+            mean_latency_s=_mean(runs.latencies),
+            runs_executed=runs.executed,
+            runs_reused=runs.reused,
+            runs_failed=runs.failed,
             run_cost=CostSum.total(r.run_cost for r in mine),
             eval_cost=CostSum.total(r.eval_cost for r in mine),
             input_tokens=sum(r.input_tokens for r in mine),
@@ -259,27 +305,70 @@ class LoadedHead:
     signer: str | None = None
 
 
-def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
-    """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
-    shown, and marked."""
-    ref = f"campaigns/{campaign_id}"
-    head_id = store.get_ref(ref)
-    signer = None
-    if not head_id:
-        from clawstore.store.untrusted import kept_apart_head
+def _head_ref(store: StoreReader, campaign_id: str) -> tuple[str, str | None]:
+    """The campaign's head ref, or the head kept apart as untrusted when it has no trusted head (shown, and
+    marked): (head id, signer or None)."""
+    head_id = store.get_ref(f"campaigns/{campaign_id}")
+    if head_id:
+        return str(head_id), None
+    from clawstore.store.untrusted import kept_apart_head
 
-        apart = kept_apart_head(store, campaign_id)
-        if apart is None:
-            raise UsageError(f"no build recorded for campaign {campaign_id} (ref {ref} is missing; run claw build)")
-        head_id, signer = apart
+    apart = kept_apart_head(store, campaign_id)
+    if apart is None:
+        raise UsageError(f"no build recorded for campaign {campaign_id} (ref campaigns/{campaign_id} is missing; "
+                         "run claw build)")
+    return str(apart[0]), apart[1]
+
+
+def _read_head(store: StoreReader, campaign_id: str, head_id: str, whole: bool = True) -> Mapping[str, Any]:
+    """The head object `head_id`, its nodes inline (`whole`) or only its own fields (a parted head's
+    node_count, not its parts)."""
+    ref = f"campaigns/{campaign_id}"
     try:
-        doc = read_head_doc(store, head_id)
+        doc = read_head_doc(store, head_id) if whole else store.get_json(head_id)
     except MissingObjectError:
         raise UsageError(f"ref {ref} points at missing object {head_id} (run claw fsck)") from None
     if not isinstance(doc, Mapping):
         raise UsageError(f"ref {ref}: {head_id} is not a campaign head")
-    head = documents.read_head(doc, f"ref {ref}: campaign head {head_id}")  # StoreError naming the field
-    return LoadedHead(str(head_id), head, doc, signer)
+    return doc
+
+
+def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
+    """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
+    shown, and marked."""
+    head_id, signer = _head_ref(store, campaign_id)
+    doc = _read_head(store, campaign_id, head_id)
+    head = documents.read_head(doc, f"ref campaigns/{campaign_id}: campaign head {head_id}")  # (StoreError: the field)
+    return LoadedHead(head_id, head, doc, signer)
+
+
+# The columns the report reads of each table (the others are left in the files).
+_NODE_COLUMNS = ("model_id", "case_id", "kind", "status", "action", "repetition", "judge_run_id", "judge_repetition",
+                 "error_code", "error_message", "cost_usd", "cost_source", "latency_s", "input_tokens", "output_tokens")
+COLUMNS = {"nodes": _NODE_COLUMNS,
+           "results": ("model_id", "case_id", "passed", "pass_threshold", "final_score", *DIMENSIONS),
+           "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}
+
+
+def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
+             ) -> tuple[str, Head, str | None, dict[str, list[Row]]] | None:
+    """The head and its results and judgements from the manifest alone, when its directory is stamped as
+    this head's (heads.stamped_rows): the head's parts are not read. None: take the full path."""
+    if manifest is None:
+        return None
+    head_id, signer = _head_ref(store, campaign_id)
+    top = _read_head(store, campaign_id, head_id, whole=False)
+    if not is_parted(top):
+        return None
+    tables = stamped_rows(manifest, head_id, top.get("node_count"), ("results", "judgements"), COLUMNS)
+    if tables is None:
+        return None
+    fields = {name: value for name, value in top.items() if name not in _HEAD_LAYOUT}
+    head = documents.read_head({**fields, "nodes": []}, f"ref campaigns/{campaign_id}: campaign head {head_id}")
+    return head_id, head, signer, tables
+
+
+_HEAD_LAYOUT = ("node_parts", "node_count", "node_actions")
 
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
@@ -287,23 +376,32 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
     `claw query` shows); else its records are read and flattened."""
+    stamped = _stamped(store, campaign_id, manifest)
+    if stamped is not None and manifest is not None:
+        import duckdb
+
+        head_id, head, signer, tables = stamped
+        nodes = streamed_rows(manifest, head_id, "nodes", COLUMNS["nodes"], ("model_id", "case_id"))
+        try:  # (the nodes streamed in groups: never all of them in memory)
+            return _report(campaign_id, head_id, head, signer, nodes, tables, cases, models)
+        except duckdb.Error:
+            pass  # the directory went away meanwhile (another process's refresh): the full path
     loaded = load_head(store, campaign_id)
-    head_id, head = loaded.head_id, loaded.head
-    tables = (materialised_rows(manifest, head_id, loaded.doc, ("nodes", "results", "judgements"))
-              if manifest is not None else None)
-    if tables is None:
-        # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
-        tables = stored_rows(store, loaded.doc)
-    nodes = [n for n in tables["nodes"]
-             if (not cases or n["case_id"] in cases) and (not models or n["model_id"] in models)]
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for node in nodes:
-        if node["model_id"] is not None and node["case_id"] is not None:
-            groups.setdefault((node["model_id"], node["case_id"]), []).append(node)
+    found = (materialised_rows(manifest, loaded.head_id, loaded.doc, tuple(COLUMNS), COLUMNS)
+             if manifest is not None else None)
+    # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
+    tables = found if found is not None else stored_rows(store, loaded.doc)
+    return _report(campaign_id, loaded.head_id, loaded.head, loaded.signer, _in_groups(tables["nodes"]), tables,
+                   cases, models)
+
+
+def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, nodes: Iterable[Row],
+            tables: Mapping[str, list[Row]], cases: Sequence[str], models: Sequence[str]) -> CampaignReport:
+    """The report of a head from its nodes (one model × case after another) and its other tables."""
     results: dict[tuple[str, str], list[Row]] = {}
     for result in tables["results"]:
         results.setdefault((result["model_id"], result["case_id"]), []).append(result)
-    rows = [_row(m, c, groups[(m, c)], results.get((m, c), [])) for m, c in sorted(groups)]
+    rows, runs_of = _fold(nodes, results, cases, models)
     campaign = head.campaign
     return CampaignReport(
         campaign_id=campaign_id,
@@ -316,8 +414,8 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
         started_at=head.started_at,
         finished_at=head.finished_at,
         rows=rows,
-        models=_summaries(rows, nodes),
-        untrusted_signer=loaded.signer,
+        models=_summaries(rows, runs_of),
+        untrusted_signer=signer,
         stats=model_stats(rows, pick(tables["results"], cases, models)),
         judge_reliability=judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"])),
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import uuid
+from collections.abc import Iterator, Sequence
 
 from clawstore.report.data import CampaignReport
 from clawstore.stats.intervals import Interval
@@ -167,3 +169,25 @@ def print_terminal(report: CampaignReport) -> None:
     if problems:
         parts += [Text(problems[0], style="bold red"), "\n".join(problems[1:])]
     print_tables(*parts)
+
+
+JSON_ROWS = 1000  # rows encoded at once by json_chunks
+
+
+def json_chunks(report: CampaignReport) -> Iterator[str]:
+    """The text of json.dumps(report.to_json(), indent=2, sort_keys=True), its rows encoded JSON_ROWS at a time: the
+    document is never held whole (on 50,000 rows, hundreds of MB)."""
+    encoder = json.JSONEncoder(indent=2, sort_keys=True)
+    rows = report.rows
+    if not rows:
+        yield encoder.encode(report.to_json())
+        return
+    mark = f'    "{uuid.uuid4().hex}"'  # where the rows go (a string no report holds: a fresh random id)
+    before, after = encoder.encode({**report.to_json(rows=False), "rows": [mark.strip()[1:-1]]}).split(mark)
+    yield before
+    for start in range(0, len(rows), JSON_ROWS):
+        # a row as the whole document's encoder writes it: one level deeper (JSON text holds no raw newline)
+        text = ",\n".join("    " + encoder.encode(row.to_json()).replace("\n", "\n    ")
+                          for row in rows[start:start + JSON_ROWS])
+        yield text + (",\n" if start + JSON_ROWS < len(rows) else "")
+    yield after

@@ -289,3 +289,113 @@ def test_rows_another_flattening_materialised_are_not_read_back(
     flattened = count_flattened(monkeypatch)
     assert report(store, paths, "--output", "json", "--no-chart") == expected
     assert len(flattened) == 30  # the head's files hold the rows of the older flattening: not used
+
+
+def _head_dir(store: Store) -> Path:
+    head = store.get_ref("campaigns/suite_a__std__judge_x").split(":")[-1]
+    return store.root / "manifest" / "heads" / head
+
+
+def _records_alone(store: Store, paths: dict[str, Path]) -> tuple[int, str]:
+    """The report with no manifest to read: every record flattened (the manifest is put back after)."""
+    manifest = store.root / "manifest"
+    manifest.rename(store.root / "manifest.aside")
+    manifest.write_text("not a directory: the manifest cannot be written")
+    try:
+        code, out, _ = report(store, paths, "--output", "json", "--no-chart")
+    finally:
+        manifest.unlink()
+        (store.root / "manifest.aside").rename(manifest)
+    return code, out
+
+
+def test_a_stamped_head_is_reported_without_reading_its_parts_and_the_same_as_from_the_records(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.report import data
+
+    store, paths = workspace
+    expected = _records_alone(store, paths)
+    assert expected[0] == 0
+    stamp = _head_dir(store) / "rows.json"
+    assert stamp.is_file()  # published with the head's rows
+    flattened = count_flattened(monkeypatch)
+    with monkeypatch.context() as patched:  # the head's parts and signatures are not read
+        patched.setattr(data, "read_head_doc", lambda *_: pytest.fail("the whole head was read"))
+        assert report(store, paths, "--output", "json", "--no-chart")[:2] == expected
+    assert not flattened
+    stamp.unlink()  # a directory an older claw published: every signature checked, then stamped
+    assert report(store, paths, "--output", "json", "--no-chart")[:2] == expected
+    assert stamp.is_file() and not flattened
+
+
+def test_a_head_directory_that_does_not_match_its_stamp_is_not_trusted(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    from clawstore.report import data
+
+    store, paths = workspace
+    expected = _records_alone(store, paths)
+    directory = _head_dir(store)
+    stamp, nodes = directory / "rows.json", directory / "nodes.parquet"
+    good = stamp.read_bytes()
+    whole: list[str] = []
+    read_whole = data.read_head_doc
+    monkeypatch.setattr(data, "read_head_doc", lambda store, head: whole.append(head) or read_whole(store, head))
+    flattened = count_flattened(monkeypatch)
+    for damage in ("another head's stamp", "a stamp not JSON", "a node row lost"):
+        stamp.write_bytes(good)
+        if damage == "another head's stamp":
+            stamp.write_bytes(good.replace(directory.name.encode(), b"0" * len(directory.name)))
+        elif damage == "a stamp not JSON":
+            stamp.write_bytes(b"{")
+        else:
+            kept = directory / "kept.parquet"
+            nodes.rename(kept)
+            duckdb.sql(f"COPY (SELECT * FROM read_parquet('{kept}') OFFSET 1) TO '{nodes}' (FORMAT parquet)")
+            kept.unlink()
+        whole.clear()
+        flattened.clear()
+        assert report(store, paths, "--output", "json", "--no-chart")[:2] == expected, damage
+        assert whole, damage  # the head read whole, each signature checked against the files
+        # (the rows of a stamp damaged alone are the head's; a row lost: flattened from the records)
+        assert bool(flattened) == (damage == "a node row lost"), damage
+
+
+def test_the_json_written_in_chunks_is_the_json_of_the_whole_report(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from clawstore.report import text
+    from clawstore.report.data import build_report
+
+    store, _ = workspace
+    whole = build_report(store, "suite_a__std__judge_x")
+    first = whole.rows[0]
+    whole.rows[0] = replace(first, case_id='case "ü"\n{x}', problems=["run rep 0: failed (é: \\n)"])
+    monkeypatch.setattr(text, "JSON_ROWS", 4)  # 6 rows: a full batch and a part
+    for report_ in (whole, replace(whole, rows=whole.rows[:1]), replace(whole, rows=[])):
+        assert "".join(text.json_chunks(report_)) == json.dumps(report_.to_json(), indent=2, sort_keys=True)
+
+
+def test_a_head_directory_removed_while_its_nodes_stream_is_reported_from_the_full_path(
+        workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    from clawstore.query import heads
+    from clawstore.report import data
+
+    store, paths = workspace
+    expected = report(store, paths, "--output", "json", "--no-chart")
+    streamed = heads.streamed_rows
+
+    def cut_short(*args: object) -> object:  # (another process's refresh removes the directory meanwhile)
+        yield from list(streamed(*args))[:3]  # type: ignore[arg-type]
+        raise duckdb.IOException("No files found that match the pattern")
+
+    monkeypatch.setattr(data, "streamed_rows", cut_short)
+    whole: list[str] = []
+    read_whole = data.read_head_doc
+    monkeypatch.setattr(data, "read_head_doc", lambda store, head: whole.append(head) or read_whole(store, head))
+    assert report(store, paths, "--output", "json", "--no-chart") == expected
+    assert whole  # started over: the head read whole
