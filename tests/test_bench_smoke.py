@@ -37,6 +37,7 @@ SMOKE = {
     "kill_bench": ["--kills", "2", "--cases", "60", "--models", "1", "--window", "0.9", "1.3"],
     "batch_bench": ["--cases", "10", "--kills", "2", "--kill-cases", "5"],
     "house_bench": ["--before", "HEAD"],
+    "transfer_bench": ["--small", "3", "--large", "6", "--models", "1"],
     "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
 }
 

@@ -19,14 +19,13 @@ from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.names import is_name, name_problem
-from clawstore.store.headdoc import inline_nodes, read_head_doc
+from clawstore.store.headdoc import is_parted, iter_nodes, write_inline
 from clawstore.store.reach import Reach, head_closure
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
 from clawstore.store.services.archive_import import ArchiveContents, ContentCheck
 from clawstore.store.services.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 from clawstore.values import jsontext
-from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
@@ -242,23 +241,26 @@ def _check_campaign_archive(manifest: ArchiveManifest, contents: ArchiveContents
         return jsontext.loads(contents.read(oid))
 
     try:
-        head = inline_nodes(jsontext.loads(contents.read(head_id)), read_part)
+        head = jsontext.loads(contents.read(head_id))
     except ValueError:
         head = None
-    except StoreError as exc:
-        raise ArchiveError(f"head {head_id}: {exc}") from None
-    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+    if not isinstance(head, dict) or not (is_parted(head) or isinstance(head.get("nodes"), list)):
         raise ArchiveError(f"head {head_id} is not a campaign head (an object with a nodes list)")
     if why := name_problem(head.get("build_id")):
         raise ArchiveError(f"head {head_id}: build_id {why}")
     campaign = head.get("campaign")
     if not isinstance(campaign, dict) or campaign.get("id") != campaign_id:
         raise ArchiveError(f"head {head_id}: campaign does not match the manifest's ({campaign_id!r})")
-    for index, node in enumerate(head["nodes"]):
-        if (not isinstance(node, dict) or not isinstance(node.get("kind"), str)
-                or not isinstance(node.get("address"), dict) or not is_oid(node.get("key"))
-                or not (node.get("record") is None or contents.has(node["record"]))):
-            raise ArchiveError(f"head {head_id}: node {index} is not a node naming a record of the archive")
+    try:  # (a part at a time)
+        for index, node in enumerate(iter_nodes(head, read_part)):
+            if (not isinstance(node, dict) or not isinstance(node.get("kind"), str)
+                    or not isinstance(node.get("address"), dict) or not is_oid(node.get("key"))
+                    or not (node.get("record") is None or contents.has(node["record"]))):
+                raise ArchiveError(f"head {head_id}: node {index} is not a node naming a record of the archive")
+    except ValueError:  # a part that is not JSON
+        raise ArchiveError(f"head {head_id} is not a campaign head (an object with a nodes list)") from None
+    except StoreError as exc:
+        raise ArchiveError(f"head {head_id}: {exc}") from None
     tree_id = configs_of(manifest)
     if tree_id is None:
         if with_configs:
@@ -274,25 +276,22 @@ def _check_campaign_archive(manifest: ArchiveManifest, contents: ArchiveContents
 
 
 def adopt_imported_head(store: Store, head_id: str) -> str | None:
-    """Give an imported head a build log (it has that shape) and index it, so `claw query` sees it.
+    """Give an imported head a build log (it has that shape), so `claw query` sees it and indexes it when first
+    asked, as it does a local build's. The log is written a part of the head at a time.
 
     Returns the build id, or None if the store already has that build's log (nothing to do)."""
-    head = read_head_doc(store, head_id)
+    head = store.get_json(head_id)
     build_id = head.get("build_id") if isinstance(head, dict) else None
     if not is_name(build_id):  # checked before the import published anything; never a path otherwise
         return None
     path = build_log_path(store.root, build_id)
     if path.exists():
         return None
-    from clawstore.host.durable import write_file_atomic
+    from clawstore.host.durable import atomic_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(path, canonical_json(head), store.tmp_dir)  # (its nodes inline, as a log has)
-    try:
-        from clawstore.query.manifest import refresh_manifest
-    except ImportError:
-        return build_id
-    refresh_manifest(store, build_id)
+    with atomic_file(path, registry=store.tmp_dir) as out:
+        write_inline(out, head, store.get_json)  # (its nodes inline, as a log has)
     return build_id
 
 

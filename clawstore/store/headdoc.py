@@ -3,14 +3,16 @@ large campaign. Why and the layout of the parts: docs/store.md (Details by modul
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
 from clawstore.errors import StoreError
 from clawstore.store import documents
 from clawstore.store.documents import Head
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.store.core.objects import ObjectStore
@@ -90,20 +92,59 @@ def inline_nodes(doc: Any, read_json: ReadJson) -> Any:
     StoreError naming the part when a part is not one (a missing part raises what `read_json` raises)."""
     if not is_parted(doc):
         return doc
+    return {**head_fields(doc), "nodes": list(iter_nodes(doc, read_json))}
+
+
+def head_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A head's own fields, without its nodes or their layout (what a reader needs when it streams the nodes)."""
+    return {name: value for name, value in doc.items() if name not in _LAYOUT}
+
+
+def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
+    """A head's nodes a part at a time (a list each, ~64 nodes: a case's nodes together), each with its action
+    (memory: one part, whatever the campaign's size); a head not in parts is one part. StoreError when `doc` is not
+    a head, a part is not one, or the actions do not cover the nodes (found at the end: a caller acts on nothing
+    before the iteration ends)."""
+    if not is_parted(doc):
+        nodes = doc.get("nodes") if isinstance(doc, dict) else None
+        if not isinstance(nodes, list):
+            raise StoreError("not a campaign head (an object with a nodes list)")
+        yield list(nodes)
+        return
     parts = doc["node_parts"]
     if not isinstance(parts, list):
         raise StoreError("campaign head: node_parts: expected a list of part ids")
-    nodes: list[Any] = []
+    actions = _action_runs(doc.get("node_actions"))
     for part_id in parts:
         part = read_json(part_id) if isinstance(part_id, str) else None
         if not isinstance(part, dict) or not isinstance(part.get("nodes"), list):
             raise StoreError(f"campaign head part {str(part_id)[:80]} is not a part of a campaign head")
-        nodes.extend(part["nodes"])
-    actions = _actions(doc.get("node_actions"), len(nodes))
-    inline = {name: value for name, value in doc.items() if name not in _LAYOUT}
-    inline["nodes"] = [node if action is None or not isinstance(node, dict) else {**node, "action": action}
-                       for node, action in zip(nodes, actions, strict=True)]
-    return inline
+        found = []
+        for node in part["nodes"]:
+            action = next(actions, _NO_ACTION)
+            if action is _NO_ACTION:
+                raise StoreError(_ACTIONS_WRONG)
+            found.append(node if action is None or not isinstance(node, dict) else {**node, "action": action})
+        yield found
+    if next(actions, _NO_ACTION) is not _NO_ACTION:
+        raise StoreError(_ACTIONS_WRONG)
+
+
+def iter_nodes(doc: Any, read_json: ReadJson) -> Iterator[Any]:
+    """iter_parts, a node at a time."""
+    for part in iter_parts(doc, read_json):
+        yield from part
+
+
+def write_inline(out: BinaryIO, doc: Mapping[str, Any], read_json: ReadJson) -> None:
+    """Write the canonical JSON of the head `doc` with its nodes inline (the bytes of
+    canonical_json(inline_nodes(doc, read_json))), holding one part at a time."""
+    marker = f"nodes-{os.urandom(16).hex()}"  # (a value no head holds)
+    before, after = canonical_json({**head_fields(doc), "nodes": marker}).split(f'"{marker}"'.encode(), 1)
+    out.write(before + b"[")
+    for number, node in enumerate(iter_nodes(doc, read_json)):
+        out.write(b"," + canonical_json(node) if number else canonical_json(node))
+    out.write(b"]" + after)
 
 
 def inline_or_none(doc: Any, read_json: ReadJson) -> Any:
@@ -115,49 +156,16 @@ def inline_or_none(doc: Any, read_json: ReadJson) -> Any:
         return None
 
 
-def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
-    """The nodes of a head document in order, each with its action, a part at a time: for readers of a large campaign
-    that keep only what they work on (inline_nodes holds them all). A head not in parts is one part; StoreError as
-    inline_nodes, when it reaches the part (or the action runs) that is wrong."""
-    if not is_parted(doc):
-        yield list(doc.get("nodes") or []) if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) else []
-        return
-    parts, runs = doc["node_parts"], doc.get("node_actions")
-    if not isinstance(parts, list) or not isinstance(runs, list):
-        raise StoreError("campaign head: node_parts, node_actions: expected lists")
-    actions = iter(runs)
-    action, left = None, 0
-    for part_id in parts:
-        part = read_json(part_id) if isinstance(part_id, str) else None
-        if not isinstance(part, dict) or not isinstance(part.get("nodes"), list):
-            raise StoreError(f"campaign head part {str(part_id)[:80]} is not a part of a campaign head")
-        nodes = []
-        for node in part["nodes"]:
-            while left == 0:
-                run = next(actions, None)
-                if not (isinstance(run, list) and len(run) == 2 and isinstance(run[1], int) and run[1] > 0):
-                    raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
-                action, left = run
-            left -= 1
-            nodes.append(node if action is None or not isinstance(node, dict) else {**node, "action": action})
-        yield nodes
-    if left or next(actions, None) is not None:
-        raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
+_NO_ACTION = object()
+_ACTIONS_WRONG = "campaign head: node_actions: expected [action, count] runs covering its nodes"
 
 
-def _actions(runs: Any, count: int) -> list[Any]:
-    """One action per node from their run-length encoding; StoreError if they do not match the nodes."""
-    actions: list[Any] = []
-    ok = isinstance(runs, list)
-    for run in runs if ok else ():
-        if not (isinstance(run, list) and len(run) == 2 and isinstance(run[1], int) and 0 < run[1] <= count
-                and len(actions) + run[1] <= count):
-            ok = False
-            break
-        actions += [run[0]] * run[1]
-    if not ok or len(actions) != count:
-        raise StoreError("campaign head: node_actions: expected [action, count] runs covering its nodes")
-    return actions
+def _action_runs(runs: Any) -> Iterator[Any]:
+    """One action per node from their run-length encoding (its shape checked before the first is given)."""
+    if not isinstance(runs, list) or not all(isinstance(run, list) and len(run) == 2 and isinstance(run[1], int)
+                                             and run[1] > 0 for run in runs):
+        raise StoreError(_ACTIONS_WRONG)
+    return (action for action, count in runs for _ in range(count))
 
 
 def read_head_doc(store: Any, head_id: str) -> Any:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX
-from clawstore.store.headdoc import read_head_doc
+from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
 if TYPE_CHECKING:
     from clawstore.store.core.objects import ObjectStore
@@ -105,7 +105,7 @@ class HeadClosure:
     """A campaign head and everything it reaches: what a push of its ref or an export sends."""
 
     head_id: str
-    head: dict[str, Any]
+    head: dict[str, Any]  # its own fields (campaign, build_id...): its nodes are not held
     objects: set[str]  # hex digests of everything the head reaches
     actions: dict[str, str]  # node key -> record id, as the head has them
 
@@ -120,9 +120,10 @@ def head_closure(store: ObjectStore, head_id: str) -> HeadClosure:
         raise StoreError(f"campaign closure is incomplete: object {PREFIX}{hexdigest}{named} is missing"
                          f"{f' (and {len(reach.missing) - 1} more)' if len(reach.missing) > 1 else ''}; "
                          "run claw fsck")
-    head = read_head_doc(store, head_id)
-    if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+    doc = store.get_json(head_id)
+    if not isinstance(doc, dict) or not (is_parted(doc) or isinstance(doc.get("nodes"), list)):
         raise StoreError(f"{head_id} is not a campaign head")
-    actions = {str(n["key"]): str(n["record"]) for n in head["nodes"]
+    # The nodes a part at a time: their actions are what is kept of them.
+    actions = {str(n["key"]): str(n["record"]) for n in iter_nodes(doc, store.get_json)
                if isinstance(n, dict) and n.get("key") and n.get("record")}
-    return HeadClosure(head_id, head, set(reach.marked), dict(sorted(actions.items())))
+    return HeadClosure(head_id, head_fields(doc), reach.marked, dict(sorted(actions.items())))

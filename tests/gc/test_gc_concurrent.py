@@ -67,7 +67,7 @@ def test_build_running_during_repeated_gcs_completes_and_keeps_its_results(
 
     store = store_of(env)
     closure = head_closure(store, store.get_ref(HEAD))  # raises if the head reaches a missing object
-    records = {n["record"] for n in closure.head["nodes"]}
+    records = set(closure.actions.values())  # (the nodes are not held: their entries are)
     assert len(records) == 6 and all(store.has(r) for r in records)
     assert claw("fsck")[0] == 0
     spent = len(standin.requests)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -11,13 +12,17 @@ from clawstore.store import Store
 from clawstore.store.headdoc import (
     PART_MAX,
     inline_nodes,
+    iter_nodes,
     iter_parts,
     part_ids,
     read_head_doc,
     split_nodes,
     write_head,
+    write_inline,
 )
 from clawstore.store.reach import Reach
+from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json
 
 
 def _node(case: int, kind: str = "run", record: str = "r0") -> dict[str, Any]:
@@ -110,3 +115,25 @@ def test_parts_read_one_at_a_time_give_the_inline_nodes(store: Store) -> None:
     for runs in ([["exec", 299]], [["exec", 301]], [["exec", 0], ["exec", 300]], "exec"):
         with pytest.raises(StoreError, match="node_actions"):
             list(iter_parts({**head, "node_actions": runs}, store.get_json))
+
+
+def test_a_head_streams_one_part_at_a_time_into_the_bytes_of_its_inline_form(store: Store) -> None:
+    nodes = [dict(_node(i), action="exec" if i % 3 else "reuse") for i in range(700)]
+    fields = {"build_id": "b1", "campaign": {"id": "c"}, "started_at": "nodes", "zz": ["nodes"]}
+    head = store.get_json(write_head(store, fields, nodes))
+    read: list[str] = []
+
+    def read_part(oid: str) -> Any:
+        read.append(oid)
+        return store.get_json(oid)
+
+    stream = iter_nodes(head, read_part)
+    assert next(stream) == nodes[0] and len(read) == 1  # the first part only, not the campaign
+    out = io.BytesIO()
+    write_inline(out, head, store.get_json)
+    assert out.getvalue() == canonical_json(inline_nodes(head, store.get_json))
+    assert jsontext.loads(out.getvalue())["nodes"] == nodes
+    with pytest.raises(StoreError, match="node_actions"):
+        list(iter_nodes({**head, "node_actions": [["exec", 699]]}, store.get_json))
+    with pytest.raises(StoreError, match="not a campaign head"):
+        list(iter_nodes({"build_id": "b1"}, store.get_json))

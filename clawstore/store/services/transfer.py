@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 COPY_BYTES = 1 << 20  # a received pack's frames are copied in runs of about this many bytes (memory: one run)
 ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
-_BATCH_BYTES = 64 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds
+_BATCH_BYTES = 16 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds (docs/remote.md, Scale)
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
 
 
