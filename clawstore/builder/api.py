@@ -15,7 +15,7 @@ from clawstore.builder.engine import BuildOptions, BuildReport, run_build
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
-from clawstore.graph.plan import HeadNodes, Node, address_id, attach_records, plan_runs
+from clawstore.graph.plan import HeadNodes, Node, address_id, attach_records, plan_runs, require_keys
 from clawstore.host.machine_settings import backoff_base
 from clawstore.store.untrusted import promote_trusted
 
@@ -198,7 +198,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
                    nodes: list[Node], openclaw_specs: OpenClawSpecs, client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
     attach_records(nodes, store, head)
-    _check_keys(nodes, options.force)
+    require_keys(nodes, options.force)
     if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
         client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
 
@@ -302,17 +302,6 @@ def _provider_client(backoff_base: float) -> ProviderClient:
     from clawstore.providers import ProviderClient
 
     return ProviderClient(backoff_base=backoff_base)
-
-
-def _check_keys(nodes: list[Node], force: bool) -> None:
-    """A missing API key is a clear error before any request, but only when something will run."""
-    seen: set[Endpoint] = set()
-    for node in nodes:
-        endpoint = node.endpoint
-        if endpoint is None or (node.fresh and not force) or endpoint in seen:
-            continue
-        seen.add(endpoint)
-        endpoint.api_key()  # raises MissingApiKeyError naming the variable
 
 
 @dataclass

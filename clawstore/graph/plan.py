@@ -121,6 +121,18 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
     node.record_id, node.record = found, record
 
 
+def require_keys(nodes: list[Node], force: bool) -> None:
+    """Ask each endpoint the nodes that will execute call for its API key: a missing one is a clear error
+    (MissingApiKeyError naming the variable) before any request, and only when something will run."""
+    seen: set[Endpoint] = set()
+    for node in nodes:
+        endpoint = node.endpoint
+        if endpoint is None or (node.fresh and not force) or endpoint in seen:
+            continue
+        seen.add(endpoint)
+        endpoint.api_key()
+
+
 def unseen_objects(store: ObjectReader, record_id: str | None, record: dict[str, Any] | None,
                    present: set[str] | None = None) -> list[str]:
     """What a cached record names that the store no longer holds: the record itself and its outputs,
