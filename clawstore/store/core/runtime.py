@@ -104,7 +104,8 @@ class Runtime:
         starter, self._starter = self._starter, None
         if starter is not None:  # this process's first segment takes the place of its empty starter
             segment.replaces, segment.pure = [*segment.replaces, starter], True  # (a pure merge of it)
-        write_segment(self.index_dir, self.tmp_dir, segment)
+        with self.index.publishing(segment):
+            write_segment(self.index_dir, self.tmp_dir, segment)
         self.index.add_own(segment)
         if starter is not None:
             with index_lock(self.layout.locks, wait=False) as held:
