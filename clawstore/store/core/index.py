@@ -369,14 +369,14 @@ class IndexView:
                     merge_action(merged.actions, key, entry)
             merged.replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
             merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
-            with self.publishing(merged, chosen):
+            with self.publishing(merged, chosen):  # (until taken in: a refresh meanwhile takes it too)
                 write_segment(self.index_dir, self.tmp_dir, merged)
-            remove_segments(self.index_dir, chosen)
-            with self._lock:  # take the merge as written, not read back (a commit compacts often)
-                if self._ready and merged.name not in self.loaded:
-                    self._absorb(merged, chosen)
-                if self._ready:
-                    self._superseded |= set(merged.replaces)
+                remove_segments(self.index_dir, chosen)
+                with self._lock:  # take the merge as written, not read back (a commit compacts often)
+                    if self._ready and merged.name not in self.loaded:
+                        self._absorb(merged, chosen)
+                    if self._ready:
+                        self._superseded |= set(merged.replaces)
         self.refresh()
         return True
 
