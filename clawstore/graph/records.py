@@ -13,7 +13,8 @@ INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Now as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (isoformat: a third of strftime's time, a few per node)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,

@@ -22,6 +22,7 @@ from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
 from clawstore.values import jsontext
+from clawstore.values.canonical import field_values
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
@@ -346,7 +347,7 @@ def _request_section(spec: LlmProbeSpec, params: ExecutionParameters | None) -> 
         "requested_model": spec.requested_model,
         "gateway": spec.endpoint.gateway,
         "endpoint": spec.endpoint.identity(),
-        "execution_parameters": asdict(params) if params else {},
+        "execution_parameters": field_values(params) if params else {},  # (asdict deep-copies)
         "metadata": {
             "resolved_messages": [
                 {k: m.get(k) for k in ("role", "content", "name")} for m in spec.messages

@@ -66,15 +66,19 @@ class ClaimBoard:
         # The board's own files (path, descriptor) in tmp/: free ones, and those linked as a claim.
         self._spares: list[tuple[Path, int]] = []
         self._linked: dict[str, tuple[Path, int]] = {}
+        self._rest: str | None = None  # the body after its times (_body)
 
     # ---- paths and documents --------------------------------------------------------------------
     def path(self, key: str) -> Path:
         return self.dir / f"{oid_hex(key)}.json"
 
     def _body(self, now: float) -> bytes:
-        doc = {"format": CLAIM_FORMAT, "owner": self.owner, "host": self.host, "pid": self._pid,
-               "start_ticks": self._ticks, "acquired_at": now, "expires_at": now + self.ttl}
-        return json.dumps(doc, sort_keys=True).encode()
+        """The claim's JSON (keys sorted): its two times, then the rest, encoded once per board."""
+        if self._rest is None:
+            self._rest = json.dumps({"format": CLAIM_FORMAT, "owner": self.owner, "host": self.host,
+                                     "pid": self._pid, "start_ticks": self._ticks}, sort_keys=True)[1:]
+        times = json.dumps({"acquired_at": float(now), "expires_at": float(now + self.ttl)})[:-1]
+        return f"{times}, {self._rest}".encode()
 
     def read(self, key: str) -> Claim | None:
         """The claim on `key`, or None when nobody claims it."""

@@ -21,6 +21,7 @@ from clawstore.store.core import codec
 from clawstore.store.core.ids import is_oid
 from clawstore.store.core.names import relative_path_problem
 from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.store.core.objects import ObjectStore
@@ -63,7 +64,10 @@ class TreeEntry:
 # --- snapshot -----------------------------------------------------------------------------------
 def empty_tree(store: ObjectStore) -> str:
     """The tree of an empty directory (what put_tree gives for one), without a directory."""
-    return store.put_json({"tree_version": TREE_VERSION, "entries": []})
+    return store.put_bytes(_EMPTY_TREE)
+
+
+_EMPTY_TREE = canonical_json({"tree_version": TREE_VERSION, "entries": []})  # (one per run without tools)
 
 
 def put_tree(store: ObjectStore, directory: Path | str, escape_names: bool = False) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections import Counter
 from pathlib import Path
 
 import blake3
+import pytest
 
+from clawstore.store import Store
+from clawstore.store.core import index, runtime
 from clawstore.store.core.index import (
     ActionEntry,
     IndexView,
@@ -51,3 +55,33 @@ def test_a_key_twice_in_one_segment_keeps_the_newest(tmp_path: Path) -> None:
     body[-row:-row + 32] = KEY  # the second row (OTHER sorts after KEY) now names KEY too
     damaged = bytes(body) + blake3.blake3(bytes(body)).digest()
     assert decode_segment("0" * 32, damaged).actions == {KEY: _entry(2, 900)}
+
+
+def test_own_segments_and_merges_are_never_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup of another thread lists the index just after each segment this process writes (before it
+    took the segment in): it takes the segment from memory. Only compaction reads a segment, once, as an
+    input; a merge of segments the view holds is not read nor taken in again. The view stays exact."""
+    store = Store(tmp_path / "store")
+    full_reads: Counter[str] = Counter()
+    real_read, real_write = index.read_segment, index.write_segment
+
+    def counted_read(index_dir: Path, name: str, header_only: bool = False) -> Segment:
+        if not header_only:
+            full_reads[name] += 1
+        return real_read(index_dir, name, header_only)
+
+    def write_then_look(index_dir: Path, tmp_dir: Path, segment: Segment) -> None:
+        real_write(index_dir, tmp_dir, segment)
+        store.runtime.index.refresh()
+
+    monkeypatch.setattr(index, "read_segment", counted_read)
+    monkeypatch.setattr(index, "write_segment", write_then_look)
+    monkeypatch.setattr(runtime, "write_segment", write_then_look)
+    ids = [store.put_bytes(b"object %d" % i) for i in range(3 * index.COMPACT_AT)]  # a commit each
+    merges = [name for name in index.list_segments(store.root / "index")
+              if real_read(store.root / "index", name, header_only=True).replaces]
+    assert merges and len(index.list_segments(store.root / "index")) < index.COMPACT_AT
+    assert max(full_reads.values()) == 1 and not set(merges) & set(full_reads)
+    fresh = IndexView(store.root / "index", store.root / "tmp", store.root / "locks")
+    fresh.refresh()
+    assert store.runtime.index.objects == fresh.objects and all(store.has(oid) for oid in ids)

@@ -19,14 +19,17 @@ DEFAULT_MAX_BATCHES = 256
 
 
 class CommitTarget(Protocol):
-    """What a commit needs of the store's runtime (runtime.py): its pack lock and pack writer, the sync of
-    the packs directory, the sealing of a full pack, and the publishing of an index segment."""
+    """What a commit needs of the store's runtime (runtime.py): its pack lock, pack writer and sync lock, the
+    sync of the packs directory, the sealing of a full pack, and the publishing of an index segment."""
 
     pack_lock: AbstractContextManager[Any]
+    sync_lock: AbstractContextManager[Any]
 
     def writer(self) -> PackWriter: ...
 
-    def sync_packs_dir(self) -> None: ...
+    def take_new_packs(self) -> bool: ...
+
+    def sync_packs_dir(self, new_packs: bool) -> None: ...
 
     def seal_if_full(self) -> None: ...
 
@@ -80,18 +83,22 @@ def write_entries(runtime: CommitTarget, pending: Pending) -> None:
 
 
 def commit(runtime: CommitTarget, pending: Pending) -> None:
-    """Make `pending` durable, then visible (steps 1 and 2 of the module docstring)."""
+    """Make `pending` durable, then visible (docs/store.md, Commit). The fsyncs hold the sync lock (one
+    commit at a time), not the pack lock: other threads append to the pack meanwhile."""
     if pending.empty():
         return
     segment = Segment(new_segment_name(), objects=dict(pending.objects))
-    with runtime.pack_lock:
-        write_entries(runtime, pending)
-        segment.actions = {key: pending.written[key] for key in pending.actions}
-        for writer in pending.writers:
-            if not writer.sealed:
-                writer.sync()
-        runtime.sync_packs_dir()
-        runtime.seal_if_full()
+    with runtime.sync_lock:
+        with runtime.pack_lock:
+            write_entries(runtime, pending)
+            segment.actions = {key: pending.written[key] for key in pending.actions}
+            ends = [(writer, writer.size) for writer in pending.writers if not writer.sealed]
+            new_packs = runtime.take_new_packs()
+        runtime.sync_packs_dir(new_packs)
+        for writer, end in ends:  # (sealing and closing a writer take the sync lock too)
+            writer.sync(end)
+        with runtime.pack_lock:
+            runtime.seal_if_full()
     if segment.objects or segment.actions:
         runtime.publish(segment)
     for callback in pending.callbacks:
@@ -159,7 +166,9 @@ class GroupCommitter:
         self.group = Pending()
         self.opened_at: float | None = None
         self.failed: BaseException | None = None  # the last commit's error, until one succeeds
-        self.lock = threading.RLock()  # guards `group`; held while committing so order is kept
+        self.lock = threading.RLock()  # guards `group` and `flying`; never held through an fsync
+        self.flying: Pending | None = None  # the group being committed: still found by lookups
+        self._flushing = threading.Lock()  # one commit at a time, in order
         self._wake = threading.Condition(threading.Lock())
         self._stop = False
         self._thread = threading.Thread(target=self._timer, name="claw-group-commit", daemon=True)
@@ -200,16 +209,22 @@ class GroupCommitter:
                 self._wake.notify()
 
     def flush(self) -> None:
-        with self.lock:
-            group, self.group = self.group, Pending()
-            opened, self.opened_at = self.opened_at, None
+        """Commit the pending group. Batches added meanwhile join the next group, and lookups find the
+        group in flight: neither waits on the disk."""
+        with self._flushing:
+            with self.lock:
+                group, self.group = self.group, Pending()
+                opened, self.opened_at = self.opened_at, None
+                self.flying = group
             try:
                 commit(self.runtime, group)
             except BaseException as exc:
-                group.absorb(self.group)  # keep it for the next try; nothing of it is visible
-                self.group, self.opened_at, self.failed = group, opened, exc
+                with self.lock:
+                    group.absorb(self.group)  # keep it for the next try; nothing of it is visible
+                    self.group, self.opened_at, self.failed, self.flying = group, opened, exc, None
                 raise
-            self.failed = None
+            with self.lock:
+                self.flying, self.failed = None, None
 
     def abandon(self) -> None:
         """Drop what is pending (it could not be made durable and the caller has given up on it)."""
@@ -218,11 +233,13 @@ class GroupCommitter:
 
     def find_object(self, digest: bytes) -> Loc | None:
         with self.lock:
-            return self.group.objects.get(digest)
+            loc = self.group.objects.get(digest)
+            return loc if loc is not None or self.flying is None else self.flying.objects.get(digest)
 
     def find_action(self, key: bytes) -> tuple[bytes | None, int] | None:
-        with self.lock:
-            return self.group.actions.get(key)
+        with self.lock:  # the newer group's entry first
+            found = self.group.actions.get(key)
+            return found if found is not None or self.flying is None else self.flying.actions.get(key)
 
     def _timer(self) -> None:
         while True:

@@ -10,7 +10,7 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -202,6 +202,9 @@ class IndexView:
         self._dir_mtime_ns = 0
         self._lock = threading.RLock()
         self._ready = False
+        # Segments this process is writing -> the segments whose union they are (None: new entries). A
+        # refresh listing one takes it from memory, and a merge of segments already held adds nothing.
+        self._own: dict[str, tuple[Segment, list[str] | None]] = {}
 
     # --- loading --------------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
@@ -215,27 +218,35 @@ class IndexView:
             self.listed = len(names)
             heads: dict[str, Segment] = {}
             for name in names:
-                if name not in self.loaded and name not in self._superseded:
+                if name in self._own:
+                    heads[name] = self._own[name][0]
+                elif name not in self.loaded and name not in self._superseded:
                     with contextlib.suppress(FileNotFoundError):  # merged away: its merge is listed
                         heads[name] = read_segment(self.index_dir, name, header_only=True)
             replaced = {old for head in heads.values() for old in head.replaces}
             rewritten = any(head.replaces and not head.pure for head in heads.values())
             if not rewritten:
                 for name, head in heads.items():
-                    if name in replaced:
-                        continue  # a merge listed with it holds its entries
-                    try:
-                        self._absorb(read_segment(self.index_dir, name))
-                    except FileNotFoundError:
-                        continue
+                    if name in replaced or name in self.loaded:
+                        continue  # a merge listed with it holds its entries; or an own one, taken
+                    if name in self._own:
+                        self._absorb(*self._own[name])
+                    else:
+                        try:
+                            self._absorb(read_segment(self.index_dir, name))
+                        except FileNotFoundError:
+                            continue
                     self._superseded |= set(head.replaces)
             if rewritten or self.loaded - set(names):
                 self._reload(names)  # gc or repair rewrote the index: entries may have gone
             self._ready = True
 
-    def _absorb(self, segment: Segment) -> None:
-        self.objects.update(segment.objects)
-        merge_actions(self.actions, segment.actions)
+    def _absorb(self, segment: Segment, union_of: list[str] | None = None) -> None:
+        """Take in a segment's entries; none when it is the union of segments this view holds (`union_of`:
+        a merge this process wrote): their entries, or newer ones, are here already."""
+        if union_of is None or not self.loaded.issuperset(union_of):
+            self.objects.update(segment.objects)
+            merge_actions(self.actions, segment.actions)
         self.loaded.add(segment.name)
         self.loaded -= set(segment.replaces)
 
@@ -265,11 +276,23 @@ class IndexView:
             self._reload(list_segments(self.index_dir))
             self._ready = True
 
-    def add_own(self, segment: Segment) -> None:
+    @contextlib.contextmanager
+    def publishing(self, segment: Segment, union_of: list[str] | None = None) -> Iterator[None]:
+        """While this process writes `segment` (`union_of`: the segments it merges), a refresh that lists
+        it takes it from memory instead of reading it back."""
+        with self._lock:
+            self._own[segment.name] = (segment, union_of)
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._own[segment.name]
+
+    def add_own(self, segment: Segment, union_of: list[str] | None = None) -> None:
         """A segment this process just published: take its entries without reading the file back."""
         with self._lock:
-            if self._ready:
-                self._absorb(segment)
+            if self._ready and segment.name not in self.loaded:
+                self._absorb(segment, union_of)
             self.listed += 1
 
     # --- lookups --------------------------------------------------------------------------------
@@ -346,12 +369,14 @@ class IndexView:
                     merge_action(merged.actions, key, entry)
             merged.replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
             merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
-            write_segment(self.index_dir, self.tmp_dir, merged)
-            remove_segments(self.index_dir, chosen)
-            with self._lock:  # take the merge's entries as written, not read back (a commit compacts often)
-                if self._ready:
-                    self._absorb(merged)
-                    self._superseded |= set(merged.replaces)
+            with self.publishing(merged, chosen):  # (until taken in: a refresh meanwhile takes it too)
+                write_segment(self.index_dir, self.tmp_dir, merged)
+                remove_segments(self.index_dir, chosen)
+                with self._lock:  # take the merge as written, not read back (a commit compacts often)
+                    if self._ready and merged.name not in self.loaded:
+                        self._absorb(merged, chosen)
+                    if self._ready:
+                        self._superseded |= set(merged.replaces)
         self.refresh()
         return True
 

@@ -154,10 +154,12 @@ class PackWriter:
         self.table.append(blob)
         return blob
 
-    def sync(self) -> None:
-        if self.synced_to < self.size:
+    def sync(self, end: int | None = None) -> None:
+        """Make the pack durable up to `end` (its size when the caller held the pack lock; default: now)."""
+        end = self.size if end is None else end
+        if self.synced_to < end:
             os.fsync(self.fd)
-            self.synced_to = self.size
+            self.synced_to = max(self.synced_to, end)
 
     def seal(self) -> None:
         """Append the trailer (the pack's own table of contents) and make the whole pack durable."""

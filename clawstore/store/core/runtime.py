@@ -47,6 +47,7 @@ class Runtime:
         self.tmp_dir = self.layout.tmp
         self.index = IndexView(self.index_dir, self.tmp_dir, self.layout.locks)
         self.pack_lock = threading.RLock()
+        self.sync_lock = threading.RLock()  # taken before pack_lock: a commit's fsyncs, sealing, closing
         self.local = threading.local()
         self.group: GroupCommitter | None = None
         self.shared = SharedCommit(self)  # concurrent batches outside group mode share a barrier
@@ -79,11 +80,20 @@ class Runtime:
             self._dir_dirty = True
         return writer
 
-    def sync_packs_dir(self) -> None:
-        """Make new pack files' directory entries durable (call with pack_lock held)."""
-        if self._dir_dirty:
-            fsync_path(self.packs_dir)
-            self._dir_dirty = False
+    def take_new_packs(self) -> bool:
+        """Were pack files made since the last call? (call with pack_lock held)"""
+        made, self._dir_dirty = self._dir_dirty, False
+        return made
+
+    def sync_packs_dir(self, new_packs: bool) -> None:
+        """Make new pack files' directory entries durable (call with sync_lock held)."""
+        if new_packs:
+            try:
+                fsync_path(self.packs_dir)
+            except BaseException:
+                with self.pack_lock:
+                    self._dir_dirty = True  # the next commit tries again
+                raise
 
     def seal_if_full(self) -> None:
         if self._writer is not None and not self._writer.sealed and self._writer.size >= PACK_TARGET:
@@ -94,7 +104,8 @@ class Runtime:
         starter, self._starter = self._starter, None
         if starter is not None:  # this process's first segment takes the place of its empty starter
             segment.replaces, segment.pure = [*segment.replaces, starter], True  # (a pure merge of it)
-        write_segment(self.index_dir, self.tmp_dir, segment)
+        with self.index.publishing(segment):
+            write_segment(self.index_dir, self.tmp_dir, segment)
         self.index.add_own(segment)
         if starter is not None:
             with index_lock(self.layout.locks, wait=False) as held:
@@ -116,7 +127,7 @@ class Runtime:
 
     def close_writer(self) -> None:
         """Seal this process's pack (at exit), so its trailer lists its blobs."""
-        with self.pack_lock:
+        with self.sync_lock, self.pack_lock:
             writer, self._writer = self._writer, None
             if writer is not None and writer.fd >= 0:
                 with contextlib.suppress(OSError):
