@@ -34,7 +34,13 @@ def fake(request: pytest.FixtureRequest) -> FakeDocker:
 
 
 def _container_pids(fake: FakeDocker) -> dict[str, int]:
-    return {p.stem: json.loads(p.read_text())["pid"] for p in (fake.state / "containers").glob("*.json")}
+    found = {}
+    for path in (fake.state / "containers").glob("*.json"):
+        try:
+            found[path.stem] = json.loads(path.read_text())["pid"]
+        except FileNotFoundError:  # a container that ended (the image check's) between listing and reading
+            continue
+    return found
 
 
 def _wait_for_turn(fake: FakeDocker, build: subprocess.Popen[str]) -> str:
