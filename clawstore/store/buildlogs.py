@@ -135,7 +135,8 @@ def seal_build_log(store_root: Path | str, doc: BuildLogDoc, fixed: set[int]) ->
 
 
 def read_build_log(path: Path) -> BuildLogDoc:
-    """A build log (format 1, 2, or 3 with its journal's nodes); StoreError naming the file and what is wrong."""
+    """A build log (format 1 or 2; format 3 read with its journal's nodes as the format-2 log it would be sealed as);
+    StoreError naming the file and what is wrong."""
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
@@ -143,6 +144,6 @@ def read_build_log(path: Path) -> BuildLogDoc:
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: unreadable build log ({exc})") from None
     doc = read_build_log_doc(data, str(path))
-    if doc.format == JOURNALED_FORMAT:
-        doc.nodes = read_journal(journal_path(path))
+    if doc.format == JOURNALED_FORMAT:  # with its journal's nodes, what the sealed log would be
+        doc.nodes, doc.format = read_journal(journal_path(path)), BUILD_LOG_FORMAT
     return doc
