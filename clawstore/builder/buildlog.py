@@ -32,17 +32,23 @@ def head_ref(campaign: str) -> str:
     return f"campaigns/{campaign}"
 
 
-
-
 # What the next build needs of a record to plan and print without reading it: everything but the
 # bulky summary (per-check lists, judge dimensions), which stays in the record object itself.
 _PLANNING_FIELDS = ("status", "cacheable", "outputs", "metrics", "error")
 _PLANNING_SUMMARY = ("final_score", "passed")
 
 
+_VIEW_KEYS = {*_PLANNING_FIELDS, "summary"}
+
+
 def planning_view(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Also what a built node keeps of its record for the rest of the build (the full one is in the store), as a
+    node planned from the head has: one view per node, shared with the build log (a view is its own view)."""
     if record is None:
         return None
+    summary = record.get("summary") or {}
+    if record.keys() == _VIEW_KEYS and summary.keys() <= set(_PLANNING_SUMMARY):
+        return record
     view = {name: record.get(name) for name in _PLANNING_FIELDS}
     summary = record.get("summary") or {}
     view["summary"] = {name: summary[name] for name in _PLANNING_SUMMARY if name in summary}
@@ -89,7 +95,7 @@ class BuildLog:
             record: dict[str, Any] | None) -> None:
         with self._lock:
             if record_id and record:
-                self._records[record_id] = planning_view(record)
+                self._records[record_id] = planning_view(record)  # (the node's own, when it kept its view)
             line = None
             if action != "reuse":
                 line = self._lines
