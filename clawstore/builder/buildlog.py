@@ -209,14 +209,17 @@ class BuildLog:
             if previous_id and self._leaves_unchanged(previous, planned):
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
-            merged = dict(previous)
+            merged = previous  # (a copy of its own: merged into in place)
             for kind, key, record_id, action, address, _ in self._recorded(previous):
                 # The head carries each record too, so the next build plans without reading
                 # thousands of record objects one by one.
                 merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
                                                      "address": address, "record_doc": self._records.get(record_id)}
-            nodes = [merged[a] for a in sorted(merged) if planned is None or a in planned]
+            # In any order: write_head puts the nodes in their place order.
+            nodes = [node for a, node in merged.items() if planned is None or a in planned]
+            del merged, previous
             head_id = write_head(self.store, self._head_fields(), nodes)
+            del nodes
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
                 self.doc.head, self.doc.head_written = head_id, True
