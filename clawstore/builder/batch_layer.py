@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.builder import batch_doc
 from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
+from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, stored_meanwhile
 from clawstore.graph.plan import Node
 from clawstore.host.machine_settings import batch_poll_seconds
@@ -90,8 +91,8 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
 
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
-        node.record_id, node.record = (outcome.record_id, outcome.record) if adopted else outcome
-        node.batch = None
+        node.record_id, record = (outcome.record_id, outcome.record) if adopted else outcome
+        node.record, node.batch = planning_view(record), None
         if budget is not None:
             budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
         good = bool(node.record.get("cacheable"))

@@ -42,6 +42,7 @@ class BuildReport:
     failures: list[Failure] = field(default_factory=list)  # each failed node and its one-line reason
     left: int = 0  # nodes an interrupt left unbuilt (the next build builds them)
     orphans: list[str] = field(default_factory=list)  # containers of killed builds it stopped
+    campaign: dict[str, Any] = field(default_factory=dict)  # the build log's campaign (what its stamp names)
 
     @property
     def failed(self) -> bool:
@@ -92,7 +93,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
                            "evaluation_profile_id": eval_id}, filter=options.filter)
-    report.build_id = log.build_id
+    report.build_id, report.campaign = log.build_id, log.doc.campaign
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     session = BuildSession(
         store, log, options, ClaimBoard(store.root, owner=log.build_id), concurrency, progress,
@@ -176,10 +177,10 @@ def _end_on_store_failure(session: BuildSession, report: BuildReport,
 
 
 def _advance(session: BuildSession, report: BuildReport, head: tuple[str | None, HeadNodes] | None) -> None:
-    """Advance the campaign head, then write the build log naming it (the log's last write)."""
+    """Advance the campaign head, then write the build log naming it (its last write: sealed, its nodes inline)."""
     planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     try:
         session.log.advance_head(None if session.options.filtered else planned, head)
     finally:
-        session.log.write()
+        session.log.seal()
     # The manifest is derived from the build log when someone queries it (clawstore/query/manifest.py).

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.cyclic_gc import resume_collector
 from clawstore.builder.lanes import Lane
@@ -69,7 +70,8 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
 
     def record(node: Node, stored: Stored) -> None:
         earlier = node.record_id if node.fresh else None  # a result a failed re-execution leaves in place
-        node.record_id, node.record = stored
+        node.record_id, record = stored
+        node.record = planning_view(record)  # all the build reads of it again (the full record is stored)
         status = node.record["status"]
         node.action = "exec" if node.record.get("cacheable") else "fail"
         if node.action == "fail" and earlier is not None:
@@ -101,7 +103,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             fail(node, outcome.error)
             status = None
         elif isinstance(outcome.value, Adopted):  # another build paid for it
-            node.record_id, node.record = outcome.value.record_id, outcome.value.record
+            node.record_id, node.record = outcome.value.record_id, planning_view(outcome.value.record)
             status = node.record["status"]
             node.action = "reuse" if node.record.get("cacheable") else "fail"
             log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)

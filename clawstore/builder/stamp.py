@@ -157,16 +157,14 @@ def _kept_apart(store_root: Path) -> bool:
     return directory.is_dir() and any(directory.iterdir())
 
 
-def write(store_root: Path, digest: str, recorder: Recorder, build_id: str, rows: list[dict[str, Any]],
+def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str, Any], rows: list[dict[str, Any]],
           counts: dict[str, int], layers: Layers) -> bool:
-    """Write the stamp of a build that left its campaign complete. False (nothing written) when a file
-    it read changed too recently to be trusted by its stat data, or the store has no head for it."""
-    from clawstore.store.buildlogs import build_log_path, read_build_log
+    """Write the stamp of a build that left its campaign complete (`campaign`: its build log's, given by the build
+    rather than read back from a log of every node). False (nothing written) when a file it read changed too
+    recently to be trusted by its stat data, or the store has no head for it."""
     from clawstore.store.documents import Stamp
 
-    try:
-        campaign = read_build_log(build_log_path(store_root, build_id)).campaign
-    except Exception:  # noqa: BLE001 - no log, no stamp: the next build plans as usual
+    if not campaign:
         return False
     campaign_id = str(campaign.get("id"))
     head = _read_ref(store_root, f"campaigns/{campaign_id}")

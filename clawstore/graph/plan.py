@@ -21,12 +21,24 @@ ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback
 HeadNodes = dict[str, "HeadNode"]  # a campaign head's nodes by address id (address_id)
 
 
-class _Learnt:
-    """What a node learns after it is made: what it was planned with beyond its document, and what
-    became of it. Class-level defaults, not dataclass fields: making a node stays as cheap as its first
-    eight fields (a plan holds tens of thousands), and each is set only where it applies."""
+@dataclass(eq=False, slots=True)
+class Node:
+    """One unit of work: its logical address, input document, key and (once known) record.
 
-    # Planning (builder/api.py, builder/eval_layer.py, attach_record).
+    Compared by identity (eq=False): two nodes are the same node only if they are one object, and
+    `node in nodes` stays cheap (a field-by-field compare of documents made list scans O(n^2)). Slotted:
+    a build holds one per node of the campaign, and a slotted node is half the size of one with a dict."""
+
+    kind: str
+    address: dict[str, Any]
+    document: dict[str, Any]
+    key: str
+    item: CampaignItem | None = None  # the model × case it belongs to (None: a status placeholder)
+    record: dict[str, Any] | None = None
+    record_id: str | None = None
+    action: str | None = None  # exec | reuse | fail | skip
+    # What it learns after it is made: what it was planned with beyond its document, and what became of it
+    # (each set only where it applies). Planning (builder/api.py, builder/eval_layer.py, attach_record):
     endpoint: Endpoint | None = None  # a run's provider
     run: Node | None = None  # an evaluation node's run
     judge: JudgeConfig | None = None  # a judgement's judge and judge run
@@ -41,23 +53,6 @@ class _Learnt:
     batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
     batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
     batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
-
-
-@dataclass(eq=False)
-class Node(_Learnt):
-    """One unit of work: its logical address, input document, key and (once known) record.
-
-    Compared by identity (eq=False): two nodes are the same node only if they are one object, and
-    `node in nodes` stays cheap (a field-by-field compare of documents made list scans O(n^2))."""
-
-    kind: str
-    address: dict[str, Any]
-    document: dict[str, Any]
-    key: str
-    item: CampaignItem | None = None  # the model × case it belongs to (None: a status placeholder)
-    record: dict[str, Any] | None = None
-    record_id: str | None = None
-    action: str | None = None  # exec | reuse | fail | skip
 
     @property
     def fresh(self) -> bool:

@@ -114,7 +114,7 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
     openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
     if not (complete and not openclaw
-            and stamp.write(target.store_root, target.digest, reads, report.build_id, rows, report.counts,
+            and stamp.write(target.store_root, target.digest, reads, report.campaign, rows, report.counts,
                             _layers(report))):
         stamp.forget(target.store_root, target.digest)
 

@@ -1,16 +1,24 @@
-"""Build logs: one JSON document per `claw build` under `builds/` (the history), written atomically at the start, while
-executing and at the end. Layout (format 2) and the meaning of each field: docs/store.md (Details by module)."""
+"""Build logs: one JSON document per `claw build` under `builds/` (the history). While a build runs, its nodes go to an
+append-only journal beside it (`<id>.jsonl`) and its document (format 3) holds the rest, rewritten whole (it is small);
+at its end the document is written once with its nodes inline (format 2) and the journal removed. Layouts and the
+meaning of each field: docs/store.md (Details by module)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from clawstore.errors import StoreError
-from clawstore.host.durable import write_file_atomic
+from clawstore.host.durable import atomic_file, fsync_path, write_file_atomic
 from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.names import check_name
-from clawstore.store.documents import BuildLogDoc, read_build_log_doc
+from clawstore.store.documents import BUILD_LOG_FORMAT, JOURNALED_FORMAT, BuildLogDoc, read_build_log_doc
+
+FIX = b'{"fix":'  # a journal line saying the node at that index failed after all (its record was not stored)
 
 
 def builds_dir(store_root: Path | str) -> Path:
@@ -32,12 +40,110 @@ def write_build_log(store_root: Path | str, doc: BuildLogDoc) -> Path:
     return path
 
 
+def journal_path(log_path: Path) -> Path:
+    return log_path.with_suffix(".jsonl")
+
+
+def encode_node(node: dict[str, Any]) -> bytes:
+    """One node as a journal line and as it stands in a format-2 log (keys sorted, no whitespace)."""
+    return json.dumps(node, sort_keys=True, separators=(",", ":")).encode()
+
+
+def append_journal(store_root: Path | str, build_id: str, lines: Iterable[bytes]) -> None:
+    """Append encoded node (or fix) lines to a running build's journal, durably: the summary counting them is written
+    after. A failed append is cut off again, so that a later one does not follow half a line."""
+    path = journal_path(build_log_path(store_root, build_id))
+    data = b"".join(line + b"\n" for line in lines)
+    if not data:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = not path.exists()
+        with open(path, "ab") as fh:
+            size = fh.tell()
+            try:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    fh.truncate(size)
+                raise
+        if new:
+            fsync_path(path.parent)
+    except OSError as exc:
+        raise StoreError(f"cannot write build log journal {path}: {exc.strerror or exc}") from exc
+
+
+def _journal_lines(path: Path) -> Iterable[bytes]:
+    """A journal's complete lines (a torn last one, left by a killed writer, is not one)."""
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n"):
+                    yield line[:-1]
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{path}: unreadable build log journal ({exc.strerror or exc})") from None
+
+
+def read_journal(path: Path) -> list[Any]:
+    """The nodes of a journal, in order, each fix applied (its node failed: no record)."""
+    nodes: list[Any] = []
+    for number, line in enumerate(_journal_lines(path), 1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise StoreError(f"{path}: line {number}: not a JSON node") from None
+        fix = entry.get("fix") if isinstance(entry, dict) else None
+        if type(fix) is int and 0 <= fix < len(nodes) and isinstance(nodes[fix], dict):
+            nodes[fix] = {**nodes[fix], "action": "fail", "record": None}
+        elif fix is None:
+            nodes.append(entry)
+    return nodes
+
+
+def seal_build_log(store_root: Path | str, doc: BuildLogDoc, fixed: set[int]) -> Path:
+    """Write a build's final log (format 2): its nodes streamed from its journal (those at the indexes in `fixed` as
+    failed, without a record), then remove the journal. Its memory is one line, whatever the build's size."""
+    path = build_log_path(store_root, doc.build_id)
+    journal = journal_path(path)
+    fields = {name: value for name, value in doc.to_json().items() if name != "nodes"}
+    fields["format"] = BUILD_LOG_FORMAT
+    before = {name: value for name, value in fields.items() if name < "nodes"}
+    after = {name: value for name, value in fields.items() if name > "nodes"}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path, StoreLayout(store_root).tmp) as out:
+            out.write(json.dumps(before, sort_keys=True, separators=(",", ":"))[:-1].encode() + b',"nodes":[')
+            index = 0
+            for line in _journal_lines(journal):
+                if line.startswith(FIX):
+                    continue
+                if index:
+                    out.write(b",")
+                if index in fixed:
+                    line = encode_node({**json.loads(line), "action": "fail", "record": None})
+                out.write(line)
+                index += 1
+            out.write(b"]," + json.dumps(after, sort_keys=True, separators=(",", ":"))[1:].encode())
+        journal.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot write build log {path}: {exc.strerror or exc}") from exc
+    return path
+
+
 def read_build_log(path: Path) -> BuildLogDoc:
-    """A build log (format 1 or 2); StoreError naming the file and what is wrong."""
+    """A build log (format 1 or 2; format 3 read with its journal's nodes as the format-2 log it would be sealed as);
+    StoreError naming the file and what is wrong."""
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise StoreError(f"no build log {path}") from None
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: unreadable build log ({exc})") from None
-    return read_build_log_doc(data, str(path))
+    doc = read_build_log_doc(data, str(path))
+    if doc.format == JOURNALED_FORMAT:  # with its journal's nodes, what the sealed log would be
+        doc.nodes, doc.format = read_journal(journal_path(path)), BUILD_LOG_FORMAT
+    return doc

@@ -187,6 +187,7 @@ def read_record(data: Any, where: str) -> RecordDoc:
 # ---------------------------------------------------------------------------------------- build logs
 
 BUILD_LOG_FORMAT = 2
+JOURNALED_FORMAT = 3  # a running (or killed) build's log: its nodes in the journal beside it (store/buildlogs.py)
 COUNTERS = {"exec": "executed", "reuse": "reused", "fail": "failed", "skip": "skipped"}
 
 
@@ -240,12 +241,13 @@ _LOG_TYPES: dict[str, tuple[frozenset[type], str]] = {
 
 
 def read_build_log_doc(data: Any, where: str) -> BuildLogDoc:
-    """A build log (format 1 or 2) from its JSON; StoreError naming the field a hostile one gets wrong."""
+    """A build log (format 1, 2 or 3: then its nodes are in its journal) from its JSON; StoreError naming the field
+    a hostile one gets wrong."""
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise StoreError(f"{where}: not a build log (a JSON object with a nodes list)")
     version = data.get("format", 1)
-    if version not in (1, BUILD_LOG_FORMAT) or isinstance(version, bool):
-        raise StoreError(f"{where}: unsupported build log format {quoted(version)} (this claw reads 1 and 2)")
+    if version not in (1, BUILD_LOG_FORMAT, JOURNALED_FORMAT) or isinstance(version, bool):
+        raise StoreError(f"{where}: unsupported build log format {quoted(version)} (this claw reads 1, 2 and 3)")
     values = {name: _field(data, name, types, expected, where, _ABSENT)
               for name, (types, expected) in _LOG_TYPES.items()}
     if values["build_id"] is _ABSENT:

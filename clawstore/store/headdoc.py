@@ -4,7 +4,7 @@ large campaign. Why and the layout of the parts: docs/store.md (Details by modul
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
@@ -51,12 +51,14 @@ def write_head(store: ObjectStore, fields: Mapping[str, Any], nodes: list[dict[s
     head never names a part that is not there (a part already stored is not written again)."""
     parts = split_nodes(nodes)
     plain = {name: value for name, value in fields.items() if name not in _LAYOUT}
+    actions: list[list[Any]] = []
     with store.batch():  # one commit for every part and the head (not one fsync each)
-        part_ids = [store.put_json({"head_part": 1, "nodes": [_without_action(node) for node in part]})
-                    for part in parts]
+        part_ids = []
+        for part in parts:  # each part's copies (its nodes without their action, its JSON) made and dropped in turn
+            part_ids.append(store.put_json({"head_part": 1, "nodes": [_without_action(node) for node in part]}))
+            _runs((node.get("action") for node in part), actions)
         head_id = store.put_json({**plain, "head_version": HEAD_VERSION, "node_count": len(nodes),
-                                  "node_parts": part_ids,
-                                  "node_actions": _runs([node.get("action") for part in parts for node in part])})
+                                  "node_parts": part_ids, "node_actions": actions})
     return head_id
 
 
@@ -67,8 +69,8 @@ def _without_action(node: dict[str, Any]) -> dict[str, Any]:
 _LAYOUT = ("nodes", "node_parts", "node_count", "node_actions")
 
 
-def _runs(values: list[Any]) -> list[list[Any]]:
-    runs: list[list[Any]] = []
+def _runs(values: Iterable[Any], runs: list[list[Any]]) -> list[list[Any]]:
+    """`runs` (the run-length encoding of the values before) extended by `values`."""
     for value in values:
         if runs and runs[-1][0] == value:
             runs[-1][1] += 1

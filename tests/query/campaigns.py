@@ -93,7 +93,7 @@ def build(store: Store, spec: Spec, refresh: bool = True) -> Built:
         _write_nodes(store, log, spec, counts)
     log.end("complete")
     log.advance_head(None)
-    log.write()
+    log.seal()
     if refresh:
         index_pending(store)
     data = log.counts

@@ -79,7 +79,7 @@ def test_a_format_1_log_reads_what_it_lacks_as_nothing() -> None:
     ({"head": 7}, "x.json: head: expected an object id or null"),
     ({"head_written": "yes"}, "x.json: head_written: expected true or false"),
     ({"counts": "many"}, "x.json: counts: expected an object"),
-    ({"format": 9}, "x.json: unsupported build log format 9 (this claw reads 1 and 2)"),
+    ({"format": 9}, "x.json: unsupported build log format 9 (this claw reads 1, 2 and 3)"),
     ({"nodes": {}}, "x.json: not a build log (a JSON object with a nodes list)"),
 ])
 def test_a_hostile_build_log_is_named_by_its_field(change: dict[str, object], message: str) -> None:
