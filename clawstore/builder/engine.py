@@ -119,8 +119,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
             progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
             execute_nodes(session, stale, lambda n: run_work(n, log.build_id), stop=stop, lane_of=run_lane)
             if eval_layer is not None:
-                report.evals = eval_layer.build(session, run_nodes)
-                report.eval_addresses = eval_layer.addresses(report.evals)
+                report.evals, report.eval_addresses = eval_layer.build(session, run_nodes)
             settle_pending(store, log, session.trouble)
             if session.trouble is not None and session.trouble.failed:
                 _end_on_store_failure(session, report, head)

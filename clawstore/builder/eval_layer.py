@@ -232,9 +232,10 @@ class EvalLayer:
         return found
 
     # ---- building ----
-    def build(self, session: BuildSession, run_nodes: list[Node]) -> list[RunEvaluation]:
-        """Checks, judgements and results of `run_nodes`. The budget (--max-cost) gates the judges only:
-        checks and results cost no provider call."""
+    def build(self, session: BuildSession, run_nodes: list[Node]) -> tuple[list[RunEvaluation], set[str]]:
+        """Checks, judgements and results of `run_nodes`, and the addresses they cover (what the campaign's head
+        keeps of this layer). The budget (--max-cost) gates the judges only: checks and results cost no
+        provider call."""
         options = session.options
         evaluations = [self.start(run) for run in run_nodes]
         self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks")
@@ -260,7 +261,7 @@ class EvalLayer:
                 ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
             elif ev.blocked is None and ev.result is None:
                 ev.blocked = "an upstream evaluation node failed"
-        return evaluations
+        return evaluations, self.addresses(evaluations)
 
     def _batches_pending(self) -> bool:
         from clawstore.builder.batch_doc import REF_PREFIX
