@@ -61,11 +61,9 @@ def new_build_id() -> str:
 
 
 class BuildLog:
-    """Accumulates the nodes of one build; its document (clawstore/store/buildlogs.py) lists only what
-    the build executed, failed or skipped, and names the campaign head the build ended on. While it runs,
-    each `write` appends the nodes recorded since the last one to its journal and rewrites the small
-    document; `seal` writes the final log. It keeps of each node what the campaign head needs (a compact
-    entry and the record's planning view), not the node's full record."""
+    """Accumulates the nodes of one build: while it runs each `write` appends the nodes recorded since
+    the last one to its journal; `seal` writes the final log. It keeps of each node what the campaign
+    head needs, not its full record (layout and why: docs/store.md, build log format 3)."""
 
     def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store

@@ -25,9 +25,8 @@ HeadNodes = dict[str, "HeadNode"]  # a campaign head's nodes by address id (addr
 class Node:
     """One unit of work: its logical address, input document, key and (once known) record.
 
-    Compared by identity (eq=False): two nodes are the same node only if they are one object, and
-    `node in nodes` stays cheap (a field-by-field compare of documents made list scans O(n^2)). Slotted:
-    a build holds one per node of the campaign, and a slotted node is half the size of one with a dict."""
+    Compared by identity (eq=False): `node in nodes` stays cheap. Slotted: a build holds one per node of
+    the campaign (why both: docs/building.md, Details by module, graph/plan.py)."""
 
     kind: str
     address: dict[str, Any]

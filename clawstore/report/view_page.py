@@ -78,10 +78,9 @@ def render_shard(token: str, number: int, details: Sequence[dict[str, Any]]) -> 
 
 def write_page(summary: dict[str, Any], details: Iterable[dict[str, Any]], heads: Sequence[str], title: str,
                path: Path) -> Written:
-    """Write the shards (each atomically; one flush for them all), then the page (atomically and durably: a reader
-    never sees half a page, nor a page whose shards are not on disk), then remove the shards an earlier, larger view
-    left. `details` are streamed: SHARD_RUNS of them are held at once; the summary's rows get their `runs` filled as
-    they go, so the page is rendered last."""
+    """Write the shards, then the page (atomically and durably, after its shards are on disk), then remove the
+    shards an earlier, larger view left. `details` are streamed, SHARD_RUNS at a time (order and bounds:
+    docs/view.md)."""
     parent = path.absolute().parent
     if not parent.is_dir():
         raise UsageError(f"--out {path}: directory {parent} does not exist")

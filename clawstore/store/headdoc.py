@@ -103,10 +103,9 @@ def head_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
-    """A head's nodes a part at a time (a list each, ~64 nodes: a case's nodes together), each with its action
-    (memory: one part, whatever the campaign's size); a head not in parts is one part. StoreError when `doc` is not
-    a head, a part is not one, or the actions do not cover the nodes (found at the end: a caller acts on nothing
-    before the iteration ends)."""
+    """A head's nodes a part at a time (a list each, a case's nodes together), each with its action; a head not
+    in parts is one part. StoreError when `doc` is not a head, a part is not one, or the actions do not cover
+    the nodes (found at the end: a caller acts on nothing before the iteration ends)."""
     if not is_parted(doc):
         nodes = doc.get("nodes") if isinstance(doc, dict) else None
         if not isinstance(nodes, list):
