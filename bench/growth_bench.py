@@ -48,19 +48,30 @@ class Measured:
     max_rss: int  # bytes, this command's process alone
 
 
+# Peak RSS is read by wait4 in a small launcher process, never in this one: a child's max RSS starts at
+# the RSS of the process it was forked from (Linux carries it over exec), and this one holds the stand-in's
+# record of every request (hundreds of MB at 10,000 x 5), which would floor every command's figure.
+_LAUNCH = """
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss, file=sys.stderr)
+"""
+
+
 def measure(root: Path, args: tuple[str, ...], env: dict[str, str]) -> Measured:
     """Run `claw ARGS` in `root`; its wall time, CPU (user + system) and peak RSS, read by wait4."""
     started = time.perf_counter()
-    with open(os.devnull, "wb") as sink, tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", *args], cwd=root,
-                                env={**os.environ, **env}, stdout=sink, stderr=errors)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as errors:
+        subprocess.run([sys.executable, "-S", "-c", _LAUNCH, sys.executable, "-m", "clawstore.cli", *args], cwd=root,
+                       env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=errors, check=True)
         wall = time.perf_counter() - started
-        if proc.returncode not in (0, 1):  # 1: a run failed a check or the judge (an outcome, not a fault)
-            errors.seek(0)
-            raise SystemExit(f"claw {' '.join(args)} exited {proc.returncode}: {errors.read()[-500:]!r}")
-    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+        errors.seek(0)
+        lines = errors.read().decode(errors="replace").splitlines()
+    code, cpu, rss = lines[-1].split()
+    if int(code) not in (0, 1):  # 1: a run failed a check or the judge (an outcome, not a fault)
+        raise SystemExit(f"claw {' '.join(args)} exited {code}: {lines[-6:-1]!r}")
+    return Measured(wall, float(cpu), int(rss) * 1024)
 
 
 def bare_loop_cpu(server: StandIn, requests: int) -> float:
