@@ -28,7 +28,7 @@ from clawstore.report.stats import (
 )
 from clawstore.store import documents
 from clawstore.store.documents import Head
-from clawstore.store.headdoc import is_parted, read_head_doc
+from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, CostSum
 
@@ -363,12 +363,9 @@ def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
     tables = stamped_rows(manifest, head_id, top.get("node_count"), ("results", "judgements"), COLUMNS)
     if tables is None:
         return None
-    fields = {name: value for name, value in top.items() if name not in _HEAD_LAYOUT}
-    head = documents.read_head({**fields, "nodes": []}, f"ref campaigns/{campaign_id}: campaign head {head_id}")
+    where = f"ref campaigns/{campaign_id}: campaign head {head_id}"
+    head = documents.read_head({**head_fields(top), "nodes": []}, where)
     return head_id, head, signer, tables
-
-
-_HEAD_LAYOUT = ("node_parts", "node_count", "node_actions")
 
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
