@@ -39,6 +39,7 @@ SMOKE = {
     "house_bench": ["--before", "HEAD"],
     "transfer_bench": ["--small", "3", "--large", "6", "--models", "1"],
     "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
+    "gc_fsck_bench": ["--cases", "6", "--models", "1", "--runs", "1"],
 }
 
 
