@@ -1,0 +1,137 @@
+"""Reachability and fsck read objects in batches, a pack at a time: they must find exactly what reading one
+object at a time finds, and a damaged or lost object among many must stop gc (never guess what it named)
+and be named by fsck, alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from clawstore.errors import CorruptObjectError, MissingObjectError
+from clawstore.store import Store
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.reach import Reach
+from clawstore.store.services.fsck import fsck
+from clawstore.store.services.gc import collect
+from tests.support.storefiles import age_packs, flip_in_frame, lose_object, pack_files
+
+_ID = re.compile(r"blake3:[0-9a-f]{64}")
+
+
+def _reference_walk(store: Store, roots: list[str]) -> tuple[set[str], set[str]]:
+    """(reached, missing) hex digests, one verified object read at a time: the rule in its plainest form."""
+    reached: set[str] = set()
+    missing: set[str] = set()
+    stack = list(roots)
+    while stack:
+        oid = stack.pop()
+        hexdigest = oid[len(PREFIX):]
+        if hexdigest in reached or hexdigest in missing:
+            continue
+        try:
+            data = store.get_bytes(oid)
+        except MissingObjectError:
+            missing.add(hexdigest)
+            continue
+        reached.add(hexdigest)
+        if data.lstrip()[:1] in (b"{", b"["):
+            stack += _ID.findall(data.decode("utf-8", "replace"))
+    return reached, missing
+
+
+def _graph(store: Store, count: int, seed: int) -> str:
+    """A random DAG of JSON objects over several packs, with what the batched path must hand to the one at a
+    time path: an empty object, incompressible (raw) frames, an object over the batch limit, text naming ids
+    (names nothing), ids of objects never stored. Returns the root's id."""
+    rnd = random.Random(seed)
+    made = [store.put_bytes(b""), store.put_bytes(os.urandom(3000)),
+            store.put_bytes(b"plain text naming " + store.put_bytes(b"only named by text").encode())]
+    ghosts = [PREFIX + os.urandom(32).hex() for _ in range(5)]
+    for index in range(count):
+        named = rnd.sample(made, min(len(made), rnd.randint(0, 4)))
+        if rnd.random() < 0.02:
+            named.append(rnd.choice(ghosts))
+        if index % 500 == 499:
+            store.runtime.close_writer()  # the next objects go to another pack
+        if index == count // 2:
+            made.append(store.put_json({"big": os.urandom(1_200_000).hex()[:2_400_000], "n": named}))
+            continue
+        doc = {"i": index, "n": named} if rnd.random() < 0.9 else [" ", named, os.urandom(400).hex()]
+        made.append(store.put_json(doc))
+    root = store.put_json({"all": made[-60:], "ghost": ghosts[0]})
+    store.runtime.close_writer()
+    return root
+
+
+def test_the_batched_walk_reaches_exactly_what_one_object_at_a_time_reaches(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    root = _graph(store, 2500, seed=5)
+    assert len(pack_files(store)) >= 4
+    walk = Reach(store)
+    walk.mark([root])
+    reached, missing = _reference_walk(store, [root])
+    assert len(reached) > 100 and missing
+    assert walk.marked == reached
+    assert set(walk.missing) == missing
+    assert walk.missing[sorted(missing)[0]] in reached  # who named it is said
+    assert walk.mark([root]) == 0  # marking again finds nothing new
+
+
+@pytest.mark.parametrize("damage", [("json", 40), ("json", -2), ("raw", 1000)])
+def test_gc_stops_at_a_damaged_object_among_many_and_deletes_nothing(tmp_path: Path, damage: tuple[str, int]) -> None:
+    """A reached object that does not verify could name anything: gc must fail, not sweep what it named."""
+    store = Store(tmp_path / "store")
+    leaves = [store.put_bytes(f"leaf {i}".encode()) for i in range(300)]
+    kind, position = damage
+    victim = (store.put_json({"names": leaves[:150], "pad": "x" * 2000}) if kind == "json"
+              else store.put_bytes(b"[" + json.dumps(leaves[:150]).encode() + b"," + os.urandom(4000).hex().encode()
+                                   + b"]"))
+    siblings = [store.put_json({"names": [leaf]}) for leaf in leaves[150:]]
+    store.set_ref("pins/all", store.put_json({"parts": [victim, *siblings]}))
+    store.runtime.close_writer()
+    flip_in_frame(store, victim, position)
+    age_packs(store, 7200)
+    before = sorted(store.iter_objects())
+    with pytest.raises(CorruptObjectError, match=re.escape(victim)):
+        collect(store, grace_s=0)
+    assert sorted(Store(store.root, create=False).iter_objects()) == before
+    assert all(Store(store.root, create=False).get_bytes(leaf) for leaf in leaves)
+
+
+def test_a_lost_object_is_dangling_named_by_its_parent_and_gc_keeps_the_rest(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    kept = [store.put_bytes(f"kept {i}".encode()) for i in range(50)]
+    lost = store.put_bytes(b"will be lost")
+    parent = store.put_json({"kept": kept, "lost": lost})
+    store.set_ref("pins/p", parent)
+    garbage = store.put_bytes(b"nothing names this")
+    store.runtime.close_writer()
+    lose_object(store, lost)
+    age_packs(store, 7200)
+    report = collect(store, grace_s=0)
+    assert report.dangling == {lost: parent}
+    assert [oid for oid, _ in report.objects] == [garbage]
+    assert all(store.has(oid) for oid in (*kept, parent))
+
+
+def test_fsck_names_each_damaged_object_among_many_in_one_pack_and_no_other(tmp_path: Path) -> None:
+    """Verified a batch at a time: one frame that does not decode, or decodes to the wrong content, is named
+    alone; its neighbours in the same batch are fine."""
+    store = Store(tmp_path / "store")
+    objects = [store.put_json({"n": i, "pad": "y" * (i % 700)}) for i in range(2000)]
+    raw = [store.put_bytes(os.urandom(5000)) for _ in range(20)]
+    store.set_ref("pins/all", store.put_json({"all": [*objects, *raw]}))
+    store.runtime.close_writer()
+    assert len(pack_files(store)) == 1
+    undecodable, wrong = objects[777], raw[7]
+    flip_in_frame(store, undecodable, 5)  # the frame header: it no longer decodes
+    flip_in_frame(store, wrong, 2000)  # a raw block's content: decodes, to bytes that do not hash to its id
+    report = fsck(store)
+    assert sorted(report.corrupt) == sorted([undecodable, wrong])
+    assert "undecodable" in report.corrupt[undecodable] and "does not match" in report.corrupt[wrong]
+    assert report.bad_packs and report.objects == 2021
