@@ -5,13 +5,15 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 from __future__ import annotations
 
 import re
+from binascii import unhexlify
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
+from clawstore.store import edges
 from clawstore.store.core import codec
-from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.ids import PREFIX, BadObjectIdError, is_hex64
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
 _JSON_START = frozenset(b"{[")
 _BLANK = frozenset(b" \t\r\n")
+_BATCH = 4096  # objects read per step of a walk (their contents are held together: get_many_bytes bounds them)
 
 
 def ids_in(data: bytes | memoryview) -> set[str]:
@@ -69,35 +72,112 @@ def _named_by_streamed(store: ObjectStore, hexdigest: str) -> set[str]:
 
 
 class Reach:
-    """An incrementally grown closure: `mark(roots)` adds everything the roots reach."""
+    """An incrementally grown closure: `mark(roots)` adds everything the roots reach.
 
-    def __init__(self, store: ObjectStore):
+    Read a batch at a time (ObjectStore.get_many_bytes: grouped by pack, in file order, decoded by zstd's batch
+    API, each verified): what a batch leaves out (absent, large, still in a writer's batch, damaged) is read
+    one at a time by `named_by`, which says what is wrong. Reached objects are held as 32-byte digests."""
+
+    def __init__(self, store: ObjectStore, cached: bool = False):
         self.store = store
-        self.marked: set[str] = set()  # hex digests of reached objects that exist
+        self._marked: set[bytes] = set()  # digests of reached objects that exist
         self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
+        # With `cached`: what an object names is taken from its pack's edges file when that verifies (edges.py)
+        self._packs: dict[str, edges.PackEdges | None] | None = {} if cached else None
 
     def __contains__(self, hexdigest: str) -> bool:
-        return hexdigest in self.marked
+        return bytes.fromhex(hexdigest) in self._marked
+
+    def __len__(self) -> int:
+        return len(self._marked)
+
+    def reached(self, digest: bytes) -> bool:
+        return digest in self._marked
+
+    @property
+    def marked(self) -> set[str]:
+        """Hex digests of the reached objects (made on each call: callers that only ask use `in`, `reached`)."""
+        return {digest.hex() for digest in self._marked}
 
     def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
         """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked."""
-        before = len(self.marked)
-        stack: list[tuple[str, str | None]] = []
+        before = len(self._marked)
+        parent = _digest(named_from) if named_from is not None else None
+        todo: dict[bytes, bytes | None] = {}  # digest -> who named it (None: a root)
         for root in roots:
-            hexdigest = root[len(PREFIX):] if root.startswith(PREFIX) else root
-            stack.append((hexdigest, named_from))
-        while stack:
-            hexdigest, parent = stack.pop()
-            if hexdigest in self.marked:
+            digest = _digest(root)
+            if digest not in self._marked:
+                todo.setdefault(digest, parent)
+        while todo:
+            batch: dict[bytes, bytes | None] = {}
+            for digest in todo:
+                batch[digest] = None
+                if len(batch) == _BATCH:
+                    break
+            for digest in batch:
+                batch[digest] = todo.pop(digest)
+            self._step(batch, todo)
+        return len(self._marked) - before
+
+    def _step(self, batch: dict[bytes, bytes | None], todo: dict[bytes, bytes | None]) -> None:
+        marked = self._marked
+        oids: dict[str, bytes] = {}
+        for digest in batch:
+            if digest in marked:
                 continue
-            names = named_by(self.store, hexdigest)
-            if names is None:
-                self.missing.setdefault(hexdigest, parent)
+            cached = self._cached(digest) if self._packs is not None else None
+            if cached is None:
+                oids[PREFIX + digest.hex()] = digest
                 continue
-            self.missing.pop(hexdigest, None)
-            self.marked.add(hexdigest)
-            stack.extend((child, hexdigest) for child in names if child not in self.marked)
-        return len(self.marked) - before
+            marked.add(digest)
+            for child in cached:
+                if child not in marked and child not in todo:
+                    todo[child] = digest
+        contents = self.store.get_many_bytes(oids) if oids else {}
+        for oid, digest in oids.items():
+            data = contents.pop(oid, None)
+            if data is not None:
+                children = _children(data)
+            else:
+                names = named_by(self.store, oid[len(PREFIX):])
+                if names is None:
+                    named = batch[digest]
+                    self.missing.setdefault(oid[len(PREFIX):], named.hex() if named is not None else None)
+                    continue
+                children = {bytes.fromhex(hexdigest) for hexdigest in names}
+            if self.missing:
+                self.missing.pop(oid[len(PREFIX):], None)
+            marked.add(digest)
+            for child in children:
+                if child not in marked and child not in todo:
+                    todo[child] = digest
+
+
+    def _cached(self, digest: bytes) -> list[bytes] | None:
+        assert self._packs is not None
+        # The index alone: what it lacks (a writer's batch not yet committed) is read by named_by
+        loc = self.store.runtime.index.find_object(digest, look_again=False)
+        if loc is None:
+            return None
+        pack = loc[0]
+        if pack not in self._packs:
+            self._packs[pack] = edges.load(self.store.root, self.store.runtime.packs_dir, pack)
+        found = self._packs[pack]
+        return found.children(digest, loc[1]) if found is not None else None
+
+
+def _digest(root: str) -> bytes:
+    hexdigest = root[len(PREFIX):] if root.startswith(PREFIX) else root
+    if not is_hex64(hexdigest):
+        raise BadObjectIdError(f"not a valid object id: {root!r} (expected blake3:<64 hex digits>)")
+    return bytes.fromhex(hexdigest)
+
+
+def _children(data: bytes) -> set[bytes]:
+    """Digests of every object id written in `data` if it is JSON (what `named_by` reads, as digests)."""
+    if not _looks_json(data[:64]):
+        return set()
+    return {unhexlify(found) for found in set(_ID_RE.findall(data))}
 
 
 @dataclass

@@ -324,7 +324,9 @@ class ObjectStore:
                     chosen.append((digest, oid))
                     held += size
                 decoded = codec.decode_frames(mapped, spans, held) if spans else None
-                for (digest, oid), content in zip(chosen, decoded or (), strict=True):
+                if decoded is None:
+                    continue  # one frame does not decode: all are left to get_bytes, which names it
+                for (digest, oid), content in zip(chosen, decoded, strict=True):
                     if blake3.blake3(content).digest() == digest:
                         found[oid] = content.tobytes()
         return found

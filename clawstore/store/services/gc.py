@@ -48,6 +48,7 @@ from clawstore.store.core.packfile import (
     writer_alive,
 )
 from clawstore.store.core.runtime import TOUCH_AFTER_S
+from clawstore.store.edges import edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
 
@@ -147,7 +148,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
-        reach = Reach(store)
+        reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
         roots = _roots(store)
         report.roots = len(roots)
         reach.mark(roots.values())
@@ -173,7 +174,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 report.stale_leases = remove_stale_leases(store.root)
             else:
                 _count_temp_files(store, report, policy.cutoff)
-        report.reachable = len(reach.marked)
+        report.reachable = len(reach)
         report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
     report.seconds = time.monotonic() - started
     return report
@@ -227,7 +228,7 @@ class _Plan:
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
-        for digest in [d for d in self.doomed_objects if d.hex() in reach]:
+        for digest in [d for d in self.doomed_objects if reach.reached(d)]:
             self.objects[digest] = self.doomed_objects.pop(digest)
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
@@ -244,13 +245,13 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     for key, entry in view.actions.items():
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if keep_all or entry.record.hex() in reach or policy.keeps_by_age(entry.time_ns / 1e9):
+        if keep_all or reach.reached(entry.record) or policy.keeps_by_age(entry.time_ns / 1e9):
             actions[key] = entry
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
             doomed_actions[key] = entry
     reach.mark(kept_records)
-    for key in [k for k, e in doomed_actions.items() if e.record is not None and e.record.hex() in reach]:
+    for key in [k for k, e in doomed_actions.items() if e.record is not None and reach.reached(e.record)]:
         actions[key] = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
     report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
                             if e.record is not None)
@@ -258,7 +259,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     doomed: dict[bytes, Loc] = {}
     for digest, loc in view.objects.items():
         report.objects_seen += 1
-        if digest.hex() in reach:
+        if reach.reached(digest):
             objects[digest] = loc
             continue
         mtime = ages.get(loc[0])
@@ -366,6 +367,8 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         runtime.forget_pack(pack)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pack_path(runtime.packs_dir, pack))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(edges_path(store.root, pack))
     fsync_path(runtime.packs_dir)
     runtime.index.reload()
 

@@ -1,0 +1,116 @@
+"""The edges cache (store/edges.py) against what would make it lie: a damaged, truncated, foreign or stale file, and
+an object damaged after its pack's file was written. gc and fsck must find what they find without it."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clawstore.errors import CorruptObjectError
+from clawstore.store import Store, edges
+from clawstore.store.core.packfile import iter_pack_ids
+from clawstore.store.reach import Reach
+from clawstore.store.services.fsck import fsck
+from clawstore.store.services.gc import collect
+from tests.gc.test_reach_batched import _graph, _reference_walk
+from tests.support.storefiles import age_packs, flip_in_frame
+
+
+def _cached_store(tmp_path: Path) -> tuple[Store, str]:
+    store = Store(tmp_path / "store")
+    root = _graph(store, 1500, seed=11)
+    store.set_ref("pins/root", root)
+    store.runtime.close_writer()
+    assert fsck(store).clean
+    return store, root
+
+
+def _files(store: Store) -> list[Path]:
+    return sorted((store.root / edges.DIR).glob(f"*{edges.SUFFIX}"))
+
+
+def _loaded(store: Store) -> dict[str, bool]:
+    return {pack: edges.load(store.root, store.runtime.packs_dir, pack) is not None
+            for pack in iter_pack_ids(store.runtime.packs_dir)}
+
+
+def test_fsck_writes_one_file_a_sealed_pack_and_gc_walks_them_to_the_same_closure(tmp_path: Path) -> None:
+    store, root = _cached_store(tmp_path)
+    assert len(_files(store)) == len(list(iter_pack_ids(store.runtime.packs_dir))) >= 3
+    assert all(_loaded(store).values())
+    walk = Reach(store, cached=True)
+    walk.mark([root])
+    reached, missing = _reference_walk(store, [root])
+    assert walk.marked == reached and set(walk.missing) == missing
+    before = [path.read_bytes() for path in _files(store)]
+    assert fsck(store).clean  # the second fsck trusts them and writes nothing new
+    assert [path.read_bytes() for path in _files(store)] == before
+
+
+def _flip_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-40])
+
+
+def _foreign(path: Path) -> None:
+    """Another pack's file under this pack's name: whole, but not about this pack."""
+    others = [p for p in path.parent.iterdir() if p != path]
+    path.write_bytes(others[0].read_bytes())
+
+
+@pytest.mark.parametrize("damage", [_flip_middle, _truncate, _foreign, lambda p: p.write_bytes(b"")])
+def test_a_damaged_truncated_or_foreign_file_is_never_trusted_and_fsck_rewrites_it(
+        tmp_path: Path, damage: Callable[[Path], None]) -> None:
+    store, root = _cached_store(tmp_path)
+    victim = _files(store)[0]
+    good = victim.read_bytes()
+    damage(victim)
+    assert not _loaded(store)[victim.name.removesuffix(edges.SUFFIX)]
+    walk = Reach(store, cached=True)
+    walk.mark([root])
+    assert walk.marked == _reference_walk(store, [root])[0]
+    assert fsck(store).clean
+    assert victim.read_bytes() == good  # rebuilt from the pack, read again
+
+
+def test_an_object_damaged_after_its_pack_was_cached_is_found_by_fsck_and_stops_gc(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    leaves = [store.put_bytes(f"leaf {i}".encode()) for i in range(200)]
+    victim = store.put_json({"names": leaves, "pad": "z" * 3000})
+    store.set_ref("pins/v", store.put_json({"v": victim}))
+    store.runtime.close_writer()
+    assert fsck(store).clean and _files(store)
+    flip_in_frame(store, victim, 30)
+    report = fsck(store)
+    assert list(report.corrupt) == [victim]  # the pack no longer hashes to what its file records: read again
+    age_packs(store, 7200)
+    with pytest.raises(CorruptObjectError, match=re.escape(victim)):
+        collect(store, grace_s=0)
+    assert all(store.has(leaf) for leaf in leaves)
+
+
+def test_gc_drops_the_files_of_the_packs_it_removes_and_fsck_those_of_packs_gone(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    kept = store.put_json({"k": [store.put_bytes(b"kept")]})
+    store.set_ref("pins/k", kept)
+    store.runtime.close_writer()
+    garbage = [store.put_bytes(os.urandom(2000)) for _ in range(50)]
+    store.runtime.close_writer()
+    assert fsck(store).clean and len(_files(store)) == 2
+    age_packs(store, 7200)
+    report = collect(store, grace_s=0)
+    assert sorted(oid for oid, _ in report.objects) == sorted(garbage)
+    packs = set(iter_pack_ids(store.runtime.packs_dir))
+    assert {path.name.removesuffix(edges.SUFFIX) for path in _files(store)} <= packs
+    stray = store.root / edges.DIR / f"{'0' * 32}{edges.SUFFIX}"
+    stray.write_bytes(b"a pack long gone")
+    assert fsck(store).clean and not stray.exists()
