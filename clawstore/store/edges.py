@@ -25,7 +25,7 @@ import blake3
 from clawstore.host.durable import write_file_atomic
 from clawstore.store.core import codec
 from clawstore.store.core.adopt import blob_problem
-from clawstore.store.core.ids import file_digest
+from clawstore.store.core.index import IndexView
 from clawstore.store.core.packfile import KIND_OBJECT, Blob, iter_pack_ids, pack_path
 
 DIR = "edges"
@@ -87,11 +87,13 @@ def encode(pack: str, size: int, pack_digest: bytes, named: list[tuple[Blob, lis
 
 
 def write(root: Path, tmp_dir: Path, pack: str, size: int, pack_digest: bytes,
-          named: list[tuple[Blob, list[bytes]]]) -> None:
+          named: list[tuple[Blob, list[bytes]]]) -> PackEdges:
     """Record a pack every blob of which was just verified (a cache: a store that cannot be written skips it)."""
+    data = encode(pack, size, pack_digest, named)
     with contextlib.suppress(OSError):
         (root / DIR).mkdir(exist_ok=True)
-        write_file_atomic(edges_path(root, pack), encode(pack, size, pack_digest, named), tmp_dir, durable=False)
+        write_file_atomic(edges_path(root, pack), data, tmp_dir, durable=False)
+    return decode(pack, data)
 
 
 def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
@@ -103,23 +105,52 @@ def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
         return None
     if len(data) < _HEAD.size + _ID or blake3.blake3(memoryview(data)[:-_ID]).digest() != data[-_ID:]:
         return None
-    magic, pack_id, recorded_size, pack_digest, count, edge_count = _HEAD.unpack_from(data)
-    ids_at = _HEAD.size
-    offsets_at = ids_at + _ID * count
-    starts_at = offsets_at + 8 * count
-    edges_at = starts_at + 4 * (count + 1)
+    magic, pack_id, recorded_size, recorded, count, edge_count = _HEAD.unpack_from(data)
+    edges_at = _HEAD.size + _ID * count + 8 * count + 4 * (count + 1)
     if (magic != _MAGIC or pack_id != bytes.fromhex(pack) or recorded_size != size
             or edges_at + _ID * edge_count != len(data) - _ID):
         return None
     try:
-        if bytes.fromhex(file_digest(pack_path(packs_dir, pack))) != pack_digest:
+        if pack_digest(pack_path(packs_dir, pack)) != recorded:
             return None  # the pack changed since it was verified: what it names must be read again
     except OSError:
         return None
+    return decode(pack, data)
+
+
+def decode(pack: str, data: bytes) -> PackEdges:
+    """The arrays of a file `load` checked (or `encode` just made)."""
+    count = _HEAD.unpack_from(data)[4]
+    ids_at = _HEAD.size
+    offsets_at = ids_at + _ID * count
+    starts_at = offsets_at + 8 * count
+    edges_at = starts_at + 4 * (count + 1)
     offsets, starts = array("Q"), array("I")
     offsets.frombytes(data[offsets_at:starts_at])
     starts.frombytes(data[starts_at:edges_at])
     return PackEdges(pack, data[ids_at:offsets_at], offsets, starts, data[edges_at:-_ID])
+
+
+class EdgeCache:
+    """What objects name, from the edges files of their packs that verify (each loaded on first use, then held:
+    at most 32 bytes an object and an edge, plus 12 an object)."""
+
+    def __init__(self, root: Path, packs_dir: Path, index: IndexView):
+        self._root, self._packs_dir, self._index = root, packs_dir, index
+        self._packs: dict[str, PackEdges | None] = {}
+
+    def add(self, found: PackEdges) -> None:
+        self._packs[found.pack] = found
+
+    def children(self, digest: bytes) -> list[bytes] | None:
+        """What the object names, None when no verified file covers it (it is then read)."""
+        loc = self._index.find_object(digest, look_again=False)  # (what the index lacks is read)
+        if loc is None:
+            return None
+        if loc[0] not in self._packs:
+            self._packs[loc[0]] = load(self._root, self._packs_dir, loc[0])
+        found = self._packs[loc[0]]
+        return found.children(digest, loc[1]) if found is not None else None
 
 
 def remove_stale(root: Path, packs_dir: Path) -> None:
@@ -189,6 +220,11 @@ def _children_of_one(fd: int, blob: Blob) -> list[bytes] | None:
 
 
 def pack_digest(path: Path) -> bytes:
-    """BLAKE3 of a pack's bytes (blake3's threads: disk speed)."""
-    return bytes.fromhex(file_digest(path))
+    """BLAKE3 of a pack's bytes (blake3's threads: disk speed), read REGION bytes at a time."""
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(REGION):
+            hasher.update(chunk)
+    return hasher.digest()
+
 

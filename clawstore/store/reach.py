@@ -83,7 +83,7 @@ class Reach:
         self._marked: set[bytes] = set()  # digests of reached objects that exist
         self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
         # With `cached`: what an object names is taken from its pack's edges file when that verifies (edges.py)
-        self._packs: dict[str, edges.PackEdges | None] | None = {} if cached else None
+        self._edges = edges.EdgeCache(store.root, store.runtime.packs_dir, store.runtime.index) if cached else None
 
     def __contains__(self, hexdigest: str) -> bool:
         return bytes.fromhex(hexdigest) in self._marked
@@ -125,7 +125,7 @@ class Reach:
         for digest in batch:
             if digest in marked:
                 continue
-            cached = self._cached(digest) if self._packs is not None else None
+            cached = self._edges.children(digest) if self._edges is not None else None
             if cached is None:
                 oids[PREFIX + digest.hex()] = digest
                 continue
@@ -151,19 +151,6 @@ class Reach:
             for child in children:
                 if child not in marked and child not in todo:
                     todo[child] = digest
-
-
-    def _cached(self, digest: bytes) -> list[bytes] | None:
-        assert self._packs is not None
-        # The index alone: what it lacks (a writer's batch not yet committed) is read by named_by
-        loc = self.store.runtime.index.find_object(digest, look_again=False)
-        if loc is None:
-            return None
-        pack = loc[0]
-        if pack not in self._packs:
-            self._packs[pack] = edges.load(self.store.root, self.store.runtime.packs_dir, pack)
-        found = self._packs[pack]
-        return found.children(digest, loc[1]) if found is not None else None
 
 
 def _digest(root: str) -> bytes:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.host.durable import fsync_path, write_file_atomic
@@ -47,7 +47,7 @@ from clawstore.store.core.packfile import (
     writer_alive,
 )
 from clawstore.store.documents import read_build_log_doc
-from clawstore.store.headdoc import inline_or_none, part_ids, write_head
+from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_reach import CHUNK, Reach
 
@@ -131,13 +131,14 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
-        checks = _check_packs(store, report, progress)
+        named = edges.EdgeCache(store.root, store.runtime.packs_dir, store.runtime.index)
+        checks = _check_packs(store, report, progress, named)
         _check_index(store, report, checks, segments)
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, checks, segments)
         store.runtime.index.reload()
         report.objects = len(store.runtime.index.objects)
-        reach = Reach(store, report.corrupt)  # (a record named by entries and heads is checked once)
+        reach = Reach(store, report.corrupt, named)  # (a record named by entries and heads is checked once)
         _check_actions(store, report, reach)
         _check_refs(store, report, reach)
     _check_build_logs(store, report)
@@ -149,7 +150,9 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     return report
 
 
-def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None) -> dict[str, _PackCheck]:
+def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None,
+                 named_by: edges.EdgeCache) -> dict[str, _PackCheck]:
+    """Verify every blob (but those of packs an edges file vouches for); `named_by` learns what each object names."""
     checks: dict[str, _PackCheck] = {}
     packs_dir = store.runtime.packs_dir
     known = set(iter_pack_ids(packs_dir))
@@ -174,6 +177,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
         cached = edges.load(store.root, packs_dir, pack) if scan.sealed and pack not in report.bad_packs else None
         if cached is not None:  # every blob verified by an earlier fsck, and the pack's bytes are the same
             checks[pack] = _PackCheck(scan, list(scan.blobs))
+            named_by.add(cached)
             verified += len(scan.blobs)
             if progress is not None:
                 progress(verified)
@@ -195,7 +199,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 if progress is not None and verified % 1000 == 0:
                     progress(verified)
             if digest is not None and pack not in report.bad_packs:
-                edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named)
+                named_by.add(edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named))
         checks[pack] = _PackCheck(scan, good)
     edges.remove_stale(store.root, packs_dir)
     # An object damaged in one pack but intact in another (a copy) is not lost.
@@ -286,7 +290,7 @@ def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackChec
 
 
 def _check_actions(store: Store, report: FsckReport, reach: Reach) -> None:
-    entries = list(store.iter_actions())
+    entries = sorted(store.iter_actions(), key=lambda entry: _where(store, entry[1]))
     for start in range(0, len(entries), CHUNK):
         chunk = entries[start:start + CHUNK]
         records = reach.check(record_id for _, record_id in chunk if record_id is not None)
@@ -300,6 +304,14 @@ def _check_actions(store: Store, report: FsckReport, reach: Reach) -> None:
                 why = entry_problem(key, record, lambda oid: reach.object_problem(oid) is None)
             if why is not None:
                 report.bad_actions[key] = why
+    report.bad_actions = dict(sorted(report.bad_actions.items()))
+
+
+def _where(store: Store, oid: str | None) -> tuple[str, int]:
+    """Where an object is stored: records read in this order are read a region of a pack at a time (their
+    outputs were written just before them), not scattered over every pack in each chunk."""
+    loc = store.runtime.index.find_object(bytes.fromhex(oid[len(PREFIX):]), look_again=False) if oid else None
+    return (loc[0], loc[1]) if loc is not None else ("", 0)
 
 
 def _check_refs(store: Store, report: FsckReport, reach: Reach) -> None:
@@ -332,23 +344,31 @@ def _parts_problem(reach: Reach, head: object) -> str | None:
 def _head_problems(store: Store, target: object, reach: Reach) -> dict[int, str]:
     """{node index: why} for the nodes of a campaign head (a ref's target, read) whose record or outputs
     are gone."""
-    head = inline_or_none(target, lambda part: _read_json(store, part))
-    nodes = head.get("nodes") if isinstance(head, dict) else None
-    if not isinstance(nodes, list):
+    if not (is_parted(target) or isinstance(target, dict) and isinstance(target.get("nodes"), list)):
         return {}  # not a campaign head: the ref's target alone is what it names
-    named = [(index, node, node.get("record")) for index, node in enumerate(nodes)
-             if isinstance(node, dict) and isinstance(node.get("record"), str)]
-    bad = {}
-    for start in range(0, len(named), CHUNK):
-        chunk = named[start:start + CHUNK]
-        reach.check(record_id for _, _, record_id in chunk)
-        for index, node, record_id in chunk:
-            why = reach.records[record_id]
-            if why is not None:
-                where = node.get("address") or {}
-                label = "/".join(str(v) for v in where.values()) if isinstance(where, dict) else "?"
-                bad[index] = f"node {node.get('kind')} {label}: {why}"
+    bad: dict[int, str] = {}
+    chunk: list[tuple[int, dict[str, Any], str]] = []
+    try:  # a part at a time, CHUNK nodes checked at once: the head's nodes are never all held
+        for index, node in enumerate(iter_nodes(target, lambda part: _read_json(store, part))):
+            if isinstance(node, dict) and isinstance(node.get("record"), str):
+                chunk.append((index, node, node["record"]))
+            if len(chunk) == CHUNK:
+                _check_nodes(chunk, reach, bad)
+                chunk = []
+    except StoreError:
+        return {}  # a part that is not one: named by the ref check, its nodes cannot be read
+    _check_nodes(chunk, reach, bad)
     return bad
+
+
+def _check_nodes(chunk: list[tuple[int, dict[str, Any], str]], reach: Reach, bad: dict[int, str]) -> None:
+    reach.check(record_id for _, _, record_id in chunk)
+    for index, node, record_id in chunk:
+        why = reach.records[record_id]
+        if why is not None:
+            where = node.get("address") or {}
+            label = "/".join(str(v) for v in where.values()) if isinstance(where, dict) else "?"
+            bad[index] = f"node {node.get('kind')} {label}: {why}"
 
 
 def _read_json(store: Store, oid: str) -> object:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.store.actions import output_ids
+from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
 if TYPE_CHECKING:
+    from clawstore.store.edges import EdgeCache
     from clawstore.store.store import Store
 
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
@@ -25,8 +27,9 @@ CHUNK = 4096  # records read at once: their bytes and their small outputs' are h
 class Reach:
     """Problems found so far, by record id, output id and object id (None: fine)."""
 
-    def __init__(self, store: Store, corrupt: Mapping[str, str]):
-        self._store, self._corrupt = store, corrupt
+    def __init__(self, store: Store, corrupt: Mapping[str, str], known: EdgeCache | None = None):
+        self._store, self._corrupt, self._known = store, corrupt, known
+        self._index = store.runtime.index
         self.records: dict[str, str | None] = {}
         self._trees: dict[str, str | None] = {}
         self._objects: dict[str, str | None] = {}
@@ -34,9 +37,15 @@ class Reach:
     def object_problem(self, oid: str) -> str | None:
         if oid in self._objects:  # (an input document, an attachment: named by many records)
             return self._objects[oid]
-        problem = "is corrupt" if oid in self._corrupt else None if self._store.has(oid) else "is missing"
+        problem = "is corrupt" if oid in self._corrupt else None if self._has(oid) else "is missing"
         self._objects[oid] = problem
         return problem
+
+    def _has(self, oid: str) -> bool:
+        """store.has, looked up in the loaded index first (what it lacks is asked again the long way)."""
+        if is_oid(oid) and self._index.find_object(bytes.fromhex(oid[len(PREFIX):]), look_again=False):
+            return True
+        return self._store.has(oid)
 
     def check(self, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Check the records not checked yet (`records[id]`: why one cannot be relied on, or None), and
@@ -74,6 +83,10 @@ class Reach:
 
     def _check_trees(self, oids: list[str]) -> None:
         todo = [oid for oid in dict.fromkeys(oids) if oid not in self._trees and self.object_problem(oid) is None]
+        if self._known is not None:  # an output that names no object (most: answers, logs) has no file to lose
+            quiet = {oid for oid in todo if self._known.children(bytes.fromhex(oid[len(PREFIX):])) == []}
+            self._trees.update(dict.fromkeys(quiet))
+            todo = [oid for oid in todo if oid not in quiet]
         contents = self._store.get_many_bytes(todo)
         for oid in todo:
             self._trees[oid] = self._tree_problem(oid, contents.get(oid))
