@@ -5,7 +5,8 @@ printed next to `claw gc --dry-run` and `claw fsck` over the same store (wall, C
     python bench/gc_fsck_bench.py --store /path/to/a/copy/of/a/store [--runs 3]
     python bench/gc_fsck_bench.py --cases 2000 --models 5     # builds that campaign against the stand-in
 
-Only reads the store (gc runs with --dry-run); still, point --store at a copy, never at a shared store.
+gc runs with --dry-run; fsck writes its edges cache (edges/, docs/gc-and-archives.md): the first fsck of a store
+builds it, later ones and gc use it, so the runs are printed in order. Point --store at a copy, never a shared store.
 The cold read drops each pack from the page cache first (posix_fadvise DONTNEED: clean pages only).
 """
 
@@ -147,10 +148,10 @@ def main() -> None:
         for name, command in (("gc --dry-run", ("gc", "--dry-run")), ("fsck", ("fsck",))):
             runs = [measure(Path(scratch), command, env) for _ in range(args.runs)]
             found = median(runs)
-            print(f"claw {name:13} {found.wall:6.2f} s wall (median of {len(runs)}: "
-                  f"{', '.join(f'{m.wall:.2f}' for m in runs)}), {found.cpu:6.2f} s CPU, "
+            each = "; ".join(f"{m.wall:.2f} s, {m.cpu:.2f} s CPU, {m.max_rss / 2**20:.0f} MB" for m in runs)
+            print(f"claw {name:13} median {found.wall:6.2f} s wall, {found.cpu:6.2f} s CPU, worst "
                   f"{found.max_rss / 2**20:5.0f} MB max RSS; CPU {found.cpu / max(verify.cpu, 1e-9):.1f}x the "
-                  f"decode + hash floor's")
+                  f"decode + hash floor's (runs in order: {each})")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 from __future__ import annotations
 
 import re
-from binascii import unhexlify
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,6 @@ _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
 _JSON_START = frozenset(b"{[")
 _BLANK = frozenset(b" \t\r\n")
-_BATCH = 4096  # objects read per step of a walk (their contents are held together: get_many_bytes bounds them)
 
 
 def ids_in(data: bytes | memoryview) -> set[str]:
@@ -72,11 +70,7 @@ def _named_by_streamed(store: ObjectStore, hexdigest: str) -> set[str]:
 
 
 class Reach:
-    """An incrementally grown closure: `mark(roots)` adds everything the roots reach.
-
-    Read a batch at a time (ObjectStore.get_many_bytes: grouped by pack, in file order, decoded by zstd's batch
-    API, each verified): what a batch leaves out (absent, large, still in a writer's batch, damaged) is read
-    one at a time by `named_by`, which says what is wrong. Reached objects are held as 32-byte digests."""
+    """An incrementally grown closure: `mark(roots)` adds everything the roots reach (held as 32-byte digests)."""
 
     def __init__(self, store: ObjectStore, cached: bool = False):
         self.store = store
@@ -101,56 +95,26 @@ class Reach:
 
     def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
         """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked."""
-        before = len(self._marked)
-        parent = _digest(named_from) if named_from is not None else None
-        todo: dict[bytes, bytes | None] = {}  # digest -> who named it (None: a root)
-        for root in roots:
-            digest = _digest(root)
-            if digest not in self._marked:
-                todo.setdefault(digest, parent)
-        while todo:
-            batch: dict[bytes, bytes | None] = {}
-            for digest in todo:
-                batch[digest] = None
-                if len(batch) == _BATCH:
-                    break
-            for digest in batch:
-                batch[digest] = todo.pop(digest)
-            self._step(batch, todo)
-        return len(self._marked) - before
-
-    def _step(self, batch: dict[bytes, bytes | None], todo: dict[bytes, bytes | None]) -> None:
         marked = self._marked
-        oids: dict[str, bytes] = {}
-        for digest in batch:
+        before = len(marked)
+        parent = _digest(named_from) if named_from is not None else None
+        stack = [(_digest(root), parent) for root in roots]
+        while stack:
+            digest, parent = stack.pop()
             if digest in marked:
                 continue
-            cached = self._edges.children(digest) if self._edges is not None else None
-            if cached is None:
-                oids[PREFIX + digest.hex()] = digest
-                continue
-            marked.add(digest)
-            for child in cached:
-                if child not in marked and child not in todo:
-                    todo[child] = digest
-        contents = self.store.get_many_bytes(oids) if oids else {}
-        for oid, digest in oids.items():
-            data = contents.pop(oid, None)
-            if data is not None:
-                children = _children(data)
-            else:
-                names = named_by(self.store, oid[len(PREFIX):])
+            children = self._edges.children(digest) if self._edges is not None else None
+            if children is None:
+                names = named_by(self.store, digest.hex())
                 if names is None:
-                    named = batch[digest]
-                    self.missing.setdefault(oid[len(PREFIX):], named.hex() if named is not None else None)
+                    self.missing.setdefault(digest.hex(), parent.hex() if parent is not None else None)
                     continue
-                children = {bytes.fromhex(hexdigest) for hexdigest in names}
+                children = [bytes.fromhex(hexdigest) for hexdigest in names]
             if self.missing:
-                self.missing.pop(oid[len(PREFIX):], None)
+                self.missing.pop(digest.hex(), None)
             marked.add(digest)
-            for child in children:
-                if child not in marked and child not in todo:
-                    todo[child] = digest
+            stack.extend((child, digest) for child in children if child not in marked)
+        return len(marked) - before
 
 
 def _digest(root: str) -> bytes:
@@ -158,13 +122,6 @@ def _digest(root: str) -> bytes:
     if not is_hex64(hexdigest):
         raise BadObjectIdError(f"not a valid object id: {root!r} (expected blake3:<64 hex digits>)")
     return bytes.fromhex(hexdigest)
-
-
-def _children(data: bytes) -> set[bytes]:
-    """Digests of every object id written in `data` if it is JSON (what `named_by` reads, as digests)."""
-    if not _looks_json(data[:64]):
-        return set()
-    return {unhexlify(found) for found in set(_ID_RE.findall(data))}
 
 
 @dataclass

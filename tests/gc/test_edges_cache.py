@@ -16,7 +16,7 @@ from clawstore.store.core.packfile import iter_pack_ids
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
-from tests.gc.test_reach_batched import _graph, _reference_walk
+from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.support.storefiles import age_packs, flip_in_frame
 
 

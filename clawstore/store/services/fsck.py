@@ -7,6 +7,8 @@ import contextlib
 import json
 import os
 import time
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,10 +214,17 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
 def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], names: list[str]) -> None:
     """Every segment must read back whole, and name only blobs the packs hold intact."""
     index_dir = store.runtime.index_dir
-    where: dict[tuple[str, int], Blob] = {}
-    for pack, check in checks.items():
-        for blob in check.good:
-            where[(pack, blob.offset)] = blob
+    # Each pack's good blobs by offset, found by bisection: 8 bytes a blob, not a dict entry keyed by a tuple
+    good = {pack: sorted(check.good, key=lambda blob: blob.offset) for pack, check in checks.items()}
+    offsets = {pack: array("Q", (blob.offset for blob in blobs)) for pack, blobs in good.items()}
+
+    def where(pack: str, offset: int) -> Blob | None:
+        blobs = good.get(pack)
+        if not blobs:
+            return None
+        pos = bisect_left(offsets[pack], offset)
+        return blobs[pos] if pos < len(blobs) and blobs[pos].offset == offset else None
+
     if not names and any(check.good for check in checks.values()):
         report.bad_index.append(f"the index is empty but {len(checks)} pack(s) hold blobs (it was lost)")
     for name in names:
@@ -227,7 +236,7 @@ def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck]
             report.bad_index.append(str(exc))
             continue
         for digest, (pack, offset, length) in segment.objects.items():
-            blob = where.get((pack, offset))
+            blob = where(pack, offset)
             if blob is None or blob.id != digest or blob.length != length:
                 oid = PREFIX + digest.hex()
                 if oid not in report.corrupt:

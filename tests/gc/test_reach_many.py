@@ -1,6 +1,6 @@
-"""Reachability and fsck read objects in batches, a pack at a time: they must find exactly what reading one
-object at a time finds, and a damaged or lost object among many must stop gc (never guess what it named)
-and be named by fsck, alone."""
+"""Reachability over many objects and packs, and fsck verifying a pack a region at a time (zstd's batch decoder):
+they must find exactly what the plainest reading finds, and a damaged or lost object among many must stop gc (never
+guess what it named) and be named by fsck, alone."""
 
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ def _reference_walk(store: Store, roots: list[str]) -> tuple[set[str], set[str]]
 
 
 def _graph(store: Store, count: int, seed: int) -> str:
-    """A random DAG of JSON objects over several packs, with what the batched path must hand to the one at a
-    time path: an empty object, incompressible (raw) frames, an object over the batch limit, text naming ids
-    (names nothing), ids of objects never stored. Returns the root's id."""
+    """A random DAG of JSON objects over several packs, with what a batch decoder must leave to the one at a time
+    path: an empty object, incompressible (raw) frames, an object over the batch limit; and text naming ids (names
+    nothing), ids of objects never stored. Returns the root's id."""
     rnd = random.Random(seed)
     made = [store.put_bytes(b""), store.put_bytes(os.urandom(3000)),
             store.put_bytes(b"plain text naming " + store.put_bytes(b"only named by text").encode())]
@@ -68,7 +68,7 @@ def _graph(store: Store, count: int, seed: int) -> str:
     return root
 
 
-def test_the_batched_walk_reaches_exactly_what_one_object_at_a_time_reaches(tmp_path: Path) -> None:
+def test_the_walk_reaches_exactly_what_the_plainest_walk_reaches(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     root = _graph(store, 2500, seed=5)
     assert len(pack_files(store)) >= 4
