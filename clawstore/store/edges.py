@@ -35,21 +35,24 @@ _HEAD = struct.Struct("<8s16sQ32sQQ")  # magic, pack id, pack size, BLAKE3 of th
 _ID = 32
 REGION = 8 << 20  # pack bytes read (and content decoded) at once when verifying: fsck's memory bound per pack
 _STORED_MAX = 1 << 20  # objects stored larger than this are verified on their own (streamed over 4 MiB)
-_ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
+# What an object names (docs/gc-and-archives.md, Roots and reachability): if it is JSON, every id written in it.
+ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _JSON_START = frozenset(b"{[")
 _BLANK = frozenset(b" \t\r\n")
 
 
-def children_in(data: bytes | memoryview) -> list[bytes]:
-    """Digests of the object ids written in `data` if it is JSON (the rule of reach.named_by), deduplicated."""
-    for byte in bytes(data[:64]):
+def looks_json(head: bytes | memoryview) -> bool:
+    for byte in bytes(head):
         if byte not in _BLANK:
-            if byte not in _JSON_START:
-                return []
-            break
-    else:
+            return byte in _JSON_START
+    return False
+
+
+def children_in(data: bytes | memoryview) -> list[bytes]:
+    """Digests of the object ids written in `data` if it is JSON (reach.named_by's rule), deduplicated."""
+    if not looks_json(data[:64]):
         return []
-    return [unhexlify(found) for found in set(_ID_RE.findall(data))]
+    return [unhexlify(found) for found in set(ID_RE.findall(data))]
 
 
 @dataclass

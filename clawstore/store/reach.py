@@ -4,7 +4,6 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,28 +12,19 @@ from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import edges
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, BadObjectIdError, is_hex64
+from clawstore.store.edges import ID_RE, looks_json
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
 if TYPE_CHECKING:
     from clawstore.store.core.objects import ObjectStore
 
-_ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
-_JSON_START = frozenset(b"{[")
-_BLANK = frozenset(b" \t\r\n")
 
 
 def ids_in(data: bytes | memoryview) -> set[str]:
     """Hex digests of every object id written in `data`."""
-    return {m.decode("ascii") for m in _ID_RE.findall(data)}
-
-
-def _looks_json(head: bytes) -> bool:
-    for byte in head:
-        if byte not in _BLANK:
-            return byte in _JSON_START
-    return False
+    return {m.decode("ascii") for m in ID_RE.findall(data)}
 
 
 def named_by(store: ObjectStore, hexdigest: str) -> set[str] | None:
@@ -47,7 +37,7 @@ def named_by(store: ObjectStore, hexdigest: str) -> set[str] | None:
         stored = store.locate(oid)[2]
         if stored <= _WHOLE_MAX:
             data = store.get_bytes(oid)
-            return ids_in(data) if _looks_json(data[:64]) else set()
+            return ids_in(data) if looks_json(data[:64]) else set()
         return _named_by_streamed(store, hexdigest)
     except MissingObjectError:
         return None
@@ -61,7 +51,7 @@ def _named_by_streamed(store: ObjectStore, hexdigest: str) -> set[str]:
         while chunk := reader.read(codec.CHUNK):
             if first:
                 first = False
-                if not _looks_json(chunk[:64]):
+                if not looks_json(chunk[:64]):
                     return set()
             window = tail + chunk
             found |= ids_in(window)
