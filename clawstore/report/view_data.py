@@ -7,11 +7,14 @@ when a run's page is opened (view_page.py). Layout and bounds: docs/view.md.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, build_report
@@ -29,19 +32,33 @@ MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; 
 READ_RUNS = 256  # runs whose records and bodies are read (in bulk) and held at once
 
 
-class _Objects:
-    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed: a few hundred runs' records and
-    bodies at a time, never the campaign's."""
+# The top-level fields a run page reads of a record, and of the bodies it shows (an artifact's trace, the checks, a
+# judgement's scores): the rest of each object is skipped unparsed (an artifact's request and provider metadata were
+# most of the time spent decoding).
+RECORD_FIELDS = ("address", "status", "error", "summary", "metrics", "outputs")
+BODY_FIELDS = ("trace", "checks", "scores")
 
-    def __init__(self, store: StoreReader, oids: Iterable[Any]):
+
+class _Objects:
+    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed, each to its `fields` (a JSON
+    object: a dict of those it has; anything else: as parsed in full): a few hundred runs' records and bodies at a time,
+    never the campaign's."""
+
+    def __init__(self, store: StoreReader, oids: Iterable[Any], fields: tuple[str, ...]):
         self._store = store
         wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid})
         self._json: dict[str, Any] = {}
+        decoder = _decoder(fields)
         for oid, data in store.get_many_bytes(wanted).items():
             try:
-                self._json[oid] = jsontext.loads(data)
-            except ValueError:
-                self._json[oid] = None  # not JSON: the page says "not stored"
+                found = decoder.decode(data)
+                self._json[oid] = {name: value for name in fields
+                                   if (value := getattr(found, name)) is not msgspec.UNSET}
+            except (ValueError, RecursionError):  # not an object, or what msgspec refuses: parsed in full
+                try:
+                    self._json[oid] = jsontext.loads(data)
+                except ValueError:
+                    self._json[oid] = None  # not JSON: the page says "not stored"
 
     def maybe_json(self, oid: Any) -> Any:
         if not isinstance(oid, str) or not oid:
@@ -52,6 +69,12 @@ class _Objects:
             return self._store.get_json(oid)
         except (MissingObjectError, ValueError):
             return None
+
+
+@functools.cache
+def _decoder(fields: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a JSON object to `fields` alone (each any JSON value, UNSET when absent), the others skipped."""
+    return msgspec.json.Decoder(msgspec.defstruct("Fields", [(name, Any, msgspec.UNSET) for name in fields]))
 
 
 @dataclass
@@ -243,9 +266,9 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     for campaign, head_id in enumerate(data.head_ids):
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
         while batch := list(itertools.islice(runs, READ_RUNS)):
-            records = _Objects(store, (node.record for _, nodes in batch for node in nodes))
+            records = _Objects(store, (node.record for _, nodes in batch for node in nodes), RECORD_FIELDS)
             bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
-                                      for oid in _body_ids(records.maybe_json(node.record))))
+                                      for oid in _body_ids(records.maybe_json(node.record))), BODY_FIELDS)
             for key, nodes in batch:
                 detail = _run_detail([(node, records.maybe_json(node.record)) for node in nodes], bodies, campaign)
                 rows[(campaign, *key)]["runs"].append(count)
