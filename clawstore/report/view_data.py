@@ -32,33 +32,26 @@ MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; 
 READ_RUNS = 256  # runs whose records and bodies are read (in bulk) and held at once
 
 
-# The top-level fields a run page reads of a record, and of the bodies it shows (an artifact's trace, the checks, a
-# judgement's scores): the rest of each object is skipped unparsed (an artifact's request and provider metadata were
-# most of the time spent decoding).
-RECORD_FIELDS = ("address", "status", "error", "summary", "metrics", "outputs")
+# The top-level fields a run page reads of the bodies it shows (an artifact's trace, the checks, a judgement's scores):
+# the rest of each is skipped unparsed (an artifact's request and provider metadata were most of the time spent
+# decoding it). A record is parsed whole: most of it is what the page reads.
 BODY_FIELDS = ("trace", "checks", "scores")
 
 
 class _Objects:
-    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed, each to its `fields` (a JSON
-    object: a dict of those it has; anything else: as parsed in full): a few hundred runs' records and bodies at a time,
-    never the campaign's."""
+    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed, each in full or to `fields` (a
+    JSON object: a dict of those it has; anything else: as parsed in full): a few hundred runs' records and bodies at a
+    time, never the campaign's."""
 
-    def __init__(self, store: StoreReader, oids: Iterable[Any], fields: tuple[str, ...]):
+    def __init__(self, store: StoreReader, oids: Iterable[Any], fields: tuple[str, ...] | None = None):
         self._store = store
         wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid})
         self._json: dict[str, Any] = {}
-        decoder = _decoder(fields)
         for oid, data in store.get_many_bytes(wanted).items():
             try:
-                found = decoder.decode(data)
-                self._json[oid] = {name: value for name in fields
-                                   if (value := getattr(found, name)) is not msgspec.UNSET}
-            except (ValueError, RecursionError):  # not an object, or what msgspec refuses: parsed in full
-                try:
-                    self._json[oid] = jsontext.loads(data)
-                except ValueError:
-                    self._json[oid] = None  # not JSON: the page says "not stored"
+                self._json[oid] = _fields_of(data, fields) if fields else jsontext.loads(data)
+            except ValueError:
+                self._json[oid] = None  # not JSON: the page says "not stored"
 
     def maybe_json(self, oid: Any) -> Any:
         if not isinstance(oid, str) or not oid:
@@ -69,6 +62,16 @@ class _Objects:
             return self._store.get_json(oid)
         except (MissingObjectError, ValueError):
             return None
+
+
+def _fields_of(data: bytes, fields: tuple[str, ...]) -> Any:
+    """The JSON object `data` as a dict of those of `fields` it has; anything else parsed in full (ValueError: not
+    JSON)."""
+    try:
+        found = _decoder(fields).decode(data)
+    except (ValueError, RecursionError):  # not an object, or what msgspec refuses (jsontext.loads says)
+        return jsontext.loads(data)
+    return {name: value for name in fields if (value := getattr(found, name)) is not msgspec.UNSET}
 
 
 @functools.cache
@@ -266,7 +269,7 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     for campaign, head_id in enumerate(data.head_ids):
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
         while batch := list(itertools.islice(runs, READ_RUNS)):
-            records = _Objects(store, (node.record for _, nodes in batch for node in nodes), RECORD_FIELDS)
+            records = _Objects(store, (node.record for _, nodes in batch for node in nodes))
             bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
                                       for oid in _body_ids(records.maybe_json(node.record))), BODY_FIELDS)
             for key, nodes in batch:
