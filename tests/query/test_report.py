@@ -401,7 +401,7 @@ def test_the_c_encoders_indented_text_is_the_python_encoders() -> None:
             lambda: {rnd.choice(["a", "b", "é", uuid.uuid4().hex, "Z"]) + str(i): value(depth + 1) for i in range(4)},
             lambda: [value(depth + 1) for _ in range(rnd.randrange(4))],
             lambda: tuple(value(depth + 1) for _ in range(rnd.randrange(3))),
-            lambda: {1: "int key", 2.5: None, None: [1]},
+            lambda: {1: "int key", 2.5: None, 3: [1]},
             lambda: {}])()
 
     for _ in range(3000):
