@@ -45,9 +45,13 @@ class _Objects:
 
     def __init__(self, store: StoreReader, oids: Iterable[Any], fields: tuple[str, ...] | None = None):
         self._store = store
-        wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid})
         self._json: dict[str, Any] = {}
-        for oid, data in store.get_many_bytes(wanted).items():
+        self.add(oids, fields)
+
+    def add(self, oids: Iterable[Any], fields: tuple[str, ...] | None = None) -> None:
+        """Read `oids` too, in bulk."""
+        wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid and oid not in self._json})
+        for oid, data in self._store.get_many_bytes(wanted).items():
             try:
                 self._json[oid] = _fields_of(data, fields) if fields else jsontext.loads(data)
             except ValueError:
@@ -269,14 +273,40 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     for campaign, head_id in enumerate(data.head_ids):
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
         while batch := list(itertools.islice(runs, READ_RUNS)):
-            records = _Objects(store, (node.record for _, nodes in batch for node in nodes))
+            records = _Objects(store, (node.record for _, nodes in batch for node in nodes if _planned(node) is None))
             bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
-                                      for oid in _body_ids(records.maybe_json(node.record))), BODY_FIELDS)
+                                      for oid in _body_ids(_planned(node) or records.maybe_json(node.record))),
+                              BODY_FIELDS)
+            records.add(node.record for _, nodes in batch for node in nodes  # (a body without the checks)
+                        if _planned(node) is not None and not _checks_in_body(node, bodies))
             for key, nodes in batch:
-                detail = _run_detail([(node, records.maybe_json(node.record)) for node in nodes], bodies, campaign)
+                detail = _run_detail([(node, _record(node, records, bodies)) for node in nodes], bodies, campaign)
                 rows[(campaign, *key)]["runs"].append(count)
                 count += 1
                 yield detail
+
+
+def _planned(node: HeadNode) -> dict[str, Any] | None:
+    """The planning view a head keeps of a checks node's record (`record_doc`: its status, outputs, metrics, error, as
+    the record has them), when it has one: the page reads of that record only its outputs (the checks' body), and
+    its summary's checks when the body has none. None for every other node: its record is read."""
+    doc = node.record_doc
+    if node.kind == "checks" and isinstance(node.record, str) and isinstance(doc, dict) and isinstance(
+            doc.get("outputs"), dict):
+        return doc
+    return None
+
+
+def _checks_in_body(node: HeadNode, bodies: _Objects) -> bool:
+    """Whether the checks body a planned node names holds the checks (then its record's summary is not read)."""
+    planned = _planned(node)
+    return bool(planned and (bodies.maybe_json(planned["outputs"].get("checks")) or {}).get("checks"))
+
+
+def _record(node: HeadNode, records: _Objects, bodies: _Objects) -> Mapping[str, Any] | None:
+    """The node's record as the page reads it: a checks node's planning view when its body holds the checks (a
+    quarter of the records a page needs, never read), else the record itself."""
+    return _planned(node) if _checks_in_body(node, bodies) else records.maybe_json(node.record)
 
 
 def _body_ids(record: Any) -> list[Any]:
