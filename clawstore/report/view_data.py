@@ -289,10 +289,11 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
 def _planned(node: HeadNode) -> dict[str, Any] | None:
     """The planning view a head keeps of a checks node's record (`record_doc`: its status, outputs, metrics, error, as
     the record has them), when it has one: the page reads of that record only its outputs (the checks' body), and
-    its summary's checks when the body has none. None for every other node: its record is read."""
+    its summary's checks when the body has none. None for every other node (and one whose record fsck --repair took
+    away): its record is read."""
     doc = node.record_doc
-    if node.kind == "checks" and isinstance(node.record, str) and isinstance(doc, dict) and isinstance(
-            doc.get("outputs"), dict):
+    if node.kind == "checks" and isinstance(node.record, str) and node.quarantined is None and isinstance(
+            doc, dict) and isinstance(doc.get("outputs"), dict):
         return doc
     return None
 
