@@ -24,6 +24,7 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
                    models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
                    no_chart: bool) -> None:
     """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
+    from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
@@ -35,15 +36,18 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     root = existing_store_root(store_dir)
     store = open_existing(root)
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
-    report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
-    if output == "json":
-        for chunk in json_chunks(report):
-            click.echo(chunk, nl=False)
-        click.echo()
-    elif stdout_is_terminal():
-        print_terminal(report)
-    else:
-        click.echo(render_text(report), nl=False)
+    # The report's rows and their parts are acyclic: the collector's passes over them (50,000 rows at 10,000 x 5)
+    # cost a fifth of building them.
+    with collector_paused():
+        report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
+        if output == "json":
+            for chunk in json_chunks(report):
+                click.echo(chunk, nl=False)
+            click.echo()
+        elif stdout_is_terminal():
+            print_terminal(report)
+        else:
+            click.echo(render_text(report), nl=False)
     if no_chart:
         return
     from clawstore.report.chart import NoScoresError, write_chart

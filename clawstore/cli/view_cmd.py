@@ -12,11 +12,12 @@ from clawstore.cli.common import store_option, workspace_store_dir
 
 def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
     """Tags are not part of any key, so the store does not hold them: read them from the case configs
-    when they are here. A missing or broken workspace only means the page has no tag filter."""
+    when they are here (their tags alone). A missing or broken workspace only means the page has no tag filter."""
     try:
-        from clawstore.config import find_workspace_root, load_workspace
+        from clawstore.config import find_workspace_root
+        from clawstore.config.workspace import case_tags
 
-        return load_workspace(find_workspace_root(cwd)).case_tags()
+        return case_tags(find_workspace_root(cwd))
     except Exception:  # noqa: BLE001 - tags are a convenience, never a reason to fail
         return {}
 

@@ -15,17 +15,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from clawstore.config.catalog import CaseStub, Loaded, LoadedAgent, LoadedCase, Workspace
-from clawstore.config.containment import escapes, outside_message
+from clawstore.config.containment import escapes, outside_message, real_root
 from clawstore.config.error_text import describe_all
 from clawstore.config.limits import MAX_ATTACHMENT_BYTES
 from clawstore.config.messages import case_path, expand_sources
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
 from clawstore.config.references import split_root
 from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
-from clawstore.config.yamlio import YamlProblem, load_mapping
+from clawstore.config.yamlio import YamlProblem, load_mapping, read_text
 from clawstore.errors import ConfigError, UsageError
 from clawstore.host.run_limits import workspace_problem
 
@@ -293,6 +294,101 @@ def load_profiles(root: Path) -> Workspace:
     ws.evaluation_profiles = _load_kind(ws, "evaluation_profiles", EvaluationProfile, "evaluation_profile_id")
     return ws
 
+
+def case_tags(root: Path) -> dict[str, tuple[str, ...]]:
+    """The tags of the cases under the workspace `root`, read from each test.yaml's `case_id` and `tags` alone and
+    normalised as a loaded case's are: `claw view`'s tag filter, where loading every case in full cost 2.6 s at 10,000
+    cases. What load_workspace gives (Workspace.case_tags) for cases that load; a file that does not parse, leads out
+    of the workspace, or whose case_id is not a string or tags not a list of strings gives none, and a case_id written
+    twice keeps its first file's, as there. A case that fails validation otherwise still gives its tags."""
+    found = split_root(Path(os.path.normpath(Path(root).absolute())))
+    if found is None:
+        raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
+    root_real = real_root(found[0])
+    out: dict[str, tuple[str, ...]] = {}
+    seen: set[str] = set()
+    for path in discover_cases(found[1]):
+        try:
+            if escapes(path, root_real) is not None:
+                continue
+            fields = id_and_tags(read_text(path))
+            if fields is None:  # (the loader says what the events alone cannot)
+                data = load_mapping(path)
+                fields = data.get("case_id"), data.get("tags")
+            case_id, tags = fields
+        except YamlProblem:
+            continue
+        if not isinstance(case_id, str) or case_id in seen:
+            continue
+        seen.add(case_id)
+        tags = [] if tags is None else tags
+        if isinstance(tags, list) and all(isinstance(tag, str) for tag in tags):
+            out[case_id] = tuple(sorted({tag.strip() for tag in tags if tag.strip()}))
+    return out
+
+
+_RESOLVER = yaml.resolver.Resolver()
+_STR, _NULL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null"
+_FIELDS = ("case_id", "tags")
+_KEY = object()  # (a key comes next)
+
+
+def id_and_tags(text: str) -> tuple[Any, Any] | None:
+    """(case_id, tags) of a case file's top-level mapping from its parse events, no object built for the rest of the
+    file (a fifth of the time): each None when absent, a list of tags, and a value that is not a string (a number, a
+    mapping) as 0. None when the events alone cannot say what load_mapping reads there (an alias, an anchor or a tag on
+    these or on a key, a key that is not a string or is written twice, not one mapping, a YAML error)."""
+    found: dict[str, Any] = {}
+    keys: set[str] = set()
+    depth, key, tags, started = 0, _KEY, None, False
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.StreamStartEvent | yaml.StreamEndEvent | yaml.DocumentStartEvent
+                          | yaml.DocumentEndEvent):
+                continue
+            ours = depth == 0 or (depth == 1 and key is _KEY) or key in _FIELDS
+            if isinstance(event, yaml.AliasEvent) or ours and (
+                    getattr(event, "anchor", None) is not None or getattr(event, "tag", None) not in (None, "!")):
+                return None  # (an alias anywhere: the loader says whether its anchor exists)
+            if depth == 0:  # the top level: one mapping
+                if started or not isinstance(event, yaml.MappingStartEvent):
+                    return None
+                started, depth = True, 1
+            elif depth == 1 and key is _KEY:
+                if isinstance(event, yaml.MappingEndEvent):
+                    depth = 0
+                    continue
+                key = _scalar(event) if isinstance(event, yaml.ScalarEvent) else None
+                if not isinstance(key, str) or key in keys:  # (a merge key `<<` is not a string)
+                    return None
+                keys.add(key)
+            elif depth == 1:  # its value
+                if isinstance(event, yaml.ScalarEvent):
+                    found[key], key = _scalar(event), _KEY
+                elif key == "tags" and isinstance(event, yaml.SequenceStartEvent):
+                    tags, depth = [], 2
+                else:  # a mapping or another field's list: skipped
+                    found[key], depth = 0, 2
+            elif tags is not None:  # in the list of tags
+                if isinstance(event, yaml.SequenceEndEvent):
+                    found["tags"], tags, key, depth = tags, None, _KEY, 1
+                elif isinstance(event, yaml.ScalarEvent):
+                    tags.append(_scalar(event))
+                else:
+                    found["tags"], tags, depth = 0, None, depth + 1  # (not a list of strings)
+            else:  # in a value skipped
+                if isinstance(event, yaml.CollectionStartEvent | yaml.CollectionEndEvent):
+                    depth += 1 if isinstance(event, yaml.CollectionStartEvent) else -1
+                    key = _KEY if depth == 1 else key
+    except yaml.YAMLError:
+        return None
+    return found.get("case_id"), found.get("tags")
+
+
+def _scalar(event: yaml.ScalarEvent) -> Any:
+    """A scalar as the safe loader reads it, if a string or null; any other as 0 (not a string, either way)."""
+    tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+    return event.value if tag == _STR else None if tag == _NULL else 0
 
 def _load(ws: Workspace) -> Workspace:
     _load_cases(ws)

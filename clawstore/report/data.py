@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from math import fsum
 from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
@@ -169,7 +170,15 @@ def fold_action(actions: Iterable[str | None]) -> str | None:
 
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
-    return fmean(present) if present else None
+    return fsum(present) / len(present) if present else None  # (statistics.fmean, without its checks)
+
+
+def _means(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float | None]:
+    """_mean of each column `names` of `rows`: of one row (one repetition, the common case) without a list for each."""
+    if len(rows) == 1:
+        only = rows[0]
+        return {name: None if (value := only[name]) is None else fsum((value,)) for name in names}
+    return {name: _mean(r[name] for r in rows) for name in names}
 
 
 def _problem(node: Row) -> str | None:
@@ -190,13 +199,15 @@ def _cost(nodes: Iterable[Row]) -> CostSum:
 
 
 def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportRow:
-    runs = [n for n in nodes if n["kind"] == "run"]
-    evals = [n for n in nodes if n["kind"] in EVAL_KINDS]
+    runs: list[Row] = []
+    evals: list[Row] = []
+    for node in nodes:
+        (runs if node["kind"] == "run" else evals if node["kind"] in EVAL_KINDS else []).append(node)
     run_cost = _cost(runs)
     eval_cost = _cost(evals)
     verdicts = [r["passed"] for r in results if r["passed"] is not None]
     problems = [p for p in (_problem(n) for n in nodes) if p]
-    statuses = [n["status"] for n in runs + [n for n in evals if n["kind"] == "result"]]
+    statuses = [n["status"] for n in runs] + [n["status"] for n in evals if n["kind"] == "result"]
     bad = [s or "missing" for s in statuses if s not in _OK]
     return ReportRow(
         model_id=model,
@@ -213,7 +224,7 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
         problems=problems,
         input_tokens=sum(n["input_tokens"] or 0 for n in runs),
         output_tokens=sum(n["output_tokens"] or 0 for n in runs),
-        dimensions={d: _mean(r[d] for r in results) for d in DIMENSIONS},
+        dimensions=_means(results, DIMENSIONS),
         pass_threshold=next((r["pass_threshold"] for r in results if r["pass_threshold"] is not None), None),
     )
 

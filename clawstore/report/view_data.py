@@ -7,11 +7,14 @@ when a run's page is opened (view_page.py). Layout and bounds: docs/view.md.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, build_report
@@ -29,17 +32,28 @@ MAX_TEXT = 20_000  # characters of one message or tool output kept in the page; 
 READ_RUNS = 256  # runs whose records and bodies are read (in bulk) and held at once
 
 
-class _Objects:
-    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed: a few hundred runs' records and
-    bodies at a time, never the campaign's."""
+# The top-level fields a run page reads of the bodies it shows (an artifact's trace, the checks, a judgement's scores):
+# the rest of each is skipped unparsed (an artifact's request and provider metadata were most of the time spent
+# decoding it). A record is parsed whole: most of it is what the page reads.
+BODY_FIELDS = ("trace", "checks", "scores")
 
-    def __init__(self, store: StoreReader, oids: Iterable[Any]):
+
+class _Objects:
+    """The objects one batch of runs names, read in bulk (get_many_bytes) and parsed, each in full or to `fields` (a
+    JSON object: a dict of those it has; anything else: as parsed in full): a few hundred runs' records and bodies at a
+    time, never the campaign's."""
+
+    def __init__(self, store: StoreReader, oids: Iterable[Any], fields: tuple[str, ...] | None = None):
         self._store = store
-        wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid})
         self._json: dict[str, Any] = {}
-        for oid, data in store.get_many_bytes(wanted).items():
+        self.add(oids, fields)
+
+    def add(self, oids: Iterable[Any], fields: tuple[str, ...] | None = None) -> None:
+        """Read `oids` too, in bulk."""
+        wanted = sorted({oid for oid in oids if isinstance(oid, str) and oid and oid not in self._json})
+        for oid, data in self._store.get_many_bytes(wanted).items():
             try:
-                self._json[oid] = jsontext.loads(data)
+                self._json[oid] = _fields_of(data, fields) if fields else jsontext.loads(data)
             except ValueError:
                 self._json[oid] = None  # not JSON: the page says "not stored"
 
@@ -52,6 +66,22 @@ class _Objects:
             return self._store.get_json(oid)
         except (MissingObjectError, ValueError):
             return None
+
+
+def _fields_of(data: bytes, fields: tuple[str, ...]) -> Any:
+    """The JSON object `data` as a dict of those of `fields` it has; anything else parsed in full (ValueError: not
+    JSON)."""
+    try:
+        found = _decoder(fields).decode(data)
+    except (ValueError, RecursionError):  # not an object, or what msgspec refuses (jsontext.loads says)
+        return jsontext.loads(data)
+    return {name: value for name in fields if (value := getattr(found, name)) is not msgspec.UNSET}
+
+
+@functools.cache
+def _decoder(fields: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a JSON object to `fields` alone (each any JSON value, UNSET when absent), the others skipped."""
+    return msgspec.json.Decoder(msgspec.defstruct("Fields", [(name, Any, msgspec.UNSET) for name in fields]))
 
 
 @dataclass
@@ -243,14 +273,41 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     for campaign, head_id in enumerate(data.head_ids):
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
         while batch := list(itertools.islice(runs, READ_RUNS)):
-            records = _Objects(store, (node.record for _, nodes in batch for node in nodes))
+            records = _Objects(store, (node.record for _, nodes in batch for node in nodes if _planned(node) is None))
             bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
-                                      for oid in _body_ids(records.maybe_json(node.record))))
+                                      for oid in _body_ids(_planned(node) or records.maybe_json(node.record))),
+                              BODY_FIELDS)
+            records.add(node.record for _, nodes in batch for node in nodes  # (a body without the checks)
+                        if _planned(node) is not None and not _checks_in_body(node, bodies))
             for key, nodes in batch:
-                detail = _run_detail([(node, records.maybe_json(node.record)) for node in nodes], bodies, campaign)
+                detail = _run_detail([(node, _record(node, records, bodies)) for node in nodes], bodies, campaign)
                 rows[(campaign, *key)]["runs"].append(count)
                 count += 1
                 yield detail
+
+
+def _planned(node: HeadNode) -> dict[str, Any] | None:
+    """The planning view a head keeps of a checks node's record (`record_doc`: its status, outputs, metrics, error, as
+    the record has them), when it has one: the page reads of that record only its outputs (the checks' body), and
+    its summary's checks when the body has none. None for every other node (and one whose record fsck --repair took
+    away): its record is read."""
+    doc = node.record_doc
+    if node.kind == "checks" and isinstance(node.record, str) and node.quarantined is None and isinstance(
+            doc, dict) and isinstance(doc.get("outputs"), dict):
+        return doc
+    return None
+
+
+def _checks_in_body(node: HeadNode, bodies: _Objects) -> bool:
+    """Whether the checks body a planned node names holds the checks (then its record's summary is not read)."""
+    planned = _planned(node)
+    return bool(planned and (bodies.maybe_json(planned["outputs"].get("checks")) or {}).get("checks"))
+
+
+def _record(node: HeadNode, records: _Objects, bodies: _Objects) -> Mapping[str, Any] | None:
+    """The node's record as the page reads it: a checks node's planning view when its body holds the checks (a
+    quarter of the records a page needs, never read), else the record itself."""
+    return _planned(node) if _checks_in_body(node, bodies) else records.maybe_json(node.record)
 
 
 def _body_ids(record: Any) -> list[Any]:

@@ -378,6 +378,37 @@ def test_the_json_written_in_chunks_is_the_json_of_the_whole_report(
         assert "".join(text.json_chunks(report_)) == json.dumps(report_.to_json(), indent=2, sort_keys=True)
 
 
+
+def test_the_c_encoders_indented_text_is_the_python_encoders() -> None:
+    """json_chunks writes rows with text.Indented (the C encoder, a level at a time): the same text as the pure-Python
+    encoder that `indent` takes, for whatever a row may hold, hostile text, placeholder look-alikes (another call's
+    random mark: a row cannot hold this call's) and odd keys too."""
+    import random
+    import uuid
+
+    from clawstore.report.text import Indented
+
+    encoder = json.JSONEncoder(indent=2, sort_keys=True)
+    indented = Indented(encoder)
+    rnd = random.Random(54)
+    scalars = [None, True, False, 0, -3, 2**70, 1.5, -0.0, float("nan"), float("-inf"), 1e-7,
+               'é"\\\n</script>\ud800😀', f"{uuid.uuid4().hex}0", f'"{uuid.uuid4().hex}1"']
+
+    def value(depth: int) -> object:
+        if depth > 3 or rnd.random() < 0.5:
+            return rnd.choice(scalars)
+        return rnd.choice([
+            lambda: {rnd.choice(["a", "b", "é", uuid.uuid4().hex, "Z"]) + str(i): value(depth + 1) for i in range(4)},
+            lambda: [value(depth + 1) for _ in range(rnd.randrange(4))],
+            lambda: tuple(value(depth + 1) for _ in range(rnd.randrange(3))),
+            lambda: {1: "int key", 2.5: None, 3: [1]},
+            lambda: {}])()
+
+    for _ in range(3000):
+        found = value(0)
+        for indent in ("", "    "):
+            assert indented(found, indent) == encoder.encode(found).replace("\n", "\n" + indent), found
+
 def test_a_head_directory_removed_while_its_nodes_stream_is_reported_from_the_full_path(
         workspace: tuple[Store, dict[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
     import duckdb

@@ -1,0 +1,95 @@
+"""`claw view`'s tag filter reads each case file's case_id and tags alone (config/workspace.py case_tags): the same
+tags as loading the workspace in full, and the same fields as the loader wherever the parse events can say them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clawstore.config.workspace import case_tags, id_and_tags, load_workspace
+from clawstore.config.yamlio import YamlProblem, parse_yaml_text
+from tests.support.workspace import standard
+
+# Case files as people write them, and as they break: each read by the events, or left to the loader (None).
+TEXTS = [
+    "case_id: a\ntags: [x, ' y ', x, '']\n",
+    "tags:\n  - b\n  - a\ncase_id: 'quoted'\nother: {nested: [1, 2, {deep: *x}]}\n",
+    "case_id: a\ntags:\n",
+    "case_id: a\ntags: null\n",
+    "case_id: a\ntags: []\n",
+    "case_id: 12\ntags: [a]\n",
+    "case_id: a\ntags: [1, yes, null, '1']\n",
+    "case_id: a\ntags: {a: b}\n",
+    "case_id: a\ntags: [[a], b]\n",
+    "case_id: a\ntags: a\n",
+    "case_id: a\nx: &anchor [1]\ny: *anchor\ntags: [t]\n",
+    "case_id: &i a\ntags: [t]\n",
+    "case_id: a\ntags: *t\n",
+    "case_id: a\ntags: [!!str 1]\n",
+    "case_id: !!str 5\n",
+    "<<: {case_id: a}\ntags: [t]\n",
+    "case_id: a\ncase_id: b\n",
+    "[a, b]\n",
+    "just text\n",
+    "",
+    "case_id: a\n---\ncase_id: b\n",
+    "case_id: a\ntags: [unclosed\n",
+    "? [complex, key]\n: 1\ncase_id: a\n",
+    "input:\n  messages:\n    - role: user\n      content: \"Hello! *bold* & done\"\ncase_id: c\ntags: [\"\\u00e9\"]\n",
+]
+
+
+def _loaded(text: str) -> tuple[object, object] | str:
+    try:
+        data = parse_yaml_text(text)
+    except YamlProblem:
+        return "refused"
+    if data is None:
+        data = {}  # (an empty file: load_mapping's {})
+    if not isinstance(data, dict):
+        return "refused"
+    return data.get("case_id"), data.get("tags")
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_events_read_what_the_loader_reads_or_leave_it_to_the_loader(text: str) -> None:
+    found = id_and_tags(text)
+    if found is None:
+        return  # the loader reads it (case_tags falls back)
+    loaded = _loaded(text)
+    assert loaded != "refused", text
+    case_id, tags = loaded  # type: ignore[misc]
+    assert found[0] == (case_id if isinstance(case_id, str | None) else 0)
+    if isinstance(tags, list):
+        assert found[1] == [t if isinstance(t, str | None) else 0 for t in tags] or (
+            any(isinstance(t, list | dict) for t in tags) and found[1] == 0)
+    else:
+        assert found[1] == (tags if isinstance(tags, str | None) else 0)
+
+
+def test_the_tags_alone_are_the_tags_of_the_loaded_workspace(tmp_path: Path) -> None:
+    ws = standard(tmp_path / "ws")
+    cases = ws.root / "configs" / "cases"
+    alpha = (cases / "alpha" / "test.yaml").read_text()
+    (cases / "tagged").mkdir()
+    (cases / "tagged" / "test.yaml").write_text(
+        alpha.replace("case_id: alpha", "case_id: tagged").replace("- smoke\n", "- ' b'\n- a\n- a\n"))
+    (cases / "group" / "nested").mkdir(parents=True)
+    (cases / "group" / "nested" / "test.yaml").write_text(
+        alpha.replace("case_id: alpha", "case_id: nested").replace("- smoke\n", "- n\n"))
+    (cases / "broken").mkdir()
+    (cases / "broken" / "test.yaml").write_text("case_id: broken\ntags: [x\n")
+    full = load_workspace(ws.root).case_tags()
+    assert full["tagged"] == ("a", "b") and full["nested"] == ("n",)
+    assert case_tags(ws.root) == full
+
+
+def test_a_case_folder_leading_out_of_the_workspace_gives_no_tags(tmp_path: Path) -> None:
+    ws = standard(tmp_path / "ws")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test.yaml").write_text("case_id: escaped\ntags: [secret]\n")
+    (ws.root / "configs" / "cases" / "escaped").symlink_to(outside)
+    assert "escaped" not in case_tags(ws.root)
+    assert "escaped" not in load_workspace(ws.root).case_tags()
