@@ -251,10 +251,11 @@ class ProviderClient:
         timed_out = _Failure("timeout", f"no complete response from {endpoint.chat_url} within {seconds:g}s",
                              True, timed_out=True)
         try:
-            with self._http.stream("POST", endpoint.chat_url, content=payload, headers=headers,
-                                   timeout=limit) as streamed:
+            streamed = self._http.send(self._http.build_request(
+                "POST", endpoint.chat_url, content=payload, headers=headers, timeout=limit), stream=True)
+            try:
                 body = bytearray()
-                for chunk in streamed.iter_bytes():
+                for chunk in streamed.iter_bytes():  # (decompressed, if the provider compressed it)
                     body += chunk
                     if time.monotonic() > deadline:
                         return timed_out, Usage()
@@ -262,15 +263,22 @@ class ProviderClient:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
                                         f"than {MAX_BODY_BYTES} bytes", False,
                                         status_code=streamed.status_code), Usage()
-                response = httpx.Response(streamed.status_code, headers=streamed.headers, content=bytes(body),
-                                          request=streamed.request)
+            except httpx.DecodingError as exc:  # a compressed body that does not decompress
+                return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
+                                status_code=streamed.status_code), Usage()
+            finally:
+                streamed.close()
         except httpx.TimeoutException:
             return timed_out, Usage()
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
                             True), Usage()
-        return _interpret(response, api_key)
+        # The reply as read, not a second httpx.Response: one made of the read bytes would decompress
+        # them again (and cost a request's worth of header parsing).
+        reply = _Reply(streamed.status_code, streamed.headers, str(streamed.request.url), streamed.reason_phrase,
+                       body.decode(streamed.encoding or "utf-8", errors="replace"))
+        return _interpret(reply, api_key)
 
 
 def _cancelled_text(closed: threading.Event) -> str:
@@ -300,7 +308,18 @@ def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
     return message, provider_code, code
 
 
-def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
+@dataclass(frozen=True)
+class _Reply:
+    """An HTTP reply read whole: what _interpret looks at."""
+
+    status_code: int
+    headers: httpx.Headers
+    url: str
+    reason_phrase: str
+    text: str
+
+
+def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
     status = response.status_code
     text = _scrub(response.text, api_key)
     request_id = response.headers.get("x-request-id")
@@ -319,15 +338,15 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
         retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
-        return _Failure("http_error", f"HTTP {status} from {response.request.url}: "
+        return _Failure("http_error", f"HTTP {status} from {response.url}: "
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
                         metadata=meta), usage
     if unreadable is not None:
-        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {unreadable}",
+        return _Failure("invalid_response", f"malformed reply from {response.url}: {unreadable}",
                         False, status_code=status, metadata=meta), usage
     if not isinstance(data, dict):
-        return _Failure("invalid_response", f"response from {response.request.url} is not a JSON object",
+        return _Failure("invalid_response", f"response from {response.url} is not a JSON object",
                         False, status_code=status, metadata=meta), usage
     choices = data.get("choices")
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
@@ -336,15 +355,15 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
             # OpenRouter reports some upstream failures as 200 + `error` with the real status inside.
             inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
             retryable = inner is not None and is_retryable_status(inner)
-            return _Failure("http_error", f"provider error from {response.request.url}: {message}",
+            return _Failure("http_error", f"provider error from {response.url}: {message}",
                             retryable, status_code=inner or status, provider_code=provider_code,
                             metadata=meta), usage
-        return _Failure("invalid_response", f"response from {response.request.url} has no choices[0].message",
+        return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), usage
     choice = choices[0]
     malformed = bad_usage or message_problem(choice["message"])
     if malformed:
-        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {malformed}",
+        return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
                         False, status_code=status, metadata=meta), usage
     provider_name = data.get("provider")
     if not isinstance(provider_name, str):

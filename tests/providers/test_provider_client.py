@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
 import time
 from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -308,3 +310,36 @@ def test_a_rate_limit_wait_goes_through_the_threads_pacer_and_a_server_error_bac
                            ("throttled", "None", "halve=True"), ("pause",),  # a 429 without Retry-After too
                            ("throttled", "0.05", "halve=False"), ("pause",),  # a Retry-After holds, never halves
                            ("succeeded",)]  # the 500's backoff keeps the slot: not the pacer's business
+
+
+class _GzipHandler(BaseHTTPRequestHandler):
+    """A provider that compresses its replies (as real ones do for `Accept-Encoding: gzip`)."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet test output
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        self.rfile.read(int(self.headers["Content-Length"]))
+        reply = {"id": "gen-1", "model": "m1", "choices": [{"message": {"role": "assistant", "content": "zipped"},
+                                                            "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+        payload = gzip.compress(json.dumps(reply).encode())
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_a_compressed_reply_is_read_once_decompressed(client: ProviderClient) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _GzipHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = client.chat(Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1", None), BODY, timeout=5,
+                             retries=0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.message["content"] == "zipped"
+    assert result.usage.total_tokens == 4
