@@ -11,6 +11,7 @@ import email.utils
 import json
 import logging
 import random
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -114,11 +115,16 @@ class ProviderClient:
         self._closed = threading.Event()
         self._resume_at: dict[tuple[str, str], float] = {}  # (base URL, model) -> when its Retry-After passed
         self._resume_lock = threading.Lock()
-        self._http = httpx.Client(
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            transport=transport,
-            follow_redirects=False,
-        )
+        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        # A pool of httpx clients, one per request in flight, instead of every thread on one: a shared pool
+        # polls each of its idle connections twice per request under one lock (httpcore), which cost a build
+        # with 16 threads more CPU than the request itself. A given transport is one shared client, as before.
+        self._idle: list[httpx.Client] = []
+        self._clients: list[httpx.Client] = []
+        self._clients_lock = threading.Lock()
+        self._tls: ssl.SSLContext | None = None  # made once: each client would load the CA bundle again
+        self._shared = httpx.Client(limits=self._limits, transport=transport, follow_redirects=False) \
+            if transport is not None else None
 
     def __enter__(self) -> ProviderClient:
         return self
@@ -128,7 +134,32 @@ class ProviderClient:
 
     def close(self) -> None:
         self._closed.set()
-        self._http.close()
+        with self._clients_lock:
+            clients, self._clients, self._idle = self._clients, [], []
+        for http in clients + ([self._shared] if self._shared is not None else []):
+            http.close()
+
+    def _lease(self) -> httpx.Client:
+        """An httpx client no other request is using now (made when none is free)."""
+        if self._shared is not None:
+            return self._shared
+        with self._clients_lock:
+            if self._idle:
+                return self._idle.pop()
+            if self._closed.is_set():
+                raise ProviderError("cancelled", _cancelled_text(self._closed))
+            if self._tls is None:
+                self._tls = httpx.create_ssl_context()
+            http = httpx.Client(limits=self._limits, verify=self._tls, follow_redirects=False)
+            self._clients.append(http)
+            return http
+
+    def _give_back(self, http: httpx.Client) -> None:
+        if http is self._shared:
+            return
+        with self._clients_lock:
+            if not self._closed.is_set():
+                self._idle.append(http)
 
     def backoff_delay(self, attempt: int) -> float:
         """Wait before retry number `attempt` (0-based): half fixed, half random ("equal jitter")."""
@@ -250,8 +281,17 @@ class ProviderClient:
         deadline = time.monotonic() + seconds
         timed_out = _Failure("timeout", f"no complete response from {endpoint.chat_url} within {seconds:g}s",
                              True, timed_out=True)
+        http = self._lease()
         try:
-            streamed = self._http.send(self._http.build_request(
+            return self._exchange(http, endpoint, payload, headers, limit, api_key, deadline, timed_out)
+        finally:
+            self._give_back(http)
+
+    def _exchange(self, http: httpx.Client, endpoint: Endpoint, payload: bytes, headers: dict[str, str],
+                  limit: httpx.Timeout, api_key: str | None, deadline: float,
+                  timed_out: _Failure) -> tuple[ChatResult | _Failure, Usage]:
+        try:
+            streamed = http.send(http.build_request(
                 "POST", endpoint.chat_url, content=payload, headers=headers, timeout=limit), stream=True)
             try:
                 body = bytearray()
