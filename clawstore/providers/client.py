@@ -90,7 +90,7 @@ class _Failure:
 
 
 class ProviderClient:
-    """Thread-safe: one connection pool for every thread of a build.
+    """Thread-safe: one client for every thread of a build (an httpx client leased per request in flight).
 
     `backoff_base`/`backoff_cap` shape the backoff, `retry_after_cap` bounds a `Retry-After` wait, which holds back this
     model at this provider only. `close()` wakes threads in a backoff. Details: docs/runners.md (Details by module)."""
