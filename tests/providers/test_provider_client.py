@@ -312,6 +312,30 @@ def test_a_rate_limit_wait_goes_through_the_threads_pacer_and_a_server_error_bac
                            ("succeeded",)]  # the 500's backoff keeps the slot: not the pacer's business
 
 
+def test_each_request_in_flight_has_an_httpx_client_of_its_own_and_gives_it_back(standin: StandIn,
+                                                                                  endpoint: Endpoint) -> None:
+    standin.script("*", text("pong", latency=0.05))
+    start = threading.Barrier(6)
+
+    def worker() -> None:
+        start.wait()
+        client.chat(endpoint, BODY, timeout=5, retries=0)
+
+    with ProviderClient() as client:
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        at_once = standin.peak
+        made = len(client._clients)
+        for _ in range(10):  # one after another: the same client (and its kept-alive connection) each time
+            client.chat(endpoint, BODY, timeout=5, retries=0)
+        assert len(client._clients) == made
+    assert 2 <= at_once <= made <= 6
+    assert len(standin.requests) == 16
+
+
 class _GzipHandler(BaseHTTPRequestHandler):
     """A provider that compresses its replies (as real ones do for `Accept-Encoding: gzip`)."""
 
