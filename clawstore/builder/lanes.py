@@ -135,7 +135,10 @@ class Lanes:
 
     # ---- under self._cond
     def _state(self, lane: Lane | None) -> _LaneState:
-        return self._lanes.setdefault(lane, _LaneState(self.slots))
+        state = self._lanes.get(lane)  # (not setdefault: that made a state to throw away on every call)
+        if state is None:
+            state = self._lanes[lane] = _LaneState(self.slots)
+        return state
 
     def _free_for(self, state: _LaneState, now: float) -> bool:
         return self.in_use < self.slots and state.active < state.limit and now >= state.resume_at

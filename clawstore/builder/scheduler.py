@@ -48,7 +48,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
     for task in tasks:
         queued.setdefault(lane_of(task), []).append((next(order), task))
     waiting: list[tuple[float, int, T]] = []  # (when to try again, tie-break, task)
-    results: queue.Queue[Any] = queue.Queue()  # (Outcome, its lane), or _WAKE
+    # SimpleQueue: each hand-off from a worker is one C call, not a Condition's lock, notify and waiter list
+    results: queue.SimpleQueue[Any] = queue.SimpleQueue()  # (Outcome, its lane), or _WAKE
     running = 0  # tasks started and not finished (paused ones included)
     stop = False
     interrupted = False

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from clawstore.providers.client import ChatResult, _Failure, _interpret, _scrub, is_retryable_status
+from clawstore.providers.client import ChatResult, _Failure, _interpret, _Reply, _scrub, is_retryable_status
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 
@@ -92,9 +92,9 @@ def _answer(line: dict[str, Any], url: str, api_key: str | None) -> LineAnswer:
     status = response.get("status_code")
     status = status if isinstance(status, int) and not isinstance(status, bool) else 200
     headers = {"x-request-id": response["request_id"]} if isinstance(response.get("request_id"), str) else {}
-    body = json.dumps(response.get("body"), allow_nan=False).encode("utf-8")
-    reply = httpx.Response(status, headers=headers, content=body, request=httpx.Request("POST", url))
-    outcome, _ = _interpret(reply, api_key)
+    body = json.dumps(response.get("body"), allow_nan=False)
+    outcome, _ = _interpret(_Reply(status, httpx.Headers(headers), url, httpx.codes.get_reason_phrase(status), body),
+                            api_key)
     if isinstance(outcome, ChatResult):
         return LineAnswer(custom_id, outcome, None, False)
     return LineAnswer(custom_id, None, _error(outcome), outcome.retryable)

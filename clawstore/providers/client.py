@@ -11,6 +11,7 @@ import email.utils
 import json
 import logging
 import random
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class _Failure:
 
 
 class ProviderClient:
-    """Thread-safe: one connection pool for every thread of a build.
+    """Thread-safe: one client for every thread of a build (an httpx client leased per request in flight).
 
     `backoff_base`/`backoff_cap` shape the backoff, `retry_after_cap` bounds a `Retry-After` wait, which holds back this
     model at this provider only. `close()` wakes threads in a backoff. Details: docs/runners.md (Details by module)."""
@@ -114,11 +115,16 @@ class ProviderClient:
         self._closed = threading.Event()
         self._resume_at: dict[tuple[str, str], float] = {}  # (base URL, model) -> when its Retry-After passed
         self._resume_lock = threading.Lock()
-        self._http = httpx.Client(
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            transport=transport,
-            follow_redirects=False,
-        )
+        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        # A pool of httpx clients, one per request in flight, instead of every thread on one: a shared pool
+        # polls each of its idle connections twice per request under one lock (httpcore), which cost a build
+        # with 16 threads more CPU than the request itself. A given transport is one shared client, as before.
+        self._idle: list[httpx.Client] = []
+        self._clients: list[httpx.Client] = []
+        self._clients_lock = threading.Lock()
+        self._tls: ssl.SSLContext | None = None  # made once: each client would load the CA bundle again
+        self._shared = httpx.Client(limits=self._limits, transport=transport, follow_redirects=False) \
+            if transport is not None else None
 
     def __enter__(self) -> ProviderClient:
         return self
@@ -128,7 +134,32 @@ class ProviderClient:
 
     def close(self) -> None:
         self._closed.set()
-        self._http.close()
+        with self._clients_lock:
+            clients, self._clients, self._idle = self._clients, [], []
+        for http in clients + ([self._shared] if self._shared is not None else []):
+            http.close()
+
+    def _lease(self) -> httpx.Client:
+        """An httpx client no other request is using now (made when none is free)."""
+        if self._shared is not None:
+            return self._shared
+        with self._clients_lock:
+            if self._idle:
+                return self._idle.pop()
+            if self._closed.is_set():
+                raise ProviderError("cancelled", _cancelled_text(self._closed))
+            if self._tls is None:
+                self._tls = httpx.create_ssl_context()
+            http = httpx.Client(limits=self._limits, verify=self._tls, follow_redirects=False)
+            self._clients.append(http)
+            return http
+
+    def _give_back(self, http: httpx.Client) -> None:
+        if http is self._shared:
+            return
+        with self._clients_lock:
+            if not self._closed.is_set():
+                self._idle.append(http)
 
     def backoff_delay(self, attempt: int) -> float:
         """Wait before retry number `attempt` (0-based): half fixed, half random ("equal jitter")."""
@@ -250,11 +281,21 @@ class ProviderClient:
         deadline = time.monotonic() + seconds
         timed_out = _Failure("timeout", f"no complete response from {endpoint.chat_url} within {seconds:g}s",
                              True, timed_out=True)
+        http = self._lease()
         try:
-            with self._http.stream("POST", endpoint.chat_url, content=payload, headers=headers,
-                                   timeout=limit) as streamed:
+            return self._exchange(http, endpoint, payload, headers, limit, api_key, deadline, timed_out)
+        finally:
+            self._give_back(http)
+
+    def _exchange(self, http: httpx.Client, endpoint: Endpoint, payload: bytes, headers: dict[str, str],
+                  limit: httpx.Timeout, api_key: str | None, deadline: float,
+                  timed_out: _Failure) -> tuple[ChatResult | _Failure, Usage]:
+        try:
+            streamed = http.send(http.build_request(
+                "POST", endpoint.chat_url, content=payload, headers=headers, timeout=limit), stream=True)
+            try:
                 body = bytearray()
-                for chunk in streamed.iter_bytes():
+                for chunk in streamed.iter_bytes():  # (decompressed, if the provider compressed it)
                     body += chunk
                     if time.monotonic() > deadline:
                         return timed_out, Usage()
@@ -262,15 +303,22 @@ class ProviderClient:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
                                         f"than {MAX_BODY_BYTES} bytes", False,
                                         status_code=streamed.status_code), Usage()
-                response = httpx.Response(streamed.status_code, headers=streamed.headers, content=bytes(body),
-                                          request=streamed.request)
+            except httpx.DecodingError as exc:  # a compressed body that does not decompress
+                return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
+                                status_code=streamed.status_code), Usage()
+            finally:
+                streamed.close()
         except httpx.TimeoutException:
             return timed_out, Usage()
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
                             True), Usage()
-        return _interpret(response, api_key)
+        # The reply as read, not a second httpx.Response: one made of the read bytes would decompress
+        # them again (and cost a request's worth of header parsing).
+        reply = _Reply(streamed.status_code, streamed.headers, str(streamed.request.url), streamed.reason_phrase,
+                       body.decode(streamed.encoding or "utf-8", errors="replace"))
+        return _interpret(reply, api_key)
 
 
 def _cancelled_text(closed: threading.Event) -> str:
@@ -300,7 +348,18 @@ def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
     return message, provider_code, code
 
 
-def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
+@dataclass(frozen=True)
+class _Reply:
+    """An HTTP reply read whole: what _interpret looks at."""
+
+    status_code: int
+    headers: httpx.Headers
+    url: str
+    reason_phrase: str
+    text: str
+
+
+def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
     status = response.status_code
     text = _scrub(response.text, api_key)
     request_id = response.headers.get("x-request-id")
@@ -319,15 +378,15 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
         retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
-        return _Failure("http_error", f"HTTP {status} from {response.request.url}: "
+        return _Failure("http_error", f"HTTP {status} from {response.url}: "
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
                         metadata=meta), usage
     if unreadable is not None:
-        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {unreadable}",
+        return _Failure("invalid_response", f"malformed reply from {response.url}: {unreadable}",
                         False, status_code=status, metadata=meta), usage
     if not isinstance(data, dict):
-        return _Failure("invalid_response", f"response from {response.request.url} is not a JSON object",
+        return _Failure("invalid_response", f"response from {response.url} is not a JSON object",
                         False, status_code=status, metadata=meta), usage
     choices = data.get("choices")
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
@@ -336,15 +395,15 @@ def _interpret(response: httpx.Response, api_key: str | None) -> tuple[ChatResul
             # OpenRouter reports some upstream failures as 200 + `error` with the real status inside.
             inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
             retryable = inner is not None and is_retryable_status(inner)
-            return _Failure("http_error", f"provider error from {response.request.url}: {message}",
+            return _Failure("http_error", f"provider error from {response.url}: {message}",
                             retryable, status_code=inner or status, provider_code=provider_code,
                             metadata=meta), usage
-        return _Failure("invalid_response", f"response from {response.request.url} has no choices[0].message",
+        return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), usage
     choice = choices[0]
     malformed = bad_usage or message_problem(choice["message"])
     if malformed:
-        return _Failure("invalid_response", f"malformed reply from {response.request.url}: {malformed}",
+        return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
                         False, status_code=status, metadata=meta), usage
     provider_name = data.get("provider")
     if not isinstance(provider_name, str):

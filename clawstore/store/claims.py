@@ -54,6 +54,7 @@ class ClaimBoard:
     def __init__(self, root: Path, owner: str, ttl_s: float | None = None):
         self.root = Path(root)
         self.dir = self.root / CLAIMS
+        self._dir_name = str(self.dir)
         self.owner = owner
         self.ttl = ttl_s if ttl_s is not None else claim_ttl()
         self.host = socket.gethostname()
@@ -70,15 +71,19 @@ class ClaimBoard:
 
     # ---- paths and documents --------------------------------------------------------------------
     def path(self, key: str) -> Path:
-        return self.dir / f"{oid_hex(key)}.json"
+        return Path(self._name(key))
+
+    def _name(self, key: str) -> str:
+        """path() as a string: taking and releasing a claim per node skip pathlib's parsing."""
+        return f"{self._dir_name}/{oid_hex(key)}.json"
 
     def _body(self, now: float) -> bytes:
         """The claim's JSON (keys sorted): its two times, then the rest, encoded once per board."""
         if self._rest is None:
             self._rest = json.dumps({"format": CLAIM_FORMAT, "owner": self.owner, "host": self.host,
                                      "pid": self._pid, "start_ticks": self._ticks}, sort_keys=True)[1:]
-        times = json.dumps({"acquired_at": float(now), "expires_at": float(now + self.ttl)})[:-1]
-        return f"{times}, {self._rest}".encode()
+        # (float repr is what json.dumps writes for a finite float: the same bytes, without an encoder per claim)
+        return f'{{"acquired_at": {float(now)!r}, "expires_at": {float(now + self.ttl)!r}, {self._rest}'.encode()
 
     def read(self, key: str) -> Claim | None:
         """The claim on `key`, or None when nobody claims it."""
@@ -129,10 +134,10 @@ class ClaimBoard:
             raise
         try:
             try:
-                os.link(spare[0], self.path(key))
+                os.link(spare[0], self._name(key))
             except FileNotFoundError:  # first claim on this store: make the directory
                 self.dir.mkdir(parents=True, exist_ok=True)
-                os.link(spare[0], self.path(key))
+                os.link(spare[0], self._name(key))
         except FileExistsError:
             with self._lock:
                 self._spares.append(spare)
@@ -189,7 +194,7 @@ class ClaimBoard:
             if recent:
                 # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path(key))
+                    os.unlink(self._name(key))
         if recent:
             self._unlinked(key)
             return
@@ -197,7 +202,7 @@ class ClaimBoard:
             claim = self.read(key)
             if claim is not None and claim.owner == self.owner:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path(key))
+                    os.unlink(self._name(key))
         self._unlinked(key)  # ours unlinked, or replaced by a take-over: either way not our file
 
     # ---- heartbeat ------------------------------------------------------------------------------

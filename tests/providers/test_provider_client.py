@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
 import time
 from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -308,3 +310,60 @@ def test_a_rate_limit_wait_goes_through_the_threads_pacer_and_a_server_error_bac
                            ("throttled", "None", "halve=True"), ("pause",),  # a 429 without Retry-After too
                            ("throttled", "0.05", "halve=False"), ("pause",),  # a Retry-After holds, never halves
                            ("succeeded",)]  # the 500's backoff keeps the slot: not the pacer's business
+
+
+def test_each_request_in_flight_has_an_httpx_client_of_its_own_and_gives_it_back(standin: StandIn,
+                                                                                  endpoint: Endpoint) -> None:
+    standin.script("*", text("pong", latency=0.05))
+    start = threading.Barrier(6)
+
+    def worker() -> None:
+        start.wait()
+        client.chat(endpoint, BODY, timeout=5, retries=0)
+
+    with ProviderClient() as client:
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        at_once = standin.peak
+        made = len(client._clients)
+        for _ in range(10):  # one after another: the same client (and its kept-alive connection) each time
+            client.chat(endpoint, BODY, timeout=5, retries=0)
+        assert len(client._clients) == made
+    assert 2 <= at_once <= made <= 6
+    assert len(standin.requests) == 16
+
+
+class _GzipHandler(BaseHTTPRequestHandler):
+    """A provider that compresses its replies (as real ones do for `Accept-Encoding: gzip`)."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet test output
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        self.rfile.read(int(self.headers["Content-Length"]))
+        reply = {"id": "gen-1", "model": "m1", "choices": [{"message": {"role": "assistant", "content": "zipped"},
+                                                            "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+        payload = gzip.compress(json.dumps(reply).encode())
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_a_compressed_reply_is_read_once_decompressed(client: ProviderClient) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _GzipHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = client.chat(Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1", None), BODY, timeout=5,
+                             retries=0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.message["content"] == "zipped"
+    assert result.usage.total_tokens == 4

@@ -38,6 +38,13 @@ TOUCH_AFTER_S = 600.0
 _MAX_OPEN_PACKS = 64
 
 
+class _ThreadState(threading.local):
+    """Each thread's open batch (None: none). A class default, not getattr's: a thread without one
+    asks on every lookup and put, and a missing attribute costs an exception each time."""
+
+    batch: Batch | None = None
+
+
 class Runtime:
     def __init__(self, root: Path):
         self.root = root
@@ -48,7 +55,7 @@ class Runtime:
         self.index = IndexView(self.index_dir, self.tmp_dir, self.layout.locks)
         self.pack_lock = threading.RLock()
         self.sync_lock = threading.RLock()  # taken before pack_lock: a commit's fsyncs, sealing, closing
-        self.local = threading.local()
+        self.local = _ThreadState()
         self.group: GroupCommitter | None = None
         self.shared = SharedCommit(self)  # concurrent batches outside group mode share a barrier
         self.group_depth = 0
@@ -138,7 +145,7 @@ class Runtime:
                 writer.close()
 
     def batch(self) -> Batch | None:
-        return getattr(self.local, "batch", None)
+        return self.local.batch
 
     # --- reading --------------------------------------------------------------------------------
     def pread(self, loc: Loc, size: int | None = None, start: int = 0) -> bytes:
