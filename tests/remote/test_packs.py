@@ -417,6 +417,102 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 
+def _slow_downloads(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tuple[float, float]]:
+    """Every pack takes `seconds` to arrive from a directory remote (a slow link); the (start, end) of each."""
+    downloads: list[tuple[float, float]] = []
+    real = DirectoryBackend.download
+
+    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(seconds)
+        real(self, name, target, size, moved)
+        if name.endswith(".pack"):
+            downloads.append((start, time.monotonic()))
+
+    monkeypatch.setattr(DirectoryBackend, "download", download)
+    return downloads
+
+
+def _timed_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, int]]:
+    """The (start, end, objects copied) of each small pack's copy into the pulling store."""
+    copies: list[tuple[float, float, int]] = []
+    real = transfer.copy_objects
+
+    def copy(*args: Any) -> tuple[int, int]:
+        start = time.monotonic()
+        done = real(*args)
+        copies.append((start, time.monotonic(), done[0]))
+        return done
+
+    monkeypatch.setattr(transfer, "copy_objects", copy)
+    return copies
+
+
+def test_each_small_pack_is_copied_in_while_the_next_downloads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work after the last pack shrinks: a small pack's objects are copied into the store as soon as it is
+    checked, while later packs are still on the way, not all after the last one arrived (named together at the end:
+    nothing of them is visible before then)."""
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    downloads, copies = _slow_downloads(monkeypatch, 0.2), _timed_copies(monkeypatch)
+    seen_during: list[int] = []
+    real_check = transfer.Incoming.check
+    target = Store(tmp_path / "b")
+
+    def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> set[bytes]:
+        seen_during.append(len(list(Store(tmp_path / "b", create=False).iter_objects())))  # as another process sees it
+        return real_check(self, *args, **kwargs)
+
+    monkeypatch.setattr(transfer.Incoming, "check", check)
+    assert pull.pull(target, remote).objects == 65
+    assert len(downloads) == 4 and len(copies) == 4
+    first_copied, last_arrived = min(end for _, end, _ in copies), max(end for _, end in downloads)
+    assert first_copied < last_arrived - 0.1
+    assert seen_during == [0, 0, 0, 0]  # copied, but named only once every pack and entry verified
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert fsck(target).clean
+
+
+def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packs checked (and copied) before the damaged one arrived are not named either: the pull ends with the one
+    line naming the pack, the store as it was; once the remote is mended the pull resumes from what it kept."""
+    from tests.config.workspace_builder import claw
+
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    packs = sorted((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda path: -path.stat().st_size)
+    damaged = packs[1]  # the second to arrive, largest first
+    good = damaged.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(flipped))
+
+    refused = claw("pull", str(tmp_path / "remote"), "--store", str(tmp_path / "cli"), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [f"claw: error: remote pack {damaged.stem}: its bytes do not hash to "
+                                                   "its name (damaged in transit or on the remote)"]
+    assert list(Store(tmp_path / "cli", create=False).iter_objects()) == []
+
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one at a time, largest first: the first is checked and copied
+    _slow_downloads(monkeypatch, 0.05)
+    copies = _timed_copies(monkeypatch)
+    target = Store(tmp_path / "b")
+    with pytest.raises(PackCheckError, match=f"remote pack {damaged.stem}: its bytes do not hash") as refusal:
+        pull.pull(target, remote)
+    assert "\n" not in str(refusal.value)
+    assert [count for _, _, count in copies] == [30]  # the first pack was in, copied, when the second was refused
+    assert list(target.iter_objects()) == [] and dict(target.iter_actions()) == {}
+    assert list(Store(tmp_path / "b", create=False).iter_objects()) == []
+    assert fsck(target).clean
+
+    damaged.write_bytes(good)
+    again = pull.pull(target, remote)
+    assert again.resumed == 1  # the first pack, kept whole, was not downloaded again
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+    assert fsck(target).clean
+
+
 def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
     """What a push remembers as settled is about one remote: the same name at another URL (or a
     remote emptied meanwhile) gets the store's sealed packs as they are, not frame by frame."""

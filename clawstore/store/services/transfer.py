@@ -298,6 +298,7 @@ class Incoming:
         self.store = store
         self.kept = Kept()  # records decoded while packs were checked, for the entry checks
         self._checked: dict[str, tuple[Path, list[Blob]]] = {}  # pack name -> its file and object blobs
+        self._copied: dict[str, tuple[int, int]] = {}  # pack name -> (objects, bytes) copied by copy_in
 
     @property
     def decoded(self) -> dict[str, bytes]:
@@ -327,11 +328,27 @@ class Incoming:
         (objects added, their bytes). A big pack moves in as it is; a small one, or one kept `apart`, has its objects
         copied into the store's own pack."""
         path, blobs = self._checked.pop(name)
+        if name in self._copied:
+            return self._copied.pop(name)
         if leave_out:
             blobs = [blob for blob in blobs if blob.id not in leave_out]
         if not apart and path.stat().st_size >= ADOPT_BYTES:
             return adopt_pack(self.store, path, name[:32], blobs, present)  # (a pack id is 32 hex)
         return copy_objects(self.store, path, blobs, present)
+
+    def copy_in(self, name: str, present: AbstractSet[bytes], leave_out: AbstractSet[bytes] = frozenset(),
+                apart: bool = False) -> bool:
+        """Copy now the objects of a checked pack that `take` would copy (a small one, or one kept `apart`) into the
+        caller's open batch, so that the copy overlaps the next pack's download: they are named when that batch
+        ends, never if it raises. The pack stays readable for the entry checks; `take` then only reports what was
+        copied. False for a pack `take` moves in whole."""
+        path, blobs = self._checked[name]
+        if not apart and path.stat().st_size >= ADOPT_BYTES:
+            return False
+        if leave_out:
+            blobs = [blob for blob in blobs if blob.id not in leave_out]
+        self._copied[name] = copy_objects(self.store, path, blobs, present)
+        return True
 
 
 def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
