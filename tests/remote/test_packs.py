@@ -198,6 +198,38 @@ def test_a_pack_whose_object_does_not_match_its_id_is_refused(tmp_path: Path) ->
         verify_pack(path, "0" * 64, "remote pack x")
 
 
+def test_a_received_packs_objects_are_copied_in_runs_in_whatever_order_its_table_lists_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames are read a run of about COPY_BYTES at a time (not one read per object); a table listing them out of
+    file order (any pack may) still copies each object's own bytes, and none the store already has."""
+    import blake3
+
+    contents = [f"object {i} ".encode() * 40 for i in range(300)]
+    compressor = zstandard.ZstdCompressor()
+    path, name = _pack_with(tmp_path, [(blake3.blake3(c).digest(), compressor.compress(c)) for c in contents])
+    blobs = verify_pack(path, name, "remote pack x")
+    reads = 0
+    real_pread = os.pread
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(transfer.os, "pread", pread)
+    monkeypatch.setattr(transfer, "COPY_BYTES", 4096)
+    store = Store(tmp_path / "in-order")
+    assert transfer.copy_objects(store, path, blobs, set())[0] == 300
+    assert 1 < reads < 30  # (300 frames of about 80 bytes, 4 KiB a read)
+    assert {store.get_bytes(oid) for oid in store.iter_objects()} == set(contents)
+    shuffled = Store(tmp_path / "shuffled")
+    had = {blob.id for blob in blobs[::3]}
+    added, _ = transfer.copy_objects(shuffled, path, blobs[::-1][:150] + blobs[:150], had)
+    assert added == 200
+    assert {shuffled.get_bytes(oid) for oid in shuffled.iter_objects()} == {
+        content for content, blob in zip(contents, blobs, strict=True) if blob.id not in had}
+
+
 def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path) -> None:
     import blake3
     import zstandard

@@ -247,19 +247,29 @@ def copy_objects(store: ObjectStore, path: Path, objects: list[Blob], present: A
     pack (for content kept apart: the received pack's other blobs, its entries, must not come along);
     (objects, bytes)."""
     added = size = 0
-    run: dict[bytes, bytes] = {}  # frames read, written together (one write per object cost more than the check)
-    run_bytes = 0
     with open(path, "rb") as fh, store.batch():
-        for number, blob in enumerate(objects, 1):
-            if blob.id not in present:
-                run[blob.id] = os.pread(fh.fileno(), blob.length, blob.offset)
-                run_bytes += blob.length
-            if run and (number == len(objects) or run_bytes >= COPY_BYTES):
-                stored = store.put_frames(list(run.items()))
-                added += len(stored)
-                size += sum(len(run[digest]) for digest in stored)
-                run, run_bytes = {}, 0
+        for run in _runs([blob for blob in objects if blob.id not in present]):
+            start = run[0].offset
+            read = memoryview(os.pread(fh.fileno(), run[-1].offset + run[-1].length - start, start))
+            frames = {blob.id: read[blob.offset - start:blob.offset - start + blob.length] for blob in run}
+            stored = store.put_frames(list(frames.items()))
+            added += len(stored)
+            size += sum(len(frames[digest]) for digest in stored)
     return added, size
+
+
+def _runs(blobs: list[Blob]) -> Iterator[list[Blob]]:
+    """The blobs in runs that one read of about COPY_BYTES holds (each after the previous one in the file; a bigger
+    frame alone): one read and one write per run, not one per object (which cost more than the check)."""
+    run: list[Blob] = []
+    for blob in blobs:
+        if run and (blob.offset < run[-1].offset + run[-1].length or blob.offset + blob.length - run[0].offset
+                    > COPY_BYTES):
+            yield run
+            run = []
+        run.append(blob)
+    if run:
+        yield run
 
 
 def adopt_pack(store: ObjectStore, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
