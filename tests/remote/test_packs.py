@@ -545,6 +545,38 @@ def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp
     assert fsck(target).clean
 
 
+def test_a_push_makes_the_next_pack_while_the_previous_one_uploads(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Push reads ahead: on a slow link the packs after the first are made (their frames read from the store and
+    written) while the first is still on its way, not each after the previous upload ended."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+    source = _filled(tmp_path / "a", 20)  # (its pack still being written: the objects go in packs push makes)
+    uploads: list[tuple[float, float]] = []
+    made: list[tuple[float, float]] = []
+    real_upload, real_make = DirectoryBackend.upload, Store.make_pack
+
+    def upload(self: DirectoryBackend, path: Path, name: str, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(0.3)  # (a slow link)
+        real_upload(self, path, name, moved)
+        uploads.append((start, time.monotonic()))
+
+    def make_pack(self: Store, *args: Any) -> Path:
+        start = time.monotonic()
+        path = real_make(self, *args)
+        made.append((start, time.monotonic()))
+        return path
+
+    monkeypatch.setattr(DirectoryBackend, "upload", upload)
+    monkeypatch.setattr(Store, "make_pack", make_pack)
+    assert push.push(source, Remote("team", str(tmp_path / "remote"))).packs == 7  # 60 objects, and the entries
+    first_sent = min(end for _, end in uploads)
+    assert len(made) == 7 and sum(1 for _, end in made if end < first_sent) >= 3
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
+    assert set(target.iter_objects()) == set(source.iter_objects())
+
+
 def test_a_remote_name_pointed_elsewhere_gets_the_packs_whole_again(tmp_path: Path) -> None:
     """What a push remembers as settled is about one remote: the same name at another URL (or a
     remote emptied meanwhile) gets the store's sealed packs as they are, not frame by frame."""
