@@ -126,23 +126,26 @@ class _Pull:
                            + sum(self.files.get(f"{PACKS}{bundle}.claw", 0) for bundle in legacy))
         if legacy:
             self._fetch_bundles(legacy)
-        # The batch: small packs' objects are copied into it as each pack is checked (while the next downloads), and
-        # named at once at its end, only once every pack and entry of the round verified (a raise names none).
-        with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp, self.store.batch():
-            records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                       for record in self.listings[pack].actions.values()}  # the entries' checks read them
-            self._download_checked(packs, tmp, records)
-            self.progress.then("checking the entries")
-            self._check_entries(packs, records)
-            self.progress.then("adding them to the store")
-            for pack in packs:
-                new, size = self.incoming.take(pack, self.present, self._document(pack), apart=not self.trusted(pack))
-                self.present.update(self.digests[pack])
-                self.downloads.forget([pack])
-                self.received.add(pack)
-                self.report.packs += 1
-                self.report.objects += new
-                self.report.bytes += size
+        with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
+            try:
+                records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
+                           for record in self.listings[pack].actions.values()}  # the entries' checks read them
+                self._download_checked(packs, tmp, records)
+                self.progress.then("checking the entries")
+                self._check_entries(packs, records)
+                self.progress.then("adding them to the store")
+                for pack in packs:
+                    new, size = self.incoming.take(pack, self.present, self._document(pack),
+                                                   apart=not self.trusted(pack))
+                    self.present.update(self.digests[pack])
+                    self.downloads.forget([pack])
+                    self.received.add(pack)
+                    self.report.packs += 1
+                    self.report.objects += new
+                    self.report.bytes += size
+                self.incoming.take_copies()  # (the small packs' objects, copied as each was checked)
+            finally:
+                self.incoming.close()
 
     def _document(self, pack: str) -> set[bytes]:
         """The pack's copy of the document naming its listing's entries (never taken in)."""
@@ -152,7 +155,7 @@ class _Pull:
         """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
         checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
         of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them. A small pack's
-        objects are copied into the caller's batch right after its check (named only when that batch ends)."""
+        objects are copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in)."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
         # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
@@ -174,7 +177,7 @@ class _Pull:
                     start_more()  # (the next ones download while this one is checked and copied)
                     self._check(pack, work / f"{pack}.pack", keep)
                     if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
-                        self.present.update(self.digests[pack])
+                        self.present.update(self.digests[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
