@@ -15,6 +15,11 @@ empty store each time), and the ratio is of the medians; each round's ratio is p
 
 `--link-mib N` relays every transfer, plain and claw alike, through a link of N MiB/s each way
 (bench/_throttle.py): on loopback the server's and claw's CPU set the pace, on a real network the link.
+
+Each round also measures the floor, with no network: the same packs verified alone (BLAKE3 of each file,
+every object decoded and hashed) and a whole pull of them from a directory. A pull that overlaps all its
+work with the transfer still takes at least that long, so `ceiling` = plain download / max(plain download,
+pull from a directory) is the best pull ratio the machine allows at the time.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from clawstore.remote.pull import pull  # noqa: E402
 from clawstore.remote.push import push  # noqa: E402
 from clawstore.remote.sync import WORKERS  # noqa: E402
 from clawstore.store import Store  # noqa: E402
+from clawstore.store.services.transfer import verify_pack  # noqa: E402
 from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server  # noqa: E402
 
 
@@ -79,6 +85,17 @@ def plain_transfer(client: object, bucket: str, files: list[Path], download_to: 
     return measured
 
 
+def floor(packs: list[Path], capture: Remote, target: Path) -> tuple[Measured, Measured]:
+    """The same packs with no network: verified alone, and pulled whole from the directory they were captured in."""
+    with Measured() as verified, collector_paused():
+        for path in packs:
+            verify_pack(path, path.stem, f"pack {path.stem}")
+    with Measured() as pulled, collector_paused():
+        pull(Store(target), capture)
+    shutil.rmtree(target)
+    return verified, pulled
+
+
 def _link(server: str, mib_per_s: float | None) -> AbstractContextManager[str]:
     """The endpoint the transfers use: the server itself, or a relay limited to `mib_per_s`."""
     return nullcontext(server) if mib_per_s is None else throttled(server, mib_per_s * (1 << 20))
@@ -108,11 +125,12 @@ def main() -> None:
         # The packs push sends, captured on a directory remote: the baseline moves exactly these bytes.
         # (remote names of this run only, forgotten at the end: the source store keeps no trace of them)
         capture = f"bench-capture-{os.getpid()}"
-        push(source, Remote(capture, str(root / "capture")))
+        captured = Remote(capture, str(root / "capture"))
+        push(source, captured)
         packs = sorted((root / "capture" / "packs").glob("*.pack"))
         total = sum(f.stat().st_size for f in packs)
         client = boto3.client("s3", endpoint_url=endpoint)
-        rounds: dict[str, list[tuple[Measured, Measured]]] = {"push": [], "pull": []}
+        rounds: dict[str, list[tuple[Measured, Measured]]] = {"push": [], "pull": [], "floor": []}
         names = [capture]
         for turn in range(max(1, args.repeat)):
             plain, bucket, name = f"plain{turn}", f"claw{turn}", f"bench-{os.getpid()}-{turn}"
@@ -133,6 +151,7 @@ def main() -> None:
             shutil.rmtree(target.root)
             rounds["push"].append((up_claw, up_plain))
             rounds["pull"].append((down_claw, down_plain))
+            rounds["floor"].append(floor(packs, captured, root / f"local{turn}"))
         for name in names:  # its listing cache, and the tracking refs its pushes left
             shutil.rmtree(source.root / "remotes" / name, ignore_errors=True)
             for ref in source.list_refs(f"remotes/{name}/"):
@@ -149,6 +168,13 @@ def main() -> None:
             print(f"{what}: claw {mine:.2f} s ({mib / mine:.1f} MiB/s, {cpu:.2f} s CPU) vs plain parallel "
                   f"{plain_what} {plain:.2f} s ({mib / plain:.1f} MiB/s, {plain_cpu:.2f} s CPU), medians: "
                   f"throughput {plain / mine:.2f}x (rounds: {each})")
+        verify = statistics.median(verified.wall for verified, _ in rounds["floor"])
+        local = statistics.median(pulled.wall for _, pulled in rounds["floor"])
+        download = statistics.median(base.wall for _, base in rounds["pull"])
+        print(f"floor, no network: verify alone {verify:.2f} s ({mib / verify:.1f} MiB/s, "
+              f"{statistics.median(v.cpu for v, _ in rounds['floor']):.2f} s CPU), pull from a directory {local:.2f} s "
+              f"({mib / local:.1f} MiB/s, {statistics.median(p.cpu for _, p in rounds['floor']):.2f} s CPU), medians: "
+              f"ceiling {download / max(download, local):.2f}x")
 
 
 if __name__ == "__main__":

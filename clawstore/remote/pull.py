@@ -127,27 +127,35 @@ class _Pull:
         if legacy:
             self._fetch_bundles(legacy)
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
-            records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                       for record in self.listings[pack].actions.values()}  # the entries' checks read them
-            self._download_checked(packs, tmp, records)
-            self.progress.then("checking the entries")
-            self._check_entries(packs, records)
-            self.progress.then("adding them to the store")
-            with self.store.batch():  # the objects copied, named at once at its end
+            try:
+                records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
+                           for record in self.listings[pack].actions.values()}  # the entries' checks read them
+                self._download_checked(packs, tmp, records)
+                self.progress.then("checking the entries")
+                self._check_entries(packs, records)
+                self.progress.then("adding them to the store")
                 for pack in packs:
-                    document = set(hex_digests("".join(self.listings[pack].document_ids)))  # the entries' copy
-                    new, size = self.incoming.take(pack, self.present, document, apart=not self.trusted(pack))
+                    new, size = self.incoming.take(pack, self.present, self._document(pack),
+                                                   apart=not self.trusted(pack))
                     self.present.update(self.digests[pack])
                     self.downloads.forget([pack])
                     self.received.add(pack)
                     self.report.packs += 1
                     self.report.objects += new
                     self.report.bytes += size
+                self.incoming.take_copies()  # (the small packs' objects, copied as each was checked)
+            finally:
+                self.incoming.close()
+
+    def _document(self, pack: str) -> set[bytes]:
+        """The pack's copy of the document naming its listing's entries (never taken in)."""
+        return set(hex_digests("".join(self.listings[pack].document_ids)))
 
     def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]) -> None:
         """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
         checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
-        of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them."""
+        of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them. A small pack's
+        objects are copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in)."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
         # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
@@ -166,8 +174,10 @@ class _Pull:
                     future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
                     pack = running.pop(future)
                     self.report.resumed += future.result()
-                    start_more()  # (the next ones download while this one is checked)
+                    start_more()  # (the next ones download while this one is checked and copied)
                     self._check(pack, work / f"{pack}.pack", keep)
+                    if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
+                        self.present.update(self.digests[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()

@@ -71,7 +71,8 @@ def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
     target = Store(tmp_path / "b")
     pulled = pull.pull(target, remote)
     assert (pulled.packs, pulled.objects) == (sent, 90)
-    assert len(list((tmp_path / "b" / "packs").glob("*.pack"))) == 1
+    # one pack of the objects (copied as each pack arrived), one of the entries (written by the store as any)
+    assert len(list((tmp_path / "b" / "packs").glob("*.pack"))) == 2
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert fsck(target).clean
@@ -196,6 +197,41 @@ def test_a_pack_whose_object_does_not_match_its_id_is_refused(tmp_path: Path) ->
         verify_pack(path, name, "remote pack x")
     with pytest.raises(PackCheckError, match="do not hash to its name"):
         verify_pack(path, "0" * 64, "remote pack x")
+
+
+def test_a_received_packs_objects_are_copied_in_runs_in_whatever_order_its_table_lists_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames are read a run of about COPY_BYTES at a time (not one read per object); a table listing them out of
+    file order (any pack may) still copies each object's own bytes, each once."""
+    import blake3
+
+    contents = [f"object {i} ".encode() * 40 for i in range(300)]
+    compressor = zstandard.ZstdCompressor()
+    path, name = _pack_with(tmp_path, [(blake3.blake3(c).digest(), compressor.compress(c)) for c in contents])
+    blobs = verify_pack(path, name, "remote pack x")
+    reads = 0
+    real_pread = os.pread
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(transfer.os, "pread", pread)
+    monkeypatch.setattr(transfer, "COPY_BYTES", 4096)
+    shuffled = blobs[::-1][:150] + blobs[:150] + blobs[:10]
+    for order, expected_reads in ((blobs, range(2, 30)), (shuffled, range(150, 311))):
+        work = tmp_path / f"copies-{expected_reads.start}"
+        work.mkdir()
+        writer = PackWriter(work)
+        reads = 0
+        copied = transfer.copy_frames(writer, path, order)
+        assert reads in expected_reads  # (300 frames of about 80 bytes, 4 KiB a read, in file order)
+        writer.seal()
+        writer.close()
+        assert len(copied) == 300  # (the ten listed twice: copied once)
+        name = file_digest(writer.path)
+        assert {blob.id for blob in verify_pack(writer.path, name, "copies")} == {blob.id for blob in blobs}
 
 
 def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path) -> None:
@@ -414,6 +450,134 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
     assert len(downloads) == len(checks) == 4
     first_checked, last_arrived = min(end for _, end in checks), max(end for _, end in downloads)
     assert first_checked < last_arrived - 0.1  # (the first check ended well before the last pack arrived)
+    assert set(target.iter_objects()) == set(source.iter_objects())
+
+
+def _slow_downloads(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tuple[float, float]]:
+    """Every pack takes `seconds` to arrive from a directory remote (a slow link); the (start, end) of each."""
+    downloads: list[tuple[float, float]] = []
+    real = DirectoryBackend.download
+
+    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(seconds)
+        real(self, name, target, size, moved)
+        if name.endswith(".pack"):
+            downloads.append((start, time.monotonic()))
+
+    monkeypatch.setattr(DirectoryBackend, "download", download)
+    return downloads
+
+
+def _timed_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, int]]:
+    """The (start, end, objects copied) of each small pack's copy into the pull's own pack."""
+    copies: list[tuple[float, float, int]] = []
+    real = transfer.copy_frames
+
+    def copy(*args: Any) -> list[transfer.Blob]:
+        start = time.monotonic()
+        done = real(*args)
+        copies.append((start, time.monotonic(), len(done)))
+        return done
+
+    monkeypatch.setattr(transfer, "copy_frames", copy)
+    return copies
+
+
+def test_each_small_pack_is_copied_in_while_the_next_downloads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work after the last pack shrinks: a small pack's objects are copied into the store as soon as it is
+    checked, while later packs are still on the way, not all after the last one arrived (named together at the end:
+    nothing of them is visible before then)."""
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    downloads, copies = _slow_downloads(monkeypatch, 0.2), _timed_copies(monkeypatch)
+    seen_during: list[int] = []
+    real_check = transfer.Incoming.check
+    target = Store(tmp_path / "b")
+
+    def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> set[bytes]:
+        seen_during.append(len(list(Store(tmp_path / "b", create=False).iter_objects())))  # as another process sees it
+        return real_check(self, *args, **kwargs)
+
+    monkeypatch.setattr(transfer.Incoming, "check", check)
+    assert pull.pull(target, remote).objects == 65
+    assert len(downloads) == 4 and len(copies) == 4
+    first_copied, last_arrived = min(end for _, end, _ in copies), max(end for _, end in downloads)
+    assert first_copied < last_arrived - 0.1
+    assert seen_during == [0, 0, 0, 0]  # copied, but named only once every pack and entry verified
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert fsck(target).clean
+
+
+def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packs checked (and copied) before the damaged one arrived are not named either: the pull ends with the one
+    line naming the pack, the store as it was; once the remote is mended the pull resumes from what it kept."""
+    from tests.config.workspace_builder import claw
+
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    packs = sorted((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda path: -path.stat().st_size)
+    damaged = packs[1]  # the second to arrive, largest first
+    good = damaged.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(flipped))
+
+    refused = claw("pull", str(tmp_path / "remote"), "--store", str(tmp_path / "cli"), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [f"claw: error: remote pack {damaged.stem}: its bytes do not hash to "
+                                                   "its name (damaged in transit or on the remote)"]
+    assert list(Store(tmp_path / "cli", create=False).iter_objects()) == []
+
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one at a time, largest first: the first is checked and copied
+    _slow_downloads(monkeypatch, 0.05)
+    copies = _timed_copies(monkeypatch)
+    target = Store(tmp_path / "b")
+    with pytest.raises(PackCheckError, match=f"remote pack {damaged.stem}: its bytes do not hash") as refusal:
+        pull.pull(target, remote)
+    assert "\n" not in str(refusal.value)
+    assert [count for _, _, count in copies] == [30]  # the first pack was in, copied, when the second was refused
+    assert list(target.iter_objects()) == [] and dict(target.iter_actions()) == {}
+    assert list(Store(tmp_path / "b", create=False).iter_objects()) == []
+    assert fsck(target).clean
+
+    damaged.write_bytes(good)
+    again = pull.pull(target, remote)
+    assert again.resumed == 1  # the first pack, kept whole, was not downloaded again
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+    assert fsck(target).clean
+
+
+def test_a_push_makes_the_next_pack_while_the_previous_one_uploads(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Push reads ahead: on a slow link the packs after the first are made (their frames read from the store and
+    written) while the first is still on its way, not each after the previous upload ended."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+    source = _filled(tmp_path / "a", 20)  # (its pack still being written: the objects go in packs push makes)
+    uploads: list[tuple[float, float]] = []
+    made: list[tuple[float, float]] = []
+    real_upload, real_make = DirectoryBackend.upload, Store.make_pack
+
+    def upload(self: DirectoryBackend, path: Path, name: str, moved: Moved = None) -> None:
+        start = time.monotonic()
+        time.sleep(0.3)  # (a slow link)
+        real_upload(self, path, name, moved)
+        uploads.append((start, time.monotonic()))
+
+    def make_pack(self: Store, *args: Any) -> Path:
+        start = time.monotonic()
+        path = real_make(self, *args)
+        made.append((start, time.monotonic()))
+        return path
+
+    monkeypatch.setattr(DirectoryBackend, "upload", upload)
+    monkeypatch.setattr(Store, "make_pack", make_pack)
+    assert push.push(source, Remote("team", str(tmp_path / "remote"))).packs == 7  # 60 objects, and the entries
+    first_sent = min(end for _, end in uploads)
+    assert len(made) == 7 and sum(1 for _, end in made if end < first_sent) >= 3
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
     assert set(target.iter_objects()) == set(source.iter_objects())
 
 

@@ -242,24 +242,32 @@ def _verify_streaming(fd: int, blob: Blob, where: str) -> None:
 
 # ------------------------------------------------------------------------------------------ adopting
 
-def copy_objects(store: ObjectStore, path: Path, objects: list[Blob], present: AbstractSet[bytes]) -> tuple[int, int]:
-    """Copy a verified pack's objects the store lacks (`present`: digests it has) into the store's own
-    pack (for content kept apart: the received pack's other blobs, its entries, must not come along);
-    (objects, bytes)."""
-    added = size = 0
-    run: dict[bytes, bytes] = {}  # frames read, written together (one write per object cost more than the check)
-    run_bytes = 0
-    with open(path, "rb") as fh, store.batch():
-        for number, blob in enumerate(objects, 1):
-            if blob.id not in present:
-                run[blob.id] = os.pread(fh.fileno(), blob.length, blob.offset)
-                run_bytes += blob.length
-            if run and (number == len(objects) or run_bytes >= COPY_BYTES):
-                stored = store.put_frames(list(run.items()))
-                added += len(stored)
-                size += sum(len(run[digest]) for digest in stored)
-                run, run_bytes = {}, 0
-    return added, size
+def copy_frames(writer: PackWriter, path: Path, objects: list[Blob]) -> list[Blob]:
+    """Append the frames of these objects of a verified pack at `path` to `writer`'s pack, each once, in runs of about
+    COPY_BYTES (one read and one write per run: one per object cost more than the check); where they now are."""
+    unique = list({blob.id: blob for blob in objects}.values())
+    written: list[Blob] = []
+    with open(path, "rb") as fh:
+        for run in _runs(unique):
+            start = run[0].offset
+            read = memoryview(os.pread(fh.fileno(), run[-1].offset + run[-1].length - start, start))
+            written += writer.append_many([(KIND_OBJECT, blob.id, [read[blob.offset - start:blob.offset - start
+                                                                         + blob.length]]) for blob in run])
+    return written
+
+
+def _runs(blobs: list[Blob]) -> Iterator[list[Blob]]:
+    """The blobs in runs that one read of about COPY_BYTES holds (each after the previous one in the file; a bigger
+    frame alone): one read and one write per run, not one per object (which cost more than the check)."""
+    run: list[Blob] = []
+    for blob in blobs:
+        if run and (blob.offset < run[-1].offset + run[-1].length or blob.offset + blob.length - run[0].offset
+                    > COPY_BYTES):
+            yield run
+            run = []
+        run.append(blob)
+    if run:
+        yield run
 
 
 def adopt_pack(store: ObjectStore, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
@@ -298,6 +306,9 @@ class Incoming:
         self.store = store
         self.kept = Kept()  # records decoded while packs were checked, for the entry checks
         self._checked: dict[str, tuple[Path, list[Blob]]] = {}  # pack name -> its file and object blobs
+        self._copied: dict[str, tuple[int, int]] = {}  # pack name -> (objects, bytes) copied by copy_in
+        self._copies: PackWriter | None = None  # the pack they are copied into, beside the received ones
+        self._in_copies: dict[bytes, Blob] = {}  # digest -> its blob in that pack
 
     @property
     def decoded(self) -> dict[str, bytes]:
@@ -325,13 +336,53 @@ class Incoming:
              apart: bool = False) -> tuple[int, int]:
         """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has); returns
         (objects added, their bytes). A big pack moves in as it is; a small one, or one kept `apart`, has its objects
-        copied into the store's own pack."""
-        path, blobs = self._checked.pop(name)
-        if leave_out:
-            blobs = [blob for blob in blobs if blob.id not in leave_out]
-        if not apart and path.stat().st_size >= ADOPT_BYTES:
+        copied into a pack of the pull's own (`copy_in`), moved in by `take_copies` once every pack is taken."""
+        if not self.copy_in(name, present, leave_out, apart):
+            path, blobs = self._checked.pop(name)
+            if leave_out:
+                blobs = [blob for blob in blobs if blob.id not in leave_out]
             return adopt_pack(self.store, path, name[:32], blobs, present)  # (a pack id is 32 hex)
-        return copy_objects(self.store, path, blobs, present)
+        del self._checked[name]
+        return self._copied.pop(name)
+
+    def copy_in(self, name: str, present: AbstractSet[bytes], leave_out: AbstractSet[bytes] = frozenset(),
+                apart: bool = False) -> bool:
+        """Copy the objects of a checked pack that `take` does not move in whole (a small one, or one kept `apart`)
+        into the pull's own pack, beside the received ones (nothing of the store changes yet): a pull does it right
+        after the check, while the next pack downloads. The pack stays readable for the entry checks. False for a
+        pack `take` moves in whole; True (and nothing done) for one copied already."""
+        path, blobs = self._checked[name]
+        if name in self._copied:
+            return True
+        if not apart and path.stat().st_size >= ADOPT_BYTES:
+            return False
+        if self._copies is None:
+            self._copies = PackWriter(path.parent)
+        wanted = [blob for blob in blobs
+                  if blob.id not in present and blob.id not in leave_out and blob.id not in self._in_copies]
+        written = copy_frames(self._copies, path, wanted)
+        self._in_copies.update((blob.id, blob) for blob in written)
+        self._copied[name] = (len(written), sum(blob.length for blob in written))
+        return True
+
+    def take_copies(self) -> None:
+        """Move the pack the small packs' objects were copied into in whole, one index segment naming them (call
+        once every pack is taken)."""
+        writer, self._copies = self._copies, None
+        if writer is None:
+            return
+        try:
+            writer.seal()
+        finally:
+            writer.close()
+        adopt_pack(self.store, writer.path, writer.pack_id, list(self._in_copies.values()), frozenset())
+        self._in_copies = {}
+
+    def close(self) -> None:
+        """Let go of the copies' pack if it was not taken (a refused pull: it goes with the scratch directory)."""
+        if self._copies is not None:
+            self._copies.close()
+            self._copies = None
 
 
 def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
