@@ -314,7 +314,7 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
         if not isinstance(doc, dict):
             return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
         head = head_fields(doc)
-        nodes = chain(_head_nodes(doc, load), build_nodes(head, records))
+        nodes = chain(head_nodes(doc, load), build_nodes(head, records))
     source = previous_head(manifest, head) if copy else None
     reuse = copied.reusable(source) if source is not None else None
     sink = Spill(segments.tmp_dir(manifest, "rows"))
@@ -330,7 +330,7 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
     return rows._replace(tables={}), None
 
 
-def _head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[str, Any]]:
+def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[str, Any]]:
     """A head's nodes a part at a time, without their planning views (rows.without_planning_views)."""
     if not is_parted(doc):
         yield from (without_planning_views(doc).get("nodes") or [])

@@ -28,7 +28,7 @@ class Spill:
         self.directory = directory
         self.tables: dict[str, list[Row]] = {}
         self.meta: dict[str, list[RowMeta]] = {}
-        self._writers = {table: ArrayWriter(directory / f"{table}.json") for table in copied.HIDDEN}
+        self._writers = {table: ArrayWriter(directory / f"{table}.json", CHUNK) for table in copied.HIDDEN}
         self._count: Counter[str] = Counter()
         self._held: IO[bytes] = open(directory / HELD, "w+b")  # noqa: SIM115 (closed by close())
         self._batch: list[tuple[int, Row | None, str | None]] = []
