@@ -11,9 +11,10 @@ from typing import IO, Any
 import msgspec
 
 from clawstore.query import copied
-from clawstore.query.jsonarray import CHUNK, ArrayWriter, encode
+from clawstore.query.jsonarray import ArrayWriter, encode
 from clawstore.query.rows import Row, RowMeta
 
+CHUNK = 1024  # rows of a table held before they are written (5 tables of 4,096 rows of ~3 KB held 60 MB)
 HELD = "held.jsonl"  # result rows waiting for their run's costs, CHUNK to a line
 _HeldLine = list[tuple[int, dict[str, Any] | None, str | None]]
 
@@ -41,8 +42,9 @@ class Spill:
         if table not in copied.HIDDEN:  # (the builds row: one)
             self.tables.setdefault(table, []).append(row)
             return
-        self._writers[table].add({**row, **copied.hidden_values(table, meta, self._count[table])})
+        row.update(copied.hidden_values(table, meta, self._count[table]))  # (the row is the flattener's to give)
         self._count[table] += 1
+        self._writers[table].add(row)
 
     def hold(self, at: int, row: Row | None, run_key: str | None) -> None:
         self._batch.append((at, row, run_key))
