@@ -210,6 +210,8 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
 def _array_of(flat: Flattened | None, table: str, out_dir: Path) -> Path:
     """Where `table`'s rows are as a JSON array: the file a Spill wrote them to, else one to write in `out_dir`."""
     if flat is not None and flat.spilled is not None and table in copied.HIDDEN:
+        if not flat.spilled.is_dir():  # (written once: rows read again would be none, never the campaign's)
+            raise StoreError(f"the rows spilled to {flat.spilled} were written already")
         return flat.spilled / f"{table}.json"
     return out_dir / f"{table}.json"
 

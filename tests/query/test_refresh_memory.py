@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from clawstore.errors import StoreError
 from clawstore.query import rows, segments, spill
 from clawstore.query.heads import StoredRecords, head_nodes, wanted_heads
 from clawstore.query.manifest import index_current, manifest_dir
@@ -80,3 +81,20 @@ def test_spilled_rows_are_the_rows_flattening_in_memory_gives(tmp_path: Path) ->
     assert spilled == in_memory and len(spilled["results"]) == 60
     assert {row[-4:] for row in spilled["results"]} != {None}  # (each with its run's costs)
     assert list((manifest_dir(store.root) / "tmp").iterdir()) == []  # the spill removed once written
+
+
+def test_spilled_rows_are_written_once_and_never_read_again_as_none(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "store", 2)
+    load = StoredRecords(store)
+    doc = load(next(iter(wanted_heads(store).values())))
+    assert isinstance(doc, dict)
+    sink = spill.Spill(segments.tmp_dir(manifest_dir(store.root), "rows"))
+    flat = flatten(head_fields(doc), load, load.read_ahead, head_nodes(doc, load), sink=sink)
+    sink.close()
+    con = duckdb.connect()
+    try:
+        segments.write_tables(con, flat, tmp_path / "once")
+        with pytest.raises(StoreError, match="written already"):
+            segments.write_tables(con, flat, tmp_path / "twice")
+    finally:
+        con.close()
