@@ -8,7 +8,8 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -31,9 +32,10 @@ from clawstore.query.rows import (
     written_head,
 )
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
+from clawstore.query.spill import Spill
 from clawstore.store.documents import metrics_problem
 from clawstore.store.face import ObjectReader, StoreReader
-from clawstore.store.headdoc import inline_or_none
+from clawstore.store.headdoc import head_fields, is_parted, iter_parts
 from clawstore.values import jsontext
 
 CAMPAIGN_REFS = "campaigns/"
@@ -295,26 +297,48 @@ def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[]
 def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
                copy: bool = True) -> tuple[Flattened, Path | None] | None:
     """The rows of a head, and the segment already holding them as files: those of `known` (the build just indexed) when
-    it wrote this head with the same rows, else copied from the campaign's previous head (unless not `copy`). Details:
-    docs/query.md (Details by module)."""
+    it wrote this head with the same rows, else copied from the campaign's previous head (unless not `copy`) or
+    flattened a part of the head at a time into files (spill.py). Details: docs/query.md (Details by module)."""
     if known is not None and not (known.log.get("head") == head_id and known.head):
         known = None  # another build's rows
+    records = StoredRecords(store, warn)
     if known is not None:
         head: Any = known.head  # (read once, for the build's reused nodes)
+        nodes: Iterable[Mapping[str, Any]] = build_nodes(head, records)
+        if same_rows(known.log, known.nodes, head, list(nodes), known.rows.sigs):
+            rows = known.rows
+            return rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}), known.segment
     else:
         load = StoredRecords(store)
-        head = without_planning_views(inline_or_none(load(head_id), load))
-    if head is None:
-        return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
-    records = StoredRecords(store, warn)
-    nodes = build_nodes(head, records)
-    if known is not None and same_rows(known.log, known.nodes, head, nodes, known.rows.sigs):
-        rows, segment = known.rows, known.segment
-    else:
-        source = previous_head(manifest, head) if copy else None
-        reuse = copied.reusable(source) if source is not None else None
-        rows, segment = flatten(head, records, records.read_ahead, nodes, reuse), None
-    return rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}), segment
+        doc = load(head_id)
+        if not isinstance(doc, dict):
+            return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
+        head = head_fields(doc)
+        nodes = chain(head_nodes(doc, load), build_nodes(head, records))
+    source = previous_head(manifest, head) if copy else None
+    reuse = copied.reusable(source) if source is not None else None
+    sink = Spill(segments.tmp_dir(manifest, "rows"))
+    try:
+        rows = flatten(head, records, records.read_ahead, nodes, reuse, sink)
+        sink.close()
+    except StoreError:
+        sink.remove()
+        return None  # a part lost to damage, as above
+    except BaseException:
+        sink.remove()
+        raise
+    return rows._replace(tables={}), None
+
+
+def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[str, Any]]:
+    """A head's nodes a part at a time, without their planning views (rows.without_planning_views)."""
+    if not is_parted(doc):
+        yield from (without_planning_views(doc).get("nodes") or [])
+        return
+    for part in iter_parts(doc, load):
+        for node in part:
+            yield {name: value for name, value in node.items() if name != "record_doc"} if isinstance(node, dict) \
+                else node
 
 
 def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | Flattened,

@@ -8,11 +8,13 @@ read and flattened again: `flatten` leaves it to the writer to copy them (query/
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import blake3
 
@@ -32,7 +34,9 @@ from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
 ReadAhead = Callable[[list[str]], None]  # told which records are asked for next (to read them in bulk)
-READ_AHEAD = 4096  # records announced at once: their bytes are held until each is asked for
+# Records announced at once: their bytes are held until each is asked for, and the store maps the pages around each
+# (a window of 4,096 records scattered over an imported 680 MB pack touched 280 MB more than one of 1,024).
+READ_AHEAD = 1024
 
 
 def _code_tag() -> bytes:
@@ -351,14 +355,51 @@ class RowMeta(NamedTuple):
 
 
 class Flattened(NamedTuple):
-    """A build's rows: those made here, and the nodes whose rows are copied from `source`."""
+    """A build's rows: those made here, and the nodes whose rows are copied from `source`. Rows a `Spill`
+    sink wrote to files are in `spilled` (that directory's `<table>.json`), not in `tables`."""
 
     tables: dict[str, list[Row]]
     meta: dict[str, list[RowMeta]]
     taken: list[Taken]
     ctx: Row
     source: Path | None
-    sigs: list[int]  # node_sig of every node, in node order
+    sigs: Sequence[int]  # node_sig of every node, in node order
+    spilled: Path | None = None
+
+
+class RowSink(Protocol):
+    """Where `flatten` puts rows as it makes them; result rows wait in it for their run's costs (`hold`)."""
+
+    tables: dict[str, list[Row]]
+    meta: dict[str, list[RowMeta]]
+    spilled: Path | None
+
+    def add(self, table: str, row: Row, meta: RowMeta) -> None: ...
+
+    def hold(self, at: int, row: Row | None, run_key: str | None) -> None: ...
+
+    def held(self) -> Iterator[tuple[int, Row | None, str | None]]: ...
+
+
+class Collected:
+    """The RowSink that keeps every row in memory (`claw report`, a rebuilt manifest, the benches)."""
+
+    spilled: Path | None = None
+
+    def __init__(self) -> None:
+        self.tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
+        self.meta: dict[str, list[RowMeta]] = {name: [] for name in PHYSICAL}
+        self._held: list[tuple[int, Row | None, str | None]] = []
+
+    def add(self, table: str, row: Row, meta: RowMeta) -> None:
+        self.tables[table].append(row)
+        self.meta[table].append(meta)
+
+    def hold(self, at: int, row: Row | None, run_key: str | None) -> None:
+        self._held.append((at, row, run_key))
+
+    def held(self) -> Iterator[tuple[int, Row | None, str | None]]:
+        yield from self._held
 
 
 def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None,
@@ -370,80 +411,95 @@ def rows_for_build(log: Mapping[str, Any], load_record: RecordLoader, read_ahead
 
 
 def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadAhead | None = None,
-            nodes: list[Mapping[str, Any]] | None = None, reusable: Reusable | None = None) -> Flattened:
+            nodes: Iterable[Mapping[str, Any]] | None = None, reusable: Reusable | None = None,
+            sink: RowSink | None = None) -> Flattened:
     """rows_for_build, but a node that `reusable` holds (its record, its signature) is neither read nor
-    flattened: it is listed in `taken` for the writer to copy its rows from `reusable.source`."""
+    flattened: it is listed in `taken` for the writer to copy its rows from `reusable.source`. The rows go
+    to `sink` (default: kept in memory) as they are made, READ_AHEAD nodes at a time: with a sink that
+    writes them out, what stays in memory is a window of records and a few facts per run (docs/query.md,
+    Scale)."""
     ctx = build_context(log)
-    tables: dict[str, list[Row]] = {name: [] for name in PHYSICAL}
-    meta: dict[str, list[RowMeta]] = {name: [] for name in PHYSICAL}
+    sink = Collected() if sink is None else sink
     nodes = build_nodes(log, load_record) if nodes is None else nodes
-    sigs = [node_sig(node) for node in nodes]
+    sigs = array("q")
     known = reusable.facts if reusable is not None else {}
-    facts: dict[int, Facts] = {}
-    if known:
-        for at, node in enumerate(nodes):
-            oid = node.get("record")
-            if isinstance(oid, str) and (found := known.get((oid, sigs[at]))) is not None:
-                facts[at] = found
-    to_read = [at for at in range(len(nodes)) if at not in facts]
-    ahead = {to_read[i]: to_read[i:i + READ_AHEAD] for i in range(0, len(to_read), READ_AHEAD)}
-    results: list[tuple[int, Row | None, Mapping[str, Any] | None, str | None]] = []
-    runs_by_key: dict[str, Mapping[str, Any]] = {}
+    taken: dict[int, Taken] = {}
+    runs_by_key: dict[str, tuple[Any, Any, Any]] = {}  # run key -> (status, latency_s, cost_usd)
     eval_cost: dict[str, CostSum] = {}  # run key -> its evaluation's cost (NULL cost: unknown)
-    costs: list[float | None] = []
-    for at, node in enumerate(nodes):
-        if at in facts:
-            fact = facts[at]
-            costs.append(fact.cost_usd)
-            if fact.kind in ("checks", "judge", "result") and fact.run_key:
-                eval_cost[fact.run_key] = eval_cost.get(fact.run_key, CostSum()) + CostSum.of(fact.cost_usd)
-            if fact.kind == "run" and fact.key:
-                runs_by_key[fact.key] = {"status": fact.status, "latency_s": fact.latency_s, "cost_usd": fact.cost_usd}
-            elif fact.kind == "result":
-                results.append((at, None, None, fact.run_key))
-            continue
-        if read_ahead is not None and at in ahead:
-            read_ahead([oid for p in ahead[at] if isinstance(oid := nodes[p].get("record"), str) and oid])
-        oid = node.get("record")
-        record = load_record(oid) if isinstance(oid, str) and oid else None
-        base = _node_row(node, record, ctx)
-        costs.append(base["cost_usd"])
-        run_key = _str(_dict(record.get("summary")).get("run_key")) if record is not None else None
-        row_meta = RowMeta(at, sigs[at] if record is not None else None, run_key)
-        tables["nodes"].append(_pick("nodes", base))
-        meta["nodes"].append(row_meta)
-        if record is None:
-            continue
-        kind = base["kind"]
-        if kind in ("checks", "judge", "result") and run_key:
-            eval_cost[run_key] = eval_cost.get(run_key, CostSum()) + CostSum.of(base["cost_usd"])
-        made: list[tuple[str, Row]] = []
-        if kind == "run":
-            row = _run_row(base, record)
-            made.append(("runs", row))
-            if row["key"]:
-                runs_by_key[row["key"]] = row
-        elif kind == "checks":
-            made.extend(("checks", row) for row in _check_rows(base, record))
-        elif kind == "judge":
-            made.append(("judgements", _judge_row(base, record)))
-        elif kind == "result":
-            results.append((at, base, record, run_key))
-        for table, row in made:
-            tables[table].append(row)
-            meta[table].append(row_meta)
+    spent = CostSum()  # of every node (the builds row)
+    count = 0
+    iterator = iter(nodes)
+    while window := list(islice(iterator, READ_AHEAD)):
+        first = count
+        facts: dict[int, Facts] = {}
+        for at, node in enumerate(window, first):
+            sig = node_sig(node)
+            sigs.append(sig)
+            oid = node.get("record")
+            if known and isinstance(oid, str) and (found := known.get((oid, sig))) is not None:
+                facts[at] = found
+                taken[at] = Taken(at, oid, sig, _str(node.get("action")), None)
+        count += len(window)
+        if read_ahead is not None and len(facts) < len(window):
+            read_ahead([oid for at, node in enumerate(window, first)
+                        if at not in facts and isinstance(oid := node.get("record"), str) and oid])
+        for at, node in enumerate(window, first):
+            fact = facts.get(at)
+            if fact is not None:
+                spent += CostSum.of(fact.cost_usd)
+                if fact.kind in ("checks", "judge", "result") and fact.run_key:
+                    eval_cost[fact.run_key] = eval_cost.get(fact.run_key, CostSum()) + CostSum.of(fact.cost_usd)
+                if fact.kind == "run" and fact.key:
+                    runs_by_key[fact.key] = (fact.status, fact.latency_s, fact.cost_usd)
+                elif fact.kind == "result":
+                    sink.hold(at, None, fact.run_key)
+                continue
+            spent += CostSum.of(_flatten_node(RowMeta(at, sigs[at], None), node, load_record, ctx, sink,
+                                              runs_by_key, eval_cost))
+        window.clear()
     # Results come last: their costs need every run and judge of the build.
-    taken = {at: Taken(at, str(nodes[at]["record"]), sigs[at], _str(nodes[at].get("action")), None) for at in facts}
-    for at, base, record, run_key in results:
-        run, spent = runs_by_key.get(run_key or ""), eval_cost.get(run_key or "", CostSum())
-        if base is None or record is None:
-            taken[at] = taken[at]._replace(scored=scored_run(run, spent))
+    for at, row, run_key in sink.held():
+        found = runs_by_key.get(run_key or "")
+        run = {"status": found[0], "latency_s": found[1], "cost_usd": found[2]} if found is not None else None
+        scored = scored_run(run, eval_cost.get(run_key or "", CostSum()))
+        if row is None:
+            taken[at] = taken[at]._replace(scored=scored)
         else:
-            tables["results"].append(_result_row(base, record, run, spent))
-            meta["results"].append(RowMeta(at, sigs[at], run_key))
-    tables["builds"].append(_build_row(log, ctx, costs))
-    return Flattened(tables, meta, [taken[at] for at in sorted(taken)], ctx,
-                     reusable.source if reusable is not None and taken else None, sigs)
+            row.update((name, value) for name, value in scored.items() if name in row)
+            sink.add("results", row, RowMeta(at, sigs[at], run_key))
+    sink.add("builds", _build_row(log, ctx, count, spent), RowMeta(-1, None, None))
+    return Flattened(sink.tables, sink.meta, [taken[at] for at in sorted(taken)], ctx,
+                     reusable.source if reusable is not None and taken else None, sigs, sink.spilled)
+
+
+def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoader, ctx: Row, sink: RowSink,
+                  runs_by_key: dict[str, tuple[Any, Any, Any]], eval_cost: dict[str, CostSum]) -> float | None:
+    """Read one node's record and give its rows to `sink` (a result's held for its run's costs); the node's
+    cost_usd. `meta`: its position and signature."""
+    oid = node.get("record")
+    record = load_record(oid) if isinstance(oid, str) and oid else None
+    base = _node_row(node, record, ctx)
+    run_key = _str(_dict(record.get("summary")).get("run_key")) if record is not None else None
+    row_meta = RowMeta(meta.position, meta.sig if record is not None else None, run_key)
+    sink.add("nodes", _pick("nodes", base), row_meta)
+    if record is None:
+        return base["cost_usd"]
+    kind = base["kind"]
+    if kind in ("checks", "judge", "result") and run_key:
+        eval_cost[run_key] = eval_cost.get(run_key, CostSum()) + CostSum.of(base["cost_usd"])
+    if kind == "run":
+        row = _run_row(base, record)
+        sink.add("runs", row, row_meta)
+        if row["key"]:
+            runs_by_key[row["key"]] = (row["status"], row["latency_s"], row["cost_usd"])
+    elif kind == "checks":
+        for check in _check_rows(base, record):
+            sink.add("checks", check, row_meta)
+    elif kind == "judge":
+        sink.add("judgements", _judge_row(base, record), row_meta)
+    elif kind == "result":
+        sink.hold(meta.position, _result_row(base, record, None, CostSum()), run_key)
+    return base["cost_usd"]
 
 
 def _reused_nodes(log: Mapping[str, Any], head: Mapping[str, Any]) -> list[Any]:
@@ -466,8 +522,8 @@ def _reused_nodes(log: Mapping[str, Any], head: Mapping[str, Any]) -> list[Any]:
     return found
 
 
-def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> Row:
-    """`costs`: every node's cost_usd, in node order."""
+def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: CostSum) -> Row:
+    """`count`: the nodes flattened; `spent`: the sum of their cost_usd, in node order."""
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
     return {
@@ -479,11 +535,11 @@ def _build_row(log: Mapping[str, Any], ctx: Row, costs: list[float | None]) -> R
         "suite_id": ctx["suite_id"],
         "run_profile_id": ctx["run_profile_id"],
         "evaluation_profile_id": ctx["evaluation_profile_id"],
-        "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else len(costs),
+        "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else count,
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
-        "results_cost_usd": CostSum.total(CostSum.of(cost) for cost in costs).usd,
+        "results_cost_usd": spent.usd,
     }
 
 

@@ -1,0 +1,100 @@
+"""The first query after a build materialises its campaign's head a window of nodes at a time, its rows spilled to
+files for DuckDB (query/spill.py): Python's memory does not grow with the campaign, and the files hold exactly the
+rows flattening in memory gives (docs/query.md, Scale)."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from clawstore.errors import StoreError
+from clawstore.query import rows, segments, spill
+from clawstore.query.heads import StoredRecords, head_nodes, wanted_heads
+from clawstore.query.manifest import index_current, manifest_dir
+from clawstore.query.rows import flatten
+from clawstore.store import Store, headdoc
+from clawstore.store.headdoc import head_fields
+from tests.query.campaigns import Spec, build
+
+WINDOW = 16  # nodes read, rows written and nodes in a head's part at most in these tests (4,096, 4,096 and 1,024)
+
+
+@pytest.fixture(autouse=True)
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(headdoc, "PART_MAX", WINDOW)  # (parts hash to 64 nodes on average, the largest grows with n)
+    monkeypatch.setattr(rows, "READ_AHEAD", WINDOW)
+    monkeypatch.setattr(spill, "CHUNK", WINDOW)
+
+
+def _campaign(root: Path, cases: int) -> Store:
+    store = Store(root)
+    build(store, Spec(cases=[f"case_{n:04d}" for n in range(cases)], judge_reps=1), refresh=False)
+    return store
+
+
+def _refresh_peak(store: Store) -> int:
+    """Python's peak memory while the first query materialises the campaign's head (the store's own index of its
+    objects, which grows with the store, loaded before: docs/store.md)."""
+    store.get_json(next(iter(wanted_heads(store).values())))
+    tracemalloc.start()
+    try:
+        index_current(store)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_first_refresh_holds_a_window_of_the_campaign_not_all_of_it(tmp_path: Path) -> None:
+    small = _refresh_peak(_campaign(tmp_path / "small", 40))  # 320 nodes
+    large = _refresh_peak(_campaign(tmp_path / "large", 320))  # 2,560 nodes
+    # Holding every row (as before) it grew by 6.6 KB per node; now by the few facts kept per run for the results'
+    # costs (0.14 KB per node).
+    assert (large - small) / (2560 - 320) < 500, (small, large)
+
+
+def _written(store: Store, out: Path, sink: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Each table of the campaign's head flattened into `sink`, written by DuckDB and read back in file order."""
+    load = StoredRecords(store)
+    doc = load(next(iter(wanted_heads(store).values())))
+    assert isinstance(doc, dict)
+    flat = flatten(head_fields(doc), load, load.read_ahead, head_nodes(doc, load), sink=sink)
+    if sink is not None:
+        sink.close()
+    con = duckdb.connect()
+    try:
+        segments.write_tables(con, flat, out)
+        return {table: con.execute(f"SELECT * FROM read_parquet('{out / table}.parquet')").fetchall()
+                for table in ("runs", "checks", "judgements", "results", "nodes")}
+    finally:
+        con.close()
+
+
+def test_spilled_rows_are_the_rows_flattening_in_memory_gives(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "store", 30)  # 240 nodes: 15 windows, results held over 4 lines
+    (manifest_dir(store.root) / "tmp").mkdir(parents=True)
+    spilled = _written(store, tmp_path / "spilled", spill.Spill(segments.tmp_dir(manifest_dir(store.root), "rows")))
+    in_memory = _written(store, tmp_path / "in-memory", None)
+    assert spilled == in_memory and len(spilled["results"]) == 60
+    assert {row[-4:] for row in spilled["results"]} != {None}  # (each with its run's costs)
+    assert list((manifest_dir(store.root) / "tmp").iterdir()) == []  # the spill removed once written
+
+
+def test_spilled_rows_are_written_once_and_never_read_again_as_none(tmp_path: Path) -> None:
+    store = _campaign(tmp_path / "store", 2)
+    load = StoredRecords(store)
+    doc = load(next(iter(wanted_heads(store).values())))
+    assert isinstance(doc, dict)
+    sink = spill.Spill(segments.tmp_dir(manifest_dir(store.root), "rows"))
+    flat = flatten(head_fields(doc), load, load.read_ahead, head_nodes(doc, load), sink=sink)
+    sink.close()
+    con = duckdb.connect()
+    try:
+        segments.write_tables(con, flat, tmp_path / "once")
+        with pytest.raises(StoreError, match="written already"):
+            segments.write_tables(con, flat, tmp_path / "twice")
+    finally:
+        con.close()
