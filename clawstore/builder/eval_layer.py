@@ -284,6 +284,7 @@ class EvalLayer:
         for node in fresh:
             node.action = "reuse"
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+            node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
         execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)
