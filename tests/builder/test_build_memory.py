@@ -5,33 +5,47 @@ build holds the most), stays under a bound as the campaign grows."""
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from clawstore.builder import buildlog
+from clawstore.builder import api, buildlog
 from clawstore.builder.api import CampaignRequest, build
 from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.graph.plan import Node
 from clawstore.project.front import Project
-from clawstore.testing.standin import StandIn
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import SECRET, Workspace, many_cases
 
-# Python bytes a build of this campaign holds per run (4 nodes: run, checks, one judgement, result) at the head's
-# advance, over and above a smaller build's. Measured: about 17 KB before input documents were released, under
-# 13 KB after (docs/building.md, Memory: what a build holds).
+# Python bytes a build of this campaign holds per run (4 nodes: run, checks, one judgement, result) when it advances
+# its head, over those it held once loaded and planned (tracemalloc; the difference of two sizes). Measured
+# 2026-12-02: 17.2-17.3 KB before nodes dropped their input documents, 13.3 KB after (docs/building.md, Memory).
 HELD_PER_RUN_BOUND = 15_000
 
 
 @pytest.fixture
-def env(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.delenv("CLAW_STORE", raising=False)
-    standin.set_default({"content": "4"})
-    standin.script(JUDGE, judge_reply(7))
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stand-in in a process of its own: what it keeps of each request is not the build's memory."""
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps({"rules": [{"model": JUDGE, "replies": [judge_reply(7)]}],
+                                  "default": {"content": "4"}}))
+    server = subprocess.Popen([sys.executable, "-m", "clawstore.testing.standin", "--print-port",
+                               "--script", str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://127.0.0.1:{server.stdout.readline().strip()}")
+        monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+        monkeypatch.delenv("CLAW_STORE", raising=False)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def _workspace(root: Path, cases: int) -> Workspace:
@@ -61,24 +75,31 @@ def test_a_built_node_keeps_no_input_document(tmp_path: Path, env: None) -> None
 
 
 def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Python bytes traced when the build advances its head, over those traced before it started."""
+    """Python bytes the build holds when it advances its head, over those held when it started (the campaign loaded
+    and planned): what a build adds as it runs."""
     held: list[int] = []
-    advance = buildlog.BuildLog.advance_head
+    run_build, advance = api.run_build, buildlog.BuildLog.advance_head
 
-    def measured(self: buildlog.BuildLog, *args: object, **kwargs: object) -> str:
+    def traced() -> int:
         gc.collect()
-        held.append(tracemalloc.get_traced_memory()[0])
+        return tracemalloc.get_traced_memory()[0]
+
+    def started(*args: Any, **kwargs: Any) -> BuildReport:
+        held.append(traced())
+        return run_build(*args, **kwargs)
+
+    def advancing(self: buildlog.BuildLog, *args: Any, **kwargs: Any) -> str:
+        held.append(traced())
         return advance(self, *args, **kwargs)
 
-    monkeypatch.setattr(buildlog.BuildLog, "advance_head", measured)
-    gc.collect()
+    monkeypatch.setattr(api, "run_build", started)
+    monkeypatch.setattr(buildlog.BuildLog, "advance_head", advancing)
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
         assert _build(ws, []).exit_code == 0
     finally:
         tracemalloc.stop()
-    return held[0] - before
+    return held[1] - held[0]
 
 
 def test_what_a_build_holds_per_run_is_bounded(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
