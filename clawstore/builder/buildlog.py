@@ -71,8 +71,9 @@ class BuildLog:
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter,
                                format=JOURNALED_FORMAT)
         self._lock = threading.Lock()
-        self._all: list[list[Any]] = []  # every node, reused ones too, as [kind, key, record, action, address, line]
-        self._records: dict[str, dict[str, Any] | None] = {}  # record id -> its planning view, for the campaign head
+        # Every node, reused ones too, as [kind, key, record, action, address, line, its record's planning view]
+        # (the view: what the campaign head carries of it; the node's own, so held once).
+        self._all: list[list[Any]] = []
         self.path = build_log_path(store.root, self.build_id)
         self._awaiting: dict[int, Node] = {}  # id -> node recorded whose record is not durable yet
         self._pending: list[dict[str, Any] | int] = []  # journal lines not written yet (an int: a fix of that line)
@@ -92,15 +93,14 @@ class BuildLog:
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
             record: dict[str, Any] | None) -> None:
         with self._lock:
-            if record_id and record:
-                self._records[record_id] = planning_view(record)  # (the node's own, when it kept its view)
+            view = planning_view(record) if record_id and record else None
             line = None
             if action != "reuse":
                 line = self._lines
                 self._lines += 1
                 self._pending.append({"kind": kind, "key": key, "record": record_id, "action": action,
                                       "address": address})
-            self._all.append([kind, key, record_id, action, address, line])
+            self._all.append([kind, key, record_id, action, address, line, view])
             self.doc.counts[COUNTERS[action]] += 1
             if record and action in ("exec", "fail"):  # spent in this build
                 metrics = self.doc.metrics
@@ -122,7 +122,7 @@ class BuildLog:
         """A recorded node whose record could not be made durable after all: it failed, not executed."""
         with self._lock:
             for entry in self._all:
-                kind, key, record_id, action, address, line = entry
+                kind, key, record_id, action, address, line, _ = entry
                 if key == node.key and record_id == node.record_id and address == node.address:
                     if action == "exec":
                         self.doc.counts["executed"] -= 1
@@ -208,11 +208,11 @@ class BuildLog:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
             merged = previous  # (a copy of its own: merged into in place)
-            for kind, key, record_id, action, address, _ in self._recorded(previous):
+            for kind, key, record_id, action, address, _, view in self._recorded(previous):
                 # The head carries each record too, so the next build plans without reading
                 # thousands of record objects one by one.
                 merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
-                                                     "address": address, "record_doc": self._records.get(record_id)}
+                                                     "address": address, "record_doc": view}
             # In any order: write_head puts the nodes in their place order.
             nodes = [node for a, node in merged.items() if planned is None or a in planned]
             del merged, previous
@@ -229,7 +229,7 @@ class BuildLog:
     def _leaves_unchanged(self, previous: dict[str, Any], planned: set[str] | None) -> bool:
         """Would merging this build's nodes into `previous` (by address) give the same nodes: each
         recorded node already there with its key and record, and every address there still planned?"""
-        for kind, key, record_id, _, address, _ in self._recorded(previous):
+        for kind, key, record_id, _, address, _, _ in self._recorded(previous):
             old = previous.get(address_id(kind, address))
             if old is None or old["key"] != key or old["record"] != record_id:
                 return False
@@ -241,7 +241,7 @@ class BuildLog:
         build log keeps the failure)."""
         found = []
         for entry in self._all:
-            kind, key, record_id, action, address, _ = entry
+            kind, key, record_id, action, address, _, _ = entry
             if record_id is None:
                 continue
             old = previous.get(address_id(kind, address))

@@ -113,6 +113,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
             for node in fresh:
                 node.action = "reuse"
                 log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+                node.release()
             if run_batches is not None:
                 batched = run_batches(session, stale)
                 stale = [n for n in stale if id(n) not in batched]

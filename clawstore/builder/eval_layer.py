@@ -185,7 +185,7 @@ class EvalLayer:
         else:
             case = self._case(run.item)
             doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format)
-            ev.checks = self._node("checks", dict(run.address), doc, run)
+            ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
         return ev
 
     def plan_judges(self, ev: RunEvaluation) -> None:
@@ -213,7 +213,7 @@ class EvalLayer:
             return
         doc = result_document(ev.run.key, [j.record["outputs"]["judgement"] for j in ev.judges],
                               ev.checks.record["outputs"]["checks"], self.aggregation, self.sample_size, 1)
-        ev.result = self._node("result", dict(ev.run.address), doc, ev.run)
+        ev.result = self._node("result", ev.run.address, doc, ev.run)
         ev.result.judge_requests = [j.record["outputs"]["request"] for j in ev.judges]
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
@@ -284,6 +284,7 @@ class EvalLayer:
         for node in fresh:
             node.action = "reuse"
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+            node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
         execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)

@@ -79,6 +79,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
         log.await_durable(node)
         progress.finished(node, status, node.action == "exec" and status in ("success", "passed"))
+        node.release()
 
     def fail(node: Node, error: BaseException) -> None:
         node.action = "fail"
@@ -108,6 +109,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             node.action = "reuse" if node.record.get("cacheable") else "fail"
             log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
             progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
+            node.release()
         else:
             record(node, outcome.value)
             status = node.record["status"] if node.record else None

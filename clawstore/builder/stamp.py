@@ -178,9 +178,8 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
             return False  # racy: a change within the mtime granularity could go unseen
         reads[path] = stat
     total = sum(counts.values())
-    rows = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})} for row in rows]
     doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
-                code=code_digest(), store=store_state(store_root), rows=rows,
+                code=code_digest(), store=store_state(store_root), rows=[],
                 counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
     from clawstore.host.durable import write_file_atomic
     from clawstore.store.core.layout import StoreLayout
@@ -189,11 +188,31 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
     try:
         path.parent.mkdir(exist_ok=True)
         # Derived data: no fsync (a lost stamp only costs one full plan).
-        write_file_atomic(path, json.dumps(doc.to_json(), separators=(",", ":")).encode(), StoreLayout(store_root).tmp,
-                          durable=False)
+        write_file_atomic(path, _encoded(doc, rows), StoreLayout(store_root).tmp, durable=False)
     except OSError:
         return False
     return True
+
+
+ROWS_PER_CHUNK = 1000  # rows encoded at once into the stamp's file
+
+
+def _encoded(doc: Stamp, rows: list[dict[str, Any]]) -> Iterator[bytes]:
+    """`json.dumps(doc)` (compact) with `rows` as its rows, each as a no-op rebuild prints it, in chunks: neither
+    the rows' copies nor the stamp's text (about 2 KB a run) are held whole."""
+    body = doc.to_json()
+    body["rows"] = _ROWS_MARK
+    head, tail = json.dumps(body, separators=(",", ":")).split(json.dumps(_ROWS_MARK), 1)
+    yield (head + "[").encode()
+    for start in range(0, len(rows), ROWS_PER_CHUNK):
+        chunk = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})}
+                 for row in rows[start:start + ROWS_PER_CHUNK]]
+        text = json.dumps(chunk, separators=(",", ":"))[1:-1]
+        yield (("," if start else "") + text).encode()
+    yield ("]" + tail).encode()
+
+
+_ROWS_MARK = "\x00rows of the stamp\x00"  # where the rows go in the stamp's text (no other field can hold it)
 
 
 def forget(store_root: Path, digest: str) -> None:

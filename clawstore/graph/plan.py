@@ -57,6 +57,17 @@ class Node:
     def fresh(self) -> bool:
         return is_fresh(self.record)
 
+    def release(self) -> None:
+        """Drop what only executing the node reads, once its record is stored or reused: the build keeps every
+        node to its end (head, rows), and its input document was most of what one held (docs/building.md,
+        Memory: what a build holds). The record's `input_document` output keeps the document."""
+        self.document = RELEASED
+        self.judge_requests = None
+        self.batch_body = None
+
+
+RELEASED: dict[str, Any] = {}  # a released node's document (never written to)
+
 
 def address_id(kind: str, address: dict[str, Any]) -> str:
     """A stable string for a logical address, e.g. `run/gpt/case_a/0`."""

@@ -11,7 +11,7 @@ import ctypes
 import ctypes.util
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -103,17 +103,19 @@ def temp_owner(name: str) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
-def write_file_atomic(path: Path, data: bytes, tmp_dir: Path, mode: int = 0o644, durable: bool = True) -> None:
-    """Write `data` to `path` so that readers see the old content or the new one, never a mix: temp file in `tmp_dir` →
-    fsync → rename → fsync of the directory. `durable=False` skips the fsyncs (derived data a crash may lose but never
-    tear)."""
+def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
+                      durable: bool = True) -> None:
+    """Write `data` (or its chunks, one after another) to `path` so that readers see the old content or the new one,
+    never a mix: temp file in `tmp_dir` → fsync → rename → fsync of the directory. `durable=False` skips the fsyncs
+    (derived data a crash may lose but never tear)."""
     tmp = tmp_dir / temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for chunk in [data] if isinstance(data, bytes) else data:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
             if durable:
                 os.fsync(fd)
         finally:

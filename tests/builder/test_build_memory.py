@@ -1,0 +1,111 @@
+"""What a build holds (issue 54, flat memory): a node's input document is dropped once its record is stored
+or reused, so the Python memory a build keeps per run, measured by tracemalloc at the head's advance (where a
+build holds the most), stays under a bound as the campaign grows."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.builder import api, buildlog
+from clawstore.builder.api import CampaignRequest, build
+from clawstore.builder.engine import BuildOptions, BuildReport
+from clawstore.graph.plan import Node
+from clawstore.project.front import Project
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import SECRET, Workspace, many_cases
+
+# Python bytes a build of this campaign holds per run (4 nodes: run, checks, one judgement, result) when it advances
+# its head, over those it held once loaded and planned (tracemalloc; the difference of a 10-case and a 130-case
+# campaign). Measured 2026-12-02: 16.5-16.6 KB before nodes dropped their input documents, 12.5-13.0 KB after
+# (docs/building.md, Memory).
+HELD_PER_RUN_BOUND = 15_000
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stand-in in a process of its own: what it keeps of each request is not the build's memory."""
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps({"rules": [{"model": JUDGE, "replies": [judge_reply(7)]}],
+                                  "default": {"content": "4"}}))
+    server = subprocess.Popen([sys.executable, "-m", "clawstore.testing.standin", "--print-port",
+                               "--script", str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://127.0.0.1:{server.stdout.readline().strip()}")
+        monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+        monkeypatch.delenv("CLAW_STORE", raising=False)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _workspace(root: Path, cases: int) -> Workspace:
+    ws = many_cases(root, cases, concurrency=4)
+    eval_profile(ws, repetitions=1)
+    return ws
+
+
+def _build(ws: Workspace, said: list[str]) -> BuildReport:
+    request = CampaignRequest(ws.root, "main", "rp", "ev")
+    return build(request, Project(None, said.append, request), BuildOptions(progress="none"))
+
+
+def _nodes(report: BuildReport) -> list[Node]:
+    return [*report.runs, *(node for ev in report.evals for node in ev.nodes())]
+
+
+def test_a_built_node_keeps_no_input_document(tmp_path: Path, env: None) -> None:
+    ws = _workspace(tmp_path / "ws", 3)
+    said: list[str] = []
+    for action in ("exec", "reuse"):
+        report = _build(ws, said)
+        nodes = _nodes(report)
+        assert len(nodes) == 3 * 2 * 4 and {n.action for n in nodes} == {action}, said
+        assert [n for n in nodes if n.document or n.judge_requests] == []
+        assert report.exit_code == 0
+
+
+def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Python bytes the build holds when it advances its head, over those held when it started (the campaign loaded
+    and planned): what a build adds as it runs."""
+    held: list[int] = []
+    run_build, advance = api.run_build, buildlog.BuildLog.advance_head
+
+    def traced() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    def started(*args: Any, **kwargs: Any) -> BuildReport:
+        held.append(traced())
+        return run_build(*args, **kwargs)
+
+    def advancing(self: buildlog.BuildLog, *args: Any, **kwargs: Any) -> str:
+        held.append(traced())
+        return advance(self, *args, **kwargs)
+
+    monkeypatch.setattr(api, "run_build", started)
+    monkeypatch.setattr(buildlog.BuildLog, "advance_head", advancing)
+    tracemalloc.start()
+    try:
+        assert _build(ws, []).exit_code == 0
+    finally:
+        tracemalloc.stop()
+    return held[1] - held[0]
+
+
+def test_what_a_build_holds_per_run_is_bounded(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    _held_at_advance(_workspace(tmp_path / "warm", 2), monkeypatch)  # imports and caches of a first build
+    small = _held_at_advance(_workspace(tmp_path / "small", 10), monkeypatch)
+    large = _held_at_advance(_workspace(tmp_path / "large", 130), monkeypatch)
+    per_run = (large - small) / ((130 - 10) * 2)
+    assert per_run < HELD_PER_RUN_BOUND, f"{per_run:.0f} bytes held per run"
