@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.store import Store
+from clawstore.store import Store, edges
 from clawstore.store.services import fsck as fsck_module
 from clawstore.store.services import fsck_reach
 from clawstore.store.services.fsck import fsck
 from tests.support.storefiles import lose_object
 
 
-@pytest.mark.parametrize("chunk", [3, 4096])
+@pytest.mark.parametrize("chunk,sealed", [(3, False), (4096, False), (4096, True)])
 def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_chunks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, sealed: bool) -> None:
+    """`sealed`: the packs are sealed, so the first fsck writes their edges files and the second checks output trees
+    by what they name (edges.py) instead of reading them: a lost file must be named all the same."""
     monkeypatch.setattr(fsck_reach, "CHUNK", chunk)
     monkeypatch.setattr(fsck_module, "CHUNK", chunk)
     store = Store(tmp_path / "store")
@@ -43,7 +45,10 @@ def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_
     head = store.put_json({"nodes": nodes})
     store.set_ref("campaigns/x", head)
     store.set_ref("pins/p", head)
+    if sealed:
+        store.runtime.close_writer()
     assert fsck(store).problems == []
+    assert any((store.root / edges.DIR).glob(f"*{edges.SUFFIX}")) == sealed
     lose_object(store, lost)
     lose_object(store, gone)
 
