@@ -3,7 +3,7 @@ outputs and the files of its output trees, checked once however many entries and
 
 Records and output trees are read in bulk (ObjectStore.get_many_bytes, CHUNK records a call): fsck
 verified every blob when it read the packs, so what is asked here is only whether each is there, not
-damaged, and well formed.
+damaged, and well formed. An output tree whose pack's edges file says everything it names is present is not read.
 """
 
 from __future__ import annotations
