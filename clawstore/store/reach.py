@@ -66,8 +66,11 @@ class Reach:
         self.store = store
         self._marked: set[bytes] = set()  # digests of reached objects that exist
         self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
-        # With `cached`: what an object names is taken from its pack's edges file when that verifies (edges.py)
-        self._edges = edges.EdgeCache(store.root, store.runtime.packs_dir, store.runtime.index) if cached else None
+        # With `cached`: what an object names is taken from its pack's edges file when that verifies (edges.py),
+        # one pack's file held at a time (the walk goes pack by pack); packs whose file does not are read.
+        self._cached = cached
+        self._uncached: set[str] = set()
+        self.loads = 0  # edges files loaded (a pack's again when the walk comes back to it)
 
     def __contains__(self, hexdigest: str) -> bool:
         return bytes.fromhex(hexdigest) in self._marked
@@ -84,27 +87,46 @@ class Reach:
         return {digest.hex() for digest in self._marked}
 
     def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
-        """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked."""
+        """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked.
+        Cached, objects of a pack with an edges file wait until the walk takes that pack up: one file held at once."""
         marked = self._marked
         before = len(marked)
         parent = _digest(named_from) if named_from is not None else None
-        stack = [(_digest(root), parent) for root in roots]
-        while stack:
-            digest, parent = stack.pop()
-            if digest in marked:
-                continue
-            children = self._edges.children(digest) if self._edges is not None else None
-            if children is None:
-                names = named_by(self.store, digest.hex())
-                if names is None:
-                    self.missing.setdefault(digest.hex(), parent.hex() if parent is not None else None)
+        # (digest, who named it, its offset in the pack taken up when it waited for that pack, else None)
+        stack: list[tuple[bytes, bytes | None, int | None]] = [(_digest(root), parent, None) for root in roots]
+        waiting: dict[str, list[tuple[bytes, bytes | None, int | None]]] = {}  # pack -> its objects left to walk
+        current: edges.PackEdges | None = None
+        find, uncached = self.store.runtime.index.find_object if self._cached else None, self._uncached
+        while True:
+            while stack:
+                digest, parent, offset = stack.pop()
+                if digest in marked:
                     continue
-                children = [bytes.fromhex(hexdigest) for hexdigest in names]
-            if self.missing:
-                self.missing.pop(digest.hex(), None)
-            marked.add(digest)
-            stack.extend((child, digest) for child in children if child not in marked)
-        return len(marked) - before
+                if offset is None and find is not None and (loc := find(digest, False)) is not None \
+                        and loc[0] not in uncached:  # (what the index lacks is read)
+                    if current is None or current.pack != loc[0]:
+                        waiting.setdefault(loc[0], []).append((digest, parent, loc[1]))
+                        continue
+                    offset = loc[1]
+                children = current.children(digest, offset) if offset is not None and current is not None else None
+                if children is None:
+                    names = named_by(self.store, digest.hex())
+                    if names is None:
+                        self.missing.setdefault(digest.hex(), parent.hex() if parent is not None else None)
+                        continue
+                    children = [bytes.fromhex(hexdigest) for hexdigest in names]
+                if self.missing:
+                    self.missing.pop(digest.hex(), None)
+                marked.add(digest)
+                stack.extend((child, digest, None) for child in children if child not in marked)
+            if not waiting:
+                return len(marked) - before
+            pack, stack = waiting.popitem()
+            current = None  # (released before the next is read)
+            current = edges.load(self.store.root, self.store.runtime.packs_dir, pack)
+            self.loads += 1
+            if current is None:
+                self._uncached.add(pack)  # its objects are read
 
 
 def _digest(root: str) -> bytes:

@@ -114,3 +114,22 @@ def test_gc_drops_the_files_of_the_packs_it_removes_and_fsck_those_of_packs_gone
     stray = store.root / edges.DIR / f"{'0' * 32}{edges.SUFFIX}"
     stray.write_bytes(b"a pack long gone")
     assert fsck(store).clean and not stray.exists()
+
+
+def test_the_walk_comes_back_to_a_pack_it_left_and_finds_the_whole_closure(tmp_path: Path) -> None:
+    """One pack's file is held at a time: c (pack X) names b (pack Y), which names a (pack X again)."""
+    scratch = Store(tmp_path / "scratch")  # the same content has the same id: b's id, before b is in the store
+    a_doc = {"leaf": "a", "pad": "x" * 100}
+    b_doc = {"names": scratch.put_json(a_doc)}
+    store = Store(tmp_path / "store")
+    a = store.put_json(a_doc)
+    c = store.put_json({"names": scratch.put_json(b_doc)})
+    store.runtime.close_writer()
+    b = store.put_json(b_doc)
+    store.runtime.close_writer()
+    store.set_ref("pins/c", c)
+    assert fsck(store).clean and len(_files(store)) == 2
+    walk = Reach(store, cached=True)
+    walk.mark([c])
+    assert walk.marked == {oid.removeprefix("blake3:") for oid in (a, b, c)} and not walk.missing
+    assert walk.loads == 3  # X, Y, then X again

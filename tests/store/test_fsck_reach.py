@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.store import Store
+from clawstore.store import Store, edges
 from clawstore.store.services import fsck as fsck_module
 from clawstore.store.services import fsck_reach
 from clawstore.store.services.fsck import fsck
-from tests.support.storefiles import lose_object
+from tests.support.storefiles import flip_in_frame, lose_object
 
 
-@pytest.mark.parametrize("chunk", [3, 4096])
+@pytest.mark.parametrize("chunk,sealed", [(3, False), (4096, False), (4096, True)])
 def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_chunks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, sealed: bool) -> None:
+    """`sealed`: the packs are sealed, so the first fsck writes their edges files and the second checks output trees
+    by what they name (edges.py) instead of reading them: a lost file must be named all the same."""
     monkeypatch.setattr(fsck_reach, "CHUNK", chunk)
     monkeypatch.setattr(fsck_module, "CHUNK", chunk)
     store = Store(tmp_path / "store")
@@ -43,7 +45,10 @@ def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_
     head = store.put_json({"nodes": nodes})
     store.set_ref("campaigns/x", head)
     store.set_ref("pins/p", head)
+    if sealed:
+        store.runtime.close_writer()
     assert fsck(store).problems == []
+    assert any((store.root / edges.DIR).glob(f"*{edges.SUFFIX}")) == sealed
     lose_object(store, lost)
     lose_object(store, gone)
 
@@ -53,3 +58,22 @@ def test_every_entry_and_head_node_relying_on_a_lost_file_is_named_whatever_the_
     assert report.bad_actions == {keys[i]: reason for i, reason in why.items()}
     expected = {i: f"node run c{i}/m/0: {reason}" for i, reason in why.items()}
     assert report.bad_head_nodes == {"campaigns/x": expected, "pins/p": expected}
+
+
+def test_a_file_damaged_in_its_own_pack_is_named_though_its_tree_is_vouched_for_by_an_edges_file(
+        tmp_path: Path) -> None:
+    """The tree's pack still hashes the same (its edges file trusted, the tree not read); the file's pack does not."""
+    store = Store(tmp_path / "store")
+    directory = tmp_path / "out"
+    directory.mkdir()
+    (directory / "log.txt").write_text("a log, damaged later " * 50)
+    file_id = store.put_bytes(("a log, damaged later " * 50).encode())
+    store.runtime.close_writer()
+    tree = store.put_tree(directory)
+    key = store.put_json({"node": 1})
+    store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {"sandbox": tree}})
+    store.runtime.close_writer()
+    assert fsck(store).problems == [] and len(list((store.root / edges.DIR).iterdir())) == 2
+    flip_in_frame(store, file_id, -5)
+    report = fsck(store)
+    assert report.bad_actions == {key: f"output tree {tree}: file log.txt ({file_id}) is corrupt"}
