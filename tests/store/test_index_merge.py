@@ -140,3 +140,32 @@ def test_own_segments_past_what_a_process_holds_are_read_back(tmp_path: Path,
     assert full_reads and len(index.list_segments(store.root / "index")) < index.COMPACT_AT
     assert _exact(store) == store.runtime.index.objects and all(store.has(oid) for oid in ids)
     assert store.runtime.index._written_entries <= 4
+
+
+def test_a_segment_merged_away_between_listing_and_reading_is_found_in_its_merge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup lists index/, and another process merges a listed segment (writes the merge, removes the
+    segment) before the lookup reads it: the listing does not name the merge. The lookup lists again and
+    finds the entry there (once a cross-process test's reader failed on an object just committed)."""
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    view = IndexView(index_dir, tmp_path, tmp_path)
+    view.refresh()  # (an empty index, loaded)
+    old = Segment(index.new_segment_name(), objects={KEY: (PACK, 0, 1)}, actions={OTHER: _entry(1, 7)})
+    write_segment(index_dir, tmp_path, old)  # another process commits
+    real_list = index.list_segments
+    merged: list[str] = []
+
+    def list_then_merge(where: Path) -> list[str]:
+        names = real_list(where)
+        if not merged:  # a third process merges right after this listing
+            merge = Segment(index.new_segment_name(), pure=True, replaces=[old.name], objects=dict(old.objects),
+                            actions=dict(old.actions))
+            write_segment(index_dir, tmp_path, merge)
+            index.remove_segments(index_dir, [old.name])
+            merged.append(merge.name)
+        return names
+
+    monkeypatch.setattr(index, "list_segments", list_then_merge)
+    assert view.find_object(KEY) == (PACK, 0, 1)
+    assert view.find_action(OTHER) == _entry(1, 7) and view.loaded == set(merged)

@@ -218,18 +218,21 @@ class IndexView:
         if not self._ready:
             self.refresh()
 
-    def refresh(self) -> None:
+    def refresh(self, again: int = 3) -> None:
         """Take in segments written since the last look (a listdir when nothing changed)."""
         with self._lock:
             names = list_segments(self.index_dir)
             self.listed = len(names)
             heads: dict[str, Segment] = {}
+            vanished = False  # merged away since the listing, which may not name the merge yet
             for name in names:
                 if name in self._own:
                     heads[name] = self._own[name][0]
                 elif name not in self.loaded and name not in self._superseded:
-                    with contextlib.suppress(FileNotFoundError):  # merged away: its merge is listed
+                    try:
                         heads[name] = read_segment(self.index_dir, name, header_only=True)
+                    except FileNotFoundError:
+                        vanished = True
             replaced = {old for head in heads.values() for old in head.replaces}
             rewritten = any(head.replaces and not head.pure for head in heads.values())
             if not rewritten:
@@ -242,11 +245,14 @@ class IndexView:
                         try:
                             self._absorb(read_segment(self.index_dir, name))
                         except FileNotFoundError:
+                            vanished = True
                             continue
                     self._superseded |= set(head.replaces)
             if rewritten or self.loaded - set(names):
                 self._reload(names)  # gc or repair rewrote the index: entries may have gone
             self._ready = True
+            if vanished and again:  # list again: the merge that holds their entries is there now
+                self.refresh(again - 1)
 
     def _absorb(self, segment: Segment, union_of: list[str] | None = None) -> None:
         """Take in a segment's entries; none when it is the union of segments this view holds (`union_of`:
