@@ -6,7 +6,6 @@ changing the aggregation costs no provider call, and a failed judge is retried n
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from clawstore.graph.records import make_record, utc_now
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
+from clawstore.values.canonical import field_values
 from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class EvalLayer:
             messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
             target = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
                                            attachments=[a.name for a in item.attachments])
-            target_doc = dataclasses.asdict(target)
+            target_doc = field_values(target)  # plain JSON values made for it: no deep copy (asdict's)
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,

@@ -103,19 +103,22 @@ class BuildProgress:
 
     def finished(self, node: Node, status: str | None, ok: bool) -> None:
         reason = None if ok else failure_reason(node)
-        metrics = (node.record or {}).get("metrics") or {}
+        record = node.record
+        metrics = (record.get("metrics") if record else None) or {}
+        paid = node.kind in PAID_KINDS
         with self._lock:
             s = self.state
             model = self._model(node)
             model.running = max(0, model.running - 1)
             model.done += 1
             s.done += 1
-            if node.kind in PAID_KINDS:
+            if metrics:  # checks and results have none: no tokens, no cost
+                s.input_tokens += int(metrics.get("input_tokens") or 0)
+                s.output_tokens += int(metrics.get("output_tokens") or 0)
+            if paid:
                 s.requests += 1
-            s.input_tokens += int(metrics.get("input_tokens") or 0)
-            s.output_tokens += int(metrics.get("output_tokens") or 0)
-            if node.kind in PAID_KINDS and node.record:
-                s.cost += CostSum.of_metrics(metrics)
+                if record:
+                    s.cost += CostSum.of_metrics(metrics)
             if reason is not None:
                 model.failed += 1
                 s.failures.append(Failure(address_id(node.kind, node.address), reason))
@@ -147,7 +150,11 @@ class BuildProgress:
 
     def _model(self, node: Node) -> _Model:
         name = str(node.address.get("model_id", "?"))
-        return self.state.models.setdefault(name, _Model())
+        models = self.state.models
+        model = models.get(name)  # (not setdefault: it would make a throwaway _Model per node)
+        if model is None:
+            model = models[name] = _Model()
+        return model
 
     # ---- drawing hooks
     def on_phase(self, label: str, stale: int, reused: int) -> None: ...

@@ -89,6 +89,8 @@ class CostSum:
 
     def usd_text(self, digits: int = 6) -> str:
         """As a spend is printed: "0.001200 USD", "≥0.001200 USD (6 of 8 unknown)", "? USD (8 of 8 unknown)"."""
+        if not self.unknown and not self.priced:  # every cost reported (a progress line per paid node)
+            return f"{self.known_usd:.{digits}f} USD"
         return f"{self.cell(digits)} USD{self.notes()}"
 
     def text(self, digits: int = 5) -> str:

@@ -36,6 +36,9 @@ LOCK_NAME = "index"
 # (a newer entry, gc's removals) are seen within this delay; a miss always looks.
 RECHECK_S = 0.05
 MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists included
+# Entries of the segments this process wrote that it keeps for its next merge (a few MB of dict slots:
+# the entries themselves are the view's); a bigger segment is read back when a merge takes it.
+HELD_ENTRIES = 100_000
 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
 
@@ -205,24 +208,31 @@ class IndexView:
         # Segments this process is writing -> the segments whose union they are (None: new entries). A
         # refresh listing one takes it from memory, and a merge of segments already held adds nothing.
         self._own: dict[str, tuple[Segment, list[str] | None]] = {}
+        # Segments this process wrote, by name, for its merges to take instead of reading them back: a
+        # name is written once and never changed (gc and repair write new names), so the file holds these.
+        self._written: dict[str, Segment] = {}
+        self._written_entries = 0
 
     # --- loading --------------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
         if not self._ready:
             self.refresh()
 
-    def refresh(self) -> None:
+    def refresh(self, again: int = 3) -> None:
         """Take in segments written since the last look (a listdir when nothing changed)."""
         with self._lock:
             names = list_segments(self.index_dir)
             self.listed = len(names)
             heads: dict[str, Segment] = {}
+            vanished = False  # merged away since the listing, which may not name the merge yet
             for name in names:
                 if name in self._own:
                     heads[name] = self._own[name][0]
                 elif name not in self.loaded and name not in self._superseded:
-                    with contextlib.suppress(FileNotFoundError):  # merged away: its merge is listed
+                    try:
                         heads[name] = read_segment(self.index_dir, name, header_only=True)
+                    except FileNotFoundError:
+                        vanished = True
             replaced = {old for head in heads.values() for old in head.replaces}
             rewritten = any(head.replaces and not head.pure for head in heads.values())
             if not rewritten:
@@ -235,11 +245,14 @@ class IndexView:
                         try:
                             self._absorb(read_segment(self.index_dir, name))
                         except FileNotFoundError:
+                            vanished = True
                             continue
                     self._superseded |= set(head.replaces)
             if rewritten or self.loaded - set(names):
                 self._reload(names)  # gc or repair rewrote the index: entries may have gone
             self._ready = True
+            if vanished and again:  # list again: the merge that holds their entries is there now
+                self.refresh(again - 1)
 
     def _absorb(self, segment: Segment, union_of: list[str] | None = None) -> None:
         """Take in a segment's entries; none when it is the union of segments this view holds (`union_of`:
@@ -294,6 +307,27 @@ class IndexView:
             if self._ready and segment.name not in self.loaded:
                 self._absorb(segment, union_of)
             self.listed += 1
+            self._hold(segment)
+
+    def _hold(self, segment: Segment) -> None:
+        """Keep a segment this process wrote for its next merge, within HELD_ENTRIES."""
+        size = len(segment.objects) + len(segment.actions)
+        if self._written_entries + size <= HELD_ENTRIES:
+            self._written[segment.name] = segment
+            self._written_entries += size
+
+    def _release(self, names: Iterable[str]) -> None:
+        """Forget held segments (merged away: no merge lists them again)."""
+        for name in names:
+            segment = self._written.pop(name, None)
+            if segment is not None:
+                self._written_entries -= len(segment.objects) + len(segment.actions)
+
+    def _part(self, name: str) -> Segment:
+        """A segment a merge takes: as this process wrote it, else read from index/."""
+        with self._lock:
+            segment = self._written.get(name)
+        return segment if segment is not None else read_segment(self.index_dir, name)
 
     # --- lookups --------------------------------------------------------------------------------
     def _recheck(self) -> None:
@@ -350,6 +384,8 @@ class IndexView:
             if not held:
                 return False
             names = list_segments(self.index_dir)
+            with self._lock:  # merged away or removed by another process: never listed again
+                self._release(set(self._written) - set(names))
             if len(names) < COMPACT_AT:
                 return False
             sizes = {}
@@ -362,11 +398,10 @@ class IndexView:
             merged = Segment(new_segment_name(), pure=True)
             inherited: list[str] = []
             for name in chosen:
-                part = read_segment(self.index_dir, name)
+                part = self._part(name)
                 inherited += part.replaces  # a reader that held those still holds this merge's entries
                 merged.objects.update(part.objects)
-                for key, entry in part.actions.items():
-                    merge_action(merged.actions, key, entry)
+                merge_actions(merged.actions, part.actions)
             merged.replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
             merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
             with self.publishing(merged, chosen):  # (until taken in: a refresh meanwhile takes it too)
@@ -377,6 +412,8 @@ class IndexView:
                         self._absorb(merged, chosen)
                     if self._ready:
                         self._superseded |= set(merged.replaces)
+                    self._release(chosen)
+                    self._hold(merged)
         self.refresh()
         return True
 
