@@ -3,13 +3,19 @@ tags as loading the workspace in full, and the same fields as the loader whereve
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 
+from clawstore.cli.view_cmd import _TagsLater
 from clawstore.config.workspace import case_tags, id_and_tags, load_workspace
 from clawstore.config.yamlio import YamlProblem, parse_yaml_text
+from clawstore.testing.standin import StandIn
+from tests.support.claw import Claw
 from tests.support.workspace import standard
+from tests.view.test_view_page import summary_of
 
 # Case files as people write them, and as they break: each read by the events, or left to the loader (None).
 TEXTS = [
@@ -93,3 +99,26 @@ def test_a_case_folder_leading_out_of_the_workspace_gives_no_tags(tmp_path: Path
     (ws.root / "configs" / "cases" / "escaped").symlink_to(outside)
     assert "escaped" not in case_tags(ws.root)
     assert "escaped" not in load_workspace(ws.root).case_tags()
+
+
+def test_the_page_has_the_tags_a_forked_reader_found(tmp_path: Path, env: dict[str, str], standin: StandIn,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`claw view` reads the tags in a process forked beside it (cli/view_cmd.py): the page holds case_tags."""
+    ws = standard(tmp_path / "ws")
+    monkeypatch.chdir(ws.root)
+    claw = Claw(ws.root)
+    assert claw.build()[0] == 0
+    out = tmp_path / "page.html"
+    code, _, err = claw("view", "--suite", "main", "--run-profile", "rp", "--out", str(out))
+    assert code == 0, err
+    expected = {case: list(tags) for case, tags in case_tags(ws.root).items()}
+    assert expected and summary_of(out.read_text(encoding="utf-8"))["tags"] == expected
+
+
+def test_tags_whose_reader_died_are_read_here(tmp_path: Path) -> None:
+    ws = standard(tmp_path / "ws")
+    died: Future[dict[str, tuple[str, ...]]] = Future()
+    died.set_exception(BrokenProcessPool("killed"))
+    with ThreadPoolExecutor(1) as pool:
+        tags = _TagsLater(pool, died, ws.root)
+        assert dict(tags) == case_tags(ws.root) and tags["alpha"] == ("smoke",)
