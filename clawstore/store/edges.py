@@ -25,6 +25,7 @@ import blake3
 from clawstore.host.durable import write_file_atomic
 from clawstore.store.core import codec
 from clawstore.store.core.adopt import blob_problem
+from clawstore.store.core.ids import file_digest
 from clawstore.store.core.index import IndexView
 from clawstore.store.core.packfile import KIND_OBJECT, Blob, iter_pack_ids, pack_path
 
@@ -223,11 +224,7 @@ def _children_of_one(fd: int, blob: Blob) -> list[bytes] | None:
 
 
 def pack_digest(path: Path) -> bytes:
-    """BLAKE3 of a pack's bytes (blake3's threads: disk speed), read REGION bytes at a time."""
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(REGION):
-            hasher.update(chunk)
-    return hasher.digest()
+    """BLAKE3 of a pack's bytes, as the edges file records it."""
+    return bytes.fromhex(file_digest(path))
 
 

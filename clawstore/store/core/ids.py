@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
 from pathlib import Path
 
@@ -50,11 +48,14 @@ def oid_of(data: bytes | bytearray | memoryview) -> str:
     return PREFIX + hasher.hexdigest()
 
 
+FILE_CHUNK = 8 << 20  # bytes of a file hashed at once: what file_digest holds (a mapping would add the file to RSS)
+
+
 def file_digest(path: Path) -> str:
-    """Hex BLAKE3 of a file's bytes (the name a pack travels under), hashed with all cores."""
+    """Hex BLAKE3 of a file's bytes (the name a pack travels under; what fsck's edges files record), hashed with all
+    cores, FILE_CHUNK bytes at a time."""
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
     with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size:
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                hasher.update(mapped)
+        while chunk := fh.read(FILE_CHUNK):
+            hasher.update(chunk)
     return hasher.hexdigest()
