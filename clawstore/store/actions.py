@@ -155,6 +155,6 @@ def iter_actions(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
     """(key, record id) for every entry, sorted by key (the record id is never None in format 2)."""
     index = store.runtime.index
     index.refresh()
-    for key, entry in sorted(index.actions.items()):
+    for key, entry in index.actions.items():  # (streamed in key order)
         if entry.record is not None:
             yield PREFIX + key.hex(), PREFIX + entry.record.hex()

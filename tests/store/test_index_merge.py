@@ -64,23 +64,22 @@ def test_own_segments_and_merges_are_never_read_back(tmp_path: Path, monkeypatch
     view stays exact."""
     store = Store(tmp_path / "store")
     full_reads: Counter[str] = Counter()
-    real_read, real_write = index.read_segment, index.write_segment
+    real_read, real_write = index.open_table, index.write_segment
 
-    def counted_read(index_dir: Path, name: str, header_only: bool = False) -> Segment:
-        if not header_only:
-            full_reads[name] += 1
-        return real_read(index_dir, name, header_only)
+    def counted_read(index_dir: Path, name: str, verify: bool = True) -> index.Table:
+        full_reads[name] += 1
+        return real_read(index_dir, name, verify)
 
     def write_then_look(index_dir: Path, tmp_dir: Path, segment: Segment) -> None:
         real_write(index_dir, tmp_dir, segment)
         store.runtime.index.refresh()
 
-    monkeypatch.setattr(index, "read_segment", counted_read)
+    monkeypatch.setattr(index, "open_table", counted_read)
     monkeypatch.setattr(index, "write_segment", write_then_look)
     monkeypatch.setattr(runtime, "write_segment", write_then_look)
     ids = [store.put_bytes(b"object %d" % i) for i in range(3 * index.COMPACT_AT)]  # a commit each
     merges = [name for name in index.list_segments(store.root / "index")
-              if real_read(store.root / "index", name, header_only=True).replaces]
+              if index.read_segment(store.root / "index", name, header_only=True).replaces]
     assert merges and len(index.list_segments(store.root / "index")) < index.COMPACT_AT
     assert not full_reads  # (before: each segment read once more, as a merge's input)
     fresh = IndexView(store.root / "index", store.root / "tmp", store.root / "locks")
@@ -90,14 +89,13 @@ def test_own_segments_and_merges_are_never_read_back(tmp_path: Path, monkeypatch
 
 def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     full_reads: Counter[str] = Counter()
-    real_read = index.read_segment
+    real_read = index.open_table
 
-    def counted_read(index_dir: Path, name: str, header_only: bool = False) -> Segment:
-        if not header_only:
-            full_reads[name] += 1
-        return real_read(index_dir, name, header_only)
+    def counted_read(index_dir: Path, name: str, verify: bool = True) -> index.Table:
+        full_reads[name] += 1
+        return real_read(index_dir, name, verify)
 
-    monkeypatch.setattr(index, "read_segment", counted_read)
+    monkeypatch.setattr(index, "open_table", counted_read)
     return full_reads
 
 
@@ -130,16 +128,30 @@ def test_a_merge_reads_the_segments_other_processes_wrote(tmp_path: Path, monkey
     assert all(actions[key] == entry for segment in others for key, entry in segment.actions.items())
 
 
-def test_own_segments_past_what_a_process_holds_are_read_back(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past HELD_ENTRIES a process keeps no more of its segments: a merge reads those, with the same result."""
-    monkeypatch.setattr(index, "HELD_ENTRIES", 4)
+def test_big_segments_are_merged_by_streaming_and_looked_up_in_place(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SMALL_ROWS a segment is mapped, not held as dicts, and a merge of such segments streams their sorted
+    rows into a file (write_merged): what every reader sees is the same, and the view holds no dict of them."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 4)
     store = Store(tmp_path / "store")
-    full_reads = _counting_reads(monkeypatch)
-    ids = [store.put_bytes(b"object %d" % i) for i in range(3 * index.COMPACT_AT)]
-    assert full_reads and len(index.list_segments(store.root / "index")) < index.COMPACT_AT
+    streamed: list[str] = []
+    real_merge = index.write_merged
+
+    def counted_merge(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str],
+                      parts: list[index.Part]) -> index.Table:
+        streamed.append(name)
+        return real_merge(index_dir, tmp_dir, name, replaces, parts)
+
+    monkeypatch.setattr(index, "write_merged", counted_merge)
+    ids = []
+    for n in range(3 * index.COMPACT_AT):
+        with store.batch():  # a commit of 6 objects each: a big segment
+            ids += [store.put_bytes(b"object %d.%d" % (n, i)) for i in range(6)]
+    assert streamed and len(index.list_segments(store.root / "index")) < index.COMPACT_AT
+    entries = store.runtime.index._entries
+    assert entries.tables and not entries.objects  # (all mapped)
     assert _exact(store) == store.runtime.index.objects and all(store.has(oid) for oid in ids)
-    assert store.runtime.index._written_entries <= 4
+    assert [oid for oid in store.iter_objects()] == sorted(ids)
 
 
 def test_a_segment_merged_away_between_listing_and_reading_is_found_in_its_merge(

@@ -1,17 +1,24 @@
 """The index: object id -> (pack, offset, length) and action key -> record, in immutable segments that are merged as
-they accumulate. Byte layout, lookup and merge rules: docs/store.md (Index)."""
+they accumulate; a big segment is looked up in place (its sorted rows, mapped), a small one from a dict. Byte layout,
+lookup and merge rules: docs/store.md (Index)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import heapq
+import mmap
 import os
 import secrets
 import struct
+import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,6 +34,7 @@ SUFFIX = ".idx"
 _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
+_TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
 _CHECKSUM = 32
 NO_RECORD = bytes(32)
 # Past this many segments a writer merges the small ones (size-tiered, like an LSM tree).
@@ -36,9 +44,10 @@ LOCK_NAME = "index"
 # (a newer entry, gc's removals) are seen within this delay; a miss always looks.
 RECHECK_S = 0.05
 MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists included
-# Entries of the segments this process wrote that it keeps for its next merge (a few MB of dict slots:
-# the entries themselves are the view's); a bigger segment is read back when a merge takes it.
-HELD_ENTRIES = 100_000
+# A segment of at most this many rows (a commit's, a small merge's) is held as dicts; a bigger one is mapped and
+# looked up in place. Compaction keeps the small ones few (COMPACT_AT), so the dicts stay a few MB at most.
+SMALL_ROWS = 4096
+_READ = 1 << 20  # bytes read at a time to hash a segment or copy a merge's rows
 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
 
@@ -56,11 +65,27 @@ class BadSegmentError(StoreError):
 
 @dataclass
 class Segment:
+    """A segment as dicts: one being written, or a small one read."""
+
     name: str
     pure: bool = False
     replaces: list[str] = field(default_factory=list)
     objects: dict[bytes, Loc] = field(default_factory=dict)
     actions: dict[bytes, ActionEntry] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return len(self.objects) + len(self.actions)
+
+    def packs(self) -> Iterator[str]:
+        yield from (loc[0] for loc in self.objects.values())
+        yield from (entry.pack for entry in self.actions.values())
+
+    def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
+        return iter(sorted(self.objects.items()))
+
+    def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
+        return iter(sorted(self.actions.items()))
 
 
 def merge_action(actions: dict[bytes, ActionEntry], key: bytes, entry: ActionEntry) -> None:
@@ -177,27 +202,404 @@ def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segme
     return decode_segment(name, data)
 
 
+
+
+class _Head(NamedTuple):
+    pure: bool
+    replaces: list[str]
+    packs: list[str]
+    objects_at: int  # where the objects' rows begin
+    n_objects: int
+    actions_at: int
+    n_actions: int
+
+
+def _parse_head(where: str, data: bytes | mmap.mmap, size: int) -> _Head:
+    """A segment's header, its lists, and where its rows are; BadSegmentError unless `size` is what it says."""
+    if size < _HEAD.size + _CHECKSUM:
+        raise BadSegmentError(f"{where} is truncated")
+    magic, version, flags, n_replaces, n_packs, n_objects, n_actions = _HEAD.unpack_from(data)
+    if magic != MAGIC:
+        raise BadSegmentError(f"{where} is not an index segment")
+    if version != VERSION:
+        raise BadSegmentError(f"{where} has version {version} (this claw reads {VERSION})")
+    objects_at = _HEAD.size + 16 * (n_replaces + n_packs)
+    actions_at = objects_at + _OBJ.size * n_objects
+    expected = actions_at + _ACT.size * n_actions
+    if size != expected + _CHECKSUM:
+        raise BadSegmentError(f"{where} has {size} bytes, its header says {expected + _CHECKSUM}")
+    pos = _HEAD.size
+    replaces = [data[pos + 16 * i:pos + 16 * (i + 1)].hex() for i in range(n_replaces)]
+    pos += 16 * n_replaces
+    packs = [data[pos + 16 * i:pos + 16 * (i + 1)].hex() for i in range(n_packs)]
+    return _Head(bool(flags & FLAG_PURE), replaces, packs, objects_at, n_objects, actions_at, n_actions)
+
+
+def _fanout(rows: memoryview, stride: int, where: str) -> tuple[array[int], int]:
+    """Where each bucket of rows begins, the buckets being their keys' first bits (about one row a bucket), and the
+    shift that takes a key's first 4 bytes to its bucket. Rows out of order are refused: lookups rely on it."""
+    n = len(rows) // stride
+    bits = min(24, max(0, n.bit_length() - 1))
+    shift = 32 - bits
+    counts = array("I", bytes(4 * ((1 << bits) + 1)))
+    last = 0
+    for (top,) in struct.iter_unpack(f">I{stride - 4}x", rows):
+        if top < last:
+            raise BadSegmentError(f"{where} is not sorted")
+        last = top
+        counts[(top >> shift) + 1] += 1
+    return array("I", accumulate(counts)), shift
+
+
+class Table:
+    """A segment looked up where it lies: its file mapped (pages the kernel may drop and read again), its sorted
+    rows found by a fan-out over their keys' first bits and a search of the bucket's few rows."""
+
+    def __init__(self, name: str, data: mmap.mmap, head: _Head):
+        self.name, self.pure, self.replaces, self.packs = name, head.pure, head.replaces, head.packs
+        self._data, self._head = data, head
+        self.rows = head.n_objects + head.n_actions
+        self._objects_fan: tuple[array[int], int] | None = None  # built on the first lookup
+        self._actions_fan: tuple[array[int], int] | None = None
+
+    def _rows(self, at: int, n: int, stride: int) -> memoryview:
+        return memoryview(self._data)[at:at + stride * n]
+
+    def _pack(self, slot: int) -> str:
+        try:
+            return self.packs[slot]
+        except IndexError:
+            raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have") from None
+
+    def _bucket(self, top: int, actions: bool) -> tuple[int, int, int]:
+        """(rows' start, bucket's start, bucket's end) in bytes, for the key whose first 4 bytes are `top`."""
+        head = self._head
+        at, n, stride = (head.actions_at, head.n_actions, _ACT.size) if actions else \
+            (head.objects_at, head.n_objects, _OBJ.size)
+        fan = self._actions_fan if actions else self._objects_fan
+        if fan is None:
+            fan = _fanout(self._rows(at, n, stride), stride, f"index segment {self.name}")
+            if actions:
+                self._actions_fan = fan
+            else:
+                self._objects_fan = fan
+        starts, shift = fan
+        bucket = top >> shift
+        return at, at + stride * starts[bucket], at + stride * starts[bucket + 1]
+
+    def find_object(self, digest: bytes, top: int) -> Loc | None:
+        at, start, end = self._bucket(top, False)
+        data = self._data
+        while start < end:  # (a bucket holds a row or two: one search of its bytes)
+            found = data.find(digest, start, end)
+            if found < 0:
+                return None
+            if (found - at) % _OBJ.size == 0:
+                _, slot, offset, length = _OBJ.unpack_from(data, found)
+                return self._pack(slot), offset, length
+            start = found + 1  # (the bytes of two fields that happen to spell it)
+        return None
+
+    def find_action(self, key: bytes, top: int) -> ActionEntry | None:
+        """The newest row for `key` (claw writes a key once a segment; a reader does not rely on it)."""
+        at, start, end = self._bucket(top, True)
+        data, best = self._data, None
+        while start < end:
+            found = data.find(key, start, end)
+            if found < 0:
+                break
+            if (found - at) % _ACT.size:
+                start = found + 1
+                continue
+            _, record, time_ns, slot, offset = _ACT.unpack_from(data, found)
+            if best is None or time_ns >= best.time_ns:
+                best = ActionEntry(None if record == NO_RECORD else record, time_ns, self._pack(slot), offset)
+            start = found + _ACT.size
+        return best
+
+    def check(self) -> None:
+        """BadSegmentError unless its rows are sorted and name only the packs it lists (fsck; lookups find it out
+        only when they reach such a row)."""
+        head = self._head
+        tables = ((head.objects_at, head.n_objects, _OBJ.size, 32), (head.actions_at, head.n_actions, _ACT.size, 72))
+        for actions, (at, n, stride, slot_at) in enumerate(tables):
+            self._bucket(0, bool(actions))  # (builds the fan-out, which refuses rows out of order)
+            slots = struct.iter_unpack(f"<{slot_at}xI{stride - slot_at - 4}x", self._rows(at, n, stride))
+            if max(map(itemgetter(0), slots), default=-1) >= len(self.packs):
+                raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have")
+
+    def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
+        head, pack = self._head, self._pack
+        for digest, slot, offset, length in _OBJ.iter_unpack(self._rows(head.objects_at, head.n_objects, _OBJ.size)):
+            yield digest, (pack(slot), offset, length)
+
+    def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
+        head, pack = self._head, self._pack
+        for key, record, time_ns, slot, offset in _ACT.iter_unpack(
+                self._rows(head.actions_at, head.n_actions, _ACT.size)):
+            yield key, ActionEntry(None if record == NO_RECORD else record, time_ns, pack(slot), offset)
+
+    def to_segment(self) -> Segment:
+        segment = Segment(self.name, self.pure, self.replaces, dict(self.iter_objects()))
+        for key, entry in self.iter_actions():
+            merge_action(segment.actions, key, entry)
+        return segment
+
+
+def open_table(index_dir: Path, name: str, verify: bool = True) -> Table:
+    """Map a segment (`verify`: its checksum checked first, read through the file so the mapping stays untouched).
+    A merge or gc may remove the file meanwhile: the mapping stays valid (Linux keeps an unlinked file's pages)."""
+    where = f"index segment {name}"
+    with open(segment_path(index_dir, name), "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < _HEAD.size + _CHECKSUM:
+            raise BadSegmentError(f"{where} is truncated")
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        head = _parse_head(where, data, size)
+        if verify:
+            hasher, pos, end = blake3.blake3(), 0, size - _CHECKSUM
+            while pos < end:
+                chunk = os.pread(fh.fileno(), min(_READ, end - pos), pos)
+                if not chunk:
+                    raise BadSegmentError(f"{where} is truncated")
+                hasher.update(chunk)
+                pos += len(chunk)
+            if hasher.digest() != data[end:]:
+                raise BadSegmentError(f"{where} is damaged (checksum mismatch)")
+    return Table(name, data, head)
+
+
+Part = Segment | Table
+
+
+def load_segment(index_dir: Path, name: str) -> Part:
+    """A segment as a view holds it: a small one as dicts, a big one mapped."""
+    table = open_table(index_dir, name)
+    return table.to_segment() if table.rows <= SMALL_ROWS else table
+
+
+# --- merging sorted streams -------------------------------------------------------------------------------------
+def merged_objects(streams: list[Iterator[tuple[bytes, Loc]]]) -> Iterator[tuple[bytes, Loc]]:
+    """Sorted streams of objects as one sorted stream, each digest once."""
+    if len(streams) == 1:
+        yield from streams[0]
+        return
+    last = None
+    for digest, loc in heapq.merge(*streams, key=itemgetter(0)):
+        if digest != last:
+            last = digest
+            yield digest, loc
+
+
+def merged_actions(streams: list[Iterator[tuple[bytes, ActionEntry]]]) -> Iterator[tuple[bytes, ActionEntry]]:
+    """Sorted streams of entries as one sorted stream, each key once with its newest entry."""
+    key: bytes | None = None
+    entry: ActionEntry | None = None
+    for more_key, more in heapq.merge(*streams, key=itemgetter(0)):
+        if more_key == key:
+            assert entry is not None
+            if more.time_ns >= entry.time_ns:
+                entry = more
+            continue
+        if key is not None:
+            assert entry is not None
+            yield key, entry
+        key, entry = more_key, more
+    if key is not None:
+        assert entry is not None
+        yield key, entry
+
+
+def write_merged(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str], parts: list[Part]) -> Table:
+    """Publish the union of `parts` (a pure merge) by a k-way merge of their sorted rows: their rows go to an unnamed
+    temp file as they come (memory: a row per part), then the segment is written header first and hashed as it is
+    copied. Returns it mapped."""
+    slots: dict[str, int] = {}
+    for part in parts:
+        for pack in part.packs() if isinstance(part, Segment) else part.packs:
+            slots.setdefault(pack, len(slots))
+    with tempfile.TemporaryFile(dir=tmp_dir) as rows:
+        n_objects = n_actions = 0
+        for digest, (pack, offset, length) in merged_objects([part.iter_objects() for part in parts]):
+            rows.write(_OBJ.pack(digest, slots[pack], offset, length))
+            n_objects += 1
+        for key, e in merged_actions([part.iter_actions() for part in parts]):
+            rows.write(_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset))
+            n_actions += 1
+        rows.flush()
+        rows.seek(0)
+        head = b"".join([_HEAD.pack(MAGIC, VERSION, FLAG_PURE, len(replaces), len(slots), n_objects, n_actions),
+                         *map(bytes.fromhex, replaces), *map(bytes.fromhex, slots)])
+        hasher = blake3.blake3(head)
+
+        def chunks() -> Iterator[bytes]:
+            yield head
+            while chunk := rows.read(_READ):
+                hasher.update(chunk)
+                yield chunk
+            yield hasher.digest()
+
+        write_file_atomic(segment_path(index_dir, name), chunks(), tmp_dir)
+    return open_table(index_dir, name, verify=False)
+
+
+# --- what a reader holds ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entries:
+    """The entries of the segments a reader holds: the small ones' merged into two dicts, the big ones mapped
+    (largest first: an object is most likely there). An object is in one segment (any is right if in more); an
+    action key's newest entry wins across all of them."""
+
+    objects: dict[bytes, Loc] = field(default_factory=dict)
+    actions: dict[bytes, ActionEntry] = field(default_factory=dict)
+    tables: tuple[Table, ...] = ()
+
+    def find_object(self, digest: bytes) -> Loc | None:
+        loc = self.objects.get(digest)
+        if loc is None and self.tables:
+            top = _TOP.unpack_from(digest)[0]
+            for table in self.tables:
+                loc = table.find_object(digest, top)
+                if loc is not None:
+                    break
+        return loc
+
+    def find_action(self, key: bytes) -> ActionEntry | None:
+        """The newest entry, a removed one (record None) included."""
+        entry = self.actions.get(key)
+        if self.tables:
+            top = _TOP.unpack_from(key)[0]
+            for table in self.tables:
+                found = table.find_action(key, top)
+                if found is not None and (entry is None or found.time_ns >= entry.time_ns):
+                    entry = found
+        return entry
+
+    def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
+        """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
+        streams = [table.iter_objects() for table in self.tables]
+        if self.objects:
+            streams.append(iter(sorted(self.objects.items())))
+        return merged_objects(streams)
+
+    def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
+        """Every key's newest entry (removed ones included), sorted by key, streamed."""
+        streams = [table.iter_actions() for table in self.tables]
+        if self.actions:
+            streams.append(iter(sorted(self.actions.items())))
+        return merged_actions(streams)
+
+
+class _StreamedItems(ItemsView):  # type: ignore[type-arg]
+    def __iter__(self) -> Iterator[tuple[bytes, object]]:
+        return self._mapping.stream()  # type: ignore[attr-defined, no-any-return]
+
+
+class _StreamedValues(ValuesView):  # type: ignore[type-arg]
+    def __iter__(self) -> Iterator[object]:
+        return (value for _, value in self._mapping.stream())  # type: ignore[attr-defined]
+
+
+class _EntriesMap(Mapping[bytes, object]):
+    """A read-only mapping over Entries: a lookup per key, iteration by streaming (sorted), len by counting."""
+
+    def __init__(self, entries: Entries):
+        self._entries = entries
+
+    def find(self, key: bytes) -> object | None:
+        raise NotImplementedError
+
+    def stream(self) -> Iterator[tuple[bytes, object]]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: bytes) -> object:
+        value = self.find(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: bytes, default: object = None) -> object:  # type: ignore[override]
+        value = self.find(key)
+        return default if value is None else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and len(key) == 32 and self.find(key) is not None
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (key for key, _ in self.stream())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.stream())
+
+    def items(self) -> ItemsView:  # type: ignore[type-arg, override]
+        return _StreamedItems(self)
+
+    def values(self) -> ValuesView:  # type: ignore[type-arg, override]
+        return _StreamedValues(self)
+
+
+class ObjectsMap(_EntriesMap):
+    """digest -> Loc of every object, read in place."""
+
+    def find(self, key: bytes) -> Loc | None:
+        return self._entries.find_object(key)
+
+    def stream(self) -> Iterator[tuple[bytes, Loc]]:  # type: ignore[override]
+        return self._entries.iter_objects()
+
+
+class ActionsMap(_EntriesMap):
+    """key -> newest ActionEntry (removed ones included), read in place."""
+
+    def find(self, key: bytes) -> ActionEntry | None:
+        return self._entries.find_action(key)
+
+    def stream(self) -> Iterator[tuple[bytes, ActionEntry]]:  # type: ignore[override]
+        return self._entries.iter_actions()
+
+
+def _entries_of(parts: Iterable[Part]) -> Entries:
+    entries = Entries()
+    tables = []
+    for part in sorted(parts, key=lambda part: part.name):
+        if isinstance(part, Table):
+            tables.append(part)
+        else:
+            entries.objects.update(part.objects)
+            merge_actions(entries.actions, part.actions)
+    tables.sort(key=lambda table: table.rows, reverse=True)
+    return Entries(entries.objects, entries.actions, tuple(tables))
+
+
 @dataclass(frozen=True)
 class IndexSnapshot:
     loaded: frozenset[str]
-    objects: dict[bytes, Loc]
-    actions: dict[bytes, ActionEntry]
+    entries: Entries
     superseded: frozenset[str] = frozenset()  # skipped: a loaded one replaces them (a killed writer's leftovers)
+
+    @property
+    def objects(self) -> ObjectsMap:
+        return ObjectsMap(self.entries)
+
+    @property
+    def actions(self) -> ActionsMap:
+        return ActionsMap(self.entries)
 
 
 class IndexView:
-    """This process's merged view of every segment, refreshed when a lookup misses.
+    """This process's view of every segment, refreshed when a lookup misses.
 
-    `loaded` names the segments the view holds. Segments that vanished (merged by another process)
-    are fine if a pure merge of them was adopted; otherwise (gc rewrote the index) the view reloads.
+    `loaded` names the segments the view holds: small ones as dicts, big ones mapped (Entries). Segments that
+    vanished (merged by another process) are fine if a pure merge of them was taken in; otherwise (gc rewrote the
+    index) the view reloads.
     """
 
     def __init__(self, index_dir: Path, tmp_dir: Path, locks_dir: Path):
         self.index_dir = index_dir
         self.tmp_dir = tmp_dir
         self.locks_dir = locks_dir
-        self.objects: dict[bytes, Loc] = {}
-        self.actions: dict[bytes, ActionEntry] = {}
+        self._held: dict[str, Part] = {}
+        self._entries = Entries()  # replaced whole when a segment leaves (lookups of other threads hold one)
         self.loaded: set[str] = set()
         self._superseded: set[str] = set()
         self.listed = 0  # how many segments the last listing saw
@@ -205,13 +607,18 @@ class IndexView:
         self._dir_mtime_ns = 0
         self._lock = threading.RLock()
         self._ready = False
-        # Segments this process is writing -> the segments whose union they are (None: new entries). A
-        # refresh listing one takes it from memory, and a merge of segments already held adds nothing.
-        self._own: dict[str, tuple[Segment, list[str] | None]] = {}
-        # Segments this process wrote, by name, for its merges to take instead of reading them back: a
-        # name is written once and never changed (gc and repair write new names), so the file holds these.
-        self._written: dict[str, Segment] = {}
-        self._written_entries = 0
+        # Segments this process is writing: a refresh that lists one takes it from memory.
+        self._own: dict[str, Segment] = {}
+
+    @property
+    def objects(self) -> ObjectsMap:
+        """Every object (a mapping read in place: lookups, and iteration streamed in digest order)."""
+        return ObjectsMap(self._entries)
+
+    @property
+    def actions(self) -> ActionsMap:
+        """Every key's newest entry, removed ones included (read in place like `objects`)."""
+        return ActionsMap(self._entries)
 
     # --- loading --------------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
@@ -227,7 +634,7 @@ class IndexView:
             vanished = False  # merged away since the listing, which may not name the merge yet
             for name in names:
                 if name in self._own:
-                    heads[name] = self._own[name][0]
+                    heads[name] = self._own[name]
                 elif name not in self.loaded and name not in self._superseded:
                     try:
                         heads[name] = read_segment(self.index_dir, name, header_only=True)
@@ -240,10 +647,10 @@ class IndexView:
                     if name in replaced or name in self.loaded:
                         continue  # a merge listed with it holds its entries; or an own one, taken
                     if name in self._own:
-                        self._absorb(*self._own[name])
+                        self._absorb(self._own[name])
                     else:
                         try:
-                            self._absorb(read_segment(self.index_dir, name))
+                            self._absorb(load_segment(self.index_dir, name))
                         except FileNotFoundError:
                             vanished = True
                             continue
@@ -254,35 +661,45 @@ class IndexView:
             if vanished and again:  # list again: the merge that holds their entries is there now
                 self.refresh(again - 1)
 
-    def _absorb(self, segment: Segment, union_of: list[str] | None = None) -> None:
-        """Take in a segment's entries; none when it is the union of segments this view holds (`union_of`:
-        a merge this process wrote): their entries, or newer ones, are here already."""
-        if union_of is None or not self.loaded.issuperset(union_of):
-            self.objects.update(segment.objects)
-            merge_actions(self.actions, segment.actions)
-        self.loaded.add(segment.name)
-        self.loaded -= set(segment.replaces)
+    def _absorb(self, part: Part) -> None:
+        """Take in a segment; the ones it replaces leave (a pure merge holds their entries)."""
+        self._held[part.name] = part
+        self.loaded.add(part.name)
+        entries = self._entries
+        if isinstance(part, Table):
+            tables = sorted((*entries.tables, part), key=lambda table: table.rows, reverse=True)
+            self._entries = Entries(entries.objects, entries.actions, tuple(tables))
+        else:  # (added in place: other threads' lookups may see them a moment early, never a torn view)
+            entries.objects.update(part.objects)
+            merge_actions(entries.actions, part.actions)
+        gone = [name for name in part.replaces if name in self._held]
+        if gone:
+            for name in gone:
+                del self._held[name]
+            self.loaded -= set(gone)
+            self._entries = _entries_of(self._held.values())
 
     def _reload(self, names: list[str]) -> None:
-        self.objects, self.actions, self.loaded, self._superseded = {}, {}, set(), set()
         for _ in range(5):
             try:
-                for name in names:
-                    if name not in self.loaded:
-                        segment = read_segment(self.index_dir, name)
-                        self._absorb(segment)
-                        self._superseded |= set(segment.replaces)
-                return
+                heads = {name: read_segment(self.index_dir, name, header_only=True) for name in names}
+                superseded = {old for head in heads.values() for old in head.replaces}
+                held = {name: load_segment(self.index_dir, name) for name in names if name not in superseded}
             except FileNotFoundError:  # a merge replaced some of them meanwhile: start over
-                self.objects, self.actions, self.loaded = {}, {}, set()
                 names = list_segments(self.index_dir)
+                continue
+            self._held, self._entries = held, _entries_of(held.values())
+            self.loaded, self._superseded = set(held), superseded
+            return
         raise StoreError(f"index {self.index_dir} keeps changing; try again")
 
     def snapshot(self) -> IndexSnapshot:
-        """The segments held and their entries, frozen (later refreshes do not change it)."""
+        """The segments held and their entries, frozen (later refreshes do not change it; the big segments are
+        shared, not copied: they never change)."""
         with self._lock:
-            return IndexSnapshot(frozenset(self.loaded), dict(self.objects), dict(self.actions),
-                                 frozenset(self._superseded))
+            entries = self._entries
+            return IndexSnapshot(frozenset(self.loaded), Entries(dict(entries.objects), dict(entries.actions),
+                                                                 entries.tables), frozenset(self._superseded))
 
     def reload(self) -> None:
         with self._lock:
@@ -290,44 +707,33 @@ class IndexView:
             self._ready = True
 
     @contextlib.contextmanager
-    def publishing(self, segment: Segment, union_of: list[str] | None = None) -> Iterator[None]:
-        """While this process writes `segment` (`union_of`: the segments it merges), a refresh that lists
-        it takes it from memory instead of reading it back."""
+    def publishing(self, segment: Segment) -> Iterator[None]:
+        """While this process writes `segment`, a refresh that lists it takes it from memory instead of reading
+        it back."""
         with self._lock:
-            self._own[segment.name] = (segment, union_of)
+            self._own[segment.name] = segment
         try:
             yield
         finally:
             with self._lock:
                 del self._own[segment.name]
 
-    def add_own(self, segment: Segment, union_of: list[str] | None = None) -> None:
-        """A segment this process just published: take its entries without reading the file back."""
+    def add_own(self, segment: Segment) -> None:
+        """A segment this process just published: take its entries (a big one mapped from the file)."""
         with self._lock:
             if self._ready and segment.name not in self.loaded:
-                self._absorb(segment, union_of)
+                if segment.rows <= SMALL_ROWS:
+                    self._absorb(segment)
+                else:
+                    with contextlib.suppress(FileNotFoundError):  # merged away already: a refresh finds it
+                        self._absorb(open_table(self.index_dir, segment.name, verify=False))
             self.listed += 1
-            self._hold(segment)
 
-    def _hold(self, segment: Segment) -> None:
-        """Keep a segment this process wrote for its next merge, within HELD_ENTRIES."""
-        size = len(segment.objects) + len(segment.actions)
-        if self._written_entries + size <= HELD_ENTRIES:
-            self._written[segment.name] = segment
-            self._written_entries += size
-
-    def _release(self, names: Iterable[str]) -> None:
-        """Forget held segments (merged away: no merge lists them again)."""
-        for name in names:
-            segment = self._written.pop(name, None)
-            if segment is not None:
-                self._written_entries -= len(segment.objects) + len(segment.actions)
-
-    def _part(self, name: str) -> Segment:
-        """A segment a merge takes: as this process wrote it, else read from index/."""
+    def _part(self, name: str) -> Part:
+        """A segment a merge takes: as this view holds it, else read from index/."""
         with self._lock:
-            segment = self._written.get(name)
-        return segment if segment is not None else read_segment(self.index_dir, name)
+            part = self._held.get(name)
+        return part if part is not None else load_segment(self.index_dir, name)
 
     # --- lookups --------------------------------------------------------------------------------
     def _recheck(self) -> None:
@@ -350,10 +756,10 @@ class IndexView:
         (a put's dedup check: writing a copy another process made a moment ago is harmless)."""
         self.ensure_loaded()
         self._recheck()
-        loc = self.objects.get(digest)
+        loc = self._entries.find_object(digest)
         if loc is None and look_again:
             self.refresh()
-            loc = self.objects.get(digest)
+            loc = self._entries.find_object(digest)
         return loc
 
     def lacking(self, digests: Iterable[bytes]) -> list[bytes]:
@@ -361,18 +767,18 @@ class IndexView:
         a caller that cares asks find_object about each of them)."""
         self.ensure_loaded()
         self._recheck()
-        objects = self.objects
-        return [digest for digest in digests if digest not in objects]
+        find = self._entries.find_object
+        return [digest for digest in digests if find(digest) is None]
 
     def find_action(self, key: bytes, look_again: bool = True) -> ActionEntry | None:
         """The entry for `key`; on a miss the index is listed again unless `look_again` is False (an
         import's check for entries of its own to keep: writing one another process made is harmless)."""
         self.ensure_loaded()
         self._recheck()
-        entry = self.actions.get(key)
+        entry = self._entries.find_action(key)
         if (entry is None or entry.record is None) and look_again:
             self.refresh()
-            entry = self.actions.get(key)
+            entry = self._entries.find_action(key)
         return entry if entry is not None and entry.record is not None else None
 
     # --- compaction -----------------------------------------------------------------------------
@@ -384,8 +790,6 @@ class IndexView:
             if not held:
                 return False
             names = list_segments(self.index_dir)
-            with self._lock:  # merged away or removed by another process: never listed again
-                self._release(set(self._written) - set(names))
             if len(names) < COMPACT_AT:
                 return False
             sizes = {}
@@ -395,25 +799,25 @@ class IndexView:
             chosen = _tier(sizes)
             if len(chosen) < 2:
                 return False
-            merged = Segment(new_segment_name(), pure=True)
-            inherited: list[str] = []
-            for name in chosen:
-                part = self._part(name)
-                inherited += part.replaces  # a reader that held those still holds this merge's entries
-                merged.objects.update(part.objects)
-                merge_actions(merged.actions, part.actions)
-            merged.replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
-            merged.replaces = merged.replaces[:MAX_REPLACES]  # a reader further behind reloads instead
-            with self.publishing(merged, chosen):  # (until taken in: a refresh meanwhile takes it too)
-                write_segment(self.index_dir, self.tmp_dir, merged)
-                remove_segments(self.index_dir, chosen)
-                with self._lock:  # take the merge as written, not read back (a commit compacts often)
-                    if self._ready and merged.name not in self.loaded:
-                        self._absorb(merged, chosen)
-                    if self._ready:
-                        self._superseded |= set(merged.replaces)
-                    self._release(chosen)
-                    self._hold(merged)
+            parts = [self._part(name) for name in chosen]
+            inherited = [old for part in parts for old in part.replaces]  # a reader that held those holds this
+            replaces = chosen + [name for name in dict.fromkeys(inherited) if name not in chosen]
+            replaces = replaces[:MAX_REPLACES]  # a reader further behind reloads instead
+            merged: Part
+            if sum(part.rows for part in parts) <= SMALL_ROWS:  # as dicts, like a commit's
+                merged = Segment(new_segment_name(), pure=True, replaces=replaces)
+                merged.objects.update(merged_objects([part.iter_objects() for part in parts]))
+                merged.actions.update(merged_actions([part.iter_actions() for part in parts]))
+                with self.publishing(merged):  # (until taken in: a refresh meanwhile takes it too)
+                    write_segment(self.index_dir, self.tmp_dir, merged)
+            else:
+                merged = write_merged(self.index_dir, self.tmp_dir, new_segment_name(), replaces, parts)
+            remove_segments(self.index_dir, chosen)
+            with self._lock:  # take the merge as written, not read back (a commit compacts often)
+                if self._ready and merged.name not in self.loaded:
+                    self._absorb(merged)
+                if self._ready:
+                    self._superseded |= set(merged.replaces)
         self.refresh()
         return True
 

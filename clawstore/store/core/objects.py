@@ -259,10 +259,10 @@ class ObjectStore:
         return self._present(digest)
 
     def iter_objects(self) -> Iterator[str]:
-        """Every object id the index names (sorted)."""
+        """Every object id the index names (sorted: streamed in digest order from the index's tables)."""
         index = self.runtime.index
         index.refresh()
-        for digest in sorted(index.objects):
+        for digest in index.objects:
             yield PREFIX + digest.hex()
 
     def object_digests(self) -> set[bytes]:

@@ -29,7 +29,7 @@ from clawstore.store.core.index import (
     list_segments,
     merge_action,
     new_segment_name,
-    read_segment,
+    open_table,
     remove_segments,
     write_segment,
 )
@@ -229,13 +229,14 @@ def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck]
         report.bad_index.append(f"the index is empty but {len(checks)} pack(s) hold blobs (it was lost)")
     for name in names:
         try:
-            segment = read_segment(index_dir, name)
+            segment = open_table(index_dir, name)  # (its rows streamed, not loaded into a dict)
+            segment.check()
         except FileNotFoundError:
             continue  # merged meanwhile: the merge holds the same entries
         except (BadSegmentError, OSError) as exc:
             report.bad_index.append(str(exc))
             continue
-        for digest, (pack, offset, length) in segment.objects.items():
+        for digest, (pack, offset, length) in segment.iter_objects():
             blob = where(pack, offset)
             if blob is None or blob.id != digest or blob.length != length:
                 oid = PREFIX + digest.hex()
