@@ -236,10 +236,11 @@ def _parse_head(where: str, data: bytes | mmap.mmap, size: int) -> _Head:
 
 
 def _fanout(rows: memoryview, stride: int, where: str) -> tuple[array[int], int]:
-    """Where each bucket of rows begins, the buckets being their keys' first bits (about one row a bucket), and the
+    """Where each bucket of rows begins, the buckets being their keys' first bits (at most one row a bucket on
+    average), and the
     shift that takes a key's first 4 bytes to its bucket. Rows out of order are refused: lookups rely on it."""
     n = len(rows) // stride
-    bits = min(24, max(0, n.bit_length() - 1))
+    bits = min(24, n.bit_length())  # (half the buckets or more empty: most misses end there)
     shift = 32 - bits
     counts = array("I", bytes(4 * ((1 << bits) + 1)))
     last = 0
@@ -251,6 +252,9 @@ def _fanout(rows: memoryview, stride: int, where: str) -> tuple[array[int], int]
     return array("I", accumulate(counts)), shift
 
 
+_Lookup = tuple[mmap.mmap, int, "array[int]", int]
+
+
 class Table:
     """A segment looked up where it lies: its file mapped (pages the kernel may drop and read again), its sorted
     rows found by a fan-out over their keys' first bits and a search of the bucket's few rows."""
@@ -259,8 +263,8 @@ class Table:
         self.name, self.pure, self.replaces, self.packs = name, head.pure, head.replaces, head.packs
         self._data, self._head = data, head
         self.rows = head.n_objects + head.n_actions
-        self._objects_fan: tuple[array[int], int] | None = None  # built on the first lookup
-        self._actions_fan: tuple[array[int], int] | None = None
+        self._objects: _Lookup | None = None  # built on the first lookup
+        self._actions: _Lookup | None = None
 
     def _rows(self, at: int, n: int, stride: int) -> memoryview:
         return memoryview(self._data)[at:at + stride * n]
@@ -271,39 +275,45 @@ class Table:
         except IndexError:
             raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have") from None
 
-    def _bucket(self, top: int, actions: bool) -> tuple[int, int, int]:
-        """(rows' start, bucket's start, bucket's end) in bytes, for the key whose first 4 bytes are `top`."""
+    def _lookup(self, actions: bool) -> _Lookup:
+        """What a lookup needs: the mapping, where the rows begin, the fan-out and its shift (built once)."""
         head = self._head
         at, n, stride = (head.actions_at, head.n_actions, _ACT.size) if actions else \
             (head.objects_at, head.n_objects, _OBJ.size)
-        fan = self._actions_fan if actions else self._objects_fan
-        if fan is None:
-            fan = _fanout(self._rows(at, n, stride), stride, f"index segment {self.name}")
-            if actions:
-                self._actions_fan = fan
-            else:
-                self._objects_fan = fan
-        starts, shift = fan
-        bucket = top >> shift
-        return at, at + stride * starts[bucket], at + stride * starts[bucket + 1]
+        lookup = (self._data, at, *_fanout(self._rows(at, n, stride), stride, f"index segment {self.name}"))
+        if actions:
+            self._actions = lookup
+        else:
+            self._objects = lookup
+        return lookup
 
     def find_object(self, digest: bytes, top: int) -> Loc | None:
-        at, start, end = self._bucket(top, False)
-        data = self._data
-        while start < end:  # (a bucket holds a row or two: one search of its bytes)
+        """Where the object is, if this segment names it (`top`: the digest's first 4 bytes, big-endian)."""
+        _, at, starts, shift = self._objects or self._lookup(False)
+        bucket = top >> shift
+        return self.object_in(digest, at + _OBJ.size * starts[bucket], at + _OBJ.size * starts[bucket + 1])
+
+    def object_in(self, digest: bytes, start: int, end: int) -> Loc | None:
+        """The object among the rows from byte `start` to `end` (a bucket: a row or two, searched at once)."""
+        data, at = self._data, self._head.objects_at
+        while start < end:
             found = data.find(digest, start, end)
             if found < 0:
                 return None
             if (found - at) % _OBJ.size == 0:
                 _, slot, offset, length = _OBJ.unpack_from(data, found)
-                return self._pack(slot), offset, length
+                return self._pack(slot) if slot >= len(self.packs) else self.packs[slot], offset, length
             start = found + 1  # (the bytes of two fields that happen to spell it)
         return None
 
     def find_action(self, key: bytes, top: int) -> ActionEntry | None:
         """The newest row for `key` (claw writes a key once a segment; a reader does not rely on it)."""
-        at, start, end = self._bucket(top, True)
-        data, best = self._data, None
+        _, at, starts, shift = self._actions or self._lookup(True)
+        bucket = top >> shift
+        return self.action_in(key, at + _ACT.size * starts[bucket], at + _ACT.size * starts[bucket + 1])
+
+    def action_in(self, key: bytes, start: int, end: int) -> ActionEntry | None:
+        data, at, best = self._data, self._head.actions_at, None
         while start < end:
             found = data.find(key, start, end)
             if found < 0:
@@ -313,7 +323,8 @@ class Table:
                 continue
             _, record, time_ns, slot, offset = _ACT.unpack_from(data, found)
             if best is None or time_ns >= best.time_ns:
-                best = ActionEntry(None if record == NO_RECORD else record, time_ns, self._pack(slot), offset)
+                pack = self._pack(slot) if slot >= len(self.packs) else self.packs[slot]
+                best = ActionEntry(record if record != NO_RECORD else None, time_ns, pack, offset)
             start = found + _ACT.size
         return best
 
@@ -323,7 +334,7 @@ class Table:
         head = self._head
         tables = ((head.objects_at, head.n_objects, _OBJ.size, 32), (head.actions_at, head.n_actions, _ACT.size, 72))
         for actions, (at, n, stride, slot_at) in enumerate(tables):
-            self._bucket(0, bool(actions))  # (builds the fan-out, which refuses rows out of order)
+            self._lookup(bool(actions))  # (builds the fan-out, which refuses rows out of order)
             slots = struct.iter_unpack(f"<{slot_at}xI{stride - slot_at - 4}x", self._rows(at, n, stride))
             if max(map(itemgetter(0), slots), default=-1) >= len(self.packs):
                 raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have")
@@ -456,21 +467,31 @@ class Entries:
 
     def find_object(self, digest: bytes) -> Loc | None:
         loc = self.objects.get(digest)
-        if loc is None and self.tables:
-            top = _TOP.unpack_from(digest)[0]
-            for table in self.tables:
-                loc = table.find_object(digest, top)
+        if loc is not None or not self.tables:
+            return loc
+        top = _TOP.unpack_from(digest)[0]
+        for table in self.tables:  # (Table.find_object, its empty buckets answered here: a lookup's hot loop)
+            _, at, starts, shift = table._objects or table._lookup(False)
+            bucket = top >> shift
+            start, end = starts[bucket], starts[bucket + 1]
+            if start != end:
+                loc = table.object_in(digest, at + _OBJ.size * start, at + _OBJ.size * end)
                 if loc is not None:
-                    break
-        return loc
+                    return loc
+        return None
 
     def find_action(self, key: bytes) -> ActionEntry | None:
         """The newest entry, a removed one (record None) included."""
         entry = self.actions.get(key)
-        if self.tables:
-            top = _TOP.unpack_from(key)[0]
-            for table in self.tables:
-                found = table.find_action(key, top)
+        if not self.tables:
+            return entry
+        top = _TOP.unpack_from(key)[0]
+        for table in self.tables:  # (as in find_object)
+            _, at, starts, shift = table._actions or table._lookup(True)
+            bucket = top >> shift
+            start, end = starts[bucket], starts[bucket + 1]
+            if start != end:
+                found = table.action_in(key, at + _ACT.size * start, at + _ACT.size * end)
                 if found is not None and (entry is None or found.time_ns >= entry.time_ns):
                     entry = found
         return entry
