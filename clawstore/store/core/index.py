@@ -287,12 +287,6 @@ class Table:
             self._objects = lookup
         return lookup
 
-    def find_object(self, digest: bytes, top: int) -> Loc | None:
-        """Where the object is, if this segment names it (`top`: the digest's first 4 bytes, big-endian)."""
-        _, at, starts, shift = self._objects or self._lookup(False)
-        bucket = top >> shift
-        return self.object_in(digest, at + _OBJ.size * starts[bucket], at + _OBJ.size * starts[bucket + 1])
-
     def object_in(self, digest: bytes, start: int, end: int) -> Loc | None:
         """The object among the rows from byte `start` to `end` (a bucket: a row or two, searched at once)."""
         data, at = self._data, self._head.objects_at
@@ -302,17 +296,13 @@ class Table:
                 return None
             if (found - at) % _OBJ.size == 0:
                 _, slot, offset, length = _OBJ.unpack_from(data, found)
-                return self._pack(slot) if slot >= len(self.packs) else self.packs[slot], offset, length
+                return self._pack(slot), offset, length
             start = found + 1  # (the bytes of two fields that happen to spell it)
         return None
 
-    def find_action(self, key: bytes, top: int) -> ActionEntry | None:
-        """The newest row for `key` (claw writes a key once a segment; a reader does not rely on it)."""
-        _, at, starts, shift = self._actions or self._lookup(True)
-        bucket = top >> shift
-        return self.action_in(key, at + _ACT.size * starts[bucket], at + _ACT.size * starts[bucket + 1])
-
     def action_in(self, key: bytes, start: int, end: int) -> ActionEntry | None:
+        """The newest entry for `key` among the rows from byte `start` to `end` (claw writes a key once a segment;
+        a reader does not rely on it)."""
         data, at, best = self._data, self._head.actions_at, None
         while start < end:
             found = data.find(key, start, end)
@@ -323,8 +313,7 @@ class Table:
                 continue
             _, record, time_ns, slot, offset = _ACT.unpack_from(data, found)
             if best is None or time_ns >= best.time_ns:
-                pack = self._pack(slot) if slot >= len(self.packs) else self.packs[slot]
-                best = ActionEntry(record if record != NO_RECORD else None, time_ns, pack, offset)
+                best = ActionEntry(record if record != NO_RECORD else None, time_ns, self._pack(slot), offset)
             start = found + _ACT.size
         return best
 
@@ -470,7 +459,7 @@ class Entries:
         if loc is not None or not self.tables:
             return loc
         top = _TOP.unpack_from(digest)[0]
-        for table in self.tables:  # (Table.find_object, its empty buckets answered here: a lookup's hot loop)
+        for table in self.tables:  # (a lookup's hot loop: the bucket found here, an empty one answered at once)
             _, at, starts, shift = table._objects or table._lookup(False)
             bucket = top >> shift
             start, end = starts[bucket], starts[bucket + 1]
