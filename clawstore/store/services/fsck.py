@@ -19,6 +19,7 @@ from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store import edges
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.buildlogs import builds_dir
+from clawstore.store.core.edgefile import VERIFIED, EdgeLog, decode
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.index import (
     ActionEntry,
@@ -177,7 +178,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
             elif not scan.sealed:
                 report.torn_packs += 1
         cached = edges.load(store.root, packs_dir, pack) if scan.sealed and pack not in report.bad_packs else None
-        if cached is not None:  # every blob verified by an earlier fsck, and the pack's bytes are the same
+        if cached is not None and cached.verified:  # every blob verified by an earlier fsck, the pack's bytes the same
             checks[pack] = _PackCheck(scan, list(scan.blobs))
             named_by.add(cached)
             verified += len(scan.blobs)
@@ -185,15 +186,15 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 progress(verified)
             continue
         good: list[Blob] = []
-        named: list[tuple[Blob, list[bytes]]] = []
+        named = EdgeLog()
         # Hashed before it is verified: bytes changed later no longer match what the cache records.
         digest = edges.pack_digest(path) if scan.sealed and not writer_alive(path) else None
         with open(path, "rb") as fh:
-            for blob, reason, children in edges.verify_blobs(fh, pack, scan.blobs):
+            for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
                 if reason is None:
                     good.append(blob)
                     if children is not None:
-                        named.append((blob, children))
+                        named.add(blob.id, blob.offset, children, fact)
                 else:
                     report.corrupt[PREFIX + blob.id.hex()] = reason
                     report.bad_packs.setdefault(pack, "holds damaged blobs")
@@ -201,7 +202,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 if progress is not None and verified % 1000 == 0:
                     progress(verified)
             if digest is not None and pack not in report.bad_packs:
-                named_by.add(edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named))
+                data = edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named, VERIFIED)
+                named_by.add(decode(pack, data, scan.size)[0])  # type: ignore[index]
         checks[pack] = _PackCheck(scan, good)
     edges.remove_stale(store.root, packs_dir)
     # An object damaged in one pack but intact in another (a copy) is not lost.
