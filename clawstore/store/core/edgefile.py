@@ -80,14 +80,24 @@ class EdgeLog:
             self.fact_outs.extend(fact[1])
         self.fact_starts.append(len(self.fact_outs))
 
-    def encode(self, pack: str, size: int, pack_digest: bytes, flags: int) -> bytes:
-        parts = [HEAD.pack(MAGIC, bytes.fromhex(pack), size, pack_digest, len(self), len(self.edges) // ID, flags,
-                           len(self.fact_outs)),
-                 self.ids, self.offsets.tobytes(), self.starts.tobytes(), self.edges]
+    def encode(self, pack: str, size: int, pack_digest: bytes, flags: int) -> list[bytes | bytearray]:
+        """The file's parts, its checksum last (written as they are: no copy of the whole is made)."""
+        parts: list[bytes | bytearray] = [
+            HEAD.pack(MAGIC, bytes.fromhex(pack), size, pack_digest, len(self), len(self.edges) // ID, flags,
+                      len(self.fact_outs)),
+            self.ids, self.offsets.tobytes(), self.starts.tobytes(), self.edges]
         if flags & VERIFIED:
             parts += [self.fact_keys.tobytes(), self.fact_starts.tobytes(), self.fact_outs.tobytes()]
-        body = b"".join(parts)
-        return body + blake3.blake3(body).digest()
+        checksum = blake3.blake3()
+        for part in parts:
+            checksum.update(part)
+        return [*parts, checksum.digest()]
+
+    def held(self, pack: str, verified: bool) -> PackEdges:
+        """What a file written from this log says (for its writer: no need to read it back)."""
+        return PackEdges(pack, verified, bytes(self.ids), self.offsets, self.starts, bytes(self.edges),
+                         self.fact_keys if verified else array("H"), self.fact_starts if verified else array("I"),
+                         self.fact_outs if verified else array("H"))
 
 
 @dataclass
@@ -133,13 +143,11 @@ class PackEdges:
         return edge(self.fact_keys[pos]), [edge(i) for i in outs]
 
 
-def write(root: Path, tmp_dir: Path, pack: str, size: int, pack_digest: bytes, log: EdgeLog, flags: int) -> bytes:
-    """Write a pack's file (a cache: a store that cannot be written skips it); its bytes."""
-    data = log.encode(pack, size, pack_digest, flags)
+def write(root: Path, tmp_dir: Path, pack: str, size: int, pack_digest: bytes, log: EdgeLog, flags: int) -> None:
+    """Write a pack's file (a cache: a store that cannot be written skips it)."""
     with contextlib.suppress(OSError):
         (root / DIR).mkdir(exist_ok=True)
-        write_file_atomic(edges_path(root, pack), data, tmp_dir, durable=False)
-    return data
+        write_file_atomic(edges_path(root, pack), log.encode(pack, size, pack_digest, flags), tmp_dir, durable=False)
 
 
 def decode(pack: str, data: bytes, size: int) -> tuple[PackEdges, bytes] | None:
