@@ -5,8 +5,10 @@ printed next to `claw gc --dry-run` and `claw fsck` over the same store (wall, C
     python bench/gc_fsck_bench.py --store /path/to/a/copy/of/a/store [--runs 3]
     python bench/gc_fsck_bench.py --cases 2000 --models 5     # builds that campaign against the stand-in
 
-gc runs with --dry-run; fsck writes its edges cache (edges/, docs/gc-and-archives.md): the first fsck of a store
-builds it, later ones and gc use it, so the runs are printed in order. Point --store at a copy, never a shared store.
+gc runs with --dry-run. The edges cache (edges/, docs/gc-and-archives.md) is written by the build that seals each pack;
+gc writes it for a pack that has none (a store built before writers wrote it), fsck marks it verified with each
+record's facts: the first run of each differs from later ones, so the runs are printed in order. Point --store at a
+copy, never a shared store.
 The cold read drops each pack from the page cache first (posix_fadvise DONTNEED: clean pages only).
 """
 

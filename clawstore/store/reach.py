@@ -123,7 +123,10 @@ class Reach:
                 return len(marked) - before
             pack, stack = waiting.popitem()
             current = None  # (released before the next is read)
-            current = edges.load(self.store.root, self.store.runtime.packs_dir, pack)
+            runtime = self.store.runtime
+            current = edges.load(self.store.root, runtime.packs_dir, pack)
+            if current is None:  # (a pack sealed before writers wrote them, or by a writer killed first)
+                current = edges.build(self.store.root, runtime.packs_dir, runtime.tmp_dir, pack)
             self.loads += 1
             if current is None:
                 self._uncached.add(pack)  # its objects are read

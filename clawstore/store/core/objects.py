@@ -23,6 +23,7 @@ from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError,
 from clawstore.store.core import codec
 from clawstore.store.core.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
 from clawstore.store.core.codec import CHUNK
+from clawstore.store.core.edgefile import children_in
 from clawstore.store.core.ids import PREFIX, is_oid, oid_hex
 from clawstore.store.core.index import Loc
 from clawstore.store.core.layout import StoreLayout
@@ -364,7 +365,7 @@ class ObjectStore:
             return oid
         if len(view) > ONE_SHOT_MAX:  # encode in chunks into a pack of its own
             return self._put_stream_from(memoryview(view), len(view), known=digest)[0]
-        self._append(digest, codec.encode(view, self.level))
+        self._append(digest, codec.encode(view, self.level), children_in(view))
         return oid
 
     def put_frame(self, digest: bytes, frame: bytes | memoryview) -> bool:
@@ -434,11 +435,15 @@ class ObjectStore:
         writer.close()
         self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
 
-    def _append(self, digest: bytes, frame: list[bytes | memoryview]) -> None:
+    def _append(self, digest: bytes, frame: list[bytes | memoryview], children: list[bytes] | None = None) -> None:
+        """Append a frame to this process's pack; `children`: what its content names, for the pack's edges file
+        (None: not known here, gc reads it)."""
         runtime = self.runtime
         with runtime.pack_lock:
             writer = runtime.writer()
             blob = writer.append(KIND_OBJECT, digest, frame)
+            if children is not None and writer.edge_log is not None:
+                writer.edge_log.add(digest, blob.offset, children)
         self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
 
     def _stage(self, digest: bytes, loc: Loc, writer: PackWriter) -> None:

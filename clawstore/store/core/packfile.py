@@ -4,6 +4,7 @@ Byte layout and sealing: docs/store.md (Packs)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
@@ -16,6 +17,8 @@ from typing import NamedTuple
 import blake3
 
 from clawstore.errors import StoreError, UsageError
+from clawstore.store.core.edgefile import EdgeLog, pack_digest, write
+from clawstore.store.core.layout import StoreLayout
 
 MAGIC = b"CLAWPACK"
 VERSION = 1
@@ -71,10 +74,13 @@ def decode_action(payload: bytes) -> tuple[bytes | None, int]:
 
 
 class PackWriter:
-    """Appends blobs to one new pack file; holds a flock on it so others know its writer lives."""
+    """Appends blobs to one new pack file; holds a flock on it so others know its writer lives. With `edges_root`
+    (a store's root), what the objects noted in `edge_log` name is written beside the pack when it is sealed."""
 
-    def __init__(self, packs_dir: Path, pack_id: str | None = None):
+    def __init__(self, packs_dir: Path, pack_id: str | None = None, edges_root: Path | None = None):
         self.pack_id = pack_id or new_pack_id()
+        self.edges_root = edges_root
+        self.edge_log = EdgeLog() if edges_root is not None else None
         self.path = pack_path(packs_dir, self.pack_id)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -96,6 +102,7 @@ class PackWriter:
         os.ftruncate(fd, writer.size)
         writer.table = bytearray(b"".join(_TABLE_ROW.pack(*blob) for blob in blobs))
         writer.synced_to, writer.sealed = 0, False
+        writer.edges_root, writer.edge_log = None, None
         return writer
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
@@ -176,6 +183,18 @@ class PackWriter:
         os.utime(self.fd, ns=(before.st_atime_ns, before.st_mtime_ns))
         self.sealed = True
         self.sync()
+        self._write_edges()
+
+    def _write_edges(self) -> None:
+        """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone). The
+        pack is hashed as it is now, durable and sealed; a writer killed before this leaves a pack with none, which gc
+        reads (and then writes its file) and fsck verifies."""
+        log, self.edge_log = self.edge_log, None
+        if log is None or not len(log) or self.edges_root is None:
+            return
+        with contextlib.suppress(OSError):
+            digest = pack_digest(self.path)
+            write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, log, 0)
 
     def close(self) -> None:
         if self.fd >= 0:

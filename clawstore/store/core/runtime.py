@@ -74,7 +74,7 @@ class Runtime:
         if self._writer is None or self._writer.sealed:
             self.start_index()
             self.packs_dir.mkdir(exist_ok=True)  # removed by hand: a write brings it back
-            self._writer = PackWriter(self.packs_dir)
+            self._writer = PackWriter(self.packs_dir, edges_root=self.root)
             self._dir_dirty = True
         return self._writer
 

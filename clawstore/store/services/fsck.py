@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from clawstore.errors import StoreError
 from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store import edges
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.buildlogs import builds_dir
+from clawstore.store.core.edgefile import VERIFIED, EdgeLog
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.index import (
     ActionEntry,
@@ -177,7 +180,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
             elif not scan.sealed:
                 report.torn_packs += 1
         cached = edges.load(store.root, packs_dir, pack) if scan.sealed and pack not in report.bad_packs else None
-        if cached is not None:  # every blob verified by an earlier fsck, and the pack's bytes are the same
+        if cached is not None and cached.verified:  # every blob verified by an earlier fsck, the pack's bytes the same
             checks[pack] = _PackCheck(scan, list(scan.blobs))
             named_by.add(cached)
             verified += len(scan.blobs)
@@ -185,15 +188,15 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 progress(verified)
             continue
         good: list[Blob] = []
-        named: list[tuple[Blob, list[bytes]]] = []
+        named = EdgeLog()
         # Hashed before it is verified: bytes changed later no longer match what the cache records.
         digest = edges.pack_digest(path) if scan.sealed and not writer_alive(path) else None
         with open(path, "rb") as fh:
-            for blob, reason, children in edges.verify_blobs(fh, pack, scan.blobs):
+            for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
                 if reason is None:
                     good.append(blob)
                     if children is not None:
-                        named.append((blob, children))
+                        named.add(blob.id, blob.offset, children, fact)
                 else:
                     report.corrupt[PREFIX + blob.id.hex()] = reason
                     report.bad_packs.setdefault(pack, "holds damaged blobs")
@@ -201,7 +204,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 if progress is not None and verified % 1000 == 0:
                     progress(verified)
             if digest is not None and pack not in report.bad_packs:
-                named_by.add(edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named))
+                edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named, VERIFIED)
+                named_by.add(named.held(pack, verified=True))
         checks[pack] = _PackCheck(scan, good)
     edges.remove_stale(store.root, packs_dir)
     # An object damaged in one pack but intact in another (a copy) is not lost.
@@ -359,7 +363,7 @@ def _head_problems(store: Store, target: object, reach: Reach) -> dict[int, str]
     bad: dict[int, str] = {}
     chunk: list[tuple[int, dict[str, Any], str]] = []
     try:  # a part at a time, CHUNK nodes checked at once: the head's nodes are never all held
-        for index, node in enumerate(iter_nodes(target, lambda part: _read_json(store, part))):
+        for index, node in enumerate(iter_nodes(target, lambda part: _read_part(store, part))):
             if isinstance(node, dict) and isinstance(node.get("record"), str):
                 chunk.append((index, node, node["record"]))
             if len(chunk) == CHUNK:
@@ -386,6 +390,31 @@ def _read_json(store: Store, oid: str) -> object:
         return store.get_json(oid)
     except (ValueError, StoreError):
         return None
+
+
+class _Node(msgspec.Struct):
+    """What a head check reads of a node (the rest of it, its record_doc above all, is skipped unmade)."""
+
+    kind: Any = None
+    address: Any = None
+    record: Any = None
+
+
+class _Part(msgspec.Struct):
+    nodes: list[_Node]
+
+
+_PART = msgspec.json.Decoder(_Part)
+
+
+def _read_part(store: Store, oid: str) -> object:
+    """A part of a campaign head with each node's kind, address and record only (a part that is not objects in a
+    list of nodes is read whole, and judged as before)."""
+    try:
+        part = _PART.decode(store.get_bytes(oid))
+    except (ValueError, StoreError):
+        return _read_json(store, oid)
+    return {"nodes": [{"kind": node.kind, "address": node.address, "record": node.record} for node in part.nodes]}
 
 
 def _read_head(store: Store, oid: str) -> object:

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from clawstore.errors import StoreError
 from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.edges import record_facts
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
@@ -24,28 +23,6 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
-
-
-class _RecordFacts(msgspec.Struct):
-    """What a record check reads of a record (actions.entry_problem, output_ids): the rest is only validated."""
-
-    key: Any = msgspec.UNSET
-    input: Any = msgspec.UNSET
-    outputs: Any = msgspec.UNSET
-
-
-_FACTS = msgspec.json.Decoder(_RecordFacts)
-
-
-def record_facts(content: bytes) -> dict[str, Any] | None:
-    """A record's `key`, `input` and `outputs` (those present) if it is a JSON object msgspec reads, else None (the
-    caller then reads it whole, with jsontext's verdict): about 3x cheaper than making every value of it."""
-    try:
-        facts = _FACTS.decode(content)
-    except ValueError:  # (msgspec's errors are ValueErrors)
-        return None
-    return {name: value for name in _RecordFacts.__struct_fields__
-            if (value := getattr(facts, name)) is not msgspec.UNSET}
 
 
 class Reach:
@@ -79,9 +56,11 @@ class Reach:
         todo = [rid for rid in dict.fromkeys(record_ids) if rid not in self.records]
         whole: dict[str, dict[str, Any]] = {}
         outputs: dict[str, list[str]] = {}
-        contents = self._store.get_many_bytes([rid for rid in todo if self.object_problem(rid) is None])
+        known = {rid: found for rid in todo if (found := self._facts(rid)) is not None}
+        contents = self._store.get_many_bytes([rid for rid in todo if rid not in known
+                                               and self.object_problem(rid) is None])
         for rid in todo:
-            problem, record, named = self._record(rid, contents.get(rid))
+            problem, record, named = known.get(rid) or self._record(rid, contents.get(rid))
             self.records[rid] = problem
             if record is not None:
                 whole[rid], outputs[rid] = record, named
@@ -89,6 +68,17 @@ class Reach:
         for rid, named in outputs.items():
             self.records[rid] = self._outputs_problem(named)
         return whole
+
+    def _facts(self, rid: str) -> tuple[None, dict[str, Any], list[str]] | None:
+        """A record's check from the facts its pack's verified edges file holds (its key, and that it names the input
+        document of that key; its outputs), when the record is there, intact, and such a file covers it."""
+        if self._known is None or self.object_problem(rid) is not None:
+            return None
+        found = self._known.facts(bytes.fromhex(rid[len(PREFIX):]))
+        if found is None:
+            return None
+        key = PREFIX + found[0].hex()
+        return None, {"key": key, "input": key}, [PREFIX + digest.hex() for digest in found[1]]
 
     def _record(self, rid: str, content: bytes | None) -> tuple[str | None, dict[str, Any] | None, list[str]]:
         problem = self.object_problem(rid)

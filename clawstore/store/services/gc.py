@@ -48,7 +48,7 @@ from clawstore.store.core.packfile import (
     writer_alive,
 )
 from clawstore.store.core.runtime import TOUCH_AFTER_S
-from clawstore.store.edges import edges_path
+from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
 
@@ -333,20 +333,22 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         for digest, loc in sorted(objects.items(), key=lambda item: (item[1][0], item[1][1])):
             if loc[0] not in moved:
                 continue
-            writer = writer or PackWriter(runtime.packs_dir)
+            writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
             frame = runtime.pread(loc)
             oid = PREFIX + digest.hex()
             try:
-                codec.decode_verified(oid, digest.hex(), f"pack {loc[0]}", frame)
+                content = codec.decode_verified(oid, digest.hex(), f"pack {loc[0]}", frame)
             except CorruptObjectError as exc:  # never copy damage forward; fsck names it
                 report.corrupt.append(str(exc))
                 del objects[digest]
                 continue
             blob = writer.append(KIND_OBJECT, digest, [frame])
+            if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
+                writer.edge_log.add(digest, blob.offset, children_in(content))
             objects[digest] = (writer.pack_id, blob.offset, blob.length)
         for key, entry in sorted(actions.items()):
             if entry.pack in moved:
-                writer = writer or PackWriter(runtime.packs_dir)
+                writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
                 blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
                 actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
         if writer is not None:
