@@ -83,7 +83,6 @@ class _Pull:
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
-        self.early: _EarlyEntries | None = None  # entries verified while packs still download
         self._trust: dict[str | None, bool] = {}
 
     def pending(self) -> list[str]:
@@ -131,8 +130,6 @@ class _Pull:
             try:
                 records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
                            for record in self.listings[pack].actions.values()}  # the entries' checks read them
-                self.early = _EarlyEntries(self.store, self.present, self.incoming.decoded,
-                                           [self.listings[pack].actions for pack in self.pending()])
                 self._download_checked(packs, tmp, records)
                 self.progress.then("checking the entries")
                 self._check_entries(packs, records)
@@ -178,9 +175,7 @@ class _Pull:
                     pack = running.pop(future)
                     self.report.resumed += future.result()
                     start_more()  # (the next ones download while this one is checked and copied)
-                    held = self._check(pack, work / f"{pack}.pack", keep)
-                    if self.early is not None:
-                        self.early.arrived(held)  # (its entries checked now, not after the last pack)
+                    self._check(pack, work / f"{pack}.pack", keep)
                     if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
                         self.present.update(self.digests[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
@@ -190,9 +185,8 @@ class _Pull:
                     future.cancel()
                 raise
 
-    def _check(self, pack: str, path: Path, keep: set[bytes]) -> set[bytes]:
-        """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names
-        (the digests of its objects)."""
+    def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
+        """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
         try:
             held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
             listed = {*self.digests[pack], *hex_digests("".join(self.listings[pack].document_ids))}
@@ -201,7 +195,6 @@ class _Pull:
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
-        return held
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
@@ -238,8 +231,7 @@ class _Pull:
                     continue
                 if pack not in arriving and self._kept_here(key, record, contents):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
-                why = None if self.early is not None and self.early.verified(key, record) else \
-                    contents.entry_problem(key, record)
+                why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
@@ -301,44 +293,6 @@ class _Pull:
         for pack in sorted(settled - self.incomplete):
             if not self.listings[pack].is_bundle and self.trusted(pack):
                 self._remember(pack)
-
-
-class _EarlyEntries:
-    """Entries verified as soon as their record and input document have arrived, while the next packs download, so
-    that the checks after the last pack (_Pull._check_entries, which decide: in what order, which listing, kept or
-    refused) find most of them done. The same check (`ArrivingContents.entry_problem`) on the same contents; only
-    records kept decoded are read here (the others are left to the end), and only entries that verify are noted: one
-    that does not is checked again at the end, and refuses the pull there."""
-
-    def __init__(self, store: Transfer, present: set[bytes], decoded: dict[str, bytes],
-                 listed: list[dict[str, str]]):
-        self._present, self._decoded = present, decoded
-        self._here: set[str] = set()  # hex ids of the objects of the packs checked so far
-        self._contents = arriving_contents(store, {}, self._here, decoded)
-        self._by_record: dict[bytes, list[tuple[str, str]]] = {}  # record digest -> its entries not checked yet
-        self._by_key: dict[bytes, list[tuple[str, str]]] = {}  # input digest -> entries waiting for it
-        for actions in listed:
-            for key, record in actions.items():
-                self._by_record.setdefault(bytes.fromhex(record[len(PREFIX):]), []).append((key, record))
-        self._done: set[tuple[str, str]] = set()
-
-    def arrived(self, held: set[bytes]) -> None:
-        """A pack holding these objects (digests) was checked: verify the entries it completes."""
-        self._here.update(digest.hex() for digest in held)
-        ready = [entry for digest in held & self._by_record.keys() for entry in self._by_record.pop(digest)]
-        ready += [entry for digest in held & self._by_key.keys() for entry in self._by_key.pop(digest)]
-        for key, record in ready:
-            if (key, record) in self._done or record[len(PREFIX):] not in self._decoded:
-                continue  # (its record is read again at the end)
-            digest = bytes.fromhex(key[len(PREFIX):])
-            if key[len(PREFIX):] not in self._here and digest not in self._present:
-                self._by_key.setdefault(digest, []).append((key, record))
-                continue
-            if self._contents.entry_problem(key, record) is None:
-                self._done.add((key, record))
-
-    def verified(self, key: str, record: str) -> bool:
-        return (key, record) in self._done
 
 
 def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False,

@@ -63,7 +63,7 @@ class ArchiveContents:
     def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: set[str],
                  kept: dict[str, bytes] | None = None):
         self._store, self._staged, self._listed = store, staged, listed
-        self._kept = {} if kept is None else kept  # decoded and verified as the archive was read (filled as it is)
+        self._kept = kept or {}  # contents already decoded and verified while the archive was read
 
     def in_archive(self, oid: str) -> bool:
         return oid.startswith(PREFIX) and oid[len(PREFIX):] in self._listed  # (listed: well-formed ids only)
