@@ -131,7 +131,7 @@ def make_pack(store: ObjectStore, digests: Iterable[bytes], work: Path, content:
         writer.append_many(batch)
         batch = []  # (views of the mapped packs go before the maps close)
         mapped.clear()
-        writer.seal()
+        writer.seal(durable=False)  # (sent, then deleted: nothing in the store names it)
     except BaseException:
         writer.close()
         writer.path.unlink(missing_ok=True)
