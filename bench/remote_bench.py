@@ -129,6 +129,7 @@ def main() -> None:
         push(source, captured)
         packs = sorted((root / "capture" / "packs").glob("*.pack"))
         total = sum(f.stat().st_size for f in packs)
+        listed = sum(f.stat().st_size for f in (root / "capture" / "packs").glob("*.ids"))  # (claw moves them too)
         client = boto3.client("s3", endpoint_url=endpoint)
         rounds: dict[str, list[tuple[Measured, Measured]]] = {"push": [], "pull": [], "floor": []}
         names = [capture]
@@ -157,7 +158,7 @@ def main() -> None:
             for ref in source.list_refs(f"remotes/{name}/"):
                 source.delete_ref(ref)
         mib = total / (1 << 20)
-        print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total,
+        print(json.dumps({"objects": pushed.objects, "packs": len(packs), "bytes": total, "listing_bytes": listed,
                           "rounds": len(rounds["push"])}))
         for what, plain_what in (("push", "upload"), ("pull", "download")):
             mine = statistics.median(claw.wall for claw, _ in rounds[what])
@@ -175,6 +176,12 @@ def main() -> None:
               f"{statistics.median(v.cpu for v, _ in rounds['floor']):.2f} s CPU), pull from a directory {local:.2f} s "
               f"({mib / local:.1f} MiB/s, {statistics.median(p.cpu for _, p in rounds['floor']):.2f} s CPU), medians: "
               f"ceiling {download / max(download, local):.2f}x")
+        if args.link_mib is not None:  # the listings cross the link too: a transfer of no cost beyond it is this fast
+            extra = listed / (args.link_mib * (1 << 20))
+            upload = statistics.median(base.wall for _, base in rounds["push"])
+            print(f"link: the packs' listings add {listed / (1 << 20):.2f} MiB ({100 * listed / total:.0f} % of the "
+                  f"packs' bytes, {extra:.2f} s at {args.link_mib:g} MiB/s), which the plain transfer does not move: "
+                  f"ceiling {upload / (upload + extra):.2f}x (push), {download / (download + extra):.2f}x (pull)")
 
 
 if __name__ == "__main__":

@@ -138,12 +138,12 @@ class _Pull:
                     new, size = self.incoming.take(pack, self.present, self._document(pack),
                                                    apart=not self.trusted(pack))
                     self.present.update(self.digests[pack])
-                    self.downloads.forget([pack])
-                    self.received.add(pack)
-                    self.report.packs += 1
                     self.report.objects += new
                     self.report.bytes += size
-                self.incoming.take_copies()  # (the small packs' objects, copied as each was checked)
+                self.incoming.adopt()  # (one rename each, one index segment for them all)
+                self.downloads.forget(packs)
+                self.received.update(packs)
+                self.report.packs += len(packs)
             finally:
                 self.incoming.close()
 

@@ -79,6 +79,54 @@ def test_small_packs_pulled_become_one_pack_here(tmp_path: Path) -> None:
     assert pull.pull(target, remote).packs == 0
 
 
+def test_packs_of_a_mebibyte_or_more_move_in_whole_named_by_one_index_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A received pack of ADOPT_BYTES (1 MiB) or more becomes a file of the store as it is (copying its objects cost
+    more than the file), and one index segment names the objects of all the packs a pull moves in (not one each)."""
+    assert transfer.ADOPT_BYTES == 1 << 20
+    source = Store(tmp_path / "a")
+    for _ in range(3):
+        with source.batch():
+            for _ in range(36):
+                source.put_bytes(os.urandom(32 << 10))  # (incompressible: 1.1 MiB a pack)
+        source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    sent = sorted((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda path: path.stat().st_size)[-3:]
+    assert all((1 << 20) <= path.stat().st_size < (4 << 20) for path in sent)  # small packs, for gc
+
+    commits = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    target = Store(tmp_path / "b")
+    assert pull.pull(target, remote).objects == 108
+    assert len(commits) == 1 and len(commits[0].objects) == 108
+    for path in sent:  # the very bytes the remote holds
+        assert _sha(tmp_path / "b" / "packs" / (path.name[:32] + ".pack")) == _sha(path)
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert fsck(target).clean
+
+
+def test_push_makes_a_pack_of_committed_objects_without_a_store_lookup_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects of a pack push makes are found in the index (one lookup each, no listing of index/ and no batch to
+    look through) and their frames sliced out of one mapping per pack; the same objects make the same bytes."""
+    source = Store(tmp_path / "a")
+    ids = []
+    for pack in range(2):
+        with source.batch():
+            ids += [source.put_json({"pack": pack, "n": i}) for i in range(50)]
+        source.runtime.close_writer()
+    looked_up = []
+    monkeypatch.setattr(type(source), "locate_digest", lambda self, digest: looked_up.append(digest))
+    digests = [bytes.fromhex(oid[len("blake3:"):]) for oid in ids]
+    made = [source.make_pack(digests, tmp_path / f"work{n}") for n in range(2) if (tmp_path / f"work{n}").mkdir()
+            is None]
+    assert looked_up == []
+    assert _sha(made[0]) == _sha(made[1])
+    assert [blob.id for blob in verify_pack(made[0], file_digest(made[0]), "made")] == sorted(digests)
+
+
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(push, "PACK_OBJECTS", 7)

@@ -171,8 +171,9 @@ class PackWriter:
             os.fsync(self.fd)
             self.synced_to = max(self.synced_to, end)
 
-    def seal(self) -> None:
-        """Append the trailer (the pack's own table of contents) and make the whole pack durable."""
+    def seal(self, durable: bool = True) -> None:
+        """Append the trailer (the pack's own table of contents) and make the whole pack durable (unless not
+        `durable`: a pack made to be sent and deleted, which no crash can leave half-named)."""
         if self.sealed:
             return
         table = bytes(self.table)
@@ -182,7 +183,8 @@ class PackWriter:
         # A pack's mtime is the age of its newest blob (gc's grace): the trailer adds no blob.
         os.utime(self.fd, ns=(before.st_atime_ns, before.st_mtime_ns))
         self.sealed = True
-        self.sync()
+        if durable:
+            self.sync()
         self._write_edges()
 
     def _write_edges(self) -> None:

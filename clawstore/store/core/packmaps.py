@@ -24,6 +24,10 @@ class PackMaps:
     def read(self, loc: Loc, size: int, start: int) -> memoryview:
         pack, offset, length = loc
         end = offset + start + min(size, length - start)
+        return self.whole(pack, end)[offset + start:end]
+
+    def whole(self, pack: str, end: int) -> memoryview:
+        """The pack mapped, at least its first `end` bytes (a caller slicing many frames out of one pack keeps it)."""
         mapped = self._maps.get(pack)
         if mapped is None or len(mapped) < end:
             if mapped is not None:  # grown since: map it again (views of the old map keep it alive)
@@ -32,7 +36,7 @@ class PackMaps:
             mapped = self._maps[pack] = mmap.mmap(self._store.runtime.fd(pack), 0, access=mmap.ACCESS_READ)
             if len(mapped) < end:
                 raise MissingObjectError(f"pack {pack} is shorter than the index says")
-        return memoryview(mapped)[offset + start:end]
+        return memoryview(mapped)
 
     def close(self) -> None:
         for mapped in self._maps.values():

@@ -26,7 +26,6 @@ from clawstore.store.core.ids import PREFIX, file_digest
 from clawstore.store.core.objects import check_blob
 from clawstore.store.core.packfile import (
     KIND_OBJECT,
-    SMALL_PACK_BYTES,
     Blob,
     NotAPackError,
     PackCheckError,
@@ -44,7 +43,9 @@ if TYPE_CHECKING:
     from clawstore.store.services.archive_verify import FrameSource, Kept
 
 COPY_BYTES = 1 << 20  # a received pack's frames are copied in runs of about this many bytes (memory: one run)
-ADOPT_BYTES = SMALL_PACK_BYTES  # a received pack this big moves in whole; a smaller one's objects are copied
+# A received pack this big moves in whole; a smaller one's objects are copied (about 3 us an object: a pack of 1 MiB,
+# some 6,000 objects of claw's, costs more to copy than a file of its own costs until gc merges it).
+ADOPT_BYTES = 1 << 20
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 16 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds (docs/remote.md, Scale)
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
@@ -98,8 +99,20 @@ def make_pack(store: ObjectStore, digests: Iterable[bytes], work: Path, content:
     try:
         batch: list[tuple[int, bytes, list[bytes | memoryview]]] = []
         held = 0
+        find = store.runtime.index.find_object  # committed objects: one dict lookup each, no listing on a hit
+        mapped: dict[str, memoryview] = {}  # pack -> its mapped bytes: a frame is a slice
         for digest in sorted(set(digests)):
-            loc, view = _frame(store, maps, digest)
+            loc = find(digest, False)
+            whole = None if loc is None else mapped.get(loc[0])
+            if loc is not None and (whole is None or len(whole) < loc[1] + loc[2]):
+                try:
+                    whole = mapped[loc[0]] = maps.whole(loc[0], loc[1] + loc[2])
+                except FileNotFoundError:  # its pack was replaced by gc a moment ago
+                    whole = None
+            if loc is None or whole is None:  # (not committed yet, or moved: the full lookup)
+                loc, view = _frame(store, maps, digest)
+            else:
+                view = whole[loc[1]:loc[1] + loc[2]]
             if loc[2] > SMALL_MAX:  # streamed in chunks: memory stays bounded
                 writer.append_many(batch)
                 batch, held = [], 0
@@ -116,8 +129,9 @@ def make_pack(store: ObjectStore, digests: Iterable[bytes], work: Path, content:
         if content is not None:
             batch.append((KIND_OBJECT, blake3.blake3(content).digest(), codec.encode(content, store.level)))
         writer.append_many(batch)
-        batch = []  # (its views of the mapped packs go before the maps close)
-        writer.seal()
+        batch = []  # (views of the mapped packs go before the maps close)
+        mapped.clear()
+        writer.seal(durable=False)  # (sent, then deleted: nothing in the store names it)
     except BaseException:
         writer.close()
         writer.path.unlink(missing_ok=True)
@@ -270,35 +284,52 @@ def _runs(blobs: list[Blob]) -> Iterator[list[Blob]]:
         yield run
 
 
-def adopt_pack(store: ObjectStore, path: Path, pack_id: str, objects: list[Blob], present: AbstractSet[bytes]
-               ) -> tuple[int, int]:
-    """Move a verified pack into packs/ as `pack_id` and name its objects the store lacks (`present`:
-    digests it has) in one index segment; (objects named, their bytes). The pack is flocked until the
-    segment is written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
+@dataclass(frozen=True)
+class _Adopting:
+    """A verified pack on its way into packs/: its file, the id it takes, the objects the index is to name in it."""
+
+    path: Path
+    pack_id: str
+    objects: list[Blob]
+
+    def counts(self) -> tuple[int, int]:
+        """(objects, their bytes) it adds."""
+        return len(self.objects), sum(blob.length for blob in self.objects)
+
+
+def adopt_packs(store: ObjectStore, packs: list[_Adopting]) -> None:
+    """Move verified packs (their bytes durable: fsynced when checked) into packs/, then name their objects in one index
+    segment: one fsync of packs/ and one segment for them all, not one each. Each pack is flocked until the segment is
+    written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
+    if not packs:
+        return
     runtime = store.runtime
-    runtime.start_index()  # (a pull killed before its segment leaves an unnamed pack, not a "lost" index)
+    runtime.start_index()  # (a pull killed before its segment leaves unnamed packs, not a "lost" index)
     runtime.packs_dir.mkdir(exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fds: list[int] = []
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.fsync(fd)
-        os.replace(path, pack_path(runtime.packs_dir, pack_id))  # same bytes if it was there (a killed pull)
-        fsync_path(runtime.packs_dir)
         pending = Pending()
-        pending.objects = {blob.id: (pack_id, blob.offset, blob.length) for blob in objects if blob.id not in present}
-        runtime.forget_pack(pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
+        for pack in packs:
+            fd = os.open(pack.path, os.O_RDONLY | os.O_CLOEXEC)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(pack.path, pack_path(runtime.packs_dir, pack.pack_id))  # same bytes if there (a killed pull)
+            runtime.forget_pack(pack.pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
+            for blob in pack.objects:
+                pending.objects.setdefault(blob.id, (pack.pack_id, blob.offset, blob.length))
+        fsync_path(runtime.packs_dir)
         commit(runtime, pending)
     finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    return len(pending.objects), sum(loc[2] for loc in pending.objects.values())
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------ receiving
 
 class Incoming:
     """A pull's packs on their way into the store: each checked whole as it arrives (`check`), then, once
-    the entries they bring are verified (`unkept` and `decoded` feed those checks), taken in (`take`)."""
+    the entries they bring are verified (`unkept` and `decoded` feed those checks), taken in (`take`, then `adopt`)."""
 
     def __init__(self, store: ObjectStore):
         from clawstore.store.services.archive_verify import Kept  # (its thread pool's imports: only when a pull runs)
@@ -309,6 +340,7 @@ class Incoming:
         self._copied: dict[str, tuple[int, int]] = {}  # pack name -> (objects, bytes) copied by copy_in
         self._copies: PackWriter | None = None  # the pack they are copied into, beside the received ones
         self._in_copies: dict[bytes, Blob] = {}  # digest -> its blob in that pack
+        self._taken: list[_Adopting] = []  # packs taken, moved in whole by `adopt`
 
     @property
     def decoded(self) -> dict[str, bytes]:
@@ -317,8 +349,10 @@ class Incoming:
 
     def check(self, path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset()) -> set[bytes]:
         """Check the pack received at `path` whole (verify_pack: PackCheckError naming `where`); the digests
-        of its objects. The content of those in `keep` is kept decoded, as far as there is room."""
+        of its objects. The content of those in `keep` is kept decoded, as far as there is room. The file is made
+        durable here, while the next packs download (moving it in later needs only its rename made durable)."""
         blobs = verify_pack(path, name, where, keep, self.kept)
+        fsync_path(path)
         self._checked[name] = (path, blobs)
         return {blob.id for blob in blobs}
 
@@ -335,13 +369,14 @@ class Incoming:
     def take(self, name: str, present: AbstractSet[bytes], leave_out: AbstractSet[bytes] = frozenset(),
              apart: bool = False) -> tuple[int, int]:
         """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has); returns
-        (objects added, their bytes). A big pack moves in as it is; a small one, or one kept `apart`, has its objects
-        copied into a pack of the pull's own (`copy_in`), moved in by `take_copies` once every pack is taken."""
+        (objects added, their bytes). Nothing moves until `adopt`: a pack of ADOPT_BYTES or more then moves in as it
+        is; a smaller one, or one kept `apart`, has had its objects copied into a pack of the pull's own (`copy_in`)."""
         if not self.copy_in(name, present, leave_out, apart):
             path, blobs = self._checked.pop(name)
-            if leave_out:
-                blobs = [blob for blob in blobs if blob.id not in leave_out]
-            return adopt_pack(self.store, path, name[:32], blobs, present)  # (a pack id is 32 hex)
+            taken = _Adopting(path, name[:32], [blob for blob in blobs  # (a pack id is 32 hex)
+                                                if blob.id not in present and blob.id not in leave_out])
+            self._taken.append(taken)
+            return taken.counts()
         del self._checked[name]
         return self._copied.pop(name)
 
@@ -365,18 +400,19 @@ class Incoming:
         self._copied[name] = (len(written), sum(blob.length for blob in written))
         return True
 
-    def take_copies(self) -> None:
-        """Move the pack the small packs' objects were copied into in whole, one index segment naming them (call
-        once every pack is taken)."""
+    def adopt(self) -> None:
+        """Move every pack taken in whole, and the pack the small packs' objects were copied into, into the store,
+        with one index segment naming their objects (call once every pack is taken)."""
         writer, self._copies = self._copies, None
-        if writer is None:
-            return
-        try:
-            writer.seal()
-        finally:
-            writer.close()
-        adopt_pack(self.store, writer.path, writer.pack_id, list(self._in_copies.values()), frozenset())
-        self._in_copies = {}
+        taken, self._taken = self._taken, []
+        if writer is not None:
+            try:
+                writer.seal()  # (durable)
+            finally:
+                writer.close()
+            taken.append(_Adopting(writer.path, writer.pack_id, list(self._in_copies.values())))
+            self._in_copies = {}
+        adopt_packs(self.store, taken)
 
     def close(self) -> None:
         """Let go of the copies' pack if it was not taken (a refused pull: it goes with the scratch directory)."""
