@@ -4,6 +4,7 @@ rows flattening in memory gives (docs/query.md, Scale)."""
 
 from __future__ import annotations
 
+import shutil
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.query import rows, segments, spill
+from clawstore.query.engine import run_query
 from clawstore.query.heads import StoredRecords, head_nodes, wanted_heads
-from clawstore.query.manifest import index_current, manifest_dir
+from clawstore.query.manifest import index_current, index_pending, manifest_dir
 from clawstore.query.rows import flatten
 from clawstore.store import Store, headdoc
 from clawstore.store.headdoc import head_fields
@@ -98,3 +100,40 @@ def test_spilled_rows_are_written_once_and_never_read_again_as_none(tmp_path: Pa
             segments.write_tables(con, flat, tmp_path / "twice")
     finally:
         con.close()
+
+
+def _history_peak(store: Store) -> int:
+    """Python's peak memory while a query of the history views indexes the campaign's build (its log and records)."""
+    store.get_json(next(iter(wanted_heads(store).values())))
+    index_current(store)  # (the head first: only the build's own rows are measured)
+    tracemalloc.start()
+    try:
+        assert index_pending(store) == 1
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_indexing_a_build_holds_its_log_not_its_rows(tmp_path: Path) -> None:
+    small = _history_peak(_campaign(tmp_path / "small", 40))  # 320 nodes
+    large = _history_peak(_campaign(tmp_path / "large", 320))  # 2,560 nodes
+    # Its log is read whole (its nodes are what it ran); its rows were held too, until DuckDB wrote them
+    # (8.5 KB per node); spilled as they are made (query/spill.py), they are not (2.4 KB: the log and its nodes).
+    assert (large - small) / (2560 - 320) < 4000, (small, large)
+
+
+def test_a_build_whose_segment_cannot_be_linked_gives_its_head_the_same_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _campaign(tmp_path / "store", 6)
+    plain = ("runs", "checks", "judgements", "results", "nodes")
+    assert index_pending(store) == 1  # the build's rows spilled into its segment, and its head linked to them
+    linked = {table: run_query(store.root, f"select * from {table} order by all").rows for table in plain}
+    assert len(linked["nodes"]) == 48
+
+    def no_links(source: Path, target: Path) -> None:
+        raise OSError("a file system without hard links")
+
+    shutil.rmtree(manifest_dir(store.root))
+    monkeypatch.setattr(segments.os, "link", no_links)
+    assert index_pending(store) == 1  # the spilled rows were written once: the head's are flattened again
+    assert {table: run_query(store.root, f"select * from {table} order by all").rows for table in plain} == linked
