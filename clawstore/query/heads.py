@@ -348,7 +348,7 @@ def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[
     for part in iter_parts(doc, load):
         for node in part:
             if isinstance(node, dict):
-                node = dict(node)  # (a copy and a pop: a comprehension per node was a twentieth of a refresh)
+                node = dict(node)  # (a copy and a pop, in C, instead of a comprehension per node)
                 node.pop("record_doc", None)
             yield node
 

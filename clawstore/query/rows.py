@@ -186,7 +186,7 @@ _NAMES: dict[str, tuple[str, ...]] = {table: tuple(c.name for c in cols) for tab
 
 
 def _pick(table: str, row: Row) -> Row:
-    """The cells of `table`'s columns, in its order (`dict(zip(...))`: a comprehension per row was a tenth of a
+    """The cells of `table`'s columns, in its order (`dict(zip(...))`: a comprehension per row was a twentieth of a
     refresh)."""
     names = _NAMES[table]
     return dict(zip(names, map(row.get, names), strict=True))
