@@ -39,6 +39,7 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     Views: runs, checks, judgements, results, nodes (each campaign's current head), run_history, check_history,
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
+    from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.query.engine import reads_history, run_query
     from clawstore.query.formats import cell, numeric_columns, render
     from clawstore.query.manifest import index_current, index_pending
@@ -56,7 +57,8 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     # The campaigns' current heads are brought up to date; the builds finished since the last query join
     # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
     index = index_pending if reads_history(sql) else index_current
-    index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+    with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
+        index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
     export = None
     if out is not None:

@@ -144,13 +144,29 @@ class BuildRows(NamedTuple):
 
 
 def stored_build_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | None = None,
-                      reusable: Reusable | None = None) -> BuildRows:
+                      reusable: Reusable | None = None, spill_in: Path | None = None) -> BuildRows:
     """The rows of a build log or head, its records read from `store`; those of nodes `reusable` holds
-    are left to the writer to copy from its source (rows.flatten)."""
+    are left to the writer to copy from its source (rows.flatten). With `spill_in` (a manifest), the rows
+    are spilled to files under its tmp/ as they are made (spill.py), not held."""
     records = StoredRecords(store, warn)
     head = written_head(log, records)
     nodes = build_nodes(log, records, head)
-    return BuildRows(log, nodes, flatten(log, records, records.read_ahead, nodes, reusable), head)
+    if spill_in is None:
+        return BuildRows(log, nodes, flatten(log, records, records.read_ahead, nodes, reusable), head)
+    return BuildRows(log, nodes, spilled(lambda sink: flatten(log, records, records.read_ahead, nodes, reusable, sink),
+                                         spill_in), head)
+
+
+def spilled(make: Callable[[Spill], Flattened], manifest: Path) -> Flattened:
+    """make(sink) with a Spill under the manifest's tmp/ (removed if it fails; else the writer removes it)."""
+    sink = Spill(segments.tmp_dir(manifest, "rows"))
+    try:
+        rows = make(sink)
+        sink.close()
+    except BaseException:
+        sink.remove()
+        raise
+    return rows
 
 
 def stored_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | None = None
@@ -317,16 +333,10 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
         nodes = chain(head_nodes(doc, load), build_nodes(head, records))
     source = previous_head(manifest, head) if copy else None
     reuse = copied.reusable(source) if source is not None else None
-    sink = Spill(segments.tmp_dir(manifest, "rows"))
     try:
-        rows = flatten(head, records, records.read_ahead, nodes, reuse, sink)
-        sink.close()
+        rows = spilled(lambda sink: flatten(head, records, records.read_ahead, nodes, reuse, sink), manifest)
     except StoreError:
-        sink.remove()
         return None  # a part lost to damage, as above
-    except BaseException:
-        sink.remove()
-        raise
     return rows._replace(tables={}), None
 
 
@@ -337,8 +347,10 @@ def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[
         return
     for part in iter_parts(doc, load):
         for node in part:
-            yield {name: value for name, value in node.items() if name != "record_doc"} if isinstance(node, dict) \
-                else node
+            if isinstance(node, dict):
+                node = dict(node)  # (a copy and a pop, in C, instead of a comprehension per node)
+                node.pop("record_doc", None)
+            yield node
 
 
 def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | Flattened,
@@ -400,7 +412,10 @@ def materialise_head(store: StoreReader, manifest: Path, head_id: str, warn: War
             raise StoreError(f"campaign head {head_id} can no longer be read")
         return again[0]
 
-    written(lambda flat: publish_head(manifest, hexid, flat, segment), rows, flattened_again)
+    try:
+        written(lambda flat: publish_head(manifest, hexid, flat, segment), rows, flattened_again)
+    except segments.SpilledAlready:  # the build's rows, spilled and written into its segment, which cannot be linked
+        publish_head(manifest, hexid, flattened_again())
     return True
 
 

@@ -25,11 +25,10 @@ from clawstore.query.heads import (
     refresh_heads,
     stale_campaign_head,
     stored_build_rows,
-    stored_rows,
     wanted_heads,
     written,
 )
-from clawstore.query.rows import Row, build_context
+from clawstore.query.rows import Flattened, build_context
 from clawstore.query.schema import PHYSICAL
 from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
 from clawstore.store.core.layout import StoreLayout
@@ -101,18 +100,20 @@ def _index_build(store: StoreReader, build_id: str, warn: Warn | None, indexed: 
     campaign = build_context(log)["campaign_id"]
     source = indexed.get(campaign) if campaign is not None else None
     source = source if source is not None and source.is_dir() else previous_head(manifest, log)
-    built = stored_build_rows(store, log, warn, copied.reusable(source) if source is not None else None)
+    built = stored_build_rows(store, log, warn, copied.reusable(source) if source is not None else None, manifest)
     slot_name = str(log.get("build_id") or build_id)
     segment, rows = written(lambda rows: segments.publish_segment(manifest, slot_name, rows), built.rows,
-                            lambda: stored_build_rows(store, log, warn).rows)
+                            lambda: stored_build_rows(store, log, warn, spill_in=manifest).rows)
     if campaign is not None:
         indexed[campaign] = segment
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     return built._replace(rows=rows, segment=segment), covered
 
 
-def _all_builds(store: StoreReader) -> Iterator[tuple[str, dict[str, list[Row]]]]:
-    directory = builds_dir(Path(store.root))
+def _all_builds(store: StoreReader) -> Iterator[tuple[str, Flattened]]:
+    """Each build's rows, spilled to files as they are made (spill.py) for the writer to read once."""
+    root = Path(store.root)
+    directory = builds_dir(root)
     if not directory.is_dir():
         return
     for path in sorted(directory.glob("*.json")):
@@ -120,7 +121,7 @@ def _all_builds(store: StoreReader) -> Iterator[tuple[str, dict[str, list[Row]]]
             log = read_build_log(path)
         except StoreError:
             continue  # a log being written for the first time, or damaged: nothing to index
-        yield log.build_id or path.stem, stored_rows(store, log.to_json())
+        yield log.build_id or path.stem, stored_build_rows(store, log.to_json(), spill_in=manifest_dir(root)).rows
 
 
 def rebuild_manifest(store: StoreReader) -> int:

@@ -59,6 +59,10 @@ class Snapshot:
         return [str(d / f"{table}.parquet") for _, d in sorted(self.segments.items())]
 
 
+class SpilledAlready(StoreError):
+    """Rows a Spill wrote were asked for again after DuckDB read them (once only: the files are removed then)."""
+
+
 class ManifestChanged(StoreError):
     """A pack the reader's snapshot names was replaced meanwhile (a compaction): take a new snapshot."""
 
@@ -211,7 +215,7 @@ def _array_of(flat: Flattened | None, table: str, out_dir: Path) -> Path:
     """Where `table`'s rows are as a JSON array: the file a Spill wrote them to, else one to write in `out_dir`."""
     if flat is not None and flat.spilled is not None and table in copied.HIDDEN:
         if not flat.spilled.is_dir():  # (written once: rows read again would be none, never the campaign's)
-            raise StoreError(f"the rows spilled to {flat.spilled} were written already")
+            raise SpilledAlready(f"the rows spilled to {flat.spilled} were written already")
         return flat.spilled / f"{table}.json"
     return out_dir / f"{table}.json"
 
@@ -325,7 +329,7 @@ def _compact_locked(manifest: Path, force: bool) -> bool:
         compacted, force = True, False
 
 
-def rebuild(manifest: Path, builds: Iterable[tuple[str, Mapping[str, list[Row]]]]) -> int:
+def rebuild(manifest: Path, builds: Iterable[tuple[str, Mapping[str, list[Row]] | Flattened]]) -> int:
     """Replace the whole manifest by one pack made from `builds` ((build_id, tables) pairs).
 
     Readers keep seeing the old manifest until the new pack lands. Segments refreshed meanwhile are kept

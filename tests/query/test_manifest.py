@@ -266,3 +266,15 @@ def test_a_manifest_written_without_cost_sources_is_indexed_again(store: Store) 
     sql = "select count(*), min(cost_source), max(cost_source), round(sum(cost_usd), 6) from runs"
     assert run_query(store.root, sql, store=store).rows == [(6, "reported", "reported", round(6 * RUN_COST, 6))]
     assert json.loads((manifest / "schema.json").read_text())["runs"]  # stamped: the next query keeps it
+
+
+@pytest.mark.parametrize("record", [None, {"kind": "run", "status": "success", "summary": {"model_id": "m"},
+                                           "metrics": {"input_tokens": 3, "cost_usd": 0.5, "cost_source": "reported"}}])
+def test_a_node_row_is_the_nodes_row_itself(record: dict[str, object] | None) -> None:
+    # flatten gives a node's row to the `nodes` table as made (not picked again): its keys are that table's columns.
+    from clawstore.query import rows
+    from clawstore.query.schema import PHYSICAL
+
+    node = {"kind": "run", "key": "k", "record": "r", "action": "exec", "address": {"case_id": "c"}}
+    row = rows._node_row(node, record, rows.build_context({"build_id": "b", "campaign": {"id": "x"}}))
+    assert list(row) == [column.name for column in PHYSICAL["nodes"]]

@@ -4,7 +4,9 @@ rows flattening in memory gives (docs/query.md, Scale)."""
 
 from __future__ import annotations
 
+import shutil
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,9 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.query import rows, segments, spill
+from clawstore.query.engine import run_query
 from clawstore.query.heads import StoredRecords, head_nodes, wanted_heads
-from clawstore.query.manifest import index_current, manifest_dir
+from clawstore.query.manifest import index_current, index_pending, manifest_dir
 from clawstore.query.rows import flatten
 from clawstore.store import Store, headdoc
 from clawstore.store.headdoc import head_fields
@@ -36,13 +39,13 @@ def _campaign(root: Path, cases: int) -> Store:
     return store
 
 
-def _refresh_peak(store: Store) -> int:
-    """Python's peak memory while the first query materialises the campaign's head (the store's own index of its
-    objects, which grows with the store, loaded before: docs/store.md)."""
+def _refresh_peak(store: Store, index: Callable[[], object] | None = None) -> int:
+    """Python's peak memory while the first query materialises the campaign's head, or while `index` runs (the
+    store's own index of its objects, which grows with the store, loaded before: docs/store.md)."""
     store.get_json(next(iter(wanted_heads(store).values())))
     tracemalloc.start()
     try:
-        index_current(store)
+        index() if index is not None else index_current(store)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -98,3 +101,37 @@ def test_spilled_rows_are_written_once_and_never_read_again_as_none(tmp_path: Pa
             segments.write_tables(con, flat, tmp_path / "twice")
     finally:
         con.close()
+
+
+def _history_peak(store: Store) -> int:
+    """Python's peak memory while the first query of the history views indexes the campaign's build (its log and
+    records, every one flattened: no head to copy rows from), then gives its head the build's files."""
+    indexed: list[int] = []
+    peak = _refresh_peak(store, lambda: indexed.append(index_pending(store)))
+    assert indexed == [1]
+    return peak
+
+
+def test_indexing_a_build_holds_its_log_not_its_rows(tmp_path: Path) -> None:
+    small = _history_peak(_campaign(tmp_path / "small", 40))  # 320 nodes
+    large = _history_peak(_campaign(tmp_path / "large", 320))  # 2,560 nodes
+    # Its log is read whole (its nodes are what it ran), and the head it wrote; its rows were held too, until DuckDB
+    # wrote them (7.9 KB per node); spilled as they are made (query/spill.py), they are not (3.1 KB: log and head).
+    assert (large - small) / (2560 - 320) < 4500, (small, large)
+
+
+def test_a_build_whose_segment_cannot_be_linked_gives_its_head_the_same_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _campaign(tmp_path / "store", 6)
+    plain = ("runs", "checks", "judgements", "results", "nodes")
+    assert index_pending(store) == 1  # the build's rows spilled into its segment, and its head linked to them
+    linked = {table: run_query(store.root, f"select * from {table} order by all").rows for table in plain}
+    assert len(linked["nodes"]) == 48
+
+    def no_links(source: Path, target: Path) -> None:
+        raise OSError("a file system without hard links")
+
+    shutil.rmtree(manifest_dir(store.root))
+    monkeypatch.setattr(segments.os, "link", no_links)
+    assert index_pending(store) == 1  # the spilled rows were written once: the head's are flattened again
+    assert {table: run_query(store.root, f"select * from {table} order by all").rows for table in plain} == linked
