@@ -37,7 +37,15 @@ from clawstore.store.core.edgefile import (
 )
 from clawstore.store.core.ids import is_oid
 from clawstore.store.core.index import IndexView
-from clawstore.store.core.packfile import KIND_OBJECT, Blob, iter_pack_ids, pack_path, scan_pack, writer_alive
+from clawstore.store.core.packfile import (
+    KIND_OBJECT,
+    Blob,
+    is_sealed,
+    iter_pack_ids,
+    pack_path,
+    scan_pack,
+    writer_alive,
+)
 
 __all__ = ["DIR", "ID_RE", "SUFFIX", "EdgeCache", "PackEdges", "build", "children_in", "edges_path", "load",
            "looks_json", "pack_digest", "record_facts", "remove_stale", "verify_blobs", "write"]
@@ -117,8 +125,10 @@ def build(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> PackEdges | 
     is not sealed, still written, or holds a damaged object (then each is read, and the damage named, as without)."""
     path = pack_path(packs_dir, pack)
     try:
+        if not is_sealed(path) or writer_alive(path):  # (two small reads: a live writer's pack is not walked)
+            return None
         scan = scan_pack(path)
-        if not scan.sealed or writer_alive(path):
+        if not scan.sealed:
             return None
         digest = pack_digest(path)  # hashed before it is read: bytes changed later no longer match it
         log = EdgeLog()
