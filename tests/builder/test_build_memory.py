@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import api, buildlog
+from clawstore.builder import buildlog, engine
 from clawstore.builder.api import CampaignRequest, build
 from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.graph.plan import Node
@@ -60,16 +60,20 @@ def _build(ws: Workspace, said: list[str]) -> BuildReport:
     return build(request, Project(None, said.append, request), BuildOptions(progress="none"))
 
 
-def _nodes(report: BuildReport) -> list[Node]:
-    return [*report.runs, *(node for ev in report.evals for node in ev.nodes())]
-
-
-def test_a_built_node_keeps_no_input_document(tmp_path: Path, env: None) -> None:
+def test_a_built_node_keeps_no_input_document(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _workspace(tmp_path / "ws", 3)
     said: list[str] = []
+    nodes: list[Node] = []
+    add_window = engine.BuildReport.add_window
+
+    def kept(self: BuildReport, runs: list[Node], evaluations: Any) -> None:
+        nodes.extend([*runs, *(node for ev in evaluations for node in ev.nodes())])
+        add_window(self, runs, evaluations)
+
+    monkeypatch.setattr(engine.BuildReport, "add_window", kept)
     for action in ("exec", "reuse"):
+        nodes.clear()
         report = _build(ws, said)
-        nodes = _nodes(report)
         assert len(nodes) == 3 * 2 * 4 and {n.action for n in nodes} == {action}, said
         assert [n for n in nodes if n.document or n.judge_requests] == []
         assert report.exit_code == 0
@@ -79,7 +83,7 @@ def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
     """Python bytes the build holds when it advances its head, over those held when it started (the campaign loaded
     and planned): what a build adds as it runs."""
     held: list[int] = []
-    run_build, advance = api.run_build, buildlog.BuildLog.advance_head
+    run_build, advance = engine.run_build, buildlog.BuildLog.advance_head
 
     def traced() -> int:
         gc.collect()
@@ -93,7 +97,7 @@ def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
         held.append(traced())
         return advance(self, *args, **kwargs)
 
-    monkeypatch.setattr(api, "run_build", started)
+    monkeypatch.setattr(engine, "run_build", started)
     monkeypatch.setattr(buildlog.BuildLog, "advance_head", advancing)
     tracemalloc.start()
     try:
