@@ -1,0 +1,107 @@
+"""A build goes a window of runs at a time (builder/engine.py, WINDOW_RUNS): it prints the rows and counts, and leaves
+the head, of a build in one window; a window's runs execute beside the judgements of the window before; a stop keeps
+the later windows' runs from starting but not the judgements under way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.builder import engine
+from clawstore.builder.buildlog import head_ref
+from clawstore.graph.explain import read_head
+from clawstore.graph.plan import Node
+from clawstore.store.store import Store
+from clawstore.testing.standin import StandIn, error, text
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace, many_cases
+
+CASES = 7  # × 2 models × 2 repetitions: 28 runs; a window of 4 runs holds one case (4 windows of 2 cases, …)
+
+
+def _workspace(root: Path, standin: StandIn) -> Workspace:
+    ws = many_cases(root, CASES, concurrency=3)
+    ws.run_profile(concurrency=3, repetitions=2)
+    eval_profile(ws, repetitions=2)
+    standin.script(JUDGE, *[judge_reply(7)] * 400)
+    return ws
+
+
+def _build(ws: Workspace, store: Path, monkeypatch: pytest.MonkeyPatch, window: int,
+           *extra: str) -> tuple[int, dict[str, Any], str]:
+    monkeypatch.setattr(engine, "WINDOW_RUNS", window)
+    monkeypatch.setenv("CLAW_STORE", str(store))
+    monkeypatch.chdir(ws.root)
+    code, out, err = Claw(ws.root).build("--evaluation-profile", "ev", "--output", "json", *extra)
+    return code, json.loads(out), err
+
+
+def _steady(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{name: value for name, value in row.items() if name != "latency_s"} for row in rows]
+
+
+def _head(store: Path, campaign: str) -> dict[str, str | None]:
+    """Each address with a record, and a run's key (a run's record names its build and times, and the evaluation's
+    keys follow from it: not the same twice)."""
+    _, nodes = read_head(Store(store), head_ref(campaign))
+    return {address: node.key if node.kind == "run" else None for address, node in nodes.items() if node.record}
+
+
+def test_a_windowed_build_shows_and_keeps_what_one_window_does(
+        tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path / "ws", standin)
+    whole = _build(ws, tmp_path / "whole", monkeypatch, 1 << 30)
+    windowed = _build(ws, tmp_path / "windowed", monkeypatch, 4)
+    assert whole[0] == windowed[0] == 0, (whole[2], windowed[2])
+    assert len(whole[1]["rows"]) == CASES * 2 * 2
+    assert _steady(windowed[1]["rows"]) == _steady(whole[1]["rows"])  # the same rows in the same order
+    assert windowed[1]["counts"] == whole[1]["counts"] == {"executed": CASES * 4 * 5, "reused": 0, "failed": 0,
+                                                           "skipped": 0}  # a run, its checks, 2 judgements, a result
+    campaign = whole[1]["campaign"]
+    assert _head(tmp_path / "windowed", campaign) == _head(tmp_path / "whole", campaign)
+    assert len(_head(tmp_path / "whole", campaign)) == CASES * 4 * 5
+    # The stamp it left answers the next build with the same rows.
+    again = _build(ws, tmp_path / "windowed", monkeypatch, 4)
+    assert again[0] == 0 and [r["run"] for r in again[1]["rows"]] == ["reuse"] * CASES * 4
+    assert _steady(again[1]["rows"]) == _steady([{**r, "run": "reuse", "eval": "reuse"}
+                                                 for r in whole[1]["rows"]])
+
+
+def test_a_window_s_runs_execute_beside_the_judgements_of_the_window_before(
+        tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path / "ws", standin)
+    calls: list[list[str]] = []
+    execute = engine.execute_nodes
+
+    def recorded(session: Any, nodes: list[Node], *args: Any, **kwargs: Any) -> None:
+        calls.append([n.kind for n in nodes])
+        execute(session, nodes, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "execute_nodes", recorded)
+    code, built, err = _build(ws, tmp_path / "store", monkeypatch, 8)
+    assert code == 0, err
+    # 4 windows of 2 cases (8 runs): the first runs alone, each next one beside the last one's 16 judgements, which
+    # are listed first (the first to start where both may).
+    assert [(kinds.count("judge"), kinds.count("run")) for kinds in calls] == [(0, 8), (16, 8), (16, 8), (16, 4),
+                                                                               (8, 0)]
+    assert all(kinds == sorted(kinds, key=lambda kind: kind != "judge") for kinds in calls)
+
+
+def test_a_stop_skips_the_runs_of_later_windows_and_not_the_evaluation_of_what_ran(
+        tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws = _workspace(tmp_path / "ws", standin)
+    ws.run_profile(concurrency=1, repetitions=2, stop_on_runner_error=True, defaults={"retries": 0})
+    standin.script("vendor/m1", text("4"), error(500))  # the first window's second run fails
+    code, built, err = _build(ws, tmp_path / "store", monkeypatch, 4)  # a window a case
+    assert code == 1, err
+    rows = built["rows"]
+    assert [(r["run"], r["eval"]) for r in rows if r["case_id"] == "c000"] == [
+        ("exec", "exec"), ("fail", "fail"), ("skip", "skip"), ("skip", "skip")]  # m1 0, m1 1, m2 0, m2 1
+    later = [r for r in rows if r["case_id"] != "c000"]
+    assert len(later) == (CASES - 1) * 4 and {(r["run"], r["eval"]) for r in later} == {("skip", "skip")}
+    assert built["counts"] == {"executed": 1 + 4, "failed": 1, "reused": 0, "skipped": 2 + len(later)}
