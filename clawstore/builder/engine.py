@@ -252,7 +252,9 @@ class _Windowed:
     def _conclude(self, runs: list[Node], evaluations: list[RunEvaluation]) -> None:
         assert self.eval_layer is not None
         self.report.add_window(runs, self.eval_layer.conclude(self.session, evaluations))
-        self.planned.evaluated.update(str(node.address["case_id"]) for node in runs)
+        cases = {str(node.address["case_id"]) for node in runs}
+        self.planned.evaluated |= cases
+        self.eval_layer.forget_cases(cases)  # (a window holds whole cases: no later window has them)
 
     def unplanned(self, campaign: Campaign) -> int:
         """Runs of windows not planned yet (an interrupt's message counts them apart)."""

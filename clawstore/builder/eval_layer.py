@@ -7,7 +7,7 @@ changing the aggregation costs no provider call, and a failed judge is retried n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +155,11 @@ class EvalLayer:
                 "subdocuments": {target_id: target_doc},  # what `explain` expands the target by
             }
         return self._case_cache[case_id]
+
+    def forget_cases(self, case_ids: Iterable[str]) -> None:
+        """Drop what was computed for these cases (a windowed build is done with them: builder/engine.py)."""
+        for case_id in case_ids:
+            self._case_cache.pop(case_id, None)
 
     def _endpoint(self, judge: JudgeConfig) -> Endpoint:
         if judge.judge_id not in self._endpoints:
