@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,17 @@ class Planned:
         self.repetitions = {str(r) for r in range(campaign.run_profile.execution_policy.run_repetitions)}
         self.judges = {(judge_run, str(rep)) for judge_run, rep in judge_plan}
         self.evaluated: set[str] = set()  # cases whose evaluation this build concluded
+
+    def __iter__(self) -> Iterator[str]:
+        """Every address it holds (made one at a time; `in` is what advancing the head asks)."""
+        for model in sorted(self.models):
+            for case in sorted(self.cases):
+                for rep in sorted(self.repetitions, key=int):
+                    yield f"run/{model}/{case}/{rep}"
+                    if case in self.evaluated:
+                        yield f"checks/{model}/{case}/{rep}"
+                        yield from (f"judge/{model}/{case}/{rep}/{run}/{jrep}" for run, jrep in sorted(self.judges))
+                        yield f"result/{model}/{case}/{rep}"
 
     def __contains__(self, address: object) -> bool:
         parts = address.split("/") if isinstance(address, str) else []  # (ids never hold a slash: config/ids.py)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import engine
+from clawstore.builder import buildlog, engine
 from clawstore.builder.buildlog import head_ref
 from clawstore.graph.explain import read_head
 from clawstore.graph.plan import Node
@@ -105,3 +105,25 @@ def test_a_stop_skips_the_runs_of_later_windows_and_not_the_evaluation_of_what_r
     later = [r for r in rows if r["case_id"] != "c000"]
     assert len(later) == (CASES - 1) * 4 and {(r["run"], r["eval"]) for r in later} == {("skip", "skip")}
     assert built["counts"] == {"executed": 1 + 4, "failed": 1, "reused": 0, "skipped": 2 + len(later)}
+
+
+def test_the_planned_addresses_are_those_of_the_campaign_s_nodes(
+        tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path / "ws", standin)
+    seen: list[engine.Planned] = []
+    advance = buildlog.BuildLog.advance_head
+
+    def advancing(self: buildlog.BuildLog, planned: Any, *args: Any) -> str:
+        seen.append(planned)
+        return advance(self, planned, *args)
+
+    monkeypatch.setattr(buildlog.BuildLog, "advance_head", advancing)
+    code, built, err = _build(ws, tmp_path / "store", monkeypatch, 8)
+    assert code == 0, err
+    [planned] = seen
+    head = _head(tmp_path / "store", built["campaign"])
+    assert sorted(planned) == sorted(head) and all(address in planned for address in head)
+    assert len(head) == CASES * 4 * 5
+    for other in ("run/m3/c000/0", "run/m1/c999/0", "run/m1/c000/2", "judge/m1/c000/0/other/0",
+                  "judge/m1/c000/0/main/2", "checks/m1/c000/0/x", "run/m1/c000", 7):
+        assert other not in planned
