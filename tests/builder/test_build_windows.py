@@ -127,3 +127,45 @@ def test_the_planned_addresses_are_those_of_the_campaign_s_nodes(
     for other in ("run/m3/c000/0", "run/m1/c999/0", "run/m1/c000/2", "judge/m1/c000/0/other/0",
                   "judge/m1/c000/0/main/2", "checks/m1/c000/0/x", "run/m1/c000", 7):
         assert other not in planned
+
+
+def _rows(count: int, evals: bool) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(count):
+        row: dict[str, Any] = {"model_id": f"m{i % 3}", "case_id": f"case_{i:0{1 + i % 4}d}", "repetition": i % 11,
+                               "run": ("exec", "reuse", "skip", "fail")[i % 4], "status": "success" if i % 5 else "ü",
+                               "latency_s": None if i % 7 == 0 else i / 3, "cost_usd": None if i % 6 == 0 else i / 7,
+                               "cost_source": "reported", "key": f"blake3:{i:064x}", "error": None}
+        if evals and i % 9:
+            row.update(eval="exec", score=None if i % 8 == 0 else i / 13, passed=True, eval_status="success",
+                       eval_cost_usd=0.0, eval_error=None)
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize(("count", "evals"), [(0, False), (1, True), (2, True), (2_345, True), (1_000, False)])
+def test_the_rows_are_printed_as_one_table_or_one_json_object_of_them_all(
+        count: int, evals: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from clawstore.cli import build_view
+    from clawstore.cli.common import format_table
+    from clawstore.project.front import Built
+
+    rows = _rows(count, evals)
+    built = Built("campaign", "build", rows, {"executed": 1}, {"cost_usd": 0.5}, [("run/m/c/0", "why")])
+    build_view.print_built(built, "json")
+    assert capsys.readouterr().out == json.dumps(
+        {"campaign": "campaign", "build_id": "build", "rows": rows, "counts": {"executed": 1},
+         "metrics": {"cost_usd": 0.5, "cost_known_usd": 0.5}, "failures": [{"node": "run/m/c/0", "reason": "why"}],
+         "stopped": None, "exit_code": 0, "pending_in_batches": 0}, sort_keys=True) + "\n"
+    build_view.print_built(built, "text")
+    table = capsys.readouterr().out.split("\n\nbuild build")[0]
+    evaluated = any("eval" in row for row in rows)
+    headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"] + (["EVAL", "SCORE"] if evaluated else [])
+    cells = []
+    for row in rows:  # (the table as `claw build` printed it before its rows were streamed)
+        line = [row["model_id"], row["case_id"], str(row["repetition"]), row["run"], row["status"],
+                "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", build_view._money(row)]
+        if evaluated:
+            line += [row.get("eval") or "-", "-" if row.get("score") is None else f"{row['score']:.2f}"]
+        cells.append(line)
+    assert table == format_table(headers, cells)
