@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from clawstore.builder import engine
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.cyclic_gc import collector_paused
-from clawstore.builder.engine import BuildOptions, BuildReport, run_build
+from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import classify, read_head, reasons
-from clawstore.graph.plan import HeadNodes, Node, address_id, attach_records, plan_runs, require_keys
+from clawstore.graph.plan import (
+    HeadNodes,
+    Node,
+    address_id,
+    attach_records,
+    plan_runs,
+    require_keys,
+    window_items,
+)
 from clawstore.host.machine_settings import backoff_base
 from clawstore.store.untrusted import promote_trusted
 
@@ -70,24 +79,35 @@ OpenClawSpecs = dict[tuple[str, str], "OpenClawSpec"]  # by (model id, case id)
 
 def _plan_runs(campaign: Campaign, store: Store) -> tuple[list[Node], OpenClawSpecs]:
     """`plan_campaign`, and each openclaw item's spec (its key depends on it; executing it needs it)."""
-    endpoints: dict[str, Endpoint] = {}
-    openclaw = _OpenClawPlanner(campaign, store)
+    planner = _RunPlanner(campaign, store)
+    return planner.plan(None), planner.openclaw.specs
 
-    def endpoint_of(item: CampaignItem) -> dict[str, Any] | None:
-        if item.model.model_id not in endpoints:
-            endpoints[item.model.model_id] = _endpoint(item)
-        return endpoints[item.model.model_id].identity()
 
-    def runner_identity_of(item: CampaignItem) -> dict[str, Any] | None:
+class _RunPlanner:
+    """Plans run nodes, all of the campaign's or a window's items at a time, each with its key and endpoint (each
+    model's endpoint and each openclaw item's spec made once)."""
+
+    def __init__(self, campaign: Campaign, store: Store):
+        self.campaign = campaign
+        self.endpoints: dict[str, Endpoint] = {}
+        self.openclaw = _OpenClawPlanner(campaign, store)
+        self.repetitions = campaign.run_profile.execution_policy.run_repetitions
+
+    def plan(self, items: list[CampaignItem] | None) -> list[Node]:
+        nodes = plan_runs(self.campaign, self.repetitions, self._endpoint_of, self._runner_identity_of, items)
+        for node in nodes:
+            node.endpoint = self.endpoints[node.address["model_id"]]
+        return nodes
+
+    def _endpoint_of(self, item: CampaignItem) -> dict[str, Any] | None:
+        if item.model.model_id not in self.endpoints:
+            self.endpoints[item.model.model_id] = _endpoint(item)
+        return self.endpoints[item.model.model_id].identity()
+
+    def _runner_identity_of(self, item: CampaignItem) -> dict[str, Any] | None:
         if item.runner_type == "openclaw":
-            return openclaw.identity(item, endpoints[item.model.model_id])
+            return self.openclaw.identity(item, self.endpoints[item.model.model_id])
         return None
-
-    repetitions = campaign.run_profile.execution_policy.run_repetitions
-    nodes = plan_runs(campaign, repetitions, endpoint_of, runner_identity_of)
-    for node in nodes:
-        node.endpoint = endpoints[node.address["model_id"]]
-    return nodes, openclaw.specs
 
 
 class _OpenClawPlanner:
@@ -185,26 +205,35 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
         store = source.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
-        nodes, openclaw_specs = _plan_runs(campaign, store)
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
         # reuse from the action cache (see clawstore/store/services/gc.py); run_build takes its own lease later.
         with store.lease(f"plan {campaign.campaign_id}"):
-            return _build_planned(request, store, options, campaign, nodes, openclaw_specs, client)
+            return _build_planned(request, store, options, campaign, client)
     finally:
         client.close()
 
 
 def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
-                   nodes: list[Node], openclaw_specs: OpenClawSpecs, client: _LazyClient) -> BuildReport:
+                   client: _LazyClient) -> BuildReport:
     head_id, head = read_head(store, head_ref(campaign.campaign_id))
-    attach_records(nodes, store, head)
-    require_keys(nodes, options.force)
-    if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
-        client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
+    planner = _RunPlanner(campaign, store)
+    batches = _run_batches(store, options, client)
+    # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)
+    # would multiply what a batch is for.
+    whole = batches is not None or options.batch or _batch_judges(campaign) or _batches_in(store)
+
+    def windows() -> Iterator[list[Node]]:
+        for items in window_items(campaign, 1 << 62 if whole else engine.WINDOW_RUNS, planner.repetitions):
+            nodes = planner.plan(items)
+            attach_records(nodes, store, head)
+            require_keys(nodes, options.force)  # (a window's runs: a key missing fails before they are sent)
+            if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
+                client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
+            yield nodes
 
     runners: dict[str, RunExecutor] = {
         "llm_probe": LlmProbeRuns(store, client),
-        "openclaw": OpenClawRuns(openclaw_specs, store, client if options.executor == "ray" else None)}
+        "openclaw": OpenClawRuns(planner.openclaw.specs, store, client if options.executor == "ray" else None)}
 
     def run_work(node: Node, build_id: str) -> Stored:
         return runners[node.item.runner_type].execute(node, build_id)
@@ -218,8 +247,21 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
         from clawstore.builder.eval_layer import EvalLayer
 
         eval_layer = EvalLayer(campaign, store, client, head)
-    return run_build(campaign, store, options, run_nodes=nodes, run_work=run_work, eval_layer=eval_layer,
-                     head=(head_id, head), run_batches=_run_batches(store, options, client))
+    return engine.run_build(campaign, store, options, windows=windows(), run_work=run_work, eval_layer=eval_layer,
+                            head=(head_id, head), run_batches=batches)
+
+
+def _batches_in(store: Store) -> bool:
+    """Does the store hold provider batches not collected yet (a build collects them, whatever its flags)?"""
+    from clawstore.builder.batch_doc import REF_PREFIX
+
+    return bool(store.list_refs(REF_PREFIX))
+
+
+def _batch_judges(campaign: Campaign) -> bool:
+    """Does a judge of the campaign send its judgements by provider batch (`batch: true`: builder/eval_layer.py)?"""
+    profile = campaign.evaluation_profile
+    return profile is not None and any((j.model_extra or {}).get("batch") is True for j in profile.judges)
 
 
 def _run_batches(store: Store, options: BuildOptions, client: ChatClient

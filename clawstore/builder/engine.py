@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,10 +13,11 @@ from clawstore.builder.execute import Stop, execute_nodes, partition
 from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.progress import BuildProgress, Failure
 from clawstore.builder.progress_choice import open_progress
+from clawstore.builder.rows import BuildRows
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
-from clawstore.graph.plan import HeadNodes, Node, address_id
+from clawstore.graph.plan import HeadNodes, Node
 from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.core.leftovers import remove_leftovers
@@ -28,13 +30,20 @@ if TYPE_CHECKING:
 __all__ = ["BuildOptions", "BuildReport", "BuildInterrupted", "run_build"]  # BuildOptions: session.py's
 
 
+WINDOW_RUNS = 2_000  # runs a build plans, executes and evaluates at a time (docs/building.md, How a build proceeds)
+
+
 @dataclass
 class BuildReport:
+    """What a build did: counts, metrics, failures and its rows (spilled: builder/rows.py), not its nodes."""
+
     campaign_id: str
     build_id: str | None
-    runs: list[Node]
-    evals: list[RunEvaluation] = field(default_factory=list)
-    eval_addresses: set[str] = field(default_factory=set)
+    rows: BuildRows = field(default_factory=BuildRows)
+    layers: dict[str, Counter[str]] = field(default_factory=dict)  # model id -> nodes per kind, in plan order
+    openclaw: bool = False  # some run is an OpenClaw run
+    nodes_failed: bool = False  # a run, or an evaluation not pending in a batch, did not succeed
+    pending: int = 0  # judgements a provider batch still stands for (the next build or `claw batch status` collects)
     counts: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
@@ -46,22 +55,61 @@ class BuildReport:
 
     @property
     def failed(self) -> bool:
-        if self.interrupted:
-            return True
-        if any(n.action in ("fail", "skip") or (n.record or {}).get("status") != "success"
-               for n in self.runs if not n.batch):  # pending in a batch: not a failure
-            return True
-        return any(not e.ok and not e.pending for e in self.evals)  # pending in a batch: not a failure
-
-    @property
-    def pending(self) -> int:
-        """Judgements a provider batch still stands for (the next build or `claw batch status` collects)."""
-        return sum(1 for n in self.runs if n.batch) + sum(
-            1 for e in self.evals for j in e.judges if j.batch)
+        return self.interrupted or self.nodes_failed
 
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
+
+    def add_window(self, runs: list[Node], evaluations: list[RunEvaluation] | None) -> None:
+        """What the build keeps of a window whose runs and evaluations are done: its rows and what they tell."""
+        self.rows.add(runs, evaluations)
+        for node in [*runs, *(n for ev in evaluations or () for n in ev.nodes())]:
+            self.layers.setdefault(node.address["model_id"], Counter())[node.kind] += 1
+        for node in runs:
+            self.openclaw = self.openclaw or getattr(node.item, "runner_type", None) == "openclaw"
+            if node.batch:  # pending in a batch: not a failure
+                self.pending += 1
+            elif node.action in ("fail", "skip") or (node.record or {}).get("status") != "success":
+                self.nodes_failed = True
+        for ev in evaluations or ():
+            self.pending += sum(1 for j in ev.judges if j.batch)
+            if not ev.ok and not ev.pending:  # pending in a batch: not a failure
+                self.nodes_failed = True
+
+
+class Planned:
+    """The addresses (`address_id`) a build keeps in the campaign's head: every run of the campaign, and the
+    evaluation nodes of the cases whose windows it evaluated. A set of them would hold four strings a run."""
+
+    def __init__(self, campaign: Campaign, judge_plan: list[tuple[str, int]]):
+        self.models = {item.model.model_id for item in campaign.items}
+        self.cases = {item.case.case.case_id for item in campaign.items}
+        self.repetitions = {str(r) for r in range(campaign.run_profile.execution_policy.run_repetitions)}
+        self.judges = {(judge_run, str(rep)) for judge_run, rep in judge_plan}
+        self.evaluated: set[str] = set()  # cases whose evaluation this build concluded
+
+    def __iter__(self) -> Iterator[str]:
+        """Every address it holds (made one at a time; `in` is what advancing the head asks)."""
+        for model in sorted(self.models):
+            for case in sorted(self.cases):
+                for rep in sorted(self.repetitions, key=int):
+                    yield f"run/{model}/{case}/{rep}"
+                    if case in self.evaluated:
+                        yield f"checks/{model}/{case}/{rep}"
+                        yield from (f"judge/{model}/{case}/{rep}/{run}/{jrep}" for run, jrep in sorted(self.judges))
+                        yield f"result/{model}/{case}/{rep}"
+
+    def __contains__(self, address: object) -> bool:
+        parts = address.split("/") if isinstance(address, str) else []  # (ids never hold a slash: config/ids.py)
+        if len(parts) < 4 or parts[1] not in self.models or parts[2] not in self.cases \
+                or parts[3] not in self.repetitions:
+            return False
+        kind = parts[0]
+        if kind == "run" or (kind in ("checks", "result") and parts[2] in self.evaluated):
+            return len(parts) == 4
+        return (kind == "judge" and parts[2] in self.evaluated and len(parts) == 6
+                and (parts[4], parts[5]) in self.judges)
 
 
 def _stop_orphans(store: Store) -> list[str]:
@@ -74,18 +122,24 @@ def _stop_orphans(store: Store) -> list[str]:
     return stop_orphans(store).stopped
 
 
-def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_nodes: list[Node],
+RunWindows = Iterable[list[Node]]  # the campaign's run nodes a window at a time, planned with their cached records
+
+
+def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, windows: RunWindows,
               run_work: Callable[[Node, str], Stored], eval_layer: EvalLayer | None = None,
               head: tuple[str | None, HeadNodes] | None = None,
               run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None) -> BuildReport:
-    """The whole build: reuse fresh runs, execute stale ones, then the evaluation layers.
+    """The whole build, a window of runs at a time: reuse fresh runs, execute stale ones, evaluate them; a window's runs
+    execute beside the judgements of the window before (docs/building.md, How a build proceeds).
 
-    `run_nodes` come with their cached records attached (`attach_records`). `run_batches(session,
+    `windows` yields run nodes with their cached records attached (`attach_records`). `run_batches(session,
     stale)`: the runs that went by provider batch (builder/run_batch.py), not run here."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign.campaign_id
-    report = BuildReport(campaign_id=cid, build_id=None, runs=run_nodes)
+    report = BuildReport(campaign_id=cid, build_id=None)
     if options.dry_run:
+        for runs in windows:
+            report.add_window(runs, None)
         return report
     policy = campaign.run_profile.execution_policy
     stop = Stop(policy)
@@ -100,46 +154,122 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, run_no
         budget=Budget(options.max_cost_usd, lambda: log.metrics) if options.max_cost_usd is not None else None,
         trouble=StoreTrouble(str(store.root), on_full=store.release_reserve, say=options.say),
         lanes=Lanes(concurrency, on_wait=progress.rate_limited))  # one for every layer: a judge may share a lane
+    planned = Planned(campaign, [(jr.judge_run_id, rep) for jr, rep in eval_layer.judge_plan] if eval_layer else [])
+    windowed = _Windowed(session, report, planned, stop, lambda n: run_work(n, log.build_id), eval_layer, run_batches)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
-    stale, fresh = partition(run_nodes, options.force)
     try:
         # Group commit: one durability barrier per window (store/core/batch.py) instead of one per node.
         with store.lease(f"build {log.build_id}"), session.claims, store.group_commit():
             remove_leftovers(store)  # temp files and leases of killed writers
             report.orphans = _stop_orphans(store)  # containers killed builds left running
             store.keep_reserve()  # room for what is paid when the disk fills up (store/core/reserve.py)
-            if stale or eval_layer is not None:
-                log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
-            for node in fresh:
-                node.action = "reuse"
-                log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
-                node.release()
-            if run_batches is not None:
-                batched = run_batches(session, stale)
-                stale = [n for n in stale if id(n) not in batched]
-            progress.phase("runs", stale, [n for n in run_nodes if n.action == "reuse"])
-            execute_nodes(session, stale, lambda n: run_work(n, log.build_id), stop=stop, lane_of=run_lane)
             if eval_layer is not None:
-                report.evals, report.eval_addresses = eval_layer.build(session, run_nodes)
+                log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
+            windowed.build(windows)
             settle_pending(store, log, session.trouble)
             if session.trouble is not None and session.trouble.failed:
-                _end_on_store_failure(session, report, head)
+                _end_on_store_failure(session, report, head, planned)
             log.end("complete")
     except KeyboardInterrupt:
         report.interrupted = True
         log.end("interrupted")
-        _advance(session, report, head)
+        _advance(session, head, planned)
         report.failures = progress.failures
-        raise BuildInterrupted(_left_message(log, progress)) from None
+        raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign))) from None
     finally:
         progress.close()
         restore()
     report.failures = progress.failures
-    _advance(session, report, head)
+    _advance(session, head, planned)
     report.stopped = session.budget.reason if session.budget is not None else None
     report.counts = dict(log.counts)
     report.metrics = dict(log.metrics)
     return report
+
+
+class _Windowed:
+    """The windows of one build: a window's stale runs execute together with the judgements of the window before
+    (one `execute_nodes`: the provider lanes stay busy across a window's end), then that window's results are made and
+    it is kept as counts and rows (`BuildReport.add_window`), then this window's checks and its judgements planned."""
+
+    def __init__(self, session: BuildSession, report: BuildReport, planned: Planned, stop: Stop,
+                 run_work: Callable[[Node], Stored], eval_layer: EvalLayer | None,
+                 run_batches: Callable[[BuildSession, list[Node]], set[int]] | None):
+        self.session, self.report, self.planned, self.stop = session, report, planned, stop
+        self.run_work, self.eval_layer, self.run_batches = run_work, eval_layer, run_batches
+        self.planned_runs = 0  # runs of the windows planned so far
+        self.logged = eval_layer is not None  # the build log written once before anything executes
+
+    def build(self, windows: RunWindows) -> None:
+        waiting: tuple[list[Node], list[RunEvaluation], list[Node]] | None = None  # a window whose judges wait
+        for runs in windows:
+            self.planned_runs += len(runs)
+            stale = self._runs_phase(runs)
+            judges = self.eval_layer.judge_phase(self.session, waiting[2]) if self.eval_layer and waiting else []
+            self._execute(judges + stale)
+            if waiting is not None:
+                self._conclude(waiting[0], waiting[1])
+            waiting = self._prepare(runs)
+            del runs, stale, judges
+        if waiting is not None:
+            assert self.eval_layer is not None
+            self._execute(self.eval_layer.judge_phase(self.session, waiting[2]))
+            self._conclude(waiting[0], waiting[1])
+
+    def _runs_phase(self, runs: list[Node]) -> list[Node]:
+        """Log the window's fresh runs as reused, send what goes by provider batch, show the layer: its stale runs."""
+        session, log = self.session, self.session.log
+        stale, fresh = partition(runs, session.options.force)
+        for node in fresh:
+            node.action = "reuse"
+            log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            node.release()
+        if self.run_batches is not None:
+            batched = self.run_batches(session, stale)
+            stale = [n for n in stale if id(n) not in batched]
+        session.progress.phase("runs", stale, [n for n in runs if n.action == "reuse"])
+        if stale and not self.logged:
+            log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
+            self.logged = True
+        return stale
+
+    def _execute(self, nodes: list[Node]) -> None:
+        """Runs and judgements together, each on its lane (both paid: --max-cost gates both; a stop, only runs)."""
+        eval_layer = self.eval_layer
+        judge_work = eval_layer.judge_work(self.session) if eval_layer is not None else None
+
+        def work(node: Node) -> Stored:
+            if node.kind == "run":
+                return self.run_work(node)
+            assert judge_work is not None
+            return judge_work(node)
+
+        def lane_of(node: Node) -> Lane | None:
+            if node.kind == "run":
+                return run_lane(node)
+            assert eval_layer is not None
+            return eval_layer.judge_lane(node)
+
+        execute_nodes(self.session, nodes, work, stop=self.stop, lane_of=lane_of)
+
+    def _prepare(self, runs: list[Node]) -> tuple[list[Node], list[RunEvaluation], list[Node]] | None:
+        """The window's checks built and its judgements planned (None: no evaluation; the window is done)."""
+        if self.eval_layer is None:
+            self.report.add_window(runs, None)
+            return None
+        evaluations, judges = self.eval_layer.prepare(self.session, runs)
+        return runs, evaluations, judges
+
+    def _conclude(self, runs: list[Node], evaluations: list[RunEvaluation]) -> None:
+        assert self.eval_layer is not None
+        self.report.add_window(runs, self.eval_layer.conclude(self.session, evaluations))
+        cases = {str(node.address["case_id"]) for node in runs}
+        self.planned.evaluated |= cases
+        self.eval_layer.forget_cases(cases)  # (a window holds whole cases: no later window has them)
+
+    def unplanned(self, campaign: Campaign) -> int:
+        """Runs of windows not planned yet (an interrupt's message counts them apart)."""
+        return max(0, len(campaign.items) * campaign.run_profile.execution_policy.run_repetitions - self.planned_runs)
 
 
 def run_lane(node: Node) -> Lane | None:
@@ -154,31 +284,31 @@ class BuildInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM: what finished is committed; the message says what was left."""
 
 
-def _left_message(log: BuildLog, progress: BuildProgress) -> str:
+def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str:
     counts = log.counts
     state = progress.state
     left = max(0, state.total - state.done)
+    later = f" and {unplanned} run(s) of windows not planned yet" if unplanned else ""
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed and {counts.get('reused', 0)} reused are "
-            f"committed; {left} planned node(s) left unbuilt (evaluation of runs not reached is not counted); "
+            f"committed; {left} planned node(s) left unbuilt{later} (evaluation of runs not reached is not counted); "
             f"the next build resumes from here")
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport,
-                          head: tuple[str | None, HeadNodes] | None) -> None:
+                          head: tuple[str | None, HeadNodes] | None, planned: Planned) -> None:
     """Record what can still be recorded (the store may take a small log again), then stop with the
     one line that names every paid answer lost."""
     log = session.log
     with contextlib.suppress(StoreError):
         log.finish("store-failed")
     with contextlib.suppress(StoreError):
-        _advance(session, report, head)  # what was stored stays reachable from the campaign head
+        _advance(session, head, planned)  # what was stored stays reachable from the campaign head
     assert session.trouble is not None
     raise session.trouble.error(int(log.counts["skipped"]))
 
 
-def _advance(session: BuildSession, report: BuildReport, head: tuple[str | None, HeadNodes] | None) -> None:
+def _advance(session: BuildSession, head: tuple[str | None, HeadNodes] | None, planned: Planned) -> None:
     """Advance the campaign head, then write the build log naming it (its last write: sealed, its nodes inline)."""
-    planned = {address_id(n.kind, n.address) for n in report.runs} | report.eval_addresses
     try:
         session.log.advance_head(None if session.options.filtered else planned, head)
     finally:

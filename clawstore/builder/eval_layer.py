@@ -7,7 +7,7 @@ changing the aggregation costs no provider call, and a failed judge is retried n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +156,11 @@ class EvalLayer:
             }
         return self._case_cache[case_id]
 
+    def forget_cases(self, case_ids: Iterable[str]) -> None:
+        """Drop what was computed for these cases (a windowed build is done with them: builder/engine.py)."""
+        for case_id in case_ids:
+            self._case_cache.pop(case_id, None)
+
     def _endpoint(self, judge: JudgeConfig) -> Endpoint:
         if judge.judge_id not in self._endpoints:
             from clawstore.providers.endpoint import resolve_endpoint
@@ -235,7 +240,15 @@ class EvalLayer:
     def build(self, session: BuildSession, run_nodes: list[Node]) -> tuple[list[RunEvaluation], set[str]]:
         """Checks, judgements and results of `run_nodes`, and the addresses they cover (what the campaign's head
         keeps of this layer). The budget (--max-cost) gates the judges only: checks and results cost no
-        provider call."""
+        provider call. (A windowed build calls the three steps itself: builder/engine.py.)"""
+        evaluations, judges = self.prepare(session, run_nodes)
+        execute_nodes(session, self.judge_phase(session, judges), self.judge_work(session), paid=True,
+                      lane_of=self.judge_lane)
+        return self.conclude(session, evaluations), self.addresses(evaluations)
+
+    def prepare(self, session: BuildSession, run_nodes: list[Node]) -> tuple[list[RunEvaluation], list[Node]]:
+        """The runs' evaluations with their checks built and their judgements planned; the judgements left to
+        execute one by one (those a provider batch handles are handled here)."""
         options = session.options
         evaluations = [self.start(run) for run in run_nodes]
         self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks")
@@ -251,7 +264,19 @@ class EvalLayer:
             # Without --batch too: what a batch stands for is collected, never asked again one by one.
             handled = batch_judges(self, session, stale, by_batch)
             judges = [j for j in judges if id(j) not in handled]
-        self._layer(session, judges, self._exec_judge, "judges", paid=True, batched=False, lane_of=self._judge_lane)
+        return evaluations, judges
+
+    def judge_phase(self, session: BuildSession, judges: list[Node]) -> list[Node]:
+        """Log the fresh judgements as reused and show the layer; the stale ones, to execute."""
+        return self._phase(session, judges, "judges")
+
+    def judge_work(self, session: BuildSession) -> Callable[[Node], Stored]:
+        """What executes one judgement of this build (`execute_nodes`' work)."""
+        build_id = session.log.build_id
+        return lambda node: self._exec_judge(node, build_id)
+
+    def conclude(self, session: BuildSession, evaluations: list[RunEvaluation]) -> list[RunEvaluation]:
+        """Once the judgements are done: the results, and why an evaluation has none."""
         for ev in evaluations:
             self.plan_result(ev)
         self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results")
@@ -261,7 +286,7 @@ class EvalLayer:
                 ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
             elif ev.blocked is None and ev.result is None:
                 ev.blocked = "an upstream evaluation node failed"
-        return evaluations, self.addresses(evaluations)
+        return evaluations
 
     def _batches_pending(self) -> bool:
         from clawstore.builder.batch_doc import REF_PREFIX
@@ -272,13 +297,17 @@ class EvalLayer:
         for endpoint in {self._endpoint(j.judge) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
-    def _judge_lane(self, node: Node) -> Lane:
+    def judge_lane(self, node: Node) -> Lane:
         judge = node.judge
         model = self._judge_doc(judge)["model"]
         return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
 
-    def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str, paid: bool = False,
-               batched: bool = True, lane_of: Callable[[Node], Lane | None] | None = None) -> None:
+    def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str) -> None:
+        build_id = session.log.build_id
+        execute_nodes(session, self._phase(session, nodes, label), lambda n: self._batched(work, n, build_id),
+                      paid=False)
+
+    def _phase(self, session: BuildSession, nodes: list[Node], label: str) -> list[Node]:
         log = session.log
         stale, fresh = partition(nodes, session.options.force)
         for node in fresh:
@@ -286,8 +315,7 @@ class EvalLayer:
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
             node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
-        run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
-        execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)
+        return stale
 
     def _batched(self, work: NodeWork, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry

@@ -21,15 +21,22 @@ if TYPE_CHECKING:
     from clawstore.config.models import ExecutionPolicy
 
 LOG_WRITE_INTERVAL_S = 2.0
+_STOPPED = object()  # what a run a stop kept from starting returns (it is logged as skipped)
 
 
 class Stop:
-    """Decides when to stop scheduling, per the run profile's execution policy."""
+    """Decides when to stop starting runs, per the run profile's execution policy. Only runs are judged, and only runs
+    are stopped: a judgement beside them (a windowed build overlaps one window's runs with the last one's judgements:
+    builder/engine.py) goes on as it would after the runs."""
 
     def __init__(self, policy: ExecutionPolicy):
         self.fail_fast = bool(policy.fail_fast)
         self.stop_on_runner_error = bool(policy.stop_on_runner_error)
         self.reason: str | None = None
+
+    def stops(self, node: Node) -> bool:
+        """Is `node` one this stop keeps from starting, now?"""
+        return self.reason is not None and node.kind == "run"
 
     def after(self, status: str | None) -> bool:
         if status is None or status in INFRASTRUCTURE_STATUSES:
@@ -62,7 +69,9 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     if (budget is not None and budget.reached()) or (trouble is not None and trouble.failed):
         nodes, skipped = [], nodes
     else:
-        skipped = []
+        skipped = [n for n in nodes if stop is not None and stop.stops(n)]
+        nodes = [n for n in nodes if not (stop is not None and stop.stops(n))] if skipped else nodes
+    stopped: list[Node] = []  # runs a stop kept from starting once it was scheduled
     if nodes:
         resume_collector()
     last_write = time.monotonic()
@@ -90,6 +99,9 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
         nonlocal last_write
         node = outcome.task
+        if outcome.value is _STOPPED:
+            stopped.append(node)
+            return True
         if outcome.error is not None and trouble is not None and is_store_failure(outcome.error):
             trouble.note(outcome.error)  # a paid answer is kept for the retry below; nothing new starts
             if isinstance(outcome.error, NotStarted):
@@ -122,18 +134,22 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
                 trouble.note(exc)
                 return False
             last_write = time.monotonic()
-        keep = stop.after(status) if stop else True
-        return keep and not (budget is not None and budget.reached())
+        if stop is not None and node.kind == "run":
+            stop.after(status)  # (runs not started yet are stopped as they come up: `claimed_work`)
+        return not (budget is not None and budget.reached())
 
     def started(node: Node) -> Stored:
         progress.started(node)
         return work(node)
 
-    def claimed_work(node: Node) -> Stored | Adopted | Later:
+    def claimed_work(node: Node) -> Stored | Adopted | Later | object:
+        if stop is not None and stop.stops(node):
+            return _STOPPED
         return claimed(started, store, board, node)
 
     never_started = skipped + run_tasks(nodes, claimed_work, session.concurrency, on_done,
                                         on_interrupt=progress.interrupt, lanes=session.lanes, lane_of=lane_of)
+    never_started += stopped
     if trouble is not None and trouble.kept:
         trouble.retry(record)
         lost = {id(answer.node): answer for answer in trouble.lost}

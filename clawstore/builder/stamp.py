@@ -5,12 +5,13 @@ docs/building.md (Details by module)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -157,7 +158,7 @@ def _kept_apart(store_root: Path) -> bool:
     return directory.is_dir() and any(directory.iterdir())
 
 
-def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str, Any], rows: list[dict[str, Any]],
+def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str, Any], rows: Iterable[dict[str, Any]],
           counts: dict[str, int], layers: Layers) -> bool:
     """Write the stamp of a build that left its campaign complete (`campaign`: its build log's, given by the build
     rather than read back from a log of every node). False (nothing written) when a file it read changed too
@@ -197,18 +198,20 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
 ROWS_PER_CHUNK = 1000  # rows encoded at once into the stamp's file
 
 
-def _encoded(doc: Stamp, rows: list[dict[str, Any]]) -> Iterator[bytes]:
+def _encoded(doc: Stamp, rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """`json.dumps(doc)` (compact) with `rows` as its rows, each as a no-op rebuild prints it, in chunks: neither
     the rows' copies nor the stamp's text (about 2 KB a run) are held whole."""
     body = doc.to_json()
     body["rows"] = _ROWS_MARK
     head, tail = json.dumps(body, separators=(",", ":")).split(json.dumps(_ROWS_MARK), 1)
     yield (head + "[").encode()
-    for start in range(0, len(rows), ROWS_PER_CHUNK):
-        chunk = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})}
-                 for row in rows[start:start + ROWS_PER_CHUNK]]
+    rows = iter(rows)
+    first = True
+    while block := list(itertools.islice(rows, ROWS_PER_CHUNK)):
+        chunk = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})} for row in block]
         text = json.dumps(chunk, separators=(",", ":"))[1:-1]
-        yield (("," if start else "") + text).encode()
+        yield (("" if first else ",") + text).encode()
+        first = False
     yield ("]" + tail).encode()
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from clawstore.cli.common import format_table
 from clawstore.project.stamping import LAYERS
 from clawstore.values.costs import CostSum
 
@@ -58,39 +58,82 @@ def print_plan(cid: str, states: list[NodeState], output: str, force: bool) -> N
     click.echo(f"{len(will_run)} node(s) would execute ({layer_counts(states, executes)}), {fresh} fresh ({cid})")
 
 
+def _write(before: list[str], separator: str, items: Iterable[str], after: list[str]) -> None:
+    """`before`, the items joined by `separator`, `after`: to stdout, ROWS_PER_WRITE items a write."""
+    click.echo("".join(before), nl=False)
+    items = iter(items)
+    first = True
+    while block := list(itertools.islice(items, ROWS_PER_WRITE)):
+        click.echo(("" if first else separator) + separator.join(block), nl=False)
+        first = False
+    click.echo("".join(after), nl=False)
+
+
+_HEADERS = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
+_EVAL_HEADERS = ["EVAL", "SCORE"]
+
+
+def _cells(row: dict[str, Any]) -> tuple[list[str], list[str] | None]:
+    """A row's cells, and its evaluation's (None: the row has none)."""
+    line = [row["model_id"], row["case_id"], str(row["repetition"]), row["run"], row["status"],
+            "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", _money(row)]
+    if "eval" not in row:
+        return line, None
+    score = row.get("score")
+    return line, [row.get("eval") or "-", "-" if score is None else f"{score:.2f}"]
+
+
+def _print_table(rows: Iterable[dict[str, Any]]) -> None:
+    """`format_table` of the rows (with the evaluation's columns when a row has them), read twice instead of held."""
+    widths = [len(h) for h in _HEADERS + _EVAL_HEADERS]
+    evals = False
+    for row in rows:
+        line, evaluated = _cells(row)
+        evals = evals or evaluated is not None
+        for index, cell in enumerate(line + (evaluated or [])):
+            widths[index] = max(widths[index], len(cell))
+    headers = _HEADERS + (_EVAL_HEADERS if evals else [])
+    widths = widths[:len(headers)]
+
+    def text(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    def lines() -> Iterator[str]:
+        for row in rows:
+            line, evaluated = _cells(row)
+            yield "\n" + text(line + ((evaluated or ["-", "-"]) if evals else []))
+
+    _write([text(headers), "\n", "  ".join("-" * w for w in widths)], "", lines(), ["\n"])
+
+
 def _money(row: dict[str, Any]) -> str:
     if row["run"] == "skip":
         return "-"  # never sent
     return "?" if row["cost_usd"] is None else f"{float(row['cost_usd']):.6f}"  # None: unknown, never 0
 
 
+ROWS_PER_WRITE = 1_000  # rows written to stdout at once (a build's rows are read back from its files: builder/rows.py)
+_ROWS_MARK = "\x00the rows\x00"  # where the rows go in the JSON text (no other field can hold it)
+
+
 def print_built(built: Built, output: str) -> None:
-    """The build's rows and totals (one JSON object with --output json)."""
+    """The build's rows and totals (one JSON object with --output json), the rows written a thousand at a time (the
+    same text as `json.dumps` and `format_table` of them all)."""
     metrics = built.metrics
     if output == "json":
         spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
         metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
-        click.echo(json.dumps({"campaign": built.campaign_id, "build_id": built.build_id, "rows": built.rows,
-                               "counts": built.counts, "metrics": metrics,
-                               "failures": [{"node": node, "reason": reason} for node, reason in built.failures],
-                               "stopped": built.stopped, "exit_code": built.exit_code,
-                               "pending_in_batches": built.pending},
-                              sort_keys=True))
+        text = json.dumps({"campaign": built.campaign_id, "build_id": built.build_id, "rows": _ROWS_MARK,
+                           "counts": built.counts, "metrics": metrics,
+                           "failures": [{"node": node, "reason": reason} for node, reason in built.failures],
+                           "stopped": built.stopped, "exit_code": built.exit_code,
+                           "pending_in_batches": built.pending},
+                          sort_keys=True)
+        head, tail = text.split(json.dumps(_ROWS_MARK), 1)
+        _write([head + "["], ", ", (json.dumps(row, sort_keys=True) for row in built.rows), ["]" + tail + "\n"])
         return
-    rows, counts = built.rows, built.counts
-    evals = any("eval" in row for row in rows)
-    headers = ["MODEL", "CASE", "REP", "RUN", "STATUS", "LATENCY_S", "COST"]
-    if evals:
-        headers += ["EVAL", "SCORE"]
-    table = []
-    for row in rows:
-        line = [row["model_id"], row["case_id"], str(row["repetition"]), row["run"], row["status"],
-                "-" if row["latency_s"] is None else f"{row['latency_s']:.2f}", _money(row)]
-        if evals:
-            score = row.get("score")
-            line += [row.get("eval") or "-", "-" if score is None else f"{score:.2f}"]
-        table.append(line)
-    click.echo(format_table(headers, table))
+    _print_table(built.rows)
+    counts = built.counts
     click.echo(f"\nbuild {built.build_id} ({built.campaign_id}): {counts.get('executed', 0)} executed, "
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
                f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "

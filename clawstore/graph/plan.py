@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,12 +82,12 @@ def run_address(item: CampaignItem, repetition: int) -> dict[str, Any]:
 
 
 def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
-              runner_identity_of: ItemIdentity) -> list[Node]:
-    """Models (suite order) × cases (sorted) × repetitions. Pure apart from the two callbacks:
-    `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`."""
+              runner_identity_of: ItemIdentity, items: Sequence[CampaignItem] | None = None) -> list[Node]:
+    """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
+    apart from the two callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
-    for item in campaign.items:
+    for item in campaign.items if items is None else items:
         case_id = item.case.case.case_id
         if case_id not in attachment_docs:  # read and hash each case's attachments once
             attachment_docs[case_id] = attachments_document(item)
@@ -98,6 +98,18 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
                                     runner_identity=identity)
             nodes.append(Node("run", run_address(item, repetition), document, document_key(document), item))
     return nodes
+
+
+def window_items(campaign: Campaign, runs: int, repetitions: int) -> Iterator[list[CampaignItem]]:
+    """The campaign's items a window of about `runs` runs at a time (at least one case): whole cases in their sorted
+    order, every model of each (the head's part order: case, then model; store/headdoc.py), each window's items in
+    the campaign's order (models, then cases). A window never splits a case, so its nodes fill head parts whole."""
+    cases = sorted({item.case.case.case_id for item in campaign.items})
+    per_case = max(1, len(campaign.items) // max(1, len(cases))) * max(1, repetitions)
+    step = max(1, runs // per_case)
+    for start in range(0, len(cases), step):
+        chosen = set(cases[start:start + step])
+        yield [item for item in campaign.items if item.case.case.case_id in chosen]
 
 
 def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,7 @@ class Built:
 
     campaign_id: str
     build_id: str | None
-    rows: list[dict[str, Any]]
+    rows: Iterable[dict[str, Any]]  # (a build's: read back from its files, builder/rows.py; iterable again)
     counts: dict[str, int]
     metrics: dict[str, Any]
     failures: list[tuple[str, str]] = field(default_factory=list)
@@ -77,8 +77,8 @@ class Built:
     notes: list[str] = field(default_factory=list)  # said before the rows
 
     @classmethod
-    def of(cls, report: BuildReport, rows: list[dict[str, Any]]) -> Built:
-        return cls(report.campaign_id, report.build_id, rows, report.counts, report.metrics,
+    def of(cls, report: BuildReport) -> Built:
+        return cls(report.campaign_id, report.build_id, report.rows, report.counts, report.metrics,
                    [(f.node, f.reason) for f in report.failures], report.stopped, report.exit_code,
                    report.pending, report.orphans)
 
@@ -280,11 +280,10 @@ class Project:
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
             report = build(self.request, self, options)
-        rows = stamping.build_rows(report)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
-            stamping.leave_stamp(found, after, reads, report, rows)
-        return Built.of(report, rows)
+            stamping.leave_stamp(found, after, reads, report)
+        return Built.of(report)
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
         from clawstore.builder import stamp

@@ -1,21 +1,18 @@
 """`claw build`'s no-op path: a plain rebuild whose inputs did not change is answered from its stamp
-(builder/stamp.py), and a build that completed its campaign leaves one. Also the rows a build shows."""
+(builder/stamp.py), and a build that completed its campaign leaves one."""
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from clawstore.project.places import resolve_store_dir, workspace_root
-from clawstore.values.costs import source_of
 
 if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.stamp import Layers, Recorder
-    from clawstore.graph.plan import Node
     from clawstore.remote.live import RemoteView
     from clawstore.store.documents import Stamp
 
@@ -97,8 +94,7 @@ def recording(found: Stamping | None) -> Iterator[Recorder | None]:
         yield reads
 
 
-def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, report: BuildReport,
-                rows: list[dict[str, Any]]) -> None:
+def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, report: BuildReport) -> None:
     """Leave a stamp after a build that completed its campaign; forget an older one otherwise. With
     --remote, `after` is the stamping under the remote's state as this build's push left it (the one
     taken before is stale)."""
@@ -112,9 +108,8 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
         if target is None:
             return
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
-    openclaw = any(getattr(n.item, "runner_type", None) == "openclaw" for n in report.runs)
-    if not (complete and not openclaw
-            and stamp.write(target.store_root, target.digest, reads, report.campaign, rows, report.counts,
+    if not (complete and not report.openclaw
+            and stamp.write(target.store_root, target.digest, reads, report.campaign, report.rows, report.counts,
                             _layers(report))):
         stamp.forget(target.store_root, target.digest)
 
@@ -122,37 +117,4 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
 def _layers(report: BuildReport) -> Layers:
     """Nodes per model and layer, in the order `claw status` lists them (its runs' order, then run,
     checks, judge, result)."""
-    per_model: dict[str, Counter[str]] = {}
-    for node in [*report.runs, *(n for ev in report.evals for n in ev.nodes())]:
-        per_model.setdefault(node.address["model_id"], Counter())[node.kind] += 1
-    return [(model, {kind: kinds[kind] for kind in LAYERS if kinds[kind]}) for model, kinds in per_model.items()]
-
-
-def build_rows(report: BuildReport) -> list[dict[str, Any]]:
-    """One row per run, with its evaluation's columns when the campaign has an evaluation profile."""
-    rows = [_run_row(n) for n in report.runs]
-    evals = {e.run_address: e for e in report.evals}
-    for row in rows:
-        ev = evals.get((row["model_id"], row["case_id"], row["repetition"]))
-        if ev is not None:
-            row.update(ev.row())
-        if row["run"] == "skip" and "eval" in row:  # nothing of it was built, or evaluated, by this build
-            row.update(eval="skip", eval_status="skip", score=None, passed=None)
-    return rows
-
-
-def _run_row(node: Node) -> dict[str, Any]:
-    # A skipped run may hold an earlier record (a --force build that stopped): this build used none of it.
-    record = {} if node.action == "skip" else node.record or {}
-    metrics = record.get("metrics") or {}
-    pending = bool(node.batch)  # in a provider batch: the next build collects it
-    return {
-        **node.address,
-        "run": "pending" if pending else node.action,
-        "status": record.get("status") or ("skip" if node.action == "skip" else "pending" if pending else "failed"),
-        "latency_s": metrics.get("latency_s"),
-        "cost_usd": metrics.get("cost_usd"),
-        "cost_source": source_of(metrics) if record else None,
-        "key": node.key,
-        "error": (record.get("error") or {}).get("message") or node.error,
-    }
+    return [(model, {kind: kinds[kind] for kind in LAYERS if kinds[kind]}) for model, kinds in report.layers.items()]
