@@ -134,5 +134,6 @@ def test_a_build_holds_its_nodes_a_window_at_a_time(tmp_path: Path, env: None,
     assert _build(_workspace(tmp_path / "ws", 120), []).exit_code == 0  # 240 runs, 960 nodes, 12 windows
     assert len(alive) == 12
     # At a window's end: its nodes, the next window's (planned, executed, checked, judgements planned) and the
-    # evaluations of both: 2 windows of 20 runs, 4 nodes and an evaluation a run (of 1,200 objects in all).
-    assert max(alive) <= 2 * WINDOW * 5, alive
+    # evaluations of both: 2 windows of 20 runs, 4 nodes and an evaluation a run (of 1,200 objects in all); and, by
+    # timing, nodes of an earlier window whose group commit is not durable yet (BuildLog.await_durable): at most 3.
+    assert max(alive) <= 3 * WINDOW * 5, alive
