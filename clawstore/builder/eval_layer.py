@@ -95,6 +95,11 @@ def _batch_judge(judge: JudgeConfig) -> bool:
     return (judge.model_extra or {}).get("batch") is True
 
 
+def _declarative(checks: Node) -> bool:
+    """A checks node with no Python hook (a hook is a subprocess, up to its timeout): cheap enough to run inline."""
+    return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
+
+
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
     base = dict(run.address)
     found = {address_id("checks", base), address_id("result", base)}
@@ -238,7 +243,8 @@ class EvalLayer:
         provider call."""
         options = session.options
         evaluations = [self.start(run) for run in run_nodes]
-        self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks")
+        self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks",
+                    here=_declarative)
         for ev in evaluations:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
@@ -254,7 +260,8 @@ class EvalLayer:
         self._layer(session, judges, self._exec_judge, "judges", paid=True, batched=False, lane_of=self._judge_lane)
         for ev in evaluations:
             self.plan_result(ev)
-        self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results")
+        self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
+                    here=lambda node: True)
         for ev in evaluations:
             waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
@@ -278,7 +285,10 @@ class EvalLayer:
         return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
 
     def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str, paid: bool = False,
-               batched: bool = True, lane_of: Callable[[Node], Lane | None] | None = None) -> None:
+               batched: bool = True, lane_of: Callable[[Node], Lane | None] | None = None,
+               here: Callable[[Node], bool] | None = None) -> None:
+        """Reuse the layer's fresh nodes, execute its stale ones: those `here` picks in this thread (cheap local work:
+        a worker thread's hand-off cost more), the others on the build's workers."""
         log = session.log
         stale, fresh = partition(nodes, session.options.force)
         for node in fresh:
@@ -287,7 +297,14 @@ class EvalLayer:
             node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         run = (lambda n: self._batched(work, n, log.build_id)) if batched else (lambda n: work(n, log.build_id))
-        execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)
+        if here is None:
+            execute_nodes(session, stale, run, paid=paid, lane_of=lane_of)
+            return
+        local = [n for n in stale if here(n)]
+        execute_nodes(session, local, run, paid=paid, lane_of=lane_of, here=True)
+        if len(local) < len(stale):
+            picked = {id(n) for n in local}
+            execute_nodes(session, [n for n in stale if id(n) not in picked], run, paid=paid, lane_of=lane_of)
 
     def _batched(self, work: NodeWork, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         with self.store.batch():  # one durable flush for a node's outputs, record and cache entry

@@ -34,6 +34,33 @@ class Outcome(Generic[T, R]):
     error: BaseException | None = None
 
 
+def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callable[[Outcome[T, R]], bool],
+             then: Callable[[list[T]], list[T]], on_interrupt: Callable[[int], None] | None = None) -> list[T]:
+    """Run `work(task)` for each task in the calling thread, one after another: for cheap local work, whose hand-off
+    to a worker thread and back cost more than the work. `on_done` as in `run_tasks`; tasks set aside (`Later`) go
+    to `then` (run_tasks) at the end. Returns the tasks never started. A Ctrl-C abandons the task it interrupts (it
+    recorded nothing) and raises once `on_interrupt` has said so."""
+    tasks = list(tasks)
+    aside: list[T] = []
+    for index, task in enumerate(tasks):
+        try:
+            value = work(task)
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt(0)
+            raise
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller, never swallowed
+            outcome: Outcome[T, R] = Outcome(task, error=exc)
+        else:
+            if isinstance(value, Later):
+                aside.append(task)
+                continue
+            outcome = Outcome(task, value=value)
+        if not on_done(outcome):
+            return aside + tasks[index + 1:]
+    return then(aside) if aside else []
+
+
 def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: int,
               on_done: Callable[[Outcome[T, R]], bool],
               on_interrupt: Callable[[int], None] | None = None,
