@@ -3,6 +3,8 @@ claim and recorded in the session's log, and the budget it is handed stops what 
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -140,11 +142,30 @@ def test_run_here_stops_when_told_and_says_so_on_ctrl_c() -> None:
     aside = run_here(range(4), lambda task: Later(0.1) if task % 2 else task, lambda outcome: True,
                      then=lambda tasks: [t * 10 for t in tasks])
     assert aside == [10, 30]  # what `then` (the scheduler) left
+
+
+def test_a_ctrl_c_during_a_local_task_lets_it_finish_then_stops_and_a_second_one_stops_at_once() -> None:
     told: list[int] = []
+    done: list[int] = []
 
     def interrupted(task: int) -> int:
-        raise KeyboardInterrupt
+        if task == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while a store write may be half done
+            time.sleep(0.05)  # (delivered here: the task goes on)
+        return task
 
     with pytest.raises(KeyboardInterrupt):
-        run_here([1], interrupted, lambda outcome: True, then=lambda tasks: tasks, on_interrupt=told.append)
+        run_here([0, 1, 2], interrupted, lambda outcome: done.append(outcome.value) or True, then=lambda tasks: tasks,
+                 on_interrupt=told.append)
+    assert done == [0, 1] and told == [0]  # the running task finished and was recorded; none started after
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+    def stuck(task: int) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # the second cancels the task itself
+        time.sleep(5)
+        raise AssertionError("not cancelled")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_here([0], stuck, lambda outcome: True, then=lambda tasks: tasks, on_interrupt=told.append)
     assert told == [0]
