@@ -95,6 +95,11 @@ def _batch_judge(judge: JudgeConfig) -> bool:
     return (judge.model_extra or {}).get("batch") is True
 
 
+def _declarative(checks: Node) -> bool:
+    """A checks node with no Python hook (a hook is a subprocess, up to its timeout): cheap enough to run inline."""
+    return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
+
+
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
     base = dict(run.address)
     found = {address_id("checks", base), address_id("result", base)}
@@ -251,7 +256,8 @@ class EvalLayer:
         execute one by one (those a provider batch handles are handled here)."""
         options = session.options
         evaluations = [self.start(run) for run in run_nodes]
-        self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks")
+        self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks",
+                    here=_declarative)
         for ev in evaluations:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
@@ -279,7 +285,8 @@ class EvalLayer:
         """Once the judgements are done: the results, and why an evaluation has none."""
         for ev in evaluations:
             self.plan_result(ev)
-        self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results")
+        self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
+                    here=lambda node: True)
         for ev in evaluations:
             waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
@@ -302,10 +309,24 @@ class EvalLayer:
         model = self._judge_doc(judge)["model"]
         return Lane(self._endpoint(judge).base_url, model, label=f"judge {model}")
 
-    def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str) -> None:
+    def _layer(self, session: BuildSession, nodes: list[Node], work: NodeWork, label: str,
+               here: Callable[[Node], bool] | None = None) -> None:
+        """Reuse the layer's fresh nodes, execute its stale ones: those `here` picks in this thread (cheap local work:
+        a worker thread's hand-off cost more), the others on the build's workers."""
         build_id = session.log.build_id
-        execute_nodes(session, self._phase(session, nodes, label), lambda n: self._batched(work, n, build_id),
-                      paid=False)
+        stale = self._phase(session, nodes, label)
+
+        def run(node: Node) -> tuple[str, dict[str, Any]]:
+            return self._batched(work, node, build_id)
+
+        if here is None:
+            execute_nodes(session, stale, run, paid=False)
+            return
+        local = [n for n in stale if here(n)]
+        execute_nodes(session, local, run, paid=False, here=True)
+        if len(local) < len(stale):
+            picked = {id(n) for n in local}
+            execute_nodes(session, [n for n in stale if id(n) not in picked], run, paid=False)
 
     def _phase(self, session: BuildSession, nodes: list[Node], label: str) -> list[Node]:
         log = session.log

@@ -10,7 +10,7 @@ from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.cyclic_gc import resume_collector
 from clawstore.builder.lanes import Lane
-from clawstore.builder.scheduler import Later, Outcome, run_tasks
+from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
 from clawstore.builder.unstored import NotStarted, Stored, UnstoredAnswer, is_store_failure
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node
@@ -60,10 +60,11 @@ def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:
 
 def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node], Stored], *,
                   stop: Stop | None = None, paid: bool = True,
-                  lane_of: Callable[[Node], Lane | None] | None = None) -> None:
+                  lane_of: Callable[[Node], Lane | None] | None = None, here: bool = False) -> None:
     """Run `work` on each node under its claim and record each outcome in the node and the build log as it lands; a node
-    another build stored meanwhile is adopted as reused. `paid`: gated by the budget; `lane_of`: the node's lane.
-    Details: docs/building.md (Details by module)."""
+    another build stored meanwhile is adopted as reused. `paid`: gated by the budget; `lane_of`: the node's lane;
+    `here`: cheap local work, run in this thread (no worker thread, lane or hand-off; a node another build holds
+    is waited for by the scheduler). Details: docs/building.md (Details by module)."""
     log, progress, trouble = session.log, session.progress, session.trouble
     budget = session.budget if paid else None
     if (budget is not None and budget.reached()) or (trouble is not None and trouble.failed):
@@ -147,8 +148,14 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             return _STOPPED
         return claimed(started, store, board, node)
 
-    never_started = skipped + run_tasks(nodes, claimed_work, session.concurrency, on_done,
-                                        on_interrupt=progress.interrupt, lanes=session.lanes, lane_of=lane_of)
+    def scheduled(tasks: list[Node]) -> list[Node]:
+        return run_tasks(tasks, claimed_work, session.concurrency, on_done, on_interrupt=progress.interrupt,
+                         lanes=session.lanes, lane_of=lane_of)
+
+    if here:
+        never_started = skipped + run_here(nodes, claimed_work, on_done, scheduled, on_interrupt=progress.interrupt)
+    else:
+        never_started = skipped + scheduled(nodes)
     never_started += stopped
     if trouble is not None and trouble.kept:
         trouble.retry(record)

@@ -41,9 +41,14 @@ class Recorder:
     skip: str
     paths: set[str] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self._inside_skip = self.skip + os.sep
+
     def add(self, raw: Any) -> None:
         if isinstance(raw, int):
             return
+        if isinstance(raw, str) and raw.startswith(self._inside_skip) and "/." not in raw:
+            return  # a store file by its absolute, normal path: most of a build's events, skipped without abspath
         path = os.path.abspath(os.fsdecode(raw))
         if path.startswith(self.root + os.sep) and not (path == self.skip or path.startswith(self.skip + os.sep)):
             self.paths.add(path)

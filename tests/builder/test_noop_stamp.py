@@ -245,3 +245,15 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     assert json.loads(planned["batch"])["lines"][3]["batch_factor"] == 0.5
     assert [line["reused"] for line in doubled["lines"]] == [4, 4, 16, 8]  # answered from the (doubled) stamp
     assert doubled["layers"]["judge"] == {"execute": 0, "reuse": 24, "unplanned": 0}
+
+
+def test_the_recorder_skips_store_files_but_not_a_path_that_only_starts_in_the_store() -> None:
+    from clawstore.builder.stamp import Recorder
+
+    recorder = Recorder("/w", "/w/store")
+    for raw in ("/w/store/index/a.seg", "/w/store", b"/w/store/packs/p", "/elsewhere/x", 3):
+        recorder.add(raw)
+    recorder.add("/w/store/../cases/a/test.yaml")  # read from the workspace, by a path through the store
+    recorder.add("/w/store/./../suites/s.yaml")
+    recorder.add("/w/cases/b/test.yaml")
+    assert recorder.paths == {"/w/cases/a/test.yaml", "/w/suites/s.yaml", "/w/cases/b/test.yaml"}

@@ -3,11 +3,18 @@ claim and recorded in the session's log, and the budget it is handed stops what 
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.execute import execute_nodes
+from clawstore.builder.scheduler import Later, run_here
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.graph.keys import document_key
 from clawstore.graph.plan import Node
@@ -78,3 +85,87 @@ def test_batch_lines_submitted_count_against_the_budget_until_settled() -> None:
     metrics["cost_usd"] = 0.011  # the line was collected: its record's cost replaces the estimate
     budget.committed.pop("k")
     assert budget.reached()
+
+
+def test_local_nodes_run_in_the_calling_thread_and_are_recorded_like_the_others(tmp_path: Path) -> None:
+    session = _session(tmp_path, limit_usd=1.0)
+    checks = _nodes("checks", 4)
+    threads: list[threading.Thread] = []
+    work = _work(session)
+
+    def here(node: Node) -> tuple[str, dict[str, Any]]:
+        threads.append(threading.current_thread())
+        return work(node)
+
+    with session.claims, session.store.group_commit():
+        execute_nodes(session, checks, here, paid=False, here=True)
+    assert threads == [threading.main_thread()] * 4  # no hand-off to a worker
+    assert [n.action for n in checks] == ["exec"] * 4 and session.log.counts["executed"] == 4
+    for node in checks:
+        assert session.store.get_action_record_id(node.key) == node.record_id
+        assert session.claims.read(node.key) is None  # released once durable
+
+
+def test_a_local_node_another_build_holds_is_waited_for_then_adopted(tmp_path: Path) -> None:
+    session = _session(tmp_path, limit_usd=1.0)
+    checks = _nodes("checks", 3)
+    other = ClaimBoard(session.store.root, owner="other-build")
+    assert other.take(checks[1].key)
+    record_id, _ = _work(session)(checks[1])  # what the other build stores, under its claim
+
+    def finish_other() -> None:
+        time.sleep(0.3)
+        other.release(checks[1].key)
+
+    executed: list[str] = []
+    work = _work(session)
+
+    def here(node: Node) -> tuple[str, dict[str, Any]]:
+        executed.append(node.address["case_id"])
+        return work(node)
+
+    releaser = threading.Thread(target=finish_other)
+    releaser.start()
+    checks[1].record_id = None  # planned before the other build stored it
+    with session.claims:
+        execute_nodes(session, checks, here, paid=False, here=True)
+    releaser.join()
+    assert executed == ["case0", "case2"]  # the held one set aside, never executed here
+    assert [n.action for n in checks] == ["exec", "reuse", "exec"] and checks[1].record_id == record_id
+
+
+def test_run_here_stops_when_told_and_says_so_on_ctrl_c() -> None:
+    seen: list[int] = []
+    left = run_here(range(5), lambda task: task, lambda outcome: seen.append(outcome.value) or outcome.value < 2,
+                    then=lambda aside: aside)
+    assert seen == [0, 1, 2] and left == [3, 4]
+    aside = run_here(range(4), lambda task: Later(0.1) if task % 2 else task, lambda outcome: True,
+                     then=lambda tasks: [t * 10 for t in tasks])
+    assert aside == [10, 30]  # what `then` (the scheduler) left
+
+
+def test_a_ctrl_c_during_a_local_task_lets_it_finish_then_stops_and_a_second_one_stops_at_once() -> None:
+    told: list[int] = []
+    done: list[int] = []
+
+    def interrupted(task: int) -> int:
+        if task == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while a store write may be half done
+            time.sleep(0.05)  # (delivered here: the task goes on)
+        return task
+
+    with pytest.raises(KeyboardInterrupt):
+        run_here([0, 1, 2], interrupted, lambda outcome: done.append(outcome.value) or True, then=lambda tasks: tasks,
+                 on_interrupt=told.append)
+    assert done == [0, 1] and told == [0]  # the running task finished and was recorded; none started after
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+    def stuck(task: int) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # the second cancels the task itself
+        time.sleep(5)
+        raise AssertionError("not cancelled")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_here([0], stuck, lambda outcome: True, then=lambda tasks: tasks, on_interrupt=told.append)
+    assert told == [0]
