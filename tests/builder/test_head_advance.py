@@ -198,12 +198,18 @@ def test_the_streamed_head_is_the_head_merged_in_memory(tmp_path: Path, seed: in
     assert log.doc.head == expected and log.doc.head_written == (expected != previous_id)
 
 
-def test_an_unchanged_state_keeps_the_head(tmp_path: Path) -> None:
-    rng = random.Random(7)
+def _campaign(tmp_path: Path, seed: int) -> tuple[random.Random, Store, list[tuple[str, dict[str, Any]]], str]:
+    """A random campaign with a head."""
+    rng = random.Random(seed)
     store = Store(tmp_path / "store")
     addresses = _addresses(rng)
     previous_id = _previous(rng, store, addresses) or _previous(rng, store, addresses)
     assert previous_id is not None
+    return rng, store, addresses, previous_id
+
+
+def test_an_unchanged_state_keeps_the_head(tmp_path: Path) -> None:
+    _, store, _, previous_id = _campaign(tmp_path, 7)
     log = BuildLog(store, CAMPAIGN)
     for node in read_head_doc(store, previous_id)["nodes"]:
         log.add(node["kind"], node["key"], node["record"], "reuse", node["address"], store.get_json(node["record"]))
@@ -211,11 +217,7 @@ def test_an_unchanged_state_keeps_the_head(tmp_path: Path) -> None:
 
 
 def test_a_head_whose_nodes_are_no_longer_all_planned_is_rewritten(tmp_path: Path) -> None:
-    rng = random.Random(5)
-    store = Store(tmp_path / "store")
-    addresses = _addresses(rng)
-    previous_id = _previous(rng, store, addresses) or _previous(rng, store, addresses)
-    assert previous_id is not None
+    _, store, _, previous_id = _campaign(tmp_path, 5)
     nodes = read_head_doc(store, previous_id)["nodes"]
     log = BuildLog(store, CAMPAIGN)
     planned = {address_id(n["kind"], n["address"]) for n in nodes[1:]}
@@ -224,10 +226,7 @@ def test_a_head_whose_nodes_are_no_longer_all_planned_is_rewritten(tmp_path: Pat
 
 
 def test_a_head_advanced_meanwhile_is_merged_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(3)
-    store = Store(tmp_path / "store")
-    addresses = _addresses(rng)
-    first_id = _previous(rng, store, addresses) or _previous(rng, store, addresses)
+    rng, store, addresses, first_id = _campaign(tmp_path, 3)
     log = BuildLog(store, CAMPAIGN)
     entries = _build(rng, store, log, addresses, first_id)
     record_id, record = _record(rng, store, True)
@@ -250,6 +249,60 @@ def test_a_head_advanced_meanwhile_is_merged_again(tmp_path: Path, monkeypatch: 
     head_id = log.advance_head(None)
     assert len(calls) == 2 and head_id == _reference_advance(store, log._head_fields(), other_id, entries, None)
     assert {n["address"]["model_id"] for n in read_head_doc(store, head_id)["nodes"]} >= {"m9"}
+
+
+def test_a_head_not_in_place_order_is_merged_as_one_that_is(tmp_path: Path) -> None:
+    """A version-1 head (nodes inline, in any order) and a parted head whose nodes are out of place order."""
+    rng, store, addresses, sorted_id = _campaign(tmp_path, 13)
+    nodes = read_head_doc(store, sorted_id)["nodes"]
+    rng.shuffle(nodes)
+    inline_id = store.put_json({"build_id": "old", "campaign": CAMPAIGN, "nodes": nodes})
+    part_id = store.put_json({"head_part": 1, "nodes": [{k: v for k, v in n.items() if k != "action"}
+                                                         for n in nodes]})
+    parted_id = store.put_json({"build_id": "old", "campaign": CAMPAIGN, "head_version": 2,
+                                "node_count": len(nodes), "node_parts": [part_id],
+                                "node_actions": [[n.get("action"), 1] for n in nodes]})
+    for previous_id in (inline_id, parted_id):
+        store.set_ref(REF, previous_id)
+        log = BuildLog(store, CAMPAIGN)
+        entries = _build(rng, store, log, addresses, previous_id)
+        head_id = log.advance_head(None)
+        assert head_id == _reference_advance(store, log._head_fields(), previous_id, entries, None)
+
+
+def test_the_spilled_runs_are_removed_once_the_sealed_log_names_the_head(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(buildlog, "SPILL_RUN_BYTES", 1_000)
+    rng, store, addresses, previous_id = _campaign(tmp_path, 17)
+    log = BuildLog(store, CAMPAIGN)
+    _build(rng, store, log, addresses, previous_id)
+    assert [p.name for p in store.tmp_dir.iterdir() if p.name.endswith(".sorted")]
+    log.end("complete")
+    log.advance_head(None)
+    log.seal()
+    assert not [p.name for p in store.tmp_dir.iterdir() if p.name.endswith(".sorted")]
+    assert log.advance_head(None) == log.doc.head  # (a second advance: the head that names them)
+
+
+def test_a_disk_that_refuses_the_runs_keeps_the_nodes_in_memory(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(buildlog, "SPILL_RUN_BYTES", 1_000)
+    rng, store, addresses, previous_id = _campaign(tmp_path, 19)
+    log = BuildLog(store, CAMPAIGN)
+    real_open, refused = open, []
+
+    def full(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith(".run") and "w" in mode and len(refused) < 5:
+            refused.append(path)
+            raise OSError(28, "No space left on device")
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", full)
+    entries = _build(rng, store, log, addresses, previous_id)
+    assert len(refused) == 5  # (then the disk takes them again)
+    log.end("complete")
+    head_id = log.advance_head(None)
+    assert head_id == _reference_advance(store, log._head_fields(), previous_id, entries, None)
 
 
 def test_write_head_keeps_its_bytes(tmp_path: Path) -> None:
