@@ -81,7 +81,7 @@ class BuildLog:
     the last one to its journal; `seal` writes the final log. What the campaign head needs of each node
     (not its full record) goes to sorted runs on disk as it is added, merged with the previous head part
     by part when the head advances: the log holds a bounded buffer, not the build (layout and why:
-    docs/store.md, build log format 3 and Memory)."""
+    docs/store.md, store/buildlogs.py; docs/building.md, Memory)."""
 
     def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store
@@ -90,7 +90,7 @@ class BuildLog:
                                format=JOURNALED_FORMAT)
         self._lock = threading.Lock()
         # Every node, reused ones too, as the campaign head would carry it (its record's planning view too)
-        # with its journal line, in place order: sorted runs in the store's tmp/ (docs/store.md, Memory).
+        # with its journal line, in place order: sorted runs in the store's tmp/ (docs/building.md, Memory).
         self._nodes = SortedRuns(store.tmp_dir, SPILL_RUN_BYTES, SPILL_FAN_IN)
         self._added = 0  # nodes added so far (the next one's number: the order of nodes at one place)
         self._unstoring: list[tuple[Any, int]] = []  # (node, nodes added then) unstored, not applied yet
@@ -255,7 +255,7 @@ class BuildLog:
         addresses the campaign still plans (`planned`: address ids, anything `in` answers; None, all: a filtered
         build); compare-and-set, retried on a race. `known`: the head as read at the start. An unchanged state is not
         rewritten. Streamed: the previous head's nodes and this build's, both in place order, merged a place at a
-        time and written a part at a time (docs/store.md, Memory)."""
+        time and written a part at a time (docs/building.md, Memory)."""
         ref = head_ref(self.doc.campaign["id"])
         with self._lock:
             self._apply_unstored()

@@ -94,8 +94,8 @@ class SortedRuns:
         try:
             with open(path, "wb") as out:  # derived data: a crash loses it with the build that wrote it
                 for key, payload in entries:
-                    out.write(encode((key, payload if isinstance(payload, msgspec.Raw) else msgspec.Raw(payload))))
-                    out.write(b"\n")
+                    raw = payload if isinstance(payload, msgspec.Raw) else msgspec.Raw(payload)
+                    out.write(encode((key, raw)) + b"\n")
         except OSError:
             path.unlink(missing_ok=True)
             raise
