@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import itertools
 import threading
 import uuid
+from collections.abc import Container, Iterable, Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from clawstore.errors import StoreError
 from clawstore.graph.plan import HeadNodes, Node, address_id
@@ -21,7 +27,8 @@ from clawstore.store.buildlogs import (
     write_build_log,
 )
 from clawstore.store.documents import BUILD_LOG_FORMAT, COUNTERS, JOURNALED_FORMAT, TOKEN_METRICS, BuildLogDoc
-from clawstore.store.headdoc import read_head_doc, write_head
+from clawstore.store.headdoc import Place, iter_nodes, place, write_placed_head
+from clawstore.store.sortedruns import FAN_IN, RUN_BYTES, SortedRuns
 from clawstore.values.costs import PAID_KINDS, CostSum
 
 if TYPE_CHECKING:
@@ -55,6 +62,15 @@ def planning_view(record: dict[str, Any] | None) -> dict[str, Any] | None:
     return view
 
 
+# The build's nodes are spilled in sorted runs of about this many bytes, FAN_IN runs merged into one
+# (store/sortedruns.py; names of their own here so that a test can make the runs small).
+SPILL_RUN_BYTES = RUN_BYTES
+SPILL_FAN_IN = FAN_IN
+
+Placed = tuple[Place, dict[str, Any]]  # a head node and where it goes (headdoc.place)
+_ENTRY = msgspec.json.Decoder(tuple[Any, dict[str, Any]])  # a spilled node: [its journal line or null, the node]
+
+
 def new_build_id() -> str:
     """<UTC timestamp to the second>-<8 random hex>: sorts by start time, unique across processes."""
     return utc_now().replace(":", "").replace("-", "").replace(".", "")[:15] + "-" + uuid.uuid4().hex[:8]
@@ -62,8 +78,10 @@ def new_build_id() -> str:
 
 class BuildLog:
     """Accumulates the nodes of one build: while it runs each `write` appends the nodes recorded since
-    the last one to its journal; `seal` writes the final log. It keeps of each node what the campaign
-    head needs, not its full record (layout and why: docs/store.md, build log format 3)."""
+    the last one to its journal; `seal` writes the final log. What the campaign head needs of each node
+    (not its full record) goes to sorted runs on disk as it is added, merged with the previous head part
+    by part when the head advances: the log holds a bounded buffer, not the build (layout and why:
+    docs/store.md, store/buildlogs.py; docs/building.md, Memory)."""
 
     def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
         self.store = store
@@ -71,9 +89,12 @@ class BuildLog:
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter,
                                format=JOURNALED_FORMAT)
         self._lock = threading.Lock()
-        # Every node, reused ones too, as [kind, key, record, action, address, line, its record's planning view]
-        # (the view: what the campaign head carries of it; the node's own, so held once).
-        self._all: list[list[Any]] = []
+        # Every node, reused ones too, as the campaign head would carry it (its record's planning view too)
+        # with its journal line, in place order: sorted runs in the store's tmp/ (docs/building.md, Memory).
+        self._nodes = SortedRuns(store.tmp_dir, SPILL_RUN_BYTES, SPILL_FAN_IN)
+        self._added = 0  # nodes added so far (the next one's number: the order of nodes at one place)
+        self._unstoring: list[tuple[Any, int]] = []  # (node, nodes added then) unstored, not applied yet
+        self._failed: set[int] = set()  # numbers of the nodes unstored: failed, without their record
         self.path = build_log_path(store.root, self.build_id)
         self._awaiting: dict[int, Node] = {}  # id -> node recorded whose record is not durable yet
         self._pending: list[dict[str, Any] | int] = []  # journal lines not written yet (an int: a fix of that line)
@@ -84,6 +105,9 @@ class BuildLog:
 
     @property
     def counts(self) -> dict[str, int]:
+        if self._unstoring:
+            with self._lock:
+                self._apply_unstored()
         return self.doc.counts
 
     @property
@@ -92,15 +116,20 @@ class BuildLog:
 
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
             record: dict[str, Any] | None) -> None:
+        # The head's node (the head carries each record's planning view too, so that the next build plans
+        # without reading thousands of record objects one by one).
+        node = {"kind": kind, "key": key, "record": record_id, "action": action, "address": address,
+                "record_doc": planning_view(record) if record_id and record else None}
+        where = place(node)
         with self._lock:
-            view = planning_view(record) if record_id and record else None
             line = None
             if action != "reuse":
                 line = self._lines
                 self._lines += 1
                 self._pending.append({"kind": kind, "key": key, "record": record_id, "action": action,
                                       "address": address})
-            self._all.append([kind, key, record_id, action, address, line, view])
+            self._nodes.add((*where, self._added), msgspec.json.encode((line, node)))
+            self._added += 1
             self.doc.counts[COUNTERS[action]] += 1
             if record and action in ("exec", "fail"):  # spent in this build
                 metrics = self.doc.metrics
@@ -119,24 +148,48 @@ class BuildLog:
         return list(self._awaiting.values())
 
     def unstore(self, node: Node) -> None:
-        """A recorded node whose record could not be made durable after all: it failed, not executed."""
+        """A recorded node whose record could not be made durable after all: it failed, not executed. (Applied
+        to the nodes added before, all unstored nodes at once, when the log is next read: one pass over it.)"""
         with self._lock:
-            for entry in self._all:
-                kind, key, record_id, action, address, line, _ = entry
-                if key == node.key and record_id == node.record_id and address == node.address:
-                    if action == "exec":
-                        self.doc.counts["executed"] -= 1
-                        self.doc.counts["failed"] += 1
-                    entry[2], entry[3] = None, "fail"
-                    if line is None:
-                        continue
-                    if line >= self._journaled:  # not written yet: written as it is now
-                        pending = self._pending[self._pending_at(line)]
-                        assert isinstance(pending, dict)
-                        pending["action"], pending["record"] = "fail", None
-                    else:
-                        self._fixed.add(line)
-                        self._pending.append(line)
+            self._unstoring.append((node, self._added))
+
+    def _apply_unstored(self) -> None:
+        """Fail every node an `unstore` named (same key, record and address, added before it), in the counts,
+        the journal and the head. Called holding the lock."""
+        if not self._unstoring:
+            return
+        wanted: dict[tuple[str, str | None], list[tuple[dict[str, Any], int]]] = {}
+        for node, added in self._unstoring:
+            wanted.setdefault((node.key, node.record_id), []).append((node.address, added))
+        self._unstoring = []
+        for _, number, line, entry in self._entries():
+            for address, added in wanted.get((entry["key"], entry["record"]), ()):
+                if number < added and address == entry["address"]:
+                    self._fail(number, line, entry)
+                    break
+
+    def _fail(self, number: int, line: int | None, entry: dict[str, Any]) -> None:
+        if entry["action"] == "exec":
+            self.doc.counts["executed"] -= 1
+            self.doc.counts["failed"] += 1
+        self._failed.add(number)
+        if line is None:
+            return
+        if line >= self._journaled:  # not written yet: written as it is now
+            pending = self._pending[self._pending_at(line)]
+            assert isinstance(pending, dict)
+            pending["action"], pending["record"] = "fail", None
+        else:
+            self._fixed.add(line)
+            self._pending.append(line)
+
+    def _entries(self) -> Iterator[tuple[Place, int, int | None, dict[str, Any]]]:
+        """(place, number, journal line, head node) of every node added, in place order (unstored ones failed)."""
+        for (case, rest, number), payload in self._nodes.sorted():
+            line, node = _ENTRY.decode(payload)
+            if number in self._failed:
+                node["record"], node["action"] = None, "fail"
+            yield (case, rest), number, line, node
 
     def _pending_at(self, line: int) -> int:
         """The index in `_pending` of node line `line` (not journaled yet)."""
@@ -156,6 +209,7 @@ class BuildLog:
             return
         self.store.flush()  # the log names records: they are durable first (group commit)
         with self._lock:
+            self._apply_unstored()
             self._flush_pending()
             write_build_log(self.store.root, self.doc)
 
@@ -173,9 +227,12 @@ class BuildLog:
             return
         self.store.flush()
         with self._lock:
+            self._apply_unstored()
             self._flush_pending()
             seal_build_log(self.store.root, self.doc, self._fixed)
             self._sealed = True
+            if self.doc.head is not None:  # its nodes are in the head: the spill is not read again
+                self._nodes.close()
 
     def _reseal(self) -> None:
         """A write after the seal (an interrupt while sealing): the sealed nodes with this document's fields."""
@@ -192,32 +249,27 @@ class BuildLog:
         self.end(state)
         self.write()
 
-    def advance_head(self, planned: set[str] | None, known: tuple[str | None, HeadNodes] | None = None) -> str:
+    def advance_head(self, planned: Container[str] | None,
+                     known: tuple[str | None, HeadNodes] | None = None) -> str:
         """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's, keeping only
-        addresses the campaign still plans (all, for a filtered build); compare-and-set, retried on a race. `known`: the
-        head as read at the start. An unchanged state is not rewritten."""
+        addresses the campaign still plans (`planned`: address ids, anything `in` answers; None, all: a filtered
+        build); compare-and-set, retried on a race. `known`: the head as read at the start. An unchanged state is not
+        rewritten. Streamed: the previous head's nodes and this build's, both in place order, merged a place at a
+        time and written a part at a time (docs/building.md, Memory)."""
         ref = head_ref(self.doc.campaign["id"])
+        with self._lock:
+            self._apply_unstored()
+        if self._sealed and self.doc.head is not None:  # (advanced and sealed: its nodes are in that head)
+            return self.doc.head
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
-            if known is not None and known[0] == previous_id:
-                previous = {address: node.as_doc() for address, node in known[1].items()}
-            else:
-                previous = {address_id(n["kind"], n["address"]): n
-                            for n in (read_head_doc(self.store, previous_id).get("nodes", []) if previous_id else [])}
-            if previous_id and self._leaves_unchanged(previous, planned):
+            try:
+                head_id = self._advance(previous_id, planned, known, in_memory=False)
+            except _OutOfOrder:  # a head not in place order (not written by write_head): its nodes sorted here
+                head_id = self._advance(previous_id, planned, known, in_memory=True)
+            if head_id == previous_id:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
-            merged = previous  # (a copy of its own: merged into in place)
-            for kind, key, record_id, action, address, _, view in self._recorded(previous):
-                # The head carries each record too, so the next build plans without reading
-                # thousands of record objects one by one.
-                merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
-                                                     "address": address, "record_doc": view}
-            # In any order: write_head puts the nodes in their place order.
-            nodes = [node for a, node in merged.items() if planned is None or a in planned]
-            del merged, previous
-            head_id = write_head(self.store, self._head_fields(), nodes)
-            del nodes
             try:
                 self.store.set_ref(ref, head_id, expected=previous_id)
                 self.doc.head, self.doc.head_written = head_id, True
@@ -226,29 +278,65 @@ class BuildLog:
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
 
-    def _leaves_unchanged(self, previous: dict[str, Any], planned: set[str] | None) -> bool:
+    def _advance(self, previous_id: str | None, planned: Container[str] | None,
+                 known: tuple[str | None, HeadNodes] | None, in_memory: bool) -> str:
+        """The head merging this build's nodes into head `previous_id`: `previous_id` itself when that changes
+        nothing, else a new head written (the ref not moved)."""
+        if previous_id and self._leaves_unchanged(self._previous(previous_id, known, in_memory), planned):
+            return previous_id
+        return write_placed_head(self.store, self._head_fields(),
+                                 self._merged(self._previous(previous_id, known, in_memory), planned))
+
+    def _previous(self, head_id: str | None, known: tuple[str | None, HeadNodes] | None,
+                  in_memory: bool) -> Iterable[Placed]:
+        """The nodes of head `head_id` with their places, in place order (as write_head stores them; _OutOfOrder
+        when they are not, and then, `in_memory`, sorted here)."""
+        if head_id is None:
+            return ()
+        if known is not None and known[0] == head_id:
+            nodes: Iterable[Any] = (node.as_doc() for node in known[1].values())
+        else:
+            nodes = iter_nodes(self.store.get_json(head_id), self.store.get_json)
+        placed = ((place(node), node) for node in nodes)
+        return sorted(placed, key=itemgetter(0)) if in_memory else _in_place_order(placed)
+
+    def _places(self, previous: Iterable[Placed]) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
+        """Place by place, in order: the place, the previous head's nodes there by address id, the merged nodes
+        (this build's over those), and whether this build changes one (another key or record at an address, or a
+        new one)."""
+        mine = ((where, 1, node) for where, _, _, node in self._entries())
+        theirs = ((where, 0, node) for where, node in previous)
+        for where, group in itertools.groupby(heapq.merge(theirs, mine, key=itemgetter(0)), key=itemgetter(0)):
+            before: dict[str, Any] = {}
+            merged: dict[str, Any] = {}
+            changed = False
+            for _, new, node in group:  # (the previous head's first, then this build's in the order added)
+                at = address_id(node["kind"], node["address"])
+                if not new:
+                    before[at] = merged[at] = node
+                    continue
+                if node["record"] is None:
+                    continue
+                old = before.get(at)
+                if old is not None and node["action"] == "fail" and old["key"] == node["key"] and \
+                        reusable(old.get("record_doc")):
+                    continue  # a failed re-execution never demotes a result (the build log keeps the failure)
+                changed = changed or old is None or old["key"] != node["key"] or old["record"] != node["record"]
+                merged[at] = node
+            yield where, before, merged, changed
+
+    def _leaves_unchanged(self, previous: Iterable[Placed], planned: Container[str] | None) -> bool:
         """Would merging this build's nodes into `previous` (by address) give the same nodes: each
         recorded node already there with its key and record, and every address there still planned?"""
-        for kind, key, record_id, _, address, _, _ in self._recorded(previous):
-            old = previous.get(address_id(kind, address))
-            if old is None or old["key"] != key or old["record"] != record_id:
-                return False
-        return planned is None or all(address in planned for address in previous)
+        return not any(changed or (planned is not None and any(at not in planned for at in before))
+                       for _, before, _, changed in self._places(previous))
 
-    def _recorded(self, previous: dict[str, Any]) -> list[list[Any]]:
-        """This build's nodes that change the head: those with a record, except a failure where the head
-        holds a reusable record for the same key (a failed re-execution never demotes a result; the
-        build log keeps the failure)."""
-        found = []
-        for entry in self._all:
-            kind, key, record_id, action, address, _, _ = entry
-            if record_id is None:
-                continue
-            old = previous.get(address_id(kind, address))
-            if action == "fail" and old is not None and old["key"] == key and reusable(old.get("record_doc")):
-                continue
-            found.append(entry)
-        return found
+    def _merged(self, previous: Iterable[Placed], planned: Container[str] | None) -> Iterator[Placed]:
+        """The merged nodes the campaign still plans, with their places, in place order."""
+        for where, _, merged, _ in self._places(previous):
+            for at, node in merged.items():
+                if planned is None or at in planned:
+                    yield where, node
 
     def _head_fields(self) -> dict[str, Any]:
         """A campaign head's fields besides its nodes: this build's log, without the pointer to itself.
@@ -258,3 +346,16 @@ class BuildLog:
         for name in ("head", "head_written", "format", "nodes"):
             log.pop(name)
         return log
+
+
+class _OutOfOrder(Exception):
+    """A head's nodes are not in place order."""
+
+
+def _in_place_order(placed: Iterable[Placed]) -> Iterator[Placed]:
+    last: Place | None = None
+    for where, node in placed:
+        if last is not None and where < last:
+            raise _OutOfOrder
+        last = where
+        yield where, node

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
@@ -24,7 +25,10 @@ PART_MAX = 1024  # a part ends here in any case (bounds a part however the addre
 ReadJson = Callable[[str], Any]
 
 
-def _place(node: Mapping[str, Any]) -> tuple[str, str]:
+Place = tuple[str, str]
+
+
+def place(node: Mapping[str, Any]) -> Place:
     """Where a node goes: its case, then the rest of its address and its kind (a total order)."""
     address = node.get("address")
     fields = sorted(address.items()) if isinstance(address, Mapping) else []
@@ -34,30 +38,45 @@ def _place(node: Mapping[str, Any]) -> tuple[str, str]:
 
 def split_nodes(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The nodes in their place order, cut into parts after each node whose place hashes to a boundary."""
-    parts: list[list[dict[str, Any]]] = []
+    return list(_cut(_placed(nodes)))
+
+
+def _placed(nodes: Iterable[dict[str, Any]]) -> list[tuple[Place, dict[str, Any]]]:
+    return sorted(((place(node), node) for node in nodes), key=itemgetter(0))
+
+
+def _cut(placed: Iterable[tuple[Place, dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
+    """Nodes given in place order, a part at a time (what split_nodes cuts)."""
     current: list[dict[str, Any]] = []
-    for place, node in sorted(((_place(node), node) for node in nodes), key=lambda pair: pair[0]):
+    for where, node in placed:
         current.append(node)
-        if len(current) >= PART_MAX or blake3.blake3(place[1].encode()).digest()[0] % PART_NODES == 0:
-            parts.append(current)
+        if len(current) >= PART_MAX or blake3.blake3(where[1].encode()).digest()[0] % PART_NODES == 0:
+            yield current
             current = []
     if current:
-        parts.append(current)
-    return parts
+        yield current
 
 
 def write_head(store: ObjectStore, fields: Mapping[str, Any], nodes: list[dict[str, Any]]) -> str:
     """Store a campaign head (`fields` plus `nodes`, in parts); its id. The parts are stored first: a
     head never names a part that is not there (a part already stored is not written again)."""
-    parts = split_nodes(nodes)
+    return write_placed_head(store, fields, _placed(nodes))
+
+
+def write_placed_head(store: ObjectStore, fields: Mapping[str, Any],
+                      placed: Iterable[tuple[Place, dict[str, Any]]]) -> str:
+    """write_head of (place, node) pairs given in place order, stored a part at a time as they come: it holds one
+    part (and the head's list of part ids and run-length actions), however many nodes there are."""
     plain = {name: value for name, value in fields.items() if name not in _LAYOUT}
     actions: list[list[Any]] = []
+    count = 0
     with store.batch():  # one commit for every part and the head (not one fsync each)
         part_ids = []
-        for part in parts:  # each part's copies (its nodes without their action, its JSON) made and dropped in turn
+        for part in _cut(placed):  # each part's copies (its nodes without their action, its JSON) made and dropped
             part_ids.append(store.put_json({"head_part": 1, "nodes": [_without_action(node) for node in part]}))
             _runs((node.get("action") for node in part), actions)
-        head_id = store.put_json({**plain, "head_version": HEAD_VERSION, "node_count": len(nodes),
+            count += len(part)
+        head_id = store.put_json({**plain, "head_version": HEAD_VERSION, "node_count": count,
                                   "node_parts": part_ids, "node_actions": actions})
     return head_id
 

@@ -12,6 +12,7 @@ from clawstore.builder.buildlog import BuildLog
 from clawstore.errors import StoreError
 from clawstore.store.buildlogs import journal_path, read_build_log
 from clawstore.store.documents import BuildLogDoc
+from clawstore.store.headdoc import read_head_doc
 from clawstore.store.store import Store
 
 CAMPAIGN = {"id": "s__rp__none", "suite_id": "s", "run_profile_id": "rp", "evaluation_profile_id": None}
@@ -109,5 +110,6 @@ def test_the_log_keeps_planning_views_not_records(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     log = BuildLog(store, CAMPAIGN)
     _add(log, store, "c0")
-    ((*_, view),) = log._all
+    (node,) = read_head_doc(store, log.advance_head(None))["nodes"]
+    view = node["record_doc"]
     assert "case" not in view and view["summary"] == {} and view["metrics"]["cost_usd"] == 0.5
