@@ -21,16 +21,18 @@ from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.builder.eval_layer import RunEvaluation
 from clawstore.graph.plan import Node
 from clawstore.project.front import Project
+from clawstore.store.core import index, runtime
 from clawstore.store.store import Store
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import SECRET, Workspace, many_cases
 
 # Python bytes a build of this campaign holds per run (4 nodes: run, checks, one judgement, result) when it advances
 # its head, over those it held once loaded, before planning (tracemalloc; the difference of a 30-case and a 120-case
-# campaign: 4 times the runs). Measured 2026-12-02 by this measure: 12.2 KB before the windowed build (every node
-# held to the end), 11.7 KB after; what is left is the build log's entries and the store's index of what the build
-# wrote (docs/building.md, Memory). (Measured from after planning: 16.5 KB before nodes dropped their documents.)
-HELD_PER_RUN_BOUND = 13_000
+# campaign: 4 times the runs), the build's constant buffers shrunk so that this campaign outgrows them. Measured
+# 2026-12-02 by this measure: 12.2 KB before session 38 (every node, its log entry and the index of every object
+# written, held to the end); 1.3-2.7 KB with the windowed build, the streamed log and the compact index (what is left:
+# the journal's lines not written yet, flushed every LOG_WRITE_INTERVAL_S, which this fast build does not reach).
+HELD_PER_RUN_BOUND = 5_000
 WINDOW = 20  # runs a window (engine.WINDOW_RUNS) in these tests
 
 
@@ -113,6 +115,12 @@ def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
 
 def test_what_a_build_holds_per_run_is_bounded(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    # The build's other constant buffers made small too, so that this campaign outgrows them as a big one does
+    # theirs: the build log's sorted runs (1 MiB), the index's segments held as dicts (4,096 rows) and the open
+    # pack, whose table and edges grow until it is sealed (32 MiB).
+    monkeypatch.setattr(buildlog, "SPILL_RUN_BYTES", 16 << 10)
+    monkeypatch.setattr(index, "SMALL_ROWS", 64)
+    monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
     _held_at_advance(_workspace(tmp_path / "warm", 2), monkeypatch)  # imports and caches of a first build
     small = _held_at_advance(_workspace(tmp_path / "small", 30), monkeypatch)
     large = _held_at_advance(_workspace(tmp_path / "large", 120), monkeypatch)  # 4 times the runs
