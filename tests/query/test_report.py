@@ -380,16 +380,15 @@ def test_the_json_written_in_chunks_is_the_json_of_the_whole_report(
 
 
 def test_the_c_encoders_indented_text_is_the_python_encoders() -> None:
-    """json_chunks writes rows with text.Indented (the C encoder, a level at a time): the same text as the pure-Python
-    encoder that `indent` takes, for whatever a row may hold, hostile text, placeholder look-alikes (another call's
-    random mark: a row cannot hold this call's) and odd keys too."""
+    """json_chunks writes rows with text.indented (the C encoder, then msgspec's formatter): the same text as the
+    pure-Python encoder that `indent` takes, for whatever a row may hold, hostile text, what msgspec refuses (NaN, a
+    lone surrogate) and odd keys too."""
     import random
     import uuid
 
-    from clawstore.report.text import Indented
+    from clawstore.report.text import indented
 
     encoder = json.JSONEncoder(indent=2, sort_keys=True)
-    indented = Indented(encoder)
     rnd = random.Random(54)
     scalars = [None, True, False, 0, -3, 2**70, 1.5, -0.0, float("nan"), float("-inf"), 1e-7,
                'é"\\\n</script>\ud800😀', f"{uuid.uuid4().hex}0", f'"{uuid.uuid4().hex}1"']
