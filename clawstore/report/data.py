@@ -31,7 +31,7 @@ from clawstore.store import documents
 from clawstore.store.documents import Head
 from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import PAID_KINDS, CostSum
+from clawstore.values.costs import PAID_KINDS, PRICED, REPORTED, SOURCES, UNKNOWN, CostSum, known_cost
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
@@ -161,7 +161,10 @@ def cost_json(fields: dict[str, Any], run: CostSum, evaluation: CostSum) -> dict
 
 def fold_action(actions: Iterable[str | None]) -> str | None:
     """Several nodes behind one row: any failure shows, then any execution, then skip, else reuse."""
-    seen = {a for a in actions if a}
+    return _folded({a for a in actions if a})
+
+
+def _folded(seen: set[str]) -> str | None:
     for action in ("fail", "exec", "skip", "reuse"):
         if action in seen:
             return action
@@ -192,38 +195,84 @@ def _problem(node: Row) -> str | None:
     return f"{node['kind']} {where.strip()}: {node['status'] or node['action']}" + (f" ({detail})" if detail else "")
 
 
-def _cost(nodes: Iterable[Row]) -> CostSum:
-    """The cost of the paid nodes among `nodes` (their rows' cost_usd NULL: unknown)."""
-    return CostSum.total(CostSum.of(n["cost_usd"], n["cost_source"]) for n in nodes
-                         if n["kind"] in PAID_KINDS and n["cost_source"] is not None)
+class _Cost:
+    """CostSum.total of paid nodes' costs, added up in the order given (the same float sum), without a CostSum for
+    each."""
+
+    __slots__ = ("known", "reported", "priced", "unknown")
+
+    def __init__(self) -> None:
+        self.known, self.reported, self.priced, self.unknown = 0.0, 0, 0, 0
+
+    def add(self, node: Row) -> None:
+        """A node's cost when it is paid (its row's cost_usd NULL: unknown); as CostSum.of reads it."""
+        source = node["cost_source"]
+        if source is None or node["kind"] not in PAID_KINDS:
+            return
+        cost = known_cost(node["cost_usd"])
+        if source not in SOURCES:
+            source = UNKNOWN if cost is None else REPORTED
+        if cost is None or source == UNKNOWN:
+            self.unknown += 1
+            self.known += 0.0
+        else:
+            self.known += cost
+            self.reported += source == REPORTED
+            self.priced += source == PRICED
+
+    def sum(self) -> CostSum:
+        return CostSum(self.known, self.reported, self.priced, self.unknown)
 
 
 def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportRow:
-    runs: list[Row] = []
-    evals: list[Row] = []
+    """One model × case: its nodes (runs, their evaluations) read in one pass."""
+    run_cost, eval_cost = _Cost(), _Cost()
+    run_actions: set[str] = set()
+    eval_actions: set[str] = set()
+    repetitions = set()
+    latencies: list[float | None] = []
+    problems: list[str] = []
+    bad: tuple[list[str], list[str]] = ([], [])  # the runs' statuses not ok, then the results'
+    statuses = input_tokens = output_tokens = 0
     for node in nodes:
-        (runs if node["kind"] == "run" else evals if node["kind"] in EVAL_KINDS else []).append(node)
-    run_cost = _cost(runs)
-    eval_cost = _cost(evals)
+        kind, status = node["kind"], node["status"]
+        if (problem := _problem(node)) is not None:
+            problems.append(problem)
+        if kind == "run":
+            run_cost.add(node)
+            if action := node["action"]:
+                run_actions.add(action)
+            repetitions.add(node["repetition"])
+            latencies.append(node["latency_s"])
+            input_tokens += node["input_tokens"] or 0
+            output_tokens += node["output_tokens"] or 0
+        elif kind in EVAL_KINDS:
+            eval_cost.add(node)
+            if action := node["action"]:
+                eval_actions.add(action)
+            if kind != "result":
+                continue
+        else:
+            continue
+        statuses += 1
+        if status not in _OK:
+            bad[kind == "result"].append(status or "missing")
     verdicts = [r["passed"] for r in results if r["passed"] is not None]
-    problems = [p for p in (_problem(n) for n in nodes) if p]
-    statuses = [n["status"] for n in runs] + [n["status"] for n in evals if n["kind"] == "result"]
-    bad = [s or "missing" for s in statuses if s not in _OK]
     return ReportRow(
         model_id=model,
         case_id=case,
-        repetitions=len({n["repetition"] for n in runs}),
-        run_action=fold_action(n["action"] for n in runs) or "-",
-        eval_action=fold_action(n["action"] for n in evals),
+        repetitions=len(repetitions),
+        run_action=_folded(run_actions) or "-",
+        eval_action=_folded(eval_actions),
         score=_mean(r["final_score"] for r in results),
         passed=all(verdicts) if verdicts else None,
-        latency_s=_mean(n["latency_s"] for n in runs),
-        run_cost=run_cost,
-        eval_cost=eval_cost,
-        status=bad[0] if bad else ("ok" if statuses else "missing"),
+        latency_s=_mean(latencies),
+        run_cost=run_cost.sum(),
+        eval_cost=eval_cost.sum(),
+        status=next(iter(bad[0] or bad[1]), "ok" if statuses else "missing"),
         problems=problems,
-        input_tokens=sum(n["input_tokens"] or 0 for n in runs),
-        output_tokens=sum(n["output_tokens"] or 0 for n in runs),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         dimensions=_means(results, DIMENSIONS),
         pass_threshold=next((r["pass_threshold"] for r in results if r["pass_threshold"] is not None), None),
     )
