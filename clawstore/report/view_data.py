@@ -273,17 +273,31 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     for campaign, head_id in enumerate(data.head_ids):
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
         while batch := list(itertools.islice(runs, READ_RUNS)):
-            records = _Objects(store, (node.record for _, nodes in batch for node in nodes if _planned(node) is None))
-            bodies = _Objects(store, (oid for _, nodes in batch for node in nodes
-                                      for oid in _body_ids(_planned(node) or records.maybe_json(node.record))),
-                              BODY_FIELDS)
-            records.add(node.record for _, nodes in batch for node in nodes  # (a body without the checks)
-                        if _planned(node) is not None and not _checks_in_body(node, bodies))
+            records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes])
+            shown = iter(records)
             for key, nodes in batch:
-                detail = _run_detail([(node, _record(node, records, bodies)) for node in nodes], bodies, campaign)
+                detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
                 rows[(campaign, *key)]["runs"].append(count)
                 count += 1
                 yield detail
+
+
+def _batch_records(store: StoreReader, nodes: list[HeadNode]) -> tuple[list[Mapping[str, Any] | None], _Objects]:
+    """Each node's record as the page reads it (a checks node's planning view when its body holds the checks: a
+    quarter of the records a page needs, never read; else the record itself) and the bodies they name, read in bulk;
+    each node's planning view looked at once."""
+    planned = [_planned(node) for node in nodes]
+    records = _Objects(store, (node.record for node, view in zip(nodes, planned, strict=True) if view is None))
+    bodies = _Objects(store, (oid for node, view in zip(nodes, planned, strict=True)
+                              for oid in _body_ids(view if view is not None else records.maybe_json(node.record))),
+                      BODY_FIELDS)
+    # A planning view stands in for its record when the body it names holds the checks (else the record's summary's)
+    standing = [view if view is not None and (bodies.maybe_json(view["outputs"].get("checks")) or {}).get("checks")
+                else None for view in planned]
+    records.add(node.record for node, view, stand in zip(nodes, planned, standing, strict=True)
+                if view is not None and stand is None)
+    return [stand if stand is not None else records.maybe_json(node.record)
+            for node, stand in zip(nodes, standing, strict=True)], bodies
 
 
 def _planned(node: HeadNode) -> dict[str, Any] | None:
@@ -296,18 +310,6 @@ def _planned(node: HeadNode) -> dict[str, Any] | None:
             doc, dict) and isinstance(doc.get("outputs"), dict):
         return doc
     return None
-
-
-def _checks_in_body(node: HeadNode, bodies: _Objects) -> bool:
-    """Whether the checks body a planned node names holds the checks (then its record's summary is not read)."""
-    planned = _planned(node)
-    return bool(planned and (bodies.maybe_json(planned["outputs"].get("checks")) or {}).get("checks"))
-
-
-def _record(node: HeadNode, records: _Objects, bodies: _Objects) -> Mapping[str, Any] | None:
-    """The node's record as the page reads it: a checks node's planning view when its body holds the checks (a
-    quarter of the records a page needs, never read), else the record itself."""
-    return _planned(node) if _checks_in_body(node, bodies) else records.maybe_json(node.record)
 
 
 def _body_ids(record: Any) -> list[Any]:
