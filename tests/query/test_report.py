@@ -429,3 +429,27 @@ def test_a_head_directory_removed_while_its_nodes_stream_is_reported_from_the_fu
     monkeypatch.setattr(data, "read_head_doc", lambda store, head: whole.append(head) or read_whole(store, head))
     assert report(store, paths, "--output", "json", "--no-chart") == expected
     assert whole  # started over: the head read whole
+
+
+def test_a_rows_status_and_costs_folded_in_one_pass_are_read_as_before() -> None:
+    """report/data.py `_row` reads a row's nodes in one pass: a run's bad status still shows before a result's
+    whatever their order, an unknown cost is never 0, and costs add up in the order given (the same float sum as
+    CostSum.total of each node's CostSum.of)."""
+    from clawstore.report.data import _row
+    from clawstore.values.costs import CostSum
+
+    def node(kind: str, status: str | None, cost: object = None, source: str | None = None, **more: object) -> dict:
+        return {"kind": kind, "status": status, "action": "exec", "repetition": 0, "judge_run_id": "j",
+                "judge_repetition": 0, "error_code": None, "error_message": None, "cost_usd": cost,
+                "cost_source": source, "latency_s": None, "input_tokens": None, "output_tokens": None, **more}
+
+    costs = [(0.1, "reported"), (0.2, "priced"), (None, "reported"), ("x", "odd"), (0.7, "odd")]
+    nodes = [node("result", "failed"), node("judge", "success", 0.3, "reported"),
+             *(node("run", "provider_error" if at == 2 else "success", cost, source, repetition=at)
+               for at, (cost, source) in enumerate(costs))]
+    row = _row("m", "c", nodes, [])
+    assert row.status == "provider_error"  # (the run's, listed after the result's "failed")
+    assert row.run_cost == CostSum.total(CostSum.of(cost, source) for cost, source in costs)
+    assert (row.run_cost.reported, row.run_cost.priced, row.run_cost.unknown, row.run_cost.usd) == (2, 1, 2, None)
+    assert row.eval_cost == CostSum.of(0.3, "reported") and row.repetitions == 5
+    assert _row("m", "c", [node("result", "failed"), node("run", "success")], []).status == "failed"
