@@ -45,7 +45,6 @@ _MACROS = [
     "CREATE MACRO t_(j) AS CAST(j AS VARCHAR)",
     "CREATE MACRO s_(j) AS CASE WHEN starts_with(t_(j), '\"') THEN (CASE WHEN contains(t_(j), '\\') "
     "THEN json_extract_string(j, '$') ELSE t_(j)[2:-2] END) END",
-    "CREATE MACRO odd_s(j) AS coalesce(NOT (starts_with(t_(j), '\"') OR t_(j) = 'null'), false)",
     "CREATE MACRO f_(x) AS CASE WHEN isfinite(x) THEN x END",
     "CREATE MACRO int_of(x) AS CASE WHEN x = trunc(x) AND x >= -9223372036854775808.0 "
     "AND x < 9223372036854775808.0 THEN CAST(x AS BIGINT) END",
@@ -59,9 +58,6 @@ _MACROS = [
     r"'[12]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{6})?(Z|[+-]\d{2}:\d{2})')"
     " THEN CAST(TRY_CAST(v AS TIMESTAMPTZ) AS TIMESTAMP) END",
     "CREATE MACRO odd_ts(v) AS v IS NOT NULL AND ts_(v) IS NULL",
-    "CREATE MACRO odd_dups(j) AS coalesce(starts_with(t_(j), '{') "
-    "AND len(json_keys(j)) <> len(list_distinct(json_keys(j))), false)",
-    "CREATE MACRO odd_obj(j) AS coalesce(NOT (starts_with(t_(j), '{') OR t_(j) = 'null'), false) OR odd_dups(j)",
     "CREATE MACRO sum_(xs) AS list_reduce(list_prepend(CAST(0 AS DOUBLE), xs), lambda a, b: a + b)",
 ]
 
@@ -104,7 +100,7 @@ _KIND_SUMMARY = {
 
 
 def _record_type(kind: str | None) -> Any:
-    """The records of `kind` flattened here (any other: rows.py). Address, error and outputs are read by SQL as JSON,
+    """The records of `kind` flattened here (any other: rows.py). Address, error and outputs are read by SQL as maps,
     where a key present as null is not an absent one; `status` must be there (rows.py reads the node's otherwise)."""
     columns, nested = _KIND_SUMMARY.get(kind or "", ([], {}))
     return msgspec.defstruct(f"Record_{kind}", [
@@ -119,6 +115,10 @@ def _record_type(kind: str | None) -> Any:
 
 
 _RECORDS = {kind: msgspec.json.Decoder(_record_type(kind)) for kind in [*_KIND_SUMMARY, None]}
+_NODES = msgspec.json.Decoder(msgspec.defstruct("Node", [
+    *((name, str | None, None) for name in ("kind", "key", "record", "action", "status")),
+    ("address", _typed("Address", _SUMMARY[:5]) | None, None),
+    ("error", _typed("Error", (Column(n, "VARCHAR", "") for n in ("code", "message"))) | None, None)]))
 
 
 def _struct(columns: Iterable[Column], **nested: str) -> str:
@@ -128,14 +128,16 @@ def _struct(columns: Iterable[Column], **nested: str) -> str:
 
 _DIMS_SQL = _struct(Column(d, "DOUBLE", "") for d in DIMENSIONS)
 # The same, as read_json reads it: an object with a duplicate key fails the read, and the caller gives way.
+_MAP = "MAP(VARCHAR, JSON)"
 _RECORD_SQL = _struct(
     (Column(n, "VARCHAR", "") for n in ("kind", "key", "build_id", "status", "started_at", "finished_at")),
-    cacheable="BOOLEAN", address="JSON", error="JSON", outputs="JSON",
+    cacheable="BOOLEAN", address=_MAP, error=_MAP, outputs=_MAP,
     metrics=_struct((*(Column(n, "BIGINT", "") for n in TOKEN_METRICS), Column("cost_usd", "DOUBLE", ""),
                      Column("latency_s", "DOUBLE", ""), Column("cost_source", "VARCHAR", ""))),
     summary=_struct(_SUMMARY, dimensions=_DIMS_SQL, final_dimensions=_DIMS_SQL,
                     checks=_struct(CHECK_FIELDS, dimensions="VARCHAR[]") + "[]"))
-_NODE_KEYS = ("kind", "key", "record", "action", "status", "address", "error")
+_NODE_SQL = _struct((Column(n, "VARCHAR", "") for n in ("kind", "key", "record", "action", "status")),
+                    address=_MAP, error=_MAP)
 
 
 def _in(values: Iterable[str]) -> str:
@@ -152,66 +154,52 @@ def _cell(column: Column, value: str) -> str:
 
 
 def _flat_sql(lines: Path) -> str:
-    """One row per node: the `nodes` table's cells (rows._node_row), what the other tables add, and `odd` (a node
-    rows.py reads otherwise: the records were checked in Python, the nodes are checked here)."""
-    n = {name: f"nv[{at}]" for at, name in enumerate(_NODE_KEYS, 1)}
+    """One row per node: the `nodes` table's cells (rows._node_row), what the other tables add, and `odd` (a time
+    rows.py reads otherwise; nodes and records were checked in Python)."""
     summary = {c.name: _cell(c, f'r.summary."{c.name}"') for c in _SUMMARY}
-    address = {name: (f"CASE WHEN na[{at}] IS NOT NULL THEN {'i32_' if name.endswith('repetition') else 's_'}"
-                      f"(na[{at}]) WHEN ra[{at}] IS NOT NULL THEN {'i32_' if name.endswith('repetition') else 's_'}"
-                      f"(ra[{at}]) ELSE {summary[name]} END") for at, name in enumerate(_ADDRESS, 1)}
-    error = (f"CASE WHEN starts_with(t_(r.error), '{{') AND t_(r.error) <> '{{}}' THEN r.error "
-             f"WHEN starts_with(t_({n['error']}), '{{') THEN {n['error']} END")
+
+    def address(name: str) -> str:  # (the node's, else the record's, else its summary's: rows._node_row)
+        cell = "i32_" if name.endswith("repetition") else "s_"
+        return (f"CASE WHEN map_contains(n.address, '{name}') THEN {cell}(n.address['{name}']) "
+                f"WHEN map_contains(r.address, '{name}') THEN {cell}(r.address['{name}']) ELSE {summary[name]} END")
+
     paid = f"coalesce(kind IN {_in(PAID_KINDS)}, false)"
-    output_ids = ("list_sort(list_distinct(list_transform(list_filter(map_values(json_transform(r.outputs, "
-                  "'\"MAP(VARCHAR, JSON)\"')), lambda v: starts_with(t_(v), '\"')), lambda v: s_(v))))")
-    odd = [
-        *(f"odd_s({n[name]})" for name in ("kind", "key", "record", "action", "status")),
-        f"odd_obj({n['address']})", f"odd_obj({n['error']})", "odd_s(na[1])", "odd_s(na[2])", "odd_s(na[4])",
-        "odd_s(ev[1])", "odd_s(ev[2])", "odd_dups(r.address)", "odd_dups(r.error)", "odd_dups(r.outputs)",
-        "odd_ts(r.started_at)", "odd_ts(r.finished_at)",
-    ]
     base = {
-        "kind": f"CASE WHEN s_({n['kind']}) <> '' THEN s_({n['kind']}) ELSE r.kind END",
-        "key": f"CASE WHEN s_({n['key']}) <> '' THEN s_({n['key']}) ELSE r.key END",
-        "record_id": f"s_({n['record']})", "action": f"s_({n['action']})", "record_build_id": "r.build_id",
-        "status": (f"CASE WHEN r IS NOT NULL THEN r.status WHEN {n['status']} IS NOT NULL THEN s_({n['status']}) "
-                   f"WHEN s_({n['action']}) = 'fail' THEN 'failed' END"),
-        "cacheable": "r.cacheable", **address,
-        "error_code": "CASE WHEN ev[1] IS NOT NULL THEN s_(ev[1]) ELSE r.summary.error_code END",
-        "error_message": "CASE WHEN ev[2] IS NOT NULL THEN s_(ev[2]) ELSE r.summary.error_message END",
+        "has_record": "r.status IS NOT NULL",  # (every record read here has one)
+        "kind": "n.kind", "key": "CASE WHEN n.key <> '' THEN n.key ELSE r.key END",
+        "record_id": "n.record", "action": "n.action", "record_build_id": "r.build_id",
+        "status": "CASE WHEN has_record THEN r.status WHEN ns THEN n.status WHEN n.action = 'fail' THEN 'failed' END",
+        "cacheable": "r.cacheable", **{name: address(name) for name in _ADDRESS},
+        "error_map": "CASE WHEN cardinality(r.error) > 0 THEN r.error ELSE n.error END",
+        "error_code": ("CASE WHEN map_contains(error_map, 'code') THEN s_(error_map['code']) "
+                       "ELSE r.summary.error_code END"),
+        "error_message": ("CASE WHEN map_contains(error_map, 'message') THEN s_(error_map['message']) "
+                          "ELSE r.summary.error_message END"),
         **{name: f"r.metrics.{name}" for name in TOKEN_METRICS},
         "source": ("CASE WHEN r.metrics.cost_source IS NOT NULL THEN r.metrics.cost_source "
                    "WHEN r.metrics.cost_usd IS NOT NULL THEN 'reported' ELSE 'unknown' END"),
-        "cost_usd": f"CASE WHEN NOT {paid} THEN 0.0 WHEN r IS NULL THEN (CASE WHEN action = 'skip' THEN 0.0 END) "
+        "cost_usd": f"CASE WHEN NOT {paid} THEN 0.0 WHEN NOT has_record THEN (CASE WHEN action = 'skip' THEN 0.0 END) "
                     "WHEN source = 'unknown' THEN NULL ELSE r.metrics.cost_usd END",
-        "cost_source": f"CASE WHEN NOT {paid} THEN NULL WHEN r IS NULL THEN (CASE WHEN action = 'skip' THEN NULL "
+        "cost_source": f"CASE WHEN NOT {paid} THEN NULL WHEN NOT has_record THEN (CASE WHEN action = 'skip' THEN NULL "
                        "ELSE 'unknown' END) ELSE source END",
         "latency_s": "r.metrics.latency_s", "started_at": "ts_(r.started_at)", "finished_at": "ts_(r.finished_at)",
         "summary_error_code": "r.summary.error_code",
-        "input_document_id": "CASE WHEN ov[1] IS NOT NULL THEN s_(ov[1]) ELSE key END",
-        "artifact_id": "s_(ov[2])", "sandbox_id": "s_(ov[3])",
-        "output_ids": f"coalesce({output_ids}, CAST([] AS VARCHAR[]))",
-        **{name: value for name, value in summary.items() if name not in _ADDRESS},
+        "input_document_id": ("CASE WHEN map_contains(r.outputs, 'input_document') "
+                              "THEN s_(r.outputs['input_document']) ELSE key END"),
+        "artifact_id": "s_(r.outputs['artifact'])", "sandbox_id": "s_(r.outputs['sandbox'])",
+        "output_ids": ("coalesce(list_sort(list_distinct(list_transform(list_filter(map_values(r.outputs), "
+                       "lambda v: starts_with(t_(v), '\"')), lambda v: s_(v)))), CAST([] AS VARCHAR[]))"),
+        **{name: value for name, value in summary.items() if name not in (*_ADDRESS, "error_code", "error_message")},
         **{f"j_{d}": f"f_(r.summary.dimensions.{d})" for d in DIMENSIONS},
         **{f"f_{d}": f"f_(r.summary.final_dimensions.{d})" for d in DIMENSIONS},
-        "checks": "r.summary.checks", "odd": " OR ".join(odd),
+        "checks": "r.summary.checks", "odd": "odd_ts(r.started_at) OR odd_ts(r.finished_at)",
     }
-    # (Later cells read earlier ones by name: kind, key, action, source.)
+    # (Later cells read earlier ones by name: has_record, kind, key, action, error_map, source.)
+    cells = ", ".join(f'{sql} AS "{name}"' for name, sql in base.items())
     return (
-        "WITH src AS (SELECT p, s, r, "
-        f"json_extract(n, {_paths(_NODE_KEYS)}) AS nv FROM read_json({literal(str(lines))}, "
-        f"format='newline_delimited', columns={{p: 'BIGINT', s: 'BIGINT', n: 'JSON', r: '{_RECORD_SQL}'}})), "
-        f"lists AS (SELECT *, json_extract(nv[6], {_paths(_ADDRESS)}) AS na, "
-        f"json_extract(r.address, {_paths(_ADDRESS)}) AS ra, "
-        f"json_extract(r.outputs, {_paths(('input_document', 'artifact', 'sandbox'))}) AS ov, "
-        f"json_extract({error}, ['$.code', '$.message']) AS ev FROM src), "
-        "cells AS (SELECT p, s, r IS NOT NULL AS has_record, "
-        + ", ".join(f"{sql} AS \"{name}\"" for name, sql in base.items()) + " FROM lists) "
-        "SELECT * EXCLUDE (source) FROM cells")
-
-
-def _paths(names: Iterable[str]) -> str:
-    return "[" + ", ".join(f"'$.{name}'" for name in names) + "]"
+        f"SELECT * EXCLUDE (source, error_map) FROM (SELECT p, s, {cells} "
+        f"FROM read_json({literal(str(lines))}, format='newline_delimited', "
+        f"columns={{p: 'BIGINT', s: 'BIGINT', ns: 'BOOLEAN', n: '{_NODE_SQL}', r: '{_RECORD_SQL}'}}))")
 
 
 _SCORED = {  # rows.scored_run, from the build's last run of the key and the costs of its evaluation in node order
@@ -278,10 +266,23 @@ def _write_lines(path: Path, nodes: Iterable[Any], store: ObjectReader) -> array
                 data = found.get(oid) if isinstance(oid, str) and oid else b"null"
                 if data is None or b"\n" in data or not _as_claw_writes(data, node["kind"]):
                     return None
-                lines.append(b'{"p":%d,"s":%d,"n":%b,"r":%b}\n' % (len(sigs), sig, encode(node), data))
+                text = encode(node)
+                if not _as_read_here(text):
+                    return None
+                lines.append(b'{"p":%d,"s":%d,"ns":%b,"n":%b,"r":%b}\n'
+                             % (len(sigs), sig, b"true" if "status" in node else b"false", text, data))
                 sigs.append(sig)
             fh.write(b"".join(lines))
     return sigs
+
+
+def _as_read_here(node: bytes) -> bool:
+    """Is this node (encoded) one whose cells SQL makes as rows.py does (_NODES)?"""
+    try:
+        _NODES.decode(node)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    return True
 
 
 def _as_claw_writes(record: bytes, kind: str) -> bool:
