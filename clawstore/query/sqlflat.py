@@ -4,6 +4,9 @@ rows.flatten. When it is used, and the figures: docs/query.md (Scale)."""
 
 from __future__ import annotations
 
+import queue
+import shutil
+import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from itertools import islice
@@ -13,9 +16,9 @@ from typing import Annotated, Any, Literal
 import duckdb
 import msgspec
 
-from clawstore.query import copied
+from clawstore.query import copied, rows
 from clawstore.query.jsonarray import encode
-from clawstore.query.rows import READ_AHEAD, Flattened, Row, _build_row, build_context, node_sig
+from clawstore.query.rows import Flattened, Row, _build_row, build_context, node_sig
 from clawstore.query.schema import (
     CHECK_FIELDS,
     DIMENSIONS,
@@ -36,6 +39,7 @@ from clawstore.values.costs import PAID_KINDS, SOURCES, CostSum
 # What DuckDB may hold while it flattens, whatever the campaign: past it, it spills to the work directory.
 MEMORY_LIMIT = "128MB"
 LINES = "nodes.jsonl"
+CHUNK_NODES = 16384  # nodes per file of lines: DuckDB reads one while Python writes the next
 
 # The cell conversions of rows.py (_str, _num, _int, _int32, _bool, to_timestamp) on one JSON value as read_json gives
 # it (JSON null and an absent key alike: SQL NULL), and `odd_*`: where rows.py would read a value otherwise (str() of a
@@ -247,33 +251,85 @@ def _copy_sql(table: str, ctx: Row, out: Path) -> str:
             f"{literal(str(out))} (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})")
 
 
-def _write_lines(path: Path, nodes: Iterable[Any], store: ObjectReader) -> array[int] | None:
-    """Each node, its signature and its record's stored bytes as one line of `path`, READ_AHEAD records read at once;
-    the signatures, or None where rows.py is to flatten: a node that is no object, a record absent or unreadable (it
-    says which), one on several lines (not as claw writes it)."""
+def _write_lines(work: Path, nodes: Iterable[Any], store: ObjectReader, loader: _Loader) -> array[int] | None:
+    """Each node, its signature and its record's stored bytes as one line, rows.READ_AHEAD records read at once, in
+    files of CHUNK_NODES lines handed to `loader` as each is full; the signatures, or None where rows.py is to flatten
+    (a node or record it reads otherwise, a record absent or unreadable: it says which) or DuckDB failed."""
     sigs = array("q")
-    with open(path, "wb") as fh:
-        iterator = iter(nodes)
-        while window := list(islice(iterator, READ_AHEAD)):
-            if any(type(node) is not dict or not isinstance(node.get("kind"), str) or not node["kind"]
-                   for node in window):  # (a node without its kind takes its record's: rows.py)
-                return None
-            found = store.get_many_bytes([oid for node in window if isinstance(oid := node.get("record"), str) and oid])
-            lines = []
-            for node in window:
-                sig = node_sig(node)
-                oid = node.get("record")
-                data = found.get(oid) if isinstance(oid, str) and oid else b"null"
-                if data is None or b"\n" in data or not _as_claw_writes(data, node["kind"]):
+    iterator = iter(nodes)
+    while loader.failed is None:
+        start = len(sigs)
+        path = work / f"{LINES}.{start}"
+        with open(path, "wb") as fh:
+            while len(sigs) - start < CHUNK_NODES and (
+                    window := list(islice(iterator, min(rows.READ_AHEAD, CHUNK_NODES - len(sigs) + start)))):
+                lines = _lines(window, store, sigs)
+                if lines is None:
                     return None
-                text = encode(node)
-                if not _as_read_here(text):
-                    return None
-                lines.append(b'{"p":%d,"s":%d,"ns":%b,"n":%b,"r":%b}\n'
-                             % (len(sigs), sig, b"true" if "status" in node else b"false", text, data))
-                sigs.append(sig)
-            fh.write(b"".join(lines))
-    return sigs
+                fh.write(lines)
+        loader.put(path)
+        if len(sigs) - start < CHUNK_NODES:
+            return sigs  # (the last file: DuckDB made its table from it, if none before, even empty)
+    return None
+
+
+def _lines(window: list[Any], store: ObjectReader, sigs: array[int]) -> bytes | None:
+    """The lines of a window of nodes (their signatures added to `sigs`), or None: one is left to rows.py."""
+    if any(type(node) is not dict or not isinstance(node.get("kind"), str) or not node["kind"]
+           for node in window):  # (a node without its kind takes its record's: rows.py)
+        return None
+    found = store.get_many_bytes([oid for node in window if isinstance(oid := node.get("record"), str) and oid])
+    lines = []
+    for node in window:
+        sig = node_sig(node)
+        oid = node.get("record")
+        data = found.get(oid) if isinstance(oid, str) and oid else b"null"
+        if data is None or b"\n" in data or not _as_claw_writes(data, node["kind"]):
+            return None
+        text = encode(node)
+        if not _as_read_here(text):
+            return None
+        lines.append(b'{"p":%d,"s":%d,"ns":%b,"n":%b,"r":%b}\n'
+                     % (len(sigs), sig, b"true" if "status" in node else b"false", text, data))
+        sigs.append(sig)
+    return b"".join(lines)
+
+
+class _Loader:
+    """DuckDB's half of the first step, on a thread of its own: each file of lines Python finishes goes into the table
+    `flat` while Python writes the next (DuckDB lets go of the GIL), so on two cores the step takes about the time of
+    the slower half, not of both. One file waits at most: the disk holds two files of lines, whatever the campaign."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self._con = con.cursor()
+        self._files: queue.Queue[Path | None] = queue.Queue(maxsize=1)
+        self.failed: Exception | None = None
+        self._made = False
+        self._thread = threading.Thread(target=self._load, name="claw-sqlflat", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
+        while (path := self._files.get()) is not None:
+            if self.failed is None:
+                try:
+                    verb = "INSERT INTO flat" if self._made else "CREATE TABLE flat AS"
+                    self._con.execute(f"{verb} {_flat_sql(path)}").fetchall()
+                    self._made = True
+                except Exception as exc:  # (duckdb.Error: a record it cannot read; others: the caller raises them)
+                    self.failed = exc
+            path.unlink(missing_ok=True)
+
+    def put(self, path: Path) -> None:
+        self._files.put(path)
+
+    def close(self) -> bool:
+        """Wait for the files handed over; did every one load? (An error other than DuckDB's is raised here.)"""
+        self._files.put(None)
+        self._thread.join()
+        self._con.close()
+        if self.failed is not None and not isinstance(self.failed, duckdb.Error):
+            raise self.failed
+        return self.failed is None and self._made
 
 
 def _as_read_here(node: bytes) -> bool:
@@ -297,35 +353,37 @@ def _as_claw_writes(record: bytes, kind: str) -> bool:
 def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectReader, work: Path) -> Flattened | None:
     """rows.flatten of `nodes` (none copied) by DuckDB: the history tables' Parquet files, with their hidden columns,
     in `work` (a Spill's directory: segments.write_tables takes them as they are), the builds row in `tables`. None
-    where rows.py must flatten them (a record claw would not write, one absent: it warns, or leaves a null row)."""
-    made = [work / LINES, work / "flat.duckdb", *(work / f"{table}.parquet" for table in HISTORY_VIEW)]
+    where rows.py must flatten them (a record claw would not write, one absent: it warns, or leaves a null row); then
+    `work` holds nothing it wrote."""
+    con = duckdb.connect(config={"threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": str(work / "spill")})
+    found = None
     try:
-        sigs = _write_lines(work / LINES, nodes, store)
-        if sigs is None:
-            return None
-        found = _run(log, work)
+        con.execute("SET TimeZone = 'UTC'").fetchall()
+        for macro in _MACROS:
+            con.execute(macro).fetchall()
+        loader = _Loader(con)
+        try:
+            sigs = _write_lines(work, nodes, store, loader)
+        finally:
+            loaded = loader.close()
+        if sigs is not None and loaded:
+            found = _tables(con, log, work)
     finally:
-        for path in made[:2]:
-            path.unlink(missing_ok=True)
-        (work / "flat.duckdb.wal").unlink(missing_ok=True)
-    if found is None:
-        for path in made[2:]:
-            path.unlink(missing_ok=True)
+        con.close()
+        shutil.rmtree(work / "spill", ignore_errors=True)
+        for path in work.glob(f"{LINES}.*"):
+            path.unlink()
+    if found is None or sigs is None:
+        for table in HISTORY_VIEW:
+            (work / f"{table}.parquet").unlink(missing_ok=True)
         return None
     ctx, count, spent = found
     return Flattened({"builds": [_build_row(log, ctx, count, spent)]}, {}, [], ctx, None, sigs, work)
 
 
-def _run(log: Mapping[str, Any], work: Path) -> tuple[Row, int, CostSum] | None:
-    """The SQL half of flatten_here: (context, nodes, their cost), or None when a node is odd or a record unreadable."""
-    con = duckdb.connect(str(work / "flat.duckdb"), config={"threads": 1, "memory_limit": MEMORY_LIMIT,
-                                                            "temp_directory": str(work / "spill")})
+def _tables(con: duckdb.DuckDBPyConnection, log: Mapping[str, Any], work: Path) -> tuple[Row, int, CostSum] | None:
+    """Each history table's file from `flat`: (context, nodes, their cost), or None when a node is odd."""
     try:
-        con.execute("SET TimeZone = 'UTC'").fetchall()
-        for macro in _MACROS:
-            con.execute(macro).fetchall()
-        con.execute(f"CREATE TABLE flat AS {_flat_sql(work / LINES)}").fetchall()
-        (work / LINES).unlink()
         odd, count, spent = con.execute("SELECT bool_or(odd), count(*), sum_(list(cost_usd ORDER BY p)) FROM flat"
                                         ).fetchone() or (None, 0, None)
         if odd:
@@ -335,6 +393,4 @@ def _run(log: Mapping[str, Any], work: Path) -> tuple[Row, int, CostSum] | None:
             con.execute(_copy_sql(table, ctx, work / f"{table}.parquet")).fetchall()
     except duckdb.Error:
         return None
-    finally:
-        con.close()
     return ctx, count, CostSum(unknown=1) if spent is None else CostSum(known_usd=spent)

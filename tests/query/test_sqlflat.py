@@ -99,7 +99,10 @@ CLAW_WRITES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def test_duckdb_writes_the_cells_rows_py_writes(store: Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [3, sqlflat.CHUNK_NODES])
+def test_duckdb_writes_the_cells_rows_py_writes(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(sqlflat, "CHUNK_NODES", chunk)  # (3: four files of lines, loaded while the next is written)
     nodes: list[dict[str, Any]] = []
     for kind, doc in CLAW_WRITES:
         address = {"judge_run_id": "main"} if kind == "judge" else {"model_id": "node-says", "case_id": None}
