@@ -36,14 +36,14 @@ from clawstore.store.face import ObjectReader
 from clawstore.values.bounds import MAX_LATENCY_S, MAX_RECORD_COST_USD, MAX_RECORD_TOKENS
 from clawstore.values.costs import PAID_KINDS, SOURCES, CostSum
 
-# What DuckDB may hold while it flattens, whatever the campaign: past it, it spills to the work directory.
+# What DuckDB may hold while it flattens, whatever the campaign: past it, it spills to the work directory, or its
+# statement fails and rows.py flattens the head (docs/query.md, Scale).
 MEMORY_LIMIT = "128MB"
 LINES = "nodes.jsonl"
 CHUNK_NODES = 16384  # nodes per file of lines: DuckDB reads one while Python writes the next
 
-# The cell conversions of rows.py (_str, _num, _int, _int32, _bool, to_timestamp) on one JSON value as read_json gives
-# it (JSON null and an absent key alike: SQL NULL), and `odd_*`: where rows.py would read a value otherwise (str() of a
-# number, a time it parses another way), which makes the caller give way to it.
+# rows.py's cells (_str, _int32, to_timestamp) of a JSON value of a map read_json gives (the node's and record's
+# address, error, outputs), and `odd_ts`: a time rows.py would parse otherwise, which makes the caller give way to it.
 _MACROS = [
     # A JSON value read_json gives comes minified, so its first character says its type: most cells need no parse.
     "CREATE MACRO t_(j) AS CAST(j AS VARCHAR)",
