@@ -17,7 +17,7 @@ import duckdb
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.host.durable import write_file_atomic
-from clawstore.query import copied, segments
+from clawstore.query import copied, segments, sqlflat
 from clawstore.query import rows as rows_module
 from clawstore.query.rows import (
     Flattened,
@@ -311,7 +311,7 @@ def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[]
 
 
 def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
-               copy: bool = True) -> tuple[Flattened, Path | None] | None:
+               copy: bool = True, here: bool = True) -> tuple[Flattened, Path | None] | None:
     """The rows of a head, and the segment already holding them as files: those of `known` (the build just indexed) when
     it wrote this head with the same rows, else copied from the campaign's previous head (unless not `copy`) or
     flattened a part of the head at a time into files (spill.py). Details: docs/query.md (Details by module)."""
@@ -334,10 +334,29 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
     source = previous_head(manifest, head) if copy else None
     reuse = copied.reusable(source) if source is not None else None
     try:
+        if reuse is None and here:  # every node flattened: by DuckDB, unless a record is odd (sqlflat.py)
+            made = flattened_here(store, head, nodes, manifest)
+            if made is not None:
+                return made._replace(tables={}), None
+            return _head_rows(store, manifest, head_id, warn, None, copy=False, here=False)
         rows = spilled(lambda sink: flatten(head, records, records.read_ahead, nodes, reuse, sink), manifest)
     except StoreError:
         return None  # a part lost to damage, as above
     return rows._replace(tables={}), None
+
+
+def flattened_here(store: ObjectReader, log: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], manifest: Path
+                   ) -> Flattened | None:
+    """sqlflat.flatten_here in a new directory under the manifest's tmp/ (the writer removes it), or None (removed)."""
+    work = segments.tmp_dir(manifest, "rows")
+    try:
+        rows = sqlflat.flatten_here(log, nodes, store, work)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if rows is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
 
 
 def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[str, Any]]:

@@ -190,6 +190,10 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
             hidden = copied.HIDDEN.get(table, []) if flat is not None else []
             metas = flat.meta.get(table, []) if flat is not None else []
             array = _array_of(flat, table, out_dir)
+            made = array.with_suffix(".parquet")
+            if made.parent != out_dir and made.is_file():  # (written as they are by sqlflat.flatten_here)
+                os.replace(made, out_dir / made.name)
+                continue
             if not array.is_file():  # (rows a Spill wrote are there already, with their hidden columns)
                 table_rows: Iterable[Row] = rows.get(table, [])
                 if hidden:

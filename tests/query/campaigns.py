@@ -172,4 +172,17 @@ def count_flattened(monkeypatch: Any) -> list[Any]:
         return real(node, record, ctx)
 
     monkeypatch.setattr(rows, "_node_row", counting)
+    from clawstore.query import sqlflat
+
+    real_here = sqlflat.flatten_here
+
+    def counting_here(log, nodes, store, work):  # type: ignore[no-untyped-def]  # (flattened by DuckDB)
+        def passing() -> Any:
+            for node in nodes:
+                seen.append(node.get("key") if isinstance(node, dict) else None)
+                yield node
+
+        return real_here(log, passing(), store, work)
+
+    monkeypatch.setattr(sqlflat, "flatten_here", counting_here)
     return seen

@@ -214,6 +214,13 @@ def test_a_head_gets_the_rows_and_files_of_the_build_that_wrote_it(
         return real(log, *args, **kwargs)
 
     monkeypatch.setattr(heads, "flatten", counting)
+    real_here = heads.flattened_here
+
+    def counting_here(reader, log, *args, **kwargs):  # type: ignore[no-untyped-def]  # (by DuckDB: sqlflat.py)
+        flattened.append(log.get("build_id"))
+        return real_here(reader, log, *args, **kwargs)
+
+    monkeypatch.setattr(heads, "flattened_here", counting_here)
     fail = {("openai/gpt-a", "case_2")} if scenario == "a run failed" else set()
     built = build(store, Spec(fail=fail))
     assert flattened == [built.build_id]  # its segment's rows; its head got the same ones
