@@ -9,6 +9,7 @@ import fcntl
 import os
 import secrets
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import NamedTuple
 import blake3
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.core.edgefile import EdgeLog, pack_digest, write
+from clawstore.store.core.edgefile import EdgeLog, Table, pack_digest, write
 from clawstore.store.core.layout import StoreLayout
 
 MAGIC = b"CLAWPACK"
@@ -81,6 +82,9 @@ class PackWriter:
         self.pack_id = pack_id or new_pack_id()
         self.edges_root = edges_root
         self.edge_log = EdgeLog() if edges_root is not None else None
+        # The BLAKE3 of every byte written, in order (its edges file records it: the pack is not read back to
+        # hash it); None once a byte is written out of order (a streamed blob's header), then the seal reads it.
+        self.hasher: blake3.blake3 | None = blake3.blake3() if edges_root is not None else None
         self.path = pack_path(packs_dir, self.pack_id)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -102,13 +106,16 @@ class PackWriter:
         os.ftruncate(fd, writer.size)
         writer.table = bytearray(b"".join(_TABLE_ROW.pack(*blob) for blob in blobs))
         writer.synced_to, writer.sealed = 0, False
-        writer.edges_root, writer.edge_log = None, None
+        writer.edges_root, writer.edge_log, writer.hasher = None, None, None
         return writer
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
         total = sum(len(part) for part in parts)
         if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
             parts = [b"".join(parts)]
+        if self.hasher is not None:
+            for part in parts:
+                self.hasher.update(part)
         written = os.pwritev(self.fd, parts, self.size)
         if written < total:  # a short write (rare on regular files): resume in order
             self._write_rest(parts, written)
@@ -150,6 +157,7 @@ class PackWriter:
     def begin_stream(self, kind: int) -> int:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
         start = self.size
+        self.hasher = None  # (its header is written again at its end)
         self._write([_BLOB_HEAD.pack(0, bytes(32), 0)])  # kind 0 until filled in: a walk stops here
         return start
 
@@ -192,16 +200,33 @@ class PackWriter:
         pack is hashed as it is now, durable and sealed; a writer killed before this leaves a pack with none, which gc
         reads (and then writes its file) and fsck verifies."""
         log, self.edge_log = self.edge_log, None
+        hasher, self.hasher = self.hasher, None
         if log is None or not len(log) or self.edges_root is None:
             return
+        found = log.against(self.pack_id, table_columns(self.table), verified=False)
+        if found is None:
+            return
         with contextlib.suppress(OSError):
-            digest = pack_digest(self.path)
-            write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, log, 0)
+            digest = hasher.digest() if hasher is not None else pack_digest(self.path)
+            write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, found)
 
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)  # releases the flock
             self.fd = -1
+
+
+def table_columns(table: bytes | bytearray) -> Table:
+    """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
+    view = memoryview(table)
+    return Table(b"".join(view[at + 1:at + 33] for at in range(0, len(view), _TABLE_ROW.size)),
+                 array("Q", [row[2] for row in _TABLE_ROW.iter_unpack(table)]))
+
+
+def table_of(path: Path) -> Table | None:
+    """A sealed pack's rows (its checksum verified); None if it is not sealed."""
+    table = _sealed_table(path)
+    return table_columns(table) if table is not None else None
 
 
 def writer_alive(path: Path) -> bool:
@@ -269,12 +294,17 @@ def is_sealed(path: Path) -> bool:
 def sealed_object_ids(path: Path) -> list[bytes]:
     """The ids (digests) of the objects a sealed pack's table names, in table order (NotAPackError if
     it is not sealed): without making a Blob per row, for a push deciding what to send."""
+    table = _sealed_table(path)
+    if table is None:
+        raise NotAPackError(f"{path}: not a sealed clawstore pack")
+    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(table) if kind == KIND_OBJECT]
+
+
+def _sealed_table(path: Path) -> bytes | None:
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         found = _read_table(fh.fileno(), size, path) if fh.read(len(HEADER)) == HEADER else None
-    if found is None:
-        raise NotAPackError(f"{path}: not a sealed clawstore pack")
-    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(found[0]) if kind == KIND_OBJECT]
+    return found[0] if found is not None else None
 
 
 def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:
