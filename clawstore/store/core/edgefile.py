@@ -104,28 +104,29 @@ class EdgeLog:
         degrees = array("I", bytes(4 * rows))
         fact_keys = array("H", [NO_FACT]) * rows if verified else array("H")
         fact_counts = array("H", bytes(2 * rows)) if verified else array("H")
-        row_of = {table.ids[at:at + ID]: row for row, at in enumerate(range(0, rows * ID, ID))}
-        others: dict[bytes, int] = {}
-        tokens = array("I")
-        edges, last = bytes(self.edges), -1
+        last = -1
         for i, offset in enumerate(self.offsets):
             row = bisect_left(table.offsets, offset)
             if row <= last or row == rows or table.offsets[row] != offset \
                     or table.ids[row * ID:(row + 1) * ID] != self.ids[i * ID:(i + 1) * ID]:
-                return None  # (not the blobs of this pack, or not in its order)
-            last, first, end = row, self.starts[i], self.starts[i + 1]
-            degrees[row] = end - first + 1
-            for at in range(first * ID, end * ID, ID):
-                child = edges[at:at + ID]
-                found = row_of.get(child)
-                tokens.append(found if found is not None else rows + others.setdefault(child, len(others)))
+                return None  # (not the blobs of this pack, or not in its order: the edges below are in row order)
+            last = row
+            degrees[row] = self.starts[i + 1] - self.starts[i] + 1
             if verified and self.fact_keys[i] != NO_FACT:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
+        # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others.
+        row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
+        named = _chunks(bytes(self.edges))
+        tokens = list(map(row_of.get, named))
+        others: dict[bytes, int] = {}
+        for at, token in enumerate(tokens):
+            if token is None:
+                tokens[at] = rows + others.setdefault(named[at], len(others))
         if rows + len(others) > 0xFFFFFFFF:
             return None
-        return PackEdges(pack, verified, table.ids, table.offsets, degrees, tokens, b"".join(others), fact_keys,
-                         fact_counts, self.fact_outs if verified else array("H"))
+        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), degrees, array("I", tokens),
+                         fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
 @dataclass
@@ -135,11 +136,10 @@ class PackEdges:
 
     pack: str
     verified: bool
-    ids: bytes  # 32 bytes a row of the pack's table
-    offsets: array  # payload offset of each row, ascending
+    offsets: array  # payload offset of each row of the pack's table, ascending
+    known: bytes  # the id of each row, then the ids named that the pack does not hold (in order of first mention)
     degrees: array  # per row: 0 if not covered (read it), else 1 + how many ids it names
-    tokens: array  # per id named: a row of this pack, or (at and past the row count) an index into `others`
-    others: bytes  # the ids named that this pack does not hold, 32 bytes each, in order of first mention
+    tokens: array  # per id named: its place in `known` (a row of this pack, or past the rows: another id)
     fact_keys: array  # per row: index of its key among its edges, NO_FACT if none (empty unless verified)
     fact_counts: array  # per row: how many outputs it has in `fact_outs`
     fact_outs: array  # output indices among the object's edges
@@ -148,15 +148,20 @@ class PackEdges:
         self.starts = array("I", accumulate((degree - 1 if degree else 0 for degree in self.degrees), initial=0))
         self.fact_starts = array("I", accumulate(self.fact_counts, initial=0))
 
+    @property
+    def others(self) -> bytes:
+        return self.known[len(self.offsets) * ID:]
+
     def covered(self) -> list[tuple[bytes, int]]:
         """The (id, offset) of each object the file says what it names."""
-        ids = self.ids
-        return [(ids[row * ID:(row + 1) * ID], self.offsets[row]) for row, degree in enumerate(self.degrees) if degree]
+        known = self.known
+        return [(known[row * ID:(row + 1) * ID], self.offsets[row]) for row, degree in enumerate(self.degrees)
+                if degree]
 
     def position(self, digest: bytes, offset: int) -> int | None:
         pos = bisect_left(self.offsets, offset)
-        if pos == len(self.offsets) or self.offsets[pos] != offset or self.ids[pos * ID:(pos + 1) * ID] != digest \
-                or not self.degrees[pos]:
+        if pos == len(self.offsets) or self.offsets[pos] != offset or not self.degrees[pos] \
+                or self.known[pos * ID:(pos + 1) * ID] != digest:
             return None
         return pos
 
@@ -166,9 +171,8 @@ class PackEdges:
         return None if pos is None else self._named(pos)
 
     def _named(self, pos: int) -> list[bytes]:
-        ids, others, rows = self.ids, self.others, len(self.offsets)
-        return [ids[at:at + ID] if token < rows else others[at - rows * ID:at - rows * ID + ID]
-                for token in self.tokens[self.starts[pos]:self.starts[pos + 1]] for at in (token * ID,)]
+        known = self.known
+        return [known[token * ID:token * ID + ID] for token in self.tokens[self.starts[pos]:self.starts[pos + 1]]]
 
     def facts(self, digest: bytes, offset: int) -> tuple[bytes, list[bytes]] | None:
         """A record's key and outputs (digests, outputs in the record's order), None if none are recorded."""
@@ -195,6 +199,10 @@ class PackEdges:
         for part in parts:
             checksum.update(part)
         return [*parts, checksum.digest()]
+
+
+def _chunks(ids: bytes) -> list[bytes]:
+    return [ids[at:at + ID] for at in range(0, len(ids), ID)]
 
 
 def _little(part: array) -> bytes:
@@ -254,7 +262,7 @@ def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
             or (edge_count and max(tokens) >= rows + other_count):
         return None
     facts = parts[2:] if verified else [array("H"), array("H"), array("H")]
-    return PackEdges(pack, verified, table.ids, table.offsets, degrees, tokens, data[HEAD.size:body_at], *facts)
+    return PackEdges(pack, verified, table.offsets, table.ids + data[HEAD.size:body_at], degrees, tokens, *facts)
 
 
 def pack_digest(path: Path) -> bytes:

@@ -40,6 +40,7 @@ MAX_PAYLOAD = 1 << 40  # refuse absurd lengths in a hostile file before allocati
 # A pack smaller than this is not worth a file of its own: gc merges such packs, and a pull copies their
 # objects into its own pack instead of moving them in whole (one per interim push of a `build --remote`).
 SMALL_PACK_BYTES = 4 << 20
+HASH_BATCH = 1 << 20  # bytes a writer's hash of its pack takes at once
 
 
 class NotAPackError(StoreError):
@@ -84,7 +85,10 @@ class PackWriter:
         self.edge_log = EdgeLog() if edges_root is not None else None
         # The BLAKE3 of every byte written, in order (its edges file records it: the pack is not read back to
         # hash it); None once a byte is written out of order (a streamed blob's header), then the seal reads it.
+        # Parts are hashed HASH_BATCH bytes at a time: blake3 takes 3 µs for a part of 2 KB, 0.2 ms for 1 MiB.
         self.hasher: blake3.blake3 | None = blake3.blake3() if edges_root is not None else None
+        self.unhashed: list[bytes | memoryview] = []
+        self.unhashed_bytes = 0
         self.path = pack_path(packs_dir, self.pack_id)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -107,6 +111,7 @@ class PackWriter:
         writer.table = bytearray(b"".join(_TABLE_ROW.pack(*blob) for blob in blobs))
         writer.synced_to, writer.sealed = 0, False
         writer.edges_root, writer.edge_log, writer.hasher = None, None, None
+        writer.unhashed, writer.unhashed_bytes = [], 0
         return writer
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
@@ -114,12 +119,19 @@ class PackWriter:
         if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
             parts = [b"".join(parts)]
         if self.hasher is not None:
-            for part in parts:
-                self.hasher.update(part)
+            self.unhashed += parts
+            self.unhashed_bytes += total
+            if self.unhashed_bytes >= HASH_BATCH:
+                self._hash_written()
         written = os.pwritev(self.fd, parts, self.size)
         if written < total:  # a short write (rare on regular files): resume in order
             self._write_rest(parts, written)
         self.size += total
+
+    def _hash_written(self) -> None:
+        if self.hasher is not None:
+            self.hasher.update(b"".join(self.unhashed))
+        self.unhashed, self.unhashed_bytes = [], 0
 
     def _write_rest(self, parts: list[bytes | memoryview], done: int) -> None:
         """Write what a short write left: the first `done` bytes of `parts` are written."""
@@ -158,6 +170,7 @@ class PackWriter:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
         start = self.size
         self.hasher = None  # (its header is written again at its end)
+        self._hash_written()
         self._write([_BLOB_HEAD.pack(0, bytes(32), 0)])  # kind 0 until filled in: a walk stops here
         return start
 
@@ -200,6 +213,7 @@ class PackWriter:
         pack is hashed as it is now, durable and sealed; a writer killed before this leaves a pack with none, which gc
         reads (and then writes its file) and fsck verifies."""
         log, self.edge_log = self.edge_log, None
+        self._hash_written()
         hasher, self.hasher = self.hasher, None
         if log is None or not len(log) or self.edges_root is None:
             return
@@ -218,9 +232,8 @@ class PackWriter:
 
 def table_columns(table: bytes | bytearray) -> Table:
     """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
-    view = memoryview(table)
-    return Table(b"".join(view[at + 1:at + 33] for at in range(0, len(view), _TABLE_ROW.size)),
-                 array("Q", [row[2] for row in _TABLE_ROW.iter_unpack(table)]))
+    columns = list(zip(*_TABLE_ROW.iter_unpack(table), strict=True)) or [(), (), (), ()]
+    return Table(b"".join(columns[1]), array("Q", columns[2]))
 
 
 def table_of(path: Path) -> Table | None:
