@@ -87,17 +87,19 @@ def _rewritten(store: Store, pack: str, change: str) -> None:
     """The pack's file made to lie in one way, its checksum made whole again (only the checksum is not enough)."""
     found = _load(store, pack)
     assert found is not None
-    tokens, degrees, known, offsets = array("I", found.tokens), array("I", found.degrees), found.known, found.offsets
+    tokens, counts, known, offsets = array("I", found.tokens), array("I", found.counts), found.known, found.offsets
+    covers = array("B", found.covers)
     if change == "a row past the table":
         tokens[0] = len(found.offsets) + len(found.others) // ID
     elif change == "more ids than named":
-        degrees[0] += 1
+        counts[0] += 1
     elif change == "another table":
         rows = len(offsets)
-        known, degrees = known[:rows * ID] + bytes(ID) + known[rows * ID:], degrees + array("I", [0])
+        known, counts, covers = known[:rows * ID] + bytes(ID) + known[rows * ID:], counts + array("I", [0]), \
+            covers + array("B", [0])
         offsets = offsets + array("Q", [offsets[-1] + 1])
         tokens = array("I", [token + (token >= rows) for token in tokens])
-    lying = PackEdges(pack, False, offsets, known, degrees, tokens, array("H"), array("H"), array("H"))
+    lying = PackEdges(pack, False, offsets, known, covers, counts, tokens, array("H"), array("H"), array("H"))
     path = pack_path(store.runtime.packs_dir, pack)
     parts = lying.encode(path.stat().st_size, edges.pack_digest(path))
     edges.edges_path(store.root, pack).write_bytes(b"".join(parts))

@@ -101,7 +101,7 @@ class EdgeLog:
         """What a file written from this log says, each object a row of the pack's `table` and each id it names a row
         too when the pack holds it (else an index among the other ids); None if the log does not match the table."""
         rows = len(table)
-        degrees = array("I", bytes(4 * rows))
+        covers, counts = array("B", bytes(rows)), array("I", bytes(4 * rows))
         fact_keys = array("H", [NO_FACT]) * rows if verified else array("H")
         fact_counts = array("H", bytes(2 * rows)) if verified else array("H")
         last = -1
@@ -111,7 +111,7 @@ class EdgeLog:
                     or table.ids[row * ID:(row + 1) * ID] != self.ids[i * ID:(i + 1) * ID]:
                 return None  # (not the blobs of this pack, or not in its order: the edges below are in row order)
             last = row
-            degrees[row] = self.starts[i + 1] - self.starts[i] + 1
+            covers[row], counts[row] = 1, self.starts[i + 1] - self.starts[i]
             if verified and self.fact_keys[i] != NO_FACT:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
@@ -125,8 +125,8 @@ class EdgeLog:
                 tokens[at] = rows + others.setdefault(named[at], len(others))
         if rows + len(others) > 0xFFFFFFFF:
             return None
-        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), degrees, array("I", tokens),
-                         fact_keys, fact_counts, self.fact_outs if verified else array("H"))
+        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), covers, counts,
+                         array("I", tokens), fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
 @dataclass
@@ -138,14 +138,15 @@ class PackEdges:
     verified: bool
     offsets: array  # payload offset of each row of the pack's table, ascending
     known: bytes  # the id of each row, then the ids named that the pack does not hold (in order of first mention)
-    degrees: array  # per row: 0 if not covered (read it), else 1 + how many ids it names
+    covers: array  # per row: 1 if the file says what it names, else 0 (read it)
+    counts: array  # per row: how many ids it names
     tokens: array  # per id named: its place in `known` (a row of this pack, or past the rows: another id)
     fact_keys: array  # per row: index of its key among its edges, NO_FACT if none (empty unless verified)
     fact_counts: array  # per row: how many outputs it has in `fact_outs`
     fact_outs: array  # output indices among the object's edges
 
     def __post_init__(self) -> None:
-        self.starts = array("I", accumulate((degree - 1 if degree else 0 for degree in self.degrees), initial=0))
+        self.starts = array("I", accumulate(self.counts, initial=0))
         self.fact_starts = array("I", accumulate(self.fact_counts, initial=0))
 
     @property
@@ -155,12 +156,12 @@ class PackEdges:
     def covered(self) -> list[tuple[bytes, int]]:
         """The (id, offset) of each object the file says what it names."""
         known = self.known
-        return [(known[row * ID:(row + 1) * ID], self.offsets[row]) for row, degree in enumerate(self.degrees)
-                if degree]
+        return [(known[row * ID:(row + 1) * ID], self.offsets[row]) for row, covered in enumerate(self.covers)
+                if covered]
 
     def position(self, digest: bytes, offset: int) -> int | None:
         pos = bisect_left(self.offsets, offset)
-        if pos == len(self.offsets) or self.offsets[pos] != offset or not self.degrees[pos] \
+        if pos == len(self.offsets) or self.offsets[pos] != offset or not self.covers[pos] \
                 or self.known[pos * ID:(pos + 1) * ID] != digest:
             return None
         return pos
@@ -187,7 +188,7 @@ class PackEdges:
 
     def encode(self, size: int, pack_digest: bytes) -> list[bytes]:
         """The file's parts, its checksum last."""
-        arrays = [self.degrees, self.tokens]
+        arrays = [self.covers, self.counts, self.tokens]
         if self.verified:
             arrays += [self.fact_keys, self.fact_counts, self.fact_outs]
         body = zstandard.ZstdCompressor(level=_LEVEL).compress(b"".join(_little(part) for part in arrays))
@@ -242,7 +243,7 @@ def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
     """The arrays of a file `recorded` accepted, its rows those of the pack's `table`; None if they do not fit."""
     rows, other_count, edge_count, flags, out_count = HEAD.unpack_from(data)[4:]
     verified = bool(flags & VERIFIED)
-    widths = [4 * rows, 4 * edge_count, *((2 * rows, 2 * rows, 2 * out_count) if verified else ())]
+    widths = [rows, 4 * rows, 4 * edge_count, *((2 * rows, 2 * rows, 2 * out_count) if verified else ())]
     body_at = HEAD.size + ID * other_count
     if rows != len(table) or edge_count > size or out_count > size or body_at > len(data) - ID:
         return None
@@ -256,13 +257,14 @@ def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
     at = list(accumulate(widths, initial=0))
     if len(body) != at[-1]:
         return None
-    parts = [_read(code, body[at[i]:at[i + 1]]) for i, code in enumerate("IIHHH"[:len(widths)])]
-    degrees, tokens = parts[0], parts[1]
-    if sum(degrees) - sum(1 for degree in degrees if degree) != edge_count \
+    parts = [_read(code, body[at[i]:at[i + 1]]) for i, code in enumerate("BIIHHH"[:len(widths)])]
+    covers, counts, tokens = parts[:3]
+    if sum(counts) != edge_count or covers.count(0) + covers.count(1) != rows \
             or (edge_count and max(tokens) >= rows + other_count):
         return None
-    facts = parts[2:] if verified else [array("H"), array("H"), array("H")]
-    return PackEdges(pack, verified, table.offsets, table.ids + data[HEAD.size:body_at], degrees, tokens, *facts)
+    facts = parts[3:] if verified else [array("H"), array("H"), array("H")]
+    return PackEdges(pack, verified, table.offsets, table.ids + data[HEAD.size:body_at], covers, counts, tokens,
+                     *facts)
 
 
 def pack_digest(path: Path) -> bytes:

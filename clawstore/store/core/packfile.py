@@ -9,6 +9,7 @@ import fcntl
 import os
 import secrets
 import struct
+import sys
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -232,8 +233,17 @@ class PackWriter:
 
 def table_columns(table: bytes | bytearray) -> Table:
     """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
-    columns = list(zip(*_TABLE_ROW.iter_unpack(table), strict=True)) or [(), (), (), ()]
-    return Table(b"".join(columns[1]), array("Q", columns[2]))
+    size = _TABLE_ROW.size
+    ids, offsets = bytearray(len(table) // size * 32), bytearray(len(table) // size * 8)
+    for byte in range(32):  # (a column a byte at a time, by extended slices: no object made per row)
+        ids[byte::32] = table[1 + byte::size]
+    for byte in range(8):
+        offsets[byte::8] = table[33 + byte::size]
+    found = array("Q")
+    found.frombytes(offsets)
+    if sys.byteorder == "big":
+        found.byteswap()
+    return Table(bytes(ids), found)
 
 
 def table_of(path: Path) -> Table | None:
