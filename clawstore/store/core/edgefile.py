@@ -35,6 +35,7 @@ VERIFIED = 1  # fsck decoded and hashed every blob of the pack, and recorded eac
 NO_FACT = 0xFFFF  # an object with no record facts (not a record, or one a check must read)
 _LEVEL = 1  # zstd: the ordinals compress 3-4x at any level, the lowest is the fastest
 _SWAP = sys.byteorder == "big"  # the file's arrays are little-endian
+_STEP = 16384  # ids named turned into rows at once when a file is made
 # What an object names (docs/gc-and-archives.md, Roots and reachability): if it is JSON, every id written in it.
 ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _JSON_START = frozenset(b"{[")
@@ -101,6 +102,8 @@ class EdgeLog:
         """What a file written from this log says, each object a row of the pack's `table` and each id it names a row
         too when the pack holds it (else an index among the other ids); None if the log does not match the table."""
         rows = len(table)
+        if rows + len(self.edges) // ID > 0xFFFFFFFF:
+            return None
         covers, counts = array("B", bytes(rows)), array("I", bytes(4 * rows))
         fact_keys = array("H", [NO_FACT]) * rows if verified else array("H")
         fact_counts = array("H", bytes(2 * rows)) if verified else array("H")
@@ -115,18 +118,20 @@ class EdgeLog:
             if verified and self.fact_keys[i] != NO_FACT:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
-        # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others.
+        # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
+        # ids at a time (what is made per id is bounded, the dict of the pack's ids is not: 11 MB at 100,000 rows).
         row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
-        named = _chunks(bytes(self.edges))
-        tokens = list(map(row_of.get, named))
         others: dict[bytes, int] = {}
-        for at, token in enumerate(tokens):
-            if token is None:
-                tokens[at] = rows + others.setdefault(named[at], len(others))
-        if rows + len(others) > 0xFFFFFFFF:
-            return None
-        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), covers, counts,
-                         array("I", tokens), fact_keys, fact_counts, self.fact_outs if verified else array("H"))
+        tokens = array("I")
+        for start in range(0, len(self.edges), _STEP * ID):
+            named = _chunks(bytes(self.edges[start:start + _STEP * ID]))
+            found = list(map(row_of.get, named))
+            for at, token in enumerate(found):
+                if token is None:
+                    found[at] = rows + others.setdefault(named[at], len(others))
+            tokens.extend(found)  # type: ignore[arg-type]
+        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), covers, counts, tokens,
+                         fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
 @dataclass
