@@ -210,14 +210,15 @@ class PackWriter:
         self._write_edges()
 
     def _write_edges(self) -> None:
-        """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone). The
-        pack is hashed as it is now, durable and sealed; a writer killed before this leaves a pack with none, which gc
-        reads (and then writes its file) and fsck verifies."""
+        """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone), with
+        the digest of the bytes this writer wrote (read back only after a byte written out of order); a writer killed
+        before this leaves a pack with none, which gc reads (and then writes its file) and fsck verifies."""
         log, self.edge_log = self.edge_log, None
+        if log is None or not len(log) or self.edges_root is None:
+            self.hasher, self.unhashed, self.unhashed_bytes = None, [], 0
+            return
         self._hash_written()
         hasher, self.hasher = self.hasher, None
-        if log is None or not len(log) or self.edges_root is None:
-            return
         found = log.against(self.pack_id, table_columns(self.table), verified=False)
         if found is None:
             return
