@@ -41,7 +41,6 @@ MAX_PAYLOAD = 1 << 40  # refuse absurd lengths in a hostile file before allocati
 # A pack smaller than this is not worth a file of its own: gc merges such packs, and a pull copies their
 # objects into its own pack instead of moving them in whole (one per interim push of a `build --remote`).
 SMALL_PACK_BYTES = 4 << 20
-HASH_BATCH = 1 << 20  # bytes a writer's hash of its pack takes at once
 
 
 class NotAPackError(StoreError):
@@ -84,12 +83,6 @@ class PackWriter:
         self.pack_id = pack_id or new_pack_id()
         self.edges_root = edges_root
         self.edge_log = EdgeLog() if edges_root is not None else None
-        # The BLAKE3 of every byte written, in order (its edges file records it: the pack is not read back to
-        # hash it); None once a byte is written out of order (a streamed blob's header), then the seal reads it.
-        # Parts are hashed HASH_BATCH bytes at a time: blake3 takes 3 µs for a part of 2 KB, 0.2 ms for 1 MiB.
-        self.hasher: blake3.blake3 | None = blake3.blake3() if edges_root is not None else None
-        self.unhashed: list[bytes | memoryview] = []
-        self.unhashed_bytes = 0
         self.path = pack_path(packs_dir, self.pack_id)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -111,28 +104,17 @@ class PackWriter:
         os.ftruncate(fd, writer.size)
         writer.table = bytearray(b"".join(_TABLE_ROW.pack(*blob) for blob in blobs))
         writer.synced_to, writer.sealed = 0, False
-        writer.edges_root, writer.edge_log, writer.hasher = None, None, None
-        writer.unhashed, writer.unhashed_bytes = [], 0
+        writer.edges_root, writer.edge_log = None, None
         return writer
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
         total = sum(len(part) for part in parts)
         if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
             parts = [b"".join(parts)]
-        if self.hasher is not None:
-            self.unhashed += parts
-            self.unhashed_bytes += total
-            if self.unhashed_bytes >= HASH_BATCH:
-                self._hash_written()
         written = os.pwritev(self.fd, parts, self.size)
         if written < total:  # a short write (rare on regular files): resume in order
             self._write_rest(parts, written)
         self.size += total
-
-    def _hash_written(self) -> None:
-        if self.hasher is not None:
-            self.hasher.update(b"".join(self.unhashed))
-        self.unhashed, self.unhashed_bytes = [], 0
 
     def _write_rest(self, parts: list[bytes | memoryview], done: int) -> None:
         """Write what a short write left: the first `done` bytes of `parts` are written."""
@@ -170,8 +152,6 @@ class PackWriter:
     def begin_stream(self, kind: int) -> int:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
         start = self.size
-        self.hasher = None  # (its header is written again at its end)
-        self._hash_written()
         self._write([_BLOB_HEAD.pack(0, bytes(32), 0)])  # kind 0 until filled in: a walk stops here
         return start
 
@@ -210,20 +190,18 @@ class PackWriter:
         self._write_edges()
 
     def _write_edges(self) -> None:
-        """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone), with
-        the digest of the bytes this writer wrote (read back only after a byte written out of order); a writer killed
-        before this leaves a pack with none, which gc reads (and then writes its file) and fsck verifies."""
+        """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone). The
+        pack is hashed as it is now, durable and sealed (read back from the page cache: hashing each part as it is
+        written cost more, docs/gc-and-archives.md); a writer killed before this leaves a pack with none, which gc
+        reads (and then writes its file) and fsck verifies."""
         log, self.edge_log = self.edge_log, None
         if log is None or not len(log) or self.edges_root is None:
-            self.hasher, self.unhashed, self.unhashed_bytes = None, [], 0
             return
-        self._hash_written()
-        hasher, self.hasher = self.hasher, None
         found = log.against(self.pack_id, table_columns(self.table), verified=False)
         if found is None:
             return
         with contextlib.suppress(OSError):
-            digest = hasher.digest() if hasher is not None else pack_digest(self.path)
+            digest = pack_digest(self.path)
             write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, found)
 
     def close(self) -> None:
