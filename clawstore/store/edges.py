@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,11 +29,13 @@ from clawstore.store.core.edgefile import (
     SUFFIX,
     EdgeLog,
     PackEdges,
+    Table,
     children_in,
     decode,
     edges_path,
     looks_json,
     pack_digest,
+    recorded,
     write,
 )
 from clawstore.store.core.ids import is_oid
@@ -40,15 +43,18 @@ from clawstore.store.core.index import IndexView
 from clawstore.store.core.packfile import (
     KIND_OBJECT,
     Blob,
+    NotAPackError,
+    PackScan,
     is_sealed,
     iter_pack_ids,
     pack_path,
     scan_pack,
+    table_of,
     writer_alive,
 )
 
-__all__ = ["DIR", "ID_RE", "SUFFIX", "EdgeCache", "PackEdges", "build", "children_in", "edges_path", "load",
-           "looks_json", "pack_digest", "record_facts", "remove_stale", "verify_blobs", "write"]
+__all__ = ["DIR", "ID_RE", "SUFFIX", "EdgeCache", "EdgeLog", "PackEdges", "build", "children_in", "edges_path", "load",
+           "looks_json", "pack_digest", "record_facts", "remove_stale", "save", "verify_blobs"]
 
 REGION = 8 << 20  # pack bytes read (and content decoded) at once when verifying: fsck's memory bound per pack
 _STORED_MAX = 1 << 20  # objects stored larger than this are verified on their own (streamed over 4 MiB)
@@ -103,20 +109,29 @@ def _fact(content: memoryview, children: list[bytes]) -> tuple[int, list[int]] |
 
 def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
     """The pack's file if it is whole and the pack's bytes still hash to what it records, else None."""
+    path = pack_path(packs_dir, pack)
     try:
         data = edges_path(root, pack).read_bytes()
-        size = os.stat(pack_path(packs_dir, pack)).st_size
-    except OSError:
+        size = os.stat(path).st_size
+        digest = recorded(data, pack, size)
+        table = table_of(path) if digest is not None else None
+        found = decode(pack, data, size, table) if table is not None else None
+        if found is None or pack_digest(path) != digest:
+            return None  # (the pack changed since it was hashed: what it names must be read again)
+    except (OSError, NotAPackError):
         return None
-    found = decode(pack, data, size)
-    if found is None:
-        return None
-    try:
-        if pack_digest(pack_path(packs_dir, pack)) != found[1]:
-            return None  # the pack changed since it was verified: what it names must be read again
-    except OSError:
-        return None
-    return found[0]
+    return found
+
+
+def save(root: Path, tmp_dir: Path, scan: PackScan, pack: str, digest: bytes, log: EdgeLog, verified: bool
+         ) -> PackEdges | None:
+    """Write the file of a sealed pack (`scan`, hashed to `digest` before it was read) from what `log` noted of it;
+    what the file says (None if the log is not about these blobs)."""
+    table = Table(b"".join(blob.id for blob in scan.blobs), array("Q", [blob.offset for blob in scan.blobs]))
+    found = log.against(pack, table, verified)
+    if found is not None:
+        write(root, tmp_dir, pack, scan.size, digest, found)
+    return found
 
 
 def build(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> PackEdges | None:
@@ -140,8 +155,7 @@ def build(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> PackEdges | 
                     log.add(blob.id, blob.offset, children)
     except (OSError, ValueError):
         return None
-    write(root, tmp_dir, pack, scan.size, digest, log, 0)
-    return log.held(pack, verified=False)
+    return save(root, tmp_dir, scan, pack, digest, log, verified=False)
 
 
 class EdgeCache:

@@ -86,8 +86,7 @@ def _covered(store: Store, path: Path) -> dict[bytes, list[bytes]]:
     """What an edges file says each object it covers names."""
     found = edges.load(store.root, store.runtime.packs_dir, path.name.removesuffix(edges.SUFFIX))
     assert found is not None
-    return {found.ids[i * 32:(i + 1) * 32]: found.children(found.ids[i * 32:(i + 1) * 32], offset)  # type: ignore
-            for i, offset in enumerate(found.offsets)}
+    return {digest: found.children(digest, offset) for digest, offset in found.covered()}  # type: ignore[misc]
 
 
 def _big(store: Store, reached: set[str]) -> set[str]:
@@ -236,7 +235,7 @@ def test_the_writer_notes_nothing_it_did_not_hash(tmp_path: Path, monkeypatch: p
     store.runtime.close_writer()
     pack = next(iter_pack_ids(store.runtime.packs_dir))
     found = edges.load(store.root, store.runtime.packs_dir, pack)
-    assert found is not None and len(found.offsets) == 1
+    assert found is not None and len(found.covered()) == 1
     read = _no_reads(monkeypatch)
     walk = _walk(store, mine)
     assert walk.marked == {oid[len(PREFIX):] for oid in (child, parent, mine)}
@@ -246,7 +245,7 @@ def test_the_writer_notes_nothing_it_did_not_hash(tmp_path: Path, monkeypatch: p
 def test_fsck_verifies_a_pack_whose_writers_file_vouches_for_its_bytes(tmp_path: Path) -> None:
     """A byte turned before the writer hashed its pack (a bad disk, a bad cable): the writer's file matches the pack,
     so gc trusts what it names, but fsck never takes a writer's file for a verification."""
-    from clawstore.store.core.edgefile import EdgeLog, pack_digest, write
+    from clawstore.store.core.packfile import scan_pack
 
     store = Store(tmp_path / "store")
     victim = store.put_json({"pad": os.urandom(1500).hex()})
@@ -255,8 +254,8 @@ def test_fsck_verifies_a_pack_whose_writers_file_vouches_for_its_bytes(tmp_path:
     flip_in_frame(store, victim, 30)
     pack = next(iter_pack_ids(store.runtime.packs_dir))
     path = pack_path(store.runtime.packs_dir, pack)
-    log = EdgeLog()
+    log = edges.EdgeLog()
     log.add(bytes.fromhex(victim[len(PREFIX):]), store.locate(victim)[1], [])
-    write(store.root, store.runtime.tmp_dir, pack, path.stat().st_size, pack_digest(path), log, 0)
+    assert edges.save(store.root, store.runtime.tmp_dir, scan_pack(path), pack, edges.pack_digest(path), log, False)
     assert edges.load(store.root, store.runtime.packs_dir, pack) is not None
     assert list(fsck(store).corrupt) == [victim]

@@ -10,25 +10,32 @@ from __future__ import annotations
 import contextlib
 import re
 import struct
+import sys
 from array import array
 from binascii import unhexlify
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 import blake3
+import zstandard
 
 from clawstore.host.durable import write_file_atomic
 from clawstore.store.core.ids import file_digest
 
 DIR = "edges"
 SUFFIX = ".edges"
-MAGIC = b"CLAWEDG2"
-# magic, pack id, pack size, BLAKE3 of the pack, objects, edges, flags, facts' output indices
-HEAD = struct.Struct("<8s16sQ32sQQQQ")
+MAGIC = b"CLAWEDG3"  # (CLAWEDG2's files, 32 bytes an edge, are not read: gc or fsck writes them anew)
+# magic, pack id, pack size, BLAKE3 of the pack, the pack's blobs (rows of its table), ids of other packs, edges, flags,
+# facts' output indices
+HEAD = struct.Struct("<8s16sQ32sQQQQQ")
 ID = 32
 VERIFIED = 1  # fsck decoded and hashed every blob of the pack, and recorded each record's facts
 NO_FACT = 0xFFFF  # an object with no record facts (not a record, or one a check must read)
+_LEVEL = 1  # zstd: the ordinals compress 3-4x at any level, the lowest is the fastest
+_SWAP = sys.byteorder == "big"  # the file's arrays are little-endian
+_STEP = 16384  # ids named turned into rows at once when a file is made
 # What an object names (docs/gc-and-archives.md, Roots and reachability): if it is JSON, every id written in it.
 ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _JSON_START = frozenset(b"{[")
@@ -51,6 +58,17 @@ def children_in(data: bytes | memoryview) -> list[bytes]:
 
 def edges_path(root: Path, pack: str) -> Path:
     return root / DIR / f"{pack}{SUFFIX}"
+
+
+@dataclass
+class Table:
+    """A sealed pack's blobs as its trailer lists them (packfile.table_of): an edges file names them by row."""
+
+    ids: bytes  # 32 bytes a row
+    offsets: array  # payload offset of each row, ascending
+
+    def __len__(self) -> int:
+        return len(self.offsets)
 
 
 class EdgeLog:
@@ -80,97 +98,178 @@ class EdgeLog:
             self.fact_outs.extend(fact[1])
         self.fact_starts.append(len(self.fact_outs))
 
-    def encode(self, pack: str, size: int, pack_digest: bytes, flags: int) -> list[bytes | bytearray]:
-        """The file's parts, its checksum last (written as they are: no copy of the whole is made)."""
-        parts: list[bytes | bytearray] = [
-            HEAD.pack(MAGIC, bytes.fromhex(pack), size, pack_digest, len(self), len(self.edges) // ID, flags,
-                      len(self.fact_outs)),
-            self.ids, self.offsets.tobytes(), self.starts.tobytes(), self.edges]
-        if flags & VERIFIED:
-            parts += [self.fact_keys.tobytes(), self.fact_starts.tobytes(), self.fact_outs.tobytes()]
-        checksum = blake3.blake3()
-        for part in parts:
-            checksum.update(part)
-        return [*parts, checksum.digest()]
-
-    def held(self, pack: str, verified: bool) -> PackEdges:
-        """What a file written from this log says (for its writer: no need to read it back)."""
-        return PackEdges(pack, verified, bytes(self.ids), self.offsets, self.starts, bytes(self.edges),
-                         self.fact_keys if verified else array("H"), self.fact_starts if verified else array("I"),
-                         self.fact_outs if verified else array("H"))
+    def against(self, pack: str, table: Table, verified: bool) -> PackEdges | None:
+        """What a file written from this log says, each object a row of the pack's `table` and each id it names a row
+        too when the pack holds it (else an index among the other ids); None if the log does not match the table."""
+        rows = len(table)
+        if rows + len(self.edges) // ID > 0xFFFFFFFF:
+            return None
+        covers, counts = array("B", bytes(rows)), array("I", bytes(4 * rows))
+        fact_keys = array("H", [NO_FACT]) * rows if verified else array("H")
+        fact_counts = array("H", bytes(2 * rows)) if verified else array("H")
+        last = -1
+        for i, offset in enumerate(self.offsets):
+            row = bisect_left(table.offsets, offset)
+            if row <= last or row == rows or table.offsets[row] != offset \
+                    or table.ids[row * ID:(row + 1) * ID] != self.ids[i * ID:(i + 1) * ID]:
+                return None  # (not the blobs of this pack, or not in its order: the edges below are in row order)
+            last = row
+            covers[row], counts[row] = 1, self.starts[i + 1] - self.starts[i]
+            if verified and self.fact_keys[i] != NO_FACT:
+                fact_keys[row] = self.fact_keys[i]
+                fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
+        # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
+        # ids at a time (what is made per id is bounded, the dict of the pack's ids is not: 11 MB at 100,000 rows).
+        row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
+        others: dict[bytes, int] = {}
+        tokens = array("I")
+        for start in range(0, len(self.edges), _STEP * ID):
+            named = _chunks(bytes(self.edges[start:start + _STEP * ID]))
+            found = list(map(row_of.get, named))
+            for at, token in enumerate(found):
+                if token is None:
+                    found[at] = rows + others.setdefault(named[at], len(others))
+            tokens.extend(found)  # type: ignore[arg-type]
+        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), covers, counts, tokens,
+                         fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
 @dataclass
 class PackEdges:
-    """One pack's objects (ids and payload offsets, in file order), the ids each names and, when fsck verified the
-    pack, each record's facts, as flat arrays."""
+    """One pack's blobs (its table's rows), which of them the file covers and the ids each names and, when fsck
+    verified the pack, each record's facts, as flat arrays."""
 
     pack: str
     verified: bool
-    ids: bytes  # 32 bytes an object
-    offsets: array  # payload offset of each object, ascending
-    starts: array  # where each object's edges begin in `edges` (one more than objects)
-    edges: bytes  # 32 bytes an edge
-    fact_keys: array  # per object: index of its key among its edges, NO_FACT if none (empty unless verified)
-    fact_starts: array
+    offsets: array  # payload offset of each row of the pack's table, ascending
+    known: bytes  # the id of each row, then the ids named that the pack does not hold (in order of first mention)
+    covers: array  # per row: 1 if the file says what it names, else 0 (read it)
+    counts: array  # per row: how many ids it names
+    tokens: array  # per id named: its place in `known` (a row of this pack, or past the rows: another id)
+    fact_keys: array  # per row: index of its key among its edges, NO_FACT if none (empty unless verified)
+    fact_counts: array  # per row: how many outputs it has in `fact_outs`
     fact_outs: array  # output indices among the object's edges
+
+    def __post_init__(self) -> None:
+        self.starts = array("I", accumulate(self.counts, initial=0))
+        self.fact_starts = array("I", accumulate(self.fact_counts, initial=0))
+
+    @property
+    def others(self) -> bytes:
+        return self.known[len(self.offsets) * ID:]
+
+    def covered(self) -> list[tuple[bytes, int]]:
+        """The (id, offset) of each object the file says what it names."""
+        known = self.known
+        return [(known[row * ID:(row + 1) * ID], self.offsets[row]) for row, covered in enumerate(self.covers)
+                if covered]
 
     def position(self, digest: bytes, offset: int) -> int | None:
         pos = bisect_left(self.offsets, offset)
-        if pos == len(self.offsets) or self.offsets[pos] != offset or self.ids[pos * ID:(pos + 1) * ID] != digest:
+        if pos == len(self.offsets) or self.offsets[pos] != offset or not self.covers[pos] \
+                or self.known[pos * ID:(pos + 1) * ID] != digest:
             return None
         return pos
 
     def children(self, digest: bytes, offset: int) -> list[bytes] | None:
         """What the object `digest` at `offset` names; None if this file does not cover it."""
         pos = self.position(digest, offset)
-        if pos is None:
-            return None
-        edges = self.edges
-        return [edges[i * ID:(i + 1) * ID] for i in range(self.starts[pos], self.starts[pos + 1])]
+        return None if pos is None else self._named(pos)
+
+    def _named(self, pos: int) -> list[bytes]:
+        known = self.known
+        return [known[token * ID:token * ID + ID] for token in self.tokens[self.starts[pos]:self.starts[pos + 1]]]
 
     def facts(self, digest: bytes, offset: int) -> tuple[bytes, list[bytes]] | None:
         """A record's key and outputs (digests, outputs in the record's order), None if none are recorded."""
         pos = self.position(digest, offset) if self.verified else None
         if pos is None or self.fact_keys[pos] == NO_FACT:
             return None
-        first, edges = self.starts[pos], self.edges
+        named = self._named(pos)
+        key, outs = self.fact_keys[pos], self.fact_outs[self.fact_starts[pos]:self.fact_starts[pos + 1]]
+        if key >= len(named) or any(i >= len(named) for i in outs):
+            return None  # (a file that does not fit its own edges: the record is read)
+        return named[key], [named[i] for i in outs]
 
-        def edge(i: int) -> bytes:
-            return edges[(first + i) * ID:(first + i + 1) * ID]
+    def encode(self, size: int, pack_digest: bytes) -> list[bytes]:
+        """The file's parts, its checksum last."""
+        arrays = [self.covers, self.counts, self.tokens]
+        if self.verified:
+            arrays += [self.fact_keys, self.fact_counts, self.fact_outs]
+        body = zstandard.ZstdCompressor(level=_LEVEL).compress(b"".join(_little(part) for part in arrays))
+        parts = [HEAD.pack(MAGIC, bytes.fromhex(self.pack), size, pack_digest, len(self.offsets),
+                           len(self.others) // ID, len(self.tokens), VERIFIED if self.verified else 0,
+                           len(self.fact_outs)),
+                 self.others, body]
+        checksum = blake3.blake3()
+        for part in parts:
+            checksum.update(part)
+        return [*parts, checksum.digest()]
 
-        outs = self.fact_outs[self.fact_starts[pos]:self.fact_starts[pos + 1]]
-        return edge(self.fact_keys[pos]), [edge(i) for i in outs]
+
+def _chunks(ids: bytes) -> list[bytes]:
+    return [ids[at:at + ID] for at in range(0, len(ids), ID)]
 
 
-def write(root: Path, tmp_dir: Path, pack: str, size: int, pack_digest: bytes, log: EdgeLog, flags: int) -> None:
+def _little(part: array) -> bytes:
+    if not _SWAP:
+        return part.tobytes()
+    swapped = array(part.typecode, part)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def _read(code: str, data: bytes) -> array:
+    found = array(code)
+    found.frombytes(data)
+    if _SWAP:
+        found.byteswap()
+    return found
+
+
+def write(root: Path, tmp_dir: Path, pack: str, size: int, pack_digest: bytes, found: PackEdges) -> None:
     """Write a pack's file (a cache: a store that cannot be written skips it)."""
     with contextlib.suppress(OSError):
         (root / DIR).mkdir(exist_ok=True)
-        write_file_atomic(edges_path(root, pack), log.encode(pack, size, pack_digest, flags), tmp_dir, durable=False)
+        write_file_atomic(edges_path(root, pack), found.encode(size, pack_digest), tmp_dir, durable=False)
 
 
-def decode(pack: str, data: bytes, size: int) -> tuple[PackEdges, bytes] | None:
-    """The arrays of a whole file about this pack of `size` bytes, and the pack digest it records; None otherwise."""
+def recorded(data: bytes, pack: str, size: int) -> bytes | None:
+    """The pack digest a whole file about this pack of `size` bytes records (its checksum holds); None otherwise."""
     if len(data) < HEAD.size + ID or blake3.blake3(memoryview(data)[:-ID]).digest() != data[-ID:]:
         return None
-    magic, pack_id, recorded_size, recorded, count, edge_count, flags, out_count = HEAD.unpack_from(data)
-    verified = bool(flags & VERIFIED)
-    at = [HEAD.size]
-    for width in (ID * count, 8 * count, 4 * (count + 1), ID * edge_count,
-                  *((2 * count, 4 * (count + 1), 2 * out_count) if verified else ())):
-        at.append(at[-1] + width)
-    if magic != MAGIC or pack_id != bytes.fromhex(pack) or recorded_size != size or at[-1] != len(data) - ID:
+    magic, pack_id, recorded_size, digest = HEAD.unpack_from(data)[:4]
+    if magic != MAGIC or pack_id != bytes.fromhex(pack) or recorded_size != size:
         return None
-    offsets, starts, fact_keys, fact_starts, fact_outs = (array(code) for code in ("Q", "I", "H", "I", "H"))
-    offsets.frombytes(data[at[1]:at[2]])
-    starts.frombytes(data[at[2]:at[3]])
-    if verified:
-        fact_keys.frombytes(data[at[4]:at[5]])
-        fact_starts.frombytes(data[at[5]:at[6]])
-        fact_outs.frombytes(data[at[6]:at[7]])
-    return PackEdges(pack, verified, data[at[0]:at[1]], offsets, starts, data[at[3]:at[4]], fact_keys, fact_starts,
-                     fact_outs), recorded
+    return digest
+
+
+def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
+    """The arrays of a file `recorded` accepted, its rows those of the pack's `table`; None if they do not fit."""
+    rows, other_count, edge_count, flags, out_count = HEAD.unpack_from(data)[4:]
+    verified = bool(flags & VERIFIED)
+    widths = [rows, 4 * rows, 4 * edge_count, *((2 * rows, 2 * rows, 2 * out_count) if verified else ())]
+    body_at = HEAD.size + ID * other_count
+    if rows != len(table) or edge_count > size or out_count > size or body_at > len(data) - ID:
+        return None
+    frame = data[body_at:-ID]
+    try:
+        if zstandard.frame_content_size(frame) != sum(widths):  # (nothing larger is made)
+            return None
+        body = zstandard.ZstdDecompressor().decompress(frame)
+    except zstandard.ZstdError:
+        return None
+    at = list(accumulate(widths, initial=0))
+    if len(body) != at[-1]:
+        return None
+    parts = [_read(code, body[at[i]:at[i + 1]]) for i, code in enumerate("BIIHHH"[:len(widths)])]
+    covers, counts, tokens = parts[:3]
+    if sum(counts) != edge_count or covers.count(0) + covers.count(1) != rows \
+            or (edge_count and max(tokens) >= rows + other_count):
+        return None
+    facts = parts[3:] if verified else [array("H"), array("H"), array("H")]
+    return PackEdges(pack, verified, table.offsets, table.ids + data[HEAD.size:body_at], covers, counts, tokens,
+                     *facts)
 
 
 def pack_digest(path: Path) -> bytes:

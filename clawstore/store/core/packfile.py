@@ -9,6 +9,8 @@ import fcntl
 import os
 import secrets
 import struct
+import sys
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import NamedTuple
 import blake3
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.core.edgefile import EdgeLog, pack_digest, write
+from clawstore.store.core.edgefile import EdgeLog, Table, pack_digest, write
 from clawstore.store.core.layout import StoreLayout
 
 MAGIC = b"CLAWPACK"
@@ -189,19 +191,44 @@ class PackWriter:
 
     def _write_edges(self) -> None:
         """The edges file of the objects noted (before the flock goes: fsck leaves a live writer's pack alone). The
-        pack is hashed as it is now, durable and sealed; a writer killed before this leaves a pack with none, which gc
+        pack is hashed as it is now, durable and sealed (read back from the page cache: hashing each part as it is
+        written cost more, docs/gc-and-archives.md); a writer killed before this leaves a pack with none, which gc
         reads (and then writes its file) and fsck verifies."""
         log, self.edge_log = self.edge_log, None
         if log is None or not len(log) or self.edges_root is None:
             return
+        found = log.against(self.pack_id, table_columns(self.table), verified=False)
+        if found is None:
+            return
         with contextlib.suppress(OSError):
             digest = pack_digest(self.path)
-            write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, log, 0)
+            write(self.edges_root, StoreLayout(self.edges_root).tmp, self.pack_id, self.size, digest, found)
 
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)  # releases the flock
             self.fd = -1
+
+
+def table_columns(table: bytes | bytearray) -> Table:
+    """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
+    size = _TABLE_ROW.size
+    ids, offsets = bytearray(len(table) // size * 32), bytearray(len(table) // size * 8)
+    for byte in range(32):  # (a column a byte at a time, by extended slices: no object made per row)
+        ids[byte::32] = table[1 + byte::size]
+    for byte in range(8):
+        offsets[byte::8] = table[33 + byte::size]
+    found = array("Q")
+    found.frombytes(offsets)
+    if sys.byteorder == "big":
+        found.byteswap()
+    return Table(bytes(ids), found)
+
+
+def table_of(path: Path) -> Table | None:
+    """A sealed pack's rows (its checksum verified); None if it is not sealed."""
+    table = _sealed_table(path)
+    return table_columns(table) if table is not None else None
 
 
 def writer_alive(path: Path) -> bool:
@@ -269,12 +296,17 @@ def is_sealed(path: Path) -> bool:
 def sealed_object_ids(path: Path) -> list[bytes]:
     """The ids (digests) of the objects a sealed pack's table names, in table order (NotAPackError if
     it is not sealed): without making a Blob per row, for a push deciding what to send."""
+    table = _sealed_table(path)
+    if table is None:
+        raise NotAPackError(f"{path}: not a sealed clawstore pack")
+    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(table) if kind == KIND_OBJECT]
+
+
+def _sealed_table(path: Path) -> bytes | None:
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         found = _read_table(fh.fileno(), size, path) if fh.read(len(HEADER)) == HEADER else None
-    if found is None:
-        raise NotAPackError(f"{path}: not a sealed clawstore pack")
-    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(found[0]) if kind == KIND_OBJECT]
+    return found[0] if found is not None else None
 
 
 def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:

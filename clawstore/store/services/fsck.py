@@ -21,7 +21,7 @@ from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store import edges
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.buildlogs import builds_dir
-from clawstore.store.core.edgefile import VERIFIED, EdgeLog
+from clawstore.store.core.edgefile import EdgeLog
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.index import (
     ActionEntry,
@@ -204,8 +204,9 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 if progress is not None and verified % 1000 == 0:
                     progress(verified)
             if digest is not None and pack not in report.bad_packs:
-                edges.write(store.root, store.runtime.tmp_dir, pack, scan.size, digest, named, VERIFIED)
-                named_by.add(named.held(pack, verified=True))
+                found = edges.save(store.root, store.runtime.tmp_dir, scan, pack, digest, named, verified=True)
+                if found is not None:
+                    named_by.add(found)
         checks[pack] = _PackCheck(scan, good)
     edges.remove_stale(store.root, packs_dir)
     # An object damaged in one pack but intact in another (a copy) is not lost.

@@ -1,0 +1,126 @@
+"""The edges file's format (CLAWEDG3, store/core/edgefile.py): small (rows of the pack's table and a table of the other
+packs' ids, compressed), never trusted when it does not fit its pack's table even with its checksum whole, a file of
+the previous format ignored and written anew."""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from pathlib import Path
+
+import blake3
+import pytest
+
+from clawstore.store import Store, edges
+from clawstore.store.core.edgefile import HEAD, ID, MAGIC, PackEdges
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.packfile import iter_pack_ids, pack_path
+from clawstore.store.reach import Reach
+from clawstore.store.services.fsck import fsck
+from tests.gc.test_reach_many import _graph, _reference_walk
+
+
+def _one_pack_store(tmp_path: Path) -> tuple[Store, str, str]:
+    """A chain of 300 objects in one pack, each naming the one before, every tenth also an id no pack holds."""
+    store = Store(tmp_path / "store")
+    last = store.put_bytes(b"the first leaf")
+    for index in range(300):
+        doc = {"i": index, "previous": last}
+        last = store.put_json(doc if index % 10 else {**doc, "elsewhere": PREFIX + f"{index:064x}"})
+    store.set_ref("pins/chain", last)
+    store.runtime.close_writer()
+    (pack,) = iter_pack_ids(store.runtime.packs_dir)
+    return store, pack, last
+
+
+def _load(store: Store, pack: str) -> PackEdges | None:
+    return edges.load(store.root, store.runtime.packs_dir, pack)
+
+
+def test_a_file_takes_a_few_bytes_an_id_named_inside_its_pack(tmp_path: Path) -> None:
+    store, pack, _ = _one_pack_store(tmp_path)
+    found = _load(store, pack)
+    assert found is not None and len(found.covered()) == 301 and len(found.tokens) == 330
+    size = edges.edges_path(store.root, pack).stat().st_size
+    # 30 ids of no pack: 32 bytes each; the 300 named inside the pack and the 301 objects: 4-byte rows, compressed.
+    assert size <= HEAD.size + 30 * ID + 2 * (330 + 301) + ID
+    old_layout = (ID + 12) * 301 + ID * 330  # (CLAWEDG2: ids, offsets and starts of the objects, 32 bytes an edge)
+    assert size < old_layout / 5
+
+
+def _previous_format(found: PackEdges, size: int, digest: bytes) -> bytes:
+    """The file CLAWEDG2 wrote for the same pack (32 bytes an object and an id named): whole, its checksum right."""
+    covered = found.covered()
+    named = [found.children(digest_, offset) or [] for digest_, offset in covered]
+    starts = array("I", [0])
+    for children in named:
+        starts.append(starts[-1] + len(children))
+    body = (struct.pack("<8s16sQ32sQQQQ", b"CLAWEDG2", bytes.fromhex(found.pack), size, digest, len(covered),
+                        starts[-1], 0, 0)
+            + b"".join(d for d, _ in covered) + array("Q", [o for _, o in covered]).tobytes() + starts.tobytes()
+            + b"".join(b"".join(children) for children in named))
+    return body + blake3.blake3(body).digest()
+
+
+def test_a_file_of_the_previous_format_is_ignored_and_the_walk_writes_it_anew(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    root = _graph(store, 1200, seed=21)
+    reached = _reference_walk(store, [root])[0]
+    packs = list(iter_pack_ids(store.runtime.packs_dir))
+    for pack in packs:
+        found = _load(store, pack)
+        assert found is not None
+        path = pack_path(store.runtime.packs_dir, pack)
+        edges.edges_path(store.root, pack).write_bytes(
+            _previous_format(found, path.stat().st_size, edges.pack_digest(path)))
+        assert _load(store, pack) is None
+    walk = Reach(store, cached=True)
+    walk.mark([root])
+    assert walk.marked == reached
+    for pack in packs:
+        assert edges.edges_path(store.root, pack).read_bytes().startswith(MAGIC) and _load(store, pack) is not None
+    assert fsck(store).problems == []
+
+
+def _rewritten(store: Store, pack: str, change: str) -> None:
+    """The pack's file made to lie in one way, its checksum made whole again (only the checksum is not enough)."""
+    found = _load(store, pack)
+    assert found is not None
+    tokens, counts, known, offsets = array("I", found.tokens), array("I", found.counts), found.known, found.offsets
+    covers = array("B", found.covers)
+    if change == "a row past the table":
+        tokens[0] = len(found.offsets) + len(found.others) // ID
+    elif change == "more ids than named":
+        counts[0] += 1
+    elif change == "another table":
+        rows = len(offsets)
+        known, counts, covers = known[:rows * ID] + bytes(ID) + known[rows * ID:], counts + array("I", [0]), \
+            covers + array("B", [0])
+        offsets = offsets + array("Q", [offsets[-1] + 1])
+        tokens = array("I", [token + (token >= rows) for token in tokens])
+    lying = PackEdges(pack, False, offsets, known, covers, counts, tokens, array("H"), array("H"), array("H"))
+    path = pack_path(store.runtime.packs_dir, pack)
+    parts = lying.encode(path.stat().st_size, edges.pack_digest(path))
+    edges.edges_path(store.root, pack).write_bytes(b"".join(parts))
+
+
+@pytest.mark.parametrize("change", ["a row past the table", "more ids than named", "another table"])
+def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(tmp_path: Path, change: str) -> None:
+    store, pack, last = _one_pack_store(tmp_path)
+    _rewritten(store, pack, change)
+    assert _load(store, pack) is None
+    walk = Reach(store, cached=True)
+    walk.mark([last])
+    assert walk.marked == _reference_walk(store, [last])[0] and len(walk.marked) == 301
+    assert _load(store, pack) is not None  # read whole and written anew
+
+
+def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(tmp_path: Path) -> None:
+    store, pack, _ = _one_pack_store(tmp_path)
+    target = edges.edges_path(store.root, pack)
+    data = bytearray(target.read_bytes()[:-ID])
+    fields = list(HEAD.unpack_from(data))
+    fields[6] -= 1  # one edge fewer: the frame holds 4 bytes more than the header allows
+    data[:HEAD.size] = HEAD.pack(*fields)
+    target.write_bytes(bytes(data) + blake3.blake3(data).digest())
+    assert _load(store, pack) is None
