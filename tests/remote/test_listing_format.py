@@ -34,7 +34,7 @@ def _entries(count: int) -> dict[bytes, bytes]:
 
 
 def _table(tmp_path: Path, ids: list[bytes]) -> bytes:
-    """The table of a real sealed pack holding these ids (frames that are not objects' content: only the table counts)."""
+    """The table of a real sealed pack holding these ids (its frames are no content: only the table counts)."""
     writer = PackWriter(tmp_path)
     writer.append_many([(KIND_OBJECT, oid, [b"x"]) for oid in ids])
     writer.seal(durable=False)
