@@ -233,23 +233,21 @@ class DirectoryBackend:
             raise _not_a_file(self.description, name)
         return fd
 
-    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def _open_to_read(self, name: str) -> int:
         try:
-            fd = self._open(name)
+            return self._open(name)
         except FileNotFoundError:
             raise RemoteError(f"remote {self.description}: {name} is missing") from None
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
+
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        fd = self._open_to_read(name)
         with open(fd, "rb") as src, open(target, "wb") as dst:
             _copy_at_most(src, dst, size, f"remote {self.description}: {name}", moved)
 
     def read_tail(self, name: str, length: int) -> bytes:
-        try:
-            fd = self._open(name)
-        except FileNotFoundError:
-            raise RemoteError(f"remote {self.description}: {name} is missing") from None
-        except OSError as exc:
-            raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
+        fd = self._open_to_read(name)
         try:
             size = os.fstat(fd).st_size
             return os.pread(fd, min(length, size), size - min(length, size))
