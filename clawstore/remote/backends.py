@@ -98,6 +98,10 @@ class Backend(Protocol):
         """Write one file only if there is none of that name (False: there was; it is left as it was)."""
         ...
 
+    def read_tail(self, name: str, length: int) -> bytes:
+        """The last `length` bytes of one file (fewer if it is shorter: the caller checks)."""
+        ...
+
     def read_ref(self, name: str) -> RefValue | None: ...
 
     def swap_ref(self, name: str, value: str, expected: RefValue | None) -> None:
@@ -229,15 +233,26 @@ class DirectoryBackend:
             raise _not_a_file(self.description, name)
         return fd
 
-    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def _open_to_read(self, name: str) -> int:
         try:
-            fd = self._open(name)
+            return self._open(name)
         except FileNotFoundError:
             raise RemoteError(f"remote {self.description}: {name} is missing") from None
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
+
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+        fd = self._open_to_read(name)
         with open(fd, "rb") as src, open(target, "wb") as dst:
             _copy_at_most(src, dst, size, f"remote {self.description}: {name}", moved)
+
+    def read_tail(self, name: str, length: int) -> bytes:
+        fd = self._open_to_read(name)
+        try:
+            size = os.fstat(fd).st_size
+            return os.pread(fd, min(length, size), size - min(length, size))
+        finally:
+            os.close(fd)
 
     def _write(self, name: str, data_from: Path | bytes, replace: bool = True, moved: Moved = None) -> bool:
         final = self._path(name)
@@ -384,6 +399,17 @@ class S3Backend:
                 _copy_at_most(body, dst, size, f"remote {self.description}: {name}", moved)
         except RemoteDamage:
             raise
+        except Exception as exc:
+            raise self._fail(f"downloading {name}", exc) from None
+
+    def read_tail(self, name: str, length: int) -> bytes:
+        """One ranged GET (`bytes=-length`); never more than `length` bytes are kept."""
+        if length == 0:
+            return b""
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=f"bytes=-{length}")["Body"]
+            with contextlib.closing(body):
+                return body.read(length)
         except Exception as exc:
             raise self._fail(f"downloading {name}", exc) from None
 

@@ -13,32 +13,40 @@ from typing import Any
 import blake3
 
 from clawstore.errors import UsageError
+from clawstore.store import face
 from clawstore.store.core.ids import PREFIX, is_hex64, is_oid
 from clawstore.values import jsontext
 
-FORMAT = 3
-FORMATS = (2, FORMAT)  # the listings of packs; one without a format is a bundle's
+FORMAT = 4
+FORMATS = (2, 3, FORMAT)  # the listings of packs; one without a format is a bundle's
 _LOWER_HEX = re.compile(r"[0-9a-f]*")
 
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """A decoded listing, whatever its format: the hex ids of the pack's objects, its entries {key id:
-    record id}, `signed`: what its signature covers; `format` None: a bundle's (an older claw's campaign
-    archive, imported whole: no pack, no size); `document`: the hex id of the entries document the pack
-    also holds."""
+    """A decoded listing, whatever its format: the hex ids of the pack's objects (None in format 4: the pack's own
+    table names them, `table` and `rows` name that table; `object_ids` reads them from it), its entries {key id:
+    record id}, `signed`: what its signature covers; `format` None: a bundle's (an older claw's campaign archive,
+    imported whole: no pack, no size); `document`: the hex id of the entries document the pack also holds."""
 
-    objects: list[str]
+    objects: list[str] | None
     actions: dict[str, str]
     signed: dict[str, Any]
     format: int | None = FORMAT
     pack: str | None = None
     size: int | None = None
     document: str | None = None
+    table: str | None = None
+    rows: int = 0
 
     @property
     def is_bundle(self) -> bool:
         return self.format is None
+
+    @property
+    def count(self) -> int:
+        """How many objects the pack holds besides its entries document."""
+        return len(self.objects) if self.objects is not None else self.signed["objects"]
 
     @property
     def document_ids(self) -> list[str]:
@@ -59,17 +67,33 @@ def entries(actions: dict[bytes, bytes]) -> bytes:
     return b"".join(sorted(map(bytes.__add__, actions.keys(), actions.values())))
 
 
-def encode(pack: str, size: int, objects: list[bytes], pairs: bytes, document: str | None) -> bytes:
-    """The signed listing of a pack (its BLAKE3 hex name and size) holding `objects`, carrying the
-    entries `pairs` (made by `entries`) and, when it has entries, the id of their `document`."""
+def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, document: str | None) -> bytes:
+    """The signed listing of a pack (its BLAKE3 hex name and size) whose `table` (face.pack_table) names `count`
+    objects besides its entries `document`, carrying the entries `pairs` (made by `entries`)."""
     from clawstore.trust import signature
 
-    body = b"".join((*objects, pairs))
-    fields: dict[str, Any] = {"format": FORMAT, "pack": pack, "size": size, "objects": len(objects),
-                              "actions": len(pairs) // 64, "body": blake3.blake3(body).hexdigest()}
+    fields: dict[str, Any] = {"format": FORMAT, "pack": pack, "size": size, "objects": count,
+                              "table": blake3.blake3(table).hexdigest(), "rows": face.table_rows(table),
+                              "actions": len(pairs) // 64, "body": blake3.blake3(pairs).hexdigest()}
     if document is not None:
         fields["document"] = document
-    return signature.signed_json(fields) + b"\n" + body
+    return signature.signed_json(fields) + b"\n" + pairs
+
+
+def object_ids(doc: Listing, table: bytes) -> list[bytes]:
+    """The ids (digests) of the objects a listing of format 4 names, from its pack's `table`, each once in table
+    order, its entries document left out; ListingError if `table` is not the one the listing names."""
+    if len(table) != face.table_tail_size(doc.rows) - face.table_tail_size(0) \
+            or blake3.blake3(table).hexdigest() != doc.table:
+        raise ListingError("table: not the one the listing names (its BLAKE3)")
+    ids = dict.fromkeys(face.table_object_ids(table))
+    if doc.document is not None:
+        if bytes.fromhex(doc.document) not in ids:
+            raise ListingError("table: its pack does not hold the entries document the listing names")
+        del ids[bytes.fromhex(doc.document)]
+    if len(ids) != doc.count:
+        raise ListingError(f"table: {len(ids)} objects, the listing says {doc.count}")
+    return list(ids)
 
 
 def decode(data: bytes, pack: str) -> Listing:
@@ -81,7 +105,7 @@ def decode(data: bytes, pack: str) -> Listing:
         raise ListingError("not JSON", not_json=True) from None
     if not isinstance(doc, dict):
         raise ListingError("not an object")
-    if doc.get("format") == FORMAT:
+    if doc.get("format") in (3, FORMAT):
         return _decode_binary(doc, body, pack)
     if newline:
         raise ListingError(f"format {doc.get('format')!r}: expected one line of JSON")
@@ -96,24 +120,32 @@ def decode(data: bytes, pack: str) -> Listing:
 
 
 def _decode_binary(head: dict[str, Any], body: bytes, pack: str) -> Listing:
-    objects, actions = head.get("objects"), head.get("actions")
+    """Formats 3 (the object ids, then the entries) and 4 (the entries alone: the ids are in the pack's table)."""
+    version, objects, actions = head["format"], head.get("objects"), head.get("actions")
     if head.get("pack") != pack or not _count(head.get("size")) or not _count(objects) or not _count(actions):
-        raise ListingError(f"format {FORMAT}: expected the pack's name, its size and the counts of its ids")
+        raise ListingError(f"format {version}: expected the pack's name, its size and the counts of its ids")
     if "document" in head and not (isinstance(head["document"], str) and is_hex64(head["document"])):
         raise ListingError("document: expected a hex id")
-    if len(body) != 32 * objects + 64 * actions:
-        raise ListingError(f"body: {len(body)} bytes, expected {objects} ids and {actions} entries")
+    if version == FORMAT and not (isinstance(head.get("table"), str) and is_hex64(head["table"])
+                                  and _count(head.get("rows")) and objects <= head["rows"]
+                                  and face.table_tail_size(head["rows"]) <= head["size"]):
+        raise ListingError(f"format {FORMAT}: expected the BLAKE3 of its pack's table and its rows (as many as "
+                           "its objects at least, within the pack's size)")
+    listed = 32 * objects if version == 3 else 0
+    if len(body) != listed + 64 * actions:
+        raise ListingError(f"body: {len(body)} bytes, expected {f'{objects} ids and ' if version == 3 else ''}"
+                           f"{actions} entries")
     if head.get("body") != blake3.blake3(body).hexdigest():
         raise ListingError("body: its BLAKE3 is not the one the listing names")
-    ids = body[:32 * objects].hex()
-    pairs = body[32 * objects:]
+    pairs = body[listed:]
     keys = [pairs[i:i + 32] for i in range(0, len(pairs), 64)]
     if any(a >= b for a, b in pairwise(keys)):
         raise ListingError("actions: expected entries in increasing key order, one per key")
-    return Listing([ids[i:i + 64] for i in range(0, len(ids), 64)],
+    ids = body[:listed].hex() if version == 3 else None
+    return Listing(None if ids is None else [ids[i:i + 64] for i in range(0, len(ids), 64)],
                    {PREFIX + key.hex(): PREFIX + pairs[i + 32:i + 64].hex()
                     for i, key in zip(range(0, len(pairs), 64), keys, strict=True)},
-                   head, FORMAT, pack, head["size"], head.get("document"))
+                   head, version, pack, head["size"], head.get("document"), head.get("table"), head.get("rows", 0))
 
 
 def _count(value: Any) -> bool:
@@ -130,7 +162,7 @@ def _json_listing_problem(doc: dict[str, Any], pack: str) -> str | None:
             return "objects: expected a list of hex ids"
         return None
     if doc["format"] not in FORMATS or doc.get("pack") != pack or not isinstance(doc.get("size"), int):
-        return f"format {doc['format']!r}: expected format {FORMAT} or 2 naming this pack and its size"
+        return f"format {doc['format']!r}: expected format {FORMAT}, 3 or 2 naming this pack and its size"
     if not isinstance(objects, str) or len(objects) % 64 or not _LOWER_HEX.fullmatch(objects):
         return "objects: expected the hex ids, as one string"
     if "document" in doc and not (isinstance(doc["document"], str) and is_hex64(doc["document"])):

@@ -22,10 +22,12 @@ from clawstore.remote.sync import (
     SHARED_REFS,
     UNSIGNED,
     WORKERS,
+    PackIds,
     SyncReport,
     cache_dir,
     hex_digests,
     remote_content,
+    size_differs,
     tracking_ref,
 )
 from clawstore.store import PackCheckError, Transfer
@@ -35,6 +37,7 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
+    pack_table,
     untrusted_why,
     user_trusts,
 )
@@ -76,7 +79,7 @@ class _Pull:
         self.downloads = Downloads(store.layout.incoming(remote.name))
         self.done = _remembered(self.fetched_file)
         self.present = store.object_digests()
-        self.digests = {pack: hex_digests("".join(doc.objects)) for pack, doc in self.listings.items()}
+        self.ids = PackIds(store, remote, self.listings)  # (format 4: known once its pack or table is here)
         self.signers: dict[str, str | None] = {}
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
@@ -90,9 +93,10 @@ class _Pull:
 
     def lacking(self, pack: str) -> bool:
         """Does this store lack something of the pack: an object, or (a listing of entries alone) its
-        entries, which only a fetch checks and keeps apart when the signer is not trusted."""
-        doc = self.listings[pack]
-        return not self.present.issuperset(self.digests[pack]) or (not doc.objects and bool(doc.actions))
+        entries, which only a fetch checks and keeps apart when the signer is not trusted. A pack of format 4 this
+        store has not seen (its table not known here) is fetched: a full pull of a pack downloads it anyway."""
+        doc, ids = self.listings[pack], self.ids.get(pack)
+        return ids is None or not self.present.issuperset(ids) or (not doc.count and bool(doc.actions))
 
     def signer(self, pack: str) -> str | None:
         if pack not in self.signers:
@@ -120,8 +124,7 @@ class _Pull:
                 raise UsageError(f"remote pack {pack}: {untrusted_why(self.signer(pack), 'pull')}")
             size, signed = self.files.get(f"{PACKS}{pack}.pack"), self.listings[pack].size
             if size != signed:  # nothing bigger than its signed listing says is downloaded
-                raise UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
-                                 f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
+                raise size_differs(pack, size, signed)
         self.progress.plan(len(todo), sum(self.files.get(f"{PACKS}{pack}.pack", 0) for pack in packs)
                            + sum(self.files.get(f"{PACKS}{bundle}.claw", 0) for bundle in legacy))
         if legacy:
@@ -137,7 +140,7 @@ class _Pull:
                 for pack in packs:
                     new, size = self.incoming.take(pack, self.present, self._document(pack),
                                                    apart=not self.trusted(pack))
-                    self.present.update(self.digests[pack])
+                    self.present.update(self.ids.known[pack])
                     self.report.objects += new
                     self.report.bytes += size
                 self.incoming.adopt()  # (one rename each, one index segment for them all)
@@ -177,7 +180,7 @@ class _Pull:
                     start_more()  # (the next ones download while this one is checked and copied)
                     self._check(pack, work / f"{pack}.pack", keep)
                     if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
-                        self.present.update(self.digests[pack])  # (a later pack's copy of them is not copied)
+                        self.present.update(self.ids.known[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
@@ -189,8 +192,12 @@ class _Pull:
         """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
         try:
             held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
-            listed = {*self.digests[pack], *hex_digests("".join(self.listings[pack].document_ids))}
-            if held != listed:
+            try:  # (format 4: the pack's table names its objects; the listing, that table)
+                ids = self.ids.get(pack) if self.listings[pack].objects is not None else \
+                    self.ids.learn(pack, pack_table(path))
+            except listing.ListingError:
+                ids = None
+            if ids is None or held != {*ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
@@ -213,7 +220,7 @@ class _Pull:
         store = self.store
         store.refresh()
         contents = arriving_contents(store, self.incoming.unkept(records),
-                                   {h for pack in arriving for h in self.listings[pack].objects},
+                                   {oid.hex() for pack in arriving for oid in self.ids.known[pack]},
                                    self.incoming.decoded)
         for pack in self.pending():
             doc = self.listings[pack]
@@ -370,7 +377,8 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
     """A narrowed pull fetches only the packs holding what its roots reach: walk the closure in the store, fetch the
     packs listing what is missing, walk again. Packs fetched before come again if this store lost some of them."""
     roots = list(roots)
-    listed = {pack: set(doc.objects) for pack, doc in state.listings.items()}
+    state.ids.fetch(state.backend, list(state.listings), state.files)  # (format 4: the tables not seen yet)
+    listed = {pack: {oid.hex() for oid in state.ids.known[pack]} for pack in state.listings}
     while listed:
         missing = state.store.lacking_in_closure(roots)  # hex ids
         todo = sorted(pack for pack, ids in listed.items() if ids & missing)

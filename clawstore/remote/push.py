@@ -27,15 +27,18 @@ from clawstore.remote.sync import (
     REFS,
     SHARED_REFS,
     WORKERS,
+    PackIds,
     SyncReport,
     cache_dir,
     hex_digests,
     listing_name,
+    remember_table,
     remote_content,
     tracking_ref,
 )
 from clawstore.store import Transfer
 from clawstore.store.core.ids import PREFIX, file_digest, oid_of
+from clawstore.store.face import pack_table
 from clawstore.values.canonical import canonical_json
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
@@ -84,9 +87,12 @@ def _local_content(store: Transfer, refs: dict[str, str] | None) -> tuple[set[by
     return objects, _entry_digests(actions)
 
 
-def _listed(listings: dict[str, listing.Listing]) -> set[bytes]:
-    """Every object the remote's listings name (their entries documents too)."""
-    return set(hex_digests("".join(h for doc in listings.values() for h in (*doc.objects, *doc.document_ids))))
+def _listed(listings: dict[str, listing.Listing], ids: PackIds) -> set[bytes]:
+    """Every object the remote's packs hold (`ids`: each pack's, all known) and their entries documents."""
+    held = set(hex_digests("".join(h for doc in listings.values() for h in doc.document_ids)))
+    for pack in listings:
+        held.update(ids.known[pack])
+    return held
 
 
 @dataclass
@@ -132,13 +138,16 @@ def _entries_document(entries: bytes) -> bytes:
 
 
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path,
-            progress: TransferProgress | None = None) -> tuple[str, int]:
+            progress: TransferProgress | None = None, tables: Path | None = None) -> tuple[str, int]:
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
-    publishes it; (the pack's name, the bytes sent)."""
+    publishes it; (the pack's name, the bytes sent). The pack's table is kept in `tables` (the listing cache):
+    the next push or pull knows its objects without reading it from the remote."""
     name = file_digest(item.path)
     size = item.path.stat().st_size
     signed = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
-    signed.write_bytes(listing.encode(name, size, item.objects, item.entries, item.document))
+    table = pack_table(item.path)
+    count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
+    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document))
     sent = 0
     progress = progress or TransferProgress()
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
@@ -149,6 +158,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
     backend.create(signed, listing_name(name))
+    if tables is not None:
+        remember_table(tables, name, table)
     signed.unlink()
     item.path.unlink()
     return name, sent
@@ -158,8 +169,8 @@ class _Sender:
     """Uploads packs as they are handed over, WORKERS at a time (at most that many wait on disk)."""
 
     def __init__(self, backend: Backend, work: Path, report: SyncReport, remote_sizes: dict[str, int],
-                 covered: dict[str, str], progress: TransferProgress | None = None):
-        self.backend, self.work, self.report = backend, work, report
+                 covered: dict[str, str], progress: TransferProgress | None = None, tables: Path | None = None):
+        self.backend, self.work, self.report, self.tables = backend, work, report, tables
         self.progress = progress or TransferProgress()
         self.remote_sizes = remote_sizes  # {name: size} under packs/: what a push run again skips
         self.covered = covered  # the store's own packs sent: joined as their listing is published
@@ -171,7 +182,7 @@ class _Sender:
             self._settle()
         self.progress.plan(1, item.path.stat().st_size)
         self.uploads.append((self.pool.submit(_upload, self.backend, item, self.remote_sizes, self.work,
-                                              self.progress), item))
+                                              self.progress, self.tables), item))
 
     def beside(self, work: Callable[..., None], *args: Any) -> Future[None]:
         """A small upload run beside the packs (not counted among them)."""
@@ -228,14 +239,16 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         listings, files = remote_content(store, remote, backend)
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
         moves = _ref_moves(store, backend, remote, refs if move_refs else {})
-        have_objects = _listed(listings)
+        ids = PackIds(store, remote, listings)
+        ids.fetch(backend, list(listings), files)  # (format 4: the tables of packs this store has not seen)
+        have_objects = _listed(listings, ids)
         have_actions: dict[bytes, bytes] = {}
         for doc in listings.values():
             have_actions.update(_entry_digests(doc.actions))
         covered_file = cache_dir(store, remote) / "covered"
         covered = _settled(covered_file, remote, files)
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
-                _Sender(backend, tmp, report, files, covered, progress) as sender:
+                _Sender(backend, tmp, report, files, covered, progress, cache_dir(store, remote)) as sender:
             # The signed statements travel beside the packs (a pull checks one before it moves a ref).
             statements = [sender.beside(refsign.publish, backend, m.name, m.value, tmp)
                           for m in moves if m.changes]
@@ -296,7 +309,7 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
         document = _entries_document(entries) if entries else None
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
-                _Sender(backend, tmp, report, {}, {}) as sender:
+                _Sender(backend, tmp, report, {}, {}, tables=cache_dir(store, remote)) as sender:
             starts = range(0, len(objects), PACK_OBJECTS)
             for start in starts[:-1]:
                 chunk = objects[start:start + PACK_OBJECTS]

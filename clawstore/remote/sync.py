@@ -14,6 +14,7 @@ from clawstore.host.durable import temp_name
 from clawstore.remote import listing
 from clawstore.remote.backends import Backend
 from clawstore.remote.config import Remote
+from clawstore.store import face
 from clawstore.store.core.ids import is_hex64
 
 if TYPE_CHECKING:
@@ -126,6 +127,82 @@ def remote_content(store: Transfer, remote: Remote, backend: Backend
         listings.update((pack, _read_listing(store, remote, backend, pack, files[listing_name(pack)]))
                         for pack in batch)
     return listings, files
+
+
+class PackIds:
+    """The object ids (digests) of the remote's packs: in their listings (formats 2 and 3), or (format 4) in each
+    pack's own table, known once this store has seen it (pushed or pulled the pack, or read its table before: cached
+    in `remotes/<name>/<pack>.table`, checked against the listing at each read) or fetched by one ranged GET of the
+    pack's end (`fetch`). Details: docs/remote.md (A listing)."""
+
+    def __init__(self, store: Transfer, remote: Remote, listings: dict[str, listing.Listing]):
+        self.cache, self.listings = cache_dir(store, remote), listings
+        self.known: dict[str, list[bytes]] = {}
+        for pack, doc in listings.items():
+            ids = self._known(pack, doc)
+            if ids is not None:
+                self.known[pack] = ids
+
+    def _known(self, pack: str, doc: listing.Listing) -> list[bytes] | None:
+        if doc.objects is not None:
+            return hex_digests("".join(doc.objects))
+        cached = self.cache / f"{pack}.table"
+        try:
+            return listing.object_ids(doc, cached.read_bytes())
+        except FileNotFoundError:
+            return None
+        except listing.ListingError:
+            cached.unlink(missing_ok=True)
+            return None
+
+    def get(self, pack: str) -> list[bytes] | None:
+        """The pack's object ids, if known here without fetching anything."""
+        return self.known.get(pack)
+
+    def learn(self, pack: str, table: bytes) -> list[bytes]:
+        """The ids of a pack of format 4 from its `table` (ListingError if not the one its listing names), cached."""
+        ids = self.known[pack] = listing.object_ids(self.listings[pack], table)
+        remember_table(self.cache, pack, table)
+        return ids
+
+    def fetch(self, backend: Backend, packs: list[str], files: dict[str, int]) -> None:
+        """Learn the ids of these packs not known yet from the tables at their ends (WORKERS ranged GETs at a
+        time); UsageError naming a pack whose end is not the table its signed listing names."""
+        unknown = [pack for pack in packs if pack not in self.known]
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            list(pool.map(lambda pack: self._fetch(backend, pack, files), unknown))
+
+    def _fetch(self, backend: Backend, pack: str, files: dict[str, int]) -> None:
+        doc = self.listings[pack]
+        name = f"{PACKS}{pack}.pack"
+        if files.get(name) != doc.size:
+            raise size_differs(pack, files.get(name), doc.size)
+        table = face.table_in_tail(backend.read_tail(name, face.table_tail_size(doc.rows)), doc.rows)
+        try:
+            if table is None:
+                raise listing.ListingError("its end is not a table of the rows its listing names")
+            self.learn(pack, table)
+        except listing.ListingError as exc:
+            raise UsageError(f"remote pack {pack}: {exc}") from None
+
+
+def remember_table(cache: Path, pack: str, table: bytes) -> None:
+    """Keep the table of a pack of format 4 in the listing cache (derived: checked against the listing when read)."""
+    cached = cache / f"{pack}.table"
+    if cached.exists():
+        return
+    tmp = cached.with_name(temp_name())
+    try:
+        tmp.write_bytes(table)
+        os.replace(tmp, cached)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def size_differs(pack: str, size: int | None, signed: int | None) -> UsageError:
+    """A pack whose size on the remote is not the one its signed listing says: refused before it is read."""
+    return UsageError(f"remote pack {pack}: the remote holds {'no such pack' if size is None else size}"
+                      f"{'' if size is None else ' bytes'}, its listing says {signed} bytes")
 
 
 def hex_digests(hexes: str) -> list[bytes]:

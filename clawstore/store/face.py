@@ -200,3 +200,40 @@ def import_archive(store: Transfer, path: Path, *, untrusted: bool = False) -> I
     from clawstore.store.services import archive_import
 
     return archive_import.import_archive(store, path, untrusted=untrusted)  # type: ignore[arg-type]
+
+
+# --- pack tables, for listings of format 4 (remote/listing.py): a pack names its objects in its own table
+
+
+def pack_table(path: Path) -> bytes:
+    """A sealed pack's table (its trailer's rows, checksum verified); NotAPackError if it is not sealed."""
+    from clawstore.store.core import packfile
+
+    return packfile.sealed_table(path)
+
+
+def table_object_ids(table: bytes) -> list[bytes]:
+    """The ids of the objects a pack's table names, in table order."""
+    from clawstore.store.core import packfile
+
+    return packfile.table_object_ids(table)
+
+
+def table_rows(table: bytes) -> int:
+    from clawstore.store.core import packfile
+
+    return len(table) // packfile.TABLE_ROW_SIZE
+
+
+def table_tail_size(rows: int) -> int:
+    """The bytes at the end of a sealed pack holding its table of `rows` rows and its footer."""
+    from clawstore.store.core import packfile
+
+    return packfile.table_tail_size(rows)
+
+
+def table_in_tail(tail: bytes, rows: int) -> bytes | None:
+    """The table in a sealed pack's last `table_tail_size(rows)` bytes (None: they do not end in one of `rows` rows)."""
+    from clawstore.store.core import packfile
+
+    return packfile.table_in_tail(tail, rows)

@@ -61,6 +61,7 @@ def test_fsck_names_swapped_entries_and_repair_makes_the_build_redo_them(
 def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
         tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from clawstore.remote import listing as listings
+    from clawstore.store.face import pack_table
 
     a = _built(tmp_path / "a", standin, monkeypatch)
     remote = tmp_path / "remote"
@@ -75,7 +76,7 @@ def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
             continue
         first, second = sorted(actions)[:2]
         actions[first], actions[second] = actions[second], actions[first]
-        listing.write_bytes(listings.encode(doc.pack, doc.size, [bytes.fromhex(h) for h in doc.objects],
+        listing.write_bytes(listings.encode(doc.pack, doc.size, pack_table(listing.with_suffix(".pack")), doc.count,
                                             listings.entries(actions), doc.document))
         forged += 1
     assert forged >= 1

@@ -36,6 +36,16 @@ def test_files_round_trip_and_list(backend: Backend, tmp_path: Path) -> None:
     assert target.read_bytes() == source.read_bytes()
 
 
+def test_the_end_of_a_file_is_read_alone(backend: Backend, tmp_path: Path) -> None:
+    """A pack's table, at its end, is read without the pack (listings of format 4): one ranged read."""
+    source = tmp_path / "pack"
+    source.write_bytes(os.urandom(200_000))
+    backend.upload(source, "packs/ab.pack")
+    assert backend.read_tail("packs/ab.pack", 4900) == source.read_bytes()[-4900:]
+    assert backend.read_tail("packs/ab.pack", 0) == b""
+    assert backend.read_tail("packs/ab.pack", 300_000) == source.read_bytes()  # (a shorter file: all of it)
+
+
 def test_a_download_of_a_known_size_keeps_no_more_than_that(backend: Backend, tmp_path: Path) -> None:
     source = tmp_path / "listing"
     source.write_bytes(os.urandom(5000))

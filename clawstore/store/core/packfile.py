@@ -34,6 +34,7 @@ _TABLE_ROW = struct.Struct("<B32sQQ")  # kind, id, payload offset, payload lengt
 _FOOTER = struct.Struct("<Q32s8s")  # count, BLAKE3 of the table, END_MAGIC
 _ACTION = struct.Struct("<32sq")  # record digest, time ns
 BLOB_HEAD_SIZE = _BLOB_HEAD.size
+TABLE_ROW_SIZE = _TABLE_ROW.size
 ACTION_SIZE = _ACTION.size
 NO_RECORD = bytes(32)
 SUFFIX = ".pack"
@@ -296,10 +297,15 @@ def is_sealed(path: Path) -> bool:
 def sealed_object_ids(path: Path) -> list[bytes]:
     """The ids (digests) of the objects a sealed pack's table names, in table order (NotAPackError if
     it is not sealed): without making a Blob per row, for a push deciding what to send."""
+    return table_object_ids(sealed_table(path))
+
+
+def sealed_table(path: Path) -> bytes:
+    """A sealed pack's table as its trailer holds it (checksum verified; NotAPackError if it is not sealed)."""
     table = _sealed_table(path)
     if table is None:
         raise NotAPackError(f"{path}: not a sealed clawstore pack")
-    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(table) if kind == KIND_OBJECT]
+    return table
 
 
 def _sealed_table(path: Path) -> bytes | None:
@@ -307,6 +313,26 @@ def _sealed_table(path: Path) -> bytes | None:
         size = os.fstat(fh.fileno()).st_size
         found = _read_table(fh.fileno(), size, path) if fh.read(len(HEADER)) == HEADER else None
     return found[0] if found is not None else None
+
+
+def table_object_ids(table: bytes) -> list[bytes]:
+    """The ids of the objects a pack's table (`sealed_table`) names, in table order."""
+    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(table) if kind == KIND_OBJECT]
+
+
+def table_in_tail(tail: bytes, rows: int) -> bytes | None:
+    """The table of `rows` rows at the end of a sealed pack's last `table_tail_size(rows)` bytes, if its footer
+    names that many rows and the table's BLAKE3 (None: it does not)."""
+    if len(tail) != table_tail_size(rows):
+        return None
+    table, footer = tail[:-_FOOTER.size], tail[-_FOOTER.size:]
+    count, digest, magic = _FOOTER.unpack(footer)
+    return table if (count, digest, magic) == (rows, blake3.blake3(table).digest(), END_MAGIC) else None
+
+
+def table_tail_size(rows: int) -> int:
+    """The bytes at the end of a sealed pack that hold its table of `rows` rows and its footer."""
+    return rows * _TABLE_ROW.size + _FOOTER.size
 
 
 def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:
