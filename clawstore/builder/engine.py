@@ -18,6 +18,7 @@ from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
 from clawstore.graph.plan import HeadNodes, Node
+from clawstore.host import heap
 from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.core.leftovers import remove_leftovers
@@ -141,6 +142,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         for runs in windows:
             report.add_window(runs, None)
         return report
+    heap.settle()  # (before the build's threads: docs/building.md, Memory)
     policy = campaign.run_profile.execution_policy
     stop = Stop(policy)
     concurrency = options.max_concurrency or policy.max_concurrency
@@ -211,6 +213,7 @@ class _Windowed:
                 self._conclude(waiting[0], waiting[1])
             waiting = self._prepare(runs)
             del runs, stale, judges
+            heap.trim()  # what the window's documents and replies freed, back to the system
         if waiting is not None:
             assert self.eval_layer is not None
             self._execute(self.eval_layer.judge_phase(self.session, waiting[2]))

@@ -35,7 +35,7 @@ from clawstore.errors import ConfigError, UsageError
 T = TypeVar("T", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: one is held per run of the campaign)
 class CampaignItem:
     model: ModelConfig
     resolved_model: str
@@ -333,15 +333,22 @@ def _resolve(
     items: list[CampaignItem] = []
     for model in model_list:
         resolved = resolve_model(model)
+        shared: dict[str, dict[str, Any]] = {}  # runner type -> the settings of this model's cases that set none
         for case_id in selected:
             loaded = ws.cases[case_id]
             messages, turns, attachments = cache.get(loaded)
+            runner = loaded.case.runner
+            settings = None if runner.settings else shared.get(runner.type)
+            if settings is None:  # (one dict for all of them: 1 KB a case held less at 5 models)
+                settings = merge_runner_settings(rp_cfg, model.model_id, loaded.case)
+                if not runner.settings:
+                    shared[runner.type] = settings
             items.append(CampaignItem(
                 model=model,
                 resolved_model=resolved,
                 case=loaded,
-                runner_type=loaded.case.runner.type,
-                settings=merge_runner_settings(rp_cfg, model.model_id, loaded.case),
+                runner_type=runner.type,
+                settings=settings,
                 messages=messages,
                 turns=turns,
                 attachments=attachments,

@@ -1,26 +1,26 @@
 """The index: object id -> (pack, offset, length) and action key -> record, in immutable segments that are merged as
-they accumulate; a big segment is looked up in place (its sorted rows, mapped), a small one from a dict. Byte layout,
-lookup and merge rules: docs/store.md (Index)."""
+they accumulate; a big segment is looked up in place (its sorted rows read by offset), a small one from a dict. Byte
+layout, lookup and merge rules: docs/store.md (Index)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import heapq
-import mmap
 import os
 import secrets
 import struct
 import tempfile
 import threading
 import time
+import weakref
 from array import array
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import blake3
 
@@ -44,10 +44,11 @@ LOCK_NAME = "index"
 # (a newer entry, gc's removals) are seen within this delay; a miss always looks.
 RECHECK_S = 0.05
 MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists included
-# A segment of at most this many rows (a commit's, a small merge's) is held as dicts; a bigger one is mapped and
+# A segment of at most this many rows (a commit's, a small merge's) is held as dicts; a bigger one is read by offset and
 # looked up in place. Compaction keeps the small ones few (COMPACT_AT), so the dicts stay a few MB at most.
 SMALL_ROWS = 4096
 _READ = 1 << 20  # bytes read at a time to hash a segment or copy a merge's rows
+_STREAM_ROWS = 16384  # rows a pass over a big segment reads at a time (~1 MB)
 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
 
@@ -214,7 +215,7 @@ class _Head(NamedTuple):
     n_actions: int
 
 
-def _parse_head(where: str, data: bytes | mmap.mmap, size: int) -> _Head:
+def _parse_head(where: str, data: bytes, size: int) -> _Head:
     """A segment's header, its lists, and where its rows are; BadSegmentError unless `size` is what it says."""
     if size < _HEAD.size + _CHECKSUM:
         raise BadSegmentError(f"{where} is truncated")
@@ -235,16 +236,15 @@ def _parse_head(where: str, data: bytes | mmap.mmap, size: int) -> _Head:
     return _Head(bool(flags & FLAG_PURE), replaces, packs, objects_at, n_objects, actions_at, n_actions)
 
 
-def _fanout(rows: memoryview, stride: int, where: str) -> tuple[array[int], int]:
-    """Where each bucket of rows begins, the buckets being their keys' first bits (at most one row a bucket on
-    average), and the
-    shift that takes a key's first 4 bytes to its bucket. Rows out of order are refused: lookups rely on it."""
-    n = len(rows) // stride
+def _fanout(tops: Iterable[tuple[int]], n: int, where: str) -> tuple[array[int], int]:
+    """Where each bucket of `n` rows begins, the buckets being their keys' first bits (at most one row a bucket on
+    average), and the shift that takes a key's first 4 bytes (`tops`, in row order) to its bucket. Rows out of order
+    are refused: lookups rely on it."""
     bits = min(24, n.bit_length())  # (half the buckets or more empty: most misses end there)
     shift = 32 - bits
     counts = array("I", bytes(4 * ((1 << bits) + 1)))
     last = 0
-    for (top,) in struct.iter_unpack(f">I{stride - 4}x", rows):
+    for (top,) in tops:
         if top < last:
             raise BadSegmentError(f"{where} is not sorted")
         last = top
@@ -252,22 +252,35 @@ def _fanout(rows: memoryview, stride: int, where: str) -> tuple[array[int], int]
     return array("I", accumulate(counts)), shift
 
 
-_Lookup = tuple[mmap.mmap, int, "array[int]", int]
+_Lookup = tuple[int, "array[int]", int]  # where the rows begin, the fan-out, its shift
 
 
 class Table:
-    """A segment looked up where it lies: its file mapped (pages the kernel may drop and read again), its sorted
-    rows found by a fan-out over their keys' first bits and a search of the bucket's few rows."""
+    """A segment looked up where it lies: its file held open and read by offset (not mapped: the pages a mapping
+    touches stay in the process's RSS, a large folio at a time, so a build's RSS grew with the index), its sorted
+    rows found by a fan-out over their keys' first bits and a read of the bucket's few rows."""
 
-    def __init__(self, name: str, data: mmap.mmap, head: _Head):
+    def __init__(self, name: str, fd: int, head: _Head):
         self.name, self.pure, self.replaces, self.packs = name, head.pure, head.replaces, head.packs
-        self._data, self._head = data, head
+        self._fd, self._head = fd, head
+        self._closing = weakref.finalize(self, os.close, fd)  # (when the last reader drops it)
         self.rows = head.n_objects + head.n_actions
         self._objects: _Lookup | None = None  # built on the first lookup
         self._actions: _Lookup | None = None
 
-    def _rows(self, at: int, n: int, stride: int) -> memoryview:
-        return memoryview(self._data)[at:at + stride * n]
+    def close(self) -> None:
+        self._closing()
+
+    def _read(self, start: int, end: int) -> bytes:
+        data = os.pread(self._fd, end - start, start)
+        if len(data) != end - start:
+            raise BadSegmentError(f"index segment {self.name} is truncated")
+        return data
+
+    def _stream(self, at: int, n: int, stride: int, row: struct.Struct) -> Iterator[tuple[Any, ...]]:
+        """The `n` rows from byte `at` unpacked by `row`, read a batch at a time."""
+        for first in range(0, n, _STREAM_ROWS):
+            yield from row.iter_unpack(self._read(at + stride * first, at + stride * min(n, first + _STREAM_ROWS)))
 
     def _pack(self, slot: int) -> str:
         try:
@@ -276,11 +289,12 @@ class Table:
             raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have") from None
 
     def _lookup(self, actions: bool) -> _Lookup:
-        """What a lookup needs: the mapping, where the rows begin, the fan-out and its shift (built once)."""
+        """What a lookup needs: where the rows begin, the fan-out and its shift (built once)."""
         head = self._head
         at, n, stride = (head.actions_at, head.n_actions, _ACT.size) if actions else \
             (head.objects_at, head.n_objects, _OBJ.size)
-        lookup = (self._data, at, *_fanout(self._rows(at, n, stride), stride, f"index segment {self.name}"))
+        tops = self._stream(at, n, stride, struct.Struct(f">I{stride - 4}x"))
+        lookup = (at, *_fanout(tops, n, f"index segment {self.name}"))
         if actions:
             self._actions = lookup
         else:
@@ -288,33 +302,27 @@ class Table:
         return lookup
 
     def object_in(self, digest: bytes, start: int, end: int) -> Loc | None:
-        """The object among the rows from byte `start` to `end` (a bucket: a row or two, searched at once)."""
-        data, at = self._data, self._head.objects_at
-        while start < end:
-            found = data.find(digest, start, end)
-            if found < 0:
-                return None
-            if (found - at) % _OBJ.size == 0:
-                _, slot, offset, length = _OBJ.unpack_from(data, found)
+        """The object among the rows from byte `start` to `end` (a bucket: a row or two, read at once)."""
+        rows, at = self._read(start, end), 0
+        while (found := rows.find(digest, at)) >= 0:
+            if found % _OBJ.size == 0:
+                _, slot, offset, length = _OBJ.unpack_from(rows, found)
                 return self._pack(slot), offset, length
-            start = found + 1  # (the bytes of two fields that happen to spell it)
+            at = found + 1  # (the bytes of two fields that happen to spell it)
         return None
 
     def action_in(self, key: bytes, start: int, end: int) -> ActionEntry | None:
         """The newest entry for `key` among the rows from byte `start` to `end` (claw writes a key once a segment;
         a reader does not rely on it)."""
-        data, at, best = self._data, self._head.actions_at, None
-        while start < end:
-            found = data.find(key, start, end)
-            if found < 0:
-                break
-            if (found - at) % _ACT.size:
-                start = found + 1
+        rows, at, best = self._read(start, end), 0, None
+        while (found := rows.find(key, at)) >= 0:
+            if found % _ACT.size:
+                at = found + 1
                 continue
-            _, record, time_ns, slot, offset = _ACT.unpack_from(data, found)
+            _, record, time_ns, slot, offset = _ACT.unpack_from(rows, found)
             if best is None or time_ns >= best.time_ns:
                 best = ActionEntry(record if record != NO_RECORD else None, time_ns, self._pack(slot), offset)
-            start = found + _ACT.size
+            at = found + _ACT.size
         return best
 
     def check(self) -> None:
@@ -324,19 +332,18 @@ class Table:
         tables = ((head.objects_at, head.n_objects, _OBJ.size, 32), (head.actions_at, head.n_actions, _ACT.size, 72))
         for actions, (at, n, stride, slot_at) in enumerate(tables):
             self._lookup(bool(actions))  # (builds the fan-out, which refuses rows out of order)
-            slots = struct.iter_unpack(f"<{slot_at}xI{stride - slot_at - 4}x", self._rows(at, n, stride))
+            slots = self._stream(at, n, stride, struct.Struct(f"<{slot_at}xI{stride - slot_at - 4}x"))
             if max(map(itemgetter(0), slots), default=-1) >= len(self.packs):
                 raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have")
 
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         head, pack = self._head, self._pack
-        for digest, slot, offset, length in _OBJ.iter_unpack(self._rows(head.objects_at, head.n_objects, _OBJ.size)):
+        for digest, slot, offset, length in self._stream(head.objects_at, head.n_objects, _OBJ.size, _OBJ):
             yield digest, (pack(slot), offset, length)
 
     def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
         head, pack = self._head, self._pack
-        for key, record, time_ns, slot, offset in _ACT.iter_unpack(
-                self._rows(head.actions_at, head.n_actions, _ACT.size)):
+        for key, record, time_ns, slot, offset in self._stream(head.actions_at, head.n_actions, _ACT.size, _ACT):
             yield key, ActionEntry(None if record == NO_RECORD else record, time_ns, pack(slot), offset)
 
     def to_segment(self) -> Segment:
@@ -347,33 +354,37 @@ class Table:
 
 
 def open_table(index_dir: Path, name: str, verify: bool = True) -> Table:
-    """Map a segment (`verify`: its checksum checked first, read through the file so the mapping stays untouched).
-    A merge or gc may remove the file meanwhile: the mapping stays valid (Linux keeps an unlinked file's pages)."""
+    """Open a segment to be read in place (`verify`: its checksum checked first). A merge or gc may remove the file
+    meanwhile: the open file stays readable."""
     where = f"index segment {name}"
-    with open(segment_path(index_dir, name), "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    fd = os.open(segment_path(index_dir, name), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
         if size < _HEAD.size + _CHECKSUM:
             raise BadSegmentError(f"{where} is truncated")
-        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        head = _parse_head(where, data, size)
+        n_replaces, n_packs = _HEAD.unpack(os.pread(fd, _HEAD.size, 0))[3:5]
+        head = _parse_head(where, os.pread(fd, min(size, _HEAD.size + 16 * (n_replaces + n_packs)), 0), size)
         if verify:
             hasher, pos, end = blake3.blake3(), 0, size - _CHECKSUM
             while pos < end:
-                chunk = os.pread(fh.fileno(), min(_READ, end - pos), pos)
+                chunk = os.pread(fd, min(_READ, end - pos), pos)
                 if not chunk:
                     raise BadSegmentError(f"{where} is truncated")
                 hasher.update(chunk)
                 pos += len(chunk)
-            if hasher.digest() != data[end:]:
+            if hasher.digest() != os.pread(fd, _CHECKSUM, end):
                 raise BadSegmentError(f"{where} is damaged (checksum mismatch)")
-    return Table(name, data, head)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Table(name, fd, head)
 
 
 Part = Segment | Table
 
 
 def load_segment(index_dir: Path, name: str) -> Part:
-    """A segment as a view holds it: a small one as dicts, a big one mapped."""
+    """A segment as a view holds it: a small one as dicts, a big one read in place."""
     table = open_table(index_dir, name)
     return table.to_segment() if table.rows <= SMALL_ROWS else table
 
@@ -413,7 +424,7 @@ def merged_actions(streams: list[Iterator[tuple[bytes, ActionEntry]]]) -> Iterat
 def write_merged(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str], parts: list[Part]) -> Table:
     """Publish the union of `parts` (a pure merge) by a k-way merge of their sorted rows: their rows go to an unnamed
     temp file as they come (memory: a row per part), then the segment is written header first and hashed as it is
-    copied. Returns it mapped."""
+    copied. Returns it opened (a Table)."""
     slots: dict[str, int] = {}
     for part in parts:
         for pack in part.packs() if isinstance(part, Segment) else part.packs:
@@ -446,7 +457,7 @@ def write_merged(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str],
 # --- what a reader holds ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entries:
-    """The entries of the segments a reader holds: the small ones' merged into two dicts, the big ones mapped
+    """The entries of the segments a reader holds: the small ones' merged into two dicts, the big ones read in place
     (largest first: an object is most likely there). An object is in one segment (any is right if in more); an
     action key's newest entry wins across all of them."""
 
@@ -460,7 +471,7 @@ class Entries:
             return loc
         top = _TOP.unpack_from(digest)[0]
         for table in self.tables:  # (a lookup's hot loop: the bucket found here, an empty one answered at once)
-            _, at, starts, shift = table._objects or table._lookup(False)
+            at, starts, shift = table._objects or table._lookup(False)
             bucket = top >> shift
             start, end = starts[bucket], starts[bucket + 1]
             if start != end:
@@ -476,7 +487,7 @@ class Entries:
             return entry
         top = _TOP.unpack_from(key)[0]
         for table in self.tables:  # (as in find_object)
-            _, at, starts, shift = table._actions or table._lookup(True)
+            at, starts, shift = table._actions or table._lookup(True)
             bucket = top >> shift
             start, end = starts[bucket], starts[bucket + 1]
             if start != end:
@@ -599,7 +610,7 @@ class IndexSnapshot:
 class IndexView:
     """This process's view of every segment, refreshed when a lookup misses.
 
-    `loaded` names the segments the view holds: small ones as dicts, big ones mapped (Entries). Segments that
+    `loaded` names the segments the view holds: small ones as dicts, big ones read in place (Entries). Segments that
     vanished (merged by another process) are fine if a pure merge of them was taken in; otherwise (gc rewrote the
     index) the view reloads.
     """
@@ -729,7 +740,7 @@ class IndexView:
                 del self._own[segment.name]
 
     def add_own(self, segment: Segment) -> None:
-        """A segment this process just published: take its entries (a big one mapped from the file)."""
+        """A segment this process just published: take its entries (a big one read in place from the file)."""
         with self._lock:
             if self._ready and segment.name not in self.loaded:
                 if segment.rows <= SMALL_ROWS:
