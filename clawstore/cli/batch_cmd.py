@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table, open_store, store_option
+from clawstore.cli.common import (
+    OUTPUT,
+    campaign_options,
+    campaign_project,
+    closed_with_command,
+    format_table,
+    open_store,
+    store_option,
+)
 
 
 @click.group()
@@ -66,7 +74,7 @@ def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: 
     from clawstore.builder.batching import cancel as cancel_one
     from clawstore.errors import UsageError
 
-    store = open_store(store_dir)
+    store = closed_with_command(open_store(store_dir))
     known = {d.name: d for d in pending(store)}
     if every:
         names = tuple(known)

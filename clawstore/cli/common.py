@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import click
 
@@ -17,6 +17,24 @@ from clawstore.project.places import (  # noqa: F401 - the commands' helpers, he
 if TYPE_CHECKING:
     from clawstore.project.front import Project
     from clawstore.store.store import Store
+
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closable)
+
+
+def closed_with_command(opened: _C) -> _C:
+    """`opened` (a Store, a Project), closed when the running command ends: a command run in a process that
+    goes on (a test's, a library user's) leaves no file of the store open."""
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(opened.close)
+    return opened
+
 
 store_option = click.option(
     "--store",
@@ -62,14 +80,14 @@ def campaign_project(suite: str, run_profile: str, evaluation_profile: str | Non
     from clawstore.project.front import Project
 
     request = CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
-    return Project(store_dir, _unsaid if quiet else say, request, create_store=create_store)
+    return closed_with_command(Project(store_dir, _unsaid if quiet else say, request, create_store=create_store))
 
 
 def store_project(store_dir: Path | None) -> Project:
     """The front over a store outside a campaign (--store, $CLAW_STORE, else the cwd's workspace's)."""
     from clawstore.project.front import Project
 
-    return Project(store_dir, say)
+    return closed_with_command(Project(store_dir, say))
 
 
 def _unsaid(_line: str) -> None:
@@ -88,7 +106,7 @@ def existing_store_root(store_dir: Path | None) -> Path:
 def open_existing(root: Path) -> Store:
     from clawstore.store import Store
 
-    return Store(root, create=False)
+    return closed_with_command(Store(root, create=False))
 
 
 def format_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
 
 MAX_SAMPLES = 1_000_000  # each case's samples are held at once (a few lists of this many floats)
 
@@ -34,7 +34,7 @@ def compare(a: str, b: str, output: str, fail_on_regression: bool, margin: float
     from clawstore.compare import render_comparison
     from clawstore.store import Store
 
-    store = Store(workspace_store_dir(store_dir, must_exist=True), create=False)
+    store = closed_with_command(Store(workspace_store_dir(store_dir, must_exist=True), create=False))
     comparison = compare_states(store, a, b, confidence, samples, seed, margin)
     click.echo(render_comparison(comparison, output, all_cases))
     if fail_on_regression and comparison.gate_failures:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import resolve_store_dir, store_option
+from clawstore.cli.common import closed_with_command, resolve_store_dir, store_option
 from clawstore.errors import one_line
 
 
@@ -20,7 +20,7 @@ def import_pae(workspace: Path, output: str, store_dir: Path | None) -> None:
     from clawstore.pae.importer import import_pae as run_import
     from clawstore.store import Store
 
-    store = Store(resolve_store_dir(store_dir, workspace))
+    store = closed_with_command(Store(resolve_store_dir(store_dir, workspace)))
     report = run_import(store, workspace.resolve())
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)

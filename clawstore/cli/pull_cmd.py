@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
 from clawstore.cli.transfer_options import ENDPOINT, PROGRESS, narrow, ref_names, workspace
 
 
@@ -30,7 +30,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.store import Store
 
     target = resolve_remote(workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
-    store = Store(workspace_store_dir(store_dir), create=True)
+    store = closed_with_command(Store(workspace_store_dir(store_dir), create=True))
     shown = open_transfer_progress(progress, sys.stderr, "pulling", f"from {target.url}")
     try:
         with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents

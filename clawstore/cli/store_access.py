@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from clawstore.cli.common import workspace_store_dir
+from clawstore.cli.common import closed_with_command, workspace_store_dir
 from clawstore.errors import StoreError, UsageError
 from clawstore.store import Store, check_oid
 
@@ -32,7 +32,7 @@ def os_errors(command: _F) -> _F:
 
 
 def open_store_of(store_dir: Path | None, create: bool = False) -> Store:
-    return Store(workspace_store_dir(store_dir, must_exist=not create), create=create)
+    return closed_with_command(Store(workspace_store_dir(store_dir, must_exist=not create), create=create))
 
 
 def existing_object(store: Store, oid: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
 
 
 def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
@@ -94,7 +94,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
-    store = Store(root, create=False)
+    store = closed_with_command(Store(root, create=False))
     manifest = None
     for campaign in campaigns:  # the report's rows from the manifest, as `claw report` reads them
         manifest = _indexed(store, root, campaign)

@@ -132,6 +132,21 @@ class Project:
 
         return (resolve_store_dir(self.store_dir, root) / FORMAT_FILE).is_file()
 
+    def close(self) -> None:
+        """Close the stores this front opened (a process that opens many projects keeps no files of theirs
+        open); a store is opened again if the front is used again."""
+        opened = [self._store, self.__dict__.pop("existing_store", None)]
+        self._store = None
+        for store in opened:
+            if store is not None:
+                store.close()
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def open(self, root: Path) -> Store:
         from clawstore.store import Store
 

@@ -12,9 +12,11 @@ import functools
 import io
 import mmap
 import os
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from types import TracebackType
+from typing import Any, BinaryIO, TypeVar, cast
 
 import blake3
 import zstandard
@@ -28,13 +30,14 @@ from clawstore.store.core.ids import PREFIX, is_oid, oid_hex
 from clawstore.store.core.index import Loc
 from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
-from clawstore.store.core.runtime import TOUCH_AFTER_S, Runtime, runtime_for
+from clawstore.store.core.runtime import TOUCH_AFTER_S, Runtime, release, runtime_for
 from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json
 
 __all__ = ["TOUCH_AFTER_S", "ObjectStore", "ONE_SHOT_MAX"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_S = TypeVar("_S", bound="ObjectStore")
 _HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
 # Up to this size an object is encoded in one call into the shared pack; larger objects stream into
 # a pack of their own (memory stays bounded whatever the size).
@@ -56,6 +59,16 @@ def _store_errors(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+class _Closed:
+    """What a closed store's `runtime` is: anything asked of it says the store is closed."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(f"store {self.root} is closed")
+
+
 def _digest(oid: str) -> bytes:
     return bytes.fromhex(oid_hex(oid))
 
@@ -70,6 +83,25 @@ class ObjectStore:
         self.level = level
         self.threads = threads  # zstd worker threads for streamed (large) objects; 0 = in-line
         self.runtime: Runtime = runtime_for(root)
+        # Closed or dropped, a Store lets go of its runtime; the last one open on the directory closes it.
+        self._release = weakref.finalize(self, release, self.runtime)
+        self._release.atexit = False  # (at the process's end runtime._seal_all seals every pack)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Let go of the store. The last Store open on its directory in this process seals this process's pack
+        and closes the pack files and mapped index segments it opened; a Store dropped without close() does the
+        same when it is collected. Its objects used afterwards are a StoreError; closing again does nothing."""
+        if self._release.alive:
+            self.runtime = cast(Runtime, _Closed(self.root))
+            self._release()
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
 
     # --- batches and group commit ---------------------------------------------------------------
     def _batch(self) -> Batch | None:

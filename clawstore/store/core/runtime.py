@@ -1,7 +1,8 @@
 """One process's live state for one store: its index view, its pack writer, its read handles.
 
 Shared by every `Store` opened on the same directory in this process (a process writes one pack at a
-time, whatever the number of Store objects), recreated after a fork.
+time, whatever the number of Store objects), recreated after a fork, closed when the last of those
+Stores is closed or dropped (`release`: its pack sealed, its files closed).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class _ThreadState(threading.local):
 class Runtime:
     def __init__(self, root: Path):
         self.root = root
+        self.pid = os.getpid()  # (a forked child never closes its parent's pack: it has a runtime of its own)
+        self.users = 0  # the Stores open on it (runtime_for, release)
         self.layout = StoreLayout(root)
         self.packs_dir = self.layout.packs
         self.index_dir = self.layout.index
@@ -144,6 +147,19 @@ class Runtime:
                         os.unlink(writer.path)
                 writer.close()
 
+    def close(self) -> None:
+        """Let go of what this process holds for the store: a group still open commits, the pack is sealed,
+        read handles and the index's mapped segments are closed. Used again, it opens what it needs anew."""
+        group, self.group = self.group, None
+        if group is not None:
+            group.close()
+        self.close_writer()
+        with self._fd_lock:
+            fds, self._fds = list(self._fds.values()), OrderedDict()
+        for fd in fds:
+            os.close(fd)
+        self.index = IndexView(self.index_dir, self.tmp_dir, self.layout.locks)  # (its maps go with the old)
+
     def batch(self) -> Batch | None:
         return self.local.batch
 
@@ -199,18 +215,35 @@ class Runtime:
 
 
 _RUNTIMES: dict[tuple[int, int, int, str], Runtime] = {}
-_RUNTIMES_LOCK = threading.Lock()
+# Reentrant: `release` runs when a Store is dropped, which the cyclic collector may do inside runtime_for.
+_RUNTIMES_LOCK = threading.RLock()
 
 
 def runtime_for(root: Path) -> Runtime:
-    """The runtime of the store at `root` in this process (same directory -> same runtime)."""
+    """The runtime of the store at `root` in this process (same directory -> same runtime), with one more
+    user: each call is matched by one `release`."""
     stat = os.stat(root)
     key = (os.getpid(), stat.st_dev, stat.st_ino, os.path.abspath(root))
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is None:
             runtime = _RUNTIMES[key] = Runtime(root)
+        runtime.users += 1
         return runtime
+
+
+def release(runtime: Runtime) -> None:
+    """One user fewer (a Store closed or dropped); the last one closes the runtime (not in a forked child)."""
+    if runtime.pid != os.getpid():
+        return
+    with _RUNTIMES_LOCK:
+        runtime.users -= 1
+        if runtime.users > 0:
+            return
+        for key, held in list(_RUNTIMES.items()):
+            if held is runtime:
+                del _RUNTIMES[key]
+    runtime.close()
 
 
 @at_exit
@@ -229,4 +262,4 @@ def drop_runtime(root: Path) -> None:
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.pop((os.getpid(), stat.st_dev, stat.st_ino, os.path.abspath(root)), None)
     if runtime is not None:
-        runtime.close_writer()
+        runtime.close()
