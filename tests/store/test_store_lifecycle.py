@@ -78,3 +78,23 @@ def test_the_last_store_of_a_directory_closes_it(tmp_path: Path) -> None:
     assert held_under(tmp_path) == []
     with Store(tmp_path / "s") as again:
         assert again.get_json(again.get_ref("refs/heads/main") or "") == {"n": 2}
+
+
+def test_a_reader_outlives_the_store_that_opened_it(tmp_path: Path) -> None:
+    """A stream from a Store dropped at once keeps reading its own pack, not whatever file took its
+    descriptor's number when the store let go of its handles (a shared fd would be closed under it)."""
+    content = os.urandom(3 << 20)  # big enough to stream from its own pack
+    with Store(tmp_path / "s") as store:
+        oid = store.put_bytes(content)
+    reader = Store(tmp_path / "s", create=False).open_object(oid)  # the store is dropped here
+    gc.collect()
+    decoys = [os.open(tmp_path / f"decoy-{k}", os.O_RDWR | os.O_CREAT) for k in range(8)]
+    try:
+        for fd in decoys:
+            os.write(fd, b"not the object" * 1000)
+        assert reader.read() == content
+    finally:
+        reader.close()
+        for fd in decoys:
+            os.close(fd)
+    assert held_under(tmp_path / "s") == []

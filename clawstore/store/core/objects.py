@@ -598,11 +598,19 @@ def check_blob(fd: int, oid: str, offset: int, length: int, where: str) -> None:
 
 
 class BlobFile(io.RawIOBase):
-    """A read-only file over one blob's payload inside a pack (positional reads, shared fd)."""
+    """A read-only file over one blob's payload inside a pack (positional reads).
+
+    It reads through a duplicate of the store's descriptor, closed with it: a reader outlives the store's
+    handle table (an evicted handle, a closed or dropped Store) without reading whatever file reuses the number."""
 
     def __init__(self, fd: int, offset: int, length: int):
         super().__init__()
-        self._fd, self._offset, self._length, self._pos = fd, offset, length, 0
+        self._fd, self._offset, self._length, self._pos = os.dup(fd), offset, length, 0
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
 
     def readable(self) -> bool:
         return True
