@@ -101,8 +101,9 @@ def _fact(content: memoryview, children: list[bytes]) -> tuple[int, list[int]] |
     return found[0], found[1:]  # type: ignore[return-value]
 
 
-def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
-    """The pack's file if it is whole and the pack's bytes still hash to what it records, else None."""
+def load(root: Path, packs_dir: Path, pack: str, digest: bytes | None = None) -> PackEdges | None:
+    """The pack's file if it is whole and the pack's bytes still hash to what it records, else None. `digest`: the
+    pack's BLAKE3 if the caller has just hashed it (fsck, which hashes each pack once a run)."""
     try:
         data = edges_path(root, pack).read_bytes()
         size = os.stat(pack_path(packs_dir, pack)).st_size
@@ -112,7 +113,7 @@ def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
     if found is None:
         return None
     try:
-        if pack_digest(pack_path(packs_dir, pack)) != found[1]:
+        if (digest if digest is not None else pack_digest(pack_path(packs_dir, pack))) != found[1]:
             return None  # the pack changed since it was verified: what it names must be read again
     except OSError:
         return None

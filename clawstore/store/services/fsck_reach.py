@@ -8,10 +8,12 @@ damaged, and well formed. An output tree whose pack's edges file says everything
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
+from clawstore.store import edges
 from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.edges import record_facts
@@ -19,16 +21,51 @@ from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.edges import EdgeCache
+    from clawstore.store.edges import PackEdges
     from clawstore.store.store import Store
 
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
+ANSWERS = 1 << 16  # answers kept (by record, output and object id) before they are dropped: fsck's bound on them
+FILES = 3  # edges files held at once (the pack whose records are checked, and those of their outputs)
+
+
+class PackFiles:
+    """The edges files of the packs this fsck verified or found verified, read when a look-up needs one (the pack is
+    not hashed again: its digest is known), the last FILES of them held."""
+
+    def __init__(self, store: Store, digests: Mapping[str, bytes]):
+        self._store, self._digests = store, digests
+        self._held: OrderedDict[str, PackEdges | None] = OrderedDict()
+
+    def _file(self, digest: bytes) -> tuple[PackEdges | None, int]:
+        loc = self._store.runtime.index.find_object(digest, look_again=False)  # (what the index lacks is read)
+        if loc is None or loc[0] not in self._digests:
+            return None, 0
+        pack = loc[0]
+        if pack in self._held:
+            self._held.move_to_end(pack)
+        else:
+            runtime = self._store.runtime
+            self._held[pack] = edges.load(self._store.root, runtime.packs_dir, pack, self._digests[pack])
+            if len(self._held) > FILES:
+                self._held.popitem(last=False)
+        return self._held[pack], loc[1]
+
+    def children(self, digest: bytes) -> list[bytes] | None:
+        """What the object names, None when no file that verifies covers it (it is then read)."""
+        found, offset = self._file(digest)
+        return found.children(digest, offset) if found is not None else None
+
+    def facts(self, digest: bytes) -> tuple[bytes, list[bytes]] | None:
+        """A record's key and outputs from a file fsck verified; None when none covers it (it is then read)."""
+        found, offset = self._file(digest)
+        return found.facts(digest, offset) if found is not None else None
 
 
 class Reach:
     """Problems found so far, by record id, output id and object id (None: fine)."""
 
-    def __init__(self, store: Store, corrupt: Mapping[str, str], known: EdgeCache | None = None):
+    def __init__(self, store: Store, corrupt: Mapping[str, str], known: PackFiles | None = None):
         self._store, self._corrupt, self._known = store, corrupt, known
         self._index = store.runtime.index
         self.records: dict[str, str | None] = {}
@@ -37,6 +74,8 @@ class Reach:
         self._damaged: set[bytes] | None = None  # digests of `corrupt`
 
     def object_problem(self, oid: str) -> str | None:
+        if len(self._objects) >= ANSWERS:
+            self._objects.clear()
         if oid in self._objects:  # (an input document, an attachment: named by many records)
             return self._objects[oid]
         problem = "is corrupt" if oid in self._corrupt else None if self._has(oid) else "is missing"
@@ -52,7 +91,11 @@ class Reach:
     def check(self, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Check the records not checked yet (`records[id]`: why one cannot be relied on, or None), and
         return those of them that are whole, parsed (the entry checks read them). Callers pass at most
-        CHUNK ids: the records returned, and the bytes of their small outputs, are held together."""
+        CHUNK ids: the records returned, and the bytes of their small outputs, are held together. The answers of
+        earlier calls may be dropped: read `records` for these ids before the next call."""
+        for answers in (self.records, self._trees):
+            if len(answers) >= ANSWERS:
+                answers.clear()
         todo = [rid for rid in dict.fromkeys(record_ids) if rid not in self.records]
         whole: dict[str, dict[str, Any]] = {}
         outputs: dict[str, list[str]] = {}
