@@ -3,6 +3,7 @@ repair it. What counts as a problem, as a notice, and what --repair does: docs/s
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -359,27 +360,25 @@ def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
     """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
     record's pack (fsck_spill), and each group checked with that pack's edges file in hand, a record once however
     many entries and nodes name it; a head's nodes read a part at a time."""
-    index = store.runtime.index
-    index.refresh()
     bad_nodes: dict[int, dict[int, str]] = {}
     with PackRows(store.runtime.tmp_dir) as rows:
         def add(record: bytes, tag: int, rest: bytes) -> None:
-            loc = index.find_object(record, look_again=False)  # (what the index lacks: a group of its own)
+            loc = reach.find(record)  # (what the index lacks: a group of its own)
             rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
 
-        for key, entry in index.actions.items():  # (streamed in key order; removed entries name no record)
+        for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
             if entry.record is not None:
                 add(entry.record, 0, key)
         heads = _check_refs(store, report, reach, add)
         for pack in sorted(rows.packs()):
-            _check_group(store, report, reach, rows.take(pack), bad_nodes)
+            _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
         if bad_nodes.get(number):
             report.bad_head_nodes[name] = _label_nodes(store, head, bad_nodes[number])
 
 
-def _check_group(store: Store, report: FsckReport, reach: Reach, rows: list[bytes],
+def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows: list[bytes],
                  bad_nodes: dict[int, dict[int, str]]) -> None:
     """Check the records of one group, CHUNK at a time, and judge the entries and nodes that name them."""
     rows.sort()  # (by record: the rows naming one record are together)
@@ -389,10 +388,11 @@ def _check_group(store: Store, report: FsckReport, reach: Reach, rows: list[byte
         while end < len(rows) and (distinct < CHUNK or rows[end][:32] == rows[end - 1][:32]):
             distinct += end == start or rows[end][:32] != rows[end - 1][:32]
             end += 1
-        chunk = [_RECORD_ROW.unpack(row) for row in rows[start:end]]
-        whole = reach.check(PREFIX + record.hex() for record, _, _, _ in chunk)
-        for record, _, tag, rest in chunk:
-            record_id = PREFIX + record.hex()
+        chunk = [(PREFIX + record.hex(), offset, tag, rest)
+                 for record, offset, tag, rest in map(_RECORD_ROW.unpack, rows[start:end])]
+        whole = reach.check((record_id for record_id, _, _, _ in chunk),
+                            {record_id: (pack, offset) for record_id, offset, _, _ in chunk} if pack else None)
+        for record_id, _, tag, rest in chunk:
             why = reach.records[record_id]
             if tag:
                 if why is not None:
@@ -518,16 +518,44 @@ def _check_build_logs(store: Store, report: FsckReport) -> None:
 def build_log_problem(path: Path) -> str | None:
     """Why `path` is not a readable build log (None if it is one)."""
     try:
-        doc = json.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
+    doc = _log_fields(data)
+    if doc is None:  # (not what the quick reading takes: judged as it always was)
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
     try:
         read_build_log_doc(doc, path.name)
     except StoreError as exc:
         return str(exc).removeprefix(f"{path.name}: ")
     return None
+
+
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_UTF8 = 1 << 20
+
+
+def _log_fields(data: bytes) -> dict[str, Any] | None:
+    """A build log's fields with its nodes list left unmade (what fsck checks of it; a campaign's log holds a node a
+    run: ~270 bytes each, about 5x that as Python objects), if it is well-formed UTF-8 JSON msgspec reads."""
+    try:
+        fields = _FIELDS.decode(data)
+        nodes = fields.get("nodes")
+        doc = {name: msgspec.json.decode(raw) for name, raw in fields.items() if name != "nodes"}
+        if nodes is not None:
+            doc["nodes"] = [] if bytes(memoryview(nodes)[:1]) == b"[" else msgspec.json.decode(nodes)
+        utf8 = codecs.getincrementaldecoder("utf-8")()  # (msgspec checks the strings it makes, not those it skips)
+        for at in range(0, len(data), _UTF8):
+            utf8.decode(data[at:at + _UTF8])
+        utf8.decode(b"", final=True)
+    except ValueError:  # (msgspec's errors and UnicodeDecodeError are ValueErrors)
+        return None
+    return doc
 
 
 def _repair(store: Store, report: FsckReport) -> None:
