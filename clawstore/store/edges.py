@@ -107,16 +107,17 @@ def _fact(content: memoryview, children: list[bytes]) -> tuple[int, list[int]] |
     return found[0], found[1:]  # type: ignore[return-value]
 
 
-def load(root: Path, packs_dir: Path, pack: str) -> PackEdges | None:
-    """The pack's file if it is whole and the pack's bytes still hash to what it records, else None."""
+def load(root: Path, packs_dir: Path, pack: str, digest: bytes | None = None) -> PackEdges | None:
+    """The pack's file if it is whole and the pack's bytes still hash to what it records, else None. `digest`: the
+    pack's BLAKE3 if the caller has just hashed it (fsck, which hashes each pack once a run)."""
     path = pack_path(packs_dir, pack)
     try:
         data = edges_path(root, pack).read_bytes()
         size = os.stat(path).st_size
-        digest = recorded(data, pack, size)
-        table = table_of(path) if digest is not None else None
+        wanted = recorded(data, pack, size)
+        table = table_of(path) if wanted is not None else None
         found = decode(pack, data, size, table) if table is not None else None
-        if found is None or pack_digest(path) != digest:
+        if found is None or (digest if digest is not None else pack_digest(path)) != wanted:
             return None  # (the pack changed since it was hashed: what it names must be read again)
     except (OSError, NotAPackError):
         return None

@@ -3,12 +3,12 @@ repair it. What counts as a problem, as a notice, and what --repair does: docs/s
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
+import struct
 import time
-from array import array
-from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from clawstore.store import edges
 from clawstore.store.actions import entry_problem, key_digest, set_entries
 from clawstore.store.buildlogs import builds_dir
 from clawstore.store.core.edgefile import EdgeLog
-from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
     ActionEntry,
     BadSegmentError,
@@ -54,7 +54,8 @@ from clawstore.store.core.packfile import (
 from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.services.fsck_reach import CHUNK, Reach
+from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
+from clawstore.store.services.fsck_spill import PackRows
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -120,10 +121,20 @@ def repairable_ref(name: str) -> bool:
     return name.startswith(CAMPAIGN_PREFIX)
 
 
+_INDEX_ROW = struct.Struct("<QQ32sI")  # an index entry: offset, length, object digest, its segment's place in the list
+# What names a record (grouped by the record's pack): the record's digest and offset, 0 and the entry's key digest, or
+# 1 and a head node's ref (its place among the refs) and index
+_RECORD_ROW = struct.Struct("<32sQB32s")
+_NODE = struct.Struct("<II")
+
+
 @dataclass
-class _PackCheck:
-    scan: PackScan
-    good: list[Blob]  # blobs that verified
+class _Packs:
+    """What the pass over the packs keeps (a few bytes a pack): the digest of each pack whose edges file this run
+    trusts or wrote (it is not hashed again to be read), and where each pack's damaged blobs are."""
+
+    digests: dict[str, bytes] = field(default_factory=dict)
+    damaged: dict[str, set[int]] = field(default_factory=dict)  # pack -> payload offsets of blobs that do not verify
 
 
 def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None) -> FsckReport:
@@ -136,16 +147,13 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
-        named = edges.EdgeCache(store.root, store.runtime.packs_dir, store.runtime.index)
-        checks = _check_packs(store, report, progress, named)
-        _check_index(store, report, checks, segments)
+        packs = _check_packs(store, report, progress, segments)
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
-            _rebuild_index(store, report, checks, segments)
+            _rebuild_index(store, report, packs, segments)
         store.runtime.index.reload()
         report.objects = len(store.runtime.index.objects)
-        reach = Reach(store, report.corrupt, named)  # (a record named by entries and heads is checked once)
-        _check_actions(store, report, reach)
-        _check_refs(store, report, reach)
+        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests))
+        _check_records(store, report, reach)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -155,131 +163,175 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     return report
 
 
+def _table(path: Path) -> PackScan:
+    """A pack's blobs: its table, or for a pack whose table is damaged what a walk of it finds (NotAPackError
+    is kept for the caller, FileNotFoundError raised)."""
+    try:
+        return scan_pack(path)
+    except NotAPackError:
+        return walk_pack(path)
+
+
 def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None,
-                 named_by: edges.EdgeCache) -> dict[str, _PackCheck]:
-    """Verify every blob (but those of packs an edges file vouches for); `named_by` learns what each object names."""
-    checks: dict[str, _PackCheck] = {}
+                 segments: list[str]) -> _Packs:
+    """Verify every blob (but those of packs an edges file vouches for), a pack at a time, and check the index's
+    entries of each pack against its table while it is in hand (they are grouped by pack first: fsck_spill)."""
     packs_dir = store.runtime.packs_dir
-    known = set(iter_pack_ids(packs_dir))
+    known = sorted(set(iter_pack_ids(packs_dir)))
     report.stray_files += [str(packs_dir / name) for name in sorted(os.listdir(packs_dir))
                            if name[:-len(".pack")] not in known]
-    verified = 0
-    for pack in sorted(known):
-        path = pack_path(packs_dir, pack)
-        report.packs += 1
-        try:
-            scan = scan_pack(path)
-        except NotAPackError as exc:
-            report.bad_packs[pack] = str(exc)
-            scan = walk_pack(path)
-        except FileNotFoundError:
-            continue
-        if scan.torn_at is not None:
-            if writer_alive(path):
-                pass  # being written: its tail is not indexed yet
-            elif not scan.sealed:
-                report.torn_packs += 1
-        cached = edges.load(store.root, packs_dir, pack) if scan.sealed and pack not in report.bad_packs else None
-        if cached is not None and cached.verified:  # every blob verified by an earlier fsck, the pack's bytes the same
-            checks[pack] = _PackCheck(scan, list(scan.blobs))
-            named_by.add(cached)
-            verified += len(scan.blobs)
-            if progress is not None:
-                progress(verified)
-            continue
-        good: list[Blob] = []
-        named = EdgeLog()
-        # Hashed before it is verified: bytes changed later no longer match what the cache records.
-        digest = edges.pack_digest(path) if scan.sealed and not writer_alive(path) else None
-        with open(path, "rb") as fh:
-            for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
-                if reason is None:
-                    good.append(blob)
-                    if children is not None:
-                        named.add(blob.id, blob.offset, children, fact)
-                else:
-                    report.corrupt[PREFIX + blob.id.hex()] = reason
-                    report.bad_packs.setdefault(pack, "holds damaged blobs")
-                verified += 1
-                if progress is not None and verified % 1000 == 0:
-                    progress(verified)
-            if digest is not None and pack not in report.bad_packs:
-                found = edges.save(store.root, store.runtime.tmp_dir, scan, pack, digest, named, verified=True)
-                if found is not None:
-                    named_by.add(found)
-        checks[pack] = _PackCheck(scan, good)
+    found = _Packs()
+    unmatched: list[tuple[int, bytes, str]] = []  # (segment, digest, why): decided once all damage is known
+    counted = [0]
+    holding = False
+    with PackRows(store.runtime.tmp_dir) as rows:
+        _group_index(store, segments, rows, unmatched)
+        for pack in known:
+            path = pack_path(packs_dir, pack)
+            report.packs += 1
+            try:
+                scan = scan_pack(path)
+            except NotAPackError as exc:
+                report.bad_packs[pack] = str(exc)
+                scan = walk_pack(path)
+            except FileNotFoundError:
+                continue  # (its entries are matched against nothing below)
+            if scan.torn_at is not None and not scan.sealed and not writer_alive(path):
+                report.torn_packs += 1  # (a live writer's tail is not indexed yet)
+            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted)
+            holding = holding or len(scan.blobs) > len(damaged)
+            _match(pack, scan.blobs, damaged, rows.take(pack), segments, unmatched)
+        for pack in sorted(rows.packs()):  # packs gone, or never there
+            _match(pack, [], set(), rows.take(pack), segments, unmatched)
     edges.remove_stale(store.root, packs_dir)
-    # An object damaged in one pack but intact in another (a copy) is not lost.
-    intact = {blob.id for check in checks.values() for blob in check.good if blob.kind == KIND_OBJECT}
-    for oid in [oid for oid in report.corrupt if bytes.fromhex(oid[len(PREFIX):]) in intact]:
-        del report.corrupt[oid]
-    return checks
+    _keep_intact_copies(packs_dir, known, found, report)
+    if not segments and holding:
+        report.bad_index.append(f"the index is empty but {report.packs} pack(s) hold blobs (it was lost)")
+    for _, digest, why in sorted(unmatched):
+        if not digest or PREFIX + digest.hex() not in report.corrupt:  # (a corrupt object is named as that)
+            report.bad_index.append(why)
+    return found
 
 
-def _check_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], names: list[str]) -> None:
-    """Every segment must read back whole, and name only blobs the packs hold intact."""
-    index_dir = store.runtime.index_dir
-    # Each pack's good blobs by offset, found by bisection: 8 bytes a blob, not a dict entry keyed by a tuple
-    good = {pack: sorted(check.good, key=lambda blob: blob.offset) for pack, check in checks.items()}
-    offsets = {pack: array("Q", (blob.offset for blob in blobs)) for pack, blobs in good.items()}
+def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: PackScan, found: _Packs,
+                 progress: Callable[[int], None] | None, counted: list[int]) -> set[int]:
+    """Verify a pack's blobs unless its edges file says an earlier fsck did and the pack still hashes the same; write
+    that file when every blob verified. Returns the offsets of the blobs that do not verify."""
+    sealed = scan.sealed and not writer_alive(path)
+    # Hashed before it is verified: bytes changed later no longer match what the file records.
+    digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
+    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
+    if digest is not None and cached is not None and cached.verified:
+        found.digests[pack] = digest
+        counted[0] += len(scan.blobs)
+        if progress is not None:
+            progress(counted[0])
+        return set()
+    del cached
+    damaged: set[int] = set()
+    named = EdgeLog()
+    with open(path, "rb") as fh:
+        for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
+            if reason is None:
+                if children is not None:
+                    named.add(blob.id, blob.offset, children, fact)
+            else:
+                report.corrupt[PREFIX + blob.id.hex()] = reason
+                report.bad_packs.setdefault(pack, "holds damaged blobs")
+                damaged.add(blob.offset)
+            counted[0] += 1
+            if progress is not None and counted[0] % 1000 == 0:
+                progress(counted[0])
+    if digest is not None and pack not in report.bad_packs:
+        if edges.save(store.root, store.runtime.tmp_dir, scan, pack, digest, named, verified=True) is not None:
+            found.digests[pack] = digest
+    if damaged:
+        found.damaged[pack] = damaged
+    return damaged
 
-    def where(pack: str, offset: int) -> Blob | None:
-        blobs = good.get(pack)
-        if not blobs:
-            return None
-        pos = bisect_left(offsets[pack], offset)
-        return blobs[pos] if pos < len(blobs) and blobs[pos].offset == offset else None
 
-    if not names and any(check.good for check in checks.values()):
-        report.bad_index.append(f"the index is empty but {len(checks)} pack(s) hold blobs (it was lost)")
-    for name in names:
+def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: list[tuple[int, bytes, str]]) -> None:
+    """Every segment must read back whole; its object entries go to their pack's group."""
+    index_dir, row = store.runtime.index_dir, _INDEX_ROW.pack
+    for number, name in enumerate(segments):
         try:
             segment = open_table(index_dir, name)  # (its rows streamed, not loaded into a dict)
             segment.check()
         except FileNotFoundError:
             continue  # merged meanwhile: the merge holds the same entries
         except (BadSegmentError, OSError) as exc:
-            report.bad_index.append(str(exc))
+            unmatched.append((number, b"", str(exc)))
             continue
         for digest, (pack, offset, length) in segment.iter_objects():
-            blob = where(pack, offset)
-            if blob is None or blob.id != digest or blob.length != length:
-                oid = PREFIX + digest.hex()
-                if oid not in report.corrupt:
-                    report.bad_index.append(f"segment {name} puts object {oid} at pack {pack} offset {offset}, "
-                                            "where the pack does not hold it intact")
+            rows.add(pack, row(offset, length, digest, number))
 
 
-def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackCheck], segments: list[str]) -> None:
-    """Copy the good blobs out of bad packs, quarantine those packs, write an index read from the packs."""
+def _match(pack: str, blobs: list[Blob], damaged: set[int], rows: list[bytes], segments: list[str],
+           unmatched: list[tuple[int, bytes, str]]) -> None:
+    """The index's entries of one pack must name blobs it holds intact."""
+    if not rows:
+        return
+    at = {blob.offset: blob for blob in blobs}
+    for offset, length, digest, number in map(_INDEX_ROW.unpack, rows):
+        blob = at.get(offset)
+        if blob is None or blob.id != digest or blob.length != length or offset in damaged:
+            unmatched.append((number, digest, f"segment {segments[number]} puts object {PREFIX + digest.hex()} at "
+                                              f"pack {pack} offset {offset}, where the pack does not hold it intact"))
+
+
+def _keep_intact_copies(packs_dir: Path, known: list[str], found: _Packs, report: FsckReport) -> None:
+    """An object damaged in one pack but intact in another (a copy) is not lost (the tables are read again: only
+    when something is damaged)."""
+    wanted = {bytes.fromhex(oid[len(PREFIX):]) for oid in report.corrupt}
+    for pack in known if wanted else ():
+        try:
+            blobs = _table(pack_path(packs_dir, pack)).blobs
+        except FileNotFoundError:
+            continue
+        damaged = found.damaged.get(pack, set())
+        for blob in blobs:
+            if blob.kind == KIND_OBJECT and blob.id in wanted and blob.offset not in damaged:
+                report.corrupt.pop(PREFIX + blob.id.hex(), None)
+
+
+def _rebuild_index(store: Store, report: FsckReport, packs: _Packs, segments: list[str]) -> None:
+    """Copy the good blobs out of bad packs, quarantine those packs, write an index read from the packs (every
+    pack's table read again; the new segment holds every entry)."""
     runtime = store.runtime
     stamp = time.strftime("%Y%m%dT%H%M%S")
+
+    def good(pack: str) -> list[Blob]:
+        try:
+            blobs = _table(pack_path(runtime.packs_dir, pack)).blobs
+        except FileNotFoundError:
+            return []
+        damaged = packs.damaged.get(pack, set())
+        return [blob for blob in blobs if blob.offset not in damaged]
+
     rescued: PackWriter | None = None
+    copies: list[Blob] = []
     try:
         for pack in sorted(report.bad_packs):
-            check = checks.get(pack)
-            if check is None:
-                continue
             with open(pack_path(runtime.packs_dir, pack), "rb") as fh:
-                for blob in check.good:
+                for blob in good(pack):
                     rescued = rescued or PackWriter(runtime.packs_dir)
                     payload = os.pread(fh.fileno(), blob.length, blob.offset)
-                    copy = rescued.append(blob.kind, blob.id, [payload])
-                    copy_check = checks.setdefault(rescued.pack_id, _PackCheck(PackScan([], True, 0), []))
-                    copy_check.good.append(copy)
+                    copies.append(rescued.append(blob.kind, blob.id, [payload]))
         if rescued is not None:
             rescued.seal()
             fsync_path(runtime.packs_dir)
+    except FileNotFoundError:
+        pass
     finally:
         if rescued is not None:
             rescued.close()
     objects: dict[bytes, Loc] = {}
     actions: dict[bytes, ActionEntry] = {}
-    for pack, check in sorted(checks.items()):
-        if pack in report.bad_packs:
-            continue
+    kept = sorted(set(iter_pack_ids(runtime.packs_dir)) - set(report.bad_packs))
+    for pack in kept:
+        blobs = copies if rescued is not None and pack == rescued.pack_id else good(pack)
         with open(pack_path(runtime.packs_dir, pack), "rb") as fh:
-            for blob in check.good:
+            for blob in blobs:
                 if blob.kind == KIND_OBJECT:
                     objects.setdefault(blob.id, (pack, blob.offset, blob.length))
                 else:
@@ -304,33 +356,67 @@ def _rebuild_index(store: Store, report: FsckReport, checks: dict[str, _PackChec
                            f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
-def _check_actions(store: Store, report: FsckReport, reach: Reach) -> None:
-    entries = sorted(store.iter_actions(), key=lambda entry: _where(store, entry[1]))
-    for start in range(0, len(entries), CHUNK):
-        chunk = entries[start:start + CHUNK]
-        records = reach.check(record_id for _, record_id in chunk if record_id is not None)
-        for key, record_id in chunk:
+def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
+    """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
+    record's pack (fsck_spill), and each group checked with that pack's edges file in hand, a record once however
+    many entries and nodes name it; a head's nodes read a part at a time."""
+    bad_nodes: dict[int, dict[int, str]] = {}
+    with PackRows(store.runtime.tmp_dir) as rows:
+        def add(record: bytes, tag: int, rest: bytes) -> None:
+            loc = reach.find(record)  # (what the index lacks: a group of its own)
+            rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+
+        for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
+            if entry.record is not None:
+                add(entry.record, 0, key)
+        heads = _check_refs(store, report, reach, add)
+        for pack in sorted(rows.packs()):
+            _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
+    report.bad_actions = dict(sorted(report.bad_actions.items()))
+    for number, (name, head) in heads.items():
+        if bad_nodes.get(number):
+            report.bad_head_nodes[name] = _label_nodes(store, head, bad_nodes[number])
+
+
+def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows: list[bytes],
+                 bad_nodes: dict[int, dict[int, str]]) -> None:
+    """Check the records of one group, CHUNK at a time, and judge the entries and nodes that name them."""
+    rows.sort()  # (by record: the rows naming one record are together)
+    start = 0
+    while start < len(rows):
+        end, distinct = start, 0
+        while end < len(rows) and (distinct < CHUNK or rows[end][:32] == rows[end - 1][:32]):
+            distinct += end == start or rows[end][:32] != rows[end - 1][:32]
+            end += 1
+        chunk = [(PREFIX + record.hex(), offset, tag, rest)
+                 for record, offset, tag, rest in map(_RECORD_ROW.unpack, rows[start:end])]
+        whole = reach.check((record_id for record_id, _, _, _ in chunk),
+                            {record_id: (pack, offset) for record_id, offset, _, _ in chunk} if pack else None)
+        for record_id, _, tag, rest in chunk:
+            why = reach.records[record_id]
+            if tag:
+                if why is not None:
+                    ref, node = _NODE.unpack_from(rest)
+                    bad_nodes.setdefault(ref, {})[node] = why
+                continue
+            key = PREFIX + rest.hex()
             report.actions += 1
-            why = "entry file is damaged" if record_id is None else reach.records[record_id]
             if why is None:  # the entry must verify against its input document (actions.entry_problem):
                 # one moved to another key, or pointing at a record of another question, would serve a
                 # wrong answer to every build (every object was hashed with the packs: only looked up)
-                record = records[record_id] if record_id in records else _read_json(store, record_id)
-                why = entry_problem(key, record, lambda oid: reach.object_problem(oid) is None)
+                found = whole[record_id] if record_id in whole else _read_json(store, record_id)
+                why = entry_problem(key, found, lambda oid: reach.object_problem(oid) is None)
             if why is not None:
                 report.bad_actions[key] = why
-    report.bad_actions = dict(sorted(report.bad_actions.items()))
+        start = end
 
 
-def _where(store: Store, oid: str | None) -> tuple[str, int]:
-    """Where an object is stored: records read in this order are read a region of a pack at a time (their
-    outputs were written just before them), not scattered over every pack in each chunk."""
-    loc = store.runtime.index.find_object(bytes.fromhex(oid[len(PREFIX):]), look_again=False) if oid else None
-    return (loc[0], loc[1]) if loc is not None else ("", 0)
-
-
-def _check_refs(store: Store, report: FsckReport, reach: Reach) -> None:
-    for name, target in iter_ref_entries(store):
+def _check_refs(store: Store, report: FsckReport, reach: Reach, add: Callable[[bytes, int, bytes], None]
+                ) -> dict[int, tuple[str, object]]:
+    """Check each ref's target (and a campaign head's parts); a head's nodes go to `add`, to be checked with the
+    records. Returns {number: (name, head)} of the refs whose nodes were added (their number in the rows)."""
+    heads: dict[int, tuple[str, object]] = {}
+    for number, (name, target) in enumerate(iter_ref_entries(store)):
         report.refs += 1
         if target is None:
             report.bad_refs[name] = "ref file is damaged"
@@ -342,9 +428,9 @@ def _check_refs(store: Store, report: FsckReport, reach: Reach) -> None:
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
-        bad = _head_problems(store, head, reach)
-        if bad:
-            report.bad_head_nodes[name] = bad
+        if _add_nodes(store, head, number, add):
+            heads[number] = (name, head)
+    return heads
 
 
 def _parts_problem(reach: Reach, head: object) -> str | None:
@@ -356,34 +442,30 @@ def _parts_problem(reach: Reach, head: object) -> str | None:
     return None
 
 
-def _head_problems(store: Store, target: object, reach: Reach) -> dict[int, str]:
-    """{node index: why} for the nodes of a campaign head (a ref's target, read) whose record or outputs
-    are gone."""
-    if not (is_parted(target) or isinstance(target, dict) and isinstance(target.get("nodes"), list)):
-        return {}  # not a campaign head: the ref's target alone is what it names
-    bad: dict[int, str] = {}
-    chunk: list[tuple[int, dict[str, Any], str]] = []
-    try:  # a part at a time, CHUNK nodes checked at once: the head's nodes are never all held
-        for index, node in enumerate(iter_nodes(target, lambda part: _read_part(store, part))):
-            if isinstance(node, dict) and isinstance(node.get("record"), str):
-                chunk.append((index, node, node["record"]))
-            if len(chunk) == CHUNK:
-                _check_nodes(chunk, reach, bad)
-                chunk = []
+def _add_nodes(store: Store, head: object, number: int, add: Callable[[bytes, int, bytes], None]) -> bool:
+    """Add the records of a campaign head's nodes (a ref's target, read), a part at a time; False if it is not a
+    campaign head (the ref's target alone is what it names) or a part is not one (the ref check names that)."""
+    if not (is_parted(head) or isinstance(head, dict) and isinstance(head.get("nodes"), list)):
+        return False
+    try:
+        for index, node in enumerate(iter_nodes(head, lambda part: _read_part(store, part))):
+            record = node.get("record") if isinstance(node, dict) else None
+            if is_oid(record):
+                add(bytes.fromhex(record[len(PREFIX):]), 1, _NODE.pack(number, index))
     except StoreError:
-        return {}  # a part that is not one: named by the ref check, its nodes cannot be read
-    _check_nodes(chunk, reach, bad)
-    return bad
+        return False  # (the nodes added before it are checked, their verdicts dropped)
+    return True
 
 
-def _check_nodes(chunk: list[tuple[int, dict[str, Any], str]], reach: Reach, bad: dict[int, str]) -> None:
-    reach.check(record_id for _, _, record_id in chunk)
-    for index, node, record_id in chunk:
-        why = reach.records[record_id]
-        if why is not None:
+def _label_nodes(store: Store, head: object, bad: dict[int, str]) -> dict[int, str]:
+    """{node index: why}, each named by its kind and address (the head read again: only when a node is bad)."""
+    named: dict[int, str] = {}
+    for index, node in enumerate(iter_nodes(head, lambda part: _read_part(store, part))):
+        if index in bad:
             where = node.get("address") or {}
             label = "/".join(str(v) for v in where.values()) if isinstance(where, dict) else "?"
-            bad[index] = f"node {node.get('kind')} {label}: {why}"
+            named[index] = f"node {node.get('kind')} {label}: {bad[index]}"
+    return named
 
 
 def _read_json(store: Store, oid: str) -> object:
@@ -436,16 +518,44 @@ def _check_build_logs(store: Store, report: FsckReport) -> None:
 def build_log_problem(path: Path) -> str | None:
     """Why `path` is not a readable build log (None if it is one)."""
     try:
-        doc = json.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
+    doc = _log_fields(data)
+    if doc is None:  # (not what the quick reading takes: judged as it always was)
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
     try:
         read_build_log_doc(doc, path.name)
     except StoreError as exc:
         return str(exc).removeprefix(f"{path.name}: ")
     return None
+
+
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_UTF8 = 1 << 20
+
+
+def _log_fields(data: bytes) -> dict[str, Any] | None:
+    """A build log's fields with its nodes list left unmade (what fsck checks of it; a campaign's log holds a node a
+    run: ~270 bytes each, about 5x that as Python objects), if it is well-formed UTF-8 JSON msgspec reads."""
+    try:
+        fields = _FIELDS.decode(data)
+        nodes = fields.get("nodes")
+        doc = {name: msgspec.json.decode(raw) for name, raw in fields.items() if name != "nodes"}
+        if nodes is not None:
+            doc["nodes"] = [] if bytes(memoryview(nodes)[:1]) == b"[" else msgspec.json.decode(nodes)
+        utf8 = codecs.getincrementaldecoder("utf-8")()  # (msgspec checks the strings it makes, not those it skips)
+        for at in range(0, len(data), _UTF8):
+            utf8.decode(data[at:at + _UTF8])
+        utf8.decode(b"", final=True)
+    except ValueError:  # (msgspec's errors and UnicodeDecodeError are ValueErrors)
+        return None
+    return doc
 
 
 def _repair(store: Store, report: FsckReport) -> None:

@@ -8,10 +8,12 @@ damaged, and well formed. An output tree whose pack's edges file says everything
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
+from clawstore.store import edges
 from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.edges import record_facts
@@ -19,21 +21,62 @@ from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.edges import EdgeCache
+    from clawstore.store.core.index import Loc
+    from clawstore.store.edges import PackEdges
     from clawstore.store.store import Store
 
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
+ANSWERS = 1 << 15  # answers kept (by record, output and object id) before they are dropped between chunks
+FILES = 3  # edges files held at once (the pack whose records are checked, and those of their outputs)
+
+
+class PackFiles:
+    """The edges files of the packs this fsck verified or found verified, read when a look-up needs one (the pack is
+    not hashed again: its digest is known), the last FILES of them held."""
+
+    def __init__(self, store: Store, digests: Mapping[str, bytes]):
+        self._store, self._digests = store, digests
+        self._held: OrderedDict[str, PackEdges | None] = OrderedDict()
+
+    def file(self, pack: str) -> PackEdges | None:
+        if pack in self._held:
+            self._held.move_to_end(pack)
+        elif pack in self._digests:
+            runtime = self._store.runtime
+            self._held[pack] = edges.load(self._store.root, runtime.packs_dir, pack, self._digests[pack])
+            if len(self._held) > FILES:
+                self._held.popitem(last=False)
+        else:
+            return None
+        return self._held[pack]
+
+    def children(self, digest: bytes, loc: Loc | None = None) -> list[bytes] | None:
+        """What the object (at `loc`, else looked up) names, None when no file that verifies covers it (it is then
+        read)."""
+        loc = loc or self._store.runtime.index.find_object(digest, look_again=False)  # (what it lacks is read)
+        found = self.file(loc[0]) if loc is not None else None
+        return found.children(digest, loc[1]) if found is not None and loc is not None else None
+
+    def facts(self, digest: bytes, loc: tuple[str, int] | None = None) -> tuple[bytes, list[bytes]] | None:
+        """A record's key and outputs (at `loc`, else looked up) from a file fsck verified; None when none covers it
+        (it is then read)."""
+        loc = loc or self._store.runtime.index.find_object(digest, look_again=False)
+        found = self.file(loc[0]) if loc is not None else None
+        return found.facts(digest, loc[1]) if found is not None and loc is not None else None
 
 
 class Reach:
     """Problems found so far, by record id, output id and object id (None: fine)."""
 
-    def __init__(self, store: Store, corrupt: Mapping[str, str], known: EdgeCache | None = None):
+    def __init__(self, store: Store, corrupt: Mapping[str, str], known: PackFiles | None = None):
         self._store, self._corrupt, self._known = store, corrupt, known
-        self._index = store.runtime.index
+        # The index as loaded now, looked up without a look for changes each time (what it lacks is asked the long way)
+        self.find: Callable[[bytes], Loc | None] = store.runtime.index.snapshot().entries.find_object
         self.records: dict[str, str | None] = {}
         self._trees: dict[str, str | None] = {}
         self._objects: dict[str, str | None] = {}
+        self._found: dict[str, Loc] = {}  # where objects asked about are (their outputs' files are read from there)
+        self._present: dict[bytes, bool] = {}  # what output trees name, by digest
         self._damaged: set[bytes] | None = None  # digests of `corrupt`
 
     def object_problem(self, oid: str) -> str | None:
@@ -45,18 +88,28 @@ class Reach:
 
     def _has(self, oid: str) -> bool:
         """store.has, looked up in the loaded index first (what it lacks is asked again the long way)."""
-        if is_oid(oid) and self._index.find_object(bytes.fromhex(oid[len(PREFIX):]), look_again=False):
+        loc = self.find(bytes.fromhex(oid[len(PREFIX):])) if is_oid(oid) else None
+        if loc is not None:
+            self._found[oid] = loc
             return True
         return self._store.has(oid)
 
-    def check(self, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def check(self, record_ids: Iterable[str], located: Mapping[str, tuple[str, int]] | None = None
+              ) -> dict[str, dict[str, Any]]:
         """Check the records not checked yet (`records[id]`: why one cannot be relied on, or None), and
         return those of them that are whole, parsed (the entry checks read them). Callers pass at most
-        CHUNK ids: the records returned, and the bytes of their small outputs, are held together."""
+        CHUNK ids: the records returned, and the bytes of their small outputs, are held together. The answers of
+        earlier calls may be dropped: read `records` for these ids before the next call. `located`: where the
+        index puts some of them (pack, offset), so that they are not looked up again."""
+        memos = (self.records, self._trees, self._objects, self._found, self._present)
+        if max(map(len, memos)) >= ANSWERS:  # (dropped between calls only: a call's own answers are read after it)
+            for answers in memos:
+                answers.clear()
         todo = [rid for rid in dict.fromkeys(record_ids) if rid not in self.records]
         whole: dict[str, dict[str, Any]] = {}
         outputs: dict[str, list[str]] = {}
-        known = {rid: found for rid in todo if (found := self._facts(rid)) is not None}
+        where = located or {}
+        known = {rid: found for rid in todo if (found := self._facts(rid, where.get(rid))) is not None}
         contents = self._store.get_many_bytes([rid for rid in todo if rid not in known
                                                and self.object_problem(rid) is None])
         for rid in todo:
@@ -69,12 +122,12 @@ class Reach:
             self.records[rid] = self._outputs_problem(named)
         return whole
 
-    def _facts(self, rid: str) -> tuple[None, dict[str, Any], list[str]] | None:
+    def _facts(self, rid: str, loc: tuple[str, int] | None) -> tuple[None, dict[str, Any], list[str]] | None:
         """A record's check from the facts its pack's verified edges file holds (its key, and that it names the input
         document of that key; its outputs), when the record is there, intact, and such a file covers it."""
-        if self._known is None or self.object_problem(rid) is not None:
+        if self._known is None or (rid in self._corrupt if loc is not None else self.object_problem(rid) is not None):
             return None
-        found = self._known.facts(bytes.fromhex(rid[len(PREFIX):]))
+        found = self._known.facts(bytes.fromhex(rid[len(PREFIX):]), loc)
         if found is None:
             return None
         key = PREFIX + found[0].hex()
@@ -111,14 +164,21 @@ class Reach:
 
     def _names_nothing_lost(self, oid: str) -> bool:
         assert self._known is not None
-        children = self._known.children(bytes.fromhex(oid[len(PREFIX):]))
+        children = self._known.children(bytes.fromhex(oid[len(PREFIX):]), self._found.get(oid))
         if children is None:
             return False
         if self._damaged is None:  # (report.corrupt is complete once the packs are checked)
             self._damaged = {bytes.fromhex(bad[len(PREFIX):]) for bad in self._corrupt}
-        find, damaged = self._index.find_object, self._damaged
         # by digest, not by id: a tree names thousands of files (what this misses is read, and answered exactly)
-        return all(child not in damaged and find(child, False) is not None for child in children)
+        return all(self._intact(child) for child in children)
+
+    def _intact(self, digest: bytes) -> bool:
+        present = self._present.get(digest)
+        if present is None:
+            assert self._damaged is not None
+            present = self._present[digest] = digest not in self._damaged and \
+                self.find(digest) is not None
+        return present
 
     def _tree_problem(self, oid: str, content: bytes | None) -> str | None:
         """If `oid` is a tree, the first of its files that is missing or corrupt."""

@@ -1,0 +1,88 @@
+"""fsck's memory is bounded by its constants, not by the store: with them shrunk (rows held before they are
+spilled, answers kept, records a chunk) and small packs, a store three times larger peaks no higher, and damage is
+still named."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store, edges
+from clawstore.store.actions import key_digest, set_entries
+from clawstore.store.core import ids
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.headdoc import write_head
+from clawstore.store.services import fsck as fsck_module
+from clawstore.store.services import fsck_reach, fsck_spill
+from clawstore.store.services.fsck import fsck
+from tests.support.storefiles import lose_object
+
+
+def _campaign(root: Path, runs: int) -> tuple[Store, list[str], list[str]]:
+    """A store of `runs` records (a key document, an artifact and a log each), their entries and a parted head."""
+    store = Store(root)
+    keys, artifacts, nodes = [], [], []
+    for start in range(0, runs, 100):  # a batch (one commit) and a pack each 100 runs: fsck holds a pack at a time
+        entries: dict[bytes, tuple[bytes, int]] = {}
+        with store.batch():
+            for i in range(start, min(start + 100, runs)):
+                key = store.put_json({"node": i, "pad": "k" * 200})
+                artifact = store.put_bytes(f"artifact {i} ".encode() * 20)
+                log = store.put_json({"log": f"run {i}", "artifact": artifact})
+                outputs = {"artifact": artifact, "log": log}
+                record = store.put_json({"kind": "run", "key": key, "input": key, "outputs": outputs})
+                entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), time.time_ns())
+                nodes.append({"kind": "run", "key": key, "record": record,
+                              "address": {"model_id": "m", "case_id": f"c{i:05d}", "repetition": 0}})
+                keys.append(key)
+                artifacts.append(artifact)
+        set_entries(store, entries)  # (as put_action does)
+        store.runtime.close_writer()
+    store.set_ref("campaigns/x", write_head(store, {"campaign": "x"}, nodes))
+    store.runtime.close_writer()
+    return store, keys, artifacts
+
+
+def _peak(store: Store) -> tuple[int, fsck_module.FsckReport]:
+    store.runtime.index.reload()
+    tracemalloc.start()
+    try:
+        report = fsck(store)
+        return tracemalloc.get_traced_memory()[1], report
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.timeout(120)
+def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fsck_spill, "BUDGET", 32 << 10)  # rows spilled past 32 KiB
+    monkeypatch.setattr(edges, "REGION", 64 << 10)  # pack bytes verified at once
+    monkeypatch.setattr(ids, "FILE_CHUNK", 64 << 10)  # pack bytes hashed at once
+    monkeypatch.setattr(fsck_reach, "ANSWERS", 256)
+    monkeypatch.setattr(fsck_reach, "CHUNK", 64)
+    monkeypatch.setattr(fsck_module, "CHUNK", 64)
+    peaks = {}
+    for runs in (600, 1800):
+        store, keys, artifacts = _campaign(tmp_path / str(runs), runs)
+        first, report = _peak(store)  # verifies every pack and writes its edges file
+        assert report.problems == [] and report.actions == runs and report.packs > 6
+        later, report = _peak(store)
+        assert report.problems == []
+        peaks[runs] = (first, later)
+    # Whatever grows with the store (a dict entry, a table row, an answer a record: ~150 bytes and more each) would
+    # add more than 180 KB from 600 to 1,800 runs (7,200 more objects and entries); the bounds hold it flat.
+    for small, large in zip(peaks[600], peaks[1800], strict=True):
+        assert large < small * 1.25 + (60 << 10), peaks
+
+    lose_object(store, artifacts[-1])  # (store: the larger one) an output lost, found through spilled rows
+    lose_object(store, keys[7])  # an input document lost
+    report = fsck(store)
+    assert set(report.bad_actions) == {keys[-1], keys[7]}
+    assert report.bad_actions[keys[-1]] == f"output {artifacts[-1]} is missing"
+    assert report.bad_actions[keys[7]] == "the input document its key is computed from is missing"
+    assert report.bad_head_nodes == {
+        "campaigns/x": {1799: f"node run c01799/m/0: output {artifacts[-1]} is missing"}}
