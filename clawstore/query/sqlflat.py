@@ -43,25 +43,28 @@ LINES = "nodes.jsonl"
 CHUNK_NODES = 16384  # nodes per file of lines: DuckDB reads one while Python writes the next
 
 # rows.py's cells (_str, _int32, to_timestamp) of a JSON value of a map read_json gives (the node's and record's
-# address, error, outputs), and `odd_ts`: a time rows.py would parse otherwise, which makes the caller give way to it.
+# address, error, outputs), and `ts_`: a time as rows.py reads it, null where rows.py would parse it otherwise (which
+# makes the caller give way to it).
 _MACROS = [
     # A JSON value read_json gives comes minified, so its first character says its type: most cells need no parse.
     "CREATE MACRO t_(j) AS CAST(j AS VARCHAR)",
-    "CREATE MACRO s_(j) AS CASE WHEN starts_with(t_(j), '\"') THEN (CASE WHEN contains(t_(j), '\\') "
-    "THEN json_extract_string(j, '$') ELSE t_(j)[2:-2] END) END",
+    # Each on the text of a JSON value (`v`), computed once a row (_HELPERS): a macro's argument is pasted where it is
+    # used, so a map's value looked up inside them was looked up up to ten times.
+    "CREATE MACRO sv_(v) AS CASE WHEN starts_with(v, '\"') THEN (CASE WHEN contains(v, '\\') "
+    "THEN json_extract_string(v, '$') ELSE v[2:-2] END) END",
+    "CREATE MACRO s_(j) AS sv_(t_(j))",
     "CREATE MACRO f_(x) AS CASE WHEN isfinite(x) THEN x END",
     "CREATE MACRO int_of(x) AS CASE WHEN x = trunc(x) AND x >= -9223372036854775808.0 "
     "AND x < 9223372036854775808.0 THEN CAST(x AS BIGINT) END",
     # (TRY_CAST('1.5' AS BIGINT) rounds: a number with a fraction or an exponent goes by DOUBLE, as Python's float)
-    "CREATE MACRO i_(j) AS CASE WHEN t_(j) = 'true' THEN 1 WHEN t_(j) = 'false' THEN 0 "
-    "WHEN contains(t_(j), '.') OR contains(t_(j), 'e') OR contains(t_(j), 'E') THEN int_of(TRY_CAST(t_(j) AS DOUBLE)) "
-    "ELSE TRY_CAST(t_(j) AS BIGINT) END",
-    "CREATE MACRO i32_(j) AS CASE WHEN i_(j) BETWEEN -2147483648 AND 2147483647 THEN CAST(i_(j) AS INTEGER) END",
+    "CREATE MACRO iv_(v) AS CASE WHEN v = 'true' THEN 1 WHEN v = 'false' THEN 0 "
+    "WHEN contains(v, '.') OR contains(v, 'e') OR contains(v, 'E') THEN int_of(TRY_CAST(v AS DOUBLE)) "
+    "ELSE TRY_CAST(v AS BIGINT) END",
+    "CREATE MACRO i32v_(v) AS CASE WHEN iv_(v) BETWEEN -2147483648 AND 2147483647 THEN CAST(iv_(v) AS INTEGER) END",
     # Only the times claw writes (datetime.isoformat: six digits or none, Z or an offset) are read here.
     "CREATE MACRO ts_(v) AS CASE WHEN regexp_full_match(v, "
     r"'[12]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{6})?(Z|[+-]\d{2}:\d{2})')"
     " THEN CAST(TRY_CAST(v AS TIMESTAMPTZ) AS TIMESTAMP) END",
-    "CREATE MACRO odd_ts(v) AS v IS NOT NULL AND ts_(v) IS NULL",
     "CREATE MACRO sum_(xs) AS list_reduce(list_prepend(CAST(0 AS DOUBLE), xs), lambda a, b: a + b)",
 ]
 
@@ -163,9 +166,9 @@ def _flat_sql(lines: Path) -> str:
     summary = {c.name: _cell(c, f'r.summary."{c.name}"') for c in _SUMMARY}
 
     def address(name: str) -> str:  # (the node's, else the record's, else its summary's: rows._node_row)
-        cell = "i32_" if name.endswith("repetition") else "s_"
-        return (f"CASE WHEN map_contains(n.address, '{name}') THEN {cell}(n.address['{name}']) "
-                f"WHEN map_contains(r.address, '{name}') THEN {cell}(r.address['{name}']) ELSE {summary[name]} END")
+        cell = "i32v_" if name.endswith("repetition") else "sv_"
+        return (f"CASE WHEN map_contains(n.address, '{name}') THEN {cell}(\"n_{name}\") "
+                f"WHEN map_contains(r.address, '{name}') THEN {cell}(\"r_{name}\") ELSE {summary[name]} END")
 
     paid = f"coalesce(kind IN {_in(PAID_KINDS)}, false)"
     base = {
@@ -186,24 +189,35 @@ def _flat_sql(lines: Path) -> str:
                     "WHEN source = 'unknown' THEN NULL ELSE r.metrics.cost_usd END",
         "cost_source": f"CASE WHEN NOT {paid} THEN NULL WHEN NOT has_record THEN (CASE WHEN action = 'skip' THEN NULL "
                        "ELSE 'unknown' END) ELSE source END",
-        "latency_s": "r.metrics.latency_s", "started_at": "ts_(r.started_at)", "finished_at": "ts_(r.finished_at)",
+        "latency_s": "r.metrics.latency_s", "started_at": "t_started", "finished_at": "t_finished",
         "summary_error_code": "r.summary.error_code",
         "input_document_id": ("CASE WHEN map_contains(r.outputs, 'input_document') "
-                              "THEN s_(r.outputs['input_document']) ELSE key END"),
-        "artifact_id": "s_(r.outputs['artifact'])", "sandbox_id": "s_(r.outputs['sandbox'])",
-        "output_ids": ("coalesce(list_sort(list_distinct(list_transform(list_filter(map_values(r.outputs), "
-                       "lambda v: starts_with(t_(v), '\"')), lambda v: s_(v)))), CAST([] AS VARCHAR[]))"),
+                              "THEN sv_(o_input_document) ELSE key END"),
+        "artifact_id": "sv_(o_artifact)", "sandbox_id": "sv_(o_sandbox)",
+        "output_ids": ("coalesce(list_sort(list_distinct([sv_(v) FOR v IN CAST(map_values(r.outputs) AS VARCHAR[]) "
+                       "IF starts_with(v, '\"')])), CAST([] AS VARCHAR[]))"),
         **{name: value for name, value in summary.items() if name not in (*_ADDRESS, "error_code", "error_message")},
         **{f"j_{d}": f"f_(r.summary.dimensions.{d})" for d in DIMENSIONS},
         **{f"f_{d}": f"f_(r.summary.final_dimensions.{d})" for d in DIMENSIONS},
-        "checks": "r.summary.checks", "odd": "odd_ts(r.started_at) OR odd_ts(r.finished_at)",
+        "checks": "r.summary.checks",
+        "odd": "(r.started_at IS NOT NULL AND t_started IS NULL) OR (r.finished_at IS NOT NULL AND t_finished IS NULL)",
     }
     # (Later cells read earlier ones by name: has_record, kind, key, action, error_map, source.)
     cells = ", ".join(f'{sql} AS "{name}"' for name, sql in base.items())
+    helpers = ", ".join(f'{sql} AS "{name}"' for name, sql in _HELPERS.items())
     return (
-        f"SELECT * EXCLUDE (source, error_map) FROM (SELECT p, s, {cells} "
+        f"SELECT * EXCLUDE (source, error_map) FROM (SELECT p, s, {cells} FROM (SELECT *, {helpers} "
         f"FROM read_json({literal(str(lines))}, format='newline_delimited', "
-        f"columns={{p: 'BIGINT', s: 'BIGINT', ns: 'BOOLEAN', n: '{_NODE_SQL}', r: '{_RECORD_SQL}'}}))")
+        f"columns={{p: 'BIGINT', s: 'BIGINT', ns: 'BOOLEAN', n: '{_NODE_SQL}', r: '{_RECORD_SQL}'}})))")
+
+
+# What several cells read, computed once a row (a cell's text is pasted into each macro that reads it): the text of
+# each address value of the node and of the record, of three outputs, and the record's times.
+_HELPERS = {
+    **{f"{side}_{name}": f"t_({side}.address['{name}'])" for side in "nr" for name in _ADDRESS},
+    **{f"o_{name}": f"t_(r.outputs['{name}'])" for name in ("input_document", "artifact", "sandbox")},
+    "t_started": "ts_(r.started_at)", "t_finished": "ts_(r.finished_at)",
+}
 
 
 _SCORED = {  # rows.scored_run, from the build's last run of the key and the costs of its evaluation in node order
