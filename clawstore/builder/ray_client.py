@@ -103,19 +103,15 @@ def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[Op
     from clawstore.host.scratch import scratch_dir
     from clawstore.runners.openclaw import run_openclaw
     from clawstore.store import Store
-    from clawstore.store.core.runtime import drop_runtime
 
-    with scratch_dir("claw-ray-openclaw-") as tmp:
-        store = Store(Path(tmp) / "store")
-        try:
-            with store.batch():
-                for data in objects.values():
-                    store.put_bytes(data)
-            (Path(tmp) / "work").mkdir()
-            outcome = run_openclaw(spec, store, Path(tmp) / "work")
-            made = {oid: store.get_bytes(oid) for oid in store.iter_objects() if oid not in objects}
-        finally:
-            drop_runtime(store.root)
+    # The store closed before its directory goes (a worker runs many tasks: nothing of it stays open).
+    with scratch_dir("claw-ray-openclaw-") as tmp, Store(Path(tmp) / "store") as store:
+        with store.batch():
+            for data in objects.values():
+                store.put_bytes(data)
+        (Path(tmp) / "work").mkdir()
+        outcome = run_openclaw(spec, store, Path(tmp) / "work")
+        made = {oid: store.get_bytes(oid) for oid in store.iter_objects() if oid not in objects}
     return outcome, made
 
 

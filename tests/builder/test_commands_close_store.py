@@ -4,7 +4,12 @@ open after a build, a status, a report or a gc."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any, cast
 
+import pytest
+
+from clawstore.store.core import runtime
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
 
@@ -31,3 +36,26 @@ def test_in_process_commands_leave_no_store_file_open(ws: Workspace, claw: Claw,
         code, out, err = claw(*args)
         assert code == 0, err
         assert store_files_open(store) == [], args
+
+
+def test_a_ray_task_closes_its_scratch_store_before_removing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenClaw task on a Ray node (run here in-process, the runner stubbed) works in a scratch store: it returns
+    what the run stored, and the store is closed before its directory goes (a worker runs many tasks)."""
+    import clawstore.runners.openclaw as openclaw
+    from clawstore.builder import ray_client
+    from clawstore.store import Store, oid_of
+
+    seen: list[str] = []
+
+    def run(spec: object, store: Store, work: Path) -> str:
+        seen.append(str(store.root.parent))
+        assert store_files_open(seen[0])  # (the pack the objects given went to)
+        store.put_bytes(b"the agent's report")
+        return "outcome"
+
+    monkeypatch.setattr(openclaw, "run_openclaw", run)
+    given = b"the agent's workspace"
+    outcome, made = ray_client._openclaw_on_node(cast(Any, None), {oid_of(given): given})
+    assert outcome == "outcome" and made == {oid_of(b"the agent's report"): b"the agent's report"}
+    assert store_files_open(seen[0]) == [] and not os.path.exists(seen[0])
+    assert not [key for key in runtime._RUNTIMES if key[3].startswith(seen[0])]

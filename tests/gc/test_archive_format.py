@@ -14,8 +14,9 @@ import zstandard
 
 from clawstore.store import Store, oid_of
 from clawstore.store.core.codec import content_size
+from clawstore.store.core.packfile import is_sealed
 from clawstore.store.services.archive import ArchiveError, read_manifest, verify_archive, write_archive
-from clawstore.store.services.archive_import import import_archive
+from clawstore.store.services.archive_import import import_archive, import_into
 from clawstore.store.services.archive_verify import WHOLE_MAX
 from tests.support.storefiles import frame_bytes
 
@@ -117,3 +118,38 @@ def test_an_export_during_which_gc_rewrites_a_pack_still_copies_every_frame(tmp_
     other = Store(tmp_path / "other")
     import_archive(other, archive)
     assert [other.get_bytes(oid) for oid in kept] == [b"kept %d" % i for i in range(50)]
+
+
+def _files_open_under(root: Path) -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # (the listing's own descriptor, closed by now)
+            continue
+        if target.startswith(str(root)):
+            found.append(target)
+    return found
+
+
+def test_an_import_into_a_new_store_closes_its_staging_store_whether_it_succeeds_or_not(tmp_path: Path) -> None:
+    """The new store is built in a staging directory then renamed into place: the store there is closed first (its
+    pack sealed, its files let go), and a refused archive leaves no file open on the directory removed."""
+    with Store(tmp_path / "origin") as store:
+        ids = _objects(store)
+        archive = tmp_path / "a.claw"
+        write_archive(store, archive, {"head": ids["head"]}, ids.values())
+    imported, report = import_into(tmp_path / "new", archive)
+    assert report.new_objects == 5
+    packs = list((tmp_path / "new" / "packs").glob("*.pack"))
+    assert packs and all(is_sealed(pack) for pack in packs)
+    imported.close()
+    assert _files_open_under(tmp_path) == []
+
+    def refuse(manifest: object, contents: object) -> None:  # (after every frame was staged: its pack is open)
+        raise ArchiveError("refused by its content check")
+
+    with pytest.raises(ArchiveError, match="content check"):
+        import_into(tmp_path / "refused", archive, check=refuse)
+    assert _files_open_under(tmp_path) == []  # (the exception, still held here, holds no open store)
+    assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]

@@ -63,6 +63,7 @@ def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
     monkeypatch.setattr(edges, "REGION", 64 << 10)  # pack bytes verified at once
     monkeypatch.setattr(ids, "FILE_CHUNK", 64 << 10)  # pack bytes hashed at once
     monkeypatch.setattr(fsck_reach, "ANSWERS", 256)
+    monkeypatch.setattr(fsck_reach, "HELD", 16 << 10)  # index rows held for the look-ups
     monkeypatch.setattr(fsck_reach, "CHUNK", 64)
     monkeypatch.setattr(fsck_module, "CHUNK", 64)
     peaks = {}

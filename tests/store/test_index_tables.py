@@ -97,6 +97,33 @@ def test_lookups_and_passes_agree_with_the_segments_merged_into_dicts(tmp_path: 
     assert len(view.objects) == len(objects) and set(view.objects.keys() - set(shared)) == set(objects)
 
 
+@pytest.mark.parametrize("held", ["all", "the first", "none"])
+def test_held_rows_answer_every_lookup_as_the_tables_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        held: str) -> None:
+    """fsck's look-ups (HeldObjects): the big tables' object rows read into memory while they fit its limit, the rest
+    looked up in place, the small segments' dict first: every object found where the view finds it, every miss a
+    miss, whichever tables fit."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(3)
+    segments = [_segment(rng, n, 20) for n in (3000, 700, 10)]
+    segments[1].objects.update(list(segments[0].objects.items())[:100])  # (the same object in both tables)
+    for segment in segments:
+        write_segment(index_dir, tmp_path, segment)
+    view = _view(index_dir)
+    entries = view.snapshot().entries
+    assert [table.rows for table in entries.tables] == [3020, 820] and entries.objects
+    limit = {"all": 1 << 30, "the first": 52 * 3000, "none": 0}[held]
+    found = index.HeldObjects(entries, limit)
+    assert len(found._held) == {"all": 2, "the first": 1, "none": 0}[held]
+    probes = [digest for segment in segments for digest in segment.objects]
+    probes += [rng.randbytes(32) for _ in range(500)] + [probe[:31] + bytes([probe[31] ^ 1]) for probe in probes[:50]]
+    for digest in probes:
+        assert found.find(digest) == view.find_object(digest, look_again=False)
+    assert all(found.find(digest) is not None for segment in segments for digest in segment.objects)
+
+
 def test_a_mapped_segment_merged_away_meanwhile_keeps_answering(tmp_path: Path) -> None:
     """gc or a merge removes the file while a reader holds it mapped: on Linux the pages stay valid."""
     index_dir = tmp_path / "index"

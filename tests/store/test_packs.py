@@ -17,7 +17,16 @@ import pytest
 
 from clawstore.store import Store
 from clawstore.store.core.index import COMPACT_AT, IndexView, list_segments
-from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack
+from clawstore.store.core.packfile import (
+    KIND_ACTION,
+    KIND_OBJECT,
+    NotAPackError,
+    PackWriter,
+    scan_pack,
+    sealed_object_ids,
+    sealed_table,
+    table_of,
+)
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
 from tests.store.helpers import REPO, claw, env, json_like, script
@@ -286,6 +295,25 @@ def test_short_writes_are_resumed_in_order(tmp_path: Path, monkeypatch: pytest.M
     data = writer.path.read_bytes()
     blobs = scan_pack(writer.path).blobs
     assert [data[b.offset:b.offset + b.length] for b in blobs] == payloads
+
+
+def test_a_packs_table_names_its_objects_the_same_to_listings_and_to_edges(tmp_path: Path) -> None:
+    """One reader of a pack's table: a push's or listing's object ids (objects only, in table order) are the
+    edges' rows of kind object; an unsealed pack is an error to the first and None to the second."""
+    writer = PackWriter(tmp_path)
+    blobs = [(KIND_ACTION if i % 3 == 1 else KIND_OBJECT, bytes([i]) * 32, [b"payload %d" % i]) for i in range(10)]
+    writer.append_many(blobs)
+    assert table_of(writer.path) is None
+    with pytest.raises(NotAPackError, match="not a sealed clawstore pack"):
+        sealed_object_ids(writer.path)
+    writer.seal()
+    writer.close()
+    objects = [blob_id for kind, blob_id, _ in blobs if kind == KIND_OBJECT]
+    assert sealed_object_ids(writer.path) == objects == [b.id for b in scan_pack(writer.path).blobs if b.kind == 1]
+    rows = table_of(writer.path)
+    assert rows is not None and rows.ids == b"".join(blob_id for _, blob_id, _ in blobs)
+    assert list(rows.offsets) == [b.offset for b in scan_pack(writer.path).blobs]
+    assert len(sealed_table(writer.path)) == 10 * 49
 
 
 def test_segments_a_killed_gc_left_behind_do_not_come_back(tmp_path: Path) -> None:

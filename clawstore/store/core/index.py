@@ -511,6 +511,43 @@ class Entries:
         return merged_actions(streams)
 
 
+class HeldObjects:
+    """Object look-ups over an Entries with its big tables' object rows read into memory once, while they fit in
+    `limit` bytes (the others are looked up in place): for a reader that looks up most of the index (fsck), where the
+    read of a bucket per look-up cost more than the look-up itself (2.8 against 1.8 us). Answers what
+    `Entries.find_object` answers (an object in more than one table: any of them)."""
+
+    def __init__(self, entries: Entries, limit: int):
+        self._objects = entries.objects
+        self._held: list[tuple[bytes, array[int], int, Table]] = []
+        rest = []
+        for table in entries.tables:
+            size = _OBJ.size * table._head.n_objects
+            if size > limit:
+                rest.append(table)
+                continue
+            limit -= size
+            at, starts, shift = table._objects or table._lookup(False)
+            self._held.append((table._read(at, at + size), starts, shift, table))
+        self._rest = Entries(tables=tuple(rest)) if rest else None
+
+    def find(self, digest: bytes) -> Loc | None:
+        loc = self._objects.get(digest)
+        if loc is not None:
+            return loc
+        top, size = _TOP.unpack_from(digest)[0], _OBJ.size
+        for rows, starts, shift, table in self._held:
+            bucket = top >> shift
+            start, end = starts[bucket] * size, starts[bucket + 1] * size
+            found = rows.find(digest, start, end) if start != end else -1
+            while found >= 0:
+                if found % size == 0:
+                    _, slot, offset, length = _OBJ.unpack_from(rows, found)
+                    return table._pack(slot), offset, length
+                found = rows.find(digest, found + 1, end)  # (the bytes of two fields that happen to spell it)
+        return self._rest.find_object(digest) if self._rest is not None else None
+
+
 class _StreamedItems(ItemsView):  # type: ignore[type-arg]
     def __iter__(self) -> Iterator[tuple[bytes, object]]:
         return self._mapping.stream()  # type: ignore[attr-defined, no-any-return]

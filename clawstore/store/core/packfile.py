@@ -33,6 +33,7 @@ _BLOB_HEAD = struct.Struct("<B32sQ")  # kind, id, payload length
 _TABLE_ROW = struct.Struct("<B32sQQ")  # kind, id, payload offset, payload length
 _FOOTER = struct.Struct("<Q32s8s")  # count, BLAKE3 of the table, END_MAGIC
 _ACTION = struct.Struct("<32sq")  # record digest, time ns
+_ID = struct.Struct("32s")
 BLOB_HEAD_SIZE = _BLOB_HEAD.size
 TABLE_ROW_SIZE = _TABLE_ROW.size
 ACTION_SIZE = _ACTION.size
@@ -316,8 +317,10 @@ def _sealed_table(path: Path) -> bytes | None:
 
 
 def table_object_ids(table: bytes) -> list[bytes]:
-    """The ids of the objects a pack's table (`sealed_table`) names, in table order."""
-    return [blob_id for kind, blob_id, _, _ in _TABLE_ROW.iter_unpack(table) if kind == KIND_OBJECT]
+    """The ids of the objects a pack's table (`sealed_table`) names, in table order: `table_columns`' ids of the
+    rows of kind object (action-cache entries left out)."""
+    rows = zip(_ID.iter_unpack(table_columns(table).ids), table[::_TABLE_ROW.size], strict=True)
+    return [blob_id for (blob_id,), kind in rows if kind == KIND_OBJECT]
 
 
 def table_in_tail(tail: bytes, rows: int) -> bytes | None:
@@ -357,7 +360,7 @@ def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
     if found is None:
         return None
     table, start = found
-    blobs = [Blob(*row) for row in _TABLE_ROW.iter_unpack(table)]
+    blobs = list(map(Blob._make, _TABLE_ROW.iter_unpack(table)))  # (_make: a quarter of the time of Blob(*row))
     for blob in blobs:
         if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:
             raise NotAPackError(f"{path}: trailer names a blob outside the pack")

@@ -303,7 +303,6 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
     succeeded: a refused archive leaves nothing behind, not even an empty store."""
-    from clawstore.store.core.runtime import drop_runtime
     from clawstore.store.store import Store
 
     problem = import_target_problem(store_dir)
@@ -317,8 +316,8 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         anchor = anchor.parent
     staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
     try:
-        report = import_archive(Store(staging), path, pins, check, untrusted)
-        drop_runtime(staging)  # seal this process's pack there: the directory is about to move
+        with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
+            report = import_archive(staged, path, pins, check, untrusted)
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
         if store_dir.is_dir():
             store_dir.rmdir()  # empty (checked above): the new store takes its place

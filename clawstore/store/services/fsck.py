@@ -11,6 +11,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,7 @@ from clawstore.store.core.packfile import (
 from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
+from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_spill import PackRows
 
 if TYPE_CHECKING:
@@ -121,7 +122,9 @@ def repairable_ref(name: str) -> bool:
     return name.startswith(CAMPAIGN_PREFIX)
 
 
-_INDEX_ROW = struct.Struct("<QQ32sI")  # an index entry: offset, length, object digest, its segment's place in the list
+# An index entry: object digest, offset, length (the blob it names, as `_BLOB` packs a pack's), its segment's place
+_INDEX_ROW = struct.Struct("<32sQQI")
+_BLOB = struct.Struct("<32sQQ")
 # What names a record (grouped by the record's pack): the record's digest and offset, 0 and the entry's key digest, or
 # 1 and a head node's ref (its place among the refs) and index
 _RECORD_ROW = struct.Struct("<32sQB32s")
@@ -152,7 +155,8 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
             _rebuild_index(store, report, packs, segments)
         store.runtime.index.reload()
         report.objects = len(store.runtime.index.objects)
-        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests))
+        find = index_finder(store)
+        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
         _check_records(store, report, reach)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
@@ -263,7 +267,7 @@ def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: l
             unmatched.append((number, b"", str(exc)))
             continue
         for digest, (pack, offset, length) in segment.iter_objects():
-            rows.add(pack, row(offset, length, digest, number))
+            rows.add(pack, row(digest, offset, length, number))
 
 
 def _match(pack: str, blobs: list[Blob], damaged: set[int], rows: list[bytes], segments: list[str],
@@ -271,10 +275,12 @@ def _match(pack: str, blobs: list[Blob], damaged: set[int], rows: list[bytes], s
     """The index's entries of one pack must name blobs it holds intact."""
     if not rows:
         return
-    at = {blob.offset: blob for blob in blobs}
-    for offset, length, digest, number in map(_INDEX_ROW.unpack, rows):
-        blob = at.get(offset)
-        if blob is None or blob.id != digest or blob.length != length or offset in damaged:
+    held = set(map(_BLOB.pack, map(itemgetter(1), blobs), map(itemgetter(2), blobs), map(itemgetter(3), blobs)))
+    for row in rows:
+        if row[:_BLOB.size] in held and not damaged:
+            continue
+        digest, offset, length, number = _INDEX_ROW.unpack(row)
+        if row[:_BLOB.size] not in held or offset in damaged:
             unmatched.append((number, digest, f"segment {segments[number]} puts object {PREFIX + digest.hex()} at "
                                               f"pack {pack} offset {offset}, where the pack does not hold it intact"))
 

@@ -16,6 +16,7 @@ from clawstore.errors import StoreError
 from clawstore.store import edges
 from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.core.index import HeldObjects
 from clawstore.store.edges import record_facts
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
@@ -28,14 +29,16 @@ if TYPE_CHECKING:
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
 ANSWERS = 1 << 15  # answers kept (by record, output and object id) before they are dropped between chunks
 FILES = 3  # edges files held at once (the pack whose records are checked, and those of their outputs)
+HELD = 64 << 20  # bytes of the index's object rows held for the look-ups (52 an object: 1.3 M objects; past it the
+# biggest tables are looked up in place, a read a look-up)
 
 
 class PackFiles:
     """The edges files of the packs this fsck verified or found verified, read when a look-up needs one (the pack is
     not hashed again: its digest is known), the last FILES of them held."""
 
-    def __init__(self, store: Store, digests: Mapping[str, bytes]):
-        self._store, self._digests = store, digests
+    def __init__(self, store: Store, digests: Mapping[str, bytes], find: Callable[[bytes], Loc | None]):
+        self._store, self._digests, self._find = store, digests, find  # (`find`: Reach's look-up of the index)
         self._held: OrderedDict[str, PackEdges | None] = OrderedDict()
 
     def file(self, pack: str) -> PackEdges | None:
@@ -53,25 +56,31 @@ class PackFiles:
     def children(self, digest: bytes, loc: Loc | None = None) -> list[bytes] | None:
         """What the object (at `loc`, else looked up) names, None when no file that verifies covers it (it is then
         read)."""
-        loc = loc or self._store.runtime.index.find_object(digest, look_again=False)  # (what it lacks is read)
+        loc = loc or self._find(digest)  # (what it lacks is read)
         found = self.file(loc[0]) if loc is not None else None
         return found.children(digest, loc[1]) if found is not None and loc is not None else None
 
     def facts(self, digest: bytes, loc: tuple[str, int] | None = None) -> tuple[bytes, list[bytes]] | None:
         """A record's key and outputs (at `loc`, else looked up) from a file fsck verified; None when none covers it
         (it is then read)."""
-        loc = loc or self._store.runtime.index.find_object(digest, look_again=False)
+        loc = loc or self._find(digest)
         found = self.file(loc[0]) if loc is not None else None
         return found.facts(digest, loc[1]) if found is not None and loc is not None else None
+
+
+def index_finder(store: Store) -> Callable[[bytes], Loc | None]:
+    """The index as loaded now, looked up without a look for changes each time (what it lacks is asked the long way),
+    its object rows held up to HELD bytes (fsck looks up most of them)."""
+    return HeldObjects(store.runtime.index.snapshot().entries, HELD).find
 
 
 class Reach:
     """Problems found so far, by record id, output id and object id (None: fine)."""
 
-    def __init__(self, store: Store, corrupt: Mapping[str, str], known: PackFiles | None = None):
+    def __init__(self, store: Store, corrupt: Mapping[str, str], known: PackFiles | None = None,
+                 find: Callable[[bytes], Loc | None] | None = None):
         self._store, self._corrupt, self._known = store, corrupt, known
-        # The index as loaded now, looked up without a look for changes each time (what it lacks is asked the long way)
-        self.find: Callable[[bytes], Loc | None] = store.runtime.index.snapshot().entries.find_object
+        self.find = find or index_finder(store)
         self.records: dict[str, str | None] = {}
         self._trees: dict[str, str | None] = {}
         self._objects: dict[str, str | None] = {}
