@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
-from clawstore.stats.intervals import Interval, mean_interval, wilson
+from clawstore.stats.intervals import Interval
 from clawstore.stats.paired import paired
 from clawstore.stats.reliability import Reliability, reliability
-from clawstore.stats.repetitions import PassK, pass_k
+from clawstore.stats.repetitions import PassK
 
 
 class Scored(Protocol):
@@ -60,26 +60,6 @@ class JudgeReliability:
     def to_json(self) -> dict[str, Any]:
         return {"judge_run_id": self.judge_run_id, "dimension": self.dimension,
                 "judge_repetitions": self.judge_repetitions, **self.reliability.to_json()}
-
-
-def model_stats(rows: Sequence[CaseRow], results: Sequence[Row]) -> dict[str, ModelStats]:
-    """Each model's intervals; a case counts once, whatever its run and judge repetitions."""
-    verdicts: dict[str, dict[str, list[bool]]] = {}
-    for result in results:
-        if result["passed"] is not None:
-            verdicts.setdefault(result["model_id"], {}).setdefault(result["case_id"], []).append(result["passed"])
-    out = {}
-    for model in sorted({r.model_id for r in rows}):
-        mine = [r for r in rows if r.model_id == model]
-        judged = [r.passed for r in mine if r.passed is not None]
-        dims = {d: mean_interval([v for r in mine if (v := r.dimensions.get(d)) is not None]) for d in DIMENSIONS}
-        cases = {r.case_id for r in mine}
-        out[model] = ModelStats(
-            score=mean_interval([r.score for r in mine if r.score is not None]),
-            pass_rate=wilson(sum(judged), len(judged)),
-            dimensions={d: i for d, i in dims.items() if i is not None},
-            pass_k=pass_k({c: v for c, v in verdicts.get(model, {}).items() if c in cases}))
-    return out
 
 
 def judge_reliability(judgements: Sequence[Row], threshold: float | None) -> list[JudgeReliability]:
