@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any
 
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
@@ -16,22 +16,8 @@ from clawstore.stats.paired import paired
 from clawstore.stats.reliability import Reliability, reliability
 from clawstore.stats.repetitions import PassK
 
+CaseScores = Mapping[str, Mapping[str, float]]  # a campaign's case scores: model -> case -> score
 
-class Scored(Protocol):
-    """A campaign report (report/data.py's CampaignReport): its rows."""
-
-    @property
-    def rows(self) -> Sequence[CaseRow]: ...
-
-
-class CaseRow(Protocol):
-    """A report row (report/data.py's ReportRow): one model × case, repetitions folded."""
-
-    model_id: str
-    case_id: str
-    score: float | None
-    passed: bool | None
-    dimensions: dict[str, float | None]
 
 OVERALL = "overall"
 
@@ -103,15 +89,14 @@ def stats_json(stats: Mapping[str, ModelStats], model: str) -> dict[str, Any]:
     return found.to_json() if found else {}
 
 
-def paired_vs_baseline(reports: Sequence[Scored], samples: int = 2000) -> list[dict[str, Any]]:
+def paired_vs_baseline(campaigns: Sequence[CaseScores], samples: int = 2000) -> list[dict[str, Any]]:
     """Each campaign after the first against the first, per model, over the cases both scored (their
     final scores): what `claw compare` computes (clawstore.stats.paired), Bonferroni-adjusted over models."""
-    if len(reports) < 2:
+    if len(campaigns) < 2:
         return []
-    baseline = _case_scores(reports[0])
+    baseline = campaigns[0]
     out = []
-    for index, report in enumerate(reports[1:], start=1):
-        scores = _case_scores(report)
+    for index, scores in enumerate(campaigns[1:], start=1):
         models = sorted(set(baseline) & set(scores))
         confidence = 1 - 0.05 / max(1, len(models))
         for model in models:
@@ -120,12 +105,4 @@ def paired_vs_baseline(reports: Sequence[Scored], samples: int = 2000) -> list[d
                            f"view/{index}/{model}", samples, confidence)
             if found is not None:
                 out.append({"campaign": index, "model_id": model, "confidence": confidence, **found.to_json()})
-    return out
-
-
-def _case_scores(report: Scored) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for row in report.rows:
-        if row.score is not None:
-            out.setdefault(row.model_id, {})[row.case_id] = row.score
     return out
