@@ -506,9 +506,9 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
 
         head_id, head, signer, node_count = stamped
         nodes = streamed_rows(manifest, head_id, "nodes", COLUMNS["nodes"], ("model_id", "case_id"))
-        results = _ResultsInOrder(streamed_rows(manifest, head_id, "results", COLUMNS["results"],
-                                                ("model_id", "case_id")))
         try:  # (the nodes and results streamed in groups: never all of them in memory)
+            results = _ResultsInOrder(streamed_rows(manifest, head_id, "results", COLUMNS["results"],
+                                                    ("model_id", "case_id")))
             return _report(campaign_id, head_id, head, signer, nodes, results,
                            lambda: _streamed_reliability(manifest, head_id, node_count, cases, models), cases, models,
                            sink)

@@ -93,3 +93,22 @@ def test_the_reports_memory_does_not_grow_with_its_rows(tmp_path: Path, monkeypa
     (held_small, spilled_small), (held_large, spilled_large) = peaks[60], peaks[300]
     assert held_large > held_small + 4 * 120 * 1000, peaks  # the rows held: about 4.7 KB each (the test can fail)
     assert spilled_large < spilled_small + 150_000, peaks  # 480 rows more: ~300 bytes each at most, not 4.7 KB
+
+
+def test_a_results_stream_that_fails_at_once_is_reported_from_the_full_path(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    spec = Spec(models=MODELS[:2], cases=CASES[:3], repetitions=2, judge_reps=1)
+    store = Store(tmp_path / "store")
+    build(store, spec)
+    expected = _held(store, spec.campaign_id)
+    streamed = data.streamed_rows
+
+    def gone(manifest: Path, head_id: str, table: str, *rest: object) -> object:
+        if table == "results":  # (another process's refresh removed the directory before this query)
+            raise duckdb.IOException("No files found that match the pattern")
+        return streamed(manifest, head_id, table, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(data, "streamed_rows", gone)
+    assert _streamed(store, spec.campaign_id) == expected
