@@ -119,7 +119,7 @@ def report_cost(runs: int, models: int) -> None:
     from bench.view_bench import CAMPAIGN, write_campaign
     from clawstore.query.heads import stored_rows
     from clawstore.report import data
-    from clawstore.report.stats import judge_reliability, model_stats, thresholds
+    from clawstore.report.stats import ModelStats, judge_reliability, thresholds
     from clawstore.store import Store
 
     with tempfile.TemporaryDirectory(prefix="claw-stats-bench-") as tmp:
@@ -137,7 +137,7 @@ def report_cost(runs: int, models: int) -> None:
             return min(times)
 
         with_stats = timed()
-        with mock.patch.object(data, "model_stats", lambda *_: {}), \
+        with mock.patch.object(data._ModelFold, "stats", lambda _: ModelStats(None, None)), \
                 mock.patch.object(data, "judge_reliability", lambda *_: []):
             without = timed()
         # the statistics alone, on the report's rows: the difference above, without build_report's own jitter
@@ -147,7 +147,7 @@ def report_cost(runs: int, models: int) -> None:
         alone = []
         for _ in range(5):
             began = time.process_time()
-            model_stats(report.rows, tables["results"])
+            data.model_stats(report.rows, tables["results"])
             judge_reliability(tables["judgements"], thresholds(tables["results"]))
             alone.append(time.process_time() - began)
     print(f"build_report of {runs} runs ({models} models, 2 judge repetitions): {with_stats:.2f} CPU s with the "

@@ -28,7 +28,7 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
-    from clawstore.report.text import json_chunks, print_terminal, render_text
+    from clawstore.report.text import JsonRows, json_chunks, print_terminal, render_text
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
@@ -39,7 +39,8 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
     # The report's rows and their parts are acyclic: the collector's passes over them (50,000 rows at 10,000 x 5)
     # cost a fifth of building them.
     with collector_paused():
-        report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id))
+        report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
+                              sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
         if output == "json":
             for chunk in json_chunks(report):
                 click.echo(chunk, nl=False)

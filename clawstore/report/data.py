@@ -7,12 +7,13 @@ the manifest itself once the head is materialised there (the same rows, read bac
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import fsum
 from pathlib import Path
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.heads import materialised_rows, stamped_rows, stored_rows, streamed_rows
@@ -22,11 +23,12 @@ from clawstore.report.stats import (
     JudgeReliability,
     ModelStats,
     judge_reliability,
-    model_stats,
     pick,
     stats_json,
     thresholds,
 )
+from clawstore.stats.intervals import mean_interval, wilson
+from clawstore.stats.repetitions import VerdictTally
 from clawstore.store import documents
 from clawstore.store.documents import Head
 from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
@@ -92,6 +94,14 @@ class ModelSummary:
         return cost_json(field_values(self), self.run_cost, self.eval_cost)
 
 
+class RowSink(Protocol):
+    """Where a report's rows go when they are not held (text.JsonRows: their JSON text, spilled to a file)."""
+
+    def add(self, row: ReportRow) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
 @dataclass
 class CampaignReport:
     campaign_id: str
@@ -103,11 +113,14 @@ class CampaignReport:
     state: str | None
     started_at: str | None
     finished_at: str | None
-    rows: list[ReportRow]
+    rows: list[ReportRow]  # (empty when they went to `spilled`)
     models: list[ModelSummary]
     untrusted_signer: str | None = None  # set when the head was kept apart (imported with --untrusted)
     stats: dict[str, ModelStats] = field(default_factory=dict)  # per model: intervals, pass@k
     judge_reliability: list[JudgeReliability] = field(default_factory=list)
+    run_cost: CostSum = field(default_factory=CostSum)  # of every row, added in row order
+    eval_cost: CostSum = field(default_factory=CostSum)
+    spilled: RowSink | None = None  # the rows, when build_report was given a sink for them
 
     @property
     def untrusted_line(self) -> str | None:
@@ -115,14 +128,6 @@ class CampaignReport:
             return None
         return (f"UNTRUSTED: kept apart, signed by {self.untrusted_signer}; no build reuses these results "
                 f"until you claw trust add the signer")
-
-    @property
-    def run_cost(self) -> CostSum:
-        return CostSum.total(r.run_cost for r in self.rows)
-
-    @property
-    def eval_cost(self) -> CostSum:
-        return CostSum.total(r.eval_cost for r in self.rows)
 
     @property
     def has_verdicts(self) -> bool:
@@ -278,28 +283,87 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
     )
 
 
-@dataclass
-class _Runs:
-    """What a model's summary reads of its run nodes."""
+class _ModelFold:
+    """What a model's summary and statistics read of its rows and run nodes, folded as they come: counts, sums, and
+    the values its means and intervals are taken of as doubles (8 bytes each: about 70 bytes a row, not the row)."""
 
-    latencies: list[float | None] = field(default_factory=list)
-    executed: int = 0
-    reused: int = 0
-    failed: int = 0
+    def __init__(self) -> None:
+        self.cases = self.input_tokens = self.output_tokens = self.passed = self.judged = 0
+        self.scores = array("d")
+        self.dimensions = {d: array("d") for d in DIMENSIONS}
+        self.run_cost, self.eval_cost = CostSum(), CostSum()
+        self.verdicts = VerdictTally()  # per case, its results' verdicts (pass@k)
+        self.latencies = array("d")  # of its run nodes, those known
+        self.executed = self.reused = self.failed = 0
 
-    def add(self, node: Row) -> None:
-        self.latencies.append(node["latency_s"])
+    def add_run(self, node: Row) -> None:
+        if (latency := node["latency_s"]) is not None:
+            self.latencies.append(latency)
         self.executed += node["action"] == "exec"
         self.reused += node["action"] == "reuse"
         self.failed += node["action"] == "fail" or node["status"] not in _OK
 
+    def add_row(self, row: ReportRow, results: list[Row]) -> None:
+        self.cases += 1
+        if row.score is not None:
+            self.scores.append(row.score)
+        for name, values in self.dimensions.items():
+            if (value := row.dimensions.get(name)) is not None:
+                values.append(value)
+        self.run_cost += row.run_cost
+        self.eval_cost += row.eval_cost
+        self.input_tokens += row.input_tokens
+        self.output_tokens += row.output_tokens
+        self.passed += row.passed is True
+        self.judged += row.passed is not None
+        if verdicts := [r["passed"] for r in results if r["passed"] is not None]:
+            self.verdicts.add(verdicts)
 
-def _fold(nodes: Iterable[Row], results: Mapping[tuple[str, str], list[Row]], cases: Sequence[str],
-          models: Sequence[str]) -> tuple[list[ReportRow], dict[str, _Runs]]:
-    """One row per model × case of `nodes` (given one group after another: a group's nodes held, not all of
-    them), sorted; and each model's runs."""
-    rows: list[ReportRow] = []
-    runs_of: dict[str, _Runs] = {}
+    def summary(self, model: str) -> ModelSummary:
+        return ModelSummary(
+            model_id=model, cases=self.cases, scored=len(self.scores),
+            mean_score=fmean(self.scores) if self.scores else None,
+            mean_latency_s=fsum(self.latencies) / len(self.latencies) if self.latencies else None,
+            runs_executed=self.executed, runs_reused=self.reused, runs_failed=self.failed,
+            run_cost=self.run_cost, eval_cost=self.eval_cost, input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens, passed=self.passed, judged=self.judged)
+
+    def stats(self) -> ModelStats:
+        """Its intervals; a case counts once, whatever its run and judge repetitions."""
+        dims = {d: mean_interval(list(values)) for d, values in self.dimensions.items()}
+        return ModelStats(score=mean_interval(list(self.scores)), pass_rate=wilson(self.passed, self.judged),
+                          dimensions={d: i for d, i in dims.items() if i is not None}, pass_k=self.verdicts.pass_k())
+
+
+class _Unordered(Exception):
+    """Rows streamed out of their model × case order (never seen: DuckDB orders strings as Python does): start over
+    on the full path."""
+
+
+@dataclass
+class _Folded:
+    models: dict[str, _ModelFold] = field(default_factory=dict)
+    run_cost: CostSum = field(default_factory=CostSum)
+    eval_cost: CostSum = field(default_factory=CostSum)
+
+    def model(self, model: str) -> _ModelFold:
+        found = self.models.get(model)
+        if found is None:
+            found = self.models[model] = _ModelFold()
+        return found
+
+    def add(self, row: ReportRow, results: list[Row], rows_to: Callable[[ReportRow], None]) -> None:
+        self.model(row.model_id).add_row(row, results)
+        self.run_cost += row.run_cost
+        self.eval_cost += row.eval_cost
+        rows_to(row)
+
+
+def _fold(nodes: Iterable[Row], results_of: Callable[[tuple[str, str]], list[Row]], cases: Sequence[str],
+          models: Sequence[str], rows_to: Callable[[ReportRow], None]) -> _Folded:
+    """One row per model × case of `nodes` (given one group after another in model × case order: a group's nodes
+    held, not all of them), handed to `rows_to` in that order and folded into each model's summary."""
+    folded = _Folded()
     key: tuple[str, str] | None = None
     group: list[Row] = []
     for node in nodes:
@@ -307,18 +371,21 @@ def _fold(nodes: Iterable[Row], results: Mapping[tuple[str, str], list[Row]], ca
         if (cases and case not in cases) or (models and model not in models):
             continue
         if node["kind"] == "run":
-            runs_of.setdefault(model, _Runs()).add(node)
+            folded.model(model).add_run(node)
         if model is None or case is None:
             continue
         if (model, case) != key:
             if key is not None:
-                rows.append(_row(*key, group, results.get(key, [])))
+                if (model, case) < key:
+                    raise _Unordered(f"{model}/{case} after {key[0]}/{key[1]}")
+                results = results_of(key)
+                folded.add(_row(*key, group, results), results, rows_to)
             key, group = (model, case), []
         group.append(node)
     if key is not None:
-        rows.append(_row(*key, group, results.get(key, [])))
-    rows.sort(key=lambda r: (r.model_id, r.case_id))
-    return rows, runs_of
+        results = results_of(key)
+        folded.add(_row(*key, group, results), results, rows_to)
+    return folded
 
 
 def _in_groups(nodes: list[Row]) -> list[Row]:
@@ -327,31 +394,29 @@ def _in_groups(nodes: list[Row]) -> list[Row]:
                                         n["case_id"] or ""))
 
 
-def _summaries(rows: Sequence[ReportRow], runs_of: Mapping[str, _Runs]) -> list[ModelSummary]:
-    rows_of: dict[str, list[ReportRow]] = {}
-    for r in rows:
-        rows_of.setdefault(r.model_id, []).append(r)
-    out = []
-    for model in sorted(rows_of):
-        mine, runs = rows_of[model], runs_of.get(model, _Runs())
-        scores = [r.score for r in mine if r.score is not None]
-        out.append(ModelSummary(
-            model_id=model,
-            cases=len(mine),
-            scored=len(scores),
-            mean_score=fmean(scores) if scores else None,
-            mean_latency_s=_mean(runs.latencies),
-            runs_executed=runs.executed,
-            runs_reused=runs.reused,
-            runs_failed=runs.failed,
-            run_cost=CostSum.total(r.run_cost for r in mine),
-            eval_cost=CostSum.total(r.eval_cost for r in mine),
-            input_tokens=sum(r.input_tokens for r in mine),
-            output_tokens=sum(r.output_tokens for r in mine),
-            passed=sum(r.passed is True for r in mine),
-            judged=sum(r.passed is not None for r in mine),
-        ))
-    return out
+class _ResultsInOrder:
+    """The results of a stream ordered by model and case, handed out a model × case at a time in the same order (none
+    held but the group asked for)."""
+
+    def __init__(self, rows: Iterator[Row]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def __call__(self, key: tuple[str, str]) -> list[Row]:
+        out = []
+        while (row := self._next) is not None:
+            model, case = row["model_id"], row["case_id"]
+            if model is None:
+                break  # (the rest have none either: nulls come last)
+            if case is None:
+                if model >= key[0]:
+                    break  # (after every case of its model)
+            elif (model, case) > key:
+                break
+            elif (model, case) == key:
+                out.append(row)
+            self._next = next(self._rows, None)
+        return out
 
 
 @dataclass(frozen=True)
@@ -411,55 +476,100 @@ COLUMNS = {"nodes": _NODE_COLUMNS,
 
 
 def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
-             ) -> tuple[str, Head, str | None, dict[str, list[Row]]] | None:
-    """The head and its results and judgements from the manifest alone, when its directory is stamped as
-    this head's (heads.stamped_rows): the head's parts are not read. None: take the full path."""
+             ) -> tuple[str, Head, str | None, int] | None:
+    """The head (and its node count) when the manifest's directory of it is stamped as this head's
+    (heads.stamped_rows): its rows are read from there, the head's parts are not. None: take the full path."""
     if manifest is None:
         return None
     head_id, signer = _head_ref(store, campaign_id)
     top = _read_head(store, campaign_id, head_id, whole=False)
     if not is_parted(top):
         return None
-    tables = stamped_rows(manifest, head_id, top.get("node_count"), ("results", "judgements"), COLUMNS)
-    if tables is None:
+    node_count = top.get("node_count")
+    if stamped_rows(manifest, head_id, node_count, (), COLUMNS) is None:
         return None
     where = f"ref campaigns/{campaign_id}: campaign head {head_id}"
     head = documents.read_head({**head_fields(top), "nodes": []}, where)
-    return head_id, head, signer, tables
+    return head_id, head, signer, node_count
 
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
-                 models: Sequence[str] = (), manifest: Path | None = None) -> CampaignReport:
+                 models: Sequence[str] = (), manifest: Path | None = None,
+                 sink: Callable[[], RowSink] | None = None) -> CampaignReport:
     """The campaign's last state (its head ref), one row per model × case, repetitions folded.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
-    `claw query` shows); else its records are read and flattened."""
+    `claw query` shows); else its records are read and flattened. `sink`: where the rows go instead of the
+    report's `rows` (made anew if the report starts over), the summaries folded as they pass."""
     stamped = _stamped(store, campaign_id, manifest)
     if stamped is not None and manifest is not None:
         import duckdb
 
-        head_id, head, signer, tables = stamped
+        head_id, head, signer, node_count = stamped
         nodes = streamed_rows(manifest, head_id, "nodes", COLUMNS["nodes"], ("model_id", "case_id"))
-        try:  # (the nodes streamed in groups: never all of them in memory)
-            return _report(campaign_id, head_id, head, signer, nodes, tables, cases, models)
-        except duckdb.Error:
+        try:  # (the nodes and results streamed in groups: never all of them in memory)
+            results = _ResultsInOrder(streamed_rows(manifest, head_id, "results", COLUMNS["results"],
+                                                    ("model_id", "case_id")))
+            return _report(campaign_id, head_id, head, signer, nodes, results,
+                           lambda: _streamed_reliability(manifest, head_id, node_count, cases, models), cases, models,
+                           sink)
+        except (duckdb.Error, _Unordered):
             pass  # the directory went away meanwhile (another process's refresh): the full path
     loaded = load_head(store, campaign_id)
     found = (materialised_rows(manifest, loaded.head_id, loaded.doc, tuple(COLUMNS), COLUMNS)
              if manifest is not None else None)
     # Heads carry only a planning view of each record (`record_doc`): read the records themselves.
     tables = found if found is not None else stored_rows(store, loaded.doc)
-    return _report(campaign_id, loaded.head_id, loaded.head, loaded.signer, _in_groups(tables["nodes"]), tables,
-                   cases, models)
+    grouped: dict[tuple[str, str], list[Row]] = {}
+    for result in tables["results"]:
+        grouped.setdefault((result["model_id"], result["case_id"]), []).append(result)
+    return _report(campaign_id, loaded.head_id, loaded.head, loaded.signer, _in_groups(tables["nodes"]),
+                   lambda key: grouped.get(key, []), lambda: _reliability(tables, cases, models), cases, models, sink)
+
+
+def model_stats(rows: Iterable[ReportRow], results: Iterable[Row]) -> dict[str, ModelStats]:
+    """Each model's intervals from rows held (build_report folds them as the rows pass)."""
+    of: dict[tuple[str, str], list[Row]] = {}
+    for result in results:
+        of.setdefault((result["model_id"], result["case_id"]), []).append(result)
+    folded = _Folded()
+    for row in rows:
+        folded.add(row, of.get((row.model_id, row.case_id), []), lambda _: None)
+    return {model: fold.stats() for model, fold in sorted(folded.models.items())}
+
+
+def _reliability(tables: Mapping[str, list[Row]], cases: Sequence[str], models: Sequence[str]
+                 ) -> list[JudgeReliability]:
+    return judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"]))
+
+
+def _streamed_reliability(manifest: Path, head_id: str, node_count: int, cases: Sequence[str],
+                          models: Sequence[str]) -> list[JudgeReliability]:
+    """judge_reliability of the head's judgements: none unless a judge judged some run twice or more, which one pass
+    over them (ordered by judge and run, one at a time) tells; only then are they read whole."""
+    judged = streamed_rows(manifest, head_id, "judgements", ("judge_run_id", "run_key"), ("judge_run_id", "run_key"))
+    previous: tuple[Any, Any] | None = None
+    for judgement in judged:
+        at = (judgement["judge_run_id"], judgement["run_key"])
+        if at == previous:
+            break
+        previous = at
+    else:
+        return []
+    tables = stamped_rows(manifest, head_id, node_count, ("results", "judgements"), COLUMNS)
+    if tables is None:
+        raise _Unordered("the head's rows went away")  # (the full path reads them again)
+    return _reliability(tables, cases, models)
 
 
 def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, nodes: Iterable[Row],
-            tables: Mapping[str, list[Row]], cases: Sequence[str], models: Sequence[str]) -> CampaignReport:
-    """The report of a head from its nodes (one model × case after another) and its other tables."""
-    results: dict[tuple[str, str], list[Row]] = {}
-    for result in tables["results"]:
-        results.setdefault((result["model_id"], result["case_id"]), []).append(result)
-    rows, runs_of = _fold(nodes, results, cases, models)
+            results_of: Callable[[tuple[str, str]], list[Row]], reliability: Callable[[], list[JudgeReliability]],
+            cases: Sequence[str], models: Sequence[str], sink: Callable[[], RowSink] | None) -> CampaignReport:
+    """The report of a head from its nodes (one model × case after another) and its results (by model × case)."""
+    rows: list[ReportRow] = []
+    spilled = sink() if sink is not None else None
+    folded = _fold(nodes, results_of, cases, models, rows.append if spilled is None else spilled.add)
     campaign = head.campaign
+    held = sorted((model, fold) for model, fold in folded.models.items() if fold.cases)
     return CampaignReport(
         campaign_id=campaign_id,
         suite_id=campaign.get("suite_id"),
@@ -471,8 +581,11 @@ def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, node
         started_at=head.started_at,
         finished_at=head.finished_at,
         rows=rows,
-        models=_summaries(rows, runs_of),
+        models=[fold.summary(model) for model, fold in held],
         untrusted_signer=signer,
-        stats=model_stats(rows, pick(tables["results"], cases, models)),
-        judge_reliability=judge_reliability(pick(tables["judgements"], cases, models), thresholds(tables["results"])),
+        stats={model: fold.stats() for model, fold in held},
+        judge_reliability=reliability(),
+        run_cost=folded.run_cost,
+        eval_cost=folded.eval_cost,
+        spilled=spilled,
     )

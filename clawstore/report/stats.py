@@ -7,31 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any
 
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
-from clawstore.stats.intervals import Interval, mean_interval, wilson
+from clawstore.stats.intervals import Interval
 from clawstore.stats.paired import paired
 from clawstore.stats.reliability import Reliability, reliability
-from clawstore.stats.repetitions import PassK, pass_k
+from clawstore.stats.repetitions import PassK
 
+CaseScores = Mapping[str, Mapping[str, float]]  # a campaign's case scores: model -> case -> score
 
-class Scored(Protocol):
-    """A campaign report (report/data.py's CampaignReport): its rows."""
-
-    @property
-    def rows(self) -> Sequence[CaseRow]: ...
-
-
-class CaseRow(Protocol):
-    """A report row (report/data.py's ReportRow): one model × case, repetitions folded."""
-
-    model_id: str
-    case_id: str
-    score: float | None
-    passed: bool | None
-    dimensions: dict[str, float | None]
 
 OVERALL = "overall"
 
@@ -60,26 +46,6 @@ class JudgeReliability:
     def to_json(self) -> dict[str, Any]:
         return {"judge_run_id": self.judge_run_id, "dimension": self.dimension,
                 "judge_repetitions": self.judge_repetitions, **self.reliability.to_json()}
-
-
-def model_stats(rows: Sequence[CaseRow], results: Sequence[Row]) -> dict[str, ModelStats]:
-    """Each model's intervals; a case counts once, whatever its run and judge repetitions."""
-    verdicts: dict[str, dict[str, list[bool]]] = {}
-    for result in results:
-        if result["passed"] is not None:
-            verdicts.setdefault(result["model_id"], {}).setdefault(result["case_id"], []).append(result["passed"])
-    out = {}
-    for model in sorted({r.model_id for r in rows}):
-        mine = [r for r in rows if r.model_id == model]
-        judged = [r.passed for r in mine if r.passed is not None]
-        dims = {d: mean_interval([v for r in mine if (v := r.dimensions.get(d)) is not None]) for d in DIMENSIONS}
-        cases = {r.case_id for r in mine}
-        out[model] = ModelStats(
-            score=mean_interval([r.score for r in mine if r.score is not None]),
-            pass_rate=wilson(sum(judged), len(judged)),
-            dimensions={d: i for d, i in dims.items() if i is not None},
-            pass_k=pass_k({c: v for c, v in verdicts.get(model, {}).items() if c in cases}))
-    return out
 
 
 def judge_reliability(judgements: Sequence[Row], threshold: float | None) -> list[JudgeReliability]:
@@ -123,15 +89,14 @@ def stats_json(stats: Mapping[str, ModelStats], model: str) -> dict[str, Any]:
     return found.to_json() if found else {}
 
 
-def paired_vs_baseline(reports: Sequence[Scored], samples: int = 2000) -> list[dict[str, Any]]:
+def paired_vs_baseline(campaigns: Sequence[CaseScores], samples: int = 2000) -> list[dict[str, Any]]:
     """Each campaign after the first against the first, per model, over the cases both scored (their
     final scores): what `claw compare` computes (clawstore.stats.paired), Bonferroni-adjusted over models."""
-    if len(reports) < 2:
+    if len(campaigns) < 2:
         return []
-    baseline = _case_scores(reports[0])
+    baseline = campaigns[0]
     out = []
-    for index, report in enumerate(reports[1:], start=1):
-        scores = _case_scores(report)
+    for index, scores in enumerate(campaigns[1:], start=1):
         models = sorted(set(baseline) & set(scores))
         confidence = 1 - 0.05 / max(1, len(models))
         for model in models:
@@ -140,12 +105,4 @@ def paired_vs_baseline(reports: Sequence[Scored], samples: int = 2000) -> list[d
                            f"view/{index}/{model}", samples, confidence)
             if found is not None:
                 out.append({"campaign": index, "model_id": model, "confidence": confidence, **found.to_json()})
-    return out
-
-
-def _case_scores(report: Scored) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for row in report.rows:
-        if row.score is not None:
-            out.setdefault(row.model_id, {})[row.case_id] = row.score
     return out

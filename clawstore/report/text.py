@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
 
-from clawstore.report.data import CampaignReport
+from clawstore.report.data import CampaignReport, ReportRow
 from clawstore.stats.intervals import Interval
 from clawstore.values.costs import CostSum
 
@@ -174,25 +175,64 @@ def print_terminal(report: CampaignReport) -> None:
     print_tables(*parts)
 
 
-JSON_ROWS = 1000  # rows encoded at once by json_chunks
+JSON_ROWS = 1000  # rows encoded at once by json_chunks and JsonRows
 
 
 def json_chunks(report: CampaignReport) -> Iterator[str]:
-    """The text of json.dumps(report.to_json(), indent=2, sort_keys=True), its rows encoded JSON_ROWS at a time: the
-    document is never held whole (on 50,000 rows, hundreds of MB)."""
+    """The text of json.dumps(report.to_json(), indent=2, sort_keys=True), its rows encoded JSON_ROWS at a time (or read
+    back from where build_report spilled them: JsonRows): the document is never held whole (on 50,000 rows, hundreds of
+    MB)."""
     encoder = json.JSONEncoder(indent=2, sort_keys=True)
+    spilled = report.spilled if isinstance(report.spilled, JsonRows) else None
     rows = report.rows
-    if not rows:
+    if not rows and not spilled:
         yield encoder.encode(report.to_json())
         return
     mark = f'    "{uuid.uuid4().hex}"'  # where the rows go (a string no report holds: a fresh random id)
     before, after = encoder.encode({**report.to_json(rows=False), "rows": [mark.strip()[1:-1]]}).split(mark)
     yield before
+    if spilled is not None:
+        yield from spilled.text()
     for start in range(0, len(rows), JSON_ROWS):
-        # the rows as the whole document's encoder writes them: one level deeper than a list of their own
-        text = indented([row.to_json() for row in rows[start:start + JSON_ROWS]], "  ")[2:-4]  # ("[\n" and "\n  ]")
-        yield text + (",\n" if start + JSON_ROWS < len(rows) else "")
+        yield _rows_text(rows[start:start + JSON_ROWS]) + (",\n" if start + JSON_ROWS < len(rows) else "")
     yield after
+
+
+def _rows_text(rows: Sequence[ReportRow]) -> str:
+    """The rows as the whole document's encoder writes them: one level deeper than a list of their own."""
+    return indented([row.to_json() for row in rows], "  ")[2:-4]  # ("[\n" and "\n  ]")
+
+
+class JsonRows:
+    """A report's rows as json_chunks writes them, encoded JSON_ROWS at a time into a temporary file as they come
+    (build_report's `sink`): the report folds its summaries, which come first in the JSON, without holding them."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+        self._pending: list[ReportRow] = []
+        self._count = 0
+
+    def add(self, row: ReportRow) -> None:
+        self._pending.append(row)
+        self._count += 1
+        if len(self._pending) == JSON_ROWS:
+            self._flush()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._file.write((",\n" if self._count > len(self._pending) else "") + _rows_text(self._pending))
+            self._pending = []
+
+    def text(self) -> Iterator[str]:
+        """The rows' text, a part at a time; the file is closed after."""
+        self._flush()
+        with self._file:
+            self._file.seek(0)
+            while part := self._file.read(1 << 16):
+                yield part
 
 
 _COMPACT = json.JSONEncoder(sort_keys=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clawstore.errors import MissingObjectError
-from clawstore.report.data import CampaignReport, build_report
+from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics
@@ -217,16 +217,32 @@ def _costs(run: CostSum, evaluation: CostSum) -> dict[str, Any]:
             "total_cost_text": total.text(5)}
 
 
-def _pass_rate(report: CampaignReport, model: str) -> tuple[int, int]:
-    verdicts = [r.passed for r in report.rows if r.model_id == model and r.passed is not None]
-    return sum(verdicts), len(verdicts)
-
-
 def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
     return {"id": report.campaign_id, "suite_id": report.suite_id, "run_profile_id": report.run_profile_id,
             "evaluation_profile_id": report.evaluation_profile_id, "build_id": report.build_id,
             "state": report.state, "finished_at": report.finished_at,
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
+
+
+class _PageRows:
+    """build_report's sink for the page: each row as the summary embeds it (about 225 bytes of JSON; its case by id
+    until the page's case indexes are given) and the case scores a comparison reads, not the report's rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.scores: dict[str, dict[str, float]] = {}
+
+    def add(self, row: ReportRow) -> None:
+        self.rows.append({
+            "campaign": None, "model_id": row.model_id, "case": row.case_id, "score": row.score,
+            "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
+            "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
+            "eval_action": row.eval_action, "problems": row.problems, "runs": []})
+        if row.score is not None:
+            self.scores.setdefault(row.model_id, {})[row.case_id] = row.score
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None,
@@ -235,30 +251,27 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
     as build_report takes it. The rows' `runs` stay empty until run_details fills them."""
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}
     cases: dict[str, int] = {}
-    reports = []
+    reports, scores = [], []
     for index, campaign_id in enumerate(campaign_ids):
-        report = build_report(store, campaign_id, manifest=manifest)
+        report = build_report(store, campaign_id, manifest=manifest, sink=_PageRows)
+        page_rows = report.spilled
+        assert isinstance(page_rows, _PageRows)
         reports.append(report)
+        scores.append(page_rows.scores)
         summary["campaigns"].append(_campaign_summary(report))
         for m in report.models:
-            passed, verdicts = _pass_rate(report, m.model_id)
             summary["models"].append({
                 "campaign": index, "model_id": m.model_id, "cases": m.cases, "scored": m.scored,
-                "mean_score": m.mean_score, "passed": passed, "verdicts": verdicts,
-                "pass_rate": passed / verdicts if verdicts else None, "mean_latency_s": m.mean_latency_s,
+                "mean_score": m.mean_score, "passed": m.passed, "verdicts": m.judged,
+                "pass_rate": m.passed / m.judged if m.judged else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
                 **_costs(m.run_cost, m.eval_cost), **stats_json(report.stats, m.model_id)})
-        for row in report.rows:
-            case_index = cases.setdefault(row.case_id, len(cases))
-            summary["rows"].append({
-                "campaign": index, "model_id": row.model_id, "case": case_index, "score": row.score,
-                "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
-                "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
-                "eval_action": row.eval_action,
-                "problems": row.problems, "runs": []})
+        for row in page_rows.rows:
+            row["campaign"], row["case"] = index, cases.setdefault(row["case"], len(cases))
+        summary["rows"] += page_rows.rows
     summary["judge_reliability"] = [{"campaign": i, **j.to_json()} for i, r in enumerate(reports)
                                     for j in r.judge_reliability]
-    summary["paired"] = paired_vs_baseline(reports)
+    summary["paired"] = paired_vs_baseline(scores)
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
     return ViewData(summary, [r.head_id for r in reports])

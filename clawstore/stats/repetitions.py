@@ -29,10 +29,30 @@ class PassK:
 
 def pass_k(verdicts: Mapping[str, Sequence[bool]]) -> PassK | None:
     """From each case's run verdicts; None unless some case has two or more."""
-    k = max((len(v) for v in verdicts.values()), default=0)
-    if k < 2:
-        return None
-    full = [v for v in verdicts.values() if len(v) == k]
-    at_k, all_k = wilson(sum(any(v) for v in full), len(full)), wilson(sum(all(v) for v in full), len(full))
-    assert at_k is not None and all_k is not None  # (the case with k verdicts is among them)
-    return PassK(k, at_k, all_k, len(verdicts) - len(full))
+    tally = VerdictTally()
+    for found in verdicts.values():
+        tally.add(found)
+    return tally.pass_k()
+
+
+class VerdictTally:
+    """What pass_k reads of the cases' verdicts, counted as the cases come: per number of verdicts, the cases and
+    those that passed at least once and every time (a few integers, not a list per case)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, list[int]] = {}  # verdicts in a case -> [cases, passed once, passed every time]
+
+    def add(self, verdicts: Sequence[bool]) -> None:
+        count = self.counts.setdefault(len(verdicts), [0, 0, 0])
+        count[0] += 1
+        count[1] += any(verdicts)
+        count[2] += all(verdicts)
+
+    def pass_k(self) -> PassK | None:
+        k = max(self.counts, default=0)
+        if k < 2:
+            return None
+        full, at_least_once, every_time = self.counts[k]
+        at_k, all_k = wilson(at_least_once, full), wilson(every_time, full)
+        assert at_k is not None and all_k is not None  # (the case with k verdicts is among them)
+        return PassK(k, at_k, all_k, sum(n for n, _, _ in self.counts.values()) - full)

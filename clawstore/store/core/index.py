@@ -195,10 +195,11 @@ def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segme
     path = segment_path(index_dir, name)
     with open(path, "rb") as fh:
         data = fh.read(_HEAD.size + 4096) if header_only else fh.read()
+        if header_only:
+            n_replaces = _HEAD.unpack_from(data)[3] if len(data) >= _HEAD.size else 0
+            if len(data) < _HEAD.size + 16 * n_replaces:  # (the list it replaces, not the whole segment)
+                data += fh.read(_HEAD.size + 16 * n_replaces - len(data))
     if header_only:
-        n_replaces = _HEAD.unpack_from(data)[3] if len(data) >= _HEAD.size else 0
-        if len(data) < _HEAD.size + 16 * n_replaces:
-            data = path.read_bytes()
         return decode_segment(name, data + bytes(_CHECKSUM), header_only=True)
     return decode_segment(name, data)
 
