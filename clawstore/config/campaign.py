@@ -1,8 +1,9 @@
 """Expand (suite, run profile, evaluation profile) into the list of runs a build must produce.
 
-Everything a run needs from the configs is resolved here, once: the provider model string, the
-merged runner settings, messages with `source:` files expanded and attachments injected, and the
-OpenClaw agent. Per-case work is cached, so a 10,000-run campaign costs little more than loading.
+Everything a run needs from the configs is resolved here: the provider model string, the merged
+runner settings, messages with `source:` files expanded and attachments injected, and the OpenClaw
+agent. Every case is checked at load time; the items are made a window of cases at a time from the
+compact cases the workspace holds (`CampaignItems`), each case once for all of its models.
 """
 
 from __future__ import annotations
