@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
+    from clawstore.config.models import ModelConfig
     from clawstore.providers import ProviderClient
     from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
@@ -63,10 +64,10 @@ def load_campaign(request: CampaignRequest) -> Campaign:
                             cases=request.cases, models=request.models)
 
 
-def _endpoint(item: CampaignItem) -> Endpoint:
+def _endpoint(model: ModelConfig) -> Endpoint:
     from clawstore.providers.endpoint import resolve_endpoint
 
-    return resolve_endpoint(item.model.model_extra or {}, field=f"models[{item.model.model_id}]")
+    return resolve_endpoint(model.model_extra or {}, field=f"models[{model.model_id}]")
 
 
 def plan_campaign(campaign: Campaign, store: Store) -> list[Node]:
@@ -101,7 +102,7 @@ class _RunPlanner:
 
     def _endpoint_of(self, item: CampaignItem) -> dict[str, Any] | None:
         if item.model.model_id not in self.endpoints:
-            self.endpoints[item.model.model_id] = _endpoint(item)
+            self.endpoints[item.model.model_id] = _endpoint(item.model)
         return self.endpoints[item.model.model_id].identity()
 
     def _runner_identity_of(self, item: CampaignItem) -> dict[str, Any] | None:
@@ -185,8 +186,8 @@ def _require_every_key(campaign: Campaign) -> None:
     """With no store yet every node executes: every endpoint's key must be there before one is made."""
     from clawstore.providers.endpoint import resolve_endpoint
 
-    for item in campaign.items:
-        _endpoint(item).api_key()
+    for model in campaign.items.models if campaign.items else ():  # (an endpoint is the model's)
+        _endpoint(model).api_key()
     if campaign.evaluation_profile is not None:
         for judge in campaign.evaluation_profile.judges:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
@@ -240,8 +241,8 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
     options.filtered = request.filtered
     if request.filtered:  # what the filter selected, by id (the flags may name paths)
-        options.filter = {"cases": sorted({i.case.case.case_id for i in campaign.items}) if request.cases else [],
-                          "models": sorted({i.model.model_id for i in campaign.items}) if request.models else []}
+        options.filter = {"cases": sorted(campaign.case_ids) if request.cases else [],
+                          "models": sorted(campaign.model_ids) if request.models else []}
     eval_layer = None
     if campaign.evaluation_profile is not None:
         from clawstore.builder.eval_layer import EvalLayer

@@ -84,8 +84,8 @@ class Planned:
     evaluation nodes of the cases whose windows it evaluated. A set of them would hold four strings a run."""
 
     def __init__(self, campaign: Campaign, judge_plan: list[tuple[str, int]]):
-        self.models = {item.model.model_id for item in campaign.items}
-        self.cases = {item.case.case.case_id for item in campaign.items}
+        self.models = set(campaign.model_ids)
+        self.cases = set(campaign.case_ids)
         self.repetitions = {str(r) for r in range(campaign.run_profile.execution_policy.run_repetitions)}
         self.judges = {(judge_run, str(rep)) for judge_run, rep in judge_plan}
         self.evaluated: set[str] = set()  # cases whose evaluation this build concluded

@@ -1,21 +1,22 @@
 """Expand (suite, run profile, evaluation profile) into the list of runs a build must produce.
 
-Everything a run needs from the configs is resolved here, once: the provider model string, the
-merged runner settings, messages with `source:` files expanded and attachments injected, and the
-OpenClaw agent. Per-case work is cached, so a 10,000-run campaign costs little more than loading.
+Everything a run needs from the configs is resolved here: the provider model string, the merged
+runner settings, messages with `source:` files expanded and attachments injected, and the OpenClaw
+agent. Every case is checked at load time; the items are made a window of cases at a time from the
+compact cases the workspace holds (`CampaignItems`), each case once for all of its models.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 
-from clawstore.config.catalog import Loaded, LoadedAgent, LoadedCase, Workspace
+from clawstore.config.catalog import CaseEntry, Loaded, LoadedAgent, LoadedCase, Workspace
 from clawstore.config.crosscheck import run_profile_issues, suite_issues
 from clawstore.config.issues import ConfigIssue
 from clawstore.config.limits import ATTACHMENT_WARN_TOKENS, BYTES_PER_TOKEN, MAX_CAMPAIGN_RUNS
@@ -81,7 +82,7 @@ class Campaign:
     evaluation_profile_path: Path | None
     judge_system_prompt: str | None
     judge_system_prompt_source: str | None
-    items: list[CampaignItem]  # models (suite order) × cases (sorted by case_id)
+    items: CampaignItems  # models (suite order) × cases (sorted by case_id), made a window at a time
     agents: dict[str, LoadedAgent] = field(default_factory=dict)  # the agents the items use
     workspace: Workspace | None = field(default=None, repr=False, compare=False)
     warnings: list[str] = field(default_factory=list)  # worth saying before anything is sent
@@ -93,11 +94,11 @@ class Campaign:
 
     @property
     def case_ids(self) -> list[str]:
-        return sorted({item.case_id for item in self.items})
+        return self.items.case_ids if self.items.models else []
 
     @property
     def model_ids(self) -> list[str]:
-        return list(dict.fromkeys(item.model_id for item in self.items))
+        return self.items.model_ids if self.items.cases else []
 
     def as_dict(self) -> dict[str, Any]:
         """The expanded campaign as plain data (for `--json` output, debugging, diffs)."""
@@ -152,21 +153,35 @@ def _input_price(model: ModelConfig) -> float | None:
     return float(price) if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0 else None
 
 
-def attachment_warnings(items: list[CampaignItem], repetitions: int) -> list[str]:
-    """A warning with a cost estimate when attachments alone would send many tokens."""
+def attachment_warnings(models: list[ModelConfig], sizes: list[int], repetitions: int) -> list[str]:
+    """A warning with a cost estimate when attachments alone would send many tokens (`sizes`: the bytes of each
+    case's attachments, in case order)."""
     tokens = 0
     cost: float | None = 0.0
-    for item in items:
-        sent = sum(len(a.data) for a in item.attachments) * repetitions // BYTES_PER_TOKEN
-        tokens += sent
-        price = _input_price(item.model)
-        cost = None if cost is None or price is None else cost + sent * price / 1e6
+    for model in models:
+        price = _input_price(model)
+        for size in sizes:
+            sent = size * repetitions // BYTES_PER_TOKEN
+            tokens += sent
+            cost = None if cost is None or price is None else cost + sent * price / 1e6
     if tokens <= ATTACHMENT_WARN_TOKENS:
         return []
     estimate = (f"about {cost:.2f} USD at the suite's input prices" if cost is not None
                 else "cost unknown: give the suite models pricing.input (USD per 1M tokens) for an estimate")
     return [f"attachments alone send about {tokens:,} input tokens in this campaign "
             f"(1 token ~ {BYTES_PER_TOKEN} bytes, per run and repetition); {estimate}"]
+
+
+def _attachment_sizes(cases: list[CaseEntry]) -> list[int]:
+    """The bytes of each case's attachments, read now: one that cannot be read fails the campaign at load time, not
+    when its window is planned (the items read them again then)."""
+    sizes = []
+    for entry in cases:
+        try:
+            sizes.append(sum(len(a.data) for a in read_attachments([Path(p) for p in entry.attachment_paths])))
+        except OSError as exc:
+            raise ConfigError(f"cannot read attachment: {exc}", entry.file, "input.attachments") from None
+    return sizes
 
 
 def _fail(issues: list[ConfigIssue]) -> ConfigError:
@@ -179,26 +194,81 @@ def _fail(issues: list[ConfigIssue]) -> ConfigError:
     return error
 
 
-class _CaseCache:
-    """Per-case resolution shared by every model of the campaign (files are read once)."""
+def _case_inputs(loaded: LoadedCase) -> tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]:
+    """A case's messages (sources expanded; attachments injected for llm_probe), turns and attachments."""
+    try:
+        attachments = read_attachments(list(loaded.attachment_paths))
+    except OSError as exc:
+        raise ConfigError(f"cannot read attachment: {exc}", loaded.path.as_posix(), "input.attachments") from None
+    messages = list(loaded.messages)
+    if loaded.case.runner.type == "llm_probe":
+        messages = inject_attachments(messages, attachments)
+    return messages, list(loaded.turns), attachments
 
-    def __init__(self) -> None:
-        self._done: dict[str, tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]] = {}
 
-    def get(self, loaded: LoadedCase) -> tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]:
-        hit = self._done.get(loaded.case_id)
-        if hit is None:
-            try:
-                attachments = read_attachments(list(loaded.attachment_paths))
-            except OSError as exc:
-                raise ConfigError(f"cannot read attachment: {exc}", loaded.path.as_posix(),
-                                  "input.attachments") from None
-            messages = list(loaded.messages)
-            if loaded.case.runner.type == "llm_probe":
-                messages = inject_attachments(messages, attachments)
-            hit = (messages, list(loaded.turns), attachments)
-            self._done[loaded.case_id] = hit
-        return hit
+class CampaignItems(Sequence[CampaignItem]):
+    """The campaign's items, models (suite order) × cases (sorted by case_id), made from the workspace's compact
+    cases (config/catalog.py `CaseEntry`) when asked for: a build asks a window of cases at a time (`window`) and so
+    holds the items and case models of the windows it runs, not the campaign's; iterating makes every item
+    (docs/building.md, Scale: the loaded campaign). Each case is made once a window, shared by its models' items."""
+
+    def __init__(self, run_profile: RunProfile, models: list[ModelConfig], cases: list[CaseEntry],
+                 agent_of: dict[str, str]):
+        self.models = models
+        self.cases = cases
+        self._resolved = [resolve_model(model) for model in models]
+        self._run_profile = run_profile
+        self._agent_of = agent_of
+        # per model: runner type -> the settings of its cases that set none (one dict for all of them)
+        self._shared: list[dict[str, dict[str, Any]]] = [{} for _ in models]
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [entry.case_id for entry in self.cases]
+
+    @property
+    def model_ids(self) -> list[str]:
+        return [model.model_id for model in self.models]
+
+    def __len__(self) -> int:
+        return len(self.models) * len(self.cases)
+
+    def __iter__(self) -> Iterator[CampaignItem]:
+        return iter(self.window(0, len(self.cases)))
+
+    @overload
+    def __getitem__(self, index: int) -> CampaignItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CampaignItem]: ...
+
+    def __getitem__(self, index: int | slice) -> CampaignItem | list[CampaignItem]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        at = index + len(self) if index < 0 else index
+        if not 0 <= at < len(self):
+            raise IndexError("campaign item index out of range")
+        model, case = divmod(at, len(self.cases))
+        return self.window(case, case + 1)[model]
+
+    def window(self, start: int, stop: int) -> list[CampaignItem]:
+        """The items of cases `start` to `stop` (in case_id order), in the campaign's order: models, then cases."""
+        cases = [(loaded, _case_inputs(loaded)) for loaded in (entry.load() for entry in self.cases[start:stop])]
+        return [self._item(index, loaded, inputs) for index in range(len(self.models)) for loaded, inputs in cases]
+
+    def _item(self, index: int, loaded: LoadedCase,
+              inputs: tuple[list[ResolvedMessage], list[ResolvedMessage], list[Attachment]]) -> CampaignItem:
+        model, runner = self.models[index], loaded.case.runner
+        shared = self._shared[index]
+        settings = None if runner.settings else shared.get(runner.type)
+        if settings is None:
+            settings = merge_runner_settings(self._run_profile, model.model_id, loaded.case)
+            if not runner.settings:
+                shared[runner.type] = settings
+        messages, turns, attachments = inputs
+        return CampaignItem(model=model, resolved_model=self._resolved[index], case=loaded, runner_type=runner.type,
+                            settings=settings, messages=messages, turns=turns, attachments=attachments,
+                            agent_id=self._agent_of.get(loaded.case_id))
 
 
 def resolve_campaign(
@@ -295,7 +365,7 @@ def _resolve(
         model_list = [m for m in model_list if m.model_id in models]
 
     relevant |= {ws.cases[case_id].path for case_id in selected}
-    openclaw_cases = [c for c in selected if ws.cases[c].case.runner.type == "openclaw"]
+    openclaw_cases = [c for c in selected if ws.cases[c].runner_type == "openclaw"]
     agent_of: dict[str, str] = {}
     if openclaw_cases and rp_cfg.openclaw is None:
         ws.add_issue(rp_path, "openclaw", f"suite '{suite_cfg.suite_id}' selects openclaw cases "
@@ -329,31 +399,8 @@ def _resolve(
                           f"cases x {repetitions} repetitions); at most {MAX_CAMPAIGN_RUNS:,}",
                           ws.rel(rp_path), "execution_policy.run_repetitions")
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
-    cache = _CaseCache()
-    items: list[CampaignItem] = []
-    for model in model_list:
-        resolved = resolve_model(model)
-        shared: dict[str, dict[str, Any]] = {}  # runner type -> the settings of this model's cases that set none
-        for case_id in selected:
-            loaded = ws.cases[case_id]
-            messages, turns, attachments = cache.get(loaded)
-            runner = loaded.case.runner
-            settings = None if runner.settings else shared.get(runner.type)
-            if settings is None:  # (one dict for all of them: 1 KB a case held less at 5 models)
-                settings = merge_runner_settings(rp_cfg, model.model_id, loaded.case)
-                if not runner.settings:
-                    shared[runner.type] = settings
-            items.append(CampaignItem(
-                model=model,
-                resolved_model=resolved,
-                case=loaded,
-                runner_type=runner.type,
-                settings=settings,
-                messages=messages,
-                turns=turns,
-                attachments=attachments,
-                agent_id=agent_of.get(case_id),
-            ))
+    entries = [ws.cases[case_id] for case_id in selected]
+    warnings = attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
     return Campaign(
         root=ws.root,
         suite=suite_cfg,
@@ -364,8 +411,8 @@ def _resolve(
         evaluation_profile_path=ep_path,
         judge_system_prompt=prompt[0],
         judge_system_prompt_source=prompt[1],
-        items=items,
+        items=CampaignItems(rp_cfg, model_list, entries, agent_of),
         agents=agents,
         workspace=ws,
-        warnings=attachment_warnings(items, repetitions),
+        warnings=warnings,
     )

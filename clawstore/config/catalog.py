@@ -3,6 +3,7 @@ from, and every problem found, as ConfigIssues."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +15,7 @@ from clawstore.config.containment import real_root
 from clawstore.config.issues import ConfigIssue
 from clawstore.config.messages import ResolvedMessage, assemble, case_path
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
-from clawstore.errors import one_line
+from clawstore.errors import ConfigError, one_line
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -57,6 +58,48 @@ class LoadedCase:
         return case_path(self.dir, value)
 
 
+@dataclass(frozen=True, slots=True)  # (slots: the workspace holds one per case)
+class CaseEntry:
+    """A validated case as the workspace holds it: its id, tags and runner type, and what it was validated from,
+    pickled (~0.4 KB; the models were ~5 KB a case). `load()` validates that again into its `LoadedCase`, as a
+    build does a window of cases at a time (~20-70 µs a case): the same input to the same models, so the same case
+    (docs/building.md, Scale: the loaded campaign)."""
+
+    case_id: str
+    tags: tuple[str, ...]
+    runner_type: str
+    file: str  # the test.yaml
+    validated_from: bytes  # its YAML's top-level mapping, pickled
+    attachment_paths: tuple[str, ...] = ()
+    sourced_messages: dict[int, list[ResolvedMessage]] | None = None  # (None: none; see LoadedCase)
+    sourced_turns: dict[int, list[ResolvedMessage]] | None = None
+
+    @classmethod
+    def of(cls, loaded: LoadedCase, raw: dict[str, object]) -> CaseEntry:
+        """`loaded`, validated from `raw`, kept compactly."""
+        case = loaded.case
+        return cls(case.case_id, tuple(case.tags), case.runner.type, str(loaded.path),
+                   pickle.dumps(raw, pickle.HIGHEST_PROTOCOL), tuple(map(str, loaded.attachment_paths)),
+                   loaded.sourced_messages or None, loaded.sourced_turns or None)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.file)
+
+    @property
+    def case(self) -> TestCase:
+        """The case's model, validated again at each call (`load()` once where it is read more than once)."""
+        try:
+            return TestCase.model_validate(pickle.loads(self.validated_from))
+        except ValueError as exc:  # (validated once already: the same input cannot fail; said plainly if it did)
+            raise ConfigError(f"the case no longer validates: {one_line(str(exc), 300)}", self.file) from None
+
+    def load(self) -> LoadedCase:
+        path = self.path
+        return LoadedCase(self.case, path, path.parent, tuple(map(Path, self.attachment_paths)),
+                          self.sourced_messages or {}, self.sourced_turns or {})
+
+
 @dataclass(frozen=True)
 class LoadedAgent:
     agent: Agent
@@ -81,7 +124,7 @@ class CaseStub:
 class Workspace:
     root: Path
     configs_dir: Path
-    cases: dict[str, LoadedCase] = field(default_factory=dict)
+    cases: dict[str, CaseEntry] = field(default_factory=dict)  # (each made whole by its `load()`)
     suites: dict[str, Loaded[Suite]] = field(default_factory=dict)
     run_profiles: dict[str, Loaded[RunProfile]] = field(default_factory=dict)
     evaluation_profiles: dict[str, Loaded[EvaluationProfile]] = field(default_factory=dict)
@@ -126,7 +169,7 @@ class Workspace:
         }
 
     def case_tags(self) -> dict[str, tuple[str, ...]]:
-        return {case_id: tuple(loaded.case.tags) for case_id, loaded in self.cases.items()}
+        return {case_id: entry.tags for case_id, entry in self.cases.items()}
 
 
 def _config_id(config: BaseModel) -> str:

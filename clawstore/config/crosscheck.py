@@ -41,7 +41,7 @@ def suite_issues(ws: Workspace, suite: Suite) -> list[tuple[str, str]]:
     if assignments:
         tags = ws.case_tags()
         for case_id in select_case_ids(suite.case_selection, tags):
-            if ws.cases[case_id].case.runner.type != "openclaw":
+            if ws.cases[case_id].runner_type != "openclaw":
                 continue
             hits = matching_assignments(assignments, case_id, tags[case_id])
             if len(hits) > 1:

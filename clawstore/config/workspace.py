@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from clawstore.config.catalog import CaseStub, Loaded, LoadedAgent, LoadedCase, Workspace
+from clawstore.config.catalog import CaseEntry, CaseStub, Loaded, LoadedAgent, LoadedCase, Workspace
 from clawstore.config.containment import escapes, outside_message, real_root
 from clawstore.config.error_text import describe_all
 from clawstore.config.limits import MAX_ATTACHMENT_BYTES
@@ -146,7 +146,7 @@ def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> li
     return problems
 
 
-def _load_case(ws: Workspace, path: Path) -> LoadedCase | CaseStub:
+def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
     outside = escapes(path, ws.root_real)
     if outside is not None:  # a symlinked case folder or test.yaml leading out of the workspace
         ws.add_issue(path, "", outside_message(ws.rel(path), outside))
@@ -172,7 +172,8 @@ def _load_case(ws: Workspace, path: Path) -> LoadedCase | CaseStub:
         ws.add_issue(path, field_path, message)
     if problems:
         return CaseStub(path, case.case_id, tuple(case.tags))
-    return LoadedCase(case, path, directory, tuple(attachments), sourced_messages, sourced_turns)
+    assert raw is not None
+    return CaseEntry.of(LoadedCase(case, path, directory, tuple(attachments), sourced_messages, sourced_turns), raw)
 
 
 def _load_cases(ws: Workspace) -> None:
@@ -186,11 +187,10 @@ def _load_cases(ws: Workspace) -> None:
         if case_id in first_path:
             ws.add_issue(path, "case_id", f"duplicate case_id '{case_id}' (also defined in "
                                           f"{ws.rel(first_path[case_id])})")
-            tags = tuple(loaded.case.tags) if isinstance(loaded, LoadedCase) else loaded.tags
-            ws.broken_cases.append(CaseStub(path, case_id, tags))
+            ws.broken_cases.append(CaseStub(path, case_id, loaded.tags))
             continue
         first_path[case_id] = path
-        if isinstance(loaded, LoadedCase):
+        if isinstance(loaded, CaseEntry):
             ws.cases[case_id] = loaded
         else:
             ws.broken_cases.append(loaded)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -104,24 +103,14 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
 def window_items(campaign: Campaign, runs: int, repetitions: int) -> Iterator[list[CampaignItem]]:
     """The campaign's items a window of about `runs` runs at a time (at least one case): whole cases in their sorted
     order, every model of each (the head's part order: case, then model; store/headdoc.py), each window's items in
-    the campaign's order (models, then cases). A window never splits a case, so its nodes fill head parts whole."""
+    the campaign's order (models, then cases). A window never splits a case, so its nodes fill head parts whole. Each
+    window's items are made when it is asked for (config/campaign.py `CampaignItems`): a build holds a window's."""
     items = campaign.items
-    case_of = [item.case.case.case_id for item in items]
-    cases = sorted(set(case_of))
-    per_case = max(1, len(items) // max(1, len(cases))) * max(1, repetitions)
-    step = max(1, runs // per_case)
-    # The items' positions by case, then position (a stable sort): a window's items are a slice of it, found once
-    # instead of a scan of every item per window (50,000 items x 25 windows at 10,000 x 5). 4 bytes an item.
-    by_case = array("I", sorted(range(len(items)), key=case_of.__getitem__))
-    del case_of
-    at = 0
-    for start in range(0, len(cases), step):
-        last = cases[min(start + step, len(cases)) - 1]
-        end = at
-        while end < len(by_case) and items[by_case[end]].case.case.case_id <= last:
-            end += 1
-        yield [items[index] for index in sorted(by_case[at:end])]
-        at = end
+    if not items.models:
+        return
+    step = max(1, runs // (len(items.models) * max(1, repetitions)))
+    for start in range(0, len(items.cases), step):
+        yield items.window(start, start + step)
 
 
 def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
