@@ -137,12 +137,14 @@ class EvalLayer:
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._judge_docs: dict[str, dict[str, Any]] = {}
         self._endpoints: dict[str, Endpoint] = {}
+        self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
 
     # ---- per-case and per-judge inputs (computed once) ----
     def _case(self, item: CampaignItem) -> dict[str, Any]:
         case_id = item.case.case.case_id
         if case_id not in self._case_cache:
             from clawstore.evaluate import JudgeTarget, check_inputs
+            from clawstore.evaluate.specs import check_spec
 
             case = item.case.case
             checks = [c.model_dump(mode="json", exclude_none=True) for c in case.deterministic_checks]
@@ -153,6 +155,8 @@ class EvalLayer:
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,
+                # Each check as evaluate_checks reads it, made once per case, not per run (a model_dump each).
+                "check_specs": [check_spec(c) for c in case.deterministic_checks],
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
                 "target": target,
                 "target_doc": target_doc,
@@ -371,7 +375,7 @@ class EvalLayer:
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
-        result = evaluate_checks(case.case.deterministic_checks, artifact, sandbox_files=sandbox,
+        result = evaluate_checks(self._case(run.item)["check_specs"], artifact, sandbox_files=sandbox,
                                  workspace_files=workspace, case_source_path=case.path, security=self.policy)
         summary = result["summary"]
         return self._record(
@@ -449,14 +453,24 @@ class EvalLayer:
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
+        case = self._case(run.item)
         with self.store.batch():  # one durable flush for the judgement, its record and cache entry
-            self.store.put_bytes(self.system_prompt.encode("utf-8"))
-            self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
+            # What `explain` diffs the prompt and target by: the same for every judgement of a build (of a case),
+            # so put again only until a put of them is durable.
+            if not self._prompt_stored:
+                self.store.put_bytes(self.system_prompt.encode("utf-8"))
+                self.store.when_durable(self._note_prompt_stored)
+            if not case.get("target_stored"):
+                self.store.put_json(case["target_doc"])
+                self.store.when_durable(lambda: case.update(target_stored=True))
             outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body),
                        **(extra_outputs or {})}
             return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
                                 outputs=outputs, metrics=metrics, summary=summary, error=error,
                                 started_at=started_at, build_id=build_id)
+
+    def _note_prompt_stored(self) -> None:
+        self._prompt_stored = True
 
     def _exec_result(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         from clawstore.evaluate import aggregate, render_result_summary_md

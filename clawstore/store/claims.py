@@ -207,9 +207,12 @@ class ClaimBoard:
 
     # ---- heartbeat ------------------------------------------------------------------------------
     def heartbeat(self) -> None:
-        """Push back the expiry of every claim held; note those another builder took over."""
+        """Push back the expiry of every claim held; note those another builder took over. A claim written less than
+        `ttl / 6` ago is left as it is (it lives at least `ttl / 2` past the next beat; no one may take it over yet):
+        most of a build's claims live well under a second, held until their node's commit window ends."""
+        young = time.time() - self.ttl / 6
         with self._lock:
-            keys = sorted(self._held)
+            keys = sorted(key for key, written in self._held.items() if written < young)
         if not keys:
             return
         with self._locked():
