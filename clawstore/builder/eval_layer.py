@@ -144,7 +144,6 @@ class EvalLayer:
         case_id = item.case.case.case_id
         if case_id not in self._case_cache:
             from clawstore.evaluate import JudgeTarget, check_inputs
-            from clawstore.evaluate.specs import check_spec
 
             case = item.case.case
             checks = [c.model_dump(mode="json", exclude_none=True) for c in case.deterministic_checks]
@@ -155,8 +154,6 @@ class EvalLayer:
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,
-                # Each check as evaluate_checks reads it, made once per case, not per run (a model_dump each).
-                "check_specs": [check_spec(c) for c in case.deterministic_checks],
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
                 "target": target,
                 "target_doc": target_doc,
@@ -375,7 +372,7 @@ class EvalLayer:
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
-        result = evaluate_checks(self._case(run.item)["check_specs"], artifact, sandbox_files=sandbox,
+        result = evaluate_checks(self._check_specs(run.item), artifact, sandbox_files=sandbox,
                                  workspace_files=workspace, case_source_path=case.path, security=self.policy)
         summary = result["summary"]
         return self._record(
@@ -386,6 +383,15 @@ class EvalLayer:
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
             error=None, started_at=started_at, build_id=build_id)
+
+    def _check_specs(self, item: CampaignItem) -> list[dict[str, Any]]:
+        """The case's checks as evaluate_checks reads them, made once per case (not a model_dump per check and run)."""
+        from clawstore.evaluate.specs import check_spec
+
+        case = self._case(item)
+        if "check_specs" not in case:
+            case["check_specs"] = [check_spec(c) for c in item.case.case.deterministic_checks]
+        return case["check_specs"]
 
     def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         started_at, began = utc_now(), time.monotonic()
