@@ -49,7 +49,9 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[st
         node.claim_waits = waits + 1
         return Later(min(MAX_WAIT_S, FIRST_WAIT_S * 1.5 ** waits))
     try:
-        adopted = stored_meanwhile(store, node)  # finished and released just before we claimed it
+        # Finished and released just before we claimed it? Only another process can have (it holds a lease on the
+        # store while it writes): alone on the store, the index is not listed again for each node.
+        adopted = stored_meanwhile(store, node, look_again=board.neighbours.present())
         if adopted is not None:
             board.release(node.key)
             return adopted
@@ -63,10 +65,11 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[st
     return done
 
 
-def stored_meanwhile(store: Store, node: Node) -> Adopted | None:
+def stored_meanwhile(store: Store, node: Node, look_again: bool = True) -> Adopted | None:
     """The node's record if the action cache names another one than the build planned with, and
-    everything that record names is in the store (a record whose outputs are gone is never reused)."""
-    found = store.get_action_record_id(node.key)
+    everything that record names is in the store (a record whose outputs are gone is never reused).
+    `look_again`: a miss lists the index again (what another process committed since it was last listed)."""
+    found = store.get_action_record_id(node.key, look_again)
     if found is None or found == node.record_id or not store.has(found):
         return None
     record = store.get_json(found)

@@ -137,6 +137,7 @@ class EvalLayer:
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._judge_docs: dict[str, dict[str, Any]] = {}
         self._endpoints: dict[str, Endpoint] = {}
+        self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
 
     # ---- per-case and per-judge inputs (computed once) ----
     def _case(self, item: CampaignItem) -> dict[str, Any]:
@@ -371,7 +372,7 @@ class EvalLayer:
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
-        result = evaluate_checks(case.case.deterministic_checks, artifact, sandbox_files=sandbox,
+        result = evaluate_checks(self._check_specs(run.item), artifact, sandbox_files=sandbox,
                                  workspace_files=workspace, case_source_path=case.path, security=self.policy)
         summary = result["summary"]
         return self._record(
@@ -382,6 +383,15 @@ class EvalLayer:
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
             error=None, started_at=started_at, build_id=build_id)
+
+    def _check_specs(self, item: CampaignItem) -> list[dict[str, Any]]:
+        """The case's checks as evaluate_checks reads them, made once per case (not a model_dump per check and run)."""
+        from clawstore.evaluate.specs import check_spec
+
+        case = self._case(item)
+        if "check_specs" not in case:
+            case["check_specs"] = [check_spec(c) for c in item.case.case.deterministic_checks]
+        return case["check_specs"]
 
     def _exec_judge(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         started_at, began = utc_now(), time.monotonic()
@@ -449,14 +459,24 @@ class EvalLayer:
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
+        case = self._case(run.item)
         with self.store.batch():  # one durable flush for the judgement, its record and cache entry
-            self.store.put_bytes(self.system_prompt.encode("utf-8"))
-            self.store.put_json(self._case(run.item)["target_doc"])  # what `explain` diffs the target by
+            # What `explain` diffs the prompt and target by: the same for every judgement of a build (of a case),
+            # so put again only until a put of them is durable.
+            if not self._prompt_stored:
+                self.store.put_bytes(self.system_prompt.encode("utf-8"))
+                self.store.when_durable(self._note_prompt_stored)
+            if not case.get("target_stored"):
+                self.store.put_json(case["target_doc"])
+                self.store.when_durable(lambda: case.update(target_stored=True))
             outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body),
                        **(extra_outputs or {})}
             return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
                                 outputs=outputs, metrics=metrics, summary=summary, error=error,
                                 started_at=started_at, build_id=build_id)
+
+    def _note_prompt_stored(self) -> None:
+        self._prompt_stored = True
 
     def _exec_result(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         from clawstore.evaluate import aggregate, render_result_summary_md

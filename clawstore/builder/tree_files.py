@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, BinaryIO
 
+from clawstore.store.trees import EMPTY_TREE_ID
+
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
@@ -12,7 +14,8 @@ if TYPE_CHECKING:
 class _TreeIndex:
     def __init__(self, store: Store, tree_id: str):
         self.store = store
-        self.entries = {entry.path: entry for entry in store.read_tree(tree_id)}
+        # A run without tools keeps the empty tree: nothing to read (a read per checks and judge node).
+        self.entries = {} if tree_id == EMPTY_TREE_ID else {entry.path: entry for entry in store.read_tree(tree_id)}
         self.dirs = {e.path for e in self.entries.values() if e.type == "dir"}
         for path in self.entries:  # every parent of an entry is a directory too
             parts = path.split("/")

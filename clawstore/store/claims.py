@@ -18,7 +18,7 @@ from pathlib import Path
 from clawstore.host.durable import process_alive, process_identity, temp_name, write_file_atomic
 from clawstore.host.machine_settings import claim_ttl
 from clawstore.store.core.ids import oid_from_hex, oid_hex
-from clawstore.store.core.layout import CLAIMS, TMP
+from clawstore.store.core.layout import CLAIMS, LEASES, TMP
 from clawstore.store.core.locks import exclusive
 
 CLAIM_FORMAT = 1
@@ -42,6 +42,51 @@ class Claim:
         if self.owner is not None and self.host == host and self.pid:
             return process_alive(self.pid, self.start_ticks)
         return True
+
+
+class Neighbours:
+    """Can another process have written to the store since we last asked? Every writer of action-cache entries (a
+    build, a pull, an import) holds a lease while it writes, and commits before letting it go. So: yes while a lease
+    not this process's is there, and once whenever `leases/` changed (someone came or went: what a writer that came
+    and went meanwhile committed is still to be seen). One `stat` a question: the directory is listed again only when
+    it changed, or had changed less than a second before it was listed (a directory's time is coarse: a change in the
+    same tick would not move it). A lease file is read once, for its holder (pid, host)."""
+
+    def __init__(self, root: Path):
+        self.dir = str(Path(root) / LEASES)
+        self.me = (process_identity()[0], socket.gethostname())
+        self._mtime_ns: int | None = None  # of leases/ when last listed
+        self._listed_ns = 0  # when it was last listed (time.time_ns, taken before the listing)
+        self._present = True
+        self._holders: dict[str, tuple[int, str] | None] = {}  # lease file -> its holder (None: unreadable)
+
+    def present(self) -> bool:
+        try:
+            mtime = os.stat(self.dir).st_mtime_ns
+        except OSError:
+            return True  # (no leases/ at all: a store this build did not lease; look as before)
+        if mtime == self._mtime_ns and self._listed_ns - mtime >= 1_000_000_000:
+            return self._present
+        listed = time.time_ns()
+        try:
+            names = [name for name in os.listdir(self.dir) if name.endswith(".json")]
+        except OSError:
+            return True
+        self._holders = {name: self._holders[name] if name in self._holders else self._holder(name)
+                         for name in names}
+        self._present = any(holder != self.me for holder in self._holders.values())
+        self._mtime_ns, self._listed_ns = mtime, listed
+        return True  # changed since the last look
+
+    def _holder(self, name: str) -> tuple[int, str] | None:
+        try:
+            with open(os.path.join(self.dir, name), "rb") as handle:
+                doc = json.loads(handle.read(65536))
+            return int(doc["pid"]), str(doc.get("host", ""))
+        except FileNotFoundError:  # released while listed: not a neighbour
+            return self.me
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
 
 class ClaimBoard:
@@ -68,6 +113,7 @@ class ClaimBoard:
         self._spares: list[tuple[Path, int]] = []
         self._linked: dict[str, tuple[Path, int]] = {}
         self._rest: str | None = None  # the body after its times (_body)
+        self.neighbours = Neighbours(self.root)  # other processes using the store (claimed.py: whether to look again)
 
     # ---- paths and documents --------------------------------------------------------------------
     def path(self, key: str) -> Path:
@@ -207,9 +253,12 @@ class ClaimBoard:
 
     # ---- heartbeat ------------------------------------------------------------------------------
     def heartbeat(self) -> None:
-        """Push back the expiry of every claim held; note those another builder took over."""
+        """Push back the expiry of every claim held; note those another builder took over. A claim written less than
+        `ttl / 6` ago is left as it is (it lives at least `ttl / 2` past the next beat; no one may take it over yet):
+        most of a build's claims live well under a second, held until their node's commit window ends."""
+        young = time.time() - self.ttl / 6
         with self._lock:
-            keys = sorted(self._held)
+            keys = sorted(key for key, written in self._held.items() if written < young)
         if not keys:
             return
         with self._locked():

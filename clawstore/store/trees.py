@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError, UsageError, quoted
 from clawstore.store.core import codec
-from clawstore.store.core.ids import is_oid
+from clawstore.store.core.ids import is_oid, oid_of
 from clawstore.store.core.names import relative_path_problem
 from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json
@@ -68,6 +68,7 @@ def empty_tree(store: ObjectStore) -> str:
 
 
 _EMPTY_TREE = canonical_json({"tree_version": TREE_VERSION, "entries": []})  # (one per run without tools)
+EMPTY_TREE_ID = oid_of(_EMPTY_TREE)  # a reader of it knows its entries (none) without reading it
 
 
 def put_tree(store: ObjectStore, directory: Path | str, escape_names: bool = False) -> str:

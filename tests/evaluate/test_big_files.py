@@ -95,3 +95,20 @@ def test_the_judges_excerpt_of_a_huge_file_reads_its_head(big_tree: tuple[Store,
     assert excerpts[0]["byte_size"] == (256 << 20) + len(b"the marker at the end\n")
     assert excerpts[0]["truncated"] is True and str(excerpts[0]["excerpt"]).startswith("xxx")
     assert peak < 16 << 20, f"{peak >> 20} MiB held"
+
+
+def test_checks_on_the_empty_sandbox_tree_read_nothing_and_find_what_an_empty_directory_has(tmp_path: Path) -> None:
+    # A run without tools keeps the empty tree: its checks and its judge know its entries (none) without reading it.
+    from clawstore.store.trees import EMPTY_TREE_ID, empty_tree, put_tree
+
+    store = Store(tmp_path / "store")
+    (tmp_path / "empty").mkdir()
+    assert EMPTY_TREE_ID == empty_tree(store) == put_tree(store, tmp_path / "empty")
+    store.read_tree = None  # type: ignore[assignment,method-assign]  # (any read would fail now)
+    files = TreeSandboxFiles(store, EMPTY_TREE_ID)
+    assert not files.exists("/work/out.txt") and files.open("/work/out.txt") is None and not files.is_dir("/work")
+    checks = [decl("there", "file_exists", path="/work/out.txt"),
+              decl("says", "file_contains", path="/work/out.txt", text="done")]
+    result = evaluate_checks(checks, artifact(trace=[]), sandbox_files=files)
+    assert {c["check_id"]: c["outcome"] for c in result["checks"]} == {"there": "failed", "says": "failed"}
+    store.close()

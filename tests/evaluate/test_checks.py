@@ -276,3 +276,25 @@ def test_check_results_redact_secrets(tmp_path: Path) -> None:
     kept = one(check, artifact(trace=[]), case_source_path=tmp_path / "test.yaml",
                security={"redact_secrets": False})
     assert secret in kept["message"]
+
+
+def test_checks_given_as_their_specs_give_the_same_bytes_as_the_models() -> None:
+    # A build makes each case's check specs once and passes them for every run of the case (a pydantic dump per
+    # check and run before): the checks' output object, whose id later judgements' keys name, must not change.
+    from clawstore.config.models.checks import DeterministicCheck
+    from clawstore.evaluate.specs import check_spec
+    from clawstore.values.canonical import canonical_json
+
+    models = [DeterministicCheck.model_validate(c) for c in (
+        {"check_id": "said", "description": "it answered", "dimensions": ["task", "closeness"],
+         "declarative": {"kind": "final_response_present"}},
+        {"check_id": "has", "declarative": {"kind": "file_contains", "path": "/work/out.txt", "text": "a b"}},
+        {"check_id": "ok", "dimensions": ["process"], "declarative": {"kind": "status_is", "status": "success"}},
+        {"check_id": "calls", "declarative": {"kind": "tool_call_count", "count": 0}},
+    )]
+    specs = [check_spec(m) for m in models]
+    assert [check_spec(s) for s in specs] == specs
+    art = artifact(trace=[{"type": "message", "role": "assistant", "content": "done"}])
+    files = DictSandboxFiles({"/work/out.txt": "a b"})
+    assert canonical_json(evaluate_checks(specs, art, sandbox_files=files)) == \
+        canonical_json(evaluate_checks(models, art, sandbox_files=files))
