@@ -317,3 +317,55 @@ def test_another_lease_makes_every_claim_look_again_while_it_is_there(tmp_path: 
     assert not neighbours.present()
     (leases / "unreadable.json").write_text("{half a lease")  # a holder killed mid-write: counted as someone
     assert neighbours.present() and neighbours.present()
+
+
+_ADOPTER = """
+import sys
+from clawstore.store import Store
+store = Store(sys.argv[1])
+assert store.adopt_orphans().entries == 1  # (as `claw status` does, with no lease of its own around it)
+store.close()
+"""
+
+
+def test_a_killed_builds_node_adopted_by_another_process_is_not_executed_by_a_build_alone(tmp_path: Path) -> None:
+    # A build killed with a node finished but not indexed leaves it in its pack; whoever comes next adopts it — here
+    # a `claw status`, which holds no lease, while a build runs alone on the store (its killed neighbour's lease
+    # removed meanwhile by a gc). The adoption changes leases/ (it holds a lease while it adopts), so the build looks
+    # again before executing the node, adopts its record and pays nothing a second time.
+    from clawstore.builder.claimed import Adopted, claimed
+    from clawstore.graph.plan import Node
+    from clawstore.store.core.codec import encode
+    from clawstore.store.core.ids import PREFIX
+    from clawstore.store.core.packfile import KIND_ACTION, KIND_OBJECT, PackWriter, encode_action
+
+    store = Store(tmp_path / "store")
+    key = store.put_json({"the node's": "input document"})
+    node = Node("checks", {"model_id": "m", "case_id": "c", "repetition": 0}, {}, key)
+    board = ClaimBoard(store.root, owner="build-a")
+    record = json.dumps({"key": key, "status": "success", "cacheable": True, "outputs": {}},
+                        sort_keys=True, separators=(",", ":")).encode()
+    record_id = oid_of(record)
+    dead = PackWriter(store.runtime.packs_dir)  # (closed unsealed: its writer is gone)
+    dead.append_many([(KIND_OBJECT, bytes.fromhex(record_id[len(PREFIX):]), [b"".join(encode(record, 3))]),
+                      (KIND_ACTION, bytes.fromhex(key[len(PREFIX):]),
+                       [encode_action(bytes.fromhex(record_id[len(PREFIX):]), time.time_ns())])])
+    dead.close()
+    executed: list[Node] = []
+
+    def work(n: Node) -> tuple[str, dict[str, Any]]:
+        executed.append(n)
+        raise AssertionError("executed a node a killed build had finished")
+
+    with store.lease("build a"):
+        _backdate(store.root / "leases")
+        assert board.neighbours.present(), "the first look lists leases/"
+        assert not board.neighbours.present(), "this process's lease alone: nobody else may write"
+        assert store.get_action_record_id(key) is None  # (not adopted yet: the index holds no entry for it)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        subprocess.run(["python3", "-c", _ADOPTER, str(store.root)], check=True, env=env)  # (leases/ as it finds it)
+        store.runtime.index._recheck = lambda: None  # not the index's own look every 50 ms: the claim's
+        found = claimed(work, store, board, node)
+    assert isinstance(found, Adopted) and not executed, found
+    board.close()
+    store.close()

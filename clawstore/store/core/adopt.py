@@ -25,6 +25,7 @@ from clawstore.store.core.index import (
     new_segment_name,
     write_segment,
 )
+from clawstore.store.core.locks import lease
 from clawstore.store.core.packfile import (
     ACTION_SIZE,
     HEADER,
@@ -96,7 +97,11 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
     report = AdoptReport()
     if not dead_writers(runtime.packs_dir):
         return report
-    with index_lock(store.layout.locks):  # one adopter at a time, and never beside a gc's rewrite
+    # Under a lease of its own, whoever adopts (a `claw status` holds none): a build alone on the store looks for
+    # entries other processes committed only when leases/ changed (store/claims.py Neighbours), and an entry adopted
+    # unseen would have it execute, and pay for, a node that a killed build had finished. The index lock: one adopter
+    # at a time, and never beside a gc's rewrite.
+    with lease(store.root, "adopt orphans"), index_lock(store.layout.locks):
         runtime.index.refresh()
         view = runtime.index
         objects: dict[bytes, Loc] = {}
