@@ -12,6 +12,7 @@ import time
 from collections.abc import Container, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,16 +215,17 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
     if not batch:
         return
     decoded = codec.decode_frames(mapped, [(blob.offset, blob.length) for blob in batch], held)
-    if decoded is not None:
-        bad = [blob for blob, content in zip(batch, decoded, strict=True)
-               if blake3.blake3(content).digest() != blob.id]
-        if not bad:
+    if decoded is not None and len(decoded) == len(batch):
+        ids = [blob.id for blob in batch]
+        if [blake3.blake3(content).digest() for content in decoded] == ids:  # (one comparison of the lists, in C)
             if kept is not None and keep:
-                for blob, content in zip(batch, decoded, strict=True):
-                    if blob.id in keep and kept.reserve(len(content)):
-                        kept.contents[blob.id.hex()] = bytes(content)
+                for at in compress(range(len(ids)), map(keep.__contains__, ids)):  # (those kept only)
+                    content = decoded[at]
+                    if kept.reserve(len(content)):
+                        kept.contents[ids[at].hex()] = bytes(content)
             return
-        batch = bad
+        batch = [blob for blob, content in zip(batch, decoded, strict=True)
+                 if blake3.blake3(content).digest() != blob.id]
     for blob in batch:  # one by one, to name the one that fails
         oid = PREFIX + blob.id.hex()
         frame = bytes(view[blob.offset:blob.offset + blob.length])
