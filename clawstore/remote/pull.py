@@ -84,6 +84,7 @@ class _Pull:
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
+        self.arriving: set[str] = set()  # hex ids the packs of this round's fetch name, as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self._trust: dict[str | None, bool] = {}
@@ -129,6 +130,7 @@ class _Pull:
                            + sum(self.files.get(f"{PACKS}{bundle}.claw", 0) for bundle in legacy))
         if legacy:
             self._fetch_bundles(legacy)
+        self.arriving = set()
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             try:
                 records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
@@ -199,6 +201,7 @@ class _Pull:
                 ids = None
             if ids is None or held != {*ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
+            self.arriving.update(map(bytes.hex, ids))  # (for the entry checks: made while the next packs download)
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
@@ -219,9 +222,7 @@ class _Pull:
         verify refuses the pull. `records`: the digests of the records the listings name."""
         store = self.store
         store.refresh()
-        contents = arriving_contents(store, self.incoming.unkept(records),
-                                   {oid.hex() for pack in arriving for oid in self.ids.known[pack]},
-                                   self.incoming.decoded)
+        contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded)
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.is_bundle:  # (imported whole)

@@ -247,6 +247,27 @@ def test_a_pack_whose_object_does_not_match_its_id_is_refused(tmp_path: Path) ->
         verify_pack(path, "0" * 64, "remote pack x")
 
 
+def test_one_swapped_object_among_many_is_named_and_the_others_kept_only_as_asked(tmp_path: Path) -> None:
+    """A pack's objects are hashed in one batch and the batch compared whole: one object of 300 whose content was
+    swapped is still found and named; an honest pack keeps decoded exactly the objects asked for."""
+    import blake3
+
+    contents = [json.dumps({"n": i, "pad": "x" * (i % 50)}).encode() for i in range(300)]
+    frames = [zstandard.ZstdCompressor().compress(content) for content in contents]
+    ids = [blake3.blake3(content).digest() for content in contents]
+    swapped = list(frames)
+    swapped[177] = zstandard.ZstdCompressor().compress(b"not object 177")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    path, name = _pack_with(tmp_path / "bad", list(zip(ids, swapped, strict=True)))
+    with pytest.raises(PackCheckError, match=f"blake3:{ids[177].hex()} is corrupt"):
+        verify_pack(path, name, "remote pack x")
+    path, name = _pack_with(tmp_path / "good", list(zip(ids, frames, strict=True)))
+    kept = transfer.Incoming(Store(tmp_path / "store")).kept
+    verify_pack(path, name, "remote pack x", {ids[0], ids[150], ids[299], bytes(32)}, kept)
+    assert kept.contents == {ids[i].hex(): contents[i] for i in (0, 150, 299)}
+
+
 def test_a_received_packs_objects_are_copied_in_runs_in_whatever_order_its_table_lists_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Frames are read a run of about COPY_BYTES at a time (not one read per object); a table listing them out of

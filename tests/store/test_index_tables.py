@@ -188,3 +188,25 @@ def test_a_big_segment_looked_up_everywhere_or_read_whole_stays_out_of_rss(tmp_p
     assert sum(1 for _ in table.iter_objects()) + sum(1 for _ in table.iter_actions()) == 200_000
     table.check()
     assert _rss() - before < 3 << 20, f"RSS grew {(_rss() - before) >> 20} MB"  # (the fan-outs: 1 MB, built once)
+
+
+def test_a_segment_is_its_rows_in_key_order_as_the_format_lays_them_out() -> None:
+    """The objects' rows are made a column at a time: the bytes are still those of one `<32sIQQ` row per object (and
+    `<32s32sqIQ` per entry) in key order, the pack slots in first-seen order, as docs/store.md (Index) lays them out."""
+    import struct
+
+    rng = random.Random(54)
+    segment = _segment(rng, 700, 300)
+    segment.objects[bytes(32)] = (PACKS[2].hex(), (1 << 64) - 1, 0)  # (extremes of the columns)
+    segment.objects[b"\xff" * 32] = (PACKS[0].hex(), 0, (1 << 64) - 1)
+    slots: dict[str, int] = {}
+    for pack in [loc[0] for loc in segment.objects.values()] + [entry.pack for entry in segment.actions.values()]:
+        slots.setdefault(pack, len(slots))
+    body = struct.pack("<8sIIIIQQ", b"CLAWIDX\x00", 1, 0, 0, len(slots), len(segment.objects), len(segment.actions))
+    body += b"".join(bytes.fromhex(pack) for pack in slots)
+    body += b"".join(struct.pack("<32sIQQ", key, slots[pack], offset, length)
+                     for key, (pack, offset, length) in sorted(segment.objects.items()))
+    body += b"".join(struct.pack("<32s32sqIQ", key, entry.record or bytes(32), entry.time_ns, slots[entry.pack],
+                                 entry.offset) for key, entry in sorted(segment.actions.items()))
+    assert encode_segment(segment) == body + blake3.blake3(body).digest()
+    assert encode_segment(Segment(new_segment_name())).startswith(b"CLAWIDX\x00")  # (no rows at all)

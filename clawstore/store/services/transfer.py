@@ -12,6 +12,8 @@ import time
 from collections.abc import Container, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +51,7 @@ ADOPT_BYTES = 1 << 20
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 16 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds (docs/remote.md, Scale)
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
+_blob_id, _blob_offset, _blob_length = itemgetter(1), itemgetter(2), itemgetter(3)  # a Blob's fields (a tuple)
 
 
 # ------------------------------------------------------------------------------------------ sending
@@ -214,16 +217,17 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
     if not batch:
         return
     decoded = codec.decode_frames(mapped, [(blob.offset, blob.length) for blob in batch], held)
-    if decoded is not None:
-        bad = [blob for blob, content in zip(batch, decoded, strict=True)
-               if blake3.blake3(content).digest() != blob.id]
-        if not bad:
+    if decoded is not None and len(decoded) == len(batch):
+        ids = [blob.id for blob in batch]
+        if [blake3.blake3(content).digest() for content in decoded] == ids:  # (one comparison of the lists, in C)
             if kept is not None and keep:
-                for blob, content in zip(batch, decoded, strict=True):
-                    if blob.id in keep and kept.reserve(len(content)):
-                        kept.contents[blob.id.hex()] = bytes(content)
+                for at in compress(range(len(ids)), map(keep.__contains__, ids)):  # (those kept only)
+                    content = decoded[at]
+                    if kept.reserve(len(content)):
+                        kept.contents[ids[at].hex()] = bytes(content)
             return
-        batch = bad
+        batch = [blob for blob, content in zip(batch, decoded, strict=True)
+                 if blake3.blake3(content).digest() != blob.id]
     for blob in batch:  # one by one, to name the one that fails
         oid = PREFIX + blob.id.hex()
         frame = bytes(view[blob.offset:blob.offset + blob.length])
@@ -315,8 +319,10 @@ def adopt_packs(store: ObjectStore, packs: list[_Adopting]) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.replace(pack.path, pack_path(runtime.packs_dir, pack.pack_id))  # same bytes if there (a killed pull)
             runtime.forget_pack(pack.pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
-            for blob in pack.objects:
-                pending.objects.setdefault(blob.id, (pack.pack_id, blob.offset, blob.length))
+        for pack in reversed(packs):  # (an object in two of them: the first names it, as one setdefault each did)
+            objects = pack.objects
+            locs = zip(repeat(pack.pack_id), map(_blob_offset, objects), map(_blob_length, objects))
+            pending.objects.update(zip(map(_blob_id, objects), locs, strict=True))
         fsync_path(runtime.packs_dir)
         commit(runtime, pending)
     finally:
@@ -337,6 +343,7 @@ class Incoming:
         self.store = store
         self.kept = Kept()  # records decoded while packs were checked, for the entry checks
         self._checked: dict[str, tuple[Path, list[Blob]]] = {}  # pack name -> its file and object blobs
+        self._unkept: dict[str, dict[str, Blob]] = {}  # pack name -> the records to keep it holds, not kept (by hex id)
         self._copied: dict[str, tuple[int, int]] = {}  # pack name -> (objects, bytes) copied by copy_in
         self._copies: PackWriter | None = None  # the pack they are copied into, beside the received ones
         self._in_copies: dict[bytes, Blob] = {}  # digest -> its blob in that pack
@@ -354,15 +361,19 @@ class Incoming:
         blobs = verify_pack(path, name, where, keep, self.kept)
         fsync_path(path)
         self._checked[name] = (path, blobs)
-        return {blob.id for blob in blobs}
+        # (found now, while the next packs download, not once they all have; only those in `keep` go through Python)
+        wanted = compress(blobs, map(keep.__contains__, map(_blob_id, blobs)))
+        self._unkept[name] = {blob.id.hex(): blob for blob in wanted if blob.id.hex() not in self.kept.contents}
+        return set(map(_blob_id, blobs))
 
     def unkept(self, records: AbstractSet[bytes]) -> dict[str, FrameSource]:
         """The `records` (digests) the packs checked and not taken hold but did not keep decoded, by hex id,
-        and the pack to read each from (the entry checks read them)."""
+        and the pack to read each from (the entry checks read them). Only records in the `keep` of their pack's
+        `check` are found (a pull passes the same set to both)."""
         found: dict[str, FrameSource] = {}
-        for path, blobs in self._checked.values():
-            spans = {blob.id.hex(): blob for blob in blobs
-                     if blob.id in records and blob.id.hex() not in self.kept.contents}
+        for name, (path, _) in self._checked.items():
+            spans = {hexdigest: blob for hexdigest, blob in self._unkept[name].items()
+                     if blob.id in records and hexdigest not in self.kept.contents}
             found.update(dict.fromkeys(spans, ReceivedPack(path, spans)))
         return found
 
@@ -371,6 +382,7 @@ class Incoming:
         """Take a checked pack in, without the objects in `leave_out` (`present`: digests the store has); returns
         (objects added, their bytes). Nothing moves until `adopt`: a pack of ADOPT_BYTES or more then moves in as it
         is; a smaller one, or one kept `apart`, has had its objects copied into a pack of the pull's own (`copy_in`)."""
+        self._unkept.pop(name, None)
         if not self.copy_in(name, present, leave_out, apart):
             path, blobs = self._checked.pop(name)
             taken = _Adopting(path, name[:32], [blob for blob in blobs  # (a pack id is 32 hex)
