@@ -4,7 +4,9 @@ the previous format ignored and written anew."""
 
 from __future__ import annotations
 
+import random
 import struct
+import tracemalloc
 from array import array
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import blake3
 import pytest
 
 from clawstore.store import Store, edges
+from clawstore.store.core import edgefile
 from clawstore.store.core.edgefile import HEAD, ID, MAGIC, PackEdges
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import iter_pack_ids, pack_path
@@ -124,3 +127,48 @@ def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(tm
     data[:HEAD.size] = HEAD.pack(*fields)
     target.write_bytes(bytes(data) + blake3.blake3(data).digest())
     assert _load(store, pack) is None
+
+
+def _log_naming_others(objects: int, named: int) -> tuple[edgefile.EdgeLog, edgefile.Table]:
+    """A pack of `objects` rows, each naming `named` ids of other packs, every third one named twice."""
+    rng = random.Random(objects * named)
+    log, ids = edgefile.EdgeLog(), []
+    for row in range(objects):
+        ids.append(rng.randbytes(ID))
+        children = [rng.randbytes(ID) for _ in range(named)]
+        log.add(ids[-1], 100 + 10 * row, children + children[::3])
+    return log, edgefile.Table(b"".join(ids), array("Q", [100 + 10 * row for row in range(objects)]))
+
+
+def test_past_its_dedup_bound_a_file_names_the_same_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    log, table = _log_naming_others(40, 30)
+    whole = log.against("ab" * 8, table, False)
+    monkeypatch.setattr(edgefile, "_DEDUP", 7)
+    bounded = log.against("ab" * 8, table, False)
+    assert whole is not None and bounded is not None
+    assert len(whole.others) // ID == 40 * 30 < len(bounded.others) // ID  # (past 7 others, repeats written again)
+    for row in range(40):
+        digest, offset = table.ids[row * ID:(row + 1) * ID], table.offsets[row]
+        assert bounded.children(digest, offset) == whole.children(digest, offset) == \
+            [log.edges[at * ID:(at + 1) * ID] for at in range(log.starts[row], log.starts[row + 1])]
+    data = b"".join(bounded.encode(1 << 20, bytes(32)))  # and as a file read back
+    read = edgefile.decode("ab" * 8, data, 1 << 20, table)
+    assert read is not None and all(read.children(table.ids[r * ID:(r + 1) * ID], table.offsets[r])
+                                    == whole.children(table.ids[r * ID:(r + 1) * ID], table.offsets[r])
+                                    for r in range(40))
+
+
+def test_a_pack_naming_many_other_ids_is_made_a_file_without_an_object_for_each() -> None:
+    # The head's parts, sealed as a build ends, name every record of the campaign (~460,000 ids at 10,000 x 5): a dict
+    # of them all took 120 MB (~260 bytes an id). Past the bound, what is held is the file's bytes (36 an id) and, for a
+    # moment, their copy.
+    log, table = _log_naming_others(100, 2000)  # 200,000 ids of other packs, 66,700 of them named twice
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        found = log.against("ab" * 8, table, False)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert found is not None and len(found.tokens) == 266_700
+    assert peak < 266_700 * 72 + (12 << 20), f"{peak / 266_700:.0f} bytes an id named"  # (the bounded dict: ~7 MB)

@@ -36,6 +36,10 @@ NO_FACT = 0xFFFF  # an object with no record facts (not a record, or one a check
 _LEVEL = 1  # zstd: the ordinals compress 3-4x at any level, the lowest is the fastest
 _SWAP = sys.byteorder == "big"  # the file's arrays are little-endian
 _STEP = 16384  # ids named turned into rows at once when a file is made
+# Other packs' ids deduplicated when a file is made (a dict of at most this many: ~7 MB). A pack can name far more
+# (the head's parts name every record: ~460,000 ids at 10,000 x 5, a dict that took 120 MB as the build ended); past
+# it, an id not yet in the dict is written again (a few bytes more in the file, the same edges read back).
+_DEDUP = 65536
 # What an object names (docs/gc-and-archives.md, Roots and reachability): if it is JSON, every id written in it.
 ID_RE = re.compile(rb"blake3:([0-9a-f]{64})")
 _JSON_START = frozenset(b"{[")
@@ -120,17 +124,26 @@ class EdgeLog:
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
         # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
         # ids at a time (what is made per id is bounded, the dict of the pack's ids is not: 11 MB at 100,000 rows).
+        # The others are deduplicated up to _DEDUP of them; past it, each new one is written as it comes.
         row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
         others: dict[bytes, int] = {}
+        known = bytearray(table.ids)  # the rows' ids, then the others' (32 bytes an index among them)
         tokens = array("I")
         for start in range(0, len(self.edges), _STEP * ID):
             named = _chunks(bytes(self.edges[start:start + _STEP * ID]))
             found = list(map(row_of.get, named))
             for at, token in enumerate(found):
                 if token is None:
-                    found[at] = rows + others.setdefault(named[at], len(others))
+                    digest = named[at]
+                    index = others.get(digest)
+                    if index is None:
+                        index = len(known) // ID - rows
+                        known += digest
+                        if len(others) < _DEDUP:
+                            others[digest] = index
+                    found[at] = rows + index
             tokens.extend(found)  # type: ignore[arg-type]
-        return PackEdges(pack, verified, table.offsets, table.ids + b"".join(others), covers, counts, tokens,
+        return PackEdges(pack, verified, table.offsets, bytes(known), covers, counts, tokens,
                          fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
@@ -142,7 +155,8 @@ class PackEdges:
     pack: str
     verified: bool
     offsets: array  # payload offset of each row of the pack's table, ascending
-    known: bytes  # the id of each row, then the ids named that the pack does not hold (in order of first mention)
+    known: bytes  # the id of each row, then the ids named that the pack does not hold (in order of first mention; past
+    # _DEDUP of them, an id may be there twice)
     covers: array  # per row: 1 if the file says what it names, else 0 (read it)
     counts: array  # per row: how many ids it names
     tokens: array  # per id named: its place in `known` (a row of this pack, or past the rows: another id)
