@@ -119,6 +119,31 @@ def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
 
 
+@pytest.mark.parametrize("damage", ["missing", "same size", "truncated", "older stamp"])
+def test_a_stamp_whose_rows_file_is_missing_or_not_its_own_plans_as_usual(ws: Workspace, damage: str) -> None:
+    _stamped(ws)
+    mark_stamp(ws.root / "store")
+    assert answered_by_stamp(_build(ws))  # (the marked stamp and rows file answer, and are kept)
+    stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    rows_file = stamp.with_suffix(".rows")
+    text = rows_file.read_bytes()
+    if damage == "missing":
+        rows_file.unlink()
+    elif damage == "same size":  # another build's rows (or bit rot): only its digest tells
+        rows_file.write_bytes(text.replace(MARK.encode(), MARK.upper().encode()))
+    elif damage == "truncated":
+        rows_file.write_bytes(text[:-10])
+    else:  # a stamp with its rows inside, as claw wrote them before the rows file
+        doc = json.loads(stamp.read_text())
+        stamp.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
+    result = _build(ws)
+    assert not answered_by_stamp(result)  # planned: the same rows, read from the store
+    assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
+    assert json.loads(stamp.read_text())["format"] == 2  # the planned build left a new stamp, which answers
+    mark_stamp(ws.root / "store")
+    assert answered_by_stamp(_build(ws))
+
+
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 INSPECT = {"status": ("status", *CAMPAIGN, "--output", "json"), "explain": ("explain", *CAMPAIGN),
            "dry-run": ("build", *CAMPAIGN, "--dry-run")}
