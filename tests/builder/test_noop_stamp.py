@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from clawstore.builder import stamp as stamps
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.cli.build_view import print_built
+from clawstore.project.front import Built
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.judging import judge_reply
@@ -114,7 +121,7 @@ def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
     stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
     doc = json.loads(stamp.read_text())
     doc["rows"] = [{"model_id": "m1"}]  # keeps the format and every digest: only the rows are wrong
-    stamp.write_text(json.dumps(doc))
+    stamps.write_text(json.dumps(doc))
     result = _build(ws)
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
 
@@ -135,7 +142,7 @@ def test_a_stamp_whose_rows_file_is_missing_or_not_its_own_plans_as_usual(ws: Wo
         rows_file.write_bytes(text[:-10])
     else:  # a stamp with its rows inside, as claw wrote them before the rows file
         doc = json.loads(stamp.read_text())
-        stamp.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
+        stamps.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
     result = _build(ws)
     assert not answered_by_stamp(result)  # planned: the same rows, read from the store
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
@@ -212,9 +219,9 @@ def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws
     assert answered_by_stamp()  # (the stamp still holds: what made the difference was the filter)
     doc = json.loads(marked)
     doc["layers"] = [["m1", {"run": "many"}]]  # damaged, or written by a claw that kept none
-    stamp.write_text(json.dumps(doc))
+    stamps.write_text(json.dumps(doc))
     planned(stale=0, explain=fresh, dry_run="0 node(s) would execute (nothing), 4 fresh")
-    stamp.write_text(marked)
+    stamps.write_text(marked)
     assert answered_by_stamp()
     case = ws.configs / "cases" / "alpha" / "test.yaml"
     case.write_text(case.read_text().replace("2 + 2", "3 + 3"))
@@ -256,9 +263,9 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     kept = stamp.read_text()
     doc = json.loads(kept)
     doc["layers"] = [[model, {kind: 2 * n for kind, n in kinds.items()}] for model, kinds in doc["layers"]]
-    stamp.write_text(json.dumps(doc))
+    stamps.write_text(json.dumps(doc))
     doubled = json.loads(plans()["json"])
-    stamp.write_text(kept)
+    stamps.write_text(kept)
     sent = len(standin.requests)
     fast = plans()
     stamp.unlink()
@@ -282,3 +289,46 @@ def test_the_recorder_skips_store_files_but_not_a_path_that_only_starts_in_the_s
     recorder.add("/w/store/./../suites/s.yaml")
     recorder.add("/w/cases/b/test.yaml")
     assert recorder.paths == {"/w/cases/a/test.yaml", "/w/suites/s.yaml", "/w/cases/b/test.yaml"}
+
+
+def _printed_rows(count: int) -> Iterator[dict[str, Any]]:
+    for n in range(count):
+        yield {"model_id": f"m{n % 5}", "case_id": f"case_{n:06d}", "repetition": 0, "run": "exec", "status": "success",
+               "latency_s": 0.25, "cost_usd": "0.000017", "cost_source": "reported", "eval": "exec", "score": 1.0,
+               "detail": "x" * 1500}  # (about the 1.7 KB a run of a real campaign's stamp holds)
+
+
+def _noop_peak(store_root: Path, stamp_file: Path, rows: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Peak Python allocations of a no-op answered from a stamp of `rows` rows: the stamp matched, its rows file checked
+    and printed (JSON and table) to /dev/null."""
+    doc = json.loads(stamp_file.read_text())
+    recorder = stamps.Recorder(str(store_root.parent), str(store_root))
+    assert stamps.write(store_root, stamp_file.stem, recorder, doc["campaign"], _printed_rows(rows), {"run": rows},
+                       doc["layers"])
+    with open(os.devnull, "w") as devnull:
+        monkeypatch.setattr(sys, "stdout", devnull)
+        tracemalloc.start()
+        try:
+            found = stamps.match(store_root, stamp_file.stem)
+            assert found is not None and stamps.layers_of(found) is not None
+            printed = stamps.rows_of(store_root, stamp_file.stem, found)
+            assert printed is not None
+            for output in ("json", "text"):
+                print_built(Built(found.campaign_id, "b", printed, found.counts, {}), output)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert sum(1 for _ in printed) == rows
+    return peak
+
+
+def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _stamped(ws)
+    store_root = ws.root / "store"
+    stamp_file = next((store_root / STAMPS_DIR).glob("*.json"))
+    small = _noop_peak(store_root, stamp_file, 2_000, monkeypatch)
+    large = _noop_peak(store_root, stamp_file, 20_000, monkeypatch)  # ~32 MB of rows
+    assert stamp_file.with_suffix(".rows").stat().st_size > 30 * 2**20
+    assert large < small + 2**20, (small, large)  # (the rows held whole: ~100 MB as Python objects)
+    assert large < 16 * 2**20, large  # a thousand rows at a time, as the table's and the JSON's writes take them
