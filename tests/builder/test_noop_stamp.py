@@ -121,7 +121,7 @@ def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
     stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
     doc = json.loads(stamp.read_text())
     doc["rows"] = [{"model_id": "m1"}]  # keeps the format and every digest: only the rows are wrong
-    stamps.write_text(json.dumps(doc))
+    stamp.write_text(json.dumps(doc))
     result = _build(ws)
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
 
@@ -142,7 +142,7 @@ def test_a_stamp_whose_rows_file_is_missing_or_not_its_own_plans_as_usual(ws: Wo
         rows_file.write_bytes(text[:-10])
     else:  # a stamp with its rows inside, as claw wrote them before the rows file
         doc = json.loads(stamp.read_text())
-        stamps.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
+        stamp.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
     result = _build(ws)
     assert not answered_by_stamp(result)  # planned: the same rows, read from the store
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
@@ -219,9 +219,9 @@ def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws
     assert answered_by_stamp()  # (the stamp still holds: what made the difference was the filter)
     doc = json.loads(marked)
     doc["layers"] = [["m1", {"run": "many"}]]  # damaged, or written by a claw that kept none
-    stamps.write_text(json.dumps(doc))
+    stamp.write_text(json.dumps(doc))
     planned(stale=0, explain=fresh, dry_run="0 node(s) would execute (nothing), 4 fresh")
-    stamps.write_text(marked)
+    stamp.write_text(marked)
     assert answered_by_stamp()
     case = ws.configs / "cases" / "alpha" / "test.yaml"
     case.write_text(case.read_text().replace("2 + 2", "3 + 3"))
@@ -263,9 +263,9 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     kept = stamp.read_text()
     doc = json.loads(kept)
     doc["layers"] = [[model, {kind: 2 * n for kind, n in kinds.items()}] for model, kinds in doc["layers"]]
-    stamps.write_text(json.dumps(doc))
+    stamp.write_text(json.dumps(doc))
     doubled = json.loads(plans()["json"])
-    stamps.write_text(kept)
+    stamp.write_text(kept)
     sent = len(standin.requests)
     fast = plans()
     stamp.unlink()
