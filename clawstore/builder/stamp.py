@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
@@ -232,33 +232,38 @@ def _rows_path(store_root: Path, digest: str) -> Path:
 
 @dataclass(frozen=True)
 class StampRows:
-    """The rows a stamp's build printed, read from the rows file a line at a time each time they are iterated (never
-    held whole: `claw build` prints them as a table in two passes)."""
+    """The rows a stamp's build printed, read a line at a time from the rows file each time they are iterated (never
+    held whole: `claw build` prints them as a table in two passes). The file is the one opened and checked, even if a
+    build replaces it meanwhile."""
 
-    path: Path
+    file: BinaryIO
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        with self.path.open("rb") as lines:
-            for line in lines:
-                yield json.loads(line)
+        self.file.seek(0)
+        for line in self.file:
+            yield json.loads(line)
 
 
 def rows_of(store_root: Path, digest: str, stamp: Stamp) -> StampRows | None:
     """The stamp's rows if its rows file is the one it names (read once, in blocks, for its digest); None when
     missing, damaged or another build's: then plan as usual."""
-    path = _rows_path(store_root, digest)
     try:
-        with path.open("rb") as file:
-            found = blake3.blake3()
-            size = 0
-            while block := file.read(1 << 20):
-                found.update(block)
-                size += len(block)
+        file = _rows_path(store_root, digest).open("rb")
     except OSError:
         return None
-    if size != stamp.rows["bytes"] or found.hexdigest() != stamp.rows["blake3"]:
+    found = blake3.blake3()
+    size = 0
+    try:
+        while block := file.read(1 << 20):
+            found.update(block)
+            size += len(block)
+    except OSError:
+        file.close()
         return None
-    return StampRows(path)
+    if size != stamp.rows["bytes"] or found.hexdigest() != stamp.rows["blake3"]:
+        file.close()
+        return None
+    return StampRows(file)  # (closed when the process ends, or the rows are dropped)
 
 
 def forget(store_root: Path, digest: str) -> None:

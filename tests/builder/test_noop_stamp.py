@@ -319,6 +319,7 @@ def _noop_peak(store_root: Path, stamp_file: Path, rows: int, monkeypatch: pytes
         finally:
             tracemalloc.stop()
     assert sum(1 for _ in printed) == rows
+    printed.file.close()
     return peak
 
 
