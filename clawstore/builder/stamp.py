@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
 
@@ -183,53 +183,97 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
         if stat is not None and now - max(stat[1], stat[2]) < RACY_NS:
             return False  # racy: a change within the mtime granularity could go unseen
         reads[path] = stat
-    total = sum(counts.values())
-    doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
-                code=code_digest(), store=store_state(store_root), rows=[],
-                counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
     from clawstore.host.durable import write_file_atomic
     from clawstore.store.core.layout import StoreLayout
 
     path = _stamp_path(store_root, digest)
+    tmp = StoreLayout(store_root).tmp
+    digest_of_rows = blake3.blake3()
+    size = 0
+
+    def hashed(chunks: Iterator[bytes]) -> Iterator[bytes]:
+        nonlocal size
+        for chunk in chunks:
+            digest_of_rows.update(chunk)
+            size += len(chunk)
+            yield chunk
+
+    total = sum(counts.values())
     try:
         path.parent.mkdir(exist_ok=True)
-        # Derived data: no fsync (a lost stamp only costs one full plan).
-        write_file_atomic(path, _encoded(doc, rows), StoreLayout(store_root).tmp, durable=False)
+        # Derived data: no fsync (a lost stamp only costs one full plan). The rows first, then the stamp naming their
+        # digest: a stamp and a rows file of different builds (a crash between the two) do not match.
+        write_file_atomic(_rows_path(store_root, digest), hashed(_encoded(rows)), tmp, durable=False)
+        doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
+                    code=code_digest(), store=store_state(store_root),
+                    rows={"bytes": size, "blake3": digest_of_rows.hexdigest()},
+                    counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
+        write_file_atomic(path, json.dumps(doc.to_json(), separators=(",", ":")).encode(), tmp, durable=False)
     except OSError:
         return False
     return True
 
 
-ROWS_PER_CHUNK = 1000  # rows encoded at once into the stamp's file
+ROWS_PER_CHUNK = 1000  # rows encoded at once into the rows file
 
 
-def _encoded(doc: Stamp, rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    """`json.dumps(doc)` (compact) with `rows` as its rows, each as a no-op rebuild prints it, in chunks: neither
-    the rows' copies nor the stamp's text (about 2 KB a run) are held whole."""
-    body = doc.to_json()
-    body["rows"] = _ROWS_MARK
-    head, tail = json.dumps(body, separators=(",", ":")).split(json.dumps(_ROWS_MARK), 1)
-    yield (head + "[").encode()
+def _encoded(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """`rows`, each as a no-op rebuild prints it, one JSON line each, in chunks: neither the rows' copies nor their
+    text (about 2 KB a run) are held whole."""
     rows = iter(rows)
-    first = True
     while block := list(itertools.islice(rows, ROWS_PER_CHUNK)):
-        chunk = [{**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})} for row in block]
-        text = json.dumps(chunk, separators=(",", ":"))[1:-1]
-        yield (("" if first else ",") + text).encode()
-        first = False
-    yield ("]" + tail).encode()
+        yield "".join(json.dumps({**row, "run": "reuse", **({"eval": "reuse"} if row.get("eval") == "exec" else {})},
+                                 separators=(",", ":")) + "\n" for row in block).encode()
 
 
-_ROWS_MARK = "\x00rows of the stamp\x00"  # where the rows go in the stamp's text (no other field can hold it)
+def _rows_path(store_root: Path, digest: str) -> Path:
+    return Path(store_root) / STAMPS_DIR / f"{digest}.rows"
+
+
+@dataclass(frozen=True)
+class StampRows:
+    """The rows a stamp's build printed, read a line at a time from the rows file each time they are iterated (never
+    held whole: `claw build` prints them as a table in two passes). The file is the one opened and checked, even if a
+    build replaces it meanwhile."""
+
+    file: BinaryIO
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self.file.seek(0)
+        for line in self.file:
+            yield json.loads(line)
+
+
+def rows_of(store_root: Path, digest: str, stamp: Stamp) -> StampRows | None:
+    """The stamp's rows if its rows file is the one it names (read once, in blocks, for its digest); None when
+    missing, damaged or another build's: then plan as usual."""
+    try:
+        file = _rows_path(store_root, digest).open("rb")
+    except OSError:
+        return None
+    found = blake3.blake3()
+    size = 0
+    try:
+        while block := file.read(1 << 20):
+            found.update(block)
+            size += len(block)
+    except OSError:
+        file.close()
+        return None
+    if size != stamp.rows["bytes"] or found.hexdigest() != stamp.rows["blake3"]:
+        file.close()
+        return None
+    return StampRows(file)  # (closed when the process ends, or the rows are dropped)
 
 
 def forget(store_root: Path, digest: str) -> None:
     _stamp_path(store_root, digest).unlink(missing_ok=True)
+    _rows_path(store_root, digest).unlink(missing_ok=True)
 
 
 def match(store_root: Path, digest: str) -> Stamp | None:
     """The stamp, if everything it recorded still holds; else None (then: plan as usual, as for a
-    damaged or hand-edited stamp)."""
+    damaged or hand-edited stamp). Its rows are not read: rows_of."""
     from clawstore.errors import StoreError
     from clawstore.store.documents import read_stamp
 
@@ -248,6 +292,9 @@ def match(store_root: Path, digest: str) -> Stamp | None:
         return None
     if doc.code != code_digest():
         return None
+    rows = _stat(str(_rows_path(store_root, digest)))
+    if rows is None or rows[0] != doc.rows["bytes"]:
+        return None  # the rows file gone or of another size (its digest: rows_of, when they are printed)
     return doc
 
 

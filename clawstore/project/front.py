@@ -305,12 +305,13 @@ class Project:
         from clawstore.store.documents import TOKEN_METRICS
 
         doc = stamping.matching_stamp(found)
-        if doc is None:
+        rows = None if doc is None else stamp.rows_of(found.store_root, found.digest, doc)
+        if doc is None or rows is None:
             return None
         notes = [] if found.remote is None else [
             f"remote {found.remote.name}: unchanged since the last build with it: nothing to pull or push"]
         build_id = stamp.log_noop(found.store_root, doc)
-        return Built(doc.campaign_id, build_id, doc.rows, doc.counts,
+        return Built(doc.campaign_id, build_id, rows, doc.counts,
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
                      from_stamp=True, notes=notes)
 

@@ -428,8 +428,7 @@ class ArchiveManifest:
 
 # --------------------------------------------------------------------------------------- no-op stamps
 
-STAMP_FORMAT = 1
-_ROW_KEYS = frozenset({"model_id", "case_id", "repetition", "run", "status", "latency_s", "cost_usd", "cost_source"})
+STAMP_FORMAT = 2  # 2: the printed rows in a file beside the stamp (1, rows inside: read as not matching)
 
 
 @dataclass(frozen=True)
@@ -444,7 +443,7 @@ class Stamp:
     env: str
     code: str
     store: list[Any]
-    rows: list[dict[str, Any]]
+    rows: dict[str, Any]  # the rows file beside it: {"bytes": its size, "blake3": its digest}
     counts: dict[str, int]
     layers: Any  # [(model id, {layer: nodes})]: builder/stamp.py layers_of checks it
     format: int = STAMP_FORMAT
@@ -461,12 +460,13 @@ def read_stamp(data: Any, where: str) -> Stamp:
         raise damaged(where, "format", f"{STAMP_FORMAT}")
     types = {"campaign": (_DICT, "an object"), "campaign_id": (_STR, "a string"), "head": (_STR, "an object id"),
              "reads": (_DICT, "an object"), "env": (_STR, "a digest"), "code": (_STR, "a digest"),
-             "store": (_LIST, "a list"), "rows": (_LIST, "a list of printed rows"), "counts": (_DICT, "an object")}
+             "store": (_LIST, "a list"), "rows": (_DICT, "an object"), "counts": (_DICT, "an object")}
     values = {}
     for name, (kinds, expected) in types.items():
         values[name] = _field(doc, name, kinds, expected, where, _ABSENT)
         if values[name] is _ABSENT:
             raise damaged(where, name, f"{expected} (the stamp has none)")
-    if not all(type(row) is dict and _ROW_KEYS <= row.keys() for row in values["rows"]):
-        raise damaged(where, "rows", "a list of printed rows")
+    rows = values["rows"]
+    if not (type(rows.get("bytes")) is int and type(rows.get("blake3")) is str):
+        raise damaged(where, "rows", "the rows file's bytes and blake3")
     return Stamp(**values, layers=doc.get("layers"))

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from clawstore.builder import stamp as stamps
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.cli.build_view import print_built
+from clawstore.project.front import Built
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.judging import judge_reply
@@ -117,6 +124,31 @@ def test_a_damaged_stamp_is_ignored_not_printed(ws: Workspace) -> None:
     stamp.write_text(json.dumps(doc))
     result = _build(ws)
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
+
+
+@pytest.mark.parametrize("damage", ["missing", "same size", "truncated", "older stamp"])
+def test_a_stamp_whose_rows_file_is_missing_or_not_its_own_plans_as_usual(ws: Workspace, damage: str) -> None:
+    _stamped(ws)
+    mark_stamp(ws.root / "store")
+    assert answered_by_stamp(_build(ws))  # (the marked stamp and rows file answer, and are kept)
+    stamp = next((ws.root / "store" / STAMPS_DIR).glob("*.json"))
+    rows_file = stamp.with_suffix(".rows")
+    text = rows_file.read_bytes()
+    if damage == "missing":
+        rows_file.unlink()
+    elif damage == "same size":  # another build's rows (or bit rot): only its digest tells
+        rows_file.write_bytes(text.replace(MARK.encode(), MARK.upper().encode()))
+    elif damage == "truncated":
+        rows_file.write_bytes(text[:-10])
+    else:  # a stamp with its rows inside, as claw wrote them before the rows file
+        doc = json.loads(stamp.read_text())
+        stamp.write_text(json.dumps({**doc, "format": 1, "rows": [json.loads(line) for line in text.splitlines()]}))
+    result = _build(ws)
+    assert not answered_by_stamp(result)  # planned: the same rows, read from the store
+    assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
+    assert json.loads(stamp.read_text())["format"] == 2  # the planned build left a new stamp, which answers
+    mark_stamp(ws.root / "store")
+    assert answered_by_stamp(_build(ws))
 
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -257,3 +289,47 @@ def test_the_recorder_skips_store_files_but_not_a_path_that_only_starts_in_the_s
     recorder.add("/w/store/./../suites/s.yaml")
     recorder.add("/w/cases/b/test.yaml")
     assert recorder.paths == {"/w/cases/a/test.yaml", "/w/suites/s.yaml", "/w/cases/b/test.yaml"}
+
+
+def _printed_rows(count: int) -> Iterator[dict[str, Any]]:
+    for n in range(count):
+        yield {"model_id": f"m{n % 5}", "case_id": f"case_{n:06d}", "repetition": 0, "run": "exec", "status": "success",
+               "latency_s": 0.25, "cost_usd": "0.000017", "cost_source": "reported", "eval": "exec", "score": 1.0,
+               "detail": "x" * 1500}  # (about the 1.7 KB a run of a real campaign's stamp holds)
+
+
+def _noop_peak(store_root: Path, stamp_file: Path, rows: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Peak Python allocations of a no-op answered from a stamp of `rows` rows: the stamp matched, its rows file checked
+    and printed (JSON and table) to /dev/null."""
+    doc = json.loads(stamp_file.read_text())
+    recorder = stamps.Recorder(str(store_root.parent), str(store_root))
+    assert stamps.write(store_root, stamp_file.stem, recorder, doc["campaign"], _printed_rows(rows), {"run": rows},
+                       doc["layers"])
+    with open(os.devnull, "w") as devnull:
+        monkeypatch.setattr(sys, "stdout", devnull)
+        tracemalloc.start()
+        try:
+            found = stamps.match(store_root, stamp_file.stem)
+            assert found is not None and stamps.layers_of(found) is not None
+            printed = stamps.rows_of(store_root, stamp_file.stem, found)
+            assert printed is not None
+            for output in ("json", "text"):
+                print_built(Built(found.campaign_id, "b", printed, found.counts, {}), output)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert sum(1 for _ in printed) == rows
+    printed.file.close()
+    return peak
+
+
+def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    _stamped(ws)
+    store_root = ws.root / "store"
+    stamp_file = next((store_root / STAMPS_DIR).glob("*.json"))
+    small = _noop_peak(store_root, stamp_file, 2_000, monkeypatch)
+    large = _noop_peak(store_root, stamp_file, 20_000, monkeypatch)  # ~32 MB of rows
+    assert stamp_file.with_suffix(".rows").stat().st_size > 30 * 2**20
+    assert large < small + 2**20, (small, large)  # (the rows held whole: ~100 MB as Python objects)
+    assert large < 16 * 2**20, large  # a thousand rows at a time, as the table's and the JSON's writes take them

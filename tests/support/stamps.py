@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from clawstore.builder.stamp import STAMPS_DIR
 
 MARK = "answered-by-stamp"
@@ -18,7 +20,11 @@ def mark_stamp(store_root: Path) -> None:
     stamps = list((store_root / STAMPS_DIR).glob("*.json"))
     assert len(stamps) == 1, stamps
     doc = json.loads(stamps[0].read_text())
-    doc["rows"][0]["status"] = MARK
+    rows_file = stamps[0].with_suffix(".rows")
+    first, rest = rows_file.read_bytes().split(b"\n", 1)
+    rows = json.dumps({**json.loads(first), "status": MARK}).encode() + b"\n" + rest
+    rows_file.write_bytes(rows)
+    doc["rows"] = {"bytes": len(rows), "blake3": blake3.blake3(rows).hexdigest()}  # (the stamp names its rows file)
     doc["layers"].append([MARK, {"run": 1}])
     stamps[0].write_text(json.dumps(doc))
 
