@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +251,38 @@ store.close()
 """
 
 
+def _lone_build(tmp_path: Path) -> tuple[Store, str, Any, ClaimBoard]:
+    """A store, a checks node of it and the claim board of a build that will run alone on it."""
+    from clawstore.graph.plan import Node
+
+    store = Store(tmp_path / "store")
+    key = store.put_json({"the node's": "input document"})
+    return store, key, Node("checks", {"model_id": "m", "case_id": "c", "repetition": 0}, {}, key), \
+        ClaimBoard(store.root, owner="build-a")
+
+
+@contextlib.contextmanager
+def _leased_alone(store: Store, board: ClaimBoard) -> Iterator[None]:
+    """The build's lease taken, and its board's first looks at leases/ done: it knows it is alone."""
+    with store.lease("build a"):
+        _backdate(store.root / "leases")
+        assert board.neighbours.present(), "the first look lists leases/"
+        assert not board.neighbours.present(), "this process's lease alone: nobody else may write"
+        yield
+
+
+def _refusing(executed: list[Any], why: str) -> Callable[[Any], tuple[str, dict[str, Any]]]:
+    def work(n: Any) -> tuple[str, dict[str, Any]]:
+        executed.append(n)
+        raise AssertionError(why)
+    return work
+
+
+def _another_process(script: str, *args: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    subprocess.run(["python3", "-c", script, *args], check=True, env=env)
+
+
 def test_a_node_another_process_stored_and_left_is_adopted_though_the_build_was_alone(tmp_path: Path) -> None:
     # Alone on its store, a build does not list the index again for each node it claims (a listing a node, 2 % of
     # a cold build's CPU); a writer that came, committed a node's record and went between two of its nodes
@@ -257,10 +291,7 @@ def test_a_node_another_process_stored_and_left_is_adopted_though_the_build_was_
     from clawstore.graph.plan import Node
     from clawstore.store.core import index as index_module
 
-    store = Store(tmp_path / "store")
-    key = store.put_json({"the node's": "input document"})
-    node = Node("checks", {"model_id": "m", "case_id": "c", "repetition": 0}, {}, key)
-    board = ClaimBoard(store.root, owner="build-a")
+    store, key, node, board = _lone_build(tmp_path)
     listings = []
     real_list = index_module.list_segments
 
@@ -269,15 +300,8 @@ def test_a_node_another_process_stored_and_left_is_adopted_though_the_build_was_
         return real_list(index_dir)
 
     executed: list[Node] = []
-
-    def work(n: Node) -> tuple[str, dict[str, Any]]:
-        executed.append(n)
-        raise AssertionError("executed a node another process had stored")
-
-    with store.lease("build a"):
-        _backdate(store.root / "leases")
-        assert board.neighbours.present(), "the first look lists leases/"
-        assert not board.neighbours.present(), "this process's lease alone: nobody else may write"
+    work = _refusing(executed, "executed a node another process had stored")
+    with _leased_alone(store, board):
         others = [store.put_json({"another": n}) for n in range(20)]
         index_module.list_segments = counted
         try:
@@ -285,8 +309,7 @@ def test_a_node_another_process_stored_and_left_is_adopted_though_the_build_was_
                 assert claimed(lambda n: (n.key, {}), store, board, Node("checks", {}, {}, other)) == (other, {})
             assert len(listings) <= 2, "alone: a claimed node's lookup does not list the index (but now and then)"
             listings.clear()
-            env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-            subprocess.run(["python3", "-c", _ANOTHER_WRITER, str(store.root), key], check=True, env=env)
+            _another_process(_ANOTHER_WRITER, str(store.root), key)
             _backdate(store.root / "leases")  # (the same, whatever the clock says: it changed since the listing)
             store.runtime.index._recheck = lambda: None  # not the index's own look every 50 ms: the claim's
             found = claimed(work, store, board, node)
@@ -334,15 +357,11 @@ def test_a_killed_builds_node_adopted_by_another_process_is_not_executed_by_a_bu
     # removed meanwhile by a gc). The adoption changes leases/ (it holds a lease while it adopts), so the build looks
     # again before executing the node, adopts its record and pays nothing a second time.
     from clawstore.builder.claimed import Adopted, claimed
-    from clawstore.graph.plan import Node
     from clawstore.store.core.codec import encode
     from clawstore.store.core.ids import PREFIX
     from clawstore.store.core.packfile import KIND_ACTION, KIND_OBJECT, PackWriter, encode_action
 
-    store = Store(tmp_path / "store")
-    key = store.put_json({"the node's": "input document"})
-    node = Node("checks", {"model_id": "m", "case_id": "c", "repetition": 0}, {}, key)
-    board = ClaimBoard(store.root, owner="build-a")
+    store, key, node, board = _lone_build(tmp_path)
     record = json.dumps({"key": key, "status": "success", "cacheable": True, "outputs": {}},
                         sort_keys=True, separators=(",", ":")).encode()
     record_id = oid_of(record)
@@ -351,19 +370,11 @@ def test_a_killed_builds_node_adopted_by_another_process_is_not_executed_by_a_bu
                       (KIND_ACTION, bytes.fromhex(key[len(PREFIX):]),
                        [encode_action(bytes.fromhex(record_id[len(PREFIX):]), time.time_ns())])])
     dead.close()
-    executed: list[Node] = []
-
-    def work(n: Node) -> tuple[str, dict[str, Any]]:
-        executed.append(n)
-        raise AssertionError("executed a node a killed build had finished")
-
-    with store.lease("build a"):
-        _backdate(store.root / "leases")
-        assert board.neighbours.present(), "the first look lists leases/"
-        assert not board.neighbours.present(), "this process's lease alone: nobody else may write"
+    executed: list[Any] = []
+    work = _refusing(executed, "executed a node a killed build had finished")
+    with _leased_alone(store, board):
         assert store.get_action_record_id(key) is None  # (not adopted yet: the index holds no entry for it)
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-        subprocess.run(["python3", "-c", _ADOPTER, str(store.root)], check=True, env=env)  # (leases/ as it finds it)
+        _another_process(_ADOPTER, str(store.root))  # (leases/ as it finds it)
         store.runtime.index._recheck = lambda: None  # not the index's own look every 50 ms: the claim's
         found = claimed(work, store, board, node)
     assert isinstance(found, Adopted) and not executed, found
