@@ -280,16 +280,25 @@ def _read_tables(con: duckdb.DuckDBPyConnection, directory: Path, tables: Sequen
 
 
 STREAM_ROWS = 8192  # rows held at once by streamed_rows
+# What DuckDB may hold while streamed_rows sorts, whatever the campaign: past it, the sort spills to a directory under
+# the manifest's tmp/ (removed after). docs/query.md (Details by module: stamped_rows, streamed_rows).
+SORT_MEMORY = "64MB"
 
 
 def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[str], by: Sequence[str]
                   ) -> Iterator[Row]:
     """The rows of `table` of a head stamped_rows answered for, ordered by the columns `by` (rows alike in them in the
-    order stored), STREAM_ROWS at a time: one group after another without the table in memory. A duckdb.Error mid-way
-    (the directory removed meanwhile) reaches the caller, who starts over on the full path."""
+    order stored), STREAM_ROWS at a time: one group after another without the table in memory, DuckDB's sort held to
+    SORT_MEMORY. A duckdb.Error mid-way (the directory removed meanwhile) reaches the caller, who starts over on the
+    full path."""
     names, select = _select(table, {table: columns})
     order = ", ".join(f'"{name}"' for name in by)
-    con = duckdb.connect()
+    try:
+        spill: Path | None = segments.tmp_dir(manifest, "sort")
+    except OSError:  # (a manifest it cannot write to: the sort stays within SORT_MEMORY or fails, and the caller
+        spill = None  # starts over on the full path; never DuckDB's default, a directory in the working directory)
+    con = duckdb.connect(config={"threads": 1, "memory_limit": SORT_MEMORY,
+                                 "temp_directory": str(spill) if spill is not None else ""})
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         path = str(heads_dir(manifest) / _hex(head_id) / f"{table}.parquet")
@@ -300,6 +309,8 @@ def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[st
                 yield dict(zip(names, row, strict=True))
     finally:
         con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _no_records(oid: str) -> None:
