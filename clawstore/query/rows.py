@@ -29,7 +29,7 @@ from clawstore.query.schema import (
 )
 from clawstore.store.documents import COUNTERS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
-from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, source_of
+from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, known_cost, source_of
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
@@ -247,21 +247,31 @@ def _judge_row(base: Row, rec: Mapping[str, Any]) -> Row:
     return row
 
 
-def scored_run(run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
+def plus(total: float | None, cost_usd: Any) -> float | None:
+    """`total` (a sum of costs in node order, None once one is unknown) with `cost_usd` added: the `usd` of
+    CostSum sums, the same float in the same order, without two CostSum objects a node (a tenth of a refresh
+    that copies rows)."""
+    if total is None:
+        return None
+    cost = known_cost(cost_usd)
+    return None if cost is None else total + cost
+
+
+def scored_run(run: Mapping[str, Any] | None, eval_cost: float | None) -> Row:
     """The columns of a result row that come from the rest of its build: its run, its evaluation's costs
-    (NULL when any part is unknown; a result without its run in the build has no run cost)."""
+    (`eval_cost`: their sum, `plus`; NULL when any part is unknown; a result without its run in the build has no run
+    cost)."""
     run_cost = run.get("cost_usd") if run else None
-    total = eval_cost + CostSum.of(run_cost) if run else None
     return {
         "run_status": run.get("status") if run else None,
         "latency_s": run.get("latency_s") if run else None,
         "run_cost_usd": run_cost,
-        "eval_cost_usd": eval_cost.usd,
-        "total_cost_usd": total.usd if total is not None else None,
+        "eval_cost_usd": eval_cost,
+        "total_cost_usd": plus(eval_cost, run_cost) if run else None,
     }
 
 
-def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: CostSum) -> Row:
+def _result_row(base: Row, rec: Mapping[str, Any], run: Mapping[str, Any] | None, eval_cost: float | None) -> Row:
     summary = _dict(rec.get("summary"))
     row = _pick("results", base)
     row.update(
@@ -433,8 +443,8 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
     known = reusable.facts if reusable is not None else {}
     taken: dict[int, Taken] = {}
     runs_by_key: dict[str, tuple[Any, Any, Any]] = {}  # run key -> (status, latency_s, cost_usd)
-    eval_cost: dict[str, CostSum] = {}  # run key -> its evaluation's cost (NULL cost: unknown)
-    spent = CostSum()  # of every node (the builds row)
+    eval_cost: dict[str, float | None] = {}  # run key -> its evaluation's cost (plus: None once one is unknown)
+    spent: float | None = 0.0  # of every node (the builds row)
     count = 0
     iterator = iter(nodes)
     while window := list(islice(iterator, READ_AHEAD)):
@@ -454,22 +464,22 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
         for at, node in enumerate(window, first):
             fact = facts.get(at)
             if fact is not None:
-                spent += CostSum.of(fact.cost_usd)
+                spent = plus(spent, fact.cost_usd)
                 if fact.kind in ("checks", "judge", "result") and fact.run_key:
-                    eval_cost[fact.run_key] = eval_cost.get(fact.run_key, CostSum()) + CostSum.of(fact.cost_usd)
+                    eval_cost[fact.run_key] = plus(eval_cost.get(fact.run_key, 0.0), fact.cost_usd)
                 if fact.kind == "run" and fact.key:
                     runs_by_key[fact.key] = (fact.status, fact.latency_s, fact.cost_usd)
                 elif fact.kind == "result":
                     sink.hold(at, None, fact.run_key)
                 continue
-            spent += CostSum.of(_flatten_node(RowMeta(at, sigs[at], None), node, load_record, ctx, sink,
+            spent = plus(spent, _flatten_node(RowMeta(at, sigs[at], None), node, load_record, ctx, sink,
                                               runs_by_key, eval_cost))
         window.clear()
     # Results come last: their costs need every run and judge of the build.
     for at, row, run_key in sink.held():
         found = runs_by_key.get(run_key or "")
         run = {"status": found[0], "latency_s": found[1], "cost_usd": found[2]} if found is not None else None
-        scored = scored_run(run, eval_cost.get(run_key or "", CostSum()))
+        scored = scored_run(run, eval_cost.get(run_key or "", 0.0))
         if row is None:
             taken[at] = taken[at]._replace(scored=scored)
         else:
@@ -481,7 +491,7 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
 
 
 def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoader, ctx: Row, sink: RowSink,
-                  runs_by_key: dict[str, tuple[Any, Any, Any]], eval_cost: dict[str, CostSum]) -> float | None:
+                  runs_by_key: dict[str, tuple[Any, Any, Any]], eval_cost: dict[str, float | None]) -> float | None:
     """Read one node's record and give its rows to `sink` (a result's held for its run's costs); the node's
     cost_usd. `meta`: its position and signature."""
     oid = node.get("record")
@@ -494,7 +504,7 @@ def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoa
         return base["cost_usd"]
     kind = base["kind"]
     if kind in ("checks", "judge", "result") and run_key:
-        eval_cost[run_key] = eval_cost.get(run_key, CostSum()) + CostSum.of(base["cost_usd"])
+        eval_cost[run_key] = plus(eval_cost.get(run_key, 0.0), base["cost_usd"])
     if kind == "run":
         row = _run_row(base, record)
         sink.add("runs", row, row_meta)
@@ -506,7 +516,7 @@ def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoa
     elif kind == "judge":
         sink.add("judgements", _judge_row(base, record), row_meta)
     elif kind == "result":
-        sink.hold(meta.position, _result_row(base, record, None, CostSum()), run_key)
+        sink.hold(meta.position, _result_row(base, record, None, 0.0), run_key)
     return base["cost_usd"]
 
 
@@ -530,8 +540,8 @@ def _reused_nodes(log: Mapping[str, Any], head: Mapping[str, Any]) -> list[Any]:
     return found
 
 
-def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: CostSum) -> Row:
-    """`count`: the nodes flattened; `spent`: the sum of their cost_usd, in node order."""
+def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None) -> Row:
+    """`count`: the nodes flattened; `spent`: the sum of their cost_usd, in node order (None: one is unknown)."""
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
     return {
@@ -547,7 +557,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: CostSum) -> 
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
-        "results_cost_usd": spent.usd,
+        "results_cost_usd": spent,
     }
 
 

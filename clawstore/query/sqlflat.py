@@ -34,7 +34,7 @@ from clawstore.query.sqltext import literal
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.store.face import ObjectReader
 from clawstore.values.bounds import MAX_LATENCY_S, MAX_RECORD_COST_USD, MAX_RECORD_TOKENS
-from clawstore.values.costs import PAID_KINDS, SOURCES, CostSum
+from clawstore.values.costs import PAID_KINDS, SOURCES
 
 # What DuckDB may hold while it flattens, whatever the campaign: past it, it spills to the work directory, or its
 # statement fails and rows.py flattens the head (docs/query.md, Scale).
@@ -395,7 +395,8 @@ def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectRead
     return Flattened({"builds": [_build_row(log, ctx, count, spent)]}, {}, [], ctx, None, sigs, work)
 
 
-def _tables(con: duckdb.DuckDBPyConnection, log: Mapping[str, Any], work: Path) -> tuple[Row, int, CostSum] | None:
+def _tables(con: duckdb.DuckDBPyConnection, log: Mapping[str, Any], work: Path
+            ) -> tuple[Row, int, float | None] | None:
     """Each history table's file from `flat`: (context, nodes, their cost), or None when a node is odd."""
     try:
         odd, count, spent = con.execute("SELECT bool_or(odd), count(*), sum_(list(cost_usd ORDER BY p)) FROM flat"
@@ -407,4 +408,4 @@ def _tables(con: duckdb.DuckDBPyConnection, log: Mapping[str, Any], work: Path) 
             con.execute(_copy_sql(table, ctx, work / f"{table}.parquet")).fetchall()
     except duckdb.Error:
         return None
-    return ctx, count, CostSum(unknown=1) if spent is None else CostSum(known_usd=spent)
+    return ctx, count, spent
