@@ -293,13 +293,7 @@ def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[st
     full path."""
     names, select = _select(table, {table: columns})
     order = ", ".join(f'"{name}"' for name in by)
-    try:
-        spill: Path | None = segments.tmp_dir(manifest, "sort")
-    except OSError:  # (a manifest it cannot write to: the sort stays within SORT_MEMORY or fails, and the caller
-        spill = None  # starts over on the full path; never DuckDB's default, a directory in the working directory)
-    con = duckdb.connect(config={"threads": 1, "memory_limit": SORT_MEMORY,
-                                 "temp_directory": str(spill) if spill is not None else ""})
-    try:
+    with segments.bounded(manifest, SORT_MEMORY) as con:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         path = str(heads_dir(manifest) / _hex(head_id) / f"{table}.parquet")
         cursor = con.execute(f"SELECT {select} FROM read_parquet(?, file_row_number = true) "
@@ -307,10 +301,6 @@ def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[st
         while batch := cursor.fetchmany(STREAM_ROWS):
             for row in batch:
                 yield dict(zip(names, row, strict=True))
-    finally:
-        con.close()
-        if spill is not None:
-            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _no_records(oid: str) -> None:

@@ -230,17 +230,39 @@ def tmp_dir(manifest: Path, what: str) -> Path:
     return tmp
 
 
+# What DuckDB may hold while it writes a segment or head (the copied rows joined and sorted back into node order),
+# whatever the campaign: past it, it spills under the manifest's tmp/. docs/query.md (Details by module: segments).
+WRITE_MEMORY = "128MB"
+
+
+@contextlib.contextmanager
+def bounded(manifest: Path, memory: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection of one thread holding at most `memory`, spilling past it into a directory under the
+    manifest's tmp/ (removed after; never DuckDB's default, `.tmp` in the working directory). A manifest it cannot
+    write to: no spill, and a statement that needs more fails (duckdb.Error: the callers' full or slower path)."""
+    try:
+        spill: Path | None = tmp_dir(manifest, "spill")
+    except OSError:
+        spill = None
+    con = duckdb.connect(config={"threads": 1, "memory_limit": memory,
+                                 "temp_directory": str(spill) if spill is not None else ""})
+    try:
+        yield con
+    finally:
+        con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
+
+
 def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]] | Flattened) -> Path:
     """Write `tables` into a new, fsynced directory under tmp/ for the caller to rename into place."""
     tmp = tmp_dir(manifest, what)
-    con = duckdb.connect(config={"threads": 1})
     try:
-        write_tables(con, tables, tmp)
+        with bounded(manifest, WRITE_MEMORY) as con:
+            write_tables(con, tables, tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    finally:
-        con.close()
     _fsync_tree(tmp)
     return tmp
 
