@@ -289,14 +289,18 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
         top = store.get_json(head_id)
         names = manifest_fields(data.manifest, head_id, top.get("node_count") if isinstance(top, dict) else None)
         runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id, top) if (campaign, *key) in rows)
-        while batch := list(itertools.islice(runs, READ_RUNS)):
-            records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes], names)
-            shown = iter(records)
-            for key, nodes in batch:
-                detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
-                rows[(campaign, *key)]["runs"].append(count)
-                count += 1
-                yield detail
+        try:
+            while batch := list(itertools.islice(runs, READ_RUNS)):
+                records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes], names)
+                shown = iter(records)
+                for key, nodes in batch:
+                    detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
+                    rows[(campaign, *key)]["runs"].append(count)
+                    count += 1
+                    yield detail
+        finally:  # (a head whose last cases the manifest lacks, or a page abandoned: its streams are not drained)
+            for lookup in names:
+                lookup.close()
 
 
 def _batch_records(store: StoreReader, nodes: list[HeadNode], names: tuple[ManifestField, ManifestField]

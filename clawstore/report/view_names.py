@@ -31,6 +31,13 @@ class ManifestField:
         value = self._held.get(record_id, UNKNOWN) if case_id == self._case else UNKNOWN
         return value if value is UNKNOWN or _plain_text(value) else UNKNOWN
 
+    def close(self) -> None:
+        """Let the rows' stream go (its DuckDB connection, and whatever it spilled) before the campaign's end."""
+        close = getattr(self._rows, "close", None)
+        if close is not None:
+            close()
+        self._rows, self._held = None, {}
+
     def _advance(self, case_id: str) -> None:
         import duckdb
 

@@ -6,7 +6,7 @@ answers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +114,19 @@ def test_rows_out_of_the_heads_order_answer_nothing() -> None:
     assert field.get("r1", "b") is UNKNOWN  # asked for after a later case: read the record
     assert field.get("r3", "d") is UNKNOWN
     assert ManifestField(None, "judge_model").get("r1", "b") is UNKNOWN
+
+
+def test_a_stream_left_undrained_is_closed() -> None:
+    closed: list[bool] = []
+
+    def rows() -> Iterator[dict[str, Any]]:
+        try:
+            yield {"record_id": "r1", "case_id": "a", "judge_model": "j"}
+            yield {"record_id": "r2", "case_id": "b", "judge_model": "k"}
+        finally:
+            closed.append(True)
+
+    field = ManifestField(rows(), "judge_model")
+    assert field.get("r1", "a") == "j" and not closed
+    field.close()
+    assert closed == [True] and field.get("r2", "b") is UNKNOWN
