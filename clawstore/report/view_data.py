@@ -19,6 +19,7 @@ import msgspec
 from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
+from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
 from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics
 from clawstore.store.headdoc import iter_parts
@@ -91,6 +92,7 @@ class ViewData:
 
     summary: dict[str, Any]
     head_ids: list[str] = field(default_factory=list)
+    manifest: Path | None = None  # the query manifest the report's rows came from (run_details reads it too)
 
 
 def _clip(value: Any) -> Any:
@@ -274,7 +276,7 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
     summary["paired"] = paired_vs_baseline(scores)
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
-    return ViewData(summary, [r.head_id for r in reports])
+    return ViewData(summary, [r.head_id for r in reports], manifest)
 
 
 def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
@@ -284,45 +286,87 @@ def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     rows = {(r["campaign"], r["model_id"], cases[r["case"]]): r for r in data.summary["rows"]}
     count = 0
     for campaign, head_id in enumerate(data.head_ids):
-        runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id) if (campaign, *key) in rows)
-        while batch := list(itertools.islice(runs, READ_RUNS)):
-            records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes])
-            shown = iter(records)
-            for key, nodes in batch:
-                detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
-                rows[(campaign, *key)]["runs"].append(count)
-                count += 1
-                yield detail
+        top = store.get_json(head_id)
+        names = manifest_fields(data.manifest, head_id, top.get("node_count") if isinstance(top, dict) else None)
+        runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id, top) if (campaign, *key) in rows)
+        try:
+            while batch := list(itertools.islice(runs, READ_RUNS)):
+                records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes], names)
+                shown = iter(records)
+                for key, nodes in batch:
+                    detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
+                    rows[(campaign, *key)]["runs"].append(count)
+                    count += 1
+                    yield detail
+        finally:  # (a head whose last cases the manifest lacks, or a page abandoned: its streams are not drained)
+            for lookup in names:
+                lookup.close()
 
 
-def _batch_records(store: StoreReader, nodes: list[HeadNode]) -> tuple[list[Mapping[str, Any] | None], _Objects]:
-    """Each node's record as the page reads it (a checks node's planning view when its body holds the checks: a
-    quarter of the records a page needs, never read; else the record itself) and the bodies they name, read in bulk;
-    each node's planning view looked at once."""
-    planned = [_planned(node) for node in nodes]
+def _batch_records(store: StoreReader, nodes: list[HeadNode], names: tuple[ManifestField, ManifestField]
+                   ) -> tuple[list[Mapping[str, Any] | None], _Objects]:
+    """Each node's record as the page reads it (its planning view, with what the manifest holds of the record, when
+    that is all the page reads of it: three of the four records a run has, never read; else the record itself) and
+    the bodies they name, read in bulk; each node's planning view looked at once."""
+    planned = _present(store, nodes, [_planned(node, names) for node in nodes])
     records = _Objects(store, (node.record for node, view in zip(nodes, planned, strict=True) if view is None))
     bodies = _Objects(store, (oid for node, view in zip(nodes, planned, strict=True)
                               for oid in _body_ids(view if view is not None else records.maybe_json(node.record))),
                       BODY_FIELDS)
-    # A planning view stands in for its record when the body it names holds the checks (else the record's summary's)
-    standing = [view if view is not None and (bodies.maybe_json(view["outputs"].get("checks")) or {}).get("checks")
-                else None for view in planned]
+    standing = [view if view is not None and _stands(node.kind, view, bodies) else None
+                for node, view in zip(nodes, planned, strict=True)]
     records.add(node.record for node, view, stand in zip(nodes, planned, standing, strict=True)
                 if view is not None and stand is None)
     return [stand if stand is not None else records.maybe_json(node.record)
             for node, stand in zip(nodes, standing, strict=True)], bodies
 
 
-def _planned(node: HeadNode) -> dict[str, Any] | None:
-    """The planning view a head keeps of a checks node's record (`record_doc`: its status, outputs, metrics, error, as
-    the record has them), when it has one: the page reads of that record only its outputs (the checks' body), and
-    its summary's checks when the body has none. None for every other node (and one whose record fsck --repair took
-    away): its record is read."""
+def _planned(node: HeadNode, names: tuple[ManifestField, ManifestField]) -> dict[str, Any] | None:
+    """The planning view a head keeps of a node's record (`record_doc`: its status, outputs, metrics, error, as the
+    record has them), with what else the page may read of that record: of a checks record, its summary's checks only
+    when its body has none (`_stands`); of a run's, its summary's `requested_model`, and of a judgement's its
+    `judge_model` (the manifest's, when it answers exactly) and its address (the head node's: the judge run and
+    repetition are part of the node's key). None for a result's record (the page reads its summary), when the manifest
+    does not answer, and for a record fsck --repair took away: the record is read."""
     doc = node.record_doc
-    if node.kind == "checks" and isinstance(node.record, str) and node.quarantined is None and isinstance(
-            doc, dict) and isinstance(doc.get("outputs"), dict):
+    if node.kind not in ("checks", *_NAMED) or not isinstance(node.record, str) or node.quarantined is not None or not (
+            isinstance(doc, dict) and isinstance(doc.get("outputs"), dict)):
+        return None
+    if node.kind == "checks":
         return doc
-    return None
+    lookup = names[_NAMED[node.kind]]
+    value = lookup.get(node.record, node.address.get("case_id"))
+    if value is UNKNOWN:
+        return None
+    view = {**doc, "summary": {lookup.field: value}}
+    if node.kind == "judge":
+        view["address"] = node.address
+    return view
+
+
+_NAMED = {"run": 0, "judge": 1}  # kinds whose planning view stands in with a field from the manifest: which of `names`
+
+
+def _present(store: StoreReader, nodes: list[HeadNode], planned: list[dict[str, Any] | None]
+             ) -> list[dict[str, Any] | None]:
+    """`planned`, but a run's or judgement's record not in the store is read (and shown "not stored") as before: one
+    bulk look at the index, no read. (A checks view stands for its record as it did, present or not.)"""
+    pairs = list(zip(nodes, planned, strict=True))
+    asked = [node.record for node, view in pairs if view is not None and node.kind != "checks"]
+    gone = set(store.missing(asked)) if asked else set()
+    return [None if view is not None and node.record in gone else view for node, view in pairs]
+
+
+def _stands(kind: str, view: Mapping[str, Any], bodies: _Objects) -> bool:
+    """Whether the view has all the page reads of its record, once its body is read: a checks body holding the checks;
+    a judgement's scores holding the overall score and the dimensions (else the record's summary's are shown)."""
+    if kind == "run":
+        return True
+    body = bodies.maybe_json(view["outputs"].get("checks" if kind == "checks" else "judgement"))
+    if kind == "checks":
+        return bool((body or {}).get("checks"))
+    scores = body.get("scores") if isinstance(body, dict) else None
+    return isinstance(scores, dict) and "overall_score" in scores and bool(scores.get("dimensions"))
 
 
 def _body_ids(record: Any) -> list[Any]:
@@ -331,13 +375,13 @@ def _body_ids(record: Any) -> list[Any]:
     return [outputs.get(name) for name in ("artifact", "checks", "judgement")] if isinstance(outputs, Mapping) else []
 
 
-def _runs_of_head(store: StoreReader, head_id: str) -> Iterator[tuple[tuple[str, str], list[HeadNode]]]:
+def _runs_of_head(store: StoreReader, head_id: str, top: Any) -> Iterator[tuple[tuple[str, str], list[HeadNode]]]:
     """((model, case), nodes) of each run of the head (its run node and the nodes evaluating it), in repetition
     order. A head lists its nodes case by case (headdoc.split_nodes), so one case's nodes are held at a time; a
     case met again later (a head written otherwise) gives its runs again, with the nodes found there."""
     case: str | None = None
     held: dict[tuple[str, int], list[HeadNode]] = {}
-    nodes = (node for at, part in enumerate(iter_parts(store.get_json(head_id), store.get_json))
+    nodes = (node for at, part in enumerate(iter_parts(top, store.get_json))
              for node in documents.read_head({"nodes": part}, f"campaign head {head_id} part {at}").nodes)
     for node in nodes:
         model, case_id, repetition = (node.address.get(name) for name in ("model_id", "case_id", "repetition"))

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.view_bench import CAMPAIGN, write_campaign
+from clawstore.cli.report_cmd import _indexed
 from clawstore.report import view_data
 from clawstore.store import Store
 from clawstore.values import jsontext
@@ -27,9 +29,11 @@ def _summary_checks(store: Store) -> str:
     return "suite_a__std__judge_x"
 
 
-def _details(store: Store, campaign: str, read: list[str] | None = None) -> list[dict[str, object]]:
-    """Every run's detail; `read`: the objects they read in bulk (the report's numbers, collected first, read more)."""
-    data = view_data.collect(store, [campaign])
+def _details(store: Store, campaign: str, read: list[str] | None = None, manifest: bool = False
+             ) -> list[dict[str, Any]]:
+    """Every run's detail; `read`: the objects they read in bulk (the report's numbers, collected first, read more);
+    `manifest`: with the query manifest holding the head's rows, as `claw view` reads them."""
+    data = view_data.collect(store, [campaign], manifest=_indexed(store, store.root, campaign) if manifest else None)
     many = store.get_many_bytes
     if read is not None:
         store.get_many_bytes = lambda oids: read.extend(oids := list(oids)) or many(oids)  # type: ignore[method-assign]
@@ -48,11 +52,11 @@ def test_the_details_are_those_of_every_record_and_body_read_whole(
     fast = _details(store, campaign, read)
     assert fast and all(d["checks"] and d["judgements"] for d in fast)
     head = str(store.get_ref(f"campaigns/{campaign}"))
-    checks_records = {n.record for _, nodes in view_data._runs_of_head(store, head) for n in nodes
+    checks_records = {n.record for _, nodes in view_data._runs_of_head(store, head, store.get_json(head)) for n in nodes
                       if n.kind == "checks"}
     assert bool(checks_records & set(read)) == (write is _summary_checks)  # (read only when the body has no checks)
     monkeypatch.setattr(view_data, "_fields_of", lambda data, fields: jsontext.loads(data))
-    monkeypatch.setattr(view_data, "_planned", lambda node: None)
+    monkeypatch.setattr(view_data, "_planned", lambda node, names: None)
     assert _details(store, campaign) == fast
 
 
