@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clawstore.evaluate.specs import JSON_ATOMS
+
 REDACTED = "[REDACTED]"
 
 _TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -105,7 +107,6 @@ _VALUE_HINTS = (*_ASSIGNMENT_HINTS, _BEARER_HINT, "author")
 # one never matches the end of a longer string's text.
 _TOKEN_COUNTS = re.compile(r'"(?:cache_read|cache_write|cached|cached_input|completion|input|max|max_completion|'
                            r'output|prompt|reasoning|total)_tokens(?:_details)?"')
-_ATOMS = frozenset({str, int, float, bool, type(None)})
 _JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')  # what json.dumps(ensure_ascii=False) writes otherwise than it is
 
 
@@ -143,7 +144,7 @@ def _copy(value: Any) -> Any:
         return {k if type(k) is str else str(k): _copy(v) for k, v in value.items()}
     if kind is list:
         return [_copy(v) for v in value]
-    if kind in _ATOMS or isinstance(value, str):
+    if kind in JSON_ATOMS or isinstance(value, str):
         return value
     if isinstance(value, Mapping):
         return {str(k): _copy(v) for k, v in value.items()}
