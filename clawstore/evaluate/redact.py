@@ -7,10 +7,13 @@ process's secret-looking environment variables (catches key formats no pattern k
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from clawstore.evaluate.specs import JSON_ATOMS
 
 REDACTED = "[REDACTED]"
 
@@ -96,9 +99,61 @@ def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
     return text
 
 
+# Every name _SECRET_KEY_NAME or _ASSIGNMENT knows, and the bearer scheme, contain one of these (casefolded: see
+# _ASSIGNMENT_HINTS; "author" stands for "authorization" because (?i) also matches a dotless i to "i").
+_VALUE_HINTS = (*_ASSIGNMENT_HINTS, _BEARER_HINT, "author")
+# Whole strings (quoted) every usage block holds, that nothing would redact (no [:=], no secret key's name), left out
+# of the look for names: else "token" would send every trace to the walk. A quote inside a string is escaped, so
+# one never matches the end of a longer string's text.
+_TOKEN_COUNTS = re.compile(r'"(?:cache_read|cache_write|cached|cached_input|completion|input|max|max_completion|'
+                           r'output|prompt|reasoning|total)_tokens(?:_details)?"')
+_JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')  # what json.dumps(ensure_ascii=False) writes otherwise than it is
+
+
 def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
     """Redact every string inside a JSON-like value (keys included)."""
     secrets = environment_secrets() if extra_secrets is None else list(extra_secrets)
+    if _nothing_to_redact(value, secrets):
+        return _copy(value)
+    return _redact(value, secrets)
+
+
+def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
+    """True when no string of `value` can hold a secret, judged on its JSON text at once: a judge's evidence walked
+    string by string cost ~10x its encoding, and almost none holds a secret. Every pattern starts with (or needs) a
+    literal looked for here, and JSON text holds each string as it is but for the characters it escapes (a secret
+    holding one of those, or a value JSON cannot encode, takes the walk)."""
+    if not isinstance(value, (Mapping, list, tuple)):
+        return False
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+    if any(secret and (secret in text or _JSON_ESCAPES.search(secret)) for secret in secrets):
+        return False
+    if _TOKEN_HINT.search(text):
+        return False
+    folded = _TOKEN_COUNTS.sub("", text.casefold())
+    return not any(hint in folded for hint in _VALUE_HINTS)
+
+
+def _copy(value: Any) -> Any:
+    """What the walk below returns for a value it changes nothing in: new dicts and lists, keys made strings."""
+    kind = type(value)
+    if kind is dict:  # (JSON's own types first: an ABC's isinstance costs more than the copy)
+        return {k if type(k) is str else str(k): _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind in JSON_ATOMS or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
         return redact_text(value, secrets)
     if isinstance(value, Mapping):
@@ -108,8 +163,8 @@ def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
             if isinstance(v, str) and _SECRET_KEY_NAME.search(key) and len(v) >= 6:
                 out[redact_text(key, secrets)] = REDACTED
             else:
-                out[redact_text(key, secrets)] = redact_value(v, secrets)
+                out[redact_text(key, secrets)] = _redact(v, secrets)
         return out
     if isinstance(value, (list, tuple)):
-        return [redact_value(v, secrets) for v in value]
+        return [_redact(v, secrets) for v in value]
     return value

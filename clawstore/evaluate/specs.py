@@ -14,9 +14,18 @@ from typing import Any
 
 from clawstore.evaluate.evidence import DIMENSIONS
 
+JSON_ATOMS = frozenset({str, int, float, bool, type(None)})  # JSON's scalars, by exact type
+
 
 def plain(value: Any) -> Any:
     """Recursively convert models / paths / tuples into JSON-like Python values."""
+    kind = type(value)  # JSON's own types first (most values are read from the store): exact types, no lookups
+    if kind in JSON_ATOMS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json")  # already plain: pydantic converts paths, enums and tuples itself
