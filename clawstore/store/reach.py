@@ -4,7 +4,9 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +92,11 @@ class Reach:
         return digest in self._marked
 
     @property
+    def digests(self) -> AbstractSet[bytes]:
+        """The reached objects' digests, as held (read only: a caller tests membership in a loop)."""
+        return self._marked
+
+    @property
     def marked(self) -> set[str]:
         """Hex digests of the reached objects (made on each call: callers that only ask use `in`, `reached`)."""
         return {digest.hex() for digest in self._marked}
@@ -118,7 +125,7 @@ class Reach:
                     offset = loc[1]
                 row = current.position(digest, offset) if offset is not None and current is not None else None
                 if row is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
-                    self._walk(current, row, stack, find)
+                    self._walk(current, [row], stack, find)
                     continue
                 names = named_by(self.store, digest.hex())  # (no file that verifies covers it: read)
                 if names is None:
@@ -140,6 +147,8 @@ class Reach:
             self.loads += 1
             if current is None:
                 self._uncached.add(pack)  # its objects are read
+            else:  # those the file covers walked from their rows at once, the others left on the stack
+                stack = self._walk(current, stack, [], find)
 
     def _finder(self) -> Callable[[bytes], Loc | None]:
         """The index's object look-up as it stands now, without listing it again on a miss (what it lacks is asked the
@@ -153,21 +162,38 @@ class Reach:
             self._held = (view.loaded, HeldObjects(view.entries, HELD).find)
         return self._held[1]
 
-    def _walk(self, found: edges.PackEdges, row: int, stack: list[tuple[bytes, bytes | None, int | None]],
-              find: Callable[[bytes], Loc | None]) -> None:
-        """Mark the object at `row` of the pack `found` is about and what it reaches inside that pack, by row numbers
-        over the file's arrays (no id made, no index look-up an edge); an id it names that another pack holds, or that
-        the file does not cover, is stacked to be looked up. Rows marked are remembered a pack at a time (a byte a row),
+    def _walk(self, found: edges.PackEdges, starts: list[int] | list[tuple[bytes, bytes | None, int | None]],
+              stack: list[tuple[bytes, bytes | None, int | None]], find: Callable[[bytes], Loc | None]
+              ) -> list[tuple[bytes, bytes | None, int | None]]:
+        """Mark the objects at `starts` (rows of the pack `found` is about, or stacked objects with their offsets in it)
+        and what they reach inside that pack, by row numbers over the file's arrays (no list of ids made an object); an
+        id named that another pack holds, or that the file does not cover, goes on `stack` to be looked up, and so do
+        starts the file does not cover (returned: `stack`). Rows marked are remembered a pack at a time (a byte a row),
         so a pack the walk comes back to is not walked again; an id of another pack is stacked once a pack."""
-        rows, known, covers, tokens, starts = len(found.offsets), found.known, found.covers, found.tokens, found.starts
+        rows, known, covers, tokens, edge_at = len(found.offsets), found.known, found.covers, found.tokens, found.starts
         seen = self._seen.get(found.pack)  # (its rows, then the other ids it names: each of them stacked once)
         if seen is None or len(seen) != len(known) // _ID:
             seen = self._seen[found.pack] = bytearray(len(known) // _ID)
-        seen[row] = 1
-        todo, new = [row], [row]
+        todo: list[int] = []
+        offsets, marked = found.offsets, self._marked
+        for start in starts:  # (rows, or what waited for this pack: its rows found by offset, as `position` does)
+            if isinstance(start, int):
+                row = start
+            else:
+                digest, _, offset = start
+                row = bisect_left(offsets, offset) if offset is not None else rows
+                if row == rows or offsets[row] != offset or not covers[row] \
+                        or known[row * _ID:(row + 1) * _ID] != digest:
+                    if digest not in marked:
+                        stack.append(start)
+                    continue
+            if not seen[row]:
+                seen[row] = 1
+                todo.append(row)
+        new = list(todo)
         while todo:
             at = todo.pop()
-            for token in tokens[starts[at]:starts[at + 1]]:
+            for token in tokens[edge_at[at]:edge_at[at + 1]]:
                 if token < rows and covers[token]:
                     if seen[token]:
                         continue
@@ -184,13 +210,14 @@ class Reach:
                     child = known[token * _ID:token * _ID + _ID]
                 else:
                     child = known[token * _ID:token * _ID + _ID]
-                if child not in self._marked:
+                if child not in marked:
                     stack.append((child, known[at * _ID:at * _ID + _ID], None))
-        marked = [known[at * _ID:at * _ID + _ID] for at in new]
-        self._marked.update(marked)
+        digests = [known[at * _ID:at * _ID + _ID] for at in new]
+        marked.update(digests)
         if self.missing:
-            for digest in marked:
+            for digest in digests:
                 self.missing.pop(digest.hex(), None)
+        return stack
 
 
 def _digest(root: str) -> bytes:

@@ -242,10 +242,13 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
+    reached = reach.digests
     for key, entry in view.actions.items():
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if keep_all or reach.reached(entry.record) or policy.keeps_by_age(entry.time_ns / 1e9):
+        if entry.record in reached:
+            actions[key] = entry  # (a kept entry is a root: its record, reached, already holds its closure)
+        elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             actions[key] = entry
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
@@ -259,7 +262,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     doomed: dict[bytes, Loc] = {}
     for digest, loc in view.objects.items():
         report.objects_seen += 1
-        if reach.reached(digest):
+        if digest in reached:
             objects[digest] = loc
             continue
         mtime = ages.get(loc[0])
