@@ -133,3 +133,22 @@ def test_the_walk_comes_back_to_a_pack_it_left_and_finds_the_whole_closure(tmp_p
     walk.mark([c])
     assert walk.marked == {oid.removeprefix("blake3:") for oid in (a, b, c)} and not walk.missing
     assert walk.loads == 3  # X, Y, then X again
+
+
+def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_what_they_name(tmp_path: Path) -> None:
+    """The cached walk looks up objects in index rows it holds (reach.HELD): a later mark, after another writer sealed
+    a pack and added its segment, must see them, and an object written after the rows were read is still found (the
+    long way) rather than called missing."""
+    store, root = _cached_store(tmp_path)
+    walk = Reach(store, cached=True)
+    walk.mark([root])
+    ghosts = dict(walk.missing)  # (ids the graph names that were never stored)
+    other = Store(store.root, create=False)  # (another process's writer: its own pack and segment)
+    fresh = [other.put_json({"fresh": i, "old": root}) for i in range(50)]
+    late = other.put_json({"late": fresh})
+    other.runtime.close_writer()
+    assert walk.mark([late]) == 51
+    assert walk.missing == ghosts and all(oid[len("blake3:"):] in walk for oid in [late, *fresh])
+    unsealed = other.put_json({"unsealed": fresh[0]})  # (in a pack still open: no edges file, read the long way)
+    assert walk.mark([unsealed]) == 1 and walk.missing == ghosts
+    assert walk.marked == _reference_walk(store, [root, late, unsealed])[0]

@@ -58,8 +58,11 @@ def test_gc_removes_exactly_what_the_head_no_longer_reaches(ws: Workspace, claw:
     assert listed_actions == set(old_beta.values())
     assert "would free" in out
     assert state(store.root) == before  # a dry run deletes nothing
+    dry = _gc(claw, "--grace", "0", "--dry-run")
 
     report = _gc(claw, "--grace", "0")
+    for name in ("objects_deleted", "object_bytes_deleted", "actions_deleted", "reachable", "objects_seen"):
+        assert dry[name] == report[name], (name, dry, report)
     assert report["objects_deleted"] == len(garbage) and report["actions_deleted"] == 2
     assert report["bytes_freed"] > 0 and report["live_leases"] == [], json.dumps(report)
     assert set(store.iter_objects()) == keep

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,34 @@ def test_fsck_names_each_damaged_object_among_many_in_one_pack_and_no_other(tmp_
     assert sorted(report.corrupt) == sorted([undecodable, wrong])
     assert "undecodable" in report.corrupt[undecodable] and "does not match" in report.corrupt[wrong]
     assert report.bad_packs and report.objects == 2021
+
+
+def test_a_dry_runs_plan_counts_each_packs_live_bytes_as_the_held_plan_does(tmp_path: Path) -> None:
+    """A dry run streams the kept objects and entries into each pack's live bytes without holding them: the packs it
+    would rewrite or delete, and the bytes it would free, are those of the plan a gc holds to rewrite from."""
+    from clawstore.store.services import gc
+
+    store = Store(tmp_path / "store")
+    root = _graph(store, 1500, seed=7)
+    store.set_ref("pins/root", root)
+    for index in range(300):  # garbage in every pack but the last: some rewritten, some deleted
+        store.put_json({"garbage": index, "pad": os.urandom(300).hex()})
+        if index % 100 == 99:
+            store.runtime.close_writer()
+    for index in range(3):  # an entry no ref reaches (deleted), and its record with it
+        key = store.put_json({"node": index})
+        store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {}})
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    plans = []
+    for held in (True, False):
+        reach = Reach(store, cached=True)
+        reach.mark([root])
+        report = gc.GcReport(dry_run=not held, grace_s=0)
+        policy = gc._policy(time.time(), 0, [])
+        plan = gc._plan(store, reach, policy, keep_all=False, max_unused=0.1, report=report, held=held)
+        plans.append((plan.rewrite, plan.delete, report.pack_bytes_freed, report.objects, report.actions,
+                      sorted(plan.doomed_actions)))
+        assert bool(plan.objects) == held and len(plan.objects) in (0, len(reach))
+    assert plans[0] == plans[1]
+    assert plans[0][0] and plans[0][3] and plans[0][4]  # something to rewrite, objects and an entry to delete

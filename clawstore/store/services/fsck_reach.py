@@ -18,6 +18,7 @@ from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import HeldObjects
 from clawstore.store.edges import record_facts
+from clawstore.store.reach import HELD
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
 ANSWERS = 1 << 15  # answers kept (by record, output and object id) before they are dropped between chunks
 FILES = 3  # edges files held at once (the pack whose records are checked, and those of their outputs)
-HELD = 64 << 20  # bytes of the index's object rows held for the look-ups (52 an object: 1.3 M objects; past it the
-# biggest tables are looked up in place, a read a look-up)
 
 
 class PackFiles:

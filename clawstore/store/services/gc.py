@@ -164,7 +164,8 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
             report.roots = len(roots)
             reach.mark(roots.values())
-            plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report)
+            plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report,
+                         held=not dry_run)
             if not dry_run:
                 reach.mark(_roots(store).values())  # a ref set at the last moment keeps its closure
                 plan.drop_reached(reach, report)
@@ -234,7 +235,9 @@ class _Plan:
 
 
 def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unused: float,
-          report: GcReport) -> _Plan:
+          report: GcReport, held: bool = True) -> _Plan:
+    """What to keep, delete and rewrite. Without `held` (a dry run, which rewrites nothing) the kept objects and entries
+    are counted into each pack's live bytes as they stream, not held (the plan's `objects` and `actions` stay empty)."""
     # A snapshot: marking may read segments written from now on into the view; gc's new index
     # replaces exactly the segments it planned from, and the newer ones stay as they are.
     view = store.runtime.index.snapshot()
@@ -242,31 +245,46 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
+    reached = reach.digests
+    live: dict[str, int] = {}
+    action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
     for key, entry in view.actions.items():
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if keep_all or reach.reached(entry.record) or policy.keeps_by_age(entry.time_ns / 1e9):
-            actions[key] = entry
+        if entry.record in reached:  # (a kept entry is a root: its record, reached, already holds its closure)
+            pass
+        elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
             doomed_actions[key] = entry
+            continue
+        live[entry.pack] = live.get(entry.pack, 0) + action_bytes
+        if held:
+            actions[key] = entry
     reach.mark(kept_records)
     for key in [k for k, e in doomed_actions.items() if e.record is not None and reach.reached(e.record)]:
-        actions[key] = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
+        entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
+        live[entry.pack] = live.get(entry.pack, 0) + action_bytes
+        if held:
+            actions[key] = entry
     report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
                             if e.record is not None)
     objects: dict[bytes, Loc] = {}
     doomed: dict[bytes, Loc] = {}
     for digest, loc in view.objects.items():
         report.objects_seen += 1
-        if reach.reached(digest):
-            objects[digest] = loc
+        if digest in reached:
+            live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
+            if held:
+                objects[digest] = loc
             continue
         mtime = ages.get(loc[0])
         if mtime is None:
             continue  # its pack is gone: nothing to keep or free
         if policy.keeps_by_age(mtime):
-            objects[digest] = loc
+            live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
+            if held:
+                objects[digest] = loc
             if mtime >= policy.cutoff:
                 report.kept_young += 1
             else:
@@ -274,11 +292,6 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             continue
         doomed[digest] = loc
     report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(doomed.items())]
-    live: dict[str, int] = {}
-    for pack, _, length in objects.values():
-        live[pack] = live.get(pack, 0) + length + BLOB_HEAD_SIZE
-    for entry in actions.values():
-        live[entry.pack] = live.get(entry.pack, 0) + ACTION_SIZE + BLOB_HEAD_SIZE
     rewrite, delete = [], []
     small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
     for pack, mtime in sorted(ages.items()):
