@@ -104,6 +104,7 @@ def test_a_page_showing_a_stored_answer_with_a_lone_surrogate_is_written(
     record["outputs"]["artifact"] = str(store.put_bytes(artifact.replace('"the answer"', '"the \\ud800 answer"')
                                                        .encode("ascii")))
     node["record"] = str(store.put_json(record))
+    node["record_doc"]["outputs"] = record["outputs"]  # (the head's planning view of it, which the page reads)
     store.set_ref(ref, write_head(store, {k: v for k, v in head.items() if k != "nodes"}, head["nodes"]))
     for command in (("view", "--suite", "main", "--run-profile", "rp", "-o", "page.html"),
                     ("report", "--suite", "main", "--run-profile", "rp"), ("query", "select * from runs"),
