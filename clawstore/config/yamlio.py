@@ -97,7 +97,11 @@ def read_text(path: Path) -> str:
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+            # As many bytes as the file has and one (a read of the limit mapped and unmapped 4 MiB a file); more
+            # only if it has them (grown since, or a pipe), still to the limit and one.
+            data = handle.read(min(size, MAX_CONFIG_BYTES) + 1)
+            if len(data) > size:
+                data += handle.read(MAX_CONFIG_BYTES + 1 - len(data))
         if max(size, len(data)) > MAX_CONFIG_BYTES:
             raise YamlProblem(f"file is larger than {MAX_CONFIG_BYTES:,} bytes (the limit for config files)")
         return data.decode("utf-8")
