@@ -84,6 +84,7 @@ class _Pull:
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
+        self.added: dict[str, str] = {}  # those of them set with the packs that brought their records (`fetch`)
         self.arriving: set[str] = set()  # hex ids the packs of this round's fetch name, as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
@@ -137,7 +138,7 @@ class _Pull:
                            for record in self.listings[pack].actions.values()}  # the entries' checks read them
                 self._download_checked(packs, tmp, records)
                 self.progress.then("checking the entries")
-                self._check_entries(packs, records)
+                contents = self._check_entries(packs, records)
                 self.progress.then("adding them to the store")
                 for pack in packs:
                     new, size = self.incoming.take(pack, self.present, self._document(pack),
@@ -145,7 +146,10 @@ class _Pull:
                     self.present.update(self.ids.known[pack])
                     self.report.objects += new
                     self.report.bytes += size
-                self.incoming.adopt()  # (one rename each, one index segment for them all)
+                # (one rename each, one index segment naming them all and setting the entries verified so far)
+                new = {key: record for key, record in self.entries.items() if self.added.get(key) != record}
+                self.incoming.adopt(new, contents.takes_over)
+                self.added.update(new)
                 self.downloads.forget(packs)
                 self.received.update(packs)
                 self.report.packs += len(packs)
@@ -216,10 +220,10 @@ class _Pull:
         self.downloads.keep(pack, path)
         return False
 
-    def _check_entries(self, arriving: list[str], records: set[bytes]) -> None:
+    def _check_entries(self, arriving: list[str], records: set[bytes]) -> ArrivingContents:
         """Verify the entries this store can now take (record and input document here or arriving): those of the
         arriving packs (untrusted signers' kept apart) and unsettled ones of other trusted listings. One that does not
-        verify refuses the pull. `records`: the digests of the records the listings name."""
+        verify refuses the pull. `records`: the digests of the records the listings name. Returns what they read."""
         store = self.store
         store.refresh()
         contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded)
@@ -243,6 +247,7 @@ class _Pull:
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
+        return contents
 
     def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
@@ -294,7 +299,8 @@ class _Pull:
         """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
         and remember the listings in `settled` (trusted ones only) as done."""
         store = self.store
-        store.add_entries(self.entries)  # (ids checked as the listings were read)
+        # (ids checked as the listings were read; those set with their packs' objects are not set again)
+        store.add_entries({key: record for key, record in self.entries.items() if self.added.get(key) != record})
         for pack, actions in sorted(self.apart.items()):
             store.keep_apart(self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or UNSIGNED)

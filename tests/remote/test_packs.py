@@ -107,6 +107,24 @@ def test_packs_of_a_mebibyte_or_more_move_in_whole_named_by_one_index_segment(
     assert fsck(target).clean
 
 
+def test_a_pull_names_its_objects_and_sets_their_entries_in_one_index_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entries a pull verified are set in the commit that names the objects their records are in (one segment, one
+    round of fsyncs), not in a second one after it: both visible at once, or (killed before) neither."""
+    source = _filled(tmp_path / "a", 40)
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    target = Store(tmp_path / "b")
+    segments: list[Any] = []
+    runtime = type(target.runtime)
+    real_publish = runtime.publish
+    monkeypatch.setattr(runtime, "publish", lambda self, seg: segments.append(seg) or real_publish(self, seg))
+    assert pull.pull(target, remote).objects == 120
+    assert [(len(seg.objects), len(seg.actions)) for seg in segments if seg.objects or seg.actions] == [(120, 40)]
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+    assert fsck(target).clean
+
+
 def test_push_makes_a_pack_of_committed_objects_without_a_store_lookup_each(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The objects of a pack push makes are found in the index (one lookup each, no listing of index/ and no batch to

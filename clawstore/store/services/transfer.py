@@ -301,11 +301,13 @@ class _Adopting:
         return len(self.objects), sum(blob.length for blob in self.objects)
 
 
-def adopt_packs(store: ObjectStore, packs: list[_Adopting]) -> None:
-    """Move verified packs (their bytes durable: fsynced when checked) into packs/, then name their objects in one index
-    segment: one fsync of packs/ and one segment for them all, not one each. Each pack is flocked until the segment is
-    written, so gc (which leaves packs with a live writer alone) cannot take it meanwhile."""
-    if not packs:
+def adopt_packs(store: ObjectStore, packs: list[_Adopting],
+                entries: Mapping[bytes, tuple[bytes | None, int]] | None = None) -> None:
+    """Move verified packs (their bytes durable: fsynced when checked) into packs/, then name their objects, and set the
+    action-cache `entries` (verified: `fresh_entries`), in one commit: one fsync of packs/ and one segment for them all,
+    not one each. Each pack is flocked until the segment is written, so gc (which leaves packs with a live writer alone)
+    cannot take it meanwhile."""
+    if not packs and not entries:
         return
     runtime = store.runtime
     runtime.start_index()  # (a pull killed before its segment leaves unnamed packs, not a "lost" index)
@@ -313,6 +315,7 @@ def adopt_packs(store: ObjectStore, packs: list[_Adopting]) -> None:
     fds: list[int] = []
     try:
         pending = Pending()
+        pending.actions.update(entries or {})
         for pack in packs:
             fd = os.open(pack.path, os.O_RDONLY | os.O_CLOEXEC)
             fds.append(fd)
@@ -323,7 +326,8 @@ def adopt_packs(store: ObjectStore, packs: list[_Adopting]) -> None:
             objects = pack.objects
             locs = zip(repeat(pack.pack_id), map(_blob_offset, objects), map(_blob_length, objects))
             pending.objects.update(zip(map(_blob_id, objects), locs, strict=True))
-        fsync_path(runtime.packs_dir)
+        if packs:
+            fsync_path(runtime.packs_dir)
         commit(runtime, pending)
     finally:
         for fd in fds:
@@ -412,9 +416,12 @@ class Incoming:
         self._copied[name] = (len(written), sum(blob.length for blob in written))
         return True
 
-    def adopt(self) -> None:
-        """Move every pack taken in whole, and the pack the small packs' objects were copied into, into the store,
-        with one index segment naming their objects (call once every pack is taken)."""
+    def adopt(self, entries: Mapping[str, str] | None = None,
+              replaces: Callable[[str, str], bool] | None = None) -> None:
+        """Move every pack taken in whole, and the pack the small packs' objects were copied into, into the store, with
+        one index segment naming their objects and setting the `entries` (verified by the caller) where the store has no
+        entry of its own or `replaces(own, record)` (call once every pack is taken)."""
+        fresh = fresh_entries(self.store, entries, replaces) if entries else None  # (before the packs move: read)
         writer, self._copies = self._copies, None
         taken, self._taken = self._taken, []
         if writer is not None:
@@ -424,7 +431,7 @@ class Incoming:
                 writer.close()
             taken.append(_Adopting(writer.path, writer.pack_id, list(self._in_copies.values())))
             self._in_copies = {}
-        adopt_packs(self.store, taken)
+        adopt_packs(self.store, taken, fresh)
 
     def close(self) -> None:
         """Let go of the copies' pack if it was not taken (a refused pull: it goes with the scratch directory)."""
@@ -436,12 +443,21 @@ class Incoming:
 def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
     """Point these keys at these records (verified by the caller) where the store has no entry of its own
     or its own gives way (actions.takes_over: a result is never hidden by a failure)."""
+    set_entries(store, fresh_entries(store, entries))
+
+
+def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Callable[[str, str], bool] | None = None
+                  ) -> dict[bytes, tuple[bytes | None, int]]:
+    """Those of these entries to set: where the store has no entry of its own or its own gives way (`replaces(own,
+    record)`, by default actions.takes_over reading the store: a result is never hidden by a failure)."""
     store.runtime.index.refresh()
+    if replaces is None:
+        replaces = lambda own, record: takes_over(store.get_bytes, own, record)  # noqa: E731
     now = time.time_ns()
-    fresh = {}
+    fresh: dict[bytes, tuple[bytes | None, int]] = {}
     for key, record in entries.items():  # (ids checked by the caller)
         digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
         own = entry_record(store, digest, look_again=False)
-        if own is None or takes_over(store.get_bytes, PREFIX + own.hex(), record):
+        if own is None or replaces(PREFIX + own.hex(), record):
             fresh[digest] = (record_digest, now)
-    set_entries(store, fresh)
+    return fresh
