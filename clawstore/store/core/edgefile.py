@@ -8,6 +8,7 @@ Layout and trust rule: docs/gc-and-archives.md (Details by module, store/edges.p
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 import struct
 import sys
@@ -127,7 +128,11 @@ class EdgeLog:
         # The others are deduplicated up to _DEDUP of them; past it, each new one is written as it comes.
         row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
         others: dict[bytes, int] = {}
-        known = bytearray(table.ids)  # the rows' ids, then the others' (32 bytes an index among them)
+        # The rows' ids, then the others' (32 bytes an index among them): a BytesIO's value is its buffer, not a copy
+        # (the head's pack names ~15 MB of others: a bytearray and its bytes held 30 MB at once as a build ended).
+        known = io.BytesIO()
+        known.write(table.ids)
+        count = 0
         tokens = array("I")
         for start in range(0, len(self.edges), _STEP * ID):
             named = _chunks(bytes(self.edges[start:start + _STEP * ID]))
@@ -137,13 +142,15 @@ class EdgeLog:
                     digest = named[at]
                     index = others.get(digest)
                     if index is None:
-                        index = len(known) // ID - rows
-                        known += digest
+                        index = count
+                        count += 1
+                        known.write(digest)
                         if len(others) < _DEDUP:
                             others[digest] = index
                     found[at] = rows + index
             tokens.extend(found)  # type: ignore[arg-type]
-        return PackEdges(pack, verified, table.offsets, bytes(known), covers, counts, tokens,
+        del row_of, others  # (the dicts go before the ids are taken as bytes)
+        return PackEdges(pack, verified, table.offsets, known.getvalue(), covers, counts, tokens,
                          fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
 
@@ -169,8 +176,8 @@ class PackEdges:
         self.fact_starts = array("I", accumulate(self.fact_counts, initial=0))
 
     @property
-    def others(self) -> bytes:
-        return self.known[len(self.offsets) * ID:]
+    def others(self) -> memoryview:
+        return memoryview(self.known)[len(self.offsets) * ID:]  # (a view: the head's pack names ~15 MB of them)
 
     def covered(self) -> list[tuple[bytes, int]]:
         """The (id, offset) of each object the file says what it names."""
