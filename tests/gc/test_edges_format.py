@@ -160,8 +160,8 @@ def test_past_its_dedup_bound_a_file_names_the_same_edges(monkeypatch: pytest.Mo
 
 def test_a_pack_naming_many_other_ids_is_made_a_file_without_an_object_for_each() -> None:
     # The head's parts, sealed as a build ends, name every record of the campaign (~460,000 ids at 10,000 x 5): a dict
-    # of them all took 120 MB (~260 bytes an id). Past the bound, what is held is the file's bytes (36 an id), not also a
-    # copy of them (a bytearray turned into bytes: 25.2 MiB here, 20.6 MiB without).
+    # of them all took 120 MB (~260 bytes an id). Past the bound, what is held is the file's bytes (36 an id), not
+    # also a copy of them (a bytearray turned into bytes: 25.2 MiB here, 20.6 MiB without).
     log, table = _log_naming_others(100, 2000)  # 200,000 ids of other packs, 66,700 of them named twice
     tracemalloc.start()
     try:

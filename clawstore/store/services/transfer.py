@@ -9,7 +9,7 @@ import fcntl
 import mmap
 import os
 import time
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import compress, repeat
