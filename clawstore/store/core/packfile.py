@@ -180,7 +180,7 @@ class PackWriter:
         `durable`: a pack made to be sent and deleted, which no crash can leave half-named)."""
         if self.sealed:
             return
-        table = bytes(self.table)
+        table = memoryview(self.table)  # (not a bytes copy: held while the edges file is made, 4.9 MB at 100,000 blobs)
         footer = _FOOTER.pack(len(table) // _TABLE_ROW.size, blake3.blake3(table).digest(), END_MAGIC)
         before = os.fstat(self.fd)
         self._write([_BLOB_HEAD.pack(KIND_TRAILER, bytes(32), len(table)), table, footer])
