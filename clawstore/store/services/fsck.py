@@ -56,6 +56,7 @@ from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
+from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ _BLOB = struct.Struct("<32sQQ")
 # 1 and a head node's ref (its place among the refs) and index
 _RECORD_ROW = struct.Struct("<32sQB32s")
 _NODE = struct.Struct("<II")
+_OFFSET = struct.Struct("<Q")
 
 
 @dataclass
@@ -386,8 +388,10 @@ def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
 
 def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows: list[bytes],
                  bad_nodes: dict[int, dict[int, str]]) -> None:
-    """Check the records of one group, CHUNK at a time, and judge the entries and nodes that name them."""
+    """Check the records of one group, CHUNK at a time, and judge the entries and nodes that name them: first by rows
+    of the pack's verified edges file (fsck_rows), then what that cannot vouch for the long way."""
     rows.sort()  # (by record: the rows naming one record are together)
+    rows = _quick(report, reach.rows, pack, rows) if pack else rows
     start = 0
     while start < len(rows):
         end, distinct = start, 0
@@ -415,6 +419,25 @@ def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows
             if why is not None:
                 report.bad_actions[key] = why
         start = end
+
+
+def _quick(report: FsckReport, check: RowCheck, pack: str, rows: list[bytes]) -> list[bytes]:
+    """Judge the rows whose record, input document and outputs a verified edges file vouches for; return the rest (a
+    record this cannot vouch for, an entry whose record is for another key: named by the long way)."""
+    rest: list[bytes] = []
+    last, verdict = b"", None
+    for row in rows:
+        if row[:32] != last:
+            last = row[:32]
+            verdict = check.record(pack, last, _OFFSET.unpack_from(row, 32)[0])
+        if verdict is None:
+            rest.append(row)
+        elif not row[40]:  # (an entry: its key's, and that key's input document there; a node: its record alone)
+            if verdict[0] == row[41:73] and verdict[1]:
+                report.actions += 1
+            else:
+                rest.append(row)
+    return rest
 
 
 def _check_refs(store: Store, report: FsckReport, reach: Reach, add: Callable[[bytes, int, bytes], None]

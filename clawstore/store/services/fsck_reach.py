@@ -19,6 +19,7 @@ from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import HeldObjects
 from clawstore.store.edges import record_facts
 from clawstore.store.reach import HELD
+from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
@@ -86,6 +87,9 @@ class Reach:
         self._found: dict[str, Loc] = {}  # where objects asked about are (their outputs' files are read from there)
         self._present: dict[bytes, bool] = {}  # what output trees name, by digest
         self._damaged: set[bytes] | None = None  # digests of `corrupt`
+        # (`corrupt` is complete once the packs are checked, before a Reach is made)
+        damaged = {bytes.fromhex(bad[len(PREFIX):]) for bad in corrupt}
+        self.rows = RowCheck(known.file if known is not None else lambda _: None, self.find, damaged, FILES)
 
     def object_problem(self, oid: str) -> str | None:
         if oid in self._objects:  # (an input document, an attachment: named by many records)

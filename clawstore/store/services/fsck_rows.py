@@ -1,0 +1,84 @@
+"""fsck's quick check of a record by rows of its pack's verified edges file: only ever a verdict of "fine".
+
+A record whose facts (key, outputs) that file holds is checked by the file's tokens (a row of the pack, or another id):
+each output and the input document of its key present in the index and not damaged, and every object an output names
+(by its own pack's verified file) too. Nothing is made per record but a few integers; each id is looked up once per
+file held (a byte a row and other id of that file remembers the answer). Anything else — no file, no facts, an id
+the index lacks, an output no file covers — is not judged here: the caller checks it the long way (fsck_reach.Reach),
+which names what is wrong. docs/store.md (fsck).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+from clawstore.store.core.edgefile import ID, NO_FACT
+
+if TYPE_CHECKING:
+    from clawstore.store.core.index import Loc
+    from clawstore.store.edges import PackEdges
+
+_UNKNOWN, _THERE, _NOT = 0, 1, 2
+
+
+class RowCheck:
+    """Records checked by rows of verified edges files. `file(pack)`: a pack's verified file (None if none);
+    `find`: the index's object look-up; `damaged`: digests of objects found damaged; `keep`: the files `file` holds
+    (their answers are kept as long: a byte a row and other id each)."""
+
+    def __init__(self, file: Callable[[str], PackEdges | None], find: Callable[[bytes], Loc | None],
+                 damaged: Collection[bytes], keep: int):
+        self._file, self._find, self._damaged, self._keep = file, find, damaged, keep
+        self._memo: dict[str, tuple[PackEdges, bytearray]] = {}
+
+    def record(self, pack: str, digest: bytes, offset: int) -> tuple[bytes, bool] | None:
+        """(its key's digest, whether that key's input document is there) if the record at `offset` of `pack` and
+        everything its outputs name are there and intact; None when this cannot tell (check it the long way)."""
+        edges = self._file(pack)
+        if edges is None or digest in self._damaged:
+            return None
+        pos = edges.position(digest, offset) if edges.verified else None
+        if pos is None or edges.fact_keys[pos] == NO_FACT:
+            return None
+        start, count = edges.starts[pos], edges.counts[pos]
+        key, outs = edges.fact_keys[pos], edges.fact_outs[edges.fact_starts[pos]:edges.fact_starts[pos + 1]]
+        if key >= count or any(i >= count for i in outs):
+            return None  # (a file that does not fit its own edges: read)
+        tokens = edges.tokens
+        for i in outs:
+            if not self._output(edges, tokens[start + i]):
+                return None
+        token = tokens[start + key]
+        return edges.known[token * ID:token * ID + ID], self._there(edges, token)
+
+    def _output(self, edges: PackEdges, token: int) -> bool:
+        """The output is there and so is everything it names (by the verified file of its own pack)."""
+        if not self._there(edges, token):
+            return False
+        if token >= len(edges.offsets) or not edges.covers[token]:
+            # In another pack, or a row the file does not cover (an action entry's blob has the id of its key's input
+            # document, and the file names whichever row came last): its own pack's file says what it names.
+            digest = edges.known[token * ID:token * ID + ID]
+            loc = self._find(digest)
+            holder = self._file(loc[0]) if loc is not None else None
+            found = holder.position(digest, loc[1]) if holder is not None and loc is not None else None
+            if holder is None or found is None:
+                return False
+            edges, token = holder, found
+        tokens = edges.tokens
+        return all(self._there(edges, tokens[at]) for at in range(edges.starts[token], edges.starts[token + 1]))
+
+    def _there(self, edges: PackEdges, token: int) -> bool:
+        """The object of this token is in the index and not damaged (each asked once while its file is held)."""
+        memo = self._memo.get(edges.pack)
+        if memo is None or memo[0] is not edges:
+            memo = self._memo[edges.pack] = (edges, bytearray(len(edges.known) // ID))
+            if len(self._memo) > self._keep:  # (the oldest file's answers go, and the file with them)
+                del self._memo[next(iter(self._memo))]
+        state = memo[1][token]
+        if state == _UNKNOWN:
+            digest = edges.known[token * ID:token * ID + ID]
+            state = _THERE if digest not in self._damaged and self._find(digest) is not None else _NOT
+            memo[1][token] = state
+        return state == _THERE

@@ -1,0 +1,105 @@
+"""fsck's quick check by rows of verified edges files (store/services/fsck_rows.py) vouches only for what is whole:
+on a clean store it answers every entry and head node without the long way, and each damage it could meet — a
+tree's file lost in a third pack, an input document lost, an output damaged in another pack, an entry pointed at the
+record of another key — is still named, exactly as the long way names it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.store.actions import key_digest, set_entries
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.headdoc import write_head
+from clawstore.store.services import fsck_reach
+from clawstore.store.services.fsck import fsck
+from tests.support.storefiles import flip_in_frame, lose_object
+
+
+def _store(root: Path, tmp: Path) -> tuple[Store, dict[str, object]]:
+    """Files in one pack, the trees and artifacts naming them in a second, input documents, records (every other one
+    naming its input document among its outputs too, as format-1 records did) and entries in a third; a parted head."""
+    store = Store(root)
+    made: dict[str, object] = {}
+    made["files"] = [store.put_bytes(f"file {name} ".encode() * 40) for name in ("kept", "lost")]
+    store.runtime.close_writer()
+    directory = tmp / "out"
+    directory.mkdir()
+    for name in ("kept", "lost"):
+        (directory / f"{name}.txt").write_bytes(f"file {name} ".encode() * 40)
+    made["tree"] = store.put_tree(directory)
+    made["artifacts"] = [store.put_bytes(f"artifact {i} ".encode() * 30) for i in range(6)]
+    store.runtime.close_writer()
+    keys, records, nodes = [], [], []
+    for i in range(6):
+        key = store.put_json({"node": i})
+        outputs = {"input_document": key if i % 2 == 0 else None, "artifact": made["artifacts"][i],
+                   "sandbox": made["tree"] if i == 0 else None}
+        record = store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": outputs})
+        keys.append(key)
+        records.append(record)
+        nodes.append({"kind": "run", "key": key, "record": record,
+                      "address": {"model_id": "m", "case_id": f"c{i}", "repetition": 0}})
+    store.runtime.close_writer()
+    store.set_ref("campaigns/x", write_head(store, {"campaign": "x"}, nodes))
+    store.runtime.close_writer()
+    made["keys"], made["records"] = keys, records
+    return store, made
+
+
+def _long_way(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The record ids fsck checks the long way (fsck_reach.Reach.check)."""
+    asked: list[str] = []
+    check = fsck_reach.Reach.check
+
+    def counted(self: fsck_reach.Reach, record_ids: object, located: object = None) -> object:
+        ids = list(record_ids)  # type: ignore[call-overload]
+        asked.extend(ids)
+        return check(self, ids, located)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fsck_reach.Reach, "check", counted)
+    return asked
+
+
+def test_a_clean_store_is_answered_by_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _ = _store(tmp_path / "store", tmp_path)
+    assert fsck(store).problems == []  # (the first: verifies every pack, writes the files with records' facts)
+    asked = _long_way(monkeypatch)
+    report = fsck(store)
+    assert report.problems == [] and report.actions == 6 and asked == []
+
+
+@pytest.mark.parametrize("damage", ["tree file lost", "input document lost", "entry of another key",
+                                    "output damaged"])
+def test_each_damage_is_named_as_the_long_way_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    """Only the records the damage touches go the long way (but for a damaged pack: nothing in it is vouched for)."""
+    store, made = _store(tmp_path / "store", tmp_path)
+    assert fsck(store).problems == []
+    keys, records, artifacts = made["keys"], made["records"], made["artifacts"]
+    files, tree = made["files"], made["tree"]
+    if damage == "tree file lost":  # a file of record 0's output tree, in a third pack
+        lose_object(store, files[1])
+        bad, why, long_way = 0, f"output tree {tree}: file lost.txt ({files[1]}) is missing", [records[0]]
+    elif damage == "input document lost":  # (of a record that does not name it among its outputs: its node is fine)
+        lose_object(store, keys[1])
+        bad, why, long_way = 1, "the input document its key is computed from is missing", [records[1]]
+    elif damage == "entry of another key":
+        set_entries(store, {key_digest(keys[3]): (bytes.fromhex(records[4][len(PREFIX):]), time.time_ns())})
+        bad, why, long_way = 3, f"its record is for another key ({keys[4][:23]}...)", [records[4]]
+    else:  # an output damaged in another pack than its record's: that pack's file is no longer trusted
+        flip_in_frame(store, artifacts[2], -5)
+        bad, why, long_way = 2, f"output {artifacts[2]} is corrupt", None
+    store.runtime.index.reload()
+    asked = _long_way(monkeypatch)
+    report = fsck(store)
+    assert report.bad_actions == {keys[bad]: why}
+    nodes = {"campaigns/x": {bad: f"node run c{bad}/m/0: {why}"}}
+    if damage in ("entry of another key", "input document lost"):  # (a node checks its record's outputs only)
+        nodes = {}
+    assert report.bad_head_nodes == nodes
+    if long_way is not None:
+        assert sorted(set(asked)) == long_way
