@@ -1,5 +1,5 @@
 """fsck's memory is bounded by its constants, not by the store: with them shrunk (rows held before they are
-spilled, answers kept, records a chunk) and small packs, a store three times larger peaks no higher, and damage is
+spilled, answers kept, records a chunk) and small packs, a store five times larger peaks no higher, and damage is
 still named."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from clawstore.store import Store, edges
 from clawstore.store.actions import key_digest, set_entries
-from clawstore.store.core import ids
+from clawstore.store.core import edgefile, ids, index
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import write_head
 from clawstore.store.services import fsck as fsck_module
@@ -57,7 +57,7 @@ def _peak(store: Store) -> tuple[int, fsck_module.FsckReport]:
 
 
 @pytest.mark.timeout(120)
-def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
+def test_a_store_five_times_larger_peaks_no_higher_and_its_damage_is_named(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fsck_spill, "BUDGET", 32 << 10)  # rows spilled past 32 KiB
     monkeypatch.setattr(edges, "REGION", 64 << 10)  # pack bytes verified at once
@@ -66,8 +66,13 @@ def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
     monkeypatch.setattr(fsck_reach, "HELD", 16 << 10)  # index rows held for the look-ups
     monkeypatch.setattr(fsck_reach, "CHUNK", 64)
     monkeypatch.setattr(fsck_module, "CHUNK", 64)
+    # The first fsck makes each pack's edges file: ids named turned into rows _STEP at a time, other packs' ids
+    # deduplicated up to _DEDUP; segments' rows streamed _STREAM_ROWS at a time (their checksum and order checked)
+    monkeypatch.setattr(edgefile, "_STEP", 256)
+    monkeypatch.setattr(edgefile, "_DEDUP", 256)
+    monkeypatch.setattr(index, "_STREAM_ROWS", 256)
     peaks = {}
-    for runs in (600, 1800):
+    for runs in (600, 3000):
         store, keys, artifacts = _campaign(tmp_path / str(runs), runs)
         first, report = _peak(store)  # verifies every pack and writes its edges file
         assert report.problems == [] and report.actions == runs and report.packs > 6
@@ -75,8 +80,8 @@ def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
         assert report.problems == []
         peaks[runs] = (first, later)
     # Whatever grows with the store (a dict entry, a table row, an answer a record: ~150 bytes and more each) would
-    # add more than 180 KB from 600 to 1,800 runs (7,200 more objects and entries); the bounds hold it flat.
-    for small, large in zip(peaks[600], peaks[1800], strict=True):
+    # add more than 360 KB from 600 to 3,000 runs (14,400 more objects and entries); the bounds hold it flat.
+    for small, large in zip(peaks[600], peaks[3000], strict=True):
         assert large < small * 1.25 + (60 << 10), peaks
 
     lose_object(store, artifacts[-1])  # (store: the larger one) an output lost, found through spilled rows
@@ -86,4 +91,4 @@ def test_a_store_three_times_larger_peaks_no_higher_and_its_damage_is_named(
     assert report.bad_actions[keys[-1]] == f"output {artifacts[-1]} is missing"
     assert report.bad_actions[keys[7]] == "the input document its key is computed from is missing"
     assert report.bad_head_nodes == {
-        "campaigns/x": {1799: f"node run c01799/m/0: output {artifacts[-1]} is missing"}}
+        "campaigns/x": {2999: f"node run c02999/m/0: output {artifacts[-1]} is missing"}}

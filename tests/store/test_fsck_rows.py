@@ -16,6 +16,7 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import write_head
 from clawstore.store.services import fsck_reach
 from clawstore.store.services.fsck import fsck
+from clawstore.store.services.fsck_rows import RowCheck
 from tests.support.storefiles import flip_in_frame, lose_object
 
 
@@ -103,3 +104,23 @@ def test_each_damage_is_named_as_the_long_way_names_it(
     assert report.bad_head_nodes == nodes
     if long_way is not None:
         assert sorted(set(asked)) == long_way
+
+
+def test_the_answers_kept_are_those_of_the_files_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A byte a row and other id of each file held, and no more files than `keep` (fsck_reach.FILES): the quick check's
+    memory is that of the files fsck holds, not the store's."""
+    monkeypatch.setattr(fsck_reach, "FILES", 1)
+    made_checks: list[RowCheck] = []
+    init = RowCheck.__init__
+
+    def kept(self: RowCheck, *args: object) -> None:
+        init(self, *args)  # type: ignore[arg-type]
+        made_checks.append(self)
+
+    monkeypatch.setattr(RowCheck, "__init__", kept)
+    store, _ = _store(tmp_path / "store", tmp_path)  # (records in one pack, what they name in two others)
+    assert fsck(store).problems == []
+    report = fsck(store)
+    assert report.problems == [] and report.actions == 6
+    check = made_checks[-1]
+    assert len(check._memo) == 1 and check._keep == 1
