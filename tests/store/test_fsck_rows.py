@@ -5,13 +5,16 @@ record of another key — is still named, exactly as the long way names it."""
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 
 from clawstore.store import Store
 from clawstore.store.actions import key_digest, set_entries
+from clawstore.store.core.edgefile import PackEdges
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import write_head
 from clawstore.store.services import fsck_reach
@@ -107,20 +110,31 @@ def test_each_damage_is_named_as_the_long_way_names_it(
 
 
 def test_the_answers_kept_are_those_of_the_files_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A byte a row and other id of each file held, and no more files than `keep` (fsck_reach.FILES): the quick check's
-    memory is that of the files fsck holds, not the store's."""
+    """The quick check's answers (a byte a row and other id) live on the edges files fsck holds, and it holds no file
+    itself: with fsck_reach.FILES = 1, one file is alive at each record checked, not one a pack."""
     monkeypatch.setattr(fsck_reach, "FILES", 1)
-    made_checks: list[RowCheck] = []
-    init = RowCheck.__init__
+    made: list[weakref.ref[PackEdges]] = []
+    post_init = PackEdges.__post_init__
 
-    def kept(self: RowCheck, *args: object) -> None:
-        init(self, *args)  # type: ignore[arg-type]
-        made_checks.append(self)
+    def tracked(self: PackEdges) -> None:
+        post_init(self)
+        made.append(weakref.ref(self))
 
-    monkeypatch.setattr(RowCheck, "__init__", kept)
+    monkeypatch.setattr(PackEdges, "__post_init__", tracked)
+    alive: list[int] = []
+    record = RowCheck.record
+
+    def counted(self: RowCheck, pack: str, digest: bytes, offset: int) -> object:
+        found = record(self, pack, digest, offset)
+        gc.collect()
+        alive.append(sum(1 for ref in made if (edges := ref()) is not None and edges.answers is not None))
+        return found
+
+    monkeypatch.setattr(RowCheck, "record", counted)
     store, _ = _store(tmp_path / "store", tmp_path)  # (records in one pack, what they name in two others)
     assert fsck(store).problems == []
+    made.clear()
+    alive.clear()
     report = fsck(store)
     assert report.problems == [] and report.actions == 6
-    check = made_checks[-1]
-    assert len(check._memo) == 1 and check._keep == 1
+    assert len(alive) == 6 and max(alive) == 1 and len(made) > 2  # (files loaded again as the check moves between them)

@@ -15,7 +15,7 @@ import sys
 from array import array
 from binascii import unhexlify
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
@@ -170,6 +170,8 @@ class PackEdges:
     fact_keys: array  # per row: index of its key among its edges, NO_FACT if none (empty unless verified)
     fact_counts: array  # per row: how many outputs it has in `fact_outs`
     fact_outs: array  # output indices among the object's edges
+    # What a reader learnt of each row and other id (fsck_rows: a byte each), made by the reader, gone with the file
+    answers: bytearray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.starts = array("I", accumulate(self.counts, initial=0))

@@ -89,7 +89,7 @@ class Reach:
         self._damaged: set[bytes] | None = None  # digests of `corrupt`
         # (`corrupt` is complete once the packs are checked, before a Reach is made)
         damaged = {bytes.fromhex(bad[len(PREFIX):]) for bad in corrupt}
-        self.rows = RowCheck(known.file if known is not None else lambda _: None, self.find, damaged, FILES)
+        self.rows = RowCheck(known.file if known is not None else lambda _: None, self.find, damaged)
 
     def object_problem(self, oid: str) -> str | None:
         if oid in self._objects:  # (an input document, an attachment: named by many records)

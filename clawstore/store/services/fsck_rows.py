@@ -23,14 +23,13 @@ _UNKNOWN, _THERE, _NOT = 0, 1, 2
 
 
 class RowCheck:
-    """Records checked by rows of verified edges files. `file(pack)`: a pack's verified file (None if none);
-    `find`: the index's object look-up; `damaged`: digests of objects found damaged; `keep`: the files `file` holds
-    (their answers are kept as long: a byte a row and other id each)."""
+    """Records checked by rows of verified edges files. `file(pack)`: a pack's verified file (None if none; the caller
+    bounds how many it holds, and the answers go with each file: a byte a row and other id); `find`: the index's
+    object look-up; `damaged`: digests of objects found damaged."""
 
     def __init__(self, file: Callable[[str], PackEdges | None], find: Callable[[bytes], Loc | None],
-                 damaged: Collection[bytes], keep: int):
-        self._file, self._find, self._damaged, self._keep = file, find, damaged, keep
-        self._memo: dict[str, tuple[PackEdges, bytearray]] = {}
+                 damaged: Collection[bytes]):
+        self._file, self._find, self._damaged = file, find, damaged
 
     def record(self, pack: str, digest: bytes, offset: int) -> tuple[bytes, bool] | None:
         """(its key's digest, whether that key's input document is there) if the record at `offset` of `pack` and
@@ -71,14 +70,12 @@ class RowCheck:
 
     def _there(self, edges: PackEdges, token: int) -> bool:
         """The object of this token is in the index and not damaged (each asked once while its file is held)."""
-        memo = self._memo.get(edges.pack)
-        if memo is None or memo[0] is not edges:
-            memo = self._memo[edges.pack] = (edges, bytearray(len(edges.known) // ID))
-            if len(self._memo) > self._keep:  # (the oldest file's answers go, and the file with them)
-                del self._memo[next(iter(self._memo))]
-        state = memo[1][token]
+        answers = edges.answers
+        if answers is None:
+            answers = edges.answers = bytearray(len(edges.known) // ID)
+        state = answers[token]
         if state == _UNKNOWN:
             digest = edges.known[token * ID:token * ID + ID]
             state = _THERE if digest not in self._damaged and self._find(digest) is not None else _NOT
-            memo[1][token] = state
+            answers[token] = state
         return state == _THERE
