@@ -196,13 +196,15 @@ def _reference_tokens(log: edgefile.EdgeLog, table: edgefile.Table, dedup: int) 
     return tokens, bytes(known)
 
 
-@pytest.mark.parametrize("dedup", [3, 65536])
+@pytest.mark.parametrize(("dedup", "step"), [(3, 16384), (65536, 16384), (65536, 7), (20, 7)])
 def test_ids_sharing_their_first_bytes_are_told_apart_and_the_file_is_the_one_whole_ids_make(
-        monkeypatch: pytest.MonkeyPatch, dedup: int) -> None:
+        monkeypatch: pytest.MonkeyPatch, dedup: int, step: int) -> None:
     """The seal's dicts are keyed by an id's first 60 bits, the whole id compared on a hit: ids made to share their
     first 8 bytes (rows of the pack with each other and with others; others with each other; an id in the pack twice)
-    are each named as themselves, and the file is byte for byte the one a dict of whole ids makes."""
+    are each named as themselves, and the file is byte for byte the one a dict of whole ids makes (`step`: ids named
+    taken a few at a time, so an other met in an earlier batch is compared where the file holds it)."""
     monkeypatch.setattr(edgefile, "_DEDUP", dedup)
+    monkeypatch.setattr(edgefile, "_STEP", step)
     rng = random.Random(11)
     stem = [rng.randbytes(8) for _ in range(4)]
     ids = [rng.choice(stem) + rng.randbytes(24) if row % 3 else rng.randbytes(ID) for row in range(60)]

@@ -146,28 +146,33 @@ class EdgeLog:
             chunk = bytes(self.edges[start:start + _STEP * ID])
             named = _keys(chunk)
             found = list(map(row_of.get, named))
-            for at, token in enumerate(found):
-                digest = chunk[at * ID:(at + 1) * ID]
-                if token is not None and ids[token * ID:(token + 1) * ID] == digest:
-                    continue  # (a row of this pack: the usual case)
-                token = own_spill.get(digest) if own_spill else None
-                if token is not None:
-                    found[at] = token
-                    continue
-                key = named[at]
-                index = others.get(key)
-                if index is not None and not _holds(known, (rows + index) * ID, digest):
-                    index = spill.get(digest)
-                if index is None:
-                    index = count
-                    count += 1
-                    known.write(digest)
-                    if len(others) + len(spill) < _DEDUP:
-                        if key in others:
-                            spill[digest] = index
-                        else:
-                            others[key] = index
-                found[at] = rows + index
+            fresh, first = bytearray(), count  # the others first met in this chunk, written to `known` after it
+            with known.getbuffer() as held:  # (the earlier ones, compared in place; released before `known` grows)
+                for at, token in enumerate(found):
+                    if token is not None and chunk.startswith(ids[token * ID:(token + 1) * ID], at * ID):
+                        continue  # (a row of this pack: the usual case)
+                    digest = chunk[at * ID:(at + 1) * ID]
+                    token = own_spill.get(digest) if own_spill else None
+                    if token is not None:
+                        found[at] = token
+                        continue
+                    key = named[at]
+                    index = others.get(key)
+                    if index is not None:
+                        at_id = (rows + index if index < first else index - first) * ID
+                        if (held if index < first else fresh)[at_id:at_id + ID] != digest:
+                            index = spill.get(digest)
+                    if index is None:
+                        index = count
+                        count += 1
+                        fresh += digest
+                        if len(others) + len(spill) < _DEDUP:
+                            if key in others:
+                                spill[digest] = index
+                            else:
+                                others[key] = index
+                    found[at] = rows + index
+            known.write(fresh)
             tokens.extend(found)  # type: ignore[arg-type]
         del row_of, own_spill, others, spill  # (the dicts go before the ids are taken as bytes)
         return PackEdges(pack, verified, table.offsets, known.getvalue(), covers, counts, tokens,
@@ -254,12 +259,6 @@ def _keys(ids: bytes) -> list[int]:
     for byte in range(8):
         column[byte::8] = ids[byte::ID]
     return list(map((4).__rrshift__, array("Q", column)))  # (60 bits: an int of two digits, 32 bytes; 64 took 40)
-
-
-def _holds(known: io.BytesIO, at: int, digest: bytes) -> bool:
-    """Is `digest` the id written at byte `at` of `known`? (read in place: its buffer is released before it grows)"""
-    with known.getbuffer() as view:
-        return view[at:at + ID] == digest
 
 
 def _little(part: array) -> bytes:
