@@ -172,3 +172,57 @@ def test_a_pack_naming_many_other_ids_is_made_a_file_without_an_object_for_each(
         tracemalloc.stop()
     assert found is not None and len(found.tokens) == 266_700
     assert peak < 266_700 * 40 + (12 << 20), f"{peak / 266_700:.0f} bytes an id named"  # (the bounded dict: ~7 MB)
+
+
+def _reference_tokens(log: edgefile.EdgeLog, table: edgefile.Table, dedup: int) -> tuple[list[int], bytes]:
+    """What a file names, by its rule with whole ids: an id is the last row of the pack holding it, else rows + its
+    index among the others in order of mention, the first `dedup` distinct others named once."""
+    rows = len(table)
+    row_of = {table.ids[row * ID:(row + 1) * ID]: row for row in range(rows)}
+    others: dict[bytes, int] = {}
+    known, tokens = bytearray(table.ids), []
+    for at in range(len(log.edges) // ID):
+        digest = bytes(log.edges[at * ID:(at + 1) * ID])
+        token = row_of.get(digest)
+        if token is None:
+            token = others.get(digest)
+            if token is None:
+                token = (len(known) - rows * ID) // ID
+                known += digest
+                if len(others) < dedup:
+                    others[digest] = token
+            token += rows
+        tokens.append(token)
+    return tokens, bytes(known)
+
+
+@pytest.mark.parametrize(("dedup", "step"), [(3, 16384), (65536, 16384), (65536, 7), (20, 7)])
+def test_ids_sharing_their_first_bytes_are_told_apart_and_the_file_is_the_one_whole_ids_make(
+        monkeypatch: pytest.MonkeyPatch, dedup: int, step: int) -> None:
+    """The seal's dicts are keyed by an id's first 60 bits, the whole id compared on a hit: ids made to share their
+    first 8 bytes (rows of the pack with each other and with others; others with each other; an id in the pack twice)
+    are each named as themselves, and the file is byte for byte the one a dict of whole ids makes (`step`: ids named
+    taken a few at a time, so an other met in an earlier batch is compared where the file holds it)."""
+    monkeypatch.setattr(edgefile, "_DEDUP", dedup)
+    monkeypatch.setattr(edgefile, "_STEP", step)
+    rng = random.Random(11)
+    stem = [rng.randbytes(8) for _ in range(4)]
+    ids = [rng.choice(stem) + rng.randbytes(24) if row % 3 else rng.randbytes(ID) for row in range(60)]
+    ids[40] = ids[7]  # (the same blob twice in one pack: its last row names it)
+    outside = [rng.choice(stem) + rng.randbytes(24) for _ in range(30)] + [rng.randbytes(ID) for _ in range(30)]
+    outside += [ids[row][:8] + rng.randbytes(24) for row in range(0, 60, 5)]  # (a row's first bytes, not the row)
+    log = edgefile.EdgeLog()
+    for row, digest in enumerate(ids):
+        children = rng.sample(ids, 5) + rng.sample(outside, 8)
+        log.add(digest, 100 + 10 * row, children + children[::2])
+    table = edgefile.Table(b"".join(ids), array("Q", [100 + 10 * row for row in range(60)]))
+    found = log.against("cd" * 8, table, False)
+    assert found is not None
+    tokens, known = _reference_tokens(log, table, dedup)
+    assert list(found.tokens) == tokens and found.known == known
+    expected = PackEdges("cd" * 8, False, table.offsets, known, found.covers, found.counts, array("I", tokens),
+                         array("H"), array("H"), array("H"))
+    assert b"".join(found.encode(1 << 20, bytes(32))) == b"".join(expected.encode(1 << 20, bytes(32)))
+    for row in range(60):
+        named = [log.edges[at * ID:(at + 1) * ID] for at in range(log.starts[row], log.starts[row + 1])]
+        assert found.children(ids[row], 100 + 10 * row) == named

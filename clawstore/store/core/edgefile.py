@@ -124,10 +124,18 @@ class EdgeLog:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
         # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
-        # ids at a time (what is made per id is bounded, the dict of the pack's ids is not: 11 MB at 100,000 rows).
-        # The others are deduplicated up to _DEDUP of them; past it, each new one is written as it comes.
-        row_of = dict(zip(_chunks(table.ids), range(rows), strict=True))
-        others: dict[bytes, int] = {}
+        # ids at a time. The dicts are keyed by an id's first 60 bits, an int (32 bytes, where the id's bytes took 72:
+        # the seal's highest memory was these two dicts), the whole id compared on a hit; ids whose key another id took
+        # first (by chance or made so) are kept whole in a spill dict, so the file is the one whole ids made.
+        ids = table.ids
+        keys = _keys(ids)
+        row_of = dict(zip(keys, range(rows), strict=True))  # (a blob twice in the pack, as happens: its last row)
+        own_spill = {} if len(row_of) == rows else \
+            {ids[row * ID:(row + 1) * ID]: row for row, key in enumerate(keys) if (kept := row_of[key]) != row
+             and ids[kept * ID:(kept + 1) * ID] != ids[row * ID:(row + 1) * ID]}
+        del keys
+        others: dict[int, int] = {}
+        spill: dict[bytes, int] = {}  # others whose key a different other took
         # The rows' ids, then the others' (32 bytes an index among them): a BytesIO's value is its buffer, not a copy
         # (the head's pack names ~15 MB of others: a bytearray and its bytes held 30 MB at once as a build ended).
         known = io.BytesIO()
@@ -135,21 +143,38 @@ class EdgeLog:
         count = 0
         tokens = array("I")
         for start in range(0, len(self.edges), _STEP * ID):
-            named = _chunks(bytes(self.edges[start:start + _STEP * ID]))
+            chunk = bytes(self.edges[start:start + _STEP * ID])
+            named = _keys(chunk)
             found = list(map(row_of.get, named))
-            for at, token in enumerate(found):
-                if token is None:
-                    digest = named[at]
-                    index = others.get(digest)
+            fresh, first = bytearray(), count  # the others first met in this chunk, written to `known` after it
+            with known.getbuffer() as held:  # (the earlier ones, compared in place; released before `known` grows)
+                for at, token in enumerate(found):
+                    if token is not None and chunk.startswith(ids[token * ID:(token + 1) * ID], at * ID):
+                        continue  # (a row of this pack: the usual case)
+                    digest = chunk[at * ID:(at + 1) * ID]
+                    token = own_spill.get(digest) if own_spill else None
+                    if token is not None:
+                        found[at] = token
+                        continue
+                    key = named[at]
+                    index = others.get(key)
+                    if index is not None:
+                        at_id = (rows + index if index < first else index - first) * ID
+                        if (held if index < first else fresh)[at_id:at_id + ID] != digest:
+                            index = spill.get(digest)
                     if index is None:
                         index = count
                         count += 1
-                        known.write(digest)
-                        if len(others) < _DEDUP:
-                            others[digest] = index
+                        fresh += digest
+                        if len(others) + len(spill) < _DEDUP:
+                            if key in others:
+                                spill[digest] = index
+                            else:
+                                others[key] = index
                     found[at] = rows + index
+            known.write(fresh)
             tokens.extend(found)  # type: ignore[arg-type]
-        del row_of, others  # (the dicts go before the ids are taken as bytes)
+        del row_of, own_spill, others, spill  # (the dicts go before the ids are taken as bytes)
         return PackEdges(pack, verified, table.offsets, known.getvalue(), covers, counts, tokens,
                          fact_keys, fact_counts, self.fact_outs if verified else array("H"))
 
@@ -230,8 +255,12 @@ class PackEdges:
         return [*parts, checksum.digest()]
 
 
-def _chunks(ids: bytes) -> list[bytes]:
-    return [ids[at:at + ID] for at in range(0, len(ids), ID)]
+def _keys(ids: bytes) -> list[int]:
+    """Each 32-byte id's first 60 bits as an int (its first 8 bytes taken as a column by strided copies, in C)."""
+    column = bytearray(len(ids) // ID * 8)
+    for byte in range(8):
+        column[byte::8] = ids[byte::ID]
+    return list(map((4).__rrshift__, array("Q", column)))  # (60 bits: an int of two digits, 32 bytes; 64 took 40)
 
 
 def _little(part: array) -> bytes:

@@ -36,6 +36,7 @@ _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
 _TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
+_TAG = struct.Struct("=H")  # its next 2: the tag a table holds for each row (native order, as a cast to "H" reads them)
 _CHECKSUM = 32
 NO_RECORD = bytes(32)
 # Past this many segments a writer merges the small ones (size-tiered, like an LSM tree).
@@ -282,13 +283,15 @@ def _fanout(tops: Iterable[tuple[int]], n: int, where: str) -> tuple[array[int],
     return array("I", accumulate(counts)), shift
 
 
-_Lookup = tuple[int, "array[int]", int]  # where the rows begin, the fan-out, its shift
+_Lookup = tuple[int, "array[int]", int, memoryview]  # where the rows begin, the fan-out, its shift, the rows' tags
 
 
 class Table:
     """A segment looked up where it lies: its file held open and read by offset (not mapped: the pages a mapping
     touches stay in the process's RSS, a large folio at a time, so a build's RSS grew with the index), its sorted
-    rows found by a fan-out over their keys' first bits and a read of the bucket's few rows."""
+    rows found by a fan-out over their keys' first bits, and each row's tag (its key's next 2 bytes, held: 2 bytes a
+    row), so that only a row whose tag matches is read: a miss (a new object's dedup check, a node's key not yet in
+    the cache) reads nothing but by a 1-in-65,536 chance, a hit reads its one row."""
 
     def __init__(self, name: str, fd: int, head: _Head):
         self.name, self.pure, self.replaces, self.packs = name, head.pure, head.replaces, head.packs
@@ -307,10 +310,16 @@ class Table:
             raise BadSegmentError(f"index segment {self.name} is truncated")
         return data
 
+    def _batches(self, at: int, n: int, stride: int) -> Iterator[bytes]:
+        """The `n` rows from byte `at`, read a batch at a time."""
+        for first in range(0, n, _STREAM_ROWS):
+            yield self._read(at + stride * first, at + stride * min(n, first + _STREAM_ROWS))
+
     def _stream(self, at: int, n: int, stride: int, row: struct.Struct) -> Iterator[tuple[Any, ...]]:
         """The `n` rows from byte `at` unpacked by `row`, read a batch at a time."""
-        for first in range(0, n, _STREAM_ROWS):
-            yield from row.iter_unpack(self._read(at + stride * first, at + stride * min(n, first + _STREAM_ROWS)))
+        for batch in self._batches(at, n, stride):
+            yield from row.iter_unpack(batch)
+            del batch  # (before the next is read: one batch held at a time)
 
     def _pack(self, slot: int) -> str:
         try:
@@ -319,41 +328,46 @@ class Table:
             raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have") from None
 
     def _lookup(self, actions: bool) -> _Lookup:
-        """What a lookup needs: where the rows begin, the fan-out and its shift (built once)."""
+        """What a lookup needs: where the rows begin, the fan-out and its shift, the rows' tags (built once, in one
+        pass over the rows)."""
         head = self._head
         at, n, stride = (head.actions_at, head.n_actions, _ACT.size) if actions else \
             (head.objects_at, head.n_objects, _OBJ.size)
-        tops = self._stream(at, n, stride, struct.Struct(f">I{stride - 4}x"))
-        lookup = (at, *_fanout(tops, n, f"index segment {self.name}"))
+        top, column = struct.Struct(f">I{stride - 4}x"), bytearray(_TAG.size * n)  # (made once: no regrowth)
+
+        def tops() -> Iterator[tuple[int]]:
+            done = 0
+            for batch in self._batches(at, n, stride):
+                rows = len(batch) // stride  # bytes 4 and 5 of each row into the column, in C
+                column[2 * done:2 * (done + rows):2], column[2 * done + 1:2 * (done + rows):2] = \
+                    batch[4::stride], batch[5::stride]
+                done += rows
+                yield from top.iter_unpack(batch)
+                del batch  # (as in _stream)
+
+        tags = memoryview(column).cast("H")
+        lookup = (at, *_fanout(tops(), n, f"index segment {self.name}"), tags)
         if actions:
             self._actions = lookup
         else:
             self._objects = lookup
         return lookup
 
-    def object_in(self, digest: bytes, start: int, end: int) -> Loc | None:
-        """The object among the rows from byte `start` to `end` (a bucket: a row or two, read at once)."""
-        rows, at = self._read(start, end), 0
-        while (found := rows.find(digest, at)) >= 0:
-            if found % _OBJ.size == 0:
-                _, slot, offset, length = _OBJ.unpack_from(rows, found)
-                return self._pack(slot), offset, length
-            at = found + 1  # (the bytes of two fields that happen to spell it)
-        return None
+    def object_at(self, digest: bytes, start: int) -> Loc | None:
+        """The object if the row at byte `start` is its row (one read of the row)."""
+        row = self._read(start, start + _OBJ.size)
+        if not row.startswith(digest):
+            return None  # (a row whose tag is the same: 1 in 65,536)
+        _, slot, offset, length = _OBJ.unpack(row)
+        return self._pack(slot), offset, length
 
-    def action_in(self, key: bytes, start: int, end: int) -> ActionEntry | None:
-        """The newest entry for `key` among the rows from byte `start` to `end` (claw writes a key once a segment;
-        a reader does not rely on it)."""
-        rows, at, best = self._read(start, end), 0, None
-        while (found := rows.find(key, at)) >= 0:
-            if found % _ACT.size:
-                at = found + 1
-                continue
-            _, record, time_ns, slot, offset = _ACT.unpack_from(rows, found)
-            if best is None or time_ns >= best.time_ns:
-                best = ActionEntry(record if record != NO_RECORD else None, time_ns, self._pack(slot), offset)
-            at = found + _ACT.size
-        return best
+    def action_at(self, key: bytes, start: int) -> ActionEntry | None:
+        """The entry if the row at byte `start` is one of `key` (one read of the row)."""
+        row = self._read(start, start + _ACT.size)
+        if not row.startswith(key):
+            return None
+        _, record, time_ns, slot, offset = _ACT.unpack(row)
+        return ActionEntry(record if record != NO_RECORD else None, time_ns, self._pack(slot), offset)
 
     def check(self) -> None:
         """BadSegmentError unless its rows are sorted and name only the packs it lists (fsck; lookups find it out
@@ -499,15 +513,15 @@ class Entries:
         loc = self.objects.get(digest)
         if loc is not None or not self.tables:
             return loc
-        top = _TOP.unpack_from(digest)[0]
-        for table in self.tables:  # (a lookup's hot loop: the bucket found here, an empty one answered at once)
-            at, starts, shift = table._objects or table._lookup(False)
+        top, tag = _TOP.unpack_from(digest)[0], _TAG.unpack_from(digest, 4)[0]
+        for table in self.tables:  # (a lookup's hot loop: a row read only when its tag matches)
+            at, starts, shift, tags = table._objects or table._lookup(False)
             bucket = top >> shift
-            start, end = starts[bucket], starts[bucket + 1]
-            if start != end:
-                loc = table.object_in(digest, at + _OBJ.size * start, at + _OBJ.size * end)
-                if loc is not None:
-                    return loc
+            for row in range(starts[bucket], starts[bucket + 1]):
+                if tags[row] == tag:
+                    loc = table.object_at(digest, at + _OBJ.size * row)
+                    if loc is not None:
+                        return loc
         return None
 
     def find_action(self, key: bytes) -> ActionEntry | None:
@@ -515,15 +529,15 @@ class Entries:
         entry = self.actions.get(key)
         if not self.tables:
             return entry
-        top = _TOP.unpack_from(key)[0]
-        for table in self.tables:  # (as in find_object)
-            at, starts, shift = table._actions or table._lookup(True)
+        top, tag = _TOP.unpack_from(key)[0], _TAG.unpack_from(key, 4)[0]
+        for table in self.tables:  # (as in find_object; claw writes a key once a segment, a reader does not rely on it)
+            at, starts, shift, tags = table._actions or table._lookup(True)
             bucket = top >> shift
-            start, end = starts[bucket], starts[bucket + 1]
-            if start != end:
-                found = table.action_in(key, at + _ACT.size * start, at + _ACT.size * end)
-                if found is not None and (entry is None or found.time_ns >= entry.time_ns):
-                    entry = found
+            for row in range(starts[bucket], starts[bucket + 1]):
+                if tags[row] == tag:
+                    found = table.action_at(key, at + _ACT.size * row)
+                    if found is not None and (entry is None or found.time_ns >= entry.time_ns):
+                        entry = found
         return entry
 
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
@@ -557,7 +571,7 @@ class HeldObjects:
                 rest.append(table)
                 continue
             limit -= size
-            at, starts, shift = table._objects or table._lookup(False)
+            at, starts, shift, _ = table._objects or table._lookup(False)
             self._held.append((table._read(at, at + size), starts, shift, table))
         self._rest = Entries(tables=tuple(rest)) if rest else None
 
