@@ -37,7 +37,6 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
-    pack_table,
     untrusted_why,
     user_trusts,
 )
@@ -197,13 +196,16 @@ class _Pull:
     def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
         """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
         try:
-            held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
-            try:  # (format 4: the pack's table names its objects; the listing, that table)
-                ids = self.ids.get(pack) if self.listings[pack].objects is not None else \
-                    self.ids.learn(pack, pack_table(path))
+            table = self.incoming.check(path, pack, f"remote pack {pack}", keep)
+            listed = self.listings[pack].objects is not None
+            try:  # (format 4: the pack's table names its objects; the listing, that table: by its BLAKE3)
+                ids = self.ids.get(pack) if listed else self.ids.learn(pack, table)
             except listing.ListingError:
                 ids = None
-            if ids is None or held != {*ids, *hex_digests("".join(self.listings[pack].document_ids))}:
+            # (format 4: `ids` are read from the very table the objects were checked against, the document left out
+            # once learn found it there: only ids listed apart from the pack are compared with it)
+            if ids is None or listed and self.incoming.held(pack) != {
+                    *ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
             self.arriving.update(map(bytes.hex, ids))  # (for the entry checks: made while the next packs download)
         except PackCheckError:

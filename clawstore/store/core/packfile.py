@@ -256,6 +256,7 @@ class PackScan:
     sealed: bool  # the trailer was found and matches
     size: int
     torn_at: int | None = None  # offset of an incomplete or unreadable blob (a killed writer's tail)
+    table: bytes | None = None  # a sealed pack's table, its checksum verified (the rows `blobs` were read from)
 
 
 def scan_pack(path: Path) -> PackScan:
@@ -269,7 +270,7 @@ def scan_pack(path: Path) -> PackScan:
             raise NotAPackError(f"{path}: not a clawstore pack (bad header)")
         sealed = _read_trailer(fh, size, path)
         if sealed is not None:
-            return PackScan(sealed, True, size)
+            return PackScan(sealed[0], True, size, table=sealed[1])
         return _walk(fh, size)
 
 
@@ -357,7 +358,7 @@ def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:
     return table, start
 
 
-def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
+def _read_trailer(fh: object, size: int, path: Path) -> tuple[list[Blob], bytes] | None:
     found = _read_table(fh.fileno(), size, path)  # type: ignore[attr-defined]
     if found is None:
         return None
@@ -366,7 +367,7 @@ def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
     for blob in blobs:
         if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:
             raise NotAPackError(f"{path}: trailer names a blob outside the pack")
-    return blobs
+    return blobs, table
 
 
 def _walk(fh: object, size: int) -> PackScan:
