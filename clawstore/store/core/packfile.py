@@ -11,14 +11,16 @@ import secrets
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
 import blake3
 
 from clawstore.errors import StoreError, UsageError
+from clawstore.store.core import columns
 from clawstore.store.core.edgefile import EdgeLog, Table, pack_digest, write
 from clawstore.store.core.layout import StoreLayout
 
@@ -150,6 +152,21 @@ class PackWriter:
         self._write(parts)
         self.table += b"".join(_TABLE_ROW.pack(*blob) for blob in written)
         return written
+
+    def append_actions(self, entries: Sequence[tuple[bytes, bytes | None, int]]) -> list[int]:
+        """Write action-cache entries (key, record or None, time ns) as `append_many` writes their blobs, byte for byte,
+        with their heads, payloads and table rows made a column at a time (a pull sets tens of thousands at once: one
+        struct call per part cost more than checking them); where their payloads are."""
+        if not entries:
+            return []
+        keys, records, times = zip(*entries, strict=True)
+        n, step, ids = len(entries), BLOB_HEAD_SIZE + ACTION_SIZE, b"".join(keys)
+        kinds, lengths = bytes([KIND_ACTION]) * n, columns.column("Q", repeat(ACTION_SIZE, n))
+        offsets = range(self.size + BLOB_HEAD_SIZE, self.size + step * n, step)
+        self._write([columns.rows(step, n, kinds, ids, lengths, b"".join([record or NO_RECORD for record in records]),
+                                  columns.column("q", times))])
+        self.table += columns.rows(_TABLE_ROW.size, n, kinds, ids, columns.column("Q", offsets), lengths)
+        return list(offsets)
 
     def begin_stream(self, kind: int) -> int:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
