@@ -212,8 +212,6 @@ def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segme
     return decode_segment(name, data)
 
 
-
-
 class _Head(NamedTuple):
     pure: bool
     replaces: list[str]
