@@ -84,7 +84,7 @@ class _Pull:
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.added: dict[str, str] = {}  # those of them set with the packs that brought their records (`fetch`)
-        self.arriving: set[str] = set()  # hex ids the packs of this round's fetch name, as each is checked
+        self.arriving: set[str] = set()  # ids the packs of this round's fetch name (whole), as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self._trust: dict[str | None, bool] = {}
@@ -207,7 +207,8 @@ class _Pull:
             if ids is None or listed and self.incoming.held(pack) != {
                     *ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
-            self.arriving.update(map(bytes.hex, ids))  # (for the entry checks: made while the next packs download)
+            # (for the entry checks, whole as the listings name them: made while the next packs download)
+            self.arriving.update([PREFIX + hexdigest for hexdigest in map(bytes.hex, ids)])
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise

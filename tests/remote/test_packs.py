@@ -899,3 +899,18 @@ def test_gc_counts_only_the_bytes_removing_a_dead_pulls_scratch_directory_frees(
     dry = collect(target, dry_run=True)
     assert dry.temp_files == 1 and dry.temp_bytes == 5000
     assert collect(target).temp_bytes == 5000 and not scratch.exists() and all(p.exists() for p in kept)
+
+
+def test_the_entry_checks_find_arriving_ids_whole_and_the_stores_own(tmp_path: Path) -> None:
+    """A pull's contents name arriving objects by whole id (as listings do): such an id is at hand, so is one the store
+    holds; an id neither names, the bare hex of an arriving one, or a malformed one is not."""
+    from clawstore.store.core.ids import PREFIX
+    from clawstore.store.face import arriving_contents
+
+    store = Store(tmp_path / "store")
+    own = store.put_json({"own": 1})
+    arriving, absent = PREFIX + "ab" * 32, PREFIX + "cd" * 32
+    contents = arriving_contents(store, {}, {arriving})
+    assert contents.has(arriving) and contents.has(own)
+    assert not any(map(contents.has, (absent, arriving[len(PREFIX):], PREFIX + "zz", "")))
+    assert contents.in_archive(arriving) and not contents.in_archive(own)  # type: ignore[attr-defined]
