@@ -37,7 +37,6 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
-    pack_table,
     untrusted_why,
     user_trusts,
 )
@@ -85,7 +84,7 @@ class _Pull:
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
         self.added: dict[str, str] = {}  # those of them set with the packs that brought their records (`fetch`)
-        self.arriving: set[str] = set()  # hex ids the packs of this round's fetch name, as each is checked
+        self.arriving: set[str] = set()  # ids the packs of this round's fetch name (whole), as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self._trust: dict[str | None, bool] = {}
@@ -197,15 +196,19 @@ class _Pull:
     def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
         """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
         try:
-            held = self.incoming.check(path, pack, f"remote pack {pack}", keep)
-            try:  # (format 4: the pack's table names its objects; the listing, that table)
-                ids = self.ids.get(pack) if self.listings[pack].objects is not None else \
-                    self.ids.learn(pack, pack_table(path))
+            table = self.incoming.check(path, pack, f"remote pack {pack}", keep)
+            listed = self.listings[pack].objects is not None
+            try:  # (format 4: the pack's table names its objects; the listing, that table: by its BLAKE3)
+                ids = self.ids.get(pack) if listed else self.ids.learn(pack, table)
             except listing.ListingError:
                 ids = None
-            if ids is None or held != {*ids, *hex_digests("".join(self.listings[pack].document_ids))}:
+            # (format 4: `ids` are read from the very table the objects were checked against, the document left out
+            # once learn found it there: only ids listed apart from the pack are compared with it)
+            if ids is None or listed and self.incoming.held(pack) != {
+                    *ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
-            self.arriving.update(map(bytes.hex, ids))  # (for the entry checks: made while the next packs download)
+            # (for the entry checks, whole as the listings name them: made while the next packs download)
+            self.arriving.update([PREFIX + hexdigest for hexdigest in map(bytes.hex, ids)])
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise

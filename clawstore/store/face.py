@@ -166,11 +166,11 @@ class ArrivingContents(Protocol):
 
 def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource], listed: set[str],
                       kept: dict[str, bytes] | None = None) -> ArrivingContents:
-    """What is staged (`staged`: hex digest -> where its frame is; `listed`: every hex digest arriving)
-    and what the store holds, for checking entries before they are added (archive_import.ArchiveContents)."""
-    from clawstore.store.services.archive_import import ArchiveContents
+    """What is staged (`staged`: hex digest -> where its frame is; `listed`: every id arriving, whole: PREFIX + hex)
+    and what the store holds, for checking entries before they are added (archive_import.ArrivingPacks)."""
+    from clawstore.store.services.archive_import import ArrivingPacks
 
-    return ArchiveContents(store, staged, listed, kept)  # type: ignore[arg-type]
+    return ArrivingPacks(store, staged, listed, kept)  # type: ignore[arg-type]
 
 
 def user_trusts(signer: str | None) -> bool:

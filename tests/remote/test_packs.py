@@ -286,6 +286,38 @@ def test_one_swapped_object_among_many_is_named_and_the_others_kept_only_as_aske
     assert kept.contents == {ids[i].hex(): contents[i] for i in (0, 150, 299)}
 
 
+
+@pytest.mark.parametrize("how", ["batched", "one by one", "streamed"])
+def test_the_records_a_pack_check_cannot_keep_are_named_in_the_same_walk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """The objects asked for that the check does not keep decoded (no room left, decoded one by one after a batch did
+    not decode, or streamed for their size) are named with where their frames are, in the walk that checks them: the
+    entry checks read each back from the pack; those kept are not named; an object not asked for is neither."""
+    import blake3
+
+    from clawstore.store.core import codec
+
+    contents = [json.dumps({"n": i, "pad": "x" * (i % 50)}).encode() for i in range(300)]
+    ids = [blake3.blake3(content).digest() for content in contents]
+    path, name = _pack_with(tmp_path, [(oid, zstandard.ZstdCompressor().compress(content))
+                                       for oid, content in zip(ids, contents, strict=True)])
+    if how == "one by one":
+        monkeypatch.setattr(codec, "decode_frames", lambda *args: None)
+    elif how == "streamed":
+        monkeypatch.setattr(codec, "BATCH_MAX", 10)  # every frame declares more: each streams
+    incoming = transfer.Incoming(Store(tmp_path / "store"))
+    incoming.kept.room = len(contents[0]) + len(contents[150])  # room for the first two asked for, no more
+    asked = {ids[0], ids[150], ids[151], ids[299], bytes(32)}
+    table = incoming.check(path, name, "remote pack x", asked)
+    assert table == scan_pack(path).table and table is not None
+    kept = {0, 150} if how == "batched" else set()
+    assert incoming.decoded == {ids[i].hex(): contents[i] for i in kept}
+    unkept = incoming.unkept({ids[i] for i in (0, 150, 151, 299)})
+    assert sorted(unkept) == sorted(ids[i].hex() for i in {0, 150, 151, 299} - kept)
+    for hexdigest, source in unkept.items():  # (each names its own frame)
+        assert blake3.blake3(zstandard.ZstdDecompressor().decompress(source.read(hexdigest))).hexdigest() == hexdigest
+    assert incoming.held(name) == set(ids)
+
 def test_a_received_packs_objects_are_copied_in_runs_in_whatever_order_its_table_lists_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Frames are read a run of about COPY_BYTES at a time (not one read per object); a table listing them out of
@@ -867,3 +899,18 @@ def test_gc_counts_only_the_bytes_removing_a_dead_pulls_scratch_directory_frees(
     dry = collect(target, dry_run=True)
     assert dry.temp_files == 1 and dry.temp_bytes == 5000
     assert collect(target).temp_bytes == 5000 and not scratch.exists() and all(p.exists() for p in kept)
+
+
+def test_the_entry_checks_find_arriving_ids_whole_and_the_stores_own(tmp_path: Path) -> None:
+    """A pull's contents name arriving objects by whole id (as listings do): such an id is at hand, so is one the store
+    holds; an id neither names, the bare hex of an arriving one, or a malformed one is not."""
+    from clawstore.store.core.ids import PREFIX
+    from clawstore.store.face import arriving_contents
+
+    store = Store(tmp_path / "store")
+    own = store.put_json({"own": 1})
+    arriving, absent = PREFIX + "ab" * 32, PREFIX + "cd" * 32
+    contents = arriving_contents(store, {}, {arriving})
+    assert contents.has(arriving) and contents.has(own)
+    assert not any(map(contents.has, (absent, arriving[len(PREFIX):], PREFIX + "zz", "")))
+    assert contents.in_archive(arriving) and not contents.in_archive(own)  # type: ignore[attr-defined]

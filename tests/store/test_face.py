@@ -21,9 +21,10 @@ def test_store_satisfies_every_protocol(store: Store) -> None:
 
 
 def test_what_arrives_is_read_through_the_face(store: Store) -> None:
-    """A pull checks entries against what arrives, read through `face.arriving_contents`."""
+    """A pull checks entries against what arrives (named whole, as listings name them), read through
+    `face.arriving_contents`."""
     oid = store.put_bytes(b"already here")
-    contents = face.arriving_contents(store, {}, {"ab" * 32})
+    contents = face.arriving_contents(store, {}, {"blake3:" + "ab" * 32})
     assert isinstance(contents, face.ArrivingContents)
     assert contents.has(oid) and contents.has("blake3:" + "ab" * 32) and not contents.has("blake3:" + "cd" * 32)
     assert contents.entry_problem("blake3:" + "cd" * 32, oid) == "its record is not a record"

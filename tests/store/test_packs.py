@@ -23,6 +23,7 @@ from clawstore.store.core.packfile import (
     KIND_OBJECT,
     NotAPackError,
     PackWriter,
+    encode_action,
     scan_pack,
     sealed_object_ids,
     sealed_table,
@@ -401,3 +402,28 @@ def test_sealing_a_pack_does_not_copy_its_table_while_its_edges_file_is_made(tmp
         writer.close()
     assert (tmp_path / "edges").is_dir() and any((tmp_path / "edges").iterdir())  # (the edges file was made)
     assert peak < 50_000 * 470, f"{peak / 50_000:.0f} bytes a blob"
+
+
+def test_entries_appended_a_column_at_a_time_are_the_blobs_append_many_writes(tmp_path: Path) -> None:
+    """`append_actions` (a commit's entries, made by columns) writes the same bytes, table and payload offsets as one
+    `append_many` of their blobs, after other blobs and with removed entries (no record) among them."""
+    entries = [(bytes([i % 251]) * 32, None if i % 7 == 3 else bytes([255 - i % 200]) * 32, 1_700_000_000 + i * 999)
+               for i in range(300)]
+    made = []
+    for name, columns in (("many", False), ("columns", True)):
+        (tmp_path / name).mkdir()
+        writer = PackWriter(tmp_path / name)
+        writer.append(KIND_OBJECT, bytes(range(32)), [b"a frame"])
+        if columns:
+            offsets = writer.append_actions(entries)
+        else:
+            offsets = [blob.offset for blob in writer.append_many(
+                [(KIND_ACTION, key, [encode_action(record, time_ns)]) for key, record, time_ns in entries])]
+        assert writer.append_actions([]) == []
+        writer.seal()
+        writer.close()
+        made.append((writer.path.read_bytes(), offsets))
+    assert made[0] == made[1]
+    blobs = scan_pack(writer.path).blobs
+    assert [(blob.kind, blob.id, blob.offset) for blob in blobs[1:]] == [
+        (KIND_ACTION, key, offset) for (key, _, _), offset in zip(entries, made[1][1], strict=True)]

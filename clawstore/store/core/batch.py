@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from clawstore.store.core.index import ActionEntry, Loc, Segment, new_segment_name
-from clawstore.store.core.packfile import KIND_ACTION, PackWriter, encode_action
+from clawstore.store.core.packfile import PackWriter
 
 DEFAULT_WINDOW_S = 0.25
 DEFAULT_MAX_BATCHES = 256
@@ -76,10 +76,10 @@ def write_entries(runtime: CommitTarget, pending: Pending) -> None:
     with runtime.pack_lock:
         writer = runtime.writer()
         pending.writers.add(writer)
-        blobs = writer.append_many([(KIND_ACTION, key, [encode_action(record, time_ns)])
-                                    for key, (record, time_ns) in todo])
-    for (key, (record, time_ns)), blob in zip(todo, blobs, strict=True):
-        pending.written[key] = ActionEntry(record, time_ns, writer.pack_id, blob.offset)
+        offsets = writer.append_actions([(key, record, time_ns) for key, (record, time_ns) in todo])
+    pack = writer.pack_id
+    for (key, (record, time_ns)), offset in zip(todo, offsets, strict=True):
+        pending.written[key] = ActionEntry(record, time_ns, pack, offset)
 
 
 def commit(runtime: CommitTarget, pending: Pending) -> None:

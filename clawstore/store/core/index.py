@@ -10,7 +10,6 @@ import heapq
 import os
 import secrets
 import struct
-import sys
 import tempfile
 import threading
 import time
@@ -27,6 +26,7 @@ import blake3
 
 from clawstore.errors import StoreError
 from clawstore.host.durable import fsync_path, write_file_atomic
+from clawstore.store.core import columns
 
 MAGIC = b"CLAWIDX\x00"
 VERSION = 1
@@ -124,8 +124,9 @@ def encode_segment(segment: Segment) -> bytes:
     objects, actions = segment.objects, segment.actions
     keys = sorted(objects)
     locs = list(map(objects.__getitem__, keys))
-    parts.append(_rows(_OBJ.size, len(keys), b"".join(keys), _column("I", map(slots.__getitem__, map(_pack_of, locs))),
-                       _column("Q", map(_offset_of, locs)), _column("Q", map(_length_of, locs))))
+    packs = columns.column("I", map(slots.__getitem__, map(_pack_of, locs)))
+    parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, columns.column("Q", map(_offset_of, locs)),
+                              columns.column("Q", map(_length_of, locs))))
     parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
               for key in sorted(actions) for e in (actions[key],)]
     body = b"".join(parts)
@@ -133,28 +134,6 @@ def encode_segment(segment: Segment) -> bytes:
 
 
 _pack_of, _offset_of, _length_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Loc
-
-
-def _column(code: str, values: Iterable[int]) -> bytes:
-    """One little-endian column of a segment's rows (an array's items are the sizes struct's "<" codes give them)."""
-    column = array(code, values)
-    assert column.itemsize == struct.calcsize("<" + code)
-    if sys.byteorder == "big":
-        column.byteswap()
-    return column.tobytes()
-
-
-def _rows(size: int, n: int, *columns: bytes) -> bytearray:
-    """`n` rows of `size` bytes from their columns (each `n` fields of equal width, in row order): one strided copy per
-    byte of a field, in C, instead of one struct call per row."""
-    rows = bytearray(size * n)
-    at = 0
-    for column in columns:
-        width = len(column) // n if n else 0
-        for byte in range(width):
-            rows[at + byte::size] = column[byte::width]
-        at += width
-    return rows
 
 
 def decode_segment(name: str, data: bytes, header_only: bool = False) -> Segment:
@@ -232,8 +211,6 @@ def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segme
     if header_only:
         return decode_segment(name, data + bytes(_CHECKSUM), header_only=True)
     return decode_segment(name, data)
-
-
 
 
 class _Head(NamedTuple):

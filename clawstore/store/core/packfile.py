@@ -11,14 +11,16 @@ import secrets
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
 import blake3
 
 from clawstore.errors import StoreError, UsageError
+from clawstore.store.core import columns
 from clawstore.store.core.edgefile import EdgeLog, Table, pack_digest, write
 from clawstore.store.core.layout import StoreLayout
 
@@ -151,6 +153,21 @@ class PackWriter:
         self.table += b"".join(_TABLE_ROW.pack(*blob) for blob in written)
         return written
 
+    def append_actions(self, entries: Sequence[tuple[bytes, bytes | None, int]]) -> list[int]:
+        """Write action-cache entries (key, record or None, time ns) as `append_many` writes their blobs, byte for byte,
+        with their heads, payloads and table rows made a column at a time (a pull sets tens of thousands at once: one
+        struct call per part cost more than checking them); where their payloads are."""
+        if not entries:
+            return []
+        keys, records, times = zip(*entries, strict=True)
+        n, step, ids = len(entries), BLOB_HEAD_SIZE + ACTION_SIZE, b"".join(keys)
+        kinds, lengths = bytes([KIND_ACTION]) * n, columns.column("Q", repeat(ACTION_SIZE, n))
+        offsets = range(self.size + BLOB_HEAD_SIZE, self.size + step * n, step)
+        self._write([columns.rows(step, n, kinds, ids, lengths, b"".join([record or NO_RECORD for record in records]),
+                                  columns.column("q", times))])
+        self.table += columns.rows(_TABLE_ROW.size, n, kinds, ids, columns.column("Q", offsets), lengths)
+        return list(offsets)
+
     def begin_stream(self, kind: int) -> int:
         """Reserve a blob header for a payload written with `write_raw`; returns the header offset."""
         start = self.size
@@ -256,6 +273,7 @@ class PackScan:
     sealed: bool  # the trailer was found and matches
     size: int
     torn_at: int | None = None  # offset of an incomplete or unreadable blob (a killed writer's tail)
+    table: bytes | None = None  # a sealed pack's table, its checksum verified (the rows `blobs` were read from)
 
 
 def scan_pack(path: Path) -> PackScan:
@@ -269,7 +287,7 @@ def scan_pack(path: Path) -> PackScan:
             raise NotAPackError(f"{path}: not a clawstore pack (bad header)")
         sealed = _read_trailer(fh, size, path)
         if sealed is not None:
-            return PackScan(sealed, True, size)
+            return PackScan(sealed[0], True, size, table=sealed[1])
         return _walk(fh, size)
 
 
@@ -357,7 +375,7 @@ def _read_table(fd: int, size: int, path: Path) -> tuple[bytes, int] | None:
     return table, start
 
 
-def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
+def _read_trailer(fh: object, size: int, path: Path) -> tuple[list[Blob], bytes] | None:
     found = _read_table(fh.fileno(), size, path)  # type: ignore[attr-defined]
     if found is None:
         return None
@@ -366,7 +384,7 @@ def _read_trailer(fh: object, size: int, path: Path) -> list[Blob] | None:
     for blob in blobs:
         if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:
             raise NotAPackError(f"{path}: trailer names a blob outside the pack")
-    return blobs
+    return blobs, table
 
 
 def _walk(fh: object, size: int) -> PackScan:

@@ -110,6 +110,18 @@ class ArchiveContents:
         return entry_problem(key, record, self.has)
 
 
+class ArrivingPacks(ArchiveContents):
+    """ArchiveContents of a pull's packs, whose `listed` holds whole ids (PREFIX + hex): asking about an id a listing
+    names (a string whose hash Python keeps) is one set lookup, not a slice and a new string's hash each (a third of
+    the entry checks' time)."""
+
+    def in_archive(self, oid: str) -> bool:
+        return oid in self._listed
+
+    def has(self, oid: str) -> bool:
+        return oid in self._listed or (is_oid(oid) and self._store.has(oid))
+
+
 Trusts = Callable[[str | None], bool]
 
 

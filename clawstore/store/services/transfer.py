@@ -9,7 +9,7 @@ import fcntl
 import mmap
 import os
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -167,31 +167,70 @@ def verify_pack(path: Path, name: str, where: str, keep: AbstractSet[bytes] = fr
     """Check a received pack whole; its object blobs. PackCheckError naming `where` if anything is off.
     The decoded content of the objects in `keep` (digests) is put in `kept` (by hex id), as far as it
     has room: the caller reads them next (the others from the pack: ReceivedPack)."""
+    return verify_received(path, name, where, keep, kept, {})[0]
+
+
+def verify_received(path: Path, name: str, where: str, keep: AbstractSet[bytes], kept: Kept | None,
+                    unkept: dict[str, Blob]) -> tuple[list[Blob], bytes]:
+    """`verify_pack`, also giving the pack's table (checksum verified: the rows its blobs were read from) and putting
+    in `unkept` (by hex id) the objects in `keep` that `kept` had no room for, found in the same walk of the blobs
+    that decodes and hashes them (not in a second walk over the pack's blobs)."""
     if file_digest(path) != name:
         raise PackCheckError(f"{where}: its bytes do not hash to its name (damaged in transit or on the remote)")
     try:
         scan = scan_pack(path)
     except NotAPackError as exc:
         raise PackCheckError(f"{where}: {exc}") from None
-    if not scan.sealed:
+    if not scan.sealed or scan.table is None:
         raise PackCheckError(f"{where}: not a sealed pack")
     objects = [blob for blob in scan.blobs if blob.kind == KIND_OBJECT]
+    picks = _Picks(keep, kept, unkept)
     with open(path, "rb") as fh:
         if scan.size == 0:
-            return objects
+            return objects, scan.table
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             view = memoryview(mapped)
             try:
-                large = _verify_small(mapped, view, objects, where, keep, kept)
+                large = _verify_small(mapped, view, objects, where, picks)
                 for blob in large:  # (bigger than anything kept)
                     _verify_streaming(fh.fileno(), blob, where)
+                picks.not_kept(large)
             finally:
                 view.release()
-    return objects
+    return objects, scan.table
 
 
-def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, keep: AbstractSet[bytes],
-                  kept: Kept | None) -> list[Blob]:
+@dataclass(frozen=True)
+class _Picks:
+    """Where the contents of the objects a pull's entry checks read next go as they are verified: decoded in `kept`
+    as far as it has room, else named in `unkept` (to be read back from the pack)."""
+
+    keep: AbstractSet[bytes]
+    kept: Kept | None
+    unkept: dict[str, Blob]
+
+    def take(self, ids: list[bytes], blobs: list[Blob], decoded: Sequence[bytes | memoryview]) -> None:
+        if not self.keep:
+            return
+        kept = self.kept
+        for at in compress(range(len(ids)), map(self.keep.__contains__, ids)):  # (those kept only)
+            content, hexdigest = decoded[at], ids[at].hex()
+            if kept is not None and kept.reserve(len(content)):
+                kept.contents[hexdigest] = bytes(content)
+            elif kept is None or hexdigest not in kept.contents:
+                self.unkept[hexdigest] = blobs[at]
+
+    def not_kept(self, blobs: list[Blob]) -> None:
+        """These verified objects' contents were not decoded whole (streamed, or checked one by one)."""
+        if not self.keep:
+            return
+        contents = {} if self.kept is None else self.kept.contents
+        for blob in compress(blobs, map(self.keep.__contains__, map(_blob_id, blobs))):
+            if blob.id.hex() not in contents:
+                self.unkept[blob.id.hex()] = blob
+
+
+def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, picks: _Picks) -> list[Blob]:
     """Verify the frames that declare a small content size, in batches; the others, to be streamed."""
     large: list[Blob] = []
     batch: list[Blob] = []
@@ -204,14 +243,14 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
         batch.append(blob)
         held += size
         if held >= _BATCH_BYTES:
-            _verify_batch(mapped, view, batch, where, keep, kept, held)
+            _verify_batch(mapped, view, batch, where, picks, held)
             batch, held = [], 0
-    _verify_batch(mapped, view, batch, where, keep, kept, held)
+    _verify_batch(mapped, view, batch, where, picks, held)
     return large
 
 
-def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, keep: AbstractSet[bytes],
-                  kept: Kept | None, held: int) -> None:
+def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, picks: _Picks,
+                  held: int) -> None:
     """`held`: the content bytes the batch's frames declare (a small batch is decoded without threads:
     starting them costs more than decoding, paid once per pack of a pull of many small packs)."""
     if not batch:
@@ -220,21 +259,20 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
     if decoded is not None and len(decoded) == len(batch):
         ids = [blob.id for blob in batch]
         if [blake3.blake3(content).digest() for content in decoded] == ids:  # (one comparison of the lists, in C)
-            if kept is not None and keep:
-                for at in compress(range(len(ids)), map(keep.__contains__, ids)):  # (those kept only)
-                    content = decoded[at]
-                    if kept.reserve(len(content)):
-                        kept.contents[ids[at].hex()] = bytes(content)
+            picks.take(ids, batch, decoded)
             return
-        batch = [blob for blob, content in zip(batch, decoded, strict=True)
-                 if blake3.blake3(content).digest() != blob.id]
-    for blob in batch:  # one by one, to name the one that fails
+        failed = [blob for blob, content in zip(batch, decoded, strict=True)
+                  if blake3.blake3(content).digest() != blob.id]
+    else:
+        failed = batch
+    for blob in failed:  # one by one, to name the one that fails
         oid = PREFIX + blob.id.hex()
         frame = bytes(view[blob.offset:blob.offset + blob.length])
         try:
             codec.decode_verified(oid, blob.id.hex(), where, frame)
         except CorruptObjectError as exc:
             raise PackCheckError(str(exc)) from None
+    picks.not_kept(batch)  # (not reached when one fails: a batch undecodable at once whose frames each verify)
 
 
 class ReceivedPack:
@@ -358,17 +396,21 @@ class Incoming:
         """The contents kept decoded while packs were checked, by hex id."""
         return self.kept.contents
 
-    def check(self, path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset()) -> set[bytes]:
-        """Check the pack received at `path` whole (verify_pack: PackCheckError naming `where`); the digests
-        of its objects. The content of those in `keep` is kept decoded, as far as there is room. The file is made
-        durable here, while the next packs download (moving it in later needs only its rename made durable)."""
-        blobs = verify_pack(path, name, where, keep, self.kept)
+    def check(self, path: Path, name: str, where: str, keep: AbstractSet[bytes] = frozenset()) -> bytes:
+        """Check the pack received at `path` whole (verify_received: PackCheckError naming `where`); its table (checksum
+        verified: the rows its objects were read from). The content of those in `keep` is kept decoded, as far as there
+        is room (the others named for `unkept`, in the same walk). The file is made durable here, while the next packs
+        download (moving it in later needs only its rename made durable)."""
+        unkept: dict[str, Blob] = {}
+        blobs, table = verify_received(path, name, where, keep, self.kept, unkept)
         fsync_path(path)
         self._checked[name] = (path, blobs)
-        # (found now, while the next packs download, not once they all have; only those in `keep` go through Python)
-        wanted = compress(blobs, map(keep.__contains__, map(_blob_id, blobs)))
-        self._unkept[name] = {blob.id.hex(): blob for blob in wanted if blob.id.hex() not in self.kept.contents}
-        return set(map(_blob_id, blobs))
+        self._unkept[name] = unkept
+        return table
+
+    def held(self, name: str) -> set[bytes]:
+        """The digests of the objects of a checked pack."""
+        return set(map(_blob_id, self._checked[name][1]))
 
     def unkept(self, records: AbstractSet[bytes]) -> dict[str, FrameSource]:
         """The `records` (digests) the packs checked and not taken hold but did not keep decoded, by hex id,
