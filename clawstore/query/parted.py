@@ -1,6 +1,6 @@
 """The refresh that copies a head's unchanged parts: a new head's rows made from its campaign's previous head
 directory part by part, so that the first query after a small build reads and flattens the parts the build changed
-and DuckDB copies the rest, holding at most segments.WRITE_MEMORY whatever the campaign. Why a part's rows are not a
+and DuckDB copies the rest, holding at most MEMORY whatever the campaign. Why a part's rows are not a
 function of the part alone, what is recomputed, and the figures: docs/query.md (Details by module)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from clawstore.query import copied, segments, sqlflat
 from clawstore.query import rows as rows_module
 from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Flattened, ReadAhead, RecordLoader, Row, RowMeta, flatten
-from clawstore.query.schema import HISTORY_VIEW, duckdb_columns
+from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.spill import Spill
 from clawstore.query.sqltext import literal
 from clawstore.store.headdoc import head_fields, is_parted
@@ -29,6 +29,11 @@ PARTS = "parts.json"  # in a head's directory: its parts in node order, each wit
 # Past this share of a head's parts new, the part-level refresh gives way to the full one: DuckDB flattens a whole
 # head faster than rows.py flattens most of it (sqlflat.py).
 MOST_NEW = 0.5
+# What DuckDB may hold while it writes the new head (spilling past it under the manifest's tmp/), whatever the campaign:
+# the copied rows joined to the taken nodes (a few bytes a node) and sorted into the new order with the rows flattened
+# here. At 10,000 x 5 after a real build segments.WRITE_MEMORY (128 MB) ran out of memory on that sort (the copying
+# refresh did too, and fell back to flattening every node); docs/query.md (Details by module).
+MEMORY = "256MB"
 _KEPT, _TAKEN = "claw_kept", "claw_taken"
 Parts = list[tuple[str, int]]
 
@@ -147,13 +152,12 @@ class _Shifted(Spill):
 
 def _copyable(con: duckdb.DuckDBPyConnection, source: Path, old: OldParts, wanted: set[str]) -> set[str]:
     """The parts of `wanted` whose rows the old directory holds so that they can be copied: each node's record read
-    (the rows of a node without one read its action) and held once in the file by (record, signature), which is how
-    the other tables' rows are found (copied.copied_sql)."""
+    (the rows of a node without one read its action) and its signature held once in the file, which is how the other
+    tables' rows are found (copied.copied_sql, by_sig)."""
     nodes = literal(str(source / "nodes.parquet"))
     total, bad_rows = con.execute(
         f"SELECT count(*), list(file_row_number) FILTER (WHERE NOT ok) FROM (SELECT file_row_number, "
-        f"record_id IS NOT NULL AND {copied.SIG} IS NOT NULL "
-        f"AND count(*) OVER (PARTITION BY record_id, {copied.SIG}) = 1 AS ok "
+        f"record_id IS NOT NULL AND {copied.SIG} IS NOT NULL AND count(*) OVER (PARTITION BY {copied.SIG}) = 1 AS ok "
         f"FROM read_parquet({nodes}, file_row_number=true))").fetchone() or (0, None)
     if total != old.nodes:
         raise StoreError("the previous head's parts.json does not describe its rows")
@@ -167,26 +171,25 @@ def _copyable(con: duckdb.DuckDBPyConnection, source: Path, old: OldParts, wante
 
 
 def _load_kept(con: duckdb.DuckDBPyConnection, source: Path, layout: Layout, work: Path) -> None:
-    """The copied nodes as `con`'s table copied.copied_sql joins with (their new position and action; a result's
-    scored columns are made over the new head's nodes: _results)."""
+    """The copied nodes as `con`'s table copied.copied_sql joins with: each one's signature, new position and action
+    (a few bytes a node: the table is held while every file is written)."""
     path = work / f"{_KEPT}.json"
     write_array(path, ({"old": old, "new": new, "n": n, "action": action} for old, new, n, action in layout.kept))
     con.execute(f"CREATE TEMP TABLE {_KEPT} AS SELECT * FROM read_json({literal(str(path))}, format='array', "
                 "columns={'old': 'BIGINT', 'new': 'BIGINT', 'n': 'BIGINT', 'action': 'VARCHAR'})").fetchall()
     path.unlink()
-    types = duckdb_columns("results")
-    scored = ", ".join(f"CAST(NULL AS {types[name]}) AS {name}" for name in sqlflat.SCORED)
-    con.execute(
-        f"CREATE TEMP TABLE {_TAKEN} AS SELECT s.pos - k.old + k.new AS position, s.record_id, s.sig, k.action, "
-        f"s.was, {scored} FROM (SELECT file_row_number AS pos, record_id, {copied.SIG} AS sig, action AS was "
-        f"FROM read_parquet({literal(str(source / 'nodes.parquet'))}, file_row_number=true)) AS s "
-        f"ASOF JOIN {_KEPT} AS k ON s.pos >= k.old WHERE s.pos < k.old + k.n").fetchall()
+    kept = (f"(SELECT file_row_number AS pos, {copied.SIG} AS sig, action AS was "
+            f"FROM read_parquet({literal(str(source / 'nodes.parquet'))}, file_row_number=true)) AS s "
+            f"ASOF JOIN {_KEPT} AS k ON s.pos >= k.old WHERE s.pos < k.old + k.n")
     # A node's signature covers whether its action is `fail`: where that changed, the row copied is not the one
     # flattening gives (rare: the full refresh then).
-    changed = con.execute(f"SELECT count(*) FROM {_TAKEN} WHERE (was = 'fail') IS DISTINCT FROM (action = 'fail')"
+    changed = con.execute(f"SELECT count(*) FROM {kept} AND (s.was = 'fail') IS DISTINCT FROM (k.action = 'fail')"
                           ).fetchone()
     if changed and changed[0]:
         raise StoreError("a copied node's failure changed")
+    con.execute(f"CREATE TEMP TABLE {_TAKEN} AS SELECT s.pos - k.old + k.new AS position, s.sig, k.action "
+                f"FROM {kept}").fetchall()
+    con.execute(f"DROP TABLE {_KEPT}").fetchall()
 
 
 def _results(work: Path) -> Callable[[str, str], str]:
@@ -224,7 +227,7 @@ def refresh(manifest: Path, doc: Mapping[str, Any], source: Path | None, records
     head = head_fields(doc)
     work = segments.tmp_dir(manifest, "head")
     try:
-        with segments.bounded(manifest, segments.WRITE_MEMORY) as con:
+        with segments.bounded(manifest, MEMORY) as con:
             con.execute("SET TimeZone = 'UTC'").fetchall()
             for macro in sqlflat.MACROS:
                 con.execute(macro).fetchall()
@@ -241,7 +244,7 @@ def refresh(manifest: Path, doc: Mapping[str, Any], source: Path | None, records
             rows = Flattened({}, {}, [], made.ctx, source, made.sigs, sink.spilled)
             _load_kept(con, source, layout, work)
             order = ["nodes", *(table for table in HISTORY_VIEW if table != "nodes")]
-            segments.write_tables(con, rows, work, order, taken_loaded=True, shape=_results(work))
+            segments.write_tables(con, rows, work, order, taken_loaded=True, shape=_results(work), by_sig=True)
             segments.write_tables(con, {"builds": []}, work, ["builds"])  # (a head's directory holds none)
         segments.fsync_tree(work)
     except (duckdb.Error, OSError, StoreError):

@@ -175,11 +175,12 @@ def _sql_list(paths: Sequence[str]) -> str:
 
 def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]] | Flattened,
                  out_dir: Path, which: Sequence[str] = tuple(PHYSICAL), taken_loaded: bool = False,
-                 shape: Callable[[str, str], str] | None = None) -> None:
+                 shape: Callable[[str, str], str] | None = None, by_sig: bool = False) -> None:
     """Write every physical table's rows (or those of `which`, in that order) as `<out_dir>/<table>.parquet` (typed
     even when empty). Given a build's `Flattened` rows, also its hidden columns, and the rows it takes from its source
     (copied.py: its `taken`, or `con`'s table of them if `taken_loaded`); rows a Spill wrote are read from its files,
-    and its directory removed (read once, written or not). `shape(table, source)`: the rows' source as written."""
+    and its directory removed (read once, written or not). `shape(table, source)`: the rows' source as written;
+    `by_sig`: copied.copied_sql's."""
     flat = tables if isinstance(tables, Flattened) else None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -207,7 +208,7 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
             if taken and hidden:
                 assert flat is not None and flat.source is not None
                 source = (f"(SELECT * FROM {source} UNION ALL BY NAME "
-                          f"{copied.copied_sql(table, flat.source, flat.ctx)} ORDER BY _claw_pos, _claw_sub)")
+                          f"{copied.copied_sql(table, flat.source, flat.ctx, by_sig)} ORDER BY _claw_pos, _claw_sub)")
             if shape is not None:
                 source = shape(table, source)
             target = literal(str(out_dir / f"{table}.parquet"))
