@@ -226,6 +226,7 @@ def refresh(manifest: Path, doc: Mapping[str, Any], source: Path | None, records
         return None
     head = head_fields(doc)
     work = segments.tmp_dir(manifest, "head")
+    sink = None
     try:
         with segments.bounded(manifest, MEMORY) as con:
             con.execute("SET TimeZone = 'UTC'").fetchall()
@@ -234,23 +235,19 @@ def refresh(manifest: Path, doc: Mapping[str, Any], source: Path | None, records
             layout = Layout([], [], [])
             copyable = _copyable(con, source, old, known)
             sink = _Shifted(segments.tmp_dir(manifest, "rows"), layout)
-            try:
-                nodes = _nodes(doc, old, copyable, load_part, layout)
-                made = flatten(head, records, read_ahead, nodes, None, sink)
-                sink.close()
-            except BaseException:
-                sink.remove()
-                raise
-            rows = Flattened({}, {}, [], made.ctx, source, made.sigs, sink.spilled)
+            made = flatten(head, records, read_ahead, _nodes(doc, old, copyable, load_part, layout), None, sink)
+            sink.close()
             _load_kept(con, source, layout, work)
+            rows = Flattened({}, {}, [], made.ctx, source, made.sigs, sink.spilled)
             order = ["nodes", *(table for table in HISTORY_VIEW if table != "nodes")]
             segments.write_tables(con, rows, work, order, taken_loaded=True, shape=_results(work), by_sig=True)
             segments.write_tables(con, {"builds": []}, work, ["builds"])  # (a head's directory holds none)
         segments.fsync_tree(work)
-    except (duckdb.Error, OSError, StoreError):
+    except BaseException as exc:
+        if sink is not None:
+            sink.remove()  # (written or not: its rows are read once)
         shutil.rmtree(work, ignore_errors=True)
-        return None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, duckdb.Error | OSError | StoreError):
+            return None
         raise
     return work, layout.parts

@@ -135,6 +135,7 @@ def test_a_previous_head_whose_parts_do_not_match_its_rows_is_not_copied(
     made = spy_refresh(monkeypatch)
     index_current(store)
     assert made == [None]
+    assert not list((manifest_dir(store.root) / "tmp").glob("*"))  # what it began is gone
     assert full_refresh(store, monkeypatch) == head_tables(store)
 
 
