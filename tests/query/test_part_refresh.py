@@ -203,3 +203,22 @@ def test_a_head_whose_parts_are_all_known_is_copied_whole(tmp_path: Path, monkey
     index_current(store)
     assert flattened == [] and made[0] is not None
     assert head_tables(store) == before
+
+
+def test_a_part_level_refresh_that_fails_after_flattening_leaves_nothing_and_gives_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB out of memory (or the source removed) while the new head is written: the full refresh, tmp/ empty."""
+    store = Store(tmp_path / "store")
+    first_build(store)
+    build(store, SMALL_CHANGE, refresh=False)
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> None:
+        raise duckdb.OutOfMemoryException("Out of Memory Error: as at 10,000 x 5 with 128 MB")
+
+    made = spy_refresh(monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(parted, "_load_kept", out_of_memory)  # (after the new parts' rows were spilled)
+        index_current(store)
+    assert made == [None]
+    assert not list((manifest_dir(store.root) / "tmp").glob("*"))
+    assert full_refresh(store, monkeypatch) == head_tables(store)
