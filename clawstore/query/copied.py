@@ -78,13 +78,16 @@ def load_taken(con: duckdb.DuckDBPyConnection, taken: Sequence[Taken], work: Pat
     path.unlink()
 
 
-def copied_sql(table: str, source: Path, ctx: Mapping[str, Any]) -> str:
-    """The rows of `table` the taken nodes have in `source`, with this build's columns and order."""
+def copied_sql(table: str, source: Path, ctx: Mapping[str, Any], by_sig: bool = False) -> str:
+    """The rows of `table` the taken nodes have in `source`, with this build's columns and order. `by_sig`: the taken
+    table holds only each node's position, signature and action, the signature alone naming its node in `source` (a
+    result's scored columns are left as they were, for the caller to make: parted.py)."""
     types = duckdb_columns(table)
     replace = [f'CAST({literal(value)} AS {types[name]}) AS "{name}"' for name, value in ctx.items()]
     replace.append('t.action AS "action"')
-    if table == "results":
+    if table == "results" and not by_sig:
         replace.extend(f't."{name}" AS "{name}"' for name in _SCORED)
+    on = f"s.{SIG} = t.sig" if by_sig else f"s.record_id = t.record_id AND s.{SIG} = t.sig"
     return (f"SELECT s.* REPLACE ({', '.join(replace)}), t.position AS _claw_pos, s.file_row_number AS _claw_sub "
             f"FROM read_parquet({literal(str(source / f'{table}.parquet'))}, file_row_number=true) AS s "
-            f"JOIN {_TAKEN} AS t ON s.record_id = t.record_id AND s.{SIG} = t.sig")
+            f"JOIN {_TAKEN} AS t ON {on}")

@@ -18,7 +18,7 @@ import msgspec
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.host.durable import write_file_atomic
-from clawstore.query import copied, segments, sqlflat
+from clawstore.query import copied, parted, segments, sqlflat
 from clawstore.query import rows as rows_module
 from clawstore.query.rows import (
     Flattened,
@@ -321,10 +321,11 @@ def written(write: Callable[[Flattened], T], rows: Flattened, again: Callable[[]
 
 
 def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None, known: BuildRows | None,
-               copy: bool = True, here: bool = True) -> tuple[Flattened, Path | None] | None:
-    """The rows of a head, and the segment already holding them as files: those of `known` (the build just indexed) when
-    it wrote this head with the same rows, else copied from the campaign's previous head (unless not `copy`) or
-    flattened a part of the head at a time into files (spill.py). Details: docs/query.md (Details by module)."""
+               copy: bool = True, here: bool = True) -> tuple[Flattened, Path | None, parted.Parts | None] | None:
+    """The rows of a head, the segment already holding them as files, and the head's parts when the rows are in their
+    order: those of `known` (the build just indexed) when it wrote this head with the same rows, else copied from the
+    campaign's previous head (unless not `copy`) or flattened a part of the head at a time into files (spill.py).
+    Details: docs/query.md (Details by module)."""
     if known is not None and not (known.log.get("head") == head_id and known.head):
         known = None  # another build's rows
     records = StoredRecords(store, warn)
@@ -333,26 +334,29 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
         nodes: Iterable[Mapping[str, Any]] = build_nodes(head, records)
         if same_rows(known.log, known.nodes, head, list(nodes), known.rows.sigs):
             rows = known.rows
-            return rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}), known.segment
-    else:
+            return (rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}),
+                    known.segment, None)  # (in the build's order, not the parts')
+    parts: parted.Parts | None = None
+    if known is None:
         load = StoredRecords(store)
         doc = load(head_id)
         if not isinstance(doc, dict):
             return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
         head = head_fields(doc)
-        nodes = chain(head_nodes(doc, load), build_nodes(head, records))
+        parts = [] if is_parted(doc) else None
+        nodes = chain(head_nodes(doc, load, parts), build_nodes(head, records))
     source = previous_head(manifest, head) if copy else None
     reuse = copied.reusable(source) if source is not None else None
     try:
         if reuse is None and here:  # every node flattened: by DuckDB, unless a record is odd (sqlflat.py)
             made = flattened_here(store, head, nodes, manifest)
             if made is not None:
-                return made._replace(tables={}), None
+                return made._replace(tables={}), None, parts
             return _head_rows(store, manifest, head_id, warn, None, copy=False, here=False)
         rows = spilled(lambda sink: flatten(head, records, records.read_ahead, nodes, reuse, sink), manifest)
     except StoreError:
         return None  # a part lost to damage, as above
-    return rows._replace(tables={}), None
+    return rows._replace(tables={}), None, parts
 
 
 def flattened_here(store: ObjectReader, log: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], manifest: Path
@@ -369,12 +373,17 @@ def flattened_here(store: ObjectReader, log: Mapping[str, Any], nodes: Iterable[
     return rows
 
 
-def head_nodes(doc: Mapping[str, Any], load: StoredRecords) -> Iterator[Mapping[str, Any]]:
-    """A head's nodes a part at a time, without their planning views (rows.without_planning_views)."""
+def head_nodes(doc: Mapping[str, Any], load: StoredRecords, parts: parted.Parts | None = None
+               ) -> Iterator[Mapping[str, Any]]:
+    """A head's nodes a part at a time, without their planning views (rows.without_planning_views); each part's id and
+    nodes added to `parts` as it is read (a parted head's)."""
     if not is_parted(doc):
         yield from (without_planning_views(doc).get("nodes") or [])
         return
-    for part in iter_parts(doc, lambda part_id: _part_without_planning_views(load, part_id)):
+    for part_id, part in zip(doc["node_parts"], iter_parts(doc, lambda part_id: _part_without_planning_views(
+            load, part_id)), strict=False):
+        if parts is not None:
+            parts.append((part_id, len(part)))
         for node in part:
             if isinstance(node, dict) and "record_doc" in node:  # (a part read whole: below)
                 node = dict(node)
@@ -406,16 +415,20 @@ def _part_without_planning_views(load: StoredRecords, part_id: str) -> Any:
                       for node in part.nodes]}
 
 
-def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | Flattened,
-                 segment: Path | None = None) -> None:
-    """Write one head's rows (or link the files of `segment`, which holds them); the directory appears by
-    one rename (a head is immutable: first one wins)."""
+def publish_head(manifest: Path, hexid: str, tables: Mapping[str, list[Row]] | Flattened | None,
+                 segment: Path | None = None, parts: parted.Parts | None = None, ready: Path | None = None) -> None:
+    """Write one head's rows (or link the files of `segment`, which holds them, or take the directory `ready` made
+    under tmp/), and its parts when the rows are in their order; the directory appears by one rename (a head is
+    immutable: first one wins), parts.json in it (parted.py)."""
     root = heads_dir(manifest)
     root.mkdir(parents=True, exist_ok=True)
-    tmp = None if segment is None else segments.link_segment_dir(manifest, "head", segment, HISTORY_VIEW)
+    tmp = ready if ready is not None else (
+        None if segment is None else segments.link_segment_dir(manifest, "head", segment, HISTORY_VIEW))
     if tmp is None:
+        assert tables is not None
         tmp = segments.write_segment_dir(manifest, "head", tables)
     try:
+        parted.write_parts(tmp, hexid, parts)
         (tmp / ROWS_STAMP).write_bytes(_rows_stamp(hexid))  # (lost in a crash: readers check every signature)
         os.rename(tmp, root / hexid)
     except OSError:
@@ -454,22 +467,42 @@ def materialise_head(store: StoreReader, manifest: Path, head_id: str, warn: War
     hexid = _hex(head_id)
     if (heads_dir(manifest) / hexid).is_dir():
         return True
+    if known is None or known.log.get("head") != head_id:
+        made = _parted_rows(store, manifest, head_id, warn)
+        if made is not None:
+            publish_head(manifest, hexid, None, parts=made[1], ready=made[0])
+            return True
     found = _head_rows(store, manifest, head_id, warn, known)
     if found is None:
         return False
-    rows, segment = found
+    rows, segment, parts = found
+    again_parts: list[parted.Parts | None] = []
 
     def flattened_again() -> Flattened:
         again = _head_rows(store, manifest, head_id, warn, None, copy=False)
         if again is None:
             raise StoreError(f"campaign head {head_id} can no longer be read")
+        again_parts.append(again[2])
         return again[0]
 
     try:
-        written(lambda flat: publish_head(manifest, hexid, flat, segment), rows, flattened_again)
+        written(lambda flat: publish_head(manifest, hexid, flat, segment, again_parts[-1] if again_parts else parts),
+                rows, flattened_again)
     except segments.SpilledAlready:  # the build's rows, spilled and written into its segment, which cannot be linked
-        publish_head(manifest, hexid, flattened_again())
+        publish_head(manifest, hexid, flattened_again(), parts=again_parts[-1])
     return True
+
+
+def _parted_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | None
+                 ) -> tuple[Path, parted.Parts] | None:
+    """parted.refresh of the head from its campaign's previous head directory (None: the full refresh)."""
+    load = StoredRecords(store)
+    doc = load(head_id)
+    if not isinstance(doc, dict) or not is_parted(doc):
+        return None
+    records = StoredRecords(store, warn)
+    return parted.refresh(manifest, doc, previous_head(manifest, head_fields(doc)), records, records.read_ahead,
+                          lambda part_id: _part_without_planning_views(load, part_id))
 
 
 def stale_campaign_head(store: StoreReader, manifest: Path, campaign: str) -> tuple[str, str | None] | None:

@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,7 +153,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_tree(path: Path) -> None:
+def fsync_tree(path: Path) -> None:
     for child in path.iterdir():
         with open(child, "rb") as fh:
             os.fsync(fh.fileno())
@@ -174,19 +174,22 @@ def _sql_list(paths: Sequence[str]) -> str:
 
 
 def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]] | Flattened,
-                 out_dir: Path) -> None:
-    """Write every physical table's rows as `<out_dir>/<table>.parquet` (typed even when empty). Given a
-    build's `Flattened` rows, also its hidden columns, and the rows it takes from its source (copied.py); rows a Spill
-    wrote are read from its files, and its directory removed (read once, written or not)."""
+                 out_dir: Path, which: Sequence[str] = tuple(PHYSICAL), taken_loaded: bool = False,
+                 shape: Callable[[str, str], str] | None = None, by_sig: bool = False) -> None:
+    """Write every physical table's rows (or those of `which`, in that order) as `<out_dir>/<table>.parquet` (typed
+    even when empty). Given a build's `Flattened` rows, also its hidden columns, and the rows it takes from its source
+    (copied.py: its `taken`, or `con`'s table of them if `taken_loaded`); rows a Spill wrote are read from its files,
+    and its directory removed (read once, written or not). `shape(table, source)`: the rows' source as written;
+    `by_sig`: copied.copied_sql's."""
     flat = tables if isinstance(tables, Flattened) else None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         rows = flat.tables if flat is not None else tables
-        taken = flat is not None and flat.source is not None and bool(flat.taken)
-        if taken:
+        taken = flat is not None and flat.source is not None and (bool(flat.taken) or taken_loaded)
+        if taken and not taken_loaded:
             assert flat is not None and flat.source is not None
             copied.load_taken(con, flat.taken, out_dir)
-        for table in PHYSICAL:
+        for table in which:
             hidden = copied.HIDDEN.get(table, []) if flat is not None else []
             metas = flat.meta.get(table, []) if flat is not None else []
             array = _array_of(flat, table, out_dir)
@@ -205,7 +208,9 @@ def write_tables(con: duckdb.DuckDBPyConnection, tables: Mapping[str, list[Row]]
             if taken and hidden:
                 assert flat is not None and flat.source is not None
                 source = (f"(SELECT * FROM {source} UNION ALL BY NAME "
-                          f"{copied.copied_sql(table, flat.source, flat.ctx)} ORDER BY _claw_pos, _claw_sub)")
+                          f"{copied.copied_sql(table, flat.source, flat.ctx, by_sig)} ORDER BY _claw_pos, _claw_sub)")
+            if shape is not None:
+                source = shape(table, source)
             target = literal(str(out_dir / f"{table}.parquet"))
             con.execute(f"COPY ({_select_typed(table, source, hidden)}) TO {target} "
                         f"(FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})").fetchall()
@@ -263,7 +268,7 @@ def write_segment_dir(manifest: Path, what: str, tables: Mapping[str, list[Row]]
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_tree(tmp)
+    fsync_tree(tmp)
     return tmp
 
 
@@ -278,7 +283,7 @@ def link_segment_dir(manifest: Path, what: str, source: Path, tables: Iterable[s
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         return None
-    _fsync_tree(tmp)
+    fsync_tree(tmp)
     return tmp
 
 
@@ -396,7 +401,7 @@ def _publish_pack(manifest: Path, snap: Snapshot) -> Path:
         con.close()
     slots = sorted(set(snap.covers) | set(snap.segments))
     (tmp / "covers.json").write_text(json.dumps({"slots": slots}))
-    _fsync_tree(tmp)
+    fsync_tree(tmp)
     packs = manifest / "packs"
     packs.mkdir(parents=True, exist_ok=True)
     final = packs / f"{gen:020d}"

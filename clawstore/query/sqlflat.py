@@ -45,7 +45,7 @@ CHUNK_NODES = 16384  # nodes per file of lines: DuckDB reads one while Python wr
 # rows.py's cells (_str, _int32, to_timestamp) of a JSON value of a map read_json gives (the node's and record's
 # address, error, outputs), and `ts_`: a time as rows.py reads it, null where rows.py would parse it otherwise (which
 # makes the caller give way to it).
-_MACROS = [
+MACROS = [
     # A JSON value read_json gives comes minified, so its first character says its type: most cells need no parse.
     "CREATE MACRO t_(j) AS CAST(j AS VARCHAR)",
     # Each on the text of a JSON value (`v`), computed once a row (_HELPERS): a macro's argument is pasted where it is
@@ -220,7 +220,19 @@ _HELPERS = {
 }
 
 
-_SCORED = {  # rows.scored_run, from the build's last run of the key and the costs of its evaluation in node order
+def scored_joins(flat: str) -> str:
+    """The joins giving each result row `f` (by its run_key) its run `k.run` (the last of the key, by position) and
+    its evaluation's costs `e.usd` (summed in node order), over `flat`: nodes with kind, key, status, latency_s,
+    cost_usd, has_record, run_key and their position p (SCORED reads them; query/parted.py too)."""
+    return (f"LEFT JOIN (SELECT key AS rk, arg_max({{'status': status, 'latency_s': latency_s, "
+            f"'cost_usd': cost_usd}}, p) AS run FROM {flat} WHERE kind = 'run' AND has_record AND key <> '' "
+            f"GROUP BY key) AS k ON k.rk = f.run_key "
+            f"LEFT JOIN (SELECT run_key AS ek, sum_(list(cost_usd ORDER BY p)) AS usd FROM {flat} "
+            f"WHERE has_record AND kind IN ('checks', 'judge', 'result') AND run_key <> '' GROUP BY run_key) AS e "
+            f"ON e.ek = f.run_key")
+
+
+SCORED = {  # rows.scored_run, from the build's last run of the key and the costs of its evaluation in node order
     "run_status": "k.run.status", "latency_s": "k.run.latency_s", "run_cost_usd": "k.run.cost_usd",
     "eval_cost_usd": "CASE WHEN e.ek IS NULL THEN 0.0 ELSE e.usd END",
     "total_cost_usd": "CASE WHEN k.rk IS NULL THEN NULL ELSE (CASE WHEN e.ek IS NULL THEN 0.0 ELSE e.usd END) "
@@ -235,13 +247,8 @@ _SOURCES = {  # each table's rows: FROM, WHERE, ORDER BY and the cells that are 
                {name: f'f.checks[f.sub]."{name}"' for name in [*(c.name for c in CHECK_FIELDS), "dimensions"]}),
     "judgements": ("flat AS f", "f.kind = 'judge' AND f.has_record", "f.p",
                    {d: f"f.j_{d}" for d in DIMENSIONS}),
-    "results": ("flat AS f LEFT JOIN (SELECT key AS rk, arg_max({'status': status, 'latency_s': latency_s, "
-                "'cost_usd': cost_usd}, p) AS run FROM flat WHERE kind = 'run' AND has_record AND key <> '' "
-                "GROUP BY key) AS k ON k.rk = f.run_key "
-                "LEFT JOIN (SELECT run_key AS ek, sum_(list(cost_usd ORDER BY p)) AS usd FROM flat "
-                "WHERE has_record AND kind IN ('checks', 'judge', 'result') AND run_key <> '' GROUP BY run_key) AS e "
-                "ON e.ek = f.run_key", "f.kind = 'result' AND f.has_record", "f.p",
-                {**{d: f"f.f_{d}" for d in DIMENSIONS}, **_SCORED}),
+    "results": ("flat AS f " + scored_joins("flat"), "f.kind = 'result' AND f.has_record", "f.p",
+                {**{d: f"f.f_{d}" for d in DIMENSIONS}, **SCORED}),
 }
 
 
@@ -373,7 +380,7 @@ def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectRead
     found = None
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
-        for macro in _MACROS:
+        for macro in MACROS:
             con.execute(macro).fetchall()
         loader = _Loader(con)
         try:
