@@ -13,6 +13,7 @@ import random
 import shutil
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,39 @@ def test_status_without_a_stamp_holds_a_window_not_the_campaign(
     small, large = peaks
     print(f"status peak: {cases // 5} cases {small / 2**20:.2f} MiB, {cases} cases {large / 2**20:.2f} MiB")
     assert large < small + BOUND, (small, large)
+
+
+def _reorder_head(store: Path, campaign_id: str) -> None:
+    """Write the campaign's head again with its parts in reverse case order (a head no build writes)."""
+    with Store(store) as opened:
+        ref = head_ref(campaign_id)
+        doc = opened.get_json(opened.get_ref(ref))
+        parts = [opened.get_json(part) for part in doc["node_parts"]]
+        actions = [action for action, count in doc["node_actions"] for _ in range(count)]
+        nodes = [(node, actions.pop(0)) for part in parts for node in part["nodes"]]
+        nodes.sort(key=lambda pair: pair[0]["address"]["case_id"], reverse=True)
+        part_ids = [opened.put_json({"head_part": 1, "nodes": [node for node, _ in nodes[at:at + 5]]})
+                    for at in range(0, len(nodes), 5)]
+        head = {**doc, "node_parts": part_ids, "node_actions": [[action, 1] for _, action in nodes]}
+        opened.set_ref(ref, opened.put_json(head))
+
+
+def test_a_head_out_of_case_order_is_read_whole_and_answers_the_same(
+        ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Path(env["CLAW_STORE"])
+    _campaign(ws, standin, 8)
+    code, _, err = claw.build(*CAMPAIGN[4:], "--output", "json")
+    assert code == 1, err
+    ws.edit("cases/c02/test.yaml", lambda doc: doc["input"]["messages"][1].update(content="Edited question?"))
+    in_order = _answers(claw, store, 1, monkeypatch)
+    whole_heads: list[bool] = []
+    inspect_windows = api.inspect_windows
+
+    def inspecting(*args: Any, whole_head: bool = False, **kwargs: Any) -> Any:
+        whole_heads.append(whole_head)
+        return inspect_windows(*args, whole_head=whole_head, **kwargs)
+
+    monkeypatch.setattr(api, "inspect_windows", inspecting)
+    _reorder_head(store, "main__rp__ev")
+    assert _answers(claw, store, 1, monkeypatch) == in_order
+    assert whole_heads == [False, True] * len(in_order)  # (each command streamed it, then read it whole)
