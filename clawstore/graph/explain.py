@@ -104,7 +104,8 @@ class HeadByCases:
             if at < 0:
                 return None
             address = node.get("address") if type(node) is dict else None
-            case = headdoc.place(node)[0] if type(address) is dict else self._case  # (a damaged node: said when read)
+            # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said when read)
+            case = str(address.get("case_id")) if type(address) is dict else self._case
             if case < self._case:
                 raise HeadOutOfOrder(f"{self._where}: a node of case {case!r} after case {self._case!r}")
             self._case, self._next = case, (case, at, node)
