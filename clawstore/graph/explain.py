@@ -53,9 +53,11 @@ class HeadByCases:
         self.ref = ref
         self.head_id = store.get_ref(ref)
         self._whole: HeadNodes | None = None
-        self._nodes: Iterator[tuple[int, Any]] = iter(())
-        self._next: tuple[str, int, Any] | None = None  # the node read ahead: its case, index and JSON
-        self._case = ""  # the case of the last node read
+        self._parts: Iterator[list[Any]] = iter(())
+        self._part: list[Any] = []  # the part being read, and where in it
+        self._pos = 0
+        self._at = 0  # the head's node at _pos (`nodes[at]` in what a damaged one is said to be)
+        self._case = ""  # the case of the last node looked at
         if not self.head_id:
             self._whole = {}
             return
@@ -65,7 +67,7 @@ class HeadByCases:
                 self._whole = read_head(store, ref)[1]
                 return
             documents.read_head({**headdoc.head_fields(doc), "nodes": []}, self._where)  # its own fields
-            self._nodes = enumerate(headdoc.iter_nodes(doc, store.get_json))
+            self._parts = headdoc.iter_parts(doc, store.get_json)
 
     @property
     def _where(self) -> str:
@@ -75,12 +77,8 @@ class HeadByCases:
         """The nodes of these cases (sorted, each after every case of the windows asked for before) by address."""
         if self._whole is not None:
             return self._whole
-        wanted, last = set(cases), cases[-1]
         found: HeadNodes = {}
-        while (ahead := self._ahead()) is not None and ahead[0] <= last:
-            typed = self._take(ahead)
-            if ahead[0] in wanted:
-                found[address_id(typed.kind, typed.address)] = typed
+        self._read(cases[-1], set(cases), found)
         return found
 
     def finish(self) -> None:
@@ -88,28 +86,33 @@ class HeadByCases:
         says it, and a node out of order raises HeadOutOfOrder."""
         if self._whole is not None:
             return
-        while (ahead := self._ahead()) is not None:
-            self._take(ahead)
+        self._read(None, set(), {})
 
-    def _take(self, ahead: tuple[str, int, Any]) -> HeadNode:
-        """The node read ahead, typed (every node is, as `read_head` types them)."""
-        self._next = None
+    def _read(self, last: str | None, wanted: set[str], found: HeadNodes) -> None:
+        """Type each node up to the first of a case after `last` (None: to the end), keeping those of `wanted`."""
+        where, typed_node = self._where, documents.read_head_node
         with _damaged_head(self.ref, self.head_id):
-            return documents.read_head_node(ahead[2], self._where, ahead[1])
-
-    def _ahead(self) -> tuple[str, int, Any] | None:
-        if self._next is None:
-            with _damaged_head(self.ref, self.head_id):
-                at, node = next(self._nodes, (-1, None))
-            if at < 0:
-                return None
-            address = node.get("address") if type(node) is dict else None
-            # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said when read)
-            case = str(address.get("case_id")) if type(address) is dict else self._case
-            if case < self._case:
-                raise HeadOutOfOrder(f"{self._where}: a node of case {case!r} after case {self._case!r}")
-            self._case, self._next = case, (case, at, node)
-        return self._next
+            while True:
+                if self._pos == len(self._part):
+                    part = next(self._parts, None)
+                    if part is None:
+                        return
+                    self._part, self._pos = part, 0
+                    continue  # (a part of no nodes: the next)
+                node = self._part[self._pos]
+                address = node.get("address") if type(node) is dict else None
+                # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said below)
+                case = str(address.get("case_id")) if type(address) is dict else self._case
+                if case < self._case:
+                    raise HeadOutOfOrder(f"{where}: a node of case {case!r} after case {self._case!r}")
+                self._case = case
+                if last is not None and case > last:
+                    return
+                typed = typed_node(node, where, self._at)
+                self._pos += 1
+                self._at += 1
+                if case in wanted:
+                    found[address_id(typed.kind, typed.address)] = typed
 
 
 # Sub-documents a node's input document names by id (stored when the node executes).
