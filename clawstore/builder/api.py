@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from clawstore.builder import engine
 from clawstore.builder.buildlog import head_ref
@@ -15,8 +15,9 @@ from clawstore.builder.cyclic_gc import collector_paused
 from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
-from clawstore.graph.explain import classify, read_head, reasons
+from clawstore.graph.explain import HeadByCases, HeadOutOfOrder, classify, read_head, reasons
 from clawstore.graph.plan import (
+    RELEASED,
     HeadNodes,
     Node,
     address_id,
@@ -30,6 +31,7 @@ from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
+    from clawstore.builder.eval_layer import EvalLayer
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import ModelConfig
@@ -224,7 +226,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
     whole = batches is not None or options.batch or _batch_judges(campaign) or _batches_in(store)
 
     def windows() -> Iterator[list[Node]]:
-        for items in window_items(campaign, 1 << 62 if whole else engine.WINDOW_RUNS, planner.repetitions):
+        for items in window_items(campaign, WHOLE if whole else engine.WINDOW_RUNS, planner.repetitions):
             nodes = planner.plan(items)
             attach_records(nodes, store, head)
             require_keys(nodes, options.force)  # (a window's runs: a key missing fails before they are sent)
@@ -356,11 +358,77 @@ class NodeState:
 
 def inspect_campaign(campaign: Campaign, store: Store, force: bool = False) -> tuple[str, list[NodeState]]:
     """Every node's state and why it would execute (no provider call; nothing written but a killed build's
-    finished work, adopted first: store/core/adopt.py)."""
+    finished work, adopted first: store/core/adopt.py), the campaign planned in one window."""
+    return campaign.campaign_id, [s for states in inspect_windows(campaign, store, force, WHOLE, whole_head=True)
+                                  for s in states]
+
+
+WHOLE = 1 << 62  # runs a window: the whole campaign in one
+
+T = TypeVar("T")
+
+
+def fold_windows(campaign: Campaign, store: Store, force: bool, fold: Callable[[Iterator[list[NodeState]]], T]) -> T:
+    """`fold` of inspect_windows; again from the start with the head read whole when its nodes are out of order
+    (nothing `fold` made of the windows before is kept)."""
+    try:
+        return fold(inspect_windows(campaign, store, force))
+    except HeadOutOfOrder:
+        return fold(inspect_windows(campaign, store, force, whole_head=True))
+
+
+def kept_states(campaign: Campaign, store: Store, force: bool, keep: Callable[[NodeState], bool]
+                ) -> tuple[Iterator[NodeState], int]:
+    """The states `keep` keeps in the whole campaign's order, planned a window at a time and kept in a file meanwhile
+    (builder/inorder.py: iterable once; each node only as the commands print it: kind, address, key), and how many
+    nodes the campaign has."""
+    from clawstore.builder.inorder import InOrder
+
+    def fold(windows: Iterator[list[NodeState]]) -> tuple[InOrder, int]:
+        kept, nodes = InOrder(campaign.model_ids), 0
+        for states in windows:
+            nodes += len(states)
+            for s in states:
+                if keep(s):
+                    n = s.node
+                    kept.add(n.kind, n.address["model_id"], (n.kind, n.address, n.key, s.state, s.reasons))
+            kept.end_window()
+        return kept, nodes
+
+    kept, nodes = fold_windows(campaign, store, force, fold)
+    return (NodeState(Node(kind, address, RELEASED, key), state, why) for kind, address, key, state, why in kept), nodes
+
+
+def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs: int | None = None,
+                    whole_head: bool = False) -> Iterator[list[NodeState]]:
+    """inspect_campaign a window of about `runs` (default: a build's) runs at a time, as a build plans
+    (graph/plan.py `window_items`): each window's run states, then its evaluation nodes' in the order of their
+    runs. A window holds whole cases in case order, every model of each, so the whole campaign's order (models,
+    then cases; runs before evaluations) is the windows' states taken section by section, model by model, window
+    by window (builder/inorder.py). The head is read a window's cases at a time too (graph/explain.py
+    `HeadByCases`: HeadOutOfOrder, unless `whole_head`, when its nodes are not in case order)."""
     with collector_paused():
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()
-        return _inspect(campaign, store, force)
+        head = HeadByCases(store, head_ref(campaign.campaign_id), whole_head)
+        planner = _RunPlanner(campaign, store)
+        layer = None
+        if campaign.evaluation_profile is not None:
+            from clawstore.builder.eval_layer import EvalLayer
+
+            layer = EvalLayer(campaign, store)
+        for items in window_items(campaign, engine.WINDOW_RUNS if runs is None else runs, planner.repetitions):
+            cases = sorted({item.case_id for item in items})
+            previous = head.window(cases)
+            nodes = planner.plan(items)
+            attach_records(nodes, store, previous)
+            pending: dict[str, str] = {}
+            if layer is not None:
+                layer.head = previous
+                nodes += _eval_nodes(layer, nodes, pending, previous)
+                layer.forget_cases(cases)  # (no later window has them)
+            yield _states(nodes, pending, previous, store, force)
+        head.finish()
 
 
 def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
@@ -380,22 +448,23 @@ def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, s
     all_nodes = list(nodes)
     pending: dict[str, str] = {}
     if campaign.evaluation_profile is not None:
-        all_nodes += _eval_nodes(campaign, store, nodes, pending, previous)
+        from clawstore.builder.eval_layer import EvalLayer
+
+        all_nodes += _eval_nodes(EvalLayer(campaign, store, head=previous), nodes, pending, previous)
     return all_nodes, pending, previous
 
 
-def _inspect(campaign: Campaign, store: Store, force: bool) -> tuple[str, list[NodeState]]:
-    cid = campaign.campaign_id
-    all_nodes, pending, previous = _plan_all(campaign, store)
+def _states(nodes: list[Node], pending: dict[str, str], previous: HeadNodes, store: Store,
+            force: bool) -> list[NodeState]:
     states = []
-    for node in all_nodes:
+    for node in nodes:
         before = previous.get(address_id(node.kind, node.address))
         if node.key in pending:
             state = "stale" if before is not None else "never-built"
             states.append(NodeState(node, state, [pending[node.key]]))
             continue
         states.append(NodeState(node, classify(node, before), reasons(node, before, store, force)))
-    return cid, states
+    return states
 
 
 def _unbuilt(run: Node, head: HeadNodes) -> str:
@@ -405,16 +474,12 @@ def _unbuilt(run: Node, head: HeadNodes) -> str:
     return "the run was built, but its inputs changed since: it runs again first"
 
 
-def _eval_nodes(campaign: Campaign, store: Store, runs: list[Node], pending: dict[str, str],
-                head: HeadNodes) -> list[Node]:
+def _eval_nodes(layer: EvalLayer, runs: list[Node], pending: dict[str, str], head: HeadNodes) -> list[Node]:
     """Evaluation nodes as far as they can be planned from what is stored; the rest are pending.
 
     A node whose inputs a build has yet to make (a stale run's checks, judgements and result) has no
     key yet: it stands in as a placeholder, so dry-run and status count every node the build would run.
     """
-    from clawstore.builder.eval_layer import EvalLayer
-
-    layer = EvalLayer(campaign, store, head=head)
     found: list[Node] = []
 
     def placeholder(kind: str, address: dict[str, Any], why: str) -> None:

@@ -65,12 +65,17 @@ def _judge_of(profile: EvaluationProfile | None, judge_run_id: str) -> JudgeConf
     return profile.judge(run.judge_id)
 
 
-def layer_counts(items: list[Work]) -> dict[str, dict[str, int]]:
-    """Per layer: how many nodes execute, how many are reused, how many are not keyed yet."""
-    counts: dict[str, Counter[str]] = {kind: Counter() for kind in LAYERS}
-    for work in items:
-        counts[work.kind]["execute" if work.executes else "reuse"] += 1
+class LayerCounts:
+    """Per layer: how many nodes execute, how many are reused, how many are not keyed yet (`add` each node's work)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, Counter[str]] = {kind: Counter() for kind in LAYERS}
+
+    def add(self, work: Work) -> None:
+        self._counts[work.kind]["execute" if work.executes else "reuse"] += 1
         if not work.exact:
-            counts[work.kind]["unplanned"] += 1
-    return {kind: {name: c[name] for name in ("execute", "reuse", "unplanned")} for kind, c in counts.items()
-            if sum(c.values())}
+            self._counts[work.kind]["unplanned"] += 1
+
+    def layers(self) -> dict[str, dict[str, int]]:
+        return {kind: {name: c[name] for name in ("execute", "reuse", "unplanned")}
+                for kind, c in self._counts.items() if sum(c.values())}

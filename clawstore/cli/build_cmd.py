@@ -55,7 +55,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         if not isinstance(planned, Inspection):
             click.echo(f"0 node(s) would execute (nothing), {planned.nodes} fresh ({planned.campaign_id})")
             return
-        print_plan(planned.campaign_id, planned.states, output, force)
+        print_plan(planned.campaign_id, planned.states, planned.nodes, output, force)
         note(planned.never_built)
         return
     settings = BuildSettings(force=force, max_concurrency=max_concurrency, max_cost=max_cost, executor=executor,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -32,33 +33,37 @@ def note(message: str | None) -> None:
         click.echo(f"claw: note: {message}", err=True)
 
 
-def layer_counts(states: list[NodeState], executes: Callable[[NodeState], bool]) -> str:
-    """'2 runs, 2 checks, 6 judgements, 2 results' (layers with no node left out)."""
-    counts = Counter(s.node.kind for s in states if executes(s))
-    return ", ".join(f"{counts[kind]} {name}" for kind, name in LAYERS.items() if counts[kind]) or "nothing"
+def layer_counts(kinds: Counter[str]) -> str:
+    """'2 runs, 2 checks, 6 judgements, 2 results' (`kinds`: nodes per kind; layers with no node left out)."""
+    return ", ".join(f"{kinds[kind]} {name}" for kind, name in LAYERS.items() if kinds[kind]) or "nothing"
 
 
-def print_plan(cid: str, states: list[NodeState], output: str, force: bool) -> None:
-    """`build --dry-run`: each node that would execute and why."""
+def print_plan(cid: str, states: Iterable[NodeState], nodes: int, output: str, force: bool) -> None:
+    """`build --dry-run`: each node that would execute and why (`states` in one pass: every node for the JSON, at
+    least those that would execute for the text; `nodes`: how many the campaign has)."""
     def executes(s: NodeState) -> bool:
         return s.state != "fresh" or force
 
-    will_run = [s for s in states if executes(s)]
+    will_run: Counter[str] = Counter()
     if output == "json":
-        by_layer = Counter(s.node.kind for s in will_run)
-        layers = {name: by_layer[kind] for kind, name in LAYERS.items()}
-        click.echo(json.dumps({"campaign": cid, "would_execute": layers,
-                               "nodes": [{**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
-                                          "executes": executes(s), "reasons": s.reasons} for s in states]},
-                              sort_keys=True))
+        def listed() -> Iterator[str]:
+            for s in states:
+                will_run[s.node.kind] += executes(s)
+                yield json.dumps({**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
+                                  "executes": executes(s), "reasons": s.reasons}, sort_keys=True)
+
+        write_json({"campaign": cid}, {"nodes": listed(), "would_execute": lambda: {
+            name: will_run[kind] for kind, name in LAYERS.items()}})
         return
-    for s in will_run:
-        click.echo(f"exec {node_label(s.node)}: " + "; ".join(s.reasons))
-    fresh = len(states) - len(will_run)
-    click.echo(f"{len(will_run)} node(s) would execute ({layer_counts(states, executes)}), {fresh} fresh ({cid})")
+    for s in states:
+        if executes(s):
+            will_run[s.node.kind] += 1
+            click.echo(f"exec {node_label(s.node)}: " + "; ".join(s.reasons))
+    count = will_run.total()
+    click.echo(f"{count} node(s) would execute ({layer_counts(will_run)}), {nodes - count} fresh ({cid})")
 
 
-def _write(before: list[str], separator: str, items: Iterable[str], after: list[str]) -> None:
+def write_items(before: list[str], separator: str, items: Iterable[str], after: list[str]) -> None:
     """`before`, the items joined by `separator`, `after`: to stdout, ROWS_PER_WRITE items a write."""
     click.echo("".join(before), nl=False)
     items = iter(items)
@@ -103,7 +108,7 @@ def _print_table(rows: Iterable[dict[str, Any]]) -> None:
             line, evaluated = _cells(row)
             yield "\n" + text(line + ((evaluated or ["-", "-"]) if evals else []))
 
-    _write([text(headers), "\n", "  ".join("-" * w for w in widths)], "", lines(), ["\n"])
+    write_items([text(headers), "\n", "  ".join("-" * w for w in widths)], "", lines(), ["\n"])
 
 
 def _money(row: dict[str, Any]) -> str:
@@ -113,7 +118,22 @@ def _money(row: dict[str, Any]) -> str:
 
 
 ROWS_PER_WRITE = 1_000  # rows written to stdout at once (a build's rows are read back from its files: builder/rows.py)
-_ROWS_MARK = "\x00the rows\x00"  # where the rows go in the JSON text (no other field can hold it)
+
+
+def write_json(doc: dict[str, Any], streamed: dict[str, Iterable[str] | Callable[[], Any]]) -> None:
+    """The line `json.dumps(doc | values, sort_keys=True)`, written as it is made: each field of `streamed` a list
+    of the items' JSON texts (written ROWS_PER_WRITE at a time as they are read), or a value asked for when its
+    turn comes (after the lists before it in the key order: a count made while they are written)."""
+    mark = json.dumps(f"streamed-{os.urandom(16).hex()}")  # where a streamed field goes (a value no field holds)
+    text = json.dumps(doc | dict.fromkeys(streamed, json.loads(mark)), sort_keys=True)
+    pieces = text.split(mark)
+    for piece, name in zip(pieces, sorted(streamed), strict=False):
+        value = streamed[name]
+        if callable(value):
+            click.echo(piece + json.dumps(value(), sort_keys=True), nl=False)
+        else:
+            write_items([piece, "["], ", ", value, ["]"])
+    click.echo(pieces[-1])
 
 
 def print_built(built: Built, output: str) -> None:
@@ -123,14 +143,11 @@ def print_built(built: Built, output: str) -> None:
     if output == "json":
         spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
         metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
-        text = json.dumps({"campaign": built.campaign_id, "build_id": built.build_id, "rows": _ROWS_MARK,
-                           "counts": built.counts, "metrics": metrics,
-                           "failures": [{"node": node, "reason": reason} for node, reason in built.failures],
-                           "stopped": built.stopped, "exit_code": built.exit_code,
-                           "pending_in_batches": built.pending},
-                          sort_keys=True)
-        head, tail = text.split(json.dumps(_ROWS_MARK), 1)
-        _write([head + "["], ", ", (json.dumps(row, sort_keys=True) for row in built.rows), ["]" + tail + "\n"])
+        failures = [{"node": node, "reason": reason} for node, reason in built.failures]
+        write_json({"campaign": built.campaign_id, "build_id": built.build_id, "counts": built.counts,
+                    "metrics": metrics, "failures": failures, "stopped": built.stopped,
+                    "exit_code": built.exit_code, "pending_in_batches": built.pending},
+                   {"rows": (json.dumps(row, sort_keys=True) for row in built.rows)})
         return
     _print_table(built.rows)
     counts = built.counts

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import click
 
-from clawstore.cli.build_view import node_label, note
+from clawstore.cli.build_view import node_label, note, write_json
 from clawstore.cli.common import OUTPUT, campaign_options, campaign_project
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
@@ -20,19 +21,23 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
             models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """For each stale node, the inputs that changed since the last build at its address."""
     found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).explain()
-    cid, stale = found.campaign_id, found.states
+    cid = found.campaign_id
     note(found.never_built)
+    stale = iter(found.states)  # (read back once, in the campaign's order)
     if output == "json":
-        click.echo(json.dumps({"campaign": cid, "stale": [
-            {**s.node.address, "kind": s.node.kind, "state": s.state, "reasons": s.reasons} for s in stale]},
-            sort_keys=True))
+        write_json({"campaign": cid}, {"stale": (json.dumps(
+            {**s.node.address, "kind": s.node.kind, "state": s.state, "reasons": s.reasons}, sort_keys=True)
+            for s in stale)})
         return
-    if not stale:
+    first = next(stale, None)
+    if first is None:
         click.echo(f"everything is fresh ({cid})")
-    elif stdout_is_terminal():
-        print_tables(rich_table(["NODE", "STATE", "WHAT CHANGED"],
-                                [[node_label(s.node), s.state, "\n".join(s.reasons)] for s in stale],
-                                [False, False, False], title=f"why {len(stale)} node(s) of {cid} would execute"))
+        return
+    stale = itertools.chain([first], stale)
+    if stdout_is_terminal():
+        rows = [[node_label(s.node), s.state, "\n".join(s.reasons)] for s in stale]
+        print_tables(rich_table(["NODE", "STATE", "WHAT CHANGED"], rows, [False, False, False],
+                                title=f"why {len(rows)} node(s) of {cid} would execute"))
         return
     for s in stale:
         click.echo(f"{node_label(s.node)} ({s.state}):")

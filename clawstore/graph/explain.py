@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import HeadNodes, Node, address_id
-from clawstore.store import headdoc
+from clawstore.store import documents, headdoc
 
 if TYPE_CHECKING:
     from clawstore.store.documents import HeadNode
@@ -19,14 +21,98 @@ def read_head(store: StoreReader, ref: str) -> tuple[str | None, HeadNodes]:
     head_id = store.get_ref(ref)
     if not head_id:
         return None, {}
-    try:
+    with _damaged_head(ref, head_id):
         head = headdoc.read_head(store, head_id)
         return head_id, {address_id(n.kind, n.address): n for n in head.nodes}
+
+
+@contextlib.contextmanager
+def _damaged_head(ref: str, head_id: str) -> Iterator[None]:
+    """A head that cannot be read, said as one line naming the ref and what to do."""
+    try:
+        yield
     except (StoreError, ValueError) as exc:
         why = "is not in the store" if isinstance(exc, MissingObjectError) else "is damaged"
         raise StoreError(f"ref {ref} points at {head_id}, which {why}: run `claw fsck --repair` "
                          "(it removes the ref; the next build reuses what the action cache still holds)") from None
 
+
+class HeadOutOfOrder(Exception):
+    """A head's nodes are not in case order (store/headdoc.py `place`): read it whole instead, from the start."""
+
+
+class HeadByCases:
+    """A campaign head's nodes by address a window of cases at a time, the cases asked for in their sorted order:
+    a head in parts holds its nodes in that order (store/headdoc.py `place`), so a window's nodes are read as its
+    parts stream and those of other cases are dropped, and a read command holds a window's, not the campaign's.
+    A head with its nodes inline (version 1) is read whole. `HeadOutOfOrder` when a node comes after a later case's;
+    a damaged or missing part is the same StoreError as `read_head`'s, raised when it is reached (`finish` reads to
+    the end: every node checked, as `read_head` does)."""
+
+    def __init__(self, store: StoreReader, ref: str, whole: bool = False):
+        self.ref = ref
+        self.head_id = store.get_ref(ref)
+        self._whole: HeadNodes | None = None
+        self._parts: Iterator[list[Any]] = iter(())
+        self._part: list[Any] = []  # the part being read, and where in it
+        self._pos = 0
+        self._at = 0  # the head's node at _pos (`nodes[at]` in what a damaged one is said to be)
+        self._case = ""  # the case of the last node looked at
+        if not self.head_id:
+            self._whole = {}
+            return
+        with _damaged_head(ref, self.head_id):
+            doc = store.get_json(self.head_id)
+            if whole or not headdoc.is_parted(doc):
+                self._whole = read_head(store, ref)[1]
+                return
+            documents.read_head({**headdoc.head_fields(doc), "nodes": []}, self._where)  # its own fields
+            self._parts = headdoc.iter_parts(doc, store.get_json)
+
+    @property
+    def _where(self) -> str:
+        return f"campaign head {self.head_id}"
+
+    def window(self, cases: list[str]) -> HeadNodes:
+        """The nodes of these cases (sorted, each after every case of the windows asked for before) by address."""
+        if self._whole is not None:
+            return self._whole
+        found: HeadNodes = {}
+        self._read(cases[-1], set(cases), found)
+        return found
+
+    def finish(self) -> None:
+        """Read the rest (the nodes of cases no window asked for): a damaged node or part is said as `read_head`
+        says it, and a node out of order raises HeadOutOfOrder."""
+        if self._whole is not None:
+            return
+        self._read(None, set(), {})
+
+    def _read(self, last: str | None, wanted: set[str], found: HeadNodes) -> None:
+        """Type each node up to the first of a case after `last` (None: to the end), keeping those of `wanted`."""
+        where, typed_node = self._where, documents.read_head_node
+        with _damaged_head(self.ref, self.head_id):
+            while True:
+                if self._pos == len(self._part):
+                    part = next(self._parts, None)
+                    if part is None:
+                        return
+                    self._part, self._pos = part, 0
+                    continue  # (a part of no nodes: the next)
+                node = self._part[self._pos]
+                address = node.get("address") if type(node) is dict else None
+                # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said below)
+                case = str(address.get("case_id")) if type(address) is dict else self._case
+                if case < self._case:
+                    raise HeadOutOfOrder(f"{where}: a node of case {case!r} after case {self._case!r}")
+                self._case = case
+                if last is not None and case > last:
+                    return
+                typed = typed_node(node, where, self._at)
+                self._pos += 1
+                self._at += 1
+                if case in wanted:
+                    found[address_id(typed.kind, typed.address)] = typed
 
 
 # Sub-documents a node's input document names by id (stored when the node executes).

@@ -85,11 +85,12 @@ class Built:
 
 @dataclass
 class Inspection:
-    """Every node's state, and why the campaign has no head if it has none."""
+    """The states of the nodes asked for in the campaign's order, and why the campaign has no head if it has none."""
 
     campaign_id: str
-    states: list[NodeState]
+    states: Iterable[NodeState]  # (read back from a file a window wrote them to: iterable once)
     never_built: str | None
+    nodes: int = 0  # every node of the campaign, those `states` leaves out too
 
 
 @dataclass
@@ -194,37 +195,48 @@ class Project:
         (never with --case/--model); None: plan."""
         return None if self.request.filtered else stamping.fresh(self._stamping())
 
-    def inspect(self, force: bool = False) -> Inspection:
-        """Every node's state and why it would execute (nothing sent; nothing written but a killed
-        build's finished work, adopted first)."""
-        from clawstore.builder.api import inspect_campaign
+    def inspect(self, force: bool = False, keep: Callable[[NodeState], bool] = lambda s: True) -> Inspection:
+        """The states `keep` keeps and why each would execute, planned a window at a time (nothing sent; nothing
+        written but a killed build's finished work, adopted first)."""
+        from clawstore.builder.api import kept_states
 
-        cid, states = inspect_campaign(self.campaign, self.store, force)
-        return Inspection(cid, states, never_built_message(self.store, cid))
+        campaign = self.campaign
+        states, nodes = kept_states(campaign, self.store, force, keep)
+        return Inspection(campaign.campaign_id, states, never_built_message(self.store, campaign.campaign_id), nodes)
 
     def dry_run(self, force: bool, from_stamp: bool, remote: bool = False) -> stamping.Fresh | Inspection:
-        """`build --dry-run`: what would execute (`from_stamp`: a matching stamp answers, all fresh)."""
+        """`build --dry-run`: what would execute (`from_stamp`: a matching stamp answers, all fresh; else the
+        JSON's plan, which lists every node)."""
         from clawstore.host.machine_settings import check_build_settings
 
         check_build_settings(remote=remote)
         found = None if force or not from_stamp else self.fresh()
-        return found if found is not None else self.inspect(force)
+        if found is not None:
+            return found
+        return self.inspect(force, lambda s: force or not from_stamp or s.state != "fresh")
 
     def status(self) -> Status:
         """Nodes per model, layer and state, once what provider batches finished is recorded."""
+        from clawstore.builder.api import fold_windows
+
         found = self.fresh()
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
         collected = self.collect()
-        inspection = self.inspect()
-        per_model: dict[str, dict[str, Counter[str]]] = {}
-        for s in inspection.states:
-            kinds = per_model.setdefault(s.node.address["model_id"], {})
-            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
-        cid = inspection.campaign_id
+
+        def fold(windows: Iterator[list[NodeState]]) -> dict[str, dict[str, Counter[str]]]:
+            per_model: dict[str, dict[str, Counter[str]]] = {}
+            for states in windows:
+                for s in states:
+                    kinds = per_model.setdefault(s.node.address["model_id"], {})
+                    kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+            return per_model
+
+        cid = self.campaign.campaign_id
+        per_model = fold_windows(self.campaign, self.store, False, fold)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
-        return Status(cid, per_model, inspection.never_built, pending, collected.recorded)
+        return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded)
 
     def collect(self, wait: bool = False) -> Collected:
         """Record every finished line of the provider batches covering the campaign (with `wait`, until
@@ -238,9 +250,7 @@ class Project:
         found = self.fresh()
         if found is not None:
             return Inspection(found.campaign_id, [], None)
-        inspection = self.inspect()
-        inspection.states = [s for s in inspection.states if s.state != "fresh"]
-        return inspection
+        return self.inspect(keep=lambda s: s.state != "fresh")
 
     def plan(self, force: bool = False, max_concurrency: int | None = None, batch: bool = False,
              remote: str | None = None) -> SpendPlan:

@@ -4,15 +4,19 @@ planner and the store's history. docs/plan.md (How it estimates; Details by modu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from clawstore.builder.workplan import LAYERS, PAID_LAYERS, Work, layer_counts, work_items
+from clawstore.builder.inorder import InOrder
+from clawstore.builder.workplan import LAYERS, PAID_LAYERS, LayerCounts, Work, work_items
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from clawstore.builder.api import NodeState
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import EvaluationProfile, JudgeConfig, RunProfile, Suite
     from clawstore.store.store import Store
@@ -275,28 +279,57 @@ def fresh_plan(campaign_id: str, layers: list[tuple[str, dict[str, int]]], suite
 
 def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concurrency: int | None = None,
                batch: bool = False) -> SpendPlan:
-    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history)."""
-    from clawstore.builder.api import inspect_campaign
+    """The plan of one campaign (nothing executed; the manifest is brought up to date to read history), planned a
+    window at a time: each paid node's part of its line is kept in a file and added in the campaign's order, so
+    every sum is the same float as the whole campaign's plan (builder/inorder.py)."""
+    from clawstore.builder.api import fold_windows
 
-    cid, states = inspect_campaign(campaign, store, force)
-    items = work_items(campaign, states, force)
-    history = load_history(store)
+    def fold(windows: Iterator[list[NodeState]]) -> tuple[InOrder, LayerCounts]:
+        parts, counts = InOrder(campaign.model_ids), LayerCounts()
+        history: History | None = None
+        for states in windows:
+            if history is None:  # (after the first window adopted what a killed build left)
+                history = load_history(store)
+            for work in work_items(campaign, states, force):
+                counts.add(work)
+                if work.kind in PAID_LAYERS:
+                    parts.add(work.kind, work.address["model_id"], _part(work, history))
+            parts.end_window()
+        if history is None:
+            load_history(store)  # (the manifest brought up to date all the same)
+        return parts, counts
+
+    parts, counts = fold_windows(campaign, store, force, fold)
     lines: dict[tuple[str, str], PlanLine] = {}
-    for work in items:
-        if work.kind not in PAID_LAYERS:
-            continue
-        if work.kind == "run":
-            key = ("run", work.address["model_id"])
-            line = lines.setdefault(key, PlanLine("run", key[1], work.item.resolved_model))
-        else:
-            key = ("judge", work.judge.judge_id)
-            line = lines.setdefault(key, _judge_line(work.judge, batch))
-        if not work.executes:
+    profile = campaign.evaluation_profile
+    for kind, name, model, estimate, unplanned, open_ended in parts:
+        line = lines.get((kind, name))
+        if line is None:
+            line = lines[(kind, name)] = (PlanLine("run", name, model) if kind == "run"
+                                          else _judge_line(_profile(profile).judge(name), batch))
+        if estimate is None:
             line.reused += 1
             continue
-        line.add(estimate_run(work, history) if work.kind == "run" else estimate_judge(work, history))
-        line.unplanned += 0 if work.exact else 1
-        line.open_ended += 1 if work.kind == "run" and may_loop(work.item) else 0
+        line.add(Estimate(*estimate))
+        line.unplanned += unplanned
+        line.open_ended += open_ended
     concurrency = max_concurrency or campaign.run_profile.execution_policy.max_concurrency
     ordered = sorted(lines.values(), key=lambda line: line.kind != "run")  # runs first, as the build goes
-    return SpendPlan(cid, concurrency, ordered, layer_counts(items))
+    return SpendPlan(campaign.campaign_id, concurrency, ordered, counts.layers())
+
+
+def _profile(profile: EvaluationProfile | None) -> EvaluationProfile:
+    assert profile is not None, "judge work comes of an evaluation profile"
+    return profile
+
+
+def _part(work: Work, history: History) -> tuple[Any, ...]:
+    """A paid node's part of its plan line: (kind, line name, model, estimate or None when reused, unplanned,
+    open-ended), plain values (kept in a file until added in the campaign's order)."""
+    run = work.kind == "run"
+    name = work.address["model_id"] if run else work.judge.judge_id
+    model = work.item.resolved_model if run else ""
+    if not work.executes:
+        return (work.kind, name, model, None, 0, 0)
+    estimate = estimate_run(work, history) if run else estimate_judge(work, history)
+    return (work.kind, name, model, astuple(estimate), 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0)

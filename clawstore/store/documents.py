@@ -370,22 +370,25 @@ def read_head(data: Any, where: str) -> Head:
         raise StoreError(f"{where}: not a campaign head (a JSON object with a nodes list)")
     campaign = _field(data, "campaign", _DICT, "an object", where, {})
     version = _field(data, "head_version", frozenset({int}), "a version number", where, 1)
-    nodes = []
-    for at, node in enumerate(data["nodes"]):
-        if type(node) is not dict:
-            raise damaged(where, f"nodes[{at}]", "an object")
-        values = {}
-        for name, (types, expected) in _NODE_TYPES.items():
-            value = node.get(name, _ABSENT)
-            if value is _ABSENT and name in _NODE_REQUIRED:
-                raise damaged(where, f"nodes[{at}].{name}", f"{expected} (the node has none)")
-            if value is not _ABSENT:
-                if type(value) not in types:
-                    raise damaged(where, f"nodes[{at}].{name}", expected)
-                values[name] = value
-        nodes.append(HeadNode(**values, stored=node))
+    nodes = [read_head_node(node, where, at) for at, node in enumerate(data["nodes"])]
     found = {name: _field(data, name, _STR | _NONE, "a string or null", where) for name in _HEAD_TEXTS}
     return Head(campaign, tuple(nodes), version, **found)
+
+
+def read_head_node(node: Any, where: str, at: int) -> HeadNode:
+    """The node `nodes[at]` of a campaign head, typed (StoreError naming the field a hostile one gets wrong)."""
+    if type(node) is not dict:
+        raise damaged(where, f"nodes[{at}]", "an object")
+    values = {}
+    for name, (types, expected) in _NODE_TYPES.items():
+        value = node.get(name, _ABSENT)
+        if value is _ABSENT and name in _NODE_REQUIRED:
+            raise damaged(where, f"nodes[{at}].{name}", f"{expected} (the node has none)")
+        if value is not _ABSENT:
+            if type(value) not in types:
+                raise damaged(where, f"nodes[{at}].{name}", expected)
+            values[name] = value
+    return HeadNode(**values, stored=node)
 
 
 _HEAD_TEXTS = ("build_id", "state", "started_at", "finished_at")  # the fields of the build log that wrote it
