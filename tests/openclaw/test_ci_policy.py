@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.openclaw.engine import REPO
+from tests.openclaw.engine import RAM, RAM_PREFIX, REPO, in_ci
 
 TARGET = "tests/openclaw/test_real_engine.py::test_timeout_ends_the_run_and_leaves_no_container"
 
@@ -49,8 +49,6 @@ def test_under_ci_a_missing_engine_is_a_failure_with_its_reason(tmp_path: Path) 
 def test_an_abandoned_scratch_mount_is_removed_with_no_programs_on_path() -> None:
     """CI failed once this way: a killed session's scratch held dockerd's bind mount, and the next test
     session, run with PATH=/nonexistent, could not find `umount` while clearing it."""
-    from tests.openclaw.engine import RAM, RAM_PREFIX
-
     if not RAM.is_dir() or not os.access(RAM, os.W_OK):
         pytest.skip(f"{RAM} is not writable here")
     dead = subprocess.Popen(["true"])  # a process that has exited: its pid names no live owner
@@ -62,7 +60,7 @@ def test_an_abandoned_scratch_mount_is_removed_with_no_programs_on_path() -> Non
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         shutil.rmtree(scratch)
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     (mount / "held").write_text("x")
