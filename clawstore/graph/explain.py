@@ -62,9 +62,10 @@ class HeadByCases:
             self._whole = {}
             return
         with _damaged_head(ref, self.head_id):
-            doc = store.get_json(self.head_id)
+            doc = store.get_json(self.head_id)  # (the head the ref named above, read once)
             if whole or not headdoc.is_parted(doc):
-                self._whole = read_head(store, ref)[1]
+                nodes = documents.read_head(headdoc.inline_nodes(doc, store.get_json), self._where).nodes
+                self._whole = {address_id(n.kind, n.address): n for n in nodes}
                 return
             documents.read_head({**headdoc.head_fields(doc), "nodes": []}, self._where)  # its own fields
             self._parts = headdoc.iter_parts(doc, store.get_json)
