@@ -6,20 +6,6 @@ import pytest
 from clawstore.evaluate.evidence import DictSandboxFiles, DictWorkspaceFiles, as_sandbox, as_workspace
 
 
-class _Sandbox:
-    def open(self, abs_path: str) -> None:
-        return None
-
-    def exists(self, abs_path: str) -> bool:
-        return False
-
-    def is_file(self, abs_path: str) -> bool:
-        return False
-
-    def is_dir(self, abs_path: str) -> bool:
-        return False
-
-
 class _HalfSandbox:  # no is_dir: not a SandboxFiles
     def open(self, abs_path: str) -> None:
         return None
@@ -28,6 +14,11 @@ class _HalfSandbox:  # no is_dir: not a SandboxFiles
         return False
 
     def is_file(self, abs_path: str) -> bool:
+        return False
+
+
+class _Sandbox(_HalfSandbox):
+    def is_dir(self, abs_path: str) -> bool:
         return False
 
 
