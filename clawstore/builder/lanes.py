@@ -72,6 +72,11 @@ class Lanes:
             self._take(state)
             return True
 
+    def full(self) -> bool:
+        """Every slot taken: no `try_start` can succeed. Read without the lock: a slot given back meanwhile wakes the
+        scheduler (`on_free`) or is the scheduler's own (`finish`), so it asks again."""
+        return self.in_use >= self.slots
+
     @contextmanager
     def running(self, lane: Lane | None) -> Iterator[None]:
         """A node started by `try_start` runs inside: its provider requests are paced by its lane."""

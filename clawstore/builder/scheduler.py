@@ -134,6 +134,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
 
     def next_task() -> tuple[T, Lane | None] | None:
         """The first task in plan order whose lane has a slot for it now (the slot is taken)."""
+        if lanes.full():  # (after each outcome the loop asks again once the freed slot is taken: no lane to try)
+            return None
         for lane in sorted((lane for lane in queued if queued[lane]), key=lambda lane: queued[lane][0][0]):
             if lanes.try_start(lane):
                 return heapq.heappop(queued[lane])[1], lane

@@ -87,3 +87,33 @@ def test_an_interrupt_wakes_a_paused_node_at_once() -> None:
     thread.join(2)
     assert outcome == [False] and time.monotonic() - began < 0.5
     assert lanes.in_use == 1  # still the node's slot, given back when it ends
+
+
+def test_full_is_every_slot_taken_and_the_scheduler_starts_a_task_when_a_paused_one_gives_its_slot_back() -> None:
+    from clawstore.builder.scheduler import run_tasks
+
+    lanes = Lanes(2)
+    assert not lanes.full()
+    assert lanes.try_start(A) and not lanes.full()
+    assert lanes.try_start(B) and lanes.full()
+    assert not lanes.try_start(A) and not lanes.try_start(B) and not lanes.try_start(None)
+    lanes.finish(A)
+    assert not lanes.full() and lanes.try_start(A)
+
+    lanes = Lanes(1)  # one slot: while "a" runs the scheduler has nothing to try, until "a" pauses
+    events: list[str] = []
+    never = threading.Event()
+
+    def work(task: str) -> str:
+        events.append(f"{task} started")
+        if task == "a":
+            assert lanes.pause(A, 0.2, never)  # gives the slot back: "b" starts meanwhile
+            events.append("a resumed")
+        return task
+
+    done: list[str] = []
+    left = run_tasks(["a", "b"], work, 1, lambda outcome: done.append(outcome.value) or True, lanes=lanes,
+                     lane_of=lambda task: A if task == "a" else B)
+    assert left == [] and sorted(done) == ["a", "b"]
+    assert events.index("b started") < events.index("a resumed")
+    assert lanes.in_use == 0
