@@ -18,6 +18,7 @@ from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from clawstore.store.core import index
 from clawstore.store.core.ids import file_digest
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.services import transfer
@@ -143,6 +144,29 @@ def test_push_makes_a_pack_of_committed_objects_without_a_store_lookup_each(
     assert looked_up == []
     assert _sha(made[0]) == _sha(made[1])
     assert [blob.id for blob in verify_pack(made[0], file_digest(made[0]), "made")] == sorted(digests)
+
+
+def test_push_finds_a_dense_run_of_objects_in_one_pass_over_the_index_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects of a pack push makes (sorted, most of a big index segment's range) are matched against that segment's
+    rows read a batch at a time: no read of a row per object, and the very bytes the one-by-one lookups make."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)  # (the batch's segment is a big one, read in place)
+    source = _filled(tmp_path / "a", 400)
+    digests = sorted(source.object_digests())
+    assert source.runtime.index.snapshot().entries.tables  # (its objects are in a table, not the dicts)
+    rows_read = []
+    real = index.Table.object_at
+    monkeypatch.setattr(index.Table, "object_at",
+                        lambda self, digest, at: rows_read.append(at) or real(self, digest, at))
+    (tmp_path / "dense").mkdir()
+    dense = source.make_pack(digests, tmp_path / "dense")
+    assert rows_read == []
+    monkeypatch.setattr(index, "DENSE_ROWS", 0)  # every run sparse: one lookup (and row read) per object, as before
+    (tmp_path / "one").mkdir()
+    one_by_one = source.make_pack(digests, tmp_path / "one")
+    assert len(rows_read) == len(digests)
+    assert _sha(dense) == _sha(one_by_one)
+    assert [blob.id for blob in verify_pack(dense, file_digest(dense), "made")] == digests
 
 
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
