@@ -264,16 +264,18 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
-            rest = sorted(lacking)
-            for start in range(0, len(rest), PACK_OBJECTS):
-                chunk = rest[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
             document_id = None
-            if new_actions:
+            if new_actions:  # first of the packs push makes: its listing (the biggest) is on the link at once,
+                # while the next pack is made. (A pull meanwhile leaves entries whose record has not arrived, and
+                # reads them again; the refs move only once every pack is published.)
                 entries = listing.entries(new_actions)
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
                 sender.send(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id))
+            rest = sorted(lacking)
+            for start in range(0, len(rest), PACK_OBJECTS):
+                chunk = rest[start:start + PACK_OBJECTS]
+                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)

@@ -794,6 +794,55 @@ pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
     assert fsck(target).clean
 
 
+def test_a_push_killed_once_its_entries_are_published_leaves_a_remote_a_pull_takes_cleanly(tmp_path: Path) -> None:
+    """The entries' listing goes first of the packs push makes (its bytes on the link while the next pack is made).
+    SIGKILL right after it is published, before any pack of the records it names: the remote holds the entries and
+    no head; a pull takes nothing it cannot verify (the entries wait for their records) and its store stays clean;
+    the push run again finishes, and a pull then takes everything."""
+    import signal
+    import subprocess
+    import sys
+
+    source = _filled(tmp_path / "a", 30)  # (its pack still being written: every object goes in packs push makes)
+    record = next(iter(source.entry_digests().values()))
+    source.set_ref("campaigns/c", "blake3:" + record.hex())
+    remote = tmp_path / "remote"
+    script = f"""
+import os, signal, time
+from pathlib import Path
+from clawstore.remote import push
+from clawstore.remote.backends import DirectoryBackend
+from clawstore.remote.config import Remote
+from clawstore.store import Store
+create, upload = DirectoryBackend.create, DirectoryBackend.upload
+def create_then_die(self, source, name):
+    create(self, source, name)
+    if b'"document"' in source.read_bytes().split(b"\\n")[0]:
+        os.kill(os.getpid(), signal.SIGKILL)  # (once the entries' listing is published)
+def slow_upload(self, source, name, moved=None):
+    if source.stat().st_size > 1000:  # (the records' packs on a slow link; the entries' pack is its one document)
+        time.sleep(2)
+    upload(self, source, name, moved)
+DirectoryBackend.create, DirectoryBackend.upload = create_then_die, slow_upload
+push.PACK_OBJECTS = 10
+push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(remote)!r}))
+"""
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    listings = [listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids")]
+    assert [len(doc.actions) for doc in listings] == [30]  # the entries alone: none of their records' packs yet
+    assert not (remote / "refs").exists() or not any(p.is_file() for p in (remote / "refs").rglob("*"))
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(remote)))
+    assert target.entry_digests() == {} and target.get_ref("campaigns/c") is None
+    assert fsck(target).clean, fsck(target).problems
+    push.push(source, Remote("team", str(remote)))  # run again: finished
+    pull.pull(target, Remote("team", str(remote)))
+    assert set(target.iter_objects()) >= set(source.iter_objects())
+    assert target.entry_digests() == source.entry_digests() and target.get_ref("campaigns/c") == "blake3:" + record.hex()
+    assert fsck(target).clean
+
+
 def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_than_listed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Another pull on this store dropped the cached copy (it found it malformed) between the batch
