@@ -839,7 +839,8 @@ push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(r
     push.push(source, Remote("team", str(remote)))  # run again: finished
     pull.pull(target, Remote("team", str(remote)))
     assert set(target.iter_objects()) >= set(source.iter_objects())
-    assert target.entry_digests() == source.entry_digests() and target.get_ref("campaigns/c") == "blake3:" + record.hex()
+    assert target.entry_digests() == source.entry_digests()
+    assert target.get_ref("campaigns/c") == "blake3:" + record.hex()
     assert fsck(target).clean
 
 
