@@ -46,7 +46,8 @@ from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server  # n
 PHASES: list[tuple[str, Any, str, tuple[str, ...]]] = [
     ("the remote opened (an S3 client made)", pushing, "open_backend", ()),
     ("the remote's listings", pushing, "remote_content", ()),
-    ("what the store has (object and entry digests)", pushing, "_local_content", ()),
+    ("what the store has: its entries", Store, "entry_digests", ()),
+    ("what the store has: its objects", Store, "object_digests", ()),
     ("index lookups of the objects to pack", index.Entries, "find_object", ()),
     ("index look-ups of a run of objects", index.Entries, "find_sorted", ("index lookups of the objects to pack",)),
     ("making packs (copying frames)", transfer, "make_pack", ("index lookups of the objects to pack",

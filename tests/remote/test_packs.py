@@ -844,6 +844,36 @@ push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(r
     assert fsck(target).clean
 
 
+def test_an_entry_committed_while_a_push_reads_the_store_travels_with_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build commits a result (its record, then its entry) between a push's two reads of what the store has: the push
+    reads the entries first, then the objects, so every entry it sends has its record sent too. (It read the objects
+    first: an entry committed in between went without its record, which a pull cannot verify.)"""
+    source = _filled(tmp_path / "a", 5)
+    committed: list[str] = []
+
+    def then_a_commit(read: Any) -> Any:
+        def reading(self: Store) -> Any:
+            found = read(self)
+            if not committed:  # (after the first of the two reads)
+                with self.batch():
+                    output, key = self.put_json({"answer": "late"}), self.put_json({"input": "late"})
+                    committed.append(self.put_action(key, {"kind": "run", "key": key, "status": "success",
+                                                           "outputs": {"answer": output}}) or key)
+            return found
+        return reading
+
+    for name in ("entry_digests", "object_digests"):
+        monkeypatch.setattr(Store, name, then_a_commit(getattr(Store, name)))
+    push.push(source, Remote("team", str(tmp_path / "remote")))
+    assert committed
+    listed = {record for path in (tmp_path / "remote" / "packs").glob("*.ids")
+              for record in listing.decode(path.read_bytes(), path.stem).actions.values()}
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
+    assert len(listed) >= 5 and listed <= set(target.iter_objects())  # every entry sent with its record
+
+
 def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_than_listed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Another pull on this store dropped the cached copy (it found it malformed) between the batch
