@@ -18,6 +18,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -50,14 +51,19 @@ PHASES: list[tuple[str, Any, str, tuple[str, ...]]] = [
 ]
 
 
+_ADDING = threading.Lock()  # (push_phases_bench times its upload threads too: no addition lost between them)
+
+
 def _timed(label: str, function: Callable[..., Any], spent: Counter[str]) -> Callable[..., Any]:
+    """`function`, adding the CPU time of the thread that runs it to `spent[label]`."""
     @functools.wraps(function)
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.thread_time()
         try:
             return function(*args, **kwargs)
         finally:
-            spent[label] += time.thread_time() - start
+            with _ADDING:
+                spent[label] += time.thread_time() - start
     return timed
 
 

@@ -74,10 +74,8 @@ def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str
     return settled
 
 
-def _local_content(store: Transfer, refs: dict[str, str] | None) -> tuple[set[bytes], dict[bytes, bytes]]:
-    """Every object and action entry (digests) of the whole store, or of the closure of the given refs."""
-    if refs is None:  # entries first: a record is stored before its entry, so the objects read next hold it
-        return store.object_digests(), store.entry_digests()
+def _closure_content(store: Transfer, refs: dict[str, str]) -> tuple[set[bytes], dict[bytes, bytes]]:
+    """Every object and action entry (digests) of the closure of the given refs."""
     objects: set[bytes] = set()
     actions = {}
     for target in refs.values():
@@ -258,9 +256,21 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
             # only once what it reaches is published): a push after a no-op build walks no closure.
             held = {move.name for move in moves if not move.changes}
-            objects, actions = _local_content(store, None if ref_names is None else
-                                              {name: value for name, value in refs.items() if name not in held})
+            if ref_names is None:  # the whole store, entries first: a record is stored before its entry, so the
+                objects, actions = None, store.entry_digests()  # objects read after them hold every entry's record
+            else:
+                objects, actions = _closure_content(store, {n: value for n, value in refs.items() if n not in held})
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
+            document_id = None
+            if new_actions:  # first of the packs push makes: its listing (the biggest) is on the link at once,
+                # while the next pack is made. (A pull meanwhile leaves entries whose record has not arrived, and
+                # reads them again; the refs move only once every pack is published.)
+                entries = listing.entries(new_actions)
+                document = _entries_document(entries)
+                document_id = oid_of(document)[len(PREFIX):]
+                sender.send(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id))
+            if objects is None:
+                objects = store.object_digests()
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
@@ -268,12 +278,6 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             for start in range(0, len(rest), PACK_OBJECTS):
                 chunk = rest[start:start + PACK_OBJECTS]
                 sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
-            document_id = None
-            if new_actions:
-                entries = listing.entries(new_actions)
-                document = _entries_document(entries)
-                document_id = oid_of(document)[len(PREFIX):]
-                sender.send(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)

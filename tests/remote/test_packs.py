@@ -18,6 +18,7 @@ from clawstore.remote import listing, pull, push, sync
 from clawstore.remote.backends import Backend, DirectoryBackend, Moved, RemoteDamage
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from clawstore.store.core import index
 from clawstore.store.core.ids import file_digest
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.services import transfer
@@ -143,6 +144,29 @@ def test_push_makes_a_pack_of_committed_objects_without_a_store_lookup_each(
     assert looked_up == []
     assert _sha(made[0]) == _sha(made[1])
     assert [blob.id for blob in verify_pack(made[0], file_digest(made[0]), "made")] == sorted(digests)
+
+
+def test_push_finds_a_dense_run_of_objects_in_one_pass_over_the_index_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects of a pack push makes (sorted, most of a big index segment's range) are matched against that segment's
+    rows read a batch at a time: no read of a row per object, and the very bytes the one-by-one lookups make."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)  # (the batch's segment is a big one, read in place)
+    source = _filled(tmp_path / "a", 400)
+    digests = sorted(source.object_digests())
+    assert source.runtime.index.snapshot().entries.tables  # (its objects are in a table, not the dicts)
+    rows_read = []
+    real = index.Table.object_at
+    monkeypatch.setattr(index.Table, "object_at",
+                        lambda self, digest, at: rows_read.append(at) or real(self, digest, at))
+    (tmp_path / "dense").mkdir()
+    dense = source.make_pack(digests, tmp_path / "dense")
+    assert rows_read == []
+    monkeypatch.setattr(index, "DENSE_ROWS", 0)  # every run sparse: one lookup (and row read) per object, as before
+    (tmp_path / "one").mkdir()
+    one_by_one = source.make_pack(digests, tmp_path / "one")
+    assert len(rows_read) == len(digests)
+    assert _sha(dense) == _sha(one_by_one)
+    assert [blob.id for blob in verify_pack(dense, file_digest(dense), "made")] == digests
 
 
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
@@ -768,6 +792,86 @@ pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
     pull.pull(target, Remote("team", str(remote)))  # run again: finished
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert fsck(target).clean
+
+
+def test_a_push_killed_once_its_entries_are_published_leaves_a_remote_a_pull_takes_cleanly(tmp_path: Path) -> None:
+    """The entries' listing goes first of the packs push makes (its bytes on the link while the next pack is made).
+    SIGKILL right after it is published, before any pack of the records it names: the remote holds the entries and
+    no head; a pull takes nothing it cannot verify (the entries wait for their records) and its store stays clean;
+    the push run again finishes, and a pull then takes everything."""
+    import signal
+    import subprocess
+    import sys
+
+    source = _filled(tmp_path / "a", 30)  # (its pack still being written: every object goes in packs push makes)
+    record = next(iter(source.entry_digests().values()))
+    source.set_ref("campaigns/c", "blake3:" + record.hex())
+    remote = tmp_path / "remote"
+    script = f"""
+import os, signal, time
+from pathlib import Path
+from clawstore.remote import push
+from clawstore.remote.backends import DirectoryBackend
+from clawstore.remote.config import Remote
+from clawstore.store import Store
+create, upload = DirectoryBackend.create, DirectoryBackend.upload
+def create_then_die(self, source, name):
+    create(self, source, name)
+    if b'"document"' in source.read_bytes().split(b"\\n")[0]:
+        os.kill(os.getpid(), signal.SIGKILL)  # (once the entries' listing is published)
+def slow_upload(self, source, name, moved=None):
+    if source.stat().st_size > 1000:  # (the records' packs on a slow link; the entries' pack is its one document)
+        time.sleep(2)
+    upload(self, source, name, moved)
+DirectoryBackend.create, DirectoryBackend.upload = create_then_die, slow_upload
+push.PACK_OBJECTS = 10
+push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(remote)!r}))
+"""
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    listings = [listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids")]
+    assert [len(doc.actions) for doc in listings] == [30]  # the entries alone: none of their records' packs yet
+    assert not (remote / "refs").exists() or not any(p.is_file() for p in (remote / "refs").rglob("*"))
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(remote)))
+    assert target.entry_digests() == {} and target.get_ref("campaigns/c") is None
+    assert fsck(target).clean, fsck(target).problems
+    push.push(source, Remote("team", str(remote)))  # run again: finished
+    pull.pull(target, Remote("team", str(remote)))
+    assert set(target.iter_objects()) >= set(source.iter_objects())
+    assert target.entry_digests() == source.entry_digests()
+    assert target.get_ref("campaigns/c") == "blake3:" + record.hex()
+    assert fsck(target).clean
+
+
+def test_an_entry_committed_while_a_push_reads_the_store_travels_with_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build commits a result (its record, then its entry) between a push's two reads of what the store has: the push
+    reads the entries first, then the objects, so every entry it sends has its record sent too. (It read the objects
+    first: an entry committed in between went without its record, which a pull cannot verify.)"""
+    source = _filled(tmp_path / "a", 5)
+    committed: list[str] = []
+
+    def then_a_commit(read: Any) -> Any:
+        def reading(self: Store) -> Any:
+            found = read(self)
+            if not committed:  # (after the first of the two reads)
+                with self.batch():
+                    output, key = self.put_json({"answer": "late"}), self.put_json({"input": "late"})
+                    committed.append(self.put_action(key, {"kind": "run", "key": key, "status": "success",
+                                                           "outputs": {"answer": output}}) or key)
+            return found
+        return reading
+
+    for name in ("entry_digests", "object_digests"):
+        monkeypatch.setattr(Store, name, then_a_commit(getattr(Store, name)))
+    push.push(source, Remote("team", str(tmp_path / "remote")))
+    assert committed
+    listed = {record for path in (tmp_path / "remote" / "packs").glob("*.ids")
+              for record in listing.decode(path.read_bytes(), path.stem).actions.values()}
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
+    assert len(listed) >= 5 and listed <= set(target.iter_objects())  # every entry sent with its record
 
 
 def test_a_listing_read_after_its_cached_copy_vanished_is_downloaded_no_bigger_than_listed(

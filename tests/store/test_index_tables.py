@@ -246,3 +246,39 @@ def test_a_miss_reads_no_row_and_a_hit_reads_only_its_own(tmp_path: Path, monkey
     assert len(reads) == len(probes) and set(reads) == {index._OBJ.size}  # one row each, not its bucket
     assert all(entries.find_object(twin) == segment.objects[twin] for twin in twins)
     assert all(entries.find_action(key) == segment.actions[key] for key in [*action_twins, *list(segment.actions)[:50]])
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_a_sorted_run_is_found_as_each_lookup_finds_it_dense_ones_in_batches(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            dense: bool) -> None:
+    """Entries.find_sorted (a push's pack of the objects a remote lacks): each object where find_object finds it,
+    misses None, the small segments' dict and two tables (an object in both) in play. A run dense in a table is matched
+    against that table's rows in its range, read a batch at a time: no read of a row per object."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(11)
+    segments = [_segment(rng, n, 20) for n in (3000, 700, 10)]
+    segments[1].objects.update(list(segments[0].objects.items())[:100])
+    for segment in segments:
+        write_segment(index_dir, tmp_path, segment)
+    entries = _view(index_dir).snapshot().entries
+    assert len(entries.tables) == 2 and entries.objects
+    every = sorted({digest for segment in segments for digest in segment.objects})
+    misses = [rng.randbytes(32) for _ in range(50)] + [digest[:31] + bytes([digest[31] ^ 1]) for digest in every[:50]]
+    # dense: most of the store in one run; sparse: a few objects spread over the whole range of digests
+    run = sorted(set(every + misses) if dense else set(every[::400] + misses[:5]))
+    expected = [entries.find_object(digest) for digest in run]
+    rows_read = []
+    real = index.Table.object_at
+    monkeypatch.setattr(index.Table, "object_at",
+                        lambda self, digest, at: rows_read.append(at) or real(self, digest, at))
+    assert entries.find_sorted(run) == expected
+    assert sum(loc is None for loc in expected) == (100 if dense else 5)
+    hits = sum(loc is not None and digest not in entries.objects for digest, loc in zip(run, expected, strict=True))
+    if dense:
+        assert rows_read == []  # (every table's rows in the range read in batches)
+    else:
+        assert len(rows_read) >= hits  # (one read of its row each, as find_object)
+    assert entries.find_sorted([]) == []

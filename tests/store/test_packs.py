@@ -427,3 +427,27 @@ def test_entries_appended_a_column_at_a_time_are_the_blobs_append_many_writes(tm
     blobs = scan_pack(writer.path).blobs
     assert [(blob.kind, blob.id, blob.offset) for blob in blobs[1:]] == [
         (KIND_ACTION, key, offset) for (key, _, _), offset in zip(entries, made[1][1], strict=True)]
+
+
+def test_objects_appended_a_column_at_a_time_are_the_bytes_one_blob_at_a_time_makes(tmp_path: Path) -> None:
+    """PackWriter.append_objects (a push making its packs) writes what append_many writes, byte for byte: heads,
+    payloads, the table (and so the sealed pack), whatever came before them in the pack."""
+    rng = random.Random(5)
+    blobs = [(rng.randbytes(32), rng.randbytes(rng.choice([0, 1, 40, 300]))) for _ in range(500)]
+    made = []
+    for way in ("one at a time", "columns"):
+        (tmp_path / way).mkdir()
+        writer = PackWriter(tmp_path / way)
+        writer.append_many([(KIND_OBJECT, b"\x07" * 32, [b"first"])])  # (offsets follow what is there)
+        for start in range(0, len(blobs), 200):
+            run = blobs[start:start + 200]
+            if way == "columns":
+                writer.append_objects([blob_id for blob_id, _ in run], [memoryview(frame) for _, frame in run])
+            else:
+                writer.append_many([(KIND_OBJECT, blob_id, [frame]) for blob_id, frame in run])
+        writer.append_objects([], [])
+        writer.seal(durable=False)
+        writer.close()
+        made.append(writer.path.read_bytes())
+    assert made[0] == made[1]
+    assert [blob.id for blob in scan_pack(next((tmp_path / "columns").iterdir())).blobs][1:] == [i for i, _ in blobs]

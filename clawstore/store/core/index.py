@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from array import array
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import itemgetter
@@ -50,6 +50,7 @@ MAX_REPLACES = 4096  # names a merge lists as superseded, its inputs' own lists 
 # looked up in place. Compaction keeps the small ones few (COMPACT_AT), so the dicts stay a few MB at most.
 SMALL_ROWS = 4096
 _READ = 1 << 20  # bytes read at a time to hash a segment or copy a merge's rows
+DENSE_ROWS = 8  # a sorted run is matched against a table's rows in its range when they are at most this many times it
 _STREAM_ROWS = 16384  # rows a pass over a big segment reads at a time (~1 MB)
 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
@@ -501,6 +502,34 @@ class Entries:
                         return loc
         return None
 
+    def find_sorted(self, digests: Sequence[bytes]) -> list[Loc | None]:
+        """Where each of these objects is (`digests` sorted), as `find_object` answers each. A run dense in a big
+        table (the rows between the first's and the last's buckets at most DENSE_ROWS times as many as the run: a
+        push's pack of the objects a remote lacks) is matched against those rows read a batch at a time, instead of
+        one read per object (about 2 us each)."""
+        found: list[Loc | None] = list(map(self.objects.get, digests))
+        if not self.tables or not digests:
+            return found
+        lo, hi = _TOP.unpack_from(digests[0])[0], _TOP.unpack_from(digests[-1])[0]
+        sparse = []
+        for table in self.tables:
+            wanted = {digest: at for at, digest in enumerate(digests) if found[at] is None}
+            if not wanted:
+                return found
+            at, starts, shift, _ = table._objects or table._lookup(False)
+            first, end = starts[lo >> shift], starts[(hi >> shift) + 1]
+            if end - first > DENSE_ROWS * len(wanted):
+                sparse.append(table)  # (looked up one by one below)
+                continue
+            for batch in table._batches(at + _OBJ.size * first, end - first, _OBJ.size):
+                for digest, slot, offset, length in _OBJ.iter_unpack(batch):
+                    if digest in wanted and found[wanted[digest]] is None:
+                        found[wanted[digest]] = table._pack(slot), offset, length
+        if not sparse:
+            return found
+        find = Entries(tables=tuple(sparse)).find_object
+        return [loc if loc is not None else find(digest) for loc, digest in zip(found, digests, strict=True)]
+
     def find_action(self, key: bytes) -> ActionEntry | None:
         """The newest entry, a removed one (record None) included."""
         entry = self.actions.get(key)
@@ -840,6 +869,13 @@ class IndexView:
             self.refresh()
             loc = self._entries.find_object(digest)
         return loc
+
+    def find_sorted(self, digests: Sequence[bytes]) -> list[Loc | None]:
+        """Where each of these objects (sorted) is, None for one the index does not name (not listed again:
+        Entries.find_sorted)."""
+        self.ensure_loaded()
+        self._recheck()
+        return self._entries.find_sorted(digests)
 
     def lacking(self, digests: Iterable[bytes]) -> list[bytes]:
         """Those of `digests` the index does not name, from one look for the lot (not listed again:

@@ -1,0 +1,132 @@
+"""Where a push's CPU goes, phase by phase: the profile docs/remote.md ("Scale: transfers that overlap") keeps.
+
+    python bench/push_phases_bench.py [--objects 20000] [--size 4096] [--pushes 7] [--sealed] [--link-mib N]
+
+remote_bench's store (`--objects` JSON objects of about `--size` bytes, an action-cache entry each; as remote_bench
+makes it, its pack still open in this process, so push makes packs of its objects; `--sealed`: the pack sealed
+first, as a store a build has left, so push sends it as it is) is pushed `--pushes` times to a new directory remote
+(`--link-mib`: a new bucket of a loopback S3 server, through a link of N MiB/s as remote_bench relays it), in this
+process (as remote_bench pushes: no start-up or imports). Each phase is the thread CPU spent in the functions that do
+it, in whichever thread runs them (the pushing thread or an upload's); the whole push is this process's CPU. `first
+upload at` is the wall time from the push's start to its first pack's upload: the link is idle until then. Medians,
+and the lowest: compare two trees taking turns, on a quiet machine if there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._throttle import throttled  # noqa: E402
+from bench.pull_phases_bench import _cpu, _timed  # noqa: E402
+from bench.remote_bench import generate  # noqa: E402
+from clawstore.builder.cyclic_gc import collector_paused  # noqa: E402
+from clawstore.remote import backends, listing  # noqa: E402
+from clawstore.remote import push as pushing  # noqa: E402
+from clawstore.remote.config import Remote  # noqa: E402
+from clawstore.store import Store  # noqa: E402
+from clawstore.store.core import index  # noqa: E402
+from clawstore.store.services import transfer  # noqa: E402
+from tests.support.s3server import FAKE_CREDENTIALS, make_bucket, s3_server  # noqa: E402
+
+# (label, owner and name of the function timed, the phases it calls: subtracted from it), in the order a push runs
+PHASES: list[tuple[str, Any, str, tuple[str, ...]]] = [
+    ("the remote opened (an S3 client made)", pushing, "open_backend", ()),
+    ("the remote's listings", pushing, "remote_content", ()),
+    ("what the store has: its entries", Store, "entry_digests", ()),
+    ("what the store has: its objects", Store, "object_digests", ()),
+    ("index lookups of the objects to pack", index.Entries, "find_object", ()),
+    ("index look-ups of a run of objects", index.Entries, "find_sorted", ("index lookups of the objects to pack",)),
+    ("making packs (copying frames)", transfer, "make_pack", ("index lookups of the objects to pack",
+                                                             "index look-ups of a run of objects")),
+    ("each pack's name (BLAKE3 of the file)", pushing, "file_digest", ()),
+    ("each pack's table read back", pushing, "pack_table", ()),
+    ("listings encoded and signed", listing, "encode", ()),
+    ("uploads (directory: copy, fsync, rename)", backends.DirectoryBackend, "upload", ()),
+    ("listings published", backends.DirectoryBackend, "create", ()),
+    ("uploads (S3: boto3's upload_file)", backends.S3Backend, "upload", ()),
+    ("listings published (S3: a conditional PUT)", backends.S3Backend, "create", ()),
+    ("tables kept in the listing cache", pushing, "remember_table", ()),
+    ("refs moved", pushing, "_move_refs", ()),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objects", type=int, default=20_000)
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--pushes", type=int, default=7)
+    parser.add_argument("--sealed", action="store_true", help="seal the store's pack first (sent as it is)")
+    parser.add_argument("--link-mib", type=float, default=None,
+                        help="push to a loopback S3 server through a link of this many MiB/s (default: a directory)")
+    args = parser.parse_args()
+    spent: Counter[str] = Counter()
+    lock = threading.Lock()
+    present = set()
+    for label, owner, name, _ in PHASES:
+        if hasattr(owner, name):  # (a tree without it: the phase reads 0)
+            setattr(owner, name, _timed(label, getattr(owner, name), spent))
+            present.add(label)
+    first: list[float] = []
+
+    def noting(upload: Callable[..., None]) -> Callable[..., None]:
+        def noted(*a: Any, **k: Any) -> None:
+            with lock:
+                first.append(time.perf_counter())
+            upload(*a, **k)
+        return noted
+
+    for backend in (backends.DirectoryBackend, backends.S3Backend):
+        backend.upload = noting(backend.upload)  # type: ignore[method-assign]
+    runs: dict[str, list[float]] = {label: [] for label, *_ in PHASES}
+    runs["whole push, process CPU"], runs["first upload at (wall)"] = [], []
+    with tempfile.TemporaryDirectory(prefix="claw-push-phases-") as tmp, ExitStack() as stack:
+        root = Path(tmp)
+        endpoint = None
+        if args.link_mib is not None:
+            os.environ.update(FAKE_CREDENTIALS)
+            endpoint = stack.enter_context(throttled(stack.enter_context(s3_server()), args.link_mib * (1 << 20)))
+            os.environ["AWS_ENDPOINT_URL"] = endpoint
+        source = Store(root / "source")
+        generate(source, args.objects, args.size)
+        if args.sealed:
+            source.close()
+            source = Store(root / "source", create=False)
+        for turn in range(max(1, args.pushes)):
+            spent.clear()
+            first.clear()
+            remote = Remote(f"phases{turn}", str(root / f"remote{turn}"))
+            if endpoint is not None:
+                make_bucket(endpoint, f"phases{turn}")
+                remote = Remote(f"phases{turn}", f"s3://phases{turn}/bench")
+            cpu, start = _cpu(), time.perf_counter()
+            with collector_paused():  # as `claw push` runs it
+                pushing.push(source, remote)
+            runs["whole push, process CPU"].append(_cpu() - cpu)
+            runs["first upload at (wall)"].append(min(first) - start)
+            for label, _, _, inner in PHASES:
+                runs[label].append(spent[label] - sum(spent[part] for part in inner) if label in present else 0.0)
+            shutil.rmtree(root / f"remote{turn}", ignore_errors=True)
+            shutil.rmtree(source.root / "remotes" / remote.name, ignore_errors=True)
+    how = "sealed: sent as it is" if args.sealed else "open: push makes packs"
+    print(f"push of {args.objects} results ({3 * args.objects} objects, {args.objects} entries; the store's pack "
+          f"{how}), {args.pushes} pushes: ms, median (lowest)")
+    for label, values in runs.items():
+        print(f"  {label:52s} {1000 * statistics.median(values):7.1f} ({1000 * min(values):.1f})")
+
+
+if __name__ == "__main__":
+    main()
