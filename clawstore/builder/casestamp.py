@@ -7,7 +7,8 @@ judgements and result are its own: builder/api.py `_eval_nodes`), and a case's n
 configs (suite, profiles, prompts: reads outside `configs/cases/`, which take the full path when changed), the store,
 the environment and the code (all checked as for the stamp itself) and on the files of that case alone: its
 test.yaml, what its directory holds, and the files it names (sources, attachments, hooks, check targets), found by
-their names in its YAML. Every case the workspace's load now gives is compared with the stamp's list by id and file.
+their names in its YAML (a name the suite or a profile holds too: the full path). Every case the workspace's load
+now gives is compared with the stamp's list by id and file.
 docs/building.md ("After an edit of some cases: the stamp per case")."""
 
 from __future__ import annotations
@@ -74,7 +75,10 @@ def split(doc: Stamp, changed: list[str], campaign: Campaign) -> ByCase | None:
     entries = campaign.items.cases
     if not entries:
         return None
-    dirty = _dirty(changed, files, entries)
+    dirty, needles = _dirty(changed, files, entries)
+    configs = _configs_text(campaign)
+    if configs is None or any(needle in text for needle in needles for text in configs):
+        return None  # a file the suite or a profile names too (a judge prompt kept among the cases: every case's)
     planned = [entry for entry in entries if files.get(entry.case_id) != entry.file or entry.case_id in dirty]
     if any(entry.runner_type != "llm_probe" for entry in planned):
         return None  # (a stamp is never written with openclaw runs: those take their own path)
@@ -96,9 +100,20 @@ def _cases(doc: Stamp) -> tuple[dict[str, str], Layers] | None:
     return dict(pairs), per_case
 
 
-def _dirty(changed: list[str], files: dict[str, str], entries: Sequence[CaseEntry]) -> set[str]:
+def _configs_text(campaign: Campaign) -> list[bytes] | None:
+    """The suite's and the profiles' files as written (what names a file there names it by its path); None if one
+    cannot be read now."""
+    try:
+        return [path.read_bytes() for path in (campaign.suite_path, campaign.run_profile_path,
+                                               campaign.evaluation_profile_path) if path is not None]
+    except OSError:
+        return None
+
+
+def _dirty(changed: list[str], files: dict[str, str], entries: Sequence[CaseEntry]) -> tuple[set[str], list[bytes]]:
     """The cases a changed read may belong to: those whose directory holds it, and those whose YAML holds its name
-    (a source, attachment, hook or check target elsewhere; a hook module's name too). More than needed at worst."""
+    (a source, attachment, hook or check target elsewhere; a hook module's name too). More than needed at worst.
+    And the names looked for."""
     dirs = {case_id: os.path.dirname(file) for case_id, file in files.items()}
     above = {os.path.dirname(d) for d in dirs.values()}
     above |= {os.path.dirname(d) for d in above}  # (cases/, and a group's directory: listings, no case's file)
@@ -112,4 +127,4 @@ def _dirty(changed: list[str], files: dict[str, str], entries: Sequence[CaseEntr
     for entry in entries:
         if any(needle in entry.validated_from for needle in needles):
             dirty.add(entry.case_id)
-    return dirty
+    return dirty, needles

@@ -145,8 +145,8 @@ def _restamp_after_building(ws: Workspace, claw: Claw) -> None:
 
 def test_anything_but_case_files_takes_the_full_path(
         ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A suite or profile edited, a stamp of the older format, or a case whose file another case now claims: no
-    answer per case (every case depends on the first; the others cannot be told apart by their files)."""
+    """A profile edited, a stamp of the older format, a judge prompt kept among the cases: no answer per case (every
+    case depends on them). A case whose id another case's file now declares is planned."""
     _campaign(ws, standin)
     assert claw.build(*CAMPAIGN[4:])[0] == 0
     _restamp_after_building(ws, claw)
@@ -167,6 +167,16 @@ def test_anything_but_case_files_takes_the_full_path(
     _answers(claw)
     assert split.seen == []  # (an older stamp does not match at all: never asked)
     stamp.write_text(json.dumps(doc))
+    # A judge prompt kept in a case's directory: what every judgement depends on, so the full path.
+    (ws.configs / "cases" / "c01" / "judge.md").write_text("Judge strictly.\n")
+    eval_profile(ws, judge_system_prompt=None, judge_system_prompt_path="../cases/c01/judge.md")
+    _restamp_after_building(ws, claw)
+    (ws.configs / "cases" / "c01" / "judge.md").write_text("Judge kindly.\n")
+    split.seen.clear()
+    answers = _answers(claw)
+    assert split.seen == [None] * len(COMMANDS) and "judge m1 c05 rep 0" in answers[("explain", "text")][1]
+    _restamp_after_building(ws, claw)
+    doc = json.loads(stamp.read_text())
     # c01's file now declares c00's id: c00 comes of another file than the stamp's, so it is planned too.
     ws.edit("cases/c01/test.yaml", lambda d: d.update(case_id="c00"))
     shutil.rmtree(ws.configs / "cases" / "c00")
