@@ -223,7 +223,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
     batches = _run_batches(store, options, client)
     # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)
     # would multiply what a batch is for.
-    whole = batches is not None or options.batch or _batch_judges(campaign) or _batches_in(store)
+    whole = batches is not None or options.batch or _batch_judges(campaign) or batches_in(store)
 
     def windows() -> Iterator[list[Node]]:
         for items in window_items(campaign, WHOLE if whole else engine.WINDOW_RUNS, planner.repetitions):
@@ -254,7 +254,7 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
                             head=(head_id, head), run_batches=batches)
 
 
-def _batches_in(store: Store) -> bool:
+def batches_in(store: Store) -> bool:
     """Does the store hold provider batches not collected yet (a build collects them, whatever its flags)?"""
     from clawstore.builder.batch_doc import REF_PREFIX
 

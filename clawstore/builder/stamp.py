@@ -164,10 +164,10 @@ def _kept_apart(store_root: Path) -> bool:
 
 
 def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str, Any], rows: Iterable[dict[str, Any]],
-          counts: dict[str, int], layers: Layers) -> bool:
+          counts: dict[str, int], layers: Layers, cases: dict[str, Any] | None = None) -> bool:
     """Write the stamp of a build that left its campaign complete (`campaign`: its build log's, given by the build
-    rather than read back from a log of every node). False (nothing written) when a file it read changed too
-    recently to be trusted by its stat data, or the store has no head for it."""
+    rather than read back from a log of every node; `cases`: builder/casestamp.py `cases_of`). False (nothing
+    written) when a file it read changed too recently to be trusted by its stat data, or the store has no head."""
     from clawstore.store.documents import Stamp
 
     if not campaign:
@@ -207,7 +207,7 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
         doc = Stamp(campaign=campaign, campaign_id=campaign_id, head=head, reads=reads, env=env_digest(),
                     code=code_digest(), store=store_state(store_root),
                     rows={"bytes": size, "blake3": digest_of_rows.hexdigest()},
-                    counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers)
+                    counts={"executed": 0, "reused": total, "failed": 0, "skipped": 0}, layers=layers, cases=cases)
         write_file_atomic(path, json.dumps(doc.to_json(), separators=(",", ":")).encode(), tmp, durable=False)
     except OSError:
         return False
@@ -274,6 +274,21 @@ def forget(store_root: Path, digest: str) -> None:
 def match(store_root: Path, digest: str) -> Stamp | None:
     """The stamp, if everything it recorded still holds; else None (then: plan as usual, as for a
     damaged or hand-edited stamp). Its rows are not read: rows_of."""
+    found = differing(store_root, digest, stop_at_first=True)
+    if found is None or found[1] or not rows_sized(store_root, digest, found[0]):
+        return None
+    return found[0]
+
+
+def rows_sized(store_root: Path, digest: str, doc: Stamp) -> bool:
+    """Is the stamp's rows file there, of the size it names (its digest: rows_of, when they are printed)?"""
+    rows = _stat(str(_rows_path(store_root, digest)))
+    return rows is not None and rows[0] == doc.rows["bytes"]
+
+
+def differing(store_root: Path, digest: str, stop_at_first: bool = False) -> tuple[Stamp, list[str]] | None:
+    """The stamp and the reads whose stat data changed since (only the first with `stop_at_first`), if everything
+    else it recorded still holds (store, head, environment, code); else None. Its rows are not looked at."""
     from clawstore.errors import StoreError
     from clawstore.store.documents import read_stamp
 
@@ -288,20 +303,25 @@ def match(store_root: Path, digest: str) -> Stamp | None:
         return None
     if doc.store != store_state(store_root) or doc.env != env_digest():
         return None
-    if any(_stat(path) != stat for path, stat in doc.reads.items()):
-        return None
+    changed = []
+    for read, stat in doc.reads.items():
+        if _stat(read) != stat:
+            changed.append(read)
+            if stop_at_first:
+                return doc, changed
     if doc.code != code_digest():
         return None
-    rows = _stat(str(_rows_path(store_root, digest)))
-    if rows is None or rows[0] != doc.rows["bytes"]:
-        return None  # the rows file gone or of another size (its digest: rows_of, when they are printed)
-    return doc
+    return doc, changed
 
 
 def layers_of(stamp: Stamp) -> Layers | None:
     """The stamp's node counts per model and layer (in plan order), None in a stamp without them (an
     older claw's, or damaged): then `claw status` and its kin plan in full."""
-    layers = stamp.layers
+    return valid_layers(stamp.layers)
+
+
+def valid_layers(layers: Any) -> Layers | None:
+    """`layers` as written by `write` (nodes per model and layer), None if damaged."""
     if not (isinstance(layers, list) and all(
             isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)
             and all(isinstance(k, str) and type(n) is int and n >= 0 for k, n in item[1].items())

@@ -233,6 +233,10 @@ class CampaignItems(Sequence[CampaignItem]):
     def __len__(self) -> int:
         return len(self.models) * len(self.cases)
 
+    def only(self, cases: list[CaseEntry]) -> CampaignItems:
+        """The items of these cases alone (some of this campaign's, in its order): builder/casestamp.py."""
+        return CampaignItems(self._run_profile, self.models, cases, self._agent_of)
+
     def __iter__(self) -> Iterator[CampaignItem]:
         return iter(self.window(0, len(self.cases)))
 

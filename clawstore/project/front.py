@@ -23,6 +23,7 @@ from clawstore.project.places import never_built_message, open_store, resolve_st
 if TYPE_CHECKING:
     from clawstore.builder.api import CampaignRequest, NodeState
     from clawstore.builder.batch_collect import Collected
+    from clawstore.builder.casestamp import ByCase
     from clawstore.builder.engine import BuildReport
     from clawstore.config.campaign import Campaign
     from clawstore.remote.config import Remote
@@ -190,18 +191,38 @@ class Project:
         flags = (request.suite, request.run_profile, request.evaluation_profile)
         return stamping.stamping(request.cwd, flags, self.store_dir, remote)
 
+    @functools.cached_property
+    def _stamped(self) -> stamping.Stamped | None:
+        """The stamp of the campaign's last plain build and its reads changed since (never with --case/--model)."""
+        return None if self.request.filtered else stamping.stamped(self._stamping())
+
     def fresh(self) -> stamping.Fresh | None:
         """Every node's layer when the stamp of the campaign's last plain build says all are fresh
         (never with --case/--model); None: plan."""
-        return None if self.request.filtered else stamping.fresh(self._stamping())
+        return stamping.fresh(self._stamped)
 
-    def inspect(self, force: bool = False, keep: Callable[[NodeState], bool] = lambda s: True) -> Inspection:
+    def by_case(self) -> ByCase | None:
+        """When only some cases' files changed since the stamp: those cases, to plan alone, the stamp answering for
+        the others (builder/casestamp.py); None: plan the whole campaign."""
+        found = self._stamped
+        if found is None or not found.changed:
+            return None
+        from clawstore.builder.api import batches_in
+        from clawstore.builder.casestamp import split
+
+        answer = split(found.doc, found.changed, self.campaign)
+        return None if answer is None or batches_in(self.store) else answer  # (batches: status collects them)
+
+    def inspect(self, force: bool = False, keep: Callable[[NodeState], bool] = lambda s: True,
+                by_case: ByCase | None = None) -> Inspection:
         """The states `keep` keeps and why each would execute, planned a window at a time (nothing sent; nothing
-        written but a killed build's finished work, adopted first)."""
+        written but a killed build's finished work, adopted first); with `by_case`, of its cases alone, the
+        others counted fresh."""
         from clawstore.builder.api import kept_states
 
-        campaign = self.campaign
+        campaign = self.campaign if by_case is None else by_case.campaign
         states, nodes = kept_states(campaign, self.store, force, keep)
+        nodes += 0 if by_case is None else by_case.fresh_nodes
         return Inspection(campaign.campaign_id, states, never_built_message(self.store, campaign.campaign_id), nodes)
 
     def dry_run(self, force: bool, from_stamp: bool, remote: bool = False) -> stamping.Fresh | Inspection:
@@ -213,7 +234,9 @@ class Project:
         found = None if force or not from_stamp else self.fresh()
         if found is not None:
             return found
-        return self.inspect(force, lambda s: force or not from_stamp or s.state != "fresh")
+        # (the JSON lists every node with its key, which the stamp does not keep: planned in full)
+        return self.inspect(force, lambda s: force or not from_stamp or s.state != "fresh",
+                            None if force or not from_stamp else self.by_case())
 
     def status(self) -> Status:
         """Nodes per model, layer and state, once what provider batches finished is recorded."""
@@ -223,18 +246,20 @@ class Project:
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
+        by_case = self.by_case()
+        if by_case is not None:
+            # Every model's layers come in the order the stamp lists them (its build's first window has them all).
+            per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in by_case.fresh_layers()}
+            planned = fold_windows(by_case.campaign, self.store, False, _fold_status)
+            if all(kind in per_model.get(model, {}) for model, kinds in planned.items() for kind in kinds):
+                for model, kinds in planned.items():
+                    for kind, states in kinds.items():
+                        per_model[model][kind].update(states)
+                cid = by_case.campaign.campaign_id
+                return Status(cid, per_model, never_built_message(self.store, cid))
         collected = self.collect()
-
-        def fold(windows: Iterator[list[NodeState]]) -> dict[str, dict[str, Counter[str]]]:
-            per_model: dict[str, dict[str, Counter[str]]] = {}
-            for states in windows:
-                for s in states:
-                    kinds = per_model.setdefault(s.node.address["model_id"], {})
-                    kinds.setdefault(s.node.kind, Counter())[s.state] += 1
-            return per_model
-
         cid = self.campaign.campaign_id
-        per_model = fold_windows(self.campaign, self.store, False, fold)
+        per_model = fold_windows(self.campaign, self.store, False, _fold_status)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded)
 
@@ -250,7 +275,7 @@ class Project:
         found = self.fresh()
         if found is not None:
             return Inspection(found.campaign_id, [], None)
-        return self.inspect(keep=lambda s: s.state != "fresh")
+        return self.inspect(keep=lambda s: s.state != "fresh", by_case=self.by_case())
 
     def plan(self, force: bool = False, max_concurrency: int | None = None, batch: bool = False,
              remote: str | None = None) -> SpendPlan:
@@ -264,7 +289,16 @@ class Project:
 
             self.say(pull_before(*self._remote_parts(remote)).summary())
         found = None if force or remote is not None else self._fresh_plan(max_concurrency, batch)
+        if found is None and not force and remote is None:
+            found = self._plan_by_case(max_concurrency, batch)
         return found if found is not None else plan_spend(self.campaign, self.store, force, max_concurrency, batch)
+
+    def _plan_by_case(self, max_concurrency: int | None, batch: bool) -> SpendPlan | None:
+        """`plan` of the cases whose files changed alone, the stamp's nodes of the others added as reused."""
+        from clawstore.spend.estimate import plan_by_case
+
+        by_case = self.by_case()
+        return None if by_case is None else plan_by_case(by_case, self.store, max_concurrency, batch)
 
     def _fresh_plan(self, max_concurrency: int | None, batch: bool) -> SpendPlan | None:
         from clawstore.config.campaign import campaign_profiles
@@ -307,7 +341,7 @@ class Project:
             report = build(self.request, self, options)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
-            stamping.leave_stamp(found, after, reads, report)
+            stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
         return Built.of(report)
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
@@ -409,6 +443,16 @@ class Project:
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
                        untrusted: bool) -> keeping.Imported:
         return keeping.import_archive(file, self.store_dir, configs_to, pins, untrusted)
+
+
+def _fold_status(windows: Iterator[list[NodeState]]) -> dict[str, dict[str, Counter[str]]]:
+    """Nodes per model, layer and state, in the order first met."""
+    per_model: dict[str, dict[str, Counter[str]]] = {}
+    for states in windows:
+        for s in states:
+            kinds = per_model.setdefault(s.node.address["model_id"], {})
+            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+    return per_model
 
 
 def _shows_live(mode: str) -> bool:

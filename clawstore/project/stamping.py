@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -13,6 +13,7 @@ from clawstore.project.places import resolve_store_dir, workspace_root
 if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.stamp import Layers, Recorder
+    from clawstore.config.catalog import CaseEntry
     from clawstore.remote.live import RemoteView
     from clawstore.store.documents import Stamp
 
@@ -72,14 +73,32 @@ def matching_stamp(found: Stamping) -> Stamp | None:
     return doc
 
 
-def fresh(found: Stamping | None) -> Fresh | None:
-    """The campaign's layers when the stamp of its last plain build still matches: nothing it depends on
-    changed since that build completed it, so every node is fresh. None: plan."""
+class Stamped(NamedTuple):
+    """The stamp of the campaign's last plain build when all but its reads still holds: the reads changed since."""
+
+    doc: Stamp
+    changed: list[str]
+    rows_sized: bool  # its rows file there, of its size (builder/stamp.py `match`)
+
+
+def stamped(found: Stamping | None) -> Stamped | None:
     from clawstore.builder import stamp
 
-    doc = None if found is None else stamp.match(found.store_root, found.digest)
-    layers = None if doc is None else stamp.layers_of(doc)
-    return None if layers is None or doc is None else Fresh(doc.campaign_id, layers)
+    differs = None if found is None else stamp.differing(found.store_root, found.digest)
+    if found is None or differs is None:
+        return None
+    return Stamped(*differs, stamp.rows_sized(found.store_root, found.digest, differs[0]))
+
+
+def fresh(found: Stamped | None) -> Fresh | None:
+    """The campaign's layers when the stamp of its last plain build still matches: nothing it depends on
+    changed since that build completed it, so every node is fresh. None: plan (or per case: builder/casestamp.py)."""
+    from clawstore.builder import stamp
+
+    if found is None or found.changed or not found.rows_sized:
+        return None
+    layers = stamp.layers_of(found.doc)
+    return None if layers is None else Fresh(found.doc.campaign_id, layers)
 
 
 @contextlib.contextmanager
@@ -94,11 +113,13 @@ def recording(found: Stamping | None) -> Iterator[Recorder | None]:
         yield reads
 
 
-def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, report: BuildReport) -> None:
-    """Leave a stamp after a build that completed its campaign; forget an older one otherwise. With
-    --remote, `after` is the stamping under the remote's state as this build's push left it (the one
-    taken before is stale)."""
+def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, report: BuildReport,
+                cases: Sequence[CaseEntry]) -> None:
+    """Leave a stamp after a build that completed its campaign (`cases`: its cases, for the stamp per case);
+    forget an older one otherwise. With --remote, `after` is the stamping under the remote's state as this build's
+    push left it (the one taken before is stale)."""
     from clawstore.builder import stamp
+    from clawstore.builder.casestamp import cases_of
 
     target: Stamping | None = before
     if before.remote is not None:
@@ -108,9 +129,10 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
         if target is None:
             return
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
+    layers = _layers(report)
     if not (complete and not report.openclaw
             and stamp.write(target.store_root, target.digest, reads, report.campaign, report.rows, report.counts,
-                            _layers(report))):
+                            layers, cases_of(cases, layers))):
         stamp.forget(target.store_root, target.digest)
 
 

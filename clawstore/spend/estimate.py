@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from clawstore.builder.api import NodeState
+    from clawstore.builder.casestamp import ByCase
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import EvaluationProfile, JudgeConfig, RunProfile, Suite
     from clawstore.store.store import Store
@@ -316,6 +317,37 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
     concurrency = max_concurrency or campaign.run_profile.execution_policy.max_concurrency
     ordered = sorted(lines.values(), key=lambda line: line.kind != "run")  # runs first, as the build goes
     return SpendPlan(campaign.campaign_id, concurrency, ordered, counts.layers())
+
+
+def plan_by_case(by_case: ByCase, store: Store, max_concurrency: int | None = None, batch: bool = False
+                 ) -> SpendPlan | None:
+    """The plan of a campaign of which the stamp answers for all but `by_case`'s cases (builder/casestamp.py):
+    those planned alone, each node the stamp answers for added to its line as reused (no estimate, no float
+    added: every sum is the whole plan's). None when the stamp's nodes do not fit the lines: then plan in full."""
+    campaign, fresh = by_case.campaign, by_case.fresh_layers()
+    profile = campaign.evaluation_profile
+    if not campaign.items.cases:
+        return fresh_plan(campaign.campaign_id, fresh, campaign.suite, campaign.run_profile, profile,
+                          max_concurrency, batch)
+    plan = plan_spend(campaign, store, False, max_concurrency, batch)
+    lines = {(line.kind, line.name): line for line in plan.lines}
+    judge_plan = [jr for jr in (profile.judge_runs if profile else []) for _ in range(jr.repetitions)]
+    reused: Counter[str] = Counter()
+    for model_id, kinds in fresh:
+        runs = kinds.get("run", 0)
+        wanted = [("run", model_id), *(("judge", jr.judge_id) for jr in judge_plan)]
+        if set(kinds) - set(LAYERS) or kinds.get("judge", 0) != runs * len(judge_plan) or any(
+                key not in lines for key in wanted):
+            return None
+        for key in wanted:
+            lines[key].reused += runs
+        reused.update(kinds)
+    zero = {"execute": 0, "reuse": 0, "unplanned": 0}
+    layers = {kind: {**zero, **plan.layers.get(kind, {})} for kind in LAYERS}
+    for kind, n in reused.items():
+        layers[kind]["reuse"] += n
+    plan.layers = {kind: counts for kind, counts in layers.items() if sum(counts.values())}
+    return plan
 
 
 def _profile(profile: EvaluationProfile | None) -> EvaluationProfile:

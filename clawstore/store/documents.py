@@ -431,7 +431,7 @@ class ArchiveManifest:
 
 # --------------------------------------------------------------------------------------- no-op stamps
 
-STAMP_FORMAT = 2  # 2: the printed rows in a file beside the stamp (1, rows inside: read as not matching)
+STAMP_FORMAT = 3  # 3: the cases and their nodes (2: without; 1: rows inside): an older one does not match
 
 
 @dataclass(frozen=True)
@@ -449,6 +449,7 @@ class Stamp:
     rows: dict[str, Any]  # the rows file beside it: {"bytes": its size, "blake3": its digest}
     counts: dict[str, int]
     layers: Any  # [(model id, {layer: nodes})]: builder/stamp.py layers_of checks it
+    cases: Any = None  # {"files": [[case id, test.yaml]] in campaign order, "layers": a case's}: builder/casestamp.py
     format: int = STAMP_FORMAT
 
     def to_json(self) -> dict[str, Any]:
@@ -472,4 +473,4 @@ def read_stamp(data: Any, where: str) -> Stamp:
     rows = values["rows"]
     if not (type(rows.get("bytes")) is int and type(rows.get("blake3")) is str):
         raise damaged(where, "rows", "the rows file's bytes and blake3")
-    return Stamp(**values, layers=doc.get("layers"))
+    return Stamp(**values, layers=doc.get("layers"), cases=doc.get("cases"))

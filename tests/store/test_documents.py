@@ -196,16 +196,17 @@ def test_a_stamp_is_written_in_its_old_field_order_and_read_back_whole() -> None
     rows = {"bytes": 120, "blake3": "ab" * 32}  # (its rows file's: builder/stamp.py)
     stamp = Stamp(campaign={"id": "s__r__none"}, campaign_id="s__r__none", head=KEY, reads={"/w/a.yaml": [1, 2, 3, 4]},
                   env="e", code="c", store=[["i"], ["p"]], rows=rows, counts={"executed": 0, "reused": 1},
-                  layers=[["m", {"run": 1}]])
+                  layers=[["m", {"run": 1}]], cases={"files": [["c", "/w/c/test.yaml"]], "layers": [["m", {"run": 1}]]})
     assert list(stamp.to_json()) == ["format", "campaign", "campaign_id", "head", "reads", "env", "code", "store",
-                                     "rows", "counts", "layers"]
+                                     "rows", "counts", "layers", "cases"]
     data = json.dumps(stamp.to_json(), separators=(",", ":")).encode()
     assert json.dumps(read_stamp(json.loads(data), "s").to_json(), separators=(",", ":")).encode() == data
     with pytest.raises(StoreError, match="^s: rows: expected the rows file's bytes and blake3$"):
         read_stamp({**stamp.to_json(), "rows": {"bytes": "120", "blake3": "ab" * 32}}, "s")
     with pytest.raises(StoreError, match="^s: rows: expected an object$"):  # a format-1 stamp's, relabelled
         read_stamp({**stamp.to_json(), "rows": [{"model_id": "m"}]}, "s")
-    with pytest.raises(StoreError, match="^s: format: expected 2$"):  # a stamp with its rows inside
-        read_stamp({**stamp.to_json(), "format": 1}, "s")
+    for older in (1, 2):  # a stamp with its rows inside; one without its cases
+        with pytest.raises(StoreError, match="^s: format: expected 3$"):
+            read_stamp({**stamp.to_json(), "format": older}, "s")
     with pytest.raises(StoreError, match="^s: head: expected an object id .the stamp has none.$"):
         read_stamp({k: v for k, v in stamp.to_json().items() if k != "head"}, "s")
