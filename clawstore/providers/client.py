@@ -77,6 +77,23 @@ class ChatResult:
     latency_s: float = 0.0
 
 
+class _ReplyCookies(httpx.Cookies):
+    """A client's cookies, read from a reply only when it sets some: httpx wraps every reply and its request in
+    urllib's cookie objects (a URL parse, the headers copied twice) to find none, a tenth of an exchange's CPU."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        if "set-cookie" in response.headers or "set-cookie2" in response.headers:
+            super().extract_cookies(response)
+
+
+class _Client(httpx.Client):
+    """httpx's client with _ReplyCookies: the same cookies kept and sent (tests/providers: a Set-Cookie)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._cookies = _ReplyCookies(self._cookies)
+
+
 @dataclass
 class _Failure:
     code: str
@@ -123,7 +140,11 @@ class ProviderClient:
         self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
         self._tls: ssl.SSLContext | None = None  # made once: each client would load the CA bundle again
-        self._shared = httpx.Client(limits=self._limits, transport=transport, follow_redirects=False) \
+        # Made once per chat URL and per timeout, not per request: httpx parses a URL given as text, and makes
+        # a Timeout of a Timeout, on every request it builds.
+        self._urls: dict[str, httpx.URL] = {}
+        self._timeouts: dict[float, tuple[httpx.Timeout, dict[str, Any]]] = {}
+        self._shared = _Client(limits=self._limits, transport=transport, follow_redirects=False) \
             if transport is not None else None
 
     def __enter__(self) -> ProviderClient:
@@ -150,7 +171,7 @@ class ProviderClient:
                 raise ProviderError("cancelled", _cancelled_text(self._closed))
             if self._tls is None:
                 self._tls = httpx.create_ssl_context()
-            http = httpx.Client(limits=self._limits, verify=self._tls, follow_redirects=False)
+            http = _Client(limits=self._limits, verify=self._tls, follow_redirects=False)
             self._clients.append(http)
             return http
 
@@ -185,7 +206,7 @@ class ProviderClient:
         if api_key is not None:
             headers["Authorization"] = f"Bearer {api_key}"
         payload = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        limit = httpx.Timeout(timeout if timeout is not None else self.default_timeout)
+        limit = self._timeout(timeout if timeout is not None else self.default_timeout)
         retries = max(int(retries), 0)
         held = (endpoint.base_url, str(body.get("model")))  # what a Retry-After holds back
         pacer = current_pacer()
@@ -249,6 +270,20 @@ class ProviderClient:
                                     attempts=attempt + 1, attempt_log=attempt_log)
         raise AssertionError("unreachable")  # the loop returns or raises
 
+    def _timeout(self, seconds: float) -> tuple[httpx.Timeout, dict[str, Any]]:
+        """httpx's Timeout of `seconds` and the request extension it makes of it."""
+        made = self._timeouts.get(seconds)
+        if made is None:
+            limit = httpx.Timeout(seconds)
+            made = self._timeouts[seconds] = (limit, limit.as_dict())
+        return made
+
+    def _url(self, text: str) -> httpx.URL:
+        url = self._urls.get(text)
+        if url is None:
+            url = self._urls[text] = httpx.URL(text)
+        return url
+
     def _hold_back(self, held: tuple[str, str], delay: float) -> None:
         with self._resume_lock:
             self._resume_at[held] = max(self._resume_at.get(held, 0.0), time.monotonic() + delay)
@@ -269,7 +304,7 @@ class ProviderClient:
         endpoint: Endpoint,
         payload: bytes,
         headers: dict[str, str],
-        limit: httpx.Timeout,
+        limit: tuple[httpx.Timeout, dict[str, Any]],
         api_key: str | None,
     ) -> tuple[ChatResult | _Failure, Usage]:
         """One HTTP exchange → (result or failure, usage that this attempt reported).
@@ -277,7 +312,7 @@ class ProviderClient:
         The timeout is a wall-clock bound on the whole exchange: httpx's own timeouts apply per
         network operation, so a server that drips bytes is also cut off at the deadline.
         """
-        seconds = limit.read or self.default_timeout
+        seconds = limit[0].read or self.default_timeout
         deadline = time.monotonic() + seconds
         timed_out = _Failure("timeout", f"no complete response from {endpoint.chat_url} within {seconds:g}s",
                              True, timed_out=True)
@@ -288,11 +323,12 @@ class ProviderClient:
             self._give_back(http)
 
     def _exchange(self, http: httpx.Client, endpoint: Endpoint, payload: bytes, headers: dict[str, str],
-                  limit: httpx.Timeout, api_key: str | None, deadline: float,
+                  limit: tuple[httpx.Timeout, dict[str, Any]], api_key: str | None, deadline: float,
                   timed_out: _Failure) -> tuple[ChatResult | _Failure, Usage]:
         try:
             streamed = http.send(http.build_request(
-                "POST", endpoint.chat_url, content=payload, headers=headers, timeout=limit), stream=True)
+                "POST", self._url(endpoint.chat_url), content=payload, headers=headers,
+                extensions={"timeout": limit[1]}), stream=True)
             try:
                 body = bytearray()
                 for chunk in streamed.iter_bytes():  # (decompressed, if the provider compressed it)

@@ -367,3 +367,40 @@ def test_a_compressed_reply_is_read_once_decompressed(client: ProviderClient) ->
         server.server_close()
     assert result.message["content"] == "zipped"
     assert result.usage.total_tokens == 4
+
+
+class _CookieHandler(BaseHTTPRequestHandler):
+    """Sets a cookie on its first reply; records the Cookie header of every request."""
+
+    seen: list[str | None] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).seen.append(self.headers.get("Cookie"))
+        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if len(type(self).seen) == 1:
+            self.send_header("Set-Cookie", "session=abc; Path=/")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_a_cookie_a_reply_sets_is_sent_back_and_a_reply_without_one_keeps_it(client: ProviderClient) -> None:
+    # The client reads a reply's cookies only when it has a Set-Cookie header (a saving per request): what it
+    # keeps and sends must stay what httpx's own cookie handling does.
+    _CookieHandler.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CookieHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1", None)
+    try:
+        for _ in range(3):  # one thread: each request leases the same client
+            assert client.chat(endpoint, BODY, timeout=5, retries=0).message["content"] == "ok"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _CookieHandler.seen == [None, "session=abc", "session=abc"]
