@@ -10,6 +10,7 @@ import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from clawstore.errors import ClawError
@@ -404,3 +405,44 @@ def test_a_cookie_a_reply_sets_is_sent_back_and_a_reply_without_one_keeps_it(cli
         server.shutdown()
         server.server_close()
     assert _CookieHandler.seen == [None, "session=abc", "session=abc"]
+
+
+def test_the_request_sent_is_the_one_httpx_builds_header_for_header(client: ProviderClient,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client builds its request without httpx's per-request header merge: what goes on the wire must stay
+    # byte for byte what httpx.Client.build_request would have sent (order included), for two requests in a row.
+    monkeypatch.setenv("CLAW_TEST_KEY", KEY)
+    heads: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}).encode()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while len(heads) < 2:
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, data = data.split(b"\r\n\r\n", 1)
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(data) < length:
+                    data += conn.recv(65536)
+                data = data[length:]
+                heads.append(head)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(reply)).encode() + b"\r\n\r\n" + reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    base = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        for _ in range(2):
+            client.chat(Endpoint(base, "CLAW_TEST_KEY"), BODY, timeout=5, retries=0)
+    finally:
+        listener.close()
+    payload = json.dumps(BODY, ensure_ascii=False).encode()
+    with httpx.Client() as plain:
+        expected = plain.build_request("POST", f"{base}/chat/completions", content=payload, headers={
+            "Content-Type": "application/json", "X-Title": "clawstore", "Authorization": f"Bearer {KEY}"})
+    wire = [b"%s: %s" % pair for pair in expected.headers.raw]
+    assert heads == [b"\r\n".join([b"POST /v1/chat/completions HTTP/1.1", *wire])] * 2
