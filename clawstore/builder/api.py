@@ -306,6 +306,9 @@ class _LazyClient:
         self._lock = threading.Lock()
 
     def _get(self) -> ProviderConnection:
+        made = self._client  # once made it never changes: a request takes it without the lock 16 workers share
+        if made is not None:
+            return made
         with self._lock:  # held while making it: callers wait for a warm-up under way
             if self._error is not None:
                 raise self._error

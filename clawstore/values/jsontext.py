@@ -65,7 +65,9 @@ def loads_reply(text: str | bytes) -> Any:
     if nests_deeper_than(text, REPLY_MAX_DEPTH):
         raise ValueError(f"JSON nested more than {REPLY_MAX_DEPTH} levels deep")
     value = _decode(_REPLY_DECODER, text)
-    return without_lone_surrogates(value) if _SURROGATE_HINT.search(text) else value
+    # (ASCII text without an escape holds no surrogate: two C scans instead of the pattern's, the usual reply)
+    hint = "\\u" in text or not text.isascii()
+    return without_lone_surrogates(value) if hint and _SURROGATE_HINT.search(text) else value
 
 
 # A surrogate escape or code point in a JSON text: only then can a value read from it hold a lone one.
