@@ -21,6 +21,7 @@ from clawstore.builder import stamp as stamps
 from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
 from clawstore.cli.build_view import print_built
 from clawstore.project.front import Built
+from clawstore.store.documents import STAMP_FORMAT
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.judging import judge_reply
@@ -146,7 +147,7 @@ def test_a_stamp_whose_rows_file_is_missing_or_not_its_own_plans_as_usual(ws: Wo
     result = _build(ws)
     assert not answered_by_stamp(result)  # planned: the same rows, read from the store
     assert len(result["rows"]) == 4 and result["counts"]["reused"] == 4
-    assert json.loads(stamp.read_text())["format"] == 2  # the planned build left a new stamp, which answers
+    assert json.loads(stamp.read_text())["format"] == STAMP_FORMAT  # the planned build left a new stamp
     mark_stamp(ws.root / "store")
     assert answered_by_stamp(_build(ws))
 
