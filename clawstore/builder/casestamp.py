@@ -26,13 +26,19 @@ if TYPE_CHECKING:
     from clawstore.store.documents import Stamp
 
 
+def imports_hooks(entries: Sequence[CaseEntry]) -> bool:
+    """Does a case import a check's hook module by name? It is found on a search path, maybe outside the workspace,
+    where the stamp's reads do not look, so no stamp may vouch for it (its content is in the check's key)."""
+    return any(b"import_path" in entry.validated_from for entry in entries)
+
+
 def cases_of(entries: Sequence[CaseEntry], layers: Layers) -> dict[str, Any] | None:
     """What a stamp keeps of its campaign's cases: each case's id and test.yaml in campaign order, and one case's
     nodes per model and layer (every case has the same: every model, the same repetitions, each run the same
     evaluation nodes). None (no answer per case) when the layers do not split evenly, or a case imports a hook
     module by name (found on a search path, so not by a file name its YAML holds)."""
     count = len(entries)
-    if not count or any(b"import_path" in entry.validated_from for entry in entries):
+    if not count or imports_hooks(entries):
         return None
     per_case = []
     for model, kinds in layers:

@@ -334,3 +334,30 @@ def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(
     assert stamp_file.with_suffix(".rows").stat().st_size > 30 * 2**20
     assert large < small + 2**20, (small, large)  # (the rows held whole: ~100 MB as Python objects)
     assert large < 16 * 2**20, large  # a thousand rows at a time, as the table's and the JSON's writes take them
+
+
+def test_a_hook_module_found_outside_the_workspace_is_not_vouched_for_by_a_stamp(
+        ws: Workspace, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check's `import_path` hook may be found on the search path outside the workspace (the stamp sees only
+    what the build reads inside it): its module's content is in the check's key, so editing it must re-run the
+    check, never be answered from a stamp as all fresh."""
+    from tests.support.judging import JUDGE, eval_profile, judge_reply
+
+    site = tmp_path / "site"
+    (site / "outsidehooks").mkdir(parents=True)
+    (site / "outsidehooks" / "__init__.py").write_text("")
+    module = site / "outsidehooks" / "checks.py"
+    module.write_text("def check(artifact):\n    return True\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    ws.edit("cases/alpha/test.yaml", lambda d: d.update(deterministic_checks=[
+        {"check_id": "hook", "python_hook": {"import_path": "outsidehooks.checks", "callable_name": "check"}}]))
+    eval_profile(ws, repetitions=1, security_policy={"allow_local_python_hooks": True})
+    standin.script(JUDGE, judge_reply(5))
+    judged = ("--evaluation-profile", "ev")
+    cold = _build(ws, *judged)
+    assert cold["counts"]["failed"] == 0, cold["counts"]
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    assert _build(ws, *judged)["counts"]["executed"] == 0  # planned: everything fresh
+    module.write_text("def check(artifact):\n    return False  # edited outside the workspace\n")
+    after = _build(ws, *judged)
+    assert after["counts"]["executed"] > 0, after["counts"]  # alpha's checks (and what they feed) ran again
