@@ -35,10 +35,10 @@ def imports_hooks(entries: Sequence[CaseEntry]) -> bool:
 def cases_of(entries: Sequence[CaseEntry], layers: Layers) -> dict[str, Any] | None:
     """What a stamp keeps of its campaign's cases: each case's id and test.yaml in campaign order, and one case's
     nodes per model and layer (every case has the same: every model, the same repetitions, each run the same
-    evaluation nodes). None (no answer per case) when the layers do not split evenly, or a case imports a hook
-    module by name (found on a search path, so not by a file name its YAML holds)."""
+    evaluation nodes). None (no answer per case) when the layers do not split evenly. (A campaign whose cases
+    import a hook module by name gets no stamp at all: `imports_hooks`, asked by project/stamping.py.)"""
     count = len(entries)
-    if not count or imports_hooks(entries):
+    if not count:
         return None
     per_case = []
     for model, kinds in layers:
