@@ -61,24 +61,38 @@ class Pending:
 
 @dataclass
 class Batch(Pending):
-    """Per-thread state of an open `Store.batch()`."""
+    """Per-thread state of an open `Store.batch()`.
+
+    `queued`: small objects put in it and not yet written, by digest (frame parts, the ids their content names): a
+    node's objects go to the pack in one system call when the batch ends, or sooner (objects.py `_write_queued`)."""
 
     depth: int = 0
+    queued: dict[bytes, tuple[list[bytes | memoryview], list[bytes] | None]] = field(default_factory=dict)
+    queued_bytes: int = 0
 
 
 def write_entries(runtime: CommitTarget, pending: Pending) -> None:
     """Append `pending`'s action entries not yet in a pack to this process's pack (no fsync): from here
     they are in the store's files, and a SIGKILL cannot lose them (adopt.py)."""
-    todo = [(key, value) for key, value in pending.actions.items()
-            if (entry := pending.written.get(key)) is None or (entry.record, entry.time_ns) != value]
+    todo = unwritten_entries(pending)
     if not todo:
         return
     with runtime.pack_lock:
         writer = runtime.writer()
         pending.writers.add(writer)
-        offsets = writer.append_actions([(key, record, time_ns) for key, (record, time_ns) in todo])
-    pack = writer.pack_id
-    for (key, (record, time_ns)), offset in zip(todo, offsets, strict=True):
+        offsets = writer.append_actions(todo)
+    note_written(pending, todo, writer.pack_id, offsets)
+
+
+def unwritten_entries(pending: Pending) -> list[tuple[bytes, bytes | None, int]]:
+    """`pending`'s action entries (key, record, time ns) not yet in a pack as they are now."""
+    return [(key, *value) for key, value in pending.actions.items()
+            if (entry := pending.written.get(key)) is None or (entry.record, entry.time_ns) != value]
+
+
+def note_written(pending: Pending, entries: list[tuple[bytes, bytes | None, int]], pack: str,
+                 offsets: list[int]) -> None:
+    for (key, record, time_ns), offset in zip(entries, offsets, strict=True):
         pending.written[key] = ActionEntry(record, time_ns, pack, offset)
 
 

@@ -23,7 +23,16 @@ import zstandard
 
 from clawstore.errors import CorruptObjectError, MissingObjectError, StoreError, UsageError
 from clawstore.store.core import codec
-from clawstore.store.core.batch import DEFAULT_MAX_BATCHES, DEFAULT_WINDOW_S, Batch, GroupCommitter, Pending, commit
+from clawstore.store.core.batch import (
+    DEFAULT_MAX_BATCHES,
+    DEFAULT_WINDOW_S,
+    Batch,
+    GroupCommitter,
+    Pending,
+    commit,
+    note_written,
+    unwritten_entries,
+)
 from clawstore.store.core.codec import CHUNK
 from clawstore.store.core.edgefile import children_in
 from clawstore.store.core.ids import PREFIX, is_oid, oid_hex
@@ -43,6 +52,13 @@ _HASH_CHUNK = 4 << 20  # read size of the dedup pre-hash of big files
 # a pack of their own (memory stays bounded whatever the size).
 ONE_SHOT_MAX = 8 << 20
 BULK_READ_MAX = 64 << 20  # content bytes one get_many_bytes call holds at most
+# A batch's small objects (a node's: a few KB, naming a few others) wait to be written together, one pwritev a node
+# instead of one an object, up to these; bigger ones (a head's parts) are written as they are put, as before: memory
+# stays bounded in a batch of many puts (a tree's files, a head).
+QUEUED_OBJECT_MAX = 16 << 10  # an object's frame
+QUEUED_CHILDREN_MAX = 64  # the ids its content names
+QUEUE_MAX_BYTES = 256 << 10
+QUEUE_MAX_OBJECTS = 256
 
 
 def _store_errors(method: _F) -> _F:
@@ -53,10 +69,14 @@ def _store_errors(method: _F) -> _F:
         try:
             return method(self, *args, **kwargs)
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise StoreError(f"store {self.root}: {exc.strerror or exc}{where}") from None
+            raise _store_error(self.root, exc) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _store_error(root: Path, exc: OSError) -> StoreError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return StoreError(f"store {root}: {exc.strerror or exc}{where}")
 
 
 class _Closed:
@@ -130,6 +150,7 @@ class ObjectStore:
         current.depth -= 1
         if current.depth == 0:
             runtime.local.batch = None
+            self._write_queued(current, entries=True)
             self._hand_over(current)
 
     def _hand_over(self, pending: Pending) -> None:
@@ -198,6 +219,7 @@ class ObjectStore:
         """Publish everything pending (this thread's batch and the group), e.g. before a ref."""
         current = self._batch()
         if current is not None:
+            self._write_queued(current)
             pending = Pending()
             pending.absorb(current)
             current.objects, current.actions, current.writers, current.callbacks = {}, {}, set(), []
@@ -223,6 +245,8 @@ class ObjectStore:
     def _pending_loc(self, digest: bytes) -> Loc | None:
         current = self._batch()
         if current is not None:
+            if digest in current.queued:  # asked where it is (to read it): written now
+                self._write_queued(current)
             loc = current.objects.get(digest)
             if loc is not None:
                 return loc
@@ -264,7 +288,13 @@ class ObjectStore:
 
     # --- queries --------------------------------------------------------------------------------
     def has(self, oid: str) -> bool:
-        return self._loc(_digest(oid)) is not None
+        digest = _digest(oid)
+        return self._queued(digest) or self._loc(digest) is not None
+
+    def _queued(self, digest: bytes) -> bool:
+        """Put in this thread's open batch and not yet written (present for `has` and dedup, without a write)."""
+        current = self._batch()
+        return current is not None and digest in current.queued
 
     def missing(self, oids: Iterable[str]) -> list[str]:
         """Those of `oids` the store does not hold: `has` of each, with one index lookup for the lot
@@ -275,7 +305,7 @@ class ObjectStore:
 
     def _present(self, digest: bytes) -> bool:
         """Dedup check for a put: present (pending or indexed)? Refreshes an old pack's mtime."""
-        if self._pending_loc(digest) is not None:
+        if self._queued(digest) or self._pending_loc(digest) is not None:
             return True
         index = self.runtime.index
         loc = index.find_object(digest, look_again=False)
@@ -469,7 +499,17 @@ class ObjectStore:
 
     def _append(self, digest: bytes, frame: list[bytes | memoryview], children: list[bytes] | None = None) -> None:
         """Append a frame to this process's pack; `children`: what its content names, for the pack's edges file
-        (None: not known here, gc reads it)."""
+        (None: not known here, gc reads it). Inside a batch it waits in the batch's queue (`_write_queued`)."""
+        current = self._batch()
+        if current is not None:
+            size = sum(len(part) for part in frame)
+            if size <= QUEUED_OBJECT_MAX and len(children or ()) <= QUEUED_CHILDREN_MAX:
+                current.queued[digest] = (frame, children)
+                current.queued_bytes += size
+                if current.queued_bytes > QUEUE_MAX_BYTES or len(current.queued) >= QUEUE_MAX_OBJECTS:
+                    self._write_queued(current)
+                return
+            self._write_queued(current)  # (what was put before it goes first: the pack's order is the puts')
         runtime = self.runtime
         with runtime.pack_lock:
             writer = runtime.writer()
@@ -477,6 +517,32 @@ class ObjectStore:
             if children is not None and writer.edge_log is not None:
                 writer.edge_log.add(digest, blob.offset, children)
         self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
+
+    def _write_queued(self, batch: Batch, entries: bool = False) -> None:
+        """Append the batch's queued objects to this process's pack with one system call, in the order they were put
+        (the pack's bytes are those of one write per object), and record where they are in the batch; `entries`: its
+        action entries in the same write (at the batch's end: what the commit would append next)."""
+        if not batch.queued:
+            return
+        queued = batch.queued
+        batch.queued, batch.queued_bytes = {}, 0
+        todo = unwritten_entries(batch) if entries else []
+        runtime = self.runtime
+        try:
+            with runtime.pack_lock:
+                writer = runtime.writer()
+                blobs, offsets = writer.append_with_actions(
+                    [(KIND_OBJECT, digest, frame) for digest, (frame, _) in queued.items()], todo)
+                if writer.edge_log is not None:
+                    for blob, (_, children) in zip(blobs, queued.values(), strict=True):
+                        if children is not None:
+                            writer.edge_log.add(blob.id, blob.offset, children)
+        except OSError as exc:
+            raise _store_error(self.root, exc) from None
+        for blob in blobs:
+            batch.objects[blob.id] = (writer.pack_id, blob.offset, blob.length)
+        batch.writers.add(writer)
+        note_written(batch, todo, writer.pack_id, offsets)
 
     def _stage(self, digest: bytes, loc: Loc, writer: PackWriter) -> None:
         """Record a written blob in the open batch, or commit it alone (durable on return)."""

@@ -141,6 +141,12 @@ class PackWriter:
 
     def append_many(self, blobs: list[tuple[int, bytes, list[bytes | memoryview]]]) -> list[Blob]:
         """Write several blobs (kind, id, payload parts) with one system call; where their payloads are."""
+        return self.append_with_actions(blobs, ())[0]
+
+    def append_with_actions(self, blobs: list[tuple[int, bytes, list[bytes | memoryview]]],
+                            entries: Sequence[tuple[bytes, bytes | None, int]]) -> tuple[list[Blob], list[int]]:
+        """`append_many(blobs)` then `append_actions(entries)`, the same bytes, with one system call (a node's
+        objects and its cache entry); where the blobs' and the entries' payloads are."""
         parts: list[bytes | memoryview] = []
         written: list[Blob] = []
         offset = self.size
@@ -149,9 +155,15 @@ class PackWriter:
             written.append(Blob(kind, blob_id, offset + BLOB_HEAD_SIZE, length))
             parts += (_BLOB_HEAD.pack(kind, blob_id, length), *payload)
             offset += BLOB_HEAD_SIZE + length
+        table = b"".join(_TABLE_ROW.pack(*blob) for blob in written)
+        offsets: range = range(0)
+        if entries:
+            blob, rows, offsets = _action_blobs(entries, offset)
+            parts.append(blob)
+            table += rows
         self._write(parts)
-        self.table += b"".join(_TABLE_ROW.pack(*blob) for blob in written)
-        return written
+        self.table += table
+        return written, list(offsets)
 
     def append_objects(self, ids: Sequence[bytes], frames: Sequence[bytes | memoryview]) -> None:
         """Write object blobs (each id's frame, one part each) as `append_many` writes them, byte for byte, with their
@@ -177,13 +189,9 @@ class PackWriter:
         struct call per part cost more than checking them); where their payloads are."""
         if not entries:
             return []
-        keys, records, times = zip(*entries, strict=True)
-        n, step, ids = len(entries), BLOB_HEAD_SIZE + ACTION_SIZE, b"".join(keys)
-        kinds, lengths = bytes([KIND_ACTION]) * n, columns.column("Q", repeat(ACTION_SIZE, n))
-        offsets = range(self.size + BLOB_HEAD_SIZE, self.size + step * n, step)
-        self._write([columns.rows(step, n, kinds, ids, lengths, b"".join([record or NO_RECORD for record in records]),
-                                  columns.column("q", times))])
-        self.table += columns.rows(_TABLE_ROW.size, n, kinds, ids, columns.column("Q", offsets), lengths)
+        blob, rows, offsets = _action_blobs(entries, self.size)
+        self._write([blob])
+        self.table += rows
         return list(offsets)
 
     def begin_stream(self, kind: int) -> int:
@@ -247,6 +255,22 @@ class PackWriter:
         if self.fd >= 0:
             os.close(self.fd)  # releases the flock
             self.fd = -1
+
+
+def _action_blobs(entries: Sequence[tuple[bytes, bytes | None, int]], start: int) -> tuple[bytes, bytes, range]:
+    """Action-cache entries' blobs written from `start` (one buffer), their table rows, where their payloads are."""
+    if len(entries) == 1:  # a node's one entry: three struct calls, not the columns' arrays (the same bytes)
+        ((key, record, time_ns),) = entries
+        offset = start + BLOB_HEAD_SIZE
+        return (_BLOB_HEAD.pack(KIND_ACTION, key, ACTION_SIZE) + _ACTION.pack(record or NO_RECORD, time_ns),
+                _TABLE_ROW.pack(KIND_ACTION, key, offset, ACTION_SIZE), range(offset, offset + 1))
+    keys, records, times = zip(*entries, strict=True)
+    n, step, ids = len(entries), BLOB_HEAD_SIZE + ACTION_SIZE, b"".join(keys)
+    kinds, lengths = bytes([KIND_ACTION]) * n, columns.column("Q", repeat(ACTION_SIZE, n))
+    offsets = range(start + BLOB_HEAD_SIZE, start + step * n, step)
+    blob = columns.rows(step, n, kinds, ids, lengths, b"".join([record or NO_RECORD for record in records]),
+                        columns.column("q", times))
+    return blob, columns.rows(_TABLE_ROW.size, n, kinds, ids, columns.column("Q", offsets), lengths), offsets
 
 
 def table_columns(table: bytes | bytearray) -> Table:
