@@ -8,6 +8,7 @@ the same evidence (and the same judge key).
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -248,17 +249,28 @@ def subject_identity_strings(artifact: Mapping[str, Any]) -> list[str]:
         for candidate in (value, value.rsplit("/", 1)[-1]):
             candidate = candidate.strip()
             # Only distinctive names: a plain word like "default" would mangle ordinary text.
-            if len(candidate) >= 4 and re.search(r"[\d/_.-]", candidate):
+            if len(candidate) >= 4 and _DISTINCTIVE.search(candidate):
                 found.add(candidate)
     return sorted(found, key=lambda s: (-len(s), s))
 
 
-def _scrub(value: Any, names: list[str]) -> Any:
+_DISTINCTIVE = re.compile(r"[\d/_.-]")
+
+
+@functools.lru_cache(maxsize=256)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A name as `re.sub(re.escape(name), ..., flags=re.I)` finds it, compiled once (not looked up per string)."""
+    return re.compile(re.escape(name), re.I)
+
+
+def _scrub(value: Any, names: list[re.Pattern[str]]) -> Any:
+    """Each name replaced in every string, one name after another (longest first, as `subject_identity_strings`
+    orders them)."""
     if not names:
         return value
     if isinstance(value, str):
         for name in names:
-            value = re.sub(re.escape(name), SUBJECT_PLACEHOLDER, value, flags=re.I)
+            value = name.sub(SUBJECT_PLACEHOLDER, value)
         return value
     if isinstance(value, dict):
         return {k: _scrub(v, names) for k, v in value.items()}
@@ -293,5 +305,5 @@ def build_judge_evidence(
         paths = sorted(workspace.paths())
         evidence["workspace_files"] = paths[:MAX_LISTING]
         evidence["workspace_files_omitted"] = max(len(paths) - MAX_LISTING, 0)
-    evidence = _scrub(evidence, subject_identity_strings(artifact))
+    evidence = _scrub(evidence, [_name_pattern(name) for name in subject_identity_strings(artifact)])
     return redact_value(evidence) if redact_secrets else evidence
