@@ -136,7 +136,7 @@ class BuildLog:
                 for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
                 if kind in PAID_KINDS:
-                    metrics.update((CostSum.of_build(metrics) + CostSum.of_metrics(record["metrics"])).build_metrics())
+                    CostSum.of_metrics(record["metrics"]).add_to_build(metrics)
 
     def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""

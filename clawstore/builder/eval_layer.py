@@ -21,7 +21,8 @@ from clawstore.graph.records import make_record, utc_now
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
-from clawstore.values.canonical import field_values
+from clawstore.values import jsontext
+from clawstore.values.canonical import canonical_json, field_values
 from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
@@ -226,6 +227,10 @@ class EvalLayer:
                               ev.checks.record["outputs"]["checks"], self.aggregation, self.sample_size, 1)
         ev.result = self._node("result", ev.run.address, doc, ev.run)
         ev.result.judge_requests = [j.record["outputs"]["request"] for j in ev.judges]
+        made: dict[str, bytes] = {}
+        for n in (ev.checks, *ev.judges):
+            made.update(n.made or {})
+        ev.result.made = made
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
         node = Node(kind, address, doc, document_key(doc), run.item)
@@ -289,6 +294,8 @@ class EvalLayer:
         self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
                     here=lambda node: True)
         for ev in evaluations:
+            for n in ev.nodes():
+                n.made = None  # what the results read (or would have) is no longer needed: memory per window
             waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
                 ev.pending = f"{len(waiting)} request(s) pending in provider batch(es)"
@@ -376,13 +383,26 @@ class EvalLayer:
                                  workspace_files=workspace, case_source_path=case.path, security=self.policy)
         summary = result["summary"]
         return self._record(
-            node, status="success", cacheable=True, outputs={"checks": self.store.put_json(result)},
+            node, status="success", cacheable=True, outputs={"checks": self._put_kept(node, result)},
             metrics={"latency_s": round(time.monotonic() - began, 6)},
             summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
                      "error": summary.get("error_checks", 0),
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
             error=None, started_at=started_at, build_id=build_id)
+
+    def _put_kept(self, node: Node, value: Any) -> str:
+        """`put_json(value)`, its bytes kept on `node` for its run's result node, which would read them back (an index
+        look-up, a read, a decompression and a hash check for bytes this build just made)."""
+        data = canonical_json(value)
+        oid = self.store.put_bytes(data)
+        node.made = {oid: data}
+        return oid
+
+    def _made_json(self, node: Node, oid: str) -> Any:
+        """What `store.get_json(oid)` returns, from the bytes an earlier node of this window kept when it has them."""
+        data = (node.made or {}).get(oid)
+        return self.store.get_json(oid) if data is None else jsontext.loads(data)
 
     def _check_specs(self, item: CampaignItem) -> list[dict[str, Any]]:
         """The case's checks as evaluate_checks reads them, made once per case (not a model_dump per check and run)."""
@@ -469,7 +489,7 @@ class EvalLayer:
             if not case.get("target_stored"):
                 self.store.put_json(case["target_doc"])
                 self.store.when_durable(lambda: case.update(target_stored=True))
-            outputs = {"judgement": self.store.put_json(iteration.to_dict()), "request": self.store.put_json(body),
+            outputs = {"judgement": self._put_kept(node, iteration.to_dict()), "request": self.store.put_json(body),
                        **(extra_outputs or {})}
             return self._record(node, status=iteration.status, cacheable=iteration.status == "success",
                                 outputs=outputs, metrics=metrics, summary=summary, error=error,
@@ -482,8 +502,8 @@ class EvalLayer:
         from clawstore.evaluate import aggregate, render_result_summary_md
 
         started_at = utc_now()
-        iterations = [self.store.get_json(oid) for oid in node.document["judgements"]]
-        checks = self.store.get_json(node.document["checks"])
+        iterations = [self._made_json(node, oid) for oid in node.document["judgements"]]
+        checks = self._made_json(node, node.document["checks"])
         aggregation = node.document["aggregation"]
         final = aggregate(iterations, aggregation.get("method", "median"), aggregation.get("pass_threshold"),
                           node.document["sample_size"])

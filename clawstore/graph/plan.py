@@ -52,6 +52,9 @@ class Node:
     batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
     batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
     batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
+    # Canonical bytes of objects it put that its run's result node reads next (oid → bytes): the result takes
+    # them from memory instead of the store (builder/eval_layer.py; dropped when its window concludes).
+    made: dict[str, bytes] | None = None
 
     @property
     def fresh(self) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import time
 from typing import Any
 
 from clawstore.store.actions import reusable
@@ -12,9 +12,18 @@ from clawstore.store.documents import Metrics, RecordDoc, metrics_problem
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
 
 
+_second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text up to the seconds
+
+
 def utc_now() -> str:
-    """Now as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (isoformat: a third of strftime's time, a few per node)."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    """Now as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (what `datetime.now(UTC).isoformat` gives, cut to that form): the date
+    and time of day formatted once a second, the microseconds each call (1.0 against 3.8 µs, a few per node)."""
+    global _second
+    second, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    made = _second  # (one read: another thread may replace it meanwhile, never half of it)
+    if made[0] != second:
+        made = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{made[1]}.{micros:06d}Z"
 
 
 def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,

@@ -113,3 +113,11 @@ class CostSum:
         return {"cost_usd": self.known_usd, "cost_reported": self.reported, "cost_priced": self.priced,
                 "cost_unknown": self.unknown}
 
+    def add_to_build(self, metrics: dict[str, Any]) -> None:
+        """Add this cost to a build log's `metrics` in place: what `metrics.update((of_build(metrics) +
+        self).build_metrics())` does, without the two sums made and read back per paid node."""
+        metrics["cost_usd"] = float(metrics.get("cost_usd") or 0.0) + self.known_usd
+        metrics["cost_reported"] = int(metrics.get("cost_reported") or 0) + self.reported
+        metrics["cost_priced"] = int(metrics.get("cost_priced") or 0) + self.priced
+        metrics["cost_unknown"] = int(metrics.get("cost_unknown") or 0) + self.unknown
+
