@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -301,7 +302,7 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
-            for chunk in _chunks(sorted(lacking)):
+            for chunk in _chunks(lacking):
                 sender.send(_made(_Outgoing(store.make_pack(chunk, tmp), chunk), tmp))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
@@ -353,14 +354,18 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
     return report
 
 
-def _chunks(ids: list[bytes]) -> Iterator[list[bytes]]:
-    """`ids` (in id order) cut into the packs push makes: PACK_OBJECTS each, the first at most
-    FIRST_PACK_OBJECTS, so that the link starts while the second is made. The same ids, the same cuts."""
-    first = min(FIRST_PACK_OBJECTS, PACK_OBJECTS)
-    if ids:
-        yield ids[:first]
-    for start in range(first, len(ids), PACK_OBJECTS):
-        yield ids[start:start + PACK_OBJECTS]
+def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """`ids` in id order, cut into the packs push makes: PACK_OBJECTS each, the first at most FIRST_PACK_OBJECTS, so
+    that the link starts while the second is made. The same ids, the same cuts. Sorted a first byte at a time as the
+    packs ask for them: the first pack does not wait for all to be sorted (60,000 ids: 30-40 ms, ~10 to share out)."""
+    by_first: list[list[bytes]] = [[] for _ in range(256)]
+    for digest in ids:
+        by_first[digest[0]].append(digest)
+    ordered = (digest for share in by_first for digest in sorted(share))
+    size = min(FIRST_PACK_OBJECTS, PACK_OBJECTS)
+    while chunk := list(islice(ordered, size)):
+        yield chunk
+        size = PACK_OBJECTS
 
 
 def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
