@@ -4,8 +4,6 @@ it (its upload thread only sends), and a push killed after that first pack leave
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.core.packfile import sealed_object_ids
 from clawstore.store.services.fsck import fsck
-from tests.remote.test_packs import _filled
+from tests.remote.test_packs import _filled, push_killed_once
 
 
 def _counts(remote: Path) -> dict[str, int]:
@@ -73,27 +71,9 @@ def test_a_push_killed_after_its_first_small_pack_leaves_a_remote_a_pull_takes(t
     record = next(iter(source.entry_digests().values()))
     source.set_ref("campaigns/c", "blake3:" + record.hex())
     remote = tmp_path / "remote"
-    script = f"""
-import json, os, signal, time
-from pathlib import Path
-from clawstore.remote import push
-from clawstore.remote.backends import DirectoryBackend
-from clawstore.remote.config import Remote
-from clawstore.store import Store
-create, upload = DirectoryBackend.create, DirectoryBackend.upload
-def create_then_die(self, source, name):
-    create(self, source, name)
-    if json.loads(source.read_bytes().split(b"\\n")[0])["objects"] == 4:
-        os.kill(os.getpid(), signal.SIGKILL)  # (once the first pack push made, of 4 objects, is published)
-def slow_upload(self, source, name, moved=None):
-    if source.stat().st_size > 1000:  # (the full packs on a slow link)
-        time.sleep(1)
-    upload(self, source, name, moved)
-DirectoryBackend.create, DirectoryBackend.upload = create_then_die, slow_upload
-push.PACK_OBJECTS, push.FIRST_PACK_OBJECTS = 43, 4  # 90 objects: 4, 43, 43
-push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(remote)!r}))
-"""
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    # (the first pack push makes, of 4 objects, published; the two of 43 on a slow link)
+    killed = push_killed_once(source, remote, 'line["objects"] == 4',
+                              "push.PACK_OBJECTS, push.FIRST_PACK_OBJECTS = 43, 4", slow=1)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     published = [listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids")]
     assert 4 in [doc.count for doc in published] and len(published) <= 2  # it, and perhaps the entries' listing
