@@ -260,8 +260,12 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
-    with store.lease(f"push {remote.name}"):
+    with store.lease(f"push {remote.name}"), ThreadPoolExecutor(max_workers=1) as ahead:
         refs = _selected_refs(store, ref_names)
+        # A whole store is read while the remote is listed: its entries, then its objects, in that order (one thread):
+        # a record is stored before its entry, so the objects read after the entries hold every entry's record.
+        entries_read, objects_read = (ahead.submit(store.entry_digests), ahead.submit(store.object_digests)) \
+            if ref_names is None else (None, None)
         listings, files = remote_content(store, remote, backend)
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
         moves = _ref_moves(store, backend, remote, refs if move_refs else {})
@@ -284,8 +288,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
             # only once what it reaches is published): a push after a no-op build walks no closure.
             held = {move.name for move in moves if not move.changes}
-            if ref_names is None:  # the whole store, entries first: a record is stored before its entry, so the
-                objects, actions = None, store.entry_digests()  # objects read after them hold every entry's record
+            if entries_read is not None:  # (the whole store)
+                objects, actions = None, entries_read.result()
             else:
                 objects, actions = _closure_content(store, {n: value for n, value in refs.items() if n not in held})
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
@@ -297,8 +301,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
                 sender.send(_made(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id), tmp))
-            if objects is None:
-                objects = store.object_digests()
+            if objects_read is not None:  # (the whole store's objects, read after its entries)
+                objects = objects_read.result()
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from clawstore.remote import listing, pull, push
+from clawstore.remote.backends import DirectoryBackend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.core.packfile import sealed_object_ids
@@ -62,6 +63,32 @@ def test_a_pack_push_makes_is_named_by_the_thread_that_made_it(tmp_path: Path,
     assert report.packs == 7 and len(named_in) == 7  # 60 objects in packs of 10, and the entries' pack
     assert set(named_in) == {threading.current_thread().name}
     assert not list((tmp_path / "remote" / "packs").glob("*.tmp-*"))
+
+
+def test_a_whole_store_is_read_while_the_remote_is_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's entries and objects are read in a thread of their own while the remote's listing is on its way (a
+    round trip or more): the listing waits here until the entries are read, which only happens beside it. Entries
+    still before objects (test_an_entry_committed_while_a_push_reads_the_store_travels_with_its_record)."""
+    source = _filled(tmp_path / "a", 5)
+    entries_read, seen = threading.Event(), []
+    real_entries, real_list = Store.entry_digests, DirectoryBackend.list
+
+    def entry_digests(self: Store) -> Any:
+        found = real_entries(self)
+        entries_read.set()
+        return found
+
+    def listed(self: DirectoryBackend, prefix: str) -> dict[str, int]:
+        seen.append(entries_read.wait(timeout=5))  # (read one after the other: never set while the listing waits)
+        return real_list(self, prefix)
+
+    monkeypatch.setattr(Store, "entry_digests", entry_digests)
+    monkeypatch.setattr(DirectoryBackend, "list", listed)
+    push.push(source, Remote("team", str(tmp_path / "remote")))
+    assert seen and all(seen)
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
+    assert target.entry_digests() == source.entry_digests() and fsck(target).clean
 
 
 def test_a_push_killed_after_its_first_small_pack_leaves_a_remote_a_pull_takes(tmp_path: Path) -> None:
