@@ -125,8 +125,9 @@ def _named(item: _Outgoing, work: Path) -> _Named:
     signed = work / f"{name}.ids"
     table = pack_table(item.path)
     count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
-    signed.write_bytes(listing.encode(name, item.path.stat().st_size, table, count, item.entries, item.document))
-    return _Named(name, item.path.stat().st_size, table, signed)
+    size = item.path.stat().st_size
+    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document))
+    return _Named(name, size, table, signed)
 
 
 def _made(item: _Outgoing, work: Path) -> _Outgoing:
