@@ -30,7 +30,7 @@ SMOKE = {
     "answers_bench": ["--runs", "200"],
     "remote_bench": ["--objects", "200", "--size", "512", "--repeat", "2", "--link-mib", "50"],
     "pull_phases_bench": ["--objects", "200", "--size", "512", "--pulls", "2"],
-    "push_phases_bench": ["--objects", "200", "--size", "512", "--pushes", "2", "--link-mib", "50"],
+    "push_phases_bench": ["--objects", "200", "--size", "512", "--pushes", "2", "--link-mib", "50", "--timeline"],
     "s3client_bench": ["--files", "2", "--mib", "1"],
     "view_bench": ["--runs", "40", "--models", "4"],
     "verify_bench": ["--runs", "50", "--repeat", "1"],

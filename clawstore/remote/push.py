@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ from clawstore.store.face import pack_table
 from clawstore.values.canonical import canonical_json
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
+# The first pack push makes holds at most this many: made in a few ms, it puts the link to work while the next
+# (full) one is made (docs/remote.md, "Scale: transfers that overlap").
+FIRST_PACK_OBJECTS = 2_500
 
 
 @dataclass
@@ -102,6 +106,35 @@ class _Outgoing:
     entries: bytes = b""  # its entries, as the listing carries them (listing.entries)
     document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
+    named: _Named | None = None  # its name and listing, once made (`_named`)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A pack's name (the BLAKE3 of its bytes), size and table, and its signed listing written beside it."""
+
+    name: str
+    size: int
+    table: bytes
+    signed: Path
+
+
+def _named(item: _Outgoing, work: Path) -> _Named:
+    """Name a pack and write its signed listing in `work` (first: the listing follows the pack's upload at once)."""
+    name = file_digest(item.path)
+    signed = work / f"{name}.ids"
+    table = pack_table(item.path)
+    count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
+    size = item.path.stat().st_size
+    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document))
+    return _Named(name, size, table, signed)
+
+
+def _made(item: _Outgoing, work: Path) -> _Outgoing:
+    """A pack push made, named by the thread that made it while its bytes are fresh: its upload thread then has
+    nothing to do but send (naming it there waited on the interpreter lock while the next pack was made)."""
+    item.named = _named(item, work)
+    return item
 
 
 def _entry_objects(store: Transfer, actions: dict[bytes, bytes], objects: set[bytes]) -> set[bytes]:
@@ -140,12 +173,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
     publishes it; (the pack's name, the bytes sent). The pack's table is kept in `tables` (the listing cache):
     the next push or pull knows its objects without reading it from the remote."""
-    name = file_digest(item.path)
-    size = item.path.stat().st_size
-    signed = work / f"{name}.ids"  # made first: the last pack's listing follows its upload at once
-    table = pack_table(item.path)
-    count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
-    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document))
+    named = item.named or _named(item, work)
+    name, size, signed, table = named.name, named.size, named.signed, named.table
     sent = 0
     progress = progress or TransferProgress()
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
@@ -232,8 +261,12 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
-    with store.lease(f"push {remote.name}"):
+    with store.lease(f"push {remote.name}"), ThreadPoolExecutor(max_workers=1) as ahead:
         refs = _selected_refs(store, ref_names)
+        # A whole store is read while the remote is listed: its entries, then its objects, in that order (one thread):
+        # a record is stored before its entry, so the objects read after the entries hold every entry's record.
+        entries_read, objects_read = (ahead.submit(store.entry_digests), ahead.submit(store.object_digests)) \
+            if ref_names is None else (None, None)
         listings, files = remote_content(store, remote, backend)
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
         moves = _ref_moves(store, backend, remote, refs if move_refs else {})
@@ -256,8 +289,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             # A ref the remote holds at this very value reaches nothing it lacks (a remote ref moves
             # only once what it reaches is published): a push after a no-op build walks no closure.
             held = {move.name for move in moves if not move.changes}
-            if ref_names is None:  # the whole store, entries first: a record is stored before its entry, so the
-                objects, actions = None, store.entry_digests()  # objects read after them hold every entry's record
+            if entries_read is not None:  # (the whole store)
+                objects, actions = None, entries_read.result()
             else:
                 objects, actions = _closure_content(store, {n: value for n, value in refs.items() if n not in held})
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
@@ -268,16 +301,14 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 entries = listing.entries(new_actions)
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
-                sender.send(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id))
-            if objects is None:
-                objects = store.object_digests()
+                sender.send(_made(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id), tmp))
+            if objects_read is not None:  # (the whole store's objects, read after its entries)
+                objects = objects_read.result()
             lacking = objects - have_objects
             if ref_names is not None:  # (a whole store's objects hold every record and input document it has)
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
-            rest = sorted(lacking)
-            for start in range(0, len(rest), PACK_OBJECTS):
-                chunk = rest[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
+            for chunk in _chunks(lacking):
+                sender.send(_made(_Outgoing(store.make_pack(chunk, tmp), chunk), tmp))
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
@@ -317,15 +348,29 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
             starts = range(0, len(objects), PACK_OBJECTS)
             for start in starts[:-1]:
                 chunk = objects[start:start + PACK_OBJECTS]
-                sender.send(_Outgoing(store.make_pack(chunk, tmp), chunk))
+                sender.send(_made(_Outgoing(store.make_pack(chunk, tmp), chunk), tmp))
             last = objects[starts[-1]:] if objects else []
-            sender.send(_Outgoing(store.make_pack(last, tmp, document), last, entries, document_id))
+            sender.send(_made(_Outgoing(store.make_pack(last, tmp, document), last, entries, document_id), tmp))
         knowledge.objects.update(objects)
         if document_id is not None:
             knowledge.objects.add(bytes.fromhex(document_id))
         knowledge.actions.update(actions)
         knowledge.segments = held.loaded
     return report
+
+
+def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """`ids` in id order, cut into the packs push makes: PACK_OBJECTS each, the first at most FIRST_PACK_OBJECTS, so
+    that the link starts while the second is made. The same ids, the same cuts. Sorted a first byte at a time as the
+    packs ask for them: the first pack does not wait for all to be sorted (60,000 ids: 30-40 ms, ~10 to share out)."""
+    by_first: list[list[bytes]] = [[] for _ in range(256)]
+    for digest in ids:
+        by_first[digest[0]].append(digest)
+    ordered = (digest for share in by_first for digest in sorted(share))
+    size = min(FIRST_PACK_OBJECTS, PACK_OBJECTS)
+    while chunk := list(islice(ordered, size)):
+        yield chunk
+        size = PACK_OBJECTS
 
 
 def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:

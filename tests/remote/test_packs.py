@@ -794,21 +794,15 @@ pull.pull(Store(Path({str(tmp_path / "b")!r})), Remote("team", {str(remote)!r}))
     assert fsck(target).clean
 
 
-def test_a_push_killed_once_its_entries_are_published_leaves_a_remote_a_pull_takes_cleanly(tmp_path: Path) -> None:
-    """The entries' listing goes first of the packs push makes (its bytes on the link while the next pack is made).
-    SIGKILL right after it is published, before any pack of the records it names: the remote holds the entries and
-    no head; a pull takes nothing it cannot verify (the entries wait for their records) and its store stays clean;
-    the push run again finishes, and a pull then takes everything."""
-    import signal
+def push_killed_once(source: Store, remote: Path, published: str, settings: str, slow: float) -> Any:
+    """A push of `source` to the directory `remote` in a process of its own, which SIGKILLs itself once it has
+    published a listing whose first line (`line`, as JSON) makes the expression `published` true; packs over 1,000
+    bytes take `slow` seconds more to upload (the others on a slow link); `settings`: a line run first (`push`)."""
     import subprocess
     import sys
 
-    source = _filled(tmp_path / "a", 30)  # (its pack still being written: every object goes in packs push makes)
-    record = next(iter(source.entry_digests().values()))
-    source.set_ref("campaigns/c", "blake3:" + record.hex())
-    remote = tmp_path / "remote"
     script = f"""
-import os, signal, time
+import json, os, signal, time
 from pathlib import Path
 from clawstore.remote import push
 from clawstore.remote.backends import DirectoryBackend
@@ -817,17 +811,32 @@ from clawstore.store import Store
 create, upload = DirectoryBackend.create, DirectoryBackend.upload
 def create_then_die(self, source, name):
     create(self, source, name)
-    if b'"document"' in source.read_bytes().split(b"\\n")[0]:
-        os.kill(os.getpid(), signal.SIGKILL)  # (once the entries' listing is published)
+    line = json.loads(source.read_bytes().split(b"\\n")[0])
+    if {published}:
+        os.kill(os.getpid(), signal.SIGKILL)
 def slow_upload(self, source, name, moved=None):
-    if source.stat().st_size > 1000:  # (the records' packs on a slow link; the entries' pack is its one document)
-        time.sleep(2)
+    if source.stat().st_size > 1000:
+        time.sleep({slow})
     upload(self, source, name, moved)
 DirectoryBackend.create, DirectoryBackend.upload = create_then_die, slow_upload
-push.PACK_OBJECTS = 10
+{settings}
 push.push(Store(Path({str(source.root)!r}), create=False), Remote("team", {str(remote)!r}))
 """
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+
+
+def test_a_push_killed_once_its_entries_are_published_leaves_a_remote_a_pull_takes_cleanly(tmp_path: Path) -> None:
+    """The entries' listing goes first of the packs push makes (its bytes on the link while the next pack is made).
+    SIGKILL right after it is published, before any pack of the records it names: the remote holds the entries and
+    no head; a pull takes nothing it cannot verify (the entries wait for their records) and its store stays clean;
+    the push run again finishes, and a pull then takes everything."""
+    import signal
+
+    source = _filled(tmp_path / "a", 30)  # (its pack still being written: every object goes in packs push makes)
+    record = next(iter(source.entry_digests().values()))
+    source.set_ref("campaigns/c", "blake3:" + record.hex())
+    remote = tmp_path / "remote"
+    killed = push_killed_once(source, remote, '"document" in line', "push.PACK_OBJECTS = 10", slow=2)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     listings = [listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids")]
     assert [len(doc.actions) for doc in listings] == [30]  # the entries alone: none of their records' packs yet

@@ -1,0 +1,117 @@
+"""Push puts the link to work early: the first pack it makes is small, each made pack is named by the thread that made
+it (its upload thread only sends), and a push killed after that first pack leaves a remote a pull takes cleanly."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.remote import listing, pull, push
+from clawstore.remote.backends import DirectoryBackend
+from clawstore.remote.config import Remote
+from clawstore.store import Store
+from clawstore.store.core.packfile import sealed_object_ids
+from clawstore.store.services.fsck import fsck
+from tests.remote.test_packs import _filled, push_killed_once
+
+
+def _counts(remote: Path) -> dict[str, int]:
+    """{pack: objects its listing counts} of the packs a push made (the entries' pack, with none, left out)."""
+    docs = (listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids"))
+    return {doc.pack: doc.count for doc in docs if not doc.actions}
+
+
+def test_the_first_pack_push_makes_is_small_and_cut_the_same_each_time(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+    monkeypatch.setattr(push, "FIRST_PACK_OBJECTS", 4)
+    source = _filled(tmp_path / "a", 20)  # 60 objects (its pack still being written: push makes packs of them)
+    push.push(source, Remote("one", str(tmp_path / "one")))
+    push.push(source, Remote("two", str(tmp_path / "two")))
+    made = _counts(tmp_path / "one")
+    assert sorted(made.values()) == [4, 6, 10, 10, 10, 10, 10]
+    assert made == _counts(tmp_path / "two")  # the same cuts, the same bytes: a push run again skips them
+    smallest = min(source.object_digests())
+    first = next(pack for pack, count in made.items() if count == 4)
+    assert smallest in sealed_object_ids(tmp_path / "one" / "packs" / f"{first}.pack")  # the first ids, in order
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("one", str(tmp_path / "one")))
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert target.entry_digests() == source.entry_digests()
+    assert fsck(target).clean
+
+
+def test_a_pack_push_makes_is_named_by_the_thread_that_made_it(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its BLAKE3 name, table and listing are made in the pushing thread, right after the pack: the upload thread
+    starts sending at once (naming it there waited on the interpreter lock while the next pack was made)."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+    source = _filled(tmp_path / "a", 20)
+    named_in: list[str] = []
+    real_digest = push.file_digest
+
+    def file_digest(path: Path) -> Any:
+        named_in.append(threading.current_thread().name)
+        return real_digest(path)
+
+    monkeypatch.setattr(push, "file_digest", file_digest)
+    report = push.push(source, Remote("team", str(tmp_path / "remote")))
+    assert report.packs == 7 and len(named_in) == 7  # 60 objects in packs of 10, and the entries' pack
+    assert set(named_in) == {threading.current_thread().name}
+    assert not list((tmp_path / "remote" / "packs").glob("*.tmp-*"))
+
+
+def test_a_whole_store_is_read_while_the_remote_is_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's entries and objects are read in a thread of their own while the remote's listing is on its way (a
+    round trip or more): the listing waits here until the entries are read, which only happens beside it. Entries
+    still before objects (test_an_entry_committed_while_a_push_reads_the_store_travels_with_its_record)."""
+    source = _filled(tmp_path / "a", 5)
+    entries_read, seen = threading.Event(), []
+    real_entries, real_list = Store.entry_digests, DirectoryBackend.list
+
+    def entry_digests(self: Store) -> Any:
+        found = real_entries(self)
+        entries_read.set()
+        return found
+
+    def listed(self: DirectoryBackend, prefix: str) -> dict[str, int]:
+        seen.append(entries_read.wait(timeout=5))  # (read one after the other: never set while the listing waits)
+        return real_list(self, prefix)
+
+    monkeypatch.setattr(Store, "entry_digests", entry_digests)
+    monkeypatch.setattr(DirectoryBackend, "list", listed)
+    push.push(source, Remote("team", str(tmp_path / "remote")))
+    assert seen and all(seen)
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(tmp_path / "remote")))
+    assert target.entry_digests() == source.entry_digests() and fsck(target).clean
+
+
+def test_a_push_killed_after_its_first_small_pack_leaves_a_remote_a_pull_takes(tmp_path: Path) -> None:
+    """SIGKILL once the first pack push made is published, the others still on a slow link: no ref on the remote, a
+    pull takes what is there and nothing it cannot verify (fsck clean), and the push run again finishes."""
+    source = _filled(tmp_path / "a", 30)
+    record = next(iter(source.entry_digests().values()))
+    source.set_ref("campaigns/c", "blake3:" + record.hex())
+    remote = tmp_path / "remote"
+    # (the first pack push makes, of 4 objects, published; the two of 43 on a slow link)
+    killed = push_killed_once(source, remote, 'line["objects"] == 4',
+                              "push.PACK_OBJECTS, push.FIRST_PACK_OBJECTS = 43, 4", slow=1)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    published = [listing.decode(path.read_bytes(), path.stem) for path in (remote / "packs").glob("*.ids")]
+    assert 4 in [doc.count for doc in published] and len(published) <= 2  # it, and perhaps the entries' listing
+    assert not (remote / "refs").exists() or not any(p.is_file() for p in (remote / "refs").rglob("*"))
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("team", str(remote)))
+    assert 4 <= sum(1 for _ in target.iter_objects()) < 90 and target.get_ref("campaigns/c") is None
+    assert fsck(target).clean, fsck(target).problems
+    push.push(source, Remote("team", str(remote)))  # run again: finished
+    pull.pull(target, Remote("team", str(remote)))
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert target.entry_digests() == source.entry_digests()
+    assert target.get_ref("campaigns/c") == "blake3:" + record.hex()
+    assert fsck(target).clean
