@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import islice
 from pathlib import Path
 
 from clawstore.errors import UsageError
@@ -37,6 +38,7 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
+    record_problem,
     untrusted_why,
     user_trusts,
 )
@@ -87,6 +89,8 @@ class _Pull:
         self.arriving: set[str] = set()  # ids the packs of this round's fetch name (whole), as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
+        self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
+        self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_problem, as it arrived
         self._trust: dict[str | None, bool] = {}
 
     def pending(self) -> list[str]:
@@ -133,8 +137,7 @@ class _Pull:
         self.arriving = set()
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             try:
-                records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                           for record in self.listings[pack].actions.values()}  # the entries' checks read them
+                records = self._records()  # the entries' checks read them
                 self._download_checked(packs, tmp, records)
                 self.progress.then("checking the entries")
                 contents = self._check_entries(packs, records)
@@ -183,7 +186,9 @@ class _Pull:
                     pack = running.pop(future)
                     self.report.resumed += future.result()
                     start_more()  # (the next ones download while this one is checked and copied)
+                    seen = len(self.incoming.decoded)
                     self._check(pack, work / f"{pack}.pack", keep)
+                    self._vet(seen)
                     if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
                         self.present.update(self.ids.known[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
@@ -213,6 +218,23 @@ class _Pull:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
 
+    def _records(self) -> set[bytes]:
+        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
+        self.naming, self.vetted = {}, {}
+        for pack in self.pending():
+            for key, record in self.listings[pack].actions.items():
+                self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
+        return set(map(bytes.fromhex, self.naming))
+
+    def _vet(self, seen: int) -> None:
+        """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries
+        naming them, while the next packs download: the entry checks after the last pack then read and parse only
+        the last pack's records (the input document's presence is still checked there, with every pack at hand)."""
+        decoded = self.incoming.decoded
+        for hexdigest in islice(decoded, seen, None):
+            for key, record in self.naming.get(hexdigest, ()):
+                self.vetted[key, record] = record_problem(key, decoded[hexdigest])
+
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
         else downloaded, and kept until adopted for a pull run again after a kill (downloads.py)."""
@@ -229,7 +251,8 @@ class _Pull:
         verify refuses the pull. `records`: the digests of the records the listings name. Returns what they read."""
         store = self.store
         store.refresh()
-        contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded)
+        contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded,
+                                     self.vetted)
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.is_bundle:  # (imported whole)

@@ -692,6 +692,62 @@ def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp
     assert fsck(target).clean
 
 
+def _swap_two_entries(remote: Path) -> list[str]:
+    """A writer of the remote swaps the records of the first two entries of each listing holding entries and signs it
+    again (a key the puller trusts); the keys swapped."""
+    from clawstore.store.core.ids import PREFIX
+    from clawstore.store.face import pack_table
+
+    swapped = []
+    for path in sorted((remote / "packs").glob("*.ids")):
+        doc = listing.decode(path.read_bytes(), path.name[:-4])
+        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc.actions.items()}
+        if len(actions) < 2:
+            continue
+        first, second = sorted(actions)[:2]
+        actions[first], actions[second] = actions[second], actions[first]
+        path.write_bytes(listing.encode(doc.pack, doc.size, pack_table(path.with_suffix(".pack")), doc.count,
+                                        listing.entries(actions), doc.document))
+        swapped += [PREFIX + first.hex(), PREFIX + second.hex()]
+    return swapped
+
+
+def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a record says of the entries naming it (its key, its input) is asked right after its pack's check, while
+    the next packs download, not after the last one; an entry whose record is another key's is refused all the same,
+    with its one line, and nothing of the pull lands."""
+    source = Store(tmp_path / "a")
+    for start, count in ((0, 30), (30, 20), (50, 10)):  # (three sealed packs, records in each)
+        _filled(tmp_path / "a", count, start)
+        source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    vetted: list[tuple[float, str]] = []
+    real = pull.record_problem
+    monkeypatch.setattr(pull, "record_problem", lambda key, content: vetted.append((time.monotonic(), key))
+                        or real(key, content))
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one at a time
+    downloads = _slow_downloads(monkeypatch, 0.1)
+    target = Store(tmp_path / "b")
+    assert pull.pull(target, remote).packs >= 3
+    last_arrived = max(end for _, end in downloads)
+    assert len({key for _, key in vetted}) == 60
+    assert sum(when < last_arrived for when, _ in vetted) >= 30  # (those of the packs before the last)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+
+    swapped = _swap_two_entries(tmp_path / "remote")
+    assert swapped
+    vetted.clear()
+    forged = Store(tmp_path / "c")
+    with pytest.raises(UsageError, match="its record is for another key") as refusal:
+        pull.pull(forged, remote)
+    assert "\n" not in str(refusal.value) and str(refusal.value).split("entry ")[1][:23] in {k[:23] for k in swapped}
+    assert {key for _, key in vetted} >= set(swapped)  # (refused from what was vetted on the way)
+    assert list(forged.iter_objects()) == [] and dict(forged.iter_actions()) == {}
+    assert fsck(forged).clean
+
+
 def test_a_push_makes_the_next_pack_while_the_previous_one_uploads(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Push reads ahead: on a slow link the packs after the first are made (their frames read from the store and
