@@ -20,6 +20,7 @@ from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.core import index
 from clawstore.store.core.ids import file_digest
+from clawstore.store.core.index import Segment, decode_segment, encode_segment
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.services import transfer
 from clawstore.store.services.fsck import fsck
@@ -746,6 +747,65 @@ def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_r
     assert {key for _, key in vetted} >= set(swapped)  # (refused from what was vetted on the way)
     assert list(forged.iter_objects()) == [] and dict(forged.iter_actions()) == {}
     assert fsck(forged).clean
+
+
+@pytest.mark.parametrize("case", ["all new", "some here already", "the smallest copied"])
+def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_where_its_dict_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """The segment rows of a pack moved in whole are made right after its check (while the next ones download) and
+    merged at the commit; those of a pack whose objects the store partly has, or copied ones, are made then: either
+    way the segment names every object where the commit's dict does, and fsck finds the store clean."""
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    sizes = sorted(path.stat().st_size for path in (tmp_path / "remote" / "packs").glob("*.pack"))
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", sizes[1] if case == "the smallest copied" else 1)
+    target = Store(tmp_path / "b")
+    if case == "some here already":
+        with target.batch():
+            for i in range(5):
+                target.put_json({"pack": 20, "n": i, "filler": "x" * 500})
+    commits: list[Any] = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    made: list[Any] = []
+    real_merge = transfer.index.merged_runs
+    monkeypatch.setattr(transfer.index, "merged_runs", lambda *args: made.append(args) or real_merge(*args))
+    pull.pull(target, remote)
+    [pending] = commits
+    assert pending.object_rows is not None and len(made) == 1
+    rows = pending.object_rows[1]
+    ids = [rows[at:at + 32] for at in range(0, len(rows), 52)]
+    assert ids == sorted(set(ids)) and len(ids) == len(pending.objects)  # (in id order, each once)
+    assert decode_segment("x", encode_segment(Segment("x", objects=pending.objects,
+                                                      object_rows=pending.object_rows))).objects == pending.objects
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    for oid in source.iter_objects():
+        assert target.get_bytes(oid) == source.get_bytes(oid)
+    assert fsck(target).clean
+
+
+def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
+    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+    import blake3
+
+    contents = [f"object {i}".encode() for i in range(4)]
+    blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
+    path, name = _pack_with(tmp_path, [*blobs, blobs[2]])
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole: its rows made as it is checked)
+    store = Store(tmp_path / "store")
+    commits: list[Any] = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    incoming = transfer.Incoming(store)
+    incoming.check(path, name, "remote pack x")
+    assert incoming.take(name, set())[0] == 5
+    incoming.adopt()
+    [pending] = commits
+    assert pending.object_rows is None and len(pending.objects) == 4
+    store.refresh()
+    assert [store.get_bytes("blake3:" + oid.hex()) for oid, _ in blobs] == contents
+    assert fsck(store).clean
 
 
 def test_a_push_makes_the_next_pack_while_the_previous_one_uploads(tmp_path: Path,
