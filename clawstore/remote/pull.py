@@ -91,6 +91,7 @@ class _Pull:
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_problem, as it arrived
+        self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
         self._trust: dict[str | None, bool] = {}
 
     def pending(self) -> list[str]:
@@ -137,10 +138,9 @@ class _Pull:
         self.arriving = set()
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             try:
-                records = self._records()  # the entries' checks read them
-                self._download_checked(packs, tmp, records)
+                self._download_checked(packs, tmp)
                 self.progress.then("checking the entries")
-                contents = self._check_entries(packs, records)
+                contents = self._check_entries(packs, self.records)
                 self.progress.then("adding them to the store")
                 for pack in packs:
                     new, size = self.incoming.take(pack, self.present, self._document(pack),
@@ -162,11 +162,12 @@ class _Pull:
         """The pack's copy of the document naming its listing's entries (never taken in)."""
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
-    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]) -> None:
+    def _download_checked(self, packs: list[str], work: Path) -> None:
         """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
         checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
-        of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them. A small pack's
-        objects are copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in)."""
+        of the records the listings' entries name kept decoded, as far as there is room): `self.incoming` holds them. A
+        small pack's objects are copied right after its check into a pack of the pull's own in `work`
+        (Incoming.copy_in). What the checks need of the listings is made while the first packs download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
         # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
@@ -181,6 +182,8 @@ class _Pull:
                     running[executor.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])] = pack
             try:
                 start_more()
+                self.records = keep = self._records()  # (the entries' checks read them)
+                self.incoming.look_up_entries(self._keys())
                 while running:
                     future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
                     pack = running.pop(future)
@@ -225,6 +228,10 @@ class _Pull:
             for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
         return set(map(bytes.fromhex, self.naming))
+
+    def _keys(self) -> list[bytes]:
+        """The digests of the keys the pending listings give entries (the store's own are looked up for them)."""
+        return [bytes.fromhex(key[len(PREFIX):]) for pack in self.pending() for key in self.listings[pack].actions]
 
     def _vet(self, seen: int) -> None:
         """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries

@@ -414,6 +414,7 @@ class Incoming:
         self._taken: list[_Adopting] = []  # packs taken, moved in whole by `adopt`
         self._runs: dict[str, tuple[int, list[bytes]]] = {}  # pack name -> its objects' segment rows (slot, rows)
         self._slots = 0  # the segment slots given to those rows so far
+        self._own: OwnEntries | None = None  # the store's entries for the keys the listings name, looked up early
 
     @property
     def decoded(self) -> dict[str, bytes]:
@@ -434,6 +435,11 @@ class Incoming:
         self._checked[name] = (path, blobs)
         self._unkept[name] = unkept
         return table
+
+    def look_up_entries(self, keys: Iterable[bytes]) -> None:
+        """Look up the store's own entries for these keys (digests) now, while the first packs download: `adopt` takes
+        these answers instead of asking again after the last pack, if the store's index has not changed since."""
+        self._own = OwnEntries.look_up(self.store, keys)
 
     def held(self, name: str) -> set[bytes]:
         """The digests of the objects of a checked pack."""
@@ -491,7 +497,7 @@ class Incoming:
         """Move every pack taken in whole, and the pack the small packs' objects were copied into, into the store, with
         one index segment naming their objects and setting the `entries` (verified by the caller) where the store has no
         entry of its own or `replaces(own, record)` (call once every pack is taken)."""
-        fresh = fresh_entries(self.store, entries, replaces) if entries else None  # (before the packs move: read)
+        fresh = fresh_entries(self.store, entries, replaces, self._own) if entries else None  # (before packs move)
         writer, self._copies = self._copies, None
         taken, self._taken = self._taken, []
         self._slots = 0  # (a later round's rows start again at slot 0: a stale run is made again, never misnamed)
@@ -517,18 +523,47 @@ def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
     set_entries(store, fresh_entries(store, entries))
 
 
-def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Callable[[str, str], bool] | None = None
-                  ) -> dict[bytes, tuple[bytes | None, int]]:
+@dataclass(frozen=True)
+class OwnEntries:
+    """The store's own entries for some keys (digest -> record digest, None: no entry), as its index held them."""
+
+    segments: frozenset[str]  # the index's segments when they were looked up
+    records: dict[bytes, bytes | None]
+
+    @classmethod
+    def look_up(cls, store: ObjectStore, keys: Iterable[bytes]) -> OwnEntries:
+        index = store.runtime.index
+        index.refresh()
+        segments = frozenset(index.loaded)
+        return cls(segments, {key: entry_record(store, key, look_again=False) for key in keys})
+
+    def current(self, store: ObjectStore) -> dict[bytes, bytes | None]:
+        """The answers, if they still hold (the index refreshed: the same segments, and no batch or group of this
+        process holding entries not in it); else none."""
+        runtime = store.runtime
+        same = runtime.index.loaded == self.segments and runtime.batch() is None and runtime.group is None
+        return self.records if same else {}
+
+
+def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Callable[[str, str], bool] | None = None,
+                  looked_up: OwnEntries | None = None) -> dict[bytes, tuple[bytes | None, int]]:
     """Those of these entries to set: where the store has no entry of its own or its own gives way (`replaces(own,
-    record)`, by default actions.takes_over reading the store: a result is never hidden by a failure)."""
+    record)`, by default actions.takes_over reading the store: a result is never hidden by a failure). `looked_up`:
+    own entries looked up earlier, taken where they still hold."""
     store.runtime.index.refresh()
+    known = {} if looked_up is None else looked_up.current(store)
     if replaces is None:
         replaces = lambda own, record: takes_over(store.get_bytes, own, record)  # noqa: E731
     now = time.time_ns()
     fresh: dict[bytes, tuple[bytes | None, int]] = {}
     for key, record in entries.items():  # (ids checked by the caller)
         digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
-        own = entry_record(store, digest, look_again=False)
+        own = known.get(digest, _UNKNOWN)
+        if own is _UNKNOWN:
+            own = entry_record(store, digest, look_again=False)
         if own is None or replaces(PREFIX + own.hex(), record):
             fresh[digest] = (record_digest, now)
     return fresh
+
+
+_UNKNOWN = b""  # (no record digest is empty)
