@@ -38,7 +38,7 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
-    record_problem,
+    record_checker,
     untrusted_why,
     user_trusts,
 )
@@ -90,7 +90,7 @@ class _Pull:
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
-        self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_problem, as it arrived
+        self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
         self._trust: dict[str | None, bool] = {}
 
@@ -237,10 +237,10 @@ class _Pull:
         """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries
         naming them, while the next packs download: the entry checks after the last pack then read and parse only
         the last pack's records (the input document's presence is still checked there, with every pack at hand)."""
-        decoded = self.incoming.decoded
+        decoded, problem = self.incoming.decoded, record_checker()
         for hexdigest in islice(decoded, seen, None):
             for key, record in self.naming.get(hexdigest, ()):
-                self.vetted[key, record] = record_problem(key, decoded[hexdigest])
+                self.vetted[key, record] = problem(key, decoded[hexdigest])
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),

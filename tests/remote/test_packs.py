@@ -725,8 +725,8 @@ def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_r
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
     vetted: list[tuple[float, str]] = []
-    real = pull.record_problem
-    monkeypatch.setattr(pull, "record_problem", lambda key, content: vetted.append((time.monotonic(), key))
+    real = pull.record_checker()
+    monkeypatch.setattr(pull, "record_checker", lambda: lambda key, content: vetted.append((time.monotonic(), key))
                         or real(key, content))
     monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one at a time
     downloads = _slow_downloads(monkeypatch, 0.1)
