@@ -183,7 +183,6 @@ class _Pull:
             try:
                 start_more()
                 self.records = keep = self._records()  # (the entries' checks read them)
-                self.incoming.look_up_entries(self._keys())
                 while running:
                     future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
                     pack = running.pop(future)
@@ -228,10 +227,6 @@ class _Pull:
             for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
         return set(map(bytes.fromhex, self.naming))
-
-    def _keys(self) -> list[bytes]:
-        """The digests of the keys the pending listings give entries (the store's own are looked up for them)."""
-        return [bytes.fromhex(key[len(PREFIX):]) for pack in self.pending() for key in self.listings[pack].actions]
 
     def _vet(self, seen: int) -> None:
         """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries

@@ -808,41 +808,38 @@ def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_
     assert fsck(store).clean
 
 
-def test_own_entries_looked_up_while_packs_download_are_asked_again_if_the_store_changed_meanwhile(
+def test_an_entry_another_process_sets_while_packs_download_is_not_hidden_by_the_pulled_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Which keys the store has an entry of its own for is looked up while the first packs download, not after the last;
-    an entry another process sets meanwhile (a result, which a pulled record must not hide) is seen all the same: the
-    answers are taken only if the index is as it was, else every key is looked up again."""
+    """The store's own entries are looked up after the last pack, all at once (find_records): an entry another process
+    sets while the packs download (a result, which a pulled record must not hide) is seen, and it stays."""
     source = _filled(tmp_path / "a", 30)
     remote = Remote("team", str(tmp_path / "remote"))
     push.push(source, remote)
-    answers: list[dict[bytes, bytes | None]] = []
-    real_current = transfer.OwnEntries.current
-    monkeypatch.setattr(transfer.OwnEntries, "current", lambda self, store: answers.append(real_current(self, store))
-                        or answers[-1])
     quiet = Store(tmp_path / "quiet")
     pull.pull(quiet, remote)
-    assert len(answers[0]) == 30  # (taken: nothing changed)
     assert dict(quiet.iter_actions()) == dict(source.iter_actions())
 
     key = sorted(dict(source.iter_actions()))[0]
     answer: list[str] = []
-    real_look_up = transfer.Incoming.look_up_entries
+    real_check = transfer.Incoming.check
 
-    def look_up_then_a_build_sets_one(self: transfer.Incoming, keys: Any) -> None:
-        real_look_up(self, keys)
-        other = Store(tmp_path / "busy")  # (another process's view of the store: a segment of its own)
-        answer.append(other.put_json({"answer": "ours"}))
-        other.put_action(key, {"kind": "run", "key": key, "status": "success", "cacheable": True,
-                               "outputs": {"answer": answer[0]}})
-        other.close()
+    def check_while_a_build_sets_one(self: transfer.Incoming, *args: Any, **kwargs: Any) -> bytes:
+        if not answer:
+            other = Store(tmp_path / "busy")  # (another process's view of the store: a segment of its own)
+            answer.append(other.put_json({"answer": "ours"}))
+            other.put_action(key, {"kind": "run", "key": key, "status": "success", "cacheable": True,
+                                   "outputs": {"answer": answer[0]}})
+            other.close()
+        return real_check(self, *args, **kwargs)
 
-    monkeypatch.setattr(transfer.Incoming, "look_up_entries", look_up_then_a_build_sets_one)
-    answers.clear()
+    monkeypatch.setattr(transfer.Incoming, "check", check_while_a_build_sets_one)
     busy = Store(tmp_path / "busy")
+    busy.refresh()  # (its view taken before the other process's entry)
     pull.pull(busy, remote)
-    assert answers == [{}]  # (the index changed: asked again)
+    assert answer
     assert busy.get_json(busy.get_action_record_id(key))["outputs"] == {"answer": answer[0]}  # not hidden by the pull's
+    others = {k: v for k, v in busy.iter_actions() if k != key}
+    assert others == {k: v for k, v in source.iter_actions() if k != key}
     assert fsck(busy).clean
 
 

@@ -98,6 +98,28 @@ def test_lookups_and_passes_agree_with_the_segments_merged_into_dicts(tmp_path: 
     assert len(view.objects) == len(objects) and set(view.objects.keys() - set(shared)) == set(objects)
 
 
+@pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
+def test_the_records_of_many_keys_at_once_are_what_each_lookup_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    small_rows: int) -> None:
+    """A pull's own-entry look-ups (find_records): with big tables read in place and with every segment held as dicts,
+    each key's record is find_action's (newest wins, a removed entry none), a miss none."""
+    monkeypatch.setattr(index, "SMALL_ROWS", small_rows)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(4)
+    shared = [rng.randbytes(32) for _ in range(40)]
+    for n in (300, 70, 5):
+        write_segment(index_dir, tmp_path, _segment(rng, 0, n, shared))
+    view = _view(index_dir)
+    assert bool(view._entries.tables) == (small_rows == 100)
+    keys = [*view.actions.keys(), *(rng.randbytes(32) for _ in range(50))]
+    rng.shuffle(keys)
+    expected = [None if (entry := view.find_action(key, look_again=False)) is None else entry.record for key in keys]
+    assert None in expected and any(expected)
+    assert any(view.actions.get(key) is not None and view.actions.get(key).record is None for key in keys)  # (removed)
+    assert view.find_records(keys) == expected
+
+
 @pytest.mark.parametrize("held", ["all", "the first", "none"])
 def test_held_rows_answer_every_lookup_as_the_tables_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         held: str) -> None:

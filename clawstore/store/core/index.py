@@ -574,6 +574,13 @@ class Entries:
                         entry = found
         return entry
 
+    def find_records(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """The record digest of each key's newest entry (None: no entry, or a removed one), as `find_action` answers
+        each; where no table is read in place, the dicts are asked in one pass (a pull's keys: not a call each)."""
+        if self.tables:
+            return [None if entry is None else entry.record for entry in map(self.find_action, keys)]
+        return [None if entry is None else entry.record for entry in map(self.actions.get, keys)]
+
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
         streams = [table.iter_objects() for table in self.tables]
@@ -923,6 +930,13 @@ class IndexView:
             self.refresh()
             entry = self._entries.find_action(key)
         return entry if entry is not None and entry.record is not None else None
+
+    def find_records(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """`find_action(key, look_again=False)`'s record of each key (None: no entry), for them all at once
+        (Entries.find_records)."""
+        self.ensure_loaded()
+        self._recheck()
+        return self._entries.find_records(keys)
 
     # --- compaction -----------------------------------------------------------------------------
     def maybe_compact(self) -> bool:

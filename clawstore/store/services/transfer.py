@@ -414,7 +414,6 @@ class Incoming:
         self._taken: list[_Adopting] = []  # packs taken, moved in whole by `adopt`
         self._runs: dict[str, tuple[int, list[bytes]]] = {}  # pack name -> its objects' segment rows (slot, rows)
         self._slots = 0  # the segment slots given to those rows so far
-        self._own: OwnEntries | None = None  # the store's entries for the keys the listings name, looked up early
 
     @property
     def decoded(self) -> dict[str, bytes]:
@@ -435,11 +434,6 @@ class Incoming:
         self._checked[name] = (path, blobs)
         self._unkept[name] = unkept
         return table
-
-    def look_up_entries(self, keys: Iterable[bytes]) -> None:
-        """Look up the store's own entries for these keys (digests) now, while the first packs download: `adopt` takes
-        these answers instead of asking again after the last pack, if the store's index has not changed since."""
-        self._own = OwnEntries.look_up(self.store, keys)
 
     def held(self, name: str) -> set[bytes]:
         """The digests of the objects of a checked pack."""
@@ -497,7 +491,7 @@ class Incoming:
         """Move every pack taken in whole, and the pack the small packs' objects were copied into, into the store, with
         one index segment naming their objects and setting the `entries` (verified by the caller) where the store has no
         entry of its own or `replaces(own, record)` (call once every pack is taken)."""
-        fresh = fresh_entries(self.store, entries, replaces, self._own) if entries else None  # (before packs move)
+        fresh = fresh_entries(self.store, entries, replaces) if entries else None  # (before the packs move: read)
         writer, self._copies = self._copies, None
         taken, self._taken = self._taken, []
         self._slots = 0  # (a later round's rows start again at slot 0: a stale run is made again, never misnamed)
@@ -523,47 +517,26 @@ def add_entries(store: ObjectStore, entries: Mapping[str, str]) -> None:
     set_entries(store, fresh_entries(store, entries))
 
 
-@dataclass(frozen=True)
-class OwnEntries:
-    """The store's own entries for some keys (digest -> record digest, None: no entry), as its index held them."""
-
-    segments: frozenset[str]  # the index's segments when they were looked up
-    records: dict[bytes, bytes | None]
-
-    @classmethod
-    def look_up(cls, store: ObjectStore, keys: Iterable[bytes]) -> OwnEntries:
-        index = store.runtime.index
-        index.refresh()
-        segments = frozenset(index.loaded)
-        return cls(segments, {key: entry_record(store, key, look_again=False) for key in keys})
-
-    def current(self, store: ObjectStore) -> dict[bytes, bytes | None]:
-        """The answers, if they still hold (the index refreshed: the same segments, and no batch or group of this
-        process holding entries not in it); else none."""
-        runtime = store.runtime
-        same = runtime.index.loaded == self.segments and runtime.batch() is None and runtime.group is None
-        return self.records if same else {}
-
-
-def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Callable[[str, str], bool] | None = None,
-                  looked_up: OwnEntries | None = None) -> dict[bytes, tuple[bytes | None, int]]:
+def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Callable[[str, str], bool] | None = None
+                  ) -> dict[bytes, tuple[bytes | None, int]]:
     """Those of these entries to set: where the store has no entry of its own or its own gives way (`replaces(own,
-    record)`, by default actions.takes_over reading the store: a result is never hidden by a failure). `looked_up`:
-    own entries looked up earlier, taken where they still hold."""
+    record)`, by default actions.takes_over reading the store: a result is never hidden by a failure)."""
     store.runtime.index.refresh()
-    known = {} if looked_up is None else looked_up.current(store)
     if replaces is None:
         replaces = lambda own, record: takes_over(store.get_bytes, own, record)  # noqa: E731
     now = time.time_ns()
+    keys = [bytes.fromhex(key[len(PREFIX):]) for key in entries]  # (ids checked by the caller)
     fresh: dict[bytes, tuple[bytes | None, int]] = {}
-    for key, record in entries.items():  # (ids checked by the caller)
-        digest, record_digest = bytes.fromhex(key[len(PREFIX):]), bytes.fromhex(record[len(PREFIX):])
-        own = known.get(digest, _UNKNOWN)
-        if own is _UNKNOWN:
-            own = entry_record(store, digest, look_again=False)
+    for digest, record, own in zip(keys, entries.values(), own_records(store, keys), strict=True):
         if own is None or replaces(PREFIX + own.hex(), record):
-            fresh[digest] = (record_digest, now)
+            fresh[digest] = (bytes.fromhex(record[len(PREFIX):]), now)
     return fresh
 
 
-_UNKNOWN = b""  # (no record digest is empty)
+def own_records(store: ObjectStore, keys: list[bytes]) -> Iterable[bytes | None]:
+    """`entry_record` of each key (not listed again), asked of the index for them all at once when no batch or group of
+    this process holds entries the index does not (a pull's 20,000 keys: one pass, not 20,000 calls)."""
+    runtime = store.runtime
+    if runtime.batch() is not None or runtime.group is not None:
+        return [entry_record(store, key, look_again=False) for key in keys]
+    return runtime.index.find_records(keys)
