@@ -26,6 +26,7 @@ from clawstore.store.services import transfer
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
 from clawstore.store.services.transfer import PackCheckError, verify_pack
+from tests.support.forged import swap_two_entries
 
 
 def _filled(root: Path, objects: int, start: int = 0) -> Store:
@@ -693,26 +694,6 @@ def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp
     assert fsck(target).clean
 
 
-def _swap_two_entries(remote: Path) -> list[str]:
-    """A writer of the remote swaps the records of the first two entries of each listing holding entries and signs it
-    again (a key the puller trusts); the keys swapped."""
-    from clawstore.store.core.ids import PREFIX
-    from clawstore.store.face import pack_table
-
-    swapped = []
-    for path in sorted((remote / "packs").glob("*.ids")):
-        doc = listing.decode(path.read_bytes(), path.name[:-4])
-        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc.actions.items()}
-        if len(actions) < 2:
-            continue
-        first, second = sorted(actions)[:2]
-        actions[first], actions[second] = actions[second], actions[first]
-        path.write_bytes(listing.encode(doc.pack, doc.size, pack_table(path.with_suffix(".pack")), doc.count,
-                                        listing.entries(actions), doc.document))
-        swapped += [PREFIX + first.hex(), PREFIX + second.hex()]
-    return swapped
-
-
 def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a record says of the entries naming it (its key, its input) is asked right after its pack's check, while
@@ -737,7 +718,7 @@ def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_r
     assert sum(when < last_arrived for when, _ in vetted) >= 30  # (those of the packs before the last)
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
-    swapped = _swap_two_entries(tmp_path / "remote")
+    swapped = swap_two_entries(tmp_path / "remote")
     assert swapped
     vetted.clear()
     forged = Store(tmp_path / "c")
