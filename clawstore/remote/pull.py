@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import islice
 from pathlib import Path
 
 from clawstore.errors import UsageError
@@ -37,6 +38,7 @@ from clawstore.store.face import (
     archive_signer,
     arriving_contents,
     import_archive,
+    record_checker,
     untrusted_why,
     user_trusts,
 )
@@ -87,6 +89,9 @@ class _Pull:
         self.arriving: set[str] = set()  # ids the packs of this round's fetch name (whole), as each is checked
         self.apart: dict[str, dict[str, str]] = {}  # pack -> its verified entries, kept apart (untrusted)
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
+        self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
+        self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
+        self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
         self._trust: dict[str | None, bool] = {}
 
     def pending(self) -> list[str]:
@@ -133,11 +138,9 @@ class _Pull:
         self.arriving = set()
         with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             try:
-                records = {bytes.fromhex(record[len(PREFIX):]) for pack in self.pending()
-                           for record in self.listings[pack].actions.values()}  # the entries' checks read them
-                self._download_checked(packs, tmp, records)
+                self._download_checked(packs, tmp)
                 self.progress.then("checking the entries")
-                contents = self._check_entries(packs, records)
+                contents = self._check_entries(packs, self.records)
                 self.progress.then("adding them to the store")
                 for pack in packs:
                     new, size = self.incoming.take(pack, self.present, self._document(pack),
@@ -159,11 +162,12 @@ class _Pull:
         """The pack's copy of the document naming its listing's entries (never taken in)."""
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
-    def _download_checked(self, packs: list[str], work: Path, keep: set[bytes]) -> None:
+    def _download_checked(self, packs: list[str], work: Path) -> None:
         """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
         checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
-        of the objects in `keep` kept decoded, as far as there is room): `self.incoming` holds them. A small pack's
-        objects are copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in)."""
+        of the records the listings' entries name kept decoded, as far as there is room): `self.incoming` holds them. A
+        small pack's objects are copied right after its check into a pack of the pull's own in `work`
+        (Incoming.copy_in). What the checks need of the listings is made while the first packs download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
         # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
@@ -178,12 +182,15 @@ class _Pull:
                     running[executor.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])] = pack
             try:
                 start_more()
+                self.records = keep = self._records()  # (the entries' checks read them)
                 while running:
                     future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
                     pack = running.pop(future)
                     self.report.resumed += future.result()
                     start_more()  # (the next ones download while this one is checked and copied)
+                    seen = len(self.incoming.decoded)
                     self._check(pack, work / f"{pack}.pack", keep)
+                    self._vet(seen)
                     if self.incoming.copy_in(pack, self.present, self._document(pack), apart=not self.trusted(pack)):
                         self.present.update(self.ids.known[pack])  # (a later pack's copy of them is not copied)
                     self.progress.pack_done()
@@ -213,6 +220,23 @@ class _Pull:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
 
+    def _records(self) -> set[bytes]:
+        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
+        self.naming, self.vetted = {}, {}
+        for pack in self.pending():
+            for key, record in self.listings[pack].actions.items():
+                self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
+        return set(map(bytes.fromhex, self.naming))
+
+    def _vet(self, seen: int) -> None:
+        """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries
+        naming them, while the next packs download: the entry checks after the last pack then read and parse only
+        the last pack's records (the input document's presence is still checked there, with every pack at hand)."""
+        decoded, problem = self.incoming.decoded, record_checker()
+        for hexdigest in islice(decoded, seen, None):
+            for key, record in self.naming.get(hexdigest, ()):
+                self.vetted[key, record] = problem(key, decoded[hexdigest])
+
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
         else downloaded, and kept until adopted for a pull run again after a kill (downloads.py)."""
@@ -229,7 +253,8 @@ class _Pull:
         verify refuses the pull. `records`: the digests of the records the listings name. Returns what they read."""
         store = self.store
         store.refresh()
-        contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded)
+        contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded,
+                                     self.vetted)
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.is_bundle:  # (imported whole)

@@ -67,19 +67,36 @@ def takes_over(read: Callable[[str], bytes], current: str, incoming: str) -> boo
     return incoming != current and not record_reusable(read, current) and record_reusable(read, incoming)
 
 
+MISSING_INPUT = "the input document its key is computed from is missing"
+
+
 def entry_problem(key: str, record: Any, has: Callable[[str], bool]) -> str | None:
     """Why the entry `key -> record` cannot be verified (None if it can): the record must be for that key, name that
     document, and the document must be present and verified. A record rewritten to claim this key is what the signature
     is for (docs/trust.md). Details: docs/store.md (Details by module)."""
+    why = record_problem(key, record)
+    return MISSING_INPUT if why is None and not has(key) else why
+
+
+def record_problem(key: str, record: Any) -> str | None:
+    """`entry_problem` but for its input document's presence: what the record alone says (a pull asks it as each
+    record arrives, before the packs that may bring the input document)."""
     if not isinstance(record, dict):
         return "its record is not a record"
     if record.get("key") != key:
         return f"its record is for another key ({str(record.get('key'))[:23]}...)"
     if record_input_id(record) != key:
         return "its record does not name the input document its key is computed from"
-    if not has(key):
-        return "the input document its key is computed from is missing"
     return None
+
+
+def content_problem(key: str, content: bytes) -> str | None:
+    """`record_problem` of a record's content (JSON that does not parse is not a record)."""
+    try:
+        record = jsontext.loads(content)
+    except ValueError:
+        record = None
+    return record_problem(key, record)
 
 
 def put_action(store: ObjectStore, key: str, record: RecordDoc | dict[str, Any]) -> str:

@@ -165,12 +165,22 @@ class ArrivingContents(Protocol):
 
 
 def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource], listed: set[str],
-                      kept: dict[str, bytes] | None = None) -> ArrivingContents:
+                      kept: dict[str, bytes] | None = None,
+                      vetted: Mapping[tuple[str, str], str | None] | None = None) -> ArrivingContents:
     """What is staged (`staged`: hex digest -> where its frame is; `listed`: every id arriving, whole: PREFIX + hex)
-    and what the store holds, for checking entries before they are added (archive_import.ArrivingPacks)."""
+    and what the store holds, for checking entries before they are added (archive_import.ArrivingPacks). `vetted`:
+    (key, record) -> `record_checker` of entries whose record was read as it arrived (`kept`, verified)."""
     from clawstore.store.services.archive_import import ArrivingPacks
 
-    return ArrivingPacks(store, staged, listed, kept)  # type: ignore[arg-type]
+    return ArrivingPacks(store, staged, listed, kept, vetted)  # type: ignore[arg-type]
+
+
+def record_checker() -> Callable[[str, bytes], str | None]:
+    """What a record's verified content alone says against the entry `key -> it` (actions.content_problem: the input
+    document's presence left to the entry check), as a function asked once per record (imported once, not per call)."""
+    from clawstore.store.actions import content_problem
+
+    return content_problem
 
 
 def user_trusts(signer: str | None) -> bool:

@@ -15,6 +15,7 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.test_hostile_archives import snapshot
+from tests.support.forged import swap_two_entries
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -60,26 +61,12 @@ def test_fsck_names_swapped_entries_and_repair_makes_the_build_redo_them(
 
 def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
         tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from clawstore.remote import listing as listings
-    from clawstore.store.face import pack_table
-
     a = _built(tmp_path / "a", standin, monkeypatch)
     remote = tmp_path / "remote"
     assert claw("push", str(remote), cwd=a.root).returncode == 0
     # The attacker can write to the shared folder: each listing with entries gets them swapped and is
     # signed again, even by a key the puller trusts: swapped entries must not get in.
-    forged = 0
-    for listing in sorted(remote.rglob("*.ids")):
-        doc = listings.decode(listing.read_bytes(), listing.name[:-4])
-        actions = {bytes.fromhex(k[len(PREFIX):]): bytes.fromhex(v[len(PREFIX):]) for k, v in doc.actions.items()}
-        if len(actions) < 2:
-            continue
-        first, second = sorted(actions)[:2]
-        actions[first], actions[second] = actions[second], actions[first]
-        listing.write_bytes(listings.encode(doc.pack, doc.size, pack_table(listing.with_suffix(".pack")), doc.count,
-                                            listings.entries(actions), doc.document))
-        forged += 1
-    assert forged >= 1
+    assert len(swap_two_entries(remote)) >= 2
     b = _built(tmp_path / "b", standin, monkeypatch)  # a colleague's store with results of its own
     # remotes/ only caches the listings the remote shows (whatever it holds); the rest must not move
     before = {k: v for k, v in snapshot(b.root / "store").items() if not k.startswith("remotes/")}

@@ -20,11 +20,13 @@ from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.core import index
 from clawstore.store.core.ids import file_digest
+from clawstore.store.core.index import Segment, decode_segment, encode_segment
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack, sealed_object_ids
 from clawstore.store.services import transfer
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
 from clawstore.store.services.transfer import PackCheckError, verify_pack
+from tests.support.forged import swap_two_entries
 
 
 def _filled(root: Path, objects: int, start: int = 0) -> Store:
@@ -690,6 +692,136 @@ def test_a_damaged_pack_in_the_middle_stops_the_pull_and_nothing_of_it_lands(tmp
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert dict(target.iter_actions()) == dict(source.iter_actions())
     assert fsck(target).clean
+
+
+def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a record says of the entries naming it (its key, its input) is asked right after its pack's check, while
+    the next packs download, not after the last one; an entry whose record is another key's is refused all the same,
+    with its one line, and nothing of the pull lands."""
+    source = Store(tmp_path / "a")
+    for start, count in ((0, 30), (30, 20), (50, 10)):  # (three sealed packs, records in each)
+        _filled(tmp_path / "a", count, start)
+        source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    vetted: list[tuple[float, str]] = []
+    real = pull.record_checker()
+    monkeypatch.setattr(pull, "record_checker", lambda: lambda key, content: vetted.append((time.monotonic(), key))
+                        or real(key, content))
+    monkeypatch.setattr(pull, "SERIAL_BYTES", 0)  # one at a time
+    downloads = _slow_downloads(monkeypatch, 0.1)
+    target = Store(tmp_path / "b")
+    assert pull.pull(target, remote).packs >= 3
+    last_arrived = max(end for _, end in downloads)
+    assert len({key for _, key in vetted}) == 60
+    assert sum(when < last_arrived for when, _ in vetted) >= 30  # (those of the packs before the last)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+
+    swapped = swap_two_entries(tmp_path / "remote")
+    assert swapped
+    vetted.clear()
+    forged = Store(tmp_path / "c")
+    with pytest.raises(UsageError, match="its record is for another key") as refusal:
+        pull.pull(forged, remote)
+    assert "\n" not in str(refusal.value) and str(refusal.value).split("entry ")[1][:23] in {k[:23] for k in swapped}
+    assert {key for _, key in vetted} >= set(swapped)  # (refused from what was vetted on the way)
+    assert list(forged.iter_objects()) == [] and dict(forged.iter_actions()) == {}
+    assert fsck(forged).clean
+
+
+@pytest.mark.parametrize("case", ["all new", "some here already", "the smallest copied"])
+def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_where_its_dict_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """The segment rows of a pack moved in whole are made right after its check (while the next ones download) and
+    merged at the commit; those of a pack whose objects the store partly has, or copied ones, are made then: either
+    way the segment names every object where the commit's dict does, and fsck finds the store clean."""
+    source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
+    sizes = sorted(path.stat().st_size for path in (tmp_path / "remote" / "packs").glob("*.pack"))
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", sizes[1] if case == "the smallest copied" else 1)
+    target = Store(tmp_path / "b")
+    if case == "some here already":
+        with target.batch():
+            for i in range(5):
+                target.put_json({"pack": 20, "n": i, "filler": "x" * 500})
+    commits: list[Any] = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    made: list[Any] = []
+    real_merge = transfer.index.merged_runs
+    monkeypatch.setattr(transfer.index, "merged_runs", lambda *args: made.append(args) or real_merge(*args))
+    pull.pull(target, remote)
+    [pending] = commits
+    assert pending.object_rows is not None and len(made) == 1
+    rows = pending.object_rows[1]
+    ids = [rows[at:at + 32] for at in range(0, len(rows), 52)]
+    assert ids == sorted(set(ids)) and len(ids) == len(pending.objects)  # (in id order, each once)
+    assert decode_segment("x", encode_segment(Segment("x", objects=pending.objects,
+                                                      object_rows=pending.object_rows))).objects == pending.objects
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    for oid in source.iter_objects():
+        assert target.get_bytes(oid) == source.get_bytes(oid)
+    assert fsck(target).clean
+
+
+def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
+    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+    import blake3
+
+    contents = [f"object {i}".encode() for i in range(4)]
+    blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
+    path, name = _pack_with(tmp_path, [*blobs, blobs[2]])
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole: its rows made as it is checked)
+    store = Store(tmp_path / "store")
+    commits: list[Any] = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    incoming = transfer.Incoming(store)
+    incoming.check(path, name, "remote pack x")
+    assert incoming.take(name, set())[0] == 5
+    incoming.adopt()
+    [pending] = commits
+    assert pending.object_rows is None and len(pending.objects) == 4
+    store.refresh()
+    assert [store.get_bytes("blake3:" + oid.hex()) for oid, _ in blobs] == contents
+    assert fsck(store).clean
+
+
+def test_an_entry_another_process_sets_while_packs_download_is_not_hidden_by_the_pulled_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's own entries are looked up after the last pack, all at once (find_records): an entry another process
+    sets while the packs download (a result, which a pulled record must not hide) is seen, and it stays."""
+    source = _filled(tmp_path / "a", 30)
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    quiet = Store(tmp_path / "quiet")
+    pull.pull(quiet, remote)
+    assert dict(quiet.iter_actions()) == dict(source.iter_actions())
+
+    key = sorted(dict(source.iter_actions()))[0]
+    answer: list[str] = []
+    real_check = transfer.Incoming.check
+
+    def check_while_a_build_sets_one(self: transfer.Incoming, *args: Any, **kwargs: Any) -> bytes:
+        if not answer:
+            other = Store(tmp_path / "busy")  # (another process's view of the store: a segment of its own)
+            answer.append(other.put_json({"answer": "ours"}))
+            other.put_action(key, {"kind": "run", "key": key, "status": "success", "cacheable": True,
+                                   "outputs": {"answer": answer[0]}})
+            other.close()
+        return real_check(self, *args, **kwargs)
+
+    monkeypatch.setattr(transfer.Incoming, "check", check_while_a_build_sets_one)
+    busy = Store(tmp_path / "busy")
+    busy.refresh()  # (its view taken before the other process's entry)
+    pull.pull(busy, remote)
+    assert answer
+    assert busy.get_json(busy.get_action_record_id(key))["outputs"] == {"answer": answer[0]}  # not hidden by the pull's
+    others = {k: v for k, v in busy.iter_actions() if k != key}
+    assert others == {k: v for k, v in source.iter_actions() if k != key}
+    assert fsck(busy).clean
 
 
 def test_a_push_makes_the_next_pack_while_the_previous_one_uploads(tmp_path: Path,

@@ -18,6 +18,7 @@ from clawstore.store.core.index import (
     Entries,
     IndexView,
     Segment,
+    decode_segment,
     encode_segment,
     merge_action,
     new_segment_name,
@@ -95,6 +96,28 @@ def test_lookups_and_passes_agree_with_the_segments_merged_into_dicts(tmp_path: 
     assert [digest for digest, _ in view.objects.items()] == sorted(objects)
     assert list(view.actions.items()) == sorted(actions.items())
     assert len(view.objects) == len(objects) and set(view.objects.keys() - set(shared)) == set(objects)
+
+
+@pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
+def test_the_records_of_many_keys_at_once_are_what_each_lookup_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    small_rows: int) -> None:
+    """A pull's own-entry look-ups (find_records): with big tables read in place and with every segment held as dicts,
+    each key's record is find_action's (newest wins, a removed entry none), a miss none."""
+    monkeypatch.setattr(index, "SMALL_ROWS", small_rows)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(4)
+    shared = [rng.randbytes(32) for _ in range(40)]
+    for n in (300, 70, 5):
+        write_segment(index_dir, tmp_path, _segment(rng, 0, n, shared))
+    view = _view(index_dir)
+    assert bool(view._entries.tables) == (small_rows == 100)
+    keys = [*view.actions.keys(), *(rng.randbytes(32) for _ in range(50))]
+    rng.shuffle(keys)
+    expected = [None if (entry := view.find_action(key, look_again=False)) is None else entry.record for key in keys]
+    assert None in expected and any(expected)
+    assert any(view.actions.get(key) is not None and view.actions.get(key).record is None for key in keys)  # (removed)
+    assert view.find_records(keys) == expected
 
 
 @pytest.mark.parametrize("held", ["all", "the first", "none"])
@@ -211,6 +234,29 @@ def test_a_segment_is_its_rows_in_key_order_as_the_format_lays_them_out() -> Non
                                  entry.offset) for key, entry in sorted(segment.actions.items()))
     assert encode_segment(segment) == body + blake3.blake3(body).digest()
     assert encode_segment(Segment(new_segment_name())).startswith(b"CLAWIDX\x00")  # (no rows at all)
+
+
+def test_object_rows_made_ahead_per_pack_encode_the_segment_its_objects_make() -> None:
+    """A pull makes each pack's object rows as the pack is checked (`object_run`) and merges them at its commit
+    (`merged_runs`): the segment is byte for byte the one its objects dict encodes to (the packs in the same slots);
+    rows that do not match the objects are refused, not written."""
+    rng = random.Random(44)
+    packs = [pack.hex() for pack in PACKS[:3]]
+    objects: dict[bytes, tuple[str, int, int]] = {}
+    runs = []
+    for slot, pack in enumerate(packs):
+        mine = sorted(rng.randbytes(32) for _ in range(500 + 200 * slot))
+        locs = [(rng.randrange(1 << 40), rng.randrange(1 << 20)) for _ in mine]
+        objects.update((key, (pack, offset, length)) for key, (offset, length) in zip(mine, locs, strict=True))
+        runs.append(index.object_run(mine, (loc[0] for loc in locs), (loc[1] for loc in locs), slot))
+    actions = _segment(rng, 0, 300).actions
+    plain = Segment("x", objects=objects, actions=actions)
+    made = Segment("x", objects=objects, actions=actions, object_rows=index.merged_runs(packs, runs))
+    assert encode_segment(made) == encode_segment(plain)
+    assert decode_segment("x", encode_segment(made)).objects == objects
+    short = Segment("x", objects=objects, object_rows=index.merged_runs(packs, runs[:2]))
+    with pytest.raises(ValueError, match="do not match its objects"):
+        encode_segment(short)
 
 
 def test_a_miss_reads_no_row_and_a_hit_reads_only_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

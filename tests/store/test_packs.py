@@ -14,6 +14,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import blake3
 import pytest
 
 from clawstore.store import Store
@@ -402,6 +403,34 @@ def test_sealing_a_pack_does_not_copy_its_table_while_its_edges_file_is_made(tmp
         writer.close()
     assert (tmp_path / "edges").is_dir() and any((tmp_path / "edges").iterdir())  # (the edges file was made)
     assert peak < 50_000 * 470, f"{peak / 50_000:.0f} bytes a blob"
+
+
+@pytest.mark.parametrize("lie", ["an unknown kind", "a blob past the table", "the trailer's kind", "none"])
+def test_a_table_naming_a_blob_of_no_known_kind_or_outside_the_pack_is_refused(tmp_path: Path, lie: str) -> None:
+    """A sealed pack whose table (its checksum made to match) names a blob of a kind no writer makes, or one reaching
+    past where the table starts, is not a pack: every row is checked, the last one included."""
+    writer = PackWriter(tmp_path)
+    writer.append_many([(KIND_ACTION if i % 3 == 1 else KIND_OBJECT, bytes([i]) * 32, [b"payload %d" % i])
+                        for i in range(10)])
+    writer.seal()
+    writer.close()
+    data = bytearray(writer.path.read_bytes())
+    table = sealed_table(writer.path)
+    start = len(data) - 48 - len(table)  # (footer: count, the table's BLAKE3, END_MAGIC)
+    last = start + 49 * 9
+    if lie == "an unknown kind":
+        data[last] = 3
+    elif lie == "the trailer's kind":
+        data[last] = 0xFF
+    elif lie == "a blob past the table":
+        data[last + 33:last + 41] = (start - 4).to_bytes(8, "little")  # (its payload of 9 bytes runs into the table)
+    data[-40:-8] = blake3.blake3(bytes(data[start:start + len(table)])).digest()
+    writer.path.write_bytes(bytes(data))
+    if lie == "none":
+        assert len(scan_pack(writer.path).blobs) == 10
+        return
+    with pytest.raises(NotAPackError, match="trailer names a blob outside the pack"):
+        scan_pack(writer.path)
 
 
 def test_entries_appended_a_column_at_a_time_are_the_blobs_append_many_writes(tmp_path: Path) -> None:

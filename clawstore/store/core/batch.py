@@ -46,8 +46,10 @@ class Pending:
     writers: set[PackWriter] = field(default_factory=set)  # packs holding those blobs
     callbacks: list[Callable[[], None]] = field(default_factory=list)  # run once durable
     batches: int = 0
+    object_rows: tuple[list[str], bytes] | None = None  # `objects` as segment rows made ahead (index.merged_runs)
 
     def absorb(self, other: Pending) -> None:
+        self.object_rows = None  # (rows made for one commit's objects name no more)
         self.objects.update(other.objects)
         self.actions.update(other.actions)
         self.written.update(other.written)
@@ -101,7 +103,7 @@ def commit(runtime: CommitTarget, pending: Pending) -> None:
     commit at a time), not the pack lock: other threads append to the pack meanwhile."""
     if pending.empty():
         return
-    segment = Segment(new_segment_name(), objects=dict(pending.objects))
+    segment = Segment(new_segment_name(), objects=dict(pending.objects), object_rows=pending.object_rows)
     with runtime.sync_lock:
         with runtime.pack_lock:
             write_entries(runtime, pending)

@@ -17,7 +17,7 @@ import weakref
 from array import array
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -76,6 +76,8 @@ class Segment:
     replaces: list[str] = field(default_factory=list)
     objects: dict[bytes, Loc] = field(default_factory=dict)
     actions: dict[bytes, ActionEntry] = field(default_factory=dict)
+    # `objects` as encoded rows made ahead (`merged_runs`: the packs by slot, the rows): encode_segment takes them
+    object_rows: tuple[list[str], bytes] | None = None
 
     @property
     def rows(self) -> int:
@@ -111,9 +113,13 @@ def merge_actions(actions: dict[bytes, ActionEntry], more: dict[bytes, ActionEnt
 
 
 def encode_segment(segment: Segment) -> bytes:
-    slots: dict[str, int] = {}
-    for pack, _, _ in segment.objects.values():
-        slots.setdefault(pack, len(slots))
+    made = segment.object_rows
+    slots: dict[str, int] = {} if made is None else {pack: slot for slot, pack in enumerate(made[0])}
+    if made is None:
+        for pack, _, _ in segment.objects.values():
+            slots.setdefault(pack, len(slots))
+    elif len(made[1]) != _OBJ.size * len(segment.objects):
+        raise ValueError("a segment's object rows made ahead do not match its objects")
     for entry in segment.actions.values():
         slots.setdefault(entry.pack, len(slots))
     parts = [_HEAD.pack(MAGIC, VERSION, FLAG_PURE if segment.pure else 0, len(segment.replaces), len(slots),
@@ -123,11 +129,14 @@ def encode_segment(segment: Segment) -> bytes:
     # Sorted by key alone (sorting the (key, value) pairs costs three times as much), then looked up. The objects' rows
     # are made a column at a time (a pull's one segment names every object it brings: -20 % of the encoding).
     objects, actions = segment.objects, segment.actions
-    keys = sorted(objects)
-    locs = list(map(objects.__getitem__, keys))
-    packs = columns.column("I", map(slots.__getitem__, map(_pack_of, locs)))
-    parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, columns.column("Q", map(_offset_of, locs)),
-                              columns.column("Q", map(_length_of, locs))))
+    if made is not None:
+        parts.append(made[1])
+    else:
+        keys = sorted(objects)
+        locs = list(map(objects.__getitem__, keys))
+        packs = columns.column("I", map(slots.__getitem__, map(_pack_of, locs)))
+        offsets, lengths = columns.column("Q", map(_offset_of, locs)), columns.column("Q", map(_length_of, locs))
+        parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, offsets, lengths))
     parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
               for key in sorted(actions) for e in (actions[key],)]
     body = b"".join(parts)
@@ -135,6 +144,25 @@ def encode_segment(segment: Segment) -> bytes:
 
 
 _pack_of, _offset_of, _length_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Loc
+
+
+def object_run(ids: list[bytes], offsets: Iterable[int], lengths: Iterable[int], slot: int) -> list[bytes]:
+    """The segment rows of one pack's objects (id, payload offset and length each; ids sorted) in the pack `slot` of
+    their segment: made ahead of the commit (a pull's, for each pack as it is checked) for `merged_runs`."""
+    n, size = len(ids), _OBJ.size
+    whole = bytes(columns.rows(size, n, b"".join(ids), columns.column("I", repeat(slot, n)),
+                               columns.column("Q", offsets), columns.column("Q", lengths)))
+    return [whole[at:at + size] for at in range(0, len(whole), size)]
+
+
+def merged_runs(packs: list[str], runs: list[list[bytes]]) -> tuple[list[str], bytes]:
+    """`Segment.object_rows` of these packs (slot by slot) and their runs (`object_run`, in those slots; no id in two):
+    every row in id order, by a sort of runs sorted each (merged in C, not one Python step per object)."""
+    rows: list[bytes] = []
+    for run in runs:
+        rows += run
+    rows.sort()  # (ids are distinct: a row's id decides its place)
+    return packs, b"".join(rows)
 
 
 def decode_segment(name: str, data: bytes, header_only: bool = False) -> Segment:
@@ -546,6 +574,13 @@ class Entries:
                         entry = found
         return entry
 
+    def find_records(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """The record digest of each key's newest entry (None: no entry, or a removed one), as `find_action` answers
+        each; where no table is read in place, the dicts are asked in one pass (a pull's keys: not a call each)."""
+        if self.tables:
+            return [None if entry is None else entry.record for entry in map(self.find_action, keys)]
+        return [None if entry is None else entry.record for entry in map(self.actions.get, keys)]
+
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
         streams = [table.iter_objects() for table in self.tables]
@@ -895,6 +930,13 @@ class IndexView:
             self.refresh()
             entry = self._entries.find_action(key)
         return entry if entry is not None and entry.record is not None else None
+
+    def find_records(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """`find_action(key, look_again=False)`'s record of each key (None: no entry), for them all at once
+        (Entries.find_records)."""
+        self.ensure_loaded()
+        self._recheck()
+        return self._entries.find_records(keys)
 
     # --- compaction -----------------------------------------------------------------------------
     def maybe_compact(self) -> bool:

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError, one_line
 from clawstore.host.durable import fsync_path, temp_name
-from clawstore.store.actions import entry_problem, get_action_record_id, key_digest, set_entries, takes_over
+from clawstore.store.actions import (
+    MISSING_INPUT,
+    entry_problem,
+    get_action_record_id,
+    key_digest,
+    set_entries,
+    takes_over,
+)
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.layout import FORMAT_FILE
@@ -115,11 +122,26 @@ class ArrivingPacks(ArchiveContents):
     names (a string whose hash Python keeps) is one set lookup, not a slice and a new string's hash each (a third of
     the entry checks' time)."""
 
+    def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: set[str],
+                 kept: dict[str, bytes] | None = None, vetted: Mapping[tuple[str, str], str | None] | None = None):
+        super().__init__(store, staged, listed, kept)
+        self._vetted = vetted or {}  # (key, record) -> actions.record_problem, asked as the record arrived
+
     def in_archive(self, oid: str) -> bool:
         return oid in self._listed
 
     def has(self, oid: str) -> bool:
         return oid in self._listed or (is_oid(oid) and self._store.has(oid))
+
+    def entry_problem(self, key: str, record_id: str) -> str | None:
+        """As ArchiveContents', the record not read again if it was vetted as it arrived (its content is its id's)."""
+        why = self._vetted.get((key, record_id), _UNVETTED)
+        if why is _UNVETTED:
+            return super().entry_problem(key, record_id)
+        return MISSING_INPUT if why is None and not self.has(key) else why  # type: ignore[return-value]
+
+
+_UNVETTED = object()
 
 
 Trusts = Callable[[str | None], bool]
