@@ -163,3 +163,25 @@ def test_a_first_head_is_flattened_by_duckdb_as_by_rows_py(store: Store, monkeyp
     monkeypatch.setattr(sqlflat, "flatten_here", lambda *args: None)
     index_current(store)
     assert table_rows(head) == ours
+
+
+def test_tables_written_without_a_sort_keep_position_order(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nodes, runs and judgements are written in `flat`'s own order, not sorted again: over several files of lines
+    and row groups, with kinds interleaved, every row stands where rows.py puts it."""
+    monkeypatch.setattr(sqlflat, "CHUNK_NODES", 97)
+    monkeypatch.setattr(sqlflat, "ROW_GROUP", 32)
+    nodes: list[dict[str, Any]] = []
+    check = {"check_id": "a", "kind": "file_contains", "outcome": "passed", "message": None, "dimensions": None}
+    with store.batch():  # (one commit for the lot)
+        for i in range(300):
+            kind = ("run", "judge", "checks")[i % 3]
+            doc = record(kind, key=f"blake3:{kind}{i}", summary={"case_id": f"c{i}", "run_key": RUN_KEY,
+                                                                 "checks": [check] * (i % 2)})
+            nodes.append({"kind": kind, "key": doc["key"], "record": store.put_json(doc), "action": "exec",
+                          "address": {"repetition": i}})
+    log = {"build_id": "b1", "started_at": T1}
+    expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
+    ours = by_duckdb(store, log, nodes, tmp_path / "duckdb")
+    assert ours == expected
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "nodes")] == [100, 50, 100, 300]
