@@ -83,6 +83,9 @@ CLAW_WRITES: list[tuple[str, dict[str, Any]]] = [
                    metrics={"cost_usd": None, "cost_source": "unknown", "input_tokens": 10**12},
                    error={"code": "provider_error", "message": "HTTP 503"}, outputs=None,
                    summary={"error_code": "ignored", "repetition": 2**31})),
+    ("run", record("run", key="blake3:run3",  # a key the record's address holds as null wins over its summary's
+                   address={"model_id": "m", "case_id": "c", "repetition": None, "judge_repetition": None},
+                   summary={"repetition": 3, "judge_repetition": 4, "run_key": RUN_KEY})),
     ("checks", record("checks", metrics=None, summary={"run_key": RUN_KEY, "passed": 1, "checks": [
         {"check_id": "a", "kind": "file_contains", "outcome": "failed", "message": "m", "dimensions": ["task"]},
         {"check_id": "b", "kind": None, "outcome": "passed", "message": None, "dimensions": None}]})),
@@ -118,7 +121,7 @@ def test_duckdb_writes_the_cells_rows_py_writes(
                                                             "run_profile_id": "r", "evaluation_profile_id": "e"}}
     expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
     assert by_duckdb(store, log, nodes, tmp_path / "duckdb") == expected
-    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [2, 2, 2, 2, 10]
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [3, 2, 2, 2, 11]
 
 
 ODD: dict[str, bytes] = {  # records rows.py reads otherwise than SQL would: left to it
