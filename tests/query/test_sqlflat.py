@@ -170,8 +170,8 @@ def test_a_first_head_is_flattened_by_duckdb_as_by_rows_py(store: Store, monkeyp
 
 def test_tables_written_without_a_sort_keep_position_order(
         store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """nodes, runs and judgements are written in `flat`'s own order, not sorted again: over several files of lines
-    and row groups, with kinds interleaved, every row stands where rows.py puts it."""
+    """`nodes` is written in `flat`'s own order, not sorted again: over several files of lines and row groups, with
+    kinds interleaved, every row of every table stands where rows.py puts it."""
     monkeypatch.setattr(sqlflat, "CHUNK_NODES", 97)
     monkeypatch.setattr(sqlflat, "ROW_GROUP", 32)
     nodes: list[dict[str, Any]] = []
