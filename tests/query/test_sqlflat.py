@@ -172,12 +172,12 @@ def test_tables_written_without_a_sort_keep_position_order(
         store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`nodes` is written in `flat`'s own order, not sorted again: over several files of lines and row groups, with
     kinds interleaved, every row of every table stands where rows.py puts it."""
-    monkeypatch.setattr(sqlflat, "CHUNK_NODES", 97)
-    monkeypatch.setattr(sqlflat, "ROW_GROUP", 32)
+    monkeypatch.setattr(sqlflat, "CHUNK_NODES", 41)  # (three files of lines, nine row groups of `nodes`)
+    monkeypatch.setattr(sqlflat, "ROW_GROUP", 16)
     nodes: list[dict[str, Any]] = []
     check = {"check_id": "a", "kind": "file_contains", "outcome": "passed", "message": None, "dimensions": None}
     with store.batch():  # (one commit for the lot)
-        for i in range(300):
+        for i in range(120):
             kind = ("run", "judge", "checks")[i % 3]
             doc = record(kind, key=f"blake3:{kind}{i}", summary={"case_id": f"c{i}", "run_key": RUN_KEY,
                                                                  "checks": [check] * (i % 2)})
@@ -187,4 +187,4 @@ def test_tables_written_without_a_sort_keep_position_order(
     expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
     ours = by_duckdb(store, log, nodes, tmp_path / "duckdb")
     assert ours == expected
-    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "nodes")] == [100, 50, 100, 300]
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "nodes")] == [40, 20, 40, 120]
