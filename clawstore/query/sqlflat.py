@@ -113,8 +113,9 @@ _SEEN_ADDRESS = msgspec.defstruct("SeenAddress", [
 
 
 def _record_type(kind: str | None) -> Any:
-    """The records of `kind` flattened here (any other: rows.py). Address, error and outputs are read by SQL as maps,
-    where a key present as null is not an absent one; `status` must be there (rows.py reads the node's otherwise)."""
+    """The records of `kind` flattened here (any other: rows.py). Error and outputs are read by SQL as maps, where a
+    key present as null is not an absent one, the address as a STRUCT told of its keys present as null (_nulls);
+    `status` must be there (rows.py reads the node's otherwise)."""
     columns, nested = _KIND_SUMMARY.get(kind or "", ([], {}))
     return msgspec.defstruct(f"Record_{kind}", [
         *((name, str | None, None) for name in ("kind", "key", "build_id", "started_at", "finished_at")),
