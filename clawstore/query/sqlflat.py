@@ -106,14 +106,21 @@ _KIND_SUMMARY = {
 }
 
 
+# An address as Python checks it: a key present as null (None) told from an absent one (UNSET), because SQL reads the
+# address as a STRUCT, where both are NULL, and is told of the keys present as null on the line (_nulls).
+_SEEN_ADDRESS = msgspec.defstruct("SeenAddress", [
+    (c.name, _PY[c.type] | None | msgspec.UnsetType, msgspec.UNSET) for c in _SUMMARY[:5]])
+
+
 def _record_type(kind: str | None) -> Any:
-    """The records of `kind` flattened here (any other: rows.py). Address, error and outputs are read by SQL as maps,
-    where a key present as null is not an absent one; `status` must be there (rows.py reads the node's otherwise)."""
+    """The records of `kind` flattened here (any other: rows.py). Error and outputs are read by SQL as maps, where a
+    key present as null is not an absent one, the address as a STRUCT told of its keys present as null (_nulls);
+    `status` must be there (rows.py reads the node's otherwise)."""
     columns, nested = _KIND_SUMMARY.get(kind or "", ([], {}))
     return msgspec.defstruct(f"Record_{kind}", [
         *((name, str | None, None) for name in ("kind", "key", "build_id", "started_at", "finished_at")),
         ("status", str), ("cacheable", bool | None, None),
-        ("address", _typed("Address", _SUMMARY[:5]) | None, None),
+        ("address", _SEEN_ADDRESS | None, None),
         ("error", _typed("Error", (Column(n, "VARCHAR", "") for n in ("code", "message"))) | None, None),
         ("outputs", _typed("Outputs", (Column(n, "VARCHAR", "") for n in ("input_document", "artifact", "sandbox")))
          | None, None),
@@ -136,15 +143,18 @@ def _struct(columns: Iterable[Column], **nested: str) -> str:
 _DIMS_SQL = _struct(Column(d, "DOUBLE", "") for d in DIMENSIONS)
 # The same, as read_json reads it: an object with a duplicate key fails the read, and the caller gives way.
 _MAP = "MAP(VARCHAR, JSON)"
+# An address's five keys typed (each checked in Python to be null or of its type): a MAP of JSON values, parsed
+# again for each cell, was a sixth of DuckDB's step. A key present as null is named on the line instead (_nulls).
+_ADDRESS_SQL = _struct(_SUMMARY[:5])
 _RECORD_SQL = _struct(
     (Column(n, "VARCHAR", "") for n in ("kind", "key", "build_id", "status", "started_at", "finished_at")),
-    cacheable="BOOLEAN", address=_MAP, error=_MAP, outputs=_MAP,
+    cacheable="BOOLEAN", address=_ADDRESS_SQL, error=_MAP, outputs=_MAP,
     metrics=_struct((*(Column(n, "BIGINT", "") for n in TOKEN_METRICS), Column("cost_usd", "DOUBLE", ""),
                      Column("latency_s", "DOUBLE", ""), Column("cost_source", "VARCHAR", ""))),
     summary=_struct(_SUMMARY, dimensions=_DIMS_SQL, final_dimensions=_DIMS_SQL,
                     checks=_struct(CHECK_FIELDS, dimensions="VARCHAR[]") + "[]"))
 _NODE_SQL = _struct((Column(n, "VARCHAR", "") for n in ("kind", "key", "record", "action", "status")),
-                    address=_MAP, error=_MAP)
+                    address=_ADDRESS_SQL, error=_MAP)
 
 
 def _in(values: Iterable[str]) -> str:
@@ -166,9 +176,11 @@ def _flat_sql(lines: Path) -> str:
     summary = {c.name: _cell(c, f'r.summary."{c.name}"') for c in _SUMMARY}
 
     def address(name: str) -> str:  # (the node's, else the record's, else its summary's: rows._node_row)
-        cell = "i32v_" if name.endswith("repetition") else "sv_"
-        return (f"CASE WHEN map_contains(n.address, '{name}') THEN {cell}(\"n_{name}\") "
-                f"WHEN map_contains(r.address, '{name}') THEN {cell}(\"r_{name}\") ELSE {summary[name]} END")
+        column = next(c for c in _SUMMARY if c.name == name)
+        node, rec = f'n.address."{name}"', f'r.address."{name}"'
+        return (f"CASE WHEN {node} IS NOT NULL OR list_contains(nz, '{name}') THEN {_cell(column, node)} "
+                f"WHEN {rec} IS NOT NULL OR list_contains(rz, '{name}') THEN {_cell(column, rec)} "
+                f"ELSE {summary[name]} END")
 
     paid = f"coalesce(kind IN {_in(PAID_KINDS)}, false)"
     base = {
@@ -208,13 +220,13 @@ def _flat_sql(lines: Path) -> str:
     return (
         f"SELECT * EXCLUDE (source, error_map) FROM (SELECT p, s, {cells} FROM (SELECT *, {helpers} "
         f"FROM read_json({literal(str(lines))}, format='newline_delimited', "
-        f"columns={{p: 'BIGINT', s: 'BIGINT', ns: 'BOOLEAN', n: '{_NODE_SQL}', r: '{_RECORD_SQL}'}})))")
+        f"columns={{p: 'BIGINT', s: 'BIGINT', ns: 'BOOLEAN', n: '{_NODE_SQL}', r: '{_RECORD_SQL}', "
+        f"nz: 'VARCHAR[]', rz: 'VARCHAR[]'}})))")
 
 
 # What several cells read, computed once a row (a cell's text is pasted into each macro that reads it): the text of
-# each address value of the node and of the record, of three outputs, and the record's times.
+# three outputs, and the record's times.
 _HELPERS = {
-    **{f"{side}_{name}": f"t_({side}.address['{name}'])" for side in "nr" for name in _ADDRESS},
     **{f"o_{name}": f"t_(r.outputs['{name}'])" for name in ("input_document", "artifact", "sandbox")},
     "t_started": "ts_(r.started_at)", "t_finished": "ts_(r.finished_at)",
 }
@@ -238,8 +250,12 @@ SCORED = {  # rows.scored_run, from the build's last run of the key and the cost
     "total_cost_usd": "CASE WHEN k.rk IS NULL THEN NULL ELSE (CASE WHEN e.ek IS NULL THEN 0.0 ELSE e.usd END) "
                       "+ k.run.cost_usd END",
 }
-_SOURCES = {  # each table's rows: FROM, WHERE, ORDER BY and the cells that are not the node's
-    "nodes": ("flat AS f", "true", "f.p", {}),
+# Each table's rows: FROM, WHERE, ORDER BY and the cells that are not the node's. `nodes` takes `flat`'s own order
+# (None), which is position order, kept by a plain scan under preserve_insertion_order: sorting its 200,000 rows again
+# was two fifths of writing its file. The filtered tables stay sorted: unsorted, the filter's chunks cut their row
+# groups elsewhere (the same rows, other bytes).
+_SOURCES: dict[str, tuple[str, str, str | None, dict[str, str]]] = {
+    "nodes": ("flat AS f", "true", None, {}),
     "runs": ("flat AS f", "f.kind = 'run' AND f.has_record", "f.p",
              {"error_code": "coalesce(f.error_code, f.summary_error_code)"}),
     "checks": ("(SELECT *, unnest(generate_series(1, len(checks))) AS sub FROM flat "
@@ -268,7 +284,8 @@ def _copy_sql(table: str, ctx: Row, out: Path) -> str:
         else:
             value = f'f."{column.name}"'
         columns.append(f'CAST({value} AS {column.type}) AS "{column.name}"')
-    return (f"COPY (SELECT {', '.join(columns)} FROM {source} WHERE {where} ORDER BY {order}) TO "
+    by = f" ORDER BY {order}" if order else ""
+    return (f"COPY (SELECT {', '.join(columns)} FROM {source} WHERE {where}{by}) TO "
             f"{literal(str(out))} (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})")
 
 
@@ -305,13 +322,14 @@ def _lines(window: list[Any], store: ObjectReader, sigs: array[int]) -> bytes | 
         sig = node_sig(node)
         oid = node.get("record")
         data = found.get(oid) if isinstance(oid, str) and oid else b"null"
-        if data is None or b"\n" in data or not _as_claw_writes(data, node["kind"]):
+        if data is None or b"\n" in data or (record := _claw_record(data, node["kind"])) is _ODD:
             return None
         text = encode(node)
         if not _as_read_here(text):
             return None
-        lines.append(b'{"p":%d,"s":%d,"ns":%b,"n":%b,"r":%b}\n'
-                     % (len(sigs), sig, b"true" if "status" in node else b"false", text, data))
+        lines.append(b'{"p":%d,"s":%d,"ns":%b,"n":%b,"r":%b%b}\n'
+                     % (len(sigs), sig, b"true" if "status" in node else b"false", text, data,
+                        _nulls(node.get("address"), record.address if record is not None else None)))
         sigs.append(sig)
     return b"".join(lines)
 
@@ -362,13 +380,29 @@ def _as_read_here(node: bytes) -> bool:
     return True
 
 
-def _as_claw_writes(record: bytes, kind: str) -> bool:
-    """Is this record, of a node of `kind`, read here as rows.py reads it (_record_type)? `null`: no record."""
+_ODD = object()  # (a record rows.py reads otherwise than SQL would)
+
+
+def _claw_record(record: bytes, kind: str) -> Any:
+    """This record, of a node of `kind`, as its msgspec type decodes it where it is read here as rows.py reads it
+    (_record_type); None for `null` (no record), else _ODD."""
     try:
-        _RECORDS.get(kind, _RECORDS[None]).decode(record)
+        return _RECORDS.get(kind, _RECORDS[None]).decode(record)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return record == b"null"
-    return True
+        return None if record == b"null" else _ODD
+
+
+def _nulls(node: Any, record: Any) -> bytes:
+    """The line's `nz` and `rz`: the address keys the node's address (a dict) and the record's (a _SEEN_ADDRESS) hold
+    as null, which SQL's STRUCT reads as it reads an absent key; rows.py tells them apart (the node's null wins over
+    the record's value). Nothing, the common case."""
+    extra = b""
+    if type(node) is dict and None in node.values() and (names := [k for k in _ADDRESS if k in node
+                                                                    and node[k] is None]):
+        extra = b',"nz":' + msgspec.json.encode(names)
+    if record is not None and None in msgspec.structs.astuple(record):
+        extra += b',"rz":' + msgspec.json.encode([k for k in _ADDRESS if getattr(record, k) is None])
+    return extra
 
 
 def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectReader, work: Path) -> Flattened | None:
@@ -376,7 +410,8 @@ def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectRead
     in `work` (a Spill's directory: segments.write_tables takes them as they are), the builds row in `tables`. None
     where rows.py must flatten them (a record claw would not write, one absent: it warns, or leaves a null row); then
     `work` holds nothing it wrote."""
-    con = duckdb.connect(config={"threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": str(work / "spill")})
+    con = duckdb.connect(config={"threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": str(work / "spill"),
+                                 "preserve_insertion_order": True})  # (the files' order rests on it: _SOURCES)
     found = None
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()

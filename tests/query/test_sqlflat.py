@@ -83,6 +83,9 @@ CLAW_WRITES: list[tuple[str, dict[str, Any]]] = [
                    metrics={"cost_usd": None, "cost_source": "unknown", "input_tokens": 10**12},
                    error={"code": "provider_error", "message": "HTTP 503"}, outputs=None,
                    summary={"error_code": "ignored", "repetition": 2**31})),
+    ("run", record("run", key="blake3:run3",  # a key the record's address holds as null wins over its summary's
+                   address={"model_id": "m", "case_id": "c", "repetition": None, "judge_repetition": None},
+                   summary={"repetition": 3, "judge_repetition": 4, "run_key": RUN_KEY})),
     ("checks", record("checks", metrics=None, summary={"run_key": RUN_KEY, "passed": 1, "checks": [
         {"check_id": "a", "kind": "file_contains", "outcome": "failed", "message": "m", "dimensions": ["task"]},
         {"check_id": "b", "kind": None, "outcome": "passed", "message": None, "dimensions": None}]})),
@@ -118,7 +121,7 @@ def test_duckdb_writes_the_cells_rows_py_writes(
                                                             "run_profile_id": "r", "evaluation_profile_id": "e"}}
     expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
     assert by_duckdb(store, log, nodes, tmp_path / "duckdb") == expected
-    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [2, 2, 2, 2, 10]
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [3, 2, 2, 2, 11]
 
 
 ODD: dict[str, bytes] = {  # records rows.py reads otherwise than SQL would: left to it
@@ -163,3 +166,25 @@ def test_a_first_head_is_flattened_by_duckdb_as_by_rows_py(store: Store, monkeyp
     monkeypatch.setattr(sqlflat, "flatten_here", lambda *args: None)
     index_current(store)
     assert table_rows(head) == ours
+
+
+def test_tables_written_without_a_sort_keep_position_order(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nodes` is written in `flat`'s own order, not sorted again: over several files of lines and row groups, with
+    kinds interleaved, every row of every table stands where rows.py puts it."""
+    monkeypatch.setattr(sqlflat, "CHUNK_NODES", 41)  # (three files of lines, nine row groups of `nodes`)
+    monkeypatch.setattr(sqlflat, "ROW_GROUP", 16)
+    nodes: list[dict[str, Any]] = []
+    check = {"check_id": "a", "kind": "file_contains", "outcome": "passed", "message": None, "dimensions": None}
+    with store.batch():  # (one commit for the lot)
+        for i in range(120):
+            kind = ("run", "judge", "checks")[i % 3]
+            doc = record(kind, key=f"blake3:{kind}{i}", summary={"case_id": f"c{i}", "run_key": RUN_KEY,
+                                                                 "checks": [check] * (i % 2)})
+            nodes.append({"kind": kind, "key": doc["key"], "record": store.put_json(doc), "action": "exec",
+                          "address": {"repetition": i}})
+    log = {"build_id": "b1", "started_at": T1}
+    expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
+    ours = by_duckdb(store, log, nodes, tmp_path / "duckdb")
+    assert ours == expected
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "nodes")] == [40, 20, 40, 120]
