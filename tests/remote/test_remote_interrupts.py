@@ -40,15 +40,39 @@ def _env(endpoint: str) -> dict[str, str]:
 
 
 def stop_when(proc: subprocess.Popen[str], started: Callable[[], bool]) -> float:
-    """Send SIGTERM once `started()` holds; the seconds the process took to end after it."""
+    """Send SIGTERM once the process catches it (claw's handler is set once its command is chosen: a loaded
+    machine can take seconds to get there) and `started()` holds (asked only from then on); the seconds the
+    process took to end after it."""
     deadline = time.monotonic() + 60
-    while not started() and proc.poll() is None and time.monotonic() < deadline:
+    while not (_catches_sigterm(proc.pid) and started()) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert proc.poll() is None, f"ended before the stop: {proc.communicate()[1]}"
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
     return time.monotonic() - sent
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """The process has a handler for SIGTERM (its bit in /proc's SigCgt mask)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(mask >> (signal.SIGTERM - 1) & 1)
+
+
+def seconds_later(seconds: float) -> Callable[[], bool]:
+    """True from `seconds` after its first call on."""
+    first: list[float] = []
+
+    def passed() -> bool:
+        if not first:
+            first.append(time.monotonic())
+        return time.monotonic() > first[0] + seconds
+
+    return passed
 
 
 def tmp_bytes(store: Path) -> int:
@@ -97,8 +121,8 @@ def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     with throttled(aws_env, LINK) as link:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "push", remote], cwd=a, env=_env(link),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        begun = time.monotonic()  # (the store's own sealed pack is uploaded as it is: nothing in tmp/)
-        took = stop_when(proc, lambda: time.monotonic() > begun + 2)
+        # 2 s after its handler is set: mid-transfer (the store's own sealed pack is uploaded as it is: nothing in tmp/)
+        took = stop_when(proc, seconds_later(2))
     assert proc.returncode == 130
     assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == "claw: interrupted"
     assert took < PROMPT_S, f"the push took {took:.1f} s to stop"
