@@ -76,9 +76,14 @@ def test_a_store_five_times_larger_peaks_no_higher_and_its_damage_is_named(
         store, keys, artifacts = _campaign(tmp_path / str(runs), runs)
         first, report = _peak(store)  # verifies every pack and writes its edges file
         assert report.problems == [] and report.actions == runs and report.packs > 6
-        later, report = _peak(store)
-        assert report.problems == []
-        peaks[runs] = (first, later)
+        # The lower of two later fscks: a peak from garbage a collection happened not to free yet (seen once in a
+        # CI run: 4.2 MB against 0.9 MB, not reproduced in dozens of runs) is not the store's size; growth is in both.
+        later = []
+        for _ in range(2):
+            peak, report = _peak(store)
+            assert report.problems == []
+            later.append(peak)
+        peaks[runs] = (first, min(later))
     # Whatever grows with the store (a dict entry, a table row, an answer a record: ~150 bytes and more each) would
     # add more than 360 KB from 600 to 3,000 runs (14,400 more objects and entries); the bounds hold it flat.
     for small, large in zip(peaks[600], peaks[3000], strict=True):
