@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from math import isfinite
 from typing import Any
 
 REPORTED = "reported"  # the provider's `usage.cost`
@@ -24,8 +25,8 @@ def source_of(metrics: Mapping[str, Any] | None) -> str:
 
 
 def known_cost(value: Any) -> float | None:
-    """A cost as a float; None when it is not a number (unknown)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A cost as a float; None when it is not a finite number (unknown: a NaN summed in would hide every known cost)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not isfinite(value):
         return None
     return float(value)
 

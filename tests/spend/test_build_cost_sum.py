@@ -28,6 +28,6 @@ def test_summed_in_place_as_the_sums_of_cost_sums() -> None:
             part = CostSum.of_metrics(_metrics(rng))
             by_sums.update((CostSum.of_build(by_sums) + part).build_metrics())
             part.add_to_build(in_place)
-            assert repr(in_place) == repr(by_sums)  # the same keys in the same order, the same values (a NaN too)
+            assert repr(in_place) == repr(by_sums)  # the same keys in the same order, the same values (a NaN: unknown)
             assert in_place["cost_usd"].hex() == by_sums["cost_usd"].hex()
         assert in_place["cost_unknown"] > 0 and in_place["cost_priced"] > 0 and in_place["cost_reported"] > 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clawstore.testing.standin import StandIn, text
-from clawstore.values.costs import CostSum, source_of
+from clawstore.values.costs import CostSum, known_cost, source_of
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace
@@ -179,3 +179,12 @@ def test_records_written_before_cost_sources_read_as_reported_or_unknown() -> No
     old = CostSum.of_metrics({"cost_usd": 0.25}) + CostSum.of_metrics({"cost_usd": None})
     assert (old.usd, old.known_usd, old.text(2)) == (None, 0.25, "≥0.25 (1 of 2 unknown)")
     assert CostSum.of_build({"cost_usd": 0.5}).text(1) == "0.5"  # an older build log: no counts, all reported
+
+
+def test_a_cost_that_is_not_a_finite_number_is_unknown_and_never_summed() -> None:
+    # A NaN summed in would make every total NaN (neither a number nor unknown); an infinity would swamp it.
+    for odd in (float("nan"), float("inf"), float("-inf")):
+        assert known_cost(odd) is None and source_of({"cost_usd": odd}) == "unknown"
+        total = CostSum.of_metrics({"cost_usd": 0.25}) + CostSum.of_metrics({"cost_usd": odd})
+        assert (total.usd, total.known_usd, total.text(2)) == (None, 0.25, "≥0.25 (1 of 2 unknown)")
+    assert known_cost(3) == 3.0 and known_cost(True) is None and known_cost("0.5") is None
