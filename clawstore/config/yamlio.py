@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,31 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
         return value
 
 
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        # Configs are JSON: a NaN or an infinity has no JSON spelling (hashing the case failed with a traceback)
+        value = super().construct_yaml_float(node)
+        if not isfinite(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value} is not a finite number (JSON has no NaN or infinity; quote it for text)",
+                node.start_mark)
+        return value
+
+    def construct_as_written(self, node: yaml.ScalarNode) -> str:
+        # An unquoted date (`created: 2026-01-01`) is the text as written, as JSON would hold it, not a datetime
+        return str(self.construct_scalar(node))
+
+    def construct_not_json(self, node: yaml.Node) -> Any:
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a !!{tag} value has no JSON form (configs hold text, numbers, booleans, lists and mappings)",
+            node.start_mark)
+
+
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_as_written)
+for _tag in ("binary", "set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _Loader.construct_not_json)
 
 
 class YamlProblem(Exception):
@@ -77,10 +102,14 @@ def parse_yaml_text(text: str) -> Any:
         raise YamlProblem(f"invalid YAML: {exc}") from None
 
 
+def _not_a_number(name: str) -> Any:
+    raise YamlProblem(f"invalid JSON: {name} is not a number JSON allows")
+
+
 def parse_json_text(text: str) -> Any:
     try:
         check_json_depth(text)
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_a_number)
     except ShapeProblem as exc:
         raise YamlProblem(f"invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
