@@ -56,31 +56,39 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
         return value
 
 
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        # Configs are JSON: a NaN or an infinity has no JSON spelling (hashing the case failed with a traceback)
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> Any:
         value = super().construct_yaml_float(node)
-        if not isfinite(value):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{node.value} is not a finite number (JSON has no NaN or infinity; quote it for text)",
-                node.start_mark)
-        return value
+        if isfinite(value):
+            return value
+        return self._not_json(node, f"{node.value} is not a finite number (JSON has no NaN or infinity; quote it "
+                                    "for text)")
 
     def construct_as_written(self, node: yaml.ScalarNode) -> str:
         # An unquoted date (`created: 2026-01-01`) is the text as written, as JSON would hold it, not a datetime
         return str(self.construct_scalar(node))
 
-    def construct_not_json(self, node: yaml.Node) -> Any:
+    def construct_other(self, node: yaml.Node) -> Any:
         tag = node.tag.rsplit(":", 1)[-1]
-        raise yaml.constructor.ConstructorError(
-            None, None, f"a !!{tag} value has no JSON form (configs hold text, numbers, booleans, lists and mappings)",
-            node.start_mark)
+        return self._not_json(node, f"a !!{tag} value has no JSON form (configs hold text, numbers, booleans, lists "
+                                    "and mappings)")
+
+    def _not_json(self, node: yaml.Node, problem: str) -> _NotJson:
+        """Configs are hashed as JSON (such a value made a build fail with a traceback): kept as a marker, said with its
+        field once the document is built (`_refuse_not_json`)."""
+        self.found_not_json = True
+        return _NotJson(node.start_mark, problem)
+
+
+class _NotJson:
+    def __init__(self, mark: yaml.Mark, problem: str):
+        self.mark, self.problem = mark, problem
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_as_written)
 for _tag in ("binary", "set", "omap", "pairs"):
-    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _Loader.construct_not_json)
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _Loader.construct_other)
 
 
 class YamlProblem(Exception):
@@ -90,7 +98,14 @@ class YamlProblem(Exception):
 def parse_yaml_text(text: str) -> Any:
     try:
         check_yaml_shape(text, _Base)  # before the composer recurses
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        loader = _Loader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+        if getattr(loader, "found_not_json", False):
+            _refuse_not_json(data, "")
+        return data
     except ShapeProblem as exc:
         raise YamlProblem(f"invalid YAML: {exc}") from None
     except yaml.MarkedYAMLError as exc:
@@ -100,6 +115,21 @@ def parse_yaml_text(text: str) -> Any:
         raise YamlProblem(f"invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as exc:
         raise YamlProblem(f"invalid YAML: {exc}") from None
+
+
+def _refuse_not_json(value: Any, field: str) -> None:
+    """YamlProblem naming the first value without a JSON form, by its field and its place in the text."""
+    if isinstance(value, _NotJson):
+        at = f"{field}: " if field else ""
+        raise YamlProblem(f"invalid YAML at line {value.mark.line + 1}, column {value.mark.column + 1}: "
+                          f"{at}{value.problem}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_not_json(key, field)
+            _refuse_not_json(item, f"{field}.{key}" if field else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_not_json(item, f"{field}[{index}]")
 
 
 def _not_a_number(name: str) -> Any:

@@ -81,11 +81,11 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ("top_level_list", _text(SUITE, "- suite_id: main\n"), SUITE, "", "top level must be a mapping, got a list"),
     # Values YAML has and JSON does not (a build hashing the case failed with a traceback): refused where written.
     ("yaml_nan", _text(CASE, "schema_version: 1\nmetadata:\n  score: .nan\n"), CASE, "",
-     "invalid YAML at line 3, column 10: .nan is not a finite number"),
+     "invalid YAML at line 3, column 10: metadata.score: .nan is not a finite number"),
     ("yaml_infinity", _text(CASE, "schema_version: 1\nmetadata: {limit: -.inf}\n"), CASE, "",
      "-.inf is not a finite number"),
     ("yaml_set", _text(CASE, "schema_version: 1\nmetadata:\n  seen: !!set {a, b}\n"), CASE, "",
-     "line 3, column 9: a !!set value has no JSON form"),
+     "line 3, column 9: metadata.seen: a !!set value has no JSON form"),
     ("yaml_binary", _text(CASE, "schema_version: 1\nmetadata:\n  blob: !!binary aGVsbG8=\n"), CASE, "",
      "a !!binary value has no JSON form"),
     ("wrong_type", _yaml(PROFILE, _set(["execution_policy", "max_concurrency"], "two")), PROFILE,
