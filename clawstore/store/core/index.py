@@ -549,10 +549,12 @@ class Entries:
             if end - first > DENSE_ROWS * len(wanted):
                 sparse.append(table)  # (looked up one by one below)
                 continue
+            packs = table.packs
             for batch in table._batches(at + _OBJ.size * first, end - first, _OBJ.size):
                 for digest, slot, offset, length in _OBJ.iter_unpack(batch):
-                    if digest in wanted and found[wanted[digest]] is None:
-                        found[wanted[digest]] = table._pack(slot), offset, length
+                    row = wanted.pop(digest, None)  # (popped: its first row in the table answers, as in find_object)
+                    if row is not None:
+                        found[row] = (packs[slot] if slot < len(packs) else table._pack(slot)), offset, length
         if not sparse:
             return found
         find = Entries(tables=tuple(sparse)).find_object
