@@ -98,6 +98,26 @@ def test_lookups_and_passes_agree_with_the_segments_merged_into_dicts(tmp_path: 
     assert len(view.objects) == len(objects) and set(view.objects.keys() - set(shared)) == set(objects)
 
 
+def test_every_object_digest_at_once_is_what_the_sorted_stream_names(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`object_digests` (a push's and a pull's set of this store's objects) cuts each big table's digests from its rows
+    a batch at a time, and takes the dicts' too: the set the merged stream names, an object in two segments once."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    monkeypatch.setattr(index, "_STREAM_ROWS", 64)  # (many batches, the last one short)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(3)
+    segments = [_segment(rng, n, 0) for n in (1000, 333, 20)]
+    segments[1].objects.update(list(segments[0].objects.items())[:50])
+    for segment in segments:
+        write_segment(index_dir, tmp_path, segment)
+    view = _view(index_dir)
+    assert len(view._entries.tables) == 2 and view._entries.objects
+    assert view.object_digests() == {digest for digest, _ in view.objects.items()} == {
+        digest for segment in segments for digest in segment.objects}
+    assert len(view.object_digests()) == 1000 + 333 + 20  # (the 50 in two segments counted once)
+
+
 @pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
 def test_the_records_of_many_keys_at_once_are_what_each_lookup_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     small_rows: int) -> None:
