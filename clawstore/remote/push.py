@@ -173,6 +173,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     """Send one pack (unless the remote has it: a push run again) and then its signed listing, which
     publishes it; (the pack's name, the bytes sent). The pack's table is kept in `tables` (the listing cache):
     the next push or pull knows its objects without reading it from the remote."""
+    # A made pack comes named (`_made`); the store's own sealed packs, sent whole, are named here: hashing each whole
+    # file in the pushing thread would hold it from handing over the next.
     named = item.named or _named(item, work)
     name, size, signed, table = named.name, named.size, named.signed, named.table
     sent = 0
@@ -336,7 +338,7 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
             return report  # no commit since: not even a copy of the index is made
         actions = {key: entry.record for key, entry in held.actions.items()
                    if entry.record is not None and knowledge.actions.get(key) != entry.record}
-        objects = sorted(held.objects.keys() - knowledge.objects)
+        objects = held.objects.keys() - knowledge.objects
         if not objects and not actions:
             knowledge.segments = held.loaded
             return report
@@ -345,11 +347,12 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
                 _Sender(backend, tmp, report, {}, {}, tables=cache_dir(store, remote)) as sender:
-            starts = range(0, len(objects), PACK_OBJECTS)
-            for start in starts[:-1]:
-                chunk = objects[start:start + PACK_OBJECTS]
-                sender.send(_made(_Outgoing(store.make_pack(chunk, tmp), chunk), tmp))
-            last = objects[starts[-1]:] if objects else []
+            # push's cuts (a small first pack, the same ids the same packs); the last one carries the entries' document.
+            chunks = _chunks(objects)
+            last = next(chunks, [])
+            for chunk in chunks:
+                sender.send(_made(_Outgoing(store.make_pack(last, tmp), last), tmp))
+                last = chunk
             sender.send(_made(_Outgoing(store.make_pack(last, tmp, document), last, entries, document_id), tmp))
         knowledge.objects.update(objects)
         if document_id is not None:

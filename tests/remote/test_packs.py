@@ -171,6 +171,34 @@ def test_push_finds_a_dense_run_of_objects_in_one_pass_over_the_index_rows(
     assert [blob.id for blob in verify_pack(dense, file_digest(dense), "made")] == digests
 
 
+def test_a_dense_run_whose_index_row_names_a_pack_slot_the_segment_lacks_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense run's rows name their pack by slot; a slot past the segment's packs is a damaged segment, named as
+    find_object names it, never an IndexError or another pack's frame."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    source = _filled(tmp_path / "a", 200)
+    digests = sorted(source.object_digests())
+    table = source.runtime.index.snapshot().entries.tables[0]
+    monkeypatch.setattr(table, "packs", ())
+    with pytest.raises(index.BadSegmentError, match="names a pack slot it does not have"):
+        source.runtime.index.find_sorted(digests)
+
+
+def test_a_pack_made_of_ids_in_any_order_or_named_twice_is_the_pack_of_them_sorted_once(tmp_path: Path) -> None:
+    """make_pack takes the ids push hands it (sorted, each once) without sorting a set of them, yet ids in another order
+    or named twice (and objects still in the open batch, found by the full lookup) make the very same bytes."""
+    source = _filled(tmp_path / "a", 60)
+    digests = sorted(source.object_digests())
+    with source.batch():  # (not committed: not in the index, each found by the full lookup)
+        pending = [bytes.fromhex(oid[len("blake3:"):]) for oid in (source.put_json({"late": i}) for i in range(5))]
+        made = []
+        for n, order in enumerate((sorted(digests + pending), [*reversed(digests), *pending, *digests[:7]])):
+            (tmp_path / f"work{n}").mkdir()
+            made.append(source.make_pack(order, tmp_path / f"work{n}"))
+    assert _sha(made[0]) == _sha(made[1])
+    assert [blob.id for blob in verify_pack(made[1], file_digest(made[1]), "made")] == sorted(digests + pending)
+
+
 def test_listings_arrive_together_and_a_bad_one_among_them_is_named(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(push, "PACK_OBJECTS", 7)

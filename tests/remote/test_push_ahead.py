@@ -3,6 +3,8 @@ it (its upload thread only sends), and a push killed after that first pack leave
 
 from __future__ import annotations
 
+import copy
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -43,6 +45,43 @@ def test_the_first_pack_push_makes_is_small_and_cut_the_same_each_time(tmp_path:
     assert set(target.iter_objects()) == set(source.iter_objects())
     assert target.entry_digests() == source.entry_digests()
     assert fsck(target).clean
+
+
+def test_an_interim_push_cuts_its_packs_as_push_does_the_entries_document_in_the_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """push_new cuts what was committed since with push's own `_chunks`: a small first pack (the link starts early),
+    then full ones, the same ids the same cuts; the entries' document rides in the last pack, whose listing carries the
+    entries."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+    monkeypatch.setattr(push, "FIRST_PACK_OBJECTS", 4)
+    source = _filled(tmp_path / "a", 2)
+    known = push.RemoteKnowledge()
+    push.push(source, Remote("one", str(tmp_path / "one")), move_refs=False, knowledge=known)
+    shutil.copytree(tmp_path / "one", tmp_path / "two")  # (a second remote holding the same)
+    before = _names(tmp_path / "one")
+    with source.batch():  # 30 objects committed since
+        for i in range(10):
+            key = source.put_json({"input": 100 + i})
+            source.put_action(key, {"kind": "run", "key": key, "status": "success",
+                                    "outputs": {"answer": source.put_json({"answer": 100 + i})}})
+    made: list[list[int]] = []
+    for name in ("one", "two"):
+        report = push.push_new(source, Remote(name, str(tmp_path / name)), copy.deepcopy(known))
+        packs = _names(tmp_path / name) - before
+        made.append(sorted(len(sealed_object_ids(tmp_path / name / "packs" / pack)) for pack in packs))
+        assert report.packs == len(packs)
+    assert made[0] == [4, 7, 10, 10]  # 4, 10, 10 and the last 6 with the entries' document
+    assert made[1] == made[0]
+    assert _names(tmp_path / "one") == _names(tmp_path / "two")
+    target = Store(tmp_path / "b")
+    pull.pull(target, Remote("one", str(tmp_path / "one")))
+    assert set(target.iter_objects()) == set(source.iter_objects())
+    assert target.entry_digests() == source.entry_digests()
+    assert fsck(target).clean
+
+
+def _names(remote: Path) -> set[str]:
+    return {path.name for path in (remote / "packs").glob("*.pack")}
 
 
 def test_a_pack_push_makes_is_named_by_the_thread_that_made_it(tmp_path: Path,

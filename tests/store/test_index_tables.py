@@ -46,6 +46,20 @@ def _view(index_dir: Path) -> IndexView:
     return view
 
 
+def _two_tables_and_dicts(tmp_path: Path, seed: int, sizes: tuple[int, ...], actions: int,
+                          shared: int) -> tuple[Path, list[Segment], random.Random]:
+    """Segments of these many objects written (SMALL_ROWS patched low: the big ones tables, the last in the dicts), the
+    second also holding the first's first `shared` objects; the index dir, the segments and the rng that made them."""
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(seed)
+    segments = [_segment(rng, n, actions) for n in sizes]
+    segments[1].objects.update(list(segments[0].objects.items())[:shared])
+    for segment in segments:
+        write_segment(index_dir, tmp_path, segment)
+    return index_dir, segments, rng
+
+
 def test_opening_an_index_of_200000_entries_holds_under_60_bytes_each(tmp_path: Path) -> None:
     """(The dicts of before held ~280 bytes an entry: 208 MB of each read command at 10,000 x 5.)"""
     index_dir = tmp_path / "index"
@@ -96,6 +110,20 @@ def test_lookups_and_passes_agree_with_the_segments_merged_into_dicts(tmp_path: 
     assert [digest for digest, _ in view.objects.items()] == sorted(objects)
     assert list(view.actions.items()) == sorted(actions.items())
     assert len(view.objects) == len(objects) and set(view.objects.keys() - set(shared)) == set(objects)
+
+
+def test_every_object_digest_at_once_is_what_the_sorted_stream_names(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`object_digests` (a push's and a pull's set of this store's objects) cuts each big table's digests from its rows
+    a batch at a time, and takes the dicts' too: the set the merged stream names, an object in two segments once."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    monkeypatch.setattr(index, "_STREAM_ROWS", 64)  # (many batches, the last one short)
+    index_dir, segments, _ = _two_tables_and_dicts(tmp_path, 3, (1000, 333, 20), 0, shared=50)
+    view = _view(index_dir)
+    assert len(view._entries.tables) == 2 and view._entries.objects
+    assert view.object_digests() == {digest for digest, _ in view.objects.items()} == {
+        digest for segment in segments for digest in segment.objects}
+    assert len(view.object_digests()) == 1000 + 333 + 20  # (the 50 in two segments counted once)
 
 
 @pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
@@ -302,13 +330,7 @@ def test_a_sorted_run_is_found_as_each_lookup_finds_it_dense_ones_in_batches(tmp
     misses None, the small segments' dict and two tables (an object in both) in play. A run dense in a table is matched
     against that table's rows in its range, read a batch at a time: no read of a row per object."""
     monkeypatch.setattr(index, "SMALL_ROWS", 100)
-    index_dir = tmp_path / "index"
-    index_dir.mkdir()
-    rng = random.Random(11)
-    segments = [_segment(rng, n, 20) for n in (3000, 700, 10)]
-    segments[1].objects.update(list(segments[0].objects.items())[:100])
-    for segment in segments:
-        write_segment(index_dir, tmp_path, segment)
+    index_dir, segments, rng = _two_tables_and_dicts(tmp_path, 11, (3000, 700, 10), 20, shared=100)
     entries = _view(index_dir).snapshot().entries
     assert len(entries.tables) == 2 and entries.objects
     every = sorted({digest for segment in segments for digest in segment.objects})

@@ -35,6 +35,7 @@ SUFFIX = ".idx"
 _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
+_OBJ_DIGEST = struct.Struct(f"<32s{_OBJ.size - 32}x")  # an object row's digest alone
 _TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
 _TAG = struct.Struct("=H")  # its next 2: the tag a table holds for each row (native order, as a cast to "H" reads them)
 _CHECKSUM = 32
@@ -391,6 +392,12 @@ class Table:
         for digest, slot, offset, length in self._stream(head.objects_at, head.n_objects, _OBJ.size, _OBJ):
             yield digest, (pack(slot), offset, length)
 
+    def add_object_digests(self, into: set[bytes]) -> None:
+        """Every object digest of the segment added to `into`, cut from its rows in C (no Loc, no merge: a set)."""
+        head = self._head
+        for batch in self._batches(head.objects_at, head.n_objects, _OBJ.size):
+            into.update(map(itemgetter(0), _OBJ_DIGEST.iter_unpack(batch)))
+
     def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
         head, pack = self._head, self._pack
         for key, record, time_ns, slot, offset in self._stream(head.actions_at, head.n_actions, _ACT.size, _ACT):
@@ -549,10 +556,12 @@ class Entries:
             if end - first > DENSE_ROWS * len(wanted):
                 sparse.append(table)  # (looked up one by one below)
                 continue
+            packs = table.packs
             for batch in table._batches(at + _OBJ.size * first, end - first, _OBJ.size):
                 for digest, slot, offset, length in _OBJ.iter_unpack(batch):
-                    if digest in wanted and found[wanted[digest]] is None:
-                        found[wanted[digest]] = table._pack(slot), offset, length
+                    row = wanted.pop(digest, None)  # (popped: its first row in the table answers, as in find_object)
+                    if row is not None:
+                        found[row] = (packs[slot] if slot < len(packs) else table._pack(slot)), offset, length
         if not sparse:
             return found
         find = Entries(tables=tuple(sparse)).find_object
@@ -580,6 +589,13 @@ class Entries:
         if self.tables:
             return [None if entry is None else entry.record for entry in map(self.find_action, keys)]
         return [None if entry is None else entry.record for entry in map(self.actions.get, keys)]
+
+    def object_digests(self) -> set[bytes]:
+        """Every object's digest, as `iter_objects` names them (a set: no order, no merge, no Loc each)."""
+        found = set(self.objects)
+        for table in self.tables:
+            table.add_object_digests(found)
+        return found
 
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
@@ -757,6 +773,10 @@ class IndexView:
     def objects(self) -> ObjectsMap:
         """Every object (a mapping read in place: lookups, and iteration streamed in digest order)."""
         return ObjectsMap(self._entries)
+
+    def object_digests(self) -> set[bytes]:
+        """Every object's digest (set arithmetic over a whole store: a push's, a pull's)."""
+        return self._entries.object_digests()
 
     @property
     def actions(self) -> ActionsMap:

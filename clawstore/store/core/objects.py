@@ -332,7 +332,7 @@ class ObjectStore:
         """Every object the index names, as digests (set arithmetic over a whole store)."""
         index = self.runtime.index
         index.refresh()
-        return set(index.objects)
+        return index.object_digests()
 
     @_store_errors
     def object_sizes(self, oid: str) -> tuple[int, int]:

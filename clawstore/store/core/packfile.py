@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
+from operator import add, itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,6 +38,7 @@ _FOOTER = struct.Struct("<Q32s8s")  # count, BLAKE3 of the table, END_MAGIC
 _ACTION = struct.Struct("<32sq")  # record digest, time ns
 _ID = struct.Struct("32s")
 BLOB_HEAD_SIZE = _BLOB_HEAD.size
+_HEAD_BYTES = struct.Struct(f"{BLOB_HEAD_SIZE}s")  # a blob head as one bytes field
 TABLE_ROW_SIZE = _TABLE_ROW.size
 ACTION_SIZE = _ACTION.size
 NO_RECORD = bytes(32)
@@ -112,7 +114,7 @@ class PackWriter:
         return writer
 
     def _write(self, parts: list[bytes | memoryview]) -> None:
-        total = sum(len(part) for part in parts)
+        total = sum(map(len, parts))
         if len(parts) > 1024:  # many small parts (a commit's entries): one buffer, one system call
             parts = [b"".join(parts)]
         written = os.pwritev(self.fd, parts, self.size)
@@ -174,12 +176,12 @@ class PackWriter:
             return
         lengths = list(map(len, frames))
         kinds, lengths_column = bytes([KIND_OBJECT]) * n, columns.column("Q", lengths)
-        heads = memoryview(columns.rows(BLOB_HEAD_SIZE, n, kinds, b"".join(ids), lengths_column))
+        heads = columns.rows(BLOB_HEAD_SIZE, n, kinds, b"".join(ids), lengths_column)
         parts: list[bytes | memoryview] = [b""] * (2 * n)
-        parts[0::2] = [heads[at:at + BLOB_HEAD_SIZE] for at in range(0, BLOB_HEAD_SIZE * n, BLOB_HEAD_SIZE)]
+        parts[0::2] = map(itemgetter(0), _HEAD_BYTES.iter_unpack(heads))  # (each head cut in C, not a slice a step)
         parts[1::2] = frames
-        offsets = columns.column("Q", accumulate([self.size + BLOB_HEAD_SIZE,
-                                                  *(BLOB_HEAD_SIZE + length for length in lengths[:-1])]))
+        offsets = columns.column("Q", accumulate(map(add, lengths[:-1], repeat(BLOB_HEAD_SIZE)),
+                                                 initial=self.size + BLOB_HEAD_SIZE))
         self._write(parts)
         self.table += columns.rows(_TABLE_ROW.size, n, kinds, b"".join(ids), offsets, lengths_column)
 
