@@ -12,23 +12,17 @@ from pathlib import Path
 import pytest
 
 from clawstore.errors import UsageError
-from clawstore.remote import pull, push
+from clawstore.remote import pull
 from clawstore.remote.backends import DirectoryBackend, Moved
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.services.fsck import fsck
+from tests.remote.test_packs import _pushed_in_packs
 
 
 def _pushed(tmp_path: Path, counts: tuple[int, ...]) -> tuple[Store, Remote, Path]:
     """A store with a sealed pack of each count of objects, pushed to a directory remote; its biggest pack's path."""
-    source = Store(tmp_path / "a")
-    for count in counts:
-        with source.batch():
-            for i in range(count):
-                source.put_json({"pack": count, "n": i, "filler": "x" * 500})
-        source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed_in_packs(tmp_path, counts)
     biggest = max((tmp_path / "remote" / "packs").glob("*.pack"), key=lambda path: path.stat().st_size)
     return source, remote, biggest
 
