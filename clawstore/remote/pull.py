@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
 
@@ -27,7 +28,11 @@ from clawstore.remote.sync import (
     SyncReport,
     cache_dir,
     hex_digests,
-    remote_content,
+    listing_name,
+    read_listing,
+    read_listings,
+    remote_files,
+    remote_packs,
     size_differs,
     tracking_ref,
 )
@@ -72,16 +77,28 @@ class _Pull:
     """One pull's state: what this store has, the listings, and the entries verified so far."""
 
     def __init__(self, store: Transfer, remote: Remote, backend: Backend, untrusted: bool, report: SyncReport,
-                 progress: TransferProgress | None = None):
+                 progress: TransferProgress | None = None, work: Path | None = None):
+        """`work`: the scratch directory of a full pull's packs, whose biggest one starts downloading as soon as its
+        own listing is read and checked, while the others are read (`_start_biggest`)."""
         self.store, self.remote, self.backend, self.untrusted, self.report = store, remote, backend, untrusted, report
         self.progress = progress or TransferProgress()
-        self.listings, self.files = remote_content(store, remote, backend)
         self.fetched_file = cache_dir(store, remote) / "fetched"
         self.downloads = Downloads(store.layout.incoming(remote.name))
         self.done = _remembered(self.fetched_file)
+        self.signers: dict[str, str | None] = {}
+        self._trust: dict[str | None, bool] = {}
+        self.serial: ThreadPoolExecutor | None = None  # (the big packs' downloads, one at a time, if started early)
+        self.early: dict[str, Future[bool]] = {}  # pack -> its download, started before the listings were all read
+        self.files = remote_files(remote, backend)
+        try:
+            if work is not None:
+                self._start_biggest(work)
+            self.listings = read_listings(store, remote, backend, self.files)
+        except BaseException:
+            self.close()
+            raise
         self.present = store.object_digests()
         self.ids = PackIds(store, remote, self.listings)  # (format 4: known once its pack or table is here)
-        self.signers: dict[str, str | None] = {}
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
         self.received: set[str] = set()  # packs fetched by this pull
         self.entries: dict[str, str] = {}  # verified entries of trusted listings, to add
@@ -92,7 +109,42 @@ class _Pull:
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
-        self._trust: dict[str | None, bool] = {}
+
+    def _start_biggest(self, work: Path) -> None:
+        """Start the download of the remote's biggest pack into `work` while the other listings are read (the link
+        idle otherwise): only one a full pull fetches anyway, whose listing is read first and checked as `fetch`
+        checks it (signed by a trusted key, the size it says): a pack of format 4 this store has never seen, not
+        remembered as fetched. Its check waits for every listing, as any pack's (`_download_checked`)."""
+        size = {pack: self.files.get(f"{PACKS}{pack}.pack") for pack in remote_packs(self.files)
+                if pack not in self.done}
+        sized = [pack for pack, nbytes in size.items() if nbytes is not None]
+        if not sized:
+            return
+        pack = max(sized, key=lambda each: (size[each], each))
+        doc = read_listing(self.store, self.remote, self.backend, pack, self.files[listing_name(pack)])
+        try:
+            trusted = self.trusted_doc(pack, doc)
+        except UsageError:  # (a listing whose signature does not verify: refused where every listing is checked)
+            return
+        if not trusted or doc.is_bundle or doc.size != size[pack] or PackIds(
+                self.store, self.remote, {pack: doc}).get(pack) is not None:
+            return  # (fetched or not, as the listings decide)
+        self.serial = ThreadPoolExecutor(max_workers=1)
+        self.early[pack] = self.serial.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])
+
+    def trusted_doc(self, pack: str, doc: listing.Listing) -> bool:
+        """Is `doc`, the pack's listing, signed by a key the user trusts (its signer remembered)?"""
+        if pack not in self.signers:
+            self.signers[pack] = listing.signer(doc, pack)
+        return self.trusts(self.signers[pack])
+
+    def close(self) -> None:
+        """Stop and wait for a download started early that no fetch took over (the pull failed before)."""
+        if self.serial is None:
+            return
+        self.progress.stop()  # (the download ends at its next chunk)
+        self.serial.shutdown(wait=True, cancel_futures=True)
+        self.serial, self.early = None, {}
 
     def pending(self) -> list[str]:
         return [pack for pack in self.listings if pack not in self.done]
@@ -105,13 +157,12 @@ class _Pull:
         return ids is None or not self.present.issuperset(ids) or (not doc.count and bool(doc.actions))
 
     def signer(self, pack: str) -> str | None:
-        if pack not in self.signers:
-            self.signers[pack] = listing.signer(self.listings[pack], pack)
+        self.trusted(pack)  # (reads and remembers it)
         return self.signers[pack]
 
     def trusted(self, pack: str) -> bool:
         """Is the pack's listing signed by a key the user trusts?"""
-        return self.trusts(self.signer(pack))
+        return self.trusted_doc(pack, self.listings[pack])
 
     def trusts(self, signer: str | None) -> bool:
         """Does the user trust this signer (the trust list read once per signer and pull)?"""
@@ -119,10 +170,11 @@ class _Pull:
             self._trust[signer] = user_trusts(signer)
         return self._trust[signer]
 
-    def fetch(self, todo: list[str]) -> None:
-        """Fetch these packs all or nothing: every listing's signer is checked before any download;
-        each pack is checked whole as its download ends; then the entries the round brings are verified;
-        only then are the packs adopted."""
+    def fetch(self, todo: list[str], work: Path | None = None) -> None:
+        """Fetch these packs all or nothing: every listing's signer is checked before any download (the one started
+        early, `_start_biggest`, had its own checked first); each pack is checked whole as its download ends; then
+        the entries the round brings are verified; only then are the packs adopted. `work`: the scratch directory
+        the pull made (a new one if None)."""
         legacy = [pack for pack in todo if self.listings[pack].is_bundle]
         packs = [pack for pack in todo if pack not in legacy]
         for pack in packs:
@@ -136,7 +188,7 @@ class _Pull:
         if legacy:
             self._fetch_bundles(legacy)
         self.arriving = set()
-        with writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
+        with nullcontext(work) if work is not None else writer_scratch_dir(self.store.tmp_dir, "pull") as tmp:
             try:
                 self._download_checked(packs, tmp)
                 self.progress.then("checking the entries")
@@ -163,20 +215,25 @@ class _Pull:
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
     def _download_checked(self, packs: list[str], work: Path) -> None:
-        """Download (big packs one at a time, the others in parallel), at most AHEAD packs beyond the one being
-        checked: each is checked in this thread as soon as it has arrived, while the next ones download (the content
-        of the records the listings' entries name kept decoded, as far as there is room): `self.incoming` holds them. A
-        small pack's objects are copied right after its check into a pack of the pull's own in `work`
+        """Download (big packs one at a time, the largest first, the others in parallel), at most AHEAD packs beyond
+        the one being checked: each is checked in this thread as soon as it has arrived, while the next ones download
+        (the content of the records the listings' entries name kept decoded, as far as there is room): `self.incoming`
+        holds them. A small pack's objects are copied right after its check into a pack of the pull's own in `work`
         (Incoming.copy_in). What the checks need of the listings is made while the first packs download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
-        # Big packs first and one after another, the largest first (S3 fetches each in parallel parts).
-        # (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
+        # Big packs first and one after another, the largest first (SERIAL_BYTES); one started early goes on
+        # first. (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
         queue = deque(sorted(packs, key=lambda pack: -size[pack]))
         running: dict[Future[bool], str] = {}
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool, ThreadPoolExecutor(max_workers=1) as serial:
+        serial, early = self.serial or ThreadPoolExecutor(max_workers=1), self.early
+        self.serial, self.early = None, {}
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool, serial:
             def start_more() -> None:
                 while queue and len(running) < AHEAD:
                     pack = queue.popleft()
+                    if pack in early:
+                        running[early.pop(pack)] = pack
+                        continue
                     big = size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack])
                     executor = serial if big else pool
                     running[executor.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])] = pack
@@ -196,7 +253,7 @@ class _Pull:
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
-                for future in running:
+                for future in [*running, *early.values()]:
                     future.cancel()
                 raise
 
@@ -349,12 +406,17 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
-        state = _Pull(store, remote, backend, untrusted, report, progress)
         if wanted is None:
-            state.fetch([pack for pack in state.pending() if state.lacking(pack)])
+            with writer_scratch_dir(store.tmp_dir, "pull") as work:
+                state = _Pull(store, remote, backend, untrusted, report, progress, work)
+                try:
+                    state.fetch([pack for pack in state.pending() if state.lacking(pack)], work)
+                finally:
+                    state.close()
             state.downloads.clear()  # (a pack an earlier pull kept that this one did not need: not wanted)
             settled = set(state.pending())  # fetched, or holding nothing this store lacks
         else:
+            state = _Pull(store, remote, backend, untrusted, report, progress)
             _fetch_closure(state, remote_refs.values())
             settled = state.received
         state.add_entries(settled)

@@ -93,7 +93,7 @@ def _download_listing(backend: Backend, pack: str, cached: Path, size: int) -> N
         tmp.unlink(missing_ok=True)
 
 
-def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, size: int) -> listing.Listing:
+def read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, size: int) -> listing.Listing:
     """A pack's listing (decoded: listing.decode), from the local cache when it was seen before
     (listings never change), else downloaded again (another pull dropped the cached copy) no bigger
     than the remote listed (`size`)."""
@@ -114,19 +114,31 @@ def _read_listing(store: Transfer, remote: Remote, backend: Backend, pack: str, 
 def remote_content(store: Transfer, remote: Remote, backend: Backend
                    ) -> tuple[dict[str, listing.Listing], dict[str, int]]:
     """{pack: listing} of every pack on the remote, and {name: size} of its files under packs/."""
+    files = remote_files(remote, backend)
+    return read_listings(store, remote, backend, files), files
+
+
+def remote_files(remote: Remote, backend: Backend) -> dict[str, int]:
+    """{name: size} of the remote's files under packs/; UsageError if a listing is too big to be one."""
     files = backend.list(PACKS)
-    packs = remote_packs(files)
-    for pack in packs:
+    for pack in remote_packs(files):
         if files[listing_name(pack)] > LISTING_MAX:
             raise UsageError(f"remote {remote.url}: listing of pack {pack} is {files[listing_name(pack)]} bytes, "
                              f"more than any listing (at most {LISTING_MAX})")
+    return files
+
+
+def read_listings(store: Transfer, remote: Remote, backend: Backend, files: dict[str, int]
+                  ) -> dict[str, listing.Listing]:
+    """{pack: listing} of every pack whose listing is among `files` (cached ones read from the cache)."""
+    packs = remote_packs(files)
     listings = {}
     for start in range(0, len(packs), LISTING_BATCH):  # a remote full of junk fails within one batch
         batch = packs[start:start + LISTING_BATCH]
         _fetch_listings(store, remote, backend, batch, files)
-        listings.update((pack, _read_listing(store, remote, backend, pack, files[listing_name(pack)]))
+        listings.update((pack, read_listing(store, remote, backend, pack, files[listing_name(pack)]))
                         for pack in batch)
-    return listings, files
+    return listings
 
 
 class PackIds:
