@@ -89,3 +89,30 @@ def test_nothing_kept_once_the_results_are_made(scored: Workspace, claw: Claw, m
     assert build(claw)[0] == 0
     assert seen and all(any(before) for before, _ in seen)  # the checks and judgements kept their bytes ...
     assert all(m is None for _, after in seen for m in after)  # ... and hold none once their window concluded
+
+
+def test_a_judge_request_takes_its_checks_from_the_kept_bytes(scored: Workspace, claw: Claw,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[str] = []  # what judge_request read from the store
+    asked: list[Any] = []  # the checks object each judge request was made with
+    in_request: list[bool] = []
+    original_get, original_request = ObjectStore.get_json, EvalLayer.judge_request
+
+    def counting_get(self: ObjectStore, oid: str) -> Any:
+        if in_request:
+            read.append(oid)
+        return original_get(self, oid)
+
+    def request(self: EvalLayer, node: Any) -> Any:
+        in_request.append(True)
+        try:
+            asked.append(node.document["checks"])
+            return original_request(self, node)
+        finally:
+            in_request.pop()
+
+    monkeypatch.setattr(ObjectStore, "get_json", counting_get)
+    monkeypatch.setattr(EvalLayer, "judge_request", request)
+    assert build(claw)[0] == 0
+    assert len(asked) == 8  # 4 runs, 2 judgements each
+    assert read and not set(read) & set(asked)  # the runs' artifacts read, the checks never
