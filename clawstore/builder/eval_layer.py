@@ -216,6 +216,7 @@ class EvalLayer:
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
             node = self._node("judge", address, doc, ev.run)
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
+            node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)
 
     def plan_result(self, ev: RunEvaluation) -> None:
@@ -444,13 +445,14 @@ class EvalLayer:
                             float(cost) if isinstance(cost, (int, float)) else None)
 
     def judge_request(self, node: Node) -> dict[str, Any]:
-        """The chat body of one judge repetition (rebuilt from the store: the same every time)."""
+        """The chat body of one judge repetition (rebuilt from the store: the same every time; the checks from the
+        bytes their node kept this window, when it has them)."""
         from clawstore.evaluate import build_judge_evidence, build_judge_request, render_judge_prompt
 
         run, judge = node.run, node.judge
         redact = bool(self.policy.get("redact_secrets", True))
         artifact, sandbox, workspace = self._evidence(run)
-        checks = self.store.get_json(node.document["checks"])
+        checks = self._made_json(node, node.document["checks"])
         evidence = build_judge_evidence(artifact, sandbox_files=sandbox, workspace_files=workspace,
                                         redact_secrets=redact)
         user_prompt = render_judge_prompt(self._case(run.item)["target"], evidence, checks, self.anchors,

@@ -150,10 +150,11 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
 
     def scheduled(tasks: list[Node]) -> list[Node]:
         return run_tasks(tasks, claimed_work, session.concurrency, on_done, on_interrupt=progress.interrupt,
-                         lanes=session.lanes, lane_of=lane_of)
+                         lanes=session.lanes, lane_of=lane_of, on_idle=progress.idle)
 
     if here:
-        never_started = skipped + run_here(nodes, claimed_work, on_done, scheduled, on_interrupt=progress.interrupt)
+        never_started = skipped + run_here(nodes, claimed_work, on_done, scheduled, on_interrupt=progress.interrupt,
+                                           on_idle=progress.idle)
     else:
         never_started = skipped + scheduled(nodes)
     never_started += stopped

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +19,8 @@ from clawstore.values.costs import PAID_KINDS, CostSum, source_of
 
 MODES = ("auto", "live", "plain", "json", "none")
 _REASON_WIDTH = 160
+PLAIN_FLUSH_S = 0.1  # plain lines wait at most this long for their write while the build thread is busy
+PLAIN_FLUSH_LINES = 256
 
 
 def one_line(text: Any, width: int = _REASON_WIDTH) -> str:
@@ -82,6 +84,9 @@ class BuildProgress:
         self.planned_cost_usd = planned_cost_usd
         self.state = _State()
         self._lock = threading.Lock()
+        # Nodes started on worker threads, counted as running by the next reader: a deque's append needs no lock, so
+        # a worker starting a node never waits for (nor wakes) the build thread holding `_lock`.
+        self._starts: deque[Node] = deque()
 
     # ---- what the engine reports
     def phase(self, label: str, stale: Sequence[Node], reused: Sequence[Node]) -> None:
@@ -97,9 +102,14 @@ class BuildProgress:
         self.on_phase(label, len(stale), len(reused))
 
     def started(self, node: Node) -> None:
-        with self._lock:
-            self._model(node).running += 1
+        self._starts.append(node)
         self.on_started(node)
+
+    def _count_starts(self) -> None:
+        """The nodes started since the last reader into their models' `running` (under `_lock`)."""
+        starts = self._starts
+        while starts:
+            self._model(starts.popleft()).running += 1
 
     def finished(self, node: Node, status: str | None, ok: bool) -> None:
         reason = None if ok else failure_reason(node)
@@ -107,6 +117,7 @@ class BuildProgress:
         metrics = (record.get("metrics") if record else None) or {}
         paid = node.kind in PAID_KINDS
         with self._lock:
+            self._count_starts()  # (its own start first: a node's start is appended before it can finish)
             s = self.state
             model = self._model(node)
             model.running = max(0, model.running - 1)
@@ -140,6 +151,9 @@ class BuildProgress:
             self.state.stopping = (f"Ctrl-C: no new node starts; waiting for {running} running "
                                    "(Ctrl-C again cancels them)")
         self.on_interrupt(running)
+
+    def idle(self) -> None:
+        """The build's thread has no outcome to record now and is about to wait for one."""
 
     def close(self) -> None:
         """End of the build (or of an interrupted one)."""
@@ -178,12 +192,17 @@ def wait_text(wait: Wait) -> str:
 
 
 class PlainProgress(BuildProgress):
-    """One line per finished node (a failure with its reason), for logs and pipes."""
+    """One line per finished node (a failure with its reason), for logs and pipes. Each line is made when its node is
+    recorded (durable) and written in order, in batches: whenever the build's thread waits for the next outcome
+    (`idle`), and at least every PLAIN_FLUSH_S while it is busy recording one outcome after another (a write and a
+    flush per node cost a system call each, with the interpreter lock handed to a worker and back)."""
 
     def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
         super().__init__(planned_cost_usd)
         self.stream = stream
         self._labels: Counter[str] = Counter()
+        self._pending: list[str] = []  # lines made and not yet written (under _lock)
+        self._written_at = time.monotonic()
 
     def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None:
         label = _LAYER_LABEL.get(node.kind, node.kind)
@@ -195,23 +214,45 @@ class PlainProgress(BuildProgress):
                 line += f" ({reason})"
             if node.kind in PAID_KINDS:
                 line += f" · spent {self.state.cost.usd_text()}"
-            self.stream.write(line + "\n")
+            pending = self._pending
+            pending.append(line + "\n")
+            if len(pending) >= PLAIN_FLUSH_LINES or time.monotonic() - self._written_at >= PLAIN_FLUSH_S:
+                self._write_pending()
+
+    def _write_pending(self, more: str = "") -> None:
+        """The lines waiting, then `more`, in one write (under _lock)."""
+        if self._pending:
+            more = "".join(self._pending) + more
+            self._pending.clear()
+        if more:
+            self.stream.write(more)
             self.stream.flush()
+        self._written_at = time.monotonic()
+
+    def idle(self) -> None:
+        if self._pending:
+            with self._lock:
+                self._write_pending()
+
+    def on_phase(self, label: str, stale: int, reused: int) -> None:
+        self.idle()  # (a layer's planning between two batches of lines)
 
     def on_rate_limited(self, wait: Wait) -> None:
         with self._lock:
-            self.stream.write(f"WAIT {wait_text(wait)}\n")
-            self.stream.flush()
+            self._write_pending(f"WAIT {wait_text(wait)}\n")
 
     def on_interrupt(self, running: int) -> None:
-        self.stream.write(f"interrupt: no new node starts; waiting for {running} running "
-                          "(Ctrl-C again cancels them)\n")
-        self.stream.flush()
+        with self._lock:
+            self._write_pending(f"interrupt: no new node starts; waiting for {running} running "
+                                "(Ctrl-C again cancels them)\n")
 
     def on_batches(self, lines: list[str]) -> None:
         with self._lock:
-            self.stream.write("".join(f"BATCH {line}\n" for line in lines))
-            self.stream.flush()
+            self._write_pending("".join(f"BATCH {line}\n" for line in lines))
+
+    def close(self) -> None:
+        with self._lock:
+            self._write_pending()
 
 
 _LAYER_LABEL = {"run": "runs", "checks": "checks", "judge": "judges", "result": "results"}

@@ -46,6 +46,7 @@ class LiveProgress(BuildProgress):
 
     def render(self) -> Group:
         with self._lock:
+            self._count_starts()
             return self._render()
 
     def _render(self) -> Group:

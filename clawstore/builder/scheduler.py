@@ -37,12 +37,13 @@ class Outcome(Generic[T, R]):
 
 
 def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callable[[Outcome[T, R]], bool],
-             then: Callable[[list[T]], list[T]], on_interrupt: Callable[[int], None] | None = None) -> list[T]:
+             then: Callable[[list[T]], list[T]], on_interrupt: Callable[[int], None] | None = None,
+             on_idle: Callable[[], None] | None = None) -> list[T]:
     """Run `work(task)` for each task in the calling thread, one after another: for cheap local work, whose hand-off
     to a worker thread and back cost more than the work. `on_done` as in `run_tasks`; tasks set aside (`Later`) go
     to `then` (run_tasks) at the end. Returns the tasks never started. Interrupts as in `run_tasks`: a first Ctrl-C
     (or SIGTERM) lets the running task finish and reach `on_done`, calls `on_interrupt(0)` and raises; a second one
-    raises at once."""
+    raises at once. `on_idle` is called once the tasks are done (as `run_tasks` calls it before each wait)."""
     tasks = list(tasks)
     aside: list[T] = []
     rest: list[T] | None = None  # what on_done's stop left
@@ -64,6 +65,8 @@ def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callab
                 break
             if interrupted:
                 break
+    if on_idle is not None:
+        on_idle()
     if interrupted:  # (noted up to the handlers' restoring)
         if on_interrupt is not None:
             on_interrupt(0)
@@ -100,10 +103,12 @@ def _deferred_interrupts() -> Iterator[list[int]]:
 def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: int,
               on_done: Callable[[Outcome[T, R]], bool],
               on_interrupt: Callable[[int], None] | None = None,
-              lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None) -> list[T]:
+              lanes: Lanes | None = None, lane_of: Callable[[T], Lane | None] | None = None,
+              on_idle: Callable[[], None] | None = None) -> list[T]:
     """Run `work(task)` for every task with at most `concurrency` at once (or as `lanes` allow); `on_done` sees each
-    outcome in the calling thread, False stops scheduling. Returns the tasks never started. Interrupts: docs/building.md
-    (Details by module)."""
+    outcome in the calling thread, False stops scheduling; `on_idle` is called whenever the calling thread is about to
+    wait with no outcome to see (what `on_done` put off can be done then). Returns the tasks never started. Interrupts:
+    docs/building.md (Details by module)."""
     lanes = lanes if lanes is not None else Lanes(concurrency)
     lane_of = lane_of or (lambda task: None)
     order = itertools.count()
@@ -164,6 +169,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                         break
                     time.sleep(timeout)
                     continue
+                if on_idle is not None and results.empty():
+                    on_idle()
                 result = results.get(timeout=timeout)
             except queue.Empty:
                 continue
@@ -186,6 +193,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                 stop = True
     finally:
         lanes.on_free = None
+        if on_idle is not None:
+            on_idle()
         for _ in range(workers):
             inbox.put(_NO_MORE)  # each worker ends after its current task
     if interrupted:

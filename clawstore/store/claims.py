@@ -236,13 +236,16 @@ class ClaimBoard:
             written = self._held.pop(key, None)
             if written is None:
                 return
+            # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
             recent = time.time() - written < self.ttl / 2
-            if recent:
-                # Written by us less than half a ttl ago: nobody may take it over yet, so it is still ours.
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self._name(key))
+            spare = self._linked.pop(key, None) if recent else None  # (before a new claim of `key` can link one)
         if recent:
-            self._unlinked(key)
+            # Unlinked outside the lock the workers' takes share: no longer held, so no heartbeat renews it.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._name(key))
+            if spare is not None:
+                with self._lock:
+                    self._spares.append(spare)
             return
         with self._locked():
             claim = self.read(key)

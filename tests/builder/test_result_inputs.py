@@ -36,26 +36,32 @@ def _results(store: Store) -> dict[tuple[str, str], dict[str, Any]]:
     return found
 
 
-def test_results_read_nothing_back_and_match_the_store_path(scored: Workspace, claw: Claw,
-                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    read: list[str] = []  # what a result node read from the store
-    in_result: list[bool] = []
-    original_get, original_result = ObjectStore.get_json, EvalLayer._exec_result
+def _reads_within(monkeypatch: pytest.MonkeyPatch, method: str) -> list[str]:
+    """The ids `ObjectStore.get_json` is asked for while `EvalLayer.<method>` runs (filled as the build goes)."""
+    read: list[str] = []
+    inside: list[bool] = []
+    original_get, original = ObjectStore.get_json, getattr(EvalLayer, method)
 
     def counting_get(self: ObjectStore, oid: str) -> Any:
-        if in_result:
+        if inside:
             read.append(oid)
         return original_get(self, oid)
 
-    def result(self: EvalLayer, node: Any, build_id: str) -> Any:
-        in_result.append(True)
+    def within(self: EvalLayer, *args: Any) -> Any:
+        inside.append(True)
         try:
-            return original_result(self, node, build_id)
+            return original(self, *args)
         finally:
-            in_result.pop()
+            inside.pop()
 
     monkeypatch.setattr(ObjectStore, "get_json", counting_get)
-    monkeypatch.setattr(EvalLayer, "_exec_result", result)
+    monkeypatch.setattr(EvalLayer, method, within)
+    return read
+
+
+def test_results_read_nothing_back_and_match_the_store_path(scored: Workspace, claw: Claw,
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    read = _reads_within(monkeypatch, "_exec_result")  # what a result node read from the store
     assert build(claw)[0] == 0
     kept = _results(Store(Path(os.environ["CLAW_STORE"])))
     assert len(kept) == 4
@@ -89,3 +95,19 @@ def test_nothing_kept_once_the_results_are_made(scored: Workspace, claw: Claw, m
     assert build(claw)[0] == 0
     assert seen and all(any(before) for before, _ in seen)  # the checks and judgements kept their bytes ...
     assert all(m is None for _, after in seen for m in after)  # ... and hold none once their window concluded
+
+
+def test_a_judge_request_takes_its_checks_from_the_kept_bytes(scored: Workspace, claw: Claw,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    read = _reads_within(monkeypatch, "judge_request")  # what judge_request read from the store
+    asked: list[Any] = []  # the checks object each judge request was made with
+    original_request = EvalLayer.judge_request
+
+    def request(self: EvalLayer, node: Any) -> Any:
+        asked.append(node.document["checks"])
+        return original_request(self, node)
+
+    monkeypatch.setattr(EvalLayer, "judge_request", request)
+    assert build(claw)[0] == 0
+    assert len(asked) == 8  # 4 runs, 2 judgements each
+    assert read and not set(read) & set(asked)  # the runs' artifacts read, the checks never
