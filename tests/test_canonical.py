@@ -30,7 +30,8 @@ def _edges() -> list[float]:
     out = [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e-4, 1e16, 1e15, 1e17, 0.1,
            1.7e-05, 123456789012345680.0, 9999999999999998.0, 2.0**-13, 2.0**-14, 2.0**52, 2.0**53, 2.0**63, 2.0**64]
     for exponent in range(-325, 309):
-        for mantissa in ("1", "1.5", "9.999999999999999", "4.9", "3.3333333333333335", "7.000000000000001"):
+        for mantissa in ("1", "9.999999999999999", "3.3333333333333335") if -8 < exponent < 20 or exponent % 7 == 0 \
+                else ("1",):
             try:
                 out.append(float(f"{mantissa}e{exponent}"))
             except OverflowError:
@@ -46,7 +47,7 @@ _SOME = _EDGES[::97] + [1.7e-05, 1e-05, 1e16, 0.082296, 7.0]
 
 def test_every_float_magnitude_is_written_as_repr_alone_in_a_list_and_in_a_record() -> None:
     rnd = random.Random(46)
-    bits = [struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(20_000)]
+    bits = [struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(5_000)]
     floats = [x for x in _EDGES + bits if math.isfinite(x)]
     for x in floats:
         assert canonical_json(x) == repr(x).encode(), x
