@@ -35,7 +35,7 @@ _PACK = msgspec.msgpack.Encoder(enc_hook=_refuse)
 _DOUBLE = struct.Struct(">d").unpack_from
 _INF = float("inf")
 # A float in msgpack: 0xcb, then sign, 11 bits of exponent and the mantissa, big-endian. Matched: every exponent
-# below 2^-13 (1.2e-4; and zero, looked at again) or from 2^52 (4.5e15): a superset of the floats written unlike repr.
+# below 2^-13 (1.2e-4; and zero, looked at again) or from 2^53 (9.0e15): a superset of the floats written unlike repr.
 _ODD_FLOAT = re.compile(rb"\xcb(?:[\x00-\x3e\x44-\xbe\xc4-\xff]|[\x3f\xbf][\x00-\x1f]|[\x43\xc3][\x40-\xff])")
 _BEFORE, _AFTER = b":,[", b",]}"
 _RESPELT_MAX = 8
