@@ -37,7 +37,7 @@ from clawstore.runners.openclaw.workspace import (
 )
 from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
-from clawstore.values.canonical import canonical_json
+from clawstore.values.canonical import strict_json
 from clawstore.values.costs import PRICED, UNKNOWN
 
 if TYPE_CHECKING:
@@ -469,5 +469,5 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     data = ev.redact_json(artifact.to_json(), run.secrets)
     # OpenClaw reports no provider cost: its figure is always the declared prices' (or none).
     data["usage"]["cost_source"] = UNKNOWN if usage.cost_usd is None else PRICED
-    canonical_json(data)  # fail here, not in the store, if anything is not JSON
+    strict_json(data)  # fail here, not in the store, if anything is not JSON
     return data
