@@ -1,0 +1,123 @@
+"""A build that no stamp answers reads the campaign's head a window of cases at a time (builder/api.py
+`_build_planned`, graph/explain.py `HeadByCases`): it holds a window's head nodes, not the campaign's, and plans,
+reuses and writes exactly what a build holding the whole head did.
+
+Real in-process `claw build`s of workspaces built against the stand-in provider; the stamps removed before each.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.builder import engine
+from clawstore.builder.api import CampaignRequest
+from clawstore.builder.buildlog import head_ref
+from clawstore.builder.stamp import STAMPS_DIR
+from clawstore.project.front import BuildSettings, Project
+from clawstore.store.store import Store
+from clawstore.testing.standin import StandIn
+from tests.builder.test_stampless_windows import CAMPAIGN, SMALL, _campaign, _reorder_head
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.storefiles import lose_object
+from tests.support.workspace import SECRET, Workspace, many_cases
+
+BOUND = 2**20  # what the larger campaign's build may peak above the smaller's (its head read whole: 5 MB more)
+
+
+def _build_peak(root: Path, store: Path) -> int:
+    """Peak Python allocations of a `claw build` (every node fresh) of the workspace at `root` that no stamp answers
+    (the second: what the first imported, and the store's index it listed, are not the build's)."""
+    project = Project(None, lambda line: None, CampaignRequest(root, "main", "rp", "ev"))
+    try:
+        shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
+        project.build(BuildSettings(quiet=True, progress="none"))
+        shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
+        tracemalloc.start()
+        try:
+            built = project.build(BuildSettings(quiet=True, progress="none"))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        project.close()
+    assert built.counts["executed"] == 0 and built.counts["reused"] > 0, built.counts
+    return peak
+
+
+@pytest.mark.timeout(120)
+def test_a_build_no_stamp_answers_holds_a_window_of_its_head_not_the_campaign(
+        tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+    monkeypatch.setattr(engine, "WINDOW_RUNS", 8)  # 4 cases a window
+    standin.script(JUDGE, judge_reply(7.0))
+    peaks = []
+    for cases in (SMALL, 5 * SMALL):
+        ws = many_cases(tmp_path / f"ws{cases}", cases)
+        eval_profile(ws, repetitions=1)
+        monkeypatch.chdir(ws.root)
+        store = ws.root / "store"
+        monkeypatch.setenv("CLAW_STORE", str(store))
+        code, _, err = Claw(ws.root).build(*CAMPAIGN[4:], "--output", "json")
+        assert code == 0, err
+        peaks.append(_build_peak(ws.root, store))
+    small, large = peaks
+    print(f"build peak: {SMALL} cases {small / 2**20:.2f} MiB, {5 * SMALL} cases {large / 2**20:.2f} MiB")
+    assert large < small + BOUND, (small, large)
+
+
+def _stampless_build(claw: Claw, store: Path) -> tuple[int, dict[str, Any], str]:
+    shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
+    code, out, err = claw.build(*CAMPAIGN[4:], "--output", "json")
+    return code, json.loads(out) if out.strip() else {}, err
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in report.items() if name not in ("build_id", "duration_s")}
+
+
+def test_a_windowed_build_writes_the_head_a_whole_head_build_writes(
+        ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edited case, a new one and failed runs retried, built a case a window and in one window from copies of the
+    same store: the same report, the same head; then a head out of case order is read whole and nothing is paid
+    again; then a head with a part missing is one line naming the ref before anything is sent."""
+    store = Path(env["CLAW_STORE"])
+    _campaign(ws, standin, 8)
+    assert claw.build(*CAMPAIGN[4:], "--output", "json")[0] == 1  # (m2's runs of c07 failed)
+    ws.edit("cases/c02/test.yaml", lambda doc: doc["input"]["messages"][1].update(content="Edited question?"))
+    ws.case("c99", "A new case?")
+    heads = {}
+    reports = {}
+    for window in (engine.WINDOW_RUNS, 1):
+        copy = store.parent / f"store-{window}"
+        shutil.copytree(store, copy)
+        monkeypatch.setenv("CLAW_STORE", str(copy))
+        monkeypatch.setattr(engine, "WINDOW_RUNS", window)
+        sent = len(standin.requests)
+        code, report, err = _stampless_build(claw, copy)
+        assert code == 1 and report["counts"]["executed"] > 0, err
+        reports[window] = (_comparable(report), len(standin.requests) - sent)
+        with Store(copy) as opened:
+            heads[window] = opened.get_ref(head_ref("main__rp__ev"))
+    assert reports[1] == reports[engine.WINDOW_RUNS] and heads[1] == heads[engine.WINDOW_RUNS], reports
+
+    copy = store.parent / "store-1"
+    _reorder_head(copy, "main__rp__ev")
+    sent = len(standin.requests)
+    code, report, err = _stampless_build(claw, copy)
+    assert code == 1 and report["counts"] == {"executed": 0, "failed": 2, "reused": 384, "skipped": 0}, err
+    assert len(standin.requests) == sent + 2  # (m2's runs of c07, retried: nothing else sent again)
+
+    with Store(copy) as opened:
+        head = opened.get_ref(head_ref("main__rp__ev"))
+        lose_object(opened, opened.get_json(head)["node_parts"][-1])
+    code, report, err = _stampless_build(claw, copy)
+    assert code == 3 and err.count("\n") == 1 and f"points at {head}" in err and "claw fsck --repair" in err, err
+    assert len(standin.requests) == sent + 2
