@@ -123,6 +123,7 @@ class EvalLayer:
         self.store = store
         self.client = client
         self.head = head or {}
+        self._head_whole = head is not None  # (given whole: kept as it is, never dropped by case)
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -164,9 +165,22 @@ class EvalLayer:
         return self._case_cache[case_id]
 
     def forget_cases(self, case_ids: Iterable[str]) -> None:
-        """Drop what was computed for these cases (a windowed build is done with them: builder/engine.py)."""
-        for case_id in case_ids:
+        """Drop what was computed for these cases, and their head nodes unless the head is held whole (a windowed
+        build is done with them: builder/engine.py)."""
+        cases = set(case_ids)
+        for case_id in cases:
             self._case_cache.pop(case_id, None)
+        if not self._head_whole and self.head:
+            self.head = {at: n for at, n in self.head.items() if str(n.address.get("case_id")) not in cases}
+
+    def add_head(self, nodes: HeadNodes, whole: bool = False) -> None:
+        """A window's nodes of the campaign head, beside those of the windows not concluded yet (a build plans a
+        window's results during the next one); `whole`: the whole head, held as it is from then on. The dicts given
+        are never changed (they are the caller's)."""
+        if whole:
+            self.head, self._head_whole = nodes, True
+        elif not self._head_whole:
+            self.head = {**self.head, **nodes} if self.head else nodes
 
     def _endpoint(self, judge: JudgeConfig) -> Endpoint:
         if judge.judge_id not in self._endpoints:

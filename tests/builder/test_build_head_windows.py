@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import engine
+from clawstore.builder import buildlog, engine
 from clawstore.builder.api import CampaignRequest
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.stamp import STAMPS_DIR
 from clawstore.project.front import BuildSettings, Project
+from clawstore.store import headdoc
+from clawstore.store.core import index, runtime
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.builder.test_stampless_windows import CAMPAIGN, SMALL, _campaign, _reorder_head
@@ -28,7 +30,7 @@ from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.storefiles import lose_object
 from tests.support.workspace import SECRET, Workspace, many_cases
 
-BOUND = 2**20  # what the larger campaign's build may peak above the smaller's (its head read whole: 5 MB more)
+BOUND = 2**19  # what the larger campaign's build may peak above the smaller's (its head read whole: 2 MB more)
 
 
 def _build_peak(root: Path, store: Path) -> int:
@@ -57,6 +59,14 @@ def test_a_build_no_stamp_answers_holds_a_window_of_its_head_not_the_campaign(
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     monkeypatch.setattr(engine, "WINDOW_RUNS", 8)  # 4 cases a window
+    # The build's other constant buffers made small too (tests/builder/test_build_memory.py), so that this campaign
+    # outgrows them as a big one does theirs: the build log's sorted runs (spilled past 16 KiB, 4 merged at once), a
+    # head part (read whole: at most 32 nodes), the index's segments held as dicts and the open pack.
+    monkeypatch.setattr(buildlog, "SPILL_RUN_BYTES", 16 << 10)
+    monkeypatch.setattr(buildlog, "SPILL_FAN_IN", 4)
+    monkeypatch.setattr(headdoc, "PART_MAX", 32)
+    monkeypatch.setattr(index, "SMALL_ROWS", 64)
+    monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
     standin.script(JUDGE, judge_reply(7.0))
     peaks = []
     for cases in (SMALL, 5 * SMALL):
