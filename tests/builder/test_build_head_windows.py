@@ -24,11 +24,10 @@ from clawstore.store import headdoc
 from clawstore.store.core import index, runtime
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
-from tests.builder.test_stampless_windows import CAMPAIGN, SMALL, _campaign, _reorder_head
+from tests.builder.test_stampless_windows import CAMPAIGN, _campaign, _reorder_head, small_and_large_peaks
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.storefiles import lose_object
-from tests.support.workspace import SECRET, Workspace, many_cases
+from tests.support.workspace import Workspace
 
 BOUND = 2**19  # what the larger campaign's build may peak above the smaller's (its head read whole: 2 MB more)
 
@@ -56,9 +55,6 @@ def _build_peak(root: Path, store: Path) -> int:
 @pytest.mark.timeout(120)
 def test_a_build_no_stamp_answers_holds_a_window_of_its_head_not_the_campaign(
         tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.setattr(engine, "WINDOW_RUNS", 8)  # 4 cases a window
     # The build's other constant buffers made small too (tests/builder/test_build_memory.py), so that this campaign
     # outgrows them as a big one does theirs: the build log's sorted runs (spilled past 16 KiB, 4 merged at once), a
     # head part (read whole: at most 32 nodes), the index's segments held as dicts and the open pack.
@@ -67,19 +63,7 @@ def test_a_build_no_stamp_answers_holds_a_window_of_its_head_not_the_campaign(
     monkeypatch.setattr(headdoc, "PART_MAX", 32)
     monkeypatch.setattr(index, "SMALL_ROWS", 64)
     monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
-    standin.script(JUDGE, judge_reply(7.0))
-    peaks = []
-    for cases in (SMALL, 5 * SMALL):
-        ws = many_cases(tmp_path / f"ws{cases}", cases)
-        eval_profile(ws, repetitions=1)
-        monkeypatch.chdir(ws.root)
-        store = ws.root / "store"
-        monkeypatch.setenv("CLAW_STORE", str(store))
-        code, _, err = Claw(ws.root).build(*CAMPAIGN[4:], "--output", "json")
-        assert code == 0, err
-        peaks.append(_build_peak(ws.root, store))
-    small, large = peaks
-    print(f"build peak: {SMALL} cases {small / 2**20:.2f} MiB, {5 * SMALL} cases {large / 2**20:.2f} MiB")
+    small, large = small_and_large_peaks(tmp_path, standin, monkeypatch, _build_peak)
     assert large < small + BOUND, (small, large)
 
 
