@@ -244,6 +244,9 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
             if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
                 client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
             yield nodes
+        # Every node of the head typed, as when it was read whole: the advance merges the head's nodes of cases no
+        # window asked for too (one line for a damaged one, not a failure while the head is written).
+        head.finish(fall_back=True)
 
     runners: dict[str, RunExecutor] = {
         "llm_probe": LlmProbeRuns(store, client),

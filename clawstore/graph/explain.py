@@ -106,12 +106,18 @@ class HeadByCases:
             return self._whole
         return found
 
-    def finish(self) -> None:
+    def finish(self, fall_back: bool = False) -> None:
         """Read the rest (the nodes of cases no window asked for): a damaged node or part is said as `read_head`
-        says it, and a node out of order raises HeadOutOfOrder."""
+        says it, and a node out of order raises HeadOutOfOrder (`fall_back`: the head is read whole instead)."""
         if self._whole is not None:
             return
-        self._read(None, set(), {})
+        try:
+            self._read(None, set(), {})
+        except HeadOutOfOrder:
+            if not fall_back:
+                raise
+            with _damaged_head(self.ref, str(self.head_id)):
+                self._read_whole()
 
     def _read(self, last: str | None, wanted: set[str], found: HeadNodes) -> None:
         """Type each node up to the first of a case after `last` (None: to the end), keeping those of `wanted`."""

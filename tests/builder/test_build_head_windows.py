@@ -22,6 +22,7 @@ from clawstore.builder.stamp import STAMPS_DIR
 from clawstore.project.front import BuildSettings, Project
 from clawstore.store import headdoc
 from clawstore.store.core import index, runtime
+from clawstore.store.headdoc import read_head_doc, write_head
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.builder.test_stampless_windows import CAMPAIGN, _campaign, _reorder_head, small_and_large_peaks
@@ -109,9 +110,19 @@ def test_a_windowed_build_writes_the_head_a_whole_head_build_writes(
     assert code == 1 and report["counts"] == {"executed": 0, "failed": 2, "reused": 384, "skipped": 0}, err
     assert len(standin.requests) == sent + 2  # (m2's runs of c07, retried: nothing else sent again)
 
+    # A node no build writes, of a case after every case of the campaign (no window asks for it): still typed
+    # before the head is advanced, and said as one line.
     with Store(copy) as opened:
-        head = opened.get_ref(head_ref("main__rp__ev"))
+        ref = head_ref("main__rp__ev")
+        doc = read_head_doc(opened, opened.get_ref(ref))
+        damaged = [*doc["nodes"], {"kind": "run", "address": {"case_id": "zz", "model_id": "m1", "repetition": 0}}]
+        opened.set_ref(ref, head := write_head(opened, headdoc.head_fields(doc), damaged))
+    code, report, err = _stampless_build(claw, copy)
+    assert code == 3 and err.count("\n") == 1 and f"points at {head}, which is damaged" in err, err
+    with Store(copy) as opened:
+        opened.set_ref(ref, write_head(opened, headdoc.head_fields(doc), doc["nodes"]))
+        head = opened.get_ref(ref)
         lose_object(opened, opened.get_json(head)["node_parts"][-1])
     code, report, err = _stampless_build(claw, copy)
     assert code == 3 and err.count("\n") == 1 and f"points at {head}" in err and "claw fsck --repair" in err, err
-    assert len(standin.requests) == sent + 2
+    assert len(standin.requests) == sent + 2 + 2  # (the damaged head's build sent c07's again before it was found)
