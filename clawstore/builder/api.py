@@ -218,21 +218,35 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
 
 def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
                    client: _LazyClient) -> BuildReport:
-    head_id, head = read_head(store, head_ref(campaign.campaign_id))
+    # The head a window's cases at a time (graph/explain.py HeadByCases): a build holds a window's head nodes, and
+    # the head's advance streams the previous head from the store (builder/buildlog.py `_previous`).
+    head = HeadByCases(store, head_ref(campaign.campaign_id))
     planner = _RunPlanner(campaign, store)
     batches = _run_batches(store, options, client)
     # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)
     # would multiply what a batch is for.
     whole = batches is not None or options.batch or _batch_judges(campaign) or batches_in(store)
+    eval_layer = None
+    if campaign.evaluation_profile is not None:
+        from clawstore.builder.eval_layer import EvalLayer
+
+        eval_layer = EvalLayer(campaign, store, client)
 
     def windows() -> Iterator[list[Node]]:
         for items in window_items(campaign, WHOLE if whole else engine.WINDOW_RUNS, planner.repetitions):
+            previous = head.window(sorted({item.case_id for item in items}), fall_back=True)
+            if eval_layer is not None:  # (its checks and judgements now, its results during the next window)
+                eval_layer.add_head(previous, head.whole)
             nodes = planner.plan(items)
-            attach_records(nodes, store, head)
+            attach_records(nodes, store, previous)
+            del previous
             require_keys(nodes, options.force)  # (a window's runs: a key missing fails before they are sent)
             if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
                 client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
             yield nodes
+        # Every node of the head typed, as when it was read whole: the advance merges the head's nodes of cases no
+        # window asked for too (one line for a damaged one, not a failure while the head is written).
+        head.finish(fall_back=True)
 
     runners: dict[str, RunExecutor] = {
         "llm_probe": LlmProbeRuns(store, client),
@@ -245,13 +259,8 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
     if request.filtered:  # what the filter selected, by id (the flags may name paths)
         options.filter = {"cases": sorted(campaign.case_ids) if request.cases else [],
                           "models": sorted(campaign.model_ids) if request.models else []}
-    eval_layer = None
-    if campaign.evaluation_profile is not None:
-        from clawstore.builder.eval_layer import EvalLayer
-
-        eval_layer = EvalLayer(campaign, store, client, head)
     return engine.run_build(campaign, store, options, windows=windows(), run_work=run_work, eval_layer=eval_layer,
-                            head=(head_id, head), run_batches=batches)
+                            head=None, run_batches=batches)
 
 
 def batches_in(store: Store) -> bool:
@@ -427,7 +436,7 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
             attach_records(nodes, store, previous)
             pending: dict[str, str] = {}
             if layer is not None:
-                layer.head = previous
+                layer.add_head(previous, head.whole)
                 nodes += _eval_nodes(layer, nodes, pending, previous)
                 layer.forget_cases(cases)  # (no later window has them)
             yield _states(nodes, pending, previous, store, force)

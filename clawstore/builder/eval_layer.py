@@ -123,6 +123,8 @@ class EvalLayer:
         self.store = store
         self.client = client
         self.head = head or {}
+        self._head_whole = head is not None  # (given whole: kept as it is, never dropped by case)
+        self._head_windows: list[HeadNodes] = []  # (add_head's: the windows not concluded, oldest first)
         self.profile = campaign.evaluation_profile
         self.policy = self.profile.security_policy.model_dump(mode="json")
         self.system_prompt = campaign.judge_system_prompt or default_judge_system_prompt()
@@ -164,9 +166,36 @@ class EvalLayer:
         return self._case_cache[case_id]
 
     def forget_cases(self, case_ids: Iterable[str]) -> None:
-        """Drop what was computed for these cases (a windowed build is done with them: builder/engine.py)."""
-        for case_id in case_ids:
+        """Drop what was computed for these cases, and their head nodes unless the head is held whole (a windowed
+        build is done with them: builder/engine.py)."""
+        cases = set(case_ids)
+        for case_id in cases:
             self._case_cache.pop(case_id, None)
+        if self._head_whole or not self._head_windows:
+            return
+        # A window holds whole cases: a window's dict is dropped when the case of one of its nodes is (a dict of no
+        # node, at once), never filtered node by node.
+        self._head_windows = [nodes for nodes in self._head_windows
+                              if nodes and str(next(iter(nodes.values())).address.get("case_id")) not in cases]
+        self._merge_head()
+
+    def _merge_head(self) -> None:
+        if len(self._head_windows) == 1:
+            self.head = self._head_windows[0]
+            return
+        self.head = {}
+        for nodes in self._head_windows:
+            self.head.update(nodes)
+
+    def add_head(self, nodes: HeadNodes, whole: bool = False) -> None:
+        """A window's nodes of the campaign head, beside those of the windows not concluded yet (a build plans a
+        window's results during the next one); `whole`: the whole head, held as it is from then on. The dicts given
+        are never changed (they are the caller's)."""
+        if whole:
+            self.head, self._head_whole, self._head_windows = nodes, True, []
+        elif not self._head_whole:
+            self._head_windows.append(nodes)
+            self._merge_head()
 
     def _endpoint(self, judge: JudgeConfig) -> Endpoint:
         if judge.judge_id not in self._endpoints:

@@ -52,6 +52,8 @@ class HeadByCases:
     def __init__(self, store: StoreReader, ref: str, whole: bool = False):
         self.ref = ref
         self.head_id = store.get_ref(ref)
+        self._store = store
+        self._doc: Any = None
         self._whole: HeadNodes | None = None
         self._parts: Iterator[list[Any]] = iter(())
         self._part: list[Any] = []  # the part being read, and where in it
@@ -62,32 +64,60 @@ class HeadByCases:
             self._whole = {}
             return
         with _damaged_head(ref, self.head_id):
-            doc = store.get_json(self.head_id)  # (the head the ref named above, read once)
+            self._doc = doc = store.get_json(self.head_id)  # (the head the ref named above, read once)
             if whole or not headdoc.is_parted(doc):
-                nodes = documents.read_head(headdoc.inline_nodes(doc, store.get_json), self._where).nodes
-                self._whole = {address_id(n.kind, n.address): n for n in nodes}
+                self._read_whole()
                 return
             documents.read_head({**headdoc.head_fields(doc), "nodes": []}, self._where)  # its own fields
+            # A part gone is said now, before a build sends anything (a damaged one when it is read).
+            lost = next((part for part in headdoc.part_ids(doc) if not store.has(part)), None)
+            if lost is not None:
+                raise MissingObjectError(lost)
             self._parts = headdoc.iter_parts(doc, store.get_json)
+
+    def _read_whole(self) -> None:
+        nodes = documents.read_head(headdoc.inline_nodes(self._doc, self._store.get_json), self._where).nodes
+        self._whole = {address_id(n.kind, n.address): n for n in nodes}
+
+    @property
+    def whole(self) -> bool:
+        """Is the head held whole (inline, asked so, or read whole after its nodes came out of order)?"""
+        return self._whole is not None
 
     @property
     def _where(self) -> str:
         return f"campaign head {self.head_id}"
 
-    def window(self, cases: list[str]) -> HeadNodes:
-        """The nodes of these cases (sorted, each after every case of the windows asked for before) by address."""
+    def window(self, cases: list[str], fall_back: bool = False) -> HeadNodes:
+        """The nodes of these cases (sorted, each after every case of the windows asked for before) by address.
+        `fall_back`: a head out of case order is read whole from here on, not HeadOutOfOrder (for a build, which cannot
+        start again: a node the windows before missed was looked up in the action cache, as a head-less plan does)."""
         if self._whole is not None:
             return self._whole
         found: HeadNodes = {}
-        self._read(cases[-1], set(cases), found)
+        try:
+            self._read(cases[-1], set(cases), found)
+        except HeadOutOfOrder:
+            if not fall_back:
+                raise
+            with _damaged_head(self.ref, str(self.head_id)):
+                self._read_whole()
+            assert self._whole is not None
+            return self._whole
         return found
 
-    def finish(self) -> None:
+    def finish(self, fall_back: bool = False) -> None:
         """Read the rest (the nodes of cases no window asked for): a damaged node or part is said as `read_head`
-        says it, and a node out of order raises HeadOutOfOrder."""
+        says it, and a node out of order raises HeadOutOfOrder (`fall_back`: the head is read whole instead)."""
         if self._whole is not None:
             return
-        self._read(None, set(), {})
+        try:
+            self._read(None, set(), {})
+        except HeadOutOfOrder:
+            if not fall_back:
+                raise
+            with _damaged_head(self.ref, str(self.head_id)):
+                self._read_whole()
 
     def _read(self, last: str | None, wanted: set[str], found: HeadNodes) -> None:
         """Type each node up to the first of a case after `last` (None: to the end), keeping those of `wanted`."""

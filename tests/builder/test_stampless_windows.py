@@ -12,6 +12,7 @@ import json
 import random
 import shutil
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,10 @@ def _status_peak(root: Path, store: Path) -> int:
     return peak
 
 
-def test_status_without_a_stamp_holds_a_window_not_the_campaign(
-        tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+def small_and_large_peaks(tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch,
+                          peak: Callable[[Path, Path], int]) -> tuple[int, int]:
+    """`peak(workspace root, store)` of a campaign of SMALL cases and of one five times as large (two models, judged
+    once), each built first against the stand-in, planned 4 cases a window."""
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     monkeypatch.setattr(engine, "WINDOW_RUNS", 8)  # 4 cases a window
@@ -129,9 +132,14 @@ def test_status_without_a_stamp_holds_a_window_not_the_campaign(
         monkeypatch.setenv("CLAW_STORE", str(store))
         code, _, err = Claw(ws.root).build(*CAMPAIGN[4:], "--output", "json")
         assert code == 0, err
-        peaks.append(_status_peak(ws.root, store))
-    small, large = peaks
-    print(f"status peak: {cases // 5} cases {small / 2**20:.2f} MiB, {cases} cases {large / 2**20:.2f} MiB")
+        peaks.append(peak(ws.root, store))
+    print(f"peak: {SMALL} cases {peaks[0] / 2**20:.2f} MiB, {5 * SMALL} cases {peaks[1] / 2**20:.2f} MiB")
+    return peaks[0], peaks[1]
+
+
+def test_status_without_a_stamp_holds_a_window_not_the_campaign(
+        tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    small, large = small_and_large_peaks(tmp_path, standin, monkeypatch, _status_peak)
     assert large < small + BOUND, (small, large)
 
 
