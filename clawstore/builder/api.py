@@ -27,6 +27,7 @@ from clawstore.graph.plan import (
     window_items,
 )
 from clawstore.host.machine_settings import backoff_base
+from clawstore.store.services.gc import READING_HEAD_LEASE_PREFIX
 from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
@@ -219,8 +220,17 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
 def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
                    client: _LazyClient) -> BuildReport:
     # The head a window's cases at a time (graph/explain.py HeadByCases): a build holds a window's head nodes, and
-    # the head's advance streams the previous head from the store (builder/buildlog.py `_previous`).
+    # the head's advance streams the previous head from the store (builder/buildlog.py `_previous`). Its parts are
+    # read to the end of the build: a lease keeps them from a gc after another build moved the ref away.
     head = HeadByCases(store, head_ref(campaign.campaign_id))
+    if head.head_id is None:
+        return _build_windowed(request, store, options, campaign, client, head)
+    with store.lease(READING_HEAD_LEASE_PREFIX + head.head_id):
+        return _build_windowed(request, store, options, campaign, client, head)
+
+
+def _build_windowed(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
+                    client: _LazyClient, head: HeadByCases) -> BuildReport:
     planner = _RunPlanner(campaign, store)
     batches = _run_batches(store, options, client)
     # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from clawstore.host.durable import temp_name
 from clawstore.store import Store
 from clawstore.store.core.ids import PREFIX
-from clawstore.store.headdoc import read_head_doc
+from clawstore.store.headdoc import part_ids, read_head_doc
 from clawstore.store.reach import head_closure
-from clawstore.testing.standin import StandIn
+from clawstore.store.services.gc import READING_HEAD_LEASE_PREFIX
+from clawstore.testing.standin import StandIn, text
 from tests.gc.helpers import actions, build_json, state, store_of
 from tests.support.claw import Claw
 from tests.support.storefiles import age, age_actions, age_packs, blob_span
@@ -133,7 +135,7 @@ def test_pin_freezes_a_campaign_state_until_unpinned(ws: Workspace, claw: Claw, 
     assert all(store.has(oid) for oid in pinned_objects)
     assert claw("fsck")[0] == 0
 
-    _edit_beta(ws, "Name a colour.")  # back to the pinned inputs: served from the pin's records
+    _edit_beta(ws, "Name a river.")  # back to the pinned inputs: served from the pin's records
     code, report = build_json(claw)
     assert code == 0 and set(actions(report).values()) == {"reuse"}
     assert len(standin.requests) == 6
@@ -291,3 +293,40 @@ def test_a_campaign_no_longer_built_is_reclaimed_once_its_head_is_deleted(ws: Wo
     assert claw("fsck")[0] == 0
     sent = len(standin.requests)
     assert claw.build()[0] == 0 and len(standin.requests) == sent  # the campaign kept: nothing paid again
+
+
+def test_a_head_a_build_is_reading_is_kept_though_no_ref_names_it(ws: Workspace, claw: Claw, standin: StandIn,
+                                                                  env: dict[str, str]) -> None:
+    # A build reads its campaign's previous head a window at a time to its end (builder/api.py), under a lease naming
+    # it: another build may move the ref meanwhile, and a gc then must not take the parts still to be read.
+    assert claw.build()[0] == 0
+    store = store_of(env)
+    old_head = store.get_ref(HEAD)
+    old_doc = store.get_json(old_head)
+    _edit_beta(ws)
+    assert claw.build()[0] == 0 and store.get_ref(HEAD) != old_head
+    age_packs(store, 7200)  # (a live lease keeps every recent object: only the head lease may keep these)
+    with Store(env["CLAW_STORE"]).lease(READING_HEAD_LEASE_PREFIX + old_head):
+        _gc(claw, "--grace", "0")
+    assert store.has(old_head) and all(store.has(part) for part in part_ids(old_doc))
+    age_packs(store, 7200)  # (the gc above rewrote packs it took objects from)
+    with Store(env["CLAW_STORE"]).lease("build another"):  # a lease naming no head keeps no old head
+        _gc(claw, "--grace", "0")
+    assert not store.has(old_head)
+
+    # The build itself holds that lease while it runs (the slow answers keep it running to look).
+    _edit_beta(ws, "Name a river.")
+    standin.set_default(text("slow", latency=1.5))
+    reading = store.get_ref(HEAD)
+    build = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    try:
+        purposes: list[str] = []
+        deadline = time.monotonic() + 20
+        while build.poll() is None and time.monotonic() < deadline and not purposes:
+            purposes = [lease.purpose for lease in store.list_leases()
+                        if lease.purpose == READING_HEAD_LEASE_PREFIX + reading]
+            time.sleep(0.05)
+        assert purposes, "no lease named the head the build read"
+    finally:
+        assert build.wait(timeout=30) == 0
+    assert not store.list_leases()  # (every lease of the build ended with it)

@@ -60,8 +60,11 @@ DEFAULT_GRACE_S = 3600.0
 DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
 LEASE_SLACK_S = 60.0
-# A lease whose purpose is this + a head id keeps that head (an archive export reading it).
+# A lease whose purpose is one of these + a head id keeps that head: an archive export reading it, a build reading
+# its campaign's previous head a window at a time (builder/api.py) while another build may move the ref away from it.
 EXPORT_LEASE_PREFIX = "archive-export "
+READING_HEAD_LEASE_PREFIX = "reading head "
+_HEAD_LEASES = {EXPORT_LEASE_PREFIX: "export", READING_HEAD_LEASE_PREFIX: "reading"}
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -198,10 +201,11 @@ def _roots(store: Store) -> dict[str, str]:
                              "then run claw fsck)")
         roots[f"ref {name}"] = target
     for lease in list_leases(store.root):
-        if lease.alive and lease.purpose.startswith(EXPORT_LEASE_PREFIX):
-            head = lease.purpose[len(EXPORT_LEASE_PREFIX):].strip()
-            if is_oid(head):
-                roots[f"export {lease.path.name}"] = head
+        for prefix, why in _HEAD_LEASES.items():
+            if lease.alive and lease.purpose.startswith(prefix):
+                head = lease.purpose[len(prefix):].strip()
+                if is_oid(head):
+                    roots[f"{why} {lease.path.name}"] = head
     return roots
 
 
