@@ -135,7 +135,7 @@ def test_pin_freezes_a_campaign_state_until_unpinned(ws: Workspace, claw: Claw, 
     assert all(store.has(oid) for oid in pinned_objects)
     assert claw("fsck")[0] == 0
 
-    _edit_beta(ws, "Name a river.")  # back to the pinned inputs: served from the pin's records
+    _edit_beta(ws, "Name a colour.")  # back to the pinned inputs: served from the pin's records
     code, report = build_json(claw)
     assert code == 0 and set(actions(report).values()) == {"reuse"}
     assert len(standin.requests) == 6
