@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clawstore.errors import StoreError
-from clawstore.graph.plan import HeadNodes, Node, address_id
+from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.actions import reusable
@@ -249,13 +249,12 @@ class BuildLog:
         self.end(state)
         self.write()
 
-    def advance_head(self, planned: Container[str] | None,
-                     known: tuple[str | None, HeadNodes] | None = None) -> str:
+    def advance_head(self, planned: Container[str] | None) -> str:
         """Point `campaigns/<id>` at the merged latest state: this build's nodes over the previous head's, keeping only
         addresses the campaign still plans (`planned`: address ids, anything `in` answers; None, all: a filtered
-        build); compare-and-set, retried on a race. `known`: the head as read at the start. An unchanged state is not
-        rewritten. Streamed: the previous head's nodes and this build's, both in place order, merged a place at a
-        time and written a part at a time (docs/building.md, Memory)."""
+        build); compare-and-set, retried on a race. An unchanged state is not rewritten. Streamed: the previous head's
+        nodes (read from the store, a part at a time) and this build's, both in place order, merged a place at a time
+        and written a part at a time (docs/building.md, Memory)."""
         ref = head_ref(self.doc.campaign["id"])
         with self._lock:
             self._apply_unstored()
@@ -264,9 +263,9 @@ class BuildLog:
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
             try:
-                head_id = self._advance(previous_id, planned, known, in_memory=False)
+                head_id = self._advance(previous_id, planned, in_memory=False)
             except _OutOfOrder:  # a head not in place order (not written by write_head): its nodes sorted here
-                head_id = self._advance(previous_id, planned, known, in_memory=True)
+                head_id = self._advance(previous_id, planned, in_memory=True)
             if head_id == previous_id:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
@@ -278,25 +277,20 @@ class BuildLog:
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
 
-    def _advance(self, previous_id: str | None, planned: Container[str] | None,
-                 known: tuple[str | None, HeadNodes] | None, in_memory: bool) -> str:
+    def _advance(self, previous_id: str | None, planned: Container[str] | None, in_memory: bool) -> str:
         """The head merging this build's nodes into head `previous_id`: `previous_id` itself when that changes
         nothing, else a new head written (the ref not moved)."""
-        if previous_id and self._leaves_unchanged(self._previous(previous_id, known, in_memory), planned):
+        if previous_id and self._leaves_unchanged(self._previous(previous_id, in_memory), planned):
             return previous_id
         return write_placed_head(self.store, self._head_fields(),
-                                 self._merged(self._previous(previous_id, known, in_memory), planned))
+                                 self._merged(self._previous(previous_id, in_memory), planned))
 
-    def _previous(self, head_id: str | None, known: tuple[str | None, HeadNodes] | None,
-                  in_memory: bool) -> Iterable[Placed]:
+    def _previous(self, head_id: str | None, in_memory: bool) -> Iterable[Placed]:
         """The nodes of head `head_id` with their places, in place order (as write_head stores them; _OutOfOrder
         when they are not, and then, `in_memory`, sorted here)."""
         if head_id is None:
             return ()
-        if known is not None and known[0] == head_id:
-            nodes: Iterable[Any] = (node.as_doc() for node in known[1].values())
-        else:
-            nodes = iter_nodes(self.store.get_json(head_id), self.store.get_json)
+        nodes = iter_nodes(self.store.get_json(head_id), self.store.get_json)
         placed = ((place(node), node) for node in nodes)
         return sorted(placed, key=itemgetter(0)) if in_memory else _in_place_order(placed)
 

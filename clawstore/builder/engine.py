@@ -17,7 +17,7 @@ from clawstore.builder.rows import BuildRows
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
-from clawstore.graph.plan import HeadNodes, Node
+from clawstore.graph.plan import Node
 from clawstore.host import heap
 from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
@@ -128,7 +128,6 @@ RunWindows = Iterable[list[Node]]  # the campaign's run nodes a window at a time
 
 def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, windows: RunWindows,
               run_work: Callable[[Node, str], Stored], eval_layer: EvalLayer | None = None,
-              head: tuple[str | None, HeadNodes] | None = None,
               run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None) -> BuildReport:
     """The whole build, a window of runs at a time: reuse fresh runs, execute stale ones, evaluate them; a window's runs
     execute beside the judgements of the window before (docs/building.md, How a build proceeds).
@@ -170,19 +169,19 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
             windowed.build(windows)
             settle_pending(store, log, session.trouble)
             if session.trouble is not None and session.trouble.failed:
-                _end_on_store_failure(session, report, head, planned)
+                _end_on_store_failure(session, report, planned)
             log.end("complete")
     except KeyboardInterrupt:
         report.interrupted = True
         log.end("interrupted")
-        _advance(session, head, planned)
+        _advance(session, planned)
         report.failures = progress.failures
         raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign))) from None
     finally:
         progress.close()
         restore()
     report.failures = progress.failures
-    _advance(session, head, planned)
+    _advance(session, planned)
     report.stopped = session.budget.reason if session.budget is not None else None
     report.counts = dict(log.counts)
     report.metrics = dict(log.metrics)
@@ -297,23 +296,22 @@ def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str
             f"the next build resumes from here")
 
 
-def _end_on_store_failure(session: BuildSession, report: BuildReport,
-                          head: tuple[str | None, HeadNodes] | None, planned: Planned) -> None:
+def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: Planned) -> None:
     """Record what can still be recorded (the store may take a small log again), then stop with the
     one line that names every paid answer lost."""
     log = session.log
     with contextlib.suppress(StoreError):
         log.finish("store-failed")
     with contextlib.suppress(StoreError):
-        _advance(session, head, planned)  # what was stored stays reachable from the campaign head
+        _advance(session, planned)  # what was stored stays reachable from the campaign head
     assert session.trouble is not None
     raise session.trouble.error(int(log.counts["skipped"]))
 
 
-def _advance(session: BuildSession, head: tuple[str | None, HeadNodes] | None, planned: Planned) -> None:
+def _advance(session: BuildSession, planned: Planned) -> None:
     """Advance the campaign head, then write the build log naming it (its last write: sealed, its nodes inline)."""
     try:
-        session.log.advance_head(None if session.options.filtered else planned, head)
+        session.log.advance_head(None if session.options.filtered else planned)
     finally:
         session.log.seal()
     # The manifest is derived from the build log when someone queries it (clawstore/query/manifest.py).
