@@ -91,9 +91,8 @@ class _Pull:
         self.early: dict[str, Future[bool]] = {}  # pack -> its download, started before the listings were all read
         self.files = remote_files(remote, backend)
         try:
-            if work is not None:
-                self._start_biggest(work)
-            self.listings = read_listings(store, remote, backend, self.files)
+            read = self._start_biggest(work) if work is not None else {}
+            self.listings = read_listings(store, remote, backend, self.files, read)
         except BaseException:
             self.close()
             raise
@@ -110,27 +109,30 @@ class _Pull:
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
-    def _start_biggest(self, work: Path) -> None:
+    def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
         """Start the download of the remote's biggest pack into `work` while the other listings are read (the link
         idle otherwise): only one a full pull fetches anyway, whose listing is read first and checked as `fetch`
         checks it (signed by a trusted key, the size it says): a pack of format 4 this store has never seen, not
-        remembered as fetched. Its check waits for every listing, as any pack's (`_download_checked`)."""
+        remembered as fetched. Its check waits for every listing, as any pack's (`_download_checked`). Returns the
+        listing it read ({pack: listing}; none if none), which is not read again with the others."""
         size = {pack: self.files.get(f"{PACKS}{pack}.pack") for pack in remote_packs(self.files)
                 if pack not in self.done}
         sized = [pack for pack, nbytes in size.items() if nbytes is not None]
         if not sized:
-            return
+            return {}
         pack = max(sized, key=lambda each: (size[each], each))
         doc = read_listing(self.store, self.remote, self.backend, pack, self.files[listing_name(pack)])
+        read = {pack: doc}
         try:
             trusted = self.trusted_doc(pack, doc)
         except UsageError:  # (a listing whose signature does not verify: refused where every listing is checked)
-            return
+            return read
         if not trusted or doc.is_bundle or doc.size != size[pack] or PackIds(
                 self.store, self.remote, {pack: doc}).get(pack) is not None:
-            return  # (fetched or not, as the listings decide)
+            return read  # (fetched or not, as the listings decide)
         self.serial = ThreadPoolExecutor(max_workers=1)
         self.early[pack] = self.serial.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])
+        return read
 
     def trusted_doc(self, pack: str, doc: listing.Listing) -> bool:
         """Is `doc`, the pack's listing, signed by a key the user trusts (its signer remembered)?"""

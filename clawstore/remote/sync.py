@@ -4,6 +4,7 @@ report. The layout: docs/remote.md (Details by module)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,16 +129,19 @@ def remote_files(remote: Remote, backend: Backend) -> dict[str, int]:
     return files
 
 
-def read_listings(store: Transfer, remote: Remote, backend: Backend, files: dict[str, int]
-                  ) -> dict[str, listing.Listing]:
-    """{pack: listing} of every pack whose listing is among `files` (cached ones read from the cache)."""
+def read_listings(store: Transfer, remote: Remote, backend: Backend, files: dict[str, int],
+                  read: Mapping[str, listing.Listing] | None = None) -> dict[str, listing.Listing]:
+    """{pack: listing} of every pack whose listing is among `files` (cached ones read from the cache; those in `read`,
+    decoded already, as they are)."""
     packs = remote_packs(files)
     listings = {}
     for start in range(0, len(packs), LISTING_BATCH):  # a remote full of junk fails within one batch
         batch = packs[start:start + LISTING_BATCH]
         _fetch_listings(store, remote, backend, batch, files)
-        listings.update((pack, read_listing(store, remote, backend, pack, files[listing_name(pack)]))
-                        for pack in batch)
+        for pack in batch:
+            known = read.get(pack) if read else None
+            listings[pack] = known if known is not None else read_listing(store, remote, backend, pack,
+                                                                          files[listing_name(pack)])
     return listings
 
 
