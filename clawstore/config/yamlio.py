@@ -27,6 +27,8 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 class _Loader(_Base):  # type: ignore[misc, valid-type]
     """The safe loader, except that a key written twice in one mapping is an error, not 'last wins'."""
 
+    found_not_json = False  # (a value without a JSON form was made: `_refuse_not_json` names it)
+
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:  # type: ignore[override]
         if isinstance(node, yaml.MappingNode) and len(node.value) > 1:
             keys = [k.value for k, _ in node.value]
@@ -103,7 +105,7 @@ def parse_yaml_text(text: str) -> Any:
             data = loader.get_single_data()
         finally:
             loader.dispose()
-        if getattr(loader, "found_not_json", False):
+        if loader.found_not_json:
             _refuse_not_json(data, "")
         return data
     except ShapeProblem as exc:
