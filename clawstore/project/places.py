@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
 
 def resolve_store_dir(store_dir: Path | None, workspace_root: Path | None = None) -> Path:
-    """--store wins, then $CLAW_STORE, then store/ in the workspace root (or the cwd)."""
+    """--store wins, then $CLAW_STORE, then store/ in the workspace root (or the cwd). A leading `~` is the home
+    directory (a quoted `CLAW_STORE="~/runs"` made a directory named `~`)."""
     if store_dir is not None:
-        return store_dir
+        return store_dir.expanduser()
     env = os.environ.get("CLAW_STORE")
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     return (workspace_root or Path.cwd()) / "store"
 
 
