@@ -8,6 +8,7 @@ import click
 
 from clawstore.cli.common import existing_store_root, open_existing, store_option
 from clawstore.errors import UsageError, utf8_argument
+from clawstore.host.durable import output_problem
 
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
 
@@ -52,6 +53,14 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         return
     if sql_or_name is None:
         raise UsageError("claw query: give SQL or a saved query NAME (or --schema to list the views)")
+    export = None  # (the output checked before the index is brought up to date: a refusal costs nothing)
+    if out is not None:
+        export = _EXPORTS.get(out.suffix.lower())
+        if export is None:
+            raise UsageError(f"--out {out}: unknown extension (use {', '.join(_EXPORTS)})")
+        problem = output_problem("--out", out)
+        if problem is not None:
+            raise UsageError(problem)
     root = existing_store_root(store_dir)
     sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"), Path.cwd())  # (DuckDB: UTF-8 only)
     # The campaigns' current heads are brought up to date; the builds finished since the last query join
@@ -60,13 +69,6 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
         index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
-    export = None
-    if out is not None:
-        export = _EXPORTS.get(out.suffix.lower())
-        if export is None:
-            raise UsageError(f"--out {out}: unknown extension (use {', '.join(_EXPORTS)})")
-        if not out.absolute().parent.is_dir():
-            raise UsageError(f"--out {out}: directory {out.absolute().parent} does not exist")
     result = run_query(root, sql, _params(params), store=lambda: open_existing(root),
                        parquet_out=out if export == "parquet" else None,
                        confined=saved_in is not None and not is_packaged(saved_in))

@@ -103,6 +103,18 @@ def temp_owner(name: str) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
+def output_problem(flag: str, path: Path) -> str | None:
+    """Why `path` cannot take a command's output file, or None. The file is written beside and renamed into place,
+    and a rename replaces whatever the name held: a device (`-o /dev/full` run as root replaced it with a file), a
+    named pipe or a symlink is refused rather than replaced without being written to."""
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        return f"{flag} {path}: directory {parent} does not exist"
+    if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
+        return f"{flag} {path}: not a regular file (a device, a pipe or a symlink would be replaced, not written to)"
+    return None
+
+
 def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, mode: int = 0o644,
                       durable: bool = True) -> None:
     """Write `data` (or its chunks, one after another) to `path` so that readers see the old content or the new one,

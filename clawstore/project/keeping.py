@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
+from clawstore.host.durable import output_problem
 from clawstore.project.places import require_built, workspace_store_dir
 
 if TYPE_CHECKING:
@@ -103,8 +104,9 @@ def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
     from clawstore.builder.campaign_archive import export_campaign
 
     require_built(store, campaign.campaign_id)
-    if output.parent and not output.parent.is_dir():
-        raise UsageError(f"-o {output}: directory {output.parent} does not exist")
+    problem = output_problem("-o", output)
+    if problem is not None:
+        raise UsageError(problem)
     return export_campaign(store, campaign, output)
 
 

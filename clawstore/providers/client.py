@@ -10,7 +10,9 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import random
+import re
 import ssl
 import threading
 import time
@@ -34,6 +36,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 BODY_EXCERPT_CHARS = 2000
 DEFAULT_TIMEOUT_S = 120.0
 MAX_BODY_BYTES = 64 * 1024 * 1024
+_SECONDS = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")  # Retry-After's delta-seconds (a fraction and a sign tolerated)
 
 
 def is_retryable_status(status: int) -> bool:
@@ -41,14 +44,16 @@ def is_retryable_status(status: int) -> bool:
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent/bad."""
+    """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent/bad.
+
+    Only a decimal number counts as seconds: float() also reads "nan", "inf" and "1e400", and a NaN wait
+    compares false with every deadline (a build's paused run waited forever)."""
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    if _SECONDS.fullmatch(value):
+        seconds = float(value)
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

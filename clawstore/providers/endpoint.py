@@ -69,6 +69,8 @@ class Endpoint:
             raise MissingApiKeyError(self.api_key_env, self.base_url)
         if not value.isascii():  # an HTTP header cannot carry it: a placeholder such as "sk-or-…" left as is
             raise MissingApiKeyError(self.api_key_env, self.base_url, "holds non-ASCII characters: not a real key")
+        if not value.isprintable():  # a newline pasted with it: httpx's refusal would quote the key, escaped
+            raise MissingApiKeyError(self.api_key_env, self.base_url, "holds control characters: not a real key")
         return value
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from clawstore.errors import UsageError
 from clawstore.host.durable import (
     atomic_file,
+    output_problem,
     process_alive,
     sync_filesystem,
     temp_owner,
@@ -81,9 +82,9 @@ def write_page(summary: dict[str, Any], details: Iterable[dict[str, Any]], heads
     """Write the shards, then the page (atomically and durably, after its shards are on disk), then remove the
     shards an earlier, larger view left. `details` are streamed, SHARD_RUNS at a time (order and bounds:
     docs/view.md)."""
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise UsageError(f"--out {path}: directory {parent} does not exist")
+    problem = output_problem("--out", path)
+    if problem is not None:
+        raise UsageError(problem)
     folder = details_dir(path)
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(f"--out {path}: {folder} is in the way (the run details go into a directory of that name)")

@@ -73,6 +73,12 @@ def hang(seconds: float = HANG_SECONDS) -> dict[str, Any]:
     return {"hang": seconds}
 
 
+def held(gate: str, **extra: Any) -> dict[str, Any]:
+    """A reply kept back until `StandIn.release(gate)` (or the server stops): "in flight until I say", where a
+    latency would be a race with a loaded machine."""
+    return {"held": gate, **extra}
+
+
 def _words(value: Any) -> int:
     return len(value.split()) if isinstance(value, str) else 0
 
@@ -87,6 +93,11 @@ class _State:
         self.in_flight = 0  # chat requests being answered now (from their arrival to their answer)
         self.peak = 0  # the most ever answered at once (since the last reset)
         self.batch = BatchService(self.pick, chat_completion)  # the Batch API (standin_batch.py)
+        self.gates: dict[str, threading.Event] = {}  # held replies wait for theirs (StandIn.release)
+
+    def gate(self, name: str) -> threading.Event:
+        with self.lock:
+            return self.gates.setdefault(name, threading.Event())
 
     def answering(self, delta: int) -> None:
         with self.lock:
@@ -314,6 +325,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if reply.get("latency"):
                 state.stopping.wait(float(reply["latency"]))
+            if reply.get("held") is not None:
+                gate = state.gate(str(reply["held"]))
+                while not gate.wait(0.05) and not state.stopping.is_set():
+                    pass
             if reply.get("hang"):
                 # Say nothing until the client gives up (or the server stops), then drop the connection.
                 state.stopping.wait(float(reply["hang"]))
@@ -466,6 +481,10 @@ class StandIn:
     def set_default(self, reply: dict[str, Any]) -> None:
         with self._state.lock:
             self._state.default = reply
+
+    def release(self, gate: str) -> None:
+        """Let the replies `held(gate)` keeps back (and any later ones) be answered."""
+        self._state.gate(gate).set()
 
     def reset(self) -> None:
         self._state.reset()

@@ -12,17 +12,17 @@ import json
 import os
 import random
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clawstore.builder import casestamp
-from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from clawstore.builder.stamp import STAMPS_DIR
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace, write_yaml
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -94,7 +94,7 @@ def test_read_commands_after_an_edit_of_some_cases_plan_those_alone_and_print_wh
     store = Path(env["CLAW_STORE"])
     _campaign(ws, standin)
     assert claw.build(*CAMPAIGN[4:])[0] == 0
-    time.sleep(RACY_NS / 1e9 + 0.1)
+    wait_out_racy_window(ws.root)
     code, _, err = claw.build(*CAMPAIGN[4:])
     assert code == 0, err
     stamp = json.loads(next((store / STAMPS_DIR).glob("*.json")).read_text())
@@ -139,7 +139,7 @@ def test_read_commands_after_an_edit_of_some_cases_plan_those_alone_and_print_wh
 def _restamp_after_building(ws: Workspace, claw: Claw) -> None:
     """Build what the edits made stale, then leave a stamp of the workspace as it is."""
     assert claw.build(*CAMPAIGN[4:])[0] == 0
-    time.sleep(RACY_NS / 1e9 + 0.1)
+    wait_out_racy_window(ws.root)
     assert claw.build(*CAMPAIGN[4:])[0] == 0
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn, error, text
+from clawstore.testing.standin import StandIn, error, held, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.terminal import Terminal
@@ -118,7 +118,9 @@ def test_ctrl_c_lets_running_nodes_finish_and_commits_them(ws: Workspace, env: d
                                                              terminal: Terminal) -> None:
     for case in ("gamma", "delta", "epsilon"):
         ws.case(case, f"Question {case}?")
-    standin.set_default(text("slow answer", latency=2.0))  # 2 at a time (max_concurrency 2), 10 runs in all
+    # 2 at a time (max_concurrency 2), 10 runs in all; the answers held until Ctrl-C is acknowledged (a 2 s latency
+    # was a race: under load the first two were answered, and two more sent, before the key reached the build)
+    standin.set_default(held("answers", content="slow answer"))
     terminal.start(claw_command(*BUILD), ws.root, child_env(env))
     terminal.wait_for(lambda s: running(s) == 2)
     wait_requests(standin, 2)
@@ -127,6 +129,7 @@ def test_ctrl_c_lets_running_nodes_finish_and_commits_them(ws: Workspace, env: d
     terminal.keys("C-c")
     shown = terminal.wait_for(lambda s: "no new node starts" in s)
     assert "waiting for 2 running" in shown and "Ctrl-C again cancels them" in shown
+    standin.release("answers")
     final = terminal.wait_for(lambda s: "EXIT=" in s, timeout=20)
     assert "EXIT=130" in final, final
     assert "claw: interrupted: 2 node(s) executed" in final.replace("\n", "")

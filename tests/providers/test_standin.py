@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,6 +17,7 @@ from clawstore.testing.standin import (
     StandIn,
     StandInProcess,
     empty,
+    held,
     key_fingerprint,
     text,
     tool_call,
@@ -131,10 +134,22 @@ def test_subprocess_mode_with_admin_api(monkeypatch: pytest.MonkeyPatch) -> None
         assert bad.status_code == 400
 
 
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "not within 10 s"
+        time.sleep(0.01)
+
+
 def test_peak_counts_the_requests_answered_at_once(standin: StandIn) -> None:
-    standin.set_default(text("slow", latency=0.3))
+    # Held until all four have arrived (a latency of 0.3 s let a loaded machine answer one before the last came).
+    standin.script("m1", held("four"), match="q")
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda i: _post(standin, _ask("m1", f"q{i}")), range(4)))
+        answers = [pool.submit(_post, standin, _ask("m1", f"q{i}")) for i in range(4)]
+        _until(lambda: len(standin.requests) == 4)
+        assert not any(answer.done() for answer in answers)  # held: none answered before the gate opens
+        standin.release("four")
+        assert [_content(answer.result()) for answer in answers] == [DEFAULT_CONTENT] * 4
     _post(standin, _ask("m1", "alone"))
     assert standin.peak == 4
     standin.reset()

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
-from clawstore.builder.stamp import RACY_NS
 from clawstore.remote.backends import open_backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
-from tests.support.stamps import answered_by_stamp, mark_stamp
+from tests.support.stamps import answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard
 
 HEAD = "refs/campaigns/main__rp__none"
@@ -38,7 +36,7 @@ def _stamped(ws: Workspace, remote: str) -> None:
     """A build that pushes, then (its files older than the mtime granularity window) one that leaves the
     stamp; the stamp's first row marked."""
     _build(ws, remote)
-    time.sleep(RACY_NS / 1e9 + 0.1)
+    wait_out_racy_window(ws.root)
     _build(ws, remote)
     mark_stamp(ws.root / "store")
 

@@ -256,9 +256,10 @@ def test_writers_and_collectors_at_once(tmp_path: Path) -> None:
     writers = [script("proc_writer.py", root, 40 + n, "lease") for n in range(3)]
     for proc in writers:
         assert proc.stdout.readline() == b"ready\n"
-    deadline = time.monotonic() + 4
+    # At least three gcs, however slow a gc process is (one took 4 s at load 17): not a time budget alone.
+    deadline = time.monotonic() + 3
     gcs = 0
-    while time.monotonic() < deadline:
+    while gcs < 3 or time.monotonic() < deadline:
         result = claw("gc", "--grace", "0", "--store", root)
         assert result.returncode in (0, 3), result.stderr  # 3: another gc holds the lock
         gcs += 1
@@ -273,7 +274,7 @@ def test_writers_and_collectors_at_once(tmp_path: Path) -> None:
                 reported_objects.add(parts[1])
             elif parts and parts[0] == "action" and len(parts) == 3 and len(parts[2]) == 71:
                 reported_actions[parts[1]] = parts[2]
-    assert gcs >= 2 and reported_objects
+    assert reported_objects
     store = Store(root)
     report = fsck(store)
     assert report.clean, report.problems
