@@ -446,8 +446,13 @@ MIN_SCRUB_LENGTH = 8
 
 
 def _scrub(text: str, api_key: str | None) -> str:
-    """Remove an echoed API key from provider text before it can reach a record or an error."""
-    return text.replace(api_key, "[redacted]") if api_key and len(api_key) >= MIN_SCRUB_LENGTH else text
+    """Remove an echoed API key from provider text before it can reach a record or an error: as it is, and as a
+    repr spells it (h11 quotes a header value it refuses, a key pasted with a line break, as `b'…\\n…'`)."""
+    if not api_key or len(api_key) < MIN_SCRUB_LENGTH:
+        return text
+    for form in (api_key, repr(api_key)[1:-1], repr(api_key.encode())[2:-1]):
+        text = text.replace(form, "[redacted]")
+    return text
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:

@@ -65,8 +65,12 @@ class Wire:
             self._connect(url, timeout.connect)
             self._origin = origin
         conn = self._conn
-        data = b"".join((conn.send(h11.Request(method=b"POST", target=url.raw_path, headers=head)) or b"",
-                         conn.send(h11.Data(data=payload)) or b"", conn.send(h11.EndOfMessage()) or b""))
+        try:
+            data = b"".join((conn.send(h11.Request(method=b"POST", target=url.raw_path, headers=head)) or b"",
+                             conn.send(h11.Data(data=payload)) or b"", conn.send(h11.EndOfMessage()) or b""))
+        except h11.LocalProtocolError as exc:  # e.g. a header value h11 refuses: httpcore's error and text
+            self.close()
+            raise httpx.LocalProtocolError(str(exc)) from exc
         try:
             self._set(socket.SO_SNDTIMEO, timeout.write)
             self._sock.sendall(data)  # type: ignore[union-attr]

@@ -181,6 +181,19 @@ def test_a_refused_connection_reads_the_same_as_through_httpx(clients: tuple[Pro
     assert outcomes[0][1] == "transport_error" and "ConnectError" in outcomes[0][2]
 
 
+def test_a_header_h11_refuses_reads_the_same_as_through_httpx(clients: tuple[ProviderClient, ProviderClient],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_TEST_WIRE_KEY", "sk-one\nline-two-0123456789")  # an API key pasted with a line break
+    server = _Server(_keep_alive([_reply(json.dumps(REPLY).encode())] * 2))
+    try:
+        outcomes = [_outcome(client, Endpoint(server.endpoint.base_url, "CLAW_TEST_WIRE_KEY")) for client in clients]
+    finally:
+        server.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] == "transport_error" and "LocalProtocolError" in outcomes[0][2]
+    assert "line-two" not in outcomes[0][2]
+
+
 def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
     closed = threading.Event()
 
