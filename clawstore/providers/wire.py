@@ -5,9 +5,10 @@ the worker side").
 It does what httpcore's connection does for one request at a time, and fails as it fails: the same exception
 classes (httpx's) with the same texts, so a record of a failed attempt reads the same. The socket stays blocking
 with the kernel's timeouts (`SO_RCVTIMEO`/`SO_SNDTIMEO`, set when they change): no `settimeout` (an `ioctl`) and
-no `poll` before each read and write, and a request goes out in one `send`. In the build's shape this cut the CPU a
-request by a quarter to a third (bench/floor_bench.py); the system calls it saves are each the interpreter lock
-handed over to another thread and taken back.
+no `poll` before each read and write, and a request goes out in one `send`. A TLS socket keeps Python's timeout
+(the ssl module retries a read the kernel's timeout ended), set only when it changes. In the build's shape this cut
+the CPU a request by a quarter to a third (bench/floor_bench.py): httpx's and httpcore's Python, not the system calls
+(each the interpreter lock handed over and taken back), was the cost.
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ class Wire:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if url.scheme == "https":
                 sock = self._tls().wrap_socket(sock, server_hostname=host)
-            sock.settimeout(None)  # blocking from here on: the kernel's timeouts
+            else:
+                sock.settimeout(None)  # blocking from here on: the kernel's timeouts
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(str(exc)) from exc
         except OSError as exc:
@@ -124,9 +126,17 @@ class Wire:
         self._timeouts = {socket.SO_RCVTIMEO: _NOT_SET, socket.SO_SNDTIMEO: _NOT_SET}
 
     def _set(self, option: int, seconds: float | None) -> None:
-        if self._timeouts[option] != seconds:
-            self._sock.setsockopt(socket.SOL_SOCKET, option, _timeval(seconds))  # type: ignore[union-attr]
-            self._timeouts[option] = seconds  # type: ignore[assignment]
+        if self._timeouts[option] == seconds:
+            return
+        sock = self._sock
+        if isinstance(sock, ssl.SSLSocket):
+            # Python's own timeout: a TLS read on a blocking socket whose kernel timeout expires is tried again
+            # for ever by the ssl module. Set only when it changes (reads and writes share it).
+            sock.settimeout(seconds)
+            self._timeouts = dict.fromkeys(self._timeouts, _NOT_SET)
+        else:
+            sock.setsockopt(socket.SOL_SOCKET, option, _timeval(seconds))  # type: ignore[union-attr]
+        self._timeouts[option] = seconds  # type: ignore[assignment]
 
     def _event(self, read_timeout: float | None) -> h11.Event | type[h11.PAUSED]:
         """The next h11 event, reading as needed: httpcore's `_receive_event`, its errors and texts."""

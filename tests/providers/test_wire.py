@@ -4,11 +4,14 @@ with a given transport, a proxy or cookies still takes)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -233,6 +236,69 @@ def test_a_server_that_stops_answering_times_out_and_its_connection_is_not_used_
                 client.chat(server.endpoint, BODY, timeout=0.3, retries=0)
             assert raised.value.timed_out
             assert client.chat(server.endpoint, BODY, timeout=2, retries=0).message["content"] == "héllo"
+    finally:
+        server.close()
+    assert server.connections == 2
+
+
+def _self_signed(directory: Any) -> tuple[str, str]:
+    """A certificate for localhost and its key, as files (the test's own CA: SSL_CERT_FILE names it)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def test_over_tls_replies_keep_alive_and_a_silent_server_times_out(tmp_path: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A TLS read whose kernel timeout ends is tried again for ever by the ssl module: the wire must keep Python's
+    # timeout on a TLS socket, or this hangs past its 0.3 s.
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    replies = iter([_reply(json.dumps(REPLY).encode())] * 2 + [b""] + [_reply(json.dumps(REPLY).encode())])
+
+    def answer(conn: socket.socket) -> None:
+        with context.wrap_socket(conn, server_side=True) as tls:
+            while _read_request(tls):
+                reply = next(replies)
+                if not reply:
+                    tls.settimeout(3)  # silent until the client gives up and closes (or 3 s: the test fails)
+                    with contextlib.suppress(OSError):
+                        tls.recv(1)
+                    return
+                tls.sendall(reply)
+
+    server = _Server(answer)
+    endpoint = Endpoint(f"https://localhost:{server.listener.getsockname()[1]}/v1", None)
+    try:
+        with ProviderClient() as client:
+            for _ in range(2):
+                assert client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] == "héllo"
+            started = time.monotonic()
+            with pytest.raises(ProviderError) as raised:
+                client.chat(endpoint, BODY, timeout=0.3, retries=0)
+            assert raised.value.timed_out and time.monotonic() - started < 2
+            assert client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] == "héllo"
+            assert client._clients[0].wire is not None  # through the wire, not httpx
     finally:
         server.close()
     assert server.connections == 2
