@@ -13,9 +13,10 @@ to the bare loop's (one thread, one connection, one request after another: growt
 The build's shape (session 47): N requests in flight while one other thread (the build's) spends Python CPU per
 reply as a build's thread does per node (`--node-ms`, 0.7 ms), handing work and replies through SimpleQueues;
 each reply's store writes done where a build does them:
-- shape threads:      N worker threads, each request by ProviderClient.chat on a leased httpx client (a build now);
-- shape lean wire:    the same through bench/_leanwire.py (the socket's timeout set only when it changes, no poll
-                      before each send and receive, a request's writes in one send);
+- shape threads:      N worker threads, each request by ProviderClient.chat, as a build's (its wire since session 47);
+- shape httpx:        the same with each leased client sending through httpx (a build before session 47);
+- shape lean wire:    the same through httpx and bench/_leanwire.py (the socket's timeout set only when it changes,
+                      no poll before each send and receive, a request's writes in one send);
 - shape asyncio:      no workers: one I/O thread runs every exchange on an asyncio loop (httpx.AsyncClient, the
                       same reply checks), does each reply's store writes, and hands replies back in batches;
 - shape h11 socket:   N workers, each exchange h11 over the worker's own blocking socket (no httpx, no httpcore);
@@ -173,12 +174,14 @@ def shape_threads_cpu(server: StandInProcess, requests: int, threads: int, store
     tasks: queue.SimpleQueue = queue.SimpleQueue()
     replies: queue.SimpleQueue = queue.SimpleQueue()
     with ProviderClient() as client:
-        if backend is not None:  # each leased httpx client's pool connects through `backend`
+        if backend is not None:  # each leased client through httpx, its pool connecting through `backend`
             lease = client._lease
 
             def lease_through_backend() -> httpx.Client:
                 http = lease()
-                http._transport._pool._network_backend = backend  # type: ignore[attr-defined]
+                http.wire = None  # type: ignore[attr-defined]
+                if backend is not True:
+                    http._transport._pool._network_backend = backend  # type: ignore[attr-defined]
                 return http
 
             client._lease = lease_through_backend  # type: ignore[method-assign]
@@ -471,7 +474,7 @@ def shape_asyncio_h11_cpu(server: Any, requests: int, threads: int, store: Store
     return spent / requests
 
 
-SHAPES = ("shape threads", "shape lean wire", "shape asyncio", "shape h11 socket", "shape asyncio h11",
+SHAPES = ("shape threads", "shape httpx", "shape lean wire", "shape asyncio", "shape h11 socket", "shape asyncio h11",
           "shape httpcore", "shape httpcore lean")
 
 
@@ -490,6 +493,7 @@ def main() -> None:
     shapes: dict[str, Callable[[StandInProcess, int, int, Store], float]] = {
         "pool+store": pool_cpu, "claw client+store": claw_client_cpu,
         "shape threads": lambda *a: shape_threads_cpu(*a, node),
+        "shape httpx": lambda *a: shape_threads_cpu(*a, node, True),
         "shape lean wire": lambda *a: shape_threads_cpu(*a, node, LeanBackend()),
         "shape asyncio": lambda *a: shape_asyncio_cpu(*a, node),
         "shape h11 socket": lambda *a: shape_h11_socket_cpu(*a, node),
