@@ -43,7 +43,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -167,12 +168,40 @@ def _drive(requests: int, inflight: int, node: Callable[[], None], submit: Calla
             submit(more)
 
 
+def _workers_cpu(requests: int, threads: int, node: Callable[[], None],
+                 per_thread: Callable[[], AbstractContextManager[Callable[[int], None]]]) -> float:
+    """The build's shape with N worker threads: each takes a request, runs `one(i)` (its exchange and store
+    writes; `one` made once per thread by `per_thread`) and hands the reply back to the driving thread."""
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    replies: queue.SimpleQueue = queue.SimpleQueue()
+
+    def worker() -> None:
+        with per_thread() as one:
+            while (i := tasks.get()) is not None:
+                try:
+                    one(i)
+                    replies.put((i,))
+                except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
+                    replies.put(exc)
+
+    workers = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    before = _process_cpu()
+    try:
+        _drive(requests, threads, node, lambda more: [tasks.put(i) for i in more], replies)
+    finally:
+        for _ in workers:
+            tasks.put(None)
+        for thread in workers:
+            thread.join()
+    return (_process_cpu() - before) / requests
+
+
 def shape_threads_cpu(server: StandInProcess, requests: int, threads: int, store: Store, node: Callable[[], None],
                       backend: Any = None) -> float:
     """N workers, as a build's: take a request, ProviderClient.chat, the store writes, hand the reply back."""
     endpoint = Endpoint(base_url=server.base_url, api_key_env=None)
-    tasks: queue.SimpleQueue = queue.SimpleQueue()
-    replies: queue.SimpleQueue = queue.SimpleQueue()
     with ProviderClient() as client:
         if backend is not None:  # each leased client through httpx, its pool connecting through `backend`
             lease = client._lease
@@ -185,68 +214,41 @@ def shape_threads_cpu(server: StandInProcess, requests: int, threads: int, store
                 return http
 
             client._lease = lease_through_backend  # type: ignore[method-assign]
-        def worker() -> None:
-            while (i := tasks.get()) is not None:
-                try:
-                    message = client.chat(endpoint, BODY).message
-                    store_one(store, i, message)
-                    replies.put((i,))
-                except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
-                    replies.put(exc)
 
-        workers = [threading.Thread(target=worker) for _ in range(threads)]
-        for thread in workers:
-            thread.start()
-        before = _process_cpu()
+        def one(i: int) -> None:
+            store_one(store, i, client.chat(endpoint, BODY).message)
+
+        return _workers_cpu(requests, threads, node, lambda: nullcontext(one))
+
+
+class _HandBack:
+    """An I/O thread's replies, checked and written to the store there, handed back in one put per turn of its
+    loop (a failure at once)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, replies: queue.SimpleQueue) -> None:
+        self.loop, self.replies, self.ready = loop, replies, []  # type: ignore[var-annotated]
+
+    def checked(self, i: int, status: int, headers: list[tuple[bytes, bytes]], body: bytes, store: Store) -> bool:
         try:
-            _drive(requests, threads, node, lambda more: [tasks.put(i) for i in more], replies)
-        finally:
-            for _ in workers:
-                tasks.put(None)
-            for thread in workers:
-                thread.join()
-        return (_process_cpu() - before) / requests
-
-
-def shape_asyncio_cpu(server: StandInProcess, requests: int, threads: int, store: Store,
-                      node: Callable[[], None]) -> float:
-    """One I/O thread: every exchange on its asyncio loop, each reply checked as ProviderClient checks it and
-    written to the store there; replies handed back in batches (one put per turn of the loop)."""
-    replies: queue.SimpleQueue = queue.SimpleQueue()
-    loop = asyncio.new_event_loop()
-    ready: list[int] = []
-    url = server.base_url + "/chat/completions"
-    headers = {"Content-Type": "application/json", "X-Title": "clawstore"}
-    payload = json.dumps(BODY).encode()
-    client: list[httpx.AsyncClient] = []
-
-    def hand_back() -> None:
-        batch, ready[:] = list(ready), []
-        replies.put(batch)
-
-    async def one(i: int) -> None:
-        try:
-            response = await client[0].post(url, content=payload, headers=headers)
-            result, _usage = _interpret(_Reply(response.status_code, response.headers, str(response.url),
-                                               response.reason_phrase, response.text), None)
-            if not hasattr(result, "message"):
-                raise RuntimeError(f"failed: {result}")
-            store_one(store, i, result.message)  # type: ignore[union-attr]
+            _checked(i, status, headers, body, store)
         except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
-            replies.put(exc)
-            return
-        if not ready:
-            loop.call_soon(hand_back)
-        ready.append(i)
+            self.replies.put(exc)
+            return False
+        if not self.ready:
+            self.loop.call_soon(self._flush)
+        self.ready.append(i)
+        return True
 
-    def start(more: list[int]) -> None:
-        for i in more:
-            loop.create_task(one(i))
+    def _flush(self) -> None:
+        batch, self.ready = self.ready, []
+        self.replies.put(batch)
 
-    async def open_client() -> None:
-        client.append(httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64)))
 
-    loop.run_until_complete(open_client())
+def _io_thread_cpu(requests: int, threads: int, node: Callable[[], None], loop: asyncio.AbstractEventLoop,
+                   start: Callable[[list[int]], None], replies: queue.SimpleQueue,
+                   close: Callable[[], Any]) -> float:
+    """The build's shape with one I/O thread running `loop`: the driving thread submits by `start` (on the loop)
+    and takes replies from `replies`; `close()` (a coroutine) runs on the loop once the thread has stopped."""
     io = threading.Thread(target=loop.run_forever)
     io.start()
     before = _process_cpu()
@@ -256,9 +258,40 @@ def shape_asyncio_cpu(server: StandInProcess, requests: int, threads: int, store
         spent = _process_cpu() - before
         loop.call_soon_threadsafe(loop.stop)
         io.join()
-        loop.run_until_complete(client[0].aclose())
+        loop.run_until_complete(close())
         loop.close()
     return spent / requests
+
+
+def shape_asyncio_cpu(server: StandInProcess, requests: int, threads: int, store: Store,
+                      node: Callable[[], None]) -> float:
+    """One I/O thread: every exchange on its asyncio loop, each reply checked as ProviderClient checks it and
+    written to the store there; replies handed back in batches (one put per turn of the loop)."""
+    replies: queue.SimpleQueue = queue.SimpleQueue()
+    loop = asyncio.new_event_loop()
+    hand_back = _HandBack(loop, replies)
+    url = server.base_url + "/chat/completions"
+    headers = {"Content-Type": "application/json", "X-Title": "clawstore"}
+    payload = json.dumps(BODY).encode()
+    client: list[httpx.AsyncClient] = []
+
+    async def one(i: int) -> None:
+        try:
+            response = await client[0].post(url, content=payload, headers=headers)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
+            replies.put(exc)
+            return
+        hand_back.checked(i, response.status_code, response.headers.raw, response.content, store)
+
+    def start(more: list[int]) -> None:
+        for i in more:
+            loop.create_task(one(i))
+
+    async def open_client() -> None:
+        client.append(httpx.AsyncClient(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64)))
+
+    loop.run_until_complete(open_client())
+    return _io_thread_cpu(requests, threads, node, loop, start, replies, lambda: client[0].aclose())
 
 
 class _Served:
@@ -298,48 +331,33 @@ def shape_h11_socket_cpu(server: Any, requests: int, threads: int, store: Store,
     one recv a request, the socket's timeout the kernel's, set once."""
     url = httpx.URL(server.base_url)
     host, target = url.netloc.decode(), url.raw_path.decode().rstrip("/") + "/chat/completions"
-    tasks: queue.SimpleQueue = queue.SimpleQueue()
-    replies: queue.SimpleQueue = queue.SimpleQueue()
 
-    def worker() -> None:
+    @contextmanager
+    def per_thread() -> Iterator[Callable[[int], None]]:
         sock = socket.create_connection((url.host, url.port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("@ll", 120, 0))
         conn = h11.Connection(h11.CLIENT)
-        try:
-            while (i := tasks.get()) is not None:
-                try:
-                    sock.sendall(_h11_request(conn, host, target))
-                    status, headers, body = 0, [], bytearray()
-                    while True:
-                        event = conn.next_event()
-                        if event is h11.NEED_DATA:
-                            conn.receive_data(sock.recv(65536))
-                        elif isinstance(event, h11.Response):
-                            status, headers = event.status_code, list(event.headers)
-                        elif isinstance(event, h11.Data):
-                            body += event.data
-                        elif isinstance(event, h11.EndOfMessage):
-                            break
-                    _checked(i, status, headers, bytes(body), store)
-                    replies.put((i,))
-                except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
-                    replies.put(exc)
-        finally:
-            sock.close()
 
-    workers = [threading.Thread(target=worker) for _ in range(threads)]
-    for thread in workers:
-        thread.start()
-    before = _process_cpu()
-    try:
-        _drive(requests, threads, node, lambda more: [tasks.put(i) for i in more], replies)
-    finally:
-        for _ in workers:
-            tasks.put(None)
-        for thread in workers:
-            thread.join()
-    return (_process_cpu() - before) / requests
+        def one(i: int) -> None:
+            sock.sendall(_h11_request(conn, host, target))
+            status, headers, body = 0, [], bytearray()
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    conn.receive_data(sock.recv(65536))
+                elif isinstance(event, h11.Response):
+                    status, headers = event.status_code, list(event.headers)
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+            _checked(i, status, headers, bytes(body), store)
+
+        with sock:
+            yield one
+
+    return _workers_cpu(requests, threads, node, per_thread)
 
 
 def shape_httpcore_cpu(server: Any, requests: int, threads: int, store: Store, node: Callable[[], None],
@@ -352,36 +370,22 @@ def shape_httpcore_cpu(server: Any, requests: int, threads: int, store: Store, n
                                                                 "X-Title": "clawstore"})
     head = made.headers.raw
     timeout = httpx.Timeout(120.0).as_dict()
-    tasks: queue.SimpleQueue = queue.SimpleQueue()
-    replies: queue.SimpleQueue = queue.SimpleQueue()
 
-    def worker() -> None:
+    @contextmanager
+    def per_thread() -> Iterator[Callable[[int], None]]:
         with httpcore.ConnectionPool(network_backend=backend) as pool:
-            while (i := tasks.get()) is not None:
+            def one(i: int) -> None:
+                response = pool.handle_request(httpcore.Request(b"POST", url, headers=head, content=payload,
+                                                                extensions={"timeout": timeout}))
                 try:
-                    response = pool.handle_request(httpcore.Request(b"POST", url, headers=head, content=payload,
-                                                                    extensions={"timeout": timeout}))
-                    try:
-                        body = b"".join(response.stream)
-                    finally:
-                        response.close()
-                    _checked(i, response.status, response.headers, body, store)
-                    replies.put((i,))
-                except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
-                    replies.put(exc)
+                    body = b"".join(response.stream)
+                finally:
+                    response.close()
+                _checked(i, response.status, response.headers, body, store)
 
-    workers = [threading.Thread(target=worker) for _ in range(threads)]
-    for thread in workers:
-        thread.start()
-    before = _process_cpu()
-    try:
-        _drive(requests, threads, node, lambda more: [tasks.put(i) for i in more], replies)
-    finally:
-        for _ in workers:
-            tasks.put(None)
-        for thread in workers:
-            thread.join()
-    return (_process_cpu() - before) / requests
+            yield one
+
+    return _workers_cpu(requests, threads, node, per_thread)
 
 
 class _H11Protocol(asyncio.Protocol):
@@ -424,23 +428,13 @@ def shape_asyncio_h11_cpu(server: Any, requests: int, threads: int, store: Store
     host, target = url.netloc.decode(), url.raw_path.decode().rstrip("/") + "/chat/completions"
     replies: queue.SimpleQueue = queue.SimpleQueue()
     loop = asyncio.new_event_loop()
-    ready: list[int] = []
+    hand_back = _HandBack(loop, replies)
     idle: list[_H11Protocol] = []
     waiting: list[int] = []
 
-    def hand_back() -> None:
-        batch, ready[:] = list(ready), []
-        replies.put(batch)
-
     def done(proto: _H11Protocol, i: int, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-        try:
-            _checked(i, status, headers, body, store)
-        except BaseException as exc:  # noqa: BLE001 - raised again in the driving thread
-            replies.put(exc)
+        if not hand_back.checked(i, status, headers, body, store):
             return
-        if not ready:
-            loop.call_soon(hand_back)
-        ready.append(i)
         if waiting:
             proto.send(waiting.pop(), host, target)
         else:
@@ -458,20 +452,12 @@ def shape_asyncio_h11_cpu(server: Any, requests: int, threads: int, store: Store
             _transport, proto = await loop.create_connection(lambda: _H11Protocol(done), url.host, url.port)
             idle.append(proto)
 
-    loop.run_until_complete(connect())
-    io = threading.Thread(target=loop.run_forever)
-    io.start()
-    before = _process_cpu()
-    try:
-        _drive(requests, threads, node, lambda more: loop.call_soon_threadsafe(start, more), replies)
-    finally:
-        spent = _process_cpu() - before
-        loop.call_soon_threadsafe(loop.stop)
-        io.join()
+    async def close() -> None:
         for proto in idle:
             proto.transport.close()  # type: ignore[union-attr]
-        loop.close()
-    return spent / requests
+
+    loop.run_until_complete(connect())
+    return _io_thread_cpu(requests, threads, node, loop, start, replies, close)
 
 
 SHAPES = ("shape threads", "shape httpx", "shape lean wire", "shape asyncio", "shape h11 socket", "shape asyncio h11",
