@@ -41,7 +41,7 @@ SMOKE = {
     "house_bench": ["--before", "HEAD"],
     "transfer_bench": ["--small", "3", "--large", "6", "--models", "1"],
     "index_bench": ["--entries", "3000", "--small", "2", "--rounds", "1"],
-    "floor_bench": ["--requests", "40", "--threads", "4", "--runs", "1"],
+    "floor_bench": ["--requests", "16", "--threads", "4", "--runs", "1"],
     "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
     "gc_fsck_bench": ["--cases", "6", "--models", "1", "--runs", "1"],
 }

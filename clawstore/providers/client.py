@@ -16,6 +16,7 @@ import re
 import ssl
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -28,6 +29,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import Usage
+from clawstore.providers.wire import Wire
 from clawstore.values import jsontext
 
 log = logging.getLogger(__name__)
@@ -92,11 +94,20 @@ class _ReplyCookies(httpx.Cookies):
 
 
 class _Client(httpx.Client):
-    """httpx's client with _ReplyCookies: the same cookies kept and sent (tests/providers: a Set-Cookie)."""
+    """httpx's client with _ReplyCookies: the same cookies kept and sent (tests/providers: a Set-Cookie).
+
+    A leased one also holds a `Wire` (h11 over a plain socket, providers/wire.py) its requests go through while
+    httpx would send them as they are: no proxy from the environment, no cookie kept."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._cookies = _ReplyCookies(self._cookies)
+        self.wire: Wire | None = None
+
+    def close(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
+        super().close()
 
 
 @dataclass
@@ -144,12 +155,13 @@ class ProviderClient:
         self._idle: list[httpx.Client] = []
         self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
-        self._tls: ssl.SSLContext | None = None  # made once: each client would load the CA bundle again
+        self._tls: ssl.SSLContext | None = None  # see _tls_context
         # Made once per chat URL and per timeout, not per request: httpx parses a URL given as text, and makes
         # a Timeout of a Timeout, on every request it builds.
         self._urls: dict[str, httpx.URL] = {}
         self._timeouts: dict[float, tuple[httpx.Timeout, dict[str, Any]]] = {}
         self._heads: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}  # see _request
+        self._wire_heads: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[tuple[bytes, bytes]], int]] = {}
         self._shared = _Client(limits=self._limits, transport=transport, follow_redirects=False) \
             if transport is not None else None
 
@@ -175,11 +187,18 @@ class ProviderClient:
                 return self._idle.pop()
             if self._closed.is_set():
                 raise ProviderError("cancelled", _cancelled_text(self._closed))
-            if self._tls is None:
-                self._tls = httpx.create_ssl_context()
-            http = _Client(limits=self._limits, verify=self._tls, follow_redirects=False)
+            http = _Client(limits=self._limits, verify=self._tls_context(), follow_redirects=False)
+            if not http._mounts:  # no proxy in the environment: its requests go through a Wire
+                http.wire = Wire(self._tls_context)
             self._clients.append(http)
             return http
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """Made once: each client would load the CA bundle again (HTTP/1.1 offered by ALPN, as httpcore does)."""
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
+            self._tls.set_alpn_protocols(["http/1.1"])
+        return self._tls
 
     def _give_back(self, http: httpx.Client) -> None:
         if http is self._shared:
@@ -346,35 +365,80 @@ class ProviderClient:
     def _exchange(self, http: httpx.Client, endpoint: Endpoint, payload: bytes, headers: dict[str, str],
                   limit: tuple[httpx.Timeout, dict[str, Any]], api_key: str | None, deadline: float,
                   timed_out: _Failure) -> tuple[ChatResult | _Failure, Usage]:
+        url = self._url(endpoint.chat_url)
+        wire = http.wire if http.wire is not None and not http.cookies else None
         try:
-            streamed = http.send(self._request(http, self._url(endpoint.chat_url), payload, headers, limit[1]),
-                                 stream=True)
+            if wire is None:
+                streamed = http.send(self._request(http, url, payload, headers, limit[1]), stream=True)
+                status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
+                chunks, finish = streamed.iter_bytes(), streamed.close  # (decompressed, if it was compressed)
+            else:
+                status, reason, raw = wire.send(url, self._wire_head(http, url, headers, payload), payload, limit[0])
+                reply_headers = httpx.Headers(raw)
+                chunks, finish = _decoded(wire.body(limit[0].read), status, reply_headers), wire.done
             try:
                 body = bytearray()
-                for chunk in streamed.iter_bytes():  # (decompressed, if the provider compressed it)
+                for chunk in chunks:
                     body += chunk
                     if time.monotonic() > deadline:
                         return timed_out, Usage()
                     if len(body) > MAX_BODY_BYTES:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
-                                        f"than {MAX_BODY_BYTES} bytes", False,
-                                        status_code=streamed.status_code), Usage()
+                                        f"than {MAX_BODY_BYTES} bytes", False, status_code=status), Usage()
             except httpx.DecodingError as exc:  # a compressed body that does not decompress
                 return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
-                                status_code=streamed.status_code), Usage()
+                                status_code=status), Usage()
             finally:
-                streamed.close()
+                finish()
         except httpx.TimeoutException:
             return timed_out, Usage()
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
                             True), Usage()
+        if wire is not None and ("set-cookie" in reply_headers or "set-cookie2" in reply_headers):
+            # kept as httpx keeps them; this client's requests then go through httpx, which sends them
+            http.cookies.extract_cookies(httpx.Response(status, headers=reply_headers, request=httpx.Request(
+                "POST", url)))
         # The reply as read, not a second httpx.Response: one made of the read bytes would decompress
         # them again (and cost a request's worth of header parsing).
-        reply = _Reply(streamed.status_code, streamed.headers, str(streamed.request.url), streamed.reason_phrase,
-                       body.decode(streamed.encoding or "utf-8", errors="replace"))
+        encoding = streamed.encoding if wire is None else _encoding(status, reply_headers)
+        reply = _Reply(status, reply_headers, str(url), reason, body.decode(encoding or "utf-8", errors="replace"))
         return _interpret(reply, api_key)
+
+    def _wire_head(self, http: httpx.Client, url: httpx.URL, headers: dict[str, str],
+                   payload: bytes) -> list[tuple[bytes, bytes]]:
+        """The headers httpx sends with this request, in its order (Host, the client's, ours, Content-Length):
+        made by httpx once per URL and header set, the length put in per request."""
+        shape = (str(url), tuple(headers.items()))
+        made = self._wire_heads.get(shape)
+        if made is None:
+            raw = self._request(http, url, b"-", headers, {}).headers.raw
+            where = next(i for i, (name, _) in enumerate(raw) if name.lower() == b"content-length")
+            made = self._wire_heads[shape] = (raw, where)
+        head = list(made[0])
+        head[made[1]] = (head[made[1]][0], b"%d" % len(payload))
+        return head
+
+
+def _decoded(chunks: Iterator[bytes], status: int, headers: httpx.Headers) -> Iterator[bytes]:
+    """A body's chunks decompressed as httpx's `iter_bytes` does (the decoder its Content-Encoding names)."""
+    if "content-encoding" not in headers:
+        yield from chunks
+        return
+    decoder = httpx.Response(status, headers=headers)._get_content_decoder()
+    for chunk in chunks:
+        if decoded := decoder.decode(chunk):
+            yield decoded
+    if rest := decoder.flush():
+        yield rest
+
+
+def _encoding(status: int, headers: httpx.Headers) -> str:
+    """The text encoding httpx would decode this reply with (its charset, if known; else UTF-8)."""
+    if "charset" not in headers.get("content-type", "").lower():
+        return "utf-8"
+    return httpx.Response(status, headers=headers).encoding or "utf-8"
 
 
 def _cancelled_text(closed: threading.Event) -> str:
@@ -387,8 +451,13 @@ MIN_SCRUB_LENGTH = 8
 
 
 def _scrub(text: str, api_key: str | None) -> str:
-    """Remove an echoed API key from provider text before it can reach a record or an error."""
-    return text.replace(api_key, "[redacted]") if api_key and len(api_key) >= MIN_SCRUB_LENGTH else text
+    """Remove an echoed API key from provider text before it can reach a record or an error: as it is, and as a
+    repr spells it (h11 quotes a header value it refuses, a key pasted with a line break, as `b'…\\n…'`)."""
+    if not api_key or len(api_key) < MIN_SCRUB_LENGTH:
+        return text
+    for form in (api_key, repr(api_key)[1:-1], repr(api_key.encode())[2:-1]):
+        text = text.replace(form, "[redacted]")
+    return text
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
