@@ -15,8 +15,15 @@ from clawstore.builder.execute import execute_nodes, partition
 from clawstore.builder.lanes import Lane
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
-from clawstore.graph.keys import checks_document, document_key, judge_document, object_id, result_document
-from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record
+from clawstore.graph.keys import (
+    checks_document,
+    document_key,
+    judge_document,
+    keyed_document,
+    object_id,
+    result_document,
+)
+from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record, put_input
 from clawstore.graph.records import make_record, utc_now
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
@@ -263,7 +270,8 @@ class EvalLayer:
         ev.result.made = made
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
-        node = Node(kind, address, doc, document_key(doc), run.item)
+        key, data = keyed_document(doc)
+        node = Node(kind, address, doc, key, run.item, document_bytes=data)
         node.run = run
         # Planned node by node as runs finish: a miss does not list the index again each time (the view looks
         # again every RECHECK_S; what another build records meanwhile is adopted when claimed).
@@ -391,7 +399,7 @@ class EvalLayer:
                 metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
                 started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
         run = node.run
-        outputs = {**outputs, "input_document": self.store.put_json(node.document)}
+        outputs = {**outputs, "input_document": put_input(self.store, node)}
         record = make_record(kind=node.kind, key=node.key, address=node.address, status=status,
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
                              summary={"run_key": run.key, **summary, **node.address}, error=error,

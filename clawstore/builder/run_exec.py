@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.builder.unstored import store_answer
-from clawstore.graph.plan import Node
+from clawstore.graph.plan import Node, put_input
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 from clawstore.host.scratch import remove_tree, scratch_dir
 from clawstore.providers.errors import ProviderError
@@ -38,7 +38,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
     """Objects first, then the record, then the action-cache entry (the store's write order)."""
     outputs = dict(outputs)
     outputs["artifact"] = store.put_json(artifact)
-    outputs["input_document"] = store.put_json(node.document)
+    outputs["input_document"] = put_input(store, node)
     for attachment in node.item.attachments:
         store.put_bytes(attachment.data)
     status = artifact["status"]

@@ -35,6 +35,12 @@ def document_key(document: dict[str, Any]) -> str:
     return object_id(canonical_json(document))
 
 
+def keyed_document(document: dict[str, Any]) -> tuple[str, bytes]:
+    """(key, the canonical bytes it is the id of): a node keeps the bytes to store as its input document."""
+    data = canonical_json(document)
+    return object_id(data), data
+
+
 def _message_doc(message: ResolvedMessage) -> dict[str, Any]:
     doc: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.name:

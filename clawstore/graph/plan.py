@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clawstore.graph.keys import attachments_document, document_key, run_document
+from clawstore.graph.keys import attachments_document, keyed_document, run_document
 from clawstore.graph.records import is_fresh
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from clawstore.config.models import JudgeConfig, JudgeRunConfig
     from clawstore.providers.endpoint import Endpoint
     from clawstore.store.documents import HeadNode
-    from clawstore.store.face import ObjectReader, StoreReader
+    from clawstore.store.face import ObjectReader, ObjectWriter, StoreReader
 
 
 ItemIdentity = Callable[["CampaignItem"], "dict[str, Any] | None"]  # a callback of plan_runs
@@ -55,6 +55,9 @@ class Node:
     # Canonical bytes of objects it put that its run's result node reads next (oid → bytes): the result takes
     # them from memory instead of the store (builder/eval_layer.py; dropped when its window concludes).
     made: dict[str, bytes] | None = None
+    # The canonical bytes its key is the id of (graph/keys.py `keyed_document`), stored as its input document when
+    # it is recorded instead of encoding the document again (`put_input`); dropped with the document.
+    document_bytes: bytes | None = None
 
     @property
     def fresh(self) -> bool:
@@ -65,11 +68,20 @@ class Node:
         node to its end (head, rows), and its input document was most of what one held (docs/building.md,
         Memory: what a build holds). The record's `input_document` output keeps the document."""
         self.document = RELEASED
+        self.document_bytes = None
         self.judge_requests = None
         self.batch_body = None
 
 
 RELEASED: dict[str, Any] = {}  # a released node's document (never written to)
+
+
+def put_input(store: ObjectWriter, node: Node) -> str:
+    """Store the node's input document (its id is the node's key): the bytes its key was computed from when the
+    node kept them, else the document encoded."""
+    if node.document_bytes is not None:
+        return store.put_bytes(node.document_bytes)
+    return store.put_json(node.document)
 
 
 def address_id(kind: str, address: dict[str, Any]) -> str:
@@ -99,7 +111,8 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
         for repetition in range(repetitions):
             document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
                                     runner_identity=identity)
-            nodes.append(Node("run", run_address(item, repetition), document, document_key(document), item))
+            key, data = keyed_document(document)
+            nodes.append(Node("run", run_address(item, repetition), document, key, item, document_bytes=data))
     return nodes
 
 

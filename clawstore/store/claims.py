@@ -23,6 +23,21 @@ from clawstore.store.core.locks import exclusive
 
 CLAIM_FORMAT = 1
 CLAIMS_LOCK = "claims"
+# A spare whose body was written less than this share of the ttl ago is linked as it is (its expiry is at least
+# 29/30 of a ttl away, and the heartbeat counts the claim from that write): no write a claim in a busy build.
+REUSE_BODY_TTL_SHARE = 1 / 30
+
+
+class _File:
+    """One of a board's files in tmp/ (linked as a claim, or spare): what was last written in it, and when."""
+
+    __slots__ = ("path", "fd", "written", "size")
+
+    def __init__(self, path: Path, fd: int):
+        self.path, self.fd = path, fd
+        self.written = float("-inf")  # time.time() of the body in it (never: none yet)
+        self.size = 0
+
 @dataclass(frozen=True)
 class Claim:
     """One claim file's contents (`owner` None: unreadable, judged by the file's age)."""
@@ -110,8 +125,8 @@ class ClaimBoard:
         self._beat: threading.Thread | None = None
         self.lost: set[str] = set()  # claims another builder took over (we stalled past the ttl)
         # The board's own files (path, descriptor) in tmp/: free ones, and those linked as a claim.
-        self._spares: list[tuple[Path, int]] = []
-        self._linked: dict[str, tuple[Path, int]] = {}
+        self._spares: list[_File] = []
+        self._linked: dict[str, _File] = {}
         self._rest: str | None = None  # the body after its times (_body)
         self.neighbours = Neighbours(self.root)  # other processes using the store (claimed.py: whether to look again)
 
@@ -161,47 +176,61 @@ class ClaimBoard:
         with self._lock:
             if key in self._held:
                 return False
-        written = time.time()
-        if not self._create(key) and not self._take_over(key):
+        written = self._create(key)
+        if written is None:
+            written = self._take_over(key)
+        if written is None:
             return False
         with self._lock:
             self._held[key] = written
         self._start_heartbeat()
         return True
 
-    def _create(self, key: str) -> bool:
+    def _create(self, key: str) -> float | None:
+        """Link a spare as `key`'s claim if nobody claims it: when its body was written (None: claimed already)."""
         spare = self._spare()
-        body = self._body(time.time())
         try:
-            os.pwrite(spare[1], body, 0)
-            os.ftruncate(spare[1], len(body))
+            self._fill(spare)
         except OSError:
             self._drop(spare)
             raise
         try:
             try:
-                os.link(spare[0], self._name(key))
+                os.link(spare.path, self._name(key))
             except FileNotFoundError:  # first claim on this store: make the directory
                 self.dir.mkdir(parents=True, exist_ok=True)
-                os.link(spare[0], self._name(key))
+                os.link(spare.path, self._name(key))
         except FileExistsError:
             with self._lock:
                 self._spares.append(spare)
-            return False
+            return None
         except OSError:
             self._drop(spare)
             raise
         with self._lock:
             self._linked[key] = spare
-        return True
+        return spare.written
 
-    def _spare(self) -> tuple[Path, int]:
+    def _fill(self, spare: _File) -> None:
+        """Give the spare a claim's body, unless the one it holds was written a moment ago (its owner and expiry
+        are as good: a claim counts from when its body was written). One write: a shorter body is padded with
+        spaces to the file's size (JSON allows them) instead of a truncate."""
+        now = time.time()
+        if now - spare.written < self.ttl * REUSE_BODY_TTL_SHARE:
+            return
+        body = self._body(now)
+        if len(body) < spare.size:
+            body += b" " * (spare.size - len(body))
+        os.pwrite(spare.fd, body, 0)
+        spare.written, spare.size = now, len(body)
+
+    def _spare(self) -> _File:
         """A file of this board's, not linked as any claim (made when none is free)."""
         with self._lock:
             if self._spares:
                 return self._spares.pop()
         path = self.root / TMP / temp_name(".claim")  # a killed board's files are swept as leftovers
-        return path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        return _File(path, os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
 
     def _unlinked(self, key: str) -> None:
         """`key`'s claim name is gone (or is another builder's file now): its file is free again."""
@@ -211,24 +240,26 @@ class ClaimBoard:
                 self._spares.append(spare)
 
     @staticmethod
-    def _drop(spare: tuple[Path, int]) -> None:
-        os.close(spare[1])
+    def _drop(spare: _File) -> None:
+        os.close(spare.fd)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(spare[0])
+            os.unlink(spare.path)
 
-    def _take_over(self, key: str) -> bool:
-        """Replace an expired claim (or create one that vanished meanwhile), under the claims lock."""
+    def _take_over(self, key: str) -> float | None:
+        """Replace an expired claim (or create one that vanished meanwhile), under the claims lock: when its body was
+        written (None: another's live claim holds it)."""
         claim = self.read(key)
         if claim is not None and claim.live(time.time(), self.host):
-            return False  # the common case, decided without the lock
+            return None  # the common case, decided without the lock
         with self._locked():
             claim = self.read(key)
             if claim is None:
                 return self._create(key)
             if claim.live(time.time(), self.host):
-                return False
+                return None
+            written = time.time()  # (no later than the body's own time: the claim lives at least a ttl from it)
             self._replace(key)
-            return True
+            return written
 
     def release(self, key: str) -> None:
         """Give `key` up (its record is stored, or the node failed). Never deletes another's claim."""

@@ -61,16 +61,23 @@ class Pending:
         return not (self.objects or self.actions or self.callbacks)
 
 
+PRESENT_NOTED_MAX = 1024
+
+
 @dataclass
 class Batch(Pending):
     """Per-thread state of an open `Store.batch()`.
 
     `queued`: small objects put in it and not yet written, by digest (frame parts, the ids their content names): a
-    node's objects go to the pack in one system call when the batch ends, or sooner (objects.py `_write_queued`)."""
+    node's objects go to the pack in one system call when the batch ends, or sooner (objects.py `_write_queued`).
+    `present`: objects a put in it found in the store already (its pack touched for gc's grace): `has` answers them
+    without a second look-up (put_action asks it of each output the node just put). At most `PRESENT_NOTED_MAX`
+    (a node's batch notes a few; an archive import's one batch would otherwise note every object it holds already)."""
 
     depth: int = 0
     queued: dict[bytes, tuple[list[bytes | memoryview], list[bytes] | None]] = field(default_factory=dict)
     queued_bytes: int = 0
+    present: set[bytes] = field(default_factory=set)
 
 
 def write_entries(runtime: CommitTarget, pending: Pending) -> None:

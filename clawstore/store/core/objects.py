@@ -26,6 +26,7 @@ from clawstore.store.core import codec
 from clawstore.store.core.batch import (
     DEFAULT_MAX_BATCHES,
     DEFAULT_WINDOW_S,
+    PRESENT_NOTED_MAX,
     Batch,
     GroupCommitter,
     Pending,
@@ -292,9 +293,10 @@ class ObjectStore:
         return self._queued(digest) or self._loc(digest) is not None
 
     def _queued(self, digest: bytes) -> bool:
-        """Put in this thread's open batch and not yet written (present for `has` and dedup, without a write)."""
+        """Put in this thread's open batch and not yet written, or found present by a put in it (present for `has`
+        and dedup, without a write or a look-up)."""
         current = self._batch()
-        return current is not None and digest in current.queued
+        return current is not None and (digest in current.queued or digest in current.present)
 
     def missing(self, oids: Iterable[str]) -> list[str]:
         """Those of `oids` the store does not hold: `has` of each, with one index lookup for the lot
@@ -304,9 +306,17 @@ class ObjectStore:
         return [oid for oid, digest in pairs if digest in absent and not self.has(oid)]
 
     def _present(self, digest: bytes) -> bool:
-        """Dedup check for a put: present (pending or indexed)? Refreshes an old pack's mtime."""
-        if self._queued(digest) or self._pending_loc(digest) is not None:
+        """Dedup check for a put: present (pending or indexed)? Refreshes an old pack's mtime. A hit is noted in the
+        open batch (`Batch.present`)."""
+        if self._queued(digest):
             return True
+        found = self._pending_loc(digest) is not None or self._indexed_fresh(digest)
+        current = self._batch()
+        if found and current is not None and len(current.present) < PRESENT_NOTED_MAX:
+            current.present.add(digest)
+        return found
+
+    def _indexed_fresh(self, digest: bytes) -> bool:
         index = self.runtime.index
         loc = index.find_object(digest, look_again=False)
         if loc is None:
