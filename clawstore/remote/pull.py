@@ -107,6 +107,8 @@ class _Pull:
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
+        self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
+        self.named: dict[bytes, str] = {}  # digest -> whole id, of every key and record the pending listings name
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
     def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
@@ -273,28 +275,37 @@ class _Pull:
             if ids is None or listed and self.incoming.held(pack) != {
                     *ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
-            # (for the entry checks, whole as the listings name them: made while the next packs download)
-            self.arriving.update([PREFIX + hexdigest for hexdigest in map(bytes.hex, ids)])
+            # (for the entry checks, which ask only of the keys and records the listings name: those of them the
+            # pack holds, whole as the listings name them, found in C while the next packs download: no hex made)
+            self.arriving.update(filter(None, map(self.named.get, ids)))
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
 
     def _records(self) -> set[bytes]:
-        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
-        self.naming, self.vetted = {}, {}
+        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex; `named`
+        the whole id of each of their keys and records, by digest)."""
+        self.naming, self.vetted, self.sound = {}, {}, set()
+        named: set[str] = set()
         for pack in self.pending():
-            for key, record in self.listings[pack].actions.items():
+            actions = self.listings[pack].actions
+            named.update(actions, actions.values())
+            for key, record in actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
+        ordered = list(named)  # (ids checked as the listings were read: 64 hex digits each)
+        self.named = dict(zip(hex_digests("".join(oid[len(PREFIX):] for oid in ordered)), ordered, strict=True))
         return set(map(bytes.fromhex, self.naming))
 
     def _vet(self, seen: int) -> None:
         """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries
         naming them, while the next packs download: the entry checks after the last pack then read and parse only
         the last pack's records (the input document's presence is still checked there, with every pack at hand)."""
-        decoded, problem = self.incoming.decoded, record_checker()
+        decoded, problem, vetted, sound = self.incoming.decoded, record_checker(), self.vetted, self.sound
         for hexdigest in islice(decoded, seen, None):
-            for key, record in self.naming.get(hexdigest, ()):
-                self.vetted[key, record] = problem(key, decoded[hexdigest])
+            for entry in self.naming.get(hexdigest, ()):
+                why = vetted[entry] = problem(entry[0], decoded[hexdigest])
+                if why is None:
+                    sound.add(entry)
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
@@ -322,6 +333,9 @@ class _Pull:
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
+            if pack in arriving and self._all_sound(doc.actions, into):
+                into.update(sorted(doc.actions.items()))  # (as the walk below would set them, in key order)
+                continue
             for key, record in sorted(doc.actions.items()):
                 if key in into and not contents.takes_over(into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
@@ -335,6 +349,14 @@ class _Pull:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
         return contents
+
+    def _all_sound(self, actions: dict[str, str], into: dict[str, str]) -> bool:
+        """Does every entry of an arriving pack's listing verify, known without a look-up each (set operations, in C):
+        its record vetted sound as it arrived this round (`_vet`: decoded from a pack checked, so arriving), its input
+        document arriving, and no other listing's record for its key. False: they are walked one by one (which names
+        the one that fails)."""
+        return (into.keys().isdisjoint(actions) and self.arriving.issuperset(actions)
+                and self.sound.issuperset(actions.items()))
 
     def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the

@@ -761,6 +761,43 @@ def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_r
     assert fsck(forged).clean
 
 
+def test_a_listing_whose_entries_all_arrived_sound_is_taken_whole_and_any_other_is_walked_entry_by_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entries of an arriving listing whose records were all vetted sound as they arrived, with their input
+    documents arriving too, are taken at once (no entry asked again); one whose input document comes with no pack is
+    walked and left for a later pull, and a swapped one is walked and refused, nothing of the pull landing."""
+    from clawstore.store.services.archive_import import ArrivingPacks
+
+    source = _filled(tmp_path / "a", 20)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    walked: list[str] = []
+    real = ArrivingPacks.entry_problem
+    monkeypatch.setattr(ArrivingPacks, "entry_problem",
+                        lambda self, key, record: walked.append(key) or real(self, key, record))
+    target = Store(tmp_path / "b")
+    pull.pull(target, remote)
+    assert walked == [] and dict(target.iter_actions()) == dict(source.iter_actions())
+
+    orphan = "blake3:" + "ab" * 32  # (its input document is in no store: a record sound in itself)
+    source.put_action(orphan, {"kind": "run", "key": orphan, "status": "success", "outputs": {}})
+    source.runtime.close_writer()
+    push.push(source, remote)
+    later = Store(tmp_path / "c")
+    pull.pull(later, remote)
+    assert orphan not in dict(later.iter_actions())  # (the walk: neither it nor its record here)
+    assert dict(later.iter_actions()) == {k: v for k, v in source.iter_actions() if k != orphan}
+
+    swapped = swap_two_entries(tmp_path / "remote")
+    walked.clear()
+    forged = Store(tmp_path / "d")
+    with pytest.raises(UsageError, match="its record is for another key"):
+        pull.pull(forged, remote)
+    assert set(walked) & set(swapped)
+    assert list(forged.iter_objects()) == [] and dict(forged.iter_actions()) == {}
+
+
 @pytest.mark.parametrize("case", ["all new", "some here already", "the smallest copied"])
 def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_where_its_dict_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
