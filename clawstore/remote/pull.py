@@ -108,7 +108,6 @@ class _Pull:
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
-        self.named: dict[bytes, str] = {}  # digest -> whole id, of every key and record the pending listings name
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
     def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
@@ -275,25 +274,18 @@ class _Pull:
             if ids is None or listed and self.incoming.held(pack) != {
                     *ids, *hex_digests("".join(self.listings[pack].document_ids))}:
                 raise PackCheckError(f"remote pack {pack}: holds other objects than its listing names")
-            # (for the entry checks, which ask only of the keys and records the listings name: those of them the
-            # pack holds, whole as the listings name them, found in C while the next packs download: no hex made)
-            self.arriving.update(filter(None, map(self.named.get, ids)))
+            # (for the entry checks, whole as the listings name them: made while the next packs download)
+            self.arriving.update([PREFIX + hexdigest for hexdigest in map(bytes.hex, ids)])
         except PackCheckError:
             self.downloads.forget([pack])  # (the remote's bytes: downloading them again changes nothing)
             raise
 
     def _records(self) -> set[bytes]:
-        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex; `named`
-        the whole id of each of their keys and records, by digest)."""
+        """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
         self.naming, self.vetted, self.sound = {}, {}, set()
-        named: set[str] = set()
         for pack in self.pending():
-            actions = self.listings[pack].actions
-            named.update(actions, actions.values())
-            for key, record in actions.items():
+            for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
-        ordered = list(named)  # (ids checked as the listings were read: 64 hex digits each)
-        self.named = dict(zip(hex_digests("".join(oid[len(PREFIX):] for oid in ordered)), ordered, strict=True))
         return set(map(bytes.fromhex, self.naming))
 
     def _vet(self, seen: int) -> None:
