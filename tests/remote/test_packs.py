@@ -857,6 +857,35 @@ def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_
     assert fsck(store).clean
 
 
+@pytest.mark.parametrize("present, left_out", [((), ()), ((0, 1), ()), ((), (3,)), ((2,), (3,))])
+def test_a_pack_moved_in_whole_names_only_the_objects_the_store_lacks_and_not_those_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, present: tuple[int, ...], left_out: tuple[int, ...]) -> None:
+    """A pack moved in whole has the index name only its objects this store lacks and the caller does not leave out,
+    and counts those alone; when it names all of them, where they are was made as it was checked."""
+    import blake3
+
+    contents = [f"object {i}".encode() for i in range(5)]
+    blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
+    path, name = _pack_with(tmp_path, blobs)
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole)
+    store = Store(tmp_path / "store")
+    commits: list[Any] = []
+    real_commit = transfer.commit
+    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
+    incoming = transfer.Incoming(store)
+    incoming.check(path, name, "remote pack x")
+    named = [i for i in range(5) if i not in present and i not in left_out]
+    taken = incoming.take(name, {blobs[i][0] for i in present}, {blobs[i][0] for i in left_out})
+    assert taken[0] == len(named)
+    incoming.adopt()
+    [pending] = commits
+    assert set(pending.objects) == {blobs[i][0] for i in named}
+    assert {loc[0] for loc in pending.objects.values()} == {name[:32]}
+    store.refresh()
+    assert [store.get_bytes("blake3:" + blobs[i][0].hex()) for i in named] == [contents[i] for i in named]
+    assert fsck(store).clean
+
+
 def test_an_entry_another_process_sets_while_packs_download_is_not_hidden_by_the_pulled_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The store's own entries are looked up after the last pack, all at once (find_records): an entry another process
