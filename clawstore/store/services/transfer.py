@@ -550,8 +550,12 @@ def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Call
         replaces = lambda own, record: takes_over(store.get_bytes, own, record)  # noqa: E731
     now = time.time_ns()
     keys = [bytes.fromhex(key[len(PREFIX):]) for key in entries]  # (ids checked by the caller)
+    owns = list(own_records(store, keys))
+    if owns.count(None) == len(owns):  # (none of its own, as in a store pulled into first: all, no test each)
+        records = [bytes.fromhex(record[len(PREFIX):]) for record in entries.values()]
+        return dict(zip(keys, zip(records, repeat(now)), strict=False))  # (repeat: endless)
     fresh: dict[bytes, tuple[bytes | None, int]] = {}
-    for digest, record, own in zip(keys, entries.values(), own_records(store, keys), strict=True):
+    for digest, record, own in zip(keys, entries.values(), owns, strict=True):
         if own is None or replaces(PREFIX + own.hex(), record):
             fresh[digest] = (bytes.fromhex(record[len(PREFIX):]), now)
     return fresh
