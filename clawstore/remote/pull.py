@@ -204,7 +204,7 @@ class _Pull:
                     self.report.objects += new
                     self.report.bytes += size
                 # (one rename each, one index segment naming them all and setting the entries verified so far)
-                new = {key: record for key, record in self.entries.items() if self.added.get(key) != record}
+                new = self._not_added()
                 self.incoming.adopt(new, contents.takes_over)
                 self.added.update(new)
                 self.downloads.forget(packs)
@@ -396,12 +396,23 @@ class _Pull:
         with open(self.fetched_file, "a", encoding="ascii") as fh:
             fh.write(pack + "\n")
 
+    def _not_added(self) -> dict[str, str]:
+        """The verified entries not set with the packs that brought their records (`added`): when that is all of them
+        or none (a full pull's commit, then its `add_entries`), found by a copy or a comparison in C, not a look-up
+        each (`added` holds only entries of `entries`, which never loses one)."""
+        entries, added = self.entries, self.added
+        if not added:
+            return dict(entries)
+        if added == entries:
+            return {}
+        return {key: record for key, record in entries.items() if added.get(key) != record}
+
     def add_entries(self, settled: set[str]) -> None:
         """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
         and remember the listings in `settled` (trusted ones only) as done."""
         store = self.store
         # (ids checked as the listings were read; those set with their packs' objects are not set again)
-        store.add_entries({key: record for key, record in self.entries.items() if self.added.get(key) != record})
+        store.add_entries(self._not_added())
         for pack, actions in sorted(self.apart.items()):
             store.keep_apart(self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or UNSIGNED)

@@ -492,6 +492,28 @@ def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: P
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
 
+def test_a_pull_in_rounds_sets_the_entries_each_round_brings(tmp_path: Path) -> None:
+    """`build --remote`'s pull fetches in rounds: the entries the first round verified are set with its packs, and
+    those the second one verifies (the same listing, records arrived since) are set with the second's."""
+    source = _filled(tmp_path / "a", 10)
+    source.runtime.close_writer()
+    _filled(tmp_path / "a", 10, 10)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    rounds = [{source.put_json({"input": i}) for i in range(start, start + 10)} for start in (0, 10)]
+    target = Store(tmp_path / "b")
+    seen: list[int] = []
+
+    def unbuilt() -> set[str]:
+        seen.append(len(dict(target.iter_actions())))
+        return rounds.pop(0) if rounds else set()
+
+    pull.pull_for_plan(target, remote, "refs/shared/none", unbuilt)
+    assert seen[:2] == [0, 10]  # (the first round's entries set before the second is asked for)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+
+
 def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     source = _filled(tmp_path / "a", 3)
