@@ -546,10 +546,7 @@ def test_a_listing_too_big_to_be_one_is_refused_unread(tmp_path: Path, monkeypat
 
 
 def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _filled(tmp_path / "a", 20)
-    source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed(tmp_path, 20)
     read: list[Path] = []
     real = transfer.sealed_object_ids
     monkeypatch.setattr(transfer, "sealed_object_ids", lambda path: read.append(path) or real(path))
@@ -790,10 +787,7 @@ def test_a_listing_whose_entries_all_arrived_sound_is_taken_whole_and_any_other_
     walked and left for a later pull, and a swapped one is walked and refused, nothing of the pull landing."""
     from clawstore.store.services.archive_import import ArrivingPacks
 
-    source = _filled(tmp_path / "a", 20)
-    source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed(tmp_path, 20)
     walked: list[str] = []
     real = ArrivingPacks.entry_problem
     monkeypatch.setattr(ArrivingPacks, "entry_problem",
@@ -854,22 +848,31 @@ def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_wh
     assert fsck(target).clean
 
 
-def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
-    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+def _checked_in_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, twice: int | None = None
+                      ) -> tuple[list[bytes], list[tuple[bytes, bytes]], str, Store, transfer.Incoming, list[Any]]:
+    """A pack of `count` small objects (the one at `twice` listed once more) checked by the Incoming of a new store, to
+    be moved in whole (its rows made as it is checked): contents, (id, frame) each, its name, the store, the Incoming,
+    and the commits it makes from here on."""
     import blake3
 
-    contents = [f"object {i}".encode() for i in range(4)]
+    contents = [f"object {i}".encode() for i in range(count)]
     blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
-    path, name = _pack_with(tmp_path, [*blobs, blobs[2]])
-    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole: its rows made as it is checked)
+    path, name = _pack_with(tmp_path, blobs if twice is None else [*blobs, blobs[twice]])
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)
     store = Store(tmp_path / "store")
     commits: list[Any] = []
     real_commit = transfer.commit
     monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
     incoming = transfer.Incoming(store)
     incoming.check(path, name, "remote pack x")
+    return contents, blobs, name, store, incoming, commits
+
+
+def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
+    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+    contents, blobs, name, store, incoming, commits = _checked_in_whole(tmp_path, monkeypatch, 4, twice=2)
     assert incoming.take(name, set())[0] == 5
     incoming.adopt()
     [pending] = commits
@@ -884,18 +887,7 @@ def test_a_pack_moved_in_whole_names_only_the_objects_the_store_lacks_and_not_th
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, present: tuple[int, ...], left_out: tuple[int, ...]) -> None:
     """A pack moved in whole has the index name only its objects this store lacks and the caller does not leave out,
     and counts those alone; when it names all of them, where they are was made as it was checked."""
-    import blake3
-
-    contents = [f"object {i}".encode() for i in range(5)]
-    blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
-    path, name = _pack_with(tmp_path, blobs)
-    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole)
-    store = Store(tmp_path / "store")
-    commits: list[Any] = []
-    real_commit = transfer.commit
-    monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
-    incoming = transfer.Incoming(store)
-    incoming.check(path, name, "remote pack x")
+    contents, blobs, name, store, incoming, commits = _checked_in_whole(tmp_path, monkeypatch, 5)
     named = [i for i in range(5) if i not in present and i not in left_out]
     taken = incoming.take(name, {blobs[i][0] for i in present}, {blobs[i][0] for i in left_out})
     assert taken[0] == len(named)
