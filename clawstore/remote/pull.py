@@ -107,6 +107,7 @@ class _Pull:
         self.incomplete: set[str] = set()  # listings with entries whose record or input is not here
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
+        self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
     def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
@@ -203,7 +204,7 @@ class _Pull:
                     self.report.objects += new
                     self.report.bytes += size
                 # (one rename each, one index segment naming them all and setting the entries verified so far)
-                new = {key: record for key, record in self.entries.items() if self.added.get(key) != record}
+                new = self._not_added()
                 self.incoming.adopt(new, contents.takes_over)
                 self.added.update(new)
                 self.downloads.forget(packs)
@@ -281,7 +282,7 @@ class _Pull:
 
     def _records(self) -> set[bytes]:
         """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
-        self.naming, self.vetted = {}, {}
+        self.naming, self.vetted, self.sound = {}, {}, set()
         for pack in self.pending():
             for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
@@ -291,10 +292,12 @@ class _Pull:
         """Ask what the records the pack just checked kept decoded (those after the first `seen`) say of the entries
         naming them, while the next packs download: the entry checks after the last pack then read and parse only
         the last pack's records (the input document's presence is still checked there, with every pack at hand)."""
-        decoded, problem = self.incoming.decoded, record_checker()
+        decoded, problem, vetted, sound = self.incoming.decoded, record_checker(), self.vetted, self.sound
         for hexdigest in islice(decoded, seen, None):
-            for key, record in self.naming.get(hexdigest, ()):
-                self.vetted[key, record] = problem(key, decoded[hexdigest])
+            for entry in self.naming.get(hexdigest, ()):
+                why = vetted[entry] = problem(entry[0], decoded[hexdigest])
+                if why is None:
+                    sound.add(entry)
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
@@ -322,6 +325,9 @@ class _Pull:
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
+            if pack in arriving and self._all_sound(doc.actions, into):
+                into.update(sorted(doc.actions.items()))  # (as the walk below would set them, in key order)
+                continue
             for key, record in sorted(doc.actions.items()):
                 if key in into and not contents.takes_over(into[key], record):
                     continue  # (another listing's record for the key: a reusable one is kept)
@@ -335,6 +341,14 @@ class _Pull:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
                 into[key] = record
         return contents
+
+    def _all_sound(self, actions: dict[str, str], into: dict[str, str]) -> bool:
+        """Does every entry of an arriving pack's listing verify, known without a look-up each (set operations, in C):
+        its record vetted sound as it arrived this round (`_vet`: decoded from a pack checked, so arriving), its input
+        document arriving, and no other listing's record for its key. False: they are walked one by one (which names
+        the one that fails)."""
+        return (into.keys().isdisjoint(actions) and self.arriving.issuperset(actions)
+                and self.sound.issuperset(actions.items()))
 
     def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
@@ -382,12 +396,23 @@ class _Pull:
         with open(self.fetched_file, "a", encoding="ascii") as fh:
             fh.write(pack + "\n")
 
+    def _not_added(self) -> dict[str, str]:
+        """The verified entries not set with the packs that brought their records (`added`): when that is all of them
+        or none (a full pull's commit, then its `add_entries`), found by a copy or a comparison in C, not a look-up
+        each (`added` holds only entries of `entries`, which never loses one)."""
+        entries, added = self.entries, self.added
+        if not added:
+            return dict(entries)
+        if added == entries:
+            return {}
+        return {key: record for key, record in entries.items() if added.get(key) != record}
+
     def add_entries(self, settled: set[str]) -> None:
         """Add the verified entries (the store's own, set meanwhile, win), keep the untrusted ones apart,
         and remember the listings in `settled` (trusted ones only) as done."""
         store = self.store
         # (ids checked as the listings were read; those set with their packs' objects are not set again)
-        store.add_entries({key: record for key, record in self.entries.items() if self.added.get(key) != record})
+        store.add_entries(self._not_added())
         for pack, actions in sorted(self.apart.items()):
             store.keep_apart(self.signers[pack], actions, {}, PREFIX + pack)
             self.report.kept_apart.add(self.signers[pack] or UNSIGNED)

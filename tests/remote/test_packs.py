@@ -492,6 +492,28 @@ def test_entries_seen_before_their_records_are_taken_by_a_later_pull(tmp_path: P
     assert dict(target.iter_actions()) == dict(source.iter_actions())
 
 
+def test_a_pull_in_rounds_sets_the_entries_each_round_brings(tmp_path: Path) -> None:
+    """`build --remote`'s pull fetches in rounds: the entries the first round verified are set with its packs, and
+    those the second one verifies (the same listing, records arrived since) are set with the second's."""
+    source = _filled(tmp_path / "a", 10)
+    source.runtime.close_writer()
+    _filled(tmp_path / "a", 10, 10)
+    source.runtime.close_writer()
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    rounds = [{source.put_json({"input": i}) for i in range(start, start + 10)} for start in (0, 10)]
+    target = Store(tmp_path / "b")
+    seen: list[int] = []
+
+    def unbuilt() -> set[str]:
+        seen.append(len(dict(target.iter_actions())))
+        return rounds.pop(0) if rounds else set()
+
+    pull.pull_for_plan(target, remote, "refs/shared/none", unbuilt)
+    assert seen[:2] == [0, 10]  # (the first round's entries set before the second is asked for)
+    assert dict(target.iter_actions()) == dict(source.iter_actions())
+
+
 def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     source = _filled(tmp_path / "a", 3)
@@ -524,10 +546,7 @@ def test_a_listing_too_big_to_be_one_is_refused_unread(tmp_path: Path, monkeypat
 
 
 def test_a_later_push_reads_no_pack_it_settled_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _filled(tmp_path / "a", 20)
-    source.runtime.close_writer()
-    remote = Remote("team", str(tmp_path / "remote"))
-    push.push(source, remote)
+    source, remote = _pushed(tmp_path, 20)
     read: list[Path] = []
     real = transfer.sealed_object_ids
     monkeypatch.setattr(transfer, "sealed_object_ids", lambda path: read.append(path) or real(path))
@@ -761,6 +780,40 @@ def test_entries_are_vetted_as_their_records_arrive_and_a_swapped_one_is_still_r
     assert fsck(forged).clean
 
 
+def test_a_listing_whose_entries_all_arrived_sound_is_taken_whole_and_any_other_is_walked_entry_by_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entries of an arriving listing whose records were all vetted sound as they arrived, with their input
+    documents arriving too, are taken at once (no entry asked again); one whose input document comes with no pack is
+    walked and left for a later pull, and a swapped one is walked and refused, nothing of the pull landing."""
+    from clawstore.store.services.archive_import import ArrivingPacks
+
+    source, remote = _pushed(tmp_path, 20)
+    walked: list[str] = []
+    real = ArrivingPacks.entry_problem
+    monkeypatch.setattr(ArrivingPacks, "entry_problem",
+                        lambda self, key, record: walked.append(key) or real(self, key, record))
+    target = Store(tmp_path / "b")
+    pull.pull(target, remote)
+    assert walked == [] and dict(target.iter_actions()) == dict(source.iter_actions())
+
+    orphan = "blake3:" + "ab" * 32  # (its input document is in no store: a record sound in itself)
+    source.put_action(orphan, {"kind": "run", "key": orphan, "status": "success", "outputs": {}})
+    source.runtime.close_writer()
+    push.push(source, remote)
+    later = Store(tmp_path / "c")
+    pull.pull(later, remote)
+    assert orphan not in dict(later.iter_actions())  # (the walk: neither it nor its record here)
+    assert dict(later.iter_actions()) == {k: v for k, v in source.iter_actions() if k != orphan}
+
+    swapped = swap_two_entries(tmp_path / "remote")
+    walked.clear()
+    forged = Store(tmp_path / "d")
+    with pytest.raises(UsageError, match="its record is for another key"):
+        pull.pull(forged, remote)
+    assert set(walked) & set(swapped)
+    assert list(forged.iter_objects()) == [] and dict(forged.iter_actions()) == {}
+
+
 @pytest.mark.parametrize("case", ["all new", "some here already", "the smallest copied"])
 def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_where_its_dict_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
@@ -795,28 +848,55 @@ def test_the_index_rows_a_pull_makes_as_each_pack_is_checked_name_each_object_wh
     assert fsck(target).clean
 
 
-def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
-    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+def _checked_in_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, twice: int | None = None
+                      ) -> tuple[list[bytes], list[tuple[bytes, bytes]], str, Store, transfer.Incoming, list[Any]]:
+    """A pack of `count` small objects (the one at `twice` listed once more) checked by the Incoming of a new store, to
+    be moved in whole (its rows made as it is checked): contents, (id, frame) each, its name, the store, the Incoming,
+    and the commits it makes from here on."""
     import blake3
 
-    contents = [f"object {i}".encode() for i in range(4)]
+    contents = [f"object {i}".encode() for i in range(count)]
     blobs = [(blake3.blake3(content).digest(), zstandard.ZstdCompressor().compress(content)) for content in contents]
-    path, name = _pack_with(tmp_path, [*blobs, blobs[2]])
-    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)  # (moved in whole: its rows made as it is checked)
+    path, name = _pack_with(tmp_path, blobs if twice is None else [*blobs, blobs[twice]])
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", 1)
     store = Store(tmp_path / "store")
     commits: list[Any] = []
     real_commit = transfer.commit
     monkeypatch.setattr(transfer, "commit", lambda *args: commits.append(args[1]) or real_commit(*args))
     incoming = transfer.Incoming(store)
     incoming.check(path, name, "remote pack x")
+    return contents, blobs, name, store, incoming, commits
+
+
+def test_a_pack_naming_an_object_twice_is_named_by_the_commits_dict_not_by_rows_made_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's table may list one object twice (both frames verify): the rows made as it was checked hold it twice,
+    which no segment may; the commit sees it (its dict holds fewer objects than the rows) and encodes from the dict."""
+    contents, blobs, name, store, incoming, commits = _checked_in_whole(tmp_path, monkeypatch, 4, twice=2)
     assert incoming.take(name, set())[0] == 5
     incoming.adopt()
     [pending] = commits
     assert pending.object_rows is None and len(pending.objects) == 4
     store.refresh()
     assert [store.get_bytes("blake3:" + oid.hex()) for oid, _ in blobs] == contents
+    assert fsck(store).clean
+
+
+@pytest.mark.parametrize("present, left_out", [((), ()), ((0, 1), ()), ((), (3,)), ((2,), (3,))])
+def test_a_pack_moved_in_whole_names_only_the_objects_the_store_lacks_and_not_those_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, present: tuple[int, ...], left_out: tuple[int, ...]) -> None:
+    """A pack moved in whole has the index name only its objects this store lacks and the caller does not leave out,
+    and counts those alone; when it names all of them, where they are was made as it was checked."""
+    contents, blobs, name, store, incoming, commits = _checked_in_whole(tmp_path, monkeypatch, 5)
+    named = [i for i in range(5) if i not in present and i not in left_out]
+    taken = incoming.take(name, {blobs[i][0] for i in present}, {blobs[i][0] for i in left_out})
+    assert taken[0] == len(named)
+    incoming.adopt()
+    [pending] = commits
+    assert set(pending.objects) == {blobs[i][0] for i in named}
+    assert {loc[0] for loc in pending.objects.values()} == {name[:32]}
+    store.refresh()
+    assert [store.get_bytes("blake3:" + blobs[i][0].hex()) for i in named] == [contents[i] for i in named]
     assert fsck(store).clean
 
 

@@ -350,6 +350,7 @@ class _Adopting:
     pack_id: str
     objects: list[Blob]
     run: tuple[int, list[bytes]] | None = None  # its objects' segment rows made ahead (all its blobs), in this slot
+    locs: dict[bytes, index.Loc] | None = None  # where the index is to name them (all its blobs), made ahead
 
     def counts(self) -> tuple[int, int]:
         """(objects, their bytes) it adds."""
@@ -378,9 +379,7 @@ def adopt_packs(store: ObjectStore, packs: list[_Adopting],
             os.replace(pack.path, pack_path(runtime.packs_dir, pack.pack_id))  # same bytes if there (a killed pull)
             runtime.forget_pack(pack.pack_id)  # a cached fd of a file replaced above: same bytes, but read the new one
         for pack in reversed(packs):  # (an object in two of them: the first names it, as one setdefault each did)
-            objects = pack.objects
-            locs = zip(repeat(pack.pack_id), map(_blob_offset, objects), map(_blob_length, objects))
-            pending.objects.update(zip(map(_blob_id, objects), locs, strict=True))
+            pending.objects.update(pack.locs if pack.locs is not None else _locs(pack.pack_id, pack.objects))
         if sum(len(pack.objects) for pack in packs) == len(pending.objects):  # (no object in two: else the dict's)
             pending.object_rows = _object_rows(packs)
         if packs:
@@ -400,6 +399,12 @@ def _object_rows(packs: list[_Adopting]) -> tuple[list[str], bytes]:
     runs = [pack.run[1] if pack.run is not None and pack.run[0] == slot else _run(pack.objects, slot)
             for slot, pack in enumerate(ordered)]
     return index.merged_runs([pack.pack_id for pack in ordered], runs)
+
+
+def _locs(pack_id: str, blobs: list[Blob]) -> dict[bytes, index.Loc]:
+    """Where the index names these blobs of the pack `pack_id` (by digest; a digest twice: the last blob's)."""
+    locs = zip(repeat(pack_id), map(_blob_offset, blobs), map(_blob_length, blobs))
+    return dict(zip(map(_blob_id, blobs), locs, strict=True))
 
 
 def _run(blobs: list[Blob], slot: int) -> list[bytes]:
@@ -426,6 +431,7 @@ class Incoming:
         self._in_copies: dict[bytes, Blob] = {}  # digest -> its blob in that pack
         self._taken: list[_Adopting] = []  # packs taken, moved in whole by `adopt`
         self._runs: dict[str, tuple[int, list[bytes]]] = {}  # pack name -> its objects' segment rows (slot, rows)
+        self._locs: dict[str, dict[bytes, index.Loc]] = {}  # pack name -> where the index is to name its objects
         self._slots = 0  # the segment slots given to those rows so far
 
     @property
@@ -443,6 +449,7 @@ class Incoming:
         fsync_path(path)
         if path.stat().st_size >= ADOPT_BYTES:  # (moved in whole: its objects' index rows made now, not at the end)
             self._runs[name] = (self._slots, _run(blobs, self._slots))
+            self._locs[name] = _locs(name[:32], blobs)  # (id: 32 hex)
             self._slots += 1
         self._checked[name] = (path, blobs)
         self._unkept[name] = unkept
@@ -469,11 +476,15 @@ class Incoming:
         (objects added, their bytes). Nothing moves until `adopt`: a pack of ADOPT_BYTES or more then moves in as it
         is; a smaller one, or one kept `apart`, has had its objects copied into a pack of the pull's own (`copy_in`)."""
         self._unkept.pop(name, None)
-        run = self._runs.pop(name, None)
+        run, locs = self._runs.pop(name, None), self._locs.pop(name, None)
         if not self.copy_in(name, present, leave_out, apart):
             path, blobs = self._checked.pop(name)
-            objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out]
-            taken = _Adopting(path, name[:32], objects, run if len(objects) == len(blobs) else None)  # (id: 32 hex)
+            if present.isdisjoint(map(_blob_id, blobs)) and leave_out.isdisjoint(map(_blob_id, blobs)):
+                objects = blobs  # (all of them: found in C, not a test each)
+            else:
+                objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out]
+            whole = len(objects) == len(blobs)
+            taken = _Adopting(path, name[:32], objects, run if whole else None, locs if whole else None)  # (32 hex)
             self._taken.append(taken)
             return taken.counts()
         del self._checked[name]
@@ -539,8 +550,12 @@ def fresh_entries(store: ObjectStore, entries: Mapping[str, str], replaces: Call
         replaces = lambda own, record: takes_over(store.get_bytes, own, record)  # noqa: E731
     now = time.time_ns()
     keys = [bytes.fromhex(key[len(PREFIX):]) for key in entries]  # (ids checked by the caller)
+    owns = list(own_records(store, keys))
+    if owns.count(None) == len(owns):  # (none of its own, as in a store pulled into first: all, no test each)
+        records = [bytes.fromhex(record[len(PREFIX):]) for record in entries.values()]
+        return dict(zip(keys, zip(records, repeat(now)), strict=False))  # (repeat: endless)
     fresh: dict[bytes, tuple[bytes | None, int]] = {}
-    for digest, record, own in zip(keys, entries.values(), own_records(store, keys), strict=True):
+    for digest, record, own in zip(keys, entries.values(), owns, strict=True):
         if own is None or replaces(PREFIX + own.hex(), record):
             fresh[digest] = (bytes.fromhex(record[len(PREFIX):]), now)
     return fresh
