@@ -17,7 +17,7 @@ import weakref
 from array import array
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -611,18 +611,21 @@ class Entries:
         rare, is settled by `find_action`."""
         found: dict[bytes, bytes] = {}
         again: set[bytes] = set()
-        parts = [table.key_records() for table in self.tables]
-        if self.actions:
-            parts.append({key: entry.record or NO_RECORD for key, entry in self.actions.items()})
-        for part in parts:
-            if found:
-                again.update(found.keys() & part.keys())
+        # One part made at a time and merged (the largest table first, taken as it is): held, the result and one part.
+        parts = (table.key_records() for table in self.tables)
+        mine = ({key: entry.record or NO_RECORD for key, entry in self.actions.items()},) if self.actions else ()
+        for part in chain(parts, mine):
+            if not found:
+                found = part
+                continue
+            again.update(found.keys() & part.keys())
             found.update(part)
         for key in again:
             entry = self.find_action(key)
             found[key] = NO_RECORD if entry is None or entry.record is None else entry.record
-        if NO_RECORD in found.values():
-            found = {key: record for key, record in found.items() if record != NO_RECORD}
+        if NO_RECORD in found.values():  # (removed in place: no second dict of them all)
+            for key in [key for key, record in found.items() if record == NO_RECORD]:
+                del found[key]
         return found
 
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
