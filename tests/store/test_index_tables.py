@@ -151,6 +151,31 @@ def test_every_entry_at_once_is_each_keys_newest_record(tmp_path: Path, monkeypa
     assert view.entry_digests() == expected
 
 
+def test_a_key_twice_in_one_table_gives_its_newest_record_to_every_entry_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """claw writes a key once a segment, a reader does not rely on it: a table whose rows name a key twice, the later
+    row older, gives `entry_digests` the newer row's record, as a lookup and the merged stream do."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(6)
+    segment = _segment(rng, 0, 300)
+    keys = sorted(segment.actions)
+    first, second = segment.actions[keys[10]], segment.actions[keys[11]]
+    segment.actions[keys[10]] = ActionEntry(rng.randbytes(32), 2_000, first.pack, first.offset)  # the newer row
+    segment.actions[keys[11]] = ActionEntry(rng.randbytes(32), 1_000, second.pack, second.offset)
+    body = bytearray(encode_segment(segment)[:-32])
+    row = len(body) - index._ACT.size * (300 - 11)  # the second row's key becomes the first's
+    body[row:row + 32] = keys[10]
+    segment_path(index_dir, segment.name).write_bytes(bytes(body) + blake3.blake3(bytes(body)).digest())
+    view = _view(index_dir)
+    assert len(view._entries.tables) == 1
+    newest = segment.actions[keys[10]].record
+    assert view.actions.get(keys[10]).record == newest  # (what a lookup says)
+    digests = view.entry_digests()
+    assert digests[keys[10]] == newest and keys[11] not in digests and len(digests) == 299
+
+
 @pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
 def test_the_records_of_many_keys_at_once_are_what_each_lookup_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     small_rows: int) -> None:

@@ -612,7 +612,7 @@ class Entries:
         found: dict[bytes, bytes] = {}
         again: set[bytes] = set()
         # One part made at a time and merged (the largest table first, taken as it is): held, the result and one part.
-        parts = (table.key_records() for table in self.tables)
+        parts = (self._key_records(table, again) for table in self.tables)
         mine = ({key: entry.record or NO_RECORD for key, entry in self.actions.items()},) if self.actions else ()
         for part in chain(parts, mine):
             if not found:
@@ -627,6 +627,15 @@ class Entries:
             for key in [key for key, record in found.items() if record == NO_RECORD]:
                 del found[key]
         return found
+
+    @staticmethod
+    def _key_records(table: Table, again: set[bytes]) -> dict[bytes, bytes]:
+        """A table's {key: record}; a key twice in it (claw writes none; a reader does not rely on it) kept its last
+        row, not its newest: then each of its keys is settled in `again`."""
+        part = table.key_records()
+        if len(part) != table._head.n_actions:
+            again.update(part)
+        return part
 
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
