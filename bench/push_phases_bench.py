@@ -63,7 +63,7 @@ PHASES: list[tuple[str, Any, str, tuple[str, ...]]] = [
     ("listings encoded and signed", listing, "encode", ()),
     ("uploads (directory: copy, fsync, rename)", backends.DirectoryBackend, "upload", ()),
     ("listings published", backends.DirectoryBackend, "create", ()),
-    ("uploads (S3: boto3's upload_file)", backends.S3Backend, "upload", ()),
+    ("uploads (S3: one PUT, or upload_file over 1 MiB)", backends.S3Backend, "upload", ()),
     ("listings published (S3: a conditional PUT)", backends.S3Backend, "create", ()),
     ("tables kept in the listing cache", pushing, "remember_table", ()),
     ("refs moved", pushing, "_move_refs", ()),

@@ -126,6 +126,56 @@ def test_every_object_digest_at_once_is_what_the_sorted_stream_names(tmp_path: P
     assert len(view.object_digests()) == 1000 + 333 + 20  # (the 50 in two segments counted once)
 
 
+def test_every_entry_at_once_is_each_keys_newest_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`entry_digests` (a push's whole store) cuts each big table's keys and records from its rows a batch at a time
+    and takes the dicts' too: each key's newest entry with a record, as the merged stream says; a key in several
+    segments (tables and dicts) settled by its newest entry, a newer removal hiding an older record."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    monkeypatch.setattr(index, "_STREAM_ROWS", 64)  # (many batches, the last one short)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(5)
+    shared = [rng.randbytes(32) for _ in range(60)]
+    segments = [_segment(rng, 0, n, shared) for n in (900, 400, 10, 5)]
+    for segment in segments:
+        write_segment(index_dir, tmp_path, segment)
+    view = _view(index_dir)
+    assert len(view._entries.tables) == 2 and view._entries.actions  # both kinds in play
+    expected = {key: entry.record for key, entry in view.actions.items() if entry.record is not None}
+    merged: dict[bytes, ActionEntry] = {}
+    for segment in segments:
+        for key, entry in segment.actions.items():
+            merge_action(merged, key, entry)
+    assert expected == {key: entry.record for key, entry in merged.items() if entry.record is not None}
+    assert any(entry.record is None for entry in merged.values())  # (removals in play, some hiding a record)
+    assert view.entry_digests() == expected
+
+
+def test_a_key_twice_in_one_table_gives_its_newest_record_to_every_entry_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """claw writes a key once a segment, a reader does not rely on it: a table whose rows name a key twice, the later
+    row older, gives `entry_digests` the newer row's record, as a lookup and the merged stream do."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 100)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    rng = random.Random(6)
+    segment = _segment(rng, 0, 300)
+    keys = sorted(segment.actions)
+    first, second = segment.actions[keys[10]], segment.actions[keys[11]]
+    segment.actions[keys[10]] = ActionEntry(rng.randbytes(32), 2_000, first.pack, first.offset)  # the newer row
+    segment.actions[keys[11]] = ActionEntry(rng.randbytes(32), 1_000, second.pack, second.offset)
+    body = bytearray(encode_segment(segment)[:-32])
+    row = len(body) - index._ACT.size * (300 - 11)  # the second row's key becomes the first's
+    body[row:row + 32] = keys[10]
+    segment_path(index_dir, segment.name).write_bytes(bytes(body) + blake3.blake3(bytes(body)).digest())
+    view = _view(index_dir)
+    assert len(view._entries.tables) == 1
+    newest = segment.actions[keys[10]].record
+    assert view.actions.get(keys[10]).record == newest  # (what a lookup says)
+    digests = view.entry_digests()
+    assert digests[keys[10]] == newest and keys[11] not in digests and len(digests) == 299
+
+
 @pytest.mark.parametrize("small_rows", [100, index.SMALL_ROWS])
 def test_the_records_of_many_keys_at_once_are_what_each_lookup_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     small_rows: int) -> None:

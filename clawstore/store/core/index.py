@@ -17,7 +17,7 @@ import weakref
 from array import array
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,6 +36,7 @@ _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
 _OBJ_DIGEST = struct.Struct(f"<32s{_OBJ.size - 32}x")  # an object row's digest alone
+_ACT_RECORD = struct.Struct(f"<32s32s{_ACT.size - 64}x")  # an action row's key and record alone
 _TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
 _TAG = struct.Struct("=H")  # its next 2: the tag a table holds for each row (native order, as a cast to "H" reads them)
 _CHECKSUM = 32
@@ -398,6 +399,13 @@ class Table:
         for batch in self._batches(head.objects_at, head.n_objects, _OBJ.size):
             into.update(map(itemgetter(0), _OBJ_DIGEST.iter_unpack(batch)))
 
+    def key_records(self) -> dict[bytes, bytes]:
+        """{key: record} of every action row of the segment (NO_RECORD for a removal), cut from its rows in C."""
+        head, found = self._head, {}
+        for batch in self._batches(head.actions_at, head.n_actions, _ACT.size):
+            found.update(_ACT_RECORD.iter_unpack(batch))
+        return found
+
     def iter_actions(self) -> Iterator[tuple[bytes, ActionEntry]]:
         head, pack = self._head, self._pack
         for key, record, time_ns, slot, offset in self._stream(head.actions_at, head.n_actions, _ACT.size, _ACT):
@@ -597,6 +605,38 @@ class Entries:
             table.add_object_digests(found)
         return found
 
+    def entry_digests(self) -> dict[bytes, bytes]:
+        """{key: record} of each key's newest entry that has a record (what `iter_actions` names, less removals), each
+        table's cut from its rows in C (no ActionEntry, no merge of sorted streams); a key in more than one part,
+        rare, is settled by `find_action`."""
+        found: dict[bytes, bytes] = {}
+        again: set[bytes] = set()
+        # One part made at a time and merged (the largest table first, taken as it is): held, the result and one part.
+        parts = (self._key_records(table, again) for table in self.tables)
+        mine = ({key: entry.record or NO_RECORD for key, entry in self.actions.items()},) if self.actions else ()
+        for part in chain(parts, mine):
+            if not found:
+                found = part
+                continue
+            again.update(found.keys() & part.keys())
+            found.update(part)
+        for key in again:
+            entry = self.find_action(key)
+            found[key] = NO_RECORD if entry is None or entry.record is None else entry.record
+        if NO_RECORD in found.values():  # (removed in place: no second dict of them all)
+            for key in [key for key, record in found.items() if record == NO_RECORD]:
+                del found[key]
+        return found
+
+    @staticmethod
+    def _key_records(table: Table, again: set[bytes]) -> dict[bytes, bytes]:
+        """A table's {key: record}; a key twice in it (claw writes none; a reader does not rely on it) kept its last
+        row, not its newest: then each of its keys is settled in `again`."""
+        part = table.key_records()
+        if len(part) != table._head.n_actions:
+            again.update(part)
+        return part
+
     def iter_objects(self) -> Iterator[tuple[bytes, Loc]]:
         """Every object, sorted by digest, streamed from the tables (no dict of them all)."""
         streams = [table.iter_objects() for table in self.tables]
@@ -777,6 +817,10 @@ class IndexView:
     def object_digests(self) -> set[bytes]:
         """Every object's digest (set arithmetic over a whole store: a push's, a pull's)."""
         return self._entries.object_digests()
+
+    def entry_digests(self) -> dict[bytes, bytes]:
+        """{key digest: record digest} of every entry (a push's whole store; removed ones left out)."""
+        return self._entries.entry_digests()
 
     @property
     def actions(self) -> ActionsMap:
