@@ -25,11 +25,14 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
                    models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
                    no_chart: bool) -> None:
     """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
+    from clawstore.host import process_end
     from clawstore.report.chart_beside import ChartBeside
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
-    drawer = None if no_chart else ChartBeside()  # first: forked before the store starts a thread
+    # First: forked before the store starts a thread; only in the `claw` program (a process running many commands,
+    # as the tests do, imports matplotlib once and keeps it).
+    drawer = None if no_chart else ChartBeside(fork=process_end.is_program())
     try:
         _report(drawer, suite, run_profile, evaluation_profile, cases, models, store_dir, output, chart)
     finally:

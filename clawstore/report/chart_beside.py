@@ -20,13 +20,14 @@ from clawstore.report.data import CampaignReport
 
 
 class ChartBeside:
-    """A forked drawer: `draw` sends it the report (its summaries: the chart reads no row), `close` ends it."""
+    """A forked drawer: `draw` sends it the report (its summaries: the chart reads no row), `close` ends it. Not
+    `fork`: none, the chart is drawn here (a process running many commands keeps matplotlib imported once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fork: bool = True) -> None:
         self._pid: int | None = None
         self._send: BinaryIO | None = None
         self._answers: BinaryIO | None = None
-        if sys.platform != "linux":
+        if not fork or sys.platform != "linux":
             return
         try:
             to_child, from_parent = os.pipe()

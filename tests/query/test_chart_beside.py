@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from clawstore.cli import main
 from clawstore.errors import UsageError
 from clawstore.report import chart_beside
 from clawstore.report.chart import NoScoresError, write_chart
@@ -76,3 +78,25 @@ def test_a_drawer_not_asked_is_ended_and_reaped(tmp_path: Path) -> None:
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # (reaped: no child of that id is left)
     drawer.close()  # (twice: nothing to end)
+
+
+
+def test_a_caller_s_process_draws_the_chart_itself(tmp_path: Path) -> None:
+    """CliRunner (a process running many commands, as the tests): no drawer; the `claw` program's fork is
+    test_report.py's test_default_chart_path_in_a_real_process."""
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS))
+    flags = ["report", "--suite", "suite_a", "--run-profile", "std", "--evaluation-profile", "judge_x",
+             "--store", str(store.root), "--chart", str(tmp_path / "d.png")]
+    made: list[bool] = []
+    real = ChartBeside.__init__
+
+    def init(self: ChartBeside, fork: bool = True) -> None:
+        real(self, fork)
+        made.append(self._pid is not None)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ChartBeside, "__init__", init)
+        result = CliRunner().invoke(main, flags)
+    assert result.exit_code == 0, result.stderr
+    assert made == [False] and (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
