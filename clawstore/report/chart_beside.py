@@ -71,8 +71,8 @@ class ChartBeside:
             pickle.dump((summaries, path), self._send)
             self._send.close()
             answer = pickle.load(self._answers)
-        except (OSError, EOFError, pickle.PickleError):
-            return None  # (the drawer is gone)
+        except Exception:  # noqa: BLE001 - the drawer gone (EOF, a broken pipe), or a value that does not pickle
+            return None
         return answer if isinstance(answer, tuple) and answer[0] in ("drawn", "nothing", "usage") else None
 
     def close(self) -> None:

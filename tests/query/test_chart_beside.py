@@ -7,6 +7,7 @@ import dataclasses
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,10 @@ def test_a_caller_s_process_draws_the_chart_itself(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, flags)
     assert result.exit_code == 0, result.stderr
     assert made == [False] and (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_report_that_does_not_pickle_is_drawn_here(report: CampaignReport, tmp_path: Path) -> None:
+    odd = dataclasses.replace(report, untrusted_signer=None, judge_reliability=[threading.Lock()])  # type: ignore[list-item]
+    drawer = ChartBeside()
+    drawer.draw(odd, tmp_path / "here.png")
+    assert (tmp_path / "here.png").read_bytes() == write_chart(report, tmp_path / "again.png").read_bytes()
