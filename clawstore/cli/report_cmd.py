@@ -11,6 +11,7 @@ from clawstore.cli.common import campaign_options, existing_store_root, open_exi
 from clawstore.errors import UsageError
 
 if TYPE_CHECKING:
+    from clawstore.report.chart_beside import ChartBeside
     from clawstore.store import Store
 
 
@@ -24,14 +25,30 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
                    models: tuple[str, ...], store_dir: Path | None, output: str, chart: Path | None,
                    no_chart: bool) -> None:
     """Report a campaign's last build from the store alone (no provider call; configs may have changed)."""
+    from clawstore.host import process_end
+    from clawstore.report.chart_beside import ChartBeside
+
+    if chart is not None and no_chart:
+        raise UsageError("--chart and --no-chart exclude each other")
+    # First: forked before the store starts a thread; only in the `claw` program (a process running many commands,
+    # as the tests do, imports matplotlib once and keeps it).
+    drawer = None if no_chart else ChartBeside(fork=process_end.is_program())
+    try:
+        _report(drawer, suite, run_profile, evaluation_profile, cases, models, store_dir, output, chart)
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation_profile: str | None,
+            cases: tuple[str, ...], models: tuple[str, ...], store_dir: Path | None, output: str,
+            chart: Path | None) -> None:
     from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
     from clawstore.report.text import JsonRows, json_chunks, print_terminal, render_text
 
-    if chart is not None and no_chart:
-        raise UsageError("--chart and --no-chart exclude each other")
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = existing_store_root(store_dir)
     store = open_existing(root)
@@ -49,13 +66,13 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
             print_terminal(report)
         else:
             click.echo(render_text(report), nl=False)
-    if no_chart:
+    if drawer is None:
         return
-    from clawstore.report.chart import NoScoresError, write_chart
+    from clawstore.report.chart import NoScoresError
 
     path = chart or Path("outputs") / "charts" / (ids.evaluation_profile_id or "report") / "score_cost.png"
     try:
-        write_chart(report, path)
+        drawer.draw(report, path)
     except NoScoresError as exc:  # a report without a chart is still a report
         click.echo(f"claw: warning: {exc}", err=True)
         return

@@ -42,6 +42,12 @@ def claim_program() -> None:
     _program = True
 
 
+def is_program() -> bool:
+    """Is this the `claw` program (one command, then the process ends), not a caller running commands in its own
+    process (tests' CliRunner, a library user)?"""
+    return _program
+
+
 def leave_to_exit() -> bool:
     """May the caller leave its teardown to the process's end? True only in the `claw` program, which
     then ends quickly (`finish`)."""

@@ -161,14 +161,33 @@ def test_unknown_campaign_and_bad_flag_path_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and f"{bad}: suite_id: missing" in result.stderr
 
 
+# `claw` (cli.entry) with ChartBeside noting in the file argv[1] whether it forked its drawer.
+_PROGRAM_NOTING_ITS_DRAWER = """
+import sys
+from pathlib import Path
+from clawstore.report import chart_beside
+said = Path(sys.argv.pop(1))
+made = chart_beside.ChartBeside.__init__
+def noted(self, fork=True):
+    made(self, fork)
+    said.write_text(str(self._pid is not None))
+chart_beside.ChartBeside.__init__ = noted
+sys.argv[0] = "claw"
+from clawstore.cli import entry
+entry()
+"""
+
+
 def test_default_chart_path_in_a_real_process(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
     store, _ = workspace
-    code = "import sys; from clawstore.cli import main; sys.exit(main())"
-    proc = subprocess.run([sys.executable, "-c", code, "report", "--suite", "suite_a", "--run-profile", "std",
-                           "--evaluation-profile", "judge_x", "--store", str(store.root)],
+    said = tmp_path / "forked"  # (the `claw` program draws its chart in a forked process: report/chart_beside.py)
+    code = _PROGRAM_NOTING_ITS_DRAWER
+    proc = subprocess.run([sys.executable, "-c", code, str(said), "report", "--suite", "suite_a", "--run-profile",
+                           "std", "--evaluation-profile", "judge_x", "--store", str(store.root)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert png_size(tmp_path / "outputs/charts/judge_x/score_cost.png") == (1000, 650)
+    assert said.read_text() == "True"
 
 
 def test_bubble_areas() -> None:
