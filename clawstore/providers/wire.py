@@ -13,6 +13,7 @@ the CPU a request by a quarter to a third (bench/floor_bench.py): httpx's and ht
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import struct
@@ -21,7 +22,6 @@ from collections.abc import Callable, Iterator
 
 import h11
 import httpx
-from httpcore._utils import is_socket_readable  # httpcore's own check of an idle connection
 
 READ_NUM_BYTES = 64 * 1024  # as httpcore
 MAX_INCOMPLETE_EVENT_SIZE = 100 * 1024  # as httpcore: a head larger than this is a protocol error
@@ -36,6 +36,16 @@ def _timeval(seconds: float | None) -> bytes:
     whole = int(seconds)
     micro = max(int((seconds - whole) * 1_000_000), 1 if whole == 0 else 0)
     return _TIMEVAL.pack(whole, micro)
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Has an idle connection something to read (the server's close, or bytes it had no reason to send)? Either
+    way it is not reused. (httpcore checks the same; its helper is private, so not imported.)"""
+    if sock.fileno() == -1:
+        return True
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class Wire:
@@ -60,7 +70,7 @@ class Wire:
         TransportError subclasses as httpx would."""
         origin = (url.scheme, url.raw_host, url.port)
         if self._sock is not None and (origin != self._origin or time.monotonic() > self._expire_at
-                                       or is_socket_readable(self._sock)):  # the server closed it meanwhile
+                                       or _readable(self._sock)):  # the server closed it meanwhile
             self.close()
         if self._sock is None:
             self._connect(url, timeout.connect)

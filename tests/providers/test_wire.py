@@ -187,6 +187,9 @@ def test_a_refused_connection_reads_the_same_as_through_httpx(clients: tuple[Pro
 def test_a_header_h11_refuses_reads_the_same_as_through_httpx(clients: tuple[ProviderClient, ProviderClient],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAW_TEST_WIRE_KEY", "sk-one\nline-two-0123456789")  # an API key pasted with a line break
+    # The endpoint refuses such a key before any request (tests/hostile/test_key_characters.py); past that check,
+    # the layer below must still refuse it alike on both paths and never quote it.
+    monkeypatch.setattr(Endpoint, "api_key", lambda self: "sk-one\nline-two-0123456789")
     server = _Server(_keep_alive([_reply(json.dumps(REPLY).encode())] * 2))
     try:
         outcomes = [_outcome(client, Endpoint(server.endpoint.base_url, "CLAW_TEST_WIRE_KEY")) for client in clients]
