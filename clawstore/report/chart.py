@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clawstore.errors import UsageError
+from clawstore.host.durable import atomic_file, output_problem
 from clawstore.report.data import CampaignReport, ModelSummary
 
 WIDTH_IN, HEIGHT_IN, DPI = 10.0, 6.5, 100  # 1000 x 650 pixels
@@ -72,9 +73,14 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
         ax.set_title(f"{marked}Quality vs cost — {report.campaign_id}\nbubble area: mean run latency", fontsize=11)
         ax.grid(True, alpha=0.3, zorder=0)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI, facecolor="white")
+        problem = output_problem("--chart", path)
+        if problem is not None:
+            raise UsageError(problem)
+        # Written beside and renamed into place, as the other outputs: a full disk leaves the old chart whole.
+        with atomic_file(path) as out:
+            fig.savefig(out, format=path.suffix[1:].lower() or "png", dpi=DPI, facecolor="white")
     except OSError as exc:
-        raise UsageError(f"--chart {path}: {exc.strerror}") from None
+        raise UsageError(f"--chart {path}: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
     return path
