@@ -46,7 +46,7 @@ def test_a_pipe_or_a_symlink_at_the_path_is_refused(report: CampaignReport, tmp_
     fifo = tmp_path / "fifo.png"
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match="not a regular file"):
-        write_chart(report, fifo)  # (before: savefig opened the pipe and blocked until a reader came)
+        write_chart(report, fifo)  # (before: "--chart …: None", an OSError without its text)
     target = tmp_path / "elsewhere.png"
     target.write_bytes(b"keep")
     link = tmp_path / "link.png"
