@@ -287,8 +287,13 @@ class _Handler(BaseHTTPRequestHandler):
                     state.add_rule(rule.get("model", "*"), replies, rule.get("match"))
             elif action == "reset":
                 state.reset()
-            elif action == "shutdown":  # answered first; serve_forever then returns (from another thread)
+            elif action == "shutdown":
+                # Answered before serve_forever is told to return: the process may end as soon as it does,
+                # and a reply still being written (a loaded machine) was lost with it.
+                self._send_json(200, {"ok": True})
+                self.wfile.flush()
                 threading.Thread(target=self.server.shutdown, name="standin-shutdown", daemon=True).start()
+                return
             else:
                 self._send_json(404, {"error": {"message": f"no admin action {action}"}})
                 return

@@ -65,3 +65,28 @@ def test_stop_refuses_what_is_not_a_loopback_stand_in() -> None:
         proc = subprocess.run([*CLAW, "standin", "--stop"], env=_env(OPENROUTER_BASE_URL=server.base_url),
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
+
+
+SLOW_REPLIES = """
+import sys, time
+from clawstore.testing import standin
+send = standin._Handler._send
+def slow(self, *args, **kwargs):  # a loaded machine: the reply is written a while after it is decided
+    time.sleep(0.5)
+    send(self, *args, **kwargs)
+standin._Handler._send = slow
+sys.exit(standin.main(sys.argv[1:]))
+"""
+
+
+def test_stop_is_answered_before_the_stand_in_exits() -> None:
+    """The shutdown's reply is written before the process may end (CI once saw 'no stand-in answers' here)."""
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_REPLIES, "--print-port"], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = proc.stdout.readline().strip()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    stop = subprocess.run([*CLAW, "standin", "--stop"], env=_env(OPENROUTER_BASE_URL=base_url),
+                          capture_output=True, text=True, timeout=30)
+    assert stop.returncode == 0 and f"stopped the stand-in on {base_url}" in stop.stderr, stop.stderr
+    assert proc.wait(timeout=30) == 0  # and it did stop
