@@ -44,6 +44,7 @@ SMOKE = {
     "floor_bench": ["--requests", "16", "--threads", "4", "--runs", "1"],
     "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
     "gc_fsck_bench": ["--cases", "6", "--models", "1", "--runs", "1"],
+    "fn_cpu_bench": ["--cases", "3", "--models", "1"],
 }
 
 
