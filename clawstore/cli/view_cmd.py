@@ -106,10 +106,12 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
 
 def _view(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None, out: Path | None,
           store_dir: Path | None, helper: DetailsBeside) -> tuple[Written, Path]:
-    """The page and its details written (`helper` making its half of the shards); where."""
+    """The page and its details written (`helper` making its share of the shards); where."""
     from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
+    from clawstore.errors import UsageError
+    from clawstore.report.data import _head_ref
     from clawstore.report.view_beside import write_view
     from clawstore.report.view_data import collect
     from clawstore.store import Store
@@ -126,6 +128,10 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
         manifest = _indexed(store, root, campaign)
         if manifest is None:
             break
+    try:  # (the heads the report is about to read; write_view tells the helper which it read)
+        helper.begin(root, [_head_ref(store, campaign)[0] for campaign in campaigns], manifest)
+    except UsageError:
+        pass  # (no build of a campaign: collect says so)
     title = "claw view: " + " vs ".join(campaigns)
     path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
     # The report's rows and every batch of records are acyclic: the collector walking them (the report's hundreds of
@@ -134,7 +140,7 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
         data = collect(store, campaigns, tags, manifest)
         if out is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        return write_view(store, root, data, title, path, helper), path
+        return write_view(store, data, title, path, helper), path
 
 
 def size_text(size: int) -> str:

@@ -12,6 +12,7 @@ import os
 import pickle
 import signal
 import sys
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -22,15 +23,42 @@ from clawstore.store.face import StoreReader
 
 
 @dataclass(frozen=True)
-class _Order:
-    """What the helper needs to make its shards: the store, the heads, the manifest and rows the report read."""
+class _Start:
+    """Sent as soon as the manifest is ready: the store, the heads the report is about to read, the manifest."""
 
     root: Path
     heads: list[str]
     manifest: Path | None
+
+
+@dataclass(frozen=True)
+class _Order:
+    """Sent once the report is built: the heads it read, the summary's row keys, the page's path and token."""
+
+    heads: list[str]
     rows: frozenset[RunKey]
     path: Path
     token: str
+
+
+class _Rows(Container[RunKey]):
+    """The summary's row keys, before they are known: every run taken as having a row (it has, unless the report left
+    it out), the keys met kept until `known` checks them; then the keys themselves."""
+
+    def __init__(self) -> None:
+        self._met: list[RunKey] | None = []
+        self._rows: frozenset[RunKey] = frozenset()
+
+    def __contains__(self, key: object) -> bool:
+        if self._met is None:
+            return key in self._rows
+        self._met.append(key)  # type: ignore[arg-type]
+        return True
+
+    def known(self, rows: frozenset[RunKey]) -> bool:
+        """Take the keys; False when a run met so far has no row (the shards were numbered otherwise)."""
+        met, self._met, self._rows = self._met or [], None, rows
+        return all(key in rows for key in met)
 
 
 # This process's ends of the helper's pipes. A process forked later (the tag reader's) would hold them open too: the
@@ -55,7 +83,9 @@ HELPER_NAME = "claw-details"
 
 
 def _helps(number: int) -> bool:
-    return number % 2 == 1  # every other shard: the halves stay even whatever the campaign's size
+    # Two shards in three: the helper starts while the command builds the report. Spread (not a block of the runs):
+    # the shares stay as set whatever the campaign's size, and neither needs the run count first.
+    return number % 3 != 0
 
 
 class DetailsBeside:
@@ -89,6 +119,16 @@ class DetailsBeside:
         self._pid = pid
         self._send = os.fdopen(from_parent, "wb")
         self._answers = os.fdopen(to_parent, "rb")
+
+    def begin(self, root: Path, heads: list[str], manifest: Path | None) -> None:
+        """Let the helper start walking the heads (the report is built meanwhile)."""
+        if self._send is None:
+            return
+        try:
+            pickle.dump(_Start(root, heads, manifest), self._send)
+            self._send.flush()
+        except Exception:  # noqa: BLE001 - the helper gone (a broken pipe): this process makes every shard
+            self.close()
 
     def start(self, order: _Order) -> bool:
         """Send the helper its order; False when it is not there to take it (then every shard is made here)."""
@@ -137,13 +177,13 @@ class DetailsBeside:
             self._pid = None
 
 
-def write_view(store: StoreReader, root: Path, data: ViewData, title: str, path: Path,
-               helper: DetailsBeside) -> Written:
-    """write_page of `data`'s summary and run details, the odd-numbered shards made by `helper` when it takes them."""
+def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helper: DetailsBeside) -> Written:
+    """write_page of `data`'s summary and run details, two shards in three made by `helper` when it takes them (it
+    gives them up when the report read other heads than it was told, or left a run out)."""
     check_out(path)  # (before the helper writes a shard there)
     token = page_token(data.head_ids)
     rows = row_index(data)
-    helped = helper.start(_Order(root, data.head_ids, data.manifest, frozenset(rows), path, token))
+    helped = helper.start(_Order(data.head_ids, frozenset(rows), path, token))
     mine = (lambda number: not _helps(number)) if helped else (lambda number: True)
     runs = shards = detail_bytes = 0
     for number, keys, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS, mine):
@@ -166,9 +206,10 @@ def write_view(store: StoreReader, root: Path, data: ViewData, title: str, path:
 
 
 def _helper(requests: int, answers: int) -> None:
-    """The forked process: wait for the order, make the odd-numbered shards, say each as written; exit without running
-    the command's cleanup (os._exit: the parent's atexit hooks and buffers are the parent's). When the command's
-    process is gone, it ends at its next word: the order's pipe ends (EOF), its answer has no reader (EPIPE)."""
+    """The forked process: walk the heads it is told, make its shards, and once its order says they are the report's
+    (the same heads, a row for every run met), say each as written; exit without running the command's cleanup
+    (os._exit: the parent's atexit hooks and buffers are the parent's). When the command's process is gone, it ends at
+    its next word: its order's pipe ends (EOF), its answer has no reader (EPIPE)."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -178,19 +219,25 @@ def _helper(requests: int, answers: int) -> None:
             pass
         with os.fdopen(requests, "rb") as source:
             try:
-                order: _Order = pickle.load(source)
+                start: _Start = pickle.load(source)
             except EOFError:
-                return  # (the command ended, or made every shard itself)
-        gc.disable()  # (the records are acyclic: view_cmd's collector_paused)
-        from clawstore.store import Store
+                return  # (the command ended, or makes every shard itself)
+            gc.disable()  # (the records are acyclic: view_cmd's collector_paused)
+            from clawstore.store import Store
 
-        store = Store(order.root, create=False)
-        with os.fdopen(answers, "wb") as sink:
-            for number, _, details in run_shards(store, order.heads, order.manifest, order.rows, SHARD_RUNS, _helps):
-                if details is not None:
-                    size = write_shard(order.path, order.token, number, details)
-                    sink.write(b"%d %d\n" % (number, size))
-                    sink.flush()
+            store = Store(start.root, create=False)
+            rows = _Rows()
+            order: _Order | None = None
+            with os.fdopen(answers, "wb") as sink:
+                for number, _, details in run_shards(store, start.heads, start.manifest, rows, SHARD_RUNS, _helps):
+                    if order is None:
+                        order = pickle.load(source)  # (EOF: the command ended, or makes every shard itself)
+                        if order.heads != start.heads or not rows.known(order.rows):
+                            return
+                    if details is not None:
+                        size = write_shard(order.path, order.token, number, details)
+                        sink.write(b"%d %d\n" % (number, size))
+                        sink.flush()
     except BaseException:  # noqa: BLE001 - anything else: the command makes the shards not said
         code = 1
     finally:
