@@ -6,6 +6,7 @@ the command, nor a command that is killed."""
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -16,9 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.view_bench import FLAGS, write_campaign
+from bench.view_bench import CAMPAIGN, FLAGS, write_campaign
 from clawstore.cli import main
-from clawstore.report.view_beside import HELPER_NAME, _Rows
+from clawstore.report.view_beside import HELPER_NAME, _Order, _Rows, _Start
+from clawstore.report.view_data import collect, row_index
+from clawstore.report.view_page import page_token
 from clawstore.store import Store
 
 RUNS = 800  # four shards of 256: the helper's are 1 and 2
@@ -155,3 +158,35 @@ def test_a_helper_that_met_a_run_the_report_left_out_gives_up_its_shards() -> No
     assert (0, "m", "a") in rows
     assert rows.known(frozenset({(0, "m", "a")}))
     assert (0, "m", "a") in rows and (0, "m", "b") not in rows  # (then the keys themselves)
+
+
+def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str]) -> tuple[int, bytes]:
+    """The helper run alone (a process of its own), told the heads `told` and then that the report read `read`: its
+    exit code and what it said."""
+    store = Store(store_dir, create=False)
+    data = collect(store, [str(CAMPAIGN["id"])])
+    requests, to_helper = os.pipe()
+    from_helper, answers = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
+                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
+                            pass_fds=(requests, answers))
+    os.close(requests)
+    os.close(answers)
+    with os.fdopen(to_helper, "wb") as send:
+        pickle.dump(_Start(store_dir, told, None), send)
+        pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
+    with os.fdopen(from_helper, "rb") as said:
+        return proc.wait(timeout=120), said.read()
+
+
+def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir: Path, tmp_path: Path) -> None:
+    head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
+    out = tmp_path / "view.html"
+    code, said = _helper_told(store_dir, out, [head], [head])
+    assert code == 0 and [line.split()[0] for line in said.splitlines()] == [b"1", b"2"]
+    assert _shards(out) == {"details-00001.js", "details-00002.js"}
+    # A build advanced the campaign between the helper's start and the report: its shards are another head's.
+    elsewhere = tmp_path / "elsewhere" / "view.html"
+    elsewhere.parent.mkdir()
+    assert _helper_told(store_dir, elsewhere, [head], ["blake3:" + "0" * 64]) == (0, b"")
+    assert _shards(elsewhere) == set()
