@@ -89,14 +89,16 @@ def _helps(number: int) -> bool:
 
 
 class DetailsBeside:
-    """A forked shard maker: `write_view` hands it its half, `close` ends it. Not `fork`: none (a process running
-    commands in itself, tests' CliRunner, keeps its threads: forking it is unsafe)."""
+    """A forked shard maker: `begin` and `write_view` hand it its share, `close` ends it. Not `fork`, or a process
+    allowed one CPU: none (a process running commands in itself, tests' CliRunner, keeps its threads: forking it is
+    unsafe)."""
 
     def __init__(self, fork: bool = True) -> None:
         self._pid: int | None = None
         self._send: BinaryIO | None = None
         self._answers: BinaryIO | None = None
-        if not fork or sys.platform != "linux":
+        # One core: the helper's share would run after this process's, and its walk of the heads is work added.
+        if not fork or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
             return
         try:
             to_child, from_parent = os.pipe()

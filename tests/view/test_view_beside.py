@@ -190,3 +190,17 @@ def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir
     elsewhere.parent.mkdir()
     assert _helper_told(store_dir, elsewhere, [head], ["blake3:" + "0" * 64]) == (0, b"")
     assert _shards(elsewhere) == set()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
+def test_a_view_allowed_one_cpu_forks_no_helper(store_dir: Path, alone: dict[str, bytes], tmp_path: Path) -> None:
+    out = tmp_path / "view.html"
+    proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "view", *FLAGS, "--out", str(out)], cwd=tmp_path,
+                            env={**os.environ, "CLAW_STORE": str(store_dir)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    seen: set[int] = set()
+    while proc.poll() is None:  # (a helper lives from the start to the last shard: seen if there)
+        seen.update(_helpers(proc.pid))
+        time.sleep(0.002)
+    assert proc.returncode == 0 and not seen
+    assert _written(out) == alone
