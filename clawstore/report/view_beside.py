@@ -1,9 +1,10 @@
 """`claw view`'s run details made on both cores: a process forked when the command starts, before the store is opened
-(no thread yet to fork with), waits while this one builds the report, then makes the odd-numbered detail shards (its
-own store reader: records, bodies, details, JSON) while this one makes the even ones, each walking the heads' runs.
-It says each shard it has written, once written; whatever it has not said (killed, out of memory, an error) is made
-here afterwards. Linux only; elsewhere, and when the fork fails, every shard is made here as before. Same page and
-shards either way (tests/view/test_view_beside.py). Why: docs/view.md (Scale)."""
+(no thread yet to fork with), walks the heads while this one builds the report, and makes two detail shards in three
+(its own store reader: records, bodies, details, JSON) while this one makes the others. It writes only once its order
+says its walk was the report's (the same heads, a row for every run it met), and says each shard once written;
+whatever it has not said (killed, out of memory, an error, another head) is made here afterwards. Linux only, and
+only with two CPUs or more; elsewhere, and when the fork fails, every shard is made here as before. Same page and
+shards either way (tests/view/test_view_beside.py). Why: docs/view.md (Scale, Details by module)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ class DetailsBeside:
         self._pid: int | None = None
         self._send: BinaryIO | None = None
         self._answers: BinaryIO | None = None
+        self._begun = False  # (told the heads: `start` follows)
         # One core: the helper's share would run after this process's, and its walk of the heads is work added.
         if not fork or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
             return
@@ -129,12 +131,14 @@ class DetailsBeside:
         try:
             pickle.dump(_Start(root, heads, manifest), self._send)
             self._send.flush()
+            self._begun = True
         except Exception:  # noqa: BLE001 - the helper gone (a broken pipe): this process makes every shard
             self.close()
 
     def start(self, order: _Order) -> bool:
         """Send the helper its order; False when it is not there to take it (then every shard is made here)."""
-        if self._send is None:
+        if self._send is None or not self._begun:
+            self.close()
             return False
         send, self._send = self._send, None
         _HELD.discard(send.fileno())
