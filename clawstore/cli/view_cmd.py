@@ -7,10 +7,15 @@ import webbrowser
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor, Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
+
+if TYPE_CHECKING:
+    from clawstore.report.view_beside import DetailsBeside
+    from clawstore.report.view_page import Written
 
 
 def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
@@ -81,15 +86,38 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
                  out: Path | None, open_page: bool, store_dir: Path | None) -> None:
     """Write one static HTML page: leaderboard, score-vs-cost chart, models x cases matrix, every run (their
     details in a folder beside the page, loaded when a run is opened)."""
+    from clawstore.host import process_end
+    from clawstore.report.view_beside import DetailsBeside
+    from clawstore.report.view_page import details_dir
+    from clawstore.store import Store  # noqa: F401 - imported before the fork: the helper reads the store too
+
+    # First: forked before the tag reader's pool and the store start a thread.
+    helper = DetailsBeside(fork=process_end.is_program())
+    try:
+        written, path = _view(suite, run_profile, evaluation_profile, against, out, store_dir, helper)
+    finally:
+        helper.close()
+    click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
+               f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
+    if open_page and not webbrowser.open(path.absolute().as_uri()):
+        click.echo(f"claw: note: no browser could be opened here (set $BROWSER to choose one); the page is "
+                   f"{path.absolute()}", err=True)
+
+
+def _view(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None, out: Path | None,
+          store_dir: Path | None, helper: DetailsBeside) -> tuple[Written, Path]:
+    """The page and its details written (`helper` making its share of the shards); where."""
     from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
-    from clawstore.report.view_data import collect, run_details
-    from clawstore.report.view_page import details_dir, write_page
+    from clawstore.errors import UsageError
+    from clawstore.report.data import _head_ref
+    from clawstore.report.view_beside import write_view
+    from clawstore.report.view_data import collect
     from clawstore.store import Store
     from clawstore.store.services.migrate import open_layout
 
-    tags = _case_tags_beside(Path.cwd())  # first: forked before the store starts a thread
+    tags = _case_tags_beside(Path.cwd())  # before the store starts a thread
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = workspace_store_dir(store_dir, must_exist=True)
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
@@ -100,6 +128,10 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
         manifest = _indexed(store, root, campaign)
         if manifest is None:
             break
+    try:  # (the heads the report is about to read; write_view tells the helper which it read)
+        helper.begin(root, [_head_ref(store, campaign)[0] for campaign in campaigns], manifest)
+    except UsageError:
+        pass  # (no build of a campaign: collect says so)
     title = "claw view: " + " vs ".join(campaigns)
     path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
     # The report's rows and every batch of records are acyclic: the collector walking them (the report's hundreds of
@@ -108,12 +140,7 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
         data = collect(store, campaigns, tags, manifest)
         if out is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        written = write_page(data.summary, run_details(store, data), data.head_ids, title, path)
-    click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
-               f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
-    if open_page and not webbrowser.open(path.absolute().as_uri()):
-        click.echo(f"claw: note: no browser could be opened here (set $BROWSER to choose one); the page is "
-                   f"{path.absolute()}", err=True)
+        return write_view(store, data, title, path, helper), path
 
 
 def size_text(size: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,25 +282,70 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
 def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     """Every run's detail in the order of the campaigns' heads, its records and bodies read `READ_RUNS` runs at a
     time; as each is yielded its index (0, 1, ...) is added to its row's `runs`."""
-    cases = data.summary["cases"]
-    rows = {(r["campaign"], r["model_id"], cases[r["case"]]): r for r in data.summary["rows"]}
+    rows = row_index(data)
     count = 0
-    for campaign, head_id in enumerate(data.head_ids):
+    for _, keys, details in run_shards(store, data.head_ids, data.manifest, rows, READ_RUNS):
+        for key, detail in zip(keys, details or (), strict=True):
+            rows[key]["runs"].append(count)
+            count += 1
+            yield detail
+
+
+def row_index(data: ViewData) -> dict[tuple[int, str, str], dict[str, Any]]:
+    """The summary's rows by (campaign, model, case): the keys run_shards is given."""
+    cases = data.summary["cases"]
+    return {(r["campaign"], r["model_id"], cases[r["case"]]): r for r in data.summary["rows"]}
+
+
+RunKey = tuple[int, str, str]  # (campaign, model, case) of a summary row
+
+
+def run_shards(store: StoreReader, head_ids: Sequence[str], manifest: Path | None, rows: Container[RunKey], per: int,
+               make: Callable[[int], bool] = lambda number: True
+               ) -> Iterator[tuple[int, list[RunKey], list[dict[str, Any]] | None]]:
+    """(number, each run's row key, their details) of each `per` runs in the order of the heads' runs that have a row
+    (a shard may hold the end of one head and the start of the next), numbered 0, 1, ...; the details only of the
+    numbers `make` takes (None for the others: their runs are counted, no record read). Records and bodies are read
+    `READ_RUNS` runs of one head at a time."""
+    opened: list[ManifestField] = []
+    runs = _heads_runs(store, head_ids, manifest, rows, opened)
+    try:
+        for number in itertools.count():
+            shard = list(itertools.islice(runs, per))
+            if not shard:
+                return
+            keys = [key for key, _, _ in shard]
+            if not make(number):
+                yield number, keys, None
+                continue
+            details = []
+            for _, run_names in itertools.groupby(shard, key=lambda run: id(run[2])):
+                head_runs = list(run_names)
+                for at in range(0, len(head_runs), READ_RUNS):
+                    batch = head_runs[at:at + READ_RUNS]
+                    records, bodies = _batch_records(store, [node for _, nodes, _ in batch for node in nodes],
+                                                     batch[0][2])
+                    shown = iter(records)
+                    details += [_run_detail([(node, next(shown)) for node in nodes], bodies, key[0])
+                                for key, nodes, _ in batch]
+            yield number, keys, details
+    finally:  # (a head whose last cases the manifest lacks, or a page abandoned: its streams are not drained)
+        for lookup in opened:
+            lookup.close()
+
+
+def _heads_runs(store: StoreReader, head_ids: Sequence[str], manifest: Path | None, rows: Container[RunKey],
+                opened: list[ManifestField]
+                ) -> Iterator[tuple[RunKey, list[HeadNode], tuple[ManifestField, ManifestField]]]:
+    """(row key, nodes, the head's manifest lookups) of each run of the heads that has a row, in their order; each
+    head's lookups added to `opened` (the caller closes them: a shard's are used after the head's last run is met)."""
+    for campaign, head_id in enumerate(head_ids):
         top = store.get_json(head_id)
-        names = manifest_fields(data.manifest, head_id, top.get("node_count") if isinstance(top, dict) else None)
-        runs = ((key, nodes) for key, nodes in _runs_of_head(store, head_id, top) if (campaign, *key) in rows)
-        try:
-            while batch := list(itertools.islice(runs, READ_RUNS)):
-                records, bodies = _batch_records(store, [node for _, nodes in batch for node in nodes], names)
-                shown = iter(records)
-                for key, nodes in batch:
-                    detail = _run_detail([(node, next(shown)) for node in nodes], bodies, campaign)
-                    rows[(campaign, *key)]["runs"].append(count)
-                    count += 1
-                    yield detail
-        finally:  # (a head whose last cases the manifest lacks, or a page abandoned: its streams are not drained)
-            for lookup in names:
-                lookup.close()
+        names = manifest_fields(manifest, head_id, top.get("node_count") if isinstance(top, dict) else None)
+        opened += names
+        for key, nodes in _runs_of_head(store, head_id, top):
+            if (campaign, *key) in rows:
+                yield (campaign, *key), nodes, names
 
 
 def _batch_records(store: StoreReader, nodes: list[HeadNode], names: tuple[ManifestField, ManifestField]

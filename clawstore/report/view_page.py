@@ -82,32 +82,59 @@ def write_page(summary: dict[str, Any], details: Iterable[dict[str, Any]], heads
     """Write the shards, then the page (atomically and durably, after its shards are on disk), then remove the
     shards an earlier, larger view left. `details` are streamed, SHARD_RUNS at a time (order and bounds:
     docs/view.md)."""
+    check_out(path)
+    token = page_token(heads)
+    runs = shards = detail_bytes = 0
+    stream = iter(details)
+    while batch := list(itertools.islice(stream, SHARD_RUNS)):
+        detail_bytes += write_shard(path, token, shards, batch)
+        runs, shards = runs + len(batch), shards + 1
+    return finish_page(summary, title, path, token, Written(0, detail_bytes, shards, runs))
+
+
+def check_out(path: Path) -> None:
+    """UsageError when the page at `path` or its details folder cannot be written."""
     problem = output_problem("--out", path)
     if problem is not None:
         raise UsageError(problem)
     folder = details_dir(path)
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(f"--out {path}: {folder} is in the way (the run details go into a directory of that name)")
-    token = hashlib.blake2b("\0".join(heads).encode(), digest_size=12).hexdigest()
-    runs = shards = detail_bytes = 0
+
+
+def page_token(heads: Sequence[str]) -> str:
+    """The tag of a page's shards: of the heads it shows."""
+    return hashlib.blake2b("\0".join(heads).encode(), digest_size=12).hexdigest()
+
+
+def write_shard(path: Path, token: str, number: int, details: Sequence[dict[str, Any]]) -> int:
+    """Write shard `number` of the page at `path` (not yet durable: finish_page flushes them all); its size."""
+    folder = details_dir(path)
+    body = render_shard(token, number, details).encode("ascii")
     try:
-        stream = iter(details)
-        while batch := list(itertools.islice(stream, SHARD_RUNS)):
-            body = render_shard(token, shards, batch).encode("ascii")
-            folder.mkdir(exist_ok=True)
-            # Not durable one by one (an fsync each cost 2 s on a 50,000-run page): one flush below for them all.
-            write_file_atomic(folder / shard_name(shards), body, folder, durable=False)
-            runs, shards, detail_bytes = runs + len(batch), shards + 1, detail_bytes + len(body)
-        if shards:
+        folder.mkdir(exist_ok=True)
+        # Not durable one by one (an fsync each cost 2 s on a 50,000-run page): one flush in finish_page for them all.
+        write_file_atomic(folder / shard_name(number), body, folder, durable=False)
+    except OSError as exc:
+        raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
+    return len(body)
+
+
+def finish_page(summary: dict[str, Any], title: str, path: Path, token: str, shards: Written) -> Written:
+    """Once `shards.shards` shards are written: flush them, write the page (atomically and durably), remove the shards
+    an earlier, larger view left."""
+    folder = details_dir(path)
+    try:
+        if shards.shards:
             sync_filesystem(folder)
-        summary = {**summary, "details": {"dir": folder.name, "per": SHARD_RUNS, "token": token, "runs": runs}}
+        summary = {**summary, "details": {"dir": folder.name, "per": SHARD_RUNS, "token": token, "runs": shards.runs}}
         page = render_page(summary, title).encode("utf-8")
         with atomic_file(path) as fh:  # a hidden temp beside the page until it is whole
             fh.write(page)
-        _remove_stale(folder, shards)
+        _remove_stale(folder, shards.shards)
     except OSError as exc:
         raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
-    return Written(len(page), detail_bytes, shards, runs)
+    return Written(len(page), shards.detail_bytes, shards.shards, shards.runs)
 
 
 def _remove_stale(folder: Path, shards: int) -> None:

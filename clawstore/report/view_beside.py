@@ -1,0 +1,250 @@
+"""`claw view`'s run details made on both cores: a process forked when the command starts, before the store is opened
+(no thread yet to fork with), walks the heads while this one builds the report, and makes two detail shards in three
+(its own store reader: records, bodies, details, JSON) while this one makes the others. It writes only once its order
+says its walk was the report's (the same heads, a row for every run it met), and says each shard once written;
+whatever it has not said (killed, out of memory, an error, another head) is made here afterwards. Linux only, and
+only with two CPUs or more; elsewhere, and when the fork fails, every shard is made here as before. Same page and
+shards either way (tests/view/test_view_beside.py). Why: docs/view.md (Scale, Details by module)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Container
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from clawstore.report.view_data import RunKey, ViewData, row_index, run_shards
+from clawstore.report.view_page import SHARD_RUNS, Written, check_out, finish_page, page_token, write_shard
+from clawstore.store.face import StoreReader
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Sent as soon as the manifest is ready: the store, the heads the report is about to read, the manifest."""
+
+    root: Path
+    heads: list[str]
+    manifest: Path | None
+
+
+@dataclass(frozen=True)
+class _Order:
+    """Sent once the report is built: the heads it read, the summary's row keys, the page's path and token."""
+
+    heads: list[str]
+    rows: frozenset[RunKey]
+    path: Path
+    token: str
+
+
+class _Rows(Container[RunKey]):
+    """The summary's row keys, before they are known: every run taken as having a row (it has, unless the report left
+    it out), the keys met kept until `known` checks them; then the keys themselves."""
+
+    def __init__(self) -> None:
+        self._met: list[RunKey] | None = []
+        self._rows: frozenset[RunKey] = frozenset()
+
+    def __contains__(self, key: object) -> bool:
+        if self._met is None:
+            return key in self._rows
+        self._met.append(key)  # type: ignore[arg-type]
+        return True
+
+    def known(self, rows: frozenset[RunKey]) -> bool:
+        """Take the keys; False when a run met so far has no row (the shards were numbered otherwise)."""
+        met, self._met, self._rows = self._met or [], None, rows
+        return all(key in rows for key in met)
+
+
+# This process's ends of the helper's pipes. A process forked later (the tag reader's) would hold them open too: the
+# helper would not see the order's pipe end (EOF) nor its answers' reader go (EPIPE) when this process dies.
+_HELD: set[int] = set()
+
+
+def _close_held() -> None:
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_held)
+
+
+HELPER_NAME = "claw-details"
+
+
+def _helps(number: int) -> bool:
+    # Two shards in three: the helper starts while the command builds the report. Spread (not a block of the runs):
+    # the shares stay as set whatever the campaign's size, and neither needs the run count first.
+    return number % 3 != 0
+
+
+class DetailsBeside:
+    """A forked shard maker: `begin` and `write_view` hand it its share, `close` ends it. Not `fork`, or a process
+    allowed one CPU: none (a process running commands in itself, tests' CliRunner, keeps its threads: forking it is
+    unsafe)."""
+
+    def __init__(self, fork: bool = True) -> None:
+        self._pid: int | None = None
+        self._send: BinaryIO | None = None
+        self._answers: BinaryIO | None = None
+        self._begun = False  # (told the heads: `start` follows)
+        # One core: the helper's share would run after this process's, and its walk of the heads is work added.
+        if not fork or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
+            return
+        try:
+            to_child, from_parent = os.pipe()
+            to_parent, from_child = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (to_child, from_parent, to_parent, from_child):
+                os.close(fd)
+            return
+        if pid == 0:  # (the helper: never returns into the command)
+            os.close(from_parent)
+            os.close(to_parent)
+            _helper(to_child, from_child)
+        os.close(to_child)
+        os.close(from_child)
+        _HELD.update((from_parent, to_parent))
+        self._pid = pid
+        self._send = os.fdopen(from_parent, "wb")
+        self._answers = os.fdopen(to_parent, "rb")
+
+    def begin(self, root: Path, heads: list[str], manifest: Path | None) -> None:
+        """Let the helper start walking the heads (the report is built meanwhile)."""
+        if self._send is None:
+            return
+        try:
+            pickle.dump(_Start(root, heads, manifest), self._send)
+            self._send.flush()
+            self._begun = True
+        except Exception:  # noqa: BLE001 - the helper gone (a broken pipe): this process makes every shard
+            self.close()
+
+    def start(self, order: _Order) -> bool:
+        """Send the helper its order; False when it is not there to take it (then every shard is made here)."""
+        if self._send is None or not self._begun:
+            self.close()
+            return False
+        send, self._send = self._send, None
+        _HELD.discard(send.fileno())
+        try:
+            with send:
+                pickle.dump(order, send)
+        except Exception:  # noqa: BLE001 - the helper gone (a broken pipe): this process makes its shards
+            self.close()
+            return False
+        return True
+
+    def made(self) -> dict[int, int]:
+        """The shards the helper said it wrote (number -> bytes), once it has ended or been ended."""
+        said: dict[int, int] = {}
+        if self._answers is not None:
+            try:
+                for line in self._answers:
+                    if line.endswith(b"\n"):  # (a line cut short by a kill says nothing)
+                        number, size = line.split()
+                        said[int(number)] = int(size)
+            except (OSError, ValueError):
+                pass
+        self.close()
+        return said
+
+    def close(self) -> None:
+        """End the helper (killed if it is still at work) and reap it."""
+        for stream in (self._send, self._answers):
+            if stream is not None:
+                _HELD.discard(stream.fileno())
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._send = self._answers = None
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+
+def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helper: DetailsBeside) -> Written:
+    """write_page of `data`'s summary and run details, two shards in three made by `helper` when it takes them (it
+    gives them up when the report read other heads than it was told, or left a run out)."""
+    check_out(path)  # (before the helper writes a shard there)
+    token = page_token(data.head_ids)
+    rows = row_index(data)
+    helped = helper.start(_Order(data.head_ids, frozenset(rows), path, token))
+    mine = (lambda number: not _helps(number)) if helped else (lambda number: True)
+    runs = shards = detail_bytes = 0
+    for number, keys, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS, mine):
+        for key in keys:
+            rows[key]["runs"].append(runs)
+            runs += 1
+        shards += 1
+        if details is not None:
+            detail_bytes += write_shard(path, token, number, details)
+    if helped:
+        said = helper.made()
+        left = {number for number in range(shards) if _helps(number) and number not in said}
+        detail_bytes += sum(size for number, size in said.items() if number < shards)
+        if left:  # the helper ended before saying them: made here
+            for number, _, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS,
+                                                 left.__contains__):
+                if details is not None:
+                    detail_bytes += write_shard(path, token, number, details)
+    return finish_page(data.summary, title, path, token, Written(0, detail_bytes, shards, runs))
+
+
+def _helper(requests: int, answers: int) -> None:
+    """The forked process: walk the heads it is told, make its shards, and once its order says they are the report's
+    (the same heads, a row for every run met), say each as written; exit without running the command's cleanup
+    (os._exit: the parent's atexit hooks and buffers are the parent's). When the command's process is gone, it ends at
+    its next word: its order's pipe ends (EOF), its answer has no reader (EPIPE)."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:  # its name in ps and top (and how tests find it)
+            Path("/proc/self/comm").write_text(HELPER_NAME)
+        except OSError:
+            pass
+        with os.fdopen(requests, "rb") as source:
+            try:
+                start: _Start = pickle.load(source)
+            except EOFError:
+                return  # (the command ended, or makes every shard itself)
+            gc.disable()  # (the records are acyclic: view_cmd's collector_paused)
+            from clawstore.store import Store
+
+            store = Store(start.root, create=False)
+            rows = _Rows()
+            order: _Order | None = None
+            with os.fdopen(answers, "wb") as sink:
+                for number, _, details in run_shards(store, start.heads, start.manifest, rows, SHARD_RUNS, _helps):
+                    if order is None:
+                        order = pickle.load(source)  # (EOF: the command ended, or makes every shard itself)
+                        if order.heads != start.heads or not rows.known(order.rows):
+                            return
+                    if details is not None:
+                        size = write_shard(order.path, order.token, number, details)
+                        sink.write(b"%d %d\n" % (number, size))
+                        sink.flush()
+    except BaseException:  # noqa: BLE001 - anything else: the command makes the shards not said
+        code = 1
+    finally:
+        os._exit(code)

@@ -1,0 +1,206 @@
+"""`claw view`'s helper (report/view_beside.py): a process forked at start makes two detail shards in three while the
+command makes the others. The page and every shard are the bytes the command makes alone (in-process: no
+helper), whether the helper helps, is killed before it writes a shard, or is killed after its first; it never outlives
+the command, nor a command that is killed."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench.view_bench import CAMPAIGN, FLAGS, write_campaign
+from clawstore.cli import main
+from clawstore.report.view_beside import HELPER_NAME, _Order, _Rows, _Start
+from clawstore.report.view_data import collect, row_index
+from clawstore.report.view_page import page_token
+from clawstore.store import Store
+
+RUNS = 800  # four shards of 256: the helper's are 1 and 2
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("beside") / "store"
+    write_campaign(Store(root), runs=RUNS, models=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def alone(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The page and shards `claw view` writes in-process (a process running commands in itself forks no helper)."""
+    out = tmp_path_factory.mktemp("alone") / "view.html"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(out.parent)  # (as the subprocesses: no workspace, no tags)
+        result = CliRunner(env={"CLAW_STORE": str(store_dir)}).invoke(main, ["view", *FLAGS, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return _written(out)
+
+
+def _written(page: Path) -> dict[str, bytes]:
+    found = {page.name: page.read_bytes()}
+    found.update({f.name: f.read_bytes() for f in sorted(page.with_name(page.name + ".d").iterdir())})
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return sorted(found)
+
+
+def _helpers(pid: int) -> list[int]:
+    """Its children named as the helper names itself (a program it runs, or a child not yet past exec, is not)."""
+    found = []
+    for child in _children(pid):
+        try:
+            if Path(f"/proc/{child}/comm").read_text().strip() == HELPER_NAME:
+                found.append(child)
+        except OSError:
+            pass
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, or dead and not reaped (a zombie outlives its command all the same)."""
+    return Path(f"/proc/{pid}").exists()
+
+
+def _until(test: Callable[[], object], what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not test():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.002)
+
+
+def _view(store_dir: Path, out: Path) -> tuple[subprocess.Popen[str], int]:
+    """`claw view` as the program, and its helper, stopped."""
+    proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "view", *FLAGS, "--out", str(out)],
+                            cwd=out.parent, env={**os.environ, "CLAW_STORE": str(store_dir)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    helper: list[int] = []
+    _until(lambda: helper.extend(_helpers(proc.pid)[:1]) or helper or proc.poll() is not None, "the helper")
+    assert helper, f"no helper forked: {proc.communicate()}"
+    os.kill(helper[0], signal.SIGSTOP)
+    return proc, helper[0]
+
+
+def _shards(out: Path) -> set[str]:
+    folder = out.with_name(out.name + ".d")
+    return {f.name for f in folder.iterdir() if f.name.endswith(".js")} if folder.is_dir() else set()
+
+
+MINE = {"details-00000.js", "details-00003.js"}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
+@pytest.mark.parametrize("helper_ends", ["helps", "killed before a shard", "killed after its first shard"])
+def test_the_page_and_shards_are_the_same_whoever_makes_them(
+        store_dir: Path, alone: dict[str, bytes], tmp_path: Path, helper_ends: str) -> None:
+    out = tmp_path / "view.html"
+    proc, helper = _view(store_dir, out)
+    # The command makes its half and waits for the helper's: the page is written after every shard.
+    _until(lambda: MINE <= _shards(out), "the command's shards")
+    time.sleep(0.3)
+    assert _shards(out) == MINE and not out.exists()
+    if helper_ends == "killed before a shard":
+        os.kill(helper, signal.SIGKILL)
+    else:
+        os.kill(helper, signal.SIGCONT)
+    if helper_ends == "killed after its first shard":
+        _until(lambda: "details-00001.js" in _shards(out), "the helper's first shard")
+        os.kill(helper, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _written(out) == alone
+    assert not _alive(helper)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
+def test_a_helper_ends_with_a_killed_command(store_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "view.html"
+    proc, helper = _view(store_dir, out)
+    _until(lambda: MINE <= _shards(out), "the command's shards")  # (its order sent: the command waits for it)
+    proc.kill()
+    proc.wait()  # (not its output: the helper holds the pipes too)
+    os.kill(helper, signal.SIGCONT)
+    # It makes the shard it is at, finds no one to tell (EPIPE) and ends: no shard after it.
+    _until(lambda: not _alive(helper), "the helper's end", seconds=30)
+    assert "details-00002.js" not in _shards(out)
+
+
+def test_a_view_where_its_details_cannot_go_forks_nothing_left_behind(store_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "view.html.d").write_text("in the way")
+    proc = subprocess.run([sys.executable, "-m", "clawstore.cli", "view", *FLAGS, "--out", str(tmp_path / "view.html")],
+                          cwd=tmp_path, env={**os.environ, "CLAW_STORE": str(store_dir)}, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "is in the way" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "view.html").exists()
+
+
+def test_a_helper_that_met_a_run_the_report_left_out_gives_up_its_shards() -> None:
+    rows = _Rows()
+    assert (0, "m", "a") in rows and (0, "m", "b") in rows  # (before the keys are known: every run has a row)
+    assert not rows.known(frozenset({(0, "m", "a")}))
+    rows = _Rows()
+    assert (0, "m", "a") in rows
+    assert rows.known(frozenset({(0, "m", "a")}))
+    assert (0, "m", "a") in rows and (0, "m", "b") not in rows  # (then the keys themselves)
+
+
+def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str]) -> tuple[int, bytes]:
+    """The helper run alone (a process of its own), told the heads `told` and then that the report read `read`: its
+    exit code and what it said."""
+    store = Store(store_dir, create=False)
+    data = collect(store, [str(CAMPAIGN["id"])])
+    requests, to_helper = os.pipe()
+    from_helper, answers = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
+                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
+                            pass_fds=(requests, answers))
+    os.close(requests)
+    os.close(answers)
+    with os.fdopen(to_helper, "wb") as send:
+        pickle.dump(_Start(store_dir, told, None), send)
+        pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
+    with os.fdopen(from_helper, "rb") as said:
+        return proc.wait(timeout=120), said.read()
+
+
+def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir: Path, tmp_path: Path) -> None:
+    head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
+    out = tmp_path / "view.html"
+    code, said = _helper_told(store_dir, out, [head], [head])
+    assert code == 0 and [line.split()[0] for line in said.splitlines()] == [b"1", b"2"]
+    assert _shards(out) == {"details-00001.js", "details-00002.js"}
+    # A build advanced the campaign between the helper's start and the report: its shards are another head's.
+    elsewhere = tmp_path / "elsewhere" / "view.html"
+    elsewhere.parent.mkdir()
+    assert _helper_told(store_dir, elsewhere, [head], ["blake3:" + "0" * 64]) == (0, b"")
+    assert _shards(elsewhere) == set()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
+def test_a_view_allowed_one_cpu_forks_no_helper(store_dir: Path, alone: dict[str, bytes], tmp_path: Path) -> None:
+    out = tmp_path / "view.html"
+    proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "view", *FLAGS, "--out", str(out)], cwd=tmp_path,
+                            env={**os.environ, "CLAW_STORE": str(store_dir)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    seen: set[int] = set()
+    while proc.poll() is None:  # (a helper lives from the start to the last shard: seen if there)
+        seen.update(_helpers(proc.pid))
+        time.sleep(0.002)
+    assert proc.returncode == 0 and not seen
+    assert _written(out) == alone
