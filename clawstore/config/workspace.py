@@ -156,10 +156,13 @@ def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
         return _stub(path, raw)
     directory = path.parent
     problems: list[tuple[str, str]] = []
-    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages", ws.root_real)
+    warnings: list[tuple[str, str]] = []
+    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages", ws.root_real, warnings)
     problems += found
-    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real)
+    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real, warnings)
     problems += found
+    for field_path, message in warnings:
+        ws.add_warning(path, field_path, message)
     attachments = []
     for index, written in enumerate(case.input.attachments):
         attachment = case_path(directory, written)
