@@ -535,6 +535,15 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
         report.refs_kept[name] = f"remote head {value} was not in any pack (an interrupted push?)"
         return
     local = store.get_ref(name)
+    if local != value:
+        # (the head alone was checked: a remote whose listing of a pack was lost moved the ref to a head most of
+        # whose records never came)
+        lacking = store.lacking_in_closure([value])
+        if lacking:
+            report.refs_kept[name] = (f"remote head {value} reaches {len(lacking)} object(s) in no pack the remote "
+                                      "lists (a listing lost or removed, or an interrupted push?): kept this store's "
+                                      "head")
+            return
     seen = store.get_ref(tracking_ref(remote, name))
     if local == value:
         pass
