@@ -82,7 +82,7 @@ def campaign_project(suite: str, run_profile: str, evaluation_profile: str | Non
 
     request = CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
     return closed_with_command(Project(store_dir, _unsaid if quiet else say, request, create_store=create_store,
-                                               absent_empty=reads_only))
+                                       absent_empty=reads_only))
 
 
 def store_project(store_dir: Path | None) -> Project:
