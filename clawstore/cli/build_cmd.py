@@ -49,7 +49,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.project.front import BudgetRefused, BuildSettings, Inspection
 
-    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir)
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=dry_run)
     if dry_run:
         planned = project.dry_run(force, output != "json", remote is not None)  # (the JSON plan lists every node)
         if not isinstance(planned, Inspection):

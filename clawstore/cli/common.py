@@ -74,13 +74,15 @@ def say(line: str) -> None:
 
 def campaign_project(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
                      models: tuple[str, ...], store_dir: Path | None, create_store: bool = True,
-                     quiet: bool = False) -> Project:
-    """The front over the campaign the flags name (`quiet`: the configs' warnings unsaid)."""
+                     quiet: bool = False, reads_only: bool = False) -> Project:
+    """The front over the campaign the flags name (`quiet`: the configs' warnings unsaid; `reads_only`: an absent
+    store is read as empty, not made)."""
     from clawstore.builder.api import CampaignRequest
     from clawstore.project.front import Project
 
     request = CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))
-    return closed_with_command(Project(store_dir, _unsaid if quiet else say, request, create_store=create_store))
+    return closed_with_command(Project(store_dir, _unsaid if quiet else say, request, create_store=create_store,
+                                       absent_empty=reads_only))
 
 
 def store_project(store_dir: Path | None) -> Project:

@@ -20,7 +20,8 @@ from clawstore.report.terminal import table as rich_table
 def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
             models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """For each stale node, the inputs that changed since the last build at its address."""
-    found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).explain()
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=True)
+    found = project.explain()
     cid = found.campaign_id
     note(found.never_built)
     stale = iter(found.states)  # (read back once, in the campaign's order)

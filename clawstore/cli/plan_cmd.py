@@ -58,7 +58,8 @@ def plan(suite: str, run_profile: str, evaluation_profile: str | None, cases: tu
          models: tuple[str, ...], store_dir: Path | None, force: bool, max_concurrency: int | None,
          remote: str | None, batch: bool, output: str) -> None:
     """What a build would send (requests per model and judge) and its estimated tokens, cost and time."""
-    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir)
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir,
+                               reads_only=remote is None)  # (--remote pulls into the store first)
     click.echo(render_plan(project.plan(force, max_concurrency, batch, remote), output))
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from clawstore.cli.common import existing_store_root, open_existing, store_option
-from clawstore.errors import UsageError, utf8_argument
-from clawstore.host.durable import output_problem
+from clawstore.errors import UsageError, one_line, utf8_argument
+from clawstore.host.durable import atomic_file, output_problem
 
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
 
@@ -79,12 +79,14 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         else:
             click.echo(render(fmt, result.columns, result.rows), nl=False)
         return
-    if export != "parquet":
+    if export != "parquet":  # (parquet: DuckDB writes a temp file beside and renames it into place)
         try:
-            out.write_text(render(export or fmt, result.columns, result.rows), encoding="utf-8")
+            # (beside and renamed: a full disk mid-write left a torn file over the old one)
+            with atomic_file(out) as handle:
+                handle.write(render(export or fmt, result.columns, result.rows).encode("utf-8"))
         except OSError as exc:
-            raise UsageError(f"--out {out}: {exc.strerror}") from None
-    click.echo(f"wrote {len(result.rows)} rows to {out}", err=True)
+            raise UsageError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {len(result.rows)} rows to {one_line(str(out))}", err=True)
 
 
 def _note_untrusted(root: Path) -> None:

@@ -21,7 +21,7 @@ COLUMNS = ["fresh", "stale", "failed", "never-built"]
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """Counts of fresh / stale / failed / never-built nodes, per model."""
-    found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).status()
+    found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=True).status()
     cid, per_model = found.campaign_id, found.per_model
     note(found.never_built)
     if found.pending:

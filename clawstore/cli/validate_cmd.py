@@ -46,11 +46,16 @@ def validate(root: Path | None, as_json: bool) -> None:
     strip_configs = root.absolute().name == "configs" and not (root / "configs").is_dir()
     workspace = load_workspace(root)
     issues = sorted(workspace.issues, key=lambda i: i.path)  # stable: files in path order
+    warnings = sorted(workspace.warnings, key=lambda i: i.path)
     counts = workspace.counts()
     if as_json:
         errors = [dict(i.as_dict(), path=_display_path(i.path, strip_configs)) for i in issues]
-        click.echo(json.dumps({"ok": not issues, "errors": errors, "counts": counts}, indent=2))
+        said = [dict(w.as_dict(), path=_display_path(w.path, strip_configs)) for w in warnings]
+        click.echo(json.dumps({"ok": not issues, "errors": errors, "warnings": said, "counts": counts}, indent=2))
     else:
+        for warning in warnings:  # (on stderr, as a build says them: stdout stays the list of errors)
+            parts = [_display_path(warning.path, strip_configs), warning.field, warning.message]
+            click.echo("warning: " + ": ".join(p for p in parts if p), err=True)
         for issue in issues:
             parts = [_display_path(issue.path, strip_configs), issue.field, issue.message]
             click.echo(": ".join(p for p in parts if p))

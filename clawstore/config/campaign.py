@@ -404,7 +404,8 @@ def _resolve(
                           ws.rel(rp_path), "execution_policy.run_repetitions")
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
     entries = [ws.cases[case_id] for case_id in selected]
-    warnings = attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
+    warnings = ws.warnings_in({entry.path for entry in entries})
+    warnings += attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
     return Campaign(
         root=ws.root,
         suite=suite_cfg,

@@ -130,6 +130,7 @@ class Workspace:
     evaluation_profiles: dict[str, Loaded[EvaluationProfile]] = field(default_factory=dict)
     agents: dict[str, LoadedAgent] = field(default_factory=dict)
     issues: list[ConfigIssue] = field(default_factory=list)
+    warnings: list[ConfigIssue] = field(default_factory=list)  # valid, but likely not what was meant
     broken_cases: list[CaseStub] = field(default_factory=list)
     agent_dirs: set[str] = field(default_factory=set)  # directory names under configs/agents
     files_checked: int = 0
@@ -156,6 +157,13 @@ class Workspace:
 
     def issues_in(self, files: set[Path]) -> list[ConfigIssue]:
         return [issue for issue in self.issues if issue.file in files]
+
+    def add_warning(self, path: Path, field_path: str, message: str) -> None:
+        self.warnings.append(ConfigIssue(one_line(self.rel(path), 500), one_line(field_path, 300),
+                                         one_line(message, 1000), file=path))
+
+    def warnings_in(self, files: set[Path]) -> list[str]:
+        return [str(warning) for warning in self.warnings if warning.file in files]
 
     def counts(self) -> dict[str, int]:
         return {

@@ -62,7 +62,7 @@ def _parse_source(path: Path, fmt: str | None) -> Any:
     return parse_json_text(text) if fmt == "json" else parse_yaml_text(text)
 
 
-def _from_mapping(item: dict[str, Any], ref: Message, where: str) -> ResolvedMessage:
+def _from_mapping(item: dict[str, Any], ref: Message, where: str, warnings: list[str] | None = None) -> ResolvedMessage:
     role = item.get("role", ref.role)
     if not isinstance(role, str) or role not in MESSAGE_ROLES:
         raise MessageProblem(f"{where}role: expected one of {', '.join(sorted(MESSAGE_ROLES))}, "
@@ -74,13 +74,19 @@ def _from_mapping(item: dict[str, Any], ref: Message, where: str) -> ResolvedMes
     if name is not None and not isinstance(name, str):
         raise MessageProblem(f"{where}name: expected a string, got {yaml_type(name)}")
     metadata = {k: v for k, v in item.items() if k not in ("role", "content", "name")}
+    if "content" not in item and warnings is not None:  # (valid, as the reference system has it: likely a typo)
+        became = ", ".join(map(str, metadata)) or "none"
+        warnings.append(f"{where.rstrip('.: ')}: no `content`, the message is sent empty (keys made metadata: "
+                        f"{became})")
     return ResolvedMessage(role=role, content=content, name=name, metadata=metadata)
 
 
-def expand_source(case_dir: Path, message: Message, root_real: Path | None = None) -> list[ResolvedMessage]:
+def expand_source(case_dir: Path, message: Message, root_real: Path | None = None,
+                  warnings: list[str] | None = None) -> list[ResolvedMessage]:
     """The messages a `source:` file stands for (a string, one mapping, or a list of mappings).
 
-    With `root_real`, a file that resolves outside it is refused before it is read."""
+    With `root_real`, a file that resolves outside it is refused before it is read; `warnings` gets a line for each
+    mapping without `content`."""
     assert message.source is not None
     path = case_path(case_dir, message.source.path)
     outside = escapes(path, root_real) if root_real is not None else None
@@ -98,30 +104,35 @@ def expand_source(case_dir: Path, message: Message, root_real: Path | None = Non
     if isinstance(data, str):
         return [ResolvedMessage(role=message.role, content=data, name=message.name)]
     if isinstance(data, dict):
-        return [_from_mapping(data, message, f"{label}: ")]
+        return [_from_mapping(data, message, f"{label}: ", warnings)]
     if isinstance(data, list):
         out = []
         for index, item in enumerate(data):
             if not isinstance(item, dict):
                 raise MessageProblem(f"{label}: [{index}]: expected a message mapping, got {yaml_type(item)}")
-            out.append(_from_mapping(item, message, f"{label}: [{index}]."))
+            out.append(_from_mapping(item, message, f"{label}: [{index}].", warnings))
         return out
     raise MessageProblem(f"{label}: expected a string, a message mapping or a list of them, got {yaml_type(data)}")
 
 
-def expand_sources(case_dir: Path, messages: list[Message], field: str, root_real: Path | None = None) -> tuple[
+def expand_sources(case_dir: Path, messages: list[Message], field: str, root_real: Path | None = None,
+                   warnings: list[tuple[str, str]] | None = None) -> tuple[
     dict[int, list[ResolvedMessage]], list[tuple[str, str]]
 ]:
-    """Expand the messages that name a `source:` file; returns ({index: messages}, problems)."""
+    """Expand the messages that name a `source:` file; returns ({index: messages}, problems); `warnings` gets
+    (field path, message) for each mapping without `content`."""
     expanded: dict[int, list[ResolvedMessage]] = {}
     problems: list[tuple[str, str]] = []
     for index, message in enumerate(messages):
         if message.source is None:
             continue
+        said: list[str] = []
         try:
-            expanded[index] = expand_source(case_dir, message, root_real)
+            expanded[index] = expand_source(case_dir, message, root_real, said)
         except MessageProblem as exc:
             problems.append((f"{field}[{index}].{exc.field}", str(exc)))
+        if warnings is not None:
+            warnings.extend((f"{field}[{index}]", line) for line in said)
     return expanded, problems
 
 

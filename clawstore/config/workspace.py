@@ -58,12 +58,12 @@ def discover_cases(configs_dir: Path) -> list[Path]:
     found: list[Path] = []
     for entry in _subdirs(configs_dir / "cases"):
         direct = os.path.join(entry.path, "test.yaml")
-        if os.path.isfile(direct):
+        if os.path.lexists(direct):  # (a directory, pipe or dangling link too: its load says what it is)
             found.append(Path(direct))
             continue
         for child in _subdirs(Path(entry.path)):
             nested = os.path.join(child.path, "test.yaml")
-            if os.path.isfile(nested):
+            if os.path.lexists(nested):
                 found.append(Path(nested))
     return found
 
@@ -72,7 +72,7 @@ def discover_yaml(directory: Path) -> list[Path]:
     try:
         with os.scandir(directory) as entries:
             return sorted(
-                Path(e.path) for e in entries if e.name.lower().endswith((".yaml", ".yml")) and e.is_file()
+                Path(e.path) for e in entries if e.name.lower().endswith((".yaml", ".yml"))  # (any kind: see read_text)
             )
     except (FileNotFoundError, NotADirectoryError):
         return []
@@ -156,10 +156,13 @@ def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
         return _stub(path, raw)
     directory = path.parent
     problems: list[tuple[str, str]] = []
-    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages", ws.root_real)
+    warnings: list[tuple[str, str]] = []
+    sourced_messages, found = expand_sources(directory, case.input.messages, "input.messages", ws.root_real, warnings)
     problems += found
-    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real)
+    sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real, warnings)
     problems += found
+    for field_path, message in warnings:
+        ws.add_warning(path, field_path, message)
     attachments = []
     for index, written in enumerate(case.input.attachments):
         attachment = case_path(directory, written)

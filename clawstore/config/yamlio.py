@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from math import isfinite
 from pathlib import Path
 from typing import Any
@@ -156,8 +157,14 @@ def parse_json_text(text: str) -> Any:
 def read_text(path: Path) -> str:
     """A config or message file's text; larger than MAX_CONFIG_BYTES is refused before reading."""
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        # (not blocking: a named pipe would wait at open for a writer for ever; refused below, as a directory is)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            os.close(fd)
+            raise YamlProblem(f"not a regular file ({_kind(found.st_mode)})")
+        with open(fd, "rb") as handle:
+            size = found.st_size
             # As many bytes as the file has and one (a read of the limit mapped and unmapped 4 MiB a file); more
             # only if it has them (grown since, or a pipe), still to the limit and one.
             data = handle.read(min(size, MAX_CONFIG_BYTES) + 1)
@@ -170,6 +177,14 @@ def read_text(path: Path) -> str:
         raise YamlProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise YamlProblem(f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def load_mapping(path: Path) -> dict[str, Any]:

@@ -110,14 +110,16 @@ class Project:
 
     The campaign is loaded once, when first needed (a no-op build answered from its stamp never loads
     it); the store is opened once the configs are known to be good, so a command that fails first
-    creates nothing (and with `create_store` False, nothing at all)."""
+    creates nothing (and with `create_store` False, nothing at all). With `absent_empty` (the commands that only
+    read), a store that is not there is read as an empty one and nothing is made (project/absent.py)."""
 
     def __init__(self, store_dir: Path | None, say: Say, request: CampaignRequest | None = None,
-                 create_store: bool = True):
+                 create_store: bool = True, absent_empty: bool = False):
         self.store_dir = store_dir
         self.say = say
         self._request = request
         self.create_store = create_store
+        self.absent_empty = absent_empty
         self._store: Store | None = None
 
     @property
@@ -150,10 +152,15 @@ class Project:
         self.close()
 
     def open(self, root: Path) -> Store:
+        from clawstore.project.absent import EmptyStore, absent
         from clawstore.store import Store
 
         if self._store is None:
-            self._store = Store(resolve_store_dir(self.store_dir, root), create=self.create_store)
+            path = resolve_store_dir(self.store_dir, root)
+            if self.absent_empty and absent(path):
+                self._store = EmptyStore(path)
+            else:
+                self._store = Store(path, create=self.create_store)
         return self._store
 
     @functools.cached_property

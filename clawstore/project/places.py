@@ -69,7 +69,9 @@ def never_built_message(store: Store, campaign_id: str) -> str | None:
 
     if store.get_ref(head_ref(campaign_id)) is not None:
         return None
-    message = f"campaign {campaign_id} has never been built in store {store.root}"
+    from clawstore.project.absent import shown_root
+
+    message = f"campaign {campaign_id} has never been built in store {shown_root(store)}"
     if campaign_id.endswith("__none"):
         prefix = head_ref(campaign_id[: -len("none")])
         evaluated = sorted(name[len(prefix):] for name in store.list_refs(prefix))

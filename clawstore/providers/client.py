@@ -16,7 +16,6 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import httpx
 
 from clawstore.host.machine_settings import BACKOFF_CAP_S
+from clawstore.providers.decoding import decoded, text_encoding
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
@@ -375,7 +375,7 @@ class ProviderClient:
             else:
                 status, reason, raw = wire.send(url, self._wire_head(http, url, headers, payload), payload, limit[0])
                 reply_headers = httpx.Headers(raw)
-                chunks, finish = _decoded(wire.body(limit[0].read), status, reply_headers), wire.done
+                chunks, finish = decoded(wire.body(limit[0].read), reply_headers), wire.done
             try:
                 body = bytearray()
                 for chunk in chunks:
@@ -402,7 +402,7 @@ class ProviderClient:
                 "POST", url)))
         # The reply as read, not a second httpx.Response: one made of the read bytes would decompress
         # them again (and cost a request's worth of header parsing).
-        encoding = streamed.encoding if wire is None else _encoding(status, reply_headers)
+        encoding = streamed.encoding if wire is None else text_encoding(reply_headers)
         reply = _Reply(status, reply_headers, str(url), reason, body.decode(encoding or "utf-8", errors="replace"))
         return _interpret(reply, api_key)
 
@@ -419,26 +419,6 @@ class ProviderClient:
         head = list(made[0])
         head[made[1]] = (head[made[1]][0], b"%d" % len(payload))
         return head
-
-
-def _decoded(chunks: Iterator[bytes], status: int, headers: httpx.Headers) -> Iterator[bytes]:
-    """A body's chunks decompressed as httpx's `iter_bytes` does (the decoder its Content-Encoding names)."""
-    if "content-encoding" not in headers:
-        yield from chunks
-        return
-    decoder = httpx.Response(status, headers=headers)._get_content_decoder()
-    for chunk in chunks:
-        if decoded := decoder.decode(chunk):
-            yield decoded
-    if rest := decoder.flush():
-        yield rest
-
-
-def _encoding(status: int, headers: httpx.Headers) -> str:
-    """The text encoding httpx would decode this reply with (its charset, if known; else UTF-8)."""
-    if "charset" not in headers.get("content-type", "").lower():
-        return "utf-8"
-    return httpx.Response(status, headers=headers).encoding or "utf-8"
 
 
 def _cancelled_text(closed: threading.Event) -> str:

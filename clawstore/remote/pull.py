@@ -35,6 +35,7 @@ from clawstore.remote.sync import (
     remote_packs,
     size_differs,
     tracking_ref,
+    unlisted_packs,
 )
 from clawstore.store import PackCheckError, Transfer
 from clawstore.store.core.ids import PREFIX, is_oid
@@ -450,8 +451,9 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         if report.kept_apart:
             _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
             return report
+        walk = unlisted_packs(state.files)
         for name, value in sorted(remote_refs.items()):
-            _pull_ref(store, remote, name, value, report)
+            _pull_ref(store, remote, name, value, report, walk)
     return report
 
 
@@ -485,8 +487,9 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
             state.add_entries(state.received)  # (its entries reach this process's index as they are written)
             if len(state.received) == received:
                 break  # nothing came: planning again would name the same keys
+        walk = unlisted_packs(state.files)
         for name, value in sorted(remote_refs.items()):
-            _pull_ref(store, remote, name, value, report)
+            _pull_ref(store, remote, name, value, report, walk)
     return report
 
 
@@ -530,11 +533,24 @@ def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = Tru
     return refs
 
 
-def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: SyncReport) -> None:
+def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: SyncReport, walk: bool) -> None:
+    """Move `name` to the remote's `value` (and its tracking ref) unless what it reaches is not all here. `walk`: the
+    remote holds a pack without a listing, so the head's closure may reach objects no listing names: walked before
+    the ref moves (a full walk doubled a pull's CPU: only then). Else every pack listed was fetched and the head
+    alone is checked."""
     if not store.has(value):
         report.refs_kept[name] = f"remote head {value} was not in any pack (an interrupted push?)"
         return
     local = store.get_ref(name)
+    if local != value and walk:
+        # (the head alone was checked: a remote whose listing of a pack was lost moved the ref to a head most of
+        # whose records never came)
+        lacking = store.lacking_in_closure([value])
+        if lacking:
+            report.refs_kept[name] = (f"remote head {value} reaches {len(lacking)} object(s) in no pack the remote "
+                                      "lists (a listing lost or removed, or an interrupted push?): kept this store's "
+                                      "head")
+            return
     seen = store.get_ref(tracking_ref(remote, name))
     if local == value:
         pass

@@ -68,6 +68,13 @@ def remote_packs(files: dict[str, int]) -> list[str]:
                   if name.endswith(".ids") and is_hex64(name[len(PACKS):-len(".ids")]))
 
 
+def unlisted_packs(files: dict[str, int]) -> bool:
+    """Does the remote hold a pack without a listing (an interrupted push's, or one whose listing was lost)?"""
+    listed = set(remote_packs(files))
+    return any(name.startswith(PACKS) and name.endswith(".pack") and name[len(PACKS):-len(".pack")] not in listed
+               for name in files)
+
+
 def cache_dir(store: Transfer, remote: Remote) -> Path:
     path = store.layout.remotes / remote.name
     path.mkdir(parents=True, exist_ok=True)

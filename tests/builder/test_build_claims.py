@@ -122,6 +122,7 @@ def test_a_live_claim_from_another_machine_is_waited_for_until_it_expires(
     code, out, _ = claw("build", "--suite", "one", "--run-profile", "rp", "--dry-run", "--output", "json")
     key = json.loads(out)["nodes"][0]["key"]
     store = Path(env["CLAW_STORE"])
+    Store(store).close()  # (a dry run makes no store)
     claims = store / "claims"
     claims.mkdir(exist_ok=True)
     now = time.time()

@@ -208,6 +208,13 @@ def test_bad_requests_are_one_line_errors(built: Workspace, claw: Claw, tmp_path
     (tmp_path / "full" / "x").write_text("x")
     code, _, err = claw("archive", "import", str(archive), "--configs-to", str(tmp_path / "full"))
     assert code == 2 and "not empty (holds x)" in err
+    # A store below a file: refused before any work (it was imported whole into a staging store beside the file,
+    # then failed to make the directory: exit 3, "…/x: File exists").
+    before = sorted(p.name for p in (tmp_path / "full").iterdir())
+    below = tmp_path / "full" / "x"
+    code, _, err = claw("archive", "import", str(archive), "--store", str(below / "store"))
+    assert code == 2 and err == f"claw: error: --store {below / 'store'}: {below} is not a directory\n", err
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == before  # (no staging store left beside it)
 
 
 def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(

@@ -323,7 +323,9 @@ def import_target_problem(store_dir: Path) -> str | None:
     if (store_dir / FORMAT_FILE).is_file():
         return None
     if not store_dir.exists() and not store_dir.is_symlink():
-        return None
+        # (below a file, the store's directory could not be made: said before the archive is read)
+        above = next((p for p in store_dir.absolute().parents if p.exists() or p.is_symlink()), None)
+        return None if above is None or above.is_dir() else f"{above} is not a directory"
     if not store_dir.is_dir():
         return "exists and is not a directory"
     if any(store_dir.iterdir()):
