@@ -109,6 +109,9 @@ def output_problem(flag: str, path: Path) -> str | None:
     named pipe or a symlink is refused rather than replaced without being written to."""
     parent = path.absolute().parent
     if not parent.is_dir():
+        below = next((p for p in (parent, *parent.parents) if os.path.lexists(p)), None)
+        if below is not None and not below.is_dir():  # (a file where a directory of the path should be)
+            return f"{flag} {path}: {below} is a file, not a directory"
         return f"{flag} {path}: directory {parent} does not exist"
     if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
         return f"{flag} {path}: not a regular file (a device, a pipe or a symlink would be replaced, not written to)"

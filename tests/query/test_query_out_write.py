@@ -65,3 +65,13 @@ def test_the_path_written_is_reported_on_one_line(store: Path, tmp_path: Path) -
     done = _claw(store, SQL, "-o", str(out))
     assert done.returncode == 0 and out.is_file()
     assert done.stderr == f"wrote 6 rows to {tmp_path}/two\\x0alines.csv\n", done.stderr
+
+
+def test_an_output_below_a_file_names_the_file(store: Path, tmp_path: Path) -> None:
+    """`-o afile/x.csv` where afile is a regular file: said so, not that a directory 'does not exist'."""
+    (tmp_path / "afile").write_text("kept")
+    out = tmp_path / "afile" / "x.csv"
+    done = _claw(store, SQL, "-o", str(out))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"claw: error: --out {out}: {tmp_path / 'afile'} is a file, not a directory\n", done.stderr
+    assert (tmp_path / "afile").read_text() == "kept"
