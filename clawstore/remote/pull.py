@@ -109,6 +109,7 @@ class _Pull:
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
+        self.outputs: dict[str, list[str] | None] = {}  # record -> the outputs it names, as it arrived (`_vet`)
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
     def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
@@ -283,7 +284,7 @@ class _Pull:
 
     def _records(self) -> set[bytes]:
         """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
-        self.naming, self.vetted, self.sound = {}, {}, set()
+        self.naming, self.vetted, self.sound, self.outputs = {}, {}, set(), {}
         for pack in self.pending():
             for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
@@ -296,7 +297,8 @@ class _Pull:
         decoded, problem, vetted, sound = self.incoming.decoded, record_checker(), self.vetted, self.sound
         for hexdigest in islice(decoded, seen, None):
             for entry in self.naming.get(hexdigest, ()):
-                why = vetted[entry] = problem(entry[0], decoded[hexdigest])
+                why, self.outputs[entry[1]] = problem(entry[0], decoded[hexdigest])
+                vetted[entry] = why
                 if why is None:
                     sound.add(entry)
 
@@ -326,7 +328,7 @@ class _Pull:
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
-            if pack in arriving and self._all_sound(doc.actions, into):
+            if pack in arriving and self._all_sound(doc.actions, into) and self._outputs_arriving(doc.actions):
                 into.update(sorted(doc.actions.items()))  # (as the walk below would set them, in key order)
                 continue
             for key, record in sorted(doc.actions.items()):
@@ -337,6 +339,9 @@ class _Pull:
                     continue
                 if pack not in arriving and self._kept_here(key, record, contents):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
+                if not self._outputs_here(record, contents):
+                    self.incomplete.add(pack)  # (a pack of them not listed, or not fetched yet): as above
+                    continue
                 why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
@@ -350,6 +355,20 @@ class _Pull:
         the one that fails)."""
         return (into.keys().isdisjoint(actions) and self.arriving.issuperset(actions)
                 and self.sound.issuperset(actions.items()))
+
+    def _outputs_arriving(self, actions: dict[str, str]) -> bool:
+        """Is every output the records of these entries name arriving, known by set operations (in C) over what
+        `_vet` read of them? Normally so; False: they are walked one by one (`_outputs_here`)."""
+        try:
+            named = set().union(*[self.outputs[record] for record in actions.values()])
+        except (KeyError, TypeError):  # (a record not vetted, or naming its outputs wrongly)
+            return False
+        return self.arriving.issuperset(named)
+
+    def _outputs_here(self, record: str, contents: ArrivingContents) -> bool:
+        """Is every output the record names arriving or in this store (an entry without them is not added)?"""
+        outputs = self.outputs.get(record)
+        return contents.outputs_at_hand(record) if outputs is None else all(map(contents.has, outputs))
 
     def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the

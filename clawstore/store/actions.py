@@ -90,13 +90,22 @@ def record_problem(key: str, record: Any) -> str | None:
     return None
 
 
-def content_problem(key: str, content: bytes) -> str | None:
-    """`record_problem` of a record's content (JSON that does not parse is not a record)."""
+def content_problem(key: str, content: bytes) -> tuple[str | None, list[str] | None]:
+    """`record_problem` of a record's content (JSON that does not parse is not a record), and the outputs it names
+    (None if it names them wrongly): one parse for both, as a pull vets each record arriving."""
     try:
         record = jsontext.loads(content)
     except ValueError:
         record = None
-    return record_problem(key, record)
+    return record_problem(key, record), record_outputs(record)
+
+
+def record_outputs(record: Any) -> list[str] | None:
+    """The object ids a (parsed) record's `outputs` name, None if it is no record or names them wrongly."""
+    try:
+        return output_ids(record.get("outputs")) if isinstance(record, dict) else None
+    except ValueError:
+        return None
 
 
 def put_action(store: ObjectStore, key: str, record: RecordDoc | dict[str, Any]) -> str:

@@ -163,6 +163,8 @@ class ArrivingContents(Protocol):
 
     def entry_problem(self, key: str, record_id: str) -> str | None: ...
 
+    def outputs_at_hand(self, record_id: str) -> bool: ...
+
 
 def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource], listed: set[str],
                       kept: dict[str, bytes] | None = None,
@@ -175,9 +177,10 @@ def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource],
     return ArrivingPacks(store, staged, listed, kept, vetted)  # type: ignore[arg-type]
 
 
-def record_checker() -> Callable[[str, bytes], str | None]:
+def record_checker() -> Callable[[str, bytes], tuple[str | None, list[str] | None]]:
     """What a record's verified content alone says against the entry `key -> it` (actions.content_problem: the input
-    document's presence left to the entry check), as a function asked once per record (imported once, not per call)."""
+    document's presence left to the entry check), and the outputs it names (None: named wrongly), as a function asked
+    once per record (imported once, not per call)."""
     from clawstore.store.actions import content_problem
 
     return content_problem

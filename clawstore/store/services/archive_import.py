@@ -24,6 +24,7 @@ from clawstore.store.actions import (
     entry_problem,
     get_action_record_id,
     key_digest,
+    record_outputs,
     set_entries,
     takes_over,
 )
@@ -115,6 +116,14 @@ class ArchiveContents:
         except ValueError:
             record = None
         return entry_problem(key, record, self.has)
+
+    def outputs_at_hand(self, record_id: str) -> bool:
+        """Is every output the record names arriving or here (False if it names them wrongly)?"""
+        try:
+            outputs = record_outputs(jsontext.loads(self.read_record(record_id)))
+        except ValueError:
+            return False
+        return outputs is not None and all(map(self.has, outputs))
 
 
 class ArrivingPacks(ArchiveContents):
