@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
 from clawstore.cli.transfer_options import ENDPOINT, PROGRESS, narrow, ref_names, workspace
+
+if TYPE_CHECKING:
+    from clawstore.store import Store
 
 
 @click.command("pull")
@@ -30,15 +35,31 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.store import Store
 
     target = resolve_remote(workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
-    store = closed_with_command(Store(workspace_store_dir(store_dir), create=True))
+    where = workspace_store_dir(store_dir)
+    made = not where.exists()
+    store = closed_with_command(Store(where, create=True))
     shown = open_transfer_progress(progress, sys.stderr, "pulling", f"from {target.url}")
     try:
         with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
             report = pull(store, target, ref_names(suite, run_profile, evaluation_profile, pin),
                           untrusted=untrusted, progress=shown)
+    except BaseException:
+        if made:  # (an unreachable remote, a refused pack: no empty store left where there was none)
+            _unmake(store, where)
+        raise
     finally:
         shown.close()
     click.echo(report.summary())
+
+
+def _unmake(store: Store, where: Path) -> None:
+    """Remove the store this failed pull made, if it holds nothing: no object, entry or ref (what a bundle of an
+    older claw imported before the failure, or another process wrote meanwhile, keeps it)."""
+    empty = (not store.list_refs() and next(iter(store.iter_objects()), None) is None
+             and next(iter(store.iter_actions()), None) is None)
+    store.close()
+    if empty:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def register(group: click.Group) -> None:

@@ -1,0 +1,43 @@
+"""A pull that fails into a store that did not exist leaves no store behind (it left an empty store directory): an
+unreachable remote, a listing the pull refuses, on a real S3 server. A store that was there stays, empty or not."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from pathlib import Path
+
+import boto3
+
+from tests.config.workspace_builder import claw
+from tests.support.s3server import _client_args, make_bucket
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _fails(tmp_path: Path, *args: str) -> str:
+    done = claw("pull", *args, "--store", str(tmp_path / "store"), cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    return done.stderr
+
+
+def test_a_failed_pull_leaves_no_store_it_made_and_keeps_one_that_was_there(aws_env: str, tmp_path: Path) -> None:
+    assert "cannot connect" in _fails(tmp_path, "s3://nowhere/x", "--endpoint-url", f"http://127.0.0.1:{_closed_port()}")
+    assert not (tmp_path / "store").exists()
+
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    client = boto3.client("s3", endpoint_url=aws_env, **_client_args())
+    pack = "ab" * 32
+    client.put_object(Bucket=bucket, Key=f"bench/packs/{pack}.ids", Body=b"not a listing")
+    client.put_object(Bucket=bucket, Key=f"bench/packs/{pack}.pack", Body=b"not a pack")
+    assert f"listing of pack {pack} is not JSON" in _fails(tmp_path, f"s3://{bucket}/bench")
+    assert not (tmp_path / "store").exists()
+
+    (tmp_path / "store").mkdir()  # (there before the pull: not the pull's to remove, empty as it is)
+    _fails(tmp_path, f"s3://{bucket}/bench")
+    assert (tmp_path / "store").is_dir()
