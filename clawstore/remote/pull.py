@@ -109,7 +109,8 @@ class _Pull:
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
-        self.outputs: dict[str, list[str] | None] = {}  # record -> the outputs it names, as it arrived (`_vet`)
+        self.outputs: list[str] = []  # the outputs the records vetted name (`_vet`), one list for a check in C
+        self.misnamed = False  # a record vetted named its outputs wrongly
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
     def _start_biggest(self, work: Path) -> dict[str, listing.Listing]:
@@ -284,7 +285,7 @@ class _Pull:
 
     def _records(self) -> set[bytes]:
         """The digests of the records the pending listings' entries name (`naming` says which entries, by hex)."""
-        self.naming, self.vetted, self.sound, self.outputs = {}, {}, set(), {}
+        self.naming, self.vetted, self.sound, self.outputs, self.misnamed = {}, {}, set(), [], False
         for pack in self.pending():
             for key, record in self.listings[pack].actions.items():
                 self.naming.setdefault(record[len(PREFIX):], []).append((key, record))
@@ -297,10 +298,14 @@ class _Pull:
         decoded, problem, vetted, sound = self.incoming.decoded, record_checker(), self.vetted, self.sound
         for hexdigest in islice(decoded, seen, None):
             for entry in self.naming.get(hexdigest, ()):
-                why, self.outputs[entry[1]] = problem(entry[0], decoded[hexdigest])
+                why, outputs = problem(entry[0], decoded[hexdigest])
                 vetted[entry] = why
                 if why is None:
                     sound.add(entry)
+                if outputs is None:
+                    self.misnamed = True
+                else:
+                    self.outputs += outputs
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
@@ -320,6 +325,8 @@ class _Pull:
         store.refresh()
         contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded,
                                      self.vetted)
+        # (every output a record vetted names arriving: normally so, known in C; else the walk asks each entry's)
+        outputs_arriving = not self.misnamed and self.arriving.issuperset(self.outputs)
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.is_bundle:  # (imported whole)
@@ -328,7 +335,7 @@ class _Pull:
             if not trusted and pack not in arriving:
                 continue
             into = self.entries if trusted else self.apart.setdefault(pack, {})
-            if pack in arriving and self._all_sound(doc.actions, into) and self._outputs_arriving(doc.actions):
+            if pack in arriving and self._all_sound(doc.actions, into) and outputs_arriving:
                 into.update(sorted(doc.actions.items()))  # (as the walk below would set them, in key order)
                 continue
             for key, record in sorted(doc.actions.items()):
@@ -339,7 +346,7 @@ class _Pull:
                     continue
                 if pack not in arriving and self._kept_here(key, record, contents):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
-                if not self._outputs_here(record, contents):
+                if not contents.outputs_at_hand(record):
                     self.incomplete.add(pack)  # (a pack of them not listed, or not fetched yet): as above
                     continue
                 why = contents.entry_problem(key, record)
@@ -355,20 +362,6 @@ class _Pull:
         the one that fails)."""
         return (into.keys().isdisjoint(actions) and self.arriving.issuperset(actions)
                 and self.sound.issuperset(actions.items()))
-
-    def _outputs_arriving(self, actions: dict[str, str]) -> bool:
-        """Is every output the records of these entries name arriving, known by set operations (in C) over what
-        `_vet` read of them? Normally so; False: they are walked one by one (`_outputs_here`)."""
-        try:
-            named = set().union(*[self.outputs[record] for record in actions.values()])
-        except (KeyError, TypeError):  # (a record not vetted, or naming its outputs wrongly)
-            return False
-        return self.arriving.issuperset(named)
-
-    def _outputs_here(self, record: str, contents: ArrivingContents) -> bool:
-        """Is every output the record names arriving or in this store (an entry without them is not added)?"""
-        outputs = self.outputs.get(record)
-        return contents.outputs_at_hand(record) if outputs is None else all(map(contents.has, outputs))
 
     def _kept_here(self, key: str, record: str, contents: ArrivingContents) -> bool:
         """Does this store's own entry for `key` stay whatever the remote says (`record`): it has one, the
