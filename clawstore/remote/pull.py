@@ -346,12 +346,12 @@ class _Pull:
                     continue
                 if pack not in arriving and self._kept_here(key, record, contents):
                     continue  # (those of an arriving pack are all checked: a pack is refused whole)
-                if not contents.outputs_at_hand(record):
-                    self.incomplete.add(pack)  # (a pack of them not listed, or not fetched yet): as above
-                    continue
                 why = contents.entry_problem(key, record)
                 if why is not None:
                     raise UsageError(f"remote pack {pack}: action-cache entry {key[:23]}...: {why}")
+                if not contents.outputs_at_hand(record):
+                    self.incomplete.add(pack)  # (a pack of them not listed, or not fetched yet): as above
+                    continue
                 into[key] = record
         return contents
 
