@@ -43,7 +43,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
         with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
             report = pull(store, target, ref_names(suite, run_profile, evaluation_profile, pin),
                           untrusted=untrusted, progress=shown)
-    except BaseException:
+    except Exception:  # (not an interrupt: the pull run again resumes there, fsck can look)
         if made:  # (an unreachable remote, a refused pack: no empty store left where there was none)
             _unmake(store, where)
         raise
@@ -54,8 +54,11 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 
 def _unmake(store: Store, where: Path) -> None:
     """Remove the store this failed pull made, if it holds nothing: no object, entry or ref (what a bundle of an
-    older claw imported before the failure, or another process wrote meanwhile, keeps it)."""
-    empty = (not store.list_refs() and next(iter(store.iter_objects()), None) is None
+    older claw imported before the failure, or another process wrote meanwhile, keeps it), no pack downloaded whole
+    (kept for the pull run again: remote/downloads.py)."""
+    remotes = store.layout.remotes
+    kept = remotes.is_dir() and any(any(store.layout.incoming(each.name).glob("*")) for each in remotes.iterdir())
+    empty = (not kept and not store.list_refs() and next(iter(store.iter_objects()), None) is None
              and next(iter(store.iter_actions()), None) is None)
     store.close()
     if empty:
