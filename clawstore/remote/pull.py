@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from clawstore.errors import UsageError
 from clawstore.host.scratch import writer_scratch_dir
@@ -109,7 +110,7 @@ class _Pull:
         self.naming: dict[str, list[tuple[str, str]]] = {}  # hex record -> the (key, record) entries naming it
         self.vetted: dict[tuple[str, str], str | None] = {}  # (key, record) -> face.record_checker, as it arrived
         self.sound: set[tuple[str, str]] = set()  # those of them whose record said nothing against the entry
-        self.outputs: list[str] = []  # the outputs the records vetted name (`_vet`), one list for a check in C
+        self.outputs: list[Any] = []  # the outputs the records vetted name (`_vet`), one list for a check in C
         self.misnamed = False  # a record vetted named its outputs wrongly
         self.records: set[bytes] = set()  # the records the pending listings' entries name (digests)
 
@@ -326,7 +327,10 @@ class _Pull:
         contents = arriving_contents(store, self.incoming.unkept(records), self.arriving, self.incoming.decoded,
                                      self.vetted)
         # (every output a record vetted names arriving: normally so, known in C; else the walk asks each entry's)
-        outputs_arriving = not self.misnamed and self.arriving.issuperset(self.outputs)
+        try:
+            outputs_arriving = not self.misnamed and self.arriving.issuperset(self.outputs)
+        except TypeError:  # (a list of outputs holding something unhashable: no record's)
+            outputs_arriving = False
         for pack in self.pending():
             doc = self.listings[pack]
             if doc.is_bundle:  # (imported whole)

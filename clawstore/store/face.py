@@ -177,9 +177,9 @@ def arriving_contents(store: Transfer, staged: Mapping[str, Path | FrameSource],
     return ArrivingPacks(store, staged, listed, kept, vetted)  # type: ignore[arg-type]
 
 
-def record_checker() -> Callable[[str, bytes], tuple[str | None, list[str] | None]]:
+def record_checker() -> Callable[[str, bytes], tuple[str | None, list[Any] | None]]:
     """What a record's verified content alone says against the entry `key -> it` (actions.content_problem: the input
-    document's presence left to the entry check), and the outputs it names (None: named wrongly), as a function asked
+    document's presence left to the entry check), and what its outputs name (unchecked: actions.named_outputs), asked
     once per record (imported once, not per call)."""
     from clawstore.store.actions import content_problem
 
