@@ -448,7 +448,7 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
         wanted = None if ref_names is None else set(ref_names)
-        remote_refs = _remote_refs(backend, wanted)
+        remote_refs = _remote_refs(backend, wanted, skipped=report.refs_skipped)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
         if wanted is None:
             with writer_scratch_dir(store.tmp_dir, "pull") as work:
@@ -532,16 +532,30 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
             del listed[pack]
 
 
-def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = True) -> dict[str, str]:
-    """The remote's shared refs (only those `wanted`, if given: each must be there when `required`)."""
+def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = True,
+                 skipped: dict[str, str] | None = None) -> dict[str, str]:
+    """The remote's shared refs (only those `wanted`, if given: each must be there when `required`). One whose file
+    holds no object id, or is a directory (an S3 key ending in '/'), is put in `skipped` with why (it was skipped
+    without a word), or refuses the pull if asked for by name."""
     refs = {}
     for path in backend.list(REFS):
-        name = path[len(REFS):]
+        name = path[len(REFS):].rstrip("/")
         if not name.startswith(SHARED_REFS) or (wanted is not None and name not in wanted):
             continue
-        current = backend.read_ref(path)
-        if current is not None and is_oid(current.value):
-            refs[name] = current.value
+        if path.endswith("/"):
+            why = "is a directory, not a ref"
+        else:
+            current = backend.read_ref(path)
+            if current is None:
+                continue  # (removed since it was listed)
+            if is_oid(current.value):
+                refs[name] = current.value
+                continue
+            why = "holds no object id"
+        if wanted is not None and required:
+            raise UsageError(f"remote ref {name} {why}")
+        if skipped is not None:
+            skipped[name] = why
     if wanted and required:
         missing = sorted(wanted - set(refs))
         if missing:

@@ -40,6 +40,7 @@ class SyncReport:
     bytes: int = 0
     refs_moved: list[str] = field(default_factory=list)
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> why it did not move
+    refs_skipped: dict[str, str] = field(default_factory=dict)  # name -> why the remote's file there is no ref
     kept_apart: set[str] = field(default_factory=set)  # signers of packs kept apart (pull --untrusted)
     resumed: int = 0  # packs a pull took as another (interrupted, or beside it) had downloaded them
 
