@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
@@ -25,9 +26,10 @@ def _free_port() -> int:
 
 @contextmanager
 def s3_server() -> Iterator[str]:
-    """Start `python -m moto.server` on a free loopback port; yields its endpoint URL."""
+    """Start moto's server (its conditional writes atomic, as S3's: moto_atomic.py) on a free loopback port; yields
+    its endpoint URL."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_atomic.py")), "127.0.0.1", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, **FAKE_CREDENTIALS})
     url = f"http://127.0.0.1:{port}"
