@@ -10,45 +10,21 @@ import dataclasses
 import os
 import pickle
 import signal
-import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from clawstore.errors import UsageError
+from clawstore.report.beside import Beside
 from clawstore.report.chart import NoScoresError, write_chart
 from clawstore.report.data import CampaignReport
 
 
-class ChartBeside:
+class ChartBeside(Beside):
     """A forked drawer: `draw` sends it the report (its summaries: the chart reads no row), `close` ends it. Not
     `fork`: none, the chart is drawn here (a process running many commands keeps matplotlib imported once)."""
 
     def __init__(self, fork: bool = True) -> None:
-        self._pid: int | None = None
-        self._send: BinaryIO | None = None
-        self._answers: BinaryIO | None = None
-        if not fork or sys.platform != "linux":
-            return
-        try:
-            to_child, from_parent = os.pipe()
-            to_parent, from_child = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (to_child, from_parent, to_parent, from_child):
-                os.close(fd)
-            return
-        if pid == 0:  # (the drawer: never returns into the command)
-            os.close(from_parent)
-            os.close(to_parent)
-            _drawer(to_child, from_child)
-        os.close(to_child)
-        os.close(from_child)
-        self._pid = pid
-        self._send = os.fdopen(from_parent, "wb")
-        self._answers = os.fdopen(to_parent, "rb")
+        super().__init__(_drawer, fork)
 
     def draw(self, report: CampaignReport, path: Path) -> Path:
         """write_chart(report, path), by the drawer when it answers (its NoScoresError or UsageError raised here);
@@ -74,23 +50,6 @@ class ChartBeside:
         except Exception:  # noqa: BLE001 - the drawer gone (EOF, a broken pipe), or a value that does not pickle
             return None
         return answer if isinstance(answer, tuple) and answer[0] in ("drawn", "nothing", "usage") else None
-
-    def close(self) -> None:
-        """End the drawer (killed if it has not answered) and reap it."""
-        for stream in (self._send, self._answers):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        self._send = self._answers = None
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = None
 
 
 def _drawer(requests: int, answers: int) -> None:

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
+from clawstore.report.beside import Beside
 from clawstore.report.view_data import RunKey, ViewData, row_index, run_shards
 from clawstore.report.view_page import SHARD_RUNS, Written, check_out, finish_page, page_token, write_shard
 from clawstore.store.face import StoreReader
@@ -89,40 +89,17 @@ def _helps(number: int) -> bool:
     return number % 3 != 0
 
 
-class DetailsBeside:
+class DetailsBeside(Beside):
     """A forked shard maker: `begin` and `write_view` hand it its share, `close` ends it. Not `fork`, or a process
     allowed one CPU: none (a process running commands in itself, tests' CliRunner, keeps its threads: forking it is
     unsafe)."""
 
     def __init__(self, fork: bool = True) -> None:
-        self._pid: int | None = None
-        self._send: BinaryIO | None = None
-        self._answers: BinaryIO | None = None
         self._begun = False  # (told the heads: `start` follows)
         # One core: the helper's share would run after this process's, and its walk of the heads is work added.
-        if not fork or sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
-            return
-        try:
-            to_child, from_parent = os.pipe()
-            to_parent, from_child = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (to_child, from_parent, to_parent, from_child):
-                os.close(fd)
-            return
-        if pid == 0:  # (the helper: never returns into the command)
-            os.close(from_parent)
-            os.close(to_parent)
-            _helper(to_child, from_child)
-        os.close(to_child)
-        os.close(from_child)
-        _HELD.update((from_parent, to_parent))
-        self._pid = pid
-        self._send = os.fdopen(from_parent, "wb")
-        self._answers = os.fdopen(to_parent, "rb")
+        super().__init__(_helper, fork and sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2)
+        if self._send is not None and self._answers is not None:
+            _HELD.update((self._send.fileno(), self._answers.fileno()))
 
     def begin(self, root: Path, heads: list[str], manifest: Path | None) -> None:
         """Let the helper start walking the heads (the report is built meanwhile)."""
@@ -169,18 +146,7 @@ class DetailsBeside:
         for stream in (self._send, self._answers):
             if stream is not None:
                 _HELD.discard(stream.fileno())
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        self._send = self._answers = None
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self._pid, 0)
-            self._pid = None
+        super().close()
 
 
 def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helper: DetailsBeside) -> Written:
