@@ -36,7 +36,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
 
     target = resolve_remote(workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
     where = workspace_store_dir(store_dir)
-    made = not where.exists()
+    made = _first_missing(where)
     store = closed_with_command(Store(where, create=True))
     shown = open_transfer_progress(progress, sys.stderr, "pulling", f"from {target.url}")
     try:
@@ -44,8 +44,8 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
             report = pull(store, target, ref_names(suite, run_profile, evaluation_profile, pin),
                           untrusted=untrusted, progress=shown)
     except Exception:  # (not an interrupt: the pull run again resumes there, fsck can look)
-        if made:  # (an unreachable remote, a refused pack: no empty store left where there was none)
-            _unmake(store, where)
+        if made is not None:  # (an unreachable remote, a refused pack: no empty store left where there was none)
+            _unmake(store, where, made)
         raise
     finally:
         shown.close()
@@ -54,17 +54,35 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     click.echo(report.summary())
 
 
-def _unmake(store: Store, where: Path) -> None:
+def _first_missing(where: Path) -> Path | None:
+    """The highest of `where` and its parents that does not exist yet (what making the store creates), or None."""
+    missing = None
+    for each in (where.absolute(), *where.absolute().parents):
+        if each.exists():
+            return missing
+        missing = each
+    return missing
+
+
+def _unmake(store: Store, where: Path, made: Path) -> None:
     """Remove the store this failed pull made, if it holds nothing: no object, entry or ref (what a bundle of an
     older claw imported before the failure, or another process wrote meanwhile, keeps it), no pack downloaded whole
-    (kept for the pull run again: remote/downloads.py)."""
+    (kept for the pull run again: remote/downloads.py); then the parents made for it, up to `made`, while empty."""
     remotes = store.layout.remotes
     kept = remotes.is_dir() and any(any(store.layout.incoming(each.name).glob("*")) for each in remotes.iterdir())
     empty = (not kept and not store.list_refs() and next(iter(store.iter_objects()), None) is None
              and next(iter(store.iter_actions()), None) is None)
     store.close()
-    if empty:
-        shutil.rmtree(where, ignore_errors=True)
+    if not empty:
+        return
+    shutil.rmtree(where, ignore_errors=True)
+    for parent in where.absolute().parents:
+        if not parent.is_relative_to(made):
+            break
+        try:
+            parent.rmdir()  # only while empty: another process may have put something there meanwhile
+        except OSError:
+            break
 
 
 def register(group: click.Group) -> None:

@@ -41,3 +41,17 @@ def test_a_failed_pull_leaves_no_store_it_made_and_keeps_one_that_was_there(aws_
     (tmp_path / "store").mkdir()  # (there before the pull: not the pull's to remove, empty as it is)
     _fails(tmp_path, f"s3://{bucket}/bench")
     assert (tmp_path / "store").is_dir()
+
+
+def test_a_failed_pull_removes_the_parents_it_made_for_its_store_and_no_more(aws_env: str, tmp_path: Path) -> None:
+    (tmp_path / "kept").mkdir()
+    where = tmp_path / "kept" / "made" / "deeper" / "store"
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    done = claw("pull", "s3://nowhere/x", "--endpoint-url", dead, "--store", str(where), cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
+
+    relative = Path("rel") / "store"  # a relative --store: its parents are the working directory's
+    done = claw("pull", "s3://nowhere/x", "--endpoint-url", dead, "--store", str(relative), cwd=tmp_path / "kept")
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert list((tmp_path / "kept").iterdir()) == []
