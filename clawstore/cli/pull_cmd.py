@@ -49,8 +49,8 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
         raise
     finally:
         shown.close()
-    for name, why in sorted(report.refs_skipped.items()):  # (the pull went on without them)
-        click.echo(f"claw: remote ref {name} skipped: {why}", err=True)
+    for line in report.skipped_lines():  # (the pull went on without them)
+        click.echo(line, err=True)
     click.echo(report.summary())
 
 

@@ -294,7 +294,7 @@ class Project:
         if remote is not None:
             from clawstore.remote.live import pull_before
 
-            self.say(pull_before(*self._remote_parts(remote)).summary())
+            pull_before(*self._remote_parts(remote), self.say)
         found = None if force or remote is not None else self._fresh_plan(max_concurrency, batch)
         if found is None and not force and remote is None:
             found = self._plan_by_case(max_concurrency, batch)

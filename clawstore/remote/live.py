@@ -23,11 +23,16 @@ from clawstore.remote.sync import PACKS, REFS, SyncReport, remote_packs
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
-def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:
+def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
+                say: Callable[[str], None]) -> SyncReport:
     """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
     (remote/pull.py, pull_for_plan). `unbuilt_keys()`: the action keys the build would execute, as far
-    as the store tells them now."""
-    return pull_for_plan(store, remote, head_ref, unbuilt_keys)
+    as the store tells them now. Its summary, and a line a remote ref skipped, go to `say`."""
+    report = pull_for_plan(store, remote, head_ref, unbuilt_keys)
+    say(report.summary())
+    for line in report.skipped_lines():  # (the build goes on without that head: it still pulls by action key)
+        say(line)
+    return report
 
 
 class InterimPushes:
@@ -66,7 +71,7 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
     """The build between `pull_before` and its last push, pushing what it commits meanwhile; the pushes'
     and the pull's summaries and warnings go to `say` (the command's stderr)."""
     interval_s = interval_s or remote_push_interval()
-    say(pull_before(store, remote, head_ref, unbuilt_keys).summary())
+    pull_before(store, remote, head_ref, unbuilt_keys, say)
     stop = threading.Event()
     pushes = InterimPushes(store, remote, say)
 

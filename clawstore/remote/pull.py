@@ -480,7 +480,7 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"):
-        remote_refs = _remote_refs(backend, {head_ref}, required=False)
+        remote_refs = _remote_refs(backend, {head_ref}, required=False, skipped=report.refs_skipped)
         _check_ref_signers(store, backend, remote_refs, untrusted=False)
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it

@@ -20,7 +20,7 @@ from clawstore.host import process_end
 from clawstore.host.durable import write_file_atomic
 from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
-from clawstore.remote.backends import Backend, RefValue, RemoteRefConflict, open_backend
+from clawstore.remote.backends import Backend, RefValue, RemoteDamage, RemoteRefConflict, open_backend
 from clawstore.remote.config import Remote
 from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
@@ -38,7 +38,7 @@ from clawstore.remote.sync import (
     tracking_ref,
 )
 from clawstore.store import Transfer
-from clawstore.store.core.ids import PREFIX, file_digest, oid_of
+from clawstore.store.core.ids import PREFIX, file_digest, is_oid, oid_of
 from clawstore.store.face import pack_table
 from clawstore.values.canonical import canonical_json
 
@@ -411,6 +411,9 @@ def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str
         current = list(pool.map(lambda name: backend.read_ref(REFS + name), names))
     moves = [_RefMove(name, refs[name], value) for name, value in zip(names, current, strict=True)]
     for move in moves:
+        if move.current is not None and not is_oid(move.current.value):  # (a pull skips it: "pull, then push" loops)
+            raise RemoteDamage(f"remote {backend.description}: ref {REFS + move.name} holds no object id: remove it "
+                               "from the remote, then push again")
         if move.current is not None and move.current.value not in (move.value,
                                                                     store.get_ref(tracking_ref(remote, move.name))):
             raise RemoteRefConflict(REFS + move.name)

@@ -57,6 +57,10 @@ class SyncReport:
                          "its signer (what nobody signed, never); refs not moved")
         return "\n".join(lines)
 
+    def skipped_lines(self) -> list[str]:
+        """One stderr line a remote ref skipped (its file holds no object id, or is a directory): the pull went on."""
+        return [f"claw: remote ref {name} skipped: {why}" for name, why in sorted(self.refs_skipped.items())]
+
 
 def listing_name(pack: str) -> str:
     return f"{PACKS}{pack}.ids"

@@ -235,3 +235,33 @@ def test_a_remote_url_nobody_can_reach_is_refused_before_anything_is_written(tmp
     refused = claw("pull", "team", cwd=a.root)
     assert refused.returncode == 2 and "remotes.team.url" in refused.stderr and "unknown scheme" in refused.stderr
     assert not (a.root / "store").exists()
+
+
+@pytest.mark.parametrize("remote_url", ["dir"], indirect=True)
+def test_a_head_ref_that_is_no_ref_is_named_by_build_remote_and_refused_by_its_push(provider: StandIn,
+                                                                                       remote_url: str, tmp_path: Path
+                                                                                       ) -> None:
+    # The pull before a build skipped a remote head holding garbage without a word (`claw pull` names it).
+    provider.script(JUDGE, *[judge_reply(7)] * 8)
+    a = team(tmp_path)
+    build(a, "main", "ev")
+    paid = len(provider.requests)
+    ok("push", remote_url, cwd=a.root)
+    [head] = [path for path in (Path(remote_url) / "refs" / "campaigns").rglob("*") if path.is_file()]
+    head.write_text("not an id\n")
+    name = head.relative_to(Path(remote_url) / "refs").as_posix()
+
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    done = claw("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                "--remote", remote_url, cwd=b.root)
+    lines = done.stderr.splitlines()
+    assert f"claw: remote ref {name} skipped: holds no object id" in lines
+    assert len(provider.requests) == paid, "the results came by their keys"
+    assert sorted(record_ids(b, "main")) == sorted(record_ids(a, "main"))
+    # Its push at the end cannot move that ref: named as damage to remove (exit 2), not "changed by another push:
+    # run claw pull" (a pull skips it: the advice would loop).
+    assert done.returncode == 2 and lines[-1] == (
+        f"claw: error: remote {remote_url}: ref refs/{name} holds no object id: remove it from the remote, then push "
+        "again"), done.stderr
+    assert head.read_text() == "not an id\n"
