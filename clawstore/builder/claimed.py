@@ -34,13 +34,20 @@ class Adopted:
 Work = Callable[[Node], tuple[str, dict[str, Any]]]
 
 
-def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[str, dict[str, Any]] | Adopted | Later:
-    """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later)."""
+def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
+            unpaid_here: bool = False) -> tuple[str, dict[str, Any]] | Adopted | Later:
+    """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later). `unpaid_here`: the
+    node calls no provider and its outputs are a function of its inputs (hook-free checks, results, run in the build's
+    thread): alone on the store, it is run without a claim (`alone`)."""
     waits = node.claim_waits
     if waits:  # set aside before: the holder may have finished
         adopted = stored_meanwhile(store, node)
         if adopted is not None:
             return adopted
+    elif unpaid_here and alone(board):
+        # This build's own nodes run one after another here: one with a key recorded before is adopted, not run again.
+        adopted = stored_meanwhile(store, node, look_again=False)
+        return adopted if adopted is not None else work(node)
     try:
         taken = board.take(node.key)
     except OSError as exc:  # disk full, quota: nothing was paid for yet
@@ -63,6 +70,17 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node) -> tuple[st
     # on the claim then adopts the record instead of executing the node again.
     store.when_durable(lambda: board.release(node.key))
     return done
+
+
+def alone(board: ClaimBoard) -> bool:
+    """No other process holds a lease on the store, and none came or went within the last second (claims.Neighbours).
+    Every writer of action-cache entries holds a lease from before it plans, so another build that could run one of
+    this build's nodes is seen here first; then every node is claimed again. What is left: a build leasing while this
+    one runs an unclaimed node may run it too, if it gets there before the node's commit window ends. For unpaid nodes
+    whose outputs are a function of their inputs that makes a second record of one key with the same outputs, and the
+    nodes after it the same keys: nothing is paid twice. Their claim (a link and an unlink, and the index's look
+    again) was ~10 % of a cold build's CPU (docs/building.md, Session 49)."""
+    return not board.neighbours.present()
 
 
 def stored_meanwhile(store: Store, node: Node, look_again: bool = True) -> Adopted | None:

@@ -146,7 +146,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     def claimed_work(node: Node) -> Stored | Adopted | Later | object:
         if stop is not None and stop.stops(node):
             return _STOPPED
-        return claimed(started, store, board, node)
+        return claimed(started, store, board, node, unpaid_here=here and not paid)
 
     def scheduled(tasks: list[Node]) -> list[Node]:
         return run_tasks(tasks, claimed_work, session.concurrency, on_done, on_interrupt=progress.interrupt,

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
@@ -381,3 +383,83 @@ def test_a_killed_builds_node_adopted_by_another_process_is_not_executed_by_a_bu
     assert isinstance(found, Adopted) and not executed, found
     board.close()
     store.close()
+
+
+def test_alone_an_unpaid_node_run_here_takes_no_claim_and_with_a_neighbour_it_does(tmp_path: Path) -> None:
+    # Hook-free checks and results (no provider, outputs a function of their inputs) run in the build's thread
+    # without a claim while no other process holds a lease on the store; a paid node, or any node once another
+    # lease is there, is claimed as before.
+    from clawstore.builder.claimed import claimed
+    from clawstore.graph.plan import Node
+
+    store, key, node, board = _lone_build(tmp_path)
+    seen: list[bool] = []
+
+    def work(n: Node) -> tuple[str, dict[str, Any]]:
+        seen.append(board.path(n.key).exists())
+        return store.put_json({"record of": n.key}), {}
+
+    def fresh_node(n: int) -> Node:
+        return Node("checks", {}, {}, store.put_json({"node": n}))
+
+    with _leased_alone(store, board):
+        claimed(work, store, board, fresh_node(1), unpaid_here=True)
+        claimed(work, store, board, fresh_node(2))  # (not unpaid_here: a paid node, or one on a worker)
+        assert seen == [False, True], "alone: the unpaid node ran unclaimed, the other under its claim"
+        (store.root / "leases" / "other.json").write_text(json.dumps({"pid": 1, "host": "another-machine"}))
+        _backdate(store.root / "leases")
+        claimed(work, store, board, fresh_node(3), unpaid_here=True)
+        claimed(work, store, board, fresh_node(4), unpaid_here=True)
+        assert seen == [False, True, True, True], "another lease: every node claimed while it is there"
+    board.close()
+    store.close()
+
+
+def test_alone_an_unpaid_node_whose_key_this_build_just_recorded_is_adopted(tmp_path: Path) -> None:
+    # Two addresses of one campaign can share a key: unclaimed, the second finds the first's record (still in the
+    # group commit's window) and adopts it instead of running the node again.
+    from clawstore.builder.claimed import Adopted, claimed
+    from clawstore.graph.plan import Node
+
+    store, key, node, board = _lone_build(tmp_path)
+
+    def work(n: Node) -> tuple[str, dict[str, Any]]:
+        record = {"key": n.key, "status": "success", "cacheable": True, "outputs": {}}
+        with store.batch():
+            return store.put_action(n.key, record), record
+
+    executed: list[Node] = []
+    with _leased_alone(store, board), store.group_commit(window_s=60):
+        first = claimed(work, store, board, node, unpaid_here=True)
+        twin = Node("checks", {"model_id": "m2", "case_id": "c", "repetition": 0}, {}, key)
+        found = claimed(_refusing(executed, "ran a node this build had just recorded"), store, board, twin,
+                        unpaid_here=True)
+    assert isinstance(found, Adopted) and found.record_id == first[0] and not executed
+    board.close()
+    store.close()
+
+
+@pytest.mark.parametrize("neighbour", [False, True])
+def test_a_build_alone_claims_its_paid_nodes_and_with_a_neighbour_every_node(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, neighbour: bool) -> None:
+    # Whether another process is there is Neighbours' to say (test_another_lease_makes_every_claim_look_again...):
+    # here it says so from the start (a build of a second lasts less than a listing of leases/ is trusted).
+    from clawstore.store.claims import Neighbours
+
+    cases = [f"c{i}" for i in range(3)]
+    _campaign(ws, standin, cases)
+    monkeypatch.setattr(Neighbours, "present", lambda self: neighbour)
+    taken: list[str] = []
+    take = ClaimBoard.take
+
+    def counted(board: ClaimBoard, key: str) -> bool:
+        taken.append(key)
+        return take(board, key)
+
+    monkeypatch.setattr(ClaimBoard, "take", counted)
+    code, out, err = claw("build", "--suite", "main", "--run-profile", "rp", *EVAL, "--output", "json")
+    assert code == 0, err
+    runs = 2 * len(cases)
+    assert json.loads(out)["counts"]["executed"] == 4 * runs
+    # Alone: the runs and judgements (paid) under claims; checks and results (unpaid, in the build's thread) not.
+    assert len(taken) == len(set(taken)) == (4 * runs if neighbour else 2 * runs)
