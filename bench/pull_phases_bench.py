@@ -33,7 +33,7 @@ from clawstore.remote import pull as pulling  # noqa: E402
 from clawstore.remote.config import Remote  # noqa: E402
 from clawstore.remote.push import push  # noqa: E402
 from clawstore.store import Store  # noqa: E402
-from clawstore.store.core import index, packfile  # noqa: E402
+from clawstore.store.core import batch, index  # noqa: E402
 from clawstore.store.services import transfer  # noqa: E402
 
 # (label, owner and name of the function timed, the phases it calls: subtracted from it), in the order a pull runs
@@ -44,12 +44,10 @@ PHASES: list[tuple[str, Any, str, tuple[str, ...]]] = [
     ("checking the entries", pulling._Pull, "_check_entries", ()),
     ("taking the packs", transfer.Incoming, "take", ()),
     ("which entries to set (fresh_entries)", transfer, "fresh_entries", ()),
-    ("writing the entries into a pack", packfile.PackWriter, "append_actions", ()),
+    ("writing the entries into a pack", batch, "write_entries", ()),
     ("encoding the index segment", index, "encode_segment", ()),
-    # (all of `Incoming.adopt` but the phases above: the entries' pack is the store's (`batch.write_entries`) or, since
-    # session 49, the pull's own, written before it is sealed)
-    ("adopting: renames, fsyncs, the rest of the commit", transfer.Incoming, "adopt",
-     ("which entries to set (fresh_entries)", "writing the entries into a pack", "encoding the index segment")),
+    ("adopting: renames, fsyncs, the rest of the commit", transfer, "adopt_packs",
+     ("writing the entries into a pack", "encoding the index segment")),
 ]
 
 
