@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -98,28 +98,17 @@ def write_entries(runtime: CommitTarget, pending: Pending) -> None:
 def unwritten_entries(pending: Pending) -> list[tuple[bytes, bytes | None, int]]:
     """`pending`'s action entries (key, record, time ns) not yet in a pack as they are now."""
     if not pending.written:  # (a pull's commit: all of them, no look-up each)
-        return entry_rows(pending.actions)
+        return list(map(tuple.__add__, zip(pending.actions), pending.actions.values()))
     return [(key, *value) for key, value in pending.actions.items()
             if (entry := pending.written.get(key)) is None or (entry.record, entry.time_ns) != value]
 
 
 def note_written(pending: Pending, entries: list[tuple[bytes, bytes | None, int]], pack: str,
-                 offsets: Sequence[int]) -> None:
-    pending.written.update(written_entries(entries, pack, offsets))
-
-
-def written_entries(entries: list[tuple[bytes, bytes | None, int]], pack: str,
-                    offsets: Sequence[int]) -> Iterator[tuple[bytes, ActionEntry]]:
-    """(key, its index entry) of each action-cache entry (key, record, time ns) written in `pack` at `offsets`."""
+                 offsets: list[int]) -> None:
     # (each ActionEntry made by tuple.__new__ in C, as ActionEntry._make does, not a Python call each: a pull notes
     # tens of thousands)
     fields = zip(map(_record_of, entries), map(_time_of, entries), repeat(pack, len(entries)), offsets, strict=True)
-    return zip(map(_key_of, entries), map(tuple.__new__, repeat(ActionEntry), fields), strict=True)
-
-
-def entry_rows(actions: Mapping[bytes, tuple[bytes | None, int]]) -> list[tuple[bytes, bytes | None, int]]:
-    """These action-cache entries (key -> (record, time ns)) as the rows a pack writer appends."""
-    return list(map(tuple.__add__, zip(actions), actions.values()))
+    pending.written.update(zip(map(_key_of, entries), map(tuple.__new__, repeat(ActionEntry), fields), strict=True))
 
 
 _key_of, _record_of, _time_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of an entry (key, record, time ns)

@@ -23,7 +23,7 @@ from clawstore.errors import CorruptObjectError, UsageError
 from clawstore.host.durable import fsync_path
 from clawstore.store.actions import entry_record, set_entries, takes_over
 from clawstore.store.core import codec, index
-from clawstore.store.core.batch import Pending, commit, entry_rows, written_entries
+from clawstore.store.core.batch import Pending, commit
 from clawstore.store.core.ids import PREFIX, file_digest
 from clawstore.store.core.objects import check_blob
 from clawstore.store.core.packfile import (
@@ -359,13 +359,11 @@ class _Adopting:
 
 
 def adopt_packs(store: ObjectStore, packs: list[_Adopting],
-                entries: Mapping[bytes, tuple[bytes | None, int]] | None = None,
-                written: Iterable[tuple[bytes, index.ActionEntry]] = ()) -> None:
+                entries: Mapping[bytes, tuple[bytes | None, int]] | None = None) -> None:
     """Move verified packs (their bytes durable: fsynced when checked) into packs/, then name their objects, and set the
     action-cache `entries` (verified: `fresh_entries`), in one commit: one fsync of packs/ and one segment for them all,
-    not one each. `written`: where those of the entries one of `packs` holds already are (the others are written into
-    the store's pack, as any commit's). Each pack is flocked until the segment is written, so gc (which leaves packs
-    with a live writer alone) cannot take it meanwhile."""
+    not one each. Each pack is flocked until the segment is written, so gc (which leaves packs with a live writer alone)
+    cannot take it meanwhile."""
     if not packs and not entries:
         return
     runtime = store.runtime
@@ -375,7 +373,6 @@ def adopt_packs(store: ObjectStore, packs: list[_Adopting],
     try:
         pending = Pending()
         pending.actions.update(entries or {})
-        pending.written.update(written)
         for pack in packs:
             fd = os.open(pack.path, os.O_RDONLY | os.O_CLOEXEC)
             fds.append(fd)
@@ -523,20 +520,14 @@ class Incoming:
         writer, self._copies = self._copies, None
         taken, self._taken = self._taken, []
         self._slots = 0  # (a later round's rows start again at slot 0: a stale run is made again, never misnamed)
-        if writer is None and fresh and taken:
-            writer = PackWriter(taken[0].path.parent)  # (beside the received packs, outside the store)
-        written: Iterable[tuple[bytes, index.ActionEntry]] = ()
         if writer is not None:
             try:
-                if fresh:  # (the entries go in with the packs: no pack of the store's to make, fsync and name)
-                    rows = entry_rows(fresh)
-                    written = written_entries(rows, writer.pack_id, writer.append_actions(rows))
-                writer.seal()  # (durable, the entries with the objects)
+                writer.seal()  # (durable)
             finally:
                 writer.close()
             taken.append(_Adopting(writer.path, writer.pack_id, list(self._in_copies.values())))
             self._in_copies = {}
-        adopt_packs(self.store, taken, fresh, written)
+        adopt_packs(self.store, taken, fresh)
 
     def close(self) -> None:
         """Let go of the copies' pack if it was not taken (a refused pull: it goes with the scratch directory)."""
