@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import itemgetter
 from typing import Any, Protocol
 
 from clawstore.store.core.index import ActionEntry, Loc, Segment, new_segment_name
@@ -97,21 +95,14 @@ def write_entries(runtime: CommitTarget, pending: Pending) -> None:
 
 def unwritten_entries(pending: Pending) -> list[tuple[bytes, bytes | None, int]]:
     """`pending`'s action entries (key, record, time ns) not yet in a pack as they are now."""
-    if not pending.written:  # (a pull's commit: all of them, no look-up each)
-        return list(map(tuple.__add__, zip(pending.actions), pending.actions.values()))
     return [(key, *value) for key, value in pending.actions.items()
             if (entry := pending.written.get(key)) is None or (entry.record, entry.time_ns) != value]
 
 
 def note_written(pending: Pending, entries: list[tuple[bytes, bytes | None, int]], pack: str,
                  offsets: list[int]) -> None:
-    # (each ActionEntry made by tuple.__new__ in C, as ActionEntry._make does, not a Python call each: a pull notes
-    # tens of thousands)
-    fields = zip(map(_record_of, entries), map(_time_of, entries), repeat(pack, len(entries)), offsets, strict=True)
-    pending.written.update(zip(map(_key_of, entries), map(tuple.__new__, repeat(ActionEntry), fields), strict=True))
-
-
-_key_of, _record_of, _time_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of an entry (key, record, time ns)
+    for (key, record, time_ns), offset in zip(entries, offsets, strict=True):
+        pending.written[key] = ActionEntry(record, time_ns, pack, offset)
 
 
 def commit(runtime: CommitTarget, pending: Pending) -> None:

@@ -17,7 +17,7 @@ import weakref
 from array import array
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat, starmap
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -139,21 +139,13 @@ def encode_segment(segment: Segment) -> bytes:
         packs = columns.column("I", map(slots.__getitem__, map(_pack_of, locs)))
         offsets, lengths = columns.column("Q", map(_offset_of, locs)), columns.column("Q", map(_length_of, locs))
         parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, offsets, lengths))
-    keys = sorted(actions)
-    entries = list(map(actions.__getitem__, keys))
-    records = list(map(_record_of, entries))
-    if None in records:  # (removals: gc's, repair's)
-        records = [record or NO_RECORD for record in records]
-    # (the rows' fields a column each, packed by starmap in C: a pull's commit sets tens of thousands)
-    fields = zip(keys, records, map(_time_of, entries), map(slots.__getitem__, map(_entry_pack, entries)),
-                 map(_entry_offset, entries), strict=True)
-    parts += starmap(_ACT.pack, fields)
+    parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
+              for key in sorted(actions) for e in (actions[key],)]
     body = b"".join(parts)
     return body + blake3.blake3(body).digest()
 
 
 _pack_of, _offset_of, _length_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Loc
-_record_of, _time_of, _entry_pack, _entry_offset = map(itemgetter, range(4))  # of an ActionEntry
 
 
 def object_run(ids: list[bytes], offsets: Iterable[int], lengths: Iterable[int], slot: int) -> list[bytes]:
