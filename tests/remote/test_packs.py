@@ -110,6 +110,22 @@ def test_packs_of_a_mebibyte_or_more_move_in_whole_named_by_one_index_segment(
     assert fsck(target).clean
 
 
+@pytest.mark.parametrize("adopt_bytes", [0, transfer.ADOPT_BYTES], ids=["moved-whole", "copied"])
+def test_a_pull_reports_the_bytes_of_the_objects_it_adds_whether_packs_move_whole_or_are_copied(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, adopt_bytes: int) -> None:
+    """What a pull says it added: the stored bytes of the objects its index segment names, counted for a pack that
+    moves in whole (summed as it is taken) as for one whose objects are copied in."""
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", adopt_bytes)
+    source = _filled(tmp_path / "a", 30)
+    remote = Remote("team", str(tmp_path / "remote"))
+    push.push(source, remote)
+    target = Store(tmp_path / "b")
+    pulled = pull.pull(target, remote)
+    index_view = target.runtime.index
+    index_view.refresh()
+    assert pulled.objects == 90 and pulled.bytes == sum(loc[2] for loc in index_view.objects.values()) > 0
+
+
 def test_a_pull_names_its_objects_and_sets_their_entries_in_one_index_segment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The entries a pull verified are set in the commit that names the objects their records are in (one segment, one

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
 from clawstore.store import Store
+from clawstore.store.core.packfile import ACTION_SIZE, decode_action, pack_path
 
 
 def test_many_action_cache_entries_in_one_batch(tmp_path: Path) -> None:
@@ -22,3 +24,23 @@ def test_many_action_cache_entries_in_one_batch(tmp_path: Path) -> None:
             assert sum(1 for _ in store.iter_actions()) == 1000
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_each_entry_a_commit_sets_is_named_where_its_blob_is(tmp_path: Path) -> None:
+    """The index names each action-cache entry by the pack and offset of its blob (a commit of many notes them all at
+    once, by maps: each must get its own offset), as another process reads them back from the segment."""
+    with Store(tmp_path / "store") as store:
+        output = store.put_bytes(b"shared output")
+        with store.batch():
+            for index in range(300):
+                store.put_action(f"blake3:{index:064x}", {"kind": "run", "outputs": {"x": output}, "n": index})
+    with Store(tmp_path / "store") as again:
+        runtime = again.runtime
+        runtime.index.refresh()
+        for index in range(300):
+            entry = runtime.index.find_action(bytes.fromhex(f"{index:064x}"), look_again=False)
+            assert entry is not None and entry.record is not None
+            with open(pack_path(runtime.packs_dir, entry.pack), "rb") as fh:
+                payload = os.pread(fh.fileno(), ACTION_SIZE, entry.offset)
+            assert decode_action(payload) == (entry.record, entry.time_ns)
+            assert again.get_json("blake3:" + entry.record.hex())["n"] == index

@@ -301,6 +301,7 @@ def test_a_segment_is_its_rows_in_key_order_as_the_format_lays_them_out() -> Non
     segment = _segment(rng, 700, 300)
     segment.objects[bytes(32)] = (PACKS[2].hex(), (1 << 64) - 1, 0)  # (extremes of the columns)
     segment.objects[b"\xff" * 32] = (PACKS[0].hex(), 0, (1 << 64) - 1)
+    segment.actions[rng.randbytes(32)] = ActionEntry(None, 5, PACKS[1].hex(), 7)  # (a removal: no record)
     slots: dict[str, int] = {}
     for pack in [loc[0] for loc in segment.objects.values()] + [entry.pack for entry in segment.actions.values()]:
         slots.setdefault(pack, len(slots))
