@@ -1,5 +1,5 @@
 """`claw view`'s run details made on both cores: a process forked when the command starts, before the store is opened
-(no thread yet to fork with), walks the heads while this one builds the report, and makes two detail shards in three
+(no thread yet to fork with), walks the heads while this one builds the report, and makes every other detail shard
 (its own store reader: records, bodies, details, JSON) while this one makes the others. It writes only once its order
 says its walk was the report's (the same heads, a row for every run it met), and says each shard once written;
 whatever it has not said (killed, out of memory, an error, another head) is made here afterwards. Linux only, and
@@ -84,9 +84,11 @@ HELPER_NAME = "claw-details"
 
 
 def _helps(number: int) -> bool:
-    # Two shards in three: the helper starts while the command builds the report. Spread (not a block of the runs):
-    # the shares stay as set whatever the campaign's size, and neither needs the run count first.
-    return number % 3 != 0
+    # Every other shard (the odd ones). Not more: the helper's early start buys it one shard, then it waits for its
+    # order (the report's end), the tag reader having that core meanwhile; two in three left the command idle for
+    # the helper's last third (docs/view.md, Scale: session 49). Spread (not a block of the runs): the shares stay as
+    # set whatever the campaign's size, and neither needs the run count first.
+    return number % 2 == 1
 
 
 class DetailsBeside(Beside):
@@ -150,7 +152,7 @@ class DetailsBeside(Beside):
 
 
 def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helper: DetailsBeside) -> Written:
-    """write_page of `data`'s summary and run details, two shards in three made by `helper` when it takes them (it
+    """write_page of `data`'s summary and run details, every other shard made by `helper` when it takes them (it
     gives them up when the report read other heads than it was told, or left a run out)."""
     check_out(path)  # (before the helper writes a shard there)
     token = page_token(data.head_ids)
