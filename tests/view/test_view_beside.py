@@ -237,6 +237,39 @@ def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir
     assert _shards(elsewhere) == set()
 
 
+def test_a_helper_makes_shards_while_the_report_is_built_and_writes_them_when_told_where(
+        store_dir: Path, tmp_path: Path) -> None:
+    head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
+    data = collect(Store(store_dir, create=False), [str(CAMPAIGN["id"])])
+    out = tmp_path / "view.html"
+    requests, to_helper = os.pipe()
+    from_helper, answers = os.pipe()
+    claims = _Claims.new()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
+                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
+                            pass_fds=(requests, answers, claims.fd))
+    os.close(requests)
+    os.close(answers)
+    try:
+        with os.fdopen(to_helper, "wb") as send:
+            pickle.dump(_Start(store_dir, [head], None, claims.fd), send)
+            send.flush()
+            # No order yet (the command builds the report): it takes and makes every shard (4, fewer than AHEAD),
+            # holding them, and writes none until it is told where they go.
+            _until(lambda: claims.taken(_Claims.HELPER, 4) == {0, 1, 2, 3}, "the helper's shards made ahead")
+            time.sleep(0.2)
+            assert _shards(out) == set() and proc.poll() is None
+            pickle.dump(_Order([head], frozenset(row_index(data)), out, page_token([head])), send)
+        with os.fdopen(from_helper, "rb") as said:
+            assert proc.wait(timeout=120) == 0
+            assert [line.split()[0] for line in said.read().splitlines()] == [b"0", b"1", b"2", b"3"]
+        assert _shards(out) == ALL
+    finally:
+        claims.close()
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
 def test_a_view_allowed_one_cpu_forks_no_helper(store_dir: Path, alone: dict[str, bytes], tmp_path: Path) -> None:
     out = tmp_path / "view.html"
