@@ -198,22 +198,28 @@ def test_a_helper_that_met_a_run_the_report_left_out_gives_up_its_shards() -> No
     assert (0, "m", "a") in rows and (0, "m", "b") not in rows  # (then the keys themselves)
 
 
+def _helper_alone() -> tuple[subprocess.Popen[bytes], int, int, _Claims]:
+    """The helper run alone (a process of its own): it, the ends of its pipes (to it, from it), the shards' claims."""
+    requests, to_helper = os.pipe()
+    from_helper, answers = os.pipe()
+    claims = _Claims.new()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
+                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
+                            pass_fds=(requests, answers, claims.fd))
+    os.close(requests)
+    os.close(answers)
+    return proc, to_helper, from_helper, claims
+
+
 def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str], taken: tuple[int, ...] = ()
                  ) -> tuple[int, bytes]:
     """The helper run alone (a process of its own), told the heads `told` and then that the report read `read`, the
     shards `taken` taken by the command: its exit code and what it said."""
     store = Store(store_dir, create=False)
     data = collect(store, [str(CAMPAIGN["id"])])
-    requests, to_helper = os.pipe()
-    from_helper, answers = os.pipe()
-    claims = _Claims.new()
+    proc, to_helper, from_helper, claims = _helper_alone()
     for number in taken:
         assert claims.take(number, _Claims.COMMAND)
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
-                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
-                            pass_fds=(requests, answers, claims.fd))
-    os.close(requests)
-    os.close(answers)
     try:
         with os.fdopen(to_helper, "wb") as send:
             pickle.dump(_Start(store_dir, told, None, claims.fd), send)
@@ -242,14 +248,7 @@ def test_a_helper_makes_shards_while_the_report_is_built_and_writes_them_when_to
     head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
     data = collect(Store(store_dir, create=False), [str(CAMPAIGN["id"])])
     out = tmp_path / "view.html"
-    requests, to_helper = os.pipe()
-    from_helper, answers = os.pipe()
-    claims = _Claims.new()
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
-                             "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
-                            pass_fds=(requests, answers, claims.fd))
-    os.close(requests)
-    os.close(answers)
+    proc, to_helper, from_helper, claims = _helper_alone()
     try:
         with os.fdopen(to_helper, "wb") as send:
             pickle.dump(_Start(store_dir, [head], None, claims.fd), send)
