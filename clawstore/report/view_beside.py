@@ -1,16 +1,18 @@
 """`claw view`'s run details made on both cores: a process forked when the command starts, before the store is opened
-(no thread yet to fork with), walks the heads while this one builds the report, and makes two detail shards in three
-(its own store reader: records, bodies, details, JSON) while this one makes the others. It writes only once its order
-says its walk was the report's (the same heads, a row for every run it met), and says each shard once written;
-whatever it has not said (killed, out of memory, an error, another head) is made here afterwards. Linux only, and
-only with two CPUs or more; elsewhere, and when the fork fails, every shard is made here as before. Same page and
-shards either way (tests/view/test_view_beside.py). Why: docs/view.md (Scale, Details by module)."""
+(no thread yet to fork with), walks the heads while this one builds the report, and makes the detail shards it
+reaches first (its own store reader: records, bodies, details, JSON) while this one makes the others. It writes only
+once its order says its walk was the report's (the same heads, a row for every run it met), and says each shard once
+written; whatever it has not said (killed, out of memory, an error, another head) is made here afterwards. Linux
+only, and only with two CPUs or more; elsewhere, and when the fork fails, every shard is made here as before. Same
+page and shards either way (tests/view/test_view_beside.py). Why: docs/view.md (Scale, Details by module)."""
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import pickle
+import select
 import signal
 import sys
 from collections.abc import Container
@@ -19,7 +21,16 @@ from pathlib import Path
 
 from clawstore.report.beside import Beside
 from clawstore.report.view_data import RunKey, ViewData, row_index, run_shards
-from clawstore.report.view_page import SHARD_RUNS, Written, check_out, finish_page, page_token, write_shard
+from clawstore.report.view_page import (
+    SHARD_RUNS,
+    Written,
+    check_out,
+    finish_page,
+    page_token,
+    render_shard,
+    write_shard,
+    write_shard_body,
+)
 from clawstore.store.face import StoreReader
 
 
@@ -30,6 +41,7 @@ class _Start:
     root: Path
     heads: list[str]
     manifest: Path | None
+    claims: int  # the descriptor of the shards' claims (_Claims), shared with the command
 
 
 @dataclass(frozen=True)
@@ -81,12 +93,44 @@ if hasattr(os, "register_at_fork"):
 
 
 HELPER_NAME = "claw-details"
+# Shards the helper makes before its order comes (while the report is built), held rendered until it says where they
+# go: about 400 KB each at 5 runs a case.
+AHEAD = 8
 
 
-def _helps(number: int) -> bool:
-    # Two shards in three: the helper starts while the command builds the report. Spread (not a block of the runs):
-    # the shares stay as set whatever the campaign's size, and neither needs the run count first.
-    return number % 3 != 0
+class _Claims:
+    """Who makes each shard: whichever process reaches it first (both walk the same runs in the same order), so each
+    makes as many as its speed allows and neither waits for the other at the end (a fixed share, two shards in three,
+    left the command idle for the helper's last ones: docs/view.md, Scale). A byte a shard (0: not taken) in a memory
+    file both processes hold, taken under a POSIX lock: per process, and let go by the kernel when its holder dies (a
+    helper killed while taking one blocks no one)."""
+
+    COMMAND, HELPER = b"c", b"h"
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    @classmethod
+    def new(cls) -> _Claims:
+        return cls(os.memfd_create("claw-view-claims", os.MFD_CLOEXEC))
+
+    def take(self, number: int, who: bytes) -> bool:
+        """Whether shard `number` is `who`'s to make: taken now, unless the other process took it first."""
+        fcntl.lockf(self.fd, fcntl.LOCK_EX)
+        try:
+            if os.pread(self.fd, 1, number).strip(b"\0"):
+                return False
+            os.pwrite(self.fd, who, number)
+            return True
+        finally:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN)
+
+    def taken(self, who: bytes, below: int) -> set[int]:
+        """The shards under `below` that `who` took."""
+        return {number for number, by in enumerate(os.pread(self.fd, below, 0)) if by == who[0]}
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class DetailsBeside(Beside):
@@ -97,16 +141,27 @@ class DetailsBeside(Beside):
     def __init__(self, fork: bool = True) -> None:
         self._begun = False  # (told the heads: `start` follows)
         # One core: the helper's share would run after this process's, and its walk of the heads is work added.
-        super().__init__(_helper, fork and sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2)
+        fork = fork and sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2
+        self.claims: _Claims | None = None
+        if fork:
+            try:
+                self.claims = _Claims.new()
+            except OSError:
+                fork = False
+        super().__init__(_helper, fork)
         if self._send is not None and self._answers is not None:
             _HELD.update((self._send.fileno(), self._answers.fileno()))
+        elif self.claims is not None:
+            self.claims.close()
+            self.claims = None
 
     def begin(self, root: Path, heads: list[str], manifest: Path | None) -> None:
         """Let the helper start walking the heads (the report is built meanwhile)."""
         if self._send is None:
             return
         try:
-            pickle.dump(_Start(root, heads, manifest), self._send)
+            assert self.claims is not None  # (made with the helper)
+            pickle.dump(_Start(root, heads, manifest, self.claims.fd), self._send)
             self._send.flush()
             self._begun = True
         except Exception:  # noqa: BLE001 - the helper gone (a broken pipe): this process makes every shard
@@ -127,15 +182,18 @@ class DetailsBeside(Beside):
             return False
         return True
 
-    def made(self) -> dict[int, int]:
-        """The shards the helper said it wrote (number -> bytes), once it has ended or been ended."""
+    def made(self, claimed: set[int]) -> dict[int, int]:
+        """The shards the helper said it wrote (number -> bytes), once it has said every shard of `claimed` (those it
+        took: it takes no more once this process has reached them all) or ended; then it is ended."""
         said: dict[int, int] = {}
-        if self._answers is not None:
+        if self._answers is not None and claimed:
             try:
                 for line in self._answers:
                     if line.endswith(b"\n"):  # (a line cut short by a kill says nothing)
                         number, size = line.split()
                         said[int(number)] = int(size)
+                    if claimed <= said.keys():
+                        break
             except (OSError, ValueError):
                 pass
         self.close()
@@ -147,16 +205,20 @@ class DetailsBeside(Beside):
             if stream is not None:
                 _HELD.discard(stream.fileno())
         super().close()
+        if self.claims is not None:  # (after the helper's end: nothing takes a shard any more)
+            self.claims.close()
+            self.claims = None
 
 
 def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helper: DetailsBeside) -> Written:
-    """write_page of `data`'s summary and run details, two shards in three made by `helper` when it takes them (it
-    gives them up when the report read other heads than it was told, or left a run out)."""
+    """write_page of `data`'s summary and run details, the shards `helper` reaches first made by it when it takes its
+    order (it gives them up when the report read other heads than it was told, or left a run out)."""
     check_out(path)  # (before the helper writes a shard there)
     token = page_token(data.head_ids)
     rows = row_index(data)
     helped = helper.start(_Order(data.head_ids, frozenset(rows), path, token))
-    mine = (lambda number: not _helps(number)) if helped else (lambda number: True)
+    claims = helper.claims
+    mine = (lambda number: claims.take(number, _Claims.COMMAND)) if helped and claims else (lambda number: True)
     runs = shards = detail_bytes = 0
     for number, keys, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS, mine):
         for key in keys:
@@ -165,9 +227,10 @@ def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helpe
         shards += 1
         if details is not None:
             detail_bytes += write_shard(path, token, number, details)
-    if helped:
-        said = helper.made()
-        left = {number for number in range(shards) if _helps(number) and number not in said}
+    if helped and claims:
+        theirs = claims.taken(_Claims.HELPER, shards)  # (every shard is taken by now: the helper takes no more)
+        said = helper.made(theirs)
+        left = {number for number in theirs if number not in said}
         detail_bytes += sum(size for number, size in said.items() if number < shards)
         if left:  # the helper ended before saying them: made here
             for number, _, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS,
@@ -200,16 +263,37 @@ def _helper(requests: int, answers: int) -> None:
             store = Store(start.root, create=False)
             rows = _Rows()
             order: _Order | None = None
+            claims = _Claims(start.claims)
+            token = page_token(start.heads)
+            ahead: list[tuple[int, bytes]] = []  # (made before the order: written once it has come)
+
+            def say(number: int, size: int) -> None:
+                sink.write(b"%d %d\n" % (number, size))
+                sink.flush()
+
+            def ordered() -> _Order | None:
+                """The order, waited for; None when it is not for what was made (then the command makes it all)."""
+                told: _Order = pickle.load(source)  # (EOF: the command ended, or makes every shard itself)
+                if told.heads != start.heads or told.token != token or not rows.known(told.rows):
+                    return None
+                for number, body in ahead:
+                    say(number, write_shard_body(told.path, number, body))
+                ahead.clear()
+                return told
+
             with os.fdopen(answers, "wb") as sink:
-                for number, _, details in run_shards(store, start.heads, start.manifest, rows, SHARD_RUNS, _helps):
-                    if order is None:
-                        order = pickle.load(source)  # (EOF: the command ended, or makes every shard itself)
-                        if order.heads != start.heads or not rows.known(order.rows):
-                            return
-                    if details is not None:
-                        size = write_shard(order.path, order.token, number, details)
-                        sink.write(b"%d %d\n" % (number, size))
-                        sink.flush()
+                for number, _, details in run_shards(store, start.heads, start.manifest, rows, SHARD_RUNS,
+                                                     lambda number: claims.take(number, _Claims.HELPER)):
+                    if details is None:
+                        continue
+                    if order is None and len(ahead) < AHEAD and not select.select([source], [], [], 0)[0]:
+                        ahead.append((number, render_shard(token, number, details).encode("ascii")))
+                        continue  # (the report is still being built: on with the next)
+                    if order is None and (order := ordered()) is None:
+                        return
+                    say(number, write_shard(order.path, order.token, number, details))
+                if order is None and ahead:  # (every shard made before the order came)
+                    ordered()
     except BaseException:  # noqa: BLE001 - anything else: the command makes the shards not said
         code = 1
     finally:

@@ -21,7 +21,7 @@ from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
 from clawstore.store import documents
-from clawstore.store.documents import HeadNode, Metrics
+from clawstore.store.documents import HeadNode, Metrics, damaged
 from clawstore.store.headdoc import iter_parts
 from clawstore.values import jsontext
 from clawstore.values.costs import CostSum, source_of
@@ -420,16 +420,68 @@ def _body_ids(record: Any) -> list[Any]:
     return [outputs.get(name) for name in ("artifact", "checks", "judgement")] if isinstance(outputs, Mapping) else []
 
 
+class _Node(msgspec.Struct, gc=False):
+    """A head node as a part is decoded straight to it, typed as documents.read_head_node checks a node (a string is
+    a str, an object a dict, null or absent None; its other fields skipped): HeadNode's fields but `stored`, which
+    the view does not read. Half the time of a head's walk, which each of the view's two processes makes whole."""
+
+    kind: str
+    key: str
+    address: dict[str, Any]
+    record: str | None = None
+    action: str | None = None
+    record_doc: dict[str, Any] | None = None
+    quarantined: str | None = None
+
+
+class _Part(msgspec.Struct, gc=False):
+    nodes: list[_Node]
+
+
+_PART = msgspec.json.Decoder(_Part)
+
+
+def _part(store: StoreReader, part_id: str) -> Any:
+    """A head part, its nodes `_Node`s; what that decoder refuses (another shape, a field of another type, JSON only
+    Python's parser reads) as `get_json` parses it, for read_head to judge as before."""
+    data = store.get_bytes(part_id)
+    try:
+        return {"nodes": _PART.decode(data).nodes}
+    except (ValueError, RecursionError):  # (msgspec's errors are ValueErrors)
+        return store.get_json(part_id)
+
+
+def _with_action(node: Any, action: Any) -> Any:
+    if isinstance(node, _Node):
+        if action is not None:
+            node.action = action
+        return node
+    return node if action is None or not isinstance(node, dict) else {**node, "action": action}
+
+
+def _head_nodes(store: StoreReader, head_id: str, top: Any) -> Iterator[HeadNode | _Node]:
+    """The head's nodes in its order, typed: a part decoded to `_Node`s as it stands (its actions checked as
+    read_head_node checks them), any other through read_head (its one-line error for a hostile one)."""
+    for at, part in enumerate(iter_parts(top, lambda oid: _part(store, oid), _with_action)):
+        where = f"campaign head {head_id} part {at}"
+        if part and all(isinstance(node, _Node) for node in part):
+            for index, node in enumerate(part):
+                if node.action is not None and type(node.action) is not str:
+                    raise damaged(where, f"nodes[{index}].action", "a string or null")
+            yield from part
+        else:
+            yield from documents.read_head({"nodes": part}, where).nodes
+
+
 def _runs_of_head(store: StoreReader, head_id: str, top: Any) -> Iterator[tuple[tuple[str, str], list[HeadNode]]]:
     """((model, case), nodes) of each run of the head (its run node and the nodes evaluating it), in repetition
     order. A head lists its nodes case by case (headdoc.split_nodes), so one case's nodes are held at a time; a
     case met again later (a head written otherwise) gives its runs again, with the nodes found there."""
     case: str | None = None
     held: dict[tuple[str, int], list[HeadNode]] = {}
-    nodes = (node for at, part in enumerate(iter_parts(top, store.get_json))
-             for node in documents.read_head({"nodes": part}, f"campaign head {head_id} part {at}").nodes)
-    for node in nodes:
-        model, case_id, repetition = (node.address.get(name) for name in ("model_id", "case_id", "repetition"))
+    for node in _head_nodes(store, head_id, top):
+        address = node.address
+        model, case_id, repetition = address.get("model_id"), address.get("case_id"), address.get("repetition")
         if model is None or case_id is None:
             continue
         if case_id != case:

@@ -109,8 +109,12 @@ def page_token(heads: Sequence[str]) -> str:
 
 def write_shard(path: Path, token: str, number: int, details: Sequence[dict[str, Any]]) -> int:
     """Write shard `number` of the page at `path` (not yet durable: finish_page flushes them all); its size."""
+    return write_shard_body(path, number, render_shard(token, number, details).encode("ascii"))
+
+
+def write_shard_body(path: Path, number: int, body: bytes) -> int:
+    """write_shard of a shard rendered already."""
     folder = details_dir(path)
-    body = render_shard(token, number, details).encode("ascii")
     try:
         folder.mkdir(exist_ok=True)
         # Not durable one by one (an fsync each cost 2 s on a 50,000-run page): one flush in finish_page for them all.

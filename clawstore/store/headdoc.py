@@ -124,10 +124,16 @@ def head_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in doc.items() if name not in _LAYOUT}
 
 
-def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
-    """A head's nodes a part at a time (a list each, a case's nodes together), each with its action; a head not
-    in parts is one part. StoreError when `doc` is not a head, a part is not one, or the actions do not cover
-    the nodes (found at the end: a caller acts on nothing before the iteration ends)."""
+def _with_action(node: Any, action: Any) -> Any:
+    return node if action is None or not isinstance(node, dict) else {**node, "action": action}
+
+
+def iter_parts(doc: Any, read_json: ReadJson, with_action: Callable[[Any, Any], Any] = _with_action
+               ) -> Iterator[list[Any]]:
+    """A head's nodes a part at a time (a list each, a case's nodes together), each with its action (`with_action`:
+    by default a node object's copy with it); a head not in parts is one part. StoreError when `doc` is not a head, a
+    part is not one, or the actions do not cover the nodes (found at the end: a caller acts on nothing before the
+    iteration ends)."""
     if not is_parted(doc):
         nodes = doc.get("nodes") if isinstance(doc, dict) else None
         if not isinstance(nodes, list):
@@ -147,7 +153,7 @@ def iter_parts(doc: Any, read_json: ReadJson) -> Iterator[list[Any]]:
             action = next(actions, _NO_ACTION)
             if action is _NO_ACTION:
                 raise StoreError(_ACTIONS_WRONG)
-            found.append(node if action is None or not isinstance(node, dict) else {**node, "action": action})
+            found.append(with_action(node, action))
         yield found
     if next(actions, _NO_ACTION) is not _NO_ACTION:
         raise StoreError(_ACTIONS_WRONG)

@@ -1,7 +1,7 @@
-"""`claw view`'s helper (report/view_beside.py): a process forked at start makes two detail shards in three while the
-command makes the others. The page and every shard are the bytes the command makes alone (in-process: no
-helper), whether the helper helps, is killed before it writes a shard, or is killed after its first; it never outlives
-the command, nor a command that is killed."""
+"""`claw view`'s helper (report/view_beside.py): a process forked at start makes the detail shards it reaches first
+while the command makes the others. The page and every shard are the bytes the command makes alone (in-process: no
+helper), whether the helper helps, never gets going (the command does not wait for it), or dies holding a shard it
+took; it never outlives the command, nor a command that is killed."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from click.testing import CliRunner
 
 from bench.view_bench import CAMPAIGN, FLAGS, write_campaign
 from clawstore.cli import main
-from clawstore.report.view_beside import HELPER_NAME, _Order, _Rows, _Start
+from clawstore.report.view_beside import HELPER_NAME, _Claims, _Order, _Rows, _Start
 from clawstore.report.view_data import collect, row_index
 from clawstore.report.view_page import page_token
 from clawstore.store import Store
 
-RUNS = 800  # four shards of 256: the helper's are 1 and 2
+RUNS = 800  # four shards of 256
 
 
 @pytest.fixture(scope="module")
@@ -102,29 +102,47 @@ def _shards(out: Path) -> set[str]:
     return {f.name for f in folder.iterdir() if f.name.endswith(".js")} if folder.is_dir() else set()
 
 
-MINE = {"details-00000.js", "details-00003.js"}
+ALL = {f"details-{number:05d}.js" for number in range(4)}
+
+
+def _claims_of(pid: int) -> Path:
+    """The shards' claims (a memory file) as the command `pid` holds them."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if "claw-view-claims" in os.readlink(fd):
+                return fd
+        except OSError:
+            pass
+    raise AssertionError("the command holds no claims")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
-@pytest.mark.parametrize("helper_ends", ["helps", "killed before a shard", "killed after its first shard"])
+@pytest.mark.parametrize("helper_ends", ["helps", "never gets going", "dies holding a shard"])
 def test_the_page_and_shards_are_the_same_whoever_makes_them(
         store_dir: Path, alone: dict[str, bytes], tmp_path: Path, helper_ends: str) -> None:
     out = tmp_path / "view.html"
     proc, helper = _view(store_dir, out)
-    # The command makes its half and waits for the helper's: the page is written after every shard.
-    _until(lambda: MINE <= _shards(out), "the command's shards")
-    time.sleep(0.3)
-    assert _shards(out) == MINE and not out.exists()
-    if helper_ends == "killed before a shard":
-        os.kill(helper, signal.SIGKILL)
-    else:
+    if helper_ends == "helps":
         os.kill(helper, signal.SIGCONT)
-    if helper_ends == "killed after its first shard":
-        _until(lambda: "details-00001.js" in _shards(out), "the helper's first shard")
-        os.kill(helper, signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
+    elif helper_ends == "dies holding a shard":
+        # As if it had taken shard 1 (and stopped there): the command makes the others and waits for it...
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            with open(_claims_of(proc.pid), "r+b") as shared:
+                shared.seek(1)
+                assert shared.read(1) in (b"", b"\0")  # (the command not there yet: it is building the report)
+                shared.seek(1)
+                shared.write(_Claims.HELPER)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        _until(lambda: ALL - {"details-00001.js"} <= _shards(out), "the command's shards")
+        time.sleep(0.3)
+        assert "details-00001.js" not in _shards(out) and not out.exists()
+        os.kill(helper, signal.SIGKILL)  # ... until the helper dies without saying it: then makes it
+    # "never gets going": stopped before it took a shard, the command makes them all and ends without waiting for it.
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert _written(out) == alone
+    assert _written(out) == alone and _shards(out) == ALL
     assert not _alive(helper)
 
 
@@ -132,13 +150,33 @@ def test_the_page_and_shards_are_the_same_whoever_makes_them(
 def test_a_helper_ends_with_a_killed_command(store_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "view.html"
     proc, helper = _view(store_dir, out)
-    _until(lambda: MINE <= _shards(out), "the command's shards")  # (its order sent: the command waits for it)
     proc.kill()
     proc.wait()  # (not its output: the helper holds the pipes too)
     os.kill(helper, signal.SIGCONT)
-    # It makes the shard it is at, finds no one to tell (EPIPE) and ends: no shard after it.
+    # No order comes (its pipe at EOF), or no one hears its answer (EPIPE): it ends, no page written.
     _until(lambda: not _alive(helper), "the helper's end", seconds=30)
-    assert "details-00002.js" not in _shards(out)
+    assert not out.exists()
+
+
+def test_two_processes_never_take_the_same_shard() -> None:
+    claims = _Claims.new()
+    try:
+        pid = os.fork()
+        if pid == 0:  # (the child: takes what it can of 0..1999, writes nothing else)
+            code = 0
+            try:
+                for number in range(2000):
+                    claims.take(number, _Claims.HELPER)
+            except BaseException:  # noqa: BLE001 - any failure is the test's
+                code = 1
+            os._exit(code)
+        mine = {number for number in range(2000) if claims.take(number, _Claims.COMMAND)}
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        theirs = claims.taken(_Claims.HELPER, 2000)
+        assert claims.taken(_Claims.COMMAND, 2000) == mine
+        assert not mine & theirs and mine | theirs == set(range(2000))
+    finally:
+        claims.close()
 
 
 def test_a_view_where_its_details_cannot_go_forks_nothing_left_behind(store_dir: Path, tmp_path: Path) -> None:
@@ -160,36 +198,75 @@ def test_a_helper_that_met_a_run_the_report_left_out_gives_up_its_shards() -> No
     assert (0, "m", "a") in rows and (0, "m", "b") not in rows  # (then the keys themselves)
 
 
-def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str]) -> tuple[int, bytes]:
-    """The helper run alone (a process of its own), told the heads `told` and then that the report read `read`: its
-    exit code and what it said."""
-    store = Store(store_dir, create=False)
-    data = collect(store, [str(CAMPAIGN["id"])])
+def _helper_alone() -> tuple[subprocess.Popen[bytes], int, int, _Claims]:
+    """The helper run alone (a process of its own): it, the ends of its pipes (to it, from it), the shards' claims."""
     requests, to_helper = os.pipe()
     from_helper, answers = os.pipe()
+    claims = _Claims.new()
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from clawstore.report.view_beside import _helper; "
                              "_helper(int(sys.argv[1]), int(sys.argv[2]))", str(requests), str(answers)],
-                            pass_fds=(requests, answers))
+                            pass_fds=(requests, answers, claims.fd))
     os.close(requests)
     os.close(answers)
-    with os.fdopen(to_helper, "wb") as send:
-        pickle.dump(_Start(store_dir, told, None), send)
-        pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
-    with os.fdopen(from_helper, "rb") as said:
-        return proc.wait(timeout=120), said.read()
+    return proc, to_helper, from_helper, claims
+
+
+def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str], taken: tuple[int, ...] = ()
+                 ) -> tuple[int, bytes]:
+    """The helper run alone (a process of its own), told the heads `told` and then that the report read `read`, the
+    shards `taken` taken by the command: its exit code and what it said."""
+    store = Store(store_dir, create=False)
+    data = collect(store, [str(CAMPAIGN["id"])])
+    proc, to_helper, from_helper, claims = _helper_alone()
+    for number in taken:
+        assert claims.take(number, _Claims.COMMAND)
+    try:
+        with os.fdopen(to_helper, "wb") as send:
+            pickle.dump(_Start(store_dir, told, None, claims.fd), send)
+            pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
+        with os.fdopen(from_helper, "rb") as said:
+            return proc.wait(timeout=120), said.read()
+    finally:
+        claims.close()
 
 
 def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir: Path, tmp_path: Path) -> None:
     head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
     out = tmp_path / "view.html"
-    code, said = _helper_told(store_dir, out, [head], [head])
-    assert code == 0 and [line.split()[0] for line in said.splitlines()] == [b"1", b"2"]
-    assert _shards(out) == {"details-00001.js", "details-00002.js"}
+    code, said = _helper_told(store_dir, out, [head], [head], taken=(1,))
+    assert code == 0 and [line.split()[0] for line in said.splitlines()] == [b"0", b"2", b"3"]
+    assert _shards(out) == {"details-00000.js", "details-00002.js", "details-00003.js"}  # (not the one taken)
     # A build advanced the campaign between the helper's start and the report: its shards are another head's.
     elsewhere = tmp_path / "elsewhere" / "view.html"
     elsewhere.parent.mkdir()
     assert _helper_told(store_dir, elsewhere, [head], ["blake3:" + "0" * 64]) == (0, b"")
     assert _shards(elsewhere) == set()
+
+
+def test_a_helper_makes_shards_while_the_report_is_built_and_writes_them_when_told_where(
+        store_dir: Path, tmp_path: Path) -> None:
+    head = str(Store(store_dir, create=False).get_ref(f"campaigns/{CAMPAIGN['id']}"))
+    data = collect(Store(store_dir, create=False), [str(CAMPAIGN["id"])])
+    out = tmp_path / "view.html"
+    proc, to_helper, from_helper, claims = _helper_alone()
+    try:
+        with os.fdopen(to_helper, "wb") as send:
+            pickle.dump(_Start(store_dir, [head], None, claims.fd), send)
+            send.flush()
+            # No order yet (the command builds the report): it takes and makes every shard (4, fewer than AHEAD),
+            # holding them, and writes none until it is told where they go.
+            _until(lambda: claims.taken(_Claims.HELPER, 4) == {0, 1, 2, 3}, "the helper's shards made ahead")
+            time.sleep(0.2)
+            assert _shards(out) == set() and proc.poll() is None
+            pickle.dump(_Order([head], frozenset(row_index(data)), out, page_token([head])), send)
+        with os.fdopen(from_helper, "rb") as said:
+            assert proc.wait(timeout=120) == 0
+            assert [line.split()[0] for line in said.read().splitlines()] == [b"0", b"1", b"2", b"3"]
+        assert _shards(out) == ALL
+    finally:
+        claims.close()
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")

@@ -74,6 +74,13 @@ def test_the_events_read_what_the_loader_reads_or_leave_it_to_the_loader(text: s
         assert found[1] == (tags if isinstance(tags, str | None) else 0)
 
 
+def test_the_events_read_a_usual_case_file_themselves() -> None:
+    text = ("schema_version: 1\ncase_id: c1\ninput:\n  messages:\n  - role: user\n    content: 'Q: {a: [1]}'\n"
+            "deterministic_checks:\n- check_id: p\n  declarative: {kind: present, args: [[1, 2], {x: y}]}\n"
+            "tags:\n- b\n- a\nafter: {z: [1]}\n")
+    assert id_and_tags(text) == ("c1", ["b", "a"])  # (not None: not left to the loader)
+
+
 def test_the_tags_alone_are_the_tags_of_the_loaded_workspace(tmp_path: Path) -> None:
     ws = standard(tmp_path / "ws")
     cases = ws.root / "configs" / "cases"
@@ -99,6 +106,29 @@ def test_a_case_folder_leading_out_of_the_workspace_gives_no_tags(tmp_path: Path
     (ws.root / "configs" / "cases" / "escaped").symlink_to(outside)
     assert "escaped" not in case_tags(ws.root)
     assert "escaped" not in load_workspace(ws.root).case_tags()
+
+
+def test_a_case_file_or_cases_folder_leading_out_of_the_workspace_gives_no_tags(tmp_path: Path) -> None:
+    ws = standard(tmp_path / "ws")
+    cases = ws.root / "configs" / "cases"
+    outside = tmp_path / "outside"
+    (outside / "group" / "escaped").mkdir(parents=True)
+    (outside / "escaped.yaml").write_text("case_id: escaped\ntags: [secret]\n")
+    (outside / "group" / "escaped" / "test.yaml").write_text("case_id: nested_escaped\ntags: [secret]\n")
+    (cases / "file_link").mkdir()
+    (cases / "file_link" / "test.yaml").symlink_to(outside / "escaped.yaml")
+    (cases / "group").mkdir()
+    (cases / "group" / "escaped").symlink_to(outside / "group" / "escaped")
+    (cases / "inside").mkdir()
+    (cases / "inside" / "test.yaml").symlink_to(cases / "alpha" / "test.yaml")  # (a link that stays inside: read)
+    tags = case_tags(ws.root)
+    assert "escaped" not in tags and "nested_escaped" not in tags and "alpha" in tags
+    assert tags == load_workspace(ws.root).case_tags()
+    # The whole cases folder a link out of the workspace: none of its cases.
+    moved = tmp_path / "moved_cases"
+    cases.rename(moved)
+    cases.symlink_to(moved)
+    assert case_tags(ws.root) == {}
 
 
 def test_the_page_has_the_tags_a_forked_reader_found(tmp_path: Path, env: dict[str, str], standin: StandIn,
