@@ -8,6 +8,7 @@ import hashlib
 import os
 import shutil
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -
     def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
         with open(log, "a") as out:
             out.write(f"sent {pack}\n")
+        time.sleep(0.1)  # (a slow helper: fsck must wait for what it was sent, not verify it too)
         fsck_beside.verify_whole = verify_whole  # (once: the helper's own module)
         verify_whole(root, packs_dir, tmp_dir, pack)
         fsck_beside.verify_whole = sent
@@ -73,19 +75,20 @@ def _who(log: Path) -> tuple[set[str], list[tuple[int, str]]]:
     return {pack for who, pack in lines if who == "sent"}, [(int(who), pack) for who, pack in lines if who != "sent"]
 
 
-def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, list[str]]:
-    """Two copies of a six-pack store: a byte flipped in the first and the fifth pack, the second truncated."""
+def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, str]:
+    """Two copies of a six-pack store: a byte flipped in the first and the fifth pack made, the second truncated
+    (its name returned)."""
     store, oids = _store(tmp_path / "a", 6)
     flip_in_frame(store, oids[0], -2)
     flip_in_frame(store, oids[4 * 40 + 5], -2)
     second, offset, _ = blob_span(store, oids[40 + 10])
     os.truncate(second, offset + 3)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    return tmp_path / "a", tmp_path / "b", oids
+    return tmp_path / "a", tmp_path / "b", second.name[:-len(".pack")]
 
 
 def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    alone, beside, _ = _damaged_copies(tmp_path)
+    alone, beside, truncated = _damaged_copies(tmp_path)
     expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
     sound = _verified(alone)
     assert len(expected[0]) >= 3 and len(sound) == 3  # the damage named; the three sound packs verified
@@ -93,7 +96,7 @@ def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path, mon
     helped, who = _who(tmp_path / "beside.log")
     packs = sorted(path.name[:-len(".pack")] for path in (beside / "packs").iterdir())
     assert set(packs[-2:]) <= helped and packs[0] not in helped  # (sent the last packs, two ahead)
-    assert {pack for pid, pack in who if pid != os.getpid()} == helped - {packs[1]}  # (the truncated: not sealed)
+    assert {pack for pid, pack in who if pid != os.getpid()} == helped - {truncated}  # (not sealed: not read)
     # A pack the helper verified whole is not verified again; a damaged one is, here, where its damage is named.
     assert [pack for pid, pack in who if pid == os.getpid()] == [pack for pack in packs if pack not in helped & sound]
     assert _verified(beside) == sound
@@ -109,6 +112,7 @@ def test_one_cpu_allowed_forks_no_helper(tmp_path: Path, monkeypatch: pytest.Mon
     assert not helped and {pid for pid, _ in who} == {os.getpid()} and len(who) == 4
 
 
+@pytest.mark.timeout(60)  # (waiting for a dead helper's answers would hang)
 def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone, beside, _ = _damaged_copies(tmp_path)
     expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
