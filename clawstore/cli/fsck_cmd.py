@@ -10,6 +10,7 @@ import click
 from clawstore.cli.common import store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.errors import UsageError
+from clawstore.host import process_end
 from clawstore.store.core.layout import check_marker
 from clawstore.store.services.fsck import fsck as run_fsck
 
@@ -36,7 +37,7 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
         click.echo("fsck: 1 problem(s) (the rest of the store is checked once the marker is rewritten)", err=True)
         sys.exit(1)
     store = open_store_of(store_dir)
-    report = run_fsck(store, repair=repair)
+    report = run_fsck(store, repair=repair, beside=process_end.is_program())
     manifest = manifest_problems(store) if manifest_problems is not None else []
     for problem in ([marker_problem] if marker_problem else []) + report.problems + manifest:
         click.echo(f"problem: {problem}")

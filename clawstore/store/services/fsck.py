@@ -55,6 +55,7 @@ from clawstore.store.core.packfile import (
 from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
+from clawstore.store.services.fsck_beside import PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
@@ -142,7 +143,9 @@ class _Packs:
     damaged: dict[str, set[int]] = field(default_factory=dict)  # pack -> payload offsets of blobs that do not verify
 
 
-def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None) -> FsckReport:
+def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None, beside: bool = False
+         ) -> FsckReport:
+    """`beside`: verify packs on a second core too, by a forked helper (fsck_beside): only in the `claw` program."""
     started = time.monotonic()
     report = FsckReport()
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
@@ -152,7 +155,7 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
-        packs = _check_packs(store, report, progress, segments)
+        packs = _check_packs(store, report, progress, segments, beside)
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, packs, segments)
         store.runtime.index.reload()
@@ -179,9 +182,10 @@ def _table(path: Path) -> PackScan:
 
 
 def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None,
-                 segments: list[str]) -> _Packs:
+                 segments: list[str], beside: bool) -> _Packs:
     """Verify every blob (but those of packs an edges file vouches for), a pack at a time, and check the index's
-    entries of each pack against its table while it is in hand (they are grouped by pack first: fsck_spill)."""
+    entries of each pack against its table while it is in hand (they are grouped by pack first: fsck_spill); with
+    `beside`, a forked helper verifies the last packs meanwhile (fsck_beside)."""
     packs_dir = store.runtime.packs_dir
     known = sorted(set(iter_pack_ids(packs_dir)))
     report.stray_files += [str(packs_dir / name) for name in sorted(os.listdir(packs_dir))
@@ -190,9 +194,11 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     unmatched: list[tuple[int, bytes, str]] = []  # (segment, digest, why): decided once all damage is known
     counted = [0]
     holding = False
-    with PackRows(store.runtime.tmp_dir) as rows:
+    helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
+    with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
         _group_index(store, segments, rows, unmatched)
-        for pack in known:
+        for number, pack in enumerate(known):
+            helper.before(number)
             path = pack_path(packs_dir, pack)
             report.packs += 1
             try:

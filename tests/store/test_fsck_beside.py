@@ -1,0 +1,129 @@
+"""fsck's first pass on two cores (services/fsck_beside.py): a forked helper verifies the last packs; what fsck
+reports and the edges files it leaves are the same as one process's, with damaged packs, with one CPU allowed (no
+helper), and with the helper SIGKILLed at work."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.store import Store, edges
+from clawstore.store.services import fsck_beside
+from clawstore.store.services.fsck import fsck
+from tests.support.storefiles import blob_span, flip_in_frame
+
+
+def _store(root: Path, packs: int) -> tuple[Store, list[str]]:
+    """`packs` sealed packs of records naming documents (edges and facts to write); the ids put, in pack order."""
+    store = Store(root)
+    oids = []
+    for number in range(packs):
+        with store.batch():
+            for i in range(20):
+                artifact = store.put_bytes(f"artifact {number} {i} ".encode() * 30)
+                oids.append(artifact)
+                oids.append(store.put_json({"kind": "run", "key": artifact, "outputs": {"artifact": artifact}}))
+        store.runtime.close_writer()
+    return store, oids
+
+
+def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], dict[str, str]]:
+    """fsck of the store at `root` (a fresh Store): its problems (the root's path taken out) and its edges files'
+    digests. Which process verified which pack is appended to `log`."""
+    verify, verify_whole = edges.verify_blobs, fsck_beside.verify_whole
+
+    def noted(fh: Any, pack: str, blobs: Any, facts: bool = False) -> Iterator[Any]:
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()} {pack}\n")
+        yield from verify(fh, pack, blobs, facts)
+
+    def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
+        with open(log, "a") as out:
+            out.write(f"sent {pack}\n")
+        time.sleep(0.1)  # (a slow helper: fsck must wait for what it was sent, not verify it too)
+        fsck_beside.verify_whole = verify_whole  # (once: the helper's own module)
+        verify_whole(root, packs_dir, tmp_dir, pack)
+        fsck_beside.verify_whole = sent
+
+    monkeypatch.setattr(edges, "verify_blobs", noted)
+    monkeypatch.setattr(fsck_beside, "verify_whole", sent)
+    report = fsck(Store(root), beside=beside)
+    monkeypatch.setattr(edges, "verify_blobs", verify)
+    monkeypatch.setattr(fsck_beside, "verify_whole", verify_whole)
+    problems = [problem.replace(str(root), "<store>") for problem in report.problems]
+    files = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((root / "edges").iterdir())}
+    return problems, files
+
+
+def _verified(root: Path) -> set[str]:
+    """The packs an edges file says fsck verified."""
+    packs = [path.name[:-len(".edges")] for path in (root / "edges").iterdir()]
+    return {pack for pack in packs if (found := edges.load(root, root / "packs", pack)) is not None and found.verified}
+
+
+def _who(log: Path) -> tuple[set[str], list[tuple[int, str]]]:
+    """The packs sent to the helper; (process, pack) of each verification, in order."""
+    lines = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+    return {pack for who, pack in lines if who == "sent"}, [(int(who), pack) for who, pack in lines if who != "sent"]
+
+
+def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, str]:
+    """Two copies of a six-pack store: a byte flipped in the first and the fifth pack made, the second truncated
+    (its name returned)."""
+    store, oids = _store(tmp_path / "a", 6)
+    flip_in_frame(store, oids[0], -2)
+    flip_in_frame(store, oids[4 * 40 + 5], -2)
+    second, offset, _ = blob_span(store, oids[40 + 10])
+    os.truncate(second, offset + 3)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    return tmp_path / "a", tmp_path / "b", second.name[:-len(".pack")]
+
+
+def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone, beside, truncated = _damaged_copies(tmp_path)
+    expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
+    sound = _verified(alone)
+    assert len(expected[0]) >= 3 and len(sound) == 3  # the damage named; the three sound packs verified
+    assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected
+    helped, who = _who(tmp_path / "beside.log")
+    packs = sorted(path.name[:-len(".pack")] for path in (beside / "packs").iterdir())
+    assert set(packs[-2:]) <= helped and packs[0] not in helped  # (sent the last packs, two ahead)
+    assert {pack for pid, pack in who if pid != os.getpid()} == helped - {truncated}  # (not sealed: not read)
+    # A pack the helper verified whole is not verified again; a damaged one is, here, where its damage is named.
+    assert [pack for pid, pack in who if pid == os.getpid()] == [pack for pack in packs if pack not in helped & sound]
+    assert _verified(beside) == sound
+    assert _run(beside, True, tmp_path / "again.log", monkeypatch) == expected  # (and a second fsck agrees)
+
+
+def test_one_cpu_allowed_forks_no_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _store(tmp_path / "a", 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    problems, files = _run(tmp_path / "a", True, tmp_path / "log", monkeypatch)
+    assert problems == [] and len(files) == 4
+    helped, who = _who(tmp_path / "log")
+    assert not helped and {pid for pid, _ in who} == {os.getpid()} and len(who) == 4
+
+
+@pytest.mark.timeout(60)  # (waiting for a dead helper's answers would hang)
+def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone, beside, _ = _damaged_copies(tmp_path)
+    expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
+    parent = os.getpid()
+    verify_whole, calls = fsck_beside.verify_whole, [0]
+
+    def killed_second(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
+        calls[0] += 1  # (the helper's own count: it is forked)
+        if os.getpid() != parent and calls[0] == 2:
+            os.kill(os.getpid(), signal.SIGKILL)  # after the first pack it verifies
+        verify_whole(root, packs_dir, tmp_dir, pack)
+
+    monkeypatch.setattr(fsck_beside, "verify_whole", killed_second)
+    assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected
