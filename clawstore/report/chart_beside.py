@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.errors import UsageError
-from clawstore.report.beside import Beside
+from clawstore.host.beside import Beside
 from clawstore.report.chart import NoScoresError, write_chart
 from clawstore.report.data import CampaignReport
 

@@ -19,7 +19,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.report.beside import Beside
+from clawstore.host.beside import Beside
 from clawstore.report.view_data import RunKey, ViewData, row_index, run_shards
 from clawstore.report.view_page import (
     SHARD_RUNS,

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from clawstore.report.beside import Beside
+from clawstore.host.beside import Beside
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Beside forks on Linux only")
 

@@ -14,7 +14,7 @@ import signal
 import threading
 from pathlib import Path
 
-from clawstore.report.beside import Beside
+from clawstore.host.beside import Beside
 from clawstore.store import edges
 from clawstore.store.core.edgefile import EdgeLog
 from clawstore.store.core.packfile import NotAPackError, pack_path, scan_pack, writer_alive
