@@ -8,6 +8,8 @@ import hashlib
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,7 +89,26 @@ def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, str]:
     return tmp_path / "a", tmp_path / "b", second.name[:-len(".pack")]
 
 
-def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _in_fresh_process(body: str, tmp_path: Path) -> None:
+    """Run this module's `body(tmp_path, monkeypatch)` in a new interpreter: fsck forks its helper only where no other
+    thread runs, and a test worker may hold threads that earlier tests left (in CI the helper was then never forked,
+    and these tests checked nothing of it)."""
+    script = ("import sys, pytest\nfrom pathlib import Path\nimport tests.store.test_fsck_beside as module\n"
+              "with pytest.MonkeyPatch.context() as patch:\n"
+              "    getattr(module, sys.argv[1])(Path(sys.argv[2]), patch)\n")
+    done = subprocess.run([sys.executable, "-c", script, body, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path) -> None:
+    _in_fresh_process("_helper_verifies", tmp_path)
+
+
+def _helper_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone, beside, truncated = _damaged_copies(tmp_path)
     expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
     sound = _verified(alone)
@@ -112,8 +133,11 @@ def test_one_cpu_allowed_forks_no_helper(tmp_path: Path, monkeypatch: pytest.Mon
     assert not helped and {pid for pid, _ in who} == {os.getpid()} and len(who) == 4
 
 
-@pytest.mark.timeout(60)  # (waiting for a dead helper's answers would hang)
-def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path) -> None:
+    _in_fresh_process("_helper_killed", tmp_path)  # (its timeout: waiting for a dead helper's answers would hang)
+
+
+def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone, beside, _ = _damaged_copies(tmp_path)
     expected = _run(alone, False, tmp_path / "alone.log", monkeypatch)
     parent = os.getpid()
@@ -127,3 +151,5 @@ def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path, monkey
 
     monkeypatch.setattr(fsck_beside, "verify_whole", killed_second)
     assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected
+    helped, _ = _who(tmp_path / "beside.log")
+    assert len(helped) >= 2, "forked, and killed at its second pack"
