@@ -22,7 +22,7 @@ from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
 from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics, damaged
-from clawstore.store.headdoc import iter_parts
+from clawstore.store.headdoc import iter_parts, node_with_action
 from clawstore.values import jsontext
 from clawstore.values.costs import CostSum, source_of
 
@@ -456,7 +456,7 @@ def _with_action(node: Any, action: Any) -> Any:
         if action is not None:
             node.action = action
         return node
-    return node if action is None or not isinstance(node, dict) else {**node, "action": action}
+    return node_with_action(node, action)
 
 
 def _head_nodes(store: StoreReader, head_id: str, top: Any) -> Iterator[HeadNode | _Node]:

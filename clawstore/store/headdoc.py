@@ -124,11 +124,12 @@ def head_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in doc.items() if name not in _LAYOUT}
 
 
-def _with_action(node: Any, action: Any) -> Any:
+def node_with_action(node: Any, action: Any) -> Any:
+    """A node object's copy with its action (anything else as it is): what iter_parts gives by default."""
     return node if action is None or not isinstance(node, dict) else {**node, "action": action}
 
 
-def iter_parts(doc: Any, read_json: ReadJson, with_action: Callable[[Any, Any], Any] = _with_action
+def iter_parts(doc: Any, read_json: ReadJson, with_action: Callable[[Any, Any], Any] = node_with_action
                ) -> Iterator[list[Any]]:
     """A head's nodes a part at a time (a list each, a case's nodes together), each with its action (`with_action`:
     by default a node object's copy with it); a head not in parts is one part. StoreError when `doc` is not a head, a
