@@ -77,15 +77,18 @@ def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callab
 
 
 @contextlib.contextmanager
-def _deferred_interrupts() -> Iterator[list[int]]:
-    """While open, a first SIGINT or SIGTERM is noted in the list it yields instead of raising inside a task (a store
-    write cut in half); a second raises KeyboardInterrupt at once. Off the main thread, nothing changes."""
+def _deferred_interrupts(wake: Callable[[], None] | None = None) -> Iterator[list[int]]:
+    """While open, a first SIGINT or SIGTERM is noted in the list it yields (and `wake` called: it must be safe in a
+    signal handler) instead of raising wherever the main thread is (inside a task's store writes, or an outcome's
+    bookkeeping); a second raises KeyboardInterrupt at once. Off the main thread, nothing changes."""
     noted: list[int] = []
 
     def note(signum: int, frame: object) -> None:
         if noted:
             raise KeyboardInterrupt
         noted.append(signum)
+        if wake is not None:
+            wake()
 
     previous: dict[int, Any] = {}
     try:
@@ -146,51 +149,54 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                 return heapq.heappop(queued[lane])[1], lane
         return None
 
+    # A first interrupt is only noted (and wakes the wait below), then taken up at the loop's top: raised where it
+    # landed, it could cut an outcome's bookkeeping short and abandon the running tasks. SimpleQueue.put is
+    # reentrant: safe in a signal handler.
+    noted_only: contextlib.AbstractContextManager[list[int]] = contextlib.nullcontext([])
+    if on_interrupt is not None:  # (without it, an interrupt propagates at once)
+        noted_only = _deferred_interrupts(lambda: results.put(_WAKE))
     try:
-        while any(queued.values()) or running or (waiting and not stop):
-            now = time.monotonic()
-            while waiting and not stop and waiting[0][0] <= now:  # set aside long enough: queued again
-                task = heapq.heappop(waiting)[2]
-                heapq.heappush(queued.setdefault(lane_of(task), []), (next(order), task))
-            while not stop and (started := next_task()) is not None:
-                inbox.put(started)
-                running += 1
-                if running > workers:  # every worker is busy: one more
-                    threading.Thread(target=worker, daemon=True, name="claw-task").start()
-                    workers += 1
-            # A timeout keeps the main thread responsive to signals and wakes it for set-aside tasks
-            # and for lanes whose rate-limit hold ends.
-            timeout = 0.2
-            if waiting and not stop:
-                timeout = max(0.001, min(0.2, waiting[0][0] - time.monotonic()))
-            try:
-                if running == 0:
-                    if stop or not (waiting or any(queued.values())):
-                        break
-                    time.sleep(timeout)
+        with noted_only as noted:
+            while any(queued.values()) or running or (waiting and not stop):
+                if noted and not interrupted and on_interrupt is not None:
+                    interrupted = stop = True
+                    lanes.cancel()
+                    on_interrupt(running)
+                now = time.monotonic()
+                while waiting and not stop and waiting[0][0] <= now:  # set aside long enough: queued again
+                    task = heapq.heappop(waiting)[2]
+                    heapq.heappush(queued.setdefault(lane_of(task), []), (next(order), task))
+                while not stop and (started := next_task()) is not None:
+                    inbox.put(started)
+                    running += 1
+                    if running > workers:  # every worker is busy: one more
+                        threading.Thread(target=worker, daemon=True, name="claw-task").start()
+                        workers += 1
+                # A timeout wakes the main thread for set-aside tasks and for lanes whose rate-limit hold ends.
+                timeout = 0.2
+                if waiting and not stop:
+                    timeout = max(0.001, min(0.2, waiting[0][0] - time.monotonic()))
+                try:
+                    if running == 0:
+                        if stop or not (waiting or any(queued.values())):
+                            break
+                        results.get(timeout=timeout)  # (a wake at most: an interrupt's or a lane's)
+                        continue
+                    if on_idle is not None and results.empty():
+                        on_idle()
+                    result = results.get(timeout=timeout)
+                except queue.Empty:
                     continue
-                if on_idle is not None and results.empty():
-                    on_idle()
-                result = results.get(timeout=timeout)
-            except queue.Empty:
-                continue
-            except KeyboardInterrupt:
-                if on_interrupt is None or interrupted:
-                    raise
-                interrupted = stop = True
-                lanes.cancel()
-                on_interrupt(running)
-                continue
-            if result is _WAKE:
-                continue
-            outcome, lane = result
-            running -= 1
-            lanes.finish(lane)  # (here, not in the worker: `on_done` may stop scheduling first)
-            if isinstance(outcome.value, Later):
-                heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
-                continue
-            if not on_done(outcome):
-                stop = True
+                if result is _WAKE:
+                    continue
+                outcome, lane = result
+                running -= 1
+                lanes.finish(lane)  # (here, not in the worker: `on_done` may stop scheduling first)
+                if isinstance(outcome.value, Later):
+                    heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
+                    continue
+                if not on_done(outcome):
+                    stop = True
     finally:
         lanes.on_free = None
         if on_idle is not None:
