@@ -168,7 +168,7 @@ def main() -> None:
         if hasattr(owner, name):  # (a tree without it: not shown)
             spans.wrap(label, owner, name, shows_name=owner is backends.S3Backend)
     runs: dict[str, list[float]] = {label: [] for label, *_ in PHASES}
-    runs["whole push, process CPU"], runs["first upload at (wall)"] = [], []
+    runs["whole push, process CPU"], runs["whole push (wall)"], runs["first upload at (wall)"] = [], [], []
     with tempfile.TemporaryDirectory(prefix="claw-push-phases-") as tmp, ExitStack() as stack:
         root = Path(tmp)
         endpoint = None
@@ -195,6 +195,7 @@ def main() -> None:
             with collector_paused():  # as `claw push` runs it
                 pushing.push(source, remote)
             runs["whole push, process CPU"].append(_cpu() - cpu)
+            runs["whole push (wall)"].append(time.perf_counter() - start)
             runs["first upload at (wall)"].append(min(first) - start)
             for label, _, _, inner in PHASES:
                 runs[label].append(spent[label] - sum(spent[part] for part in inner) if label in present else 0.0)
