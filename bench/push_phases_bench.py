@@ -1,16 +1,17 @@
 """Where a push's CPU goes, phase by phase: the profile docs/remote.md ("Scale: transfers that overlap") keeps.
 
     python bench/push_phases_bench.py [--objects 20000] [--size 4096] [--pushes 7] [--sealed] [--link-mib N]
-                                      [--timeline]
+                                      [--refs N] [--timeline]
 
 remote_bench's store (`--objects` JSON objects of about `--size` bytes, an action-cache entry each; as remote_bench
 makes it, its pack still open in this process, so push makes packs of its objects; `--sealed`: the pack sealed
 first, as a store a build has left, so push sends it as it is) is pushed `--pushes` times to a new directory remote
 (`--link-mib`: a new bucket of a loopback S3 server, through a link of N MiB/s as remote_bench relays it), in this
-process (as remote_bench pushes: no start-up or imports). Each phase is the thread CPU spent in the functions that do
-it, in whichever thread runs them (the pushing thread or an upload's); the whole push is this process's CPU. `first
-upload at` is the wall time from the push's start to its first pack's upload: the link is idle until then. Medians,
-and the lowest: compare two trees taking turns, on a quiet machine if there is one.
+process (as remote_bench pushes: no start-up or imports); `--refs N`: the store also has N campaign refs, which each
+push reads, signs and swaps on the remote (as a team's push moves its campaigns). Each phase is the thread CPU spent in
+the functions that do it, in whichever thread runs them (the pushing thread or an upload's); the whole push is this
+process's CPU. `first upload at` is the wall time from the push's start to its first pack's upload: the link is idle
+until then. Medians, and the lowest: compare two trees taking turns, on a quiet machine if there is one.
 
 `--timeline` (with `--link-mib`) then prints the wall clock of one more push, each phase's and each remote operation's
 start and end (ms from the push's start) in the thread that ran it, after the same for a plain upload of the same packs
@@ -138,6 +139,7 @@ def main() -> None:
     parser.add_argument("--sealed", action="store_true", help="seal the store's pack first (sent as it is)")
     parser.add_argument("--link-mib", type=float, default=None,
                         help="push to a loopback S3 server through a link of this many MiB/s (default: a directory)")
+    parser.add_argument("--refs", type=int, default=0, help="campaign refs the push moves (default: none)")
     parser.add_argument("--timeline", action="store_true", help="then the wall clock of one push (needs --link-mib)")
     args = parser.parse_args()
     if args.timeline and args.link_mib is None:
@@ -166,7 +168,7 @@ def main() -> None:
         if hasattr(owner, name):  # (a tree without it: not shown)
             spans.wrap(label, owner, name, shows_name=owner is backends.S3Backend)
     runs: dict[str, list[float]] = {label: [] for label, *_ in PHASES}
-    runs["whole push, process CPU"], runs["first upload at (wall)"] = [], []
+    runs["whole push, process CPU"], runs["whole push (wall)"], runs["first upload at (wall)"] = [], [], []
     with tempfile.TemporaryDirectory(prefix="claw-push-phases-") as tmp, ExitStack() as stack:
         root = Path(tmp)
         endpoint = None
@@ -176,6 +178,9 @@ def main() -> None:
             os.environ["AWS_ENDPOINT_URL"] = endpoint
         source = Store(root / "source")
         generate(source, args.objects, args.size)
+        with source.batch():
+            for i in range(args.refs):
+                source.set_ref(f"campaigns/bench{i}", source.put_json({"head": i}))
         if args.sealed:
             source.close()
             source = Store(root / "source", create=False)
@@ -190,6 +195,7 @@ def main() -> None:
             with collector_paused():  # as `claw push` runs it
                 pushing.push(source, remote)
             runs["whole push, process CPU"].append(_cpu() - cpu)
+            runs["whole push (wall)"].append(time.perf_counter() - start)
             runs["first upload at (wall)"].append(min(first) - start)
             for label, _, _, inner in PHASES:
                 runs[label].append(spent[label] - sum(spent[part] for part in inner) if label in present else 0.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -205,6 +205,7 @@ class _Sender:
         self.covered = covered  # the store's own packs sent: joined as their listing is published
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.uploads: deque[tuple[Future[tuple[str, int]], _Outgoing]] = deque()
+        self.besides: list[Future[None]] = []
 
     def send(self, item: _Outgoing) -> None:
         while len(self.uploads) >= WORKERS:
@@ -214,13 +215,16 @@ class _Sender:
                                               self.progress, self.tables), item))
 
     def beside(self, work: Callable[..., None], *args: Any) -> Future[None]:
-        """A small upload run beside the packs (not counted among them)."""
-        return self.pool.submit(work, *args)
+        """A small upload run beside the packs (not counted among them); drained with them (one handed over last
+        may wait for a free thread: the pool's end would cancel it)."""
+        self.besides.append(self.pool.submit(work, *args))
+        return self.besides[-1]
 
     def drain(self) -> None:
         """Wait until everything handed over is published."""
         while self.uploads:
             self._settle()
+        wait(self.besides)  # (their errors are the caller's to take)
 
     def _settle(self) -> None:
         future, item = self.uploads.popleft()
@@ -263,15 +267,18 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
-    with store.lease(f"push {remote.name}"), ThreadPoolExecutor(max_workers=1) as ahead:
+    with store.lease(f"push {remote.name}"), ThreadPoolExecutor(max_workers=1) as ahead, \
+            ThreadPoolExecutor(max_workers=WORKERS) as asking:
         refs = _selected_refs(store, ref_names)
         # A whole store is read while the remote is listed: its entries, then its objects, in that order (one thread):
         # a record is stored before its entry, so the objects read after the entries hold every entry's record.
         entries_read, objects_read = (ahead.submit(store.entry_digests), ahead.submit(store.object_digests)) \
             if ref_names is None else (None, None)
+        # The refs' remote values are asked for now: their round trip overlaps the listing's instead of following it.
+        reads = {name: asking.submit(backend.read_ref, REFS + name) for name in sorted(refs if move_refs else {})}
         listings, files = remote_content(store, remote, backend)
         # A ref another push moved is refused before anything is sent (the swap re-checks it at the end).
-        moves = _ref_moves(store, backend, remote, refs if move_refs else {})
+        moves = _ref_moves(store, backend, remote, refs, reads)
         ids = PackIds(store, remote, listings)
         ids.fetch(backend, list(listings), files)  # (format 4: the tables of packs this store has not seen)
         have_objects = _listed(listings, ids)
@@ -282,9 +289,6 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         covered = _settled(covered_file, remote, files)
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
                 _Sender(backend, tmp, report, files, covered, progress, cache_dir(store, remote)) as sender:
-            # The signed statements travel beside the packs (a pull checks one before it moves a ref).
-            statements = [sender.beside(refsign.publish, backend, m.name, m.value, tmp)
-                          for m in moves if m.changes]
             for item in _whole_packs(store, have_objects, tmp, covered) if ref_names is None else ():
                 sender.send(item)
                 have_objects.update(item.objects)
@@ -311,6 +315,10 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 lacking |= _entry_objects(store, new_actions, objects) - have_objects
             for chunk in _chunks(lacking):
                 sender.send(_made(_Outgoing(store.make_pack(chunk, tmp), chunk), tmp))
+            # The signed statements (a pull checks one before it moves a ref) travel beside the last uploads: needed
+            # only before the swap, their signing and round trips do not hold up the first packs.
+            statements = [sender.beside(refsign.publish, backend, m.name, m.value, tmp)
+                          for m in moves if m.changes]
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
             lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
@@ -322,7 +330,7 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             knowledge.actions.update(new_actions)
         for statement in statements:
             statement.result()  # each ref moves only once its statement is there
-        _move_refs(store, backend, remote, moves, report)
+        _move_refs(store, backend, remote, moves, report, asking)
     return report
 
 
@@ -403,13 +411,11 @@ class _RefMove:
         return self.current is None or self.current.value != self.value
 
 
-def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str, str]) -> list[_RefMove]:
-    """Each ref's remote value, read at once (in parallel); RemoteRefConflict for a ref the remote moved
-    since this store last saw it there (the tracking ref), whatever the order of the names."""
-    names = sorted(refs)
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        current = list(pool.map(lambda name: backend.read_ref(REFS + name), names))
-    moves = [_RefMove(name, refs[name], value) for name, value in zip(names, current, strict=True)]
+def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str, str],
+               reads: dict[str, Future[RefValue | None]]) -> list[_RefMove]:
+    """Each ref's remote value (`reads`: each ref's read, all asked at once, in name order); RemoteRefConflict for a
+    ref the remote moved since this store last saw it there (the tracking ref), whatever the order of the names."""
+    moves = [_RefMove(name, refs[name], read.result()) for name, read in reads.items()]
     for move in moves:
         if move.current is not None and not is_oid(move.current.value):  # (a pull skips it: "pull, then push" loops)
             raise RemoteDamage(f"remote {backend.description}: ref {REFS + move.name} holds no object id: remove it "
@@ -420,12 +426,13 @@ def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str
     return moves
 
 
-def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport) -> None:
-    """Swap every ref that changes, in parallel, now that all it reaches is published and its statement
-    too; then remember each value the remote holds. A swap another push won is reported once the
+def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport,
+               pool: ThreadPoolExecutor) -> None:
+    """Swap every ref that changes, in parallel (in `pool`, whose threads read the refs: none started for the
+    tail), now that all it reaches is published and its statement too; remember each value the remote holds as soon
+    as its swap is answered (the other swaps still on their way). A swap another push won is reported once the
     others are remembered (they did move)."""
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
+    swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
     lost = None
     for move in moves:
         swap = swaps.get(move.name)
