@@ -197,14 +197,6 @@ def _require_every_key(campaign: Campaign) -> None:
 
 
 def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:
-    from clawstore.host.machine_settings import build_one_cpu
-    from clawstore.host.one_cpu import threads_on_one_cpu
-
-    with threads_on_one_cpu(build_one_cpu()):  # (before the first thread: they all inherit it)
-        return _build_pinned(request, source, options)
-
-
-def _build_pinned(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
         # Connecting and starting the actors (~0.7 s on a new cluster, one step after the other)

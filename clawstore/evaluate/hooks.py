@@ -28,7 +28,6 @@ from clawstore.host.confine import (
     privileged,
     runtime_binds,
 )
-from clawstore.host.one_cpu import spawning
 from clawstore.values import jsontext
 
 DEFAULT_HOOK_TIMEOUT_S = 30.0
@@ -204,15 +203,14 @@ def run_python_hook(
 
 
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:
-    with spawning():  # (not on the build's one CPU, if its threads share one: host/one_cpu.py)
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
-            start_new_session=True,  # lets a timeout kill the hook and everything it spawned
-        )
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
+        start_new_session=True,  # lets a timeout kill the hook and everything it spawned
+    )
     try:
         # The reply (stdout) is bounded; the hook's prints (stderr) keep only their tail.
         output = bounded_output.collect(proc, timeout_s, lambda: bounded_output.kill_group(proc),

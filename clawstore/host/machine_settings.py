@@ -26,21 +26,6 @@ def seconds_setting(name: str, default: float, *, low: float, high: float) -> fl
     return value
 
 
-def flag_setting(name: str, default: bool) -> bool:
-    """`$name` as 0 (off) or 1 (on), or `default` when it is unset or empty."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    if text not in ("0", "1"):
-        raise UsageError(f"${name}: expected 0 or 1; got {text[:40]!r}")
-    return text == "1"
-
-
-def build_one_cpu() -> bool:
-    """The build's threads on one CPU (host/one_cpu.py)."""
-    return flag_setting("CLAW_BUILD_ONE_CPU", False)
-
-
 def backoff_base() -> float:
     return seconds_setting("CLAW_BACKOFF_BASE", 0.5, low=0.0, high=BACKOFF_CAP_S)
 
@@ -67,6 +52,5 @@ def check_build_settings(remote: bool) -> None:
     store_retry_seconds()
     claim_ttl()
     batch_poll_seconds()
-    build_one_cpu()
     if remote:
         remote_push_interval()

@@ -25,7 +25,6 @@ from clawstore.host.confine import (
     privileged,
     runtime_binds,
 )
-from clawstore.host.one_cpu import spawning
 from clawstore.host.run_limits import MAX_WORKSPACE_BYTES
 
 WORKDIR = "/work"
@@ -169,13 +168,12 @@ class Sandbox:
         if privileged():
             _hand_over(self.root)
         try:
-            with spawning():  # (not on the build's one CPU, if its threads share one: host/one_cpu.py)
-                proc = subprocess.Popen(
-                    self.shell_command(command, network),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
-                    start_new_session=True,
-                )
+            proc = subprocess.Popen(
+                self.shell_command(command, network),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
+                start_new_session=True,
+            )
             # Past the cap, output is read and dropped: a command may print without end (`yes`).
             output = bounded_output.collect(proc, timeout, lambda: bounded_output.kill_group(proc),
                                             stdout_cap=OUTPUT_LIMIT + 1, stderr_cap=OUTPUT_LIMIT + 1,
