@@ -35,7 +35,7 @@ from clawstore.store.core.packfile import PackWriter, pack_path
 PACK_TARGET = 32 << 20
 # ... or once its objects name this many ids, sealed as soon as a write passes it rather than at the batch's commit:
 # the pack's edge log holds 32 bytes an id named and its seal as much again (the edges file's other ids), so a batch
-# naming many (a campaign head's parts name every node's record and outputs: ~560,000 ids at 10,000 x 5, one batch)
+# naming many (a campaign head's parts name every node's record and outputs: 544,279 ids at 10,000 x 5, one batch)
 # held them all until the build's end, more the bigger the campaign. A pack of a build's records and documents names
 # ~150,000 ids by PACK_TARGET: each seal now holds about what such a pack's did. (docs/building.md, Memory: session 50)
 EDGES_TARGET = 1 << 17
