@@ -92,6 +92,10 @@ class EdgeLog:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def named(self) -> int:
+        """Ids the objects noted name (with repeats)."""
+        return len(self.edges) // ID
+
     def add(self, blob_id: bytes, offset: int, children: list[bytes], fact: tuple[int, list[int]] | None = None
             ) -> None:
         self.ids += blob_id

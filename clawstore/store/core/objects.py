@@ -526,6 +526,7 @@ class ObjectStore:
             blob = writer.append(KIND_OBJECT, digest, frame)
             if children is not None and writer.edge_log is not None:
                 writer.edge_log.add(digest, blob.offset, children)
+        runtime.seal_if_names_many(writer)
         self._stage(digest, (writer.pack_id, blob.offset, blob.length), writer)
 
     def _write_queued(self, batch: Batch, entries: bool = False) -> None:
@@ -553,6 +554,10 @@ class ObjectStore:
             batch.objects[blob.id] = (writer.pack_id, blob.offset, blob.length)
         batch.writers.add(writer)
         note_written(batch, todo, writer.pack_id, offsets)
+        try:
+            runtime.seal_if_names_many(writer)
+        except OSError as exc:
+            raise _store_error(self.root, exc) from None
 
     def _stage(self, digest: bytes, loc: Loc, writer: PackWriter) -> None:
         """Record a written blob in the open batch, or commit it alone (durable on return)."""

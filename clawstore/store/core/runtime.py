@@ -33,10 +33,20 @@ from clawstore.store.core.packfile import PackWriter, pack_path
 
 # A pack is sealed and a new one started past this size ("a few MiB to tens of MiB").
 PACK_TARGET = 32 << 20
+# ... or once its objects name this many ids, sealed as soon as a write passes it rather than at the batch's commit:
+# the pack's edge log holds 32 bytes an id named and its seal as much again (the edges file's other ids), so a batch
+# naming many (a campaign head's parts name every node's record and outputs: 544,279 ids at 10,000 x 5, one batch)
+# held them all until the build's end, more the bigger the campaign. A pack of a build's records and documents names
+# ~150,000 ids by PACK_TARGET: each seal now holds about what such a pack's did. (docs/building.md, Memory: session 50)
+EDGES_TARGET = 1 << 17
 # A dedup hit refreshes its pack's mtime when older than this, so gc's grace period (which looks at
 # pack mtimes) also covers objects a running build reused rather than wrote.
 TOUCH_AFTER_S = 600.0
 _MAX_OPEN_PACKS = 64
+
+
+def _names_many(writer: PackWriter) -> bool:
+    return writer.edge_log is not None and writer.edge_log.named() >= EDGES_TARGET
 
 
 class _ThreadState(threading.local):
@@ -106,9 +116,18 @@ class Runtime:
                 raise
 
     def seal_if_full(self) -> None:
-        if self._writer is not None and not self._writer.sealed and self._writer.size >= PACK_TARGET:
-            self._writer.seal()
-            self._writer.close()
+        writer = self._writer
+        if writer is not None and not writer.sealed and (writer.size >= PACK_TARGET or _names_many(writer)):
+            writer.seal()
+            writer.close()
+
+    def seal_if_names_many(self, writer: PackWriter) -> None:
+        """Seal `writer` now if its objects name EDGES_TARGET ids (call without pack_lock: a seal takes sync_lock
+        first). Its batches' commits find it sealed, durable: they sync only the packs still open."""
+        if _names_many(writer):
+            with self.sync_lock, self.pack_lock:
+                if writer is self._writer:
+                    self.seal_if_full()
 
     def publish(self, segment: Segment) -> None:
         starter, self._starter = self._starter, None
