@@ -249,13 +249,13 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
-    reached = reach.digests
+    reached = reach.reached
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
     for key, entry in view.actions.items():
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if entry.record in reached:  # (a kept entry is a root: its record, reached, already holds its closure)
+        if reached(entry.record):  # (a kept entry is a root: its record, reached, already holds its closure)
             pass
         elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
@@ -277,7 +277,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     doomed: dict[bytes, Loc] = {}
     for digest, loc in view.objects.items():
         report.objects_seen += 1
-        if digest in reached:
+        if reached(digest):
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
                 objects[digest] = loc
