@@ -4,18 +4,20 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import edges
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, BadObjectIdError, is_hex64
-from clawstore.store.core.index import HeldObjects
+from clawstore.store.core.index import Entries, HeldObjects, Loc, Table
 from clawstore.store.edges import ID_RE, looks_json
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
@@ -101,8 +103,36 @@ class Reach:
     def reached(self, digest: bytes) -> bool:
         if digest in self._others:
             return True
-        found = self._finder.find_row(digest) if self._finder is not None else None
+        found = self._finder.row_of(digest) if self._finder is not None else None
         return found is not None and found[0] >= 0 and self._rows[found[0]] == 1
+
+    def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
+        """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is
+        reached: a table the marks number is read beside its marks, row by row, not looked up an object at a time."""
+        firsts = {name: first for name, first, _ in self._finder.tables()} if self._finder is not None else {}
+        streams = [self._table_objects(table, firsts.get(table.name)) for table in entries.tables]
+        if entries.objects:
+            reached = self.reached
+            streams.append((digest, loc, reached(digest)) for digest, loc in sorted(entries.objects.items()))
+        last: tuple[bytes, Loc, bool] | None = None
+        for item in heapq.merge(*streams, key=itemgetter(0)) if len(streams) > 1 else chain(*streams):
+            if last is not None and item[0] == last[0]:  # (in two segments: the first's place, reached if either is)
+                last = (last[0], last[1], last[2] or item[2])
+                continue
+            if last is not None:
+                yield last
+            last = item
+        if last is not None:
+            yield last
+
+    def _table_objects(self, table: Table, first: int | None) -> Iterator[tuple[bytes, Loc, bool]]:
+        if first is None:  # (a table the index gained since the last mark: each looked up)
+            reached = self.reached
+            yield from ((digest, loc, reached(digest)) for digest, loc in table.iter_objects())
+            return
+        marks, others = self._rows, self._others
+        for row, (digest, loc) in enumerate(table.iter_objects(), first):
+            yield digest, loc, marks[row] == 1 or digest in others
 
     @property
     def marked(self) -> set[str]:
@@ -132,22 +162,23 @@ class Reach:
                 digest, parent = stack.pop()
                 if digest in others:
                     continue
-                found = finder.find_row(digest) if finder is not None else None
+                found = finder.row_of(digest) if finder is not None else None
                 if found is not None:
-                    row, loc = found
+                    row, pack = found
                     if row >= 0 and rows[row]:
                         continue
-                    if loc[0] not in uncached:  # (what the index lacks is read)
-                        if current is None or current.pack != loc[0]:
-                            later = waiting.get(loc[0]) or waiting.setdefault(loc[0], (array("q"), []))
+                    if pack not in uncached:  # (what the index lacks is read)
+                        offset = finder.digest_offset(row)[1] if row >= 0 else _offset(finder, digest)
+                        if current is None or current.pack != pack:
+                            later = waiting.get(pack) or waiting.setdefault(pack, (array("q"), []))
                             if row >= 0:
                                 later[0].append(row)
                             else:
-                                later[1].append((digest, loc[1]))
+                                later[1].append((digest, offset))
                             continue
-                        at = current.position(digest, loc[1])
+                        at = current.position(digest, offset)
                         if at is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
-                            self._walk(current, [(digest, loc[1], row)], stack, finder, waiting)
+                            self._walk(current, [(digest, offset, row)], stack, finder, waiting)
                             continue
                 names = named_by(self.store, digest.hex())  # (no file that verifies covers it: read)
                 if names is None:
@@ -170,7 +201,7 @@ class Reach:
             if current is None:  # (a pack sealed before writers wrote them, or by a writer killed first)
                 current = edges.build(self.store.root, runtime.packs_dir, runtime.tmp_dir, pack)
             self.loads += 1
-            starts = chain(((*_at(finder, row), row) for row in later_rows),
+            starts = chain(((*finder.digest_offset(row), row) for row in later_rows),
                            ((digest, offset, -1) for digest, offset in later_small))
             if current is None:
                 self._uncached.add(pack)  # its objects are read
@@ -225,7 +256,7 @@ class Reach:
             seen = self._seen[found.pack] = bytearray(len(known) // _ID)
         todo: list[int] = []
         new: list[tuple[int, int]] = []  # (row of the file, row of the index or -1) of each object marked
-        offsets, marks, find_row, pack = found.offsets, self._rows, finder.find_row, found.pack
+        offsets, marks, row_of, pack = found.offsets, self._rows, finder.row_of, found.pack
         uncached = self._uncached
         for digest, offset, index_row in starts:  # (their rows in the file found by offset, as `position` does)
             row = bisect_left(offsets, offset)
@@ -244,7 +275,7 @@ class Reach:
                     if seen[token]:
                         continue
                     child = known[token * _ID:token * _ID + _ID]
-                    hit = find_row(child)
+                    hit = row_of(child)
                     if hit is not None:  # (the index says what is there: one it lacks is asked below)
                         seen[token] = 1
                         todo.append(token)
@@ -255,11 +286,10 @@ class Reach:
                         continue
                     seen[token] = 1
                     child = known[token * _ID:token * _ID + _ID]
-                    hit = find_row(child)  # (another pack's: its row waits for that pack, not a tuple on the stack)
-                    if hit is not None and hit[0] >= 0 and hit[1][0] != pack and hit[1][0] not in uncached:
+                    hit = row_of(child)  # (another pack's: its row waits for that pack, not a tuple on the stack)
+                    if hit is not None and hit[0] >= 0 and hit[1] != pack and hit[1] not in uncached:
                         if not marks[hit[0]]:
-                            (waiting.get(hit[1][0]) or waiting.setdefault(hit[1][0], (array("q"), [])))[0].append(
-                                hit[0])
+                            (waiting.get(hit[1]) or waiting.setdefault(hit[1], (array("q"), [])))[0].append(hit[0])
                         continue
                 else:
                     child = known[token * _ID:token * _ID + _ID]
@@ -275,10 +305,10 @@ class Reach:
         return stack
 
 
-def _at(finder: HeldObjects, row: int) -> tuple[bytes, int]:
-    """The digest and pack offset of the object at an index row."""
-    digest, loc = finder.at_row(row)
-    return digest, loc[1]
+def _offset(finder: HeldObjects, digest: bytes) -> int:
+    loc = finder.find(digest)
+    assert loc is not None  # (row_of found it)
+    return loc[1]
 
 
 def _digest(root: str) -> bytes:

@@ -36,6 +36,8 @@ _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
 _OBJ_DIGEST = struct.Struct(f"<32s{_OBJ.size - 32}x")  # an object row's digest alone
+_SLOT = struct.Struct("<I")  # an object row's pack slot, after its digest
+_DIGEST_OFFSET = struct.Struct("<32s4xQ")  # an object row's digest and payload offset
 _ACT_RECORD = struct.Struct(f"<32s32s{_ACT.size - 64}x")  # an action row's key and record alone
 _TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
 _TAG = struct.Struct("=H")  # its next 2: the tag a table holds for each row (native order, as a cast to "H" reads them)
@@ -723,6 +725,32 @@ class HeldObjects:
                         if loc is not None:
                             return first + row, loc
         return None
+
+    def row_of(self, digest: bytes) -> tuple[int, str] | None:
+        """`find_row`'s row and pack alone (no Loc made: a walk asks it of every object it reaches)."""
+        loc = self._objects.get(digest)
+        if loc is not None:
+            return -1, loc[0]
+        top, size = _TOP.unpack_from(digest)[0], _OBJ.size
+        for rows, starts, shift, table, first in self._held:
+            bucket = top >> shift
+            start, end = starts[bucket] * size, starts[bucket + 1] * size
+            found = rows.find(digest, start, end) if start != end else -1
+            while found >= 0:
+                if found % size == 0:
+                    slot = _SLOT.unpack_from(rows, found + 32)[0]
+                    return first + found // size, (table.packs[slot] if slot < len(table.packs) else table._pack(slot))
+                found = rows.find(digest, found + 1, end)
+        found_row = self.find_row(digest) if self._rest else None
+        return None if found_row is None else (found_row[0], found_row[1][0])
+
+    def digest_offset(self, row: int) -> tuple[bytes, int]:
+        """The digest and pack offset of the object at `row` (as `find_row` numbers them)."""
+        for rows, _, _, _, first in self._held:
+            if first <= row < first + len(rows) // _OBJ.size:
+                return _DIGEST_OFFSET.unpack_from(rows, (row - first) * _OBJ.size)  # type: ignore[return-value]
+        digest, loc = self.at_row(row)
+        return digest, loc[1]
 
     def at_row(self, row: int) -> tuple[bytes, Loc]:
         """The object at `row` (as `find_row` numbers them): its digest and where it is."""

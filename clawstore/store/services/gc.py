@@ -275,9 +275,9 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
                             if e.record is not None)
     objects: dict[bytes, Loc] = {}
     doomed: dict[bytes, Loc] = {}
-    for digest, loc in view.objects.items():
+    for digest, loc, is_reached in reach.objects_of(view.entries):
         report.objects_seen += 1
-        if reached(digest):
+        if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
                 objects[digest] = loc
