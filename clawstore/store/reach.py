@@ -291,7 +291,10 @@ class Reach:
                         if not marks[hit[0]]:
                             (waiting.get(hit[1]) or waiting.setdefault(hit[1], (array("q"), [])))[0].append(hit[0])
                         continue
-                else:
+                else:  # (a row the file does not cover: stacked once a pack, as another pack's id is)
+                    if seen[token]:
+                        continue
+                    seen[token] = 1
                     child = known[token * _ID:token * _ID + _ID]
                 stack.append((child, known[at * _ID:at * _ID + _ID]))
         missing = self.missing
