@@ -173,12 +173,13 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             probe = GcReport(dry_run=dry_run, grace_s=grace_s)
             plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
             if not dry_run and plan.has_work():
+                del plan, probe  # (its doomed objects released before the held plan lists them again)
                 plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report)
             else:
                 _take_plan_counts(report, probe)
             if not dry_run:
-                reach.mark(_roots(store).values())  # a ref set at the last moment keeps its closure
-                plan.drop_reached(reach, report)
+                if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
+                    plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
                 plan.recheck_ages(store, policy, report)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
