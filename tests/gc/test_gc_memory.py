@@ -1,6 +1,7 @@
 """gc's walk is bounded by its constants, not by the store: a reached object is a byte at its index row and one that
 waits for its pack is 8 bytes, so a store five times larger peaks about the same; marks survive the index changing
-under the walk (a merge of the tables it numbered)."""
+under the walk (a merge of the tables it numbered), and a ref set after the plan still keeps its closure (gc's last
+mark, whose doomed objects are tested again only when it marked any)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,30 @@ def test_marks_made_before_the_index_merged_its_tables_still_count(
     report = collect(store, grace_s=0)
     assert report.objects and not {oid[len("blake3:"):] for oid, _ in report.objects} & expected
     assert report.reachable == len(expected) and all(store.has("blake3:" + hexdigest) for hexdigest in expected)
+
+
+def test_a_ref_set_after_the_plan_keeps_its_closure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ref set once the plan is made (under the sweep lock: only this process can) is taken by gc's last mark, and
+    the objects it reaches come out of the doomed ones: nothing it names is deleted, the rest of the garbage is."""
+    from clawstore.store.services import gc
+
+    store = Store(tmp_path / "store")
+    kept = store.put_json({"kept": True})
+    late = store.put_json({"late": store.put_bytes(b"named by the late ref")})
+    garbage = store.put_bytes(b"nothing names this")
+    store.set_ref("pins/kept", kept)
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    real_plan = gc._plan
+
+    def plan_then_ref(*args: object, **kwargs: object) -> gc._Plan:
+        made = real_plan(*args, **kwargs)  # type: ignore[arg-type]
+        store.set_ref("pins/late", late)
+        return made
+
+    monkeypatch.setattr(gc, "_plan", plan_then_ref)
+    report = collect(store, grace_s=0)
+    assert [oid for oid, _ in report.objects] == [garbage]
+    fresh = Store(store.root, create=False)
+    assert fresh.get_json(late) and not fresh.has(garbage)
+    assert all(fresh.has(oid) for oid in (kept, *fresh.get_json(late).values()))
