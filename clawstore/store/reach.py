@@ -4,17 +4,20 @@ The (deliberately conservative) rule and why: docs/gc-and-archives.md (Roots and
 
 from __future__ import annotations
 
+import heapq
+from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.store import edges
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, BadObjectIdError, is_hex64
-from clawstore.store.core.index import HeldObjects, Loc
+from clawstore.store.core.index import Entries, HeldObjects, Loc, Table
 from clawstore.store.edges import ID_RE, looks_json
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
@@ -66,131 +69,205 @@ def _named_by_streamed(store: ObjectStore, hexdigest: str) -> set[str]:
         return found
 
 
+# pack -> its objects a walk left to walk when it takes that pack up: their index rows, and a small segment's
+# (digest, offset) (no row)
+_Waiting = dict[str, tuple["array[int]", list[tuple[bytes, int]]]]
+
+
 class Reach:
-    """An incrementally grown closure: `mark(roots)` adds everything the roots reach (held as 32-byte digests)."""
+    """An incrementally grown closure: `mark(roots)` adds everything the roots reach. Cached, a reached object is marked
+    by a byte at its row among the index's big tables' rows (HeldObjects numbers them; an object the index lacks, or a
+    small segment's, by its digest in a set); uncached, by its 32-byte digest in a set."""
 
     def __init__(self, store: ObjectStore, cached: bool = False):
         self.store = store
-        self._marked: set[bytes] = set()  # digests of reached objects that exist
         self.missing: dict[str, str | None] = {}  # hex of a reached but absent object -> who named it
         # With `cached`: what an object names is taken from its pack's edges file when that verifies (edges.py),
         # one pack's file held at a time (the walk goes pack by pack); packs whose file does not are read.
         self._cached = cached
         self._uncached: set[str] = set()
         self.loads = 0  # edges files loaded (a pack's again when the walk comes back to it)
-        self._held: tuple[frozenset[str], Callable[[bytes], Loc | None]] | None = None
+        self._view: frozenset[str] | None = None  # the index's segments the finder was made from
+        self._finder: HeldObjects | None = None
+        self._rows = bytearray()  # a byte a row of the finder's tables: 1 once reached
+        self._others: set[bytes] = set()  # reached objects without such a row
         # pack -> a byte a row of its edges file (1 once the walk marked it), then one an other id (1 once stacked)
         self._seen: dict[str, bytearray] = {}
 
     def __contains__(self, hexdigest: str) -> bool:
-        return bytes.fromhex(hexdigest) in self._marked
+        return self.reached(bytes.fromhex(hexdigest))
 
     def __len__(self) -> int:
-        return len(self._marked)
+        return self._rows.count(1) + len(self._others)
 
     def reached(self, digest: bytes) -> bool:
-        return digest in self._marked
+        if digest in self._others:
+            return True
+        found = self._finder.row_of(digest) if self._finder is not None else None
+        return found is not None and found[0] >= 0 and self._rows[found[0]] == 1
 
-    @property
-    def digests(self) -> AbstractSet[bytes]:
-        """The reached objects' digests, as held (read only: a caller tests membership in a loop)."""
-        return self._marked
+    def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
+        """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is
+        reached: a table the marks number is read beside its marks, row by row, not looked up an object at a time."""
+        firsts = {name: first for name, first, _ in self._finder.tables()} if self._finder is not None else {}
+        streams = [self._table_objects(table, firsts.get(table.name)) for table in entries.tables]
+        if entries.objects:
+            reached = self.reached
+            streams.append((digest, loc, reached(digest)) for digest, loc in sorted(entries.objects.items()))
+        last: tuple[bytes, Loc, bool] | None = None
+        for item in heapq.merge(*streams, key=itemgetter(0)) if len(streams) > 1 else chain(*streams):
+            if last is not None and item[0] == last[0]:  # (in two segments: the first's place, reached if either is)
+                last = (last[0], last[1], last[2] or item[2])
+                continue
+            if last is not None:
+                yield last
+            last = item
+        if last is not None:
+            yield last
+
+    def _table_objects(self, table: Table, first: int | None) -> Iterator[tuple[bytes, Loc, bool]]:
+        if first is None:  # (a table the index gained since the last mark: each looked up)
+            reached = self.reached
+            yield from ((digest, loc, reached(digest)) for digest, loc in table.iter_objects())
+            return
+        marks, others = self._rows, self._others
+        for row, (digest, loc) in enumerate(table.iter_objects(), first):
+            yield digest, loc, marks[row] == 1 or digest in others
 
     @property
     def marked(self) -> set[str]:
         """Hex digests of the reached objects (made on each call: callers that only ask use `in`, `reached`)."""
-        return {digest.hex() for digest in self._marked}
+        found = {digest.hex() for digest in self._others}
+        if self._finder is not None:
+            rows, at_row = self._rows, self._finder.at_row
+            row = rows.find(1)
+            while row >= 0:
+                found.add(at_row(row)[0].hex())
+                row = rows.find(1, row + 1)
+        return found
 
     def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
         """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked.
-        Cached, objects of a pack with an edges file wait until the walk takes that pack up: one file held at once."""
-        marked = self._marked
-        before = len(marked)
+        Cached, objects of a pack with an edges file wait until the walk takes that pack up: one file held at once, and
+        a waiting object held as its row (8 bytes: the head's pack names most of the store)."""
+        before = len(self)
         parent = _digest(named_from) if named_from is not None else None
-        # (digest, who named it, its offset in the pack taken up when it waited for that pack, else None)
-        stack: list[tuple[bytes, bytes | None, int | None]] = [(_digest(root), parent, None) for root in roots]
-        waiting: dict[str, list[tuple[bytes, bytes | None, int | None]]] = {}  # pack -> its objects left to walk
+        stack: list[tuple[bytes, bytes | None]] = [(_digest(root), parent) for root in roots]
+        waiting: _Waiting = {}
         current: edges.PackEdges | None = None
-        find, uncached = self._finder() if self._cached else None, self._uncached
+        finder = self._find_rows() if self._cached else None
+        rows, others, uncached = self._rows, self._others, self._uncached
         while True:
             while stack:
-                digest, parent, offset = stack.pop()
-                if digest in marked:
+                digest, parent = stack.pop()
+                if digest in others:
                     continue
-                if offset is None and find is not None and (loc := find(digest)) is not None \
-                        and loc[0] not in uncached:  # (what the index lacks is read)
-                    if current is None or current.pack != loc[0]:
-                        waiting.setdefault(loc[0], []).append((digest, parent, loc[1]))
+                found = finder.row_of(digest) if finder is not None else None
+                if found is not None:
+                    row, pack = found
+                    if row >= 0 and rows[row]:
                         continue
-                    offset = loc[1]
-                row = current.position(digest, offset) if offset is not None and current is not None else None
-                if row is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
-                    self._walk(current, [row], stack, find)
-                    continue
+                    if pack not in uncached:  # (what the index lacks is read)
+                        offset = finder.digest_offset(row)[1] if row >= 0 else _offset(finder, digest)
+                        if current is None or current.pack != pack:
+                            later = waiting.get(pack) or waiting.setdefault(pack, (array("q"), []))
+                            if row >= 0:
+                                later[0].append(row)
+                            else:
+                                later[1].append((digest, offset))
+                            continue
+                        at = current.position(digest, offset)
+                        if at is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
+                            self._walk(current, [(digest, offset, row)], stack, finder, waiting)
+                            continue
                 names = named_by(self.store, digest.hex())  # (no file that verifies covers it: read)
                 if names is None:
                     self.missing.setdefault(digest.hex(), parent.hex() if parent is not None else None)
                     continue
-                children = [bytes.fromhex(hexdigest) for hexdigest in names]
                 if self.missing:
                     self.missing.pop(digest.hex(), None)
-                marked.add(digest)
-                stack.extend((child, digest, None) for child in children if child not in marked)
+                if found is not None and found[0] >= 0:
+                    rows[found[0]] = 1
+                else:
+                    others.add(digest)
+                stack.extend((bytes.fromhex(hexdigest), digest) for hexdigest in names)
             if not waiting:
-                return len(marked) - before
-            pack, stack = waiting.popitem()
+                return len(self) - before
+            pack, (later_rows, later_small) = waiting.popitem()
+            assert finder is not None  # (only a cached walk waits)
             current = None  # (released before the next is read)
             runtime = self.store.runtime
             current = edges.load(self.store.root, runtime.packs_dir, pack)
             if current is None:  # (a pack sealed before writers wrote them, or by a writer killed first)
                 current = edges.build(self.store.root, runtime.packs_dir, runtime.tmp_dir, pack)
             self.loads += 1
+            starts = chain(((*finder.digest_offset(row), row) for row in later_rows),
+                           ((digest, offset, -1) for digest, offset in later_small))
             if current is None:
                 self._uncached.add(pack)  # its objects are read
+                stack = [(digest, None) for digest, _, _ in starts]
             else:  # those the file covers walked from their rows at once, the others left on the stack
-                stack = self._walk(current, stack, [], find)
+                stack = self._walk(current, starts, [], finder, waiting)
+            del later_rows, later_small, starts
 
-    def _finder(self) -> Callable[[bytes], Loc | None]:
+    def _find_rows(self) -> HeldObjects:
         """The index's object look-up as it stands now, without listing it again on a miss (what it lacks is asked the
         long way, by named_by), its big tables' rows held in memory up to HELD bytes: the walk looks up every object it
-        reaches. Made again only when the index changed since the last mark."""
+        reaches. Made again only when the index changed since the last mark: the marks of a table still there are
+        carried to its new rows, those of a table gone (merged into another) into the set by digest."""
         index = self.store.runtime.index
         index.lacking(())  # (one look for changes, as a look-up makes)
         view = index.snapshot()
-        if self._held is None or self._held[0] != view.loaded:
-            self._held = None  # (released before the next is read)
-            self._held = (view.loaded, HeldObjects(view.entries, HELD).find)
-        return self._held[1]
+        if self._finder is not None and self._view == view.loaded:
+            return self._finder
+        names = {table.name for table in view.entries.tables}
+        kept: dict[str, bytes] = {}
+        if self._finder is not None:
+            old, marks = self._finder, self._rows
+            for name, first, n in old.tables():
+                if name in names:
+                    kept[name] = bytes(marks[first:first + n])
+                    continue
+                row = marks.find(1, first, first + n)
+                while row >= 0:
+                    self._others.add(old.at_row(row)[0])
+                    row = marks.find(1, row + 1, first + n)
+        self._finder, self._rows = None, bytearray()  # (released before the next is read)
+        finder = HeldObjects(view.entries, HELD)
+        marks = bytearray(finder.rows)
+        for name, first, n in finder.tables():
+            if name in kept:
+                marks[first:first + n] = kept.pop(name)
+        self._view, self._finder, self._rows = view.loaded, finder, marks
+        return finder
 
-    def _walk(self, found: edges.PackEdges, starts: list[int] | list[tuple[bytes, bytes | None, int | None]],
-              stack: list[tuple[bytes, bytes | None, int | None]], find: Callable[[bytes], Loc | None]
-              ) -> list[tuple[bytes, bytes | None, int | None]]:
-        """Mark the objects at `starts` (rows of the pack `found` is about, or stacked objects with their offsets in it)
-        and what they reach inside that pack, by row numbers over the file's arrays (no list of ids made an object); an
-        id named that another pack holds, or that the file does not cover, goes on `stack` to be looked up, and so do
-        starts the file does not cover (returned: `stack`). Rows marked are remembered a pack at a time (a byte a row),
-        so a pack the walk comes back to is not walked again; an id of another pack is stacked once a pack."""
+    def _walk(self, found: edges.PackEdges, starts: Iterable[tuple[bytes, int, int]],
+              stack: list[tuple[bytes, bytes | None]], finder: HeldObjects, waiting: _Waiting
+              ) -> list[tuple[bytes, bytes | None]]:
+        """Mark the objects `starts` (digest, offset in the pack `found` is about, index row or -1) and what they reach
+        inside that pack, by row numbers over the file's arrays (no list of ids made an object); an id named that
+        another pack holds waits for it in `waiting` by its index row; one the file does not cover, or the index has no
+        row of, goes on `stack` to be looked up, and so do starts the file does not cover (returned: `stack`). Rows
+        marked are remembered a pack at a time (a byte a row), so a pack the walk comes back to is not walked again; an
+        id of another pack is stacked (or made to wait) once a pack."""
         rows, known, covers, tokens, edge_at = len(found.offsets), found.known, found.covers, found.tokens, found.starts
         seen = self._seen.get(found.pack)  # (its rows, then the other ids it names: each of them stacked once)
         if seen is None or len(seen) != len(known) // _ID:
             seen = self._seen[found.pack] = bytearray(len(known) // _ID)
         todo: list[int] = []
-        offsets, marked = found.offsets, self._marked
-        for start in starts:  # (rows, or what waited for this pack: its rows found by offset, as `position` does)
-            if isinstance(start, int):
-                row = start
-            else:
-                digest, _, offset = start
-                row = bisect_left(offsets, offset) if offset is not None else rows
-                if row == rows or offsets[row] != offset or not covers[row] \
-                        or known[row * _ID:(row + 1) * _ID] != digest:
-                    if digest not in marked:
-                        stack.append(start)
-                    continue
+        new: list[tuple[int, int]] = []  # (row of the file, row of the index or -1) of each object marked
+        offsets, marks, row_of, pack = found.offsets, self._rows, finder.row_of, found.pack
+        uncached = self._uncached
+        for digest, offset, index_row in starts:  # (their rows in the file found by offset, as `position` does)
+            row = bisect_left(offsets, offset)
+            if row == rows or offsets[row] != offset or not covers[row] \
+                    or known[row * _ID:(row + 1) * _ID] != digest:
+                stack.append((digest, None))
+                continue
             if not seen[row]:
                 seen[row] = 1
                 todo.append(row)
-        new = list(todo)
+                new.append((row, index_row))
         while todo:
             at = todo.pop()
             for token in tokens[edge_at[at]:edge_at[at + 1]]:
@@ -198,26 +275,43 @@ class Reach:
                     if seen[token]:
                         continue
                     child = known[token * _ID:token * _ID + _ID]
-                    if find(child) is not None:  # (the index says what is there: one it lacks is asked below)
+                    hit = row_of(child)
+                    if hit is not None:  # (the index says what is there: one it lacks is asked below)
                         seen[token] = 1
                         todo.append(token)
-                        new.append(token)
+                        new.append((token, hit[0]))
                         continue
                 elif token >= rows:
                     if seen[token]:
                         continue
                     seen[token] = 1
                     child = known[token * _ID:token * _ID + _ID]
-                else:
+                    hit = row_of(child)  # (another pack's: its row waits for that pack, not a tuple on the stack)
+                    if hit is not None and hit[0] >= 0 and hit[1] != pack and hit[1] not in uncached:
+                        if not marks[hit[0]]:
+                            (waiting.get(hit[1]) or waiting.setdefault(hit[1], (array("q"), [])))[0].append(hit[0])
+                        continue
+                else:  # (a row the file does not cover: stacked once a pack, as another pack's id is)
+                    if seen[token]:
+                        continue
+                    seen[token] = 1
                     child = known[token * _ID:token * _ID + _ID]
-                if child not in marked:
-                    stack.append((child, known[at * _ID:at * _ID + _ID], None))
-        digests = [known[at * _ID:at * _ID + _ID] for at in new]
-        marked.update(digests)
-        if self.missing:
-            for digest in digests:
-                self.missing.pop(digest.hex(), None)
+                stack.append((child, known[at * _ID:at * _ID + _ID]))
+        missing = self.missing
+        for at, index_row in new:
+            if index_row >= 0:
+                marks[index_row] = 1
+            else:
+                self._others.add(known[at * _ID:at * _ID + _ID])
+            if missing:
+                missing.pop(known[at * _ID:at * _ID + _ID].hex(), None)
         return stack
+
+
+def _offset(finder: HeldObjects, digest: bytes) -> int:
+    loc = finder.find(digest)
+    assert loc is not None  # (row_of found it)
+    return loc[1]
 
 
 def _digest(root: str) -> bytes:

@@ -36,6 +36,8 @@ _HEAD = struct.Struct("<8sIIIIQQ")
 _OBJ = struct.Struct("<32sIQQ")
 _ACT = struct.Struct("<32s32sqIQ")
 _OBJ_DIGEST = struct.Struct(f"<32s{_OBJ.size - 32}x")  # an object row's digest alone
+_SLOT = struct.Struct("<I")  # an object row's pack slot, after its digest
+_DIGEST_OFFSET = struct.Struct("<32s4xQ")  # an object row's digest and payload offset
 _ACT_RECORD = struct.Struct(f"<32s32s{_ACT.size - 64}x")  # an action row's key and record alone
 _TOP = struct.Struct(">I")  # a key's first 4 bytes: its bucket in a table's fan-out
 _TAG = struct.Struct("=H")  # its next 2: the tag a table holds for each row (native order, as a cast to "H" reads them)
@@ -656,28 +658,37 @@ class HeldObjects:
     """Object look-ups over an Entries with its big tables' object rows read into memory once, while they fit in
     `limit` bytes (the others are looked up in place): for a reader that looks up most of the index (fsck), where the
     read of a bucket per look-up cost more than the look-up itself (2.8 against 1.8 us). Answers what
-    `Entries.find_object` answers (an object in more than one table: any of them)."""
+    `Entries.find_object` answers (an object in more than one table: any of them). `find_row` numbers each big table's
+    object rows one after another (`rows` of them): a walk marks an object by its row, a byte each (gc's)."""
 
     def __init__(self, entries: Entries, limit: int):
         self._objects = entries.objects
-        self._held: list[tuple[bytes, array[int], int, Table]] = []
-        rest = []
+        self._held: list[tuple[bytes, array[int], int, Table, int]] = []  # (rows, fan-out, shift, table, first row)
+        self._rest: list[tuple[Table, int]] = []
+        self.rows = 0
         for table in entries.tables:
-            size = _OBJ.size * table._head.n_objects
+            n = table._head.n_objects
+            size = _OBJ.size * n
             if size > limit:
-                rest.append(table)
-                continue
-            limit -= size
-            at, starts, shift, _ = table._objects or table._lookup(False)
-            self._held.append((table._read(at, at + size), starts, shift, table))
-        self._rest = Entries(tables=tuple(rest)) if rest else None
+                self._rest.append((table, self.rows))
+            else:
+                limit -= size
+                at, starts, shift, _ = table._objects or table._lookup(False)
+                self._held.append((table._read(at, at + size), starts, shift, table, self.rows))
+            self.rows += n
+        self._rest_entries = Entries(tables=tuple(table for table, _ in self._rest)) if self._rest else None
+
+    def tables(self) -> list[tuple[str, int, int]]:
+        """(name, first row, rows) of each big table, as `find_row` numbers them."""
+        return [(table.name, first, table._head.n_objects)
+                for table, first in [*((t, f) for _, _, _, t, f in self._held), *self._rest]]
 
     def find(self, digest: bytes) -> Loc | None:
         loc = self._objects.get(digest)
         if loc is not None:
             return loc
         top, size = _TOP.unpack_from(digest)[0], _OBJ.size
-        for rows, starts, shift, table in self._held:
+        for rows, starts, shift, table, _ in self._held:
             bucket = top >> shift
             start, end = starts[bucket] * size, starts[bucket + 1] * size
             found = rows.find(digest, start, end) if start != end else -1
@@ -686,7 +697,74 @@ class HeldObjects:
                     _, slot, offset, length = _OBJ.unpack_from(rows, found)
                     return table._pack(slot), offset, length
                 found = rows.find(digest, found + 1, end)  # (the bytes of two fields that happen to spell it)
-        return self._rest.find_object(digest) if self._rest is not None else None
+        return self._rest_entries.find_object(digest) if self._rest_entries is not None else None
+
+    def find_row(self, digest: bytes) -> tuple[int, Loc] | None:
+        """`find`'s answer with the object's row (-1: a small segment's object, which has none)."""
+        loc = self._objects.get(digest)
+        if loc is not None:
+            return -1, loc
+        top, size = _TOP.unpack_from(digest)[0], _OBJ.size
+        for rows, starts, shift, table, first in self._held:
+            bucket = top >> shift
+            start, end = starts[bucket] * size, starts[bucket + 1] * size
+            found = rows.find(digest, start, end) if start != end else -1
+            while found >= 0:
+                if found % size == 0:
+                    _, slot, offset, length = _OBJ.unpack_from(rows, found)
+                    return first + found // size, (table._pack(slot), offset, length)
+                found = rows.find(digest, found + 1, end)
+        if self._rest:
+            tag = _TAG.unpack_from(digest, 4)[0]
+            for table, first in self._rest:  # (as Entries.find_object: a row read only when its tag matches)
+                at, starts, shift, tags = table._objects or table._lookup(False)
+                bucket = top >> shift
+                for row in range(starts[bucket], starts[bucket + 1]):
+                    if tags[row] == tag:
+                        loc = table.object_at(digest, at + size * row)
+                        if loc is not None:
+                            return first + row, loc
+        return None
+
+    def row_of(self, digest: bytes) -> tuple[int, str] | None:
+        """`find_row`'s row and pack alone (no Loc made: a walk asks it of every object it reaches)."""
+        loc = self._objects.get(digest)
+        if loc is not None:
+            return -1, loc[0]
+        top, size = _TOP.unpack_from(digest)[0], _OBJ.size
+        for rows, starts, shift, table, first in self._held:
+            bucket = top >> shift
+            start, end = starts[bucket] * size, starts[bucket + 1] * size
+            found = rows.find(digest, start, end) if start != end else -1
+            while found >= 0:
+                if found % size == 0:
+                    slot = _SLOT.unpack_from(rows, found + 32)[0]
+                    return first + found // size, (table.packs[slot] if slot < len(table.packs) else table._pack(slot))
+                found = rows.find(digest, found + 1, end)
+        found_row = self.find_row(digest) if self._rest else None
+        return None if found_row is None else (found_row[0], found_row[1][0])
+
+    def digest_offset(self, row: int) -> tuple[bytes, int]:
+        """The digest and pack offset of the object at `row` (as `find_row` numbers them)."""
+        for rows, _, _, _, first in self._held:
+            if first <= row < first + len(rows) // _OBJ.size:
+                return _DIGEST_OFFSET.unpack_from(rows, (row - first) * _OBJ.size)  # type: ignore[return-value]
+        digest, loc = self.at_row(row)
+        return digest, loc[1]
+
+    def at_row(self, row: int) -> tuple[bytes, Loc]:
+        """The object at `row` (as `find_row` numbers them): its digest and where it is."""
+        size = _OBJ.size
+        for rows, _, _, table, first in self._held:
+            if first <= row < first + len(rows) // size:
+                digest, slot, offset, length = _OBJ.unpack_from(rows, (row - first) * size)
+                return digest, (table._pack(slot), offset, length)
+        for table, first in self._rest:
+            if first <= row < first + table._head.n_objects:
+                at = table._head.objects_at + (row - first) * size
+                digest, slot, offset, length = _OBJ.unpack(table._read(at, at + size))
+                return digest, (table._pack(slot), offset, length)
+        raise IndexError(row)
 
 
 class _StreamedItems(ItemsView):  # type: ignore[type-arg]

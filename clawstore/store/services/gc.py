@@ -167,11 +167,19 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
             report.roots = len(roots)
             reach.mark(roots.values())
-            plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report,
-                         held=not dry_run)
+            # First as a dry run's (the kept objects counted, not held): a gc with nothing to delete or rewrite then
+            # never holds the kept ones (~130 bytes an object); one with work plans again, holding them (the index is
+            # locked: the same view).
+            probe = GcReport(dry_run=dry_run, grace_s=grace_s)
+            plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
+            if not dry_run and plan.has_work():
+                del plan, probe  # (its doomed objects released before the held plan lists them again)
+                plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report)
+            else:
+                _take_plan_counts(report, probe)
             if not dry_run:
-                reach.mark(_roots(store).values())  # a ref set at the last moment keeps its closure
-                plan.drop_reached(reach, report)
+                if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
+                    plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
                 plan.recheck_ages(store, policy, report)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
@@ -219,6 +227,10 @@ class _Plan:
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
 
+    def has_work(self) -> bool:
+        """Whether a gc from this plan would delete or rewrite anything (as `_rewrite` asks before it starts)."""
+        return bool(self.rewrite or self.delete or self.doomed_objects or self.doomed_actions)
+
     def recheck_ages(self, store: Store, policy: _Policy, report: GcReport) -> None:
         """Right before publishing: a pack a build touched since the plan (a dedup hit) keeps all."""
         ages = _pack_ages(store)
@@ -249,13 +261,13 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
-    reached = reach.digests
+    reached = reach.reached
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
     for key, entry in view.actions.items():
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if entry.record in reached:  # (a kept entry is a root: its record, reached, already holds its closure)
+        if reached(entry.record):  # (a kept entry is a root: its record, reached, already holds its closure)
             pass
         elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
@@ -275,9 +287,9 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
                             if e.record is not None)
     objects: dict[bytes, Loc] = {}
     doomed: dict[bytes, Loc] = {}
-    for digest, loc in view.objects.items():
+    for digest, loc, is_reached in reach.objects_of(view.entries):
         report.objects_seen += 1
-        if digest in reached:
+        if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
                 objects[digest] = loc
@@ -323,6 +335,13 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
 
 
+def _take_plan_counts(report: GcReport, planned: GcReport) -> None:
+    """What `_plan` counted into `planned`, into `report`."""
+    for name in ("objects_seen", "objects", "actions", "kept_young", "kept_for_builds", "packs_rewritten",
+                 "packs_deleted", "pack_bytes_freed"):
+        setattr(report, name, getattr(planned, name))
+
+
 def _pack_ages(store: Store) -> dict[str, float]:
     ages = {}
     for pack in iter_pack_ids(store.runtime.packs_dir):
@@ -342,7 +361,7 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     """Copy live blobs out of sparse packs, publish the new index, then delete what it superseded."""
     runtime = store.runtime
     moved = set(plan.rewrite)
-    if not (moved or plan.delete or plan.doomed_objects or plan.doomed_actions):
+    if not plan.has_work():
         return
     objects, actions = dict(plan.objects), dict(plan.actions)
     writer: PackWriter | None = None
