@@ -4,6 +4,7 @@ per run, measured by tracemalloc at the head's advance, stays under a bound as t
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import subprocess
@@ -25,6 +26,7 @@ from clawstore.host import heap
 from clawstore.project.front import Project
 from clawstore.store.core import batch, index, runtime
 from clawstore.store.store import Store
+from tests.support.fresh import in_fresh_process
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import SECRET, Workspace, many_cases
 
@@ -40,6 +42,12 @@ WINDOW = 20  # runs a window (engine.WINDOW_RUNS) in these tests
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    with _standin(tmp_path, monkeypatch):
+        yield
+
+
+@contextlib.contextmanager
+def _standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The stand-in in a process of its own: what it keeps of each request is not the build's memory."""
     script = tmp_path / "replies.json"
     script.write_text(json.dumps({"rules": [{"model": JUDGE, "replies": [judge_reply(7)]}],
@@ -115,7 +123,19 @@ def _held_at_advance(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> int:
     return held[1] - held[0]
 
 
-def test_what_a_build_holds_per_run_is_bounded(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_a_build_holds_per_run_is_bounded(tmp_path: Path) -> None:
+    # A new interpreter: tracemalloc counts every thread's allocations, and in CI's worker the measure once read
+    # 23.7 KB a run where it reads 2.7-4.4 KB alone, loaded or not (session 50; not reproduced outside the suite):
+    # what earlier tests left running in the worker is the suspect this rules out.
+    in_fresh_process(__name__, "_held_per_run", tmp_path, timeout=300)
+
+
+def _held_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with _standin(tmp_path, monkeypatch):
+        _held_per_run_measured(tmp_path, monkeypatch)
+
+
+def _held_per_run_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
     # The build's other constant buffers made small too, so that this campaign outgrows them as a big one does
     # theirs: the build log's sorted runs (1 MiB), the index's segments held as dicts (4,096 rows) and the open

@@ -8,8 +8,6 @@ import hashlib
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from clawstore.store import Store, edges
 from clawstore.store.services import fsck_beside
 from clawstore.store.services.fsck import fsck
+from tests.support.fresh import in_fresh_process
 from tests.support.storefiles import blob_span, flip_in_frame
 
 
@@ -89,23 +88,10 @@ def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, str]:
     return tmp_path / "a", tmp_path / "b", second.name[:-len(".pack")]
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _in_fresh_process(body: str, tmp_path: Path) -> None:
-    """Run this module's `body(tmp_path, monkeypatch)` in a new interpreter: fsck forks its helper only where no other
-    thread runs, and a test worker may hold threads that earlier tests left (in CI the helper was then never forked,
-    and these tests checked nothing of it)."""
-    script = ("import sys, pytest\nfrom pathlib import Path\nimport tests.store.test_fsck_beside as module\n"
-              "with pytest.MonkeyPatch.context() as patch:\n"
-              "    getattr(module, sys.argv[1])(Path(sys.argv[2]), patch)\n")
-    done = subprocess.run([sys.executable, "-c", script, body, str(tmp_path)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def test_the_helper_verifies_packs_and_fsck_reports_the_same(tmp_path: Path) -> None:
-    _in_fresh_process("_helper_verifies", tmp_path)
+    # A new interpreter: fsck forks its helper only where no other thread runs, and in CI's worker earlier tests had
+    # left threads (the helper was never forked, and these tests checked nothing of it).
+    in_fresh_process(__name__, "_helper_verifies", tmp_path)
 
 
 def _helper_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,7 +120,7 @@ def test_one_cpu_allowed_forks_no_helper(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_a_helper_killed_at_work_leaves_its_packs_to_fsck(tmp_path: Path) -> None:
-    _in_fresh_process("_helper_killed", tmp_path)  # (its timeout: waiting for a dead helper's answers would hang)
+    in_fresh_process(__name__, "_helper_killed", tmp_path)  # (its timeout: a dead helper's answers awaited would hang)
 
 
 def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
