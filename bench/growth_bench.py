@@ -69,7 +69,8 @@ def measure(root: Path, args: tuple[str, ...], env: dict[str, str]) -> Measured:
         errors.seek(0)
         lines = errors.read().decode(errors="replace").splitlines()
     code, cpu, rss = lines[-1].split()
-    if int(code) not in (0, 1):  # 1: a run failed a check or the judge (an outcome, not a fault)
+    # 1: a run failed a check or the judge (an outcome, not a fault) — or Python ended on an exception (one exits 1 too)
+    if int(code) not in (0, 1) or any(line.startswith("Traceback") for line in lines):
         raise SystemExit(f"claw {' '.join(args)} exited {code}: {lines[-6:-1]!r}")
     return Measured(wall, float(cpu), int(rss) * 1024)
 
@@ -93,7 +94,9 @@ def one_size(server: StandIn, tmp: Path, cases: int, models: int, commands: bool
     sent = len(server.requests)
     found = {"cold build": measure(root, ("build", *CAMPAIGN), env)}
     requests = len(server.requests) - sent
-    found["cold build"].cpu /= max(requests, 1)  # per request from here on
+    if requests == 0:
+        raise SystemExit(f"the cold build of {cases} x {models} sent no request: nothing to measure")
+    found["cold build"].cpu /= requests  # per request from here on
     time.sleep(2.1)  # past the stamp's mtime-granularity window (builder/stamp.py)
     measure(root, ("build", *CAMPAIGN), env)  # writes the stamp
     names = READ_COMMANDS if commands else {"build (no-op)": READ_COMMANDS["build (no-op)"]}

@@ -86,3 +86,21 @@ def test_a_killed_benchmark_leaves_no_throttling_relay_behind() -> None:
     while _running(relay) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running(relay)
+
+
+def test_the_growth_bench_stops_on_a_claw_that_crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A claw that crashed (here: could not even be imported) exits 1, as a build with a failed run does: the bench
+    # took it for an outcome and printed 0.05 s figures for every command (session 50: its install pointing at a
+    # removed clone).
+    sys.path.insert(0, str(REPO))
+    try:
+        from bench import growth_bench
+    finally:
+        sys.path.remove(str(REPO))
+    python = tmp_path / "python"  # the launcher runs as it is; claw itself ends on an exception
+    python.write_text(f'#!/bin/sh\n[ "$1" = -m ] && exec {sys.executable} -c "raise ImportError(1)"\n'
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setattr(growth_bench.sys, "executable", str(python))
+    with pytest.raises(SystemExit, match="exited 1"):
+        growth_bench.measure(tmp_path, ("status",), {})
