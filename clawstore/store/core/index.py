@@ -658,7 +658,7 @@ class HeldObjects:
     """Object look-ups over an Entries with its big tables' object rows read into memory once, while they fit in
     `limit` bytes (the others are looked up in place): for a reader that looks up most of the index (fsck), where the
     read of a bucket per look-up cost more than the look-up itself (2.8 against 1.8 us). Answers what
-    `Entries.find_object` answers (an object in more than one table: any of them). `find_row` numbers each big table's
+    `Entries.find_object` answers (an object in more than one table: any of them). `row_of` numbers each big table's
     object rows one after another (`rows` of them): a walk marks an object by its row, a byte each (gc's)."""
 
     def __init__(self, entries: Entries, limit: int):
@@ -679,7 +679,7 @@ class HeldObjects:
         self._rest_entries = Entries(tables=tuple(table for table, _ in self._rest)) if self._rest else None
 
     def tables(self) -> list[tuple[str, int, int]]:
-        """(name, first row, rows) of each big table, as `find_row` numbers them."""
+        """(name, first row, rows) of each big table, as `row_of` numbers them."""
         return [(table.name, first, table._head.n_objects)
                 for table, first in [*((t, f) for _, _, _, t, f in self._held), *self._rest]]
 
@@ -699,35 +699,23 @@ class HeldObjects:
                 found = rows.find(digest, found + 1, end)  # (the bytes of two fields that happen to spell it)
         return self._rest_entries.find_object(digest) if self._rest_entries is not None else None
 
-    def find_row(self, digest: bytes) -> tuple[int, Loc] | None:
-        """`find`'s answer with the object's row (-1: a small segment's object, which has none)."""
-        loc = self._objects.get(digest)
-        if loc is not None:
-            return -1, loc
+    def _rest_row(self, digest: bytes) -> tuple[int, Loc] | None:
+        """The row and place of an object of a table not held (the held ones and the small segments already asked)."""
         top, size = _TOP.unpack_from(digest)[0], _OBJ.size
-        for rows, starts, shift, table, first in self._held:
+        tag = _TAG.unpack_from(digest, 4)[0]
+        for table, first in self._rest:  # (as Entries.find_object: a row read only when its tag matches)
+            at, starts, shift, tags = table._objects or table._lookup(False)
             bucket = top >> shift
-            start, end = starts[bucket] * size, starts[bucket + 1] * size
-            found = rows.find(digest, start, end) if start != end else -1
-            while found >= 0:
-                if found % size == 0:
-                    _, slot, offset, length = _OBJ.unpack_from(rows, found)
-                    return first + found // size, (table._pack(slot), offset, length)
-                found = rows.find(digest, found + 1, end)
-        if self._rest:
-            tag = _TAG.unpack_from(digest, 4)[0]
-            for table, first in self._rest:  # (as Entries.find_object: a row read only when its tag matches)
-                at, starts, shift, tags = table._objects or table._lookup(False)
-                bucket = top >> shift
-                for row in range(starts[bucket], starts[bucket + 1]):
-                    if tags[row] == tag:
-                        loc = table.object_at(digest, at + size * row)
-                        if loc is not None:
-                            return first + row, loc
+            for row in range(starts[bucket], starts[bucket + 1]):
+                if tags[row] == tag:
+                    loc = table.object_at(digest, at + size * row)
+                    if loc is not None:
+                        return first + row, loc
         return None
 
     def row_of(self, digest: bytes) -> tuple[int, str] | None:
-        """`find_row`'s row and pack alone (no Loc made: a walk asks it of every object it reaches)."""
+        """An object's row (as `tables` numbers them; -1: a small segment's object, which has none) and pack, or None
+        (no Loc made: a walk asks it of every object it reaches)."""
         loc = self._objects.get(digest)
         if loc is not None:
             return -1, loc[0]
@@ -741,11 +729,11 @@ class HeldObjects:
                     slot = _SLOT.unpack_from(rows, found + 32)[0]
                     return first + found // size, (table.packs[slot] if slot < len(table.packs) else table._pack(slot))
                 found = rows.find(digest, found + 1, end)
-        found_row = self.find_row(digest) if self._rest else None
+        found_row = self._rest_row(digest) if self._rest else None  # (the held tables asked once, above)
         return None if found_row is None else (found_row[0], found_row[1][0])
 
     def digest_offset(self, row: int) -> tuple[bytes, int]:
-        """The digest and pack offset of the object at `row` (as `find_row` numbers them)."""
+        """The digest and pack offset of the object at `row` (as `row_of` numbers them)."""
         for rows, _, _, _, first in self._held:
             if first <= row < first + len(rows) // _OBJ.size:
                 return _DIGEST_OFFSET.unpack_from(rows, (row - first) * _OBJ.size)  # type: ignore[return-value]
@@ -753,7 +741,7 @@ class HeldObjects:
         return digest, loc[1]
 
     def at_row(self, row: int) -> tuple[bytes, Loc]:
-        """The object at `row` (as `find_row` numbers them): its digest and where it is."""
+        """The object at `row` (as `row_of` numbers them): its digest and where it is."""
         size = _OBJ.size
         for rows, _, _, table, first in self._held:
             if first <= row < first + len(rows) // size:
