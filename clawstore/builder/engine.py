@@ -14,6 +14,7 @@ from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.progress import BuildProgress, Failure
 from clawstore.builder.progress_choice import open_progress
 from clawstore.builder.rows import BuildRows
+from clawstore.builder.scheduler import deferred_interrupts
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
 from clawstore.errors import StoreError
@@ -166,7 +167,11 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
             store.keep_reserve()  # room for what is paid when the disk fills up (store/core/reserve.py)
             if eval_layer is not None:
                 log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
-            windowed.build(windows)
+            # A first Ctrl-C anywhere in the windows is noted and taken up at the next safe point (a node's end, a
+            # window's start), not raised in the middle of the bookkeeping it lands in.
+            with deferred_interrupts() as noted:
+                windowed.build(windows, noted)
+                _stop_if(noted)
             settle_pending(store, log, session.trouble)
             if session.trouble is not None and session.trouble.failed:
                 _end_on_store_failure(session, report, planned)
@@ -201,9 +206,11 @@ class _Windowed:
         self.planned_runs = 0  # runs of the windows planned so far
         self.logged = eval_layer is not None  # the build log written once before anything executes
 
-    def build(self, windows: RunWindows) -> None:
+    def build(self, windows: RunWindows, noted: list[int]) -> None:
+        """`noted`: a first interrupt taken up at each window's start (inside one, the scheduler takes it up)."""
         waiting: tuple[list[Node], list[RunEvaluation], list[Node]] | None = None  # a window whose judges wait
         for runs in windows:
+            _stop_if(noted)
             self.planned_runs += len(runs)
             stale = self._runs_phase(runs)
             judges = self.eval_layer.judge_phase(self.session, waiting[2]) if self.eval_layer and waiting else []
@@ -215,6 +222,7 @@ class _Windowed:
             heap.trim()  # what the window's documents and replies freed, back to the system
         if waiting is not None:
             assert self.eval_layer is not None
+            _stop_if(noted)
             self._execute(self.eval_layer.judge_phase(self.session, waiting[2]))
             self._conclude(waiting[0], waiting[1])
 
@@ -272,6 +280,11 @@ class _Windowed:
     def unplanned(self, campaign: Campaign) -> int:
         """Runs of windows not planned yet (an interrupt's message counts them apart)."""
         return max(0, len(campaign.items) * campaign.run_profile.execution_policy.run_repetitions - self.planned_runs)
+
+
+def _stop_if(noted: list[int]) -> None:
+    if noted:
+        raise KeyboardInterrupt
 
 
 def run_lane(node: Node) -> Lane | None:

@@ -47,8 +47,10 @@ def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callab
     tasks = list(tasks)
     aside: list[T] = []
     rest: list[T] | None = None  # what on_done's stop left
-    with _deferred_interrupts() as interrupted:
+    with deferred_interrupts() as interrupted:
         for index, task in enumerate(tasks):
+            if interrupted:  # (noted before this call too: between two windows)
+                break
             try:
                 value = work(task)
             except KeyboardInterrupt:
@@ -63,8 +65,6 @@ def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callab
             if not on_done(outcome):
                 rest = tasks[index + 1:]
                 break
-            if interrupted:
-                break
     if on_idle is not None:
         on_idle()
     if interrupted:  # (noted up to the handlers' restoring)
@@ -76,29 +76,52 @@ def run_here(tasks: Iterable[T], work: Callable[[T], R | Later], on_done: Callab
     return then(aside) if aside else []
 
 
-@contextlib.contextmanager
-def _deferred_interrupts(wake: Callable[[], None] | None = None) -> Iterator[list[int]]:
-    """While open, a first SIGINT or SIGTERM is noted in the list it yields (and `wake` called: it must be safe in a
-    signal handler) instead of raising wherever the main thread is (inside a task's store writes, or an outcome's
-    bookkeeping); a second raises KeyboardInterrupt at once. Off the main thread, nothing changes."""
-    noted: list[int] = []
+class _Deferral:
+    """The open deferral of the main thread: what was noted, and the wake of each nested user, innermost last."""
 
-    def note(signum: int, frame: object) -> None:
-        if noted:
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self.wakes: list[Callable[[], None] | None] = []
+
+    def note(self, signum: int, frame: object) -> None:
+        if self.noted:
             raise KeyboardInterrupt
-        noted.append(signum)
-        if wake is not None:
+        self.noted.append(signum)
+        if (wake := self.wakes[-1]) is not None:
             wake()
 
+
+_open: _Deferral | None = None  # (main thread only: signal handlers run there)
+
+
+@contextlib.contextmanager
+def deferred_interrupts(wake: Callable[[], None] | None = None) -> Iterator[list[int]]:
+    """While open, a first SIGINT or SIGTERM is noted in the list it yields (and `wake` called: it must be safe in a
+    signal handler) instead of raising wherever the main thread is (inside a task's store writes, or an outcome's
+    bookkeeping); a second raises KeyboardInterrupt at once. Nested (a build's windows inside the build's own), the
+    inner one shares the outer's list: an interrupt noted between two windows is seen by the next one at its start.
+    Off the main thread, nothing changes."""
+    global _open
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    if _open is not None:
+        _open.wakes.append(wake)
+        try:
+            yield _open.noted
+        finally:
+            _open.wakes.pop()
+        return
+    deferral = _Deferral()
+    deferral.wakes.append(wake)
     previous: dict[int, Any] = {}
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, note)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield noted
+            previous[signum] = signal.signal(signum, deferral.note)
+        _open = deferral
+        yield deferral.noted
     finally:
+        _open = None
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
@@ -154,7 +177,7 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
     # reentrant: safe in a signal handler.
     noted_only: contextlib.AbstractContextManager[list[int]] = contextlib.nullcontext([])
     if on_interrupt is not None:  # (without it, an interrupt propagates at once)
-        noted_only = _deferred_interrupts(lambda: results.put(_WAKE))
+        noted_only = deferred_interrupts(lambda: results.put(_WAKE))
     try:
         with noted_only as noted:
             while any(queued.values()) or running or (waiting and not stop):
