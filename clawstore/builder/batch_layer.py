@@ -18,6 +18,7 @@ from clawstore.builder import batch_doc
 from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
 from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, stored_meanwhile
+from clawstore.builder.scheduler import interrupts_at_once
 from clawstore.graph.plan import Node
 from clawstore.host.machine_settings import batch_poll_seconds
 from clawstore.providers.batch_api import LineAnswer
@@ -119,12 +120,15 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
             batcher.pending_for(_open(nodes, handled), result)
             progress.batches(result.lines + [f"submitted batch {d.batch_id} ({d.model}, {len(d.keys)} request(s))"
                                              for d in result.submitted])
+            # The waits end on a first Ctrl-C (the build defers one elsewhere until a node's end): nothing to finish
             if busy and any(oid_hex(n.key) not in result.pending for n in busy):
-                time.sleep(BUSY_WAIT_S)
+                with interrupts_at_once():
+                    time.sleep(BUSY_WAIT_S)
                 continue
             if not (options.wait and result.pending):
                 break
-            time.sleep(float(options.batch_poll_s or batch_poll_seconds()))
+            with interrupts_at_once():
+                time.sleep(float(options.batch_poll_s or batch_poll_seconds()))
     finally:
         batcher.close()
     for node in _open(nodes, handled):

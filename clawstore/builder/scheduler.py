@@ -82,9 +82,10 @@ class _Deferral:
     def __init__(self) -> None:
         self.noted: list[int] = []
         self.wakes: list[Callable[[], None] | None] = []
+        self.at_once = 0  # open `interrupts_at_once` stretches
 
     def note(self, signum: int, frame: object) -> None:
-        if self.noted:
+        if self.noted or self.at_once:
             raise KeyboardInterrupt
         self.noted.append(signum)
         if (wake := self.wakes[-1]) is not None:
@@ -124,6 +125,24 @@ def deferred_interrupts(wake: Callable[[], None] | None = None) -> Iterator[list
         _open = None
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def interrupts_at_once() -> Iterator[None]:
+    """Inside a deferral, a stretch where an interrupt raises where it lands, as outside one: the build's own thread
+    waiting (between a provider batch's polls), where there is nothing to finish first. One noted before it raises at
+    its start."""
+    deferral = _open if threading.current_thread() is threading.main_thread() else None
+    if deferral is None:
+        yield
+        return
+    if deferral.noted:
+        raise KeyboardInterrupt
+    deferral.at_once += 1
+    try:
+        yield
+    finally:
+        deferral.at_once -= 1
 
 
 def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: int,

@@ -362,3 +362,28 @@ def test_cancel_names_what_is_wrong_in_one_line(scored: Workspace, claw: Claw) -
     assert code == 2 and err.startswith("claw: error: no batch named nope in store") and err.count("\n") == 1
     code, _, err = claw("batch", "cancel")
     assert code == 2 and "name the batches to cancel" in err
+
+
+def test_a_first_ctrl_c_while_waiting_for_a_batch_ends_the_wait_at_once(scored: Workspace, claw: Claw,
+                                                                         standin: StandIn,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The build defers a first Ctrl-C to the next node's end (session 51); a wait between a batch's polls has no
+    # node to finish: it must end there, not when the batch does.
+    standin.batch_settings(delay=120)
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "60")
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch",
+                      "--wait")
+    deadline = time.monotonic() + 30
+    while standin.batch_stats()["batches"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # in the wait between polls
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert time.monotonic() - sent < 10 and "interrupted" in err
+    [doc] = batch_doc.pending(store())
+    assert doc.batch_id and len(doc.covered) == 12  # kept: the next build collects it
