@@ -138,3 +138,64 @@ def test_the_answers_kept_are_those_of_the_files_held(tmp_path: Path, monkeypatc
     report = fsck(store)
     assert report.problems == [] and report.actions == 6
     assert len(alive) == 6 and max(alive) == 1 and len(made) > 2  # (files loaded again as the check moves between them)
+
+
+def _shared_outputs(root: Path, tmp: Path) -> tuple[Store, list[str], list[str], str]:
+    """Four records in one pack naming the same output tree (its files in another pack) and the same artifact."""
+    store = Store(root)
+    directory = tmp / "shared"
+    directory.mkdir()
+    for name in ("a", "b"):
+        (directory / f"{name}.txt").write_bytes(f"shared {name} ".encode() * 40)
+    tree = store.put_tree(directory)
+    artifact = store.put_bytes(b"shared artifact " * 30)
+    store.runtime.close_writer()
+    files = [store.put_bytes(f"shared {name} ".encode() * 40) for name in ("a", "b")]  # (already there: ids only)
+    keys, nodes = [], []
+    for i in range(4):
+        key = store.put_json({"shared": i})
+        record = store.put_action(key, {"kind": "run", "key": key, "input": key,
+                                        "outputs": {"sandbox": tree, "artifact": artifact}})
+        keys.append(key)
+        nodes.append({"kind": "run", "key": key, "record": record,
+                      "address": {"model_id": "m", "case_id": f"c{i}", "repetition": 0}})
+    store.runtime.close_writer()
+    store.set_ref("campaigns/x", write_head(store, {"campaign": "x"}, nodes))
+    store.runtime.close_writer()
+    return store, keys, files, tree
+
+
+def test_an_output_many_records_name_is_judged_once(tmp_path: Path) -> None:
+    """The quick check keeps an output's verdict (it and all it names there) with its token: four records naming one
+    tree in another pack look it up twice (whether it is there, where its pack's file says what it names), not five
+    times, and its files once."""
+    store, _, files, tree = _shared_outputs(tmp_path / "store", tmp_path)
+    assert fsck(store).problems == []
+    asked: list[bytes] = []
+    init = RowCheck.__init__
+
+    def counting(self: RowCheck, file: object, find: object, damaged: object) -> None:
+        def counted(digest: bytes) -> object:
+            asked.append(digest)
+            return find(digest)  # type: ignore[operator]
+        init(self, file, counted, damaged)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RowCheck, "__init__", counting)
+        report = fsck(store)
+    assert report.problems == [] and report.actions == 4
+    assert asked.count(bytes.fromhex(tree[len(PREFIX):])) == 2
+    for oid in files:
+        assert asked.count(bytes.fromhex(oid[len(PREFIX):])) == 1
+
+
+def test_a_broken_output_many_records_name_is_named_for_each(tmp_path: Path) -> None:
+    """The kept verdict of a broken output sends every record naming it the long way, each named as before."""
+    store, keys, files, tree = _shared_outputs(tmp_path / "store", tmp_path)
+    assert fsck(store).problems == []
+    lose_object(store, files[1])
+    store.runtime.index.reload()
+    report = fsck(store)
+    why = f"output tree {tree}: file b.txt ({files[1]}) is missing"
+    assert report.bad_actions == dict.fromkeys(keys, why)
+    assert report.bad_head_nodes == {"campaigns/x": {i: f"node run c{i}/m/0: {why}" for i in range(4)}}

@@ -9,8 +9,9 @@ import json
 import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,7 @@ from clawstore.store.core.packfile import (
     writer_alive,
 )
 from clawstore.store.documents import read_build_log_doc
-from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, part_ids, write_head
+from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
@@ -483,8 +484,12 @@ def _add_nodes(store: Store, head: object, number: int, add: Callable[[bytes, in
     if not (is_parted(head) or isinstance(head, dict) and isinstance(head.get("nodes"), list)):
         return False
     try:
-        for index, node in enumerate(iter_nodes(head, lambda part: _read_part(store, part))):
-            record = node.get("record") if isinstance(node, dict) else None
+        if is_parted(head):  # (a part's nodes read as their records alone: kind and address only name a bad node)
+            records: Iterable[Any] = chain.from_iterable(
+                iter_parts(head, lambda part: _read_records(store, part), _as_is))
+        else:
+            records = (node.get("record") if isinstance(node, dict) else None for node in iter_nodes(head, _no_part))
+        for index, record in enumerate(records):
             if is_oid(record):
                 add(bytes.fromhex(record[len(PREFIX):]), 1, _NODE.pack(number, index))
     except StoreError:
@@ -533,6 +538,38 @@ def _read_part(store: Store, oid: str) -> object:
     except (ValueError, StoreError):
         return _read_json(store, oid)
     return {"nodes": [{"kind": node.kind, "address": node.address, "record": node.record} for node in part.nodes]}
+
+
+class _Record(msgspec.Struct):
+    record: Any = None
+
+
+class _Records(msgspec.Struct):
+    nodes: list[_Record]
+
+
+_RECORDS = msgspec.json.Decoder(_Records)
+
+
+def _read_records(store: Store, oid: str) -> object:
+    """A part of a campaign head with each node as its record alone (None for a node that is not an object): what
+    adding its nodes reads, 200,000 at 10,000 x 5 (a part that is not a list of nodes is read whole and judged)."""
+    try:
+        return {"nodes": [node.record for node in _RECORDS.decode(store.get_bytes(oid)).nodes]}
+    except (ValueError, StoreError):
+        part = _read_json(store, oid)
+    nodes = part.get("nodes") if isinstance(part, dict) else None
+    if not isinstance(nodes, list):
+        return part
+    return {"nodes": [node.get("record") if isinstance(node, dict) else None for node in nodes]}
+
+
+def _as_is(node: object, _action: object) -> object:
+    return node
+
+
+def _no_part(part_id: str) -> object:
+    raise AssertionError(part_id)  # (a head with its nodes inline reads no part)
 
 
 def _read_head(store: Store, oid: str) -> object:

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from clawstore.store.core.index import Loc
     from clawstore.store.edges import PackEdges
 
-_UNKNOWN, _THERE, _NOT = 0, 1, 2
+# A token's answer: not asked, there, not there; there and (as an output) whole or not: an output named by many
+# records (an input document, a shared artifact: 600,000 outputs name 260,000 objects at 10,000 x 5) is judged once
+_UNKNOWN, _THERE, _NOT, _WHOLE, _BROKEN = 0, 1, 2, 3, 4
 
 
 class RowCheck:
@@ -52,9 +54,19 @@ class RowCheck:
         return edges.known[token * ID:token * ID + ID], self._there(edges, token)
 
     def _output(self, edges: PackEdges, token: int) -> bool:
-        """The output is there and so is everything it names (by the verified file of its own pack)."""
+        """The output is there and so is everything it names (by the verified file of its own pack); the verdict kept
+        in the answer of its token."""
         if not self._there(edges, token):
             return False
+        answers = edges.answers
+        assert answers is not None  # (made by _there)
+        if answers[token] != _THERE:
+            return answers[token] == _WHOLE
+        whole = self._whole(edges, token)
+        answers[token] = _WHOLE if whole else _BROKEN
+        return whole
+
+    def _whole(self, edges: PackEdges, token: int) -> bool:
         if token >= len(edges.offsets) or not edges.covers[token]:
             # In another pack, or a row the file does not cover (an action entry's blob has the id of its key's input
             # document, and the file names whichever row came last): its own pack's file says what it names.
@@ -78,4 +90,4 @@ class RowCheck:
             digest = edges.known[token * ID:token * ID + ID]
             state = _THERE if digest not in self._damaged and self._find(digest) is not None else _NOT
             answers[token] = state
-        return state == _THERE
+        return state != _NOT
