@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, claimed
-from clawstore.builder.cyclic_gc import resume_collector
+from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
 from clawstore.builder.unstored import NotStarted, Stored, UnstoredAnswer, is_store_failure
@@ -75,6 +75,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     stopped: list[Node] = []  # runs a stop kept from starting once it was scheduled
     if nodes:
         resume_collector()
+        collect_fully_seldom()
     last_write = time.monotonic()
     store, board = session.store, session.claims
 
