@@ -43,8 +43,9 @@ from clawstore.store.face import pack_table
 from clawstore.values.canonical import canonical_json
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
-# The first pack push makes holds at most this many: made in a few ms, it puts the link to work while the next
-# (full) one is made (docs/remote.md, "Scale: transfers that overlap").
+# The first pack push makes holds at most this many, and each next one twice the one before, up to PACK_OBJECTS: each
+# is made while the smaller ones before it are on the link, so two or three streams fill it early (one gets about
+# half of it) instead of one while a full pack is made (docs/remote.md, "Scale: transfers that overlap").
 FIRST_PACK_OBJECTS = 2_500
 
 
@@ -179,6 +180,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     name, size, signed, table = named.name, named.size, named.signed, named.table
     sent = 0
     progress = progress or TransferProgress()
+    if tables is not None:  # first: after the last pack's bytes, only its listing is left to send (derived, true of
+        remember_table(tables, name, table)  # the pack's bytes whether or not it is ever published)
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack", progress.advance)
         sent = size
@@ -187,8 +190,6 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
     backend.create(signed, listing_name(name))
-    if tables is not None:
-        remember_table(tables, name, table)
     signed.unlink()
     item.path.unlink()
     return name, sent
@@ -355,7 +356,7 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
                 _Sender(backend, tmp, report, {}, {}, tables=cache_dir(store, remote)) as sender:
-            # push's cuts (a small first pack, the same ids the same packs); the last one carries the entries' document.
+            # push's cuts (small first packs, the same ids the same packs); the last one carries the entries' document.
             chunks = _chunks(objects)
             last = next(chunks, [])
             for chunk in chunks:
@@ -371,9 +372,10 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
 
 
 def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """`ids` in id order, cut into the packs push makes: PACK_OBJECTS each, the first at most FIRST_PACK_OBJECTS, so
-    that the link starts while the second is made. The same ids, the same cuts. Sorted a first byte at a time as the
-    packs ask for them: the first pack does not wait for all to be sorted (60,000 ids: 30-40 ms, ~10 to share out)."""
+    """`ids` in id order, cut into the packs push makes: the first at most FIRST_PACK_OBJECTS, each next one twice the
+    one before, up to PACK_OBJECTS, so that the link starts at once and soon carries several. The same ids, the same
+    cuts. Sorted a first byte at a time as the packs ask for them: the first pack does not wait for all to be sorted
+    (60,000 ids: 30-40 ms, ~10 to share out)."""
     by_first: list[list[bytes]] = [[] for _ in range(256)]
     for digest in ids:
         by_first[digest[0]].append(digest)
@@ -381,7 +383,7 @@ def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
     size = min(FIRST_PACK_OBJECTS, PACK_OBJECTS)
     while chunk := list(islice(ordered, size)):
         yield chunk
-        size = PACK_OBJECTS
+        size = min(2 * size, PACK_OBJECTS)
 
 
 def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
