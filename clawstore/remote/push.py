@@ -180,8 +180,6 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     name, size, signed, table = named.name, named.size, named.signed, named.table
     sent = 0
     progress = progress or TransferProgress()
-    if tables is not None:  # first: after the last pack's bytes, only its listing is left to send (derived, true of
-        remember_table(tables, name, table)  # the pack's bytes whether or not it is ever published)
     if remote_sizes.get(f"{PACKS}{name}.pack") != size:
         backend.upload(item.path, f"{PACKS}{name}.pack", progress.advance)
         sent = size
@@ -190,6 +188,8 @@ def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], wor
     # Last: the listing publishes the pack. Only if there is none: another push of the same pack at the
     # same instant (same bytes) published its own first; a listing, once there, never changes.
     backend.create(signed, listing_name(name))
+    if tables is not None:
+        remember_table(tables, name, table)
     signed.unlink()
     item.path.unlink()
     return name, sent
