@@ -43,8 +43,9 @@ from clawstore.store.face import pack_table
 from clawstore.values.canonical import canonical_json
 
 PACK_OBJECTS = 20_000  # objects per pack push makes: bounded files, parallel transfers, fine-grained resume
-# The first pack push makes holds at most this many: made in a few ms, it puts the link to work while the next
-# (full) one is made (docs/remote.md, "Scale: transfers that overlap").
+# The first pack push makes holds at most this many, and each next one twice the one before, up to PACK_OBJECTS: each
+# is made while the smaller ones before it are on the link, so two or three streams fill it early (one gets about
+# half of it) instead of one while a full pack is made (docs/remote.md, "Scale: transfers that overlap").
 FIRST_PACK_OBJECTS = 2_500
 
 
@@ -355,7 +356,7 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
         document_id = None if document is None else oid_of(document)[len(PREFIX):]
         with writer_scratch_dir(store.tmp_dir, "push") as tmp, \
                 _Sender(backend, tmp, report, {}, {}, tables=cache_dir(store, remote)) as sender:
-            # push's cuts (a small first pack, the same ids the same packs); the last one carries the entries' document.
+            # push's cuts (small first packs, the same ids the same packs); the last one carries the entries' document.
             chunks = _chunks(objects)
             last = next(chunks, [])
             for chunk in chunks:
@@ -371,9 +372,10 @@ def push_new(store: Transfer, remote: Remote, knowledge: RemoteKnowledge) -> Syn
 
 
 def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """`ids` in id order, cut into the packs push makes: PACK_OBJECTS each, the first at most FIRST_PACK_OBJECTS, so
-    that the link starts while the second is made. The same ids, the same cuts. Sorted a first byte at a time as the
-    packs ask for them: the first pack does not wait for all to be sorted (60,000 ids: 30-40 ms, ~10 to share out)."""
+    """`ids` in id order, cut into the packs push makes: the first at most FIRST_PACK_OBJECTS, each next one twice the
+    one before, up to PACK_OBJECTS, so that the link starts at once and soon carries several. The same ids, the same
+    cuts. Sorted a first byte at a time as the packs ask for them: the first pack does not wait for all to be sorted
+    (60,000 ids: 30-40 ms, ~10 to share out)."""
     by_first: list[list[bytes]] = [[] for _ in range(256)]
     for digest in ids:
         by_first[digest[0]].append(digest)
@@ -381,7 +383,7 @@ def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
     size = min(FIRST_PACK_OBJECTS, PACK_OBJECTS)
     while chunk := list(islice(ordered, size)):
         yield chunk
-        size = PACK_OBJECTS
+        size = min(2 * size, PACK_OBJECTS)
 
 
 def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:

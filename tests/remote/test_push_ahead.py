@@ -1,5 +1,6 @@
-"""Push puts the link to work early: the first pack it makes is small, each made pack is named by the thread that made
-it (its upload thread only sends), and a push killed after that first pack leaves a remote a pull takes cleanly."""
+"""Push puts the link to work early: the first pack it makes is small and each next one twice the one before, each made
+pack is named by the thread that made it (its upload thread only sends), and a push killed after that first pack
+leaves a remote a pull takes cleanly."""
 
 from __future__ import annotations
 
@@ -27,19 +28,25 @@ def _counts(remote: Path) -> dict[str, int]:
     return {doc.pack: doc.count for doc in docs if not doc.actions}
 
 
-def test_the_first_pack_push_makes_is_small_and_cut_the_same_each_time(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(push, "PACK_OBJECTS", 10)
+def test_the_packs_push_makes_start_small_and_double_cut_the_same_each_time(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first pack is small, each next one twice the one before up to a full pack (several on the link early, none
+    waiting for a full pack to be made); the same ids make the same cuts, in id order."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 20)
     monkeypatch.setattr(push, "FIRST_PACK_OBJECTS", 4)
     source = _filled(tmp_path / "a", 20)  # 60 objects (its pack still being written: push makes packs of them)
     push.push(source, Remote("one", str(tmp_path / "one")))
     push.push(source, Remote("two", str(tmp_path / "two")))
     made = _counts(tmp_path / "one")
-    assert sorted(made.values()) == [4, 6, 10, 10, 10, 10, 10]
+    assert sorted(made.values()) == [4, 8, 12, 16, 20]  # 4, 8, 16, 20 and the last 12
     assert made == _counts(tmp_path / "two")  # the same cuts, the same bytes: a push run again skips them
-    smallest = min(source.object_digests())
-    first = next(pack for pack, count in made.items() if count == 4)
-    assert smallest in sealed_object_ids(tmp_path / "one" / "packs" / f"{first}.pack")  # the first ids, in order
+    ordered = sorted(source.object_digests())
+    by_count = {count: pack for pack, count in made.items()}
+    start = 0
+    for count in (4, 8, 16, 20, 12):  # each the next ids, in order
+        assert set(sealed_object_ids(tmp_path / "one" / "packs" / f"{by_count[count]}.pack")) == \
+            set(ordered[start:start + count])
+        start += count
     target = Store(tmp_path / "b")
     pull.pull(target, Remote("one", str(tmp_path / "one")))
     assert set(target.iter_objects()) == set(source.iter_objects())
@@ -50,8 +57,8 @@ def test_the_first_pack_push_makes_is_small_and_cut_the_same_each_time(tmp_path:
 def test_an_interim_push_cuts_its_packs_as_push_does_the_entries_document_in_the_last(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """push_new cuts what was committed since with push's own `_chunks`: a small first pack (the link starts early),
-    then full ones, the same ids the same cuts; the entries' document rides in the last pack, whose listing carries the
-    entries."""
+    each next twice the one before up to full ones, the same ids the same cuts; the entries' document rides in the last
+    pack, whose listing carries the entries."""
     monkeypatch.setattr(push, "PACK_OBJECTS", 10)
     monkeypatch.setattr(push, "FIRST_PACK_OBJECTS", 4)
     source = _filled(tmp_path / "a", 2)
@@ -70,7 +77,7 @@ def test_an_interim_push_cuts_its_packs_as_push_does_the_entries_document_in_the
         packs = _names(tmp_path / name) - before
         made.append(sorted(len(sealed_object_ids(tmp_path / name / "packs" / pack)) for pack in packs))
         assert report.packs == len(packs)
-    assert made[0] == [4, 7, 10, 10]  # 4, 10, 10 and the last 6 with the entries' document
+    assert made[0] == [4, 8, 9, 10]  # 4, 8, 10 and the last 8 with the entries' document
     assert made[1] == made[0]
     assert _names(tmp_path / "one") == _names(tmp_path / "two")
     target = Store(tmp_path / "b")
@@ -154,3 +161,34 @@ def test_a_push_killed_after_its_first_small_pack_leaves_a_remote_a_pull_takes(t
     assert target.entry_digests() == source.entry_digests()
     assert target.get_ref("campaigns/c") == "blake3:" + record.hex()
     assert fsck(target).clean
+
+
+def test_each_listing_is_created_only_once_its_pack_is_there_whatever_the_cuts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule any order of the packs keeps: a listing (which promises its pack is there) is created only once its
+    pack's upload has returned, for every pack push makes, the entries' one among them."""
+    monkeypatch.setattr(push, "PACK_OBJECTS", 20)
+    monkeypatch.setattr(push, "FIRST_PACK_OBJECTS", 4)
+    source = _filled(tmp_path / "a", 20)
+    remote = Remote("team", str(tmp_path / "remote"))
+    there: set[str] = set()
+    listed: list[bool] = []
+    real_upload, real_create = DirectoryBackend.upload, DirectoryBackend.create
+
+    def upload(self: DirectoryBackend, path: Path, name: str, moved: Any = None) -> None:
+        pack = Path(name).stem
+        real_upload(self, path, name, moved)
+        there.add(pack)
+
+    def create(self: DirectoryBackend, path: Path, name: str) -> bool:
+        if name.endswith(".ids"):
+            listed.append(Path(name).stem in there)
+        return real_create(self, path, name)
+
+    monkeypatch.setattr(DirectoryBackend, "upload", upload)
+    monkeypatch.setattr(DirectoryBackend, "create", create)
+    report = push.push(source, remote)
+    assert report.packs == 6 and len(listed) == 6 and all(listed)  # 4, 8, 16, 20, 12 and the entries' pack
+    target = Store(tmp_path / "b")
+    pull.pull(target, remote)
+    assert set(target.iter_objects()) == set(source.iter_objects()) and fsck(target).clean
