@@ -20,14 +20,27 @@ RUNS = ("--suite", "main", "--run-profile", "rp")
 BIG = 64 << 20  # incompressible bytes in a case: an export long enough to kill half-way
 
 
+HALF_WAY = 1 << 20  # written before the kill: the bytes gc frees then read in MiB, as the first test compares
+
+
+def _written(out: Path, size: int) -> bool:
+    """Has the export's temp file beside `out` reached `size` bytes? (Killed as soon as it appeared, it could be
+    empty: gc then freed its pointer's 132 B alone, and the freed size printed in bytes.)"""
+    for temp in out.parent.glob(f".{out.name}.*.tmp"):
+        try:
+            if temp.stat().st_size >= size:
+                return True
+        except FileNotFoundError:  # renamed into place meanwhile: the export finished first
+            pass
+    return False
+
+
 def _killed_export(ws: Workspace, out: Path) -> Path:
-    """A real `claw archive export` SIGKILLed while it writes; the temp file it left."""
+    """A real `claw archive export` SIGKILLed half-way through its write; the temp file it left."""
     for _attempt in range(5):
         export = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "archive", "export", *RUNS, "-o", str(out)],
                                   cwd=ws.root, env=dict(os.environ), stderr=subprocess.PIPE)
-        temps: list[Path] = []
-        while export.poll() is None and not temps:
-            temps = list(out.parent.glob(f".{out.name}.*.tmp"))
+        while export.poll() is None and not _written(out, HALF_WAY):
             time.sleep(0.001)
         export.send_signal(signal.SIGKILL)
         export.wait()
