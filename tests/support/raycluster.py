@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +24,22 @@ from pathlib import Path
 HOST = "127.0.0.2"
 
 
-def _free_port() -> int:
+# Ports a node's own parts take by default (the GCS, the dashboard, its agent, the client server, the workers): a GCS
+# port drawn among them makes `ray start` refuse ("the same port is used by multiple components": 52365 once in CI).
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365, *range(10002, 20000)})
+
+
+def _bound_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
+
+
+def _free_port(draw: Callable[[], int] = _bound_port) -> int:
+    """A port free now that none of a Ray node's parts takes by default."""
+    while (port := draw()) in RAY_DEFAULT_PORTS:
+        pass
+    return port
 
 
 @dataclass
