@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from clawstore.store.services.archive_verify import FrameSource, Kept
 
 COPY_BYTES = 1 << 20  # a received pack's frames are copied in runs of about this many bytes (memory: one run)
-# A received pack this big moves in whole; a smaller one's objects are copied (about 3 us an object: a pack of 1 MiB,
-# some 6,000 objects of claw's, costs more to copy than a file of its own costs until gc merges it).
+# A received pack this big moves in whole; a smaller one's objects are copied (about 1.2 us an object, 3 before session
+# 52: a pack of 1 MiB, some 6,000 objects of claw's, costs more to copy than a file of its own until gc merges it).
 ADOPT_BYTES = 1 << 20
 SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while making a pack; larger ones stream
 _BATCH_BYTES = 16 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds (docs/remote.md, Scale)
