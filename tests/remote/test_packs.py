@@ -426,6 +426,34 @@ def test_a_received_packs_objects_are_copied_in_runs_in_whatever_order_its_table
         assert {blob.id for blob in verify_pack(writer.path, name, "copies")} == {blob.id for blob in blobs}
 
 
+def test_each_copied_frame_is_named_where_it_landed_after_what_the_pack_held_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """copy_frames writes a run's heads and rows a column at a time and makes its Blobs from where the payloads land:
+    each returned Blob is the row the sealed pack's table holds for it and names that object's own frame, in a pack
+    that already held blobs (a second run, a second pack copied into it), frames of different lengths."""
+    import blake3
+
+    contents = [f"object {i} ".encode() * (1 + i % 17) for i in range(200)]
+    compressor = zstandard.ZstdCompressor()
+    path, _ = _pack_with(tmp_path, [(blake3.blake3(c).digest(), compressor.compress(c)) for c in contents])
+    blobs = [blob for blob in scan_pack(path).blobs if blob.kind == KIND_OBJECT]
+    monkeypatch.setattr(transfer, "COPY_BYTES", 2048)  # (several runs)
+    work = tmp_path / "copies"
+    work.mkdir()
+    writer = PackWriter(work)
+    writer.append(KIND_OBJECT, b"\x01" * 32, [b"not a frame of these"])  # (the copies start after it)
+    copied = transfer.copy_frames(writer, path, blobs[:120]) + transfer.copy_frames(writer, path, blobs[120:])
+    writer.seal()
+    writer.close()
+    table = [blob for blob in scan_pack(writer.path).blobs if blob.kind == KIND_OBJECT][1:]
+    assert copied == table and all(type(blob) is transfer.Blob for blob in copied)
+    data = writer.path.read_bytes()
+    by_id = {blake3.blake3(c).digest(): c for c in contents}
+    for blob in copied:
+        frame = data[blob.offset:blob.offset + blob.length]
+        assert zstandard.ZstdDecompressor().decompress(frame) == by_id[blob.id]
+
+
 def test_a_frame_declaring_a_huge_size_is_streamed_not_allocated(tmp_path: Path) -> None:
     import blake3
     import zstandard
