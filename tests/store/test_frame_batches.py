@@ -79,7 +79,8 @@ def test_records_that_all_have_room_are_kept_and_their_room_taken(tmp_path: Path
     contents = [b"record %d " % i * (5 + i % 7) for i in range(60)]
     ids = [blake3.blake3(content).digest() for content in contents]
     writer = PackWriter(tmp_path)
-    writer.append_many([(KIND_OBJECT, oid, codec.encode(content, 3)) for oid, content in zip(ids, contents, strict=True)])
+    writer.append_many([(KIND_OBJECT, oid, codec.encode(content, 3))
+                        for oid, content in zip(ids, contents, strict=True)])
     writer.seal()
     writer.close()
     asked = {ids[i] for i in range(0, 60, 3)}
