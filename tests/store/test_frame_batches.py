@@ -94,3 +94,19 @@ def test_records_that_all_have_room_are_kept_and_their_room_taken(tmp_path: Path
     unkept: dict[str, object] = {}
     transfer.verify_received(writer.path, name, "pack", asked, kept, unkept)  # type: ignore[arg-type]
     assert set(kept.contents) == {ids[i].hex() for i in range(0, 57, 3)} and list(unkept) == [ids[57].hex()]
+
+
+def test_a_checked_pack_holding_entries_gives_its_objects_only(tmp_path: Path) -> None:
+    """A pack with action-cache entries among its objects: the check gives its object blobs alone (a pack of objects
+    only: all its blobs, found by its table's kinds)."""
+    from clawstore.store.core.packfile import KIND_ACTION
+
+    contents = [b"object %d" % i for i in range(6)]
+    writer = PackWriter(tmp_path)
+    blobs = writer.append_many([(KIND_ACTION if i % 2 else KIND_OBJECT, blake3.blake3(content).digest(),
+                                 [bytes(40)] if i % 2 else codec.encode(content, 3))
+                                for i, content in enumerate(contents)])
+    writer.seal()
+    writer.close()
+    checked = transfer.verify_pack(writer.path, blake3.blake3(writer.path.read_bytes()).hexdigest(), "pack")
+    assert checked == [blob for blob in blobs if blob.kind == KIND_OBJECT] and len(checked) == 3

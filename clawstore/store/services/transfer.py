@@ -30,6 +30,7 @@ from clawstore.store.core.ids import PREFIX, file_digest
 from clawstore.store.core.objects import check_blob
 from clawstore.store.core.packfile import (
     KIND_OBJECT,
+    TABLE_ROW_SIZE,
     Blob,
     NotAPackError,
     PackCheckError,
@@ -204,7 +205,7 @@ def verify_received(path: Path, name: str, where: str, keep: AbstractSet[bytes],
         raise PackCheckError(f"{where}: {exc}") from None
     if not scan.sealed or scan.table is None:
         raise PackCheckError(f"{where}: not a sealed pack")
-    objects = [blob for blob in scan.blobs if blob.kind == KIND_OBJECT]
+    objects = _objects(scan.blobs, scan.table)
     picks = _Picks(keep, kept, unkept)
     with open(path, "rb") as fh:
         if scan.size == 0:
@@ -219,6 +220,14 @@ def verify_received(path: Path, name: str, where: str, keep: AbstractSet[bytes],
             finally:
                 view.release()
     return objects, scan.table
+
+
+def _objects(blobs: list[Blob], table: bytes) -> list[Blob]:
+    """The object blobs of a pack's, by its table (the rows they were made from): all of them, found in one slice of
+    its rows' kinds, when it holds no entries (as a pushed pack)."""
+    if not table[::TABLE_ROW_SIZE].translate(None, bytes([KIND_OBJECT])):
+        return blobs
+    return [blob for blob in blobs if blob.kind == KIND_OBJECT]
 
 
 @dataclass(frozen=True)
