@@ -406,7 +406,8 @@ def test_sealing_a_pack_does_not_copy_its_table_while_its_edges_file_is_made(tmp
     assert peak < 50_000 * 470, f"{peak / 50_000:.0f} bytes a blob"
 
 
-@pytest.mark.parametrize("lie", ["an unknown kind", "a blob past the table", "the trailer's kind", "none"])
+@pytest.mark.parametrize("lie", ["an unknown kind", "a blob past the table", "a length past the table",
+                                 "the first row's kind", "the trailer's kind", "none"])
 def test_a_table_naming_a_blob_of_no_known_kind_or_outside_the_pack_is_refused(tmp_path: Path, lie: str) -> None:
     """A sealed pack whose table (its checksum made to match) names a blob of a kind no writer makes, or one reaching
     past where the table starts, is not a pack: every row is checked, the last one included."""
@@ -425,6 +426,10 @@ def test_a_table_naming_a_blob_of_no_known_kind_or_outside_the_pack_is_refused(t
         data[last] = 0xFF
     elif lie == "a blob past the table":
         data[last + 33:last + 41] = (start - 4).to_bytes(8, "little")  # (its payload of 9 bytes runs into the table)
+    elif lie == "a length past the table":  # (its offset inside the pack, its length not)
+        data[last + 41:last + 49] = (2 ** 63).to_bytes(8, "little")
+    elif lie == "the first row's kind":
+        data[start] = 0
     data[-40:-8] = blake3.blake3(bytes(data[start:start + len(table)])).digest()
     writer.path.write_bytes(bytes(data))
     if lie == "none":

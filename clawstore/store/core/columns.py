@@ -18,6 +18,21 @@ def column(code: str, values: Iterable[int]) -> bytes:
     return found.tobytes()
 
 
+def values(code: str, rows: bytes | bytearray, size: int, at: int) -> array:
+    """The little-endian field `code` at byte `at` of each of these rows of `size` bytes (`column`'s inverse): one
+    strided copy per byte of the field, no object made per row."""
+    width = struct.calcsize("<" + code)
+    field = bytearray(len(rows) // size * width)
+    for byte in range(width):
+        field[byte::width] = rows[at + byte::size]
+    found = array(code)
+    assert found.itemsize == width
+    found.frombytes(field)
+    if sys.byteorder == "big":
+        found.byteswap()
+    return found
+
+
 def rows(size: int, n: int, *columns: bytes) -> bytearray:
     """`n` rows of `size` bytes from their columns (each `n` fields of equal width, in row order, filling the row in
     order)."""

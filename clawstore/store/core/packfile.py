@@ -9,8 +9,6 @@ import fcntl
 import os
 import secrets
 import struct
-import sys
-from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
@@ -32,6 +30,7 @@ END_MAGIC = b"CLAWPEND"
 KIND_OBJECT = 1
 KIND_ACTION = 2
 KIND_TRAILER = 0xFF
+_BLOB_KINDS = bytes([KIND_OBJECT, KIND_ACTION])  # the kinds a table's rows may name
 _BLOB_HEAD = struct.Struct("<B32sQ")  # kind, id, payload length
 _TABLE_ROW = struct.Struct("<B32sQQ")  # kind, id, payload offset, payload length
 _FOOTER = struct.Struct("<Q32s8s")  # count, BLAKE3 of the table, END_MAGIC
@@ -278,16 +277,10 @@ def _action_blobs(entries: Sequence[tuple[bytes, bytes | None, int]], start: int
 def table_columns(table: bytes | bytearray) -> Table:
     """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
     size = _TABLE_ROW.size
-    ids, offsets = bytearray(len(table) // size * 32), bytearray(len(table) // size * 8)
+    ids = bytearray(len(table) // size * 32)
     for byte in range(32):  # (a column a byte at a time, by extended slices: no object made per row)
         ids[byte::32] = table[1 + byte::size]
-    for byte in range(8):
-        offsets[byte::8] = table[33 + byte::size]
-    found = array("Q")
-    found.frombytes(offsets)
-    if sys.byteorder == "big":
-        found.byteswap()
-    return Table(bytes(ids), found)
+    return Table(bytes(ids), columns.values("Q", table, size, 33))
 
 
 def table_of(path: Path) -> Table | None:
@@ -424,10 +417,13 @@ def _read_trailer(fh: object, size: int, path: Path) -> tuple[list[Blob], bytes]
     if found is None:
         return None
     table, start = found
-    blobs = list(map(Blob._make, _TABLE_ROW.iter_unpack(table)))  # (_make: a quarter of the time of Blob(*row))
-    for blob in blobs:
-        if blob.kind not in (KIND_OBJECT, KIND_ACTION) or blob.offset + blob.length > start:
-            raise NotAPackError(f"{path}: trailer names a blob outside the pack")
+    # (tuple.__new__ mapped: a Blob a row without a Python call each, a third of the time of Blob._make; the rows
+    # checked by their columns, not a test a blob)
+    blobs = list(map(tuple.__new__, repeat(Blob), _TABLE_ROW.iter_unpack(table)))
+    size = _TABLE_ROW.size
+    ends = map(add, columns.values("Q", table, size, 33), columns.values("Q", table, size, 41))
+    if table[::size].translate(None, _BLOB_KINDS) or max(ends, default=0) > start:
+        raise NotAPackError(f"{path}: trailer names a blob outside the pack")
     return blobs, table
 
 

@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -137,6 +137,14 @@ class Kept:
         if size > KEEP_EACH or size > self.room:
             return False
         self.room -= size
+        return True
+
+    def reserve_all(self, sizes: Sequence[int]) -> bool:
+        """Room for all of these contents, as `reserve` of each would find? (Then it is taken; else none is.)"""
+        total = sum(sizes)
+        if max(sizes, default=0) > KEEP_EACH or total > self.room:
+            return False
+        self.room -= total
         return True
 
 

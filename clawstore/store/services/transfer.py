@@ -4,9 +4,11 @@ How packs are chosen, checked and taken in: docs/remote.md (Details by module)."
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import mmap
+import operator
 import os
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -29,6 +31,7 @@ from clawstore.store.core.objects import check_blob
 from clawstore.store.core.packfile import (
     BLOB_HEAD_SIZE,
     KIND_OBJECT,
+    TABLE_ROW_SIZE,
     Blob,
     NotAPackError,
     PackCheckError,
@@ -53,6 +56,8 @@ SMALL_MAX = codec.BATCH_MAX  # frames up to this size are copied whole while mak
 _BATCH_BYTES = 16 << 20  # decoded bytes per batch call: bounds memory whatever the pack holds (docs/remote.md, Scale)
 _APPEND_BYTES = 8 << 20  # frames copied per write while making a pack
 _blob_id, _blob_offset, _blob_length = itemgetter(1), itemgetter(2), itemgetter(3)  # a Blob's fields (a tuple)
+_blob_span = itemgetter(2, 3)  # a Blob's (offset, length)
+_digest = blake3.blake3.digest  # (mapped over hashers: no Python call per object)
 _digest_hex = itemgetter(slice(len(PREFIX), None))  # an object id's hex digest
 
 
@@ -201,7 +206,7 @@ def verify_received(path: Path, name: str, where: str, keep: AbstractSet[bytes],
         raise PackCheckError(f"{where}: {exc}") from None
     if not scan.sealed or scan.table is None:
         raise PackCheckError(f"{where}: not a sealed pack")
-    objects = [blob for blob in scan.blobs if blob.kind == KIND_OBJECT]
+    objects = _objects(scan.blobs, scan.table)
     picks = _Picks(keep, kept, unkept)
     with open(path, "rb") as fh:
         if scan.size == 0:
@@ -218,6 +223,14 @@ def verify_received(path: Path, name: str, where: str, keep: AbstractSet[bytes],
     return objects, scan.table
 
 
+def _objects(blobs: list[Blob], table: bytes) -> list[Blob]:
+    """The object blobs of a pack's, by its table (the rows they were made from): all of them, found in one slice of
+    its rows' kinds, when it holds no entries (as a pushed pack)."""
+    if not table[::TABLE_ROW_SIZE].translate(None, bytes([KIND_OBJECT])):
+        return blobs
+    return [blob for blob in blobs if blob.kind == KIND_OBJECT]
+
+
 @dataclass(frozen=True)
 class _Picks:
     """Where the contents of the objects a pull's entry checks read next go as they are verified: decoded in `kept`
@@ -231,7 +244,13 @@ class _Picks:
         if not self.keep:
             return
         kept = self.kept
-        for at in compress(range(len(ids)), map(self.keep.__contains__, ids)):  # (those kept only)
+        picked = list(compress(range(len(ids)), map(self.keep.__contains__, ids)))  # (those kept only)
+        contents = list(map(decoded.__getitem__, picked))
+        sizes = list(map(len, contents))
+        if kept is not None and kept.reserve_all(sizes):  # (as a pull's records mostly are: kept in C, no step each)
+            kept.contents.update(zip(map(bytes.hex, map(ids.__getitem__, picked)), map(bytes, contents), strict=True))
+            return
+        for at in picked:
             content, hexdigest = decoded[at], ids[at].hex()
             if kept is not None and kept.reserve(len(content)):
                 kept.contents[hexdigest] = bytes(content)
@@ -249,22 +268,25 @@ class _Picks:
 
 
 def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], where: str, picks: _Picks) -> list[Blob]:
-    """Verify the frames that declare a small content size, in batches; the others, to be streamed."""
-    large: list[Blob] = []
-    batch: list[Blob] = []
-    held = 0
-    for blob in objects:
-        size = codec.batch_size(view[blob.offset:blob.offset + codec.MAX_HEADER])
-        if not size:
-            large.append(blob)
-            continue
-        batch.append(blob)
-        held += size
-        if held >= _BATCH_BYTES:
-            _verify_batch(mapped, view, batch, where, picks, held)
-            batch, held = [], 0
-    _verify_batch(mapped, view, batch, where, picks, held)
+    """Verify the frames that declare a small content size, in batches of about _BATCH_BYTES; the others, to be
+    streamed. The sizes are read, and the batches cut, without a Python step per frame (20 ms of a pull's 60,000)."""
+    sizes = codec.declared_sizes(mapped, map(_blob_offset, objects))
+    if sizes is None:  # (a header that is no frame's: each asked, the bad one streamed, to be named)
+        sizes = [codec.batch_size(view[blob.offset:blob.offset + codec.MAX_HEADER]) for blob in objects]
+    fits = list(map(_batched, sizes))
+    small, large = list(compress(objects, fits)), list(compress(objects, map(operator.not_, fits)))
+    totals = list(accumulate(compress(sizes, fits)))
+    start, before = 0, 0
+    while start < len(small):  # (a batch ends at the frame that brings it to _BATCH_BYTES, as one added each did)
+        end = min(bisect.bisect_left(totals, before + _BATCH_BYTES, lo=start) + 1, len(small))
+        _verify_batch(mapped, view, small[start:end], where, picks, totals[end - 1] - before)
+        start, before = end, totals[end - 1]
     return large
+
+
+def _batched(size: int) -> bool:
+    """Is a frame declaring this content size decoded in a batch (codec.batch_size)?"""
+    return 0 < size <= codec.BATCH_MAX
 
 
 def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, picks: _Picks,
@@ -273,10 +295,10 @@ def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where:
     starting them costs more than decoding, paid once per pack of a pull of many small packs)."""
     if not batch:
         return
-    decoded = codec.decode_frames(mapped, [(blob.offset, blob.length) for blob in batch], held)
+    decoded = codec.decode_frames(mapped, map(_blob_span, batch), held)
     if decoded is not None and len(decoded) == len(batch):
-        ids = [blob.id for blob in batch]
-        if [blake3.blake3(content).digest() for content in decoded] == ids:  # (one comparison of the lists, in C)
+        ids = list(map(_blob_id, batch))
+        if list(map(_digest, map(blake3.blake3, decoded))) == ids:  # (hashed and compared in C: no step per object)
             picks.take(ids, batch, decoded)
             return
         failed = [blob for blob, content in zip(batch, decoded, strict=True)
