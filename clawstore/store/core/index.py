@@ -539,10 +539,9 @@ def _row_batches(part: Part, actions: bool, slots: dict[str, int]) -> Iterator[b
         return
     head = part._head
     at, n = (head.actions_at, head.n_actions) if actions else (head.objects_at, head.n_objects)
-    remap = array("I", map(slots.__getitem__, part.packs))
-    same = list(remap) == list(range(len(remap)))  # (its packs first in the merge's slots: the rows as they are)
+    remap = array("I", map(slots.__getitem__, part.packs))  # (even when the same: a slot it lacks is refused)
     for batch in part._batches(at, n, stride):
-        yield batch if same else _reslot(batch, stride, _SLOT_AT[actions], remap, part.name)
+        yield _reslot(batch, stride, _SLOT_AT[actions], remap, part.name)
 
 
 def _reslot(batch: bytes, stride: int, slot_at: int, remap: array[int], name: str) -> bytes:
