@@ -10,15 +10,17 @@ import heapq
 import os
 import secrets
 import struct
+import sys
 import tempfile
 import threading
 import time
 import weakref
 from array import array
+from bisect import bisect_left
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
-from operator import itemgetter
+from itertools import accumulate, chain, islice, repeat
+from operator import eq, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -489,21 +491,16 @@ def merged_actions(streams: list[Iterator[tuple[bytes, ActionEntry]]]) -> Iterat
 
 
 def write_merged(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str], parts: list[Part]) -> Table:
-    """Publish the union of `parts` (a pure merge) by a k-way merge of their sorted rows: their rows go to an unnamed
-    temp file as they come (memory: a row per part), then the segment is written header first and hashed as it is
-    copied. Returns it opened (a Table)."""
+    """Publish the union of `parts` (a pure merge) by a k-way merge of their sorted rows, a batch of each at a time
+    (`_merge_rows`): the rows go to an unnamed temp file as they come (memory: a batch per part), then the segment is
+    written header first and hashed as it is copied. Returns it opened (a Table)."""
     slots: dict[str, int] = {}
     for part in parts:
         for pack in part.packs() if isinstance(part, Segment) else part.packs:
             slots.setdefault(pack, len(slots))
     with tempfile.TemporaryFile(dir=tmp_dir) as rows:
-        n_objects = n_actions = 0
-        for digest, (pack, offset, length) in merged_objects([part.iter_objects() for part in parts]):
-            rows.write(_OBJ.pack(digest, slots[pack], offset, length))
-            n_objects += 1
-        for key, e in merged_actions([part.iter_actions() for part in parts]):
-            rows.write(_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset))
-            n_actions += 1
+        n_objects = _merge_rows([_row_batches(part, False, slots) for part in parts], _OBJ.size, False, rows.write)
+        n_actions = _merge_rows([_row_batches(part, True, slots) for part in parts], _ACT.size, True, rows.write)
         rows.flush()
         rows.seek(0)
         head = b"".join([_HEAD.pack(MAGIC, VERSION, FLAG_PURE, len(replaces), len(slots), n_objects, n_actions),
@@ -519,6 +516,111 @@ def write_merged(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str],
 
         write_file_atomic(segment_path(index_dir, name), chunks(), tmp_dir)
     return open_table(index_dir, name, verify=False)
+
+
+_KEY, _FIRST = itemgetter(slice(0, 32)), itemgetter(0)  # a row's digest or action key; a 1-tuple's item
+_TIME_NS = struct.Struct("<q")  # an action row's time, at byte 64
+_SLOT_AT = {False: 32, True: 72}  # where a row's pack slot is (objects, actions)
+
+
+def _row_batches(part: Part, actions: bool, slots: dict[str, int]) -> Iterator[bytes]:
+    """A part's object (or action) rows in key order, in the merged segment's pack `slots`, a batch at a time: a
+    table's read as they lie and their slots rewritten in C (not unpacked and packed again a row at a time)."""
+    stride = _ACT.size if actions else _OBJ.size
+    if isinstance(part, Segment):  # (held as dicts: small, or an own commit's)
+        if actions:
+            made = [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
+                    for key, e in part.iter_actions()]
+        else:
+            made = [_OBJ.pack(digest, slots[pack], offset, length)
+                    for digest, (pack, offset, length) in part.iter_objects()]
+        for first in range(0, len(made), _STREAM_ROWS):
+            yield b"".join(made[first:first + _STREAM_ROWS])
+        return
+    head = part._head
+    at, n = (head.actions_at, head.n_actions) if actions else (head.objects_at, head.n_objects)
+    remap = array("I", map(slots.__getitem__, part.packs))  # (even when the same: a slot it lacks is refused)
+    for batch in part._batches(at, n, stride):
+        yield _reslot(batch, stride, _SLOT_AT[actions], remap, part.name)
+
+
+def _reslot(batch: bytes, stride: int, slot_at: int, remap: array[int], name: str) -> bytes:
+    """`batch`'s rows with each pack slot s (4 bytes little-endian at `slot_at`) made remap[s], a column at a time."""
+    n = len(batch) // stride
+    column = bytearray(4 * n)
+    for byte in range(4):
+        column[byte::4] = batch[slot_at + byte::stride]
+    old = array("I", column)
+    if old.itemsize != 4 or sys.byteorder != "little":  # (the rows are little-endian; so is every host claw runs on)
+        old = array("I", (int.from_bytes(column[at:at + 4], "little") for at in range(0, len(column), 4)))
+    try:
+        new = bytes(columns.column("I", map(remap.__getitem__, old)))
+    except IndexError:
+        raise BadSegmentError(f"index segment {name} names a pack slot it does not have") from None
+    out = bytearray(batch)
+    for byte in range(4):
+        out[slot_at + byte::stride] = new[byte::4]
+    return bytes(out)
+
+
+_ROW_BYTES = {size: struct.Struct(f"{size}s") for size in (_OBJ.size, _ACT.size)}
+
+
+def _rows_of(batch: bytes, stride: int) -> list[bytes]:
+    return list(map(_FIRST, _ROW_BYTES[stride].iter_unpack(batch)))
+
+
+def _merge_rows(streams: list[Iterator[bytes]], stride: int, actions: bool, write: Any) -> int:
+    """A k-way merge of sorted streams of row batches, written by `write`; returns how many rows. Each round takes
+    every row whose key is below the smallest last key of the batches held and sorts them together (C: no Python step
+    a row); the stream whose batch ended at that key reads its next. A key in more than one row (an object in two
+    segments, an action key rewritten) keeps one: the first stream's object, the newest entry (`merged_objects`,
+    `merged_actions`)."""
+    held = [[_rows_of(batch, stride), stream] for stream in streams if (batch := next(stream, None)) is not None]
+    written = 0
+    while held:
+        reading = [rows[-1][:32] for rows, stream in held if stream is not None]
+        bound = min(reading) if reading else None
+        taken = []
+        for part in held:
+            rows = part[0]
+            cut = len(rows) if bound is None else bisect_left(rows, bound)  # (rows with the key `bound` are above it)
+            if cut:
+                taken.append(rows[:cut])
+                del rows[:cut]
+        if taken:
+            merged = taken[0] if len(taken) == 1 else sorted(chain.from_iterable(taken))
+            keys = list(map(_KEY, merged))
+            if any(map(eq, keys, islice(keys, 1, None))):  # (sorted: a key twice is twice in a row)
+                merged = _settle(taken, actions)
+            write(b"".join(merged))
+            written += len(merged)
+        for part in held:
+            rows, stream = part
+            if stream is not None and (not rows or rows[-1][:32] == bound):
+                batch = next(stream, None)
+                if batch is None:
+                    part[1] = None
+                else:
+                    rows += _rows_of(batch, stride)
+        held = [part for part in held if part[0] or part[1] is not None]
+    return written
+
+
+def _settle(taken: list[list[bytes]], actions: bool) -> list[bytes]:
+    """Rows of keys in more than one row, in key order (stream order among equal keys), each key once: an object's
+    first row, an action key's newest (the later row when as new), as `merged_objects` and `merged_actions` keep."""
+    kept: list[bytes] = []
+    last = None
+    for row in heapq.merge(*taken, key=_KEY):
+        key = row[:32]
+        if key == last:
+            if actions and _TIME_NS.unpack_from(row, 64)[0] >= _TIME_NS.unpack_from(kept[-1], 64)[0]:
+                kept[-1] = row
+            continue
+        last = key
+        kept.append(row)
+    return kept
 
 
 # --- what a reader holds ----------------------------------------------------------------------------------------
