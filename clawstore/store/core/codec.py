@@ -174,7 +174,12 @@ def batch_size(header: bytes | memoryview) -> int:
         size = zstandard.frame_content_size(header[:MAX_HEADER])
     except zstandard.ZstdError:
         return 0
-    return size if 0 < size <= BATCH_MAX else 0
+    return size if batched(size) else 0
+
+
+def batched(size: int) -> bool:
+    """Is a frame declaring this content size (-1: none) decoded in a batch (`batch_size`)?"""
+    return 0 < size <= BATCH_MAX
 
 
 def declared_sizes(buffer: bytes | mmap.mmap, offsets: Iterable[int]) -> list[int] | None:

@@ -10,14 +10,13 @@ import heapq
 import os
 import secrets
 import struct
-import sys
 import tempfile
 import threading
 import time
 import weakref
 from array import array
 from bisect import bisect_left
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice, repeat
 from operator import eq, itemgetter
@@ -546,15 +545,8 @@ def _row_batches(part: Part, actions: bool, slots: dict[str, int]) -> Iterator[b
 
 def _reslot(batch: bytes, stride: int, slot_at: int, remap: array[int], name: str) -> bytes:
     """`batch`'s rows with each pack slot s (4 bytes little-endian at `slot_at`) made remap[s], a column at a time."""
-    n = len(batch) // stride
-    column = bytearray(4 * n)
-    for byte in range(4):
-        column[byte::4] = batch[slot_at + byte::stride]
-    old = array("I", column)
-    if old.itemsize != 4 or sys.byteorder != "little":  # (the rows are little-endian; so is every host claw runs on)
-        old = array("I", (int.from_bytes(column[at:at + 4], "little") for at in range(0, len(column), 4)))
     try:
-        new = bytes(columns.column("I", map(remap.__getitem__, old)))
+        new = columns.column("I", map(remap.__getitem__, columns.values("I", batch, stride, slot_at)))
     except IndexError:
         raise BadSegmentError(f"index segment {name} names a pack slot it does not have") from None
     out = bytearray(batch)
@@ -570,7 +562,8 @@ def _rows_of(batch: bytes, stride: int) -> list[bytes]:
     return list(map(_FIRST, _ROW_BYTES[stride].iter_unpack(batch)))
 
 
-def _merge_rows(streams: list[Iterator[bytes]], stride: int, actions: bool, write: Any) -> int:
+def _merge_rows(streams: list[Iterator[bytes]], stride: int, actions: bool,
+                write: Callable[[bytes], object]) -> int:
     """A k-way merge of sorted streams of row batches, written by `write`; returns how many rows. Each round takes
     every row whose key is below the smallest last key of the batches held and sorts them together (C: no Python step
     a row); the stream whose batch ended at that key reads its next. A key in more than one row (an object in two

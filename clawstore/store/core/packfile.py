@@ -166,23 +166,24 @@ class PackWriter:
         self.table += table
         return written, list(offsets)
 
-    def append_objects(self, ids: Sequence[bytes], frames: Sequence[bytes | memoryview]) -> None:
+    def append_objects(self, ids: Sequence[bytes], frames: Sequence[bytes | memoryview]) -> list[int]:
         """Write object blobs (each id's frame, one part each) as `append_many` writes them, byte for byte, with their
         heads and table rows made a column at a time (a push copies tens of thousands of frames into each pack it
-        makes: a struct call and a Blob per object cost more than copying its frame)."""
+        makes: a struct call and a Blob per object cost more than copying its frame); where their payloads are."""
         n = len(ids)
         if not n:
-            return
+            return []
         lengths = list(map(len, frames))
         kinds, lengths_column = bytes([KIND_OBJECT]) * n, columns.column("Q", lengths)
         heads = columns.rows(BLOB_HEAD_SIZE, n, kinds, b"".join(ids), lengths_column)
         parts: list[bytes | memoryview] = [b""] * (2 * n)
         parts[0::2] = map(itemgetter(0), _HEAD_BYTES.iter_unpack(heads))  # (each head cut in C, not a slice a step)
         parts[1::2] = frames
-        offsets = columns.column("Q", accumulate(map(add, lengths[:-1], repeat(BLOB_HEAD_SIZE)),
-                                                 initial=self.size + BLOB_HEAD_SIZE))
+        offsets = list(accumulate(map(add, lengths[:-1], repeat(BLOB_HEAD_SIZE)), initial=self.size + BLOB_HEAD_SIZE))
         self._write(parts)
-        self.table += columns.rows(_TABLE_ROW.size, n, kinds, b"".join(ids), offsets, lengths_column)
+        self.table += columns.rows(_TABLE_ROW.size, n, kinds, b"".join(ids), columns.column("Q", offsets),
+                                   lengths_column)
+        return offsets
 
     def append_actions(self, entries: Sequence[tuple[bytes, bytes | None, int]]) -> list[int]:
         """Write action-cache entries (key, record or None, time ns) as `append_many` writes their blobs, byte for byte,

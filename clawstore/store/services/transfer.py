@@ -29,7 +29,6 @@ from clawstore.store.core.batch import Pending, commit
 from clawstore.store.core.ids import PREFIX, file_digest
 from clawstore.store.core.objects import check_blob
 from clawstore.store.core.packfile import (
-    BLOB_HEAD_SIZE,
     KIND_OBJECT,
     TABLE_ROW_SIZE,
     Blob,
@@ -273,7 +272,7 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
     sizes = codec.declared_sizes(mapped, map(_blob_offset, objects))
     if sizes is None:  # (a header that is no frame's: each asked, the bad one streamed, to be named)
         sizes = [codec.batch_size(view[blob.offset:blob.offset + codec.MAX_HEADER]) for blob in objects]
-    fits = list(map(_batched, sizes))
+    fits = list(map(codec.batched, sizes))
     small, large = list(compress(objects, fits)), list(compress(objects, map(operator.not_, fits)))
     totals = list(accumulate(compress(sizes, fits)))
     start, before = 0, 0
@@ -282,11 +281,6 @@ def _verify_small(mapped: mmap.mmap, view: memoryview, objects: list[Blob], wher
         _verify_batch(mapped, view, small[start:end], where, picks, totals[end - 1] - before)
         start, before = end, totals[end - 1]
     return large
-
-
-def _batched(size: int) -> bool:
-    """Is a frame declaring this content size decoded in a batch (codec.batch_size)?"""
-    return 0 < size <= codec.BATCH_MAX
 
 
 def _verify_batch(mapped: mmap.mmap, view: memoryview, batch: list[Blob], where: str, picks: _Picks,
@@ -349,11 +343,9 @@ def copy_frames(writer: PackWriter, path: Path, objects: list[Blob]) -> list[Blo
             read = memoryview(os.pread(fh.fileno(), run[-1].offset + run[-1].length - start, start))
             ids, lengths = list(map(_blob_id, run)), list(map(_blob_length, run))
             at = list(map(sub, map(_blob_offset, run), repeat(start)))  # (each payload's place in the read)
-            heads = writer.size + BLOB_HEAD_SIZE  # (where the first payload lands: each after the previous one's head)
             # (append_objects writes what append_many would, its heads and rows a column at a time: no struct call and
-            # Blob each; the Blobs are made in C from where the payloads land)
-            writer.append_objects(ids, list(map(read.__getitem__, map(slice, at, map(add, at, lengths)))))
-            offsets = accumulate(map(add, lengths[:-1], repeat(BLOB_HEAD_SIZE)), initial=heads)
+            # Blob each; the Blobs are made in C from where it put the payloads)
+            offsets = writer.append_objects(ids, list(map(read.__getitem__, map(slice, at, map(add, at, lengths)))))
             written += map(tuple.__new__, repeat(Blob), zip(repeat(KIND_OBJECT), ids, offsets, lengths))
     return written
 
