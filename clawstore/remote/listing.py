@@ -80,13 +80,15 @@ def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, documen
     return signature.signed_json(fields) + b"\n" + pairs
 
 
-def object_ids(doc: Listing, table: bytes) -> list[bytes]:
+def object_ids(doc: Listing, table: bytes, read: list[bytes] | None = None) -> list[bytes]:
     """The ids (digests) of the objects a listing of format 4 names, from its pack's `table`, each once in table
-    order, its entries document left out; ListingError if `table` is not the one the listing names."""
+    order, its entries document left out; ListingError if `table` is not the one the listing names. `read`: the ids
+    of the table's objects in table order (face.table_object_ids) when the caller has them already (a pull's check
+    read them from this very table: not read again)."""
     if len(table) != face.table_tail_size(doc.rows) - face.table_tail_size(0) \
             or blake3.blake3(table).hexdigest() != doc.table:
         raise ListingError("table: not the one the listing names (its BLAKE3)")
-    ids = dict.fromkeys(face.table_object_ids(table))
+    ids = dict.fromkeys(face.table_object_ids(table) if read is None else read)
     if doc.document is not None:
         if bytes.fromhex(doc.document) not in ids:
             raise ListingError("table: its pack does not hold the entries document the listing names")

@@ -270,7 +270,7 @@ class _Pull:
             table = self.incoming.check(path, pack, f"remote pack {pack}", keep)
             listed = self.listings[pack].objects is not None
             try:  # (format 4: the pack's table names its objects; the listing, that table: by its BLAKE3)
-                ids = self.ids.get(pack) if listed else self.ids.learn(pack, table)
+                ids = self.ids.get(pack) if listed else self.ids.learn(pack, table, self.incoming.object_ids(pack))
             except listing.ListingError:
                 ids = None
             # (format 4: `ids` are read from the very table the objects were checked against, the document left out

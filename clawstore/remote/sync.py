@@ -187,9 +187,10 @@ class PackIds:
         """The pack's object ids, if known here without fetching anything."""
         return self.known.get(pack)
 
-    def learn(self, pack: str, table: bytes) -> list[bytes]:
-        """The ids of a pack of format 4 from its `table` (ListingError if not the one its listing names), cached."""
-        ids = self.known[pack] = listing.object_ids(self.listings[pack], table)
+    def learn(self, pack: str, table: bytes, read: list[bytes] | None = None) -> list[bytes]:
+        """The ids of a pack of format 4 from its `table` (ListingError if not the one its listing names), cached.
+        `read`: the table's object ids, read already (listing.object_ids)."""
+        ids = self.known[pack] = listing.object_ids(self.listings[pack], table, read)
         remember_table(self.cache, pack, table)
         return ids
 

@@ -110,3 +110,24 @@ def test_a_checked_pack_holding_entries_gives_its_objects_only(tmp_path: Path) -
     writer.close()
     checked = transfer.verify_pack(writer.path, blake3.blake3(writer.path.read_bytes()).hexdigest(), "pack")
     assert checked == [blob for blob in blobs if blob.kind == KIND_OBJECT] and len(checked) == 3
+
+
+def test_a_checked_packs_object_ids_are_those_its_table_names_in_its_order(tmp_path: Path) -> None:
+    """What a pull compares with a listing of format 4 (`Incoming.object_ids`, from the blobs the check made): the ids
+    packfile.table_object_ids reads from the table the check returned, in table order, entries left out, an object
+    stored twice named twice (listing.object_ids counts each once)."""
+    from clawstore.store import Store
+    from clawstore.store.core.packfile import KIND_ACTION, table_object_ids
+
+    contents = [b"object %d" % (i % 5) for i in range(9)]  # (objects 0-3 twice, one of them as an entry's row)
+    writer = PackWriter(tmp_path)
+    writer.append_many([(KIND_ACTION if i % 3 == 1 else KIND_OBJECT, blake3.blake3(content).digest(),
+                         [bytes(40)] if i % 3 == 1 else codec.encode(content, 3))
+                        for i, content in enumerate(reversed(contents))])
+    writer.seal()
+    writer.close()
+    name = blake3.blake3(writer.path.read_bytes()).hexdigest()
+    incoming = transfer.Incoming(Store(tmp_path / "store"))
+    table = incoming.check(writer.path, name, "pack")
+    ids = incoming.object_ids(name)
+    assert ids == table_object_ids(table) and len(ids) == 6 and len(set(ids)) == 4

@@ -481,6 +481,11 @@ class Incoming:
         """The digests of the objects of a checked pack."""
         return set(map(_blob_id, self._checked[name][1]))
 
+    def object_ids(self, name: str) -> list[bytes]:
+        """The digests of the objects of a checked pack in its table's order, as packfile.table_object_ids reads them
+        from the table `check` returned (the rows its blobs were made from: the same bytes objects, not read again)."""
+        return list(map(_blob_id, self._checked[name][1]))
+
     def unkept(self, records: AbstractSet[bytes]) -> dict[str, FrameSource]:
         """The `records` (digests) the packs checked and not taken hold but did not keep decoded, by hex id,
         and the pack to read each from (the entry checks read them). Only records in the `keep` of their pack's
