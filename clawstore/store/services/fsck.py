@@ -56,7 +56,7 @@ from clawstore.store.core.packfile import (
 from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.services.fsck_beside import PackHelper
+from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
@@ -163,7 +163,7 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         report.objects = len(store.runtime.index.objects)
         find = index_finder(store)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
-        _check_records(store, report, reach)
+        _check_records(store, report, reach, beside)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -371,10 +371,11 @@ def _rebuild_index(store: Store, report: FsckReport, packs: _Packs, segments: li
                            f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
-def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
+def _check_records(store: Store, report: FsckReport, reach: Reach, beside: bool = False) -> None:
     """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
     record's pack (fsck_spill), and each group checked with that pack's edges file in hand, a record once however
-    many entries and nodes name it; a head's nodes read a part at a time."""
+    many entries and nodes name it; a head's nodes read a part at a time. `beside`: a forked helper checks groups
+    from the last one back meanwhile (fsck_beside.FromTheEnd)."""
     bad_nodes: dict[int, dict[int, str]] = {}
     with PackRows(store.runtime.tmp_dir) as rows:
         def add(record: bytes, tag: int, rest: bytes) -> None:
@@ -385,12 +386,40 @@ def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
             if entry.record is not None:
                 add(entry.record, 0, key)
         heads = _check_refs(store, report, reach, add)
-        for pack in sorted(rows.packs()):
-            _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
+
+        def checked(pack: str) -> bytes:  # (a group checked by the helper, its findings its answer)
+            part = FsckReport()
+            nodes: dict[int, dict[int, str]] = {}
+            _check_group(store, part, reach, pack, rows.take(pack), nodes)
+            return json.dumps([part.actions, part.bad_actions, nodes]).encode()
+
+        packs = sorted(rows.packs())
+        with contextlib.closing(FromTheEnd(packs, checked, beside)) as helper:
+            for number, pack in enumerate(packs):
+                if not _helped(report, bad_nodes, helper.before(number)):
+                    _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
         if bad_nodes.get(number):
             report.bad_head_nodes[name] = _label_nodes(store, head, bad_nodes[number])
+
+
+def _helped(report: FsckReport, bad_nodes: dict[int, dict[int, str]], answer: bytes | None) -> bool:
+    """Add what the helper found of a group (False: it did not check it, or its answer does not read: check it here)."""
+    if answer is None:
+        return False
+    try:
+        actions, bad_actions, nodes = json.loads(answer)
+        found = [(int(ref), {int(node): str(why) for node, why in bad.items()}) for ref, bad in nodes.items()]
+        bad_actions = {str(key): str(why) for key, why in bad_actions.items()}
+        actions = int(actions)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    report.actions += actions
+    report.bad_actions.update(bad_actions)
+    for ref, bad in found:
+        bad_nodes.setdefault(ref, {}).update(bad)
+    return True
 
 
 def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows: list[bytes],
