@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -152,18 +152,26 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
-    with held:
+    with held, PackRows(store.runtime.tmp_dir) as records:
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
-        packs = _check_packs(store, report, progress, segments, beside)
+        grouped: list[_Grouped] = []
+
+        def group() -> None:  # (while the packs' helper verifies packs; after a repair's rebuild, which moves records)
+            store.runtime.index.reload()
+            grouped.append(_group_records(store, records))
+
+        packs = _check_packs(store, report, progress, segments, beside, None if repair else group)
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, packs, segments)
-        store.runtime.index.reload()
+        if not grouped:
+            group()
+        find, refs, added = grouped[0]
         report.objects = len(store.runtime.index.objects)
-        find = index_finder(store)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
-        _check_records(store, report, reach, beside)
+        heads = _check_refs(store, report, reach, refs, added)
+        _check_records(store, report, reach, records, heads, beside)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -183,7 +191,7 @@ def _table(path: Path) -> PackScan:
 
 
 def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None,
-                 segments: list[str], beside: bool) -> _Packs:
+                 segments: list[str], beside: bool, meanwhile: Callable[[], None] | None = None) -> _Packs:
     """Verify every blob (but those of packs an edges file vouches for), a pack at a time, and check the index's
     entries of each pack against its table while it is in hand (they are grouped by pack first: fsck_spill); with
     `beside`, a forked helper verifies the last packs meanwhile (fsck_beside)."""
@@ -197,6 +205,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     holding = False
     helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
     with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
+        if meanwhile is not None:
+            meanwhile()  # (the helper verifies the last packs meanwhile)
         _group_index(store, segments, rows, unmatched)
         for number, pack in enumerate(known):
             helper.before(number)
@@ -371,36 +381,59 @@ def _rebuild_index(store: Store, report: FsckReport, packs: _Packs, segments: li
                            f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
-def _check_records(store: Store, report: FsckReport, reach: Reach, beside: bool = False) -> None:
+class _Grouped(NamedTuple):
+    """The records' rows grouped (in fsck's PackRows): the index's look-up they were located by, the refs read, and the
+    campaign heads whose nodes were added (by their number among the refs)."""
+
+    find: Callable[[bytes], Loc | None]
+    refs: list[tuple[str, str | None]]
+    added: dict[int, object]
+
+
+def _group_records(store: Store, rows: PackRows) -> _Grouped:
+    """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
+    what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
+    ref is sound: _check_refs, once the packs are checked)."""
+    find = index_finder(store)
+
+    def add(record: bytes, tag: int, rest: bytes) -> None:
+        loc = find(record)  # (what the index lacks: a group of its own)
+        rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+
+    for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
+        if entry.record is not None:
+            add(entry.record, 0, key)
+    refs = list(iter_ref_entries(store))
+    added: dict[int, object] = {}
+    for number, (_, target) in enumerate(refs):
+        head = _read_json(store, target) if target is not None else None  # (None: missing or damaged)
+        if _add_nodes(store, head, number, add):
+            added[number] = head
+    return _Grouped(find, refs, added)
+
+
+def _check_records(store: Store, report: FsckReport, reach: Reach, rows: PackRows,
+                   heads: dict[int, tuple[str, object]], beside: bool = False) -> None:
     """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
-    record's pack (fsck_spill), and each group checked with that pack's edges file in hand, a record once however
-    many entries and nodes name it; a head's nodes read a part at a time. `beside`: a forked helper checks groups
-    from the last one back meanwhile (fsck_beside.FromTheEnd)."""
+    record's pack (fsck_spill, _group_records), and each group checked with that pack's edges file in hand, a record
+    once however many entries and nodes name it. `beside`: a forked helper checks groups from the last one back
+    meanwhile (fsck_beside.FromTheEnd). `heads`: the sound campaign heads whose nodes are judged."""
     bad_nodes: dict[int, dict[int, str]] = {}
-    with PackRows(store.runtime.tmp_dir) as rows:
-        def add(record: bytes, tag: int, rest: bytes) -> None:
-            loc = reach.find(record)  # (what the index lacks: a group of its own)
-            rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
 
-        for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
-            if entry.record is not None:
-                add(entry.record, 0, key)
-        heads = _check_refs(store, report, reach, add)
+    def checked(pack: str) -> bytes:  # (a group checked by the helper, its findings its answer)
+        part = FsckReport()
+        nodes: dict[int, dict[int, str]] = {}
+        _check_group(store, part, reach, pack, rows.take(pack), nodes)
+        return json.dumps([part.actions, part.bad_actions, nodes]).encode()
 
-        def checked(pack: str) -> bytes:  # (a group checked by the helper, its findings its answer)
-            part = FsckReport()
-            nodes: dict[int, dict[int, str]] = {}
-            _check_group(store, part, reach, pack, rows.take(pack), nodes)
-            return json.dumps([part.actions, part.bad_actions, nodes]).encode()
-
-        packs = sorted(rows.packs())
-        with contextlib.closing(FromTheEnd(packs, checked, beside)) as helper:
-            for number, pack in enumerate(packs):
-                if not _helped(report, bad_nodes, helper.before(number)):
-                    _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
+    packs = sorted(rows.packs())
+    with contextlib.closing(FromTheEnd(packs, checked, beside)) as helper:
+        for number, pack in enumerate(packs):
+            if not _helped(report, bad_nodes, helper.before(number)):
+                _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
-        if bad_nodes.get(number):
+        if bad_nodes.get(number):  # (a node of a ref found unsound was checked too: its verdict is dropped)
             report.bad_head_nodes[name] = _label_nodes(store, head, bad_nodes[number])
 
 
@@ -476,24 +509,24 @@ def _quick(report: FsckReport, check: RowCheck, pack: str, rows: list[bytes]) ->
     return rest
 
 
-def _check_refs(store: Store, report: FsckReport, reach: Reach, add: Callable[[bytes, int, bytes], None]
-                ) -> dict[int, tuple[str, object]]:
-    """Check each ref's target (and a campaign head's parts); a head's nodes go to `add`, to be checked with the
-    records. Returns {number: (name, head)} of the refs whose nodes were added (their number in the rows)."""
+def _check_refs(store: Store, report: FsckReport, reach: Reach, refs: list[tuple[str, str | None]],
+                added: dict[int, object]) -> dict[int, tuple[str, object]]:
+    """Check each ref's target (and a campaign head's parts). Returns {number: (name, head)} of the sound refs whose
+    nodes were added to the records' rows (`added`: by _group_records), to be judged with the records."""
     heads: dict[int, tuple[str, object]] = {}
-    for number, (name, target) in enumerate(iter_ref_entries(store)):
+    for number, (name, target) in enumerate(refs):
         report.refs += 1
         if target is None:
             report.bad_refs[name] = "ref file is damaged"
             continue
         report.ref_targets[name] = target
         problem = reach.object_problem(target)
-        head = _read_json(store, target) if problem is None else None
+        head = (added[number] if number in added else _read_json(store, target)) if problem is None else None
         problem = problem or _parts_problem(reach, head)
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
-        if _add_nodes(store, head, number, add):
+        if number in added:
             heads[number] = (name, head)
     return heads
 
