@@ -1,9 +1,11 @@
-"""fsck's first pass on both cores: a process forked before the packs are read verifies the packs it is sent (the
-last ones, a pack or two ahead of it) and writes the edges file of each that verifies whole, as fsck would; fsck then
-takes such a pack up as already verified (it hashes it again). A pack the helper finds damaged, or never reaches (it
-died, the fork failed), is verified by fsck itself, so what fsck reports is the same with or without it
-(tests/store/test_fsck_beside.py). Forked only in the `claw` program, on Linux, with two CPUs allowed and no thread
-running. docs/gc-and-archives.md (Scale: gc and fsck)."""
+"""fsck on both cores: items of a list handed to a forked helper from its end while fsck takes them from the front
+(`FromTheEnd`). The packs (`PackHelper`): a process forked before the packs are read verifies the packs it is sent
+and writes the edges file of each that verifies whole, as fsck would; fsck then takes such a pack up as already
+verified (it hashes it again). The records' groups (fsck.py `_check_records`): a process forked once they are grouped
+checks the groups it is sent and answers its findings. What the helper finds damaged (a pack), or never answers (it
+died, the fork failed), fsck does itself, so what fsck reports is the same with or without it
+(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py). Forked only in the `claw` program, on Linux, with two
+CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and fsck)."""
 
 from __future__ import annotations
 
