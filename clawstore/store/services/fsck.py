@@ -50,6 +50,8 @@ from clawstore.store.core.packfile import (
     iter_pack_ids,
     pack_path,
     scan_pack,
+    scanned_table,
+    table_rows,
     walk_pack,
     writer_alive,
 )
@@ -212,6 +214,15 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
             helper.before(number)
             path = pack_path(packs_dir, pack)
             report.packs += 1
+            table, digest = _verified_table(store, pack, path, found)
+            if table is not None:  # (verified before, unchanged: its rows are matched, no blob made)
+                table_held = table_rows(table)
+                counted[0] += len(table_held)
+                if progress is not None:
+                    progress(counted[0])
+                holding = holding or bool(table_held)
+                _match(pack, set(table_held), set(), rows.take(pack), segments, unmatched)
+                continue
             try:
                 scan = scan_pack(path)
             except NotAPackError as exc:
@@ -221,11 +232,11 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 continue  # (its entries are matched against nothing below)
             if scan.torn_at is not None and not scan.sealed and not writer_alive(path):
                 report.torn_packs += 1  # (a live writer's tail is not indexed yet)
-            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted)
+            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted, digest)
             holding = holding or len(scan.blobs) > len(damaged)
-            _match(pack, scan.blobs, damaged, rows.take(pack), segments, unmatched)
+            _match(pack, _rows_of(scan.blobs), damaged, rows.take(pack), segments, unmatched)
         for pack in sorted(rows.packs()):  # packs gone, or never there
-            _match(pack, [], set(), rows.take(pack), segments, unmatched)
+            _match(pack, set(), set(), rows.take(pack), segments, unmatched)
     edges.remove_stale(store.root, packs_dir)
     _keep_intact_copies(packs_dir, known, found, report)
     if not segments and holding:
@@ -236,14 +247,36 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     return found
 
 
+def _verified_table(store: Store, pack: str, path: Path, found: _Packs) -> tuple[bytes | None, bytes | None]:
+    """(the table of a sealed pack, checked as `scan_pack` checks it, if its edges file says an earlier fsck verified
+    it and it still hashes the same, else None: it is then read as before, `_verify_pack`; the pack's digest if it was
+    hashed, else None)."""
+    try:
+        table = scanned_table(path)
+        if table is None or writer_alive(path):
+            return None, None
+        digest = edges.pack_digest(path)
+    except (NotAPackError, OSError):
+        return None, None
+    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest)
+    if cached is None or not cached.verified:
+        return None, digest
+    found.digests[pack] = digest
+    return table, digest
+
+
 def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: PackScan, found: _Packs,
-                 progress: Callable[[int], None] | None, counted: list[int]) -> set[int]:
+                 progress: Callable[[int], None] | None, counted: list[int], hashed: bytes | None = None) -> set[int]:
     """Verify a pack's blobs unless its edges file says an earlier fsck did and the pack still hashes the same; write
-    that file when every blob verified. Returns the offsets of the blobs that do not verify."""
+    that file when every blob verified. Returns the offsets of the blobs that do not verify. `hashed`: the pack's
+    digest when `_verified_table` hashed it and found no verified file (neither is done again)."""
     sealed = scan.sealed and not writer_alive(path)
     # Hashed before it is verified: bytes changed later no longer match what the file records.
-    digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
-    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
+    if hashed is not None and sealed and pack not in report.bad_packs:
+        digest, cached = hashed, None
+    else:
+        digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
+        cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
     if digest is not None and cached is not None and cached.verified:
         found.digests[pack] = digest
         counted[0] += len(scan.blobs)
@@ -289,12 +322,16 @@ def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: l
             rows.add(pack, row(digest, offset, length, number))
 
 
-def _match(pack: str, blobs: list[Blob], damaged: set[int], rows: list[bytes], segments: list[str],
+def _rows_of(blobs: list[Blob]) -> set[bytes]:
+    """The blobs' (id, offset, length) as a table's rows hold them (packfile.table_rows)."""
+    return set(map(_BLOB.pack, map(itemgetter(1), blobs), map(itemgetter(2), blobs), map(itemgetter(3), blobs)))
+
+
+def _match(pack: str, held: set[bytes], damaged: set[int], rows: list[bytes], segments: list[str],
            unmatched: list[tuple[int, bytes, str]]) -> None:
-    """The index's entries of one pack must name blobs it holds intact."""
+    """The index's entries of one pack must name blobs it holds (`held`: their rows) intact."""
     if not rows:
         return
-    held = set(map(_BLOB.pack, map(itemgetter(1), blobs), map(itemgetter(2), blobs), map(itemgetter(3), blobs)))
     for row in rows:
         if row[:_BLOB.size] in held and not damaged:
             continue
