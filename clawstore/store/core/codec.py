@@ -16,6 +16,7 @@ import blake3
 import zstandard
 
 from clawstore.errors import CorruptObjectError
+from clawstore.store.core.ids import parallel_hasher
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 CHUNK = 1 << 20  # streaming unit for puts and gets
@@ -92,7 +93,7 @@ class StreamEncoder:
         self._level = level
         self._threads = threads
         self._pledged = size
-        self._hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if hash_input else None
+        self._hasher = parallel_hasher() if hash_input else None
         self._compressobj: zstandard.ZstdCompressionObj | None = None
         self._raw = False
         self._decided = False

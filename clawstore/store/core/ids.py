@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +13,24 @@ from clawstore.errors import UsageError
 PREFIX = "blake3:"
 _OID_RE = re.compile(r"blake3:[0-9a-f]{64}")
 _HEX_RE = re.compile(r"[0-9a-f]{64}")
+
+
+# blake3's threads: all cores, but one in a forked process. Its pool (rayon's) is not copied by fork, so a hash handed
+# to it in a child of a process that had started it waits forever (fsck's helpers fork after their parent hashed).
+_threads = blake3.blake3.AUTO
+
+
+def _forked() -> None:
+    global _threads
+    _threads = 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def parallel_hasher() -> blake3.blake3:
+    """A BLAKE3 hasher for big inputs: on all cores (one in a forked process, see `_threads`)."""
+    return blake3.blake3(max_threads=_threads)
 
 
 class BadObjectIdError(UsageError):
@@ -43,7 +62,7 @@ def is_hex64(value: str) -> bool:
 
 def oid_of(data: bytes | bytearray | memoryview) -> str:
     """The id `data` would get in the store (hashes with all cores for big inputs)."""
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(data) >= 1 << 20 else blake3.blake3()
+    hasher = parallel_hasher() if len(data) >= 1 << 20 else blake3.blake3()
     hasher.update(data)
     return PREFIX + hasher.hexdigest()
 
@@ -54,7 +73,7 @@ FILE_CHUNK = 8 << 20  # bytes of a file hashed at once: what file_digest holds (
 def file_digest(path: Path) -> str:
     """Hex BLAKE3 of a file's bytes (the name a pack travels under; what fsck's edges files record), hashed with all
     cores, FILE_CHUNK bytes at a time."""
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    hasher = parallel_hasher()
     with open(path, "rb") as fh:
         while chunk := fh.read(FILE_CHUNK):
             hasher.update(chunk)

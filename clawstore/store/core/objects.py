@@ -36,7 +36,7 @@ from clawstore.store.core.batch import (
 )
 from clawstore.store.core.codec import CHUNK
 from clawstore.store.core.edgefile import children_in
-from clawstore.store.core.ids import PREFIX, is_oid, oid_hex
+from clawstore.store.core.ids import PREFIX, is_oid, oid_hex, parallel_hasher
 from clawstore.store.core.index import Loc
 from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
@@ -429,7 +429,7 @@ class ObjectStore:
     @_store_errors
     def put_bytes(self, data: bytes | bytearray | memoryview) -> str:
         view = data if isinstance(data, bytes) else memoryview(data).cast("B")
-        hasher = blake3.blake3(max_threads=blake3.blake3.AUTO) if len(view) >= CHUNK else blake3.blake3()
+        hasher = parallel_hasher() if len(view) >= CHUNK else blake3.blake3()
         hasher.update(view)
         digest = hasher.digest()
         oid = PREFIX + digest.hex()
@@ -582,7 +582,7 @@ class ObjectStore:
                     data = fh.read()
                     return self.put_bytes(data), len(data)
                 # Hash first (fast, all cores): a file already stored costs no compression at all.
-                hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+                hasher = parallel_hasher()
                 size = 0
                 for chunk in _read_chunks(fh, _HASH_CHUNK):
                     hasher.update(chunk)

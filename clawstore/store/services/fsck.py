@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -50,13 +50,15 @@ from clawstore.store.core.packfile import (
     iter_pack_ids,
     pack_path,
     scan_pack,
+    scanned_table,
+    table_rows,
     walk_pack,
     writer_alive,
 )
 from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.services.fsck_beside import PackHelper
+from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
@@ -152,18 +154,26 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
-    with held:
+    with held, PackRows(store.runtime.tmp_dir) as records:
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
-        packs = _check_packs(store, report, progress, segments, beside)
+        grouped: list[_Grouped] = []
+
+        def group() -> None:  # (while the packs' helper verifies packs; after a repair's rebuild, which moves records)
+            store.runtime.index.reload()
+            grouped.append(_group_records(store, records))
+
+        packs = _check_packs(store, report, progress, segments, beside, None if repair else group)
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, packs, segments)
-        store.runtime.index.reload()
+        if not grouped:
+            group()
+        find, refs, added = grouped[0]
         report.objects = len(store.runtime.index.objects)
-        find = index_finder(store)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
-        _check_records(store, report, reach)
+        heads = _check_refs(store, report, reach, refs, added)
+        _check_records(store, report, reach, records, heads, beside)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -183,7 +193,7 @@ def _table(path: Path) -> PackScan:
 
 
 def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], None] | None,
-                 segments: list[str], beside: bool) -> _Packs:
+                 segments: list[str], beside: bool, meanwhile: Callable[[], None] | None = None) -> _Packs:
     """Verify every blob (but those of packs an edges file vouches for), a pack at a time, and check the index's
     entries of each pack against its table while it is in hand (they are grouped by pack first: fsck_spill); with
     `beside`, a forked helper verifies the last packs meanwhile (fsck_beside)."""
@@ -197,11 +207,22 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     holding = False
     helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
     with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
+        if meanwhile is not None:
+            meanwhile()  # (the helper verifies the last packs meanwhile)
         _group_index(store, segments, rows, unmatched)
         for number, pack in enumerate(known):
             helper.before(number)
             path = pack_path(packs_dir, pack)
             report.packs += 1
+            table, digest = _verified_table(store, pack, path, found)
+            if table is not None:  # (verified before, unchanged: its rows are matched, no blob made)
+                table_held = table_rows(table)
+                counted[0] += len(table_held)
+                if progress is not None:
+                    progress(counted[0])
+                holding = holding or bool(table_held)
+                _match(pack, set(table_held), set(), rows.take(pack), segments, unmatched)
+                continue
             try:
                 scan = scan_pack(path)
             except NotAPackError as exc:
@@ -211,11 +232,11 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 continue  # (its entries are matched against nothing below)
             if scan.torn_at is not None and not scan.sealed and not writer_alive(path):
                 report.torn_packs += 1  # (a live writer's tail is not indexed yet)
-            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted)
+            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted, digest)
             holding = holding or len(scan.blobs) > len(damaged)
-            _match(pack, scan.blobs, damaged, rows.take(pack), segments, unmatched)
+            _match(pack, _rows_of(scan.blobs), damaged, rows.take(pack), segments, unmatched)
         for pack in sorted(rows.packs()):  # packs gone, or never there
-            _match(pack, [], set(), rows.take(pack), segments, unmatched)
+            _match(pack, set(), set(), rows.take(pack), segments, unmatched)
     edges.remove_stale(store.root, packs_dir)
     _keep_intact_copies(packs_dir, known, found, report)
     if not segments and holding:
@@ -226,14 +247,36 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     return found
 
 
+def _verified_table(store: Store, pack: str, path: Path, found: _Packs) -> tuple[bytes | None, bytes | None]:
+    """(the table of a sealed pack, checked as `scan_pack` checks it, if its edges file says an earlier fsck verified
+    it and it still hashes the same, else None: it is then read as before, `_verify_pack`; the pack's digest if it was
+    hashed, else None)."""
+    try:
+        table = scanned_table(path)
+        if table is None or writer_alive(path):
+            return None, None
+        digest = edges.pack_digest(path)
+    except (NotAPackError, OSError):
+        return None, None
+    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest)
+    if cached is None or not cached.verified:
+        return None, digest
+    found.digests[pack] = digest
+    return table, digest
+
+
 def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: PackScan, found: _Packs,
-                 progress: Callable[[int], None] | None, counted: list[int]) -> set[int]:
+                 progress: Callable[[int], None] | None, counted: list[int], hashed: bytes | None = None) -> set[int]:
     """Verify a pack's blobs unless its edges file says an earlier fsck did and the pack still hashes the same; write
-    that file when every blob verified. Returns the offsets of the blobs that do not verify."""
+    that file when every blob verified. Returns the offsets of the blobs that do not verify. `hashed`: the pack's
+    digest when `_verified_table` hashed it and found no verified file (neither is done again)."""
     sealed = scan.sealed and not writer_alive(path)
     # Hashed before it is verified: bytes changed later no longer match what the file records.
-    digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
-    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
+    if hashed is not None and sealed and pack not in report.bad_packs:
+        digest, cached = hashed, None
+    else:
+        digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
+        cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
     if digest is not None and cached is not None and cached.verified:
         found.digests[pack] = digest
         counted[0] += len(scan.blobs)
@@ -279,12 +322,16 @@ def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: l
             rows.add(pack, row(digest, offset, length, number))
 
 
-def _match(pack: str, blobs: list[Blob], damaged: set[int], rows: list[bytes], segments: list[str],
+def _rows_of(blobs: list[Blob]) -> set[bytes]:
+    """The blobs' (id, offset, length) as a table's rows hold them (packfile.table_rows)."""
+    return set(map(_BLOB.pack, map(itemgetter(1), blobs), map(itemgetter(2), blobs), map(itemgetter(3), blobs)))
+
+
+def _match(pack: str, held: set[bytes], damaged: set[int], rows: list[bytes], segments: list[str],
            unmatched: list[tuple[int, bytes, str]]) -> None:
-    """The index's entries of one pack must name blobs it holds intact."""
+    """The index's entries of one pack must name blobs it holds (`held`: their rows) intact."""
     if not rows:
         return
-    held = set(map(_BLOB.pack, map(itemgetter(1), blobs), map(itemgetter(2), blobs), map(itemgetter(3), blobs)))
     for row in rows:
         if row[:_BLOB.size] in held and not damaged:
             continue
@@ -371,26 +418,78 @@ def _rebuild_index(store: Store, report: FsckReport, packs: _Packs, segments: li
                            f"{sum(1 for e in actions.values() if e.record)} action-cache entries)")
 
 
-def _check_records(store: Store, report: FsckReport, reach: Reach) -> None:
-    """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
-    record's pack (fsck_spill), and each group checked with that pack's edges file in hand, a record once however
-    many entries and nodes name it; a head's nodes read a part at a time."""
-    bad_nodes: dict[int, dict[int, str]] = {}
-    with PackRows(store.runtime.tmp_dir) as rows:
-        def add(record: bytes, tag: int, rest: bytes) -> None:
-            loc = reach.find(record)  # (what the index lacks: a group of its own)
-            rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+class _Grouped(NamedTuple):
+    """The records' rows grouped (in fsck's PackRows): the index's look-up they were located by, the refs read, and the
+    campaign heads whose nodes were added (by their number among the refs)."""
 
-        for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
-            if entry.record is not None:
-                add(entry.record, 0, key)
-        heads = _check_refs(store, report, reach, add)
-        for pack in sorted(rows.packs()):
-            _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
+    find: Callable[[bytes], Loc | None]
+    refs: list[tuple[str, str | None]]
+    added: dict[int, object]
+
+
+def _group_records(store: Store, rows: PackRows) -> _Grouped:
+    """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
+    what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
+    ref is sound: _check_refs, once the packs are checked)."""
+    find = index_finder(store)
+
+    def add(record: bytes, tag: int, rest: bytes) -> None:
+        loc = find(record)  # (what the index lacks: a group of its own)
+        rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+
+    for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
+        if entry.record is not None:
+            add(entry.record, 0, key)
+    refs = list(iter_ref_entries(store))
+    added: dict[int, object] = {}
+    for number, (_, target) in enumerate(refs):
+        head = _read_json(store, target) if target is not None else None  # (None: missing or damaged)
+        if _add_nodes(store, head, number, add):
+            added[number] = head
+    return _Grouped(find, refs, added)
+
+
+def _check_records(store: Store, report: FsckReport, reach: Reach, rows: PackRows,
+                   heads: dict[int, tuple[str, object]], beside: bool = False) -> None:
+    """The action-cache entries and the campaign heads' nodes, by the records they name: these are grouped by the
+    record's pack (fsck_spill, _group_records), and each group checked with that pack's edges file in hand, a record
+    once however many entries and nodes name it. `beside`: a forked helper checks groups from the last one back
+    meanwhile (fsck_beside.FromTheEnd). `heads`: the sound campaign heads whose nodes are judged."""
+    bad_nodes: dict[int, dict[int, str]] = {}
+
+    def checked(pack: str) -> bytes:  # (a group checked by the helper, its findings its answer)
+        part = FsckReport()
+        nodes: dict[int, dict[int, str]] = {}
+        _check_group(store, part, reach, pack, rows.take(pack), nodes)
+        return json.dumps([part.actions, part.bad_actions, nodes]).encode()
+
+    packs = sorted(rows.packs())
+    with contextlib.closing(FromTheEnd(packs, checked, beside)) as helper:
+        for number, pack in enumerate(packs):
+            if not _helped(report, bad_nodes, helper.before(number)):
+                _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
-        if bad_nodes.get(number):
+        if bad_nodes.get(number):  # (a node of a ref found unsound was checked too: its verdict is dropped)
             report.bad_head_nodes[name] = _label_nodes(store, head, bad_nodes[number])
+
+
+def _helped(report: FsckReport, bad_nodes: dict[int, dict[int, str]], answer: bytes | None) -> bool:
+    """Add what the helper found of a group (False: it did not check it, or its answer does not read: check it here)."""
+    if answer is None:
+        return False
+    try:
+        actions, bad_actions, nodes = json.loads(answer)
+        found = [(int(ref), {int(node): str(why) for node, why in bad.items()}) for ref, bad in nodes.items()]
+        bad_actions = {str(key): str(why) for key, why in bad_actions.items()}
+        actions = int(actions)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    report.actions += actions
+    report.bad_actions.update(bad_actions)
+    for ref, bad in found:
+        bad_nodes.setdefault(ref, {}).update(bad)
+    return True
 
 
 def _check_group(store: Store, report: FsckReport, reach: Reach, pack: str, rows: list[bytes],
@@ -447,24 +546,24 @@ def _quick(report: FsckReport, check: RowCheck, pack: str, rows: list[bytes]) ->
     return rest
 
 
-def _check_refs(store: Store, report: FsckReport, reach: Reach, add: Callable[[bytes, int, bytes], None]
-                ) -> dict[int, tuple[str, object]]:
-    """Check each ref's target (and a campaign head's parts); a head's nodes go to `add`, to be checked with the
-    records. Returns {number: (name, head)} of the refs whose nodes were added (their number in the rows)."""
+def _check_refs(store: Store, report: FsckReport, reach: Reach, refs: list[tuple[str, str | None]],
+                added: dict[int, object]) -> dict[int, tuple[str, object]]:
+    """Check each ref's target (and a campaign head's parts). Returns {number: (name, head)} of the sound refs whose
+    nodes were added to the records' rows (`added`: by _group_records), to be judged with the records."""
     heads: dict[int, tuple[str, object]] = {}
-    for number, (name, target) in enumerate(iter_ref_entries(store)):
+    for number, (name, target) in enumerate(refs):
         report.refs += 1
         if target is None:
             report.bad_refs[name] = "ref file is damaged"
             continue
         report.ref_targets[name] = target
         problem = reach.object_problem(target)
-        head = _read_json(store, target) if problem is None else None
+        head = (added[number] if number in added else _read_json(store, target)) if problem is None else None
         problem = problem or _parts_problem(reach, head)
         if problem is not None:
             report.bad_refs[name] = f"target {target} {problem}"
             continue
-        if _add_nodes(store, head, number, add):
+        if number in added:
             heads[number] = (name, head)
     return heads
 

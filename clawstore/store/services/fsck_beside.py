@@ -1,9 +1,11 @@
-"""fsck's first pass on both cores: a process forked before the packs are read verifies the packs it is sent (the
-last ones, a pack or two ahead of it) and writes the edges file of each that verifies whole, as fsck would; fsck then
-takes such a pack up as already verified (it hashes it again). A pack the helper finds damaged, or never reaches (it
-died, the fork failed), is verified by fsck itself, so what fsck reports is the same with or without it
-(tests/store/test_fsck_beside.py). Forked only in the `claw` program, on Linux, with two CPUs allowed and no thread
-running. docs/gc-and-archives.md (Scale: gc and fsck)."""
+"""fsck on both cores: items of a list handed to a forked helper from its end while fsck takes them from the front
+(`FromTheEnd`). The packs (`PackHelper`): a process forked before the packs are read verifies the packs it is sent
+and writes the edges file of each that verifies whole, as fsck would; fsck then takes such a pack up as already
+verified (it hashes it again). The records' groups (fsck.py `_check_records`): a process forked once they are grouped
+checks the groups it is sent and answers its findings. What the helper finds damaged (a pack), or never answers (it
+died, the fork failed), fsck does itself, so what fsck reports is the same with or without it
+(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py). Forked only in the `claw` program, on Linux, with two
+CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and fsck)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import select
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from clawstore.host.beside import Beside
@@ -47,30 +50,34 @@ def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
     edges.save(root, tmp_dir, scan, pack, digest, named, verified=True)
 
 
-class PackHelper(Beside):
-    """The helper, fed from the end of `packs` while fsck takes them from the front: `before(i)` is called before fsck
-    verifies packs[i]; it returns once any pack the helper was sent at i or beyond is answered (or the helper gone)."""
+class FromTheEnd(Beside):
+    """Items of a list handed to a forked helper from its end while this side takes them from the front (AHEAD at a
+    time, so that the helper never waits for this side). `work(item)` is what the helper does of an item: its answer,
+    one line. `before(i)` is called before this side does items[i]: it returns once any item the helper was sent at i
+    or beyond is answered (or the helper gone), with the helper's answer of item i (None: not done, do it here)."""
 
-    def __init__(self, root: Path, packs_dir: Path, tmp_dir: Path, packs: list[str], fork: bool) -> None:
-        fork = fork and len(packs) > 1 and threading.active_count() == 1 and _cpus() > 1
-        super().__init__(lambda requests, answers: _helper(root, packs_dir, tmp_dir, requests, answers), fork)
-        self._packs = packs
-        self._next = len(packs) - 1  # the next pack sent, from the end
+    def __init__(self, items: list[str], work: Callable[[str], bytes], fork: bool) -> None:
+        fork = fork and len(items) > 1 and threading.active_count() == 1 and _cpus() > 1
+        super().__init__(lambda requests, answers: _serve(work, requests, answers), fork)
+        self._items = items
+        self._next = len(items) - 1  # the next item sent, from the end
         self._waiting: list[int] = []  # sent, not yet answered (oldest first)
+        self._answered: dict[int, bytes] = {}
+        self._partial = bytearray()  # an answer's bytes read so far
         self._top_up(0)
 
-    def before(self, index: int) -> None:
-        if self._pid is None:
-            return
-        self._read(block=False)
-        while self._pid is not None and self._waiting and min(self._waiting) <= index:
-            self._read(block=True)
-        self._top_up(index + 1)
+    def before(self, index: int) -> bytes | None:
+        if self._pid is not None:
+            self._read(block=False)
+            while self._pid is not None and self._waiting and min(self._waiting) <= index:
+                self._read(block=True)
+            self._top_up(index + 1)
+        return self._answered.pop(index, None)
 
     def _top_up(self, front: int) -> None:
         while self._send is not None and len(self._waiting) < AHEAD and self._next >= front:
             try:
-                self._send.write(self._packs[self._next].encode() + b"\n")
+                self._send.write(self._items[self._next].encode() + b"\n")
                 self._send.flush()
             except OSError:
                 self.close()
@@ -79,33 +86,49 @@ class PackHelper(Beside):
             self._next -= 1
 
     def _read(self, block: bool) -> None:
-        """Take the helper's answers (one newline a pack, in the order sent); EOF: it is gone, and fsck verifies what
-        it was sent."""
+        """Take the helper's answers (a line an item, in the order sent); EOF: it is gone, and this side does what it
+        was sent."""
         assert self._answers is not None
         fd = self._answers.fileno()
         while self._waiting:
             if not block and not select.select([fd], [], [], 0)[0]:
                 return
-            chunk = os.read(fd, 4096)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 self._waiting = []
                 self.close()
                 return
-            self._waiting = self._waiting[chunk.count(b"\n"):]
+            searched = len(self._partial)  # (a long answer comes in many reads: each byte searched once)
+            self._partial += chunk
+            while (end := self._partial.find(b"\n", searched)) >= 0:
+                self._answered[self._waiting.pop(0)] = bytes(self._partial[:end])
+                del self._partial[:end + 1]
+                searched = 0
             block = False
 
 
-def _helper(root: Path, packs_dir: Path, tmp_dir: Path, requests: int, answers: int) -> None:
-    """The forked process: verify each pack it is sent, answer a newline when done, exit without the command's
-    cleanup (os._exit) when the requests end."""
+class PackHelper(FromTheEnd):
+    """The packs' helper: `before(i)` is called before fsck verifies packs[i] (its answer is in the edges file)."""
+
+    def __init__(self, root: Path, packs_dir: Path, tmp_dir: Path, packs: list[str], fork: bool) -> None:
+        def verified(pack: str) -> bytes:
+            verify_whole(root, packs_dir, tmp_dir, pack)
+            return b""
+
+        super().__init__(packs, verified, fork)
+
+
+def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
+    """The forked process: do each item it is sent and answer it, exit without the command's cleanup (os._exit) when
+    the requests end."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        with os.fdopen(requests, "rb") as source, os.fdopen(answers, "wb", buffering=0) as sink:
+        with os.fdopen(requests, "rb") as source, os.fdopen(answers, "wb") as sink:
             for line in source:
-                verify_whole(root, packs_dir, tmp_dir, line.decode().strip())
-                sink.write(b"\n")
-    except BaseException:  # noqa: BLE001 - fsck verifies what is not answered
+                sink.write(work(line.decode().strip()) + b"\n")
+                sink.flush()
+    except BaseException:  # noqa: BLE001 - this side does what is not answered
         code = 1
     os._exit(code)
 

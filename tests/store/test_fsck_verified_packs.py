@@ -1,0 +1,81 @@
+"""A later fsck takes a pack an earlier one verified (its edges file says so, its bytes hash the same) by its table's
+rows, without a blob made a row (services/fsck.py `_verified_table`): the index's entries of that pack are still
+matched against it, and anything else about the pack is judged the long way as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.index import Segment
+from clawstore.store.core.packfile import NotAPackError
+from clawstore.store.services import fsck as fsck_module
+from clawstore.store.services.fsck import fsck
+from tests.support.storefiles import blob_span, rewrite_index
+
+
+def _store(root: Path) -> tuple[Store, list[str]]:
+    store = Store(root)
+    oids = []
+    for number in range(2):
+        with store.batch():
+            oids += [store.put_bytes(f"blob {number} {i} ".encode() * 40) for i in range(10)]
+        store.runtime.close_writer()
+    assert fsck(store).problems == []  # (verified: its files written)
+    return store, oids
+
+
+def _tables(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each pack fsck took up was taken by its verified table."""
+    taken: list[bool] = []
+    verified_table = fsck_module._verified_table
+
+    def noted(*args: object) -> tuple[bytes | None, bytes | None]:
+        found = verified_table(*args)  # type: ignore[arg-type]
+        taken.append(found[0] is not None)
+        return found
+
+    monkeypatch.setattr(fsck_module, "_verified_table", noted)
+    return taken
+
+
+@pytest.mark.parametrize("wrong", ["offset", "length", "id"])
+def test_an_index_entry_a_verified_pack_does_not_hold_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrong: str) -> None:
+    store, oids = _store(tmp_path / "store")
+    victim, other = oids[3], oids[4]
+    path, offset, length = blob_span(store, victim)
+    digest = bytes.fromhex(victim[len(PREFIX):])
+
+    def moved(segment: Segment) -> None:
+        pack = path.name[:-len(".pack")]
+        if wrong == "id":  # (another object's id at this one's place; the other's own entry gone)
+            del segment.objects[digest]
+            segment.objects[bytes.fromhex(other[len(PREFIX):])] = (pack, offset, length)
+        else:
+            segment.objects[digest] = (pack, offset + (8 if wrong == "offset" else 0),
+                                       length + (1 if wrong == "length" else 0))
+
+    rewrite_index(store, moved)
+    taken = _tables(monkeypatch)
+    report = fsck(Store(tmp_path / "store"))
+    assert taken == [True, True]  # (both packs unchanged: taken by their tables)
+    assert len(report.bad_index) == 1 and "where the pack does not hold it intact" in report.bad_index[0]
+    assert (other if wrong == "id" else victim) in report.bad_index[0]
+
+
+def test_a_pack_whose_table_does_not_read_is_judged_as_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table `scan_pack` refuses is refused here too: the pack is then read the long way, which names it."""
+    store, _ = _store(tmp_path / "store")
+    taken = _tables(monkeypatch)
+    monkeypatch.setattr(fsck_module, "scanned_table", _refused)
+    report = fsck(Store(tmp_path / "store"))
+    assert taken == [False, False] and report.problems == []  # (the long way: the packs' tables read and fine)
+
+
+def _refused(path: Path) -> bytes:
+    raise NotAPackError(f"{path}: trailer names a blob outside the pack")
