@@ -26,21 +26,31 @@ class Beside:
             to_parent, from_child = os.pipe()
         except OSError:
             return
+        # Ctrl-C held off over the fork: a KeyboardInterrupt in the child before `child` runs would unwind into the
+        # command's own cleanup there (its locks, temp files, open pack); in the parent, before `_pid` is set, it
+        # would leave the child unkilled.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             pid = os.fork()
         except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in (to_child, from_parent, to_parent, from_child):
                 os.close(fd)
             return
-        if pid == 0:  # (the child: never returns into the command)
-            os.close(from_parent)
-            os.close(to_parent)
-            child(to_child, from_child)
+        if pid == 0:  # (the child: never returns into the command, however `child` ends)
+            try:
+                os.close(from_parent)
+                os.close(to_parent)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                child(to_child, from_child)
+            finally:
+                os._exit(1)
         os.close(to_child)
         os.close(from_child)
         self._pid = pid
         self._send = os.fdopen(from_parent, "wb")
         self._answers = os.fdopen(to_parent, "rb")
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def close(self) -> None:
         """End the child (killed if it is still at work) and reap it."""

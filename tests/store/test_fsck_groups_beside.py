@@ -5,6 +5,7 @@ SIGKILLed at work (its groups are then checked by fsck)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import pytest
 from clawstore.store import Store
 from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.core.ids import PREFIX
-from clawstore.store.headdoc import write_head
+from clawstore.store.headdoc import part_ids, write_head
 from clawstore.store.services import fsck as fsck_module
 from clawstore.store.services.fsck import fsck
 from tests.support.fresh import in_fresh_process
@@ -111,3 +112,70 @@ def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch, kill_at=2) == expected
     beside = _who(tmp_path / "beside.log")
     assert [len(packs) for pid, packs in beside.items() if pid != os.getpid()] == [2], "forked, killed at its second"
+
+
+def test_a_garbled_answer_leaves_its_groups_to_fsck(tmp_path: Path) -> None:
+    in_fresh_process(__name__, "_garbled", tmp_path)
+
+
+def _garbled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper's first answer has a line of garbage before it: a newline inside one (on the old code its second
+    line, the group's findings, was taken for the next group's answer, that group never checked)."""
+    _damaged(tmp_path / "a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    expected = _run(tmp_path / "a", False, tmp_path / "alone.log", monkeypatch)
+    parent, dumps = os.getpid(), json.dumps
+
+    class Garbling:
+        loads = staticmethod(json.loads)
+
+        @staticmethod
+        def dumps(value: Any) -> str:
+            garbled = os.getpid() != parent and not Garbling.done
+            Garbling.done = Garbling.done or garbled
+            return ("[garbled\n" if garbled else "") + dumps(value)
+
+        done = False
+
+    monkeypatch.setattr(fsck_module, "json", Garbling)
+    assert _run(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch) == expected
+    assert len(_who(tmp_path / "beside.log")) == 2, "forked"
+
+
+def test_a_damaged_head_or_part_is_named_as_before_with_or_without_the_helper(tmp_path: Path) -> None:
+    in_fresh_process(__name__, "_damaged_heads", tmp_path)
+
+
+def _damaged_heads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heads are read (their nodes grouped) before the packs are verified; a head or a part found damaged then
+    makes its ref unsound, named as before, and its nodes' verdicts are dropped (a bad node under it is not named)."""
+    store = Store(tmp_path / "a")
+    nodes, artifacts = [], []
+    for number in range(3):
+        for i in range(80):
+            key = store.put_json({"node": f"{number}.{i}"})
+            artifact = store.put_bytes(f"artifact {number} {i} ".encode() * 30)
+            record = store.put_action(key, {"kind": "run", "key": key, "input": key,
+                                            "outputs": {"input_document": key, "artifact": artifact}})
+            artifacts.append(artifact)
+            nodes.append({"kind": "run", "key": key, "record": record,
+                          "address": {"model_id": "m", "case_id": f"c{number}.{i}", "repetition": 0}})
+        store.runtime.close_writer()
+    parted = write_head(store, {"campaign": "x"}, nodes)
+    whole = write_head(store, {"campaign": "y"}, nodes[:3])
+    store.set_ref("campaigns/x", parted)
+    store.set_ref("campaigns/y", whole)
+    store.runtime.close_writer()
+    assert fsck(store).problems == []
+    part = part_ids(store.get_json(parted))[1]
+    flip_in_frame(store, part, -5)
+    flip_in_frame(store, whole, -5)
+    lose_object(store, artifacts[0])  # (node 0 of both heads is bad: not named, their refs being unsound)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    expected = _run(tmp_path / "a", False, tmp_path / "alone.log", monkeypatch)
+    found = fsck(Store(tmp_path / "a"))
+    assert found.bad_refs == {"campaigns/x": f"target {parted} names part {part}, which is corrupt",
+                              "campaigns/y": f"target {whole} is corrupt"}
+    assert expected[2] == {} and len(expected[1]) == 1  # (the entry whose artifact is lost: named)
+    assert _run(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch) == expected
+    assert len(_who(tmp_path / "beside.log")) == 2, "forked"

@@ -4,8 +4,9 @@ and writes the edges file of each that verifies whole, as fsck would; fsck then 
 verified (it hashes it again). The records' groups (fsck.py `_check_records`): a process forked once they are grouped
 checks the groups it is sent and answers its findings. What the helper finds damaged (a pack), or never answers (it
 died, the fork failed), fsck does itself, so what fsck reports is the same with or without it
-(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py). Forked only in the `claw` program, on Linux, with two
-CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and fsck)."""
+(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py; its answers: test_fsck_from_the_end.py). Forked only
+in the `claw` program, on Linux, with two CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and
+fsck)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,9 @@ def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
 class FromTheEnd(Beside):
     """Items of a list handed to a forked helper from its end while this side takes them from the front (AHEAD at a
     time, so that the helper never waits for this side). `work(item)` is what the helper does of an item: its answer,
-    one line. `before(i)` is called before this side does items[i]: it returns once any item the helper was sent at i
-    or beyond is answered (or the helper gone), with the helper's answer of item i (None: not done, do it here)."""
+    one line (sent led by the item's name; a newline in it ends the helper). `before(i)` is called before this side
+    does items[i]: it returns once any item the helper was sent at i or beyond is answered (or the helper gone), with
+    the helper's answer of item i (None: not done, do it here)."""
 
     def __init__(self, items: list[str], work: Callable[[str], bytes], fork: bool) -> None:
         fork = fork and len(items) > 1 and threading.active_count() == 1 and _cpus() > 1
@@ -86,8 +88,8 @@ class FromTheEnd(Beside):
             self._next -= 1
 
     def _read(self, block: bool) -> None:
-        """Take the helper's answers (a line an item, in the order sent); EOF: it is gone, and this side does what it
-        was sent."""
+        """Take the helper's answers (a line an item, in the order sent, each led by its item's name); EOF, or a line
+        that is not the next item's: it is gone (killed), and this side does what it was sent."""
         assert self._answers is not None
         fd = self._answers.fileno()
         while self._waiting:
@@ -101,7 +103,12 @@ class FromTheEnd(Beside):
             searched = len(self._partial)  # (a long answer comes in many reads: each byte searched once)
             self._partial += chunk
             while (end := self._partial.find(b"\n", searched)) >= 0:
-                self._answered[self._waiting.pop(0)] = bytes(self._partial[:end])
+                named = self._items[self._waiting[0]].encode() + b" " if self._waiting else None
+                if named is None or not self._partial.startswith(named):  # (a line not the next item's answer:
+                    self._waiting = []  # none after it is known to be whose it seems, so none is taken)
+                    self.close()
+                    return
+                self._answered[self._waiting.pop(0)] = bytes(self._partial[len(named):end])
                 del self._partial[:end + 1]
                 searched = 0
             block = False
@@ -126,7 +133,8 @@ def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         with os.fdopen(requests, "rb") as source, os.fdopen(answers, "wb") as sink:
             for line in source:
-                sink.write(work(line.decode().strip()) + b"\n")
+                item = line.decode().strip()
+                sink.write(item.encode() + b" " + work(item) + b"\n")  # (named: an answer is never taken for another's)
                 sink.flush()
     except BaseException:  # noqa: BLE001 - this side does what is not answered
         code = 1
