@@ -27,14 +27,13 @@ from tests.support.storefiles import flip_in_frame, lose_object
 PACKS = 5
 
 
-def _damaged(root: Path) -> Path:
-    """Records, their input documents and artifacts in PACKS packs, an entry and a head node each; then damage in
-    three of them: an input document lost, an artifact damaged (its record's entry and node are bad), an entry
-    pointed at another key's record. Fsck'd once first (its packs verified: the later fsck is the quick one)."""
-    store = Store(root)
+def _campaign_runs(store: Store, packs: int, per_pack: int
+                   ) -> tuple[list[str], list[str], list[str], list[dict[str, Any]]]:
+    """`per_pack` runs in each of `packs` packs: a record naming its key (its input document) and an artifact, and a
+    head node naming the record. Returns the keys, records, artifacts and nodes."""
     keys, records, artifacts, nodes = [], [], [], []
-    for number in range(PACKS):
-        for i in range(8):
+    for number in range(packs):
+        for i in range(per_pack):
             key = store.put_json({"node": f"{number}.{i}"})
             artifact = store.put_bytes(f"artifact {number} {i} ".encode() * 30)
             record = store.put_action(key, {"kind": "run", "key": key, "input": key,
@@ -45,6 +44,15 @@ def _damaged(root: Path) -> Path:
             nodes.append({"kind": "run", "key": key, "record": record,
                           "address": {"model_id": "m", "case_id": f"c{number}.{i}", "repetition": 0}})
         store.runtime.close_writer()
+    return keys, records, artifacts, nodes
+
+
+def _damaged(root: Path) -> Path:
+    """Records, their input documents and artifacts in PACKS packs, an entry and a head node each; then damage in
+    three of them: an input document lost, an artifact damaged (its record's entry and node are bad), an entry
+    pointed at another key's record. Fsck'd once first (its packs verified: the later fsck is the quick one)."""
+    store = Store(root)
+    keys, records, artifacts, nodes = _campaign_runs(store, PACKS, 8)
     store.set_ref("campaigns/x", write_head(store, {"campaign": "x"}, nodes))
     store.runtime.close_writer()
     assert fsck(store).problems == []
@@ -150,17 +158,7 @@ def _damaged_heads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The heads are read (their nodes grouped) before the packs are verified; a head or a part found damaged then
     makes its ref unsound, named as before, and its nodes' verdicts are dropped (a bad node under it is not named)."""
     store = Store(tmp_path / "a")
-    nodes, artifacts = [], []
-    for number in range(3):
-        for i in range(80):
-            key = store.put_json({"node": f"{number}.{i}"})
-            artifact = store.put_bytes(f"artifact {number} {i} ".encode() * 30)
-            record = store.put_action(key, {"kind": "run", "key": key, "input": key,
-                                            "outputs": {"input_document": key, "artifact": artifact}})
-            artifacts.append(artifact)
-            nodes.append({"kind": "run", "key": key, "record": record,
-                          "address": {"model_id": "m", "case_id": f"c{number}.{i}", "repetition": 0}})
-        store.runtime.close_writer()
+    _, _, artifacts, nodes = _campaign_runs(store, 3, 80)
     parted = write_head(store, {"campaign": "x"}, nodes)
     whole = write_head(store, {"campaign": "y"}, nodes[:3])
     store.set_ref("campaigns/x", parted)
