@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
+# An artifact kept for its evaluation is held until its window concludes (at most two windows' runs): a long one is
+# read back instead, which costs little beside its parse, so that a build's memory does not grow with its replies.
+KEEP_ARTIFACT_MAX = 8 * 1024
+
+
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
     return record_cost({
@@ -37,7 +42,8 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
                started_at: str, build_id: str, keep: bool = False) -> tuple[str, dict[str, Any]]:
     """Objects first, then the record, then the action-cache entry (the store's write order). `keep`: the artifact's
-    bytes kept on `node.made` for its checks and judgements, which read it next (builder/eval_layer.py drops them)."""
+    bytes (up to KEEP_ARTIFACT_MAX) kept on `node.made` for its checks and judgements, which read it next
+    (builder/eval_layer.py drops them when its window concludes)."""
     outputs = dict(outputs)
     artifact_bytes = canonical_json(artifact)
     outputs["artifact"] = store.put_bytes(artifact_bytes)
@@ -63,7 +69,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
         started_at=started_at, finished_at=utc_now(), build_id=build_id,
     )
     record_id = store.put_action(node.key, record)
-    if keep:
+    if keep and len(artifact_bytes) <= KEEP_ARTIFACT_MAX:
         node.made = {outputs["artifact"]: artifact_bytes}
     return record_id, record
 

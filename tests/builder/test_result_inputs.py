@@ -139,6 +139,15 @@ def test_the_checks_read_no_artifact_back_and_match_the_store_path(scored: Works
     assert _results(Store(tmp_path / "store-read")) == kept
 
 
+def test_an_artifact_over_the_cap_is_read_back(scored: Workspace, claw: Claw, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.builder import run_exec
+
+    monkeypatch.setattr(run_exec, "KEEP_ARTIFACT_MAX", 100)  # every artifact of this campaign is longer
+    read = _reads_within(monkeypatch, "_exec_checks")
+    assert build(claw)[0] == 0
+    assert set(read) == _artifacts(Store(Path(os.environ["CLAW_STORE"])))  # none kept: each read from the store
+
+
 def test_a_build_without_evaluation_keeps_no_artifact(ws: Workspace, claw: Claw,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from clawstore.builder import run_exec
