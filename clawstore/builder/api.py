@@ -259,7 +259,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
         head.finish(fall_back=True)
 
     runners: dict[str, RunExecutor] = {
-        "llm_probe": LlmProbeRuns(store, client),
+        "llm_probe": LlmProbeRuns(store, client, keep_artifacts=eval_layer is not None),
         "openclaw": OpenClawRuns(planner.openclaw.specs, store, client if options.executor == "ray" else None)}
 
     def run_work(node: Node, build_id: str) -> Stored:

@@ -332,7 +332,7 @@ class EvalLayer:
         self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
                     here=lambda node: True)
         for ev in evaluations:
-            for n in ev.nodes():
+            for n in (ev.run, *ev.nodes()):
                 n.made = None  # what the results read (or would have) is no longer needed: memory per window
             waiting = [n for n in (ev.run, *ev.judges) if n.batch]
             if ev.result is None and waiting:
@@ -389,8 +389,10 @@ class EvalLayer:
             return work(node, build_id)
 
     def _evidence(self, run: Node) -> tuple[dict[str, Any], TreeSandboxFiles | None, TreeWorkspaceFiles | None]:
+        """The run's artifact (from the bytes its run node kept when this build made it: builder/run_exec.py
+        `record_run`), sandbox and workspace."""
         outputs = run.record["outputs"]
-        artifact = self.store.get_json(outputs["artifact"])
+        artifact = self._made_json(run, outputs["artifact"])
         sandbox = TreeSandboxFiles(self.store, outputs["sandbox"]) if outputs.get("sandbox") else None
         workspace = TreeWorkspaceFiles(self.store, outputs["workspace"]) if outputs.get("workspace") else None
         return artifact, sandbox, workspace

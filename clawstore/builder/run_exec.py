@@ -15,6 +15,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
+from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     from clawstore.runners.llm_probe import LlmProbeSpec
     from clawstore.runners.openclaw import OpenClawSpec
     from clawstore.store.store import Store
+
+
+# An artifact kept for its evaluation is held until its window concludes (at most two windows' runs): a long one is
+# read back instead, which costs little beside its parse, so that a build's memory does not grow with its replies.
+KEEP_ARTIFACT_MAX = 8 * 1024
 
 
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
@@ -34,10 +40,13 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
-               started_at: str, build_id: str) -> tuple[str, dict[str, Any]]:
-    """Objects first, then the record, then the action-cache entry (the store's write order)."""
+               started_at: str, build_id: str, keep: bool = False) -> tuple[str, dict[str, Any]]:
+    """Objects first, then the record, then the action-cache entry (the store's write order). `keep`: the artifact's
+    bytes (up to KEEP_ARTIFACT_MAX) kept on `node.made` for its checks and judgements, which read it next
+    (builder/eval_layer.py drops them when its window concludes)."""
     outputs = dict(outputs)
-    outputs["artifact"] = store.put_json(artifact)
+    artifact_bytes = canonical_json(artifact)
+    outputs["artifact"] = store.put_bytes(artifact_bytes)
     outputs["input_document"] = put_input(store, node)
     for attachment in node.item.attachments:
         store.put_bytes(attachment.data)
@@ -60,6 +69,8 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
         started_at=started_at, finished_at=utc_now(), build_id=build_id,
     )
     record_id = store.put_action(node.key, record)
+    if keep and len(artifact_bytes) <= KEEP_ARTIFACT_MAX:
+        node.made = {outputs["artifact"]: artifact_bytes}
     return record_id, record
 
 
@@ -94,7 +105,7 @@ def llm_probe_spec(node: Node) -> LlmProbeSpec:
 
 
 def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: ChatClient,
-                      build_id: str) -> tuple[str, dict[str, Any]]:
+                      build_id: str, keep: bool = False) -> tuple[str, dict[str, Any]]:
     from clawstore.host.run_limits import workspace_problem
     from clawstore.runners.llm_probe import run_llm_probe
     from clawstore.runners.tools import enabled_tools
@@ -126,7 +137,7 @@ def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: Chat
         with store.batch():  # one durable flush for all of the run's objects, record and cache entry
             kept = sandbox is not None and too_big is None
             outputs = {"sandbox": store.put_tree(sandbox, escape_names=True) if kept else empty_tree(store)}
-            return record_run(store, node, artifact_json, outputs, latency, started_at, build_id)
+            return record_run(store, node, artifact_json, outputs, latency, started_at, build_id, keep)
 
     def cleanup() -> None:
         if tmp is not None:
@@ -179,14 +190,17 @@ class RunExecutor(Protocol):
 
 
 class LlmProbeRuns:
-    """llm_probe runs: each node's request loop over the build's one provider client."""
+    """llm_probe runs: each node's request loop over the build's one provider client; `keep_artifacts`: each run's
+    artifact bytes kept on its node for the evaluation that reads them next (an evaluated build's)."""
 
-    def __init__(self, store: Store, client: ChatClient) -> None:
+    def __init__(self, store: Store, client: ChatClient, keep_artifacts: bool = False) -> None:
         self.store = store
         self.client = client
+        self.keep_artifacts = keep_artifacts
 
     def execute(self, node: Node, build_id: str) -> Stored:
-        return execute_llm_probe(node, llm_probe_spec(node), self.store, self.client, build_id)  # spec made to run
+        return execute_llm_probe(node, llm_probe_spec(node), self.store, self.client, build_id,  # spec made to run
+                                 self.keep_artifacts)
 
 
 class OpenClawRuns:

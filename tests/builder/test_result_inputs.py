@@ -1,5 +1,6 @@
 """A result node reads its checks and judgements from the bytes this build kept (builder/eval_layer.py `_put_kept`),
-not back from the store: the same records either way, and nothing kept once a window concludes."""
+and the checks and judge requests read their run's artifact from the bytes its run node kept (builder/run_exec.py
+`record_run`), not back from the store: the same records either way, and nothing kept once a window concludes."""
 
 from __future__ import annotations
 
@@ -86,14 +87,14 @@ def test_nothing_kept_once_the_results_are_made(scored: Workspace, claw: Claw, m
     original = EvalLayer.conclude
 
     def conclude(self: EvalLayer, session: Any, evaluations: list[Any]) -> list[Any]:
-        kept_before = [n.made for ev in evaluations for n in (ev.checks, *ev.judges) if n is not None]
+        kept_before = [n.made for ev in evaluations for n in (ev.run, ev.checks, *ev.judges) if n is not None]
         done = original(self, session, evaluations)
-        seen.append((kept_before, [n.made for ev in done for n in ev.nodes()]))
+        seen.append((kept_before, [n.made for ev in done for n in (ev.run, *ev.nodes())]))
         return done
 
     monkeypatch.setattr(EvalLayer, "conclude", conclude)
     assert build(claw)[0] == 0
-    assert seen and all(any(before) for before, _ in seen)  # the checks and judgements kept their bytes ...
+    assert seen and all(any(before) for before, _ in seen)  # the runs, checks and judgements kept bytes ...
     assert all(m is None for _, after in seen for m in after)  # ... and hold none once their window concluded
 
 
@@ -110,4 +111,54 @@ def test_a_judge_request_takes_its_checks_from_the_kept_bytes(scored: Workspace,
     monkeypatch.setattr(EvalLayer, "judge_request", request)
     assert build(claw)[0] == 0
     assert len(asked) == 8  # 4 runs, 2 judgements each
-    assert read and not set(read) & set(asked)  # the runs' artifacts read, the checks never
+    assert not read  # neither the checks nor the run's artifact read back
+
+
+def _artifacts(store: Store) -> set[str]:
+    return {store.get_action(key).outputs["artifact"] for key, _ in store.iter_actions()
+            if store.get_action(key).kind == "run"}
+
+
+def test_the_checks_read_no_artifact_back_and_match_the_store_path(scored: Workspace, claw: Claw,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    read = _reads_within(monkeypatch, "_exec_checks")  # what a checks node read from the store
+    assert build(claw)[0] == 0
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    assert len(_artifacts(store)) == 4 and not read  # four runs' artifacts, none read back by their checks
+    kept = _results(store)
+
+    # The same build with no artifact kept (each read from the store): every artifact read, the same results.
+    from clawstore.builder import api
+    from clawstore.builder.run_exec import LlmProbeRuns
+
+    monkeypatch.setattr(api, "LlmProbeRuns", lambda store, client, keep_artifacts: LlmProbeRuns(store, client))
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store-read"))
+    assert build(claw)[0] == 0
+    assert set(read) == _artifacts(Store(tmp_path / "store-read"))
+    assert _results(Store(tmp_path / "store-read")) == kept
+
+
+def test_an_artifact_over_the_cap_is_read_back(scored: Workspace, claw: Claw, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.builder import run_exec
+
+    monkeypatch.setattr(run_exec, "KEEP_ARTIFACT_MAX", 100)  # every artifact of this campaign is longer
+    read = _reads_within(monkeypatch, "_exec_checks")
+    assert build(claw)[0] == 0
+    assert set(read) == _artifacts(Store(Path(os.environ["CLAW_STORE"])))  # none kept: each read from the store
+
+
+def test_a_build_without_evaluation_keeps_no_artifact(ws: Workspace, claw: Claw,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.builder import run_exec
+
+    runs: list[Any] = []
+    original = run_exec.record_run
+
+    def record_run(store: Store, node: Any, *args: Any) -> Any:
+        runs.append(node)
+        return original(store, node, *args)
+
+    monkeypatch.setattr(run_exec, "record_run", record_run)
+    assert claw.build()[0] == 0
+    assert runs and all(node.made is None for node in runs)
