@@ -22,7 +22,10 @@ from clawstore.store.edges import ID_RE, looks_json
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from clawstore.store.core.objects import ObjectStore
+    from clawstore.store.reach_arrays import HeldArrays, PackArrays
 
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _ID = 32
@@ -30,6 +33,7 @@ _ID = 32
 # the biggest tables are looked up in place, a read a look-up.
 HELD = 64 << 20
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
+_STACKED, _WALKED = 1, 2  # the walk by arrays: a file's row or other id stacked (or made to wait) from it; walked
 
 
 def ids_in(data: bytes | memoryview) -> set[str]:
@@ -93,6 +97,8 @@ class Reach:
         self._others: set[bytes] = set()  # reached objects without such a row
         # pack -> a byte a row of its edges file (1 once the walk marked it), then one an other id (1 once stacked)
         self._seen: dict[str, bytearray] = {}
+        self._arrays: HeldArrays | None = None  # the finder's tables as arrays (reach_arrays), while it holds them all
+        self._seen_arrays: dict[str, np.ndarray] = {}  # as _seen, for the walk by arrays
 
     def __contains__(self, hexdigest: str) -> bool:
         return self.reached(bytes.fromhex(hexdigest))
@@ -156,6 +162,8 @@ class Reach:
         waiting: _Waiting = {}
         current: edges.PackEdges | None = None
         finder = self._find_rows() if self._cached else None
+        held = self._held_arrays(finder) if finder is not None else None
+        walking: PackArrays | None = None  # `current` as arrays, with `held`
         rows, others, uncached = self._rows, self._others, self._uncached
         while True:
             while stack:
@@ -177,6 +185,9 @@ class Reach:
                                 later[1].append((digest, offset))
                             continue
                         at = current.position(digest, offset)
+                        if at is not None and walking is not None:
+                            self._walk_arrays(walking, [at], [row], stack, waiting)
+                            continue
                         if at is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
                             self._walk(current, [(digest, offset, row)], stack, finder, waiting)
                             continue
@@ -187,7 +198,7 @@ class Reach:
                 if self.missing:
                     self.missing.pop(digest.hex(), None)
                 if found is not None and found[0] >= 0:
-                    rows[found[0]] = 1
+                    rows[found[0]] = 1  # (marks: this bytearray, or a view of it made by the walk by arrays)
                 else:
                     others.add(digest)
                 stack.extend((bytes.fromhex(hexdigest), digest) for hexdigest in names)
@@ -195,7 +206,7 @@ class Reach:
                 return len(self) - before
             pack, (later_rows, later_small) = waiting.popitem()
             assert finder is not None  # (only a cached walk waits)
-            current = None  # (released before the next is read)
+            current = walking = None  # (released before the next is read)
             runtime = self.store.runtime
             current = edges.load(self.store.root, runtime.packs_dir, pack)
             if current is None:  # (a pack sealed before writers wrote them, or by a writer killed first)
@@ -206,9 +217,125 @@ class Reach:
             if current is None:
                 self._uncached.add(pack)  # its objects are read
                 stack = [(digest, None) for digest, _, _ in starts]
+            elif held is not None:
+                walking, stack = self._take_up(current, held, later_rows, later_small, finder, waiting)
             else:  # those the file covers walked from their rows at once, the others left on the stack
                 stack = self._walk(current, starts, [], finder, waiting)
             del later_rows, later_small, starts
+
+    def _held_arrays(self, finder: HeldObjects) -> HeldArrays | None:
+        """The finder's tables as arrays, for the walk by arrays; None if some are looked up in place (past HELD: that
+        walk is the one by rows)."""
+        if self._arrays is not None and self._arrays.finder is finder:
+            return self._arrays
+        self._arrays = None
+        if finder._rest:
+            return None
+        from clawstore.store.reach_arrays import HeldArrays  # (numpy: only this walk pays its import)
+
+        self._arrays = HeldArrays(finder)
+        return self._arrays
+
+    def _take_up(self, found: edges.PackEdges, held: HeldArrays, later_rows: array[int],
+                 later_small: list[tuple[bytes, int]], finder: HeldObjects, waiting: _Waiting
+                 ) -> tuple[PackArrays, list[tuple[bytes, bytes | None]]]:
+        """Walk the objects waiting for the pack `found` is about (by arrays); what is left to look up (returned):
+        those its file does not cover."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import PackArrays, as_rows
+
+        seen = self._seen_arrays.get(found.pack)
+        if seen is None or len(seen) != len(found.known) // _ID:
+            seen = self._seen_arrays[found.pack] = np.zeros(len(found.known) // _ID, np.uint8)
+        walking = PackArrays(found, held, seen)
+        waited = as_rows(later_rows)
+        at = walking.file_rows(waited)
+        matched = at >= 0
+        matched[matched] = walking.covers[at[matched]]
+        starts, start_rows = at[matched].tolist(), waited[matched].tolist()
+        stack: list[tuple[bytes, bytes | None]] = []
+        # (the rest as the walk by rows takes them: found by offset, or looked up)
+        rest = chain(((*finder.digest_offset(row), row) for row in waited[~matched].tolist()),
+                     ((digest, offset, -1) for digest, offset in later_small))
+        for digest, offset, row in rest:
+            position = found.position(digest, offset)
+            if position is None:
+                stack.append((digest, None))
+            else:
+                starts.append(position)
+                start_rows.append(row)
+        self._walk_arrays(walking, starts, start_rows, stack, waiting)
+        return walking, stack
+
+    def _walk_arrays(self, walking: PackArrays, starts: list[int], start_rows: list[int],
+                     stack: list[tuple[bytes, bytes | None]], waiting: _Waiting) -> None:
+        """`_walk` by arrays: mark the file rows `starts` (at the index rows `start_rows`, -1: by digest) and what they
+        reach in this pack a frontier at a time (the tokens of the frontier's rows gathered, those seen dropped); an id
+        of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
+        matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import gather
+
+        held = self._arrays
+        assert held is not None
+        marks = np.frombuffer(self._rows, dtype=np.uint8)  # (a view: written through)
+        seen, rows, known, ids = walking.seen, walking.rows, walking.known, walking.found.known
+        uncached = np.zeros(len(held.packs) + 1, bool)  # (the last: no pack, as -1 indexes it)
+        for pack in self._uncached:
+            if pack in held.number:
+                uncached[held.number[pack]] = True
+        own_pack = held.number.get(walking.pack, -2)
+        frontier = np.array(starts, np.int64)
+        frontier_rows = np.array(start_rows, np.int64)
+        fresh = seen[frontier] != _WALKED  # (one stacked from here comes back as a start)
+        frontier, first = np.unique(frontier[fresh], return_index=True)
+        frontier_rows = frontier_rows[fresh][first]
+        while len(frontier):
+            seen[frontier] = _WALKED
+            self._mark_rows(marks, ids, frontier, frontier_rows)
+            tokens, parents = gather(walking.starts, walking.tokens, frontier)
+            fresh = seen[tokens] == 0
+            tokens, first = np.unique(tokens[fresh], return_index=True)
+            parents = parents[fresh][first]
+            seen[tokens] = _STACKED  # (those walked below become _WALKED with their frontier)
+            own = tokens < rows
+            mine, mine_parents = walking.alias[tokens[own]], parents[own]
+            index_rows = walking.index_row[mine]
+            walkable = walking.covers[mine] & (index_rows >= 0)
+            frontier, frontier_rows = mine[walkable], index_rows[walkable]
+            unmarked = marks[frontier_rows] == 0  # (one marked has its closure marked, or on its way)
+            frontier, frontier_rows = frontier[unmarked], frontier_rows[unmarked]
+            # The rest looked up: another pack's ids, and this pack's rows the file does not cover or the index names
+            # elsewhere (a blob stored twice: the index's copy is walked)
+            other = np.concatenate((tokens[~own], mine[~walkable]))
+            other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
+            if not len(other):
+                continue
+            found_rows, found_packs = held.lookup(known[other])
+            waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
+            _push(stack, ids, other[~waits], other_parents[~waits])
+            found_rows, found_packs = found_rows[waits], found_packs[waits]
+            unmarked = marks[found_rows] == 0
+            found_rows, found_packs = found_rows[unmarked], found_packs[unmarked]
+            if not len(found_rows):
+                continue
+            order = np.argsort(found_packs, kind="stable")
+            found_rows, found_packs = found_rows[order], found_packs[order]
+            packs, cuts = np.unique(found_packs, return_index=True)
+            for number, part in zip(packs.tolist(), np.split(found_rows, cuts[1:]), strict=True):
+                name = held.packs[number]
+                (waiting.get(name) or waiting.setdefault(name, (array("q"), [])))[0].frombytes(part.tobytes())
+
+    def _mark_rows(self, marks: np.ndarray, ids: bytes, file_rows: np.ndarray, index_rows: np.ndarray) -> None:
+        """Mark each file row at its index row (-1: by its digest, a small segment's object)."""
+        marks[index_rows[index_rows >= 0]] = 1
+        for row in file_rows[index_rows < 0].tolist():
+            self._others.add(ids[row * _ID:(row + 1) * _ID])
+        if self.missing:
+            for row in file_rows.tolist():
+                self.missing.pop(ids[row * _ID:(row + 1) * _ID].hex(), None)
 
     def _find_rows(self) -> HeldObjects:
         """The index's object look-up as it stands now, without listing it again on a miss (what it lacks is asked the
@@ -306,6 +433,12 @@ class Reach:
             if missing:
                 missing.pop(known[at * _ID:at * _ID + _ID].hex(), None)
         return stack
+
+
+def _push(stack: list[tuple[bytes, bytes | None]], ids: bytes, rows: np.ndarray, parents: np.ndarray) -> None:
+    """Stack the ids at `rows` of a file's `ids`, each named by the one at its parent's row."""
+    for row, parent in zip(rows.tolist(), parents.tolist(), strict=True):
+        stack.append((ids[row * _ID:(row + 1) * _ID], ids[parent * _ID:(parent + 1) * _ID]))
 
 
 def _offset(finder: HeldObjects, digest: bytes) -> int:

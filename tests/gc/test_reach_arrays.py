@@ -1,0 +1,87 @@
+"""gc's walk by arrays (store/reach_arrays.py) reaches exactly what the walk by rows and the plainest walk reach, on an
+index of several tables with what the arrays leave to a look-up an object at a time: a small segment's objects in a
+pack a table also names (one named from a tabled object of its own pack), ids of objects never stored, a pack gc
+writes the edges file of; and gc's dry-run report is the same either way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import blake3
+import pytest
+
+from clawstore.store import Store, edges, reach
+from clawstore.store.core import index
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.reach import Reach
+from clawstore.store.services.gc import collect
+from tests.gc.test_reach_many import _graph, _reference_walk
+from tests.support.storefiles import age_packs, pack_files
+
+
+def _named_before_stored(store: Store) -> str:
+    """Objects of one pack, most in the index's tables, whose first names one stored last (a small segment's: its id
+    known before its bytes were put), which names tabled objects of that pack in turn."""
+    leaves = [store.put_json({"leaf": i}) for i in range(40)]
+    late = json.dumps({"late": leaves[:20]}).encode()
+    late_id = PREFIX + blake3.blake3(late).hexdigest()
+    first = store.put_json({"names": late_id, "and": leaves[20:25]})
+    for i in range(60):  # (commits enough to merge the ones above into a table)
+        store.put_json({"pad": i, "leaf": leaves[i % 40]})
+    assert store.put_bytes(late) == late_id
+    return first
+
+
+def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)  # each commit's segment merged into tables, as at scale
+    store = Store(tmp_path / "store")
+    roots = [_graph(store, 1500, seed=11)]
+    roots.append(_named_before_stored(store))
+    store.runtime.close_writer()
+    roots.append(store.put_json({"another": roots[0], "small": store.put_json({"small": "segment"})}))
+    store.runtime.close_writer()
+    snapshot = store.runtime.index.snapshot()
+    assert len(snapshot.entries.tables) >= 2 and snapshot.entries.objects  # (tables, and small segments)
+    assert len(pack_files(store)) >= 4
+    return store, roots
+
+
+def _walk(store: Store, roots: list[str], by_arrays: bool) -> Reach:
+    walk = Reach(Store(store.root, create=False), cached=True)
+    if not by_arrays:
+        walk._held_arrays = lambda finder: None  # type: ignore[method-assign]
+    walk.mark(roots[:1])
+    walk.mark(roots[1:])  # (a second mark: marks, seen rows and waiting kept between marks)
+    assert (walk._arrays is not None) == by_arrays
+    return walk
+
+
+def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, roots = _store(tmp_path, monkeypatch)
+    for pack in pack_files(store)[:1]:  # (a pack without its file: gc writes it when the walk takes the pack up)
+        edges.edges_path(store.root, pack.name.split(".")[0]).unlink(missing_ok=True)
+    reached, missing = _reference_walk(store, roots)
+    by_rows, by_arrays = _walk(store, roots, False), _walk(store, roots, True)
+    assert len(reached) > 500 and missing
+    for walk in (by_rows, by_arrays):
+        assert walk.marked == reached
+        assert len(walk) == len(reached)
+        assert set(walk.missing) == missing
+        assert all(walk.missing[hexdigest] in reached for hexdigest in missing)  # (who named it: a reached object)
+        assert walk.mark(roots) == 0
+    assert by_arrays.loads <= by_rows.loads + 1
+
+
+def test_a_gc_dry_run_reports_the_same_by_arrays_and_by_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, roots = _store(tmp_path, monkeypatch)
+    store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
+    age_packs(store, 7200)
+    reports = []
+    for held in (reach.HELD, 0):  # (HELD 0: every table looked up in place, the walk by rows)
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(store.root, create=False), grace_s=0, dry_run=True).to_json()
+        reports.append({name: value for name, value in report.items() if name != "seconds"})
+    assert reports[0] == reports[1]
+    assert reports[0]["objects_deleted"] and reports[0]["reachable"]
