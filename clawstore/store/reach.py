@@ -109,8 +109,52 @@ class Reach:
     def reached(self, digest: bytes) -> bool:
         if digest in self._others:
             return True
-        found = self._finder.row_of(digest) if self._finder is not None else None
+        found = self._finder.row_of(digest) if self._finder is not None else None  # (many at once: reached_many)
         return found is not None and found[0] >= 0 and self._rows[found[0]] == 1
+
+    def _row_of(self, digest: bytes) -> tuple[int, str] | None:
+        """The finder's `row_of`, by the arrays while they are the finder's (its fan-outs then never built)."""
+        finder, held = self._finder, self._arrays
+        assert finder is not None
+        if held is None or held.finder is not finder:
+            return finder.row_of(digest)
+        loc = finder._objects.get(digest)
+        if loc is not None:
+            return -1, loc[0]
+        import numpy as np
+
+        from clawstore.store.reach_arrays import NOT_FOUND
+
+        rows, packs = held.lookup(np.array([digest], dtype="S32"))
+        row = int(rows[0])
+        if row >= 0:
+            return row, held.packs[int(packs[0])]
+        return None if row == NOT_FOUND else finder.row_of(digest)  # (ids sharing a key: compared whole)
+
+    def reached_many(self, digests: list[bytes]) -> list[bool]:
+        """`reached` of each digest: by arrays when the walk was (one look-up for all), else one at a time."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder or not digests:
+            return list(map(self.reached, digests))
+        import numpy as np
+
+        from clawstore.store.reach_arrays import NOT_FOUND, SMALL
+
+        rows, _ = held.lookup(np.array(digests, dtype="S32"))
+        marks = np.frombuffer(self._rows, dtype=np.uint8)
+        found = np.zeros(len(rows), bool)
+        found[rows >= 0] = marks[rows[rows >= 0]] == 1
+        answers = found.tolist()
+        objects = self._finder._objects  # (a small segment's object: row_of's -1, reached only by digest)
+        for at in np.flatnonzero(rows == SMALL).tolist():
+            answers[at] = digests[at] in self._others if digests[at] in objects else self.reached(digests[at])
+        for at in np.flatnonzero(rows == NOT_FOUND).tolist():  # (the index lacks it)
+            answers[at] = digests[at] in self._others
+        if self._others:  # (marked by digest: e.g. in a table merged away since)
+            others = self._others
+            for at in np.flatnonzero((rows >= 0) & ~found).tolist():
+                answers[at] = digests[at] in others
+        return answers
 
     def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
         """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is
@@ -118,8 +162,9 @@ class Reach:
         firsts = {name: first for name, first, _ in self._finder.tables()} if self._finder is not None else {}
         streams = [self._table_objects(table, firsts.get(table.name)) for table in entries.tables]
         if entries.objects:
-            reached = self.reached
-            streams.append((digest, loc, reached(digest)) for digest, loc in sorted(entries.objects.items()))
+            small = sorted(entries.objects.items())
+            answers = self.reached_many([digest for digest, _ in small])
+            streams.append((digest, loc, is_reached) for (digest, loc), is_reached in zip(small, answers, strict=True))
         last: tuple[bytes, Loc, bool] | None = None
         for item in heapq.merge(*streams, key=itemgetter(0)) if len(streams) > 1 else chain(*streams):
             if last is not None and item[0] == last[0]:  # (in two segments: the first's place, reached if either is)
@@ -170,7 +215,7 @@ class Reach:
                 digest, parent = stack.pop()
                 if digest in others:
                     continue
-                found = finder.row_of(digest) if finder is not None else None
+                found = self._row_of(digest) if finder is not None else None
                 if found is not None:
                     row, pack = found
                     if row >= 0 and rows[row]:
@@ -360,7 +405,7 @@ class Reach:
                     self._others.add(old.at_row(row)[0])
                     row = marks.find(1, row + 1, first + n)
         self._finder, self._rows = None, bytearray()  # (released before the next is read)
-        finder = HeldObjects(view.entries, HELD)
+        finder = HeldObjects(view.entries, HELD, fanned=False)  # (the walk by arrays may never need its fan-outs)
         marks = bytearray(finder.rows)
         for name, first, n in finder.tables():
             if name in kept:

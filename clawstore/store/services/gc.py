@@ -10,7 +10,9 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
@@ -245,7 +247,8 @@ class _Plan:
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
-        for digest in [d for d in self.doomed_objects if reach.reached(d)]:
+        doomed = list(self.doomed_objects)
+        for digest in [d for d, is_reached in zip(doomed, reach.reached_many(doomed), strict=True) if is_reached]:
             self.objects[digest] = self.doomed_objects.pop(digest)
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
@@ -261,13 +264,12 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
-    reached = reach.reached
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
-    for key, entry in view.actions.items():
+    for key, entry, is_reached in _actions_reached(view, reach):
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if reached(entry.record):  # (a kept entry is a root: its record, reached, already holds its closure)
+        if is_reached:  # (a kept entry is a root: its record, reached, already holds its closure)
             pass
         elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
@@ -278,7 +280,9 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if held:
             actions[key] = entry
     reach.mark(kept_records)
-    for key in [k for k, e in doomed_actions.items() if e.record is not None and reach.reached(e.record)]:
+    unreached = [(key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None]
+    answers = reach.reached_many([record for _, record in unreached])
+    for key in [key for (key, _), is_reached in zip(unreached, answers, strict=True) if is_reached]:
         entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
@@ -333,6 +337,18 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         report.packs_rewritten += len(small)
         report.pack_bytes_freed += sum(overhead for _, overhead in small)
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
+
+
+_ACTIONS_AT_ONCE = 16384  # entries whose records are asked `reached` at once (one look-up by arrays for them all)
+
+
+def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:
+    """Each action entry of the view and whether its record is reached (False for a removed entry)."""
+    entries = iter(view.actions.items())
+    while chunk := list(islice(entries, _ACTIONS_AT_ONCE)):
+        answers = iter(reach.reached_many([entry.record for _, entry in chunk if entry.record is not None]))
+        for key, entry in chunk:
+            yield key, entry, entry.record is not None and next(answers)
 
 
 def _take_plan_counts(report: GcReport, planned: GcReport) -> None:
