@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from clawstore.store.core.objects import ObjectStore
-    from clawstore.store.reach_arrays import HeldArrays, PackArrays
+    from clawstore.store.reach_arrays import HeldArrays, PackArrays, Tally
 
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _ID = 32
@@ -155,6 +155,17 @@ class Reach:
             for at in np.flatnonzero((rows >= 0) & ~found).tolist():
                 answers[at] = digests[at] in others
         return answers
+
+    def tally(self, entries: Entries) -> Tally | None:
+        """The objects of `entries`' big tables counted by arrays (reach_arrays.tally); None unless the walk was by
+        arrays over exactly these tables (then `objects_of` streams them)."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder or self._finder is None \
+                or [table.name for table in entries.tables] != [name for name, _, _ in self._finder.tables()]:
+            return None
+        from clawstore.store.reach_arrays import tally
+
+        return tally(held, self._rows, self._others)
 
     def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
         """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is

@@ -9,20 +9,23 @@ look-up an object at a time. docs/gc-and-archives.md (Details by module, store/r
 
 from __future__ import annotations
 
+import struct
 from array import array
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clawstore.store.core.index import HeldObjects
+from clawstore.store.core.index import HeldObjects, Loc
 
 if TYPE_CHECKING:
     from clawstore.store.core.edgefile import PackEdges
 
 _ID = 32
+_OBJ = struct.Struct("<32sIQQ")  # an index table's object row (index._OBJ)
 # An object row of an index table (index._OBJ, 52 bytes): its digest, its first 8 bytes as a sort key, slot, offset
-_ROW = np.dtype({"names": ["digest", "key", "slot", "offset"], "formats": ["S32", ">u8", "<u4", "<u8"],
-                 "offsets": [0, 0, 32, 36], "itemsize": 52})
+_ROW = np.dtype({"names": ["digest", "key", "slot", "offset", "length"], "formats": ["S32", ">u8", "<u4", "<u8", "<u8"],
+                 "offsets": [0, 0, 32, 36, 44], "itemsize": 52})
 NOT_FOUND = -1  # no held row: the caller looks it up (the index may lack it)
 SMALL = -2  # a small segment's object (row_of's row -1), or an id whose key another shares: looked up by the caller
 
@@ -152,6 +155,51 @@ class HeldArrays:
         if not found_rows:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, "S32")
         return np.concatenate(found_rows), np.concatenate(found_offsets), np.concatenate(found_digests)
+
+
+@dataclass
+class Tally:
+    """The index's big tables' objects as a plan that does not hold them needs them: how many, the reached ones' stored
+    bytes and count per pack, and the others (digest, where), in no particular order."""
+
+    objects: int
+    reached: dict[str, tuple[int, int]]  # pack -> (objects, stored bytes)
+    unreached: list[tuple[bytes, Loc]]
+
+
+def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | None:
+    """Tally the held tables by their marks (a byte a row; an object marked by digest in `others` too); None if an
+    object is in two rows (the plan then merges them as it streams) or a row names a slot its table lacks."""
+    if any(first is not None for first in held._first):
+        return None  # (an object in two tables, or a table's and a small segment's)
+    marked = np.frombuffer(marks, dtype=np.uint8)
+    wanted = np.sort(keys_of(np.array(list(others), dtype="S32"))) if others else None
+    count, per_pack = 0, np.zeros(len(held.packs), np.int64)
+    stored = np.zeros(len(held.packs), np.int64)
+    unreached: list[tuple[bytes, Loc]] = []
+    for (view, keys, first, slots), rows in zip(held._tables, held._bytes, strict=True):
+        n = len(view)
+        if n > 1 and ((keys[1:] == keys[:-1]) & (view["digest"][1:] == view["digest"][:-1])).any():
+            return None  # (twice in one table)
+        slot = view["slot"].astype(np.int64)
+        if n and slot.max() >= len(slots):
+            return None
+        pack = slots[slot]
+        reached = marked[first:first + n] == 1
+        if wanted is not None and len(wanted):
+            at = search(wanted, keys)
+            at[at == len(wanted)] = 0
+            for row in np.flatnonzero((wanted[at] == keys) & ~reached).tolist():  # (whole ids compared)
+                reached[row] = rows[row * 52:row * 52 + _ID] in others
+        count += n
+        per_pack += np.bincount(pack[reached], minlength=len(held.packs))
+        stored += np.bincount(pack[reached], weights=view["length"][reached],
+                              minlength=len(held.packs)).astype(np.int64)  # (exact: sums below 2**53)
+        for row in np.flatnonzero(~reached).tolist():
+            _, slot_at, offset, length = _OBJ.unpack_from(rows, row * 52)
+            unreached.append((rows[row * 52:row * 52 + _ID], (held.packs[int(slots[slot_at])], offset, length)))
+    return Tally(count, {held.packs[i]: (int(per_pack[i]), int(stored[i])) for i in np.flatnonzero(per_pack)},
+                 unreached)
 
 
 class PackArrays:

@@ -6,6 +6,7 @@ writes the edges file of; and gc's dry-run report is the same either way."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import blake3
@@ -74,14 +75,30 @@ def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_
     assert by_arrays.loads <= by_rows.loads + 1
 
 
-def test_a_gc_dry_run_reports_the_same_by_arrays_and_by_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally): the same report."""
     store, roots = _store(tmp_path, monkeypatch)
     store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
     age_packs(store, 7200)
-    reports = []
-    for held in (reach.HELD, 0):  # (HELD 0: every table looked up in place, the walk by rows)
+    shutil.copytree(store.root, tmp_path / "copy")
+    tallied: list[bool] = []  # whether each plan that did not hold its objects counted them by arrays
+    tally = Reach.tally
+
+    def counted(self: Reach, entries: index.Entries) -> object:
+        found = tally(self, entries)
+        tallied.append(found is not None)
+        return found
+
+    monkeypatch.setattr(Reach, "tally", counted)
+    reports, kept = [], []
+    for held, root in ((reach.HELD, store.root), (0, tmp_path / "copy")):  # (HELD 0: the walk by rows)
         monkeypatch.setattr(reach, "HELD", held)
-        report = collect(Store(store.root, create=False), grace_s=0, dry_run=True).to_json()
-        reports.append({name: value for name, value in report.items() if name != "seconds"})
-    assert reports[0] == reports[1]
-    assert reports[0]["objects_deleted"] and reports[0]["reachable"]
+        for dry_run in (True, False):
+            report = collect(Store(root, create=False), grace_s=0, dry_run=dry_run).to_json()
+            reports.append({name: value for name, value in report.items() if name != "seconds"})
+        kept.append(sorted(Store(root, create=False).iter_objects()))
+    assert reports[0] == reports[2] and reports[1] == reports[3]
+    assert reports[0]["objects_deleted"] and reports[0]["reachable"] and reports[0]["packs_rewritten"]
+    assert kept[0] == kept[1] and len(kept[0]) == reports[0]["reachable"]
+    assert tallied[0] and not tallied[-1]  # (by arrays, then by rows)

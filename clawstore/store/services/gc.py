@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
@@ -21,6 +21,7 @@ from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
     ActionEntry,
+    Entries,
     IndexSnapshot,
     Loc,
     Segment,
@@ -291,7 +292,18 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
                             if e.record is not None)
     objects: dict[bytes, Loc] = {}
     doomed: dict[bytes, Loc] = {}
-    for digest, loc, is_reached in reach.objects_of(view.entries):
+    # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
+    # pack), and only the others and the small segments' streamed
+    tally = None if held else reach.tally(view.entries)
+    if tally is None:
+        stream = reach.objects_of(view.entries)
+    else:
+        report.objects_seen += tally.objects - len(tally.unreached)
+        for pack, (count, stored) in tally.reached.items():
+            live[pack] = live.get(pack, 0) + stored + count * BLOB_HEAD_SIZE
+        stream = chain(((digest, loc, False) for digest, loc in tally.unreached),
+                       reach.objects_of(Entries(objects=view.entries.objects)))
+    for digest, loc, is_reached in stream:
         report.objects_seen += 1
         if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
