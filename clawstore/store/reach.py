@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from clawstore.store.core.objects import ObjectStore
-    from clawstore.store.reach_arrays import HeldArrays, PackArrays, Tally
+    from clawstore.store.reach_arrays import ActionTally, HeldArrays, PackArrays, Tally
 
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _ID = 32
@@ -131,31 +131,6 @@ class Reach:
             return row, held.packs[int(packs[0])]
         return None if row == NOT_FOUND else finder.row_of(digest)  # (ids sharing a key: compared whole)
 
-    def reached_many(self, digests: list[bytes]) -> list[bool]:
-        """`reached` of each digest: by arrays when the walk was (one look-up for all), else one at a time."""
-        held = self._arrays
-        if held is None or held.finder is not self._finder or not digests:
-            return list(map(self.reached, digests))
-        import numpy as np
-
-        from clawstore.store.reach_arrays import NOT_FOUND, SMALL
-
-        rows, _ = held.lookup(np.array(digests, dtype="S32"))
-        marks = np.frombuffer(self._rows, dtype=np.uint8)
-        found = np.zeros(len(rows), bool)
-        found[rows >= 0] = marks[rows[rows >= 0]] == 1
-        answers = found.tolist()
-        objects = self._finder._objects  # (a small segment's object: row_of's -1, reached only by digest)
-        for at in np.flatnonzero(rows == SMALL).tolist():
-            answers[at] = digests[at] in self._others if digests[at] in objects else self.reached(digests[at])
-        for at in np.flatnonzero(rows == NOT_FOUND).tolist():  # (the index lacks it)
-            answers[at] = digests[at] in self._others
-        if self._others:  # (marked by digest: e.g. in a table merged away since)
-            others = self._others
-            for at in np.flatnonzero((rows >= 0) & ~found).tolist():
-                answers[at] = digests[at] in others
-        return answers
-
     def tally(self, entries: Entries) -> Tally | None:
         """The objects of `entries`' big tables counted by arrays (reach_arrays.tally); None unless the walk was by
         arrays over exactly these tables (then `objects_of` streams them)."""
@@ -166,6 +141,48 @@ class Reach:
         from clawstore.store.reach_arrays import tally
 
         return tally(held, self._rows, self._others)
+
+    def tally_actions(self, entries: Entries) -> ActionTally | None:
+        """The action entries of `entries`' big tables counted by arrays (reach_arrays.tally_actions, their records
+        looked up at once); None unless the walk was by arrays (then the entries are streamed)."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder:
+            return None
+        from clawstore.store.reach_arrays import tally_actions
+
+        return tally_actions(list(entries.tables), list(entries.actions), self._reached_ids)
+
+    def reached_many(self, digests: list[bytes]) -> list[bool]:
+        """`reached` of each digest: by arrays when the walk was (one look-up for all), else one at a time."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder or not digests:
+            return list(map(self.reached, digests))
+        import numpy as np
+
+        return self._reached_ids(np.array(digests, dtype="S32")).tolist()  # type: ignore[no-any-return]
+
+    def _reached_ids(self, ids: np.ndarray) -> np.ndarray:
+        """`reached` of each id of an `S32` array, by the arrays (which are the finder's)."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import NOT_FOUND, SMALL
+
+        held = self._arrays
+        assert held is not None and self._finder is not None
+        rows, _ = held.lookup(ids)
+        marks = np.frombuffer(self._rows, dtype=np.uint8)
+        found = np.zeros(len(rows), bool)
+        found[rows >= 0] = marks[rows[rows >= 0]] == 1
+        objects, others = self._finder._objects, self._others  # (a small segment's object: reached only by digest)
+        for at in np.flatnonzero(rows == SMALL).tolist():  # (np.bytes_ drops trailing zero bytes: tobytes)
+            digest = ids[at:at + 1].tobytes()
+            found[at] = digest in others if digest in objects else self.reached(digest)
+        for at in np.flatnonzero(rows == NOT_FOUND).tolist():  # (the index lacks it)
+            found[at] = ids[at:at + 1].tobytes() in others
+        if others:  # (marked by digest: e.g. in a table merged away since)
+            for at in np.flatnonzero((rows >= 0) & ~found).tolist():
+                found[at] = ids[at:at + 1].tobytes() in others
+        return found
 
     def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
         """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is

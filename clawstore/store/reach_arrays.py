@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clawstore.store.core.index import HeldObjects, Loc
+from clawstore.store.core.index import NO_RECORD, ActionEntry, HeldObjects, Loc, Table
 
 if TYPE_CHECKING:
     from clawstore.store.core.edgefile import PackEdges
 
 _ID = 32
 _OBJ = struct.Struct("<32sIQQ")  # an index table's object row (index._OBJ)
+_ACT = struct.Struct("<32s32sqIQ")  # and an action row (index._ACT)
 # An object row of an index table (index._OBJ, 52 bytes): its digest, its first 8 bytes as a sort key, slot, offset
 _ROW = np.dtype({"names": ["digest", "key", "slot", "offset", "length"], "formats": ["S32", ">u8", "<u4", "<u8", "<u8"],
                  "offsets": [0, 0, 32, 36, 44], "itemsize": 52})
@@ -200,6 +202,61 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
             unreached.append((rows[row * 52:row * 52 + _ID], (held.packs[int(slots[slot_at])], offset, length)))
     return Tally(count, {held.packs[i]: (int(per_pack[i]), int(stored[i])) for i in np.flatnonzero(per_pack)},
                  unreached)
+
+
+# An index table's action row (index._ACT, 84 bytes): key, record (NO_RECORD: removed), time, slot, offset
+_ACTION = np.dtype({"names": ["key", "sort", "record", "time", "slot", "offset"],
+                    "formats": ["S32", ">u8", "S32", "<i8", "<u4", "<u8"], "offsets": [0, 0, 32, 64, 72, 76],
+                    "itemsize": 84})
+_ACTION_ROWS = 16384  # action rows read and judged at once (1.4 MB)
+
+
+@dataclass
+class ActionTally:
+    """The index's action entries as a plan that does not hold them needs them: the entries whose record is reached,
+    counted per pack; the others (key, entry), removed ones left out."""
+
+    reached: dict[str, int]  # pack -> entries
+    unreached: list[tuple[bytes, ActionEntry]]
+
+
+def tally_actions(tables: list[Table], small: list[bytes], reached: Callable[[np.ndarray], np.ndarray]
+                  ) -> ActionTally | None:
+    """Tally the tables' action rows, `reached` answering for an `S32` array of records; None if a key is in two rows
+    (tables, or a table and the small segments' keys `small`: the newest entry of a key is then chosen by the merged
+    stream)."""
+    keys = [keys_of(np.array(small, dtype="S32"))] if small else []
+    for table in tables:
+        head = table._head
+        for first in range(0, head.n_actions, _ACTION_ROWS):
+            n = min(_ACTION_ROWS, head.n_actions - first)
+            rows = table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
+            keys.append(np.frombuffer(rows, dtype=_ACTION)["sort"].astype(np.uint64))
+    every = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
+    if len(np.unique(every)) != len(every):
+        return None  # (a key in two rows, or two keys sharing 8 bytes)
+    del keys, every
+    counts: dict[str, int] = {}
+    unreached: list[tuple[bytes, ActionEntry]] = []
+    for table in tables:
+        head, packs = table._head, table.packs
+        for first in range(0, head.n_actions, _ACTION_ROWS):
+            n = min(_ACTION_ROWS, head.n_actions - first)
+            rows = table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
+            view = np.frombuffer(rows, dtype=_ACTION)
+            slot = view["slot"].astype(np.int64)
+            if n and slot.max() >= len(packs):
+                return None  # (a damaged table: the stream names it)
+            live = view["record"] != NO_RECORD  # (a removed entry, left out)
+            answers = np.zeros(n, bool)
+            answers[live] = reached(view["record"][live])
+            for number, count in enumerate(np.bincount(slot[answers], minlength=len(packs)).tolist()):
+                if count:
+                    counts[packs[number]] = counts.get(packs[number], 0) + count
+            for row in np.flatnonzero(live & ~answers).tolist():
+                key, record, time_ns, slot_at, offset = _ACT.unpack_from(rows, row * _ACT.size)
+                unreached.append((key, ActionEntry(record, time_ns, packs[slot_at], offset)))
+    return ActionTally(counts, unreached)
 
 
 class PackArrays:

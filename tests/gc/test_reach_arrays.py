@@ -34,16 +34,30 @@ def _named_before_stored(store: Store) -> str:
     return first
 
 
+def _entries(store: Store, count: int) -> str:
+    """`count` action entries, a key of them twice (a newer entry); the records of every third named by the object
+    returned (the others' entries are doomed by a gc with no grace)."""
+    records = []
+    for i in range(count):
+        key = store.put_json({"node": i})
+        records.append(store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {}}))
+        if i == count // 2:
+            store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {"again": records[0]}})
+    return store.put_json({"records": records[::3]})
+
+
 def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
     monkeypatch.setattr(index, "SMALL_ROWS", 16)  # each commit's segment merged into tables, as at scale
     store = Store(tmp_path / "store")
     roots = [_graph(store, 1500, seed=11)]
-    roots.append(_named_before_stored(store))
+    records = _entries(store, 90)
+    roots += [_named_before_stored(store), records]
     store.runtime.close_writer()
     roots.append(store.put_json({"another": roots[0], "small": store.put_json({"small": "segment"})}))
     store.runtime.close_writer()
     snapshot = store.runtime.index.snapshot()
     assert len(snapshot.entries.tables) >= 2 and snapshot.entries.objects  # (tables, and small segments)
+    assert sum(table._head.n_actions for table in snapshot.entries.tables) > 50
     assert len(pack_files(store)) >= 4
     return store, roots
 
@@ -80,14 +94,15 @@ def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_s
     """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally): the same report."""
     store, roots = _store(tmp_path, monkeypatch)
     store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
+    store.set_ref("pins/records", roots[2])  # (a third of the entries' records reached: the others' entries doomed)
     age_packs(store, 7200)
     shutil.copytree(store.root, tmp_path / "copy")
-    tallied: list[bool] = []  # whether each plan that did not hold its objects counted them by arrays
-    tally = Reach.tally
+    tallied: list[tuple[bool, bool]] = []  # whether each plan not holding them counted objects and entries by arrays
+    tally, tally_actions = Reach.tally, Reach.tally_actions
 
     def counted(self: Reach, entries: index.Entries) -> object:
         found = tally(self, entries)
-        tallied.append(found is not None)
+        tallied.append((found is not None, tally_actions(self, entries) is not None))
         return found
 
     monkeypatch.setattr(Reach, "tally", counted)
@@ -101,4 +116,5 @@ def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_s
     assert reports[0] == reports[2] and reports[1] == reports[3]
     assert reports[0]["objects_deleted"] and reports[0]["reachable"] and reports[0]["packs_rewritten"]
     assert kept[0] == kept[1] and len(kept[0]) == reports[0]["reachable"]
-    assert tallied[0] and not tallied[-1]  # (by arrays, then by rows)
+    assert tallied[0] == (True, True) and tallied[-1] == (False, False)  # (by arrays, then by rows)
+    assert reports[0]["actions_deleted"]

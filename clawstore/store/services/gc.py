@@ -267,7 +267,17 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     doomed_actions: dict[bytes, ActionEntry] = {}
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
-    for key, entry, is_reached in _actions_reached(view, reach):
+    # Not held, the tables' entries are counted by arrays when the walk was (those whose record is reached, per pack),
+    # and only the others and the small segments' streamed
+    counted = None if held else reach.tally_actions(view.entries)
+    if counted is None:
+        stream = _actions_reached(view, reach)
+    else:
+        for pack, count in counted.reached.items():
+            live[pack] = live.get(pack, 0) + count * action_bytes
+        stream = chain(((key, entry, False) for key, entry in counted.unreached),
+                       _actions_reached(IndexSnapshot(view.loaded, Entries(actions=view.entries.actions)), reach))
+    for key, entry, is_reached in stream:
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
         if is_reached:  # (a kept entry is a root: its record, reached, already holds its closure)
