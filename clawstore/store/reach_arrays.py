@@ -232,8 +232,8 @@ def tally_actions(tables: list[Table], small: list[bytes], reached: Callable[[np
             n = min(_ACTION_ROWS, head.n_actions - first)
             rows = table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
             keys.append(np.frombuffer(rows, dtype=_ACTION)["sort"].astype(np.uint64))
-    every = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
-    if len(np.unique(every)) != len(every):
+    every = np.sort(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)  # (np.unique hashes: 100x slower)
+    if (every[1:] == every[:-1]).any():
         return None  # (a key in two rows, or two keys sharing 8 bytes)
     del keys, every
     counts: dict[str, int] = {}
