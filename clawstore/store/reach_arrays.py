@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -166,7 +166,8 @@ class Tally:
 
     objects: int
     reached: dict[str, tuple[int, int]]  # pack -> (objects, stored bytes)
-    unreached: list[tuple[bytes, Loc]]
+    unreached_count: int
+    unreached: Iterator[tuple[bytes, Loc]]  # (made as it is read: a gc deleting most of a store holds its plan too)
 
 
 def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | None:
@@ -178,7 +179,7 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
     wanted = np.sort(keys_of(np.array(list(others), dtype="S32"))) if others else None
     count, per_pack = 0, np.zeros(len(held.packs), np.int64)
     stored = np.zeros(len(held.packs), np.int64)
-    unreached: list[tuple[bytes, Loc]] = []
+    unreached: list[np.ndarray] = []  # per table, its rows not reached
     for (view, keys, first, slots), rows in zip(held._tables, held._bytes, strict=True):
         n = len(view)
         if n > 1 and ((keys[1:] == keys[:-1]) & (view["digest"][1:] == view["digest"][:-1])).any():
@@ -197,11 +198,16 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
         per_pack += np.bincount(pack[reached], minlength=len(held.packs))
         stored += np.bincount(pack[reached], weights=view["length"][reached],
                               minlength=len(held.packs)).astype(np.int64)  # (exact: sums below 2**53)
-        for row in np.flatnonzero(~reached).tolist():
-            _, slot_at, offset, length = _OBJ.unpack_from(rows, row * 52)
-            unreached.append((rows[row * 52:row * 52 + _ID], (held.packs[int(slots[slot_at])], offset, length)))
+        unreached.append(np.flatnonzero(~reached))
     return Tally(count, {held.packs[i]: (int(per_pack[i]), int(stored[i])) for i in np.flatnonzero(per_pack)},
-                 unreached)
+                 sum(len(rows) for rows in unreached), _unreached_objects(held, unreached))
+
+
+def _unreached_objects(held: HeldArrays, unreached: list[np.ndarray]) -> Iterator[tuple[bytes, Loc]]:
+    for (_, _, _, slots), rows, table_rows in zip(held._tables, held._bytes, unreached, strict=True):
+        for row in table_rows.tolist():
+            _, slot_at, offset, length = _OBJ.unpack_from(rows, row * 52)
+            yield rows[row * 52:row * 52 + _ID], (held.packs[int(slots[slot_at])], offset, length)
 
 
 # An index table's action row (index._ACT, 84 bytes): key, record (NO_RECORD: removed), time, slot, offset
@@ -217,7 +223,7 @@ class ActionTally:
     counted per pack; the others (key, entry), removed ones left out."""
 
     reached: dict[str, int]  # pack -> entries
-    unreached: list[tuple[bytes, ActionEntry]]
+    unreached: Iterator[tuple[bytes, ActionEntry]]  # (made as it is read, the rows read again)
 
 
 def tally_actions(tables: list[Table], small: list[bytes], reached: Callable[[np.ndarray], np.ndarray]
@@ -227,22 +233,19 @@ def tally_actions(tables: list[Table], small: list[bytes], reached: Callable[[np
     stream)."""
     keys = [keys_of(np.array(small, dtype="S32"))] if small else []
     for table in tables:
-        head = table._head
-        for first in range(0, head.n_actions, _ACTION_ROWS):
-            n = min(_ACTION_ROWS, head.n_actions - first)
-            rows = table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
-            keys.append(np.frombuffer(rows, dtype=_ACTION)["sort"].astype(np.uint64))
+        for first in range(0, table._head.n_actions, _ACTION_ROWS):
+            keys.append(np.frombuffer(_action_rows(table, first), dtype=_ACTION)["sort"].astype(np.uint64))
     every = np.sort(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)  # (np.unique hashes: 100x slower)
     if (every[1:] == every[:-1]).any():
         return None  # (a key in two rows, or two keys sharing 8 bytes)
     del keys, every
     counts: dict[str, int] = {}
-    unreached: list[tuple[bytes, ActionEntry]] = []
+    unreached: list[tuple[Table, int, np.ndarray]] = []  # (table, first row of a batch, its rows not reached)
     for table in tables:
         head, packs = table._head, table.packs
         for first in range(0, head.n_actions, _ACTION_ROWS):
-            n = min(_ACTION_ROWS, head.n_actions - first)
-            rows = table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
+            rows = _action_rows(table, first)
+            n = len(rows) // _ACT.size
             view = np.frombuffer(rows, dtype=_ACTION)
             slot = view["slot"].astype(np.int64)
             if n and slot.max() >= len(packs):
@@ -253,10 +256,24 @@ def tally_actions(tables: list[Table], small: list[bytes], reached: Callable[[np
             for number, count in enumerate(np.bincount(slot[answers], minlength=len(packs)).tolist()):
                 if count:
                     counts[packs[number]] = counts.get(packs[number], 0) + count
-            for row in np.flatnonzero(live & ~answers).tolist():
-                key, record, time_ns, slot_at, offset = _ACT.unpack_from(rows, row * _ACT.size)
-                unreached.append((key, ActionEntry(record, time_ns, packs[slot_at], offset)))
-    return ActionTally(counts, unreached)
+            if not answers[live].all():
+                unreached.append((table, first, np.flatnonzero(live & ~answers)))
+    return ActionTally(counts, _unreached_entries(unreached))
+
+
+def _action_rows(table: Table, first: int) -> bytes:
+    """The table's action rows from `first`, _ACTION_ROWS of them at most."""
+    head = table._head
+    n = min(_ACTION_ROWS, head.n_actions - first)
+    return table._read(head.actions_at + first * _ACT.size, head.actions_at + (first + n) * _ACT.size)
+
+
+def _unreached_entries(unreached: list[tuple[Table, int, np.ndarray]]) -> Iterator[tuple[bytes, ActionEntry]]:
+    for table, first, batch_rows in unreached:
+        rows = _action_rows(table, first)
+        for row in batch_rows.tolist():
+            key, record, time_ns, slot_at, offset = _ACT.unpack_from(rows, row * _ACT.size)
+            yield key, ActionEntry(record, time_ns, table.packs[slot_at], offset)
 
 
 class PackArrays:

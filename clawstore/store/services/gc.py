@@ -248,8 +248,8 @@ class _Plan:
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
-        doomed = list(self.doomed_objects)
-        for digest in [d for d, is_reached in zip(doomed, reach.reached_many(doomed), strict=True) if is_reached]:
+        doomed = ((digest, digest) for digest in self.doomed_objects)
+        for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
             self.objects[digest] = self.doomed_objects.pop(digest)
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
@@ -291,9 +291,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if held:
             actions[key] = entry
     reach.mark(kept_records)
-    unreached = [(key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None]
-    answers = reach.reached_many([record for _, record in unreached])
-    for key in [key for (key, _), is_reached in zip(unreached, answers, strict=True) if is_reached]:
+    records = ((key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None)
+    for key in [key for key, is_reached in _reached_chunks(records, reach) if is_reached]:
         entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
@@ -308,7 +307,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     if tally is None:
         stream = reach.objects_of(view.entries)
     else:
-        report.objects_seen += tally.objects - len(tally.unreached)
+        report.objects_seen += tally.objects - tally.unreached_count
         for pack, (count, stored) in tally.reached.items():
             live[pack] = live.get(pack, 0) + stored + count * BLOB_HEAD_SIZE
         stream = chain(((digest, loc, False) for digest, loc in tally.unreached),
@@ -361,16 +360,23 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
 
 
-_ACTIONS_AT_ONCE = 16384  # entries whose records are asked `reached` at once (one look-up by arrays for them all)
+_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
 
 
 def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:
     """Each action entry of the view and whether its record is reached (False for a removed entry)."""
     entries = iter(view.actions.items())
-    while chunk := list(islice(entries, _ACTIONS_AT_ONCE)):
+    while chunk := list(islice(entries, _ASKED_AT_ONCE)):
         answers = iter(reach.reached_many([entry.record for _, entry in chunk if entry.record is not None]))
         for key, entry in chunk:
             yield key, entry, entry.record is not None and next(answers)
+
+
+def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Iterator[tuple[bytes, bool]]:
+    """(name, whether the object `digest` is reached) of each (name, digest), asked _ASKED_AT_ONCE at a time (a gc
+    deleting most of a store asks it of every doomed object: not all of them held twice at once)."""
+    while chunk := list(islice(items, _ASKED_AT_ONCE)):
+        yield from zip((name for name, _ in chunk), reach.reached_many([digest for _, digest in chunk]), strict=True)
 
 
 def _take_plan_counts(report: GcReport, planned: GcReport) -> None:
