@@ -306,7 +306,8 @@ class Reach:
             return None
         from clawstore.store.reach_arrays import HeldArrays  # (numpy: only this walk pays its import)
 
-        self._arrays = HeldArrays(finder)
+        held = HeldArrays(finder)
+        self._arrays = held if held.in_order else None
         return self._arrays
 
     def _take_up(self, found: edges.PackEdges, held: HeldArrays, later_rows: array[int],

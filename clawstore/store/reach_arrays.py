@@ -66,6 +66,9 @@ class HeldArrays:
             self._tables.append((view, view["key"].astype(np.uint64), first, slots))
         self.packs = list(number)
         self.number = number
+        # Rows out of order (a damaged table) would make `searchsorted` miss objects that are there: such an index is
+        # walked by rows (whose look-ups refuse it, or find what it holds)
+        self.in_order = all(not (keys[1:] < keys[:-1]).any() for _, keys, _, _ in self._tables)
         small = list(finder._objects)
         self._small = set(small)
         self._small_keys = np.sort(keys_of(np.array(small, dtype="S32"))) if small else np.zeros(0, np.uint64)
