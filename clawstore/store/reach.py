@@ -22,7 +22,10 @@ from clawstore.store.edges import ID_RE, looks_json
 from clawstore.store.headdoc import head_fields, is_parted, iter_nodes
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from clawstore.store.core.objects import ObjectStore
+    from clawstore.store.reach_arrays import ActionTally, HeldArrays, PackArrays, Tally
 
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _ID = 32
@@ -30,6 +33,7 @@ _ID = 32
 # the biggest tables are looked up in place, a read a look-up.
 HELD = 64 << 20
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
+_STACKED, _WALKED = 1, 2  # the walk by arrays: a file's row or other id stacked (or made to wait) from it; walked
 
 
 def ids_in(data: bytes | memoryview) -> set[str]:
@@ -93,6 +97,8 @@ class Reach:
         self._others: set[bytes] = set()  # reached objects without such a row
         # pack -> a byte a row of its edges file (1 once the walk marked it), then one an other id (1 once stacked)
         self._seen: dict[str, bytearray] = {}
+        self._arrays: HeldArrays | None = None  # the finder's tables as arrays (reach_arrays), while it holds them all
+        self._seen_arrays: dict[str, np.ndarray] = {}  # as _seen, for the walk by arrays
 
     def __contains__(self, hexdigest: str) -> bool:
         return self.reached(bytes.fromhex(hexdigest))
@@ -103,8 +109,80 @@ class Reach:
     def reached(self, digest: bytes) -> bool:
         if digest in self._others:
             return True
-        found = self._finder.row_of(digest) if self._finder is not None else None
+        found = self._finder.row_of(digest) if self._finder is not None else None  # (many at once: reached_many)
         return found is not None and found[0] >= 0 and self._rows[found[0]] == 1
+
+    def _row_of(self, digest: bytes) -> tuple[int, str] | None:
+        """The finder's `row_of`, by the arrays while they are the finder's (its fan-outs then never built)."""
+        finder, held = self._finder, self._arrays
+        assert finder is not None
+        if held is None or held.finder is not finder:
+            return finder.row_of(digest)
+        loc = finder._objects.get(digest)
+        if loc is not None:
+            return -1, loc[0]
+        import numpy as np
+
+        from clawstore.store.reach_arrays import NOT_FOUND
+
+        rows, packs = held.lookup(np.array([digest], dtype="S32"))
+        row = int(rows[0])
+        if row >= 0:
+            return row, held.packs[int(packs[0])]
+        return None if row == NOT_FOUND else finder.row_of(digest)  # (ids sharing a key: compared whole)
+
+    def tally(self, entries: Entries) -> Tally | None:
+        """The objects of `entries`' big tables counted by arrays (reach_arrays.tally); None unless the walk was by
+        arrays over exactly these tables (then `objects_of` streams them)."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder or self._finder is None \
+                or [table.name for table in entries.tables] != [name for name, _, _ in self._finder.tables()]:
+            return None
+        from clawstore.store.reach_arrays import tally
+
+        return tally(held, self._rows, self._others)
+
+    def tally_actions(self, entries: Entries) -> ActionTally | None:
+        """The action entries of `entries`' big tables counted by arrays (reach_arrays.tally_actions, their records
+        looked up at once); None unless the walk was by arrays (then the entries are streamed)."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder:
+            return None
+        from clawstore.store.reach_arrays import tally_actions
+
+        return tally_actions(list(entries.tables), list(entries.actions), self._reached_ids)
+
+    def reached_many(self, digests: list[bytes]) -> list[bool]:
+        """`reached` of each digest: by arrays when the walk was (one look-up for all), else one at a time."""
+        held = self._arrays
+        if held is None or held.finder is not self._finder or not digests:
+            return list(map(self.reached, digests))
+        import numpy as np
+
+        return self._reached_ids(np.array(digests, dtype="S32")).tolist()  # type: ignore[no-any-return]
+
+    def _reached_ids(self, ids: np.ndarray) -> np.ndarray:
+        """`reached` of each id of an `S32` array, by the arrays (which are the finder's)."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import NOT_FOUND, SMALL
+
+        held = self._arrays
+        assert held is not None and self._finder is not None
+        rows, _ = held.lookup(ids)
+        marks = np.frombuffer(self._rows, dtype=np.uint8)
+        found = np.zeros(len(rows), bool)
+        found[rows >= 0] = marks[rows[rows >= 0]] == 1
+        objects, others = self._finder._objects, self._others  # (a small segment's object: reached only by digest)
+        for at in np.flatnonzero(rows == SMALL).tolist():  # (np.bytes_ drops trailing zero bytes: tobytes)
+            digest = ids[at:at + 1].tobytes()
+            found[at] = digest in others if digest in objects else self.reached(digest)
+        for at in np.flatnonzero(rows == NOT_FOUND).tolist():  # (the index lacks it)
+            found[at] = ids[at:at + 1].tobytes() in others
+        if others:  # (marked by digest: e.g. in a table merged away since)
+            for at in np.flatnonzero((rows >= 0) & ~found).tolist():
+                found[at] = ids[at:at + 1].tobytes() in others
+        return found
 
     def objects_of(self, entries: Entries) -> Iterator[tuple[bytes, Loc, bool]]:
         """Every object `entries` names, sorted by digest and each once (as `Entries.iter_objects`), and whether it is
@@ -112,8 +190,9 @@ class Reach:
         firsts = {name: first for name, first, _ in self._finder.tables()} if self._finder is not None else {}
         streams = [self._table_objects(table, firsts.get(table.name)) for table in entries.tables]
         if entries.objects:
-            reached = self.reached
-            streams.append((digest, loc, reached(digest)) for digest, loc in sorted(entries.objects.items()))
+            small = sorted(entries.objects.items())
+            answers = self.reached_many([digest for digest, _ in small])
+            streams.append((digest, loc, is_reached) for (digest, loc), is_reached in zip(small, answers, strict=True))
         last: tuple[bytes, Loc, bool] | None = None
         for item in heapq.merge(*streams, key=itemgetter(0)) if len(streams) > 1 else chain(*streams):
             if last is not None and item[0] == last[0]:  # (in two segments: the first's place, reached if either is)
@@ -156,13 +235,15 @@ class Reach:
         waiting: _Waiting = {}
         current: edges.PackEdges | None = None
         finder = self._find_rows() if self._cached else None
+        held = self._held_arrays(finder) if finder is not None else None
+        walking: PackArrays | None = None  # `current` as arrays, with `held`
         rows, others, uncached = self._rows, self._others, self._uncached
         while True:
             while stack:
                 digest, parent = stack.pop()
                 if digest in others:
                     continue
-                found = finder.row_of(digest) if finder is not None else None
+                found = self._row_of(digest) if finder is not None else None
                 if found is not None:
                     row, pack = found
                     if row >= 0 and rows[row]:
@@ -177,6 +258,9 @@ class Reach:
                                 later[1].append((digest, offset))
                             continue
                         at = current.position(digest, offset)
+                        if at is not None and walking is not None:
+                            self._walk_arrays(walking, [at], [row], stack, waiting)
+                            continue
                         if at is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
                             self._walk(current, [(digest, offset, row)], stack, finder, waiting)
                             continue
@@ -187,7 +271,7 @@ class Reach:
                 if self.missing:
                     self.missing.pop(digest.hex(), None)
                 if found is not None and found[0] >= 0:
-                    rows[found[0]] = 1
+                    rows[found[0]] = 1  # (marks: this bytearray, or a view of it made by the walk by arrays)
                 else:
                     others.add(digest)
                 stack.extend((bytes.fromhex(hexdigest), digest) for hexdigest in names)
@@ -195,7 +279,7 @@ class Reach:
                 return len(self) - before
             pack, (later_rows, later_small) = waiting.popitem()
             assert finder is not None  # (only a cached walk waits)
-            current = None  # (released before the next is read)
+            current = walking = None  # (released before the next is read)
             runtime = self.store.runtime
             current = edges.load(self.store.root, runtime.packs_dir, pack)
             if current is None:  # (a pack sealed before writers wrote them, or by a writer killed first)
@@ -206,9 +290,126 @@ class Reach:
             if current is None:
                 self._uncached.add(pack)  # its objects are read
                 stack = [(digest, None) for digest, _, _ in starts]
+            elif held is not None:
+                walking, stack = self._take_up(current, held, later_rows, later_small, finder, waiting)
             else:  # those the file covers walked from their rows at once, the others left on the stack
                 stack = self._walk(current, starts, [], finder, waiting)
             del later_rows, later_small, starts
+
+    def _held_arrays(self, finder: HeldObjects) -> HeldArrays | None:
+        """The finder's tables as arrays, for the walk by arrays; None if some are looked up in place (past HELD: that
+        walk is the one by rows)."""
+        if self._arrays is not None and self._arrays.finder is finder:
+            return self._arrays
+        self._arrays = None
+        if finder._rest:
+            return None
+        from clawstore.store.reach_arrays import HeldArrays  # (numpy: only this walk pays its import)
+
+        held = HeldArrays(finder)
+        self._arrays = held if held.in_order else None
+        return self._arrays
+
+    def _take_up(self, found: edges.PackEdges, held: HeldArrays, later_rows: array[int],
+                 later_small: list[tuple[bytes, int]], finder: HeldObjects, waiting: _Waiting
+                 ) -> tuple[PackArrays, list[tuple[bytes, bytes | None]]]:
+        """Walk the objects waiting for the pack `found` is about (by arrays); what is left to look up (returned):
+        those its file does not cover."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import PackArrays, as_rows
+
+        seen = self._seen_arrays.get(found.pack)
+        if seen is None or len(seen) != len(found.known) // _ID:
+            seen = self._seen_arrays[found.pack] = np.zeros(len(found.known) // _ID, np.uint8)
+        walking = PackArrays(found, held, seen)
+        waited = as_rows(later_rows)
+        at = walking.file_rows(waited)
+        matched = at >= 0
+        matched[matched] = walking.covers[at[matched]]
+        starts, start_rows = at[matched].tolist(), waited[matched].tolist()
+        stack: list[tuple[bytes, bytes | None]] = []
+        # (the rest as the walk by rows takes them: found by offset, or looked up)
+        rest = chain(((*finder.digest_offset(row), row) for row in waited[~matched].tolist()),
+                     ((digest, offset, -1) for digest, offset in later_small))
+        for digest, offset, row in rest:
+            position = found.position(digest, offset)
+            if position is None:
+                stack.append((digest, None))
+            else:
+                starts.append(position)
+                start_rows.append(row)
+        self._walk_arrays(walking, starts, start_rows, stack, waiting)
+        return walking, stack
+
+    def _walk_arrays(self, walking: PackArrays, starts: list[int], start_rows: list[int],
+                     stack: list[tuple[bytes, bytes | None]], waiting: _Waiting) -> None:
+        """`_walk` by arrays: mark the file rows `starts` (at the index rows `start_rows`, -1: by digest) and what they
+        reach in this pack a frontier at a time (the tokens of the frontier's rows gathered, those seen dropped); an id
+        of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
+        matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
+        import numpy as np
+
+        from clawstore.store.reach_arrays import gather
+
+        held = self._arrays
+        assert held is not None
+        marks = np.frombuffer(self._rows, dtype=np.uint8)  # (a view: written through)
+        seen, rows, known, ids = walking.seen, walking.rows, walking.known, walking.found.known
+        uncached = np.zeros(len(held.packs) + 1, bool)  # (the last: no pack, as -1 indexes it)
+        for pack in self._uncached:
+            if pack in held.number:
+                uncached[held.number[pack]] = True
+        own_pack = held.number.get(walking.pack, -2)
+        frontier = np.array(starts, np.int64)
+        frontier_rows = np.array(start_rows, np.int64)
+        fresh = seen[frontier] != _WALKED  # (one stacked from here comes back as a start)
+        frontier, first = np.unique(frontier[fresh], return_index=True)
+        frontier_rows = frontier_rows[fresh][first]
+        while len(frontier):
+            seen[frontier] = _WALKED
+            self._mark_rows(marks, ids, frontier, frontier_rows)
+            tokens, parents = gather(walking.starts, walking.tokens, frontier)
+            fresh = seen[tokens] == 0
+            tokens, first = np.unique(tokens[fresh], return_index=True)
+            parents = parents[fresh][first]
+            seen[tokens] = _STACKED  # (those walked below become _WALKED with their frontier)
+            own = tokens < rows
+            mine, mine_parents = walking.alias[tokens[own]], parents[own]
+            index_rows = walking.index_row[mine]
+            walkable = walking.covers[mine] & (index_rows >= 0)
+            frontier, frontier_rows = mine[walkable], index_rows[walkable]
+            unmarked = marks[frontier_rows] == 0  # (one marked has its closure marked, or on its way)
+            frontier, frontier_rows = frontier[unmarked], frontier_rows[unmarked]
+            # The rest looked up: another pack's ids, and this pack's rows the file does not cover or the index names
+            # elsewhere (a blob stored twice: the index's copy is walked)
+            other = np.concatenate((tokens[~own], mine[~walkable]))
+            other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
+            if not len(other):
+                continue
+            found_rows, found_packs = held.lookup(known[other])
+            waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
+            _push(stack, ids, other[~waits], other_parents[~waits])
+            found_rows, found_packs = found_rows[waits], found_packs[waits]
+            unmarked = marks[found_rows] == 0
+            found_rows, found_packs = found_rows[unmarked], found_packs[unmarked]
+            if not len(found_rows):
+                continue
+            order = np.argsort(found_packs, kind="stable")
+            found_rows, found_packs = found_rows[order], found_packs[order]
+            packs, cuts = np.unique(found_packs, return_index=True)
+            for number, part in zip(packs.tolist(), np.split(found_rows, cuts[1:]), strict=True):
+                name = held.packs[number]
+                (waiting.get(name) or waiting.setdefault(name, (array("q"), [])))[0].frombytes(part.tobytes())
+
+    def _mark_rows(self, marks: np.ndarray, ids: bytes, file_rows: np.ndarray, index_rows: np.ndarray) -> None:
+        """Mark each file row at its index row (-1: by its digest, a small segment's object)."""
+        marks[index_rows[index_rows >= 0]] = 1
+        for row in file_rows[index_rows < 0].tolist():
+            self._others.add(ids[row * _ID:(row + 1) * _ID])
+        if self.missing:
+            for row in file_rows.tolist():
+                self.missing.pop(ids[row * _ID:(row + 1) * _ID].hex(), None)
 
     def _find_rows(self) -> HeldObjects:
         """The index's object look-up as it stands now, without listing it again on a miss (what it lacks is asked the
@@ -233,7 +434,7 @@ class Reach:
                     self._others.add(old.at_row(row)[0])
                     row = marks.find(1, row + 1, first + n)
         self._finder, self._rows = None, bytearray()  # (released before the next is read)
-        finder = HeldObjects(view.entries, HELD)
+        finder = HeldObjects(view.entries, HELD, fanned=False)  # (the walk by arrays may never need its fan-outs)
         marks = bytearray(finder.rows)
         for name, first, n in finder.tables():
             if name in kept:
@@ -306,6 +507,12 @@ class Reach:
             if missing:
                 missing.pop(known[at * _ID:at * _ID + _ID].hex(), None)
         return stack
+
+
+def _push(stack: list[tuple[bytes, bytes | None]], ids: bytes, rows: np.ndarray, parents: np.ndarray) -> None:
+    """Stack the ids at `rows` of a file's `ids`, each named by the one at its parent's row."""
+    for row, parent in zip(rows.tolist(), parents.tolist(), strict=True):
+        stack.append((ids[row * _ID:(row + 1) * _ID], ids[parent * _ID:(parent + 1) * _ID]))
 
 
 def _offset(finder: HeldObjects, digest: bytes) -> int:

@@ -10,7 +10,9 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
@@ -19,6 +21,7 @@ from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
     ActionEntry,
+    Entries,
     IndexSnapshot,
     Loc,
     Segment,
@@ -245,7 +248,8 @@ class _Plan:
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
-        for digest in [d for d in self.doomed_objects if reach.reached(d)]:
+        doomed = ((digest, digest) for digest in self.doomed_objects)
+        for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
             self.objects[digest] = self.doomed_objects.pop(digest)
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
@@ -261,13 +265,22 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     kept_records: list[str] = []
     actions: dict[bytes, ActionEntry] = {}
     doomed_actions: dict[bytes, ActionEntry] = {}
-    reached = reach.reached
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
-    for key, entry in view.actions.items():
+    # Not held, the tables' entries are counted by arrays when the walk was (those whose record is reached, per pack),
+    # and only the others and the small segments' streamed
+    counted = None if held else reach.tally_actions(view.entries)
+    if counted is None:
+        stream = _actions_reached(view, reach)
+    else:
+        for pack, count in counted.reached.items():
+            live[pack] = live.get(pack, 0) + count * action_bytes
+        stream = chain(((key, entry, False) for key, entry in counted.unreached),
+                       _actions_reached(IndexSnapshot(view.loaded, Entries(actions=view.entries.actions)), reach))
+    for key, entry, is_reached in stream:
         if entry.record is None:
             continue  # a removed entry: the rewritten index simply omits it
-        if reached(entry.record):  # (a kept entry is a root: its record, reached, already holds its closure)
+        if is_reached:  # (a kept entry is a root: its record, reached, already holds its closure)
             pass
         elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
@@ -278,7 +291,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if held:
             actions[key] = entry
     reach.mark(kept_records)
-    for key in [k for k, e in doomed_actions.items() if e.record is not None and reach.reached(e.record)]:
+    records = ((key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None)
+    for key in [key for key, is_reached in _reached_chunks(records, reach) if is_reached]:
         entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
@@ -287,7 +301,18 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
                             if e.record is not None)
     objects: dict[bytes, Loc] = {}
     doomed: dict[bytes, Loc] = {}
-    for digest, loc, is_reached in reach.objects_of(view.entries):
+    # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
+    # pack), and only the others and the small segments' streamed
+    tally = None if held else reach.tally(view.entries)
+    if tally is None:
+        stream = reach.objects_of(view.entries)
+    else:
+        report.objects_seen += tally.objects - tally.unreached_count
+        for pack, (count, stored) in tally.reached.items():
+            live[pack] = live.get(pack, 0) + stored + count * BLOB_HEAD_SIZE
+        stream = chain(((digest, loc, False) for digest, loc in tally.unreached),
+                       reach.objects_of(Entries(objects=view.entries.objects)))
+    for digest, loc, is_reached in stream:
         report.objects_seen += 1
         if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
@@ -333,6 +358,25 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         report.packs_rewritten += len(small)
         report.pack_bytes_freed += sum(overhead for _, overhead in small)
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
+
+
+_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
+
+
+def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:
+    """Each action entry of the view and whether its record is reached (False for a removed entry)."""
+    entries = iter(view.actions.items())
+    while chunk := list(islice(entries, _ASKED_AT_ONCE)):
+        answers = iter(reach.reached_many([entry.record for _, entry in chunk if entry.record is not None]))
+        for key, entry in chunk:
+            yield key, entry, entry.record is not None and next(answers)
+
+
+def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Iterator[tuple[bytes, bool]]:
+    """(name, whether the object `digest` is reached) of each (name, digest), asked _ASKED_AT_ONCE at a time (a gc
+    deleting most of a store asks it of every doomed object: not all of them held twice at once)."""
+    while chunk := list(islice(items, _ASKED_AT_ONCE)):
+        yield from zip((name for name, _ in chunk), reach.reached_many([digest for _, digest in chunk]), strict=True)
 
 
 def _take_plan_counts(report: GcReport, planned: GcReport) -> None:

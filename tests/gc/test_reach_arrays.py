@@ -1,0 +1,152 @@
+"""gc's walk by arrays (store/reach_arrays.py) reaches exactly what the walk by rows and the plainest walk reach, on an
+index of several tables with what the arrays leave to a look-up an object at a time: a small segment's objects in a
+pack a table also names (one named from a tabled object of its own pack), ids of objects never stored, a pack gc
+writes the edges file of; and gc's dry-run report is the same either way."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import blake3
+import pytest
+
+from clawstore.errors import StoreError
+from clawstore.store import Store, edges, reach
+from clawstore.store.core import index
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.reach import Reach
+from clawstore.store.services.gc import collect
+from tests.gc.test_reach_many import _graph, _reference_walk
+from tests.support.storefiles import age_packs, pack_files
+
+
+def _named_before_stored(store: Store) -> str:
+    """Objects of one pack, most in the index's tables, whose first names one stored last (a small segment's: its id
+    known before its bytes were put), which names tabled objects of that pack in turn."""
+    leaves = [store.put_json({"leaf": i}) for i in range(40)]
+    late = json.dumps({"late": leaves[:20]}).encode()
+    late_id = PREFIX + blake3.blake3(late).hexdigest()
+    first = store.put_json({"names": late_id, "and": leaves[20:25]})
+    for i in range(60):  # (commits enough to merge the ones above into a table)
+        store.put_json({"pad": i, "leaf": leaves[i % 40]})
+    assert store.put_bytes(late) == late_id
+    return first
+
+
+def _entries(store: Store, count: int) -> str:
+    """`count` action entries, a key of them twice (a newer entry); the records of every third named by the object
+    returned (the others' entries are doomed by a gc with no grace)."""
+    records = []
+    for i in range(count):
+        key = store.put_json({"node": i})
+        records.append(store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {}}))
+        if i == count // 2:
+            store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {"again": records[0]}})
+    return store.put_json({"records": records[::3]})
+
+
+def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)  # each commit's segment merged into tables, as at scale
+    store = Store(tmp_path / "store")
+    roots = [_graph(store, 1500, seed=11)]
+    records = _entries(store, 90)
+    roots += [_named_before_stored(store), records]
+    store.runtime.close_writer()
+    roots.append(store.put_json({"another": roots[0], "small": store.put_json({"small": "segment"})}))
+    store.runtime.close_writer()
+    snapshot = store.runtime.index.snapshot()
+    assert len(snapshot.entries.tables) >= 2 and snapshot.entries.objects  # (tables, and small segments)
+    assert sum(table._head.n_actions for table in snapshot.entries.tables) > 50
+    assert len(pack_files(store)) >= 4
+    return store, roots
+
+
+def _walk(store: Store, roots: list[str], by_arrays: bool) -> Reach:
+    walk = Reach(Store(store.root, create=False), cached=True)
+    if not by_arrays:
+        walk._held_arrays = lambda finder: None  # type: ignore[method-assign]
+    walk.mark(roots[:1])
+    walk.mark(roots[1:])  # (a second mark: marks, seen rows and waiting kept between marks)
+    assert (walk._arrays is not None) == by_arrays
+    return walk
+
+
+def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, roots = _store(tmp_path, monkeypatch)
+    for pack in pack_files(store)[:1]:  # (a pack without its file: gc writes it when the walk takes the pack up)
+        edges.edges_path(store.root, pack.name.split(".")[0]).unlink(missing_ok=True)
+    reached, missing = _reference_walk(store, roots)
+    by_rows, by_arrays = _walk(store, roots, False), _walk(store, roots, True)
+    assert len(reached) > 500 and missing
+    for walk in (by_rows, by_arrays):
+        assert walk.marked == reached
+        assert len(walk) == len(reached)
+        assert set(walk.missing) == missing
+        assert all(walk.missing[hexdigest] in reached for hexdigest in missing)  # (who named it: a reached object)
+        assert walk.mark(roots) == 0
+    assert by_arrays.loads <= by_rows.loads + 1
+
+
+def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally): the same report."""
+    store, roots = _store(tmp_path, monkeypatch)
+    store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
+    store.set_ref("pins/records", roots[2])  # (a third of the entries' records reached: the others' entries doomed)
+    age_packs(store, 7200)
+    shutil.copytree(store.root, tmp_path / "copy")
+    tallied: list[tuple[bool, bool]] = []  # whether each plan not holding them counted objects and entries by arrays
+    tally, tally_actions = Reach.tally, Reach.tally_actions
+
+    def counted(self: Reach, entries: index.Entries) -> object:
+        found = tally(self, entries)
+        tallied.append((found is not None, tally_actions(self, entries) is not None))
+        return found
+
+    monkeypatch.setattr(Reach, "tally", counted)
+    reports, kept = [], []
+    for held, root in ((reach.HELD, store.root), (0, tmp_path / "copy")):  # (HELD 0: the walk by rows)
+        monkeypatch.setattr(reach, "HELD", held)
+        for dry_run in (True, False):
+            report = collect(Store(root, create=False), grace_s=0, dry_run=dry_run).to_json()
+            reports.append({name: value for name, value in report.items() if name != "seconds"})
+        kept.append(sorted(Store(root, create=False).iter_objects()))
+    assert reports[0] == reports[2] and reports[1] == reports[3]
+    assert reports[0]["objects_deleted"] and reports[0]["reachable"] and reports[0]["packs_rewritten"]
+    assert kept[0] == kept[1] and len(kept[0]) == reports[0]["reachable"]
+    assert tallied[0] == (True, True) and tallied[-1] == (False, False)  # (by arrays, then by rows)
+    assert reports[0]["actions_deleted"]
+
+
+def test_a_table_whose_rows_are_out_of_order_is_not_searched_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searched by arrays, rows out of order hide objects that are there (gc would count them unreached): such an
+    index is walked by rows, whose look-ups refuse it, so gc stops the same way both walks do."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    store = Store(tmp_path / "store")  # (no id the index lacks: no object read, which would look the table up)
+    store.set_ref("pins/records", _entries(store, 200))
+    store.set_ref("pins/late", _named_before_stored(store))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
+    at, size = table._head.objects_at, 52
+    outcomes = []
+    for held in (reach.HELD, 0):  # (each on a copy: a process shares one runtime, its tables' look-ups, a store)
+        root = tmp_path / f"held{held}"
+        shutil.copytree(store.root, root)
+        path = root / "index" / f"{table.name}.idx"
+        data = bytearray(path.read_bytes())
+        data[at:at + 2 * size] = data[at + size:at + 2 * size] + data[at:at + size]  # (its first two rows swapped)
+        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()  # (a writer's bug, not damage: the checksum holds)
+        path.write_bytes(bytes(data))
+        monkeypatch.setattr(reach, "HELD", held)
+        try:
+            report = collect(Store(root, create=False), grace_s=0, dry_run=True).to_json()
+            outcomes.append(str({name: value for name, value in report.items() if name != "seconds"}))
+        except StoreError as exc:
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+    assert outcomes[0] == outcomes[1]
+    assert f"BadSegmentError: index segment {table.name} is not sorted" == outcomes[0]
