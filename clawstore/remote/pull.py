@@ -58,7 +58,8 @@ SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3:
 AHEAD = 6
 # Of those, downloading at once: two fill the link (one GET alone moves ~3/4 of it), and more would share it further,
 # each arriving later (the checks wait for whole packs). A download starts as soon as one ends, not when the pulling
-# thread next looks: the link keeps busy while a long check runs.
+# thread next looks: the link keeps busy while a long check runs. Until a round's first pack has arrived, one at a
+# time: there is nothing to check before it, and a second download would only delay it.
 STREAMS = 2
 
 
@@ -87,6 +88,11 @@ class _Turns:
     def __init__(self, width: int):
         self.width, self._asked, self._next, self._running, self._closed = width, 0, 0, 0, False
         self._changed = threading.Condition()
+
+    def set_width(self, width: int) -> None:
+        with self._changed:
+            self.width = width
+            self._changed.notify_all()
 
     def ticket(self) -> int:
         with self._changed:
@@ -129,7 +135,7 @@ class _Pull:
         self.signers: dict[str, str | None] = {}
         self._trust: dict[str | None, bool] = {}
         self.serial: ThreadPoolExecutor | None = None  # (the big packs' downloads, one at a time, if started early)
-        self.turns = _Turns(STREAMS)  # (downloads at once, in the order asked)
+        self.turns = _Turns(1)  # (downloads at once, in the order asked: STREAMS once a round's first pack arrived)
         self.early: dict[str, Future[bool]] = {}  # pack -> its download, started before the listings were all read
         self.files = remote_files(remote, backend)
         try:
@@ -293,6 +299,7 @@ class _Pull:
                 self.records = keep = self._records()  # (the entries' checks read them)
                 while running:
                     arrived = wait(running, return_when=FIRST_COMPLETED).done
+                    self.turns.set_width(STREAMS)
                     future = next(each for each in running if each in arrived)
                     pack = running.pop(future)
                     self.report.resumed += future.result()
@@ -309,6 +316,8 @@ class _Pull:
                 for future in [*running, *early.values()]:
                     future.cancel()
                 raise
+            finally:
+                self.turns.set_width(1)  # (the next round's first pack alone again: a narrowed pull's)
 
     def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
         """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
