@@ -50,6 +50,10 @@ class TransferProgress:
         uploads: botocore goes on with them, Backend.upload_stops_at_callback.)"""
         self._stopped = True
 
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
     def pack_done(self) -> None:
         with self._lock:
             self.done_packs += 1

@@ -4,10 +4,11 @@ module)."""
 
 from __future__ import annotations
 
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from clawstore.remote import listing, refsign
 from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
 from clawstore.remote.config import Remote
 from clawstore.remote.downloads import Downloads
-from clawstore.remote.progress import TransferProgress
+from clawstore.remote.progress import TransferProgress, TransferStopped
 from clawstore.remote.sync import (
     PACKS,
     REFS,
@@ -54,7 +55,12 @@ SERIAL_BYTES = ONE_GET_MAX  # packs bigger than this download one at a time (S3:
 # Packs downloading, or arrived and waiting, beyond the one being checked: so the check of one overlaps the transfer
 # of the next, and a pull holds at most AHEAD + 1 packs it has not checked (on disk; in memory only a checked pack's
 # kept records, as before).
-AHEAD = 2
+AHEAD = 6
+# Of those, downloading at once: two fill the link (one GET alone moves ~3/4 of it), and more would share it further,
+# each arriving later (the checks wait for whole packs). A download starts as soon as one ends, not when the pulling
+# thread next looks: the link keeps busy while a long check runs. Until a round's first pack has arrived, one at a
+# time: there is nothing to check before it, and a second download would only delay it.
+STREAMS = 2
 
 
 def _remembered(path: Path) -> set[str]:
@@ -75,6 +81,45 @@ def _check_ref_signers(store: Transfer, backend: Backend, refs: dict[str, str], 
     return apart
 
 
+class _Turns:
+    """Downloads let through `width` at a time in the order they were asked for (a ticket each, taken when submitted:
+    a semaphore's waiters, threads of two pools, are let through in no set order)."""
+
+    def __init__(self, width: int):
+        self.width, self._asked, self._next, self._running, self._closed = width, 0, 0, 0, False
+        self._changed = threading.Condition()
+
+    def set_width(self, width: int) -> None:
+        with self._changed:
+            self.width = width
+            self._changed.notify_all()
+
+    def ticket(self) -> int:
+        with self._changed:
+            self._asked += 1
+            return self._asked - 1
+
+    @contextmanager
+    def turn(self, ticket: int) -> Iterator[None]:
+        """Wait for this ticket's turn (or `close`); the next ticket's may come once it has started."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._closed or self._next == ticket and self._running < self.width)
+            self._next, self._running = max(self._next, ticket + 1), self._running + 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+    def close(self) -> None:
+        """Let every ticket waiting through at once (the pull stopped: each ends before it downloads)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+
 class _Pull:
     """One pull's state: what this store has, the listings, and the entries verified so far."""
 
@@ -90,6 +135,7 @@ class _Pull:
         self.signers: dict[str, str | None] = {}
         self._trust: dict[str | None, bool] = {}
         self.serial: ThreadPoolExecutor | None = None  # (the big packs' downloads, one at a time, if started early)
+        self.turns = _Turns(1)  # (downloads at once, in the order asked: STREAMS once a round's first pack arrived)
         self.early: dict[str, Future[bool]] = {}  # pack -> its download, started before the listings were all read
         self.files = remote_files(remote, backend)
         try:
@@ -136,7 +182,8 @@ class _Pull:
                 self.store, self.remote, {pack: doc}).get(pack) is not None:
             return read  # (fetched or not, as the listings decide)
         self.serial = ThreadPoolExecutor(max_workers=1)
-        self.early[pack] = self.serial.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])
+        self.early[pack] = self.serial.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
+                                              size[pack])
         return read
 
     def trusted_doc(self, pack: str, doc: listing.Listing) -> bool:
@@ -150,6 +197,7 @@ class _Pull:
         if self.serial is None:
             return
         self.progress.stop()  # (the download ends at its next chunk)
+        self.turns.close()
         self.serial.shutdown(wait=True, cancel_futures=True)
         self.serial, self.early = None, {}
 
@@ -222,16 +270,17 @@ class _Pull:
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
     def _download_checked(self, packs: list[str], work: Path) -> None:
-        """Download (big packs one at a time, the largest first, the others in parallel), at most AHEAD packs beyond
-        the one being checked: each is checked in this thread as soon as it has arrived, while the next ones download
-        (the content of the records the listings' entries name kept decoded, as far as there is room): `self.incoming`
-        holds them. A small pack's objects are copied right after its check into a pack of the pull's own in `work`
-        (Incoming.copy_in). What the checks need of the listings is made while the first packs download."""
+        """Download (big packs one at a time, the others in parallel; at most STREAMS at once, the largest first), at
+        most AHEAD packs beyond the one being checked: each is checked in this thread as soon as it has arrived (the
+        first started of those arrived), while the next ones download (the content of the records the listings'
+        entries name kept decoded, as far as there is room): `self.incoming` holds them. A small pack's objects are
+        copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in). What the checks need
+        of the listings is made while the first packs download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
-        # Big packs first and one after another, the largest first (SERIAL_BYTES); one started early goes on
-        # first. (A pack an interrupted pull downloaded whole is not queued behind the downloads.)
-        queue = deque(sorted(packs, key=lambda pack: -size[pack]))
-        running: dict[Future[bool], str] = {}
+        # (one started early is the largest: it goes on first. A pack an interrupted pull downloaded whole is not
+        # queued behind the big downloads.)
+        queue = deque(sorted(packs, key=lambda pack: (pack not in self.early, -size[pack])))
+        running: dict[Future[bool], str] = {}  # (in the order started)
         serial, early = self.serial or ThreadPoolExecutor(max_workers=1), self.early
         self.serial, self.early = None, {}
         with ThreadPoolExecutor(max_workers=WORKERS) as pool, serial:
@@ -243,12 +292,15 @@ class _Pull:
                         continue
                     big = size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack])
                     executor = serial if big else pool
-                    running[executor.submit(self._obtain, pack, work / f"{pack}.pack", size[pack])] = pack
+                    running[executor.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
+                                            size[pack])] = pack
             try:
                 start_more()
                 self.records = keep = self._records()  # (the entries' checks read them)
                 while running:
-                    future = next(iter(wait(running, return_when=FIRST_COMPLETED).done))
+                    arrived = wait(running, return_when=FIRST_COMPLETED).done
+                    self.turns.set_width(STREAMS)
+                    future = next(each for each in running if each in arrived)
                     pack = running.pop(future)
                     self.report.resumed += future.result()
                     start_more()  # (the next ones download while this one is checked and copied)
@@ -260,9 +312,12 @@ class _Pull:
                     self.progress.pack_done()
             except BaseException:
                 self.progress.stop()
+                self.turns.close()  # (one waiting for its turn ends before it starts)
                 for future in [*running, *early.values()]:
                     future.cancel()
                 raise
+            finally:
+                self.turns.set_width(1)  # (the next round's first pack alone again: a narrowed pull's)
 
     def _check(self, pack: str, path: Path, keep: set[bytes]) -> None:
         """Check a pack that has arrived whole: every object hashes to its name, and it holds what its listing names."""
@@ -307,6 +362,13 @@ class _Pull:
                     self.misnamed = True
                 else:
                     self.outputs += outputs
+
+    def _obtain_in_turn(self, ticket: int, pack: str, path: Path, size: int) -> bool:
+        """`_obtain` in its turn (`ticket`: _Turns); nothing is fetched once the pull is stopped (TransferStopped)."""
+        with self.turns.turn(ticket):
+            if self.progress.stopped:
+                raise TransferStopped
+            return self._obtain(pack, path, size)
 
     def _obtain(self, pack: str, path: Path, size: int) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),

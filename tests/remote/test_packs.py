@@ -662,8 +662,8 @@ def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
 
 def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Verification overlaps the transfer: the first pack to arrive is checked (every object hashed) while a later
-    one is still downloading, not after the last has arrived. Small packs too: at most pull.AHEAD download at once
-    beyond the one being checked, so they do not all arrive together at the end."""
+    one is still downloading, not after the last has arrived. Small packs too: at most pull.STREAMS download at once,
+    so they do not all arrive together at the end."""
     source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
     downloads: list[tuple[float, float]] = []
     checks: list[tuple[float, float]] = []
@@ -685,7 +685,7 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
     monkeypatch.setattr(DirectoryBackend, "download", download)
     monkeypatch.setattr(transfer.Incoming, "check", check)
     target = Store(tmp_path / "b")
-    assert pull.AHEAD == 2 and pull.pull(target, remote).packs == 4
+    assert pull.STREAMS == 2 and pull.pull(target, remote).packs == 4
     assert len(downloads) == len(checks) == 4
     first_checked, last_arrived = min(end for _, end in checks), max(end for _, end in downloads)
     assert first_checked < last_arrived - 0.1  # (the first check ended well before the last pack arrived)
