@@ -3,6 +3,7 @@ the fork, and its end."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ class Beside:
         # command's own cleanup there (its locks, temp files, open pack); in the parent, before `_pid` is set, it
         # would leave the child unkilled.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -41,6 +43,7 @@ class Beside:
             try:
                 os.close(from_parent)
                 os.close(to_parent)
+                _end_with(parent)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 child(to_child, from_child)
             finally:
@@ -68,3 +71,19 @@ class Beside:
                 pass
             os.waitpid(self._pid, 0)
             self._pid = None
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with(parent: int) -> None:
+    """In the child: be killed when the parent dies (a SIGKILLed fsck's helper would otherwise go on with its pack or
+    group for seconds, holding what it inherited: the index lock's descriptor under `--repair`). The signal follows
+    the forking thread, and every Beside is made by a command's main thread. A parent already gone: end now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # (no prctl: the child still ends at its pipe's end, after its current item)
+    if os.getppid() != parent:
+        os._exit(1)
