@@ -1,5 +1,5 @@
 """An httpcore network backend with fewer system calls an exchange (issue 54, a lean request path), for
-bench/floor_bench.py's "shape lean wire" loop: measured and not taken (docs/building.md "Session 47: the worker
+bench/floor_bench.py's "shape lean wire" loop: measured and not taken (docs/scale/building.md "Session 47: the worker
 side": the calls go, the CPU does not).
 
 httpcore's own stream calls `settimeout` before every read and write (an `ioctl` each), and a socket with a

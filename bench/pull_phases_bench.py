@@ -1,4 +1,4 @@
-"""Where a pull's CPU goes, phase by phase: the profile docs/remote.md ("Scale: transfers that overlap") keeps.
+"""Where a pull's CPU goes, phase by phase: the profile docs/scale/remote.md keeps.
 
     python bench/pull_phases_bench.py [--objects 20000] [--size 4096] [--pulls 7]
 

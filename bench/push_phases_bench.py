@@ -1,4 +1,4 @@
-"""Where a push's CPU goes, phase by phase: the profile docs/remote.md ("Scale: transfers that overlap") keeps.
+"""Where a push's CPU goes, phase by phase: the profile docs/scale/remote.md keeps.
 
     python bench/push_phases_bench.py [--objects 20000] [--size 4096] [--pushes 7] [--sealed] [--link-mib N]
                                       [--refs N] [--timeline]

@@ -63,7 +63,7 @@ class CaseEntry:
     """A validated case as the workspace holds it: its id, tags and runner type, and what it was validated from,
     pickled (~0.4 KB; the models were ~5 KB a case). `load()` validates that again into its `LoadedCase`, as a
     build does a window of cases at a time (~20-70 µs a case): the same input to the same models, so the same case
-    (docs/building.md, Scale: the loaded campaign)."""
+    (docs/scale/building.md, Scale: the loaded campaign)."""
 
     case_id: str
     tags: tuple[str, ...]

@@ -1,7 +1,7 @@
 """A build's full collections (builder/cyclic_gc.py): while its nodes execute, Python's cyclic collector makes a full
 pass after FULL_EVERY generation-1 passes, not after ten, and the caller's thresholds are back once the build returns.
 A full pass walks every live node and row of the build's windows (more of them the bigger the campaign) and found no
-cycle to free in cold builds (docs/building.md, Session 51)."""
+cycle to free in cold builds (docs/scale/building.md, Session 51)."""
 
 from __future__ import annotations
 

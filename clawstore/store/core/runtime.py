@@ -37,7 +37,7 @@ PACK_TARGET = 32 << 20
 # the pack's edge log holds 32 bytes an id named and its seal as much again (the edges file's other ids), so a batch
 # naming many (a campaign head's parts name every node's record and outputs: 544,279 ids at 10,000 x 5, one batch)
 # held them all until the build's end, more the bigger the campaign. A pack of a build's records and documents names
-# ~150,000 ids by PACK_TARGET: each seal now holds about what such a pack's did. (docs/building.md, Memory: session 50)
+# ~150,000 ids by PACK_TARGET: each seal now holds about what such a pack's did. (docs/scale/building.md, Session 50)
 EDGES_TARGET = 1 << 17
 # A dedup hit refreshes its pack's mtime when older than this, so gc's grace period (which looks at
 # pack mtimes) also covers objects a running build reused rather than wrote.
