@@ -48,6 +48,14 @@ def keys_of(digests: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(digests).view(">u8").reshape(-1, 4)[:, 0].astype(np.uint64)
 
 
+def _in_order_once(view: np.ndarray, keys: np.ndarray) -> bool:
+    """Whether a table's rows (as _ROW, with their keys) are in order, no id twice."""
+    if (keys[1:] < keys[:-1]).any():
+        return False
+    tied = np.flatnonzero(keys[1:] == keys[:-1])  # (few: ids sharing their first 8 bytes, or one id twice)
+    return not bool((view["digest"][tied] == view["digest"][tied + 1]).any())
+
+
 class HeldArrays:
     """The held tables of a HeldObjects as arrays (views of its bytes, plus 8 bytes a row of sort keys): a bulk
     `lookup` and each pack's rows (`pack_rows`). Only for a finder that holds every table (`usable`)."""
@@ -66,9 +74,10 @@ class HeldArrays:
             self._tables.append((view, view["key"].astype(np.uint64), first, slots))
         self.packs = list(number)
         self.number = number
-        # Rows out of order (a damaged table) would make `searchsorted` miss objects that are there: such an index is
-        # walked by rows (whose look-ups refuse it, or find what it holds)
-        self.in_order = all(not (keys[1:] < keys[:-1]).any() for _, keys, _, _ in self._tables)
+        # Rows out of order (a damaged table) would make `searchsorted` miss objects that are there, and a row twice
+        # be marked at its second row (matched from its pack's file) while a look-up answers with the first: such an
+        # index is walked by rows (whose look-ups refuse it, or find what it holds, a row of an id always its first)
+        self.in_order = all(_in_order_once(view, keys) for view, keys, _, _ in self._tables)
         small = list(finder._objects)
         self._small = set(small)
         self._small_keys = np.sort(keys_of(np.array(small, dtype="S32"))) if small else np.zeros(0, np.uint64)

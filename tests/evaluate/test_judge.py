@@ -220,13 +220,16 @@ def judge_chat(server: tuple[Server, str], monkeypatch: pytest.MonkeyPatch) -> I
     monkeypatch.setenv("CLAW_TEST_JUDGE_KEY", "test-key-value")
     endpoint = Endpoint(server[1], "CLAW_TEST_JUDGE_KEY")
     client = ProviderClient(backoff_base=0.001, backoff_cap=0.01)
-    yield lambda body: client.chat(endpoint, body, timeout=0.5, retries=1)
+    # A reply slower than the timeout is retried and takes the next scripted reply: on a loaded machine 0.5 s was
+    # missed (one iteration's usage counted once, 50 != 100), so only the timeout test asks for a short one
+    yield lambda body, timeout=10.0: client.chat(endpoint, body, timeout=timeout, retries=1)
     client.close()
 
 
 def test_real_server_invalid_then_fenced_success(server: tuple[Server, str], judge_chat: Callable) -> None:
     state, _ = server
-    state.replies = [(200, completion("Let me think... score 7"), 0), (200, completion(f"```json\n{VALID}\n```"), 0)]
+    # (the first reply slower than the 0.5 s the fixture once gave every request: not retried, both usages counted)
+    state.replies = [(200, completion("Let me think... score 7"), 0.7), (200, completion(f"```json\n{VALID}\n```"), 0)]
     body = build_judge_request({"judge_id": "j", "model": "judge-model"}, "SYS", "USER", 0)
     it = run_judge_iteration(judge_chat, body, attempts=3)
     assert it.status == "success" and it.scores and it.scores.overall_score == 7.5
@@ -248,6 +251,6 @@ def test_real_server_timeout(server: tuple[Server, str], judge_chat: Callable) -
     state, _ = server
     state.replies = [(200, completion(VALID), 1.5), (200, completion(VALID), 1.5)]
     started = time.monotonic()
-    it = run_judge_iteration(judge_chat, {"model": "m", "messages": []}, attempts=3)
+    it = run_judge_iteration(lambda body: judge_chat(body, timeout=0.5), {"model": "m", "messages": []}, attempts=3)
     assert it.status == "timed_out" and it.infrastructure_failure
     assert time.monotonic() - started < 3.0

@@ -150,3 +150,37 @@ def test_a_table_whose_rows_are_out_of_order_is_not_searched_by_arrays(
             outcomes.append(f"{type(exc).__name__}: {exc}")
     assert outcomes[0] == outcomes[1]
     assert f"BadSegmentError: index segment {table.name} is not sorted" == outcomes[0]
+
+
+def test_a_table_naming_an_object_twice_is_not_walked_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table holding a row twice (a damaged table its checks pass: its rows are still in order) made the walk by
+    arrays mark the second row, reached from its pack's file, while a look-up answers with the first: the record, kept,
+    read as unreached, and its action entry doomed. Such an index is walked by rows: both walks keep the same."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    store = Store(tmp_path / "store")
+    store.set_ref("pins/records", _entries(store, 90))  # (a third of the records named from their own pack)
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    pinned = store.get_json(store.get_ref("pins/records"))["records"]
+    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
+    at, size = table._head.objects_at, 52
+    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    wanted = {bytes.fromhex(record[len(PREFIX):]) for record in pinned}
+    row = next(row for digest, row in rows[:-1] if digest in wanted and rows[row + 1][0] not in wanted)
+    outcomes = []
+    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
+        root = tmp_path / f"held{held}"
+        shutil.copytree(store.root, root)
+        path = root / "index" / f"{table.name}.idx"
+        data = bytearray(path.read_bytes())
+        start = at + row * size
+        data[start + size:start + 2 * size] = data[start:start + size]  # (the row twice; the next one's object unnamed)
+        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
+        path.write_bytes(bytes(data))
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(root, create=False), grace_s=0)
+        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
+        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["actions_deleted"]
