@@ -210,7 +210,8 @@ class CampaignItems(Sequence[CampaignItem]):
     """The campaign's items, models (suite order) × cases (sorted by case_id), made from the workspace's compact
     cases (config/catalog.py `CaseEntry`) when asked for: a build asks a window of cases at a time (`window`) and so
     holds the items and case models of the windows it runs, not the campaign's; iterating makes every item
-    (docs/scale/building.md, Scale: the loaded campaign). Each case is made once a window, shared by its models' items."""
+    (docs/scale/building.md, Scale: the loaded campaign). Each case is made once a window, shared by its models'
+    items."""
 
     def __init__(self, run_profile: RunProfile, models: list[ModelConfig], cases: list[CaseEntry],
                  agent_of: dict[str, str]):

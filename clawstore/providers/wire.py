@@ -1,6 +1,6 @@
 """One kept-alive HTTP/1.1 connection spoken with h11 over a plain socket: a provider request without httpx's and
-httpcore's layers (issue 54, a lean request path; docs/runners.md "Details by module", docs/scale/building.md "Session 47:
-the worker side").
+httpcore's layers (issue 54, a lean request path; docs/runners.md "Details by module", docs/scale/building.md
+"Session 47: the worker side").
 
 It does what httpcore's connection does for one request at a time, and fails as it fails: the same exception
 classes (httpx's) with the same texts, so a record of a failed attempt reads the same. The socket stays blocking
