@@ -58,6 +58,8 @@ def test_build_running_during_repeated_gcs_completes_and_keeps_its_results(
     finally:
         stop.set()
         thread.join(timeout=60)
+    # (A loop still collecting would make the last gc below fail on its lock, "gc lock held by another process".)
+    assert not thread.is_alive(), "the gc loop was still collecting 60 s after the build"
     assert not failures, failures
     assert proc.returncode == 0, err
     built = json.loads(out)
