@@ -144,8 +144,11 @@ def _held_per_run_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(index, "SMALL_ROWS", 64)
     monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
     _held_at_advance(_workspace(tmp_path / "warm", 2), monkeypatch)  # imports and caches of a first build
-    small = _held_at_advance(_workspace(tmp_path / "small", 30), monkeypatch)
-    large = _held_at_advance(_workspace(tmp_path / "large", 120), monkeypatch)  # 4 times the runs
+    # Each size built twice, the least taken: what a build still holds at its end by timing alone (journal lines not
+    # written yet, nodes awaiting their group's commit) only adds, and a loaded CI worker read 5.6 KB a run where the
+    # same code reads 1.7-3.7 KB alone (session 54). What grows with the campaign is in both builds.
+    small = min(_held_at_advance(_workspace(tmp_path / f"small{n}", 30), monkeypatch) for n in range(2))
+    large = min(_held_at_advance(_workspace(tmp_path / f"large{n}", 120), monkeypatch) for n in range(2))  # 4x the runs
     per_run = (large - small) / ((120 - 30) * 2)
     assert per_run < HELD_PER_RUN_BOUND, f"{per_run:.0f} bytes held per run"
 
