@@ -665,16 +665,9 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
     one is still downloading, not after the last has arrived. Small packs too: at most pull.STREAMS download at once,
     so they do not all arrive together at the end."""
     source, remote = _pushed_in_packs(tmp_path, (30, 20, 10, 5))
-    downloads: list[tuple[float, float]] = []
+    downloads = _slow_downloads(monkeypatch, 0.2)  # (a slow link: each pack takes this long to arrive)
     checks: list[tuple[float, float]] = []
-    real_download, real_check = DirectoryBackend.download, transfer.Incoming.check
-
-    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
-        start = time.monotonic()
-        time.sleep(0.2)  # (a slow link: each pack takes this long to arrive)
-        real_download(self, name, target, size, moved)
-        if name.endswith(".pack"):
-            downloads.append((start, time.monotonic()))
+    real_check = transfer.Incoming.check
 
     def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> set[bytes]:
         start = time.monotonic()
@@ -682,7 +675,6 @@ def test_each_pack_is_verified_while_the_next_downloads(tmp_path: Path, monkeypa
         checks.append((start, time.monotonic()))
         return held
 
-    monkeypatch.setattr(DirectoryBackend, "download", download)
     monkeypatch.setattr(transfer.Incoming, "check", check)
     target = Store(tmp_path / "b")
     assert pull.STREAMS == 2 and pull.pull(target, remote).packs == 4

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from clawstore.remote import pull
-from clawstore.remote.backends import DirectoryBackend, Moved
 from clawstore.store import Store
 from clawstore.store.services import transfer
-from tests.remote.test_packs import _pushed_in_packs
+from tests.remote.test_packs import _pushed_in_packs, _slow_downloads
 
 
 def _most_at_once(spans: list[tuple[float, float]]) -> int:
@@ -32,16 +31,9 @@ def test_downloads_go_on_while_a_long_check_runs_at_most_streams_at_once(tmp_pat
     """The first pack's check is long (a big pack on a slow machine): the others keep arriving meanwhile, two at a
     time, where they waited for the pulling thread to start each (two packs arrived and waiting held the link idle)."""
     source, remote = _pushed_in_packs(tmp_path, (40, 30, 20, 10, 5))
-    spans: list[tuple[float, float]] = []
+    spans = _slow_downloads(monkeypatch, 0.15)  # (a slow link)
     checks: list[tuple[float, float]] = []
-    real_download, real_check = DirectoryBackend.download, transfer.Incoming.check
-
-    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
-        start = time.monotonic()
-        time.sleep(0.15)  # (a slow link)
-        real_download(self, name, target, size, moved)
-        if name.endswith(".pack"):
-            spans.append((start, time.monotonic()))
+    real_check = transfer.Incoming.check
 
     def check(self: transfer.Incoming, *args: Any, **kwargs: Any) -> bytes:
         start = time.monotonic()
@@ -51,7 +43,6 @@ def test_downloads_go_on_while_a_long_check_runs_at_most_streams_at_once(tmp_pat
         checks.append((start, time.monotonic()))
         return table
 
-    monkeypatch.setattr(DirectoryBackend, "download", download)
     monkeypatch.setattr(transfer.Incoming, "check", check)
     target = Store(tmp_path / "b")
     assert pull.STREAMS == 2 and pull.pull(target, remote).packs == 5
