@@ -162,3 +162,24 @@ def test_a_build_without_evaluation_keeps_no_artifact(ws: Workspace, claw: Claw,
     monkeypatch.setattr(run_exec, "record_run", record_run)
     assert claw.build()[0] == 0
     assert runs and all(node.made is None for node in runs)
+
+
+def test_a_run_drops_its_artifact_once_its_last_judgement_has_its_request(scored: Workspace, claw: Claw,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    read = _reads_within(monkeypatch, "judge_request")
+    kept_after: dict[int, list[bool]] = {}  # per run: after each of its judge requests, are its bytes still kept?
+    one_at_a_time = threading.Lock()  # (a run's two judgements may ask at once: their order made plain)
+    original = EvalLayer.judge_request
+
+    def request(self: EvalLayer, node: Any) -> Any:
+        with one_at_a_time:
+            body = original(self, node)
+            kept_after.setdefault(id(node.run), []).append(node.run.made is not None)
+        return body
+
+    monkeypatch.setattr(EvalLayer, "judge_request", request)
+    assert build(claw)[0] == 0
+    assert sorted(kept_after.values()) == [[True, False]] * 4  # kept for the second judgement, dropped after it
+    assert not read  # neither judgement read the artifact back
