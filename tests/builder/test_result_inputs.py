@@ -183,3 +183,25 @@ def test_a_run_drops_its_artifact_once_its_last_judgement_has_its_request(scored
     assert build(claw)[0] == 0
     assert sorted(kept_after.values()) == [[True, False]] * 4  # kept for the second judgement, dropped after it
     assert not read  # neither judgement read the artifact back
+
+
+def test_a_run_whose_judgements_go_by_provider_batch_drops_its_artifact_after_its_checks(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=2, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True}])  # the runs here, their judgements by batch
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=60)  # (the build ends with them pending)
+    kept: list[tuple[bool, bool]] = []  # per run: kept before its window's checks, kept after them
+    original = EvalLayer.prepare
+
+    def prepare(self: EvalLayer, session: Any, runs: list[Any]) -> Any:
+        before = [run.made is not None for run in runs]
+        done = original(self, session, runs)
+        kept.extend(zip(before, [run.made is not None for run in runs], strict=True))
+        return done
+
+    monkeypatch.setattr(EvalLayer, "prepare", prepare)
+    build(claw)
+    assert standin.batch_stats()["lines"] == 8  # 4 runs, 2 judgements each, none sent here
+    assert kept == [(True, False)] * 4  # kept for the checks, dropped at once: no judgement here reads it
