@@ -148,6 +148,7 @@ class EvalLayer:
         self._judge_docs: dict[str, dict[str, Any]] = {}
         self._endpoints: dict[str, Endpoint] = {}
         self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
+        self._artifact_readers: dict[Node, set[int]] = {}  # run → judgements yet to read its kept artifact
 
     # ---- per-case and per-judge inputs (computed once) ----
     def _case(self, item: CampaignItem) -> dict[str, Any]:
@@ -314,7 +315,31 @@ class EvalLayer:
             # Without --batch too: what a batch stands for is collected, never asked again one by one.
             handled = batch_judges(self, session, stale, by_batch)
             judges = [j for j in judges if id(j) not in handled]
+        self._note_artifact_readers(evaluations, judges, options.force)
         return evaluations, judges
+
+    def _note_artifact_readers(self, evaluations: list[RunEvaluation], judges: list[Node], force: bool) -> None:
+        """Which judgements still read each run's kept artifact (its checks have): the bytes are dropped once the last
+        of them built its request (`judge_request`), not when the window concludes; at once for a run none reads."""
+        left: dict[Node, set[int]] = {}
+        for judge in judges:
+            if (force or not judge.fresh) and judge.run is not None and judge.run.made is not None:
+                left.setdefault(judge.run, set()).add(id(judge))
+        for ev in evaluations:
+            if ev.run.made is not None and ev.run not in left:
+                ev.run.made = None
+        self._artifact_readers.update(left)
+
+    def _artifact_read(self, node: Node) -> None:
+        """`node`'s request has the run's artifact: the run's kept bytes go when no other judgement needs them.
+        (Judgements of one run may build their requests at once on two workers: set and dict calls are atomic.)"""
+        run = node.run
+        readers = self._artifact_readers.get(run) if run is not None else None
+        if readers is None:
+            return
+        readers.discard(id(node))
+        if not readers and self._artifact_readers.pop(run, None) is not None:
+            run.made = None
 
     def judge_phase(self, session: BuildSession, judges: list[Node]) -> list[Node]:
         """Log the fresh judgements as reused and show the layer; the stale ones, to execute."""
@@ -332,6 +357,7 @@ class EvalLayer:
         self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
                     here=lambda node: True)
         for ev in evaluations:
+            self._artifact_readers.pop(ev.run, None)  # (judgements that never started: skipped, or a budget's stop)
             for n in (ev.run, *ev.nodes()):
                 n.made = None  # what the results read (or would have) is no longer needed: memory per window
             waiting = [n for n in (ev.run, *ev.judges) if n.batch]
@@ -491,6 +517,7 @@ class EvalLayer:
         run, judge = node.run, node.judge
         redact = bool(self.policy.get("redact_secrets", True))
         artifact, sandbox, workspace = self._evidence(run)
+        self._artifact_read(node)
         checks = self._made_json(node, node.document["checks"])
         evidence = build_judge_evidence(artifact, sandbox_files=sandbox, workspace_files=workspace,
                                         redact_secrets=redact)

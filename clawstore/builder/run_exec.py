@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
-# An artifact kept for its evaluation is held until its window concludes (at most two windows' runs): a long one is
-# read back instead, which costs little beside its parse, so that a build's memory does not grow with its replies.
+# An artifact kept for its evaluation is held until its judgements have their requests (at the latest until its window
+# concludes): a long one is read back instead, which costs little beside its parse, so that a build's memory does not
+# grow with its replies.
 KEEP_ARTIFACT_MAX = 8 * 1024
 
 
@@ -43,7 +44,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
                started_at: str, build_id: str, keep: bool = False) -> tuple[str, dict[str, Any]]:
     """Objects first, then the record, then the action-cache entry (the store's write order). `keep`: the artifact's
     bytes (up to KEEP_ARTIFACT_MAX) kept on `node.made` for its checks and judgements, which read it next
-    (builder/eval_layer.py drops them when its window concludes)."""
+    (builder/eval_layer.py drops them once its judgements have their requests)."""
     outputs = dict(outputs)
     artifact_bytes = canonical_json(artifact)
     outputs["artifact"] = store.put_bytes(artifact_bytes)

@@ -162,3 +162,46 @@ def test_a_build_without_evaluation_keeps_no_artifact(ws: Workspace, claw: Claw,
     monkeypatch.setattr(run_exec, "record_run", record_run)
     assert claw.build()[0] == 0
     assert runs and all(node.made is None for node in runs)
+
+
+def test_a_run_drops_its_artifact_once_its_last_judgement_has_its_request(scored: Workspace, claw: Claw,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    read = _reads_within(monkeypatch, "judge_request")
+    kept_after: dict[int, list[bool]] = {}  # per run: after each of its judge requests, are its bytes still kept?
+    one_at_a_time = threading.Lock()  # (a run's two judgements may ask at once: their order made plain)
+    original = EvalLayer.judge_request
+
+    def request(self: EvalLayer, node: Any) -> Any:
+        with one_at_a_time:
+            body = original(self, node)
+            kept_after.setdefault(id(node.run), []).append(node.run.made is not None)
+        return body
+
+    monkeypatch.setattr(EvalLayer, "judge_request", request)
+    assert build(claw)[0] == 0
+    assert sorted(kept_after.values()) == [[True, False]] * 4  # kept for the second judgement, dropped after it
+    assert not read  # neither judgement read the artifact back
+
+
+def test_a_run_whose_judgements_go_by_provider_batch_drops_its_artifact_after_its_checks(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=2, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True}])  # the runs here, their judgements by batch
+    standin.script(JUDGE, judge_reply(7))
+    standin.batch_settings(delay=60)  # (the build ends with them pending)
+    kept: list[tuple[bool, bool]] = []  # per run: kept before its window's checks, kept after them
+    original = EvalLayer.prepare
+
+    def prepare(self: EvalLayer, session: Any, runs: list[Any]) -> Any:
+        before = [run.made is not None for run in runs]
+        done = original(self, session, runs)
+        kept.extend(zip(before, [run.made is not None for run in runs], strict=True))
+        return done
+
+    monkeypatch.setattr(EvalLayer, "prepare", prepare)
+    build(claw)
+    assert standin.batch_stats()["lines"] == 8  # 4 runs, 2 judgements each, none sent here
+    assert kept == [(True, False)] * 4  # kept for the checks, dropped at once: no judgement here reads it
