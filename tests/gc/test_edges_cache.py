@@ -12,7 +12,8 @@ import pytest
 
 from clawstore.errors import CorruptObjectError
 from clawstore.store import Store, edges
-from clawstore.store.core.packfile import iter_pack_ids
+from clawstore.store.core import index
+from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
@@ -133,6 +134,37 @@ def test_the_walk_comes_back_to_a_pack_it_left_and_finds_the_whole_closure(tmp_p
     walk.mark([c])
     assert walk.marked == {oid.removeprefix("blake3:") for oid in (a, b, c)} and not walk.missing
     assert walk.loads == 3  # X, Y, then X again
+
+
+def test_the_walk_takes_up_the_newest_pack_first_and_meets_each_pack_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sealed in turn, A (x1, x2), B (y names x2), E (root names y and e, e names x1), in the index's tables: the walk
+    takes up B first (the newer), then A (x1 and x2 at once). Taken as they came, A went first (x1, the last met) and
+    was loaded again for x2 once B was walked."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)  # (each commit's segment merged into tables: ids wait for their pack)
+    store = Store(tmp_path / "store")
+
+    def sealed(tag: str) -> None:
+        for i in range(20):
+            store.put_json({tag: i})
+        store.runtime.close_writer()
+
+    x1, x2 = store.put_json({"x": 1, "pad": "x" * 100}), store.put_json({"x": 2, "pad": "x" * 100})
+    sealed("a")
+    y = store.put_json({"y": x2})
+    sealed("b")
+    e = store.put_json({"e": x1})
+    root = store.put_json({"root": [y, e]})
+    sealed("e")
+    order = [store.locate(oid)[0] for oid in (x1, y, root)]
+    assert len(set(order)) == 3 == len(list(iter_pack_ids(store.runtime.packs_dir)))
+    assert store.runtime.index.snapshot().entries.tables
+    for age, pack in enumerate(order):  # (a second apart, oldest first: packs sealed in one clock tick are not told)
+        os.utime(pack_path(store.runtime.packs_dir, pack), (1e9 + age, 1e9 + age))
+    walk = Reach(store, cached=True)
+    walk.mark([root])
+    assert walk.marked == {oid.removeprefix("blake3:") for oid in (x1, x2, y, e, root)} and not walk.missing
+    assert walk.loads == 3  # E, B, A: each once
 
 
 def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_what_they_name(tmp_path: Path) -> None:
