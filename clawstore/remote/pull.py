@@ -61,6 +61,11 @@ AHEAD = 6
 # thread next looks: the link keeps busy while a long check runs. Until a round's first pack has arrived, one at a
 # time: there is nothing to check before it, and a second download would only delay it.
 STREAMS = 2
+# Packs this big download alone, one after another (the largest first), each in STREAMS ranges at once (which fill
+# the link as STREAMS packs would): each arrives sooner and is checked while the next downloads, and the last bytes to
+# arrive are a small pack's, whose check is short (sharing the link, the second largest arrived last, and its check,
+# ~90 ms, followed the last byte).
+ALONE_BYTES = 1 << 20
 
 
 def _remembered(path: Path) -> set[str]:
@@ -87,6 +92,8 @@ class _Turns:
 
     def __init__(self, width: int):
         self.width, self._asked, self._next, self._running, self._closed = width, 0, 0, 0, False
+        self._alone: set[int] = set()  # tickets that go alone: none other runs beside them
+        self._alone_now = 0  # of those, running (0 or 1)
         self._changed = threading.Condition()
 
     def set_width(self, width: int) -> None:
@@ -94,23 +101,36 @@ class _Turns:
             self.width = width
             self._changed.notify_all()
 
-    def ticket(self) -> int:
+    def ticket(self, alone: bool = False) -> int:
+        """The next ticket; `alone`: its download runs with no other beside it."""
         with self._changed:
             self._asked += 1
+            if alone:
+                self._alone.add(self._asked - 1)
             return self._asked - 1
+
+    def _free(self, ticket: int) -> bool:
+        if self._closed:
+            return True
+        if self._next != ticket:
+            return False
+        return self._running == 0 if ticket in self._alone else self._running < self.width and not self._alone_now
 
     @contextmanager
     def turn(self, ticket: int) -> Iterator[None]:
         """Wait for this ticket's turn (or `close`); the next ticket's may come once it has started."""
         with self._changed:
-            self._changed.wait_for(lambda: self._closed or self._next == ticket and self._running < self.width)
+            self._changed.wait_for(lambda: self._free(ticket))
+            alone = ticket in self._alone
             self._next, self._running = max(self._next, ticket + 1), self._running + 1
+            self._alone_now += alone
             self._changed.notify_all()
         try:
             yield
         finally:
             with self._changed:
                 self._running -= 1
+                self._alone_now -= alone
                 self._changed.notify_all()
 
     def close(self) -> None:
@@ -182,8 +202,9 @@ class _Pull:
                 self.store, self.remote, {pack: doc}).get(pack) is not None:
             return read  # (fetched or not, as the listings decide)
         self.serial = ThreadPoolExecutor(max_workers=1)
-        self.early[pack] = self.serial.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
-                                              size[pack])
+        alone = size[pack] >= ALONE_BYTES
+        self.early[pack] = self.serial.submit(self._obtain_in_turn, self.turns.ticket(alone), pack,
+                                              work / f"{pack}.pack", size[pack], alone)
         return read
 
     def trusted_doc(self, pack: str, doc: listing.Listing) -> bool:
@@ -292,8 +313,9 @@ class _Pull:
                         continue
                     big = size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack])
                     executor = serial if big else pool
-                    running[executor.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
-                                            size[pack])] = pack
+                    alone = size[pack] >= ALONE_BYTES and not self.downloads.has(pack, size[pack])
+                    running[executor.submit(self._obtain_in_turn, self.turns.ticket(alone), pack, work / f"{pack}.pack",
+                                            size[pack], alone)] = pack
             try:
                 start_more()
                 self.records = keep = self._records()  # (the entries' checks read them)
@@ -363,20 +385,21 @@ class _Pull:
                 else:
                     self.outputs += outputs
 
-    def _obtain_in_turn(self, ticket: int, pack: str, path: Path, size: int) -> bool:
+    def _obtain_in_turn(self, ticket: int, pack: str, path: Path, size: int, alone: bool = False) -> bool:
         """`_obtain` in its turn (`ticket`: _Turns); nothing is fetched once the pull is stopped (TransferStopped)."""
         with self.turns.turn(ticket):
             if self.progress.stopped:
                 raise TransferStopped
-            return self._obtain(pack, path, size)
+            return self._obtain(pack, path, size, alone)
 
-    def _obtain(self, pack: str, path: Path, size: int) -> bool:
+    def _obtain(self, pack: str, path: Path, size: int, alone: bool = False) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
-        else downloaded, and kept until adopted for a pull run again after a kill (downloads.py)."""
+        else downloaded (`alone`: in STREAMS ranges at once), and kept until adopted for a pull run again after a
+        kill (downloads.py)."""
         if self.downloads.take(pack, size, path):
             self.progress.advance(size)
             return True
-        self.backend.download(f"{PACKS}{pack}.pack", path, size, self.progress.advance)
+        self.backend.download(f"{PACKS}{pack}.pack", path, size, self.progress.advance, parts=STREAMS if alone else 1)
         self.downloads.keep(pack, path)
         return False
 
