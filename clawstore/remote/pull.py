@@ -88,7 +88,8 @@ def _check_ref_signers(store: Transfer, backend: Backend, refs: dict[str, str], 
 
 class _Turns:
     """Downloads let through `width` at a time in the order they were asked for (a ticket each, taken when submitted:
-    a semaphore's waiters, threads of two pools, are let through in no set order)."""
+    a semaphore's waiters, threads of two pools, are let through in no set order); a ticket taken `alone`, with no
+    other beside it."""
 
     def __init__(self, width: int):
         self.width, self._asked, self._next, self._running, self._closed = width, 0, 0, 0, False
@@ -122,6 +123,7 @@ class _Turns:
         with self._changed:
             self._changed.wait_for(lambda: self._free(ticket))
             alone = ticket in self._alone
+            self._alone.discard(ticket)
             self._next, self._running = max(self._next, ticket + 1), self._running + 1
             self._alone_now += alone
             self._changed.notify_all()
@@ -291,12 +293,13 @@ class _Pull:
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
     def _download_checked(self, packs: list[str], work: Path) -> None:
-        """Download (big packs one at a time, the others in parallel; at most STREAMS at once, the largest first), at
-        most AHEAD packs beyond the one being checked: each is checked in this thread as soon as it has arrived (the
-        first started of those arrived), while the next ones download (the content of the records the listings'
-        entries name kept decoded, as far as there is room): `self.incoming` holds them. A small pack's objects are
-        copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in). What the checks need
-        of the listings is made while the first packs download."""
+        """Download (big packs one at a time, the others in parallel; at most STREAMS at once, the largest first, those
+        of ALONE_BYTES or more alone, each in STREAMS ranges), at most AHEAD packs beyond the one being checked: each is
+        checked in this thread as soon as it has arrived (the first started of those arrived), while the next ones
+        download (the content of the records the listings' entries name kept decoded, as far as there is room):
+        `self.incoming` holds them. A small pack's objects are copied right after its check into a pack of the pull's
+        own in `work` (Incoming.copy_in). What the checks need of the listings is made while the first packs
+        download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # (one started early is the largest: it goes on first. A pack an interrupted pull downloaded whole is not
         # queued behind the big downloads.)
