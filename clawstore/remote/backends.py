@@ -428,7 +428,8 @@ class S3Backend:
                                               Range=f"bytes={start}-{'' if last else end - 1}")["Body"]
                 with body, open(target, "r+b") as dst:
                     dst.seek(start)
-                    _copy_at_most(body, dst, end - start, what, moved, size if last else None)
+                    _copy_at_most(body, dst, end - start, what if last else f"{what} (bytes {start}-{end - 1})", moved,
+                                  size if last else None)  # (a range answered with more: a server ignoring ranges)
             except RemoteDamage:
                 raise
             except Exception as exc:
