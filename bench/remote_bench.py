@@ -60,19 +60,46 @@ def generate(store: Store, objects: int, size: int) -> None:
 
 
 class Measured:
-    """Wall time and this process's CPU time (all its threads; the S3 server is another process)."""
+    """Wall time and this process's CPU time (all its threads), and the CPU of the processes beside it that stand in
+    for the network (`beside`: the S3 server's and the relay's, which share the machine's cores with the transfer)."""
 
     def __enter__(self) -> Measured:
-        self.wall, self.cpu = time.perf_counter(), _cpu()
+        self.wall, self.cpu, self.beside = time.perf_counter(), _cpu(), _beside_cpu()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall, self.cpu = time.perf_counter() - self.wall, _cpu() - self.cpu
+        after = _beside_cpu()
+        self.beside = {name: after[name] - self.beside.get(name, 0.0) for name in after}
 
 
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+_BESIDE = {"moto_atomic.py": "S3 server", "_throttle.py": "relay"}  # (a child's script -> what it stands for)
+
+
+def _beside_cpu() -> dict[str, float]:
+    """The CPU seconds so far of this process's children that stand in for the network (Linux's /proc; none
+    elsewhere)."""
+    found: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != os.getpid():  # (its parent)
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().decode(errors="replace").split("\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        for script, name in _BESIDE.items():
+            if any(arg.endswith(script) for arg in args):
+                found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick  # (utime + stime)
+    return found
 
 
 def plain_transfer(client: object, bucket: str, files: list[Path], download_to: Path | None) -> Measured:
@@ -169,6 +196,12 @@ def main() -> None:
             print(f"{what}: claw {mine:.2f} s ({mib / mine:.1f} MiB/s, {cpu:.2f} s CPU) vs plain parallel "
                   f"{plain_what} {plain:.2f} s ({mib / plain:.1f} MiB/s, {plain_cpu:.2f} s CPU), medians: "
                   f"throughput {plain / mine:.2f}x (rounds: {each})")
+            beside = [f"{name} {statistics.median(m.beside.get(name, 0.0) for m in side):.2f} s ({who})"
+                      for who, side in (("claw", [claw for claw, _ in rounds[what]]),
+                                        ("plain", [base for _, base in rounds[what]]))
+                      for name in sorted({name for m in side for name in m.beside})]
+            if beside:  # (what the two cores' other processes took meanwhile: the room a second core leaves)
+                print(f"  beside it, CPU (medians): {', '.join(beside)}")
         verify = statistics.median(verified.wall for verified, _ in rounds["floor"])
         local = statistics.median(pulled.wall for _, pulled in rounds["floor"])
         download = statistics.median(base.wall for _, base in rounds["pull"])

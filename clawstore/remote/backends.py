@@ -11,6 +11,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -88,9 +89,10 @@ class Backend(Protocol):
         """{name: size} of every immutable file under `prefix`."""
         ...
 
-    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None, parts: int = 1) -> None:
         """Copy one file to `target` (a path the caller owns). `size`: what a listing says it holds
-        (a hint: the caller checks what arrives). `moved(n)`: n more bytes arrived (from any thread)."""
+        (a hint: the caller checks what arrives). `moved(n)`: n more bytes arrived (from any thread). `parts`: a
+        file of known size may come in this many ranges at once (S3: one GET alone fills ~3/4 of a link)."""
         ...
 
     def upload(self, source: Path, name: str, moved: Moved = None) -> None:
@@ -113,9 +115,11 @@ class Backend(Protocol):
         ...
 
 
-def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str, moved: Moved = None) -> None:
+def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str, moved: Moved = None,
+                  listed: int | None = None) -> None:
     """Copy `src` to `dst`; with a `size`, a source holding more (a file growing on the remote, a server
-    that does not stop) is refused once one byte too many has arrived."""
+    that does not stop) is refused once one byte too many has arrived. `listed`: the whole file's size, named in that
+    refusal (`src` being the file's last range)."""
     left = None if size is None else size + 1
     while left is None or left > 0:
         chunk = src.read(1 << 20 if left is None else min(1 << 20, left))
@@ -126,7 +130,7 @@ def _copy_at_most(src: Any, dst: BinaryIO, size: int | None, what: str, moved: M
             moved(len(chunk))
         if left is not None:
             left -= len(chunk)
-    raise RemoteDamage(f"{what} holds more than the {size} bytes listed")
+    raise RemoteDamage(f"{what} holds more than the {size if listed is None else listed} bytes listed")
 
 
 def url_problem(url: str) -> str | None:
@@ -244,8 +248,8 @@ class DirectoryBackend:
         except OSError as exc:
             raise RemoteError(f"remote {self.description}: cannot read {name}: {exc.strerror}") from None
 
-    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
-        fd = self._open_to_read(name)
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None, parts: int = 1) -> None:
+        fd = self._open_to_read(name)  # (one copy whatever `parts`: no link to fill)
         with open(fd, "rb") as src, open(target, "wb") as dst:
             _copy_at_most(src, dst, size, f"remote {self.description}: {name}", moved)
 
@@ -384,7 +388,10 @@ class S3Backend:
             raise self._fail(f"listing {prefix}", exc) from None
         return found
 
-    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def download(self, name: str, target: Path, size: int | None = None, moved: Moved = None, parts: int = 1) -> None:
+        if size is not None and size <= ONE_GET_MAX and parts > 1 and size >= parts:
+            self._get_parts(name, target, size, moved, parts)
+            return
         if size is not None and size <= ONE_GET_MAX:
             self._get(name, target, size, moved)
             return
@@ -404,6 +411,35 @@ class S3Backend:
             raise
         except Exception as exc:
             raise self._fail(f"downloading {name}", exc) from None
+
+    def _get_parts(self, name: str, target: Path, size: int, moved: Moved, parts: int) -> None:
+        """`parts` ranged GETs at once, each written where its bytes go (the last asks to the end: a file that grew is
+        refused as `_get` refuses it); never more than `size` bytes are kept (a range answered short leaves a hole of
+        zeros: the caller's check of what arrived refuses it)."""
+        what = f"remote {self.description}: {name}"
+        cuts = [size * part // parts for part in range(parts + 1)]
+        with open(target, "wb") as dst:
+            dst.truncate(size)
+
+        def one(start: int, end: int) -> None:
+            last = end == size
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
+                                              Range=f"bytes={start}-{'' if last else end - 1}")["Body"]
+                with body, open(target, "r+b") as dst:
+                    dst.seek(start)
+                    _copy_at_most(body, dst, end - start, what if last else f"{what} (bytes {start}-{end - 1})", moved,
+                                  size if last else None)  # (a range answered with more: a server ignoring ranges)
+            except RemoteDamage:
+                raise
+            except Exception as exc:
+                raise self._fail(f"downloading {name}", exc) from None
+
+        with ThreadPoolExecutor(max_workers=parts - 1) as pool:  # (the last range in this thread)
+            others = [pool.submit(one, start, end) for start, end in zip(cuts[:-2], cuts[1:-1], strict=True)]
+            one(cuts[-2], cuts[-1])
+            for other in others:
+                other.result()
 
     def read_tail(self, name: str, length: int) -> bytes:
         """One ranged GET (`bytes=-length`); never more than `length` bytes are kept."""

@@ -61,6 +61,11 @@ AHEAD = 6
 # thread next looks: the link keeps busy while a long check runs. Until a round's first pack has arrived, one at a
 # time: there is nothing to check before it, and a second download would only delay it.
 STREAMS = 2
+# Packs this big download alone, one after another (the largest first), each in STREAMS ranges at once (which fill
+# the link as STREAMS packs would): each arrives sooner and is checked while the next downloads, and the last bytes to
+# arrive are a small pack's, whose check is short (sharing the link, the second largest arrived last, and its check,
+# ~90 ms, followed the last byte).
+ALONE_BYTES = 1 << 20
 
 
 def _remembered(path: Path) -> set[str]:
@@ -83,10 +88,13 @@ def _check_ref_signers(store: Transfer, backend: Backend, refs: dict[str, str], 
 
 class _Turns:
     """Downloads let through `width` at a time in the order they were asked for (a ticket each, taken when submitted:
-    a semaphore's waiters, threads of two pools, are let through in no set order)."""
+    a semaphore's waiters, threads of two pools, are let through in no set order); a ticket taken `alone`, with no
+    other beside it."""
 
     def __init__(self, width: int):
         self.width, self._asked, self._next, self._running, self._closed = width, 0, 0, 0, False
+        self._alone: set[int] = set()  # tickets that go alone: none other runs beside them
+        self._alone_now = 0  # of those, running (0 or 1)
         self._changed = threading.Condition()
 
     def set_width(self, width: int) -> None:
@@ -94,23 +102,37 @@ class _Turns:
             self.width = width
             self._changed.notify_all()
 
-    def ticket(self) -> int:
+    def ticket(self, alone: bool = False) -> int:
+        """The next ticket; `alone`: its download runs with no other beside it."""
         with self._changed:
             self._asked += 1
+            if alone:
+                self._alone.add(self._asked - 1)
             return self._asked - 1
+
+    def _free(self, ticket: int) -> bool:
+        if self._closed:
+            return True
+        if self._next != ticket:
+            return False
+        return self._running == 0 if ticket in self._alone else self._running < self.width and not self._alone_now
 
     @contextmanager
     def turn(self, ticket: int) -> Iterator[None]:
         """Wait for this ticket's turn (or `close`); the next ticket's may come once it has started."""
         with self._changed:
-            self._changed.wait_for(lambda: self._closed or self._next == ticket and self._running < self.width)
+            self._changed.wait_for(lambda: self._free(ticket))
+            alone = ticket in self._alone
+            self._alone.discard(ticket)
             self._next, self._running = max(self._next, ticket + 1), self._running + 1
+            self._alone_now += alone
             self._changed.notify_all()
         try:
             yield
         finally:
             with self._changed:
                 self._running -= 1
+                self._alone_now -= alone
                 self._changed.notify_all()
 
     def close(self) -> None:
@@ -182,8 +204,9 @@ class _Pull:
                 self.store, self.remote, {pack: doc}).get(pack) is not None:
             return read  # (fetched or not, as the listings decide)
         self.serial = ThreadPoolExecutor(max_workers=1)
-        self.early[pack] = self.serial.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
-                                              size[pack])
+        alone = size[pack] >= ALONE_BYTES
+        self.early[pack] = self.serial.submit(self._obtain_in_turn, self.turns.ticket(alone), pack,
+                                              work / f"{pack}.pack", size[pack], alone)
         return read
 
     def trusted_doc(self, pack: str, doc: listing.Listing) -> bool:
@@ -270,12 +293,13 @@ class _Pull:
         return set(hex_digests("".join(self.listings[pack].document_ids)))
 
     def _download_checked(self, packs: list[str], work: Path) -> None:
-        """Download (big packs one at a time, the others in parallel; at most STREAMS at once, the largest first), at
-        most AHEAD packs beyond the one being checked: each is checked in this thread as soon as it has arrived (the
-        first started of those arrived), while the next ones download (the content of the records the listings'
-        entries name kept decoded, as far as there is room): `self.incoming` holds them. A small pack's objects are
-        copied right after its check into a pack of the pull's own in `work` (Incoming.copy_in). What the checks need
-        of the listings is made while the first packs download."""
+        """Download (big packs one at a time, the others in parallel; at most STREAMS at once, the largest first, those
+        of ALONE_BYTES or more alone, each in STREAMS ranges), at most AHEAD packs beyond the one being checked: each is
+        checked in this thread as soon as it has arrived (the first started of those arrived), while the next ones
+        download (the content of the records the listings' entries name kept decoded, as far as there is room):
+        `self.incoming` holds them. A small pack's objects are copied right after its check into a pack of the pull's
+        own in `work` (Incoming.copy_in). What the checks need of the listings is made while the first packs
+        download."""
         size = {pack: self.files[f"{PACKS}{pack}.pack"] for pack in packs}
         # (one started early is the largest: it goes on first. A pack an interrupted pull downloaded whole is not
         # queued behind the big downloads.)
@@ -292,8 +316,9 @@ class _Pull:
                         continue
                     big = size[pack] > SERIAL_BYTES and not self.downloads.has(pack, size[pack])
                     executor = serial if big else pool
-                    running[executor.submit(self._obtain_in_turn, self.turns.ticket(), pack, work / f"{pack}.pack",
-                                            size[pack])] = pack
+                    alone = size[pack] >= ALONE_BYTES and not self.downloads.has(pack, size[pack])
+                    running[executor.submit(self._obtain_in_turn, self.turns.ticket(alone), pack, work / f"{pack}.pack",
+                                            size[pack], alone)] = pack
             try:
                 start_more()
                 self.records = keep = self._records()  # (the entries' checks read them)
@@ -363,20 +388,21 @@ class _Pull:
                 else:
                     self.outputs += outputs
 
-    def _obtain_in_turn(self, ticket: int, pack: str, path: Path, size: int) -> bool:
+    def _obtain_in_turn(self, ticket: int, pack: str, path: Path, size: int, alone: bool = False) -> bool:
         """`_obtain` in its turn (`ticket`: _Turns); nothing is fetched once the pull is stopped (TransferStopped)."""
         with self.turns.turn(ticket):
             if self.progress.stopped:
                 raise TransferStopped
-            return self._obtain(pack, path, size)
+            return self._obtain(pack, path, size, alone)
 
-    def _obtain(self, pack: str, path: Path, size: int) -> bool:
+    def _obtain(self, pack: str, path: Path, size: int, alone: bool = False) -> bool:
         """The pack's bytes at `path`: those an interrupted pull downloaded whole, if it left them (True),
-        else downloaded, and kept until adopted for a pull run again after a kill (downloads.py)."""
+        else downloaded (`alone`: in STREAMS ranges at once), and kept until adopted for a pull run again after a
+        kill (downloads.py)."""
         if self.downloads.take(pack, size, path):
             self.progress.advance(size)
             return True
-        self.backend.download(f"{PACKS}{pack}.pack", path, size, self.progress.advance)
+        self.backend.download(f"{PACKS}{pack}.pack", path, size, self.progress.advance, parts=STREAMS if alone else 1)
         self.downloads.keep(pack, path)
         return False
 

@@ -77,6 +77,38 @@ def test_a_download_of_a_known_size_keeps_no_more_than_that(backend: Backend, tm
     assert target.stat().st_size == 4001
 
 
+def test_a_file_of_known_size_comes_in_ranges_at_once_and_no_more_than_that(
+        backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big pack alone on the link (pull.ALONE_BYTES) is asked in `parts` ranges at once (S3: one GET fills ~3/4 of a
+    link): the bytes land whole, each counted once; the last range asks to the end, so a file that grew since it was
+    listed is refused by name as a whole GET refuses it."""
+    source = tmp_path / "pack"
+    source.write_bytes(os.urandom(100_000))
+    backend.upload(source, "packs/ab.pack")
+    ranges: list[str] = []
+    if isinstance(backend, backends.S3Backend):
+        get = backend.client.get_object
+
+        def ranged(**kwargs: object) -> object:
+            ranges.append(str(kwargs.get("Range")))
+            return get(**kwargs)
+
+        monkeypatch.setattr(backend.client, "get_object", ranged)
+    moved: list[int] = []
+    target = tmp_path / "back"
+    backend.download("packs/ab.pack", target, 100_000, moved.append, parts=2)
+    assert target.read_bytes() == source.read_bytes() and sum(moved) == 100_000
+    if isinstance(backend, backends.S3Backend):
+        assert sorted(ranges) == ["bytes=0-49999", "bytes=50000-"]
+    with pytest.raises(RemoteDamage, match="packs/ab.pack holds more than the 90000 bytes listed"):
+        backend.download("packs/ab.pack", target, 90_000, parts=2)
+    if isinstance(backend, backends.S3Backend):  # (a server that ignores ranges answers each with the whole file)
+        monkeypatch.setattr(backend.client, "get_object",
+                            lambda **kwargs: get(**{key: value for key, value in kwargs.items() if key != "Range"}))
+        with pytest.raises(RemoteDamage, match="packs/ab.pack.* holds more than the"):
+            backend.download("packs/ab.pack", target, 100_000, parts=2)
+
+
 def test_a_ref_statement_that_grew_after_it_was_listed_is_not_read_whole(backend: Backend, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Someone writing to the share between the pull's listing and its download: the statement listed

@@ -569,7 +569,8 @@ def test_a_pack_bigger_than_its_signed_listing_says_is_not_downloaded(tmp_path: 
     downloads: list[str] = []
     real = DirectoryBackend.download
 
-    def spy(self: object, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def spy(self: object, name: str, target: Path, size: int | None = None, moved: Moved = None,
+            parts: int = 1) -> None:
         downloads.append(name)
         real(self, name, target, size, moved)  # type: ignore[arg-type]
 
@@ -642,7 +643,8 @@ def test_big_packs_arrive_one_after_another_the_largest_first(tmp_path: Path,
     spans: list[tuple[float, float, int]] = []  # (start, end, size) of each pack's download
     real = DirectoryBackend.download
 
-    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None,
+            parts: int = 1) -> None:
         start = time.monotonic()
         time.sleep(0.05)  # (long enough for downloads running at once to overlap)
         real(self, name, target, size, moved)
@@ -689,7 +691,8 @@ def _slow_downloads(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tup
     downloads: list[tuple[float, float]] = []
     real = DirectoryBackend.download
 
-    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def download(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None,
+            parts: int = 1) -> None:
         start = time.monotonic()
         time.sleep(seconds)
         real(self, name, target, size, moved)

@@ -34,7 +34,8 @@ def _spied(monkeypatch: pytest.MonkeyPatch, biggest: Path, wait: bool = True) ->
     big_started = threading.Event()
     real = DirectoryBackend.download
 
-    def spy(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def spy(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None,
+            parts: int = 1) -> None:
         if name == f"packs/{biggest.name}":
             started.append(name)
             big_started.set()
@@ -86,7 +87,8 @@ def test_a_pull_refused_while_the_early_download_runs_stops_it_and_leaves_nothin
     ended: list[float] = []
     real = DirectoryBackend.download
 
-    def slow(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None) -> None:
+    def slow(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None,
+            parts: int = 1) -> None:
         if name != f"packs/{biggest.name}":
             return real(self, name, target, size, moved)
         try:

@@ -1,5 +1,5 @@
 """A pull's downloads: at most pull.STREAMS at once, each starting as soon as one ends (not when the pulling thread
-is next free of a check), in the order asked for (pull._Turns)."""
+is next free of a check), in the order asked for (pull._Turns); a big pack alone, in ranges at once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from clawstore.remote import pull
+from clawstore.remote.backends import DirectoryBackend, Moved
 from clawstore.store import Store
 from clawstore.store.services import transfer
 from tests.remote.test_packs import _pushed_in_packs, _slow_downloads
@@ -90,3 +91,61 @@ def test_turns_let_tickets_through_in_their_order_width_at_a_time() -> None:
     stuck.close()
     waiter.join(5)
     assert not waiter.is_alive()
+
+
+def test_a_ticket_that_goes_alone_runs_with_none_beside_it() -> None:
+    """A big pack's download (in ranges of its own that fill the link) runs alone: the ticket before it ends first,
+    and none after it starts until it ends; the others still go `width` at a time, in ticket order."""
+    turns = pull._Turns(2)
+    tickets = [turns.ticket(alone) for alone in (True, False, False, True, False, False)]
+    spans: dict[int, tuple[float, float]] = {}
+
+    def ask(ticket: int) -> None:
+        with turns.turn(ticket):
+            start = time.monotonic()
+            time.sleep(0.1)
+        spans[ticket] = (start, time.monotonic())
+
+    threads = [threading.Thread(target=ask, args=(ticket,)) for ticket in tickets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(spans) == tickets
+    for alone in (0, 3):
+        start, end = spans[alone]
+        assert all(other_end <= start or other_start >= end
+                   for ticket, (other_start, other_end) in spans.items() if ticket != alone)
+    assert _most_at_once([spans[1], spans[2]]) == 2 and _most_at_once([spans[4], spans[5]]) == 2
+    assert [ticket for ticket, _ in sorted(spans.items(), key=lambda item: item[1][0])] == tickets
+
+
+def test_big_packs_download_alone_each_in_ranges_and_the_small_ones_two_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packs of pull.ALONE_BYTES or more come one after another (the largest first), each asked in STREAMS ranges at
+    once and nothing else downloading meanwhile; the smaller ones after them, STREAMS at a time, each whole."""
+    source, remote = _pushed_in_packs(tmp_path, (400, 300, 200, 100, 50))
+    sizes = sorted((path.stat().st_size for path in (tmp_path / "remote" / "packs").glob("*.pack")), reverse=True)
+    monkeypatch.setattr(pull, "ALONE_BYTES", sizes[1])  # (the two largest go alone)
+    spans: list[tuple[float, float, int, int]] = []  # (start, end, size, parts) of each pack's download
+    real = DirectoryBackend.download
+
+    def timed(self: DirectoryBackend, name: str, target: Path, size: int | None = None, moved: Moved = None,
+              parts: int = 1) -> None:
+        start = time.monotonic()
+        time.sleep(0.1)  # (a slow link: downloads running at once overlap)
+        real(self, name, target, size, moved, parts)
+        if name.endswith(".pack"):
+            spans.append((start, time.monotonic(), target.stat().st_size, parts))
+
+    monkeypatch.setattr(DirectoryBackend, "download", timed)
+    target = Store(tmp_path / "b")
+    assert pull.STREAMS == 2 and pull.pull(target, remote).packs == 5
+    spans.sort()
+    assert [size for _, _, size, _ in spans[:2]] == sizes[:2]  # (the largest first, alone)
+    assert [parts for _, _, _, parts in spans] == [2, 2, 1, 1, 1]
+    for start, end, _, _ in spans[:2]:
+        assert all(other_end <= start or other_start >= end for other_start, other_end, _, _ in spans
+                   if (other_start, other_end) != (start, end))
+    assert _most_at_once([(start, end) for start, end, _, _ in spans[2:]]) == 2
+    assert set(target.iter_objects()) == set(source.iter_objects())
