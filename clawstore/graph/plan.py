@@ -52,8 +52,9 @@ class Node:
     batch: str | None = None  # the provider batch it is pending in (builder/batch_layer.py)
     batch_body: dict[str, Any] | None = None  # its batch line's chat body, made once
     batch_summary: dict[str, Any] | None = None  # the batch its answer came by, for the record
-    # Canonical bytes of objects it put that its run's result node reads next (oid → bytes): the result takes
-    # them from memory instead of the store (builder/eval_layer.py; dropped when its window concludes).
+    # Canonical bytes of objects it put that the nodes after it read next (oid → bytes): they take them from memory
+    # instead of the store (builder/eval_layer.py; a run's artifact dropped once its last judgement here has its
+    # request, builder/run_exec.py; the others when its window concludes).
     made: dict[str, bytes] | None = None
     # The canonical bytes its key is the id of (graph/keys.py `keyed_document`), stored as its input document when
     # it is recorded instead of encoding the document again (`put_input`); dropped with the document.

@@ -93,7 +93,7 @@ class Reach:
         self._cached = cached
         self._uncached: set[str] = set()
         self.loads = 0  # edges files loaded (a pack's again when the walk comes back to it)
-        self._sealed: dict[str, int] = {}  # pack -> when it was written (its mtime), the order packs are taken up in
+        self._sealed: dict[str, int] = {}  # pack -> its mtime (sealed, or a dedup hit's touch): the order of take-up
         self._view: frozenset[str] | None = None  # the index's segments the finder was made from
         self._finder: HeldObjects | None = None
         self._rows = bytearray()  # a byte a row of the finder's tables: 1 once reached

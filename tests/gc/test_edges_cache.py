@@ -4,6 +4,7 @@ an object damaged after its pack's file was written. gc and fsck must find what 
 from __future__ import annotations
 
 import os
+import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -184,3 +185,30 @@ def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_wh
     unsealed = other.put_json({"unsealed": fresh[0]})  # (in a pack still open: no edges file, read the long way)
     assert walk.mark([unsealed]) == 1 and walk.missing == ghosts
     assert walk.marked == _reference_walk(store, [root, late, unsealed])[0]
+
+
+@pytest.mark.parametrize("order", ["newest", "oldest", "shuffled"])
+def test_the_cached_walk_marks_the_whole_closure_whatever_order_it_takes_the_packs_up_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str) -> None:
+    """The take-up order (`Reach._sealed_at`, newest first) only saves loads: oldest first the walk must come back to
+    packs, and in any order it marks what the plainest walk reaches, in one mark or two."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)  # (the ids wait for their packs, as in a big store's tables)
+    store = Store(tmp_path / "store")
+    root = _graph(store, 1600, seed=5)  # (4 packs and the root's)
+    sealed_at, shuffled = Reach._sealed_at, random.Random(3)
+    keys: dict[str, Callable[[Reach, str], tuple[float, str]]] = {
+        "newest": sealed_at,  # (the mtimes below: by name)
+        "oldest": lambda walk, pack: (-sealed_at(walk, pack)[0], pack),  # (here 8 loads for 4 packs in one mark)
+        "shuffled": lambda walk, pack: (shuffled.random(), pack),
+    }
+    monkeypatch.setattr(Reach, "_sealed_at", keys[order])
+    for age, pack in enumerate(sorted(iter_pack_ids(store.runtime.packs_dir))):  # (distinct mtimes, in name order)
+        os.utime(pack_path(store.runtime.packs_dir, pack), (1e9 + age, 1e9 + age))
+    reached, missing = _reference_walk(store, [root])
+    named = store.get_json(root)["all"]
+    for roots in ([[root]], [named[:30], [root]]):
+        walk = Reach(store, cached=True)
+        for some in roots:
+            walk.mark(some)
+        assert walk.marked == reached and set(walk.missing) == missing
+        assert walk.loads >= len(list(iter_pack_ids(store.runtime.packs_dir)))  # (by the packs' files, not read)
