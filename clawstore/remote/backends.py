@@ -420,8 +420,9 @@ class S3Backend:
     def _get_parts(self, name: str, target: Path, size: int, moved: Moved, parts: int) -> None:
         """`parts` ranged GETs at once, each written where its bytes go (the last asks to the end: a file that grew is
         refused as `_get` refuses it); never more than `size` bytes are kept (a range answered short leaves a hole of
-        zeros: the caller's check of what arrived refuses it). One range failing abandons the others at their next
-        chunk (a flaky link: the failure is told without waiting for the rest of the file)."""
+        zeros: the caller's check of what arrived refuses it); an answer that is not the range asked (a 200: a server
+        that ignores ranges) is refused before a byte of it is kept. One range failing abandons the others at their
+        next chunk (a flaky link: the failure is told without waiting for the rest of the file)."""
         what = f"remote {self.description}: {name}"
         cuts = [size * part // parts for part in range(parts + 1)]
         failed = threading.Event()
@@ -436,13 +437,18 @@ class S3Backend:
 
         def one(start: int, end: int) -> None:
             last = end == size
+            asked = f"bytes={start}-{'' if last else end - 1}"
             try:
-                body = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
-                                              Range=f"bytes={start}-{'' if last else end - 1}")["Body"]
+                answer = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=asked)
+                body, got = answer["Body"], answer.get("ContentRange")
+                if not str(got).startswith(f"bytes {start}-"):  # (206's Content-Range: where its bytes go)
+                    body.close()
+                    raise RemoteDamage(f"{what}: the server answered {asked} with "
+                                       f"{'the whole file (it ignores ranges)' if got is None else got[:100]}")
                 with body, open(target, "r+b") as dst:
                     dst.seek(start)
                     _copy_at_most(body, dst, end - start, what if last else f"{what} (bytes {start}-{end - 1})",
-                                  counted, size if last else None)  # (a range answered with more: ranges ignored)
+                                  counted, size if last else None)
             except _Abandoned:
                 raise
             except RemoteDamage:
