@@ -10,6 +10,7 @@ import fcntl
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ class RemoteError(StoreError):
 class RemoteDamage(UsageError):
     """A file on the remote is not one claw could have written there (a FIFO, a device, a symlink, a
     ref of megabytes): refused with its name (exit 2), never read into memory or waited on."""
+
+
+class _Abandoned(Exception):
+    """A range of a download given up because another range of it failed (S3Backend._get_parts)."""
 
 
 # What the S3 errors a user can mend mean, in a failure's one line (the code stays: it is what to search).
@@ -415,31 +420,54 @@ class S3Backend:
     def _get_parts(self, name: str, target: Path, size: int, moved: Moved, parts: int) -> None:
         """`parts` ranged GETs at once, each written where its bytes go (the last asks to the end: a file that grew is
         refused as `_get` refuses it); never more than `size` bytes are kept (a range answered short leaves a hole of
-        zeros: the caller's check of what arrived refuses it)."""
+        zeros: the caller's check of what arrived refuses it); an answer that is not the range asked (a 200: a server
+        that ignores ranges) is refused before a byte of it is kept. One range failing abandons the others at their
+        next chunk (a flaky link: the failure is told without waiting for the rest of the file)."""
         what = f"remote {self.description}: {name}"
         cuts = [size * part // parts for part in range(parts + 1)]
+        failed = threading.Event()
         with open(target, "wb") as dst:
             dst.truncate(size)
 
+        def counted(nbytes: int) -> None:
+            if failed.is_set():
+                raise _Abandoned
+            if moved is not None:
+                moved(nbytes)
+
         def one(start: int, end: int) -> None:
             last = end == size
+            asked = f"bytes={start}-{'' if last else end - 1}"
             try:
-                body = self.client.get_object(Bucket=self.bucket, Key=self._key(name),
-                                              Range=f"bytes={start}-{'' if last else end - 1}")["Body"]
+                answer = self.client.get_object(Bucket=self.bucket, Key=self._key(name), Range=asked)
+                body, got = answer["Body"], answer.get("ContentRange")
+                if not str(got).startswith(f"bytes {start}-"):  # (206's Content-Range: where its bytes go)
+                    body.close()
+                    raise RemoteDamage(f"{what}: the server answered {asked} with "
+                                       f"{'the whole file (it ignores ranges)' if got is None else got[:100]}")
                 with body, open(target, "r+b") as dst:
                     dst.seek(start)
-                    _copy_at_most(body, dst, end - start, what if last else f"{what} (bytes {start}-{end - 1})", moved,
-                                  size if last else None)  # (a range answered with more: a server ignoring ranges)
+                    _copy_at_most(body, dst, end - start, what if last else f"{what} (bytes {start}-{end - 1})",
+                                  counted, size if last else None)
+            except _Abandoned:
+                raise
             except RemoteDamage:
+                failed.set()
                 raise
             except Exception as exc:
+                failed.set()
                 raise self._fail(f"downloading {name}", exc) from None
+            except BaseException:  # (KeyboardInterrupt in the caller's range: the others end too)
+                failed.set()
+                raise
 
         with ThreadPoolExecutor(max_workers=parts - 1) as pool:  # (the last range in this thread)
             others = [pool.submit(one, start, end) for start, end in zip(cuts[:-2], cuts[1:-1], strict=True)]
-            one(cuts[-2], cuts[-1])
-            for other in others:
-                other.result()
+            with contextlib.suppress(_Abandoned):  # (another range failed: its failure is raised below)
+                one(cuts[-2], cuts[-1])
+        for problem in (other.exception() for other in others):
+            if problem is not None and not isinstance(problem, _Abandoned):
+                raise problem
 
     def read_tail(self, name: str, length: int) -> bytes:
         """One ranged GET (`bytes=-length`); never more than `length` bytes are kept."""

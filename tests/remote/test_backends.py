@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,11 +104,73 @@ def test_a_file_of_known_size_comes_in_ranges_at_once_and_no_more_than_that(
         assert sorted(ranges) == ["bytes=0-49999", "bytes=50000-"]
     with pytest.raises(RemoteDamage, match="packs/ab.pack holds more than the 90000 bytes listed"):
         backend.download("packs/ab.pack", target, 90_000, parts=2)
-    if isinstance(backend, backends.S3Backend):  # (a server that ignores ranges answers each with the whole file)
-        monkeypatch.setattr(backend.client, "get_object",
-                            lambda **kwargs: get(**{key: value for key, value in kwargs.items() if key != "Range"}))
-        with pytest.raises(RemoteDamage, match="packs/ab.pack.* holds more than the"):
-            backend.download("packs/ab.pack", target, 100_000, parts=2)
+
+
+@pytest.mark.parametrize("backend", ["s3"], indirect=True)
+def test_a_server_that_ignores_ranges_is_refused_before_a_byte_is_taken(
+        backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that ignores ranges answers each ranged GET with the whole file (200, not 206): refused by name for
+    what it is, before a byte of it is written or counted (it was refused once half the file and a byte had arrived,
+    as a file holding more than listed, which it does not)."""
+    assert isinstance(backend, backends.S3Backend)
+    source = tmp_path / "pack"
+    source.write_bytes(os.urandom(100_000))
+    backend.upload(source, "packs/ab.pack")
+    get = backend.client.get_object
+    monkeypatch.setattr(backend.client, "get_object",
+                        lambda **kwargs: get(**{key: value for key, value in kwargs.items() if key != "Range"}))
+    moved: list[int] = []
+    with pytest.raises(RemoteDamage, match=r"^remote s3://\S+: packs/ab.pack: the server answered bytes=\d+- with "
+                                            r"the whole file \(it ignores ranges\)$"):
+        backend.download("packs/ab.pack", tmp_path / "back", 100_000, moved.append, parts=2)
+    assert moved == []
+
+
+class _Trickle:
+    """A GET's body that waits until `go` is set, then gives 16 KiB a read, slowly, counting what it gave."""
+
+    def __init__(self, body: Any, go: threading.Event):
+        self.body, self.go, self.given = body, go, 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.go.wait(5)
+        time.sleep(0.01)
+        chunk = self.body.read(min(size, 16 << 10))
+        self.given += len(chunk)
+        return bytes(chunk)
+
+    def __enter__(self) -> _Trickle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.body.close()
+
+
+@pytest.mark.parametrize("backend", ["s3"], indirect=True)
+@pytest.mark.parametrize("failing", ["bytes=0-", "bytes=1048576-"])
+def test_a_range_that_fails_stops_the_other(backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            failing: str) -> None:
+    """A flaky link: one of a pack's ranges fails (the first, in a thread of its own, or the last, in the caller's)
+    while the other still arrives: the other is abandoned at its next chunk, not read to its end before the failure
+    is told (a stalled half kept the pull waiting that long)."""
+    assert isinstance(backend, backends.S3Backend)
+    source = tmp_path / "pack"
+    source.write_bytes(os.urandom(2 << 20))
+    backend.upload(source, "packs/ab.pack")
+    get, failed, trickles = backend.client.get_object, threading.Event(), []
+
+    def flaky(**kwargs: Any) -> Any:
+        if str(kwargs["Range"]).startswith(failing):
+            failed.set()
+            raise ConnectionResetError("the link dropped")
+        answer = get(**kwargs)
+        trickles.append(_Trickle(answer["Body"], failed))
+        return {**answer, "Body": trickles[-1]}
+
+    monkeypatch.setattr(backend.client, "get_object", flaky)
+    with pytest.raises(backends.RemoteError, match=r"downloading packs/ab.pack failed \(ConnectionResetError\)"):
+        backend.download("packs/ab.pack", tmp_path / "back", 2 << 20, parts=2)
+    assert len(trickles) == 1 and trickles[0].given < 1 << 20  # (not read to the end of its 1 MiB)
 
 
 def test_a_ref_statement_that_grew_after_it_was_listed_is_not_read_whole(backend: Backend, tmp_path: Path,
