@@ -15,6 +15,8 @@ import os
 import re
 from array import array
 from collections.abc import Iterator
+from itertools import compress
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,6 +43,7 @@ from clawstore.store.core.edgefile import (
 from clawstore.store.core.ids import is_oid
 from clawstore.store.core.index import IndexView
 from clawstore.store.core.packfile import (
+    KIND_ACTION,
     KIND_OBJECT,
     Blob,
     NotAPackError,
@@ -208,11 +211,12 @@ def verify_blobs(fh: BinaryIO, pack: str, blobs: list[Blob], facts: bool = False
     """Each blob of a pack checked, in file order: (blob, why it is damaged or None, what it names or None when not
     read here, with `facts` a record's facts or None). Objects are read a region of at most REGION bytes at a time and
     decoded by zstd's batch API; large ones, and any batch that does not decode, are checked one by one (blob_problem
-    says what is wrong)."""
+    says what is wrong). A region runs on past action entries (checked in place, by their length): a pack whose
+    entries sit between its objects, as a build's do, is still decoded a region at a time (it was 2-3 objects)."""
     fd = fh.fileno()
     group: list[Blob] = []
     for blob in blobs:
-        if blob.kind != KIND_OBJECT or blob.length > _STORED_MAX:
+        if blob.kind != KIND_OBJECT and blob.kind != KIND_ACTION or blob.length > _STORED_MAX:
             yield from _verify_group(fd, pack, group, fh, facts)
             group = []
             yield blob, blob_problem(fh, pack, blob), None, None
@@ -229,27 +233,46 @@ def _verify_group(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bo
         return
     start = group[0].offset
     region = os.pread(fd, group[-1].offset + group[-1].length - start, start)
-    batch: list[Blob] = []
-    spans: list[tuple[int, int]] = []
-    held = 0
+    contents = _decoded(region, start, [blob for blob in group if blob.kind == KIND_OBJECT])
     for blob in group:
-        at = blob.offset - start
-        size = codec.batch_size(region[at:at + codec.MAX_HEADER]) if at + blob.length <= len(region) else 0
-        if size:
-            batch.append(blob)
-            spans.append((at, blob.length))
-            held += size
-    decoded = codec.decode_frames(region, spans, held) if spans else None
-    contents = dict(zip(batch, decoded, strict=True)) if decoded is not None else {}
-    for blob in group:
-        content = contents.get(blob)
+        if blob.kind != KIND_OBJECT:
+            yield blob, blob_problem(fh, pack, blob), None, None  # (an action entry: its length, nothing read)
+            continue
+        content = next(contents)
+        # (hashed here, not in a batch: the content is then still in the cache for what it names)
         if content is None or blake3.blake3(content).digest() != blob.id:
             # not batched (empty, no declared size), or damaged: checked alone, which names what is wrong
             why = blob_problem(fh, pack, blob)
             if why is not None:
                 yield blob, why, None, None
                 continue
-            content = memoryview(codec.decode_verified("", blob.id.hex(), "", os.pread(fd, blob.length, blob.offset)))
+            content = codec.decode_verified("", blob.id.hex(), "", os.pread(fd, blob.length, blob.offset))
         view = memoryview(content)
         children = children_in(view)
         yield blob, None, children, _fact(view, children) if facts and children else None
+
+
+def _decoded(region: bytes, start: int, objects: list[Blob]) -> Iterator[Any]:
+    """Each object's content (not verified) if it decoded in the batch, else None. The frames' sizes are read and
+    the batch cut with no Python step per object (as a pull verifies a pack: transfer._verify_small); one by one only
+    for a region cut short or a header that is no frame's."""
+    if not objects:
+        return iter(())
+    ats = [blob.offset - start for blob in objects]
+    whole = len(region) >= objects[-1].offset + objects[-1].length - start
+    sizes = codec.declared_sizes(region, ats) if whole else None
+    if sizes is None:  # (a region cut short, or a header that is no frame's: each asked)
+        sizes = [codec.batch_size(region[at:at + codec.MAX_HEADER]) if at + blob.length <= len(region) else 0
+                 for blob, at in zip(objects, ats, strict=True)]
+    fits = list(map(codec.batched, sizes))
+    batch = list(compress(objects, fits))
+    decoded = codec.decode_frames(region, zip(compress(ats, fits), map(_length, batch), strict=True),
+                                  sum(compress(sizes, fits))) if batch else None
+    found: list[Any] = [None] * len(objects)
+    if decoded is not None and len(decoded) == len(batch):
+        for at, content in zip(compress(range(len(objects)), fits), decoded, strict=True):
+            found[at] = content
+    return iter(found)
+
+
+_length = attrgetter("length")
