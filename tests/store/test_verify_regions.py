@@ -1,0 +1,76 @@
+"""fsck verifies a pack a region at a time (store/edges.py `verify_blobs`): the action entries a build writes between
+its objects do not cut a region, so a pack of interleaved records and entries is decoded in one zstd batch; what each
+object names and each damaged object are reported as when every blob was read alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store, edges
+from clawstore.store.actions import put_action
+from clawstore.store.core import codec
+from clawstore.store.core.edgefile import children_in
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.core.packfile import KIND_ACTION, KIND_OBJECT, scan_pack
+from clawstore.store.services.fsck import fsck
+from tests.support.storefiles import flip_in_frame, pack_files
+
+
+def _interleaved(root: Path) -> tuple[Store, list[str]]:
+    """One pack of 40 runs, each a key document, an artifact, a record naming it and the record's action entry, in
+    that order (a batch each, as a build commits its runs)."""
+    store = Store(root)
+    oids = []
+    for i in range(40):
+        with store.batch():
+            key = store.put_json({"node": i, "pad": "k" * 100})
+            artifact = store.put_bytes(f"artifact {i} ".encode() * 30)
+            put_action(store, key, {"kind": "run", "key": key, "input": key, "outputs": {"artifact": artifact}})
+            oids += [key, artifact]
+    store.runtime.close_writer()
+    return store, oids
+
+
+def _decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The frames each call of zstd's batch decoder was given."""
+    calls: list[int] = []
+    decode_frames = codec.decode_frames
+
+    def counted(buffer: bytes, spans: object, held: int) -> object:
+        spans = list(spans)  # type: ignore[call-overload]
+        calls.append(len(spans))
+        return decode_frames(buffer, spans, held)
+
+    monkeypatch.setattr(codec, "decode_frames", counted)
+    return calls
+
+
+def test_entries_between_objects_do_not_cut_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _ = _interleaved(tmp_path / "store")
+    [path] = pack_files(store)
+    blobs = scan_pack(path).blobs
+    kinds = [blob.kind for blob in blobs]
+    assert kinds.count(KIND_ACTION) == 40 and kinds[:4] == [KIND_OBJECT] * 3 + [KIND_ACTION]  # (interleaved)
+    calls = _decodes(monkeypatch)
+    with open(path, "rb") as fh:
+        checked = list(edges.verify_blobs(fh, path.stem, blobs, facts=True))
+    assert calls == [120]  # every object of the pack in one batch (the base decoded 3 a call, 40 calls)
+    assert [blob for blob, *_ in checked] == blobs  # in file order
+    for blob, why, children, fact in checked:
+        assert why is None
+        if blob.kind == KIND_OBJECT:
+            assert children == children_in(store.get_bytes(PREFIX + blob.id.hex()))
+        else:
+            assert children is None and fact is None
+    assert sum(fact is not None for *_, fact in checked) == 40  # each record's key and outputs
+
+
+def test_a_damaged_object_between_entries_is_named_alone(tmp_path: Path) -> None:
+    store, oids = _interleaved(tmp_path / "store")
+    victim = oids[21]  # (an artifact, between a key document and a record; entries on either side)
+    flip_in_frame(store, victim, -2)
+    report = fsck(store, beside=False)
+    assert list(report.corrupt) == [victim]
+    assert "does not match its id" in report.corrupt[victim] or "undecodable" in report.corrupt[victim]
