@@ -147,6 +147,13 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
      "deterministic_checks[2].python_hook.path", "file not found: hooks/check.py"),
     ("missing_judge_prompt", _remove("configs/evaluation_profiles/prompts/judge.md"), EVAL,
      "judge_system_prompt_path", "file not found: prompts/judge.md"),
+    # A misspelt price was a price of 0: costs shown smaller than they were
+    ("pricing_field_misspelt", _yaml(SUITE, _set(["models", 0, "pricing"], {"inptu": 1.0, "output": 2.0})), SUITE,
+     "models[0].pricing.inptu", "unknown field 'inptu' (allowed: input, output, cacheRead, cacheWrite, batch)"),
+    ("pricing_negative", _yaml(EVAL, _set(["judges", 0, "pricing"], {"input": 1.0, "output": -2})), EVAL,
+     "judges[0].pricing.output", "expected a number >= 0, got -2"),
+    ("pricing_not_a_mapping", _yaml(SUITE, _set(["models", 0, "pricing"], "cheap")), SUITE,
+     "models[0].pricing", "expected a mapping of USD per 1M tokens"),
     # There but a directory: said so, not "file not found"
     ("attachment_is_a_directory", _directory_for("configs/cases/alpha/files/data.txt"), CASE, "input.attachments[0]",
      "files/data.txt is not a regular file (a directory)"),
