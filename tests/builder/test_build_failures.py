@@ -124,11 +124,11 @@ def test_a_killed_builds_spending_is_unknown_in_the_builds_view_never_the_part_i
         ws: Workspace, claw: Claw, standin: StandIn) -> None:
     """The log is written every 2 s, so a killed build's metrics stop short of what it paid: its row says
     NULL (unknown), not the 0.0 or partial sum that log holds."""
-    for index in range(4):
+    for index in range(6):
         ws.case(f"c{index}", f"Question {index}?")
     ws.suite("main", ["m1"])
     ws.run_profile(concurrency=1)
-    standin.set_default(text("slow answer", latency=0.3))
+    standin.set_default(text("slow answer", latency=0.4))  # the kill comes well before the last of 8 runs
     proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
     store = Store(Path(os.environ["CLAW_STORE"]))
     deadline = time.monotonic() + 20
