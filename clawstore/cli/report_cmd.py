@@ -58,6 +58,9 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     with collector_paused():
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
                               sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
+        if (cases or models) and not report.models:  # a misspelt filter: not an empty report that exits 0
+            asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
+            raise UsageError(f"no row of campaign {ids.campaign_id}'s last build matches {asked}")
         if output == "json":
             for chunk in json_chunks(report):
                 click.echo(chunk, nl=False)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawstore.config.containment import escapes, outside_message
+from clawstore.config.containment import escapes, not_a_file, outside_message
 from clawstore.config.error_text import yaml_type
 from clawstore.config.ids import MESSAGE_ROLES
 from clawstore.config.models import Message
@@ -92,10 +92,8 @@ def expand_source(case_dir: Path, message: Message, root_real: Path | None = Non
     outside = escapes(path, root_real) if root_real is not None else None
     if outside is not None:
         raise MessageProblem(outside_message(message.source.path, outside), "source.path")
-    if not os.path.isfile(path):
-        raise MessageProblem(
-            f"file not found: {message.source.path} (paths are relative to test.yaml)", "source.path"
-        )
+    if (why := not_a_file(path, message.source.path, "paths are relative to test.yaml")) is not None:
+        raise MessageProblem(why, "source.path")
     label = message.source.path
     try:
         data = _parse_source(path, message.source.format)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clawstore.config.containment import escapes, outside_message, real_root
+from clawstore.config.containment import escapes, not_a_file, outside_message, real_root
 from clawstore.config.models import EvaluationProfile, JudgeConfig, ModelConfig, RunProfile, TestCase
 
 DEFAULT_JUDGE_PROMPT = "prompts/judge_system_default.md"
@@ -99,11 +99,11 @@ def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path,
     outside = [escapes(path, root) for root in roots]
     if all(outside):
         raise PromptProblem(field, outside_message(written, outside[-1]))  # type: ignore[arg-type]
-    if not path.is_file():
+    if (why := not_a_file(path, written, "relative to this file's directory")) is not None:
         if profile.judge_system_prompt_path is None:
             raise PromptProblem(field, f"no judge system prompt: set judge_system_prompt_path or "
                                        f"judge_system_prompt, or create {DEFAULT_JUDGE_PROMPT} beside this file")
-        raise PromptProblem(field, f"file not found: {written} (relative to this file's directory)")
+        raise PromptProblem(field, why)
     try:
         raw = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:

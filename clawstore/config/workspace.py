@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from clawstore.config.catalog import CaseEntry, CaseStub, Loaded, LoadedAgent, LoadedCase, Workspace
-from clawstore.config.containment import escapes, outside_message, real_root
+from clawstore.config.containment import escapes, not_a_file, outside_message, real_root
 from clawstore.config.error_text import describe_all
 from clawstore.config.limits import MAX_ATTACHMENT_BYTES
 from clawstore.config.messages import case_path, expand_sources
@@ -109,11 +109,11 @@ def _attachment_problem(path: Path, written: str, root_real: Path) -> str | None
     outside = escapes(path, root_real)
     if outside is not None:
         return outside_message(written, outside)
+    if (why := not_a_file(path, written, "paths are relative to test.yaml")) is not None:
+        return why
     try:
         size = os.stat(path).st_size
-    except OSError:
-        size = -1
-    if size < 0 or not os.path.isfile(path):
+    except OSError:  # removed since: as if never there
         return f"file not found: {written} (paths are relative to test.yaml)"
     if size > MAX_ATTACHMENT_BYTES:
         return f"{written} is {size:,} bytes; an attachment may be at most {MAX_ATTACHMENT_BYTES:,} bytes"
@@ -126,7 +126,7 @@ def _file_problem(directory: Path, written: str, root_real: Path) -> str | None:
     outside = escapes(path, root_real)
     if outside is not None:
         return outside_message(written, outside)
-    return None if os.path.isfile(path) else f"file not found: {written} (paths are relative to test.yaml)"
+    return not_a_file(path, written, "paths are relative to test.yaml")
 
 
 def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> list[tuple[str, str]]:

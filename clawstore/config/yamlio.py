@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from clawstore.config.containment import file_kind
 from clawstore.config.error_text import yaml_type
 from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_CHARS
 from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
@@ -162,7 +163,7 @@ def read_text(path: Path) -> str:
         found = os.fstat(fd)
         if not stat.S_ISREG(found.st_mode):
             os.close(fd)
-            raise YamlProblem(f"not a regular file ({_kind(found.st_mode)})")
+            raise YamlProblem(f"not a regular file ({file_kind(found.st_mode)})")
         with open(fd, "rb") as handle:
             size = found.st_size
             # As many bytes as the file has and one (a read of the limit mapped and unmapped 4 MiB a file); more
@@ -177,14 +178,6 @@ def read_text(path: Path) -> str:
         raise YamlProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise YamlProblem(f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def load_mapping(path: Path) -> dict[str, Any]:

@@ -544,6 +544,9 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
     """`count`: the nodes flattened; `spent`: the sum of their cost_usd, in node order (None: one is unknown)."""
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
+    # A log still "running" is a killed build's (queries index it once its lease is gone): written every 2 s, it
+    # stops short of what the build paid for, so its spending is unknown, never the smaller sum the log holds.
+    killed = log.get("state") == "running"
     return {
         "build_id": ctx["build_id"],
         "started_at": ctx["build_started_at"],
@@ -557,7 +560,8 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
-        "results_cost_usd": spent,
+        **({"cost_usd": None} if killed else {}),
+        "results_cost_usd": None if killed else spent,
     }
 
 

@@ -176,7 +176,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("build_id", "VARCHAR", "build id (its log is <store>/builds/<build_id>.json)"),
         Column("started_at", "TIMESTAMP", "build start (UTC)"),
         Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
-        Column("state", "VARCHAR", "running | complete | interrupted"),
+        Column("state", "VARCHAR", "running (indexed: a killed build, its counts and tokens as its log last had "
+               "them) | complete | interrupted"),
         Column("campaign_id", "VARCHAR", "campaign built"),
         Column("suite_id", "VARCHAR", "suite id"),
         Column("run_profile_id", "VARCHAR", "run profile id"),
@@ -187,12 +188,13 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("failed", "INTEGER", "nodes that failed"),
         Column("skipped", "INTEGER", "nodes skipped (an upstream node failed, or fail-fast stopped the build)"),
         *_token_columns(per_build=True),
-        Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown)"),
+        Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown, or "
+               "the build was killed)"),
         Column("cost_known_usd", "DOUBLE", "the reported and priced part of cost_usd"),
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),
         Column("cost_unknown", "INTEGER", "runs and judgements of cost_usd whose cost is unknown"),
         Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included "
-               "(NULL: a part is unknown)"),
+               "(NULL: a part is unknown, or the build was killed)"),
     ],
 }
 

@@ -11,9 +11,10 @@ PER_MILLION = 1e6
 
 
 def pricing(model_extras: dict[str, Any]) -> dict[str, float] | None:
-    """USD per 1M tokens from a suite model's (or judge's) `pricing` (or `cost`) extra; None when not given."""
+    """USD per 1M tokens from a suite model's (or judge's) `pricing` (or `cost`) extra; None when not given, or when
+    it leaves out `input` or `output`: a price not declared is unknown, not 0 (cache prices are optional)."""
     raw = model_extras.get("pricing", model_extras.get("cost"))
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or "input" not in raw or "output" not in raw:
         return None
     prices: dict[str, float] = {}
     for key in PRICE_KEYS:

@@ -120,6 +120,27 @@ def test_sigkill_mid_build_then_resume_never_resends_finished_runs(
     assert len(standin.requests) - sent_before == 8 - len(finished)
 
 
+def test_a_killed_builds_spending_is_unknown_in_the_builds_view_never_the_part_its_log_had(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """The log is written every 2 s, so a killed build's metrics stop short of what it paid: its row says
+    NULL (unknown), not the 0.0 or partial sum that log holds."""
+    for index in range(6):
+        ws.case(f"c{index}", f"Question {index}?")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=1)
+    standin.set_default(text("slow answer", latency=0.4))  # the kill comes well before the last of 8 runs
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(list(store.iter_actions())) < 2:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    assert len(standin.requests) >= 2  # answered, each with its cost: paid for
+    code, out, _ = claw("query", "select state, cost_usd, results_cost_usd from builds", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"state": "running", "cost_usd": None, "results_cost_usd": None}]
+
+
 def test_sigterm_stops_cleanly_and_records_the_build(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     standin.set_default(text("slow answer", latency=1.5))
     proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")

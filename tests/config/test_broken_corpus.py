@@ -38,6 +38,15 @@ def _remove(rel: str) -> Callable[[Path], None]:
     return run
 
 
+def _directory_for(rel: str) -> Callable[[Path], None]:
+    """The file replaced by a directory of the same name: there, but nothing to read."""
+    def run(root: Path) -> None:
+        (root / rel).unlink()
+        (root / rel).mkdir()
+
+    return run
+
+
 def _set(path: list[str | int], value: Any) -> Callable[[Any], None]:
     def change(data: Any) -> None:
         for key in path[:-1]:
@@ -138,6 +147,22 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
      "deterministic_checks[2].python_hook.path", "file not found: hooks/check.py"),
     ("missing_judge_prompt", _remove("configs/evaluation_profiles/prompts/judge.md"), EVAL,
      "judge_system_prompt_path", "file not found: prompts/judge.md"),
+    # A misspelt price was a price of 0: costs shown smaller than they were
+    ("pricing_field_misspelt", _yaml(SUITE, _set(["models", 0, "pricing"], {"inptu": 1.0, "output": 2.0})), SUITE,
+     "models[0].pricing.inptu", "unknown field 'inptu' (allowed: input, output, cacheRead, cacheWrite, batch)"),
+    ("pricing_negative", _yaml(EVAL, _set(["judges", 0, "pricing"], {"input": 1.0, "output": -2})), EVAL,
+     "judges[0].pricing.output", "expected a number >= 0, got -2"),
+    ("pricing_not_a_mapping", _yaml(SUITE, _set(["models", 0, "pricing"], "cheap")), SUITE,
+     "models[0].pricing", "expected a mapping of USD per 1M tokens"),
+    # There but a directory: said so, not "file not found"
+    ("attachment_is_a_directory", _directory_for("configs/cases/alpha/files/data.txt"), CASE, "input.attachments[0]",
+     "files/data.txt is not a regular file (a directory)"),
+    ("source_file_is_a_directory", _directory_for("configs/cases/alpha/messages/ask.yaml"), CASE,
+     "input.messages[1].source.path", "messages/ask.yaml is not a regular file (a directory)"),
+    ("hook_file_is_a_directory", _directory_for("configs/cases/alpha/hooks/check.py"), CASE,
+     "deterministic_checks[2].python_hook.path", "hooks/check.py is not a regular file (a directory)"),
+    ("judge_prompt_is_a_directory", _directory_for("configs/evaluation_profiles/prompts/judge.md"), EVAL,
+     "judge_system_prompt_path", "prompts/judge.md is not a regular file (a directory)"),
     ("agent_id_not_dir_name", _yaml(AGENT, _set(["agent_id"], "other")), AGENT, "agent_id",
      "must equal the directory name 'helper'"),
     ("agent_without_workspace", _remove("configs/agents/helper/workspace"), AGENT, "",

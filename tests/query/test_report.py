@@ -135,6 +135,17 @@ def test_filters_and_failures(tmp_path: Path) -> None:
     assert "anthropic/claude-b" not in out
 
 
+def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS))
+    for flags in (("--model", "openai/gpt-z"), ("--case", "case_9"), ("--model", "openai/gpt-a", "--case", "case_9")):
+        for output in ("text", "json"):
+            code, out, err = report(store, None, *flags, "--output", output, "--no-chart")
+            assert (code, out) == (2, ""), (flags, output, out)
+            assert err.strip().startswith("claw: error: no row of campaign ") and flags[-1] in err
+    assert report(store, None, "--case", "case_1", "--no-chart")[0] == 0
+
+
 def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     build(store, Spec(models=MODELS, evaluation_profile=None))

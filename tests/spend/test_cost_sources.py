@@ -137,6 +137,18 @@ def test_a_mixed_total_says_which_parts_are_priced_and_unknown(ws: Workspace, cl
     assert [(b["cost_usd"], b["cost_priced"], b["cost_unknown"]) for b in shown["builds"]] == [(None, 4, 4)]
 
 
+def test_a_pricing_without_an_output_price_leaves_the_cost_unknown_not_output_free(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """`pricing: {input: 2.0}` (what a validate estimate of attachments needs) priced every output token at 0."""
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0}) for m in d["models"]])
+    standin.script("*", text("four", usage=NO_COST))
+    code, out, err = claw("build", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    assert build_line(out).endswith("cost spent ? USD (4 of 4 unknown)")
+    code, out, err = claw("query", "select cost_usd, cost_source from runs", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_source": "unknown"}] * 4, err
+
+
 def test_max_cost_counts_priced_cost_and_stops_a_build_that_outgrows_its_plan(ws: Workspace, claw: Claw,
                                                                              standin: StandIn) -> None:
     # One model, 10 cases, one request at a time; the server reports no cost; the model declares prices.

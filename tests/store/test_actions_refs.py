@@ -148,6 +148,10 @@ def test_ref_target_must_exist_and_names_are_checked(store: Store) -> None:
     for bad in ("", "/abs", "a//b", "../up", "pins/.hidden", "a b", "pins/"):
         with pytest.raises(UsageError, match="bad ref name"):
             store.set_ref(bad, target)
+    with pytest.raises(UsageError) as refused:  # the segment named, the rule said once
+        store.set_ref("pins/../x", target)
+    assert "has a segment '..' that is not 1..200 of letters" in str(refused.value)
+    assert str(refused.value).count("1..200 of letters") == 1
 
 
 def test_set_ref_inside_batch_publishes_the_target_first(store: Store) -> None:

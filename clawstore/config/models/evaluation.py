@@ -12,6 +12,7 @@ from clawstore.config.models.base import (
     OpenModel,
     SchemaVersion,
     StrictModel,
+    check_pricing,
     fail,
     none_to_list,
     reject_duplicate_ids,
@@ -32,6 +33,7 @@ class JudgeConfig(OpenModel):
         hint = "the judge's key comes from the environment"
         reject_secrets(self.extras, hint)
         reject_secrets(self.request_options, hint, "request_options.")
+        check_pricing(self.extras)
         return self
 
 

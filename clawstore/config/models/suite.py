@@ -12,6 +12,7 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     StrList,
+    check_pricing,
     fail,
     none_to_list,
     reject_duplicate_ids,
@@ -31,6 +32,7 @@ class ModelConfig(OpenModel):
     @model_validator(mode="after")
     def _no_secrets(self) -> "ModelConfig":
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
+        check_pricing(self.extras)
         return self
 
     @property

@@ -53,14 +53,16 @@ def ref_name_problem(value: object) -> str | None:
     for part in parts:
         problem = name_problem(part)
         if problem is not None:
-            return f"has a segment that {problem}"
+            return f"has a segment {quoted(part)} that {problem}"
     return None
 
 
 def check_ref_name(value: object, what: str = "ref name") -> str:
     problem = ref_name_problem(value)
     if problem is not None:
-        raise BadNameError(f"{what} {quoted(value)} {problem}: use '/'-separated names, each {NAME_HINT}")
+        # (the rule once: a segment's problem states it already)
+        rule = "" if NAME_HINT in problem else f": use '/'-separated names, each {NAME_HINT}"
+        raise BadNameError(f"{what} {quoted(value)} {problem}{rule}")
     return value  # type: ignore[return-value]
 
 
