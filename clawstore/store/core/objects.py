@@ -298,21 +298,6 @@ class ObjectStore:
         current = self._batch()
         return current is not None and (digest in current.queued or digest in current.present)
 
-    def _present_in(self, digest: bytes, current: Batch | None) -> bool:
-        """`_present` with this thread's open batch already looked up (a put's path: one look-up, not four)."""
-        if current is None:
-            group = self.runtime.group
-            return (group is not None and group.find_object(digest) is not None) or self._indexed_fresh(digest)
-        if digest in current.queued or digest in current.present:
-            return True
-        found = digest in current.objects
-        if not found:
-            group = self.runtime.group
-            found = (group is not None and group.find_object(digest) is not None) or self._indexed_fresh(digest)
-        if found and len(current.present) < PRESENT_NOTED_MAX:
-            current.present.add(digest)
-        return found
-
     def missing(self, oids: Iterable[str]) -> list[str]:
         """Those of `oids` the store does not hold: `has` of each, with one index lookup for the lot
         (planning asks it of every output of every record: a quarter of a million at 10,000 runs)."""
@@ -448,12 +433,11 @@ class ObjectStore:
         hasher.update(view)
         digest = hasher.digest()
         oid = PREFIX + digest.hex()
-        current = self.runtime.local.batch
-        if self._present_in(digest, current):
+        if self._present(digest):
             return oid
         if len(view) > ONE_SHOT_MAX:  # encode in chunks into a pack of its own
             return self._put_stream_from(memoryview(view), len(view), known=digest)[0]
-        self._append_in(digest, codec.encode(view, self.level), children_in(view), current)
+        self._append(digest, codec.encode(view, self.level), children_in(view))
         return oid
 
     def put_frame(self, digest: bytes, frame: bytes | memoryview) -> bool:
@@ -526,11 +510,7 @@ class ObjectStore:
     def _append(self, digest: bytes, frame: list[bytes | memoryview], children: list[bytes] | None = None) -> None:
         """Append a frame to this process's pack; `children`: what its content names, for the pack's edges file
         (None: not known here, gc reads it). Inside a batch it waits in the batch's queue (`_write_queued`)."""
-        self._append_in(digest, frame, children, self._batch())
-
-    def _append_in(self, digest: bytes, frame: list[bytes | memoryview], children: list[bytes] | None,
-                   current: Batch | None) -> None:
-        """`_append` with this thread's open batch already looked up."""
+        current = self._batch()
         if current is not None:
             size = sum(len(part) for part in frame)
             if size <= QUEUED_OBJECT_MAX and len(children or ()) <= QUEUED_CHILDREN_MAX:
