@@ -56,11 +56,9 @@ def looks_json(head: bytes | memoryview) -> bool:
 
 def children_in(data: bytes | memoryview) -> list[bytes]:
     """Digests of the object ids written in `data` if it is JSON (reach.named_by's rule), deduplicated."""
-    # (canonical JSON starts at its bracket: the first byte decides without copying a head to walk)
-    if not ((len(data) and data[0] in _JSON_START) or looks_json(data[:64])):
+    if not looks_json(data[:64]):
         return []
-    found = ID_RE.findall(data)
-    return [unhexlify(one) for one in dict.fromkeys(found)] if found else []
+    return [unhexlify(found) for found in dict.fromkeys(ID_RE.findall(data))]
 
 
 def edges_path(root: Path, pack: str) -> Path:
