@@ -183,6 +183,12 @@ class RecordDoc:
     def to_json(self) -> dict[str, Any]:
         return {**field_values(self), "metrics": self.metrics.to_json(), "input": self.key}
 
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "record") -> RecordDoc:
+        """A stored record (version 1 or 2); StoreError (a ValueError's kin for callers that catch
+        ClawError) naming the field that does not fit."""
+        return read_record(doc, where)
+
 
 def record_json(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,
                 outputs: dict[str, Any], metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
@@ -192,12 +198,6 @@ def record_json(*, kind: str, key: str, address: dict[str, Any], status: str, ca
     return {"kind": kind, "key": key, "address": address, "status": status, "cacheable": cacheable,
             "outputs": outputs, "metrics": metrics, "summary": summary, "error": error, "started_at": started_at,
             "finished_at": finished_at, "build_id": build_id, "record_version": RECORD_VERSION, "input": key}
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "record") -> RecordDoc:
-        """A stored record (version 1 or 2); StoreError (a ValueError's kin for callers that catch
-        ClawError) naming the field that does not fit."""
-        return read_record(doc, where)
 
 
 _RECORD_TYPES: dict[str, tuple[frozenset[type], str]] = {
