@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from clawstore.store.actions import reusable
-from clawstore.store.documents import Metrics, RecordDoc, metrics_problem
+from clawstore.store.documents import metrics_json, metrics_problem, record_json
 
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
@@ -31,13 +31,13 @@ def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, ca
                 error: dict[str, Any] | None, started_at: str, finished_at: str, build_id: str
                 ) -> dict[str, Any]:
     """A record's JSON object, its metrics checked: a number the manifest could not hold is never written."""
-    kept = Metrics.of(metrics)
-    problem = metrics_problem(kept.to_json())
+    kept = metrics_json(metrics)
+    problem = metrics_problem(kept)
     if problem:
         raise ValueError(f"refusing to write a {kind} record: {problem}")
-    return RecordDoc(kind=kind, key=key, address=address, status=status, cacheable=cacheable, outputs=outputs,
-                     metrics=kept, summary=summary, error=error, started_at=started_at, finished_at=finished_at,
-                     build_id=build_id).to_json()
+    return record_json(kind=kind, key=key, address=address, status=status, cacheable=cacheable, outputs=outputs,
+                       metrics=kept, summary=summary, error=error, started_at=started_at, finished_at=finished_at,
+                       build_id=build_id)
 
 
 def is_fresh(record: dict[str, Any] | None) -> bool:

@@ -19,7 +19,7 @@ from clawstore.values.bounds import (
     source_problem,
 )
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import SOURCES, CostSum
 
 # ------------------------------------------------------------------------------------------ reading
 
@@ -116,11 +116,42 @@ def metrics_problem(metrics: Any) -> str | None:
         return None
     if not isinstance(metrics, dict):
         return "metrics: expected a mapping"
+    if _plainly_bounded(metrics):  # (every record a node writes: the rules' answer without a call a field)
+        return None
     for name, rule in _METRIC_RULES.items():
         problem = rule(metrics.get(name))
         if problem:
             return f"metrics.{name}: {problem}"
     return None
+
+
+def _plainly_bounded(metrics: dict[str, Any]) -> bool:
+    """True only where every rule of `_METRIC_RULES` finds nothing: counts plain ints in bounds, amounts ints or floats
+    in bounds (so finite), the source absent or known; anything else (a float count, a bool, a stranger) is left to
+    the rules, which name the problem or accept it."""
+    for name in TOKEN_METRICS:
+        value = metrics.get(name)
+        if value is not None and not (type(value) is int and 0 <= value <= MAX_RECORD_TOKENS):
+            return False
+    for name, high in _AMOUNTS:
+        value = metrics.get(name)
+        if value is not None and not (type(value) in _NUMBER and 0 <= value <= high):
+            return False
+    source = metrics.get("cost_source")
+    return source is None or (type(source) is str and source in SOURCES)
+
+
+_AMOUNTS = (("cost_usd", MAX_RECORD_COST_USD), ("latency_s", MAX_LATENCY_S))
+_NUMBER = frozenset({int, float})
+
+
+def metrics_json(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """`Metrics.of(metrics).to_json()` made without the object (a record a node)."""
+    values = {name: metrics.get(name) for name in METRIC_FIELDS}
+    source = metrics.get("cost_source")
+    if source is not None:
+        values["cost_source"] = source
+    return values
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -157,6 +188,16 @@ class RecordDoc:
         """A stored record (version 1 or 2); StoreError (a ValueError's kin for callers that catch
         ClawError) naming the field that does not fit."""
         return read_record(doc, where)
+
+
+def record_json(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,
+                outputs: dict[str, Any], metrics: dict[str, Any], summary: dict[str, Any], error: dict[str, Any] | None,
+                started_at: str, finished_at: str, build_id: str) -> dict[str, Any]:
+    """`RecordDoc(...).to_json()` made in one pass, `metrics` already as `metrics_json` gives them: the same keys in
+    the same order, the values shared (a record a node: no dataclass made to be taken apart at once)."""
+    return {"kind": kind, "key": key, "address": address, "status": status, "cacheable": cacheable,
+            "outputs": outputs, "metrics": metrics, "summary": summary, "error": error, "started_at": started_at,
+            "finished_at": finished_at, "build_id": build_id, "record_version": RECORD_VERSION, "input": key}
 
 
 _RECORD_TYPES: dict[str, tuple[frozenset[type], str]] = {
