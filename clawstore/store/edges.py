@@ -296,6 +296,8 @@ def _verify_run(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bool
                 continue
             content = codec.decode_verified("", blob.id.hex(), "", os.pread(fd, blob.length, blob.offset))
         view = memoryview(content)
+        # (this content alone: a search of the region's content at once could credit an id cut across two objects,
+        # and telling its finds apart again was slower — docs/scale/gc-and-fsck.md, session 56)
         children = children_in(view)
         fact = _fact(view, children) if facts and children else None
         if note is None:
