@@ -58,7 +58,8 @@ from clawstore.store.core.packfile import (
 )
 
 __all__ = ["DIR", "ID_RE", "SUFFIX", "EdgeCache", "EdgeLog", "PackEdges", "build", "children_in", "edges_path", "load",
-           "looks_json", "pack_digest", "record_facts", "remove_stale", "save", "verify_blobs"]
+           "looks_json", "pack_digest", "record_facts", "remove_stale", "save", "verify_blobs",
+           "verify_noting"]
 
 REGION = 8 << 20  # pack bytes read (and content decoded) at once when verifying: fsck's memory bound per pack
 _STORED_MAX = 1 << 20  # objects stored larger than this are verified on their own (streamed over 4 MiB)
@@ -177,11 +178,9 @@ def build(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> PackEdges | 
         digest = pack_digest(path)  # hashed before it is read: bytes changed later no longer match it
         log = EdgeLog()
         with open(path, "rb") as fh:
-            for blob, reason, children, _ in verify_blobs(fh, pack, scan.blobs):
-                if reason is not None:
+            for _, bad in verify_noting(fh, pack, scan.blobs, log):
+                if bad:
                     return None
-                if children is not None:
-                    log.add(blob.id, blob.offset, children)
     except (OSError, ValueError):
         return None
     return save(root, tmp_dir, scan, pack, digest, log, verified=False)
@@ -239,26 +238,50 @@ def verify_blobs(fh: BinaryIO, pack: str, blobs: list[Blob], facts: bool = False
     says what is wrong). A region runs on past action entries (checked in place, by their length): a pack whose
     entries sit between its objects, as a build's do, is still decoded a region at a time (it was 2-3 objects)."""
     fd = fh.fileno()
+    for run in _runs(blobs):
+        yield from _verify_run(fd, pack, run, fh, facts, None)
+
+
+def verify_noting(fh: BinaryIO, pack: str, blobs: list[Blob], log: EdgeLog, facts: bool = False
+                  ) -> Iterator[tuple[int, list[tuple[Blob, str]]]]:
+    """verify_blobs's checks, each object that verifies noted in `log` where it is checked (what it names and with
+    `facts` a record's facts), not yielded: for each run of blobs checked at once, how many it held and the damaged
+    ones (file order) with why. (A yield and a call less an object: fsck's first run notes 473,077.)"""
+    fd = fh.fileno()
+    for run in _runs(blobs):
+        yield len(run), [(blob, why) for blob, why, _, _ in _verify_run(fd, pack, run, fh, facts, log)
+                         if why is not None]
+
+
+def _runs(blobs: list[Blob]) -> Iterator[list[Blob]]:
+    """The blobs a region at a time (at most REGION bytes of them); a large object or a blob of another kind alone."""
     group: list[Blob] = []
     for blob in blobs:
         if blob.kind != KIND_OBJECT and blob.kind != KIND_ACTION or blob.length > _STORED_MAX:
-            yield from _verify_group(fd, pack, group, fh, facts)
+            if group:
+                yield group
             group = []
-            yield blob, blob_problem(fh, pack, blob), None, None
+            yield [blob]
             continue
         if group and blob.offset + blob.length - group[0].offset > REGION:
-            yield from _verify_group(fd, pack, group, fh, facts)
+            yield group
             group = []
         group.append(blob)
-    yield from _verify_group(fd, pack, group, fh, facts)
+    if group:
+        yield group
 
 
-def _verify_group(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bool) -> Iterator[Checked]:
-    if not group:
+def _verify_run(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bool, log: EdgeLog | None
+                ) -> Iterator[Checked]:
+    """verify_blobs of one run; with `log`, each object that verifies is noted in it instead."""
+    if len(group) == 1 and (group[0].kind != KIND_OBJECT and group[0].kind != KIND_ACTION
+                            or group[0].length > _STORED_MAX):
+        yield group[0], blob_problem(fh, pack, group[0]), None, None
         return
     start = group[0].offset
     region = os.pread(fd, group[-1].offset + group[-1].length - start, start)
-    contents = _decoded(region, start, [blob for blob in group if blob.kind == KIND_OBJECT])
+    contents = iter(_decoded(region, start, [blob for blob in group if blob.kind == KIND_OBJECT]))
+    note = log.add if log is not None else None
     for blob in group:
         if blob.kind != KIND_OBJECT:
             yield blob, blob_problem(fh, pack, blob), None, None  # (an action entry: its length, nothing read)
@@ -273,8 +296,14 @@ def _verify_group(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bo
                 continue
             content = codec.decode_verified("", blob.id.hex(), "", os.pread(fd, blob.length, blob.offset))
         view = memoryview(content)
+        # (this content alone: a search of the region's content at once could credit an id cut across two objects,
+        # and telling its finds apart again was slower — docs/scale/gc-and-fsck.md, session 56)
         children = children_in(view)
-        yield blob, None, children, _fact(view, children) if facts and children else None
+        fact = _fact(view, children) if facts and children else None
+        if note is None:
+            yield blob, None, children, fact
+        else:
+            note(blob.id, blob.offset, children, fact)
 
 
 def _decoded(region: bytes, start: int, objects: list[Blob]) -> Iterator[Any]:

@@ -39,12 +39,12 @@ def _store(root: Path, packs: int) -> tuple[Store, list[str]]:
 def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], dict[str, str]]:
     """fsck of the store at `root` (a fresh Store): its problems (the root's path taken out) and its edges files'
     digests. Which process verified which pack is appended to `log`."""
-    verify, verify_whole = edges.verify_blobs, fsck_beside.verify_whole
+    verify, verify_whole = edges.verify_noting, fsck_beside.verify_whole
 
-    def noted(fh: Any, pack: str, blobs: Any, facts: bool = False) -> Iterator[Any]:
+    def noted(fh: Any, pack: str, blobs: Any, named: Any, facts: bool = False) -> Iterator[Any]:
         with open(log, "a") as out:
             out.write(f"{os.getpid()} {pack}\n")
-        yield from verify(fh, pack, blobs, facts)
+        yield from verify(fh, pack, blobs, named, facts)
 
     def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
         with open(log, "a") as out:
@@ -54,10 +54,10 @@ def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -
         verify_whole(root, packs_dir, tmp_dir, pack)
         fsck_beside.verify_whole = sent
 
-    monkeypatch.setattr(edges, "verify_blobs", noted)
+    monkeypatch.setattr(edges, "verify_noting", noted)
     monkeypatch.setattr(fsck_beside, "verify_whole", sent)
     report = fsck(Store(root), beside=beside)
-    monkeypatch.setattr(edges, "verify_blobs", verify)
+    monkeypatch.setattr(edges, "verify_noting", verify)
     monkeypatch.setattr(fsck_beside, "verify_whole", verify_whole)
     problems = [problem.replace(str(root), "<store>") for problem in report.problems]
     files = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((root / "edges").iterdir())}

@@ -74,3 +74,34 @@ def test_a_damaged_object_between_entries_is_named_alone(tmp_path: Path) -> None
     report = fsck(store, beside=False)
     assert list(report.corrupt) == [victim]
     assert "does not match its id" in report.corrupt[victim] or "undecodable" in report.corrupt[victim]
+
+
+def test_an_id_across_two_objects_is_named_by_neither(tmp_path: Path) -> None:
+    """Two objects side by side in a pack, the first (JSON) ending in an id's first half, the next beginning with its
+    second: what each names is what it names alone, so a pass that searched the region's decoded content at once
+    would credit the first with an id it does not hold; each of the ids the first holds whole is still named."""
+    store = Store(tmp_path / "store")
+    split = "blake3:" + "ab" * 32
+    with store.batch():
+        whole = store.put_bytes(b"named whole")
+        first = store.put_bytes(b'{"whole": "' + whole.encode() + b'", "cut": "' + split[:40].encode())
+        second = store.put_bytes(split[40:].encode() + b'"} and the rest of an artifact')
+        after = store.put_json({"names": whole})
+    store.runtime.close_writer()
+    [path] = pack_files(store)
+    blobs = scan_pack(path).blobs
+    assert [PREFIX + blob.id.hex() for blob in blobs] == [whole, first, second, after]  # (side by side, one region)
+    region = b"".join(store.get_bytes(oid) for oid in (first, second))
+    assert edges.ID_RE.findall(region)[-1] == split[7:].encode()  # (the id a region-wide search would find)
+    by_id = {PREFIX + blob.id.hex(): children for blob, _, children, _ in edges.verify_blobs(open(path, "rb"),
+                                                                                                path.stem, blobs)}
+    named = [bytes.fromhex(whole[7:])]
+    assert by_id == {whole: [], first: named, second: [], after: named}
+    log = edges.EdgeLog()
+    with open(path, "rb") as fh:
+        assert list(edges.verify_noting(fh, path.stem, blobs, log, facts=True)) == [(4, [])]
+    assert bytes(log.edges) == named[0] * 2 and list(log.starts) == [0, 0, 1, 1, 2]
+    fsck(store, beside=False)
+    found = edges.load(store.root, store.runtime.packs_dir, path.stem)
+    assert found is not None and found.verified
+    assert [found.children(blob.id, blob.offset) for blob in blobs] == [[], named, [], named]

@@ -56,9 +56,9 @@ def looks_json(head: bytes | memoryview) -> bool:
 
 def children_in(data: bytes | memoryview) -> list[bytes]:
     """Digests of the object ids written in `data` if it is JSON (reach.named_by's rule), deduplicated."""
-    if not looks_json(data[:64]):
+    if not data or data[0] not in _JSON_START and not looks_json(data[:64]):  # (the first byte decides most)
         return []
-    return [unhexlify(found) for found in dict.fromkeys(ID_RE.findall(data))]
+    return [*map(unhexlify, dict.fromkeys(ID_RE.findall(data)))]
 
 
 def edges_path(root: Path, pack: str) -> Path:

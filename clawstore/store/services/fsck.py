@@ -287,16 +287,13 @@ def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: 
     damaged: set[int] = set()
     named = EdgeLog()
     with open(path, "rb") as fh:
-        for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
-            if reason is None:
-                if children is not None:
-                    named.add(blob.id, blob.offset, children, fact)
-            else:
+        for checked, bad in edges.verify_noting(fh, pack, scan.blobs, named, facts=True):
+            for blob, reason in bad:
                 report.corrupt[PREFIX + blob.id.hex()] = reason
                 report.bad_packs.setdefault(pack, "holds damaged blobs")
                 damaged.add(blob.offset)
-            counted[0] += 1
-            if progress is not None and counted[0] % 1000 == 0:
+            before, counted[0] = counted[0], counted[0] + checked
+            if progress is not None and counted[0] // 1000 != before // 1000:  # (a run at a time)
                 progress(counted[0])
     if digest is not None and pack not in report.bad_packs:
         if edges.save(store.root, store.runtime.tmp_dir, scan, pack, digest, named, verified=True) is not None:

@@ -41,11 +41,9 @@ def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
         del cached
         named = EdgeLog()
         with open(path, "rb") as fh:
-            for blob, reason, children, fact in edges.verify_blobs(fh, pack, scan.blobs, facts=True):
-                if reason is not None:
+            for _, bad in edges.verify_noting(fh, pack, scan.blobs, named, facts=True):
+                if bad:
                     return  # (fsck verifies it again and names the damage)
-                if children is not None:
-                    named.add(blob.id, blob.offset, children, fact)
     except (OSError, ValueError, NotAPackError):
         return
     edges.save(root, tmp_dir, scan, pack, digest, named, verified=True)
