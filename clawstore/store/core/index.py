@@ -311,6 +311,7 @@ class Table:
         self.rows = head.n_objects + head.n_actions
         self._objects: _Lookup | None = None  # built on the first lookup
         self._actions: _Lookup | None = None
+        self._building = threading.Lock()  # one thread builds a lookup; the others asking meanwhile wait for it
 
     def close(self) -> None:
         self._closing()
@@ -340,7 +341,14 @@ class Table:
 
     def _lookup(self, actions: bool) -> _Lookup:
         """What a lookup needs: where the rows begin, the fan-out and its shift, the rows' tags (built once, in one
-        pass over the rows)."""
+        pass over the rows). Once a segment is new (a merge's), every worker of a build looks it up at once: each
+        building its own held a batch of rows, a tag column and a fan-out (~5 MB at 300,000 rows) and did the same
+        pass, 16 at once the build's highest RSS (docs/scale/building.md, Session 56)."""
+        with self._building:
+            built = self._actions if actions else self._objects
+            return built if built is not None else self._build_lookup(actions)
+
+    def _build_lookup(self, actions: bool) -> _Lookup:
         head = self._head
         at, n, stride = (head.actions_at, head.n_actions, _ACT.size) if actions else \
             (head.objects_at, head.n_objects, _OBJ.size)
@@ -386,7 +394,8 @@ class Table:
         head = self._head
         tables = ((head.objects_at, head.n_objects, _OBJ.size, 32), (head.actions_at, head.n_actions, _ACT.size, 72))
         for actions, (at, n, stride, slot_at) in enumerate(tables):
-            self._lookup(bool(actions))  # (builds the fan-out, which refuses rows out of order)
+            with self._building:
+                self._build_lookup(bool(actions))  # (the fan-out, built again: it refuses rows out of order)
             slots = self._stream(at, n, stride, struct.Struct(f"<{slot_at}xI{stride - slot_at - 4}x"))
             if max(map(itemgetter(0), slots), default=-1) >= len(self.packs):
                 raise BadSegmentError(f"index segment {self.name} names a pack slot it does not have")
