@@ -13,6 +13,7 @@ from clawstore.testing.standin import StandIn, text
 from clawstore.values.canonical import canonical_json
 from tests.hostile.attack import forge_run_record, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -124,6 +125,27 @@ def test_an_answer_whose_usage_breaks_the_bounds_is_kept_with_its_cost_unknown(
     standin.reset()
     second = run_claw(ws.root, *BUILD)
     assert second.code == 0 and standin.requests == [], (second, standin.requests)
+
+
+def test_a_judgement_whose_usage_breaks_the_bounds_is_kept_with_its_cost_unknown(
+        ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
+    eval_profile(ws, repetitions=1)
+    bad = judge_reply(7.0)
+    bad["usage"] = {"cost": "0.5"}
+    standin.script(JUDGE, bad)
+    first = run_claw(ws.root, *BUILD, "--evaluation-profile", "ev")
+    assert first.code == 0 and "Traceback" not in first.stdout + first.stderr, first
+    rows, _ = _query(ws.root, "select status, overall_score, cost_usd, cost_source, input_tokens, record_id "
+                              "from judgements")
+    assert len(rows) == 4 and all(
+        (r["status"], r["overall_score"], r["cost_usd"], r["cost_source"], r["input_tokens"]) ==
+        ("success", 7.0, None, "unknown", None) for r in rows), rows
+    store = Store(Path(env["CLAW_STORE"]))
+    judgement = store.get_json(store.get_json(rows[0]["record_id"])["outputs"]["judgement"])
+    assert judgement["usage"]["usage_rejected"].startswith("usage.cost:") and judgement["usage"]["cost_usd"] is None
+    assert any("usage not believed" in warning for warning in judgement["warnings"]), judgement["warnings"]
+    standin.reset()  # kept: asked once
+    assert run_claw(ws.root, *BUILD, "--evaluation-profile", "ev").code == 0 and standin.requests == []
 
 
 def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
