@@ -65,6 +65,9 @@ class FirstAnswer:
             raise line.error
         assert line.result is not None
         usage = line.result.usage
+        if usage.rejected is not None:  # its usage not believed: unknown, not priced from tokens nobody believes
+            self.summary["cost_source"] = "unknown"
+            return line.result
         if usage.cost_usd is not None:
             return line.result
         priced = priced_batch_cost(self._pricing, usage.input_tokens, usage.output_tokens)

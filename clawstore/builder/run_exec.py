@@ -34,7 +34,7 @@ KEEP_ARTIFACT_MAX = 8 * 1024
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
     return record_cost({
-        **stored_tokens(normalized, TOKEN_METRICS),
+        **stored_tokens(normalized, TOKEN_METRICS, known=not usage.get("usage_rejected")),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
     }, model_extras, usage.get("cost_source"))

@@ -15,6 +15,7 @@ from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, p
 from clawstore.evaluate.redact import redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
+from clawstore.values.costs import UNKNOWN
 
 DEFAULT_JUDGE_ATTEMPTS = 3
 JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
@@ -123,6 +124,11 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
         value = usage.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             total[name] += value
+    if usage.get("usage_rejected") and not total.get("usage_rejected"):
+        # a reply's usage not believed (providers/usage.py Usage.rejected): the repetition's cost is unknown
+        total.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage["usage_rejected"])
+    if total.get("usage_rejected"):
+        return
     cost = usage.get("cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         total["cost_usd"] = (total["cost_usd"] or 0.0) + float(cost)
@@ -185,6 +191,8 @@ def run_judge_iteration(
             break
         entry_usage = _usage_dict(getattr(result, "usage", None))
         _add_usage(usage, entry_usage)
+        if entry_usage.get("usage_rejected"):
+            warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")
         text = _message_text(result)
         entry.update(response=text, usage=entry_usage)
         try:

@@ -506,10 +506,12 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), usage
     choice = choices[0]
-    malformed = bad_usage or message_problem(choice["message"])
+    malformed = message_problem(choice["message"])
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
                         False, status_code=status, metadata=meta), usage
+    if bad_usage:  # the answer is kept (failing it, every build paid for it again); its usage is unknown, never 0
+        usage = Usage.not_believed(bad_usage)
     provider_name = data.get("provider")
     if not isinstance(provider_name, str):
         provider_name = data.get("provider_name") if isinstance(data.get("provider_name"), str) else None
@@ -523,7 +525,7 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
         "status_code": status,
         "created": data.get("created"),
     }
-    raw_usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
+    raw_usage = data.get("usage") if isinstance(data.get("usage"), dict) and not bad_usage else None
     result = ChatResult(message=choice["message"], usage=usage, provider_meta=provider_meta, attempts=1,
                         raw_usage=raw_usage)
     return result, usage

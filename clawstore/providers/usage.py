@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from clawstore.values.costs import UNKNOWN
+
 # A usage is stored (RunArtifact `usage.normalized`, a judge's summed usage) under the names of its
 # fields, and of a record's metrics, but for the cached prompt tokens: artifacts always named them so.
 _STORED_AS = {"cached_tokens": "cached_input_tokens"}
@@ -16,8 +18,11 @@ def stored_key(name: str) -> str:
     return _STORED_AS.get(name, name)
 
 
-def stored_tokens(usage: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
-    """The counts `names` (record metric names) of a usage as artifacts store it, 0 where it has none."""
+def stored_tokens(usage: Mapping[str, Any], names: Iterable[str], known: bool = True) -> dict[str, Any]:
+    """The counts `names` (record metric names) of a usage as artifacts store it, 0 where it has none; None
+    (unknown) each when not `known` (a reply's usage not believed: Usage.rejected)."""
+    if not known:
+        return dict.fromkeys(names)
     return {name: usage.get(stored_key(name)) or 0 for name in names}
 
 
@@ -52,7 +57,11 @@ def _cost(value: Any) -> float | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Normalised usage of one or more calls. `cost_usd` is None when no call reported a cost."""
+    """Normalised usage of one or more calls. `cost_usd` is None when no call reported a cost.
+
+    `rejected` says why a kept reply's own `usage` was not believed (providers/reply_check.py): its numbers
+    are not counted, so this usage's tokens and cost are unknown (cost None, `cost_source` unknown), and
+    stay so in any sum that includes it."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -62,6 +71,12 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     cost_source: str | None = None  # "priced" when claw priced it (a batch line), else the provider's or none
+    rejected: str | None = None
+
+    @classmethod
+    def not_believed(cls, why: str) -> Usage:
+        """The usage of a reply kept for its answer whose `usage` broke the bounds (`why`): unknown, never 0."""
+        return cls(cost_source=UNKNOWN, rejected=why)
 
     @classmethod
     def from_raw(cls, raw: Any) -> Usage:
@@ -87,20 +102,25 @@ class Usage:
         )
 
     @classmethod
-    def from_stored(cls, normalized: Mapping[str, Any], cost_usd: float | None = None) -> Usage:
+    def from_stored(cls, normalized: Mapping[str, Any], cost_usd: float | None = None, cost_source: str | None = None,
+                    rejected: str | None = None) -> Usage:
         """A usage as an artifact stored it (`normalized()`, its cost apart); TypeError on a stranger key."""
         names = {stored_key(name): name for name in TOKEN_FIELDS}
         unknown = set(normalized) - names.keys()
         if unknown:
             raise TypeError(f"usage: unexpected {sorted(unknown)}")
-        return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd)
+        return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd,
+                   cost_source=cost_source, rejected=rejected)
 
     def __add__(self, other: Usage) -> Usage:
+        sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
+        rejected = self.rejected or other.rejected
+        if rejected:  # one call's cost not known: the sum's is not either (a partial sum would look like all of it)
+            return Usage(**sums, cost_source=UNKNOWN, rejected=rejected)
         if self.cost_usd is None and other.cost_usd is None:
             cost = None
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
         source = "priced" if "priced" in (self.cost_source, other.cost_source) else None
         return Usage(**sums, cost_usd=cost, cost_source=source)
 
@@ -112,6 +132,8 @@ class Usage:
         values: dict[str, Any] = {**self.normalized(), "cost_usd": self.cost_usd, "cost_source": self.cost_source}
         if values["cost_source"] is None:  # (the provider's cost, or none: as artifacts always said)
             del values["cost_source"]
+        if self.rejected is not None:
+            values["usage_rejected"] = self.rejected
         return values
 
 

@@ -133,12 +133,19 @@ class RunArtifact:
             "request": self.request,
             "provider": self.provider,
             "usage": {"normalized": self.usage.normalized(), "cost_usd": self.usage.cost_usd,
-                      "raw_provider_usage": self.raw_provider_usage},
+                      "raw_provider_usage": self.raw_provider_usage, **self._rejected()},
             "trace": self.trace,
             "output_artifacts": self.output_artifacts,
             "error": self.error.to_json() if self.error else None,
             "runner_metadata": self.runner_metadata,
         }
+
+    def _rejected(self) -> dict[str, Any]:
+        """A reply's usage not believed: the run's tokens and cost are unknown, and why (absent otherwise, so an
+        artifact without one keeps its bytes)."""
+        if self.usage.rejected is None:
+            return {}
+        return {"cost_source": self.usage.cost_source, "usage_rejected": self.usage.rejected}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunArtifact:
@@ -155,7 +162,8 @@ class RunArtifact:
             duration_seconds=data["timing"]["duration_seconds"],
             request=data["request"],
             provider=data["provider"],
-            usage=Usage.from_stored(usage["normalized"], usage.get("cost_usd")),
+            usage=Usage.from_stored(usage["normalized"], usage.get("cost_usd"), usage.get("cost_source"),
+                                    usage.get("usage_rejected")),
             raw_provider_usage=list(usage.get("raw_provider_usage") or []),
             trace=list(data["trace"]),
             output_artifacts=list(data.get("output_artifacts") or []),

@@ -19,19 +19,21 @@ PROMPT_SAMPLE_PER_MODEL = 200
 
 # Only the providers' own costs are history: a priced one is the declared price, read afresh each plan.
 _REPORTED = "any_value(cost_usd) filter (where cost_source = 'reported')"
+# A node whose tokens are unknown (a reply's usage not believed: NULL, never 0) says nothing of what a call spends.
+_KNOWN = "input_tokens is not null and output_tokens is not null"
 # Both ordered whole (ties too): the means are float sums, so two plans of the same history add them in one order
 # and print the same estimates (a group by alone returns its rows in whatever order its threads finish).
 _RUNS_SQL = f"""
 select record_id, any_value(requested_model), any_value(case_id), any_value(input_document_id),
        any_value(input_tokens), any_value(output_tokens), {_REPORTED}, any_value(latency_s),
        max(finished_at) as finished
-from run_history where record_id is not null and status in ('success', 'invalid', 'incomplete')
+from run_history where record_id is not null and status in ('success', 'invalid', 'incomplete') and {_KNOWN}
 group by record_id order by finished desc, record_id
 """
 _JUDGES_SQL = f"""
 select record_id, any_value(judge_model), any_value(case_id), any_value(input_tokens),
        any_value(output_tokens), {_REPORTED}, any_value(latency_s)
-from judgement_history where record_id is not null and status = 'success'
+from judgement_history where record_id is not null and status = 'success' and {_KNOWN}
 group by record_id order by record_id
 """
 

@@ -148,6 +148,27 @@ def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws:
         assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced"  # not "reported"
 
 
+def test_a_batch_line_whose_usage_breaks_the_bounds_is_kept_and_not_priced(ws: Workspace, claw: Claw,
+                                                                          standin: StandIn,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True, "pricing": {"input": 2.0, "output": 8.0}}])
+    reply = judge_reply(6)
+    reply["usage"] = {"cost": "0.5"}  # tokens the stand-in counts, a cost no provider sends: none of it believed
+    standin.script(JUDGE, reply)
+    code, report = build(claw, "--wait")
+    assert code == 0, report
+    records = judge_records(store()).values()
+    assert records and standin.batch_stats()["lines"] == len(records) and judge_requests(standin) == 0
+    for record in records:
+        metrics = record.metrics
+        assert record.status == "success" and record.summary["overall_score"] == 6
+        assert (metrics.cost_usd, metrics.cost_source, metrics.input_tokens, metrics.output_tokens) == (
+            None, "unknown", None, None)
+        assert record.summary["batch"]["cost_source"] == "unknown"  # not priced from tokens nobody believed
+
+
 def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
     standin.batch_settings(delay=60)
     assert build(claw, "--batch")[0] == 0  # the runs first (their judgements in a batch, cancelled)

@@ -49,10 +49,14 @@ def test_each_line_is_checked_as_a_synchronous_reply_is() -> None:
     assert set(answers) == {"good", "huge", "number", "server", "late"}
     good = answers["good"]
     assert isinstance(good.result, ChatResult) and good.result.usage.cost_usd == 0.001 and not good.retry
-    for name in ("huge", "number"):  # malformed: the same invalid_response as a direct reply, not sent again
-        assert answers[name].error is not None and answers[name].error.code == "invalid_response"
-        assert not answers[name].retry
-    assert "completion_tokens" in str(answers["huge"].error)
+    # malformed: the same invalid_response as a direct reply, not sent again
+    assert answers["number"].error is not None and answers["number"].error.code == "invalid_response"
+    assert not answers["number"].retry and "choices[0].message.content" in str(answers["number"].error)
+    # a good answer whose usage breaks the bounds: kept as a direct one is, its usage not believed
+    huge = answers["huge"]
+    assert huge.error is None and huge.result is not None and huge.result.message["content"] == "fine"
+    assert huge.result.usage.rejected is not None and huge.result.usage.rejected.startswith("usage.completion_tokens")
+    assert (huge.result.usage.output_tokens, huge.result.usage.cost_source) == (0, "unknown") and not huge.retry
     assert answers["server"].retry and answers["late"].retry and "batch_expired" in str(answers["late"].error)
 
 

@@ -149,6 +149,31 @@ def test_500_is_retried_then_fails_with_usage_counted(standin: StandIn, client: 
     assert [entry["status_code"] for entry in exc.attempt_log] == [500, 500, 500]
 
 
+def test_an_answer_with_usage_out_of_bounds_is_kept_and_its_usage_unknown(standin: StandIn, client: ProviderClient,
+                                                                        endpoint: Endpoint) -> None:
+    # a failed attempt's usage is counted, then the answer's own usage says cost "0.5": the call's cost is unknown
+    standin.script("m1", error(500, "upstream broke", usage={"prompt_tokens": 4, "cost": 0.001}),
+                   text("4", usage={"cost": "0.5", "prompt_tokens": 9}))
+    result = client.chat(endpoint, BODY, timeout=5, retries=2)
+    assert result.message["content"] == "4" and result.attempts == 2
+    assert result.usage.rejected is not None and result.usage.rejected.startswith("usage.cost: expected a finite")
+    assert (result.usage.cost_usd, result.usage.cost_source, result.raw_usage) == (None, "unknown", None)
+    assert result.usage.input_tokens == 4  # (the failed attempt's: the answer's 9 was not believed)
+    assert result.usage.to_json()["usage_rejected"] == result.usage.rejected
+    # and a sum that includes it stays unknown, whatever the other side knows
+    later = result.usage + Usage(input_tokens=1, cost_usd=0.25)
+    assert (later.cost_usd, later.cost_source, later.rejected) == (None, "unknown", result.usage.rejected)
+
+
+def test_a_malformed_answer_fails_whatever_its_usage(standin: StandIn, client: ProviderClient,
+                                                    endpoint: Endpoint) -> None:
+    standin.script("m1", text(12345, usage={"cost": "0.5"}))  # type: ignore[arg-type]
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=2)
+    assert caught.value.code == "invalid_response" and "choices[0].message.content" in caught.value.message
+    assert caught.value.usage == Usage() and len(standin.requests) == 1
+
+
 @pytest.mark.parametrize("status", [400, 401, 404])
 def test_client_errors_are_not_retried(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
                                        status: int) -> None:

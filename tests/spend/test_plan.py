@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+from pathlib import Path
 from typing import Any
 
+from clawstore.spend.history import load_history
+from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
@@ -174,3 +178,12 @@ def test_a_tool_loop_is_planned_as_a_minimum(ws: Workspace, claw: Claw, standin:
     assert planned["requests"] == 1 and planned["requests_minimum"] and planned["lines"][0]["requests_minimum"]
     assert claw("build", "--suite", "main", "--run-profile", "rp")[0] == 0
     assert len(standin.requests) == 3  # what the plan's "≥ 1" warned of
+
+
+def test_a_node_whose_tokens_are_unknown_is_no_history(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # m1's replies say cost "0.5": kept, their tokens unknown (NULL); a plan must not read them as 0 tokens
+    standin.script("vendor/m1", text("4", usage={"cost": "0.5"}))
+    assert claw("build", "--suite", "main", "--run-profile", "rp")[0] == 0
+    history = load_history(Store(Path(os.environ["CLAW_STORE"])))
+    assert "vendor/m1" not in history.run_models
+    assert history.run_models["vendor/m2"].count == 2 and history.run_models["vendor/m2"].input_tokens > 0
