@@ -107,12 +107,12 @@ class EdgeLog:
             self.fact_outs.extend(fact[1])
         self.fact_starts.append(len(self.fact_outs))
 
-    def against(self, pack: str, table: Table, verified: bool) -> PackEdges | None:
+    def against(self, pack: str, table: Table, verified: bool, spend: bool = False) -> PackEdges | None:
         """What a file written from this log says, each object a row of the pack's `table` and each id it names a row
         too when the pack holds it (else an index among the other ids); None if the log does not match the table.
-        Spends the log (each caller's last use): what it holds goes as soon as it is read, not when the file is made
-        (its ids and offsets before the rows' dict is built, its edges before the file's ids are joined: a build's
-        seal held them all at its peak)."""
+        `spend` (the caller's last use of the log): what it holds goes as soon as it is read, not when the file is
+        made (its ids and offsets before the rows' dict is built, its edges before the file's ids are joined: a
+        build's seal held them all at its peak); the log is left empty."""
         rows = len(table)
         if rows + len(self.edges) // ID > 0xFFFFFFFF:
             return None
@@ -131,8 +131,9 @@ class EdgeLog:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
         fact_outs = self.fact_outs if verified else array("H")
-        self.ids, self.offsets, self.starts, self.fact_keys, self.fact_starts, self.fact_outs = (
-            bytearray(), array("Q"), array("I", [0]), array("H"), array("I", [0]), array("H"))
+        if spend:
+            self.ids, self.offsets, self.starts, self.fact_keys, self.fact_starts, self.fact_outs = (
+                bytearray(), array("Q"), array("I", [0]), array("H"), array("I", [0]), array("H"))
         # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
         # ids at a time. The dicts are keyed by an id's first 60 bits, an int (32 bytes, where the id's bytes took 72:
         # the seal's highest memory was these two dicts), the whole id compared on a hit; ids whose key another id took
@@ -185,7 +186,8 @@ class EdgeLog:
             known.write(fresh)
             tokens.extend(found)  # type: ignore[arg-type]
         del row_of, own_spill, others, spill  # (the dicts go before the ids are joined)
-        self.edges = bytearray()
+        if spend:
+            self.edges = bytearray()
         others_ids = known.getvalue()
         del known
         return PackEdges(pack, verified, table.offsets, ids + others_ids, covers, counts, tokens,

@@ -251,7 +251,7 @@ class PackWriter:
             return
         rows = table_columns(table)
         del table
-        found = log.against(self.pack_id, rows, verified=False)
+        found = log.against(self.pack_id, rows, verified=False, spend=True)
         del log, rows
         if found is None:
             return
