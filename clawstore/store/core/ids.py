@@ -68,7 +68,7 @@ def oid_of(data: bytes | bytearray | memoryview) -> str:
 
 
 FILE_CHUNK = 1 << 20  # bytes of a file hashed at once: what file_digest holds (a mapping would add the file to RSS;
-#   8 MiB held during a build's pack seal cost no less CPU: docs/scale/building.md, Session 56: the seal)
+#   8 MiB hashed no faster and was held during a build's pack seal: docs/scale/building.md, Session 56: the seal)
 
 
 def file_digest(path: Path) -> str:
