@@ -158,7 +158,7 @@ def save(root: Path, tmp_dir: Path, scan: PackScan, pack: str, digest: bytes, lo
     """Write the file of a sealed pack (`scan`, hashed to `digest` before it was read) from what `log` noted of it;
     what the file says (None if the log is not about these blobs)."""
     table = Table(b"".join(blob.id for blob in scan.blobs), array("Q", [blob.offset for blob in scan.blobs]))
-    found = log.against(pack, table, verified)
+    found = log.against(pack, table, verified, spend=True)  # (every caller's last use of its log)
     if found is not None:
         write(root, tmp_dir, pack, scan.size, digest, found)
     return found

@@ -107,9 +107,12 @@ class EdgeLog:
             self.fact_outs.extend(fact[1])
         self.fact_starts.append(len(self.fact_outs))
 
-    def against(self, pack: str, table: Table, verified: bool) -> PackEdges | None:
+    def against(self, pack: str, table: Table, verified: bool, spend: bool = False) -> PackEdges | None:
         """What a file written from this log says, each object a row of the pack's `table` and each id it names a row
-        too when the pack holds it (else an index among the other ids); None if the log does not match the table."""
+        too when the pack holds it (else an index among the other ids); None if the log does not match the table.
+        `spend` (the caller's last use of the log): what it holds goes as soon as it is read, not when the file is
+        made (its ids and offsets before the rows' dict is built, its edges before the file's ids are joined: a
+        build's seal held them all at its peak); the log is left empty."""
         rows = len(table)
         if rows + len(self.edges) // ID > 0xFFFFFFFF:
             return None
@@ -127,6 +130,10 @@ class EdgeLog:
             if verified and self.fact_keys[i] != NO_FACT:
                 fact_keys[row] = self.fact_keys[i]
                 fact_counts[row] = self.fact_starts[i + 1] - self.fact_starts[i]
+        fact_outs = self.fact_outs if verified else array("H")
+        if spend:
+            self.ids, self.offsets, self.starts, self.fact_keys, self.fact_starts, self.fact_outs = (
+                bytearray(), array("Q"), array("I", [0]), array("H"), array("I", [0]), array("H"))
         # Each id named as a row of this pack's table if it holds it, else as rows + its index among the others; _STEP
         # ids at a time. The dicts are keyed by an id's first 60 bits, an int (32 bytes, where the id's bytes took 72:
         # the seal's highest memory was these two dicts), the whole id compared on a hit; ids whose key another id took
@@ -140,10 +147,10 @@ class EdgeLog:
         del keys
         others: dict[int, int] = {}
         spill: dict[bytes, int] = {}  # others whose key a different other took
-        # The rows' ids, then the others' (32 bytes an index among them): a BytesIO's value is its buffer, not a copy
-        # (the head's pack names ~15 MB of others: a bytearray and its bytes held 30 MB at once as a build ended).
+        # The others' ids (32 bytes an index among them), joined after the rows' at the end (not copied beside the
+        # table's ids while the dicts are held): a BytesIO's value is its buffer, not a copy (the head's pack names
+        # ~15 MB of others: a bytearray and its bytes held 30 MB at once as a build ended).
         known = io.BytesIO()
-        known.write(table.ids)
         count = 0
         tokens = array("I")
         for start in range(0, len(self.edges), _STEP * ID):
@@ -163,7 +170,7 @@ class EdgeLog:
                     key = named[at]
                     index = others.get(key)
                     if index is not None:
-                        at_id = (rows + index if index < first else index - first) * ID
+                        at_id = (index if index < first else index - first) * ID
                         if (held if index < first else fresh)[at_id:at_id + ID] != digest:
                             index = spill.get(digest)
                     if index is None:
@@ -178,9 +185,13 @@ class EdgeLog:
                     found[at] = rows + index
             known.write(fresh)
             tokens.extend(found)  # type: ignore[arg-type]
-        del row_of, own_spill, others, spill  # (the dicts go before the ids are taken as bytes)
-        return PackEdges(pack, verified, table.offsets, known.getvalue(), covers, counts, tokens,
-                         fact_keys, fact_counts, self.fact_outs if verified else array("H"))
+        del row_of, own_spill, others, spill  # (the dicts go before the ids are joined)
+        if spend:
+            self.edges = bytearray()
+        others_ids = known.getvalue()
+        del known
+        return PackEdges(pack, verified, table.offsets, ids + others_ids, covers, counts, tokens,
+                         fact_keys, fact_counts, fact_outs)
 
 
 @dataclass

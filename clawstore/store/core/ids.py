@@ -67,14 +67,15 @@ def oid_of(data: bytes | bytearray | memoryview) -> str:
     return PREFIX + hasher.hexdigest()
 
 
-FILE_CHUNK = 8 << 20  # bytes of a file hashed at once: what file_digest holds (a mapping would add the file to RSS)
+FILE_CHUNK = 1 << 20  # bytes of a file hashed at once: what file_digest holds (a mapping would add the file to RSS;
+#   8 MiB hashed no faster and was held during a build's pack seal: docs/scale/building.md, Session 56: the seal)
 
 
 def file_digest(path: Path) -> str:
     """Hex BLAKE3 of a file's bytes (the name a pack travels under; what fsck's edges files record), hashed with all
     cores, FILE_CHUNK bytes at a time."""
     hasher = parallel_hasher()
-    # (into one buffer: a fresh 8 MiB bytes a read is a fresh mapping, faulted in page by page, which cost as much CPU
+    # (into one buffer: a fresh 8 MiB bytes a read was a fresh mapping, faulted in page by page, which cost as much CPU
     # as the hash itself)
     buffer = bytearray(FILE_CHUNK)
     view = memoryview(buffer)

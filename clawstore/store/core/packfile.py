@@ -243,10 +243,16 @@ class PackWriter:
         pack is hashed as it is now, durable and sealed (read back from the page cache: hashing each part as it is
         written cost more, docs/gc-and-archives.md); a writer killed before this leaves a pack with none, which gc
         reads (and then writes its file) and fsck verifies."""
+        # The log and the table go as they are read (the trailer holds the table now): each was held until the seal
+        # ended, beside the file's arrays and the hash's buffer (docs/scale/building.md, Session 56: the seal).
         log, self.edge_log = self.edge_log, None
+        table, self.table = self.table, bytearray()
         if log is None or not len(log) or self.edges_root is None:
             return
-        found = log.against(self.pack_id, table_columns(self.table), verified=False)
+        rows = table_columns(table)
+        del table
+        found = log.against(self.pack_id, rows, verified=False, spend=True)
+        del log, rows
         if found is None:
             return
         with contextlib.suppress(OSError):
