@@ -6,7 +6,8 @@ sampler thread, every ~0.5 ms), and its thread CPU. The edges file made is compa
 byte (the same pack, the same log: the same file).
 
 Usage: python bench/seal_bench.py PACK [PACK ...] [--rounds 3] [--no-trace]
-(a store's packs/<id>.pack with its edges/<id>.edges; run it with PYTHONPATH naming the tree to measure)
+(a store's packs/<id>.pack with its edges/<id>.edges; run it with PYTHONPATH naming the tree to measure), or
+`--generate N` for a pack of N random blobs each naming four earlier ones (the suite's smoke run)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import ctypes
 import gc
 import os
+import random
 import resource
 import statistics
 import sys
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from clawstore.host import heap
 from clawstore.store.core import edgefile
-from clawstore.store.core.packfile import PackWriter, scan_pack
+from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, scan_pack
 
 _BATCH = 256  # blobs appended at once (a group's queued objects)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -91,6 +93,25 @@ def _replay(pack: Path, root: Path) -> PackWriter:
     return writer
 
 
+def _generated(root: Path, objects: int) -> Path:
+    """A sealed pack of `objects` random 512-byte blobs, each naming four earlier ones, with its edges file."""
+    (root / "packs").mkdir(parents=True)
+    (root / "tmp").mkdir()
+    writer = PackWriter(root / "packs", edges_root=root)
+    rng = random.Random(0)
+    written: list[bytes] = []
+    for start in range(0, objects, _BATCH):
+        group = [rng.randbytes(edgefile.ID) for _ in range(min(_BATCH, objects - start))]
+        named = [[rng.choice(written) for _ in range(4)] if written else [] for _ in group]
+        for blob, names in zip(writer.append_many([(KIND_OBJECT, i, [rng.randbytes(512)]) for i in group]), named,
+                               strict=True):
+            writer.edge_log.add(blob.id, blob.offset, names)  # type: ignore[union-attr]
+        written += group
+    writer.seal()
+    writer.close()
+    return root / "packs" / f"{writer.pack_id}.pack"
+
+
 def measure(pack: Path, trace: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="seal-", dir=os.environ.get("SEAL_TMP")) as scratch:
         root = Path(scratch) / "store"
@@ -122,13 +143,18 @@ def measure(pack: Path, trace: bool) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("packs", nargs="+", type=Path)
+    parser.add_argument("packs", nargs="*", type=Path)
+    parser.add_argument("--generate", type=int, default=0, help="measure a generated pack of this many blobs")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-trace", action="store_true", help="no tracemalloc (its CPU off the seal's)")
     args = parser.parse_args()
     sys.setswitchinterval(0.0005)  # (the sampler's turns while the seal runs Python)
     heap.settle()  # as a build does: blocks of 128 KiB or more mapped on their own, so mmapped is what they hold
-    for pack in args.packs:
+    if not args.packs and not args.generate:
+        parser.error("name a pack or --generate N")
+    made = tempfile.TemporaryDirectory(prefix="seal-made-", dir=os.environ.get("SEAL_TMP"))
+    packs = [*args.packs, *([_generated(Path(made.name) / "store", args.generate)] if args.generate else [])]
+    for pack in packs:
         rows = [measure(pack, not args.no_trace) for _ in range(args.rounds)]
         medians = {key: statistics.median(row[key] for row in rows) for key in rows[0]}
         print(f"{pack.name[:8]} ({pack.stat().st_size / 2**20:.1f} MiB): seal's peak over the writer's "

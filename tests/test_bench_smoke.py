@@ -39,6 +39,7 @@ SMOKE = {
     "kill_bench": ["--kills", "2", "--cases", "60", "--models", "1", "--window", "0.9", "1.3"],
     "batch_bench": ["--cases", "10", "--kills", "2", "--kill-cases", "5"],
     "node_store_bench": ["--nodes", "50", "--rounds", "1"],
+    "seal_bench": ["--generate", "300", "--rounds", "1"],
     "house_bench": ["--before", "HEAD"],
     "transfer_bench": ["--small", "3", "--large", "6", "--models", "1"],
     "index_bench": ["--entries", "3000", "--small", "2", "--rounds", "1"],
