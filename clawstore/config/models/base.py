@@ -29,7 +29,7 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
                        f"{prefix}{key}")
 
 
-# A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, a judge's batch factor.
+# A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, its batch factor.
 PRICING_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "batch")
 
 
