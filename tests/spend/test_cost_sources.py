@@ -226,7 +226,7 @@ def test_records_written_before_cost_sources_read_as_reported_or_unknown() -> No
 
 def test_a_cost_that_is_not_a_finite_number_is_unknown_and_never_summed() -> None:
     # A NaN summed in would make every total NaN (neither a number nor unknown); an infinity would swamp it.
-    for odd in (float("nan"), float("inf"), float("-inf")):
+    for odd in (float("nan"), float("inf"), float("-inf"), 10**400):  # (an int past a double: a hostile record's)
         assert known_cost(odd) is None and source_of({"cost_usd": odd}) == "unknown"
         total = CostSum.of_metrics({"cost_usd": 0.25}) + CostSum.of_metrics({"cost_usd": odd})
         assert (total.usd, total.known_usd, total.text(2)) == (None, 0.25, "≥0.25 (1 of 2 unknown)")
