@@ -545,7 +545,8 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
     # A log still "running" is a killed build's (queries index it once its lease is gone): written every 2 s, it
-    # stops short of what the build paid for, so its spending is unknown, never the smaller sum the log holds.
+    # stops short of what the build paid for, so its spending (and its known part) is unknown, never the smaller sum
+    # the log holds.
     killed = log.get("state") == "running"
     return {
         "build_id": ctx["build_id"],
@@ -560,7 +561,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_build_cost(metrics),
-        **({"cost_usd": None} if killed else {}),
+        **({"cost_usd": None, "cost_known_usd": None} if killed else {}),  # (its known part as short: 0.0 paid)
         "results_cost_usd": None if killed else spent,
     }
 

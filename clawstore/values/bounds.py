@@ -40,8 +40,9 @@ def amount_problem(value: Any, high: float) -> str | None:
     """Why `value` is not a finite number in [0, high] or absent (None)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= high:
+    # (the bounds first: an int past a float's range compares exactly, and isfinite of it raises OverflowError)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= high \
+            or not math.isfinite(value):
         return f"expected a finite number from 0 to {high:,.0f} or null, got {_shown(value)}"
     return None
 

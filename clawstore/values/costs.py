@@ -25,10 +25,15 @@ def source_of(metrics: Mapping[str, Any] | None) -> str:
 
 
 def known_cost(value: Any) -> float | None:
-    """A cost as a float; None when it is not a finite number (unknown: a NaN summed in would hide every known cost)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not isfinite(value):
+    """A cost as a float; None when it is not a finite number (unknown: a NaN summed in would hide every known cost),
+    an int past a double's range included (isfinite of it raises OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if isfinite(cost) else None
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,10 @@ def test_a_killed_builds_spending_is_unknown_in_the_builds_view_never_the_part_i
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
     assert len(standin.requests) >= 2  # answered, each with its cost: paid for
-    code, out, _ = claw("query", "select state, cost_usd, results_cost_usd from builds", "--format", "json")
-    assert code == 0 and json.loads(out) == [{"state": "running", "cost_usd": None, "results_cost_usd": None}]
+    code, out, _ = claw("query", "select state, cost_usd, cost_known_usd, results_cost_usd from builds", "--format",
+                        "json")
+    assert code == 0 and json.loads(out) == [{"state": "running", "cost_usd": None, "cost_known_usd": None,
+                                              "results_cost_usd": None}]
 
 
 def test_sigterm_stops_cleanly_and_records_the_build(ws: Workspace, claw: Claw, standin: StandIn) -> None:

@@ -149,6 +149,37 @@ def test_a_pricing_without_an_output_price_leaves_the_cost_unknown_not_output_fr
     assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_source": "unknown"}] * 4, err
 
 
+def test_an_empty_pricing_is_no_pricing_not_a_config_error(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """`pricing:` with its prices commented out is YAML null: no prices declared, as `pricing: {}` is (the repo's rule
+    for an empty field), the cost unknown. Session 56's pricing check refused the config (exit 2)."""
+    no_cost_server(ws, standin, run_prices=False, judge_prices=False)
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=None) for m in d["models"]])
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing=None))
+    code, out, err = claw("validate")
+    assert code == 0, out + err
+    code, out, err = claw("build", *CAMPAIGN)
+    assert code == 0, err
+    assert build_line(out).endswith("cost spent ? USD (8 of 8 unknown)")
+
+
+def test_a_free_model_declared_at_0_is_priced_at_0_everywhere(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A local model that costs nothing, said so (`pricing: {input: 0, output: 0}`): known to be 0, never unknown."""
+    eval_profile(ws, repetitions=1)
+    free = {"input": 0, "output": 0}
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=free) for m in d["models"]])
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={**free, "batch": 0.5}))
+    standin.script(JUDGE, {**judge_reply(7), "usage": NO_COST})
+    standin.script("*", text("four", usage=NO_COST))
+    shown = surfaces(claw)
+    assert build_line(shown["build"]).endswith("cost spent 0.000000 USD (8 of 8 priced)")
+    assert "total 0.00000 (8 of 8 priced)" in shown["report"]
+    assert shown["report_json"]["totals"]["total_cost_usd"] == 0.0
+    assert {m["total_cost_text"] for m in shown["view"]["models"]} == {"0.00000 (4 of 4 priced)"}
+    assert {(r["cost_usd"], r["cost_source"]) for r in shown["runs"] + shown["judgements"]} == {(0.0, "priced")}
+    assert [(b["cost_usd"], b["cost_priced"], b["cost_unknown"]) for b in shown["builds"]] == [(0.0, 8, 0)]
+    assert shown["plan_json"]["estimated_cost_usd"] == 0.0
+
+
 def test_max_cost_counts_priced_cost_and_stops_a_build_that_outgrows_its_plan(ws: Workspace, claw: Claw,
                                                                              standin: StandIn) -> None:
     # One model, 10 cases, one request at a time; the server reports no cost; the model declares prices.
@@ -195,7 +226,7 @@ def test_records_written_before_cost_sources_read_as_reported_or_unknown() -> No
 
 def test_a_cost_that_is_not_a_finite_number_is_unknown_and_never_summed() -> None:
     # A NaN summed in would make every total NaN (neither a number nor unknown); an infinity would swamp it.
-    for odd in (float("nan"), float("inf"), float("-inf")):
+    for odd in (float("nan"), float("inf"), float("-inf"), 10**400):  # (an int past a double: a hostile record's)
         assert known_cost(odd) is None and source_of({"cost_usd": odd}) == "unknown"
         total = CostSum.of_metrics({"cost_usd": 0.25}) + CostSum.of_metrics({"cost_usd": odd})
         assert (total.usd, total.known_usd, total.text(2)) == (None, 0.25, "≥0.25 (1 of 2 unknown)")

@@ -103,3 +103,43 @@ def test_what_threads_asking_a_new_table_at_once_hold_is_one_build(tmp_path: Pat
     many = _peak_of(lambda: Entries(tables=(shared,)).find_object(digest), THREADS)
     assert one > 300_000  # (the tags alone are 120 kB, the fan-out 512 kB: the build is what is measured)
     assert many < 1.5 * one, f"{THREADS} threads held {many} bytes at their peak, one thread {one}"
+
+
+@pytest.mark.parametrize("fault", [index.BadSegmentError("index segment x is not sorted"), MemoryError()],
+                         ids=["bad_segment", "memory"])
+def test_a_build_that_raises_leaves_no_thread_waiting_and_nothing_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: BaseException) -> None:
+    """A lookup's build that raises (a hostile or cut-short segment, memory short): every thread that asked gets the
+    error, none is left waiting on the lock, and nothing half-built is kept: once the cause is gone, it builds."""
+    table, segment = _table(tmp_path, 2_000, 0)
+    entries = Entries(tables=(table,))
+    digest, loc = next(iter(segment.objects.items()))
+    fanout, failing = index._fanout, [True]
+
+    def faulty(tops: Iterable[tuple[int]], n: int, where: str) -> tuple[object, int]:
+        time.sleep(0.05)  # (the others ask meanwhile: they wait on the lock)
+        if failing[0]:
+            raise fault
+        return fanout(tops, n, where)
+
+    monkeypatch.setattr(index, "_fanout", faulty)
+    answers: list[object] = [None] * THREADS
+    start = threading.Barrier(THREADS)
+
+    def ask(at: int) -> None:
+        start.wait()
+        try:
+            answers[at] = entries.find_object(digest)
+        except BaseException as exc:  # noqa: BLE001 - what each thread got is the point
+            answers[at] = exc
+
+    threads = [threading.Thread(target=ask, args=(at,), daemon=True) for at in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads), "a thread still waits for a build that raised"
+    assert all(type(answer) is type(fault) for answer in answers), answers
+    assert table._objects is None  # (nothing half-built kept)
+    failing[0] = False
+    assert entries.find_object(digest) == loc and table._objects is not None

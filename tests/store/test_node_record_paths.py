@@ -20,7 +20,8 @@ from clawstore.values.canonical import canonical_json
 from clawstore.values.costs import SOURCES
 
 ODD_VALUES: list[Any] = [None, 0, 1, 7, 10**12, 10**12 + 1, -1, 2**70, True, False, 0.0, 1.0, 2.5, -0.5, 1e-05,
-                         1e7, 1e7 + 1, 1e300, math.nan, math.inf, -math.inf, "3", "", [], {}, 3.0, -0.0]
+                         1e7, 1e7 + 1, 1e300, math.nan, math.inf, -math.inf, "3", "", [], {}, 3.0, -0.0,
+                         10**400, -10**400]  # (ints past a float's range: a hostile record's, parsed from JSON)
 
 
 def rules_problem(metrics: dict[str, Any]) -> str | None:

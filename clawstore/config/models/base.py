@@ -29,18 +29,19 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
                        f"{prefix}{key}")
 
 
-# A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, a judge's batch factor.
+# A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, its batch factor.
 PRICING_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "batch")
 
 
 def check_pricing(extras: dict[str, Any]) -> None:
     """`pricing`, when given, is a mapping of those fields to numbers >= 0: a misspelt field was a price of 0, and
-    so a cost shown smaller than it was (`pricing: {}` priced every run at 0)."""
-    if "pricing" not in extras:
+    so a cost shown smaller than it was (`pricing: {}` priced every run at 0). Empty (`pricing:`, YAML null) is not
+    given, as `pricing: {}` and any empty field are: no price declared."""
+    raw = extras.get("pricing")
+    if raw is None:
         return
-    raw = extras["pricing"]
     if not isinstance(raw, dict):
-        got = "null" if raw is None else "a list" if isinstance(raw, list) else quoted(raw)
+        got = "a list" if isinstance(raw, list) else quoted(raw)
         raise fail(f"expected a mapping of USD per 1M tokens ({', '.join(PRICING_FIELDS)}), got {got}", "pricing")
     for key, value in raw.items():
         if key not in PRICING_FIELDS:
