@@ -151,7 +151,9 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ("pricing_field_misspelt", _yaml(SUITE, _set(["models", 0, "pricing"], {"inptu": 1.0, "output": 2.0})), SUITE,
      "models[0].pricing.inptu", "unknown field 'inptu' (allowed: input, output, cacheRead, cacheWrite, batch)"),
     ("pricing_negative", _yaml(EVAL, _set(["judges", 0, "pricing"], {"input": 1.0, "output": -2})), EVAL,
-     "judges[0].pricing.output", "expected a number >= 0, got -2"),
+     "judges[0].pricing.output", "expected a number from 0 to 10,000, got -2"),
+    ("pricing_past_any_price", _yaml(SUITE, _set(["models", 0, "pricing"], {"input": 1e300, "output": 2.0})), SUITE,
+     "models[0].pricing.input", "expected a number from 0 to 10,000, got 1e+300"),
     ("pricing_not_a_mapping", _yaml(SUITE, _set(["models", 0, "pricing"], "cheap")), SUITE,
      "models[0].pricing", "expected a mapping of USD per 1M tokens"),
     # There but a directory: said so, not "file not found"

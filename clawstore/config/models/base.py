@@ -31,6 +31,9 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
 
 # A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, its batch factor.
 PRICING_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "batch")
+# Above any model's price (the dearest list at ~600 USD per 1M tokens): a price past it (1e300) priced paid runs at
+# costs their records refuse to hold, so the runs were paid for, not kept, and the build said 0 spent.
+MAX_PRICE_PER_MILLION = 10_000
 
 
 def check_pricing(extras: dict[str, Any]) -> None:
@@ -46,8 +49,8 @@ def check_pricing(extras: dict[str, Any]) -> None:
     for key, value in raw.items():
         if key not in PRICING_FIELDS:
             raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(PRICING_FIELDS)})", f"pricing.{key}")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise fail(f"expected a number >= 0, got {quoted(value)}", f"pricing.{key}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
+            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"pricing.{key}")
 
 
 class StrictModel(BaseModel):
