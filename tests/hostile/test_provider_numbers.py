@@ -59,13 +59,17 @@ def _query(root: Path, sql: str) -> tuple[Any, str]:
     return json.loads(done.stdout), done.stderr
 
 
-def test_each_bad_provider_number_fails_its_run_and_is_retried(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
-    # One build, one model per bad reply (and one that behaves): every attack in the same real processes.
-    attacks = {f"m{i:02d}": attack for i, attack in enumerate(sorted(BAD_REPLIES))}
-    ws.suite("main", [*attacks, "good"])
+def _build_each_attack(workspace: Workspace, standin: StandIn, replies: dict[str, Any]) -> tuple[dict[str, str], Any]:
+    """One build, one model per attack (and one that behaves): every attack in the same real processes."""
+    attacks = {f"m{i:02d}": attack for i, attack in enumerate(sorted(replies))}
+    workspace.suite("main", [*attacks, "good"])
     for model, attack in attacks.items():
-        standin.script(f"vendor/{model}", BAD_REPLIES[attack][0])
-    first = run_claw(ws.root, *BUILD)
+        standin.script(f"vendor/{model}", replies[attack][0])
+    return attacks, run_claw(workspace.root, *BUILD)
+
+
+def test_each_bad_provider_number_fails_its_run_and_is_retried(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    attacks, first = _build_each_attack(ws, standin, BAD_REPLIES)
     assert first.code == 1 and "Traceback" not in first.stdout + first.stderr, first
     rows = [line.split() for line in first.stdout.splitlines() if line.startswith(("m", "good "))]
     assert sorted((row[0], "fail" in row and "provider_error" in row) for row in rows) == sorted(
@@ -89,11 +93,7 @@ def test_each_bad_provider_number_fails_its_run_and_is_retried(ws: Workspace, st
 
 def test_an_answer_whose_usage_breaks_the_bounds_is_kept_with_its_cost_unknown(
         ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
-    attacks = {f"m{i:02d}": attack for i, attack in enumerate(sorted(BAD_USAGE))}
-    ws.suite("main", [*attacks, "good"])
-    for model, attack in attacks.items():
-        standin.script(f"vendor/{model}", BAD_USAGE[attack][0])
-    first = run_claw(ws.root, *BUILD)
+    attacks, first = _build_each_attack(ws, standin, BAD_USAGE)
     assert first.code == 0 and "Traceback" not in first.stdout + first.stderr, first
     for model in attacks:  # the build's line says the cost is unknown, never 0
         lines = [line for line in first.stdout.splitlines() if line.startswith(f"{model} ")]
