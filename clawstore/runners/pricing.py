@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawstore.values.costs import PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
+from clawstore.values.costs import PRICE_KEYS, PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
 
-PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 PER_MILLION = 1e6
 
 

@@ -12,6 +12,7 @@ REPORTED = "reported"  # the provider's `usage.cost`
 PRICED = "priced"  # tokens × the model's declared `pricing`
 UNKNOWN = "unknown"  # neither: not free, not known
 SOURCES = (REPORTED, PRICED, UNKNOWN)
+PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s prices, USD per 1M tokens
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
 
 

@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
+from clawstore.values.costs import PRICE_KEYS
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -30,7 +31,7 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
 
 
 # A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, its batch factor.
-PRICING_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "batch")
+PRICING_FIELDS = (*PRICE_KEYS, "batch")
 # Above any model's price (the dearest list at ~600 USD per 1M tokens): a price past it (1e300) priced paid runs at
 # costs their records refuse to hold, so the runs were paid for, not kept, and the build said 0 spent.
 MAX_PRICE_PER_MILLION = 10_000
