@@ -57,10 +57,6 @@ SMALL_ROWS = 4096
 _READ = 1 << 20  # bytes read at a time to hash a segment or copy a merge's rows
 DENSE_ROWS = 8  # a sorted run is matched against a table's rows in its range when they are at most this many times it
 _STREAM_ROWS = 16384  # rows a pass over a big segment reads at a time (~1 MB)
-# Objects a table was found to hold, kept per table: a build puts the same few objects again run after run (a check's
-# output, a result's, a judge's system prompt), each a row read (a pread, the interpreter lock let go) every time.
-# Cleared when full: the ones asked most come back at once (docs/scale/building.md, Session 57).
-HITS_HELD = 1024
 
 Loc = tuple[str, int, int]  # pack id, payload offset, payload length
 
@@ -316,7 +312,6 @@ class Table:
         self._objects: _Lookup | None = None  # built on the first lookup
         self._actions: _Lookup | None = None
         self._building = threading.Lock()  # one thread builds a lookup; the others asking meanwhile wait for it
-        self.hits: dict[bytes, Loc] = {}  # objects found here (a table's rows never change: HITS_HELD)
 
     def close(self) -> None:
         self._closing()
@@ -647,19 +642,12 @@ class Entries:
             return loc
         top, tag = _TOP.unpack_from(digest)[0], _TAG.unpack_from(digest, 4)[0]
         for table in self.tables:  # (a lookup's hot loop: a row read only when its tag matches)
-            hits = table.hits
-            loc = hits.get(digest)
-            if loc is not None:
-                return loc
             at, starts, shift, tags = table._objects or table._lookup(False)
             bucket = top >> shift
             for row in range(starts[bucket], starts[bucket + 1]):
                 if tags[row] == tag:
                     loc = table.object_at(digest, at + _OBJ.size * row)
                     if loc is not None:
-                        if len(hits) >= HITS_HELD:
-                            hits.clear()
-                        hits[digest] = loc
                         return loc
         return None
 
