@@ -47,6 +47,7 @@ SMOKE = {
     "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
     "gc_fsck_bench": ["--cases", "6", "--models", "1", "--runs", "1"],
     "fn_cpu_bench": ["--cases", "3", "--models", "1"],
+    "thread_calls_bench": ["--cases", "3", "--models", "1", "--top", "5"],
 }
 
 
