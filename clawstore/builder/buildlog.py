@@ -115,7 +115,9 @@ class BuildLog:
         return self.doc.metrics
 
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
-            record: dict[str, Any] | None) -> None:
+            record: dict[str, Any] | None, spent: CostSum | None = None) -> None:
+        """`spent`: what a node failed without a record of its own spent (builder/unstored.py unrecorded_cost),
+        counted in place of `record`'s metrics."""
         # The head's node (the head carries each record's planning view too, so that the next build plans
         # without reading thousands of record objects one by one).
         node = {"kind": kind, "key": key, "record": record_id, "action": action, "address": address,
@@ -131,7 +133,9 @@ class BuildLog:
             self._nodes.add((*where, self._added), msgspec.json.encode((line, node)))
             self._added += 1
             self.doc.counts[COUNTERS[action]] += 1
-            if record and action in ("exec", "fail"):  # spent in this build
+            if spent is not None:
+                spent.add_to_build(self.doc.metrics)
+            elif record and action in ("exec", "fail"):  # spent in this build
                 metrics = self.doc.metrics
                 for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
