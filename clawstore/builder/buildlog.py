@@ -30,6 +30,7 @@ from clawstore.store.documents import BUILD_LOG_FORMAT, COUNTERS, JOURNALED_FORM
 from clawstore.store.headdoc import Place, iter_nodes, place, write_placed_head
 from clawstore.store.sortedruns import FAN_IN, RUN_BYTES, SortedRuns
 from clawstore.values.costs import PAID_KINDS, CostSum
+from clawstore.values.tokens import TOKENS_UNKNOWN, tokens_known
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -69,6 +70,11 @@ SPILL_FAN_IN = FAN_IN
 
 Placed = tuple[Place, dict[str, Any]]  # a head node and where it goes (headdoc.place)
 _ENTRY = msgspec.json.Decoder(tuple[Any, dict[str, Any]])  # a spilled node: [its journal line or null, the node]
+
+
+def _count_unknown_tokens(metrics: dict[str, Any]) -> None:
+    """One more paid node whose tokens are unknown: the build's token totals are what is known (`≥`), never 0s."""
+    metrics[TOKENS_UNKNOWN] = int(metrics.get(TOKENS_UNKNOWN) or 0) + 1
 
 
 def new_build_id() -> str:
@@ -135,12 +141,15 @@ class BuildLog:
             self.doc.counts[COUNTERS[action]] += 1
             if spent is not None:
                 spent.add_to_build(self.doc.metrics)
+                _count_unknown_tokens(self.doc.metrics)
             elif record and action in ("exec", "fail"):  # spent in this build
                 metrics = self.doc.metrics
                 for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
                 if kind in PAID_KINDS:
                     CostSum.of_metrics(record["metrics"]).add_to_build(metrics)
+                    if not tokens_known(record["metrics"]):
+                        _count_unknown_tokens(metrics)
 
     def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""

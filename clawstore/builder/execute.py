@@ -104,9 +104,9 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
         shown = error.cause if isinstance(error, UnrecordedAnswer) else error
         node.error = f"{type(shown).__name__}: {shown}"
         # (what this execution spent, not the earlier record's: a node failed here has no record of its own)
-        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record,
-                spent=unrecorded_cost(node.kind, error))
-        progress.finished(node, None, False)
+        spent = unrecorded_cost(node.kind, error)
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record, spent=spent)
+        progress.finished(node, None, False, spent)
 
     def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
         nonlocal last_write
