@@ -57,3 +57,20 @@ def test_a_run_whose_tokens_are_unknown_makes_its_sums_unknown_never_0(ws: Works
     as_json = _json(ws.root, "build", *CAMPAIGN, "--force", "--output", "json")["metrics"]
     assert (as_json["input_tokens"], as_json["input_tokens_known"], as_json["tokens_unknown"]) == (
         None, good["i"], 4), as_json
+
+
+def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: Workspace,  # noqa: F811
+                                                                             standin: StandIn) -> None:
+    # a server that sends no `usage` (or one without token counts): before, 0 tokens, priced at 0.0 USD
+    ws.suite("main", ["silent", "half"])
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    standin.script("vendor/silent", text("four", usage={"prompt_tokens": None, "completion_tokens": None,
+                                                        "total_tokens": None, "cost": None}))
+    standin.script("vendor/half", text("four", usage={"completion_tokens": None, "total_tokens": None, "cost": None}))
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert "tokens in ? out ? (4 of 4 unknown)" in line and "cost spent ? USD (4 of 4 unknown)" in line, line
+    runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+                 "--format", "json")
+    assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 4
