@@ -30,6 +30,7 @@ from clawstore.store.documents import BUILD_LOG_FORMAT, COUNTERS, JOURNALED_FORM
 from clawstore.store.headdoc import Place, iter_nodes, place, write_placed_head
 from clawstore.store.sortedruns import FAN_IN, RUN_BYTES, SortedRuns
 from clawstore.values.costs import PAID_KINDS, CostSum
+from clawstore.values.tokens import TOKENS_UNKNOWN, tokens_known
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -69,6 +70,11 @@ SPILL_FAN_IN = FAN_IN
 
 Placed = tuple[Place, dict[str, Any]]  # a head node and where it goes (headdoc.place)
 _ENTRY = msgspec.json.Decoder(tuple[Any, dict[str, Any]])  # a spilled node: [its journal line or null, the node]
+
+
+def _count_unknown_tokens(metrics: dict[str, Any]) -> None:
+    """One more paid node whose tokens are unknown: the build's token totals are what is known (`≥`), never 0s."""
+    metrics[TOKENS_UNKNOWN] = int(metrics.get(TOKENS_UNKNOWN) or 0) + 1
 
 
 def new_build_id() -> str:
@@ -115,7 +121,9 @@ class BuildLog:
         return self.doc.metrics
 
     def add(self, kind: str, key: str, record_id: str | None, action: str, address: dict[str, Any],
-            record: dict[str, Any] | None) -> None:
+            record: dict[str, Any] | None, spent: CostSum | None = None) -> None:
+        """`spent`: what a node failed without a record of its own spent (builder/unstored.py unrecorded_cost),
+        counted in place of `record`'s metrics."""
         # The head's node (the head carries each record's planning view too, so that the next build plans
         # without reading thousands of record objects one by one).
         node = {"kind": kind, "key": key, "record": record_id, "action": action, "address": address,
@@ -131,12 +139,17 @@ class BuildLog:
             self._nodes.add((*where, self._added), msgspec.json.encode((line, node)))
             self._added += 1
             self.doc.counts[COUNTERS[action]] += 1
-            if record and action in ("exec", "fail"):  # spent in this build
+            if spent is not None:
+                spent.add_to_build(self.doc.metrics)
+                _count_unknown_tokens(self.doc.metrics)
+            elif record and action in ("exec", "fail"):  # spent in this build
                 metrics = self.doc.metrics
                 for name in TOKEN_METRICS:
                     metrics[name] += int(record["metrics"].get(name) or 0)
                 if kind in PAID_KINDS:
                     CostSum.of_metrics(record["metrics"]).add_to_build(metrics)
+                    if not tokens_known(record["metrics"]):
+                        _count_unknown_tokens(metrics)
 
     def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""

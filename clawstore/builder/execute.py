@@ -11,7 +11,14 @@ from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
-from clawstore.builder.unstored import NotStarted, Stored, UnstoredAnswer, is_store_failure
+from clawstore.builder.unstored import (
+    NotStarted,
+    Stored,
+    UnrecordedAnswer,
+    UnstoredAnswer,
+    is_store_failure,
+    unrecorded_cost,
+)
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES
@@ -94,9 +101,12 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
 
     def fail(node: Node, error: BaseException) -> None:
         node.action = "fail"
-        node.error = f"{type(error).__name__}: {error}"
-        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
-        progress.finished(node, None, False)
+        shown = error.cause if isinstance(error, UnrecordedAnswer) else error
+        node.error = f"{type(shown).__name__}: {shown}"
+        # (what this execution spent, not the earlier record's: a node failed here has no record of its own)
+        spent = unrecorded_cost(node.kind, error)
+        log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record, spent=spent)
+        progress.finished(node, None, False, spent)
 
     def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
         nonlocal last_write

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from clawstore.builder.lanes import Wait
 from clawstore.graph.plan import Node, address_id
 from clawstore.values.costs import PAID_KINDS, CostSum, source_of
+from clawstore.values.tokens import tokens_known
 
 MODES = ("auto", "live", "plain", "json", "none")
 _REASON_WIDTH = 160
@@ -67,8 +68,9 @@ class _State:
     requests: int = 0
     models: dict[str, _Model] = field(default_factory=dict)
     phases: Counter[str] = field(default_factory=Counter)
-    input_tokens: int = 0
+    input_tokens: int = 0  # of the paid nodes whose tokens are known
     output_tokens: int = 0
+    tokens_unknown: int = 0  # paid nodes whose tokens are unknown: the sums above are what is known (`≥`)
     cost: CostSum = CostSum()  # of the paid nodes finished so far (reported, priced, unknown)
     failures: list[Failure] = field(default_factory=list)
     stopping: str | None = None
@@ -111,9 +113,10 @@ class BuildProgress:
         while starts:
             self._model(starts.popleft()).running += 1
 
-    def finished(self, node: Node, status: str | None, ok: bool) -> None:
+    def finished(self, node: Node, status: str | None, ok: bool, spent: CostSum | None = None) -> None:
+        """`spent`: what a node failed without a record of its own spent (builder/unstored.py unrecorded_cost)."""
         reason = None if ok else failure_reason(node)
-        record = node.record
+        record = node.record if spent is None else None
         metrics = (record.get("metrics") if record else None) or {}
         paid = node.kind in PAID_KINDS
         with self._lock:
@@ -123,12 +126,16 @@ class BuildProgress:
             model.running = max(0, model.running - 1)
             model.done += 1
             s.done += 1
-            if metrics:  # checks and results have none: no tokens, no cost
+            if paid and (spent is not None or (record and not tokens_known(metrics))):
+                s.tokens_unknown += 1
+            elif metrics:  # checks and results have none: no tokens, no cost
                 s.input_tokens += int(metrics.get("input_tokens") or 0)
                 s.output_tokens += int(metrics.get("output_tokens") or 0)
             if paid:
                 s.requests += 1
-                if record:
+                if spent is not None:
+                    s.cost += spent
+                elif record:
                     s.cost += CostSum.of_metrics(metrics)
             if reason is not None:
                 model.failed += 1
@@ -298,8 +305,12 @@ class JsonProgress(BuildProgress):
 
     def close(self) -> None:
         s = self.state
-        self._emit("totals", done=s.done, total=s.total, failed=len(s.failures), input_tokens=s.input_tokens,
-                   output_tokens=s.output_tokens, cost_usd=None if s.cost.usd is None else round(s.cost.usd, 9),
+        tokens = {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens}
+        if s.tokens_unknown:  # (null when a part is unknown, the known part beside it: as the build's JSON)
+            tokens = {**{f"{name}_known": n for name, n in tokens.items()}, **dict.fromkeys(tokens),
+                      "tokens_unknown": s.tokens_unknown}
+        self._emit("totals", done=s.done, total=s.total, failed=len(s.failures), **tokens,
+                   cost_usd=None if s.cost.usd is None else round(s.cost.usd, 9),
                    cost_known_usd=round(s.cost.known_usd, 9), cost_sources=s.cost.sources(),
                    planned_cost_usd=self.planned_cost_usd)
 

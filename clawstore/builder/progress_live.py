@@ -14,6 +14,7 @@ from rich.text import Text
 
 from clawstore.builder.progress import BuildProgress, wait_text
 from clawstore.values.costs import CostSum
+from clawstore.values.tokens import token_cell
 
 REFRESH_PER_SECOND = 4
 
@@ -34,6 +35,11 @@ def _spent(cost: CostSum) -> str:
     """`$?` while every cost is unknown, `≥$x` while part is, and which parts are priced or unknown."""
     amount = "$?" if cost.all_unknown else ("≥" if cost.unknown else "") + _usd(cost.known_usd)
     return amount + cost.notes()
+
+
+def _tokens(known: int, unknown: int, paid: int) -> str:
+    """A token total as the cost beside it: `?` while every paid node's tokens are unknown, `≥n` while some are."""
+    return token_cell(known, unknown, paid).replace(str(known), f"{known:,}")
 
 
 class LiveProgress(BuildProgress):
@@ -71,7 +77,9 @@ class LiveProgress(BuildProgress):
                            Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused),
                            *(state if held else ()))
         plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
-        spend = Text(f"tokens in {s.input_tokens:,} · out {s.output_tokens:,} · cost {_spent(s.cost)}{plan}")
+        unknown, paid = s.tokens_unknown, s.cost.count
+        spend = Text(f"tokens in {_tokens(s.input_tokens, unknown, paid)} · out "
+                     f"{_tokens(s.output_tokens, unknown, paid)} · cost {_spent(s.cost)}{plan}")
         parts: list[RenderableType] = [bar, pace, models, spend]
         for wait in held.values():  # the judges' models have no row of their own
             parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))

@@ -16,7 +16,7 @@ from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, address_id
 from clawstore.host.machine_settings import store_retry_seconds
 from clawstore.store.core.reserve import is_space_error
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import PAID_KINDS, CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.buildlog import BuildLog
@@ -35,16 +35,38 @@ class UnstoredAnswer(Exception):
         self.node, self.write, self.cost_usd, self.cleanup = node, write, cost_usd, cleanup
 
 
+class UnrecordedAnswer(Exception):
+    """A node's answer was paid for, then its record could not be made (its metrics past a record's bounds, a
+    fault of the harness): the node fails, and its cost counts as what the answer reported, else unknown."""
+
+    def __init__(self, cause: Exception, cost_usd: float | None):
+        super().__init__(str(cause))
+        self.cause, self.cost_usd = cause, cost_usd
+
+
 def store_answer(node: Node, write: Callable[[], Stored], cost_usd: float | None,
                  cleanup: Callable[[], None] = lambda: None) -> Stored:
     """`write()` the node's outputs and record; if the store fails, raise UnstoredAnswer holding `write`
-    so the build can try again later (`cleanup` runs once the answer is stored or given up)."""
+    so the build can try again later (`cleanup` runs once the answer is stored or given up); if anything else
+    fails, UnrecordedAnswer (the answer's cost still counts)."""
     try:
         stored = write()
     except (StoreError, OSError) as exc:
         raise UnstoredAnswer(node, exc, write, cost_usd, cleanup) from None
+    except Exception as exc:
+        cleanup()
+        raise UnrecordedAnswer(exc, cost_usd) from exc
     cleanup()
     return stored
+
+
+def unrecorded_cost(kind: str, error: BaseException) -> CostSum | None:
+    """What a node that failed without a record spent: None for a node that calls no provider; the cost its
+    answer reported when the error holds its answer; else unknown (it may have paid: never 0)."""
+    if kind not in PAID_KINDS:
+        return None
+    return CostSum.of(getattr(error, "cost_usd", None)) if isinstance(error, UnstoredAnswer | UnrecordedAnswer) \
+        else CostSum(unknown=1)
 
 
 def _reason(exc: BaseException) -> str:

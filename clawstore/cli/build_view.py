@@ -13,6 +13,7 @@ import click
 
 from clawstore.project.stamping import LAYERS
 from clawstore.values.costs import CostSum
+from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS, token_cell, token_notes
 
 if TYPE_CHECKING:
     from clawstore.builder.api import NodeState
@@ -136,13 +137,28 @@ def write_json(doc: dict[str, Any], streamed: dict[str, Iterable[str] | Callable
     click.echo(pieces[-1])
 
 
+def _tokens_text(metrics: dict[str, Any]) -> str:
+    """"tokens in 864 out 168", or with unknown parts as cost says them: "tokens in ≥14 out ≥6 (2 of 4 unknown)"."""
+    unknown, paid = int(metrics.get(TOKENS_UNKNOWN) or 0), CostSum.of_build(metrics).count
+    return (f"tokens in {token_cell(metrics.get('input_tokens') or 0, unknown, paid)} "
+            f"out {token_cell(metrics.get('output_tokens') or 0, unknown, paid)}{token_notes(unknown, paid)}")
+
+
+def _tokens_json(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A build's token totals as JSON: null when a part is unknown (the known part beside it), as its cost."""
+    if not metrics.get(TOKENS_UNKNOWN):
+        return {}
+    known = {f"{name}_known": metrics.get(name) for name in UNKNOWN_WHEN_PART_IS}
+    return {**known, **dict.fromkeys(UNKNOWN_WHEN_PART_IS)}
+
+
 def print_built(built: Built, output: str) -> None:
     """The build's rows and totals (one JSON object with --output json), the rows written a thousand at a time (the
     same text as `json.dumps` and `format_table` of them all)."""
     metrics = built.metrics
     if output == "json":
         spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
-        metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
+        metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd, **_tokens_json(metrics)}
         failures = [{"node": node, "reason": reason} for node, reason in built.failures]
         write_json({"campaign": built.campaign_id, "build_id": built.build_id, "counts": built.counts,
                     "metrics": metrics, "failures": failures, "stopped": built.stopped,
@@ -153,8 +169,8 @@ def print_built(built: Built, output: str) -> None:
     counts = built.counts
     click.echo(f"\nbuild {built.build_id} ({built.campaign_id}): {counts.get('executed', 0)} executed, "
                f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
-               f"{counts.get('skipped', 0)} skipped; tokens in {metrics.get('input_tokens', 0)} "
-               f"out {metrics.get('output_tokens', 0)}; cost spent {CostSum.of_build(metrics).usd_text()}")
+               f"{counts.get('skipped', 0)} skipped; {_tokens_text(metrics)}; "
+               f"cost spent {CostSum.of_build(metrics).usd_text()}")
     if built.stopped:
         click.echo(f"stopped: {built.stopped}")
     if built.pending:

@@ -11,6 +11,7 @@ from clawstore.cli.build_view import note
 from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
+from clawstore.spend.killed import killed_note
 
 COLUMNS = ["fresh", "stale", "failed", "never-built"]
 
@@ -21,9 +22,11 @@ COLUMNS = ["fresh", "stale", "failed", "never-built"]
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, output: str) -> None:
     """Counts of fresh / stale / failed / never-built nodes, per model."""
-    found = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=True).status()
+    project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=True)
+    found = project.status()
     cid, per_model = found.campaign_id, found.per_model
     note(found.never_built)
+    note(killed_note(project.store, cid))
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
                    f"({found.recorded} recorded now); see `claw batch status`", err=True)

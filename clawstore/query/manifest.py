@@ -177,7 +177,7 @@ def compact_manifest(store: StoreReader) -> bool:
     return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)
 
 
-def _live_builds(store: StoreReader) -> set[str]:
+def live_builds(store: StoreReader) -> set[str]:
     """Build ids whose process still holds its lease: their logs are not final yet."""
     return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
             if lease.alive and lease.purpose.startswith("build ")}
@@ -190,7 +190,7 @@ def pending_builds(store: StoreReader) -> list[str]:
         return []
     snap = segments.snapshot(manifest_dir(Path(store.root)))
     indexed = set(snap.covers) | set(snap.segments)
-    live = _live_builds(store)
+    live = live_builds(store)
     return [path.stem for path in sorted(directory.glob("*.json"))
             if segments.slot_for(path.stem) not in indexed and path.stem not in live]
 

@@ -30,6 +30,7 @@ from clawstore.query.schema import (
 from clawstore.store.documents import COUNTERS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, known_cost, source_of
+from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
@@ -560,6 +561,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
         "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else count,
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
+        **(dict.fromkeys(UNKNOWN_WHEN_PART_IS) if metrics.get(TOKENS_UNKNOWN) else {}),  # (its sums: what is known)
         **_build_cost(metrics),
         **({"cost_usd": None, "cost_known_usd": None} if killed else {}),  # (its known part as short: 0.0 paid)
         "results_cost_usd": None if killed else spent,

@@ -56,8 +56,9 @@ class ReportRow:
     eval_cost: CostSum  # of their judgements (checks and results cost nothing)
     status: str
     problems: list[str] = field(default_factory=list)
-    input_tokens: int = 0  # of the runs (the judge's tokens are in eval_cost_usd)
+    input_tokens: int = 0  # of the runs whose tokens are known (the judge's tokens are in eval_cost_usd)
     output_tokens: int = 0
+    tokens_unknown: int = 0  # runs whose tokens are unknown (usage not reported, or not believed): the sums are `≥`
     dimensions: dict[str, float | None] = field(default_factory=dict)  # mean final score per dimension
     pass_threshold: float | None = None  # the verdict's threshold; None: no pass/fail
 
@@ -66,7 +67,7 @@ class ReportRow:
         return self.run_cost + self.eval_cost
 
     def to_json(self) -> dict[str, Any]:
-        return cost_json(field_values(self), self.run_cost, self.eval_cost)
+        return token_json(cost_json(field_values(self), self.run_cost, self.eval_cost))
 
 
 @dataclass
@@ -83,6 +84,7 @@ class ModelSummary:
     eval_cost: CostSum
     input_tokens: int = 0
     output_tokens: int = 0
+    tokens_unknown: int = 0
     passed: int = 0  # rows with a pass verdict that passed
     judged: int = 0  # rows with a pass verdict
 
@@ -91,7 +93,7 @@ class ModelSummary:
         return self.run_cost + self.eval_cost
 
     def to_json(self) -> dict[str, Any]:
-        return cost_json(field_values(self), self.run_cost, self.eval_cost)
+        return token_json(cost_json(field_values(self), self.run_cost, self.eval_cost))
 
 
 class RowSink(Protocol):
@@ -162,6 +164,15 @@ def cost_json(fields: dict[str, Any], run: CostSum, evaluation: CostSum) -> dict
     out.update(run_cost_usd=run.usd, eval_cost_usd=evaluation.usd, total_cost_usd=total.usd,
                known_cost_usd=total.known_usd, cost_sources=total.sources())
     return out
+
+
+def token_json(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with its runs' token sums null when a part is unknown (never 0s), the known part beside them, as the
+    costs are."""
+    if fields.get("tokens_unknown"):
+        fields.update(known_input_tokens=fields["input_tokens"], known_output_tokens=fields["output_tokens"],
+                      input_tokens=None, output_tokens=None)
+    return fields
 
 
 def fold_action(actions: Iterable[str | None]) -> str | None:
@@ -238,7 +249,7 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
     latencies: list[float | None] = []
     problems: list[str] = []
     bad: tuple[list[str], list[str]] = ([], [])  # the runs' statuses not ok, then the results'
-    statuses = input_tokens = output_tokens = 0
+    statuses = input_tokens = output_tokens = tokens_unknown = 0
     for node in nodes:
         kind, status = node["kind"], node["status"]
         if (problem := _problem(node)) is not None:
@@ -249,8 +260,13 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
                 run_actions.add(action)
             repetitions.add(node["repetition"])
             latencies.append(node["latency_s"])
-            input_tokens += node["input_tokens"] or 0
-            output_tokens += node["output_tokens"] or 0
+            if node["cost_source"] is None:  # (no record: never sent, nothing spent)
+                pass
+            elif node["input_tokens"] is None or node["output_tokens"] is None:
+                tokens_unknown += 1
+            else:
+                input_tokens += node["input_tokens"]
+                output_tokens += node["output_tokens"]
         elif kind in EVAL_KINDS:
             eval_cost.add(node)
             if action := node["action"]:
@@ -278,6 +294,7 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
         problems=problems,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        tokens_unknown=tokens_unknown,
         dimensions=_means(results, DIMENSIONS),
         pass_threshold=next((r["pass_threshold"] for r in results if r["pass_threshold"] is not None), None),
     )
@@ -288,7 +305,7 @@ class _ModelFold:
     the values its means and intervals are taken of as doubles (8 bytes each: about 70 bytes a row, not the row)."""
 
     def __init__(self) -> None:
-        self.cases = self.input_tokens = self.output_tokens = self.passed = self.judged = 0
+        self.cases = self.input_tokens = self.output_tokens = self.tokens_unknown = self.passed = self.judged = 0
         self.scores = array("d")
         self.dimensions = {d: array("d") for d in DIMENSIONS}
         self.run_cost, self.eval_cost = CostSum(), CostSum()
@@ -314,6 +331,7 @@ class _ModelFold:
         self.eval_cost += row.eval_cost
         self.input_tokens += row.input_tokens
         self.output_tokens += row.output_tokens
+        self.tokens_unknown += row.tokens_unknown
         self.passed += row.passed is True
         self.judged += row.passed is not None
         if verdicts := [r["passed"] for r in results if r["passed"] is not None]:
@@ -326,7 +344,8 @@ class _ModelFold:
             mean_latency_s=fsum(self.latencies) / len(self.latencies) if self.latencies else None,
             runs_executed=self.executed, runs_reused=self.reused, runs_failed=self.failed,
             run_cost=self.run_cost, eval_cost=self.eval_cost, input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens, passed=self.passed, judged=self.judged)
+            output_tokens=self.output_tokens, tokens_unknown=self.tokens_unknown, passed=self.passed,
+            judged=self.judged)
 
     def stats(self) -> ModelStats:
         """Its intervals; a case counts once, whatever its run and judge repetitions."""

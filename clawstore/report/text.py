@@ -13,6 +13,7 @@ import msgspec
 from clawstore.report.data import CampaignReport, ReportRow
 from clawstore.stats.intervals import Interval
 from clawstore.values.costs import CostSum
+from clawstore.values.tokens import token_cell
 
 
 def _score(value: float | None) -> str:
@@ -67,13 +68,19 @@ def header_lines(report: CampaignReport) -> list[str]:
     ]
 
 
+def _tokens(input_tokens: int, output_tokens: int, unknown: int, runs: int) -> tuple[str, str]:
+    """TOKENS_IN and TOKENS_OUT: `≥` what is known when some runs' tokens are unknown, `?` when none is known."""
+    return token_cell(input_tokens, unknown, runs), token_cell(output_tokens, unknown, runs)
+
+
 def sections(report: CampaignReport) -> list[Section]:
     """The report's tables, for the plain text and the terminal rendering alike."""
     verdicts = report.has_verdicts
     headers = ["MODEL", "CASE", "REPS", "RUN", "EVAL", "SCORE", *(["PASS"] if verdicts else []), "TOKENS_IN",
                "TOKENS_OUT", "LATENCY_S", "RUN_COST", "EVAL_COST", "TOTAL_COST", "STATUS"]
     rows = [[r.model_id, r.case_id, str(r.repetitions), r.run_action, r.eval_action or "-", _score(r.score),
-             *([_verdict(r.passed)] if verdicts else []), str(r.input_tokens), str(r.output_tokens),
+             *([_verdict(r.passed)] if verdicts else []), *_tokens(r.input_tokens, r.output_tokens, r.tokens_unknown,
+                                                                  r.run_cost.count),
              _latency(r.latency_s), _cost(r.run_cost), _cost(r.eval_cost), _cost(r.total_cost),
              r.status] for r in report.rows]
     right = [False, False, True, False, False, True, *([False] if verdicts else []), True, True, True, True, True,
@@ -88,7 +95,8 @@ def sections(report: CampaignReport) -> list[Section]:
                "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST",
                "TOTAL_COST", "COST_FROM"]
     rows = [[m.model_id, str(m.cases), str(m.scored), _score(m.mean_score),
-             *([f"{m.passed}/{m.judged}"] if verdicts else []), str(m.input_tokens), str(m.output_tokens),
+             *([f"{m.passed}/{m.judged}"] if verdicts else []),
+             *_tokens(m.input_tokens, m.output_tokens, m.tokens_unknown, m.run_cost.count),
              _latency(m.mean_latency_s), str(m.runs_executed), str(m.runs_reused), str(m.runs_failed),
              _cost(m.run_cost), _cost(m.eval_cost), _cost(m.total_cost), _sources(m.total_cost)]
             for m in report.models]

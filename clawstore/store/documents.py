@@ -65,8 +65,9 @@ class Metrics:
     """A record's `metrics`: what a node's provider calls cost. A count or a cost is None when unknown
     (never 0); `cost_source` is absent from records written before it was kept (values/costs.py source_of)."""
 
-    input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build")
-    output_tokens: int | None = _metric("completion tokens", "output tokens spent by this build")
+    input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build (NULL: a part is unknown)")
+    output_tokens: int | None = _metric("completion tokens",
+                                        "output tokens spent by this build (NULL: a part is unknown)")
     reasoning_tokens: int | None = _metric("reasoning tokens (subset of output)",
                                            "reasoning tokens spent by this build")
     cached_tokens: int | None = _metric("cached prompt tokens", "cached prompt tokens of this build")

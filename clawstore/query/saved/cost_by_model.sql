@@ -1,11 +1,15 @@
 -- cost_by_model: per campaign and model, what the current head's runs and evaluation cost, with tokens.
--- A cost is NULL when a part of it is unknown (cost_unknown counts those runs and judgements; cost_priced
+-- A cost, and the runs' input and output tokens, are NULL when a part is unknown (cost_unknown counts those runs and judgements; cost_priced
 -- the ones priced from the model's declared pricing). These are the costs `claw report` shows (reused results included); what each build spent is in the per-build view (docs/query.md).
 SELECT campaign_id,
        model_id,
        count(*) FILTER (WHERE kind = 'run')                                   AS runs,
-       sum(input_tokens) FILTER (WHERE kind = 'run')                          AS input_tokens,
-       sum(output_tokens) FILTER (WHERE kind = 'run')                         AS output_tokens,
+       CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_source IS NOT NULL
+                                  AND (input_tokens IS NULL OR output_tokens IS NULL)) = 0
+            THEN sum(input_tokens) FILTER (WHERE kind = 'run') END            AS input_tokens,
+       CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_source IS NOT NULL
+                                  AND (input_tokens IS NULL OR output_tokens IS NULL)) = 0
+            THEN sum(output_tokens) FILTER (WHERE kind = 'run') END           AS output_tokens,
        sum(reasoning_tokens) FILTER (WHERE kind = 'run')                      AS reasoning_tokens,
        CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_usd IS NULL) = 0
             THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0), 5) END  AS run_cost_usd,

@@ -1,0 +1,82 @@
+"""A killed build's spending, shown before any rebuild (`claw status`, `claw report`, `claw build`'s notes): what its
+log says it had spent by its last write, a lower bound. docs/building.md ("A killed build's spending")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from clawstore.errors import StoreError
+from clawstore.store.buildlogs import builds_dir
+from clawstore.store.documents import read_build_log_doc
+from clawstore.values.costs import CostSum
+
+if TYPE_CHECKING:
+    from clawstore.store.store import Store
+
+
+@dataclass(frozen=True)
+class KilledBuild:
+    build_id: str
+    executed: int  # nodes its log counts executed or failed by its last write
+    cost: CostSum  # what its log counts spent by then
+
+    def note(self) -> str:
+        spent = f"≥{self.cost.known_usd:.6f} USD" if self.cost.count else "an unknown amount"
+        return (f"build {self.build_id} of this campaign was killed before it finished: by its log's last write it "
+                f"had executed {self.executed} node(s) and spent {spent}{self.cost.notes()}; what it paid for after "
+                "that write and for its requests in flight is not counted (what it finished is reused by the next "
+                "claw build)")
+
+
+def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
+    """The builds of `campaign_id` killed since its head last moved (all, when it has none): a log still `running`
+    with its journal beside it (a build seals both at its end) and no live lease. A damaged log is passed over."""
+    from clawstore.query.manifest import live_builds
+
+    directory = builds_dir(store.root)
+    journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    if not journals:
+        return []
+    moved = _head_moved(store, campaign_id)
+    live = live_builds(store)
+    found = []
+    for journal in journals:
+        build_id = journal.stem
+        if build_id in live or (moved is not None and _started(build_id) <= moved):
+            continue
+        path = journal.with_suffix(".json")
+        try:
+            doc = read_build_log_doc(json.loads(path.read_bytes()), str(path))
+        except (OSError, ValueError, StoreError):
+            continue
+        if doc.state != "running" or doc.campaign_id != campaign_id:
+            continue
+        found.append(KilledBuild(build_id, int(doc.counts.get("executed") or 0) + int(doc.counts.get("failed") or 0),
+                                 CostSum.of_build(doc.metrics)))
+    return found
+
+
+def killed_note(store: Store, campaign_id: str) -> str | None:
+    notes = [build.note() for build in killed_builds(store, campaign_id)]
+    return "; ".join(notes) if notes else None
+
+
+def _head_moved(store: Store, campaign_id: str) -> float | None:
+    """When the campaign's head ref was last written (None: it has no head)."""
+    from clawstore.builder.buildlog import head_ref
+
+    try:
+        return (store.layout.refs / head_ref(campaign_id)).stat().st_mtime
+    except OSError:
+        return None
+
+
+def _started(build_id: str) -> float:
+    """A build id's start (`20261205T021720-6f1144c7`: to the second, UTC; an id of another form: now)."""
+    try:
+        return datetime.strptime(build_id[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return datetime.now(UTC).timestamp()

@@ -1,0 +1,53 @@
+"""A SIGKILLed build's spending is shown before any rebuild: `claw status` and `claw report` say that a killed build
+spent money (at least what its log counted by its last write), not nothing; once a build moves the head past it, the
+note is gone (real `claw` processes, the stand-in server, a real SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn, text
+from tests.hostile.attack import CLAW, run_claw
+from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.workspace import Workspace, many_cases
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+KILLED = "was killed before it finished: by its log's last write it had executed"
+
+
+def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: Path, standin: StandIn,
+                                                                     env: dict[str, str]) -> None:  # noqa: F811
+    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
+    standin.set_default(text("four", latency=0.3))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not standin.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(3.0)  # past the log's first write (every 2 s), far from the campaign's 60 requests' end
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+    answered = sum(1 for r in standin.requests if r.get("answered_at"))
+    assert 4 <= answered < 60, answered
+
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and "Traceback" not in status.stderr, status
+    [line] = [line for line in status.stderr.splitlines() if KILLED in line]
+    spent = re.search(r"spent ≥(\d+\.\d{6}) USD;", line)
+    assert spent is not None and float(spent.group(1)) > 0 and "not counted" in line, line
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    assert report.code == 2 and "never been built" in report.stderr, report  # (its head never moved)
+    assert KILLED in report.stderr, report
+
+    standin.set_default(text("four"))
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0
+    after = run_claw(ws.root, "status", *CAMPAIGN)
+    assert after.code == 0 and KILLED not in after.stderr, after
+    assert KILLED not in run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stderr

@@ -1,0 +1,76 @@
+"""Unknown tokens are never summed as 0: a run whose usage was not believed (`usage_rejected`) makes every token
+total it is part of say so, as its cost does: `≥` what is known in the build line and `claw report`'s TOKENS_IN and
+TOKENS_OUT, null in JSON (the build's, its progress totals, the report's), NULL in `claw query` (real `claw`
+processes, the stand-in server)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clawstore.testing.standin import StandIn, text
+from tests.hostile.attack import run_claw
+from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+
+
+def _json(root: Any, *args: str) -> Any:
+    done = run_claw(root, *args)
+    assert done.code == 0 and "Traceback" not in done.stderr, done
+    return json.loads(done.stdout)
+
+
+def test_a_run_whose_tokens_are_unknown_makes_its_sums_unknown_never_0(ws: Workspace,  # noqa: F811
+                                                                        standin: StandIn) -> None:
+    ws.suite("main", ["good", "silent", "rejected"])
+    standin.script("vendor/silent", text("four", usage={"completion_tokens": 1e30}))  # usage not believed
+    standin.script("vendor/rejected", text("four", usage={"cost": "0.5"}))
+    built = run_claw(ws.root, "build", *CAMPAIGN, "--progress", "json")
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    totals = [event for event in map(json.loads, built.stderr.splitlines()) if event.get("event") == "totals"]
+    assert [(t["input_tokens"], t["output_tokens"], t["tokens_unknown"]) for t in totals] == [(None, None, 4)], totals
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    good = _json(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs "
+                                   "where model_id = 'good'", "--format", "json")[0]
+    assert f"tokens in ≥{good['i']} out ≥{good['o']} (4 of 6 unknown)" in line, line
+
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    assert report.code == 0, report
+    cells = {tuple(row.split()[:2]): row.split() for row in report.stdout.splitlines()
+             if row.split()[:1] in (["good"], ["silent"], ["rejected"])}
+    assert all("?" in cells[(model, "alpha")][6:8] for model in ("silent", "rejected")), report.stdout
+    assert "0" not in cells[("silent", "alpha")][6:8], report.stdout
+    rows = _json(ws.root, "report", *CAMPAIGN, "--no-chart", "--output", "json")
+    for row in rows["rows"] + rows["models"]:
+        if row["model_id"] == "good":
+            assert row["input_tokens"] > 0 and row["tokens_unknown"] == 0, row
+        else:
+            assert (row["input_tokens"], row["output_tokens"], row["known_input_tokens"]) == (None, None, 0), row
+
+    builds = _json(ws.root, "query", "select input_tokens, output_tokens from builds", "--format", "json")
+    assert builds == [{"input_tokens": None, "output_tokens": None}], builds
+    by_model = {r["model_id"]: r for r in _json(ws.root, "query", "cost_by_model", "--format", "json")}
+    assert by_model["good"]["input_tokens"] == good["i"] and by_model["silent"]["input_tokens"] is None, by_model
+    assert by_model["rejected"]["output_tokens"] is None, by_model
+    as_json = _json(ws.root, "build", *CAMPAIGN, "--force", "--output", "json")["metrics"]
+    assert (as_json["input_tokens"], as_json["input_tokens_known"], as_json["tokens_unknown"]) == (
+        None, good["i"], 4), as_json
+
+
+def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: Workspace,  # noqa: F811
+                                                                             standin: StandIn) -> None:
+    # a server that sends no `usage` (or one without token counts): before, 0 tokens, priced at 0.0 USD
+    ws.suite("main", ["silent", "half"])
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    standin.script("vendor/silent", text("four", usage={"prompt_tokens": None, "completion_tokens": None,
+                                                        "total_tokens": None, "cost": None}))
+    standin.script("vendor/half", text("four", usage={"completion_tokens": None, "total_tokens": None, "cost": None}))
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert "tokens in ? out ? (4 of 4 unknown)" in line and "cost spent ? USD (4 of 4 unknown)" in line, line
+    runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+                 "--format", "json")
+    assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 4
