@@ -156,6 +156,18 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
      "models[0].pricing.input", "expected a number from 0 to 10,000, got 1e+300"),
     ("pricing_not_a_mapping", _yaml(SUITE, _set(["models", 0, "pricing"], "cheap")), SUITE,
      "models[0].pricing", "expected a mapping of USD per 1M tokens"),
+    # `cost`, OpenClaw's name for `pricing` (runners/pricing.py reads it), was not checked at all
+    ("cost_field_misspelt", _yaml(SUITE, _set(["models", 0, "cost"], {"inptu": 1.0, "output": 2.0})), SUITE,
+     "models[0].cost.inptu", "unknown field 'inptu' (allowed: input, output, cacheRead, cacheWrite)"),
+    ("cost_negative", _yaml(EVAL, _set(["judges", 0, "cost"], {"input": 1.0, "output": -2})), EVAL,
+     "judges[0].cost.output", "expected a number from 0 to 10,000, got -2"),
+    ("cost_past_any_price", _yaml(SUITE, _set(["models", 0, "cost"], {"input": 1e300, "output": 2.0})), SUITE,
+     "models[0].cost.input", "expected a number from 0 to 10,000, got 1e+300"),
+    ("cost_not_a_mapping", _yaml(SUITE, _set(["models", 0, "cost"], "cheap")), SUITE,
+     "models[0].cost", "expected a mapping of USD per 1M tokens"),
+    ("cost_beside_pricing", _yaml(SUITE, _set(["models", 0], {"model_id": "m1", "pricing": {"input": 1, "output": 2},
+                                                              "cost": {"input": 9, "output": 9}})), SUITE,
+     "models[0].cost", "give prices once: 'pricing' or its OpenClaw name 'cost', not both"),
     # There but a directory: said so, not "file not found"
     ("attachment_is_a_directory", _directory_for("configs/cases/alpha/files/data.txt"), CASE, "input.attachments[0]",
      "files/data.txt is not a regular file (a directory)"),
