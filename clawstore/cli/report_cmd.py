@@ -12,6 +12,7 @@ from clawstore.errors import UsageError
 
 if TYPE_CHECKING:
     from clawstore.report.chart_beside import ChartBeside
+    from clawstore.report.data import CampaignReport
     from clawstore.store import Store
 
 
@@ -58,9 +59,7 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     with collector_paused():
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
                               sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
-        if (cases or models) and not report.models:  # a misspelt filter: not an empty report that exits 0
-            asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
-            raise UsageError(f"no row of campaign {ids.campaign_id}'s last build matches {asked}")
+        _check_filters(ids.campaign_id, report, cases, models)
         if output == "json":
             for chunk in json_chunks(report):
                 click.echo(chunk, nl=False)
@@ -80,6 +79,18 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
         click.echo(f"claw: warning: {exc}", err=True)
         return
     click.echo(f"chart written to: {path}", err=True)
+
+
+def _check_filters(campaign: str, report: CampaignReport, cases: tuple[str, ...], models: tuple[str, ...]) -> None:
+    """A misspelt filter value is an error naming it, not a report quietly without it (`--model ok --model typo`
+    showed `ok` alone and exited 0); values each matching rows but none together: no row, not an empty report."""
+    missed = [*(f"--case {c}" for c in cases if c not in report.head_cases),
+              *(f"--model {m}" for m in models if m not in report.head_models)]
+    if missed:
+        raise UsageError(f"no row of campaign {campaign}'s last build matches {' '.join(missed)}")
+    if (cases or models) and not report.models:
+        asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
+        raise UsageError(f"no row of campaign {campaign}'s last build matches {asked} together")
 
 
 def _indexed(store: Store, root: Path, campaign: str) -> Path | None:

@@ -146,6 +146,19 @@ def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(tmp_path:
     assert report(store, None, "--case", "case_1", "--no-chart")[0] == 0
 
 
+def test_each_filter_value_that_matches_nothing_is_named_beside_ones_that_match(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS))
+    flags = ("--model", "openai/gpt-a", "--model", "openai/gpt-z", "--case", "case_1", "--case", "case_9")
+    for output in ("text", "json"):
+        code, out, err = report(store, None, *flags, "--output", output, "--no-chart")
+        assert (code, out) == (2, ""), (output, out)
+        assert err == "claw: error: no row of campaign suite_a__std__judge_x's last build matches --case case_9 " \
+                      "--model openai/gpt-z\n"
+    code, out, err = report(store, None, "--model", "openai/gpt-a", "--model", "anthropic/claude-b", "--no-chart")
+    assert code == 0 and "openai/gpt-a" in out and "anthropic/claude-b" in out, err
+
+
 def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     build(store, Spec(models=MODELS, evaluation_profile=None))
