@@ -9,6 +9,7 @@ import click
 
 from clawstore.cli.common import campaign_options, existing_store_root, open_existing, require_built
 from clawstore.errors import UsageError
+from clawstore.host.durable import output_problem
 
 if TYPE_CHECKING:
     from clawstore.report.chart_beside import ChartBeside
@@ -31,6 +32,11 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
+    # A folder that is not there is a typo, refused before the report is built, as every other output path is (only
+    # the default's folders under outputs/ are made).
+    problem = None if chart is None else output_problem("--chart", chart)
+    if problem is not None:
+        raise UsageError(problem)
     # First: forked before the store starts a thread; only in the `claw` program (a process running many commands,
     # as the tests do, imports matplotlib once and keeps it).
     drawer = None if no_chart else ChartBeside(fork=process_end.is_program())
