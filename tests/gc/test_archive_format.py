@@ -153,3 +153,23 @@ def test_an_import_into_a_new_store_closes_its_staging_store_whether_it_succeeds
         import_into(tmp_path / "refused", archive, check=refuse)
     assert _files_open_under(tmp_path) == []  # (the exception, still held here, holds no open store)
     assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]
+
+
+def test_a_file_that_is_no_archive_is_said_to_be_none_and_a_cut_archive_truncated(tmp_path: Path) -> None:
+    # A text file was "truncated (a member header ends early at byte 25)": as if a claw archive had been cut.
+    store = Store(tmp_path / "store")
+    archive = tmp_path / "a.claw"
+    write_archive(store, archive, {}, [store.put_bytes(b"one object")])
+    cases = {"notes.txt": (b"some notes, not an archive\n", "it does not begin with its clawarchive.json member"),
+             "page.html": (b"<html>" + b"x" * 600, "it does not begin with its clawarchive.json member"),
+             "empty": (b"", "the file is empty"),
+             "cut.claw": (archive.read_bytes()[:300], "truncated (a member header ends early at byte 300)")}
+    for name, (data, why) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for read in (read_manifest, verify_archive):
+            with pytest.raises(ArchiveError) as caught:
+                read(path)
+            said = str(caught.value)
+            assert said == f"archive {path}: " + ("" if name == "cut.claw" else "not a clawstore archive (") + why + \
+                ("" if name == "cut.claw" else ")"), (name, said)
