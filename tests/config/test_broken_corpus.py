@@ -177,6 +177,11 @@ DEFECTS: list[tuple[str, Callable[[Path], None], str, str, str]] = [
      "deterministic_checks[2].python_hook.path", "hooks/check.py is not a regular file (a directory)"),
     ("judge_prompt_is_a_directory", _directory_for("configs/evaluation_profiles/prompts/judge.md"), EVAL,
      "judge_system_prompt_path", "prompts/judge.md is not a regular file (a directory)"),
+    # Read as text by the runner: a number or a list was passed over (the prompt never reached AGENTS.md)
+    ("agent_prompt_not_text", _yaml(AGENT, _set(["openclaw", "agent"], {"prompt": ["Be brief.", "Use tools."]})),
+     AGENT, "openclaw.agent.prompt", "expected a string, got a list"),
+    ("agent_cli_id_not_text", _yaml(AGENT, _set(["openclaw", "agent"], {"id": 12})), AGENT, "openclaw.agent.id",
+     "expected a string, got an integer 12"),
     ("agent_id_not_dir_name", _yaml(AGENT, _set(["agent_id"], "other")), AGENT, "agent_id",
      "must equal the directory name 'helper'"),
     ("agent_without_workspace", _remove("configs/agents/helper/workspace"), AGENT, "",
