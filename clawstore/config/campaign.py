@@ -147,8 +147,10 @@ def _pick(
 
 
 def _input_price(model: ModelConfig) -> float | None:
-    """USD per 1M input tokens when the suite model states it (`pricing.input`), else None."""
-    pricing = (model.model_extra or {}).get("pricing")
+    """USD per 1M input tokens when the suite model states it (`pricing.input` or `cost.input`), else None."""
+    from clawstore.runners.pricing import declared
+
+    pricing = declared(model.model_extra or {})
     price = pricing.get("input") if isinstance(pricing, dict) else None
     return float(price) if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0 else None
 
