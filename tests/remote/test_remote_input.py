@@ -110,6 +110,16 @@ def test_a_remote_that_is_a_file_says_so_before_any_work(ws: Workspace, tmp_path
                 f"remote {notes}/team: {notes} is a file, not a directory")
     assert not (ws.root / "store").exists() and notes.read_text() == "not a remote\n"
 
+
+def test_a_pull_from_a_remote_nobody_pushed_to_says_so(ws: Workspace, remote_url: str) -> None:
+    # An S3 prefix with a typo (or an empty directory) pulled nothing and said "0 pack(s)", exit 0.
+    if not remote_url.startswith("s3://"):
+        Path(remote_url).mkdir()
+    refused(claw("pull", remote_url, cwd=ws.root),
+            f"remote {remote_url}: nothing was ever pushed there (no ref, no pack); check the URL")
+    assert not (ws.root / "store").exists()  # (no store made for it)
+
+
 HOSTILE_WORKSPACE_FILES = {  # (ids, not the contents: a test's id reaches the environment of what it runs)
     "not-utf8": (b"remotes:\n  team: {url: /tmp/x}\n\xff\xfe", "not UTF-8 text"),
     "nested": (b"remotes: " + b"[" * 20_000 + b"]" * 20_000 + b"\n", "invalid YAML"),
