@@ -93,10 +93,19 @@ def _check_filters(campaign: str, report: CampaignReport, cases: tuple[str, ...]
     missed = [*(f"--case {c}" for c in cases if c not in report.head_cases),
               *(f"--model {m}" for m in models if m not in report.head_models)]
     if missed:
-        raise UsageError(f"no row of campaign {campaign}'s last build matches {' '.join(missed)}")
+        hints = [f"{name}: {_some(ids)}" for name, ids, asked in (("its cases", report.head_cases, cases),
+                                                                  ("its models", report.head_models, models))
+                 if any(a not in ids for a in asked)]
+        raise UsageError(f"no row of campaign {campaign}'s last build matches {' '.join(missed)} ({'; '.join(hints)})")
     if (cases or models) and not report.models:
         asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
         raise UsageError(f"no row of campaign {campaign}'s last build matches {asked} together")
+
+
+def _some(ids: frozenset[str], shown: int = 10) -> str:
+    """The first ids in order, and how many more (a campaign of 10,000 cases is not listed whole)."""
+    first = sorted(ids)[:shown]
+    return ", ".join(first) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
 
 
 def _indexed(store: Store, root: Path, campaign: str) -> Path | None:

@@ -155,7 +155,8 @@ def test_each_filter_value_that_matches_nothing_is_named_beside_ones_that_match(
         code, out, err = report(store, None, *flags, "--output", output, "--no-chart")
         assert (code, out) == (2, ""), (output, out)
         assert err == "claw: error: no row of campaign suite_a__std__judge_x's last build matches --case case_9 " \
-                      "--model openai/gpt-z\n"
+                      "--model openai/gpt-z (its cases: case_1, case_2, case_3; its models: anthropic/claude-b, " \
+                      "openai/gpt-a)\n"
     code, out, err = report(store, None, "--model", "openai/gpt-a", "--model", "anthropic/claude-b", "--no-chart")
     assert code == 0 and "openai/gpt-a" in out and "anthropic/claude-b" in out, err
 
