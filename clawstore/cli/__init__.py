@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
+import select
 import sys
 
 import click
@@ -51,6 +53,18 @@ COMMAND_MODULES = [
 
 # OSErrors that say a path given is wrong (exit 2, as bad usage); any other is the disk's (exit 3)
 PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP}
+SIGPIPE_EXIT = 128 + 13  # what a shell shows for a program ended by SIGPIPE (`git log | head`)
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more (`claw explain … | head`); not a provider's socket reset, whose
+    EPIPE is a BrokenPipeError too."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no poll, a stdout without a descriptor)
+        return False
 
 
 class ClawGroup(click.Group):
@@ -65,6 +79,11 @@ class ClawGroup(click.Group):
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         except OSError as exc:  # a path no command checked for this (a name too long, say), or the disk
+            if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+                # The reader left: nothing is wrong, nothing more can be shown (it said "claw: error: Broken
+                # pipe", exit 3). Output still buffered goes nowhere, so the exit's flush cannot fail again.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(SIGPIPE_EXIT)
             where = f"{one_line(str(exc.filename), 200)}: " if exc.filename is not None else ""
             click.echo(f"claw: error: {one_line(where + (exc.strerror or str(exc)))}", err=True)
             sys.exit(UsageError.exit_code if exc.errno in PATH_ERRNOS else StoreError.exit_code)

@@ -22,7 +22,7 @@ from clawstore.cli.common import (
 
 @click.group()
 def batch() -> None:
-    """Provider batches (`claw build --batch`): collect, list, cancel."""
+    """Provider batches (`claw build --batch`): `status` collects and lists them, `cancel` cancels."""
 
 
 def _rows(docs: list[Any]) -> list[dict[str, Any]]:

@@ -9,9 +9,11 @@ import click
 
 from clawstore.cli.common import campaign_options, existing_store_root, open_existing, require_built
 from clawstore.errors import UsageError
+from clawstore.host.durable import output_problem
 
 if TYPE_CHECKING:
     from clawstore.report.chart_beside import ChartBeside
+    from clawstore.report.data import CampaignReport
     from clawstore.store import Store
 
 
@@ -30,6 +32,11 @@ def report_command(suite: str, run_profile: str, evaluation_profile: str | None,
 
     if chart is not None and no_chart:
         raise UsageError("--chart and --no-chart exclude each other")
+    # A folder that is not there is a typo, refused before the report is built, as every other output path is (only
+    # the default's folders under outputs/ are made).
+    problem = None if chart is None else output_problem("--chart", chart)
+    if problem is not None:
+        raise UsageError(problem)
     # First: forked before the store starts a thread; only in the `claw` program (a process running many commands,
     # as the tests do, imports matplotlib once and keeps it).
     drawer = None if no_chart else ChartBeside(fork=process_end.is_program())
@@ -61,9 +68,7 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     with collector_paused():
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
                               sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
-        if (cases or models) and not report.models:  # a misspelt filter: not an empty report that exits 0
-            asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
-            raise UsageError(f"no row of campaign {ids.campaign_id}'s last build matches {asked}")
+        _check_filters(ids.campaign_id, report, cases, models)
         if output == "json":
             for chunk in json_chunks(report):
                 click.echo(chunk, nl=False)
@@ -83,6 +88,27 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
         click.echo(f"claw: warning: {exc}", err=True)
         return
     click.echo(f"chart written to: {path}", err=True)
+
+
+def _check_filters(campaign: str, report: CampaignReport, cases: tuple[str, ...], models: tuple[str, ...]) -> None:
+    """A misspelt filter value is an error naming it, not a report quietly without it (`--model ok --model typo`
+    showed `ok` alone and exited 0); values each matching rows but none together: no row, not an empty report."""
+    missed = [*(f"--case {c}" for c in cases if c not in report.head_cases),
+              *(f"--model {m}" for m in models if m not in report.head_models)]
+    if missed:
+        hints = [f"{name}: {_some(ids)}" for name, ids, asked in (("its cases", report.head_cases, cases),
+                                                                  ("its models", report.head_models, models))
+                 if any(a not in ids for a in asked)]
+        raise UsageError(f"no row of campaign {campaign}'s last build matches {' '.join(missed)} ({'; '.join(hints)})")
+    if (cases or models) and not report.models:
+        asked = " ".join([*(f"--case {c}" for c in cases), *(f"--model {m}" for m in models)])
+        raise UsageError(f"no row of campaign {campaign}'s last build matches {asked} together")
+
+
+def _some(ids: frozenset[str], shown: int = 10) -> str:
+    """The first ids in order, and how many more (a campaign of 10,000 cases is not listed whole)."""
+    first = sorted(ids)[:shown]
+    return ", ".join(first) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
 
 
 def _indexed(store: Store, root: Path, campaign: str) -> Path | None:

@@ -32,6 +32,7 @@ from clawstore.config.resolution import (
 from clawstore.config.selection import matching_assignments, may_select, select_case_ids
 from clawstore.config.workspace import collector_paused, load_workspace, parse_config
 from clawstore.errors import ConfigError, UsageError
+from clawstore.values.costs import declared_prices
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -147,8 +148,8 @@ def _pick(
 
 
 def _input_price(model: ModelConfig) -> float | None:
-    """USD per 1M input tokens when the suite model states it (`pricing.input`), else None."""
-    pricing = (model.model_extra or {}).get("pricing")
+    """USD per 1M input tokens when the suite model states it (`pricing.input` or `cost.input`), else None."""
+    pricing = declared_prices(model.model_extra or {})
     price = pricing.get("input") if isinstance(pricing, dict) else None
     return float(price) if isinstance(price, int | float) and not isinstance(price, bool) and price >= 0 else None
 

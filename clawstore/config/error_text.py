@@ -22,7 +22,7 @@ def yaml_type(value: Any) -> str:
     return YAML_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _got(value: Any) -> str:
+def got_text(value: Any) -> str:
     if isinstance(value, dict | list):
         return yaml_type(value)
     return f"{yaml_type(value)} {quoted(value)}" if value is not None else "null"
@@ -86,17 +86,17 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     if kind == "string_too_short":
         return field, "must not be empty"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
-        return field, f"expected a mapping, got {_got(value)}"
+        return field, f"expected a mapping, got {got_text(value)}"
     if kind == "list_type":
-        return field, f"expected a list, got {_got(value)}"
+        return field, f"expected a list, got {got_text(value)}"
     if kind == "string_type":
-        return field, f"expected a string, got {_got(value)}"
+        return field, f"expected a string, got {got_text(value)}"
     if kind in ("int_type", "int_from_float", "int_parsing"):
-        return field, f"expected an integer, got {_got(value)}"
+        return field, f"expected an integer, got {got_text(value)}"
     if kind in ("float_type", "float_parsing"):
-        return field, f"expected a number, got {_got(value)}"
+        return field, f"expected a number, got {got_text(value)}"
     if kind in ("bool_type", "bool_parsing"):
-        return field, f"expected true or false, got {_got(value)}"
+        return field, f"expected true or false, got {got_text(value)}"
     bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
     if kind in bounds:
         limit = next(iter(ctx.values()), "?")

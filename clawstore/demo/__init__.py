@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.errors import ClawError
+from clawstore.errors import ClawError, UsageError
 
 CAMPAIGN = ("--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge")
 EDITED_CASE = "configs/cases/arithmetic_plain/test.yaml"
@@ -82,7 +82,7 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
                         "shipped: restore them (git checkout clawstore/demo/configs, or reinstall claw) and "
                         "edit a workspace's own configs/ instead")
     if workdir is not None and workdir.exists() and any(workdir.iterdir()):
-        raise ClawError(f"--dir {workdir}: not an empty directory")
+        raise UsageError(f"--dir {workdir}: not an empty directory")  # (bad usage: exit 2, it was 1)
     workspace = (workdir or Path(tempfile.mkdtemp(prefix="claw-demo-"))).absolute()
     workspace.mkdir(parents=True, exist_ok=True)
     try:

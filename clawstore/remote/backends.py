@@ -181,9 +181,15 @@ def check_location(url: str, endpoint_url: str | None, must_exist: bool = False)
     if parsed.scheme == "s3":
         if endpoint_url is None and os.environ.get("AWS_ENDPOINT_URL"):
             check_endpoint(os.environ["AWS_ENDPOINT_URL"], "$AWS_ENDPOINT_URL")
-    elif must_exist:
+    else:
         root = Path(parsed.path if parsed.scheme == "file" else url).absolute()
-        if not root.is_dir():
+        # A file where the remote's folder (or one above it) should be: said so before any work, not "cannot read
+        # ref …: Not a directory" (exit 3) once the push had listed its packs.
+        below = next((p for p in (root, *root.parents) if os.path.lexists(p)), None)
+        if below is not None and not below.is_dir():
+            raise UsageError(f"remote {root}: " + ("not a directory (a file)" if below == root
+                                                    else f"{below} is a file, not a directory"))
+        if must_exist and not root.is_dir():
             raise UsageError(f"remote {root}: no such directory")
 
 

@@ -542,6 +542,11 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             with writer_scratch_dir(store.tmp_dir, "pull") as work:
                 state = _Pull(store, remote, backend, untrusted, report, progress, work)
                 try:
+                    if not (remote_refs or report.refs_skipped or state.files):
+                        # An S3 prefix nobody pushed to (a typo) pulled nothing and said "0 pack(s)", as if the team
+                        # had pushed nothing: a directory not there is refused the same way (backends.check_location).
+                        raise UsageError(f"remote {backend.description}: nothing was ever pushed there (no ref, no "
+                                         "pack); check the URL")
                     state.fetch([pack for pack in state.pending() if state.lacking(pack)], work)
                 finally:
                     state.close()

@@ -72,7 +72,7 @@ def write_chart(report: CampaignReport, path: Path) -> Path:
         marked = "UNTRUSTED (kept apart) — " if report.untrusted_signer else ""
         ax.set_title(f"{marked}Quality vs cost — {report.campaign_id}\nbubble area: mean run latency", fontsize=11)
         ax.grid(True, alpha=0.3, zorder=0)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # (the default's folders: a --chart's was checked there)
         problem = output_problem("--chart", path)
         if problem is not None:
             raise UsageError(problem)

@@ -123,6 +123,9 @@ class CampaignReport:
     run_cost: CostSum = field(default_factory=CostSum)  # of every row, added in row order
     eval_cost: CostSum = field(default_factory=CostSum)
     spilled: RowSink | None = None  # the rows, when build_report was given a sink for them
+    # Every model and case of the head, filters or not: `claw report` names each filter value matching none of them.
+    head_models: frozenset[str] = frozenset()
+    head_cases: frozenset[str] = frozenset()
 
     @property
     def untrusted_line(self) -> str | None:
@@ -364,6 +367,8 @@ class _Folded:
     models: dict[str, _ModelFold] = field(default_factory=dict)
     run_cost: CostSum = field(default_factory=CostSum)
     eval_cost: CostSum = field(default_factory=CostSum)
+    head_models: set[str] = field(default_factory=set)  # (before the filters)
+    head_cases: set[str] = field(default_factory=set)
 
     def model(self, model: str) -> _ModelFold:
         found = self.models.get(model)
@@ -387,6 +392,8 @@ def _fold(nodes: Iterable[Row], results_of: Callable[[tuple[str, str]], list[Row
     group: list[Row] = []
     for node in nodes:
         model, case = node["model_id"], node["case_id"]
+        folded.head_models.add(model)
+        folded.head_cases.add(case)
         if (cases and case not in cases) or (models and model not in models):
             continue
         if node["kind"] == "run":
@@ -607,4 +614,6 @@ def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, node
         run_cost=folded.run_cost,
         eval_cost=folded.eval_cost,
         spilled=spilled,
+        head_models=frozenset(folded.head_models - {None}),
+        head_cases=frozenset(folded.head_cases - {None}),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawstore.values.costs import PRICE_KEYS, PRICED, REPORTED, SOURCES, UNKNOWN, known_cost
+from clawstore.values.costs import PRICE_KEYS, PRICED, REPORTED, SOURCES, UNKNOWN, declared_prices, known_cost
 
 PER_MILLION = 1e6
 
@@ -12,7 +12,7 @@ PER_MILLION = 1e6
 def pricing(model_extras: dict[str, Any]) -> dict[str, float] | None:
     """USD per 1M tokens from a suite model's (or judge's) `pricing` (or `cost`) extra; None when not given, or when
     it leaves out `input` or `output`: a price not declared is unknown, not 0 (cache prices are optional)."""
-    raw = model_extras.get("pricing", model_extras.get("cost"))
+    raw = declared_prices(model_extras)
     if not isinstance(raw, dict) or "input" not in raw or "output" not in raw:
         return None
     prices: dict[str, float] = {}

@@ -16,6 +16,13 @@ PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s pri
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
 
 
+def declared_prices(model_extras: Mapping[str, Any]) -> Any:
+    """A model's `pricing`, else `cost` (OpenClaw's name; `claw validate` refuses both): an empty `pricing:` (null)
+    beside a `cost` hid the cost."""
+    raw = model_extras.get("pricing")
+    return model_extras.get("cost") if raw is None else raw
+
+
 def source_of(metrics: Mapping[str, Any] | None) -> str:
     """A record's cost source (older records, without one: a number was reported, None is unknown)."""
     metrics = metrics or {}

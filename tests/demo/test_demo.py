@@ -89,3 +89,13 @@ def test_the_demo_says_its_scratch_workspace_is_removed(tmp_path: Path) -> None:
     workspace = Path(said.split("The scratch workspace ")[1].split(" is removed now")[0])
     assert workspace.parent == tmp_path and workspace.name.startswith("claw-demo-") and not workspace.exists()
     assert "--keep keeps it" in said
+
+
+def test_a_demo_dir_that_is_not_empty_is_bad_usage(tmp_path: Path) -> None:
+    # It exited 1, the code of a demo step that failed, for a typo in --dir.
+    (tmp_path / "mine.txt").write_text("kept\n")
+    proc = subprocess.run([sys.executable, "-m", "clawstore.cli", "demo", "--dir", str(tmp_path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == f"claw: error: --dir {tmp_path}: not an empty directory\n"
+    assert sorted(os.listdir(tmp_path)) == ["mine.txt"]

@@ -153,3 +153,53 @@ def test_an_import_into_a_new_store_closes_its_staging_store_whether_it_succeeds
         import_into(tmp_path / "refused", archive, check=refuse)
     assert _files_open_under(tmp_path) == []  # (the exception, still held here, holds no open store)
     assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]
+
+
+def test_two_imports_into_the_same_new_store_both_end_in_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both found no store and built one beside; the second's rename met the first's store: "new: Directory not
+    # empty", exit 3 (4 imports at once into an absent --store: 1 failed in each of 3 tries). It imports into it.
+    from clawstore.store.services import archive_import
+
+    with Store(tmp_path / "origin") as store:
+        ids = _objects(store)
+        archive = tmp_path / "a.claw"
+        write_archive(store, archive, {"head": ids["head"], "refs": {"pins/test": ids["head"]}}, ids.values())
+    target = tmp_path / "new"
+    real = archive_import.import_archive
+    others: list[int] = []
+
+    def another_lands_first(*args: object, **kwargs: object) -> archive_import.ImportReport:
+        report = real(*args, **kwargs)  # (the staged import done: its rename comes next)
+        if not others:
+            others.append(-1)  # (the other's own import is not interrupted)
+            other, other_report = import_into(target, archive)  # another import of it, finishing first
+            others[0] = other_report.new_objects
+            other.close()
+        return report
+
+    monkeypatch.setattr(archive_import, "import_archive", another_lands_first)
+    imported, report = import_into(target, archive)
+    with imported:
+        assert others == [5] and report.new_objects == 0  # (all there already: brought by the other)
+        assert imported.get_ref("pins/test") == ids["head"]
+        assert all(imported.has(oid) for oid in ids.values())
+    assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]  # (no staging store left beside)
+
+def test_a_file_that_is_no_archive_is_said_to_be_none_and_a_cut_archive_truncated(tmp_path: Path) -> None:
+    # A text file was "truncated (a member header ends early at byte 25)": as if a claw archive had been cut.
+    store = Store(tmp_path / "store")
+    archive = tmp_path / "a.claw"
+    write_archive(store, archive, {}, [store.put_bytes(b"one object")])
+    cases = {"notes.txt": (b"some notes, not an archive\n", "it does not begin with its clawarchive.json member"),
+             "page.html": (b"<html>" + b"x" * 600, "it does not begin with its clawarchive.json member"),
+             "empty": (b"", "the file is empty"),
+             "cut.claw": (archive.read_bytes()[:300], "truncated (a member header ends early at byte 300)")}
+    for name, (data, why) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for read in (read_manifest, verify_archive):
+            with pytest.raises(ArchiveError) as caught:
+                read(path)
+            said = str(caught.value)
+            assert said == f"archive {path}: " + ("" if name == "cut.claw" else "not a clawstore archive (") + why + \
+                ("" if name == "cut.claw" else ")"), (name, said)

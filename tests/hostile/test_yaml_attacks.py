@@ -124,10 +124,12 @@ def test_hostile_yaml_is_refused_in_one_line(attack: str, ws: Workspace, standin
     assert standin.requests == []
 
 
-def test_many_attachment_tokens_warn_with_a_cost_estimate(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+@pytest.mark.parametrize("prices", ["pricing", "cost"])  # (`cost`, OpenClaw's name, said "cost unknown")
+def test_many_attachment_tokens_warn_with_a_cost_estimate(ws: Workspace, standin: StandIn,  # noqa: F811
+                                                          prices: str) -> None:
     (ws.configs / "cases" / "alpha" / "data.txt").write_bytes(b"word " * 1_000_000)  # 5 MB, under the cap
     ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["data.txt"]))
-    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0}) for m in d["models"]])
+    ws.edit("suites/main.yaml", lambda d: [m.update({prices: {"input": 2.0}}) for m in d["models"]])
     plan = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp", "--dry-run")
     assert plan.code == 0, plan
     # 5,000,000 bytes / 4 = 1,250,000 tokens per run, 2 models -> 2,500,000 tokens at 2 USD per 1M

@@ -64,6 +64,7 @@ def workspace(tmp_path: Path) -> tuple[Store, dict[str, Path]]:
 def test_text_report_tables_and_chart(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
     store, paths = workspace
     chart = tmp_path / "charts" / "c.png"
+    chart.parent.mkdir()
     code, out, err = report(store, paths, "--chart", str(chart))
     assert code == 0, err
     lines = out.splitlines()
@@ -144,6 +145,32 @@ def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(tmp_path:
             assert (code, out) == (2, ""), (flags, output, out)
             assert err.strip().startswith("claw: error: no row of campaign ") and flags[-1] in err
     assert report(store, None, "--case", "case_1", "--no-chart")[0] == 0
+
+
+def test_each_filter_value_that_matches_nothing_is_named_beside_ones_that_match(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS))
+    flags = ("--model", "openai/gpt-a", "--model", "openai/gpt-z", "--case", "case_1", "--case", "case_9")
+    for output in ("text", "json"):
+        code, out, err = report(store, None, *flags, "--output", output, "--no-chart")
+        assert (code, out) == (2, ""), (output, out)
+        assert err == "claw: error: no row of campaign suite_a__std__judge_x's last build matches --case case_9 " \
+                      "--model openai/gpt-z (its cases: case_1, case_2, case_3; its models: anthropic/claude-b, " \
+                      "openai/gpt-a)\n"
+    code, out, err = report(store, None, "--model", "openai/gpt-a", "--model", "anthropic/claude-b", "--no-chart")
+    assert code == 0 and "openai/gpt-a" in out and "anthropic/claude-b" in out, err
+
+
+def test_a_chart_into_a_folder_not_there_is_refused_before_the_report_as_other_outputs_are(
+        workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
+    store, paths = workspace
+    chart = tmp_path / "typo" / "c.png"
+    code, out, err = report(store, paths, "--chart", str(chart))
+    assert (code, out, err) == (2, "", f"claw: error: --chart {chart}: directory {chart.parent} does not exist\n")
+    assert not chart.parent.exists()
+    (tmp_path / "file").write_text("x")
+    code, out, err = report(store, paths, "--chart", str(tmp_path / "file" / "c.png"))
+    assert (code, out) == (2, "") and "is a file, not a directory" in err
 
 
 def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:

@@ -98,6 +98,28 @@ def test_a_pull_from_a_directory_that_is_not_there_says_so(ws: Workspace, tmp_pa
     refused(claw("pull", "share", cwd=ws.root), f"remote {missing}: no such directory")
 
 
+
+def test_a_remote_that_is_a_file_says_so_before_any_work(ws: Workspace, tmp_path: Path) -> None:
+    # A push said "cannot read ref refs/campaigns/…: Not a directory", exit 3, after listing its packs; a pull
+    # "no such directory" of a path that is there.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a remote\n")
+    for command in ("push", "pull"):
+        refused(claw(command, str(notes), cwd=ws.root), f"remote {notes}: not a directory (a file)")
+        refused(claw(command, f"file://{notes}/team", cwd=ws.root),
+                f"remote {notes}/team: {notes} is a file, not a directory")
+    assert not (ws.root / "store").exists() and notes.read_text() == "not a remote\n"
+
+
+def test_a_pull_from_a_remote_nobody_pushed_to_says_so(ws: Workspace, remote_url: str) -> None:
+    # An S3 prefix with a typo (or an empty directory) pulled nothing and said "0 pack(s)", exit 0.
+    if not remote_url.startswith("s3://"):
+        Path(remote_url).mkdir()
+    refused(claw("pull", remote_url, cwd=ws.root),
+            f"remote {remote_url}: nothing was ever pushed there (no ref, no pack); check the URL")
+    assert not (ws.root / "store").exists()  # (no store made for it)
+
+
 HOSTILE_WORKSPACE_FILES = {  # (ids, not the contents: a test's id reaches the environment of what it runs)
     "not-utf8": (b"remotes:\n  team: {url: /tmp/x}\n\xff\xfe", "not UTF-8 text"),
     "nested": (b"remotes: " + b"[" * 20_000 + b"]" * 20_000 + b"\n", "invalid YAML"),

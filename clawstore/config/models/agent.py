@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from clawstore.config.error_text import got_text
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
 from clawstore.config.models.base import (
     FreeMap,
@@ -48,6 +49,16 @@ class AgentOpenClawConfig(StrictModel):
     @classmethod
     def _fragments(cls, value: dict[str, Any]) -> dict[str, Any]:
         return _no_model_keys(value)
+
+    @field_validator("agent")
+    @classmethod
+    def _text_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # claw reads these two as text: a number or a list was passed over without a word (the prompt never reached
+        # AGENTS.md, the id fell back to the directory's), so every run went out with an agent not the one written.
+        for key in ("id", "prompt"):
+            if value.get(key) is not None and not isinstance(value[key], str):
+                raise fail(f"expected a string, got {got_text(value[key])}", key)
+        return value
 
 
 class Agent(StrictModel):

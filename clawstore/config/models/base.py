@@ -40,18 +40,26 @@ MAX_PRICE_PER_MILLION = 10_000
 def check_pricing(extras: dict[str, Any]) -> None:
     """`pricing`, when given, is a mapping of those fields to numbers >= 0: a misspelt field was a price of 0, and
     so a cost shown smaller than it was (`pricing: {}` priced every run at 0). Empty (`pricing:`, YAML null) is not
-    given, as `pricing: {}` and any empty field are: no price declared."""
-    raw = extras.get("pricing")
+    given, as `pricing: {}` and any empty field are: no price declared. `cost` (OpenClaw's name, read by
+    runners/pricing.py when `pricing` is absent) is held to the same prices; it has no `batch`, and beside a
+    `pricing` it would be ignored, so it is refused there."""
+    _check_prices(extras.get("pricing"), "pricing", PRICING_FIELDS)
+    if extras.get("cost") is not None and extras.get("pricing") is not None:
+        raise fail("give prices once: 'pricing' or its OpenClaw name 'cost', not both", "cost")
+    _check_prices(extras.get("cost"), "cost", PRICE_KEYS)
+
+
+def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:
     if raw is None:
         return
     if not isinstance(raw, dict):
         got = "a list" if isinstance(raw, list) else quoted(raw)
-        raise fail(f"expected a mapping of USD per 1M tokens ({', '.join(PRICING_FIELDS)}), got {got}", "pricing")
+        raise fail(f"expected a mapping of USD per 1M tokens ({', '.join(fields)}), got {got}", name)
     for key, value in raw.items():
-        if key not in PRICING_FIELDS:
-            raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(PRICING_FIELDS)})", f"pricing.{key}")
+        if key not in fields:
+            raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(fields)})", f"{name}.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
-            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"pricing.{key}")
+            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"{name}.{key}")
 
 
 class StrictModel(BaseModel):

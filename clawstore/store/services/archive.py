@@ -268,9 +268,15 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
 
 def _read_manifest_member(reader: Reader, where: str) -> ArchiveManifest:
     """The archive's first member, its manifest, read and checked."""
-    first = reader.next_header()
+    try:
+        first = reader.next_header()
+    except TarFormatError:
+        if reader.start.startswith(MANIFEST.encode() + b"\0"):
+            raise  # an archive's beginning, cut or damaged: said so
+        first = None  # a text file (or any other) was called "truncated (a member header ends early at byte 25)"
     if first is None or first[0] != MANIFEST:
-        raise ArchiveError(f"{where}: not a clawstore archive (no {MANIFEST} first)")
+        why = "the file is empty" if not reader.start else f"it does not begin with its {MANIFEST} member"
+        raise ArchiveError(f"{where}: not a clawstore archive ({why})")
     if first[1] > _MANIFEST_MAX:
         raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
     parts: list[bytes] = []

@@ -9,6 +9,7 @@ with --untrusted kept apart (apart.py).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import time
@@ -364,11 +365,26 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
             report = import_archive(staged, path, pins, check, untrusted)
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
-        if store_dir.is_dir():
-            store_dir.rmdir()  # empty (checked above): the new store takes its place
-        os.rename(staging, store_dir)
-        fsync_path(store_dir.absolute().parent)
+        placed = _take_place(staging, store_dir)
+        if placed:
+            fsync_path(store_dir.absolute().parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    if not placed:  # another import made the store there meanwhile (it said "st: Directory not empty", exit 3)
+        shutil.rmtree(staging, ignore_errors=True)
+        return import_into(store_dir, path, pins, check, untrusted)  # into that store, or the folder's problem said
     return Store(store_dir, create=False), report
+
+
+def _take_place(staging: Path, store_dir: Path) -> bool:
+    """Rename the staged store to `store_dir` (empty or absent when checked); False when it has been filled since."""
+    try:
+        if store_dir.is_dir():
+            store_dir.rmdir()
+        os.rename(staging, store_dir)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise
+    return True

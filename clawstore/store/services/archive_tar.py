@@ -68,9 +68,12 @@ class Reader:
         self._stream = stream
         self._observe = observe
         self.offset = 0
+        self.start = b""  # the stream's first bytes (up to a block): a text file is "not an archive", not "truncated"
 
     def _read_exact(self, count: int, what: str) -> bytes:
         data = self._stream.read(count)
+        if self.offset == 0:
+            self.start = data[:BLOCK]
         if len(data) != count:
             raise TarFormatError(f"truncated ({what} ends early at byte {self.offset + len(data)})")
         self._observe(data)

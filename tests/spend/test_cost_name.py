@@ -1,0 +1,28 @@
+"""`cost`, OpenClaw's name for a model's `pricing` (docs/configuration.md): it prices what the provider does not."""
+
+from __future__ import annotations
+
+import json
+
+from clawstore.testing.standin import StandIn, text
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
+
+PRICES = {"input": 2.0, "output": 8.0}
+
+
+def test_a_cost_beside_an_empty_pricing_prices_the_runs(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # `pricing:` with its prices commented out (null) hid the `cost` given below it: every cost unknown.
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=None, cost=PRICES) for m in d["models"]])
+    standin.script("*", text("four", usage={"cost": None}))  # a server that reports no cost
+    code, out, err = claw("validate")
+    assert code == 0, out + err
+    assert claw.build()[0] == 0
+    code, out, err = claw("query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+                          "--format", "json")
+    assert code == 0, err
+    runs = json.loads(out)
+    assert len(runs) == 4
+    for run in runs:
+        expected = (run["input_tokens"] * PRICES["input"] + run["output_tokens"] * PRICES["output"]) / 1e6
+        assert run["cost_source"] == "priced" and abs(run["cost_usd"] - expected) < 1e-12, run
