@@ -124,8 +124,7 @@ class Reach:
         loc = finder._objects.get(digest)
         if loc is not None:
             return -1, loc[0]
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import NOT_FOUND
 
         rows, packs = held.lookup(np.array([digest], dtype="S32"))
@@ -160,14 +159,13 @@ class Reach:
         held = self._arrays
         if held is None or held.finder is not self._finder or not digests:
             return list(map(self.reached, digests))
-        import numpy as np
+        from clawstore.store.core.lean_numpy import np
 
         return self._reached_ids(np.array(digests, dtype="S32")).tolist()  # type: ignore[no-any-return]
 
     def _reached_ids(self, ids: np.ndarray) -> np.ndarray:
         """`reached` of each id of an `S32` array, by the arrays (which are the finder's)."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import NOT_FOUND, SMALL
 
         held = self._arrays
@@ -332,8 +330,7 @@ class Reach:
                  ) -> tuple[PackArrays, list[tuple[bytes, bytes | None]]]:
         """Walk the objects waiting for the pack `found` is about (by arrays); what is left to look up (returned):
         those its file does not cover."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import PackArrays, as_rows
 
         seen = self._seen_arrays.get(found.pack)
@@ -365,8 +362,7 @@ class Reach:
         reach in this pack a frontier at a time (the tokens of the frontier's rows gathered, those seen dropped); an id
         of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
         matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import gather
 
         held = self._arrays
@@ -398,13 +394,18 @@ class Reach:
             frontier, frontier_rows = mine[walkable], index_rows[walkable]
             unmarked = marks[frontier_rows] == 0  # (one marked has its closure marked, or on its way)
             frontier, frontier_rows = frontier[unmarked], frontier_rows[unmarked]
-            # The rest looked up: another pack's ids, and this pack's rows the file does not cover or the index names
-            # elsewhere (a blob stored twice: the index's copy is walked)
-            other = np.concatenate((tokens[~own], mine[~walkable]))
+            # The rest: another pack's ids (looked up when the pack was taken up), and this pack's rows the file does
+            # not cover or the index names elsewhere (a blob stored twice: the index's copy is walked), looked up here
+            elsewhere, stray = tokens[~own], mine[~walkable]
+            other = np.concatenate((elsewhere, stray))
             other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
             if not len(other):
                 continue
-            found_rows, found_packs = held.lookup(known[other])
+            found_rows, found_packs = walking.other_rows[elsewhere - rows], walking.other_packs[elsewhere - rows]
+            if len(stray):
+                stray_rows, stray_packs = held.lookup(known[stray])
+                found_rows = np.concatenate((found_rows, stray_rows))
+                found_packs = np.concatenate((found_packs, stray_packs))
             waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
             _push(stack, ids, other[~waits], other_parents[~waits])
             found_rows, found_packs = found_rows[waits], found_packs[waits]
