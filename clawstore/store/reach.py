@@ -396,16 +396,11 @@ class Reach:
             frontier, frontier_rows = frontier[unmarked], frontier_rows[unmarked]
             # The rest: another pack's ids (looked up when the pack was taken up), and this pack's rows the file does
             # not cover or the index names elsewhere (a blob stored twice: the index's copy is walked), looked up here
-            elsewhere, stray = tokens[~own], mine[~walkable]
-            other = np.concatenate((elsewhere, stray))
+            other = np.concatenate((tokens[~own], mine[~walkable]))
             other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
             if not len(other):
                 continue
-            found_rows, found_packs = walking.other_rows[elsewhere - rows], walking.other_packs[elsewhere - rows]
-            if len(stray):
-                stray_rows, stray_packs = held.lookup(known[stray])
-                found_rows = np.concatenate((found_rows, stray_rows))
-                found_packs = np.concatenate((found_packs, stray_packs))
+            found_rows, found_packs = held.lookup(known[other])
             waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
             _push(stack, ids, other[~waits], other_parents[~waits])
             found_rows, found_packs = found_rows[waits], found_packs[waits]

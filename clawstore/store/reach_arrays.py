@@ -299,11 +299,6 @@ class PackArrays:
         self.starts = np.frombuffer(found.starts, dtype=np.uint32).astype(np.int64)
         self.tokens = np.frombuffer(found.tokens, dtype=np.uint32) if len(found.tokens) else np.zeros(0, np.uint32)
         self.seen = seen  # a byte a row, then an other id: 1 once walked (or stacked) from this pack
-        # Each other id's (index row, pack number), looked up in one pass when the pack is taken up (its ids sorted
-        # once) rather than a frontier at a time: the walk reaches nearly all of them (the head's pack names ~400,000)
-        others = self.known[rows:]
-        found_rows, found_packs = held.lookup(others) if len(others) else (np.zeros(0, np.int64),) * 2
-        self.other_rows, self.other_packs = found_rows, found_packs.astype(np.int32)  # (rows: int64, as `waiting`'s)
         offsets = np.frombuffer(found.offsets, dtype=np.uint64) if rows else np.zeros(0, np.uint64)
         index_rows, index_offsets, digests = held.pack_rows(found.pack)
         at = search(offsets, index_offsets)
