@@ -394,8 +394,8 @@ class Reach:
             frontier, frontier_rows = mine[walkable], index_rows[walkable]
             unmarked = marks[frontier_rows] == 0  # (one marked has its closure marked, or on its way)
             frontier, frontier_rows = frontier[unmarked], frontier_rows[unmarked]
-            # The rest: another pack's ids (looked up when the pack was taken up), and this pack's rows the file does
-            # not cover or the index names elsewhere (a blob stored twice: the index's copy is walked), looked up here
+            # The rest looked up: another pack's ids, and this pack's rows the file does not cover or the index names
+            # elsewhere (a blob stored twice: the index's copy is walked)
             other = np.concatenate((tokens[~own], mine[~walkable]))
             other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
             if not len(other):
