@@ -4,6 +4,7 @@ printed next to `claw gc --dry-run` and `claw fsck` over the same store (wall, C
 
     python bench/gc_fsck_bench.py --store /path/to/a/copy/of/a/store [--runs 3]
     python bench/gc_fsck_bench.py --cases 2000 --models 5     # builds that campaign against the stand-in
+    python bench/gc_fsck_bench.py --cases 2000 --models 5 --drop-model   # and times a real gc deleting a model's runs
 
 gc runs with --dry-run. The edges cache (edges/, docs/gc-and-archives.md) is written by the build that seals each pack;
 gc writes it for a pack that has none (a store built before writers wrote it), fsck marks it verified with each
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import blake3
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -106,15 +108,25 @@ def verify_objects(packs: list[Path]) -> tuple[int, int]:
     return count, content
 
 
-def campaign_store(scratch: Path, cases: int, models: int) -> tuple[Path, Path]:
-    """A built, fresh campaign of `cases` x `models` (runs judged once): (workspace, store)."""
+def campaign_store(scratch: Path, cases: int, models: int, drop_model: bool = False) -> tuple[Path, Path]:
+    """A built, fresh campaign of `cases` x `models` (runs judged once): (workspace, store). With `drop_model`, the
+    campaign is then built again without its last model (what a user deleting a model's results does: the ref moves
+    to a head without them, every node of the others reused), so a gc has that model's runs to delete."""
     root, store = scratch / "ws", scratch / "store"
     generate(root, cases, models, evaluation=True, judge_repetitions=1)
-    with StandIn() as server:
+    with StandIn() as server:  # (one server throughout: its address is part of a run's key)
         server.script("judge/j", judge_reply(7))
         env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
                "CLAW_STORE": str(store)}
         measure(root, ("build", *CAMPAIGN), env)
+        if drop_model:
+            suite = root / "configs" / "suites" / "bench.yaml"
+            doc = yaml.safe_load(suite.read_text())
+            doc["models"] = doc["models"][:-1]
+            suite.write_text(yaml.safe_dump(doc, sort_keys=False))
+            sent = len(server.requests)
+            measure(root, ("build", *CAMPAIGN), env)
+            assert len(server.requests) == sent, "the build without the last model sent requests"
     return root, store
 
 
@@ -129,9 +141,14 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200, help="without --store: build a campaign this size")
     parser.add_argument("--models", type=int, default=5)
     parser.add_argument("--runs", type=int, default=3, help="runs of each command (median wall, worst RSS)")
+    parser.add_argument("--drop-model", action="store_true",
+                        help="without --store: build the campaign again without its last model, then time a real "
+                             "`claw gc --grace 0` last (it deletes that model's results)")
     args = parser.parse_args()
+    if args.drop_model and (args.store or args.models < 2):
+        parser.error("--drop-model builds its own campaign of two models or more (no --store)")
     with tempfile.TemporaryDirectory(prefix="claw-gcfsck-") as scratch:
-        store = args.store or campaign_store(Path(scratch), args.cases, args.models)[1]
+        store = args.store or campaign_store(Path(scratch), args.cases, args.models, args.drop_model)[1]
         packs = packs_of(store)
         size = sum(path.stat().st_size for path in packs)
         print(f"store {store}: {len(packs)} packs, {size / 2**20:.1f} MiB; load {os.getloadavg()[0]:.1f}")
@@ -154,6 +171,10 @@ def main() -> None:
             print(f"claw {name:13} median {found.wall:6.2f} s wall, {found.cpu:6.2f} s CPU, worst "
                   f"{found.max_rss / 2**20:5.0f} MB max RSS; CPU {found.cpu / max(verify.cpu, 1e-9):.1f}x the "
                   f"decode + hash floor's (runs in order: {each})")
+        if args.drop_model:  # (last: it changes the store)
+            found = measure(Path(scratch), ("gc", "--grace", "0"), env)
+            print(f"claw gc --grace 0 after the last model's results were dropped: {found.wall:.2f} s wall, "
+                  f"{found.cpu:.2f} s CPU, {found.max_rss / 2**20:.0f} MB max RSS")
 
 
 if __name__ == "__main__":

@@ -124,8 +124,7 @@ class Reach:
         loc = finder._objects.get(digest)
         if loc is not None:
             return -1, loc[0]
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import NOT_FOUND
 
         rows, packs = held.lookup(np.array([digest], dtype="S32"))
@@ -160,14 +159,13 @@ class Reach:
         held = self._arrays
         if held is None or held.finder is not self._finder or not digests:
             return list(map(self.reached, digests))
-        import numpy as np
+        from clawstore.store.core.lean_numpy import np
 
         return self._reached_ids(np.array(digests, dtype="S32")).tolist()  # type: ignore[no-any-return]
 
     def _reached_ids(self, ids: np.ndarray) -> np.ndarray:
         """`reached` of each id of an `S32` array, by the arrays (which are the finder's)."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import NOT_FOUND, SMALL
 
         held = self._arrays
@@ -332,8 +330,7 @@ class Reach:
                  ) -> tuple[PackArrays, list[tuple[bytes, bytes | None]]]:
         """Walk the objects waiting for the pack `found` is about (by arrays); what is left to look up (returned):
         those its file does not cover."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import PackArrays, as_rows
 
         seen = self._seen_arrays.get(found.pack)
@@ -365,8 +362,7 @@ class Reach:
         reach in this pack a frontier at a time (the tokens of the frontier's rows gathered, those seen dropped); an id
         of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
         matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
-        import numpy as np
-
+        from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import gather
 
         held = self._arrays

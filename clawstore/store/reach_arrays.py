@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from clawstore.store.core.index import NO_RECORD, ActionEntry, HeldObjects, Loc, Table
+from clawstore.store.core.lean_numpy import np
 
 if TYPE_CHECKING:
     from clawstore.store.core.edgefile import PackEdges

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import struct
+import sys
 import tracemalloc
 from array import array
 from pathlib import Path
@@ -93,6 +94,8 @@ def _rewritten(store: Store, pack: str, change: str) -> None:
     covers = array("B", found.covers)
     if change == "a row past the table":
         tokens[0] = len(found.offsets) + len(found.others) // ID
+    elif change == "the last id named past the table":
+        tokens[-1] = len(found.offsets) + len(found.others) // ID
     elif change == "more ids than named":
         counts[0] += 1
     elif change == "another table":
@@ -116,6 +119,22 @@ def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(
     walk.mark([last])
     assert walk.marked == _reference_walk(store, [last])[0] and len(walk.marked) == 301
     assert _load(store, pack) is not None  # read whole and written anew
+
+
+@pytest.mark.parametrize("numpy_loaded", [True, False])
+def test_an_id_named_past_the_table_is_refused_with_numpy_loaded_or_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numpy_loaded: bool) -> None:
+    """The file's largest token is found by numpy once the process has it (gc's walk), by `max` otherwise: both
+    refuse a token past the ids, wherever it is."""
+    store, pack, _ = _one_pack_store(tmp_path)
+    if numpy_loaded:
+        from clawstore.store.core.lean_numpy import np  # noqa: F401
+    else:
+        monkeypatch.delitem(sys.modules, "numpy", raising=False)  # (put back when the test ends)
+    found = _load(store, pack)
+    assert found is not None and max(found.tokens) == edgefile._largest(found.tokens)
+    _rewritten(store, pack, "the last id named past the table")
+    assert _load(store, pack) is None
 
 
 def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(tmp_path: Path) -> None:

@@ -332,11 +332,20 @@ def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
     parts = [_read(code, body[at[i]:at[i + 1]]) for i, code in enumerate("BIIHHH"[:len(widths)])]
     covers, counts, tokens = parts[:3]
     if sum(counts) != edge_count or covers.count(0) + covers.count(1) != rows \
-            or (edge_count and max(tokens) >= rows + other_count):
+            or (edge_count and _largest(tokens) >= rows + other_count):
         return None
     facts = parts[3:] if verified else [array("H"), array("H"), array("H")]
     return PackEdges(pack, verified, table.offsets, table.ids + data[HEAD.size:body_at], covers, counts, tokens,
                      *facts)
+
+
+def _largest(tokens: array) -> int:
+    """`max(tokens)`, by numpy when this process has imported it already (gc's walk by arrays: Python's `max` took
+    0.03 s over a 10,000 x 5 store's 1.7 M tokens, a fifth of loading its files); never imported for it."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return max(tokens)
+    return int(numpy.frombuffer(tokens, dtype=f"u{tokens.itemsize}").max())
 
 
 def pack_digest(path: Path) -> bytes:
