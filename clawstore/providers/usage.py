@@ -137,4 +137,23 @@ class Usage:
         return values
 
 
+NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
+
+
+def tokens_reported(raw_usage: Mapping[str, Any] | None) -> bool:
+    """Does a reply's `usage` count its input and its output tokens (OpenAI's or the Responses API's names)? A server
+    that sends none (or half) leaves them unknown, not 0; one that says 0 (`prompt_tokens: 0`) counted 0."""
+    return isinstance(raw_usage, Mapping) and any(k in raw_usage for k in ("prompt_tokens", "input_tokens")) and any(
+        k in raw_usage for k in ("completion_tokens", "output_tokens"))
+
+
+def as_reported(usage: Usage, raw_usage: Mapping[str, Any] | None) -> Usage:
+    """A reply's usage (ChatResult `usage`, its own `raw_usage`) as far as the reply counted it: unknown when it
+    counts no input or no output tokens, never 0 tokens that a model's declared price would make a 0.0 cost
+    (the subject's calls, runners/llm_probe.py, and the judge's, evaluate/judge.py)."""
+    if usage.rejected is None and not tokens_reported(raw_usage):
+        return Usage.not_believed(NOT_REPORTED)
+    return usage
+
+
 TOKEN_FIELDS = tuple(f.name for f in fields(Usage) if f.name.endswith("_tokens"))
