@@ -140,11 +140,17 @@ class Usage:
 NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
 
 
-def tokens_reported(raw_usage: Mapping[str, Any] | None) -> bool:
-    """Does a reply's `usage` count its input and its output tokens (OpenAI's or the Responses API's names)? A server
-    that sends none (or half) leaves them unknown, not 0; one that says 0 (`prompt_tokens: 0`) counted 0."""
-    return isinstance(raw_usage, Mapping) and any(k in raw_usage for k in ("prompt_tokens", "input_tokens")) and any(
-        k in raw_usage for k in ("completion_tokens", "output_tokens"))
+# The names a reply's `usage` counts its input and its output tokens by (OpenAI's, the Responses API's).
+REPLY_TOKEN_NAMES = (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))
+
+
+def tokens_reported(raw_usage: Mapping[str, Any] | None,
+                    names: tuple[tuple[str, ...], tuple[str, ...]] = REPLY_TOKEN_NAMES) -> bool:
+    """Does a `usage` object count its input and its output tokens (one of `names` each)? A server that sends none
+    (or half) leaves them unknown, not 0; one that says 0 (`prompt_tokens: 0`) counted 0."""
+    inputs, outputs = names
+    return isinstance(raw_usage, Mapping) and any(k in raw_usage for k in inputs) and any(
+        k in raw_usage for k in outputs)
 
 
 def as_reported(usage: Usage, raw_usage: Mapping[str, Any] | None) -> Usage:
