@@ -326,9 +326,13 @@ def test_a_turn_whose_usage_counts_no_tokens_leaves_the_runs_tokens_and_cost_unk
     assert usage["usage_rejected"].startswith("usage: an OpenClaw turn reports no input and output"), usage
 
 
-def test_a_turn_that_says_it_used_0_tokens_is_free_at_the_declared_prices(make_spec, fake_docker, store, tmp_path):
-    fake_docker.script(turns=[{"payload": payload("done", {"input": 0, "output": 0, "total": 0})}])
-    spec = make_spec(model_extras={"pricing": {"input": 3.0, "output": 15.0}})  # said 0: known, not unknown
-    usage = run_openclaw(spec, store, tmp_path).artifact["usage"]
-    assert (usage["normalized"]["input_tokens"], usage["cost_usd"], usage["cost_source"]) == (0, 0.0, "priced")
+@pytest.mark.parametrize(("counts", "prices"), [
+    ({"input": 0, "output": 0, "total": 0}, {"input": 3.0, "output": 15.0}),  # said 0 tokens: known, not unknown
+    ({"input": 100, "output": 10, "total": 110}, {"input": 0, "output": 0}),  # a free local model, said so
+], ids=["0_tokens", "free_model"])
+def test_a_turn_that_counts_0_tokens_or_a_free_model_costs_0(make_spec, fake_docker, store, tmp_path, counts, prices):
+    fake_docker.script(turns=[{"payload": payload("done", counts)}])
+    usage = run_openclaw(make_spec(model_extras={"pricing": prices}), store, tmp_path).artifact["usage"]
+    assert (usage["normalized"]["input_tokens"], usage["cost_usd"], usage["cost_source"]) == (
+        counts["input"], 0.0, "priced")
     assert "usage_rejected" not in usage, usage
