@@ -14,7 +14,6 @@ from clawstore.errors import ClawError, ConfigError
 from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, parse_judge_response
 from clawstore.evaluate.redact import redact_text, redact_value
 from clawstore.evaluate.specs import plain
-from clawstore.providers.usage import Usage, as_reported
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import UNKNOWN
 
@@ -191,8 +190,8 @@ def run_judge_iteration(
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
         reply_usage = getattr(result, "usage", None)
-        if isinstance(reply_usage, Usage):  # a provider's reply (ChatResult): without token counts, unknown, not 0
-            reply_usage = as_reported(reply_usage, getattr(result, "raw_usage", None))
+        if hasattr(reply_usage, "as_reported"):  # a provider's reply (ChatResult): without token counts, unknown
+            reply_usage = reply_usage.as_reported(getattr(result, "raw_usage", None))  # (not 0: providers/usage.py)
         entry_usage = _usage_dict(reply_usage)
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):

@@ -112,6 +112,13 @@ class Usage:
         return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd,
                    cost_source=cost_source, rejected=rejected)
 
+    def as_reported(self, raw_usage: Mapping[str, Any] | None) -> Usage:
+        """This reply's usage, or unknown when its own `raw_usage` counts no input or no output tokens (a method:
+        evaluate/ may not import providers/, and asks the reply's usage itself)."""
+        if self.rejected is None and not tokens_reported(raw_usage):
+            return Usage.not_believed(NOT_REPORTED)
+        return self
+
     def __add__(self, other: Usage) -> Usage:
         sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
         rejected = self.rejected or other.rejected
@@ -156,10 +163,8 @@ def tokens_reported(raw_usage: Mapping[str, Any] | None,
 def as_reported(usage: Usage, raw_usage: Mapping[str, Any] | None) -> Usage:
     """A reply's usage (ChatResult `usage`, its own `raw_usage`) as far as the reply counted it: unknown when it
     counts no input or no output tokens, never 0 tokens that a model's declared price would make a 0.0 cost
-    (the subject's calls, runners/llm_probe.py, and the judge's, evaluate/judge.py)."""
-    if usage.rejected is None and not tokens_reported(raw_usage):
-        return Usage.not_believed(NOT_REPORTED)
-    return usage
+    (the subject's calls, runners/llm_probe.py, the judge's, evaluate/judge.py, a batch line's)."""
+    return usage.as_reported(raw_usage)
 
 
 TOKEN_FIELDS = tuple(f.name for f in fields(Usage) if f.name.endswith("_tokens"))
