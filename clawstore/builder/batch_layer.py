@@ -23,6 +23,7 @@ from clawstore.graph.plan import Node
 from clawstore.host.machine_settings import batch_poll_seconds
 from clawstore.providers.batch_api import LineAnswer
 from clawstore.providers.endpoint import Endpoint
+from clawstore.providers.usage import as_reported
 from clawstore.store.core.ids import oid_hex
 
 if TYPE_CHECKING:
@@ -64,10 +65,10 @@ class FirstAnswer:
         if line.error is not None:
             raise line.error
         assert line.result is not None
-        usage = line.result.usage
+        usage = as_reported(line.result.usage, line.result.raw_usage)  # counts no tokens: unknown, not 0 priced
         if usage.rejected is not None:  # its usage not believed: unknown, not priced from tokens nobody believes
             self.summary["cost_source"] = "unknown"
-            return line.result
+            return dataclasses.replace(line.result, usage=usage)
         if usage.cost_usd is not None:
             return line.result
         priced = priced_batch_cost(self._pricing, usage.input_tokens, usage.output_tokens)

@@ -189,7 +189,10 @@ def run_judge_iteration(
             entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage)
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
-        entry_usage = _usage_dict(getattr(result, "usage", None))
+        reply_usage = getattr(result, "usage", None)
+        if hasattr(reply_usage, "as_reported"):  # a provider's reply (ChatResult): without token counts, unknown
+            reply_usage = reply_usage.as_reported(getattr(result, "raw_usage", None))  # (not 0: providers/usage.py)
+        entry_usage = _usage_dict(reply_usage)
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")

@@ -112,6 +112,13 @@ class Usage:
         return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd,
                    cost_source=cost_source, rejected=rejected)
 
+    def as_reported(self, raw_usage: Mapping[str, Any] | None) -> Usage:
+        """This reply's usage, or unknown when its own `raw_usage` counts no input or no output tokens (a method:
+        evaluate/ may not import providers/, and asks the reply's usage itself)."""
+        if self.rejected is None and not tokens_reported(raw_usage):
+            return Usage.not_believed(NOT_REPORTED)
+        return self
+
     def __add__(self, other: Usage) -> Usage:
         sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
         rejected = self.rejected or other.rejected
@@ -135,6 +142,29 @@ class Usage:
         if self.rejected is not None:
             values["usage_rejected"] = self.rejected
         return values
+
+
+NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
+
+
+# The names a reply's `usage` counts its input and its output tokens by (OpenAI's, the Responses API's).
+REPLY_TOKEN_NAMES = (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))
+
+
+def tokens_reported(raw_usage: Mapping[str, Any] | None,
+                    names: tuple[tuple[str, ...], tuple[str, ...]] = REPLY_TOKEN_NAMES) -> bool:
+    """Does a `usage` object count its input and its output tokens (one of `names` each)? A server that sends none
+    (or half) leaves them unknown, not 0; one that says 0 (`prompt_tokens: 0`) counted 0."""
+    inputs, outputs = names
+    return isinstance(raw_usage, Mapping) and any(k in raw_usage for k in inputs) and any(
+        k in raw_usage for k in outputs)
+
+
+def as_reported(usage: Usage, raw_usage: Mapping[str, Any] | None) -> Usage:
+    """A reply's usage (ChatResult `usage`, its own `raw_usage`) as far as the reply counted it: unknown when it
+    counts no input or no output tokens, never 0 tokens that a model's declared price would make a 0.0 cost
+    (the subject's calls, runners/llm_probe.py, the judge's, evaluate/judge.py, a batch line's)."""
+    return usage.as_reported(raw_usage)
 
 
 TOKEN_FIELDS = tuple(f.name for f in fields(Usage) if f.name.endswith("_tokens"))

@@ -18,6 +18,7 @@ from clawstore.providers import (
     ProviderError,
     Usage,
 )
+from clawstore.providers.usage import as_reported
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
@@ -211,10 +212,7 @@ class _Run:
             self.trace.runner("provider_error", exc.message, {
                 "code": exc.code, "status_code": exc.status_code, "attempts": exc.attempts})
             raise
-        usage = result.usage
-        if usage.rejected is None and not tokens_reported(result.raw_usage):
-            usage = Usage.not_believed(NOT_REPORTED)  # its tokens unknown, never 0: no price makes them a cost
-        self.usage = self.usage + usage
+        self.usage = self.usage + as_reported(result.usage, result.raw_usage)
         self.attempts += result.attempts
         self._log_retries(result.attempt_log)
         if result.raw_usage is not None:
@@ -288,16 +286,6 @@ class _Run:
                                        "the model asked for tools but this case enables none",
                                        "output_error")
         return "invalid", RunError("empty_output", "the final assistant message is empty", "output_error")
-
-
-NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
-
-
-def tokens_reported(raw_usage: dict[str, Any] | None) -> bool:
-    """Does a reply's `usage` count its input and its output tokens (OpenAI's or the Responses API's names)? A server
-    that sends none (or half) leaves them unknown, not 0."""
-    return isinstance(raw_usage, dict) and any(k in raw_usage for k in ("prompt_tokens", "input_tokens")) and any(
-        k in raw_usage for k in ("completion_tokens", "output_tokens"))
 
 
 def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None, *,

@@ -148,14 +148,19 @@ def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws:
         assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced"  # not "reported"
 
 
+@pytest.mark.parametrize("usage", [
+    {"cost": "0.5"},  # tokens the stand-in counts, a cost no provider sends: none of it believed
+    {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "cost": None},  # no counts: not 0
+], ids=["bounds", "no_counts"])
 def test_a_batch_line_whose_usage_breaks_the_bounds_is_kept_and_not_priced(ws: Workspace, claw: Claw,
                                                                           standin: StandIn,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          usage: dict[str, Any]) -> None:
     monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
     eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
                                              "batch": True, "pricing": {"input": 2.0, "output": 8.0}}])
     reply = judge_reply(6)
-    reply["usage"] = {"cost": "0.5"}  # tokens the stand-in counts, a cost no provider sends: none of it believed
+    reply["usage"] = usage
     standin.script(JUDGE, reply)
     code, report = build(claw, "--wait")
     assert code == 0, report

@@ -307,3 +307,32 @@ def test_declared_prices_price_the_turns_and_say_so(make_spec, fake_docker, stor
     assert usage["cost_source"] == "priced"
     assert usage["cost_usd"] == pytest.approx((30 * 3.0 + 4 * 15.0 + 5 * 0.3) / 1e6)
 
+
+
+@pytest.mark.parametrize("half", [None, {"input": 30, "total": 30}], ids=["no_usage", "no_output_count"])
+def test_a_turn_whose_usage_counts_no_tokens_leaves_the_runs_tokens_and_cost_unknown(make_spec, fake_docker, store,
+                                                                                     tmp_path, half):
+    # before: the turn counted 0 tokens, priced at the declared prices as if it were free
+    silent = payload("report done")
+    if half is None:
+        del silent["meta"]["agentMeta"]["usage"]
+    else:
+        silent["meta"]["agentMeta"]["usage"] = half
+    fake_docker.script(turns=[{"payload": payload("draft done", {"input": 10, "output": 2})}, {"payload": silent}])
+    spec = make_spec(turns=[{"role": "user", "content": "Create draft.md."}, {"role": "user", "content": "Go on."}],
+                     model_extras={"pricing": {"input": 3.0, "output": 15.0}})
+    usage = run_openclaw(spec, store, tmp_path).artifact["usage"]
+    assert (usage["cost_usd"], usage["cost_source"]) == (None, "unknown"), usage
+    assert usage["usage_rejected"].startswith("usage: an OpenClaw turn reports no input and output"), usage
+
+
+@pytest.mark.parametrize(("counts", "prices"), [
+    ({"input": 0, "output": 0, "total": 0}, {"input": 3.0, "output": 15.0}),  # said 0 tokens: known, not unknown
+    ({"input": 100, "output": 10, "total": 110}, {"input": 0, "output": 0}),  # a free local model, said so
+], ids=["0_tokens", "free_model"])
+def test_a_turn_that_counts_0_tokens_or_a_free_model_costs_0(make_spec, fake_docker, store, tmp_path, counts, prices):
+    fake_docker.script(turns=[{"payload": payload("done", counts)}])
+    usage = run_openclaw(make_spec(model_extras={"pricing": prices}), store, tmp_path).artifact["usage"]
+    assert (usage["normalized"]["input_tokens"], usage["cost_usd"], usage["cost_source"]) == (
+        counts["input"], 0.0, "priced")
+    assert "usage_rejected" not in usage, usage

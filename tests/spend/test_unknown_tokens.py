@@ -74,3 +74,52 @@ def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: 
     runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
                  "--format", "json")
     assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 4
+
+
+def test_a_judge_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: Workspace,  # noqa: F811
+                                                                                   standin: StandIn) -> None:
+    # before: a judge's reply without `usage` (or with half of it) counted 0 tokens, priced at 0.0 USD
+    from tests.support.judging import JUDGE, eval_profile, judge_reply
+
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 1.0, "output": 4.0}))
+    none = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "cost": None}
+    standin.script(JUDGE, {**judge_reply(7), "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cost": None}},
+                   match="Name a colour")  # beta: a free answer, said so: 0 tokens, priced at 0
+    standin.script(JUDGE, {**judge_reply(7), "usage": none}, match="SILENT-ANSWER")
+    standin.script(JUDGE, {**judge_reply(7), "usage": {**none, "prompt_tokens": 9}}, match="HALF-ANSWER")
+    standin.script("vendor/m1", text("SILENT-ANSWER"))
+    standin.script("vendor/m2", text("HALF-ANSWER"))
+    campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
+    built = run_claw(ws.root, "build", *campaign)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+
+    judged = _json(ws.root, "query", "select case_id, model_id, input_tokens, output_tokens, cost_usd, cost_source "
+                                     "from judgements order by case_id, model_id", "--format", "json")
+    unknown = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}
+    free = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "cost_source": "priced"}
+    assert judged == [{"case_id": "alpha", "model_id": "m1", **unknown},
+                      {"case_id": "alpha", "model_id": "m2", **unknown},
+                      {"case_id": "beta", "model_id": "m1", **free}, {"case_id": "beta", "model_id": "m2", **free}]
+    runs = _json(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs", "--format",
+                 "json")[0]
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert f"tokens in ≥{runs['i']} out ≥{runs['o']} (2 of 8 unknown)" in line, line
+    assert line.split("; cost spent ")[1].endswith(" USD (2 of 8 unknown, 2 of 8 priced)"), line  # (the free two)
+    assert line.split("; cost spent ")[1].startswith("≥"), line
+
+    report = _json(ws.root, "report", *campaign, "--no-chart", "--output", "json")
+    assert report["totals"]["eval_cost_usd"] is None and report["totals"]["cost_sources"]["unknown"] == 2, report
+    text_report = run_claw(ws.root, "report", *campaign, "--no-chart")
+    assert text_report.code == 0, text_report
+    assert "evaluation ≥0.00000  total ≥" in text_report.stdout, text_report.stdout
+    assert "(2 of 8 unknown, 2 of 8 priced)" in text_report.stdout, text_report.stdout
+    eval_cost = {tuple(row.split()[:2]): row.split()[11] for row in text_report.stdout.splitlines()
+                 if row.split()[:1] in (["m1"], ["m2"]) and row.split()[2:3] == ["1"]}
+    assert eval_cost == {("m1", "alpha"): "?", ("m2", "alpha"): "?", ("m1", "beta"): "0.00000",
+                         ("m2", "beta"): "0.00000"}, text_report.stdout
+    builds = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_unknown from builds",
+                   "--format", "json")
+    assert builds == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_unknown": 2}], builds
+    by_model = _json(ws.root, "query", "cost_by_model", "--format", "json")
+    assert all(row["total_cost_usd"] is None for row in by_model), by_model

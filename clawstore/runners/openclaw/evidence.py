@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from clawstore.providers.usage import Usage
+from clawstore.providers.usage import Usage, tokens_reported
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 from clawstore.values import jsontext
@@ -20,6 +20,7 @@ from clawstore.values.jsontext import json_objects_in
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
+NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
 REDACTED = "[redacted]"
 REDACTED_BYTES = REDACTED.encode()
 REDACT_CHUNK = 1 << 20  # bytes of a file redacted at a time
@@ -67,8 +68,18 @@ def visible_text(payload: dict[str, Any] | None) -> str:
     return "\n\n".join(t for t in parts if isinstance(t, str) and t.strip())
 
 
+def _agent_usage(payload: dict[str, Any] | None) -> Any:
+    return ((_meta(payload or {}).get("agentMeta") or {}).get("usage")) or {}
+
+
+def turns_reported(payloads: Sequence[dict[str, Any] | None]) -> bool:
+    """Did every turn the agent answered count its input and its output tokens? OpenClaw's usage of a model call
+    without `usage` is not 0: the run's tokens and cost are then unknown (providers/usage.py tokens_reported)."""
+    return all(tokens_reported(_agent_usage(p), (("input",), ("output",))) for p in payloads if p)
+
+
 def turn_usage(payload: dict[str, Any] | None) -> dict[str, int]:
-    usage = ((_meta(payload or {}).get("agentMeta") or {}).get("usage")) or {}
+    usage = _agent_usage(payload)
     counts = {}
     for name in USAGE_FIELDS:
         value = usage.get(name) if isinstance(usage, dict) else None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES, MAX_SESSION_FILE_BYTES, size_text, workspace_problem
 from clawstore.host.scratch import remove_tree
+from clawstore.providers.usage import Usage
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
@@ -399,6 +400,8 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
     usage = ev.turns_usage(raw_usage, ev.cost_usd(raw_usage, prices))
+    if not ev.turns_reported(run.turn_payloads):  # its tokens unknown, never 0: no declared price makes them a cost
+        usage = Usage.not_believed(ev.NOT_REPORTED)
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
     outputs = run.outputs
