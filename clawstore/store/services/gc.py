@@ -407,12 +407,16 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     moved = set(plan.rewrite)
     if not plan.has_work():
         return
-    objects, actions = dict(plan.objects), dict(plan.actions)
+    # The plan's own tables become the new segment's, each copied object's location replaced in place: a copy of them,
+    # or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57). The
+    # plan is not read again after this, whether the rewrite ends or fails.
+    objects, actions = plan.objects, plan.actions
+    # Only the moved objects' ids, in pack order; a key of the Loc itself (pack, offset, length) makes no new tuples.
+    order = sorted((digest for digest, loc in objects.items() if loc[0] in moved), key=objects.__getitem__)
     writer: PackWriter | None = None
     try:
-        for digest, loc in sorted(objects.items(), key=lambda item: (item[1][0], item[1][1])):
-            if loc[0] not in moved:
-                continue
+        for digest in order:
+            loc = objects[digest]
             writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
             frame = runtime.pread(loc)
             oid = PREFIX + digest.hex()
@@ -426,11 +430,12 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
             objects[digest] = (writer.pack_id, blob.offset, blob.length)
-        for key, entry in sorted(actions.items()):
-            if entry.pack in moved:
-                writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
-                blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
-                actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
+        del order
+        for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
+            entry = actions[key]
+            writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
+            blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
+            actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
         if writer is not None:
             writer.seal()
             fsync_path(runtime.packs_dir)
