@@ -184,15 +184,22 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
                     plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
                 plan.recheck_ages(store, policy, report)
+                _take_reach(report, reach)
+                del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
                 report.stale_leases = remove_stale_leases(store.root)
             else:
+                _take_reach(report, reach)
                 _count_temp_files(store, report, policy.cutoff)
-        report.reachable = len(reach)
-        report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
     report.seconds = time.monotonic() - started
     return report
+
+
+def _take_reach(report: GcReport, reach: Reach) -> None:
+    """What the finished walk tells the report."""
+    report.reachable = len(reach)
+    report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
 
 
 def _policy(start: float, grace_s: float, live: list[LeaseInfo]) -> _Policy:
