@@ -118,6 +118,12 @@ def merge_actions(actions: dict[bytes, ActionEntry], more: dict[bytes, ActionEnt
 
 
 def encode_segment(segment: Segment) -> bytes:
+    return b"".join(encode_segment_parts(segment))
+
+
+def encode_segment_parts(segment: Segment) -> list[bytes]:
+    """`encode_segment`'s bytes as the parts they are made of, its checksum last: written one after another, not joined
+    (the whole segment twice more, body then body and checksum: ~70 MB of a gc's peak at 10,000 x 5)."""
     made = segment.object_rows
     slots: dict[str, int] = {} if made is None else {pack: slot for slot, pack in enumerate(made[0])}
     if made is None:
@@ -144,8 +150,10 @@ def encode_segment(segment: Segment) -> bytes:
         parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, offsets, lengths))
     parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
               for key in sorted(actions) for e in (actions[key],)]
-    body = b"".join(parts)
-    return body + blake3.blake3(body).digest()
+    checksum = blake3.blake3()
+    for part in parts:
+        checksum.update(part)
+    return [*parts, checksum.digest()]
 
 
 _pack_of, _offset_of, _length_of = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Loc
@@ -231,7 +239,7 @@ def segment_path(index_dir: Path, name: str) -> Path:
 
 def write_segment(index_dir: Path, tmp_dir: Path, segment: Segment) -> None:
     """Publish a segment atomically and durably (temp, fsync, rename, fsync of index/)."""
-    write_file_atomic(segment_path(index_dir, segment.name), encode_segment(segment), tmp_dir)
+    write_file_atomic(segment_path(index_dir, segment.name), encode_segment_parts(segment), tmp_dir)
 
 
 def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segment:

@@ -49,6 +49,11 @@ def _names_many(writer: PackWriter) -> bool:
     return writer.edge_log is not None and writer.edge_log.named() >= EDGES_TARGET
 
 
+def pack_full(writer: PackWriter) -> bool:
+    """Whether `writer`'s pack is due to be sealed (PACK_TARGET bytes, or its objects name EDGES_TARGET ids)."""
+    return writer.size >= PACK_TARGET or _names_many(writer)
+
+
 class _ThreadState(threading.local):
     """Each thread's open batch (None: none). A class default, not getattr's: a thread without one
     asks on every lookup and put, and a missing attribute costs an exception each time."""
@@ -117,7 +122,7 @@ class Runtime:
 
     def seal_if_full(self) -> None:
         writer = self._writer
-        if writer is not None and not writer.sealed and (writer.size >= PACK_TARGET or _names_many(writer)):
+        if writer is not None and not writer.sealed and pack_full(writer):
             writer.seal()
             writer.close()
 

@@ -50,7 +50,7 @@ from clawstore.store.core.packfile import (
     pack_path,
     writer_alive,
 )
-from clawstore.store.core.runtime import TOUCH_AFTER_S
+from clawstore.store.core.runtime import TOUCH_AFTER_S, pack_full
 from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
@@ -184,15 +184,22 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
                     plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
                 plan.recheck_ages(store, policy, report)
+                _take_reach(report, reach)
+                del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
                 report.stale_leases = remove_stale_leases(store.root)
             else:
+                _take_reach(report, reach)
                 _count_temp_files(store, report, policy.cutoff)
-        report.reachable = len(reach)
-        report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
     report.seconds = time.monotonic() - started
     return report
+
+
+def _take_reach(report: GcReport, reach: Reach) -> None:
+    """What the finished walk tells the report."""
+    report.reachable = len(reach)
+    report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
 
 
 def _policy(start: float, grace_s: float, live: list[LeaseInfo]) -> _Policy:
@@ -407,13 +414,18 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     moved = set(plan.rewrite)
     if not plan.has_work():
         return
-    objects, actions = dict(plan.objects), dict(plan.actions)
-    writer: PackWriter | None = None
+    # The plan's own tables become the new segment's, each copied object's location replaced in place: a copy of them,
+    # or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57). The
+    # plan is not read again after this, whether the rewrite ends or fails.
+    objects, actions = plan.objects, plan.actions
+    # Only the moved objects' ids, in pack order; a key of the Loc itself (pack, offset, length) makes no new tuples.
+    order = sorted((digest for digest, loc in objects.items() if loc[0] in moved), key=objects.__getitem__)
+    # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
+    # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
+    writers = _Writers(store)
     try:
-        for digest, loc in sorted(objects.items(), key=lambda item: (item[1][0], item[1][1])):
-            if loc[0] not in moved:
-                continue
-            writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
+        for digest in order:
+            loc = objects[digest]
             frame = runtime.pread(loc)
             oid = PREFIX + digest.hex()
             try:
@@ -422,17 +434,18 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
                 report.corrupt.append(str(exc))
                 del objects[digest]
                 continue
+            writer = writers.current()
             blob = writer.append(KIND_OBJECT, digest, [frame])
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
             objects[digest] = (writer.pack_id, blob.offset, blob.length)
-        for key, entry in sorted(actions.items()):
-            if entry.pack in moved:
-                writer = writer or PackWriter(runtime.packs_dir, edges_root=store.root)
-                blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
-                actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
-        if writer is not None:
-            writer.seal()
+        del order
+        for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
+            entry = actions[key]
+            writer = writers.current()
+            blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
+            actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
+        if writers.seal():
             fsync_path(runtime.packs_dir)
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
@@ -441,10 +454,9 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
                       Segment(new_segment_name(), pure=False, replaces=old_segments, objects=objects, actions=actions))
         remove_segments(runtime.index_dir, old_segments)
     finally:
-        if writer is not None:
-            writer.close()
+        writers.close()
     report.pack_bytes_freed = sum(_pack_size(store, pack) for pack in [*plan.rewrite, *plan.delete])
-    report.pack_bytes_freed -= writer.size if writer is not None else 0
+    report.pack_bytes_freed -= writers.written
     for pack in [*plan.rewrite, *plan.delete]:
         runtime.forget_pack(pack)
         with contextlib.suppress(FileNotFoundError):
@@ -453,6 +465,39 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
             os.unlink(edges_path(store.root, pack))
     fsync_path(runtime.packs_dir)
     runtime.index.reload()
+
+
+class _Writers:
+    """The packs a rewrite copies into, one open at a time: sealed (durable, with its edges file) once full, so what a
+    writer holds is bounded by the pack limits, not by the objects copied."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._open: PackWriter | None = None
+        self.written = 0  # bytes of the packs sealed so far
+
+    def current(self) -> PackWriter:
+        """The open pack, a new one when the last is full (its seal is durable before the next is begun)."""
+        if self._open is not None and pack_full(self._open):
+            self.seal()
+        if self._open is None:
+            self._open = PackWriter(self._store.runtime.packs_dir, edges_root=self._store.root)
+        return self._open
+
+    def seal(self) -> bool:
+        """Seal the open pack, if any; whether any pack was written."""
+        if self._open is not None:
+            writer, self._open = self._open, None
+            try:
+                writer.seal()
+            finally:
+                writer.close()
+            self.written += writer.size
+        return self.written > 0
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.close()
 
 
 def _count_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
