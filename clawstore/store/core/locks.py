@@ -54,7 +54,10 @@ def exclusive(root: Path, name: str, timeout: float | None = None) -> Iterator[N
                     time.sleep(_POLL_S)
         yield
     finally:
-        os.close(fd)  # closing releases the flock
+        # Unlocked before closed: a child forked meanwhile (a process being started, not yet exec'd) shares
+        # the open file, and closing only our descriptor would leave the lock held until the child's goes.
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 @dataclass(frozen=True)
