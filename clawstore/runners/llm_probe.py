@@ -213,7 +213,7 @@ class _Run:
             raise
         usage = result.usage
         if usage.rejected is None and not tokens_reported(result.raw_usage):
-            usage = Usage.not_believed(NOT_REPORTED)  # its tokens unknown, never 0: no price makes them a cost
+            usage = usage.without_tokens(NOT_REPORTED)  # its tokens unknown, never 0; a cost it reported stays known
         self.usage = self.usage + usage
         self.attempts += result.attempts
         self._log_retries(result.attempt_log)
@@ -295,9 +295,11 @@ NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
 
 def tokens_reported(raw_usage: dict[str, Any] | None) -> bool:
     """Does a reply's `usage` count its input and its output tokens (OpenAI's or the Responses API's names)? A server
-    that sends none (or half) leaves them unknown, not 0."""
-    return isinstance(raw_usage, dict) and any(k in raw_usage for k in ("prompt_tokens", "input_tokens")) and any(
-        k in raw_usage for k in ("completion_tokens", "output_tokens"))
+    that sends none, half, or nulls (`"prompt_tokens": null`) leaves them unknown, not 0; an explicit 0 is 0."""
+    if not isinstance(raw_usage, dict):
+        return False
+    return any(raw_usage.get(k) is not None for k in ("prompt_tokens", "input_tokens")) and any(
+        raw_usage.get(k) is not None for k in ("completion_tokens", "output_tokens"))
 
 
 def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None, *,
