@@ -24,7 +24,10 @@ class KilledBuild:
     cost: CostSum  # what its log counts spent by then
 
     def note(self) -> str:
-        spent = f"≥{self.cost.known_usd:.6f} USD" if self.cost.count else "an unknown amount"
+        # (`?` as any cost cell when nothing is known: '≥0.000000 USD' read as nothing spent; an older log's cost
+        # without its counts is known)
+        known = self.cost.known_usd > 0 or (self.cost.count and not self.cost.all_unknown)
+        spent = f"≥{self.cost.known_usd:.6f} USD" if known else "an unknown amount"
         return (f"build {self.build_id} of this campaign was killed before it finished: by its log's last write it "
                 f"had executed {self.executed} node(s) and spent {spent}{self.cost.notes()}; what it paid for after "
                 "that write and for its requests in flight is not counted (what it finished is reused by the next "

@@ -81,3 +81,25 @@ def test_a_build_killed_in_the_second_its_head_moved_is_still_shown(tmp_path: Pa
     status = run_claw(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     assert KILLED in status.stderr and journal.stem in status.stderr, status
+
+
+def test_a_killed_build_whose_costs_are_all_unknown_never_says_0(tmp_path: Path, standin: StandIn,
+                                                                  env: dict[str, str]) -> None:  # noqa: F811
+    """A server that reports no cost and models without pricing: the killed build's log counts its paid nodes'
+    costs as unknown, and the note says an unknown amount, not '≥0.000000 USD' (as every cost cell says `?`)."""
+    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
+    standin.set_default(text("four", latency=0.3, usage={"cost": None}))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not standin.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(3.0)  # past the log's first write (every 2 s)
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and "Traceback" not in status.stderr, status
+    [line] = [line for line in status.stderr.splitlines() if KILLED in line]
+    assert re.search(r"spent an unknown amount \((\d+) of \1 unknown\);", line) and "0.000000" not in line, line
