@@ -16,6 +16,7 @@ from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
 from clawstore.graph.plan import Node
 from clawstore.graph.records import utc_now
 from clawstore.providers.batch_api import LineAnswer
+from clawstore.values.costs import declared_prices
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
@@ -49,7 +50,7 @@ def batch_judges(layer: EvalLayer, session: BuildSession, judges: list[Node], to
     """`batch_layer` for judgements: the ids of the judge nodes handled by batch."""
     def request(node: Node) -> tuple[Endpoint, dict[str, Any], Any]:
         judge = node.judge
-        return layer._endpoint(judge), layer.judge_request(node), (judge.model_extra or {}).get("pricing")
+        return layer._endpoint(judge), layer.judge_request(node), declared_prices(judge.model_extra or {})
 
     how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d))
     return batch_layer(how, session, judges, to_submit)
@@ -60,7 +61,7 @@ def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc)
     began = time.monotonic()
     judge = node.judge
     endpoint, timeout, retries = layer._judge_transport(judge)
-    client = FirstAnswer(answer, layer.client, (judge.model_extra or {}).get("pricing"), doc)
+    client = FirstAnswer(answer, layer.client, declared_prices(judge.model_extra or {}), doc)
 
     def chat(request: dict[str, Any]) -> ChatResult:
         return client.chat(endpoint, request, timeout=timeout, retries=retries)

@@ -13,6 +13,7 @@ from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
 from clawstore.builder.run_exec import execute_llm_probe, llm_probe_spec
 from clawstore.graph.plan import Node
 from clawstore.providers.batch_api import LineAnswer
+from clawstore.values.costs import declared_prices
 
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
@@ -51,7 +52,7 @@ def run_request(node: Node) -> tuple[Endpoint, dict[str, Any], Any] | None:
     try:
         run_llm_probe(spec, _Capture(), None)
     except _Captured as captured:
-        return spec.endpoint, captured.body, (node.item.model.model_extra or {}).get("pricing")
+        return spec.endpoint, captured.body, declared_prices(node.item.model.model_extra or {})
     return None
 
 
@@ -60,7 +61,7 @@ def batch_runs(session: BuildSession, stale: list[Node], client: ChatClient) -> 
     nodes = [n for n in stale if single_request(n)]
 
     def record(node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
-        first = FirstAnswer(answer, client, (node.item.model.model_extra or {}).get("pricing"), doc)
+        first = FirstAnswer(answer, client, declared_prices(node.item.model.model_extra or {}), doc)
         node.batch_summary = first.summary  # (the record names the batch and its cost's source)
         return execute_llm_probe(node, llm_probe_spec(node), session.store, first, doc.build_id)
 

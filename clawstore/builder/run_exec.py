@@ -33,8 +33,9 @@ KEEP_ARTIFACT_MAX = 8 * 1024
 
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
+    known = not (usage.get("usage_rejected") or usage.get("tokens_unknown"))  # (never 0 for counts nobody sent)
     return record_cost({
-        **stored_tokens(normalized, TOKEN_METRICS, known=not usage.get("usage_rejected")),
+        **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
     }, model_extras, usage.get("cost_source"))

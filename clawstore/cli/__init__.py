@@ -11,6 +11,7 @@ import importlib
 import os
 import select
 import sys
+from typing import Any
 
 import click
 
@@ -67,9 +68,27 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
+def _exit_if_reader_gone(exc: OSError) -> None:
+    """Exit 141 when `exc` is stdout's reader having left: nothing is wrong, nothing more can be shown (it said
+    "claw: error: Broken pipe", exit 3). Output still buffered goes nowhere, so the exit's flush cannot fail again."""
+    if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(SIGPIPE_EXIT)
+
+
 class ClawGroup(click.Group):
     """Turns every expected error into one line on stderr and its exit code (never a traceback), and
     an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        # `claw --help | head -1`: the help is written while the arguments are parsed, before invoke (click
+        # itself ended it with exit 1)
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:
+            _exit_if_reader_gone(exc)
+            raise
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         restore = process_end.sigterm_interrupts()  # SIGTERM ends every command as Ctrl-C does (130)
@@ -79,11 +98,7 @@ class ClawGroup(click.Group):
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         except OSError as exc:  # a path no command checked for this (a name too long, say), or the disk
-            if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
-                # The reader left: nothing is wrong, nothing more can be shown (it said "claw: error: Broken
-                # pipe", exit 3). Output still buffered goes nowhere, so the exit's flush cannot fail again.
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                sys.exit(SIGPIPE_EXIT)
+            _exit_if_reader_gone(exc)
             where = f"{one_line(str(exc.filename), 200)}: " if exc.filename is not None else ""
             click.echo(f"claw: error: {one_line(where + (exc.strerror or str(exc)))}", err=True)
             sys.exit(UsageError.exit_code if exc.errno in PATH_ERRNOS else StoreError.exit_code)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from clawstore.values.costs import UNKNOWN
@@ -61,7 +61,9 @@ class Usage:
 
     `rejected` says why a kept reply's own `usage` was not believed (providers/reply_check.py): its numbers
     are not counted, so this usage's tokens and cost are unknown (cost None, `cost_source` unknown), and
-    stay so in any sum that includes it."""
+    stay so in any sum that includes it. `tokens_unknown` says why a reply counted no tokens (a server that sends
+    `usage: {cost}` only, or none): its tokens are unknown in any sum, its reported cost stays known (a cost not
+    reported is unknown, `cost_source` unknown: no price makes counts nobody sent a cost)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -72,6 +74,7 @@ class Usage:
     cost_usd: float | None = None
     cost_source: str | None = None  # "priced" when claw priced it (a batch line), else the provider's or none
     rejected: str | None = None
+    tokens_unknown: str | None = None
 
     @classmethod
     def not_believed(cls, why: str) -> Usage:
@@ -103,20 +106,22 @@ class Usage:
 
     @classmethod
     def from_stored(cls, normalized: Mapping[str, Any], cost_usd: float | None = None, cost_source: str | None = None,
-                    rejected: str | None = None) -> Usage:
+                    rejected: str | None = None, tokens_unknown: str | None = None) -> Usage:
         """A usage as an artifact stored it (`normalized()`, its cost apart); TypeError on a stranger key."""
         names = {stored_key(name): name for name in TOKEN_FIELDS}
         unknown = set(normalized) - names.keys()
         if unknown:
             raise TypeError(f"usage: unexpected {sorted(unknown)}")
         return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd,
-                   cost_source=cost_source, rejected=rejected)
+                   cost_source=cost_source, rejected=rejected, tokens_unknown=tokens_unknown)
 
     def as_reported(self, raw_usage: Mapping[str, Any] | None) -> Usage:
         """This reply's usage, or unknown when its own `raw_usage` counts no input or no output tokens (a method:
         evaluate/ may not import providers/, and asks the reply's usage itself)."""
         if self.rejected is None and not tokens_reported(raw_usage):
-            return Usage.not_believed(NOT_REPORTED)
+            if self.cost_usd is not None and self.cost_source is None:  # a cost it reported stays known
+                return self.without_tokens(NOT_REPORTED)
+            return Usage.not_believed(NOT_REPORTED)  # (its cost unknown: no declared price may make one)
         return self
 
     def __add__(self, other: Usage) -> Usage:
@@ -124,12 +129,22 @@ class Usage:
         rejected = self.rejected or other.rejected
         if rejected:  # one call's cost not known: the sum's is not either (a partial sum would look like all of it)
             return Usage(**sums, cost_source=UNKNOWN, rejected=rejected)
+        tokens_unknown = self.tokens_unknown or other.tokens_unknown
+        if UNKNOWN in (self.cost_source, other.cost_source):  # (a reply that counted no tokens and reported no cost)
+            return Usage(**sums, cost_source=UNKNOWN, tokens_unknown=tokens_unknown)
         if self.cost_usd is None and other.cost_usd is None:
             cost = None
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         source = "priced" if "priced" in (self.cost_source, other.cost_source) else None
-        return Usage(**sums, cost_usd=cost, cost_source=source)
+        return Usage(**sums, cost_usd=cost, cost_source=source, tokens_unknown=tokens_unknown)
+
+    def without_tokens(self, why: str) -> Usage:
+        """This usage, of a reply that counted no tokens (`why`): its tokens unknown; its cost known only when the
+        provider reported it (claw's own pricing of a batch line priced counts nobody sent)."""
+        reported = self.cost_usd is not None and self.cost_source is None
+        return replace(self, cost_usd=self.cost_usd if reported else None, cost_source=None if reported else UNKNOWN,
+                       tokens_unknown=why)
 
     def normalized(self) -> dict[str, int]:
         """The token counts as a JSON object (RunArtifact `usage.normalized`)."""
@@ -141,6 +156,8 @@ class Usage:
             del values["cost_source"]
         if self.rejected is not None:
             values["usage_rejected"] = self.rejected
+        if self.tokens_unknown is not None:
+            values["tokens_unknown"] = self.tokens_unknown
         return values
 
 
@@ -154,10 +171,10 @@ REPLY_TOKEN_NAMES = (("prompt_tokens", "input_tokens"), ("completion_tokens", "o
 def tokens_reported(raw_usage: Mapping[str, Any] | None,
                     names: tuple[tuple[str, ...], tuple[str, ...]] = REPLY_TOKEN_NAMES) -> bool:
     """Does a `usage` object count its input and its output tokens (one of `names` each)? A server that sends none
-    (or half) leaves them unknown, not 0; one that says 0 (`prompt_tokens: 0`) counted 0."""
+    (or half, or nulls: `"prompt_tokens": null`) leaves them unknown, not 0; one that says 0 counted 0."""
     inputs, outputs = names
-    return isinstance(raw_usage, Mapping) and any(k in raw_usage for k in inputs) and any(
-        k in raw_usage for k in outputs)
+    return isinstance(raw_usage, Mapping) and any(raw_usage.get(k) is not None for k in inputs) and any(
+        raw_usage.get(k) is not None for k in outputs)
 
 
 def as_reported(usage: Usage, raw_usage: Mapping[str, Any] | None) -> Usage:

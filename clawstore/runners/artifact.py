@@ -141,11 +141,14 @@ class RunArtifact:
         }
 
     def _rejected(self) -> dict[str, Any]:
-        """A reply's usage not believed: the run's tokens and cost are unknown, and why (absent otherwise, so an
-        artifact without one keeps its bytes)."""
-        if self.usage.rejected is None:
-            return {}
-        return {"cost_source": self.usage.cost_source, "usage_rejected": self.usage.rejected}
+        """A reply's usage not believed: the run's tokens and cost are unknown, and why; a reply that counted no tokens:
+        they are unknown, its cost as reported (absent otherwise, so an artifact without one keeps its bytes)."""
+        if self.usage.rejected is not None:
+            return {"cost_source": self.usage.cost_source, "usage_rejected": self.usage.rejected}
+        if self.usage.tokens_unknown is not None:  # (its cost known only when reported: `cost_source` says which)
+            return {**({"cost_source": self.usage.cost_source} if self.usage.cost_source else {}),
+                    "tokens_unknown": self.usage.tokens_unknown}
+        return {}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunArtifact:
@@ -163,7 +166,7 @@ class RunArtifact:
             request=data["request"],
             provider=data["provider"],
             usage=Usage.from_stored(usage["normalized"], usage.get("cost_usd"), usage.get("cost_source"),
-                                    usage.get("usage_rejected")),
+                                    usage.get("usage_rejected"), usage.get("tokens_unknown")),
             raw_provider_usage=list(usage.get("raw_provider_usage") or []),
             trace=list(data["trace"]),
             output_artifacts=list(data.get("output_artifacts") or []),

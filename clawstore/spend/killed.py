@@ -24,7 +24,10 @@ class KilledBuild:
     cost: CostSum  # what its log counts spent by then
 
     def note(self) -> str:
-        spent = f"≥{self.cost.known_usd:.6f} USD" if self.cost.count else "an unknown amount"
+        # (`?` as any cost cell when nothing is known: '≥0.000000 USD' read as nothing spent; an older log's cost
+        # without its counts is known)
+        known = self.cost.known_usd > 0 or (self.cost.count and not self.cost.all_unknown)
+        spent = f"≥{self.cost.known_usd:.6f} USD" if known else "an unknown amount"
         return (f"build {self.build_id} of this campaign was killed before it finished: by its log's last write it "
                 f"had executed {self.executed} node(s) and spent {spent}{self.cost.notes()}; what it paid for after "
                 "that write and for its requests in flight is not counted (what it finished is reused by the next "
@@ -45,7 +48,8 @@ def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
     found = []
     for journal in journals:
         build_id = journal.stem
-        if build_id in live or (moved is not None and _started(build_id) <= moved):
+        # (its id says its start to the second: one started in the second the head moved is told by its log's start)
+        if build_id in live or (moved is not None and _started(build_id) + 1 <= moved):
             continue
         path = journal.with_suffix(".json")
         try:
@@ -53,6 +57,8 @@ def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
         except (OSError, ValueError, StoreError):
             continue
         if doc.state != "running" or doc.campaign_id != campaign_id:
+            continue
+        if moved is not None and _started_at(doc.started_at, build_id) <= moved:
             continue
         found.append(KilledBuild(build_id, int(doc.counts.get("executed") or 0) + int(doc.counts.get("failed") or 0),
                                  CostSum.of_build(doc.metrics)))
@@ -80,3 +86,12 @@ def _started(build_id: str) -> float:
         return datetime.strptime(build_id[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC).timestamp()
     except ValueError:
         return datetime.now(UTC).timestamp()
+
+
+def _started_at(started_at: str, build_id: str) -> float:
+    """A build log's `started_at` (`2026-12-05T02:17:20.123456Z`); when that is unreadable, the latest its id allows
+    (shown rather than passed over: it may have spent money)."""
+    try:
+        return datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp()
+    except (ValueError, AttributeError):
+        return _started(build_id) + 1

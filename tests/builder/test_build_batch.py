@@ -148,6 +148,25 @@ def test_priced_cost_applies_the_batch_factor_when_the_provider_reports_none(ws:
         assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced"  # not "reported"
 
 
+def test_a_batch_line_is_priced_by_a_judge_s_cost_as_by_its_pricing(ws: Workspace, claw: Claw, standin: StandIn,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cost`, OpenClaw's name for `pricing`: the batch path read `pricing` only, and its summary said "unknown"
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": True, "cost": {"input": 2.0, "output": 8.0}}])
+    reply = judge_reply(6)
+    reply["usage"] = {"cost": None}
+    standin.script(JUDGE, reply)
+    code, report = build(claw, "--wait")
+    assert code == 0, report
+    records = judge_records(store()).values()
+    assert records and standin.batch_stats()["lines"] == len(records)
+    for record in records:
+        metrics = record.metrics
+        assert metrics.cost_usd == pytest.approx((metrics.input_tokens * 2.0 + metrics.output_tokens * 8.0) / 1e6)
+        assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced"
+
+
 @pytest.mark.parametrize("usage", [
     {"cost": "0.5"},  # tokens the stand-in counts, a cost no provider sends: none of it believed
     {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "cost": None},  # no counts: not 0

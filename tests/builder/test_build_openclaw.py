@@ -69,6 +69,11 @@ def oc(ws: Workspace, docker: FakeDocker) -> Workspace:
     return ws
 
 
+def oc_cli(profile: Path) -> str:
+    """The container CLI a run profile names."""
+    return next(line.split(": ", 1)[1].strip() for line in profile.read_text().splitlines() if "docker_cli" in line)
+
+
 def rows(out: str) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["model_id"], r["case_id"]): r for r in json.loads(out)["rows"]}
 
@@ -109,3 +114,21 @@ def test_openclaw_workspace_evidence_is_checked(oc: Workspace, claw: Claw, docke
     checks = next(r for r in records if r.kind == "checks" and r.address["case_id"] == "oc_a")
     assert checks.summary["checks"][0]["outcome"] == "passed"
     assert rows(out)[("m1", "oc_a")]["score"] == 8.0
+
+
+def test_a_run_stopped_before_its_agent_started_cost_0_known(oc: Workspace, claw: Claw, tmp_path: Path) -> None:
+    """No Docker daemon: no container ran, so no request reached the provider; its cost is 0, known (QA, session 57:
+    'cost ? USD (4 of 4 unknown)' for a model without pricing)."""
+    cli = tmp_path / "bin" / "no-daemon"
+    cli.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                   "Is the docker daemon running?' >&2\nexit 1\n")
+    cli.chmod(0o755)
+    profile = oc.configs / "run_profiles" / "rp.yaml"
+    profile.write_text(profile.read_text().replace(oc_cli(profile), str(cli)))
+    code, out, err = claw.build()
+    assert code != 0 and "Traceback" not in out + err, out + err
+    line = next(line for line in out.splitlines() if line.startswith("build "))
+    assert line.endswith("; cost spent 0.000000 USD (4 of 4 priced)"), line
+    code, out, err = claw("query", "select status, cost_usd, cost_source, input_tokens from runs", "--format", "json")
+    assert code == 0 and json.loads(out) == [
+        {"status": "failed", "cost_usd": 0.0, "cost_source": "priced", "input_tokens": 0}] * 4, out + err

@@ -41,3 +41,10 @@ def test_a_broken_pipe_elsewhere_is_still_an_error(ws: Workspace) -> None:
     done = subprocess.run([sys.executable, "-c", _A_COMMAND_WHOSE_SOCKET_BREAKS, "epipe"], cwd=ws.root,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3 and done.stderr == "claw: error: Broken pipe\n", done.stderr
+
+
+def test_help_and_version_into_a_reader_that_left_end_as_any_command(ws: Workspace) -> None:
+    # `claw --help | head -1`: written while click parses the arguments, before any command: it ended with exit 1
+    for args in (("--help",), ("--version",), ("build", "--help")):
+        done = _with_stdout_closed(ws, *args)
+        assert (done.returncode, done.stderr) == (141, ""), (args, done.stderr)

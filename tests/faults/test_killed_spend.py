@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from clawstore.testing.standin import StandIn, text
@@ -51,3 +52,54 @@ def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: P
     after = run_claw(ws.root, "status", *CAMPAIGN)
     assert after.code == 0 and KILLED not in after.stderr, after
     assert KILLED not in run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stderr
+
+
+def test_a_build_killed_in_the_second_its_head_moved_is_still_shown(tmp_path: Path, standin: StandIn,
+                                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw build && claw build`, the second killed: it may start in the same second the first moved the head. Its
+    id says its start to the second only; compared with the head's time, it was passed over as older than the head
+    (as if the first had superseded it), and its spending was not shown."""
+    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
+    assert run_claw(ws.root, *("build", *CAMPAIGN)).code == 0
+    store = Path(env["CLAW_STORE"])
+    [head] = [p for p in store.rglob("campaigns/*") if p.is_file()]
+    standin.set_default(text("five", latency=0.3))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--force"], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sent, deadline = len(standin.requests), time.monotonic() + 60
+        while len(standin.requests) == sent and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(3.0)  # past the log's first write (every 2 s)
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+    [journal] = [p for p in store.rglob("*.jsonl") if p.parent.name == "builds"]
+    second = datetime.strptime(journal.stem[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC).timestamp()
+    os.utime(head, (second, second))  # the head moved in that second (at its start: the build began after it)
+
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and "Traceback" not in status.stderr, status
+    assert KILLED in status.stderr and journal.stem in status.stderr, status
+
+
+def test_a_killed_build_whose_costs_are_all_unknown_never_says_0(tmp_path: Path, standin: StandIn,
+                                                                  env: dict[str, str]) -> None:  # noqa: F811
+    """A server that reports no cost and models without pricing: the killed build's log counts its paid nodes'
+    costs as unknown, and the note says an unknown amount, not '≥0.000000 USD' (as every cost cell says `?`)."""
+    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
+    standin.set_default(text("four", latency=0.3, usage={"cost": None}))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not standin.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(3.0)  # past the log's first write (every 2 s)
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and "Traceback" not in status.stderr, status
+    [line] = [line for line in status.stderr.splitlines() if KILLED in line]
+    assert re.search(r"spent an unknown amount \((\d+) of \1 unknown\);", line) and "0.000000" not in line, line

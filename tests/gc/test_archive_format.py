@@ -185,6 +185,41 @@ def test_two_imports_into_the_same_new_store_both_end_in_it(tmp_path: Path, monk
         assert all(imported.has(oid) for oid in ids.values())
     assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]  # (no staging store left beside)
 
+def test_an_empty_folder_removed_by_another_import_meanwhile_is_no_error(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two imports into an empty --store folder: both see it empty, the other removes it (to rename its store there)
+    # before this one does: this one's rmdir said "No such file or directory", exit 2, though nothing was wrong.
+    from clawstore.store.services import archive_import
+
+    with Store(tmp_path / "origin") as store:
+        ids = _objects(store)
+        archive = tmp_path / "a.claw"
+        write_archive(store, archive, {"head": ids["head"], "refs": {"pins/test": ids["head"]}}, ids.values())
+    target = tmp_path / "new"
+    target.mkdir()
+    real = archive_import.import_archive
+
+    def the_other_takes_the_folder(*args: object, **kwargs: object) -> archive_import.ImportReport:
+        report = real(*args, **kwargs)  # (this one's staged import done: it finds the folder there, empty)
+        real_is_dir = Path.is_dir
+
+        def is_dir_then_gone(path: Path) -> bool:
+            found = real_is_dir(path)
+            if path == target and found:
+                path.rmdir()  # (the other import removes it now, between this one's look and its rmdir)
+                monkeypatch.setattr(Path, "is_dir", real_is_dir)
+            return found
+
+        monkeypatch.setattr(Path, "is_dir", is_dir_then_gone)
+        return report
+
+    monkeypatch.setattr(archive_import, "import_archive", the_other_takes_the_folder)
+    imported, _ = import_into(target, archive)
+    with imported:
+        assert imported.get_ref("pins/test") == ids["head"]
+    assert sorted(os.listdir(tmp_path)) == ["a.claw", "new", "origin"]
+
+
 def test_a_file_that_is_no_archive_is_said_to_be_none_and_a_cut_archive_truncated(tmp_path: Path) -> None:
     # A text file was "truncated (a member header ends early at byte 25)": as if a claw archive had been cut.
     store = Store(tmp_path / "store")

@@ -26,3 +26,16 @@ def test_a_cost_beside_an_empty_pricing_prices_the_runs(ws: Workspace, claw: Cla
     for run in runs:
         expected = (run["input_tokens"] * PRICES["input"] + run["output_tokens"] * PRICES["output"]) / 1e6
         assert run["cost_source"] == "priced" and abs(run["cost_usd"] - expected) < 1e-12, run
+
+
+def test_the_same_prices_under_both_names_still_validate(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # Valid before session 57 (the `cost` beside a `pricing` was ignored); refused since, though nothing is ignored
+    # when both say the same prices. Different prices stay refused (tests/config/test_broken_corpus.py).
+    both = {"pricing": {**PRICES, "batch": 0.5}, "cost": PRICES}
+    ws.edit("suites/main.yaml", lambda d: [m.update(both) for m in d["models"]])
+    standin.script("*", text("four", usage={"cost": None}))
+    code, out, err = claw("validate")
+    assert code == 0, out + err
+    assert claw.build()[0] == 0
+    code, out, err = claw("query", "select cost_source from runs", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"cost_source": "priced"}] * 4, out + err

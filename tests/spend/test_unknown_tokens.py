@@ -76,6 +76,40 @@ def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: 
     assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 4
 
 
+def test_a_reply_reporting_a_cost_but_no_tokens_keeps_its_cost(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    # OpenRouter-style `usage: {cost}` without counts: the tokens are unknown, the reported cost is known (session 57's
+    # merge threw it away: 'cost spent ? USD (2 of 2 unknown)'); zeros reported are 0, not unknown
+    ws.suite("main", ["paid", "zero"])
+    standin.script("vendor/paid", text("four", usage={"prompt_tokens": None, "completion_tokens": None,
+                                                      "total_tokens": None, "cost": 0.25}))
+    standin.script("vendor/zero", text("four", usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                                                      "cost": 0}))
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert line.endswith("tokens in ≥0 out ≥0 (2 of 4 unknown); cost spent 0.500000 USD"), line
+    runs = _json(ws.root, "query", "select model_id, input_tokens, output_tokens, cost_usd, cost_source from runs "
+                 "order by model_id", "--format", "json")
+    assert runs == [{"model_id": "paid", "input_tokens": None, "output_tokens": None, "cost_usd": 0.25,
+                     "cost_source": "reported"}] * 2 + [
+        {"model_id": "zero", "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "cost_source": "reported"}] * 2
+
+
+def test_token_counts_sent_as_null_are_unknown_not_0(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    # a server writing `"prompt_tokens": null` reported no count: before, its null was read as 0 tokens, priced at 0
+    ws.suite("main", ["nulls"])
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    standin.script("vendor/nulls", {"body": {
+        "id": "gen-1", "object": "chat.completion", "created": 1, "model": "vendor/nulls",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "four"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}}})
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+                 "--format", "json")
+    assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2
+
+
 def test_a_judge_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: Workspace,  # noqa: F811
                                                                                    standin: StandIn) -> None:
     # before: a judge's reply without `usage` (or with half of it) counted 0 tokens, priced at 0.0 USD

@@ -42,11 +42,13 @@ def check_pricing(extras: dict[str, Any]) -> None:
     so a cost shown smaller than it was (`pricing: {}` priced every run at 0). Empty (`pricing:`, YAML null) is not
     given, as `pricing: {}` and any empty field are: no price declared. `cost` (OpenClaw's name, read by
     runners/pricing.py when `pricing` is absent) is held to the same prices; it has no `batch`, and beside a
-    `pricing` it would be ignored, so it is refused there."""
-    _check_prices(extras.get("pricing"), "pricing", PRICING_FIELDS)
-    if extras.get("cost") is not None and extras.get("pricing") is not None:
+    `pricing` it would be ignored, so it is refused there unless it says the same prices (a config that said
+    them twice validated before session 57, and nothing is ignored)."""
+    pricing, cost = extras.get("pricing"), extras.get("cost")
+    _check_prices(pricing, "pricing", PRICING_FIELDS)
+    if cost is not None and pricing is not None and cost != {k: v for k, v in pricing.items() if k != "batch"}:
         raise fail("give prices once: 'pricing' or its OpenClaw name 'cost', not both", "cost")
-    _check_prices(extras.get("cost"), "cost", PRICE_KEYS)
+    _check_prices(cost, "cost", PRICE_KEYS)
 
 
 def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:

@@ -49,6 +49,7 @@ IDENTITY_VERSION = 1
 VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14; the run timeout bounds it too
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
+TURN_STEP = "turn"  # the invocations that run `openclaw agent`, the only ones that call the provider
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class _Run:
         self.trace.runner("agent_invoked", None, {
             "agent_id": self.cli_agent_id, "agent_directory_id": self.spec.agent_id,
             "session_id": self.session, "turn_index": index, "turn_count": count})
-        inv = runner.run(f"turn{index + 1}", argv, remaining)
+        inv = runner.run(f"{TURN_STEP}{index + 1}", argv, remaining)
         self._check_engine(inv)
         self._check_output(inv)
         payload = ev.find_payload(ev.redact(ev.payload_text(inv), self.secrets)) if not inv.timed_out else None
@@ -316,7 +317,7 @@ class _Run:
         self.outputs["openclaw_logs"] = store.put_bytes(ev.redact(logs, self.secrets).encode("utf-8"))
         turns = []
         for inv in self.invocations:
-            if not inv.step.startswith("turn"):
+            if not inv.step.startswith(TURN_STEP):
                 continue
             raw = ev.redact(ev.payload_text(inv), self.secrets).encode("utf-8")
             turns.append({"turn_index": int(inv.step[4:]) - 1, "returncode": inv.returncode,
@@ -399,7 +400,12 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     key_outputs = run.key_outputs(status) if "workspace" in run.outputs else []
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
-    usage = ev.turns_usage(raw_usage, ev.cost_usd(raw_usage, prices))
+    cost = ev.cost_usd(raw_usage, prices)
+    if cost is None and not any(inv.step.startswith(TURN_STEP) for inv in run.invocations):
+        # Only `openclaw agent` (a turn's container) calls the provider; none was started (no engine, no API key, a
+        # config refused): no request left, its cost is 0 whatever the model's price, not unknown.
+        cost = 0.0
+    usage = ev.turns_usage(raw_usage, cost)
     if not ev.turns_reported(run.turn_payloads):  # its tokens unknown, never 0: no declared price makes them a cost
         usage = Usage.not_believed(ev.NOT_REPORTED)
     last = next((p for p in reversed(run.turn_payloads) if p), None)

@@ -381,7 +381,8 @@ def _take_place(staging: Path, store_dir: Path) -> bool:
     """Rename the staged store to `store_dir` (empty or absent when checked); False when it has been filled since."""
     try:
         if store_dir.is_dir():
-            store_dir.rmdir()
+            with contextlib.suppress(FileNotFoundError):  # (another import removed it first, to put its store there)
+                store_dir.rmdir()
         os.rename(staging, store_dir)
     except OSError as exc:
         if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
