@@ -32,19 +32,28 @@ def _workspace(root: Path, cases: int) -> Workspace:
     return ws
 
 
+# Only what this thread's load allocates: a thread an earlier test of the same worker left running (a server, a
+# compaction) allocates too, and once made a 200-case load read 25 KB a case (CI, 2026-12-05).
+_THIS_LOAD = [tracemalloc.Filter(True, __file__, all_frames=True)]
+
+
+def _held(snapshot: tracemalloc.Snapshot) -> int:
+    return sum(stat.size for stat in snapshot.filter_traces(_THIS_LOAD).statistics("filename"))
+
+
 def _held_once_loaded(root: Path) -> tuple[int, Campaign]:
     gc.collect()
-    before = tracemalloc.get_traced_memory()[0]
+    before = _held(tracemalloc.take_snapshot())
     campaign = resolve_campaign(root, "main", "rp")
     gc.collect()
-    return tracemalloc.get_traced_memory()[0] - before, campaign
+    return _held(tracemalloc.take_snapshot()) - before, campaign
 
 
 def test_a_loaded_campaign_holds_little_per_case(tmp_path: Path) -> None:
     sizes = (40, 200)
     roots = [_workspace(tmp_path / f"ws{cases}", cases).root for cases in sizes]
     _workspace(tmp_path / "warm", 3)
-    tracemalloc.start()
+    tracemalloc.start(64)  # (frames enough to find this test's call below a load)
     try:
         _held_once_loaded(tmp_path / "warm")  # imports and caches of a first load
         small, _ = _held_once_loaded(roots[0])
