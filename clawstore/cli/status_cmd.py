@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 
 from clawstore.cli.build_view import note
-from clawstore.cli.common import OUTPUT, campaign_options, campaign_project, format_table
+from clawstore.cli.common import (
+    OUTPUT,
+    campaign_options,
+    campaign_project,
+    existing_store_root,
+    format_table,
+    open_existing,
+)
+from clawstore.errors import StoreError
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
 from clawstore.spend.killed import killed_note
@@ -26,7 +34,12 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     found = project.status()
     cid, per_model = found.campaign_id, found.per_model
     note(found.never_built)
-    note(killed_note(project.store, cid))
+    try:  # (the store alone: `project.store` would load the campaign the stamp just answered for, 2 s at 50,000 runs)
+        store = open_existing(existing_store_root(store_dir))
+    except StoreError:  # (no store: nothing was built, nor killed)
+        store = None
+    if store is not None:
+        note(killed_note(store, cid))
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
                    f"({found.recorded} recorded now); see `claw batch status`", err=True)
