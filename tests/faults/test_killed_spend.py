@@ -11,6 +11,7 @@ import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW, run_claw
@@ -21,20 +22,27 @@ CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 KILLED = "was killed before it finished: by its log's last write it had executed"
 
 
-def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: Path, standin: StandIn,
-                                                                     env: dict[str, str]) -> None:  # noqa: F811
+def _killed_mid_build(tmp_path: Path, standin: StandIn, reply: dict[str, Any]) -> Workspace:
+    """A 30-case campaign's build, SIGKILLed 3 s after its first request: past its log's first write (every 2 s),
+    far from the campaign's 60 requests' end."""
     ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
-    standin.set_default(text("four", latency=0.3))
+    standin.set_default(reply)
     build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while not standin.requests and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(3.0)  # past the log's first write (every 2 s), far from the campaign's 60 requests' end
+        time.sleep(3.0)
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
+    return ws
+
+
+def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: Path, standin: StandIn,
+                                                                     env: dict[str, str]) -> None:  # noqa: F811
+    ws = _killed_mid_build(tmp_path, standin, text("four", latency=0.3))
     answered = sum(1 for r in standin.requests if r.get("answered_at"))
     assert 4 <= answered < 60, answered
 
@@ -87,18 +95,7 @@ def test_a_killed_build_whose_costs_are_all_unknown_never_says_0(tmp_path: Path,
                                                                   env: dict[str, str]) -> None:  # noqa: F811
     """A server that reports no cost and models without pricing: the killed build's log counts its paid nodes'
     costs as unknown, and the note says an unknown amount, not '≥0.000000 USD' (as every cost cell says `?`)."""
-    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
-    standin.set_default(text("four", latency=0.3, usage={"cost": None}))
-    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not standin.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(3.0)  # past the log's first write (every 2 s)
-    finally:
-        build.send_signal(signal.SIGKILL)
-        build.wait()
+    ws = _killed_mid_build(tmp_path, standin, text("four", latency=0.3, usage={"cost": None}))
     status = run_claw(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     [line] = [line for line in status.stderr.splitlines() if KILLED in line]
