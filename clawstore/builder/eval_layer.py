@@ -147,6 +147,7 @@ class EvalLayer:
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._judge_docs: dict[str, dict[str, Any]] = {}
+        self._legacy_judge_docs: dict[str, dict[str, Any] | None] = {}
         self._endpoints: dict[str, Endpoint] = {}
         self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
         self._artifact_readers: dict[Node, set[int]] = {}  # run → judgements yet to read its kept artifact
@@ -218,11 +219,20 @@ class EvalLayer:
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
-            # Prices only feed `claw plan`'s estimates: declaring them must not re-judge anything.
+            # Prices (`pricing`, or its OpenClaw name `cost`) only price what was paid: declaring or editing them must
+            # not re-judge anything. (`batch`: how a judgement is sent, not what it asks.)
             config = judge.model_dump(mode="json", exclude={"judge_id", "pricing", "batch"})
-            self._judge_docs[judge.judge_id] = {"model": resolve_judge_model(judge), "config": config,
-                                                "endpoint": self._endpoint(judge).identity()}
+            before = {"model": resolve_judge_model(judge), "config": config,
+                      "endpoint": self._endpoint(judge).identity()}
+            self._judge_docs[judge.judge_id] = {**before, "config": {k: v for k, v in config.items() if k != "cost"}}
+            self._legacy_judge_docs[judge.judge_id] = before if "cost" in config else None
         return self._judge_docs[judge.judge_id]
+
+    def _legacy_judge_doc(self, judge: JudgeConfig) -> dict[str, Any] | None:
+        """The judge's part of its judgements' documents before `cost` left it (a store built then keeps them:
+        graph/plan.py Node.legacy); None when the judge declares no `cost` (the same part)."""
+        self._judge_doc(judge)
+        return self._legacy_judge_docs[judge.judge_id]
 
     # ---- planning: each layer's nodes become known once the layer below has a record ----
     def start(self, run: Node) -> RunEvaluation:
@@ -245,14 +255,15 @@ class EvalLayer:
         checks_output = ev.checks.record["outputs"]["checks"]
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
-            doc = judge_document(
+            docs = [judge_document(
                 ev.run.record, checks_output, target=case["target_id"], anchors=self.anchors,
-                system_prompt_id=self.system_prompt_id, judge=self._judge_doc(judge),
+                system_prompt_id=self.system_prompt_id, judge=judge_doc,
                 judge_run_id=judge_run.judge_run_id, repetition=rep, prompt_format=self.prompt_format,
                 redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
+                for judge_doc in (self._judge_doc(judge), self._legacy_judge_doc(judge)) if judge_doc is not None]
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
-            node = self._node("judge", address, doc, ev.run)
+            node = self._node("judge", address, docs[0], ev.run, legacy=docs[1] if len(docs) > 1 else None)
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)
@@ -271,10 +282,14 @@ class EvalLayer:
             made.update(n.made or {})
         ev.result.made = made
 
-    def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
+    def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node,
+              legacy: dict[str, Any] | None = None) -> Node:
         key, data = keyed_document(doc)
         node = Node(kind, address, doc, key, run.item, document_bytes=data)
         node.run = run
+        if legacy is not None:
+            legacy_key, legacy_data = keyed_document(legacy)
+            node.legacy = (legacy_key, legacy, legacy_data)
         # Planned node by node as runs finish: a miss does not list the index again each time (the view looks
         # again every RECHECK_S; what another build records meanwhile is adopted when claimed).
         attach_record(node, self.store, self.head, look_again=False)

@@ -11,6 +11,7 @@ import pytest
 from clawstore.runners.openclaw import run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
 from clawstore.store import Store
+from clawstore.store.core.ids import oid_of
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
 
 pytestmark = pytest.mark.timeout(60)
@@ -336,3 +337,23 @@ def test_a_turn_that_counts_0_tokens_or_a_free_model_costs_0(make_spec, fake_doc
     assert (usage["normalized"]["input_tokens"], usage["cost_usd"], usage["cost_source"]) == (
         counts["input"], 0.0, "priced")
     assert "usage_rejected" not in usage, usage
+
+
+def test_a_models_prices_are_in_no_run_key_and_a_run_keyed_with_them_is_found(make_spec, fake_docker, store,
+                                                                             tmp_path):
+    # openclaw.json carries the prices (OpenClaw's own cost figure): before, its id was in the run key, so editing a
+    # suite model's `pricing` or `cost` ran every OpenClaw run again. The identity before is kept as the legacy one.
+    from clawstore.runners.openclaw import openclaw_identity, openclaw_legacy_identity
+
+    free = make_spec()
+    priced = [make_spec(model_extras={name: {"input": 3.0, "output": 15.0}}) for name in ("pricing", "cost")]
+    dearer = make_spec(model_extras={"pricing": {"input": 6.0, "output": 30.0}, "primary_params": {}})
+    assert openclaw_identity(free) == openclaw_identity(priced[0]) == openclaw_identity(priced[1]) == \
+        openclaw_identity(dearer)
+    assert openclaw_legacy_identity(free) is None  # (no price: the key it always had)
+    legacy = openclaw_legacy_identity(priced[0])
+    assert legacy is not None and legacy["openclaw_json"] == openclaw_identity(priced[0], priced=True)["openclaw_json"]
+    assert legacy["openclaw_json"] == oid_of(config_bytes(render_config(
+        priced[0].agent, priced[0].requested_model, priced[0].model_extras, priced[0].provider_base_url,
+        priced[0].api_key_env)))  # what the runner writes, as the key covered it before
+    assert legacy != openclaw_legacy_identity(dearer)

@@ -4,6 +4,7 @@ Differences from the reference system, on purpose: docs/openclaw.md (Details by 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 import time
@@ -39,7 +40,7 @@ from clawstore.runners.openclaw.workspace import (
 from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import strict_json
-from clawstore.values.costs import PRICED, UNKNOWN
+from clawstore.values.costs import PRICE_NAMES, PRICED, UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -95,8 +96,13 @@ def _object_id(data: bytes) -> str:
     return oid_of(data)
 
 
-def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:
-    """What enters the run key for an openclaw run (never the timeout, never machine settings)."""
+def openclaw_identity(spec: OpenClawSpec, priced: bool = False) -> dict[str, Any]:
+    """What enters the run key for an openclaw run (never the timeout, never machine settings, never the model's
+    prices: openclaw.json carries them for OpenClaw's own cost figure, which no request depends on and claw does not
+    read). `priced`: the identity as it was before the prices left it (openclaw_legacy_identity)."""
+    if not priced:
+        spec = dataclasses.replace(spec, model_extras={k: v for k, v in spec.model_extras.items()
+                                                       if k not in PRICE_NAMES})
     identity: dict[str, Any] = {
         "identity_version": IDENTITY_VERSION,
         "agent_id": spec.agent_id,
@@ -115,6 +121,13 @@ def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:
     except oc_config.OpenClawConfigError as exc:
         identity["openclaw_json_error"] = str(exc)
     return identity
+
+
+def openclaw_legacy_identity(spec: OpenClawSpec) -> dict[str, Any] | None:
+    """The identity of a run built before its model's prices left the key (a store built then keeps its runs:
+    graph/plan.py Node.legacy); None when it is the same (no price declared, or every price 0)."""
+    priced = openclaw_identity(spec, priced=True)
+    return priced if priced != openclaw_identity(spec) else None
 
 
 def session_id(case_id: str, run_id: str, agent_id: str) -> str:
