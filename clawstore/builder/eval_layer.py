@@ -50,7 +50,8 @@ JUDGE_RETRIES = 3
 
 def judge_metrics(usage: dict[str, Any], latency_s: float) -> dict[str, Any]:
     """A judgement record's metrics from a judge repetition's summed usage."""
-    known = not usage.get("usage_rejected")  # (a reply's usage not believed: its tokens are unknown, never 0)
+    # (a reply's usage not believed, or one that counted no tokens beside the cost it reported: unknown, never 0)
+    known = not (usage.get("usage_rejected") or usage.get("tokens_unknown"))
     return {**stored_tokens(usage, TOKEN_METRICS, known), "cost_usd": usage.get("cost_usd"),
             "latency_s": round(latency_s, 6)}
 

@@ -124,6 +124,8 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
         value = usage.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             total[name] += value
+    if usage.get("tokens_unknown") and not total.get("tokens_unknown"):  # a reply that counted none: unknown, not 0
+        total["tokens_unknown"] = usage["tokens_unknown"]
     if usage.get("usage_rejected") and not total.get("usage_rejected"):
         # a reply's usage not believed (providers/usage.py Usage.rejected): the repetition's cost is unknown
         total.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage["usage_rejected"])
