@@ -357,3 +357,28 @@ def test_a_models_prices_are_in_no_run_key_and_a_run_keyed_with_them_is_found(ma
         priced[0].agent, priced[0].requested_model, priced[0].model_extras, priced[0].provider_base_url,
         priced[0].api_key_env)))  # what the runner writes, as the key covered it before
     assert legacy != openclaw_legacy_identity(dearer)
+
+
+@pytest.mark.parametrize("turn", [
+    {"sleep": 60, "payload": payload("late", {"input": 50, "output": 5})},  # timed out: its container removed
+    {"rc": 3, "stderr": "model exploded"},  # crashed without a result
+    {"flood": "stdout"},  # stopped past the output limit
+], ids=["timed_out", "crashed", "flooded"])
+def test_a_turn_that_ran_and_left_no_result_leaves_the_runs_tokens_and_cost_unknown(make_spec, fake_docker, store,
+                                                                                    tmp_path, turn):
+    # before: the turn counted 0 tokens, so the run was `priced` at the first turn's tokens alone
+    fake_docker.script(turns=[{"payload": payload("draft done", {"input": 10, "output": 2})}, turn])
+    spec = make_spec(turns=[{"role": "user", "content": "Create draft.md."}, {"role": "user", "content": "Go on."}],
+                     model_extras={"pricing": {"input": 3.0, "output": 15.0}}, timeout_seconds=4)
+    outcome = run_openclaw(spec, store, tmp_path)
+    usage = outcome.artifact["usage"]
+    assert outcome.status != "success" and (usage["cost_usd"], usage["cost_source"]) == (None, "unknown"), usage
+    assert usage["usage_rejected"].startswith("usage: an OpenClaw turn ended without a result"), usage
+
+
+def test_a_turn_the_engine_would_not_start_sent_nothing_and_costs_0(make_spec, fake_docker, store, tmp_path):
+    # the engine refused the turn's container (exit 125): no request left, known 0 even without a price (before:
+    # a turn was invoked, so its cost was unknown)
+    fake_docker.script(turns=[{"rc": 125, "stderr": "docker: Error response from daemon: OCI runtime create failed\n"}])
+    usage = run_openclaw(make_spec(), store, tmp_path).artifact["usage"]
+    assert (usage["cost_usd"], usage["normalized"]["input_tokens"]) == (0.0, 0) and "usage_rejected" not in usage

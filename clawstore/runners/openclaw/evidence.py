@@ -21,6 +21,7 @@ from clawstore.values.jsontext import json_objects_in
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
 NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
+NO_RESULT = "usage: an OpenClaw turn ended without a result (crashed, timed out, stopped): what it sent is unknown"
 REDACTED = "[redacted]"
 REDACTED_BYTES = REDACTED.encode()
 REDACT_CHUNK = 1 << 20  # bytes of a file redacted at a time

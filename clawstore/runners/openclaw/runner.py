@@ -414,13 +414,18 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
     cost = ev.cost_usd(raw_usage, prices)
-    if cost is None and not any(inv.step.startswith(TURN_STEP) for inv in run.invocations):
-        # Only `openclaw agent` (a turn's container) calls the provider; none was started (no engine, no API key, a
-        # config refused): no request left, its cost is 0 whatever the model's price, not unknown.
+    # Only `openclaw agent` (a turn's container) calls the provider.
+    started = sum(1 for inv in run.invocations if inv.step.startswith(TURN_STEP) and inv.started)
+    if cost is None and not started:
+        # None was started (no engine, no API key, a config refused, the engine refused its container): no request
+        # left, its cost is 0 whatever the model's price, not unknown.
         cost = 0.0
     usage = ev.turns_usage(raw_usage, cost)
-    if not ev.turns_reported(run.turn_payloads):  # its tokens unknown, never 0: no declared price makes them a cost
-        usage = Usage.not_believed(ev.NOT_REPORTED)
+    answered = sum(1 for payload in run.turn_payloads if payload)
+    if not ev.turns_reported(run.turn_payloads) or answered < started:
+        # Its tokens unknown, never 0 (no declared price makes them a cost): a turn that counted none, or one whose
+        # container ran and left no result (it crashed, timed out, flooded its output) after what it may have sent.
+        usage = Usage.not_believed(ev.NOT_REPORTED if answered >= started else ev.NO_RESULT)
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
     outputs = run.outputs
