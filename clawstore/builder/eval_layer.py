@@ -25,7 +25,7 @@ from clawstore.graph.keys import (
 )
 from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record, put_input
 from clawstore.graph.records import make_record, utc_now
-from clawstore.providers.usage import stored_tokens
+from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values import jsontext
@@ -558,7 +558,8 @@ class EvalLayer:
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"))
+        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"),
+                              counts_alone=counts_alone_unknown(usage))
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}

@@ -382,3 +382,15 @@ def test_a_turn_the_engine_would_not_start_sent_nothing_and_costs_0(make_spec, f
     fake_docker.script(turns=[{"rc": 125, "stderr": "docker: Error response from daemon: OCI runtime create failed\n"}])
     usage = run_openclaw(make_spec(), store, tmp_path).artifact["usage"]
     assert (usage["cost_usd"], usage["normalized"]["input_tokens"]) == (0.0, 0) and "usage_rejected" not in usage
+
+
+def test_a_free_models_run_whose_turn_left_no_result_is_recorded_at_0(make_spec, fake_docker, store, tmp_path):
+    # its tokens unknown × prices all 0: the record's cost is a known 0 (run_exec's metrics), not unknown
+    from clawstore.builder.run_exec import _metrics
+
+    fake_docker.script(turns=[{"rc": 3, "stderr": "model exploded"}])
+    free = {"pricing": {"input": 0, "output": 0}}
+    usage = run_openclaw(make_spec(model_extras=free), store, tmp_path).artifact["usage"]
+    assert usage["cost_source"] == "unknown", usage
+    assert (_metrics(usage, 1.0, free)["cost_usd"], _metrics(usage, 1.0, free)["cost_source"]) == (0.0, "priced")
+    assert _metrics(usage, 1.0, {"pricing": {"input": 1, "output": 0}})["cost_usd"] is None
