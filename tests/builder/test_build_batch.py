@@ -15,7 +15,7 @@ import pytest
 
 from clawstore.builder import batch_doc
 from clawstore.store import RecordDoc, Store
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.workspace import Workspace
@@ -383,6 +383,22 @@ def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchro
         assert record.summary["batch"]["cost_source"] == "reported"
         assert final_answer(store(), record) == final_answer(sync_store, sync[address])
     assert batch_doc.pending(store()) == []
+
+
+def test_a_run_batch_line_reporting_a_cost_but_no_counts_has_unknown_tokens_and_its_cost(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    standin.script("*", text("four", usage={"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
+                                            "cost": 0.125}))
+    code, out, err = claw.build("--batch", "--wait", "--output", "json")
+    assert code == 0, err
+    records = run_records(store()).values()
+    assert len(records) == 4 and standin.batch_stats()["lines"] == 4
+    for record in records:
+        metrics = record.metrics
+        assert (metrics.input_tokens, metrics.output_tokens, metrics.cost_usd, metrics.cost_source) == (
+            None, None, 0.125, "reported"), metrics
 
 
 def test_a_line_that_keeps_failing_is_sent_again_once_then_asked_one_by_one(scored: Workspace, claw: Claw,
