@@ -59,8 +59,8 @@ class Node:
     # The canonical bytes its key is the id of (graph/keys.py `keyed_document`), stored as its input document when
     # it is recorded instead of encoding the document again (`put_input`); dropped with the document.
     document_bytes: bytes | None = None
-    # (key, document, its bytes) the node had before a key formula dropped a price from it (docs/building.md, Keys
-    # keys): a record under that key is reused, and the node keeps that key, so a store built before is not paid twice.
+    # (key, document, its bytes) the node had before a key formula dropped a price from it (docs/building.md, Keys):
+    # a record under that key is reused, and the node keeps that key, so a store built before is not paid twice.
     legacy: tuple[str, dict[str, Any], bytes] | None = None
 
     @property
