@@ -1,26 +1,18 @@
 """No price is part of a paid node's key: editing a judge's `cost` (OpenClaw's name for `pricing`) re-asks no
 judgement, and a store whose judgements were keyed with their judge's `cost` (claw before session 58) keeps them
-(real `claw` processes, the stand-in server; the older claw is this repository's clawstore at that commit)."""
+(real `claw` processes, the stand-in server; the older claw is this repository's clawstore at its commit then)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
+from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
-# The last commit whose judgement keys held the judge's `cost` (main when session 58 began).
-KEYED_WITH_COST = "4fe1f8c"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _judge_cost(ws: Workspace, prices: dict[str, float]) -> None:
@@ -44,27 +36,13 @@ def test_editing_a_judges_cost_re_asks_no_judgement(ws: Workspace, standin: Stan
     assert len(standin.requests) == sent, standin.requests[sent:]  # (before: 4 judge requests again)
 
 
-def _old_claw(tmp: Path) -> Path:
-    """clawstore at KEYED_WITH_COST, extracted beside the test (PYTHONPATH for a `python -m clawstore.cli`)."""
-    if shutil.which("git") is None or subprocess.run(
-            ["git", "-C", str(REPO), "cat-file", "-e", f"{KEYED_WITH_COST}^{{commit}}"],
-            capture_output=True).returncode != 0:
-        pytest.skip(f"this repository's history (commit {KEYED_WITH_COST}) is not here")
-    tmp.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", KEYED_WITH_COST, "clawstore"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-    return tmp
-
-
 def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, standin: StandIn,
                                                                  tmp_path: Path) -> None:
-    old = _old_claw(tmp_path / "old")
+    old = old_clawstore(tmp_path / "old")
     eval_profile(ws, repetitions=1)
     _judge_cost(ws, {"input": 1.0, "output": 4.0})
     standin.script(JUDGE, judge_reply(7))
-    built = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=ws.root,
-                           env={**os.environ, "PYTHONPATH": str(old)}, capture_output=True, text=True, timeout=120)
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0, built.stdout + built.stderr
     assert judge_requests(standin) == 4
     sent = len(standin.requests)
@@ -78,12 +56,11 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, 
 
 def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
     # the key formula is unchanged for a judge that declares no `cost` (and for `pricing`, never in a key)
-    old = _old_claw(tmp_path / "old")
+    old = old_clawstore(tmp_path / "old")
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 1.0, "output": 4.0}))
     standin.script(JUDGE, judge_reply(7))
-    built = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=ws.root,
-                           env={**os.environ, "PYTHONPATH": str(old)}, capture_output=True, text=True, timeout=120)
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0, built.stdout + built.stderr
     old_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
     sent = len(standin.requests)
