@@ -98,7 +98,8 @@ class _RunPlanner:
         self.repetitions = campaign.run_profile.execution_policy.run_repetitions
 
     def plan(self, items: list[CampaignItem] | None) -> list[Node]:
-        nodes = plan_runs(self.campaign, self.repetitions, self._endpoint_of, self._runner_identity_of, items)
+        nodes = plan_runs(self.campaign, self.repetitions, self._endpoint_of, self._runner_identity_of, items,
+                          legacy_identity_of=self._legacy_identity_of)
         for node in nodes:
             node.endpoint = self.endpoints[node.address["model_id"]]
         return nodes
@@ -112,6 +113,10 @@ class _RunPlanner:
         if item.runner_type == "openclaw":
             return self.openclaw.identity(item, self.endpoints[item.model.model_id])
         return None
+
+    def _legacy_identity_of(self, item: CampaignItem) -> dict[str, Any] | None:
+        """An openclaw run's identity before its model's prices left it (asked after `_runner_identity_of`)."""
+        return self.openclaw.legacy_identity(item) if item.runner_type == "openclaw" else None
 
 
 class _OpenClawPlanner:
@@ -158,6 +163,11 @@ class _OpenClawPlanner:
             provider_base_url=endpoint.base_url, api_key_env=endpoint.key_env_in_use())
         self.specs[(item.model.model_id, case.case_id)] = spec
         return openclaw_identity(spec)
+
+    def legacy_identity(self, item: CampaignItem) -> dict[str, Any] | None:
+        from clawstore.runners.openclaw import openclaw_legacy_identity
+
+        return openclaw_legacy_identity(self.specs[(item.model.model_id, item.case.case.case_id)])
 
 
 class StoreOpener(Protocol):

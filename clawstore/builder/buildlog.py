@@ -223,13 +223,15 @@ class BuildLog:
         self.store.flush()  # the log names records: they are durable first (group commit)
         with self._lock:
             self._apply_unstored()
-            self._flush_pending()
+            # (its journal made by the first write, before the build's first request, even with no node yet: a build
+            # killed before its first node finished, its requests in flight, is named by `claw status`)
+            self._flush_pending(create=True)
             write_build_log(self.store.root, self.doc)
 
-    def _flush_pending(self) -> None:
+    def _flush_pending(self, create: bool = False) -> None:
         pending = self._pending
         append_journal(self.store.root, self.build_id,
-                       [encode_node(p if isinstance(p, dict) else {"fix": p}) for p in pending])
+                       [encode_node(p if isinstance(p, dict) else {"fix": p}) for p in pending], create=create)
         self._journaled += sum(1 for p in pending if isinstance(p, dict))
         self._pending = []
 

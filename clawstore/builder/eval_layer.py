@@ -25,7 +25,7 @@ from clawstore.graph.keys import (
 )
 from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record, put_input
 from clawstore.graph.records import make_record, utc_now
-from clawstore.providers.usage import stored_tokens
+from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values import jsontext
@@ -50,7 +50,8 @@ JUDGE_RETRIES = 3
 
 def judge_metrics(usage: dict[str, Any], latency_s: float) -> dict[str, Any]:
     """A judgement record's metrics from a judge repetition's summed usage."""
-    known = not usage.get("usage_rejected")  # (a reply's usage not believed: its tokens are unknown, never 0)
+    # (a reply's usage not believed, or one that counted no tokens beside the cost it reported: unknown, never 0)
+    known = not (usage.get("usage_rejected") or usage.get("tokens_unknown"))
     return {**stored_tokens(usage, TOKEN_METRICS, known), "cost_usd": usage.get("cost_usd"),
             "latency_s": round(latency_s, 6)}
 
@@ -147,6 +148,7 @@ class EvalLayer:
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._judge_docs: dict[str, dict[str, Any]] = {}
+        self._legacy_judge_docs: dict[str, dict[str, Any] | None] = {}
         self._endpoints: dict[str, Endpoint] = {}
         self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
         self._artifact_readers: dict[Node, set[int]] = {}  # run → judgements yet to read its kept artifact
@@ -218,11 +220,20 @@ class EvalLayer:
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
-            # Prices only feed `claw plan`'s estimates: declaring them must not re-judge anything.
+            # Prices (`pricing`, or its OpenClaw name `cost`) only price what was paid: declaring or editing them must
+            # not re-judge anything. (`batch`: how a judgement is sent, not what it asks.)
             config = judge.model_dump(mode="json", exclude={"judge_id", "pricing", "batch"})
-            self._judge_docs[judge.judge_id] = {"model": resolve_judge_model(judge), "config": config,
-                                                "endpoint": self._endpoint(judge).identity()}
+            before = {"model": resolve_judge_model(judge), "config": config,
+                      "endpoint": self._endpoint(judge).identity()}
+            self._judge_docs[judge.judge_id] = {**before, "config": {k: v for k, v in config.items() if k != "cost"}}
+            self._legacy_judge_docs[judge.judge_id] = before if "cost" in config else None
         return self._judge_docs[judge.judge_id]
+
+    def _legacy_judge_doc(self, judge: JudgeConfig) -> dict[str, Any] | None:
+        """The judge's part of its judgements' documents before `cost` left it (a store built then keeps them:
+        graph/plan.py Node.legacy); None when the judge declares no `cost` (the same part)."""
+        self._judge_doc(judge)
+        return self._legacy_judge_docs[judge.judge_id]
 
     # ---- planning: each layer's nodes become known once the layer below has a record ----
     def start(self, run: Node) -> RunEvaluation:
@@ -245,14 +256,15 @@ class EvalLayer:
         checks_output = ev.checks.record["outputs"]["checks"]
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
-            doc = judge_document(
+            docs = [judge_document(
                 ev.run.record, checks_output, target=case["target_id"], anchors=self.anchors,
-                system_prompt_id=self.system_prompt_id, judge=self._judge_doc(judge),
+                system_prompt_id=self.system_prompt_id, judge=judge_doc,
                 judge_run_id=judge_run.judge_run_id, repetition=rep, prompt_format=self.prompt_format,
                 redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
+                for judge_doc in (self._judge_doc(judge), self._legacy_judge_doc(judge)) if judge_doc is not None]
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
-            node = self._node("judge", address, doc, ev.run)
+            node = self._node("judge", address, docs[0], ev.run, legacy=docs[1] if len(docs) > 1 else None)
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)
@@ -271,10 +283,14 @@ class EvalLayer:
             made.update(n.made or {})
         ev.result.made = made
 
-    def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node) -> Node:
+    def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node,
+              legacy: dict[str, Any] | None = None) -> Node:
         key, data = keyed_document(doc)
         node = Node(kind, address, doc, key, run.item, document_bytes=data)
         node.run = run
+        if legacy is not None:
+            legacy_key, legacy_data = keyed_document(legacy)
+            node.legacy = (legacy_key, legacy, legacy_data)
         # Planned node by node as runs finish: a miss does not list the index again each time (the view looks
         # again every RECHECK_S; what another build records meanwhile is adopted when claimed).
         attach_record(node, self.store, self.head, look_again=False)
@@ -542,7 +558,8 @@ class EvalLayer:
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"))
+        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"),
+                              counts_alone=counts_alone_unknown(usage))
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}

@@ -12,7 +12,7 @@ from clawstore.graph.plan import Node, put_input
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
 from clawstore.host.scratch import remove_tree, scratch_dir
 from clawstore.providers.errors import ProviderError
-from clawstore.providers.usage import stored_tokens
+from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
@@ -38,7 +38,7 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-    }, model_extras, usage.get("cost_source"))
+    }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage))
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,

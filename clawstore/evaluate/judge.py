@@ -119,17 +119,28 @@ def _usage_dict(usage: Any) -> dict[str, Any]:
     return {name: getattr(usage, name) for name in (*TOKEN_FIELDS, "cost_usd") if hasattr(usage, name)}
 
 
+SENT_A_COST = "; another attempt reported a cost"
+
+
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
     for name in TOKEN_FIELDS:
         value = usage.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             total[name] += value
+    if usage.get("tokens_unknown") and not total.get("tokens_unknown"):  # a reply that counted none: unknown, not 0
+        total["tokens_unknown"] = usage["tokens_unknown"]
+    cost = usage.get("cost_usd")
     if usage.get("usage_rejected") and not total.get("usage_rejected"):
         # a reply's usage not believed (providers/usage.py Usage.rejected): the repetition's cost is unknown
+        had_cost = total["cost_usd"] is not None
         total.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage["usage_rejected"])
+        if had_cost:
+            total["usage_rejected"] += SENT_A_COST
     if total.get("usage_rejected"):
+        # (a cost an attempt sent is not summed: the reason says so, so that no declared price of 0 makes the sum 0)
+        if cost is not None and not total["usage_rejected"].endswith(SENT_A_COST):
+            total["usage_rejected"] += SENT_A_COST
         return
-    cost = usage.get("cost_usd")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         total["cost_usd"] = (total["cost_usd"] or 0.0) + float(cost)
     if usage.get("cost_source") == "priced":  # (a batch line claw priced: the record says so)

@@ -59,6 +59,9 @@ class Node:
     # The canonical bytes its key is the id of (graph/keys.py `keyed_document`), stored as its input document when
     # it is recorded instead of encoding the document again (`put_input`); dropped with the document.
     document_bytes: bytes | None = None
+    # (key, document, its bytes) the node had before a key formula dropped a price from it (docs/building.md, Keys):
+    # a record under that key is reused, and the node keeps that key, so a store built before is not paid twice.
+    legacy: tuple[str, dict[str, Any], bytes] | None = None
 
     @property
     def fresh(self) -> bool:
@@ -98,9 +101,12 @@ def run_address(item: CampaignItem, repetition: int) -> dict[str, Any]:
 
 
 def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
-              runner_identity_of: ItemIdentity, items: Sequence[CampaignItem] | None = None) -> list[Node]:
+              runner_identity_of: ItemIdentity, items: Sequence[CampaignItem] | None = None,
+              legacy_identity_of: ItemIdentity | None = None) -> list[Node]:
     """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
-    apart from the two callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`."""
+    apart from the callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`;
+    `legacy_identity_of(item)`, asked after it: the runner identity its runs had before a price left it (Node.legacy),
+    None when the same."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
     for item in campaign.items if items is None else items:
@@ -109,11 +115,18 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
             attachment_docs[case_id] = attachments_document(item)
         endpoint = endpoint_of(item)
         identity = runner_identity_of(item)
+        legacy = legacy_identity_of(item) if legacy_identity_of is not None else None
         for repetition in range(repetitions):
             document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
                                     runner_identity=identity)
             key, data = keyed_document(document)
-            nodes.append(Node("run", run_address(item, repetition), document, key, item, document_bytes=data))
+            node = Node("run", run_address(item, repetition), document, key, item, document_bytes=data)
+            if legacy is not None:
+                before = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
+                                      runner_identity=legacy)
+                legacy_key, legacy_data = keyed_document(before)
+                node.legacy = (legacy_key, before, legacy_data)
+            nodes.append(node)
     return nodes
 
 
@@ -136,6 +149,19 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
     record in the campaign `head` first, else the action cache. The record and its outputs must still exist; `present`:
     ids already seen; `look_again`: a miss lists the index again (see IndexView.find_action). Details: docs/building.md
     (Details by module)."""
+    _attach_by_key(node, store, head, present, look_again)
+    legacy, node.legacy = node.legacy, None
+    if legacy is not None and not node.fresh:  # built before a price left its key: reused under the key it had
+        now = node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen
+        node.key, node.document, node.document_bytes = legacy
+        node.record_id = node.record = node.unseen = None
+        _attach_by_key(node, store, head, present, look_again)
+        if not node.fresh:  # (nothing reusable there: the node executes under its key)
+            node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
+
+
+def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,
+                   look_again: bool) -> None:
     entry = head.get(address_id(node.kind, node.address)) if head else None
     if entry is not None and entry.key == node.key and entry.record is not None and is_fresh(entry.record_doc):
         missing = unseen_objects(store, entry.record, entry.record_doc, present)

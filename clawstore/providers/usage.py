@@ -162,6 +162,20 @@ class Usage:
 
 
 NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
+TURN_NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
+TURN_NO_RESULT = "usage: an OpenClaw turn ended without a result (crashed, timed out, stopped): what it sent is unknown"
+# Why a usage is unknown when no cost was sent, only token counts are missing (not a reply's numbers refused, one of
+# which may be a cost): at prices of 0 its cost is a known 0 (runners/pricing.py record_cost).
+COUNTS_ALONE = frozenset({NOT_REPORTED, TURN_NOT_REPORTED, TURN_NO_RESULT})
+
+
+def counts_alone_unknown(usage: Mapping[str, Any]) -> bool:
+    """Is a stored usage (an artifact's, a judge repetition's sum) unknown only for token counts nobody sent, with
+    no cost sent either?"""
+    if usage.get("cost_usd") is not None:
+        return False
+    rejected = usage.get("usage_rejected")
+    return rejected in COUNTS_ALONE if rejected else bool(usage.get("tokens_unknown"))
 
 
 # The names a reply's `usage` counts its input and its output tokens by (OpenAI's, the Responses API's).

@@ -33,12 +33,21 @@ def priced_cost(prices: dict[str, float], input_tokens: float, output_tokens: fl
     return round(sum(tokens[k] * prices.get(k, 0.0) for k in PRICE_KEYS) / PER_MILLION, 12)
 
 
-def record_cost(metrics: dict[str, Any], model_extras: dict[str, Any], source: str | None = None
-                ) -> dict[str, Any]:
+def is_free(prices: dict[str, float] | None) -> bool:
+    """Are these declared prices all 0 (a free model: any tokens cost 0)? (No per-request price can be declared.)"""
+    return prices is not None and not any(prices.values())
+
+
+def record_cost(metrics: dict[str, Any], model_extras: dict[str, Any], source: str | None = None,
+                counts_alone: bool = False) -> dict[str, Any]:
     """A paid record's metrics with `cost_usd` and `cost_source`: the provider's cost (`reported`),
     else its tokens at the model's declared prices (`priced`), else `unknown` (cost None, never 0).
-    `source`: what the runner already knows of its cost (OpenClaw prices its own)."""
+    `source`: what the runner already knows of its cost (OpenClaw prices its own). `counts_alone`: its usage is
+    unknown only for token counts nobody sent, no cost sent either (providers/usage.py counts_alone_unknown): at
+    prices all 0 its cost is a known 0, `priced` (unknown tokens × 0)."""
     cost = known_cost(metrics.get("cost_usd"))
+    if cost is None and counts_alone and is_free(pricing(model_extras)):
+        return {**metrics, "cost_usd": 0.0, "cost_source": PRICED}
     if source in SOURCES:
         known = cost is not None and source != UNKNOWN
         return {**metrics, "cost_usd": cost if known else None, "cost_source": source if known else UNKNOWN}

@@ -83,12 +83,13 @@ def encode_node(node: dict[str, Any]) -> bytes:
     return "".join(_ENCODE_NODE(node, 0)).encode()
 
 
-def append_journal(store_root: Path | str, build_id: str, lines: Iterable[bytes]) -> None:
+def append_journal(store_root: Path | str, build_id: str, lines: Iterable[bytes], create: bool = False) -> None:
     """Append encoded node (or fix) lines to a running build's journal, durably: the summary counting them is written
-    after. A failed append is cut off again, so that a later one does not follow half a line."""
+    after. A failed append is cut off again, so that a later one does not follow half a line. `create`: make it, empty,
+    when there is none (a killed build is found by its journal: spend/killed.py)."""
     path = journal_path(build_log_path(store_root, build_id))
     data = b"".join(line + b"\n" for line in lines)
-    if not data:
+    if not data and not (create and not path.exists()):
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

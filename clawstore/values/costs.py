@@ -13,6 +13,7 @@ PRICED = "priced"  # tokens × the model's declared `pricing`
 UNKNOWN = "unknown"  # neither: not free, not known
 SOURCES = (REPORTED, PRICED, UNKNOWN)
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s prices, USD per 1M tokens
+PRICE_NAMES = ("pricing", "cost")  # a model's prices, under either name: in no key (docs/building.md, Keys)
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from clawstore.builder import batch_doc
 from clawstore.store import RecordDoc, Store
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.workspace import Workspace
@@ -193,6 +193,29 @@ def test_a_batch_line_whose_usage_breaks_the_bounds_is_kept_and_not_priced(ws: W
         assert record.summary["batch"]["cost_source"] == "unknown"  # not priced from tokens nobody believed
 
 
+@pytest.mark.parametrize("batch", [True, False], ids=["batch", "one_by_one"])
+def test_a_judge_reply_reporting_a_cost_but_no_counts_has_unknown_tokens_and_its_cost(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, batch: bool) -> None:
+    # OpenRouter-style `usage: {cost}` without counts: before, the judgement counted 0 tokens (its cost was kept)
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "batch": batch, "pricing": {"input": 2.0, "output": 8.0}}])
+    reply = judge_reply(6)
+    reply["usage"] = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "cost": 0.125}
+    standin.script(JUDGE, reply)
+    code, report = build(claw, "--wait")
+    assert code == 0, report
+    records = judge_records(store()).values()
+    assert len(records) == 4 and judge_requests(standin) == (0 if batch else 4)
+    for record in records:
+        metrics = record.metrics
+        assert (metrics.input_tokens, metrics.output_tokens, metrics.cost_usd, metrics.cost_source) == (
+            None, None, 0.125, "reported"), metrics
+    code, out, err = claw("query", "select input_tokens, output_tokens, cost_usd from judgements", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"input_tokens": None, "output_tokens": None, "cost_usd": 0.125}] * 4, err
+    assert report["metrics"]["input_tokens"] is None and report["metrics"]["tokens_unknown"] == 4, report["metrics"]
+
+
 def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
     standin.batch_settings(delay=60)
     assert build(claw, "--batch")[0] == 0  # the runs first (their judgements in a batch, cancelled)
@@ -360,6 +383,22 @@ def test_runs_without_tools_go_by_batch_one_file_per_model_and_match_the_synchro
         assert record.summary["batch"]["cost_source"] == "reported"
         assert final_answer(store(), record) == final_answer(sync_store, sync[address])
     assert batch_doc.pending(store()) == []
+
+
+def test_a_run_batch_line_reporting_a_cost_but_no_counts_has_unknown_tokens_and_its_cost(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    standin.script("*", text("four", usage={"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
+                                            "cost": 0.125}))
+    code, out, err = claw.build("--batch", "--wait", "--output", "json")
+    assert code == 0, err
+    records = run_records(store()).values()
+    assert len(records) == 4 and standin.batch_stats()["lines"] == 4
+    for record in records:
+        metrics = record.metrics
+        assert (metrics.input_tokens, metrics.output_tokens, metrics.cost_usd, metrics.cost_source) == (
+            None, None, 0.125, "reported"), metrics
 
 
 def test_a_line_that_keeps_failing_is_sent_again_once_then_asked_one_by_one(scored: Workspace, claw: Claw,

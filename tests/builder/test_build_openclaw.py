@@ -132,3 +132,31 @@ def test_a_run_stopped_before_its_agent_started_cost_0_known(oc: Workspace, claw
     code, out, err = claw("query", "select status, cost_usd, cost_source, input_tokens from runs", "--format", "json")
     assert code == 0 and json.loads(out) == [
         {"status": "failed", "cost_usd": 0.0, "cost_source": "priced", "input_tokens": 0}] * 4, out + err
+
+
+def test_a_models_prices_run_no_openclaw_run_again_and_a_store_keyed_with_them_keeps_its_runs(
+        oc: Workspace, claw: Claw, docker: FakeDocker, tmp_path: Path) -> None:
+    # before session 58 the id of openclaw.json, which carries the prices, was in the run key: editing a price ran
+    # every OpenClaw run again; a store built then (by that claw) keeps its runs under the key they had
+    from tests.support.oldclaw import old_claw, old_clawstore
+
+    old = old_clawstore(tmp_path / "old")
+    prices = {"m1": {"pricing": {"input": 3.0, "output": 15.0}}, "m2": {"cost": {"input": 1.0, "output": 5.0}}}
+    oc.edit("suites/main.yaml", lambda d: [m.update(prices[m["model_id"]]) for m in d["models"]])
+    built = old_claw(old, oc.root, "build", "--suite", "main", "--run-profile", "rp")
+    assert built.returncode == 0, built.stdout + built.stderr
+    started = len(docker.calls("run"))
+    assert started == 8
+    code, out, err = claw.build("--output", "json")
+    assert code == 0 and {r["run"] for r in rows(out).values()} == {"reuse"}, out + err
+    assert len(docker.calls("run")) == started  # zero containers
+    oc.edit("suites/main.yaml", lambda d: [m.update({k: {"input": 9.0, "output": 9.0} for k in m if k in (
+        "pricing", "cost")}) for m in d["models"]])
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    assert len(docker.calls("run")) == started + 8  # the first edit after the upgrade: once, as any edit before
+    oc.edit("suites/main.yaml", lambda d: [m.update({k: {"input": 2.0, "output": 4.0} for k in m if k in (
+        "pricing", "cost")}) for m in d["models"]])
+    code, out, err = claw.build("--output", "json")
+    assert code == 0 and {r["run"] for r in rows(out).values()} == {"reuse"}, out + err
+    assert len(docker.calls("run")) == started + 8  # and never again

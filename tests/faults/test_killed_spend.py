@@ -100,3 +100,28 @@ def test_a_killed_build_whose_costs_are_all_unknown_never_says_0(tmp_path: Path,
     assert status.code == 0 and "Traceback" not in status.stderr, status
     [line] = [line for line in status.stderr.splitlines() if KILLED in line]
     assert re.search(r"spent an unknown amount \((\d+) of \1 unknown\);", line) and "0.000000" not in line, line
+
+
+def test_a_build_killed_before_its_first_node_finished_is_named(tmp_path: Path, standin: StandIn,
+                                                                env: dict[str, str]) -> None:  # noqa: F811
+    """Killed in its first seconds, its requests in flight: its log was written (state running) before its first
+    request, but its journal only with its first node, and a killed build was found by its journal: not named."""
+    ws: Workspace = many_cases(tmp_path / "ws", 4, concurrency=2)
+    standin.set_default(text("four", latency=30))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not standin.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+    assert standin.requests and not any(r.get("answered_at") for r in standin.requests)
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and "Traceback" not in status.stderr, status
+    [line] = [line for line in status.stderr.splitlines() if KILLED in line]
+    assert "executed 0 node(s) and spent an unknown amount" in line and "requests in flight" in line, line
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    assert KILLED in report.stderr, report

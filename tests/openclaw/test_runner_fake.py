@@ -11,6 +11,7 @@ import pytest
 from clawstore.runners.openclaw import run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
 from clawstore.store import Store
+from clawstore.store.core.ids import oid_of
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
 
 pytestmark = pytest.mark.timeout(60)
@@ -336,3 +337,60 @@ def test_a_turn_that_counts_0_tokens_or_a_free_model_costs_0(make_spec, fake_doc
     assert (usage["normalized"]["input_tokens"], usage["cost_usd"], usage["cost_source"]) == (
         counts["input"], 0.0, "priced")
     assert "usage_rejected" not in usage, usage
+
+
+def test_a_models_prices_are_in_no_run_key_and_a_run_keyed_with_them_is_found(make_spec, fake_docker, store,
+                                                                             tmp_path):
+    # openclaw.json carries the prices (OpenClaw's own cost figure): before, its id was in the run key, so editing a
+    # suite model's `pricing` or `cost` ran every OpenClaw run again. The identity before is kept as the legacy one.
+    from clawstore.runners.openclaw import openclaw_identity, openclaw_legacy_identity
+
+    free = make_spec()
+    priced = [make_spec(model_extras={name: {"input": 3.0, "output": 15.0}}) for name in ("pricing", "cost")]
+    dearer = make_spec(model_extras={"pricing": {"input": 6.0, "output": 30.0}, "primary_params": {}})
+    assert openclaw_identity(free) == openclaw_identity(priced[0]) == openclaw_identity(priced[1]) == \
+        openclaw_identity(dearer)
+    assert openclaw_legacy_identity(free) is None  # (no price: the key it always had)
+    legacy = openclaw_legacy_identity(priced[0])
+    assert legacy is not None and legacy["openclaw_json"] == openclaw_identity(priced[0], priced=True)["openclaw_json"]
+    assert legacy["openclaw_json"] == oid_of(config_bytes(render_config(
+        priced[0].agent, priced[0].requested_model, priced[0].model_extras, priced[0].provider_base_url,
+        priced[0].api_key_env)))  # what the runner writes, as the key covered it before
+    assert legacy != openclaw_legacy_identity(dearer)
+
+
+@pytest.mark.parametrize("turn", [
+    {"sleep": 60, "payload": payload("late", {"input": 50, "output": 5})},  # timed out: its container removed
+    {"rc": 3, "stderr": "model exploded"},  # crashed without a result
+    {"flood": "stdout"},  # stopped past the output limit
+], ids=["timed_out", "crashed", "flooded"])
+def test_a_turn_that_ran_and_left_no_result_leaves_the_runs_tokens_and_cost_unknown(make_spec, fake_docker, store,
+                                                                                    tmp_path, turn):
+    # before: the turn counted 0 tokens, so the run was `priced` at the first turn's tokens alone
+    fake_docker.script(turns=[{"payload": payload("draft done", {"input": 10, "output": 2})}, turn])
+    spec = make_spec(turns=[{"role": "user", "content": "Create draft.md."}, {"role": "user", "content": "Go on."}],
+                     model_extras={"pricing": {"input": 3.0, "output": 15.0}}, timeout_seconds=4)
+    outcome = run_openclaw(spec, store, tmp_path)
+    usage = outcome.artifact["usage"]
+    assert outcome.status != "success" and (usage["cost_usd"], usage["cost_source"]) == (None, "unknown"), usage
+    assert usage["usage_rejected"].startswith("usage: an OpenClaw turn ended without a result"), usage
+
+
+def test_a_turn_the_engine_would_not_start_sent_nothing_and_costs_0(make_spec, fake_docker, store, tmp_path):
+    # the engine refused the turn's container (exit 125): no request left, known 0 even without a price (before:
+    # a turn was invoked, so its cost was unknown)
+    fake_docker.script(turns=[{"rc": 125, "stderr": "docker: Error response from daemon: OCI runtime create failed\n"}])
+    usage = run_openclaw(make_spec(), store, tmp_path).artifact["usage"]
+    assert (usage["cost_usd"], usage["normalized"]["input_tokens"]) == (0.0, 0) and "usage_rejected" not in usage
+
+
+def test_a_free_models_run_whose_turn_left_no_result_is_recorded_at_0(make_spec, fake_docker, store, tmp_path):
+    # its tokens unknown × prices all 0: the record's cost is a known 0 (run_exec's metrics), not unknown
+    from clawstore.builder.run_exec import _metrics
+
+    fake_docker.script(turns=[{"rc": 3, "stderr": "model exploded"}])
+    free = {"pricing": {"input": 0, "output": 0}}
+    usage = run_openclaw(make_spec(model_extras=free), store, tmp_path).artifact["usage"]
+    assert usage["cost_source"] == "unknown", usage
+    assert (_metrics(usage, 1.0, free)["cost_usd"], _metrics(usage, 1.0, free)["cost_source"]) == (0.0, "priced")
+    assert _metrics(usage, 1.0, {"pricing": {"input": 1, "output": 0}})["cost_usd"] is None

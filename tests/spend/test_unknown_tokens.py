@@ -157,3 +157,32 @@ def test_a_judge_reply_without_usage_has_unknown_tokens_and_cost_even_when_price
     assert builds == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_unknown": 2}], builds
     by_model = _json(ws.root, "query", "cost_by_model", "--format", "json")
     assert all(row["total_cost_usd"] is None for row in by_model), by_model
+
+
+def test_a_free_model_whose_reply_counts_no_tokens_costs_a_known_0(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    # unknown tokens × prices all 0 is 0 USD (before: `?`, unknown); a model with a price stays unknown, and so does a
+    # free model's reply whose cost is not believed (a cost was sent: the declared price does not say it)
+    from tests.support.judging import JUDGE, eval_profile, judge_reply
+
+    ws.suite("main", ["free", "paid", "garbled"])
+    prices = {"free": {"input": 0, "output": 0}, "paid": {"input": 2.0, "output": 8.0}, "garbled": {"input": 0,
+                                                                                                  "output": 0}}
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=prices[m["model_id"]]) for m in d["models"]])
+    none = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "cost": None}
+    standin.script("vendor/free", text("four", usage=none))
+    standin.script("vendor/paid", text("four", usage=none))
+    standin.script("vendor/garbled", text("four", usage={"cost": "0.5"}))
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 0, "output": 0.0}))
+    standin.script(JUDGE, {**judge_reply(7), "usage": none})
+    campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
+    built = run_claw(ws.root, "build", *campaign)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    runs = _json(ws.root, "query", "select model_id, input_tokens, cost_usd, cost_source from runs order by model_id",
+                 "--format", "json")
+    assert runs == [{"model_id": "free", "input_tokens": None, "cost_usd": 0.0, "cost_source": "priced"}] * 2 + [
+        {"model_id": "garbled", "input_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2 + [
+        {"model_id": "paid", "input_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2, runs
+    judged = _json(ws.root, "query", "select distinct input_tokens, cost_usd, cost_source from judgements",
+                   "--format", "json")
+    assert judged == [{"input_tokens": None, "cost_usd": 0.0, "cost_source": "priced"}], judged

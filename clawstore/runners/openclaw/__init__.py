@@ -4,6 +4,7 @@ Public API (see docs/openclaw.md):
     agent_workspace_tree(store, agent_dir, agent) -> oid
     resolve_image_digest(image, docker_cli) -> str | None
     openclaw_identity(spec) -> dict
+    openclaw_legacy_identity(spec) -> dict | None
     run_openclaw(spec, store, workdir) -> OpenClawOutcome
 """
 
@@ -13,6 +14,7 @@ from clawstore.runners.openclaw.runner import (
     OpenClawOutcome,
     OpenClawSpec,
     openclaw_identity,
+    openclaw_legacy_identity,
     run_openclaw,
 )
 from clawstore.runners.openclaw.workspace import agent_workspace_tree
@@ -23,6 +25,7 @@ __all__ = [
     "OpenClawSpec",
     "agent_workspace_tree",
     "openclaw_identity",
+    "openclaw_legacy_identity",
     "resolve_image_digest",
     "run_openclaw",
 ]

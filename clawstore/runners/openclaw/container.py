@@ -101,6 +101,7 @@ class Invocation:
     duration_s: float = 0.0
     engine_error: str | None = None  # the engine itself failed (no CLI, no daemon, no image)
     output_overflow: str | None = None  # the stream that passed MAX_OUTPUT_BYTES (the container was stopped)
+    started: bool = False  # the engine started its container: what it ran may have sent requests
 
     @property
     def ok(self) -> bool:
@@ -300,8 +301,10 @@ class ContainerRunner:
         inv.stdout = output.stdout.decode("utf-8", errors="replace")
         inv.stderr = output.stderr.decode("utf-8", errors="replace")
         inv.returncode = 124 if inv.timed_out else proc.returncode
+        inv.started = True
         if proc.returncode == 125 and not inv.timed_out:  # the engine refused to start the container
             inv.engine_error = inv.stderr.strip().splitlines()[-1] if inv.stderr.strip() else "exit 125"
+            inv.started = False
         return inv
 
     def _stop(self, proc: subprocess.Popen[bytes], name: str) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from clawstore.providers.usage import Usage, tokens_reported
+from clawstore.providers.usage import TURN_NO_RESULT, TURN_NOT_REPORTED, Usage, tokens_reported
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 from clawstore.values import jsontext
@@ -20,7 +20,8 @@ from clawstore.values.jsontext import json_objects_in
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
-NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
+NOT_REPORTED = TURN_NOT_REPORTED
+NO_RESULT = TURN_NO_RESULT
 REDACTED = "[redacted]"
 REDACTED_BYTES = REDACTED.encode()
 REDACT_CHUNK = 1 << 20  # bytes of a file redacted at a time

@@ -4,6 +4,7 @@ Differences from the reference system, on purpose: docs/openclaw.md (Details by 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 import time
@@ -39,7 +40,7 @@ from clawstore.runners.openclaw.workspace import (
 from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import strict_json
-from clawstore.values.costs import PRICED, UNKNOWN
+from clawstore.values.costs import PRICE_NAMES, PRICED, UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -95,8 +96,13 @@ def _object_id(data: bytes) -> str:
     return oid_of(data)
 
 
-def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:
-    """What enters the run key for an openclaw run (never the timeout, never machine settings)."""
+def openclaw_identity(spec: OpenClawSpec, priced: bool = False) -> dict[str, Any]:
+    """What enters the run key for an openclaw run (never the timeout, never machine settings, never the model's
+    prices: openclaw.json carries them for OpenClaw's own cost figure, which no request depends on and claw does not
+    read). `priced`: the identity as it was before the prices left it (openclaw_legacy_identity)."""
+    if not priced:
+        spec = dataclasses.replace(spec, model_extras={k: v for k, v in spec.model_extras.items()
+                                                       if k not in PRICE_NAMES})
     identity: dict[str, Any] = {
         "identity_version": IDENTITY_VERSION,
         "agent_id": spec.agent_id,
@@ -115,6 +121,13 @@ def openclaw_identity(spec: OpenClawSpec) -> dict[str, Any]:
     except oc_config.OpenClawConfigError as exc:
         identity["openclaw_json_error"] = str(exc)
     return identity
+
+
+def openclaw_legacy_identity(spec: OpenClawSpec) -> dict[str, Any] | None:
+    """The identity of a run built before its model's prices left the key (a store built then keeps its runs:
+    graph/plan.py Node.legacy); None when it is the same (no price declared, or every price 0)."""
+    priced = openclaw_identity(spec, priced=True)
+    return priced if priced != openclaw_identity(spec) else None
 
 
 def session_id(case_id: str, run_id: str, agent_id: str) -> str:
@@ -401,13 +414,18 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
     cost = ev.cost_usd(raw_usage, prices)
-    if cost is None and not any(inv.step.startswith(TURN_STEP) for inv in run.invocations):
-        # Only `openclaw agent` (a turn's container) calls the provider; none was started (no engine, no API key, a
-        # config refused): no request left, its cost is 0 whatever the model's price, not unknown.
+    # Only `openclaw agent` (a turn's container) calls the provider.
+    started = sum(1 for inv in run.invocations if inv.step.startswith(TURN_STEP) and inv.started)
+    if cost is None and not started:
+        # None was started (no engine, no API key, a config refused, the engine refused its container): no request
+        # left, its cost is 0 whatever the model's price, not unknown.
         cost = 0.0
     usage = ev.turns_usage(raw_usage, cost)
-    if not ev.turns_reported(run.turn_payloads):  # its tokens unknown, never 0: no declared price makes them a cost
-        usage = Usage.not_believed(ev.NOT_REPORTED)
+    answered = sum(1 for payload in run.turn_payloads if payload)
+    if not ev.turns_reported(run.turn_payloads) or answered < started:
+        # Its tokens unknown, never 0 (no declared price makes them a cost): a turn that counted none, or one whose
+        # container ran and left no result (it crashed, timed out, flooded its output) after what it may have sent.
+        usage = Usage.not_believed(ev.NOT_REPORTED if answered >= started else ev.NO_RESULT)
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
     outputs = run.outputs

@@ -1,0 +1,70 @@
+"""No price is part of a paid node's key: editing a judge's `cost` (OpenClaw's name for `pricing`) re-asks no
+judgement, and a store whose judgements were keyed with their judge's `cost` (claw before session 58) keeps them
+(real `claw` processes, the stand-in server; the older claw is this repository's clawstore at its commit then)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn
+from tests.hostile.attack import run_claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
+from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+
+
+def _judge_cost(ws: Workspace, prices: dict[str, float]) -> None:
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost=prices))
+
+
+def _build(ws: Workspace) -> None:
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+
+
+def test_editing_a_judges_cost_re_asks_no_judgement(ws: Workspace, standin: StandIn) -> None:
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    _build(ws)
+    assert judge_requests(standin) == 4
+    sent = len(standin.requests)
+    _judge_cost(ws, {"input": 2.0, "output": 8.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]  # (before: 4 judge requests again)
+
+
+def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, standin: StandIn,
+                                                                 tmp_path: Path) -> None:
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert judge_requests(standin) == 4
+    sent = len(standin.requests)
+    _build(ws)  # this claw: the judgements are found under the key they were stored by
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart", "--output", "json")
+    assert report.code == 0 and "Traceback" not in report.stderr, report
+    _build(ws)  # and again (the head names them under that key)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+
+
+def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    # the key formula is unchanged for a judge that declares no `cost` (and for `pricing`, never in a key)
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 1.0, "output": 4.0}))
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    old_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
+    sent = len(standin.requests)
+    _build(ws)
+    assert len(standin.requests) == sent and judge_requests(standin) == 4
+    new_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
+    assert old_keys.code == new_keys.code == 0 and old_keys.stdout == new_keys.stdout, (old_keys, new_keys)

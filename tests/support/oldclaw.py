@@ -1,0 +1,33 @@
+"""clawstore as it was at a commit of this repository, for a store built by an older claw."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# The last commit whose keys held a judge's `cost` and an OpenClaw run's prices (main when session 58 began).
+KEYED_WITH_PRICES = "4fe1f8c"
+
+
+def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:
+    """clawstore at `commit`, extracted under `into` (a PYTHONPATH); a skip when the history is not here."""
+    if shutil.which("git") is None or subprocess.run(
+            ["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode != 0:
+        pytest.skip(f"this repository's history (commit {commit}) is not here")
+    into.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "clawstore"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def old_claw(old: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`claw ARGS` run by the clawstore at `old` (environment inherited)."""
+    return subprocess.run([sys.executable, "-m", "clawstore.cli", *args], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(old)}, capture_output=True, text=True, timeout=120)
