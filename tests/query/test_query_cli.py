@@ -278,3 +278,20 @@ def test_a_query_of_the_plain_views_leaves_the_builds_to_a_query_of_their_histor
 ])
 def test_which_sql_reads_the_history(sql: str, history: bool) -> None:
     assert reads_history(sql) is history
+
+
+def test_a_broken_saved_query_names_its_file(store: Store, tmp_path: Path) -> None:
+    # its SQL error read as the command line's ("query failed: Parser Error …"), and a queries/x.sql that is a
+    # directory was "no saved query named 'x'" beside a list naming x
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "broken.sql").write_text("selec 1")
+    (tmp_path / "queries" / "folder.sql").mkdir()
+    broken = claw("query", "broken", "--store", str(store.root), cwd=tmp_path)
+    assert broken.returncode == 2 and broken.stderr.startswith(
+        f"claw: error: {tmp_path / 'queries' / 'broken.sql'}: query failed: Parser Error"), broken.stderr
+    assert len(broken.stderr.splitlines()) == 1
+    folder = claw("query", "folder", "--store", str(store.root), cwd=tmp_path)
+    assert (folder.returncode, folder.stderr) == (
+        2, f"claw: error: {tmp_path / 'queries' / 'folder.sql'}: not a saved query (a directory)\n")
+    typo = claw("query", "foldr", "--store", str(store.root), cwd=tmp_path)
+    assert typo.returncode == 2 and "broken" in typo.stderr and "folder" not in typo.stderr
