@@ -193,8 +193,9 @@ def test_a_missing_bucket_or_missing_credentials_says_what_to_mend(ws: Workspace
 
 
 def test_a_directory_remote_is_one_place_however_spelled(ws: Workspace, tmp_path: Path) -> None:
-    # A relative directory saved in claw.yaml was the current directory's (run from a subfolder: another remote), and
-    # `../x/./share` was shown so and tracked apart from `/abs/share` (a push by each spelling: "changed by another push")
+    # A relative directory saved in claw.yaml was the current directory's (run from a subfolder: another remote),
+    # and `../x/./share` was shown so and tracked apart from `/abs/share` (a push by each spelling: "changed by
+    # another push")
     sub = ws.root / "sub"
     sub.mkdir()
     added = claw("remote", "add", "share", "../x/../share/", cwd=ws.root)
