@@ -207,7 +207,8 @@ def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(sto
     before = sorted(p.relative_to(manifest) for p in manifest.rglob("*"))
     proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout
-    assert proc.stderr.startswith("claw: error: query failed: ") and len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith(f"claw: error: {tmp_path / 'queries' / 'board.sql'}: query failed: ")
+    assert len(proc.stderr.splitlines()) == 1
     assert not target.exists() and "shh" not in proc.stdout + proc.stderr
     assert sorted(p.relative_to(manifest) for p in manifest.rglob("*")) == before
 
