@@ -304,9 +304,11 @@ def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str
     state = progress.state
     left = max(0, state.total - state.done)
     later = f" and {unplanned} run(s) of windows not planned yet" if unplanned else ""
-    return (f"interrupted: {counts.get('executed', 0)} node(s) executed and {counts.get('reused', 0)} reused are "
-            f"committed; {left} planned node(s) left unbuilt{later} (evaluation of runs not reached is not counted); "
-            f"the next build resumes from here")
+    # (failed nodes too: a judgement that ran and failed was paid for, and "0 node(s) executed" read as none had run)
+    failed = f", {counts['failed']} failed (recorded, with their cost)" if counts.get("failed") else ""
+    return (f"interrupted: {counts.get('executed', 0)} node(s) executed{failed} and {counts.get('reused', 0)} reused "
+            f"are committed; {left} planned node(s) left unbuilt{later} (evaluation of runs not reached is not "
+            "counted); the next build resumes from here")
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: Planned) -> None:

@@ -102,6 +102,7 @@ class StoreTrouble:
         self.reason: str | None = None
         self.kept: list[UnstoredAnswer] = []
         self.lost: list[UnstoredAnswer] = []
+        self.unkept = 0  # checks and results whose records were lost with a window: free, computed again
         self.saved = 0
 
     @property
@@ -153,6 +154,8 @@ class StoreTrouble:
                     f"({cost.usd_text()}): {names}")
         else:
             lost = "no paid answer was lost"
+        if self.unkept:
+            lost += f" ({self.unkept} check or result record(s) not kept either: free, computed again)"
         return StoreError(f"store {self.store_root} cannot be written ({self.reason}): {lost}; "
                           f"{skipped} node(s) not started; free space and build again (finished nodes are kept)")
 
@@ -189,7 +192,10 @@ def settle_pending(store: Store, log: BuildLog, trouble: StoreTrouble) -> None:
         log.unstore(node)
         cost = ((node.record or {}).get("metrics") or {}).get("cost_usd")
         node.action, node.error = "fail", f"StoreError: {_reason(cause)}"
-        trouble.lost.append(UnstoredAnswer(node, cause, _gone, cost, lambda: None))
+        if node.kind in PAID_KINDS:
+            trouble.lost.append(UnstoredAnswer(node, cause, _gone, cost, lambda: None))
+        else:  # (a check's or result's record: nothing paid, computed again for free; it was named a paid answer lost,
+            trouble.unkept += 1  # its cost "?" making the lost sum unknown)
 
 
 def _gone() -> Stored:

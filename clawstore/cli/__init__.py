@@ -6,6 +6,11 @@ here and in the commands only: the library raises typed errors (clawstore/errors
 
 from __future__ import annotations
 
+from clawstore.cli.loading import quiet_interrupts
+
+_loaded = quiet_interrupts()  # (first: a Ctrl-C while the modules below load is one line, exit 130)
+
+# ruff: noqa: E402 - the imports below come after the interrupt guard on purpose (cli/loading.py)
 import errno
 import importlib
 import os
@@ -130,3 +135,4 @@ def entry() -> None:
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(main)
+_loaded()  # (loaded: Ctrl-C is Python's KeyboardInterrupt again, which each command turns into its own line)

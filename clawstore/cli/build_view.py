@@ -152,6 +152,20 @@ def _tokens_json(metrics: dict[str, Any]) -> dict[str, Any]:
     return {**known, **dict.fromkeys(UNKNOWN_WHEN_PART_IS)}
 
 
+FAILED_KINDS = {"run": "run", "check": "check", "judge": "judgement", "result": "result"}
+
+
+def _failed_text(failed: int, failures: list[tuple[str, str]]) -> str:
+    """"24 failed (18 judgements, 6 results)": which layers failed, so that "0 executed, 24 failed" beside a cost
+    spent says judgements ran (and were paid for) and failed, not that nothing ran."""
+    kinds = Counter(node.partition("/")[0] for node, _ in failures)
+    if not failed or sum(kinds.values()) != failed or not kinds.keys() <= FAILED_KINDS.keys():
+        return f"{failed} failed"
+    parts = [f"{kinds[kind]} {name}{'s' if kinds[kind] > 1 else ''}" for kind, name in FAILED_KINDS.items()
+             if kinds[kind]]
+    return f"{failed} failed ({', '.join(parts)})"
+
+
 def print_built(built: Built, output: str) -> None:
     """The build's rows and totals (one JSON object with --output json), the rows written a thousand at a time (the
     same text as `json.dumps` and `format_table` of them all)."""
@@ -168,7 +182,7 @@ def print_built(built: Built, output: str) -> None:
     _print_table(built.rows)
     counts = built.counts
     click.echo(f"\nbuild {built.build_id} ({built.campaign_id}): {counts.get('executed', 0)} executed, "
-               f"{counts.get('reused', 0)} reused, {counts.get('failed', 0)} failed, "
+               f"{counts.get('reused', 0)} reused, {_failed_text(counts.get('failed', 0), built.failures)}, "
                f"{counts.get('skipped', 0)} skipped; {_tokens_text(metrics)}; "
                f"cost spent {CostSum.of_build(metrics).usd_text()}")
     if built.stopped:

@@ -69,9 +69,14 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
         index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
-    result = run_query(root, sql, _params(params), store=lambda: open_existing(root),
-                       parquet_out=out if export == "parquet" else None,
-                       confined=saved_in is not None and not is_packaged(saved_in))
+    try:
+        result = run_query(root, sql, _params(params), store=lambda: open_existing(root),
+                           parquet_out=out if export == "parquet" else None,
+                           confined=saved_in is not None and not is_packaged(saved_in))
+    except UsageError as exc:  # a saved query's SQL error names its file (it read as the command line's SQL)
+        if saved_in is None or not str(exc).startswith("query failed:"):
+            raise
+        raise UsageError(f"{one_line(str(saved_in))}: {exc}") from None
     if out is None:
         if fmt == "table" and stdout_is_terminal():
             print_tables(rich_table(result.columns, [[cell(v) for v in row] for row in result.rows],

@@ -20,8 +20,8 @@ def remote_add(name: str, url: str, endpoint_url: str | None) -> None:
     """Save URL (s3://BUCKET/PREFIX, file:///PATH or a directory) as remote NAME."""
     from clawstore.remote.config import Remote, save_remote
 
-    save_remote(workspace(), Remote(name, url, endpoint_url), name)
-    click.echo(f"remote {name} = {url}")
+    saved = save_remote(workspace(), Remote(name, url, endpoint_url), name)
+    click.echo(f"remote {name} = {saved}")
 
 
 @remote_group.command("list")

@@ -29,6 +29,7 @@ from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
 from clawstore.config.yamlio import YamlProblem, load_mapping, read_text
 from clawstore.errors import ConfigError, UsageError
 from clawstore.host.run_limits import workspace_problem
+from clawstore.values.workspace_paths import workspace_path_problem
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -130,7 +131,8 @@ def _file_problem(directory: Path, written: str, root_real: Path) -> str | None:
 
 
 def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> list[tuple[str, str]]:
-    """Hook files, and check targets relative to the case (absolute ones name the run's sandbox)."""
+    """Hook files, check targets relative to the case (absolute ones name the run's sandbox), and the workspace files
+    OpenClaw checks name (`relative_path`: inside the run's workspace)."""
     problems = []
     for index, check in enumerate(case.deterministic_checks):
         hook, decl = check.python_hook, check.declarative
@@ -143,6 +145,9 @@ def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> li
             if outside is not None:
                 problems.append((f"deterministic_checks[{index}].declarative.path",
                                  outside_message(decl.path, outside)))
+        # (a path in the run's workspace: `../../etc/passwd` matched any workspace file named passwd)
+        if decl is not None and decl.relative_path and (why := workspace_path_problem(decl.relative_path)):
+            problems.append((f"deterministic_checks[{index}].declarative.relative_path", why))
     return problems
 
 

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from clawstore.values import jsontext
 from clawstore.values.jsontext import json_objects_in
+from clawstore.values.workspace_paths import normalize_relative_path
 
 DIMENSIONS: tuple[str, ...] = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 
@@ -164,16 +165,6 @@ def as_workspace(value: WorkspaceFiles | Mapping[str, bytes | str] | None) -> Wo
     if value is None or _satisfies(value, WorkspaceFiles):
         return value
     return DictWorkspaceFiles(value)
-
-
-def normalize_relative_path(path: str) -> str:
-    """`./a//b/../c.md` → `a/c.md`; leading slashes and the container prefix `/work/workspace/` go."""
-    p = path.replace("\\", "/").strip()
-    for prefix in ("/work/workspace/", "work/workspace/"):
-        if p.startswith(prefix):
-            p = p[len(prefix) :]
-    p = posixpath.normpath(p.lstrip("/"))
-    return "" if p == "." else p
 
 
 # ---------------------------------------------------------------------------------------------

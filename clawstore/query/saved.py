@@ -28,7 +28,7 @@ def available(workspace_root: Path) -> list[str]:
     names: set[str] = set()
     for directory in query_dirs(workspace_root):
         if directory.is_dir():
-            names.update(p.stem for p in directory.glob("*.sql"))
+            names.update(p.stem for p in directory.glob("*.sql") if p.is_file())
     return sorted(names)
 
 
@@ -43,6 +43,9 @@ def resolve_sql(sql_or_name: str, workspace_root: Path) -> tuple[str, Path | Non
     name = sql_or_name.strip()
     for directory in query_dirs(workspace_root):
         path = directory / f"{name}.sql"
+        if path.exists() and not path.is_file():  # (it was "no saved query named …", listing that very name)
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise UsageError(f"{path}: not a saved query ({kind})")
         if path.is_file():
             try:
                 return path.read_text(encoding="utf-8"), path

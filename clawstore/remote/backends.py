@@ -145,7 +145,22 @@ def url_problem(url: str) -> str | None:
         return "an S3 remote is s3://BUCKET[/PREFIX]"
     if parsed.scheme not in ("", "s3", "file"):
         return f"unknown scheme {parsed.scheme!r} (use s3://, file:// or a directory)"
+    if parsed.scheme == "s3" and {".", ".."} & set(parsed.path.split("/")):
+        # S3 takes a key literally: `a/../b` is a prefix of its own, not `b` (a directory's `..` is resolved instead)
+        return "an S3 prefix with a '.' or '..' segment names keys holding it literally: write the prefix meant"
     return None
+
+
+def normal_url(url: str, base: Path | None = None) -> str:
+    """`url` as one spelling per place: a directory (plain or file://) absolute from `base` (the current one if None),
+    its `.` and `..` segments resolved by name as a shell's `cd` does (`../team/./share/` and `/work/team/share` are
+    one remote: one tracking ref, one cache); an S3 URL as it is (url_problem refuses its `..`)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        return url
+    path = parsed.path if parsed.scheme == "file" else url
+    full = os.path.normpath(os.path.join(base if base is not None else os.getcwd(), path))
+    return f"file://{full}" if parsed.scheme == "file" else full
 
 
 def endpoint_problem(endpoint: str) -> str | None:

@@ -24,7 +24,7 @@ import yaml
 from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError, utf8_argument
 from clawstore.host.durable import write_file_atomic
-from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, url_problem
+from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, normal_url, url_problem
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -85,7 +85,8 @@ def load_remotes(workspace: Path) -> dict[str, Remote]:
             why = endpoint_problem(endpoint) if isinstance(endpoint, str) else "expected a URL string"
             if why is not None:
                 raise ConfigError(why, path=str(path), field=field + ".endpoint_url")
-        remotes[name] = Remote(name, _check_url(entry["url"], f"{path}: {field}.url"), endpoint)
+        # (a directory written relative is the workspace's, wherever claw runs: it was the current directory's)
+        remotes[name] = Remote(name, normal_url(_check_url(entry["url"], f"{path}: {field}.url"), workspace), endpoint)
     return remotes
 
 
@@ -101,13 +102,14 @@ def _workspace_locked(workspace: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-def save_remote(workspace: Path, remote: Remote | None, name: str) -> None:
-    """Add or replace (remote given) or remove (None) one entry, keeping the rest of the file."""
+def save_remote(workspace: Path, remote: Remote | None, name: str) -> str | None:
+    """Add or replace (remote given) or remove (None) one entry, keeping the rest of the file; the URL saved (a
+    directory's absolute, from the current directory: normal_url)."""
     with _workspace_locked(workspace):
-        _save_remote(workspace / WORKSPACE_FILE, remote, name)
+        return _save_remote(workspace / WORKSPACE_FILE, remote, name)
 
 
-def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
+def _save_remote(path: Path, remote: Remote | None, name: str) -> str | None:
     data = _read(path)
     entries = dict(data.get("remotes") or {})
     if remote is None:
@@ -121,9 +123,11 @@ def _save_remote(path: Path, remote: Remote | None, name: str) -> None:
         if remote.endpoint_url is not None:
             _check_utf8(remote.endpoint_url, "--endpoint-url")
             check_endpoint(remote.endpoint_url, "--endpoint-url")
-        entries[name] = {"url": remote.url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
+        url = normal_url(remote.url)
+        entries[name] = {"url": url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
     write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)
+    return None if remote is None else url
 
 
 def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None,
@@ -141,7 +145,7 @@ def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None =
         names = ", ".join(sorted(saved)) or "none saved"
         raise UsageError(f"no remote named {name_or_url!r} ({names}; add one with claw remote add NAME URL)")
     else:
-        url = _check_url(name_or_url, "remote")
+        url = normal_url(_check_url(name_or_url, "remote"))
         remote = Remote(_tracking_name(url), url, endpoint_url)
     check_location(remote.url, remote.endpoint_url, must_exist)
     return remote

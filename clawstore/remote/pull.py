@@ -230,9 +230,18 @@ class _Pull:
     def lacking(self, pack: str) -> bool:
         """Does this store lack something of the pack: an object, or (a listing of entries alone) its
         entries, which only a fetch checks and keeps apart when the signer is not trusted. A pack of format 4 this
-        store has not seen (its table not known here) is fetched: a full pull of a pack downloads it anyway."""
+        store has not seen (its table not known here) is fetched: a full pull of a pack downloads it anyway. A listing
+        of entries this store holds each of already (one's own push's) lacks nothing: a pull right after a push fetched
+        its entries' pack again."""
         doc, ids = self.listings[pack], self.ids.get(pack)
-        return ids is None or not self.present.issuperset(ids) or (not doc.count and bool(doc.actions))
+        if ids is None or not self.present.issuperset(ids):
+            return True
+        return not doc.count and bool(doc.actions) and not self._entries_here(doc.actions)
+
+    def _entries_here(self, actions: dict[str, str]) -> bool:
+        """Does this store hold each of these entries, to the same record?"""
+        own = self.store.get_action_record_id
+        return all(own(key, look_again=False) == record for key, record in actions.items())
 
     def signer(self, pack: str) -> str | None:
         self.trusted(pack)  # (reads and remembers it)

@@ -86,3 +86,18 @@ def test_a_model_on_its_own_endpoint(ws: Workspace, claw: Claw, standin: StandIn
     ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=standin.url + "/other/v1"))
     code, out, _ = claw("explain", "--suite", "main", "--run-profile", "rp")
     assert "model.endpoint.base_url" in out
+
+
+@pytest.mark.parametrize("written", ["not-a-url", "127.0.0.1:8000/v1", "ftp://host/v1"])
+def test_a_base_url_that_is_no_url_is_refused_before_anything_is_sent(ws: Workspace, claw: Claw, standin: StandIn,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      written: str) -> None:
+    # every run failed "Name or service not known" (exit 1), each with its cost unknown
+    monkeypatch.setenv("OPENROUTER_BASE_URL", written)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.strip().splitlines() == [
+        f"claw: error: $OPENROUTER_BASE_URL '{written}': must be an http(s) URL such as http://127.0.0.1:8000/v1"]
+    assert not list((Path(os.environ["CLAW_STORE"]) / "builds").glob("*.json"))
+    assert standin.requests == []

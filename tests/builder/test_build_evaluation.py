@@ -150,3 +150,14 @@ def test_python_hooks_are_gated_by_the_profile(ws: Workspace, claw: Claw, standi
     assert outcomes == {"error", "passed"}
     assert judge_requests(standin) == judges_before + 1  # new check results → the judge sees them
     assert subject_requests(standin) == 1
+
+
+def test_judge_replies_never_json_say_which_layers_failed(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # "0 executed, 4 reused, 8 failed" beside the judgements' cost read as if nothing had run
+    eval_profile(ws, repetitions=1)
+    assert claw.build()[0] == 0  # the runs, reused below
+    standin.script(JUDGE, text("I think it is fine."))
+    code, out, _ = claw.build("--evaluation-profile", "ev")
+    assert code == 1 and judge_requests(standin) >= 4  # (each retried: never valid)
+    line = next(line for line in out.splitlines() if line.startswith("build "))
+    assert "4 executed, 4 reused, 8 failed (4 judgements, 4 results), 0 skipped" in line, line  # (checks, runs)

@@ -239,3 +239,20 @@ def test_a_sandbox_nested_1500_deep_keeps_the_paid_answer(ws: Workspace, claw: C
     results = [e for e in artifact["trace"] if e["event_type"] == "tool_result"]
     assert [r["status"] for r in results] == ["success", "success"]
     assert "again" in results[1]["output"]["stdout"]
+
+
+def test_an_interrupt_names_the_nodes_that_failed_before_it(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    # "interrupted: 0 node(s) executed and 0 reused are committed" after a run had failed, recorded with its cost
+    for index in range(4):
+        ws.case(f"c{index}", f"Question {index}?")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=1)
+    standin.script("*", error(400, "bad request"), text("slow answer", latency=1.5))
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(standin.requests) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "node(s) executed, 1 failed (recorded, with their cost) and 0 reused are committed" in err, err

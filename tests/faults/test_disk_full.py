@@ -17,6 +17,7 @@ import pytest
 from clawstore.errors import StoreError
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace
 
 CASES = 30
@@ -165,3 +166,29 @@ def test_a_disk_filling_up_mid_build_loses_no_paid_answer(
         assert sent < CASES
     else:
         assert build.returncode == 0 and sent == CASES, err
+
+
+def test_a_lost_window_names_only_paid_answers(small_fs: Path, standin: StandIn, env: dict[str, str],
+                                                tmp_path: Path) -> None:
+    # checks lost with the last window were named "paid answer(s) … lost", each "? USD", so the lost sum read unknown
+    ws = Workspace(tmp_path / "ws")
+    check = [{"check_id": "answered", "declarative": {"kind": "final_response_present"}}]
+    for index in range(4):
+        ws.case(f"c{index}", f"Question number {index}?", deterministic_checks=check)
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=4)
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(7))
+    store_dir = small_fs / "store"
+    Store(store_dir)
+    _fill(small_fs, leave=80 << 10)  # room for the window's answers, not for its commit
+    build = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", *RUNS, "--evaluation-profile", "ev"],
+                             cwd=ws.root, env={**os.environ, **env, "CLAW_STORE": str(store_dir),
+                                               "CLAW_STORE_RETRY_SECONDS": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = build.communicate(timeout=120)
+    assert build.returncode == 3 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert "paid answer(s) could not be stored and are lost" in last and "checks/" not in last, last
+    assert "unknown" not in last, last  # (the stand-in reports every run's cost)
+    assert "check or result record(s) not kept either: free, computed again" in last, last

@@ -181,3 +181,20 @@ def test_an_agent_workspace_nested_thousands_deep_is_refused(ws: Workspace) -> N
                "more than 256 deep" in validate.stdout
     finally:
         remove_tree(agent / "workspace")  # (pytest's clean-up of old temporary directories recurses)
+
+
+@pytest.mark.parametrize("written", ["../../etc/passwd", "notes/../../x.md", "/work/workspace/..", "."])
+def test_a_workspace_check_path_leaving_the_workspace_is_refused(ws: Workspace, written: str) -> None:  # noqa: F811
+    # it passed validate: `../../etc/passwd` then matched any workspace file named passwd (by its basename)
+    check = {"check_id": "w", "declarative": {"kind": "openclaw_workspace_file_present", "relative_path": written}}
+    ws.edit("cases/alpha/test.yaml", lambda d: d.update(deterministic_checks=[check]))
+    validate = run_claw(ws.root, "validate")
+    assert validate.code == 2 and "Traceback" not in validate.stdout + validate.stderr
+    assert f"{CASE}: deterministic_checks[0].declarative.relative_path: {written} " in validate.stdout
+
+
+def test_a_workspace_check_path_inside_validates(ws: Workspace) -> None:  # noqa: F811
+    check = {"check_id": "w", "declarative": {"kind": "openclaw_workspace_file_present",
+                                              "relative_path": "./notes/../report.md"}}
+    ws.edit("cases/alpha/test.yaml", lambda d: d.update(deterministic_checks=[check]))
+    assert run_claw(ws.root, "validate").code == 0

@@ -207,7 +207,8 @@ def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(sto
     before = sorted(p.relative_to(manifest) for p in manifest.rglob("*"))
     proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout
-    assert proc.stderr.startswith("claw: error: query failed: ") and len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith(f"claw: error: {tmp_path / 'queries' / 'board.sql'}: query failed: ")
+    assert len(proc.stderr.splitlines()) == 1
     assert not target.exists() and "shh" not in proc.stdout + proc.stderr
     assert sorted(p.relative_to(manifest) for p in manifest.rglob("*")) == before
 
@@ -278,3 +279,20 @@ def test_a_query_of_the_plain_views_leaves_the_builds_to_a_query_of_their_histor
 ])
 def test_which_sql_reads_the_history(sql: str, history: bool) -> None:
     assert reads_history(sql) is history
+
+
+def test_a_broken_saved_query_names_its_file(store: Store, tmp_path: Path) -> None:
+    # its SQL error read as the command line's ("query failed: Parser Error …"), and a queries/x.sql that is a
+    # directory was "no saved query named 'x'" beside a list naming x
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "broken.sql").write_text("selec 1")
+    (tmp_path / "queries" / "folder.sql").mkdir()
+    broken = claw("query", "broken", "--store", str(store.root), cwd=tmp_path)
+    assert broken.returncode == 2 and broken.stderr.startswith(
+        f"claw: error: {tmp_path / 'queries' / 'broken.sql'}: query failed: Parser Error"), broken.stderr
+    assert len(broken.stderr.splitlines()) == 1
+    folder = claw("query", "folder", "--store", str(store.root), cwd=tmp_path)
+    assert (folder.returncode, folder.stderr) == (
+        2, f"claw: error: {tmp_path / 'queries' / 'folder.sql'}: not a saved query (a directory)\n")
+    typo = claw("query", "foldr", "--store", str(store.root), cwd=tmp_path)
+    assert typo.returncode == 2 and "broken" in typo.stderr and "folder" not in typo.stderr

@@ -1309,3 +1309,16 @@ def test_the_entry_checks_find_arriving_ids_whole_and_the_stores_own(tmp_path: P
     assert contents.has(arriving) and contents.has(own)
     assert not any(map(contents.has, (absent, arriving[len(PREFIX):], PREFIX + "zz", "")))
     assert contents.in_archive(arriving) and not contents.in_archive(own)  # type: ignore[attr-defined]
+
+
+def test_a_pull_right_after_ones_own_push_fetches_nothing(tmp_path: Path) -> None:
+    # The entries' own pack of a push was fetched back by the pusher's next pull ("1 pack(s), 0 object(s)"): its
+    # entries were all this store's already.
+    source = _filled(tmp_path / "a", 5)
+    remote = Remote("team", str(tmp_path / "remote"))
+    assert push.push(source, remote).packs == 2  # the objects, and the entries in a listing of their own
+    again = pull.pull(source, remote)
+    assert (again.packs, again.objects) == (0, 0)
+    other = Store(tmp_path / "b")  # another store still gets every entry from that listing
+    assert pull.pull(other, remote).packs == 2
+    assert dict(other.iter_actions()) == dict(source.iter_actions())

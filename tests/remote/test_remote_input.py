@@ -190,3 +190,26 @@ def test_a_missing_bucket_or_missing_credentials_says_what_to_mend(ws: Workspace
     failed(claw("pull", "s3://no-such-bucket/team", cwd=ws.root),
            "listing refs/ failed (NoCredentialsError: no credentials: set AWS_ACCESS_KEY_ID and "
            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)")
+
+
+def test_a_directory_remote_is_one_place_however_spelled(ws: Workspace, tmp_path: Path) -> None:
+    # A relative directory saved in claw.yaml was the current directory's (run from a subfolder: another remote),
+    # and `../x/./share` was shown so and tracked apart from `/abs/share` (a push by each spelling: "changed by
+    # another push")
+    sub = ws.root / "sub"
+    sub.mkdir()
+    added = claw("remote", "add", "share", "../x/../share/", cwd=ws.root)
+    assert added.stdout == f"remote share = {tmp_path / 'share'}\n"
+    assert f"url: {tmp_path / 'share'}\n" in (ws.root / "claw.yaml").read_text()
+    (ws.root / "claw.yaml").write_text("remotes:\n  here: team-share\n")
+    refused(claw("pull", "here", cwd=sub), f"remote {ws.root / 'team-share'}: no such directory")
+    refused(claw("pull", "../x/./../gone", cwd=sub), f"remote {ws.root / 'gone'}: no such directory")
+
+
+@pytest.mark.parametrize("url", ["s3://bench/team/../other", "s3://bench/./team"])
+def test_an_s3_prefix_with_dot_segments_is_refused(ws: Workspace, url: str) -> None:
+    # S3 keys are literal: `team/../other` was a prefix of its own, where nobody else's `other` is
+    refused(claw("pull", url, cwd=ws.root), f"remote: {url}: an S3 prefix with a '.' or '..' segment names keys "
+                                            "holding it literally: write the prefix meant")
+    assert claw("remote", "add", "team", url, cwd=ws.root).returncode == 2
+    assert not (ws.root / "claw.yaml").exists()
