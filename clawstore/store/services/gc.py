@@ -56,6 +56,7 @@ from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
 from clawstore.store.services.gc_copies import keep_listed, listed_copies, note_copy
+from clawstore.store.services.gc_kept import KeptObjects
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -243,7 +244,7 @@ def _roots(store: Store) -> dict[str, str]:
 @dataclass
 class _Plan:
     view: IndexSnapshot
-    objects: dict[bytes, Loc]  # kept
+    objects: KeptObjects  # kept (as the new segment's rows)
     actions: dict[bytes, ActionEntry]  # kept
     doomed_objects: dict[bytes, Loc]
     doomed_actions: dict[bytes, ActionEntry]
@@ -262,7 +263,7 @@ class _Plan:
         if not young:
             return
         for digest in [d for d, loc in self.doomed_objects.items() if loc[0] in young]:
-            self.objects[digest] = self.doomed_objects.pop(digest)
+            self.objects.add(digest, self.doomed_objects.pop(digest))
         self.rewrite = [pack for pack in self.rewrite if pack not in young]
         self.delete = [pack for pack in self.delete if pack not in young]
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
@@ -271,7 +272,7 @@ class _Plan:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
         doomed = ((digest, digest) for digest in self.doomed_objects)
         for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
-            self.objects[digest] = self.doomed_objects.pop(digest)
+            self.objects.add(digest, self.doomed_objects.pop(digest))
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
 
@@ -320,7 +321,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             actions[key] = entry
     report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
                             if e.record is not None)
-    objects: dict[bytes, Loc] = {}
+    objects = KeptObjects()
     doomed: dict[bytes, Loc] = {}
     # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
     # pack), and only the others and the small segments' streamed
@@ -338,7 +339,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
-                objects[digest] = loc
+                objects.add(digest, loc)
             continue
         mtime = ages.get(loc[0])
         if mtime is None:
@@ -346,7 +347,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if policy.keeps_by_age(mtime):
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
-                objects[digest] = loc
+                objects.add(digest, loc)
             if mtime >= policy.cutoff:
                 report.kept_young += 1
             else:
@@ -431,32 +432,28 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     moved = set(plan.rewrite)
     if not plan.has_work():
         return
-    # The plan's own tables become the new segment's, each copied object's location replaced in place: a copy of them,
-    # or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57). The
-    # plan is not read again after this, whether the rewrite ends or fails.
+    # The plan's own tables become the new segment's, each copied object's row (or entry) replaced in place: a copy of
+    # them, or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57).
+    # The plan is not read again after this, whether the rewrite ends or fails.
     objects, actions = plan.objects, plan.actions
-    # Only the moved objects' ids, in pack order; a key of the Loc itself (pack, offset, length) makes no new tuples.
-    order = sorted((digest for digest, loc in objects.items() if loc[0] in moved), key=objects.__getitem__)
     # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
     # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
     writers = _Writers(store)
     try:
-        for digest in order:
-            loc = objects[digest]
+        for row, digest, loc in objects.moved(moved):  # (in the order of their places: each pack read front to back)
             frame = runtime.pread(loc)
             oid = PREFIX + digest.hex()
             try:
                 content = codec.decode_verified(oid, digest.hex(), f"pack {loc[0]}", frame)
             except CorruptObjectError as exc:  # never copy damage forward; fsck names it
                 report.corrupt.append(str(exc))
-                del objects[digest]
+                objects.drop(row)
                 continue
             writer = writers.current()
             blob = writer.append(KIND_OBJECT, digest, [frame])
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
-            objects[digest] = (writer.pack_id, blob.offset, blob.length)
-        del order
+            objects.move(row, (writer.pack_id, blob.offset, blob.length))
         for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
             entry = actions[key]
             writer = writers.current()
@@ -467,8 +464,10 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        write_segment(runtime.index_dir, runtime.tmp_dir,
-                      Segment(new_segment_name(), pure=False, replaces=old_segments, objects=objects, actions=actions))
+        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, actions=actions,
+                          object_rows=objects.segment_rows())
+        write_segment(runtime.index_dir, runtime.tmp_dir, segment)
+        del segment
         remove_segments(runtime.index_dir, old_segments)
     finally:
         writers.close()
