@@ -126,15 +126,18 @@ def encode_segment_parts(segment: Segment) -> list[bytes]:
     (the whole segment twice more, body then body and checksum: ~70 MB of a gc's peak at 10,000 x 5)."""
     made = segment.object_rows
     slots: dict[str, int] = {} if made is None else {pack: slot for slot, pack in enumerate(made[0])}
+    n_objects = len(segment.objects)
     if made is None:
         for pack, _, _ in segment.objects.values():
             slots.setdefault(pack, len(slots))
-    elif len(made[1]) != _OBJ.size * len(segment.objects):
+    elif not segment.objects and len(made[1]) % _OBJ.size == 0:
+        n_objects = len(made[1]) // _OBJ.size  # (the rows alone: gc's kept objects, held as rows, not a dict)
+    elif len(made[1]) != _OBJ.size * n_objects:
         raise ValueError("a segment's object rows made ahead do not match its objects")
     for entry in segment.actions.values():
         slots.setdefault(entry.pack, len(slots))
     parts = [_HEAD.pack(MAGIC, VERSION, FLAG_PURE if segment.pure else 0, len(segment.replaces), len(slots),
-                        len(segment.objects), len(segment.actions))]
+                        n_objects, len(segment.actions))]
     parts += [bytes.fromhex(name) for name in segment.replaces]
     parts += [bytes.fromhex(pack) for pack in slots]
     # Sorted by key alone (sorting the (key, value) pairs costs three times as much), then looked up. The objects' rows

@@ -46,6 +46,7 @@ from clawstore.store.core.packfile import (
     PackWriter,
     encode_action,
     iter_pack_ids,
+    new_pack_id,
     pack_overhead,
     pack_path,
     writer_alive,
@@ -54,6 +55,8 @@ from clawstore.store.core.runtime import TOUCH_AFTER_S, pack_full
 from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
+from clawstore.store.services.gc_copies import keep_listed, listed_copies, note_copy
+from clawstore.store.services.gc_kept import KeptObjects
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -133,9 +136,18 @@ class GcReport:
 class _Policy:
     cutoff: float  # files modified at or after this are kept (grace period; never later than gc's start)
     protect_after: float | None  # with live leases: objects modified at or after this are kept too
+    copies: frozenset[str] = frozenset()  # packs a killed gc copied into (gc_copies): no grace period for them
 
     def keeps_by_age(self, mtime: float) -> bool:
         return mtime >= self.cutoff or (self.protect_after is not None and mtime >= self.protect_after)
+
+    def keeps_pack(self, pack: str, mtime: float, used: bool) -> bool:
+        """Whether a pack is spared by its age. A killed gc's copy that the index names nothing in (`used` False)
+        only while a build runs (its lease's window): nobody else wrote it, so the grace period has nothing to wait
+        for."""
+        if pack in self.copies and not used:
+            return self.protect_after is not None and mtime >= self.protect_after
+        return self.keeps_by_age(mtime)
 
 
 def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = False,
@@ -154,6 +166,8 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
+        # (a dry run, beside which a gc may be copying, counts no list: its copies are not yet a killed gc's)
+        copies = frozenset() if dry_run else listed_copies(store.layout.locks, store.runtime.packs_dir)
         reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
         roots = _roots(store)
         report.roots = len(roots)
@@ -165,7 +179,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             # sweep is over before its holder touches the store, so this view is complete.
             live = [lease for lease in list_leases(store.root) if lease.alive]
             report.live_leases = sorted(lease.purpose for lease in live)
-            policy = _policy(start, grace_s, live)
+            policy = _policy(start, grace_s, live, copies)
             store.runtime.index.reload()
             roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
             report.roots = len(roots)
@@ -202,12 +216,12 @@ def _take_reach(report: GcReport, reach: Reach) -> None:
     report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
 
 
-def _policy(start: float, grace_s: float, live: list[LeaseInfo]) -> _Policy:
+def _policy(start: float, grace_s: float, live: list[LeaseInfo], copies: frozenset[str] = frozenset()) -> _Policy:
     protect_after = None
     if live:
         oldest = min(lease.started_epoch or start for lease in live)
         protect_after = oldest - TOUCH_AFTER_S - LEASE_SLACK_S
-    return _Policy(cutoff=min(start, start - grace_s), protect_after=protect_after)
+    return _Policy(cutoff=min(start, start - grace_s), protect_after=protect_after, copies=copies)
 
 
 def _roots(store: Store) -> dict[str, str]:
@@ -230,12 +244,13 @@ def _roots(store: Store) -> dict[str, str]:
 @dataclass
 class _Plan:
     view: IndexSnapshot
-    objects: dict[bytes, Loc]  # kept
+    objects: KeptObjects  # kept (as the new segment's rows)
     actions: dict[bytes, ActionEntry]  # kept
     doomed_objects: dict[bytes, Loc]
     doomed_actions: dict[bytes, ActionEntry]
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
+    copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
 
     def has_work(self) -> bool:
         """Whether a gc from this plan would delete or rewrite anything (as `_rewrite` asks before it starts)."""
@@ -244,11 +259,11 @@ class _Plan:
     def recheck_ages(self, store: Store, policy: _Policy, report: GcReport) -> None:
         """Right before publishing: a pack a build touched since the plan (a dedup hit) keeps all."""
         ages = _pack_ages(store)
-        young = {pack for pack, mtime in ages.items() if policy.keeps_by_age(mtime)}
+        young = {pack for pack, mtime in ages.items() if policy.keeps_pack(pack, mtime, used=pack not in self.delete)}
         if not young:
             return
         for digest in [d for d, loc in self.doomed_objects.items() if loc[0] in young]:
-            self.objects[digest] = self.doomed_objects.pop(digest)
+            self.objects.add(digest, self.doomed_objects.pop(digest))
         self.rewrite = [pack for pack in self.rewrite if pack not in young]
         self.delete = [pack for pack in self.delete if pack not in young]
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
@@ -257,7 +272,7 @@ class _Plan:
         """Objects reached since the plan (a ref set meanwhile) are kept after all."""
         doomed = ((digest, digest) for digest in self.doomed_objects)
         for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
-            self.objects[digest] = self.doomed_objects.pop(digest)
+            self.objects.add(digest, self.doomed_objects.pop(digest))
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
 
@@ -306,7 +321,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             actions[key] = entry
     report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
                             if e.record is not None)
-    objects: dict[bytes, Loc] = {}
+    objects = KeptObjects()
     doomed: dict[bytes, Loc] = {}
     # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
     # pack), and only the others and the small segments' streamed
@@ -324,7 +339,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if is_reached:
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
-                objects[digest] = loc
+                objects.add(digest, loc)
             continue
         mtime = ages.get(loc[0])
         if mtime is None:
@@ -332,7 +347,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if policy.keeps_by_age(mtime):
             live[loc[0]] = live.get(loc[0], 0) + loc[2] + BLOB_HEAD_SIZE
             if held:
-                objects[digest] = loc
+                objects.add(digest, loc)
             if mtime >= policy.cutoff:
                 report.kept_young += 1
             else:
@@ -342,12 +357,15 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(doomed.items())]
     rewrite, delete = [], []
     small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
+    spared: list[str] = []
     for pack, mtime in sorted(ages.items()):
-        if policy.keeps_by_age(mtime) or writer_alive(pack_path(store.runtime.packs_dir, pack)):
+        used = live.get(pack, 0)
+        if policy.keeps_pack(pack, mtime, used > 0) or writer_alive(pack_path(store.runtime.packs_dir, pack)):
+            if pack in policy.copies and not used:
+                spared.append(pack)
             continue
         path = pack_path(store.runtime.packs_dir, pack)
         size = _pack_size(store, pack)
-        used = live.get(pack, 0)
         if used:
             used += pack_overhead(path)
         if used == 0:
@@ -364,7 +382,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         rewrite += [pack for pack, _ in small]
         report.packs_rewritten += len(small)
         report.pack_bytes_freed += sum(overhead for _, overhead in small)
-    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete)
+    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
 
 
 _ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
@@ -414,32 +432,28 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     moved = set(plan.rewrite)
     if not plan.has_work():
         return
-    # The plan's own tables become the new segment's, each copied object's location replaced in place: a copy of them,
-    # or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57). The
-    # plan is not read again after this, whether the rewrite ends or fails.
+    # The plan's own tables become the new segment's, each copied object's row (or entry) replaced in place: a copy of
+    # them, or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57).
+    # The plan is not read again after this, whether the rewrite ends or fails.
     objects, actions = plan.objects, plan.actions
-    # Only the moved objects' ids, in pack order; a key of the Loc itself (pack, offset, length) makes no new tuples.
-    order = sorted((digest for digest, loc in objects.items() if loc[0] in moved), key=objects.__getitem__)
     # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
     # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
     writers = _Writers(store)
     try:
-        for digest in order:
-            loc = objects[digest]
+        for row, digest, loc in objects.moved(moved):  # (in the order of their places: each pack read front to back)
             frame = runtime.pread(loc)
             oid = PREFIX + digest.hex()
             try:
                 content = codec.decode_verified(oid, digest.hex(), f"pack {loc[0]}", frame)
             except CorruptObjectError as exc:  # never copy damage forward; fsck names it
                 report.corrupt.append(str(exc))
-                del objects[digest]
+                objects.drop(row)
                 continue
             writer = writers.current()
             blob = writer.append(KIND_OBJECT, digest, [frame])
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
-            objects[digest] = (writer.pack_id, blob.offset, blob.length)
-        del order
+            objects.move(row, (writer.pack_id, blob.offset, blob.length))
         for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
             entry = actions[key]
             writer = writers.current()
@@ -450,8 +464,10 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        write_segment(runtime.index_dir, runtime.tmp_dir,
-                      Segment(new_segment_name(), pure=False, replaces=old_segments, objects=objects, actions=actions))
+        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, actions=actions,
+                          object_rows=objects.segment_rows())
+        write_segment(runtime.index_dir, runtime.tmp_dir, segment)
+        del segment
         remove_segments(runtime.index_dir, old_segments)
     finally:
         writers.close()
@@ -464,6 +480,7 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(edges_path(store.root, pack))
     fsync_path(runtime.packs_dir)
+    keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
     runtime.index.reload()
 
 
@@ -481,7 +498,9 @@ class _Writers:
         if self._open is not None and pack_full(self._open):
             self.seal()
         if self._open is None:
-            self._open = PackWriter(self._store.runtime.packs_dir, edges_root=self._store.root)
+            pack_id = new_pack_id()
+            note_copy(self._store.layout.locks, pack_id)  # (a kill from here on leaves a copy the next gc knows)
+            self._open = PackWriter(self._store.runtime.packs_dir, pack_id, edges_root=self._store.root)
         return self._open
 
     def seal(self) -> bool:

@@ -1,0 +1,89 @@
+"""The objects a deleting gc keeps, held as the index segment's own rows (52 bytes an object), not as a dict.
+
+A dict of id -> (pack, offset, length) held ~260 bytes a kept object (its id as bytes, a tuple, two ints, a slot): ~100
+MB of a real gc's peak at 10,000 x 5, and growing with the store (docs/scale/gc-and-fsck.md, Session 58). The rows are
+the segment's format (`index._OBJ`: id, pack slot, offset, length) with slots into this table's own list of packs; the
+copy rewrites a moved object's row in place, and the segment takes them sorted by id (`Segment.object_rows`).
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections.abc import Iterator
+
+from clawstore.errors import StoreError
+from clawstore.store.core.index import Loc
+from clawstore.store.core.lean_numpy import np
+
+_ROW = struct.Struct("<32sIQQ")  # as an index segment's object row (store/core/index.py, _OBJ)
+_WHERE = struct.Struct("<IQQ")  # its pack slot, offset and length, after the id
+_AT_ONCE = 4096  # rows made Python ints at a time (a list of them all: 36 bytes an object)
+
+
+class KeptObjects:
+    """Kept objects as segment rows: `add` each once, `moved` the ones to copy, `move` each copy, `segment_rows`."""
+
+    def __init__(self) -> None:
+        self._rows = bytearray()
+        self._packs: list[str] = []
+        self._slots: dict[str, int] = {}
+        self._dropped = array("Q")  # rows of objects left out (found damaged while copying)
+
+    def __len__(self) -> int:
+        return len(self._rows) // _ROW.size - len(self._dropped)
+
+    def _slot(self, pack: str) -> int:
+        slot = self._slots.get(pack)
+        if slot is None:
+            slot = self._slots[pack] = len(self._packs)
+            self._packs.append(pack)
+        return slot
+
+    def add(self, digest: bytes, loc: Loc) -> None:
+        self._rows += _ROW.pack(digest, self._slot(loc[0]), loc[1], loc[2])
+
+    def moved(self, packs: set[str]) -> Iterator[tuple[int, bytes, Loc]]:
+        """(row, id, where) of each object in `packs`, in the order of their places (pack id, offset): each pack read
+        front to back, as a dict's items sorted by their Loc were."""
+        table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
+        slots = table[:, 32:36].copy().view("<u4").ravel()
+        rows = np.flatnonzero(np.isin(slots, [self._slots[pack] for pack in packs if pack in self._slots]))
+        # One sort key a row: the pack's place among the pack ids above an offset (< 2**40), ~24 bytes an object
+        # at the peak, the same as the sorted list of ids it replaces.
+        rank = np.argsort(np.argsort(np.array(self._packs, dtype=object))).astype(np.uint64)
+        key = rank[slots[rows]] << np.uint64(40)
+        del slots
+        key |= table[:, 36:44][rows].copy().view("<u8").ravel()
+        del table  # (no view of the rows outlives this: `add` may grow them)
+        order = np.argsort(key, kind="stable")
+        del key
+        order = rows[order]
+        del rows
+        for at in range(0, len(order), _AT_ONCE):
+            for row in order[at:at + _AT_ONCE].tolist():
+                digest, slot, offset, length = _ROW.unpack_from(self._rows, row * _ROW.size)
+                yield row, digest, (self._packs[slot], offset, length)
+
+    def move(self, row: int, loc: Loc) -> None:
+        _WHERE.pack_into(self._rows, row * _ROW.size + 32, self._slot(loc[0]), loc[1], loc[2])
+
+    def drop(self, row: int) -> None:
+        self._dropped.append(row)
+
+    def segment_rows(self) -> tuple[list[str], bytes]:
+        """`Segment.object_rows`: the packs the rows name (slot by slot) and the rows sorted by id."""
+        table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
+        if len(self._dropped):
+            table = np.delete(table, np.frombuffer(self._dropped, np.uint64).astype(np.int64), axis=0)
+        words = table[:, :32].copy().view(">u8")  # an id as four big-endian words: their order is the bytes' order
+        order = np.lexsort((words[:, 3], words[:, 2], words[:, 1], words[:, 0]))
+        words = words[order]
+        if len(words) > 1 and not (words[1:] != words[:-1]).any(axis=1).all():
+            raise StoreError("gc's kept objects name an object twice (the index it planned from is damaged: run claw "
+                             "fsck)")
+        del words
+        table = table[order]
+        used, slots = np.unique(table[:, 32:36].copy().view("<u4").ravel(), return_inverse=True)
+        table[:, 32:36] = slots.astype("<u4").reshape(-1, 1).view(np.uint8)
+        return [self._packs[slot] for slot in used.tolist()], table.tobytes()

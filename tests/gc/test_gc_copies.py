@@ -1,0 +1,87 @@
+"""A killed gc's copies (store/services/gc_copies.py): the next gc drops them whatever their age, but not while a build
+runs, never a pack the index names, and a damaged list names nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from clawstore.store import Store
+from clawstore.store.core.packfile import iter_pack_ids
+from clawstore.store.services.gc import collect
+from clawstore.store.services.gc_copies import COPIES_FILE, listed_copies
+from tests.store.helpers import REPO, env
+from tests.support.storefiles import age_packs
+
+PROC = Path(__file__).with_name("proc_gc_held.py")
+
+
+def _store_with_garbage(root: Path) -> Store:
+    """Three packs, two hours old, each half garbage (a pin names the other half): gc rewrites them all."""
+    store = Store(root)
+    live = []
+    for n in range(3):
+        with store.batch():
+            live += [store.put_bytes(b"live %d %d " % (n, i) * 50) for i in range(100)]
+            for i in range(100):
+                store.put_bytes(b"garbage %d %d " % (n, i) * 50)
+        store.runtime.close_writer()
+    store.set_ref("pins/live", store.put_json({"nodes": live}))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    return store
+
+
+def _killed_gc(root: Path, phase: str = "copied") -> set[str]:
+    """A real gc SIGKILLed at `phase` (tests/gc/proc_gc_held.py); the packs it left that were not there."""
+    before = set(iter_pack_ids(root / "packs"))
+    gc = subprocess.Popen([sys.executable, str(PROC), phase], cwd=REPO, env={**env(), "CLAW_STORE": str(root)},
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert gc.stdout is not None
+    line = gc.stdout.readline()
+    gc.send_signal(signal.SIGKILL)
+    _, err = gc.communicate(timeout=60)
+    assert line == f"at {phase}\n".encode(), err.decode()
+    return set(iter_pack_ids(root / "packs")) - before
+
+
+def test_copies_are_kept_while_a_build_runs_and_dropped_after(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = _store_with_garbage(root)
+    copies = _killed_gc(root)
+    assert len(copies) > 1 and listed_copies(root / "locks", root / "packs") == copies
+    with store.lease("build b1"):  # a running build: what is younger than its window stays
+        collect(store)
+    assert copies <= set(iter_pack_ids(root / "packs"))
+    assert listed_copies(root / "locks", root / "packs") == copies  # still listed for the next gc
+    report = collect(store)
+    assert not copies & set(iter_pack_ids(root / "packs")) and report.packs_deleted >= len(copies)
+    assert not (root / "locks" / COPIES_FILE).exists()
+    assert len(list(store.iter_objects())) == 301 and collect(store, grace_s=0).objects == []
+
+
+def test_copies_the_index_names_are_kept(tmp_path: Path) -> None:
+    """Killed after publishing the index that names its copies: they are the store's now."""
+    root = tmp_path / "store"
+    store = _store_with_garbage(root)
+    copies = _killed_gc(root, "swapped")
+    collect(store)
+    assert copies <= set(iter_pack_ids(root / "packs"))
+    assert len(list(store.iter_objects())) == 301
+
+
+def test_a_damaged_list_names_nothing(tmp_path: Path) -> None:
+    """A torn line, junk, and the id of a pack the index names (what a hand could write) drop nothing."""
+    root = tmp_path / "store"
+    store = _store_with_garbage(root)
+    collect(store, grace_s=0)
+    packs = set(iter_pack_ids(root / "packs"))
+    named = sorted(packs)[0]
+    junk = b"\xff\x00junk\n../../etc\n" + named.encode() + b"\n" + named[:20].encode()
+    (root / "locks" / COPIES_FILE).write_bytes(junk)
+    assert listed_copies(root / "locks", root / "packs") == {named}
+    collect(store)  # (that pack is young, as a killed gc's copy would be)
+    assert set(iter_pack_ids(root / "packs")) == packs
+    assert len(list(store.iter_objects())) == 301
