@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from clawstore.testing.standin import StandIn
+
 REPO = Path(__file__).resolve().parents[1]
+# The campaign an instrumented build builds: generate(..., evaluation=True) makes its suite and profiles.
+CAMPAIGN = ("--suite", "bench", "--run-profile", "bench", "--evaluation-profile", "ev", "--progress", "plain")
 
 
 def generate(root: Path, cases: int, models: int, repetitions: int = 1, concurrency: int = 16,
@@ -59,3 +66,28 @@ def claw(root: Path, *args: str, env: dict[str, str] | None = None) -> float:
 
 def best_of(runs: int, func) -> float:  # noqa: ANN001 - a thunk returning seconds
     return min(func() for _ in range(runs))
+
+
+def instrumented_build(bench: str, tree: Path, site: str, out_var: str, env: dict[str, str], cases: int, models: int,
+                       judge: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Build a generated campaign (`cases` x `models`, one judgement a run answered `judge`) cold, a fresh store, by
+    `claw` of `tree` against the stand-in, in a child whose `sitecustomize` module is `site`: it is told in `out_var`
+    where to write its JSON, and `env` the rest. Returns the chat requests the build sent and that JSON; a build
+    that fails before writing it ends the bench (`bench` names it) in one line."""
+    with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-instrumented-") as scratch:
+        server.script("judge/j", judge)
+        root, site_dir, out = Path(scratch) / "ws", Path(scratch) / "site", Path(scratch) / "out.json"
+        generate(root, cases, models, evaluation=True, judge_repetitions=1)
+        site_dir.mkdir()
+        (site_dir / "sitecustomize.py").write_text(site)
+        child = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        child.update(env, PYTHONPATH=f"{tree.resolve()}{os.pathsep}{site_dir}", CLAW_STORE=str(Path(scratch) / "store"),
+                     OPENROUTER_API_KEY="bench-key-0123456789", OPENROUTER_BASE_URL=server.base_url)
+        child[out_var] = str(out)
+        sent = len(server.requests)
+        done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=root, env=child,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode not in (0, 1) or not out.exists():
+            lines = done.stderr.strip().splitlines()
+            raise SystemExit(f"{bench}: the build exited {done.returncode}: {lines[-1] if lines else ''}")
+        return max(len(server.requests) - sent, 1), json.loads(out.read_text())

@@ -14,20 +14,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._workspace import generate  # noqa: E402
+from bench._workspace import instrumented_build  # noqa: E402
 from bench.eval_bench import judge_reply  # noqa: E402
-from clawstore.testing.standin import StandIn  # noqa: E402
 
-CAMPAIGN = ("--suite", "bench", "--run-profile", "bench", "--evaluation-profile", "ev", "--progress", "plain")
 FUNCTIONS = (  # by layer: the exchange, the nodes, the store, claims, recording, the build's start and end
     "clawstore.providers.client:ProviderClient.chat", "clawstore.providers.wire:Wire.send",
     "clawstore.providers.client:_interpret",
@@ -143,24 +137,9 @@ def main() -> None:
         if problem:
             print(f"bench/fn_cpu_bench.py: --function {spec!r}: {problem}", file=sys.stderr)
             sys.exit(2)
-    with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-fncpu-") as scratch:
-        server.script("judge/j", judge_reply(7))
-        root, site, out = Path(scratch) / "ws", Path(scratch) / "site", Path(scratch) / "fn_cpu.json"
-        generate(root, args.cases, args.models, evaluation=True, judge_repetitions=1)
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(_SITE)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(PYTHONPATH=f"{args.tree.resolve()}{os.pathsep}{site}", FN_CPU_OUT=str(out),
-                   FN_CPU_FUNCTIONS=",".join(functions), OPENROUTER_API_KEY="bench-key-0123456789",
-                   OPENROUTER_BASE_URL=server.base_url, CLAW_STORE=str(Path(scratch) / "store"))
-        sent = len(server.requests)
-        done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=root, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode not in (0, 1) or not out.exists():
-            lines = done.stderr.strip().splitlines()
-            raise SystemExit(f"bench/fn_cpu_bench.py: the build exited {done.returncode}: {lines[-1] if lines else ''}")
-        requests = max(len(server.requests) - sent, 1)
-        found = json.loads(out.read_text())
+    requests, found = instrumented_build("bench/fn_cpu_bench.py", args.tree, _SITE, "FN_CPU_OUT",
+                                         {"FN_CPU_FUNCTIONS": ",".join(functions)}, args.cases, args.models,
+                                         judge_reply(7))
     print(f"{args.cases} x {args.models}: {requests} requests; the build's CPU {found['cpu']:.2f} s "
           f"({found['cpu'] / requests * 1000:.2f} ms a request); threads: "
           + ", ".join(f"{name} {cpu:.2f} s" for name, cpu in sorted(found["threads"].items(), key=lambda i: -i[1])))

@@ -13,20 +13,14 @@ default) against the stand-in, in a child process with a `sitecustomize` on its 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._workspace import generate  # noqa: E402
+from bench._workspace import instrumented_build  # noqa: E402
 from bench.eval_bench import judge_reply  # noqa: E402
-from clawstore.testing.standin import StandIn  # noqa: E402
 
-CAMPAIGN = ("--suite", "bench", "--run-profile", "bench", "--evaluation-profile", "ev", "--progress", "plain")
 OS_CALLS = ("stat", "lstat", "fstat", "scandir", "listdir", "open", "close", "read", "write", "pread", "pwrite",
             "pwritev", "lseek", "link", "unlink", "rename", "replace", "mkdir", "fsync", "ftruncate", "urandom")
 
@@ -100,25 +94,9 @@ def main() -> None:
                         help="the checkout whose claw builds (default: this one)")
     parser.add_argument("--top", type=int, default=25, help="call sites printed, most frequent first")
     args = parser.parse_args()
-    with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-threadcalls-") as scratch:
-        server.script("judge/j", judge_reply(7))
-        root, site, out = Path(scratch) / "ws", Path(scratch) / "site", Path(scratch) / "calls.json"
-        generate(root, args.cases, args.models, evaluation=True, judge_repetitions=1)
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(_SITE)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(PYTHONPATH=f"{args.tree.resolve()}{os.pathsep}{site}", THREAD_CALLS_OUT=str(out),
-                   THREAD_CALLS_NAMES=",".join(OS_CALLS), OPENROUTER_API_KEY="bench-key-0123456789",
-                   OPENROUTER_BASE_URL=server.base_url, CLAW_STORE=str(Path(scratch) / "store"))
-        sent = len(server.requests)
-        done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=root, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode not in (0, 1) or not out.exists():
-            lines = done.stderr.strip().splitlines()
-            raise SystemExit(f"bench/thread_calls_bench.py: the build exited {done.returncode}: "
-                             f"{lines[-1] if lines else ''}")
-        requests = max(len(server.requests) - sent, 1)
-        found = json.loads(out.read_text())
+    requests, found = instrumented_build("bench/thread_calls_bench.py", args.tree, _SITE, "THREAD_CALLS_OUT",
+                                         {"THREAD_CALLS_NAMES": ",".join(OS_CALLS)}, args.cases, args.models,
+                                         judge_reply(7))
     per = 1000 / requests
     print(f"{args.cases} x {args.models}: {requests} requests; per request, by thread (workers added up):")
     print(f"{'thread':20} {'threads':>7} {'user ms':>8} {'system ms':>9} {'voluntary':>9} {'involuntary':>11}")

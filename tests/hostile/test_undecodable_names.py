@@ -19,8 +19,10 @@ BUILD = ("build", "--suite", "main", "--run-profile", "rp")
 def test_a_sandbox_file_named_in_bytes_that_are_not_utf8_is_kept_and_the_run_too(
         ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
     ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(context={"llm_probe": {"tools": ["exec_shell"]}}))
-    standin.script("*", tool_call("exec_shell", {"command": "printf 'latin-1 name' > \"caf$(printf '\\351').txt\""}),
-                   text("done"), match="2 + 2")
+    # m1's own script: a rule for every model hands its one tool call to whichever model asks first, and m2's run,
+    # started beside m1's, asks first under load (m1's tree was then empty).
+    shell = {"command": "printf 'latin-1 name' > \"caf$(printf '\\351').txt\""}
+    standin.script("vendor/m1", tool_call("exec_shell", shell), text("done"), match="2 + 2")
     first = run_claw(ws.root, *BUILD)
     assert first.code == 0 and "0 failed" in first.stdout, first
     sent = len(standin.requests)
