@@ -7,6 +7,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from clawstore.config.error_text import got_text
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -43,7 +44,7 @@ class AgentOpenClawConfig(StrictModel):
     identity: FreeMap = Field(default_factory=dict)
     agents_defaults: FreeMap = Field(default_factory=dict)
     agent: FreeMap = Field(default_factory=dict)
-    model_defaults: ModelDefaults = Field(default_factory=ModelDefaults)
+    model_defaults: Annotated[ModelDefaults, NULL_IS_EMPTY] = Field(default_factory=ModelDefaults)
 
     @field_validator("agents_defaults", "agent")
     @classmethod
@@ -68,7 +69,7 @@ class Agent(StrictModel):
     description: str | None = None
     tags: Tags = Field(default_factory=list)
     metadata: FreeMap = Field(default_factory=dict)
-    openclaw: AgentOpenClawConfig = Field(default_factory=AgentOpenClawConfig)
+    openclaw: Annotated[AgentOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=AgentOpenClawConfig)
 
     @property
     def cli_agent_id(self) -> str:

@@ -120,12 +120,15 @@ def _normalize_tags(value: Any) -> Any:
 
 
 SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
+# An optional section written with nothing under it (`case_selection:` with its keys commented out: YAML null) is the
+# section left out, as an empty list or free map is; a required one (`input:`, `runner:`) stays an error.
+NULL_IS_EMPTY = BeforeValidator(_none_to_dict)
 FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
 Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
 StrList = Annotated[list[str], BeforeValidator(none_to_list)]
 IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
-    "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
+    "NULL_IS_EMPTY", "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
     "StrictModel", "Tags", "fail", "reject_secrets",
 ]

@@ -6,6 +6,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from clawstore.config.limits import MAX_JUDGE_REPETITIONS, MAX_SAMPLE_SIZE
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -82,9 +83,9 @@ class EvaluationProfile(StrictModel):
     title: NonEmptyStr
     judges: Annotated[list[JudgeConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
     judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
-    anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
-    security_policy: SecurityPolicy = Field(default_factory=SecurityPolicy)
+    aggregation: Annotated[AggregationConfig, NULL_IS_EMPTY] = Field(default_factory=AggregationConfig)
+    anchors: Annotated[AnchorsConfig, NULL_IS_EMPTY] = Field(default_factory=AnchorsConfig)
+    security_policy: Annotated[SecurityPolicy, NULL_IS_EMPTY] = Field(default_factory=SecurityPolicy)
     metadata: FreeMap = Field(default_factory=dict)
     judge_system_prompt_path: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
     judge_system_prompt: Annotated[str | None, BeforeValidator(_blank_to_none)] = None

@@ -5,6 +5,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, model_validator
 
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -69,8 +70,8 @@ class Suite(StrictModel):
     suite_id: Id
     title: NonEmptyStr
     models: Annotated[list[ModelConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    case_selection: CaseSelection = Field(default_factory=CaseSelection)
-    openclaw: SuiteOpenClawConfig = Field(default_factory=SuiteOpenClawConfig)
+    case_selection: Annotated[CaseSelection, NULL_IS_EMPTY] = Field(default_factory=CaseSelection)
+    openclaw: Annotated[SuiteOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=SuiteOpenClawConfig)
     metadata: FreeMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
