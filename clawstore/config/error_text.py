@@ -80,7 +80,7 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
         return field, "required field is missing"
     if kind == "literal_error":
         expected = ctx.get("expected", "").replace("'", "").replace(" or ", ", ")
-        return field, f"expected one of {expected}, got {quoted(value)}"
+        return field, f"expected one of {expected}, got {'null' if value is None else quoted(value)}"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == ID_PATTERN:
         return field, f"must match {ID_PATTERN} ({ID_HINT}), got {quoted(value)}"
     if kind == "string_too_short":
