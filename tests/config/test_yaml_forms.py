@@ -1,0 +1,144 @@
+"""YAML as users write it: a BOM, CRLF, anchors, aliases and merge keys (`<<:`), flow style, JSON syntax validate and
+build with what they say; a syntax error, a tab, a duplicate key (also after a merge), a second document, UTF-16 or
+Latin-1 text, a case id in two files are one line naming the file, with the line and column or the field.
+
+(An alias bomb and deep nesting: tests/hostile/test_yaml_attacks.py, memory-capped.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.config.workspace_builder import claw
+from tests.support.claw import Claw, env, ws  # noqa: F401 - fixtures
+from tests.support.workspace import Workspace
+
+CASE = """schema_version: 1
+case_id: {cid}
+title: A case
+runner:
+  type: llm_probe
+input:
+  messages:
+    - role: user
+      content: Say {cid}.
+"""
+
+
+def case(cid: str, tail: str = "") -> bytes:
+    return (CASE.format(cid=cid) + tail).encode("utf-8")
+
+
+MERGED_RUNNER = """schema_version: 1
+case_id: {cid}
+title: A case
+runner:
+  <<: {{type: llm_probe, temperature: 0.5, max_tokens: 64}}
+  max_tokens: 32
+input:
+  messages:
+    - &ask {{role: user, content: Say {cid}.}}
+    - {{role: assistant, content: "{cid}."}}
+    - <<: *ask
+      content: Again, {cid}.
+"""
+MERGE_LIST = """schema_version: 1
+case_id: {cid}
+title: A case
+runner:
+  <<: [{{type: llm_probe}}, {{temperature: 0.25}}]
+input: {{messages: [{{role: user, content: Say {cid}.}}]}}
+metadata:
+  defaults: &d {{owner: qa, team: evals}}
+  copy: *d
+"""
+# form -> the file's bytes for case id `cid`
+ALLOWED = {
+    "utf-8 BOM": lambda cid: b"\xef\xbb\xbf" + case(cid),
+    "CRLF line ends": lambda cid: case(cid).replace(b"\n", b"\r\n"),
+    "document markers and comments": lambda cid: b"%YAML 1.1\n---\n# why\n" + case(cid, "tags: [a]  # why\n...\n"),
+    "merge keys and aliases": lambda cid: MERGED_RUNNER.format(cid=cid).encode(),
+    "a merge of a list and an aliased mapping": lambda cid: MERGE_LIST.format(cid=cid).encode(),
+    "flow style": lambda cid: (f"{{schema_version: 1, case_id: {cid}, title: T, runner: {{type: llm_probe}}, "
+                               f"input: {{messages: [{{role: user, content: Say {cid}.}}]}}}}\n").encode(),
+    "JSON syntax": lambda cid: json.dumps({"schema_version": 1, "case_id": cid, "title": "T",
+                                           "runner": {"type": "llm_probe"},
+                                           "input": {"messages": [{"role": "user", "content": f"Say {cid}."}]}
+                                           }).encode(),
+    "quoted and block scalars": lambda cid: case(cid, 'expectations:\n  hard_expectations:\n    - text: "Says it."\n'
+                                                      "    - text: >\n        Folded\n        text.\n"
+                                                      "    - text: |\n        Literal\n        text.\n"),
+    "unquoted number keys in anchors": lambda cid: case(cid, "rubric:\n  scale:\n    anchors:\n      10: Top.\n"
+                                                             "      0: Nothing.\n      '5': Half.\n"),
+}
+# form -> (the bytes, the error line after `<file>: `, as a regular expression)
+FORBIDDEN = {
+    "a syntax error": (lambda cid: case(cid, "tags: [a, b\n"),
+                       r"invalid YAML at line 11, column 1: did not find expected ',' or ']'"),
+    "a tab for indentation": (lambda cid: case(cid, "\tmetadata: {}\n"),
+                              r"invalid YAML at line 10, column 1: found a tab character .*"),
+    "a key written twice": (lambda cid: case(cid, "title: Again\n"),
+                            r"invalid YAML at line 10, column 1: duplicate key 'title'"),
+    "a key written twice in a list item": (lambda cid: case(cid).replace(b"content:", b"name: a\n      name:"),
+                                           r"invalid YAML at line 10, column 7: duplicate key 'name'"),
+    "a key written twice beside a merge": (
+        lambda cid: case(cid).replace(b"  type: llm_probe", b"  <<: {type: llm_probe}\n  seed: 1\n  seed: 2"),
+        r"invalid YAML at line 7, column 3: duplicate key 'seed'"),
+    "two documents": (lambda cid: case(cid) + b"---\n" + case(cid),
+                      r"invalid YAML at line 10, column 1: but found another document"),
+    "UTF-16": (lambda cid: case(cid).decode().encode("utf-16"), r"not UTF-8 text \(invalid start byte at byte 0\)"),
+    "Latin-1": (lambda cid: case(cid, "title: Caf\xe9\n".replace("title", "metadata:\n  x")).decode().encode("latin-1"),
+                r"not UTF-8 text \(invalid continuation byte at byte \d+\)"),
+    "a list at the top": (lambda cid: b"- schema_version: 1\n", r"top level must be a mapping, got a list"),
+    "an unknown top-level anchor holder": (lambda cid: b"x-defaults: &d {type: llm_probe}\n" + case(cid),
+                                           r"x-defaults: unknown field 'x-defaults' \(allowed: schema_version, .*\)"),
+}
+
+
+@pytest.fixture
+def forms(ws: Workspace) -> Workspace:  # noqa: F811
+    """The standard workspace plus one case per form, `y<n>` in configs/cases/y<n>/."""
+    for index, make in enumerate([*ALLOWED.values(), *(m for m, _ in FORBIDDEN.values())]):
+        path = ws.configs / "cases" / f"y{index}" / "test.yaml"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(make(f"y{index}"))
+    return ws
+
+
+def test_every_form_is_accepted_or_refused_in_one_line_naming_the_file(forms: Workspace) -> None:
+    done = claw("validate", str(forms.root))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stdout.splitlines()
+    for index, name in enumerate(ALLOWED):
+        assert not [line for line in lines if f"/y{index}/" in line], name
+    for index, (name, (_, expected)) in enumerate(FORBIDDEN.items(), start=len(ALLOWED)):
+        mine = [line for line in lines if line.startswith(f"configs/cases/y{index}/test.yaml: ")]
+        assert len(mine) == 1, (name, mine)
+        assert re.fullmatch(rf"configs/cases/y{index}/test\.yaml: {expected}", mine[0]), (name, mine[0])
+
+
+def test_merged_and_aliased_values_are_what_a_build_sends(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    (ws.configs / "cases" / "merged" / "test.yaml").parent.mkdir(parents=True)
+    (ws.configs / "cases" / "merged" / "test.yaml").write_text(MERGED_RUNNER.format(cid="merged"))
+    ws.suite("merged", ["m1"], case_selection={"include_case_ids": ["merged"]})
+    code, out, err = Claw(ws.root)("build", "--suite", "merged", "--run-profile", "rp")
+    assert code == 0, out + err
+    body = next(r["body"] for r in standin.requests if "merged" in json.dumps(r["body"]))
+    # the merged temperature, the explicit max_tokens over the merged one, the aliased message and its override
+    assert body["temperature"] == 0.5 and body["max_tokens"] == 32
+    assert [m["content"] for m in body["messages"] if m["role"] != "system"] == [
+        "Say merged.", "merged.", "Again, merged."]
+
+
+def test_a_case_id_in_two_files_names_both(ws: Workspace) -> None:  # noqa: F811
+    twin = ws.configs / "cases" / "group" / "twin" / "test.yaml"
+    twin.parent.mkdir(parents=True)
+    twin.write_bytes(case("alpha"))
+    done = claw("validate", str(ws.root))
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[:1] == [("configs/cases/group/twin/test.yaml: case_id: duplicate case_id 'alpha' "
+                                           "(also defined in configs/cases/alpha/test.yaml)")]
