@@ -96,6 +96,15 @@ FORBIDDEN = {
     "a list at the top": (lambda cid: b"- schema_version: 1\n", r"top level must be a mapping, got a list"),
     "an unknown top-level anchor holder": (lambda cid: b"x-defaults: &d {type: llm_probe}\n" + case(cid),
                                            r"x-defaults: unknown field 'x-defaults' \(allowed: schema_version, .*\)"),
+    "a YAML 1.1 boolean where text belongs": (
+        lambda cid: case(cid).replace(f"content: Say {cid}.".encode(), b"content: yes"),
+        r"input\.messages\[0\]\.content: expected a string, got a boolean True .*quote it for text\)"),
+    "an unquoted number for an id": (lambda cid: case(cid).replace(f"case_id: {cid}".encode(), b"case_id: 1234"),
+                                     r"case_id: expected a string, got an integer 1234 .*quote it for text\)"),
+    "a YAML 1.1 boolean where one of a few words belongs": (
+        lambda cid: case(cid, "deterministic_checks:\n  - check_id: s\n"
+                              "    declarative: {kind: status_is, status: on}\n"),
+        r"deterministic_checks\[0\]\.declarative\.status: expected one of success, .*, got True .*quote it for text\)"),
 }
 
 

@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from clawstore.config.error_text import got_text
+from clawstore.config.error_text import got_text, unquoted_hint
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
 from clawstore.config.models.base import (
     NULL_IS_EMPTY,
@@ -58,7 +58,7 @@ class AgentOpenClawConfig(StrictModel):
         # AGENTS.md, the id fell back to the directory's), so every run went out with an agent not the one written.
         for key in ("id", "prompt"):
             if value.get(key) is not None and not isinstance(value[key], str):
-                raise fail(f"expected a string, got {got_text(value[key])}", key)
+                raise fail(f"expected a string, got {got_text(value[key])}{unquoted_hint(value[key])}", key)
         return value
 
 
