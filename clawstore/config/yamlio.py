@@ -140,10 +140,23 @@ def _not_a_number(name: str) -> Any:
     raise YamlProblem(f"invalid JSON: {name} is not a number JSON allows")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key is written twice (as in YAML; json.loads keeps the last one silently)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise YamlProblem(f"invalid JSON: duplicate key {quoted(key)}")
+            seen.add(key)
+    return found
+
+
 def parse_json_text(text: str) -> Any:
+    text = text.removeprefix("\ufeff")  # a UTF-8 BOM, as editors on Windows write it (YAML's reader skips it too)
     try:
         check_json_depth(text)
-        data = json.loads(text, parse_constant=_not_a_number)
+        data = json.loads(text, parse_constant=_not_a_number, object_pairs_hook=_unique_keys)
     except ShapeProblem as exc:
         raise YamlProblem(f"invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -151,3 +151,38 @@ def test_a_case_id_in_two_files_names_both(ws: Workspace) -> None:  # noqa: F811
     assert done.returncode == 2
     assert done.stdout.splitlines()[:1] == [("configs/cases/group/twin/test.yaml: case_id: duplicate case_id 'alpha' "
                                            "(also defined in configs/cases/alpha/test.yaml)")]
+
+
+# a message `source:` file's name and bytes -> None (accepted) or the end of the error line, as a regular expression
+SOURCES: dict[str, tuple[str, bytes, str | None]] = {
+    "a JSON source with a UTF-8 BOM": ("m.json", b'\xef\xbb\xbf[{"role": "user", "content": "From JSON."}]', None),
+    "a YAML source with a UTF-8 BOM": ("m.yaml", b"\xef\xbb\xbf- role: user\n  content: From YAML.\n", None),
+    "a YAML source with a merge key": ("m.yaml", b"- &m {role: user, content: One.}\n- <<: *m\n  content: Two.\n",
+                                       None),
+    "a JSON source with a key written twice": (
+        "m.json", b'[{"role": "user", "content": "One.", "content": "Two."}]',
+        r"m\.json: invalid JSON: duplicate key 'content'"),
+    "a nested JSON key written twice": (
+        "m.json", b'{"role": "user", "content": "x", "meta": {"a": 1, "a": 2}}',
+        r"m\.json: invalid JSON: duplicate key 'a'"),
+    "a YAML source with a key written twice": (
+        "m.yaml", b"- role: user\n  content: One.\n  content: Two.\n",
+        r"m\.yaml: invalid YAML at line 3, column 3: duplicate key 'content'"),
+    "a JSON source in Latin-1": ("m.json", '[{"role": "user", "content": "Caf\xe9"}]'.encode("latin-1"),
+                                 r"m\.json: not UTF-8 text \(invalid continuation byte at byte \d+\)"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SOURCES))
+def test_a_message_source_file_as_users_write_it(ws: Workspace, form: str) -> None:  # noqa: F811
+    name, raw, expected = SOURCES[form]
+    (ws.configs / "cases" / "alpha" / name).write_bytes(raw)
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"].__setitem__(
+        1, {"role": "user", "source": {"path": name}}))
+    done = claw("validate", str(ws.root))
+    if expected is None:
+        assert done.returncode == 0, done.stdout + done.stderr
+        return
+    assert done.returncode == 2
+    assert re.fullmatch(rf"configs/cases/alpha/test\.yaml: input\.messages\[1\]\.source: {expected}",
+                        done.stdout.splitlines()[0]), done.stdout
