@@ -121,7 +121,10 @@ ALLOWED: list[Row] = [
          [{"check_id": "a", "declarative": {"kind": "final_response_present"}},
           {"check_id": "b", "declarative": {"kind": "status_is", "status": "success"}}]),
     *_ok("llm_case", "tags", [], None, ["smoke", "extra"], [" spaced ", "smoke", "smoke"]),
-    *_ok("llm_case", "metadata", {}, None, {"owner": "qa", "nested": {"list": [1, "two", None]}}),
+    *_ok("llm_case", "metadata", {}, None, {"owner": "qa", "nested": {"list": [1, "two", None]}},
+         {2024: "launch", True: "yes", None: "none", 2.5: "x"}, {"nested": {1: "one", "b": "two"}}),
+    *_ok("llm_case", "runner.custom_setting", {1: "a", "b": 2}),
+    *_ok("llm_case", "input.context", {1: "a", "llm_probe": {"tools": ["read_file"], 2: "b"}}),
     # OpenClaw cases: validated only (a build needs the container runtime)
     *_ok("claw_case", "input.turns", [{"role": "user", "content": "Create draft.md."},
                                       {"role": "user", "content": "Revise draft.md."}], builds=False),
@@ -148,12 +151,12 @@ ALLOWED: list[Row] = [
          {"agent_assignments": [{"agent_id": "helper", "case_selection": {"include_case_ids": ["claw_base"]}},
                                 {"agent_id": "helper", "case_selection": {"include_tags": ["long_context"],
                                                                           "exclude_case_ids": ["claw_base"]}}]}),
-    *_ok("suite", "metadata", {}, None, {"owner": "qa"}),
+    *_ok("suite", "metadata", {}, None, {"owner": "qa"}, {1: "a", "b": {2: "c", "d": "e"}}),
     # run profile
     *_ok("run_profile", "runner_defaults", {}, None, {"temperature": 0, "max_tokens": 1024, "timeout_seconds": 60,
                                                       "retries": 2, "max_turns": 8, "top_p": 0.5, "seed": None}),
     *_ok("run_profile", "model_overrides", {}, None, {"m1": {"max_tokens": 4096, "timeout_seconds": 120}},
-         {"m1": None}, {"unknown_model": {"temperature": 1}}),
+         {"m1": None}, {"unknown_model": {"temperature": 1}}, {"m1": {"logit_bias": {50256: -100, "x": 1}}}),
     *_ok("run_profile", "execution_policy", {}, None, {"max_concurrency": 1}, {"run_repetitions": 3},
          {"fail_fast": True, "stop_on_runner_error": False},
          {"max_concurrency": 2, "run_repetitions": 1, "fail_fast": False, "stop_on_runner_error": True}),
@@ -166,6 +169,7 @@ ALLOWED: list[Row] = [
     *_ok("evaluation_profile", "judges[0].request_options", {"temperature": 0.0, "reasoning": {"effort": "none"}},
          None),
     *_ok("evaluation_profile", "judges[0].label", "Extra judge keys are kept"),
+    *_ok("evaluation_profile", "judges[0].request_options", {"logit_bias": {50256: -100, "x": 1}}),
     *_ok("evaluation_profile", "judge_runs", None, [], builds=False),
     *_ok("evaluation_profile", "judge_runs[0].repetitions", 1, 2),
     *_ok("evaluation_profile", "judge_runs[0].sample_size", None, 1),
@@ -190,6 +194,7 @@ ALLOWED: list[Row] = [
           "model_defaults": {"aliases": {"default": "Main"}, "fallbacks": [],
                              "primary_params": {"reasoning": {"effort": "low"}}, "extra_key": 1}},
          {"identity": None, "agents_defaults": None, "agent": None},
+         {"identity": {1: "one", "name": "x"}, "agents_defaults": {"a": {2: "b", "c": "d"}}},
          {"model_defaults": {"fallbacks": None, "aliases": None}}, builds=False),
 ]
 

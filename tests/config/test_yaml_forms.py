@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from clawstore.config.yamlio import parse_yaml_text
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.claw import Claw, env, ws  # noqa: F401 - fixtures
@@ -74,6 +75,8 @@ ALLOWED = {
                                                       "    - text: |\n        Literal\n        text.\n"),
     "unquoted number keys in anchors": lambda cid: case(cid, "rubric:\n  scale:\n    anchors:\n      10: Top.\n"
                                                              "      0: Nothing.\n      '5': Half.\n"),
+    "number, boolean and null keys in free mappings": lambda cid: case(cid, "metadata:\n  2024: launch\n  true: yes\n"
+                                                                            "  ~: none\n  nested: {1: a, b: c}\n"),
 }
 # form -> (the bytes, the error line after `<file>: `, as a regular expression)
 FORBIDDEN = {
@@ -88,6 +91,8 @@ FORBIDDEN = {
     "a key written twice beside a merge": (
         lambda cid: case(cid).replace(b"  type: llm_probe", b"  <<: {type: llm_probe}\n  seed: 1\n  seed: 2"),
         r"invalid YAML at line 7, column 3: duplicate key 'seed'"),
+    "a list as a key": (lambda cid: case(cid, "metadata:\n  [a, b]: c\n"),
+                        r"invalid YAML at line 11, column 3: a list or mapping cannot be a key"),
     "two documents": (lambda cid: case(cid) + b"---\n" + case(cid),
                       r"invalid YAML at line 10, column 1: but found another document"),
     "UTF-16": (lambda cid: case(cid).decode().encode("utf-16"), r"not UTF-8 text \(invalid start byte at byte 0\)"),
@@ -186,3 +191,10 @@ def test_a_message_source_file_as_users_write_it(ws: Workspace, form: str) -> No
     assert done.returncode == 2
     assert re.fullmatch(rf"configs/cases/alpha/test\.yaml: input\.messages\[1\]\.source: {expected}",
                         done.stdout.splitlines()[0]), done.stdout
+
+
+def test_keys_yaml_would_type_are_the_text_as_written() -> None:
+    # (1 and true were one Python key, the second silently replacing the first; 01 and 1 too)
+    assert parse_yaml_text("m: {1: a, true: b, 01: c, 1.0: d, ~: e, 2026-01-01: f, x: g}\n") == {
+        "m": {"1": "a", "true": "b", "01": "c", "1.0": "d", "~": "e", "2026-01-01": "f", "x": "g"}}
+    assert parse_yaml_text("base: &b {1: a}\nm:\n  <<: *b\n  2: c\n") == {"base": {"1": "a"}, "m": {"1": "a", "2": "c"}}
