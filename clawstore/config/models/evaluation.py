@@ -13,6 +13,7 @@ from clawstore.config.models.base import (
     OpenModel,
     SchemaVersion,
     StrictModel,
+    check_endpoint,
     check_pricing,
     fail,
     none_to_list,
@@ -35,6 +36,7 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.extras, hint)
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
+        check_endpoint(self.extras)
         return self
 
 

@@ -13,6 +13,7 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     StrList,
+    check_endpoint,
     check_pricing,
     fail,
     none_to_list,
@@ -34,6 +35,7 @@ class ModelConfig(OpenModel):
     def _no_secrets(self) -> "ModelConfig":
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
         check_pricing(self.extras)
+        check_endpoint(self.extras)
         return self
 
     @property
