@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from clawstore.config.error_text import got_text
 from clawstore.config.limits import MAX_JUDGE_REPETITIONS, MAX_SAMPLE_SIZE
 from clawstore.config.models.base import (
     NULL_IS_EMPTY,
@@ -21,6 +22,10 @@ from clawstore.config.models.base import (
     reject_secrets,
 )
 
+# Request keys the judge's own fields set (evaluate/judge.py RESERVED_REQUEST_KEYS, which refused them only at the
+# judgement: after the runs were paid for, each judgement an error and the build exit 1).
+RESERVED_REQUEST_OPTIONS = ("model", "messages")
+
 
 class JudgeConfig(OpenModel):
     """A judge. `request_options` go to the provider request; other extras are kept for reference."""
@@ -37,6 +42,13 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        for key in RESERVED_REQUEST_OPTIONS:
+            if key in self.request_options:
+                raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
+                           f"request_options.{key}")
+        batch = self.extras.get("batch")
+        if batch is not None and not isinstance(batch, bool):  # (`batch: "yes"` was no batch, without a word)
+            raise fail(f"expected true or false, got {got_text(batch)}", "batch")
         return self
 
 

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from clawstore.config.error_text import got_text
 from clawstore.config.models.base import (
     NULL_IS_EMPTY,
     FreeMap,
@@ -36,6 +37,9 @@ class ModelConfig(OpenModel):
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        params = self.extras.get("primary_params")
+        if params is not None and not isinstance(params, dict):  # (OpenClaw merges it into the agent's: a TypeError)
+            raise fail(f"expected a mapping of model parameters, got {got_text(params)}", "primary_params")
         return self
 
     @property
