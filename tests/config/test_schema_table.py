@@ -208,3 +208,25 @@ def test_an_allowed_suite_or_profile_builds(allowed: Validated, built: tuple[Sta
     chosen = {"suite": "base", "run_profile": "base", "evaluation_profile": "base", row.kind: name}
     _build_ok(built[1], "--suite", chosen["suite"], "--case", "base_case", "--run-profile", chosen["run_profile"],
               "--evaluation-profile", chosen["evaluation_profile"])
+
+
+@pytest.fixture(scope="module")
+def forbidden_profiles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Written]]:
+    """The forbidden suites and profiles alone (a case too broken to read its id stops every build)."""
+    root = tmp_path_factory.mktemp("forbidden_profiles") / "ws"
+    return root, _row_workspace(root, [r for r in FORBIDDEN if r.kind in BUILT_KINDS])
+
+
+@pytest.mark.parametrize("row", [r for r in FORBIDDEN if r.kind in BUILT_KINDS], ids=lambda r: r.label)
+def test_a_build_naming_a_forbidden_suite_or_profile_is_refused_in_one_line(
+        forbidden_profiles: tuple[Path, list[Written]], row: Row, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, rows = forbidden_profiles
+    written = next(w for w in rows if w.row is row)
+    chosen = {"suite": "base", "run_profile": "base", "evaluation_profile": "base", row.kind: written.path}
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    monkeypatch.chdir(root)
+    code, out, err = Claw(root)("build", "--suite", chosen["suite"], "--run-profile", chosen["run_profile"],
+                                "--evaluation-profile", chosen["evaluation_profile"], "--dry-run")
+    assert code == 2 and out == "", out + err
+    assert len(err.splitlines()) == 1 and written.path in err and f": {row.error}: " in err, err
