@@ -63,6 +63,15 @@ def _model_at(root: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseMod
     return None
 
 
+def unquoted_hint(value: Any) -> str:
+    """Why YAML gave a number or a boolean where text was meant (`content: yes`, `case_id: 1234`)."""
+    if isinstance(value, bool):
+        return " (YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it for text)"
+    if isinstance(value, int | float):
+        return " (YAML reads an unquoted number as a number: quote it for text)"
+    return ""
+
+
 def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     """(field path, message) for one pydantic error dict."""
     kind = error["type"]
@@ -80,7 +89,9 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
         return field, "required field is missing"
     if kind == "literal_error":
         expected = ctx.get("expected", "").replace("'", "").replace(" or ", ", ")
-        return field, f"expected one of {expected}, got {quoted(value)}"
+        words = "'" in str(ctx.get("expected", ""))  # (text choices; `version: 2` is not a quoting slip)
+        got = "null" if value is None else quoted(value)
+        return field, f"expected one of {expected}, got {got}" + (unquoted_hint(value) if words else "")
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == ID_PATTERN:
         return field, f"must match {ID_PATTERN} ({ID_HINT}), got {quoted(value)}"
     if kind == "string_too_short":
@@ -90,7 +101,7 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     if kind == "list_type":
         return field, f"expected a list, got {got_text(value)}"
     if kind == "string_type":
-        return field, f"expected a string, got {got_text(value)}"
+        return field, f"expected a string, got {got_text(value)}{unquoted_hint(value)}"
     if kind in ("int_type", "int_from_float", "int_parsing"):
         return field, f"expected an integer, got {got_text(value)}"
     if kind in ("float_type", "float_parsing"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Hashable
 from math import isfinite
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,19 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
                             raise yaml.constructor.ConstructorError(
                                 None, None, f"duplicate key {quoted(key_node.value)}", key_node.start_mark)
                         seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
+        self.flatten_mapping(node)  # (merge keys: their pairs first, so that a key written here wins)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str) and isinstance(key_node, yaml.ScalarNode):
+                # `2024:`, `true:`, `1.5:` are the key as written: configs hold JSON, whose keys are text (a number
+                # key beside a text key stopped a build's hashing with a TypeError; `1:` and `true:` were one key)
+                key = key_node.value
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(None, None, "a list or mapping cannot be a key",
+                                                        key_node.start_mark)
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         # int() of a 5,000-digit literal raises ValueError (and costs quadratic time before that)
@@ -140,10 +153,23 @@ def _not_a_number(name: str) -> Any:
     raise YamlProblem(f"invalid JSON: {name} is not a number JSON allows")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key is written twice (as in YAML; json.loads keeps the last one silently)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise YamlProblem(f"invalid JSON: duplicate key {quoted(key)}")
+            seen.add(key)
+    return found
+
+
 def parse_json_text(text: str) -> Any:
+    text = text.removeprefix("\ufeff")  # a UTF-8 BOM, as editors on Windows write it (YAML's reader skips it too)
     try:
         check_json_depth(text)
-        data = json.loads(text, parse_constant=_not_a_number)
+        data = json.loads(text, parse_constant=_not_a_number, object_pairs_hook=_unique_keys)
     except ShapeProblem as exc:
         raise YamlProblem(f"invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:

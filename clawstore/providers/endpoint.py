@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from clawstore.errors import ConfigError, UsageError, quoted
 from clawstore.providers.errors import MissingApiKeyError
+from clawstore.values.urls import is_http_url
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_API_KEY_ENV = "OPENROUTER_API_KEY"
@@ -18,11 +19,6 @@ BASE_URL_ENV = "OPENROUTER_BASE_URL"
 
 def _normalise_base_url(url: str) -> str:
     return url.strip().rstrip("/")
-
-
-def _valid_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 @dataclass(frozen=True)
@@ -103,7 +99,7 @@ def resolve_endpoint(
         if has_key_env:  # the model asks for a key: required
             endpoint = Endpoint(endpoint.base_url, key_env or None)
         return endpoint
-    if not isinstance(base_url, str) or not _valid_url(base_url.strip()):
+    if not isinstance(base_url, str) or not is_http_url(base_url):
         raise ConfigError("must be an http(s) URL such as http://127.0.0.1:8000/v1", path,
                           f"{prefix}base_url")
     return Endpoint(_normalise_base_url(base_url), key_env or None)

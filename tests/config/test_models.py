@@ -67,7 +67,8 @@ def test_schema_version_must_be_the_integer_one(version: Any) -> None:
 
 
 def test_scalars_are_not_coerced() -> None:
-    assert _errors(TestCase, _case(title=5)) == [("title", "expected a string, got an integer 5")]
+    assert _errors(TestCase, _case(title=5)) == [
+        ("title", "expected a string, got an integer 5 (YAML reads an unquoted number as a number: quote it for text)")]
     errors = _errors(RunProfile, {"schema_version": 1, "run_profile_id": "p", "title": "P",
                                   "execution_policy": {"fail_fast": "yes", "run_repetitions": 0}})
     assert ("execution_policy.run_repetitions", "must be >= 1, got 0") in errors

@@ -27,6 +27,15 @@ def _alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _merge_bomb() -> str:
+    """The alias bomb through merge keys: each level merges the one before nine times (flattened, 9^8 key pairs)."""
+    lines = ["a: &a {k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7, k8: 8}"]
+    for i in range(1, 9):
+        prev, name = chr(96 + i), chr(97 + i)
+        lines.append(f"{name}: &{name} {{<<: [" + ", ".join([f"*{prev}"] * 9) + "]}")
+    return "\n".join(lines) + "\n"
+
+
 def _case_with(w: Workspace, tail: str) -> None:
     path = w.configs / "cases" / "alpha" / "test.yaml"
     path.write_text(path.read_text() + tail)
@@ -75,6 +84,8 @@ def _big_attachment(w: Workspace) -> None:
 ATTACKS: dict[str, tuple[Callable[[Workspace], None], str, str]] = {
     "alias bomb (9^9 nodes)": (lambda w: _case_with(w, "metadata:\n" + "".join(
         "  " + line + "\n" for line in _alias_bomb().splitlines())), CASE, "alias bomb"),
+    "merge-key bomb (9^8 merged pairs)": (lambda w: _case_with(w, "metadata:\n" + "".join(
+        "  " + line + "\n" for line in _merge_bomb().splitlines())), CASE, "alias bomb"),
     "100,000-deep flow nesting": (lambda w: _case_with(w, "metadata: {x: " + "[" * 100_000 + "]" * 100_000 + "}\n"),
                                   CASE, "nesting deeper than 100"),
     # one more space per level: 2,000 levels is 2 MB, 5,000 would already be over the size cap

@@ -4,9 +4,10 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from clawstore.config.error_text import got_text
+from clawstore.config.error_text import got_text, unquoted_hint
 from clawstore.config.ids import FORBIDDEN_AGENT_MODEL_KEYS
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -43,7 +44,7 @@ class AgentOpenClawConfig(StrictModel):
     identity: FreeMap = Field(default_factory=dict)
     agents_defaults: FreeMap = Field(default_factory=dict)
     agent: FreeMap = Field(default_factory=dict)
-    model_defaults: ModelDefaults = Field(default_factory=ModelDefaults)
+    model_defaults: Annotated[ModelDefaults, NULL_IS_EMPTY] = Field(default_factory=ModelDefaults)
 
     @field_validator("agents_defaults", "agent")
     @classmethod
@@ -57,7 +58,7 @@ class AgentOpenClawConfig(StrictModel):
         # AGENTS.md, the id fell back to the directory's), so every run went out with an agent not the one written.
         for key in ("id", "prompt"):
             if value.get(key) is not None and not isinstance(value[key], str):
-                raise fail(f"expected a string, got {got_text(value[key])}", key)
+                raise fail(f"expected a string, got {got_text(value[key])}{unquoted_hint(value[key])}", key)
         return value
 
 
@@ -68,7 +69,7 @@ class Agent(StrictModel):
     description: str | None = None
     tags: Tags = Field(default_factory=list)
     metadata: FreeMap = Field(default_factory=dict)
-    openclaw: AgentOpenClawConfig = Field(default_factory=AgentOpenClawConfig)
+    openclaw: Annotated[AgentOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=AgentOpenClawConfig)
 
     @property
     def cli_agent_id(self) -> str:

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
+from clawstore.values.urls import is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -62,6 +63,16 @@ def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:
             raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(fields)})", f"{name}.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
             raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"{name}.{key}")
+
+
+def check_endpoint(extras: dict[str, Any]) -> None:
+    """`base_url` / `api_key_env` (which OpenAI-compatible server a model or judge calls: providers/endpoint.py) of a
+    shape a request can use: else `claw validate` said OK and the build was refused, naming no file."""
+    base_url, key_env = extras.get("base_url"), extras.get("api_key_env")
+    if base_url is not None and not (isinstance(base_url, str) and is_http_url(base_url)):
+        raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
+    if key_env is not None and not isinstance(key_env, str):
+        raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
 
 
 class StrictModel(BaseModel):
@@ -120,12 +131,15 @@ def _normalize_tags(value: Any) -> Any:
 
 
 SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
+# An optional section written with nothing under it (`case_selection:` with its keys commented out: YAML null) is the
+# section left out, as an empty list or free map is; a required one (`input:`, `runner:`) stays an error.
+NULL_IS_EMPTY = BeforeValidator(_none_to_dict)
 FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
 Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
 StrList = Annotated[list[str], BeforeValidator(none_to_list)]
 IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
-    "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
+    "NULL_IS_EMPTY", "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
     "StrictModel", "Tags", "fail", "reject_secrets",
 ]

@@ -6,6 +6,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from clawstore.config.ids import KNOWN_TOOLS
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -147,7 +148,7 @@ class RubricCriterion(StrictModel):
 
 class Rubric(StrictModel):
     version: Literal[1] = 1
-    scale: RubricScale = Field(default_factory=RubricScale)
+    scale: Annotated[RubricScale, NULL_IS_EMPTY] = Field(default_factory=RubricScale)
     criteria: Annotated[list[RubricCriterion], BeforeValidator(none_to_list)] = Field(default_factory=list)
     scoring_instructions: str | None = None
 
@@ -160,7 +161,7 @@ class TestCase(StrictModel):
     title: NonEmptyStr
     runner: RunnerConfig
     input: TestInput
-    expectations: Expectations = Field(default_factory=Expectations)
+    expectations: Annotated[Expectations, NULL_IS_EMPTY] = Field(default_factory=Expectations)
     rubric: Rubric | None = None
     deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(none_to_list)] = Field(
         default_factory=list)

@@ -4,20 +4,27 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from clawstore.config.error_text import got_text
 from clawstore.config.limits import MAX_JUDGE_REPETITIONS, MAX_SAMPLE_SIZE
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
     OpenModel,
     SchemaVersion,
     StrictModel,
+    check_endpoint,
     check_pricing,
     fail,
     none_to_list,
     reject_duplicate_ids,
     reject_secrets,
 )
+
+# Request keys the judge's own fields set (evaluate/judge.py RESERVED_REQUEST_KEYS, which refused them only at the
+# judgement: after the runs were paid for, each judgement an error and the build exit 1).
+RESERVED_REQUEST_OPTIONS = ("model", "messages")
 
 
 class JudgeConfig(OpenModel):
@@ -34,6 +41,14 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.extras, hint)
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
+        check_endpoint(self.extras)
+        for key in RESERVED_REQUEST_OPTIONS:
+            if key in self.request_options:
+                raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
+                           f"request_options.{key}")
+        batch = self.extras.get("batch")
+        if batch is not None and not isinstance(batch, bool):  # (`batch: "yes"` was no batch, without a word)
+            raise fail(f"expected true or false, got {got_text(batch)}", "batch")
         return self
 
 
@@ -82,9 +97,9 @@ class EvaluationProfile(StrictModel):
     title: NonEmptyStr
     judges: Annotated[list[JudgeConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
     judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
-    anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
-    security_policy: SecurityPolicy = Field(default_factory=SecurityPolicy)
+    aggregation: Annotated[AggregationConfig, NULL_IS_EMPTY] = Field(default_factory=AggregationConfig)
+    anchors: Annotated[AnchorsConfig, NULL_IS_EMPTY] = Field(default_factory=AnchorsConfig)
+    security_policy: Annotated[SecurityPolicy, NULL_IS_EMPTY] = Field(default_factory=SecurityPolicy)
     metadata: FreeMap = Field(default_factory=dict)
     judge_system_prompt_path: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
     judge_system_prompt: Annotated[str | None, BeforeValidator(_blank_to_none)] = None

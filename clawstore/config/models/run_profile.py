@@ -6,7 +6,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from clawstore.config.ids import is_id
 from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
-from clawstore.config.models.base import FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
+from clawstore.config.models.base import NULL_IS_EMPTY, FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
 from clawstore.config.models.runner_settings import check_settings
 from clawstore.errors import quoted
 
@@ -37,7 +37,7 @@ class RunProfile(StrictModel):
     title: NonEmptyStr
     runner_defaults: RunnerSettings = Field(default_factory=dict)
     model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = Field(default_factory=dict)
-    execution_policy: ExecutionPolicy = Field(default_factory=ExecutionPolicy)
+    execution_policy: Annotated[ExecutionPolicy, NULL_IS_EMPTY] = Field(default_factory=ExecutionPolicy)
     openclaw: OpenClawRunProfile | None = None
 
     @model_validator(mode="after")

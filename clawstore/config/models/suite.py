@@ -4,7 +4,9 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from clawstore.config.error_text import got_text
 from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
     FreeMap,
     Id,
     NonEmptyStr,
@@ -12,6 +14,7 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     StrList,
+    check_endpoint,
     check_pricing,
     fail,
     none_to_list,
@@ -33,6 +36,10 @@ class ModelConfig(OpenModel):
     def _no_secrets(self) -> "ModelConfig":
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
         check_pricing(self.extras)
+        check_endpoint(self.extras)
+        params = self.extras.get("primary_params")
+        if params is not None and not isinstance(params, dict):  # (OpenClaw merges it into the agent's: a TypeError)
+            raise fail(f"expected a mapping of model parameters, got {got_text(params)}", "primary_params")
         return self
 
     @property
@@ -69,8 +76,8 @@ class Suite(StrictModel):
     suite_id: Id
     title: NonEmptyStr
     models: Annotated[list[ModelConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    case_selection: CaseSelection = Field(default_factory=CaseSelection)
-    openclaw: SuiteOpenClawConfig = Field(default_factory=SuiteOpenClawConfig)
+    case_selection: Annotated[CaseSelection, NULL_IS_EMPTY] = Field(default_factory=CaseSelection)
+    openclaw: Annotated[SuiteOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=SuiteOpenClawConfig)
     metadata: FreeMap = Field(default_factory=dict)
 
     @model_validator(mode="after")
