@@ -74,7 +74,7 @@ def default_endpoint() -> Endpoint:
     """OpenRouter, or `$OPENROUTER_BASE_URL` when set (read now, at resolve time). OpenRouter needs its
     key; another server gets `$OPENROUTER_API_KEY` if it is set, and no Authorization header if not."""
     base = _normalise_base_url(os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL)
-    if not _valid_url(base):  # (`not-a-url`: every run failed "Name or service not known", exit 1, costs unknown)
+    if not is_http_url(base):  # (`not-a-url`: every run failed "Name or service not known", exit 1, costs unknown)
         raise UsageError(f"${BASE_URL_ENV} {quoted(os.environ[BASE_URL_ENV])}: must be an http(s) URL such as "
                          "http://127.0.0.1:8000/v1")
     return Endpoint(base, DEFAULT_API_KEY_ENV, key_optional=base != DEFAULT_BASE_URL)
