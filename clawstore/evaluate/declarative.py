@@ -217,12 +217,11 @@ _ARTIFACT_MATCHERS = ("artifact_id", "artifact_type", "uri")
 
 
 def output_artifact_present(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
+    # No matcher (the reference's `artifact_type?` left out): any output artifact matches.
     matchers = {k: params[k] for k in _ARTIFACT_MATCHERS if params.get(k) is not None}
-    if not matchers:
-        raise CheckSpecError("set at least one of 'artifact_id', 'artifact_type', 'uri'")
     refs = [r for r in ctx.artifact.get("output_artifacts") or [] if isinstance(r, dict)]
     matched = [r for r in refs if all(r.get(k) == v for k, v in matchers.items())]
-    wanted = ", ".join(f"{k}={v}" for k, v in matchers.items())
+    wanted = ", ".join(f"{k}={v}" for k, v in matchers.items()) or "any"
     outputs = {**matchers, "matched_count": len(matched)}
     if matched:
         return Verdict(True, f"{len(matched)} output artifact(s) match {wanted}", outputs)

@@ -112,6 +112,7 @@ ALLOWED: list[Row] = [
          _check(kind="path_exists", path="files"),
          _check(kind="status_is", status="success"),
          _check(kind="output_artifact_present", artifact_type="report"),
+         _check(kind="output_artifact_present"),
          [{"check_id": "c1", "description": "Anything.", "dimensions": ALL_DIMENSIONS,
            "declarative": {"kind": "final_response_present"}}],
          [{"check_id": "c1", "dimensions": None, "declarative": {"kind": "final_response_present"}}],

@@ -104,9 +104,9 @@ def test_check_kinds_and_their_fields() -> None:
     assert check({"kind": "openclaw_workspace_file_present", "relative_path": "a.md",
                   "contains_any": ["x"], "contains_all": ["y"]}).declarative is not None
     assert check({"kind": "output_artifact_present", "artifact_type": "openclaw_key_output"}).declarative
+    assert check({"kind": "output_artifact_present"}).declarative  # the reference: `artifact_type?`
     for decl, field, text in [
         ({"kind": "file_contains", "path": "a"}, "declarative.text", "kind 'file_contains' requires 'text'"),
-        ({"kind": "output_artifact_present"}, "declarative", "needs at least one of artifact_id"),
         ({"kind": "output_artifact_present", "artifact_id": "Bad"}, "declarative.artifact_id", "must match"),
         ({"kind": "status_is", "status": "great"}, "declarative.status", "expected one of success, invalid"),
         ({"kind": "tool_call_count", "count": -1}, "declarative.count", "must be >= 0"),

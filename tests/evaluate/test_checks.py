@@ -147,7 +147,11 @@ def test_output_artifact_present() -> None:
     assert ok["outcome"] == "passed" and ok["outputs"]["matched_count"] == 1
     both = one(decl("a", "output_artifact_present", artifact_type="openclaw_key_output", artifact_id="other"), art)
     assert both["outcome"] == "failed"
-    assert one(decl("a", "output_artifact_present"), art)["outcome"] == "error"
+    # The reference's `artifact_type?`: no matcher at all passes on any output artifact, fails on none.
+    bare = one(decl("a", "output_artifact_present"), art)
+    assert bare["outcome"] == "passed" and bare["outputs"]["matched_count"] == 1
+    none = one(decl("a", "output_artifact_present"), artifact("openclaw", trace=[], output_artifacts=[]))
+    assert none["outcome"] == "failed" and none["outputs"]["matched_count"] == 0
 
 
 # --- openclaw_workspace_file_present ------------------------------------------------------------

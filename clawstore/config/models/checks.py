@@ -88,8 +88,6 @@ class DeclarativeCheck(StrictModel):
         for key in required:
             if data.get(key) is None:
                 raise fail(f"kind '{kind}' requires '{key}'", key)
-        if kind == "output_artifact_present" and not any(data.get(k) is not None for k in allowed):
-            raise fail("kind 'output_artifact_present' needs at least one of artifact_id, artifact_type, uri")
         if kind == "openclaw_workspace_file_present" and data.get("contains") is not None and (
             data.get("contains_all") is not None or data.get("contains_any") is not None
         ):
