@@ -166,6 +166,9 @@ def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
     problems += found
     sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real, warnings)
     problems += found
+    if case.input.turns and case.runner.type == "llm_probe":  # (valid: the reference calls turns OpenClaw-only)
+        warnings.append(("input.turns", "only the openclaw runner sends turns: llm_probe sends input.messages alone "
+                                        "(the turns still count in each run's key)"))
     for field_path, message in warnings:
         ws.add_warning(path, field_path, message)
     attachments = []
