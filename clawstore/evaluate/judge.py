@@ -16,6 +16,7 @@ from clawstore.evaluate.redact import redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import UNKNOWN
+from clawstore.values.judge_options import judge_request_options
 
 DEFAULT_JUDGE_ATTEMPTS = 3
 JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
@@ -39,12 +40,13 @@ def resolve_judge_model(judge: Any) -> str:
 def build_judge_request(judge: Any, system_prompt: str, user_prompt: str, repetition: int) -> dict[str, Any]:
     """The OpenAI-compatible chat body for one judge repetition.
 
-    `request_options` are merged at top level; `temperature` defaults to 0.0. The repetition index
+    `request_options` and the judge's extra fields (`judge_request_options`) are merged at top level; `temperature`
+    defaults to 0.0. The repetition index
     goes into `metadata` (string values, as OpenAI-style APIs require) so each repetition is a
     distinct request.
     """
     data = plain(judge)
-    options = dict(data.get("request_options") or {})
+    options = judge_request_options(data)
     for key in RESERVED_REQUEST_KEYS:
         if key in options:
             raise ConfigError(

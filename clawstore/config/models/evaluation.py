@@ -21,14 +21,13 @@ from clawstore.config.models.base import (
     reject_duplicate_ids,
     reject_secrets,
 )
+from clawstore.values.judge_options import JUDGE_OWN_FIELDS
 
 # Request keys the judge's own fields set (evaluate/judge.py RESERVED_REQUEST_KEYS, which refused them only at the
 # judgement: after the runs were paid for, each judgement an error and the build exit 1).
 RESERVED_REQUEST_OPTIONS = ("model", "messages")
-
-
 class JudgeConfig(OpenModel):
-    """A judge. `request_options` go to the provider request; other extras are kept for reference."""
+    """A judge. `request_options` and every extra field clawstore does not read itself go to the provider request."""
 
     judge_id: Id
     type: NonEmptyStr
@@ -46,6 +45,12 @@ class JudgeConfig(OpenModel):
             if key in self.request_options:
                 raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
                            f"request_options.{key}")
+            if key in self.extras:  # (an extra field is a request option)
+                raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
+                           key)
+        for key in self.extras:
+            if key not in JUDGE_OWN_FIELDS and key in self.request_options:
+                raise fail(f"'{key}' is given twice: as a judge field and in request_options (both are sent)", key)
         batch = self.extras.get("batch")
         if batch is not None and not isinstance(batch, bool):  # (`batch: "yes"` was no batch, without a word)
             raise fail(f"expected true or false, got {got_text(batch)}", "batch")
