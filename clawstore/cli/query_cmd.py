@@ -25,8 +25,9 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.command("query")
 @click.argument("sql_or_name", required=False)
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]), default="table",
-              show_default=True, help="Output format on stdout.")
+# (`--output`: the name report, compare and build give their format; it suggested `--out`, a file, instead)
+@click.option("--format", "--output", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]),
+              default="table", show_default=True, help="Output format on stdout.")
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the result to FILE instead (.parquet, .csv, .json or .md by extension).")
 @click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",

@@ -94,6 +94,8 @@ def test_formats(store: Store) -> None:
     code, out, _ = run(store, sql, "--format", "csv")
     parsed = list(csv.reader(io.StringIO(out)))
     assert parsed[0] == ["model_id", "runs", "cost"] and len(parsed) == 4
+    code, same, _ = run(store, sql, "--output", "csv")  # (report's and compare's name for it)
+    assert code == 0 and same == out
     code, out, _ = run(store, sql, "--format", "markdown")
     assert out.splitlines()[0] == "| model_id | runs | cost |" and out.splitlines()[1] == "|---|---|---|"
     code, out, _ = run(store, sql)
