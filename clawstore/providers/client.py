@@ -28,7 +28,7 @@ from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
-from clawstore.providers.usage import Usage
+from clawstore.providers.usage import SENT_UNANSWERED, Usage
 from clawstore.providers.wire import Wire
 from clawstore.values import jsontext
 
@@ -381,21 +381,21 @@ class ProviderClient:
                 for chunk in chunks:
                     body += chunk
                     if time.monotonic() > deadline:
-                        return timed_out, Usage()
+                        return timed_out, UNANSWERED
                     if len(body) > MAX_BODY_BYTES:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
-                                        f"than {MAX_BODY_BYTES} bytes", False, status_code=status), Usage()
+                                        f"than {MAX_BODY_BYTES} bytes", False, status_code=status), UNANSWERED
             except httpx.DecodingError as exc:  # a compressed body that does not decompress
                 return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
-                                status_code=status), Usage()
+                                status_code=status), UNANSWERED
             finally:
                 finish()
-        except httpx.TimeoutException:
-            return timed_out, Usage()
+        except httpx.TimeoutException as exc:
+            return timed_out, Usage() if isinstance(exc, NOTHING_SENT) else UNANSWERED
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
-                            True), Usage()
+                            True), Usage() if isinstance(exc, NOTHING_SENT) else UNANSWERED
         if wire is not None and ("set-cookie" in reply_headers or "set-cookie2" in reply_headers):
             # kept as httpx keeps them; this client's requests then go through httpx, which sends them
             http.cookies.extract_cookies(httpx.Response(status, headers=reply_headers, request=httpx.Request(
@@ -419,6 +419,13 @@ class ProviderClient:
         head = list(made[0])
         head[made[1]] = (head[made[1]][0], b"%d" % len(payload))
         return head
+
+
+# A request that failed before a byte of it left (no connection made): it cost nothing. Any other failure after the
+# request went out (a timeout, a lost connection, a reply too large or undecodable) may have been counted and billed:
+# its usage is unknown, never 0 (a declared price would make 0 tokens a known 0.0 USD).
+NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+UNANSWERED = Usage.not_believed(SENT_UNANSWERED)
 
 
 def _cancelled_text(closed: threading.Event) -> str:

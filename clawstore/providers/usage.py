@@ -164,9 +164,11 @@ class Usage:
 NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
 TURN_NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
 TURN_NO_RESULT = "usage: an OpenClaw turn ended without a result (crashed, timed out, stopped): what it sent is unknown"
+SENT_UNANSWERED = ("usage: a request was sent and its reply never read whole (timed out, connection lost, too large): "
+                   "what the provider counted is unknown")
 # Why a usage is unknown when no cost was sent, only token counts are missing (not a reply's numbers refused, one of
 # which may be a cost): at prices of 0 its cost is a known 0 (runners/pricing.py record_cost).
-COUNTS_ALONE = frozenset({NOT_REPORTED, TURN_NOT_REPORTED, TURN_NO_RESULT})
+COUNTS_ALONE = frozenset({NOT_REPORTED, TURN_NOT_REPORTED, TURN_NO_RESULT, SENT_UNANSWERED})
 
 
 def counts_alone_unknown(usage: Mapping[str, Any]) -> bool:

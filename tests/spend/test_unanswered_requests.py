@@ -1,0 +1,59 @@
+"""A request that went out and whose reply was never read whole (it timed out, the connection was lost, the reply
+was too large) may have been counted and billed by the provider: its tokens and cost are unknown, never the 0 that
+a declared price makes of 0 tokens. A request that never left (no connection could be made) cost nothing: a known
+0. Real `claw` processes and the stand-in on 127.0.0.1; the client alone against a real closed port."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from clawstore.providers import ProviderClient, ProviderError
+from clawstore.providers.endpoint import Endpoint
+from clawstore.providers.usage import SENT_UNANSWERED
+from clawstore.testing.standin import StandIn, error, hang
+from tests.hostile.attack import run_claw
+from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+PRICES = {"input": 1.0, "output": 2.0}
+
+
+def test_a_timed_out_run_s_cost_is_unknown_an_error_reply_s_priced(ws: Workspace,  # noqa: F811
+                                                                     standin: StandIn) -> None:
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=PRICES) for m in d["models"]])
+    ws.run_profile(defaults={"timeout_seconds": 1, "retries": 0})
+    standin.script("vendor/m1", hang(5), hang(5))
+    standin.script("vendor/m2", error(400, "context length exceeded"), error(400, "context length exceeded"))
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 1 and "Traceback" not in built.stderr, built
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert "cost spent ≥0.000000 USD (2 of 4 unknown, 2 of 4 priced)" in line, line  # (was 0.000000, 4 of 4 priced)
+    done = run_claw(ws.root, "query", "select model_id, status, input_tokens, cost_usd, cost_source from runs "
+                                      "order by 1", "--format", "json")
+    rows = {(r["model_id"], r["status"], r["input_tokens"], r["cost_usd"], r["cost_source"])
+            for r in json.loads(done.stdout)}
+    assert rows == {("m1", "timed_out", None, None, "unknown"), ("m2", "provider_error", 0, 0, "priced")}, rows
+
+
+def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -> None:
+    standin.script("vendor/slow", hang(5))
+    with ProviderClient() as client:
+        with pytest.raises(ProviderError) as sent:
+            client.chat(Endpoint(standin.base_url, None), {"model": "vendor/slow", "messages": []}, timeout=0.5,
+                        retries=0)
+        assert sent.value.timed_out and sent.value.usage.rejected == SENT_UNANSWERED
+        assert sent.value.usage.cost_usd is None and sent.value.usage.cost_source == "unknown"
+
+        with socket.socket() as closed:  # a port nobody listens on: the connection is refused, nothing is sent
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        with pytest.raises(ProviderError) as refused:
+            client.chat(Endpoint(f"http://127.0.0.1:{port}/v1", None), {"model": "m", "messages": []}, timeout=2,
+                        retries=1)
+        assert refused.value.code == "transport_error" and refused.value.attempts == 2
+        usage = refused.value.usage
+        assert usage.rejected is None and usage.cost_source is None and usage.input_tokens == 0
