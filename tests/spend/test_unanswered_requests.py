@@ -57,3 +57,16 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
         assert refused.value.code == "transport_error" and refused.value.attempts == 2
         usage = refused.value.usage
         assert usage.rejected is None and usage.cost_source is None and usage.input_tokens == 0
+
+
+def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    from tests.support.judging import JUDGE, eval_profile
+
+    eval_profile(ws, repetitions=1, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                                             "timeout_seconds": 1, "pricing": PRICES}])
+    standin.script(JUDGE, *[hang(5) for _ in range(4)])
+    built = run_claw(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
+    assert built.code == 1 and "Traceback" not in built.stderr, built
+    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    rows = json.loads(done.stdout)
+    assert len(rows) == 4 and all(r["cost_usd"] is None and r["cost_source"] == "unknown" for r in rows), rows
