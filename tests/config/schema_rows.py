@@ -318,6 +318,7 @@ FORBIDDEN: list[Row] = [
     # (an unclosed IPv6 bracket: urlsplit's ValueError was the whole message, naming no field)
     _no("suite", "models", [{"model_id": "m1", "base_url": "http://[::1:8000/v1"}], "models[0].base_url",
         "http(s) URL"),
+    _no("evaluation_profile", "judges[0].base_url", "http://127.0.0.1:99999/v1", "judges[0].base_url", "http(s) URL"),
     _no("suite", "models", [{"model_id": "m1", "api_key_env": ["KEY"]}], "models[0].api_key_env",
         "name of an environment variable"),
     _no("suite", "case_selection", {"include_tag": ["x"]}, "case_selection.include_tag", "unknown field"),
