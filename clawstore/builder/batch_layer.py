@@ -86,6 +86,9 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
                                              session.progress)
     submitting = {id(n) for n in to_submit}
     covered = batch_doc.covered_keys(forget_recorded(store))
+    for node in nodes:  # a batch an older claw submitted keyed it with a price (graph/plan.py Node.legacy): collected
+        if node.legacy is not None and oid_hex(node.key) not in covered and oid_hex(node.legacy[0]) in covered:
+            node.take_legacy()
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()

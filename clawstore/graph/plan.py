@@ -60,7 +60,8 @@ class Node:
     # it is recorded instead of encoding the document again (`put_input`); dropped with the document.
     document_bytes: bytes | None = None
     # (key, document, its bytes) the node had before a key formula dropped a price from it (docs/building.md, Keys):
-    # a record under that key is reused, and the node keeps that key, so a store built before is not paid twice.
+    # a record under that key is reused, and the node keeps that key, so a store built before is not paid twice. Kept
+    # on a node found under neither: a batch an older claw submitted may stand for it (builder/batch_layer.py).
     legacy: tuple[str, dict[str, Any], bytes] | None = None
 
     @property
@@ -75,6 +76,13 @@ class Node:
         self.document_bytes = None
         self.judge_requests = None
         self.batch_body = None
+        self.legacy = None
+
+    def take_legacy(self) -> None:
+        """Key the node as it was before a price left its key (`legacy`), its record not yet looked up."""
+        assert self.legacy is not None
+        self.key, self.document, self.document_bytes = self.legacy
+        self.legacy = self.record_id = self.record = self.unseen = None
 
 
 RELEASED: dict[str, Any] = {}  # a released node's document (never written to)
@@ -150,14 +158,16 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
     ids already seen; `look_again`: a miss lists the index again (see IndexView.find_action). Details: docs/building.md
     (Details by module)."""
     _attach_by_key(node, store, head, present, look_again)
-    legacy, node.legacy = node.legacy, None
-    if legacy is not None and not node.fresh:  # built before a price left its key: reused under the key it had
+    legacy = node.legacy
+    if legacy is not None and node.fresh:
+        node.legacy = None
+    elif legacy is not None:  # built before a price left its key: reused under the key it had
         now = node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen
-        node.key, node.document, node.document_bytes = legacy
-        node.record_id = node.record = node.unseen = None
+        node.take_legacy()
         _attach_by_key(node, store, head, present, look_again)
-        if not node.fresh:  # (nothing reusable there: the node executes under its key)
+        if not node.fresh:  # (nothing reusable there: the node executes under its key, unless a batch stands for it)
             node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
+            node.legacy = legacy
 
 
 def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,

@@ -471,3 +471,26 @@ def test_a_first_ctrl_c_while_waiting_for_a_batch_ends_the_wait_at_once(scored: 
     assert time.monotonic() - sent < 10 and "interrupted" in err
     [doc] = batch_doc.pending(store())
     assert doc.batch_id and len(doc.covered) == 12  # kept: the next build collects it
+
+
+def test_a_batch_an_older_claw_submitted_with_a_judges_cost_is_collected_not_sent_again(
+        scored: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
+    # its lines are keyed with the judge's `cost` (claw before session 58): the upgrade found them under no key of
+    # this claw's, so a build sent every judgement again (a second batch, paid twice) and the first one's never counted
+    from tests.support.oldclaw import old_claw, old_clawstore
+
+    old = old_clawstore(tmp_path / "old")
+    scored.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 2.0, "output": 8.0}))
+    standin.batch_settings(delay=60)
+    built = old_claw(old, scored.root, "build", "--suite", "main", "--run-profile", "rp",
+                     "--evaluation-profile", "ev", "--batch")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert standin.batch_stats()["lines"] == 12 and judge_requests(standin) == 0
+    standin.batch_settings(delay=0)  # it finishes
+    code, report = build(claw, "--batch")
+    assert code == 0, report
+    assert {r["eval"] for r in report["rows"]} == {"exec"} and {r["score"] for r in report["rows"]} == {7.0}
+    assert standin.batch_stats()["lines"] == 12 and standin.batch_stats()["batches"] == 1
+    assert judge_requests(standin) == 0 and batch_doc.pending(store()) == []
+    code, report = build(claw, "--batch")
+    assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["lines"] == 12

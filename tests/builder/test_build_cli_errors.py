@@ -88,7 +88,8 @@ def test_a_model_on_its_own_endpoint(ws: Workspace, claw: Claw, standin: StandIn
     assert "model.endpoint.base_url" in out
 
 
-@pytest.mark.parametrize("written", ["not-a-url", "127.0.0.1:8000/v1", "ftp://host/v1"])
+@pytest.mark.parametrize("written", ["not-a-url", "127.0.0.1:8000/v1", "ftp://host/v1", "http://[::1:8000/v1",
+                                     "http://127.0.0.1:abc/v1", "http://127.0.0.1:99999/v1", "http://:8000/v1"])
 def test_a_base_url_that_is_no_url_is_refused_before_anything_is_sent(ws: Workspace, claw: Claw, standin: StandIn,
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       written: str) -> None:

@@ -147,7 +147,8 @@ ALLOWED: list[Row] = [
          [{"model_id": "m1", "requested_model": "vendor/m1", "primary_params": {"reasoning": {"effort": "low"}}}]),
     # claw's own model keys: which OpenAI-compatible server (not built: it would call that server)
     *_ok("suite", "models", [{"model_id": "m1", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "LOCAL_KEY"}],
-         [{"model_id": "m1", "base_url": None, "api_key_env": None}], builds=False),
+         [{"model_id": "m1", "base_url": None, "api_key_env": None}],
+         [{"model_id": "m1", "base_url": "http://[::1]:9/v1/"}], builds=False),
     *_ok("suite", "case_selection", {}, None, {"include_case_ids": ["base_case"]}, {"include_tags": ["smoke"]},
          {"exclude_case_ids": ["claw_base"]}, {"exclude_tags": ["claw"]},
          {"include_case_ids": None, "include_tags": ["smoke"], "exclude_case_ids": [], "exclude_tags": None}),
@@ -315,6 +316,10 @@ FORBIDDEN: list[Row] = [
     _no("suite", "models", [{"model_id": "m1", "base_url": "localhost:8000/v1"}], "models[0].base_url",
         "http(s) URL"),
     _no("suite", "models", [{"model_id": "m1", "base_url": "ftp://host/v1"}], "models[0].base_url", "http(s) URL"),
+    # (an unclosed IPv6 bracket: urlsplit's ValueError was the whole message, naming no field)
+    _no("suite", "models", [{"model_id": "m1", "base_url": "http://[::1:8000/v1"}], "models[0].base_url",
+        "http(s) URL"),
+    _no("evaluation_profile", "judges[0].base_url", "http://127.0.0.1:99999/v1", "judges[0].base_url", "http(s) URL"),
     _no("suite", "models", [{"model_id": "m1", "api_key_env": ["KEY"]}], "models[0].api_key_env",
         "name of an environment variable"),
     _no("suite", "case_selection", {"include_tag": ["x"]}, "case_selection.include_tag", "unknown field"),
