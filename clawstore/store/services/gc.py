@@ -269,10 +269,20 @@ class _Plan:
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
-        """Objects reached since the plan (a ref set meanwhile) are kept after all."""
+        """Objects reached since the plan (a ref set meanwhile) are kept after all; a pack the plan deleted whole that
+        holds one is rewritten instead (only rewritten packs are copied from: deleted, it took a pinned object)."""
         doomed = ((digest, digest) for digest in self.doomed_objects)
+        holding = set()
         for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
-            self.objects.add(digest, self.doomed_objects.pop(digest))
+            loc = self.doomed_objects.pop(digest)
+            self.objects.add(digest, loc)
+            holding.add(loc[0])
+        rewritten = [pack for pack in self.delete if pack in holding]
+        if rewritten:
+            self.delete = [pack for pack in self.delete if pack not in holding]
+            self.rewrite += rewritten
+            report.packs_deleted -= len(rewritten)
+            report.packs_rewritten += len(rewritten)
         report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
 
 
