@@ -14,7 +14,6 @@ from collections.abc import Iterator
 
 from clawstore.errors import StoreError
 from clawstore.store.core.index import Loc
-from clawstore.store.core.lean_numpy import np
 
 _ROW = struct.Struct("<32sIQQ")  # as an index segment's object row (store/core/index.py, _OBJ)
 _WHERE = struct.Struct("<IQQ")  # its pack slot, offset and length, after the id
@@ -46,6 +45,8 @@ class KeptObjects:
     def moved(self, packs: set[str]) -> Iterator[tuple[int, bytes, Loc]]:
         """(row, id, where) of each object in `packs`, in the order of their places (pack id, offset): each pack read
         front to back, as a dict's items sorted by their Loc were."""
+        from clawstore.store.core.lean_numpy import np  # (here: a build imports gc's module, never its arrays)
+
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
         slots = table[:, 32:36].copy().view("<u4").ravel()
         rows = np.flatnonzero(np.isin(slots, [self._slots[pack] for pack in packs if pack in self._slots]))
@@ -73,6 +74,8 @@ class KeptObjects:
 
     def segment_rows(self) -> tuple[list[str], bytes]:
         """`Segment.object_rows`: the packs the rows name (slot by slot) and the rows sorted by id."""
+        from clawstore.store.core.lean_numpy import np
+
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
         if len(self._dropped):
             table = np.delete(table, np.frombuffer(self._dropped, np.uint64).astype(np.int64), axis=0)
