@@ -22,10 +22,11 @@ CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 KILLED = "was killed before it finished: by its log's last write it had executed"
 
 
-def _killed_mid_build(tmp_path: Path, standin: StandIn, reply: dict[str, Any]) -> Workspace:
-    """A 30-case campaign's build, SIGKILLed 3 s after its first request: past its log's first write (every 2 s),
-    far from the campaign's 60 requests' end."""
-    ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
+def _killed_mid_build(tmp_path: Path, standin: StandIn, reply: dict[str, Any], cases: int = 30,
+                      after_s: float = 3.0) -> Workspace:
+    """A campaign's build, SIGKILLed `after_s` after its first request (by default 3 s: past its log's first write,
+    every 2 s, far from the 30 cases' 60 requests' end)."""
+    ws: Workspace = many_cases(tmp_path / "ws", cases, concurrency=2)
     standin.set_default(reply)
     build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -33,7 +34,7 @@ def _killed_mid_build(tmp_path: Path, standin: StandIn, reply: dict[str, Any]) -
         deadline = time.monotonic() + 60
         while not standin.requests and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(3.0)
+        time.sleep(after_s)
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
@@ -106,18 +107,7 @@ def test_a_build_killed_before_its_first_node_finished_is_named(tmp_path: Path, 
                                                                 env: dict[str, str]) -> None:  # noqa: F811
     """Killed in its first seconds, its requests in flight: its log was written (state running) before its first
     request, but its journal only with its first node, and a killed build was found by its journal: not named."""
-    ws: Workspace = many_cases(tmp_path / "ws", 4, concurrency=2)
-    standin.set_default(text("four", latency=30))
-    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not standin.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)
-    finally:
-        build.send_signal(signal.SIGKILL)
-        build.wait()
+    ws = _killed_mid_build(tmp_path, standin, text("four", latency=30), cases=4, after_s=0.3)
     assert standin.requests and not any(r.get("answered_at") for r in standin.requests)
     status = run_claw(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status

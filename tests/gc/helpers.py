@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +38,18 @@ def state(store_dir: Path | str) -> dict[str, Any]:
         "tmp": sorted(os.listdir(store.tmp_dir)),
         "builds": sorted(p.name for p in (store.root / "builds").glob("*.json")),
     }
+
+
+PROC_GC_HELD = Path(__file__).with_name("proc_gc_held.py")
+
+
+def kill_gc_at(phase: str, cwd: Path, env: dict[str, str]) -> int:
+    """A real gc (tests/gc/proc_gc_held.py) SIGKILLed once it says it stopped at `phase`; its exit status."""
+    gc = subprocess.Popen([sys.executable, str(PROC_GC_HELD), phase], cwd=cwd, env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert gc.stdout is not None
+    line = gc.stdout.readline()
+    gc.send_signal(signal.SIGKILL)
+    _, err = gc.communicate(timeout=60)
+    assert line == f"at {phase}\n".encode(), err.decode()
+    return gc.returncode

@@ -3,19 +3,15 @@ runs, never a pack the index names, and a damaged list names nothing."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from clawstore.store import Store
 from clawstore.store.core.packfile import iter_pack_ids
 from clawstore.store.services.gc import collect
 from clawstore.store.services.gc_copies import COPIES_FILE, listed_copies
+from tests.gc.helpers import kill_gc_at
 from tests.store.helpers import REPO, env
 from tests.support.storefiles import age_packs
-
-PROC = Path(__file__).with_name("proc_gc_held.py")
 
 
 def _store_with_garbage(root: Path) -> Store:
@@ -37,13 +33,7 @@ def _store_with_garbage(root: Path) -> Store:
 def _killed_gc(root: Path, phase: str = "copied") -> set[str]:
     """A real gc SIGKILLed at `phase` (tests/gc/proc_gc_held.py); the packs it left that were not there."""
     before = set(iter_pack_ids(root / "packs"))
-    gc = subprocess.Popen([sys.executable, str(PROC), phase], cwd=REPO, env={**env(), "CLAW_STORE": str(root)},
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert gc.stdout is not None
-    line = gc.stdout.readline()
-    gc.send_signal(signal.SIGKILL)
-    _, err = gc.communicate(timeout=60)
-    assert line == f"at {phase}\n".encode(), err.decode()
+    kill_gc_at(phase, REPO, {**env(), "CLAW_STORE": str(root)})
     return set(iter_pack_ids(root / "packs")) - before
 
 

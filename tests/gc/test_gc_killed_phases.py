@@ -20,13 +20,12 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import is_sealed
 from clawstore.store.reach import head_closure
 from clawstore.testing.standin import StandIn
-from tests.gc.helpers import actions, build_json, state
+from tests.gc.helpers import PROC_GC_HELD, actions, build_json, kill_gc_at, state
 from tests.support.claw import Claw
 from tests.support.storefiles import age_actions, age_packs
 from tests.support.workspace import Workspace
 
 HEAD = "campaigns/main__rp__none"
-PROC = Path(__file__).with_name("proc_gc_held.py")
 CASES = 10
 PHASES = ("plan", "copy", "copied", "segment", "swapped", "delete")
 
@@ -80,7 +79,7 @@ def _left(store: Path, before: dict[str, set[str]]) -> tuple[bool, int, int, int
 
 def _gc_to_the_end(ws: Workspace) -> None:
     """`claw gc` (its default grace period), at the limits the killed one had, not stopped."""
-    subprocess.run([sys.executable, str(PROC), "none"], cwd=ws.root, env=dict(os.environ), check=True,
+    subprocess.run([sys.executable, str(PROC_GC_HELD), "none"], cwd=ws.root, env=dict(os.environ), check=True,
                    capture_output=True)
 
 
@@ -111,14 +110,7 @@ def test_gc_killed_at_a_phase_leaves_a_store_a_second_gc_finishes(phase: str, ws
     shutil.copytree(store, reference)
 
     before = _listing(store)
-    gc = subprocess.Popen([sys.executable, str(PROC), phase], cwd=ws.root, env=dict(os.environ),
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert gc.stdout is not None
-    line = gc.stdout.readline()
-    gc.send_signal(signal.SIGKILL)
-    _, err = gc.communicate(timeout=60)
-    assert line == f"at {phase}\n".encode(), err.decode()
-    assert gc.returncode == -signal.SIGKILL
+    assert kill_gc_at(phase, ws.root, dict(os.environ)) == -signal.SIGKILL
     assert _left(store, before) == LEFT[phase], phase  # the kill came where it was meant to
 
     code, out, err = claw("fsck")

@@ -19,21 +19,24 @@ CASE = "configs/cases/alpha/test.yaml"
 PROFILE = "configs/run_profiles/rp.yaml"
 
 
-def _alias_bomb() -> str:
-    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+def _bomb(first: str, level: Callable[[list[str]], str]) -> str:
+    """Nine levels, each naming the one before nine times (`level` writes a level from its nine aliases)."""
+    lines = [first]
     for i in range(1, 9):
         prev, name = chr(96 + i), chr(97 + i)
-        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+        lines.append(f"{name}: &{name} " + level([f"*{prev}"] * 9))
     return "\n".join(lines) + "\n"
+
+
+def _alias_bomb() -> str:
+    return _bomb('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+                 lambda aliases: "[" + ",".join(aliases) + "]")
 
 
 def _merge_bomb() -> str:
     """The alias bomb through merge keys: each level merges the one before nine times (flattened, 9^8 key pairs)."""
-    lines = ["a: &a {k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7, k8: 8}"]
-    for i in range(1, 9):
-        prev, name = chr(96 + i), chr(97 + i)
-        lines.append(f"{name}: &{name} {{<<: [" + ", ".join([f"*{prev}"] * 9) + "]}")
-    return "\n".join(lines) + "\n"
+    return _bomb("a: &a {k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7, k8: 8}",
+                 lambda aliases: "{<<: [" + ", ".join(aliases) + "]}")
 
 
 def _case_with(w: Workspace, tail: str) -> None:
