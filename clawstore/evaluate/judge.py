@@ -16,13 +16,11 @@ from clawstore.evaluate.redact import redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import UNKNOWN
-from clawstore.values.judge_options import judge_request_options
+from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
 
 DEFAULT_JUDGE_ATTEMPTS = 3
 JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
 INFRASTRUCTURE_STATUSES = ("provider_error", "timed_out", "failed")
-# request_options may not replace what the harness itself decides.
-RESERVED_REQUEST_KEYS = ("model", "messages")
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens", "reasoning_tokens",
                 "cached_input_tokens", "cache_write_tokens")
 

@@ -4,6 +4,8 @@ judge's request is made)."""
 from collections.abc import Mapping
 from typing import Any
 
+# Request keys the judge's own fields set (its model, the prompt it is sent): no request option may replace them.
+RESERVED_REQUEST_KEYS = ("model", "messages")
 # A judge's fields clawstore reads itself (its id and model, prices, batch, endpoint, transport); the config reference:
 # "any extra judge fields are passed through as request_options", so every other field goes into the request.
 JUDGE_OWN_FIELDS = frozenset({"judge_id", "type", "model", "request_options", "judge_model", "model_id", "pricing",

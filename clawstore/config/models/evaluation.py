@@ -21,11 +21,9 @@ from clawstore.config.models.base import (
     reject_duplicate_ids,
     reject_secrets,
 )
-from clawstore.values.judge_options import JUDGE_OWN_FIELDS
+from clawstore.values.judge_options import JUDGE_OWN_FIELDS, RESERVED_REQUEST_KEYS
 
-# Request keys the judge's own fields set (evaluate/judge.py RESERVED_REQUEST_KEYS, which refused them only at the
-# judgement: after the runs were paid for, each judgement an error and the build exit 1).
-RESERVED_REQUEST_OPTIONS = ("model", "messages")
+
 class JudgeConfig(OpenModel):
     """A judge. `request_options` and every extra field clawstore does not read itself go to the provider request."""
 
@@ -41,13 +39,12 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
         check_endpoint(self.extras)
-        for key in RESERVED_REQUEST_OPTIONS:
-            if key in self.request_options:
-                raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
-                           f"request_options.{key}")
-            if key in self.extras:  # (an extra field is a request option)
-                raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request option",
-                           key)
+        # (refused here, not only at the judgement, which came after the runs were paid for: each an error, exit 1)
+        for key in RESERVED_REQUEST_KEYS:
+            for where, field in ((self.request_options, f"request_options.{key}"), (self.extras, key)):
+                if key in where:  # (an extra field is a request option too)
+                    raise fail(f"'{key}' is the judge's own (its 'model' and the prompt it is sent): not a request "
+                               "option", field)
         for key in self.extras:
             if key not in JUDGE_OWN_FIELDS and key in self.request_options:
                 raise fail(f"'{key}' is given twice: as a judge field and in request_options (both are sent)", key)
