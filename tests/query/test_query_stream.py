@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.cli.query_cmd import TERMINAL_ROWS
 from clawstore.errors import UsageError
 from clawstore.query.engine import QueryRows, stream_query
 from clawstore.query.segments import ManifestChanged
 from clawstore.store import Store
+from tests.support.terminal import Terminal, terminal  # noqa: F401
 
 ROWS_SQL = "SELECT range AS i, 'x' || range AS s FROM range({rows})"
 SMALL, LARGE = 30_000, 600_000
@@ -119,3 +121,18 @@ def test_a_query_whose_rows_were_handed_out_is_not_run_again(store: Path) -> Non
     with pytest.raises(UsageError, match="4 times in a row"):
         stream_query(store, ROWS_SQL.format(rows=5000), refuse)
     assert calls == [0, 0, 0, 0]  # (nothing handed out: run again on a fresh snapshot)
+
+
+def test_a_terminal_draws_the_first_rows_and_says_how_many_are_left_out(store: Path,
+                                                                        terminal: Terminal) -> None:  # noqa: F811
+    # (rich holds a whole table to measure it: a terminal shows TERMINAL_ROWS, then a note, not every row)
+    terminal.width = 200  # (the note on one line)
+    terminal.start(_claw("query", "--store", str(store), ROWS_SQL.format(rows=TERMINAL_ROWS + 3)), store.parent,
+                   {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TERM": "xterm-256color",
+                    "PATH": os.environ.get("PATH", "")})
+    screen = terminal.wait_for(lambda shown: "EXIT=" in shown, timeout=120)
+    lines = [line.strip() for line in screen.splitlines() if line.strip()]
+    assert lines[-1] == "EXIT=0", screen
+    assert lines[-3].split() == [str(TERMINAL_ROWS - 1), f"x{TERMINAL_ROWS - 1}"], screen
+    note = f"claw: note: 3 more rows not shown (a terminal shows the first {TERMINAL_ROWS})"
+    assert lines[-2].startswith(note), screen
