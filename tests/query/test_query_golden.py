@@ -67,6 +67,9 @@ line\"""",
     "describe": "DESCRIBE SELECT 1 AS a, 'x' AS b",
     "summarize": "SUMMARIZE SELECT range AS r FROM range(10)",
     "cast_fails": "SELECT CAST(s AS INTEGER) AS n FROM (VALUES ('1'), ('two')) t(s)",
+    "ddl_last": "CREATE TEMP TABLE t AS SELECT 1 AS a",
+    "insert_last": "CREATE TEMP TABLE t (a INTEGER); INSERT INTO t VALUES (1), (2)",
+    "pivot": "PIVOT (SELECT 'k' || range AS k, range AS v FROM range(3)) ON k USING sum(v)",
     "many": "SELECT range AS i, range % 3 = 0 AS b FROM range(2100)",
 }
 STDOUT_FORMATS = ("table", "csv", "json", "markdown")
