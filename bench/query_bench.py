@@ -1,7 +1,8 @@
 """Benchmark the manifest: refresh after a 10,000-node build, and the leaderboard over 1,000,000 results.
 
     python bench/query_bench.py [--results 1000000] [--per-build 10000] [--nodes 10000] [--dir DIR]
-                                [--only refresh|leaderboard]
+                                [--only refresh|leaderboard|output] [--rows 3000000] [--small-rows 30000]
+                                [--pairs 1] [--against TREE]
 
 What is measured:
 1. refresh: a real Store receives a build of `--nodes` nodes (runs, checks, two judge repetitions and a
@@ -25,11 +26,16 @@ What is measured:
    The timer covers `run_query(store, leaderboard.sql)` exactly as `claw query leaderboard` runs
    it (fresh in-memory DuckDB, views over the Parquet files, result materialised and fetched), against
    the same SQL on plain in-memory DuckDB tables holding the same rows. Median of 5 runs each.
+3. output: `claw query` printing `--rows` generated rows (an integer and a short text) as csv, json and
+   table to /dev/null, a real process each: its max RSS (wait4) and wall, beside the same at `--small-rows` and
+   `select 1`. Streamed, the three RSS figures are about the same (docs/scale/query.md). `--against` another
+   tree (main's worktree) runs that tree's claw in turns with this one's, `--pairs` times.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -302,19 +308,53 @@ def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
     print(f"  same SQL on plain in-memory DuckDB tables:       {plain * 1000:.1f} ms")
 
 
+OUTPUT_SQL = "SELECT range AS i, 'x' || range AS s FROM range({rows})"
+
+
+def bench_output(work: Path, rows: int, small: int, pairs: int, against: Path | None) -> None:
+    """`claw query` printing `rows` rows in each format, as a real process: max RSS (wait4) and wall, next to the
+    same command at `small` rows and `select 1` (what a query costs with no rows to speak of). With `against`
+    (another tree, e.g. main's worktree), that tree's claw runs too, the two taking turns, `pairs` times."""
+    from bench.growth_bench import measure  # (wait4 in a launcher: the peak of the command's process alone)
+
+    store = Store(work / "output-store")
+    trees = {"this": REPO, **({"against": against.resolve()} if against is not None else {})}
+
+    def run(tree: Path, fmt: str, count: int | None) -> str:
+        sql = "SELECT 1 AS one" if count is None else OUTPUT_SQL.format(rows=count)
+        got = measure(work, ("query", "--store", str(store.root), sql, "--format", fmt),
+                      {"PYTHONPATH": str(tree)})
+        return f"{got.max_rss / 2**20:7.1f} MB {got.wall:6.2f} s"
+
+    print(f"claw query output ({os.getloadavg()[0]:.1f} load): max RSS and wall, {small:,} and {rows:,} rows "
+          f"({OUTPUT_SQL.format(rows='N')}), `select 1` the baseline")
+    for fmt in ("csv", "json", "table"):
+        for number in range(pairs):
+            for name, tree in trees.items():
+                print(f"  {fmt:<5} {name:<7} #{number + 1}: select 1 {run(tree, fmt, None)}; {small:,} rows "
+                      f"{run(tree, fmt, small)}; {rows:,} rows {run(tree, fmt, rows)}  (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--per-build", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--only", choices=["refresh", "leaderboard"], default=None)
+    parser.add_argument("--only", choices=["refresh", "leaderboard", "output"], default=None)
+    parser.add_argument("--rows", type=int, default=3_000_000, help="rows `claw query` prints (output)")
+    parser.add_argument("--small-rows", type=int, default=30_000, help="the same at this many rows (output)")
+    parser.add_argument("--pairs", type=int, default=1, help="runs of each tree (output)")
+    parser.add_argument("--against", type=Path, default=None, help="another tree whose claw takes turns (output)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        if args.only != "leaderboard":
+        if args.only in (None, "refresh"):
             bench_refresh(Path(tmp), args.nodes)
-        if args.only != "refresh":
+        if args.only in (None, "leaderboard"):
             bench_leaderboard(Path(tmp), args.results, args.per_build)
+        if args.only in (None, "output"):
+            bench_output(Path(tmp), args.rows, args.small_rows, args.pairs, args.against)
 
 
 if __name__ == "__main__":

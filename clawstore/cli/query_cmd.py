@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,6 +11,10 @@ from clawstore.cli.common import existing_store_root, open_existing, store_optio
 from clawstore.errors import UsageError, one_line, utf8_argument
 from clawstore.host.durable import atomic_file, output_problem
 
+if TYPE_CHECKING:
+    from clawstore.query.engine import QueryRows
+
+TERMINAL_ROWS = 10_000  # drawn by rich on a terminal, which holds the whole table: past them a note, not rows
 _EXPORTS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown"}
 
 
@@ -42,12 +47,9 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
     from clawstore.builder.cyclic_gc import collector_paused
-    from clawstore.query.engine import reads_history, run_query
-    from clawstore.query.formats import cell, numeric_columns, render
+    from clawstore.query.engine import export_parquet, reads_history, stream_query
     from clawstore.query.manifest import index_current, index_pending
     from clawstore.query.saved import is_packaged, resolve_sql
-    from clawstore.report.terminal import print_tables, stdout_is_terminal
-    from clawstore.report.terminal import table as rich_table
 
     if schema:
         _print_schema(fmt)
@@ -70,29 +72,58 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
         index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
     _note_untrusted(root)
+    confined = saved_in is not None and not is_packaged(saved_in)
     try:
-        result = run_query(root, sql, _params(params), store=lambda: open_existing(root),
-                           parquet_out=out if export == "parquet" else None,
-                           confined=saved_in is not None and not is_packaged(saved_in))
+        if out is not None and export == "parquet":  # (DuckDB writes a temp file beside, renamed into place)
+            count = export_parquet(root, sql, out, _params(params), store=lambda: open_existing(root),
+                                   confined=confined)
+        else:
+            count = stream_query(root, sql, lambda rows: _write(rows, export or fmt, out), _params(params),
+                                 store=lambda: open_existing(root), confined=confined)
     except UsageError as exc:  # a saved query's SQL error names its file (it read as the command line's SQL)
         if saved_in is None or not str(exc).startswith("query failed:"):
             raise
         raise UsageError(f"{one_line(str(saved_in))}: {exc}") from None
+    if out is not None:
+        click.echo(f"wrote {count} rows to {one_line(str(out))}", err=True)
+
+
+def _write(rows: QueryRows, fmt: str, out: Path | None) -> int:
+    """Write the rows as they come (a batch at a time: memory does not grow with the result); how many."""
+    from clawstore.query.formats import WRITERS
+    from clawstore.report.terminal import stdout_is_terminal
+
     if out is None:
         if fmt == "table" and stdout_is_terminal():
-            print_tables(rich_table(result.columns, [[cell(v) for v in row] for row in result.rows],
-                                    numeric_columns(result.columns, result.rows)))
-        else:
-            click.echo(render(fmt, result.columns, result.rows), nl=False)
-        return
-    if export != "parquet":  # (parquet: DuckDB writes a temp file beside and renames it into place)
-        try:
-            # (beside and renamed: a full disk mid-write left a torn file over the old one)
-            with atomic_file(out) as handle:
-                handle.write(render(export or fmt, result.columns, result.rows).encode("utf-8"))
-        except OSError as exc:
-            raise UsageError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from None
-    click.echo(f"wrote {len(result.rows)} rows to {one_line(str(out))}", err=True)
+            return _draw(rows)
+        # (click.echo: piped, it drops terminal escapes from the text, as it did from the whole result)
+        return WRITERS[fmt](rows.columns, rows.batches(), lambda text: click.echo(text, nl=False))
+    try:
+        # (beside and renamed: a full disk, or an SQL error, mid-write leaves no torn file under the name)
+        with atomic_file(out) as handle:
+            return WRITERS[fmt](rows.columns, rows.batches(), lambda text: handle.write(text.encode("utf-8")))
+    except OSError as exc:
+        raise UsageError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from None
+
+
+def _draw(rows: QueryRows) -> int:
+    """On a terminal, rich draws the first TERMINAL_ROWS rows (it holds a whole table to measure it); the rows past
+    them are counted and said to be left out."""
+    from clawstore.query.formats import cell, numeric_columns
+    from clawstore.report.terminal import print_tables
+    from clawstore.report.terminal import table as rich_table
+
+    shown: list[tuple[Any, ...]] = []
+    count = 0
+    for batch in rows.batches():
+        shown.extend(batch[:TERMINAL_ROWS - len(shown)])
+        count += len(batch)
+    print_tables(rich_table(rows.columns, [[cell(v) for v in row] for row in shown],
+                            numeric_columns(rows.columns, shown)))
+    if count > len(shown):
+        click.echo(f"claw: note: {count - len(shown)} more rows not shown (a terminal shows the first {TERMINAL_ROWS});"
+                   " `--format csv`, `--out FILE` or a pipe gives them all", err=True)
+    return count
 
 
 def _note_untrusted(root: Path) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
 
 _RESULT = "__claw_result"
+T = TypeVar("T")
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
 _OBJECTS_RE = re.compile(r"\bobjects\b", re.IGNORECASE)
 _PARAM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -50,6 +51,30 @@ class QueryResult:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
 
 
+BATCH = 1024  # rows fetched from DuckDB at a time: what a streamed query holds in Python, whatever its row count
+# What DuckDB computes ahead of the fetches: its default 10 MB put 3 M rows' csv at 87 or 110 MB max RSS from one run
+# to the next (csv of 3 M rows, 6 runs: 70-71 MB each with 1 MB, 70 or 89 MB with the default; the wall the same).
+STREAM_BUFFER = "1MB"
+
+
+class QueryRows:
+    """The last statement's rows, fetched BATCH at a time while the query runs (`claw query` writes each batch
+    before it fetches the next, so its memory does not grow with the result). The first batch is fetched at once:
+    a query that fails before its first rows fails before anything is written, and may still be run again."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, columns: list[str], types: list[str]):
+        self._cursor, self.columns, self.types = cursor, columns, types
+        self._first = cursor.fetchmany(BATCH)
+        self.started = False  # (a batch handed out cannot be taken back: no retry after it)
+
+    def batches(self) -> Iterator[list[tuple[Any, ...]]]:
+        batch, self._first = self._first, []
+        while batch:
+            self.started = True
+            yield batch
+            batch = self._cursor.fetchmany(BATCH)
+
+
 def one_line(exc: BaseException) -> str:
     """DuckDB errors span several lines (LINE 1: ... ^); keep the first non-empty one."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -70,28 +95,35 @@ def _is_read_error(exc: duckdb.Error) -> bool:
         duckdb.Error, duckdb.InternalException)
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> QueryRows:
     cur = con.execute(sql)
-    rows = cur.fetchall()
     desc = cur.description or []
-    return QueryResult([d[0] for d in desc], [str(d[1]) for d in desc], rows)
+    return QueryRows(cur, [d[0] for d in desc], [str(d[1]) for d in desc])
 
 
-def _fetch_table(con: duckdb.DuckDBPyConnection) -> QueryResult:
-    """Read the materialised result; types Python cannot hold without extra modules become text."""
-    desc = con.execute(f"SELECT * FROM {_RESULT} LIMIT 0").description or []
+def _wrapped(text: str) -> str:
+    """The last statement as a subquery: its columns named as a table would name them (a name said twice gets
+    `_1`, as `CREATE TABLE AS` gave them), the newline ending a trailing comment."""
+    return f"SELECT * FROM ({text}\n) AS {_RESULT}"
+
+
+def _select_rows(con: duckdb.DuckDBPyConnection, text: str) -> QueryRows:
+    """Stream the query's rows; types Python cannot hold without extra modules become text."""
+    desc = con.execute(f"{_wrapped(text)} LIMIT 0").description or []  # (bound, not run)
     exprs = []
     for name, typ, *_ in desc:
         quoted = _quoted(name)
-        text = str(typ)
+        text_type = str(typ)
         exprs.append(f"CAST({quoted} AS VARCHAR) AS {quoted}"
-                     if "TIME ZONE" in text or text.startswith("INTERVAL") else quoted)
-    result = _fetch(con, f"SELECT {', '.join(exprs) or '*'} FROM {_RESULT}")
-    result.types = [str(d[1]) for d in desc]
-    return result
+                     if "TIME ZONE" in text_type or text_type.startswith("INTERVAL") else quoted)
+    rows = _rows(con, f"SELECT {', '.join(exprs) or '*'} FROM ({_wrapped(text)})")
+    rows.types = [str(d[1]) for d in desc]
+    return rows
 
 
-def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None) -> QueryResult:
+def _last_statement(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[str, bool]:
+    """Run every statement but the last; the last one's text, and whether it is a query its rows can be selected
+    from (not a catalog statement)."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
@@ -102,23 +134,34 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path | None)
         con.execute(statement.query).fetchall()
     last = statements[-1]
     text = last.query.strip().rstrip(";").rstrip()
-    if last.type == duckdb.StatementType.SELECT and not _CATALOG_RE.match(text):
+    return text, last.type == duckdb.StatementType.SELECT and not _CATALOG_RE.match(text)
+
+
+def _execute(con: duckdb.DuckDBPyConnection, sql: str) -> QueryRows:
+    text, selectable = _last_statement(con, sql)
+    if selectable:
         try:
-            # Materialise once: the rows feed both printing and export with the statement run once.
-            con.execute(f"CREATE TEMP TABLE {_RESULT} AS {text}\n").fetchall()
-            materialised = True
+            return _select_rows(con, text)
         except duckdb.ParserException:
-            materialised = False  # e.g. DESCRIBE forms CTAS cannot wrap
-        if materialised:
-            if parquet_out is not None:
-                con.execute(f"COPY {_RESULT} TO '{_sql_path(parquet_out)}' (FORMAT parquet)").fetchall()
-            return _fetch_table(con)
-    if parquet_out is not None:
+            pass  # e.g. DESCRIBE forms a subquery cannot wrap
+    return _rows(con, text)
+
+
+def _export(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path) -> int:
+    """DuckDB writes the rows to `parquet_out` (a temp file beside, renamed into place) as the query runs; the
+    number of rows it wrote."""
+    text, selectable = _last_statement(con, sql)
+    if not selectable:
         raise UsageError("--out needs the last statement to be a query (SELECT ...)")
-    return _fetch(con, text)
+    try:
+        [(count, *_)] = con.execute(f"COPY ({_wrapped(text)}) TO '{_sql_path(parquet_out)}' (FORMAT parquet)")\
+            .fetchall()
+    except duckdb.ParserException:
+        raise UsageError("--out needs the last statement to be a query (SELECT ...)") from None
+    return int(count)
 
 
-def _confine(con: duckdb.DuckDBPyConnection, parquet_out: Path | None) -> None:
+def _confine(con: duckdb.DuckDBPyConnection, writable: Path | None) -> None:
     """Turn the views into in-memory tables, then every file access off for good (no COPY TO, no read_csv, no ATTACH, no
     extension), so that SQL cannot read secrets or plant rows in the manifest. Only the export file the user named stays
     writable. Details: docs/query.md (Details by module)."""
@@ -128,8 +171,8 @@ def _confine(con: duckdb.DuckDBPyConnection, parquet_out: Path | None) -> None:
         view = f"{_quoted(database)}.main.{_quoted(name)}"
         con.execute(f"CREATE TEMP TABLE {_quoted(name)} AS SELECT * FROM {view}").fetchall()
         con.execute(f"DROP VIEW {view}").fetchall()
-    if parquet_out is not None:
-        con.execute("SET allowed_paths = [?]", [str(parquet_out.absolute())]).fetchall()
+    if writable is not None:
+        con.execute("SET allowed_paths = [?]", [str(writable.absolute())]).fetchall()
     for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions"):
         con.execute(f"SET {setting} = false").fetchall()
     con.execute("SET lock_configuration = true").fetchall()
@@ -165,12 +208,41 @@ def _refresh_answers(con: duckdb.DuckDBPyConnection, manifest: Path, sql: str,
     return read > 0 or made
 
 
+def stream_query(store_root: Path, sql: str, consume: Callable[[QueryRows], T],
+                 params: Mapping[str, str] | None = None,
+                 store: StoreReader | Callable[[], StoreReader] | None = None, confined: bool = False) -> T:
+    """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views and hand the last
+    statement's rows to `consume` while the query runs; `params` become DuckDB variables, `store` feeds the `objects`
+    view, `confined` reads results and no file (SQL someone else wrote). Raises UsageError with one line for any SQL
+    error, also one met after `consume` was given rows (it is not run again then: what it wrote stands)."""
+    def work(con: duckdb.DuckDBPyConnection, handed: list[QueryRows]) -> T:
+        rows = _execute(con, sql)
+        handed.append(rows)
+        return consume(rows)
+
+    return _with_views(store_root, sql, work, params, store, confined, None)
+
+
+def export_parquet(store_root: Path, sql: str, out: Path, params: Mapping[str, str] | None = None,
+                   store: StoreReader | Callable[[], StoreReader] | None = None, confined: bool = False) -> int:
+    """Write the last statement's rows to the Parquet file `out` (stream_query's SQL and arguments); how many."""
+    return _with_views(store_root, sql, lambda con, _: _export(con, sql, out), params, store, confined, out)
+
+
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
-              store: StoreReader | Callable[[], StoreReader] | None = None,
-              parquet_out: Path | None = None, confined: bool = False) -> QueryResult:
-    """Run `sql` (one or more statements) on a fresh in-memory DuckDB with the manifest's views; `params` become DuckDB
-    variables, `store` feeds the `objects` view, `confined` reads results and no file (SQL someone else wrote). Raises
-    UsageError with one line for any SQL error."""
+              store: StoreReader | Callable[[], StoreReader] | None = None, confined: bool = False) -> QueryResult:
+    """stream_query's rows, all of them in memory (for results known to be small)."""
+    def collect(rows: QueryRows) -> QueryResult:
+        return QueryResult(rows.columns, rows.types, [row for batch in rows.batches() for row in batch])
+
+    return stream_query(store_root, sql, collect, params, store, confined)
+
+
+def _with_views(store_root: Path, sql: str, work: Callable[[duckdb.DuckDBPyConnection, list[QueryRows]], T],
+                params: Mapping[str, str] | None, store: StoreReader | Callable[[], StoreReader] | None,
+                confined: bool, writable: Path | None) -> T:
+    """`work` on a connection with the manifest's views, run again on a fresh one when the manifest changed under it,
+    unless rows were handed out already (`work` lists the QueryRows it hands out in its second argument)."""
     for name in params or {}:
         if not _PARAM_RE.match(name):
             raise UsageError(f"--param {name!r}: a name is letters, digits and _")
@@ -180,8 +252,10 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
     while True:
         attempt += 1
         con: duckdb.DuckDBPyConnection | None = None
+        handed: list[QueryRows] = []
         try:
             con = connect(manifest)
+            con.execute(f"SET streaming_buffer_size = '{STREAM_BUFFER}'").fetchall()
             if _refresh_answers(con, manifest, sql, store):
                 create_views(con, manifest, replace=True)
             if _mentions(_OBJECTS_RE, sql) and store is not None:
@@ -190,16 +264,17 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
             for name, value in (params or {}).items():
                 con.execute(f"SET VARIABLE \"{name}\" = ?", [value]).fetchall()
             if confined:
-                _confine(con, parquet_out)
-            return _execute(con, sql, parquet_out)
+                _confine(con, writable)
+            return work(con, handed)
         except duckdb.Error as exc:
-            if _is_missing_manifest_file(exc, manifest) and attempt < _RETRIES:
+            retry = attempt < _RETRIES and not any(rows.started for rows in handed)
+            if retry and _is_missing_manifest_file(exc, manifest):
                 continue
-            if _is_read_error(exc) and attempt < _RETRIES and answers.remove_damaged(manifest):
+            if retry and _is_read_error(exc) and answers.remove_damaged(manifest):
                 continue  # a damaged answers file is made again, not trusted
             raise UsageError(f"query failed: {one_line(exc)}") from None
         except ManifestChanged as exc:
-            if attempt < _RETRIES:
+            if attempt < _RETRIES and not any(rows.started for rows in handed):
                 continue
             raise UsageError(f"query failed: {exc} {_RETRIES} times in a row; run it again") from None
         finally:
