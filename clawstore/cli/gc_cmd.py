@@ -54,8 +54,9 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
             f"{report.objects_seen} objects examined in {report.seconds:.2f}s"
         )
         if report.packs_rewritten or report.packs_deleted:  # (sparse or small packs: docs/gc-and-archives.md)
+            copies = f" ({report.copies_deleted} a killed gc's copies)" if report.copies_deleted else ""
             click.echo(f"packs: {report.packs_rewritten} {'to rewrite' if dry_run else 'rewritten'} into one, "
-                       f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}")
+                       f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}{copies}")
         if stopped:
             click.echo(f"stopped {len(stopped)} OpenClaw container(s) that killed builds left running: "
                        f"{', '.join(stopped)}")

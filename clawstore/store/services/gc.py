@@ -55,13 +55,14 @@ from clawstore.store.core.runtime import TOUCH_AFTER_S, pack_full
 from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
-from clawstore.store.services.gc_copies import keep_listed, listed_copies, note_copy
+from clawstore.store.services.gc_copies import copies_a_dry_run_counts, keep_listed, listed_copies, note_copy
 from clawstore.store.services.gc_kept import KeptObjects
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 DEFAULT_GRACE_S = 3600.0
+GC_LOCK = "gc"  # held by a gc that deletes (a second one fails at once)
 # A pack whose unused share is above this is rewritten (restic prune's --max-unused).
 DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
@@ -105,6 +106,7 @@ class GcReport:
     kept_for_builds: int = 0  # unreached objects kept because a build is running
     packs_rewritten: int = 0
     packs_deleted: int = 0
+    copies_deleted: int = 0  # of those, packs a killed gc copied into (locks/gc.copies): deleted whatever their age
     pack_bytes_freed: int = 0  # disk bytes of packs deleted or rewritten, less the new pack
     corrupt: list[str] = field(default_factory=list)  # objects found damaged while copying (left out)
     temp_files: int = 0
@@ -127,6 +129,7 @@ class GcReport:
             "bytes_freed": self.bytes_freed, "kept_young": self.kept_young,
             "kept_for_builds": self.kept_for_builds, "stale_leases_removed": self.stale_leases,
             "packs_rewritten": self.packs_rewritten, "packs_deleted": self.packs_deleted,
+            "killed_gc_copies_deleted": self.copies_deleted,
             "corrupt": len(self.corrupt),
             "live_leases": self.live_leases, "dangling": len(self.dangling), "seconds": round(self.seconds, 3),
         }
@@ -160,14 +163,16 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
     started = time.monotonic()
     report = GcReport(dry_run=dry_run, grace_s=grace_s)
     # A second gc fails at once instead of queueing behind the first (a dry run just looks).
-    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive("gc", timeout=0.0)
+    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive(GC_LOCK, timeout=0.0)
     with gc_lock:
         if not dry_run:
             store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
-        # (a dry run, beside which a gc may be copying, counts no list: its copies are not yet a killed gc's)
-        copies = frozenset() if dry_run else listed_copies(store.layout.locks, store.runtime.packs_dir)
+        locks, packs = store.layout.locks, store.runtime.packs_dir
+        # (a dry run beside a running gc counts no list: its copies are that gc's, not yet a killed one's)
+        copies = (copies_a_dry_run_counts(store.root, locks, packs, GC_LOCK) if dry_run
+                  else listed_copies(locks, packs))
         reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
         roots = _roots(store)
         report.roots = len(roots)
@@ -381,6 +386,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if used == 0:
             delete.append(pack)
             report.packs_deleted += 1
+            report.copies_deleted += pack in policy.copies
             report.pack_bytes_freed += size
         elif size and 1 - used / size > max_unused:
             rewrite.append(pack)
@@ -417,7 +423,7 @@ def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Itera
 def _take_plan_counts(report: GcReport, planned: GcReport) -> None:
     """What `_plan` counted into `planned`, into `report`."""
     for name in ("objects_seen", "objects", "actions", "kept_young", "kept_for_builds", "packs_rewritten",
-                 "packs_deleted", "pack_bytes_freed"):
+                 "packs_deleted", "copies_deleted", "pack_bytes_freed"):
         setattr(report, name, getattr(planned, name))
 
 
