@@ -56,7 +56,7 @@ from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
 from clawstore.store.services.gc_copies import copies_a_dry_run_counts, keep_listed, listed_copies, note_copy
-from clawstore.store.services.gc_kept import KeptObjects
+from clawstore.store.services.gc_kept import KeptEntries, KeptObjects
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -250,7 +250,7 @@ def _roots(store: Store) -> dict[str, str]:
 class _Plan:
     view: IndexSnapshot
     objects: KeptObjects  # kept (as the new segment's rows)
-    actions: dict[bytes, ActionEntry]  # kept
+    actions: KeptEntries  # kept (as the new segment's rows)
     doomed_objects: dict[bytes, Loc]
     doomed_actions: dict[bytes, ActionEntry]
     rewrite: list[str]  # packs to copy the live blobs of, then delete
@@ -300,7 +300,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     view = store.runtime.index.snapshot()
     ages = _pack_ages(store)
     kept_records: list[str] = []
-    actions: dict[bytes, ActionEntry] = {}
+    actions = KeptEntries()
     doomed_actions: dict[bytes, ActionEntry] = {}
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
@@ -326,14 +326,14 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             continue
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
-            actions[key] = entry
+            actions.add(key, entry)
     reach.mark(kept_records)
     records = ((key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None)
     for key in [key for key, is_reached in _reached_chunks(records, reach) if is_reached]:
         entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
-            actions[key] = entry
+            actions.add(key, entry)
     report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
                             if e.record is not None)
     objects = KeptObjects()
@@ -470,18 +470,17 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
             objects.move(row, (writer.pack_id, blob.offset, blob.length))
-        for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
-            entry = actions[key]
+        for row, key, entry in actions.moved(moved):  # (in key order)
             writer = writers.current()
             blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
-            actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
+            actions.move(row, writer.pack_id, blob.offset)
         if writers.seal():
             fsync_path(runtime.packs_dir)
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, actions=actions,
-                          object_rows=objects.segment_rows())
+        segment = Segment(new_segment_name(), pure=False, replaces=old_segments,
+                          object_rows=objects.segment_rows(), action_rows=actions.segment_rows())
         write_segment(runtime.index_dir, runtime.tmp_dir, segment)
         del segment
         remove_segments(runtime.index_dir, old_segments)
