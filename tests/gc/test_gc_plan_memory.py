@@ -117,3 +117,35 @@ def test_the_held_plan_holds_a_kept_entry_in_under_100_bytes_and_lists_nothing_u
     # 84 bytes a row, the rest the 3,000 doomed (~40 bytes an entry here); main: 365 (the dict, and the lists)
     assert retained / ENTRIES < 150, retained / ENTRIES
     assert sum(1 for _ in Store(store.root, create=False).iter_actions()) == ENTRIES
+
+
+@pytest.mark.timeout(120)
+def test_the_held_plan_holds_a_doomed_object_in_under_100_bytes(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "store")
+    with store.batch():
+        for i in range(KEPT):  # nobody names them
+            store.put_bytes(b"garbage %d" % i)
+        store.set_ref("pins/one", store.put_bytes(b"kept"))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    held: list[int] = []
+    real_plan = gc._plan
+
+    def plan(*args: object, **kwargs: object) -> gc._Plan:
+        before = tracemalloc.get_traced_memory()[0]
+        made = real_plan(*args, **kwargs)  # type: ignore[arg-type]
+        if kwargs.get("held", True):
+            held.append(tracemalloc.get_traced_memory()[0] - before)
+        return made
+
+    monkeypatch.setattr(gc, "_plan", plan)
+    tracemalloc.start()
+    try:
+        report = gc.collect(store, listed=False)
+    finally:
+        tracemalloc.stop()
+    assert report.objects_deleted == KEPT and report.objects == []
+    [retained] = held
+    assert retained / KEPT < 100, retained / KEPT  # (a dict item held ~200 bytes, its line in the list ~190)
+    assert sum(1 for _ in Store(store.root, create=False).iter_objects()) == 1

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.host.durable import fsync_path
@@ -23,7 +23,6 @@ from clawstore.store.core.index import (
     ActionEntry,
     Entries,
     IndexSnapshot,
-    Loc,
     Segment,
     index_lock,
     new_segment_name,
@@ -120,12 +119,12 @@ class GcReport:
     dangling: dict[str, str | None] = field(default_factory=dict)  # missing object -> who named it
     seconds: float = 0.0
 
-    def doomed(self, objects: dict[bytes, Loc]) -> None:
+    def doomed(self, objects: KeptObjects) -> None:
         """The objects deleted / to delete: counted, and listed (sorted by id) when `listed`."""
         self.objects_deleted = len(objects)
-        self.object_bytes_deleted = sum(loc[2] for loc in objects.values())
+        self.object_bytes_deleted = objects.stored_bytes()
         # (the list: ~190 bytes an object, 18 MB of a real gc's peak at 10,000 x 5, for a report that prints a count)
-        self.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(objects.items())] if self.listed else []
+        self.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in objects.sorted_items()] if self.listed else []
 
     def doomed_entries(self, entries: dict[bytes, ActionEntry]) -> None:
         """The entries deleted / to delete: counted, and listed (sorted by key) when `listed`."""
@@ -269,7 +268,7 @@ class _Plan:
     view: IndexSnapshot
     objects: KeptObjects  # kept (as the new segment's rows)
     actions: KeptEntries  # kept (as the new segment's rows)
-    doomed_objects: dict[bytes, Loc]
+    doomed_objects: KeptObjects  # (as rows too: 52 bytes an object, where a dict held ~200)
     doomed_actions: dict[bytes, ActionEntry]
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
@@ -285,8 +284,10 @@ class _Plan:
         young = {pack for pack, mtime in ages.items() if policy.keeps_pack(pack, mtime, used=pack not in self.delete)}
         if not young:
             return
-        for digest in [d for d, loc in self.doomed_objects.items() if loc[0] in young]:
-            self.objects.add(digest, self.doomed_objects.pop(digest))
+        for row, digest, loc in self.doomed_objects.items():
+            if loc[0] in young:
+                self.objects.add(digest, loc)
+                self.doomed_objects.drop(row)
         self.rewrite = [pack for pack in self.rewrite if pack not in young]
         self.delete = [pack for pack in self.delete if pack not in young]
         report.doomed(self.doomed_objects)
@@ -294,12 +295,13 @@ class _Plan:
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all; a pack the plan deleted whole that
         holds one is rewritten instead (only rewritten packs are copied from: deleted, it took a pinned object)."""
-        doomed = ((digest, digest) for digest in self.doomed_objects)
+        doomed = (((row, digest, loc), digest) for row, digest, loc in self.doomed_objects.items())
         holding = set()
-        for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
-            loc = self.doomed_objects.pop(digest)
-            self.objects.add(digest, loc)
-            holding.add(loc[0])
+        for (row, digest, loc), is_reached in _reached_chunks(doomed, reach):
+            if is_reached:
+                self.doomed_objects.drop(row)
+                self.objects.add(digest, loc)
+                holding.add(loc[0])
         rewritten = [pack for pack in self.delete if pack in holding]
         if rewritten:
             self.delete = [pack for pack in self.delete if pack not in holding]
@@ -353,8 +355,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if held:
             actions.add(key, entry)
     report.doomed_entries(doomed_actions)
-    objects = KeptObjects()
-    doomed: dict[bytes, Loc] = {}
+    objects, doomed = KeptObjects(), KeptObjects()
     # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
     # pack), and only the others and the small segments' streamed
     tally = None if held else reach.tally(view.entries)
@@ -385,7 +386,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             else:
                 report.kept_for_builds += 1
             continue
-        doomed[digest] = loc
+        doomed.add(digest, loc)
     report.doomed(doomed)
     rewrite, delete = [], []
     small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
@@ -418,7 +419,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
 
 
-_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
+_ASKED_AT_ONCE = 16384
+_Name = TypeVar("_Name")  # objects asked `reached` at once (one look-up by arrays for them all)
 
 
 def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:
@@ -430,7 +432,7 @@ def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes,
             yield key, entry, entry.record is not None and next(answers)
 
 
-def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Iterator[tuple[bytes, bool]]:
+def _reached_chunks(items: Iterator[tuple[_Name, bytes]], reach: Reach) -> Iterator[tuple[_Name, bool]]:
     """(name, whether the object `digest` is reached) of each (name, digest), asked _ASKED_AT_ONCE at a time (a gc
     deleting most of a store asks it of every doomed object: not all of them held twice at once)."""
     while chunk := list(islice(items, _ASKED_AT_ONCE)):

@@ -30,7 +30,8 @@ _AT_ONCE = 4096  # rows made Python ints at a time (a list of them all: 36 bytes
 
 
 class KeptObjects:
-    """Kept objects as segment rows: `add` each once, `moved` the ones to copy, `move` each copy, `segment_rows`."""
+    """Kept objects as segment rows: `add` each once, `moved` the ones to copy, `move` each copy, `segment_rows`. The
+    plan holds its doomed objects in one too (`items`, `drop` the ones kept after all, `sorted_items` to list them)."""
 
     def __init__(self) -> None:
         self._rows = bytearray()
@@ -77,6 +78,24 @@ class KeptObjects:
 
     def move(self, row: int, loc: Loc) -> None:
         _WHERE.pack_into(self._rows, row * _ROW.size + 32, self._slot(loc[0]), loc[1], loc[2])
+
+    def items(self) -> Iterator[tuple[int, bytes, Loc]]:
+        """(row, id, where) of each object not dropped, in the order added (one may be dropped meanwhile)."""
+        dropped = set(self._dropped)
+        for row, (digest, slot, offset, length) in enumerate(_ROW.iter_unpack(self._rows)):
+            if row not in dropped:
+                yield row, digest, (self._packs[slot], offset, length)
+
+    def stored_bytes(self) -> int:
+        """The payload lengths of the objects not dropped, summed."""
+        dropped = set(self._dropped)
+        return sum(length for row, (_, _, _, length) in enumerate(_ROW.iter_unpack(self._rows)) if row not in dropped)
+
+    def sorted_items(self) -> Iterator[tuple[bytes, Loc]]:
+        """(id, where) of each object not dropped, by id."""
+        packs, rows = self.segment_rows()
+        for digest, slot, offset, length in _ROW.iter_unpack(rows):
+            yield digest, (packs[slot], offset, length)
 
     def drop(self, row: int) -> None:
         self._dropped.append(row)
