@@ -499,8 +499,11 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        segment = Segment(new_segment_name(), pure=False, replaces=old_segments,
-                          object_rows=objects.segment_rows(), action_rows=actions.segment_rows())
+        # (the plan's rows let go as the segment's are made: its last use)
+        object_rows = objects.segment_rows(release=True)
+        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, object_rows=object_rows,
+                          action_rows=actions.segment_rows(release=True))
+        del object_rows
         write_segment(runtime.index_dir, runtime.tmp_dir, segment)
         del segment
         remove_segments(runtime.index_dir, old_segments)

@@ -100,17 +100,21 @@ class KeptObjects:
     def drop(self, row: int) -> None:
         self._dropped.append(row)
 
-    def segment_rows(self) -> tuple[list[str], bytes]:
-        """`Segment.object_rows`: the packs the rows name (slot by slot) and the rows sorted by id."""
+    def segment_rows(self, release: bool = False) -> tuple[list[str], bytes]:
+        """`Segment.object_rows`: the packs the rows name (slot by slot) and the rows sorted by id. `release`: the table
+        is let go as they are made (empty after: its rows were the plan's last use)."""
         from clawstore.store.core.lean_numpy import np
 
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
         if len(self._dropped):
             table = np.delete(table, np.frombuffer(self._dropped, np.uint64).astype(np.int64), axis=0)
-        table = _sorted_by_key(table, "gc's kept objects name an object twice")
-        used, slots = np.unique(table[:, 32:36].copy().view("<u4").ravel(), return_inverse=True)
-        table[:, 32:36] = slots.astype("<u4").reshape(-1, 1).view(np.uint8)
-        return [self._packs[slot] for slot in used.tolist()], table.tobytes()
+        rows, made = _sorted_by_key(table, "gc's kept objects name an object twice")
+        del table
+        if release:
+            self._rows, self._dropped = bytearray(), array("Q")
+        used, slots = np.unique(made[:, 32:36].copy().view("<u4").ravel(), return_inverse=True)
+        made[:, 32:36] = slots.astype("<u4").reshape(-1, 1).view(np.uint8)
+        return [self._packs[slot] for slot in used.tolist()], rows
 
 
 class KeptEntries:
@@ -155,16 +159,21 @@ class KeptEntries:
     def move(self, row: int, pack: str, offset: int) -> None:
         struct.pack_into("<IQ", self._rows, row * _ACTION.size + 72, self._slot(pack), offset)
 
-    def segment_rows(self) -> tuple[list[str], bytes]:
-        """`Segment.action_rows`: the packs the rows' slots name and the rows sorted by key."""
+    def segment_rows(self, release: bool = False) -> tuple[list[str], bytes]:
+        """`Segment.action_rows`: the packs the rows' slots name and the rows sorted by key (`release`: as above)."""
         from clawstore.store.core.lean_numpy import np
 
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ACTION.size)
-        return list(self._packs), _sorted_by_key(table, "gc's kept entries name a key twice").tobytes()
+        rows, _ = _sorted_by_key(table, "gc's kept entries name a key twice")
+        del table
+        if release:
+            self._rows = bytearray()
+        return list(self._packs), rows
 
 
-def _sorted_by_key(table: ndarray, twice: str) -> ndarray:
-    """The rows of `table` (a row of bytes each) sorted by their first 32 bytes, which must differ."""
+def _sorted_by_key(table: ndarray, twice: str) -> tuple[bytearray, ndarray]:
+    """The rows of `table` (a row of bytes each) sorted by their first 32 bytes, which must differ: made straight into
+    a new buffer (no sorted copy then copied again into bytes), and an array view of it."""
     from clawstore.store.core.lean_numpy import np
 
     words = table[:, :32].copy().view(">u8")  # an id as four big-endian words: their order is the bytes' order
@@ -173,4 +182,7 @@ def _sorted_by_key(table: ndarray, twice: str) -> ndarray:
     if len(words) > 1 and not (words[1:] != words[:-1]).any(axis=1).all():
         raise StoreError(f"{twice} (the index it planned from is damaged: run claw fsck)")
     del words
-    return table[order]
+    rows = bytearray(table.size)
+    made = np.frombuffer(rows, np.uint8).reshape(table.shape)
+    np.take(table, order, axis=0, out=made)
+    return rows, made
