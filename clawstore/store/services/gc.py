@@ -16,6 +16,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING, TypeVar
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
+from clawstore.host import heap
 from clawstore.host.durable import fsync_path
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
@@ -183,6 +184,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
     gc_lock = contextlib.nullcontext() if dry_run else store.exclusive(GC_LOCK, timeout=0.0)
     with gc_lock:
         if not dry_run:
+            heap.settle()  # (big blocks unmapped when freed, few arenas: what the copy frees is not kept as heap)
             store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
@@ -222,6 +224,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 plan.recheck_ages(store, policy, report)
                 _take_reach(report, reach)
                 del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
+                heap.trim()  # (and given back: else the copy's peak stood on the heap they left, +20-40 MB)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
                 report.stale_leases = remove_stale_leases(store.root)
