@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.common import size_text, store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.errors import UsageError
 from clawstore.host import process_end
 from clawstore.store.core.layout import check_marker
+from clawstore.store.services.fsck import FsckReport
 from clawstore.store.services.fsck import fsck as run_fsck
 
 
@@ -49,6 +50,8 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
         f"({report.stale_temp_files} stale); stale leases: {report.stale_leases}; "
         f"stray files: {len(report.stray_files)}"
     )
+    if report.unindexed_packs:
+        click.echo(_unindexed_note(report))
     if repair_manifest is not None and (rebuild_manifest or (repair and (manifest or report.bad_build_logs))):
         result = repair_manifest(store)
         click.echo(f"{'repaired: ' if repair and manifest else ''}manifest rebuilt: {result} build(s) indexed")
@@ -57,6 +60,19 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
     if unresolved:
         click.echo(f"fsck: {len(unresolved)} problem(s)", err=True)
         sys.exit(1)
+
+
+def _unindexed_note(report: FsckReport) -> str:
+    """Where the disk went that no index names: how many packs, their bytes, and who gives them back."""
+    packs, copies = len(report.unindexed_packs), report.unindexed_copies
+    whose = []
+    if copies:
+        whose.append(f"{copies} a killed gc's copies (the next claw gc removes them)")
+    if packs > copies:
+        whose.append(f"{packs - copies} left by a killed writer (claw gc adopts what a torn one finished and removes "
+                     "the rest once older than its --grace period)")
+    return (f"note: {packs} pack(s), {size_text(sum(report.unindexed_packs.values()))}, hold nothing the index names: "
+            f"{'; '.join(whose)}")
 
 
 def register(group: click.Group) -> None:

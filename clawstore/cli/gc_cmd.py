@@ -26,7 +26,8 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
     from clawstore.store.services.gc import parse_duration
 
     grace_s = parse_duration(grace)
-    collected = store_project(store_dir).gc(grace_s, dry_run)
+    listed = verbose or (dry_run and as_json)  # (what prints the lists; the summary counts)
+    collected = store_project(store_dir).gc(grace_s, dry_run, listed)
     report, stopped = collected.report, collected.stopped
     if as_json:
         doc: dict[str, Any] = report.to_json()
@@ -42,10 +43,10 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
                 click.echo(f"{verb} action {key} -> {record_id}")
             for oid, size in report.objects:
                 click.echo(f"{verb} object {oid} {size}")
-        stored = sum(size for _, size in report.objects)
         click.echo(
-            f"gc{' (dry run)' if dry_run else ''}: {verb} {len(report.objects)} objects ({size_text(stored)}), "
-            f"{len(report.actions)} action-cache entries, {report.temp_files} stale temp files "
+            f"gc{' (dry run)' if dry_run else ''}: {verb} {report.objects_deleted} objects "
+            f"({size_text(report.object_bytes_deleted)}), {report.actions_deleted} action-cache entries, "
+            f"{report.temp_files} stale temp files "
             f"({size_text(report.temp_bytes)}); {'would free' if dry_run else 'freed'} {size_text(report.bytes_freed)}"
         )
         click.echo(
@@ -54,8 +55,9 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
             f"{report.objects_seen} objects examined in {report.seconds:.2f}s"
         )
         if report.packs_rewritten or report.packs_deleted:  # (sparse or small packs: docs/gc-and-archives.md)
+            copies = f" ({report.copies_deleted} a killed gc's copies)" if report.copies_deleted else ""
             click.echo(f"packs: {report.packs_rewritten} {'to rewrite' if dry_run else 'rewritten'} into one, "
-                       f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}")
+                       f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}{copies}")
         if stopped:
             click.echo(f"stopped {len(stopped)} OpenClaw container(s) that killed builds left running: "
                        f"{', '.join(stopped)}")

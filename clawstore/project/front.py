@@ -419,8 +419,8 @@ class Project:
 
     # -------------------------------------------------------------- what keeps the store's content
 
-    def gc(self, grace_s: float, dry_run: bool) -> keeping.Collected:
-        return keeping.collect_garbage(self.existing_store, grace_s, dry_run)
+    def gc(self, grace_s: float, dry_run: bool, listed: bool = True) -> keeping.Collected:
+        return keeping.collect_garbage(self.existing_store, grace_s, dry_run, listed)
 
     def pin(self, name: str, force: bool) -> tuple[keeping.Pinned, str]:
         """Pin the campaign's head as pins/NAME: the pin, and the campaign's id."""

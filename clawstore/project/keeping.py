@@ -31,11 +31,12 @@ class Collected:
     unanswered: list[str] = field(default_factory=list)  # why a container engine did not answer
 
 
-def collect_garbage(store: Store, grace_s: float, dry_run: bool) -> Collected:
-    """Delete what no ref reaches (store/services/gc.py); then stop containers killed builds left running."""
+def collect_garbage(store: Store, grace_s: float, dry_run: bool, listed: bool = True) -> Collected:
+    """Delete what no ref reaches (store/services/gc.py); then stop containers killed builds left running. `listed`:
+    the report lists what it deleted (else counts it)."""
     from clawstore.store.services.gc import collect
 
-    report = collect(store, grace_s=grace_s, dry_run=dry_run)
+    report = collect(store, grace_s=grace_s, dry_run=dry_run, listed=listed)
     if dry_run or not (store.root / "containers").is_dir():  # (no build recorded any: not worth the imports)
         return Collected(report)
     from clawstore.runners.openclaw.orphans import stop_orphans

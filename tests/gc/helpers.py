@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.store import Store
+from clawstore.store.core.packfile import iter_pack_ids
+from tests.store.helpers import REPO, env
 from tests.support.claw import Claw
+from tests.support.storefiles import age_packs
 
 
 def store_of(env: dict[str, str]) -> Store:
@@ -53,3 +56,26 @@ def kill_gc_at(phase: str, cwd: Path, env: dict[str, str]) -> int:
     _, err = gc.communicate(timeout=60)
     assert line == f"at {phase}\n".encode(), err.decode()
     return gc.returncode
+
+
+def store_with_garbage(root: Path) -> Store:
+    """Three packs, two hours old, each half garbage (a pin names the other half): gc rewrites them all."""
+    store = Store(root)
+    live = []
+    for n in range(3):
+        with store.batch():
+            live += [store.put_bytes(b"live %d %d " % (n, i) * 50) for i in range(100)]
+            for i in range(100):
+                store.put_bytes(b"garbage %d %d " % (n, i) * 50)
+        store.runtime.close_writer()
+    store.set_ref("pins/live", store.put_json({"nodes": live}))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    return store
+
+
+def killed_gc(root: Path, phase: str = "copied") -> set[str]:
+    """A real gc SIGKILLed at `phase` (tests/gc/proc_gc_held.py); the packs it left that were not there."""
+    before = set(iter_pack_ids(root / "packs"))
+    kill_gc_at(phase, REPO, {**env(), "CLAW_STORE": str(root)})
+    return set(iter_pack_ids(root / "packs")) - before

@@ -5,42 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clawstore.store import Store
 from clawstore.store.core.packfile import iter_pack_ids
 from clawstore.store.services.gc import collect
 from clawstore.store.services.gc_copies import COPIES_FILE, listed_copies
-from tests.gc.helpers import kill_gc_at
-from tests.store.helpers import REPO, env
-from tests.support.storefiles import age_packs
-
-
-def _store_with_garbage(root: Path) -> Store:
-    """Three packs, two hours old, each half garbage (a pin names the other half): gc rewrites them all."""
-    store = Store(root)
-    live = []
-    for n in range(3):
-        with store.batch():
-            live += [store.put_bytes(b"live %d %d " % (n, i) * 50) for i in range(100)]
-            for i in range(100):
-                store.put_bytes(b"garbage %d %d " % (n, i) * 50)
-        store.runtime.close_writer()
-    store.set_ref("pins/live", store.put_json({"nodes": live}))
-    store.runtime.close_writer()
-    age_packs(store, 7200)
-    return store
-
-
-def _killed_gc(root: Path, phase: str = "copied") -> set[str]:
-    """A real gc SIGKILLed at `phase` (tests/gc/proc_gc_held.py); the packs it left that were not there."""
-    before = set(iter_pack_ids(root / "packs"))
-    kill_gc_at(phase, REPO, {**env(), "CLAW_STORE": str(root)})
-    return set(iter_pack_ids(root / "packs")) - before
+from tests.gc.helpers import killed_gc, store_with_garbage
 
 
 def test_copies_are_kept_while_a_build_runs_and_dropped_after(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    store = _store_with_garbage(root)
-    copies = _killed_gc(root)
+    store = store_with_garbage(root)
+    copies = killed_gc(root)
     assert len(copies) > 1 and listed_copies(root / "locks", root / "packs") == copies
     with store.lease("build b1"):  # a running build: what is younger than its window stays
         collect(store)
@@ -55,8 +29,8 @@ def test_copies_are_kept_while_a_build_runs_and_dropped_after(tmp_path: Path) ->
 def test_copies_the_index_names_are_kept(tmp_path: Path) -> None:
     """Killed after publishing the index that names its copies: they are the store's now."""
     root = tmp_path / "store"
-    store = _store_with_garbage(root)
-    copies = _killed_gc(root, "swapped")
+    store = store_with_garbage(root)
+    copies = killed_gc(root, "swapped")
     collect(store)
     assert copies <= set(iter_pack_ids(root / "packs"))
     assert len(list(store.iter_objects())) == 301
@@ -65,7 +39,7 @@ def test_copies_the_index_names_are_kept(tmp_path: Path) -> None:
 def test_a_damaged_list_names_nothing(tmp_path: Path) -> None:
     """A torn line, junk, and the id of a pack the index names (what a hand could write) drop nothing."""
     root = tmp_path / "store"
-    store = _store_with_garbage(root)
+    store = store_with_garbage(root)
     collect(store, grace_s=0)
     packs = set(iter_pack_ids(root / "packs"))
     named = sorted(packs)[0]

@@ -83,6 +83,9 @@ class Segment:
     actions: dict[bytes, ActionEntry] = field(default_factory=dict)
     # `objects` as encoded rows made ahead (`merged_runs`: the packs by slot, the rows): encode_segment takes them
     object_rows: tuple[list[str], bytes] | None = None
+    # `actions` as encoded rows made ahead, sorted by key (gc's kept entries: the packs by slot, the rows), in their own
+    # slots: encode_segment re-slots them into the segment's
+    action_rows: tuple[list[str], bytes] | None = None
 
     @property
     def rows(self) -> int:
@@ -136,8 +139,16 @@ def encode_segment_parts(segment: Segment) -> list[bytes]:
         raise ValueError("a segment's object rows made ahead do not match its objects")
     for entry in segment.actions.values():
         slots.setdefault(entry.pack, len(slots))
+    n_actions = len(segment.actions)
+    made_actions = segment.action_rows
+    if made_actions is not None:
+        if segment.actions or len(made_actions[1]) % _ACT.size:
+            raise ValueError("a segment's action rows made ahead come with entries, or are torn")
+        n_actions = len(made_actions[1]) // _ACT.size
+        for pack in made_actions[0]:
+            slots.setdefault(pack, len(slots))
     parts = [_HEAD.pack(MAGIC, VERSION, FLAG_PURE if segment.pure else 0, len(segment.replaces), len(slots),
-                        n_objects, len(segment.actions))]
+                        n_objects, n_actions)]
     parts += [bytes.fromhex(name) for name in segment.replaces]
     parts += [bytes.fromhex(pack) for pack in slots]
     # Sorted by key alone (sorting the (key, value) pairs costs three times as much), then looked up. The objects' rows
@@ -153,6 +164,10 @@ def encode_segment_parts(segment: Segment) -> list[bytes]:
         parts.append(columns.rows(_OBJ.size, len(keys), b"".join(keys), packs, offsets, lengths))
     parts += [_ACT.pack(key, e.record or NO_RECORD, e.time_ns, slots[e.pack], e.offset)
               for key in sorted(actions) for e in (actions[key],)]
+    if made_actions is not None:
+        remap = array("I", map(slots.__getitem__, made_actions[0]))
+        parts += [_reslot(made_actions[1][at:at + _STREAM_ROWS * _ACT.size], _ACT.size, _SLOT_AT[True], remap,
+                          segment.name) for at in range(0, len(made_actions[1]), _STREAM_ROWS * _ACT.size)]
     checksum = blake3.blake3()
     for part in parts:
         checksum.update(part)

@@ -60,6 +60,23 @@ def exclusive(root: Path, name: str, timeout: float | None = None) -> Iterator[N
         os.close(fd)
 
 
+def held_now(root: Path, name: str) -> bool:
+    """Whether another process holds `locks/<name>.lock` at this moment (a look: a shared flock tried and let go at
+    once, so a holder that wants it exclusively in that instant is refused as if busy)."""
+    try:
+        fd = os.open(root / LOCKS / f"{_check_lock_name(name)}.lock", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class LeaseInfo:
     path: Path

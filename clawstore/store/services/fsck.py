@@ -62,6 +62,7 @@ from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
+from clawstore.store.services.gc_copies import listed_copies
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -89,6 +90,8 @@ class FsckReport:
     stale_temp_files: int = 0
     stale_leases: int = 0
     stray_files: list[str] = field(default_factory=list)
+    unindexed_packs: dict[str, int] = field(default_factory=dict)  # pack -> bytes: no index segment names it
+    unindexed_copies: int = 0  # of those, a killed gc's copies (locks/gc.copies)
     repaired: list[str] = field(default_factory=list)
     did_repair: bool = False
     seconds: float = 0.0
@@ -203,13 +206,14 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                            if name[:-len(".pack")] not in known]
     found = _Packs()
     unmatched: list[tuple[int, bytes, str]] = []  # (segment, digest, why): decided once all damage is known
+    named: set[str] = set()  # the packs the segments name
     counted = [0]
     holding = False
     helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
     with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
         if meanwhile is not None:
             meanwhile()  # (the helper verifies the last packs meanwhile)
-        _group_index(store, segments, rows, unmatched)
+        _group_index(store, segments, rows, unmatched, named)
         for number, pack in enumerate(known):
             helper.before(number)
             path = pack_path(packs_dir, pack)
@@ -238,6 +242,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
         for pack in sorted(rows.packs()):  # packs gone, or never there
             _match(pack, set(), set(), rows.take(pack), segments, unmatched)
     edges.remove_stale(store.root, packs_dir)
+    if segments and not unmatched:  # (beside a damaged or lost index, repair's rebuild names them: not gc's to take)
+        _count_unindexed(store, known, named, segments, report)
     _keep_intact_copies(packs_dir, known, found, report)
     if not segments and holding:
         report.bad_index.append(f"the index is empty but {report.packs} pack(s) hold blobs (it was lost)")
@@ -303,8 +309,10 @@ def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: 
     return damaged
 
 
-def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: list[tuple[int, bytes, str]]) -> None:
-    """Every segment must read back whole; its object entries go to their pack's group."""
+def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: list[tuple[int, bytes, str]],
+                 named: set[str]) -> None:
+    """Every segment must read back whole; its object entries go to their pack's group, the packs it names (objects'
+    and entries') to `named`."""
     index_dir, row = store.runtime.index_dir, _INDEX_ROW.pack
     for number, name in enumerate(segments):
         try:
@@ -315,8 +323,27 @@ def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: l
         except (BadSegmentError, OSError) as exc:
             unmatched.append((number, b"", str(exc)))
             continue
+        named.update(segment.packs)
         for digest, (pack, offset, length) in segment.iter_objects():
             rows.add(pack, row(digest, offset, length, number))
+
+
+def _count_unindexed(store: Store, known: list[str], named: set[str], segments: list[str], report: FsckReport) -> None:
+    """Packs no segment names and no live writer holds: what a killed gc copied (or a killed writer left) before an
+    index named it, disk that only `claw gc` gives back. Segments written since the listing (a build that sealed a
+    pack and named it meanwhile) are read for their packs' names first."""
+    index_dir, packs_dir = store.runtime.index_dir, store.runtime.packs_dir
+    for name in sorted(set(list_segments(index_dir)) - set(segments)):
+        with contextlib.suppress(FileNotFoundError, BadSegmentError, OSError):
+            named.update(open_table(index_dir, name, verify=False).packs)
+    copies = listed_copies(store.layout.locks, packs_dir)
+    for pack in known:
+        path = pack_path(packs_dir, pack)
+        if pack in named or writer_alive(path):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            report.unindexed_packs[pack] = path.stat().st_size
+            report.unindexed_copies += pack in copies
 
 
 def _rows_of(blobs: list[Blob]) -> set[bytes]:

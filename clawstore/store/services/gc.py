@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
+from clawstore.host import heap
 from clawstore.host.durable import fsync_path
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
@@ -23,7 +24,6 @@ from clawstore.store.core.index import (
     ActionEntry,
     Entries,
     IndexSnapshot,
-    Loc,
     Segment,
     index_lock,
     new_segment_name,
@@ -55,13 +55,14 @@ from clawstore.store.core.runtime import TOUCH_AFTER_S, pack_full
 from clawstore.store.edges import children_in, edges_path
 from clawstore.store.reach import Reach
 from clawstore.store.refs import iter_ref_entries
-from clawstore.store.services.gc_copies import keep_listed, listed_copies, note_copy
-from clawstore.store.services.gc_kept import KeptObjects
+from clawstore.store.services.gc_copies import copies_a_dry_run_counts, keep_listed, listed_copies, note_copy
+from clawstore.store.services.gc_kept import KeptEntries, KeptObjects
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 DEFAULT_GRACE_S = 3600.0
+GC_LOCK = "gc"  # held by a gc that deletes (a second one fails at once)
 # A pack whose unused share is above this is rewritten (restic prune's --max-unused).
 DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
@@ -99,12 +100,17 @@ class GcReport:
     roots: int = 0
     reachable: int = 0
     objects_seen: int = 0
+    listed: bool = True  # whether `objects` and `actions` are made (the counts below always are)
     objects: list[tuple[str, int]] = field(default_factory=list)  # (id, stored bytes) deleted / to delete
     actions: list[tuple[str, str]] = field(default_factory=list)  # (key, record id) deleted / to delete
+    objects_deleted: int = 0  # deleted / to delete: how many objects, their stored bytes, how many entries
+    object_bytes_deleted: int = 0
+    actions_deleted: int = 0
     kept_young: int = 0  # unreached objects kept because younger than the grace period
     kept_for_builds: int = 0  # unreached objects kept because a build is running
     packs_rewritten: int = 0
     packs_deleted: int = 0
+    copies_deleted: int = 0  # of those, packs a killed gc copied into (locks/gc.copies): deleted whatever their age
     pack_bytes_freed: int = 0  # disk bytes of packs deleted or rewritten, less the new pack
     corrupt: list[str] = field(default_factory=list)  # objects found damaged while copying (left out)
     temp_files: int = 0
@@ -114,6 +120,19 @@ class GcReport:
     dangling: dict[str, str | None] = field(default_factory=dict)  # missing object -> who named it
     seconds: float = 0.0
 
+    def doomed(self, objects: KeptObjects) -> None:
+        """The objects deleted / to delete: counted, and listed (sorted by id) when `listed`."""
+        self.objects_deleted = len(objects)
+        self.object_bytes_deleted = objects.stored_bytes()
+        # (the list: ~190 bytes an object, 18 MB of a real gc's peak at 10,000 x 5, for a report that prints a count)
+        self.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in objects.sorted_items()] if self.listed else []
+
+    def doomed_entries(self, entries: dict[bytes, ActionEntry]) -> None:
+        """The entries deleted / to delete: counted, and listed (sorted by key) when `listed`."""
+        self.actions_deleted = sum(entry.record is not None for entry in entries.values())
+        self.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in entries.items()
+                              if e.record is not None) if self.listed else []
+
     @property
     def bytes_freed(self) -> int:
         return max(self.pack_bytes_freed, 0) + self.temp_bytes
@@ -121,12 +140,13 @@ class GcReport:
     def to_json(self) -> dict[str, object]:
         return {
             "dry_run": self.dry_run, "grace_s": self.grace_s, "roots": self.roots, "reachable": self.reachable,
-            "objects_seen": self.objects_seen, "objects_deleted": len(self.objects),
-            "object_bytes_deleted": sum(size for _, size in self.objects),
-            "actions_deleted": len(self.actions), "temp_files_deleted": self.temp_files,
+            "objects_seen": self.objects_seen, "objects_deleted": self.objects_deleted,
+            "object_bytes_deleted": self.object_bytes_deleted,
+            "actions_deleted": self.actions_deleted, "temp_files_deleted": self.temp_files,
             "bytes_freed": self.bytes_freed, "kept_young": self.kept_young,
             "kept_for_builds": self.kept_for_builds, "stale_leases_removed": self.stale_leases,
             "packs_rewritten": self.packs_rewritten, "packs_deleted": self.packs_deleted,
+            "killed_gc_copies_deleted": self.copies_deleted,
             "corrupt": len(self.corrupt),
             "live_leases": self.live_leases, "dangling": len(self.dangling), "seconds": round(self.seconds, 3),
         }
@@ -151,23 +171,27 @@ class _Policy:
 
 
 def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = False,
-            max_unused: float = DEFAULT_MAX_UNUSED) -> GcReport:
-    """Run one gc over `store` (see the module docstring). Two gcs never overlap: the second fails."""
+            max_unused: float = DEFAULT_MAX_UNUSED, listed: bool = True) -> GcReport:
+    """Run one gc over `store` (see the module docstring). Two gcs never overlap: the second fails. Without `listed`
+    the report counts what is deleted but does not list it."""
     if grace_s < 0:
         raise UsageError("--grace must not be negative")
     if not 0 <= max_unused <= 1:
         raise UsageError("--max-unused must be between 0 and 1")
     started = time.monotonic()
-    report = GcReport(dry_run=dry_run, grace_s=grace_s)
+    report = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed)
     # A second gc fails at once instead of queueing behind the first (a dry run just looks).
-    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive("gc", timeout=0.0)
+    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive(GC_LOCK, timeout=0.0)
     with gc_lock:
         if not dry_run:
+            heap.settle()  # (big blocks unmapped when freed, few arenas: what the copy frees is not kept as heap)
             store.adopt_orphans()  # a killed build's finished work is named, not swept as garbage
             store.runtime.close_writer()  # this process's own pack becomes a candidate too
         start = time.time()
-        # (a dry run, beside which a gc may be copying, counts no list: its copies are not yet a killed gc's)
-        copies = frozenset() if dry_run else listed_copies(store.layout.locks, store.runtime.packs_dir)
+        locks, packs = store.layout.locks, store.runtime.packs_dir
+        # (a dry run beside a running gc counts no list: its copies are that gc's, not yet a killed one's)
+        copies = (copies_a_dry_run_counts(store.root, locks, packs, GC_LOCK) if dry_run
+                  else listed_copies(locks, packs))
         reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
         roots = _roots(store)
         report.roots = len(roots)
@@ -187,7 +211,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             # First as a dry run's (the kept objects counted, not held): a gc with nothing to delete or rewrite then
             # never holds the kept ones (~130 bytes an object); one with work plans again, holding them (the index is
             # locked: the same view).
-            probe = GcReport(dry_run=dry_run, grace_s=grace_s)
+            probe = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed and dry_run)
             plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
             if not dry_run and plan.has_work():
                 del plan, probe  # (its doomed objects released before the held plan lists them again)
@@ -200,6 +224,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                 plan.recheck_ages(store, policy, report)
                 _take_reach(report, reach)
                 del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
+                heap.trim()  # (and given back: else the copy's peak stood on the heap they left, +20-40 MB)
                 _rewrite(store, plan, report)
                 _sweep_temp_files(store, report, policy.cutoff)
                 report.stale_leases = remove_stale_leases(store.root)
@@ -245,8 +270,8 @@ def _roots(store: Store) -> dict[str, str]:
 class _Plan:
     view: IndexSnapshot
     objects: KeptObjects  # kept (as the new segment's rows)
-    actions: dict[bytes, ActionEntry]  # kept
-    doomed_objects: dict[bytes, Loc]
+    actions: KeptEntries  # kept (as the new segment's rows)
+    doomed_objects: KeptObjects  # (as rows too: 52 bytes an object, where a dict held ~200)
     doomed_actions: dict[bytes, ActionEntry]
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
@@ -262,28 +287,31 @@ class _Plan:
         young = {pack for pack, mtime in ages.items() if policy.keeps_pack(pack, mtime, used=pack not in self.delete)}
         if not young:
             return
-        for digest in [d for d, loc in self.doomed_objects.items() if loc[0] in young]:
-            self.objects.add(digest, self.doomed_objects.pop(digest))
+        for row, digest, loc in self.doomed_objects.items():
+            if loc[0] in young:
+                self.objects.add(digest, loc)
+                self.doomed_objects.drop(row)
         self.rewrite = [pack for pack in self.rewrite if pack not in young]
         self.delete = [pack for pack in self.delete if pack not in young]
-        report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
+        report.doomed(self.doomed_objects)
 
     def drop_reached(self, reach: Reach, report: GcReport) -> None:
         """Objects reached since the plan (a ref set meanwhile) are kept after all; a pack the plan deleted whole that
         holds one is rewritten instead (only rewritten packs are copied from: deleted, it took a pinned object)."""
-        doomed = ((digest, digest) for digest in self.doomed_objects)
+        doomed = (((row, digest, loc), digest) for row, digest, loc in self.doomed_objects.items())
         holding = set()
-        for digest in [digest for digest, is_reached in _reached_chunks(doomed, reach) if is_reached]:
-            loc = self.doomed_objects.pop(digest)
-            self.objects.add(digest, loc)
-            holding.add(loc[0])
+        for (row, digest, loc), is_reached in _reached_chunks(doomed, reach):
+            if is_reached:
+                self.doomed_objects.drop(row)
+                self.objects.add(digest, loc)
+                holding.add(loc[0])
         rewritten = [pack for pack in self.delete if pack in holding]
         if rewritten:
             self.delete = [pack for pack in self.delete if pack not in holding]
             self.rewrite += rewritten
             report.packs_deleted -= len(rewritten)
             report.packs_rewritten += len(rewritten)
-        report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(self.doomed_objects.items())]
+        report.doomed(self.doomed_objects)
 
 
 def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unused: float,
@@ -295,7 +323,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     view = store.runtime.index.snapshot()
     ages = _pack_ages(store)
     kept_records: list[str] = []
-    actions: dict[bytes, ActionEntry] = {}
+    actions = KeptEntries()
     doomed_actions: dict[bytes, ActionEntry] = {}
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
@@ -321,18 +349,16 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             continue
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
-            actions[key] = entry
+            actions.add(key, entry)
     reach.mark(kept_records)
     records = ((key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None)
     for key in [key for key, is_reached in _reached_chunks(records, reach) if is_reached]:
         entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
-            actions[key] = entry
-    report.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in doomed_actions.items()
-                            if e.record is not None)
-    objects = KeptObjects()
-    doomed: dict[bytes, Loc] = {}
+            actions.add(key, entry)
+    report.doomed_entries(doomed_actions)
+    objects, doomed = KeptObjects(), KeptObjects()
     # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
     # pack), and only the others and the small segments' streamed
     tally = None if held else reach.tally(view.entries)
@@ -363,8 +389,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             else:
                 report.kept_for_builds += 1
             continue
-        doomed[digest] = loc
-    report.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in sorted(doomed.items())]
+        doomed.add(digest, loc)
+    report.doomed(doomed)
     rewrite, delete = [], []
     small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
     spared: list[str] = []
@@ -381,6 +407,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         if used == 0:
             delete.append(pack)
             report.packs_deleted += 1
+            report.copies_deleted += pack in policy.copies
             report.pack_bytes_freed += size
         elif size and 1 - used / size > max_unused:
             rewrite.append(pack)
@@ -395,7 +422,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
 
 
-_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
+_ASKED_AT_ONCE = 16384
+_Name = TypeVar("_Name")  # objects asked `reached` at once (one look-up by arrays for them all)
 
 
 def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:
@@ -407,7 +435,7 @@ def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes,
             yield key, entry, entry.record is not None and next(answers)
 
 
-def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Iterator[tuple[bytes, bool]]:
+def _reached_chunks(items: Iterator[tuple[_Name, bytes]], reach: Reach) -> Iterator[tuple[_Name, bool]]:
     """(name, whether the object `digest` is reached) of each (name, digest), asked _ASKED_AT_ONCE at a time (a gc
     deleting most of a store asks it of every doomed object: not all of them held twice at once)."""
     while chunk := list(islice(items, _ASKED_AT_ONCE)):
@@ -416,8 +444,9 @@ def _reached_chunks(items: Iterator[tuple[bytes, bytes]], reach: Reach) -> Itera
 
 def _take_plan_counts(report: GcReport, planned: GcReport) -> None:
     """What `_plan` counted into `planned`, into `report`."""
-    for name in ("objects_seen", "objects", "actions", "kept_young", "kept_for_builds", "packs_rewritten",
-                 "packs_deleted", "pack_bytes_freed"):
+    for name in ("objects_seen", "objects", "actions", "objects_deleted", "object_bytes_deleted", "actions_deleted",
+                 "kept_young", "kept_for_builds", "packs_rewritten",
+                 "packs_deleted", "copies_deleted", "pack_bytes_freed"):
         setattr(report, name, getattr(planned, name))
 
 
@@ -464,18 +493,20 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
             if writer.edge_log is not None:  # (the new pack's edges file, written when it is sealed)
                 writer.edge_log.add(digest, blob.offset, children_in(content))
             objects.move(row, (writer.pack_id, blob.offset, blob.length))
-        for key in sorted(key for key, entry in actions.items() if entry.pack in moved):
-            entry = actions[key]
+        for row, key, entry in actions.moved(moved):  # (in key order)
             writer = writers.current()
             blob = writer.append(KIND_ACTION, key, [encode_action(entry.record, entry.time_ns)])
-            actions[key] = ActionEntry(entry.record, entry.time_ns, writer.pack_id, blob.offset)
+            actions.move(row, writer.pack_id, blob.offset)
         if writers.seal():
             fsync_path(runtime.packs_dir)
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, actions=actions,
-                          object_rows=objects.segment_rows())
+        # (the plan's rows let go as the segment's are made: its last use)
+        object_rows = objects.segment_rows(release=True)
+        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, object_rows=object_rows,
+                          action_rows=actions.segment_rows(release=True))
+        del object_rows
         write_segment(runtime.index_dir, runtime.tmp_dir, segment)
         del segment
         remove_segments(runtime.index_dir, old_segments)

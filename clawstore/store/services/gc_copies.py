@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from clawstore.host.durable import fsync_path, write_file_atomic
+from clawstore.store.core.locks import held_now
 from clawstore.store.core.packfile import pack_path
 
 COPIES_FILE = "gc.copies"
@@ -31,6 +32,14 @@ def listed_copies(locks_dir: Path, packs_dir: Path) -> frozenset[str]:
         return frozenset()
     return frozenset(line for line in text.splitlines()
                      if _PACK_ID.fullmatch(line) and pack_path(packs_dir, line).exists())
+
+
+def copies_a_dry_run_counts(root: Path, locks_dir: Path, packs_dir: Path, gc_lock: str) -> frozenset[str]:
+    """The listed copies as a dry run (which takes no lock) counts them: none while a gc holds `gc_lock` (its list is
+    then that gc's, copies under way), else those a killed gc left. Read before the lock is looked at: a gc that
+    begins after the look lists only copies this list does not hold."""
+    copies = listed_copies(locks_dir, packs_dir)
+    return frozenset() if copies and held_now(root, gc_lock) else copies
 
 
 def note_copy(locks_dir: Path, pack_id: str) -> None:
