@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.execute import execute_nodes, partition
 from clawstore.builder.lanes import Lane
+from clawstore.builder.legacy_keys import record_under_key_now
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
@@ -423,6 +424,7 @@ class EvalLayer:
         for node in fresh:
             node.action = "reuse"
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+            record_under_key_now(session.store, node)
             node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         return stale

@@ -68,3 +68,36 @@ def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tm
     assert len(standin.requests) == sent and judge_requests(standin) == 4
     new_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
     assert old_keys.code == new_keys.code == 0 and old_keys.stdout == new_keys.stdout, (old_keys, new_keys)
+
+
+def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price_edit(
+        ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    # the first build after the upgrade reuses them under the key they were stored by and records them under their key
+    # now as well: the next price edit (which changes the old key) finds them (before: 4 judge requests again, once)
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    sent = len(standin.requests)
+    assert judge_requests(standin) == 4
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    before = _costs(ws)
+    checked = run_claw(ws.root, "fsck")  # the records under the new keys are whole entries: their key, their input
+    assert checked.code == 0, checked
+    _judge_cost(ws, {"input": 2.0, "output": 8.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    _judge_cost(ws, {"input": 3.0, "output": 9.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    assert _costs(ws) == before  # what was paid, as the old claw recorded it (the price in force then)
+
+
+def _costs(ws: Workspace) -> str:
+    done = run_claw(ws.root, "query", "select kind, cost_usd, cost_source from nodes where kind = 'judge' order by "
+                    "case_id, model_id", "--format", "csv")
+    assert done.code == 0, done
+    return done.stdout
