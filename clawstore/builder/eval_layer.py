@@ -561,7 +561,7 @@ class EvalLayer:
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
         metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"),
-                              counts_alone=counts_alone_unknown(usage))
+                              counts_alone=counts_alone_unknown(usage), nothing_sent=usage.get("nothing_sent") is True)
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}

@@ -38,7 +38,8 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-    }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage))
+    }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
+        nothing_sent=usage.get("nothing_sent") is True)
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
