@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.execute import execute_nodes, partition
 from clawstore.builder.lanes import Lane
-from clawstore.builder.legacy_keys import record_under_key_now
+from clawstore.builder.legacy_keys import record_under_key_now, record_under_legacy_key
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
@@ -451,7 +451,9 @@ class EvalLayer:
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
                              summary={"run_key": run.key, **summary, **node.address}, error=error,
                              started_at=started_at, finished_at=utc_now(), build_id=build_id)
-        return self.store.put_action(node.key, record), record
+        record_id = self.store.put_action(node.key, record)
+        record_under_legacy_key(self.store, node, record)
+        return record_id, record
 
     def execute_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         """Run the deterministic checks of one run (local, no provider call) and store their record."""

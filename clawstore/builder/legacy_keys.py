@@ -1,10 +1,12 @@
-"""A record a build reuses under a node's legacy key (a price was in it: graph/plan.py Node.legacy) is recorded under
-the node's key now as well, so that a later price edit, which changes the legacy key, still finds it
-(docs/building.md, Keys)."""
+"""A node with a legacy key (a price was in it: graph/plan.py Node.legacy) has its record under both keys: one reused
+under the legacy key is recorded under the key now as well, so that a later price edit, which changes the legacy key,
+still finds it; one executed is recorded under the legacy key as well, so that an older claw building beside this one,
+which waited for the node's claim under that key, reuses it instead of paying again (builder/claimed.py;
+docs/building.md, Keys)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawstore.graph.plan import Node
 
@@ -13,15 +15,25 @@ if TYPE_CHECKING:
 
 
 def record_under_key_now(store: Store, node: Node) -> None:
-    """The record `node` reuses, under its key now (`Node.keyed_now`): the same outputs and metrics (what was paid,
-    once, by the build that made it), for that key and its input document. Written as any record is (its input
-    document, then the record, then the entry, in one batch of the build's group commit); the build still names the
-    record under the legacy key, which stays, so a copy lost to a kill costs nothing but another copy next time."""
+    """The record `node` reuses under its legacy key, under its key now (`Node.keyed_now`). The build still names the
+    record under the legacy key, which stays: a copy lost to a kill costs nothing but another copy next time."""
     now = node.keyed_now
     if now is None or node.record_id is None:
         return
-    key, document, data = now
-    record = store.get_json(node.record_id)  # (the head holds a record's planning view only)
+    record_as(store, store.get_json(node.record_id), *now)  # (the head holds a record's planning view only)
+
+
+def record_under_legacy_key(store: Store, node: Node, record: dict[str, Any]) -> None:
+    """The record `node` was just executed into (under its key now), under its legacy key too, when it is a result
+    (a failure there would only have an older claw retry what it retries anyway)."""
+    if node.legacy is not None and record.get("cacheable"):
+        record_as(store, record, *node.legacy)
+
+
+def record_as(store: Store, record: dict[str, Any], key: str, document: dict[str, Any], data: bytes | None) -> None:
+    """`record` for another key of the same node: the same outputs and metrics (what was paid, once, by the build that
+    made it), that key's input document. Written as any record is: its input document, then the record, then the
+    entry, in one batch (the build's group commit makes it durable with the rest of its window)."""
     with store.batch():
         input_id = store.put_bytes(data) if data is not None else store.put_json(document)
         outputs = dict(record.get("outputs") or {})

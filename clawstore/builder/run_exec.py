@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from clawstore.builder.legacy_keys import record_under_legacy_key
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node, put_input
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
@@ -72,6 +73,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
         started_at=started_at, finished_at=utc_now(), build_id=build_id,
     )
     record_id = store.put_action(node.key, record)
+    record_under_legacy_key(store, node, record)
     if keep and len(artifact_bytes) <= KEEP_ARTIFACT_MAX:
         node.made = {outputs["artifact"]: artifact_bytes}
     return record_id, record

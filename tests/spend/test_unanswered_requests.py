@@ -79,11 +79,11 @@ def _closed_port() -> int:
         return int(closed.getsockname()[1])
 
 
-def _shown(ws: Workspace, *campaign: str) -> tuple[str, list[dict[str, object]]]:
+def _shown(workspace: Workspace, *campaign: str) -> tuple[str, list[dict[str, object]]]:
     """`claw report`'s cost line for the campaign, and the saved query cost_by_model's rows (`claw status` counts
     nodes and shows no cost)."""
-    report = run_claw(ws.root, "report", *campaign, "--no-chart")
-    by_model = run_claw(ws.root, "query", "cost_by_model", "--format", "json")
+    report = run_claw(workspace.root, "report", *campaign, "--no-chart")
+    by_model = run_claw(workspace.root, "query", "cost_by_model", "--format", "json")
     for done in (report, by_model):
         assert done.code == 0 and "Traceback" not in done.stderr, done
     return next(line for line in report.stdout.splitlines() if line.startswith("Cost (USD)")), json.loads(
