@@ -422,9 +422,9 @@ class ProviderClient:
 
 
 # A request that failed before a byte of it left (no connection made): it cost nothing, whatever the prices (its usage
-# says so: `nothing_sent`). Any other failure after the
-# request went out (a timeout, a lost connection, a reply too large or undecodable) may have been counted and billed:
-# its usage is unknown, never 0 (a declared price would make 0 tokens a known 0.0 USD).
+# says so: `nothing_sent`). Any other failure after the request went out (a timeout, a lost connection, a reply too
+# large or undecodable) may have been counted and billed: its usage is unknown, never 0 (a declared price would make 0
+# tokens a known 0.0 USD).
 NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 UNANSWERED = Usage.not_believed(SENT_UNANSWERED)
 NOT_SENT = Usage.unsent()
