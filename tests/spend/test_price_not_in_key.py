@@ -132,13 +132,13 @@ def test_the_older_claw_building_beside_this_one_pays_each_judgement_once(ws: Wo
             builds.append(subprocess.Popen([*argv, "build", *CAMPAIGN], cwd=ws.root, env=env, text=True,
                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
             if which == first:
-                _wait_for(lambda: judge_requests(standin) >= 1, 60)  # the first build's judgements in flight
+                _wait_for(lambda: judge_requests(standin) >= 1, 120)  # the first build's judgements in flight
                 time.sleep(0.5)
                 in_flight = judge_requests(standin)
         # the second asks again (paid twice), or asks what the first has not claimed, or waits for the first's claims
         _wait_for(lambda: judge_requests(standin) > in_flight, 10, fail=False)
         standin.release("judges")
-        outs = [build.communicate(timeout=120) for build in builds]
+        outs = [build.communicate(timeout=180) for build in builds]
     finally:
         standin.release("judges")
         for build in builds:

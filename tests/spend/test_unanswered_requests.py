@@ -46,6 +46,7 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
             client.chat(Endpoint(standin.base_url, None), {"model": "vendor/slow", "messages": []}, timeout=0.5,
                         retries=0)
         assert sent.value.timed_out and sent.value.usage.rejected == SENT_UNANSWERED
+        assert not sent.value.usage.nothing_sent
         assert sent.value.usage.cost_usd is None and sent.value.usage.cost_source == "unknown"
 
         with socket.socket() as closed:  # a port nobody listens on: the connection is refused, nothing is sent
@@ -57,6 +58,7 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
         assert refused.value.code == "transport_error" and refused.value.attempts == 2
         usage = refused.value.usage
         assert usage.rejected is None and usage.cost_source is None and usage.input_tokens == 0
+        assert usage.nothing_sent and usage.to_json()["nothing_sent"] is True  # (two attempts, neither left)
 
 
 def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
