@@ -48,8 +48,11 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
         # This build's own nodes run one after another here: one with a key recorded before is adopted, not run again.
         adopted = stored_meanwhile(store, node, look_again=False)
         return adopted if adopted is not None else work(node)
+    # A node with a legacy key (graph/plan.py Node.legacy) is claimed under it too: an older claw building beside this
+    # one claims it under that key, and waits for this build's record there (builder/legacy_keys.py) or is waited for.
+    keys = [node.key] if node.legacy is None else [node.key, node.legacy[0]]
     try:
-        taken = board.take(node.key)
+        taken = _take_all(board, keys)
     except OSError as exc:  # disk full, quota: nothing was paid for yet
         raise NotStarted(f"cannot write to store {board.root}: {exc.strerror or exc}") from None
     if not taken:
@@ -60,16 +63,35 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
         # store while it writes): alone on the store, the index is not listed again for each node.
         adopted = stored_meanwhile(store, node, look_again=board.neighbours.present())
         if adopted is not None:
-            board.release(node.key)
+            _release_all(board, keys)
             return adopted
         done = work(node)
     except BaseException:
-        board.release(node.key)
+        _release_all(board, keys)
         raise
     # Released once the record is durable and visible (the end of its commit window): a build waiting
     # on the claim then adopts the record instead of executing the node again.
-    store.when_durable(lambda: board.release(node.key))
+    store.when_durable(lambda: _release_all(board, keys))
     return done
+
+
+def _take_all(board: ClaimBoard, keys: list[str]) -> bool:
+    """Claim every one of `keys`, or none (those taken are given back when one is held elsewhere)."""
+    for index, key in enumerate(keys):
+        try:
+            taken = board.take(key)
+        except BaseException:
+            _release_all(board, keys[:index])
+            raise
+        if not taken:
+            _release_all(board, keys[:index])
+            return False
+    return True
+
+
+def _release_all(board: ClaimBoard, keys: list[str]) -> None:
+    for key in keys:
+        board.release(key)
 
 
 def alone(board: ClaimBoard) -> bool:
@@ -88,8 +110,22 @@ def stored_meanwhile(store: Store, node: Node, look_again: bool = True) -> Adopt
     """The node's record if the action cache names another one than the build planned with, and
     everything that record names is in the store (a record whose outputs are gone is never reused).
     `look_again`: a miss lists the index again (what another process committed since it was last listed)."""
-    found = store.get_action_record_id(node.key, look_again)
-    if found is None or found == node.record_id or not store.has(found):
+    adopted = _stored_under(store, node.key, node.record_id, look_again)
+    legacy = node.legacy
+    if adopted is None and legacy is not None:  # an older claw's record, keyed with the price (Node.legacy)
+        adopted = _stored_under(store, legacy[0], None, look_again)
+        if adopted is not None and adopted.record.get("cacheable"):
+            now = node.key, node.document, node.document_bytes
+            node.take_legacy()  # (the build names the record under the key it is for)
+            node.keyed_now = now  # and records it under the key now when it reuses it (builder/legacy_keys.py)
+        elif adopted is not None:
+            adopted = None  # (a failure under the old key: this build executes the node, as it planned)
+    return adopted
+
+
+def _stored_under(store: Store, key: str, planned: str | None, look_again: bool) -> Adopted | None:
+    found = store.get_action_record_id(key, look_again)
+    if found is None or found == planned or not store.has(found):
         return None
     record = store.get_json(found)
     if unseen_objects(store, None, record):

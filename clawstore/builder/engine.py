@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.execute import Stop, execute_nodes, partition
 from clawstore.builder.lanes import Lane, Lanes
+from clawstore.builder.legacy_keys import record_under_key_now
 from clawstore.builder.progress import BuildProgress, Failure
 from clawstore.builder.progress_choice import open_progress
 from clawstore.builder.rows import BuildRows
@@ -233,6 +234,7 @@ class _Windowed:
         for node in fresh:
             node.action = "reuse"
             log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
+            record_under_key_now(session.store, node)
             node.release()
         if self.run_batches is not None:
             batched = self.run_batches(session, stale)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.execute import execute_nodes, partition
 from clawstore.builder.lanes import Lane
+from clawstore.builder.legacy_keys import record_under_key_now, record_under_legacy_key
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
@@ -423,6 +424,7 @@ class EvalLayer:
         for node in fresh:
             node.action = "reuse"
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
+            record_under_key_now(session.store, node)
             node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         return stale
@@ -449,7 +451,9 @@ class EvalLayer:
                              cacheable=cacheable, outputs=outputs, metrics=metrics,
                              summary={"run_key": run.key, **summary, **node.address}, error=error,
                              started_at=started_at, finished_at=utc_now(), build_id=build_id)
-        return self.store.put_action(node.key, record), record
+        record_id = self.store.put_action(node.key, record)
+        record_under_legacy_key(self.store, node, record)
+        return record_id, record
 
     def execute_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
         """Run the deterministic checks of one run (local, no provider call) and store their record."""
@@ -559,7 +563,7 @@ class EvalLayer:
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
         metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"),
-                              counts_alone=counts_alone_unknown(usage))
+                              counts_alone=counts_alone_unknown(usage), nothing_sent=usage.get("nothing_sent") is True)
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}

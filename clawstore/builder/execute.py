@@ -10,6 +10,7 @@ from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, claimed
 from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
+from clawstore.builder.legacy_keys import record_under_key_now
 from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
 from clawstore.builder.unstored import (
     NotStarted,
@@ -132,6 +133,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             status = node.record["status"]
             node.action = "reuse" if node.record.get("cacheable") else "fail"
             log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
+            record_under_key_now(store, node)  # (adopted under its legacy key: builder/claimed.py)
             progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
             node.release()
         else:

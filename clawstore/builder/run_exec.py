@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from clawstore.builder.legacy_keys import record_under_legacy_key
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node, put_input
 from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
@@ -38,7 +39,8 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-    }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage))
+    }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
+        nothing_sent=usage.get("nothing_sent") is True)
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,
@@ -71,6 +73,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
         started_at=started_at, finished_at=utc_now(), build_id=build_id,
     )
     record_id = store.put_action(node.key, record)
+    record_under_legacy_key(store, node, record)
     if keep and len(artifact_bytes) <= KEEP_ARTIFACT_MAX:
         node.made = {outputs["artifact"]: artifact_bytes}
     return record_id, record

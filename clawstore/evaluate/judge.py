@@ -224,6 +224,8 @@ def run_judge_iteration(
         break
     if status == "invalid":
         warnings.append(f"no valid judge output in {len(log)} attempt(s)")
+    if all((entry.get("usage") or {}).get("nothing_sent") is True for entry in log):
+        usage["nothing_sent"] = True  # no request of it left (an answer, even one refused, has no such usage): 0
     iteration = JudgeIteration(
         status=status,
         scores=scores if status == "success" else None,

@@ -63,6 +63,10 @@ class Node:
     # a record under that key is reused, and the node keeps that key, so a store built before is not paid twice. Kept
     # on a node found under neither: a batch an older claw submitted may stand for it (builder/batch_layer.py).
     legacy: tuple[str, dict[str, Any], bytes] | None = None
+    # (key, document, its bytes) of the node's key now, when its record was found under `legacy`: the build that reuses
+    # it records it under this key as well (builder/legacy_keys.py), so that a later price edit (which changes the
+    # legacy key) still finds it.
+    keyed_now: tuple[str, dict[str, Any], bytes | None] | None = None
 
     @property
     def fresh(self) -> bool:
@@ -76,7 +80,7 @@ class Node:
         self.document_bytes = None
         self.judge_requests = None
         self.batch_body = None
-        self.legacy = None
+        self.legacy = self.keyed_now = None
 
     def take_legacy(self) -> None:
         """Key the node as it was before a price left its key (`legacy`), its record not yet looked up."""
@@ -168,6 +172,8 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
         if not node.fresh:  # (nothing reusable there: the node executes under its key, unless a batch stands for it)
             node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
             node.legacy = legacy
+        else:
+            node.keyed_now = now[0], now[1], now[2]
 
 
 def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,

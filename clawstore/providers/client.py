@@ -235,7 +235,7 @@ class ProviderClient:
         retries = max(int(retries), 0)
         held = (endpoint.base_url, str(body.get("model")))  # what a Retry-After holds back
         pacer = current_pacer()
-        usage = Usage()
+        usage = Usage.unsent()  # (no attempt made yet: nothing sent)
         attempt_log: list[dict[str, Any]] = []
         started = time.monotonic()
         for attempt in range(retries + 1):
@@ -391,11 +391,11 @@ class ProviderClient:
             finally:
                 finish()
         except httpx.TimeoutException as exc:
-            return timed_out, Usage() if isinstance(exc, NOTHING_SENT) else UNANSWERED
+            return timed_out, NOT_SENT if isinstance(exc, NOTHING_SENT) else UNANSWERED
         except httpx.TransportError as exc:
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
-                            True), Usage() if isinstance(exc, NOTHING_SENT) else UNANSWERED
+                            True), NOT_SENT if isinstance(exc, NOTHING_SENT) else UNANSWERED
         if wire is not None and ("set-cookie" in reply_headers or "set-cookie2" in reply_headers):
             # kept as httpx keeps them; this client's requests then go through httpx, which sends them
             http.cookies.extract_cookies(httpx.Response(status, headers=reply_headers, request=httpx.Request(
@@ -421,11 +421,13 @@ class ProviderClient:
         return head
 
 
-# A request that failed before a byte of it left (no connection made): it cost nothing. Any other failure after the
-# request went out (a timeout, a lost connection, a reply too large or undecodable) may have been counted and billed:
-# its usage is unknown, never 0 (a declared price would make 0 tokens a known 0.0 USD).
+# A request that failed before a byte of it left (no connection made): it cost nothing, whatever the prices (its usage
+# says so: `nothing_sent`). Any other failure after the request went out (a timeout, a lost connection, a reply too
+# large or undecodable) may have been counted and billed: its usage is unknown, never 0 (a declared price would make 0
+# tokens a known 0.0 USD).
 NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 UNANSWERED = Usage.not_believed(SENT_UNANSWERED)
+NOT_SENT = Usage.unsent()
 
 
 def _cancelled_text(closed: threading.Event) -> str:

@@ -63,7 +63,9 @@ class Usage:
     are not counted, so this usage's tokens and cost are unknown (cost None, `cost_source` unknown), and
     stay so in any sum that includes it. `tokens_unknown` says why a reply counted no tokens (a server that sends
     `usage: {cost}` only, or none): its tokens are unknown in any sum, its reported cost stays known (a cost not
-    reported is unknown, `cost_source` unknown: no price makes counts nobody sent a cost)."""
+    reported is unknown, `cost_source` unknown: no price makes counts nobody sent a cost). `nothing_sent`: no request
+    of these calls left (no connection could be made; `Usage.unsent()`, the identity of a sum): they cost a known 0
+    whatever the prices (runners/pricing.py record_cost); one call that went out makes the sum's False."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -75,6 +77,12 @@ class Usage:
     cost_source: str | None = None  # "priced" when claw priced it (a batch line), else the provider's or none
     rejected: str | None = None
     tokens_unknown: str | None = None
+    nothing_sent: bool = False
+
+    @classmethod
+    def unsent(cls) -> Usage:
+        """The usage of calls none of which left (the start of a sum of attempts or turns: none made yet)."""
+        return cls(nothing_sent=True)
 
     @classmethod
     def not_believed(cls, why: str) -> Usage:
@@ -106,14 +114,15 @@ class Usage:
 
     @classmethod
     def from_stored(cls, normalized: Mapping[str, Any], cost_usd: float | None = None, cost_source: str | None = None,
-                    rejected: str | None = None, tokens_unknown: str | None = None) -> Usage:
+                    rejected: str | None = None, tokens_unknown: str | None = None, nothing_sent: bool = False
+                    ) -> Usage:
         """A usage as an artifact stored it (`normalized()`, its cost apart); TypeError on a stranger key."""
         names = {stored_key(name): name for name in TOKEN_FIELDS}
         unknown = set(normalized) - names.keys()
         if unknown:
             raise TypeError(f"usage: unexpected {sorted(unknown)}")
         return cls(**{names[key]: value for key, value in normalized.items()}, cost_usd=cost_usd,
-                   cost_source=cost_source, rejected=rejected, tokens_unknown=tokens_unknown)
+                   cost_source=cost_source, rejected=rejected, tokens_unknown=tokens_unknown, nothing_sent=nothing_sent)
 
     def as_reported(self, raw_usage: Mapping[str, Any] | None) -> Usage:
         """This reply's usage, or unknown when its own `raw_usage` counts no input or no output tokens (a method:
@@ -125,6 +134,10 @@ class Usage:
         return self
 
     def __add__(self, other: Usage) -> Usage:
+        if self.nothing_sent:  # (nothing of it left: the sum is the other's)
+            return other
+        if other.nothing_sent:
+            return self
         sums = {name: getattr(self, name) + getattr(other, name) for name in TOKEN_FIELDS}
         rejected = self.rejected or other.rejected
         if rejected:  # one call's cost not known: the sum's is not either (a partial sum would look like all of it)
@@ -158,6 +171,8 @@ class Usage:
             values["usage_rejected"] = self.rejected
         if self.tokens_unknown is not None:
             values["tokens_unknown"] = self.tokens_unknown
+        if self.nothing_sent:  # (only then: an answer's usage is stored as it always was)
+            values["nothing_sent"] = True
         return values
 
 

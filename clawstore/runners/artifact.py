@@ -148,6 +148,8 @@ class RunArtifact:
         if self.usage.tokens_unknown is not None:  # (its cost known only when reported: `cost_source` says which)
             return {**({"cost_source": self.usage.cost_source} if self.usage.cost_source else {}),
                     "tokens_unknown": self.usage.tokens_unknown}
+        if self.usage.nothing_sent:  # no request of the run left: a known 0 at any price (runners/pricing.py)
+            return {"nothing_sent": True}
         return {}
 
     @classmethod
@@ -166,7 +168,8 @@ class RunArtifact:
             request=data["request"],
             provider=data["provider"],
             usage=Usage.from_stored(usage["normalized"], usage.get("cost_usd"), usage.get("cost_source"),
-                                    usage.get("usage_rejected"), usage.get("tokens_unknown")),
+                                    usage.get("usage_rejected"), usage.get("tokens_unknown"),
+                                    usage.get("nothing_sent") is True),
             raw_provider_usage=list(usage.get("raw_provider_usage") or []),
             trace=list(data["trace"]),
             output_artifacts=list(data.get("output_artifacts") or []),

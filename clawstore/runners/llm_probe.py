@@ -194,7 +194,7 @@ class _Run:
         self.client = client
         self.sandbox_dir = sandbox_dir
         self.trace = Trace()
-        self.usage = Usage()
+        self.usage = Usage.unsent()  # (no call made yet)
         self.raw_usage: list[dict[str, Any]] = []
         self.provider_meta: dict[str, Any] = {}
         self.attempts = 0

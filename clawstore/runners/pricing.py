@@ -39,12 +39,15 @@ def is_free(prices: dict[str, float] | None) -> bool:
 
 
 def record_cost(metrics: dict[str, Any], model_extras: dict[str, Any], source: str | None = None,
-                counts_alone: bool = False) -> dict[str, Any]:
+                counts_alone: bool = False, nothing_sent: bool = False) -> dict[str, Any]:
     """A paid record's metrics with `cost_usd` and `cost_source`: the provider's cost (`reported`),
     else its tokens at the model's declared prices (`priced`), else `unknown` (cost None, never 0).
     `source`: what the runner already knows of its cost (OpenClaw prices its own). `counts_alone`: its usage is
     unknown only for token counts nobody sent, no cost sent either (providers/usage.py counts_alone_unknown): at
-    prices all 0 its cost is a known 0, `priced` (unknown tokens × 0)."""
+    prices all 0 its cost is a known 0, `priced` (unknown tokens × 0). `nothing_sent`: no request of it left (its
+    usage's `nothing_sent`: the connection refused, no address): 0 tokens, a known 0 at any price, declared or not."""
+    if nothing_sent:
+        return {**metrics, "cost_usd": 0.0, "cost_source": PRICED}
     cost = known_cost(metrics.get("cost_usd"))
     if cost is None and counts_alone and is_free(pricing(model_extras)):
         return {**metrics, "cost_usd": 0.0, "cost_source": PRICED}

@@ -160,7 +160,10 @@ def test_a_batch_line_is_priced_by_a_judge_s_cost_as_by_its_pricing(ws: Workspac
     code, report = build(claw, "--wait")
     assert code == 0, report
     records = judge_records(store()).values()
-    assert records and standin.batch_stats()["lines"] == len(records)
+    # (each judgement is recorded under its key and, its judge declaring `cost`, the key the claw before gave it too:
+    # docs/building.md, Keys)
+    addresses = {tuple(sorted(record.address.items())) for record in records}
+    assert records and standin.batch_stats()["lines"] == len(addresses) == len(records) / 2
     for record in records:
         metrics = record.metrics
         assert metrics.cost_usd == pytest.approx((metrics.input_tokens * 2.0 + metrics.output_tokens * 8.0) / 1e6)

@@ -4,10 +4,17 @@ judgement, and a store whose judgements were keyed with their judge's `cost` (cl
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from clawstore.testing.standin import StandIn
-from tests.hostile.attack import run_claw
+import pytest
+
+from clawstore.testing.standin import StandIn, held
+from tests.hostile.attack import CLAW, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
 from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
@@ -68,3 +75,89 @@ def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tm
     assert len(standin.requests) == sent and judge_requests(standin) == 4
     new_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
     assert old_keys.code == new_keys.code == 0 and old_keys.stdout == new_keys.stdout, (old_keys, new_keys)
+
+
+def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price_edit(
+        ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    # the first build after the upgrade reuses them under the key they were stored by and records them under their key
+    # now as well: the next price edit (which changes the old key) finds them (before: 4 judge requests again, once)
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    sent = len(standin.requests)
+    assert judge_requests(standin) == 4
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    before = _costs(ws)
+    checked = run_claw(ws.root, "fsck")  # the records under the new keys are whole entries: their key, their input
+    assert checked.code == 0, checked
+    _judge_cost(ws, {"input": 2.0, "output": 8.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    _judge_cost(ws, {"input": 3.0, "output": 9.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    assert _costs(ws) == before  # what was paid, as the old claw recorded it (the price in force then)
+
+
+def _costs(ws: Workspace) -> str:
+    done = run_claw(ws.root, "query", "select kind, cost_usd, cost_source from nodes where kind = 'judge' order by "
+                    "case_id, model_id", "--format", "csv")
+    assert done.code == 0, done
+    return done.stdout
+
+
+@pytest.mark.parametrize("first", ["old", "new"])
+def test_the_older_claw_building_beside_this_one_pays_each_judgement_once(ws: Workspace, standin: StandIn,
+                                                                          tmp_path: Path, first: str) -> None:
+    # the two claws key a judgement of a judge with `cost` differently: each must meet the other's claim (this claw
+    # claims both keys) and find the other's record (this claw records under both), or both ask the judge
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    built = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp")  # the runs (one key in both claws)
+    assert built.code == 0, built
+    standin.script(JUDGE, held("judges", **judge_reply(7)))
+    old_env = {**os.environ, "PYTHONPATH": str(old)}
+    commands = {"old": ([sys.executable, "-m", "clawstore.cli"], old_env), "new": ([CLAW], dict(os.environ))}
+    order = [first, "new" if first == "old" else "old"]
+    builds: list[subprocess.Popen[str]] = []
+    in_flight = 0
+    try:
+        for which in order:
+            argv, env = commands[which]
+            builds.append(subprocess.Popen([*argv, "build", *CAMPAIGN], cwd=ws.root, env=env, text=True,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            if which == first:
+                _wait_for(lambda: judge_requests(standin) >= 1, 120)  # the first build's judgements in flight
+                time.sleep(0.5)
+                in_flight = judge_requests(standin)
+        # the second asks again (paid twice), or asks what the first has not claimed, or waits for the first's claims
+        _wait_for(lambda: judge_requests(standin) > in_flight, 10, fail=False)
+        standin.release("judges")
+        outs = [build.communicate(timeout=180) for build in builds]
+    finally:
+        standin.release("judges")
+        for build in builds:
+            if build.poll() is None:
+                build.kill()
+    for build, (out, err) in zip(builds, outs, strict=True):
+        assert build.returncode == 0 and "Traceback" not in err, out + err
+    assert judge_requests(standin) == 4
+    sent = len(standin.requests)
+    _build(ws)  # and this claw's next build reuses all of them
+    assert len(standin.requests) == sent
+    rebuilt = old_claw(old, ws.root, "build", *CAMPAIGN)  # and the older claw's
+    assert rebuilt.returncode == 0 and len(standin.requests) == sent, rebuilt.stdout + rebuilt.stderr
+
+
+def _wait_for(done: Callable[[], bool], seconds: float, fail: bool = True) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            assert not fail, f"not within {seconds} s"
+            return
+        time.sleep(0.05)

@@ -46,6 +46,7 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
             client.chat(Endpoint(standin.base_url, None), {"model": "vendor/slow", "messages": []}, timeout=0.5,
                         retries=0)
         assert sent.value.timed_out and sent.value.usage.rejected == SENT_UNANSWERED
+        assert not sent.value.usage.nothing_sent
         assert sent.value.usage.cost_usd is None and sent.value.usage.cost_source == "unknown"
 
         with socket.socket() as closed:  # a port nobody listens on: the connection is refused, nothing is sent
@@ -57,6 +58,7 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
         assert refused.value.code == "transport_error" and refused.value.attempts == 2
         usage = refused.value.usage
         assert usage.rejected is None and usage.cost_source is None and usage.input_tokens == 0
+        assert usage.nothing_sent and usage.to_json()["nothing_sent"] is True  # (two attempts, neither left)
 
 
 def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn) -> None:  # noqa: F811
@@ -70,3 +72,74 @@ def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn
     done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
     rows = json.loads(done.stdout)
     assert len(rows) == 4 and all(r["cost_usd"] is None and r["cost_source"] == "unknown" for r in rows), rows
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nobody listens on: a connection to it is refused, nothing is sent."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        return int(closed.getsockname()[1])
+
+
+def _shown(workspace: Workspace, *campaign: str) -> tuple[str, list[dict[str, object]]]:
+    """`claw report`'s cost line for the campaign, and the saved query cost_by_model's rows (`claw status` counts
+    nodes and shows no cost)."""
+    report = run_claw(workspace.root, "report", *campaign, "--no-chart")
+    by_model = run_claw(workspace.root, "query", "cost_by_model", "--format", "json")
+    for done in (report, by_model):
+        assert done.code == 0 and "Traceback" not in done.stderr, done
+    return next(line for line in report.stdout.splitlines() if line.startswith("Cost (USD)")), json.loads(
+        by_model.stdout)
+
+
+def test_a_run_whose_request_never_left_costs_a_known_0_at_undeclared_prices(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    # no price declared and the connection refused: nothing was sent, so nothing is unknown (before: '?', 4 of 4)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://127.0.0.1:{_closed_port()}/v1")
+    ws.run_profile(defaults={"retries": 1})
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 1 and "Traceback" not in built.stderr, built
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert line.endswith("cost spent 0.000000 USD (4 of 4 priced)"), line
+    done = run_claw(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
+                    "json")
+    assert json.loads(done.stdout) == [{"status": "provider_error", "input_tokens": 0, "cost_usd": 0.0,
+                                        "cost_source": "priced"}] * 4, done
+    cost, by_model = _shown(ws, *CAMPAIGN)
+    assert cost == "Cost (USD): runs 0.00000  evaluation 0.00000  total 0.00000 (4 of 4 priced)", cost
+    assert [(r["model_id"], r["run_cost_usd"], r["total_cost_usd"], r["cost_unknown"]) for r in by_model] == [
+        ("m1", 0.0, 0.0, 0), ("m2", 0.0, 0.0, 0)], by_model
+
+
+def test_a_judgement_whose_request_never_left_costs_a_known_0_one_that_timed_out_stays_unknown(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    from tests.support.judging import JUDGE, eval_profile
+
+    refused = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 1,
+               "base_url": f"http://127.0.0.1:{_closed_port()}/v1"}
+    eval_profile(ws, repetitions=1, judges=[refused])
+    campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
+    built = run_claw(ws.root, "build", *campaign)
+    assert built.code == 1 and "Traceback" not in built.stderr, built
+    assert len(standin.requests) == 4  # the runs; no judge request reached a server
+    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    assert json.loads(done.stdout) == [{"status": "provider_error", "cost_usd": 0.0, "cost_source": "priced"}] * 4, \
+        done.stdout
+    cost, by_model = _shown(ws, *campaign)
+    assert "evaluation 0.00000" in cost and "?" not in cost and "unknown" not in cost, cost
+    assert [(r["model_id"], r["eval_cost_usd"]) for r in by_model] == [("m1", 0.0), ("m2", 0.0)], by_model
+    # the same judge at the stand-in, its requests sent and never answered: unknown, as before
+    eval_profile(ws, repetitions=1, judges=[{**refused, "base_url": standin.base_url, "timeout_seconds": 1,
+                                             "retries": 0}])
+    standin.script(JUDGE, *[hang(5) for _ in range(4)])
+    built = run_claw(ws.root, "build", *campaign)
+    assert built.code == 1 and judge_count(standin) == 4, built
+    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    assert json.loads(done.stdout) == [{"status": "timed_out", "cost_usd": None, "cost_source": "unknown"}] * 4, \
+        done.stdout
+
+
+def judge_count(standin: StandIn) -> int:
+    from tests.support.judging import judge_requests
+
+    return judge_requests(standin)
