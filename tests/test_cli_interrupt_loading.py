@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,6 +31,37 @@ INTERRUPTED_WHILE_LOADING = textwrap.dedent("""
 """)
 
 
+# The same program, interrupted by a hook at a later moment: while click reads the group's or the command's arguments
+# (claw's modules loaded, Python's handler back; click said "Aborted!", exit 1) or as the last command module loads.
+INTERRUPTED_AT = textwrap.dedent("""
+    import os, signal, sys
+    import click
+
+    MOMENT = sys.argv.pop(1)
+
+    class Interrupt:
+        def find_spec(self, name, path=None, target=None):
+            if name == MOMENT:
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, Interrupt())
+    parse_args = click.Command.parse_args
+
+    def interrupted_parse(self, ctx, args):
+        if self.name == MOMENT:
+            os.kill(os.getpid(), signal.SIGINT)
+        return parse_args(self, ctx, args)
+
+    click.Command.parse_args = interrupted_parse
+    from clawstore.cli import entry
+    entry()
+""")
+
+# The console script's program, started as a user starts it
+PROGRAM = "from clawstore.cli import entry; entry()"
+
+
 def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60,
@@ -36,6 +71,35 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_ctrl_c_while_loading_is_one_line_and_130() -> None:
     done = _python(INTERRUPTED_WHILE_LOADING, "--version")
     assert (done.returncode, done.stderr, done.stdout) == (130, "claw: interrupted\n", "")
+
+
+@pytest.mark.parametrize("moment", ["clawstore.cli.batch_cmd", "main", "status"])
+def test_ctrl_c_before_the_command_starts_is_one_line_and_130(moment: str, tmp_path: Path) -> None:
+    done = _python(INTERRUPTED_AT, moment, "status", "--store", str(tmp_path / "store"))
+    assert (done.returncode, done.stderr, done.stdout) == (130, "claw: interrupted\n", "")
+
+
+def test_ctrl_c_at_any_early_moment_is_never_a_traceback_from_claw(tmp_path: Path) -> None:
+    # A real process signalled at twelve moments from its start to its end, the end measured first in the same
+    # minute (a loaded machine takes seconds to load claw). Python's own start (the interpreter, site's .pth files)
+    # is out of claw's reach: a signal then ends it by the signal or in Python's words, naming no claw module.
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", PROGRAM, "status", "--store", str(tmp_path / "store")]
+    began = time.monotonic()
+    subprocess.run(command, capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    whole = time.monotonic() - began
+    outcomes = set()
+    for step in range(12):
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                 cwd=tmp_path)
+        time.sleep(whole * step / 12)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+        assert "/clawstore/" not in err and "/click/" not in err and "Aborted!" not in err, (step, err)
+        if "claw: interrupted" in err:
+            assert (child.returncode, err) == (130, "claw: interrupted\n"), step
+        outcomes.add(child.returncode)
+    assert 130 in outcomes, (whole, outcomes)  # (some signal came while claw was in charge)
 
 
 def test_once_loaded_ctrl_c_is_pythons_again() -> None:

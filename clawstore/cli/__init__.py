@@ -6,7 +6,7 @@ here and in the commands only: the library raises typed errors (clawstore/errors
 
 from __future__ import annotations
 
-from clawstore.cli.loading import quiet_interrupts
+from clawstore.cli.loading import end_quiet_interrupts, quiet_interrupts
 
 _loaded = quiet_interrupts()  # (first: a Ctrl-C while the modules below load is one line, exit 130)
 
@@ -98,6 +98,7 @@ class ClawGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         restore = process_end.sigterm_interrupts()  # SIGTERM ends every command as Ctrl-C does (130)
         try:
+            end_quiet_interrupts()  # (entry's: the arguments are read, the command's own handling starts)
             return super().invoke(ctx)
         except ClawError as exc:
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
@@ -124,6 +125,7 @@ def entry() -> None:
     """The `claw` program (its console script, and `python -m clawstore.cli`): main(), without the
     imports it never needs (cli/unused_imports.py), ending the process quickly when a command left
     teardown to its end (clawstore/host/process_end.py)."""
+    quiet_interrupts()  # (again, until the command starts: a Ctrl-C while click reads the arguments said "Aborted!")
     process_end.claim_program()
     skip_unused_imports()
     try:

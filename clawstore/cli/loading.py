@@ -1,8 +1,8 @@
-"""Ctrl-C while `claw` is still loading its modules: one line and exit 130, not a traceback.
+"""Ctrl-C while `claw` is still loading its modules or reading its arguments: one line and exit 130, not a traceback.
 
 Loading takes 0.2-0.3 s, over a second on a loaded machine; an interrupt then printed a KeyboardInterrupt traceback
-from deep in an import (click, typing) and ended the process by the signal. Nothing is written while loading, so the
-process may end at once."""
+from deep in an import (click, typing) and ended the process by the signal; one while click read the arguments was
+its "Aborted!", exit 1. Nothing is written before the command runs, so the process may end at once."""
 
 from __future__ import annotations
 
@@ -34,3 +34,10 @@ def quiet_interrupts() -> Callable[[], None]:
         if signal.getsignal(signal.SIGINT) is _end_quietly:
             signal.signal(signal.SIGINT, signal.default_int_handler)
     return restore
+
+
+def end_quiet_interrupts() -> None:
+    """Put Python's handler back where quiet_interrupts set claw's (a command is starting: it turns
+    KeyboardInterrupt into its own line, a build saying what it committed)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _end_quietly:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

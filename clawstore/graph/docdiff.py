@@ -26,20 +26,29 @@ def _is_short(value: Any) -> bool:
                                                     or value.startswith("blake3:"))
 
 
+TREE_FIELDS = frozenset({"agent_tree"})  # fields holding a tree's id: an OpenClaw agent's workspace template
+
+
 def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], Any] | None = None,
-                   expand: frozenset[str] = frozenset()) -> list[str]:
+                   expand: frozenset[str] = frozenset(),
+                   trees: Callable[[str, str], list[str]] | None = None) -> list[str]:
     """Every changed leaf path, e.g. `input.messages[0].content changed`, `runner.temperature 0 -> 0.2`.
 
     A field named in `expand` may hold the id of a stored sub-document (a judge node keys its evaluation
-    target by id); `resolve(id)` loads it so the diff reports the changed field inside it."""
+    target by id); `resolve(id)` loads it so the diff reports the changed field inside it. A field named in
+    TREE_FIELDS holds a tree's id: `trees(old, new)` names the files that differ (an empty list: not said)."""
     if old == new:
         return []
     where = path or "document"
     if path in expand and resolve is not None and _is_id(old) and _is_id(new):
         try:
-            return diff_documents(resolve(old), resolve(new), path, resolve, expand)
+            return diff_documents(resolve(old), resolve(new), path, resolve, expand, trees)
         except Exception:  # not stored (never executed, or collected): say what we know
             return [f"{where} {_show(old)} -> {_show(new)}"]
+    if path.rsplit(".", 1)[-1] in TREE_FIELDS and trees is not None and _is_id(old) and _is_id(new):
+        files = trees(old, new)
+        if files:
+            return [f"{where} {_show(old)} -> {_show(new)}: {', '.join(files)}"]
     if isinstance(old, dict) and isinstance(new, dict):
         if path == "attachments":
             return _diff_attachments(old, new)
@@ -51,14 +60,14 @@ def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], 
             elif key not in new:
                 changes.append(f"{sub} removed")
             else:
-                changes.extend(diff_documents(old[key], new[key], sub, resolve, expand))
+                changes.extend(diff_documents(old[key], new[key], sub, resolve, expand, trees))
         return changes
     if isinstance(old, list) and isinstance(new, list):
         changes = []
         if len(old) != len(new):
             changes.append(f"{where}: {len(old)} -> {len(new)} items")
         for index, (a, b) in enumerate(zip(old, new, strict=False)):
-            changes.extend(diff_documents(a, b, f"{path}[{index}]", resolve, expand))
+            changes.extend(diff_documents(a, b, f"{path}[{index}]", resolve, expand, trees))
         return changes
     if _is_short(old) and _is_short(new):
         return [f"{where} {_show(old)} -> {_show(new)}"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import HeadNodes, Node, address_id
+from clawstore.graph.treediff import tree_changes
 from clawstore.store import documents, headdoc
 
 if TYPE_CHECKING:
@@ -187,5 +188,6 @@ def reasons(node: Node, previous: HeadNode | None, store: ObjectReader, force: b
     def resolve(oid: str) -> Any:
         return known[oid] if oid in known else store.get_json(oid)
 
-    changes = diff_documents(old, node.document, resolve=resolve, expand=EXPANDED_FIELDS)
+    changes = diff_documents(old, node.document, resolve=resolve, expand=EXPANDED_FIELDS,
+                             trees=lambda before, after: tree_changes(store, before, after))
     return changes or ["inputs changed"]

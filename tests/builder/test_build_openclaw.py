@@ -162,3 +162,26 @@ def test_a_models_prices_run_no_openclaw_run_again_and_a_store_keyed_with_them_k
     code, out, err = claw.build("--output", "json")
     assert code == 0 and {r["run"] for r in rows(out).values()} == {"reuse"}, out + err
     assert len(docker.calls("run")) == started  # and never again
+
+
+def test_explain_names_the_workspace_files_an_agent_edit_changed(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                                                 standin: StandIn) -> None:
+    """`claw explain` after an agent's workspace template is edited names the files (it said two tree ids alone:
+    the user could not tell an edited skill from a stray editor file)."""
+    skill = oc.configs / "agents" / "basic_agent" / "workspace" / "skills" / "fetch"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# fetch\nUse curl.\n")
+    (skill / "run.sh").write_text("#!/bin/sh\ncurl \"$1\"\n")
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    (skill / "SKILL.md").write_text("# fetch\nUse wget.\n")
+    (skill / "run.sh").chmod(0o755)
+    (skill / "notes.txt").write_text("new\n")
+    code, out, err = claw("explain", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    [reason] = {line.strip() for line in out.splitlines() if "agent_tree" in line}
+    assert reason.endswith(": skills/fetch/SKILL.md changed, skills/fetch/notes.txt added, "
+                           "skills/fetch/run.sh mode 644 -> 755"), out
+    assert "run m1 oc_a rep 0 (stale):" in out and "oc_b" not in out  # (writer_agent's case: not stale)
+    code, out, _ = claw.build("--output", "json")
+    assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_a"), ("m2", "oc_a")}, out
