@@ -5,9 +5,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from clawstore.cli.common import size_text
+from clawstore.errors import StoreError
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, iter_pack_ids, pack_path
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import GC_LOCK, collect
@@ -81,3 +86,29 @@ def test_a_dry_run_says_what_gc_does_with_a_killed_gcs_copies(tmp_path: Path) ->
     assert dry.copies_deleted == real.copies_deleted == len(copies) == shown["killed_gc_copies_deleted"]
     assert dry.packs_deleted == real.packs_deleted == shown["packs_deleted"] >= len(copies)
     assert not copies & set(iter_pack_ids(root / "packs"))
+
+
+_LOOK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # (locks.held_now's look, caught between its two calls)
+print("looking", flush=True)
+time.sleep(0.2)
+"""
+
+
+def test_a_gc_starting_while_a_dry_run_looks_at_its_lock_runs(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = store_with_garbage(root)
+    lock = root / "locks" / f"{GC_LOCK}.lock"
+    with store.exclusive(GC_LOCK):
+        pass  # (the lock file, as any gc leaves it)
+    look = subprocess.Popen([sys.executable, "-c", _LOOK, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert look.stdout is not None and look.stdout.readline() == "looking\n"
+        assert look.poll() is None
+        assert collect(store, grace_s=0).packs_rewritten  # (no gc runs: the look is waited out, not taken for one)
+    finally:
+        look.wait(timeout=30)
+    with store.exclusive(GC_LOCK), pytest.raises(StoreError, match="busy"):
+        collect(store, grace_s=0)  # (a gc that holds it still turns a second away)

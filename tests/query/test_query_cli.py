@@ -195,8 +195,9 @@ def test_show_tables_lists_every_view_and_nothing_internal(store: Store) -> None
     "select * from glob('{secret}')",
     "install httpfs",
 ])
-def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(store: Store, tmp_path: Path,
-                                                                            attack: str) -> None:
+@pytest.mark.parametrize("output", [("--format", "csv"), ("--out", "{out}.parquet"), ("--out", "{out}.json")])
+def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(store: Store, tmp_path: Path, attack: str,
+                                                                            output: tuple[str, str]) -> None:
     # A workspace's queries/ come with a suite written by someone else: `claw query NAME` must not let
     # it write the user's files (~/.bashrc), read them (credentials) or plant rows in the manifest.
     secret, target = tmp_path / "credentials", tmp_path / "written"
@@ -207,11 +208,14 @@ def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(sto
         attack.format(target=target, secret=secret, manifest=manifest) + ";\nselect count(*) as n from runs")
     assert run(store, "select count(*) from runs")[0] == 0  # (the manifest is brought up to date first)
     before = sorted(p.relative_to(manifest) for p in manifest.rglob("*"))
-    proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    # (every way out: printed, or written by DuckDB's COPY (parquet) or by claw (json) to the file the user named)
+    proc = claw("query", "board", "--store", str(store.root), output[0], output[1].format(out=tmp_path / "out"),
+                cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout
     assert proc.stderr.startswith(f"claw: error: {tmp_path / 'queries' / 'board.sql'}: query failed: ")
     assert len(proc.stderr.splitlines()) == 1
     assert not target.exists() and "shh" not in proc.stdout + proc.stderr
+    assert not list(tmp_path.glob("*out*"))
     assert sorted(p.relative_to(manifest) for p in manifest.rglob("*")) == before
 
 

@@ -63,6 +63,9 @@ if TYPE_CHECKING:
 
 DEFAULT_GRACE_S = 3600.0
 GC_LOCK = "gc"  # held by a gc that deletes (a second one fails at once)
+# A dry run looks whether a gc holds GC_LOCK by taking it shared for an instant (locks.held_now): a gc starting
+# then waits that instant out instead of failing as if another gc ran; one that holds it still refuses the second.
+GC_LOOK_S = 0.5
 # A pack whose unused share is above this is rewritten (restic prune's --max-unused).
 DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
@@ -180,8 +183,8 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
         raise UsageError("--max-unused must be between 0 and 1")
     started = time.monotonic()
     report = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed)
-    # A second gc fails at once instead of queueing behind the first (a dry run just looks).
-    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive(GC_LOCK, timeout=0.0)
+    # A second gc fails (within GC_LOOK_S) instead of queueing behind the first (a dry run just looks).
+    gc_lock = contextlib.nullcontext() if dry_run else store.exclusive(GC_LOCK, timeout=GC_LOOK_S)
     with gc_lock:
         if not dry_run:
             heap.settle()  # (big blocks unmapped when freed, few arenas: what the copy frees is not kept as heap)
@@ -422,8 +425,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
 
 
-_ASKED_AT_ONCE = 16384
-_Name = TypeVar("_Name")  # objects asked `reached` at once (one look-up by arrays for them all)
+_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
+_Name = TypeVar("_Name")  # (what _reached_chunks names each object by)
 
 
 def _actions_reached(view: IndexSnapshot, reach: Reach) -> Iterator[tuple[bytes, ActionEntry, bool]]:

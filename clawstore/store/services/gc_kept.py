@@ -112,9 +112,7 @@ class KeptObjects:
         del table
         if release:
             self._rows, self._dropped = bytearray(), array("Q")
-        used, slots = np.unique(made[:, 32:36].copy().view("<u4").ravel(), return_inverse=True)
-        made[:, 32:36] = slots.astype("<u4").reshape(-1, 1).view(np.uint8)
-        return [self._packs[slot] for slot in used.tolist()], rows
+        return _used_packs(made, 32, self._packs), rows
 
 
 class KeptEntries:
@@ -164,11 +162,11 @@ class KeptEntries:
         from clawstore.store.core.lean_numpy import np
 
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ACTION.size)
-        rows, _ = _sorted_by_key(table, "gc's kept entries name a key twice")
+        rows, made = _sorted_by_key(table, "gc's kept entries name a key twice")
         del table
         if release:
             self._rows = bytearray()
-        return list(self._packs), rows
+        return _used_packs(made, 72, self._packs), rows
 
 
 def _sorted_by_key(table: ndarray, twice: str) -> tuple[bytearray, ndarray]:
@@ -186,3 +184,13 @@ def _sorted_by_key(table: ndarray, twice: str) -> tuple[bytearray, ndarray]:
     made = np.frombuffer(rows, np.uint8).reshape(table.shape)
     np.take(table, order, axis=0, out=made)
     return rows, made
+
+
+def _used_packs(made: ndarray, slot_at: int, packs: list[str]) -> list[str]:
+    """The packs `made`'s rows name, its slots (4 bytes at `slot_at`) re-numbered into that list: a pack whose rows
+    all moved (rewritten, then deleted) is not named by the segment."""
+    from clawstore.store.core.lean_numpy import np
+
+    used, slots = np.unique(made[:, slot_at:slot_at + 4].copy().view("<u4").ravel(), return_inverse=True)
+    made[:, slot_at:slot_at + 4] = slots.astype("<u4").reshape(-1, 1).view(np.uint8)
+    return [packs[slot] for slot in used.tolist()]
