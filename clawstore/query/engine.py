@@ -231,11 +231,13 @@ def export_parquet(store_root: Path, sql: str, out: Path, params: Mapping[str, s
 
 def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = None,
               store: StoreReader | Callable[[], StoreReader] | None = None, confined: bool = False) -> QueryResult:
-    """stream_query's rows, all of them in memory (for results known to be small)."""
-    def collect(rows: QueryRows) -> QueryResult:
+    """stream_query's rows, all of them in memory (for results known to be small). Nothing leaves before the last
+    row is read, so a manifest changed under the reading is looked at again however many rows were read."""
+    def collect(con: duckdb.DuckDBPyConnection, _: list[QueryRows]) -> QueryResult:
+        rows = _execute(con, sql)  # (not listed as handed out: a retry throws these away)
         return QueryResult(rows.columns, rows.types, [row for batch in rows.batches() for row in batch])
 
-    return stream_query(store_root, sql, collect, params, store, confined)
+    return _with_views(store_root, sql, collect, params, store, confined, None)
 
 
 def _with_views(store_root: Path, sql: str, work: Callable[[duckdb.DuckDBPyConnection, list[QueryRows]], T],

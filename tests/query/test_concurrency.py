@@ -5,11 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 
-from clawstore.query import segments, views
+from clawstore.query import engine, segments, views
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import compact_manifest, index_pending, refresh_manifest
 from clawstore.store import Store
@@ -129,3 +132,27 @@ def test_a_pack_replaced_after_the_snapshot_makes_the_reader_look_again(tmp_path
     monkeypatch.setattr(views, "snapshot", compaction_lands_after_the_snapshot)
     assert run_query(store.root, "select count(*) from builds").rows == [(3,)]
     assert raced
+
+
+def test_a_manifest_file_vanishing_after_the_first_rows_is_read_again_by_run_query(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # run_query (the spend history's reader) keeps every row before it hands any out: a compaction deleting a file
+    # after its first batch makes it look again, as it did before rows were streamed (`claw query`, which has
+    # written them, does not: tests/query/test_query_stream.py).
+    store = Store(tmp_path / "store")
+    _small_build(store, 0)
+    manifest = store.root / "manifest"
+    batches = engine.QueryRows.batches
+    vanished: list[bool] = []
+
+    def a_file_vanishes_after_the_first_batch(self: engine.QueryRows) -> Iterator[list[tuple[Any, ...]]]:
+        for number, batch in enumerate(batches(self)):
+            if number == 1 and not vanished:
+                vanished.append(True)
+                raise duckdb.IOException(f"IO Error: No files found that match the pattern \"{manifest}/x.parquet\"")
+            yield batch
+
+    monkeypatch.setattr(engine.QueryRows, "batches", a_file_vanishes_after_the_first_batch)
+    count = 3 * engine.BATCH
+    assert run_query(store.root, f"select range from range({count})").rows == [(i,) for i in range(count)]
+    assert vanished
