@@ -24,7 +24,8 @@ from tests.support.workspace import Workspace
 
 class Server:
     """Accepts one connection per scripted step: reads the request whole, then `close` (FIN), `reset` (RST), `hang`
-    (no reply until the client gives up) or a status code (a reply without usage). `forever`: the last step again for
+    (no reply until the client gives up), a status code (a reply without usage) or `charset=NAME` (an answer with
+    usage, its Content-Type naming that charset). `forever`: the last step again for
     every later connection, else the port stops listening once the script is done."""
 
     def __init__(self, *steps: str | int, forever: bool = False) -> None:
@@ -66,6 +67,12 @@ class Server:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             elif step == "hang":
                 time.sleep(3)
+            elif step.startswith("charset="):  # an answer, its text in a codec Python has but cannot decode it with
+                answer = json.dumps({"id": "r1", "model": "vendor/m1", "choices": [{"message": {
+                    "role": "assistant", "content": "4"}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 2}}).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json; %s\r\nContent-Length: %d\r\n"
+                             b"Connection: close\r\n\r\n%s" % (step.encode(), len(answer), answer))
             elif isinstance(step, int):
                 text = b'{"error": {"message": "busy"}}'
                 conn.sendall(b"HTTP/1.1 %d Busy\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
@@ -115,3 +122,20 @@ def test_a_run_whose_request_was_read_then_dropped_costs_unknown_not_0(
     done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from runs", "--format", "json")
     assert json.loads(done.stdout) == [{"status": "provider_error", "cost_usd": None, "cost_source": "unknown"}] * 4, \
         done.stdout
+
+
+@pytest.mark.parametrize("charset", ["charset=idna", "charset=rot13", "charset=hex"])
+def test_an_answer_in_an_odd_charset_is_read_not_taken_for_nothing_sent(
+        ws: Workspace, servers: list[Server], monkeypatch: pytest.MonkeyPatch, charset: str) -> None:  # noqa: F811
+    # a codec Python knows but cannot decode a reply with (not text, or no 'replace'): the client raised it, the run
+    # ended runner_execution_failed with the usage of no call, and its answered, billed request cost a known 0
+    server = Server(charset, forever=True)
+    servers.append(server)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
+    ws.run_profile(defaults={"retries": 0})
+    built = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp")
+    assert "Traceback" not in built.stderr and len(server.read) == 4, built
+    done = run_claw(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
+                    "json")
+    assert json.loads(done.stdout) == [{"status": "success", "input_tokens": 10, "cost_usd": None,
+                                        "cost_source": "unknown"}] * 4, done.stdout
