@@ -67,7 +67,7 @@ class Server:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             elif step == "hang":
                 time.sleep(3)
-            elif isinstance(step, str) and step.startswith("charset="):  # an answer, its text in a codec Python has but cannot decode it with
+            elif isinstance(step, str) and step.startswith("charset="):  # an answer, in a codec named by its charset
                 answer = json.dumps({"id": "r1", "model": "vendor/m1", "choices": [{"message": {
                     "role": "assistant", "content": "4"}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 2}}).encode()
