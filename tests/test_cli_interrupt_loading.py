@@ -102,6 +102,30 @@ def test_ctrl_c_at_any_early_moment_is_never_a_traceback_from_claw(tmp_path: Pat
     assert 130 in outcomes, (whole, outcomes)  # (some signal came while claw was in charge)
 
 
+# The console script's program with one more command, which interrupts itself once it runs: what it does on its way
+# out (a `finally`: a lease given back, a temp file removed) must run, as it does when claw's own commands are stopped.
+INTERRUPTED_IN_THE_COMMAND = textwrap.dedent("""
+    import os, signal, time
+    from clawstore.cli import entry, main
+
+    @main.command("probe")
+    def probe() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        finally:
+            print("cleaned up", flush=True)
+
+    entry()
+""")
+
+
+def test_ctrl_c_once_the_command_runs_is_the_command_s_to_handle() -> None:
+    # (claw's quiet exit stays for loading and argument reading only: with it in force, os._exit skipped the finally)
+    done = _python(INTERRUPTED_IN_THE_COMMAND, "probe")
+    assert (done.returncode, done.stdout, done.stderr) == (130, "cleaned up\n", "claw: interrupted\n"), done
+
+
 def test_once_loaded_ctrl_c_is_pythons_again() -> None:
     # (each command turns KeyboardInterrupt into its own line: a build says what it committed)
     done = _python("import signal, clawstore.cli; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")

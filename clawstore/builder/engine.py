@@ -233,8 +233,8 @@ class _Windowed:
         stale, fresh = partition(runs, session.options.force)
         for node in fresh:
             node.action = "reuse"
+            record_under_key_now(session.store, node)  # (found under its legacy key: named by its key now)
             log.add("run", node.key, node.record_id, "reuse", node.address, node.record)
-            record_under_key_now(session.store, node)
             node.release()
         if self.run_batches is not None:
             batched = self.run_batches(session, stale)

@@ -423,8 +423,8 @@ class EvalLayer:
         stale, fresh = partition(nodes, session.options.force)
         for node in fresh:
             node.action = "reuse"
+            record_under_key_now(session.store, node)  # (found under its legacy key: named by its key now)
             log.add(node.kind, node.key, node.record_id, "reuse", node.address, node.record)
-            record_under_key_now(session.store, node)
             node.release()
         session.progress.phase(label, stale, [n for n in nodes if n.action == "reuse"])
         return stale

@@ -132,8 +132,8 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             node.record_id, node.record = outcome.value.record_id, planning_view(outcome.value.record)
             status = node.record["status"]
             node.action = "reuse" if node.record.get("cacheable") else "fail"
+            record_under_key_now(store, node)  # (adopted under its legacy key, builder/claimed.py: its key now)
             log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
-            record_under_key_now(store, node)  # (adopted under its legacy key: builder/claimed.py)
             progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
             node.release()
         else:

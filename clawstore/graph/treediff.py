@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clawstore.errors import one_line
 from clawstore.store.face import ObjectReader
 from clawstore.store.trees import TreeEntry, parse_tree
 
@@ -16,8 +17,9 @@ def tree_changes(store: ObjectReader, old: str, new: str) -> list[str]:
     except Exception:  # (any reason a tree is not readable here: nothing to name)
         return []
     changes = []
-    for path in sorted(before.keys() | after.keys()):
-        a, b = before.get(path), after.get(path)
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        path = one_line(name, 200)  # (a file's name is any bytes but / and NUL: none forges explain's lines)
         if a is None:
             changes.append(f"{path} added")
         elif b is None:

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from clawstore.host.machine_settings import BACKOFF_CAP_S
-from clawstore.providers.decoding import decoded, text_encoding
+from clawstore.providers.decoding import decoded, reply_text, text_encoding
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
@@ -403,7 +403,7 @@ class ProviderClient:
         # The reply as read, not a second httpx.Response: one made of the read bytes would decompress
         # them again (and cost a request's worth of header parsing).
         encoding = streamed.encoding if wire is None else text_encoding(reply_headers)
-        reply = _Reply(status, reply_headers, str(url), reason, body.decode(encoding or "utf-8", errors="replace"))
+        reply = _Reply(status, reply_headers, str(url), reason, reply_text(body, encoding))
         return _interpret(reply, api_key)
 
     def _wire_head(self, http: httpx.Client, url: httpx.URL, headers: dict[str, str],

@@ -202,3 +202,14 @@ def text_encoding(headers: httpx.Headers) -> str:
     except LookupError:
         return "utf-8"
     return charset
+
+
+def reply_text(body: bytes | bytearray, encoding: str | None) -> str:
+    """The reply's text in its charset (`text_encoding`, or httpx's), undecodable bytes replaced; UTF-8 when that
+    codec cannot decode it so: Python knows codecs that are no text encoding (`rot13`, `hex`) or refuse `replace`
+    (`idna`, `punycode`), and the client raised theirs for an answer it had been sent, a run's paid call then
+    taken for none (tests/spend/test_sent_then_lost.py)."""
+    try:
+        return body.decode(encoding or "utf-8", errors="replace")
+    except (LookupError, UnicodeError):
+        return body.decode("utf-8", errors="replace")

@@ -18,7 +18,7 @@ from clawstore.providers import (
     ProviderError,
     Usage,
 )
-from clawstore.providers.usage import as_reported
+from clawstore.providers.usage import SENT_UNANSWERED, as_reported
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
@@ -211,6 +211,13 @@ class _Run:
             self._log_retries(exc.attempt_log[:-1])
             self.trace.runner("provider_error", exc.message, {
                 "code": exc.code, "status_code": exc.status_code, "attempts": exc.attempts})
+            raise
+        except MissingApiKeyError:  # (raised before any request: nothing left)
+            raise
+        except Exception:
+            # Anything else the client raised may have come after the request left: its usage is unknown, never the
+            # known 0 of a run none of whose calls was made (the client alone says `nothing_sent`).
+            self.usage = self.usage + Usage.not_believed(SENT_UNANSWERED)
             raise
         self.usage = self.usage + as_reported(result.usage, result.raw_usage)
         self.attempts += result.attempts

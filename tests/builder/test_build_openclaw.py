@@ -185,3 +185,20 @@ def test_explain_names_the_workspace_files_an_agent_edit_changed(oc: Workspace, 
     assert "run m1 oc_a rep 0 (stale):" in out and "oc_b" not in out  # (writer_agent's case: not stale)
     code, out, _ = claw.build("--output", "json")
     assert {k for k, r in rows(out).items() if r["run"] == "exec"} == {("m1", "oc_a"), ("m2", "oc_a")}, out
+
+
+
+def test_explain_names_a_workspace_file_on_one_line_whatever_its_name(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                                                      standin: StandIn) -> None:
+    # a file name is any bytes but / and NUL: a line break or a terminal escape in one must not forge explain's lines
+    skill = oc.configs / "agents" / "basic_agent" / "workspace" / "skills"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# skills\n")
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    (skill / "x\nrun m9 forged rep 0 (stale):\x1b[2J").write_text("new\n")
+    code, out, err = claw("explain", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    assert "\x1b" not in out and not any(line.startswith("run m9") for line in out.splitlines()), out
+    [reason] = {line.strip() for line in out.splitlines() if "agent_tree" in line}
+    assert reason.endswith(": skills/x\\x0arun m9 forged rep 0 (stale):\\x1b[2J added"), out

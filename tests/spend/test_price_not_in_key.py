@@ -103,6 +103,25 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price
     assert _costs(ws) == before  # what was paid, as the old claw recorded it (the price in force then)
 
 
+def test_a_gc_between_the_upgrade_and_a_price_edit_keeps_the_judgements_found_under_the_old_key(
+        ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    # the record a build copied under the key now is kept by gc: what the head names reaches it (before: gc deleted the
+    # copy, which no head named, and the price edit after it asked the 4 judgements again)
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    sent = len(standin.requests)
+    _build(ws)
+    collected = run_claw(ws.root, "gc", "--grace", "0s")
+    assert collected.code == 0 and "Traceback" not in collected.stderr, collected
+    _judge_cost(ws, {"input": 2.0, "output": 8.0})
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+
+
 def _costs(ws: Workspace) -> str:
     done = run_claw(ws.root, "query", "select kind, cost_usd, cost_source from nodes where kind = 'judge' order by "
                     "case_id, model_id", "--format", "csv")

@@ -129,7 +129,7 @@
         h("td", { class: "num", "data-col": "eval_cost_usd" }, costCell(m.eval_cost_text, m.eval_cost_usd)),
         h("td", { class: "num", "data-col": "total_cost_usd" }, costCell(m.total_cost_text, m.total_cost_usd))))));
     return [h("h2", {}, "Leaderboard"),
-      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold in every repetition. Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0). In brackets: the 95% interval over cases (scores: t over the case scores; pass rates: Wilson)."),
+      h("p", { class: "hint" }, "Mean score: the mean final score (0–10) over the model's scored cases. Pass rate: cases whose final score reached the pass threshold in every repetition that has one (a repetition whose run failed has none and is not counted). Costs in USD include runs and their evaluation (judge calls); \"priced\": from the model's declared pricing, the provider reported none; \"unknown\": neither (never counted as 0). In brackets: the 95% interval over cases (scores: t over the case scores; pass rates: Wilson)."),
       table, ...statistics(shown), h("h2", {}, "Score vs cost"), chart(shown)];
   }
 
