@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from clawstore.errors import one_line
+
 _SHORT = 40  # scalars longer than this are reported as "changed" rather than printed
 
 
@@ -54,7 +56,7 @@ def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], 
             return _diff_attachments(old, new)
         changes: list[str] = []
         for key in sorted(set(old) | set(new)):
-            sub = f"{path}.{key}" if path else str(key)
+            sub = f"{path}.{_name(key)}" if path else _name(key)
             if key not in old:
                 changes.append(f"{sub} added" + (f" ({_show(new[key])})" if _is_short(new[key]) else ""))
             elif key not in new:
@@ -74,13 +76,20 @@ def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], 
     return [f"{where} changed"]
 
 
+def _name(key: Any) -> str:
+    """A key or an attachment's name as explain prints it: a name taken from a file or a config may hold any
+    character, and one holding a line break must not forge explain's lines (nor an escape reach the terminal)."""
+    return one_line(str(key), 200)
+
+
 def _diff_attachments(old: dict, new: dict) -> list[str]:
     changes = []
-    for name in sorted(set(old) | set(new)):
-        if name not in old:
+    for key in sorted(set(old) | set(new)):
+        name = _name(key)
+        if key not in old:
             changes.append(f"attachment {name} added")
-        elif name not in new:
+        elif key not in new:
             changes.append(f"attachment {name} removed")
-        elif old[name] != new[name]:
-            changes.append(f"attachment {name}: {_show(old[name].get('object'))} -> {_show(new[name].get('object'))}")
+        elif old[key] != new[key]:
+            changes.append(f"attachment {name}: {_show(old[key].get('object'))} -> {_show(new[key].get('object'))}")
     return changes

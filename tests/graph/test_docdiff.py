@@ -42,3 +42,20 @@ def test_sub_documents_named_by_id_are_expanded() -> None:
     assert diff_documents(old, new, resolve=targets.__getitem__, expand=frozenset({"target"})) == [
         "target.rubric.criteria[0] 'correct' -> 'short'"]
     assert diff_documents(old, new) == ["target blake3:old… -> blake3:new…"]
+
+
+def test_names_from_files_and_configs_are_printed_on_one_line() -> None:
+    # an attachment's name is a file's, a key a config's: a line break in one forged a line of explain's output
+    # ("run m9 … (stale):"), an escape reached the terminal
+    forged = "x\nrun m9 forged rep 0 (stale):\x1b[2J"
+    old = {"attachments": {forged: {"object": "blake3:" + "a" * 64}}, "runner": {"extra": {forged: 1}}}
+    new = {"attachments": {forged: {"object": "blake3:" + "b" * 64}, f"{forged}2": {}},
+           "runner": {"extra": {forged: 2, "k\r": 3}}}
+    changes = diff_documents(old, new)
+    assert all("\n" not in line and "\r" not in line and "\x1b" not in line for line in changes), changes
+    assert changes == [
+        "attachment x\\x0arun m9 forged rep 0 (stale):\\x1b[2J: blake3:aaaaaaaaaaaa… -> blake3:bbbbbbbbbbbb…",
+        "attachment x\\x0arun m9 forged rep 0 (stale):\\x1b[2J2 added",
+        "runner.extra.k\\x0d added (3)",
+        "runner.extra.x\\x0arun m9 forged rep 0 (stale):\\x1b[2J 1 -> 2",
+    ]
