@@ -16,8 +16,8 @@ from clawstore.errors import StoreError
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter, iter_pack_ids, pack_path
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import GC_LOCK, collect
-from tests.gc.helpers import killed_gc, store_with_garbage
-from tests.store.helpers import claw
+from tests.gc.helpers import PROC_GC_HELD, killed_gc, store_with_garbage
+from tests.store.helpers import REPO, claw, env
 
 
 def _sizes(root: Path, packs: set[str]) -> dict[str, int]:
@@ -112,3 +112,25 @@ def test_a_gc_starting_while_a_dry_run_looks_at_its_lock_runs(tmp_path: Path) ->
         look.wait(timeout=30)
     with store.exclusive(GC_LOCK), pytest.raises(StoreError, match="busy"):
         collect(store, grace_s=0)  # (a gc that holds it still turns a second away)
+
+
+def test_fsck_beside_a_gc_at_work_does_not_count_its_copies(tmp_path: Path) -> None:
+    # a gc stopped (alive, its lock held) with its copies sealed and no index naming them yet: they are its work, not
+    # a killed gc's lost disk; once it is killed they are
+    root = tmp_path / "store"
+    store = store_with_garbage(root)
+    before = set(iter_pack_ids(root / "packs"))
+    gc = subprocess.Popen([sys.executable, str(PROC_GC_HELD), "copied"], cwd=REPO,
+                          env={**env(), "CLAW_STORE": str(root)},
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert gc.stdout is not None and gc.stdout.readline() == b"at copied\n"
+        copies = set(iter_pack_ids(root / "packs")) - before
+        assert len(copies) > 1
+        report = fsck(store)
+        assert report.unindexed_packs == {} and report.unindexed_copies == 0
+    finally:
+        gc.kill()
+        gc.communicate(timeout=60)
+    report = fsck(store)
+    assert report.unindexed_packs == _sizes(root, copies) and report.unindexed_copies == len(copies)

@@ -62,7 +62,8 @@ from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
-from clawstore.store.services.gc_copies import listed_copies
+from clawstore.store.services.gc import GC_LOCK
+from clawstore.store.services.gc_copies import copies_a_dry_run_counts, listed_copies
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -329,17 +330,19 @@ def _group_index(store: Store, segments: list[str], rows: PackRows, unmatched: l
 
 
 def _count_unindexed(store: Store, known: list[str], named: set[str], segments: list[str], report: FsckReport) -> None:
-    """Packs no segment names and no live writer holds: what a killed gc copied (or a killed writer left) before an
-    index named it, disk that only `claw gc` gives back. Segments written since the listing (a build that sealed a
-    pack and named it meanwhile) are read for their packs' names first."""
+    """Packs no segment names and no live writer or gc at work holds: what a killed gc copied (or a killed writer
+    left) before an index named it, disk that only `claw gc` gives back. Segments written since the listing (a build
+    that sealed a pack and named it meanwhile) are read for their packs' names first."""
     index_dir, packs_dir = store.runtime.index_dir, store.runtime.packs_dir
     for name in sorted(set(list_segments(index_dir)) - set(segments)):
         with contextlib.suppress(FileNotFoundError, BadSegmentError, OSError):
             named.update(open_table(index_dir, name, verify=False).packs)
     copies = listed_copies(store.layout.locks, packs_dir)
+    # (a gc at work lists its copies before it makes them: they are its work, named by its index soon, not disk lost)
+    running = copies_a_dry_run_counts(store.root, store.layout.locks, packs_dir, GC_LOCK) != copies
     for pack in known:
         path = pack_path(packs_dir, pack)
-        if pack in named or writer_alive(path):
+        if pack in named or writer_alive(path) or (running and pack in copies):
             continue
         with contextlib.suppress(FileNotFoundError):
             report.unindexed_packs[pack] = path.stat().st_size
