@@ -29,18 +29,13 @@ _NO_RECORD = bytes(32)
 _AT_ONCE = 4096  # rows made Python ints at a time (a list of them all: 36 bytes an object)
 
 
-class KeptObjects:
-    """Kept objects as segment rows: `add` each once, `moved` the ones to copy, `move` each copy, `segment_rows`. The
-    plan holds its doomed objects in one too (`items`, `drop` the ones kept after all, `sorted_items` to list them)."""
+class _SlottedRows:
+    """Rows naming their pack by a slot into the list of packs seen, as an index segment's rows do."""
 
     def __init__(self) -> None:
         self._rows = bytearray()
         self._packs: list[str] = []
         self._slots: dict[str, int] = {}
-        self._dropped = array("Q")  # rows of objects left out (found damaged while copying)
-
-    def __len__(self) -> int:
-        return len(self._rows) // _ROW.size - len(self._dropped)
 
     def _slot(self, pack: str) -> int:
         slot = self._slots.get(pack)
@@ -48,6 +43,21 @@ class KeptObjects:
             slot = self._slots[pack] = len(self._packs)
             self._packs.append(pack)
         return slot
+
+    def _slots_of(self, packs: set[str]) -> list[int]:
+        return [self._slots[pack] for pack in packs if pack in self._slots]
+
+
+class KeptObjects(_SlottedRows):
+    """Kept objects as segment rows: `add` each once, `moved` the ones to copy, `move` each copy, `segment_rows`. The
+    plan holds its doomed objects in one too (`items`, `drop` the ones kept after all, `sorted_items` to list them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dropped = array("Q")  # rows of objects left out (found damaged while copying)
+
+    def __len__(self) -> int:
+        return len(self._rows) // _ROW.size - len(self._dropped)
 
     def add(self, digest: bytes, loc: Loc) -> None:
         self._rows += _ROW.pack(digest, self._slot(loc[0]), loc[1], loc[2])
@@ -59,7 +69,7 @@ class KeptObjects:
 
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ROW.size)
         slots = table[:, 32:36].copy().view("<u4").ravel()
-        rows = np.flatnonzero(np.isin(slots, [self._slots[pack] for pack in packs if pack in self._slots]))
+        rows = np.flatnonzero(np.isin(slots, self._slots_of(packs)))
         # One sort key a row: the pack's place among the pack ids above an offset (< 2**40), ~24 bytes an object
         # at the peak, the same as the sorted list of ids it replaces.
         rank = np.argsort(np.argsort(np.array(self._packs, dtype=object))).astype(np.uint64)
@@ -115,24 +125,12 @@ class KeptObjects:
         return _used_packs(made, 32, self._packs), rows
 
 
-class KeptEntries:
+class KeptEntries(_SlottedRows):
     """Kept action-cache entries as segment rows: `add` each once, `moved` the ones to copy (by key), `move` each copy,
     `segment_rows`. Slots are into this table's own list of packs (the segment re-slots them)."""
 
-    def __init__(self) -> None:
-        self._rows = bytearray()
-        self._packs: list[str] = []
-        self._slots: dict[str, int] = {}
-
     def __len__(self) -> int:
         return len(self._rows) // _ACTION.size
-
-    def _slot(self, pack: str) -> int:
-        slot = self._slots.get(pack)
-        if slot is None:
-            slot = self._slots[pack] = len(self._packs)
-            self._packs.append(pack)
-        return slot
 
     def add(self, key: bytes, entry: ActionEntry) -> None:
         self._rows += _ACTION.pack(key, entry.record or _NO_RECORD, entry.time_ns, self._slot(entry.pack), entry.offset)
@@ -143,7 +141,7 @@ class KeptEntries:
 
         table = np.frombuffer(self._rows, np.uint8).reshape(-1, _ACTION.size)
         slots = table[:, 72:76].copy().view("<u4").ravel()
-        rows = np.flatnonzero(np.isin(slots, [self._slots[pack] for pack in packs if pack in self._slots]))
+        rows = np.flatnonzero(np.isin(slots, self._slots_of(packs)))
         words = table[rows, :32].copy().view(">u8")
         del table, slots
         order = rows[np.lexsort((words[:, 3], words[:, 2], words[:, 1], words[:, 0]))]
