@@ -33,27 +33,35 @@ def _store(root: Path) -> Store:
     return store
 
 
-@pytest.mark.timeout(120)
-def test_the_held_plan_holds_a_kept_object_in_under_100_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _store(tmp_path / "store")
-    held: list[tuple[int, int]] = []
+def _collect_measuring_the_plan(store: Store, monkeypatch: pytest.MonkeyPatch, **options: bool
+                                ) -> tuple[gc.GcReport, list[tuple[int, int, int]]]:
+    """A real gc of `store` (`collect`'s `options`); for each held plan, as it was made: the bytes it retained, its
+    kept objects and its kept entries (a gc lets its rows go as it goes)."""
+    held: list[tuple[int, int, int]] = []
     real_plan = gc._plan
 
     def plan(*args: object, **kwargs: object) -> gc._Plan:
         before = tracemalloc.get_traced_memory()[0]
         made = real_plan(*args, **kwargs)  # type: ignore[arg-type]
         if kwargs.get("held", True):
-            held.append((tracemalloc.get_traced_memory()[0] - before, len(made.objects)))
+            held.append((tracemalloc.get_traced_memory()[0] - before, len(made.objects), len(made.actions)))
         return made
 
     monkeypatch.setattr(gc, "_plan", plan)
     tracemalloc.start()
     try:
-        report = gc.collect(store)
+        report = gc.collect(store, **options)
     finally:
         tracemalloc.stop()
+    return report, held
+
+
+@pytest.mark.timeout(120)
+def test_the_held_plan_holds_a_kept_object_in_under_100_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(tmp_path / "store")
+    report, held = _collect_measuring_the_plan(store, monkeypatch)
     assert len(report.objects) == 100 and report.reachable == KEPT + 21
-    [(retained, kept)] = held
+    [(retained, kept, _)] = held
     assert kept == KEPT + 21
     assert retained / kept < 100, retained / kept  # (the dict held 240-260 bytes an object)
     assert sum(1 for _ in Store(store.root, create=False).iter_objects()) == KEPT + 21
@@ -92,28 +100,13 @@ def test_the_held_plan_holds_a_kept_entry_in_under_100_bytes_and_lists_nothing_u
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     listed = gc.collect(_store_with_entries(tmp_path / "listed"), dry_run=True)
     store = _store_with_entries(tmp_path / "store")
-    held: list[int] = []
-    real_plan = gc._plan
-
-    def plan(*args: object, **kwargs: object) -> gc._Plan:
-        before = tracemalloc.get_traced_memory()[0]
-        made = real_plan(*args, **kwargs)  # type: ignore[arg-type]
-        if kwargs.get("held", True):
-            held.append(tracemalloc.get_traced_memory()[0] - before)
-            assert len(made.actions) == ENTRIES
-        return made
-
-    monkeypatch.setattr(gc, "_plan", plan)
-    tracemalloc.start()
-    try:
-        report = gc.collect(store, listed=False)
-    finally:
-        tracemalloc.stop()
+    report, held = _collect_measuring_the_plan(store, monkeypatch, listed=False)
+    [(retained, _, entries)] = held
+    assert entries == ENTRIES
     assert report.objects == [] and report.actions == []  # counted, not listed
     assert len(listed.objects) == 2000 and len(listed.actions) == 1000  # (the lost records, the garbage; their entries)
     assert (report.objects_deleted, report.object_bytes_deleted, report.actions_deleted) == (
         len(listed.objects), sum(size for _, size in listed.objects), len(listed.actions))
-    [retained] = held
     # 84 bytes a row, the rest the 3,000 doomed (~40 bytes an entry here); main: 365 (the dict, and the lists)
     assert retained / ENTRIES < 150, retained / ENTRIES
     assert sum(1 for _ in Store(store.root, create=False).iter_actions()) == ENTRIES
@@ -129,23 +122,8 @@ def test_the_held_plan_holds_a_doomed_object_in_under_100_bytes(tmp_path: Path,
         store.set_ref("pins/one", store.put_bytes(b"kept"))
     store.runtime.close_writer()
     age_packs(store, 7200)
-    held: list[int] = []
-    real_plan = gc._plan
-
-    def plan(*args: object, **kwargs: object) -> gc._Plan:
-        before = tracemalloc.get_traced_memory()[0]
-        made = real_plan(*args, **kwargs)  # type: ignore[arg-type]
-        if kwargs.get("held", True):
-            held.append(tracemalloc.get_traced_memory()[0] - before)
-        return made
-
-    monkeypatch.setattr(gc, "_plan", plan)
-    tracemalloc.start()
-    try:
-        report = gc.collect(store, listed=False)
-    finally:
-        tracemalloc.stop()
+    report, held = _collect_measuring_the_plan(store, monkeypatch, listed=False)
     assert report.objects_deleted == KEPT and report.objects == []
-    [retained] = held
+    [(retained, _, _)] = held
     assert retained / KEPT < 100, retained / KEPT  # (a dict item held ~200 bytes, its line in the list ~190)
     assert sum(1 for _ in Store(store.root, create=False).iter_objects()) == 1

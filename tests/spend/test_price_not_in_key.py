@@ -31,6 +31,19 @@ def _build(ws: Workspace) -> None:
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
 
 
+def _built_by_the_older_claw(ws: Workspace, standin: StandIn, tmp_path: Path) -> int:
+    """The campaign built by the claw before session 58 with the judge's `cost` in its keys (4 judgements asked); the
+    stand-in's request count after it."""
+    old = old_clawstore(tmp_path / "old")
+    eval_profile(ws, repetitions=1)
+    _judge_cost(ws, {"input": 1.0, "output": 4.0})
+    standin.script(JUDGE, judge_reply(7))
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert judge_requests(standin) == 4
+    return len(standin.requests)
+
+
 def test_editing_a_judges_cost_re_asks_no_judgement(ws: Workspace, standin: StandIn) -> None:
     eval_profile(ws, repetitions=1)
     _judge_cost(ws, {"input": 1.0, "output": 4.0})
@@ -45,14 +58,7 @@ def test_editing_a_judges_cost_re_asks_no_judgement(ws: Workspace, standin: Stan
 
 def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, standin: StandIn,
                                                                  tmp_path: Path) -> None:
-    old = old_clawstore(tmp_path / "old")
-    eval_profile(ws, repetitions=1)
-    _judge_cost(ws, {"input": 1.0, "output": 4.0})
-    standin.script(JUDGE, judge_reply(7))
-    built = old_claw(old, ws.root, "build", *CAMPAIGN)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert judge_requests(standin) == 4
-    sent = len(standin.requests)
+    sent = _built_by_the_older_claw(ws, standin, tmp_path)
     _build(ws)  # this claw: the judgements are found under the key they were stored by
     assert len(standin.requests) == sent, standin.requests[sent:]
     report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart", "--output", "json")
@@ -81,14 +87,7 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price
         ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
     # the first build after the upgrade reuses them under the key they were stored by and records them under their key
     # now as well: the next price edit (which changes the old key) finds them (before: 4 judge requests again, once)
-    old = old_clawstore(tmp_path / "old")
-    eval_profile(ws, repetitions=1)
-    _judge_cost(ws, {"input": 1.0, "output": 4.0})
-    standin.script(JUDGE, judge_reply(7))
-    built = old_claw(old, ws.root, "build", *CAMPAIGN)
-    assert built.returncode == 0, built.stdout + built.stderr
-    sent = len(standin.requests)
-    assert judge_requests(standin) == 4
+    sent = _built_by_the_older_claw(ws, standin, tmp_path)
     _build(ws)
     assert len(standin.requests) == sent, standin.requests[sent:]
     before = _costs(ws)
@@ -107,13 +106,7 @@ def test_a_gc_between_the_upgrade_and_a_price_edit_keeps_the_judgements_found_un
         ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
     # the record a build copied under the key now is kept by gc: what the head names reaches it (before: gc deleted the
     # copy, which no head named, and the price edit after it asked the 4 judgements again)
-    old = old_clawstore(tmp_path / "old")
-    eval_profile(ws, repetitions=1)
-    _judge_cost(ws, {"input": 1.0, "output": 4.0})
-    standin.script(JUDGE, judge_reply(7))
-    built = old_claw(old, ws.root, "build", *CAMPAIGN)
-    assert built.returncode == 0, built.stdout + built.stderr
-    sent = len(standin.requests)
+    sent = _built_by_the_older_claw(ws, standin, tmp_path)
     _build(ws)
     collected = run_claw(ws.root, "gc", "--grace", "0s")
     assert collected.code == 0 and "Traceback" not in collected.stderr, collected
