@@ -546,8 +546,8 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
     counts = _dict(log.get("counts"))
     metrics = _dict(log.get("metrics"))
     # A log still "running" is a killed build's (queries index it once its lease is gone): written every 2 s, it
-    # stops short of what the build paid for, so its spending (and its known part) is unknown, never the smaller sum
-    # the log holds.
+    # stops short of what the build paid for, so its spending (its known part, its input and output tokens) is
+    # unknown, never the smaller sum the log holds (0 tokens for a build killed with its first requests in flight).
     killed = log.get("state") == "running"
     return {
         "build_id": ctx["build_id"],
@@ -561,7 +561,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
         "nodes": sum(_int(v) or 0 for v in counts.values()) if log.get("format") == 2 else count,
         **{name: _int32(counts.get(name)) for name in COUNTERS.values()},
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
-        **(dict.fromkeys(UNKNOWN_WHEN_PART_IS) if metrics.get(TOKENS_UNKNOWN) else {}),  # (its sums: what is known)
+        **(dict.fromkeys(UNKNOWN_WHEN_PART_IS) if killed or metrics.get(TOKENS_UNKNOWN) else {}),  # (sums: known)
         **_build_cost(metrics),
         **({"cost_usd": None, "cost_known_usd": None} if killed else {}),  # (its known part as short: 0.0 paid)
         "results_cost_usd": None if killed else spent,

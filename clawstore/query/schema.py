@@ -176,8 +176,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("build_id", "VARCHAR", "build id (its log is <store>/builds/<build_id>.json)"),
         Column("started_at", "TIMESTAMP", "build start (UTC)"),
         Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
-        Column("state", "VARCHAR", "running (indexed: a killed build, its counts and tokens as its log last had "
-               "them) | complete | interrupted"),
+        Column("state", "VARCHAR", "running (indexed: a killed build, its counts as its log last had them, its "
+               "input and output tokens and cost NULL) | complete | interrupted"),
         Column("campaign_id", "VARCHAR", "campaign built"),
         Column("suite_id", "VARCHAR", "suite id"),
         Column("run_profile_id", "VARCHAR", "run profile id"),

@@ -65,9 +65,11 @@ class Metrics:
     """A record's `metrics`: what a node's provider calls cost. A count or a cost is None when unknown
     (never 0); `cost_source` is absent from records written before it was kept (values/costs.py source_of)."""
 
-    input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build (NULL: a part is unknown)")
+    input_tokens: int | None = _metric("prompt tokens", "input tokens spent by this build (NULL: a part is unknown, or "
+                                       "the build was killed)")
     output_tokens: int | None = _metric("completion tokens",
-                                        "output tokens spent by this build (NULL: a part is unknown)")
+                                        "output tokens spent by this build (NULL: a part is unknown, or the "
+                                        "build was killed)")
     reasoning_tokens: int | None = _metric("reasoning tokens (subset of output)",
                                            "reasoning tokens spent by this build")
     cached_tokens: int | None = _metric("cached prompt tokens", "cached prompt tokens of this build")

@@ -1,0 +1,128 @@
+"""SIGKILL a real `claw build` against the real llama.cpp server at the moments money is at stake, then build again.
+
+A relay in front of the server (tests/realserver/relay.py) counts what claw sends, and holds the server's answer,
+answers 429 with Retry-After in its place, or tells the test when an answer has left, so the kill lands: while a
+request is in flight, just after an answer left (between the reply and its record), in a retry's back-off, while the
+judge is asked. What holds after each: no answer durably recorded (a reusable record in the store when claw died) is
+asked for again by the next build; the killed build is named, its spending never said to be 0; the server reports no
+cost, so every total after is unknown (NULL, `?`), never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.realserver.campaign import KEY_ENV, build, is_judge, judged_workspace, records
+from tests.realserver.conftest import API_KEY
+from tests.realserver.relay import HELD, RATE_LIMITED, Relay
+from tests.support.claw import Claw
+
+CASES = {f"case{i}": f"Say hello to number {i}." for i in range(3)}
+KILLED = "was killed before it finished"
+
+
+@pytest.fixture
+def claw(tmp_path: Path, relay: Relay, monkeypatch: pytest.MonkeyPatch) -> Claw:
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    workspace = judged_workspace(tmp_path / "ws", relay.base_url, CASES, concurrency=1)
+    monkeypatch.chdir(workspace.root)
+    return Claw(workspace.root)
+
+
+def asked(exchange: dict[str, Any]) -> tuple[str, str]:
+    """(run or judge, case) an exchange asked for: the case's prompt is in both."""
+    text = json.dumps(exchange["request"]["messages"])
+    [case] = [case for case, prompt in CASES.items() if prompt in text]
+    return ("judge" if is_judge(exchange) else "run", case)
+
+
+def recorded() -> set[tuple[str, str]]:
+    """(run or judge, case) of every reusable answer in the store."""
+    return {(r.kind, r.address["case_id"]) for kind in ("run", "judge") for r in records(kind)
+            if r.status == "success" and r.cacheable}
+
+
+def killed_build(claw: Claw, relay: Relay, until: Callable[[], bool], after_s: float = 0.0) -> None:
+    build_process = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    try:
+        deadline = time.monotonic() + 60
+        while not until() and time.monotonic() < deadline and build_process.poll() is None:
+            time.sleep(0.01)
+        assert until(), (relay.chats(), build_process.poll())
+        time.sleep(after_s)
+    finally:
+        build_process.send_signal(signal.SIGKILL)
+        build_process.wait()
+    relay.release.set()  # (a held answer has nobody left to go to)
+
+
+def kill_when_answered(relay: Relay, answers: int) -> Callable[[], bool]:
+    """A moment: the `answers`-th answer has left the relay (its bytes written to claw)."""
+    done: list[dict[str, Any]] = []
+    relay.on_reply = lambda exchange: done.append(exchange)
+    return lambda: len(done) >= answers
+
+
+def held(relay: Relay, kind: str) -> Callable[[], bool]:
+    return lambda: any(e["fault"] == HELD and is_judge(e) == (kind == "judge") for e in relay.chats())
+
+
+def rebuild_asks_nothing_recorded(claw: Claw, relay: Relay) -> list[tuple[str, str]]:
+    """After the kill: the killed build is named and never said to have spent 0; the next build asks for no answer
+    the store held, and finishes; returns what it asked for."""
+    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    [note] = [line for line in err.splitlines() if KILLED in line] or [err]
+    assert code == 0 and "spent an unknown amount" in note and "0.000000" not in note, (code, out, err)
+    kept, before = recorded(), len(relay.chats())  # (status adopted what the killed build made durable)
+    relay.faults.clear()
+    relay.on_reply = None
+    code, report = build(claw)
+    assert code == 0, report
+    again = [asked(e) for e in relay.chats()[before:]]
+    assert not set(again) & kept, (again, kept)  # paid twice
+    assert sorted(set(again) | kept) == sorted((k, c) for k in ("run", "judge") for c in CASES)
+    assert len(again) == len(set(again))
+    assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_known_usd"] == 0, report["metrics"]
+    return again
+
+
+def test_killed_while_a_run_s_answer_is_in_flight(claw: Claw, relay: Relay) -> None:
+    relay.faults[:] = [HELD]
+    killed_build(claw, relay, lambda: any(e["fault"] == HELD for e in relay.chats()))
+    code, out, err = claw("query", "select state, input_tokens, output_tokens, cost_usd, cost_known_usd from builds",
+                          "--format", "json")
+    # Its log was written before its first request, counting nothing: what it spent is unknown, not 0 tokens.
+    assert code == 0 and json.loads(out) == [{"state": "running", "input_tokens": None, "output_tokens": None,
+                                              "cost_usd": None, "cost_known_usd": None}], out + err
+    [lost] = [asked(e) for e in relay.chats() if e["fault"] == HELD]
+    assert lost in rebuild_asks_nothing_recorded(claw, relay)  # sent, lost: asked again
+
+
+def test_killed_just_after_an_answer_left(claw: Claw, relay: Relay) -> None:
+    killed_build(claw, relay, kill_when_answered(relay, 2))
+    rebuild_asks_nothing_recorded(claw, relay)
+
+
+def test_killed_in_a_retry_s_back_off(claw: Claw, relay: Relay) -> None:
+    """The first answer recorded, then a 429 storm: Retry-After 30 s, killed 2 s into the wait."""
+    relay.retry_after = "30"
+    relay.faults[:] = ["", *[RATE_LIMITED] * 20]
+    killed_build(claw, relay, lambda: any(e["fault"] == RATE_LIMITED for e in relay.chats()), after_s=2.0)
+    assert ("run", "case0") in recorded()  # answered 2 s before the kill
+    rebuild_asks_nothing_recorded(claw, relay)
+
+
+def test_killed_while_the_judge_is_asked(claw: Claw, relay: Relay) -> None:
+    relay.faults[:] = ["", "", "", HELD]  # the runs answered (concurrency 1: the runs first), a judgement held
+    killed_build(claw, relay, lambda: any(e["fault"] == HELD for e in relay.chats()))
+    assert [asked(e) for e in relay.chats() if e["fault"] == HELD] == [("judge", "case0")]
+    rebuild_asks_nothing_recorded(claw, relay)
