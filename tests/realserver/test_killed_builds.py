@@ -21,7 +21,7 @@ import pytest
 
 from tests.realserver.campaign import KEY_ENV, build, is_judge, judged_workspace, records
 from tests.realserver.conftest import API_KEY
-from tests.realserver.relay import HELD, RATE_LIMITED, Relay
+from tests.realserver.relay import HELD, RATE_LIMITED, SERVER_ERROR, TRUNCATED, Relay
 from tests.support.claw import Claw
 
 CASES = {f"case{i}": f"Say hello to number {i}." for i in range(3)}
@@ -126,3 +126,33 @@ def test_killed_while_the_judge_is_asked(claw: Claw, relay: Relay) -> None:
     killed_build(claw, relay, lambda: any(e["fault"] == HELD for e in relay.chats()))
     assert [asked(e) for e in relay.chats() if e["fault"] == HELD] == [("judge", "case0")]
     rebuild_asks_nothing_recorded(claw, relay)
+
+
+@pytest.mark.parametrize("fault", [TRUNCATED, SERVER_ERROR, RATE_LIMITED])
+def test_a_fault_then_an_answer_is_counted_once_and_never_as_0(claw: Claw, relay: Relay, fault: str) -> None:
+    """case0's run meets `fault` once, then its retry is answered. At declared prices: a truncated answer may have
+    been billed (its cost unknown, `≥`), a 500 or 429 without usage adds nothing; a rebuild asks for nothing."""
+    claw.root.joinpath("configs/suites/main.yaml").write_text(
+        claw.root.joinpath("configs/suites/main.yaml").read_text().replace(
+            "model_id: tiny", "model_id: tiny\n  pricing: {input: 1.0, output: 2.0}"))
+    relay.retry_after = "0"
+    relay.faults[:] = [fault]
+    code, report = build(claw)
+    assert code == 0, report
+    chats = relay.chats()
+    assert [asked(e) for e in chats].count(("run", "case0")) == 2 and chats[0]["fault"] == fault
+    by_case = {r.address["case_id"]: r.metrics for r in records("run")}
+    answered = [e["response"]["usage"] for e in chats if e["fault"] is None and asked(e) == ("run", "case0")]
+    if fault == TRUNCATED:
+        assert by_case["case0"].cost_usd is None and by_case["case0"].input_tokens is None, by_case["case0"]
+        assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 4, report["metrics"]
+    else:
+        assert by_case["case0"].input_tokens == answered[0]["prompt_tokens"], (by_case["case0"], answered)
+        assert by_case["case0"].cost_source == "priced" and by_case["case0"].cost_usd > 0
+        assert report["metrics"]["cost_unknown"] == 3, report["metrics"]  # (the judge declares no pricing)
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "--output", "json")
+    totals = json.loads(out)["totals"]
+    assert code == 0 and totals["total_cost_usd"] is None and totals["known_cost_usd"] > 0, out + err
+    before = len(relay.chats())
+    assert build(claw)[0] == 0 and len(relay.chats()) == before
