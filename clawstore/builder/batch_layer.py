@@ -18,6 +18,7 @@ from clawstore.builder import batch_doc
 from clawstore.builder.batching import Batchable, Batcher, Pass, forget_recorded, line_estimate, priced_batch_cost
 from clawstore.builder.buildlog import planning_view
 from clawstore.builder.claimed import Adopted, stored_meanwhile
+from clawstore.builder.legacy_keys import record_as
 from clawstore.builder.scheduler import interrupts_at_once
 from clawstore.graph.plan import Node
 from clawstore.host.machine_settings import batch_poll_seconds
@@ -88,7 +89,9 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     covered = batch_doc.covered_keys(forget_recorded(store))
     for node in nodes:  # a batch an older claw submitted keyed it with a price (graph/plan.py Node.legacy): collected
         if node.legacy is not None and oid_hex(node.key) not in covered and oid_hex(node.legacy[0]) in covered:
+            now = node.key, node.document, node.document_bytes
             node.take_legacy()
+            node.keyed_now = now  # and its record named under the key now too (`recorded`)
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()
@@ -100,6 +103,10 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
         node.record_id, record = (outcome.record_id, outcome.record) if adopted else outcome
+        if node.keyed_now is not None:  # collected under its legacy key: a price edit changes that key, not this one
+            node.record_id, record = record_as(store, record, *node.keyed_now)
+            node.key, node.document, node.document_bytes = node.keyed_now
+            node.keyed_now = None
         node.record, node.batch = planning_view(record), None
         if budget is not None:
             budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
