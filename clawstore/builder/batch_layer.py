@@ -87,11 +87,15 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
                                              session.progress)
     submitting = {id(n) for n in to_submit}
     covered = batch_doc.covered_keys(forget_recorded(store))
-    for node in nodes:  # a batch an older claw submitted keyed it with a price (graph/plan.py Node.legacy): collected
-        if node.legacy is not None and oid_hex(node.key) not in covered and oid_hex(node.legacy[0]) in covered:
-            now = node.key, node.document, node.document_bytes
-            node.take_legacy()
-            node.keyed_now = now  # and its record named under the key now too (`recorded`)
+    # A node with a legacy key (a price was in it: graph/plan.py Node.legacy) goes by that key here unless a batch
+    # stands for its key now: a batch an older claw submitted under it is collected, and one this build submits stands
+    # for it in an older claw's eyes too (which waits for that batch instead of asking again). Its record is named
+    # under the key now as well (`recorded`); one this layer does not handle gets its key now back.
+    by_legacy: dict[int, _KeyNow] = {}
+    for node in nodes:
+        if node.legacy is not None and oid_hex(node.key) not in covered and (
+                id(node) in submitting or oid_hex(node.legacy[0]) in covered):
+            by_legacy[id(node)] = _by_legacy_key(store, node)
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()
@@ -103,13 +107,13 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
         node.record_id, record = (outcome.record_id, outcome.record) if adopted else outcome
-        if node.keyed_now is not None:  # collected under its legacy key: a price edit changes that key, not this one
+        if budget is not None:
+            budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
+        if node.keyed_now is not None:  # recorded under its legacy key: a price edit changes that key, not this one
             node.record_id, record = record_as(store, record, *node.keyed_now)
             node.key, node.document, node.document_bytes = node.keyed_now
             node.keyed_now = None
         node.record, node.batch = planning_view(record), None
-        if budget is not None:
-            budget.committed.pop(node.key, None)  # settled: the record's cost is in the build log now
         good = bool(node.record.get("cacheable"))
         node.action = ("reuse" if adopted else "exec") if good else "fail"
         log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
@@ -127,6 +131,8 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
             wanted = [n for n in _open(nodes, handled) if id(n) in submitting]
             busy = _submit(how, store, batcher, wanted, recorded, result, budget)
             for node in _over_budget(wanted, result, budget):
+                if id(node) in by_legacy:
+                    _key_now_back(node, by_legacy.pop(id(node)))
                 node.action = "skip"
                 log.add(node.kind, node.key, None, "skip", node.address, None)
                 handled.add(id(node))
@@ -150,7 +156,32 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
         if doc is not None:
             node.batch = doc.name
             handled.add(id(node))
+        elif id(node) in by_legacy:  # the caller runs it one by one: it claims and records both keys
+            _key_now_back(node, by_legacy.pop(id(node)))
     return handled
+
+
+# What a node going by its legacy key had under its key now: key, document, its bytes, record, record id, unseen, and
+# the legacy key it had (Node.legacy).
+_KeyNow = tuple[str, dict[str, Any], bytes | None, dict[str, Any] | None, str | None, list[str] | None,
+                tuple[str, dict[str, Any], bytes]]
+
+
+def _by_legacy_key(store: Store, node: Node) -> _KeyNow:
+    assert node.legacy is not None
+    kept: _KeyNow = (node.key, node.document, node.document_bytes, node.record, node.record_id, node.unseen,
+                     node.legacy)
+    node.take_legacy()
+    node.keyed_now = kept[:3]
+    # As planned under it: what is there now is not adopted as if stored meanwhile (an older claw's failure there is
+    # asked again, as the node's own failure would be).
+    node.record_id = store.get_action_record_id(node.key, look_again=False)
+    return kept
+
+
+def _key_now_back(node: Node, kept: _KeyNow) -> None:
+    node.key, node.document, node.document_bytes, node.record, node.record_id, node.unseen, node.legacy = kept
+    node.keyed_now = None
 
 
 def _open(nodes: list[Node], handled: set[int]) -> list[Node]:

@@ -36,6 +36,18 @@ def paid(standin: StandIn) -> int:
     return judge_requests(standin) + standin.batch_stats()["lines"]
 
 
+def test_the_older_claw_waits_for_this_claws_pending_batch(ws: Workspace, standin: StandIn, old: Path) -> None:
+    standin.batch_settings(delay=60)
+    submitted = run_claw(ws.root, "build", *CAMPAIGN, "--batch")
+    assert submitted.code == 0 and paid(standin) == 4, submitted
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)  # one by one, the batch still pending
+    assert paid(standin) == 4, (built.stdout, built.stderr)
+    standin.batch_settings(delay=0)
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0 and paid(standin) == 4, (built.stdout, built.stderr)
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 4
+
+
 def test_a_price_edit_after_collecting_the_older_claws_batch_asks_nothing(ws: Workspace, standin: StandIn,
                                                                           old: Path) -> None:
     standin.batch_settings(delay=60)
@@ -48,3 +60,23 @@ def test_a_price_edit_after_collecting_the_older_claws_batch_asks_nothing(ws: Wo
     assert run_claw(ws.root, "build", *CAMPAIGN).code == 0
     assert paid(standin) == 4
 
+
+def test_after_a_gc_the_older_claw_finds_what_this_claw_reused(ws: Workspace, standin: StandIn, old: Path) -> None:
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0 and paid(standin) == 4, built.stdout + built.stderr
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0  # reused under the legacy keys, copied under today's
+    collected = run_claw(ws.root, "gc", "--grace", "0s")
+    assert collected.code == 0, collected
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert paid(standin) == 4
+
+
+def test_this_claws_batch_collected_here_is_found_by_the_older_claw_and_after_a_price_edit(
+        ws: Workspace, standin: StandIn, old: Path) -> None:
+    standin.batch_settings(delay=0)
+    assert run_claw(ws.root, "build", *CAMPAIGN, "--batch", "--wait").code == 0 and paid(standin) == 4
+    built = old_claw(old, ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0 and paid(standin) == 4, (built.stdout, built.stderr)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 2.0, "output": 8.0}))
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 4
