@@ -61,15 +61,20 @@ def test_a_price_edit_after_collecting_the_older_claws_batch_asks_nothing(ws: Wo
     assert paid(standin) == 4
 
 
-def test_after_a_gc_the_older_claw_finds_what_this_claw_reused(ws: Workspace, standin: StandIn, old: Path) -> None:
+def test_after_a_gc_the_older_claw_pays_again_what_this_claw_reused(ws: Workspace, standin: StandIn,
+                                                                    old: Path) -> None:
+    """What cannot be fixed here, pinned so that docs/building.md stays true: this claw names the copy under the key
+    now in its head, and gc drops the legacy entry no head reaches; the older claw, which knows only that key, asks
+    again. This claw itself pays nothing again, before or after the older claw's second build."""
     built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0 and paid(standin) == 4, built.stdout + built.stderr
     assert run_claw(ws.root, "build", *CAMPAIGN).code == 0  # reused under the legacy keys, copied under today's
     collected = run_claw(ws.root, "gc", "--grace", "0s")
-    assert collected.code == 0, collected
+    assert collected.code == 0 and paid(standin) == 4, collected
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 4
     built = old_claw(old, ws.root, "build", *CAMPAIGN)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert paid(standin) == 4
+    assert built.returncode == 0 and paid(standin) == 8, built.stdout + built.stderr  # the older claw's
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 8
 
 
 def test_this_claws_batch_collected_here_is_found_by_the_older_claw_and_after_a_price_edit(
