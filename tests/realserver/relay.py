@@ -4,7 +4,8 @@ exchange (path, status, request and response bodies), so a test counts and reads
 A test may also script faults, one per chat request in turn (`faults`): a 429 with Retry-After or a
 500 without usage answered in the server's place, or the server's real answer truncated mid-body or
 held back until `release` is set; and be told when each reply has left (`on_reply`), to kill claw at
-that moment."""
+that moment. `tool_choice` makes a model that loops on tools: every request with tools reaches the server with that
+choice (a forced tool), whatever claw sent."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Relay:
         self.retry_after = "1"
         self.release = threading.Event()
         self.on_reply: Callable[[dict[str, Any]], None] | None = None  # after a chat reply has left
+        self.tool_choice: Any = None  # sent instead of claw's to the server, on every request with tools
         self._lock = threading.Lock()
         self._http = httpx.Client(timeout=120)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -71,7 +73,10 @@ class Relay:
                 else:
                     headers = {k: v for k, v in self.headers.items()
                                if k.lower() in ("authorization", "content-type")}
-                    reply = relay._http.post(relay.upstream + path, content=body, headers=headers)
+                    sent = body
+                    if relay.tool_choice is not None and "tools" in (request := json.loads(body)):
+                        sent = json.dumps({**request, "tool_choice": relay.tool_choice}).encode()
+                    reply = relay._http.post(relay.upstream + path, content=sent, headers=headers)
                     status, content = reply.status_code, reply.content
                     kind = reply.headers.get("content-type", "application/json")
                     if fault == SERVER_ERROR:

@@ -1,0 +1,91 @@
+"""A model that loops on tool calls, against the real llama.cpp server: the relay sends every request with tools on
+with a forced tool choice, so the model never answers. `max_turns` stops each run where docs/runners.md says (an
+`incomplete` run, the model's outcome: kept); what it spent is every turn's tokens; `--max-cost` lets the run in flight
+finish its loop and starts no other; a rebuild pays for no loop that finished."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.realserver.campaign import KEY_ENV, judged_workspace, records
+from tests.realserver.conftest import API_KEY
+from tests.realserver.relay import Relay
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
+
+TURNS = 3
+PRICES = {"input": 100.0, "output": 400.0}  # USD per million tokens
+CASES = {f"case{i}": f"Write a note number {i}." for i in range(3)}
+
+
+@pytest.fixture
+def ws(tmp_path: Path, relay: Relay, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    workspace = judged_workspace(tmp_path / "ws", relay.base_url, CASES, concurrency=1)
+    for case in CASES:
+        workspace.edit(f"cases/{case}/test.yaml", lambda d: d["input"].update(
+            context={"llm_probe": {"tools": ["write_file"]}}))
+    workspace.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(max_turns=TURNS, max_tokens=24))
+    workspace.edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=PRICES))
+    relay.tool_choice = {"type": "function", "function": {"name": "write_file"}}
+    monkeypatch.chdir(workspace.root)
+    return workspace
+
+
+@pytest.fixture
+def claw(ws: Workspace) -> Claw:
+    return Claw(ws.root)
+
+
+def priced(usages: list[dict[str, int]]) -> float:
+    return sum(u["prompt_tokens"] * PRICES["input"] + u["completion_tokens"] * PRICES["output"] for u in usages) / 1e6
+
+
+def run_usages(relay: Relay, case: str) -> list[dict[str, int]]:
+    return [e["response"]["usage"] for e in relay.chats() if CASES[case] in json.dumps(e["request"]["messages"])]
+
+
+def test_a_looping_model_stops_at_max_turns_each_turn_counted_and_kept(claw: Claw, relay: Relay) -> None:
+    code, out, err = claw.build("--output", "json")
+    report = json.loads(out)
+    assert code == 1 and report["counts"]["failed"] == 0, out + err  # (incomplete: the model's outcome, kept)
+    assert len(relay.chats()) == TURNS * len(CASES)
+    assert all(e["response"]["choices"][0]["message"].get("tool_calls") for e in relay.chats())  # it never answered
+    by_case = {r.address["case_id"]: r for r in records("run")}
+    for case in CASES:
+        run, usages = by_case[case], run_usages(relay, case)
+        assert len(usages) == TURNS and run.status == "incomplete" and run.cacheable, run
+        assert run.error and run.error["code"] == "max_turns_exceeded", run.error
+        assert run.metrics.input_tokens == sum(u["prompt_tokens"] for u in usages)
+        assert run.metrics.output_tokens == sum(u["completion_tokens"] for u in usages)
+        assert run.metrics.cost_source == "priced" and run.metrics.cost_usd == pytest.approx(priced(usages))
+    total = priced([e["response"]["usage"] for e in relay.chats()])
+    assert report["metrics"]["cost_usd"] == pytest.approx(total, abs=1e-6), report["metrics"]
+    code, out, err = claw.build()
+    assert code == 1 and len(relay.chats()) == TURNS * len(CASES), out + err  # no loop paid again
+
+
+def test_max_cost_lets_the_loop_in_flight_finish_and_starts_no_other(claw: Claw, relay: Relay) -> None:
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp", "--output", "json")
+    assert code == 0, err
+    estimate = json.loads(out)["estimated_cost_usd"]
+    limit = f"{estimate * 1.01:.6f}"  # the plan fits; one loop of TURNS requests spends more than a third of it
+    code, out, err = claw.build("--max-cost", limit)
+    assert code == 1 and "stopped: --max-cost" in out + err, out + err
+    first = [case for case in CASES if run_usages(relay, case)]
+    sent = len(relay.chats())
+    assert sent % TURNS == 0 and len(first) == sent // TURNS < len(CASES), (first, sent)  # whole loops only
+    spent = re.search(r"spent (\d+\.\d+) USD", out + err)
+    assert spent and float(spent.group(1)) == pytest.approx(priced([e["response"]["usage"] for e in relay.chats()]),
+                                                             abs=2e-6), out + err
+    code, out, err = claw.build()
+    assert code == 1 and "0 skipped" in out, out + err
+    for case in first:
+        assert len(run_usages(relay, case)) == TURNS  # the finished loops were kept, not paid again
+    assert len(relay.chats()) == TURNS * len(CASES)
