@@ -11,7 +11,11 @@ cost, so every total after is unknown (NULL, `?`), never 0.
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -156,3 +160,28 @@ def test_a_fault_then_an_answer_is_counted_once_and_never_as_0(claw: Claw, relay
     assert code == 0 and totals["total_cost_usd"] is None and totals["known_cost_usd"] > 0, out + err
     before = len(relay.chats())
     assert build(claw)[0] == 0 and len(relay.chats()) == before
+
+
+def test_killed_the_moment_a_run_is_reported_done(claw: Claw, relay: Relay) -> None:
+    """Durable before reported: once the progress says a run finished, a SIGKILL cannot lose its answer."""
+    reported: list[str] = []
+    build_process = subprocess.Popen(
+        [sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
+         "--evaluation-profile", "ev", "--progress", "plain"], cwd=claw.root, env=dict(os.environ),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert build_process.stderr is not None
+        for line in build_process.stderr:
+            done = re.match(r"\[runs \d+/\d+\] run/tiny/(case\d)/0: success", line)
+            if done:
+                build_process.send_signal(signal.SIGKILL)
+                reported.append(done.group(1))
+                break
+    finally:
+        build_process.kill()
+        build_process.wait()
+    assert reported, "no run reported done"
+    code, _, err = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    assert code == 0, err
+    assert ("run", reported[0]) in recorded()
+    assert ("run", reported[0]) not in rebuild_asks_nothing_recorded(claw, relay)

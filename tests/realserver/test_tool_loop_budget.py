@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,29 @@ def test_max_cost_lets_the_loop_in_flight_finish_and_starts_no_other(claw: Claw,
     for case in first:
         assert len(run_usages(relay, case)) == TURNS  # the finished loops were kept, not paid again
     assert len(relay.chats()) == TURNS * len(CASES)
+
+
+def test_a_build_killed_mid_loop_says_it_spent_an_unknown_amount_and_the_loop_is_asked_again(
+        claw: Claw, relay: Relay) -> None:
+    """Two of a loop's three turns answered, then SIGKILL: those turns were paid and nothing records them. The killed
+    build is named, its spending unknown (never 0); the next build runs that loop again, whole."""
+    answered: list[dict[str, object]] = []
+    relay.on_reply = answered.append
+    build_process = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    try:
+        deadline = time.monotonic() + 60
+        while len(answered) < TURNS - 1 and time.monotonic() < deadline and build_process.poll() is None:
+            time.sleep(0.005)
+    finally:
+        build_process.send_signal(signal.SIGKILL)
+        build_process.wait()
+    relay.on_reply = None
+    assert len(run_usages(relay, "case0")) in (TURNS - 1, TURNS) and not records("run")
+    code, _, err = claw("status", "--suite", "main", "--run-profile", "rp")
+    [note] = [line for line in err.splitlines() if "was killed before it finished" in line] or [err]
+    assert code == 0 and "spent an unknown amount" in note and "0.000000" not in note, err
+    code, out, _ = claw("query", "select input_tokens, cost_usd from builds", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"input_tokens": None, "cost_usd": None}], out
+    before = len(run_usages(relay, "case0"))
+    code, out, err = claw.build()
+    assert code == 1 and len(run_usages(relay, "case0")) == before + TURNS, out + err
