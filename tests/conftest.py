@@ -35,7 +35,7 @@ def client() -> Iterator[ProviderClient]:
 # The suite runs on three xdist workers (`-n 3`, pyproject's addopts). Tests that share one heavy
 # machine-wide resource run on one worker, one after the other: the private Docker engine of the
 # real-engine OpenClaw tests, the Ray clusters (Ray's side ports are per host, not per cluster), and
-# the llama-cpp-python server of the real-server tier (one per module: spread over workers, each would
+# the llama-cpp-python server of the real-server tier (one per worker session: spread over workers, each would
 # start its own).
 # (xdist's own `--dist loadgroup` marks cannot do it: pytest 9.2 ignores the node-id rewrite they use.)
 # The first prefix a test's id starts with decides. The image's second build needs no engine: alone, it

@@ -1,4 +1,5 @@
-"""The real server of this tier: llama-cpp-python's, started once per module, behind a logging relay."""
+"""The real server of this tier: llama-cpp-python's, started once for the tier's modules (tests/conftest.py runs
+them on one worker), behind a logging relay per test."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ N_CTX = 2048  # the judge's prompt (about 1,400 bytes, one token each) must fit
 API_KEY = "sk-llama-test-key-0123456789"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The server with the tiny model loaded. Without llama-cpp-python: a skip with the reason, and
     under CI=true a failure (CI must not pass with this tier silently not run)."""

@@ -1,9 +1,10 @@
 """claw against a real third-party OpenAI-compatible server: llama-cpp-python's, with a tiny model.
 
-The server (tests/realserver/llama_server.py) runs once per module on 127.0.0.1 with a model the
+The server (tests/realserver/llama_server.py) runs once for the tier on 127.0.0.1 with a model the
 tests write (tiny_model.py), behind a logging relay that counts claw's requests and keeps the
 server's replies. Skipped with the reason when llama-cpp-python is not installed; under CI=true that
-is a failure (.ci/run installs it). llama.cpp never answers 429, so retries are not tested here.
+is a failure (.ci/run installs it). llama.cpp never answers 429: the relay answers it in the server's place
+(tests/realserver/test_killed_builds.py).
 """
 
 from __future__ import annotations
