@@ -4,10 +4,12 @@ them on one worker), behind a logging relay per test."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.openclaw.engine import in_ci
+from tests.realserver.campaign import KEY_ENV
 from tests.realserver.llama_server import LlamaServer, start_server
 from tests.realserver.relay import Relay
 from tests.realserver.tiny_model import write_model
@@ -37,3 +39,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 def relay(llama: LlamaServer) -> Iterator[Relay]:
     with Relay(llama.base_url) as running:
         yield running
+
+
+@pytest.fixture
+def server_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """claw's environment for this tier: the server's key, a store of the test's own, no OpenRouter key."""
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)

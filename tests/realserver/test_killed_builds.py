@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.realserver.campaign import KEY_ENV, build, is_judge, judged_workspace, records
-from tests.realserver.conftest import API_KEY
+from tests.realserver.campaign import build, is_judge, judged_workspace, records
 from tests.realserver.relay import HELD, RATE_LIMITED, SERVER_ERROR, TRUNCATED, Relay
 from tests.support.claw import Claw
 
@@ -33,10 +32,7 @@ KILLED = "was killed before it finished"
 
 
 @pytest.fixture
-def claw(tmp_path: Path, relay: Relay, monkeypatch: pytest.MonkeyPatch) -> Claw:
-    monkeypatch.setenv(KEY_ENV, API_KEY)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+def claw(tmp_path: Path, relay: Relay, server_env: None, monkeypatch: pytest.MonkeyPatch) -> Claw:
     workspace = judged_workspace(tmp_path / "ws", relay.base_url, CASES, concurrency=1)
     monkeypatch.chdir(workspace.root)
     return Claw(workspace.root)

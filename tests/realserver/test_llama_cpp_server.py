@@ -17,8 +17,8 @@ import pytest
 
 from clawstore.store import Store
 from clawstore.store.trees import checkout
-from tests.realserver.campaign import KEY_ENV, VERDICT_SCHEMA, build, is_judge, judged_workspace, records
-from tests.realserver.conftest import API_KEY, N_CTX
+from tests.realserver.campaign import VERDICT_SCHEMA, build, is_judge, judged_workspace, records
+from tests.realserver.conftest import N_CTX
 from tests.realserver.relay import Relay
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
@@ -27,11 +27,8 @@ FORCED = {"type": "function", "function": {"name": "write_file"}}
 
 
 @pytest.fixture
-def ws(tmp_path: Path, relay: Relay, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+def ws(tmp_path: Path, relay: Relay, server_env: None, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     """One case, one model on the server, one judge on the same server answering by the schema."""
-    monkeypatch.setenv(KEY_ENV, API_KEY)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     workspace = judged_workspace(tmp_path / "ws", relay.base_url, {"hello": "Say hello."})
     monkeypatch.chdir(workspace.root)
     return workspace

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realserver.campaign import KEY_ENV, judged_workspace, records
-from tests.realserver.conftest import API_KEY
+from tests.realserver.campaign import judged_workspace, records
 from tests.realserver.relay import Relay
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
@@ -25,10 +24,7 @@ CASES = {f"case{i}": f"Write a note number {i}." for i in range(3)}
 
 
 @pytest.fixture
-def ws(tmp_path: Path, relay: Relay, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    monkeypatch.setenv(KEY_ENV, API_KEY)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+def ws(tmp_path: Path, relay: Relay, server_env: None, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     workspace = judged_workspace(tmp_path / "ws", relay.base_url, CASES, concurrency=1)
     for case in CASES:
         workspace.edit(f"cases/{case}/test.yaml", lambda d: d["input"].update(
