@@ -35,16 +35,23 @@ class Budget:
         return float(self.metrics()["cost_usd"]) + sum(self.committed.values())
 
     def reached(self) -> bool:
-        return self.spent >= self.limit_usd
+        return self.spent >= self.limit_usd or self.unknown()
+
+    def unknown(self) -> bool:
+        """Has a cost this build spent become unknown (a reply never read whole, a usage not believed)? The plan was
+        known, but that request may have cost any amount: the limit can no longer be kept, so nothing more starts.
+        (Counted as 0, a build whose every answer was cut once spent `?` USD past any limit.)"""
+        return bool(self.metrics().get("cost_unknown"))
 
     def room_for(self, estimate: float | None) -> bool:
         """May a batch line of this estimated cost still be submitted (an unknown one may not)?"""
-        return estimate is not None and self.spent + estimate <= self.limit_usd
+        return estimate is not None and self.spent + estimate <= self.limit_usd and not self.unknown()
 
     def note_skips(self) -> None:
         spent, pending = CostSum.of_build(self.metrics()), sum(self.committed.values())
         batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
-        self.reason = (f"--max-cost {self.limit_usd:g} USD reached (spent {spent.usd_text()}{batches}); "
+        why = "reached" if not spent.unknown else "cannot be kept: a cost spent is unknown"
+        self.reason = (f"--max-cost {self.limit_usd:g} USD {why} (spent {spent.usd_text()}{batches}); "
                        "the rest was not started")
 
 

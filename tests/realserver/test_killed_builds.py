@@ -26,6 +26,7 @@ import pytest
 from tests.realserver.campaign import build, is_judge, judged_workspace, records
 from tests.realserver.relay import HELD, RATE_LIMITED, SERVER_ERROR, TRUNCATED, Relay
 from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 CASES = {f"case{i}": f"Say hello to number {i}." for i in range(3)}
 KILLED = "was killed before it finished"
@@ -132,9 +133,7 @@ def test_killed_while_the_judge_is_asked(claw: Claw, relay: Relay) -> None:
 def test_a_fault_then_an_answer_is_counted_once_and_never_as_0(claw: Claw, relay: Relay, fault: str) -> None:
     """case0's run meets `fault` once, then its retry is answered. At declared prices: a truncated answer may have
     been billed (its cost unknown, `≥`), a 500 or 429 without usage adds nothing; a rebuild asks for nothing."""
-    claw.root.joinpath("configs/suites/main.yaml").write_text(
-        claw.root.joinpath("configs/suites/main.yaml").read_text().replace(
-            "model_id: tiny", "model_id: tiny\n  pricing: {input: 1.0, output: 2.0}"))
+    priced_at(claw, {"input": 1.0, "output": 2.0})
     relay.retry_after = "0"
     relay.faults[:] = [fault]
     code, report = build(claw)
@@ -181,3 +180,22 @@ def test_killed_the_moment_a_run_is_reported_done(claw: Claw, relay: Relay) -> N
     assert code == 0, err
     assert ("run", reported[0]) in recorded()
     assert ("run", reported[0]) not in rebuild_asks_nothing_recorded(claw, relay)
+
+
+def priced_at(claw: Claw, prices: dict[str, float]) -> None:
+    Workspace(claw.root).edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=prices))
+
+
+def test_max_cost_starts_nothing_once_a_cost_is_unknown(claw: Claw, relay: Relay) -> None:
+    """Every run's first answer cut in half, its retry answered: each cost is unknown (the cut one may have been
+    billed). --max-cost counts what is known; were an unknown cost taken for 0, the limit would never be reached."""
+    priced_at(claw, {"input": 100.0, "output": 400.0})
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp", "--output", "json")
+    assert code == 0, err
+    limit = f"{json.loads(out)['estimated_cost_usd'] * 1.01:.6f}"  # the plan fits
+    relay.faults[:] = [TRUNCATED, ""] * len(CASES)
+    code, out, err = claw.build("--max-cost", limit)
+    asked_runs = {asked(e)[1] for e in relay.chats()}
+    assert code == 1 and "stopped: --max-cost" in out + err, out + err
+    assert len(asked_runs) == 1, (asked_runs, out + err)  # the first cost unknown: no other run started
+    assert "--max-cost" in out + err and "cannot be kept: a cost spent is unknown" in out + err, out + err
