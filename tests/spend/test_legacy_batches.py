@@ -4,14 +4,18 @@ Batch API; the older claw is this repository's clawstore at its commit then)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from clawstore.builder import batch_doc
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn
-from tests.hostile.attack import run_claw
+from clawstore.testing.standin import StandIn, held
+from tests.hostile.attack import CLAW, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
 from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
@@ -85,3 +89,35 @@ def test_this_claws_batch_collected_here_is_found_by_the_older_claw_and_after_a_
     assert built.returncode == 0 and paid(standin) == 4, (built.stdout, built.stderr)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 2.0, "output": 8.0}))
     assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 4
+
+
+def test_this_claws_batch_waits_for_the_older_claw_asking_one_by_one(ws: Workspace, standin: StandIn,
+                                                                     old: Path) -> None:
+    """The older claw's judgements in flight (held at the stand-in) when this claw submits by batch: the batch claims
+    them under the key the older claw holds, waits, and adopts its records instead of submitting them."""
+    standin.reset()  # (the fixture's judge replies: answered at once)
+    ws.edit("run_profiles/rp.yaml", lambda d: d["execution_policy"].update(max_concurrency=4))  # all 4 in flight
+    standin.script(JUDGE, held("judges", **judge_reply(7)))
+    second: subprocess.Popen[str] | None = None
+    first = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=ws.root,
+                             env={**os.environ, "PYTHONPATH": str(old)}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while judge_requests(standin) < 4 and time.monotonic() < deadline:  # all 4 in flight
+            time.sleep(0.05)
+        assert judge_requests(standin) == 4
+        second = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--batch", "--wait"], cwd=ws.root, env=dict(os.environ),
+                                  text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 8  # its plan made, its batch layer meets the older claw's claims (or submits)
+        while standin.batch_stats()["lines"] == 0 and second.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        standin.release("judges")
+        outs = [build.communicate(timeout=180) for build in (first, second)]
+    finally:
+        standin.release("judges")
+        for build in (first, second):
+            if build is not None and build.poll() is None:
+                build.kill()
+    assert first.returncode == 0 and second is not None and second.returncode == 0, outs
+    assert paid(standin) == 4, (standin.batch_stats(), outs)
