@@ -5,6 +5,7 @@ Where it differs from the reference system on purpose: docs/runners.md (The llm_
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +30,10 @@ RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 5
 MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+# How servers refuse a conversation longer than the model's context: OpenAI's error code; llama.cpp's, vLLM's and
+# OpenRouter's "maximum context length is N tokens".
+CONTEXT_LENGTH_CODE = "context_length_exceeded"
+_CONTEXT_LENGTH = re.compile(r"context[ _]length|context window", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -295,6 +300,16 @@ class _Run:
         return "invalid", RunError("empty_output", "the final assistant message is empty", "output_error")
 
 
+def _outgrew_context(exc: ProviderError, calls: int) -> bool:
+    """A request refused as longer than the model's context after at least one answered turn: the conversation the
+    model's own tool calls grew outgrew it. As a loop past max_turns, the model's outcome (incomplete, kept): asked
+    again, the same turns would be paid for and refused again (tests/realserver/test_tool_loop_budget.py). A first
+    request over the context stays a provider error: the prompt alone does not fit, nothing was answered."""
+    if calls < 2 or exc.status_code != 400:
+        return False
+    return exc.provider_code == CONTEXT_LENGTH_CODE or bool(_CONTEXT_LENGTH.search(exc.message))
+
+
 def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None, *,
                   run_id: str | None = None) -> RunArtifact:
     """Run one llm_probe case against one model; tools act in `sandbox_dir` (left for the caller),
@@ -312,9 +327,12 @@ def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path 
     except MissingApiKeyError as exc:
         status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
     except ProviderError as exc:
-        status = "timed_out" if exc.timed_out else "provider_error"
-        error = RunError(exc.code, exc.message, "provider_error", exc.retryable, exc.provider_code,
-                         {"status_code": exc.status_code, "attempts": exc.attempts, **exc.metadata})
+        if _outgrew_context(exc, run.calls):
+            status, error = "incomplete", RunError(CONTEXT_LENGTH_CODE, exc.message, "output_error")
+        else:
+            status = "timed_out" if exc.timed_out else "provider_error"
+            error = RunError(exc.code, exc.message, "provider_error", exc.retryable, exc.provider_code,
+                             {"status_code": exc.status_code, "attempts": exc.attempts, **exc.metadata})
     except SettingsError as exc:
         status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
     except MaxTurnsExceeded as exc:

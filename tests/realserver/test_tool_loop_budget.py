@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realserver.campaign import judged_workspace, records
+from tests.realserver.campaign import KEY_ENV, judged_workspace, records
 from tests.realserver.relay import Relay
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
@@ -113,3 +113,29 @@ def test_a_build_killed_mid_loop_says_it_spent_an_unknown_amount_and_the_loop_is
     before = len(run_usages(relay, "case0"))
     code, out, err = claw.build()
     assert code == 1 and len(run_usages(relay, "case0")) == before + TURNS, out + err
+
+
+
+def test_a_loop_that_outgrows_the_context_is_the_models_outcome_kept_not_paid_again(ws: Workspace, claw: Claw,
+                                                                                    relay: Relay) -> None:
+    """The prompt fits the server's context, but each turn adds the model's tool call and its result: after three
+    answered turns the fourth request is over n_ctx (HTTP 400). The same conversation would overflow again, as a
+    loop past max_turns would go on: the run is `incomplete`, kept; every build paid its three turns again."""
+    ws.suite("main", ["tiny"], case_selection={"include_case_ids": ["case0"]})
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(
+        requested_model="tiny", base_url=relay.base_url, api_key_env=KEY_ENV, pricing=PRICES))
+    ws.edit("cases/case0/test.yaml", lambda d: d["input"]["messages"][0].update(content="Write. " * 240))
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(max_turns=8))
+    code, out, err = claw.build("--output", "json")
+    statuses = [e["status"] for e in relay.chats()]
+    assert statuses[-1] == 400 and set(statuses[:-1]) == {200} and len(statuses) > 2, statuses
+    assert "maximum context length" in json.dumps(relay.chats()[-1]["response"])
+    [run] = records("run")
+    assert (run.status, run.cacheable, run.error and run.error["code"]) == ("incomplete", True,
+                                                                           "context_length_exceeded"), run
+    answered = [e["response"]["usage"] for e in relay.chats()[:-1]]
+    assert run.metrics.cost_source == "priced" and run.metrics.cost_usd == pytest.approx(priced(answered))
+    assert code == 1 and json.loads(out)["counts"]["failed"] == 0, out + err
+    sent = len(relay.chats())
+    code, out, err = claw.build()
+    assert code == 1 and len(relay.chats()) == sent, out + err  # (before: its answered turns paid again every build)
