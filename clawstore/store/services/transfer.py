@@ -528,10 +528,13 @@ class Incoming:
             return True
         if not apart and path.stat().st_size >= ADOPT_BYTES:
             return False
-        if self._copies is None:
-            self._copies = PackWriter(path.parent)
         wanted = [blob for blob in blobs
                   if blob.id not in present and blob.id not in leave_out and blob.id not in self._in_copies]
+        if not wanted:  # (an entries' pack, its document left out: an empty pack of copies is disk no index names)
+            self._copied[name] = (0, 0)
+            return True
+        if self._copies is None:
+            self._copies = PackWriter(path.parent)
         written = copy_frames(self._copies, path, wanted)
         self._in_copies.update((blob.id, blob) for blob in written)
         self._copied[name] = (len(written), sum(blob.length for blob in written))
