@@ -506,10 +506,13 @@ class Incoming:
         run, locs = self._runs.pop(name, None), self._locs.pop(name, None)
         if not self.copy_in(name, present, leave_out, apart):
             path, blobs = self._checked.pop(name)
-            if present.isdisjoint(map(_blob_id, blobs)) and leave_out.isdisjoint(map(_blob_id, blobs)):
+            ids = set(map(_blob_id, blobs))
+            if len(ids) == len(blobs) and present.isdisjoint(ids) and leave_out.isdisjoint(ids):
                 objects = blobs  # (all of them: found in C, not a test each)
-            else:
-                objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out]
+            else:  # (an object twice in the pack, as runs put at once leave it, is named and counted once)
+                taken: set[bytes] = set()
+                objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out
+                           and not (blob.id in taken or taken.add(blob.id))]
             whole = len(objects) == len(blobs)
             taken = _Adopting(path, name[:32], objects, run if whole else None, locs if whole else None)  # (32 hex)
             self._taken.append(taken)
