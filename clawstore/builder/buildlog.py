@@ -312,7 +312,13 @@ class BuildLog:
     def _places(self, previous: Iterable[Placed]) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
         """Place by place, in order: the place, the previous head's nodes there by address id, the merged nodes
         (this build's over those), and whether this build changes one (another key or record at an address, or a
-        new one)."""
+        new one). A case at a time, so that the evaluation of a run this build replaced by another key goes with it
+        (`_without_evaluations_of_replaced_runs`)."""
+        for _, case in itertools.groupby(self._places_merged(previous), key=lambda merged: merged[0][0]):
+            yield from _without_evaluations_of_replaced_runs(list(case))
+
+    def _places_merged(self, previous: Iterable[Placed]
+                       ) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
         mine = ((where, 1, node) for where, _, _, node in self._entries())
         theirs = ((where, 0, node) for where, node in previous)
         for where, group in itertools.groupby(heapq.merge(theirs, mine, key=itemgetter(0)), key=itemgetter(0)):
@@ -355,6 +361,28 @@ class BuildLog:
         for name in ("head", "head_written", "format", "nodes"):
             log.pop(name)
         return log
+
+
+def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, Any], dict[str, Any], bool]]
+                                         ) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
+    """One case's places, without the previous head's checks, judgements and results of a run this build replaced by
+    one of another key and did not evaluate (it failed, or the build stopped first): they scored the run replaced, and
+    beside the new one they showed its score as the campaign's (a failed run after an edit: `RUN fail  SCORE 8.00`)."""
+    replaced = {_run_of(node) for _, before, merged, _ in places for at, node in merged.items()
+                if node["kind"] == "run" and at in before and before[at]["key"] != node["key"]}
+    for where, before, merged, changed in places:
+        if replaced:
+            stale = [at for at, node in merged.items()
+                     if node["kind"] != "run" and node is before.get(at) and _run_of(node) in replaced]
+            for at in stale:
+                del merged[at]
+            changed = changed or bool(stale)
+        yield where, before, merged, changed
+
+
+def _run_of(node: dict[str, Any]) -> tuple[Any, Any]:
+    """The run a node of a case is of, or evaluates: its model and repetition."""
+    return node["address"].get("model_id"), node["address"].get("repetition")
 
 
 class _OutOfOrder(Exception):

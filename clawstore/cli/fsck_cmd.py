@@ -59,7 +59,27 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
     unresolved = report.unresolved + manifest
     if unresolved:
         click.echo(f"fsck: {len(unresolved)} problem(s)", err=True)
+        for line in _ways_out(report, repair):
+            click.echo(f"fsck: {line}", err=True)
         sys.exit(1)
+
+
+PIN_PREFIX, REMOTES_PREFIX = "pins/", "remotes/"  # (project/keeping.py, remote/sync.py TRACKING: not imported)
+
+
+def _ways_out(report: FsckReport, repaired: bool) -> list[str]:
+    """What mends what was found: --repair (unless it ran), and for each ref it leaves alone the command that mends it
+    (a list of problems and a count named none, and a tracking ref stayed 'is missing' at every fsck)."""
+    lines = [] if repaired else ["claw fsck --repair quarantines what is damaged; the next build rebuilds what a "
+                                 "campaign needs of it (docs/store.md)"]
+    for name in sorted({*report.bad_refs, *report.bad_head_nodes}):
+        if name.startswith(PIN_PREFIX):
+            lines.append(f"ref {name}: a pin is yours: repair leaves it; claw unpin {name[len(PIN_PREFIX):]} drops it")
+        elif name.startswith(REMOTES_PREFIX):
+            remote = name[len(REMOTES_PREFIX):].split("/", 1)[0]
+            pull = "a claw pull from that remote's URL" if remote.startswith("url-") else f"claw pull {remote}"
+            lines.append(f"ref {name}: the remote holds what it names: {pull} fetches it again")
+    return lines
 
 
 def _unindexed_note(report: FsckReport) -> str:

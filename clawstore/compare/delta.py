@@ -64,7 +64,7 @@ class Comparison:
     samples: int
     models: list[Delta]
     cases: list[Delta]
-    unmatched: list[str]  # "model/case only in A" lines
+    unmatched: list[str]  # "model/case scored only in A" lines (absent from B, or without a successful judgement there)
     unmeasured: list[str] = field(default_factory=list)  # models with one run and one judgement per case
     paired: list[ModelPaired] = field(default_factory=list)  # the gate's comparison (compare/paired.py)
     flips: list[Flip] = field(default_factory=list)
@@ -216,7 +216,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
     unmeasured: list[str] = []
     common_models = [m for m in a.scores if m in b.scores]
     for model in sorted(set(a.scores) ^ set(b.scores)):
-        unmatched.append(f"model {model} only in {'A' if model in a.scores else 'B'}")
+        unmatched.append(f"model {model} scored only in {'A' if model in a.scores else 'B'}")
     model_confidence = 1.0 - (1.0 - confidence) / max(1, len(common_models))
     n_cases = sum(1 for m in common_models for c in a.scores[m] if c in b.scores[m])
     case_confidence = 1.0 - (1.0 - confidence) / max(1, n_cases)
@@ -224,7 +224,7 @@ def compare_sides(a: SideScores, b: SideScores, confidence: float = DEFAULT_CONF
         ca, cb = a.scores[model], b.scores[model]
         common = [c for c in ca if c in cb]
         for case in sorted(set(ca) ^ set(cb)):
-            unmatched.append(f"{model}/{case} only in {'A' if case in ca else 'B'}")
+            unmatched.append(f"{model}/{case} scored only in {'A' if case in ca else 'B'}")
         if not common:
             continue
         noise_a, noise_b = noise_of(ca), noise_of(cb)

@@ -173,6 +173,18 @@ def attachment_warnings(models: list[ModelConfig], sizes: list[int], repetitions
             f"(1 token ~ {BYTES_PER_TOKEN} bytes, per run and repetition); {estimate}"]
 
 
+def _nothing_to_run(suite_file: str, suite: Suite, selected: list[str], cases: int) -> list[str]:
+    """Why a campaign runs nothing, said before it builds (a misspelt tag selected no case without a word, and the
+    build moved the campaign's head to an empty state)."""
+    said = []
+    if not suite.models:
+        said.append(f"{suite_file}: models: none listed: this campaign runs nothing")
+    if not selected:
+        said.append(f"{suite_file}: case_selection: selects no case of the {cases} in the workspace: this campaign "
+                    "runs nothing")
+    return said
+
+
 def _attachment_sizes(cases: list[CaseEntry]) -> list[int]:
     """The bytes of each case's attachments, read now: one that cannot be read fails the campaign at load time, not
     when its window is planned (the items read them again then)."""
@@ -407,6 +419,7 @@ def _resolve(
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
     entries = [ws.cases[case_id] for case_id in selected]
     warnings = ws.warnings_in({entry.path for entry in entries})
+    warnings += _nothing_to_run(ws.rel(suite_path), suite_cfg, selected, len(ws.cases))
     warnings += attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
     return Campaign(
         root=ws.root,

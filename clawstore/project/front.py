@@ -443,8 +443,17 @@ class Project:
         return keeping.delete_refs(self.existing_store, names)
 
     def export(self, output: Path) -> tuple[ArchiveSummary, str]:
-        """Export the campaign into `output`: its summary, and the campaign's id."""
+        """Export the campaign into `output`: its summary, and the campaign's id. Refused while the configs changed
+        since its last build: the archive holds the configs as they are now and that build's results, and a build
+        of it elsewhere would pay for what they disagree on."""
         campaign = self.whole_campaign("claw archive export")
+        inspection = self.explain()  # (a stamp proving it fresh answers at once)
+        if inspection.never_built is None:  # (else the export says it was never built)
+            unbuilt = sum(s.state in ("stale", "never-built") for s in inspection.states)
+            if unbuilt:
+                raise UsageError(f"campaign {campaign.campaign_id}: {unbuilt} node(s) are stale (its configs changed "
+                                 "since its last build: claw explain says how); the archive would hold these configs "
+                                 "beside that build's results, and a build of it would pay for them: claw build first")
         return keeping.export(self.store, campaign, output), campaign.campaign_id
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],

@@ -78,6 +78,12 @@ def _reference_advance(store: Store, fields: dict[str, Any], previous_id: str | 
     for kind, key, record_id, action, address, view in recorded:
         merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
                                              "address": address, "record_doc": view}
+    # the previous evaluation of a run replaced by another key, not evaluated again, goes with it (session 60)
+    of = lambda node: (node["address"]["case_id"], node["address"]["model_id"], node["address"]["repetition"])  # noqa: E731
+    replaced = {of(node) for at, node in merged.items()
+                if node["kind"] == "run" and at in previous and previous[at]["key"] != node["key"]}
+    merged = {at: node for at, node in merged.items()
+              if node["kind"] == "run" or node is not previous.get(at) or of(node) not in replaced}
     return _reference_write(store, fields, [n for a, n in merged.items() if planned is None or a in planned])
 
 

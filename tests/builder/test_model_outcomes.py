@@ -211,3 +211,35 @@ def test_a_model_outcome_is_not_a_runner_error(ws: Workspace, claw: Claw, standi
     code, out, _ = claw.build("--output", "json", "--force")
     rows = {r["case_id"]: (r["run"], r["status"]) for r in json.loads(out)["rows"]}
     assert rows["then"] == ("skip", "skip") and rows["probe"] == ("exec", "incomplete")
+
+
+def test_a_run_that_fails_after_an_edit_leaves_no_score_of_the_run_it_replaced(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign head merges a build's nodes over the previous ones by address: a case edited, its new run failing
+    (so never judged), kept the previous run's checks, judgements and result beside the failed run. `claw report`
+    showed `RUN fail  EVAL reuse  SCORE 8.00  PASS pass`, the leaderboard that model's old mean and pass rate, and
+    `claw compare` against a pin of the state before matched the old scores: "within noise" (s60-qa). The evaluation
+    of a run the build replaced by another key goes with it."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.suite("main", ["m1"])
+    ws.run_profile(defaults={"retries": 0})
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(8))
+    assert build(claw)[0] == 0
+    assert claw("pin", "before", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")[0] == 0
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][1].update(content="What is 3 + 3?"))
+    standin.script(SUBJECT, error(500), match="3 + 3")
+    code, report = build(claw)
+    rows = {r["case_id"]: r for r in report["rows"]}
+    assert code == 1 and (rows["alpha"]["run"], rows["alpha"]["score"]) == ("fail", None), report
+
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "--output", "json", "--no-chart")
+    rows = {r["case_id"]: r for r in json.loads(out)["rows"]}
+    assert code == 0 and (rows["alpha"]["score"], rows["alpha"]["eval_action"]) == (None, None), out + err
+    assert rows["beta"]["score"] == 8.0 and rows["alpha"]["passed"] is None, out + err
+    assert query(claw, "select case_id, final_score from results order by case_id") == [
+        {"case_id": "beta", "final_score": 8.0}]
+    code, out, err = claw("compare", "before", "main__rp__ev", "--output", "json")
+    assert code == 0 and json.loads(out)["unmatched"] == ["m1/alpha scored only in A"], out + err
+    assert claw("explain", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")[0] == 0

@@ -156,7 +156,11 @@ def test_without_any_noise_only_a_real_change_is_flagged() -> None:
     result = compare_sides(a, b, samples=200)
     verdicts = {d.case_id: (d.verdict, d.low, d.high) for d in result.cases}
     assert verdicts == {"same": ("within noise", 0.0, 0.0), "moved": ("regressed", -0.5, -0.5)}
-    assert result.unmatched == ["model new only in B"]
+    # (scored: a model with runs but no successful judgement on one side, a runs-only campaign's, was said to be "only
+    # in A", as if B had not run it; s60-qa)
+    assert result.unmatched == ["model new scored only in B"]
+    a.scores["m"]["gone"] = {0: [5.0]}
+    assert compare_sides(a, b, samples=200).unmatched == ["model new scored only in B", "m/gone scored only in A"]
 
 
 def _noisy_side(rng: random.Random, shift: dict[str, float]) -> SideScores:

@@ -117,6 +117,31 @@ def test_filters(ws: Path) -> None:
         resolve_campaign(ws, "main", "standard", models=["m9"])
 
 
+@pytest.mark.parametrize("selection", [{"include_tags": ["smok"]},
+                                       {"include_tags": ["smoke"], "exclude_tags": ["data", "smoke"]}])
+def test_a_suite_selecting_no_case_is_said_before_anything_runs(ws: Path, selection: dict[str, list[str]]) -> None:
+    """A misspelt tag selected nothing without a word: `claw build` said "0 executed, 0 reused", exit 0, and moved the
+    campaign's head to an empty state (s60-qa). Still a campaign (nothing to run is no error), with a warning that
+    build, plan, status and explain print on stderr, naming the suite file and its field."""
+    edit_yaml(ws / "configs" / "suites" / "main.yaml", lambda doc: doc.update(case_selection=selection))
+    campaign = resolve_campaign(ws, "main", "standard")
+    assert list(campaign.items) == []
+    assert campaign.warnings == ["configs/suites/main.yaml: case_selection: selects no case of the 3 in the "
+                                 "workspace: this campaign runs nothing"]
+
+
+def test_a_suite_with_no_model_is_said_before_anything_runs(ws: Path) -> None:
+    edit_yaml(ws / "configs" / "suites" / "main.yaml", lambda doc: doc.update(models=[]))
+    campaign = resolve_campaign(ws, "main", "standard")
+    assert list(campaign.items) == []
+    assert campaign.warnings == ["configs/suites/main.yaml: models: none listed: this campaign runs nothing"]
+    assert resolve_campaign(ws, "main", "standard", cases=["alpha"]).warnings == [
+        "configs/suites/main.yaml: models: none listed: this campaign runs nothing"]
+    edit_yaml(ws / "configs" / "suites" / "main.yaml",
+              lambda doc: doc.update(models=[{"model_id": "m1", "requested_model": "openai/gpt-4o-mini"}]))
+    assert resolve_campaign(ws, "main", "standard").warnings == []
+
+
 def test_references_by_id_path_and_id_field(ws: Path, tmp_path: Path) -> None:
     shutil.move(ws / "configs/suites/main.yaml", ws / "configs/suites/main.yml")
     shutil.move(ws / "configs/run_profiles/standard.yaml", ws / "configs/run_profiles/std_file.yaml")

@@ -241,3 +241,26 @@ def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(
     assert code == 0, err
     assert set(actions(json.loads(out)).values()) == {"reuse"}  # served by the pinned, imported state
     assert len(standin.requests) == spent
+
+
+def test_an_export_of_a_campaign_whose_configs_changed_since_its_build_is_refused(
+        built: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
+    """An archive holds the configs as they are now and the results of the last build: exported after an edit, the
+    two disagreed, and its build elsewhere paid for the edited case's runs and judgements again (s60-qa: "wrote …",
+    exit 0, then 8 requests at the importer's). Refused, naming the way out; built again, it exports."""
+    archive = tmp_path / "edited.claw"
+    built.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
+    code, out, err = claw("archive", "export", *CAMPAIGN, "-o", str(archive))
+    assert code == 2 and err.count("\n") == 1, out + err
+    assert err.startswith("claw: error: campaign main__rp__ev: ") and "stale" in err and "claw build" in err, err
+    assert not archive.exists()
+    assert claw("build", *CAMPAIGN)[0] == 0
+    _export(claw, archive)
+    other = str(tmp_path / "other-store")
+    code, out, err = claw("archive", "import", str(archive), "--store", other, "--configs-to", str(tmp_path / "ws2"))
+    assert code == 0, err
+    os.chdir(tmp_path / "ws2")
+    spent = len(standin.requests)
+    code, out, err = claw("build", *CAMPAIGN, "--store", other, "--output", "json")
+    assert code == 0 and set(actions(json.loads(out)).values()) == {"reuse"}, out + err
+    assert len(standin.requests) == spent

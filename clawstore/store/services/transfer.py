@@ -506,10 +506,13 @@ class Incoming:
         run, locs = self._runs.pop(name, None), self._locs.pop(name, None)
         if not self.copy_in(name, present, leave_out, apart):
             path, blobs = self._checked.pop(name)
-            if present.isdisjoint(map(_blob_id, blobs)) and leave_out.isdisjoint(map(_blob_id, blobs)):
+            ids = set(map(_blob_id, blobs))
+            if len(ids) == len(blobs) and present.isdisjoint(ids) and leave_out.isdisjoint(ids):
                 objects = blobs  # (all of them: found in C, not a test each)
-            else:
-                objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out]
+            else:  # (an object twice in the pack, as runs put at once leave it, is named and counted once)
+                taken: set[bytes] = set()
+                objects = [blob for blob in blobs if blob.id not in present and blob.id not in leave_out
+                           and not (blob.id in taken or taken.add(blob.id))]
             whole = len(objects) == len(blobs)
             taken = _Adopting(path, name[:32], objects, run if whole else None, locs if whole else None)  # (32 hex)
             self._taken.append(taken)
@@ -528,10 +531,13 @@ class Incoming:
             return True
         if not apart and path.stat().st_size >= ADOPT_BYTES:
             return False
-        if self._copies is None:
-            self._copies = PackWriter(path.parent)
         wanted = [blob for blob in blobs
                   if blob.id not in present and blob.id not in leave_out and blob.id not in self._in_copies]
+        if not wanted:  # (an entries' pack, its document left out: an empty pack of copies is disk no index names)
+            self._copied[name] = (0, 0)
+            return True
+        if self._copies is None:
+            self._copies = PackWriter(path.parent)
         written = copy_frames(self._copies, path, wanted)
         self._in_copies.update((blob.id, blob) for blob in written)
         self._copied[name] = (len(written), sum(blob.length for blob in written))
