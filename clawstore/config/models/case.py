@@ -111,7 +111,7 @@ class TestInput(StrictModel):
 
 class Expectation(StrictModel):
     text: NonEmptyStr
-    weight: Annotated[float, Field(ge=0)] = 1.0  # (relative within its group: a negative share means nothing)
+    weight: float = 1.0
     metadata: FreeMap = Field(default_factory=dict)
 
 
