@@ -131,11 +131,19 @@ def _render_expectations(target: JudgeTarget) -> list[str]:
         if not items:
             continue
         lines.append(f"### {title}")
-        total = sum(e["weight"] for e in items) or 1.0
-        for e in items:
-            lines.append(f"- [weight {_num(e['weight'])}, {e['weight'] / total:.0%} of this group] {e['text']}")
+        lines += [f"- [{label}] {e['text']}" for label, e in zip(_weight_labels(items), items, strict=True)]
     lines.append("")
     return lines
+
+
+def _weight_labels(items: list[Mapping[str, Any]]) -> list[str]:
+    """Each expectation's weight, and its share of the group when that means something: the schema takes any number
+    (as the reference system, which never used it), and -1 beside 2 would read "-100% of this group"."""
+    weights = [e["weight"] for e in items]
+    if any(w < 0 for w in weights):
+        return [f"weight {_num(w)}" for w in weights]
+    total = sum(weights) or 1.0
+    return [f"weight {_num(w)}, {w / total:.0%} of this group" for w in weights]
 
 
 def _render_rubric(rubric: Mapping[str, Any] | None) -> list[str]:

@@ -98,6 +98,8 @@ ALLOWED: list[Row] = [
     # expectations
     *_ok("llm_case", "expectations", {}, None, {"hard_expectations": [{"text": "Answers with 4."}]},
          {"soft_expectations": [{"text": "Brief.", "weight": 0.5}, {"text": "Polite.", "weight": 2}]},
+         # (any number, as the reference system's float; the judge sees no share of a group with a negative one)
+         {"soft_expectations": [{"text": "Brief.", "weight": 0}, {"text": "Polite.", "weight": -1}]},
          {"hard_expectations": None, "soft_expectations": []},
          {"hard_expectations": [{"text": "Answers.", "weight": 1.0, "metadata": {"why": "core"}}]}),
     # rubric

@@ -172,3 +172,16 @@ def test_the_shortest_secrets_are_still_redacted() -> None:
     assert redact_text("x1y2z3w4", ["x1y2z3w4"]) == "[REDACTED]"  # an environment value of 8 characters
     assert redact_text("token=abcdef") == "token=[REDACTED]"  # the shortest assignment
     assert redact_value({"role": "user", "k": "x1y2z3w4"}, ["x1y2z3w4"]) == {"role": "user", "k": "[REDACTED]"}
+
+
+def test_a_group_with_a_negative_weight_shows_the_weights_without_shares() -> None:
+    # The schema takes any number as a weight (the reference system never used it): -1 beside 2 read
+    # "[weight -1, -100% of this group]" in the paid judge's prompt; the other group keeps its shares.
+    case = {**CASE, "expectations": {
+        "hard_expectations": [{"text": "Creates report.md", "weight": 2}, {"text": "No draft left", "weight": -1}],
+        "soft_expectations": [{"text": "Brief", "weight": 1}, {"text": "Polite", "weight": 3}]}}
+    art = openclaw_run()
+    text = render_judge_prompt(JudgeTarget.from_case(case), build_judge_evidence(art), evaluate_checks([], art))
+    assert "- [weight 2] Creates report.md\n- [weight -1] No draft left" in text
+    assert "- [weight 1, 25% of this group] Brief\n- [weight 3, 75% of this group] Polite" in text
+    assert "%" not in text.split("### Hard")[1].split("### Soft")[0]
