@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from clawstore.cli.build_view import note
 from clawstore.cli.common import campaign_options, campaign_project, size_text, store_option, store_project
 
 
@@ -24,9 +25,13 @@ def export_command(suite: str, run_profile: str, evaluation_profile: str | None,
     """Write the campaign's configs, head, records, inputs and outputs into one file."""
     project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir,
                                create_store=False, quiet=True)
-    summary, campaign_id = project.export(output)
+    summary, campaign_id, unbuilt = project.export(output)
     click.echo(f"wrote {output}: campaign {campaign_id}, {summary.objects} objects, {size_text(summary.size)}")
     click.echo(f"digest {summary.digest}")
+    if unbuilt:
+        note(f"{unbuilt} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale or "
+             "never built: claw explain says which); a build of this archive runs and pays for them, as one here "
+             "would (claw build before exporting to archive them built)")
 
 
 @archive_group.command("verify")

@@ -442,19 +442,16 @@ class Project:
     def delete_refs(self, names: tuple[str, ...]) -> dict[str, str]:
         return keeping.delete_refs(self.existing_store, names)
 
-    def export(self, output: Path) -> tuple[ArchiveSummary, str]:
-        """Export the campaign into `output`: its summary, and the campaign's id. Refused while the configs changed
-        since its last build: the archive holds the configs as they are now and that build's results, and a build
-        of it elsewhere would pay for what they disagree on."""
+    def export(self, output: Path) -> tuple[ArchiveSummary, str, int]:
+        """Export the campaign into `output`: its summary, the campaign's id, and how many of its nodes are not built
+        for its configs as they are now (stale or never built). The archive holds those configs and the results the
+        store has, as the workspace does: a build of it elsewhere runs (and pays for) exactly those nodes, as a build
+        here would."""
         campaign = self.whole_campaign("claw archive export")
         inspection = self.explain()  # (a stamp proving it fresh answers at once)
-        if inspection.never_built is None:  # (else the export says it was never built)
-            unbuilt = sum(s.state in ("stale", "never-built") for s in inspection.states)
-            if unbuilt:
-                raise UsageError(f"campaign {campaign.campaign_id}: {unbuilt} node(s) are stale (its configs changed "
-                                 "since its last build: claw explain says how); the archive would hold these configs "
-                                 "beside that build's results, and a build of it would pay for them: claw build first")
-        return keeping.export(self.store, campaign, output), campaign.campaign_id
+        unbuilt = 0 if inspection.never_built is not None else \
+            sum(s.state in ("stale", "never-built") for s in inspection.states)  # (never built: the export says so)
+        return keeping.export(self.store, campaign, output), campaign.campaign_id, unbuilt
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
                        untrusted: bool) -> keeping.Imported:

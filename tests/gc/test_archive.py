@@ -243,24 +243,37 @@ def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(
     assert len(standin.requests) == spent
 
 
-def test_an_export_of_a_campaign_whose_configs_changed_since_its_build_is_refused(
+def test_an_export_of_a_campaign_whose_configs_changed_since_its_build_says_what_its_build_will_pay(
         built: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
-    """An archive holds the configs as they are now and the results of the last build: exported after an edit, the
-    two disagreed, and its build elsewhere paid for the edited case's runs and judgements again (s60-qa: "wrote …",
-    exit 0, then 8 requests at the importer's). Refused, naming the way out; built again, it exports."""
-    archive = tmp_path / "edited.claw"
+    """An archive holds the configs as they are now and the results the store has: exported after an edit, its build
+    elsewhere paid for the edited case's runs and judgements without a word at the export (s60-qa: "wrote …", exit 0,
+    then 8 requests at the importer's). The export says how many nodes such a build runs, and a build here first
+    archives them built. (Not refused: a campaign a budget stopped half way is archived as it stands.)"""
+    stale = tmp_path / "edited.claw"
     built.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
-    code, out, err = claw("archive", "export", *CAMPAIGN, "-o", str(archive))
-    assert code == 2 and err.count("\n") == 1, out + err
-    assert err.startswith("claw: error: campaign main__rp__ev: ") and "stale" in err and "claw build" in err, err
-    assert not archive.exists()
-    assert claw("build", *CAMPAIGN)[0] == 0
-    _export(claw, archive)
-    other = str(tmp_path / "other-store")
-    code, out, err = claw("archive", "import", str(archive), "--store", other, "--configs-to", str(tmp_path / "ws2"))
-    assert code == 0, err
-    os.chdir(tmp_path / "ws2")
+    code, out, err = claw("archive", "export", *CAMPAIGN, "-o", str(stale))
+    assert code == 0 and stale.exists(), out + err
+    assert err.startswith("claw: note: 8 node(s) of campaign main__rp__ev are not built") and \
+        "a build of this archive runs and pays for them" in err and err.count("\n") == 1, err
     spent = len(standin.requests)
-    code, out, err = claw("build", *CAMPAIGN, "--store", other, "--output", "json")
-    assert code == 0 and set(actions(json.loads(out)).values()) == {"reuse"}, out + err
+    assert _build_of_the_import(claw, stale, tmp_path / "stale") == {"exec", "reuse"}
+    paid_elsewhere, spent = len(standin.requests) - spent, len(standin.requests)
+    built_first = tmp_path / "built.claw"
+    assert claw("build", *CAMPAIGN)[0] == 0
+    assert len(standin.requests) - spent == paid_elsewhere > 0  # (what a build here pays: the edited case's, alone)
+    code, out, err = claw("archive", "export", *CAMPAIGN, "-o", str(built_first))
+    assert code == 0 and err == "", err
+    spent = len(standin.requests)
+    assert _build_of_the_import(claw, built_first, tmp_path / "built") == {"reuse"}
     assert len(standin.requests) == spent
+
+
+def _build_of_the_import(claw: Claw, archive: Path, elsewhere: Path) -> set[str]:
+    """The actions of a build of `archive` imported into a store and workspace of its own under `elsewhere`."""
+    store, configs = str(elsewhere / "store"), elsewhere / "ws"
+    code, out, err = claw("archive", "import", str(archive), "--store", store, "--configs-to", str(configs))
+    assert code == 0, err
+    os.chdir(configs)
+    code, out, err = claw("build", *CAMPAIGN, "--store", store, "--output", "json")
+    assert code == 0, out + err
+    return set(actions(json.loads(out)).values())

@@ -76,5 +76,5 @@ def test_pin_and_export_cover_a_whole_campaign(ws: Workspace, tmp_path: Path) ->
     assert pinned.moved and pinned.ref == "pins/release" and campaign_id == "main__rp__none"
     again, _ = _project(ws, []).pin("release", force=False)
     assert not again.moved and again.head == pinned.head
-    summary, _ = _project(ws, []).export(tmp_path / "a.claw")
+    summary, _, _ = _project(ws, []).export(tmp_path / "a.claw")
     assert summary.objects > 0 and (tmp_path / "a.claw").is_file()
