@@ -51,6 +51,7 @@ class _SpilledRows:
         self._file: BinaryIO | None = None
         self._fd: int | None = None  # (made with the first write: a dry run's plan that holds nothing makes none)
         self._buffer = bytearray()
+        self._pending: list[tuple[int, int, bytes]] = []  # (row, byte in it, bytes) to rewrite in the file
         self._written = 0  # rows in the file
         self._runs: list[list[int]] = []  # [first row, rows] of each sorted run
         self._last = b""  # the key of the file's last row
@@ -110,16 +111,38 @@ class _SpilledRows:
         return _read_all(self._fd, first * self._stride, n * self._stride)
 
     def _file_batches(self, first: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-        """(first row, rows) of the file's rows from `first`, SPILL_ROWS at a time."""
+        """(first row, rows) of the file's rows from `first`, SPILL_ROWS at a time (with the rewrites gathered)."""
         self._flush()
+        self._apply()
         end = self._written if end is None else end
         for at in range(first, end, SPILL_ROWS):
             yield at, self._read(at, min(SPILL_ROWS, end - at))
 
     def _rewrite(self, row: int, at: int, data: bytes) -> None:
-        """Bytes `at` of row `row` of the file made `data`."""
-        assert self._fd is not None and row < self._written
-        _write_all(self._fd, data, row * self._stride + at)
+        """Bytes `at` of row `row` of the file made `data`: gathered (SPILL_ROWS at most) and written a span of rows at
+        a time (a write an object copied cost 1.5 s of system time at 10,000 x 5)."""
+        assert row < self._written
+        self._pending.append((row, at, data))
+        if len(self._pending) >= SPILL_ROWS:
+            self._apply()
+
+    def _apply(self) -> None:
+        """The rewrites gathered, into the file: each span of at most SPILL_ROWS rows that holds some read, patched and
+        written back."""
+        pending, self._pending = sorted(self._pending), []
+        stride, i = self._stride, 0
+        assert self._fd is not None or not pending
+        while i < len(pending):
+            first = pending[i][0]
+            j = i
+            while j < len(pending) and pending[j][0] < first + SPILL_ROWS:
+                j += 1
+            rows = bytearray(self._read(first, pending[j - 1][0] + 1 - first))
+            for row, at, data in pending[i:j]:
+                start = (row - first) * stride + at
+                rows[start:start + len(data)] = data
+            _write_all(self._fd, rows, first * stride)  # type: ignore[arg-type]  # (asserted above)
+            i = j
 
     def _drop(self, row: int) -> None:
         self._rewrite(row, self._slot_at, _SLOT.pack(_DROPPED))
@@ -133,7 +156,7 @@ class _SpilledRows:
 
     def _sorted(self) -> Iterator[tuple[int, bytes]]:
         """(file row, row) of every row not dropped, by key (the runs merged); a key twice is refused."""
-        self._flush()
+        self._flush()  # (its runs as they stand)
 
         def run(first: int, n: int) -> Iterator[tuple[bytes, int, bytes]]:
             for at, rows in self._file_batches(first, first + n):
@@ -323,7 +346,7 @@ class KeptEntries(_SpilledRows):
         self._drop(row)
 
 
-def _write_all(fd: int, data: bytes, at: int) -> None:
+def _write_all(fd: int, data: bytes | bytearray, at: int) -> None:
     view = memoryview(data)
     while view:
         done = os.pwrite(fd, view, at)
