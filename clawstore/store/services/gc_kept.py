@@ -89,11 +89,9 @@ class _SpilledRows:
         if not buffer:
             return
         self._buffer = bytearray()
-        rows = [buffer[at:at + stride] for at in range(0, len(buffer), stride)]
-        if any(rows[i] > rows[i + 1] for i in range(len(rows) - 1)):
-            rows.sort()  # (a row's key comes first: rows sort by it, a key twice is refused when they are read)
-        data = b"".join(rows)
-        del rows, buffer
+        data = bytes(buffer) if _in_order(buffer, stride) else b"".join(sorted(
+            buffer[at:at + stride] for at in range(0, len(buffer), stride)))  # (a row's key first: rows sort by it)
+        del buffer
         if self._fd is None:  # (unnamed where the system allows: a killed gc leaves no file)
             self._file = tempfile.TemporaryFile(dir=self._tmp_dir)
             self._fd = self._file.fileno()
@@ -154,22 +152,45 @@ class _SpilledRows:
         return [(i, rows[at:at + stride]) for i, at in enumerate(range(0, len(rows), stride))
                 if rows[at + slot_at:at + slot_at + 4] != b"\xff\xff\xff\xff"]
 
-    def _sorted(self) -> Iterator[tuple[int, bytes]]:
-        """(file row, row) of every row not dropped, by key (the runs merged); a key twice is refused."""
+    def _sorted(self) -> Iterator[tuple[list[int], bytes]]:
+        """(file rows, rows) of every row not dropped, by key, SPILL_ROWS or so at a time: one run's batches as they
+        lie, several runs merged (a row at a time: only rows kept after all begin runs of their own); a key twice is
+        refused."""
         self._flush()  # (its runs as they stand)
+        last = b""
+        for positions, rows in self._merged() if len(self._runs) > 1 else self._one_run():
+            if len(positions) and _repeats(rows, self._stride, last):
+                raise StoreError(f"{self._twice} (the index it planned from is damaged: run claw fsck)")
+            if len(positions):
+                last = rows[-self._stride:len(rows) - self._stride + 32]
+                yield positions, rows
 
+    def _one_run(self) -> Iterator[tuple[list[int], bytes]]:
+        from clawstore.store.core.lean_numpy import np
+
+        for first, rows in self._file_batches():
+            live = np.flatnonzero(self._slot_column(rows) < len(self._packs))
+            if len(live) == len(rows) // self._stride:
+                yield list(range(first, first + len(live))), rows
+            else:
+                table = np.frombuffer(rows, np.uint8).reshape(-1, self._stride)
+                yield (live + first).tolist(), table[live].tobytes()
+
+    def _merged(self) -> Iterator[tuple[list[int], bytes]]:
         def run(first: int, n: int) -> Iterator[tuple[bytes, int, bytes]]:
             for at, rows in self._file_batches(first, first + n):
                 for i, row in self._live(rows):
                     yield row[:32], at + i, row
 
-        last = None
-        runs = [run(first, n) for first, n in self._runs]
-        for key, row, data in heapq.merge(*runs) if len(runs) > 1 else (runs[0] if runs else iter(())):
-            if key == last:
-                raise StoreError(f"{self._twice} (the index it planned from is damaged: run claw fsck)")
-            last = key
-            yield row, data
+        positions: list[int] = []
+        batch: list[bytes] = []
+        for _, row, data in heapq.merge(*(run(first, n) for first, n in self._runs)):
+            positions.append(row)
+            batch.append(data)
+            if len(batch) == SPILL_ROWS:
+                yield positions, b"".join(batch)
+                positions, batch = [], []
+        yield positions, b"".join(batch)
 
     _twice = "gc's rows name a key twice"
 
@@ -194,24 +215,13 @@ class _SpilledRows:
         """The rows not dropped, sorted by key, SPILL_ROWS at a time, each pack slot made the segment's (`slots`)."""
         from clawstore.store.core.lean_numpy import np
 
-        remap = np.array([slots.get(pack, _DROPPED) for pack in self._packs], dtype="<u4")
-        batch: list[bytes] = []
-        for _, row in self._sorted():
-            batch.append(row)
-            if len(batch) == SPILL_ROWS:
-                yield self._reslotted(batch, remap)
-                batch = []
-        if batch:
-            yield self._reslotted(batch, remap)
-
-    def _reslotted(self, batch: list[bytes], remap: ndarray) -> bytes:
-        from clawstore.store.core.lean_numpy import np
-
-        rows = bytearray(b"".join(batch))
-        table = np.frombuffer(rows, np.uint8).reshape(-1, self._stride)
-        table[:, self._slot_at:self._slot_at + 4] = remap[self._slot_column(rows)].view(np.uint8).reshape(-1, 4)
-        del table
-        return bytes(rows)
+        remap = np.array([slots.get(pack, _DROPPED) for pack in self._packs] + [_DROPPED], dtype="<u4")
+        for _, rows in self._sorted():
+            made = bytearray(rows)
+            table = np.frombuffer(made, np.uint8).reshape(-1, self._stride)
+            table[:, self._slot_at:self._slot_at + 4] = remap[self._slot_column(made)].view(np.uint8).reshape(-1, 4)
+            del table
+            yield bytes(made)
 
 
 class KeptObjects(_SpilledRows):
@@ -294,13 +304,20 @@ class KeptObjects(_SpilledRows):
 
     def stored_bytes(self) -> int:
         """The payload lengths of the objects not dropped, summed."""
-        return sum(_ROW.unpack(row)[3] for _, rows in self._file_batches() for _, row in self._live(rows))
+        from clawstore.store.core.lean_numpy import np
+
+        total = 0
+        for _, rows in self._file_batches():
+            table = np.frombuffer(rows, np.uint8).reshape(-1, _ROW.size)
+            live = self._slot_column(rows) < len(self._packs)
+            total += int(table[live, 44:52].copy().view("<u8").sum(dtype=np.uint64))
+        return total
 
     def sorted_items(self) -> Iterator[tuple[bytes, Loc]]:
         """(id, where) of each object not dropped, by id."""
-        for _, row in self._sorted():
-            digest, slot, offset, length = _ROW.unpack(row)
-            yield digest, (self._packs[slot], offset, length)
+        for _, rows in self._sorted():
+            for digest, slot, offset, length in _ROW.iter_unpack(rows):
+                yield digest, (self._packs[slot], offset, length)
 
     def drop(self, row: int) -> None:
         self._drop(row)
@@ -324,10 +341,12 @@ class KeptEntries(_SpilledRows):
 
     def moved(self, packs: set[str]) -> Iterator[tuple[int, bytes, ActionEntry]]:
         """(row, key, entry) of each entry in `packs`, in key order (as the dict's keys sorted were)."""
-        wanted = {_SLOT.pack(slot) for slot in self._slots_of(packs)}
-        for row, data in self._sorted():
-            if data[72:76] in wanted:
-                yield (row, *self._entry(data))
+        from clawstore.store.core.lean_numpy import np
+
+        wanted = np.array(self._slots_of(packs), np.uint32)
+        for positions, rows in self._sorted():
+            for i in np.flatnonzero(np.isin(self._slot_column(rows), wanted)).tolist():
+                yield (positions[i], *self._entry(rows[i * _ACTION.size:(i + 1) * _ACTION.size]))
 
     def move(self, row: int, pack: str, offset: int) -> None:
         self._rewrite(row, 72, struct.pack("<IQ", self._slot(pack), offset))
@@ -339,11 +358,34 @@ class KeptEntries(_SpilledRows):
                 yield (first + i, *self._entry(row))
 
     def sorted_items(self) -> Iterator[tuple[bytes, ActionEntry]]:
-        for _, row in self._sorted():
-            yield self._entry(row)
+        for _, rows in self._sorted():
+            for at in range(0, len(rows), _ACTION.size):
+                yield self._entry(rows[at:at + _ACTION.size])
 
     def drop(self, row: int) -> None:
         self._drop(row)
+
+
+def _in_order(rows: bytes | bytearray, stride: int) -> bool:
+    """Whether rows of `stride` bytes are in order by their first 32 bytes (compared as four big-endian words)."""
+    from clawstore.store.core.lean_numpy import np
+
+    words = np.frombuffer(rows, np.uint8).reshape(-1, stride)[:, :32].copy().view(">u8")
+    before, after = words[:-1], words[1:]
+    differs = before != after
+    first = np.where(differs.any(axis=1), differs.argmax(axis=1), 3)  # (the first word two rows differ in)
+    at = np.arange(len(first))
+    return bool((before[at, first] <= after[at, first]).all())
+
+
+def _repeats(rows: bytes, stride: int, last: bytes) -> bool:
+    """Whether a key of these rows (in order) is the one before it, or the first is `last`."""
+    from clawstore.store.core.lean_numpy import np
+
+    if rows[:32] == last:
+        return True
+    keys = np.frombuffer(rows, np.uint8).reshape(-1, stride)[:, :32]
+    return bool((keys[1:] == keys[:-1]).all(axis=1).any())
 
 
 def _write_all(fd: int, data: bytes | bytearray, at: int) -> None:
