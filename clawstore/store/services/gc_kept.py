@@ -17,6 +17,7 @@ import os
 import struct
 import tempfile
 from collections.abc import Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -127,9 +128,11 @@ class _SpilledRows:
     def _apply(self) -> None:
         """The rewrites gathered, into the file: each span of at most SPILL_ROWS rows that holds some read, patched and
         written back."""
-        pending, self._pending = sorted(self._pending), []
+        if not self._pending:
+            return
+        pending, self._pending = sorted(self._pending, key=itemgetter(0)), []  # (stable: a row's later rewrite last)
         stride, i = self._stride, 0
-        assert self._fd is not None or not pending
+        assert self._fd is not None  # (rows pending are in the file)
         while i < len(pending):
             first = pending[i][0]
             j = i
@@ -139,7 +142,7 @@ class _SpilledRows:
             for row, at, data in pending[i:j]:
                 start = (row - first) * stride + at
                 rows[start:start + len(data)] = data
-            _write_all(self._fd, rows, first * stride)  # type: ignore[arg-type]  # (asserted above)
+            _write_all(self._fd, rows, first * stride)
             i = j
 
     def _drop(self, row: int) -> None:
