@@ -187,7 +187,7 @@ def test_what_a_deleting_gc_plans_and_copies_with_does_not_grow_with_the_store(t
 def _held_by_the_store_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every constant buffer shrunk, so that these stores outgrow them as a big store does the real ones: the rows held
     # before they are written (16,384), the moved rows taken in pack order at once (65,536), the entries and objects
-    # asked whether reached at once (16,384), the index's rows read at once (16,384) and the packs the copy fills
+    # asked whether reached at once (4,096), the index's rows read at once (16,384) and the packs the copy fills
     # (32 MiB, 131,072 ids).
     monkeypatch.setattr(gc_kept, "SPILL_ROWS", 256)
     monkeypatch.setattr(gc_kept, "COPY_ROWS", 1024)
