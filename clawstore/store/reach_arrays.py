@@ -181,6 +181,9 @@ class Tally:
     unreached: Iterator[tuple[bytes, Loc]]  # (made as it is read: a gc deleting most of a store holds its plan too)
 
 
+TALLY_ROWS = 65536  # a table's rows tallied at once: ~30 bytes each in arrays (7 MB at 473,000 rows, before: 27 MB)
+
+
 def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | None:
     """Tally the held tables by their marks (a byte a row; an object marked by digest in `others` too); None if an
     object is in two rows (the plan then merges them as it streams) or a row names a slot its table lacks."""
@@ -195,21 +198,25 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
         n = len(view)
         if n > 1 and ((keys[1:] == keys[:-1]) & (view["digest"][1:] == view["digest"][:-1])).any():
             return None  # (twice in one table)
-        slot = view["slot"].astype(np.int64)
-        if n and slot.max() >= len(slots):
+        if n and view["slot"].max() >= len(slots):
             return None
-        pack = slots[slot]
-        reached = marked[first:first + n] == 1
-        if wanted is not None and len(wanted):
-            at = search(wanted, keys)
-            at[at == len(wanted)] = 0
-            for row in np.flatnonzero((wanted[at] == keys) & ~reached).tolist():  # (whole ids compared)
-                reached[row] = rows[row * 52:row * 52 + _ID] in others
+        not_reached = []
+        for lo in range(0, n, TALLY_ROWS):  # (its arrays a part of the table at a time)
+            hi = min(n, lo + TALLY_ROWS)
+            pack = slots[view["slot"][lo:hi].astype(np.int64)]
+            reached = marked[first + lo:first + hi] == 1
+            if wanted is not None and len(wanted):
+                part = keys[lo:hi]
+                at = search(wanted, part)
+                at[at == len(wanted)] = 0
+                for row in np.flatnonzero((wanted[at] == part) & ~reached).tolist():  # (whole ids compared)
+                    reached[row] = rows[(lo + row) * 52:(lo + row) * 52 + _ID] in others
+            per_pack += np.bincount(pack[reached], minlength=len(held.packs))
+            stored += np.bincount(pack[reached], weights=view["length"][lo:hi][reached],
+                                  minlength=len(held.packs)).astype(np.int64)  # (exact: sums below 2**53)
+            not_reached.append(np.flatnonzero(~reached).astype(np.uint32) + np.uint32(lo))
         count += n
-        per_pack += np.bincount(pack[reached], minlength=len(held.packs))
-        stored += np.bincount(pack[reached], weights=view["length"][reached],
-                              minlength=len(held.packs)).astype(np.int64)  # (exact: sums below 2**53)
-        unreached.append(np.flatnonzero(~reached))
+        unreached.append(np.concatenate(not_reached) if not_reached else np.zeros(0, np.uint32))
     return Tally(count, {held.packs[i]: (int(per_pack[i]), int(stored[i])) for i in np.flatnonzero(per_pack)},
                  sum(len(rows) for rows in unreached), _unreached_objects(held, unreached))
 

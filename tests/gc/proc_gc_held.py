@@ -66,15 +66,15 @@ def _children_in(content: bytes) -> Any:
     return _original_children_in(content)
 
 
-def _parts(segment: index.Segment) -> Iterator[bytes]:
-    parts = _original_parts(segment)
-    yield parts[0]
+def _parts(*args: Any) -> Iterator[bytes]:
+    parts = _original_parts(*args)
+    yield next(parts)  # (its header)
     _stop()
-    yield from parts[1:]
+    yield from parts
 
 
 _original_plan, _original_seal, _original_children_in = gc._plan, gc._Writers.seal, gc.children_in
-_original_parts = index.encode_segment_parts
+_original_parts = index.segment_parts
 runtime.PACK_TARGET = 4 << 10
 if PHASE == "plan":
     gc._plan = _plan  # type: ignore[assignment]
@@ -82,9 +82,9 @@ elif PHASE == "copy":
     gc._Writers.seal = _seal  # type: ignore[method-assign]
     gc.children_in = _children_in
 elif PHASE == "copied":
-    gc.write_segment = _stopping("write_segment", 1, gc.write_segment)
+    gc.write_rows_segment = _stopping("write_rows_segment", 1, gc.write_rows_segment)
 elif PHASE == "segment":
-    index.encode_segment_parts = _parts  # type: ignore[assignment]
+    index.segment_parts = _parts  # type: ignore[assignment]
 elif PHASE == "swapped":
     gc.remove_segments = _stopping("remove_segments", 1, gc.remove_segments)
 elif PHASE == "delete":

@@ -12,7 +12,7 @@ import pytest
 from clawstore.store import Store
 from clawstore.store.core import runtime
 from clawstore.store.core.packfile import iter_pack_ids
-from clawstore.store.services import gc
+from clawstore.store.services import gc, gc_kept
 from tests.store.test_fsck_memory import _campaign
 from tests.support.storefiles import age_packs
 
@@ -21,7 +21,7 @@ def _copy_peak(store: Store, monkeypatch: pytest.MonkeyPatch) -> tuple[int, gc.G
     """(peak bytes traced from the rewrite's start to its index segment, above what was traced at its start; the
     report) of a gc that merges every pack of `store` (each a small one) into new ones."""
     seen: dict[str, int] = {}
-    real_rewrite, real_write_segment = gc._rewrite, gc.write_segment
+    real_rewrite, real_write_segment = gc._rewrite, gc.write_rows_segment
 
     def rewrite(*args: object) -> None:
         seen["start"] = tracemalloc.get_traced_memory()[0]
@@ -33,7 +33,7 @@ def _copy_peak(store: Store, monkeypatch: pytest.MonkeyPatch) -> tuple[int, gc.G
         real_write_segment(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(gc, "_rewrite", rewrite)
-    monkeypatch.setattr(gc, "write_segment", write_segment)
+    monkeypatch.setattr(gc, "write_rows_segment", write_segment)
     age_packs(store, 7200)
     tracemalloc.start()
     try:
@@ -48,6 +48,8 @@ def test_a_store_five_times_larger_copies_with_about_the_same_memory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)  # 32 MiB at scale
     monkeypatch.setattr(runtime, "EDGES_TARGET", 1 << 10)  # 131,072 ids at scale
+    monkeypatch.setattr(gc_kept, "COPY_ROWS", 512)  # 65,536 at scale: the moved rows taken in pack order at once
+    monkeypatch.setattr(gc_kept, "SPILL_ROWS", 128)  # 16,384 at scale
     peaks: dict[int, int] = {}
     for runs in (600, 3000):
         store, _, artifacts = _campaign(tmp_path / str(runs), runs)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pytest
 
 from clawstore.errors import StoreError
-from clawstore.store import Store, edges, reach
+from clawstore.store import Store, edges, reach, reach_arrays
 from clawstore.store.core import index
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.reach import Reach
@@ -90,9 +91,35 @@ def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_
     assert by_arrays.loads <= by_rows.loads + 1
 
 
+@pytest.mark.parametrize("edges_at_once", [1, 5])
+def test_the_walk_by_arrays_taken_a_few_ids_at_a_time_reaches_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edges_at_once: int) -> None:
+    """The walk by arrays takes a frontier's rows WALK_EDGES ids at a time (its arrays bounded by that, not by a pack's
+    frontier): cut to a few, it marks what the plainest walk reaches, and says what is missing the same."""
+    store, roots = _store(tmp_path, monkeypatch)
+    reached, missing = _reference_walk(store, roots)
+    taken: list[tuple[int, int]] = []  # (rows, the ids they name) of each take
+    real_cut = reach._cut
+
+    def cut(todo: Any, starts: Any) -> Any:
+        found = real_cut(todo, starts)
+        taken.append((len(found[0]), int((starts[found[0] + 1] - starts[found[0]]).sum())))
+        return found
+
+    monkeypatch.setattr(reach, "WALK_EDGES", edges_at_once)
+    monkeypatch.setattr(reach, "_cut", cut)
+    walk = _walk(store, roots, True)
+    assert walk.marked == reached and set(walk.missing) == missing
+    assert all(named <= edges_at_once or rows == 1 for rows, named in taken)
+    assert len(taken) > 100 and max(named for _, named in taken) > 1  # (cut often; a row naming more taken alone)
+
+
+@pytest.mark.parametrize("tally_rows", [reach_arrays.TALLY_ROWS, 7])
 def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally): the same report."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tally_rows: int) -> None:
+    """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally, a table TALLY_ROWS rows at
+    a time: cut to a few, the same): the same report."""
+    monkeypatch.setattr(reach_arrays, "TALLY_ROWS", tally_rows)
     store, roots = _store(tmp_path, monkeypatch)
     store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
     store.set_ref("pins/records", roots[2])  # (a third of the entries' records reached: the others' entries doomed)

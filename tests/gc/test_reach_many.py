@@ -163,7 +163,7 @@ def test_a_dry_runs_plan_counts_each_packs_live_bytes_as_the_held_plan_does(tmp_
         policy = gc._policy(time.time(), 0, [])
         plan = gc._plan(store, reach, policy, keep_all=False, max_unused=0.1, report=report, held=held)
         plans.append((plan.rewrite, plan.delete, report.pack_bytes_freed, report.objects, report.actions,
-                      sorted(plan.doomed_actions)))
+                      [key for key, _ in plan.doomed_actions.sorted_items()]))
         assert bool(plan.objects) == held and len(plan.objects) in (0, len(reach))
     assert plans[0] == plans[1]
     assert plans[0][0] and plans[0][3] and plans[0][4]  # something to rewrite, objects and an entry to delete

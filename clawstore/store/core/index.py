@@ -260,6 +260,33 @@ def write_segment(index_dir: Path, tmp_dir: Path, segment: Segment) -> None:
     write_file_atomic(segment_path(index_dir, segment.name), encode_segment_parts(segment), tmp_dir)
 
 
+def write_rows_segment(index_dir: Path, tmp_dir: Path, name: str, replaces: list[str], packs: list[str],
+                       objects: tuple[int, Iterable[bytes]], actions: tuple[int, Iterable[bytes]]) -> None:
+    """Publish a segment (not pure) whose rows come ready, as `write_segment` does: `objects` and `actions` each (how
+    many rows, their batches: sorted by key, in the slots of `packs`), read as they are written (gc's, held in a
+    temporary file until now)."""
+    write_file_atomic(segment_path(index_dir, name), segment_parts(replaces, packs, objects, actions), tmp_dir)
+
+
+def segment_parts(replaces: list[str], packs: list[str], objects: tuple[int, Iterable[bytes]],
+                  actions: tuple[int, Iterable[bytes]]) -> Iterator[bytes]:
+    """A segment's bytes (not pure) from its rows' batches (`write_rows_segment`), its checksum last, hashed as they
+    pass; StoreError if the batches hold other than the rows counted (nothing is then published)."""
+    head = b"".join([_HEAD.pack(MAGIC, VERSION, 0, len(replaces), len(packs), objects[0], actions[0]),
+                     *map(bytes.fromhex, replaces), *map(bytes.fromhex, packs)])
+    hasher = blake3.blake3(head)
+    yield head
+    for (count, batches), stride in ((objects, _OBJ.size), (actions, _ACT.size)):
+        made = 0
+        for batch in batches:
+            hasher.update(batch)
+            made += len(batch)
+            yield batch
+        if made != count * stride:
+            raise StoreError(f"a new index segment's rows are {made} bytes, where {count} rows were counted")
+    yield hasher.digest()
+
+
 def read_segment(index_dir: Path, name: str, header_only: bool = False) -> Segment:
     path = segment_path(index_dir, name)
     with open(path, "rb") as fh:

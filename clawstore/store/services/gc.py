@@ -24,11 +24,10 @@ from clawstore.store.core.index import (
     ActionEntry,
     Entries,
     IndexSnapshot,
-    Segment,
     index_lock,
     new_segment_name,
     remove_segments,
-    write_segment,
+    write_rows_segment,
 )
 from clawstore.store.core.leftovers import (
     remove_stale_downloads,
@@ -130,11 +129,11 @@ class GcReport:
         # (the list: ~190 bytes an object, 18 MB of a real gc's peak at 10,000 x 5, for a report that prints a count)
         self.objects = [(PREFIX + d.hex(), loc[2]) for d, loc in objects.sorted_items()] if self.listed else []
 
-    def doomed_entries(self, entries: dict[bytes, ActionEntry]) -> None:
-        """The entries deleted / to delete: counted, and listed (sorted by key) when `listed`."""
-        self.actions_deleted = sum(entry.record is not None for entry in entries.values())
-        self.actions = sorted((PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in entries.items()
-                              if e.record is not None) if self.listed else []
+    def doomed_entries(self, entries: KeptEntries) -> None:
+        """The entries deleted / to delete (each with a record): counted, and listed (sorted by key) when `listed`."""
+        self.actions_deleted = len(entries)
+        self.actions = [(PREFIX + k.hex(), PREFIX + e.record.hex()) for k, e in entries.sorted_items()
+                        if e.record is not None] if self.listed else []
 
     @property
     def bytes_freed(self) -> int:
@@ -217,23 +216,27 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             probe = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed and dry_run)
             plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
             if not dry_run and plan.has_work():
+                plan.close()
                 del plan, probe  # (its doomed objects released before the held plan lists them again)
                 plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=report)
             else:
                 _take_plan_counts(report, probe)
-            if not dry_run:
-                if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
-                    plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
-                plan.recheck_ages(store, policy, report)
-                _take_reach(report, reach)
-                del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
-                heap.trim()  # (and given back: else the copy's peak stood on the heap they left, +20-40 MB)
-                _rewrite(store, plan, report)
-                _sweep_temp_files(store, report, policy.cutoff)
-                report.stale_leases = remove_stale_leases(store.root)
-            else:
-                _take_reach(report, reach)
-                _count_temp_files(store, report, policy.cutoff)
+            try:
+                if not dry_run:
+                    if reach.mark(_roots(store).values()):  # a ref set at the last moment keeps its closure
+                        plan.drop_reached(reach, report)  # (a look-up a doomed object: only when that marked any)
+                    plan.recheck_ages(store, policy, report)
+                    _take_reach(report, reach)
+                    del reach  # (the walk's rows and look-up tables, not needed by the copy: let go before it)
+                    heap.trim()  # (and given back: else the copy's peak stood on the heap they left, +20-40 MB)
+                    _rewrite(store, plan, report)
+                    _sweep_temp_files(store, report, policy.cutoff)
+                    report.stale_leases = remove_stale_leases(store.root)
+                else:
+                    _take_reach(report, reach)
+                    _count_temp_files(store, report, policy.cutoff)
+            finally:
+                plan.close()
     report.seconds = time.monotonic() - started
     return report
 
@@ -272,13 +275,18 @@ def _roots(store: Store) -> dict[str, str]:
 @dataclass
 class _Plan:
     view: IndexSnapshot
-    objects: KeptObjects  # kept (as the new segment's rows)
-    actions: KeptEntries  # kept (as the new segment's rows)
+    objects: KeptObjects  # kept (as the new segment's rows, in a temporary file: gc_kept.py)
+    actions: KeptEntries  # kept (likewise)
     doomed_objects: KeptObjects  # (as rows too: 52 bytes an object, where a dict held ~200)
-    doomed_actions: dict[bytes, ActionEntry]
+    doomed_actions: KeptEntries  # (84 bytes an entry, where a dict held ~340)
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
     copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
+
+    def close(self) -> None:
+        """Let go of the rows' temporary files."""
+        for rows in (self.objects, self.actions, self.doomed_objects, self.doomed_actions):
+            rows.close()
 
     def has_work(self) -> bool:
         """Whether a gc from this plan would delete or rewrite anything (as `_rewrite` asks before it starts)."""
@@ -326,8 +334,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     view = store.runtime.index.snapshot()
     ages = _pack_ages(store)
     kept_records: list[str] = []
-    actions = KeptEntries()
-    doomed_actions: dict[bytes, ActionEntry] = {}
+    tmp_dir = store.runtime.tmp_dir
+    actions, doomed_actions = KeptEntries(tmp_dir), KeptEntries(tmp_dir)
     live: dict[str, int] = {}
     action_bytes = ACTION_SIZE + BLOB_HEAD_SIZE
     # Not held, the tables' entries are counted by arrays when the walk was (those whose record is reached, per pack),
@@ -348,20 +356,23 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
-            doomed_actions[key] = entry
+            doomed_actions.add(key, entry)
             continue
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
             actions.add(key, entry)
     reach.mark(kept_records)
-    records = ((key, entry.record) for key, entry in doomed_actions.items() if entry.record is not None)
-    for key in [key for key, is_reached in _reached_chunks(records, reach) if is_reached]:
-        entry = doomed_actions.pop(key)  # its record is reached through a kept entry's closure
+    records = (((row, key, entry), entry.record) for row, key, entry in doomed_actions.items()
+               if entry.record is not None)
+    for (row, key, entry), is_reached in _reached_chunks(records, reach):
+        if not is_reached:
+            continue
+        doomed_actions.drop(row)  # its record is reached through a kept entry's closure
         live[entry.pack] = live.get(entry.pack, 0) + action_bytes
         if held:
             actions.add(key, entry)
     report.doomed_entries(doomed_actions)
-    objects, doomed = KeptObjects(), KeptObjects()
+    objects, doomed = KeptObjects(tmp_dir), KeptObjects(tmp_dir)
     # Not held, the big tables' objects are counted by arrays when the walk was (the reached ones' bytes summed per
     # pack), and only the others and the small segments' streamed
     tally = None if held else reach.tally(view.entries)
@@ -425,7 +436,9 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
 
 
-_ASKED_AT_ONCE = 16384  # objects asked `reached` at once (one look-up by arrays for them all)
+# Objects asked `reached` at once (one look-up by arrays for them all): a chunk of entries or doomed objects as Python
+# tuples, ~500 bytes each (16,384 until session 60: a real gc's held plan peaked 6 MB higher at 10,000 x 5)
+_ASKED_AT_ONCE = 4096
 _Name = TypeVar("_Name")  # (what _reached_chunks names each object by)
 
 
@@ -474,9 +487,9 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     moved = set(plan.rewrite)
     if not plan.has_work():
         return
-    # The plan's own tables become the new segment's, each copied object's row (or entry) replaced in place: a copy of
-    # them, or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md, Session 57).
-    # The plan is not read again after this, whether the rewrite ends or fails.
+    # The plan's own rows become the new segment's, each copied object's row (or entry) rewritten in place in their
+    # file: a copy of them, or a sorted list of their items, held ~100 MB more at 10,000 x 5 (docs/scale/gc-and-fsck.md,
+    # Session 57). The plan is not read again after this, whether the rewrite ends or fails.
     objects, actions = plan.objects, plan.actions
     # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
     # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
@@ -505,13 +518,14 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         # With the segments the loaded ones replace: left behind by a merge or gc killed before it
         # removed them, they would come back into view once their replacement is gone.
         old_segments = sorted(plan.view.loaded | plan.view.superseded)
-        # (the plan's rows let go as the segment's are made: its last use)
-        object_rows = objects.segment_rows(release=True)
-        segment = Segment(new_segment_name(), pure=False, replaces=old_segments, object_rows=object_rows,
-                          action_rows=actions.segment_rows(release=True))
-        del object_rows
-        write_segment(runtime.index_dir, runtime.tmp_dir, segment)
-        del segment
+        # (read from the plan's file as the segment is written: a batch at a time)
+        packs = objects.used_packs()
+        named = set(packs)
+        packs += [pack for pack in actions.used_packs() if pack not in named]
+        slots = {pack: slot for slot, pack in enumerate(packs)}
+        write_rows_segment(runtime.index_dir, runtime.tmp_dir, new_segment_name(), old_segments, packs,
+                           (len(objects), objects.segment_batches(slots)),
+                           (len(actions), actions.segment_batches(slots)))
         remove_segments(runtime.index_dir, old_segments)
     finally:
         writers.close()
