@@ -78,7 +78,9 @@ def _json_pieces(value: dict[str, Any]) -> Iterator[str]:
     yield "{"
     for number, (key, item) in enumerate(value.items()):
         yield ("," if number else "") + _json(key) + ":"
-        if isinstance(item, list) and item:
+        if (pieces := getattr(item, "json_pieces", None)) is not None:  # (view_data.SummaryRows)
+            yield from pieces()
+        elif isinstance(item, list) and item:
             for at, element in enumerate(item):
                 yield ("," if at else "[") + _json(element)
             yield "]"
