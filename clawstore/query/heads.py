@@ -303,9 +303,10 @@ def streamed_rows(manifest: Path, head_id: str, table: str, columns: Sequence[st
         path = str(heads_dir(manifest) / _hex(head_id) / f"{table}.parquet")
         bound = _bound(table, by)
         for low, high in _key_ranges(con, path, order):
+            narrowed, values = _narrowed(by, low, high)
             cursor = con.execute(f"SELECT {select} FROM read_parquet(?, file_row_number = true) "
-                                 f"WHERE row({order}) BETWEEN {bound} AND {bound}{_narrowed(by, low, high)} "
-                                 f"ORDER BY {order}, file_row_number", [path, *low, *high])
+                                 f"WHERE row({order}) BETWEEN {bound} AND {bound}{narrowed} "
+                                 f"ORDER BY {order}, file_row_number", [path, *low, *high, *values])
             while batch := cursor.fetchmany(STREAM_ROWS):
                 for row in batch:
                     yield dict(zip(names, row, strict=True))
@@ -318,17 +319,13 @@ def _bound(table: str, by: Sequence[str]) -> str:
     return f"row({', '.join(f'CAST(? AS {types[name]})' for name in by)})"
 
 
-def _narrowed(by: Sequence[str], low: tuple[Any, ...], high: tuple[Any, ...]) -> str:
-    """A condition on `by`'s second column when a range is of one value of the first (the common range: one model's
-    cases), so that DuckDB reads only the row groups whose statistics can hold the range: the ranges together read
-    about the file once, not once each. (The values are SQL literals: DuckDB prunes row groups by constants.)"""
+def _narrowed(by: Sequence[str], low: tuple[Any, ...], high: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    """A condition on `by`'s second column (and its parameters) when a range is of one value of the first (the common
+    range: one model's cases), so that DuckDB reads only the row groups whose statistics can hold the range: the
+    ranges together read about the file once, not once each."""
     if len(by) < 2 or low[0] != high[0] or None in (low[0], low[1], high[1]):
-        return ""
-    return f' AND "{by[1]}" BETWEEN {_literal(low[1])} AND {_literal(high[1])}'
-
-
-def _literal(value: Any) -> str:
-    return "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
+        return "", []
+    return f' AND "{by[1]}" BETWEEN ? AND ?', [low[1], high[1]]
 
 
 def _key_ranges(con: duckdb.DuckDBPyConnection, path: str, order: str) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
