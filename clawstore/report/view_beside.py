@@ -220,9 +220,10 @@ def write_view(store: StoreReader, data: ViewData, title: str, path: Path, helpe
     claims = helper.claims
     mine = (lambda number: claims.take(number, _Claims.COMMAND)) if helped and claims else (lambda number: True)
     runs = shards = detail_bytes = 0
+    summary_rows = data.summary["rows"]
     for number, keys, details in run_shards(store, data.head_ids, data.manifest, rows, SHARD_RUNS, mine):
         for key in keys:
-            rows[key]["runs"].append(runs)
+            summary_rows.add_run(key)
             runs += 1
         shards += 1
         if details is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
+from clawstore.report.view_page import _json
 from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics, damaged
 from clawstore.store.headdoc import iter_parts, node_with_action
@@ -226,36 +228,105 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 
-class _PageRows:
-    """build_report's sink for the page: each row as the summary embeds it (about 225 bytes of JSON; its case by id
-    until the page's case indexes are given) and the case scores a comparison reads, not the report's rows."""
+class SummaryRows:
+    """The summary's rows as the page embeds them, each as its JSON text up to its `runs` (about 230 bytes, where a dict
+    of it held ~800), indexed by (campaign, model, case); as the details are numbered, each run's row (4 bytes a run).
+    The page's writer takes them a row at a time (`json_pieces`), each with its runs."""
 
     def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
+        self.texts: list[bytes] = []
+        self.numbers: dict[RunKey, int] = {}  # (its row number)
+        self._run_rows = array("l")  # run i's row number
+
+    def add(self, key: RunKey, row: dict[str, Any]) -> None:
+        text = _json(row)
+        assert text.endswith(_NO_RUNS), text[-20:]  # (`runs` last, filled in at the end)
+        self.numbers[key] = len(self.texts)
+        self.texts.append(text[:-len(_NO_RUNS) + len('"runs":')].encode("ascii"))
+
+    def keep(self, count: int) -> None:
+        """Drop the rows added after the first `count` (a report that started over adds its rows again)."""
+        del self.texts[count:]
+        while len(self.numbers) > count:
+            self.numbers.popitem()
+
+    def add_run(self, key: RunKey) -> None:
+        """The next run (0, 1, ...) is of the row of `key`."""
+        self._run_rows.append(self.numbers[key])
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def json_pieces(self) -> Iterator[str]:
+        """The rows' JSON list a row at a time, each row's `runs` in run order (a counting sort of the runs by row:
+        8 bytes a run and a row while the page is written)."""
+        starts = array("l", bytes(8 * (len(self.texts) + 1)))
+        for row in self._run_rows:
+            starts[row + 1] += 1
+        for row in range(len(self.texts)):
+            starts[row + 1] += starts[row]
+        runs, filled = array("l", bytes(8 * len(self._run_rows))), array("l", starts)
+        for run, row in enumerate(self._run_rows):
+            runs[filled[row]] = run
+            filled[row] += 1
+        for row, text in enumerate(self.texts):
+            shown = ",".join(map(str, runs[starts[row]:starts[row + 1]]))
+            yield f"{',' if row else '['}{text.decode('ascii')}[{shown}]}}"
+        yield "]" if self.texts else "[]"
+
+
+_NO_RUNS = '"runs":[]}'
+
+
+class _PageRows:
+    """build_report's sink for the page: each row as the summary embeds it (SummaryRows; its case by the page's index)
+    and, when campaigns are compared, the case scores a comparison reads; not the report's rows."""
+
+    def __init__(self, campaign: int, rows: SummaryRows, cases: dict[str, int], scored: bool) -> None:
+        self.campaign, self.rows, self.cases, self.scored = campaign, rows, cases, scored
         self.scores: dict[str, dict[str, float]] = {}
+        self.count = 0
 
     def add(self, row: ReportRow) -> None:
-        self.rows.append({
-            "campaign": None, "model_id": row.model_id, "case": row.case_id, "score": row.score,
-            "passed": row.passed, "status": row.status, "latency_s": row.latency_s,
-            "cost_usd": row.total_cost.usd, "cost_text": row.total_cost.text(5), "run_action": row.run_action,
-            "eval_action": row.eval_action, "problems": row.problems, "runs": []})
-        if row.score is not None:
+        self.rows.add((self.campaign, row.model_id, row.case_id), {
+            "campaign": self.campaign, "model_id": row.model_id,
+            "case": self.cases.setdefault(row.case_id, len(self.cases)), "score": row.score, "passed": row.passed,
+            "status": row.status, "latency_s": row.latency_s, "cost_usd": row.total_cost.usd,
+            "cost_text": row.total_cost.text(5), "run_action": row.run_action, "eval_action": row.eval_action,
+            "problems": row.problems, "runs": []})
+        self.count += 1
+        if self.scored and row.score is not None:
             self.scores.setdefault(row.model_id, {})[row.case_id] = row.score
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.count
+
+
+def _page_rows(campaign: int, rows: SummaryRows, cases: dict[str, int], scored: bool) -> Callable[[], _PageRows]:
+    """build_report's `sink` for a campaign: made anew if the report starts over, the rows and cases the first try
+    added taken away again (the cases' indexes are given in the order the rows come)."""
+    held, known = len(rows), len(cases)
+
+    def made() -> _PageRows:
+        rows.keep(held)
+        while len(cases) > known:
+            cases.popitem()
+        return _PageRows(campaign, rows, cases, scored)
+
+    return made
 
 
 def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None,
             manifest: Path | None = None) -> ViewData:
     """The page's summary for one campaign, or a comparison of several (the first is the baseline); `manifest`
     as build_report takes it. The rows' `runs` stay empty until run_details fills them."""
-    summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": [], "tags": {}}
+    rows = SummaryRows()
+    summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": rows, "tags": {}}
     cases: dict[str, int] = {}
     reports, scores = [], []
     for index, campaign_id in enumerate(campaign_ids):
-        report = build_report(store, campaign_id, manifest=manifest, sink=_PageRows)
+        report = build_report(store, campaign_id, manifest=manifest,
+                              sink=_page_rows(index, rows, cases, len(campaign_ids) > 1))
         page_rows = report.spilled
         assert isinstance(page_rows, _PageRows)
         reports.append(report)
@@ -268,9 +339,6 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
                 "pass_rate": m.passed / m.judged if m.judged else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
                 **_costs(m.run_cost, m.eval_cost), **stats_json(report.stats, m.model_id)})
-        for row in page_rows.rows:
-            row["campaign"], row["case"] = index, cases.setdefault(row["case"], len(cases))
-        summary["rows"] += page_rows.rows
     summary["judge_reliability"] = [{"campaign": i, **j.to_json()} for i, r in enumerate(reports)
                                     for j in r.judge_reliability]
     summary["paired"] = paired_vs_baseline(scores)
@@ -281,20 +349,19 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
 
 def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:
     """Every run's detail in the order of the campaigns' heads, its records and bodies read `READ_RUNS` runs at a
-    time; as each is yielded its index (0, 1, ...) is added to its row's `runs`."""
+    time; as each is yielded it is numbered (0, 1, ...) in its row's `runs`."""
     rows = row_index(data)
-    count = 0
+    summary_rows: SummaryRows = data.summary["rows"]
     for _, keys, details in run_shards(store, data.head_ids, data.manifest, rows, READ_RUNS):
         for key, detail in zip(keys, details or (), strict=True):
-            rows[key]["runs"].append(count)
-            count += 1
+            summary_rows.add_run(key)
             yield detail
 
 
-def row_index(data: ViewData) -> dict[tuple[int, str, str], dict[str, Any]]:
+def row_index(data: ViewData) -> dict[RunKey, int]:
     """The summary's rows by (campaign, model, case): the keys run_shards is given."""
-    cases = data.summary["cases"]
-    return {(r["campaign"], r["model_id"], cases[r["case"]]): r for r in data.summary["rows"]}
+    rows: SummaryRows = data.summary["rows"]
+    return rows.numbers
 
 
 RunKey = tuple[int, str, str]  # (campaign, model, case) of a summary row

@@ -9,7 +9,7 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -55,16 +55,38 @@ def shard_name(number: int) -> str:
     return f"details-{number:05d}.js"
 
 
-def render_page(summary: dict[str, Any], title: str) -> str:
+def page_pieces(summary: dict[str, Any], title: str) -> Iterator[str]:
+    """The page's text a piece at a time (the summary's lists an item at a time: its rows are 50,000 at 10,000 x 5),
+    so that writing it holds one row's JSON, not the summary's and the page's whole text (~3 x 11 MB at 10,000 x 5)."""
     page = _asset("view.html")
-    replacements = {
-        "/*CLAW_STYLE*/": _asset("view.css"),
-        "/*CLAW_SCRIPT*/": _asset("view.js"),
-        "CLAW_TITLE": _html_text(title),
-        "CLAW_SUMMARY": _json({**summary, "title": title}),
-    }
+    replacements = {"/*CLAW_STYLE*/": _asset("view.css"), "/*CLAW_SCRIPT*/": _asset("view.js"),
+                    "CLAW_TITLE": _html_text(title)}
+    at = 0
     # One pass: text put in is never searched again for markers (a case id may contain anything).
-    return _MARKERS.sub(lambda m: replacements[m.group(0)], page)
+    for marker in _MARKERS.finditer(page):
+        yield page[at:marker.start()]
+        if marker.group(0) == "CLAW_SUMMARY":
+            yield from _json_pieces({**summary, "title": title})
+        else:
+            yield replacements[marker.group(0)]
+        at = marker.end()
+    yield page[at:]
+
+
+def _json_pieces(value: dict[str, Any]) -> Iterator[str]:
+    """_json(value) a piece at a time: each of its lists an item at a time (the same text: `,` and `:` separators)."""
+    yield "{"
+    for number, (key, item) in enumerate(value.items()):
+        yield ("," if number else "") + _json(key) + ":"
+        if (pieces := getattr(item, "json_pieces", None)) is not None:  # (view_data.SummaryRows)
+            yield from pieces()
+        elif isinstance(item, list) and item:
+            for at, element in enumerate(item):
+                yield ("," if at else "[") + _json(element)
+            yield "]"
+        else:
+            yield _json(item)
+    yield "}"
 
 
 def _html_text(text: str) -> str:
@@ -132,13 +154,14 @@ def finish_page(summary: dict[str, Any], title: str, path: Path, token: str, sha
         if shards.shards:
             sync_filesystem(folder)
         summary = {**summary, "details": {"dir": folder.name, "per": SHARD_RUNS, "token": token, "runs": shards.runs}}
-        page = render_page(summary, title).encode("utf-8")
+        page = 0
         with atomic_file(path) as fh:  # a hidden temp beside the page until it is whole
-            fh.write(page)
+            for piece in page_pieces(summary, title):
+                page += fh.write(piece.encode("utf-8"))
         _remove_stale(folder, shards.shards)
     except OSError as exc:
         raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
-    return Written(len(page), shards.detail_bytes, shards.shards, shards.runs)
+    return Written(page, shards.detail_bytes, shards.shards, shards.runs)
 
 
 def _remove_stale(folder: Path, shards: int) -> None:

@@ -114,16 +114,20 @@ def test_a_results_stream_that_fails_at_once_is_reported_from_the_full_path(tmp_
     assert _streamed(store, spec.campaign_id) == expected
 
 
-def test_the_streams_sort_spills_past_its_bound_into_the_manifests_tmp(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """streamed_rows' sort holds SORT_MEMORY: a table larger than that (400,000 rows, ~30 MB unsorted) is sorted by
-    spilling to a directory under the manifest's tmp/ (seen while the rows stream, removed after), never to the working
-    directory, and the rows come in the order asked for (rows alike in it, in the order stored)."""
+@pytest.mark.parametrize("ranged", [False, True], ids=["one-range", "ranges-of-SORT_ROWS"])
+def test_the_streams_sort_spills_past_its_bound_into_the_manifests_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      ranged: bool) -> None:
+    """streamed_rows' sort holds SORT_MEMORY: a range of keys larger than that (400,000 rows, ~30 MB unsorted, made one
+    range) is sorted by spilling to a directory under the manifest's tmp/ (seen while the rows stream, removed after),
+    never to the working directory; sorted SORT_ROWS rows at a time, it needs no spill. Either way the rows come in the
+    order asked for (rows alike in it, in the order stored)."""
     import duckdb
 
     from clawstore.query import heads
 
     monkeypatch.chdir(tmp_path)
+    if not ranged:
+        monkeypatch.setattr(heads, "SORT_ROWS", 10**9)
     manifest = tmp_path / "manifest"
     head = heads.heads_dir(manifest) / "ab"
     head.mkdir(parents=True)
@@ -136,7 +140,7 @@ def test_the_streams_sort_spills_past_its_bound_into_the_manifests_tmp(tmp_path:
     stream = heads.streamed_rows(manifest, "sha256:ab", "nodes", ["model_id", "case_id", "repetition"], ["model_id"])
     first = next(stream)
     spilled = [path.name for path in (manifest / "tmp").rglob("*") if path.is_file()]
-    assert any(name.startswith("duckdb_temp") for name in spilled), spilled  # (unbounded, it sorts in memory)
+    assert any(name.startswith("duckdb_temp") for name in spilled) != ranged, spilled  # (unbounded: in memory)
     got = [(first["model_id"], first["repetition"])] + [(row["model_id"], row["repetition"]) for row in stream]
     assert got == expected
     assert list((manifest / "tmp").iterdir()) == []
