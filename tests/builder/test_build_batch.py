@@ -497,3 +497,27 @@ def test_a_batch_an_older_claw_submitted_with_a_judges_cost_is_collected_not_sen
     assert judge_requests(standin) == 0 and batch_doc.pending(store()) == []
     code, report = build(claw, "--batch")
     assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["lines"] == 12
+
+
+def test_max_cost_stopped_by_an_unknown_cost_says_so_when_judges_go_by_batch(ws: Workspace, claw: Claw,
+                                                                            standin: StandIn) -> None:
+    """A run (with tools: one by one) whose reply counts no tokens, at declared prices: its cost is unknown, so
+    --max-cost starts nothing more and its judgements are not submitted. The build must say the limit cannot be kept
+    and that what it spent is unknown, not that the limit was 'reached' with the known part as the spend."""
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    ws.case("alpha", "Use the tools.", input={"messages": [{"role": "user", "content": "Use the tools."}],
+                                              "context": {"llm_probe": {"tools": ["read_file"]}}})
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    ws.edit("suites/main.yaml", lambda d: d.update(models=d["models"][:1]))
+    ws.run_profile(concurrency=1)
+    (ws.configs / "cases" / "beta").rename(ws.root / "beta-aside")  # one run: its judgements are what is left
+    standin.script(JUDGE, judge_reply(7))
+    standin.script("*", text("four", usage={"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
+                                            "cost": None}))
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--max-cost", "100", "--output", "json")
+    report = json.loads(out)
+    assert code == 1 and report["metrics"]["cost_unknown"] == 1, out + err
+    assert standin.batch_stats()["lines"] == 0 and judge_requests(standin) == 0  # no judgement started
+    stopped = report["stopped"]
+    assert "cannot be kept: a cost spent is unknown" in stopped and "? USD" in stopped, stopped
+    assert "reached" not in stopped, stopped
