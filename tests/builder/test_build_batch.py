@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from clawstore.builder import batch_doc
+from clawstore.builder.batch_doc import BatchDoc
 from clawstore.store import RecordDoc, Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
@@ -521,3 +522,33 @@ def test_max_cost_stopped_by_an_unknown_cost_says_so_when_judges_go_by_batch(ws:
     stopped = report["stopped"]
     assert "cannot be kept: a cost spent is unknown" in stopped and "? USD" in stopped, stopped
     assert "reached" not in stopped, stopped
+
+
+def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_for_meanwhile(
+        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    """Another build (here: the test) holds the 12 judgements' claims while it submits them in a batch, then lets them
+    go: the batch stands for them. A build without --batch that planned before and waited on those claims must not
+    ask them one by one after: the provider would bill each judgement twice (the line, and the request)."""
+    from clawstore.store.claims import ClaimBoard
+
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the judgements' keys, from a batch then cancelled
+    [doc] = batch_doc.pending(store())
+    keys = [f"blake3:{k}" for k in doc.keys]
+    assert claw("batch", "cancel", "--all")[0] == 0 and batch_doc.pending(store()) == []
+    board = ClaimBoard(store().root, owner="submitting-build")
+    assert all(board.take(key) for key in keys)
+    waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                         "--output", "json")
+    time.sleep(3)  # it has planned (no batch then) and waits on the claims
+    assert judge_requests(standin) == 0 and waiting.poll() is None
+    batch_doc.write_new(store(), BatchDoc(
+        name="submitted-meanwhile", kind="judge", base_url=doc.base_url, api_key_env=doc.api_key_env, model=doc.model,
+        campaign_id=doc.campaign_id, build_id="submitting-build", input_file_id="file-meanwhile", keys=doc.keys,
+        submitted_at=time.time()))
+    for key in keys:
+        board.release(key)
+    board.close()
+    out, err = waiting.communicate(timeout=120)
+    assert judge_requests(standin) == 0, (out, err)
+    assert waiting.returncode == 0 and json.loads(out)["pending_in_batches"] == 12, (out, err)  # said pending
