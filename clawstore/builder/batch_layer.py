@@ -226,6 +226,5 @@ def _over_budget(nodes: list[Node], result: Pass, budget: Budget | None) -> list
     """The nodes --max-cost kept from being submitted (the build says why)."""
     if budget is None or not result.over_budget:
         return []
-    budget.reason = (f"--max-cost {budget.limit_usd:g} USD reached (spent and submitted in batches "
-                     f"{budget.spent:.6f} USD); the rest was not submitted")
+    budget.note_skips("submitted")  # (its own sum said 0.000000 USD 'reached' where a cost spent was unknown)
     return [n for n in nodes if n.key in result.over_budget]

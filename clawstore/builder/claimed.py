@@ -31,11 +31,19 @@ class Adopted:
     record: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class InBatch:
+    """A provider batch another build submitted for this node's key while this build was planning or waiting: the
+    build that collects it records the node (builder/batch_layer.py); asked here too, it would be paid twice."""
+
+    name: str  # the batch's document (builder/batch_doc.py)
+
+
 Work = Callable[[Node], tuple[str, dict[str, Any]]]
 
 
-def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
-            unpaid_here: bool = False) -> tuple[str, dict[str, Any]] | Adopted | Later:
+def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *, unpaid_here: bool = False,
+            one_by_one: bool = False) -> tuple[str, dict[str, Any]] | Adopted | InBatch | Later:
     """Run `work(node)` under the node's claim, or say why not (adopted elsewhere, or busy: later). `unpaid_here`: the
     node calls no provider and its outputs are a function of its inputs (hook-free checks, results, run in the build's
     thread): alone on the store, it is run without a claim (`alone`)."""
@@ -65,6 +73,12 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
         if adopted is not None:
             _release_all(board, keys)
             return adopted
+        # `one_by_one` (not a batch line being recorded): a build submitting a batch lets the claims go once the batch
+        # stands for them, so one waiting here must look for it as for a record.
+        batch = _in_batch(store, keys) if one_by_one else None
+        if batch is not None:
+            _release_all(board, keys)
+            return batch
         done = work(node)
     except BaseException:
         _release_all(board, keys)
@@ -73,6 +87,15 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *,
     # on the claim then adopts the record instead of executing the node again.
     store.when_durable(lambda: _release_all(board, keys))
     return done
+
+
+def _in_batch(store: Store, keys: list[str]) -> InBatch | None:
+    from clawstore.builder import batch_doc
+    from clawstore.store.core.ids import oid_hex
+
+    covered = batch_doc.covered_keys(batch_doc.pending(store))
+    doc = next((covered[oid_hex(key)] for key in keys if oid_hex(key) in covered), None)
+    return InBatch(doc.name) if doc is not None else None
 
 
 def _take_all(board: ClaimBoard, keys: list[str]) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from clawstore.builder.buildlog import planning_view
-from clawstore.builder.claimed import Adopted, claimed
+from clawstore.builder.claimed import Adopted, InBatch, claimed
 from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.legacy_keys import record_under_key_now
@@ -128,6 +128,9 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
                 raise outcome.error
             fail(node, outcome.error)
             status = None
+        elif isinstance(outcome.value, InBatch):  # another build's batch stands for it: pending, as if submitted here
+            node.batch = outcome.value.name
+            return True
         elif isinstance(outcome.value, Adopted):  # another build paid for it
             node.record_id, node.record = outcome.value.record_id, planning_view(outcome.value.record)
             status = node.record["status"]
@@ -159,7 +162,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     def claimed_work(node: Node) -> Stored | Adopted | Later | object:
         if stop is not None and stop.stops(node):
             return _STOPPED
-        return claimed(started, store, board, node, unpaid_here=here and not paid)
+        return claimed(started, store, board, node, unpaid_here=here and not paid, one_by_one=paid)
 
     def scheduled(tasks: list[Node]) -> list[Node]:
         return run_tasks(tasks, claimed_work, session.concurrency, on_done, on_interrupt=progress.interrupt,

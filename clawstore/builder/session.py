@@ -47,12 +47,13 @@ class Budget:
         """May a batch line of this estimated cost still be submitted (an unknown one may not)?"""
         return estimate is not None and self.spent + estimate <= self.limit_usd and not self.unknown()
 
-    def note_skips(self) -> None:
+    def note_skips(self, not_done: str = "started") -> None:
+        """Say why the rest was not started (or, batch lines, not submitted): the same words on either path."""
         spent, pending = CostSum.of_build(self.metrics()), sum(self.committed.values())
         batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
         why = "reached" if not spent.unknown else "cannot be kept: a cost spent is unknown"
         self.reason = (f"--max-cost {self.limit_usd:g} USD {why} (spent {spent.usd_text()}{batches}); "
-                       "the rest was not started")
+                       f"the rest was not {not_done}")
 
 
 @dataclass

@@ -30,10 +30,15 @@ RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 5
 MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-# How servers refuse a conversation longer than the model's context: OpenAI's error code; llama.cpp's, vLLM's and
-# OpenRouter's "maximum context length is N tokens".
+# How servers refuse a conversation longer than the model's context: by their error's `code` or `type` (OpenAI's and
+# llama-cpp-python's code, llama.cpp's llama-server's type), else by its message: "maximum context length is N tokens"
+# (OpenAI, vLLM, OpenRouter), "exceeds the available context size" (llama-server), "exceed context window of N"
+# (llama-cpp-python), "exceeds the context length" (Ollama). A refusal's words, not any mention of a context: a 400
+# whose message echoes the request (vLLM's validation errors) may quote anything the model read.
 CONTEXT_LENGTH_CODE = "context_length_exceeded"
-_CONTEXT_LENGTH = re.compile(r"context[ _]length|context window", re.IGNORECASE)
+_CONTEXT_LENGTH_CODES = frozenset({CONTEXT_LENGTH_CODE, "exceed_context_size_error"})
+_CONTEXT_LENGTH = re.compile(r"maximum context length is|exceeds? (the )?(available )?context (size|length|window)",
+                             re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -307,7 +312,20 @@ def _outgrew_context(exc: ProviderError, calls: int) -> bool:
     request over the context stays a provider error: the prompt alone does not fit, nothing was answered."""
     if calls < 2 or exc.status_code != 400:
         return False
-    return exc.provider_code == CONTEXT_LENGTH_CODE or bool(_CONTEXT_LENGTH.search(exc.message))
+    error = _error_object(str(exc.metadata.get("body_excerpt") or ""))
+    codes = {exc.provider_code, error.get("type"), error.get("code")}
+    message = error.get("message")
+    return bool(_CONTEXT_LENGTH_CODES & codes) or (isinstance(message, str) and bool(_CONTEXT_LENGTH.search(message)))
+
+
+def _error_object(body: str) -> dict[str, Any]:
+    """The error object of a refusal's body: OpenAI's `{"error": {...}}`, vLLM's the body itself; {} if not JSON."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return {}
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else data if isinstance(data, dict) else {}
 
 
 def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path | None, *,

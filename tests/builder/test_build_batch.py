@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from clawstore.builder import batch_doc
+from clawstore.builder.batch_doc import BatchDoc
 from clawstore.store import RecordDoc, Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
@@ -497,3 +498,57 @@ def test_a_batch_an_older_claw_submitted_with_a_judges_cost_is_collected_not_sen
     assert judge_requests(standin) == 0 and batch_doc.pending(store()) == []
     code, report = build(claw, "--batch")
     assert {r["eval"] for r in report["rows"]} == {"reuse"} and standin.batch_stats()["lines"] == 12
+
+
+def test_max_cost_stopped_by_an_unknown_cost_says_so_when_judges_go_by_batch(ws: Workspace, claw: Claw,
+                                                                            standin: StandIn) -> None:
+    """A run (with tools: one by one) whose reply counts no tokens, at declared prices: its cost is unknown, so
+    --max-cost starts nothing more and its judgements are not submitted. The build must say the limit cannot be kept
+    and that what it spent is unknown, not that the limit was 'reached' with the known part as the spend."""
+    eval_profile(ws, judges=[PRICED_JUDGE])
+    ws.case("alpha", "Use the tools.", input={"messages": [{"role": "user", "content": "Use the tools."}],
+                                              "context": {"llm_probe": {"tools": ["read_file"]}}})
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0}) for m in d["models"]])
+    ws.edit("suites/main.yaml", lambda d: d.update(models=d["models"][:1]))
+    ws.run_profile(concurrency=1)
+    (ws.configs / "cases" / "beta").rename(ws.root / "beta-aside")  # one run: its judgements are what is left
+    standin.script(JUDGE, judge_reply(7))
+    standin.script("*", text("four", usage={"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
+                                            "cost": None}))
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--max-cost", "100", "--output", "json")
+    report = json.loads(out)
+    assert code == 1 and report["metrics"]["cost_unknown"] == 1, out + err
+    assert standin.batch_stats()["lines"] == 0 and judge_requests(standin) == 0  # no judgement started
+    stopped = report["stopped"]
+    assert "cannot be kept: a cost spent is unknown" in stopped and "? USD" in stopped, stopped
+    assert "reached" not in stopped, stopped
+
+
+def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_for_meanwhile(
+        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    """Another build (here: the test) holds the 12 judgements' claims while it submits them in a batch, then lets them
+    go: the batch stands for them. A build without --batch that planned before and waited on those claims must not
+    ask them one by one after: the provider would bill each judgement twice (the line, and the request)."""
+    from clawstore.store.claims import ClaimBoard
+
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the judgements' keys, from a batch then cancelled
+    [doc] = batch_doc.pending(store())
+    keys = [f"blake3:{k}" for k in doc.keys]
+    assert claw("batch", "cancel", "--all")[0] == 0 and batch_doc.pending(store()) == []
+    board = ClaimBoard(store().root, owner="submitting-build")
+    assert all(board.take(key) for key in keys)
+    waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                         "--output", "json")
+    time.sleep(3)  # it has planned (no batch then) and waits on the claims
+    assert judge_requests(standin) == 0 and waiting.poll() is None
+    batch_doc.write_new(store(), BatchDoc(
+        name="submitted-meanwhile", kind="judge", base_url=doc.base_url, api_key_env=doc.api_key_env, model=doc.model,
+        campaign_id=doc.campaign_id, build_id="submitting-build", input_file_id="file-meanwhile", keys=doc.keys,
+        submitted_at=time.time()))
+    for key in keys:
+        board.release(key)
+    board.close()
+    out, err = waiting.communicate(timeout=120)
+    assert judge_requests(standin) == 0, (out, err)
+    assert waiting.returncode == 0 and json.loads(out)["pending_in_batches"] == 12, (out, err)  # said pending

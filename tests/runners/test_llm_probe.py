@@ -16,7 +16,7 @@ import pytest
 
 from clawstore.providers import Endpoint, ProviderClient
 from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe, tools
-from clawstore.testing.standin import StandIn, empty, error, hang, text, tool_call
+from clawstore.testing.standin import StandIn, empty, error, hang, malformed, text, tool_call
 from clawstore.values.canonical import canonical_json
 
 KEY = "sk-or-v1-runner-test-secret-0000"
@@ -395,3 +395,53 @@ def test_spec_json_names_the_endpoint_not_the_key(endpoint: Endpoint) -> None:
     data = spec(endpoint, FILE_TOOLS).to_json()
     assert data["endpoint"] == {"base_url": endpoint.base_url}
     assert KEY not in canonical_json(data).decode()
+
+
+# How real servers refuse a conversation grown past the model's context, each after an answered tool turn: llama.cpp's
+# llama-server (its `type`), OpenAI (its `code`), vLLM, llama-cpp-python and Ollama (their messages).
+OUTGREW = {
+    "llama-server": {"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size "
+                               "(4096 tokens), try increasing it", "type": "exceed_context_size_error",
+                               "n_prompt_tokens": 4476, "n_ctx": 4096}},
+    "openai": {"error": {"message": "Your input exceeds the context window of this model. Please adjust your input "
+                         "and try again.", "type": "invalid_request_error", "param": "input",
+                         "code": "context_length_exceeded"}},
+    "vllm": {"object": "error", "message": "This model's maximum context length is 2048 tokens. However, you "
+             "requested 2100 tokens (2000 in the messages, 100 in the completion).", "type": "BadRequestError",
+             "param": None, "code": 400},
+    "llama-cpp-python": {"error": {"message": "Requested tokens (2100) exceed context window of 2048",
+                                   "type": "invalid_request_error", "code": "context_length_exceeded"}},
+    "ollama": {"error": {"message": "the input length exceeds the context length", "type": "api_error"}},
+}
+
+
+# 400s after an answered turn that are no refusal for length, though their text says "context length": a vLLM
+# validation error echoing the message it refused (a file the model read), and an unknown parameter named so. Kept as
+# the model's outcome, the run would never be asked again.
+NOT_OUTGREW = {
+    "echoed input": {"object": "error", "message": "[{'type': 'string_type', 'loc': ('body', 'messages', 2, "
+                     "'content'), 'msg': 'Input should be a valid string', 'input': 'notes: keep the context "
+                     "length small, the context window is shared'}]", "type": "BadRequestError", "code": 400},
+    "parameter": {"error": {"message": "Unrecognized request argument supplied: context_length",
+                            "type": "invalid_request_error", "code": None}},
+}
+
+
+
+@pytest.mark.parametrize("name", sorted(OUTGREW) + sorted(NOT_OUTGREW))
+def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin: StandIn, client: ProviderClient,
+                                                                        endpoint: Endpoint, tmp_path: Path,
+                                                                        name: str) -> None:
+    """A refusal for length after an answered tool turn is the model's outcome (incomplete, kept); a 400 that merely
+    mentions a context stays a provider error (asked again)."""
+    body = OUTGREW.get(name) or NOT_OUTGREW[name]
+    standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "a"}),
+                   malformed(json.dumps(body), status=400))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, settings={"retries": 0}), client, tmp_path)
+    assert artifact.error is not None
+    if name in OUTGREW:
+        assert artifact.status == "incomplete", artifact.error
+        assert (artifact.error.code, artifact.error.error_type) == ("context_length_exceeded", "output_error")
+    else:
+        assert artifact.status == "provider_error", artifact.error
+        assert artifact.error.metadata["status_code"] == 400
