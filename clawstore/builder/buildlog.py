@@ -366,9 +366,10 @@ class BuildLog:
 
 def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, Any], dict[str, Any], bool]]
                                          ) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
-    """One case's places, without the previous head's checks, judgements and results of a run this build replaced by
-    one of another key and did not evaluate (it failed, or the build stopped first): they scored the run replaced, and
-    beside the new one they showed its score as the campaign's (a failed run after an edit: `RUN fail  SCORE 8.00`).
+    """One case's places, without the previous head's checks, judgements and results of a run this build replaced (by
+    one of another key, or executed again) and did not evaluate (it failed, or the build stopped first): they scored
+    the run replaced, and beside the new one they showed its score as the campaign's (a failed run after an edit:
+    `RUN fail  SCORE 8.00`; a `--force` build interrupted before its judgements).
     A run of another key with the same outputs (found under its legacy key, recorded under its key now) keeps them:
     an evaluation's key covers the run's outputs, not its key (dropped, gc deleted the paid judgement)."""
     replaced = {_run_of(node) for _, before, merged, _ in places for at, node in merged.items()
@@ -384,9 +385,9 @@ def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, An
 
 
 def _replaces(run: dict[str, Any], before: dict[str, Any]) -> bool:
-    """Does this build's `run` replace the previous head's run `before` at its address: another key, and not a result
-    with the same outputs?"""
-    if run["key"] == before["key"]:
+    """Does this build's `run` replace the previous head's run `before` at its address: another record (another key,
+    or executed again: `--force`), and not a result with the same outputs?"""
+    if run["record"] == before["record"]:
         return False
     now, then = run.get("record_doc"), before.get("record_doc")
     return not (reusable(now) and reusable(then) and run_outputs_ref(now) == run_outputs_ref(then))

@@ -78,13 +78,13 @@ def _reference_advance(store: Store, fields: dict[str, Any], previous_id: str | 
     for kind, key, record_id, action, address, view in recorded:
         merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
                                              "address": address, "record_doc": view}
-    # the previous evaluation of a run replaced by another key, not evaluated again, goes with it (session 60), unless
+    # the previous evaluation of a run replaced (another record), not evaluated again, goes with it (session 60), unless
     # both runs are results with the same outputs (a legacy key's copy: its evaluations are the new run's)
     of = lambda node: (node["address"]["case_id"], node["address"]["model_id"], node["address"]["repetition"])  # noqa: E731
     same_result = lambda a, b: all(n["record_doc"] and n["record_doc"]["cacheable"] for n in (a, b)) and \
         a["record_doc"]["outputs"] == b["record_doc"]["outputs"]  # noqa: E731
     replaced = {of(node) for at, node in merged.items()
-                if node["kind"] == "run" and at in previous and previous[at]["key"] != node["key"]
+                if node["kind"] == "run" and at in previous and previous[at]["record"] != node["record"]
                 and not same_result(previous[at], node)}
     merged = {at: node for at, node in merged.items()
               if node["kind"] == "run" or node is not previous.get(at) or of(node) not in replaced}
@@ -325,15 +325,9 @@ def test_write_head_keeps_its_bytes(tmp_path: Path) -> None:
     assert write_head(store, fields, nodes) == _reference_write(store, fields, nodes)
 
 
-def test_a_run_re_keyed_with_the_same_outputs_keeps_its_evaluations(tmp_path: Path) -> None:
-    """An OpenClaw run found under its legacy key (a price was in it) is recorded under its key now: another key, the
-    same outputs, so the same judgements (a judgement's key covers the run's outputs, not its key). A build that logs
-    the run and is interrupted before its window's evaluations (builder/engine.py: a window's reused runs are logged
-    first) dropped them from the head as if the run had been replaced; gc then deleted the paid judgement, and the
-    next build asked the judge again (s60-review2)."""
-    from clawstore.store.services.gc import collect
 
-    store = Store(tmp_path / "store")
+def _judged_run(store: Store) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A head of one run and its judgement (0.50 USD): the run's address, record and the judgement's record id."""
     address = {"model_id": "m", "case_id": "c", "repetition": 0}
     judged = {**address, "judge_run_id": "main", "judge_repetition": 0}
     run = {"status": "success", "cacheable": True, "outputs": {"artifact": store.put_json({"reply": "4"})},
@@ -346,13 +340,41 @@ def test_a_run_re_keyed_with_the_same_outputs_keeps_its_evaluations(tmp_path: Pa
                 {"kind": "judge", "key": "blake3:j", "record": judgement_id, "action": "exec", "address": judged,
                  "record_doc": buildlog.planning_view(judgement)}]
     store.set_ref(REF, write_head(store, {"build_id": "earlier", "campaign": CAMPAIGN}, previous))
-    copy = {**run, "key": "blake3:now"}  # (legacy_keys.record_as: the same outputs under the key now)
-    log = BuildLog(store, CAMPAIGN)
-    log.add("run", "blake3:now", store.put_json(copy), "reuse", address, copy)
-    log.end("interrupted")
-    head_id = log.advance_head(None)
+    return address, run, judgement_id
 
-    kept = {n["kind"]: n["record"] for n in read_head_doc(store, head_id)["nodes"]}
+
+def _interrupted_after(store: Store, address: dict[str, Any], key: str, record: dict[str, Any],
+                       action: str) -> dict[str, str]:
+    """A build that logged this run and was interrupted before its evaluation: its head's records by kind."""
+    log = BuildLog(store, CAMPAIGN)
+    log.add("run", key, store.put_json(record), action, address, record)
+    log.end("interrupted")
+    return {n["kind"]: n["record"] for n in read_head_doc(store, log.advance_head(None))["nodes"]}
+
+
+def test_a_run_re_keyed_with_the_same_outputs_keeps_its_evaluations(tmp_path: Path) -> None:
+    """An OpenClaw run found under its legacy key (a price was in it) is recorded under its key now: another key, the
+    same outputs, so the same judgements (a judgement's key covers the run's outputs, not its key). A build that logs
+    the run and is interrupted before its window's evaluations (builder/engine.py: a window's reused runs are logged
+    first) dropped them from the head as if the run had been replaced; gc then deleted the paid judgement, and the
+    next build asked the judge again (s60-review2)."""
+    from clawstore.store.services.gc import collect
+
+    store = Store(tmp_path / "store")
+    address, run, judgement_id = _judged_run(store)
+    # (legacy_keys.record_as: the same outputs under the key now)
+    kept = _interrupted_after(store, address, "blake3:now", {**run, "key": "blake3:now"}, "reuse")
     assert kept.get("judge") == judgement_id, kept
     collect(store, grace_s=0)
     assert store.has(judgement_id)
+
+
+def test_a_run_executed_again_under_its_key_takes_the_evaluation_of_the_one_it_replaced(tmp_path: Path) -> None:
+    """`claw build --force` executes a run again under the same key; interrupted before its judgement, the head kept
+    the judgement of the run replaced beside it (its score shown as the new run's), as a case edited did before
+    32a761b (s60-review2)."""
+    store = Store(tmp_path / "store")
+    address, run, _ = _judged_run(store)
+    again = {**run, "outputs": {"artifact": store.put_json({"reply": "5"})}}
+    kept = _interrupted_after(store, address, "blake3:legacy", again, "exec")
+    assert "judge" not in kept, kept
