@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clawstore.errors import StoreError
+from clawstore.graph.keys import run_outputs_ref
 from clawstore.graph.plan import Node, address_id
 from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
@@ -365,11 +366,14 @@ class BuildLog:
 
 def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, Any], dict[str, Any], bool]]
                                          ) -> Iterator[tuple[Place, dict[str, Any], dict[str, Any], bool]]:
-    """One case's places, without the previous head's checks, judgements and results of a run this build replaced by
-    one of another key and did not evaluate (it failed, or the build stopped first): they scored the run replaced, and
-    beside the new one they showed its score as the campaign's (a failed run after an edit: `RUN fail  SCORE 8.00`)."""
+    """One case's places, without the previous head's checks, judgements and results of a run this build replaced (by
+    one of another key, or executed again) and did not evaluate (it failed, or the build stopped first): they scored
+    the run replaced, and beside the new one they showed its score as the campaign's (a failed run after an edit:
+    `RUN fail  SCORE 8.00`; a `--force` build interrupted before its judgements).
+    A run of another key with the same outputs (found under its legacy key, recorded under its key now) keeps them:
+    an evaluation's key covers the run's outputs, not its key (dropped, gc deleted the paid judgement)."""
     replaced = {_run_of(node) for _, before, merged, _ in places for at, node in merged.items()
-                if node["kind"] == "run" and at in before and before[at]["key"] != node["key"]}
+                if node["kind"] == "run" and at in before and _replaces(node, before[at])}
     for where, before, merged, changed in places:
         if replaced:
             stale = [at for at, node in merged.items()
@@ -378,6 +382,15 @@ def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, An
                 del merged[at]
             changed = changed or bool(stale)
         yield where, before, merged, changed
+
+
+def _replaces(run: dict[str, Any], before: dict[str, Any]) -> bool:
+    """Does this build's `run` replace the previous head's run `before` at its address: another record (another key,
+    or executed again: `--force`), and not a result with the same outputs?"""
+    if run["record"] == before["record"]:
+        return False
+    now, then = run.get("record_doc"), before.get("record_doc")
+    return not (reusable(now) and reusable(then) and run_outputs_ref(now) == run_outputs_ref(then))
 
 
 def _run_of(node: dict[str, Any]) -> tuple[Any, Any]:

@@ -78,10 +78,14 @@ def _reference_advance(store: Store, fields: dict[str, Any], previous_id: str | 
     for kind, key, record_id, action, address, view in recorded:
         merged[address_id(kind, address)] = {"kind": kind, "key": key, "record": record_id, "action": action,
                                              "address": address, "record_doc": view}
-    # the previous evaluation of a run replaced by another key, not evaluated again, goes with it (session 60)
+    # the previous evaluation of a run replaced (another record), not evaluated again, goes with it (session 60), unless
+    # both runs are results with the same outputs (a legacy key's copy: its evaluations are the new run's)
     of = lambda node: (node["address"]["case_id"], node["address"]["model_id"], node["address"]["repetition"])  # noqa: E731
+    same_result = lambda a, b: all(n["record_doc"] and n["record_doc"]["cacheable"] for n in (a, b)) and \
+        a["record_doc"]["outputs"] == b["record_doc"]["outputs"]  # noqa: E731
     replaced = {of(node) for at, node in merged.items()
-                if node["kind"] == "run" and at in previous and previous[at]["key"] != node["key"]}
+                if node["kind"] == "run" and at in previous and previous[at]["record"] != node["record"]
+                and not same_result(previous[at], node)}
     merged = {at: node for at, node in merged.items()
               if node["kind"] == "run" or node is not previous.get(at) or of(node) not in replaced}
     return _reference_write(store, fields, [n for a, n in merged.items() if planned is None or a in planned])
@@ -105,7 +109,8 @@ def _addresses(rng: random.Random) -> list[tuple[str, dict[str, Any]]]:
 
 def _record(rng: random.Random, store: Store, cacheable: bool) -> tuple[str, dict[str, Any]]:
     record = {"status": "success" if cacheable else "runner_error", "cacheable": cacheable,
-              "outputs": {"answer": f"blake3:{rng.getrandbits(64):016x}"},
+              "outputs": {"artifact": f"blake3:{rng.getrandbits(1):016x}"},  # (two: a run of another key may
+              # have the same outputs)
               "metrics": {"input_tokens": rng.randint(0, 99), "cost_usd": rng.choice([0.25, 1e-05, 0.1 + 0.2])},
               "error": None if cacheable else {"code": "timeout", "message": "ü\n\"x\""},
               "summary": {"final_score": rng.random(), "passed": rng.random() < 0.5, "checks": [1, 2]}}
@@ -318,3 +323,58 @@ def test_write_head_keeps_its_bytes(tmp_path: Path) -> None:
     rng.shuffle(nodes)
     fields = {"build_id": "b", "campaign": CAMPAIGN}
     assert write_head(store, fields, nodes) == _reference_write(store, fields, nodes)
+
+
+
+def _judged_run(store: Store) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A head of one run and its judgement (0.50 USD): the run's address, record and the judgement's record id."""
+    address = {"model_id": "m", "case_id": "c", "repetition": 0}
+    judged = {**address, "judge_run_id": "main", "judge_repetition": 0}
+    run = {"status": "success", "cacheable": True, "outputs": {"artifact": store.put_json({"reply": "4"})},
+           "metrics": {}, "summary": {}}
+    judgement = {"status": "success", "cacheable": True, "outputs": {}, "metrics": {"cost_usd": 0.5},
+                 "summary": {"final_score": 8.0}}
+    run_id, judgement_id = store.put_json(run), store.put_json(judgement)
+    previous = [{"kind": "run", "key": "blake3:legacy", "record": run_id, "action": "exec", "address": address,
+                 "record_doc": buildlog.planning_view(run)},
+                {"kind": "judge", "key": "blake3:j", "record": judgement_id, "action": "exec", "address": judged,
+                 "record_doc": buildlog.planning_view(judgement)}]
+    store.set_ref(REF, write_head(store, {"build_id": "earlier", "campaign": CAMPAIGN}, previous))
+    return address, run, judgement_id
+
+
+def _interrupted_after(store: Store, address: dict[str, Any], key: str, record: dict[str, Any],
+                       action: str) -> dict[str, str]:
+    """A build that logged this run and was interrupted before its evaluation: its head's records by kind."""
+    log = BuildLog(store, CAMPAIGN)
+    log.add("run", key, store.put_json(record), action, address, record)
+    log.end("interrupted")
+    return {n["kind"]: n["record"] for n in read_head_doc(store, log.advance_head(None))["nodes"]}
+
+
+def test_a_run_re_keyed_with_the_same_outputs_keeps_its_evaluations(tmp_path: Path) -> None:
+    """An OpenClaw run found under its legacy key (a price was in it) is recorded under its key now: another key, the
+    same outputs, so the same judgements (a judgement's key covers the run's outputs, not its key). A build that logs
+    the run and is interrupted before its window's evaluations (builder/engine.py: a window's reused runs are logged
+    first) dropped them from the head as if the run had been replaced; gc then deleted the paid judgement, and the
+    next build asked the judge again (s60-review2)."""
+    from clawstore.store.services.gc import collect
+
+    store = Store(tmp_path / "store")
+    address, run, judgement_id = _judged_run(store)
+    # (legacy_keys.record_as: the same outputs under the key now)
+    kept = _interrupted_after(store, address, "blake3:now", {**run, "key": "blake3:now"}, "reuse")
+    assert kept.get("judge") == judgement_id, kept
+    collect(store, grace_s=0)
+    assert store.has(judgement_id)
+
+
+def test_a_run_executed_again_under_its_key_takes_the_evaluation_of_the_one_it_replaced(tmp_path: Path) -> None:
+    """`claw build --force` executes a run again under the same key; interrupted before its judgement, the head kept
+    the judgement of the run replaced beside it (its score shown as the new run's), as a case edited did before
+    32a761b (s60-review2)."""
+    store = Store(tmp_path / "store")
+    address, run, _ = _judged_run(store)
+    again = {**run, "outputs": {"artifact": store.put_json({"reply": "5"})}}
+    kept = _interrupted_after(store, address, "blake3:legacy", again, "exec")
+    assert "judge" not in kept, kept

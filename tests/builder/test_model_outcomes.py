@@ -243,3 +243,24 @@ def test_a_run_that_fails_after_an_edit_leaves_no_score_of_the_run_it_replaced(
     code, out, err = claw("compare", "before", "main__rp__ev", "--output", "json")
     assert code == 0 and json.loads(out)["unmatched"] == ["m1/alpha scored only in A"], out + err
     assert claw("explain", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")[0] == 0
+
+
+def test_a_run_forced_again_and_stopped_before_its_judgement_shows_no_score_of_the_run_it_replaced(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """`claw build --force` executes a run again under the same key; a build stopped before its judgement (here by
+    --max-cost, which gates judgements too; Ctrl-C alike) kept the judgement and result of the run replaced beside the
+    new one: `claw report` showed the old score for an answer no judge had read (s60-review2)."""
+    ws.suite("main", ["m1"])
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(8))
+    assert build(claw)[0] == 0
+    standin.script(SUBJECT, text("Another answer altogether.", usage={"cost": 0.5}))  # (dearer than planned)
+    code, report = build(claw, "--force", "--max-cost", "0.01")
+    again = {r["case_id"] for r in report["rows"] if r["run"] == "exec"}
+    assert code == 1 and again and report["stopped"], report
+
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "--output", "json", "--no-chart")
+    rows = {r["case_id"]: r for r in json.loads(out)["rows"]}
+    assert code == 0 and all(rows[case]["score"] is None for case in again), out + err
+    assert all(row["score"] == 8.0 for case, row in rows.items() if case not in again), out + err

@@ -155,6 +155,27 @@ def test_a_pull_reports_the_bytes_of_the_objects_it_adds_whether_packs_move_whol
     assert pulled.objects == 91 and pulled.bytes == sum(loc[2] for loc in index_view.objects.values()) > 0
 
 
+@pytest.mark.parametrize("adopt_bytes", [0, 1024], ids=["both-moved-whole", "one-moved-one-copied"])
+def test_an_object_two_received_packs_hold_is_counted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           adopt_bytes: int) -> None:
+    """Two stores that push to one remote each put the empty sandbox tree in a pack of its own: a pull receiving both
+    packs adds it once and says so (d4b69e8 counts an object once within one pack; across packs, the pull's `present`
+    grows as each pack is taken)."""
+    monkeypatch.setattr(transfer, "ADOPT_BYTES", adopt_bytes)
+    remote = Remote("team", str(tmp_path / "remote"))
+    tree = {"entries": [], "tree_version": 1}
+    for name, records in (("a", 30), ("b", 1)):
+        source = _filled(tmp_path / name, records, start=0 if name == "a" else 1000)
+        source.put_json(tree)
+        source.runtime.close_writer()
+        push.push(source, remote)
+    target = Store(tmp_path / "c")
+    pulled = pull.pull(target, remote)
+    index_view = target.runtime.index
+    index_view.refresh()
+    assert pulled.objects == len(index_view.objects) == 94, pulled
+    assert pulled.bytes == sum(loc[2] for loc in index_view.objects.values())
+
 def test_a_pull_names_its_objects_and_sets_their_entries_in_one_index_segment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The entries a pull verified are set in the commit that names the objects their records are in (one segment, one
