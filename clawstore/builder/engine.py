@@ -103,6 +103,12 @@ class Planned:
                         yield from (f"judge/{model}/{case}/{rep}/{run}/{jrep}" for run, jrep in sorted(self.judges))
                         yield f"result/{model}/{case}/{rep}"
 
+    @property
+    def nothing(self) -> bool:
+        """Does the campaign plan no run (its suite selects no case or lists no model)? Its head is then left as it
+        was: an empty one would let gc delete every paid result of a campaign a misspelt tag emptied."""
+        return not self.models or not self.cases
+
     def __contains__(self, address: object) -> bool:
         parts = address.split("/") if isinstance(address, str) else []  # (ids never hold a slash: config/ids.py)
         if len(parts) < 4 or parts[1] not in self.models or parts[2] not in self.cases \
@@ -328,7 +334,7 @@ def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: P
 def _advance(session: BuildSession, planned: Planned) -> None:
     """Advance the campaign head, then write the build log naming it (its last write: sealed, its nodes inline)."""
     try:
-        session.log.advance_head(None if session.options.filtered else planned)
+        session.log.advance_head(None if session.options.filtered or planned.nothing else planned)
     finally:
         session.log.seal()
     # The manifest is derived from the build log when someone queries it (clawstore/query/manifest.py).

@@ -173,15 +173,18 @@ def attachment_warnings(models: list[ModelConfig], sizes: list[int], repetitions
             f"(1 token ~ {BYTES_PER_TOKEN} bytes, per run and repetition); {estimate}"]
 
 
+_HEAD_KEPT = " (its head is left as it was: its results stay, and gc keeps them)"
+
+
 def _nothing_to_run(suite_file: str, suite: Suite, selected: list[str], cases: int) -> list[str]:
     """Why a campaign runs nothing, said before it builds (a misspelt tag selected no case without a word, and the
     build moved the campaign's head to an empty state)."""
     said = []
     if not suite.models:
-        said.append(f"{suite_file}: models: none listed: this campaign runs nothing")
+        said.append(f"{suite_file}: models: none listed: this campaign runs nothing{_HEAD_KEPT}")
     if not selected:
         said.append(f"{suite_file}: case_selection: selects no case of the {cases} in the workspace: this campaign "
-                    "runs nothing")
+                    f"runs nothing{_HEAD_KEPT}")
     return said
 
 

@@ -19,6 +19,9 @@ from tests.config.workspace_builder import build_base, edit_yaml, llm_case, writ
 def ws(tmp_path: Path) -> Path:
     return build_base(tmp_path / "ws")
 
+# What the note on a campaign that runs nothing adds: a build leaves its head (tests/builder/test_empty_campaign_head.py).
+KEPT = " (its head is left as it was: its results stay, and gc keeps them)"
+
 
 def test_items_settings_and_models(ws: Path) -> None:
     campaign = resolve_campaign(ws, "main", "standard", "judge")
@@ -127,16 +130,16 @@ def test_a_suite_selecting_no_case_is_said_before_anything_runs(ws: Path, select
     campaign = resolve_campaign(ws, "main", "standard")
     assert list(campaign.items) == []
     assert campaign.warnings == ["configs/suites/main.yaml: case_selection: selects no case of the 3 in the "
-                                 "workspace: this campaign runs nothing"]
+                                 "workspace: this campaign runs nothing" + KEPT]
 
 
 def test_a_suite_with_no_model_is_said_before_anything_runs(ws: Path) -> None:
     edit_yaml(ws / "configs" / "suites" / "main.yaml", lambda doc: doc.update(models=[]))
     campaign = resolve_campaign(ws, "main", "standard")
     assert list(campaign.items) == []
-    assert campaign.warnings == ["configs/suites/main.yaml: models: none listed: this campaign runs nothing"]
+    assert campaign.warnings == ["configs/suites/main.yaml: models: none listed: this campaign runs nothing" + KEPT]
     assert resolve_campaign(ws, "main", "standard", cases=["alpha"]).warnings == [
-        "configs/suites/main.yaml: models: none listed: this campaign runs nothing"]
+        "configs/suites/main.yaml: models: none listed: this campaign runs nothing" + KEPT]
     edit_yaml(ws / "configs" / "suites" / "main.yaml",
               lambda doc: doc.update(models=[{"model_id": "m1", "requested_model": "openai/gpt-4o-mini"}]))
     assert resolve_campaign(ws, "main", "standard").warnings == []
