@@ -19,7 +19,8 @@ from tests.config.workspace_builder import build_base, edit_yaml, llm_case, writ
 def ws(tmp_path: Path) -> Path:
     return build_base(tmp_path / "ws")
 
-# What the note on a campaign that runs nothing adds: a build leaves its head (tests/builder/test_empty_campaign_head.py).
+
+# The note on a campaign that runs nothing: a build leaves its head (tests/builder/test_empty_campaign_head.py).
 KEPT = " (its head is left as it was: its results stay, and gc keeps them)"
 
 
