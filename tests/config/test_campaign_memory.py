@@ -6,9 +6,6 @@ loading itself."""
 from __future__ import annotations
 
 import gc
-import json
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -16,10 +13,10 @@ from clawstore.config import resolve_campaign
 from clawstore.config.campaign import Campaign
 from clawstore.config.catalog import LoadedCase
 from clawstore.graph.plan import window_items
+from tests.support.fresh import measured_in_fresh_process
 from tests.support.workspace import Workspace
 
 MODELS = 5
-REPO = Path(__file__).resolve().parents[2]
 # Python bytes a loaded campaign of MODELS models holds per case (tracemalloc, the difference of a 40-case and a
 # 200-case campaign). Measured 2026-12-02: 8.5 KB with every case held as pydantic models and an item per run; 0.9 KB
 # with the compact cases and the items made a window at a time.
@@ -56,12 +53,12 @@ def _held_once_loaded(root: Path) -> tuple[int, Campaign, tracemalloc.Snapshot]:
     return _held(after) - before, campaign, after
 
 
-def _measure(warm: Path, small_root: Path, large_root: Path) -> dict[str, object]:
+def _measure(warm: str, small_root: str, large_root: str) -> dict[str, object]:
     tracemalloc.start(64)  # (frames enough to find this module's call below a load)
     try:
-        _held_once_loaded(warm)  # imports and caches of a first load
-        small, _, small_snapshot = _held_once_loaded(small_root)
-        large, campaign, large_snapshot = _held_once_loaded(large_root)
+        _held_once_loaded(Path(warm))  # imports and caches of a first load
+        small, _, small_snapshot = _held_once_loaded(Path(small_root))
+        large, campaign, large_snapshot = _held_once_loaded(Path(large_root))
     finally:
         tracemalloc.stop()
     grown = large_snapshot.filter_traces(_THIS_LOAD).compare_to(small_snapshot.filter_traces(_THIS_LOAD), "lineno")
@@ -73,12 +70,7 @@ def test_a_loaded_campaign_holds_little_per_case(tmp_path: Path) -> None:
     sizes = (40, 200)
     roots = [_workspace(tmp_path / f"ws{cases}", cases).root for cases in sizes]
     warm = _workspace(tmp_path / "warm", 3).root
-    script = ("import json, sys; from pathlib import Path; from tests.config.test_campaign_memory import _measure; "
-              "print(json.dumps(_measure(*map(Path, sys.argv[1:]))))")
-    done = subprocess.run([sys.executable, "-c", script, str(warm), *map(str, roots)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
-    assert done.returncode == 0, done.stderr
-    measured = json.loads(done.stdout)
+    measured = measured_in_fresh_process(_measure, warm, *roots, timeout=120)
     assert measured["items"] == sizes[1] * MODELS
     per_case = (measured["large"] - measured["small"]) / (sizes[1] - sizes[0])
     assert per_case < HELD_PER_CASE_BOUND, (f"{per_case:.0f} bytes held per case; grew most:", measured["most"])
