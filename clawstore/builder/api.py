@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -470,6 +471,23 @@ def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
     with collector_paused():
         nodes, pending, _ = _plan_all(campaign, store)
     return {node.key for node in nodes if node.key not in pending and node.record is None}
+
+
+def untrusted_note(campaign: Campaign, store: Store) -> str | None:
+    """What to say when nodes a build of `campaign` would execute have results kept apart from an untrusted import
+    (store/untrusted.py): the build pays for them again without a word otherwise. None when there are none."""
+    from clawstore.store.untrusted import untrusted_results
+
+    kept = untrusted_results(store)
+    if not kept:
+        return None
+    signers = Counter(kept[key] for key in unbuilt_keys(campaign, store) if key in kept)
+    if not signers:
+        return None
+    whose = ", ".join(sorted(signers))
+    ways = "; ".join(f"claw trust add {s}" for s in sorted(signers) if s != "unsigned") or "none: not signed"
+    return (f"claw: note: {signers.total()} nodes this build runs (and pays for) have results in the store imported "
+            f"--untrusted from {whose}, kept apart and not reused; to reuse them, trust the signer first: {ways}")
 
 
 def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], HeadNodes]:

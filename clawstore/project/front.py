@@ -228,6 +228,7 @@ class Project:
         from clawstore.builder.api import kept_states
 
         campaign = self.campaign if by_case is None else by_case.campaign
+        self._note_untrusted()
         states, nodes = kept_states(campaign, self.store, force, keep)
         nodes += 0 if by_case is None else by_case.fresh_nodes
         return Inspection(campaign.campaign_id, states, never_built_message(self.store, campaign.campaign_id), nodes)
@@ -253,6 +254,7 @@ class Project:
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
+        self._note_untrusted()
         by_case = self.by_case()
         if by_case is not None:
             # Every model's layers come in the order the stamp lists them (its build's first window has them all).
@@ -269,6 +271,15 @@ class Project:
         per_model = fold_windows(self.campaign, self.store, False, _fold_status)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded)
+
+    def _note_untrusted(self) -> None:
+        """Say how many nodes the campaign's build would pay for though the store holds their results, kept apart
+        from an untrusted import (builder/api.py untrusted_note)."""
+        from clawstore.builder.api import untrusted_note
+
+        note = untrusted_note(self.campaign, self.store)
+        if note is not None:
+            self.say(note)
 
     def collect(self, wait: bool = False) -> Collected:
         """Record every finished line of the provider batches covering the campaign (with `wait`, until
@@ -296,6 +307,8 @@ class Project:
 
             pull_before(*self._remote_parts(remote), self.say)
         found = None if force or remote is not None else self._fresh_plan(max_concurrency, batch)
+        if found is None:
+            self._note_untrusted()
         if found is None and not force and remote is None:
             found = self._plan_by_case(max_concurrency, batch)
         return found if found is not None else plan_spend(self.campaign, self.store, force, max_concurrency, batch)
@@ -345,6 +358,7 @@ class Project:
                                    max_cost_usd=s.max_cost, progress=s.progress, planned_cost_usd=planned,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
+            self._note_untrusted()  # (before anything is paid)
             report = build(self.request, self, options)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None

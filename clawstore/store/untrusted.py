@@ -54,16 +54,29 @@ def kept_apart_heads(store: Store) -> dict[str, tuple[str, str]]:
     return heads
 
 
+def untrusted_results(store: Store, trusts: Callable[[str | None], bool] | None = None) -> dict[str, str]:
+    """{action key: who signed it} of every entry kept apart whose signer is not trusted (yet): the nodes a build
+    pays for again though the store holds their results. Empty at once when nothing was imported --untrusted."""
+    if not store.list_refs(UNTRUSTED_REFS):
+        return {}
+    trusts = trusts or _user_trusts()
+    return {key: doc.signer_text() for _name, doc in sorted(kept_apart(store).items())
+            if not all(trusts(signer) for signer in doc.every_signer) for key in doc.actions}
+
+
+def _user_trusts() -> Callable[[str | None], bool]:
+    from clawstore.store.services.archive_import import user_trusts
+
+    return user_trusts
+
+
 def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = None) -> list[str]:
     """Publish the entries and refs of every kept-apart import whose signer is trusted now; returns the
     signers moved in. (Its entries were verified against their input documents when imported.)"""
     names = store.list_refs(UNTRUSTED_REFS)
     if not names:
         return []  # the usual case: no import of the user's cryptography setup at all
-    if trusts is None:
-        from clawstore.store.services.archive_import import user_trusts
-
-        trusts = user_trusts
+    trusts = trusts or _user_trusts()
     moved = []
     for name, doc in sorted(kept_apart(store).items()):
         if not all(trusts(signer) for signer in doc.every_signer):  # a pull's refs: every signer of its packs

@@ -1,0 +1,45 @@
+"""Results imported with --untrusted are kept apart, so a build pays for their nodes again: plan, status, explain and
+build say so once, on stderr, with how many nodes and the command that would let the build reuse them instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn
+from tests.hostile.conftest import RUNS, User
+from tests.support.workspace import standard
+
+TRUST_ADD = "claw trust add"
+
+
+def _notes(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if TRUST_ADD in line]
+
+
+def test_a_build_that_would_pay_for_untrusted_results_says_so_once_before_paying(
+        alice: User, bob: User, tmp_path: Path, standin: StandIn) -> None:
+    mine = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, "--case", "alpha", cwd=mine.root)  # beta's 2 runs not built: not in the archive
+    archive = tmp_path / "alice.claw"
+    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
+    signer = alice.key(tmp_path)
+    assert _notes(alice.claw("plan", *RUNS, cwd=mine.root).stderr) == []  # nothing kept apart: nothing said
+
+    theirs = standard(tmp_path / "bob")
+    bob.ok("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
+    for command in (["plan"], ["status"], ["explain"], ["build", "--dry-run"]):
+        done = bob.claw(*command, *RUNS, cwd=theirs.root)
+        assert done.returncode == 0, done.stderr
+        assert len(_notes(done.stderr)) == 1, (command, done.stderr)  # once
+        [note] = _notes(done.stderr)
+        assert note.startswith("claw: note: 2 nodes ") and f"{TRUST_ADD} {signer}" in note, (command, note)
+
+    before = len(standin.requests)
+    built = bob.claw("build", *RUNS, "--progress", "plain", cwd=theirs.root)
+    assert built.returncode == 0, built.stderr
+    assert len(standin.requests) - before == 4  # paid again: alpha's 2 kept apart and beta's 2
+    assert _notes(built.stderr) == [built.stderr.splitlines()[0]], built.stderr  # said once, before any progress
+    assert built.stderr.startswith("claw: note: 2 nodes "), built.stderr
+
+    # every node now has bob's own result: nothing to run, nothing said
+    assert _notes(bob.claw("plan", *RUNS, cwd=theirs.root).stderr) == []
