@@ -1,11 +1,14 @@
 """gc's plan rows in a temporary file (store/services/gc_kept.py), with its buffers shrunk to a few rows: read back in
 key order whatever order they came in, the moved ones in the order of their places, moves and drops kept, a key twice
-refused, and nothing but the buffers held."""
+refused, and nothing but the buffers held; the same when the disk refuses the file at its first write, part way
+through the rows, or at a rewrite in place (the rows then held in memory)."""
 
 from __future__ import annotations
 
+import errno
 import random
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,10 +21,26 @@ from clawstore.store.services.gc_kept import KeptEntries, KeptObjects
 _OBJ = struct.Struct("<32sIQQ")
 
 
-@pytest.fixture(autouse=True)
-def _small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, params=[None, 0, 3, 12], ids=["room", "full", "fills", "full-at-a-rewrite"])
+def _small_buffers(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     monkeypatch.setattr(gc_kept, "SPILL_ROWS", 7)
     monkeypatch.setattr(gc_kept, "COPY_ROWS", 5)
+    if request.param is not None:
+        monkeypatch.setattr(gc_kept, "_write_all", _refused_after(request.param, gc_kept._write_all))
+
+
+def _refused_after(writes: int, write_all: Callable[[int, bytes, int], None]) -> Callable[[int, bytes, int], None]:
+    """`_write_all` on a disk that is full after `writes` writes (the next one half written)."""
+    done = [0]
+
+    def refusing(fd: int, data: bytes, at: int) -> None:
+        done[0] += 1
+        if done[0] > writes:
+            write_all(fd, data[:len(data) // 2], at)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_all(fd, data, at)
+
+    return refusing
 
 
 def _digest(i: int) -> bytes:

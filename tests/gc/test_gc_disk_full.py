@@ -1,0 +1,74 @@
+"""gc where the store's disk will not take its plan's temporary files (full, or mounted read-only): a dry run still
+says what a gc would free, and a gc still plans, its rows held in memory (gc_kept._REFUSED)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clawstore.store import Store
+from clawstore.store.services.gc_kept import SPILL_ROWS
+from tests.faults.test_disk_full import _fill
+from tests.support.storefiles import age_packs
+
+OBJECTS = 2 * SPILL_ROWS + 2000  # (half doomed: more doomed rows than gc holds before it writes them to its file)
+
+
+@pytest.fixture
+def store_fs(tmp_path: Path) -> Iterator[Path]:
+    """A store on an 8 MiB tmpfs, half its objects garbage two hours old (the other half pinned)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        store = Store(mount / "store")
+        live = []
+        with store.batch():
+            for i in range(OBJECTS):
+                digest = store.put_bytes(b"object %d" % i)
+                if i % 2 == 0:
+                    live.append(digest)
+        store.set_ref("pins/live", store.put_json({"nodes": live}))
+        store.runtime.close_writer()
+        age_packs(store, 7200)
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _gc(mount: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clawstore.cli", "gc", *args], capture_output=True, text=True,
+                          env={**os.environ, "CLAW_STORE": str(mount / "store")}, timeout=300)
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.split(" objects examined")[0] for line in done.stdout.splitlines()]  # (not its seconds)
+
+
+def test_a_dry_run_on_a_full_disk_says_what_gc_would_free(store_fs: Path) -> None:
+    with_room = _gc(store_fs, "--dry-run")
+    assert with_room.returncode == 0, with_room.stderr
+    assert f"would delete {OBJECTS // 2} objects" in with_room.stdout
+    _fill(store_fs, leave=64 << 10)  # (the doomed rows alone take ~900 KiB)
+    full = _gc(store_fs, "--dry-run")
+    assert (full.returncode, full.stderr) == (0, "")
+    assert _said(full) == _said(with_room)
+    assert os.listdir(store_fs / "store" / "tmp") == []
+
+
+def test_a_dry_run_on_a_store_mounted_read_only_says_what_gc_would_free(store_fs: Path) -> None:
+    with_room = _gc(store_fs, "--dry-run")
+    subprocess.run(["mount", "-o", "remount,ro", str(store_fs)], check=True)
+    read_only = _gc(store_fs, "--dry-run")
+    assert (read_only.returncode, read_only.stderr) == (0, "")
+    assert _said(read_only) == _said(with_room)
