@@ -27,6 +27,7 @@ from clawstore.store.core.index import (
     index_lock,
     new_segment_name,
     remove_segments,
+    segment_path,
     write_rows_segment,
 )
 from clawstore.store.core.leftovers import (
@@ -494,6 +495,7 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
     # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
     writers = _Writers(store)
+    segment = new_segment_name()
     try:
         for row, digest, loc in objects.moved(moved):  # (in the order of their places: each pack read front to back)
             frame = runtime.pread(loc)
@@ -523,23 +525,37 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         named = set(packs)
         packs += [pack for pack in actions.used_packs() if pack not in named]
         slots = {pack: slot for slot, pack in enumerate(packs)}
-        write_rows_segment(runtime.index_dir, runtime.tmp_dir, new_segment_name(), old_segments, packs,
+        write_rows_segment(runtime.index_dir, runtime.tmp_dir, segment, old_segments, packs,
                            (len(objects), objects.segment_batches(slots)),
                            (len(actions), actions.segment_batches(slots)))
         remove_segments(runtime.index_dir, old_segments)
+    except BaseException:
+        # Failed (a full disk mid-copy, say) before the new segment named the copies: nobody reads them, and left
+        # for the next gc they took the room it needed to copy (on a full disk, every gc after failed alike)
+        if not segment_path(runtime.index_dir, segment).exists():
+            writers.close()
+            with contextlib.suppress(OSError):  # (the failure is what the user must see)
+                _delete_packs(store, writers.made)
+        raise
     finally:
         writers.close()
     report.pack_bytes_freed = sum(_pack_size(store, pack) for pack in [*plan.rewrite, *plan.delete])
     report.pack_bytes_freed -= writers.written
-    for pack in [*plan.rewrite, *plan.delete]:
+    _delete_packs(store, [*plan.rewrite, *plan.delete])
+    keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
+    runtime.index.reload()
+
+
+def _delete_packs(store: Store, packs: list[str]) -> None:
+    """The packs and their edges files deleted (those already gone too), durably."""
+    runtime = store.runtime
+    for pack in packs:
         runtime.forget_pack(pack)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pack_path(runtime.packs_dir, pack))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(edges_path(store.root, pack))
     fsync_path(runtime.packs_dir)
-    keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
-    runtime.index.reload()
 
 
 class _Writers:
@@ -549,6 +565,7 @@ class _Writers:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._open: PackWriter | None = None
+        self.made: list[str] = []  # (every pack begun)
         self.written = 0  # bytes of the packs sealed so far
 
     def current(self) -> PackWriter:
@@ -558,6 +575,7 @@ class _Writers:
         if self._open is None:
             pack_id = new_pack_id()
             note_copy(self._store.layout.locks, pack_id)  # (a kill from here on leaves a copy the next gc knows)
+            self.made.append(pack_id)
             self._open = PackWriter(self._store.runtime.packs_dir, pack_id, edges_root=self._store.root)
         return self._open
 
@@ -574,7 +592,8 @@ class _Writers:
 
     def close(self) -> None:
         if self._open is not None:
-            self._open.close()
+            writer, self._open = self._open, None
+            writer.close()
 
 
 def _count_temp_files(store: Store, report: GcReport, cutoff: float) -> None:
