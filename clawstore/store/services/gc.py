@@ -7,6 +7,7 @@ grace period. The rules and the races they close: docs/gc-and-archives.md (Roots
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import time
@@ -283,6 +284,7 @@ class _Plan:
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
     copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
+    copy_bytes: int = 0  # what the copies of `rewrite`'s kept blobs take (as the packs they come from hold them)
 
     def close(self) -> None:
         """Let go of the rows' temporary files."""
@@ -407,7 +409,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         doomed.add(digest, loc)
     report.doomed(doomed)
     rewrite, delete = [], []
-    small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
+    small: list[tuple[str, int, int]] = []  # (pack, its bytes that are not live blobs, its live ones)
+    copy_bytes = 0
     spared: list[str] = []
     for pack, mtime in sorted(ages.items()):
         used = live.get(pack, 0)
@@ -426,15 +429,17 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             report.pack_bytes_freed += size
         elif size and 1 - used / size > max_unused:
             rewrite.append(pack)
+            copy_bytes += used
             report.packs_rewritten += 1
             report.pack_bytes_freed += size - used
         elif size < SMALL_PACK_BYTES:  # (several merge into one)
-            small.append((pack, size - used))
+            small.append((pack, size - used, used))
     if len(small) > 1 or (small and rewrite):  # (one small pack alone would only be copied as it is)
-        rewrite += [pack for pack, _ in small]
+        rewrite += [pack for pack, _, _ in small]
+        copy_bytes += sum(used for _, _, used in small)
         report.packs_rewritten += len(small)
-        report.pack_bytes_freed += sum(overhead for _, overhead in small)
-    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
+        report.pack_bytes_freed += sum(overhead for _, overhead, _ in small)
+    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared, copy_bytes)
 
 
 # Objects asked `reached` at once (one look-up by arrays for them all): a chunk of entries or doomed objects as Python
@@ -529,13 +534,15 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
                            (len(objects), objects.segment_batches(slots)),
                            (len(actions), actions.segment_batches(slots)))
         remove_segments(runtime.index_dir, old_segments)
-    except BaseException:
+    except BaseException as exc:
         # Failed (a full disk mid-copy, say) before the new segment named the copies: nobody reads them, and left
         # for the next gc they took the room it needed to copy (on a full disk, every gc after failed alike)
         if not segment_path(runtime.index_dir, segment).exists():
             writers.close()
             with contextlib.suppress(OSError):  # (the failure is what the user must see)
                 _delete_packs(store, writers.made)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise _disk_full(plan) from exc
         raise
     finally:
         writers.close()
@@ -544,6 +551,12 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     _delete_packs(store, [*plan.rewrite, *plan.delete])
     keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
     runtime.index.reload()
+
+
+def _disk_full(plan: _Plan) -> StoreError:
+    """What a gc the full disk stopped before its index swap says: the room it needs."""
+    return StoreError(f"the disk is full: gc copies the kept objects of {len(plan.rewrite)} pack(s), about "
+                      f"{plan.copy_bytes / 2**20:.1f} MiB, before it deletes any; it deleted nothing")
 
 
 def _delete_packs(store: Store, packs: list[str]) -> None:
