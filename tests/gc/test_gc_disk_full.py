@@ -17,6 +17,7 @@ from clawstore.store import Store
 from clawstore.store.services.gc_kept import SPILL_ROWS
 from tests.faults.test_disk_full import _fill
 from tests.support.storefiles import age_packs
+from tests.support.tmpfs import mounted_tmpfs
 
 OBJECTS = 2 * SPILL_ROWS + 2000  # (half doomed: more doomed rows than gc holds before it writes them to its file)
 
@@ -24,15 +25,7 @@ OBJECTS = 2 * SPILL_ROWS + 2000  # (half doomed: more doomed rows than gc holds 
 @pytest.fixture
 def store_fs(tmp_path: Path) -> Iterator[Path]:
     """A store (7.5 MiB) on a 16 MiB tmpfs, half its objects garbage two hours old (the other half pinned)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "16m") as mount:
         store = Store(mount / "store")
         live = []
         with store.batch():
@@ -44,8 +37,6 @@ def store_fs(tmp_path: Path) -> Iterator[Path]:
         store.runtime.close_writer()
         age_packs(store, 7200)
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _gc(mount: Path, *args: str) -> subprocess.CompletedProcess[str]:
