@@ -4,9 +4,6 @@ memory is not Python's, so it is the max RSS of a fresh interpreter streaming a 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -14,8 +11,8 @@ import duckdb
 from clawstore.query.heads import heads_dir
 from clawstore.query.schema import PHYSICAL
 from clawstore.report.data import COLUMNS
+from tests.support.fresh import fresh_json
 
-REPO = Path(__file__).resolve().parents[2]
 # Max RSS a head ten times the rows may add (40,000 against 400,000 node rows, the report's columns). Measured
 # 2026-12-05: +63 MB with the table sorted whole (DuckDB's sort up to its 64 MB bound), +4 MB by ranges.
 GROWTH_BOUND = 20 * 2**20
@@ -54,12 +51,7 @@ def _stream(manifest: str) -> dict[str, object]:
 
 
 def _streamed(manifest: Path) -> dict[str, int]:
-    script = ("import json, sys; from tests.query.test_stream_sort_memory import _stream; "
-              "print(json.dumps(_stream(sys.argv[1])))")
-    done = subprocess.run([sys.executable, "-c", script, str(manifest)], capture_output=True, text=True, cwd=REPO,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    found: dict[str, int] = json.loads(done.stdout)
+    found: dict[str, int] = fresh_json("tests.query.test_stream_sort_memory", "_stream", str(manifest))
     return found
 
 

@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from clawstore.report import view_page
 from clawstore.report.view_page import Written, finish_page
+from tests.support.fresh import fresh_json
 
-REPO = Path(__file__).resolve().parents[2]
 # Bytes Python may hold at the peak of writing a page of ten times the rows (2,000 against 20,000, ~230 bytes of JSON
 # each), beyond the summary itself. Measured 2026-12-05: +22.3 MB with the page made whole (its text and its bytes),
 # +0.0 MB a piece at a time.
@@ -52,12 +50,7 @@ def _peak_writing(folder: str) -> dict[str, int]:
 
 
 def test_the_page_is_written_a_piece_at_a_time(tmp_path: Path) -> None:
-    script = ("import json, sys; from tests.view.test_view_page_memory import _peak_writing; "
-              "print(json.dumps(_peak_writing(sys.argv[1])))")
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=REPO,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    measured = json.loads(done.stdout)
+    measured = fresh_json("tests.view.test_view_page_memory", "_peak_writing", str(tmp_path))
     assert measured["same-2000"] and measured["same-20000"], measured
     grown = measured["20000"] - measured["2000"]
     assert grown < GROWTH_BOUND, f"writing the page held {grown / 1e6:.1f} MB more for ten times the rows: {measured}"

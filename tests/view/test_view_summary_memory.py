@@ -4,15 +4,12 @@ fresh interpreter (a pytest worker's history inflates in-process figures), the d
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from clawstore.store import Store
 from tests.query.campaigns import Spec, build
+from tests.support.fresh import fresh_json
 
-REPO = Path(__file__).resolve().parents[2]
 MODELS = ["openai/gpt-a", "anthropic/claude-b"]
 SIZES = (60, 360)  # cases
 # Python bytes the collected summary holds per model x case row (tracemalloc, the difference of the two sizes).
@@ -53,12 +50,7 @@ def _held(root: str) -> dict[str, int]:
 def test_the_summary_holds_each_row_as_its_text(tmp_path: Path) -> None:
     for cases in (3, *SIZES):
         build(Store(tmp_path / f"store-{cases}"), _spec(cases))
-    script = ("import json, sys; from tests.view.test_view_summary_memory import _held; "
-              "print(json.dumps(_held(sys.argv[1])))")
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=REPO,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    held = json.loads(done.stdout)
+    held = fresh_json("tests.view.test_view_summary_memory", "_held", str(tmp_path))
     per_row = (held[str(SIZES[1])] - held[str(SIZES[0])]) / ((SIZES[1] - SIZES[0]) * len(MODELS))
     assert per_row < HELD_PER_ROW_BOUND, f"{per_row:.0f} bytes held per model x case row: {held}"
 
