@@ -103,3 +103,26 @@ def test_an_id_twice_is_refused(tmp_path: Path) -> None:
     rows.add(_digest(3), ("a" * 32, 99, 1))  # (a damaged index's: the plan's merged streams name an id once)
     with pytest.raises(StoreError, match="name an object twice.*run claw fsck"):
         list(rows.segment_batches({"a" * 32: 0}))
+
+
+@pytest.mark.parametrize("count", [0, 1, 6, 7, 8, 14, 15])
+def test_rows_at_the_buffers_boundaries_come_back_whole(tmp_path: Path, count: int) -> None:
+    """None, one, and a buffer's worth (7) give or take a row, the first and last dropped and two late ones added: by
+    id, the first and last rows of a batch neither lost nor repeated."""
+    rows = KeptObjects(tmp_path)
+    expected = dict(sorted((_digest(i), ("a" * 32, i, i + 1)) for i in range(count)))
+    for digest, loc in expected.items():
+        rows.add(digest, loc)
+    added = [row for row, _, _ in rows.items()]
+    for row in {added[0], added[-1]} if added else ():
+        rows.drop(row)
+    for digest in {min(expected), max(expected)} if expected else ():
+        del expected[digest]
+    for late in (b"\xff" * 32, bytes(32)):  # (after every id: its run goes on; before them: a run of its own)
+        rows.add(late, ("b" * 32, 0, 9))
+        expected[late] = ("b" * 32, 0, 9)
+    assert list(rows.sorted_items()) == sorted(expected.items())
+    slots = {pack: slot for slot, pack in enumerate(rows.used_packs())}
+    assert _decoded(list(slots), list(rows.segment_batches(slots))) == sorted(expected.items())
+    assert len(rows) == len(expected) and rows.stored_bytes() == sum(loc[2] for loc in expected.values())
+    rows.close()
