@@ -1,9 +1,11 @@
 """gc where the store's disk will not take its plan's temporary files (full, or mounted read-only): a dry run still
 says what a gc would free, and a gc still plans, its rows held in memory (gc_kept._REFUSED); a gc the full disk stops
-mid-copy says the room it needs and leaves the store, and its room, as they were."""
+mid-copy says the room it needs and leaves the store, and its room, as they were; a disk failing under the plan
+(EIO) stops gc in one line saying where, nothing deleted."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -13,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.errors import StoreError
 from clawstore.store import Store
+from clawstore.store.services import gc, gc_kept
 from clawstore.store.services.gc_kept import SPILL_ROWS
 from tests.faults.test_disk_full import _fill
+from tests.gc.helpers import state, store_with_garbage
 from tests.support.storefiles import age_packs
 from tests.support.tmpfs import mounted_tmpfs
 
@@ -87,3 +92,19 @@ def test_a_gc_the_full_disk_stops_mid_copy_leaves_the_store_and_its_room_as_they
     freed = _gc(store_fs)
     assert freed.returncode == 0, freed.stderr
     assert f"deleted {OBJECTS // 2} objects" in freed.stdout
+
+
+def test_a_disk_failing_under_the_plan_stops_gc_saying_where_with_nothing_deleted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = store_with_garbage(tmp_path / "store")
+    before = state(store.root)
+
+    def failing(fd: int, data: bytes, at: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(gc_kept, "SPILL_ROWS", 7)  # (its rows written to the file at once)
+    monkeypatch.setattr(gc_kept, "_write_all", failing)
+    with pytest.raises(StoreError, match=r"gc's plan could not be written to a temporary file in .*/tmp: Input/output "
+                                         r"error$"):
+        gc.collect(store)
+    assert state(store.root) == before

@@ -121,8 +121,9 @@ class _SpilledRows:
                 _write_all(self._fd, data, at)
                 return
             except OSError as exc:
-                if exc.errno not in _REFUSED:
-                    raise
+                if exc.errno not in _REFUSED:  # (the disk failing: gc stops, having deleted nothing yet)
+                    raise StoreError(f"gc's plan could not be written to a temporary file in {self._tmp_dir}: "
+                                     f"{exc.strerror or exc}") from exc
                 rows = bytearray(self._read(0, self._written))  # (the rows the file holds: reading takes no room)
                 self._close_file()
                 self._memory = rows
