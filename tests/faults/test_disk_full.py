@@ -18,6 +18,7 @@ from clawstore.errors import StoreError
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.tmpfs import mounted_tmpfs
 from tests.support.workspace import Workspace
 
 CASES = 30
@@ -28,18 +29,8 @@ RUNS = ("--suite", "main", "--run-profile", "rp")
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs: a real filesystem that runs out of space (each file takes at least a 4 KiB page:
     a run's objects, record and cache entry take ~16 KiB)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "2m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _workspace(root: Path, standin: StandIn) -> Workspace:

@@ -1,11 +1,14 @@
 """gc's plan rows in a temporary file (store/services/gc_kept.py), with its buffers shrunk to a few rows: read back in
 key order whatever order they came in, the moved ones in the order of their places, moves and drops kept, a key twice
-refused, and nothing but the buffers held."""
+refused, and nothing but the buffers held; the same when the disk refuses the file at its first write, part way
+through the rows, or at a rewrite in place (the rows then held in memory)."""
 
 from __future__ import annotations
 
+import errno
 import random
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,10 +21,26 @@ from clawstore.store.services.gc_kept import KeptEntries, KeptObjects
 _OBJ = struct.Struct("<32sIQQ")
 
 
-@pytest.fixture(autouse=True)
-def _small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, params=[None, 0, 3, 12], ids=["room", "full", "fills", "full-at-a-rewrite"])
+def _small_buffers(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     monkeypatch.setattr(gc_kept, "SPILL_ROWS", 7)
     monkeypatch.setattr(gc_kept, "COPY_ROWS", 5)
+    if request.param is not None:
+        monkeypatch.setattr(gc_kept, "_write_all", _refused_after(request.param, gc_kept._write_all))
+
+
+def _refused_after(writes: int, write_all: Callable[[int, bytes, int], None]) -> Callable[[int, bytes, int], None]:
+    """`_write_all` on a disk that is full after `writes` writes (the next one half written)."""
+    done = [0]
+
+    def refusing(fd: int, data: bytes, at: int) -> None:
+        done[0] += 1
+        if done[0] > writes:
+            write_all(fd, data[:len(data) // 2], at)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_all(fd, data, at)
+
+    return refusing
 
 
 def _digest(i: int) -> bytes:
@@ -84,3 +103,26 @@ def test_an_id_twice_is_refused(tmp_path: Path) -> None:
     rows.add(_digest(3), ("a" * 32, 99, 1))  # (a damaged index's: the plan's merged streams name an id once)
     with pytest.raises(StoreError, match="name an object twice.*run claw fsck"):
         list(rows.segment_batches({"a" * 32: 0}))
+
+
+@pytest.mark.parametrize("count", [0, 1, 6, 7, 8, 14, 15])
+def test_rows_at_the_buffers_boundaries_come_back_whole(tmp_path: Path, count: int) -> None:
+    """None, one, and a buffer's worth (7) give or take a row, the first and last dropped and two late ones added: by
+    id, the first and last rows of a batch neither lost nor repeated."""
+    rows = KeptObjects(tmp_path)
+    expected = dict(sorted((_digest(i), ("a" * 32, i, i + 1)) for i in range(count)))
+    for digest, loc in expected.items():
+        rows.add(digest, loc)
+    added = [row for row, _, _ in rows.items()]
+    for row in {added[0], added[-1]} if added else ():
+        rows.drop(row)
+    for digest in {min(expected), max(expected)} if expected else ():
+        del expected[digest]
+    for late in (b"\xff" * 32, bytes(32)):  # (after every id: its run goes on; before them: a run of its own)
+        rows.add(late, ("b" * 32, 0, 9))
+        expected[late] = ("b" * 32, 0, 9)
+    assert list(rows.sorted_items()) == sorted(expected.items())
+    slots = {pack: slot for slot, pack in enumerate(rows.used_packs())}
+    assert _decoded(list(slots), list(rows.segment_batches(slots))) == sorted(expected.items())
+    assert len(rows) == len(expected) and rows.stored_bytes() == sum(loc[2] for loc in expected.values())
+    rows.close()

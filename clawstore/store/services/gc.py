@@ -7,6 +7,7 @@ grace period. The rules and the races they close: docs/gc-and-archives.md (Roots
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import time
@@ -27,6 +28,7 @@ from clawstore.store.core.index import (
     index_lock,
     new_segment_name,
     remove_segments,
+    segment_path,
     write_rows_segment,
 )
 from clawstore.store.core.leftovers import (
@@ -282,6 +284,7 @@ class _Plan:
     rewrite: list[str]  # packs to copy the live blobs of, then delete
     delete: list[str]  # packs nothing kept is in
     copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
+    copy_bytes: int = 0  # what the copies of `rewrite`'s kept blobs take (as the packs they come from hold them)
 
     def close(self) -> None:
         """Let go of the rows' temporary files."""
@@ -406,7 +409,8 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
         doomed.add(digest, loc)
     report.doomed(doomed)
     rewrite, delete = [], []
-    small: list[tuple[str, int]] = []  # (pack, its bytes that are not live blobs)
+    small: list[tuple[str, int, int]] = []  # (pack, its bytes that are not live blobs, its live ones)
+    copy_bytes = 0
     spared: list[str] = []
     for pack, mtime in sorted(ages.items()):
         used = live.get(pack, 0)
@@ -425,15 +429,17 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             report.pack_bytes_freed += size
         elif size and 1 - used / size > max_unused:
             rewrite.append(pack)
+            copy_bytes += used
             report.packs_rewritten += 1
             report.pack_bytes_freed += size - used
         elif size < SMALL_PACK_BYTES:  # (several merge into one)
-            small.append((pack, size - used))
+            small.append((pack, size - used, used))
     if len(small) > 1 or (small and rewrite):  # (one small pack alone would only be copied as it is)
-        rewrite += [pack for pack, _ in small]
+        rewrite += [pack for pack, _, _ in small]
+        copy_bytes += sum(used for _, _, used in small)
         report.packs_rewritten += len(small)
-        report.pack_bytes_freed += sum(overhead for _, overhead in small)
-    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared)
+        report.pack_bytes_freed += sum(overhead for _, overhead, _ in small)
+    return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared, copy_bytes)
 
 
 # Objects asked `reached` at once (one look-up by arrays for them all): a chunk of entries or doomed objects as Python
@@ -494,6 +500,7 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
     # The copies go into packs sealed at a build's limits (runtime.pack_full), each as it fills: one pack for them all
     # held its table and edge log (~50 bytes an object, 32 an edge) and its seal's arrays for every object copied.
     writers = _Writers(store)
+    segment = new_segment_name()
     try:
         for row, digest, loc in objects.moved(moved):  # (in the order of their places: each pack read front to back)
             frame = runtime.pread(loc)
@@ -523,23 +530,45 @@ def _rewrite(store: Store, plan: _Plan, report: GcReport) -> None:
         named = set(packs)
         packs += [pack for pack in actions.used_packs() if pack not in named]
         slots = {pack: slot for slot, pack in enumerate(packs)}
-        write_rows_segment(runtime.index_dir, runtime.tmp_dir, new_segment_name(), old_segments, packs,
+        write_rows_segment(runtime.index_dir, runtime.tmp_dir, segment, old_segments, packs,
                            (len(objects), objects.segment_batches(slots)),
                            (len(actions), actions.segment_batches(slots)))
         remove_segments(runtime.index_dir, old_segments)
+    except BaseException as exc:
+        # Failed (a full disk mid-copy, say) before the new segment named the copies: nobody reads them, and left
+        # for the next gc they took the room it needed to copy (on a full disk, every gc after failed alike)
+        if not segment_path(runtime.index_dir, segment).exists():
+            writers.close()
+            with contextlib.suppress(OSError):  # (the failure is what the user must see)
+                _delete_packs(store, writers.made)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise _disk_full(plan) from exc
+        raise
     finally:
         writers.close()
     report.pack_bytes_freed = sum(_pack_size(store, pack) for pack in [*plan.rewrite, *plan.delete])
     report.pack_bytes_freed -= writers.written
-    for pack in [*plan.rewrite, *plan.delete]:
+    _delete_packs(store, [*plan.rewrite, *plan.delete])
+    keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
+    runtime.index.reload()
+
+
+def _disk_full(plan: _Plan) -> StoreError:
+    """What a gc the full disk stopped before its index swap says: the room it needs."""
+    return StoreError(f"the disk is full: gc copies the kept objects of {len(plan.rewrite)} pack(s), about "
+                      f"{plan.copy_bytes / 2**20:.1f} MiB, before it deletes any; it deleted nothing")
+
+
+def _delete_packs(store: Store, packs: list[str]) -> None:
+    """The packs and their edges files deleted (those already gone too), durably."""
+    runtime = store.runtime
+    for pack in packs:
         runtime.forget_pack(pack)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pack_path(runtime.packs_dir, pack))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(edges_path(store.root, pack))
     fsync_path(runtime.packs_dir)
-    keep_listed(store.layout.locks, runtime.tmp_dir, plan.copies_spared)  # (this gc's copies are named now)
-    runtime.index.reload()
 
 
 class _Writers:
@@ -549,6 +578,7 @@ class _Writers:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._open: PackWriter | None = None
+        self.made: list[str] = []  # (every pack begun)
         self.written = 0  # bytes of the packs sealed so far
 
     def current(self) -> PackWriter:
@@ -558,6 +588,7 @@ class _Writers:
         if self._open is None:
             pack_id = new_pack_id()
             note_copy(self._store.layout.locks, pack_id)  # (a kill from here on leaves a copy the next gc knows)
+            self.made.append(pack_id)
             self._open = PackWriter(self._store.runtime.packs_dir, pack_id, edges_root=self._store.root)
         return self._open
 
@@ -574,7 +605,8 @@ class _Writers:
 
     def close(self) -> None:
         if self._open is not None:
-            self._open.close()
+            writer, self._open = self._open, None
+            writer.close()
 
 
 def _count_temp_files(store: Store, report: GcReport, cutoff: float) -> None:

@@ -7,11 +7,12 @@ The plan streams the index in id order (and its entries in key order), so the ro
 later (kept after all: reached by a late ref, or in a pack touched meanwhile) form runs of their own, merged when the
 rows are read in order. A moved or dropped row is rewritten in place in the file. What is held: SPILL_ROWS rows before
 they are written, a batch of each run while they are read in order, and COPY_ROWS rows of the packs a copy takes up
-(`KeptObjects.moved`).
+(`KeptObjects.moved`). Where the disk will not take the file (_REFUSED), the rows are held in memory instead.
 """
 
 from __future__ import annotations
 
+import errno
 import heapq
 import os
 import struct
@@ -40,6 +41,9 @@ SPILL_ROWS = 16384
 # rows of the rewritten packs are gathered from the file a group of packs at a time, each group one read of it.
 COPY_ROWS = 65536
 _AT_ONCE = 4096  # rows made Python objects at a time
+# A store's disk that will not take the file (full, over quota, read-only, not ours to write): the rows are then held in
+# memory, as before session 60. A dry run must still say what a gc would free, and a full disk is when gc is run.
+_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 class _SpilledRows:
@@ -51,6 +55,7 @@ class _SpilledRows:
         self._tmp_dir, self._stride, self._slot_at = tmp_dir, stride, slot_at
         self._file: BinaryIO | None = None
         self._fd: int | None = None  # (made with the first write: a dry run's plan that holds nothing makes none)
+        self._memory: bytearray | None = None  # the file's rows, once the disk refused it (_REFUSED)
         self._buffer = bytearray()
         self._pending: list[tuple[int, int, bytes]] = []  # (row, byte in it, bytes) to rewrite in the file
         self._written = 0  # rows in the file
@@ -64,10 +69,13 @@ class _SpilledRows:
         return self._written + len(self._buffer) // self._stride - self._dropped
 
     def close(self) -> None:
+        self._close_file()
+        self._buffer, self._memory = bytearray(), None
+
+    def _close_file(self) -> None:
         if self._file is not None:
             self._file.close()
-            self._fd = None
-        self._buffer = bytearray()
+            self._file, self._fd = None, None
 
     def _slot(self, pack: str) -> int:
         slot = self._slots.get(pack)
@@ -93,10 +101,7 @@ class _SpilledRows:
         data = bytes(buffer) if _in_order(buffer, stride) else b"".join(sorted(
             buffer[at:at + stride] for at in range(0, len(buffer), stride)))  # (a row's key first: rows sort by it)
         del buffer
-        if self._fd is None:  # (unnamed where the system allows: a killed gc leaves no file)
-            self._file = tempfile.TemporaryFile(dir=self._tmp_dir)
-            self._fd = self._file.fileno()
-        _write_all(self._fd, data, self._written * stride)
+        self._put(data, self._written * stride)
         n = len(data) // stride
         if self._runs and data[:32] > self._last:
             self._runs[-1][1] += n
@@ -105,7 +110,30 @@ class _SpilledRows:
         self._written += n
         self._last = data[-stride:-stride + 32]
 
+    def _put(self, data: bytes | bytearray, at: int) -> None:
+        """`data` written at byte `at` of the file (its end, or rows in it), or of the rows in memory once the disk
+        refused the file."""
+        if self._memory is None:
+            try:
+                if self._fd is None:  # (unnamed where the system allows: a killed gc leaves no file)
+                    self._file = tempfile.TemporaryFile(dir=self._tmp_dir)
+                    self._fd = self._file.fileno()
+                _write_all(self._fd, data, at)
+                return
+            except OSError as exc:
+                if exc.errno not in _REFUSED:  # (the disk failing: gc stops, having deleted nothing yet)
+                    raise StoreError(f"gc's plan could not be written to a temporary file in {self._tmp_dir}: "
+                                     f"{exc.strerror or exc}") from exc
+                rows = bytearray(self._read(0, self._written))  # (the rows the file holds: reading takes no room)
+                self._close_file()
+                self._memory = rows
+        self._memory[at:at + len(data)] = data
+
     def _read(self, first: int, n: int) -> bytes:
+        if self._memory is not None:
+            return bytes(self._memory[first * self._stride:(first + n) * self._stride])
+        if not n:
+            return b""
         assert self._fd is not None
         return _read_all(self._fd, first * self._stride, n * self._stride)
 
@@ -132,7 +160,6 @@ class _SpilledRows:
             return
         pending, self._pending = sorted(self._pending, key=itemgetter(0)), []  # (stable: a row's later rewrite last)
         stride, i = self._stride, 0
-        assert self._fd is not None  # (rows pending are in the file)
         while i < len(pending):
             first = pending[i][0]
             j = i
@@ -142,7 +169,7 @@ class _SpilledRows:
             for row, at, data in pending[i:j]:
                 start = (row - first) * stride + at
                 rows[start:start + len(data)] = data
-            _write_all(self._fd, rows, first * stride)
+            self._put(rows, first * stride)
             i = j
 
     def _drop(self, row: int) -> None:
