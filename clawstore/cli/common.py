@@ -120,10 +120,10 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def size_text(count: int) -> str:
-    """A size as gc and archives say it: `512 B`, `1.5 KiB` … `2.0 GiB`."""
+    """A size as gc, archives and `claw store stats` say it: `512 B`, `1.5 KiB` … `2.0 TiB`."""
     size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
             return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{count} B"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import store_option, workspace_store_dir
+from clawstore.cli.common import size_text, store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.store.services.stats import store_stats
 
@@ -28,15 +28,15 @@ def stats_cmd(as_json: bool, store_dir: Path | None) -> None:
         click.echo(json.dumps(stats.to_json()))
         return
     click.echo(f"objects        {stats.objects}")
-    click.echo(f"logical bytes  {stats.logical_bytes} ({_human(stats.logical_bytes)})")
-    click.echo(f"stored bytes   {stats.stored_bytes} ({_human(stats.stored_bytes)})")
+    click.echo(f"logical bytes  {stats.logical_bytes} ({size_text(stats.logical_bytes)})")
+    click.echo(f"stored bytes   {stats.stored_bytes} ({size_text(stats.stored_bytes)})")
     click.echo(f"ratio          {stats.ratio:.2f}")
-    click.echo(f"packs          {stats.packs} ({_human(stats.pack_bytes)})")
+    click.echo(f"packs          {stats.packs} ({size_text(stats.pack_bytes)})")
     click.echo(f"live fraction  {stats.live_fraction:.3f}")
     click.echo(f"files          {stats.files}")
-    click.echo(f"apparent bytes {stats.apparent_bytes} ({_human(stats.apparent_bytes)})")
-    click.echo(f"disk bytes     {stats.disk_bytes} ({_human(stats.disk_bytes)})")
-    click.echo(f"gc would free  {stats.gc_would_free} ({_human(stats.gc_would_free or 0)})")
+    click.echo(f"apparent bytes {stats.apparent_bytes} ({size_text(stats.apparent_bytes)})")
+    click.echo(f"disk bytes     {stats.disk_bytes} ({size_text(stats.disk_bytes)})")
+    click.echo(f"gc would free  {stats.gc_would_free} ({size_text(stats.gc_would_free or 0)})")
 
 
 @store_group.command("migrate")
@@ -54,15 +54,6 @@ def migrate_cmd(store_dir: Path | None) -> None:
                f"action-cache entries to format 2 in {report.seconds:.2f}s")
     for problem in report.corrupt:
         click.echo(f"quarantined: {problem}")
-
-
-def _human(count: int) -> str:
-    size, unit = float(count), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            break
-        size /= 1024
-    return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
 
 
 def register(group: click.Group) -> None:
