@@ -21,7 +21,7 @@ from clawstore.errors import MissingObjectError
 from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
-from clawstore.report.view_page import _json
+from clawstore.report.view_page import page_json
 from clawstore.store import documents
 from clawstore.store.documents import HeadNode, Metrics, damaged
 from clawstore.store.headdoc import iter_parts, node_with_action
@@ -239,7 +239,7 @@ class SummaryRows:
         self._run_rows = array("l")  # run i's row number
 
     def add(self, key: RunKey, row: dict[str, Any]) -> None:
-        text = _json(row)
+        text = page_json(row)
         assert text.endswith(_NO_RUNS), text[-20:]  # (`runs` last, filled in at the end)
         self.numbers[key] = len(self.texts)
         self.texts.append(text[:-len(_NO_RUNS) + len('"runs":')].encode("ascii"))

@@ -38,7 +38,8 @@ class Written:
     runs: int
 
 
-def _json(value: Any) -> str:
+def page_json(value: Any) -> str:
+    """A value as the page embeds it: compact, ASCII, and `<` escaped (no `</script>` can end the page's script)."""
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
@@ -74,18 +75,18 @@ def page_pieces(summary: dict[str, Any], title: str) -> Iterator[str]:
 
 
 def _json_pieces(value: dict[str, Any]) -> Iterator[str]:
-    """_json(value) a piece at a time: each of its lists an item at a time (the same text: `,` and `:` separators)."""
+    """page_json(value) a piece at a time: each of its lists an item at a time (the same text and separators)."""
     yield "{"
     for number, (key, item) in enumerate(value.items()):
-        yield ("," if number else "") + _json(key) + ":"
+        yield ("," if number else "") + page_json(key) + ":"
         if (pieces := getattr(item, "json_pieces", None)) is not None:  # (view_data.SummaryRows)
             yield from pieces()
         elif isinstance(item, list) and item:
             for at, element in enumerate(item):
-                yield ("," if at else "[") + _json(element)
+                yield ("," if at else "[") + page_json(element)
             yield "]"
         else:
-            yield _json(item)
+            yield page_json(item)
     yield "}"
 
 
@@ -96,7 +97,7 @@ def _html_text(text: str) -> str:
 def render_shard(token: str, number: int, details: Sequence[dict[str, Any]]) -> str:
     """One shard: a script handing its runs' details to the page (`clawDetails`), tagged with the page's token so a
     page whose shards were rewritten by a later view says so instead of showing another run."""
-    return f"clawDetails({_json(token)},{number},[\n" + ",\n".join(_json(d) for d in details) + "\n]);\n"
+    return f"clawDetails({page_json(token)},{number},[\n" + ",\n".join(page_json(d) for d in details) + "\n]);\n"
 
 
 def write_page(summary: dict[str, Any], details: Iterable[dict[str, Any]], heads: Sequence[str], title: str,

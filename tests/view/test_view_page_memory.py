@@ -45,7 +45,7 @@ def _peak_writing(folder: str) -> dict[str, int]:
         whole = {**summary, "details": {"dir": path.name + ".d", "per": view_page.SHARD_RUNS, "token": "token",
                                         "runs": 0}, "title": "claw view: <c>"}
         text = path.read_text(encoding="utf-8")
-        out[f"same-{rows}"] = int(view_page._json(whole) in text)
+        out[f"same-{rows}"] = int(view_page.page_json(whole) in text)
     return out
 
 
@@ -65,5 +65,5 @@ def test_the_page_written_in_pieces_is_the_page_made_whole(tmp_path: Path) -> No
                  title="claw view: <c>")
     expected = view_page._MARKERS.sub(lambda m: {
         "/*CLAW_STYLE*/": view_page._asset("view.css"), "/*CLAW_SCRIPT*/": view_page._asset("view.js"),
-        "CLAW_TITLE": "claw view: &lt;c&gt;", "CLAW_SUMMARY": view_page._json(whole)}[m.group(0)], page)
+        "CLAW_TITLE": "claw view: &lt;c&gt;", "CLAW_SUMMARY": view_page.page_json(whole)}[m.group(0)], page)
     assert (tmp_path / "page.html").read_bytes() == expected.encode("utf-8")
