@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from clawstore.runners.openclaw import run_openclaw
+from clawstore.runners.openclaw import agent_workspace_tree, run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
 from clawstore.store import Store
 from clawstore.store.core.ids import oid_of
@@ -394,3 +394,20 @@ def test_a_free_models_run_whose_turn_left_no_result_is_recorded_at_0(make_spec,
     assert usage["cost_source"] == "unknown", usage
     assert (_metrics(usage, 1.0, free)["cost_usd"], _metrics(usage, 1.0, free)["cost_source"]) == (0.0, "priced")
     assert _metrics(usage, 1.0, {"pricing": {"input": 1, "output": 0}})["cost_usd"] is None
+
+
+def test_a_template_symlink_pointing_out_of_the_workspace_reaches_the_agent_as_a_link(
+        make_spec, fake_docker, store, agent_dir, tmp_path):
+    """A link the agent's template holds to a path of the image (`/etc/hostname`, or `../..` above it) means that
+    path in the container; before session 60 the checkout refused it and every run of the agent failed
+    `runner_execution_failed: UnsafeTreeError`, though `claw validate` and the plan accepted the agent."""
+    (agent_dir / "workspace" / "image_file").symlink_to("/etc/hostname")
+    (agent_dir / "workspace" / "up").symlink_to("../../etc/passwd")
+    (agent_dir / "workspace" / "etc").symlink_to("/etc")  # on the host, the host's /etc: never walked
+    fake_docker.script(turns=[{"write": {"report.md": "r\n"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(agent_tree=agent_workspace_tree(store, agent_dir)), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    links = {e.path: e.target for e in store.read_tree(outcome.outputs["workspace"]) if e.type == "symlink"}
+    assert links == {"image_file": "/etc/hostname", "up": "../../etc/passwd", "etc": "/etc"}
+    assert not any(e.path.startswith("etc/") for e in store.read_tree(outcome.outputs["workspace"]))
+    assert "image_file" not in store.get_bytes(outcome.outputs["workspace_diff"]).decode()  # unchanged: no diff

@@ -170,7 +170,9 @@ class _Run:
         self.trace.runner("openclaw_executor_selected", None, {
             "docker_cli": spec.docker_cli, "image": spec.image, "image_digest": spec.image_digest,
             "network": self.settings.network, "pull": self.settings.pull})
-        self.store.checkout(spec.agent_tree, self.workspace)
+        # A template's link out of the workspace means that path of the image, inside the container; the
+        # host side never follows one (stored as a link, redaction and limits skip links).
+        self.store.checkout(spec.agent_tree, self.workspace, allow_external_links=True)
         for name in ("state", "home"):
             (self.root / name).mkdir()
         self.trace.runner("workspace_materialized", None, {
