@@ -411,3 +411,20 @@ def test_a_template_symlink_pointing_out_of_the_workspace_reaches_the_agent_as_a
     assert links == {"image_file": "/etc/hostname", "up": "../../etc/passwd", "etc": "/etc"}
     assert not any(e.path.startswith("etc/") for e in store.read_tree(outcome.outputs["workspace"]))
     assert "image_file" not in store.get_bytes(outcome.outputs["workspace_diff"]).decode()  # unchanged: no diff
+
+
+def test_a_template_directory_claw_prunes_is_not_reported_deleted_by_the_agent(
+        make_spec, fake_docker, store, agent_dir, tmp_path):
+    """The template's `.git` is pruned from the final workspace before it is stored (not kept, not deleted by the
+    agent): before session 60 the diff showed `--- template/.git/HEAD +++ /dev/null` and changed_paths listed it
+    deleted in every run of such an agent."""
+    (agent_dir / "workspace" / ".git").mkdir()
+    (agent_dir / "workspace" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    fake_docker.script(turns=[{"write": {"report.md": "r\n"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(agent_tree=agent_workspace_tree(store, agent_dir)), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    meta = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+    assert meta["pruned_paths"] == [".git"]
+    assert meta["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
+    diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+    assert ".git" not in diff and "+++ workspace/report.md" in diff

@@ -320,10 +320,10 @@ class _Run:
                       else spec.agent_tree)
         self.outputs["workspace"] = final_tree
         self.outputs["workspace_diff"] = store.put_bytes(
-            workspace_diff(store, spec.agent_tree, final_tree).encode("utf-8"))
+            workspace_diff(store, spec.agent_tree, final_tree, pruned).encode("utf-8"))
         self._capture_logs()
         return {"redacted_files": redacted, "pruned_paths": pruned,
-                "changed_paths": changed_paths(store, spec.agent_tree, final_tree)}
+                "changed_paths": changed_paths(store, spec.agent_tree, final_tree, pruned)}
 
     def _capture_logs(self) -> None:
         """The containers' output, each turn's payload and OpenClaw's session files (all redacted)."""
