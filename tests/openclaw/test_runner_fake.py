@@ -428,3 +428,18 @@ def test_a_template_directory_claw_prunes_is_not_reported_deleted_by_the_agent(
     assert meta["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
     diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
     assert ".git" not in diff and "+++ workspace/report.md" in diff
+
+
+def test_a_turn_openclaw_refused_says_openclaws_reason(make_spec, fake_docker, store, tmp_path):
+    """2026.9.6 refuses a workspace `openclaw onboard` 2026.4.x wrote (`.openclaw/workspace-state.json`) with its
+    reason in its JSON result and on stderr: before session 60 the build, claw query and claw view said only
+    `turn 1 of 1: openclaw exited 1`."""
+    reason = "Legacy workspace setup state requires migration for /work/workspace; run openclaw doctor --fix."
+    fake_docker.script(turns=[{"rc": 1, "payload": {"ok": False, "error": {"type": "cli_error", "message": reason}},
+                               "stderr": f"[openclaw] The CLI command failed.\n[openclaw] Reason: {reason}\n"
+                                         "[openclaw] Try: openclaw doctor\n"}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.artifact["error"]["message"] == f"turn 1 of 1: openclaw exited 1: {reason}"
+    fake_docker.script(turns=[{"rc": 3, "stderr": "boom\nmodel exploded\n\n"}])
+    assert run_openclaw(make_spec(), store, tmp_path).artifact["error"]["message"] == (
+        "turn 1 of 1: openclaw exited 3: model exploded")  # no result: stderr's last line

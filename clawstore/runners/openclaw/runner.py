@@ -279,8 +279,10 @@ class _Run:
             stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
             killed = " (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)" \
                 if inv.returncode == 137 and self.settings.memory else ""
+            reason = ev.failure_reason(payload, stderr)
             raise _Failure("failed", RunError(
-                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}{killed}",
+                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}{killed}"
+                + (f": {reason}" if reason else ""),
                 "execution_error", metadata={"turn_index": index, "returncode": inv.returncode,
                                              "stderr": stderr}))
         self.trace.final_output(ev.redact(ev.visible_text(payload), self.secrets),
