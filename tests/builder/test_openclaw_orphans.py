@@ -135,3 +135,20 @@ def test_the_containers_of_a_live_build_are_left_alone(claw: Claw, fake: FakeDoc
     out, err = build.communicate(timeout=60)
     assert build.returncode == 0, out + err
     assert "stopped" not in err and fake.live_containers() == []
+
+
+def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDocker) -> None:
+    """The second Ctrl-C cancels the running nodes: before session 60 claw exited and the agent's container ran on
+    until OpenClaw's own --timeout (a looping agent kept calling its provider: 288 paid requests in a minute on the
+    real engine), stopped only by the next build or gc."""
+    fake.script(**SLOW)
+    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    name = _wait_for_turn(fake, build)
+    pid = _container_pids(fake)[name]
+    build.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    build.send_signal(signal.SIGINT)
+    out, err = build.communicate(timeout=60)
+    assert build.returncode != 0 and "interrupted" in err, out + err
+    assert _gone(pid) and fake.live_containers() == []
+    assert f"stopped 1 OpenClaw container(s) of this build: {name}" in err
