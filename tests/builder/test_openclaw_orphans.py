@@ -152,3 +152,11 @@ def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDock
     assert build.returncode != 0 and "interrupted" in err, out + err
     assert _gone(pid) and fake.live_containers() == []
     assert f"stopped 1 OpenClaw container(s) of this build: {name}" in err
+
+
+def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tuple[str, int], claw: Claw) -> None:
+    """What the user types after a SIGKILL: before session 60 claw status named the killed build and what its log
+    counted spent, not that its agents ran on, calling their provider, until gc or the next build."""
+    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, out + err
+    assert "And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them" in err
