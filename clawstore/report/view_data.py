@@ -60,6 +60,18 @@ class _Objects:
             except ValueError:
                 self._json[oid] = None  # not JSON: the page says "not stored"
 
+    def text(self, oid: Any) -> str | None:
+        """An object's text, its first MAX_TEXT characters (None: no such object)."""
+        if not isinstance(oid, str) or not oid:
+            return None
+        try:
+            with self._store.open_object(oid) as stream:
+                text = stream.read(4 * MAX_TEXT).decode("utf-8", errors="replace")  # (a UTF-8 character: ≤ 4 bytes)
+                more = len(text) > MAX_TEXT or bool(stream.read(1))
+        except MissingObjectError:
+            return None
+        return text[:MAX_TEXT] + (f"\n… (the rest is in the store: claw cat {oid})" if more else "")
+
     def maybe_json(self, oid: Any) -> Any:
         if not isinstance(oid, str) or not oid:
             return None
@@ -203,7 +215,8 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
         "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
-        "artifact_stored": artifact is not None, "checks": _checks(checks_record, store), "judgements": judges,
+        "artifact_stored": artifact is not None, "workspace_diff": store.text(outputs.get("workspace_diff")),
+        "checks": _checks(checks_record, store), "judgements": judges,
         "result": _result(result_record),
     }
 
