@@ -443,3 +443,15 @@ def test_a_turn_openclaw_refused_says_openclaws_reason(make_spec, fake_docker, s
     fake_docker.script(turns=[{"rc": 3, "stderr": "boom\nmodel exploded\n\n"}])
     assert run_openclaw(make_spec(), store, tmp_path).artifact["error"]["message"] == (
         "turn 1 of 1: openclaw exited 3: model exploded")  # no result: stderr's last line
+
+
+def test_an_engine_refusal_says_the_engines_reason_not_its_help_hint(make_spec, fake_docker, store, tmp_path):
+    """What docker 28 prints when it will not start a container (here CLAW_OPENCLAW_CPUS=64 on 2 cores): before
+    session 60 the run's error was its last line, `validate: Run 'docker run --help' for more information`."""
+    fake_docker.script(run_rc=125, run_stderr="docker: Error response from daemon: Range of CPUs is from 0.01 to 2.00, "
+                                              "as there are only 2 CPUs available\n\nRun 'docker run --help' for more "
+                                              "information\n")
+    error = run_openclaw(make_spec(), store, tmp_path).artifact["error"]
+    assert error["code"] == "openclaw_engine_unavailable"
+    assert error["message"] == ("validate: docker: Error response from daemon: Range of CPUs is from 0.01 to 2.00, "
+                                "as there are only 2 CPUs available")
