@@ -8,6 +8,7 @@ when a run's page is opened (view_page.py). Layout and bounds: docs/view.md.
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from clawstore.errors import MissingObjectError
+from clawstore.errors import CorruptObjectError, MissingObjectError
 from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
@@ -65,10 +66,10 @@ class _Objects:
         if not isinstance(oid, str) or not oid:
             return None
         try:
-            with self._store.open_object(oid) as stream:
+            with io.BufferedReader(self._store.open_object(oid)) as stream:  # (whole reads: the raw one may be short)
                 text = stream.read(4 * MAX_TEXT).decode("utf-8", errors="replace")  # (a UTF-8 character: ≤ 4 bytes)
                 more = len(text) > MAX_TEXT or bool(stream.read(1))
-        except MissingObjectError:
+        except (MissingObjectError, CorruptObjectError):
             return None
         return text[:MAX_TEXT] + (f"\n… (the rest is in the store: claw cat {oid})" if more else "")
 
