@@ -121,14 +121,14 @@ class Planned:
                 and (parts[4], parts[5]) in self.judges)
 
 
-def _stop_orphans(store: Store) -> list[str]:
-    """The OpenClaw containers this store's killed builds left running, stopped (runners/openclaw/orphans.py;
-    imported only when a build recorded containers: the runner's modules are many)."""
+def _stop_orphans(store: Store, build_id: str | None = None) -> list[str]:
+    """The OpenClaw containers this store's killed builds (or build `build_id`) left running, stopped
+    (runners/openclaw/orphans.py; imported only when a build recorded containers: the runner's modules are many)."""
     if not (store.root / "containers").is_dir():
         return []
     from clawstore.runners.openclaw.orphans import stop_orphans
 
-    return stop_orphans(store).stopped
+    return stop_orphans(store, build_id).stopped
 
 
 RunWindows = Iterable[list[Node]]  # the campaign's run nodes a window at a time, planned with their cached records
@@ -188,7 +188,12 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         log.end("interrupted")
         _advance(session, planned)
         report.failures = progress.failures
-        raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign))) from None
+        # A second Ctrl-C leaves agents running in containers of their own sessions: its lease let go, the build
+        # stops them now, as the next build would (an agent looping on tools pays for every request till then).
+        stopped = _stop_orphans(store, log.build_id)
+        raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign)) + (
+            f"; stopped {len(stopped)} OpenClaw container(s) of this build: {', '.join(stopped)}" if stopped else "")
+        ) from None
     finally:
         progress.close()
         restore()

@@ -388,6 +388,7 @@ def _resolve(
     relevant |= {ws.cases[case_id].path for case_id in selected}
     openclaw_cases = [c for c in selected if ws.cases[c].runner_type == "openclaw"]
     agent_of: dict[str, str] = {}
+    idle: list[str] = []  # assignments that select none of the campaign's openclaw cases
     if openclaw_cases and rp_cfg.openclaw is None:
         ws.add_issue(rp_path, "openclaw", f"suite '{suite_cfg.suite_id}' selects openclaw cases "
                                           f"({', '.join(openclaw_cases)}) but this run profile has no "
@@ -395,9 +396,16 @@ def _resolve(
     elif openclaw_cases:
         assert rp_cfg.openclaw is not None
         assignments = suite_cfg.openclaw.agent_assignments
+        used: set[int] = set()
         for case_id in openclaw_cases:
             hits = matching_assignments(assignments, case_id, tags[case_id])
+            used.update(hits)
             agent_of[case_id] = assignments[hits[0]].agent_id if len(hits) == 1 else rp_cfg.openclaw.agent_id
+        if not wanted:  # (with --case, an assignment may be for the cases left out)
+            idle = [f"{ws.rel(suite_path)}: openclaw.agent_assignments[{index}]: selects none of the campaign's "
+                    f"{len(openclaw_cases)} openclaw case(s): agent '{assignment.agent_id}' runs nothing, and a case "
+                    f"matched by no assignment runs the run profile's agent '{rp_cfg.openclaw.agent_id}'"
+                    for index, assignment in enumerate(assignments) if index not in used]
         for agent_id in set(agent_of.values()):
             relevant.add(ws.configs_dir / "agents" / agent_id / "agent.yaml")
             relevant.add(ws.configs_dir / "agents" / agent_id)
@@ -422,7 +430,7 @@ def _resolve(
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
     entries = [ws.cases[case_id] for case_id in selected]
     warnings = ws.warnings_in({entry.path for entry in entries})
-    warnings += _nothing_to_run(ws.rel(suite_path), suite_cfg, selected, len(ws.cases))
+    warnings += _nothing_to_run(ws.rel(suite_path), suite_cfg, selected, len(ws.cases)) + idle
     warnings += attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
     return Campaign(
         root=ws.root,

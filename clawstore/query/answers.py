@@ -54,8 +54,11 @@ _READS = {"runs": re.compile(r"\b(runs|run_history|messages)\b", re.IGNORECASE),
           "judgements": re.compile(r"\b(judgements|judgement_history|judgement_dimensions)\b", re.IGNORECASE)}
 
 
+CACHE_VERSION = 2  # 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0)
+
+
 def cache_path(manifest: Path, table: str) -> Path:
-    return manifest / "answers" / f"{table}.parquet"
+    return manifest / "answers" / f"{table}.v{CACHE_VERSION}.parquet"
 
 
 def wanted(sql: str, catalog: bool) -> list[str]:
@@ -114,6 +117,10 @@ def run_answer(artifact_id: str, artifact: Any) -> dict[str, Any]:
             continue
         row["turn"] = turn
         messages.append(row)
+    if _dict(_dict(artifact).get("identity")).get("runner_type") == "openclaw":
+        # OpenClaw runs its agent loop in its container: the trace holds none of its replies or tool calls.
+        return {"artifact_id": artifact_id, "final_response": final, "turns": None, "tool_calls": None,
+                "messages": messages}
     return {"artifact_id": artifact_id, "final_response": final, "turns": turn, "tool_calls": calls,
             "messages": messages}
 

@@ -242,8 +242,11 @@ def duckdb_columns(table: str) -> dict[str, str]:
 ANSWER_COLUMNS: dict[str, list[Column]] = {
     "runs": [
         Column("final_response", "VARCHAR", "the run's final answer (its last non-blank final output; null when none)"),
-        Column("turns", "INTEGER", "model replies in the run (provider turns of its tool loop)"),
-        Column("tool_calls", "INTEGER", "tool calls the model made in the run"),
+        Column("turns", "INTEGER",
+               "model replies in the run (provider turns of its tool loop); NULL for an OpenClaw run "
+               "(its agent loop runs in its container, out of claw's sight; before session 60: 0)"),
+        Column("tool_calls", "INTEGER",
+               "tool calls the model made in the run; NULL for an OpenClaw run (as `turns`)"),
     ],
     "judgements": [
         Column("summary", "VARCHAR", "the judge's summary of the run (null when it gave none)"),

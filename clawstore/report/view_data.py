@@ -8,6 +8,7 @@ when a run's page is opened (view_page.py). Layout and bounds: docs/view.md.
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from clawstore.errors import MissingObjectError
+from clawstore.errors import CorruptObjectError, MissingObjectError
 from clawstore.report.data import CampaignReport, ReportRow, build_report
 from clawstore.report.stats import paired_vs_baseline, stats_json
 from clawstore.report.view_names import UNKNOWN, ManifestField, manifest_fields
@@ -59,6 +60,18 @@ class _Objects:
                 self._json[oid] = _fields_of(data, fields) if fields else jsontext.loads(data)
             except ValueError:
                 self._json[oid] = None  # not JSON: the page says "not stored"
+
+    def text(self, oid: Any) -> str | None:
+        """An object's text, its first MAX_TEXT characters (None: no such object)."""
+        if not isinstance(oid, str) or not oid:
+            return None
+        try:
+            with io.BufferedReader(self._store.open_object(oid)) as stream:  # (whole reads: the raw one may be short)
+                text = stream.read(4 * MAX_TEXT).decode("utf-8", errors="replace")  # (a UTF-8 character: ≤ 4 bytes)
+                more = len(text) > MAX_TEXT or bool(stream.read(1))
+        except (MissingObjectError, CorruptObjectError):
+            return None
+        return text[:MAX_TEXT] + (f"\n… (the rest is in the store: claw cat {oid})" if more else "")
 
     def maybe_json(self, oid: Any) -> Any:
         if not isinstance(oid, str) or not oid:
@@ -203,7 +216,8 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
         "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
-        "artifact_stored": artifact is not None, "checks": _checks(checks_record, store), "judgements": judges,
+        "artifact_stored": artifact is not None, "workspace_diff": store.text(outputs.get("workspace_diff")),
+        "checks": _checks(checks_record, store), "judgements": judges,
         "result": _result(result_record),
     }
 

@@ -66,8 +66,18 @@ def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
 
 
 def killed_note(store: Store, campaign_id: str) -> str | None:
-    notes = [build.note() for build in killed_builds(store, campaign_id)]
+    notes = [build.note() + _containers_note(store, build.build_id) for build in killed_builds(store, campaign_id)]
     return "; ".join(notes) if notes else None
+
+
+def _containers_note(store: Store, build_id: str) -> str:
+    """A killed build's agents outlive it (runners/openclaw/orphans.py): said while its record of them is there."""
+    from clawstore.runners.openclaw.orphans import RECORDS
+
+    if not any((store.root / RECORDS).glob(f"{build_id}.*.json")):
+        return ""
+    return (". And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them: "
+            "an agent still running calls its provider")
 
 
 def _head_moved(store: Store, campaign_id: str) -> float | None:

@@ -202,3 +202,18 @@ def test_explain_names_a_workspace_file_on_one_line_whatever_its_name(oc: Worksp
     assert "\x1b" not in out and not any(line.startswith("run m9") for line in out.splitlines()), out
     [reason] = {line.strip() for line in out.splitlines() if "agent_tree" in line}
     assert reason.endswith(": skills/x\\x0arun m9 forged rep 0 (stale):\\x1b[2J added"), out
+
+
+def test_claw_view_shows_an_openclaw_runs_workspace_diff(oc: Workspace, claw: Claw, tmp_path: Path) -> None:
+    """What an agent left is an OpenClaw run's answer: before session 60 the page's run details showed the trace
+    (runner events, the final "Wrote report.md") and no diff, which only `claw cat <its object>` showed."""
+    code, out, err = claw.build("--model", "m1", "--case", "oc_a")
+    assert code == 0, out + err
+    page = tmp_path / "page.html"
+    code, out, err = claw("view", "--suite", "main", "--run-profile", "rp", "-o", str(page))
+    assert code == 0, out + err
+    [shard] = (tmp_path / "page.html.d").iterdir()
+    details = json.loads(shard.read_text().split(",", 2)[2].rsplit(")", 1)[0])
+    [run] = [d for d in details if d["case_id"] == "oc_a"]
+    assert "+++ workspace/report.md" in run["workspace_diff"] and "+All done." in run["workspace_diff"]
+    assert "workspaceDiff" in page.read_text()  # the page draws it

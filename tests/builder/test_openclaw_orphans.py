@@ -135,3 +135,28 @@ def test_the_containers_of_a_live_build_are_left_alone(claw: Claw, fake: FakeDoc
     out, err = build.communicate(timeout=60)
     assert build.returncode == 0, out + err
     assert "stopped" not in err and fake.live_containers() == []
+
+
+def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDocker) -> None:
+    """The second Ctrl-C cancels the running nodes: before session 60 claw exited and the agent's container ran on
+    until OpenClaw's own --timeout (a looping agent kept calling its provider: 288 paid requests in a minute on the
+    real engine), stopped only by the next build or gc."""
+    fake.script(**SLOW)
+    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    name = _wait_for_turn(fake, build)
+    pid = _container_pids(fake)[name]
+    build.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    build.send_signal(signal.SIGINT)
+    out, err = build.communicate(timeout=60)
+    assert build.returncode != 0 and "interrupted" in err, out + err
+    assert _gone(pid) and fake.live_containers() == []
+    assert f"stopped 1 OpenClaw container(s) of this build: {name}" in err
+
+
+def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tuple[str, int], claw: Claw) -> None:
+    """What the user types after a SIGKILL: before session 60 claw status named the killed build and what its log
+    counted spent, not that its agents ran on, calling their provider, until gc or the next build."""
+    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, out + err
+    assert "And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them" in err

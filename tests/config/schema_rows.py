@@ -254,6 +254,11 @@ FORBIDDEN: list[Row] = [
         "expected a list"),
     _no("llm_case", "input.context", {"openclaw": {"expected_artifact": 3}},
         "input.context.openclaw.expected_artifact", "expected a file name"),
+    # (s60-qa2: accepted, and the run then kept no key output without a word)
+    _no("llm_case", "input.context", {"openclaw": {"expected_artifact": "../../etc/passwd"}},
+        "input.context.openclaw.expected_artifact", "leaves the run's workspace"),
+    _no("llm_case", "input.context", {"openclaw": {"expected_artifact": ["report.md", ""]}},
+        "input.context.openclaw.expected_artifact[1]", "names the run's workspace itself"),
     _no("llm_case", "expectations", {"hard_expectations": [{"weight": 1}]}, "expectations.hard_expectations[0].text",
         "required field is missing"),
     _no("llm_case", "expectations", {"hard_expectations": ["Answers."]}, "expectations.hard_expectations[0]",

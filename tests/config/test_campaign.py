@@ -94,6 +94,22 @@ def test_openclaw_case_uses_profile_agent_when_no_assignment_matches(ws: Path) -
     assert resolve_campaign(ws, "claw", "standard").items[0].agent_id == "helper"
 
 
+def test_an_agent_assignment_selecting_no_case_is_said_before_anything_runs(ws: Path) -> None:
+    """A misspelt tag in an assignment (s60-qa2): claw validate said OK and the case ran with the run profile's agent,
+    paid for with the wrong agent, without a word."""
+    shutil.copytree(ws / "configs/agents/helper", ws / "configs/agents/other")
+    edit_yaml(ws / "configs/agents/other/agent.yaml", lambda d: d.update(agent_id="other"))
+    edit_yaml(ws / "configs/suites/claw.yaml", lambda d: d["openclaw"].update(agent_assignments=[
+        {"agent_id": "other", "case_selection": {"include_tags": ["clwa"]}}]))
+    campaign = resolve_campaign(ws, "claw", "standard")
+    assert campaign.items[0].agent_id == "helper"
+    assert campaign.warnings == [
+        "configs/suites/claw.yaml: openclaw.agent_assignments[0]: selects none of the campaign's 1 openclaw "
+        "case(s): agent 'other' runs nothing, and a case matched by no assignment runs the run profile's agent "
+        "'helper'"]
+    assert resolve_campaign(ws, "claw", "standard", cases=["claw_one"]).warnings == []  # --case: not said
+
+
 def test_openclaw_cases_need_a_profile_openclaw_block(ws: Path) -> None:
     write_yaml(ws / "configs/run_profiles/plain.yaml",
                {"schema_version": 1, "run_profile_id": "plain", "title": "Plain"})

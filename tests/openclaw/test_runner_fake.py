@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from clawstore.runners.openclaw import run_openclaw
+from clawstore.runners.openclaw import agent_workspace_tree, run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
 from clawstore.store import Store
 from clawstore.store.core.ids import oid_of
@@ -394,3 +394,64 @@ def test_a_free_models_run_whose_turn_left_no_result_is_recorded_at_0(make_spec,
     assert usage["cost_source"] == "unknown", usage
     assert (_metrics(usage, 1.0, free)["cost_usd"], _metrics(usage, 1.0, free)["cost_source"]) == (0.0, "priced")
     assert _metrics(usage, 1.0, {"pricing": {"input": 1, "output": 0}})["cost_usd"] is None
+
+
+def test_a_template_symlink_pointing_out_of_the_workspace_reaches_the_agent_as_a_link(
+        make_spec, fake_docker, store, agent_dir, tmp_path):
+    """A link the agent's template holds to a path of the image (`/etc/hostname`, or `../..` above it) means that
+    path in the container; before session 60 the checkout refused it and every run of the agent failed
+    `runner_execution_failed: UnsafeTreeError`, though `claw validate` and the plan accepted the agent."""
+    (agent_dir / "workspace" / "image_file").symlink_to("/etc/hostname")
+    (agent_dir / "workspace" / "up").symlink_to("../../etc/passwd")
+    (agent_dir / "workspace" / "etc").symlink_to("/etc")  # on the host, the host's /etc: never walked
+    fake_docker.script(turns=[{"write": {"report.md": "r\n"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(agent_tree=agent_workspace_tree(store, agent_dir)), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    links = {e.path: e.target for e in store.read_tree(outcome.outputs["workspace"]) if e.type == "symlink"}
+    assert links == {"image_file": "/etc/hostname", "up": "../../etc/passwd", "etc": "/etc"}
+    assert not any(e.path.startswith("etc/") for e in store.read_tree(outcome.outputs["workspace"]))
+    assert "image_file" not in store.get_bytes(outcome.outputs["workspace_diff"]).decode()  # unchanged: no diff
+
+
+def test_a_template_directory_claw_prunes_is_not_reported_deleted_by_the_agent(
+        make_spec, fake_docker, store, agent_dir, tmp_path):
+    """The template's `.git` is pruned from the final workspace before it is stored (not kept, not deleted by the
+    agent): before session 60 the diff showed `--- template/.git/HEAD +++ /dev/null` and changed_paths listed it
+    deleted in every run of such an agent."""
+    (agent_dir / "workspace" / ".git").mkdir()
+    (agent_dir / "workspace" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    fake_docker.script(turns=[{"write": {"report.md": "r\n"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(agent_tree=agent_workspace_tree(store, agent_dir)), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    meta = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+    assert meta["pruned_paths"] == [".git"]
+    assert meta["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
+    diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+    assert ".git" not in diff and "+++ workspace/report.md" in diff
+
+
+def test_a_turn_openclaw_refused_says_openclaws_reason(make_spec, fake_docker, store, tmp_path):
+    """2026.9.6 refuses a workspace `openclaw onboard` 2026.4.x wrote (`.openclaw/workspace-state.json`) with its
+    reason in its JSON result and on stderr: before session 60 the build, claw query and claw view said only
+    `turn 1 of 1: openclaw exited 1`."""
+    reason = "Legacy workspace setup state requires migration for /work/workspace; run openclaw doctor --fix."
+    fake_docker.script(turns=[{"rc": 1, "payload": {"ok": False, "error": {"type": "cli_error", "message": reason}},
+                               "stderr": f"[openclaw] The CLI command failed.\n[openclaw] Reason: {reason}\n"
+                                         "[openclaw] Try: openclaw doctor\n"}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.artifact["error"]["message"] == f"turn 1 of 1: openclaw exited 1: {reason}"
+    fake_docker.script(turns=[{"rc": 3, "stderr": "boom\nmodel exploded\n\n"}])
+    assert run_openclaw(make_spec(), store, tmp_path).artifact["error"]["message"] == (
+        "turn 1 of 1: openclaw exited 3: model exploded")  # no result: stderr's last line
+
+
+def test_an_engine_refusal_says_the_engines_reason_not_its_help_hint(make_spec, fake_docker, store, tmp_path):
+    """What docker 28 prints when it will not start a container (here CLAW_OPENCLAW_CPUS=64 on 2 cores): before
+    session 60 the run's error was its last line, `validate: Run 'docker run --help' for more information`."""
+    fake_docker.script(run_rc=125, run_stderr="docker: Error response from daemon: Range of CPUs is from 0.01 to 2.00, "
+                                              "as there are only 2 CPUs available\n\nRun 'docker run --help' for more "
+                                              "information\n")
+    error = run_openclaw(make_spec(), store, tmp_path).artifact["error"]
+    assert error["code"] == "openclaw_engine_unavailable"
+    assert error["message"] == ("validate: docker: Error response from daemon: Range of CPUs is from 0.01 to 2.00, "
+                                "as there are only 2 CPUs available")

@@ -128,3 +128,14 @@ def test_a_trace_gives_turns_tool_calls_and_one_row_per_entry() -> None:
     assert run_answer("blake3:y", blank)["final_response"] is None
     assert run_answer("blake3:z", None) == {"artifact_id": "blake3:z", "final_response": None, "turns": 0,
                                             "tool_calls": 0, "messages": []}
+
+
+def test_an_openclaw_runs_turns_and_tool_calls_are_unknown_not_0() -> None:
+    """OpenClaw runs its own agent loop in its container: the trace holds none of its model replies or tool calls
+    (only runner events and each turn's final answer). Before session 60 `claw query` said turns 0, tool_calls 0 for
+    an agent that had written three files with its `write` tool."""
+    trace = [{"event_type": "runner", "name": "agent_invoked", "detail": None},
+             {"event_type": "final_output", "content": "Done: files written."}]
+    row = run_answer("blake3:oc", {"identity": {"runner_type": "openclaw"}, "trace": trace})
+    assert (row["final_response"], row["turns"], row["tool_calls"]) == ("Done: files written.", None, None)
+    assert run_answer("blake3:lp", {"identity": {"runner_type": "llm_probe"}, "trace": trace})["tool_calls"] == 0

@@ -66,3 +66,15 @@ def test_a_body_that_is_not_an_object_is_parsed_in_full(tmp_path: Path) -> None:
     assert view_data._fields_of(store.get_bytes(odd), view_data.BODY_FIELDS) == ["an artifact that is a list"]
     with pytest.raises(ValueError):
         view_data._fields_of(b"{not json", view_data.BODY_FIELDS)
+
+
+def test_a_long_workspace_diff_is_shown_to_its_first_characters_and_says_where_the_rest_is(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    long = store.put_bytes(("+é line\n" * 20_000).encode())  # 160,000 characters, 180,000 bytes
+    short = store.put_bytes(b"+one\n")
+    objects = view_data._Objects(store, [])
+    shown = objects.text(long)
+    assert shown is not None and shown.startswith("+é line\n")
+    assert shown.endswith(f"\n… (the rest is in the store: claw cat {long})")
+    assert len(shown) == view_data.MAX_TEXT + len(f"\n… (the rest is in the store: claw cat {long})")
+    assert objects.text(short) == "+one\n" and objects.text(None) is None

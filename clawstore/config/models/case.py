@@ -21,6 +21,7 @@ from clawstore.config.models.base import (
 from clawstore.config.models.checks import DeterministicCheck
 from clawstore.config.models.runner_settings import check_settings
 from clawstore.errors import quoted
+from clawstore.values.workspace_paths import workspace_path_problem
 
 
 class MessageSource(StrictModel):
@@ -86,6 +87,11 @@ def _check_context(context: dict[str, Any]) -> dict[str, Any]:
             isinstance(artifact, str) or (isinstance(artifact, list) and all(isinstance(a, str) for a in artifact))
         ):
             raise fail("expected a file name or a list of file names", "openclaw.expected_artifact")
+        # A path out of the workspace names no file a run can leave: its key output would be missing without a word.
+        for index, path in enumerate(artifact if isinstance(artifact, list) else [artifact] if artifact is not None
+                                     else []):
+            if (why := workspace_path_problem(path)) is not None:
+                raise fail(why, "openclaw.expected_artifact" + (f"[{index}]" if isinstance(artifact, list) else ""))
     return context
 
 

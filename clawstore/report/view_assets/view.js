@@ -307,6 +307,13 @@
     }));
   }
 
+  // An OpenClaw run's answer is what it left in its workspace: the diff against the agent's template.
+  function workspaceDiff(d) {
+    if (d.workspace_diff === null || d.workspace_diff === undefined) return null;
+    return h("div", {}, h("h3", {}, "Workspace diff"),
+      d.workspace_diff ? text(d.workspace_diff) : h("p", { class: "muted" }, "The run changed no file of the agent's workspace."));
+  }
+
   function judgement(j) {
     const dims = Object.entries(j.dimensions || {});
     return h("div", { class: "judge", "data-judge": j.judge_run_id + "#" + j.repetition },
@@ -333,6 +340,7 @@
         fact("model sent", d.requested_model || "–"), fact("build action", d.action || "–")),
       d.error ? h("p", { class: "fail" }, "Error: " + d.error) : null,
       h("h3", {}, "Conversation"), conversation(d),
+      workspaceDiff(d),
       h("h3", {}, "Deterministic checks"),
       d.checks.length ? h("table", { class: "checks" }, h("thead", {}, h("tr", {}, ["check", "kind", "outcome", "message", "dimensions"].map((c) => h("th", {}, c)))),
         h("tbody", {}, d.checks.map((c) => h("tr", {}, h("td", {}, c.check_id), h("td", {}, c.kind || ""),

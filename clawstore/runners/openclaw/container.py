@@ -303,7 +303,7 @@ class ContainerRunner:
         inv.returncode = 124 if inv.timed_out else proc.returncode
         inv.started = True
         if proc.returncode == 125 and not inv.timed_out:  # the engine refused to start the container
-            inv.engine_error = inv.stderr.strip().splitlines()[-1] if inv.stderr.strip() else "exit 125"
+            inv.engine_error = _refusal(inv.stderr)
             inv.started = False
         return inv
 
@@ -331,3 +331,10 @@ def container_start_seconds(settings: EngineSettings, image: str, argv: Sequence
         if not inv.ok:
             raise RuntimeError(inv.engine_error or inv.stderr.strip() or f"exit {inv.returncode}")
         return inv.duration_s
+
+
+def _refusal(stderr: str) -> str:
+    """The engine's reason for not starting a container: stderr's last line that is not the CLI's help hint
+    (docker: "Run 'docker run --help' for more information", older "See 'docker run --help'.")."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and "--help" not in line]
+    return lines[-1] if lines else "exit 125"

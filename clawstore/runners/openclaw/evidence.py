@@ -25,6 +25,7 @@ NO_RESULT = TURN_NO_RESULT
 REDACTED = "[redacted]"
 REDACTED_BYTES = REDACTED.encode()
 REDACT_CHUNK = 1 << 20  # bytes of a file redacted at a time
+REASON_CHARS = 300  # of a failed turn's reason in its error message (the whole stderr is in its metadata)
 _MEDIA_TYPES = {".md": "text/markdown", ".txt": "text/plain", ".diff": "text/x-diff",
                 ".json": "application/json", ".csv": "text/csv", ".html": "text/html"}
 
@@ -55,6 +56,15 @@ def find_payload(text: str) -> dict[str, Any] | None:
 def _meta(payload: dict[str, Any]) -> dict[str, Any]:
     meta = payload.get("meta")
     return meta if isinstance(meta, dict) else {}
+
+
+def failure_reason(payload: dict[str, Any] | None, stderr: str) -> str:
+    """Why a turn failed, in one line: the error OpenClaw's result names, else stderr's last line."""
+    error = (payload or {}).get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message.strip():
+        message = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    return " ".join(message.split())[:REASON_CHARS]
 
 
 def visible_text(payload: dict[str, Any] | None) -> str:

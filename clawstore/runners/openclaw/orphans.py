@@ -50,8 +50,9 @@ def owner_labels(store: Store, build_id: str, settings: EngineSettings) -> tuple
     return f"{BUILD_LABEL}={build_id}", f"{STORE_LABEL}={store.root.resolve()}"
 
 
-def stop_orphans(store: Store) -> OrphanReport:
-    """Remove the containers of this store's dead builds (started on this host); see the module's text."""
+def stop_orphans(store: Store, build_id: str | None = None) -> OrphanReport:
+    """Remove the containers of this store's dead builds (started on this host), or only of `build_id` (an
+    interrupted build's own, once its lease is let go); see the module's text."""
     report = OrphanReport()
     directory = store.root / RECORDS
     try:
@@ -69,7 +70,7 @@ def stop_orphans(store: Store) -> OrphanReport:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             continue
-        if record.host != host or record.build_id in live:
+        if record.host != host or record.build_id in live or build_id not in (None, record.build_id):
             continue
         settings = EngineSettings(docker_cli=record.docker_cli)
         names, why = labelled_containers(settings, f"{BUILD_LABEL}={record.build_id}", record.engine)

@@ -170,7 +170,9 @@ class _Run:
         self.trace.runner("openclaw_executor_selected", None, {
             "docker_cli": spec.docker_cli, "image": spec.image, "image_digest": spec.image_digest,
             "network": self.settings.network, "pull": self.settings.pull})
-        self.store.checkout(spec.agent_tree, self.workspace)
+        # A template's link out of the workspace means that path of the image, inside the container; the
+        # host side never follows one (stored as a link, redaction and limits skip links).
+        self.store.checkout(spec.agent_tree, self.workspace, allow_external_links=True)
         for name in ("state", "home"):
             (self.root / name).mkdir()
         self.trace.runner("workspace_materialized", None, {
@@ -277,8 +279,10 @@ class _Run:
             stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
             killed = " (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)" \
                 if inv.returncode == 137 and self.settings.memory else ""
+            reason = ev.failure_reason(payload, stderr)
             raise _Failure("failed", RunError(
-                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}{killed}",
+                "openclaw_execution_failed", f"turn {index + 1} of {count}: openclaw exited {inv.returncode}{killed}"
+                + (f": {reason}" if reason else ""),
                 "execution_error", metadata={"turn_index": index, "returncode": inv.returncode,
                                              "stderr": stderr}))
         self.trace.final_output(ev.redact(ev.visible_text(payload), self.secrets),
@@ -318,10 +322,10 @@ class _Run:
                       else spec.agent_tree)
         self.outputs["workspace"] = final_tree
         self.outputs["workspace_diff"] = store.put_bytes(
-            workspace_diff(store, spec.agent_tree, final_tree).encode("utf-8"))
+            workspace_diff(store, spec.agent_tree, final_tree, pruned).encode("utf-8"))
         self._capture_logs()
         return {"redacted_files": redacted, "pruned_paths": pruned,
-                "changed_paths": changed_paths(store, spec.agent_tree, final_tree)}
+                "changed_paths": changed_paths(store, spec.agent_tree, final_tree, pruned)}
 
     def _capture_logs(self) -> None:
         """The containers' output, each turn's payload and OpenClaw's session files (all redacted)."""

@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,8 +129,11 @@ def prune_workspace(workspace: Path) -> list[str]:
     return sorted(pruned)
 
 
-def _files(store: Store, tree: str) -> dict[str, Any]:
-    return {e.path: e for e in store.read_tree(tree) if e.type in ("file", "symlink")}
+def _files(store: Store, tree: str, pruned: Sequence[str] = ()) -> dict[str, Any]:
+    """The tree's files and links, less those under a directory pruned from the final workspace (prune_workspace):
+    they were not stored, which is not the agent deleting them."""
+    return {e.path: e for e in store.read_tree(tree) if e.type in ("file", "symlink")
+            and not any(e.path.startswith(f"{p}/") for p in pruned)}
 
 
 def _text_lines(store: Store, entry: Any) -> list[str] | None:
@@ -146,9 +150,9 @@ def _text_lines(store: Store, entry: Any) -> list[str] | None:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
-def workspace_diff(store: Store, base_tree: str, final_tree: str) -> str:
+def workspace_diff(store: Store, base_tree: str, final_tree: str, pruned: Sequence[str] = ()) -> str:
     """Unified diffs (`--- template/<p>` / `+++ workspace/<p>`) of every file that differs."""
-    base, final = _files(store, base_tree), _files(store, final_tree)
+    base, final = _files(store, base_tree, pruned), _files(store, final_tree)
     chunks: list[str] = []
     for path in sorted(set(base) | set(final)):
         old, new = base.get(path), final.get(path)
@@ -165,9 +169,9 @@ def workspace_diff(store: Store, base_tree: str, final_tree: str) -> str:
     return "\n".join(chunks) + ("\n" if chunks else "")
 
 
-def changed_paths(store: Store, base_tree: str, final_tree: str) -> dict[str, list[str]]:
+def changed_paths(store: Store, base_tree: str, final_tree: str, pruned: Sequence[str] = ()) -> dict[str, list[str]]:
     """Files added, modified and deleted by the run (relative to the workspace)."""
-    base, final = _files(store, base_tree), _files(store, final_tree)
+    base, final = _files(store, base_tree, pruned), _files(store, final_tree)
     return {
         "added": sorted(set(final) - set(base)),
         "modified": sorted(p for p in set(base) & set(final)
