@@ -277,6 +277,8 @@ class Project:
         from an untrusted import (builder/api.py untrusted_note)."""
         from clawstore.builder.api import untrusted_note
 
+        if self._store is None and not self.exists(self.campaign.root):
+            return  # (nothing imported: the build checks its key and settings before a store is made)
         note = untrusted_note(self.campaign, self.store)
         if note is not None:
             self.say(note)
