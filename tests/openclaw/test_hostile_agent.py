@@ -22,6 +22,7 @@ from clawstore.host import run_limits as limits
 from clawstore.runners.openclaw import evidence, run_openclaw
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree
+from clawstore.store import Store
 from tests.openclaw.conftest import SECRET, payload
 from tests.support.nesting import nest
 
@@ -200,3 +201,31 @@ def test_a_malformed_limit_is_refused_when_the_build_plans(tmp_path: Path, name:
             "CLAW_OPENCLAW_MEMORY": "a size such as 4g or 512m",
             "CLAW_OPENCLAW_PIDS_LIMIT": "a whole number such as 4096",
             "CLAW_OPENCLAW_CPUS": "a number of CPUs such as 1.5"}[name] + f", or none for no limit; got {value!r}"]
+
+
+def _host_dir(tmp_path: Path) -> Path:
+    """A directory of the host outside the run: a project with its .git, a file holding the key, a private file."""
+    host = tmp_path / "host_project"
+    (host / ".git").mkdir(parents=True)
+    (host / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (host / "private.txt").write_text("host-private-marker\n")
+    (host / "env.txt").write_text(f"KEY={SECRET}\n")
+    return host
+
+
+def _untouched(host: Path, store: Store) -> None:
+    assert (host / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n", "claw deleted a host .git"
+    assert (host / "env.txt").read_text() == f"KEY={SECRET}\n", "claw rewrote a host file"
+    assert not any(b"host-private-marker" in store.get_bytes(oid) for oid in store.iter_objects())
+
+
+def test_a_workspace_the_agent_replaced_by_a_link_to_the_host_is_neither_read_pruned_nor_redacted(
+        make_spec, fake_docker, store, tmp_path):
+    """The agent owns /work (the run's root, mounted): it may put a link where its workspace was. The host side
+    followed it: redaction rewrote, pruning deleted (.git) and the snapshot stored the host directory it names."""
+    host = _host_dir(tmp_path)
+    fake_docker.script(turns=[{"link": {"workspace": str(host)}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    _untouched(host, store)
+    assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_workspace_replaced"
+    assert "a link" in outcome.artifact["error"]["message"] and "workspace" not in outcome.outputs
