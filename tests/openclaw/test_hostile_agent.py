@@ -229,3 +229,12 @@ def test_a_workspace_the_agent_replaced_by_a_link_to_the_host_is_neither_read_pr
     _untouched(host, store)
     assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_workspace_replaced"
     assert "a link" in outcome.artifact["error"]["message"] and "workspace" not in outcome.outputs
+
+
+def test_openclaws_session_directory_replaced_by_a_link_is_not_read(make_spec, fake_docker, store, tmp_path):
+    host = _host_dir(tmp_path)
+    (host / "stolen.jsonl").write_text("host-private-marker\n")
+    fake_docker.script(turns=[{"link": {"state/agents/a/sessions": str(host)}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    _untouched(host, store)
+    assert not [k for k in outcome.outputs if k.startswith("openclaw_session:")]

@@ -350,10 +350,14 @@ class _Run:
     def _session_files(self) -> dict[str, str]:
         """OpenClaw's own session transcripts, when the release writes them as JSONL files."""
         found = {}
+        root = self.root.resolve()
         for path in sorted((self.root / "state").glob("agents/*/sessions/*.jsonl")):
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
+            # No link anywhere on its way (the agent owns state/: a linked directory names a host one).
+            linked = path.resolve() != root / path.relative_to(self.root)
+            if linked or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
                 self.trace.runner("session_file_skipped", None, {
-                    "name": path.name, "reason": f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
+                    "name": path.name, "reason": "reached through a link" if linked
+                    else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
