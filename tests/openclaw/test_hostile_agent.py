@@ -20,6 +20,7 @@ import pytest
 
 from clawstore.host import run_limits as limits
 from clawstore.runners.openclaw import evidence, run_openclaw
+from clawstore.runners.openclaw import runner as runner_module
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree
 from clawstore.store import Store
@@ -238,3 +239,16 @@ def test_openclaws_session_directory_replaced_by_a_link_is_not_read(make_spec, f
     outcome = run_openclaw(make_spec(), store, tmp_path)
     _untouched(host, store)
     assert not [k for k in outcome.outputs if k.startswith("openclaw_session:")]
+
+
+def test_a_long_turns_message_file_is_not_written_through_a_link_the_agent_left(
+        make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_module, "MAX_MESSAGE_ARG", 10)  # every turn's text goes through a file
+    host = _host_dir(tmp_path)
+    fake_docker.script(turns=[{"link": {"turns/turn_2.txt": str(host / "env.txt")}, "payload": payload("one")},
+                              {"payload": payload("two")}])
+    outcome = run_openclaw(make_spec(turns=[{"role": "user", "content": "first turn, long enough"},
+                                            {"role": "user", "content": "second turn, long enough"}]),
+                           store, tmp_path)
+    _untouched(host, store)
+    assert outcome.status == "success", outcome.artifact["error"]
