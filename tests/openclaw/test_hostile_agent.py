@@ -232,6 +232,15 @@ def test_a_workspace_the_agent_replaced_by_a_link_to_the_host_is_neither_read_pr
     assert "a link" in outcome.artifact["error"]["message"] and "workspace" not in outcome.outputs
 
 
+def test_a_workspace_the_agent_replaced_by_a_file_fails_the_run_not_the_build(make_spec, fake_docker, store,
+                                                                               tmp_path):
+    """run_openclaw never raises for a run that fails: before, the snapshot's 'not a directory' left it uncaught."""
+    fake_docker.script(turns=[{"file": {"workspace": "not a directory"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_workspace_replaced"
+    assert "workspace" not in outcome.outputs
+
+
 def test_openclaws_session_directory_replaced_by_a_link_is_not_read(make_spec, fake_docker, store, tmp_path):
     host = _host_dir(tmp_path)
     (host / "stolen.jsonl").write_text("host-private-marker\n")

@@ -309,9 +309,11 @@ class _Run:
     def workspace_failure(self) -> RunError | None:
         """The run's failure when its final workspace is too big to keep (clawstore/host/run_limits.py) or is a link:
         the agent owns the mounted root, and a link there names a host path to every reader after it."""
-        if self.workspace.is_symlink():
+        replaced = "a link" if self.workspace.is_symlink() else "a file" if (
+            self.workspace.exists() and not self.workspace.is_dir()) else None
+        if replaced:
             return RunError("openclaw_workspace_replaced", "the agent's final workspace was not kept: the agent "
-                            "replaced its workspace directory with a link", "execution_error")
+                            f"replaced its workspace directory with {replaced}", "execution_error")
         problem = workspace_problem(self.workspace) if self.workspace.exists() else None
         if problem is None:
             return None
