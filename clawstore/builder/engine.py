@@ -319,9 +319,12 @@ def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str
     later = f" and {unplanned} run(s) of windows not planned yet" if unplanned else ""
     # (failed nodes too: a judgement that ran and failed was paid for, and "0 node(s) executed" read as none had run)
     failed = f", {counts['failed']} failed (recorded, with their cost)" if counts.get("failed") else ""
+    # (cancelled by a second Ctrl-C: their requests, an agent's many, were sent; unsaid, '0 executed' read as 0 spent)
+    running = progress.running()
+    cancelled = f"; {running} running node(s) cancelled: what they spent is not counted" if running else ""
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed{failed} and {counts.get('reused', 0)} reused "
             f"are committed; {left} planned node(s) left unbuilt{later} (evaluation of runs not reached is not "
-            "counted); the next build resumes from here")
+            f"counted){cancelled}; the next build resumes from here")
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: Planned) -> None:

@@ -159,6 +159,12 @@ class BuildProgress:
                                    "(Ctrl-C again cancels them)")
         self.on_interrupt(running)
 
+    def running(self) -> int:
+        """Nodes started and not finished (a second Ctrl-C cancels them, whatever they had spent)."""
+        with self._lock:
+            self._count_starts()
+            return sum(model.running for model in self.state.models.values())
+
     def idle(self) -> None:
         """The build's thread has no outcome to record now and is about to wait for one."""
 

@@ -215,6 +215,9 @@ def _rewrite(con: duckdb.DuckDBPyConnection, cache: Path, table: str, rows: Iter
         # Row groups of a few thousand rows: a search of 10,000 answers scans them on every core.
         con.execute(f"COPY ({select}) TO {literal(str(out))} (FORMAT parquet, ROW_GROUP_SIZE 4096)").fetchall()
         os.replace(out, cache)
+        for version in range(1, CACHE_VERSION):  # the versions before: every answer read so far, read by nothing now
+            cache.with_name(f"{table}.v{version}.parquet" if version > 1 else f"{table}.parquet").unlink(
+                missing_ok=True)
     finally:
         fresh.unlink(missing_ok=True)
         out.unlink(missing_ok=True)

@@ -152,6 +152,8 @@ def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDock
     assert build.returncode != 0 and "interrupted" in err, out + err
     assert _gone(pid) and fake.live_containers() == []
     assert f"stopped 1 OpenClaw container(s) of this build: {name}" in err
+    # Its agent ran (and may have paid) until then: not counted, and said so, never left to read as nothing spent.
+    assert "1 running node(s) cancelled: what they spent is not counted" in err, err
 
 
 def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tuple[str, int], claw: Claw) -> None:

@@ -12,7 +12,8 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "turns": [{"write": {"rel/path": "text"}, "sparse": {"rel/path": bytes}, "flood": "stdout",
                       "payload": {...} | null, "stdout": "...",
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
-                      "echo_env": false, "write_env_to": "file-in-workspace"}],
+                      "echo_env": false, "write_env_to": "file-in-workspace",
+                      "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"}}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -114,6 +116,19 @@ def play(spec: dict, workspace: Path, env: dict) -> int:
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    # A hostile agent: whatever was at a path under the mount becomes a link ("link") or a file ("file").
+    for kind in ("link", "file"):
+        for rel, value in (spec.get(kind) or {}).items():
+            place = workspace.parent / rel
+            place.parent.mkdir(parents=True, exist_ok=True)
+            if place.is_dir() and not place.is_symlink():
+                shutil.rmtree(place)
+            elif place.exists() or place.is_symlink():
+                place.unlink()
+            if kind == "link":
+                place.symlink_to(value)
+            else:
+                place.write_text(value)
     if spec.get("flood"):  # print to this stream until killed
         stream = getattr(sys, spec["flood"]).buffer
         chunk = b"x" * 65536

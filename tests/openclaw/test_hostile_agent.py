@@ -20,8 +20,10 @@ import pytest
 
 from clawstore.host import run_limits as limits
 from clawstore.runners.openclaw import evidence, run_openclaw
+from clawstore.runners.openclaw import runner as runner_module
 from clawstore.runners.openclaw.container import EngineSettings
 from clawstore.runners.openclaw.evidence import redact_tree
+from clawstore.store import Store
 from tests.openclaw.conftest import SECRET, payload
 from tests.support.nesting import nest
 
@@ -200,3 +202,62 @@ def test_a_malformed_limit_is_refused_when_the_build_plans(tmp_path: Path, name:
             "CLAW_OPENCLAW_MEMORY": "a size such as 4g or 512m",
             "CLAW_OPENCLAW_PIDS_LIMIT": "a whole number such as 4096",
             "CLAW_OPENCLAW_CPUS": "a number of CPUs such as 1.5"}[name] + f", or none for no limit; got {value!r}"]
+
+
+def _host_dir(tmp_path: Path) -> Path:
+    """A directory of the host outside the run: a project with its .git, a file holding the key, a private file."""
+    host = tmp_path / "host_project"
+    (host / ".git").mkdir(parents=True)
+    (host / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (host / "private.txt").write_text("host-private-marker\n")
+    (host / "env.txt").write_text(f"KEY={SECRET}\n")
+    return host
+
+
+def _untouched(host: Path, store: Store) -> None:
+    assert (host / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n", "claw deleted a host .git"
+    assert (host / "env.txt").read_text() == f"KEY={SECRET}\n", "claw rewrote a host file"
+    assert not any(b"host-private-marker" in store.get_bytes(oid) for oid in store.iter_objects())
+
+
+def test_a_workspace_the_agent_replaced_by_a_link_to_the_host_is_neither_read_pruned_nor_redacted(
+        make_spec, fake_docker, store, tmp_path):
+    """The agent owns /work (the run's root, mounted): it may put a link where its workspace was. The host side
+    followed it: redaction rewrote, pruning deleted (.git) and the snapshot stored the host directory it names."""
+    host = _host_dir(tmp_path)
+    fake_docker.script(turns=[{"link": {"workspace": str(host)}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    _untouched(host, store)
+    assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_workspace_replaced"
+    assert "a link" in outcome.artifact["error"]["message"] and "workspace" not in outcome.outputs
+
+
+def test_a_workspace_the_agent_replaced_by_a_file_fails_the_run_not_the_build(make_spec, fake_docker, store,
+                                                                               tmp_path):
+    """run_openclaw never raises for a run that fails: before, the snapshot's 'not a directory' left it uncaught."""
+    fake_docker.script(turns=[{"file": {"workspace": "not a directory"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_workspace_replaced"
+    assert "workspace" not in outcome.outputs
+
+
+def test_openclaws_session_directory_replaced_by_a_link_is_not_read(make_spec, fake_docker, store, tmp_path):
+    host = _host_dir(tmp_path)
+    (host / "stolen.jsonl").write_text("host-private-marker\n")
+    fake_docker.script(turns=[{"link": {"state/agents/a/sessions": str(host)}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    _untouched(host, store)
+    assert not [k for k in outcome.outputs if k.startswith("openclaw_session:")]
+
+
+def test_a_long_turns_message_file_is_not_written_through_a_link_the_agent_left(
+        make_spec, fake_docker, store, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_module, "MAX_MESSAGE_ARG", 10)  # every turn's text goes through a file
+    host = _host_dir(tmp_path)
+    fake_docker.script(turns=[{"link": {"turns/turn_2.txt": str(host / "env.txt")}, "payload": payload("one")},
+                              {"payload": payload("two")}])
+    outcome = run_openclaw(make_spec(turns=[{"role": "user", "content": "first turn, long enough"},
+                                            {"role": "user", "content": "second turn, long enough"}]),
+                           store, tmp_path)
+    _untouched(host, store)
+    assert outcome.status == "success", outcome.artifact["error"]

@@ -430,6 +430,19 @@ def test_a_template_directory_claw_prunes_is_not_reported_deleted_by_the_agent(
     assert ".git" not in diff and "+++ workspace/report.md" in diff
 
 
+def test_a_template_link_claw_prunes_is_not_reported_deleted_by_the_agent(
+        make_spec, fake_docker, store, agent_dir, tmp_path):
+    """A template's `node_modules` may be a link to the image's (`/usr/lib/node_modules`, kept as a link since
+    session 60): pruned like a directory, it was listed deleted by the agent in every run."""
+    (agent_dir / "workspace" / "node_modules").symlink_to("/usr/lib/node_modules")
+    fake_docker.script(turns=[{"write": {"report.md": "r\n"}, "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(agent_tree=agent_workspace_tree(store, agent_dir)), store, tmp_path)
+    meta = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+    assert meta["pruned_paths"] == ["node_modules"]
+    assert meta["changed_paths"] == {"added": ["report.md"], "modified": [], "deleted": []}
+    assert "node_modules" not in store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+
+
 def test_a_turn_openclaw_refused_says_openclaws_reason(make_spec, fake_docker, store, tmp_path):
     """2026.9.6 refuses a workspace `openclaw onboard` 2026.4.x wrote (`.openclaw/workspace-state.json`) with its
     reason in its JSON result and on stderr: before session 60 the build, claw query and claw view said only

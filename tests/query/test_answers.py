@@ -139,3 +139,21 @@ def test_an_openclaw_runs_turns_and_tool_calls_are_unknown_not_0() -> None:
     row = run_answer("blake3:oc", {"identity": {"runner_type": "openclaw"}, "trace": trace})
     assert (row["final_response"], row["turns"], row["tool_calls"]) == ("Done: files written.", None, None)
     assert run_answer("blake3:lp", {"identity": {"runner_type": "llm_probe"}, "trace": trace})["tool_calls"] == 0
+
+
+def test_a_cache_file_of_an_older_version_is_removed_when_its_successor_is_written(
+        claw: Claw, standin: StandIn, env: dict[str, str]) -> None:
+    """The answers cache is renamed when what it caches changes (runs.v2.parquet: OpenClaw's turns NULL); the file of
+    the version before holds every answer read so far (final responses, whole conversations) and nothing reads it."""
+    standin.script("*", text("four"))
+    assert claw.build()[0] == 0
+    store = Path(env["CLAW_STORE"])
+    answers = cache_path(store / "manifest", "runs").parent
+    answers.mkdir(parents=True)
+    older = [answers / "runs.parquet", answers / "judgements.parquet"]
+    for path in older:
+        path.write_bytes(b"PAR1 an older claw's cache")
+    assert {r["final_response"] for r in _query(store, "select final_response from runs")} == {"four"}
+    assert cache_path(store / "manifest", "runs").exists()
+    assert not older[0].exists(), "the runs cache of the version before stays on disk forever"
+    assert older[1].exists()  # (the judgements cache is rewritten, and its old file removed, when a query reads it)

@@ -219,6 +219,12 @@ class _Run:
         owner = owner_labels(self.store, self.build_id, self.settings) if self.build_id else ()
         runner = ContainerRunner(self.settings, spec.image, self.root, env, self.run_tag,
                                  hidden_env=(spec.api_key_env,) if spec.api_key_env else (), owner_labels=owner)
+        # Every long message is written before the first container: the agent owns the mounted root, and a link
+        # it left at turns/turn_2.txt would have had the host write the prompt over the file it names.
+        for index, text in enumerate(texts):
+            if _through_file(text):
+                (self.root / "turns").mkdir(exist_ok=True)
+                (self.root / "turns" / _message_file(index)).write_text(text, encoding="utf-8")
         try:
             self._validate(runner, deadline)
             for index, text in enumerate(texts):
@@ -251,11 +257,8 @@ class _Run:
         remaining = deadline - time.monotonic()
         argv = ["openclaw", "agent", "--local", "--json", "--agent", self.cli_agent_id,
                 "--session-id", self.session]
-        if len(text.encode("utf-8")) > MAX_MESSAGE_ARG:
-            message_file = self.root / "turns" / f"turn_{index + 1}.txt"
-            message_file.parent.mkdir(exist_ok=True)
-            message_file.write_text(text, encoding="utf-8")
-            argv += ["--message-file", f"/work/turns/{message_file.name}"]
+        if _through_file(text):
+            argv += ["--message-file", f"/work/turns/{_message_file(index)}"]
         else:
             argv += ["--message", text]
         # OpenClaw's own limit ends the agent cleanly just before ours would remove the container.
@@ -304,7 +307,13 @@ class _Run:
 
     # --- evidence ---------------------------------------------------------------------------
     def workspace_failure(self) -> RunError | None:
-        """The run's failure when its final workspace is too big to keep (clawstore/host/run_limits.py)."""
+        """The run's failure when its final workspace is too big to keep (clawstore/host/run_limits.py) or is a link:
+        the agent owns the mounted root, and a link there names a host path to every reader after it."""
+        replaced = "a link" if self.workspace.is_symlink() else "a file" if (
+            self.workspace.exists() and not self.workspace.is_dir()) else None
+        if replaced:
+            return RunError("openclaw_workspace_replaced", "the agent's final workspace was not kept: the agent "
+                            f"replaced its workspace directory with {replaced}", "execution_error")
         problem = workspace_problem(self.workspace) if self.workspace.exists() else None
         if problem is None:
             return None
@@ -346,10 +355,14 @@ class _Run:
     def _session_files(self) -> dict[str, str]:
         """OpenClaw's own session transcripts, when the release writes them as JSONL files."""
         found = {}
+        root = self.root.resolve()
         for path in sorted((self.root / "state").glob("agents/*/sessions/*.jsonl")):
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
+            # No link anywhere on its way (the agent owns state/: a linked directory names a host one).
+            linked = path.resolve() != root / path.relative_to(self.root)
+            if linked or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
                 self.trace.runner("session_file_skipped", None, {
-                    "name": path.name, "reason": f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
+                    "name": path.name, "reason": "reached through a link" if linked
+                    else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
@@ -370,6 +383,14 @@ class _Run:
                          "object": entry.object, "media_type": ev.media_type(rel), "byte_size": entry.size,
                          "metadata": {"workspace_relative_path": rel}})
         return refs
+
+
+def _through_file(text: str) -> bool:
+    return len(text.encode("utf-8")) > MAX_MESSAGE_ARG
+
+
+def _message_file(index: int) -> str:
+    return f"turn_{index + 1}.txt"
 
 
 def _ref(artifact_id: str, artifact_type: str, oid: str | None, media_type: str | None) -> dict[str, Any] | None:

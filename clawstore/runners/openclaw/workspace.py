@@ -130,10 +130,10 @@ def prune_workspace(workspace: Path) -> list[str]:
 
 
 def _files(store: Store, tree: str, pruned: Sequence[str] = ()) -> dict[str, Any]:
-    """The tree's files and links, less those under a directory pruned from the final workspace (prune_workspace):
-    they were not stored, which is not the agent deleting them."""
+    """The tree's files and links, less those pruned from the final workspace (prune_workspace: a directory's
+    entries, or a link in its place): they were not stored, which is not the agent deleting them."""
     return {e.path: e for e in store.read_tree(tree) if e.type in ("file", "symlink")
-            and not any(e.path.startswith(f"{p}/") for p in pruned)}
+            and not any(e.path == p or e.path.startswith(f"{p}/") for p in pruned)}
 
 
 def _text_lines(store: Store, entry: Any) -> list[str] | None:
