@@ -22,7 +22,6 @@ from clawstore.builder.unstored import (
 )
 from clawstore.errors import StoreError
 from clawstore.graph.plan import Node
-from clawstore.graph.records import INFRASTRUCTURE_STATUSES
 
 if TYPE_CHECKING:
     from clawstore.builder.session import BuildSession
@@ -46,8 +45,10 @@ class Stop:
         """Is `node` one this stop keeps from starting, now?"""
         return self.reason is not None and node.kind == "run"
 
-    def after(self, status: str | None) -> bool:
-        if status is None or status in INFRASTRUCTURE_STATUSES:
+    def after(self, status: str | None, fault: bool) -> bool:
+        """`fault`: the run ended in a fault (not cached: a provider error, a timeout, a failure), not in an outcome
+        of the model's (an OpenClaw agent that used its whole timeout is `timed_out` and the agent's)."""
+        if fault:
             if self.stop_on_runner_error:
                 self.reason = "stop_on_runner_error: a run ended with a runner error"
                 return False
@@ -152,7 +153,8 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
                 return False
             last_write = time.monotonic()
         if stop is not None and node.kind == "run":
-            stop.after(status)  # (runs not started yet are stopped as they come up: `claimed_work`)
+            # (runs not started yet are stopped as they come up: `claimed_work`)
+            stop.after(status, not (node.record or {}).get("cacheable"))
         return not (budget is not None and budget.reached())
 
     def started(node: Node) -> Stored:

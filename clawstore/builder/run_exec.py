@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from clawstore.builder.legacy_keys import record_under_legacy_key
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node, put_input
-from clawstore.graph.records import INFRASTRUCTURE_STATUSES, make_record, utc_now
+from clawstore.graph.records import kept_outcome, make_record, utc_now
 from clawstore.host.scratch import remove_tree, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
@@ -59,7 +59,7 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
     metrics = _metrics(artifact.get("usage") or {}, latency, dict(node.item.model.model_extra or {}))
     record = make_record(
         kind="run", key=node.key, address=node.address, status=status,
-        cacheable=status not in INFRASTRUCTURE_STATUSES, outputs=outputs, metrics=metrics,
+        cacheable=kept_outcome(status, error), outputs=outputs, metrics=metrics,
         summary={
             **node.address,
             "requested_model": node.item.resolved_model,

@@ -10,6 +10,14 @@ from clawstore.store.documents import metrics_json, metrics_problem, record_json
 
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
+# ... except these: an OpenClaw agent that used its whole timeout after its model answered (runners/openclaw/runner.py
+# AGENT_TIMEOUT) is `timed_out`, and its own outcome, kept like llm_probe's `max_turns_exceeded`.
+AGENT_OUTCOME_CODES = frozenset({"openclaw_agent_timeout"})
+
+
+def kept_outcome(status: str, error: dict[str, Any] | None) -> bool:
+    """Is a run ending in `status` with `error` the model's (or agent's) outcome, cached, rather than a fault?"""
+    return status not in INFRASTRUCTURE_STATUSES or (error or {}).get("code") in AGENT_OUTCOME_CODES
 
 
 _second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text up to the seconds

@@ -13,8 +13,12 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "payload": {...} | null, "stdout": "...",
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
                       "echo_env": false, "write_env_to": "file-in-workspace",
-                      "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"}}],
+                      "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
+                      "ask_provider": seconds}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
+"ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
+every that many seconds, each written to OpenClaw's session transcript (state/agents/<agent>/sessions/<session>.jsonl)
+as OpenClaw does: an assistant message, or one with `stopReason: "error"` when no answer came.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import signal
 import stat
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 STATE = Path(os.environ.get("FAKE_DOCKER_STATE", "/tmp/fake-docker"))
@@ -106,7 +112,30 @@ def next_turn() -> int:
         return index
 
 
-def play(spec: dict, workspace: Path, env: dict) -> int:
+def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env: dict) -> None:
+    config = json.loads((root / "openclaw.json").read_text())
+    provider = next(iter(config["models"]["providers"].values()))
+    key = env.get(provider["apiKey"][2:-1], "") if provider["apiKey"].startswith("${") else provider["apiKey"]
+    agent, session = argv[argv.index("--agent") + 1], argv[argv.index("--session-id") + 1]
+    transcript = root / "state" / "agents" / agent / "sessions" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps({"model": provider["models"][0]["id"],
+                       "messages": [{"role": "user", "content": argv[argv.index("--message") + 1]}]}).encode()
+    while True:
+        request = urllib.request.Request(provider["baseUrl"] + "/chat/completions", data=body, headers={
+            "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = json.loads(response.read())["choices"][0]["message"].get("content") or ""
+            message = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "toolUse"}
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            message = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": str(exc)}
+        with open(transcript, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"type": "message", "message": message}) + "\n")
+        time.sleep(interval)
+
+
+def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) -> int:
     for rel, size in (spec.get("sparse") or {}).items():  # a file this big that costs no disk
         with open(workspace / rel, "wb") as out:
             out.truncate(int(size))
@@ -129,6 +158,8 @@ def play(spec: dict, workspace: Path, env: dict) -> int:
                 place.symlink_to(value)
             else:
                 place.write_text(value)
+    if spec.get("ask_provider") is not None:
+        ask_provider_until_stopped(float(spec["ask_provider"]), workspace.parent, argv or [], env)
     if spec.get("flood"):  # print to this stream until killed
         stream = getattr(sys, spec["flood"]).buffer
         chunk = b"x" * 65536
@@ -182,7 +213,7 @@ def run(args: list[str]) -> int:
             record({"cmd": "agent", "turn": index, "argv": argv,
                     "workspace_files": sorted(p.relative_to(workspace).as_posix()
                                               for p in workspace.rglob("*") if p.is_file())})
-            return play(spec, workspace, env_info["env"])
+            return play(spec, workspace, env_info["env"], argv)
         return 0
     finally:
         marker.unlink(missing_ok=True)

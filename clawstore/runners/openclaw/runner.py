@@ -51,6 +51,7 @@ VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14;
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 TURN_STEP = "turn"  # the invocations that run `openclaw agent`, the only ones that call the provider
+AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout after its model answered: its outcome, kept
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class _Run:
         self.outputs: dict[str, str] = {}
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
+        self.model_answered = False  # a session transcript shows an assistant message the model answered
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -365,6 +367,7 @@ class _Run:
                     else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
+            self.model_answered = self.model_answered or ev.model_answered(text)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
         return found
 
@@ -425,12 +428,27 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
+        if error is not None and _agent_used_its_time(error, run.model_answered):
+            error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
     if error is not None:
         run.trace.runner("run_failed", error.message, {"code": error.code})
     clock.stop()
     return OpenClawOutcome(_artifact(run, spec, run_id, clock, status, error, captured), dict(run.outputs))
+
+
+def _agent_used_its_time(error: RunError, model_answered: bool) -> bool:
+    """A turn cut off by the run's timeout after the agent's model answered at least once: the agent's own outcome
+    within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a fault to pay for again. A timeout with
+    no answered request (provider down or stalled, validation) stays a fault, retried."""
+    return error.code == "openclaw_timeout" and "turn_index" in error.metadata and model_answered
+
+
+def _agent_timeout(error: RunError, timeout_seconds: int) -> RunError:
+    return RunError(AGENT_TIMEOUT, f"the agent used its whole {timeout_seconds}s: its model answered, and it was "
+                    f"still working when the run's timeout ended it ({error.message}); kept as the agent's outcome "
+                    "(`claw build --force` runs it again)", "timeout", metadata=dict(error.metadata))
 
 
 def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: str,
