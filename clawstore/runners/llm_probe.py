@@ -30,15 +30,18 @@ RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 5
 MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-# How servers refuse a conversation longer than the model's context: by their error's `code` or `type` (OpenAI's and
-# llama-cpp-python's code, llama.cpp's llama-server's type), else by its message: "maximum context length is N tokens"
-# (OpenAI, vLLM, OpenRouter), "exceeds the available context size" (llama-server), "exceed context window of N"
-# (llama-cpp-python), "exceeds the context length" (Ollama). A refusal's words, not any mention of a context: a 400
-# whose message echoes the request (vLLM's validation errors) may quote anything the model read.
+# How servers refuse a conversation longer than the model's context (HTTP 400, or 413 from a gateway): by their
+# error's `code` or `type` (OpenAI's and llama-cpp-python's code, llama.cpp's llama-server's type), else by its
+# message: "maximum context length is N tokens" (OpenAI, vLLM, OpenRouter), "exceeds the available context size"
+# (llama-server), "exceed context window of N" (llama-cpp-python), "exceeds the context length" (Ollama), a message
+# that begins "prompt is too long: N tokens > M" (Anthropic's invalid_request_error). A refusal's words, not any
+# mention of a context: a 400 whose message echoes the request (vLLM's validation errors) may quote anything the model
+# read.
 CONTEXT_LENGTH_CODE = "context_length_exceeded"
 _CONTEXT_LENGTH_CODES = frozenset({CONTEXT_LENGTH_CODE, "exceed_context_size_error"})
-_CONTEXT_LENGTH = re.compile(r"maximum context length is|exceeds? (the )?(available )?context (size|length|window)",
-                             re.IGNORECASE)
+_CONTEXT_LENGTH = re.compile(r"maximum context length is|exceeds? (the )?(available )?context (size|length|window)"
+                             r"|^prompt is too long: \d+ tokens > \d+", re.IGNORECASE)
+_REFUSAL_STATUSES = (400, 413)
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ def _outgrew_context(exc: ProviderError, calls: int) -> bool:
     model's own tool calls grew outgrew it. As a loop past max_turns, the model's outcome (incomplete, kept): asked
     again, the same turns would be paid for and refused again (tests/realserver/test_tool_loop_budget.py). A first
     request over the context stays a provider error: the prompt alone does not fit, nothing was answered."""
-    if calls < 2 or exc.status_code != 400:
+    if calls < 2 or exc.status_code not in _REFUSAL_STATUSES:
         return False
     error = _error_object(str(exc.metadata.get("body_excerpt") or ""))
     codes = {exc.provider_code, error.get("type"), error.get("code")}

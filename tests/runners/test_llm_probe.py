@@ -412,7 +412,13 @@ OUTGREW = {
     "llama-cpp-python": {"error": {"message": "Requested tokens (2100) exceed context window of 2048",
                                    "type": "invalid_request_error", "code": "context_length_exceeded"}},
     "ollama": {"error": {"message": "the input length exceeds the context length", "type": "api_error"}},
+    "anthropic": {"type": "error", "error": {"type": "invalid_request_error",
+                                             "message": "prompt is too long: 208310 tokens > 200000 maximum"}},
+    "413 gateway": {"error": {"message": "This endpoint's maximum context length is 8192 tokens. However, you "
+                              "requested about 9120 tokens (9020 of text input, 100 in the output).", "code": 413}},
 }
+# The HTTP status of a refusal (400 unless named): a gateway may send one for length as 413, Payload Too Large.
+OUTGREW_STATUS = {"413 gateway": 413}
 
 
 # 400s after an answered turn that are no refusal for length, though their text says "context length": a vLLM
@@ -424,6 +430,8 @@ NOT_OUTGREW = {
                      "length small, the context window is shared'}]", "type": "BadRequestError", "code": 400},
     "parameter": {"error": {"message": "Unrecognized request argument supplied: context_length",
                             "type": "invalid_request_error", "code": None}},
+    "echoed prompt": {"error": {"message": "messages.2.content: the prompt is too long: it holds a NUL byte",
+                                "type": "invalid_request_error"}},
 }
 
 
@@ -436,7 +444,7 @@ def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin
     mentions a context stays a provider error (asked again)."""
     body = OUTGREW.get(name) or NOT_OUTGREW[name]
     standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "a"}),
-                   malformed(json.dumps(body), status=400))
+                   malformed(json.dumps(body), status=OUTGREW_STATUS.get(name, 400)))
     artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, settings={"retries": 0}), client, tmp_path)
     assert artifact.error is not None
     if name in OUTGREW:
@@ -444,4 +452,4 @@ def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin
         assert (artifact.error.code, artifact.error.error_type) == ("context_length_exceeded", "output_error")
     else:
         assert artifact.status == "provider_error", artifact.error
-        assert artifact.error.metadata["status_code"] == 400
+        assert artifact.error.metadata["status_code"] == OUTGREW_STATUS.get(name, 400)
