@@ -131,6 +131,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             status = None
         elif isinstance(outcome.value, InBatch):  # another build's batch stands for it: pending, as if submitted here
             node.batch = outcome.value.name
+            progress.pending(node, node.batch)
             return True
         elif isinstance(outcome.value, Adopted):  # another build paid for it
             node.record_id, node.record = outcome.value.record_id, planning_view(outcome.value.record)

@@ -142,6 +142,14 @@ class BuildProgress:
                 s.failures.append(Failure(address_id(node.kind, node.address), reason))
         self.on_finished(node, status or "error", ok, reason)
 
+    def pending(self, node: Node, batch: str) -> None:
+        """A node another build's provider batch stands for (builder/claimed.py InBatch): done for this build, which
+        neither asks it nor records it (whoever collects the batch does); never started here, nothing spent."""
+        with self._lock:
+            self._model(node).done += 1
+            self.state.done += 1
+        self.on_pending(node, batch)
+
     def rate_limited(self, wait: Wait) -> None:
         with self._lock:
             self.state.waits[wait.label] = wait
@@ -190,11 +198,18 @@ class BuildProgress:
 
     def on_finished(self, node: Node, status: str, ok: bool, reason: str | None) -> None: ...
 
+    def on_pending(self, node: Node, batch: str) -> None:
+        self.on_finished(node, "pending", True, pending_text(batch))
+
     def on_rate_limited(self, wait: Wait) -> None: ...
 
     def on_interrupt(self, running: int) -> None: ...
 
     def on_batches(self, lines: list[str]) -> None: ...
+
+
+def pending_text(batch: str) -> str:
+    return f"waits on batch {batch} at the provider: `claw batch status` or the next build collects it"
 
 
 def wait_text(wait: Wait) -> str:
@@ -298,6 +313,10 @@ class JsonProgress(BuildProgress):
                    status=status, reason=reason, cost_usd=metrics.get("cost_usd"),
                    cost_source=source_of(metrics) if node.kind in PAID_KINDS and node.record else None,
                    latency_s=metrics.get("latency_s"), **node.address)
+
+    def on_pending(self, node: Node, batch: str) -> None:
+        self._emit("pending", node=address_id(node.kind, node.address), kind=node.kind, status="pending",
+                   reason=pending_text(batch), batch=batch, **node.address)
 
     def on_rate_limited(self, wait: Wait) -> None:
         self._emit("rate_limited", model=wait.label, until=datetime.fromtimestamp(wait.until).astimezone().isoformat(),

@@ -539,7 +539,7 @@ def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_
     board = ClaimBoard(store().root, owner="submitting-build")
     assert all(board.take(key) for key in keys)
     waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
-                         "--output", "json")
+                         "--output", "json", "--progress", "plain")
     time.sleep(3)  # it has planned (no batch then) and waits on the claims
     assert judge_requests(standin) == 0 and waiting.poll() is None
     batch_doc.write_new(store(), BatchDoc(
@@ -552,3 +552,8 @@ def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_
     out, err = waiting.communicate(timeout=120)
     assert judge_requests(standin) == 0, (out, err)
     assert waiting.returncode == 0 and json.loads(out)["pending_in_batches"] == 12, (out, err)  # said pending
+    # and the progress says so for each, the last line counting all 12 (before session 61 none had a line: a user
+    # watching saw the judgements never end)
+    lines = [line for line in err.splitlines() if line.startswith("[judges ")]
+    assert len(lines) == 12 and lines[-1].startswith("[judges 12/12] "), err
+    assert all(": pending (waits on batch submitted-meanwhile" in line for line in lines), err
