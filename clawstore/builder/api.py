@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -401,17 +401,29 @@ WHOLE = 1 << 62  # runs a window: the whole campaign in one
 T = TypeVar("T")
 
 
-def fold_windows(campaign: Campaign, store: Store, force: bool, fold: Callable[[Iterator[list[NodeState]]], T]) -> T:
+def fold_windows(campaign: Campaign, store: Store, force: bool, fold: Callable[[Iterator[list[NodeState]]], T],
+                 seen: UntrustedSeen | None = None) -> T:
     """`fold` of inspect_windows; again from the start with the head read whole when its nodes are out of order
-    (nothing `fold` made of the windows before is kept)."""
+    (nothing `fold` made of the windows before is kept). `seen`: counts this plan's nodes kept apart (its count
+    before is dropped: what it says is of the last plan)."""
+    def windows(whole_head: bool) -> Iterator[list[NodeState]]:
+        if seen is not None:
+            seen.signers.clear()
+        for states in inspect_windows(campaign, store, force, whole_head=whole_head):
+            if seen is not None:
+                seen.see(states)
+            yield states
+        if seen is not None:
+            seen.planned = True
+
     try:
-        return fold(inspect_windows(campaign, store, force))
+        return fold(windows(False))
     except HeadOutOfOrder:
-        return fold(inspect_windows(campaign, store, force, whole_head=True))
+        return fold(windows(True))
 
 
-def kept_states(campaign: Campaign, store: Store, force: bool, keep: Callable[[NodeState], bool]
-                ) -> tuple[Iterator[NodeState], int]:
+def kept_states(campaign: Campaign, store: Store, force: bool, keep: Callable[[NodeState], bool],
+                seen: UntrustedSeen | None = None) -> tuple[Iterator[NodeState], int]:
     """The states `keep` keeps in the whole campaign's order, planned a window at a time and kept in a file meanwhile
     (builder/inorder.py: iterable once; each node only as the commands print it: kind, address, key), and how many
     nodes the campaign has."""
@@ -428,7 +440,7 @@ def kept_states(campaign: Campaign, store: Store, force: bool, keep: Callable[[N
             kept.end_window()
         return kept, nodes
 
-    kept, nodes = fold_windows(campaign, store, force, fold)
+    kept, nodes = fold_windows(campaign, store, force, fold, seen)
     return (NodeState(Node(kind, address, RELEASED, key), state, why) for kind, address, key, state, why in kept), nodes
 
 
@@ -473,21 +485,44 @@ def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
     return {node.key for node in nodes if node.key not in pending and node.record is None}
 
 
-def untrusted_note(campaign: Campaign, store: Store) -> str | None:
-    """What to say when nodes a build of `campaign` would execute have results kept apart from an untrusted import
-    (store/untrusted.py): the build pays for them again without a word otherwise. None when there are none."""
-    from clawstore.store.untrusted import untrusted_results
+class UntrustedSeen:
+    """The nodes a plan would execute (any not fresh) whose results the store keeps apart from an untrusted import
+    (store/untrusted.py), counted by signer as the plan's windows go by (fold_windows): the build would pay for them
+    again without a word otherwise. Counted by the plan a command makes anyway, the note costs no plan of its own
+    (a build that makes none counts `unbuilt_keys`)."""
 
-    kept = untrusted_results(store)
-    if not kept:
-        return None
-    signers = Counter(kept[key] for key in unbuilt_keys(campaign, store) if key in kept)
-    if not signers:
-        return None
-    whose = ", ".join(sorted(signers))
-    ways = "; ".join(f"claw trust add {s}" for s in sorted(signers) if s != "unsigned") or "none: not signed"
-    return (f"claw: note: {signers.total()} nodes this build runs (and pays for) have results in the store imported "
-            f"--untrusted from {whose}, kept apart and not reused; to reuse them, trust the signer first: {ways}")
+    def __init__(self, kept: dict[str, str]):
+        self.kept = kept  # {action key: its signer} (store/untrusted.py untrusted_results)
+        self.signers: Counter[str] = Counter()
+        self.planned = False  # a whole plan was counted
+
+    def count(self, keys: Iterable[str]) -> None:
+        """Count these keys, a whole plan's (`unbuilt_keys`), in place of what a plan cut short counted."""
+        kept = self.kept
+        self.signers = Counter(kept[key] for key in keys if key in kept)
+        self.planned = True
+
+    @classmethod
+    def of(cls, store: Store) -> UntrustedSeen | None:
+        """None when nothing is kept apart (the usual store: the untrusted refs' names read, nothing planned)."""
+        from clawstore.store.untrusted import untrusted_results
+
+        kept = untrusted_results(store)
+        return cls(kept) if kept else None
+
+    def see(self, states: list[NodeState]) -> None:
+        kept = self.kept
+        self.signers.update(kept[s.node.key] for s in states if s.state != "fresh" and s.node.key in kept)
+
+    def note(self) -> str | None:
+        signers = self.signers
+        if not signers:
+            return None
+        whose = ", ".join(sorted(signers))
+        ways = "; ".join(f"claw trust add {s}" for s in sorted(signers) if s != "unsigned") or "none: not signed"
+        return (f"claw: note: {signers.total()} nodes this build runs (and pays for) have results in the store "
+                f"imported --untrusted from {whose}, kept apart and not reused; to reuse them, trust the signer "
+                f"first: {ways}")
 
 
 def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, str], HeadNodes]:

@@ -21,7 +21,7 @@ from clawstore.project import keeping, stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
 if TYPE_CHECKING:
-    from clawstore.builder.api import CampaignRequest, NodeState
+    from clawstore.builder.api import CampaignRequest, NodeState, UntrustedSeen
     from clawstore.builder.batch_collect import Collected
     from clawstore.builder.casestamp import ByCase
     from clawstore.builder.engine import BuildReport
@@ -228,8 +228,9 @@ class Project:
         from clawstore.builder.api import kept_states
 
         campaign = self.campaign if by_case is None else by_case.campaign
-        self._note_untrusted()
-        states, nodes = kept_states(campaign, self.store, force, keep)
+        seen = self._untrusted_seen()
+        states, nodes = kept_states(campaign, self.store, force, keep, seen)
+        self._say_untrusted(seen)
         nodes += 0 if by_case is None else by_case.fresh_nodes
         return Inspection(campaign.campaign_id, states, never_built_message(self.store, campaign.campaign_id), nodes)
 
@@ -254,12 +255,13 @@ class Project:
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
-        self._note_untrusted()
+        seen = self._untrusted_seen()
         by_case = self.by_case()
         if by_case is not None:
             # Every model's layers come in the order the stamp lists them (its build's first window has them all).
             per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in by_case.fresh_layers()}
-            planned = fold_windows(by_case.campaign, self.store, False, _fold_status)
+            planned = fold_windows(by_case.campaign, self.store, False, _fold_status, seen)
+            self._say_untrusted(seen)
             if all(kind in per_model.get(model, {}) for model, kinds in planned.items() for kind in kinds):
                 for model, kinds in planned.items():
                     for kind, states in kinds.items():
@@ -268,18 +270,23 @@ class Project:
                 return Status(cid, per_model, never_built_message(self.store, cid))
         collected = self.collect()
         cid = self.campaign.campaign_id
-        per_model = fold_windows(self.campaign, self.store, False, _fold_status)
+        per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen)
+        if by_case is None:  # (said above otherwise: the cases planned alone hold every node the build runs)
+            self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded)
 
-    def _note_untrusted(self) -> None:
-        """Say how many nodes the campaign's build would pay for though the store holds their results, kept apart
-        from an untrusted import (builder/api.py untrusted_note)."""
-        from clawstore.builder.api import untrusted_note
+    def _untrusted_seen(self) -> UntrustedSeen | None:
+        """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their
+        results, kept apart from an untrusted import (builder/api.py UntrustedSeen); None when there is none."""
+        from clawstore.builder.api import UntrustedSeen
 
         if self._store is None and not self.exists(self.campaign.root):
-            return  # (nothing imported: the build checks its key and settings before a store is made)
-        note = untrusted_note(self.campaign, self.store)
+            return None  # (nothing imported: the build checks its key and settings before a store is made)
+        return UntrustedSeen.of(self.store)
+
+    def _say_untrusted(self, seen: UntrustedSeen | None) -> None:
+        note = seen.note() if seen is not None else None
         if note is not None:
             self.say(note)
 
@@ -309,18 +316,23 @@ class Project:
 
             pull_before(*self._remote_parts(remote), self.say)
         found = None if force or remote is not None else self._fresh_plan(max_concurrency, batch)
+        if found is not None:
+            return found  # (fresh: nothing runs, nothing kept apart to say)
+        seen = self._untrusted_seen()
+        if not force and remote is None:
+            found = self._plan_by_case(max_concurrency, batch, seen)
         if found is None:
-            self._note_untrusted()
-        if found is None and not force and remote is None:
-            found = self._plan_by_case(max_concurrency, batch)
-        return found if found is not None else plan_spend(self.campaign, self.store, force, max_concurrency, batch)
+            found = plan_spend(self.campaign, self.store, force, max_concurrency, batch, seen)
+        self._say_untrusted(seen)
+        return found
 
-    def _plan_by_case(self, max_concurrency: int | None, batch: bool) -> SpendPlan | None:
+    def _plan_by_case(self, max_concurrency: int | None, batch: bool,
+                      seen: UntrustedSeen | None = None) -> SpendPlan | None:
         """`plan` of the cases whose files changed alone, the stamp's nodes of the others added as reused."""
         from clawstore.spend.estimate import plan_by_case
 
         by_case = self.by_case()
-        return None if by_case is None else plan_by_case(by_case, self.store, max_concurrency, batch)
+        return None if by_case is None else plan_by_case(by_case, self.store, max_concurrency, batch, seen)
 
     def _fresh_plan(self, max_concurrency: int | None, batch: bool) -> SpendPlan | None:
         from clawstore.config.campaign import campaign_profiles
@@ -338,7 +350,7 @@ class Project:
     def build(self, settings: BuildSettings) -> Built:
         """Build the campaign: reuse what is fresh, execute what is stale (a plain rebuild whose inputs
         did not change is answered from its stamp; with --remote, when the remote did not change either)."""
-        from clawstore.builder.api import build
+        from clawstore.builder.api import build, unbuilt_keys
         from clawstore.builder.engine import BuildOptions
         from clawstore.host.machine_settings import check_build_settings
 
@@ -351,16 +363,18 @@ class Project:
         if answer is not None:
             return answer
         with stamping.recording(found) as reads, self.remote_session(s.remote):
-            planned = None
+            planned, seen = None, self._untrusted_seen()
             if s.max_cost is not None:
-                planned = self._within_budget(s)
+                planned = self._within_budget(s, seen)
             if planned is None and _shows_live(s.progress):
-                planned = self._estimate(s)
+                planned = self._estimate(s, seen)
             options = BuildOptions(force=s.force, max_concurrency=s.max_concurrency, quiet=s.quiet,
                                    max_cost_usd=s.max_cost, progress=s.progress, planned_cost_usd=planned,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
-            self._note_untrusted()  # (before anything is paid)
+            if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
+                seen.count(unbuilt_keys(self.campaign, self.store))
+            self._say_untrusted(seen)  # (before anything is paid)
             report = build(self.request, self, options)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
@@ -382,21 +396,21 @@ class Project:
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
                      from_stamp=True, notes=notes)
 
-    def _estimate(self, s: BuildSettings) -> float | None:
+    def _estimate(self, s: BuildSettings, seen: UntrustedSeen | None) -> float | None:
         """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
         from clawstore.spend.estimate import plan_spend
 
         try:
-            return plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch).estimated_cost_usd
+            return plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen).estimated_cost_usd
         except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
             return None
 
-    def _within_budget(self, s: BuildSettings) -> float:
+    def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> float:
         """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
         from clawstore.spend.estimate import plan_spend
 
         assert s.max_cost is not None
-        plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch)
+        plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
         estimate = plan.estimated_cost_usd
         if estimate is not None and estimate <= s.max_cost:
             return estimate

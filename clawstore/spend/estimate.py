@@ -16,7 +16,7 @@ from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from clawstore.builder.api import NodeState
+    from clawstore.builder.api import NodeState, UntrustedSeen
     from clawstore.builder.casestamp import ByCase
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import EvaluationProfile, JudgeConfig, RunProfile, Suite
@@ -279,7 +279,7 @@ def fresh_plan(campaign_id: str, layers: list[tuple[str, dict[str, int]]], suite
 
 
 def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concurrency: int | None = None,
-               batch: bool = False) -> SpendPlan:
+               batch: bool = False, seen: UntrustedSeen | None = None) -> SpendPlan:
     """The plan of one campaign (nothing executed; the manifest is brought up to date to read history), planned a
     window at a time: each paid node's part of its line is kept in a file and added in the campaign's order, so
     every sum is the same float as the whole campaign's plan (builder/inorder.py)."""
@@ -300,7 +300,7 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
             load_history(store)  # (the manifest brought up to date all the same)
         return parts, counts
 
-    parts, counts = fold_windows(campaign, store, force, fold)
+    parts, counts = fold_windows(campaign, store, force, fold, seen)
     lines: dict[tuple[str, str], PlanLine] = {}
     profile = campaign.evaluation_profile
     for kind, name, model, estimate, unplanned, open_ended in parts:
@@ -319,8 +319,8 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
     return SpendPlan(campaign.campaign_id, concurrency, ordered, counts.layers())
 
 
-def plan_by_case(by_case: ByCase, store: Store, max_concurrency: int | None = None, batch: bool = False
-                 ) -> SpendPlan | None:
+def plan_by_case(by_case: ByCase, store: Store, max_concurrency: int | None = None, batch: bool = False,
+                 seen: UntrustedSeen | None = None) -> SpendPlan | None:
     """The plan of a campaign of which the stamp answers for all but `by_case`'s cases (builder/casestamp.py):
     those planned alone, each node the stamp answers for added to its line as reused (no estimate, no float
     added: every sum is the whole plan's). None when the stamp's nodes do not fit the lines: then plan in full."""
@@ -329,7 +329,7 @@ def plan_by_case(by_case: ByCase, store: Store, max_concurrency: int | None = No
     if not campaign.items.cases:
         return fresh_plan(campaign.campaign_id, fresh, campaign.suite, campaign.run_profile, profile,
                           max_concurrency, batch)
-    plan = plan_spend(campaign, store, False, max_concurrency, batch)
+    plan = plan_spend(campaign, store, False, max_concurrency, batch, seen)
     lines = {(line.kind, line.name): line for line in plan.lines}
     judge_plan = [jr for jr in (profile.judge_runs if profile else []) for _ in range(jr.repetitions)]
     reused: Counter[str] = Counter()
