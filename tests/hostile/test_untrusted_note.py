@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, error
 from tests.hostile.conftest import RUNS, User
 from tests.support.workspace import standard
 
@@ -43,3 +43,19 @@ def test_a_build_that_would_pay_for_untrusted_results_says_so_once_before_paying
 
     # every node now has bob's own result: nothing to run, nothing said
     assert _notes(bob.claw("plan", *RUNS, cwd=theirs.root).stderr) == []
+
+
+def test_a_node_whose_own_record_is_a_failure_is_counted_the_build_pays_for_it_again(
+        alice: User, bob: User, tmp_path: Path, standin: StandIn) -> None:
+    mine = standard(tmp_path / "alice")
+    alice.ok("build", *RUNS, "--case", "alpha", cwd=mine.root)
+    archive = tmp_path / "alice.claw"
+    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
+
+    theirs = standard(tmp_path / "bob")
+    bob.ok("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
+    standin.script("*", error(400, "refused"), match="What is 2 + 2?")  # alpha's runs fail here: retried next build
+    assert bob.claw("build", *RUNS, "--case", "alpha", cwd=theirs.root).returncode == 1
+    for command in (["plan"], ["status"], ["explain"]):
+        [note] = _notes(bob.claw(*command, *RUNS, cwd=theirs.root).stderr)  # (before session 61: none for them)
+        assert note.startswith("claw: note: 2 nodes "), (command, note)
