@@ -233,6 +233,20 @@ def _check_prompts(ws: Workspace) -> None:
             ws.add_issue(loaded.path, exc.field, str(exc))
 
 
+# Setup state an older OpenClaw (`openclaw onboard` 2026.4.x) left in a workspace: OpenClaw 2026.9.6, the release claw
+# is tested with (docs/openclaw.md), refuses every run of a workspace holding either file until `openclaw doctor` has
+# migrated it, whatever it says.
+LEGACY_SETUP_STATE = (".openclaw/workspace-state.json", "openclaw-workspace-state.json")
+LEGACY_SETUP_REFUSAL = (
+    "setup state an older OpenClaw wrote (`openclaw onboard` 2026.4.x): OpenClaw 2026.9.6, the release claw is tested "
+    "with, refuses every run of this agent with \"Legacy workspace setup state requires migration\"; remove it from "
+    "the template")
+
+
+def _legacy_setup_state(template: Path) -> list[str]:
+    return [name for name in LEGACY_SETUP_STATE if os.path.lexists(template / name)]
+
+
 def _load_agents(ws: Workspace) -> None:
     for entry in _subdirs(ws.configs_dir / "agents"):
         ws.agent_dirs.add(entry.name)
@@ -258,6 +272,8 @@ def _load_agents(ws: Workspace) -> None:
             ws.add_issue(path, field_path, message)
         if not problems:
             ws.agents[agent.agent_id] = LoadedAgent(agent, path, directory)
+            for name in _legacy_setup_state(directory / "workspace"):
+                ws.add_warning(path, f"workspace/{name}", LEGACY_SETUP_REFUSAL)
 
 
 @contextmanager
