@@ -17,8 +17,9 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "ask_provider": seconds}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
-every that many seconds, each written to OpenClaw's session transcript (state/agents/<agent>/sessions/<session>.jsonl)
-as OpenClaw does: an assistant message, or one with `stopReason: "error"` when no answer came.
+every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
+SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message, or one with
+`stopReason: "error"` when no answer came.
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
     provider = next(iter(config["models"]["providers"].values()))
     key = env.get(provider["apiKey"][2:-1], "") if provider["apiKey"].startswith("${") else provider["apiKey"]
     agent, session = argv[argv.index("--agent") + 1], argv[argv.index("--session-id") + 1]
-    transcript = root / "state" / "agents" / agent / "sessions" / f"{session}.jsonl"
-    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript = Transcript(root / "state" / "agents" / agent / "agent" / "openclaw-agent.sqlite", session)
     body = json.dumps({"model": provider["models"][0]["id"],
                        "messages": [{"role": "user", "content": argv[argv.index("--message") + 1]}]}).encode()
     while True:
@@ -130,9 +130,35 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
             message = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "toolUse"}
         except (urllib.error.URLError, OSError, ValueError) as exc:
             message = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": str(exc)}
-        with open(transcript, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"type": "message", "message": message}) + "\n")
+        transcript.add({"type": "message", "message": message})
         time.sleep(interval)
+
+
+class Transcript:
+    """OpenClaw 2026.9.6's session transcript: rows of the agent's SQLite database, in WAL mode (a container removed
+    at the deadline leaves its last rows in the -wal file), every other one compressed (`event_zstd`)."""
+
+    def __init__(self, path: Path, session: str):
+        import sqlite3
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT "
+                        "NULL, event_json TEXT, created_at INTEGER NOT NULL, event_zstd BLOB, "
+                        "PRIMARY KEY (session_id, seq), CHECK (event_json IS NULL OR json_valid(event_json))) STRICT")
+        self.session = session
+        self.seq = self.db.execute("SELECT count(*) FROM transcript_events").fetchone()[0]
+        self.add({"type": "session", "version": 4, "id": session})
+
+    def add(self, entry: dict) -> None:
+        import zstandard
+
+        text = json.dumps(entry)
+        packed = zstandard.ZstdCompressor().compress(text.encode()) if self.seq % 2 else None
+        self.db.execute("INSERT INTO transcript_events VALUES (?, ?, ?, ?, ?)",
+                        (self.session, self.seq, None if packed else text, int(time.time() * 1000), packed))
+        self.seq += 1
 
 
 def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) -> int:

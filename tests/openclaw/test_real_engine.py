@@ -22,7 +22,7 @@ from clawstore.runners.openclaw import agent_workspace_tree, resolve_image_diges
 from clawstore.runners.openclaw.orphans import stop_orphans
 from clawstore.runners.openclaw.runner import OpenClawSpec
 from clawstore.store import Store
-from clawstore.testing.standin import StandIn, hang
+from clawstore.testing.standin import StandIn, hang, tool_call
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent
 from tests.openclaw.engine import DockerEngine, cached_image_id
 
@@ -88,6 +88,24 @@ def test_timeout_ends_the_run_and_leaves_no_container(real_spec, engine_env, sto
     engine: DockerEngine = engine_env["engine"]
     assert engine.our_containers() == []
     assert engine.docker("ps", "-q").stdout.strip() == ""
+
+
+def test_an_agent_still_looping_at_the_timeout_after_its_model_answered_is_its_outcome(real_spec, engine_env, store,
+                                                                                       tmp_path):
+    """The agent's model answers every request with one more tool call: the run reaches its timeout after answered
+    requests, which OpenClaw's session transcript shows (2026.9.6 keeps it in the agent's SQLite database: runners/
+    openclaw/transcript.py): kept (openclaw_agent_timeout), not a fault the next build pays for again
+    (tests/builder/test_openclaw_agent_timeout.py, with the fake container)."""
+    with StandIn() as standin:
+        standin.script(MODEL, *[tool_call("write", {"path": f"loop/{i}.txt", "content": f"step {i}"}, call_id=f"c{i}")
+                                for i in range(2000)])
+        outcome = run_openclaw(real_spec(standin.base_url, timeout_seconds=90), store, tmp_path)
+        asked = len(standin.requests)
+    assert asked >= 2, asked
+    assert outcome.status == "timed_out", outcome.artifact["error"]
+    skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
+    assert outcome.artifact["error"]["code"] == "openclaw_agent_timeout", (outcome.artifact["error"], skipped)
+    assert engine_env["engine"].our_containers() == []
 
 
 KILLED_BUILD = "20261201T000000-deadbeef"

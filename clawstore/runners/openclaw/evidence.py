@@ -53,28 +53,6 @@ def find_payload(text: str) -> dict[str, Any] | None:
     return None
 
 
-# An assistant message OpenClaw writes without an answer from the model: a failed request, or one cut off.
-_UNANSWERED_STOPS = ("error", "aborted")
-
-
-def model_answered(transcript: str) -> bool:
-    """Does an OpenClaw session transcript (JSONL, one entry a line) hold an assistant message the model answered:
-    `{"type": "message", "message": {"role": "assistant", "stopReason": <not error or aborted>}}`? A line cut off
-    by the container's removal, or not JSON, is passed over."""
-    for line in transcript.splitlines():
-        if '"assistant"' not in line:
-            continue
-        try:
-            entry = jsontext.loads(line)
-        except ValueError:
-            continue
-        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "assistant" \
-                and message.get("stopReason") not in _UNANSWERED_STOPS:
-            return True
-    return False
-
-
 def _meta(payload: dict[str, Any]) -> dict[str, Any]:
     meta = payload.get("meta")
     return meta if isinstance(meta, dict) else {}

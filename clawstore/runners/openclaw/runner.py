@@ -19,6 +19,7 @@ from clawstore.providers.usage import Usage
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
+from clawstore.runners.openclaw import transcript
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 from clawstore.runners.openclaw.container import (
     ContainerRunner,
@@ -164,7 +165,7 @@ class _Run:
         self.outputs: dict[str, str] = {}
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
-        self.model_answered = False  # a session transcript shows an assistant message the model answered
+        self.answered_in_files = False  # a JSONL session transcript shows an assistant message the model answered
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -367,9 +368,23 @@ class _Run:
                     else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
-            self.model_answered = self.model_answered or ev.model_answered(text)
+            self.answered_in_files = self.answered_in_files or transcript.jsonl_answered(text)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
         return found
+
+    def model_answered(self) -> bool:
+        """Did the agent's model answer at least once (transcript.py): a JSONL transcript read already says so, else
+        the agent's SQLite database (OpenClaw 2026.9.6), read only for a run that needs to know."""
+        if self.answered_in_files:
+            return True
+        for database in sorted((self.root / "state").glob(transcript.DATABASE_GLOB)):
+            answered, why = transcript.database_answered(database, self.root)
+            if why is not None:
+                self.trace.runner("session_database_skipped", None, {"name": database.parent.parent.name,
+                                                                     "reason": why})
+            if answered:
+                return True
+        return False
 
     def key_outputs(self, status: str) -> list[dict[str, Any]]:
         if status == "invalid" or not self.validated:
@@ -428,7 +443,7 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
-        if error is not None and _agent_used_its_time(error, run.model_answered):
+        if error is not None and _turn_timed_out(error) and run.model_answered():
             error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
@@ -438,11 +453,11 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
     return OpenClawOutcome(_artifact(run, spec, run_id, clock, status, error, captured), dict(run.outputs))
 
 
-def _agent_used_its_time(error: RunError, model_answered: bool) -> bool:
-    """A turn cut off by the run's timeout after the agent's model answered at least once: the agent's own outcome
+def _turn_timed_out(error: RunError) -> bool:
+    """A turn cut off by the run's timeout: after the agent's model answered at least once, the agent's own outcome
     within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a fault to pay for again. A timeout with
     no answered request (provider down or stalled, validation) stays a fault, retried."""
-    return error.code == "openclaw_timeout" and "turn_index" in error.metadata and model_answered
+    return error.code == "openclaw_timeout" and "turn_index" in error.metadata
 
 
 def _agent_timeout(error: RunError, timeout_seconds: int) -> RunError:

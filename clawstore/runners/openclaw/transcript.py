@@ -1,0 +1,94 @@
+"""Did an OpenClaw agent's model answer at least once? Read from OpenClaw's own session transcript.
+
+An agent cut off by the run's timeout after its model answered is the agent's outcome, kept; with no answer it is a
+fault, retried (runner.py AGENT_TIMEOUT). The transcript says which: each entry a JSON object, an answered request an
+assistant message whose `stopReason` is not `error` or `aborted` (what OpenClaw writes when no answer came). Releases
+keep it two ways: JSONL files (`state/agents/*/sessions/*.jsonl`, before 2026.9) or, as 2026.9.6 does, rows of the
+agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `transcript_events`: `event_json`, or
+`event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file).
+
+The agent owns the mounted state directory: a database reached through a link, or bigger than
+MAX_SESSION_FILE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from a copy
+in a private directory, never where the agent left it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+import zstandard
+
+from clawstore.host.run_limits import MAX_SESSION_FILE_BYTES
+from clawstore.host.scratch import remove_tree
+from clawstore.values import jsontext
+
+_UNANSWERED_STOPS = ("error", "aborted")  # an assistant message OpenClaw writes without the model's answer
+DATABASE_GLOB = "agents/*/agent/openclaw-agent.sqlite"
+_WAL = "-wal"
+
+
+def answered(entry: str) -> bool:
+    """Is this transcript entry an assistant message the model answered?"""
+    if '"assistant"' not in entry:
+        return False
+    try:
+        value = jsontext.loads(entry)
+    except ValueError:  # a line cut off by the container's removal
+        return False
+    message = value.get("message") if isinstance(value, dict) and value.get("type") == "message" else None
+    return isinstance(message, dict) and message.get("role") == "assistant" \
+        and message.get("stopReason") not in _UNANSWERED_STOPS
+
+
+def any_answered(entries: Iterable[str]) -> bool:
+    return any(answered(entry) for entry in entries)
+
+
+def jsonl_answered(text: str) -> bool:
+    """A JSONL transcript (one entry a line)."""
+    return any_answered(text.splitlines())
+
+
+def unsafe(path: Path, root: Path) -> str | None:
+    """Why a file under the agent's mounted `root` is not read: reached through a link, not a regular file, too big."""
+    if path.resolve() != root.resolve() / path.relative_to(root):
+        return "reached through a link"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
+        return "not a regular file of at most 64 MiB"
+    return None
+
+
+def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
+    """(answered?, why it was not read) of one agent database under `root`, read from a private copy."""
+    wal = database.with_name(database.name + _WAL)
+    why = unsafe(database, root) or (unsafe(wal, root) if wal.exists() or wal.is_symlink() else None)
+    if why is not None:
+        return False, why
+    private = Path(tempfile.mkdtemp(prefix="claw-transcript-"))
+    try:
+        copy = private / database.name
+        shutil.copyfile(database, copy, follow_symlinks=False)
+        if wal.exists():
+            shutil.copyfile(wal, private / wal.name, follow_symlinks=False)
+        # (Its schema is OpenClaw's, CHECKs calling json_valid(): `trusted_schema = OFF` refuses it. This connection
+        # has no function of ours and no extension loading, so a crafted schema reaches SQLite's built-ins alone.)
+        with closing(sqlite3.connect(copy)) as connection:
+            return any_answered(_events(connection)), None
+    except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
+        return False, f"unreadable: {type(exc).__name__}: {exc}"
+    finally:
+        remove_tree(str(private))
+
+
+def _events(connection: sqlite3.Connection) -> Iterator[str]:
+    decompress = zstandard.ZstdDecompressor()
+    for text, packed in connection.execute("SELECT event_json, event_zstd FROM transcript_events"):
+        if isinstance(text, str):
+            yield text
+        elif isinstance(packed, bytes):
+            yield decompress.decompress(packed, max_output_size=MAX_SESSION_FILE_BYTES).decode("utf-8", "replace")

@@ -1,0 +1,80 @@
+"""Reading whether an OpenClaw agent's model answered from the session transcript it left (runners/openclaw/
+transcript.py): JSONL lines (older releases) or rows of the agent's SQLite database (2026.9.6), the agent's own files,
+read from a private copy and never through a link."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import zstandard
+
+from clawstore.runners.openclaw.transcript import database_answered, jsonl_answered
+
+ANSWERED = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "toolUse"}}
+FAILED = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "error",
+                                         "errorMessage": "503 provider down"}}
+CUT_OFF = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "aborted"}}
+USER = {"type": "message", "message": {"role": "user", "content": "Create report.md"}}
+
+
+def test_jsonl_an_answer_counts_an_error_or_an_aborted_request_or_a_cut_line_does_not() -> None:
+    lines = [json.dumps(e) for e in (USER, FAILED, CUT_OFF)]
+    assert not jsonl_answered("\n".join(lines))
+    assert not jsonl_answered("\n".join([*lines, json.dumps(ANSWERED)[:40]]))  # cut off by the container's removal
+    assert jsonl_answered("\n".join([*lines, json.dumps(ANSWERED)]))
+
+
+def _database(root: Path, *entries: dict, packed: bool = False, checkpoint: bool = True) -> Path:
+    path = root / "state" / "agents" / "a" / "agent" / "openclaw-agent.sqlite"
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    # (OpenClaw's CHECKs call json_valid(): a reader with `trusted_schema = OFF` cannot read its rows)
+    db.execute("CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT, "
+               "created_at INTEGER NOT NULL, event_zstd BLOB, PRIMARY KEY (session_id, seq), "
+               "CHECK (event_json IS NULL OR json_valid(event_json))) STRICT")
+    for seq, entry in enumerate(entries):
+        text = json.dumps(entry)
+        blob = zstandard.ZstdCompressor().compress(text.encode()) if packed else None
+        db.execute("INSERT INTO transcript_events VALUES ('s', ?, ?, 0, ?)", (seq, None if packed else text, blob))
+    if checkpoint:
+        db.close()
+    else:  # as a container removed at the deadline leaves it: the rows in the -wal file alone (open: no checkpoint)
+        _open.append(db)
+    return path
+
+
+_open: list[sqlite3.Connection] = []  # (closed when the test process ends)
+
+
+def test_a_database_row_answered_counts_plain_compressed_or_only_in_the_wal(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    assert database_answered(_database(root, USER, FAILED, ANSWERED), root) == (True, None)
+    root = tmp_path / "failed"
+    assert database_answered(_database(root, USER, FAILED, CUT_OFF), root) == (False, None)
+    root = tmp_path / "packed"
+    assert database_answered(_database(root, USER, ANSWERED, packed=True), root) == (True, None)
+    root = tmp_path / "wal"
+    path = _database(root, USER, ANSWERED, checkpoint=False)
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+    assert database_answered(path, root) == (True, None)
+    assert path.with_name(path.name + "-wal").stat().st_size > 0  # read from a copy: the agent's files as they were
+
+
+def test_a_database_through_a_link_or_not_a_database_is_not_read(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    real = _database(elsewhere, ANSWERED)
+    root = tmp_path / "run"
+    (root / "state" / "agents").mkdir(parents=True)
+    (root / "state" / "agents" / "a").symlink_to(real.parent.parent)  # a linked directory names a host one
+    linked = root / "state" / "agents" / "a" / "agent" / real.name
+    assert database_answered(linked, root) == (False, "reached through a link")
+    junk = tmp_path / "junk"
+    path = junk / "state" / "agents" / "a" / "agent" / "openclaw-agent.sqlite"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a database" * 100)
+    answered, why = database_answered(path, junk)
+    assert not answered and why is not None and why.startswith("unreadable: DatabaseError"), why
