@@ -13,6 +13,9 @@ MAX_WORKSPACE_FILES = 100_000  # files, directories and links a run leaves
 MAX_WORKSPACE_DEPTH = 256  # directories one inside the other
 MAX_PATH_BYTES = 2048  # a path inside the workspace: well below the system's limit once placed somewhere
 MAX_SESSION_FILE_BYTES = 64 << 20  # one of OpenClaw's session transcripts, read whole to be redacted
+# An agent's SQLite transcript (2026.9.6), with its -wal file each: copied, then read a row at a time, only for a run
+# its timeout ended. A looping agent's grows ~20 KB a request (15 MB after 717 requests with the stand-in).
+MAX_TRANSCRIPT_DATABASE_BYTES = 512 << 20
 
 
 def size_text(count: int) -> str:

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 import zstandard
 
 from clawstore.runners.openclaw.transcript import database_answered, jsonl_answered
@@ -78,3 +79,12 @@ def test_a_database_through_a_link_or_not_a_database_is_not_read(tmp_path: Path)
     path.write_bytes(b"not a database" * 100)
     answered, why = database_answered(path, junk)
     assert not answered and why is not None and why.startswith("unreadable: DatabaseError"), why
+
+
+def test_a_database_over_the_limit_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawstore.runners.openclaw import transcript
+
+    path = _database(tmp_path, ANSWERED)
+    monkeypatch.setattr(transcript, "MAX_TRANSCRIPT_DATABASE_BYTES", path.stat().st_size - 1)
+    answered, why = database_answered(path, tmp_path)
+    assert not answered and why is not None and why.startswith("not a regular file of at most"), why

@@ -8,8 +8,8 @@ agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `tr
 `event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file).
 
 The agent owns the mounted state directory: a database reached through a link, or bigger than
-MAX_SESSION_FILE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from a copy
-in a private directory, never where the agent left it.
+MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
+a copy in a private directory, never where the agent left it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import zstandard
 
-from clawstore.host.run_limits import MAX_SESSION_FILE_BYTES
+from clawstore.host.run_limits import MAX_SESSION_FILE_BYTES, MAX_TRANSCRIPT_DATABASE_BYTES, size_text
 from clawstore.host.scratch import remove_tree
 from clawstore.values import jsontext
 
@@ -58,8 +58,8 @@ def unsafe(path: Path, root: Path) -> str | None:
     """Why a file under the agent's mounted `root` is not read: reached through a link, not a regular file, too big."""
     if path.resolve() != root.resolve() / path.relative_to(root):
         return "reached through a link"
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
-        return "not a regular file of at most 64 MiB"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRANSCRIPT_DATABASE_BYTES:
+        return f"not a regular file of at most {size_text(MAX_TRANSCRIPT_DATABASE_BYTES)}"
     return None
 
 
