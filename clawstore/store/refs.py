@@ -7,6 +7,7 @@ written atomically, so readers (who take no lock) see the old value or the new o
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,10 +109,19 @@ def delete_ref(store: ObjectStore, name: str, expected: str | None | _Any = ANY)
         return True
 
 
-def iter_ref_entries(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
-    """(name, target) for every ref file, sorted; target None if the file is damaged (for fsck)."""
+def iter_ref_entries(store: ObjectStore, under: str = "") -> Iterator[tuple[str, str | None]]:
+    """(name, target) for every ref file (below the directory `under`, a ref name's leading segments), sorted; target
+    None if the file is damaged (for fsck)."""
     refs_dir = store.layout.refs
-    for dirpath, dirnames, filenames in os.walk(refs_dir):
+    top = str(refs_dir)
+    for segment in under.split("/") if under else ():
+        top = os.path.join(top, segment)
+        try:
+            if not stat.S_ISDIR(os.lstat(top).st_mode):  # (a link is not followed, as in a whole listing)
+                return
+        except (OSError, ValueError):
+            return
+    for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
         base = os.path.relpath(dirpath, refs_dir)
         for filename in sorted(filenames):
@@ -126,8 +136,12 @@ def iter_ref_entries(store: ObjectStore) -> Iterator[tuple[str, str | None]]:
 
 
 def list_refs(store: ObjectStore, prefix: str = "") -> dict[str, str]:
-    """{name: target} for every ref whose name starts with `prefix`, sorted by name."""
-    found = {name: target for name, target in iter_ref_entries(store)
+    """{name: target} for every ref whose name starts with `prefix`, sorted by name. Only the directory the prefix
+    names is read (a build asks for `batches/` before each paid node it runs one by one: builder/claimed.py)."""
+    under = prefix.rpartition("/")[0]
+    if any(segment in ("", ".", "..") for segment in under.split("/")):
+        under = ""  # (no ref is named so: filtered from the whole listing, as before)
+    found = {name: target for name, target in iter_ref_entries(store, under)
              if target is not None and name.startswith(prefix)}
     return dict(sorted(found.items()))
 
