@@ -11,10 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from clawstore.builder import batch_doc
 from clawstore.builder.scheduler import Later
 from clawstore.builder.unstored import NotStarted
 from clawstore.graph.plan import Node, unseen_objects
 from clawstore.store.claims import ClaimBoard
+from clawstore.store.core.ids import oid_hex
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -90,9 +92,6 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *, unpaid_h
 
 
 def _in_batch(store: Store, keys: list[str]) -> InBatch | None:
-    from clawstore.builder import batch_doc
-    from clawstore.store.core.ids import oid_hex
-
     covered = batch_doc.covered_keys(batch_doc.pending(store))
     doc = next((covered[oid_hex(key)] for key in keys if oid_hex(key) in covered), None)
     return InBatch(doc.name) if doc is not None else None

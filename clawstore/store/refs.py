@@ -16,7 +16,7 @@ from clawstore.errors import MissingObjectError, StoreError
 from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store.core import names
 from clawstore.store.core.ids import check_oid, is_oid
-from clawstore.store.core.layout import StoreLayout
+from clawstore.store.core.layout import REFS, StoreLayout
 from clawstore.store.core.locks import exclusive
 
 if TYPE_CHECKING:
@@ -112,8 +112,8 @@ def delete_ref(store: ObjectStore, name: str, expected: str | None | _Any = ANY)
 def iter_ref_entries(store: ObjectStore, under: str = "") -> Iterator[tuple[str, str | None]]:
     """(name, target) for every ref file (below the directory `under`, a ref name's leading segments), sorted; target
     None if the file is damaged (for fsck)."""
-    refs_dir = store.layout.refs
-    top = str(refs_dir)
+    refs_dir = os.path.join(store.layout.root, REFS)  # (a string: asked before every paid node, pathlib's cost shows)
+    top = refs_dir
     for segment in under.split("/") if under else ():
         top = os.path.join(top, segment)
         try:
