@@ -82,9 +82,33 @@ def read(store: Store, name: str) -> BatchDoc | None:
 
 def pending(store: Store) -> list[BatchDoc]:
     """Every batch the store still records, oldest first."""
-    docs = [BatchDoc.from_json(store.get_json(target), f"ref {name}")
-            for name, target in store.list_refs(REF_PREFIX).items()]
+    return _read(store, store.list_refs(REF_PREFIX))
+
+
+def _read(store: Store, refs: dict[str, str]) -> list[BatchDoc]:
+    docs = [BatchDoc.from_json(store.get_json(target), f"ref {name}") for name, target in refs.items()]
     return sorted(docs, key=lambda d: (d.submitted_at, d.name))
+
+
+# The last answer of `covered_now`: (the store, its batches' refs then), what they covered.
+_last_covered: tuple[tuple[str, tuple[tuple[str, str], ...]], dict[str, BatchDoc]] | None = None
+
+
+def covered_now(store: Store) -> dict[str, BatchDoc]:
+    """`covered_keys(pending(store))`, asked before every paid node a build runs one by one (builder/claimed.py): the
+    refs are listed each time (a batch another build submits meanwhile is seen), the documents read again only when
+    one moved (a ref names its document by content, so the same refs cover the same keys). Not to be changed."""
+    global _last_covered
+    refs = store.list_refs(REF_PREFIX)
+    if not refs:
+        return {}
+    listing = (str(store.root), tuple(refs.items()))
+    last = _last_covered
+    if last is not None and last[0] == listing:
+        return last[1]
+    covered = covered_keys(_read(store, refs))
+    _last_covered = listing, covered
+    return covered
 
 
 def update(store: Store, name: str, change: Callable[[BatchDoc], BatchDoc]) -> BatchDoc | None:

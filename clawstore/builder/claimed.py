@@ -92,7 +92,7 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *, unpaid_h
 
 
 def _in_batch(store: Store, keys: list[str]) -> InBatch | None:
-    covered = batch_doc.covered_keys(batch_doc.pending(store))
+    covered = batch_doc.covered_now(store)
     doc = next((covered[oid_hex(key)] for key in keys if oid_hex(key) in covered), None)
     return InBatch(doc.name) if doc is not None else None
 
