@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from clawstore.testing.standin import StandIn, error
+from clawstore.testing.standin import StandIn, error, text
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
 from tests.openclaw.conftest import FakeDocker
 from tests.support.claw import Claw
@@ -71,3 +71,18 @@ def test_a_timeout_with_no_answered_request_is_a_fault_retried(
     assert len(standin.requests) > asked, out + err  # retried
     assert run_row(claw)["error_code"] == "openclaw_timeout"
 
+
+def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """Answered once, then 503 until the timeout: the run ended on the provider's outage, not on the agent's work
+    (before, one answered request made every later fault the agent's outcome, kept and judged as the model's)."""
+    looping_agent(oc, docker)
+    standin.script("vendor/m1", text("on it"), error(503, "provider down"))
+    code, out, err = claw.build("--output", "json")
+    assert code == 1 and "Traceback" not in err, out + err
+    asked = len(standin.requests)
+    assert asked >= 3, asked  # answered, then refused at least twice
+    assert run_row(claw) == {"status": "timed_out", "error_code": "openclaw_timeout", "cacheable": False}
+
+    code, out, err = claw.build("--output", "json")
+    assert len(standin.requests) > asked, out + err  # retried

@@ -53,14 +53,17 @@ def find_payload(text: str) -> dict[str, Any] | None:
     return None
 
 
-# An assistant message OpenClaw writes without an answer from the model: a failed request, or one cut off.
-_UNANSWERED_STOPS = ("error", "aborted")
+# How OpenClaw ends an assistant message the model did not answer: a failed request, or one its own timeout cut off.
+_REFUSED, _CUT_OFF = "error", "aborted"
 
 
-def model_answered(transcript: str) -> bool:
-    """Does an OpenClaw session transcript (JSONL, one entry a line) hold an assistant message the model answered:
-    `{"type": "message", "message": {"role": "assistant", "stopReason": <not error or aborted>}}`? A line cut off
-    by the container's removal, or not JSON, is passed over."""
+def last_request_answered(transcript: str) -> bool:
+    """Was the last model request an OpenClaw session transcript (JSONL, one entry a line) records answered: its last
+    assistant message `{"type": "message", "message": {"role": "assistant", "stopReason": ...}}` other than one cut
+    off (`aborted`: in flight at the timeout) has a stopReason other than `error`? An agent still being answered when
+    its time ran out was working; one whose provider refused it since (a 503 or 429 storm after a first answer) was
+    not. A line cut off by the container's removal, or not JSON, is passed over."""
+    answered = False
     for line in transcript.splitlines():
         if '"assistant"' not in line:
             continue
@@ -69,10 +72,9 @@ def model_answered(transcript: str) -> bool:
         except ValueError:
             continue
         message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "assistant" \
-                and message.get("stopReason") not in _UNANSWERED_STOPS:
-            return True
-    return False
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF:
+            answered = message.get("stopReason") != _REFUSED
+    return answered
 
 
 def _meta(payload: dict[str, Any]) -> dict[str, Any]:

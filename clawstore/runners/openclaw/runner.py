@@ -164,7 +164,7 @@ class _Run:
         self.outputs: dict[str, str] = {}
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
-        self.model_answered = False  # a session transcript shows an assistant message the model answered
+        self.model_answered = False  # a session transcript's last model request was answered
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -367,7 +367,7 @@ class _Run:
                     else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
-            self.model_answered = self.model_answered or ev.model_answered(text)
+            self.model_answered = self.model_answered or ev.last_request_answered(text)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
         return found
 
@@ -439,9 +439,10 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
 
 
 def _agent_used_its_time(error: RunError, model_answered: bool) -> bool:
-    """A turn cut off by the run's timeout after the agent's model answered at least once: the agent's own outcome
-    within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a fault to pay for again. A timeout with
-    no answered request (provider down or stalled, validation) stays a fault, retried."""
+    """A turn cut off by the run's timeout while the agent's model was answering it (its last request recorded was
+    answered): the agent's own outcome within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a
+    fault to pay for again. A timeout with no answered request (provider down or stalled, validation), or whose last
+    request the provider refused (down since), stays a fault, retried."""
     return error.code == "openclaw_timeout" and "turn_index" in error.metadata and model_answered
 
 
