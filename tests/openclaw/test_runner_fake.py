@@ -268,6 +268,46 @@ def test_turn_cut_off_by_openclaws_own_timeout_counts_as_timed_out(make_spec, fa
     assert run_openclaw(make_spec(timeout_seconds=30), store, tmp_path).status == "failed"
 
 
+def _entry(role: str, stop: str | None = None, **message: object) -> str:
+    return json.dumps({"type": "message", "message": {"role": role, "content": [], **message,
+                                                      **({"stopReason": stop} if stop else {})}})
+
+
+ANSWERED, REFUSED = _entry("assistant", "toolUse"), _entry("assistant", "error")
+CUT_OFF = _entry("assistant", "aborted")
+# OpenClaw's own assistant rows, written with no request to a model (its isTranscriptOnlyOpenclawAssistant).
+INJECTED = _entry("assistant", "stop", provider="openclaw", model="gateway-injected",
+                  content=[{"type": "text", "text": "⚠️ Agent failed before reply: LLM request failed"}])
+TRANSCRIPTS = {  # a session transcript at the timeout -> the run's error code
+    "answered": ([ANSWERED], "openclaw_agent_timeout"),
+    "answered, then cut off at the timeout": ([ANSWERED, CUT_OFF], "openclaw_agent_timeout"),
+    "answered, then a line cut off by rm -f": ([ANSWERED, ANSWERED[:30]], "openclaw_agent_timeout"),
+    "answered, then refused": ([ANSWERED, REFUSED], "openclaw_timeout"),
+    "answered, refused, then cut off": ([ANSWERED, REFUSED, CUT_OFF], "openclaw_timeout"),
+    "empty": ([], "openclaw_timeout"),
+    "only a cut-off line": ([ANSWERED[:30]], "openclaw_timeout"),
+    "a user's words only": ([_entry("user", content="assistant: stopReason toolUse")], "openclaw_timeout"),
+    "not an object": (['["assistant"]', '"assistant"'], "openclaw_timeout"),
+    "refused, then OpenClaw's own row": ([REFUSED, INJECTED], "openclaw_timeout"),
+}
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_a_timeout_is_the_agents_outcome_only_while_its_model_was_answering(make_spec, fake_docker, store, tmp_path,
+                                                                            name):
+    """Turn 1 leaves OpenClaw's session transcript, turn 2 outlives the run's timeout: the transcript alone decides
+    between the agent's outcome (kept) and a fault (retried)."""
+    lines, code = TRANSCRIPTS[name]
+    transcript = "".join(line + "\n" for line in lines)
+    fake_docker.script(turns=[{"file": {"state/agents/main/sessions/s.jsonl": transcript}, "payload": payload("one")},
+                              {"sleep": 60}])
+    spec = make_spec(timeout_seconds=4, turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "timed_out", outcome.artifact["error"]
+    assert outcome.artifact["error"]["code"] == code, outcome.artifact["error"]
+    assert outcome.artifact["error"]["metadata"]["turn_index"] == 1
+
+
 def test_a_workspace_file_named_in_bytes_that_are_not_utf8_is_kept_with_its_name_escaped(
         make_spec, fake_docker, store, tmp_path):
     # (a paid run used to fail when its workspace was stored: "name '\udce9' is not valid UTF-8")

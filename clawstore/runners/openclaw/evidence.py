@@ -55,6 +55,9 @@ def find_payload(text: str) -> dict[str, Any] | None:
 
 # How OpenClaw ends an assistant message the model did not answer: a failed request, or one its own timeout cut off.
 _REFUSED, _CUT_OFF = "error", "aborted"
+# The provider OpenClaw names in assistant messages it writes itself, asking no model (a delivery mirror, a gateway's
+# injected notice such as "Agent failed before reply"); claw's openclaw.json names its one provider otherwise.
+_OPENCLAW_ITSELF = "openclaw"
 
 
 def last_request_answered(transcript: str) -> bool:
@@ -62,7 +65,8 @@ def last_request_answered(transcript: str) -> bool:
     assistant message `{"type": "message", "message": {"role": "assistant", "stopReason": ...}}` other than one cut
     off (`aborted`: in flight at the timeout) has a stopReason other than `error`? An agent still being answered when
     its time ran out was working; one whose provider refused it since (a 503 or 429 storm after a first answer) was
-    not. A line cut off by the container's removal, or not JSON, is passed over."""
+    not. OpenClaw's own assistant messages (provider `openclaw`), a line cut off by the container's removal, or one
+    not JSON are passed over."""
     answered = False
     for line in transcript.splitlines():
         if '"assistant"' not in line:
@@ -72,7 +76,8 @@ def last_request_answered(transcript: str) -> bool:
         except ValueError:
             continue
         message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF:
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF \
+                and message.get("provider") != _OPENCLAW_ITSELF:
             answered = message.get("stopReason") != _REFUSED
     return answered
 
