@@ -86,3 +86,22 @@ def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
 
     code, out, err = claw.build("--output", "json")
     assert len(standin.requests) > asked, out + err  # retried
+
+
+def test_a_kept_agent_timeout_is_no_runner_error_to_stop_on(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """stop_on_runner_error, one run at a time: a looping agent (kept) lets the next case run; a provider down stops
+    the build after the first run, the other skipped."""
+    docker.script(turns=[{"ask_provider": 0.2}])
+    oc.edit("run_profiles/rp.yaml", lambda d: (d["openclaw"].update(timeout_seconds=TIMEOUT_S),
+                                               d["execution_policy"].update(max_concurrency=1,
+                                                                            stop_on_runner_error=True)))
+    write_yaml(oc.configs / "suites" / "main.yaml", {
+        "schema_version": 1, "suite_id": "main", "title": "Suite",
+        "models": [{"model_id": "m1", "requested_model": "vendor/m1"}]})
+    code, out, err = claw.build("--output", "json")
+    assert [r["run"] for r in json.loads(out)["rows"]] == ["exec", "exec"], out + err
+
+    standin.set_default(error(503, "provider down"))
+    code, out, err = claw.build("--force", "--output", "json")
+    assert sorted(r["run"] for r in json.loads(out)["rows"]) == ["fail", "skip"], out + err
