@@ -428,7 +428,7 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
-        if error is not None and _agent_used_its_time(error, run.model_answered):
+        if error is not None and too_big is None and _agent_used_its_time(error, run.model_answered):
             error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
@@ -442,7 +442,8 @@ def _agent_used_its_time(error: RunError, model_answered: bool) -> bool:
     """A turn cut off by the run's timeout while the agent's model was answering it (its last request recorded was
     answered): the agent's own outcome within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a
     fault to pay for again. A timeout with no answered request (provider down or stalled, validation), or whose last
-    request the provider refused (down since), stays a fault, retried."""
+    request the provider refused (down since), stays a fault, retried; so does one whose workspace was not kept
+    (run_limits.py): kept, its checks and judge would read none."""
     return error.code == "openclaw_timeout" and "turn_index" in error.metadata and model_answered
 
 
