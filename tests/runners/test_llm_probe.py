@@ -414,6 +414,9 @@ OUTGREW = {
     "ollama": {"error": {"message": "the input length exceeds the context length", "type": "api_error"}},
     "anthropic": {"type": "error", "error": {"type": "invalid_request_error",
                                              "message": "prompt is too long: 208310 tokens > 200000 maximum"}},
+    "anthropic max_tokens": {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 179413 + "
+        "32768 > 200000, decrease input length or `max_tokens` and try again"}},
     "413 gateway": {"error": {"message": "This endpoint's maximum context length is 8192 tokens. However, you "
                               "requested about 9120 tokens (9020 of text input, 100 in the output).", "code": 413}},
 }
