@@ -68,7 +68,7 @@ class _State:
     pending: int = 0  # of `done`: left in a provider batch, not recorded (the next build or `claw batch` collects them)
     requests: int = 0
     models: dict[str, _Model] = field(default_factory=dict)
-    phases: Counter[str] = field(default_factory=Counter)
+    phases: Counter[str] = field(default_factory=Counter)  # nodes to execute, by kind's label (runs, judges, ...)
     input_tokens: int = 0  # of the paid nodes whose tokens are known
     output_tokens: int = 0
     tokens_unknown: int = 0  # paid nodes whose tokens are unknown: the sums above are what is known (`≥`)
@@ -96,10 +96,10 @@ class BuildProgress:
         with self._lock:
             s = self.state
             s.total += len(stale)
-            s.phases[label] += len(stale)
             s.layer = label
             for node in stale:
                 self._model(node).total += 1
+                s.phases[_LAYER_LABEL.get(node.kind, node.kind)] += 1  # (by kind: a batch's phase is one of its own)
             for node in reused:
                 self._model(node).reused += 1
         self.on_phase(label, len(stale), len(reused))
