@@ -51,7 +51,7 @@ VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14;
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 TURN_STEP = "turn"  # the invocations that run `openclaw agent`, the only ones that call the provider
-AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout after its model answered: its outcome, kept
+AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout, its model answering: its outcome, kept
 
 
 @dataclass(frozen=True)
