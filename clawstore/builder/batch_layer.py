@@ -155,6 +155,7 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
         doc = result.pending.get(oid_hex(node.key))
         if doc is not None:
             node.batch = doc.name
+            progress.pending(node, doc.name)
             handled.add(id(node))
         elif id(node) in by_legacy:  # the caller runs it one by one: it claims and records both keys
             _key_now_back(node, by_legacy.pop(id(node)))

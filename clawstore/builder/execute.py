@@ -154,8 +154,9 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
                 return False
             last_write = time.monotonic()
         if stop is not None and node.kind == "run":
-            # (runs not started yet are stopped as they come up: `claimed_work`)
-            stop.after(status, not (node.record or {}).get("cacheable"))
+            # (runs not started yet are stopped as they come up: `claimed_work`; a run that raised has no record of its
+            # own, and node.record is still a --force'd node's earlier result)
+            stop.after(status, status is None or not (node.record or {}).get("cacheable"))
         return not (budget is not None and budget.reached())
 
     def started(node: Node) -> Stored:

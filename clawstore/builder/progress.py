@@ -65,9 +65,10 @@ class _State:
     started_at: float = field(default_factory=time.monotonic)
     total: int = 0
     done: int = 0
+    pending: int = 0  # of `done`: left in a provider batch, not recorded (the next build or `claw batch` collects them)
     requests: int = 0
     models: dict[str, _Model] = field(default_factory=dict)
-    phases: Counter[str] = field(default_factory=Counter)
+    phases: Counter[str] = field(default_factory=Counter)  # nodes to execute, by kind's label (runs, judges, ...)
     input_tokens: int = 0  # of the paid nodes whose tokens are known
     output_tokens: int = 0
     tokens_unknown: int = 0  # paid nodes whose tokens are unknown: the sums above are what is known (`≥`)
@@ -95,10 +96,10 @@ class BuildProgress:
         with self._lock:
             s = self.state
             s.total += len(stale)
-            s.phases[label] += len(stale)
             s.layer = label
             for node in stale:
                 self._model(node).total += 1
+                s.phases[_LAYER_LABEL.get(node.kind, node.kind)] += 1  # (by kind: a batch's phase is one of its own)
             for node in reused:
                 self._model(node).reused += 1
         self.on_phase(label, len(stale), len(reused))
@@ -143,11 +144,13 @@ class BuildProgress:
         self.on_finished(node, status or "error", ok, reason)
 
     def pending(self, node: Node, batch: str) -> None:
-        """A node another build's provider batch stands for (builder/claimed.py InBatch): done for this build, which
-        neither asks it nor records it (whoever collects the batch does); never started here, nothing spent."""
+        """A node a provider batch stands for when the build is done with it (builder/batch_layer.py, or claimed.py
+        InBatch: another build's batch): done for this build, which neither asks it nor records it (whoever collects
+        the batch does), and counted as pending; nothing spent here."""
         with self._lock:
             self._model(node).done += 1
             self.state.done += 1
+            self.state.pending += 1
         self.on_pending(node, batch)
 
     def rate_limited(self, wait: Wait) -> None:
@@ -334,7 +337,7 @@ class JsonProgress(BuildProgress):
         if s.tokens_unknown:  # (null when a part is unknown, the known part beside it: as the build's JSON)
             tokens = {**{f"{name}_known": n for name, n in tokens.items()}, **dict.fromkeys(tokens),
                       "tokens_unknown": s.tokens_unknown}
-        self._emit("totals", done=s.done, total=s.total, failed=len(s.failures), **tokens,
+        self._emit("totals", done=s.done, total=s.total, pending=s.pending, failed=len(s.failures), **tokens,
                    cost_usd=None if s.cost.usd is None else round(s.cost.usd, 9),
                    cost_known_usd=round(s.cost.known_usd, 9), cost_sources=s.cost.sources(),
                    planned_cost_usd=self.planned_cost_usd)

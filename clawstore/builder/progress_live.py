@@ -63,7 +63,7 @@ class LiveProgress(BuildProgress):
         bar = Table.grid(padding=(0, 1))
         title = f"claw build · {s.layer}" if s.layer else "claw build"
         bar.add_row(Text(title, style="bold"), ProgressBar(total=max(s.total, 1), completed=s.done, width=30),
-                    Text(f"{s.done}/{s.total} nodes"))
+                    Text(f"{s.done}/{s.total} nodes" + (f" ({s.pending} pending in a batch)" if s.pending else "")))
         pace = Text.assemble((f"ETA {_clock(eta)}", "cyan"), f" · {s.requests / elapsed:.1f} requests/s · ",
                              (f"elapsed {_clock(elapsed)}", "dim"))
         models = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")

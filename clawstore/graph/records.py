@@ -10,7 +10,7 @@ from clawstore.store.documents import metrics_json, metrics_problem, record_json
 
 # Outcomes caused by infrastructure, not by the model: recorded with their cost, never served from cache.
 INFRASTRUCTURE_STATUSES = frozenset({"provider_error", "timed_out", "failed"})
-# ... except these: an OpenClaw agent that used its whole timeout after its model answered (runners/openclaw/runner.py
+# ... except these: an OpenClaw agent that used its whole timeout while its model answered (runners/openclaw/runner.py
 # AGENT_TIMEOUT) is `timed_out`, and its own outcome, kept like llm_probe's `max_turns_exceeded`.
 AGENT_OUTCOME_CODES = frozenset({"openclaw_agent_timeout"})
 

@@ -34,13 +34,14 @@ MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # error's `code` or `type` (OpenAI's and llama-cpp-python's code, llama.cpp's llama-server's type), else by its
 # message: "maximum context length is N tokens" (OpenAI, vLLM, OpenRouter), "exceeds the available context size"
 # (llama-server), "exceed context window of N" (llama-cpp-python), "exceeds the context length" (Ollama), a message
-# that begins "prompt is too long: N tokens > M" (Anthropic's invalid_request_error). A refusal's words, not any
-# mention of a context: a 400 whose message echoes the request (vLLM's validation errors) may quote anything the model
-# read.
+# that begins "prompt is too long: N tokens > M" or "input length and `max_tokens` exceed context limit: N + M > L"
+# (Anthropic's invalid_request_errors: anchored, as their words are plain). A refusal's words, not any mention of a
+# context: a 400 whose message echoes the request (vLLM's validation errors) may quote anything the model read.
 CONTEXT_LENGTH_CODE = "context_length_exceeded"
 _CONTEXT_LENGTH_CODES = frozenset({CONTEXT_LENGTH_CODE, "exceed_context_size_error"})
 _CONTEXT_LENGTH = re.compile(r"maximum context length is|exceeds? (the )?(available )?context (size|length|window)"
-                             r"|^prompt is too long: \d+ tokens > \d+", re.IGNORECASE)
+                             r"|^prompt is too long: \d+ tokens > \d+"
+                             r"|^input length and `max_tokens` exceed context limit: \d+ \+ \d+ > \d+", re.IGNORECASE)
 _REFUSAL_STATUSES = (400, 413)
 
 

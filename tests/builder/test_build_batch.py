@@ -557,3 +557,22 @@ def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_
     lines = [line for line in err.splitlines() if line.startswith("[judges ")]
     assert len(lines) == 12 and lines[-1].startswith("[judges 12/12] "), err
     assert all(": pending (waits on batch submitted-meanwhile" in line for line in lines), err
+
+
+def test_judgements_left_pending_in_a_batch_each_say_so_in_the_progress(scored: Workspace, claw: Claw,
+                                                                        standin: StandIn) -> None:
+    """A build that submits its judgements, or finds them in a batch another build submitted, and ends before the
+    batch does: each is pending in the progress (a line, a 'pending' event, done for this build but counted as
+    pending in the totals), as when it waited on their claims meanwhile (the test above). Before, the batch layer
+    left them out, and the display never counted them done: 0 of 12 at the end."""
+    standin.batch_settings(delay=60)
+    for _ in range(2):  # submitted by this build, then found in the batch
+        code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--progress", "json", "--output", "json")
+        assert code == 0 and json.loads(out)["pending_in_batches"] == 12, out + err
+        events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+        pending = [e for e in events if e["event"] == "pending"]
+        assert len(pending) == 12 and {e["kind"] for e in pending} == {"judge"}, err
+        assert all(e["batch"] and e["reason"].startswith("waits on batch ") for e in pending), err
+        [totals] = [e for e in events if e["event"] == "totals"]
+        assert totals["done"] == totals["total"] and (totals["pending"], totals["failed"]) == (12, 0), totals
+    assert standin.batch_stats()["batches"] == 1 and judge_requests(standin) == 0

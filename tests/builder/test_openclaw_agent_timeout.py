@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from clawstore.testing.standin import StandIn, error
+from clawstore.testing.standin import StandIn, error, text
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
 from tests.openclaw.conftest import FakeDocker
 from tests.support.claw import Claw
@@ -71,3 +71,37 @@ def test_a_timeout_with_no_answered_request_is_a_fault_retried(
     assert len(standin.requests) > asked, out + err  # retried
     assert run_row(claw)["error_code"] == "openclaw_timeout"
 
+
+def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """Answered once, then 503 until the timeout: the run ended on the provider's outage, not on the agent's work
+    (before, one answered request made every later fault the agent's outcome, kept and judged as the model's)."""
+    looping_agent(oc, docker)
+    standin.script("vendor/m1", text("on it"), error(503, "provider down"))
+    code, out, err = claw.build("--output", "json")
+    assert code == 1 and "Traceback" not in err, out + err
+    asked = len(standin.requests)
+    assert asked >= 3, asked  # answered, then refused at least twice
+    assert run_row(claw) == {"status": "timed_out", "error_code": "openclaw_timeout", "cacheable": False}
+
+    code, out, err = claw.build("--output", "json")
+    assert len(standin.requests) > asked, out + err  # retried
+
+
+def test_a_kept_agent_timeout_is_no_runner_error_to_stop_on(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """stop_on_runner_error, one run at a time: a looping agent (kept) lets the next case run; a provider down stops
+    the build after the first run, the other skipped."""
+    docker.script(turns=[{"ask_provider": 0.2}])
+    oc.edit("run_profiles/rp.yaml", lambda d: (d["openclaw"].update(timeout_seconds=TIMEOUT_S),
+                                               d["execution_policy"].update(max_concurrency=1,
+                                                                            stop_on_runner_error=True)))
+    write_yaml(oc.configs / "suites" / "main.yaml", {
+        "schema_version": 1, "suite_id": "main", "title": "Suite",
+        "models": [{"model_id": "m1", "requested_model": "vendor/m1"}]})
+    code, out, err = claw.build("--output", "json")
+    assert [r["run"] for r in json.loads(out)["rows"]] == ["exec", "exec"], out + err
+
+    standin.set_default(error(503, "provider down"))
+    code, out, err = claw.build("--force", "--output", "json")
+    assert sorted(r["run"] for r in json.loads(out)["rows"]) == ["fail", "skip"], out + err

@@ -121,3 +121,18 @@ def test_the_scheduler_calls_idle_before_it_waits_and_after_the_last_outcome() -
     events.clear()
     run_here(range(3), lambda task: task, on_done, lambda aside: aside, on_idle=lambda: events.append("idle"))
     assert events == ["done 0", "done 1", "done 2", "idle"]
+
+
+def test_a_line_counts_its_kind_across_phases_a_batch_phase_included(slow_flush: None) -> None:
+    """Judgements go by batch first ('judges (batch)'), then one by one ('judges'): each line counts against the
+    judgements the build has planned so far, the batch's included (before: `[judges 1/0]`, the one-by-one phase's)."""
+    stream = io.StringIO()
+    progress = PlainProgress(stream)
+    judges = [Node("judge", {"model_id": "m1", "case_id": f"c{i}", "repetition": 0, "judge_run_id": "main",
+                             "judge_repetition": 0}, {}, f"j-{i}") for i in range(3)]
+    progress.phase("judges (batch)", judges[:2], [])
+    finish(progress, judges[:2])
+    progress.phase("judges", judges[2:], [])
+    finish(progress, judges[2:])
+    progress.close()
+    assert [line.split("] ")[0] + "]" for line in lines(stream)] == ["[judges 1/2]", "[judges 2/2]", "[judges 3/3]"]

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from clawstore.builder.buildlog import BuildLog
-from clawstore.builder.execute import execute_nodes
+from clawstore.builder.execute import Stop, execute_nodes
 from clawstore.builder.scheduler import Later, run_here
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
+from clawstore.config.models.run_profile import ExecutionPolicy
 from clawstore.graph.keys import document_key
 from clawstore.graph.plan import Node
 from clawstore.graph.records import make_record, utc_now
@@ -169,3 +170,26 @@ def test_a_ctrl_c_during_a_local_task_lets_it_finish_then_stops_and_a_second_one
     with pytest.raises(KeyboardInterrupt):
         run_here([0], stuck, lambda outcome: True, then=lambda tasks: tasks, on_interrupt=told.append)
     assert told == [0]
+
+
+def test_a_forced_run_that_raises_stops_the_build_though_its_node_had_a_result(tmp_path: Path) -> None:
+    """stop_on_runner_error after a re-execution (`--force`) that ended in an exception, not a record: the node
+    still holds its earlier, cacheable, record, and the exception is the runner error all the same."""
+    store = Store(tmp_path / "store")
+    log = BuildLog(store, {"id": "c"})
+    session = BuildSession(store, log, BuildOptions(), ClaimBoard(store.root, owner=log.build_id))  # no --max-cost
+    runs = _nodes("run", 3)
+    work = _work(session)
+    with session.claims:
+        execute_nodes(session, runs[:1], work)  # its result, as an earlier build left it
+    runs[0].action = None
+
+    def raising(node: Node) -> tuple[str, dict[str, Any]]:
+        if node is runs[0]:
+            raise RuntimeError("the runner broke")
+        return work(node)
+
+    stop = Stop(ExecutionPolicy(stop_on_runner_error=True))
+    with session.claims:
+        execute_nodes(session, runs, raising, stop=stop)
+    assert [n.action for n in runs] == ["fail", "skip", "skip"]

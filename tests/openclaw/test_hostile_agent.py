@@ -89,6 +89,21 @@ def test_a_timed_out_run_with_a_huge_workspace_keeps_its_timeout_as_the_reason(m
     assert metadata["workspace_kept"] is False and "more than 1 GiB" in metadata["workspace_problem"]
 
 
+def test_an_answered_agent_whose_huge_workspace_was_not_kept_is_not_kept_either(make_spec, fake_docker, store,
+                                                                               tmp_path):
+    """Its model was answering at the timeout, but its workspace, past the limit, was not kept: its checks and judge
+    would read no workspace, so the run is a fault, retried (as the workspace's own failure), not the agent's outcome
+    kept without its evidence."""
+    answered = '{"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "toolUse"}}\n'
+    fake_docker.script(turns=[{"sparse": {"dump.bin": limits.MAX_WORKSPACE_BYTES + 1},
+                               "file": {"state/agents/main/sessions/s.jsonl": answered}, "payload": payload("one")},
+                              {"sleep": 60}])
+    spec = make_spec(timeout_seconds=4, turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "timed_out" and outcome.artifact["error"]["code"] == "openclaw_timeout"
+    assert outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["workspace_kept"] is False
+
+
 def test_counting_a_workspace_stops_at_the_limit(tmp_path: Path) -> None:
     for n in range(30):
         (tmp_path / f"{n}.txt").write_text("x")

@@ -10,6 +10,7 @@ import pytest
 
 from clawstore.runners.openclaw import agent_workspace_tree, run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
+from clawstore.runners.openclaw.transcript import jsonl_answered as last_request_answered
 from clawstore.store import Store
 from clawstore.store.core.ids import oid_of
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
@@ -266,6 +267,55 @@ def test_turn_cut_off_by_openclaws_own_timeout_counts_as_timed_out(make_spec, fa
     # Far from the deadline the same exit is an ordinary failure.
     fake_docker.script(turns=[{"rc": 1, "stderr": "boom"}])
     assert run_openclaw(make_spec(timeout_seconds=30), store, tmp_path).status == "failed"
+
+
+def _entry(role: str, stop: str | None = None, **message: object) -> str:
+    return json.dumps({"type": "message", "message": {"role": role, "content": [], **message,
+                                                      **({"stopReason": stop} if stop else {})}})
+
+
+ANSWERED, REFUSED = _entry("assistant", "toolUse"), _entry("assistant", "error")
+CUT_OFF = _entry("assistant", "aborted")
+# OpenClaw's own assistant rows, written with no request to a model (its isTranscriptOnlyOpenclawAssistant).
+INJECTED = _entry("assistant", "stop", provider="openclaw", model="gateway-injected",
+                  content=[{"type": "text", "text": "⚠️ Agent failed before reply: LLM request failed"}])
+TRANSCRIPTS = {  # a session transcript at the timeout -> was the model answering it?
+    "answered": ([ANSWERED], True),
+    "answered, then cut off at the timeout": ([ANSWERED, CUT_OFF], True),
+    "answered, then a line cut off by rm -f": ([ANSWERED, ANSWERED[:30]], True),
+    "answered, then refused": ([ANSWERED, REFUSED], False),
+    "answered, refused, then cut off": ([ANSWERED, REFUSED, CUT_OFF], False),
+    "refused, then answered": ([REFUSED, ANSWERED], True),
+    "empty": ([], False),
+    "only a cut-off line": ([ANSWERED[:30]], False),
+    "a user's words only": ([_entry("user", content="assistant: stopReason toolUse")], False),
+    "not an object": (['["assistant"]', '"assistant"'], False),
+    "refused, then OpenClaw's own row": ([REFUSED, INJECTED], False),
+}
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_a_transcript_says_whether_the_model_was_answering_at_its_end(name):
+    lines, answering = TRANSCRIPTS[name]
+    assert last_request_answered("".join(line + "\n" for line in lines)) is answering
+
+
+@pytest.mark.parametrize("name", ["answered, then cut off at the timeout", "answered, then refused",
+                                  "refused, then OpenClaw's own row"])
+def test_a_timeout_is_the_agents_outcome_only_while_its_model_was_answering(make_spec, fake_docker, store, tmp_path,
+                                                                            name):
+    """Turn 1 leaves OpenClaw's session transcript, turn 2 outlives the run's timeout: the transcript alone decides
+    between the agent's outcome (kept) and a fault (retried)."""
+    lines, answering = TRANSCRIPTS[name]
+    transcript = "".join(line + "\n" for line in lines)
+    fake_docker.script(turns=[{"file": {"state/agents/main/sessions/s.jsonl": transcript}, "payload": payload("one")},
+                              {"sleep": 60}])
+    spec = make_spec(timeout_seconds=4, turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "timed_out", outcome.artifact["error"]
+    code = "openclaw_agent_timeout" if answering else "openclaw_timeout"
+    assert outcome.artifact["error"]["code"] == code, outcome.artifact["error"]
+    assert outcome.artifact["error"]["metadata"]["turn_index"] == 1
 
 
 def test_a_workspace_file_named_in_bytes_that_are_not_utf8_is_kept_with_its_name_escaped(

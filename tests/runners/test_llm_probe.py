@@ -414,25 +414,37 @@ OUTGREW = {
     "ollama": {"error": {"message": "the input length exceeds the context length", "type": "api_error"}},
     "anthropic": {"type": "error", "error": {"type": "invalid_request_error",
                                              "message": "prompt is too long: 208310 tokens > 200000 maximum"}},
+    "anthropic max_tokens": {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 179413 + "
+        "32768 > 200000, decrease input length or `max_tokens` and try again"}},
     "413 gateway": {"error": {"message": "This endpoint's maximum context length is 8192 tokens. However, you "
                               "requested about 9120 tokens (9020 of text input, 100 in the output).", "code": 413}},
 }
-# The HTTP status of a refusal (400 unless named): a gateway may send one for length as 413, Payload Too Large.
-OUTGREW_STATUS = {"413 gateway": 413}
 
 
-# 400s after an answered turn that are no refusal for length, though their text says "context length": a vLLM
-# validation error echoing the message it refused (a file the model read), and an unknown parameter named so. Kept as
-# the model's outcome, the run would never be asked again.
-NOT_OUTGREW = {
+# Refusals after an answered turn that are none for length, though their text says "context length" or "too large": a
+# vLLM validation error echoing the message it refused (a file the model read), an unknown parameter named so, and the
+# 413s below. Kept as the model's outcome, the run would never be asked again.
+NOT_OUTGREW: dict[str, dict[str, Any] | str] = {
     "echoed input": {"object": "error", "message": "[{'type': 'string_type', 'loc': ('body', 'messages', 2, "
                      "'content'), 'msg': 'Input should be a valid string', 'input': 'notes: keep the context "
                      "length small, the context window is shared'}]", "type": "BadRequestError", "code": 400},
     "parameter": {"error": {"message": "Unrecognized request argument supplied: context_length",
                             "type": "invalid_request_error", "code": None}},
-    "echoed prompt": {"error": {"message": "messages.2.content: the prompt is too long: it holds a NUL byte",
-                                "type": "invalid_request_error"}},
+    # Anthropic's words, quoted from a file the model read, not at the start of the message as Anthropic's own are
+    "echoed prompt": {"error": {"message": "messages.2.content: Input should be a valid string, input: 'log: prompt "
+                                "is too long: 208310 tokens > 200000 maximum'", "type": "invalid_request_error"}},
+    # 413s for the request's bytes, not the model's context: a proxy's limit (nginx's page; OpenRouter's host's plain
+    # text) or Anthropic's 32 MB, which a setting or a smaller file read changes; asked again, they may be answered
+    "nginx 413": "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 "
+                 "Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+    "plain 413": "Request Entity Too Large\n\nFUNCTION_PAYLOAD_TOO_LARGE\n",
+    "anthropic 413": {"type": "error", "error": {"type": "request_too_large",
+                                                 "message": "Request exceeds the maximum allowed number of bytes."}},
 }
+# The HTTP status of each body above (400 unless named): a server may send a refusal for length as 413, Payload Too
+# Large (vLLM's pull request 34363 proposes it), and a proxy sends its own 413 for a body it will not take.
+STATUS = {"413 gateway": 413, "nginx 413": 413, "plain 413": 413, "anthropic 413": 413}
 
 
 
@@ -444,7 +456,7 @@ def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin
     mentions a context stays a provider error (asked again)."""
     body = OUTGREW.get(name) or NOT_OUTGREW[name]
     standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "a"}),
-                   malformed(json.dumps(body), status=OUTGREW_STATUS.get(name, 400)))
+                   malformed(body if isinstance(body, str) else json.dumps(body), status=STATUS.get(name, 400)))
     artifact = run_llm_probe(spec(endpoint, FILE_TOOLS, settings={"retries": 0}), client, tmp_path)
     assert artifact.error is not None
     if name in OUTGREW:
@@ -452,4 +464,4 @@ def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin
         assert (artifact.error.code, artifact.error.error_type) == ("context_length_exceeded", "output_error")
     else:
         assert artifact.status == "provider_error", artifact.error
-        assert artifact.error.metadata["status_code"] == OUTGREW_STATUS.get(name, 400)
+        assert artifact.error.metadata["status_code"] == STATUS.get(name, 400)

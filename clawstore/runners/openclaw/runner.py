@@ -52,7 +52,7 @@ VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14;
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 TURN_STEP = "turn"  # the invocations that run `openclaw agent`, the only ones that call the provider
-AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout after its model answered: its outcome, kept
+AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout, its model answering: its outcome, kept
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class _Run:
         self.outputs: dict[str, str] = {}
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
-        self.answered_in_files = False  # a JSONL session transcript shows an assistant message the model answered
+        self.answered_in_files = False  # a JSONL session transcript's last model request was answered
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -373,7 +373,7 @@ class _Run:
         return found
 
     def model_answered(self) -> bool:
-        """Did the agent's model answer at least once (transcript.py): a JSONL transcript read already says so, else
+        """Was the agent's model answering it (transcript.py): a JSONL transcript read already says so, else
         the agent's SQLite database (OpenClaw 2026.9.6), read only for a run that needs to know."""
         if self.answered_in_files:
             return True
@@ -443,7 +443,7 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
-        if error is not None and _turn_timed_out(error) and run.model_answered():
+        if error is not None and too_big is None and _turn_timed_out(error) and run.model_answered():
             error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
@@ -454,9 +454,11 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
 
 
 def _turn_timed_out(error: RunError) -> bool:
-    """A turn cut off by the run's timeout: after the agent's model answered at least once, the agent's own outcome
-    within the user's budget (kept, as llm_probe's `max_turns_exceeded`), not a fault to pay for again. A timeout with
-    no answered request (provider down or stalled, validation) stays a fault, retried."""
+    """A turn cut off by the run's timeout. While the agent's model was answering it (its last request recorded was
+    answered: transcript.py) it is the agent's own outcome within the user's budget (kept, as llm_probe's
+    `max_turns_exceeded`), not a fault to pay for again. A timeout with no answered request (provider down or stalled,
+    validation), or whose last request the provider refused (down since), stays a fault, retried; so does one whose
+    workspace was not kept (run_limits.py): kept, its checks and judge would read none."""
     return error.code == "openclaw_timeout" and "turn_index" in error.metadata
 
 

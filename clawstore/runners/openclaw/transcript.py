@@ -1,8 +1,10 @@
-"""Did an OpenClaw agent's model answer at least once? Read from OpenClaw's own session transcript.
+"""Was an OpenClaw agent's model still answering it? Read from OpenClaw's own session transcript.
 
-An agent cut off by the run's timeout after its model answered is the agent's outcome, kept; with no answer it is a
-fault, retried (runner.py AGENT_TIMEOUT). The transcript says which: each entry a JSON object, an answered request an
-assistant message whose `stopReason` is not `error` or `aborted` (what OpenClaw writes when no answer came). Releases
+An agent cut off by the run's timeout while its model was answering is the agent's outcome, kept; with no answer, or
+with its last request refused (a provider down since), it is a fault, retried (runner.py AGENT_TIMEOUT). The
+transcript says which: each entry a JSON object, the last assistant message the model was asked for (past one
+`aborted`: in flight at the timeout, and OpenClaw's own notices, provider `openclaw`) answered unless its `stopReason`
+is `error`. Releases
 keep it two ways: JSONL files (`state/agents/*/sessions/*.jsonl`, before 2026.9) or, as 2026.9.6 does, rows of the
 agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `transcript_events`: `event_json`, or
 `event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file).
@@ -27,31 +29,36 @@ from clawstore.host.run_limits import MAX_SESSION_FILE_BYTES, MAX_TRANSCRIPT_DAT
 from clawstore.host.scratch import remove_tree
 from clawstore.values import jsontext
 
-_UNANSWERED_STOPS = ("error", "aborted")  # an assistant message OpenClaw writes without the model's answer
+# How OpenClaw ends an assistant message the model did not answer: a failed request, or one its timeout cut off.
+_REFUSED, _CUT_OFF = "error", "aborted"
+# The provider OpenClaw names in assistant messages it writes itself, asking no model (a delivery mirror, a gateway's
+# injected notice such as "Agent failed before reply"); claw's openclaw.json names its one provider otherwise.
+_OPENCLAW_ITSELF = "openclaw"
 DATABASE_GLOB = "agents/*/agent/openclaw-agent.sqlite"
 _WAL = "-wal"
 
 
-def answered(entry: str) -> bool:
-    """Is this transcript entry an assistant message the model answered?"""
-    if '"assistant"' not in entry:
-        return False
-    try:
-        value = jsontext.loads(entry)
-    except ValueError:  # a line cut off by the container's removal
-        return False
-    message = value.get("message") if isinstance(value, dict) and value.get("type") == "message" else None
-    return isinstance(message, dict) and message.get("role") == "assistant" \
-        and message.get("stopReason") not in _UNANSWERED_STOPS
-
-
-def any_answered(entries: Iterable[str]) -> bool:
-    return any(answered(entry) for entry in entries)
+def last_request_answered(entries: Iterable[str]) -> bool:
+    """Was the last model request these transcript entries record (in order) answered? Passed over: an entry not
+    JSON (a line cut off by the container's removal), not an assistant message, cut off by the timeout, OpenClaw's."""
+    answered = False
+    for entry in entries:
+        if '"assistant"' not in entry:
+            continue
+        try:
+            value = jsontext.loads(entry)
+        except ValueError:
+            continue
+        message = value.get("message") if isinstance(value, dict) and value.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF \
+                and message.get("provider") != _OPENCLAW_ITSELF:
+            answered = message.get("stopReason") != _REFUSED
+    return answered
 
 
 def jsonl_answered(text: str) -> bool:
     """A JSONL transcript (one entry a line)."""
-    return any_answered(text.splitlines())
+    return last_request_answered(text.splitlines())
 
 
 def unsafe(path: Path, root: Path) -> str | None:
@@ -78,7 +85,7 @@ def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
         # (Its schema is OpenClaw's, CHECKs calling json_valid(): `trusted_schema = OFF` refuses it. This connection
         # has no function of ours and no extension loading, so a crafted schema reaches SQLite's built-ins alone.)
         with closing(sqlite3.connect(copy)) as connection:
-            return any_answered(_events(connection)), None
+            return last_request_answered(_events(connection)), None
     except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
         return False, f"unreadable: {type(exc).__name__}: {exc}"
     finally:
@@ -87,7 +94,8 @@ def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
 
 def _events(connection: sqlite3.Connection) -> Iterator[str]:
     decompress = zstandard.ZstdDecompressor()
-    for text, packed in connection.execute("SELECT event_json, event_zstd FROM transcript_events"):
+    rows = connection.execute("SELECT event_json, event_zstd FROM transcript_events ORDER BY created_at, seq")
+    for text, packed in rows:
         if isinstance(text, str):
             yield text
         elif isinstance(packed, bytes):
