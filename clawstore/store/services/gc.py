@@ -122,6 +122,8 @@ class GcReport:
     stale_leases: int = 0
     live_leases: list[str] = field(default_factory=list)  # purposes of the leases that made gc careful
     dangling: dict[str, str | None] = field(default_factory=dict)  # missing object -> who named it
+    # Why the disk refused the plan's temporary files (then held in memory: more memory), None if it did not
+    plan_in_memory: str | None = None
     seconds: float = 0.0
 
     def doomed(self, objects: KeptObjects) -> None:
@@ -217,6 +219,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             # locked: the same view).
             probe = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed and dry_run)
             plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
+            report.plan_in_memory = plan.refused()
             if not dry_run and plan.has_work():
                 plan.close()
                 del plan, probe  # (its doomed objects released before the held plan lists them again)
@@ -238,6 +241,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                     _take_reach(report, reach)
                     _count_temp_files(store, report, policy.cutoff)
             finally:
+                report.plan_in_memory = report.plan_in_memory or plan.refused()
                 plan.close()
     report.seconds = time.monotonic() - started
     return report
@@ -285,6 +289,11 @@ class _Plan:
     delete: list[str]  # packs nothing kept is in
     copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
     copy_bytes: int = 0  # what the copies of `rewrite`'s kept blobs take (as the packs they come from hold them)
+
+    def refused(self) -> str | None:
+        """Why the disk refused the rows' temporary files, if it did (they are then held in memory)."""
+        return next((rows.refused for rows in (self.objects, self.actions, self.doomed_objects, self.doomed_actions)
+                     if rows.refused), None)
 
     def close(self) -> None:
         """Let go of the rows' temporary files."""
