@@ -190,7 +190,7 @@ def _held_by_the_store_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     # Every constant buffer shrunk, so that these stores outgrow them as a big store does the real ones: the rows held
     # before they are written (16,384), the moved rows taken in pack order at once (65,536), the entries and objects
     # asked whether reached at once (4,096), the index's rows read at once (16,384) and the packs the copy fills
-    # (32 MiB, 131,072 ids).
+    # (32 MiB, 131,072 ids, 65,536 blobs).
     monkeypatch.setattr(gc_kept, "SPILL_ROWS", 256)
     monkeypatch.setattr(gc_kept, "COPY_ROWS", 1024)
     monkeypatch.setattr(gc, "_ASKED_AT_ONCE", 256)
@@ -198,6 +198,7 @@ def _held_by_the_store_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(reach_arrays, "ROWS_READ", 256)
     monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
     monkeypatch.setattr(runtime, "EDGES_TARGET", 1 << 10)
+    monkeypatch.setattr(gc, "COPY_PACK_BLOBS", 256)
     peaks = {}
     for kept in (4000, 20000):
         store = _store_of(tmp_path / str(kept), kept)

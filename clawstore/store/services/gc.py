@@ -451,6 +451,12 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared, copy_bytes)
 
 
+# A copy's pack is also sealed once it holds this many blobs: its table is held until its seal (49 bytes a blob), and
+# the seal looks its rows up by id (~100 bytes a row). Sealed at a build's limits alone, the last pack took every kept
+# entry of the packs rewritten (action entries name nothing: 160,000 at 10,000 x 5), and its seal was a real gc's
+# peak (+37 MB traced, growing with the store; docs/scale/gc-and-fsck.md, Session 61).
+COPY_PACK_BLOBS = 65536
+
 # Objects asked `reached` at once (one look-up by arrays for them all): a chunk of entries or doomed objects as Python
 # tuples, ~500 bytes each (16,384 until session 60: a real gc's held plan peaked 6 MB higher at 10,000 x 5)
 _ASKED_AT_ONCE = 4096
@@ -592,7 +598,7 @@ class _Writers:
 
     def current(self) -> PackWriter:
         """The open pack, a new one when the last is full (its seal is durable before the next is begun)."""
-        if self._open is not None and pack_full(self._open):
+        if self._open is not None and (pack_full(self._open) or self._open.blobs >= COPY_PACK_BLOBS):
             self.seal()
         if self._open is None:
             pack_id = new_pack_id()
