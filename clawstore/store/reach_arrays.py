@@ -75,7 +75,7 @@ def rows_at(table: Table, rows: np.ndarray) -> np.ndarray:
     fd = table._fd
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(firsts)], strict=True):
         starts, lengths = wanted[firsts[lo:hi]], spans[lo:hi]
-        # (read into one buffer: a bytes object a read, thousands held at once to be joined, left the heap +20 MB)
+        # (read into one buffer: not a bytes object a read, thousands of them held at once to be joined)
         data = bytearray(int(lengths.sum()) * size)
         with memoryview(data) as into:
             place = 0
