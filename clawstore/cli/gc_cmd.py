@@ -64,6 +64,9 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
     for why in collected.unanswered:
         click.echo(f"claw: warning: cannot ask the container engine about killed builds' containers ({why}); "
                    "the next gc asks again", err=True)
+    if report.plan_in_memory:  # (the plan's rows held in memory, as before session 60: the user should know why)
+        click.echo(f"claw: note: tmp/ refused gc's temporary files ({report.plan_in_memory}): gc held its plan in "
+                   "memory instead, about 52 bytes more an object (docs/gc-and-archives.md)", err=True)
     if report.live_leases:
         click.echo(f"claw: note: {len(report.live_leases)} build(s) or import(s) running: gc kept everything "
                    "they may use; run it again later to collect the rest", err=True)

@@ -31,9 +31,11 @@ if TYPE_CHECKING:
 
 _OVERLAP = len(b"blake3:") + 64  # an id split across two chunks is still found
 _ID = 32
-# Bytes of the index's object rows held for look-ups by a cached walk (and fsck): 52 an object, 1.3 M objects; past it
-# the biggest tables are looked up in place, a read a look-up.
+# Bytes of the index held for look-ups by a cached walk: by arrays, the tables' sort keys (8 bytes an object: 8.4 M
+# objects), their rows read in place (reach_arrays.HeldArrays); past it, by rows, the rows themselves (52 bytes an
+# object) up to this, the biggest tables looked up in place, a read a look-up. (fsck holds rows up to it too.)
 HELD = 64 << 20
+_KEY = 8
 _WHOLE_MAX = 4 << 20  # objects stored up to this size are read in one go, larger ones streamed
 # Ids the walk by arrays gathers at once (the rows of a frontier taken up to it): what it makes for each (its row, its
 # parent, a look-up of another pack's: ~100 bytes) is bounded by it, not by a pack's frontier (the head's pack's parts
@@ -321,7 +323,7 @@ class Reach:
         if self._arrays is not None and self._arrays.finder is finder:
             return self._arrays
         self._arrays = None
-        if finder._rest:
+        if finder._held or _KEY * finder.rows > HELD:  # (the keys do not fit HELD: the walk by rows)
             return None
         from clawstore.store.reach_arrays import HeldArrays  # (numpy: only this walk pays its import)
 
@@ -454,7 +456,10 @@ class Reach:
                     self._others.add(old.at_row(row)[0])
                     row = marks.find(1, row + 1, first + n)
         self._finder, self._rows = None, bytearray()  # (released before the next is read)
-        finder = HeldObjects(view.entries, HELD, fanned=False)  # (the walk by arrays may never need its fan-outs)
+        # The walk by arrays holds the tables' keys (8 bytes a row) and reads their rows in place; past HELD, the walk
+        # by rows holds rows up to HELD (52 bytes each) and looks the rest up in place
+        keys_fit = _KEY * sum(table._head.n_objects for table in view.entries.tables) <= HELD
+        finder = HeldObjects(view.entries, 0 if keys_fit else HELD, fanned=False)  # (arrays may never need fan-outs)
         marks = bytearray(finder.rows)
         for name, first, n in finder.tables():
             if name in kept:

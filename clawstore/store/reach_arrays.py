@@ -9,13 +9,14 @@ look-up an object at a time. docs/gc-and-archives.md (Details by module, store/r
 
 from __future__ import annotations
 
+import os
 import struct
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clawstore.store.core.index import NO_RECORD, ActionEntry, HeldObjects, Loc, Table
+from clawstore.store.core.index import NO_RECORD, ActionEntry, BadSegmentError, HeldObjects, Loc, Table
 from clawstore.store.core.lean_numpy import np
 
 if TYPE_CHECKING:
@@ -47,51 +48,124 @@ def keys_of(digests: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(digests).view(">u8").reshape(-1, 4)[:, 0].astype(np.uint64)
 
 
-def _in_order_once(view: np.ndarray, keys: np.ndarray) -> bool:
-    """Whether a table's rows (as _ROW, with their keys) are in order, no id twice."""
-    if (keys[1:] < keys[:-1]).any():
-        return False
-    tied = np.flatnonzero(keys[1:] == keys[:-1])  # (few: ids sharing their first 8 bytes, or one id twice)
-    return not bool((view["digest"][tied] == view["digest"][tied + 1]).any())
+# Object rows read from an index table in place at once (~850 KB), where the walk reads them in order (its keys, a
+# pack's rows, a tally): what it holds of a table while it reads it, not the table
+ROWS_READ = 16384
+# Rows the walk reads in place for its look-ups (the whole id and pack of each key matched) that are at most this far
+# apart are read in one read (3.3 KB): one read a hit at worst, one a group of hits where they are dense
+_GAP = 64
+
+
+def rows_at(table: Table, rows: np.ndarray) -> np.ndarray:
+    """The object rows of `table` at `rows` (as _ROW, in the order asked), read in place: rows at most _GAP apart in one
+    read (a read spanning at most ROWS_READ rows), the reads' bytes held ROWS_READ rows' worth at a time."""
+    wanted, back = np.unique(rows, return_inverse=True)
+    found = np.empty(len(wanted), _ROW)
+    if not len(wanted):
+        return found
+    at, size = table._head.objects_at, _ROW.itemsize
+    # Each read: a run of wanted rows, cut where two are more than _GAP apart or enter another ROWS_READ rows' window
+    cut = np.flatnonzero((np.diff(wanted) > _GAP) | (np.diff(wanted // ROWS_READ) != 0)) + 1
+    firsts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [len(wanted)]))
+    spans = wanted[ends - 1] - wanted[firsts] + 1  # (rows each read takes)
+    # A batch of reads at a time: the reads whose spans add up to ROWS_READ rows (one at least)
+    batch = np.cumsum(spans) // ROWS_READ
+    bounds = np.flatnonzero(np.diff(batch)) + 1
+    fd = table._fd
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(firsts)], strict=True):
+        starts, lengths = wanted[firsts[lo:hi]], spans[lo:hi]
+        # (read into one buffer: not a bytes object a read, thousands of them held at once to be joined)
+        data = bytearray(int(lengths.sum()) * size)
+        with memoryview(data) as into:
+            place = 0
+            for start, n in zip(starts.tolist(), (lengths * size).tolist(), strict=True):
+                if os.preadv(fd, [into[place:place + n]], at + start * size) != n:
+                    raise BadSegmentError(f"index segment {table.name} is truncated")
+                place += n
+        # Where each wanted row is in `data`: its read's place there, plus its place in its read
+        placed = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        first, end = int(firsts[lo]), int(ends[hi - 1])
+        read_of = np.repeat(np.arange(hi - lo), ends[lo:hi] - firsts[lo:hi])
+        found[first:end] = np.frombuffer(data, _ROW)[wanted[first:end] - starts[read_of] + placed[read_of]]
+    return found[back]
+
+
+def table_batches(table: Table, first: int = 0, end: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, rows as _ROW) of a table's object rows from `first`, read in place ROWS_READ at a time."""
+    at, size = table._head.objects_at, _ROW.itemsize
+    end = table._head.n_objects if end is None else end
+    for lo in range(first, end, ROWS_READ):
+        hi = min(end, lo + ROWS_READ)
+        yield lo, np.frombuffer(table._read(at + lo * size, at + hi * size), _ROW)
+
+
+class _Sparse:
+    """Values at a few positions of a table's rows (sorted positions): the first row of an object an earlier table, or a
+    small segment, also has."""
+
+    def __init__(self, positions: np.ndarray, values: np.ndarray):
+        self.positions, self.values = positions, values
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The value at each row, NOT_FOUND where none."""
+        found = np.full(len(rows), NOT_FOUND, np.int64)
+        if len(self.positions):
+            at = np.minimum(np.searchsorted(self.positions, rows), len(self.positions) - 1)
+            hit = self.positions[at] == rows
+            found[hit] = self.values[at[hit]]
+        return found
 
 
 class HeldArrays:
-    """The held tables of a HeldObjects as arrays (views of its bytes, plus 8 bytes a row of sort keys): a bulk
-    `lookup` and each pack's rows (`pack_rows`). Only for a finder that holds every table (`usable`)."""
+    """The index's big tables as the walk by arrays needs them, read in place (store/core/index.Table: its file by
+    offset) but for their rows' sort keys (each id's first 8 bytes, 8 bytes a row held): a bulk `lookup` (the keys
+    searched, each matched row read to compare the whole id and name its pack) and each pack's rows (`pack_rows`, the
+    tables read through). Only for a finder that holds no rows itself (all its tables in `_rest`). The rows themselves
+    (52 bytes each) were held until session 61: 25 MB at 10,000 x 5, the walk's biggest part."""
 
     def __init__(self, finder: HeldObjects):
         self.finder = finder
-        self.packs: list[str] = []
         number: dict[str, int] = {}
-        # (rows as _ROW, their keys, first row, pack number of each slot, slots the table has)
-        self._tables: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []
-        self._bytes: list[bytes] = []
-        for rows, _, _, table, first in finder._held:
-            view = np.frombuffer(rows, dtype=_ROW)
-            self._bytes.append(rows)
-            slots = np.array([number.setdefault(name, len(number)) for name in table.packs], dtype=np.int64)
-            self._tables.append((view, view["key"].astype(np.uint64), first, slots))
-        self.packs = list(number)
-        self.number = number
-        # Rows out of order (a damaged table) would make `searchsorted` miss objects that are there, and a row twice
-        # be marked at its second row (matched from its pack's file) while a look-up answers with the first: such an
-        # index is walked by rows (whose look-ups refuse it, or find what it holds, a row of an id always its first)
-        self.in_order = all(_in_order_once(view, keys) for view, keys, _, _ in self._tables)
+        # (the table, its keys, first row, pack number of each slot)
+        self._tables: list[tuple[Table, np.ndarray, int, np.ndarray]] = []
         small = list(finder._objects)
         self._small = set(small)
         self._small_keys = np.sort(keys_of(np.array(small, dtype="S32"))) if small else np.zeros(0, np.uint64)
+        # Rows out of order (a damaged table) would make `searchsorted` miss objects that are there, and a row twice
+        # be marked at its second row (matched from its pack's file) while a look-up answers with the first: such an
+        # index is walked by rows (whose look-ups refuse it, or find what it holds, a row of an id always its first)
+        self.in_order = True
         # A row's first row (row_of's answer) when an earlier table, or a small segment, has its digest too
-        self._first: list[np.ndarray | None] = []
-        for i, (view, keys, _, _) in enumerate(self._tables):
-            earlier = self._search(view["digest"], keys, self._tables[:i]) if i else None
-            if self._small:
-                hit = self._is_small_key(keys)
-                rows = self._bytes[i]
-                for at in np.flatnonzero(hit):  # (few: a small segment's objects)
-                    if rows[at * 52:at * 52 + _ID] in self._small:
-                        earlier = np.full(len(view), NOT_FOUND, np.int64) if earlier is None else earlier
-                        earlier[at] = SMALL
-            self._first.append(earlier if earlier is not None and (earlier != NOT_FOUND).any() else None)
+        self._first: list[_Sparse | None] = []
+        for table, first in finder._rest:
+            slots = np.array([number.setdefault(name, len(number)) for name in table.packs], dtype=np.int64)
+            keys = np.empty(table._head.n_objects, np.uint64)
+            positions, values = [], []
+            last: tuple[int, bytes] | None = None
+            for lo, view in table_batches(table):
+                part = view["key"].astype(np.uint64)
+                keys[lo:lo + len(part)] = part
+                self.in_order = self.in_order and _in_order_once(view, part, last)
+                last = (int(part[-1]), view["digest"][-1:].tobytes()) if len(part) else last
+                earlier = self._search(view["digest"], part, self._tables)[0] if self._tables else None
+                if self._small:
+                    hit = np.flatnonzero(self._is_small_key(part))
+                    digests = view["digest"]
+                    small_rows = [at for at in hit.tolist() if digests[at:at + 1].tobytes() in self._small]
+                    if small_rows:
+                        earlier = np.full(len(part), NOT_FOUND, np.int64) if earlier is None else earlier
+                        earlier[small_rows] = SMALL
+                if earlier is not None:
+                    marked = np.flatnonzero(earlier != NOT_FOUND)
+                    positions.append(marked + lo)
+                    values.append(earlier[marked])
+                del view, part
+            self._tables.append((table, keys, first, slots))
+            at = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+            self._first.append(_Sparse(at, np.concatenate(values)) if len(at) else None)
+        self.packs = list(number)
+        self.number = number
 
     def _is_small_key(self, keys: np.ndarray) -> np.ndarray:
         """Whether each key is a small segment's object's (its whole id is compared by the caller)."""
@@ -102,15 +176,17 @@ class HeldArrays:
 
     @staticmethod
     def usable(finder: HeldObjects) -> bool:
-        return not finder._rest
+        return not finder._held
 
-    def _search(self, digests: np.ndarray, keys: np.ndarray,
-                tables: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]]) -> np.ndarray:
+    def _search(self, digests: np.ndarray, keys: np.ndarray, tables: list[tuple[Table, np.ndarray, int, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
         """The first row (as row_of numbers them) of each id in `tables`, NOT_FOUND, or SMALL if its key matched a
-        row of another id (left to row_of)."""
+        row of another id (left to row_of), or the row names a slot its table lacks (a damaged table: row_of names
+        it); and the pack number of each row found (-1 for the others)."""
         found = np.full(len(digests), NOT_FOUND, np.int64)
+        packs = np.full(len(digests), -1, np.int64)
         todo = np.arange(len(digests))
-        for view, table_keys, first, _ in tables:
+        for table, table_keys, first, slots in tables:
             if not len(todo) or not len(table_keys):
                 continue
             wanted = keys[todo]
@@ -118,56 +194,64 @@ class HeldArrays:
             inside = at < len(table_keys)
             match = np.zeros(len(todo), bool)
             match[inside] = table_keys[at[inside]] == wanted[inside]
+            matched = rows_at(table, at[match])  # (the whole id and the pack of each key matched)
             same = np.zeros(len(todo), bool)
-            same[match] = view["digest"][at[match]] == digests[todo[match]]
-            found[todo[same]] = first + at[same]
+            same[match] = matched["digest"] == digests[todo[match]]
+            slot = matched["slot"][same[match]].astype(np.int64)
+            bad = slot >= len(slots)
+            hits = todo[same]
+            found[hits] = np.where(bad, SMALL, first + at[same])
+            packs[hits[~bad]] = slots[slot[~bad]]
             found[todo[match & ~same]] = SMALL  # (ids sharing 8 bytes: row_of compares the whole id)
             todo = todo[~match]
-        return found
+        return found, packs
 
     def lookup(self, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, pack number) of each id (`S32`): row_of's row, NOT_FOUND (the held tables lack it) or SMALL."""
         keys = keys_of(digests)
-        rows = self._search(digests, keys, self._tables)
+        rows, packs = self._search(digests, keys, self._tables)
         if self._small:
             for at in np.flatnonzero(self._is_small_key(keys)):
                 if digests[at:at + 1].tobytes() in self._small:  # (np.bytes_ drops trailing zero bytes)
-                    rows[at] = SMALL
-        packs = np.full(len(rows), -1, np.int64)
-        for view, _, first, slots in self._tables:
-            mine = (rows >= first) & (rows < first + len(view))
-            if mine.any():
-                slot = view["slot"][rows[mine] - first].astype(np.int64)
-                if (slot >= len(slots)).any():  # (a damaged table: row_of names it)
-                    rows[np.flatnonzero(mine)[slot >= len(slots)]] = SMALL
-                    slot = np.minimum(slot, len(slots) - 1)
-                packs[mine] = slots[slot] if len(slots) else -1
+                    rows[at], packs[at] = SMALL, -1
         return rows, packs
 
     def pack_rows(self, pack: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The held rows of `pack`: (the row row_of finds for each, its offset in the pack, its digest), those row_of
-        would answer otherwise (a small segment's object) left out."""
+        """The rows of `pack`: (the row row_of finds for each, its offset in the pack, its digest), those row_of
+        would answer otherwise (a small segment's object) left out. The tables naming the pack are read through."""
         number = self.number.get(pack)
         found_rows, found_offsets, found_digests = [], [], []
-        for i, (view, _, first, slots) in enumerate(self._tables):
+        for (table, _, first, slots), earlier in zip(self._tables, self._first, strict=True):
             wanted = np.flatnonzero(slots == number) if number is not None else ()
             if not len(wanted):
                 continue
-            slot = view["slot"]
-            at = np.flatnonzero(slot == wanted[0] if len(wanted) == 1 else np.isin(slot, wanted))
-            rows = first + at
-            earlier = self._first[i]
-            if earlier is not None:
-                before = earlier[at]
-                rows = np.where(before >= 0, before, rows)
-                keep = before != SMALL
-                at, rows = at[keep], rows[keep]
-            found_rows.append(rows)
-            found_offsets.append(view["offset"][at])
-            found_digests.append(view["digest"][at])
+            for lo, view in table_batches(table):
+                slot = view["slot"]
+                at = np.flatnonzero(slot == wanted[0] if len(wanted) == 1 else np.isin(slot, wanted))
+                rows = first + lo + at
+                if earlier is not None:
+                    before = earlier.at(lo + at)
+                    rows = np.where(before >= 0, before, rows)
+                    keep = before != SMALL
+                    at, rows = at[keep], rows[keep]
+                found_rows.append(rows)
+                found_offsets.append(view["offset"][at])
+                found_digests.append(view["digest"][at])
         if not found_rows:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, "S32")
         return np.concatenate(found_rows), np.concatenate(found_offsets), np.concatenate(found_digests)
+
+
+def _in_order_once(view: np.ndarray, keys: np.ndarray, last: tuple[int, bytes] | None) -> bool:
+    """Whether a part of a table's rows (as _ROW, with their keys) is in order, no id twice, and follows the row before
+    it (`last`: its key and id)."""
+    if last is not None and len(keys) and (int(keys[0]) < last[0] or (
+            int(keys[0]) == last[0] and view["digest"][:1].tobytes() == last[1])):
+        return False
+    if (keys[1:] < keys[:-1]).any():
+        return False
+    tied = np.flatnonzero(keys[1:] == keys[:-1])  # (few: ids sharing their first 8 bytes, or one id twice)
+    return not bool((view["digest"][tied] == view["digest"][tied + 1]).any())
 
 
 @dataclass
@@ -185,8 +269,9 @@ TALLY_ROWS = 65536  # a table's rows tallied at once: ~30 bytes each in arrays (
 
 
 def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | None:
-    """Tally the held tables by their marks (a byte a row; an object marked by digest in `others` too); None if an
-    object is in two rows (the plan then merges them as it streams) or a row names a slot its table lacks."""
+    """Tally the tables by their marks (a byte a row; an object marked by digest in `others` too), each read in place
+    TALLY_ROWS rows at a time; None if an object is in two rows (the plan then merges them as it streams) or a row
+    names a slot its table lacks."""
     if any(first is not None for first in held._first):
         return None  # (an object in two tables, or a table's and a small segment's)
     marked = np.frombuffer(marks, dtype=np.uint8)
@@ -194,27 +279,33 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
     count, per_pack = 0, np.zeros(len(held.packs), np.int64)
     stored = np.zeros(len(held.packs), np.int64)
     unreached: list[np.ndarray] = []  # per table, its rows not reached
-    for (view, keys, first, slots), rows in zip(held._tables, held._bytes, strict=True):
-        n = len(view)
-        if n > 1 and ((keys[1:] == keys[:-1]) & (view["digest"][1:] == view["digest"][:-1])).any():
-            return None  # (twice in one table)
-        if n and view["slot"].max() >= len(slots):
-            return None
+    for table, keys, first, slots in held._tables:
+        n = len(keys)
+        if n > 1 and (keys[1:] == keys[:-1]).any():
+            tied = np.flatnonzero(keys[1:] == keys[:-1])  # (few: their ids compared whole)
+            ids = rows_at(table, np.concatenate((tied, tied + 1)))["digest"]
+            if (ids[:len(tied)] == ids[len(tied):]).any():
+                return None  # (twice in one table)
         not_reached = []
         for lo in range(0, n, TALLY_ROWS):  # (its arrays a part of the table at a time)
             hi = min(n, lo + TALLY_ROWS)
-            pack = slots[view["slot"][lo:hi].astype(np.int64)]
+            view = np.concatenate([part for _, part in table_batches(table, lo, hi)])
+            if len(view) and view["slot"].max() >= len(slots):
+                return None
+            pack = slots[view["slot"].astype(np.int64)]
             reached = marked[first + lo:first + hi] == 1
             if wanted is not None and len(wanted):
                 part = keys[lo:hi]
                 at = search(wanted, part)
                 at[at == len(wanted)] = 0
+                digests = view["digest"]
                 for row in np.flatnonzero((wanted[at] == part) & ~reached).tolist():  # (whole ids compared)
-                    reached[row] = rows[(lo + row) * 52:(lo + row) * 52 + _ID] in others
+                    reached[row] = digests[row:row + 1].tobytes() in others
             per_pack += np.bincount(pack[reached], minlength=len(held.packs))
-            stored += np.bincount(pack[reached], weights=view["length"][lo:hi][reached],
+            stored += np.bincount(pack[reached], weights=view["length"][reached],
                                   minlength=len(held.packs)).astype(np.int64)  # (exact: sums below 2**53)
             not_reached.append(np.flatnonzero(~reached).astype(np.uint32) + np.uint32(lo))
+            del view, pack
         count += n
         unreached.append(np.concatenate(not_reached) if not_reached else np.zeros(0, np.uint32))
     return Tally(count, {held.packs[i]: (int(per_pack[i]), int(stored[i])) for i in np.flatnonzero(per_pack)},
@@ -222,10 +313,13 @@ def tally(held: HeldArrays, marks: bytearray, others: set[bytes]) -> Tally | Non
 
 
 def _unreached_objects(held: HeldArrays, unreached: list[np.ndarray]) -> Iterator[tuple[bytes, Loc]]:
-    for (_, _, _, slots), rows, table_rows in zip(held._tables, held._bytes, unreached, strict=True):
-        for row in table_rows.tolist():
-            _, slot_at, offset, length = _OBJ.unpack_from(rows, row * 52)
-            yield rows[row * 52:row * 52 + _ID], (held.packs[int(slots[slot_at])], offset, length)
+    for (table, _, _, slots), table_rows in zip(held._tables, unreached, strict=True):
+        for lo in range(0, len(table_rows), ROWS_READ):  # (read in place a batch at a time)
+            view = rows_at(table, table_rows[lo:lo + ROWS_READ].astype(np.int64))
+            packs = slots[view["slot"].astype(np.int64)].tolist()
+            for digest, pack, offset, length in zip(view["digest"].tolist(), packs, view["offset"].tolist(),
+                                                    view["length"].tolist(), strict=True):
+                yield digest.ljust(_ID, b"\0"), (held.packs[pack], offset, length)
 
 
 # An index table's action row (index._ACT, 84 bytes): key, record (NO_RECORD: removed), time, slot, offset

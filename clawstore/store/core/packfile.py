@@ -99,6 +99,11 @@ class PackWriter:
         self.sealed = False
         self._write([HEADER])
 
+    @property
+    def blobs(self) -> int:
+        """How many blobs (objects and action entries) the pack holds so far."""
+        return len(self.table) // _TABLE_ROW.size
+
     @classmethod
     def reopen(cls, path: Path, fd: int, blobs: list[Blob], end: int | None) -> PackWriter:
         """A dead writer's pack opened read-write and flocked (`fd`) to be sealed: its torn end (past

@@ -122,6 +122,8 @@ class GcReport:
     stale_leases: int = 0
     live_leases: list[str] = field(default_factory=list)  # purposes of the leases that made gc careful
     dangling: dict[str, str | None] = field(default_factory=dict)  # missing object -> who named it
+    # Why the disk refused the plan's temporary files (then held in memory: more memory), None if it did not
+    plan_in_memory: str | None = None
     seconds: float = 0.0
 
     def doomed(self, objects: KeptObjects) -> None:
@@ -217,6 +219,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             # locked: the same view).
             probe = GcReport(dry_run=dry_run, grace_s=grace_s, listed=listed and dry_run)
             plan = _plan(store, reach, policy, keep_all=bool(live), max_unused=max_unused, report=probe, held=False)
+            report.plan_in_memory = plan.refused()
             if not dry_run and plan.has_work():
                 plan.close()
                 del plan, probe  # (its doomed objects released before the held plan lists them again)
@@ -238,6 +241,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
                     _take_reach(report, reach)
                     _count_temp_files(store, report, policy.cutoff)
             finally:
+                report.plan_in_memory = report.plan_in_memory or plan.refused()
                 plan.close()
     report.seconds = time.monotonic() - started
     return report
@@ -285,6 +289,11 @@ class _Plan:
     delete: list[str]  # packs nothing kept is in
     copies_spared: list[str] = field(default_factory=list)  # a killed gc's copies a running build keeps for now
     copy_bytes: int = 0  # what the copies of `rewrite`'s kept blobs take (as the packs they come from hold them)
+
+    def refused(self) -> str | None:
+        """Why the disk refused the rows' temporary files, if it did (they are then held in memory)."""
+        return next((rows.refused for rows in (self.objects, self.actions, self.doomed_objects, self.doomed_actions)
+                     if rows.refused), None)
 
     def close(self) -> None:
         """Let go of the rows' temporary files."""
@@ -442,6 +451,12 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
     return _Plan(view, objects, actions, doomed, doomed_actions, rewrite, delete, spared, copy_bytes)
 
 
+# A copy's pack is also sealed once it holds this many blobs: its table is held until its seal (49 bytes a blob), and
+# the seal looks its rows up by id (~100 bytes a row). Sealed at a build's limits alone, the last pack took every kept
+# entry of the packs rewritten (action entries name nothing: 160,000 at 10,000 x 5), and its seal was a real gc's
+# peak (+37 MB traced, growing with the store; docs/scale/gc-and-fsck.md, Session 61).
+COPY_PACK_BLOBS = 65536
+
 # Objects asked `reached` at once (one look-up by arrays for them all): a chunk of entries or doomed objects as Python
 # tuples, ~500 bytes each (16,384 until session 60: a real gc's held plan peaked 6 MB higher at 10,000 x 5)
 _ASKED_AT_ONCE = 4096
@@ -583,7 +598,7 @@ class _Writers:
 
     def current(self) -> PackWriter:
         """The open pack, a new one when the last is full (its seal is durable before the next is begun)."""
-        if self._open is not None and pack_full(self._open):
+        if self._open is not None and (pack_full(self._open) or self._open.blobs >= COPY_PACK_BLOBS):
             self.seal()
         if self._open is None:
             pack_id = new_pack_id()

@@ -56,6 +56,7 @@ class _SpilledRows:
         self._file: BinaryIO | None = None
         self._fd: int | None = None  # (made with the first write: a dry run's plan that holds nothing makes none)
         self._memory: bytearray | None = None  # the file's rows, once the disk refused it (_REFUSED)
+        self.refused: str | None = None  # why it did (the system's words), for the user: gc then holds more
         self._buffer = bytearray()
         self._pending: list[tuple[int, int, bytes]] = []  # (row, byte in it, bytes) to rewrite in the file
         self._written = 0  # rows in the file
@@ -125,6 +126,7 @@ class _SpilledRows:
                     raise StoreError(f"gc's plan could not be written to a temporary file in {self._tmp_dir}: "
                                      f"{exc.strerror or exc}") from exc
                 rows = bytearray(self._read(0, self._written))  # (the rows the file holds: reading takes no room)
+                self.refused = exc.strerror or str(exc)
                 self._close_file()
                 self._memory = rows
         self._memory[at:at + len(data)] = data
