@@ -3,7 +3,6 @@ repair it. What counts as a problem, as a notice, and what --repair does: docs/s
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import os
@@ -55,10 +54,10 @@ from clawstore.store.core.packfile import (
     walk_pack,
     writer_alive,
 )
-from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
+from clawstore.store.services.fsck_logs import build_log_problem
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
@@ -711,49 +710,6 @@ def _check_build_logs(store: Store, report: FsckReport) -> None:
         why = build_log_problem(path)
         if why is not None:
             report.bad_build_logs[path.name] = why
-
-
-def build_log_problem(path: Path) -> str | None:
-    """Why `path` is not a readable build log (None if it is one)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    doc = _log_fields(data)
-    if doc is None:  # (not what the quick reading takes: judged as it always was)
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    try:
-        read_build_log_doc(doc, path.name)
-    except StoreError as exc:
-        return str(exc).removeprefix(f"{path.name}: ")
-    return None
-
-
-_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_UTF8 = 1 << 20
-
-
-def _log_fields(data: bytes) -> dict[str, Any] | None:
-    """A build log's fields with its nodes list left unmade (what fsck checks of it; a campaign's log holds a node a
-    run: ~270 bytes each, about 5x that as Python objects), if it is well-formed UTF-8 JSON msgspec reads."""
-    try:
-        fields = _FIELDS.decode(data)
-        nodes = fields.get("nodes")
-        doc = {name: msgspec.json.decode(raw) for name, raw in fields.items() if name != "nodes"}
-        if nodes is not None:
-            doc["nodes"] = [] if bytes(memoryview(nodes)[:1]) == b"[" else msgspec.json.decode(nodes)
-        utf8 = codecs.getincrementaldecoder("utf-8")()  # (msgspec checks the strings it makes, not those it skips)
-        for at in range(0, len(data), _UTF8):
-            utf8.decode(data[at:at + _UTF8])
-        utf8.decode(b"", final=True)
-    except ValueError:  # (msgspec's errors and UnicodeDecodeError are ValueErrors)
-        return None
-    return doc
 
 
 def _repair(store: Store, report: FsckReport) -> None:
