@@ -3,7 +3,6 @@ repair it. What counts as a problem, as a notice, and what --repair does: docs/s
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import os
@@ -28,6 +27,7 @@ from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
     ActionEntry,
     BadSegmentError,
+    Entries,
     Loc,
     Segment,
     index_lock,
@@ -55,10 +55,10 @@ from clawstore.store.core.packfile import (
     walk_pack,
     writer_alive,
 )
-from clawstore.store.documents import read_build_log_doc
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
+from clawstore.store.services.fsck_logs import build_log_problem
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
@@ -173,7 +173,8 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
             _rebuild_index(store, report, packs, segments)
         if not grouped:
             group()
-        find, refs, added = grouped[0]
+        entries, refs, added = grouped[0]
+        find = index_finder(store, entries)  # (held again: not beside the packs' verification, fsck's peak)
         report.objects = len(store.runtime.index.objects)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
         heads = _check_refs(store, report, reach, refs, added)
@@ -446,10 +447,11 @@ def _rebuild_index(store: Store, report: FsckReport, packs: _Packs, segments: li
 
 
 class _Grouped(NamedTuple):
-    """The records' rows grouped (in fsck's PackRows): the index's look-up they were located by, the refs read, and the
-    campaign heads whose nodes were added (by their number among the refs)."""
+    """The records' rows grouped (in fsck's PackRows): the index's entries they were located in (the records' step
+    looks up the same), the refs read, and the campaign heads whose nodes were added (by their number among the refs).
+    """
 
-    find: Callable[[bytes], Loc | None]
+    entries: Entries
     refs: list[tuple[str, str | None]]
     added: dict[int, object]
 
@@ -458,7 +460,8 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
     """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
     what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
     ref is sound: _check_refs, once the packs are checked)."""
-    find = index_finder(store)
+    entries = store.runtime.index.snapshot().entries
+    find = index_finder(store, entries)  # (its held rows dropped with it: 52 bytes an object, 24 MB at 10,000 x 5)
 
     def add(record: bytes, tag: int, rest: bytes) -> None:
         loc = find(record)  # (what the index lacks: a group of its own)
@@ -473,7 +476,7 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
         head = _read_json(store, target) if target is not None else None  # (None: missing or damaged)
         if _add_nodes(store, head, number, add):
             added[number] = head
-    return _Grouped(find, refs, added)
+    return _Grouped(entries, refs, added)
 
 
 def _check_records(store: Store, report: FsckReport, reach: Reach, rows: PackRows,
@@ -711,49 +714,6 @@ def _check_build_logs(store: Store, report: FsckReport) -> None:
         why = build_log_problem(path)
         if why is not None:
             report.bad_build_logs[path.name] = why
-
-
-def build_log_problem(path: Path) -> str | None:
-    """Why `path` is not a readable build log (None if it is one)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    doc = _log_fields(data)
-    if doc is None:  # (not what the quick reading takes: judged as it always was)
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            return f"unreadable ({type(exc).__name__}: {str(exc)[:80]})"
-    try:
-        read_build_log_doc(doc, path.name)
-    except StoreError as exc:
-        return str(exc).removeprefix(f"{path.name}: ")
-    return None
-
-
-_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_UTF8 = 1 << 20
-
-
-def _log_fields(data: bytes) -> dict[str, Any] | None:
-    """A build log's fields with its nodes list left unmade (what fsck checks of it; a campaign's log holds a node a
-    run: ~270 bytes each, about 5x that as Python objects), if it is well-formed UTF-8 JSON msgspec reads."""
-    try:
-        fields = _FIELDS.decode(data)
-        nodes = fields.get("nodes")
-        doc = {name: msgspec.json.decode(raw) for name, raw in fields.items() if name != "nodes"}
-        if nodes is not None:
-            doc["nodes"] = [] if bytes(memoryview(nodes)[:1]) == b"[" else msgspec.json.decode(nodes)
-        utf8 = codecs.getincrementaldecoder("utf-8")()  # (msgspec checks the strings it makes, not those it skips)
-        for at in range(0, len(data), _UTF8):
-            utf8.decode(data[at:at + _UTF8])
-        utf8.decode(b"", final=True)
-    except ValueError:  # (msgspec's errors and UnicodeDecodeError are ValueErrors)
-        return None
-    return doc
 
 
 def _repair(store: Store, report: FsckReport) -> None:

@@ -24,7 +24,7 @@ from clawstore.store.trees import NotATreeError, parse_tree, read_tree
 from clawstore.values import jsontext
 
 if TYPE_CHECKING:
-    from clawstore.store.core.index import Loc
+    from clawstore.store.core.index import Entries, Loc
     from clawstore.store.edges import PackEdges
     from clawstore.store.store import Store
 
@@ -68,10 +68,10 @@ class PackFiles:
         return found.facts(digest, loc[1]) if found is not None and loc is not None else None
 
 
-def index_finder(store: Store) -> Callable[[bytes], Loc | None]:
-    """The index as loaded now, looked up without a look for changes each time (what it lacks is asked the long way),
-    its object rows held up to HELD bytes (fsck looks up most of them)."""
-    return HeldObjects(store.runtime.index.snapshot().entries, HELD).find
+def index_finder(store: Store, entries: Entries | None = None) -> Callable[[bytes], Loc | None]:
+    """The index as loaded now (or `entries`, a snapshot's), looked up without a look for changes each time (what it
+    lacks is asked the long way), its object rows held up to HELD bytes (fsck looks up most of them)."""
+    return HeldObjects(entries or store.runtime.index.snapshot().entries, HELD).find
 
 
 class Reach:
