@@ -51,3 +51,7 @@ def test_a_prefix_does_not_leave_the_refs_directory_nor_follow_a_link(store: Sto
     assert store.list_refs("linked/") == {} and store.list_refs("linked/x/") == {}
     for prefix in ("../", "campaigns/../", "/", "./campaigns/"):
         assert store.list_refs(prefix) == {n: t for n, t in store.list_refs().items() if n.startswith(prefix)}, prefix
+    # a `..` segment climbing out of refs/ (to a file holding an object id, as a ref does) lists nothing there
+    (store.root / "planted").write_text(target + "\n")
+    for prefix in ("../", "../p", "../../", "../../outside/", "../../outside/x/", "campaigns/../../"):
+        assert store.list_refs(prefix) == {}, prefix
