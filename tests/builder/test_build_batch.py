@@ -16,6 +16,7 @@ import pytest
 from clawstore.builder import batch_doc
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.store import RecordDoc, Store
+from clawstore.store.core.ids import oid_hex
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
@@ -542,10 +543,7 @@ def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_
                          "--output", "json", "--progress", "plain")
     time.sleep(3)  # it has planned (no batch then) and waits on the claims
     assert judge_requests(standin) == 0 and waiting.poll() is None
-    batch_doc.write_new(store(), BatchDoc(
-        name="submitted-meanwhile", kind="judge", base_url=doc.base_url, api_key_env=doc.api_key_env, model=doc.model,
-        campaign_id=doc.campaign_id, build_id="submitting-build", input_file_id="file-meanwhile", keys=doc.keys,
-        submitted_at=time.time()))
+    _another_build_s_batch("submitted-meanwhile", doc, doc.keys)
     for key in keys:
         board.release(key)
     board.close()
@@ -576,3 +574,42 @@ def test_judgements_left_pending_in_a_batch_each_say_so_in_the_progress(scored: 
         [totals] = [e for e in events if e["event"] == "totals"]
         assert totals["done"] == totals["total"] and (totals["pending"], totals["failed"]) == (12, 0), totals
     assert standin.batch_stats()["batches"] == 1 and judge_requests(standin) == 0
+
+
+def test_a_build_that_already_listed_a_batch_still_sees_one_submitted_while_it_runs(
+        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    """As above, but the waiting build has asked what batches stand for before (another batch was pending, and its last
+    answer is kept: builder/batch_doc.py covered_now): it runs 6 judgements one by one, waits on the 6 claims the test
+    holds, and the test submits those 6 in a batch before letting them go. An answer kept from before that batch would
+    have the build ask them one by one: paid twice."""
+    from clawstore.store.claims import ClaimBoard
+
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0  # the judgements' keys, from a batch then cancelled
+    [doc] = batch_doc.pending(store())
+    assert claw("batch", "cancel", "--all")[0] == 0 and batch_doc.pending(store()) == []
+    _another_build_s_batch("elsewhere", doc, [oid_hex(store().put_json({"another judgement": i})) for i in range(3)])
+    held = sorted(doc.keys)[:6]
+    board = ClaimBoard(store().root, owner="submitting-build")
+    assert all(board.take(f"blake3:{k}") for k in held)
+    waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                         "--output", "json", "--progress", "plain")
+    deadline = time.monotonic() + 60
+    while judge_requests(standin) < 6 and time.monotonic() < deadline:  # the 6 it could claim, asked one by one
+        time.sleep(0.05)
+    time.sleep(0.5)  # and it waits on the others
+    assert judge_requests(standin) == 6 and waiting.poll() is None
+    _another_build_s_batch("submitted-meanwhile", doc, held)
+    for key in held:
+        board.release(f"blake3:{key}")
+    board.close()
+    out, err = waiting.communicate(timeout=120)
+    assert judge_requests(standin) == 6, (out, err)
+    assert waiting.returncode == 0 and json.loads(out)["pending_in_batches"] == 6, (out, err)
+
+
+def _another_build_s_batch(name: str, like: BatchDoc, keys: list[str]) -> None:
+    batch_doc.write_new(store(), BatchDoc(
+        name=name, kind="judge", base_url=like.base_url, api_key_env=like.api_key_env, model=like.model,
+        campaign_id=like.campaign_id, build_id="submitting-build", input_file_id=f"file-{name}", keys=keys,
+        submitted_at=time.time()))
