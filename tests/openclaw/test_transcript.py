@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,32 @@ def test_a_database_over_the_limit_is_not_read(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(transcript, "MAX_TRANSCRIPT_DATABASE_BYTES", path.stat().st_size - 1)
     answered, why = database_answered(path, tmp_path)
     assert not answered and why is not None and why.startswith("not a regular file of at most"), why
+
+
+def _crafted(root: Path, *schema: str) -> Path:
+    """A database the agent wrote itself: `transcript_events` made by `schema`."""
+    path = root / "state" / "agents" / "a" / "agent" / "openclaw-agent.sqlite"
+    path.parent.mkdir(parents=True)
+    with closing(sqlite3.connect(path)) as db:
+        for statement in schema:
+            db.execute(statement)
+        db.commit()
+    return path
+
+
+@pytest.mark.parametrize("schema", [
+    # rows without end: reading them never ended (and their sort filled the temporary directory)
+    ("CREATE VIEW transcript_events AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+     "SELECT 'x' AS event_json, NULL AS event_zstd, x AS created_at, x AS seq FROM n",),
+    # a column computed as each row is read, 900 MB each: claw held 6 GB and still read
+    ("CREATE TABLE transcript_events (seq INTEGER, event_json TEXT, event_zstd BLOB, "
+     "created_at BLOB AS (zeroblob(900000000)))",
+     "INSERT INTO transcript_events (seq, event_json) VALUES (1, 'x'), (2, 'x'), (3, 'x')"),
+], ids=["endless view", "computed column"])
+def test_a_transcript_events_that_is_no_plain_table_is_not_read(tmp_path: Path, schema: tuple[str, ...]) -> None:
+    path = _crafted(tmp_path, *schema)
+    started = time.monotonic()
+    answered, why = database_answered(path, tmp_path)
+    assert not answered and why is not None and "transcript_events" in why, why
+    assert time.monotonic() - started < 5
+

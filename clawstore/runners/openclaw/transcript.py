@@ -11,7 +11,8 @@ agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `tr
 
 The agent owns the mounted state directory: a database reached through a link, or bigger than
 MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
-a copy in a private directory, never where the agent left it.
+a copy in a private directory, never where the agent left it; only from a table of stored columns (a view or a computed
+column would run the agent's SQL: rows without end, values of any size).
 """
 
 from __future__ import annotations
@@ -85,11 +86,21 @@ def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
         # (Its schema is OpenClaw's, CHECKs calling json_valid(): `trusted_schema = OFF` refuses it. This connection
         # has no function of ours and no extension loading, so a crafted schema reaches SQLite's built-ins alone.)
         with closing(sqlite3.connect(copy)) as connection:
+            _plain_table(connection)
             return last_request_answered(_events(connection)), None
     except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
         return False, f"unreadable: {type(exc).__name__}: {exc}"
     finally:
         remove_tree(str(private))
+
+
+def _plain_table(connection: sqlite3.Connection) -> None:
+    """`transcript_events` as OpenClaw makes it, a table of stored columns: a view, a virtual table or a computed
+    column would run the agent's SQL as it is read (rows without end, values of any size)."""
+    kind = connection.execute("SELECT type, sql FROM sqlite_master WHERE lower(name) = 'transcript_events'").fetchone()
+    if kind is None or kind[0] != "table" or str(kind[1]).upper().startswith("CREATE VIRTUAL") \
+            or any(column[6] for column in connection.execute("PRAGMA table_xinfo(transcript_events)")):
+        raise ValueError("transcript_events is not a table of stored columns")
 
 
 def _events(connection: sqlite3.Connection) -> Iterator[str]:
