@@ -119,3 +119,12 @@ def test_a_transcript_events_that_is_no_plain_table_is_not_read(tmp_path: Path, 
     assert not answered and why is not None and "transcript_events" in why, why
     assert time.monotonic() - started < 5
 
+
+def test_an_event_bigger_than_a_session_file_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row may be as big as the database (512 MiB), parsed whole; a session file's limit bounds it as for JSONL."""
+    from clawstore.runners.openclaw import transcript
+
+    path = _database(tmp_path, ANSWERED)
+    monkeypatch.setattr(transcript, "MAX_SESSION_FILE_BYTES", len(json.dumps(ANSWERED)) - 1)
+    answered, why = database_answered(path, tmp_path)
+    assert not answered and why is not None and "too big" in why, why

@@ -12,7 +12,7 @@ agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `tr
 The agent owns the mounted state directory: a database reached through a link, or bigger than
 MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
 a copy in a private directory, never where the agent left it; only from a table of stored columns (a view or a computed
-column would run the agent's SQL: rows without end, values of any size).
+column would run the agent's SQL: rows without end, values of any size), no value over MAX_SESSION_FILE_BYTES.
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
         # (Its schema is OpenClaw's, CHECKs calling json_valid(): `trusted_schema = OFF` refuses it. This connection
         # has no function of ours and no extension loading, so a crafted schema reaches SQLite's built-ins alone.)
         with closing(sqlite3.connect(copy)) as connection:
+            # (No value longer than a session file: one row is parsed whole, as a JSONL file is.)
+            connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_SESSION_FILE_BYTES)
             _plain_table(connection)
             return last_request_answered(_events(connection)), None
     except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
