@@ -16,6 +16,8 @@ MAX_SESSION_FILE_BYTES = 64 << 20  # one of OpenClaw's session transcripts, read
 # An agent's SQLite transcript (2026.9.6), with its -wal file each: copied, then read a row at a time, only for a run
 # its timeout ended. A looping agent's grows ~20 KB a request (15 MB after 717 requests with the stand-in).
 MAX_TRANSCRIPT_DATABASE_BYTES = 512 << 20
+# Its rows' text unpacked in all (a 2 KB zstd row may unpack to 64 MiB: 512 MiB of them took hours to read).
+MAX_TRANSCRIPT_TEXT_BYTES = 4 << 30
 
 
 def size_text(count: int) -> str:

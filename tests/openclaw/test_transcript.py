@@ -128,3 +128,17 @@ def test_an_event_bigger_than_a_session_file_is_not_read(tmp_path: Path, monkeyp
     monkeypatch.setattr(transcript, "MAX_SESSION_FILE_BYTES", len(json.dumps(ANSWERED)) - 1)
     answered, why = database_answered(path, tmp_path)
     assert not answered and why is not None and "too big" in why, why
+
+
+def test_compressed_rows_are_read_to_a_total_not_without_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2 KB row may unpack to 64 MiB: a 512 MiB database of them was ~260,000 rows, 7.5 hours of claw's CPU (100 ms
+    a row at load 10). Unpacked text past MAX_TRANSCRIPT_TEXT_BYTES in all is not read on."""
+    from clawstore.runners.openclaw import transcript
+
+    path = _database(tmp_path, USER, ANSWERED, USER, packed=True)
+    first_two = sum(len(json.dumps(e).encode()) for e in (USER, ANSWERED))
+    monkeypatch.setattr(transcript, "MAX_TRANSCRIPT_TEXT_BYTES", first_two)
+    answered, why = database_answered(path, tmp_path)
+    assert not answered and why is not None and "unpacked" in why, why
+    monkeypatch.setattr(transcript, "MAX_TRANSCRIPT_TEXT_BYTES", first_two + len(json.dumps(USER).encode()))
+    assert database_answered(path, tmp_path) == (True, None)

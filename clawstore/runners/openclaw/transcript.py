@@ -12,7 +12,8 @@ agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `tr
 The agent owns the mounted state directory: a database reached through a link, or bigger than
 MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
 a copy in a private directory, never where the agent left it; only from a table of stored columns (a view or a computed
-column would run the agent's SQL: rows without end, values of any size), no value over MAX_SESSION_FILE_BYTES.
+column would run the agent's SQL: rows without end, values of any size), no value over MAX_SESSION_FILE_BYTES, and its
+compressed rows to MAX_TRANSCRIPT_TEXT_BYTES unpacked in all.
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ from pathlib import Path
 
 import zstandard
 
-from clawstore.host.run_limits import MAX_SESSION_FILE_BYTES, MAX_TRANSCRIPT_DATABASE_BYTES, size_text
+from clawstore.host.run_limits import (
+    MAX_SESSION_FILE_BYTES,
+    MAX_TRANSCRIPT_DATABASE_BYTES,
+    MAX_TRANSCRIPT_TEXT_BYTES,
+    size_text,
+)
 from clawstore.host.scratch import remove_tree
 from clawstore.values import jsontext
 
@@ -108,8 +114,13 @@ def _plain_table(connection: sqlite3.Connection) -> None:
 def _events(connection: sqlite3.Connection) -> Iterator[str]:
     decompress = zstandard.ZstdDecompressor()
     rows = connection.execute("SELECT event_json, event_zstd FROM transcript_events ORDER BY created_at, seq")
+    unpacked = 0
     for text, packed in rows:
         if isinstance(text, str):
             yield text
         elif isinstance(packed, bytes):
-            yield decompress.decompress(packed, max_output_size=MAX_SESSION_FILE_BYTES).decode("utf-8", "replace")
+            raw = decompress.decompress(packed, max_output_size=MAX_SESSION_FILE_BYTES)
+            unpacked += len(raw)
+            if unpacked > MAX_TRANSCRIPT_TEXT_BYTES:
+                raise ValueError(f"its rows unpacked pass {size_text(MAX_TRANSCRIPT_TEXT_BYTES)}")
+            yield raw.decode("utf-8", "replace")
