@@ -276,3 +276,25 @@ def test_a_long_turns_message_file_is_not_written_through_a_link_the_agent_left(
                            store, tmp_path)
     _untouched(host, store)
     assert outcome.status == "success", outcome.artifact["error"]
+
+
+def test_a_session_file_that_is_a_link_to_itself_is_skipped_not_a_crash(make_spec, fake_docker, store, tmp_path):
+    """A link to itself cannot be resolved (Python raises RuntimeError, not OSError): the run raised out of capture,
+    unrecorded with what it spent, and ran again the next build; it is skipped as any link the agent left."""
+    fake_docker.script(turns=[{"link": {"state/agents/a/sessions/loop.jsonl": "loop.jsonl"}, "payload": payload("a")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success"
+    skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_file_skipped"]
+    assert skipped == [{"name": "loop.jsonl", "reason": "reached through a link"}]
+
+
+def test_a_transcript_wal_that_is_a_link_to_itself_is_skipped_not_a_crash(make_spec, fake_docker, store, tmp_path):
+    """The same for an agent database's -wal file, read when a turn timed out: the run stays a fault, retried."""
+    wal = "state/agents/a/agent/openclaw-agent.sqlite-wal"
+    fake_docker.script(turns=[{"file": {wal[:-4]: "x"}, "link": {wal: "openclaw-agent.sqlite-wal"},
+                               "payload": payload("a")}, {"sleep": 60}])
+    spec = make_spec(timeout_seconds=4, turns=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    outcome = run_openclaw(spec, store, tmp_path)  # the second turn timed out: was the agent's model answering?
+    assert outcome.artifact["error"]["code"] == "openclaw_timeout"
+    skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
+    assert skipped == [{"name": "a", "reason": "reached through a link"}]

@@ -358,14 +358,11 @@ class _Run:
     def _session_files(self) -> dict[str, str]:
         """OpenClaw's own session transcripts, when the release writes them as JSONL files."""
         found = {}
-        root = self.root.resolve()
         for path in sorted((self.root / "state").glob("agents/*/sessions/*.jsonl")):
             # No link anywhere on its way (the agent owns state/: a linked directory names a host one).
-            linked = path.resolve() != root / path.relative_to(self.root)
-            if linked or not path.is_file() or path.stat().st_size > MAX_SESSION_FILE_BYTES:
-                self.trace.runner("session_file_skipped", None, {
-                    "name": path.name, "reason": "reached through a link" if linked
-                    else f"not a regular file of at most {size_text(MAX_SESSION_FILE_BYTES)}"})
+            why = transcript.unsafe(path, self.root, MAX_SESSION_FILE_BYTES)
+            if why is not None:
+                self.trace.runner("session_file_skipped", None, {"name": path.name, "reason": why})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
             self.answered_in_files = self.answered_in_files or transcript.jsonl_answered(text)

@@ -68,12 +68,18 @@ def jsonl_answered(text: str) -> bool:
     return last_request_answered(text.splitlines())
 
 
-def unsafe(path: Path, root: Path) -> str | None:
-    """Why a file under the agent's mounted `root` is not read: reached through a link, not a regular file, too big."""
-    if path.resolve() != root.resolve() / path.relative_to(root):
+def unsafe(path: Path, root: Path, max_bytes: int | None = None) -> str | None:
+    """Why a file under the agent's mounted `root` is not read: reached through a link, not a regular file, bigger
+    than `max_bytes` (MAX_TRANSCRIPT_DATABASE_BYTES unless told)."""
+    max_bytes = MAX_TRANSCRIPT_DATABASE_BYTES if max_bytes is None else max_bytes
+    try:
+        linked = path.resolve() != root.resolve() / path.relative_to(root)
+    except (OSError, RuntimeError):  # a link to itself or in a loop (RuntimeError: Python 3.11's resolve)
+        linked = True
+    if linked:
         return "reached through a link"
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRANSCRIPT_DATABASE_BYTES:
-        return f"not a regular file of at most {size_text(MAX_TRANSCRIPT_DATABASE_BYTES)}"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > max_bytes:
+        return f"not a regular file of at most {size_text(max_bytes)}"
     return None
 
 
