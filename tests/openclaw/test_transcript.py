@@ -142,3 +142,11 @@ def test_compressed_rows_are_read_to_a_total_not_without_end(tmp_path: Path, mon
     assert not answered and why is not None and "unpacked" in why, why
     monkeypatch.setattr(transcript, "MAX_TRANSCRIPT_TEXT_BYTES", first_two + len(json.dumps(USER).encode()))
     assert database_answered(path, tmp_path) == (True, None)
+
+
+def test_a_table_of_another_shape_is_unreadable_and_says_which_column(tmp_path: Path) -> None:
+    """A release that renames created_at: its rows are not guessed at; the run counts as unanswered (a fault, retried)
+    and session_database_skipped says why."""
+    path = _crafted(tmp_path, "CREATE TABLE transcript_events (seq INTEGER, event_json TEXT, event_zstd BLOB)",
+                    f"INSERT INTO transcript_events VALUES (1, '{json.dumps(ANSWERED)}', NULL)")
+    assert database_answered(path, tmp_path) == (False, "unreadable: OperationalError: no such column: created_at")
