@@ -476,13 +476,15 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
         head.finish()
 
 
-def unbuilt_keys(campaign: Campaign, store: Store) -> set[str]:
+def unbuilt_keys(campaign: Campaign, store: Store, failed: bool = False) -> set[str]:
     """The action keys a build of `campaign` would execute, as far as `store` tells them now: those of
     the nodes it can plan (every run, and each check, judgement and result whose inputs are stored: the
-    others have no key yet) with no record here to reuse (no entry, or what the entry names is gone)."""
+    others have no key yet) with no record here to reuse (no entry, or what the entry names is gone);
+    `failed`: and those whose record here is a failure, executed again (a pull asks the remote for none of them)."""
     with collector_paused():
         nodes, pending, _ = _plan_all(campaign, store)
-    return {node.key for node in nodes if node.key not in pending and node.record is None}
+    return {node.key for node in nodes
+            if node.key not in pending and (node.record is None or failed and not node.fresh)}
 
 
 class UntrustedSeen:

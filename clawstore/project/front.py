@@ -373,7 +373,7 @@ class Project:
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
             if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
-                seen.count(unbuilt_keys(self.campaign, self.store))
+                seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
             report = build(self.request, self, options)
         if found is not None and reads is not None:

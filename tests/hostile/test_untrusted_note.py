@@ -59,3 +59,8 @@ def test_a_node_whose_own_record_is_a_failure_is_counted_the_build_pays_for_it_a
     for command in (["plan"], ["status"], ["explain"]):
         [note] = _notes(bob.claw(*command, *RUNS, cwd=theirs.root).stderr)  # (before session 61: none for them)
         assert note.startswith("claw: note: 2 nodes "), (command, note)
+    # a build that makes no plan of its own (no --max-cost, no live display) counts them as well, before paying
+    before = len(standin.requests)
+    built = bob.claw("build", *RUNS, "--case", "alpha", "--progress", "plain", cwd=theirs.root)
+    assert len(standin.requests) - before == 2  # paid again
+    assert built.stderr.startswith("claw: note: 2 nodes "), built.stderr
