@@ -14,7 +14,7 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
                       "echo_env": false, "write_env_to": "file-in-workspace",
                       "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
-                      "ask_provider": seconds}],
+                      "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
@@ -171,6 +171,8 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    for rel in spec.get("remove") or []:  # an agent that deletes what is there (its whole workspace, say)
+        shutil.rmtree(workspace.parent / rel, ignore_errors=True)
     # A hostile agent: whatever was at a path under the mount becomes a link ("link") or a file ("file").
     for kind in ("link", "file"):
         for rel, value in (spec.get(kind) or {}).items():

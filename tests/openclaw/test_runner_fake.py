@@ -518,3 +518,21 @@ def test_an_engine_refusal_says_the_engines_reason_not_its_help_hint(make_spec, 
     assert error["code"] == "openclaw_engine_unavailable"
     assert error["message"] == ("validate: docker: Error response from daemon: Range of CPUs is from 0.01 to 2.00, "
                                 "as there are only 2 CPUs available")
+
+
+def test_a_workspace_the_agent_deleted_is_recorded_empty_and_its_diff_deletes_every_template_file(
+        make_spec, fake_docker, store, tmp_path):
+    """An agent that removes `workspace/` leaves nothing: before session 61 claw recorded the template's tree as the
+    final workspace, so the diff (`claw view`) and changed_paths said the run changed nothing."""
+    fake_docker.script(turns=[{"remove": ["workspace"], "payload": payload("done")}])
+    spec = make_spec()
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    template = sorted(tree_files(store, spec.agent_tree))
+    assert template and outcome.outputs["workspace"] != spec.agent_tree
+    assert list(store.read_tree(outcome.outputs["workspace"])) == []
+    meta = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+    assert meta["workspace_missing"] is True
+    assert meta["changed_paths"] == {"added": [], "modified": [], "deleted": template}
+    diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
+    assert all(f"--- template/{path}" in diff for path in template) and "+++ /dev/null" in diff

@@ -165,6 +165,7 @@ class _Run:
         self.outputs: dict[str, str] = {}
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
+        self.checked_out = False  # the template is in the workspace: from here a missing workspace is the agent's doing
         self.answered_in_files = False  # a JSONL session transcript's last model request was answered
 
     # --- preparation ------------------------------------------------------------------------
@@ -176,6 +177,7 @@ class _Run:
         # A template's link out of the workspace means that path of the image, inside the container; the
         # host side never follows one (stored as a link, redaction and limits skip links).
         self.store.checkout(spec.agent_tree, self.workspace, allow_external_links=True)
+        self.checked_out = True
         for name in ("state", "home"):
             (self.root / name).mkdir()
         self.trace.runner("workspace_materialized", None, {
@@ -328,16 +330,22 @@ class _Run:
         if workspace_refused is not None:
             self._capture_logs()
             return {"workspace_kept": False, "workspace_problem": workspace_refused.message}
-        redacted = ev.redact_tree(self.workspace, self.secrets) if self.workspace.exists() else []
-        pruned = prune_workspace(self.workspace) if self.workspace.exists() else []
-        final_tree = (store.put_tree(self.workspace, escape_names=True) if self.workspace.exists()
-                      else spec.agent_tree)
+        # An agent that deleted its workspace left nothing: recorded as an empty tree, every template file deleted
+        # (the template's tree in its place said the run changed nothing). No container runs any more.
+        missing = self.checked_out and not self.workspace.exists()
+        if missing:
+            self.workspace.mkdir()
+        kept = self.workspace.exists()  # (not, only when the checkout itself failed: the template stands for it)
+        redacted = ev.redact_tree(self.workspace, self.secrets) if kept else []
+        pruned = prune_workspace(self.workspace) if kept else []
+        final_tree = store.put_tree(self.workspace, escape_names=True) if kept else spec.agent_tree
         self.outputs["workspace"] = final_tree
         self.outputs["workspace_diff"] = store.put_bytes(
             workspace_diff(store, spec.agent_tree, final_tree, pruned).encode("utf-8"))
         self._capture_logs()
         return {"redacted_files": redacted, "pruned_paths": pruned,
-                "changed_paths": changed_paths(store, spec.agent_tree, final_tree, pruned)}
+                "changed_paths": changed_paths(store, spec.agent_tree, final_tree, pruned),
+                **({"workspace_missing": True} if missing else {})}
 
     def _capture_logs(self) -> None:
         """The containers' output, each turn's payload and OpenClaw's session files (all redacted)."""
