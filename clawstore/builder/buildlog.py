@@ -151,6 +151,8 @@ class BuildLog:
                     CostSum.of_metrics(record["metrics"]).add_to_build(metrics)
                     if not tokens_known(record["metrics"]):
                         _count_unknown_tokens(metrics)
+                        for name in ("input_tokens", "output_tokens"):  # (what it spent at least: `≥`)
+                            metrics[name] += int(record["metrics"].get(f"{name}_known") or 0)
 
     def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""

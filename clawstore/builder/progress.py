@@ -129,6 +129,8 @@ class BuildProgress:
             s.done += 1
             if paid and (spent is not None or (record and not tokens_known(metrics))):
                 s.tokens_unknown += 1
+                s.input_tokens += int(metrics.get("input_tokens_known") or 0)  # (what it spent at least: `≥`)
+                s.output_tokens += int(metrics.get("output_tokens_known") or 0)
             elif metrics:  # checks and results have none: no tokens, no cost
                 s.input_tokens += int(metrics.get("input_tokens") or 0)
                 s.output_tokens += int(metrics.get("output_tokens") or 0)

@@ -28,6 +28,7 @@ def run_row(node: Node) -> dict[str, Any]:
         "latency_s": metrics.get("latency_s"),
         "cost_usd": metrics.get("cost_usd"),
         "cost_source": source_of(metrics) if record else None,
+        **({"cost_known_usd": metrics["cost_known_usd"]} if "cost_known_usd" in metrics else {}),  # (unknown: `≥` it)
         "key": node.key,
         "error": (record.get("error") or {}).get("message") or node.error,
     }

@@ -15,7 +15,7 @@ from clawstore.host.scratch import remove_tree, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
-from clawstore.store.documents import TOKEN_METRICS
+from clawstore.store.documents import KNOWN_PART, TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
+        **{name: usage[name] for name in KNOWN_PART if not known and name in usage},  # (what it spent at least)
     }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
         nothing_sent=usage.get("nothing_sent") is True)
 

@@ -115,7 +115,9 @@ def _print_table(rows: Iterable[dict[str, Any]]) -> None:
 def _money(row: dict[str, Any]) -> str:
     if row["run"] == "skip":
         return "-"  # never sent
-    return "?" if row["cost_usd"] is None else f"{float(row['cost_usd']):.6f}"  # None: unknown, never 0
+    if row["cost_usd"] is None:  # unknown, never 0; what it spent at least when that is known
+        return f"≥{float(row['cost_known_usd']):.6f}" if row.get("cost_known_usd") else "?"
+    return f"{float(row['cost_usd']):.6f}"
 
 
 ROWS_PER_WRITE = 1_000  # rows written to stdout at once (a build's rows are read back from its files: builder/rows.py)

@@ -174,13 +174,15 @@ def _cost_columns(kind: str | None, action: Any, record: Mapping[str, Any] | Non
     """cost_usd and cost_source: NULL cost is unknown, never 0. Checks and results call no provider
     (0, no source); a paid node never sent (skip) cost 0; one that failed without a record, unknown."""
     if kind not in PAID_KINDS:
-        return {"cost_usd": 0.0, "cost_source": None}
+        return {"cost_usd": 0.0, "cost_source": None, "cost_known_usd": 0.0}
     if record is None:
-        return {"cost_usd": 0.0, "cost_source": None} if action == "skip" else \
-            {"cost_usd": None, "cost_source": UNKNOWN}
+        return {"cost_usd": 0.0, "cost_source": None, "cost_known_usd": 0.0} if action == "skip" else \
+            {"cost_usd": None, "cost_source": UNKNOWN, "cost_known_usd": 0.0}
     metrics = _dict(record.get("metrics"))
     source = source_of(metrics)
-    return {"cost_usd": None if source == UNKNOWN else _num(metrics.get("cost_usd")), "cost_source": source}
+    cost = None if source == UNKNOWN else _num(metrics.get("cost_usd"))
+    return {"cost_usd": cost, "cost_source": source,
+            "cost_known_usd": CostSum.of_metrics(metrics).known_usd if cost is None else cost}
 
 
 _NAMES: dict[str, tuple[str, ...]] = {table: tuple(c.name for c in cols) for table, cols in PHYSICAL.items()}

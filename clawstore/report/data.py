@@ -233,7 +233,7 @@ class _Cost:
             source = UNKNOWN if cost is None else REPORTED
         if cost is None or source == UNKNOWN:
             self.unknown += 1
-            self.known += 0.0
+            self.known += known_cost(node["cost_known_usd"]) or 0.0  # (what it spent at least: `≥` that)
         else:
             self.known += cost
             self.reported += source == REPORTED
@@ -495,7 +495,8 @@ def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
 
 # The columns the report reads of each table (the others are left in the files).
 _NODE_COLUMNS = ("model_id", "case_id", "kind", "status", "action", "repetition", "judge_run_id", "judge_repetition",
-                 "error_code", "error_message", "cost_usd", "cost_source", "latency_s", "input_tokens", "output_tokens")
+                 "error_code", "error_message", "cost_usd", "cost_source", "cost_known_usd", "latency_s",
+                 "input_tokens", "output_tokens")
 COLUMNS = {"nodes": _NODE_COLUMNS,
            "results": ("model_id", "case_id", "passed", "pass_threshold", "final_score", *DIMENSIONS),
            "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}

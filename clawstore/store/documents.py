@@ -76,17 +76,19 @@ class Metrics:
     cost_usd: float | None = None
     latency_s: float | None = None
     cost_source: str | None = None
+    # What a node whose cost is unknown spent at least (an OpenClaw agent its timeout ended: the requests its transcript
+    # shows answered), absent otherwise: its cost's known part (values/costs.py CostSum), its tokens' (`≥`).
+    cost_known_usd: float | None = None
+    input_tokens_known: int | None = None
+    output_tokens_known: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        values = {name: getattr(self, name) for name in METRIC_FIELDS}
-        if self.cost_source is not None:  # (checks and results call no provider: no source)
-            values["cost_source"] = self.cost_source
-        return values
+        return metrics_json({name: getattr(self, name) for name in (*METRIC_FIELDS, "cost_source", *KNOWN_PART)})
 
     @classmethod
     def of(cls, metrics: Mapping[str, Any]) -> Metrics:
         """The metrics named in `metrics` (what a runner or a judge gathered; others are left out)."""
-        return cls(**{name: metrics.get(name) for name in (*METRIC_FIELDS, "cost_source")})
+        return cls(**{name: metrics.get(name) for name in (*METRIC_FIELDS, "cost_source", *KNOWN_PART)})
 
     @classmethod
     def read(cls, data: Any, where: str) -> Metrics:
@@ -103,12 +105,16 @@ TOKEN_DOCS: dict[str, tuple[str, str]] = {f.name: (f.metadata["doc"], f.metadata
                                           for f in fields(Metrics) if "doc" in f.metadata}
 TOKEN_METRICS: tuple[str, ...] = tuple(TOKEN_DOCS)
 METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
+KNOWN_PART: tuple[str, ...] = ("cost_known_usd", "input_tokens_known", "output_tokens_known")  # only when present
 
 _METRIC_RULES: dict[str, Callable[[Any], str | None]] = {
     **{name: lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS) for name in TOKEN_METRICS},
     "cost_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
     "latency_s": lambda v: amount_problem(v, MAX_LATENCY_S),
     "cost_source": source_problem,
+    "cost_known_usd": lambda v: amount_problem(v, MAX_RECORD_COST_USD),
+    **{name: lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS)
+       for name in ("input_tokens_known", "output_tokens_known")},
 }
 
 
@@ -132,7 +138,7 @@ def _plainly_bounded(metrics: dict[str, Any]) -> bool:
     """True only where every rule of `_METRIC_RULES` finds nothing: counts plain ints in bounds, amounts ints or floats
     in bounds (so finite), the source absent or known; anything else (a float count, a bool, a stranger) is left to
     the rules, which name the problem or accept it."""
-    for name in TOKEN_METRICS:
+    for name in _COUNTS:
         value = metrics.get(name)
         if value is not None and not (type(value) is int and 0 <= value <= MAX_RECORD_TOKENS):
             return False
@@ -144,8 +150,9 @@ def _plainly_bounded(metrics: dict[str, Any]) -> bool:
     return source is None or (type(source) is str and source in SOURCES)
 
 
-_AMOUNTS = (("cost_usd", MAX_RECORD_COST_USD), ("latency_s", MAX_LATENCY_S))
+_AMOUNTS = (("cost_usd", MAX_RECORD_COST_USD), ("latency_s", MAX_LATENCY_S), ("cost_known_usd", MAX_RECORD_COST_USD))
 _NUMBER = frozenset({int, float})
+_COUNTS = (*TOKEN_METRICS, "input_tokens_known", "output_tokens_known")
 
 
 def metrics_json(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,6 +161,9 @@ def metrics_json(metrics: Mapping[str, Any]) -> dict[str, Any]:
     source = metrics.get("cost_source")
     if source is not None:
         values["cost_source"] = source
+    for name in KNOWN_PART:  # (absent from every record but one whose cost is unknown and partly known)
+        if metrics.get(name) is not None:
+            values[name] = metrics[name]
     return values
 
 

@@ -65,7 +65,11 @@ class CostSum:
 
     @classmethod
     def of_metrics(cls, metrics: Mapping[str, Any] | None) -> CostSum:
-        return cls.of((metrics or {}).get("cost_usd"), source_of(metrics))
+        """A record's cost; an unknown one with its known part (`cost_known_usd`: what it spent at least), `≥` that."""
+        metrics = metrics or {}
+        spent = cls.of(metrics.get("cost_usd"), source_of(metrics))
+        known = known_cost(metrics.get("cost_known_usd")) if spent.unknown else None
+        return CostSum(known_usd=known, unknown=1) if known else spent
 
     @classmethod
     def total(cls, parts: Iterable[CostSum]) -> CostSum:
@@ -84,7 +88,8 @@ class CostSum:
 
     @property
     def all_unknown(self) -> bool:
-        return self.count > 0 and self.unknown == self.count
+        """Nothing of it known: every part unknown, none with a known part (a node that spent at least something)."""
+        return self.count > 0 and self.unknown == self.count and not self.known_usd
 
     @property
     def usd(self) -> float | None:

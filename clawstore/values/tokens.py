@@ -20,8 +20,9 @@ def tokens_known(metrics: Mapping[str, Any] | None) -> bool:
 
 
 def token_cell(known: int, unknown: int, counted: int) -> str:
-    """For a table cell: `?` when every counted node's tokens are unknown, `≥known` when some are, else the number."""
-    if unknown and unknown >= counted:
+    """For a table cell: `?` when every counted node's tokens are unknown and none counted a known part (what it spent
+    at least), `≥known` when some are, else the number."""
+    if unknown and unknown >= counted and not known:
         return "?"
     return ("≥" if unknown else "") + str(known)
 

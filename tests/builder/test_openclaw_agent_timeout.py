@@ -5,7 +5,10 @@ container's agent really asks the stand-in provider (tests/openclaw/fake_docker.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, text
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
 from tests.openclaw.conftest import FakeDocker
@@ -105,3 +108,58 @@ def test_a_kept_agent_timeout_is_no_runner_error_to_stop_on(
     standin.set_default(error(503, "provider down"))
     code, out, err = claw.build("--force", "--output", "json")
     assert sorted(r["run"] for r in json.loads(out)["rows"]) == ["fail", "skip"], out + err
+
+PRICES = {"input": 3.0, "output": 15.0}
+
+
+def test_what_a_timed_out_agent_spent_is_its_transcripts_answered_requests_at_least(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """A looping agent cut off by the timeout made paid requests; OpenClaw's transcript counts every one answered. The
+    run's spend is what those rows say, a lower bound (a request may have been in flight at the kill): before, `?`,
+    so 700 paid requests told the user nothing of their cost."""
+    looping_agent(oc, docker)
+    oc.edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=PRICES))
+    code, out, err = claw.build("--output", "json")
+    assert code == 1 and "Traceback" not in err, out + err
+    asked = len([r for r in standin.requests if r["model"] == "vendor/m1"])
+    assert run_row(claw)["error_code"] == "openclaw_agent_timeout"
+    metrics = json.loads(out)["metrics"]
+    assert metrics["cost_usd"] is None and metrics["cost_unknown"] == 1, metrics  # never shown as the whole cost
+    known = metrics["cost_known_usd"]
+    assert known > 0, metrics  # ... nor as zero, nor as unknown
+    code, out, err = claw("query", "select input_tokens, output_tokens, cost_usd, cost_source, record_id, artifact_id "
+                          "from runs", "--format", "json")
+    assert code == 0, out + err
+    [row] = json.loads(out)
+    assert (row["input_tokens"], row["output_tokens"], row["cost_usd"], row["cost_source"]) == (
+        None, None, None, "unknown"), row
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    usage = json.loads(store.get_bytes(row["artifact_id"]))["usage"]
+    answered = usage["answered_requests"]
+    assert asked - 1 <= answered <= asked and answered >= 2, (asked, usage)  # the last one may have been in flight
+    assert usage["input_tokens_known"] % answered == 0 and usage["output_tokens_known"] % answered == 0, usage
+    priced = (usage["input_tokens_known"] * PRICES["input"] + usage["output_tokens_known"] * PRICES["output"]) / 1e6
+    assert abs(usage["cost_known_usd"] - priced) < 1e-12 and abs(known - priced) < 1e-12, (usage, known)
+    recorded = json.loads(store.get_bytes(row["record_id"]))["metrics"]
+    assert (recorded["cost_usd"], recorded["cost_source"], recorded["input_tokens"]) == (None, "unknown", None)
+    assert (recorded["cost_known_usd"], recorded["input_tokens_known"]) == (usage["cost_known_usd"],
+                                                                           usage["input_tokens_known"]), recorded
+    code, out, err = claw("query", "select cost_usd, cost_known_usd from builds", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_known_usd": known}], out + err
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")
+    assert code == 0 and f"≥{known:.5f}" in out, out + err
+    code, out, err = claw.build("--force", "--progress", "plain")  # the build's own row and line
+    [line] = [line for line in out.splitlines() if line.startswith("m1 ")]
+    assert line.split()[-1].startswith("≥0.00"), out
+    assert "; cost spent ≥0.00" in out and "USD (1 of 1 unknown)" in out and "tokens in ≥" in out, out
+
+
+def test_a_timed_out_agent_without_prices_spent_unknown_tokens_at_least_the_transcripts(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """No declared price: its cost stays `?` (OpenClaw reports none of the provider's), its tokens `≥` what the
+    transcript counts."""
+    looping_agent(oc, docker)
+    code, out, err = claw.build("--progress", "plain")
+    assert code == 1 and "Traceback" not in err, out + err
+    assert "cost spent ? USD (1 of 1 unknown)" in out and "; tokens in ≥" in out, out + err
+    assert "tokens in ≥0 " not in out and " out ≥0;" not in out, out

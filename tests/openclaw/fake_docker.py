@@ -18,8 +18,8 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
-SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message, or one with
-`stopReason: "error"` when no answer came.
+SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message with its `usage` as OpenClaw
+writes it, or one with `stopReason: "error"` when no answer came.
 """
 
 from __future__ import annotations
@@ -126,12 +126,23 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
             "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                text = json.loads(response.read())["choices"][0]["message"].get("content") or ""
-            message = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "toolUse"}
+                reply = json.loads(response.read())
+            text = reply["choices"][0]["message"].get("content") or ""
+            message = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "toolUse",
+                       "usage": transcript_usage(reply.get("usage") or {}, provider["models"][0].get("cost") or {})}
         except (urllib.error.URLError, OSError, ValueError) as exc:
             message = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": str(exc)}
         transcript.add({"type": "message", "message": message})
         time.sleep(interval)
+
+
+def transcript_usage(usage: dict, prices: dict) -> dict:
+    """An answered request's usage as OpenClaw writes it into the transcript (pi-ai's shape): its tokens, and their
+    cost at the model's configured prices (never the provider's `usage.cost`)."""
+    tokens = {"input": usage.get("prompt_tokens", 0), "output": usage.get("completion_tokens", 0),
+              "cacheRead": 0, "cacheWrite": 0}
+    cost = {name: count * prices.get(name, 0) / 1e6 for name, count in tokens.items()}
+    return {**tokens, "totalTokens": sum(tokens.values()), "cost": {**cost, "total": sum(cost.values())}}
 
 
 class Transcript:

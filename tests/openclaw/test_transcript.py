@@ -153,3 +153,25 @@ def test_a_table_of_another_shape_is_unreadable_and_says_which_column(tmp_path: 
     path = _crafted(tmp_path, "CREATE TABLE transcript_events (seq INTEGER, event_json TEXT, event_zstd BLOB)",
                     f"INSERT INTO transcript_events VALUES (1, '{json.dumps(ANSWERED)}', NULL)")
     assert database_answered(path, tmp_path) == (False, "unreadable: OperationalError: no such column: created_at")
+
+
+def _with_usage(usage: object, stop: str = "toolUse") -> dict:
+    return {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": stop, "usage": usage}}
+
+
+def test_the_answered_rows_usage_is_summed_a_count_the_agent_could_have_forged_is_not(tmp_path: Path) -> None:
+    """What a run its timeout ended spent at least: the usage of the requests answered (OpenClaw's shape, pi-ai's
+    names); an error row, a row without usage, a count that is no plain int within a reply's bounds add no tokens."""
+    from clawstore.runners.openclaw.transcript import database_answers
+    from clawstore.values.bounds import MAX_REPLY_TOKENS
+
+    rows = [USER, _with_usage({"input": 10, "output": 2, "cacheRead": 5, "cacheWrite": 1, "totalTokens": 18,
+                               "cost": {"total": 1e9}}),
+            _with_usage({"input": 7, "output": 3}, stop="error"),  # no answer came: not a request answered
+            ANSWERED,  # answered, its usage not written: a request, no tokens
+            _with_usage({"input": True, "output": 2.5, "cacheRead": -4, "cacheWrite": MAX_REPLY_TOKENS + 1}),
+            _with_usage({"input": "9", "output": 1})]
+    root = tmp_path / "db"
+    found, why = database_answers(_database(root, *rows, packed=True), root)
+    assert why is None and found.requests == 4
+    assert found.tokens == {"input": 10, "output": 3, "cacheRead": 5, "cacheWrite": 1}

@@ -16,6 +16,7 @@ from clawstore.providers.usage import TURN_NO_RESULT, TURN_NOT_REPORTED, Usage, 
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 from clawstore.values import jsontext
+from clawstore.values.bounds import MAX_RECORD_COST_USD, MAX_RECORD_TOKENS, amount_problem, count_problem
 from clawstore.values.jsontext import json_objects_in
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
@@ -118,6 +119,19 @@ def cost_usd(raw: dict[str, int], prices: dict[str, float] | None) -> float | No
     if prices is None:
         return None
     return priced_cost(prices, raw["input"], raw["output"], raw["cacheRead"], raw["cacheWrite"])
+
+
+def known_part(requests: int, tokens: dict[str, int], prices: dict[str, float] | None) -> dict[str, Any]:
+    """What a run cut off with requests in flight spent at least (a usage's known part, values/costs.py CostSum): the
+    `requests` its transcript shows answered, their `tokens` (transcript.py Answers), and these at the declared
+    prices (none declared: no cost is known). Nothing past a record's bounds (it could not be stored)."""
+    cost = cost_usd(tokens, prices)
+    part = {"answered_requests": requests, "input_tokens_known": tokens["input"],
+            "output_tokens_known": tokens["output"], **({} if cost is None else {"cost_known_usd": cost})}
+    if count_problem(part["input_tokens_known"], MAX_RECORD_TOKENS) or count_problem(
+            part["output_tokens_known"], MAX_RECORD_TOKENS) or amount_problem(cost, MAX_RECORD_COST_USD):
+        return {"answered_requests": requests}
+    return part
 
 
 def observable_summary(payload: dict[str, Any] | None, key_outputs: Sequence[str]) -> dict[str, Any]:

@@ -166,7 +166,8 @@ class _Run:
         self.config_doc: dict[str, Any] | None = None
         self.validated = False
         self.checked_out = False  # the template is in the workspace: from here a missing workspace is the agent's doing
-        self.answered_in_files = False  # a JSONL session transcript's last model request was answered
+        self.file_answers = transcript.Answers()  # what JSONL session transcripts say of the model's requests
+        self.answers = transcript.Answers()  # what the transcript says of a run its timeout ended (model_answers)
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -373,23 +374,25 @@ class _Run:
                 self.trace.runner("session_file_skipped", None, {"name": path.name, "reason": why})
                 continue
             text = ev.redact(path.read_text(encoding="utf-8", errors="replace"), self.secrets)
-            self.answered_in_files = self.answered_in_files or transcript.jsonl_answered(text)
+            self.file_answers += transcript.jsonl_answers(text)
             found[f"openclaw_session:{path.name}"] = self.store.put_bytes(text.encode("utf-8"))
         return found
 
-    def model_answered(self) -> bool:
-        """Was the agent's model answering it (transcript.py): a JSONL transcript read already says so, else
-        the agent's SQLite database (OpenClaw 2026.9.6), read only for a run that needs to know."""
-        if self.answered_in_files:
-            return True
+    def model_answers(self) -> transcript.Answers:
+        """Was the agent's model answering it, and what did the requests it answered count (transcript.py): a JSONL
+        transcript read already says so, else the agent's SQLite database (OpenClaw 2026.9.6), read only for a run
+        that needs to know."""
+        found = transcript.Answers()
+        found += self.file_answers
+        if found.last_answered:
+            return found
         for database in sorted((self.root / "state").glob(transcript.DATABASE_GLOB)):
-            answered, why = transcript.database_answered(database, self.root)
+            answers, why = transcript.database_answers(database, self.root)
             if why is not None:
                 self.trace.runner("session_database_skipped", None, {"name": database.parent.parent.name,
                                                                      "reason": why})
-            if answered:
-                return True
-        return False
+            found += answers
+        return found
 
     def key_outputs(self, status: str) -> list[dict[str, Any]]:
         if status == "invalid" or not self.validated:
@@ -448,8 +451,10 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
-        if error is not None and too_big is None and _turn_timed_out(error) and run.model_answered():
-            error = _agent_timeout(error, spec.timeout_seconds)
+        if error is not None and _turn_timed_out(error):
+            run.answers = run.model_answers()  # (its answered requests: what it spent at least, kept or not)
+            if too_big is None and run.answers.last_answered:
+                error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
     if error is not None:
@@ -561,5 +566,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     data = ev.redact_json(artifact.to_json(), run.secrets)
     # OpenClaw reports no provider cost: its figure is always the declared prices' (or none).
     data["usage"]["cost_source"] = UNKNOWN if usage.cost_usd is None else PRICED
+    if usage.rejected == ev.NO_RESULT and run.answers.requests:  # what its transcript shows answered: spent at least
+        data["usage"].update(ev.known_part(run.answers.requests, run.answers.tokens, prices))
     strict_json(data)  # fail here, not in the store, if anything is not JSON
     return data

@@ -7,7 +7,8 @@ transcript says which: each entry a JSON object, the last assistant message the 
 is `error`. Releases
 keep it two ways: JSONL files (`state/agents/*/sessions/*.jsonl`, before 2026.9) or, as 2026.9.6 does, rows of the
 agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `transcript_events`: `event_json`, or
-`event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file).
+`event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file). Each
+message the model answered carries its request's `usage`: summed (Answers), they are what the run spent at least.
 
 The agent owns the mounted state directory: a database reached through a link, or bigger than
 MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
@@ -23,7 +24,9 @@ import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import closing
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -35,6 +38,7 @@ from clawstore.host.run_limits import (
 )
 from clawstore.host.scratch import remove_tree
 from clawstore.values import jsontext
+from clawstore.values.bounds import MAX_REPLY_TOKENS
 
 # How OpenClaw ends an assistant message the model did not answer: a failed request, or one its timeout cut off.
 _REFUSED, _CUT_OFF = "error", "aborted"
@@ -43,12 +47,45 @@ _REFUSED, _CUT_OFF = "error", "aborted"
 _OPENCLAW_ITSELF = "openclaw"
 DATABASE_GLOB = "agents/*/agent/openclaw-agent.sqlite"
 _WAL = "-wal"
+USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite")  # an answered message's `usage` counts (pi-ai's names)
+
+
+@dataclass
+class Answers:
+    """What a transcript says of the model's requests: was the last one answered (last_request_answered), how many
+    were, and the tokens their messages count (OpenClaw's `usage`; a message that counts none adds nothing): what a
+    run cut off by its timeout spent at least."""
+
+    last_answered: bool = False
+    requests: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_COUNTS, 0))
+
+    def add(self, usage: Any) -> None:
+        self.requests += 1
+        usage = usage if isinstance(usage, dict) else {}
+        for name in USAGE_COUNTS:
+            value = usage.get(name)
+            # (The agent owns these rows: a count is a plain int within a reply's bounds, or nothing.)
+            if type(value) is int and 0 < value <= MAX_REPLY_TOKENS:
+                self.tokens[name] += value
+
+    def __iadd__(self, other: Answers) -> Answers:
+        self.last_answered = self.last_answered or other.last_answered
+        self.requests += other.requests
+        for name in USAGE_COUNTS:
+            self.tokens[name] += other.tokens[name]
+        return self
 
 
 def last_request_answered(entries: Iterable[str]) -> bool:
     """Was the last model request these transcript entries record (in order) answered? Passed over: an entry not
     JSON (a line cut off by the container's removal), not an assistant message, cut off by the timeout, OpenClaw's."""
-    answered = False
+    return answers(entries).last_answered
+
+
+def answers(entries: Iterable[str]) -> Answers:
+    """What these transcript entries (in order) say of the model's requests (Answers)."""
+    found = Answers()
     for entry in entries:
         if '"assistant"' not in entry:
             continue
@@ -59,13 +96,19 @@ def last_request_answered(entries: Iterable[str]) -> bool:
         message = value.get("message") if isinstance(value, dict) and value.get("type") == "message" else None
         if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF \
                 and message.get("provider") != _OPENCLAW_ITSELF:
-            answered = message.get("stopReason") != _REFUSED
-    return answered
+            found.last_answered = message.get("stopReason") != _REFUSED
+            if found.last_answered:
+                found.add(message.get("usage"))
+    return found
 
 
 def jsonl_answered(text: str) -> bool:
     """A JSONL transcript (one entry a line)."""
-    return last_request_answered(text.splitlines())
+    return jsonl_answers(text).last_answered
+
+
+def jsonl_answers(text: str) -> Answers:
+    return answers(text.splitlines())
 
 
 def unsafe(path: Path, root: Path, max_bytes: int | None = None) -> str | None:
@@ -85,10 +128,16 @@ def unsafe(path: Path, root: Path, max_bytes: int | None = None) -> str | None:
 
 def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
     """(answered?, why it was not read) of one agent database under `root`, read from a private copy."""
+    found, why = database_answers(database, root)
+    return found.last_answered, why
+
+
+def database_answers(database: Path, root: Path) -> tuple[Answers, str | None]:
+    """(what it says of the model's requests, why it was not read) of one agent database under `root`."""
     wal = database.with_name(database.name + _WAL)
     why = unsafe(database, root) or (unsafe(wal, root) if wal.exists() or wal.is_symlink() else None)
     if why is not None:
-        return False, why
+        return Answers(), why
     private = Path(tempfile.mkdtemp(prefix="claw-transcript-"))
     try:
         copy = private / database.name
@@ -101,9 +150,9 @@ def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
             # (No value longer than a session file: one row is parsed whole, as a JSONL file is.)
             connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_SESSION_FILE_BYTES)
             _plain_table(connection)
-            return last_request_answered(_events(connection)), None
+            return answers(_events(connection)), None
     except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
-        return False, f"unreadable: {type(exc).__name__}: {exc}"
+        return Answers(), f"unreadable: {type(exc).__name__}: {exc}"
     finally:
         remove_tree(str(private))
 
