@@ -214,7 +214,9 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "requested_model": (run.get("summary") or {}).get("requested_model"),
         "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens},
         "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
-        "run_cost_source": source_of(metrics) if run else None, "eval_cost_usd": eval_cost.usd,
+        "run_cost_source": source_of(metrics) if run else None,
+        "run_cost_known_usd": CostSum.of_metrics(metrics).known_usd if run else None,  # (unknown: `≥` it, when > 0)
+        "eval_cost_usd": eval_cost.usd,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
         "artifact_stored": artifact is not None, "workspace_diff": store.text(outputs.get("workspace_diff")),
         "checks": _checks(checks_record, store), "judgements": judges,

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from clawstore.report import view_data
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, text
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
@@ -146,6 +147,8 @@ def test_what_a_timed_out_agent_spent_is_its_transcripts_answered_requests_at_le
                                                                            usage["input_tokens_known"]), recorded
     code, out, err = claw("query", "select cost_usd, cost_known_usd from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_known_usd": known}], out + err
+    [detail] = view_data.run_details(store, view_data.collect(store, ["main__rp__none"]))  # claw view's run page
+    assert (detail["run_cost_usd"], detail["run_cost_known_usd"]) == (None, known), detail
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")
     assert code == 0 and f"≥{known:.5f}" in out, out + err
     code, out, err = claw.build("--force", "--progress", "plain")  # the build's own row and line

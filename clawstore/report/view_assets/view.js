@@ -57,7 +57,9 @@
     const at = text.indexOf(" (");
     return at < 0 ? text : h("span", {}, text.slice(0, at), h("br", {}), h("span", { class: "ci" }, text.slice(at + 1)));
   }
-  const sourced = (v, source) => cost(v) + (source === "priced" ? " (priced)" : "");
+  // An unknown cost with a known part (an OpenClaw agent its timeout ended): at least that.
+  const sourced = (v, source, known) => ((v === null || v === undefined) && known ? "unknown, ≥" + cost(known) : cost(v)) +
+    (source === "priced" ? " (priced)" : "");
   const latency = (v) => num(v, 1);
   const pct = (v) => (v === null || v === undefined ? "n/a" : (100 * v).toFixed(0) + "%");
   const verdict = (p) => (p === true ? h("span", { class: "pass" }, "pass") : p === false ? h("span", { class: "fail" }, "fail") : h("span", { class: "muted" }, "–"));
@@ -335,7 +337,7 @@
         fact("run status", h("span", { class: d.status === "success" ? "pass" : "fail" }, d.status)),
         fact("final score", res ? score(res.final_score) : "n/a"), fact("verdict", verdict(res ? res.passed : null)),
         fact("latency (s)", num(d.latency_s, 2)), fact("tokens in / out", (d.tokens.input ?? "–") + " / " + (d.tokens.output ?? "–")),
-        fact("run cost (USD)", sourced(d.run_cost_usd, d.run_cost_source)),
+        fact("run cost (USD)", sourced(d.run_cost_usd, d.run_cost_source, d.run_cost_known_usd)),
         fact("evaluation cost (USD)", cost(d.eval_cost_usd) + (d.eval_cost_sources && d.eval_cost_sources.priced ? " (" + d.eval_cost_sources.priced + " priced)" : "")),
         fact("model sent", d.requested_model || "–"), fact("build action", d.action || "–")),
       d.error ? h("p", { class: "fail" }, "Error: " + d.error) : null,
