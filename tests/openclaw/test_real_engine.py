@@ -99,13 +99,21 @@ def test_an_agent_still_looping_at_the_timeout_after_its_model_answered_is_its_o
     with StandIn() as standin:
         standin.script(MODEL, *[tool_call("write", {"path": f"loop/{i}.txt", "content": f"step {i}"}, call_id=f"c{i}")
                                 for i in range(2000)])
-        outcome = run_openclaw(real_spec(standin.base_url, timeout_seconds=90), store, tmp_path)
+        prices = {"input": 3.0, "output": 15.0}
+        outcome = run_openclaw(real_spec(standin.base_url, timeout_seconds=90, model_extras={"pricing": prices}),
+                               store, tmp_path)
         asked = len(standin.requests)
     assert asked >= 2, asked
     assert outcome.status == "timed_out", outcome.artifact["error"]
     skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
     assert outcome.artifact["error"]["code"] == "openclaw_agent_timeout", (outcome.artifact["error"], skipped)
     assert engine_env["engine"].our_containers() == []
+    # What it spent at least: the usage its transcript rows count (its cost unknown: one may have been in flight).
+    usage = outcome.artifact["usage"]
+    assert usage["cost_usd"] is None and usage["cost_source"] == "unknown", usage
+    assert 1 <= usage["answered_requests"] <= asked and usage["input_tokens_known"] > 0, (asked, usage)
+    assert usage["output_tokens_known"] > 0 and usage["cost_known_usd"] == pytest.approx(
+        (usage["input_tokens_known"] * 3.0 + usage["output_tokens_known"] * 15.0) / 1e6), usage
 
 
 KILLED_BUILD = "20261201T000000-deadbeef"
