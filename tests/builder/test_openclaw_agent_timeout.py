@@ -147,6 +147,10 @@ def test_what_a_timed_out_agent_spent_is_its_transcripts_answered_requests_at_le
                                                                            usage["input_tokens_known"]), recorded
     code, out, err = claw("query", "select cost_usd, cost_known_usd from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"cost_usd": None, "cost_known_usd": known}], out + err
+    code, out, err = claw("query", "cost_by_model", "--format", "json")
+    assert code == 0, out + err
+    [by_model] = json.loads(out)
+    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(known, 5)), by_model
     [detail] = view_data.run_details(store, view_data.collect(store, ["main__rp__none"]))  # claw view's run page
     assert (detail["run_cost_usd"], detail["run_cost_known_usd"]) == (None, known), detail
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")

@@ -1,6 +1,6 @@
 -- cost_by_model: per campaign and model, what the current head's runs and evaluation cost, with tokens.
 -- A cost, and the runs' input and output tokens, are NULL when a part is unknown (cost_unknown counts those runs and judgements; cost_priced
--- the ones priced from the model's declared pricing). These are the costs `claw report` shows (reused results included); what each build spent is in the per-build view (docs/query.md).
+-- the ones priced from the model's declared pricing; cost_known_usd the known part of the total, `≥` when a part is unknown). These are the costs `claw report` shows (reused results included); what each build spent is in the per-build view (docs/query.md).
 SELECT campaign_id,
        model_id,
        count(*) FILTER (WHERE kind = 'run')                                   AS runs,
@@ -18,6 +18,7 @@ SELECT campaign_id,
             THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0), 5) END AS eval_cost_usd,
        CASE WHEN count(*) FILTER (WHERE cost_usd IS NULL) = 0
             THEN round(coalesce(sum(cost_usd), 0), 5) END                     AS total_cost_usd,
+       round(sum(cost_known_usd), 5)                                          AS cost_known_usd,
        count(*) FILTER (WHERE cost_source = 'priced')                         AS cost_priced,
        count(*) FILTER (WHERE cost_usd IS NULL)                               AS cost_unknown
 FROM nodes
