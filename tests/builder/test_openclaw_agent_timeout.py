@@ -87,6 +87,8 @@ def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
     asked = len(standin.requests)
     assert asked >= 3, asked  # answered, then refused at least twice
     assert run_row(claw) == {"status": "timed_out", "error_code": "openclaw_timeout", "cacheable": False}
+    metrics = json.loads(out)["metrics"]  # what the answered request counted, spent at least (before session 61: ?)
+    assert metrics["input_tokens"] is None and metrics["input_tokens_known"] > 0, metrics
 
     code, out, err = claw.build("--output", "json")
     assert len(standin.requests) > asked, out + err  # retried
