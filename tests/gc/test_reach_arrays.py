@@ -286,3 +286,47 @@ def test_a_dry_run_by_arrays_lists_the_rows_it_read_in_place_as_the_walk_by_rows
     assert listed[0] == listed[1]
     assert len(listed[0][0]) > 1000 and len({oid for oid, _ in listed[0][0]}) == len(listed[0][0])
     assert sum(reads) > 1000  # (the doomed rows read in place by arrays)
+
+
+@pytest.mark.parametrize("rows_read", [reach_arrays.ROWS_READ, 7])
+def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_not_walked_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int) -> None:
+    """As above, the row twice, but a row between them naming an id that shares their first 8 bytes (a crafted table:
+    its keys in order, its ids not): the checks that compared neighbours only passed it, the walk by arrays marked the
+    second row, and the kept record's entry was doomed. Such an index is walked by rows: both keep the same. (The
+    rows read 7 at a time: the second row the first of a read, after the id between.)"""
+    monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    store = Store(tmp_path / "store")
+    store.set_ref("pins/records", _entries(store, 90))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    pinned = store.get_json(store.get_ref("pins/records"))["records"]
+    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
+    at, size = table._head.objects_at, 52
+    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    wanted = {bytes.fromhex(record[len(PREFIX):]) for record in pinned}
+    row = next(row for digest, row in rows[:-2] if digest in wanted
+               and rows[row + 1][0] not in wanted and rows[row + 2][0] not in wanted)
+    outcomes = []
+    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
+        root = tmp_path / f"held{held}"
+        shutil.copytree(store.root, root)
+        path = root / "index" / f"{table.name}.idx"
+        data = bytearray(path.read_bytes())
+        start = at + row * size
+        twice = bytes(data[start:start + size])
+        between = bytearray(data[start + size:start + 2 * size])  # (the next row's place, an id sharing 8 bytes)
+        between[:32] = twice[:8] + bytes(b ^ 0xFF for b in twice[8:32])
+        if between[:32] < twice[:32]:
+            between[8] = 0xFF
+        data[start + size:start + 3 * size] = bytes(between) + twice
+        assert rows_read != 7 or (row + 2) % 7 == 0  # (the second row begins a read)
+        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
+        path.write_bytes(bytes(data))
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(root, create=False), grace_s=0)
+        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
+        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["actions_deleted"]
