@@ -15,6 +15,7 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store, edges, reach, reach_arrays
+from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.core import index
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.reach import Reach
@@ -330,3 +331,19 @@ def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_no
         assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
     assert outcomes[0] == outcomes[1]
     assert outcomes[0]["actions_deleted"]
+
+
+def test_a_table_of_action_rows_alone_leaves_the_walk_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table without object rows (a commit of action entries alone, their records put before) has nothing to hold:
+    the walk stays by arrays (it turned to the walk by rows, which holds the index's rows, once session 61 held keys
+    only: such a table counted as held) and marks what the plainest walk reaches."""
+    store, roots = _store(tmp_path, monkeypatch)
+    records = store.get_json(roots[2])["records"]
+    set_entries(store, {key_digest(PREFIX + "%064x" % (i + 1)): (bytes.fromhex(record[len(PREFIX):]), 1)
+                        for i, record in enumerate((records * 2)[:40])})
+    store.runtime.close_writer()
+    assert any(not table._head.n_objects for table in store.runtime.index.snapshot().entries.tables)
+    reached, _ = _reference_walk(store, roots)
+    walk = _walk(store, roots, True)
+    assert walk.marked == reached
