@@ -243,15 +243,17 @@ class HeldArrays:
 
 
 def _in_order_once(view: np.ndarray, keys: np.ndarray, last: tuple[int, bytes] | None) -> bool:
-    """Whether a part of a table's rows (as _ROW, with their keys) is in order, no id twice, and follows the row before
-    it (`last`: its key and id)."""
+    """Whether a part of a table's rows (as _ROW, with their keys) is in order by whole id, each after the one before
+    (none twice), and follows the row before it (`last`: its key and id). Ids sharing a key compared whole: neighbours
+    told apart but out of order (an id, another sharing its key, the first again) hid an id twice from a check of
+    neighbours alone."""
     if last is not None and len(keys) and (int(keys[0]) < last[0] or (
-            int(keys[0]) == last[0] and view["digest"][:1].tobytes() == last[1])):
+            int(keys[0]) == last[0] and view["digest"][:1].tobytes() <= last[1])):
         return False
     if (keys[1:] < keys[:-1]).any():
         return False
     tied = np.flatnonzero(keys[1:] == keys[:-1])  # (few: ids sharing their first 8 bytes, or one id twice)
-    return not bool((view["digest"][tied] == view["digest"][tied + 1]).any())
+    return not bool((view["digest"][tied] >= view["digest"][tied + 1]).any())
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """A real `claw gc` that stops at one phase of its work, prints "at PHASE" and waits for a line on stdin:
-the test SIGKILLs it there. Its packs are sealed at 4 KiB (a build's limits shrunk), so a small store's copy fills
-several. Phases, in the order a gc reaches them:
+the test SIGKILLs it there. Its packs are sealed at 4 KiB (a build's limits shrunk) or 8 blobs (gc.COPY_PACK_BLOBS),
+so a small store's copy fills several. Phases, in the order a gc reaches them:
 
     plan      the held plan begins (the kept objects about to be listed)
     copy      two new packs sealed, a third open with a copied object in it
+    entries   the kept entries' copy under way: two packs sealed since it began, the next open with an entry in it
     copied    every copy sealed, the index segment naming them not yet written
     segment   the new segment's temp file half-written (the index swap under way)
     swapped   the new segment published, the segments it replaces not yet removed
@@ -66,6 +67,13 @@ def _children_in(content: bytes) -> Any:
     return _original_children_in(content)
 
 
+def _encode_action(*args: Any) -> Any:
+    _calls["entries"] = _calls.get("entries", 0) + 1
+    if _calls["entries"] == 2 * gc.COPY_PACK_BLOBS + 2:  # (the pack its objects' copy left open, then two of entries)
+        _stop()
+    return _original_encode_action(*args)
+
+
 def _parts(*args: Any) -> Iterator[bytes]:
     parts = _original_parts(*args)
     yield next(parts)  # (its header)
@@ -74,13 +82,16 @@ def _parts(*args: Any) -> Iterator[bytes]:
 
 
 _original_plan, _original_seal, _original_children_in = gc._plan, gc._Writers.seal, gc.children_in
-_original_parts = index.segment_parts
+_original_parts, _original_encode_action = index.segment_parts, gc.encode_action
 runtime.PACK_TARGET = 4 << 10
+gc.COPY_PACK_BLOBS = 8
 if PHASE == "plan":
     gc._plan = _plan  # type: ignore[assignment]
 elif PHASE == "copy":
     gc._Writers.seal = _seal  # type: ignore[method-assign]
     gc.children_in = _children_in
+elif PHASE == "entries":
+    gc.encode_action = _encode_action
 elif PHASE == "copied":
     gc.write_rows_segment = _stopping("write_rows_segment", 1, gc.write_rows_segment)
 elif PHASE == "segment":

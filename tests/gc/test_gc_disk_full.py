@@ -6,6 +6,7 @@ mid-copy says the room it needs and leaves the store, and its room, as they were
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import subprocess
@@ -77,6 +78,10 @@ def test_a_dry_run_on_a_store_mounted_read_only_says_what_gc_would_free(store_fs
     read_only = _gc(store_fs, "--dry-run")
     assert (read_only.returncode, read_only.stderr) == (0, _held_in_memory("Read-only file system"))
     assert _said(read_only) == _said(with_room)
+    as_json = _gc(store_fs, "--dry-run", "--json")  # (the note once, on stderr: stdout is the one JSON object)
+    assert (as_json.returncode, as_json.stderr) == (0, _held_in_memory("Read-only file system"))
+    said = json.loads(as_json.stdout)
+    assert said["objects_deleted"] == OBJECTS // 2 and "plan_in_memory" not in said
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -1,7 +1,8 @@
 """A real `claw gc` SIGKILLed at each phase of its work (tests/gc/proc_gc_held.py stops it there): planning, copying
-kept objects into new packs, after the copy, during the index swap, during the deletion of old packs. After each kill
-`claw fsck` exits 0, a build sends no request (every object the campaign needs is still readable), and a second
-`claw gc` leaves what an uninterrupted one leaves: the same objects and entries, the same bytes on disk but for a pack.
+kept objects into new packs, copying the kept entries (packs sealed at gc.COPY_PACK_BLOBS), after the copy, during
+the index swap, during the deletion of old packs. After each kill `claw fsck` exits 0, a build sends no request (every
+object the campaign needs is still readable), and a second `claw gc` leaves what an uninterrupted one leaves: the same
+objects and entries, the same bytes on disk but for a pack.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.support.workspace import Workspace
 
 HEAD = "campaigns/main__rp__none"
 CASES = 10
-PHASES = ("plan", "copy", "copied", "segment", "swapped", "delete")
+PHASES = ("plan", "copy", "entries", "copied", "segment", "swapped", "delete")
 
 
 def _du(root: Path) -> int:
@@ -64,8 +65,9 @@ def _listing(store: Path) -> dict[str, set[str]]:
 
 # What the kill at each phase left, beside what was there before: (new packs sealed, new packs unsealed, index
 # segments added, temp files, edges files whose pack is gone).
-LEFT = {"plan": (False, 0, 0, 0, 0), "copy": (True, 1, 0, 0, 0), "copied": (True, 0, 0, 0, 0),
-        "segment": (True, 0, 0, 1, 0), "swapped": (True, 0, 1, 0, 0), "delete": (True, 0, 1, 0, 1)}
+LEFT = {"plan": (False, 0, 0, 0, 0), "copy": (True, 1, 0, 0, 0), "entries": (True, 1, 0, 0, 0),
+        "copied": (True, 0, 0, 0, 0), "segment": (True, 0, 0, 1, 0), "swapped": (True, 0, 1, 0, 0),
+        "delete": (True, 0, 1, 0, 1)}
 
 
 def _left(store: Path, before: dict[str, set[str]]) -> tuple[bool, int, int, int, int]:

@@ -156,8 +156,10 @@ def _store_of(root: Path, kept: int) -> Store:
 def _plan_and_copy_peak(store: Store, monkeypatch: pytest.MonkeyPatch) -> tuple[int, gc.GcReport]:
     """(the most traced from the held plan's start to the index swap (the old segments removed), above what was traced
     at that start (the walk's state, let go before the copy); the report) of a real gc of `store`. Not the index
-    loaded again after the swap: every command's (since session 61 the walk's state no longer hid it: its object rows,
-    52 bytes each, went from that start, and the new index's load, ~48 bytes a row here, counted as the plan's)."""
+    loaded again after the swap, as every command loads it: its peak is the new segment's checksum, read 1 MiB at a
+    time with two reads held at once, so ~2 MiB past a 2 MiB segment whatever the store. These two stores' segments
+    (0.5 and 2.7 MB) straddle that, and it read as ~48 bytes a row once the walk's rows (52 bytes each, let go in
+    this window) no longer hid it, in session 61."""
     seen: dict[str, int] = {}
     real_plan, real_remove = gc._plan, gc.remove_segments
 

@@ -15,6 +15,7 @@ import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store, edges, reach, reach_arrays
+from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.core import index
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.reach import Reach
@@ -211,3 +212,138 @@ def test_a_table_naming_an_object_twice_is_not_walked_by_arrays(
         assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
     assert outcomes[0] == outcomes[1]
     assert outcomes[0]["actions_deleted"]
+
+
+def _keys_cut_to_a_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arrays' sort keys cut to each id's first byte: ~1 id in 256 shares each key, as ids sharing their first 8
+    bytes do in a crafted store (records name ids as any text; 2**32 hashes for a real pair)."""
+    def cut(dtype: Any, field: str) -> Any:
+        fields = {name: (dtype.fields[name][0], dtype.fields[name][1]) for name in dtype.names}
+        fields[field] = (reach_arrays.np.dtype(">u1"), 0)
+        return reach_arrays.np.dtype({"names": list(fields), "formats": [f for f, _ in fields.values()],
+                                      "offsets": [at for _, at in fields.values()], "itemsize": dtype.itemsize})
+
+    monkeypatch.setattr(reach_arrays, "_ROW", cut(reach_arrays._ROW, "key"))
+    monkeypatch.setattr(reach_arrays, "_ACTION", cut(reach_arrays._ACTION, "sort"))
+    monkeypatch.setattr(reach_arrays, "keys_of", lambda digests: reach_arrays.np.ascontiguousarray(digests).view(
+        "u1").reshape(-1, 32)[:, 0].astype(reach_arrays.np.uint64))
+
+
+@pytest.mark.parametrize("rows_read", [reach_arrays.ROWS_READ, 7])
+def test_ids_sharing_their_sort_keys_are_told_apart_by_their_whole_ids(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int) -> None:
+    """The walk by arrays holds each table's sort keys, not its rows: a key matched reads its row in place
+    (reach_arrays.rows_at), and the whole id is compared. With ~7 ids a key (keys cut to a byte), the walk still
+    marks what the plainest walk reaches, and gc by arrays deletes and keeps what gc by rows does: an id taken for
+    another that shares its key would leave an object unmarked, and gc would delete what a pin still names. The rows
+    read ROWS_READ at a time (cut to 7: ids sharing a key across a read's edge) do the same."""
+    monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
+    store, roots = _store(tmp_path, monkeypatch)
+    reached, missing = _reference_walk(store, roots)
+    _keys_cut_to_a_byte(monkeypatch)
+    walk = _walk(store, roots, True)
+    assert walk.marked == reached and set(walk.missing) == missing
+    keys = walk._arrays._tables[0][1] if walk._arrays is not None else None
+    assert keys is not None and len(keys) > 1000 and len(set(keys.tolist())) <= 256  # (the keys shared, many a key)
+    store.set_ref("pins/some", roots[1])
+    store.set_ref("pins/records", roots[2])
+    age_packs(store, 7200)
+    shutil.copytree(store.root, tmp_path / "copy")
+    reports, kept = [], []
+    for held, root in ((reach.HELD, store.root), (0, tmp_path / "copy")):  # (HELD 0: the walk by rows)
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(root, create=False), grace_s=0).to_json()
+        reports.append({name: value for name, value in report.items() if name != "seconds"})
+        kept.append(sorted(Store(root, create=False).iter_objects()))
+    assert reports[0] == reports[1] and kept[0] == kept[1]
+    assert reports[0]["objects_deleted"] and reports[0]["actions_deleted"]
+
+
+@pytest.mark.parametrize(("rows_read", "gap"), [(reach_arrays.ROWS_READ, reach_arrays._GAP), (7, 64), (64, 0)])
+def test_a_dry_run_by_arrays_lists_the_rows_it_read_in_place_as_the_walk_by_rows_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int, gap: int) -> None:
+    """A dry run by arrays names its doomed objects from their rows read in place (reach_arrays.rows_at: rows at most
+    _GAP apart in one read, ROWS_READ rows' worth of reads at once): cut to a few, so that a batch holds many reads
+    and the wanted rows come from each, it lists the same ids and sizes as the walk by rows, each once."""
+    monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
+    monkeypatch.setattr(reach_arrays, "_GAP", gap)
+    store, roots = _store(tmp_path, monkeypatch)
+    store.set_ref("pins/records", roots[2])  # (a third of the records reached: the doomed rows interleaved with kept)
+    store.set_ref("pins/some", roots[1])
+    age_packs(store, 7200)
+    reads: list[int] = []
+    rows_at = reach_arrays.rows_at
+
+    def counted(table: index.Table, rows: Any) -> Any:
+        reads.append(len(rows))
+        return rows_at(table, rows)
+
+    monkeypatch.setattr(reach_arrays, "rows_at", counted)
+    listed = []
+    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(store.root, create=False), grace_s=0, dry_run=True)
+        listed.append((report.objects, report.actions, report.object_bytes_deleted))
+    assert listed[0] == listed[1]
+    assert len(listed[0][0]) > 1000 and len({oid for oid, _ in listed[0][0]}) == len(listed[0][0])
+    assert sum(reads) > 1000  # (the doomed rows read in place by arrays)
+
+
+@pytest.mark.parametrize("rows_read", [reach_arrays.ROWS_READ, 7])
+def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_not_walked_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int) -> None:
+    """As above, the row twice, but a row between them naming an id that shares their first 8 bytes (a crafted table:
+    its keys in order, its ids not): the checks that compared neighbours only passed it, the walk by arrays marked the
+    second row, and the kept record's entry was doomed. Such an index is walked by rows: both keep the same. (The
+    rows read 7 at a time: the second row the first of a read, after the id between.)"""
+    monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    store = Store(tmp_path / "store")
+    store.set_ref("pins/records", _entries(store, 90))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    pinned = store.get_json(store.get_ref("pins/records"))["records"]
+    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
+    at, size = table._head.objects_at, 52
+    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    wanted = {bytes.fromhex(record[len(PREFIX):]) for record in pinned}
+    row = next(row for digest, row in rows[:-2] if digest in wanted
+               and rows[row + 1][0] not in wanted and rows[row + 2][0] not in wanted)
+    outcomes = []
+    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
+        root = tmp_path / f"held{held}"
+        shutil.copytree(store.root, root)
+        path = root / "index" / f"{table.name}.idx"
+        data = bytearray(path.read_bytes())
+        start = at + row * size
+        twice = bytes(data[start:start + size])
+        between = bytearray(data[start + size:start + 2 * size])  # (the next row's place, an id sharing 8 bytes)
+        between[:32] = twice[:8] + bytes(b ^ 0xFF for b in twice[8:32])
+        if between[:32] < twice[:32]:
+            between[8] = 0xFF
+        data[start + size:start + 3 * size] = bytes(between) + twice
+        assert rows_read != 7 or (row + 2) % 7 == 0  # (the second row begins a read)
+        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
+        path.write_bytes(bytes(data))
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(root, create=False), grace_s=0)
+        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
+        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["actions_deleted"]
+
+
+def test_a_table_of_action_rows_alone_leaves_the_walk_by_arrays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table without object rows (a commit of action entries alone, their records put before) has nothing to hold:
+    the walk stays by arrays (it turned to the walk by rows, which holds the index's rows, once session 61 held keys
+    only: such a table counted as held) and marks what the plainest walk reaches."""
+    store, roots = _store(tmp_path, monkeypatch)
+    records = store.get_json(roots[2])["records"]
+    set_entries(store, {key_digest(PREFIX + "%064x" % (i + 1)): (bytes.fromhex(record[len(PREFIX):]), 1)
+                        for i, record in enumerate((records * 2)[:40])})
+    store.runtime.close_writer()
+    assert any(not table._head.n_objects for table in store.runtime.index.snapshot().entries.tables)
+    reached, _ = _reference_walk(store, roots)
+    walk = _walk(store, roots, True)
+    assert walk.marked == reached

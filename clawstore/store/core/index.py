@@ -829,7 +829,7 @@ class HeldObjects:
         for table in entries.tables:
             n = table._head.n_objects
             size = _OBJ.size * n
-            if size > limit:
+            if size > limit or not n:  # (a table without object rows has none to hold: limit 0 holds nothing)
                 self._rest.append((table, self.rows))
             else:
                 limit -= size
