@@ -58,7 +58,6 @@ from clawstore.store.core.packfile import (
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
-from clawstore.store.services.fsck_keys import IndexKeys
 from clawstore.store.services.fsck_logs import build_log_problem
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
 from clawstore.store.services.fsck_rows import RowCheck
@@ -176,9 +175,12 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         if not grouped:
             group()
         entries, refs, added = grouped[0]
+        from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: as in _group_records)
+
         index = IndexKeys(entries)  # (its keys made again: not held beside the packs' verification)
         report.objects = len(store.runtime.index.objects)
-        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, index.find), index.find, index)
+        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, index.find), index.find,
+                      index if index.by_keys else None)
         heads = _check_refs(store, report, reach, refs, added)
         _check_records(store, report, reach, records, heads, beside)
     _check_build_logs(store, report)
@@ -462,6 +464,8 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
     """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
     what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
     ref is sound: _check_refs, once the packs are checked)."""
+    from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: not imported by claw's other commands)
+
     entries = store.runtime.index.snapshot().entries
     index = IndexKeys(entries)
     waiting: list[tuple[bytes, int, bytes]] = []  # (looked up LOCATED at a time: in bulk, by the index's keys)
