@@ -468,7 +468,8 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
 
     entries = store.runtime.index.snapshot().entries
     index = IndexKeys(entries)
-    waiting: list[tuple[bytes, int, bytes]] = []  # (looked up LOCATED at a time: in bulk, by the index's keys)
+    waiting: list[tuple[bytes, int, bytes]] = []  # (by keys: looked up LOCATED at a time, in bulk; else each alone)
+    batch = LOCATED if index.by_keys else 1
 
     def place() -> None:
         for (record, tag, rest), loc in zip(waiting, index.find_many([record for record, _, _ in waiting]),
@@ -478,7 +479,7 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
 
     def add(record: bytes, tag: int, rest: bytes) -> None:
         waiting.append((record, tag, rest))
-        if len(waiting) >= LOCATED:
+        if len(waiting) >= batch:
             place()
 
     for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
