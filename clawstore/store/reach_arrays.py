@@ -179,12 +179,14 @@ class HeldArrays:
         return not finder._held
 
     def _search(self, digests: np.ndarray, keys: np.ndarray, tables: list[tuple[Table, np.ndarray, int, np.ndarray]]
-                ) -> tuple[np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The first row (as row_of numbers them) of each id in `tables`, NOT_FOUND, or SMALL if its key matched a
         row of another id (left to row_of), or the row names a slot its table lacks (a damaged table: row_of names
-        it); and the pack number of each row found (-1 for the others)."""
+        it); and the pack number, offset and length of each row found (-1, 0, 0 for the others)."""
         found = np.full(len(digests), NOT_FOUND, np.int64)
         packs = np.full(len(digests), -1, np.int64)
+        offsets = np.zeros(len(digests), np.uint64)
+        lengths = np.zeros(len(digests), np.uint64)
         todo = np.arange(len(digests))
         for table, table_keys, first, slots in tables:
             if not len(todo) or not len(table_keys):
@@ -202,19 +204,26 @@ class HeldArrays:
             hits = todo[same]
             found[hits] = np.where(bad, SMALL, first + at[same])
             packs[hits[~bad]] = slots[slot[~bad]]
+            offsets[hits] = matched["offset"][same[match]]
+            lengths[hits] = matched["length"][same[match]]
             found[todo[match & ~same]] = SMALL  # (ids sharing 8 bytes: row_of compares the whole id)
             todo = todo[~match]
-        return found, packs
+        return found, packs, offsets, lengths
 
     def lookup(self, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, pack number) of each id (`S32`): row_of's row, NOT_FOUND (the held tables lack it) or SMALL."""
+        rows, packs, _, _ = self.locate(digests)
+        return rows, packs
+
+    def locate(self, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """As `lookup`, with the offset and length of each row found (what a Loc needs besides the pack's name)."""
         keys = keys_of(digests)
-        rows, packs = self._search(digests, keys, self._tables)
+        rows, packs, offsets, lengths = self._search(digests, keys, self._tables)
         if self._small:
             for at in np.flatnonzero(self._is_small_key(keys)):
                 if digests[at:at + 1].tobytes() in self._small:  # (np.bytes_ drops trailing zero bytes)
                     rows[at], packs[at] = SMALL, -1
-        return rows, packs
+        return rows, packs, offsets, lengths
 
     def pack_rows(self, pack: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows of `pack`: (the row row_of finds for each, its offset in the pack, its digest), those row_of

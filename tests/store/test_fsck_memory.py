@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.store import Store, edges
+from clawstore.store import Store, edges, reach_arrays
 from clawstore.store.actions import key_digest, set_entries
 from clawstore.store.core import edgefile, ids, index
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.headdoc import write_head
 from clawstore.store.services import fsck as fsck_module
-from clawstore.store.services import fsck_reach, fsck_spill
+from clawstore.store.services import fsck_keys, fsck_reach, fsck_spill
 from clawstore.store.services.fsck import fsck
 from tests.support.storefiles import lose_object
 
@@ -66,6 +66,9 @@ def test_a_store_five_times_larger_peaks_no_higher_and_its_damage_is_named(
     monkeypatch.setattr(fsck_reach, "HELD", 16 << 10)  # index rows held for the look-ups
     monkeypatch.setattr(fsck_reach, "CHUNK", 64)
     monkeypatch.setattr(fsck_module, "CHUNK", 64)
+    monkeypatch.setattr(fsck_keys, "ROWS_HELD", 16 << 10)  # past it, the index looked up by its keys
+    monkeypatch.setattr(fsck_module, "LOCATED", 256)  # records the grouping looks up at once
+    monkeypatch.setattr(reach_arrays, "ROWS_READ", 256)  # index rows read in place at once
     # The first fsck makes each pack's edges file: ids named turned into rows _STEP at a time, other packs' ids
     # deduplicated up to _DEDUP; segments' rows streamed _STREAM_ROWS at a time (their checksum and order checked)
     monkeypatch.setattr(edgefile, "_STEP", 256)

@@ -18,6 +18,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 import blake3
 import zstandard
@@ -212,6 +213,8 @@ class PackEdges:
     fact_outs: array  # output indices among the object's edges
     # What a reader learnt of each row and other id (fsck_rows: a byte each), made by the reader, gone with the file
     answers: bytearray | None = field(default=None, init=False, repr=False, compare=False)
+    # Where the index puts each row and other id (fsck_rows: its pack's number and offset), made and gone likewise
+    located: tuple[Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.starts = array("I", accumulate(self.counts, initial=0))

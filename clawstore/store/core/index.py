@@ -811,6 +811,11 @@ class Entries:
         return merged_actions(streams)
 
 
+def object_rows_size(entries: Entries) -> int:
+    """The bytes of the object rows of `entries`' big tables (what HeldObjects would hold of them all)."""
+    return sum(_OBJ.size * table._head.n_objects for table in entries.tables)
+
+
 class HeldObjects:
     """Object look-ups over an Entries with its big tables' object rows read into memory once, while they fit in
     `limit` bytes (the others are looked up in place): for a reader that looks up most of the index (fsck), where the

@@ -59,7 +59,7 @@ from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_logs import build_log_problem
-from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach, index_finder
+from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
 from clawstore.store.services.gc import GC_LOCK
@@ -139,6 +139,7 @@ _BLOB = struct.Struct("<32sQQ")
 _RECORD_ROW = struct.Struct("<32sQB32s")
 _NODE = struct.Struct("<II")
 _OFFSET = struct.Struct("<Q")
+LOCATED = 16384  # records the grouping looks up in the index at once (their rows held meanwhile: ~2 MB)
 
 
 @dataclass
@@ -174,9 +175,12 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         if not grouped:
             group()
         entries, refs, added = grouped[0]
-        find = index_finder(store, entries)  # (held again: not beside the packs' verification, fsck's peak)
+        from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: as in _group_records)
+
+        index = IndexKeys(entries)  # (its keys made again: not held beside the packs' verification)
         report.objects = len(store.runtime.index.objects)
-        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, find), find)
+        reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, index.find), index.find,
+                      index if index.by_keys else None)
         heads = _check_refs(store, report, reach, refs, added)
         _check_records(store, report, reach, records, heads, beside)
     _check_build_logs(store, report)
@@ -460,12 +464,23 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
     """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
     what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
     ref is sound: _check_refs, once the packs are checked)."""
+    from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: not imported by claw's other commands)
+
     entries = store.runtime.index.snapshot().entries
-    find = index_finder(store, entries)  # (its held rows dropped with it: 52 bytes an object, 24 MB at 10,000 x 5)
+    index = IndexKeys(entries)
+    waiting: list[tuple[bytes, int, bytes]] = []  # (by keys: looked up LOCATED at a time, in bulk; else each alone)
+    batch = LOCATED if index.by_keys else 1
+
+    def place() -> None:
+        for (record, tag, rest), loc in zip(waiting, index.find_many([record for record, _, _ in waiting]),
+                                            strict=True):  # (what the index lacks: a group of its own)
+            rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+        waiting.clear()
 
     def add(record: bytes, tag: int, rest: bytes) -> None:
-        loc = find(record)  # (what the index lacks: a group of its own)
-        rows.add(loc[0] if loc is not None else "", _RECORD_ROW.pack(record, loc[1] if loc else 0, tag, rest))
+        waiting.append((record, tag, rest))
+        if len(waiting) >= batch:
+            place()
 
     for key, entry in store.runtime.index.actions.items():  # (in key order; removed entries name no record)
         if entry.record is not None:
@@ -476,6 +491,7 @@ def _group_records(store: Store, rows: PackRows) -> _Grouped:
         head = _read_json(store, target) if target is not None else None  # (None: missing or damaged)
         if _add_nodes(store, head, number, add):
             added[number] = head
+    place()
     return _Grouped(entries, refs, added)
 
 

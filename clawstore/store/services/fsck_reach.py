@@ -26,6 +26,7 @@ from clawstore.values import jsontext
 if TYPE_CHECKING:
     from clawstore.store.core.index import Entries, Loc
     from clawstore.store.edges import PackEdges
+    from clawstore.store.services.fsck_keys import IndexKeys
     from clawstore.store.store import Store
 
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
@@ -78,7 +79,8 @@ class Reach:
     """Problems found so far, by record id, output id and object id (None: fine)."""
 
     def __init__(self, store: Store, corrupt: Mapping[str, str], known: PackFiles | None = None,
-                 find: Callable[[bytes], Loc | None] | None = None):
+                 find: Callable[[bytes], Loc | None] | None = None, keys: IndexKeys | None = None):
+        """`keys`: the index looked up in bulk by its keys (fsck's), for the ids of verified edges files."""
         self._store, self._corrupt, self._known = store, corrupt, known
         self.find = find or index_finder(store)
         self.records: dict[str, str | None] = {}
@@ -89,7 +91,7 @@ class Reach:
         self._damaged: set[bytes] | None = None  # digests of `corrupt`
         # (`corrupt` is complete once the packs are checked, before a Reach is made)
         damaged = {bytes.fromhex(bad[len(PREFIX):]) for bad in corrupt}
-        self.rows = RowCheck(known.file if known is not None else lambda _: None, self.find, damaged)
+        self.rows = RowCheck(known.file if known is not None else lambda _: None, self.find, damaged, keys)
 
     def object_problem(self, oid: str) -> str | None:
         if oid in self._objects:  # (an input document, an attachment: named by many records)

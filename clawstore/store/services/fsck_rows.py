@@ -18,6 +18,7 @@ from clawstore.store.core.edgefile import ID, NO_FACT
 if TYPE_CHECKING:
     from clawstore.store.core.index import Loc
     from clawstore.store.edges import PackEdges
+    from clawstore.store.services.fsck_keys import IndexKeys
 
 # A token's answer: not asked, there, not there; there and (as an output) whole or not: an output named by many
 # records (an input document, a shared artifact: 600,000 outputs name 260,000 objects at 10,000 x 5) is judged once
@@ -30,8 +31,9 @@ class RowCheck:
     object look-up; `damaged`: digests of objects found damaged."""
 
     def __init__(self, file: Callable[[str], PackEdges | None], find: Callable[[bytes], Loc | None],
-                 damaged: Collection[bytes]):
-        self._file, self._find, self._damaged = file, find, damaged
+                 damaged: Collection[bytes], keys: IndexKeys | None = None):
+        """`keys`: the index looked up in bulk: a file's ids all at once when the first of them is asked."""
+        self._file, self._find, self._damaged, self._keys = file, find, damaged, keys
 
     def record(self, pack: str, digest: bytes, offset: int) -> tuple[bytes, bool] | None:
         """(its key's digest, whether that key's input document is there) if the record at `offset` of `pack` and
@@ -71,7 +73,7 @@ class RowCheck:
             # In another pack, or a row the file does not cover (an action entry's blob has the id of its key's input
             # document, and the file names whichever row came last): its own pack's file says what it names.
             digest = edges.known[token * ID:token * ID + ID]
-            loc = self._find(digest)
+            loc: tuple[str, int] | None = self._located(edges, token) or self._find(digest)
             holder = self._file(loc[0]) if loc is not None else None
             found = holder.position(digest, loc[1]) if holder is not None and loc is not None else None
             if holder is None or found is None:
@@ -84,10 +86,36 @@ class RowCheck:
         """The object of this token is in the index and not damaged (each asked once while its file is held)."""
         answers = edges.answers
         if answers is None:
-            answers = edges.answers = bytearray(len(edges.known) // ID)
+            answers = edges.answers = self._answers(edges)
         state = answers[token]
         if state == _UNKNOWN:
             digest = edges.known[token * ID:token * ID + ID]
             state = _THERE if digest not in self._damaged and self._find(digest) is not None else _NOT
             answers[token] = state
         return state != _NOT
+
+    def _answers(self, edges: PackEdges) -> bytearray:
+        """A file's answers, each of its ids looked up at once by the index's keys when it has them (`located` kept
+        beside: where each is); those the keys leave unknown are asked one at a time."""
+        answers = bytearray(len(edges.known) // ID)
+        if self._keys is None or not answers:
+            return answers
+        from clawstore.store.core.lean_numpy import np  # (imported where fsck's keys are, numpy's ~40 ms paid there)
+        from clawstore.store.services.fsck_keys import ASKED
+
+        digests = np.frombuffer(edges.known, dtype="S32")
+        packs, offsets, _ = self._keys.locate(digests)
+        state = np.where(packs >= 0, _THERE, np.where(packs == ASKED, _UNKNOWN, _NOT)).astype(np.uint8)
+        if self._damaged:
+            state[np.isin(digests, np.array(list(self._damaged), dtype="S32")) & (packs != ASKED)] = _NOT
+        answers[:] = state.tobytes()
+        edges.located = (packs, offsets)
+        return answers
+
+    def _located(self, edges: PackEdges, token: int) -> tuple[str, int] | None:
+        """Where the index puts the id of this token, if `_answers` found it (None: ask `find`)."""
+        if edges.located is None or self._keys is None:
+            return None
+        packs, offsets = edges.located
+        pack = int(packs[token])
+        return (self._keys.packs[pack], int(offsets[token])) if pack >= 0 else None
