@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -185,33 +186,14 @@ def test_a_table_naming_an_object_twice_is_not_walked_by_arrays(
     """A table holding a row twice (a damaged table its checks pass: its rows are still in order) made the walk by
     arrays mark the second row, reached from its pack's file, while a look-up answers with the first: the record, kept,
     read as unreached, and its action entry doomed. Such an index is walked by rows: both walks keep the same."""
-    monkeypatch.setattr(index, "SMALL_ROWS", 16)
-    store = Store(tmp_path / "store")
-    store.set_ref("pins/records", _entries(store, 90))  # (a third of the records named from their own pack)
-    store.runtime.close_writer()
-    age_packs(store, 7200)
-    pinned = store.get_json(store.get_ref("pins/records"))["records"]
-    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
-    at, size = table._head.objects_at, 52
-    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    store, pinned, table, rows = _pinned_store(tmp_path, monkeypatch)
     wanted = {bytes.fromhex(record[len(PREFIX):]) for record in pinned}
     row = next(row for digest, row in rows[:-1] if digest in wanted and rows[row + 1][0] not in wanted)
-    outcomes = []
-    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
-        root = tmp_path / f"held{held}"
-        shutil.copytree(store.root, root)
-        path = root / "index" / f"{table.name}.idx"
-        data = bytearray(path.read_bytes())
-        start = at + row * size
+
+    def twice(data: bytearray, start: int, size: int) -> None:
         data[start + size:start + 2 * size] = data[start:start + size]  # (the row twice; the next one's object unnamed)
-        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
-        path.write_bytes(bytes(data))
-        monkeypatch.setattr(reach, "HELD", held)
-        report = collect(Store(root, create=False), grace_s=0)
-        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
-        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
-    assert outcomes[0] == outcomes[1]
-    assert outcomes[0]["actions_deleted"]
+
+    _same_both_ways(store, table, row, twice, pinned, tmp_path, monkeypatch)
 
 
 def _keys_cut_to_a_byte(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,25 +279,12 @@ def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_no
     second row, and the kept record's entry was doomed. Such an index is walked by rows: both keep the same. (The
     rows read 7 at a time: the second row the first of a read, after the id between.)"""
     monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
-    monkeypatch.setattr(index, "SMALL_ROWS", 16)
-    store = Store(tmp_path / "store")
-    store.set_ref("pins/records", _entries(store, 90))
-    store.runtime.close_writer()
-    age_packs(store, 7200)
-    pinned = store.get_json(store.get_ref("pins/records"))["records"]
-    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
-    at, size = table._head.objects_at, 52
-    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    store, pinned, table, rows = _pinned_store(tmp_path, monkeypatch)
     wanted = {bytes.fromhex(record[len(PREFIX):]) for record in pinned}
     row = next(row for digest, row in rows[:-2] if digest in wanted
                and rows[row + 1][0] not in wanted and rows[row + 2][0] not in wanted)
-    outcomes = []
-    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
-        root = tmp_path / f"held{held}"
-        shutil.copytree(store.root, root)
-        path = root / "index" / f"{table.name}.idx"
-        data = bytearray(path.read_bytes())
-        start = at + row * size
+
+    def shared_key_between(data: bytearray, start: int, size: int) -> None:
         twice = bytes(data[start:start + size])
         between = bytearray(data[start + size:start + 2 * size])  # (the next row's place, an id sharing 8 bytes)
         between[:32] = twice[:8] + bytes(b ^ 0xFF for b in twice[8:32])
@@ -323,14 +292,8 @@ def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_no
             between[8] = 0xFF
         data[start + size:start + 3 * size] = bytes(between) + twice
         assert rows_read != 7 or (row + 2) % 7 == 0  # (the second row begins a read)
-        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
-        path.write_bytes(bytes(data))
-        monkeypatch.setattr(reach, "HELD", held)
-        report = collect(Store(root, create=False), grace_s=0)
-        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
-        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
-    assert outcomes[0] == outcomes[1]
-    assert outcomes[0]["actions_deleted"]
+
+    _same_both_ways(store, table, row, shared_key_between, pinned, tmp_path, monkeypatch)
 
 
 def test_a_table_of_action_rows_alone_leaves_the_walk_by_arrays(
@@ -347,3 +310,39 @@ def test_a_table_of_action_rows_alone_leaves_the_walk_by_arrays(
     reached, _ = _reference_walk(store, roots)
     walk = _walk(store, roots, True)
     assert walk.marked == reached
+
+
+def _pinned_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str], Any, list]:
+    """A store whose records a third of are pinned (named from their own pack), its packs aged past the grace, and
+    its biggest index table with that table's (id, row) pairs."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    store = Store(tmp_path / "store")
+    store.set_ref("pins/records", _entries(store, 90))
+    store.runtime.close_writer()
+    age_packs(store, 7200)
+    pinned = store.get_json(store.get_ref("pins/records"))["records"]
+    table = max(store.runtime.index.snapshot().entries.tables, key=lambda table: table._head.n_objects)
+    rows = [(bytes(digest), row) for row, (digest, _) in enumerate(table.iter_objects())]
+    return store, pinned, table, rows
+
+
+def _same_both_ways(store: Store, table: Any, row: int, damage: Callable[[bytearray, int, int], None],
+                    pinned: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`damage` the table's rows from `row` on (its checksum made good again) in two copies of the store, then gc one
+    by arrays and one by rows: both keep every pinned record's entry and report the same."""
+    at, size = table._head.objects_at, 52
+    outcomes = []
+    for held in (reach.HELD, 0):  # (HELD 0: the walk by rows)
+        root = tmp_path / f"held{held}"
+        shutil.copytree(store.root, root)
+        path = root / "index" / f"{table.name}.idx"
+        data = bytearray(path.read_bytes())
+        damage(data, at + row * size, size)
+        data[-32:] = blake3.blake3(bytes(data[:-32])).digest()
+        path.write_bytes(bytes(data))
+        monkeypatch.setattr(reach, "HELD", held)
+        report = collect(Store(root, create=False), grace_s=0)
+        outcomes.append({name: value for name, value in report.to_json().items() if name != "seconds"})
+        assert not {record for _, record in report.actions} & set(pinned)  # (a kept record's entry kept)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["actions_deleted"]
