@@ -92,6 +92,9 @@ def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
 
     code, out, err = claw.build("--output", "json")
     assert len(standin.requests) > asked, out + err  # retried
+    assert run_row(claw)["error_code"] == "openclaw_timeout"
+    metrics = json.loads(out)["metrics"]  # the retry's own spend (refused throughout): not the first build's again
+    assert metrics["input_tokens"] is None and metrics["input_tokens_known"] == 0, metrics
 
 
 def test_a_kept_agent_timeout_is_no_runner_error_to_stop_on(
