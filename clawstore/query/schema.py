@@ -192,7 +192,8 @@ PHYSICAL: dict[str, list[Column]] = {
         *_token_columns(per_build=True),
         Column("cost_usd", "DOUBLE", "money spent by this build (executed nodes only; NULL: a part is unknown, or "
                "the build was killed)"),
-        Column("cost_known_usd", "DOUBLE", "the reported and priced part of cost_usd (NULL: the build was killed)"),
+        Column("cost_known_usd", "DOUBLE", "the known part of cost_usd: its reported and priced costs, and what its "
+               "unknown ones spent at least (NULL: the build was killed)"),
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),
         Column("cost_unknown", "INTEGER", "runs and judgements of cost_usd whose cost is unknown"),
         Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included "

@@ -92,6 +92,9 @@ def test_a_provider_that_went_down_after_answering_is_a_fault_retried(
 
     code, out, err = claw.build("--output", "json")
     assert len(standin.requests) > asked, out + err  # retried
+    assert run_row(claw)["error_code"] == "openclaw_timeout"
+    metrics = json.loads(out)["metrics"]  # the retry's own spend (refused throughout): not the first build's again
+    assert metrics["input_tokens"] is None and metrics["input_tokens_known"] == 0, metrics
 
 
 def test_a_kept_agent_timeout_is_no_runner_error_to_stop_on(
@@ -172,3 +175,25 @@ def test_a_timed_out_agent_without_prices_spent_unknown_tokens_at_least_the_tran
     assert code == 1 and "Traceback" not in err, out + err
     assert "cost spent ? USD (1 of 1 unknown)" in out and "; tokens in ≥" in out, out + err
     assert "tokens in ≥0 " not in out and " out ≥0;" not in out, out
+
+
+def test_a_transcript_counting_past_a_records_bounds_leaves_the_cost_unknown_and_the_run_recorded(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:  # noqa: F811
+    """The agent owns its transcript: rows each within a reply's bounds may sum past a record's (10**12 tokens). Its
+    known part is then left out (`?`, never a sum claw could not store), and the run is recorded, kept, not paid
+    again; with that sum in its metrics the record could not be written (metrics_problem)."""
+    from clawstore.values.bounds import MAX_RECORD_TOKENS, MAX_REPLY_TOKENS
+
+    looping_agent(oc, docker)
+    oc.edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=PRICES))
+    row = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "toolUse",
+                                          "usage": {"input": MAX_REPLY_TOKENS, "output": 1}}}
+    lines = "\n".join(json.dumps(row) for _ in range(MAX_RECORD_TOKENS // MAX_REPLY_TOKENS + 1))
+    docker.script(turns=[{"write": {"../state/agents/a/sessions/forged.jsonl": lines}, "ask_provider": 0.2}])
+    code, out, err = claw.build("--output", "json")
+    assert code == 1 and "Traceback" not in err, out + err
+    assert run_row(claw) == {"status": "timed_out", "error_code": "openclaw_agent_timeout", "cacheable": True}
+    metrics = json.loads(out)["metrics"]
+    assert (metrics["cost_usd"], metrics["cost_known_usd"], metrics["cost_unknown"]) == (None, 0.0, 1), metrics
+    code, out, err = claw.build("--output", "json")
+    assert rows(out)[("m1", "oc_a")]["run"] == "reuse", out + err

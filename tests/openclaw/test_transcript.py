@@ -170,8 +170,13 @@ def test_the_answered_rows_usage_is_summed_a_count_the_agent_could_have_forged_i
             _with_usage({"input": 7, "output": 3}, stop="error"),  # no answer came: not a request answered
             ANSWERED,  # answered, its usage not written: a request, no tokens
             _with_usage({"input": True, "output": 2.5, "cacheRead": -4, "cacheWrite": MAX_REPLY_TOKENS + 1}),
-            _with_usage({"input": "9", "output": 1})]
+            _with_usage({"input": "9", "output": 1}),
+            _with_usage({"input": 50, "output": 50}, stop="aborted"),  # cut off by the timeout: passed over
+            {"type": "message", "message": {**_with_usage({"input": 60, "output": 60})["message"],
+                                            "provider": "openclaw"}},  # OpenClaw's own notice: passed over
+            {"type": "custom", "message": _with_usage({"input": 70, "output": 70})["message"]},  # no message entry
+            ANSWERED]
     root = tmp_path / "db"
     found, why = database_answers(_database(root, *rows, packed=True), root)
-    assert why is None and found.requests == 4
+    assert why is None and found.requests == 5 and found.last_answered
     assert found.tokens == {"input": 10, "output": 3, "cacheRead": 5, "cacheWrite": 1}

@@ -83,6 +83,9 @@ CLAW_WRITES: list[tuple[str, dict[str, Any]]] = [
                    metrics={"cost_usd": None, "cost_source": "unknown", "input_tokens": 10**12},
                    error={"code": "provider_error", "message": "HTTP 503"}, outputs=None,
                    summary={"error_code": "ignored", "repetition": 2**31})),
+    ("run", record("run", key="blake3:run4", status="timed_out",  # unknown, with a known part (an OpenClaw timeout)
+                   metrics={"cost_usd": None, "cost_source": "unknown", "cost_known_usd": 0.00113,
+                            "input_tokens_known": 300, "output_tokens_known": 20})),
     ("run", record("run", key="blake3:run3",  # a key the record's address holds as null wins over its summary's
                    address={"model_id": "m", "case_id": "c", "repetition": None, "judge_repetition": None},
                    summary={"repetition": 3, "judge_repetition": 4, "run_key": RUN_KEY})),
@@ -121,7 +124,10 @@ def test_duckdb_writes_the_cells_rows_py_writes(
                                                             "run_profile_id": "r", "evaluation_profile_id": "e"}}
     expected = by_rows_py(store, log, nodes, tmp_path / "rows_py")
     assert by_duckdb(store, log, nodes, tmp_path / "duckdb") == expected
-    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [3, 2, 2, 2, 11]
+    assert [len(expected[t]) - 1 for t in ("runs", "checks", "judgements", "results", "nodes")] == [4, 2, 2, 2, 12]
+    runs = [dict(zip(expected["runs"][0], row, strict=True)) for row in expected["runs"][1:]]
+    assert [(r["cost_usd"], r["cost_known_usd"]) for r in runs] == [  # the known part: of an unknown cost only
+        ("0.1", "0.1"), (None, "0.0"), (None, "0.00113"), ("0.1", "0.1")], runs
 
 
 ODD: dict[str, bytes] = {  # records rows.py reads otherwise than SQL would: left to it
