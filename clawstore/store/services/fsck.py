@@ -244,7 +244,10 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 continue  # (its entries are matched against nothing below)
             if scan.torn_at is not None and not scan.sealed and not writer_alive(path):
                 report.torn_packs += 1  # (a live writer's tail is not indexed yet)
-            damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted, digest)
+            try:
+                damaged = _verify_pack(store, report, pack, path, scan, found, progress, counted, digest)
+            except FileNotFoundError:
+                continue  # (a gc deleted it since its scan: as one gone before it)
             holding = holding or len(scan.blobs) > len(damaged)
             _match(pack, _rows_of(scan.blobs), damaged, rows.take(pack), segments, unmatched)
         for pack in sorted(rows.packs()):  # packs gone, or never there
