@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,6 +34,7 @@ class Relay:
         self.on_reply: Callable[[dict[str, Any]], None] | None = None  # after a chat reply has left
         self.tool_choice: Any = None  # sent instead of claw's to the server, on every request with tools
         self._lock = threading.Lock()
+        self._open = 0  # requests taken and not yet answered (a killed claw's may still be at the server)
         self._http = httpx.Client(timeout=120)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -45,6 +47,14 @@ class Relay:
         """The chat-completion exchanges so far, in the order they were answered."""
         with self._lock:
             return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+
+    def settle(self, timeout_s: float = 120) -> None:
+        """Wait until every request taken has been answered and recorded: a killed claw's last request may still be
+        at the server, and recorded after a later count began."""
+        deadline = time.monotonic() + timeout_s
+        while self._open and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not self._open, f"{self._open} request(s) still at the server after {timeout_s:g}s"
 
     def __enter__(self) -> Relay:
         self._thread.start()
@@ -65,6 +75,15 @@ class Relay:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                with relay._lock:
+                    relay._open += 1
+                try:
+                    self._relay()
+                finally:
+                    with relay._lock:
+                        relay._open -= 1
+
+            def _relay(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.removeprefix("/v1")
                 fault = relay._fault(self.path)

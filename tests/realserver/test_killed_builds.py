@@ -64,6 +64,7 @@ def killed_build(claw: Claw, relay: Relay, until: Callable[[], bool], after_s: f
         build_process.send_signal(signal.SIGKILL)
         build_process.wait()
     relay.release.set()  # (a held answer has nobody left to go to)
+    relay.settle()  # (the killed build's last request, still at the server, recorded before the rebuild counts)
 
 
 def kill_when_answered(relay: Relay, answers: int) -> Callable[[], bool]:
