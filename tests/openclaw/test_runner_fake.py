@@ -10,7 +10,7 @@ import pytest
 
 from clawstore.runners.openclaw import agent_workspace_tree, run_openclaw
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV, config_bytes, render_config
-from clawstore.runners.openclaw.transcript import jsonl_answered as last_request_answered
+from clawstore.runners.openclaw.transcript import jsonl_answers
 from clawstore.store import Store
 from clawstore.store.core.ids import oid_of
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent, payload
@@ -297,7 +297,7 @@ TRANSCRIPTS = {  # a session transcript at the timeout -> was the model answerin
 @pytest.mark.parametrize("name", TRANSCRIPTS)
 def test_a_transcript_says_whether_the_model_was_answering_at_its_end(name):
     lines, answering = TRANSCRIPTS[name]
-    assert last_request_answered("".join(line + "\n" for line in lines)) is answering
+    assert jsonl_answers("".join(line + "\n" for line in lines)).last_answered is answering
 
 
 @pytest.mark.parametrize("name", ["answered, then cut off at the timeout", "answered, then refused",

@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from clawstore.runners.openclaw.transcript import database_answered, jsonl_answered
+from clawstore.runners.openclaw.transcript import database_answers, jsonl_answers
+
+
+def jsonl_answered(text: str) -> bool:
+    return jsonl_answers(text).last_answered
+
+
+def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
+    found, why = database_answers(database, root)
+    return found.last_answered, why
 
 ANSWERED = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "toolUse"}}
 FAILED = {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "error",

@@ -52,7 +52,7 @@ USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite")  # an answered mes
 
 @dataclass
 class Answers:
-    """What a transcript says of the model's requests: was the last one answered (last_request_answered), how many
+    """What a transcript says of the model's requests: was the last one answered (`last_answered`), how many
     were, and the tokens their messages count (OpenClaw's `usage`; a message that counts none adds nothing): what a
     run cut off by its timeout spent at least."""
 
@@ -77,14 +77,10 @@ class Answers:
         return self
 
 
-def last_request_answered(entries: Iterable[str]) -> bool:
-    """Was the last model request these transcript entries record (in order) answered? Passed over: an entry not
-    JSON (a line cut off by the container's removal), not an assistant message, cut off by the timeout, OpenClaw's."""
-    return answers(entries).last_answered
-
-
 def answers(entries: Iterable[str]) -> Answers:
-    """What these transcript entries (in order) say of the model's requests (Answers)."""
+    """What these transcript entries (in order) say of the model's requests (Answers: was the last one answered, what
+    the answered ones counted). Passed over: an entry not JSON (a line cut off by the container's removal), not an
+    assistant message, cut off by the timeout, OpenClaw's own."""
     found = Answers()
     for entry in entries:
         if '"assistant"' not in entry:
@@ -102,12 +98,8 @@ def answers(entries: Iterable[str]) -> Answers:
     return found
 
 
-def jsonl_answered(text: str) -> bool:
-    """A JSONL transcript (one entry a line)."""
-    return jsonl_answers(text).last_answered
-
-
 def jsonl_answers(text: str) -> Answers:
+    """A JSONL transcript (one entry a line)."""
     return answers(text.splitlines())
 
 
@@ -126,14 +118,9 @@ def unsafe(path: Path, root: Path, max_bytes: int | None = None) -> str | None:
     return None
 
 
-def database_answered(database: Path, root: Path) -> tuple[bool, str | None]:
-    """(answered?, why it was not read) of one agent database under `root`, read from a private copy."""
-    found, why = database_answers(database, root)
-    return found.last_answered, why
-
-
 def database_answers(database: Path, root: Path) -> tuple[Answers, str | None]:
-    """(what it says of the model's requests, why it was not read) of one agent database under `root`."""
+    """(what it says of the model's requests, why it was not read) of one agent database under `root`, read from a
+    private copy."""
     wal = database.with_name(database.name + _WAL)
     why = unsafe(database, root) or (unsafe(wal, root) if wal.exists() or wal.is_symlink() else None)
     if why is not None:
