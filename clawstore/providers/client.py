@@ -29,7 +29,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import SENT_UNANSWERED, Usage
-from clawstore.providers.wire import Wire
+from clawstore.providers.wire import RequestHead, Wire
 from clawstore.values import jsontext
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class ProviderClient:
         self._urls: dict[str, httpx.URL] = {}
         self._timeouts: dict[float, tuple[httpx.Timeout, dict[str, Any]]] = {}
         self._heads: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}  # see _request
-        self._wire_heads: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[tuple[bytes, bytes]], int]] = {}
+        self._wire_heads: dict[tuple[str, tuple[tuple[str, str], ...]], RequestHead] = {}
         self._shared = _Client(limits=self._limits, transport=transport, follow_redirects=False) \
             if transport is not None else None
 
@@ -373,7 +373,7 @@ class ProviderClient:
                 status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
                 chunks, finish = streamed.iter_bytes(), streamed.close  # (decompressed, if it was compressed)
             else:
-                status, reason, raw = wire.send(url, self._wire_head(http, url, headers, payload), payload, limit[0])
+                status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0])
                 reply_headers = httpx.Headers(raw)
                 chunks, finish = decoded(wire.body(limit[0].read), reply_headers), wire.done
             try:
@@ -406,19 +406,16 @@ class ProviderClient:
         reply = _Reply(status, reply_headers, str(url), reason, reply_text(body, encoding))
         return _interpret(reply, api_key)
 
-    def _wire_head(self, http: httpx.Client, url: httpx.URL, headers: dict[str, str],
-                   payload: bytes) -> list[tuple[bytes, bytes]]:
-        """The headers httpx sends with this request, in its order (Host, the client's, ours, Content-Length):
-        made by httpx once per URL and header set, the length put in per request."""
+    def _wire_head(self, http: httpx.Client, url: httpx.URL, headers: dict[str, str]) -> RequestHead:
+        """The headers httpx sends with a request, in its order (Host, the client's, ours, Content-Length): made by
+        httpx once per URL and header set, the length put in per request (providers/wire.py)."""
         shape = (str(url), tuple(headers.items()))
         made = self._wire_heads.get(shape)
         if made is None:
             raw = self._request(http, url, b"-", headers, {}).headers.raw
             where = next(i for i, (name, _) in enumerate(raw) if name.lower() == b"content-length")
-            made = self._wire_heads[shape] = (raw, where)
-        head = list(made[0])
-        head[made[1]] = (head[made[1]][0], b"%d" % len(payload))
-        return head
+            made = self._wire_heads[shape] = RequestHead(url.raw_path, raw, where)
+        return made
 
 
 # A request that failed before a byte of it left (no connection made): it cost nothing, whatever the prices (its usage
