@@ -107,12 +107,12 @@ class RequestHead:
 
 
 class _Plain:
-    """A reply read without h11: what is left of its body, and every chunk read (to replay into h11)."""
+    """A reply read without h11: the chunks its head came in (to replay into h11), what is left of its body."""
 
     def __init__(self, sent: tuple[RequestHead, bytes], chunks: list[bytes], first: bytes, left: int,
                  keep: bool) -> None:
         self.sent = sent  # the request's head and payload (for h11 to have sent them too)
-        self.chunks = chunks
+        self.chunks = chunks  # the reads up to the end of the head (with `first`)
         self.first = first  # body bytes read with the head
         self.left = left  # body bytes not read yet
         self.keep = keep  # the connection may carry another request once this reply is read whole
@@ -265,10 +265,12 @@ class Wire:
             yield plain.first
         while plain.left > 0:
             data = self._read(read_timeout)
-            plain.chunks.append(data)
             if not data or len(data) > plain.left:  # ended early, or more than the reply: h11 reads it all
                 self._plain = None
-                self._to_h11(*plain.sent, plain.chunks)
+                # The body's bytes given out already stand in as zeros (a length is all h11 counts of them): the
+                # reply is not held twice.
+                read = [bytes(given - len(plain.first))] if given > len(plain.first) else []
+                self._to_h11(*plain.sent, [*plain.chunks, *read, data])
                 self._event(read_timeout)  # (the reply's head, read above)
                 yield from self._h11_body(read_timeout, given)
                 return

@@ -183,6 +183,15 @@ def test_a_plain_reply_is_read_without_h11_and_its_connection_kept(monkeypatch: 
                      ((200, "", [(b"Content-Length", b"2")], b"{}"), True)]
 
 
+def test_a_body_read_without_h11_is_not_held_beside_the_reply() -> None:
+    wire, _ = _wire([b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", *[b"0123456789"] * 10], h11_only=False)
+    wire.send(URL, RequestHead(URL.raw_path, list(ITEMS), len(ITEMS) - 1), b"{}", TIMEOUT)
+    for _ in wire.body(5.0):
+        assert wire._plain is not None and wire._plain.chunks == [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"]
+    wire.done()
+    assert wire._sock is not None  # (read whole: kept for the next request)
+
+
 @pytest.mark.parametrize("length", [0, 1, 9, 10, 99, 100, 65_537])
 def test_a_request_goes_out_as_the_bytes_h11_writes(length: int) -> None:
     payload = bytes(random.Random(length).getrandbits(8) for _ in range(length))
