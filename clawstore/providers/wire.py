@@ -13,9 +13,10 @@ the CPU a request by a quarter to a third (bench/floor_bench.py): httpx's and ht
 h11 itself then cost ~50 us of Python a request alone (~100 in a build): a request's head is made by h11 once per
 header set (`RequestHead`), and a reply in the common shape (HTTP/1.1, a status >= 200 but 204 and 304, headers as
 h11's own patterns read them, one Content-Length, no Transfer-Encoding) is read by one pattern over its head. Any
-other reply, or one that ends early or sends more than its length, is handed to h11 as received (every chunk read so
-far replayed into a connection that sent the same request): h11 reads it and fails it as before, and the
-connection stays with h11 until it is closed (docs/scale/building.md, "Session 62: the workers").
+other reply, or one that ends early or sends more than its length, is handed to h11 as received (the reads so far
+replayed into a connection that sent the same request, body bytes already given out as zeros of their length): h11
+reads it and fails it as before, and the connection stays with h11 until it is closed (docs/scale/building.md,
+"Session 62: the workers").
 """
 
 from __future__ import annotations
