@@ -28,7 +28,19 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
     return params
 
 
-@click.command("query")
+class _SqlMayOpenWithAComment(click.Command):
+    """SQL that opens with a `-- comment` is the SQL, not an unknown option (no option name holds a space)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        sql = [i for i, arg in enumerate(args) if arg[:2] == "--" and arg[2:3].isspace()
+               and (i == 0 or args[i - 1] not in valued)]
+        if sql and "--" not in args:
+            args = [a for i, a in enumerate(args) if i not in sql] + ["--"] + [args[i] for i in sql]
+        return super().parse_args(ctx, args)
+
+
+@click.command("query", cls=_SqlMayOpenWithAComment)
 @click.argument("sql_or_name", required=False)
 # (`--output`: the name report, compare and build give their format; it suggested `--out`, a file, instead)
 @click.option("--format", "--output", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]),

@@ -52,6 +52,16 @@ def test_count_of_runs_matches_run_nodes_in_a_real_process(store: Store) -> None
     assert json.loads(proc.stdout) == [{"n": 9}]
 
 
+def test_sql_opening_with_a_comment_is_the_sql_not_an_option(store: Store) -> None:
+    """docs/query.md's interval example opens with `-- 95 % interval …`: pasted, it was "No such option", exit 2."""
+    sql = "-- runs per model\nselect count(*) as n from runs"
+    proc = claw("query", sql, "--store", str(store.root), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [{"n": 9}]
+    proc = claw("query", "--format", "csv", "--store", str(store.root), "-- a comment\nselect 1 as one")
+    assert (proc.returncode, proc.stdout.split()) == (0, ["one", "1"]), proc.stderr
+
+
 def test_bad_sql_is_one_line_and_exit_2(store: Store) -> None:
     proc = claw("query", "selec * from runs", "--store", str(store.root))
     assert proc.returncode == 2
