@@ -630,3 +630,11 @@ def test_a_batch_to_the_server_openrouter_base_url_names_needs_no_key(scored: Wo
     code, report = build(claw)
     assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}, report
     assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
+
+
+def test_runs_pending_in_a_batch_are_not_called_judgements(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """Runs without tools go by batch too: the build's last line said `pending: 4 judgement(s)` of 4 runs."""
+    standin.batch_settings(delay=60)
+    code, out, err = claw.build("--batch")
+    assert code == 0, err
+    assert "pending: 4 request(s) in provider batches" in out and "judgement" not in out, out
