@@ -98,8 +98,18 @@ def test_a_retried_faults_attempts_each_count_their_known_spend_in_the_build_tha
     store = Store(Path(os.environ["CLAW_STORE"]))
     [detail] = view_data.run_details(store, view_data.collect(store, ["main__rp__none"]))
     assert (detail["run_cost_usd"], detail["run_cost_known_usd"]) == (None, pytest.approx(second)), detail
+    [tokens] = query(claw, "select input_tokens, output_tokens, input_tokens_known, output_tokens_known from runs")
+    assert (tokens["input_tokens"], tokens["output_tokens"]) == (None, None), tokens  # never read as whole
+    known_in, known_out = tokens["input_tokens_known"], tokens["output_tokens_known"]
+    assert known_in > 0 and known_out > 0, tokens
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")
     assert code == 0 and f"≥{second:.5f}" in out, out + err
+    [line] = [line for line in out.splitlines() if line.startswith("m1 ") and "oc_a" in line]
+    assert f" ≥{known_in} " in line and f" ≥{known_out} " in line, out  # TOKENS_IN, TOKENS_OUT (before: ? and ?)
+    code, out, err = claw("report", "--suite", "main", "--run-profile", "rp", "--output", "json", "--no-chart")
+    assert code == 0, out + err
+    [row] = json.loads(out)["rows"]
+    assert (row["input_tokens"], row["known_input_tokens"], row["known_output_tokens"]) == (None, known_in, known_out)
 
 
 def test_a_crashed_run_without_prices_shows_its_tokens_known_part_and_its_cost_unknown(
