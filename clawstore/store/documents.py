@@ -76,7 +76,7 @@ class Metrics:
     cost_usd: float | None = None
     latency_s: float | None = None
     cost_source: str | None = None
-    # What a node whose cost is unknown spent at least (an OpenClaw agent its timeout ended: the requests its transcript
+    # What a node whose cost is unknown spent at least (an OpenClaw run left unfinished: the requests its transcript
     # shows answered), absent otherwise: its cost's known part (values/costs.py CostSum), its tokens' (`≥`).
     cost_known_usd: float | None = None
     input_tokens_known: int | None = None

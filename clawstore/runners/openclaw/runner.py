@@ -167,7 +167,7 @@ class _Run:
         self.validated = False
         self.checked_out = False  # the template is in the workspace: from here a missing workspace is the agent's doing
         self.file_answers = transcript.Answers()  # what JSONL session transcripts say of the model's requests
-        self.answers = transcript.Answers()  # what the transcript says of a run its timeout ended (model_answers)
+        self.answers = transcript.Answers()  # what the transcript says of a run left unfinished (model_answers)
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
