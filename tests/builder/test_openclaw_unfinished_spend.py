@@ -93,8 +93,6 @@ def test_a_retried_faults_attempts_each_count_their_known_spend_in_the_build_tha
     history = query(claw, "select action, cost_usd, cost_known_usd from run_history order by build_started_at")
     assert [(h["action"], h["cost_usd"]) for h in history] == [("fail", None), ("fail", None)], history
     assert [h["cost_known_usd"] for h in history] == pytest.approx([first, second]), history
-    [by_model] = query(claw, "cost_by_model")
-    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(second, 5)), by_model
     store = Store(Path(os.environ["CLAW_STORE"]))
     [detail] = view_data.run_details(store, view_data.collect(store, ["main__rp__none"]))
     assert (detail["run_cost_usd"], detail["run_cost_known_usd"]) == (None, pytest.approx(second)), detail
@@ -102,6 +100,10 @@ def test_a_retried_faults_attempts_each_count_their_known_spend_in_the_build_tha
     assert (tokens["input_tokens"], tokens["output_tokens"]) == (None, None), tokens  # never read as whole
     known_in, known_out = tokens["input_tokens_known"], tokens["output_tokens_known"]
     assert known_in > 0 and known_out > 0, tokens
+    [by_model] = query(claw, "cost_by_model")
+    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(second, 5)), by_model
+    assert (by_model["input_tokens"], by_model["input_tokens_known"], by_model["output_tokens_known"]) == (
+        None, known_in, known_out), by_model
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")
     assert code == 0 and f"≥{second:.5f}" in out, out + err
     [line] = [line for line in out.splitlines() if line.startswith("m1 ") and "oc_a" in line]
