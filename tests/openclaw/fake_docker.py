@@ -14,12 +14,14 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
                       "echo_env": false, "write_env_to": "file-in-workspace",
                       "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
-                      "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds}],
+                      "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds,
+                      "asks": n, "sql": {"path under the mount": ["statement", ...]}}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
 SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message with its `usage` as OpenClaw
-writes it, or one with `stopReason: "error"` when no answer came.
+writes it, or one with `stopReason: "error"` when no answer came. With "asks", it stops after that many requests and
+the turn goes on as the rest of its spec says (a crash: "rc" with no "payload"; a "flood").
 """
 
 from __future__ import annotations
@@ -113,7 +115,8 @@ def next_turn() -> int:
         return index
 
 
-def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env: dict) -> None:
+def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env: dict,
+                               asks: int | None = None) -> None:
     config = json.loads((root / "openclaw.json").read_text())
     provider = next(iter(config["models"]["providers"].values()))
     key = env.get(provider["apiKey"][2:-1], "") if provider["apiKey"].startswith("${") else provider["apiKey"]
@@ -121,7 +124,9 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
     transcript = Transcript(root / "state" / "agents" / agent / "agent" / "openclaw-agent.sqlite", session)
     body = json.dumps({"model": provider["models"][0]["id"],
                        "messages": [{"role": "user", "content": argv[argv.index("--message") + 1]}]}).encode()
-    while True:
+    asked = 0
+    while asks is None or asked < asks:
+        asked += 1
         request = urllib.request.Request(provider["baseUrl"] + "/chat/completions", data=body, headers={
             "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
         try:
@@ -184,6 +189,13 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
         target.write_text(text)
     for rel in spec.get("remove") or []:  # an agent that deletes what is there (its whole workspace, say)
         shutil.rmtree(workspace.parent / rel, ignore_errors=True)
+    for rel, statements in (spec.get("sql") or {}).items():  # a database the agent writes as it likes
+        import sqlite3
+
+        (workspace.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(workspace.parent / rel) as db:
+            for statement in statements:
+                db.execute(statement)
     # A hostile agent: whatever was at a path under the mount becomes a link ("link") or a file ("file").
     for kind in ("link", "file"):
         for rel, value in (spec.get(kind) or {}).items():
@@ -198,7 +210,7 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
             else:
                 place.write_text(value)
     if spec.get("ask_provider") is not None:
-        ask_provider_until_stopped(float(spec["ask_provider"]), workspace.parent, argv or [], env)
+        ask_provider_until_stopped(float(spec["ask_provider"]), workspace.parent, argv or [], env, spec.get("asks"))
     if spec.get("flood"):  # print to this stream until killed
         stream = getattr(sys, spec["flood"]).buffer
         chunk = b"x" * 65536
