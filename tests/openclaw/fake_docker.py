@@ -15,8 +15,11 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "echo_env": false, "write_env_to": "file-in-workspace",
                       "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
                       "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds,
-                      "asks": n, "sql": {"path under the mount": ["statement", ...]}}],
+                      "asks": n, "sql": {"path under the mount": ["statement", ...]},
+                      "engine_refuses": false}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
+A container made writes `--cidfile` (as the engine does once it has made one); "engine_refuses" refuses that turn's
+(exit 125, no cidfile), where "rc": 125 is a container that ran and exited 125 itself.
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
 SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message with its `usage` as OpenClaw
@@ -75,7 +78,7 @@ def image_inspect(args: list[str]) -> int:
 def parse_run(args: list[str]) -> tuple[dict, list[str]]:
     flags: dict = {"labels": []}
     takes_value = {"--name", "--label", "--pull", "--network", "--user", "-v", "-w", "--env-file", "--memory",
-                   "--pids-limit", "--cpus"}
+                   "--pids-limit", "--cpus", "--cidfile"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -248,6 +251,16 @@ def run(args: list[str]) -> int:
     if image not in scen.get("images", {}):
         sys.stderr.write(f"docker: Error response from daemon: No such image: {image}.\n")
         return 125
+    turn = None
+    if argv[:2] == ["openclaw", "agent"]:
+        turns = scen.get("turns") or [{}]
+        index = next_turn()
+        turn = (index, turns[min(index, len(turns) - 1)])
+        if turn[1].get("engine_refuses"):  # the engine refuses this turn's container: never made, no --cidfile
+            sys.stderr.write("docker: Error response from daemon: OCI runtime create failed\n")
+            return 125
+    if flags.get("cidfile"):  # the engine writes it once it has made the container (docker, podman)
+        Path(flags["cidfile"]).write_text("fake" + flags["name"])
     name = flags["name"]
     marker = containers() / f"{name}.json"
     partial = marker.with_suffix(".partial")  # written whole, then named: a reader never sees half of it
@@ -257,10 +270,8 @@ def run(args: list[str]) -> int:
         workspace = Path(host_dir) / "workspace"
         if argv[:3] == ["openclaw", "config", "validate"]:
             return play(scen.get("validate", {"stdout": '{"valid":true}'}), workspace, env_info["env"])
-        if argv[:2] == ["openclaw", "agent"]:
-            turns = scen.get("turns") or [{}]
-            index = next_turn()
-            spec = turns[min(index, len(turns) - 1)]
+        if turn is not None:
+            index, spec = turn
             record({"cmd": "agent", "turn": index, "argv": argv,
                     "workspace_files": sorted(p.relative_to(workspace).as_posix()
                                               for p in workspace.rglob("*") if p.is_file())})

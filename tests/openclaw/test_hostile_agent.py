@@ -343,3 +343,19 @@ def test_a_crashed_runs_hostile_transcript_database_is_refused_as_a_timed_out_on
     assert skipped[0]["reason"] == "reached through a link" or "transcript_events" in skipped[0]["reason"], skipped
     usage = outcome.artifact["usage"]
     assert "answered_requests" not in usage and usage["cost_usd"] is None and usage["usage_rejected"], usage
+
+
+def test_a_container_that_ran_and_exited_125_is_no_engine_refusal_its_spend_unknown(make_spec, fake_docker, store,
+                                                                                   tmp_path):
+    """`docker run` exits 125 when the engine refuses the container, and when the container's own process exits 125:
+    a turn whose container ran, had its model answer, then exited 125 was taken for one the engine never started,
+    its cost a known 0 (`priced`, 0 tokens) however much it spent. The engine writes --cidfile once it has made the
+    container: made, it may have run. Still a fault, retried (its error unchanged)."""
+    fake_docker.script(turns=[{"sql": {_DATABASE: [_TABLE, _ANSWERED_ROW]}, "rc": 125, "stderr": "exited 125\n"}])
+    spec = make_spec(model_extras={"pricing": {"input": 3.0, "output": 15.0}})
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.artifact["error"]["code"] == "openclaw_engine_unavailable", outcome.artifact["error"]
+    usage = outcome.artifact["usage"]
+    assert (usage["cost_usd"], usage["cost_source"]) == (None, "unknown"), usage  # (on main: 0.0, priced)
+    assert (usage["answered_requests"], usage["input_tokens_known"], usage["output_tokens_known"]) == (1, 40, 4)
+    assert usage["cost_known_usd"] == pytest.approx((40 * 3.0 + 4 * 15.0) / 1e6), usage
