@@ -191,3 +191,23 @@ def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_sp
         report = stop_orphans(store)
     assert report.stopped == [f"{names[0]} (build {KILLED_BUILD})"] and report.unanswered == []
     assert engine.our_containers() == [] and list((store.root / "containers").iterdir()) == []
+
+
+def test_an_exit_125_is_the_engines_refusal_only_when_it_made_no_container(docker_engine: DockerEngine,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
+    """`docker run` exits 125 when the engine refuses, and when the container's own process does: the engine writes
+    --cidfile once it has made the container (and --rm leaves it), so one that ran is told from one never made."""
+    from clawstore.runners.openclaw.container import ContainerRunner, EngineSettings
+
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
+    settings = EngineSettings.from_env("docker")
+    root = tmp_path / "run"
+    root.mkdir()
+    ran = ContainerRunner(settings, docker_engine.image, root, {}, "ran125").run("turn1", ["sh", "-c", "exit 125"],
+                                                                                   60.0)
+    assert (ran.returncode, ran.started, ran.engine_error is not None) == (125, True, True), ran
+    refused = ContainerRunner(settings, "example.test/absent:1", root, {}, "refused125").run("turn1", ["true"], 60.0)
+    assert (refused.returncode, refused.started) == (125, False), refused
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # (no cidfile directory left behind)
+    assert docker_engine.our_containers() == []

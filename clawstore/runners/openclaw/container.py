@@ -287,7 +287,7 @@ class ContainerRunner:
             return inv
         # (Out of the mounted root: the engine writes the container's id there once it has made it. An engine whose
         # --rm removes it with the container leaves an exit 125 read as a refusal, as before.)
-        made = Path(tempfile.mkdtemp(prefix="claw-oc-cid-")) / "cid"
+        made = Path(tempfile.mkdtemp(prefix="claw-oc-cid-", dir=self.root.parent)) / "cid"  # (in the scratch)
         try:
             try:
                 proc = subprocess.Popen(self.command(name, argv, f"/dev/fd/{env_fd}", str(made)),
