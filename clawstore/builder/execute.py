@@ -12,7 +12,6 @@ from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.legacy_keys import record_under_key_now
 from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
-from clawstore.builder.together import Together
 from clawstore.builder.unstored import (
     NotStarted,
     Stored,
@@ -174,16 +173,8 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
                          lanes=session.lanes, lane_of=lane_of, on_idle=progress.idle)
 
     if here:
-        # (a record stored here stands on its batch's write; an adopted one, or a stopped run, does not)
-        together = Together(store, on_done, needs_write=lambda value: isinstance(value, tuple))
-        try:
-            never_started = skipped + run_here(
-                nodes, together.work(claimed_work), together.on_done,
-                lambda aside: aside if together.stopped else scheduled(aside),
-                on_interrupt=progress.interrupt, on_idle=together.idle(progress.idle))
-        except BaseException as exc:
-            together.abandon(exc)
-            raise
+        never_started = skipped + run_here(nodes, claimed_work, on_done, scheduled, on_interrupt=progress.interrupt,
+                                           on_idle=progress.idle)
     else:
         never_started = skipped + scheduled(nodes)
     never_started += stopped

@@ -79,33 +79,6 @@ class Batch(Pending):
     queued_bytes: int = 0
     present: set[bytes] = field(default_factory=set)
 
-    def mark(self) -> BatchMark:
-        """Where the batch is now: `undo` takes it back here (a nested batch that raised)."""
-        return BatchMark(dict(self.actions), len(self.callbacks), len(self.objects), self.queued, len(self.queued))
-
-    def undo(self, mark: BatchMark) -> None:
-        """Drop what was put and entered since `mark`: its entries and callbacks, its objects (those already written to
-        the pack stay there unnamed, as a failed batch's do)."""
-        self.actions = mark.actions
-        del self.callbacks[mark.callbacks:]
-        if self.queued is mark.queued:  # not written since: the objects queued after the mark go
-            for digest in list(self.queued)[mark.queued_len:]:
-                del self.queued[digest]
-        else:  # written since: what was queued at the mark is named after the objects before it, the rest goes
-            for digest in list(self.objects)[mark.objects + mark.queued_len:]:
-                del self.objects[digest]
-            self.queued = {}
-        self.queued_bytes = sum(len(part) for frame, _ in self.queued.values() for part in frame)
-
-
-@dataclass(frozen=True)
-class BatchMark:
-    actions: dict[bytes, tuple[bytes | None, int]]
-    callbacks: int
-    objects: int
-    queued: dict[bytes, tuple[list[bytes | memoryview], list[bytes] | None]]
-    queued_len: int
-
 
 def write_entries(runtime: CommitTarget, pending: Pending) -> None:
     """Append `pending`'s action entries not yet in a pack to this process's pack (no fsync): from here

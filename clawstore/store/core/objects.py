@@ -132,8 +132,7 @@ class ObjectStore:
     def batch(self) -> Iterator[None]:
         """Puts and action-cache entries inside share one durability barrier; visible at the end.
 
-        Nested batches join the outer one. If the block raises, what it wrote is never indexed (a nested one's
-        puts and entries are taken out of the outer one: builder/together.py runs several nodes in one batch).
+        Nested batches join the outer one. If the block raises, what it wrote is never indexed.
         Batches are per thread: other threads see the objects only once the batch commits. Inside
         `group_commit()`, the end of a batch hands it to the process's group (see batch.py).
         """
@@ -141,7 +140,6 @@ class ObjectStore:
         current = runtime.batch()
         if current is None:
             current = runtime.local.batch = Batch()
-        mark = current.mark() if current.depth else None
         current.depth += 1
         try:
             yield
@@ -149,8 +147,6 @@ class ObjectStore:
             current.depth -= 1
             if current.depth == 0:
                 runtime.local.batch = None
-            elif mark is not None:
-                current.undo(mark)
             raise
         current.depth -= 1
         if current.depth == 0:
