@@ -214,8 +214,8 @@ class Batcher:
             else:
                 chosen.append(item)
         groups: dict[tuple[str, str | None, str], list[Batchable]] = {}
-        for item in chosen:
-            groups.setdefault((item.endpoint.base_url, item.endpoint.api_key_env, str(item.body.get("model"))),
+        for item in chosen:  # (the key its requests carry: none for a server $OPENROUTER_BASE_URL names, unset)
+            groups.setdefault((item.endpoint.base_url, item.endpoint.key_env_in_use(), str(item.body.get("model"))),
                               []).append(item)
         try:
             for (base_url, key_env, model), group in groups.items():

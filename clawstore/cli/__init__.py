@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from clawstore import __version__
+from clawstore.cli.summaries import SummaryGroup
 from clawstore.cli.unused_imports import skip_unused_imports
 from clawstore.errors import ClawError, StoreError, UsageError, one_line
 from clawstore.host import process_end
@@ -81,7 +82,7 @@ def _exit_if_reader_gone(exc: OSError) -> None:
         sys.exit(SIGPIPE_EXIT)
 
 
-class ClawGroup(click.Group):
+class ClawGroup(SummaryGroup):
     """Turns every expected error into one line on stderr and its exit code (never a traceback), and
     an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130."""
 

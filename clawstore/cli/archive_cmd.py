@@ -9,9 +9,10 @@ import click
 
 from clawstore.cli.build_view import note
 from clawstore.cli.common import campaign_options, campaign_project, size_text, store_option, store_project
+from clawstore.cli.summaries import SummaryGroup
 
 
-@click.group("archive")
+@click.group("archive", cls=SummaryGroup)
 def archive_group() -> None:
     """Export a campaign into one reproducible file; verify, list and import such files."""
 

@@ -18,9 +18,10 @@ from clawstore.cli.common import (
     open_store,
     store_option,
 )
+from clawstore.cli.summaries import SummaryGroup
 
 
-@click.group()
+@click.group(cls=SummaryGroup)
 def batch() -> None:
     """Provider batches (`claw build --batch`): `status` collects and lists them, `cancel` cancels."""
 

@@ -190,7 +190,7 @@ def print_built(built: Built, output: str) -> None:
     if built.stopped:
         click.echo(f"stopped: {built.stopped}")
     if built.pending:
-        click.echo(f"pending: {built.pending} judgement(s) in provider batches; the next `claw build` (or "
+        click.echo(f"pending: {built.pending} request(s) in provider batches; the next `claw build` (or "
                    "`claw batch status`) collects what has finished")
     if built.failures:
         click.echo(f"\nfailed nodes ({len(built.failures)}):")

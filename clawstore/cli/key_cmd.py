@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from clawstore.cli.summaries import SummaryGroup
 
-@click.group("key")
+
+@click.group("key", cls=SummaryGroup)
 def key_group() -> None:
     """The user's signing key (made on first use in $XDG_CONFIG_HOME/claw/, private part mode 0600)."""
 

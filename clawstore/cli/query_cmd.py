@@ -28,7 +28,22 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
     return params
 
 
-@click.command("query")
+class _SqlMayOpenWithAComment(click.Command):
+    """SQL that opens with a comment (`-- …`, or `--…` with no space, as DuckDB allows) is the SQL, not an unknown
+    option: no option name holds a space, and an option's `=` form names one of ours."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = [p for p in self.params if isinstance(p, click.Option)]
+        names = {o for p in options for o in p.opts + p.secondary_opts}
+        valued = {o for p in options if not p.is_flag for o in p.opts}
+        sql = [i for i, arg in enumerate(args) if arg[:2] == "--" and arg.partition("=")[0] not in names
+               and any(c.isspace() for c in arg) and (i == 0 or args[i - 1] not in valued)]
+        if sql and "--" not in args:
+            args = [a for i, a in enumerate(args) if i not in sql] + ["--"] + [args[i] for i in sql]
+        return super().parse_args(ctx, args)
+
+
+@click.command("query", cls=_SqlMayOpenWithAComment)
 @click.argument("sql_or_name", required=False)
 # (`--output`: the name report, compare and build give their format; it suggested `--out`, a file, instead)
 @click.option("--format", "--output", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from clawstore.cli.summaries import SummaryGroup
 from clawstore.cli.transfer_options import ENDPOINT, workspace
 
 
-@click.group("remote")
+@click.group("remote", cls=SummaryGroup)
 def remote_group() -> None:
     """Named remotes saved in the workspace file claw.yaml."""
 

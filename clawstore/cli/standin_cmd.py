@@ -93,7 +93,8 @@ def _stop() -> None:
             http.post("/_admin/shutdown").raise_for_status()
     except (httpx.HTTPError, ValueError):
         raise UsageError(f"claw standin --stop: no stand-in answers on {base_url}") from None
-    click.echo(f"claw standin: stopped the stand-in on {base_url}", err=True)
+    click.echo(f"claw standin: stopped the stand-in on {base_url} (`unset OPENROUTER_BASE_URL` before builds "
+               "against OpenRouter)", err=True)
 
 
 def register(group: click.Group) -> None:

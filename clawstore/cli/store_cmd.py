@@ -9,10 +9,11 @@ import click
 
 from clawstore.cli.common import size_text, store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
+from clawstore.cli.summaries import SummaryGroup
 from clawstore.store.services.stats import store_stats
 
 
-@click.group("store")
+@click.group("store", cls=SummaryGroup)
 def store_group() -> None:
     """Inspect the store."""
 

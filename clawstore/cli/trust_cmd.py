@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from clawstore.cli.summaries import SummaryGroup
 
-@click.group("trust")
+
+@click.group("trust", cls=SummaryGroup)
 def trust_group() -> None:
     """The keys whose archives and pushes are imported and reused (your own is always trusted)."""
 

@@ -27,7 +27,7 @@ from clawstore.query.schema import (
     RUN_SUMMARY,
     Column,
 )
-from clawstore.store.documents import COUNTERS, TOKEN_METRICS
+from clawstore.store.documents import COUNTERS, KNOWN_TOKENS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, known_cost, source_of
 from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS
@@ -163,6 +163,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "error_message": _str(error.get("message", summary.get("error_message"))),
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
+        **{f"{name}_known": _known_tokens(metrics, name) for name in KNOWN_TOKENS},
         "latency_s": _num(metrics.get("latency_s")),
         "started_at": to_timestamp(rec.get("started_at")),
         "finished_at": to_timestamp(rec.get("finished_at")),
@@ -183,6 +184,12 @@ def _cost_columns(kind: str | None, action: Any, record: Mapping[str, Any] | Non
     cost = None if source == UNKNOWN else _num(metrics.get("cost_usd"))
     return {"cost_usd": cost, "cost_source": source,
             "cost_known_usd": CostSum.of_metrics(metrics).known_usd if cost is None else cost}
+
+
+def _known_tokens(metrics: Mapping[str, Any], name: str) -> int:
+    """The known part of a token count: the count when known; unknown, what the node spent at least (0: none known)."""
+    count = _int(metrics.get(name))
+    return count if count is not None else _int(metrics.get(f"{name}_known")) or 0
 
 
 _NAMES: dict[str, tuple[str, ...]] = {table: tuple(c.name for c in cols) for table, cols in PHYSICAL.items()}

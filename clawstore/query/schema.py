@@ -56,7 +56,10 @@ _TOKENS = [
     Column("cost_source", "VARCHAR", "reported (the provider's), priced (tokens x declared pricing) or unknown; "
            "NULL for checks, results and skipped nodes"),
     Column("cost_known_usd", "DOUBLE", "the known part of cost_usd: cost_usd when known; of an unknown cost, what the "
-           "node spent at least (an OpenClaw agent its timeout stopped: its transcript's answered requests), else 0"),
+           "node spent at least (an unfinished OpenClaw run: its transcript's answered requests), else 0"),
+    *(Column(f"{name}_known", "BIGINT", f"the known part of {name}: {name} when known; of unknown tokens, what the "
+             "node spent at least (an unfinished OpenClaw run: its transcript's answered requests), else 0")
+      for name in ("input_tokens", "output_tokens")),
     Column("latency_s", "DOUBLE", "wall time of this node in seconds"),
 ]
 

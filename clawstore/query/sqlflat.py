@@ -31,7 +31,7 @@ from clawstore.query.schema import (
 )
 from clawstore.query.segments import ROW_GROUP
 from clawstore.query.sqltext import literal
-from clawstore.store.documents import TOKEN_METRICS
+from clawstore.store.documents import KNOWN_TOKENS, TOKEN_METRICS
 from clawstore.store.face import ObjectReader
 from clawstore.values.bounds import MAX_LATENCY_S, MAX_RECORD_COST_USD, MAX_RECORD_TOKENS
 from clawstore.values.costs import PAID_KINDS, SOURCES
@@ -96,7 +96,9 @@ _CHECK = _typed("Check", CHECK_FIELDS, dimensions=list[str])
 _METRICS = msgspec.defstruct("Metrics", [  # store/documents.py metrics_problem: a record it names gives way
     *((name, Annotated[int, msgspec.Meta(ge=0, le=MAX_RECORD_TOKENS)] | None, None) for name in TOKEN_METRICS),
     ("cost_usd", _amount(MAX_RECORD_COST_USD) | None, None), ("latency_s", _amount(MAX_LATENCY_S) | None, None),
-    ("cost_source", Literal[SOURCES] | None, None), ("cost_known_usd", _amount(MAX_RECORD_COST_USD) | None, None)])
+    ("cost_source", Literal[SOURCES] | None, None), ("cost_known_usd", _amount(MAX_RECORD_COST_USD) | None, None),
+    *((f"{name}_known", Annotated[int, msgspec.Meta(ge=0, le=MAX_RECORD_TOKENS)] | None, None)
+      for name in KNOWN_TOKENS)])
 _BASE = _SUMMARY[:8]  # what rows.py reads of every record's summary; then what it reads of each kind's:
 _KIND_SUMMARY = {
     "run": (RUN_SUMMARY, {}),
@@ -151,7 +153,8 @@ _RECORD_SQL = _struct(
     cacheable="BOOLEAN", address=_ADDRESS_SQL, error=_MAP, outputs=_MAP,
     metrics=_struct((*(Column(n, "BIGINT", "") for n in TOKEN_METRICS), Column("cost_usd", "DOUBLE", ""),
                      Column("latency_s", "DOUBLE", ""), Column("cost_source", "VARCHAR", ""),
-                     Column("cost_known_usd", "DOUBLE", ""))),
+                     Column("cost_known_usd", "DOUBLE", ""),
+                     *(Column(f"{n}_known", "BIGINT", "") for n in KNOWN_TOKENS))),
     summary=_struct(_SUMMARY, dimensions=_DIMS_SQL, final_dimensions=_DIMS_SQL,
                     checks=_struct(CHECK_FIELDS, dimensions="VARCHAR[]") + "[]"))
 _NODE_SQL = _struct((Column(n, "VARCHAR", "") for n in ("kind", "key", "record", "action", "status")),
@@ -203,6 +206,8 @@ def _flat_sql(lines: Path) -> str:
         "cost_source": f"CASE WHEN NOT {paid} THEN NULL WHEN NOT has_record THEN (CASE WHEN action = 'skip' THEN NULL "
                        "ELSE 'unknown' END) ELSE source END",
         "cost_known_usd": "coalesce(cost_usd, CASE WHEN has_record THEN r.metrics.cost_known_usd END, 0.0)",
+        **{f"{name}_known": f"coalesce(r.metrics.{name}, CASE WHEN has_record THEN r.metrics.{name}_known END, 0)"
+           for name in KNOWN_TOKENS},
         "latency_s": "r.metrics.latency_s", "started_at": "t_started", "finished_at": "t_finished",
         "summary_error_code": "r.summary.error_code",
         "input_document_id": ("CASE WHEN map_contains(r.outputs, 'input_document') "

@@ -56,7 +56,7 @@ class ReportRow:
     eval_cost: CostSum  # of their judgements (checks and results cost nothing)
     status: str
     problems: list[str] = field(default_factory=list)
-    input_tokens: int = 0  # of the runs whose tokens are known (the judge's tokens are in eval_cost_usd)
+    input_tokens: int = 0  # of the runs whose tokens are known, and the known part of the others' (judges': eval_cost)
     output_tokens: int = 0
     tokens_unknown: int = 0  # runs whose tokens are unknown (usage not reported, or not believed): the sums are `≥`
     dimensions: dict[str, float | None] = field(default_factory=dict)  # mean final score per dimension
@@ -267,6 +267,8 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
                 pass
             elif node["input_tokens"] is None or node["output_tokens"] is None:
                 tokens_unknown += 1
+                input_tokens += node["input_tokens_known"] or 0  # (what it spent at least: `≥` that)
+                output_tokens += node["output_tokens_known"] or 0
             else:
                 input_tokens += node["input_tokens"]
                 output_tokens += node["output_tokens"]
@@ -496,7 +498,7 @@ def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
 # The columns the report reads of each table (the others are left in the files).
 _NODE_COLUMNS = ("model_id", "case_id", "kind", "status", "action", "repetition", "judge_run_id", "judge_repetition",
                  "error_code", "error_message", "cost_usd", "cost_source", "cost_known_usd", "latency_s",
-                 "input_tokens", "output_tokens")
+                 "input_tokens", "output_tokens", "input_tokens_known", "output_tokens_known")
 COLUMNS = {"nodes": _NODE_COLUMNS,
            "results": ("model_id", "case_id", "passed", "pass_threshold", "final_score", *DIMENSIONS),
            "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}

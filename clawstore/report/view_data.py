@@ -212,7 +212,9 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "status": run.get("status") or ("skipped" if action == "skip" else "missing"),
         "error": error.get("message") or error.get("code"),
         "requested_model": (run.get("summary") or {}).get("requested_model"),
-        "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens},
+        "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens,
+                   # (unknown: what it spent at least, `≥` that; absent when nothing is known of them)
+                   "input_known": spent.input_tokens_known, "output_known": spent.output_tokens_known},
         "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
         "run_cost_source": source_of(metrics) if run else None,
         "run_cost_known_usd": CostSum.of_metrics(metrics).known_usd if run else None,  # (unknown: `≥` it, when > 0)

@@ -76,7 +76,7 @@ class Metrics:
     cost_usd: float | None = None
     latency_s: float | None = None
     cost_source: str | None = None
-    # What a node whose cost is unknown spent at least (an OpenClaw agent its timeout ended: the requests its transcript
+    # What a node whose cost is unknown spent at least (an OpenClaw run left unfinished: the requests its transcript
     # shows answered), absent otherwise: its cost's known part (values/costs.py CostSum), its tokens' (`≥`).
     cost_known_usd: float | None = None
     input_tokens_known: int | None = None
@@ -106,6 +106,7 @@ TOKEN_DOCS: dict[str, tuple[str, str]] = {f.name: (f.metadata["doc"], f.metadata
 TOKEN_METRICS: tuple[str, ...] = tuple(TOKEN_DOCS)
 METRIC_FIELDS: tuple[str, ...] = (*TOKEN_METRICS, "cost_usd", "latency_s")
 KNOWN_PART: tuple[str, ...] = ("cost_known_usd", "input_tokens_known", "output_tokens_known")  # only when present
+KNOWN_TOKENS: tuple[str, ...] = ("input_tokens", "output_tokens")  # the counts a known part (`<name>_known`) has
 
 _METRIC_RULES: dict[str, Callable[[Any], str | None]] = {
     **{name: lambda v: None if v is None else count_problem(v, MAX_RECORD_TOKENS) for name in TOKEN_METRICS},

@@ -613,3 +613,28 @@ def _another_build_s_batch(name: str, like: BatchDoc, keys: list[str]) -> None:
         name=name, kind="judge", base_url=like.base_url, api_key_env=like.api_key_env, model=like.model,
         campaign_id=like.campaign_id, build_id="submitting-build", input_file_id=f"file-{name}", keys=keys,
         submitted_at=time.time()))
+
+
+def test_a_batch_to_the_server_openrouter_base_url_names_needs_no_key(scored: Workspace, claw: Claw,
+                                                                       standin: StandIn,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server `$OPENROUTER_BASE_URL` names needs no key (docs/runners.md), by batch as one by one: `--batch` to the
+    README's stand-in, without a key, stopped with `OPENROUTER_API_KEY is not set`, exit 2."""
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    standin.batch_settings(delay=60)
+    code, report = build(claw, "--batch")
+    assert code == 0 and report["pending_in_batches"] == 12, report
+    args = ("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    assert claw(*args)[0] == 1  # polled without a key: still pending
+    standin.batch_settings(delay=0)
+    code, report = build(claw)
+    assert code == 0 and {r["eval"] for r in report["rows"]} == {"exec"}, report
+    assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
+
+
+def test_runs_pending_in_a_batch_are_not_called_judgements(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """Runs without tools go by batch too: the build's last line said `pending: 4 judgement(s)` of 4 runs."""
+    standin.batch_settings(delay=60)
+    code, out, err = claw.build("--batch")
+    assert code == 0, err
+    assert "pending: 4 request(s) in provider batches" in out and "judgement" not in out, out

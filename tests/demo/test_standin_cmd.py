@@ -89,4 +89,6 @@ def test_stop_is_answered_before_the_stand_in_exits() -> None:
     stop = subprocess.run([*CLAW, "standin", "--stop"], env=_env(OPENROUTER_BASE_URL=base_url),
                           capture_output=True, text=True, timeout=30)
     assert stop.returncode == 0 and f"stopped the stand-in on {base_url}" in stop.stderr, stop.stderr
+    # (the shell still exports its URL: a build there would fail every run "Connection refused")
+    assert "unset OPENROUTER_BASE_URL" in stop.stderr, stop.stderr
     assert proc.wait(timeout=30) == 0  # and it did stop

@@ -14,12 +14,17 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
                       "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
                       "echo_env": false, "write_env_to": "file-in-workspace",
                       "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
-                      "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds}],
+                      "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds,
+                      "asks": n, "sql": {"path under the mount": ["statement", ...]},
+                      "engine_refuses": false}],
            "run_rc": null, "run_stderr": "..."}   (run_rc 125 = the engine refuses to start)
+A container made writes `--cidfile` (as the engine does once it has made one); "engine_refuses" refuses that turn's
+(exit 125, no cidfile), where "rc": 125 is a container that ran and exited 125 itself.
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
 SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message with its `usage` as OpenClaw
-writes it, or one with `stopReason: "error"` when no answer came.
+writes it, or one with `stopReason: "error"` when no answer came. With "asks", it stops after that many requests and
+the turn goes on as the rest of its spec says (a crash: "rc" with no "payload"; a "flood").
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def image_inspect(args: list[str]) -> int:
 def parse_run(args: list[str]) -> tuple[dict, list[str]]:
     flags: dict = {"labels": []}
     takes_value = {"--name", "--label", "--pull", "--network", "--user", "-v", "-w", "--env-file", "--memory",
-                   "--pids-limit", "--cpus"}
+                   "--pids-limit", "--cpus", "--cidfile"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -113,7 +118,8 @@ def next_turn() -> int:
         return index
 
 
-def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env: dict) -> None:
+def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env: dict,
+                               asks: int | None = None) -> None:
     config = json.loads((root / "openclaw.json").read_text())
     provider = next(iter(config["models"]["providers"].values()))
     key = env.get(provider["apiKey"][2:-1], "") if provider["apiKey"].startswith("${") else provider["apiKey"]
@@ -121,7 +127,9 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
     transcript = Transcript(root / "state" / "agents" / agent / "agent" / "openclaw-agent.sqlite", session)
     body = json.dumps({"model": provider["models"][0]["id"],
                        "messages": [{"role": "user", "content": argv[argv.index("--message") + 1]}]}).encode()
-    while True:
+    asked = 0
+    while asks is None or asked < asks:
+        asked += 1
         request = urllib.request.Request(provider["baseUrl"] + "/chat/completions", data=body, headers={
             "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
         try:
@@ -184,6 +192,13 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
         target.write_text(text)
     for rel in spec.get("remove") or []:  # an agent that deletes what is there (its whole workspace, say)
         shutil.rmtree(workspace.parent / rel, ignore_errors=True)
+    for rel, statements in (spec.get("sql") or {}).items():  # a database the agent writes as it likes
+        import sqlite3
+
+        (workspace.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(workspace.parent / rel) as db:
+            for statement in statements:
+                db.execute(statement)
     # A hostile agent: whatever was at a path under the mount becomes a link ("link") or a file ("file").
     for kind in ("link", "file"):
         for rel, value in (spec.get(kind) or {}).items():
@@ -198,7 +213,7 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
             else:
                 place.write_text(value)
     if spec.get("ask_provider") is not None:
-        ask_provider_until_stopped(float(spec["ask_provider"]), workspace.parent, argv or [], env)
+        ask_provider_until_stopped(float(spec["ask_provider"]), workspace.parent, argv or [], env, spec.get("asks"))
     if spec.get("flood"):  # print to this stream until killed
         stream = getattr(sys, spec["flood"]).buffer
         chunk = b"x" * 65536
@@ -236,6 +251,16 @@ def run(args: list[str]) -> int:
     if image not in scen.get("images", {}):
         sys.stderr.write(f"docker: Error response from daemon: No such image: {image}.\n")
         return 125
+    turn = None
+    if argv[:2] == ["openclaw", "agent"]:
+        turns = scen.get("turns") or [{}]
+        index = next_turn()
+        turn = (index, turns[min(index, len(turns) - 1)])
+        if turn[1].get("engine_refuses"):  # the engine refuses this turn's container: never made, no --cidfile
+            sys.stderr.write("docker: Error response from daemon: OCI runtime create failed\n")
+            return 125
+    if flags.get("cidfile"):  # the engine writes it once it has made the container (docker, podman)
+        Path(flags["cidfile"]).write_text("fake" + flags["name"])
     name = flags["name"]
     marker = containers() / f"{name}.json"
     partial = marker.with_suffix(".partial")  # written whole, then named: a reader never sees half of it
@@ -245,10 +270,8 @@ def run(args: list[str]) -> int:
         workspace = Path(host_dir) / "workspace"
         if argv[:3] == ["openclaw", "config", "validate"]:
             return play(scen.get("validate", {"stdout": '{"valid":true}'}), workspace, env_info["env"])
-        if argv[:2] == ["openclaw", "agent"]:
-            turns = scen.get("turns") or [{}]
-            index = next_turn()
-            spec = turns[min(index, len(turns) - 1)]
+        if turn is not None:
+            index, spec = turn
             record({"cmd": "agent", "turn": index, "argv": argv,
                     "workspace_files": sorted(p.relative_to(workspace).as_posix()
                                               for p in workspace.rglob("*") if p.is_file())})

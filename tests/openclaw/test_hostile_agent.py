@@ -298,3 +298,64 @@ def test_a_transcript_wal_that_is_a_link_to_itself_is_skipped_not_a_crash(make_s
     assert outcome.artifact["error"]["code"] == "openclaw_timeout"
     skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
     assert skipped == [{"name": "a", "reason": "reached through a link"}]
+
+
+_TABLE = ("CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER, "
+          "event_zstd BLOB)")
+_ANSWERED_ROW = ("INSERT INTO transcript_events VALUES ('s', 1, '{\"type\": \"message\", \"message\": {\"role\": "
+                 "\"assistant\", \"content\": [], \"stopReason\": \"toolUse\", \"usage\": {\"input\": 40, "
+                 "\"output\": 4}}}', 0, NULL)")
+_DATABASE = "state/agents/a/agent/openclaw-agent.sqlite"
+_CRASH = {"rc": 1, "stderr": "Segmentation fault\n"}
+
+
+def test_a_crashed_runs_transcript_database_is_read_for_its_known_spend(make_spec, fake_docker, store, tmp_path):
+    """The baseline of the hostile ones below: a container that crashed after its answered request (no timeout) is
+    read all the same (before session 62: only a turn the timeout ended), a fault with its known part."""
+    fake_docker.script(turns=[{"sql": {_DATABASE: [_TABLE, _ANSWERED_ROW]}, **_CRASH}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.artifact["error"]["code"] == "openclaw_execution_failed"
+    usage = outcome.artifact["usage"]
+    assert (usage["answered_requests"], usage["input_tokens_known"], usage["output_tokens_known"]) == (1, 40, 4)
+    assert usage["cost_usd"] is None and usage["usage_rejected"], usage  # (its tokens unknown: not believed)
+
+
+@pytest.mark.parametrize("hostile", [
+    {"sql": {"elsewhere/openclaw-agent.sqlite": [_TABLE, _ANSWERED_ROW]},
+     "link": {"state/agents/a/agent": "../../../elsewhere"}},  # (a linked directory names a host one)
+    {"sql": {_DATABASE: ["CREATE VIEW transcript_events AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+                         "FROM n) SELECT 'x' AS event_json, NULL AS event_zstd, x AS created_at, x AS seq FROM n"]}},
+    {"sql": {_DATABASE: ["CREATE TABLE transcript_events (seq INTEGER, event_json TEXT, event_zstd BLOB, "
+                         "created_at BLOB AS (zeroblob(900000000)))",
+                         "INSERT INTO transcript_events (seq, event_json) VALUES (1, 'x'), (2, 'x')"]}},
+], ids=["link", "endless view", "computed column bomb"])
+def test_a_crashed_runs_hostile_transcript_database_is_refused_as_a_timed_out_ones(
+        make_spec, fake_docker, store, tmp_path, hostile):
+    """The crash's new path reads the database as the timeout's does (transcript.py): never through a link, never a
+    view or a computed column; the run's spend stays unknown with no known part, in seconds."""
+    fake_docker.script(turns=[{**hostile, **_CRASH}])
+    started = time.monotonic()
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert time.monotonic() - started < 20
+    assert outcome.artifact["error"]["code"] == "openclaw_execution_failed"
+    skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
+    assert len(skipped) == 1 and skipped[0]["name"] == "a", skipped
+    assert skipped[0]["reason"] == "reached through a link" or "transcript_events" in skipped[0]["reason"], skipped
+    usage = outcome.artifact["usage"]
+    assert "answered_requests" not in usage and usage["cost_usd"] is None and usage["usage_rejected"], usage
+
+
+def test_a_container_that_ran_and_exited_125_is_no_engine_refusal_its_spend_unknown(make_spec, fake_docker, store,
+                                                                                   tmp_path):
+    """`docker run` exits 125 when the engine refuses the container, and when the container's own process exits 125:
+    a turn whose container ran, had its model answer, then exited 125 was taken for one the engine never started,
+    its cost a known 0 (`priced`, 0 tokens) however much it spent. The engine writes --cidfile once it has made the
+    container: made, it may have run. Still a fault, retried (its error unchanged)."""
+    fake_docker.script(turns=[{"sql": {_DATABASE: [_TABLE, _ANSWERED_ROW]}, "rc": 125, "stderr": "exited 125\n"}])
+    spec = make_spec(model_extras={"pricing": {"input": 3.0, "output": 15.0}})
+    outcome = run_openclaw(spec, store, tmp_path)
+    assert outcome.artifact["error"]["code"] == "openclaw_engine_unavailable", outcome.artifact["error"]
+    usage = outcome.artifact["usage"]
+    assert (usage["cost_usd"], usage["cost_source"]) == (None, "unknown"), usage  # (on main: 0.0, priced)
+    assert (usage["answered_requests"], usage["input_tokens_known"], usage["output_tokens_known"]) == (1, 40, 4)
+    assert usage["cost_known_usd"] == pytest.approx((40 * 3.0 + 4 * 15.0) / 1e6), usage

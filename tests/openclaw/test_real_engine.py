@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -116,6 +117,41 @@ def test_an_agent_still_looping_at_the_timeout_after_its_model_answered_is_its_o
         (usage["input_tokens_known"] * 3.0 + usage["output_tokens_known"] * 15.0) / 1e6), usage
 
 
+def test_a_container_the_engine_killed_after_answered_requests_spent_what_its_transcript_shows(
+        real_spec, engine_env, store, tmp_path):
+    """The engine kills the container (`docker kill`, as its OOM killer would) while the agent loops on tool calls its
+    model answers: no result, a fault retried (openclaw_execution_failed, never kept), its spend unknown with what
+    OpenClaw's transcript shows answered as its known part (before session 62: `?` alone; only a timeout's was read)."""
+    engine: DockerEngine = engine_env["engine"]
+    prices = {"input": 3.0, "output": 15.0}
+    ended: dict = {}
+    with StandIn() as standin:
+        standin.script(MODEL, *[tool_call("write", {"path": f"loop/{i}.txt", "content": f"step {i}"}, call_id=f"c{i}")
+                                for i in range(2000)])
+        spec = real_spec(standin.base_url, timeout_seconds=200, model_extras={"pricing": prices})
+        running = threading.Thread(target=lambda: ended.update(outcome=run_openclaw(spec, store, tmp_path)))
+        running.start()
+        waited = time.monotonic() + 150
+        while len(standin.requests) < 4 and time.monotonic() < waited and running.is_alive():
+            time.sleep(0.2)
+        assert len(standin.requests) >= 4, standin.requests
+        for name in engine.our_containers():  # (the turn's: validation ended before any request)
+            engine.docker("kill", name)
+        running.join(120)
+        asked = len(standin.requests)
+    outcome = ended["outcome"]
+    assert outcome.status == "failed" and outcome.artifact["error"]["code"] == "openclaw_execution_failed", (
+        outcome.artifact["error"])
+    assert "exited 137" in outcome.artifact["error"]["message"], outcome.artifact["error"]
+    skipped = [e["metadata"] for e in outcome.artifact["trace"] if e.get("name") == "session_database_skipped"]
+    usage = outcome.artifact["usage"]
+    assert usage["cost_usd"] is None and usage["cost_source"] == "unknown", usage
+    assert 1 <= usage.get("answered_requests", 0) <= asked and usage["input_tokens_known"] > 0, (asked, usage, skipped)
+    assert usage["output_tokens_known"] > 0 and usage["cost_known_usd"] == pytest.approx(
+        (usage["input_tokens_known"] * 3.0 + usage["output_tokens_known"] * 15.0) / 1e6), usage
+    assert engine.our_containers() == []
+
+
 KILLED_BUILD = "20261201T000000-deadbeef"
 BUILD_PROCESS = f"""
 import pickle, sys
@@ -155,3 +191,23 @@ def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_sp
         report = stop_orphans(store)
     assert report.stopped == [f"{names[0]} (build {KILLED_BUILD})"] and report.unanswered == []
     assert engine.our_containers() == [] and list((store.root / "containers").iterdir()) == []
+
+
+def test_an_exit_125_is_the_engines_refusal_only_when_it_made_no_container(docker_engine: DockerEngine,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
+    """`docker run` exits 125 when the engine refuses, and when the container's own process does: the engine writes
+    --cidfile once it has made the container (and --rm leaves it), so one that ran is told from one never made."""
+    from clawstore.runners.openclaw.container import ContainerRunner, EngineSettings
+
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
+    settings = EngineSettings.from_env("docker")
+    root = tmp_path / "run"
+    root.mkdir()
+    ran = ContainerRunner(settings, docker_engine.image, root, {}, "ran125").run("turn1", ["sh", "-c", "exit 125"],
+                                                                                   60.0)
+    assert (ran.returncode, ran.started, ran.engine_error is not None) == (125, True, True), ran
+    refused = ContainerRunner(settings, "example.test/absent:1", root, {}, "refused125").run("turn1", ["true"], 60.0)
+    assert (refused.returncode, refused.started) == (125, False), refused
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # (no cidfile directory left behind)
+    assert docker_engine.our_containers() == []

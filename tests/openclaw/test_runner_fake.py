@@ -428,8 +428,9 @@ def test_a_turn_that_ran_and_left_no_result_leaves_the_runs_tokens_and_cost_unkn
 
 def test_a_turn_the_engine_would_not_start_sent_nothing_and_costs_0(make_spec, fake_docker, store, tmp_path):
     # the engine refused the turn's container (exit 125): no request left, known 0 even without a price (before:
-    # a turn was invoked, so its cost was unknown)
-    fake_docker.script(turns=[{"rc": 125, "stderr": "docker: Error response from daemon: OCI runtime create failed\n"}])
+    # a turn was invoked, so its cost was unknown); one the engine made that exited 125 itself is no refusal
+    # (tests/openclaw/test_hostile_agent.py)
+    fake_docker.script(turns=[{"engine_refuses": True}])
     usage = run_openclaw(make_spec(), store, tmp_path).artifact["usage"]
     assert (usage["cost_usd"], usage["normalized"]["input_tokens"]) == (0.0, 0) and "usage_rejected" not in usage
 

@@ -52,6 +52,36 @@ def test_count_of_runs_matches_run_nodes_in_a_real_process(store: Store) -> None
     assert json.loads(proc.stdout) == [{"n": 9}]
 
 
+def test_sql_opening_with_a_comment_is_the_sql_not_an_option(store: Store) -> None:
+    """docs/query.md's interval example opens with `-- 95 % interval …`: pasted, it was "No such option", exit 2."""
+    sql = "-- runs per model\nselect count(*) as n from runs"
+    proc = claw("query", sql, "--store", str(store.root), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [{"n": 9}]
+    proc = claw("query", "--format", "csv", "--store", str(store.root), "-- a comment\nselect 1 as one")
+    assert (proc.returncode, proc.stdout.split()) == (0, ["one", "1"]), proc.stderr
+
+
+@pytest.mark.parametrize("comment", ["--no space after the dashes", "--", "--x=1 looks like an option's value",
+                                     "--\tafter a tab"])
+def test_sql_opening_with_any_comment_is_the_sql_in_any_order(store: Store, comment: str) -> None:
+    """SQL allows `--comment` with no space (DuckDB runs it): it was "No such option '--comment\\nselect …'", exit 2.
+    In every order of the options, beside a `--param` whose value opens with `-- `, and an option's `=` form."""
+    sql = f"{comment}\nselect count(*) as n, getvariable('v') as v from runs"
+    for args in (
+        [sql, "--format", "json", "--param", "v=-- x"],
+        ["--format", "json", sql, "-p", "v=-- x"],
+        ["--param", "v=-- x", "--format=json", sql],
+    ):
+        code, out, err = run(store, *args)
+        assert code == 0, (args, out, err)
+        assert json.loads(out) == [{"n": 9, "v": "-- x"}], (args, out)
+    code, out, err = run(store, "--format", "json", "--param=v=a b", sql)  # (an option's value holding a space)
+    assert (code, json.loads(out or "null")) == (0, [{"n": 9, "v": "a b"}]), err
+    code, out, err = run(store, "--no-such-flag", sql)  # (an unknown option stays one: no space in its name)
+    assert code == 2 and "No such option" in err, err
+
+
 def test_bad_sql_is_one_line_and_exit_2(store: Store) -> None:
     proc = claw("query", "selec * from runs", "--store", str(store.root))
     assert proc.returncode == 2

@@ -499,7 +499,7 @@ def test_a_rows_status_and_costs_folded_in_one_pass_are_read_as_before() -> None
         return {"kind": kind, "status": status, "action": "exec", "repetition": 0, "judge_run_id": "j",
                 "judge_repetition": 0, "error_code": None, "error_message": None, "cost_usd": cost,
                 "cost_source": source, "cost_known_usd": 0.0, "latency_s": None, "input_tokens": None,
-                "output_tokens": None, **more}
+                "output_tokens": None, "input_tokens_known": 0, "output_tokens_known": 0, **more}
 
     costs = [(0.1, "reported"), (0.2, "priced"), (None, "reported"), ("x", "odd"), (0.7, "odd")]
     nodes = [node("result", "failed"), node("judge", "success", 0.3, "reported"),

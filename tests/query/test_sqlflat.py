@@ -128,6 +128,8 @@ def test_duckdb_writes_the_cells_rows_py_writes(
     runs = [dict(zip(expected["runs"][0], row, strict=True)) for row in expected["runs"][1:]]
     assert [(r["cost_usd"], r["cost_known_usd"]) for r in runs] == [  # the known part: of an unknown cost only
         ("0.1", "0.1"), (None, "0.0"), (None, "0.00113"), ("0.1", "0.1")], runs
+    assert [(r["input_tokens"], r["input_tokens_known"], r["output_tokens_known"]) for r in runs] == [  # tokens' too
+        ("3", "3", "2"), ("1000000000000", "1000000000000", "0"), (None, "300", "20"), ("3", "3", "2")], runs
 
 
 ODD: dict[str, bytes] = {  # records rows.py reads otherwise than SQL would: left to it

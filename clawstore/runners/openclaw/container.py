@@ -18,6 +18,7 @@ from pathlib import Path
 from clawstore.errors import UsageError
 from clawstore.host import bounded_output
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES
+from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 
 LABEL = "clawstore.openclaw"
@@ -256,8 +257,8 @@ class ContainerRunner:
     owner_labels: tuple[str, ...] = ()  # the build that runs it (orphans.py), `key=value` each
     invocations: list[Invocation] = field(default_factory=list)
 
-    def command(self, name: str, argv: Sequence[str], env_file: str) -> list[str]:
-        cmd = [self.settings.docker_cli, "run", "--rm", "--init", "--name", name,
+    def command(self, name: str, argv: Sequence[str], env_file: str, cidfile: str) -> list[str]:
+        cmd = [self.settings.docker_cli, "run", "--rm", "--init", "--name", name, "--cidfile", cidfile,
                "--label", f"{LABEL}=1", "--label", f"{LABEL}.run={self.run_tag}"]
         for label in self.owner_labels:
             cmd += ["--label", label]
@@ -284,18 +285,25 @@ class ContainerRunner:
         except EnvTooLarge as exc:
             inv.engine_error, inv.returncode = str(exc), 125
             return inv
+        # (Out of the mounted root: the engine writes the container's id there once it has made it. An engine whose
+        # --rm removes it with the container leaves an exit 125 read as a refusal, as before.)
+        made = Path(tempfile.mkdtemp(prefix="claw-oc-cid-", dir=self.root.parent)) / "cid"  # (in the scratch)
         try:
-            proc = subprocess.Popen(self.command(name, argv, f"/dev/fd/{env_fd}"), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_cli_env(self.hidden_env),
-                                    start_new_session=True, pass_fds=(env_fd,))
-        except FileNotFoundError:
-            inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
-            inv.returncode = 127
-            return inv
+            try:
+                proc = subprocess.Popen(self.command(name, argv, f"/dev/fd/{env_fd}", str(made)),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                        env=_cli_env(self.hidden_env), start_new_session=True, pass_fds=(env_fd,))
+            except FileNotFoundError:
+                inv.engine_error = f"container CLI '{self.settings.docker_cli}' not found"
+                inv.returncode = 127
+                return inv
+            finally:
+                os.close(env_fd)  # (the CLI holds its own copy)
+            output = bounded_output.collect(proc, timeout_s, lambda: self._stop(proc, name),
+                                            stdout_cap=MAX_OUTPUT_BYTES, stderr_cap=MAX_OUTPUT_BYTES)
+            container_made = made.is_file() and made.stat().st_size > 0  # (docker removes it unwritten)
         finally:
-            os.close(env_fd)  # (the CLI holds its own copy)
-        output = bounded_output.collect(proc, timeout_s, lambda: self._stop(proc, name),
-                                        stdout_cap=MAX_OUTPUT_BYTES, stderr_cap=MAX_OUTPUT_BYTES)
+            remove_tree(made.parent)
         inv.duration_s = time.monotonic() - began
         inv.timed_out, inv.output_overflow = output.timed_out, output.overflowed
         inv.stdout = output.stdout.decode("utf-8", errors="replace")
@@ -304,7 +312,9 @@ class ContainerRunner:
         inv.started = True
         if proc.returncode == 125 and not inv.timed_out:  # the engine refused to start the container
             inv.engine_error = _refusal(inv.stderr)
-            inv.started = False
+            # ... or the container's own process exited 125 (`docker run` passes its code on): a container the
+            # engine made may have run and sent requests, its spend unknown, never a known 0.
+            inv.started = container_made
         return inv
 
     def _stop(self, proc: subprocess.Popen[bytes], name: str) -> None:

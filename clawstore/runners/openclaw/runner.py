@@ -167,7 +167,7 @@ class _Run:
         self.validated = False
         self.checked_out = False  # the template is in the workspace: from here a missing workspace is the agent's doing
         self.file_answers = transcript.Answers()  # what JSONL session transcripts say of the model's requests
-        self.answers = transcript.Answers()  # what the transcript says of a run its timeout ended (model_answers)
+        self.answers = transcript.Answers()  # what the transcript says of a run left unfinished (model_answers)
 
     # --- preparation ------------------------------------------------------------------------
     def prepare(self) -> list[str]:
@@ -394,6 +394,15 @@ class _Run:
             found += answers
         return found
 
+    def turns_started(self) -> int:
+        """The turns whose container started: only `openclaw agent` (a turn's container) calls the provider."""
+        return sum(1 for inv in self.invocations if inv.step.startswith(TURN_STEP) and inv.started)
+
+    def left_no_result(self) -> bool:
+        """Did a turn's container start and leave no result (it crashed, was killed, timed out, flooded its output)
+        after what it may have sent? Its run's spend is then unknown, at least what its transcript shows answered."""
+        return sum(1 for payload in self.turn_payloads if payload) < self.turns_started()
+
     def key_outputs(self, status: str) -> list[dict[str, Any]]:
         if status == "invalid" or not self.validated:
             return []
@@ -451,10 +460,13 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
         if too_big is not None and error is None:
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
-        if error is not None and _turn_timed_out(error):
-            run.answers = run.model_answers()  # (its answered requests: what it spent at least, kept or not)
-            if too_big is None and run.answers.last_answered:
-                error = _agent_timeout(error, spec.timeout_seconds)
+        timed_out = error is not None and _turn_timed_out(error)
+        if timed_out or run.left_no_result():
+            # Its answered requests: what it spent at least, kept or not (crashed, killed, flooded: a fault all the
+            # same, retried; only the keeping below is the timeout's).
+            run.answers = run.model_answers()
+        if error is not None and timed_out and too_big is None and run.answers.last_answered:
+            error = _agent_timeout(error, spec.timeout_seconds)
     finally:
         remove_tree(root)
     if error is not None:
@@ -484,18 +496,16 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
     raw_usage = ev.summed_usage(run.turn_payloads)
     prices = pricing(spec.model_extras)
     cost = ev.cost_usd(raw_usage, prices)
-    # Only `openclaw agent` (a turn's container) calls the provider.
-    started = sum(1 for inv in run.invocations if inv.step.startswith(TURN_STEP) and inv.started)
+    started = run.turns_started()
     if cost is None and not started:
         # None was started (no engine, no API key, a config refused, the engine refused its container): no request
         # left, its cost is 0 whatever the model's price, not unknown.
         cost = 0.0
     usage = ev.turns_usage(raw_usage, cost)
-    answered = sum(1 for payload in run.turn_payloads if payload)
-    if not ev.turns_reported(run.turn_payloads) or answered < started:
+    if not ev.turns_reported(run.turn_payloads) or run.left_no_result():
         # Its tokens unknown, never 0 (no declared price makes them a cost): a turn that counted none, or one whose
         # container ran and left no result (it crashed, timed out, flooded its output) after what it may have sent.
-        usage = Usage.not_believed(ev.NOT_REPORTED if answered >= started else ev.NO_RESULT)
+        usage = Usage.not_believed(ev.NO_RESULT if run.left_no_result() else ev.NOT_REPORTED)
     last = next((p for p in reversed(run.turn_payloads) if p), None)
     agent_meta = ((last or {}).get("meta") or {}).get("agentMeta") or {}
     outputs = run.outputs

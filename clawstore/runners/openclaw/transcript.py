@@ -8,7 +8,8 @@ is `error`. Releases
 keep it two ways: JSONL files (`state/agents/*/sessions/*.jsonl`, before 2026.9) or, as 2026.9.6 does, rows of the
 agent's SQLite database (`state/agents/*/agent/openclaw-agent.sqlite`, table `transcript_events`: `event_json`, or
 `event_zstd` when compressed; the rows of a container removed at the deadline are still in its `-wal` file). Each
-message the model answered carries its request's `usage`: summed (Answers), they are what the run spent at least.
+message the model answered carries its request's `usage`: summed (Answers), they are what the run spent at least (read
+for every run a turn of which left no result: its timeout, a crash, the engine's kill, a flood of output).
 
 The agent owns the mounted state directory: a database reached through a link, or bigger than
 MAX_TRANSCRIPT_DATABASE_BYTES, is not read (the run then counts as unanswered: a fault, retried), and it is read from
