@@ -28,6 +28,7 @@ from clawstore.graph.plan import (
     window_items,
 )
 from clawstore.host.machine_settings import backoff_base
+from clawstore.host.scratch import sweep_dead_scratch
 from clawstore.store.services.gc import READING_HEAD_LEASE_PREFIX
 from clawstore.store.untrusted import promote_trusted
 
@@ -219,6 +220,7 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
             _require_every_key(campaign)
         store = source.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
+        sweep_dead_scratch()  # what a killed build's runs left in the temp directory (up to a GiB a run)
         promote_trusted(store)  # imports kept apart whose signer the user has trusted since
         # A lease before the first store read: a gc running meanwhile keeps every record this plan may
         # reuse from the action cache (see clawstore/store/services/gc.py); run_build takes its own lease later.

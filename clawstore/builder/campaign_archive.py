@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.buildlog import head_ref
 from clawstore.config.containment import escapes, real_root
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
+from clawstore.host.scratch import scratch_dir
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.names import is_name, name_problem
@@ -163,7 +163,7 @@ def snapshot_configs(store: Store, campaign: Campaign) -> str:
         outside = None if source.is_symlink() else escapes(source, root_real)  # a link is kept as a link
         if outside is not None:
             raise UsageError(f"cannot archive {source}: it resolves to {outside}, outside the workspace")
-    with tempfile.TemporaryDirectory(prefix="claw-configs-") as tmp:
+    with scratch_dir("claw-configs-") as tmp:
         stage = Path(tmp) / "workspace"
         stage.mkdir()
         for rel, source in files.items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -11,7 +10,7 @@ from clawstore.builder.legacy_keys import record_under_legacy_key
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node, put_input
 from clawstore.graph.records import kept_outcome, make_record, utc_now
-from clawstore.host.scratch import remove_tree, scratch_dir
+from clawstore.host.scratch import OwnedScratch, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
@@ -120,15 +119,15 @@ def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: Chat
     started_at = utc_now()
     began = time.monotonic()
     # A run without tools has nothing to act in: no directory to make, snapshot and remove.
-    tmp = tempfile.mkdtemp(prefix="claw-run-") if enabled_tools(spec.tools) else None
-    sandbox = Path(tmp) / "sandbox" if tmp is not None else None
+    tmp = OwnedScratch("claw-run-") if enabled_tools(spec.tools) else None
+    sandbox = Path(tmp.path) / "sandbox" if tmp is not None else None
     if sandbox is not None:
         sandbox.mkdir()
     try:
         artifact = run_llm_probe(spec, client, sandbox)
     except BaseException:
         if tmp is not None:
-            remove_tree(tmp)
+            tmp.remove()
         raise
     latency = time.monotonic() - began
     artifact_json = artifact.to_json() if hasattr(artifact, "to_json") else artifact
@@ -147,7 +146,7 @@ def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: Chat
 
     def cleanup() -> None:
         if tmp is not None:
-            remove_tree(tmp)
+            tmp.remove()
 
     # The answer is paid for: if the store refuses it, the build keeps it (and its sandbox) to retry.
     return store_answer(node, write, _cost(artifact_json), cleanup)

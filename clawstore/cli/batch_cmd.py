@@ -19,6 +19,7 @@ from clawstore.cli.common import (
     store_option,
 )
 from clawstore.cli.summaries import SummaryGroup
+from clawstore.values.urls import shown_url
 
 
 @click.group(cls=SummaryGroup)
@@ -27,8 +28,9 @@ def batch() -> None:
 
 
 def _rows(docs: list[Any]) -> list[dict[str, Any]]:
-    return [{"name": d.name, "batch_id": d.batch_id, "kind": d.kind, "model": d.model, "provider": d.base_url,
-             "status": d.status, "requests": len(d.keys), "pending": len(d.covered), "campaign": d.campaign_id,
+    return [{"name": d.name, "batch_id": d.batch_id, "kind": d.kind, "model": d.model,
+             "provider": shown_url(d.base_url), "status": d.status, "requests": len(d.keys),
+             "pending": len(d.covered), "campaign": d.campaign_id,
              "submitted_at": d.submitted_at, "expires_at": d.expires_at, "estimate_usd": d.estimate_usd}
             for d in docs]
 

@@ -29,9 +29,11 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
     listed = verbose or (dry_run and as_json)  # (what prints the lists; the summary counts)
     collected = store_project(store_dir).gc(grace_s, dry_run, listed)
     report, stopped = collected.report, collected.stopped
+    scratch, scratch_bytes = collected.scratch
     if as_json:
         doc: dict[str, Any] = report.to_json()
         doc["containers_stopped"] = stopped
+        doc.update(scratch_removed=scratch, scratch_bytes_removed=scratch_bytes)
         if dry_run or verbose:
             doc["objects"] = [{"id": oid, "stored_bytes": size} for oid, size in report.objects]
             doc["actions"] = [{"key": key, "record": rid} for key, rid in report.actions]
@@ -58,6 +60,9 @@ def gc_command(dry_run: bool, grace: str, verbose: bool, as_json: bool, store_di
             copies = f" ({report.copies_deleted} a killed gc's copies)" if report.copies_deleted else ""
             click.echo(f"packs: {report.packs_rewritten} {'to rewrite' if dry_run else 'rewritten'} into one, "
                        f"{report.packs_deleted} {'to delete' if dry_run else 'deleted'}{copies}")
+        if scratch:
+            click.echo(f"removed {scratch} scratch director{'y' if scratch == 1 else 'ies'} killed runs left in the "
+                       f"temp directory ({size_text(scratch_bytes)})")
         if stopped:
             click.echo(f"stopped {len(stopped)} OpenClaw container(s) that killed builds left running: "
                        f"{', '.join(stopped)}")

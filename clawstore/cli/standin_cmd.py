@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import click
 
 from clawstore.errors import UsageError
+from clawstore.values.urls import shown_url
 
 LOOPBACK = "127.0.0.1"
 SIMULATED = [sys.executable, "-m", "clawstore.testing.simulated"]
@@ -81,19 +82,20 @@ def _stop() -> None:
 
     base_url = os.environ.get("OPENROUTER_BASE_URL", "").strip()
     parts = urlsplit(base_url)
+    shown = shown_url(base_url)
     if not base_url or parts.hostname != LOOPBACK or parts.port is None:
         raise UsageError("claw standin --stop: $OPENROUTER_BASE_URL does not point at a stand-in on "
-                         f"{LOOPBACK} (it is {base_url or 'unset'})")
+                         f"{LOOPBACK} (it is {shown or 'unset'})")
     root = f"{parts.scheme}://{parts.netloc}"
     try:
         with httpx.Client(base_url=root, timeout=5, trust_env=False) as http:  # (loopback: never a proxy)
             health = http.get("/_admin/health").json()
             if not (isinstance(health, dict) and health.get("standin")):
-                raise UsageError(f"claw standin --stop: {base_url} is not a stand-in provider; nothing stopped")
+                raise UsageError(f"claw standin --stop: {shown} is not a stand-in provider; nothing stopped")
             http.post("/_admin/shutdown").raise_for_status()
     except (httpx.HTTPError, ValueError):
-        raise UsageError(f"claw standin --stop: no stand-in answers on {base_url}") from None
-    click.echo(f"claw standin: stopped the stand-in on {base_url} (`unset OPENROUTER_BASE_URL` before builds "
+        raise UsageError(f"claw standin --stop: no stand-in answers on {shown}") from None
+    click.echo(f"claw standin: stopped the stand-in on {shown} (`unset OPENROUTER_BASE_URL` before builds "
                "against OpenRouter)", err=True)
 
 

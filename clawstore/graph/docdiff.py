@@ -6,12 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 from clawstore.errors import one_line
+from clawstore.values.urls import shown_url
 
 _SHORT = 40  # scalars longer than this are reported as "changed" rather than printed
 
 
 def _show(value: Any) -> str:
     if isinstance(value, str):
+        value = shown_url(value)  # (a base_url stored before session 62 may hold a password)
         if value.startswith("blake3:"):
             return value[:19] + "…"
         return repr(value) if len(value) <= _SHORT else f"<{len(value)} chars>"

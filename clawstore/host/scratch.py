@@ -3,9 +3,14 @@ raises RecursionError and would fail a paid run). Details: docs/runners.md (Deta
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
+import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,14 +27,108 @@ def remove_tree(path: Path | str) -> None:
                        stderr=subprocess.DEVNULL, check=False)
 
 
+# The scratch a run fills is removed when the run ends; one a SIGKILL ended is removed by the next build or gc
+# (sweep_dead_scratch). Its owner holds an flock on OWNER_FILE in it from before that file has its name until the
+# directory is gone: a directory whose OWNER_FILE nobody holds is a dead process's. Details: docs/runners.md.
+OWNER_FILE = ".claw-owner"
+SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-configs-")
+# One without an OWNER_FILE was made by a claw before session 62 (or is being made this instant): its owner cannot be
+# asked, so it is removed only when older than any run (claw-oc-cid-: the engine's id files before session 62).
+UNOWNED_AGE_S = 24 * 3600
+_UNOWNED_PREFIXES = (*SWEPT_PREFIXES, "claw-oc-cid-")
+
+
+class OwnedScratch:
+    """A directory made in the system's temp directory (or `parent`), held by this process until `remove()`."""
+
+    def __init__(self, prefix: str, parent: Path | str | None = None):
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        try:
+            self._fd: int | None = _hold(Path(self.path))
+        except BaseException:
+            remove_tree(self.path)
+            raise
+
+    def remove(self) -> None:
+        """Remove the directory, then let it go (so no sweep takes it for a dead process's while it goes)."""
+        if self._fd is not None:
+            remove_tree(self.path)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _hold(directory: Path) -> int:
+    """The locked OWNER_FILE's descriptor. Locked under another name and then renamed: a sweep never sees the file
+    unlocked while its owner lives."""
+    staged = directory / f"{OWNER_FILE}.{os.getpid()}"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.rename(staged, directory / OWNER_FILE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @contextmanager
 def scratch_dir(prefix: str, parent: Path | str | None = None) -> Iterator[str]:
-    """`tempfile.TemporaryDirectory`, removed with `remove_tree`."""
-    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    """`tempfile.TemporaryDirectory`, removed with `remove_tree`, and an OwnedScratch (a SIGKILL's is swept)."""
+    scratch = OwnedScratch(prefix, parent)
     try:
-        yield path
+        yield scratch.path
     finally:
-        remove_tree(path)
+        scratch.remove()
+
+
+def sweep_dead_scratch(parent: Path | str | None = None) -> tuple[int, int]:
+    """Remove this user's scratch directories in the system's temp directory (or `parent`) whose owner is gone: (how
+    many, their bytes). Never raises; a live owner's (a concurrent build's) is never touched."""
+    root = Path(parent if parent is not None else tempfile.gettempdir())
+    removed = size = 0
+    try:
+        with os.scandir(root) as entries:
+            found = [Path(e.path) for e in entries if e.name.startswith(_UNOWNED_PREFIXES)]
+    except OSError:
+        return 0, 0
+    for path in found:
+        if _owner_gone(path):
+            size += _tree_bytes(path)
+            remove_tree(path)
+            removed += 1
+    return removed, size
+
+
+def _owner_gone(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():  # (a link, or another user's: not ours)
+        return False
+    try:
+        fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return time.time() - info.st_mtime > UNOWNED_AGE_S
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # (held: its owner lives)
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from clawstore.errors import UsageError
 from clawstore.host.durable import output_problem
+from clawstore.host.scratch import sweep_dead_scratch
 from clawstore.project.places import require_built, workspace_store_dir
 
 if TYPE_CHECKING:
@@ -24,11 +25,13 @@ PIN_PREFIX = "pins/"
 
 @dataclass
 class Collected:
-    """One gc, and the OpenClaw containers of killed builds it stopped (or could not ask about)."""
+    """One gc, the OpenClaw containers of killed builds it stopped (or could not ask about), and the scratch
+    directories killed runs left in the system's temp directory that it removed (how many, their bytes)."""
 
     report: GcReport
     stopped: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)  # why a container engine did not answer
+    scratch: tuple[int, int] = (0, 0)
 
 
 def collect_garbage(store: Store, grace_s: float, dry_run: bool, listed: bool = True) -> Collected:
@@ -37,12 +40,15 @@ def collect_garbage(store: Store, grace_s: float, dry_run: bool, listed: bool = 
     from clawstore.store.services.gc import collect
 
     report = collect(store, grace_s=grace_s, dry_run=dry_run, listed=listed)
-    if dry_run or not (store.root / "containers").is_dir():  # (no build recorded any: not worth the imports)
+    if dry_run:
         return Collected(report)
+    scratch = sweep_dead_scratch()
+    if not (store.root / "containers").is_dir():  # (no build recorded any: not worth the imports)
+        return Collected(report, scratch=scratch)
     from clawstore.runners.openclaw.orphans import stop_orphans
 
     orphans = stop_orphans(store)
-    return Collected(report, orphans.stopped, orphans.unanswered)
+    return Collected(report, orphans.stopped, orphans.unanswered, scratch)
 
 
 @dataclass

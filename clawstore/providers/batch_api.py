@@ -19,6 +19,7 @@ import httpx
 from clawstore.providers.client import ChatResult, _Failure, _interpret, _Reply, _scrub, is_retryable_status
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.values.urls import shown_url
 
 # OpenAI's documented limits per batch input file (its Batch API guide): 50,000 requests, 200 MB.
 MAX_REQUESTS_PER_FILE = 50_000
@@ -164,7 +165,8 @@ class BatchApi:
         except ValueError:
             value = None
         if not isinstance(value, dict):
-            raise ProviderError("invalid_response", f"{method} {self.endpoint.base_url}{path}: not a JSON object",
+            raise ProviderError("invalid_response",
+                                f"{method} {shown_url(self.endpoint.base_url)}{path}: not a JSON object",
                                 status_code=response.status_code)
         return value
 
@@ -176,12 +178,12 @@ class BatchApi:
             try:
                 response = self._http.request(method, url, headers=headers, **kwargs)
             except httpx.HTTPError as exc:
-                failure = ProviderError("transport_error", f"{method} {url}: {_scrub(str(exc), api_key)}",
+                failure = ProviderError("transport_error", f"{method} {shown_url(url)}: {_scrub(str(exc), api_key)}",
                                         retryable=True)
             else:
                 if 200 <= response.status_code < 300:
                     return response
-                failure = ProviderError("http_error", f"HTTP {response.status_code} from {method} {url}: "
+                failure = ProviderError("http_error", f"HTTP {response.status_code} from {method} {shown_url(url)}: "
                                         f"{_scrub(response.text[:200], api_key)}",
                                         retryable=is_retryable_status(response.status_code),
                                         status_code=response.status_code)

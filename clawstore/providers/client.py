@@ -31,6 +31,7 @@ from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import SENT_UNANSWERED, Usage
 from clawstore.providers.wire import RequestHead, Wire
 from clawstore.values import jsontext
+from clawstore.values.urls import shown_url
 
 log = logging.getLogger(__name__)
 
@@ -287,7 +288,7 @@ class ProviderClient:
                 self._hold_back(held, delay)
             entry["wait_seconds"] = round(delay, 4)
             log.info("provider %s (status %s) from %s; retry %d/%d in %.2fs", failure.code,
-                     failure.status_code, endpoint.base_url, attempt + 1, retries, delay)
+                     failure.status_code, shown_url(endpoint.base_url), attempt + 1, retries, delay)
             # A rate limit's wait gives the build's slot to other models; a failing server's does not.
             resumed = pacer.pause(delay, self._closed) if rate_limited else not self._closed.wait(delay)
             if not resumed:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from clawstore.errors import ConfigError, UsageError, quoted
 from clawstore.providers.errors import MissingApiKeyError
-from clawstore.values.urls import is_http_url
+from clawstore.values.urls import credential_in_url, is_http_url, shown_url
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_API_KEY_ENV = "OPENROUTER_API_KEY"
@@ -74,9 +74,13 @@ def default_endpoint() -> Endpoint:
     """OpenRouter, or `$OPENROUTER_BASE_URL` when set (read now, at resolve time). OpenRouter needs its
     key; another server gets `$OPENROUTER_API_KEY` if it is set, and no Authorization header if not."""
     base = _normalise_base_url(os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL)
+    credential = credential_in_url(base)
+    if credential is not None:  # (the URL is in every run's identity and record, and pushed with them)
+        raise UsageError(f"${BASE_URL_ENV} carries a credential ({credential}): the URL is stored with every run; "
+                         f"put the key in ${DEFAULT_API_KEY_ENV} instead")
     if not is_http_url(base):  # (`not-a-url`: every run failed "Name or service not known", exit 1, costs unknown)
-        raise UsageError(f"${BASE_URL_ENV} {quoted(os.environ[BASE_URL_ENV])}: must be an http(s) URL such as "
-                         "http://127.0.0.1:8000/v1")
+        raise UsageError(f"${BASE_URL_ENV} {quoted(shown_url(os.environ[BASE_URL_ENV]))}: must be an http(s) URL "
+                         "such as http://127.0.0.1:8000/v1")
     return Endpoint(base, DEFAULT_API_KEY_ENV, key_optional=base != DEFAULT_BASE_URL)
 
 
@@ -102,4 +106,8 @@ def resolve_endpoint(
     if not isinstance(base_url, str) or not is_http_url(base_url):
         raise ConfigError("must be an http(s) URL such as http://127.0.0.1:8000/v1", path,
                           f"{prefix}base_url")
+    credential = credential_in_url(base_url)
+    if credential is not None:
+        raise ConfigError(f"carries a credential ({credential}): name the key's environment variable with "
+                          "'api_key_env' instead", path, f"{prefix}base_url")
     return Endpoint(_normalise_base_url(base_url), key_env or None)

@@ -6,6 +6,7 @@ from typing import Any
 
 from clawstore.errors import ClawError
 from clawstore.providers.usage import Usage
+from clawstore.values.urls import shown_url
 
 
 class _Portable:
@@ -26,7 +27,7 @@ class MissingApiKeyError(_Portable, ClawError):
     def __init__(self, variable: str, base_url: str, why: str = "is not set"):
         self.variable = variable
         self.base_url = base_url
-        super().__init__(f"environment variable {variable} {why} (API key for {base_url})")
+        super().__init__(f"environment variable {variable} {why} (API key for {shown_url(base_url)})")
 
 
 class ProviderError(_Portable, ClawError):

@@ -52,11 +52,15 @@ def check_duckdb_can_open(manifest: Path) -> None:
                          "cannot open; move the store to a UTF-8 path") from None
 
 
-SCHEMA_STAMP = "schema.json"  # the columns the manifest's files were written with
+SCHEMA_STAMP = "schema.json"  # the columns the manifest's files were written with, and how their cells were made
+# Raised when cells are made otherwise, so files made before are indexed again: 2, a runs row's endpoint with its
+# password masked (session 62: a base_url stored before may hold one).
+ROWS_REVISION = 2
 
 
 def _schema_text() -> str:
-    return json.dumps({table: [[c.name, c.type] for c in cols] for table, cols in PHYSICAL.items()}, sort_keys=True)
+    tables = {table: [[c.name, c.type] for c in cols] for table, cols in PHYSICAL.items()}
+    return json.dumps({"rows_revision": ROWS_REVISION, **tables}, sort_keys=True)
 
 
 def _stale_schema(manifest: Path) -> bool:

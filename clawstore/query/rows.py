@@ -31,6 +31,7 @@ from clawstore.store.documents import COUNTERS, KNOWN_TOKENS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, known_cost, source_of
 from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS
+from clawstore.values.urls import shown_url
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
@@ -215,6 +216,8 @@ def _run_row(base: Row, rec: Mapping[str, Any]) -> Row:
     )
     if row["error_code"] is None:
         row["error_code"] = _str(summary.get("error_code"))
+    if row["endpoint"] is not None:  # (a base_url stored before session 62 may hold a password: never shown)
+        row["endpoint"] = shown_url(row["endpoint"])
     return row
 
 

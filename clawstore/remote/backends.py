@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from clawstore.errors import ClawError, StoreError, UsageError
+from clawstore.values.urls import credential_in_url, shown_url
 
 
 class RemoteError(StoreError):
@@ -166,24 +167,19 @@ def normal_url(url: str, base: Path | None = None) -> str:
 def endpoint_problem(endpoint: str) -> str | None:
     """Why `endpoint` cannot be an S3 endpoint URL, or None."""
     parsed = urlparse(endpoint)
-    if parsed.username or parsed.password:
-        return "must not carry credentials (use the AWS credential chain)"
+    credential = credential_in_url(endpoint)
+    if credential is not None:
+        return f"must not carry credentials ({credential}; use the AWS credential chain)"
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return "expected http(s)://HOST[:PORT]"
     return None
-
-
-def endpoint_shown(endpoint: str) -> str:
-    """`endpoint` as a message may show it: a password in it (refused anyway) is not repeated."""
-    password = urlparse(endpoint).password
-    return endpoint.replace(password, "***") if password else endpoint
 
 
 def check_endpoint(endpoint: str, named: str) -> None:
     """UsageError naming where the endpoint came from (`--endpoint-url`, `$AWS_ENDPOINT_URL`)."""
     problem = endpoint_problem(endpoint)
     if problem is not None:
-        raise UsageError(f"{named} {endpoint_shown(endpoint)}: {problem}")
+        raise UsageError(f"{named} {shown_url(endpoint)}: {problem}")
 
 
 def check_location(url: str, endpoint_url: str | None, must_exist: bool = False) -> None:
@@ -191,7 +187,7 @@ def check_location(url: str, endpoint_url: str | None, must_exist: bool = False)
     remote must be there (a pull from a mistyped path would otherwise report zero packs)."""
     problem = url_problem(url)
     if problem is not None:
-        raise UsageError(f"remote {url}: {problem}")
+        raise UsageError(f"remote {shown_url(url)}: {problem}")
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         if endpoint_url is None and os.environ.get("AWS_ENDPOINT_URL"):

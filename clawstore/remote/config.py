@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import yaml
 
@@ -25,6 +24,7 @@ from clawstore.config.yamlio import YamlProblem, load_mapping
 from clawstore.errors import ConfigError, UsageError, utf8_argument
 from clawstore.host.durable import write_file_atomic
 from clawstore.remote.backends import check_endpoint, check_location, endpoint_problem, normal_url, url_problem
+from clawstore.values.urls import credential_in_url, shown_url
 
 WORKSPACE_FILE = "claw.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -45,14 +45,15 @@ def _check_utf8(value: str, where: str) -> None:
 
 def _check_url(url: str, where: str) -> str:
     _check_utf8(url, where)
-    parsed = urlparse(url)
-    if parsed.username or parsed.password:
-        raise UsageError(f"{where}: a remote URL must not carry credentials (use the AWS credential chain)")
+    credential = credential_in_url(url) if "://" in url else None  # (a plain directory's name may hold '?' or '@')
+    if credential is not None:
+        raise UsageError(f"{where}: a remote URL must not carry credentials ({credential}; use the AWS credential "
+                         "chain)")
     if not url.strip():
         raise UsageError(f"{where}: empty remote URL")
     problem = url_problem(url)
     if problem is not None:
-        raise UsageError(f"{where}: {url}: {problem}")
+        raise UsageError(f"{where}: {shown_url(url)}: {problem}")
     return url
 
 

@@ -35,11 +35,14 @@ def refused(done: subprocess.CompletedProcess[str], expected: str) -> None:
 @pytest.mark.parametrize("endpoint,why", [
     ("notaurl", "expected http(s)://HOST[:PORT]"),
     ("ftp://minio.local:9000", "expected http(s)://HOST[:PORT]"),
-    (f"http://admin:{SECRET}@minio.local:9000", "must not carry credentials (use the AWS credential chain)"),
+    (f"http://admin:{SECRET}@minio.local:9000",
+     "must not carry credentials (a user:password part; use the AWS credential chain)"),
+    (f"http://minio.local:9000/?X-Amz-Signature={SECRET}",
+     "must not carry credentials (the query parameter 'X-Amz-Signature'; use the AWS credential chain)"),
 ])
 def test_a_bad_endpoint_flag_is_one_line(ws: Workspace, command: str, endpoint: str, why: str) -> None:
     done = claw(command, "s3://bucket/team", "--endpoint-url", endpoint, cwd=ws.root)
-    shown = endpoint.replace(SECRET, "***")
+    shown = endpoint.replace(f"admin:{SECRET}", "***").replace(SECRET, "***")  # (a user name may be a token too)
     refused(done, f"--endpoint-url {shown}: {why}")
     assert not (ws.root / "store").exists()
 
@@ -54,8 +57,8 @@ def test_a_bad_endpoint_in_the_environment_names_the_variable(ws: Workspace,
 def test_remote_add_refuses_credentials_in_the_endpoint_and_writes_nothing(ws: Workspace) -> None:
     done = claw("remote", "add", "team", "s3://bucket/team", "--endpoint-url",
                 f"https://key:{SECRET}@minio.local", cwd=ws.root)
-    refused(done, "--endpoint-url https://key:***@minio.local: must not carry credentials "
-                  "(use the AWS credential chain)")
+    refused(done, "--endpoint-url https://***@minio.local: must not carry credentials "
+                  "(a user:password part; use the AWS credential chain)")
     assert not (ws.root / "claw.yaml").exists()
 
 

@@ -12,16 +12,12 @@ from pydantic_core import PydanticCustomError
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import is_http_url
+from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
     """A validation error with our own wording; `field` extends the location (e.g. 'temperature')."""
     return PydanticCustomError("claw", "{message}", {"message": message, "field": field or ""})
-
-
-# Extra keys that would put a credential into a config (and from there into the store).
-SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "token", "secret", "password"})
 
 
 def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
@@ -69,6 +65,10 @@ def check_endpoint(extras: dict[str, Any]) -> None:
     """`base_url` / `api_key_env` (which OpenAI-compatible server a model or judge calls: providers/endpoint.py) of a
     shape a request can use: else `claw validate` said OK and the build was refused, naming no file."""
     base_url, key_env = extras.get("base_url"), extras.get("api_key_env")
+    credential = credential_in_url(base_url) if isinstance(base_url, str) else None
+    if credential is not None:  # (the URL is in every run's identity, record and batch document, and pushed)
+        raise fail(f"carries a credential ({credential}); configs are stored, secrets must not be: put the key in an "
+                   "environment variable and name it with 'api_key_env'", "base_url")
     if base_url is not None and not (isinstance(base_url, str) and is_http_url(base_url)):
         raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
     if key_env is not None and not isinstance(key_env, str):

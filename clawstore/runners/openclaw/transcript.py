@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from clawstore.host.run_limits import (
     MAX_TRANSCRIPT_TEXT_BYTES,
     size_text,
 )
-from clawstore.host.scratch import remove_tree
+from clawstore.host.scratch import OwnedScratch
 from clawstore.values import jsontext
 from clawstore.values.bounds import MAX_REPLY_TOKENS
 
@@ -126,7 +125,8 @@ def database_answers(database: Path, root: Path) -> tuple[Answers, str | None]:
     why = unsafe(database, root) or (unsafe(wal, root) if wal.exists() or wal.is_symlink() else None)
     if why is not None:
         return Answers(), why
-    private = Path(tempfile.mkdtemp(prefix="claw-transcript-"))
+    private_scratch = OwnedScratch("claw-transcript-")  # (up to a GiB: a SIGKILL's is swept, host/scratch.py)
+    private = Path(private_scratch.path)
     try:
         copy = private / database.name
         shutil.copyfile(database, copy, follow_symlinks=False)
@@ -142,7 +142,7 @@ def database_answers(database: Path, root: Path) -> tuple[Answers, str | None]:
     except (sqlite3.Error, zstandard.ZstdError, OSError, ValueError) as exc:
         return Answers(), f"unreadable: {type(exc).__name__}: {exc}"
     finally:
-        remove_tree(str(private))
+        private_scratch.remove()
 
 
 def _plain_table(connection: sqlite3.Connection) -> None:

@@ -12,12 +12,12 @@ import difflib
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import ConfigError
+from clawstore.host.scratch import scratch_dir
 from clawstore.runners.openclaw.config import agent_fragments
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def agent_prompt(agent: Any) -> str | None:
 def agent_workspace_tree(store: Store, agent_dir: Path, agent: Any = None) -> str:
     """Store the agent's workspace template (placeholders and the agent's prompt included) as a
     tree; return its id."""
-    with tempfile.TemporaryDirectory(prefix="claw-agent-ws-") as tmp:
+    with scratch_dir("claw-agent-ws-") as tmp:
         dest = Path(tmp) / "workspace"
         materialize_template(Path(agent_dir), dest)
         prompt = agent_prompt(agent)

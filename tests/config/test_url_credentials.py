@@ -1,0 +1,134 @@
+"""A credential written into a URL (`https://user:pass@host/v1`, `?key=…`) is refused where the URL enters claw: a
+suite model's or judge's `base_url`, `$OPENROUTER_BASE_URL`, a remote's URL or endpoint. The URL is stored (run
+identities, records, batch documents) and pushed with them; the refusal names the file or variable and the field,
+exit 2, and never repeats the secret."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from clawstore.values.urls import credential_in_url, shown_url
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace, write_yaml
+
+PASSWORD = "hunter2-S3CRET"
+CREDENTIAL_URLS = [
+    f"https://user:{PASSWORD}@models.example/v1",
+    f"https://{PASSWORD}@models.example/v1",
+    f"https://models.example/v1?key={PASSWORD}",
+    f"https://models.example/v1?api-version=2024-06-01&api_key={PASSWORD}",
+    f"https://models.example/v1?sig={PASSWORD}",
+    f"https://models.example/v1?Signature={PASSWORD}",
+    f"https://models.example/v1?access_token={PASSWORD}",
+    f"https://models.example/v1?auth={PASSWORD}",
+    f"https://models.example/v1?token={PASSWORD}",
+    f"https://models.example/v1?X-Amz-Signature={PASSWORD}",
+    f"https://models.example/v1?subscription-key={PASSWORD}",
+    f"https://models.example/v1#access_token={PASSWORD}",
+]
+
+
+@pytest.mark.parametrize("url", CREDENTIAL_URLS)
+def test_a_credential_in_a_url_is_found_and_masked(url: str) -> None:
+    assert credential_in_url(url) is not None
+    assert PASSWORD not in (credential_in_url(url) or "")
+    assert PASSWORD not in shown_url(url)
+    assert "models.example" in shown_url(url)
+
+
+@pytest.mark.parametrize("url", ["https://models.example/v1", "https://x.openai.azure.com/openai?api-version=2024-06-01",
+                                 "http://127.0.0.1:8000/v1", "https://models.example/v1?region=eu&monkey=1"])
+def test_harmless_urls_pass_and_show_as_written(url: str) -> None:
+    assert credential_in_url(url) is None
+    assert shown_url(url) == url
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _the_error(out: str) -> str:
+    """`claw validate`'s one line for the file (then its count of errors)."""
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("1 error"), out
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2], CREDENTIAL_URLS[9]])
+def test_validate_refuses_a_suite_base_url_with_a_credential(ws: Workspace, claw: Claw, standin: StandIn,
+                                                             url: str) -> None:
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=url))
+    for args in (("validate",), ("build", "--suite", "main", "--run-profile", "rp")):
+        proc = claw.popen(*args)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, out, err)
+        line = _one_line(err) if args[0] == "build" else _the_error(out)
+        assert "main.yaml" in line and "base_url" in line and "api_key_env" in line, line
+        assert PASSWORD not in out + err
+    assert standin.requests == []
+    assert not list((Path(os.environ["CLAW_STORE"]) / "builds").glob("*.json"))
+
+
+def test_validate_refuses_a_judge_base_url_with_a_credential(ws: Workspace, claw: Claw) -> None:
+    write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+        "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
+                    "base_url": f"https://judge.example/v1?sig={PASSWORD}"}],
+        "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+    proc = claw.popen("validate")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    line = _the_error(out)
+    assert "ev.yaml" in line and "base_url" in line and "'sig'" in line, line
+    assert PASSWORD not in out + err
+
+
+def test_an_azure_api_version_is_still_accepted(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.edit("suites/main.yaml",
+            lambda d: d["models"][0].update(base_url=standin.base_url + "?api-version=2024-06-01"))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2]])
+def test_the_base_url_variable_with_a_credential_is_a_usage_error(ws: Workspace, claw: Claw, standin: StandIn,
+                                                                  monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", url)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    line = _one_line(err)
+    assert "$OPENROUTER_BASE_URL" in line and "OPENROUTER_API_KEY" in line, line
+    assert PASSWORD not in out + err
+    assert standin.requests == []
+
+
+def test_a_malformed_url_with_a_password_is_not_echoed(ws: Workspace, claw: Claw,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://u:{PASSWORD}@[::1/v1")
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    assert PASSWORD not in out + err
+
+
+@pytest.mark.parametrize("args", [
+    ("remote", "add", "team", f"s3://bucket/runs?X-Amz-Signature={PASSWORD}"),
+    ("remote", "add", "team", f"file:///tmp/runs?token={PASSWORD}"),
+    ("remote", "add", "team", "s3://bucket/runs", "--endpoint-url", f"http://minio.local:9000/?access_token={PASSWORD}"),
+    ("pull", f"s3://bucket/runs?sig={PASSWORD}"),
+])
+def test_a_remote_url_with_a_credential_is_refused(ws: Workspace, claw: Claw, args: tuple[str, ...]) -> None:
+    proc = claw.popen(*args)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    _one_line(err)
+    assert PASSWORD not in out + err
+    assert not (ws.root / "claw.yaml").exists()

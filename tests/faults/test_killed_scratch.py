@@ -1,0 +1,152 @@
+"""A SIGKILLed build's scratch does not pile up in the system's temp directory: a run's `claw-run-*` (its sandbox;
+an OpenClaw run's mounted root, its transcript's private copy: up to a GiB) was removed only in `finally` blocks, so
+a killed build left it forever. The next `claw build` or `claw gc` removes the scratch whose owner process is gone,
+never a live one's (real `claw` processes, the stand-in server, real SIGKILLs, a real concurrent holder)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn, text
+from tests.hostile.attack import CLAW, run_claw
+from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+# A process holding a scratch directory as a run does (host/scratch.py's scratch_dir) until it is killed.
+HOLDER = """
+import sys, time
+from pathlib import Path
+from clawstore.host.scratch import scratch_dir
+with scratch_dir("claw-run-") as path:
+    (Path(path) / "sandbox").mkdir()
+    (Path(path) / "sandbox" / "made.txt").write_text("a run's file")
+    print(path, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system's temp directory of every process the test starts (claw's scratch goes there)."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path
+
+
+def _holder() -> tuple[subprocess.Popen[str], Path]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def _killed(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def _scratch(temp: Path) -> set[Path]:
+    return set(temp.glob("claw-run-*"))
+
+
+def test_a_killed_builds_scratch_is_removed_by_gc_and_a_live_ones_kept(tmp_path: Path, temp: Path, standin: StandIn,
+                                                                      env: dict[str, str]) -> None:  # noqa: F811
+    ws = Workspace(tmp_path / "ws")
+    ws.case("tools", "Read a file.", input={"messages": [{"role": "user", "content": "Read a file."}],
+                                           "context": {"llm_probe": {"tools": ["read_file"]}}})
+    ws.suite("main", ["m1"])
+    ws.run_profile(defaults={"timeout_seconds": 60})
+    standin.set_default(text("four", latency=30))
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not _scratch(temp) and time.monotonic() < deadline:  # (its run made its sandbox: it is asking)
+            time.sleep(0.02)
+        time.sleep(0.5)
+    finally:
+        _killed(build)
+    left = _scratch(temp)
+    assert len(left) == 1, left  # the killed run's sandbox, left behind
+    live, live_path = _holder()
+    try:
+        unowned_old, unowned_young = temp / "claw-run-before62", temp / "claw-run-before62-young"
+        for path in (unowned_old, unowned_young):  # (a claw before session 62 made them: no owner file)
+            (path / "sandbox").mkdir(parents=True)
+        two_days_ago = time.time() - 2 * 86400
+        os.utime(unowned_old, (two_days_ago, two_days_ago))
+
+        gc = run_claw(ws.root, "gc")
+        assert gc.code == 0, gc
+        assert "removed 2 scratch directories killed runs left in the temp directory" in gc.stdout, gc
+        assert _scratch(temp) == {live_path, unowned_young}
+        assert (live_path / "sandbox" / "made.txt").read_text() == "a run's file"
+    finally:
+        _killed(live)
+
+    standin.set_default(text("four"))
+    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0  # the next build sweeps the holder SIGKILL left
+    assert _scratch(temp) == {unowned_young}
+
+
+RACER = """
+import sys, time
+from pathlib import Path
+from clawstore.host.scratch import scratch_dir
+lost = 0
+for i in range(int(sys.argv[1])):
+    with scratch_dir("claw-run-") as path:
+        try:
+            (Path(path) / "f").write_text(str(i))
+            time.sleep(0.001)
+            lost += not (Path(path) / "f").is_file() or not Path(path, ".claw-owner").is_file()
+        except OSError:  # (swept under it)
+            lost += 1
+print(lost, flush=True)
+"""
+SWEEPER = """
+import os, sys
+from clawstore.host.scratch import sweep_dead_scratch
+while not os.path.exists(sys.argv[1]):
+    sweep_dead_scratch()
+"""
+
+
+def test_sweeps_beside_live_owners_never_take_their_scratch(tmp_path: Path, temp: Path) -> None:
+    """Owners making and removing scratch as fast as they can while another process sweeps without a pause: the
+    moment a directory is made, before its owner file is locked, is never taken for a dead owner's."""
+    done = tmp_path / "done"
+    sweeper = subprocess.Popen([sys.executable, "-c", SWEEPER, str(done)], env=dict(os.environ))
+    try:
+        racers = [subprocess.Popen([sys.executable, "-c", RACER, "400"], env=dict(os.environ),
+                                   stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        lost = [int(r.communicate(timeout=300)[0]) for r in racers]
+    finally:
+        done.touch()
+        sweeper.wait(timeout=60)
+    assert lost == [0, 0]
+    assert _scratch(temp) == set()
+
+
+def test_a_link_or_another_named_entry_is_not_swept(temp: Path) -> None:
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    target = temp / "kept"
+    target.mkdir()
+    (temp / "claw-run-link").symlink_to(target)
+    (temp / "claw-demo-x").mkdir()  # (claw demo's workspace is the user's)
+    old = time.time() - 2 * 86400
+    for path in (target, temp / "claw-demo-x"):
+        os.utime(path, (old, old))
+    assert sweep_dead_scratch() == (0, 0)
+    assert target.is_dir() and (temp / "claw-run-link").is_symlink() and (temp / "claw-demo-x").is_dir()
+
+
