@@ -202,12 +202,15 @@ class Wire:
                 return
 
     def done(self) -> None:
-        """The exchange is over (read whole or abandoned): keep the connection only if both sides finished."""
+        """The exchange is over (read whole or abandoned): keep the connection only if both sides finished and
+        nothing was read past the reply. Bytes past it answer no request sent (h11 would keep them, as httpcore
+        does, and read them as the next request's reply: a judgement or run recorded with another's content)."""
         plain, self._plain = self._plain, None
         conn = self._conn
         if plain is not None and plain.left == 0 and plain.keep:
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
-        elif plain is None and conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+        elif plain is None and conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE \
+                and not conn.trailing_data[0] and not self._replay:
             conn.start_next_cycle()
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
         else:
