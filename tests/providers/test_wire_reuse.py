@@ -4,6 +4,7 @@ another request's answer records a judgement or a run with content it was not gi
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import time
@@ -13,10 +14,12 @@ from unittest import mock
 import httpx
 import pytest
 
-from clawstore.providers import ProviderClient
+from clawstore.providers import Endpoint, ProviderClient
 from clawstore.providers.wire import RequestHead, Wire
+from clawstore.testing.standin import StandIn, error, text
 from tests.providers.test_wire import BODY, REPLY, _read_request, _reply, _Server
 from tests.providers.test_wire_plain import ITEMS, TIMEOUT, URL, _ScriptedSocket, _wire
+from tests.support.wire_paths import reply_paths
 
 
 def _answer(content: str, *extra: bytes) -> bytes:
@@ -193,3 +196,37 @@ def test_an_idle_connection_that_received_bytes_is_not_used_again() -> None:
     assert wire._sock is not idle
     readable.close()
     writer.close()
+
+
+def test_the_stand_ins_answers_each_take_their_path(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = reply_paths(monkeypatch)
+    standin.script("m1", error(429, "slow down", retry_after=0.2), error(503, "busy"), text("at last"))
+    with ProviderClient(backoff_base=0.01, backoff_cap=0.02) as client:
+        started = time.monotonic()
+        result = client.chat(Endpoint(standin.base_url, None), BODY, timeout=5, retries=2)
+        assert time.monotonic() - started >= 0.2  # the Retry-After was honoured
+        assert client._clients[0].wire is not None
+    assert result.message["content"] == "at last" and result.attempts == 3
+    assert [entry.get("status_code") for entry in result.attempt_log] == [429, 503]
+    assert taken == ["plain", "plain", "plain"]
+
+
+@pytest.mark.parametrize(("reply", "path"), [
+    (_reply(gzip.compress(json.dumps(REPLY).encode()), b"Content-Encoding: gzip"), ["plain"]),
+    (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+     + b"%x\r\n%s\r\n0\r\n\r\n" % (len(json.dumps(REPLY).encode()), json.dumps(REPLY).encode()), ["h11"]),
+    (b"HTTP/1.1 100 Continue\r\n\r\n" + _reply(json.dumps(REPLY).encode()), ["h11"]),
+    (b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(REPLY).encode(), ["h11"]),
+])
+def test_gzip_chunked_and_other_replies_each_take_their_path(reply: bytes, path: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = reply_paths(monkeypatch)
+
+    def answer(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            conn.sendall(reply)
+            if reply.startswith(b"HTTP/1.0"):
+                return  # (its body ends at the close)
+
+    assert _contents(answer, requests=1)[0] == ["héllo"]
+    assert taken == path
