@@ -221,21 +221,22 @@ class Wire:
         """The reply's status, reason and headers when it has the shape read without h11 (the body left for `body`);
         None once h11 has the reply (`_to_h11`), to read as it would have from the start."""
         chunks: list[bytes] = []
-        received = b""
-        while True:
+        received = bytearray()  # (grown in place, searched from its new bytes: a head trickled a byte a read costs
+        while True:             # what it costs h11, not that squared)
             data = self._read(read_timeout)
             chunks.append(data)
             received += data
             # Where h11 would stop waiting: its first blank line (`\n\r?\n`), or what it refuses at once (a head
             # starting with a blank line or a byte below "!"); at the end of the data; or once the head is too long.
-            blank = _BLANK_LINE.search(received)
+            blank = _BLANK_LINE.search(received, max(0, len(received) - len(data) - 2))
             if blank is not None and blank.group() == b"\n\r\n" and received[blank.start() - 1:blank.start()] == b"\r":
                 end = blank.start() - 1
                 break
             if blank is not None or received[:1] != b"H" or not data or len(received) > MAX_INCOMPLETE_EVENT_SIZE:
                 self._to_h11(head, payload, chunks)
                 return None
-        found = _PLAIN_HEAD.fullmatch(received, 0, end + 2)
+        reply = bytes(received)
+        found = _PLAIN_HEAD.fullmatch(reply, 0, end + 2)
         status = int(found.group(1)) if found is not None else 0
         if found is None or status < 200 or status in (204, 304):  # (no body, or a 1xx before the reply: h11's)
             self._to_h11(head, payload, chunks)
@@ -255,7 +256,7 @@ class Wire:
                 return None
             elif lower == b"connection" and b"close" in (part.strip() for part in value.lower().split(b",")):
                 keep = False  # (as h11: the connection ends with this reply)
-        first = received[end + 4:]
+        first = reply[end + 4:]
         if length is None or len(first) > length:  # (read to its close, or more than the reply: h11's)
             self._to_h11(head, payload, chunks)
             return None

@@ -11,11 +11,15 @@ import random
 import re
 from collections.abc import Callable
 
+import pytest
+
+from clawstore.providers import wire as wire_module
 from tests.providers.test_wire_plain import _exchanges
 
 ANSWER = json.dumps({"id": "gen-1", "object": "chat.completion", "model": "m", "choices": [
     {"index": 0, "message": {"role": "assistant", "content": "stand-in answer"}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5, "cost": 8e-06}}).encode()
+BLANK_LINE = wire_module._BLANK_LINE
 GZIPPED = gzip.compress(ANSWER, mtime=0)
 
 
@@ -135,3 +139,18 @@ def test_mutated_real_replies_come_to_what_h11_makes_of_them() -> None:
         for _ in range(2):
             script = _cuts(reply, rng) + ([then] if then else []) + ([b""] if rng.random() < 0.5 else [])
             assert _exchanges(script, h11_only=False) == _exchanges(script, h11_only=True), (reply, script)
+
+
+def test_a_head_trickled_a_byte_a_read_is_searched_once_not_once_a_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    head = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 50_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
+    reads = [head[i:i + 1] for i in range(len(head))]
+    scanned = [0]
+
+    class Counted:
+        def search(self, data: bytearray, pos: int = 0) -> re.Match[bytes] | None:
+            scanned[0] += len(data) - pos
+            return BLANK_LINE.search(data, pos)
+
+    monkeypatch.setattr(wire_module, "_BLANK_LINE", Counted())
+    assert _exchanges(reads, h11_only=False, requests=1) == _exchanges(reads, h11_only=True, requests=1)
+    assert scanned[0] < 3 * len(head)  # (searched from the start each read: ~len(head) ** 2 / 2)
