@@ -16,7 +16,7 @@ h11's own patterns read them, one Content-Length, no Transfer-Encoding) is read 
 other reply, or one that ends early or sends more than its length, is handed to h11 as received (the reads so far
 replayed into a connection that sent the same request, body bytes already given out as zeros of their length): h11
 reads it and fails it as before, and the connection stays with h11 until it is closed (docs/scale/building.md,
-"Session 62: the workers").
+"Session 62: the workers"). A connection that received bytes past a reply is closed, either way (`done`).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class Wire:
         if plain is not None and plain.left == 0 and plain.keep:
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
         elif plain is None and conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE \
-                and not conn.trailing_data[0] and not self._replay:
+                and not conn.trailing_data[0]:
             conn.start_next_cycle()
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
         else:
