@@ -130,6 +130,7 @@ class Wire:
         self._plain: _Plain | None = None  # the reply being read without h11
         self._replay: list[bytes] = []  # chunks read before h11 took the reply over, for h11 to read first
         self._expire_at = 0.0
+        self._deadline = float("inf")  # (time.monotonic) the exchange's end: a read after it is a timeout
         self._timeouts = {socket.SO_RCVTIMEO: _NOT_SET, socket.SO_SNDTIMEO: _NOT_SET}
 
     def close(self) -> None:
@@ -137,10 +138,12 @@ class Wire:
             self._sock.close()
             self._sock = None
 
-    def send(self, url: httpx.URL, head: RequestHead, payload: bytes,
-             timeout: httpx.Timeout) -> tuple[int, str, list[tuple[bytes, bytes]]]:
+    def send(self, url: httpx.URL, head: RequestHead, payload: bytes, timeout: httpx.Timeout,
+             deadline: float = float("inf")) -> tuple[int, str, list[tuple[bytes, bytes]]]:
         """Send one request to `url` (`head` made for it); its reply's status, reason phrase and headers (raw, in
-        order). Raises httpx's TransportError subclasses as httpx would."""
+        order). Raises httpx's TransportError subclasses as httpx would; ReadTimeout for a read after `deadline`
+        (time.monotonic: each read waits at most its timeout, so only this ends a server dripping its reply)."""
+        self._deadline = deadline
         origin = (url.scheme, url.raw_host, url.port)
         if self._sock is not None and (origin != self._origin or time.monotonic() > self._expire_at
                                        or _readable(self._sock)):  # the server closed it meanwhile
@@ -347,6 +350,8 @@ class Wire:
         if self._replay:  # (read before h11 took the reply over)
             return self._replay.pop(0)
         try:
+            if time.monotonic() > self._deadline:
+                raise TimeoutError("timed out")
             self._set(socket.SO_RCVTIMEO, read_timeout)
             return self._sock.recv(READ_NUM_BYTES)  # type: ignore[union-attr]
         except (BlockingIOError, TimeoutError, ssl.SSLWantReadError) as exc:

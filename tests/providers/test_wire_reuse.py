@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from unittest import mock
@@ -14,7 +15,7 @@ from unittest import mock
 import httpx
 import pytest
 
-from clawstore.providers import Endpoint, ProviderClient
+from clawstore.providers import Endpoint, ProviderClient, ProviderError
 from clawstore.providers.wire import RequestHead, Wire
 from clawstore.testing.standin import StandIn, error, text
 from tests.providers.test_wire import BODY, REPLY, _read_request, _reply, _Server
@@ -230,3 +231,29 @@ def test_gzip_chunked_and_other_replies_each_take_their_path(reply: bytes, path:
 
     assert _contents(answer, requests=1)[0] == ["héllo"]
     assert taken == path
+
+
+def test_a_head_dripped_a_byte_at_a_time_is_cut_off_at_the_exchanges_deadline() -> None:
+    # The deadline bounds the whole exchange (ProviderClient._attempt), the head too: a server that drips its head
+    # holds no worker for hours (each read is under the read timeout, so only the deadline can end it).
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            for byte in _answer("slow").replace(b"\r\n", b"\r\nX-Pad: " + b"p" * 40 + b"\r\n", 1):
+                if stop.wait(0.02):
+                    return
+                conn.sendall(bytes([byte]))
+
+    server = _Server(drip)
+    try:
+        with ProviderClient() as client:
+            started = time.monotonic()
+            with pytest.raises(ProviderError) as raised:
+                client.chat(server.endpoint, BODY, timeout=0.5, retries=0)
+            elapsed = time.monotonic() - started
+            assert client._clients[0].wire is not None
+    finally:
+        stop.set()
+        server.close()
+    assert raised.value.timed_out and elapsed < 1.5  # (its head alone takes ~2 s to drip)
