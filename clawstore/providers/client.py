@@ -351,7 +351,8 @@ class ProviderClient:
         """One HTTP exchange → (result or failure, usage that this attempt reported).
 
         The timeout is a wall-clock bound on the whole exchange: httpx's own timeouts apply per
-        network operation, so a server that drips bytes is also cut off at the deadline.
+        network operation, so a server that drips bytes is also cut off at the deadline (through the wire
+        before each read, its head's too; through httpx as the body arrives).
         """
         seconds = limit[0].read or self.default_timeout
         deadline = time.monotonic() + seconds
@@ -374,7 +375,7 @@ class ProviderClient:
                 status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
                 chunks, finish = streamed.iter_bytes(), streamed.close  # (decompressed, if it was compressed)
             else:
-                status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0])
+                status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0], deadline)
                 reply_headers = httpx.Headers(raw)
                 chunks, finish = decoded(wire.body(limit[0].read), reply_headers), wire.done
             try:

@@ -16,7 +16,7 @@ h11's own patterns read them, one Content-Length, no Transfer-Encoding) is read 
 other reply, or one that ends early or sends more than its length, is handed to h11 as received (the reads so far
 replayed into a connection that sent the same request, body bytes already given out as zeros of their length): h11
 reads it and fails it as before, and the connection stays with h11 until it is closed (docs/scale/building.md,
-"Session 62: the workers").
+"Session 62: the workers"). A connection that received bytes past a reply is closed, either way (`done`).
 """
 
 from __future__ import annotations
@@ -130,6 +130,7 @@ class Wire:
         self._plain: _Plain | None = None  # the reply being read without h11
         self._replay: list[bytes] = []  # chunks read before h11 took the reply over, for h11 to read first
         self._expire_at = 0.0
+        self._deadline = float("inf")  # (time.monotonic) the exchange's end: a read after it is a timeout
         self._timeouts = {socket.SO_RCVTIMEO: _NOT_SET, socket.SO_SNDTIMEO: _NOT_SET}
 
     def close(self) -> None:
@@ -137,10 +138,12 @@ class Wire:
             self._sock.close()
             self._sock = None
 
-    def send(self, url: httpx.URL, head: RequestHead, payload: bytes,
-             timeout: httpx.Timeout) -> tuple[int, str, list[tuple[bytes, bytes]]]:
+    def send(self, url: httpx.URL, head: RequestHead, payload: bytes, timeout: httpx.Timeout,
+             deadline: float = float("inf")) -> tuple[int, str, list[tuple[bytes, bytes]]]:
         """Send one request to `url` (`head` made for it); its reply's status, reason phrase and headers (raw, in
-        order). Raises httpx's TransportError subclasses as httpx would."""
+        order). Raises httpx's TransportError subclasses as httpx would; ReadTimeout for a read after `deadline`
+        (time.monotonic: each read waits at most its timeout, so only this ends a server dripping its reply)."""
+        self._deadline = deadline
         origin = (url.scheme, url.raw_host, url.port)
         if self._sock is not None and (origin != self._origin or time.monotonic() > self._expire_at
                                        or _readable(self._sock)):  # the server closed it meanwhile
@@ -202,12 +205,15 @@ class Wire:
                 return
 
     def done(self) -> None:
-        """The exchange is over (read whole or abandoned): keep the connection only if both sides finished."""
+        """The exchange is over (read whole or abandoned): keep the connection only if both sides finished and
+        nothing was read past the reply. Bytes past it answer no request sent (h11 would keep them, as httpcore
+        does, and read them as the next request's reply: a judgement or run recorded with another's content)."""
         plain, self._plain = self._plain, None
         conn = self._conn
         if plain is not None and plain.left == 0 and plain.keep:
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
-        elif plain is None and conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+        elif plain is None and conn is not None and conn.our_state is h11.DONE and conn.their_state is h11.DONE \
+                and not conn.trailing_data[0]:
             conn.start_next_cycle()
             self._expire_at = time.monotonic() + KEEPALIVE_EXPIRY_S
         else:
@@ -218,21 +224,22 @@ class Wire:
         """The reply's status, reason and headers when it has the shape read without h11 (the body left for `body`);
         None once h11 has the reply (`_to_h11`), to read as it would have from the start."""
         chunks: list[bytes] = []
-        received = b""
-        while True:
+        received = bytearray()  # (grown in place, searched from its new bytes: a head trickled a byte a read costs
+        while True:             # what it costs h11, not that squared)
             data = self._read(read_timeout)
             chunks.append(data)
             received += data
             # Where h11 would stop waiting: its first blank line (`\n\r?\n`), or what it refuses at once (a head
             # starting with a blank line or a byte below "!"); at the end of the data; or once the head is too long.
-            blank = _BLANK_LINE.search(received)
+            blank = _BLANK_LINE.search(received, max(0, len(received) - len(data) - 2))
             if blank is not None and blank.group() == b"\n\r\n" and received[blank.start() - 1:blank.start()] == b"\r":
                 end = blank.start() - 1
                 break
             if blank is not None or received[:1] != b"H" or not data or len(received) > MAX_INCOMPLETE_EVENT_SIZE:
                 self._to_h11(head, payload, chunks)
                 return None
-        found = _PLAIN_HEAD.fullmatch(received, 0, end + 2)
+        reply = bytes(received)
+        found = _PLAIN_HEAD.fullmatch(reply, 0, end + 2)
         status = int(found.group(1)) if found is not None else 0
         if found is None or status < 200 or status in (204, 304):  # (no body, or a 1xx before the reply: h11's)
             self._to_h11(head, payload, chunks)
@@ -252,7 +259,7 @@ class Wire:
                 return None
             elif lower == b"connection" and b"close" in (part.strip() for part in value.lower().split(b",")):
                 keep = False  # (as h11: the connection ends with this reply)
-        first = received[end + 4:]
+        first = reply[end + 4:]
         if length is None or len(first) > length:  # (read to its close, or more than the reply: h11's)
             self._to_h11(head, payload, chunks)
             return None
@@ -343,6 +350,8 @@ class Wire:
         if self._replay:  # (read before h11 took the reply over)
             return self._replay.pop(0)
         try:
+            if time.monotonic() > self._deadline:
+                raise TimeoutError("timed out")
             self._set(socket.SO_RCVTIMEO, read_timeout)
             return self._sock.recv(READ_NUM_BYTES)  # type: ignore[union-attr]
         except (BlockingIOError, TimeoutError, ssl.SSLWantReadError) as exc:

@@ -74,6 +74,8 @@ class Relay:
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # as a provider answers: kept alive, the reply read as claw reads one
+
             def do_POST(self) -> None:
                 with relay._lock:
                     relay._open += 1

@@ -13,14 +13,18 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
+from clawstore.providers import Endpoint, ProviderClient
 from clawstore.store import Store
 from clawstore.store.trees import checkout
-from tests.realserver.campaign import VERDICT_SCHEMA, build, is_judge, judged_workspace, records
+from tests.realserver.campaign import KEY_ENV, MODEL, VERDICT_SCHEMA, build, is_judge, judged_workspace, records
 from tests.realserver.conftest import N_CTX
+from tests.realserver.llama_server import LlamaServer
 from tests.realserver.relay import Relay
 from tests.support.claw import Claw
+from tests.support.wire_paths import reply_paths
 from tests.support.workspace import Workspace
 
 FORCED = {"type": "function", "function": {"name": "write_file"}}
@@ -106,3 +110,19 @@ def test_a_prompt_over_the_servers_context_is_a_clear_failed_run(ws: Workspace, 
     code, out, err = claw.build("--evaluation-profile", "ev")  # not cached: the next build asks again
     assert code == 1 and len(relay.chats()) == 2
     assert "maximum context length" in out and "Traceback" not in out + err
+
+
+def test_the_servers_own_replies_are_read_without_h11_as_httpx_reads_them(llama: LlamaServer,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the tier's builds talk to the relay: this is llama.cpp's own head, kept alive, read by claw's wire)
+    monkeypatch.setenv(KEY_ENV, llama.api_key)
+    taken = reply_paths(monkeypatch)
+    endpoint = Endpoint(llama.base_url, KEY_ENV)
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8,
+            "temperature": 0, "seed": 1}
+    with ProviderClient() as wire, ProviderClient(transport=httpx.HTTPTransport()) as through_httpx:
+        found = [[(r.message, r.raw_usage) for r in (c.chat(endpoint, body, timeout=60, retries=0) for _ in range(2))]
+                 for c in (wire, through_httpx)]
+        assert wire._clients[0].wire is not None
+    assert found[0] == found[1] and found[0][0][1]["completion_tokens"] > 0
+    assert taken == ["plain", "plain"]
