@@ -31,11 +31,12 @@ def _libc() -> Any:
         return None
 
 
-def settle() -> None:
-    """Fixed mmap threshold and few arenas, for the allocations from here on (before the build's threads start)."""
+def settle(mapped: int = MMAP_THRESHOLD) -> None:
+    """Fixed mmap threshold (`mapped`: blocks this big or bigger mapped on their own) and few arenas, for the
+    allocations from here on (before the build's threads start)."""
     libc = _libc()
     if libc is not None:
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.mallopt(M_MMAP_THRESHOLD, mapped)
         libc.mallopt(M_ARENA_MAX, ARENA_MAX)
 
 

@@ -16,8 +16,7 @@ import re
 from array import array
 from collections.abc import Iterator
 from functools import partial
-from itertools import compress
-from operator import attrgetter, is_not
+from operator import is_not
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -61,7 +60,9 @@ __all__ = ["DIR", "ID_RE", "SUFFIX", "EdgeCache", "EdgeLog", "PackEdges", "build
            "looks_json", "pack_digest", "record_facts", "remove_stale", "save", "verify_blobs",
            "verify_noting"]
 
-REGION = 8 << 20  # pack bytes read (and content decoded) at once when verifying: fsck's memory bound per pack
+REGION = 8 << 20  # pack bytes read at once when verifying: fsck's memory bound per pack, with DECODED
+DECODED = 8 << 20  # content decoded at once in a region (two batches alive at most: the last content of one is
+#   still held while the next decodes)
 _STORED_MAX = 1 << 20  # objects stored larger than this are verified on their own (streamed over 4 MiB)
 _OUTPUTS = re.compile(rb'"outputs"')  # (a memoryview has no substring test)
 
@@ -307,11 +308,12 @@ def _verify_run(fd: int, pack: str, group: list[Blob], fh: BinaryIO, facts: bool
 
 
 def _decoded(region: bytes, start: int, objects: list[Blob]) -> Iterator[Any]:
-    """Each object's content (not verified) if it decoded in the batch, else None. The frames' sizes are read and
-    the batch cut with no Python step per object (as a pull verifies a pack: transfer._verify_small); one by one only
-    for a region cut short or a header that is no frame's."""
+    """Each object's content (not verified) if it decoded in its batch, else None. The frames' sizes are read in C
+    (as a pull verifies a pack: transfer._verify_small); one by one only for a region cut short or a header that is no
+    frame's. A batch is at most DECODED bytes of content, decoded when the caller reaches it: zstd's batch is one
+    buffer, and a region of well-compressed objects (a campaign head's parts) decoded whole took ~30-50 MB."""
     if not objects:
-        return iter(())
+        return
     ats = [blob.offset - start for blob in objects]
     whole = len(region) >= objects[-1].offset + objects[-1].length - start
     sizes = codec.declared_sizes(region, ats) if whole else None
@@ -319,16 +321,23 @@ def _decoded(region: bytes, start: int, objects: list[Blob]) -> Iterator[Any]:
         sizes = [codec.batch_size(region[at:at + codec.MAX_HEADER]) if at + blob.length <= len(region) else 0
                  for blob, at in zip(objects, ats, strict=True)]
     fits = list(map(codec.batched, sizes))
-    batch = list(compress(objects, fits))
+    first, held = 0, 0  # the batch's first object, its content's bytes
+    for i, size in enumerate(sizes):
+        if fits[i] and held and held + size > DECODED:
+            yield from _batch(region, ats, objects, fits, range(first, i))
+            first, held = i, 0
+        held += size if fits[i] else 0
+    yield from _batch(region, ats, objects, fits, range(first, len(objects)))
+
+
+def _batch(region: bytes, ats: list[int], objects: list[Blob], fits: list[bool], part: range) -> Iterator[Any]:
+    """_decoded's objects `part` of the region, those that fit decoded in one call (when the caller reaches them)."""
+    spans = [(ats[i], objects[i].length) for i in part if fits[i]]
     # On one thread (held 0): fsck verifies on both cores already, and zstd's threads beside the other process's
     # stalled a region on its slowest (a first fsck at 134% CPU, 22,000 involuntary switches against 2,300)
-    decoded = codec.decode_frames(region, zip(compress(ats, fits), map(_length, batch), strict=True), 0) \
-        if batch else None
-    found: list[Any] = [None] * len(objects)
-    if decoded is not None and len(decoded) == len(batch):
-        for at, content in zip(compress(range(len(objects)), fits), decoded, strict=True):
-            found[at] = content
-    return iter(found)
+    decoded = codec.decode_frames(region, spans, 0) if spans else None
+    contents = iter(decoded) if decoded is not None and len(decoded) == len(spans) else None
+    for i in part:
+        yield next(contents) if contents is not None and fits[i] else None
 
 
-_length = attrgetter("length")

@@ -105,3 +105,34 @@ def test_an_id_across_two_objects_is_named_by_neither(tmp_path: Path) -> None:
     found = edges.load(store.root, store.runtime.packs_dir, path.stem)
     assert found is not None and found.verified
     assert [found.children(blob.id, blob.offset) for blob in blobs] == [[], named, [], named]
+
+
+def test_a_region_of_well_compressed_objects_is_decoded_a_bounded_batch_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign head's parts compress ~10x: a region of them decoded in one zstd batch was one buffer of ~30-50 MB
+    (the first fsck's peak at 10,000 x 5, docs/scale/gc-and-fsck.md, Session 62). Each batch is at most DECODED
+    bytes of content; every object is still checked, and a damaged one named, as before."""
+    monkeypatch.setattr(edges, "DECODED", 256 << 10, raising=False)  # (before DECODED: one batch, failed below)
+    store = Store(tmp_path / "store")
+    with store.batch():  # 40 objects of ~64 KiB that compress to ~1 KiB each: one region
+        oids = [store.put_bytes(b'{"node": %d, "names": "%s"}' % (i, b"x" * (64 << 10))) for i in range(40)]
+    store.runtime.close_writer()
+    [path] = pack_files(store)
+    blobs = scan_pack(path).blobs
+    held: list[int] = []
+    decode_frames = codec.decode_frames
+
+    def counted(buffer: bytes, spans: object, held_bytes: int) -> object:
+        decoded = decode_frames(buffer, list(spans), held_bytes)  # type: ignore[call-overload]
+        held.append(sum(len(content) for content in decoded) if decoded is not None else 0)
+        return decoded
+
+    monkeypatch.setattr(codec, "decode_frames", counted)
+    with open(path, "rb") as fh:
+        checked = list(edges.verify_blobs(fh, path.stem, blobs))
+    assert sum(held) == sum(len(store.get_bytes(oid)) for oid in oids)  # (every object decoded in a batch)
+    assert len(held) > 1 and max(held) <= 256 << 10  # (one batch of 2.6 MB before)
+    assert [why for _, why, *_ in checked] == [None] * 40
+    flip_in_frame(store, oids[25], -2)
+    report = fsck(store, beside=False)
+    assert list(report.corrupt) == [oids[25]]

@@ -289,7 +289,7 @@ def _little(part: array) -> bytes:
     return swapped.tobytes()
 
 
-def _read(code: str, data: bytes) -> array:
+def _read(code: str, data: bytes | memoryview) -> array:
     found = array(code)
     found.frombytes(data)
     if _SWAP:
@@ -332,7 +332,9 @@ def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
     at = list(accumulate(widths, initial=0))
     if len(body) != at[-1]:
         return None
-    parts = [_read(code, body[at[i]:at[i + 1]]) for i, code in enumerate("BIIHHH"[:len(widths)])]
+    view = memoryview(body)  # (each array made from the body in place: a copy of each part was held beside it)
+    parts = [_read(code, view[at[i]:at[i + 1]]) for i, code in enumerate("BIIHHH"[:len(widths)])]
+    del view, body
     covers, counts, tokens = parts[:3]
     if sum(counts) != edge_count or covers.count(0) + covers.count(1) != rows \
             or (edge_count and _largest(tokens) >= rows + other_count):

@@ -10,6 +10,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import msgspec
 
 from clawstore.errors import StoreError
+from clawstore.host import heap
 from clawstore.host.durable import fsync_path, write_file_atomic
 from clawstore.store import edges
 from clawstore.store.actions import entry_problem, key_digest, set_entries
@@ -58,6 +60,7 @@ from clawstore.store.core.packfile import (
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
+from clawstore.store.services.fsck_keys import IndexKeys, by_keys
 from clawstore.store.services.fsck_logs import build_log_problem
 from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
 from clawstore.store.services.fsck_rows import RowCheck
@@ -141,6 +144,11 @@ _NODE = struct.Struct("<II")
 _OFFSET = struct.Struct("<Q")
 # An index entry or segment found wrong: (segment's number, digest, why, the entry's pack and offset; None: a segment)
 _Unmatched = tuple[int, bytes, str, "tuple[str, int] | None"]
+# Blocks this big mapped on their own and unmapped when freed (a region and its decoded batches, a pack's table, an
+# edges file's arrays): else glibc's threshold rises to the largest block freed, and a pack's big blocks came from the
+# heap and stayed under the next one's peak. Not smaller: blocks from 128 KiB up mapped and faulted in anew each
+# time cost the later fsck ~+20 % CPU (sys)
+MAPPED = 2 << 20
 LOCATED = 16384  # records the grouping looks up in the index at once (their rows held meanwhile: ~2 MB)
 
 
@@ -158,6 +166,7 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     """`beside`: verify packs on a second core too, by a forked helper (fsck_beside): only in the `claw` program."""
     started = time.monotonic()
     report = FsckReport()
+    heap.settle(MAPPED)
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
@@ -167,24 +176,28 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
         segments = list_segments(store.runtime.index_dir)
         grouped: list[_Grouped] = []
 
-        def group() -> None:  # (while the packs' helper verifies packs; after a repair's rebuild, which moves records)
+        def group(beside_packs: bool = False) -> None:  # (while the packs' helper verifies packs, for an index
+            # looked up by its rows; else after the packs, and after a repair's rebuild, which moves records)
             store.runtime.index.reload()
+            if beside_packs and by_keys(store.runtime.index.snapshot().entries):
+                return  # (numpy and the keys not held beside the packs' verification: the first fsck's peak)
             grouped.append(_group_records(store, records))
+            heap.trim()  # (what the look-ups and the heads' parts freed, given back)
 
-        packs = _check_packs(store, report, progress, segments, beside, None if repair else group)
+        packs = _check_packs(store, report, progress, segments, beside, None if repair else partial(group, True))
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, packs, segments)
         if not grouped:
             group()
         entries, refs, added = grouped[0]
-        from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: as in _group_records)
-
-        index = IndexKeys(entries)  # (its keys made again: not held beside the packs' verification)
+        index = IndexKeys(entries)  # (its keys made again: the grouping's dropped with it)
         report.objects = len(store.runtime.index.objects)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, index.find), index.find,
                       index if index.by_keys else None)
         heads = _check_refs(store, report, reach, refs, added)
         _check_records(store, report, reach, records, heads, beside)
+        del reach, index
+    heap.trim()  # (the records' look-ups and edges files, given back before the build logs and the manifest's check)
     _check_build_logs(store, report)
     report.temp_files, report.stale_temp_files = count_temp_files(store)
     report.stale_leases = sum(1 for lease_info in list_leases(store.root) if not lease_info.alive)
@@ -234,6 +247,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                     progress(counted[0])
                 holding = holding or bool(table_held)
                 _match(pack, set(table_held), set(), rows.take(pack), segments, unmatched)
+                del table, table_held
+                heap.trim()  # (as after a pack verified below)
                 continue
             try:
                 scan = scan_pack(path)
@@ -250,6 +265,8 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 continue  # (a gc deleted it since its scan: as one gone before it)
             holding = holding or len(scan.blobs) > len(damaged)
             _match(pack, _rows_of(scan.blobs), damaged, rows.take(pack), segments, unmatched)
+            del scan
+            heap.trim()  # (the pack's blobs and contents given back: else the next pack's stood on the heap they left)
         for pack in sorted(rows.packs()):  # packs gone, or never there
             _match(pack, set(), set(), rows.take(pack), segments, unmatched)
     _drop_taken_out(store, segments, unmatched)
@@ -487,10 +504,9 @@ class _Grouped(NamedTuple):
 
 def _group_records(store: Store, rows: PackRows) -> _Grouped:
     """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
-    what names each). Needs only the index: run while the packs are verified (a head's nodes are judged only if its
-    ref is sound: _check_refs, once the packs are checked)."""
-    from clawstore.store.services.fsck_keys import IndexKeys  # (numpy's: not imported by claw's other commands)
-
+    what names each). Needs only the index: run while the packs are verified when it is looked up by its rows, after
+    them when by its keys (a head's nodes are judged only if its ref is sound: _check_refs, once the packs are
+    checked)."""
     entries = store.runtime.index.snapshot().entries
     index = IndexKeys(entries)
     waiting: list[tuple[bytes, int, bytes]] = []  # (by keys: looked up LOCATED at a time, in bulk; else each alone)
@@ -539,6 +555,7 @@ def _check_records(store: Store, report: FsckReport, reach: Reach, rows: PackRow
         for number, pack in enumerate(packs):
             if not _helped(report, bad_nodes, helper.before(number)):
                 _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
+                heap.trim()  # (the group's rows and records given back: else the next group's stood on them)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
         if bad_nodes.get(number):  # (a node of a ref found unsound was checked too: its verdict is dropped)

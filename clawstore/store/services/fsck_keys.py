@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 # it holding them (52 bytes an object) costs less than numpy's import for the keys (~9 MB of RSS); past it, the keys
 ROWS_HELD = 8 << 20
 ASKED = -2  # a pack number `locate` leaves to `find` (what the keys cannot answer exactly)
+LOCATE = 16384  # ids the keys search at once (an edges file names up to ~150,000: searched whole, +10 MB at its peak)
+
+
+def by_keys(entries: Entries) -> bool:
+    """Are the index's objects looked up by its tables' keys (numpy's), not by its rows held?"""
+    return object_rows_size(entries) > ROWS_HELD
 
 
 class IndexKeys:
@@ -29,7 +35,7 @@ class IndexKeys:
     tables' keys (held) and rows (read in place). `by_keys`: the latter (`locate` then answers in bulk)."""
 
     def __init__(self, entries: Entries):
-        self.by_keys = object_rows_size(entries) > ROWS_HELD
+        self.by_keys = by_keys(entries)
         # (by keys: no rows held, those the keys leave to `find` looked up in place)
         self._one = HeldObjects(entries, 0 if self.by_keys else ROWS_HELD, fanned=not self.by_keys)
         self.packs: list[str] = []
@@ -46,7 +52,20 @@ class IndexKeys:
 
     def locate(self, digests: Any) -> tuple[Any, Any, Any]:
         """Of each id (an `S32` array; `by_keys` only): its pack's number in `packs` (NOT_FOUND: the index lacks it;
-        ASKED: ask `find`), its offset and length there."""
+        ASKED: ask `find`), its offset and length there. LOCATE ids at a time: what the search makes of each id
+        (its key, order, matched rows: ~60 bytes) is held for those alone; an edges file's ids are asked at once."""
+        from clawstore.store.core.lean_numpy import np
+
+        if len(digests) <= LOCATE:
+            return self._locate(digests)
+        packs, offsets, lengths = np.empty(len(digests), np.int64), np.empty(len(digests), np.uint64), \
+            np.empty(len(digests), np.uint64)
+        for at in range(0, len(digests), LOCATE):
+            part = slice(at, at + LOCATE)
+            packs[part], offsets[part], lengths[part] = self._locate(digests[part])
+        return packs, offsets, lengths
+
+    def _locate(self, digests: Any) -> tuple[Any, Any, Any]:
         from clawstore.store.core.lean_numpy import np
         from clawstore.store.reach_arrays import NOT_FOUND
 

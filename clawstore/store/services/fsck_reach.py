@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
+from clawstore.host import heap
 from clawstore.store import edges
 from clawstore.store.actions import output_ids
 from clawstore.store.core.ids import PREFIX, is_oid
@@ -47,9 +48,10 @@ class PackFiles:
             self._held.move_to_end(pack)
         elif pack in self._digests:
             runtime = self._store.runtime
-            self._held[pack] = edges.load(self._store.root, runtime.packs_dir, pack, self._digests[pack])
-            if len(self._held) > FILES:
+            if len(self._held) >= FILES:  # (let go before the next is read: FILES held at most, not one more)
                 self._held.popitem(last=False)
+                heap.trim()  # (and given back: the next file's arrays are made beside the others held)
+            self._held[pack] = edges.load(self._store.root, runtime.packs_dir, pack, self._digests[pack])
         else:
             return None
         return self._held[pack]
