@@ -8,6 +8,7 @@ The API key is read from the environment per call and never logged, stored or pu
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -26,6 +27,7 @@ from clawstore.host.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.decoding import decoded, reply_text, text_encoding
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.httpx_path import close_reply
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import SENT_UNANSWERED, Usage
@@ -373,7 +375,8 @@ class ProviderClient:
             if wire is None:
                 streamed = http.send(self._request(http, url, payload, headers, limit[1]), stream=True)
                 status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
-                chunks, finish = streamed.iter_bytes(), streamed.close  # (decompressed, if it was compressed)
+                chunks = streamed.iter_bytes()  # (decompressed, if it was compressed)
+                finish = functools.partial(close_reply, streamed)
             else:
                 status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0], deadline)
                 reply_headers = httpx.Headers(raw)

@@ -1,0 +1,149 @@
+"""The path through httpx (a proxy in the environment, or a client holding a reply's cookie) keeps the wire's
+guarantee (tests/providers/test_wire_reuse.py): bytes past a reply's end are never read as the next request's reply.
+Real servers on 127.0.0.1; the proxy is a real one that pipes each connection's bytes to the server and back, so
+what the server sends reaches the client as it would directly."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from clawstore.providers import Endpoint, ProviderClient
+from clawstore.providers import httpx_path as httpx_path_module
+from tests.providers.test_wire import BODY, _Server
+from tests.providers.test_wire_reuse import _answer, _chunked, _requests
+
+COOKIE = b"Set-Cookie: session=abc; Path=/"
+
+
+class _PipeProxy:
+    """An HTTP proxy on 127.0.0.1 that pipes each connection to `port` and back, byte for byte as they come."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port))
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+            sink.shutdown(socket.SHUT_WR)
+        except OSError:
+            for sock in (source, sink):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture(params=["proxy", "cookie"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How requests come to go through httpx: a proxy named in the environment, or a cookie the first reply sets
+    (that first request goes through the wire)."""
+    _no_proxy(monkeypatch)
+    return str(request.param)
+
+
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy named in the environment the test runs in, and none excluded."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+@contextlib.contextmanager
+def _through_httpx(path: str, answer: Callable[[socket.socket], None], monkeypatch: pytest.MonkeyPatch,
+                   scheme: str = "http") -> Iterator[tuple[ProviderClient, Endpoint, _Server]]:
+    """A client and the endpoint of a server answering with `answer`, reached along `path`; checks afterwards that
+    its requests went through httpx (every reply of `answer` sets a cookie)."""
+    server = _Server(answer)
+    proxy = _PipeProxy(server.listener.getsockname()[1]) if path == "proxy" else None
+    if proxy is not None:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    endpoint = Endpoint(f"{scheme}://localhost:{server.listener.getsockname()[1]}/v1", None)
+    try:
+        with ProviderClient() as client:
+            yield client, endpoint, server
+            leased = client._clients[0]
+            assert leased.cookies and (leased.wire is None) == (path == "proxy")
+    finally:
+        server.close()
+        if proxy is not None:
+            proxy.close()
+
+
+def _contents(path: str, answer: Callable[[socket.socket], None], monkeypatch: pytest.MonkeyPatch,
+              requests: int = 4) -> tuple[list[str], int]:
+    with _through_httpx(path, answer, monkeypatch) as (client, endpoint, server):
+        found = [client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] for _ in range(requests)]
+    return found, server.connections
+
+
+def _numbered(glued: bytes = b"") -> Callable[[socket.socket], None]:
+    """A server answering request n (counted over all connections) with "answer n" and a cookie, then `glued`."""
+    count = [0]
+
+    def answer(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            count[0] += 1
+            conn.sendall(_answer(f"answer {count[0]}", COOKIE) + glued)
+    return answer
+
+
+@pytest.mark.parametrize("glued", [_answer("stale", COOKIE), b"HTTP/1.1 200 OK\r\n", b"\r\n"])
+def test_bytes_sent_with_a_reply_past_its_length_are_never_read_as_the_next_reply(
+        path: str, glued: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, connections = _contents(path, _numbered(glued), monkeypatch)
+    assert found == ["answer 1", "answer 2", "answer 3", "answer 4"]
+    assert connections == 4  # none reused: what it held past the reply was no answer to the next request
+
+
+def test_a_second_reply_glued_to_a_chunked_one_is_never_read_as_the_next_reply(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = [0]
+
+    def answer(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            count[0] += 1
+            conn.sendall(_chunked(f"answer {count[0]}", COOKIE) + _answer("stale", COOKIE))
+
+    found, connections = _contents(path, answer, monkeypatch)
+    assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and connections == 4
+
+
+def test_a_plain_reply_keeps_its_connection(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, connections = _contents(path, _numbered(), monkeypatch)
+    assert found == ["answer 1", "answer 2", "answer 3", "answer 4"]
+    assert connections == {"proxy": 1, "cookie": 2}[path]  # (the cookie's: the wire's first, then httpx's)
+
+
+def test_where_httpxs_insides_changed_no_connection_is_kept(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reply's h11 connection is found through httpx's and httpcore's private attributes: when they are not
+    # there, nothing left on a connection can be seen, so none is used again.
+    monkeypatch.setattr(httpx_path_module, "h11_connection", lambda reply: None)
+    for glued in (b"", _answer("stale", COOKIE)):
+        found, connections = _contents(path, _numbered(glued), monkeypatch)
+        assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and connections == 4
