@@ -1,10 +1,14 @@
 """What a request sent through httpx (a proxy in the environment, a reply's cookie held) needs that httpx does not do,
-and the wire (providers/wire.py) does: bytes left on a connection past a reply are never read as the next reply.
+and the wire (providers/wire.py) does: bytes left on a connection past a reply are never read as the next reply,
+and the exchange's deadline ends a read that each byte of a dripped reply keeps alive (httpx's timeouts are per read).
 """
 
 from __future__ import annotations
 
+import math
 import socket
+import threading
+import time
 from typing import Any
 
 import h11
@@ -45,3 +49,72 @@ def cut(stream: Any) -> None:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)  # (not SSLSocket's, which drops its TLS state first)
         except OSError:  # closed already
             pass
+
+
+class Streams:
+    """The network streams one leased httpx client's connections were opened on, learnt from httpcore's `trace`
+    request extension, so that the watchdog can cut the exchange in flight (the client sends one at a time)."""
+
+    def __init__(self) -> None:
+        self._streams: list[Any] = []
+        self._lock = threading.Lock()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            with self._lock:
+                self._streams = [stream for stream in self._streams if _open(stream)]
+                self._streams.append(info["return_value"])
+
+    def cut_all(self) -> None:
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            cut(stream)
+
+
+class Watchdog:
+    """One thread for a ProviderClient's leased clients: it cuts a client's connections once the deadline it was
+    armed with passes (the read then fails; a failure after the deadline is the exchange's timeout). Arming costs a
+    lock and a comparison: the thread is woken only for a deadline earlier than the one it sleeps until (a thread
+    per exchange, threading.Timer, cost a request through httpx half its CPU again)."""
+
+    def __init__(self) -> None:
+        self._armed: dict[Streams, float] = {}  # a client's streams -> its exchange's deadline (time.monotonic)
+        self._changed = threading.Condition()
+        self._wakes_at = math.inf
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def arm(self, streams: Streams, deadline: float) -> None:
+        with self._changed:
+            self._armed[streams] = deadline
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="claw-httpx-watchdog", daemon=True)
+                self._thread.start()
+            elif deadline < self._wakes_at:
+                self._changed.notify()
+
+    def disarm(self, streams: Streams) -> None:
+        with self._changed:
+            self._armed.pop(streams, None)
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopped = True
+            self._changed.notify()
+
+    def _run(self) -> None:
+        with self._changed:
+            while not self._stopped:
+                now = time.monotonic()
+                due = [streams for streams, deadline in self._armed.items() if deadline <= now]
+                for streams in due:
+                    del self._armed[streams]
+                    streams.cut_all()
+                self._wakes_at = min(self._armed.values(), default=math.inf)
+                self._changed.wait(None if self._wakes_at == math.inf else self._wakes_at - now)
+
+
+def _open(stream: Any) -> bool:
+    sock = stream.get_extra_info("socket")
+    return isinstance(sock, socket.socket) and sock.fileno() >= 0

@@ -1,20 +1,23 @@
-"""The path through httpx (a proxy in the environment, or a client holding a reply's cookie) keeps the wire's
-guarantee (tests/providers/test_wire_reuse.py): bytes past a reply's end are never read as the next request's reply.
-Real servers on 127.0.0.1; the proxy is a real one that pipes each connection's bytes to the server and back, so
-what the server sends reaches the client as it would directly."""
+"""The path through httpx (a proxy in the environment, or a client holding a reply's cookie) keeps the wire's two
+guarantees (tests/providers/test_wire_reuse.py): bytes past a reply's end are never read as the next request's reply,
+and the exchange's deadline bounds a reply's head too. Real servers on 127.0.0.1; the proxy is a real one that pipes
+each connection's bytes to the server and back, so what the server sends reaches the client as it would directly."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from clawstore.providers import Endpoint, ProviderClient
+from clawstore.providers import Endpoint, ProviderClient, ProviderError
 from clawstore.providers import httpx_path as httpx_path_module
-from tests.providers.test_wire import BODY, _Server
+from tests.providers.test_wire import BODY, _self_signed, _Server
 from tests.providers.test_wire_reuse import _answer, _chunked, _requests
 
 COOKIE = b"Set-Cookie: session=abc; Path=/"
@@ -147,3 +150,106 @@ def test_where_httpxs_insides_changed_no_connection_is_kept(path: str, monkeypat
     for glued in (b"", _answer("stale", COOKIE)):
         found, connections = _contents(path, _numbered(glued), monkeypatch)
         assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and connections == 4
+
+
+def _dripped_at(number: int, stop: threading.Event,
+                wrap: Callable[[socket.socket], Any] = lambda conn: conn) -> Callable[[socket.socket], None]:
+    """A server whose answer `number` (counted over all connections) drips a byte every 20 ms, head first."""
+    count = [0]
+
+    def answer(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError), wrap(conn) as sock:
+            for _ in _requests(sock):
+                count[0] += 1
+                reply = _answer(f"answer {count[0]}", COOKIE)
+                if count[0] != number:
+                    sock.sendall(reply)
+                    continue
+                for byte in reply.replace(b"\r\n", b"\r\nX-Pad: " + b"p" * 40 + b"\r\n", 1):
+                    if stop.wait(0.02):
+                        return
+                    sock.sendall(bytes([byte]))
+    return answer
+
+
+def _dripped_reply_times_out(client: ProviderClient, endpoint: Endpoint, number: int) -> float:
+    """Seconds the dripped request `number` took to fail as timed out; the client answers the next one."""
+    for _ in range(number - 1):
+        client.chat(endpoint, BODY, timeout=2, retries=0)
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as raised:
+        client.chat(endpoint, BODY, timeout=0.5, retries=0)
+    elapsed = time.monotonic() - started
+    assert raised.value.timed_out and raised.value.code == "timeout"
+    assert client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] == f"answer {number + 1}"
+    return elapsed
+
+
+def test_a_head_dripped_a_byte_at_a_time_is_cut_off_at_the_exchanges_deadline(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # httpx's timeouts are per read: only the exchange's deadline ends a head each of whose bytes comes in time.
+    number = {"proxy": 1, "cookie": 2}[path]  # (the cookie's first request goes through the wire)
+    stop = threading.Event()
+    try:
+        with _through_httpx(path, _dripped_at(number, stop), monkeypatch) as (client, endpoint, _):
+            elapsed = _dripped_reply_times_out(client, endpoint, number)
+    finally:
+        stop.set()
+    assert elapsed < 1.5  # (its head alone takes ~4 s to drip)
+
+
+def test_over_tls_a_dripped_head_is_cut_off_at_the_exchanges_deadline(tmp_path: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A provider over https that set a cookie: the watchdog cuts a TLS connection as it does a plain one.
+    _no_proxy(monkeypatch)
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    stop = threading.Event()
+    tls = _dripped_at(2, stop, lambda conn: context.wrap_socket(conn, server_side=True))
+    try:
+        with _through_httpx("cookie", tls, monkeypatch, scheme="https") as (client, endpoint, _):
+            elapsed = _dripped_reply_times_out(client, endpoint, 2)
+    finally:
+        stop.set()
+    assert elapsed < 1.5
+
+
+def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # One watchdog serves a client's exchanges in flight: it sleeps until the earliest deadline, so one armed earlier
+    # than that must wake it (or the 0.5 s exchange would run to the slow one's 3 s).
+    count, stop = [0], threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            for _ in _requests(conn):
+                count[0] += 1
+                reply = _answer(f"answer {count[0]}", COOKIE)
+                if count[0] == 1:  # the slow one: answered whole after a second
+                    stop.wait(1.0)
+                    conn.sendall(reply)
+                    continue
+                for byte in reply:
+                    if stop.wait(0.02):
+                        return
+                    conn.sendall(bytes([byte]))
+
+    _no_proxy(monkeypatch)
+    slow: list[str] = []
+    try:
+        with _through_httpx("proxy", answer, monkeypatch) as (client, endpoint, _):
+            first = threading.Thread(target=lambda: slow.append(
+                client.chat(endpoint, BODY, timeout=3, retries=0).message["content"]))
+            first.start()
+            time.sleep(0.2)
+            started = time.monotonic()
+            with pytest.raises(ProviderError) as raised:
+                client.chat(endpoint, BODY, timeout=0.5, retries=0)
+            elapsed = time.monotonic() - started
+            first.join()
+    finally:
+        stop.set()
+    assert raised.value.timed_out and elapsed < 1.5
+    assert slow == ["answer 1"]
