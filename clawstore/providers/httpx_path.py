@@ -33,10 +33,12 @@ def h11_connection(reply: httpx.Response) -> h11.Connection | None:
 def close_reply(reply: httpx.Response) -> None:
     """Close a reply read through httpx, its connection never used again when anything was left on it past the
     reply's end: h11 (so httpcore) would read those bytes as the next request's reply. Where that cannot be seen,
-    no connection is kept. The socket is shut down, so httpcore's idle check finds it closed and drops it."""
-    state = h11_connection(reply)
-    if state is None or any(state.trailing_data):
-        cut(reply.extensions.get("network_stream"))
+    no connection is kept. The socket is shut down, so httpcore's idle check finds it closed and drops it. (HTTP/2,
+    which only a given transport may speak, frames each reply: nothing of one is read as another.)"""
+    if reply.http_version != "HTTP/2":
+        state = h11_connection(reply)
+        if state is None or any(state.trailing_data):
+            cut(reply.extensions.get("network_stream"))
     reply.close()
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from clawstore.providers import Endpoint, ProviderClient, ProviderError
@@ -150,6 +151,25 @@ def test_where_httpxs_insides_changed_no_connection_is_kept(path: str, monkeypat
     for glued in (b"", _answer("stale", COOKIE)):
         found, connections = _contents(path, _numbered(glued), monkeypatch)
         assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and connections == 4
+
+
+@pytest.mark.parametrize(("version", "kept"), [(b"HTTP/2", True), (b"HTTP/1.1", False)])
+def test_an_http2_replys_connection_is_left_to_httpcore(version: bytes, kept: bool) -> None:
+    # HTTP/2 frames each reply (no h11 connection to look at): its connection is not cut for want of one.
+    left, right = socket.socketpair()
+
+    class Stream:
+        def get_extra_info(self, name: str) -> object:
+            return left if name == "socket" else None
+
+    httpx_path_module.close_reply(httpx.Response(200, extensions={"http_version": version, "network_stream": Stream()}))
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            left.sendall(b"x")
+        assert (right.recv(1) == b"x") == kept  # (a shut-down socket sends nothing more: the peer reads its end)
+    finally:
+        left.close()
+        right.close()
 
 
 def _dripped_at(number: int, stop: threading.Event,
