@@ -25,7 +25,8 @@ COOKIE = b"Set-Cookie: session=abc; Path=/"
 
 
 class _PipeProxy:
-    """An HTTP proxy on 127.0.0.1 that pipes each connection to `port` and back, byte for byte as they come."""
+    """An HTTP proxy on 127.0.0.1 that pipes each connection to `port` and back, byte for byte as they come (after
+    answering a CONNECT: an https request's tunnel)."""
 
     def __init__(self, port: int) -> None:
         self.port = port
@@ -38,9 +39,17 @@ class _PipeProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(("127.0.0.1", self.port))
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+            threading.Thread(target=self._open, args=(client,), daemon=True).start()
+
+    def _open(self, client: socket.socket) -> None:
+        first = client.recv(65536)  # (a CONNECT's head comes whole on loopback)
+        server = socket.create_connection(("127.0.0.1", self.port))
+        if first.startswith(b"CONNECT "):
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            server.sendall(first)
+        for source, sink in ((client, server), (server, client)):
+            threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
     @staticmethod
     def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -87,6 +96,7 @@ def _through_httpx(path: str, answer: Callable[[socket.socket], None], monkeypat
     proxy = _PipeProxy(server.listener.getsockname()[1]) if path == "proxy" else None
     if proxy is not None:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
     endpoint = Endpoint(f"{scheme}://localhost:{server.listener.getsockname()[1]}/v1", None)
     try:
         with ProviderClient() as client:
@@ -172,9 +182,10 @@ def test_an_http2_replys_connection_is_left_to_httpcore(version: bytes, kept: bo
         right.close()
 
 
-def _dripped_at(number: int, stop: threading.Event,
-                wrap: Callable[[socket.socket], Any] = lambda conn: conn) -> Callable[[socket.socket], None]:
-    """A server whose answer `number` (counted over all connections) drips a byte every 20 ms, head first."""
+def _dripped_at(number: int, stop: threading.Event, wrap: Callable[[socket.socket], Any] = lambda conn: conn,
+                glued: bytes = b"") -> Callable[[socket.socket], None]:
+    """A server whose answer `number` (counted over all connections) drips a byte every 20 ms, head first; each
+    other answer is sent whole, `glued` after it."""
     count = [0]
 
     def answer(conn: socket.socket) -> None:
@@ -183,7 +194,7 @@ def _dripped_at(number: int, stop: threading.Event,
                 count[0] += 1
                 reply = _answer(f"answer {count[0]}", COOKIE)
                 if count[0] != number:
-                    sock.sendall(reply)
+                    sock.sendall(reply + glued)
                     continue
                 for byte in reply.replace(b"\r\n", b"\r\nX-Pad: " + b"p" * 40 + b"\r\n", 1):
                     if stop.wait(0.02):
@@ -218,22 +229,37 @@ def test_a_head_dripped_a_byte_at_a_time_is_cut_off_at_the_exchanges_deadline(
     assert elapsed < 1.5  # (its head alone takes ~4 s to drip)
 
 
-def test_over_tls_a_dripped_head_is_cut_off_at_the_exchanges_deadline(tmp_path: Any,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    # A provider over https that set a cookie: the watchdog cuts a TLS connection as it does a plain one.
-    _no_proxy(monkeypatch)
+def _tls(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[socket.socket], ssl.SSLSocket]:
+    """The server's side of TLS with a certificate for localhost the client trusts (SSL_CERT_FILE)."""
     cert, key = _self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
+    return lambda conn: context.wrap_socket(conn, server_side=True)
+
+
+def test_over_tls_a_dripped_head_is_cut_off_at_the_exchanges_deadline(path: str, tmp_path: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A provider over https that set a cookie, or reached through a proxy's tunnel: the watchdog cuts a TLS
+    # connection as it does a plain one.
+    number = {"proxy": 1, "cookie": 2}[path]
     stop = threading.Event()
-    tls = _dripped_at(2, stop, lambda conn: context.wrap_socket(conn, server_side=True))
     try:
-        with _through_httpx("cookie", tls, monkeypatch, scheme="https") as (client, endpoint, _):
-            elapsed = _dripped_reply_times_out(client, endpoint, 2)
+        with _through_httpx(path, _dripped_at(number, stop, _tls(tmp_path, monkeypatch)), monkeypatch,
+                            scheme="https") as (client, endpoint, _):
+            elapsed = _dripped_reply_times_out(client, endpoint, number)
     finally:
         stop.set()
     assert elapsed < 1.5
+
+
+def test_over_tls_bytes_past_a_reply_are_never_read_as_the_next_reply(path: str, tmp_path: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    stop = threading.Event()
+    answer = _dripped_at(0, stop, _tls(tmp_path, monkeypatch), glued=_answer("stale", COOKIE))
+    with _through_httpx(path, answer, monkeypatch, scheme="https") as (client, endpoint, server):
+        found = [client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] for _ in range(4)]
+    assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and server.connections == 4
 
 
 def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_kept(
