@@ -60,15 +60,19 @@ class Streams:
     def __init__(self) -> None:
         self._streams: list[Any] = []
         self._lock = threading.Lock()
+        self.expired = False  # the exchange's deadline passed: a connection it opens later is cut as it opens
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
             with self._lock:
                 self._streams = [stream for stream in self._streams if _open(stream)]
                 self._streams.append(info["return_value"])
+                if self.expired:
+                    cut(info["return_value"])
 
     def cut_all(self) -> None:
         with self._lock:
+            self.expired = True
             streams = list(self._streams)
         for stream in streams:
             cut(stream)
@@ -89,6 +93,7 @@ class Watchdog:
 
     def arm(self, streams: Streams, deadline: float) -> None:
         with self._changed:
+            streams.expired = False
             self._armed[streams] = deadline
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="claw-httpx-watchdog", daemon=True)

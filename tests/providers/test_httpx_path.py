@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpcore
 import httpx
 import pytest
 
@@ -91,7 +92,7 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 def _through_httpx(path: str, answer: Callable[[socket.socket], None], monkeypatch: pytest.MonkeyPatch,
                    scheme: str = "http") -> Iterator[tuple[ProviderClient, Endpoint, _Server]]:
     """A client and the endpoint of a server answering with `answer`, reached along `path`; checks afterwards that
-    its requests went through httpx (every reply of `answer` sets a cookie)."""
+    its requests went through httpx (on the cookie path, each reply of `answer` sets one)."""
     server = _Server(answer)
     proxy = _PipeProxy(server.listener.getsockname()[1]) if path == "proxy" else None
     if proxy is not None:
@@ -102,7 +103,7 @@ def _through_httpx(path: str, answer: Callable[[socket.socket], None], monkeypat
         with ProviderClient() as client:
             yield client, endpoint, server
             leased = client._clients[0]
-            assert leased.cookies and (leased.wire is None) == (path == "proxy")
+            assert leased.wire is None if path == "proxy" else leased.cookies
     finally:
         server.close()
         if proxy is not None:
@@ -182,10 +183,10 @@ def test_an_http2_replys_connection_is_left_to_httpcore(version: bytes, kept: bo
         right.close()
 
 
-def _dripped_at(number: int, stop: threading.Event, wrap: Callable[[socket.socket], Any] = lambda conn: conn,
+def _dripped_at(number: int | None, stop: threading.Event, wrap: Callable[[socket.socket], Any] = lambda conn: conn,
                 glued: bytes = b"") -> Callable[[socket.socket], None]:
-    """A server whose answer `number` (counted over all connections) drips a byte every 20 ms, head first; each
-    other answer is sent whole, `glued` after it."""
+    """A server whose answer `number` (counted over all connections; None: every answer) drips a byte every 20 ms,
+    head first; each other answer is sent whole, `glued` after it."""
     count = [0]
 
     def answer(conn: socket.socket) -> None:
@@ -193,7 +194,7 @@ def _dripped_at(number: int, stop: threading.Event, wrap: Callable[[socket.socke
             for _ in _requests(sock):
                 count[0] += 1
                 reply = _answer(f"answer {count[0]}", COOKIE)
-                if count[0] != number:
+                if number is not None and count[0] != number:
                     sock.sendall(reply + glued)
                     continue
                 for byte in reply.replace(b"\r\n", b"\r\nX-Pad: " + b"p" * 40 + b"\r\n", 1):
@@ -260,6 +261,29 @@ def test_over_tls_bytes_past_a_reply_are_never_read_as_the_next_reply(path: str,
     with _through_httpx(path, answer, monkeypatch, scheme="https") as (client, endpoint, server):
         found = [client.chat(endpoint, BODY, timeout=2, retries=0).message["content"] for _ in range(4)]
     assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and server.connections == 4
+
+
+def test_a_connection_opened_after_the_deadline_is_cut_as_it_opens(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The watchdog fires while the connection is still being made (a slow connect, stood in for by a pause before
+    # httpcore's): the connection it could not cut then is cut once it opens, or the dripped head runs on.
+    connect = httpcore.SyncBackend.connect_tcp
+
+    def slow_connect(self: httpcore.SyncBackend, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        time.sleep(0.7)
+        return connect(self, *args, **kwargs)
+
+    _no_proxy(monkeypatch)
+    monkeypatch.setattr(httpcore.SyncBackend, "connect_tcp", slow_connect)
+    stop = threading.Event()
+    try:
+        with _through_httpx("proxy", _dripped_at(None, stop), monkeypatch) as (client, endpoint, _):
+            started = time.monotonic()
+            with pytest.raises(ProviderError) as raised:
+                client.chat(endpoint, BODY, timeout=0.5, retries=0)
+            elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+    assert raised.value.timed_out and elapsed < 1.5
 
 
 def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_kept(
