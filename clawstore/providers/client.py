@@ -8,6 +8,7 @@ The API key is read from the environment per call and never logged, stored or pu
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -26,6 +27,7 @@ from clawstore.host.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.decoding import decoded, reply_text, text_encoding
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.httpx_path import Streams, Watchdog, close_reply
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import SENT_UNANSWERED, Usage
@@ -98,12 +100,14 @@ class _Client(httpx.Client):
     """httpx's client with _ReplyCookies: the same cookies kept and sent (tests/providers: a Set-Cookie).
 
     A leased one also holds a `Wire` (h11 over a plain socket, providers/wire.py) its requests go through while
-    httpx would send them as they are: no proxy from the environment, no cookie kept."""
+    httpx would send them as they are: no proxy from the environment, no cookie kept; and the `Streams` its
+    connections through httpx were opened on, for the watchdog that ends an exchange at its deadline."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._cookies = _ReplyCookies(self._cookies)
         self.wire: Wire | None = None
+        self.streams: Streams | None = None
 
     def close(self) -> None:
         if self.wire is not None:
@@ -163,6 +167,7 @@ class ProviderClient:
         self._timeouts: dict[float, tuple[httpx.Timeout, dict[str, Any]]] = {}
         self._heads: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}  # see _request
         self._wire_heads: dict[tuple[str, tuple[tuple[str, str], ...]], RequestHead] = {}
+        self._watchdog = Watchdog()  # ends an exchange through httpx at its deadline (providers/httpx_path.py)
         self._shared = _Client(limits=self._limits, transport=transport, follow_redirects=False) \
             if transport is not None else None
 
@@ -178,6 +183,7 @@ class ProviderClient:
             clients, self._clients, self._idle = self._clients, [], []
         for http in clients + ([self._shared] if self._shared is not None else []):
             http.close()
+        self._watchdog.stop()
 
     def _lease(self) -> httpx.Client:
         """An httpx client no other request is using now (made when none is free)."""
@@ -189,6 +195,7 @@ class ProviderClient:
             if self._closed.is_set():
                 raise ProviderError("cancelled", _cancelled_text(self._closed))
             http = _Client(limits=self._limits, verify=self._tls_context(), follow_redirects=False)
+            http.streams = Streams()
             if not http._mounts:  # no proxy in the environment: its requests go through a Wire
                 http.wire = Wire(self._tls_context)
             self._clients.append(http)
@@ -311,19 +318,19 @@ class ProviderClient:
         return url
 
     def _request(self, http: httpx.Client, url: httpx.URL, payload: bytes, headers: dict[str, str],
-                 timeout: dict[str, Any]) -> httpx.Request:
+                 extensions: dict[str, Any]) -> httpx.Request:
         """The request `http.build_request` makes, header for header, without merging the client's default headers
         into ours again per request (a third of building it): every client here has httpx's defaults and no base
         URL or parameters, so the merged headers depend on ours only. A client holding cookies merges as before."""
         if http.cookies:
-            return http.build_request("POST", url, content=payload, headers=headers, extensions={"timeout": timeout})
+            return http.build_request("POST", url, content=payload, headers=headers, extensions=extensions)
         shape = tuple(headers.items())
         head = self._heads.get(shape)
         if head is None:
             merged = httpx.Headers(http.headers)
             merged.update(headers)
             head = self._heads[shape] = merged.raw
-        return httpx.Request("POST", url, content=payload, headers=head, extensions={"timeout": timeout})
+        return httpx.Request("POST", url, content=payload, headers=head, extensions=extensions)
 
     def _hold_back(self, held: tuple[str, str], delay: float) -> None:
         with self._resume_lock:
@@ -352,7 +359,8 @@ class ProviderClient:
 
         The timeout is a wall-clock bound on the whole exchange: httpx's own timeouts apply per
         network operation, so a server that drips bytes is also cut off at the deadline (through the wire
-        before each read, its head's too; through httpx as the body arrives).
+        before each read, its head's too; through httpx by a watchdog that shuts the connection down, and as the
+        body arrives).
         """
         seconds = limit[0].read or self.default_timeout
         deadline = time.monotonic() + seconds
@@ -369,11 +377,18 @@ class ProviderClient:
                   timed_out: _Failure) -> tuple[ChatResult | _Failure, Usage]:
         url = self._url(endpoint.chat_url)
         wire = http.wire if http.wire is not None and not http.cookies else None
+        streams = None
         try:
             if wire is None:
-                streamed = http.send(self._request(http, url, payload, headers, limit[1]), stream=True)
+                extensions: dict[str, Any] = {"timeout": limit[1]}
+                if http.streams is not None:  # (a given transport's client is shared: none of its own to cut)
+                    streams = http.streams
+                    extensions["trace"] = streams.trace
+                    self._watchdog.arm(streams, deadline)
+                streamed = http.send(self._request(http, url, payload, headers, extensions), stream=True)
                 status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
-                chunks, finish = streamed.iter_bytes(), streamed.close  # (decompressed, if it was compressed)
+                chunks = streamed.iter_bytes()  # (decompressed, if it was compressed)
+                finish = functools.partial(close_reply, streamed)
             else:
                 status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0], deadline)
                 reply_headers = httpx.Headers(raw)
@@ -395,9 +410,14 @@ class ProviderClient:
         except httpx.TimeoutException as exc:
             return timed_out, NOT_SENT if isinstance(exc, NOTHING_SENT) else UNANSWERED
         except httpx.TransportError as exc:
+            if streams is not None and time.monotonic() >= deadline:  # the watchdog ended it
+                return timed_out, NOT_SENT if isinstance(exc, NOTHING_SENT) else UNANSWERED
             text = _scrub(str(exc), api_key)
             return _Failure("transport_error", f"{type(exc).__name__} talking to {endpoint.chat_url}: {text}",
                             True), NOT_SENT if isinstance(exc, NOTHING_SENT) else UNANSWERED
+        finally:
+            if streams is not None:
+                self._watchdog.disarm(streams)
         if wire is not None and ("set-cookie" in reply_headers or "set-cookie2" in reply_headers):
             # kept as httpx keeps them; this client's requests then go through httpx, which sends them
             http.cookies.extract_cookies(httpx.Response(status, headers=reply_headers, request=httpx.Request(
@@ -414,7 +434,7 @@ class ProviderClient:
         shape = (str(url), tuple(headers.items()))
         made = self._wire_heads.get(shape)
         if made is None:
-            raw = self._request(http, url, b"-", headers, {}).headers.raw
+            raw = self._request(http, url, b"-", headers, {"timeout": {}}).headers.raw
             where = next(i for i, (name, _) in enumerate(raw) if name.lower() == b"content-length")
             made = self._wire_heads[shape] = RequestHead(url.raw_path, raw, where)
         return made

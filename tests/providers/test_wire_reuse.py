@@ -29,6 +29,14 @@ def _answer(content: str, *extra: bytes) -> bytes:
     return _reply(json.dumps(reply).encode(), *extra)
 
 
+def _chunked(content: str, *extra: bytes) -> bytes:
+    """A reply saying `content`, its body chunked; `extra` head lines."""
+    body = json.dumps({**REPLY, "choices": [{"message": {"role": "assistant", "content": content},
+                                             "finish_reason": "stop"}]}).encode()
+    return (b"\r\n".join([b"HTTP/1.1 200 OK", b"Content-Type: application/json", b"Transfer-Encoding: chunked",
+                           *extra, b"", b""]) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+
+
 def _requests(conn: socket.socket) -> Iterator[bytes]:
     """Each request's head read on `conn`, until the client closes or resets it."""
     try:
@@ -90,10 +98,7 @@ def test_a_second_reply_glued_to_a_chunked_one_is_never_read_as_the_next_reply()
     def answer(conn: socket.socket) -> None:
         for _ in _requests(conn):
             count[0] += 1
-            body = json.dumps({**REPLY, "choices": [{"message": {"role": "assistant", "content": f"answer {count[0]}"},
-                                                     "finish_reason": "stop"}]}).encode()
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) + _answer("stale"))
+            conn.sendall(_chunked(f"answer {count[0]}") + _answer("stale"))
 
     found, connections = _contents(answer)
     assert found == ["answer 1", "answer 2", "answer 3"] and connections == 3
