@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
@@ -36,6 +38,11 @@ SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-confi
 # asked, so it is removed only when older than any run (claw-oc-cid-: the engine's id files before session 62).
 UNOWNED_AGE_S = 24 * 3600
 _UNOWNED_PREFIXES = (*SWEPT_PREFIXES, "claw-oc-cid-")
+# Only a name tempfile.mkdtemp gives (a prefix and 8 of its letters): TMPDIR may be $HOME, `claw-run-notes` the user's.
+_MADE_NAME = re.compile("(?:" + "|".join(map(re.escape, _UNOWNED_PREFIXES)) + ")[a-z0-9_]{8}")
+# What a claw before session 62 left in one (a sandbox, an OpenClaw root and its engine's id files, an agent
+# database's private copy, a snapshot's workspace): an unowned directory holding anything else is not claw's.
+_UNOWNED_ENTRY = re.compile(r"sandbox|workspace|cid|claw-oc-.*|openclaw-agent\.sqlite.*", re.DOTALL)
 
 
 class OwnedScratch:
@@ -64,7 +71,7 @@ def _hold(directory: Path) -> int:
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())  # (whose lock a sweep may ask: _owner_gone)
         os.rename(staged, directory / OWNER_FILE)
     except BaseException:
         os.close(fd)
@@ -89,7 +96,7 @@ def sweep_dead_scratch(parent: Path | str | None = None) -> tuple[int, int]:
     removed = size = 0
     try:
         with os.scandir(root) as entries:
-            found = [Path(e.path) for e in entries if e.name.startswith(_UNOWNED_PREFIXES)]
+            found = [Path(e.path) for e in entries if _MADE_NAME.fullmatch(e.name)]
     except OSError:
         return 0, 0
     for path in found:
@@ -107,19 +114,37 @@ def _owner_gone(path: Path) -> bool:
         return False
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():  # (a link, or another user's: not ours)
         return False
-    try:
-        fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:  # (O_NONBLOCK: a FIFO planted there is not waited on)
+        fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return time.time() - info.st_mtime > UNOWNED_AGE_S
+        return time.time() - info.st_mtime > UNOWNED_AGE_S and _left_by_claw(path)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or not _lock_says(os.read(fd, 512)):
+            return False
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # (held: its owner lives)
         return False
     finally:
         os.close(fd)
     return True
+
+
+def _lock_says(owner: bytes) -> bool:
+    """Whether an unlocked OWNER_FILE saying `owner` ("PID HOST") means its owner is gone. Not if it is this process
+    (where flock is fcntl underneath, on NFS, this process's probe succeeds on its own file and the close drops its
+    lock), nor another host's (a TMPDIR shared over NFS: a lock local to each host says nothing of the other's)."""
+    pid, _, host = owner.decode(errors="replace").strip().partition(" ")
+    return pid != str(os.getpid()) and host in ("", socket.gethostname())
+
+
+def _left_by_claw(path: Path) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return all(_UNOWNED_ENTRY.fullmatch(entry.name) for entry in entries)
+    except OSError:
+        return False
 
 
 def _tree_bytes(path: Path) -> int:

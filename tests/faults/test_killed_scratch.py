@@ -146,7 +146,67 @@ def test_a_link_or_another_named_entry_is_not_swept(temp: Path) -> None:
     old = time.time() - 2 * 86400
     for path in (target, temp / "claw-demo-x"):
         os.utime(path, (old, old))
-    assert sweep_dead_scratch() == (0, 0)
+    assert sweep_dead_scratch(temp) == (0, 0)  # (named: this process's gettempdir() may be cached from before)
     assert target.is_dir() and (temp / "claw-run-link").is_symlink() and (temp / "claw-demo-x").is_dir()
 
 
+
+
+def _aged(path: Path) -> Path:
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(path, (two_days_ago, two_days_ago))
+    return path
+
+
+def test_an_old_directory_claw_did_not_make_is_not_swept(temp: Path) -> None:
+    """The age rule is for a claw before session 62's scratch only: a user's own `claw-run-notes` (not a name
+    tempfile gives) or a `claw-configs-20251201` holding their files (TMPDIR may be $HOME) is never removed."""
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    users = [temp / "claw-run-notes-2025", temp / "claw-configs-20251201"]
+    for path in users:
+        path.mkdir()
+        (path / "notes.txt").write_text("the user's")
+        _aged(path)
+    claws = temp / "claw-run-abc_1234"  # (what a claw before session 62 left: its sandbox)
+    (claws / "sandbox").mkdir(parents=True)
+    _aged(claws)
+    removed, _ = sweep_dead_scratch(temp)  # (named: this process's gettempdir() was read before TMPDIR was set)
+    assert [p for p in users if not (p / "notes.txt").is_file()] == []
+    assert (removed, claws.exists()) == (1, False)
+
+
+def _owned(temp: Path, name: str, owner: str) -> Path:
+    path = temp / name
+    path.mkdir()
+    (path / ".claw-owner").write_text(owner)
+    (path / "sandbox").mkdir()
+    return path
+
+
+def test_an_owner_whose_lock_cannot_be_asked_is_kept(temp: Path) -> None:
+    """An unlocked owner file is a dead owner's only where the lock can be trusted: on another host (a TMPDIR on NFS
+    shared by two machines, flock local to each) it says nothing, and a file this process holds (flock emulated by
+    fcntl on NFS: this process's own probe succeeds, and its close drops the lock) must never be swept by it."""
+    import socket
+
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    here = socket.gethostname()
+    other_host = _owned(temp, "claw-run-otherhst", f"{os.getpid()} not-{here}\n")
+    this_process = _owned(temp, "claw-run-thisproc", f"{os.getpid()} {here}\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = _owned(temp, "claw-run-deadproc", f"{dead.stdout.strip()} {here}\n")
+    assert sweep_dead_scratch(temp)[0] == 1
+    assert (other_host.is_dir(), this_process.is_dir(), gone.exists()) == (True, True, False)
+
+
+def test_a_fifo_for_an_owner_file_does_not_hang_the_sweep(temp: Path) -> None:
+    """A FIFO at `.claw-owner`: opening it to read waited for a writer forever, and every `claw build` with it."""
+    path = temp / "claw-run-fifo1234"
+    path.mkdir()
+    os.mkfifo(path / ".claw-owner")
+    sweep = subprocess.run([sys.executable, "-c", "from clawstore.host.scratch import sweep_dead_scratch as s; "
+                            "print(s()[0])"], env=dict(os.environ), capture_output=True, text=True, timeout=30)
+    assert (sweep.returncode, sweep.stdout.strip()) == (0, "0")
+    assert path.is_dir()
