@@ -2,14 +2,14 @@
 are validated and where requests go, and a URL masked where claw shows one."""
 
 import re
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 # Keys that would put a credential into a config (and from there into the store): a config's extra keys, and a URL's
 # query parameters (beside the names URLs sign or authorise with: QUERY_SECRET_KEYS).
 SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "token", "secret", "password"})
-QUERY_SECRET_KEYS = SECRET_KEYS | {"key", "sig", "signature", "access_token", "auth", "pass", "pwd"}
+QUERY_SECRET_KEYS = SECRET_KEYS | {"key", "sig", "signature", "access_token", "auth", "pass", "pwd", "passwd"}
 # A query parameter named so is a credential too (`subscription-key`, `X-Amz-Signature`, `X-Amz-Security-Token`).
-_SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature", "credential")
+_SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature", "credential", "credentials")
 _MASK = "***"
 
 
@@ -30,13 +30,17 @@ def _is_secret_name(name: str) -> bool:
     return name in QUERY_SECRET_KEYS or name.replace("_", "-") in QUERY_SECRET_KEYS or name.endswith(_SECRET_ENDINGS)
 
 
-# Split by hand, not by urlsplit: a malformed URL (`http://u:p@[::1/v1`) raises there, and must still be checked.
-_PARTS = re.compile(r"^(?P<head>[^:/?#]+://)?(?P<authority>[^/?#]*)(?P<path>[^?#]*)(?P<query>\?[^#]*)?(?P<frag>#.*)?$",
-                    re.DOTALL)
+# Split by hand, not by urlsplit: a malformed URL (`http://u:p@[::1/v1`) raises there, and must still be checked. The
+# scheme's slashes may be backslashes, or missing (`https:\\u:p@host`, `https:/u:p@host`: not http URLs, but echoed in
+# the refusal's message were their userinfo not seen).
+_PARTS = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[/\\]*)?(?P<authority>[^/?#]*)(?P<path>[^?#]*)"
+                    r"(?P<query>\?[^#]*)?(?P<frag>#.*)?$", re.DOTALL)
+# Parameters are split at `;` too (some servers take it for `&`); a name is read as the server reads it (`API%5FKEY`).
+_SEPARATOR = re.compile(r"([&;])")
 
 
-def _params(part: str | None) -> list[tuple[str, str]]:
-    return parse_qsl(part[1:], keep_blank_values=True) if part else []
+def _params(part: str | None) -> list[str]:
+    return [unquote_plus(piece.partition("=")[0]) for piece in _SEPARATOR.split(part[1:])[::2]] if part else []
 
 
 def credential_in_url(text: str) -> str | None:
@@ -47,7 +51,7 @@ def credential_in_url(text: str) -> str | None:
         return None
     if match["head"] and "@" in match["authority"]:
         return "a user:password part"
-    for name, _ in _params(match["query"]) + _params(match["frag"]):
+    for name in _params(match["query"]) + _params(match["frag"]):
         if _is_secret_name(name):
             return f"the query parameter {name!r}"
     return None
@@ -70,8 +74,9 @@ def shown_url(text: str) -> str:
 def _masked(part: str | None) -> str:
     if not part:
         return ""
-    pieces = []
-    for piece in part[1:].split("&"):
-        name, eq, _ = piece.partition("=")
-        pieces.append(f"{name}={_MASK}" if eq and _is_secret_name(name) else piece)
-    return part[0] + "&".join(pieces)
+    pieces = _SEPARATOR.split(part[1:])
+    for at in range(0, len(pieces), 2):
+        name, eq, _ = pieces[at].partition("=")
+        if eq and _is_secret_name(unquote_plus(name)):
+            pieces[at] = f"{name}={_MASK}"
+    return part[0] + "".join(pieces)

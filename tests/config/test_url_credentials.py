@@ -29,6 +29,12 @@ CREDENTIAL_URLS = [
     f"https://models.example/v1?X-Amz-Signature={PASSWORD}",
     f"https://models.example/v1?subscription-key={PASSWORD}",
     f"https://models.example/v1#access_token={PASSWORD}",
+    f"https://models.example/v1?API%5FKEY={PASSWORD}",  # (a server decodes the name: it is api_key there)
+    f"https://models.example/v1?a=1;api_key={PASSWORD}",  # (`;` separates parameters for some servers)
+    f"https://models.example/v1?passwd={PASSWORD}",
+    f"https://models.example/v1?client_credentials={PASSWORD}",
+    f"https:\\\\u:{PASSWORD}@models.example/v1",  # (backslashes: a browser's parser reads them as slashes)
+    f"https:/u:{PASSWORD}@models.example/v1",
 ]
 
 
@@ -41,7 +47,10 @@ def test_a_credential_in_a_url_is_found_and_masked(url: str) -> None:
 
 
 @pytest.mark.parametrize("url", ["https://models.example/v1", "https://x.openai.azure.com/openai?api-version=2024-06-01",
-                                 "http://127.0.0.1:8000/v1", "https://models.example/v1?region=eu&monkey=1"])
+                                 "http://127.0.0.1:8000/v1", "https://models.example/v1?region=eu&monkey=1",
+                                 "https://models.example/token/v1", "https://models.example/v1?model=x",
+                                 "https://models.example/v1@latest", "https://models.example/v1?who=a@b",
+                                 "http://[::1]:8000/v1", "https://models.example:9443/v1?keyword=x"])
 def test_harmless_urls_pass_and_show_as_written(url: str) -> None:
     assert credential_in_url(url) is None
     assert shown_url(url) == url
@@ -61,7 +70,7 @@ def _the_error(out: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2], CREDENTIAL_URLS[9]])
+@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2], CREDENTIAL_URLS[9], CREDENTIAL_URLS[-2]])
 def test_validate_refuses_a_suite_base_url_with_a_credential(ws: Workspace, claw: Claw, standin: StandIn,
                                                              url: str) -> None:
     ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=url))
@@ -110,9 +119,10 @@ def test_the_base_url_variable_with_a_credential_is_a_usage_error(ws: Workspace,
     assert standin.requests == []
 
 
+@pytest.mark.parametrize("url", [f"http://u:{PASSWORD}@[::1/v1", f"http:\\\\u:{PASSWORD}@models.example/v1"])
 def test_a_malformed_url_with_a_password_is_not_echoed(ws: Workspace, claw: Claw,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://u:{PASSWORD}@[::1/v1")
+                                                       monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", url)
     proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, (out, err)
