@@ -142,3 +142,45 @@ def test_a_remote_url_with_a_credential_is_refused(ws: Workspace, claw: Claw, ar
     _one_line(err)
     assert PASSWORD not in out + err
     assert not (ws.root / "claw.yaml").exists()
+
+
+def _validate_refuses(claw: Claw, file: str, field: str) -> None:
+    proc = claw.popen("validate")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    line = _the_error(out)
+    assert file in line and field in line and "credential" in line, line
+    assert PASSWORD not in out + err
+
+
+def test_a_url_with_a_credential_anywhere_in_a_models_extras_is_refused(ws: Workspace, claw: Claw) -> None:
+    """Not only `base_url`: a model's every extra (`primary_params`, passed to OpenClaw) is stored with its runs."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(
+        primary_params={"proxies": [f"https://proxy.example/?access_token={PASSWORD}"]}))
+    _validate_refuses(claw, "main.yaml", "primary_params")
+
+
+def test_a_url_with_a_credential_in_a_judges_request_options_is_refused(ws: Workspace, claw: Claw) -> None:
+    write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+        "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+        "judge_system_prompt": "Judge the answer.",
+        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
+                    "request_options": {"extra_body": {"webhook": f"https://u:{PASSWORD}@hooks.example/j"}}}],
+        "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+    _validate_refuses(claw, "ev.yaml", "webhook")
+
+
+def test_a_url_with_a_credential_in_an_agents_openclaw_block_is_refused(ws: Workspace, claw: Claw) -> None:
+    agent = ws.configs / "agents" / "a1"
+    (agent / "workspace").mkdir(parents=True)
+    write_yaml(agent / "agent.yaml", {
+        "schema_version": 1, "agent_id": "a1", "title": "Agent",
+        "openclaw": {"agents_defaults": {"search": {"endpoint": f"https://search.example/q?api_key={PASSWORD}"}}}})
+    _validate_refuses(claw, "agent.yaml", "endpoint")
+
+
+def test_a_url_in_prose_or_without_a_credential_is_accepted(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(
+        primary_params={"docs": "https://docs.example/token/v1?model=x", "note": "ask me@host.example"}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
