@@ -210,3 +210,30 @@ def test_a_fifo_for_an_owner_file_does_not_hang_the_sweep(temp: Path) -> None:
                             "print(s()[0])"], env=dict(os.environ), capture_output=True, text=True, timeout=30)
     assert (sweep.returncode, sweep.stdout.strip()) == (0, "0")
     assert path.is_dir()
+
+
+def test_two_sweeps_at_once_count_each_directory_once(temp: Path) -> None:
+    """`claw gc` beside a starting `claw build`: both find the same dead owners' scratch; each directory is removed
+    and counted by one of them (gc said it removed what the build did, and their bytes twice)."""
+    for index in range(300):
+        path = temp / f"claw-run-dead{index:04d}"
+        (path / "sandbox").mkdir(parents=True)
+        (path / "sandbox" / "f").write_bytes(b"x" * 100)
+        if index % 2:
+            (path / ".claw-owner").write_text("1 \n")  # (unlocked: its owner is gone)
+        else:
+            _aged(path)  # (a claw before session 62's)
+    sweep = "from clawstore.host.scratch import sweep_dead_scratch as s; import sys; sys.stdin.read(); print(s()[0])"
+    sweeps = [subprocess.Popen([sys.executable, "-c", sweep], env=dict(os.environ), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(1)  # (both imported: they start together when their stdin closes)
+    for proc in sweeps:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    counts = []
+    for proc in sweeps:
+        assert proc.stdout is not None
+        counts.append(int(proc.stdout.read()))
+        proc.wait(timeout=120)
+    assert _scratch(temp) == set()
+    assert sum(counts) == 300, counts
