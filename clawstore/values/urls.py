@@ -37,6 +37,9 @@ _PARTS = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[/\\]*)?(?P<authority>[^
                     r"(?P<query>\?[^#]*)?(?P<frag>#.*)?$", re.DOTALL)
 # Parameters are split at `;` too (some servers take it for `&`); a name is read as the server reads it (`API%5FKEY`).
 _SEPARATOR = re.compile(r"([&;])")
+# What urlsplit (and so is_http_url, and a client) drops from a URL before reading it: `ht\ttps://u:p@host` is
+# https with a password there.
+_DROPPED = str.maketrans("", "", "\t\r\n")
 
 
 def _params(part: str | None) -> list[str]:
@@ -46,7 +49,7 @@ def _params(part: str | None) -> list[str]:
 def credential_in_url(text: str) -> str | None:
     """What in `text` is a credential, said without it ("a user:password part", "the query parameter 'key'"), or
     None. Any userinfo counts (`https://TOKEN@host` is a token); a query or fragment parameter by its name."""
-    match = _PARTS.match(text.strip())
+    match = _PARTS.match(text.translate(_DROPPED).strip())
     if match is None:
         return None
     if match["head"] and "@" in match["authority"]:
@@ -62,7 +65,7 @@ def shown_url(text: str) -> str:
     stored before session 62 may hold one; nothing shows it)."""
     if "@" not in text and "?" not in text and "#" not in text:  # (the common case, without a parse: a query row each)
         return text
-    match = _PARTS.match(text)
+    match = _PARTS.match(text.translate(_DROPPED))
     if match is None or credential_in_url(text) is None:
         return text
     authority = match["authority"]

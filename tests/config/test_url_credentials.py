@@ -35,6 +35,8 @@ CREDENTIAL_URLS = [
     f"https://models.example/v1?client_credentials={PASSWORD}",
     f"https:\\\\u:{PASSWORD}@models.example/v1",  # (backslashes: a browser's parser reads them as slashes)
     f"https:/u:{PASSWORD}@models.example/v1",
+    f"ht\ttps://u:{PASSWORD}@models.example/v1",  # (urlsplit, and so is_http_url, drops tabs and newlines)
+    f"https://models.example/v1?ke\ny={PASSWORD}",
 ]
 
 
