@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,13 +173,16 @@ def test_a_url_with_a_credential_in_a_judges_request_options_is_refused(ws: Work
     _validate_refuses(claw, "ev.yaml", "webhook")
 
 
-def test_a_url_with_a_credential_in_an_agents_openclaw_block_is_refused(ws: Workspace, claw: Claw) -> None:
+@pytest.mark.parametrize(("block", "field"), [
+    ({"agents_defaults": {"search": {"endpoint": f"https://search.example/q?api_key={PASSWORD}"}}}, "endpoint"),
+    ({"agent": {"hooks": [f"ht\ttps://u:{PASSWORD}@hooks.example/"]}}, "hooks[0]"),
+])
+def test_a_url_with_a_credential_in_an_agents_openclaw_block_is_refused(ws: Workspace, claw: Claw,
+                                                                        block: dict[str, Any], field: str) -> None:
     agent = ws.configs / "agents" / "a1"
     (agent / "workspace").mkdir(parents=True)
-    write_yaml(agent / "agent.yaml", {
-        "schema_version": 1, "agent_id": "a1", "title": "Agent",
-        "openclaw": {"agents_defaults": {"search": {"endpoint": f"https://search.example/q?api_key={PASSWORD}"}}}})
-    _validate_refuses(claw, "agent.yaml", "endpoint")
+    write_yaml(agent / "agent.yaml", {"schema_version": 1, "agent_id": "a1", "title": "Agent", "openclaw": block})
+    _validate_refuses(claw, "agent.yaml", field)
 
 
 def test_a_url_in_prose_or_without_a_credential_is_accepted(ws: Workspace, claw: Claw, standin: StandIn) -> None:

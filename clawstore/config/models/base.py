@@ -42,7 +42,7 @@ def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             reject_credential_urls(item, hint, f"{field}[{index}]")
-    elif isinstance(value, str) and _WHOLE_URL.fullmatch(value.strip()):
+    elif isinstance(value, str) and _WHOLE_URL.fullmatch(re.sub(r"[\t\r\n]", "", value).strip()):
         credential = credential_in_url(value)
         if credential is not None:
             raise fail(f"a URL that carries a credential ({credential}); configs are stored, secrets must not be: "
