@@ -74,6 +74,16 @@ def shown_url(text: str) -> str:
     return (match["head"] or "") + authority + match["path"] + _masked(match["query"]) + _masked(match["frag"])
 
 
+# A URL inside free text (an error message naming the URL it called): up to a space or a quote.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def shown_text(text: str) -> str:
+    """`text` with every URL in it shown as shown_url shows it (a failed request's error names the URL it called: a
+    record made before session 62 may hold a password there)."""
+    return _URL_IN_TEXT.sub(lambda url: shown_url(url[0]), text) if "://" in text else text
+
+
 def _masked(part: str | None) -> str:
     if not part:
         return ""
