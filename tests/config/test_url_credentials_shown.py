@@ -66,6 +66,8 @@ def test_a_failed_requests_error_naming_a_stored_password_is_shown_masked(ws: Wo
     code, out, err = claw("query", "select error_message, endpoint from runs", "--format", "json")
     assert code == 0, err
     assert PASSWORD not in out and "http://***@" in out and "bad request" in out, out
+    code, out, err = claw("query", "select content from messages where kind = 'runner'", "--format", "json")
+    assert code == 0 and "bad request" in out and PASSWORD not in out, (out, err)
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")
     assert PASSWORD not in out + err
     page = tmp_path / "page"  # (the store, under tmp_path, holds the password as it was stored)
