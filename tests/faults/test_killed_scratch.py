@@ -237,3 +237,17 @@ def test_two_sweeps_at_once_count_each_directory_once(temp: Path) -> None:
         proc.wait(timeout=120)
     assert _scratch(temp) == set()
     assert sum(counts) == 300, counts
+
+
+def test_a_killed_ray_tasks_scratch_is_swept(temp: Path) -> None:
+    """A Ray task's scratch (`claw-ray-openclaw-*`: a scratch store and the OpenClaw run's root) is an owned one too:
+    a worker SIGKILLed mid-task left it, and the next sweep on that node kept it forever."""
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    holder = HOLDER.replace('"claw-run-"', '"claw-ray-openclaw-"')
+    proc = subprocess.Popen([sys.executable, "-c", holder], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    path = Path(proc.stdout.readline().strip())
+    assert sweep_dead_scratch(temp)[0] == 0  # (its owner lives)
+    _killed(proc)
+    assert (sweep_dead_scratch(temp)[0], path.exists()) == (1, False)
