@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
@@ -31,11 +33,18 @@ def remove_tree(path: Path | str) -> None:
 # (sweep_dead_scratch). Its owner holds an flock on OWNER_FILE in it from before that file has its name until the
 # directory is gone: a directory whose OWNER_FILE nobody holds is a dead process's. Details: docs/runners.md.
 OWNER_FILE = ".claw-owner"
-SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-configs-")
+SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-configs-", "claw-ray-openclaw-")
 # One without an OWNER_FILE was made by a claw before session 62 (or is being made this instant): its owner cannot be
 # asked, so it is removed only when older than any run (claw-oc-cid-: the engine's id files before session 62).
 UNOWNED_AGE_S = 24 * 3600
 _UNOWNED_PREFIXES = (*SWEPT_PREFIXES, "claw-oc-cid-")
+# Only a name tempfile.mkdtemp gives (a prefix and 8 of its letters): TMPDIR may be $HOME, `claw-run-notes` the user's.
+_MADE_NAME = re.compile("(?:" + "|".join(map(re.escape, _UNOWNED_PREFIXES)) + ")[a-z0-9_]{8}")
+# What a claw before session 62 left in one (a sandbox, an OpenClaw root and its engine's id files, an agent
+# database's private copy, a snapshot's workspace; a killed sweep's claim): a directory holding anything else is
+# not claw's.
+_UNOWNED_ENTRY = re.compile(r"sandbox|workspace|cid|claw-oc-.*|openclaw-agent\.sqlite.*|\.claw-owner\.[0-9]+",
+                            re.DOTALL)
 
 
 class OwnedScratch:
@@ -57,15 +66,21 @@ class OwnedScratch:
             self._fd = None
 
 
-def _hold(directory: Path) -> int:
+def _hold(directory: Path, claim: bool = False) -> int:
     """The locked OWNER_FILE's descriptor. Locked under another name and then renamed: a sweep never sees the file
-    unlocked while its owner lives."""
+    unlocked while its owner lives. A sweep's `claim` links it instead (FileExistsError if another's is there)."""
     staged = directory / f"{OWNER_FILE}.{os.getpid()}"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.rename(staged, directory / OWNER_FILE)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())  # (whose lock a sweep may ask: _lock_says)
+        if claim:
+            try:
+                os.link(staged, directory / OWNER_FILE)
+            finally:
+                os.unlink(staged)
+        else:
+            os.rename(staged, directory / OWNER_FILE)
     except BaseException:
         os.close(fd)
         raise
@@ -89,37 +104,76 @@ def sweep_dead_scratch(parent: Path | str | None = None) -> tuple[int, int]:
     removed = size = 0
     try:
         with os.scandir(root) as entries:
-            found = [Path(e.path) for e in entries if e.name.startswith(_UNOWNED_PREFIXES)]
+            found = [Path(e.path) for e in entries if _MADE_NAME.fullmatch(e.name)]
     except OSError:
         return 0, 0
     for path in found:
-        if _owner_gone(path):
+        claim = _claim_dead(path)
+        if claim is None:
+            continue
+        try:
             size += _tree_bytes(path)
             remove_tree(path)
             removed += 1
+        finally:
+            os.close(claim)
     return removed, size
 
 
-def _owner_gone(path: Path) -> bool:
+def _claim_dead(path: Path) -> int | None:
+    """If `path`'s owner is gone, its OWNER_FILE locked by this sweep (held while it removes the directory: a sweep
+    beside it, a gc's beside a build's, leaves it alone, and neither counts it twice); else None."""
     try:
         info = path.lstat()
     except OSError:
-        return False
+        return None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():  # (a link, or another user's: not ours)
-        return False
-    try:
-        fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return None
+    try:  # (O_NONBLOCK: a FIFO planted there is not waited on)
+        fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return time.time() - info.st_mtime > UNOWNED_AGE_S
+        return _claim_unowned(path)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and _lock_says(os.read(fd, 512)):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+    except OSError:  # (held: its owner lives, or a sweep beside this one removes it)
+        pass
+    os.close(fd)
+    return None
+
+
+def _claim_unowned(path: Path) -> int | None:
+    """A directory without OWNER_FILE older than any run and holding only what claw left, claimed with an OWNER_FILE
+    of this sweep's (linked, not renamed: of two sweeps one gets it)."""
+    try:  # (its age read now: a sweep removing it beside this one has just changed it)
+        old = time.time() - path.lstat().st_mtime > UNOWNED_AGE_S
+    except OSError:
+        return None
+    if not old or not _left_by_claw(path):
+        return None
+    try:
+        return _hold(path, claim=True)
+    except OSError:
+        return None
+
+
+def _lock_says(owner: bytes) -> bool:
+    """Whether an unlocked OWNER_FILE saying `owner` ("PID HOST") means its owner is gone. Not if it is this process
+    (where flock is fcntl underneath, on NFS, this process's probe succeeds on its own file and the close drops its
+    lock), nor another host's (a TMPDIR shared over NFS: a lock local to each host says nothing of the other's)."""
+    pid, _, host = owner.decode(errors="replace").strip().partition(" ")
+    return pid != str(os.getpid()) and host in ("", socket.gethostname())
+
+
+def _left_by_claw(path: Path) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return all(_UNOWNED_ENTRY.fullmatch(entry.name) for entry in entries)
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # (held: its owner lives)
-        return False
-    finally:
-        os.close(fd)
-    return True
 
 
 def _tree_bytes(path: Path) -> int:

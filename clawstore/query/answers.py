@@ -20,6 +20,7 @@ import duckdb
 from clawstore.errors import ClawError
 from clawstore.query.jsonarray import write_array
 from clawstore.query.sqltext import literal
+from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
     from clawstore.store.face import ObjectReader
@@ -54,7 +55,7 @@ _READS = {"runs": re.compile(r"\b(runs|run_history|messages)\b", re.IGNORECASE),
           "judgements": re.compile(r"\b(judgements|judgement_history|judgement_dimensions)\b", re.IGNORECASE)}
 
 
-CACHE_VERSION = 2  # 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0)
+CACHE_VERSION = 3  # 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0); 3: a runner event's URL masked
 
 
 def cache_path(manifest: Path, table: str) -> Path:
@@ -111,8 +112,9 @@ def run_answer(artifact_id: str, artifact: Any) -> dict[str, Any]:
             name = _dict(event.get("metadata")).get("tool_name") or tool_names.get(event.get("call_id"))
             row.update(role="tool", tool_call_id=_text(event.get("call_id")), tool_name=_text(name),
                        tool_status=_text(event.get("status")), tool_result=_text(event.get("output")))
-        elif kind == "runner":
-            row.update(content=_text(event.get("detail")), tool_name=_text(event.get("name")))
+        elif kind == "runner":  # (claw's words: a failed request's name its URL, with a password stored before 62)
+            detail = _text(event.get("detail"))
+            row.update(content=shown_text(detail) if detail is not None else None, tool_name=_text(event.get("name")))
         else:
             continue
         row["turn"] = turn

@@ -31,7 +31,7 @@ from clawstore.store.documents import COUNTERS, KNOWN_TOKENS, TOKEN_METRICS
 from clawstore.store.headdoc import inline_or_none
 from clawstore.values.costs import PAID_KINDS, UNKNOWN, CostSum, known_cost, source_of
 from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS
-from clawstore.values.urls import shown_url
+from clawstore.values.urls import shown_text, shown_url
 
 Row = dict[str, Any]
 RecordLoader = Callable[[str], Mapping[str, Any] | None]
@@ -161,7 +161,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "judge_run_id": _str(address.get("judge_run_id")),
         "judge_repetition": _int32(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
-        "error_message": _str(error.get("message", summary.get("error_message"))),
+        "error_message": _shown_text(_str(error.get("message", summary.get("error_message")))),
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
         **{f"{name}_known": _known_tokens(metrics, name) for name in KNOWN_TOKENS},
@@ -201,6 +201,11 @@ def _pick(table: str, row: Row) -> Row:
     refresh)."""
     names = _NAMES[table]
     return dict(zip(names, map(row.get, names), strict=True))
+
+
+def _shown_text(text: str | None) -> str | None:
+    """An error message as claw shows it: a URL in it with its password masked (a record made before session 62)."""
+    return shown_text(text) if text is not None else None
 
 
 def _run_row(base: Row, rec: Mapping[str, Any]) -> Row:

@@ -35,7 +35,7 @@ from clawstore.store.documents import KNOWN_TOKENS, TOKEN_METRICS
 from clawstore.store.face import ObjectReader
 from clawstore.values.bounds import MAX_LATENCY_S, MAX_RECORD_COST_USD, MAX_RECORD_TOKENS
 from clawstore.values.costs import PAID_KINDS, SOURCES
-from clawstore.values.urls import shown_url
+from clawstore.values.urls import shown_text, shown_url
 
 # What DuckDB may hold while it flattens, whatever the campaign: past it, it spills to the work directory, or its
 # statement fails and rows.py flattens the head (docs/query.md, Scale).
@@ -332,7 +332,7 @@ def _lines(window: list[Any], store: ObjectReader, sigs: array[int]) -> bytes | 
         data = found.get(oid) if isinstance(oid, str) and oid else b"null"
         if data is None or b"\n" in data or (record := _claw_record(data, node["kind"])) is _ODD:
             return None
-        if record is not None and node["kind"] == "run" and _masked_endpoint(record):
+        if _masked_by_rows(record, node):
             return None
         text = encode(node)
         if not _as_read_here(text):
@@ -393,10 +393,18 @@ def _as_read_here(node: bytes) -> bool:
 _ODD = object()  # (a record rows.py reads otherwise than SQL would)
 
 
-def _masked_endpoint(record: Any) -> bool:
-    """Does rows.py show this run's endpoint masked (a password in a base_url stored before session 62)?"""
-    endpoint = record.summary.endpoint if record.summary is not None else None
-    return isinstance(endpoint, str) and shown_url(endpoint) != endpoint
+def _masked_by_rows(record: Any, node: dict[str, Any]) -> bool:
+    """Does rows.py show some of this node's text masked (a password in a base_url stored before session 62: in a
+    run's endpoint, and in the error of a request to it)?"""
+    summary = record.summary if record is not None else None
+    endpoint = getattr(summary, "endpoint", None)
+    if isinstance(endpoint, str) and shown_url(endpoint) != endpoint:
+        return True
+    node_error = node.get("error")
+    errors = (getattr(summary, "error_message", None),
+              record.error.message if record is not None and record.error is not None else None,
+              node_error.get("message") if isinstance(node_error, dict) else None)
+    return any(isinstance(text, str) and shown_text(text) != text for text in errors)
 
 
 def _claw_record(record: bytes, kind: str) -> Any:

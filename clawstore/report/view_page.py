@@ -24,6 +24,7 @@ from clawstore.host.durable import (
     temp_owner,
     write_file_atomic,
 )
+from clawstore.values.urls import shown_text
 
 _MARKERS = re.compile(r"/\*CLAW_STYLE\*/|/\*CLAW_SCRIPT\*/|CLAW_TITLE|CLAW_SUMMARY")
 SHARD_RUNS = 256  # run details per shard: what opening a run loads, and what the writer holds at once
@@ -39,8 +40,11 @@ class Written:
 
 
 def page_json(value: Any) -> str:
-    """A value as the page embeds it: compact, ASCII, and `<` escaped (no `</script>` can end the page's script)."""
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    """A value as the page embeds it: compact, ASCII, and `<` escaped (no `</script>` can end the page's script); a
+    URL in it shown as shown_url shows it (a failed request's error and its artifact name the URL it called: a record
+    made before session 62 may hold a password there)."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return shown_text(text).replace("<", "\\u003c")
 
 
 def _asset(name: str) -> str:

@@ -2,14 +2,14 @@
 are validated and where requests go, and a URL masked where claw shows one."""
 
 import re
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 # Keys that would put a credential into a config (and from there into the store): a config's extra keys, and a URL's
 # query parameters (beside the names URLs sign or authorise with: QUERY_SECRET_KEYS).
 SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "authorization", "token", "secret", "password"})
-QUERY_SECRET_KEYS = SECRET_KEYS | {"key", "sig", "signature", "access_token", "auth", "pass", "pwd"}
+QUERY_SECRET_KEYS = SECRET_KEYS | {"key", "sig", "signature", "access_token", "auth", "pass", "pwd", "passwd"}
 # A query parameter named so is a credential too (`subscription-key`, `X-Amz-Signature`, `X-Amz-Security-Token`).
-_SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature", "credential")
+_SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature", "credential", "credentials")
 _MASK = "***"
 
 
@@ -30,24 +30,31 @@ def _is_secret_name(name: str) -> bool:
     return name in QUERY_SECRET_KEYS or name.replace("_", "-") in QUERY_SECRET_KEYS or name.endswith(_SECRET_ENDINGS)
 
 
-# Split by hand, not by urlsplit: a malformed URL (`http://u:p@[::1/v1`) raises there, and must still be checked.
-_PARTS = re.compile(r"^(?P<head>[^:/?#]+://)?(?P<authority>[^/?#]*)(?P<path>[^?#]*)(?P<query>\?[^#]*)?(?P<frag>#.*)?$",
-                    re.DOTALL)
+# Split by hand, not by urlsplit: a malformed URL (`http://u:p@[::1/v1`) raises there, and must still be checked. The
+# scheme's slashes may be backslashes, or missing (`https:\\u:p@host`, `https:/u:p@host`: not http URLs, but echoed in
+# the refusal's message were their userinfo not seen).
+_PARTS = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[/\\]*)?(?P<authority>[^/?#]*)(?P<path>[^?#]*)"
+                    r"(?P<query>\?[^#]*)?(?P<frag>#.*)?$", re.DOTALL)
+# Parameters are split at `;` too (some servers take it for `&`); a name is read as the server reads it (`API%5FKEY`).
+_SEPARATOR = re.compile(r"([&;])")
+# What urlsplit (and so is_http_url, and a client) drops from a URL before reading it: `ht\ttps://u:p@host` is
+# https with a password there.
+_DROPPED = str.maketrans("", "", "\t\r\n")
 
 
-def _params(part: str | None) -> list[tuple[str, str]]:
-    return parse_qsl(part[1:], keep_blank_values=True) if part else []
+def _params(part: str | None) -> list[str]:
+    return [unquote_plus(piece.partition("=")[0]) for piece in _SEPARATOR.split(part[1:])[::2]] if part else []
 
 
 def credential_in_url(text: str) -> str | None:
     """What in `text` is a credential, said without it ("a user:password part", "the query parameter 'key'"), or
     None. Any userinfo counts (`https://TOKEN@host` is a token); a query or fragment parameter by its name."""
-    match = _PARTS.match(text.strip())
+    match = _PARTS.match(text.translate(_DROPPED).strip())
     if match is None:
         return None
     if match["head"] and "@" in match["authority"]:
         return "a user:password part"
-    for name, _ in _params(match["query"]) + _params(match["frag"]):
+    for name in _params(match["query"]) + _params(match["frag"]):
         if _is_secret_name(name):
             return f"the query parameter {name!r}"
     return None
@@ -58,7 +65,7 @@ def shown_url(text: str) -> str:
     stored before session 62 may hold one; nothing shows it)."""
     if "@" not in text and "?" not in text and "#" not in text:  # (the common case, without a parse: a query row each)
         return text
-    match = _PARTS.match(text)
+    match = _PARTS.match(text.translate(_DROPPED))
     if match is None or credential_in_url(text) is None:
         return text
     authority = match["authority"]
@@ -67,11 +74,40 @@ def shown_url(text: str) -> str:
     return (match["head"] or "") + authority + match["path"] + _masked(match["query"]) + _masked(match["frag"])
 
 
+# A URL inside free text (an error message naming the URL it called): found by its `://` (a str.find: a regex trying
+# each letter for a scheme made the view's page ten times slower to write), from its scheme up to a space or a quote.
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_REST = re.compile(r"[^\s'\"<>]*")
+
+
+def shown_text(text: str) -> str:
+    """`text` with every URL in it shown as shown_url shows it (a failed request's error names the URL it called: a
+    record made before session 62 may hold a password there)."""
+    at = text.find("://")
+    if at < 0:
+        return text
+    pieces, done = [], 0
+    while at >= 0:
+        start = at
+        while start > done and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < at and not text[start].isalpha():  # (a scheme begins with a letter: `4001http://`)
+            start += 1
+        end = _URL_REST.match(text, at).end()  # (always matches: `://` itself)
+        if start < at:
+            pieces += [text[done:start], shown_url(text[start:end])]
+            done = end
+        at = text.find("://", max(end, at + 3))
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def _masked(part: str | None) -> str:
     if not part:
         return ""
-    pieces = []
-    for piece in part[1:].split("&"):
-        name, eq, _ = piece.partition("=")
-        pieces.append(f"{name}={_MASK}" if eq and _is_secret_name(name) else piece)
-    return part[0] + "&".join(pieces)
+    pieces = _SEPARATOR.split(part[1:])
+    for at in range(0, len(pieces), 2):
+        name, eq, _ = pieces[at].partition("=")
+        if eq and _is_secret_name(unquote_plus(name)):
+            pieces[at] = f"{name}={_MASK}"
+    return part[0] + "".join(pieces)

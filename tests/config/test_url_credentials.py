@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,14 @@ CREDENTIAL_URLS = [
     f"https://models.example/v1?X-Amz-Signature={PASSWORD}",
     f"https://models.example/v1?subscription-key={PASSWORD}",
     f"https://models.example/v1#access_token={PASSWORD}",
+    f"https://models.example/v1?API%5FKEY={PASSWORD}",  # (a server decodes the name: it is api_key there)
+    f"https://models.example/v1?a=1;api_key={PASSWORD}",  # (`;` separates parameters for some servers)
+    f"https://models.example/v1?passwd={PASSWORD}",
+    f"https://models.example/v1?client_credentials={PASSWORD}",
+    f"https:\\\\u:{PASSWORD}@models.example/v1",  # (backslashes: a browser's parser reads them as slashes)
+    f"https:/u:{PASSWORD}@models.example/v1",
+    f"ht\ttps://u:{PASSWORD}@models.example/v1",  # (urlsplit, and so is_http_url, drops tabs and newlines)
+    f"https://models.example/v1?ke\ny={PASSWORD}",
 ]
 
 
@@ -41,7 +50,10 @@ def test_a_credential_in_a_url_is_found_and_masked(url: str) -> None:
 
 
 @pytest.mark.parametrize("url", ["https://models.example/v1", "https://x.openai.azure.com/openai?api-version=2024-06-01",
-                                 "http://127.0.0.1:8000/v1", "https://models.example/v1?region=eu&monkey=1"])
+                                 "http://127.0.0.1:8000/v1", "https://models.example/v1?region=eu&monkey=1",
+                                 "https://models.example/token/v1", "https://models.example/v1?model=x",
+                                 "https://models.example/v1@latest", "https://models.example/v1?who=a@b",
+                                 "http://[::1]:8000/v1", "https://models.example:9443/v1?keyword=x"])
 def test_harmless_urls_pass_and_show_as_written(url: str) -> None:
     assert credential_in_url(url) is None
     assert shown_url(url) == url
@@ -61,7 +73,7 @@ def _the_error(out: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2], CREDENTIAL_URLS[9]])
+@pytest.mark.parametrize("url", [CREDENTIAL_URLS[0], CREDENTIAL_URLS[2], CREDENTIAL_URLS[9], CREDENTIAL_URLS[-2]])
 def test_validate_refuses_a_suite_base_url_with_a_credential(ws: Workspace, claw: Claw, standin: StandIn,
                                                              url: str) -> None:
     ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=url))
@@ -110,9 +122,10 @@ def test_the_base_url_variable_with_a_credential_is_a_usage_error(ws: Workspace,
     assert standin.requests == []
 
 
+@pytest.mark.parametrize("url", [f"http://u:{PASSWORD}@[::1/v1", f"http:\\\\u:{PASSWORD}@models.example/v1"])
 def test_a_malformed_url_with_a_password_is_not_echoed(ws: Workspace, claw: Claw,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://u:{PASSWORD}@[::1/v1")
+                                                       monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("OPENROUTER_BASE_URL", url)
     proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, (out, err)
@@ -132,3 +145,48 @@ def test_a_remote_url_with_a_credential_is_refused(ws: Workspace, claw: Claw, ar
     _one_line(err)
     assert PASSWORD not in out + err
     assert not (ws.root / "claw.yaml").exists()
+
+
+def _validate_refuses(claw: Claw, file: str, field: str) -> None:
+    proc = claw.popen("validate")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    line = _the_error(out)
+    assert file in line and field in line and "credential" in line, line
+    assert PASSWORD not in out + err
+
+
+def test_a_url_with_a_credential_anywhere_in_a_models_extras_is_refused(ws: Workspace, claw: Claw) -> None:
+    """Not only `base_url`: a model's every extra (`primary_params`, passed to OpenClaw) is stored with its runs."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(
+        primary_params={"proxies": [f"https://proxy.example/?access_token={PASSWORD}"]}))
+    _validate_refuses(claw, "main.yaml", "primary_params")
+
+
+def test_a_url_with_a_credential_in_a_judges_request_options_is_refused(ws: Workspace, claw: Claw) -> None:
+    write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+        "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+        "judge_system_prompt": "Judge the answer.",
+        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
+                    "request_options": {"extra_body": {"webhook": f"https://u:{PASSWORD}@hooks.example/j"}}}],
+        "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+    _validate_refuses(claw, "ev.yaml", "webhook")
+
+
+@pytest.mark.parametrize(("block", "field"), [
+    ({"agents_defaults": {"search": {"endpoint": f"https://search.example/q?api_key={PASSWORD}"}}}, "endpoint"),
+    ({"agent": {"hooks": [f"ht\ttps://u:{PASSWORD}@hooks.example/"]}}, "hooks[0]"),
+])
+def test_a_url_with_a_credential_in_an_agents_openclaw_block_is_refused(ws: Workspace, claw: Claw,
+                                                                        block: dict[str, Any], field: str) -> None:
+    agent = ws.configs / "agents" / "a1"
+    (agent / "workspace").mkdir(parents=True)
+    write_yaml(agent / "agent.yaml", {"schema_version": 1, "agent_id": "a1", "title": "Agent", "openclaw": block})
+    _validate_refuses(claw, "agent.yaml", field)
+
+
+def test_a_url_in_prose_or_without_a_credential_is_accepted(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(
+        primary_params={"docs": "https://docs.example/token/v1?model=x", "note": "ask me@host.example"}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)

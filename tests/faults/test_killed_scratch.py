@@ -146,7 +146,108 @@ def test_a_link_or_another_named_entry_is_not_swept(temp: Path) -> None:
     old = time.time() - 2 * 86400
     for path in (target, temp / "claw-demo-x"):
         os.utime(path, (old, old))
-    assert sweep_dead_scratch() == (0, 0)
+    assert sweep_dead_scratch(temp) == (0, 0)  # (named: this process's gettempdir() may be cached from before)
     assert target.is_dir() and (temp / "claw-run-link").is_symlink() and (temp / "claw-demo-x").is_dir()
 
 
+
+
+def _aged(path: Path) -> Path:
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(path, (two_days_ago, two_days_ago))
+    return path
+
+
+def test_an_old_directory_claw_did_not_make_is_not_swept(temp: Path) -> None:
+    """The age rule is for a claw before session 62's scratch only: a user's own `claw-run-notes` (not a name
+    tempfile gives) or a `claw-configs-20251201` holding their files (TMPDIR may be $HOME) is never removed."""
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    users = [temp / "claw-run-notes-2025", temp / "claw-configs-20251201"]
+    for path in users:
+        path.mkdir()
+        (path / "notes.txt").write_text("the user's")
+        _aged(path)
+    claws = temp / "claw-run-abc_1234"  # (what a claw before session 62 left: its sandbox)
+    (claws / "sandbox").mkdir(parents=True)
+    _aged(claws)
+    removed, _ = sweep_dead_scratch(temp)  # (named: this process's gettempdir() was read before TMPDIR was set)
+    assert [p for p in users if not (p / "notes.txt").is_file()] == []
+    assert (removed, claws.exists()) == (1, False)
+
+
+def _owned(temp: Path, name: str, owner: str) -> Path:
+    path = temp / name
+    path.mkdir()
+    (path / ".claw-owner").write_text(owner)
+    (path / "sandbox").mkdir()
+    return path
+
+
+def test_an_owner_whose_lock_cannot_be_asked_is_kept(temp: Path) -> None:
+    """An unlocked owner file is a dead owner's only where the lock can be trusted: on another host (a TMPDIR on NFS
+    shared by two machines, flock local to each) it says nothing, and a file this process holds (flock emulated by
+    fcntl on NFS: this process's own probe succeeds, and its close drops the lock) must never be swept by it."""
+    import socket
+
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    here = socket.gethostname()
+    other_host = _owned(temp, "claw-run-otherhst", f"{os.getpid()} not-{here}\n")
+    this_process = _owned(temp, "claw-run-thisproc", f"{os.getpid()} {here}\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = _owned(temp, "claw-run-deadproc", f"{dead.stdout.strip()} {here}\n")
+    assert sweep_dead_scratch(temp)[0] == 1
+    assert (other_host.is_dir(), this_process.is_dir(), gone.exists()) == (True, True, False)
+
+
+def test_a_fifo_for_an_owner_file_does_not_hang_the_sweep(temp: Path) -> None:
+    """A FIFO at `.claw-owner`: opening it to read waited for a writer forever, and every `claw build` with it."""
+    path = temp / "claw-run-fifo1234"
+    path.mkdir()
+    os.mkfifo(path / ".claw-owner")
+    sweep = subprocess.run([sys.executable, "-c", "from clawstore.host.scratch import sweep_dead_scratch as s; "
+                            "print(s()[0])"], env=dict(os.environ), capture_output=True, text=True, timeout=30)
+    assert (sweep.returncode, sweep.stdout.strip()) == (0, "0")
+    assert path.is_dir()
+
+
+def test_two_sweeps_at_once_count_each_directory_once(temp: Path) -> None:
+    """`claw gc` beside a starting `claw build`: both find the same dead owners' scratch; each directory is removed
+    and counted by one of them (gc said it removed what the build did, and their bytes twice)."""
+    for index in range(300):
+        path = temp / f"claw-run-dead{index:04d}"
+        (path / "sandbox").mkdir(parents=True)
+        (path / "sandbox" / "f").write_bytes(b"x" * 100)
+        if index % 2:
+            (path / ".claw-owner").write_text("1 \n")  # (unlocked: its owner is gone)
+        else:
+            _aged(path)  # (a claw before session 62's)
+    sweep = "from clawstore.host.scratch import sweep_dead_scratch as s; import sys; sys.stdin.read(); print(s()[0])"
+    sweeps = [subprocess.Popen([sys.executable, "-c", sweep], env=dict(os.environ), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(1)  # (both imported: they start together when their stdin closes)
+    for proc in sweeps:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    counts = []
+    for proc in sweeps:
+        assert proc.stdout is not None
+        counts.append(int(proc.stdout.read()))
+        proc.wait(timeout=120)
+    assert _scratch(temp) == set()
+    assert sum(counts) == 300, counts
+
+
+def test_a_killed_ray_tasks_scratch_is_swept(temp: Path) -> None:
+    """A Ray task's scratch (`claw-ray-openclaw-*`: a scratch store and the OpenClaw run's root) is an owned one too:
+    a worker SIGKILLed mid-task left it, and the next sweep on that node kept it forever."""
+    from clawstore.host.scratch import sweep_dead_scratch
+
+    holder = HOLDER.replace('"claw-run-"', '"claw-ray-openclaw-"')
+    proc = subprocess.Popen([sys.executable, "-c", holder], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    path = Path(proc.stdout.readline().strip())
+    assert sweep_dead_scratch(temp)[0] == 0  # (its owner lives)
+    _killed(proc)
+    assert (sweep_dead_scratch(temp)[0], path.exists()) == (1, False)

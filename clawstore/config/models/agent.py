@@ -17,6 +17,7 @@ from clawstore.config.models.base import (
     Tags,
     fail,
     none_to_list,
+    reject_credential_urls,
 )
 
 
@@ -45,6 +46,12 @@ class AgentOpenClawConfig(StrictModel):
     agents_defaults: FreeMap = Field(default_factory=dict)
     agent: FreeMap = Field(default_factory=dict)
     model_defaults: Annotated[ModelDefaults, NULL_IS_EMPTY] = Field(default_factory=ModelDefaults)
+
+    @model_validator(mode="after")
+    def _no_credential_urls(self) -> "AgentOpenClawConfig":
+        # (the agent's config is stored with its every run: a key belongs in the environment OpenClaw is given)
+        reject_credential_urls(self.model_dump(mode="json"), "the agent's config is stored with every run")
+        return self
 
     @field_validator("agents_defaults", "agent")
     @classmethod

@@ -4,6 +4,7 @@ Every model is frozen and strict: YAML already carries types, so a string where 
 an error rather than a silent coercion. Unknown keys are rejected except in the few open objects.
 """
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
@@ -25,6 +26,27 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
         if str(key).lower() in SECRET_KEYS:
             raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}",
                        f"{prefix}{key}")
+
+
+# A value that is a URL and nothing else (a URL in prose is the prose's: a prompt may cite one).
+_WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]{1,2}\S+")
+
+
+def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
+    """A URL carrying a credential anywhere in a config's free part (a model's extras, a judge's request options, an
+    agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{field}{key}" if not field or field.endswith(".") else f"{field}.{key}"
+            reject_credential_urls(item, hint, inner)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            reject_credential_urls(item, hint, f"{field}[{index}]")
+    elif isinstance(value, str) and _WHOLE_URL.fullmatch(re.sub(r"[\t\r\n]", "", value).strip()):
+        credential = credential_in_url(value)
+        if credential is not None:
+            raise fail(f"a URL that carries a credential ({credential}); configs are stored, secrets must not be: "
+                       f"{hint}", field)
 
 
 # A suite model's or judge's `pricing` (runners/pricing.py): USD per 1M tokens, and `batch`, its batch factor.
@@ -141,5 +163,5 @@ IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
     "NULL_IS_EMPTY", "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
-    "StrictModel", "Tags", "fail", "reject_secrets",
+    "StrictModel", "Tags", "fail", "reject_credential_urls", "reject_secrets",
 ]

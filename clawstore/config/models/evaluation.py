@@ -18,6 +18,7 @@ from clawstore.config.models.base import (
     check_pricing,
     fail,
     none_to_list,
+    reject_credential_urls,
     reject_duplicate_ids,
     reject_secrets,
 )
@@ -39,6 +40,8 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        reject_credential_urls(self.extras, hint)
+        reject_credential_urls(self.request_options, hint, "request_options.")
         # (refused here, not only at the judgement, which came after the runs were paid for: each an error, exit 1)
         for key in RESERVED_REQUEST_KEYS:
             for where, field in ((self.request_options, f"request_options.{key}"), (self.extras, key)):

@@ -18,6 +18,7 @@ from clawstore.config.models.base import (
     check_pricing,
     fail,
     none_to_list,
+    reject_credential_urls,
     reject_duplicate_ids,
     reject_secrets,
 )
@@ -37,6 +38,7 @@ class ModelConfig(OpenModel):
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        reject_credential_urls(self.extras, "name the environment variable with 'api_key_env' instead")
         params = self.extras.get("primary_params")
         if params is not None and not isinstance(params, dict):  # (OpenClaw merges it into the agent's: a TypeError)
             raise fail(f"expected a mapping of model parameters, got {got_text(params)}", "primary_params")
