@@ -164,9 +164,16 @@ class _Packs:
 def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None, beside: bool = False
          ) -> FsckReport:
     """`beside`: verify packs on a second core too, by a forked helper (fsck_beside): only in the `claw` program."""
+    heap.settle(MAPPED)
+    try:
+        return _fsck(store, repair, progress, beside)
+    finally:
+        heap.settle()  # (MAPPED is fsck's: what runs next in this process maps from MMAP_THRESHOLD, as build and gc)
+
+
+def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, beside: bool) -> FsckReport:
     started = time.monotonic()
     report = FsckReport()
-    heap.settle(MAPPED)
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
