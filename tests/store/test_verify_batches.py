@@ -5,6 +5,7 @@ region was one batch, and every other object's children are the same."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from clawstore.store import Store, edges
 from clawstore.store.core import codec
 from clawstore.store.core.packfile import scan_pack
 from clawstore.store.services.fsck import fsck
-from tests.support.storefiles import flip_in_frame, pack_files
+from tests.support.storefiles import blob_span, flip_in_frame, pack_files
 
 BATCH = 256 << 10  # DECODED in these tests: four objects of 64 KiB a batch
 SMALL = 64 << 10
@@ -79,3 +80,46 @@ def test_an_undamaged_region_cut_in_batches_verifies_whole(tmp_path: Path, monke
     assert calls == [4, 4, 4, 1, 4, 4, 4, 2]  # (before DECODED: one batch of 27)
     assert all(why is None for _, why, _ in whole)
     assert fsck(Store(store.root, create=False)).problems == []
+
+
+def _claim(store: Store, oid: str, size: int) -> bool:
+    """Rewrite the content size the object's frame header declares (a 4- or 8-byte field only); False if it has none
+    that wide."""
+    path, offset, _ = blob_span(store, oid)
+    with open(path, "r+b") as fh:
+        header = os.pread(fh.fileno(), codec.MAX_HEADER, offset)
+        descriptor = header[4]
+        width = {2: 4, 3: 8}.get(descriptor >> 6)
+        if width is None:
+            return False
+        at = 4 + 1 + (0 if descriptor & 0x20 else 1) + (0, 1, 2, 4)[descriptor & 3]
+        os.pwrite(fh.fileno(), size.to_bytes(width, "little"), offset + at)
+    return True
+
+
+def test_a_region_whose_frames_claim_a_megabyte_each_is_decoded_a_bounded_batch_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile pack: 120 frames of ~100 bytes each declaring codec.BATCH_MAX (1 MiB) of content, one region. Before
+    DECODED they were asked of zstd in one batch of 120 MiB; now each batch declares at most DECODED, and every
+    object is named damaged."""
+    store = Store(tmp_path / "store")
+    with store.batch():
+        oids = [store.put_bytes(b"%05d" % i + bytes(80 << 10)) for i in range(120)]
+    store.runtime.close_writer()
+    assert all(_claim(store, oid, codec.BATCH_MAX) for oid in oids)
+    declared: list[int] = []
+    decode_frames = codec.decode_frames
+
+    def counted(buffer: bytes, spans: list[tuple[int, int]], held: int) -> object:
+        spans = list(spans)
+        sizes = codec.declared_sizes(buffer, [at for at, _ in spans])
+        declared.append(sum(sizes) if sizes is not None else -1)
+        return decode_frames(buffer, spans, held)
+
+    monkeypatch.setattr(codec, "decode_frames", counted)
+    [path] = pack_files(store)
+    with open(path, "rb") as fh:
+        checked = list(edges.verify_blobs(fh, path.stem, scan_pack(path).blobs))
+    assert [why is not None for _, why, _, _ in checked] == [True] * 120
+    assert sum(declared) == 120 * codec.BATCH_MAX and max(declared) <= edges.DECODED  # (before: [125829120])
+    assert sorted(fsck(Store(store.root, create=False)).corrupt) == sorted(oids)
