@@ -45,3 +45,17 @@ def trim() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+class Paced:
+    """A trim once `every` rows (blobs, records: what the caller counts) were let go since the last: a trim walks the
+    heaps (~0.1 ms), and one after each of 1,500 packs of 5 objects cost a later fsck +17 % CPU."""
+
+    def __init__(self, every: int):
+        self.every, self._since = every, 0
+
+    def let_go(self, rows: int) -> None:
+        self._since += rows
+        if self._since >= self.every:
+            self._since = 0
+            trim()

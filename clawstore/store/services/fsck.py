@@ -62,7 +62,7 @@ from clawstore.store.refs import RefConflict, iter_ref_entries
 from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
 from clawstore.store.services.fsck_keys import IndexKeys, by_keys
 from clawstore.store.services.fsck_logs import build_log_problem
-from clawstore.store.services.fsck_reach import CHUNK, PackFiles, Reach
+from clawstore.store.services.fsck_reach import CHUNK, TRIMMED, PackFiles, Reach
 from clawstore.store.services.fsck_rows import RowCheck
 from clawstore.store.services.fsck_spill import PackRows
 from clawstore.store.services.gc import GC_LOCK
@@ -164,9 +164,16 @@ class _Packs:
 def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | None = None, beside: bool = False
          ) -> FsckReport:
     """`beside`: verify packs on a second core too, by a forked helper (fsck_beside): only in the `claw` program."""
+    heap.settle(MAPPED)
+    try:
+        return _fsck(store, repair, progress, beside)
+    finally:
+        heap.settle()  # (MAPPED is fsck's: what runs next in this process maps from MMAP_THRESHOLD, as build and gc)
+
+
+def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, beside: bool) -> FsckReport:
     started = time.monotonic()
     report = FsckReport()
-    heap.settle(MAPPED)
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
@@ -231,6 +238,7 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     counted = [0]
     holding = False
     helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
+    paced = heap.Paced(TRIMMED)  # (the pack's blobs and contents given back: else the next pack's stood on them)
     with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
         if meanwhile is not None:
             meanwhile()  # (the helper verifies the last packs meanwhile)
@@ -247,8 +255,9 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                     progress(counted[0])
                 holding = holding or bool(table_held)
                 _match(pack, set(table_held), set(), rows.take(pack), segments, unmatched)
+                let_go = len(table_held)
                 del table, table_held
-                heap.trim()  # (as after a pack verified below)
+                paced.let_go(let_go)
                 continue
             try:
                 scan = scan_pack(path)
@@ -265,8 +274,9 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
                 continue  # (a gc deleted it since its scan: as one gone before it)
             holding = holding or len(scan.blobs) > len(damaged)
             _match(pack, _rows_of(scan.blobs), damaged, rows.take(pack), segments, unmatched)
+            let_go = len(scan.blobs)
             del scan
-            heap.trim()  # (the pack's blobs and contents given back: else the next pack's stood on the heap they left)
+            paced.let_go(let_go)
         for pack in sorted(rows.packs()):  # packs gone, or never there
             _match(pack, set(), set(), rows.take(pack), segments, unmatched)
     _drop_taken_out(store, segments, unmatched)
@@ -551,11 +561,15 @@ def _check_records(store: Store, report: FsckReport, reach: Reach, rows: PackRow
         return json.dumps([part.actions, part.bad_actions, nodes]).encode()
 
     packs = sorted(rows.packs())
+    paced = heap.Paced(TRIMMED)  # (the groups' rows and records given back: else the next group's stood on them)
     with contextlib.closing(FromTheEnd(packs, checked, beside)) as helper:
         for number, pack in enumerate(packs):
             if not _helped(report, bad_nodes, helper.before(number)):
-                _check_group(store, report, reach, pack, rows.take(pack), bad_nodes)
-                heap.trim()  # (the group's rows and records given back: else the next group's stood on them)
+                group = rows.take(pack)
+                _check_group(store, report, reach, pack, group, bad_nodes)
+                let_go = len(group)
+                del group
+                paced.let_go(let_go)
     report.bad_actions = dict(sorted(report.bad_actions.items()))
     for number, (name, head) in heads.items():
         if bad_nodes.get(number):  # (a node of a ref found unsound was checked too: its verdict is dropped)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 CHUNK = 4096  # records read at once: their bytes and their small outputs' are held together
 ANSWERS = 1 << 15  # answers kept (by record, output and object id) before they are dropped between chunks
 FILES = 3  # edges files held at once (the pack whose records are checked, and those of their outputs)
+TRIMMED = 4096  # rows let go (a pack's blobs, a group's records, edges files') between heap trims: each pack at scale
+#   (~75,000 blobs, ~12,000 records), not each of many small ones (a trim walks the heaps: heap.Paced)
 
 
 class PackFiles:
@@ -42,6 +44,7 @@ class PackFiles:
     def __init__(self, store: Store, digests: Mapping[str, bytes], find: Callable[[bytes], Loc | None]):
         self._store, self._digests, self._find = store, digests, find  # (`find`: Reach's look-up of the index)
         self._held: OrderedDict[str, PackEdges | None] = OrderedDict()
+        self._paced = heap.Paced(TRIMMED)  # (files let go given back: the next one's arrays are made beside)
 
     def file(self, pack: str) -> PackEdges | None:
         if pack in self._held:
@@ -49,8 +52,10 @@ class PackFiles:
         elif pack in self._digests:
             runtime = self._store.runtime
             if len(self._held) >= FILES:  # (let go before the next is read: FILES held at most, not one more)
-                self._held.popitem(last=False)
-                heap.trim()  # (and given back: the next file's arrays are made beside the others held)
+                let_go = self._held.popitem(last=False)[1]
+                rows = len(let_go.offsets) if let_go is not None else 0
+                del let_go
+                self._paced.let_go(rows)
             self._held[pack] = edges.load(self._store.root, runtime.packs_dir, pack, self._digests[pack])
         else:
             return None
