@@ -218,12 +218,12 @@ def test_the_stand_ins_answers_each_take_their_path(standin: StandIn, monkeypatc
 
 
 @pytest.mark.parametrize(("reply", "path"), [
-    (_reply(gzip.compress(json.dumps(REPLY).encode()), b"Content-Encoding: gzip"), ["plain"]),
+    (_reply(gzip.compress(json.dumps(REPLY).encode(), mtime=0), b"Content-Encoding: gzip"), ["plain"]),
     (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
      + b"%x\r\n%s\r\n0\r\n\r\n" % (len(json.dumps(REPLY).encode()), json.dumps(REPLY).encode()), ["h11"]),
     (b"HTTP/1.1 100 Continue\r\n\r\n" + _reply(json.dumps(REPLY).encode()), ["h11"]),
     (b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(REPLY).encode(), ["h11"]),
-])
+], ids=["gzip", "chunked", "100 continue", "http/1.0"])
 def test_gzip_chunked_and_other_replies_each_take_their_path(reply: bytes, path: list[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     taken = reply_paths(monkeypatch)
