@@ -402,6 +402,8 @@ class ProviderClient:
                     if len(body) > MAX_BODY_BYTES:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
                                         f"than {MAX_BODY_BYTES} bytes", False, status_code=status), UNANSWERED
+                if streams is not None and streams.expired:  # cut at the deadline: a body read until its
+                    return timed_out, UNANSWERED  # connection closes ends there too, as far as it came
             except httpx.DecodingError as exc:  # a compressed body that does not decompress
                 return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
                                 status_code=status), UNANSWERED
