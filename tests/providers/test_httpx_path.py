@@ -5,6 +5,7 @@ each connection's bytes to the server and back, so what the server sends reaches
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import socket
 import ssl
@@ -377,3 +378,31 @@ def test_a_connection_cut_while_idle_in_the_pool_is_not_used_for_the_next_reques
         assert result.message["content"] == f"answer {first + 1}" and result.attempts == 1
         assert not result.usage.nothing_sent and result.usage.rejected is None
     assert server.connections == first + 1
+
+
+def test_a_given_transports_client_shared_by_threads_never_reads_bytes_past_a_reply_as_anothers_reply() -> None:
+    # A given transport's client is one pool shared by the threads: httpx hands a read reply's connection back to it
+    # before close_reply can look, and another thread's request may take it at once (and read what it held past the
+    # reply as its own), or have it cut under it. The check must be made before the connection is handed back.
+    count = [0]
+
+    def answer(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            count[0] += 1
+            conn.sendall(_answer(f"answer {count[0]}") + _answer("stale"))
+
+    server = _Server(answer)
+    try:
+        with ProviderClient(transport=httpx.HTTPTransport()) as client:
+            def one(_: int) -> str:
+                try:
+                    return str(client.chat(server.endpoint, BODY, timeout=5, retries=0).message["content"])
+                except ProviderError as exc:
+                    return f"failed: {exc}"
+
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                found = list(pool.map(one, range(400)))
+    finally:
+        server.close()
+    assert [content for content in found if not content.startswith("answer ")] == []
+    assert server.connections == 400
