@@ -406,3 +406,16 @@ def test_a_given_transports_client_shared_by_threads_never_reads_bytes_past_a_re
         server.close()
     assert [content for content in found if not content.startswith("answer ")] == []
     assert server.connections == 400
+
+
+def test_where_httpxs_insides_changed_a_given_transports_client_keeps_no_connection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(httpx_path_module, "h11_connection", lambda reply: None)
+    for glued in (b"", _answer("stale")):
+        server = _Server(_numbered(glued))
+        try:
+            with ProviderClient(transport=httpx.HTTPTransport()) as client:
+                found = [client.chat(server.endpoint, BODY, timeout=2, retries=0).message["content"] for _ in range(4)]
+        finally:
+            server.close()
+        assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and server.connections == 4
