@@ -27,7 +27,7 @@ from clawstore.host.machine_settings import BACKOFF_CAP_S
 from clawstore.providers.decoding import decoded, reply_text, text_encoding
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
-from clawstore.providers.httpx_path import Streams, Watchdog, close_reply
+from clawstore.providers.httpx_path import SharedCheck, Streams, Watchdog, close_reply
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
 from clawstore.providers.usage import SENT_UNANSWERED, Usage
@@ -381,14 +381,21 @@ class ProviderClient:
         try:
             if wire is None:
                 extensions: dict[str, Any] = {"timeout": limit[1]}
-                if http.streams is not None:  # (a given transport's client is shared: none of its own to cut)
+                shared = None
+                if http.streams is not None:
                     streams = http.streams
                     extensions["trace"] = streams.trace
                     self._watchdog.arm(streams, deadline)
+                else:  # a given transport's client, shared by the threads: none of its own to cut
+                    shared = SharedCheck()
+                    extensions["trace"] = shared.trace
                 streamed = http.send(self._request(http, url, payload, headers, extensions), stream=True)
                 status, reply_headers, reason = streamed.status_code, streamed.headers, streamed.reason_phrase
                 chunks = streamed.iter_bytes()  # (decompressed, if it was compressed)
-                finish = functools.partial(close_reply, streamed)
+                if shared is None:
+                    finish = functools.partial(close_reply, streamed)
+                else:
+                    shared.reply, finish = streamed, streamed.close
             else:
                 status, reason, raw = wire.send(url, self._wire_head(http, url, headers), payload, limit[0], deadline)
                 reply_headers = httpx.Headers(raw)
@@ -402,6 +409,8 @@ class ProviderClient:
                     if len(body) > MAX_BODY_BYTES:
                         return _Failure("invalid_response", f"response from {endpoint.chat_url} is larger "
                                         f"than {MAX_BODY_BYTES} bytes", False, status_code=status), UNANSWERED
+                if streams is not None and streams.expired:  # cut at the deadline: a body read until its
+                    return timed_out, UNANSWERED  # connection closes ends there too, as far as it came
             except httpx.DecodingError as exc:  # a compressed body that does not decompress
                 return _Failure("invalid_response", f"malformed reply from {endpoint.chat_url}: {exc}", False,
                                 status_code=status), UNANSWERED

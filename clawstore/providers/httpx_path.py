@@ -34,12 +34,31 @@ def close_reply(reply: httpx.Response) -> None:
     """Close a reply read through httpx, its connection never used again when anything was left on it past the
     reply's end: h11 (so httpcore) would read those bytes as the next request's reply. Where that cannot be seen,
     no connection is kept. The socket is shut down, so httpcore's idle check finds it closed and drops it. (HTTP/2,
-    which only a given transport may speak, frames each reply: nothing of one is read as another.)"""
+    which only a given transport may speak, frames each reply: nothing of one is read as another.) For a leased
+    client's reply only: httpx has handed the connection back by now (see SharedCheck)."""
     if reply.http_version != "HTTP/2":
         state = h11_connection(reply)
         if state is None or any(state.trailing_data):
             cut(reply.extensions.get("network_stream"))
     reply.close()
+
+
+class SharedCheck:
+    """close_reply's check for a reply on a client the threads share (a given transport's): httpx hands a reply's
+    connection back to the pool as its body ends, where another thread's request may take it at once, so the check is
+    made as httpcore starts to hand it back (its `trace` event), never after (a cut then could end that request)."""
+
+    def __init__(self) -> None:
+        self.reply: httpx.Response | None = None
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event != "http11.response_closed.started" or self.reply is None:
+            return
+        state = h11_connection(self.reply)
+        if state is None:
+            cut(self.reply.extensions.get("network_stream"))
+        elif any(state.trailing_data):
+            state.send_failed()  # h11 in ERROR: httpcore closes the connection instead of making it idle
 
 
 def cut(stream: Any) -> None:

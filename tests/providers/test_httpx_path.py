@@ -5,6 +5,7 @@ each connection's bytes to the server and back, so what the server sends reaches
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import socket
 import ssl
@@ -323,3 +324,98 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
         stop.set()
     assert raised.value.timed_out and elapsed < 1.5
     assert slow == ["answer 1"]
+
+
+def test_a_body_read_until_the_connection_closes_cut_at_the_deadline_is_a_timeout_not_a_reply(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reply with no length ends when its connection closes: the watchdog's cut ends it just so. Its body as far as
+    # it came is no reply (here: a malformed one, not retried), and the exchange's deadline passed: a timeout.
+    number = {"proxy": 1, "cookie": 2}[path]  # (the cookie's first request goes through the wire)
+    count, stop = [0], threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            for _ in _requests(conn):
+                count[0] += 1
+                reply = _answer(f"answer {count[0]}", COOKIE)
+                if count[0] != number:
+                    conn.sendall(reply)
+                    continue
+                head, body = reply.split(b"\r\n\r\n", 1)
+                head = b"\r\n".join(line for line in head.split(b"\r\n") if not line.lower().startswith(
+                    b"content-length")) + b"\r\nConnection: close\r\n\r\n"
+                conn.sendall(head)
+                for byte in body:
+                    if stop.wait(0.02):
+                        return
+                    conn.sendall(bytes([byte]))
+                return
+
+    try:
+        with _through_httpx(path, answer, monkeypatch) as (client, endpoint, _):
+            elapsed = _dripped_reply_times_out(client, endpoint, number)
+    finally:
+        stop.set()
+    assert elapsed < 1.5
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_connection_cut_while_idle_in_the_pool_is_not_used_for_the_next_request(
+        path: str, scheme: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The watchdog may cut a connection httpcore has just taken back (a reply read whole as its deadline passed), and
+    # close_reply cuts one that held bytes past a reply: the next request must open a new connection, not fail on the
+    # cut one (a write or read error after the request may have left: "sent, answer lost", unknown cost, retried).
+    wrap = _tls(tmp_path, monkeypatch) if scheme == "https" else (lambda conn: conn)
+    stop = threading.Event()
+    with _through_httpx(path, _dripped_at(0, stop, wrap), monkeypatch, scheme=scheme) as (client, endpoint, server):
+        first = 1 if path == "proxy" else 2  # (the cookie's first request goes through the wire)
+        for _ in range(first):
+            client.chat(endpoint, BODY, timeout=2, retries=0)
+        streams = client._clients[0].streams
+        assert streams is not None and streams._streams
+        streams.cut_all()
+        result = client.chat(endpoint, BODY, timeout=2, retries=0)
+        assert result.message["content"] == f"answer {first + 1}" and result.attempts == 1
+        assert not result.usage.nothing_sent and result.usage.rejected is None
+    assert server.connections == first + 1
+
+
+def test_a_given_transports_client_shared_by_threads_never_reads_bytes_past_a_reply_as_anothers_reply() -> None:
+    # A given transport's client is one pool shared by the threads: httpx hands a read reply's connection back to it
+    # before close_reply can look, and another thread's request may take it at once (and read what it held past the
+    # reply as its own), or have it cut under it. The check must be made before the connection is handed back.
+    count = [0]
+
+    def answer(conn: socket.socket) -> None:
+        for _ in _requests(conn):
+            count[0] += 1
+            conn.sendall(_answer(f"answer {count[0]}") + _answer("stale"))
+
+    server = _Server(answer)
+    try:
+        with ProviderClient(transport=httpx.HTTPTransport()) as client:
+            def one(_: int) -> str:
+                try:
+                    return str(client.chat(server.endpoint, BODY, timeout=5, retries=0).message["content"])
+                except ProviderError as exc:
+                    return f"failed: {exc}"
+
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                found = list(pool.map(one, range(400)))
+    finally:
+        server.close()
+    assert [content for content in found if not content.startswith("answer ")] == []
+    assert server.connections == 400
+
+
+def test_where_httpxs_insides_changed_a_given_transports_client_keeps_no_connection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(httpx_path_module, "h11_connection", lambda reply: None)
+    for glued in (b"", _answer("stale")):
+        server = _Server(_numbered(glued))
+        try:
+            with ProviderClient(transport=httpx.HTTPTransport()) as client:
+                found = [client.chat(server.endpoint, BODY, timeout=2, retries=0).message["content"] for _ in range(4)]
+        finally:
+            server.close()
+        assert found == ["answer 1", "answer 2", "answer 3", "answer 4"] and server.connections == 4
