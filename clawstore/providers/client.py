@@ -30,7 +30,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.httpx_path import SharedCheck, Streams, Watchdog, close_reply
 from clawstore.providers.pacing import Pacer, current_pacer
 from clawstore.providers.reply_check import message_problem, usage_problem
-from clawstore.providers.usage import SENT_UNANSWERED, Usage
+from clawstore.providers.usage import SENT_UNANSWERED, UNREADABLE_REPLY, Usage, tokens_reported
 from clawstore.providers.wire import RequestHead, Wire
 from clawstore.values import jsontext
 from clawstore.values.urls import shown_url
@@ -524,12 +524,18 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
                         metadata=meta), usage
+    # A 2xx reply claw cannot read as an answer was answered, so maybe billed: what it cost is unknown unless it
+    # counted its tokens in numbers claw believes (never the 0 of nothing read, which a declared price makes $0).
+    if bad_usage or not (isinstance(data, dict) and tokens_reported(data.get("usage"))):
+        unread = Usage.not_believed(UNREADABLE_REPLY)
+    else:
+        unread = usage
     if unreadable is not None:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {unreadable}",
-                        False, status_code=status, metadata=meta), usage
+                        False, status_code=status, metadata=meta), unread
     if not isinstance(data, dict):
         return _Failure("invalid_response", f"response from {response.url} is not a JSON object",
-                        False, status_code=status, metadata=meta), usage
+                        False, status_code=status, metadata=meta), unread
     choices = data.get("choices")
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
             and isinstance(choices[0].get("message"), dict)):
@@ -541,12 +547,12 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
                             retryable, status_code=inner or status, provider_code=provider_code,
                             metadata=meta), usage
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
-                        False, status_code=status, metadata=meta), usage
+                        False, status_code=status, metadata=meta), unread
     choice = choices[0]
     malformed = message_problem(choice["message"])
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
-                        False, status_code=status, metadata=meta), usage
+                        False, status_code=status, metadata=meta), unread
     if bad_usage:  # the answer is kept (failing it, every build paid for it again); its usage is unknown, never 0
         usage = Usage.not_believed(bad_usage)
     provider_name = data.get("provider")

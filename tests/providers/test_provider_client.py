@@ -16,6 +16,7 @@ import pytest
 from clawstore.errors import ClawError
 from clawstore.providers import Endpoint, MissingApiKeyError, ProviderClient, ProviderError, Usage
 from clawstore.providers.client import parse_retry_after
+from clawstore.providers.usage import UNREADABLE_REPLY
 from clawstore.testing.standin import StandIn, error, hang, key_fingerprint, malformed, text
 
 KEY = "sk-test-0123456789abcdef"
@@ -171,7 +172,20 @@ def test_a_malformed_answer_fails_whatever_its_usage(standin: StandIn, client: P
     with pytest.raises(ProviderError) as caught:
         client.chat(endpoint, BODY, timeout=5, retries=2)
     assert caught.value.code == "invalid_response" and "choices[0].message.content" in caught.value.message
-    assert caught.value.usage == Usage() and len(standin.requests) == 1
+    # answered, so maybe billed: its cost unknown (its usage's cost was not believed), never the 0 of nothing read
+    usage = caught.value.usage
+    assert (usage.cost_usd, usage.cost_source, usage.rejected) == (None, "unknown", UNREADABLE_REPLY)
+    assert len(standin.requests) == 1
+
+
+def test_a_malformed_answer_that_counted_its_tokens_keeps_them(standin: StandIn, client: ProviderClient,
+                                                              endpoint: Endpoint) -> None:
+    standin.script("m1", text(12345, usage={"prompt_tokens": 7, "completion_tokens": 3}))  # type: ignore[arg-type]
+    with pytest.raises(ProviderError) as caught:
+        client.chat(endpoint, BODY, timeout=5, retries=2)
+    usage = caught.value.usage
+    assert caught.value.code == "invalid_response" and usage.rejected is None
+    assert (usage.input_tokens, usage.output_tokens) == (7, 3)
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
@@ -193,6 +207,8 @@ def test_malformed_response_is_invalid_and_not_retried(standin: StandIn, client:
         client.chat(endpoint, BODY, timeout=5, retries=3)
     assert caught.value.code == "invalid_response" and caught.value.retryable is False
     assert len(standin.requests) == 1
+    # a 2xx reply that could not be read: what it cost is unknown (a declared price would make 0 tokens $0)
+    assert (caught.value.usage.cost_source, caught.value.usage.rejected) == ("unknown", UNREADABLE_REPLY)
 
 
 def test_openrouter_error_inside_200_uses_inner_status(standin: StandIn, client: ProviderClient,

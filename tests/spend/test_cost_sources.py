@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clawstore.testing.standin import StandIn, text
+from clawstore.testing.standin import StandIn, malformed, text
 from clawstore.values.costs import CostSum, known_cost, source_of
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
@@ -231,3 +231,19 @@ def test_a_cost_that_is_not_a_finite_number_is_unknown_and_never_summed() -> Non
         total = CostSum.of_metrics({"cost_usd": 0.25}) + CostSum.of_metrics({"cost_usd": odd})
         assert (total.usd, total.known_usd, total.text(2)) == (None, 0.25, "≥0.25 (1 of 2 unknown)")
     assert known_cost(3) == 3.0 and known_cost(True) is None and known_cost("0.5") is None
+
+
+def test_an_answer_claw_cannot_read_from_a_priced_model_costs_unknown_not_0(ws: Workspace, claw: Claw,
+                                                                             standin: StandIn) -> None:
+    """A 200 whose body is not an answer was answered, so maybe billed: with declared prices its nothing-read 0
+    tokens made a known 0.0 USD, `priced` (unknown shown as zero). Its cost is unknown; the run fails, retried."""
+    eval_profile(ws, repetitions=1)
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=RUN_PRICES) for m in d["models"]])
+    standin.script("*", malformed())
+    code, out, err = claw("build", *CAMPAIGN, "--progress", "plain")
+    assert code == 1, (out, err)
+    assert "0.000000 USD" not in build_line(out) and "unknown" in build_line(out), build_line(out)
+    code, out, err = claw("query", "select cost_usd, cost_source from runs", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and all((r["cost_usd"], r["cost_source"]) == (None, "unknown") for r in rows), rows
