@@ -29,6 +29,7 @@ class _ScriptedSocket:
         self.reads = list(reads)
         self.sent = b""
         self._idle, self._never = os.pipe()  # (a descriptor poll() finds nothing to read on: an idle connection)
+        self._fds_open = True
 
     def fileno(self) -> int:
         return self._idle
@@ -49,11 +50,9 @@ class _ScriptedSocket:
         pass
 
     def close(self) -> None:
-        for fd in (self._idle, self._never):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        fds, self._fds_open = (self._idle, self._never) if self._fds_open else (), False  # (once: a number reused)
+        for fd in fds:
+            os.close(fd)
 
 
 def _wire(reads: list[bytes], h11_only: bool) -> tuple[Wire, _ScriptedSocket]:
@@ -81,6 +80,8 @@ def _exchanges(reads: list[bytes], h11_only: bool, requests: int = 2) -> list[An
             outcome = (type(exc).__name__, str(exc))
         wire.done()
         found.append((outcome, wire._sock is not None))
+    wire.close()
+    sock.close()  # (its pipe: thousands of exchanges in one test exhausted a worker's descriptors)
     return [found, sock.sent]
 
 
