@@ -5,17 +5,14 @@ by rows, reports the store clean."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clawstore.store import Store
 from clawstore.store.core import index
-from clawstore.store.services import fsck_keys
 from clawstore.store.services.fsck import fsck
+from tests.store.test_fsck_keys_beside import fscks_while
 from tests.store.test_fsck_memory import _campaign
 
 GC = """
@@ -53,18 +50,7 @@ def test_fsck_grouping_after_the_packs_beside_a_gc_copying_live_records_reports_
     monkeypatch.setattr(index, "SMALL_ROWS", 64)
     store = _campaign(tmp_path / "store", 300)[0]
     assert fsck(store).problems == []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    gc = subprocess.Popen([sys.executable, "-c", GC, str(store.root), "8"], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-    reports = []
-    try:
-        while gc.poll() is None:
-            for rows_held in (0, fsck_keys.ROWS_HELD):
-                monkeypatch.setattr(fsck_keys, "ROWS_HELD", rows_held)
-                reports.append(fsck(Store(store.root, create=False)).problems)
-    finally:
-        out, err = gc.communicate(timeout=60)
-    assert gc.returncode == 0, err[-2000:]
+    out, reports = fscks_while(GC, store.root, monkeypatch)
     rounds, rewritten = map(int, out.split())
     assert rounds >= 10 and rewritten >= 10 and len(reports) >= 20, (out, len(reports))
     bad = [problems for problems in reports if problems]

@@ -93,18 +93,7 @@ def test_fsck_beside_a_gc_swapping_the_index_reports_no_object_the_index_no_long
     monkeypatch.setattr(index, "SMALL_ROWS", 64)
     store = _campaign(tmp_path / "store", 300)[0]
     assert fsck(store).problems == []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    gc = subprocess.Popen([sys.executable, "-c", GC, str(store.root), "8"], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-    reports = []
-    try:
-        while gc.poll() is None:
-            for rows_held in (0, fsck_keys.ROWS_HELD):
-                monkeypatch.setattr(fsck_keys, "ROWS_HELD", rows_held)
-                reports.append(fsck(Store(store.root, create=False)).problems)
-    finally:
-        out, err = gc.communicate(timeout=60)
-    assert gc.returncode == 0, err[-2000:]
+    out, reports = fscks_while(GC, store.root, monkeypatch)
     assert int(out) >= 20 and len(reports) >= 40, (out, len(reports))
     bad = [problems for problems in reports if problems]
     assert not bad, (len(bad), len(reports), bad[0][:2])
@@ -135,3 +124,21 @@ def test_a_pack_a_gc_deletes_between_its_scan_and_its_verification_is_a_pack_gon
 
     monkeypatch.setattr(fsck_module, "scan_pack", scanned_then_collected)
     assert fsck(Store(store.root, create=False)).problems == []
+
+
+def fscks_while(gc_script: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[list]]:
+    """What fsck reports, by keys and by rows in turn, for as long as `gc_script` (a process of its own, given the
+    store and 8 rounds) runs beside it; the script's output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    gc = subprocess.Popen([sys.executable, "-c", gc_script, str(root), "8"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    reports: list[list] = []
+    try:
+        while gc.poll() is None:
+            for rows_held in (0, fsck_keys.ROWS_HELD):
+                monkeypatch.setattr(fsck_keys, "ROWS_HELD", rows_held)
+                reports.append(fsck(Store(root, create=False)).problems)
+    finally:
+        out, err = gc.communicate(timeout=60)
+    assert gc.returncode == 0, err[-2000:]
+    return out, reports
