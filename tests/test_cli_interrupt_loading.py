@@ -102,6 +102,34 @@ def test_ctrl_c_at_any_early_moment_is_never_a_traceback_from_claw(tmp_path: Pat
     assert 130 in outcomes, (whole, outcomes)  # (some signal came while claw was in charge)
 
 
+# The console script's program, Ctrl-C arriving once the command is over (its output written, click still ending).
+INTERRUPTED_AFTER = textwrap.dedent("""
+    import os, signal, time
+    from clawstore.cli import ClawGroup, entry
+
+    ran = ClawGroup.invoke
+
+    def invoke(self, ctx):
+        try:
+            return ran(self, ctx)
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # (the handler runs at the next bytecode: here, not after)
+
+    ClawGroup.invoke = invoke
+    entry()
+""")
+
+
+def test_ctrl_c_once_the_command_is_over_is_one_line_and_130_its_output_kept(tmp_path: Path) -> None:
+    """A Ctrl-C after the command's own handling ended and before the process did was click's 'Aborted!', exit 1
+    (the whole-run sweep above hit it once in CI at its ninth moment)."""
+    (tmp_path / "f.txt").write_text("kept\n")
+    done = _python(INTERRUPTED_AFTER, "put", str(tmp_path / "f.txt"), "--store", str(tmp_path / "store"))
+    assert (done.returncode, done.stderr) == (130, "claw: interrupted\n"), done
+    assert done.stdout.startswith("blake3:"), done.stdout  # (what it printed is not lost with the process)
+
+
 # The console script's program with one more command, which interrupts itself once it runs: what it does on its way
 # out (a `finally`: a lease given back, a temp file removed) must run, as it does when claw's own commands are stopped.
 INTERRUPTED_IN_THE_COMMAND = textwrap.dedent("""

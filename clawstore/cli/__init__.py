@@ -114,6 +114,8 @@ class ClawGroup(SummaryGroup):
             sys.exit(130)
         finally:
             restore()
+            if process_end.is_program():  # the command is over: a Ctrl-C before the process ends is one line and
+                quiet_interrupts()  # 130 too (it was click's "Aborted!", exit 1); never so in a caller's process
 
 
 @click.group(cls=ClawGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,7 +2,8 @@
 
 Loading takes 0.2-0.3 s, over a second on a loaded machine; an interrupt then printed a KeyboardInterrupt traceback
 from deep in an import (click, typing) and ended the process by the signal; one while click read the arguments was
-its "Aborted!", exit 1. Nothing is written before the command runs, so the process may end at once."""
+its "Aborted!", exit 1. Nothing is written before the command runs, so the process may end at once. Once the command is
+over (`ClawGroup.invoke`) the same guard holds until the process ends: what the command printed is flushed first."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ INTERRUPTED_EXIT = 130
 
 
 def _end_quietly(signum: int, frame: FrameType | None) -> None:
+    try:  # (after a command: what it printed is not lost with the process; a write it cut may not flush)
+        sys.stdout.flush()
+    except (OSError, RuntimeError, ValueError):
+        pass
     sys.stderr.write("claw: interrupted\n")
     sys.stderr.flush()
     os._exit(INTERRUPTED_EXIT)

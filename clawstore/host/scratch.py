@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import re
 import shutil
 import socket
@@ -40,6 +41,9 @@ UNOWNED_AGE_S = 24 * 3600
 _UNOWNED_PREFIXES = (*SWEPT_PREFIXES, "claw-oc-cid-")
 # Only a name tempfile.mkdtemp gives (a prefix and 8 of its letters): TMPDIR may be $HOME, `claw-run-notes` the user's.
 _MADE_NAME = re.compile("(?:" + "|".join(map(re.escape, _UNOWNED_PREFIXES)) + ")[a-z0-9_]{8}")
+TOMB_PREFIX = ".claw-swept-"  # a directory a sweep is removing (its claim's lock held while it does)
+_TOMB_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_TOMB_NAME = re.compile(re.escape(TOMB_PREFIX) + _MADE_NAME.pattern + "-[a-z0-9_]{8}")
 # What a claw before session 62 left in one (a sandbox, an OpenClaw root and its engine's id files, an agent
 # database's private copy, a snapshot's workspace; a killed sweep's claim): a directory holding anything else is
 # not claw's.
@@ -104,23 +108,34 @@ def sweep_dead_scratch(parent: Path | str | None = None) -> tuple[int, int]:
     removed = size = 0
     try:
         with os.scandir(root) as entries:
-            found = [Path(e.path) for e in entries if _MADE_NAME.fullmatch(e.name)]
+            found = [Path(e.path) for e in entries if _MADE_NAME.fullmatch(e.name) or _TOMB_NAME.fullmatch(e.name)]
     except OSError:
         return 0, 0
     for path in found:
-        claim = _claim_dead(path)
+        claim = _claim_dead(path, unowned=not path.name.startswith(TOMB_PREFIX))
         if claim is None:
             continue
         try:
-            size += _tree_bytes(path)
-            remove_tree(path)
+            # Moved aside first: of two sweeps that both locked it (one after the other removed it and let go) only
+            # the one whose move succeeds counts it. Its claim moves with it: a sweep killed while removing leaves a
+            # directory a later sweep takes only by that claim's free lock (never as an unowned one: a live sweep
+            # may have removed its owner file already).
+            tomb = path.with_name(f"{TOMB_PREFIX}{path.name}-{''.join(random.choices(_TOMB_LETTERS, k=8))}")
+            try:
+                if tomb.exists():
+                    continue
+                os.rename(path, tomb)
+            except OSError:
+                continue
+            size += _tree_bytes(tomb)
+            remove_tree(tomb)
             removed += 1
         finally:
             os.close(claim)
     return removed, size
 
 
-def _claim_dead(path: Path) -> int | None:
+def _claim_dead(path: Path, unowned: bool = True) -> int | None:
     """If `path`'s owner is gone, its OWNER_FILE locked by this sweep (held while it removes the directory: a sweep
     beside it, a gc's beside a build's, leaves it alone, and neither counts it twice); else None."""
     try:
@@ -132,7 +147,7 @@ def _claim_dead(path: Path) -> int | None:
     try:  # (O_NONBLOCK: a FIFO planted there is not waited on)
         fd = os.open(path / OWNER_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return _claim_unowned(path)
+        return _claim_unowned(path) if unowned else None
     except OSError:
         return None
     try:
