@@ -501,6 +501,15 @@ class _Reply:
     text: str
 
 
+def _unread(data: Any, bad_usage: str | None, usage: Usage) -> Usage:
+    """The usage of a 2xx reply claw cannot read as an answer: it was answered, so maybe billed, and what it cost is
+    unknown unless it counted its tokens in numbers claw believes (never the 0 of nothing read, which a declared price
+    makes $0). Asked only on those failures, not on every answer."""
+    if bad_usage or not (isinstance(data, dict) and tokens_reported(data.get("usage"))):
+        return Usage.not_believed(UNREADABLE_REPLY)
+    return usage
+
+
 def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Failure, Usage]:
     status = response.status_code
     text = _scrub(response.text, api_key)
@@ -524,18 +533,12 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
                         metadata=meta), usage
-    # A 2xx reply claw cannot read as an answer was answered, so maybe billed: what it cost is unknown unless it
-    # counted its tokens in numbers claw believes (never the 0 of nothing read, which a declared price makes $0).
-    if bad_usage or not (isinstance(data, dict) and tokens_reported(data.get("usage"))):
-        unread = Usage.not_believed(UNREADABLE_REPLY)
-    else:
-        unread = usage
     if unreadable is not None:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {unreadable}",
-                        False, status_code=status, metadata=meta), unread
+                        False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     if not isinstance(data, dict):
         return _Failure("invalid_response", f"response from {response.url} is not a JSON object",
-                        False, status_code=status, metadata=meta), unread
+                        False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     choices = data.get("choices")
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
             and isinstance(choices[0].get("message"), dict)):
@@ -547,12 +550,12 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
                             retryable, status_code=inner or status, provider_code=provider_code,
                             metadata=meta), usage
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
-                        False, status_code=status, metadata=meta), unread
+                        False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     choice = choices[0]
     malformed = message_problem(choice["message"])
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
-                        False, status_code=status, metadata=meta), unread
+                        False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     if bad_usage:  # the answer is kept (failing it, every build paid for it again); its usage is unknown, never 0
         usage = Usage.not_believed(bad_usage)
     provider_name = data.get("provider")

@@ -49,7 +49,10 @@ def _params(part: str | None) -> list[str]:
 def credential_in_url(text: str) -> str | None:
     """What in `text` is a credential, said without it ("a user:password part", "the query parameter 'key'"), or
     None. Any userinfo counts (`https://TOKEN@host` is a token); a query or fragment parameter by its name."""
-    match = _PARTS.match(text.translate(_DROPPED).strip())
+    return _credential(_PARTS.match(text.translate(_DROPPED).strip()))
+
+
+def _credential(match: re.Match[str] | None) -> str | None:
     if match is None:
         return None
     if match["head"] and "@" in match["authority"]:
@@ -66,7 +69,7 @@ def shown_url(text: str) -> str:
     if "@" not in text and "?" not in text and "#" not in text:  # (the common case, without a parse: a query row each)
         return text
     match = _PARTS.match(text.translate(_DROPPED))
-    if match is None or credential_in_url(text) is None:
+    if match is None or _credential(match) is None:  # (on the parse the mask uses, not a second one)
         return text
     authority = match["authority"]
     if match["head"] and "@" in authority:
