@@ -127,7 +127,7 @@ def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, 
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
-            for chunk in [data] if isinstance(data, bytes) else data:
+            for chunk in [data] if isinstance(data, bytes) else _coalesced(data):
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
@@ -141,6 +141,31 @@ def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, 
         raise
     if durable:
         fsync_path(path.parent)
+
+
+COALESCE_BYTES = 1 << 20
+
+
+def _coalesced(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """`chunks` with runs of small ones joined, up to `COALESCE_BYTES` a piece: a system call a piece, not a chunk (an
+    index segment's action rows are 84 bytes each; a write each, in the group commit's thread, was a hand-over of the
+    interpreter lock each while the build's other threads ran: docs/scale/building.md, Session 63)."""
+    run: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        if len(chunk) >= COALESCE_BYTES:
+            if run:
+                yield b"".join(run)
+                run, size = [], 0
+            yield chunk
+            continue
+        run.append(chunk)
+        size += len(chunk)
+        if size >= COALESCE_BYTES:
+            yield b"".join(run)
+            run, size = [], 0
+    if run:
+        yield b"".join(run)
 
 
 OUTSIDE_SUFFIX = ".outside"  # a symlink in a store's tmp/ to a temp file outside the store (atomic_file)
