@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import itertools
 import os
 import secrets
 from collections.abc import Iterable, Iterator
@@ -90,9 +91,15 @@ def process_alive(pid: int, start_ticks: int) -> bool:
     return True
 
 
+_names = itertools.count()
+_NAMES_FROM = secrets.randbits(64)
+
+
 def temp_name(suffix: str = ".tmp") -> str:
+    """`<pid>-<start ticks>-<16 hex digits>`: the process and a count, from a random start drawn once (a draw a name
+    was a getrandom call a claim, and the interpreter lock handed to the build's other threads and back with it)."""
     pid, ticks = process_identity()
-    return f"{pid}-{ticks}-{secrets.token_hex(8)}{suffix}"
+    return f"{pid}-{ticks}-{(_NAMES_FROM + next(_names)) & 0xFFFFFFFFFFFFFFFF:016x}{suffix}"
 
 
 def temp_owner(name: str) -> tuple[int, int] | None:
