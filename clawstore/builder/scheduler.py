@@ -204,6 +204,10 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                     interrupted = stop = True
                     lanes.cancel()
                     on_interrupt(running)
+                # What on_done put off (progress lines) is done before the next task is handed over, not after: a
+                # worker woken first would wait for the interpreter lock through it (docs/scale/building.md, Session 63)
+                if on_idle is not None and results.empty():
+                    on_idle()
                 now = time.monotonic()
                 while waiting and not stop and waiting[0][0] <= now:  # set aside long enough: queued again
                     task = heapq.heappop(waiting)[2]
@@ -224,8 +228,6 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                             break
                         results.get(timeout=timeout)  # (a wake at most: an interrupt's or a lane's)
                         continue
-                    if on_idle is not None and results.empty():
-                        on_idle()
                     result = results.get(timeout=timeout)
                 except queue.Empty:
                     continue
