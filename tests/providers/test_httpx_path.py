@@ -22,6 +22,7 @@ from clawstore.providers import Endpoint, ProviderClient, ProviderError
 from clawstore.providers import httpx_path as httpx_path_module
 from tests.providers.test_wire import BODY, _self_signed, _Server
 from tests.providers.test_wire_reuse import _answer, _chunked, _requests
+from tests.support.sockets import stop_listening
 
 COOKIE = b"Set-Cookie: session=abc; Path=/"
 
@@ -71,7 +72,7 @@ class _PipeProxy:
         return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
 
     def close(self) -> None:
-        self.listener.close()
+        stop_listening(self.listener)
 
 
 @pytest.fixture(params=["proxy", "cookie"])
