@@ -292,7 +292,7 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
         monkeypatch: pytest.MonkeyPatch) -> None:
     # One watchdog serves a client's exchanges in flight: it sleeps until the earliest deadline, so one armed earlier
     # than that must wake it (or the 0.5 s exchange would run to the slow one's 3 s).
-    count, stop = [0], threading.Event()
+    count, stop, slow_in = [0], threading.Event(), threading.Event()
 
     def answer(conn: socket.socket) -> None:
         with contextlib.suppress(OSError):
@@ -300,6 +300,7 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
                 count[0] += 1
                 reply = _answer(f"answer {count[0]}", COOKIE)
                 if count[0] == 1:  # the slow one: answered whole after a second
+                    slow_in.set()
                     stop.wait(1.0)
                     conn.sendall(reply)
                     continue
@@ -315,7 +316,9 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
             first = threading.Thread(target=lambda: slow.append(
                 client.chat(endpoint, BODY, timeout=3, retries=0).message["content"]))
             first.start()
-            time.sleep(0.2)
+            # (the slow one's request is in, so its deadline is armed: a fixed pause let the fast one come first
+            # on a loaded machine, and it was then the one answered slowly)
+            assert slow_in.wait(10)
             started = time.monotonic()
             with pytest.raises(ProviderError) as raised:
                 client.chat(endpoint, BODY, timeout=0.5, retries=0)
