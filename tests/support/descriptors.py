@@ -1,0 +1,65 @@
+"""The descriptors a test leaves open: what tests/conftest.py's guard compares before and after each test."""
+
+import collections
+import gc
+import os
+import time
+
+_FDS = "/proc/self/fd"
+
+
+def open_descriptors() -> dict[int, str]:
+    """This process's open descriptors and what each is (a path, socket:[inode], pipe:[inode], anon_inode:...)."""
+    found: dict[int, str] = {}
+    for name in os.listdir(_FDS):
+        try:
+            found[int(name)] = os.readlink(f"{_FDS}/{name}")
+        except OSError:  # (the listing's own descriptor, closed by now)
+            pass
+    return found
+
+
+def left_open(before: dict[int, str], allowed: int, settle: float = 2.0) -> dict[int, str]:
+    """The descriptors open now that were not in `before`. When there are more than `allowed`: once more after a
+    garbage collection (an object in a reference cycle closes its descriptor only when collected), then until
+    `settle` seconds have passed (a test's threads may still be closing theirs)."""
+    new = _new(before)
+    collected, deadline = False, time.monotonic() + settle
+    while len(new) > allowed and time.monotonic() < deadline:
+        if collected:
+            time.sleep(0.05)
+        else:
+            gc.collect()
+            collected = True
+        new = _new(before)
+    return new
+
+
+def still_open(descriptors: dict[int, str], settle: float = 2.0) -> dict[int, str]:
+    """Those of `descriptors` still open as the same thing, after a garbage collection and up to `settle` seconds."""
+    found, collected, deadline = _same(descriptors), False, time.monotonic() + settle
+    while found and time.monotonic() < deadline:
+        if collected:
+            time.sleep(0.05)
+        else:
+            gc.collect()
+            collected = True
+        found = _same(descriptors)
+    return found
+
+
+def _same(descriptors: dict[int, str]) -> dict[int, str]:
+    now = open_descriptors() if descriptors else {}
+    return {fd: what for fd, what in descriptors.items() if now.get(fd) == what}
+
+
+def _new(before: dict[int, str]) -> dict[int, str]:
+    if len(os.listdir(_FDS)) - 1 <= len(before):  # (the cheap look first; -1: the listing's own descriptor)
+        return {}
+    return {fd: what for fd, what in open_descriptors().items() if before.get(fd) != what}
+
+
+def described(descriptors: dict[int, str]) -> str:
+    """`3 socket, 2 pipe, 1 /tmp/x/store.db` (kinds of socket and pipe counted; files named)."""
+    kinds = collections.Counter(what.split(":")[0] if ":[" in what else what for what in descriptors.values())
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
