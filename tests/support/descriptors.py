@@ -3,9 +3,12 @@
 import collections
 import gc
 import os
+import sysconfig
 import time
 
 _FDS = "/proc/self/fd"
+# A library's own files are not a test's: matplotlib's font cache keeps the fonts it loaded open for the process.
+_LIBRARIES = tuple(sorted({os.path.join(sysconfig.get_paths()[name], "") for name in ("stdlib", "purelib", "platlib")}))
 
 
 def open_descriptors() -> dict[int, str]:
@@ -56,7 +59,8 @@ def _same(descriptors: dict[int, str]) -> dict[int, str]:
 def _new(before: dict[int, str]) -> dict[int, str]:
     if len(os.listdir(_FDS)) - 1 <= len(before):  # (the cheap look first; -1: the listing's own descriptor)
         return {}
-    return {fd: what for fd, what in open_descriptors().items() if before.get(fd) != what}
+    return {fd: what for fd, what in open_descriptors().items()
+            if before.get(fd) != what and not what.startswith(_LIBRARIES)}
 
 
 def described(descriptors: dict[int, str]) -> str:
