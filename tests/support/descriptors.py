@@ -5,6 +5,7 @@ import gc
 import os
 import sysconfig
 import time
+from collections.abc import Callable
 
 _FDS = "/proc/self/fd"
 # A library's own files are not a test's: matplotlib's font cache keeps the fonts it loaded open for the process.
@@ -23,31 +24,28 @@ def open_descriptors() -> dict[int, str]:
 
 
 def left_open(before: dict[int, str], allowed: int, settle: float = 2.0) -> dict[int, str]:
-    """The descriptors open now that were not in `before`. When there are more than `allowed`: once more after a
-    garbage collection (an object in a reference cycle closes its descriptor only when collected), then until
-    `settle` seconds have passed (a test's threads may still be closing theirs)."""
-    new = _new(before)
-    collected, deadline = False, time.monotonic() + settle
-    while len(new) > allowed and time.monotonic() < deadline:
-        if collected:
-            time.sleep(0.05)
-        else:
-            gc.collect()
-            collected = True
-        new = _new(before)
-    return new
+    """The descriptors open now that were not in `before`. When there are more than `allowed`: looked at again after
+    a garbage collection, then until `settle` seconds have passed (a test's threads may still be closing theirs)."""
+    return _settled(lambda: _new(before), lambda new: len(new) <= allowed, settle)
 
 
 def still_open(descriptors: dict[int, str], settle: float = 2.0) -> dict[int, str]:
     """Those of `descriptors` still open as the same thing, after a garbage collection and up to `settle` seconds."""
-    found, collected, deadline = _same(descriptors), False, time.monotonic() + settle
-    while found and time.monotonic() < deadline:
+    return _settled(lambda: _same(descriptors), lambda found: not found, settle)
+
+
+def _settled(look: Callable[[], dict[int, str]], fine: Callable[[dict[int, str]], bool],
+             settle: float) -> dict[int, str]:
+    """What `look` finds once `fine`, or when `settle` seconds are over: the first look again after a garbage
+    collection (an object in a reference cycle closes its descriptor only when collected), then every 50 ms."""
+    found, collected, deadline = look(), False, time.monotonic() + settle
+    while not fine(found) and time.monotonic() < deadline:
         if collected:
             time.sleep(0.05)
         else:
             gc.collect()
             collected = True
-        found = _same(descriptors)
+        found = look()
     return found
 
 
