@@ -1,5 +1,6 @@
 """Fixtures every test directory may use: the stand-in provider server and one provider client."""
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -8,6 +9,7 @@ import pytest
 
 from clawstore.providers import ProviderClient
 from clawstore.testing.standin import StandIn
+from tests.support.descriptors import described, left_open, open_descriptors, still_open
 
 
 @pytest.fixture(autouse=True)
@@ -17,6 +19,59 @@ def own_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("xdg-config")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     return home
+
+
+# A test may leave this many descriptors open: a module's shared client keeps the connection a test's request
+# opened, alive for the next test (tests/providers/test_wire.py). They must be closed by the module's end.
+LEFT_BY_A_TEST = 2
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[CALL_FAILED] = True
+    return report
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_descriptor_left_by_a_module() -> Iterator[dict[int, tuple[str, str]]]:
+    """The few descriptors each test of the module left (what each is, which test), failed on at the module's
+    end if still open once its module-scoped fixtures are gone: a leak of one a test is found here."""
+    kept: dict[int, tuple[str, str]] = {}
+    yield kept
+    leaks = still_open({fd: what for fd, (what, _) in kept.items()})
+    if leaks:
+        tests = ", ".join(dict.fromkeys(kept[fd][1][:80] for fd in leaks))
+        pytest.fail(f"the module's tests left {len(leaks)} descriptors open: {described(leaks)}; left by {tests}",
+                    pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def no_descriptor_left_open(request: pytest.FixtureRequest,
+                            no_descriptor_left_by_a_module: dict[int, tuple[str, str]]) -> Iterator[None]:
+    """A test that leaves descriptors open (a server, client, pipe or file never closed) fails at its teardown:
+    left, they pile up in its xdist worker until a later test runs out ("Too many open files", session 62's CI).
+    Module and session fixtures are set up before it and torn down after: only the test's own are counted."""
+    before = open_descriptors()
+    yield
+    if request.node.stash.get(CALL_FAILED, False):
+        return  # (its traceback holds what it opened: the failure is what to read)
+    # The item holds the values of the test's fixtures until its teardown is over; the fixtures are torn down by
+    # now (this one, set up first, is torn down last): let go of them, so what only needs collecting is closed.
+    request.node.funcargs.clear()
+    # An in-process claw command freezes the collector's heap (builder/cyclic_gc.py: right for a process that runs
+    # one command): in a worker, every cycle alive then, a store's or build's files among them, would never be freed.
+    if gc.get_freeze_count():
+        gc.unfreeze()
+    left = left_open(before, LEFT_BY_A_TEST)
+    if len(left) > LEFT_BY_A_TEST:
+        pytest.fail(f"the test left {len(left)} descriptors open: {described(left)}", pytrace=False)
+    for fd, what in left.items():
+        no_descriptor_left_by_a_module[fd] = (what, request.node.name)
 
 
 @pytest.fixture

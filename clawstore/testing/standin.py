@@ -5,9 +5,11 @@ module)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -431,7 +433,28 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], state: _State):
         self.state = state
+        self._open: set[socket.socket] = set()  # connections being served (kept alive between requests)
+        self._open_lock = threading.Lock()
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End the connections clients still keep alive: each handler thread reads the end and closes its own (a
+        client outliving the stand-in held them, and their descriptors here, open)."""
+        with self._open_lock:
+            held = list(self._open)
+        for conn in held:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
 
 class StandIn:
@@ -473,6 +496,7 @@ class StandIn:
         self._state.stopping.set()  # release hanging / slow replies
         self._server.shutdown()
         self._server.server_close()
+        self._server.close_connections()
 
     def __enter__(self) -> StandIn:
         return self.start()

@@ -162,6 +162,7 @@ def test_claim_board_take_release_expire_and_lose(tmp_path: Path) -> None:
     assert a.holder(key) is None and b.holder(key).owner == "build-a"
     a.close()
     assert list_claims(tmp_path) == []
+    b.close()  # (its file in tmp/: a board's descriptors are closed by close() alone)
 
 
 def test_a_claim_released_while_the_heartbeat_renews_it_is_not_written_again(tmp_path: Path) -> None:

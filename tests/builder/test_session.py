@@ -131,6 +131,7 @@ def test_a_local_node_another_build_holds_is_waited_for_then_adopted(tmp_path: P
     with session.claims:
         execute_nodes(session, checks, here, paid=False, here=True)
     releaser.join()
+    other.close()  # (its claim file's descriptor)
     assert executed == ["case0", "case2"]  # the held one set aside, never executed here
     assert [n.action for n in checks] == ["exec", "reuse", "exec"] and checks[1].record_id == record_id
 

@@ -59,7 +59,7 @@ def _database(root: Path, *entries: dict, packed: bool = False, checkpoint: bool
     return path
 
 
-_open: list[sqlite3.Connection] = []  # (closed when the test process ends)
+_open: list[sqlite3.Connection] = []  # (closed by the test once it has read the files)
 
 
 def test_a_database_row_answered_counts_plain_compressed_or_only_in_the_wal(tmp_path: Path) -> None:
@@ -74,6 +74,8 @@ def test_a_database_row_answered_counts_plain_compressed_or_only_in_the_wal(tmp_
     assert path.with_name(path.name + "-wal").stat().st_size > 0
     assert database_answered(path, root) == (True, None)
     assert path.with_name(path.name + "-wal").stat().st_size > 0  # read from a copy: the agent's files as they were
+    while _open:
+        _open.pop().close()  # (its three files stayed open in the worker until it ended)
 
 
 def test_a_database_through_a_link_or_not_a_database_is_not_read(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from clawstore.providers import Endpoint, ProviderClient, ProviderError
 from clawstore.providers import httpx_path as httpx_path_module
 from tests.providers.test_wire import BODY, _self_signed, _Server
 from tests.providers.test_wire_reuse import _answer, _chunked, _requests
+from tests.support.sockets import stop_listening
 
 COOKIE = b"Set-Cookie: session=abc; Path=/"
 
@@ -45,7 +46,11 @@ class _PipeProxy:
 
     def _open(self, client: socket.socket) -> None:
         first = client.recv(65536)  # (a CONNECT's head comes whole on loopback)
-        server = socket.create_connection(("127.0.0.1", self.port))
+        try:
+            server = socket.create_connection(("127.0.0.1", self.port))
+        except OSError:  # (the server's test is over: its listener is shut)
+            client.close()
+            return
         if first.startswith(b"CONNECT "):
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
@@ -71,7 +76,7 @@ class _PipeProxy:
         return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
 
     def close(self) -> None:
-        self.listener.close()
+        stop_listening(self.listener)
 
 
 @pytest.fixture(params=["proxy", "cookie"])
@@ -291,7 +296,7 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
         monkeypatch: pytest.MonkeyPatch) -> None:
     # One watchdog serves a client's exchanges in flight: it sleeps until the earliest deadline, so one armed earlier
     # than that must wake it (or the 0.5 s exchange would run to the slow one's 3 s).
-    count, stop = [0], threading.Event()
+    count, stop, slow_in = [0], threading.Event(), threading.Event()
 
     def answer(conn: socket.socket) -> None:
         with contextlib.suppress(OSError):
@@ -299,6 +304,7 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
                 count[0] += 1
                 reply = _answer(f"answer {count[0]}", COOKIE)
                 if count[0] == 1:  # the slow one: answered whole after a second
+                    slow_in.set()
                     stop.wait(1.0)
                     conn.sendall(reply)
                     continue
@@ -314,7 +320,9 @@ def test_an_earlier_deadline_armed_while_the_watchdog_waits_for_a_later_one_is_k
             first = threading.Thread(target=lambda: slow.append(
                 client.chat(endpoint, BODY, timeout=3, retries=0).message["content"]))
             first.start()
-            time.sleep(0.2)
+            # (the slow one's request is in, so its deadline is armed: a fixed pause let the fast one come first
+            # on a loaded machine, and it was then the one answered slowly)
+            assert slow_in.wait(10)
             started = time.monotonic()
             with pytest.raises(ProviderError) as raised:
                 client.chat(endpoint, BODY, timeout=0.5, retries=0)

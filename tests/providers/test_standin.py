@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 from collections.abc import Callable
@@ -156,3 +157,18 @@ def test_peak_counts_the_requests_answered_at_once(standin: StandIn) -> None:
     assert standin.peak == 0
     _post(standin, _ask("m1", "alone"))
     assert standin.peak == 1
+
+
+def test_a_stopped_stand_in_closes_the_connections_its_clients_keep_alive() -> None:
+    # A client that outlives the stand-in (a Ray actor of a module's cluster) kept its connection, and the handler
+    # thread its descriptor, open for as long as the client lived.
+    server = StandIn().start()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        conn.request("GET", "/_admin/health")
+        reply = conn.getresponse()
+        assert reply.status == 200 and reply.read() and not reply.will_close  # (kept alive: HTTP/1.1)
+        server.stop()
+        assert conn.sock.recv(1) == b""  # the stand-in closed it (before: a timeout, the connection still open)
+    finally:
+        conn.close()

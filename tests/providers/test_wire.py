@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from clawstore.providers import Endpoint, ProviderClient, ProviderError
+from tests.support.sockets import stop_listening
 
 BODY = {"model": "m1", "messages": [{"role": "user", "content": "hello"}]}
 REPLY = {"id": "gen-1", "model": "m1", "choices": [{"message": {"role": "assistant", "content": "héllo"},
@@ -72,7 +73,7 @@ class _Server:
         return Endpoint(f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1", None)
 
     def close(self) -> None:
-        self.listener.close()
+        stop_listening(self.listener)
 
 
 def _outcome(client: ProviderClient, endpoint: Endpoint) -> Any:

@@ -191,6 +191,7 @@ def test_a_body_read_without_h11_is_not_held_beside_the_reply() -> None:
         assert wire._plain is not None and wire._plain.chunks == [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"]
     wire.done()
     assert wire._sock is not None  # (read whole: kept for the next request)
+    wire.close()
 
 
 @pytest.mark.parametrize("length", [0, 1, 9, 10, 99, 100, 65_537])

@@ -156,6 +156,7 @@ def test_once_h11_has_the_connection_every_later_reply_is_its_until_the_connecti
     _reconnects_to(wire, _ScriptedSocket([PLAIN]))
     wire.send(URL, HEAD, b"{}", TIMEOUT)
     assert wire._plain is not None  # a new connection is read without h11 again
+    wire.close()
 
 
 @pytest.mark.parametrize("reply", [b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"a\": ", CHUNKED[:-7]])
@@ -186,6 +187,7 @@ def test_a_timeout_mid_head_closes_the_connection_and_the_next_starts_clean(read
     assert wire._sock is None
     _reconnects_to(wire, _ScriptedSocket([PLAIN]))
     assert wire.send(URL, HEAD, b"{}", TIMEOUT)[0] == 200 and b"".join(wire.body(5.0)) == b"{}"
+    wire.close()
 
 
 def test_an_idle_connection_that_received_bytes_is_not_used_again() -> None:
@@ -200,6 +202,7 @@ def test_an_idle_connection_that_received_bytes_is_not_used_again() -> None:
     _reconnects_to(wire, _ScriptedSocket([PLAIN]))
     assert wire.send(URL, HEAD, b"{}", TIMEOUT)[0] == 200 and b"".join(wire.body(5.0)) == b"{}"
     assert wire._sock is not idle
+    wire.close()
     readable.close()
     writer.close()
 

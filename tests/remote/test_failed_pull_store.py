@@ -25,33 +25,43 @@ def _fails(tmp_path: Path, *args: str) -> str:
     return done.stderr
 
 
+PACK = "ab" * 32
+
+
+def _refused(aws_env: str) -> str:
+    """A remote on the S3 server holding a pack whose listing the pull refuses (after the store is made)."""
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    client = boto3.client("s3", endpoint_url=aws_env, **_client_args())
+    client.put_object(Bucket=bucket, Key=f"bench/packs/{PACK}.ids", Body=b"not a listing")
+    client.put_object(Bucket=bucket, Key=f"bench/packs/{PACK}.pack", Body=b"not a pack")
+    return f"s3://{bucket}/bench"
+
+
 def test_a_failed_pull_leaves_no_store_it_made_and_keeps_one_that_was_there(aws_env: str, tmp_path: Path) -> None:
     assert "cannot connect" in _fails(tmp_path, "s3://nowhere/x", "--endpoint-url", f"http://127.0.0.1:{_closed_port()}")
     assert not (tmp_path / "store").exists()
 
-    bucket = "team-" + secrets.token_hex(4)
-    make_bucket(aws_env, bucket)
-    client = boto3.client("s3", endpoint_url=aws_env, **_client_args())
-    pack = "ab" * 32
-    client.put_object(Bucket=bucket, Key=f"bench/packs/{pack}.ids", Body=b"not a listing")
-    client.put_object(Bucket=bucket, Key=f"bench/packs/{pack}.pack", Body=b"not a pack")
-    assert f"listing of pack {pack} is not JSON" in _fails(tmp_path, f"s3://{bucket}/bench")
+    bucket = _refused(aws_env)
+    assert f"listing of pack {PACK} is not JSON" in _fails(tmp_path, bucket)
     assert not (tmp_path / "store").exists()
 
     (tmp_path / "store").mkdir()  # (there before the pull: not the pull's to remove, empty as it is)
-    _fails(tmp_path, f"s3://{bucket}/bench")
+    _fails(tmp_path, bucket)
     assert (tmp_path / "store").is_dir()
 
 
 def test_a_failed_pull_removes_the_parents_it_made_for_its_store_and_no_more(aws_env: str, tmp_path: Path) -> None:
+    # (the refused listing, not an unreachable endpoint: boto3's retries made each of those pulls ~20 s; the store
+    # and its parents are made before the remote is first asked either way)
+    remote = _refused(aws_env)
     (tmp_path / "kept").mkdir()
     where = tmp_path / "kept" / "made" / "deeper" / "store"
-    dead = f"http://127.0.0.1:{_closed_port()}"
-    done = claw("pull", "s3://nowhere/x", "--endpoint-url", dead, "--store", str(where), cwd=tmp_path)
+    done = claw("pull", remote, "--store", str(where), cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
 
     relative = Path("rel") / "store"  # a relative --store: its parents are the working directory's
-    done = claw("pull", "s3://nowhere/x", "--endpoint-url", dead, "--store", str(relative), cwd=tmp_path / "kept")
+    done = claw("pull", remote, "--store", str(relative), cwd=tmp_path / "kept")
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert list((tmp_path / "kept").iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import threading
@@ -14,6 +15,7 @@ import pytest
 from clawstore.errors import StoreError
 from clawstore.store import Store
 from clawstore.store.core import edgefile, objects, packfile
+from tests.support.descriptors import open_descriptors
 
 
 @pytest.fixture
@@ -140,6 +142,28 @@ def test_a_write_failing_at_the_batch_end_is_a_store_error_and_nothing_is_indexe
     monkeypatch.undo()
     assert not store.has(oid)
     assert store.put_bytes(b"paid for") == oid and store.get_bytes(oid) == b"paid for"
+
+
+def test_a_pack_whose_header_cannot_be_written_keeps_no_descriptor_and_no_lock(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk full as a new pack starts: the pack's descriptor is closed, so its flock no longer says a writer lives
+    (a sweep may take the empty pack) and a process retrying does not run out of descriptors one failure at a time."""
+    def full(fd: int, parts: list[bytes], offset: int) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(packfile.os, "pwritev", full)
+    for _ in range(3):
+        with pytest.raises(StoreError, match="No space left on device"), store.batch():
+            store.put_bytes(b"paid for")
+    packs = sorted(store.root.glob("packs/*.pack"))
+    held = set(open_descriptors().values())
+    assert packs and not [path for path in packs if str(path) in held]
+    for path in packs:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (raises BlockingIOError while a writer holds it)
+        finally:
+            os.close(fd)
 
 
 def test_one_entrys_blob_is_the_columns_bytes() -> None:

@@ -105,10 +105,10 @@ def test_what_threads_asking_a_new_table_at_once_hold_is_one_build(tmp_path: Pat
     assert many < 1.5 * one, f"{THREADS} threads held {many} bytes at their peak, one thread {one}"
 
 
-@pytest.mark.parametrize("fault", [index.BadSegmentError("index segment x is not sorted"), MemoryError()],
+@pytest.mark.parametrize("fault", [lambda: index.BadSegmentError("index segment x is not sorted"), MemoryError],
                          ids=["bad_segment", "memory"])
 def test_a_build_that_raises_leaves_no_thread_waiting_and_nothing_cached(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: BaseException) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Callable[[], BaseException]) -> None:
     """A lookup's build that raises (a hostile or cut-short segment, memory short): every thread that asked gets the
     error, none is left waiting on the lock, and nothing half-built is kept: once the cause is gone, it builds."""
     table, segment = _table(tmp_path, 2_000, 0)
@@ -119,7 +119,8 @@ def test_a_build_that_raises_leaves_no_thread_waiting_and_nothing_cached(
     def faulty(tops: Iterable[tuple[int]], n: int, where: str) -> tuple[object, int]:
         time.sleep(0.05)  # (the others ask meanwhile: they wait on the lock)
         if failing[0]:
-            raise fault
+            raise fault()  # (a new one each time: one kept in the parameters kept its traceback's frames, and the
+            #                 segment files they held open, until the process ended)
         return fanout(tops, n, where)
 
     monkeypatch.setattr(index, "_fanout", faulty)
@@ -139,7 +140,7 @@ def test_a_build_that_raises_leaves_no_thread_waiting_and_nothing_cached(
     for thread in threads:
         thread.join(10)
     assert not any(thread.is_alive() for thread in threads), "a thread still waits for a build that raised"
-    assert all(type(answer) is type(fault) for answer in answers), answers
+    assert all(type(answer) is type(fault()) for answer in answers), answers
     assert table._objects is None  # (nothing half-built kept)
     failing[0] = False
     assert entries.find_object(digest) == loc and table._objects is not None

@@ -90,14 +90,18 @@ class PackWriter:
         self.edge_log = EdgeLog() if edges_root is not None else None
         self.path = pack_path(packs_dir, self.pack_id)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.size = 0
         # Its table of contents as the trailer holds it (_TABLE_ROW after row): 49 bytes a blob, where a Blob
         # tuple and its two ints took about 150 (a pack holds up to ~100,000 small blobs).
         self.table = bytearray()
         self.synced_to = 0  # bytes known durable
         self.sealed = False
-        self._write([HEADER])
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            self._write([HEADER])
+        except BaseException:  # (no writer object to close it: its flock would say a writer lives until exit)
+            self.close()
+            raise
 
     @property
     def blobs(self) -> int:
