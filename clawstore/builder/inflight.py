@@ -1,0 +1,94 @@
+"""How many requests the build keeps in flight, up to `max_concurrency`: only as many as make it faster. Against a
+provider that answers at once, claw's own CPU is the bottleneck and more requests in flight buy no throughput, only
+interpreter-lock hand-overs among the worker threads (a quarter more CPU a request at 16 than at 1). Details:
+docs/building.md (Details by module)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+# A window of at least this much wall time is one measurement: long enough for hundreds of completions when claw is
+# busy (so its throughput is read to a few per cent), short enough that a descent from 16 takes seconds.
+WINDOW_S = 0.5
+# Below this share of one core claw is not what bounds the throughput (the provider's latency is): no probing down,
+# and a limit lowered earlier doubles back up. Well under one core, so that a machine whose other processes take some
+# of the CPU still reads claw as busy when it is.
+IDLE_CPU = 0.4
+# Windows in a row below IDLE_CPU that put the limit back to the ceiling: one alone may be claw not given the CPU by a
+# machine busy with other processes (a hiccup that would undo a descent), two are a provider that slowed down.
+IDLE_WINDOWS = 2
+# A probe's window whose completions a second fall by more than this against the window before it lost throughput.
+# A loss not seen costs wall time; noise read as a loss (windows differ by 10-20 % on a machine loaded by other
+# processes) costs only a hold at the limit already measured: so the tolerance is on the small side.
+TOLERANCE = 0.05
+# A failed probe holds the limit it went back to this long, twice as long after each failed probe in a row (up to
+# HOLD_MAX_S): a limit found right is probed again rarely, each probe costing a window of lower throughput.
+HOLD_S = 1.0
+HOLD_MAX_S = 32.0
+# A window counts only if at least this share of its completions found the limit binding (every slot taken): a
+# window of a drain, a layer's end or lanes held back by rate limits says nothing of what the limit costs.
+BINDING_SHARE = 0.75
+
+
+class InFlight:
+    """The adaptive limit on requests in flight. Not thread-safe: the caller (Lanes, under its lock) feeds it each
+    completion with `finished`; `restart` when completions stop for a while (between two scheduling rounds)."""
+
+    def __init__(self, ceiling: int, adaptive: bool = True, clock: Callable[[], float] = time.monotonic,
+                 cpu: Callable[[], float] = time.process_time):
+        self.ceiling = max(1, ceiling)
+        self.limit = self.ceiling  # starts wide: a short campaign against a slow model must not wait for a ramp
+        self.adaptive = adaptive
+        self._clock, self._cpu = clock, cpu
+        self._hold_s = HOLD_S
+        self._held_until = -1.0
+        self._idle_windows = 0  # judged windows in a row where claw was not busy
+        self._probe_from: int | None = None  # the limit before the probe this window measures
+        self._reference: float | None = None  # completions a second of the last window at this limit
+        self.restart()
+
+    def restart(self) -> None:
+        """A new window from now: the time since the last completion (planning the next window of runs) is no
+        measurement of the limit, nor is the first window after it (threads and connections starting). A probe
+        under way is judged by the next window that counts, against the reference it had."""
+        self._started, self._cpu_at = self._clock(), self._cpu()
+        self._done = self._binding = 0
+        self._warming = True
+
+    def finished(self, binding: bool) -> None:
+        """A request's outcome was handled; `binding`: every slot under the limit was taken when it ended."""
+        if not self.adaptive:
+            return
+        self._done += 1
+        self._binding += binding
+        now = self._clock()
+        if now - self._started < WINDOW_S:
+            return
+        cpu = self._cpu()
+        wall = now - self._started
+        busy, rate = (cpu - self._cpu_at) / wall, self._done / wall
+        counts = self._binding >= BINDING_SHARE * self._done
+        self._started, self._cpu_at, self._done, self._binding = now, cpu, 0, 0
+        if counts and self._warming:
+            self._warming = False
+        elif counts:
+            self._judge(now, busy, rate)
+
+    def _judge(self, now: float, busy: float, rate: float) -> None:
+        idle = busy < IDLE_CPU
+        self._idle_windows = self._idle_windows + 1 if idle else 0
+        if self._idle_windows >= IDLE_WINDOWS:  # the provider bounds the throughput: all the width it may have, at once
+            self.limit, self._probe_from, self._reference, self._hold_s = self.ceiling, None, None, HOLD_S
+            return
+        if self._probe_from is not None:
+            assert self._reference is not None
+            if rate < self._reference * (1 - TOLERANCE):  # the probe cost throughput: back, and stay a while
+                self.limit, self._probe_from, self._reference = self._probe_from, None, None
+                self._held_until = now + self._hold_s
+                self._hold_s = min(HOLD_MAX_S, self._hold_s * 2)
+                return
+            self._probe_from, self._hold_s = None, HOLD_S  # as fast with fewer: keep it
+        self._reference = rate  # (measured at this limit: the next probe's reference)
+        if not idle and now >= self._held_until and self.limit > 1:
+            self._probe_from, self.limit = self.limit, self.limit - max(1, self.limit // 4)
