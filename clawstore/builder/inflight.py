@@ -18,10 +18,12 @@ IDLE_CPU = 0.4
 # Windows in a row below IDLE_CPU that put the limit back to the ceiling: one alone may be claw not given the CPU by a
 # machine busy with other processes (a hiccup that would undo a descent), two are a provider that slowed down.
 IDLE_WINDOWS = 2
-# A probe's window whose completions a second fall by more than this against the window before it lost throughput.
-# A loss not seen costs wall time; noise read as a loss (windows differ by 10-20 % on a machine loaded by other
-# processes) costs only a hold at the limit already measured: so the tolerance is on the small side.
-TOLERANCE = 0.05
+# A step down is kept unless its window's completions a second fell by more than LOSS against the window before it; a
+# step up only if they rose by more than GAIN. Windows of the same limit differ by 10-20 % on a machine loaded by other
+# processes: noise failing a step down costs CPU (the limit stays higher, as without this), noise letting through a
+# step down that did cost throughput is found out by the step up tried after the next failed step down.
+LOSS = 0.10
+GAIN = 0.05
 # A failed probe holds the limit it went back to this long, twice as long after each failed probe in a row (up to
 # HOLD_MAX_S): a limit found right is probed again rarely, each probe costing a window of lower throughput.
 HOLD_S = 1.0
@@ -45,6 +47,8 @@ class InFlight:
         self._held_until = -1.0
         self._idle_windows = 0  # judged windows in a row where claw was not busy
         self._probe_from: int | None = None  # the limit before the probe this window measures
+        self._up = False  # the next probe's way: up after a step down that cost throughput (noise may have let an
+        # earlier step down through that did: only a step up finds it out)
         self._reference: float | None = None  # completions a second of the last window at this limit
         self.restart()
 
@@ -83,12 +87,20 @@ class InFlight:
             return
         if self._probe_from is not None:
             assert self._reference is not None
-            if rate < self._reference * (1 - TOLERANCE):  # the probe cost throughput: back, and stay a while
+            up = self.limit > self._probe_from
+            kept = rate > self._reference * (1 + GAIN) if up else rate >= self._reference * (1 - LOSS)
+            if kept:  # more was faster, or fewer as fast: keep it, and go on that way
+                self._probe_from, self._hold_s = None, HOLD_S
+            else:  # more bought nothing, or fewer cost throughput: back, stay a while, then try the other way
                 self.limit, self._probe_from, self._reference = self._probe_from, None, None
                 self._held_until = now + self._hold_s
                 self._hold_s = min(HOLD_MAX_S, self._hold_s * 2)
+                self._up = not up
                 return
-            self._probe_from, self._hold_s = None, HOLD_S  # as fast with fewer: keep it
         self._reference = rate  # (measured at this limit: the next probe's reference)
-        if not idle and now >= self._held_until and self.limit > 1:
-            self._probe_from, self.limit = self.limit, self.limit - max(1, self.limit // 4)
+        if idle or now < self._held_until:
+            return
+        if self._up and self.limit < self.ceiling:
+            self._probe_from, self.limit = self.limit, min(self.ceiling, self.limit + max(1, self.limit // 3))
+        elif self.limit > 1:
+            self._probe_from, self.limit, self._up = self.limit, self.limit - max(1, self.limit // 4), False

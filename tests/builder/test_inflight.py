@@ -66,6 +66,19 @@ def test_a_probe_that_costs_throughput_goes_back_up_and_holds() -> None:
     assert limits.count(16) / len(limits) > 0.9
 
 
+def test_a_step_down_that_noise_let_through_is_undone_by_a_step_up() -> None:
+    build = Simulated(16, latency_bound, lambda n: 0.9)
+    build.rate = lambda n: 800.0 if build.now < 3 * WINDOW_S else latency_bound(n)  # 12 looked as fast as 16
+    build.run(3 * WINDOW_S + 0.01)
+    assert build.control.limit == 9  # 12 kept, then 9 tried
+    build.run(WINDOW_S)
+    assert build.control.limit == 12  # 9 cost throughput: back to 12 and held, then a step up
+    limits = build.run(HOLD_S + 2 * WINDOW_S)
+    assert limits[-1] == 16
+    limits = build.run(30)
+    assert limits.count(16) / len(limits) > 0.9
+
+
 def test_idle_it_goes_back_to_the_ceiling_within_a_few_windows() -> None:
     cpu_heavy = [True]
     build = Simulated(16, cpu_bound, lambda n: 1.0 if cpu_heavy[0] else 0.1)
