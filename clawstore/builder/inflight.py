@@ -8,13 +8,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-# A window of at least this much wall time is one measurement: long enough for hundreds of completions when claw is
-# busy (so its throughput is read to a few per cent), short enough that a descent from 16 takes seconds.
+# A window of at least this much wall time is one measurement: hundreds of completions when claw is busy, short enough
+# that a descent from 16 takes seconds.
 WINDOW_S = 0.5
-# Below this share of one core claw is not what bounds the throughput (the provider's latency is): no probing down,
-# and a limit lowered earlier doubles back up. Well under one core, so that a machine whose other processes take some
-# of the CPU still reads claw as busy when it is.
-IDLE_CPU = 0.4
+# Below this share of one core claw is not what bounds the throughput (the provider's latency is): no probing. Claw
+# saturated against a provider answering at once uses 0.8-1.0 of a core (0.6-0.9 on this 2-core machine at load 7-10,
+# where a 20 ms provider's build used 0.4-0.6 at 16 in flight, and probing it down cost wall time: 0.4 was tried).
+IDLE_CPU = 0.6
 # Windows in a row below IDLE_CPU that put the limit back to the ceiling: one alone may be claw not given the CPU by a
 # machine busy with other processes (a hiccup that would undo a descent), two are a provider that slowed down.
 IDLE_WINDOWS = 2
@@ -90,7 +90,9 @@ class InFlight:
             up = self.limit > self._probe_from
             kept = rate > self._reference * (1 + GAIN) if up else rate >= self._reference * (1 - LOSS)
             if kept:  # more was faster, or fewer as fast: keep it, and go on that way
-                self._probe_from, self._hold_s = None, HOLD_S
+                self._probe_from = None
+                if not up:  # (a step up kept undoes a step down: the holds go on growing)
+                    self._hold_s = HOLD_S
             else:  # more bought nothing, or fewer cost throughput: back, stay a while, then try the other way
                 self.limit, self._probe_from, self._reference = self._probe_from, None, None
                 self._held_until = now + self._hold_s

@@ -51,9 +51,11 @@ class _LaneState:
 class Lanes:
     """Thread-safe. `try_start`/`running` are the scheduler's side; `_LanePacer` the provider client's."""
 
-    def __init__(self, slots: int, on_wait: Callable[[Wait], None] | None = None, adaptive: bool = True):
+    def __init__(self, slots: int, on_wait: Callable[[Wait], None] | None = None, adaptive: bool = True,
+                 on_limit: Callable[[int, int], None] | None = None):
         self.slots = max(1, int(slots))  # the ceiling: max_concurrency
         self.inflight = InFlight(self.slots, adaptive)  # how many of them may be taken now
+        self.on_limit = on_limit  # told (limit, slots) when the in-flight limit moves
         self.on_wait = on_wait
         self.on_free: Callable[[], None] | None = None  # wakes the scheduler when a paused node frees a slot
         self.in_use = 0
@@ -88,8 +90,11 @@ class Lanes:
     def finish(self, lane: Lane | None) -> None:
         """A node started by `try_start` has ended (its outcome is handled): its slot is free."""
         with self._cond:
-            self.inflight.finished(binding=self.in_use >= self.inflight.limit)
+            before = self.inflight.limit
+            self.inflight.finished(binding=self.in_use >= before)
             self._give_back(self._state(lane), wake=False)  # the scheduler calls this itself
+        if self.inflight.limit != before and self.on_limit is not None:
+            self.on_limit(self.inflight.limit, self.slots)
 
     def restart(self) -> None:
         """The scheduler starts a round of nodes: the time since the last one's end measures nothing."""
