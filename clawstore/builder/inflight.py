@@ -11,9 +11,9 @@ from collections.abc import Callable
 # A window of at least this much wall time is one measurement: hundreds of completions when claw is busy, short enough
 # that a descent from 16 takes seconds.
 WINDOW_S = 0.5
-# Below this share of one core claw is not what bounds the throughput (the provider's latency is): no probing. Claw
-# saturated against a provider answering at once uses 0.8-1.0 of a core (0.6-0.9 on this 2-core machine at load 7-10,
-# where a 20 ms provider's build used 0.4-0.6 at 16 in flight, and probing it down cost wall time: 0.4 was tried).
+# Below this share of one core claw is not what bounds the throughput (the provider's latency is): no probing. On a
+# 2-core machine at load 7-10, claw against a provider answering at once used 0.6-0.9 of a core, against one taking
+# 20 ms 0.4-0.6 at 16 in flight (0.4 was tried: it probed that build down and cost wall time; docs/scale/building.md).
 IDLE_CPU = 0.6
 # Windows in a row below IDLE_CPU that put the limit back to the ceiling: one alone may be claw not given the CPU by a
 # machine busy with other processes (a hiccup that would undo a descent), two are a provider that slowed down.
