@@ -50,34 +50,46 @@ class InFlight:
         self._up = False  # the next probe's way: up after a step down that cost throughput (noise may have let an
         # earlier step down through that did: only a step up finds it out)
         self._reference: float | None = None  # completions a second of the last window at this limit
+        self._settle_until = -1.0  # after a move of the limit: completions before this were sent before it
         self.restart()
 
     def restart(self) -> None:
         """A new window from now: the time since the last completion (planning the next window of runs) is no
         measurement of the limit, nor is the first window after it (threads and connections starting). A probe
         under way is judged by the next window that counts, against the reference it had."""
-        self._started, self._cpu_at = self._clock(), self._cpu()
-        self._done = self._binding = 0
+        self._window_from(self._clock())
         self._warming = True
+
+    def _window_from(self, now: float) -> None:
+        self._started, self._cpu_at = now, self._cpu()
+        self._done = self._binding = 0
+        self._settle_until = -1.0
 
     def finished(self, binding: bool) -> None:
         """A request's outcome was handled; `binding`: every slot under the limit was taken when it ended."""
         if not self.adaptive:
             return
+        now = self._clock()
+        if self._settle_until >= 0:  # requests sent before the limit moved are still coming back: not its measure
+            if now >= self._settle_until:
+                self._window_from(now)
+            return
         self._done += 1
         self._binding += binding
-        now = self._clock()
         if now - self._started < WINDOW_S:
             return
-        cpu = self._cpu()
-        wall = now - self._started
-        busy, rate = (cpu - self._cpu_at) / wall, self._done / wall
+        wall, before = now - self._started, self.limit
+        busy, rate = (self._cpu() - self._cpu_at) / wall, self._done / wall
         counts = self._binding >= BINDING_SHARE * self._done
-        self._started, self._cpu_at, self._done, self._binding = now, cpu, 0, 0
+        self._window_from(now)
         if counts and self._warming:
             self._warming = False
         elif counts:
             self._judge(now, busy, rate)
+        if self.limit != before:  # the next window starts once the requests in flight now are answered: a request
+            # takes about in-flight / completions a second (Little's law); with a provider slower than a window the
+            # step's window saw only requests sent before it and kept a step down that cost throughput
+            self._settle_until = now + min(HOLD_MAX_S, before / rate)
 
     def _judge(self, now: float, busy: float, rate: float) -> None:
         idle = busy < IDLE_CPU
