@@ -24,10 +24,14 @@ IDLE_WINDOWS = 2
 # step down that did cost throughput is found out by the step up tried after the next failed step down.
 LOSS = 0.10
 GAIN = 0.05
-# A failed probe holds the limit it went back to this long, twice as long after each failed probe in a row (up to
-# HOLD_MAX_S): a limit found right is probed again rarely, each probe costing a window of lower throughput.
+# A failed probe holds the limit it went back to this long (times the window's length over WINDOW_S), twice as long
+# after each failed probe in a row (up to HOLD_MAX_S): a limit found right is probed again rarely, each probe costing
+# a window of lower throughput.
 HOLD_S = 1.0
 HOLD_MAX_S = 32.0
+# Completions a window needs, claw busy, to be judged: a build of few, long requests (a multi-turn run a node, 1-3 s)
+# saw 4 in a 0.5 s window, whose noise kept step downs that cost a fifth of its throughput. Its window grows instead.
+MIN_DONE = 100
 # A window counts only if at least this share of its completions found the limit binding (every slot taken): a
 # window of a drain, a layer's end or lanes held back by rate limits says nothing of what the limit costs.
 BINDING_SHARE = 0.75
@@ -80,18 +84,20 @@ class InFlight:
             return
         wall, before = now - self._started, self.limit
         busy, rate = (self._cpu() - self._cpu_at) / wall, self._done / wall
+        if busy >= IDLE_CPU and self._done < MIN_DONE:  # (claw idle needs no count: it goes back to the ceiling)
+            return
         counts = self._binding >= BINDING_SHARE * self._done
         self._window_from(now)
         if counts and self._warming:
             self._warming = False
         elif counts:
-            self._judge(now, busy, rate)
+            self._judge(now, busy, rate, wall)
         if self.limit != before:  # the next window starts once the requests in flight now are answered: a request
             # takes about in-flight / completions a second (Little's law); with a provider slower than a window the
             # step's window saw only requests sent before it and kept a step down that cost throughput
             self._settle_until = now + min(HOLD_MAX_S, before / rate)
 
-    def _judge(self, now: float, busy: float, rate: float) -> None:
+    def _judge(self, now: float, busy: float, rate: float, wall: float) -> None:
         idle = busy < IDLE_CPU
         self._idle_windows = self._idle_windows + 1 if idle else 0
         if self._idle_windows >= IDLE_WINDOWS:  # the provider bounds the throughput: all the width it may have, at once
@@ -107,7 +113,7 @@ class InFlight:
                     self._hold_s = HOLD_S
             else:  # more bought nothing, or fewer cost throughput: back, stay a while, then try the other way
                 self.limit, self._probe_from, self._reference = self._probe_from, None, None
-                self._held_until = now + self._hold_s
+                self._held_until = now + self._hold_s * max(1.0, wall / WINDOW_S)  # (in windows: a probe costs one)
                 self._hold_s = min(HOLD_MAX_S, self._hold_s * 2)
                 self._up = not up
                 return

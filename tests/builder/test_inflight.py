@@ -151,20 +151,22 @@ def test_fixed_concurrency_never_moves() -> None:
     assert set(build.run(10)) == {16}
 
 
-def completed_against_a_provider_taking(latency: float, ceiling: int, seconds: float, adaptive: bool = True) -> int:
-    """Requests completed in `seconds` against a provider answering each after `latency`, claw busy with 0.9 of a
-    core at the ceiling and at every limit: each request's slot is taken again as soon as it is free."""
+def completed_against_a_provider_taking(latency: float, ceiling: int, seconds: float, adaptive: bool = True,
+                                        spread: float = 0.0, seed: int = 0) -> int:
+    """Requests completed in `seconds` against a provider answering each after `latency` (± `spread`, at random),
+    claw busy with 0.9 of a core at every limit: each request's slot is taken again as soon as it is free."""
     now = cpu = 0.0
+    draw = random.Random(seed)
     control = InFlight(ceiling, adaptive, clock=lambda: now, cpu=lambda: cpu)
-    answers = [latency] * ceiling  # when each request in flight is answered, in order
+    answers: list[float] = []  # when each request in flight is answered: a heap
     done = 0
     while now < seconds:
+        while len(answers) < control.limit:
+            heapq.heappush(answers, now + latency + draw.uniform(-spread, spread))
         answered = heapq.heappop(answers)
         cpu, now = cpu + 0.9 * (answered - now), answered
         control.finished(len(answers) + 1 >= control.limit)
         done += 1
-        while len(answers) < control.limit:
-            heapq.heappush(answers, now + latency)
     return done
 
 
@@ -172,6 +174,14 @@ def test_a_provider_slower_than_a_window_keeps_its_throughput() -> None:
     # 200 in flight, 1 s each: a step down shows in the completions a latency later, not in the window after it
     # (judged by that window, 200 went down to 85 and 23 % of the requests were lost)
     fixed = completed_against_a_provider_taking(1.0, 200, 60, adaptive=False)
-    assert completed_against_a_provider_taking(1.0, 200, 60) > 0.93 * fixed
+    assert completed_against_a_provider_taking(1.0, 200, 60) > 0.9 * fixed
     fixed = completed_against_a_provider_taking(2.0, 1024, 60, adaptive=False)
     assert completed_against_a_provider_taking(2.0, 1024, 60) > 0.9 * fixed
+
+
+def test_a_build_of_few_long_requests_keeps_its_throughput() -> None:
+    # 16 in flight of 1-3 s each (a multi-turn run a node): 4 completions in a 0.5 s window, whose noise kept step
+    # downs that cost a fifth of the throughput (0.79-0.87 of a fixed build's in 300 s)
+    for seed in range(3):
+        fixed = completed_against_a_provider_taking(2.0, 16, 300, adaptive=False, spread=1.0, seed=seed)
+        assert completed_against_a_provider_taking(2.0, 16, 300, spread=1.0, seed=seed) > 0.92 * fixed
