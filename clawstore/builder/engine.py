@@ -162,7 +162,9 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         store, log, options, ClaimBoard(store.root, owner=log.build_id), concurrency, progress,
         budget=Budget(options.max_cost_usd, lambda: log.metrics) if options.max_cost_usd is not None else None,
         trouble=StoreTrouble(str(store.root), on_full=store.release_reserve, say=options.say),
-        lanes=Lanes(concurrency, on_wait=progress.rate_limited))  # one for every layer: a judge may share a lane
+        # one for every layer: a judge may share a lane
+        lanes=Lanes(concurrency, on_wait=progress.rate_limited, adaptive=not options.fixed_concurrency,
+                    on_limit=progress.in_flight))
     planned = Planned(campaign, [(jr.judge_run_id, rep) for jr, rep in eval_layer.judge_plan] if eval_layer else [])
     windowed = _Windowed(session, report, planned, stop, lambda n: run_work(n, log.build_id), eval_layer, run_batches)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)

@@ -1,6 +1,6 @@
-"""The build's concurrency: `max_concurrency` slots shared by every node, and per (provider, model) lane an adaptive
-limit and a rate-limit hold, so that a model told to wait gives its slots to the others. Details: docs/building.md
-(Details by module)."""
+"""The build's concurrency: up to `max_concurrency` slots shared by every node (as many as make the build faster:
+builder/inflight.py), and per (provider, model) lane an adaptive limit and a rate-limit hold, so that a model told to
+wait gives its slots to the others. Details: docs/building.md (Details by module)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from clawstore.builder.inflight import InFlight
 from clawstore.providers.pacing import paced_by
 
 INCREASE_AFTER = 10  # answered requests in a row that raise a lane's limit by one
@@ -50,8 +51,11 @@ class _LaneState:
 class Lanes:
     """Thread-safe. `try_start`/`running` are the scheduler's side; `_LanePacer` the provider client's."""
 
-    def __init__(self, slots: int, on_wait: Callable[[Wait], None] | None = None):
-        self.slots = max(1, int(slots))
+    def __init__(self, slots: int, on_wait: Callable[[Wait], None] | None = None, adaptive: bool = True,
+                 on_limit: Callable[[int, int], None] | None = None):
+        self.slots = max(1, int(slots))  # the ceiling: max_concurrency
+        self.inflight = InFlight(self.slots, adaptive)  # how many of them may be taken now
+        self.on_limit = on_limit  # told (limit, slots) when the in-flight limit moves
         self.on_wait = on_wait
         self.on_free: Callable[[], None] | None = None  # wakes the scheduler when a paused node frees a slot
         self.in_use = 0
@@ -75,7 +79,7 @@ class Lanes:
     def full(self) -> bool:
         """Every slot taken: no `try_start` can succeed. Read without the lock: a slot given back meanwhile wakes the
         scheduler (`on_free`) or is the scheduler's own (`finish`), so it asks again."""
-        return self.in_use >= self.slots
+        return self.in_use >= self.inflight.limit
 
     @contextmanager
     def running(self, lane: Lane | None) -> Iterator[None]:
@@ -86,7 +90,16 @@ class Lanes:
     def finish(self, lane: Lane | None) -> None:
         """A node started by `try_start` has ended (its outcome is handled): its slot is free."""
         with self._cond:
+            before = self.inflight.limit
+            self.inflight.finished(binding=self.in_use >= before)
             self._give_back(self._state(lane), wake=False)  # the scheduler calls this itself
+        if self.inflight.limit != before and self.on_limit is not None:
+            self.on_limit(self.inflight.limit, self.slots)
+
+    def restart(self) -> None:
+        """The scheduler starts a round of nodes: the time since the last one's end measures nothing."""
+        with self._cond:
+            self.inflight.restart()
 
     def cancel(self) -> None:
         """An interrupt: paused requests stop waiting (their calls fail as `cancelled`)."""
@@ -146,7 +159,7 @@ class Lanes:
         return state
 
     def _free_for(self, state: _LaneState, now: float) -> bool:
-        return self.in_use < self.slots and state.active < state.limit and now >= state.resume_at
+        return self.in_use < self.inflight.limit and state.active < state.limit and now >= state.resume_at
 
     def _resumers_waiting(self) -> bool:
         """A paused node that could take a free slot now goes before any node not started yet."""

@@ -160,6 +160,10 @@ class BuildProgress:
             self.state.waits[wait.label] = wait
         self.on_rate_limited(wait)
 
+    def in_flight(self, limit: int, ceiling: int) -> None:
+        """The build's in-flight limit moved (builder/inflight.py): `limit` of `ceiling` (max_concurrency)."""
+        self.on_in_flight(limit, ceiling)
+
     def batches(self, lines: list[str]) -> None:
         """Where each provider batch of the build stands (one line each), after every poll."""
         with self._lock:
@@ -209,6 +213,8 @@ class BuildProgress:
     def on_rate_limited(self, wait: Wait) -> None: ...
 
     def on_interrupt(self, running: int) -> None: ...
+
+    def on_in_flight(self, limit: int, ceiling: int) -> None: ...
 
     def on_batches(self, lines: list[str]) -> None: ...
 
@@ -329,6 +335,9 @@ class JsonProgress(BuildProgress):
 
     def on_interrupt(self, running: int) -> None:
         self._emit("interrupt", running=running)
+
+    def on_in_flight(self, limit: int, ceiling: int) -> None:
+        self._emit("in_flight", limit=limit, max_concurrency=ceiling)
 
     def on_batches(self, lines: list[str]) -> None:
         self._emit("batches", batches=lines)

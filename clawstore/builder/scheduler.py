@@ -167,6 +167,7 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
     stop = False
     interrupted = False
     lanes.on_free = lambda: results.put(_WAKE)
+    lanes.restart()
 
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     workers = 0

@@ -63,6 +63,7 @@ class BuildOptions:
     dry_run: bool = False
     force: bool = False
     max_concurrency: int | None = None
+    fixed_concurrency: bool = False  # --fixed-concurrency: max_concurrency in flight, not as many as help (inflight.py)
     quiet: bool = False
     filtered: bool = False  # --case/--model given: keep the rest of the campaign head as it was
     max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent

@@ -24,6 +24,9 @@ def _finite_usd(value: float | None) -> float | None:
 @click.option("--force", is_flag=True, help="Execute every node even if a fresh result is stored.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=None,
               help="Override execution_policy.max_concurrency.")
+@click.option("--fixed-concurrency", "fixed_concurrency", is_flag=True,
+              help="Keep max_concurrency requests in flight (default: up to it, as many as make the build faster; "
+                   "docs/building.md, Concurrency).")
 @click.option("--max-cost", "max_cost", type=click.FloatRange(min=0), default=None, metavar="USD",
               callback=lambda _ctx, _param, value: _finite_usd(value),
               help="Refuse to start when `claw plan` estimates more; stop starting new requests once spent.")
@@ -44,8 +47,9 @@ def _finite_usd(value: float | None) -> float | None:
                    "(json), or none. Default: auto, none with --output json.")
 def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
           models: tuple[str, ...], store_dir: Path | None, dry_run: bool, force: bool,
-          max_concurrency: int | None, max_cost: float | None, executor: str, ray_address: str | None,
-          remote: str | None, batch: bool, wait: bool, output: str, progress: str | None) -> None:
+          max_concurrency: int | None, fixed_concurrency: bool, max_cost: float | None, executor: str,
+          ray_address: str | None, remote: str | None, batch: bool, wait: bool, output: str,
+          progress: str | None) -> None:
     """Build a campaign: reuse what is fresh, execute only what is stale."""
     from clawstore.project.front import BudgetRefused, BuildSettings, Inspection
 
@@ -58,8 +62,9 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         print_plan(planned.campaign_id, planned.states, planned.nodes, output, force)
         note(planned.never_built)
         return
-    settings = BuildSettings(force=force, max_concurrency=max_concurrency, max_cost=max_cost, executor=executor,
-                             ray_address=ray_address, remote=remote, batch=batch, wait=wait,
+    settings = BuildSettings(force=force, max_concurrency=max_concurrency, fixed_concurrency=fixed_concurrency,
+                             max_cost=max_cost, executor=executor, ray_address=ray_address, remote=remote, batch=batch,
+                             wait=wait,
                              quiet=output == "json", progress=progress or ("none" if output == "json" else "auto"))
     try:
         built = project.build(settings)

@@ -50,6 +50,7 @@ class BuildSettings:
 
     force: bool = False
     max_concurrency: int | None = None
+    fixed_concurrency: bool = False
     max_cost: float | None = None
     executor: str = "local"
     ray_address: str | None = None
@@ -368,7 +369,8 @@ class Project:
                 planned = self._within_budget(s, seen)
             if planned is None and _shows_live(s.progress):
                 planned = self._estimate(s, seen)
-            options = BuildOptions(force=s.force, max_concurrency=s.max_concurrency, quiet=s.quiet,
+            options = BuildOptions(force=s.force, max_concurrency=s.max_concurrency,
+                                   fixed_concurrency=s.fixed_concurrency, quiet=s.quiet,
                                    max_cost_usd=s.max_cost, progress=s.progress, planned_cost_usd=planned,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)

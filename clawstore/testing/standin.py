@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import re
 import signal
 import socket
@@ -79,6 +80,18 @@ def held(gate: str, **extra: Any) -> dict[str, Any]:
     """A reply kept back until `StandIn.release(gate)` (or the server stops): "in flight until I say", where a
     latency would be a race with a loaded machine."""
     return {"held": gate, **extra}
+
+
+def peak_at_once(requests: list[dict[str, Any]], since: float = 0.0) -> int:
+    """The most of `requests` (`StandIn.requests`) received from `since` on that the server was answering at once."""
+    edges = sorted((edge for r in requests if r["received_at"] >= since
+                    for edge in ((r["received_at"], 1), (r.get("answered_at", math.inf), -1))),
+                   key=lambda edge: (edge[0], edge[1]))  # (an answer at the same moment as an arrival: first)
+    peak = at_once = 0
+    for _, delta in edges:
+        at_once += delta
+        peak = max(peak, at_once)
+    return peak
 
 
 def _words(value: Any) -> int:

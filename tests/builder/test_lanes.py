@@ -117,3 +117,20 @@ def test_full_is_every_slot_taken_and_the_scheduler_starts_a_task_when_a_paused_
     assert left == [] and sorted(done) == ["a", "b"]
     assert events.index("b started") < events.index("a resumed")
     assert lanes.in_use == 0
+
+
+def test_the_in_flight_limit_and_a_lanes_limit_must_both_allow_a_start() -> None:
+    told: list[tuple[int, int]] = []
+    lanes = Lanes(4, on_limit=lambda limit, slots: told.append((limit, slots)))
+    lanes.inflight.limit = 2  # (as builder/inflight.py lowers it)
+    assert lanes.try_start(A) and lanes.try_start(B)
+    assert lanes.full() and not lanes.try_start(A)  # 2 of the 4 slots: the in-flight limit holds
+    lanes.throttled(A, 0.0, None, time.monotonic(), halve=True)  # A's lane: 4 -> 2
+    lanes.throttled(A, 0.0, None, time.monotonic(), halve=True)  # -> 1, and A has one running
+    lanes.inflight.limit = 4
+    assert not lanes.try_start(A) and lanes.try_start(B)  # the lane's limit holds A; B may go
+    lanes.finish(A)
+    assert lanes.try_start(A)
+    assert told == []  # (told only when the controller moves the limit, at an outcome)
+    fixed = Lanes(4, adaptive=False)
+    assert fixed.inflight.limit == 4 and all(fixed.try_start(A) for _ in range(4)) and fixed.full()
