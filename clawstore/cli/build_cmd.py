@@ -64,8 +64,8 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
         return
     settings = BuildSettings(force=force, max_concurrency=max_concurrency, fixed_concurrency=fixed_concurrency,
                              max_cost=max_cost, executor=executor, ray_address=ray_address, remote=remote, batch=batch,
-                             wait=wait,
-                             quiet=output == "json", progress=progress or ("none" if output == "json" else "auto"))
+                             wait=wait, quiet=output == "json",
+                             progress=progress or ("none" if output == "json" else "auto"))
     try:
         built = project.build(settings)
     except BudgetRefused as refused:  # the plan it refused, then the error (exit 2)
