@@ -35,7 +35,8 @@ def render_result_summary_md(
 ) -> str:
     """Markdown: score and verdict, per-dimension table, per-check PASS/FAIL table, judge summaries."""
     fin = final.to_dict() if isinstance(final, FinalResult) else dict(final)
-    check_data = plain(checks) if checks is not None else {}
+    # (read, never changed: the checks' JSON as stored is read in place, a model made plain first)
+    check_data = checks if type(checks) is dict else plain(checks) if checks is not None else {}
     results = check_data.get("checks", []) if isinstance(check_data, dict) else list(check_data)
     det_scores = check_data.get("dimension_scores", {}) if isinstance(check_data, dict) else {}
     its = [i.to_dict() if isinstance(i, JudgeIteration) else dict(i) for i in judge_iterations]
