@@ -151,6 +151,7 @@ def aggregate(
     warnings: list[str] = []
     used: list[tuple[str, JudgeIteration]] = []
     per_run: dict[str, dict[str, Any]] = {}
+    part: _Combined | None = None
     for run_id, its in runs.items():
         its = sorted(its, key=lambda i: i.repetition)
         for it in its:
@@ -171,6 +172,7 @@ def aggregate(
         used.extend((run_id, i) for i in picked)
         entry: dict[str, Any] = {"used_repetitions": [i.repetition for i in picked], "score": None,
                                  "dimensions": None, "passed": None}
+        part = None
         if picked:
             part = _combine([i.scores for i in picked if i.scores], method, t)
             entry.update(score=part.score, dimensions=part.dimensions, passed=part.passed)
@@ -183,7 +185,8 @@ def aggregate(
         warnings.append("no successful judge iteration: the result cannot be scored")
         return FinalResult("failed", method, pass_threshold, t, None, empty_dims, None, [], counts,
                            _dedup(warnings), used_refs, per_run, None, [], {d: [] for d in DIMENSIONS})
-    combined = _combine(pool, method, t)
+    # One judge run: the pool is its picked scores, in order, already combined (not a second time per result node)
+    combined = part if len(runs) == 1 and part is not None else _combine(pool, method, t)
     warnings.extend(combined.notes)
     for run_id, it in used:
         warnings.extend(f"[{run_id} #{it.repetition}] {w}" for w in it.warnings)
