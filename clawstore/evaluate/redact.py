@@ -118,6 +118,12 @@ def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
     return _redact(value, secrets)
 
 
+def holds_no_secret(value: Any) -> bool:
+    """True when redact_value would find nothing to replace in `value` (a dict, list or tuple): a caller holding
+    several values asks once for all of them, and keeps them as they are."""
+    return _nothing_to_redact(value, environment_secrets())
+
+
 def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
     """True when no string of `value` can hold a secret, judged on its JSON text at once: a judge's evidence walked
     string by string cost ~10x its encoding, and almost none holds a secret. Every pattern starts with (or needs) a
