@@ -12,7 +12,7 @@ from typing import Any
 
 from clawstore.errors import ClawError, ConfigError
 from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, parse_judge_response
-from clawstore.evaluate.redact import redact_text, redact_value
+from clawstore.evaluate.redact import holds_no_secret, redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import UNKNOWN
@@ -237,8 +237,17 @@ def run_judge_iteration(
         judge_model=body.get("model") if isinstance(body.get("model"), str) else None,
     )
     if redact_secrets:
-        iteration.attempts = redact_value(iteration.attempts)
-        iteration.warnings = [redact_text(w) for w in iteration.warnings]
-        if iteration.scores is not None:
-            iteration.scores = JudgeScores.from_dict(redact_value(iteration.scores.to_dict()))
+        _redact_iteration(iteration)
     return iteration
+
+
+def _redact_iteration(iteration: JudgeIteration) -> None:
+    """Secrets out of the attempts, warnings and scores. One quick look at the three together: almost no judgement
+    holds one, and then each is kept as it is (not redacted one by one, nor the scores copied through a dict)."""
+    scores = iteration.scores
+    if holds_no_secret([iteration.attempts, iteration.warnings, scores.to_dict() if scores is not None else None]):
+        return
+    iteration.attempts = redact_value(iteration.attempts)
+    iteration.warnings = [redact_text(w) for w in iteration.warnings]
+    if scores is not None:
+        iteration.scores = JudgeScores.from_dict(redact_value(scores.to_dict()))

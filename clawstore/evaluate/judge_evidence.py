@@ -29,7 +29,7 @@ from clawstore.evaluate.evidence import (
     trace_events,
     visible_text,
 )
-from clawstore.evaluate.redact import redact_value
+from clawstore.evaluate.redact import holds_no_secret, redact_value
 from clawstore.values import jsontext
 
 FINAL_OUTPUT_LIMIT = 12_000
@@ -306,4 +306,5 @@ def build_judge_evidence(
         evidence["workspace_files"] = paths[:MAX_LISTING]
         evidence["workspace_files_omitted"] = max(len(paths) - MAX_LISTING, 0)
     evidence = _scrub(evidence, [_name_pattern(name) for name in subject_identity_strings(artifact)])
-    return redact_value(evidence) if redact_secrets else evidence
+    # (made here, so kept as it is when it holds no secret: redact_value's copy of it would be read once and dropped)
+    return redact_value(evidence) if redact_secrets and not holds_no_secret(evidence) else evidence

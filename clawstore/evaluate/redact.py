@@ -107,6 +107,9 @@ _VALUE_HINTS = (*_ASSIGNMENT_HINTS, _BEARER_HINT, "author")
 # one never matches the end of a longer string's text.
 _TOKEN_COUNTS = re.compile(r'"(?:cache_read|cache_write|cached|cached_input|completion|input|max|max_completion|'
                            r'output|prompt|reasoning|total)_tokens(?:_details)?"')
+# json.dumps(value, ensure_ascii=False), its encoder made once (json.dumps makes one of those options per call; an
+# encoder's encode keeps no state between calls, so threads share it).
+_QUICK_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _JSON_ESCAPES = re.compile(r'["\\\x00-\x1f]')  # what json.dumps(ensure_ascii=False) writes otherwise than it is
 
 
@@ -118,6 +121,12 @@ def redact_value(value: Any, extra_secrets: Iterable[str] | None = None) -> Any:
     return _redact(value, secrets)
 
 
+def holds_no_secret(value: Any) -> bool:
+    """True when redact_value would find nothing to replace in `value` (a dict, list or tuple): a caller holding
+    several values asks once for all of them, and keeps them as they are."""
+    return _nothing_to_redact(value, environment_secrets())
+
+
 def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
     """True when no string of `value` can hold a secret, judged on its JSON text at once: a judge's evidence walked
     string by string cost ~10x its encoding, and almost none holds a secret. Every pattern starts with (or needs) a
@@ -126,7 +135,7 @@ def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
     if not isinstance(value, (Mapping, list, tuple)):
         return False
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        text = _QUICK_ENCODER.encode(value)
     except (TypeError, ValueError):
         return False
     if any(secret and (secret in text or _JSON_ESCAPES.search(secret)) for secret in secrets):
