@@ -29,7 +29,7 @@ from clawstore.evaluate.evidence import (
     trace_events,
     visible_text,
 )
-from clawstore.evaluate.redact import holds_no_secret, redact_value
+from clawstore.evaluate.redact import environment_secrets, holds_no_secret, json_holds_no_secret, redact_value
 from clawstore.values import jsontext
 
 FINAL_OUTPUT_LIMIT = 12_000
@@ -81,11 +81,16 @@ def _keep_ends(items: list[Any], limit: int) -> tuple[list[Any], int]:
     return items[:half] + items[-half:], len(items) - 2 * half
 
 
-def _compact(value: Any, limit: int) -> str:
+def _compact(value: Any, limit: int, secrets: list[str] | None) -> str:
+    """A tool's arguments or result as text, cut at `limit`; redacted while still a value (`secrets`: the environment's,
+    None when nothing is redacted)."""
     if isinstance(value, str):
-        text = value
-    else:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        return truncate(value, limit)[0]
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    # The text rules find in this text all that the walk would, unless JSON escaped it (a string's own JSON a level
+    # deeper, `{"stdout": "{\"password\": \"1\"}"}`; a secret's quote) or the cut halves it.
+    if secrets is not None and ("\\" in text or len(text) > limit) and not json_holds_no_secret(text, secrets):
+        text = json.dumps(redact_value(value, secrets), ensure_ascii=False, sort_keys=True, default=str)
     return truncate(text, limit)[0]
 
 
@@ -109,17 +114,17 @@ def _search_summary(output: Mapping[str, Any]) -> str | None:
     )
 
 
-def _result_summary(tool: str, output: Any) -> str:
+def _result_summary(tool: str, output: Any, secrets: list[str] | None) -> str:
     if isinstance(output, dict) and set(output) <= {"status", "output"} and "output" in output:
         output = output["output"]  # the tool envelope {status, output}
     if isinstance(output, dict) and ("search" in tool or tool == "web"):
         summary = _search_summary(output)
         if summary:
             return summary
-    return _compact(output, TOOL_RESULT_LIMIT)
+    return _compact(output, TOOL_RESULT_LIMIT, secrets)
 
 
-def _tool_activity(artifact: Mapping[str, Any]) -> dict[str, Any]:
+def _tool_activity(artifact: Mapping[str, Any], secrets: list[str] | None) -> dict[str, Any]:
     names: dict[str, str] = {}
     events: list[dict[str, Any]] = []
     for event in trace_events(artifact):
@@ -131,12 +136,13 @@ def _tool_activity(artifact: Mapping[str, Any]) -> dict[str, Any]:
             if args is None:
                 args = event.get("raw_arguments")
             events.append({"kind": "call", "tool": tool, "call_id": event.get("call_id"),
-                           "arguments": _compact(args if args is not None else {}, TOOL_ARGUMENT_LIMIT)})
+                           "arguments": _compact(args if args is not None else {}, TOOL_ARGUMENT_LIMIT, secrets)})
         elif kind == "tool_result":
             meta_name = (event.get("metadata") or {}).get("tool_name")
             tool = names.get(str(event.get("call_id"))) or str(meta_name or "unknown")
+            summary = _result_summary(tool, event.get("output"), secrets)
             events.append({"kind": "result", "tool": tool, "call_id": event.get("call_id"),
-                           "status": event.get("status"), "summary": _result_summary(tool, event.get("output"))})
+                           "status": event.get("status"), "summary": summary})
     calls = [e for e in events if e["kind"] == "call"]
     activity: dict[str, Any] = {
         "source": "trace",
@@ -297,7 +303,7 @@ def build_judge_evidence(
         "final_output_was_raw_payload": raw_payload,
         "assistant_messages": messages,
         "assistant_messages_omitted": messages_omitted,
-        "tool_activity": _tool_activity(artifact),
+        "tool_activity": _tool_activity(artifact, environment_secrets() if redact_secrets else None),
         "artifacts": _artifact_excerpts(artifact, sandbox, workspace),
         "material_failures": _material_failures(artifact),
     }

@@ -1,8 +1,9 @@
 """Secret redaction for everything the evaluation layer writes or sends to a judge.
 
-Two layers: known token shapes (OpenAI/OpenRouter/Anthropic keys, bearer tokens, AWS access key
-ids, GitHub and Slack tokens, `api_key=…`-style assignments), and the literal values of this
-process's secret-looking environment variables (catches key formats no pattern knows).
+Three layers: known token shapes (OpenAI/OpenRouter/Anthropic keys, bearer tokens, AWS access key
+ids, GitHub and Slack tokens, `api_key=…`-style assignments), the values of secret-named keys (in a
+mapping, or a `"password": "…"` pair in a JSON text), and the literal values of this process's
+secret-looking environment variables (catches key formats no pattern knows).
 """
 
 from __future__ import annotations
@@ -47,11 +48,19 @@ _SHORTEST_SECRET = 8
 # casefolds to exactly that letter (K and the long s included), so `in` finds all the regex would.
 _ASSIGNMENT_HINTS = ("key", "token", "secret", "passw")
 _BEARER_HINT = "bearer"
+# Every name _SECRET_KEY_NAME knows contains one of these ("author" stands for "authorization" because (?i) also
+# matches a dotless i to "i").
+_KEY_HINTS = (*_ASSIGNMENT_HINTS, "author")
 SECRET_ENV_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
-# Mapping keys whose string values are secrets whatever they look like.
+# Mapping keys whose values (a string or a number) are secrets whatever they look like.
 _SECRET_KEY_NAME = re.compile(
     r"(?i)(api[_-]?key|apikey|secret|password|passwd|access[_-]?token|auth[_-]?token|^token$|^authorization$)"
 )
+# A `"name": value` pair in a JSON text (tool arguments, a tool's output, a file): its value goes when the name is
+# one _SECRET_KEY_NAME knows, whatever the value looks like (`"password": "123456"` has no letter _ASSIGNMENT wants).
+# The name is at most 100 characters and a string ends at its first unescaped quote: linear in the text. A value
+# also ends at a line's end, which no JSON string holds: a text cut short (`… [truncated N chars]`) keeps no head of it.
+_JSON_PAIR = re.compile(r'"((?:[^"\\\n]|\\.){1,100})"(\s*:\s*)("(?:[^"\\\n]|\\.)*"?|-?\d[\d.eE+-]*)')
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -94,14 +103,29 @@ def redact_text(text: str, extra_secrets: Iterable[str] | None = None) -> str:
     if _BEARER_HINT in folded:
         text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
         folded = text.casefold()
+    if '"' in text and any(hint in folded for hint in _KEY_HINTS):
+        text = _JSON_PAIR.sub(_redact_pair, text)
     if any(hint in folded for hint in _ASSIGNMENT_HINTS):  # (most texts name no secret: cheap scans)
         text = _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
 
+def _redact_pair(match: re.Match[str]) -> str:
+    """A JSON pair with its value replaced when its name is a secret's (the name as JSON decodes it)."""
+    name, value = match.group(1), match.group(3)
+    if "\\" in name:
+        try:
+            name = json.loads(f'"{name}"')
+        except ValueError:
+            return match.group(0)
+    if value == '""' or not _SECRET_KEY_NAME.search(name):
+        return match.group(0)
+    return f'"{match.group(1)}"{match.group(2)}"{REDACTED}"'
+
+
 # Every name _SECRET_KEY_NAME or _ASSIGNMENT knows, and the bearer scheme, contain one of these (casefolded: see
-# _ASSIGNMENT_HINTS; "author" stands for "authorization" because (?i) also matches a dotless i to "i").
-_VALUE_HINTS = (*_ASSIGNMENT_HINTS, _BEARER_HINT, "author")
+# _ASSIGNMENT_HINTS and _KEY_HINTS).
+_VALUE_HINTS = (*_KEY_HINTS, _BEARER_HINT)
 # Whole strings (quoted) every usage block holds, that nothing would redact (no [:=], no secret key's name), left out
 # of the look for names: else "token" would send every trace to the walk. A quote inside a string is escaped, so
 # one never matches the end of a longer string's text.
@@ -138,6 +162,18 @@ def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
         text = _QUICK_ENCODER.encode(value)
     except (TypeError, ValueError):
         return False
+    return _json_holds_no_secret(text, secrets)
+
+
+def json_holds_no_secret(text: str, secrets: list[str] | None = None) -> bool:
+    """True when redact_value would find nothing to replace in the value `text` is the JSON of (json.dumps with
+    ensure_ascii=False; sort_keys changes nothing here, default=str only adds text to look at): a caller that encodes
+    a value anyway asks this instead of holds_no_secret, which would encode it again. `secrets`: environment_secrets(),
+    when the caller asks many times."""
+    return _json_holds_no_secret(text, environment_secrets() if secrets is None else secrets)
+
+
+def _json_holds_no_secret(text: str, secrets: list[str]) -> bool:
     if any(secret and (secret in text or _JSON_ESCAPES.search(secret)) for secret in secrets):
         return False
     if _TOKEN_HINT.search(text):
@@ -169,7 +205,7 @@ def _redact(value: Any, secrets: list[str]) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
-            if isinstance(v, str) and _SECRET_KEY_NAME.search(key) and len(v) >= 6:
+            if _is_secret_value(v) and _SECRET_KEY_NAME.search(key):
                 out[redact_text(key, secrets)] = REDACTED
             else:
                 out[redact_text(key, secrets)] = _redact(v, secrets)
@@ -177,3 +213,9 @@ def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [_redact(v, secrets) for v in value]
     return value
+
+
+def _is_secret_value(value: Any) -> bool:
+    """Whether a secret-named key's value is replaced: a non-empty string or a number (a PIN, a numeric password),
+    however short. (Not a bool or an empty string, which hide nothing, nor a container, which the walk goes into.)"""
+    return (isinstance(value, str) and value != "") or (type(value) in (int, float))

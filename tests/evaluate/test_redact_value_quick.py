@@ -18,7 +18,7 @@ ESCAPED = ['quo"te\\val9876']  # written otherwise in JSON text
 FRAGMENTS = ["sk-or-v1-abcdefghijklmnop1234", "AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "api_key=abc123def",
              "PASSWD: hunter2hunter2", "\u017fecret=abcdef123456", "api_\u212aey=abcdef123456", "password",
              "authorization", "AUTHOR\u0131ZATION", "token", "env-value-1234", 'quo"te\\val9876',
-             "plain words", "ünïcödé ß", "\n\t", '"', "\\"]
+             '"password": "12"', '{"Token":7}', '"api_key": "', "plain words", "ünïcödé ß", "\n\t", '"', "\\"]
 
 texts = st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS),
                   st.tuples(st.sampled_from(FRAGMENTS), st.text(max_size=6)).map("".join))
