@@ -88,6 +88,14 @@ def test_a_failure_detail_holding_json_is_redacted() -> None:
     assert "60606" not in prompt and f'"password": "{REDACTED}"' in prompt
 
 
+def test_a_written_file_holding_json_is_redacted() -> None:
+    art = artifact(trace=[tool_call("c1", "write_file", {"path": "/tmp/creds.json", "content": "see file"}),
+                          final("Saved.")])
+    evidence = build_judge_evidence(art, sandbox_files={"/tmp/creds.json": b'{"user": "ann", "password": "4321"}'})
+    prompt = render_judge_prompt(TARGET, evidence, [], None)
+    assert "4321" not in prompt and "4321" not in json.dumps(evidence) and f'"password": "{REDACTED}"' in prompt
+
+
 def test_other_arguments_are_kept_as_they_were() -> None:
     prompt = judged([tool_call("c1", "login", {"user": "ann", "password": "580214", "max_tokens": 123456,
                                                "tokens": "31", "retries": 3})])[1]
