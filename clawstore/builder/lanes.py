@@ -87,11 +87,13 @@ class Lanes:
         with paced_by(_LanePacer(self, lane)):
             yield
 
-    def finish(self, lane: Lane | None) -> None:
-        """A node started by `try_start` has ended (its outcome is handled): its slot is free."""
+    def finish(self, lane: Lane | None, completed: bool = True) -> None:
+        """A node started by `try_start` has ended (its outcome is handled): its slot is free. Not `completed`: set
+        aside (`Later`: another build holds its claim), no measure of the in-flight limit's throughput."""
         with self._cond:
             before = self.inflight.limit
-            self.inflight.finished(binding=self.in_use >= before)
+            if completed:
+                self.inflight.finished(binding=self.in_use >= before)
             self._give_back(self._state(lane), wake=False)  # the scheduler calls this itself
         if self.inflight.limit != before and self.on_limit is not None:
             self.on_limit(self.inflight.limit, self.slots)

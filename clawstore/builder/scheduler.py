@@ -236,7 +236,8 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                     continue
                 outcome, lane = result
                 running -= 1
-                lanes.finish(lane)  # (here, not in the worker: `on_done` may stop scheduling first)
+                lanes.finish(lane, completed=not isinstance(outcome.value, Later))  # (here, not in the worker:
+                # `on_done` may stop scheduling first)
                 if isinstance(outcome.value, Later):
                     heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
                     continue

@@ -7,6 +7,7 @@ import threading
 import time
 
 from clawstore.builder.lanes import INCREASE_AFTER, Lane, Lanes, Wait
+from clawstore.builder.scheduler import Later, run_tasks
 
 A = Lane("http://127.0.0.1:1/v1", "vendor/a", label="a")
 B = Lane("http://127.0.0.1:1/v1", "vendor/b", label="b")
@@ -134,3 +135,18 @@ def test_the_in_flight_limit_and_a_lanes_limit_must_both_allow_a_start() -> None
     assert told == []  # (told only when the controller moves the limit, at an outcome)
     fixed = Lanes(4, adaptive=False)
     assert fixed.inflight.limit == 4 and all(fixed.try_start(A) for _ in range(4)) and fixed.full()
+
+
+def test_a_node_set_aside_is_no_completion_of_the_in_flight_limit() -> None:
+    # `Later`: another build holds the node's claim; its quick return says nothing of the limit's throughput
+    finished: list[bool] = []
+    lanes = Lanes(4)
+    lanes.inflight.finished = lambda binding: finished.append(binding)  # type: ignore[method-assign]
+    tries: dict[int, int] = {}
+
+    def work(task: int) -> int | Later:
+        tries[task] = tries.get(task, 0) + 1
+        return Later(0.01) if task % 2 and tries[task] == 1 else task
+
+    run_tasks(range(6), work, 4, lambda outcome: True, lanes=lanes)
+    assert sum(tries.values()) == 9 and len(finished) == 6  # 3 set aside once: 9 returns, 6 completions
