@@ -16,7 +16,6 @@ import msgspec
 from clawstore.errors import StoreError
 from clawstore.graph.keys import run_outputs_ref
 from clawstore.graph.plan import Node, address_id
-from clawstore.graph.records import utc_now
 from clawstore.store import RefConflict
 from clawstore.store.actions import reusable
 from clawstore.store.buildlogs import (
@@ -30,6 +29,7 @@ from clawstore.store.buildlogs import (
 from clawstore.store.documents import BUILD_LOG_FORMAT, COUNTERS, JOURNALED_FORMAT, TOKEN_METRICS, BuildLogDoc
 from clawstore.store.headdoc import Place, iter_nodes, place, write_placed_head
 from clawstore.store.sortedruns import FAN_IN, RUN_BYTES, SortedRuns
+from clawstore.values.clock import utc_now
 from clawstore.values.costs import PAID_KINDS, CostSum
 from clawstore.values.tokens import TOKENS_UNKNOWN, tokens_known
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from clawstore.builder.batch_layer import BatchKind, FirstAnswer, batch_layer
 from clawstore.graph.plan import Node
-from clawstore.graph.records import utc_now
 from clawstore.providers.batch_api import LineAnswer
+from clawstore.values.clock import utc_now
 from clawstore.values.costs import declared_prices
 
 if TYPE_CHECKING:

@@ -25,12 +25,13 @@ from clawstore.graph.keys import (
     result_document,
 )
 from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record, put_input
-from clawstore.graph.records import make_record, utc_now
+from clawstore.graph.records import make_record
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json, field_values
+from clawstore.values.clock import utc_now
 from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:

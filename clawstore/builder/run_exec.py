@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from clawstore.builder.legacy_keys import record_under_legacy_key
 from clawstore.builder.unstored import store_answer
 from clawstore.graph.plan import Node, put_input
-from clawstore.graph.records import kept_outcome, make_record, utc_now
+from clawstore.graph.records import kept_outcome, make_record
 from clawstore.host.scratch import OwnedScratch, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
 from clawstore.runners.pricing import record_cost
 from clawstore.store.documents import KNOWN_PART, TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
+from clawstore.values.clock import utc_now
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster

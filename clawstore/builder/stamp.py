@@ -334,9 +334,9 @@ def log_noop(store_root: Path, stamp: Stamp) -> str:
     """Write the build log of a no-op build confirmed by `stamp` (what a planned no-op writes: its
     counts and the head it confirmed, no node); returns its build id."""
     from clawstore.builder.buildlog import new_build_id
-    from clawstore.graph.records import utc_now
     from clawstore.store.buildlogs import write_build_log
     from clawstore.store.documents import BuildLogDoc
+    from clawstore.values.clock import utc_now
 
     started = utc_now()
     doc = BuildLogDoc(build_id=new_build_id(), started_at=started, campaign=stamp.campaign,

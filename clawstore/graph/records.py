@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from clawstore.store.actions import reusable
@@ -18,20 +17,6 @@ AGENT_OUTCOME_CODES = frozenset({"openclaw_agent_timeout"})
 def kept_outcome(status: str, error: dict[str, Any] | None) -> bool:
     """Is a run ending in `status` with `error` the model's (or agent's) outcome, cached, rather than a fault?"""
     return status not in INFRASTRUCTURE_STATUSES or (error or {}).get("code") in AGENT_OUTCOME_CODES
-
-
-_second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text up to the seconds
-
-
-def utc_now() -> str:
-    """Now as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (what `datetime.now(UTC).isoformat` gives, cut to that form): the date
-    and time of day formatted once a second, the microseconds each call (1.0 against 3.8 µs, a few per node)."""
-    global _second
-    second, micros = divmod(time.time_ns() // 1000, 1_000_000)
-    made = _second  # (one read: another thread may replace it meanwhile, never half of it)
-    if made[0] != second:
-        made = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{made[1]}.{micros:06d}Z"
 
 
 def make_record(*, kind: str, key: str, address: dict[str, Any], status: str, cacheable: bool,

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import ConfigError, UsageError
-from clawstore.graph.records import utc_now
 from clawstore.pae.layout import (
     PaeFileError,
     PaeRun,
@@ -21,6 +20,7 @@ from clawstore.pae.layout import (
     run_profile_dirs,
 )
 from clawstore.pae.mapping import claw_artifact, judge_iteration, mismatch
+from clawstore.values.clock import utc_now
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

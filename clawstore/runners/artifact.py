@@ -12,25 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.providers.usage import Usage
+from clawstore.values.clock import utc_now_millis as utc_now_iso
 
 SCHEMA_VERSION = 1
 RUN_STATUSES = ("success", "invalid", "incomplete", "provider_error", "timed_out", "failed")
 EVENT_TYPES = ("message", "tool_call", "tool_result", "runner", "final_output")
-
-
-_second: tuple[int, str] = (-1, "")  # the last second utc_now_iso formatted, and its text up to the seconds
-
-
-def utc_now_iso() -> str:
-    """Current UTC time, ISO 8601 with milliseconds and a `Z` suffix (what `datetime.now(UTC).isoformat(timespec=
-    "milliseconds")` gives): the date and time of day formatted once a second, the milliseconds each call (a run's
-    trace asks a few times; 2.1 against 0.7 us), as graph/records.py `utc_now` does."""
-    global _second
-    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
-    made = _second  # (one read: another thread may replace it meanwhile, never half of it)
-    if made[0] != second:
-        made = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{made[1]}.{millis:03d}Z"
 
 
 class Trace:

@@ -19,9 +19,10 @@ from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.config.models.run_profile import ExecutionPolicy
 from clawstore.graph.keys import document_key
 from clawstore.graph.plan import Node
-from clawstore.graph.records import make_record, utc_now
+from clawstore.graph.records import make_record
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.store import Store
+from clawstore.values.clock import utc_now
 
 COST_USD = 0.01
 

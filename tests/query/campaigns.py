@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawstore.builder.buildlog import BuildLog
-from clawstore.graph.records import make_record, utc_now
+from clawstore.graph.records import make_record
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
+from clawstore.values.clock import utc_now
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 
