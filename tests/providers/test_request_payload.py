@@ -28,7 +28,7 @@ def _outcome(make: Any, body: Any) -> tuple[str, Any]:
         return type(exc).__name__, str(exc)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(bodies)
 def test_the_bytes_are_json_dumps_bytes(body: dict[str, Any]) -> None:
     assert _outcome(request_payload, body) == _outcome(
