@@ -31,11 +31,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from clawstore.builder.buildlog import BuildLog  # noqa: E402
-from clawstore.graph.records import make_record, utc_now  # noqa: E402
+from clawstore.graph.records import make_record  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402
 from clawstore.query.manifest import index_current, manifest_dir  # noqa: E402
 from clawstore.query.views import connect  # noqa: E402
 from clawstore.store import Store  # noqa: E402
+from clawstore.values.clock import utc_now  # noqa: E402
 
 MODELS = [f"vendor{i}/model-{i}" for i in range(20)]
 CAMPAIGN = {"id": "bench__std__none", "suite_id": "bench", "run_profile_id": "std", "evaluation_profile_id": None}

@@ -56,11 +56,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._leanwire import LeanBackend  # noqa: E402
 from bench.growth_bench import bare_loop_cpu  # noqa: E402
-from clawstore.graph.records import make_record, utc_now  # noqa: E402
+from clawstore.graph.records import make_record  # noqa: E402
 from clawstore.providers.client import ProviderClient, _interpret, _Reply  # noqa: E402
 from clawstore.providers.endpoint import Endpoint  # noqa: E402
 from clawstore.store.store import Store  # noqa: E402
 from clawstore.testing.standin import StandInProcess  # noqa: E402
+from clawstore.values.clock import utc_now  # noqa: E402
 
 BODY = {"model": "vendor/m0", "messages": [{"role": "user", "content": "What is 1 + 1?"}]}
 

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clawstore.graph.records import make_record, utc_now
+from clawstore.graph.records import make_record
 from clawstore.store.store import Store
 from clawstore.values.canonical import canonical_json
+from clawstore.values.clock import utc_now
 
 
 def _artifact(i: int) -> dict[str, Any]:

@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from clawstore.builder.buildlog import BuildLog  # noqa: E402
-from clawstore.graph.records import make_record, utc_now  # noqa: E402
+from clawstore.graph.records import make_record  # noqa: E402
 from clawstore.query import copied, heads, segments  # noqa: E402
 from clawstore.query.engine import run_query  # noqa: E402
 from clawstore.query.manifest import (  # noqa: E402
@@ -66,6 +66,7 @@ from clawstore.query.schema import HISTORY_VIEW  # noqa: E402
 from clawstore.query.stats_sql import create_stats_macros  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.buildlogs import read_build_log  # noqa: E402
+from clawstore.values.clock import utc_now  # noqa: E402
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 MODELS = [f"vendor{i}/model-{i}" for i in range(20)]

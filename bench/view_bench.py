@@ -36,9 +36,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from clawstore.builder.buildlog import BuildLog  # noqa: E402
-from clawstore.graph.records import make_record, utc_now  # noqa: E402
+from clawstore.graph.records import make_record  # noqa: E402
 from clawstore.store import Store  # noqa: E402
 from clawstore.store.buildlogs import read_build_log  # noqa: E402
+from clawstore.values.clock import utc_now  # noqa: E402
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 CAMPAIGN = {"id": "bench__std__judge", "suite_id": "bench", "run_profile_id": "std",
