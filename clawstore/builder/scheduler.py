@@ -236,9 +236,9 @@ def run_tasks(tasks: Iterable[T], work: Callable[[T], R | Later], concurrency: i
                     continue
                 outcome, lane = result
                 running -= 1
-                lanes.finish(lane, completed=not isinstance(outcome.value, Later))  # (here, not in the worker:
-                # `on_done` may stop scheduling first)
-                if isinstance(outcome.value, Later):
+                later = isinstance(outcome.value, Later)
+                lanes.finish(lane, completed=not later)  # (here, not in the worker: on_done may stop scheduling first)
+                if later:
                     heapq.heappush(waiting, (time.monotonic() + outcome.value.delay_s, next(order), outcome.task))
                     continue
                 if not on_done(outcome):

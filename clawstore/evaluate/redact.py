@@ -164,18 +164,14 @@ def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
         text = _QUICK_ENCODER.encode(value)
     except (TypeError, ValueError):
         return False
-    return _json_holds_no_secret(text, secrets)
+    return json_holds_no_secret(text, secrets)
 
 
-def json_holds_no_secret(text: str, secrets: list[str] | None = None) -> bool:
+def json_holds_no_secret(text: str, secrets: list[str]) -> bool:
     """True when redact_value would find nothing to replace in the value `text` is the JSON of (json.dumps with
     ensure_ascii=False; sort_keys changes nothing here, default=str only adds text to look at): a caller that encodes
     a value anyway asks this instead of holds_no_secret, which would encode it again. `secrets`: environment_secrets(),
-    when the caller asks many times."""
-    return _json_holds_no_secret(text, environment_secrets() if secrets is None else secrets)
-
-
-def _json_holds_no_secret(text: str, secrets: list[str]) -> bool:
+    read once by a caller that asks many times."""
     if any(secret and (secret in text or _JSON_ESCAPES.search(secret)) for secret in secrets):
         return False
     if _TOKEN_HINT.search(text):
