@@ -27,6 +27,7 @@ from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.builder.test_stampless_windows import CAMPAIGN, _campaign, _reorder_head, small_and_large_peaks
 from tests.support.claw import Claw
+from tests.support.fresh import measured_in_fresh_process
 from tests.support.storefiles import lose_object
 from tests.support.workspace import Workspace
 
@@ -35,7 +36,31 @@ BOUND = 2**19  # what the larger campaign's build may peak above the smaller's (
 
 def _build_peak(root: Path, store: Path) -> int:
     """Peak Python allocations of a `claw build` (every node fresh) of the workspace at `root` that no stamp answers
-    (the second: what the first imported, and the store's index it listed, are not the build's)."""
+    (the second: what the first imported, and the store's index it listed, are not the build's), measured in a new
+    interpreter (tests/support/fresh.py: a test worker's leftovers are counted too)."""
+    return int(measured_in_fresh_process(build_peak_alone, root, store))
+
+
+def _small_buffers(patch: pytest.MonkeyPatch) -> None:
+    """The build's other constant buffers made small, so that this campaign outgrows them as a big one does theirs:
+    the build log's sorted runs (spilled past 16 KiB, 4 merged at once), a head part (read whole: at most 32 nodes),
+    the index's segments held as dicts and the open pack; 4 cases a window."""
+    patch.setattr(buildlog, "SPILL_RUN_BYTES", 16 << 10)
+    patch.setattr(buildlog, "SPILL_FAN_IN", 4)
+    patch.setattr(headdoc, "PART_MAX", 32)
+    patch.setattr(index, "SMALL_ROWS", 64)
+    patch.setattr(runtime, "PACK_TARGET", 64 << 10)
+    patch.setattr(engine, "WINDOW_RUNS", 8)
+
+
+def build_peak_alone(root: str, store: str) -> int:
+    """_build_peak's measurement, in the interpreter that runs it, with the test's small buffers."""
+    with pytest.MonkeyPatch.context() as patch:
+        _small_buffers(patch)
+        return _build_peak_here(Path(root), Path(store))
+
+
+def _build_peak_here(root: Path, store: Path) -> int:
     project = Project(None, lambda line: None, CampaignRequest(root, "main", "rp", "ev"))
     try:
         shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
@@ -56,14 +81,7 @@ def _build_peak(root: Path, store: Path) -> int:
 @pytest.mark.timeout(120)
 def test_a_build_no_stamp_answers_holds_a_window_of_its_head_not_the_campaign(
         tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The build's other constant buffers made small too (tests/builder/test_build_memory.py), so that this campaign
-    # outgrows them as a big one does theirs: the build log's sorted runs (spilled past 16 KiB, 4 merged at once), a
-    # head part (read whole: at most 32 nodes), the index's segments held as dicts and the open pack.
-    monkeypatch.setattr(buildlog, "SPILL_RUN_BYTES", 16 << 10)
-    monkeypatch.setattr(buildlog, "SPILL_FAN_IN", 4)
-    monkeypatch.setattr(headdoc, "PART_MAX", 32)
-    monkeypatch.setattr(index, "SMALL_ROWS", 64)
-    monkeypatch.setattr(runtime, "PACK_TARGET", 64 << 10)
+    _small_buffers(monkeypatch)  # (the builds too: tests/builder/test_build_memory.py)
     small, large = small_and_large_peaks(tmp_path, standin, monkeypatch, _build_peak)
     assert large < small + BOUND, (small, large)
 
