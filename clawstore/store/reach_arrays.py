@@ -29,6 +29,8 @@ _ACT = struct.Struct("<32s32sqIQ")  # and an action row (index._ACT)
 _ROW = np.dtype({"names": ["digest", "key", "slot", "offset", "length"], "formats": ["S32", ">u8", "<u4", "<u8", "<u8"],
                  "offsets": [0, 0, 32, 36, 44], "itemsize": 52})
 _WHOLE = np.dtype("V52")  # (the same rows as bytes: numpy gathers them ~7x faster than as fields)
+_WORDS = np.dtype({"names": ["w0", "w1", "w2", "w3"], "formats": ["<u8"] * 4, "offsets": [0, 8, 16, 24],
+                   "itemsize": 52})  # (a row's id as four words)
 NOT_FOUND = -1  # no held row: the caller looks it up (the index may lack it)
 SMALL = -2  # a small segment's object (row_of's row -1), or an id whose key another shares: looked up by the caller
 
@@ -43,6 +45,22 @@ def search(sorted_values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     found = np.empty(len(wanted), np.int64)
     found[order] = np.searchsorted(sorted_values, wanted[order])
     return found
+
+
+def same_ids(rows: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """Whether each row's id (`rows` as _ROW, or `S32` ids) is the id beside it in `digests` (`S32`): compared as four
+    8-byte words (numpy compares `S32` a byte at a time: 3 ms for 63,000 ids, 0.7 ms as words)."""
+    theirs = np.ascontiguousarray(digests).view(np.uint64).reshape(-1, 4)
+    if rows.dtype == _ROW:
+        view = rows.view(_WORDS)
+        mine = [view[name] for name in _WORDS.names]
+    else:
+        words = np.ascontiguousarray(rows).view(np.uint64).reshape(-1, 4)
+        mine = [words[:, at] for at in range(4)]
+    same = mine[0] == theirs[:, 0]
+    for at in range(1, 4):
+        same &= mine[at] == theirs[:, at]
+    return same
 
 
 def keys_of(digests: np.ndarray) -> np.ndarray:
@@ -211,7 +229,7 @@ class HeldArrays:
             match[inside] = table_keys[at[inside]] == wanted[inside]
             matched = rows_at(table, at[match])  # (the whole id and the pack of each key matched)
             same = np.zeros(len(todo), bool)
-            same[match] = matched["digest"] == digests[todo[match]]
+            same[match] = same_ids(matched, digests[todo[match]])
             slot = matched["slot"][same[match]].astype(np.int64)
             bad = slot >= len(slots)
             hits = todo[same]
@@ -431,7 +449,7 @@ class PackArrays:
         inside = at < rows
         same = np.zeros(len(at), bool)
         same[inside] = offsets[at[inside]] == index_offsets[inside]
-        same[same] = self.known[at[same]] == digests[same]
+        same[same] = same_ids(self.known[at[same]], digests[same])
         self.index_row = np.full(rows, -1, np.int64)
         self.index_row[at[same]] = index_rows[same]
         # index row -> file row, for the rows waiting for this pack: an array over the span of the pack's index rows (4
@@ -456,7 +474,7 @@ class PackArrays:
             at = search(sorted_keys, keys_of(wanted))
             at[at == len(sorted_keys)] = 0
             at = at if by_key is None else by_key[at]
-            hit = digests[at] == wanted
+            hit = same_ids(digests[at], wanted)
             named = self.file_rows(index_rows[at[hit]])
             self.alias[unnamed[hit][named >= 0]] = named[named >= 0]
 

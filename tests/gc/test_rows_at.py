@@ -70,7 +70,9 @@ def test_locate_answers_in_the_order_asked_as_find_object_does(tmp_path: Path) -
         held = reach_arrays.HeldArrays(finder)
         rng = np.random.default_rng(3)
         asked = [objects[i][0] for i in rng.integers(0, _N, 5000).tolist()]
-        asked += [rng.bytes(32) for _ in range(50)] + [objects[10][0][:8] + bytes(24)]
+        asked += [rng.bytes(32) for _ in range(50)]
+        asked += [objects[10 + at][0][:at] + bytes([objects[10 + at][0][at] ^ 1]) + objects[10 + at][0][at + 1:]
+                  for at in range(8, 32)]  # (a stored id but for a byte past its key: each word compared)
         order = rng.permutation(len(asked)).tolist()
         asked = [asked[i] for i in order]
         rows, packs, offsets, lengths = held.locate(np.array(asked, dtype="S32"))
@@ -85,3 +87,17 @@ def test_locate_answers_in_the_order_asked_as_find_object_does(tmp_path: Path) -
             assert finder.row_of(digest) == (rows[at], loc[0])
     finally:
         table.close()
+
+
+def test_ids_are_the_same_as_words_exactly_where_they_are_the_same_as_bytes() -> None:
+    """same_ids compares 32-byte ids as four words: an id differing from its neighbour in any one of its bytes (or
+    only in a trailing zero byte, which numpy's `S32` drops) is told apart, from `S32` ids and from rows alike."""
+    rng = np.random.default_rng(7)
+    ids = [rng.bytes(32) for _ in range(64)] + [bytes(31) + b"\x01", bytes(32)]
+    others = [digest[:at] + bytes([digest[at] ^ 0x80]) + digest[at + 1:] for at, digest in enumerate(ids[:32])]
+    others += ids[32:64] + [bytes(32), bytes(32)]
+    rows = np.zeros(len(ids), reach_arrays._ROW)
+    rows["digest"] = np.array(ids, dtype="S32")
+    expected = [mine == theirs for mine, theirs in zip(ids, others, strict=True)]
+    for mine in (np.array(ids, dtype="S32"), rows):
+        assert reach_arrays.same_ids(mine, np.array(others, dtype="S32")).tolist() == expected
