@@ -431,6 +431,11 @@ def _unreached_entries(unreached: list[tuple[Table, int, np.ndarray]]) -> Iterat
             yield key, ActionEntry(record, time_ns, table.packs[slot_at], offset)
 
 
+# Index rows a pack's file maps to its rows by an array over their span (4 bytes a row: 16 MiB, at a store of 4 M
+# objects); past it, by a search of its rows sorted (a sort a pack taken up, and one a batch of rows waiting for it)
+SPAN = 4 << 20
+
+
 class PackArrays:
     """A pack's edges file as arrays, each of its rows matched to the index row row_of finds for it (-1: none, or
     one row_of answers otherwise: such a row is looked up by the caller)."""
@@ -453,13 +458,19 @@ class PackArrays:
         self.index_row = np.full(rows, -1, np.int64)
         self.index_row[at[same]] = index_rows[same]
         # index row -> file row, for the rows waiting for this pack: an array over the span of the pack's index rows (4
-        # bytes a row of the tables at most, held with this pack's file), where a search needed them sorted (argsorts
-        # of ~70,000 rows, twice a pack)
+        # bytes a row, held with this pack's file) while that is at most SPAN rows, where a search needed them sorted
+        # (argsorts of ~70,000 rows, twice a pack); past it, the file's index rows sorted
         named = np.flatnonzero(self.index_row >= 0)
         self._low = int(self.index_row[named].min()) if len(named) else 0
         span = int(self.index_row[named].max()) + 1 - self._low if len(named) else 0
-        self._file_row = np.full(span, -1, np.int32)
-        self._file_row[self.index_row[named] - self._low] = named
+        self._by_index: tuple[np.ndarray, np.ndarray] | None = None
+        self._file_row = np.zeros(0, np.int32)
+        if span <= SPAN:
+            self._file_row = np.full(span, -1, np.int32)
+            self._file_row[self.index_row[named] - self._low] = named
+        else:
+            order = np.argsort(self.index_row)
+            self._by_index = (self.index_row[order], order)
         del named
         # A blob the pack holds twice (a batch's object written again): the index names one copy, the file's ids name
         # the last (edgefile.EdgeLog.against); a row the index does not name stands for the row it names of that id
@@ -481,8 +492,16 @@ class PackArrays:
     def file_rows(self, index_rows: np.ndarray) -> np.ndarray:
         """Each index row's row in this file, -1 if the file has none matched to it."""
         found = np.full(len(index_rows), -1, np.int64)
-        inside = (index_rows >= self._low) & (index_rows < self._low + len(self._file_row))
-        found[inside] = self._file_row[index_rows[inside] - self._low]
+        if self._by_index is None:
+            inside = (index_rows >= self._low) & (index_rows < self._low + len(self._file_row))
+            found[inside] = self._file_row[index_rows[inside] - self._low]
+            return found
+        sorted_rows, order = self._by_index
+        at = search(sorted_rows, index_rows)
+        inside = at < len(sorted_rows)
+        hit = np.zeros(len(index_rows), bool)
+        hit[inside] = sorted_rows[at[inside]] == index_rows[inside]
+        found[hit] = order[at[hit]]
         return found
 
 
