@@ -28,6 +28,9 @@ _ACT = struct.Struct("<32s32sqIQ")  # and an action row (index._ACT)
 # An object row of an index table (index._OBJ, 52 bytes): its digest, its first 8 bytes as a sort key, slot, offset
 _ROW = np.dtype({"names": ["digest", "key", "slot", "offset", "length"], "formats": ["S32", ">u8", "<u4", "<u8", "<u8"],
                  "offsets": [0, 0, 32, 36, 44], "itemsize": 52})
+_WHOLE = np.dtype("V52")  # (the same rows as bytes: numpy gathers them ~7x faster than as fields)
+_WORDS = np.dtype({"names": ["w0", "w1", "w2", "w3"], "formats": ["<u8"] * 4, "offsets": [0, 8, 16, 24],
+                   "itemsize": 52})  # (a row's id as four words)
 NOT_FOUND = -1  # no held row: the caller looks it up (the index may lack it)
 SMALL = -2  # a small segment's object (row_of's row -1), or an id whose key another shares: looked up by the caller
 
@@ -35,12 +38,29 @@ SMALL = -2  # a small segment's object (row_of's row -1), or an id whose key ano
 def search(sorted_values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Where each of `wanted` is or would be in `sorted_values` (np.searchsorted), the queries taken in sorted order:
     each search then starts where the last ended, in memory the last touched (2-3x faster on a table of 445,000)."""
-    if len(wanted) < 64 or not (wanted[1:] < wanted[:-1]).any():  # (a table's own keys come sorted: not sorted again)
+    # (a table's own keys come sorted, and `locate`'s; a few thousand values stay in the cache in any order)
+    if len(wanted) < 64 or len(sorted_values) < 4096 or not (wanted[1:] < wanted[:-1]).any():
         return np.searchsorted(sorted_values, wanted)
     order = np.argsort(wanted)
     found = np.empty(len(wanted), np.int64)
     found[order] = np.searchsorted(sorted_values, wanted[order])
     return found
+
+
+def same_ids(rows: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """Whether each row's id (`rows` as _ROW, or `S32` ids) is the id beside it in `digests` (`S32`): compared as four
+    8-byte words (numpy compares `S32` a byte at a time: 3 ms for 63,000 ids, 0.7 ms as words)."""
+    theirs = np.ascontiguousarray(digests).view(np.uint64).reshape(-1, 4)
+    if rows.dtype == _ROW:
+        view = rows.view(_WORDS)
+        mine = [view[name] for name in _WORDS.names]
+    else:
+        words = np.ascontiguousarray(rows).view(np.uint64).reshape(-1, 4)
+        mine = [words[:, at] for at in range(4)]
+    same = mine[0] == theirs[:, 0]
+    for at in range(1, 4):
+        same &= mine[at] == theirs[:, at]
+    return same
 
 
 def keys_of(digests: np.ndarray) -> np.ndarray:
@@ -52,17 +72,27 @@ def keys_of(digests: np.ndarray) -> np.ndarray:
 # pack's rows, a tally): what it holds of a table while it reads it, not the table
 ROWS_READ = 16384
 # Rows the walk reads in place for its look-ups (the whole id and pack of each key matched) that are at most this far
-# apart are read in one read (3.3 KB): one read a hit at worst, one a group of hits where they are dense
-_GAP = 64
+# apart are read in one read (13 KB): one read a hit at worst, one a group of hits where they are dense. A read costs
+# ~3 us of Python and system call, a gap's bytes ~1 us at 13 KB (at 64 rows a dry run at 10,000 x 5 made 44,790 reads,
+# now 6,077 of 588 MiB against 376; its look-ups 0.30 -> 0.26 s: docs/scale/gc-and-fsck.md, session 65)
+_GAP = 256
 
 
 def rows_at(table: Table, rows: np.ndarray) -> np.ndarray:
     """The object rows of `table` at `rows` (as _ROW, in the order asked), read in place: rows at most _GAP apart in one
     read (a read spanning at most ROWS_READ rows), the reads' bytes held ROWS_READ rows' worth at a time."""
-    wanted, back = np.unique(rows, return_inverse=True)
+    ordered = len(rows) < 2 or not (rows[1:] < rows[:-1]).any()
+    if not ordered:
+        wanted, back = np.unique(rows, return_inverse=True)
+    else:  # (asked in order, as `locate` asks: its repeats dropped without a sort)
+        new = np.empty(len(rows), bool)
+        new[:1] = True
+        np.not_equal(rows[1:], rows[:-1], out=new[1:])
+        wanted, back = rows[new], np.cumsum(new) - 1
     found = np.empty(len(wanted), _ROW)
     if not len(wanted):
         return found
+    whole = found.view(_WHOLE)
     at, size = table._head.objects_at, _ROW.itemsize
     # Each read: a run of wanted rows, cut where two are more than _GAP apart or enter another ROWS_READ rows' window
     cut = np.flatnonzero((np.diff(wanted) > _GAP) | (np.diff(wanted // ROWS_READ) != 0)) + 1
@@ -87,8 +117,8 @@ def rows_at(table: Table, rows: np.ndarray) -> np.ndarray:
         placed = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         first, end = int(firsts[lo]), int(ends[hi - 1])
         read_of = np.repeat(np.arange(hi - lo), ends[lo:hi] - firsts[lo:hi])
-        found[first:end] = np.frombuffer(data, _ROW)[wanted[first:end] - starts[read_of] + placed[read_of]]
-    return found[back]
+        whole[first:end] = np.frombuffer(data, _WHOLE)[wanted[first:end] - starts[read_of] + placed[read_of]]
+    return found if ordered and len(wanted) == len(rows) else whole[back].view(_ROW)  # (in order, none twice: as is)
 
 
 def table_batches(table: Table, first: int = 0, end: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
@@ -178,16 +208,17 @@ class HeldArrays:
     def usable(finder: HeldObjects) -> bool:
         return not finder._held
 
-    def _search(self, digests: np.ndarray, keys: np.ndarray, tables: list[tuple[Table, np.ndarray, int, np.ndarray]]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _search(self, digests: np.ndarray, keys: np.ndarray, tables: list[tuple[Table, np.ndarray, int, np.ndarray]],
+                order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The first row (as row_of numbers them) of each id in `tables`, NOT_FOUND, or SMALL if its key matched a
         row of another id (left to row_of), or the row names a slot its table lacks (a damaged table: row_of names
-        it); and the pack number, offset and length of each row found (-1, 0, 0 for the others)."""
+        it); and the pack number, offset and length of each row found (-1, 0, 0 for the others). The ids are taken in
+        `order` (their keys sorted by it: each table is then searched and its rows read in order, none copied)."""
         found = np.full(len(digests), NOT_FOUND, np.int64)
         packs = np.full(len(digests), -1, np.int64)
         offsets = np.zeros(len(digests), np.uint64)
         lengths = np.zeros(len(digests), np.uint64)
-        todo = np.arange(len(digests))
+        todo = np.arange(len(digests)) if order is None else order  # (a part of it stays in its order)
         for table, table_keys, first, slots in tables:
             if not len(todo) or not len(table_keys):
                 continue
@@ -198,7 +229,7 @@ class HeldArrays:
             match[inside] = table_keys[at[inside]] == wanted[inside]
             matched = rows_at(table, at[match])  # (the whole id and the pack of each key matched)
             same = np.zeros(len(todo), bool)
-            same[match] = matched["digest"] == digests[todo[match]]
+            same[match] = same_ids(matched, digests[todo[match]])
             slot = matched["slot"][same[match]].astype(np.int64)
             bad = slot >= len(slots)
             hits = todo[same]
@@ -218,7 +249,8 @@ class HeldArrays:
     def locate(self, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """As `lookup`, with the offset and length of each row found (what a Loc needs besides the pack's name)."""
         keys = keys_of(digests)
-        rows, packs, offsets, lengths = self._search(digests, keys, self._tables)
+        order = np.argsort(keys) if len(keys) > 1 and (keys[1:] < keys[:-1]).any() else None  # (sorted once)
+        rows, packs, offsets, lengths = self._search(digests, keys, self._tables, order)
         if self._small:
             for at in np.flatnonzero(self._is_small_key(keys)):
                 if digests[at:at + 1].tobytes() in self._small:  # (np.bytes_ drops trailing zero bytes)
@@ -399,6 +431,11 @@ def _unreached_entries(unreached: list[tuple[Table, int, np.ndarray]]) -> Iterat
             yield key, ActionEntry(record, time_ns, table.packs[slot_at], offset)
 
 
+# Index rows a pack's file maps to its rows by an array over their span (4 bytes a row: 16 MiB, at a store of 4 M
+# objects); past it, by a search of its rows sorted (a sort a pack taken up, and one a batch of rows waiting for it)
+SPAN = 4 << 20
+
+
 class PackArrays:
     """A pack's edges file as arrays, each of its rows matched to the index row row_of finds for it (-1: none, or
     one row_of answers otherwise: such a row is looked up by the caller)."""
@@ -417,36 +454,53 @@ class PackArrays:
         inside = at < rows
         same = np.zeros(len(at), bool)
         same[inside] = offsets[at[inside]] == index_offsets[inside]
-        same[same] = self.known[at[same]] == digests[same]
+        same[same] = same_ids(self.known[at[same]], digests[same])
         self.index_row = np.full(rows, -1, np.int64)
         self.index_row[at[same]] = index_rows[same]
-        # index row -> file row, for the rows waiting for this pack (sorted by index row)
-        order = np.argsort(self.index_row)
-        self._by_index = (self.index_row[order], order)
+        # index row -> file row, for the rows waiting for this pack: an array over the span of the pack's index rows (4
+        # bytes a row, held with this pack's file) while that is at most SPAN rows, where a search needed them sorted
+        # (argsorts of ~70,000 rows, twice a pack); past it, the file's index rows sorted
+        named = np.flatnonzero(self.index_row >= 0)
+        self._low = int(self.index_row[named].min()) if len(named) else 0
+        span = int(self.index_row[named].max()) + 1 - self._low if len(named) else 0
+        self._by_index: tuple[np.ndarray, np.ndarray] | None = None
+        self._file_row = np.zeros(0, np.int32)
+        if span <= SPAN:
+            self._file_row = np.full(span, -1, np.int32)
+            self._file_row[self.index_row[named] - self._low] = named
+        else:
+            order = np.argsort(self.index_row)
+            self._by_index = (self.index_row[order], order)
+        del named
         # A blob the pack holds twice (a batch's object written again): the index names one copy, the file's ids name
         # the last (edgefile.EdgeLog.against); a row the index does not name stands for the row it names of that id
         # (row_of's answer: the walk by rows looks it up and walks that row)
         self.alias = np.arange(rows, dtype=np.int64)
         unnamed = np.flatnonzero(self.index_row < 0)
         if len(unnamed) and len(digests):  # (by their keys, then the whole ids compared)
-            keys = keys_of(digests)
-            by_key = np.argsort(keys)
-            sorted_keys = keys[by_key]
+            keys = keys_of(digests)  # (in a table's order, sorted, unless the pack is in two tables)
+            by_key = np.argsort(keys) if (keys[1:] < keys[:-1]).any() else None
+            sorted_keys = keys if by_key is None else keys[by_key]
             wanted = self.known[unnamed]
             at = search(sorted_keys, keys_of(wanted))
             at[at == len(sorted_keys)] = 0
-            hit = digests[by_key[at]] == wanted
-            named = self.file_rows(index_rows[by_key[at[hit]]])
+            at = at if by_key is None else by_key[at]
+            hit = same_ids(digests[at], wanted)
+            named = self.file_rows(index_rows[at[hit]])
             self.alias[unnamed[hit][named >= 0]] = named[named >= 0]
 
     def file_rows(self, index_rows: np.ndarray) -> np.ndarray:
         """Each index row's row in this file, -1 if the file has none matched to it."""
+        found = np.full(len(index_rows), -1, np.int64)
+        if self._by_index is None:
+            inside = (index_rows >= self._low) & (index_rows < self._low + len(self._file_row))
+            found[inside] = self._file_row[index_rows[inside] - self._low]
+            return found
         sorted_rows, order = self._by_index
         at = search(sorted_rows, index_rows)
         inside = at < len(sorted_rows)
         hit = np.zeros(len(index_rows), bool)
         hit[inside] = sorted_rows[at[inside]] == index_rows[inside]
-        found = np.full(len(index_rows), -1, np.int64)
         found[hit] = order[at[hit]]
         return found
 
