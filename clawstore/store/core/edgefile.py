@@ -314,6 +314,11 @@ def recorded(data: bytes, pack: str, size: int) -> bytes | None:
     return digest
 
 
+def says_verified(data: bytes) -> bool:
+    """Whether a file's head says fsck verified its pack (not yet checked: `recorded` and `decode` do that)."""
+    return len(data) >= HEAD.size and bool(HEAD.unpack_from(data)[7] & VERIFIED)
+
+
 def decode(pack: str, data: bytes, size: int, table: Table) -> PackEdges | None:
     """The arrays of a file `recorded` accepted, its rows those of the pack's `table`; None if they do not fit."""
     rows, other_count, edge_count, flags, out_count = HEAD.unpack_from(data)[4:]

@@ -303,7 +303,7 @@ def _verified_table(store: Store, pack: str, path: Path, found: _Packs) -> tuple
         digest = edges.pack_digest(path)
     except (NotAPackError, OSError):
         return None, None
-    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest)
+    cached = edges.load(store.root, store.runtime.packs_dir, pack, digest, verified=True)
     if cached is None or not cached.verified:
         return None, digest
     found.digests[pack] = digest
@@ -321,7 +321,8 @@ def _verify_pack(store: Store, report: FsckReport, pack: str, path: Path, scan: 
         digest, cached = hashed, None
     else:
         digest = edges.pack_digest(path) if sealed and pack not in report.bad_packs else None
-        cached = edges.load(store.root, store.runtime.packs_dir, pack, digest) if digest is not None else None
+        cached = edges.load(store.root, store.runtime.packs_dir, pack, digest, verified=True) if digest is not None \
+            else None
     if digest is not None and cached is not None and cached.verified:
         found.digests[pack] = digest
         counted[0] += len(scan.blobs)

@@ -35,7 +35,7 @@ def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
         if not scan.sealed or writer_alive(path):
             return
         digest = edges.pack_digest(path)  # hashed before it is read, as fsck does
-        cached = edges.load(root, packs_dir, pack, digest)
+        cached = edges.load(root, packs_dir, pack, digest, verified=True)
         if cached is not None and cached.verified:
             return
         del cached
