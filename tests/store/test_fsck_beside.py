@@ -46,18 +46,27 @@ def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -
             out.write(f"{os.getpid()} {pack}\n")
         yield from verify(fh, pack, blobs, named, facts)
 
-    def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
+    def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
         with open(log, "a") as out:
             out.write(f"sent {pack}\n")
         time.sleep(0.1)  # (a slow helper: fsck must wait for what it was sent, not verify it too)
         fsck_beside.verify_whole = verify_whole  # (once: the helper's own module)
-        verify_whole(root, packs_dir, tmp_dir, pack)
+        digest = verify_whole(root, packs_dir, tmp_dir, pack)
         fsck_beside.verify_whole = sent
+        return digest
 
+    def hashed(path: Path) -> bytes:
+        with open(log, "a") as out:
+            out.write(f"hashed-by-{os.getpid()} {path.name[:-len('.pack')]}\n")
+        return pack_digest(path)
+
+    pack_digest = edges.pack_digest
+    monkeypatch.setattr(edges, "pack_digest", hashed)
     monkeypatch.setattr(edges, "verify_noting", noted)
     monkeypatch.setattr(fsck_beside, "verify_whole", sent)
     report = fsck(Store(root), beside=beside)
     monkeypatch.setattr(edges, "verify_noting", verify)
+    monkeypatch.setattr(edges, "pack_digest", pack_digest)
     monkeypatch.setattr(fsck_beside, "verify_whole", verify_whole)
     problems = [problem.replace(str(root), "<store>") for problem in report.problems]
     files = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((root / "edges").iterdir())}
@@ -73,7 +82,13 @@ def _verified(root: Path) -> set[str]:
 def _who(log: Path) -> tuple[set[str], list[tuple[int, str]]]:
     """The packs sent to the helper; (process, pack) of each verification, in order."""
     lines = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-    return {pack for who, pack in lines if who == "sent"}, [(int(who), pack) for who, pack in lines if who != "sent"]
+    return {pack for who, pack in lines if who == "sent"}, [(int(who), pack) for who, pack in lines if who.isdigit()]
+
+
+def _hashed_here(log: Path) -> list[str]:
+    """The packs fsck's own process hashed (not its helper), in order."""
+    here = f"hashed-by-{os.getpid()}"
+    return [pack for who, pack in (line.split() for line in log.read_text().splitlines()) if who == here]
 
 
 def _damaged_copies(tmp_path: Path) -> tuple[Path, Path, str]:
@@ -106,6 +121,10 @@ def _helper_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {pack for pid, pack in who if pid != os.getpid()} == helped - {truncated}  # (not sealed: not read)
     # A pack the helper verified whole is not verified again; a damaged one is, here, where its damage is named.
     assert [pack for pid, pack in who if pid == os.getpid()] == [pack for pack in packs if pack not in helped & sound]
+    # Nor hashed again here: the helper answers the digest it hashed the pack to before verifying it (main hashed
+    # each pack the helper verified a second time, and read its new file whole)
+    hashed_here = set(_hashed_here(tmp_path / "beside.log"))
+    assert sound - helped <= hashed_here and not hashed_here & helped & sound
     assert _verified(beside) == sound
     assert _run(beside, True, tmp_path / "again.log", monkeypatch) == expected  # (and a second fsck agrees)
 
@@ -129,11 +148,11 @@ def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parent = os.getpid()
     verify_whole, calls = fsck_beside.verify_whole, [0]
 
-    def killed_second(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
+    def killed_second(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
         calls[0] += 1  # (the helper's own count: it is forked)
         if os.getpid() != parent and calls[0] == 2:
             os.kill(os.getpid(), signal.SIGKILL)  # after the first pack it verifies
-        verify_whole(root, packs_dir, tmp_dir, pack)
+        return verify_whole(root, packs_dir, tmp_dir, pack)
 
     monkeypatch.setattr(fsck_beside, "verify_whole", killed_second)
     assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected

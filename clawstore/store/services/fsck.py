@@ -244,10 +244,10 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
             meanwhile()  # (the helper verifies the last packs meanwhile)
         _group_index(store, segments, rows, unmatched, named)
         for number, pack in enumerate(known):
-            helper.before(number)
+            helped = PackHelper.digest(helper.before(number))
             path = pack_path(packs_dir, pack)
             report.packs += 1
-            table, digest = _verified_table(store, pack, path, found)
+            table, digest = _verified_table(store, pack, path, found, helped)
             if table is not None:  # (verified before, unchanged: its rows are matched, no blob made)
                 table_held = table_rows(table)
                 counted[0] += len(table_held)
@@ -292,14 +292,20 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     return found
 
 
-def _verified_table(store: Store, pack: str, path: Path, found: _Packs) -> tuple[bytes | None, bytes | None]:
+def _verified_table(store: Store, pack: str, path: Path, found: _Packs, helped: bytes | None = None
+                    ) -> tuple[bytes | None, bytes | None]:
     """(the table of a sealed pack, checked as `scan_pack` checks it, if its edges file says an earlier fsck verified
     it and it still hashes the same, else None: it is then read as before, `_verify_pack`; the pack's digest if it was
-    hashed, else None)."""
+    hashed, else None). `helped`: the digest the packs' helper hashed the pack to before it verified every blob of it
+    and wrote its file (fsck_beside): taken as this side's own hash and load would be, neither done again (the
+    file is checked against it when the records' check loads it)."""
     try:
         table = scanned_table(path)
         if table is None or writer_alive(path):
             return None, None
+        if helped is not None:
+            found.digests[pack] = helped
+            return table, helped
         digest = edges.pack_digest(path)
     except (NotAPackError, OSError):
         return None, None

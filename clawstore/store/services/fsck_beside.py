@@ -26,27 +26,28 @@ from clawstore.store.core.packfile import NotAPackError, pack_path, scan_pack, w
 AHEAD = 2  # packs sent to the helper and not yet answered: it never waits for this side to take up the next
 
 
-def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> None:
+def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
     """Verify a sealed pack no verified edges file covers and write its file when every blob verifies (what fsck's
-    `_verify_pack` writes); nothing for a pack that is damaged, unsealed, being written or already covered."""
+    `_verify_pack` writes); nothing for a pack that is damaged, unsealed, being written or already covered. The
+    pack's digest (hashed before it was read) if every blob of it verified, here or by an earlier fsck, else None."""
     path = pack_path(packs_dir, pack)
     try:
         scan = scan_pack(path)
         if not scan.sealed or writer_alive(path):
-            return
+            return None
         digest = edges.pack_digest(path)  # hashed before it is read, as fsck does
         cached = edges.load(root, packs_dir, pack, digest, verified=True)
         if cached is not None and cached.verified:
-            return
+            return digest
         del cached
         named = EdgeLog()
         with open(path, "rb") as fh:
             for _, bad in edges.verify_noting(fh, pack, scan.blobs, named, facts=True):
                 if bad:
-                    return  # (fsck verifies it again and names the damage)
+                    return None  # (fsck verifies it again and names the damage)
     except (OSError, ValueError, NotAPackError):
-        return
-    edges.save(root, tmp_dir, scan, pack, digest, named, verified=True)
+        return None
+    return digest if edges.save(root, tmp_dir, scan, pack, digest, named, verified=True) is not None else None
 
 
 class FromTheEnd(Beside):
@@ -113,14 +114,23 @@ class FromTheEnd(Beside):
 
 
 class PackHelper(FromTheEnd):
-    """The packs' helper: `before(i)` is called before fsck verifies packs[i] (its answer is in the edges file)."""
+    """The packs' helper: `before(i)` is called before fsck verifies packs[i]; `digest(answer)` reads its answer: the
+    pack's digest if the helper verified every blob of it (its edges file written), else None (fsck does the pack)."""
 
     def __init__(self, root: Path, packs_dir: Path, tmp_dir: Path, packs: list[str], fork: bool) -> None:
         def verified(pack: str) -> bytes:
-            verify_whole(root, packs_dir, tmp_dir, pack)
-            return b""
+            digest = verify_whole(root, packs_dir, tmp_dir, pack)
+            return digest.hex().encode() if digest is not None else b""
 
         super().__init__(packs, verified, fork)
+
+    @staticmethod
+    def digest(answer: bytes | None) -> bytes | None:
+        try:
+            digest = bytes.fromhex(answer.decode("ascii")) if answer else None
+        except ValueError:
+            return None
+        return digest if digest is not None and len(digest) == 32 else None
 
 
 def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
