@@ -8,6 +8,7 @@ import hashlib
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,3 +159,35 @@ def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected
     helped, _ = _who(tmp_path / "beside.log")
     assert len(helped) >= 2, "forked, and killed at its second pack"
+
+
+def test_past_rows_held_the_helper_makes_its_files_by_arrays(tmp_path: Path) -> None:
+    in_fresh_process(__name__, "_helper_by_arrays", tmp_path)  # (no thread left by earlier tests: the helper forks)
+
+
+def _helper_by_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ROWS_HELD (fsck imports numpy for the index's keys) the helper imports it before its first pack and makes
+    its edges files by arrays; fsck's own process does not beside the packs (its memory's peak): the files and the
+    report are those of one process's fsck."""
+    from clawstore.store.core import edgefile, index
+    from clawstore.store.services import fsck_keys
+
+    monkeypatch.setattr(index, "SMALL_ROWS", 8)  # (each commit's segment a table: what the keys are made of)
+    monkeypatch.setattr(fsck_keys, "ROWS_HELD", 0)
+    _store(tmp_path / "a", 6)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    log, by_arrays = tmp_path / "arrays.log", edgefile._tokens_by_arrays
+
+    def noted(*args: Any) -> Any:
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        return by_arrays(*args)
+
+    monkeypatch.setattr(edgefile, "_tokens_by_arrays", noted)
+    assert "numpy" not in sys.modules
+    beside = _run(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch)
+    helped, _ = _who(tmp_path / "beside.log")
+    pids = log.read_text().split()
+    assert len(pids) == len(helped) >= 2 and str(os.getpid()) not in pids
+    assert "numpy" in sys.modules  # (imported here for the index's keys, once the packs were verified)
+    assert _run(tmp_path / "a", False, tmp_path / "alone.log", monkeypatch) == beside

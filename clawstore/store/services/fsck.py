@@ -237,7 +237,9 @@ def _check_packs(store: Store, report: FsckReport, progress: Callable[[int], Non
     named: set[str] = set()  # the packs the segments name
     counted = [0]
     holding = False
-    helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside)
+    store.runtime.index.reload()  # (as the records' grouping does next: what decides how the index is looked up)
+    helper = PackHelper(store.root, packs_dir, store.runtime.tmp_dir, known, beside,
+                        arrays=by_keys(store.runtime.index.snapshot().entries))
     paced = heap.Paced(TRIMMED)  # (the pack's blobs and contents given back: else the next pack's stood on them)
     with contextlib.closing(helper), PackRows(store.runtime.tmp_dir) as rows:
         if meanwhile is not None:
