@@ -37,10 +37,14 @@ def _oid(rng: random.Random) -> str:
 
 def _records(rng: random.Random) -> list[dict[str, Any]]:
     key, other = _oid(rng), _oid(rng)
+    spelt = _oid(rng)
     odd_values: list[Any] = [None, 7, "", "blake3:" + "A" * 64, _oid(rng)[:-1], _oid(rng) + "0", ["x"], {"a": 1},
-                             "sha256:" + "0" * 64, True]
+                             "sha256:" + "0" * 64, True, [_oid(rng), None, _oid(rng)], [], [[_oid(rng)]], [None],
+                             spelt[:20] + " " + spelt[21:], spelt[:20] + "\n" + spelt[21:], spelt[:-2] + "  ",
+                             spelt[:7] + "٣" + spelt[8:], "blake3:blake3:" + spelt[14:], spelt[7:] + "blake3:",
+                             "blake3:" + spelt[7:-1] + "F", 1.5, [spelt, 3]]
     made: list[dict[str, Any]] = []
-    for _ in range(60):
+    for _ in range(600):
         record: dict[str, Any] = {"key": key, "outputs": {"artifact": _oid(rng), "input_document": key}}
         change = rng.randrange(9)
         if change == 1:
@@ -50,7 +54,7 @@ def _records(rng: random.Random) -> list[dict[str, Any]]:
         elif change == 3:
             record["outputs"]["input_document"] = rng.choice([other, None, 3])
         elif change == 4:
-            record["key"] = rng.choice([other, "blake3:xyz", None, 1])
+            record["key"] = rng.choice([other, "blake3:xyz", None, 1, key.upper(), key[:9] + " " + key[10:]])
         elif change == 5:
             record["outputs"] = rng.choice([[], "blake3:" + "0" * 64, None])
         elif change == 6:
