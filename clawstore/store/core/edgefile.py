@@ -196,7 +196,6 @@ class EdgeLog:
         return PackEdges(pack, verified, table.offsets, ids + others_ids, covers, counts, tokens,
                          fact_keys, fact_counts, fact_outs)
 
-
     def _placed(self, table: Table, covers: array, counts: array, fact_keys: array, fact_counts: array) -> bool:
         """Each object noted put at its row of `table` in the per-row arrays (facts' only when they are made); False
         if an object is not the table's blob at its offset, or the objects are not in the table's order."""

@@ -3,9 +3,9 @@
 and writes the edges file of each that verifies whole, as fsck would; fsck then takes such a pack up as already
 verified, by the digest the helper answers (hashed before it verified the pack: not hashed, nor its file read, again).
 The records' groups (fsck.py `_check_records`): a process forked once they are grouped checks the groups it is sent
-and answers its findings. What the helper finds damaged (a pack), or never answers (it
-died, the fork failed), fsck does itself, so what fsck reports is the same with or without it
-(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py; its answers: test_fsck_from_the_end.py). Forked only
+and answers its findings. What the helper finds damaged (a pack), or never answers (it died, the fork failed), fsck
+does itself, so what fsck reports is the same with or without it (tests/store/test_fsck_beside.py,
+test_fsck_groups_beside.py; its answers: test_fsck_from_the_end.py). Forked only
 in the `claw` program, on Linux, with two CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and
 fsck)."""
 
