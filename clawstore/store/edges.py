@@ -169,12 +169,12 @@ def load(root: Path, packs_dir: Path, pack: str, digest: bytes | None = None, ve
     return found
 
 
-def save(root: Path, tmp_dir: Path, scan: PackScan, pack: str, digest: bytes, log: EdgeLog, verified: bool
-         ) -> PackEdges | None:
+def save(root: Path, tmp_dir: Path, scan: PackScan, pack: str, digest: bytes, log: EdgeLog, verified: bool,
+         by_arrays: bool = False) -> PackEdges | None:
     """Write the file of a sealed pack (`scan`, hashed to `digest` before it was read) from what `log` noted of it;
-    what the file says (None if the log is not about these blobs)."""
+    what the file says (None if the log is not about these blobs). `by_arrays`: made by numpy (EdgeLog.against)."""
     table = Table(b"".join(blob.id for blob in scan.blobs), array("Q", [blob.offset for blob in scan.blobs]))
-    found = log.against(pack, table, verified, spend=True)  # (every caller's last use of its log)
+    found = log.against(pack, table, verified, spend=True, by_arrays=by_arrays)  # (every caller's last use of its log)
     if found is not None:
         write(root, tmp_dir, pack, scan.size, digest, found)
     return found

@@ -1,11 +1,10 @@
-"""An edges file made by numpy where the process imported it (fsck, gc: store/core/edgefile.py `EdgeLog.against`,
-`_placed_by_arrays`, `_tokens_by_arrays`) is byte for byte the file the pure loop makes (a build's seal, which never
-imports numpy), and a log that does not fit its pack's table is refused either way."""
+"""An edges file made by numpy (fsck's packs' helper: store/core/edgefile.py `EdgeLog.against(by_arrays=True)`,
+`_placed_by_arrays`, `_tokens_by_arrays`) is byte for byte the file the pure loop makes (a build's seal, gc, fsck's own
+process), and a log that does not fit its pack's table is refused either way."""
 
 from __future__ import annotations
 
 import random
-import sys
 from array import array
 from collections.abc import Callable
 
@@ -13,7 +12,6 @@ import pytest
 
 from clawstore.store.core import edgefile
 from clawstore.store.core.edgefile import ID, NO_FACT, EdgeLog, PackEdges, Table
-from clawstore.store.core.lean_numpy import np  # noqa: F401 - (loaded: the test takes it out for the loop's runs)
 
 Noted = list[tuple[int, list[bytes], tuple[int, list[int]] | None]]  # (row, what it names, a record's facts)
 
@@ -46,7 +44,7 @@ def _log(ids: list[bytes], offsets: list[int], noted: Noted) -> EdgeLog:
 
 def _both(make: Callable[[], EdgeLog], table: Table, verified: bool, monkeypatch: pytest.MonkeyPatch
           ) -> tuple[PackEdges | None, PackEdges | None, list[bool]]:
-    """The file made with numpy loaded and without (its loop); whether `_tokens_by_arrays` answered, each call."""
+    """The file made by arrays and by the loop; whether `_tokens_by_arrays` answered, each call."""
     answered: list[bool] = []
     by_arrays = edgefile._tokens_by_arrays
 
@@ -56,11 +54,8 @@ def _both(make: Callable[[], EdgeLog], table: Table, verified: bool, monkeypatch
         return found
 
     monkeypatch.setattr(edgefile, "_tokens_by_arrays", noted)
-    assert "numpy" in sys.modules
-    arrays = make().against("ab" * 8, table, verified, spend=True)
-    with monkeypatch.context() as without:
-        without.delitem(sys.modules, "numpy")
-        loop = make().against("ab" * 8, table, verified, spend=True)
+    arrays = make().against("ab" * 8, table, verified, spend=True, by_arrays=True)
+    loop = make().against("ab" * 8, table, verified, spend=True)
     return arrays, loop, answered
 
 

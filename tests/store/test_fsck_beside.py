@@ -47,12 +47,12 @@ def _run(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -
             out.write(f"{os.getpid()} {pack}\n")
         yield from verify(fh, pack, blobs, named, facts)
 
-    def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
+    def sent(root: Path, packs_dir: Path, tmp_dir: Path, pack: str, by_arrays: bool = False) -> bytes | None:
         with open(log, "a") as out:
             out.write(f"sent {pack}\n")
         time.sleep(0.1)  # (a slow helper: fsck must wait for what it was sent, not verify it too)
         fsck_beside.verify_whole = verify_whole  # (once: the helper's own module)
-        digest = verify_whole(root, packs_dir, tmp_dir, pack)
+        digest = verify_whole(root, packs_dir, tmp_dir, pack, by_arrays)
         fsck_beside.verify_whole = sent
         return digest
 
@@ -149,11 +149,12 @@ def _helper_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parent = os.getpid()
     verify_whole, calls = fsck_beside.verify_whole, [0]
 
-    def killed_second(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
+    def killed_second(root: Path, packs_dir: Path, tmp_dir: Path, pack: str, by_arrays: bool = False
+                      ) -> bytes | None:
         calls[0] += 1  # (the helper's own count: it is forked)
         if os.getpid() != parent and calls[0] == 2:
             os.kill(os.getpid(), signal.SIGKILL)  # after the first pack it verifies
-        return verify_whole(root, packs_dir, tmp_dir, pack)
+        return verify_whole(root, packs_dir, tmp_dir, pack, by_arrays)
 
     monkeypatch.setattr(fsck_beside, "verify_whole", killed_second)
     assert _run(beside, True, tmp_path / "beside.log", monkeypatch) == expected

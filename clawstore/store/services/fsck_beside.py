@@ -27,10 +27,11 @@ from clawstore.store.core.packfile import NotAPackError, pack_path, scan_pack, w
 AHEAD = 2  # packs sent to the helper and not yet answered: it never waits for this side to take up the next
 
 
-def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes | None:
+def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str, by_arrays: bool = False) -> bytes | None:
     """Verify a sealed pack no verified edges file covers and write its file when every blob verifies (what fsck's
     `_verify_pack` writes); nothing for a pack that is damaged, unsealed, being written or already covered. The
-    pack's digest (hashed before it was read) if every blob of it verified, here or by an earlier fsck, else None."""
+    pack's digest (hashed before it was read) if every blob of it verified, here or by an earlier fsck, else None.
+    `by_arrays`: its file made by numpy (EdgeLog.against)."""
     path = pack_path(packs_dir, pack)
     try:
         scan = scan_pack(path)
@@ -48,7 +49,8 @@ def verify_whole(root: Path, packs_dir: Path, tmp_dir: Path, pack: str) -> bytes
                     return None  # (fsck verifies it again and names the damage)
     except (OSError, ValueError, NotAPackError):
         return None
-    return digest if edges.save(root, tmp_dir, scan, pack, digest, named, verified=True) is not None else None
+    saved = edges.save(root, tmp_dir, scan, pack, digest, named, verified=True, by_arrays=by_arrays)
+    return digest if saved is not None else None
 
 
 class FromTheEnd(Beside):
@@ -120,12 +122,11 @@ class PackHelper(FromTheEnd):
 
     def __init__(self, root: Path, packs_dir: Path, tmp_dir: Path, packs: list[str], fork: bool, arrays: bool = False
                  ) -> None:
-        """`arrays`: the helper imports numpy (its edges files made by arrays: EdgeLog.against, ~0.1 s a pack of
-        50,000 objects less); fsck's own process does not beside the packs, where its memory peaks (+10 MB)."""
+        """`arrays`: the helper (a forked process: `verified` runs nowhere else) makes its edges files by numpy
+        (EdgeLog.against, ~0.1 s a pack of 50,000 objects less); fsck's own process does not beside the packs, where
+        its memory peaks (+10 MB)."""
         def verified(pack: str) -> bytes:
-            if arrays:
-                from clawstore.store.core.lean_numpy import np  # noqa: F401 - (once: then in sys.modules)
-            digest = verify_whole(root, packs_dir, tmp_dir, pack)
+            digest = verify_whole(root, packs_dir, tmp_dir, pack, by_arrays=arrays)
             return digest.hex().encode() if digest is not None else b""
 
         super().__init__(packs, verified, fork)
