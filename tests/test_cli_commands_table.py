@@ -1,5 +1,5 @@
-"""`claw`'s commands are loaded on demand: the table of each command's module is whole, and a command imports its own
-module, not every command's (importing all 29 cost ~0.1 s of each start)."""
+"""What a `claw` command's start imports: its commands are loaded on demand (the table of each command's module is
+whole, and a command imports its own module, not all 29), and a read command never imports the HTTP client."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def test_a_mistyped_command_is_matched_against_every_command_loaded_or_not() -> 
     assert result.exit_code == 2 and "Error: No such command 'stat'. Did you mean 'status'?" in result.output
 
 
-# The console script's program, writing at its end the command modules it imported (to the file its first argument
-# names; claw's own exit work runs on its quick end too).
+# The console script's program, writing at its end the command modules it imported and whether httpx was (to the file
+# its first argument names; claw's own exit work runs on its quick end too).
 COMMAND_MODULES_SEEN = textwrap.dedent("""
     import sys
     from clawstore.host import process_end
@@ -47,6 +47,7 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
     def seen():
         with open(out, "w") as f:
             f.write(" ".join(sorted(m for m in sys.modules if m.startswith("clawstore.cli.") and m.endswith("_cmd"))))
+            f.write(" httpx" if "httpx" in sys.modules else "")
 
     process_end.at_exit(seen)
     from clawstore.cli import entry
@@ -58,9 +59,20 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
                          ids=["status", "build --dry-run"])
 def test_a_command_imports_its_own_module_only(command: tuple[str, ...], module: str, ws: Workspace,  # noqa: F811
                                                tmp_path: Path) -> None:
+    assert [m for m in _imported(ws, tmp_path, *command) if m.endswith("_cmd")] == [f"clawstore.cli.{module}"]
+
+
+@pytest.mark.parametrize("command", [("build", "--dry-run"), ("explain",)], ids=" ".join)
+def test_a_dry_run_or_explain_never_imports_the_http_client(command: tuple[str, ...], ws: Workspace,  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    # (httpx, h11 and the provider client were ~60 ms of their start: the runners package imported its probe eagerly)
+    assert "httpx" not in _imported(ws, tmp_path, *command)
+
+
+def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811
     seen = tmp_path / "seen.txt"
     done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, "--suite", "main",
                            "--run-profile", "rp"], capture_output=True, text=True, cwd=ws.root, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
-    assert seen.read_text() == f"clawstore.cli.{module}", done.stderr
+    return seen.read_text().split()
