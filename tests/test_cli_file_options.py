@@ -15,7 +15,9 @@ def _command(path: tuple[str, ...]) -> click.Command:
     command: click.Command = main
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        found = command.get_command(click.Context(command), name)  # (claw's loads the command's module)
+        assert found is not None, path
+        command = found
     return command
 
 
@@ -31,8 +33,12 @@ def test_output_names_a_format_wherever_it_is_not_the_archive_file() -> None:
     """`archive export --output FILE` still works (scripts use it); nowhere else is --output a path."""
     def walk(command: click.Command, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Option]]:
         found = [(path, p) for p in command.params if isinstance(p, click.Option) and "--output" in p.opts]
-        for name, sub in (command.commands.items() if isinstance(command, click.Group) else ()):
-            found += walk(sub, (*path, name))
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None, (path, name)
+                found += walk(sub, (*path, name))
         return found
 
     for path, option in walk(main, ()):

@@ -32,7 +32,8 @@ INTERRUPTED_WHILE_LOADING = textwrap.dedent("""
 
 
 # The same program, interrupted by a hook at a later moment: while click reads the group's or the command's arguments
-# (claw's modules loaded, Python's handler back; click said "Aborted!", exit 1) or as the last command module loads.
+# (claw's modules loaded, Python's handler back; click said "Aborted!", exit 1) or as the command's module loads (on
+# demand, once click has read the group's arguments and Python's handler is back).
 INTERRUPTED_AT = textwrap.dedent("""
     import os, signal, sys
     import click
@@ -73,7 +74,7 @@ def test_ctrl_c_while_loading_is_one_line_and_130() -> None:
     assert (done.returncode, done.stderr, done.stdout) == (130, "claw: interrupted\n", "")
 
 
-@pytest.mark.parametrize("moment", ["clawstore.cli.batch_cmd", "main", "status"])
+@pytest.mark.parametrize("moment", ["clawstore.cli.status_cmd", "main", "status"])
 def test_ctrl_c_before_the_command_starts_is_one_line_and_130(moment: str, tmp_path: Path) -> None:
     done = _python(INTERRUPTED_AT, moment, "status", "--store", str(tmp_path / "store"))
     assert (done.returncode, done.stderr, done.stdout) == (130, "claw: interrupted\n", "")

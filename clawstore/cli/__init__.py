@@ -1,7 +1,8 @@
 """The `claw` command line. Thin: each command parses, asks the front (clawstore/project/front.py), prints.
 
-One command (or command group) per module; each module exposes `register(group)`. Exit codes are set
-here and in the commands only: the library raises typed errors (clawstore/errors.py).
+One command (or command group) per module; each module exposes `register(group)` and is imported only when its
+command runs or is listed (COMMAND_MODULES). Exit codes are set here and in the commands only: the library raises
+typed errors (clawstore/errors.py).
 """
 
 from __future__ import annotations
@@ -26,37 +27,40 @@ from clawstore.cli.unused_imports import skip_unused_imports
 from clawstore.errors import ClawError, StoreError, UsageError, one_line
 from clawstore.host import process_end
 
-COMMAND_MODULES = [
-    "clawstore.cli.validate_cmd",
-    "clawstore.cli.store_cmd",
-    "clawstore.cli.put_cmd",
-    "clawstore.cli.cat_cmd",
-    "clawstore.cli.ls_tree_cmd",
-    "clawstore.cli.checkout_cmd",
-    "clawstore.cli.fsck_cmd",
-    "clawstore.cli.build_cmd",
-    "clawstore.cli.status_cmd",
-    "clawstore.cli.explain_cmd",
-    "clawstore.cli.plan_cmd",
-    "clawstore.cli.compare_cmd",
-    "clawstore.cli.import_pae_cmd",
-    "clawstore.cli.query_cmd",
-    "clawstore.cli.report_cmd",
-    "clawstore.cli.gc_cmd",
-    "clawstore.cli.pin_cmd",
-    "clawstore.cli.unpin_cmd",
-    "clawstore.cli.refs_cmd",
-    "clawstore.cli.archive_cmd",
-    "clawstore.cli.demo_cmd",
-    "clawstore.cli.standin_cmd",
-    "clawstore.cli.remote_cmd",
-    "clawstore.cli.push_cmd",
-    "clawstore.cli.pull_cmd",
-    "clawstore.cli.view_cmd",
-    "clawstore.cli.trust_cmd",
-    "clawstore.cli.key_cmd",
-    "clawstore.cli.batch_cmd",
-]
+# Each top-level command's name and the module that registers it (`register(group)`): a command's module is imported
+# only when that command runs or is listed (`claw --help`), not every command's at each start (~0.1 s).
+# tests/test_cli_commands_table.py proves this matches what the modules register.
+COMMAND_MODULES = {
+    "validate": "clawstore.cli.validate_cmd",
+    "store": "clawstore.cli.store_cmd",
+    "put": "clawstore.cli.put_cmd",
+    "cat": "clawstore.cli.cat_cmd",
+    "ls-tree": "clawstore.cli.ls_tree_cmd",
+    "checkout": "clawstore.cli.checkout_cmd",
+    "fsck": "clawstore.cli.fsck_cmd",
+    "build": "clawstore.cli.build_cmd",
+    "status": "clawstore.cli.status_cmd",
+    "explain": "clawstore.cli.explain_cmd",
+    "plan": "clawstore.cli.plan_cmd",
+    "compare": "clawstore.cli.compare_cmd",
+    "import-pae": "clawstore.cli.import_pae_cmd",
+    "query": "clawstore.cli.query_cmd",
+    "report": "clawstore.cli.report_cmd",
+    "gc": "clawstore.cli.gc_cmd",
+    "pin": "clawstore.cli.pin_cmd",
+    "unpin": "clawstore.cli.unpin_cmd",
+    "refs": "clawstore.cli.refs_cmd",
+    "archive": "clawstore.cli.archive_cmd",
+    "demo": "clawstore.cli.demo_cmd",
+    "standin": "clawstore.cli.standin_cmd",
+    "remote": "clawstore.cli.remote_cmd",
+    "push": "clawstore.cli.push_cmd",
+    "pull": "clawstore.cli.pull_cmd",
+    "view": "clawstore.cli.view_cmd",
+    "trust": "clawstore.cli.trust_cmd",
+    "key": "clawstore.cli.key_cmd",
+    "batch": "clawstore.cli.batch_cmd",
+}
 
 # OSErrors that say a path given is wrong (exit 2, as bad usage); any other is the disk's (exit 3)
 PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP}
@@ -84,7 +88,29 @@ def _exit_if_reader_gone(exc: OSError) -> None:
 
 class ClawGroup(SummaryGroup):
     """Turns every expected error into one line on stderr and its exit code (never a traceback), and
-    an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130."""
+    an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130. Its commands' modules (`modules`: a command's
+    name and its module) are imported when a command is asked for by name or all are listed."""
+
+    def __init__(self, *args: Any, modules: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules = modules or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.modules})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        # (a Ctrl-C while the module loads: before invoke, entry's guard holds; within it, invoke's own line and 130)
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            importlib.import_module(self.modules[cmd_name]).register(self)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:  # (click's "Did you mean" looks among the loaded commands only)
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
@@ -118,7 +144,7 @@ class ClawGroup(SummaryGroup):
                 quiet_interrupts()  # 130 too (it was click's "Aborted!", exit 1); never so in a caller's process
 
 
-@click.group(cls=ClawGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ClawGroup, modules=COMMAND_MODULES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="claw")
 def main() -> None:
     """claw: benchmark LLMs and OpenClaw agents with make-like rebuilds over a content-addressed store."""
@@ -138,6 +164,4 @@ def entry() -> None:
         raise
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(main)
 _loaded()  # (loaded: Ctrl-C is Python's KeyboardInterrupt again, which each command turns into its own line)

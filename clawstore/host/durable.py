@@ -7,22 +7,24 @@ temp file from one left behind by a killed process (pid reuse is caught by the s
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
+import functools
 import itertools
 import os
-import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-_libc: ctypes.CDLL | None
-try:
-    _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    _syncfs = _libc.syncfs
-except (OSError, AttributeError):  # not Linux: fall back to sync(2)
-    _libc = None
-    _syncfs = None
+
+@functools.cache
+def _syncfs() -> Any:
+    """libc's syncfs(2), or None (not Linux: sync(2) instead). Loaded at the first flush, not at import: a read
+    command never flushes, and ctypes was ~5 ms of its start."""
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
 
 
 def fsync_path(path: Path | str) -> None:
@@ -36,12 +38,15 @@ def fsync_path(path: Path | str) -> None:
 
 def sync_filesystem(path: Path | str) -> None:
     """Flush every dirty page and inode of the filesystem holding `path`: one flush for many files."""
-    if _syncfs is None:
+    syncfs = _syncfs()
+    if syncfs is None:
         os.sync()
         return
     fd = os.open(path, os.O_RDONLY)
     try:
-        if _syncfs(fd) != 0:
+        if syncfs(fd) != 0:
+            import ctypes
+
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), str(path))
     finally:
@@ -92,7 +97,7 @@ def process_alive(pid: int, start_ticks: int) -> bool:
 
 
 _names = itertools.count()
-_NAMES_FROM = secrets.randbits(64)
+_NAMES_FROM = int.from_bytes(os.urandom(8))  # (not `secrets`: it imports hmac and hashlib, ~4 ms of each start)
 
 
 def temp_name(suffix: str = ".tmp") -> str:

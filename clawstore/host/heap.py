@@ -7,8 +7,6 @@ something asks for it back: a build's heaps kept 30-60 MB free. Elsewhere (anoth
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import sys
 from typing import Any
@@ -24,6 +22,8 @@ ARENA_MAX = 2  # arenas at most: the build's threads take turns under the GIL an
 def _libc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes.util  # (here: a dry run imports the engine and never settles, ctypes was ~2 ms of its start)
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None

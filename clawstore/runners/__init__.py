@@ -5,12 +5,29 @@ Public API:
     run_llm_probe(spec, client, sandbox_dir, *, run_id=None) -> RunArtifact
     RunArtifact(...).to_json() -> dict, RunArtifact.from_json(dict), RunError, Trace
     TOOL_NAMES: the tools llm_probe knows (unknown names in a case are dropped)
+
+llm_probe and tools (and httpx with them) are imported on first use: the package is imported for its pricing by
+every build, whose dry run, explain or status never runs a probe (~60 ms of their start: httpx, h11, the client).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from clawstore.runners.artifact import RUN_STATUSES, RunArtifact, RunError, Trace
-from clawstore.runners.llm_probe import RUNNER_TYPE as LLM_PROBE
-from clawstore.runners.llm_probe import LlmProbeSpec, run_llm_probe
-from clawstore.runners.tools import TOOL_NAMES
+
+# name -> (module, its name there)
+_ON_FIRST_USE = {"LLM_PROBE": ("llm_probe", "RUNNER_TYPE"), "LlmProbeSpec": ("llm_probe", "LlmProbeSpec"),
+                 "run_llm_probe": ("llm_probe", "run_llm_probe"), "TOOL_NAMES": ("tools", "TOOL_NAMES")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ON_FIRST_USE:
+        module, attribute = _ON_FIRST_USE[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LLM_PROBE",

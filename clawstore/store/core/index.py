@@ -8,7 +8,6 @@ import contextlib
 import fcntl
 import heapq
 import os
-import secrets
 import struct
 import tempfile
 import threading
@@ -240,7 +239,7 @@ def decode_segment(name: str, data: bytes, header_only: bool = False) -> Segment
 
 
 def new_segment_name() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 def list_segments(index_dir: Path) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import shutil
 import time
 from pathlib import Path
@@ -172,7 +171,7 @@ def create_layout(root: Path) -> None:
             _create_in_place(root)  # a non-empty directory (not ours to replace): marker last
             return
         _remove_stale_staging(root)
-        staging = root.parent / f".{root.name}.new-{secrets.token_hex(8)}"
+        staging = root.parent / f".{root.name}.new-{os.urandom(8).hex()}"
         staging.mkdir()
         try:
             _create_in_place(staging)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ class Blob(NamedTuple):  # a tuple: a pack's table makes one per blob, and a tup
 
 
 def new_pack_id() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 def pack_path(packs_dir: Path, pack_id: str) -> Path:

@@ -1,0 +1,79 @@
+"""What a `claw` command's start imports: its commands are loaded on demand (the table of each command's module is
+whole, and a command imports its own module, not all 29), and a read command never imports the HTTP client."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from clawstore.cli import COMMAND_MODULES, main
+from tests.support.claw import env, ws  # noqa: F401  (fixtures)
+from tests.support.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_table_names_every_command_module_and_the_commands_it_registers() -> None:
+    """A new command module left out of the table (or a command renamed) would vanish from `claw`: this fails."""
+    on_disk = {f"clawstore.cli.{path.stem}" for path in (REPO / "clawstore" / "cli").glob("*_cmd.py")}
+    assert set(COMMAND_MODULES.values()) == on_disk
+    for module in on_disk:
+        group = click.Group()
+        importlib.import_module(module).register(group)
+        assert {name for name, listed in COMMAND_MODULES.items() if listed == module} == set(group.commands), module
+
+
+def test_a_mistyped_command_is_matched_against_every_command_loaded_or_not() -> None:
+    result = CliRunner().invoke(main, ["stat"])
+    assert result.exit_code == 2 and "Error: No such command 'stat'. Did you mean 'status'?" in result.output
+
+
+# The console script's program, writing at its end the command modules it imported and which of httpx, ctypes and
+# secrets it did (to the file its first argument names; claw's own exit work runs on its quick end too).
+COMMAND_MODULES_SEEN = textwrap.dedent("""
+    import sys
+    from clawstore.host import process_end
+
+    out = sys.argv.pop(1)
+
+    def seen():
+        with open(out, "w") as f:
+            f.write(" ".join(sorted(m for m in sys.modules if m.startswith("clawstore.cli.") and m.endswith("_cmd"))))
+            f.write("".join(f" {m}" for m in ("httpx", "ctypes", "secrets") if m in sys.modules))
+
+    process_end.at_exit(seen)
+    from clawstore.cli import entry
+    entry()
+""")
+
+
+@pytest.mark.parametrize("command, module", [(("status",), "status_cmd"), (("build", "--dry-run"), "build_cmd")],
+                         ids=["status", "build --dry-run"])
+def test_a_command_imports_its_own_module_only(command: tuple[str, ...], module: str, ws: Workspace,  # noqa: F811
+                                               tmp_path: Path) -> None:
+    assert [m for m in _imported(ws, tmp_path, *command) if m.endswith("_cmd")] == [f"clawstore.cli.{module}"]
+
+
+@pytest.mark.parametrize("command", [("build", "--dry-run"), ("explain",)], ids=" ".join)
+def test_a_dry_run_or_explain_never_imports_what_only_a_build_s_runs_use(command: tuple[str, ...],
+                                                                        ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # httpx, h11 and the provider client were ~60 ms of their start (the runners package imported its probe eagerly);
+    # ctypes (for syncfs and malloc settings) and secrets (hmac, hashlib: for random names) ~7 ms more
+    assert not {"httpx", "ctypes", "secrets"} & set(_imported(ws, tmp_path, *command))
+
+
+def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811
+    seen = tmp_path / "seen.txt"
+    done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, "--suite", "main",
+                           "--run-profile", "rp"], capture_output=True, text=True, cwd=ws.root, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    return seen.read_text().split()
