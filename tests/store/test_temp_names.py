@@ -14,13 +14,12 @@ from clawstore.host import durable
 from clawstore.host.durable import process_identity, temp_name, temp_owner
 
 
-class _NoDraws:
-    def __getattr__(self, name: str) -> object:
-        raise AssertionError(f"secrets.{name} called for a temp name")
+def _no_draw(size: int) -> bytes:
+    raise AssertionError(f"os.urandom({size}) called for a temp name")
 
 
 def test_names_draw_nothing_are_unique_and_name_their_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(durable, "secrets", _NoDraws())
+    monkeypatch.setattr(durable.os, "urandom", _no_draw)  # (the start was drawn when durable was imported)
     names = [temp_name(".claim") for _ in range(10_000)]
     assert len(set(names)) == len(names)
     assert {temp_owner(name) for name in names} == {process_identity()}
