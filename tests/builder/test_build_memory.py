@@ -26,7 +26,7 @@ from clawstore.host import heap
 from clawstore.project.front import Project
 from clawstore.store.core import batch, index, runtime
 from clawstore.store.store import Store
-from tests.support.fresh import in_fresh_process
+from tests.support.fresh import in_fresh_process, measured_in_fresh_process
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import SECRET, Workspace, many_cases
 
@@ -191,10 +191,12 @@ def test_a_build_holds_its_nodes_a_window_at_a_time(tmp_path: Path, env: None, m
         alive, awaiting)
 
 
-def _log_held(tmp_path: Path, nodes: int) -> tuple[int, int]:
-    """Python bytes a build log of `nodes` distinct nodes (written as a build writes it) holds before its head's
-    advance, and the most the advance adds to that while it merges them into a head of them all."""
-    store = Store(tmp_path / f"store-{nodes}")
+def log_held_alone(tmp_path: str, count: str) -> tuple[int, int]:
+    """Python bytes a build log of `count` distinct nodes (written as a build writes it) holds before its head's
+    advance, and the most the advance adds to that while it merges them into a head of them all. Called in a new
+    interpreter (measured_in_fresh_process): in a test worker, what earlier tests left would be counted too."""
+    nodes = int(count)
+    store = Store(Path(tmp_path) / f"store-{nodes}")
     log = buildlog.BuildLog(store, {"id": "c"})
     gc.collect()
     tracemalloc.start()
@@ -223,8 +225,8 @@ def test_the_build_log_and_the_head_advance_hold_a_bounded_buffer_not_the_build(
     """Its nodes go to sorted runs on disk as they come and the head is merged and written a part at a time
     (docs/store.md, Memory): 20,000 nodes held and advanced in about what 4,000 take. (Before, measured
     2026-12-02: 1,640 bytes held a node, its planning view with it, and 480 more at the advance's peak.)"""
-    small = _log_held(tmp_path, 4_000)
-    large = _log_held(tmp_path, 20_000)
+    small = measured_in_fresh_process(log_held_alone, tmp_path, 4_000)
+    large = measured_in_fresh_process(log_held_alone, tmp_path, 20_000)
     assert large[0] - small[0] < 1 << 20 and large[1] - small[1] < 1 << 20, (small, large)
 
 

@@ -6,9 +6,9 @@ took, the test marks the stamp's copy of a printed row: the marker shows only wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -24,6 +24,7 @@ from clawstore.project.front import Built
 from clawstore.store.documents import STAMP_FORMAT
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.fresh import measured_in_fresh_process
 from tests.support.judging import judge_reply
 from tests.support.stamps import MARK, answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard, write_yaml
@@ -305,38 +306,38 @@ def _printed_rows(count: int) -> Iterator[dict[str, Any]]:
                "detail": "x" * 1500}  # (about the 1.7 KB a run of a real campaign's stamp holds)
 
 
-def _noop_peak(store_root: Path, stamp_file: Path, rows: int, monkeypatch: pytest.MonkeyPatch) -> int:
+def noop_peak_alone(store_root: str, stamp_file: str, rows: str) -> int:
     """Peak Python allocations of a no-op answered from a stamp of `rows` rows: the stamp matched, its rows file checked
-    and printed (JSON and table) to /dev/null."""
-    doc = json.loads(stamp_file.read_text())
-    recorder = stamps.Recorder(str(store_root.parent), str(store_root))
-    assert stamps.write(store_root, stamp_file.stem, recorder, doc["campaign"], _printed_rows(rows), {"run": rows},
+    and printed (JSON and table) to /dev/null. Called in a new interpreter (measured_in_fresh_process): in a test
+    worker, what earlier tests left (their threads, their garbage's finalizers) would be counted too."""
+    root, stamp_path, count = Path(store_root), Path(stamp_file), int(rows)
+    doc = json.loads(stamp_path.read_text())
+    recorder = stamps.Recorder(str(root.parent), str(root))
+    assert stamps.write(root, stamp_path.stem, recorder, doc["campaign"], _printed_rows(count), {"run": count},
                        doc["layers"])
-    with open(os.devnull, "w") as devnull:
-        monkeypatch.setattr(sys, "stdout", devnull)
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         tracemalloc.start()
         try:
-            found = stamps.match(store_root, stamp_file.stem)
+            found = stamps.match(root, stamp_path.stem)
             assert found is not None and stamps.layers_of(found) is not None
-            printed = stamps.rows_of(store_root, stamp_file.stem, found)
+            printed = stamps.rows_of(root, stamp_path.stem, found)
             assert printed is not None
             for output in ("json", "text"):
                 print_built(Built(found.campaign_id, "b", printed, found.counts, {}), output)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-    assert sum(1 for _ in printed) == rows
+    assert sum(1 for _ in printed) == count
     printed.file.close()
     return peak
 
 
-def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(ws: Workspace) -> None:
     _stamped(ws)
     store_root = ws.root / "store"
     stamp_file = next((store_root / STAMPS_DIR).glob("*.json"))
-    small = _noop_peak(store_root, stamp_file, 2_000, monkeypatch)
-    large = _noop_peak(store_root, stamp_file, 20_000, monkeypatch)  # ~32 MB of rows
+    small = int(measured_in_fresh_process(noop_peak_alone, store_root, stamp_file, 2_000))
+    large = int(measured_in_fresh_process(noop_peak_alone, store_root, stamp_file, 20_000))  # ~32 MB of rows
     assert stamp_file.with_suffix(".rows").stat().st_size > 30 * 2**20
     assert large < small + 2**20, (small, large)  # (the rows held whole: ~100 MB as Python objects)
     assert large < 16 * 2**20, large  # a thousand rows at a time, as the table's and the JSON's writes take them

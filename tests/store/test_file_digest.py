@@ -10,6 +10,7 @@ import blake3
 import pytest
 
 from clawstore.store.core import ids
+from tests.support.fresh import measured_in_fresh_process
 
 
 @pytest.mark.parametrize("size", [0, 1, 1023, 1024, 1025, 2560])
@@ -22,16 +23,26 @@ def test_a_file_hashes_to_the_blake3_of_its_bytes_at_any_size_against_the_chunk(
     assert ids.file_digest(path) == blake3.blake3(data).hexdigest()
 
 
-def test_hashing_a_file_holds_one_chunk_not_one_a_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    chunk = 1 << 20
-    monkeypatch.setattr(ids, "FILE_CHUNK", chunk)
-    path = tmp_path / "file"
-    path.write_bytes(b"\x5a" * (4 * chunk + 17))
+CHUNK = 1 << 20
+
+
+def digest_peak_alone(path: str) -> tuple[str, int]:
+    """(the file's digest, the peak bytes traced while hashing it) with FILE_CHUNK at CHUNK. Called in a new interpreter
+    (measured_in_fresh_process): the bound leaves a quarter of a chunk, which a test worker's leftovers (their threads,
+    their garbage's finalizers) would eat."""
+    ids.FILE_CHUNK = CHUNK
     tracemalloc.start()
     try:
-        digest = ids.file_digest(path)
-        peak = tracemalloc.get_traced_memory()[1]
+        digest = ids.file_digest(Path(path))
+        return digest, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_hashing_a_file_holds_one_chunk_not_one_a_read(tmp_path: Path) -> None:
+    chunk = CHUNK
+    path = tmp_path / "file"
+    path.write_bytes(b"\x5a" * (4 * chunk + 17))
+    digest, peak = measured_in_fresh_process(digest_peak_alone, path)
     assert digest == blake3.blake3(path.read_bytes()).hexdigest()
     assert chunk <= peak < chunk + chunk // 4  # (a chunk a read: the last still held while the next is made, 2 chunks)

@@ -10,12 +10,11 @@ import random
 import tracemalloc
 from pathlib import Path
 
-import pytest
-
 from clawstore.store.core import ids
 from clawstore.store.core.edgefile import ID
 from clawstore.store.core.packfile import KIND_OBJECT, PackWriter
 from clawstore.store.edges import load
+from tests.support.fresh import measured_in_fresh_process
 
 
 def _writer(root: Path) -> PackWriter:
@@ -56,35 +55,49 @@ def _seal_traced(writer: PackWriter) -> tuple[int, int]:
     return held, tracemalloc.get_traced_memory()[1] - before
 
 
-def test_a_seal_lets_go_of_the_log_and_the_table_as_it_reads_them(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ids, "FILE_CHUNK", 64 << 10)  # (the hash's buffer: the next test)
-    root = tmp_path / "store"
+def lets_go_alone(root: str) -> tuple[int, int, int]:
+    """(what the writer held, the seal's peak over what was held before it, ids its edges file covers) of a pack of
+    40,000 small blobs each naming another. Called in a new interpreter (measured_in_fresh_process), as the next: in a
+    test worker, what earlier tests left (their threads, their garbage's finalizers) would be counted too."""
+    ids.FILE_CHUNK = 64 << 10  # (the hash's buffer: the next test)
+    store = Path(root)
     tracemalloc.start()  # (before the log and the table are made: what the seal frees of them counts)
     try:
-        writer = _writer(root)
+        writer = _writer(store)
         named = _fill(writer, 40_000, 16, 1)
         held, peak = _seal_traced(writer)
     finally:
         tracemalloc.stop()
     writer.close()
-    found = load(root, root / "packs", writer.pack_id)
+    found = load(store, store / "packs", writer.pack_id)
     assert found is not None and len(found.covered()) == len(named)
     assert all(found.children(digest, offset) == named[digest] for digest, offset in found.covered())
+    return held, peak, len(named)
+
+
+def test_a_seal_lets_go_of_the_log_and_the_table_as_it_reads_them(tmp_path: Path) -> None:
+    held, peak, named = measured_in_fresh_process(lets_go_alone, tmp_path / "store")
+    assert named == 40_000
     # Before, the log and the table stayed beside the file's dicts: 1.18x what they held (10.5 MB over 8.9 MB); now
     # 0.55x (4.9 MB: the rows' dict and keys, the table's columns, the file's arrays).
     assert peak < held * 0.7, f"the seal's peak {peak / 1e6:.1f} MB over the writer's {held / 1e6:.1f} MB"
 
 
-def test_a_seal_hashes_its_pack_a_small_buffer_at_a_time(tmp_path: Path) -> None:
-    root = tmp_path / "store"
+def hash_peak_alone(root: str) -> int:
+    """The seal's peak of a pack of 6 MiB of blobs naming few ids (FILE_CHUNK as shipped), in a new interpreter."""
+    store = Path(root)
     tracemalloc.start()
     try:
-        writer = _writer(root)
+        writer = _writer(store)
         _fill(writer, 192, 32 << 10, 2)  # 6 MiB of blobs, few ids: the hash's buffer is most of what the seal holds
         _, peak = _seal_traced(writer)
     finally:
         tracemalloc.stop()
     writer.close()
-    assert load(root, root / "packs", writer.pack_id) is not None  # (its file records the pack's BLAKE3)
+    assert load(store, store / "packs", writer.pack_id) is not None  # (its file records the pack's BLAKE3)
+    return peak
+
+
+def test_a_seal_hashes_its_pack_a_small_buffer_at_a_time(tmp_path: Path) -> None:
+    peak = measured_in_fresh_process(hash_peak_alone, tmp_path / "store")
     assert peak < (1 << 20) + (256 << 10), f"the seal's peak {peak / 2**20:.2f} MiB (an 8 MiB buffer on main)"
