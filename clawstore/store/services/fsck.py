@@ -16,6 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import blake3
 import msgspec
 
 from clawstore.errors import StoreError
@@ -59,7 +60,7 @@ from clawstore.store.core.packfile import (
 )
 from clawstore.store.headdoc import inline_or_none, is_parted, iter_nodes, iter_parts, part_ids, write_head
 from clawstore.store.refs import RefConflict, iter_ref_entries
-from clawstore.store.services.fsck_beside import FromTheEnd, PackHelper
+from clawstore.store.services.fsck_beside import FromTheEnd, Once, PackHelper
 from clawstore.store.services.fsck_keys import IndexKeys, by_keys
 from clawstore.store.services.fsck_logs import build_log_problem
 from clawstore.store.services.fsck_reach import CHUNK, TRIMMED, PackFiles, Reach
@@ -182,10 +183,15 @@ def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, be
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
         grouped: list[_Grouped] = []
+        helpers: list[_GroupedBeside] = []
 
-        def group(beside_packs: bool = False) -> None:  # (while the packs' helper verifies packs, for an index
-            # looked up by its rows; else after the packs, and after a repair's rebuild, which moves records)
+        def group(beside_packs: bool = False) -> None:  # (while the packs are verified, by a helper of its own or
+            # for an index looked up by its rows here; else after the packs, and after a repair's rebuild, which
+            # moves records)
             store.runtime.index.reload()
+            if beside_packs and beside and (helper := _GroupedBeside(store, records)).forked:
+                helpers.append(helper)
+                return
             if beside_packs and by_keys(store.runtime.index.snapshot().entries):
                 return  # (numpy and the keys not held beside the packs' verification: the first fsck's peak)
             grouped.append(_group_records(store, records))
@@ -194,6 +200,7 @@ def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, be
         packs = _check_packs(store, report, progress, segments, beside, None if repair else partial(group, True))
         if repair and (report.bad_packs or report.bad_index or report.corrupt):
             _rebuild_index(store, report, packs, segments)
+        grouped += [taken for helper in helpers if (taken := helper.take()) is not None]
         if not grouped:
             group()
         entries, refs, added = grouped[0]
@@ -519,6 +526,69 @@ class _Grouped(NamedTuple):
     entries: Entries
     refs: list[tuple[str, str | None]]
     added: dict[int, object]
+
+
+class _GroupedBeside:
+    """The records' grouping done by a helper forked before the packs are verified (fsck_beside.Once), into this
+    process's PackRows' file; its answer says where the runs are, the refs it read and the heads whose nodes it added.
+    `take()` returns None where there is no answer, or one that does not account for exactly the file it wrote
+    (its runs not tiling it, a run's count not its length, the file not hashing as the helper hashed it): fsck then
+    groups them itself, after the packs."""
+
+    def __init__(self, store: Store, rows: PackRows):
+        self._store, self._rows = store, rows
+        self._entries = store.runtime.index.snapshot().entries  # (the helper's: the records' step looks up the same)
+        file = rows.opened()
+
+        def work() -> bytes:
+            own = PackRows(store.runtime.tmp_dir, file=file)
+            done = _group_records(store, own)
+            runs, end = own.spilled()
+            return json.dumps({"runs": runs, "end": end, "digest": _rows_digest(file, end), "refs": done.refs,
+                               "added": sorted(done.added)}).encode()
+
+        self._helper = Once(work, fork=True)
+        self.forked = self._helper.forked
+
+    def take(self) -> _Grouped | None:
+        answer = self._helper.answer()  # (the helper ended: nothing more is written to the file)
+        if answer is None:
+            return None
+        try:
+            said = json.loads(answer)
+            runs = [(str(pack), int(offset), int(length)) for pack, offset, length in said["runs"]]
+            end, digest = int(said["end"]), str(said["digest"])
+            refs = [(str(name), None if target is None else str(target)) for name, target in said["refs"]]
+            numbers = [int(number) for number in said["added"]]
+        except (ValueError, TypeError, KeyError):
+            return None
+        file = self._rows.opened()
+        at = 0
+        for _, offset, length in runs:  # (each run where the last ended, its count its length: whole rows)
+            head = os.pread(file, 4, offset) if offset == at and length > 4 else b""
+            count = int.from_bytes(head, "little") if len(head) == 4 else 0
+            if not count or 4 + count * _RECORD_ROW.size != length:
+                return None
+            at += length
+        if at != end or _rows_digest(file, end) != digest or not all(0 <= n < len(refs) for n in numbers):
+            return None
+        added = {number: _read_json(self._store, target) for number in numbers if (target := refs[number][1])}
+        if len(added) != len(numbers):
+            return None
+        self._rows.adopt(runs, end)
+        return _Grouped(self._entries, refs, added)
+
+
+def _rows_digest(file: int, end: int) -> str:
+    """The BLAKE3 of a file's first `end` bytes (what the grouping's helper wrote, as it and fsck read it)."""
+    hasher, at = blake3.blake3(), 0
+    while at < end:
+        chunk = os.pread(file, min(1 << 20, end - at), at)
+        if not chunk:
+            break
+        hasher.update(chunk)
+        at += len(chunk)
+    return hasher.hexdigest() if at == end else ""
 
 
 def _group_records(store: Store, rows: PackRows) -> _Grouped:

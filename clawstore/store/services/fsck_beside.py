@@ -140,6 +140,39 @@ class PackHelper(FromTheEnd):
         return digest if digest is not None and len(digest) == 32 else None
 
 
+class Once(Beside):
+    """One piece of work done by a forked helper while this side does other work (the records' grouping, beside the
+    packs' verification): `work()` is run there, its answer one line. `answer()` waits for it: None if there is none
+    to take (not forked, the helper died or answered no whole line): this side then does the work itself."""
+
+    def __init__(self, work: Callable[[], bytes], fork: bool) -> None:
+        fork = fork and threading.active_count() == 1 and _cpus() > 1
+        super().__init__(lambda _requests, answers: _answer_once(work, answers), fork)
+        self.forked = self._pid is not None
+
+    def answer(self) -> bytes | None:
+        if self._answers is None:
+            return None
+        try:
+            said = self._answers.read()  # (to its end: the helper's exit, however it ends)
+        except OSError:
+            said = b""
+        self.close()
+        return said[:-1] if said.endswith(b"\n") and said.count(b"\n") == 1 else None
+
+
+def _answer_once(work: Callable[[], bytes], answers: int) -> None:
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        answer = work()
+        with os.fdopen(answers, "wb") as sink:
+            sink.write(answer + b"\n")
+    except BaseException:  # noqa: BLE001 - this side does it when no answer comes
+        code = 1
+    os._exit(code)
+
+
 def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
     """The forked process: do each item it is sent and answer it, exit without the command's cleanup (os._exit) when
     the requests end."""
