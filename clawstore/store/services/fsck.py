@@ -593,9 +593,9 @@ def _rows_digest(file: int, end: int) -> str:
 
 def _group_records(store: Store, rows: PackRows) -> _Grouped:
     """The records that action-cache entries and campaign heads' nodes name, into `rows` by the record's pack (with
-    what names each). Needs only the index: run while the packs are verified when it is looked up by its rows, after
-    them when by its keys (a head's nodes are judged only if its ref is sound: _check_refs, once the packs are
-    checked)."""
+    what names each). Needs only the index: run while the packs are verified (by a helper of its own in the `claw`
+    program; else here when it is looked up by its rows), after them when by its keys (a head's nodes are judged only
+    if its ref is sound: _check_refs, once the packs are checked)."""
     entries = store.runtime.index.snapshot().entries
     index = IndexKeys(entries)
     waiting: list[tuple[bytes, int, bytes]] = []  # (by keys: looked up LOCATED at a time, in bulk; else each alone)

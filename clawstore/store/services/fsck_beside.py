@@ -2,12 +2,13 @@
 (`FromTheEnd`). The packs (`PackHelper`): a process forked before the packs are read verifies the packs it is sent
 and writes the edges file of each that verifies whole, as fsck would; fsck then takes such a pack up as already
 verified, by the digest the helper answers (hashed before it verified the pack: not hashed, nor its file read, again).
-The records' groups (fsck.py `_check_records`): a process forked once they are grouped checks the groups it is sent
-and answers its findings. What the helper finds damaged (a pack), or never answers (it died, the fork failed), fsck
-does itself, so what fsck reports is the same with or without it (tests/store/test_fsck_beside.py,
-test_fsck_groups_beside.py; its answers: test_fsck_from_the_end.py). Forked only
-in the `claw` program, on Linux, with two CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and
-fsck)."""
+The records' grouping (fsck.py `_GroupedBeside`, `Once`): a process forked before the packs are read groups them and
+answers where its rows are. The records' groups (fsck.py `_check_records`): a process forked once they are grouped
+checks the groups it is sent and answers its findings. What a helper finds damaged (a pack), or never answers (it
+died, the fork failed), or answers unreadably, fsck does itself, so what fsck reports is the same with or without it
+(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py, test_fsck_grouped_beside.py; its answers:
+test_fsck_from_the_end.py). Forked only in the `claw` program, on Linux, with two CPUs allowed and no thread running.
+docs/gc-and-archives.md (Scale: gc and fsck)."""
 
 from __future__ import annotations
 
