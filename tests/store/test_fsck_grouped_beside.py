@@ -27,8 +27,8 @@ from tests.support.fresh import in_fresh_process
 
 
 def _report(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
-    """fsck of the store at `root`: what it found (the seconds aside). The pid of each process that grouped the
-    records is appended to `log`."""
+    """fsck of the store at `root`: what it found (the seconds aside; the index's objects counted too). The pid of
+    each process that grouped the records is appended to `log`."""
     group = fsck_module._group_records
 
     def noted(store: Store, rows: PackRows) -> Any:
@@ -39,7 +39,7 @@ def _report(root: Path, beside: bool, log: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(fsck_module, "_group_records", noted)
     report = fsck(Store(root), beside=beside)
     monkeypatch.setattr(fsck_module, "_group_records", group)
-    return report.actions, report.bad_actions, report.bad_head_nodes, report.bad_refs, report.problems
+    return report.objects, report.actions, report.bad_actions, report.bad_head_nodes, report.bad_refs, report.problems
 
 
 def _groupers(log: Path) -> list[int]:
@@ -57,8 +57,9 @@ def _stores(tmp_path: Path, by_keys: bool, monkeypatch: pytest.MonkeyPatch) -> t
     _damaged(tmp_path / "a")
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     expected = _report(tmp_path / "a", False, tmp_path / "alone.log", monkeypatch)
-    actions, bad_actions, bad_nodes, bad_refs, _ = expected
-    assert actions == 8 * PACKS and len(bad_actions) == 3 and len(bad_nodes["campaigns/x"]) == 2 and not bad_refs
+    objects, actions, bad_actions, bad_nodes, bad_refs, _ = expected
+    assert objects > 3 * 8 * PACKS and actions == 8 * PACKS and not bad_refs
+    assert len(bad_actions) == 3 and len(bad_nodes["campaigns/x"]) == 2
     assert _groupers(tmp_path / "alone.log") == [os.getpid()]
     return expected
 
@@ -77,10 +78,21 @@ def _by_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _helper_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_keys: bool) -> None:
+    from clawstore.store.core.index import ObjectsMap
+
     expected = _stores(tmp_path, by_keys, monkeypatch)
+    counted, count = tmp_path / "counted.log", ObjectsMap.__len__
+
+    def noted(objects: ObjectsMap) -> int:
+        with open(counted, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        return count(objects)
+
+    monkeypatch.setattr(ObjectsMap, "__len__", noted)
     assert _report(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch) == expected
     groupers = _groupers(tmp_path / "beside.log")
     assert len(groupers) == 1 and groupers[0] != os.getpid(), "grouped by the helper alone"
+    assert _groupers(counted) == groupers, "the index's objects counted by the helper (a stream of them all)"
 
 
 def _in_helper(parent: int, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:

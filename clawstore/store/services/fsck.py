@@ -203,9 +203,9 @@ def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, be
         grouped += [taken for helper in helpers if (taken := helper.take()) is not None]
         if not grouped:
             group()
-        entries, refs, added = grouped[0]
+        entries, refs, added, objects = grouped[0]
         index = IndexKeys(entries)  # (its keys made again: the grouping's dropped with it)
-        report.objects = len(store.runtime.index.objects)
+        report.objects = objects if objects is not None else len(store.runtime.index.objects)
         reach = Reach(store, report.corrupt, PackFiles(store, packs.digests, index.find), index.find,
                       index if index.by_keys else None)
         heads = _check_refs(store, report, reach, refs, added)
@@ -526,6 +526,7 @@ class _Grouped(NamedTuple):
     entries: Entries
     refs: list[tuple[str, str | None]]
     added: dict[int, object]
+    objects: int | None = None  # the index's objects, counted by the grouping's helper (else by fsck, after it)
 
 
 class _GroupedBeside:
@@ -545,7 +546,7 @@ class _GroupedBeside:
             done = _group_records(store, own)
             runs, end = own.spilled()
             return json.dumps({"runs": runs, "end": end, "digest": _rows_digest(file, end), "refs": done.refs,
-                               "added": sorted(done.added)}).encode()
+                               "added": sorted(done.added), "objects": len(store.runtime.index.objects)}).encode()
 
         self._helper = Once(work, fork=True)
         self.forked = self._helper.forked
@@ -560,6 +561,7 @@ class _GroupedBeside:
             end, digest = int(said["end"]), str(said["digest"])
             refs = [(str(name), None if target is None else str(target)) for name, target in said["refs"]]
             numbers = [int(number) for number in said["added"]]
+            objects = int(said["objects"])  # (a stream of every object of the index: ~0.3 s at 10,000 x 5)
         except (ValueError, TypeError, KeyError):
             return None
         file = self._rows.opened()
@@ -576,7 +578,7 @@ class _GroupedBeside:
         if len(added) != len(numbers):
             return None
         self._rows.adopt(runs, end)
-        return _Grouped(self._entries, refs, added)
+        return _Grouped(self._entries, refs, added, objects if objects >= 0 else None)
 
 
 def _rows_digest(file: int, end: int) -> str:
