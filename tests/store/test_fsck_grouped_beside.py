@@ -249,3 +249,32 @@ def _beside_a_gc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert rounds >= 10 and rewritten >= 10 and len(reports) >= 20, (out, len(reports))
     assert not [problems for problems in reports if problems]
     assert os.getpid() not in _groupers(log), "grouped by the helper"
+
+
+def test_fsck_stopped_by_an_error_leaves_no_helper_grouping(tmp_path: Path) -> None:
+    in_fresh_process(__name__, "_stopped", tmp_path)
+
+
+def _stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error while the packs are verified (the helper still grouping: slowed here) ends fsck with the helper ended
+    and reaped, not left at work until its grouping is done."""
+    import time
+
+    from clawstore.errors import StoreError
+
+    _damaged(tmp_path / "a")
+    group = fsck_module._group_records
+
+    def slow(store: Store, rows: PackRows) -> Any:
+        time.sleep(30)
+        return group(store, rows)
+
+    def failing(*args: Any) -> None:
+        raise StoreError("the disk went away")
+
+    monkeypatch.setattr(fsck_module, "_group_records", slow)
+    monkeypatch.setattr(fsck_module, "_match", failing)
+    with pytest.raises(StoreError):
+        fsck(Store(tmp_path / "a"), beside=True)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # (no child left: each helper killed and reaped)

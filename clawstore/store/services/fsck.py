@@ -178,7 +178,7 @@ def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, be
     held = index_lock(store.layout.locks) if repair else contextlib.nullcontext(True)
     if repair:
         store.runtime.close_writer()  # this process's own pack may be one repair moves aside
-    with held, PackRows(store.runtime.tmp_dir) as records:
+    with held, PackRows(store.runtime.tmp_dir) as records, contextlib.ExitStack() as ending:
         # Listed before the packs are read: every blob these segments name is in a pack by then,
         # so a rebuild may replace them; segments written meanwhile stay as they are.
         segments = list_segments(store.runtime.index_dir)
@@ -191,6 +191,7 @@ def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, be
             store.runtime.index.reload()
             if beside_packs and beside and (helper := _GroupedBeside(store, records)).forked:
                 helpers.append(helper)
+                ending.callback(helper.close)  # (an error meanwhile: the helper ended, not left grouping)
                 return
             if beside_packs and by_keys(store.runtime.index.snapshot().entries):
                 return  # (numpy and the keys not held beside the packs' verification: the first fsck's peak)
@@ -579,6 +580,9 @@ class _GroupedBeside:
             return None
         self._rows.adopt(runs, end)
         return _Grouped(self._entries, refs, added, objects if objects >= 0 else None)
+
+    def close(self) -> None:
+        self._helper.close()
 
 
 def _rows_digest(file: int, end: int) -> str:
