@@ -278,3 +278,14 @@ def _stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         fsck(Store(tmp_path / "a"), beside=True)
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # (no child left: each helper killed and reaped)
+
+
+def test_one_cpu_allowed_groups_in_fsck_as_before(tmp_path: Path) -> None:
+    in_fresh_process(__name__, "_one_cpu", tmp_path)
+
+
+def _one_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _stores(tmp_path, False, monkeypatch)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert _report(tmp_path / "b", True, tmp_path / "beside.log", monkeypatch) == expected
+    assert _groupers(tmp_path / "beside.log") == [os.getpid()], "no helper forked: grouped here"
