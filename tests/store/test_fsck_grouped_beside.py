@@ -185,7 +185,8 @@ WRONG: dict[str, Callable[[pytest.MonkeyPatch, int], None]] = {
     "a run left out": _run_left_out,
     "a row changed": _row_changed,
     "a count changed": _count_changed,
-    "a head not added": _answered(lambda answer: answer.replace(b'"added": [0]', b'"added": [7]')),
+    "a head number out of range": _answered(lambda answer: answer.replace(b'"added": [0]', b'"added": [7]')),
+    "a ref's target not an id": _answered(lambda answer: answer.replace(b'"blake3:', b'"blake4:', 1)),
 }
 
 

@@ -565,6 +565,8 @@ class _GroupedBeside:
             objects = int(said["objects"])  # (a stream of every object of the index: ~0.3 s at 10,000 x 5)
         except (ValueError, TypeError, KeyError):
             return None
+        if not all(target is None or is_oid(target) for _, target in refs):  # (as iter_ref_entries gives them)
+            return None
         file = self._rows.opened()
         at = 0
         for _, offset, length in runs:  # (each run where the last ended, its count its length: whole rows)
