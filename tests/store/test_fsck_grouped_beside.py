@@ -95,10 +95,6 @@ def _helper_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_keys: boo
     assert _groupers(counted) == groupers, "the index's objects counted by the helper (a stream of them all)"
 
 
-def _in_helper(parent: int, then: Callable[[], Any], otherwise: Callable[[], Any]) -> Any:
-    return then() if os.getpid() != parent else otherwise()
-
-
 # How the grouping's helper goes wrong: each leaves fsck grouping the records itself
 def _killed(monkeypatch: pytest.MonkeyPatch, parent: int) -> None:
     """SIGKILLed at work, once some of its rows were spilled to fsck's file."""
