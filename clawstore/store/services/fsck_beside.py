@@ -2,12 +2,13 @@
 (`FromTheEnd`). The packs (`PackHelper`): a process forked before the packs are read verifies the packs it is sent
 and writes the edges file of each that verifies whole, as fsck would; fsck then takes such a pack up as already
 verified, by the digest the helper answers (hashed before it verified the pack: not hashed, nor its file read, again).
-The records' groups (fsck.py `_check_records`): a process forked once they are grouped checks the groups it is sent
-and answers its findings. What the helper finds damaged (a pack), or never answers (it died, the fork failed), fsck
-does itself, so what fsck reports is the same with or without it (tests/store/test_fsck_beside.py,
-test_fsck_groups_beside.py; its answers: test_fsck_from_the_end.py). Forked only
-in the `claw` program, on Linux, with two CPUs allowed and no thread running. docs/gc-and-archives.md (Scale: gc and
-fsck)."""
+The records' grouping (fsck.py `_GroupedBeside`, `Once`): a process forked before the packs are read groups them and
+answers where its rows are. The records' groups (fsck.py `_check_records`): a process forked once they are grouped
+checks the groups it is sent and answers its findings. What a helper finds damaged (a pack), or never answers (it
+died, the fork failed), or answers unreadably, fsck does itself, so what fsck reports is the same with or without it
+(tests/store/test_fsck_beside.py, test_fsck_groups_beside.py, test_fsck_grouped_beside.py; its answers:
+test_fsck_from_the_end.py). Forked only in the `claw` program, on Linux, with two CPUs allowed and no thread running.
+docs/gc-and-archives.md (Scale: gc and fsck)."""
 
 from __future__ import annotations
 
@@ -138,6 +139,39 @@ class PackHelper(FromTheEnd):
         except ValueError:
             return None
         return digest if digest is not None and len(digest) == 32 else None
+
+
+class Once(Beside):
+    """One piece of work done by a forked helper while this side does other work (the records' grouping, beside the
+    packs' verification): `work()` is run there, its answer one line. `answer()` waits for it: None if there is none
+    to take (not forked, the helper died or answered no whole line): this side then does the work itself."""
+
+    def __init__(self, work: Callable[[], bytes], fork: bool) -> None:
+        fork = fork and threading.active_count() == 1 and _cpus() > 1
+        super().__init__(lambda _requests, answers: _answer_once(work, answers), fork)
+        self.forked = self._pid is not None
+
+    def answer(self) -> bytes | None:
+        if self._answers is None:
+            return None
+        try:
+            said = self._answers.read()  # (to its end: the helper's exit, however it ends)
+        except OSError:
+            said = b""
+        self.close()
+        return said[:-1] if said.endswith(b"\n") and said.count(b"\n") == 1 else None
+
+
+def _answer_once(work: Callable[[], bytes], answers: int) -> None:
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        answer = work()
+        with os.fdopen(answers, "wb") as sink:
+            sink.write(answer + b"\n")
+    except BaseException:  # noqa: BLE001 - this side does it when no answer comes
+        code = 1
+    os._exit(code)
 
 
 def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
