@@ -64,6 +64,8 @@ class InFlight:
         self._settle_until = -1.0  # after a move of the limit: completions before this were sent before it
         self._reference_wall = 0.0  # the length of the window that measured `_reference`
         self._jump = True  # the next step down from the ceiling may go straight to 1 (JUMP_LATENCY_S)
+        self._jumped = False  # the probe under way is such a jump
+        self._jump_failed = False  # one cost throughput: no more (each would cost a window at 1 again)
         self.restart()
 
     def restart(self) -> None:
@@ -113,7 +115,7 @@ class InFlight:
         self._idle_windows = self._idle_windows + 1 if idle else 0
         if self._idle_windows >= IDLE_WINDOWS:  # the provider bounds the throughput: all the width it may have, at once
             self.limit, self._probe_from, self._reference, self._hold_s = self.ceiling, None, None, HOLD_S
-            self._jump = True
+            self._jump = not self._jump_failed
             return
         if self._probe_from is not None:
             assert self._reference is not None
@@ -124,6 +126,7 @@ class InFlight:
                 if not up:  # (a step up kept undoes a step down: the holds go on growing)
                     self._hold_s = HOLD_S
             else:  # more bought nothing, or fewer cost throughput: back, stay a while, then try the other way
+                self._jump_failed |= self._jumped
                 self.limit, self._probe_from, self._reference = self._probe_from, None, None
                 self._held_until = now + self._hold_s * max(1.0, wall / WINDOW_S)  # (in windows: a probe costs one)
                 self._hold_s = min(HOLD_MAX_S, self._hold_s * 2)
@@ -136,6 +139,6 @@ class InFlight:
             self._probe_from, self.limit = self.limit, min(self.ceiling, self.limit + max(1, self.limit // 3))
         elif self.limit > 1:
             jump = self._jump and self.limit == self.ceiling and self.limit / rate < JUMP_LATENCY_S
-            self._jump = False
+            self._jump, self._jumped = False, jump
             step = self.limit - 1 if jump else max(1, self.limit // 4)
             self._probe_from, self.limit, self._up = self.limit, self.limit - step, False

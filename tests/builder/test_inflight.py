@@ -127,6 +127,16 @@ def test_after_the_idle_windows_the_next_descent_goes_straight_to_one_again() ->
     assert moves(limits) == [16, 1], moves(limits)
 
 
+def test_after_a_jump_that_cost_throughput_the_next_descents_take_steps() -> None:
+    idle = [False]
+    build = Simulated(16, latency_bound, lambda n: 0.1 if idle[0] else 0.9)
+    assert moves(build.run(4 * WINDOW_S))[:3] == [16, 1, 16]  # 1 cost 15/16 of the throughput
+    idle[0] = True  # a loaded machine: claw not given a core a while, the limit at the ceiling again
+    build.run(4 * WINDOW_S)
+    idle[0] = False
+    assert 1 not in build.run(10)  # (a jump after each such lull would cost a window at 1 again)
+
+
 def test_one_window_of_claw_short_of_cpu_does_not_undo_a_descent() -> None:
     starved = [False]
     build = Simulated(16, cpu_bound, lambda n: 0.1 if starved[0] else 1.0)
