@@ -89,11 +89,11 @@ def bare_loop_cpu(server: StandIn, requests: int) -> float:
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / requests
 
 
-def one_size(server: StandIn, tmp: Path, cases: int, models: int, commands: bool) -> dict[str, Measured]:
-    root = tmp / f"ws-{cases}"
+def one_size(server: StandIn, tmp: Path, name: str, cases: int, models: int, commands: bool) -> dict[str, Measured]:
+    root = tmp / f"ws-{name}"  # (by name, not size: --small and --large may be equal, two builds of one size)
     generate(root, cases, models, evaluation=True, judge_repetitions=1)
     env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
-           "CLAW_STORE": str(tmp / f"store-{cases}")}
+           "CLAW_STORE": str(tmp / f"store-{name}")}
     sent = len(server.requests)
     found = {"cold build": measure(root, ("build", *CAMPAIGN), env)}
     requests = len(server.requests) - sent
@@ -121,9 +121,9 @@ def main() -> None:
     with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-growth-") as scratch:
         bares = [bare_loop_cpu(server, args.bare_requests)]
         server.script("judge/j", judge_reply(7))
-        small = one_size(server, Path(scratch), args.small, args.models, args.commands)
+        small = one_size(server, Path(scratch), "small", args.small, args.models, args.commands)
         bares.append(bare_loop_cpu(server, args.bare_requests))
-        large = one_size(server, Path(scratch), args.large, args.models, args.commands)
+        large = one_size(server, Path(scratch), "large", args.large, args.models, args.commands)
         bares.append(bare_loop_cpu(server, args.bare_requests))
     bare = statistics.median(bares)
     print(f"bare httpx loop: {bare * 1000:.2f} ms CPU per request (median of "

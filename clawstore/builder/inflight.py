@@ -32,6 +32,13 @@ HOLD_MAX_S = 32.0
 # Completions a window needs, claw busy, to be judged: a build of few, long requests (a multi-turn run a node, 1-3 s)
 # saw 4 in a 0.5 s window, whose noise kept step downs that cost a fifth of its throughput. Its window grows instead.
 MIN_DONE = 100
+# The first step down from the ceiling (at the start, or after the idle windows put the limit back there) goes straight
+# to 1 when a request takes less than this (the limit over the completions a second, Little's law): against a provider
+# answering at once a descent of nine steps took 25-30 s of a 40 s build on a loaded machine, its windows' noise failing
+# steps down. If 1 costs throughput the probe fails as any other (back to the ceiling, held): one window at 1 and a
+# latency, under a second at this bound. Slower requests (a remote model, claw busy only with a very wide limit) take
+# the usual steps: a window at 1 would last a latency or more, and the width would take as long to come back.
+JUMP_LATENCY_S = 0.1
 # A window counts only if at least this share of its completions found the limit binding (every slot taken): a
 # window of a drain, a layer's end or lanes held back by rate limits says nothing of what the limit costs.
 BINDING_SHARE = 0.75
@@ -55,6 +62,10 @@ class InFlight:
         # earlier step down through that did: only a step up finds it out)
         self._reference: float | None = None  # completions a second of the last window at this limit
         self._settle_until = -1.0  # after a move of the limit: completions before this were sent before it
+        self._reference_wall = 0.0  # the length of the window that measured `_reference`
+        self._jump = True  # the next step down from the ceiling may go straight to 1 (JUMP_LATENCY_S)
+        self._jumped = False  # the probe under way is such a jump
+        self._jump_failed = False  # one cost throughput: no more (each would cost a window at 1 again)
         self.restart()
 
     def restart(self) -> None:
@@ -84,8 +95,10 @@ class InFlight:
             return
         wall, before = now - self._started, self.limit
         busy, rate = (self._cpu() - self._cpu_at) / wall, self._done / wall
-        if busy >= IDLE_CPU and self._done < MIN_DONE:  # (claw idle needs no count: it goes back to the ceiling)
-            return
+        if busy >= IDLE_CPU and self._done < MIN_DONE and not (self._probe_from is not None
+                                                               and wall >= self._reference_wall):
+            return  # (claw idle needs no count: it goes back to the ceiling; a probe's window as long as its
+            # reference's had as many completions as it, had the rate held: a jump to 1 is judged in a window)
         counts = self._binding >= BINDING_SHARE * self._done
         self._window_from(now)
         if counts and self._warming:
@@ -102,6 +115,7 @@ class InFlight:
         self._idle_windows = self._idle_windows + 1 if idle else 0
         if self._idle_windows >= IDLE_WINDOWS:  # the provider bounds the throughput: all the width it may have, at once
             self.limit, self._probe_from, self._reference, self._hold_s = self.ceiling, None, None, HOLD_S
+            self._jump = not self._jump_failed
             return
         if self._probe_from is not None:
             assert self._reference is not None
@@ -112,15 +126,19 @@ class InFlight:
                 if not up:  # (a step up kept undoes a step down: the holds go on growing)
                     self._hold_s = HOLD_S
             else:  # more bought nothing, or fewer cost throughput: back, stay a while, then try the other way
+                self._jump_failed |= self._jumped
                 self.limit, self._probe_from, self._reference = self._probe_from, None, None
                 self._held_until = now + self._hold_s * max(1.0, wall / WINDOW_S)  # (in windows: a probe costs one)
                 self._hold_s = min(HOLD_MAX_S, self._hold_s * 2)
                 self._up = not up
                 return
-        self._reference = rate  # (measured at this limit: the next probe's reference)
+        self._reference, self._reference_wall = rate, wall  # (measured at this limit: the next probe's reference)
         if idle or now < self._held_until:
             return
         if self._up and self.limit < self.ceiling:
             self._probe_from, self.limit = self.limit, min(self.ceiling, self.limit + max(1, self.limit // 3))
         elif self.limit > 1:
-            self._probe_from, self.limit, self._up = self.limit, self.limit - max(1, self.limit // 4), False
+            jump = self._jump and self.limit == self.ceiling and self.limit / rate < JUMP_LATENCY_S
+            self._jump, self._jumped = False, jump
+            step = self.limit - 1 if jump else max(1, self.limit // 4)
+            self._probe_from, self.limit, self._up = self.limit, self.limit - step, False

@@ -58,28 +58,50 @@ def test_saturated_without_throughput_loss_it_goes_down_to_one() -> None:
     assert limits == sorted(limits, reverse=True)  # only ever down
 
 
+def moves(limits: list[int]) -> list[int]:
+    """The limits in the order they were taken: each once, until it moved."""
+    return [n for i, n in enumerate(limits) if i == 0 or n != limits[i - 1]]
+
+
+def test_claw_bound_its_first_step_down_goes_straight_to_one() -> None:
+    build = Simulated(16, cpu_bound, lambda n: 1.0)
+    build.run(2 * WINDOW_S + SETTLE)  # one window to warm up, one to measure, then the first probe: 1
+    assert build.control.limit == 1  # (nine steps down before: 16 12 9 7 6 5 4 3 2 1)
+    assert set(build.run(30)) == {1}  # kept: as fast as 16
+
+
 def test_a_probe_that_costs_throughput_goes_back_up_and_holds() -> None:
     build = Simulated(16, latency_bound, lambda n: 0.9)
-    build.run(2 * WINDOW_S + 0.01)  # a window to warm up, one to measure, then a probe
-    assert build.control.limit == 12
-    limits = build.run(WINDOW_S + SETTLE)  # its window lost a quarter of the throughput
+    build.run(2 * WINDOW_S + 0.01)  # a window to warm up, one to measure, then a probe: a request takes 20 ms, 1
+    assert build.control.limit == 1
+    limits = build.run(WINDOW_S + SETTLE)  # its window lost 15/16 of the throughput: judged as long as the one before
     assert limits[-1] == 16
     held = build.run(HOLD_S - 2 * SETTLE)
     assert set(held) == {16}
     # over a long build it spends nearly all its time at the ceiling: each failed probe holds twice as long
     limits = build.run(60)
     assert limits.count(16) / len(limits) > 0.9
+    assert moves(limits)[:3] == [16, 12, 16]  # the next probes take the usual steps
+
+
+def test_a_provider_slower_than_the_jump_takes_the_usual_steps() -> None:
+    # 200 in flight of 1 s each, claw busy: a window at 1 would last a latency, and the width as long to come back
+    build = Simulated(200, lambda n: n / 1.0, lambda n: 0.9)
+    assert moves(build.run(3 * WINDOW_S))[:2] == [200, 150]
 
 
 def test_a_step_down_that_noise_let_through_is_undone_by_a_step_up() -> None:
     build = Simulated(16, latency_bound, lambda n: 0.9)
-    build.rate = lambda n: 800.0 if build.now < 3 * WINDOW_S else latency_bound(n)  # 12 looked as fast as 16
-    build.run(3 * WINDOW_S + SETTLE)
-    assert build.control.limit == 9  # 12 kept, then 9 tried
-    build.run(WINDOW_S + SETTLE)
-    assert build.control.limit == 12  # 9 cost throughput: back to 12 and held, then a step up
-    limits = build.run(HOLD_S + 2 * WINDOW_S + 2 * SETTLE)
-    assert limits[-1] == 16
+    seen: set[int] = set()
+
+    def rate(n: int) -> float:  # 12 looked as fast as 16 in its window, then 9 showed the loss
+        seen.add(n)
+        return 800.0 if n >= 12 and 9 not in seen else latency_bound(n)
+
+    build.rate = rate
+    limits = build.run(30)
+    # 1 cost throughput (back to 16, held), 12 kept, 9 cost throughput: back to 12 and held, then a step up
+    assert moves(limits)[:7] == [16, 1, 16, 12, 9, 12, 16]
     limits = build.run(30)
     assert limits.count(16) / len(limits) > 0.9
 
@@ -92,6 +114,27 @@ def test_idle_it_goes_back_to_the_ceiling_within_a_few_windows() -> None:
     cpu_heavy[0] = False  # the provider slowed down: claw waits for it
     build.run(3 * WINDOW_S)  # two windows (and the one the change fell in), and the full width at once
     assert build.control.limit == 16
+
+
+def test_after_the_idle_windows_the_next_descent_goes_straight_to_one_again() -> None:
+    cpu_heavy = [True]
+    build = Simulated(16, cpu_bound, lambda n: 1.0 if cpu_heavy[0] else 0.1)
+    build.run(3 * WINDOW_S)
+    cpu_heavy[0] = False  # claw not given a core a while, or a provider slowing down: back to the ceiling
+    build.run(4 * WINDOW_S)
+    cpu_heavy[0] = True
+    limits = build.run(3 * WINDOW_S)
+    assert moves(limits) == [16, 1], moves(limits)
+
+
+def test_after_a_jump_that_cost_throughput_the_next_descents_take_steps() -> None:
+    idle = [False]
+    build = Simulated(16, latency_bound, lambda n: 0.1 if idle[0] else 0.9)
+    assert moves(build.run(4 * WINDOW_S))[:3] == [16, 1, 16]  # 1 cost 15/16 of the throughput
+    idle[0] = True  # a loaded machine: claw not given a core a while, the limit at the ceiling again
+    build.run(4 * WINDOW_S)
+    idle[0] = False
+    assert 1 not in build.run(10)  # (a jump after each such lull would cost a window at 1 again)
 
 
 def test_one_window_of_claw_short_of_cpu_does_not_undo_a_descent() -> None:
@@ -123,26 +166,26 @@ def test_noise_in_the_throughput_neither_starves_a_latency_bound_build_nor_stops
 
 
 def test_windows_where_the_limit_was_not_binding_decide_nothing() -> None:
-    build = Simulated(16, cpu_bound, lambda n: 1.0)
+    build = Simulated(16, latency_bound, lambda n: 0.9)
     assert set(build.run(10, binding=False)) == {16}  # a drain, a layer's end, lanes held back by rate limits
     while build.control.limit == 16:  # the window the drain ended in, one to warm up, one to measure, then a probe
         build.run(0.001)
-    assert build.control.limit == 12
+    assert build.control.limit == 1
     build.run(3 * WINDOW_S, binding=False)  # the probe's windows were a drain: it is judged by the next one that counts
-    assert build.control.limit == 12
-    build.run(WINDOW_S + SETTLE)
-    assert build.control.limit == 9
+    assert build.control.limit == 1
+    build.run(2 * WINDOW_S + SETTLE)  # (the window the drain ended in, then one that counts: 1 cost throughput)
+    assert build.control.limit == 16
 
 
 def test_a_restart_keeps_the_limit_and_a_probe_under_way_but_not_its_first_window() -> None:
     build = Simulated(16, latency_bound, lambda n: 0.9)
     build.run(2 * WINDOW_S + 0.01)
-    assert build.control.limit == 12
+    assert build.control.limit == 1
     build.control.restart()  # (the next window of runs: its first window is not judged)
-    assert build.control.limit == 12
+    assert build.control.limit == 1
     build.run(WINDOW_S - 0.01)
-    assert build.control.limit == 12
-    build.run(WINDOW_S + 0.02)  # the probe judged: it cost throughput
+    assert build.control.limit == 1
+    build.run(WINDOW_S + SETTLE)  # the probe judged: it cost throughput
     assert build.control.limit == 16
 
 
