@@ -62,7 +62,7 @@ class FromTheEnd(Beside):
     the helper's answer of item i (None: not done, do it here)."""
 
     def __init__(self, items: list[str], work: Callable[[str], bytes], fork: bool) -> None:
-        fork = fork and len(items) > 1 and threading.active_count() == 1 and _cpus() > 1
+        fork = fork and len(items) > 1 and _forkable()
         super().__init__(lambda requests, answers: _serve(work, requests, answers), fork)
         self._items = items
         self._next = len(items) - 1  # the next item sent, from the end
@@ -147,7 +147,7 @@ class Once(Beside):
     to take (not forked, the helper died or answered no whole line): this side then does the work itself."""
 
     def __init__(self, work: Callable[[], bytes], fork: bool) -> None:
-        fork = fork and threading.active_count() == 1 and _cpus() > 1
+        fork = fork and _forkable()
         super().__init__(lambda _requests, answers: _answer_once(work, answers), fork)
         self.forked = self._pid is not None
 
@@ -188,6 +188,12 @@ def _serve(work: Callable[[str], bytes], requests: int, answers: int) -> None:
     except BaseException:  # noqa: BLE001 - this side does what is not answered
         code = 1
     os._exit(code)
+
+
+def _forkable() -> bool:
+    """A helper may be forked: no other thread running (a fork copies only the calling one, and a lock another holds
+    would stay held in the child) and a second CPU to run it on."""
+    return threading.active_count() == 1 and _cpus() > 1
 
 
 def _cpus() -> int:
