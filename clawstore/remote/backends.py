@@ -387,6 +387,7 @@ class S3Backend:
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32)
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)
+        _unreachable_until_answered(self.client)
 
     def _key(self, name: str) -> str:
         return self.prefix + name
@@ -541,6 +542,33 @@ class S3Backend:
             if _status(exc) in (409, 412):
                 raise RemoteRefConflict(name) from None
             raise self._fail(f"writing ref {name}", exc) from None
+
+
+# The S3 endpoints that have answered this process (anything: an error is an answer too).
+_ANSWERED: set[str] = set()
+
+
+def _unreachable_until_answered(client: Any) -> None:
+    """A refused connection or a host name that does not resolve (EndpointConnectionError) is not retried until the
+    endpoint has answered this process once. botocore retries it 5 times with backoff (~15 s a request, up to 31; 37 s
+    a `build --remote` asking twice): right for a server restarting mid-campaign, a long wait before "cannot connect"
+    for a mistyped endpoint or a server not started. Every other retry (throttling, 5xx, a dropped connection) is
+    botocore's as ever; so is this one once the endpoint answered, whichever backend (an interim push makes its own)
+    asks it again."""
+    from botocore.exceptions import EndpointConnectionError
+
+    endpoint = client.meta.endpoint_url
+
+    def not_before_an_answer(response: Any, caught_exception: Exception | None, **_: Any) -> bool | None:
+        if response is not None:
+            _ANSWERED.add(endpoint)
+        elif isinstance(caught_exception, EndpointConnectionError) and endpoint not in _ANSWERED:
+            # botocore follows the first handler's answer: no retry, no sleep (its own handler still runs, and takes
+            # 5 of its 500 retry tokens from a client whose endpoint never answered)
+            return False
+        return None
+
+    client.meta.events.register_first("needs-retry.s3", not_before_an_answer)
 
 
 def _status(exc: Exception) -> int | None:

@@ -52,8 +52,8 @@ def test_a_failed_pull_leaves_no_store_it_made_and_keeps_one_that_was_there(aws_
 
 
 def test_a_failed_pull_removes_the_parents_it_made_for_its_store_and_no_more(aws_env: str, tmp_path: Path) -> None:
-    # (the refused listing, not an unreachable endpoint: boto3's retries made each of those pulls ~20 s; the store
-    # and its parents are made before the remote is first asked either way)
+    # (the refused listing: the store and its parents are made before the remote is first asked, whether it answers or
+    # not; an unreachable endpoint took ~20 s of boto3's retries a pull before session 67)
     remote = _refused(aws_env)
     (tmp_path / "kept").mkdir()
     where = tmp_path / "kept" / "made" / "deeper" / "store"
