@@ -43,7 +43,12 @@ S3_HINTS = {
     "SignatureDoesNotMatch": "the secret key does not match the access key",
     "AccessDenied": "the credentials may not do this; check them and the bucket's policy",
     "EndpointConnectionError": "cannot connect to the endpoint; check --endpoint-url or AWS_ENDPOINT_URL",
+    "ConnectTimeoutError": "the endpoint did not complete a connection in time; check --endpoint-url or "
+                           "AWS_ENDPOINT_URL, and what lies between (a firewall, a proxy)",
 }
+# seconds a connection may take to open (botocore's own 60, times its 6 attempts, kept a user whose packets a
+# firewall drops waiting 6 minutes for the first line)
+CONNECT_TIMEOUT_S = 15
 REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
 ONE_GET_MAX = 8 << 20  # bytes: up to this a known-size file is fetched in one GET (boto3 splits bigger ones)
 # bytes: up to this a file is sent in one PutObject of claw's own: boto3's upload_file makes a transfer manager (its
@@ -385,7 +390,8 @@ class S3Backend:
         self.prefix = prefix + "/" if prefix else ""
         self.description = f"s3://{bucket}/{prefix}".rstrip("/")
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32)
+        config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32,
+                        connect_timeout=CONNECT_TIMEOUT_S)
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)
         _unreachable_until_answered(self.client)
 
@@ -549,20 +555,21 @@ _ANSWERED: set[str] = set()
 
 
 def _unreachable_until_answered(client: Any) -> None:
-    """A refused connection or a host name that does not resolve (EndpointConnectionError) is not retried until the
-    endpoint has answered this process once. botocore retries it 5 times with backoff (~15 s a request, up to 31; 37 s
-    a `build --remote` asking twice): right for a server restarting mid-campaign, a long wait before "cannot connect"
-    for a mistyped endpoint or a server not started. Every other retry (throttling, 5xx, a dropped connection) is
-    botocore's as ever; so is this one once the endpoint answered, whichever backend (an interim push makes its own)
-    asks it again."""
-    from botocore.exceptions import EndpointConnectionError
+    """A refused connection, a host name that does not resolve (EndpointConnectionError) or a connection not completed
+    in CONNECT_TIMEOUT_S (ConnectTimeoutError) is not retried until the endpoint has answered this process once.
+    botocore retries them 5 times with backoff (~15 s a request, up to 31; 37 s a `build --remote` asking twice; a
+    dropped SYN 6 connect timeouts): right for a server restarting mid-campaign, a long wait before "cannot connect"
+    for a mistyped endpoint, a server not started or a firewall. Every other retry (throttling, 5xx, a dropped
+    connection) is botocore's as ever; so are these once the endpoint answered, whichever backend (an interim push makes
+    its own) asks it again."""
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 
     endpoint = client.meta.endpoint_url
 
     def not_before_an_answer(response: Any, caught_exception: Exception | None, **_: Any) -> bool | None:
         if response is not None:
             _ANSWERED.add(endpoint)
-        elif isinstance(caught_exception, EndpointConnectionError) and endpoint not in _ANSWERED:
+        elif isinstance(caught_exception, EndpointConnectionError | ConnectTimeoutError) and endpoint not in _ANSWERED:
             # botocore follows the first handler's answer: no retry, no sleep (its own handler still runs, and takes
             # 5 of its 500 retry tokens from a client whose endpoint never answered)
             return False

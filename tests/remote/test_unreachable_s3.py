@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 
+from clawstore.remote import backends
 from clawstore.remote.backends import RemoteError, S3Backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
@@ -102,3 +103,39 @@ def test_an_endpoint_that_never_answered_is_not_retried(aws_env: str, tmp_path: 
             backend.list("refs/")
         assert time.monotonic() - started < 2
         assert met == [EndpointConnectionError]  # one attempt
+
+
+def _black_hole() -> tuple[socket.socket, list[socket.socket]]:
+    """A port whose connections are never completed: a listener that accepts nothing, its queue filled, so the
+    kernel drops every further connection's SYN (a firewall that drops packets looks the same from outside)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    for _ in range(4):  # (Linux queues backlog + 1; the connects past it would block: made non-blocking)
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(listener.getsockname())
+        fillers.append(filler)
+    return listener, fillers
+
+
+def test_an_endpoint_that_never_completes_a_connection_is_said_after_one_connect_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1)  # (15 s in use: too long for a test)
+    for name, value in FAKE_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    listener, fillers = _black_hole()
+    try:
+        backend = S3Backend("nowhere", "x", f"http://127.0.0.1:{listener.getsockname()[1]}")
+        met: list[type[Exception] | None] = []
+        backend.client.meta.events.register_last("needs-retry.s3", lambda caught_exception, **_:
+                                                 met.append(type(caught_exception)))
+        started = time.monotonic()
+        with pytest.raises(RemoteError, match="did not complete a connection"):
+            backend.list("refs/")
+        assert time.monotonic() - started < 3  # (6 attempts of botocore's 60 s each before: 6 minutes)
+        assert met == [ConnectTimeoutError]
+    finally:
+        for sock in (listener, *fillers):
+            sock.close()
