@@ -3,6 +3,8 @@
 A module-scoped fixture is made again in every worker that runs one of its module's tests (up to three times):
 a cold `claw build` and push paid three times where once would do. Here the first process of the run to ask makes
 it, under a lock in the directory the run's workers share; the others wait for it, then find it made.
+A run's key holds the provider's base URL: a test whose own builds must reuse the runs made here cannot start from
+it (its stand-in listens on another port, so they are other runs).
 """
 
 from __future__ import annotations
