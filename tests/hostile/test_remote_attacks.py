@@ -17,11 +17,9 @@ from pathlib import Path
 import pytest
 
 from clawstore.store.core.ids import PREFIX
-from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import _claw_command
 from tests.faults.test_hostile_archives import snapshot
 from tests.hostile.conftest import RUNS, User
-from tests.support.once import copied, made_once
 from tests.support.workspace import Workspace, standard
 
 REF = "refs/campaigns/main__rp__none"
@@ -61,23 +59,6 @@ def _refused(done: subprocess.CompletedProcess[str], what: str) -> None:
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and len(lines) == 1, done.stderr[-2000:]
     assert what in lines[0] and ("not a regular file" in lines[0] or "too big" in lines[0]), lines[0]
-
-
-def _build_and_push(root: Path) -> None:
-    with StandIn() as standin:
-        alice = User(root / "alice-config", standin)
-        a = standard(root / "alice")
-        alice.ok("build", *RUNS, cwd=a.root)
-        alice.ok("push", str(root / "share" / "remote"), cwd=a.root)
-
-
-@pytest.fixture
-def pushed(alice: User, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, Path]:
-    """Alice's workspace built and pushed to the share (her key beside: the refs are signed by it), made once in
-    the run and copied here."""
-    copied(made_once(tmp_path_factory, "remote-attacks-pushed", _build_and_push), tmp_path,
-           alice.home.name, "alice", "share")
-    return Workspace(tmp_path / "alice"), tmp_path / "share" / "remote"
 
 
 def _nothing_pulled(ws: Workspace) -> None:
