@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from tests.config.schema_rows import ALLOWED, DELETE, FORBIDDEN, Row, set_field
 from tests.config.workspace_builder import claw, write_yaml
 from tests.support.claw import Claw
 from tests.support.judging import judge_reply
+from tests.support.once import made_once
 from tests.support.workspace import SECRET
 
 BASES: dict[str, dict[str, Any]] = {
@@ -131,21 +132,36 @@ class Validated:
         return [e for e in self.report["errors"] if e["path"] == path]
 
 
-@pytest.fixture(scope="module")
-def allowed(tmp_path_factory: pytest.TempPathFactory) -> Validated:
-    root = tmp_path_factory.mktemp("allowed") / "ws"
+def _validated(tmp_path_factory: pytest.TempPathFactory, name: str, write: Callable[[Path], list[Written]]
+               ) -> Validated:
+    """The workspace `write` makes, validated once in the run (made_once: two real processes, not two in each xdist
+    worker), and written again here, the same files, for a test to build in."""
+    def make(made: Path) -> None:
+        write(made / "ws")
+        (made / "validated.json").write_text(json.dumps(_validate(made / "ws")), encoding="utf-8")
+
+    code, report, lines = json.loads((made_once(tmp_path_factory, f"schema-table-{name}", make) / "validated.json")
+                                     .read_text(encoding="utf-8"))
+    root = tmp_path_factory.mktemp(name) / "ws"
+    return Validated(root, write(root), code, report, lines)
+
+
+def _allowed_workspace(root: Path) -> list[Written]:
     written = _row_workspace(root, ALLOWED)
     llm_cases = ["base_case"] + [w.name for w in written if w.row.kind == "llm_case"]
     write_yaml(root / _file("suite", "every_case"), {**BASES["suite"], "suite_id": "every_case",
                                                      "case_selection": {"include_case_ids": llm_cases}})
-    return Validated(root, written, *_validate(root))
+    return written
+
+
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory: pytest.TempPathFactory) -> Validated:
+    return _validated(tmp_path_factory, "allowed", _allowed_workspace)
 
 
 @pytest.fixture(scope="module")
 def forbidden(tmp_path_factory: pytest.TempPathFactory) -> Validated:
-    root = tmp_path_factory.mktemp("forbidden") / "ws"
-    written = _row_workspace(root, FORBIDDEN)
-    return Validated(root, written, *_validate(root))
+    return _validated(tmp_path_factory, "forbidden", lambda root: _row_workspace(root, FORBIDDEN))
 
 
 def test_the_workspace_of_every_allowed_form_validates(allowed: Validated) -> None:
