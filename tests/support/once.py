@@ -24,7 +24,8 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     """The directory `make` filled (made where it stays: what it holds may name its own path). Tests copy from it
     (`shutil.copytree(..., symlinks=True)`: copy2 keeps mtimes) and never change it."""
     base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # (xdist: a worker's is popen-gwN)
+    # (an xdist worker's is popen-gwN in the run's; a pytest a worker starts inherits the variable, not the name)
+    shared = base.parent if base.name == f"popen-{os.environ.get('PYTEST_XDIST_WORKER')}" else base
     made = shared / f"once-{name}"
     with open(shared / f"once-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
