@@ -3,13 +3,15 @@ exit 0, a real process) and builds against the stand-in on 127.0.0.1; every form
 exit 2, naming the file and the field as written (list index included) and what was expected.
 
 One workspace holds every allowed row (one file each), another every forbidden one: two validations answer all rows.
+A suite's or profile's build runs in a workspace of the base files and its row's file alone (a build loads every
+file of its workspace: in the workspace of all rows, loading was most of each build's time).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from tests.config.schema_rows import ALLOWED, DELETE, FORBIDDEN, Row, set_field
 from tests.config.workspace_builder import claw, write_yaml
 from tests.support.claw import Claw
 from tests.support.judging import judge_reply
+from tests.support.once import made_once
 from tests.support.workspace import SECRET
 
 BASES: dict[str, dict[str, Any]] = {
@@ -129,21 +132,36 @@ class Validated:
         return [e for e in self.report["errors"] if e["path"] == path]
 
 
-@pytest.fixture(scope="module")
-def allowed(tmp_path_factory: pytest.TempPathFactory) -> Validated:
-    root = tmp_path_factory.mktemp("allowed") / "ws"
+def _validated(tmp_path_factory: pytest.TempPathFactory, name: str, write: Callable[[Path], list[Written]]
+               ) -> Validated:
+    """The workspace `write` makes, validated once in the run (made_once: two real processes, not two in each xdist
+    worker), and written again here, the same files, for a test to build in."""
+    def make(made: Path) -> None:
+        write(made / "ws")
+        (made / "validated.json").write_text(json.dumps(_validate(made / "ws")), encoding="utf-8")
+
+    code, report, lines = json.loads((made_once(tmp_path_factory, f"schema-table-{name}", make) / "validated.json")
+                                     .read_text(encoding="utf-8"))
+    root = tmp_path_factory.mktemp(name) / "ws"
+    return Validated(root, write(root), code, report, lines)
+
+
+def _allowed_workspace(root: Path) -> list[Written]:
     written = _row_workspace(root, ALLOWED)
     llm_cases = ["base_case"] + [w.name for w in written if w.row.kind == "llm_case"]
     write_yaml(root / _file("suite", "every_case"), {**BASES["suite"], "suite_id": "every_case",
                                                      "case_selection": {"include_case_ids": llm_cases}})
-    return Validated(root, written, *_validate(root))
+    return written
+
+
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory: pytest.TempPathFactory) -> Validated:
+    return _validated(tmp_path_factory, "allowed", _allowed_workspace)
 
 
 @pytest.fixture(scope="module")
 def forbidden(tmp_path_factory: pytest.TempPathFactory) -> Validated:
-    root = tmp_path_factory.mktemp("forbidden") / "ws"
-    written = _row_workspace(root, FORBIDDEN)
-    return Validated(root, written, *_validate(root))
+    return _validated(tmp_path_factory, "forbidden", lambda root: _row_workspace(root, FORBIDDEN))
 
 
 def test_the_workspace_of_every_allowed_form_validates(allowed: Validated) -> None:
@@ -174,15 +192,19 @@ def test_a_forbidden_form_is_one_line_naming_the_file_and_the_field(forbidden: V
 
 
 @pytest.fixture(scope="module")
-def built(allowed: Validated) -> Iterator[tuple[StandIn, Claw]]:
-    """The allowed workspace with a stand-in provider that answers every request with a judge's JSON."""
-    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
-        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
-                           "CLAW_STORE": str(allowed.root.parent / "store")}.items():
-            mp.setenv(key, value)
-        mp.chdir(allowed.root)
+def standin_judging() -> Iterator[StandIn]:
+    """A stand-in provider that answers every request with a judge's JSON."""
+    with StandIn() as standin:
         standin.set_default(judge_reply(7.0))
-        yield standin, Claw(allowed.root)
+        yield standin
+
+
+def _in_workspace(root: Path, store: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Claw:
+    for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                       "CLAW_STORE": str(store)}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(root)
+    return Claw(root)
 
 
 def _build_ok(claw_in: Claw, *args: str) -> dict[str, Any]:
@@ -193,8 +215,10 @@ def _build_ok(claw_in: Claw, *args: str) -> dict[str, Any]:
     return report
 
 
-def test_every_allowed_case_builds_and_is_judged(allowed: Validated, built: tuple[StandIn, Claw]) -> None:
-    report = _build_ok(built[1], "--suite", "every_case", "--run-profile", "base", "--evaluation-profile", "base")
+def test_every_allowed_case_builds_and_is_judged(allowed: Validated, standin_judging: StandIn,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    claw_in = _in_workspace(allowed.root, allowed.root.parent / "store", standin_judging, monkeypatch)
+    report = _build_ok(claw_in, "--suite", "every_case", "--run-profile", "base", "--evaluation-profile", "base")
     cases = 1 + sum(1 for w in allowed.written if w.row.kind == "llm_case")
     assert report["counts"]["executed"] >= cases
 
@@ -202,27 +226,29 @@ def test_every_allowed_case_builds_and_is_judged(allowed: Validated, built: tupl
 BUILT_KINDS = {"suite", "run_profile", "evaluation_profile"}
 
 
-@pytest.mark.parametrize("row", [r for r in ALLOWED if r.kind in BUILT_KINDS and r.builds], ids=lambda r: r.label)
-def test_an_allowed_suite_or_profile_builds(allowed: Validated, built: tuple[StandIn, Claw], row: Row) -> None:
-    name = next(w.name for w in allowed.written if w.row is row)
-    chosen = {"suite": "base", "run_profile": "base", "evaluation_profile": "base", row.kind: name}
-    _build_ok(built[1], "--suite", chosen["suite"], "--case", "base_case", "--run-profile", chosen["run_profile"],
-              "--evaluation-profile", chosen["evaluation_profile"])
-
-
 @pytest.fixture(scope="module")
-def forbidden_profiles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Written]]:
-    """The forbidden suites and profiles alone (a case too broken to read its id stops every build)."""
-    root = tmp_path_factory.mktemp("forbidden_profiles") / "ws"
-    return root, _row_workspace(root, [r for r in FORBIDDEN if r.kind in BUILT_KINDS])
+def built_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store for the builds of the allowed suites and profiles: the base case's run is paid once."""
+    return tmp_path_factory.mktemp("built") / "store"
+
+
+@pytest.mark.parametrize("row", [r for r in ALLOWED if r.kind in BUILT_KINDS and r.builds], ids=lambda r: r.label)
+def test_an_allowed_suite_or_profile_builds(built_store: Path, standin_judging: StandIn, row: Row, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "ws"
+    [written] = _row_workspace(root, [row])
+    chosen = {"suite": "base", "run_profile": "base", "evaluation_profile": "base", row.kind: written.name}
+    _build_ok(_in_workspace(root, built_store, standin_judging, monkeypatch), "--suite", chosen["suite"],
+              "--case", "base_case", "--run-profile", chosen["run_profile"],
+              "--evaluation-profile", chosen["evaluation_profile"])
 
 
 @pytest.mark.parametrize("row", [r for r in FORBIDDEN if r.kind in BUILT_KINDS], ids=lambda r: r.label)
 def test_a_build_naming_a_forbidden_suite_or_profile_is_refused_in_one_line(
-        forbidden_profiles: tuple[Path, list[Written]], row: Row, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    root, rows = forbidden_profiles
-    written = next(w for w in rows if w.row is row)
+        row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the forbidden suites and profiles one by one: a case too broken to read its id stops every build)
+    root = tmp_path / "ws"
+    [written] = _row_workspace(root, [row])
     chosen = {"suite": "base", "run_profile": "base", "evaluation_profile": "base", row.kind: written.path}
     monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
     monkeypatch.chdir(root)

@@ -10,7 +10,8 @@ import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import _claw_command
-from tests.support.workspace import SECRET
+from tests.support.once import copied, made_once
+from tests.support.workspace import SECRET, Workspace, standard
 
 RUNS = ("--suite", "main", "--run-profile", "rp")
 
@@ -45,3 +46,20 @@ def alice(tmp_path: Path, standin: StandIn) -> User:
 @pytest.fixture
 def bob(tmp_path: Path, standin: StandIn) -> User:
     return User(tmp_path / "bob-config", standin)
+
+
+def _build_and_push(root: Path) -> None:
+    with StandIn() as standin:
+        alice = User(root / "alice-config", standin)
+        a = standard(root / "alice")
+        alice.ok("build", *RUNS, cwd=a.root)
+        alice.ok("push", str(root / "share" / "remote"), cwd=a.root)
+
+
+@pytest.fixture
+def pushed(alice: User, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, Path]:
+    """Alice's workspace built and pushed to tmp_path/share/remote, her key beside (it signs the refs): made once in
+    the run and copied here. (Her runs' keys hold another stand-in's address: a build here pays for them again.)"""
+    copied(made_once(tmp_path_factory, "hostile-alice-pushed", _build_and_push), tmp_path,
+           alice.home.name, "alice", "share")
+    return Workspace(tmp_path / "alice"), tmp_path / "share" / "remote"

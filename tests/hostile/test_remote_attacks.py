@@ -61,15 +61,6 @@ def _refused(done: subprocess.CompletedProcess[str], what: str) -> None:
     assert what in lines[0] and ("not a regular file" in lines[0] or "too big" in lines[0]), lines[0]
 
 
-@pytest.fixture
-def pushed(alice: User, tmp_path: Path) -> tuple[Workspace, Path]:
-    a = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=a.root)
-    remote = tmp_path / "share" / "remote"
-    alice.ok("push", str(remote), cwd=a.root)
-    return a, remote
-
-
 def _nothing_pulled(ws: Workspace) -> None:
     """No pack, index segment, entry or ref reached the store (it may have been created, empty)."""
     store = ws.root / "store"

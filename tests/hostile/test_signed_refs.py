@@ -31,7 +31,9 @@ def _store_state(ws: Workspace) -> dict[str, bytes | str]:
     return {name: data for name, data in snapshot(ws.root / "store").items() if not name.startswith("remotes/")}
 
 
-def _pushed(alice: User, tmp_path: Path) -> tuple[Workspace, Path]:
+def _pushed_here(alice: User, tmp_path: Path) -> tuple[Workspace, Path]:
+    """Alice's build and push made in this test: her store then tracks this remote, and she can push to it again
+    (the `pushed` fixture's copy tracks the remote where it was made)."""
     a = standard(tmp_path / "alice")
     alice.ok("build", *RUNS, cwd=a.root)
     remote = tmp_path / "remote"
@@ -56,15 +58,15 @@ def _statement(private: Ed25519PrivateKey, name: str, value: str) -> bytes:
                                                 "ed25519": base64.b64encode(signature).decode()}})
 
 
-def test_push_signs_each_ref_it_moves(alice: User, tmp_path: Path) -> None:
-    _, remote = _pushed(alice, tmp_path)
+def test_push_signs_each_ref_it_moves(alice: User, pushed: tuple[Workspace, Path], tmp_path: Path) -> None:
+    _, remote = pushed
     value = (remote / "refs" / HEAD).read_text().strip()
     statement = (remote / statement_path(HEAD, value)).read_text()
     assert alice.key(tmp_path) in statement and value in statement
 
 
 def test_a_rewritten_ref_is_refused_before_anything_is_fetched(alice: User, bob: User, tmp_path: Path) -> None:
-    a, remote = _pushed(alice, tmp_path)
+    a, remote = _pushed_here(alice, tmp_path)
     b = _puller(alice, bob, remote, tmp_path)
     mallory = Ed25519PrivateKey.generate()
     ref = remote / "refs" / HEAD
@@ -106,8 +108,10 @@ def test_a_rewritten_ref_is_refused_before_anything_is_fetched(alice: User, bob:
     assert bob.claw("pull", str(remote), cwd=b.root).returncode == 0
 
 
-def test_an_unsigned_ref_pulled_untrusted_is_reported_as_not_signed(alice: User, bob: User, tmp_path: Path) -> None:
-    _, remote = _pushed(alice, tmp_path)
+def test_an_unsigned_ref_pulled_untrusted_is_reported_as_not_signed(alice: User, bob: User,
+                                                                     pushed: tuple[Workspace, Path],
+                                                                     tmp_path: Path) -> None:
+    _, remote = pushed
     b = _puller(alice, bob, remote, tmp_path)
     shutil.copy(remote / "refs" / HEAD, remote / "refs" / "campaigns" / "planted")  # no statement signs it
     pulled = bob.ok("pull", str(remote), "--untrusted", cwd=b.root)
@@ -116,7 +120,7 @@ def test_an_unsigned_ref_pulled_untrusted_is_reported_as_not_signed(alice: User,
 
 def test_a_pull_refused_for_one_pack_imports_none(alice: User, bob: User, tmp_path: Path,
                                                     standin: StandIn) -> None:
-    a, remote = _pushed(alice, tmp_path)
+    a, remote = _pushed_here(alice, tmp_path)
     b = _puller(alice, bob, remote, tmp_path)
     # Alice pushes new results, and someone Bob does not trust drops packs of their own in the bucket
     a.case("beta", "Name a fruit.")

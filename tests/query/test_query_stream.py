@@ -21,9 +21,11 @@ from tests.support.terminal import Terminal, terminal  # noqa: F401
 ROWS_SQL = "SELECT range AS i, 'x' || range AS s FROM range({rows})"
 SMALL, LARGE = 30_000, 600_000
 MARGIN_MB = 25  # (30,000 and 600,000 rows: 82-90 MB each; before streaming 600,000 rows of json held ~+500 MB)
-# A cast that fails far into the rows: DuckDB computes a little ahead, so rows come before the error.
-LATE_FAILURE = ("SELECT range AS i, CAST(CASE WHEN range < 1000000 THEN '1' ELSE 'x' END AS INTEGER) AS n "
-                "FROM range(1200000)")
+# A cast that fails far into the rows: DuckDB computes a row group (122,880 rows) ahead on each of its threads (one
+# a CPU), so rows come before the error when it fails beyond them. (Each row printed costs: 1,000,000 took 3 s.)
+_FAILS_AT = min(1_000_000, ((os.cpu_count() or 1) + 1) * 122_880)
+LATE_FAILURE = (f"SELECT range AS i, CAST(CASE WHEN range < {_FAILS_AT} THEN '1' ELSE 'x' END AS INTEGER) AS n "
+                f"FROM range({_FAILS_AT + 200_000})")
 
 # Peak RSS read by wait4 in a small launcher: a child's max RSS starts at the RSS of the process it was forked
 # from (Linux carries it over exec), and a pytest worker's would floor every figure.
