@@ -19,6 +19,7 @@ from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
+from tests.gc.helpers import store_once
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.support.storefiles import age_packs, flip_in_frame
 
@@ -28,13 +29,15 @@ Built = tuple[Path, str]  # (a built store's root, and the root object of its gr
 @pytest.fixture(scope="module")
 def cached(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """A store of a 1,500-object graph over several packs, pinned, each sealed pack's file written by its first fsck:
-    built once a module (~1 s of CPU), each test given a copy (_cached_store)."""
-    with Store(tmp_path_factory.mktemp("edges_cache") / "store") as store:
+    made once in the run (~1 s of CPU), each test given a copy (_cached_store)."""
+    def fill(store: Store) -> str:
         root = _graph(store, 1500, seed=11)
         store.set_ref("pins/root", root)
         store.runtime.close_writer()
         assert fsck(store).clean
-        return store.root, root
+        return root
+
+    return store_once(tmp_path_factory, "edges-cache", fill)
 
 
 def _cached_store(cached: Built, tmp_path: Path) -> tuple[Store, str]:
@@ -46,11 +49,10 @@ def _cached_store(cached: Built, tmp_path: Path) -> tuple[Store, str]:
 @pytest.fixture(scope="module")
 def in_tables(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """A 1,600-object graph's store (4 packs and the root's) whose ids wait for their packs, as in a big store's
-    tables (SMALL_ROWS 16): built once a module, each test given a copy."""
+    tables (SMALL_ROWS 16): made once in the run, each test given a copy."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(index, "SMALL_ROWS", 16)
-        with Store(tmp_path_factory.mktemp("edges_cache_tables") / "store") as store:
-            return store.root, _graph(store, 1600, seed=5)
+        return store_once(tmp_path_factory, "edges-cache-tables", lambda store: _graph(store, 1600, seed=5))
 
 
 def _files(store: Store) -> list[Path]:

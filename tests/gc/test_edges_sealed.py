@@ -24,6 +24,7 @@ from clawstore.store.core.packfile import is_sealed, iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
+from tests.gc.helpers import store_once
 from tests.gc.test_edges_cache import _files, _flip_middle, _foreign, _truncate
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.store.helpers import env
@@ -49,9 +50,8 @@ Sealed = tuple[Path, str]  # (a store's root, the root object of its graph)
 @pytest.fixture(scope="module")
 def sealed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
     """A 1,200-object graph over 3 packs and the root's, each sealed pack with the file its writer wrote (no fsck ran):
-    built once a module (~0.7 s of CPU), each test given a copy (_sealed_store)."""
-    with Store(tmp_path_factory.mktemp("edges_sealed") / "store") as store:
-        return store.root, _graph(store, 1200, seed=7)
+    made once in the run (~0.7 s of CPU), each test given a copy (_sealed_store)."""
+    return store_once(tmp_path_factory, "edges-sealed", lambda store: _graph(store, 1200, seed=7))
 
 
 def _sealed_store(sealed: Sealed, tmp_path: Path) -> tuple[Store, str]:

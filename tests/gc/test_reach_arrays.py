@@ -22,6 +22,7 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.reach import Reach
 from clawstore.store.services.gc import collect
 from tests.gc.test_reach_many import _graph, _reference_walk
+from tests.support.once import made_once
 from tests.support.storefiles import age_packs, pack_files
 
 Built = tuple[Path, list[str]]  # (a built store's root, and its roots)
@@ -70,11 +71,15 @@ def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """_store's store and roots, built once a module (~1.3 s of CPU): each test walks or collects a copy of it."""
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        store, roots = _store(tmp_path_factory.mktemp("reach_arrays"), monkeypatch)
-    store.close()
-    return store.root, roots
+    """_store's store and roots, made once in the run (~1.3 s of CPU; made_once): each test walks or gcs a copy."""
+    def make(made: Path) -> None:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            store, roots = _store(made, monkeypatch)
+        store.close()
+        (made / "roots.json").write_text(json.dumps(roots))
+
+    made = made_once(tmp_path_factory, "reach-arrays", make)
+    return made / "store", json.loads((made / "roots.json").read_text())
 
 
 def _copied(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
