@@ -7,13 +7,17 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from clawstore.store import Store
 from clawstore.store.core.packfile import iter_pack_ids
 from tests.store.helpers import REPO, env
 from tests.support.claw import Claw
+from tests.support.once import made_once
 from tests.support.storefiles import age_packs
 
 
@@ -41,6 +45,17 @@ def state(store_dir: Path | str) -> dict[str, Any]:
         "tmp": sorted(os.listdir(store.tmp_dir)),
         "builds": sorted(p.name for p in (store.root / "builds").glob("*.json")),
     }
+
+
+def store_once(tmp_path_factory: pytest.TempPathFactory, name: str, fill: Callable[[Store], str]) -> tuple[Path, str]:
+    """(the root of a store `fill` wrote, what it returned: an object's id), made once in the run (made_once) for
+    tests that each take a copy (`shutil.copytree` keeps the files' mtimes) and never change it."""
+    def make(made: Path) -> None:
+        with Store(made / "store") as store:
+            (made / "root").write_text(fill(store))
+
+    made = made_once(tmp_path_factory, name, make)
+    return made / "store", (made / "root").read_text()
 
 
 PROC_GC_HELD = Path(__file__).with_name("proc_gc_held.py")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,17 +19,40 @@ from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
+from tests.gc.helpers import store_once
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.support.storefiles import age_packs, flip_in_frame
 
+Built = tuple[Path, str]  # (a built store's root, and the root object of its graph)
 
-def _cached_store(tmp_path: Path) -> tuple[Store, str]:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1500, seed=11)
-    store.set_ref("pins/root", root)
-    store.runtime.close_writer()
-    assert fsck(store).clean
-    return store, root
+
+@pytest.fixture(scope="module")
+def cached(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """A store of a 1,500-object graph over several packs, pinned, each sealed pack's file written by its first fsck:
+    made once in the run (~1 s of CPU), each test given a copy (_cached_store)."""
+    def fill(store: Store) -> str:
+        root = _graph(store, 1500, seed=11)
+        store.set_ref("pins/root", root)
+        store.runtime.close_writer()
+        assert fsck(store).clean
+        return root
+
+    return store_once(tmp_path_factory, "edges-cache", fill)
+
+
+def _cached_store(cached: Built, tmp_path: Path) -> tuple[Store, str]:
+    """A copy of the `cached` store (its files' mtimes kept)."""
+    built, root = cached
+    return Store(Path(shutil.copytree(built, tmp_path / "store")), create=False), root
+
+
+@pytest.fixture(scope="module")
+def in_tables(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """A 1,600-object graph's store (4 packs and the root's) whose ids wait for their packs, as in a big store's
+    tables (SMALL_ROWS 16): made once in the run, each test given a copy."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(index, "SMALL_ROWS", 16)
+        return store_once(tmp_path_factory, "edges-cache-tables", lambda store: _graph(store, 1600, seed=5))
 
 
 def _files(store: Store) -> list[Path]:
@@ -40,8 +64,9 @@ def _loaded(store: Store) -> dict[str, bool]:
             for pack in iter_pack_ids(store.runtime.packs_dir)}
 
 
-def test_fsck_writes_one_file_a_sealed_pack_and_gc_walks_them_to_the_same_closure(tmp_path: Path) -> None:
-    store, root = _cached_store(tmp_path)
+def test_fsck_writes_one_file_a_sealed_pack_and_gc_walks_them_to_the_same_closure(
+        cached: Built, tmp_path: Path) -> None:
+    store, root = _cached_store(cached, tmp_path)
     assert len(_files(store)) == len(list(iter_pack_ids(store.runtime.packs_dir))) >= 3
     assert all(_loaded(store).values())
     walk = Reach(store, cached=True)
@@ -71,8 +96,8 @@ def _foreign(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", [_flip_middle, _truncate, _foreign, lambda p: p.write_bytes(b"")])
 def test_a_damaged_truncated_or_foreign_file_is_never_trusted_and_fsck_rewrites_it(
-        tmp_path: Path, damage: Callable[[Path], None]) -> None:
-    store, root = _cached_store(tmp_path)
+        cached: Built, tmp_path: Path, damage: Callable[[Path], None]) -> None:
+    store, root = _cached_store(cached, tmp_path)
     victim = _files(store)[0]
     good = victim.read_bytes()
     damage(victim)
@@ -168,11 +193,12 @@ def test_the_walk_takes_up_the_newest_pack_first_and_meets_each_pack_once(
     assert walk.loads == 3  # E, B, A: each once
 
 
-def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_what_they_name(tmp_path: Path) -> None:
+def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_what_they_name(
+        cached: Built, tmp_path: Path) -> None:
     """The cached walk looks up objects in index rows it holds (reach.HELD): a later mark, after another writer sealed
     a pack and added its segment, must see them, and an object written after the rows were read is still found (the
     long way) rather than called missing."""
-    store, root = _cached_store(tmp_path)
+    store, root = _cached_store(cached, tmp_path)
     walk = Reach(store, cached=True)
     walk.mark([root])
     ghosts = dict(walk.missing)  # (ids the graph names that were never stored)
@@ -189,12 +215,12 @@ def test_a_walk_after_the_index_changed_looks_up_the_new_segments_and_reaches_wh
 
 @pytest.mark.parametrize("order", ["newest", "oldest", "shuffled"])
 def test_the_cached_walk_marks_the_whole_closure_whatever_order_it_takes_the_packs_up_in(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str) -> None:
+        in_tables: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str) -> None:
     """The take-up order (`Reach._sealed_at`, newest first) only saves loads: oldest first the walk must come back to
     packs, and in any order it marks what the plainest walk reaches, in one mark or two."""
     monkeypatch.setattr(index, "SMALL_ROWS", 16)  # (the ids wait for their packs, as in a big store's tables)
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1600, seed=5)  # (4 packs and the root's)
+    store = Store(Path(shutil.copytree(in_tables[0], tmp_path / "store")), create=False)
+    root = in_tables[1]
     sealed_at, shuffled = Reach._sealed_at, random.Random(3)
     keys: dict[str, Callable[[Reach, str], tuple[float, str]]] = {
         "newest": sealed_at,  # (the mtimes below: by name)

@@ -5,6 +5,7 @@ its file, right while writers seal packs and gc runs; a later fsck reads no reco
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from clawstore.store.core.packfile import is_sealed, iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
+from tests.gc.helpers import store_once
 from tests.gc.test_edges_cache import _files, _flip_middle, _foreign, _truncate
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.store.helpers import env
@@ -42,6 +44,21 @@ def _no_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return read
 
 
+Sealed = tuple[Path, str]  # (a store's root, the root object of its graph)
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> Sealed:
+    """A 1,200-object graph over 3 packs and the root's, each sealed pack with the file its writer wrote (no fsck ran):
+    made once in the run (~0.7 s of CPU), each test given a copy (_sealed_store)."""
+    return store_once(tmp_path_factory, "edges-sealed", lambda store: _graph(store, 1200, seed=7))
+
+
+def _sealed_store(sealed: Sealed, tmp_path: Path) -> tuple[Store, str]:
+    """A copy of the `sealed` store (its files' mtimes kept)."""
+    return Store(Path(shutil.copytree(sealed[0], tmp_path / "store")), create=False), sealed[1]
+
+
 def _walk(store: Store, root: str) -> Reach:
     walk = Reach(store, cached=True)
     walk.mark([root])
@@ -49,9 +66,8 @@ def _walk(store: Store, root: str) -> Reach:
 
 
 def test_each_sealed_pack_has_its_writers_file_and_gc_reads_no_object_it_covers(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1500, seed=5)
+        sealed: Sealed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, root = _sealed_store(sealed, tmp_path)
     packs = list(iter_pack_ids(store.runtime.packs_dir))
     assert len(_files(store)) == len(packs) >= 3  # (no fsck ran)
     assert not any(edges.load(store.root, store.runtime.packs_dir, pack).verified for pack in packs)  # type: ignore
@@ -63,9 +79,8 @@ def test_each_sealed_pack_has_its_writers_file_and_gc_reads_no_object_it_covers(
 
 
 def test_gc_writes_the_file_of_a_pack_sealed_without_one_and_reads_nothing_the_next_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1200, seed=6)
+        sealed: Sealed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, root = _sealed_store(sealed, tmp_path)
     written = {path.name: _covered(store, path) for path in _files(store)}
     for path in _files(store):
         path.unlink()
@@ -96,9 +111,8 @@ def _big(store: Store, reached: set[str]) -> set[str]:
 
 @pytest.mark.parametrize("damage", [_flip_middle, _truncate, _foreign, lambda p: p.write_bytes(b"")])
 def test_a_writers_file_damaged_after_the_seal_is_never_trusted(
-        tmp_path: Path, damage: Callable[[Path], None]) -> None:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1200, seed=7)
+        sealed: Sealed, tmp_path: Path, damage: Callable[[Path], None]) -> None:
+    store, root = _sealed_store(sealed, tmp_path)
     victim = _files(store)[0]
     damage(victim)
     assert edges.load(store.root, store.runtime.packs_dir, victim.name.removesuffix(edges.SUFFIX)) is None

@@ -12,7 +12,10 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +27,7 @@ from clawstore.testing.standin import StandIn
 from tests.gc.helpers import PROC_GC_HELD, actions, build_json, kill_gc_at, state
 from tests.support.claw import Claw
 from tests.support.storefiles import age_actions, age_packs
-from tests.support.workspace import Workspace
+from tests.support.workspace import SECRET, Workspace, standard
 
 HEAD = "campaigns/main__rp__none"
 CASES = 10
@@ -40,9 +43,8 @@ def _pack_sizes(root: Path) -> list[int]:
     return [path.stat().st_size for path in (root / "packs").rglob("*.pack")]
 
 
-def _campaign(ws: Workspace, claw: Claw, standin: StandIn, store: Path) -> int:
-    """Three builds (a model more each: a pack each), then half the cases dropped: garbage in every pack. Returns the
-    requests the campaign cost."""
+def _campaign(ws: Workspace, claw: Claw, standin: StandIn, store: Path) -> None:
+    """Three builds (a model more each: a pack each), then half the cases dropped: garbage in every pack."""
     for i in range(CASES):
         ws.case(f"c{i:02d}", f"Question {i}?")
     for models in (["m1"], ["m1", "m2"], ["m1", "m2", "m3"]):
@@ -55,7 +57,43 @@ def _campaign(ws: Workspace, claw: Claw, standin: StandIn, store: Path) -> int:
     opened = Store(store, create=False)  # two hours old: garbage to the grace period's hour
     age_actions(opened, [key for key, _ in opened.iter_actions()], 7200)
     age_packs(opened, 7200)
-    return sent
+    opened.close()
+
+
+@dataclass(frozen=True)
+class Built:
+    """The campaign's workspace and store, built once a module (four builds, ~1 s of CPU) and copied by each test; and
+    what an uninterrupted `claw gc` of that store leaves, the same for every phase's kill."""
+    ws: Path
+    store: Path
+    whole: dict[str, Any]
+    du: int
+    packs: list[int]
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[StandIn]:
+    """One stand-in for the module: its address is in the runs' keys, so the copies' builds reuse what `built` made."""
+    with StandIn() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, standin: StandIn) -> Built:
+    root = tmp_path_factory.mktemp("killed_phases")
+    store = root / "store"
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {"XDG_CONFIG_HOME": str(root / "xdg-config"), "OPENROUTER_API_KEY": SECRET,
+                            "OPENROUTER_BASE_URL": standin.base_url, "CLAW_STORE": str(store)}.items():
+            patch.setenv(name, value)
+        ws = standard(root / "ws")
+        patch.chdir(ws.root)
+        _campaign(ws, Claw(ws.root), standin, store)
+        reference = root / "reference"
+        shutil.copytree(store, reference)
+        patch.setenv("CLAW_STORE", str(reference))
+        _gc_to_the_end(ws)
+    return Built(ws.root, store, state(reference), _du(reference), _pack_sizes(reference))
 
 
 def _listing(store: Path) -> dict[str, set[str]]:
@@ -102,14 +140,15 @@ def _after(claw: Claw, standin: StandIn, sent: int) -> None:
 
 
 @pytest.mark.parametrize("phase", PHASES)
-def test_gc_killed_at_a_phase_leaves_a_store_a_second_gc_finishes(phase: str, ws: Workspace, claw: Claw,
+def test_gc_killed_at_a_phase_leaves_a_store_a_second_gc_finishes(phase: str, built: Built, ws: Workspace, claw: Claw,
                                                                    standin: StandIn, env: dict[str, str],
-                                                                   monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
-    store = Path(env["CLAW_STORE"])
-    sent = _campaign(ws, claw, standin, store)
-    reference = tmp_path / "reference"
-    shutil.copytree(store, reference)
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Path(env["CLAW_STORE"])  # (the campaign copied: a build in it sends nothing, `sent` counts from here)
+    shutil.rmtree(ws.root)
+    shutil.copytree(built.ws, ws.root)
+    monkeypatch.chdir(ws.root)  # (the directory made again)
+    shutil.copytree(built.store, store)
+    sent = len(standin.requests)
 
     before = _listing(store)
     assert kill_gc_at(phase, ws.root, dict(os.environ)) == -signal.SIGKILL
@@ -124,11 +163,8 @@ def test_gc_killed_at_a_phase_leaves_a_store_a_second_gc_finishes(phase: str, ws
     killed_du, killed_packs = _du(store), _pack_sizes(store)
     _after(claw, standin, sent)
 
-    monkeypatch.setenv("CLAW_STORE", str(reference))  # the same store, its gc (at the same limits) not interrupted
-    _gc_to_the_end(ws)
-    whole = state(reference)
+    whole = built.whole  # the same store, its gc (at the same limits) not interrupted
     assert killed["objects"] == whole["objects"] and killed["actions"] == whole["actions"]
     assert killed["refs"] == whole["refs"] and killed["tmp"] == whole["tmp"] == []
     # A pack and its edges file more or less, in du's 4 KiB blocks.
-    assert abs(killed_du - _du(reference)) <= max(killed_packs + _pack_sizes(reference)) + 2 * 4096, (
-        killed_du, _du(reference))
+    assert abs(killed_du - built.du) <= max(killed_packs + built.packs) + 2 * 4096, (killed_du, built.du)

@@ -12,15 +12,15 @@ import pytest
 
 from clawstore.store import Store, edges, reach_arrays
 from clawstore.store.reach import Reach
-from tests.gc.test_reach_arrays import _store
+from tests.gc.test_reach_arrays import Built, _copied, built  # noqa: F401  (a fixture)
 
 
 @pytest.mark.parametrize("span", [reach_arrays.SPAN, 0])
 def test_a_packs_rows_are_matched_to_the_index_as_read_row_by_row(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, span: int) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, span: int) -> None:  # noqa: F811
     """(SPAN 0: each index row's file row found by a search of the file's index rows sorted, as past SPAN rows.)"""
     monkeypatch.setattr(reach_arrays, "SPAN", span)
-    store, _ = _store(tmp_path, monkeypatch)
+    store, _ = _copied(built, tmp_path, monkeypatch)
     walk = Reach(Store(store.root, create=False), cached=True)
     finder = walk._find_rows()
     held = walk._held_arrays(finder)

@@ -22,7 +22,10 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.reach import Reach
 from clawstore.store.services.gc import collect
 from tests.gc.test_reach_many import _graph, _reference_walk
+from tests.support.once import made_once
 from tests.support.storefiles import age_packs, pack_files
+
+Built = tuple[Path, list[str]]  # (a built store's root, and its roots)
 
 
 def _named_before_stored(store: Store) -> str:
@@ -66,6 +69,26 @@ def _store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list
     return store, roots
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """_store's store and roots, made once in the run (~1.3 s of CPU; made_once): each test walks or gcs a copy."""
+    def make(made: Path) -> None:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            store, roots = _store(made, monkeypatch)
+        store.close()
+        (made / "roots.json").write_text(json.dumps(roots))
+
+    made = made_once(tmp_path_factory, "reach-arrays", make)
+    return made / "store", json.loads((made / "roots.json").read_text())
+
+
+def _copied(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
+    """A copy of the built store (its files' mtimes kept), written to as _store's is: each commit merged into tables."""
+    monkeypatch.setattr(index, "SMALL_ROWS", 16)
+    root, roots = built
+    return Store(Path(shutil.copytree(root, tmp_path / "store")), create=False), list(roots)
+
+
 def _walk(store: Store, roots: list[str], by_arrays: bool) -> Reach:
     walk = Reach(Store(store.root, create=False), cached=True)
     if not by_arrays:
@@ -77,8 +100,8 @@ def _walk(store: Store, roots: list[str], by_arrays: bool) -> Reach:
 
 
 def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_reach(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store, roots = _store(tmp_path, monkeypatch)
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, roots = _copied(built, tmp_path, monkeypatch)
     for pack in pack_files(store)[:1]:  # (a pack without its file: gc writes it when the walk takes the pack up)
         edges.edges_path(store.root, pack.name.split(".")[0]).unlink(missing_ok=True)
     reached, missing = _reference_walk(store, roots)
@@ -95,10 +118,10 @@ def test_the_walk_by_arrays_reaches_what_the_walk_by_rows_and_the_plainest_walk_
 
 @pytest.mark.parametrize("edges_at_once", [1, 5])
 def test_the_walk_by_arrays_taken_a_few_ids_at_a_time_reaches_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edges_at_once: int) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edges_at_once: int) -> None:
     """The walk by arrays takes a frontier's rows WALK_EDGES ids at a time (its arrays bounded by that, not by a pack's
     frontier): cut to a few, it marks what the plainest walk reaches, and says what is missing the same."""
-    store, roots = _store(tmp_path, monkeypatch)
+    store, roots = _copied(built, tmp_path, monkeypatch)
     reached, missing = _reference_walk(store, roots)
     taken: list[tuple[int, int]] = []  # (rows, the ids they name) of each take
     real_cut = reach._cut
@@ -118,11 +141,11 @@ def test_the_walk_by_arrays_taken_a_few_ids_at_a_time_reaches_the_same(
 
 @pytest.mark.parametrize("tally_rows", [reach_arrays.TALLY_ROWS, 7])
 def test_gc_and_its_dry_run_report_the_same_by_arrays_and_by_rows_and_keep_the_same(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tally_rows: int) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tally_rows: int) -> None:
     """The dry run by arrays also counts the tables' objects by arrays (reach_arrays.tally, a table TALLY_ROWS rows at
     a time: cut to a few, the same): the same report."""
     monkeypatch.setattr(reach_arrays, "TALLY_ROWS", tally_rows)
-    store, roots = _store(tmp_path, monkeypatch)
+    store, roots = _copied(built, tmp_path, monkeypatch)
     store.set_ref("pins/some", roots[1])  # (the graph's objects unreached: doomed, the packs rewritten)
     store.set_ref("pins/records", roots[2])  # (a third of the entries' records reached: the others' entries doomed)
     age_packs(store, 7200)
@@ -213,14 +236,14 @@ def _keys_cut_to_a_byte(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("rows_read", [reach_arrays.ROWS_READ, 7])
 def test_ids_sharing_their_sort_keys_are_told_apart_by_their_whole_ids(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int) -> None:
     """The walk by arrays holds each table's sort keys, not its rows: a key matched reads its row in place
     (reach_arrays.rows_at), and the whole id is compared. With ~7 ids a key (keys cut to a byte), the walk still
     marks what the plainest walk reaches, and gc by arrays deletes and keeps what gc by rows does: an id taken for
     another that shares its key would leave an object unmarked, and gc would delete what a pin still names. The rows
     read ROWS_READ at a time (cut to 7: ids sharing a key across a read's edge) do the same."""
     monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
-    store, roots = _store(tmp_path, monkeypatch)
+    store, roots = _copied(built, tmp_path, monkeypatch)
     reached, missing = _reference_walk(store, roots)
     _keys_cut_to_a_byte(monkeypatch)
     walk = _walk(store, roots, True)
@@ -243,13 +266,13 @@ def test_ids_sharing_their_sort_keys_are_told_apart_by_their_whole_ids(
 
 @pytest.mark.parametrize(("rows_read", "gap"), [(reach_arrays.ROWS_READ, reach_arrays._GAP), (7, 64), (64, 0)])
 def test_a_dry_run_by_arrays_lists_the_rows_it_read_in_place_as_the_walk_by_rows_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int, gap: int) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_read: int, gap: int) -> None:
     """A dry run by arrays names its doomed objects from their rows read in place (reach_arrays.rows_at: rows at most
     _GAP apart in one read, ROWS_READ rows' worth of reads at once): cut to a few, so that a batch holds many reads
     and the wanted rows come from each, it lists the same ids and sizes as the walk by rows, each once."""
     monkeypatch.setattr(reach_arrays, "ROWS_READ", rows_read)
     monkeypatch.setattr(reach_arrays, "_GAP", gap)
-    store, roots = _store(tmp_path, monkeypatch)
+    store, roots = _copied(built, tmp_path, monkeypatch)
     store.set_ref("pins/records", roots[2])  # (a third of the records reached: the doomed rows interleaved with kept)
     store.set_ref("pins/some", roots[1])
     age_packs(store, 7200)
@@ -297,11 +320,11 @@ def test_a_table_naming_an_object_twice_with_an_id_sharing_its_key_between_is_no
 
 
 def test_a_table_of_action_rows_alone_leaves_the_walk_by_arrays(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A table without object rows (a commit of action entries alone, their records put before) has nothing to hold:
     the walk stays by arrays (it turned to the walk by rows, which holds the index's rows, once session 61 held keys
     only: such a table counted as held) and marks what the plainest walk reaches."""
-    store, roots = _store(tmp_path, monkeypatch)
+    store, roots = _copied(built, tmp_path, monkeypatch)
     records = store.get_json(roots[2])["records"]
     set_entries(store, {key_digest(PREFIX + "%064x" % (i + 1)): (bytes.fromhex(record[len(PREFIX):]), 1)
                         for i, record in enumerate((records * 2)[:40])})
