@@ -2,12 +2,12 @@
 
 (a) A no-op `claw build` of a pre-built 10,000-run campaign, answered from its stamp, next to the same
     no-op planned in full (its stamp removed first) and `claw validate` of the same configs (all as
-    subprocesses, best of 3). Targets: the planned no-op <= 2x validate (issue 4); the no-op <= 0.5 s
+    subprocesses, best of 3: `--rounds`). Targets: the planned no-op <= 2x validate (issue 4); the no-op <= 0.5 s
     at 2,000 cases x 5 models (issue 15).
 (b) 200 runs against the stand-in at 200 ms latency with max_concurrency 16, next to the ideal
     200 x 0.2 / 16 s. Target: wall time <= 1.3x ideal (at 200 runs; `--runs-b` sets the count).
 
-Usage: python bench/build_bench.py [--cases 2500 --models 4] [--runs-b 200]
+Usage: python bench/build_bench.py [--cases 2500 --models 4] [--runs-b 200] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--runs-b", type=int, default=200, help="runs of part (b)")
     parser.add_argument("--only", choices=["a", "b"], default=None, help="run one part only")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each command of part (a) (the best is printed)")
     args = parser.parse_args()
     if args.runs_b < 1:
         parser.error("--runs-b: at least 1 (part (b) builds that many runs)")
@@ -39,12 +40,12 @@ def main() -> None:
         env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
                "CLAW_STORE": str(Path(tmp) / "store")}
         if args.only != "b":
-            part_a(server, env, Path(tmp), args.cases, args.models)
+            part_a(server, env, Path(tmp), args.cases, args.models, args.rounds)
         if args.only != "a":
             part_b(server, env, Path(tmp), args.runs_b)
 
 
-def part_a(server: StandIn, env: dict[str, str], tmp: Path, cases: int, models: int) -> None:
+def part_a(server: StandIn, env: dict[str, str], tmp: Path, cases: int, models: int, rounds: int) -> None:
     root = tmp / "ws"
     generate(root, cases, models)
     runs = cases * models
@@ -62,8 +63,8 @@ def part_a(server: StandIn, env: dict[str, str], tmp: Path, cases: int, models: 
         shutil.rmtree(Path(env["CLAW_STORE"]) / "stamps", ignore_errors=True)
         return noop()
 
-    stamped, full = best_of(3, noop), best_of(3, planned)
-    validate = best_of(3, lambda: claw(root, "validate", env=env))
+    stamped, full = best_of(rounds, noop), best_of(rounds, planned)
+    validate = best_of(rounds, lambda: claw(root, "validate", env=env))
     assert len(server.requests) == sent, "a no-op build sent requests"
     print(f"(a) no-op build: {stamped:.2f} s from its stamp, {full:.2f} s planned (stamp/planned "
           f"{stamped / full:.2f}; target <= 0.5 s at 2000x5)   claw validate: {validate:.2f} s   "

@@ -2,7 +2,7 @@
 
     python bench/query_bench.py [--results 1000000] [--per-build 10000] [--nodes 10000] [--dir DIR]
                                 [--only refresh|leaderboard|output] [--rows 3000000] [--small-rows 30000]
-                                [--pairs 1] [--against TREE]
+                                [--pairs 1] [--against TREE] [--rounds N]
 
 What is measured:
 1. refresh: a real Store receives a build of `--nodes` nodes (runs, checks, two judge repetitions and a
@@ -14,7 +14,7 @@ What is measured:
    build of the campaign that changes one run (its 5 nodes executed, every other node reused), indexed by
    a query's `index_pending`: the reused nodes' rows copied from the campaign's previous head
    (query/copied.py), against the same indexing with copying turned off (every record read and
-   flattened, as before copying existed), taking turns, median of 3 each. Then two more such builds, and
+   flattened, as before copying existed), taking turns, median of 3 each (`--rounds`). Then two more such builds, and
    what `claw report` indexes before it reads its head (`index_heads`: the current head alone, copied from
    the previous one) and what `claw query` of the plain views indexes (`index_current`: every campaign's
    current head) against indexing every pending build first (`index_pending`, what a query of a history
@@ -25,7 +25,7 @@ What is measured:
    objects; each build is its own campaign, whose head holds the same rows (what the plain views read).
    The timer covers `run_query(store, leaderboard.sql)` exactly as `claw query leaderboard` runs
    it (fresh in-memory DuckDB, views over the Parquet files, result materialised and fetched), against
-   the same SQL on plain in-memory DuckDB tables holding the same rows. Median of 5 runs each.
+   the same SQL on plain in-memory DuckDB tables holding the same rows. Median of 5 runs each (`--rounds`).
 3. output: `claw query` printing `--rows` generated rows (an integer and a short text) as csv, json and
    table to /dev/null, a real process each: its max RSS (wait4) and wall, beside the same at `--small-rows` and
    `select 1`. Streamed, the three RSS figures are about the same (docs/scale/query.md). `--against` another
@@ -123,7 +123,7 @@ def _records_for_run(i: int, build_id: str, key: Callable[[str], str], judges: i
     return out
 
 
-def bench_refresh(root: Path, nodes: int) -> float:
+def bench_refresh(root: Path, nodes: int, rounds: int = 3) -> float:
     store = Store(root / "refresh-store")
     log = BuildLog(store, CAMPAIGN)
     runs = nodes // 5  # run + checks + 2 judges + result
@@ -139,7 +139,7 @@ def bench_refresh(root: Path, nodes: int) -> float:
     print(f"wrote a real build of {_logged(log)} nodes into the store in "
           f"{time.perf_counter() - started:.1f} s (setup, not measured)")
     timings = []
-    for _ in range(3):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         refresh_manifest(store, log.build_id)
         timings.append(time.perf_counter() - t0)
@@ -147,7 +147,7 @@ def bench_refresh(root: Path, nodes: int) -> float:
           f"(fsck's path): median {statistics.median(timings):.3f} s (runs: {', '.join(f'{t:.3f}' for t in timings)})")
     manifest = store.root / "manifest"
     head_times = []
-    for _ in range(3):
+    for _ in range(rounds):
         shutil.rmtree(heads.heads_dir(manifest), ignore_errors=True)
         t0 = time.perf_counter()
         heads.refresh_heads(store, manifest)
@@ -155,7 +155,7 @@ def bench_refresh(root: Path, nodes: int) -> float:
     print(f"materialising the campaign head the plain views read (once per changed head): median "
           f"{statistics.median(head_times):.3f} s (runs: {', '.join(f'{t:.3f}' for t in head_times)})")
     first = []
-    for _ in range(3):
+    for _ in range(rounds):
         shutil.rmtree(manifest, ignore_errors=True)
         t0 = time.perf_counter()
         index_pending(store)
@@ -164,7 +164,7 @@ def bench_refresh(root: Path, nodes: int) -> float:
     print(f"a query's first indexing (index_pending: the build, then the head it wrote, which takes its rows "
           f"and files): median {statistics.median(first):.3f} s (runs: {', '.join(f'{t:.3f}' for t in first)}) "
           f"= {statistics.median(first) / alone:.2f}x the two above on their own ({alone:.3f} s)")
-    _bench_one_run_changed(store, log, runs)
+    _bench_one_run_changed(store, log, runs, rounds)
     return statistics.median(timings)
 
 
@@ -191,7 +191,7 @@ def _build_changing(store: Store, first: BuildLog, runs: int, changed_run: int) 
     return log
 
 
-def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
+def _bench_one_run_changed(store: Store, first: BuildLog, runs: int, rounds: int) -> None:
     """index_pending after a build that executes one run's nodes and reuses the rest: copied vs flattened.
     Then `claw report`'s indexing after three such builds: the current head alone vs every build."""
     manifest = store.root / "manifest"
@@ -202,7 +202,7 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
     log = _build_changing(store, first, runs, 0)
     real = copied.reusable
     times: dict[str, list[float]] = {"copied": [], "flattened": []}
-    for _ in range(3):
+    for _ in range(rounds):
         for how in times:
             shutil.rmtree(manifest)
             shutil.copytree(indexed, manifest)
@@ -218,7 +218,7 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
     for changed_run in (1, 2):  # three builds in all that no query indexed
         _build_changing(store, first, runs, min(changed_run, runs - 1))
     report_times: dict[str, list[float]] = {"heads": [], "current": [], "pending": []}
-    for _ in range(3):
+    for _ in range(rounds):
         for how, index in (("heads", lambda store: index_heads(store, CAMPAIGN["id"])), ("current", index_current),
                            ("pending", index_pending)):
             shutil.rmtree(manifest)
@@ -236,7 +236,7 @@ def _bench_one_run_changed(store: Store, first: BuildLog, runs: int) -> None:
           f"query of a history view does, and every query did before) = {fast / slow:.2f}x")
 
 
-def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
+def bench_leaderboard(root: Path, results: int, per_build: int, rounds: int = 5) -> None:
     store_root = root / "big-store"
     Store(store_root)
     manifest = store_root / "manifest"
@@ -282,12 +282,12 @@ def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
 
     snap = segments.snapshot(manifest)
     waiting = len(snap.segments)
-    steady = statistics.median([manifest_time() for _ in range(5)])
+    steady = statistics.median([manifest_time() for _ in range(rounds)])
     t0 = time.perf_counter()
     compact_manifest(_StoreRoot())  # type: ignore[arg-type]
     print(f"compacting the pack and {waiting} waiting segments into one pack of {made} results: "
           f"{time.perf_counter() - t0:.2f} s")
-    packed = statistics.median([manifest_time() for _ in range(5)])
+    packed = statistics.median([manifest_time() for _ in range(rounds)])
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'").fetchall()
@@ -297,7 +297,7 @@ def bench_leaderboard(root: Path, results: int, per_build: int) -> None:
         con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet([{files}])").fetchall()
     assert con.execute("SELECT count(*) FROM results").fetchall() == [(made,)]
     plain_times = []
-    for _ in range(5):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         con.execute(sql).fetchall()
         plain_times.append(time.perf_counter() - t0)
@@ -348,12 +348,14 @@ def main() -> None:
     parser.add_argument("--small-rows", type=int, default=30_000, help="the same at this many rows (output)")
     parser.add_argument("--pairs", type=int, default=1, help="runs of each tree (output)")
     parser.add_argument("--against", type=Path, default=None, help="another tree whose claw takes turns (output)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="times each refresh and leaderboard figure is taken (default 3 and 5; the median printed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         if args.only in (None, "refresh"):
-            bench_refresh(Path(tmp), args.nodes)
+            bench_refresh(Path(tmp), args.nodes, *([args.rounds] if args.rounds else []))
         if args.only in (None, "leaderboard"):
-            bench_leaderboard(Path(tmp), args.results, args.per_build)
+            bench_leaderboard(Path(tmp), args.results, args.per_build, *([args.rounds] if args.rounds else []))
         if args.only in (None, "output"):
             bench_output(Path(tmp), args.rows, args.small_rows, args.pairs, args.against)
 

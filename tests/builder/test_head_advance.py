@@ -125,11 +125,13 @@ def _previous(rng: random.Random, store: Store, addresses: list[tuple[str, dict[
     if rng.random() < 0.2:
         return None
     nodes = []
-    for kind, address in addresses:
-        if rng.random() < 0.7:
-            record_id, record = _record(rng, store, rng.random() < 0.8)
-            nodes.append({"kind": kind, "key": _key(rng), "record": record_id, "action": rng.choice(["exec", "reuse"]),
-                          "address": address, "record_doc": buildlog.planning_view(record)})
+    with store.batch():  # (the records made durable together: one fsync each was most of these tests' time)
+        for kind, address in addresses:
+            if rng.random() < 0.7:
+                record_id, record = _record(rng, store, rng.random() < 0.8)
+                nodes.append({"kind": kind, "key": _key(rng), "record": record_id,
+                              "action": rng.choice(["exec", "reuse"]), "address": address,
+                              "record_doc": buildlog.planning_view(record)})
     head_id = _reference_write(store, {"build_id": "earlier", "campaign": CAMPAIGN}, nodes)
     store.set_ref(REF, head_id)
     return head_id
@@ -146,24 +148,25 @@ def _build(rng: random.Random, store: Store, log: BuildLog, addresses: list[tupl
     chosen += rng.sample(chosen, min(len(chosen), rng.randint(0, 3)))  # an address added twice
     rng.shuffle(chosen)
     entries = []
-    for kind, address in chosen:
-        before = old.get(address_id(kind, address))
-        action = "reuse" if reuse_only else rng.choice(["exec", "exec", "reuse", "fail", "skip"])
-        if reuse_only and (before is None or not before.get("record")):
-            continue
-        if action == "reuse" and before is not None and before.get("record"):
-            key, record_id = before["key"], before["record"]
-            record = store.get_json(record_id)
-        elif action == "skip":
-            key, record_id, record = _key(rng), None, None
-        else:
-            key = before["key"] if before is not None and rng.random() < 0.5 else _key(rng)
-            record_id, record = _record(rng, store, action != "fail" or rng.random() < 0.3)
-            if action == "fail" and rng.random() < 0.2:
-                record_id, record = None, None
-        log.add(kind, key, record_id, action, address, record)
-        entries.append([kind, key, record_id, action, address, buildlog.planning_view(record) if record_id
-                        and record else None])
+    with store.batch():  # (as a build's records are: made durable together)
+        for kind, address in chosen:
+            before = old.get(address_id(kind, address))
+            action = "reuse" if reuse_only else rng.choice(["exec", "exec", "reuse", "fail", "skip"])
+            if reuse_only and (before is None or not before.get("record")):
+                continue
+            if action == "reuse" and before is not None and before.get("record"):
+                key, record_id = before["key"], before["record"]
+                record = store.get_json(record_id)
+            elif action == "skip":
+                key, record_id, record = _key(rng), None, None
+            else:
+                key = before["key"] if before is not None and rng.random() < 0.5 else _key(rng)
+                record_id, record = _record(rng, store, action != "fail" or rng.random() < 0.3)
+                if action == "fail" and rng.random() < 0.2:
+                    record_id, record = None, None
+            log.add(kind, key, record_id, action, address, record)
+            entries.append([kind, key, record_id, action, address, buildlog.planning_view(record) if record_id
+                            and record else None])
     for entry in rng.sample(entries, min(len(entries), rng.randint(0, 2) if not reuse_only else 0)):
         if entry[2] is not None and rng.random() < 0.5:
             class Lost:

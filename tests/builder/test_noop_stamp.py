@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -32,11 +33,52 @@ from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 
 
+@pytest.fixture(scope="module")
+def module_standin() -> Iterator[StandIn]:
+    """One stand-in for the module: a run's key holds the provider's URL, so the workspace built once below is
+    reused only against this same server."""
+    with StandIn() as server:
+        yield server
+
+
 @pytest.fixture
-def ws(tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+def standin(module_standin: StandIn) -> StandIn:
+    """The module's stand-in, as a new one would be: no scripted reply, no request counted."""
+    module_standin.reset()
+    return module_standin
+
+
+@pytest.fixture
+def provider(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> StandIn:
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    return standard(tmp_path / "ws")
+    return standin
+
+
+@pytest.fixture(scope="module")
+def cold_built(module_standin: StandIn, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The standard workspace and its store after a cold build (every test of the module starts from it: a copy, in
+    `ws`), without a stamp: a stamp vouches for its workspace by path and stat data, which no copy keeps."""
+    root = tmp_path_factory.mktemp("cold-built") / "ws"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))  # (as own_config_dir's tests)
+        patch.setenv("OPENROUTER_BASE_URL", module_standin.base_url)
+        patch.setenv("OPENROUTER_API_KEY", SECRET)
+        cold = _build(standard(root))
+    assert cold["counts"]["executed"] == 4
+    # A cold build that took longer than the window (a loaded machine) left a stamp itself: dropped, so that a no-op
+    # plans in full as it does on a quick machine, and what the tests compare is the same either way.
+    for left in (root / "store" / STAMPS_DIR).glob("*"):
+        left.unlink()
+    return root
+
+
+@pytest.fixture
+def ws(tmp_path: Path, provider: StandIn, cold_built: Path) -> Workspace:
+    """A copy of the cold-built workspace (its files and store; written just now, so no build leaves a stamp of
+    them before wait_out_racy_window)."""
+    shutil.copytree(cold_built, tmp_path / "ws", symlinks=True)
+    return Workspace(tmp_path / "ws")
 
 
 def _build(ws: Workspace, *extra: str) -> dict:
@@ -46,14 +88,8 @@ def _build(ws: Workspace, *extra: str) -> dict:
 
 
 def _stamped(ws: Workspace) -> dict:
-    """Cold build, then (once the configs are older than the mtime granularity window) a planned no-op, which
-    leaves the stamp; returns the planned no-op's result."""
-    cold = _build(ws)
-    assert cold["counts"]["executed"] == 4
-    # A cold build that took longer than the window (a loaded machine) left a stamp itself: dropped, so the no-op
-    # below plans in full as it does on a quick machine, and what the tests compare is the same either way.
-    for left in (ws.root / "store" / STAMPS_DIR).glob("*"):
-        left.unlink()
+    """Once the configs are older than the mtime granularity window, a planned no-op of the cold-built workspace,
+    which leaves the stamp; returns the planned no-op's result."""
     wait_out_racy_window(ws.root)
     planned = _build(ws)
     assert planned["counts"]["executed"] == 0
@@ -110,10 +146,7 @@ def test_any_change_takes_the_full_path(ws: Workspace, standin: StandIn, change:
     assert result["counts"]["executed"] == expected, (change, result["counts"])
 
 
-def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Path, standin: StandIn,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
+def test_no_stamp_for_configs_written_within_the_granularity_window(tmp_path: Path, provider: StandIn) -> None:
     ws = standard(tmp_path / "ws")  # written just now: a change in the same tick could go unseen
     # Still "just now" when the stamp would be written, however long a loaded machine takes to build:
     ahead = time.time_ns() + 60 * 10**9
@@ -175,7 +208,6 @@ def _inspect(ws: Workspace, *extra: str, only: tuple[str, ...] = tuple(INSPECT))
 
 def test_status_explain_and_dry_run_of_an_unchanged_campaign_are_answered_from_the_stamp(
         ws: Workspace, standin: StandIn) -> None:
-    _build(ws)
     planned = _inspect(ws)  # no stamp yet (the configs are too new): every node planned
     assert planned["explain"] == "everything is fresh (main__rp__none)\n"
     assert planned["dry-run"] == "0 node(s) would execute (nothing), 4 fresh (main__rp__none)\n"
@@ -259,9 +291,11 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     outputs = {"text": (), "json": ("--output", "json"), "batch": ("--batch", "--output", "json"),
                "concurrency": ("--max-concurrency", "7")}
 
-    def plans() -> dict[str, str]:
+    def plans(*only: str) -> dict[str, str]:
         found = {}
         for name, extra in outputs.items():
+            if only and name not in only:
+                continue
             done = claw("plan", *campaign, *extra, cwd=ws.root)
             assert done.returncode == 0, done.stderr
             found[name] = done.stdout
@@ -272,7 +306,7 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     doc = json.loads(kept)
     doc["layers"] = [[model, {kind: 2 * n for kind, n in kinds.items()}] for model, kinds in doc["layers"]]
     stamp.write_text(json.dumps(doc))
-    doubled = json.loads(plans()["json"])
+    doubled = json.loads(plans("json")["json"])
     stamp.write_text(kept)
     sent = len(standin.requests)
     fast = plans()
