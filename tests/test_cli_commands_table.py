@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from clawstore.cli import COMMAND_MODULES, main
 from tests.support.claw import env, ws  # noqa: F401  (fixtures)
+from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,18 +37,19 @@ def test_a_mistyped_command_is_matched_against_every_command_loaded_or_not() -> 
     assert result.exit_code == 2 and "Error: No such command 'stat'. Did you mean 'status'?" in result.output
 
 
-# The console script's program, writing at its end the command modules it imported and which of httpx, ctypes and
-# secrets it did (to the file its first argument names; claw's own exit work runs on its quick end too).
+# The console script's program, writing at its end the command modules it imported and which of WATCHED it did (to the
+# file its first argument names; claw's own exit work runs on its quick end too).
 COMMAND_MODULES_SEEN = textwrap.dedent("""
     import sys
     from clawstore.host import process_end
 
     out = sys.argv.pop(1)
+    WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb")
 
     def seen():
         with open(out, "w") as f:
             f.write(" ".join(sorted(m for m in sys.modules if m.startswith("clawstore.cli.") and m.endswith("_cmd"))))
-            f.write("".join(f" {m}" for m in ("httpx", "ctypes", "secrets") if m in sys.modules))
+            f.write("".join(f" {m}" for m in WATCHED if m in sys.modules))
 
     process_end.at_exit(seen)
     from clawstore.cli import entry
@@ -68,6 +70,16 @@ def test_a_dry_run_or_explain_never_imports_what_only_a_build_s_runs_use(command
     # httpx, h11 and the provider client were ~60 ms of their start (the runners package imported its probe eagerly);
     # ctypes (for syncfs and malloc settings) and secrets (hmac, hashlib: for random names) ~7 ms more
     assert not {"httpx", "ctypes", "secrets"} & set(_imported(ws, tmp_path, *command))
+
+
+@pytest.mark.parametrize("command", [("build",), ("status",), ("build", "--dry-run"), ("explain",)], ids=" ".join)
+def test_a_command_its_stamp_answers_imports_neither_the_builder_nor_the_config_models_nor_duckdb(
+        command: tuple[str, ...], ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # A no-op build imported builder/api.py (and the engine, ~50 ms) for the flags' CampaignRequest, and status for
+    # fold_windows, before asking the stamp; status imported duckdb (query/manifest.py) for the live builds' leases.
+    wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the command plans in full: it fails)
+    _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the command's)
+    assert not {"clawstore.builder.api", "pydantic", "duckdb"} & set(_imported(ws, tmp_path, *command))
 
 
 def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811

@@ -21,10 +21,11 @@ from clawstore.project import keeping, stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
 if TYPE_CHECKING:
-    from clawstore.builder.api import CampaignRequest, NodeState, UntrustedSeen
+    from clawstore.builder.api import NodeState, UntrustedSeen
     from clawstore.builder.batch_collect import Collected
     from clawstore.builder.casestamp import ByCase
     from clawstore.builder.engine import BuildReport
+    from clawstore.builder.request import CampaignRequest
     from clawstore.config.campaign import Campaign
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
@@ -250,12 +251,12 @@ class Project:
 
     def status(self) -> Status:
         """Nodes per model, layer and state, once what provider batches finished is recorded."""
-        from clawstore.builder.api import fold_windows
-
         found = self.fresh()
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
+        from clawstore.builder.api import fold_windows  # (here: a status the stamp answers never imports the builder)
+
         seen = self._untrusted_seen()
         by_case = self.by_case()
         if by_case is not None:
@@ -351,8 +352,6 @@ class Project:
     def build(self, settings: BuildSettings) -> Built:
         """Build the campaign: reuse what is fresh, execute what is stale (a plain rebuild whose inputs
         did not change is answered from its stamp; with --remote, when the remote did not change either)."""
-        from clawstore.builder.api import build, unbuilt_keys
-        from clawstore.builder.engine import BuildOptions
         from clawstore.host.machine_settings import check_build_settings
 
         s = settings
@@ -363,6 +362,9 @@ class Project:
         answer = None if found is None else self._from_stamp(found)
         if answer is not None:
             return answer
+        from clawstore.builder.api import build, unbuilt_keys  # (here: a no-op answered above never imports them)
+        from clawstore.builder.engine import BuildOptions
+
         with stamping.recording(found) as reads, self.remote_session(s.remote):
             planned, seen = None, self._untrusted_seen()
             if s.max_cost is not None:

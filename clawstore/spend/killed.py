@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError
-from clawstore.store.buildlogs import builds_dir
+from clawstore.store.buildlogs import builds_dir, live_builds
 from clawstore.store.documents import read_build_log_doc
 from clawstore.values.costs import CostSum
 
@@ -37,8 +37,6 @@ class KilledBuild:
 def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
     """The builds of `campaign_id` killed since its head last moved (all, when it has none): a log still `running`
     with its journal beside it (a build seals both at its end) and no live lease. A damaged log is passed over."""
-    from clawstore.query.manifest import live_builds
-
     directory = builds_dir(store.root)
     journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
     if not journals:
