@@ -82,6 +82,13 @@ def test_a_command_its_stamp_answers_imports_neither_the_builder_nor_the_config_
     assert not {"clawstore.builder.api", "pydantic", "duckdb"} & set(_imported(ws, tmp_path, *command))
 
 
+def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # It reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
+    # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
+    _imported(ws, tmp_path, "build")
+    assert "pydantic" not in _imported(ws, tmp_path, "report")
+
+
 def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811
     seen = tmp_path / "seen.txt"
     done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, "--suite", "main",
