@@ -44,7 +44,8 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
     from clawstore.host import process_end
 
     out = sys.argv.pop(1)
-    WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb")
+    WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
+               "clawstore.store.services.gc", "clawstore.store.services.archive_import")
 
     def seen():
         with open(out, "w") as f:
@@ -80,6 +81,14 @@ def test_a_command_its_stamp_answers_imports_neither_the_builder_nor_the_config_
     wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the command plans in full: it fails)
     _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the command's)
     assert not {"clawstore.builder.api", "pydantic", "duckdb"} & set(_imported(ws, tmp_path, *command))
+
+
+def test_a_build_imports_neither_gc_nor_the_archive_import(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # builder/api.py imported gc for a lease's name, and store/untrusted.py the archive import (and its verifier) for a
+    # kept-apart import's promotion, which a store without one never makes: ~10 ms of a build's start.
+    imported = _imported(ws, tmp_path, "build")
+    assert "httpx" in imported  # (it built: its requests were sent)
+    assert not {"clawstore.store.services.gc", "clawstore.store.services.archive_import"} & set(imported)
 
 
 def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811

@@ -30,7 +30,7 @@ from clawstore.graph.plan import (
 )
 from clawstore.host.machine_settings import backoff_base
 from clawstore.host.scratch import sweep_dead_scratch
-from clawstore.store.services.gc import READING_HEAD_LEASE_PREFIX
+from clawstore.store.core.locks import READING_HEAD_LEASE_PREFIX
 from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
