@@ -45,7 +45,7 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
 
     out = sys.argv.pop(1)
     WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
-               "clawstore.store.services.gc", "clawstore.store.services.archive_import")
+               "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml")
 
     def seen():
         with open(out, "w") as f:
@@ -91,6 +91,17 @@ def test_a_build_imports_neither_gc_nor_the_archive_import(ws: Workspace, tmp_pa
     assert not {"clawstore.store.services.gc", "clawstore.store.services.archive_import"} & set(imported)
 
 
+def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_yaml_reader(
+        ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # remote/config.py imported yaml and the config reader (~15 ms) for a claw.yaml that is not there (a campaign's
+    # flags are read from its YAML files: left out here)
+    remote = str(tmp_path / "remote")
+    _imported(ws, tmp_path, "build")
+    assert "yaml" not in _imported(ws, tmp_path, "push", remote, campaign=False)
+    assert "yaml" not in _imported(ws, tmp_path, "pull", remote, "--store", str(tmp_path / "pulled"), campaign=False)
+    assert (tmp_path / "pulled" / "refs").is_dir()  # (it pulled)
+
+
 def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
     # It reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
     # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
@@ -98,10 +109,12 @@ def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None
     assert "pydantic" not in _imported(ws, tmp_path, "report")
 
 
-def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811
+def _imported(ws: Workspace, tmp_path: Path, *command: str, campaign: bool = True) -> list[str]:  # noqa: F811
+    """What `claw COMMAND` (with the campaign's flags unless not `campaign`) imported."""
     seen = tmp_path / "seen.txt"
-    done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, "--suite", "main",
-                           "--run-profile", "rp"], capture_output=True, text=True, cwd=ws.root, timeout=120,
+    flags = ["--suite", "main", "--run-profile", "rp"] if campaign else []
+    done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, *flags],
+                          capture_output=True, text=True, cwd=ws.root, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     return seen.read_text().split()
