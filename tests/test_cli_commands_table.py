@@ -102,6 +102,14 @@ def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_ya
     assert (tmp_path / "pulled" / "refs").is_dir()  # (it pulled)
 
 
+def test_fsck_of_a_store_no_query_indexed_imports_no_duckdb(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # (no manifest, nothing of it to check: query/manifest.py and duckdb were ~50 ms of its start)
+    _imported(ws, tmp_path, "build")
+    assert "duckdb" not in _imported(ws, tmp_path, "fsck", campaign=False)
+    _imported(ws, tmp_path, "report")  # (a manifest now: fsck checks it)
+    assert "duckdb" in _imported(ws, tmp_path, "fsck", campaign=False)
+
+
 def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
     # It reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
     # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
