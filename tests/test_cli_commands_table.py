@@ -45,7 +45,8 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
 
     out = sys.argv.pop(1)
     WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
-               "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml")
+               "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml",
+               "clawstore.store.store")
 
     def seen():
         with open(out, "w") as f:
@@ -78,9 +79,13 @@ def test_a_command_its_stamp_answers_imports_neither_the_builder_nor_the_config_
         command: tuple[str, ...], ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
     # A no-op build imported builder/api.py (and the engine, ~50 ms) for the flags' CampaignRequest, and status for
     # fold_windows, before asking the stamp; status imported duckdb (query/manifest.py) for the live builds' leases.
+    # Nor, but for status (which opens the store for its note on killed builds), the Store: the stamp is a few files
+    # (clawstore.store's names were all imported with the package, ~12 ms).
     wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the command plans in full: it fails)
     _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the command's)
-    assert not {"clawstore.builder.api", "pydantic", "duckdb"} & set(_imported(ws, tmp_path, *command))
+    imported = set(_imported(ws, tmp_path, *command))
+    assert not {"clawstore.builder.api", "pydantic", "duckdb"} & imported
+    assert ("clawstore.store.store" in imported) == (command == ("status",))
 
 
 def test_a_build_imports_neither_gc_nor_the_archive_import(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811

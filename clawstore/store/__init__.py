@@ -1,25 +1,57 @@
 """The content-addressed store: objects, trees, action cache, refs, leases, fsck.
 
 Other layers use `Store` (contract in docs/design/contracts.md, on-disk format in docs/store.md).
+
+Its names are imported on first use (as clawstore.providers' client is): a command answered from its build's stamp
+reads a few of the store's files (store/documents.py, refs.py) and never opens a Store (~15 ms of its start).
 """
 
-from clawstore.store.core.ids import BadObjectIdError, check_oid, is_oid, oid_of
-from clawstore.store.core.locks import LeaseInfo
-from clawstore.store.core.packfile import PackCheckError
-from clawstore.store.documents import ArchiveManifest, RecordDoc
-from clawstore.store.face import (
-    ActionCache,
-    ActionReader,
-    ObjectReader,
-    ObjectWriter,
-    RefReader,
-    Refs,
-    StoreReader,
-    Transfer,
-)
-from clawstore.store.refs import ANY, RefConflict
-from clawstore.store.store import Store
-from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clawstore.store.core.ids import BadObjectIdError, check_oid, is_oid, oid_of
+    from clawstore.store.core.locks import LeaseInfo
+    from clawstore.store.core.packfile import PackCheckError
+    from clawstore.store.documents import ArchiveManifest, RecordDoc
+    from clawstore.store.face import (
+        ActionCache,
+        ActionReader,
+        ObjectReader,
+        ObjectWriter,
+        RefReader,
+        Refs,
+        StoreReader,
+        Transfer,
+    )
+    from clawstore.store.refs import ANY, RefConflict
+    from clawstore.store.store import Store
+    from clawstore.store.trees import NotATreeError, TreeEntry, UnsafeTreeError
+
+# Each exported name's module.
+_MODULES = {
+    **dict.fromkeys(("BadObjectIdError", "check_oid", "is_oid", "oid_of"), "core.ids"),
+    "LeaseInfo": "core.locks",
+    "PackCheckError": "core.packfile",
+    **dict.fromkeys(("ArchiveManifest", "RecordDoc"), "documents"),
+    **dict.fromkeys(("ActionCache", "ActionReader", "ObjectReader", "ObjectWriter", "RefReader", "Refs", "StoreReader",
+                     "Transfer"), "face"),
+    **dict.fromkeys(("ANY", "RefConflict"), "refs"),
+    "Store": "store",
+    **dict.fromkeys(("NotATreeError", "TreeEntry", "UnsafeTreeError"), "trees"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # (once)
+    return value
+
 
 __all__ = [
     "ANY",
