@@ -8,8 +8,9 @@ reads a few of the store's files (store/documents.py, refs.py) and never opens a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clawstore.values.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from clawstore.store.core.ids import BadObjectIdError, check_oid, is_oid, oid_of
@@ -44,13 +45,7 @@ _MODULES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # (once)
-    return value
+__getattr__ = lazy_names(__name__, _MODULES)
 
 
 __all__ = [
