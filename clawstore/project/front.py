@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import UsageError
-from clawstore.project import keeping, stamping
+from clawstore.project import stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.request import CampaignRequest
     from clawstore.config.campaign import Campaign
+    from clawstore.project import keeping  # (imported by the methods that keep: gc, pins, refs, archives)
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
     from clawstore.store.services.archive import ArchiveSummary
@@ -454,10 +455,13 @@ class Project:
     # -------------------------------------------------------------- what keeps the store's content
 
     def gc(self, grace_s: float, dry_run: bool, listed: bool = True) -> keeping.Collected:
+        from clawstore.project import keeping
+
         return keeping.collect_garbage(self.existing_store, grace_s, dry_run, listed)
 
     def pin(self, name: str, force: bool) -> tuple[keeping.Pinned, str]:
         """Pin the campaign's head as pins/NAME: the pin, and the campaign's id."""
+        from clawstore.project import keeping
         from clawstore.store.refs import check_ref_name
 
         check_ref_name(keeping.PIN_PREFIX + name)  # (a bad name first, before the configs load)
@@ -465,6 +469,7 @@ class Project:
         return keeping.pin(self.store, campaign.campaign_id, name, force), campaign.campaign_id
 
     def unpin(self, name: str) -> tuple[str, str]:
+        from clawstore.project import keeping
         from clawstore.store.refs import check_ref_name
 
         check_ref_name(keeping.PIN_PREFIX + name)  # (before the store opens)
@@ -474,6 +479,8 @@ class Project:
         return self.existing_store.list_refs(prefix)
 
     def delete_refs(self, names: tuple[str, ...]) -> dict[str, str]:
+        from clawstore.project import keeping
+
         return keeping.delete_refs(self.existing_store, names)
 
     def export(self, output: Path) -> tuple[ArchiveSummary, str, int]:
@@ -481,6 +488,8 @@ class Project:
         for its configs as they are now (stale or never built). The archive holds those configs and the results the
         store has, as the workspace does: a build of it elsewhere runs (and pays for) exactly those nodes, as a build
         here would."""
+        from clawstore.project import keeping
+
         campaign = self.whole_campaign("claw archive export")
         inspection = self.explain()  # (a stamp proving it fresh answers at once)
         unbuilt = 0 if inspection.never_built is not None else \
@@ -489,6 +498,8 @@ class Project:
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
                        untrusted: bool) -> keeping.Imported:
+        from clawstore.project import keeping
+
         return keeping.import_archive(file, self.store_dir, configs_to, pins, untrusted)
 
 
