@@ -74,26 +74,23 @@ def test_a_dry_run_or_explain_never_imports_what_only_a_build_s_runs_use(command
     assert not {"httpx", "ctypes", "secrets"} & set(_imported(ws, tmp_path, *command))
 
 
-@pytest.mark.parametrize("command", [("build",), ("status",), ("build", "--dry-run"), ("explain",)], ids=" ".join)
-def test_a_command_its_stamp_answers_imports_neither_the_builder_nor_the_config_models_nor_duckdb(
-        command: tuple[str, ...], ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+def test_a_build_and_the_commands_its_stamp_answers_import_only_what_they_use(ws: Workspace,  # noqa: F811
+                                                                              tmp_path: Path) -> None:
+    # A build imported gc (builder/api.py, for a lease's name) and the archive import and its verifier
+    # (store/untrusted.py, for a kept-apart import's promotion, which a store without one never makes): ~10 ms.
+    wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the commands plan in full: they fail)
+    imported = _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the commands')
+    assert "httpx" in imported  # (it built: its requests were sent)
+    assert not {"clawstore.store.services.gc", "clawstore.store.services.archive_import"} & set(imported)
     # A no-op build imported builder/api.py (and the engine, ~50 ms) for the flags' CampaignRequest, and status for
     # fold_windows, before asking the stamp; status imported duckdb (query/manifest.py) for the live builds' leases.
     # Nor the Store: the stamp is a few files (clawstore.store's names were all imported with the package, ~12 ms), and
-    # status opens the store for its note on killed builds only when a build left a journal.
-    wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the command plans in full: it fails)
-    _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the command's)
-    imported = set(_imported(ws, tmp_path, *command))
-    assert not {"clawstore.builder.api", "pydantic", "duckdb"} & imported
-    assert not {"clawstore.store.store", "clawstore.project.keeping"} & imported  # (keeping: gc, pins, archives)
-
-
-def test_a_build_imports_neither_gc_nor_the_archive_import(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
-    # builder/api.py imported gc for a lease's name, and store/untrusted.py the archive import (and its verifier) for a
-    # kept-apart import's promotion, which a store without one never makes: ~10 ms of a build's start.
-    imported = _imported(ws, tmp_path, "build")
-    assert "httpx" in imported  # (it built: its requests were sent)
-    assert not {"clawstore.store.services.gc", "clawstore.store.services.archive_import"} & set(imported)
+    # status opens the store for its note on killed builds only when a build left a journal; nor project/keeping.py
+    # (gc, pins, archives).
+    for command in (("build",), ("status",), ("build", "--dry-run"), ("explain",)):
+        imported = _imported(ws, tmp_path, *command)
+        assert not {"clawstore.builder.api", "pydantic", "duckdb", "clawstore.store.store",
+                    "clawstore.project.keeping"} & set(imported), command
 
 
 def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_yaml_reader(
@@ -107,19 +104,15 @@ def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_ya
     assert (tmp_path / "pulled" / "refs").is_dir()  # (it pulled)
 
 
-def test_fsck_of_a_store_no_query_indexed_imports_no_duckdb(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
-    # (no manifest, nothing of it to check: query/manifest.py and duckdb were ~50 ms of its start)
+def test_fsck_of_a_store_no_query_indexed_imports_no_duckdb_and_a_report_no_config_model(
+        ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # (no manifest, nothing of it to check: query/manifest.py and duckdb were ~50 ms of fsck's start)
     _imported(ws, tmp_path, "build")
     assert "duckdb" not in _imported(ws, tmp_path, "fsck", campaign=False)
-    _imported(ws, tmp_path, "report")  # (a manifest now: fsck checks it)
-    assert "duckdb" in _imported(ws, tmp_path, "fsck", campaign=False)
-
-
-def test_a_report_imports_no_config_model(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
-    # It reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
+    # A report reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
     # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
-    _imported(ws, tmp_path, "build")
     assert "pydantic" not in _imported(ws, tmp_path, "report")
+    assert "duckdb" in _imported(ws, tmp_path, "fsck", campaign=False)  # (the report made a manifest: it is checked)
 
 
 def _imported(ws: Workspace, tmp_path: Path, *command: str, campaign: bool = True) -> list[str]:  # noqa: F811
