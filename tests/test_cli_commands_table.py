@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from clawstore.cli import COMMAND_MODULES, main
 from tests.support.claw import env, ws  # noqa: F401  (fixtures)
+from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,18 +37,21 @@ def test_a_mistyped_command_is_matched_against_every_command_loaded_or_not() -> 
     assert result.exit_code == 2 and "Error: No such command 'stat'. Did you mean 'status'?" in result.output
 
 
-# The console script's program, writing at its end the command modules it imported and which of httpx, ctypes and
-# secrets it did (to the file its first argument names; claw's own exit work runs on its quick end too).
+# The console script's program, writing at its end the command modules it imported and which of WATCHED it did (to the
+# file its first argument names; claw's own exit work runs on its quick end too).
 COMMAND_MODULES_SEEN = textwrap.dedent("""
     import sys
     from clawstore.host import process_end
 
     out = sys.argv.pop(1)
+    WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
+               "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml",
+               "clawstore.store.store", "clawstore.project.keeping")
 
     def seen():
         with open(out, "w") as f:
             f.write(" ".join(sorted(m for m in sys.modules if m.startswith("clawstore.cli.") and m.endswith("_cmd"))))
-            f.write("".join(f" {m}" for m in ("httpx", "ctypes", "secrets") if m in sys.modules))
+            f.write("".join(f" {m}" for m in WATCHED if m in sys.modules))
 
     process_end.at_exit(seen)
     from clawstore.cli import entry
@@ -70,10 +74,53 @@ def test_a_dry_run_or_explain_never_imports_what_only_a_build_s_runs_use(command
     assert not {"httpx", "ctypes", "secrets"} & set(_imported(ws, tmp_path, *command))
 
 
-def _imported(ws: Workspace, tmp_path: Path, *command: str) -> list[str]:  # noqa: F811
+def test_a_build_and_the_commands_its_stamp_answers_import_only_what_they_use(ws: Workspace,  # noqa: F811
+                                                                              tmp_path: Path) -> None:
+    # A build imported gc (builder/api.py, for a lease's name) and the archive import and its verifier
+    # (store/untrusted.py, for a kept-apart import's promotion, which a store without one never makes): ~10 ms.
+    wait_out_racy_window(ws.root)  # (else the build leaves no stamp, and the commands plan in full: they fail)
+    imported = _imported(ws, tmp_path, "build")  # (its stamp: the same program and environment as the commands')
+    assert "httpx" in imported  # (it built: its requests were sent)
+    assert not {"clawstore.store.services.gc", "clawstore.store.services.archive_import"} & set(imported)
+    # A no-op build imported builder/api.py (and the engine, ~50 ms) for the flags' CampaignRequest, and status for
+    # fold_windows, before asking the stamp; status imported duckdb (query/manifest.py) for the live builds' leases.
+    # Nor the Store: the stamp is a few files (clawstore.store's names were all imported with the package, ~12 ms), and
+    # status opens the store for its note on killed builds only when a build left a journal; nor project/keeping.py
+    # (gc, pins, archives).
+    for command in (("build",), ("status",), ("build", "--dry-run"), ("explain",)):
+        imported = _imported(ws, tmp_path, *command)
+        assert not {"clawstore.builder.api", "pydantic", "duckdb", "clawstore.store.store",
+                    "clawstore.project.keeping"} & set(imported), command
+
+
+def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_yaml_reader(
+        ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # remote/config.py imported yaml and the config reader (~15 ms) for a claw.yaml that is not there (a campaign's
+    # flags are read from its YAML files: left out here)
+    remote = str(tmp_path / "remote")
+    _imported(ws, tmp_path, "build")
+    assert "yaml" not in _imported(ws, tmp_path, "push", remote, campaign=False)
+    assert "yaml" not in _imported(ws, tmp_path, "pull", remote, "--store", str(tmp_path / "pulled"), campaign=False)
+    assert (tmp_path / "pulled" / "refs").is_dir()  # (it pulled)
+
+
+def test_fsck_of_a_store_no_query_indexed_imports_no_duckdb_and_a_report_no_config_model(
+        ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # (no manifest, nothing of it to check: query/manifest.py and duckdb were ~50 ms of fsck's start)
+    _imported(ws, tmp_path, "build")
+    assert "duckdb" not in _imported(ws, tmp_path, "fsck", campaign=False)
+    # A report reads the flags' ids from their files (config/names.py), the rest from the store; the YAML reader's
+    # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
+    assert "pydantic" not in _imported(ws, tmp_path, "report")
+    assert "duckdb" in _imported(ws, tmp_path, "fsck", campaign=False)  # (the report made a manifest: it is checked)
+
+
+def _imported(ws: Workspace, tmp_path: Path, *command: str, campaign: bool = True) -> list[str]:  # noqa: F811
+    """What `claw COMMAND` (with the campaign's flags unless not `campaign`) imported."""
     seen = tmp_path / "seen.txt"
-    done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, "--suite", "main",
-                           "--run-profile", "rp"], capture_output=True, text=True, cwd=ws.root, timeout=120,
+    flags = ["--suite", "main", "--run-profile", "rp"] if campaign else []
+    done = subprocess.run([sys.executable, "-c", COMMAND_MODULES_SEEN, str(seen), *command, *flags],
+                          capture_output=True, text=True, cwd=ws.root, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     return seen.read_text().split()

@@ -14,6 +14,7 @@ from clawstore.builder import engine
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.cyclic_gc import collector_paused
 from clawstore.builder.engine import BuildOptions, BuildReport
+from clawstore.builder.request import CampaignRequest
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
 from clawstore.graph.explain import HeadByCases, HeadOutOfOrder, classify, read_head, reasons
@@ -29,7 +30,7 @@ from clawstore.graph.plan import (
 )
 from clawstore.host.machine_settings import backoff_base
 from clawstore.host.scratch import sweep_dead_scratch
-from clawstore.store.services.gc import READING_HEAD_LEASE_PREFIX
+from clawstore.store.core.locks import READING_HEAD_LEASE_PREFIX
 from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
@@ -43,22 +44,6 @@ if TYPE_CHECKING:
     from clawstore.providers.endpoint import Endpoint
     from clawstore.runners.openclaw.runner import OpenClawOutcome, OpenClawSpec
     from clawstore.store.store import Store
-
-
-@dataclass(frozen=True)
-class CampaignRequest:
-    """What the campaign flags name (IDs or paths), relative to `cwd`."""
-
-    cwd: Path
-    suite: str
-    run_profile: str
-    evaluation_profile: str | None = None
-    cases: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-
-    @property
-    def filtered(self) -> bool:
-        return bool(self.cases or self.models)
 
 
 def load_campaign(request: CampaignRequest) -> Campaign:

@@ -18,12 +18,12 @@ from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.host.scratch import scratch_dir
 from clawstore.store.buildlogs import build_log_path
 from clawstore.store.core.ids import PREFIX, is_oid
+from clawstore.store.core.locks import EXPORT_LEASE_PREFIX
 from clawstore.store.core.names import is_name, name_problem
 from clawstore.store.headdoc import is_parted, iter_nodes, write_inline
 from clawstore.store.reach import Reach, head_closure
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
 from clawstore.store.services.archive_import import ArchiveContents, ContentCheck
-from clawstore.store.services.gc import EXPORT_LEASE_PREFIX
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 from clawstore.values import jsontext
 

@@ -77,7 +77,7 @@ def campaign_project(suite: str, run_profile: str, evaluation_profile: str | Non
                      quiet: bool = False, reads_only: bool = False) -> Project:
     """The front over the campaign the flags name (`quiet`: the configs' warnings unsaid; `reads_only`: an absent
     store is read as empty, not made)."""
-    from clawstore.builder.api import CampaignRequest
+    from clawstore.builder.request import CampaignRequest
     from clawstore.project.front import Project
 
     request = CampaignRequest(Path.cwd(), suite, run_profile, evaluation_profile, tuple(cases), tuple(models))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import click
 
@@ -11,7 +12,7 @@ from clawstore.cli.common import size_text, store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.errors import UsageError
 from clawstore.host import process_end
-from clawstore.store.core.layout import check_marker
+from clawstore.store.core.layout import StoreLayout, check_marker
 from clawstore.store.services.fsck import FsckReport
 from clawstore.store.services.fsck import fsck as run_fsck
 
@@ -26,12 +27,8 @@ from clawstore.store.services.fsck import fsck as run_fsck
 def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> None:
     """Verify what builds and queries rely on: objects, action-cache entries, refs and campaign heads,
     build logs, shard folders, the query manifest. Exit 1 if something is wrong."""
-    try:
-        from clawstore.query.manifest import manifest_problems, repair_manifest
-    except ImportError as exc:  # a store-only install: everything but the manifest is checked
-        if rebuild_manifest:
-            raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
-        manifest_problems = repair_manifest = None  # type: ignore[assignment]
+    query = _manifest_layer(rebuild_manifest) if (
+        rebuild_manifest or repair or _has_manifest(workspace_store_dir(store_dir))) else None
     marker_problem, marker_repaired = check_marker(workspace_store_dir(store_dir), repair)
     if marker_problem is not None and marker_repaired is None:  # no command opens the store as it is
         click.echo(f"problem: {marker_problem}")
@@ -39,7 +36,7 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
         sys.exit(1)
     store = open_store_of(store_dir)
     report = run_fsck(store, repair=repair, beside=process_end.is_program())
-    manifest = manifest_problems(store) if manifest_problems is not None else []
+    manifest = query.manifest_problems(store) if query is not None else []
     for problem in ([marker_problem] if marker_problem else []) + report.problems + manifest:
         click.echo(f"problem: {problem}")
     for line in ([marker_repaired] if marker_repaired else []) + report.repaired:
@@ -52,16 +49,39 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
     )
     if report.unindexed_packs:
         click.echo(_unindexed_note(report))
-    if repair_manifest is not None and (rebuild_manifest or (repair and (manifest or report.bad_build_logs))):
-        result = repair_manifest(store)
+    if query is not None and (rebuild_manifest or (repair and (manifest or report.bad_build_logs))):
+        result = query.repair_manifest(store)
         click.echo(f"{'repaired: ' if repair and manifest else ''}manifest rebuilt: {result} build(s) indexed")
-        manifest = manifest_problems(store)
+        manifest = query.manifest_problems(store)
     unresolved = report.unresolved + manifest
     if unresolved:
         click.echo(f"fsck: {len(unresolved)} problem(s)", err=True)
         for line in _ways_out(report, repair):
             click.echo(f"fsck: {line}", err=True)
         sys.exit(1)
+
+
+def _has_manifest(root: Path) -> bool:
+    """Does the store's manifest hold anything to check (its tmp/ aside, as query/manifest.py's check)? Not in a store
+    no query or report has indexed: then neither query/manifest.py nor duckdb is imported (~50 ms of fsck's start)."""
+    try:
+        return any(entry.name != "tmp" for entry in StoreLayout(root).manifest.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:  # (unreadable: the check says what is wrong)
+        return True
+
+
+def _manifest_layer(rebuild: bool) -> ModuleType | None:
+    """query/manifest.py, which checks and rebuilds the manifest; None in a store-only install (everything but the
+    manifest is checked), where --rebuild-manifest is refused."""
+    try:
+        from clawstore.query import manifest
+    except ImportError as exc:
+        if rebuild:
+            raise UsageError(f"--rebuild-manifest: the query layer is not available ({exc})") from None
+        return None
+    return manifest
 
 
 PIN_PREFIX, REMOTES_PREFIX = "pins/", "remotes/"  # (project/keeping.py, remote/sync.py TRACKING: not imported)

@@ -5,8 +5,9 @@ Imports are lazy (PEP 562): importing one name loads only its module, so a comma
 config model (a no-op build answered from its stamp) does not pay for building them.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clawstore.values.lazy_names import lazy_names
 
 _WHERE = {
     "Campaign": "campaign",
@@ -58,13 +59,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'clawstore.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"clawstore.config.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
 
 
 if TYPE_CHECKING:

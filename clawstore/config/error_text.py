@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from clawstore.config.ids import ID_HINT, ID_PATTERN
 from clawstore.config.issues import format_loc, join_field
 from clawstore.errors import quoted
+
+if TYPE_CHECKING:  # (pydantic imported where an error is described: `yaml_type` and `got_text` are used without it)
+    from pydantic import BaseModel, ValidationError
 
 YAML_TYPE_NAMES = {
     dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number",
@@ -40,6 +41,8 @@ def _unwrap(annotation: Any) -> list[Any]:
 
 def _model_at(root: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
     """The model class that owns the last element of `loc` (for listing allowed keys)."""
+    from pydantic import BaseModel
+
     current: Any = root
     for part in loc[:-1]:
         found = None

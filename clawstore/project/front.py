@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import UsageError
-from clawstore.project import keeping, stamping
+from clawstore.project import stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
 if TYPE_CHECKING:
-    from clawstore.builder.api import CampaignRequest, NodeState, UntrustedSeen
+    from clawstore.builder.api import NodeState, UntrustedSeen
     from clawstore.builder.batch_collect import Collected
     from clawstore.builder.casestamp import ByCase
     from clawstore.builder.engine import BuildReport
+    from clawstore.builder.request import CampaignRequest
     from clawstore.config.campaign import Campaign
+    from clawstore.project import keeping  # (imported by the methods that keep: gc, pins, refs, archives)
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
     from clawstore.store.services.archive import ArchiveSummary
@@ -250,12 +252,12 @@ class Project:
 
     def status(self) -> Status:
         """Nodes per model, layer and state, once what provider batches finished is recorded."""
-        from clawstore.builder.api import fold_windows
-
         found = self.fresh()
         if found is not None:
             return Status(found.campaign_id, {m: {k: Counter({"fresh": n}) for k, n in kinds.items()}
                                               for m, kinds in found.layers})
+        from clawstore.builder.api import fold_windows  # (here: a status the stamp answers never imports the builder)
+
         seen = self._untrusted_seen()
         by_case = self.by_case()
         if by_case is not None:
@@ -351,8 +353,6 @@ class Project:
     def build(self, settings: BuildSettings) -> Built:
         """Build the campaign: reuse what is fresh, execute what is stale (a plain rebuild whose inputs
         did not change is answered from its stamp; with --remote, when the remote did not change either)."""
-        from clawstore.builder.api import build, unbuilt_keys
-        from clawstore.builder.engine import BuildOptions
         from clawstore.host.machine_settings import check_build_settings
 
         s = settings
@@ -363,6 +363,9 @@ class Project:
         answer = None if found is None else self._from_stamp(found)
         if answer is not None:
             return answer
+        from clawstore.builder.api import build, unbuilt_keys  # (here: a no-op answered above never imports them)
+        from clawstore.builder.engine import BuildOptions
+
         with stamping.recording(found) as reads, self.remote_session(s.remote):
             planned, seen = None, self._untrusted_seen()
             if s.max_cost is not None:
@@ -452,10 +455,13 @@ class Project:
     # -------------------------------------------------------------- what keeps the store's content
 
     def gc(self, grace_s: float, dry_run: bool, listed: bool = True) -> keeping.Collected:
+        from clawstore.project import keeping
+
         return keeping.collect_garbage(self.existing_store, grace_s, dry_run, listed)
 
     def pin(self, name: str, force: bool) -> tuple[keeping.Pinned, str]:
         """Pin the campaign's head as pins/NAME: the pin, and the campaign's id."""
+        from clawstore.project import keeping
         from clawstore.store.refs import check_ref_name
 
         check_ref_name(keeping.PIN_PREFIX + name)  # (a bad name first, before the configs load)
@@ -463,6 +469,7 @@ class Project:
         return keeping.pin(self.store, campaign.campaign_id, name, force), campaign.campaign_id
 
     def unpin(self, name: str) -> tuple[str, str]:
+        from clawstore.project import keeping
         from clawstore.store.refs import check_ref_name
 
         check_ref_name(keeping.PIN_PREFIX + name)  # (before the store opens)
@@ -472,6 +479,8 @@ class Project:
         return self.existing_store.list_refs(prefix)
 
     def delete_refs(self, names: tuple[str, ...]) -> dict[str, str]:
+        from clawstore.project import keeping
+
         return keeping.delete_refs(self.existing_store, names)
 
     def export(self, output: Path) -> tuple[ArchiveSummary, str, int]:
@@ -479,6 +488,8 @@ class Project:
         for its configs as they are now (stale or never built). The archive holds those configs and the results the
         store has, as the workspace does: a build of it elsewhere runs (and pays for) exactly those nodes, as a build
         here would."""
+        from clawstore.project import keeping
+
         campaign = self.whole_campaign("claw archive export")
         inspection = self.explain()  # (a stamp proving it fresh answers at once)
         unbuilt = 0 if inspection.never_built is not None else \
@@ -487,6 +498,8 @@ class Project:
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
                        untrusted: bool) -> keeping.Imported:
+        from clawstore.project import keeping
+
         return keeping.import_archive(file, self.store_dir, configs_to, pins, untrusted)
 
 

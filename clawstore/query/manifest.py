@@ -30,7 +30,7 @@ from clawstore.query.heads import (
 )
 from clawstore.query.rows import Flattened, build_context
 from clawstore.query.schema import PHYSICAL
-from clawstore.store.buildlogs import build_log_path, builds_dir, read_build_log
+from clawstore.store.buildlogs import build_log_path, builds_dir, live_builds, read_build_log
 from clawstore.store.core.layout import StoreLayout
 
 if TYPE_CHECKING:
@@ -180,12 +180,6 @@ def repair_manifest(store: StoreReader) -> int:
 def compact_manifest(store: StoreReader) -> bool:
     """Merge all waiting segments now (normally refresh does it once COMPACT_AT are waiting)."""
     return segments.compact(manifest_dir(Path(store.root)), wait=True, force=True)
-
-
-def live_builds(store: StoreReader) -> set[str]:
-    """Build ids whose process still holds its lease: their logs are not final yet."""
-    return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
-            if lease.alive and lease.purpose.startswith("build ")}
 
 
 def pending_builds(store: StoreReader) -> list[str]:

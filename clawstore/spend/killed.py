@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError
-from clawstore.store.buildlogs import builds_dir
+from clawstore.store.buildlogs import builds_dir, live_builds
 from clawstore.store.documents import read_build_log_doc
 from clawstore.values.costs import CostSum
 
@@ -34,19 +35,23 @@ class KilledBuild:
                 "claw build)")
 
 
+def journals(store_root: Path) -> list[Path]:
+    """The build logs' journals, what a running or killed build leaves (none: no build was killed, and no Store need
+    be opened to say so)."""
+    directory = builds_dir(store_root)
+    return sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+
+
 def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
     """The builds of `campaign_id` killed since its head last moved (all, when it has none): a log still `running`
     with its journal beside it (a build seals both at its end) and no live lease. A damaged log is passed over."""
-    from clawstore.query.manifest import live_builds
-
-    directory = builds_dir(store.root)
-    journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
-    if not journals:
+    found_journals = journals(store.root)
+    if not found_journals:
         return []
     moved = _head_moved(store, campaign_id)
     live = live_builds(store)
     found = []
-    for journal in journals:
+    for journal in found_journals:
         build_id = journal.stem
         # (its id says its start to the second: one started in the second the head moved is told by its log's start)
         if build_id in live or (moved is not None and _started(build_id) + 1 <= moved):

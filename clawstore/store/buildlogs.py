@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,11 +21,20 @@ from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.names import check_name
 from clawstore.store.documents import BUILD_LOG_FORMAT, JOURNALED_FORMAT, BuildLogDoc, read_build_log_doc
 
+if TYPE_CHECKING:
+    from clawstore.store.face import StoreReader
+
 FIX = b'{"fix":'  # a journal line saying the node at that index failed after all (its record was not stored)
 
 
 def builds_dir(store_root: Path | str) -> Path:
     return StoreLayout(store_root).builds
+
+
+def live_builds(store: StoreReader) -> set[str]:
+    """Build ids whose process still holds its lease: their logs are not final yet."""
+    return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
+            if lease.alive and lease.purpose.startswith("build ")}
 
 
 def build_log_path(store_root: Path | str, build_id: str) -> Path:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.store.documents import KeptApart, read_kept_apart
 from clawstore.store.refs import UNTRUSTED_REFS
-from clawstore.store.services.archive_import import ImportReport, write_actions, write_refs
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -75,7 +74,9 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
     signers moved in. (Its entries were verified against their input documents when imported.)"""
     names = store.list_refs(UNTRUSTED_REFS)
     if not names:
-        return []  # the usual case: no import of the user's cryptography setup at all
+        return []  # the usual case: no import of the user's cryptography setup (nor of the archive code) at all
+    from clawstore.store.services.archive_import import ImportReport, write_actions, write_refs
+
     trusts = trusts or _user_trusts()
     moved = []
     for name, doc in sorted(kept_apart(store).items()):

@@ -228,6 +228,21 @@ def test_default_chart_path_in_a_real_process(workspace: tuple[Store, dict[str, 
     assert said.read_text() == "True"
 
 
+def test_a_real_process_forks_no_drawer_for_a_campaign_without_an_evaluation_profile(tmp_path: Path) -> None:
+    """No evaluation profile, no result node, no score: the chart is refused before matplotlib is imported, so a drawer
+    forked to import it (~0.5 s of CPU) was spent for nothing."""
+    store = Store(tmp_path / "store")
+    build(store, Spec(models=MODELS, evaluation_profile=None))
+    said = tmp_path / "forked"
+    proc = subprocess.run([sys.executable, "-c", _PROGRAM_NOTING_ITS_DRAWER, str(said), "report", "--suite", "suite_a",
+                           "--run-profile", "std", "--store", str(store.root)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Campaign: suite_a__std__none" in proc.stdout
+    assert "claw: warning: no model in this campaign has a final score: chart not written" in proc.stderr
+    assert said.read_text() == "False"
+
+
 def test_bubble_areas() -> None:
     assert bubble_areas([1.0, 3.0, None]) == [90.0, 520.0, 305.0]
     assert bubble_areas([2.0, 2.0]) == [305.0, 305.0]

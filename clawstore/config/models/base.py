@@ -97,14 +97,16 @@ def check_endpoint(extras: dict[str, Any]) -> None:
         raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
 
 
+# defer_build: a model's validator is built when it first validates, not when its class is made, so a workspace with
+# no agent or evaluation profile never builds theirs (~8 ms of a command's start; the same validator either way).
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class OpenModel(BaseModel):
     """An object that passes unknown keys through (they stay available in `model_extra`)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     @property
     def extras(self) -> dict[str, Any]:

@@ -21,6 +21,11 @@ from clawstore.store.core.layout import LEASES, LOCKS, TMP
 _POLL_S = 0.02
 # gc holds this lock exclusively while it deletes; a new lease waits for it (see lease() and gc.py).
 SWEEP_LOCK = "gc-sweep"
+# A lease whose purpose is one of these + a head id keeps that head (gc.py): an archive export reading it, a build
+# reading its campaign's previous head a window at a time (builder/api.py) while another build may move the ref away
+# from it. (Here, not in gc.py: a build takes the lease and never imports gc.)
+EXPORT_LEASE_PREFIX = "archive-export "
+READING_HEAD_LEASE_PREFIX = "reading head "
 
 
 def _check_lock_name(name: str) -> str:

@@ -37,7 +37,14 @@ from clawstore.store.core.leftovers import (
     stale_downloads,
     stale_temp_files,
 )
-from clawstore.store.core.locks import SWEEP_LOCK, LeaseInfo, list_leases, remove_stale_leases
+from clawstore.store.core.locks import (
+    EXPORT_LEASE_PREFIX,
+    READING_HEAD_LEASE_PREFIX,
+    SWEEP_LOCK,
+    LeaseInfo,
+    list_leases,
+    remove_stale_leases,
+)
 from clawstore.store.core.packfile import (
     ACTION_SIZE,
     BLOB_HEAD_SIZE,
@@ -71,10 +78,6 @@ GC_LOOK_S = 0.5
 DEFAULT_MAX_UNUSED = 0.1
 # Extra margin on top of TOUCH_AFTER_S for clock granularity and the time between a put and its use.
 LEASE_SLACK_S = 60.0
-# A lease whose purpose is one of these + a head id keeps that head: an archive export reading it, a build reading
-# its campaign's previous head a window at a time (builder/api.py) while another build may move the ref away from it.
-EXPORT_LEASE_PREFIX = "archive-export "
-READING_HEAD_LEASE_PREFIX = "reading head "
 _HEAD_LEASES = {EXPORT_LEASE_PREFIX: "export", READING_HEAD_LEASE_PREFIX: "reading"}
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
