@@ -4,19 +4,13 @@ unreachable remote, a listing the pull refuses, on a real S3 server. A store tha
 from __future__ import annotations
 
 import secrets
-import socket
 from pathlib import Path
 
 import boto3
 
 from tests.config.workspace_builder import claw
 from tests.support.s3server import _client_args, make_bucket
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.sockets import closed_port
 
 
 def _fails(tmp_path: Path, *args: str) -> str:
@@ -39,7 +33,7 @@ def _refused(aws_env: str) -> str:
 
 
 def test_a_failed_pull_leaves_no_store_it_made_and_keeps_one_that_was_there(aws_env: str, tmp_path: Path) -> None:
-    assert "cannot connect" in _fails(tmp_path, "s3://nowhere/x", "--endpoint-url", f"http://127.0.0.1:{_closed_port()}")
+    assert "cannot connect" in _fails(tmp_path, "s3://nowhere/x", "--endpoint-url", f"http://127.0.0.1:{closed_port()}")
     assert not (tmp_path / "store").exists()
 
     bucket = _refused(aws_env)

@@ -19,13 +19,8 @@ from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.blinking import BlinkingProxy
 from tests.support.s3server import FAKE_CREDENTIALS, make_bucket
+from tests.support.sockets import closed_port
 from tests.support.workspace import Workspace
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_push_pull_and_build_remote_say_at_once_that_the_endpoint_cannot_be_reached(
@@ -36,7 +31,7 @@ def test_push_pull_and_build_remote_say_at_once_that_the_endpoint_cannot_be_reac
     ws.case("alpha")
     ws.suite("main", ["m1"])
     ws.run_profile()
-    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    endpoint = f"http://127.0.0.1:{closed_port()}"
     assert claw("remote", "add", "team", "s3://nowhere/x", "--endpoint-url", endpoint, cwd=ws.root).returncode == 0
     for command in (("build", "--suite", "main", "--run-profile", "rp", "--remote", "team"), ("push", "team"),
                     ("pull", "team")):
@@ -94,15 +89,21 @@ def test_a_connection_refused_after_the_endpoint_answered_is_retried(aws_env: st
 def test_an_endpoint_that_never_answered_is_not_retried(aws_env: str, tmp_path: Path) -> None:
     with BlinkingProxy(aws_env) as proxy:
         proxy.out()
-        backend = S3Backend("nowhere", "x", proxy.url)
-        met: list[type[Exception] | None] = []
-        backend.client.meta.events.register_last("needs-retry.s3", lambda caught_exception, **_:
-                                                 met.append(type(caught_exception)))
-        started = time.monotonic()
-        with pytest.raises(RemoteError, match="cannot connect to the endpoint"):
-            backend.list("refs/")
-        assert time.monotonic() - started < 2
-        assert met == [EndpointConnectionError]  # one attempt
+        _said_in_one_attempt(proxy.url, "cannot connect to the endpoint", EndpointConnectionError, within=2)
+
+
+def _said_in_one_attempt(endpoint: str, message: str, met_once: type[Exception], within: float) -> None:
+    """A listing of a remote at `endpoint` fails with `message` within `within` s, after one attempt that met
+    `met_once`."""
+    backend = S3Backend("nowhere", "x", endpoint)
+    met: list[type[Exception] | None] = []
+    backend.client.meta.events.register_last("needs-retry.s3", lambda caught_exception, **_:
+                                             met.append(type(caught_exception)))
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match=message):
+        backend.list("refs/")
+    assert time.monotonic() - started < within
+    assert met == [met_once]  # one attempt
 
 
 def _black_hole() -> tuple[socket.socket, list[socket.socket]]:
@@ -127,15 +128,9 @@ def test_an_endpoint_that_never_completes_a_connection_is_said_after_one_connect
         monkeypatch.setenv(name, value)
     listener, fillers = _black_hole()
     try:
-        backend = S3Backend("nowhere", "x", f"http://127.0.0.1:{listener.getsockname()[1]}")
-        met: list[type[Exception] | None] = []
-        backend.client.meta.events.register_last("needs-retry.s3", lambda caught_exception, **_:
-                                                 met.append(type(caught_exception)))
-        started = time.monotonic()
-        with pytest.raises(RemoteError, match="did not complete a connection"):
-            backend.list("refs/")
-        assert time.monotonic() - started < 3  # (6 attempts of botocore's 60 s each before: 6 minutes)
-        assert met == [ConnectTimeoutError]
+        # (6 attempts of botocore's 60 s each before: 6 minutes)
+        _said_in_one_attempt(f"http://127.0.0.1:{listener.getsockname()[1]}", "did not complete a connection",
+                             ConnectTimeoutError, within=3)
     finally:
         for sock in (listener, *fillers):
             sock.close()

@@ -6,7 +6,6 @@ a declared price makes of 0 tokens. A request that never left (no connection cou
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -16,6 +15,7 @@ from clawstore.providers.usage import SENT_UNANSWERED
 from clawstore.testing.standin import StandIn, error, hang
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.sockets import closed_port
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -49,12 +49,9 @@ def test_the_client_says_what_a_failed_attempt_may_have_cost(standin: StandIn) -
         assert not sent.value.usage.nothing_sent
         assert sent.value.usage.cost_usd is None and sent.value.usage.cost_source == "unknown"
 
-        with socket.socket() as closed:  # a port nobody listens on: the connection is refused, nothing is sent
-            closed.bind(("127.0.0.1", 0))
-            port = closed.getsockname()[1]
-        with pytest.raises(ProviderError) as refused:
-            client.chat(Endpoint(f"http://127.0.0.1:{port}/v1", None), {"model": "m", "messages": []}, timeout=2,
-                        retries=1)
+        with pytest.raises(ProviderError) as refused:  # (the connection refused: nothing is sent)
+            client.chat(Endpoint(f"http://127.0.0.1:{closed_port()}/v1", None), {"model": "m", "messages": []},
+                        timeout=2, retries=1)
         assert refused.value.code == "transport_error" and refused.value.attempts == 2
         usage = refused.value.usage
         assert usage.rejected is None and usage.cost_source is None and usage.input_tokens == 0
@@ -74,13 +71,6 @@ def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn
     assert len(rows) == 4 and all(r["cost_usd"] is None and r["cost_source"] == "unknown" for r in rows), rows
 
 
-def _closed_port() -> int:
-    """A port on 127.0.0.1 nobody listens on: a connection to it is refused, nothing is sent."""
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        return int(closed.getsockname()[1])
-
-
 def _shown(workspace: Workspace, *campaign: str) -> tuple[str, list[dict[str, object]]]:
     """`claw report`'s cost line for the campaign, and the saved query cost_by_model's rows (`claw status` counts
     nodes and shows no cost)."""
@@ -95,7 +85,7 @@ def _shown(workspace: Workspace, *campaign: str) -> tuple[str, list[dict[str, ob
 def test_a_run_whose_request_never_left_costs_a_known_0_at_undeclared_prices(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     # no price declared and the connection refused: nothing was sent, so nothing is unknown (before: '?', 4 of 4)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://127.0.0.1:{_closed_port()}/v1")
+    monkeypatch.setenv("OPENROUTER_BASE_URL", f"http://127.0.0.1:{closed_port()}/v1")
     ws.run_profile(defaults={"retries": 1})
     built = run_claw(ws.root, "build", *CAMPAIGN)
     assert built.code == 1 and "Traceback" not in built.stderr, built
@@ -116,7 +106,7 @@ def test_a_judgement_whose_request_never_left_costs_a_known_0_one_that_timed_out
     from tests.support.judging import JUDGE, eval_profile
 
     refused = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 1,
-               "base_url": f"http://127.0.0.1:{_closed_port()}/v1"}
+               "base_url": f"http://127.0.0.1:{closed_port()}/v1"}
     eval_profile(ws, repetitions=1, judges=[refused])
     campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
     built = run_claw(ws.root, "build", *campaign)

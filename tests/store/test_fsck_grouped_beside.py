@@ -66,20 +66,17 @@ def _stores(tmp_path: Path, by_keys: bool, monkeypatch: pytest.MonkeyPatch) -> t
 
 @pytest.mark.parametrize("by_keys", [False, True])
 def test_the_helper_groups_the_records_and_fsck_reports_the_same(tmp_path: Path, by_keys: bool) -> None:
-    in_fresh_process(__name__, "_by_keys" if by_keys else "_by_rows", tmp_path)  # (fsck forks only with no thread)
+    in_fresh_process(__name__, "_helper_groups", tmp_path, _walk(by_keys))  # (fsck forks only with no thread)
 
 
-def _by_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _helper_groups(tmp_path, monkeypatch, False)
+def _walk(by_keys: bool) -> str:
+    return "keys" if by_keys else "rows"  # (in_fresh_process passes its arguments as text)
 
 
-def _by_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _helper_groups(tmp_path, monkeypatch, True)
-
-
-def _helper_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_keys: bool) -> None:
+def _helper_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walk: str) -> None:
     from clawstore.store.core.index import ObjectsMap
 
+    by_keys = walk == "keys"
     expected = _stores(tmp_path, by_keys, monkeypatch)
     counted, count = tmp_path / "counted.log", ObjectsMap.__len__
 
@@ -188,19 +185,11 @@ WRONG: dict[str, Callable[[pytest.MonkeyPatch, int], None]] = {
 
 @pytest.mark.parametrize("by_keys", [False, True])
 def test_a_helper_that_goes_wrong_leaves_the_grouping_to_fsck(tmp_path: Path, by_keys: bool) -> None:
-    in_fresh_process(__name__, "_wrong_by_keys" if by_keys else "_wrong_by_rows", tmp_path, timeout=300)
+    in_fresh_process(__name__, "_goes_wrong", tmp_path, _walk(by_keys), timeout=300)
 
 
-def _wrong_by_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _goes_wrong(tmp_path, monkeypatch, False)
-
-
-def _wrong_by_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _goes_wrong(tmp_path, monkeypatch, True)
-
-
-def _goes_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_keys: bool) -> None:
-    expected = _stores(tmp_path, by_keys, monkeypatch)
+def _goes_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walk: str) -> None:
+    expected = _stores(tmp_path, walk == "keys", monkeypatch)
     for number, (how, wrong) in enumerate(WRONG.items()):
         root, log = tmp_path / f"w{number}", tmp_path / f"w{number}.log"
         shutil.copytree(tmp_path / "b", root)

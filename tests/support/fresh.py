@@ -13,12 +13,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 _SCRIPT = ("import importlib, sys, pytest\nfrom pathlib import Path\nmodule = importlib.import_module(sys.argv[1])\n"
            "with pytest.MonkeyPatch.context() as patch:\n"
-           "    getattr(module, sys.argv[2])(Path(sys.argv[3]), patch)\n")
+           "    getattr(module, sys.argv[2])(Path(sys.argv[3]), patch, *sys.argv[4:])\n")
 
 
-def in_fresh_process(module: str, body: str, tmp_path: Path, timeout: float = 120) -> None:
-    """Run `module.body(tmp_path, monkeypatch)` in a new interpreter; its failure (output included) fails the test."""
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, module, body, str(tmp_path)], cwd=REPO,
+def in_fresh_process(module: str, body: str, tmp_path: Path, *args: str, timeout: float = 120) -> None:
+    """Run `module.body(tmp_path, monkeypatch, *args)` in a new interpreter; its failure (output included) fails the
+    test."""
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, module, body, str(tmp_path), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -11,3 +11,10 @@ def stop_listening(listener: socket.socket) -> None:
     with contextlib.suppress(OSError):
         listener.shutdown(socket.SHUT_RDWR)
     listener.close()
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nobody listens on: a connection to it is refused, nothing is sent."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        return int(closed.getsockname()[1])
