@@ -30,7 +30,6 @@ from clawstore.query.rows import (
     node_sig,
     same_rows,
     without_planning_views,
-    written_head,
 )
 from clawstore.query.schema import HISTORY_VIEW, PHYSICAL
 from clawstore.query.spill import Spill
@@ -143,12 +142,13 @@ class StoredRecords:
 
 
 class BuildRows(NamedTuple):
-    """A build's rows, with the log and nodes they came from (to serve the head it wrote: same_rows)."""
+    """A build's rows, with the log they came from and what serves the head it wrote (same_rows): the actions of the
+    nodes flattened (in the rows' order, beside `rows.sigs`) and that head's stored document (its parts not read)."""
 
     log: Mapping[str, Any]
-    nodes: list[Mapping[str, Any]]
+    actions: list[Any]
     rows: Flattened
-    head: Mapping[str, Any]  # the head the build wrote, as read for its reused nodes ({} if none)
+    head: Mapping[str, Any]  # the head the build wrote, as stored ({} if none)
     segment: Path | None = None  # where they were published, if they were
 
 
@@ -156,14 +156,58 @@ def stored_build_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | 
                       reusable: Reusable | None = None, spill_in: Path | None = None) -> BuildRows:
     """The rows of a build log or head, its records read from `store`; those of nodes `reusable` holds
     are left to the writer to copy from its source (rows.flatten). With `spill_in` (a manifest), the rows
-    are spilled to files under its tmp/ as they are made (spill.py), not held."""
+    are spilled to files under its tmp/ as they are made (spill.py), not held; with nothing reusable, they are
+    flattened by DuckDB where every record allows it (sqlflat.py), else by rows.py. The nodes the build reused are
+    read from the head it wrote a part at a time: that head is never held whole."""
+    head = _written_head_doc(store, log)
+    try:
+        return _build_rows(store, log, warn, reusable, spill_in, head)
+    except StoreError:
+        if not head:
+            raise
+        # A part of the head it wrote is lost (fsck names it): its reused nodes are left out, as when that head was
+        # read whole and could not be.
+        return _build_rows(store, log, warn, reusable, spill_in, {})
+
+
+def _build_rows(store: ObjectReader, log: Mapping[str, Any], warn: Warn | None, reusable: Reusable | None,
+                spill_in: Path | None, head: Mapping[str, Any]) -> BuildRows:
     records = StoredRecords(store, warn)
-    head = written_head(log, records)
-    nodes = build_nodes(log, records, head)
+    actions: list[Any] = []
+    if spill_in is not None and reusable is None:
+        made = flattened_here(store, log, _noting_actions(_build_nodes(store, log, head), actions), spill_in)
+        if made is not None:
+            return BuildRows(log, actions, made, head)
+        actions.clear()
+    nodes = _noting_actions(_build_nodes(store, log, head), actions)
     if spill_in is None:
-        return BuildRows(log, nodes, flatten(log, records, records.read_ahead, nodes, reusable), head)
-    return BuildRows(log, nodes, spilled(lambda sink: flatten(log, records, records.read_ahead, nodes, reusable, sink),
-                                         spill_in), head)
+        return BuildRows(log, actions, flatten(log, records, records.read_ahead, nodes, reusable), head)
+    return BuildRows(log, actions, spilled(lambda sink: flatten(log, records, records.read_ahead, nodes, reusable,
+                                                                sink), spill_in), head)
+
+
+def _written_head_doc(store: ObjectReader, log: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The head a format-2 build wrote, as stored (its parts not read); {} when it wrote none (a no-op build), the
+    log is no such build's, or the head is missing (its reused nodes are then not the build's rows: fsck names it)."""
+    head_id = log.get("head")
+    if log.get("format") != 2 or not log.get("head_written") or not isinstance(head_id, str):
+        return {}
+    doc = StoredRecords(store)(head_id)
+    return doc if isinstance(doc, dict) else {}
+
+
+def _build_nodes(store: ObjectReader, log: Mapping[str, Any], head: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """rows.build_nodes, streamed: the log's nodes, then those `head` (the head it wrote) says it reused, read a
+    part at a time (StoreError when a part of it is lost)."""
+    yield from ((node if isinstance(node, dict) else {}) for node in log.get("nodes") or [])
+    if head:
+        yield from rows_module.reused_nodes(log, head_nodes(head, StoredRecords(store)))
+
+
+def _noting_actions(nodes: Iterable[Mapping[str, Any]], actions: list[Any]) -> Iterator[Mapping[str, Any]]:
+    for node in nodes:
+        actions.append(node.get("action"))
+        yield node
 
 
 def spilled(make: Callable[[Spill], Flattened], manifest: Path) -> Flattened:
@@ -376,21 +420,21 @@ def _head_rows(store: StoreReader, manifest: Path, head_id: str, warn: Warn | No
         known = None  # another build's rows
     records = StoredRecords(store, warn)
     if known is not None:
-        head: Any = known.head  # (read once, for the build's reused nodes)
-        nodes: Iterable[Mapping[str, Any]] = build_nodes(head, records)
-        if same_rows(known.log, known.nodes, head, list(nodes), known.rows.sigs):
-            rows = known.rows
-            return (rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}),
-                    known.segment, None)  # (in the build's order, not the parts')
-    parts: parted.Parts | None = None
-    if known is None:
-        load = StoredRecords(store)
-        doc = load(head_id)
-        if not isinstance(doc, dict):
-            return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
-        head = head_fields(doc)
-        parts = [] if is_parted(doc) else None
-        nodes = chain(head_nodes(doc, load, parts), build_nodes(head, records))
+        try:
+            if same_rows(known.log, known.rows.sigs, known.actions, head_fields(known.head),
+                         head_nodes(known.head, StoredRecords(store))):
+                rows = known.rows
+                return (rows._replace(tables={table: rows.tables.get(table, []) for table in HISTORY_VIEW}),
+                        known.segment, None)  # (in the build's order, not the parts')
+        except StoreError:
+            return None  # a part lost to damage, as below
+    load = StoredRecords(store)
+    doc = load(head_id)
+    if not isinstance(doc, dict):
+        return None  # a head lost to damage: fsck names it; the campaign simply has no rows here
+    head = head_fields(doc)
+    parts: parted.Parts | None = [] if is_parted(doc) else None
+    nodes = chain(head_nodes(doc, load, parts), build_nodes(head, records))
     source = previous_head(manifest, head) if copy else None
     reuse = copied.reusable(source) if source is not None else None
     try:

@@ -30,8 +30,9 @@ from clawstore.query.heads import (
 )
 from clawstore.query.rows import Flattened, build_context
 from clawstore.query.schema import PHYSICAL
-from clawstore.store.buildlogs import build_log_path, builds_dir, live_builds, read_build_log
+from clawstore.store.buildlogs import build_log_path, builds_dir, live_builds
 from clawstore.store.core.layout import StoreLayout
+from clawstore.store.logstream import read_build_log_streamed
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
@@ -100,11 +101,13 @@ def _index_build(store: StoreReader, build_id: str, warn: Warn | None, indexed: 
     The rows of nodes it reused are copied from the segment of its campaign's build `indexed` last
     ({campaign_id: segment}, updated here), else from the campaign's current head (copied.py)."""
     root = Path(store.root)
-    log = read_build_log(build_log_path(root, build_id)).to_json()
+    log = read_build_log_streamed(build_log_path(root, build_id)).to_json()
     manifest = manifest_dir(root)
     campaign = build_context(log)["campaign_id"]
     source = indexed.get(campaign) if campaign is not None else None
     source = source if source is not None and source.is_dir() else previous_head(manifest, log)
+    if not log.get("nodes") and not log.get("head_written"):
+        source = None  # (a build with no node, a no-op's: nothing to copy, so no facts of a whole head to read)
     built = stored_build_rows(store, log, warn, copied.reusable(source) if source is not None else None, manifest)
     slot_name = str(log.get("build_id") or build_id)
     segment, rows = written(lambda rows: segments.publish_segment(manifest, slot_name, rows), built.rows,
@@ -123,7 +126,7 @@ def _all_builds(store: StoreReader) -> Iterator[tuple[str, Flattened]]:
         return
     for path in sorted(directory.glob("*.json")):
         try:
-            log = read_build_log(path)
+            log = read_build_log_streamed(path)
         except StoreError:
             continue  # a log being written for the first time, or damaged: nothing to index
         yield log.build_id or path.stem, stored_build_rows(store, log.to_json(), spill_in=manifest_dir(root)).rows

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import islice
@@ -307,7 +306,7 @@ def build_nodes(log: Mapping[str, Any], load_record: RecordLoader, head: Mapping
     """The nodes whose rows a build log (or a campaign head) gives: those it lists, then those the head
     it wrote says it reused (`head`: that head, if the caller read it: written_head)."""
     head = written_head(log, load_record) if head is None else head
-    return [_dict(node) for node in [*(log.get("nodes") or []), *_reused_nodes(log, head)]]
+    return [_dict(node) for node in [*(log.get("nodes") or []), *reused_nodes(log, head.get("nodes") or [])]]
 
 
 def written_head(log: Mapping[str, Any], load_record: RecordLoader) -> Mapping[str, Any]:
@@ -340,16 +339,29 @@ def node_sig(node: Mapping[str, Any]) -> int:
     return int.from_bytes(blake3.blake3(_CODE_TAG + text.encode()).digest(8), "little", signed=True)
 
 
-def same_rows(log: Mapping[str, Any], log_nodes: list[Mapping[str, Any]], head: Mapping[str, Any],
-              head_nodes: list[Mapping[str, Any]], log_sigs: list[int] | None = None) -> bool:
-    """Are the rows of `head` those of `log` (in another order)? Yes when both have one context and the same nodes as
-    rows read them; then a query that indexed the build need not flatten the campaign again for its head. `log_sigs`:
-    node signatures of `log_nodes`, if known. Details: docs/query.md (Details by module)."""
-    if build_context(head) != build_context(log) or len(head_nodes) != len(log_nodes):
+def same_rows(log: Mapping[str, Any], log_sigs: Sequence[int], log_actions: Sequence[Any], head: Mapping[str, Any],
+              head_nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """Are the rows of `head` (its nodes streamed: `head_nodes`) those of `log` (in another order)? Yes when both have
+    one context and the same nodes as rows read them; then a query that indexed the build need not flatten the
+    campaign again for its head. `log_sigs`, `log_actions`: the signatures and actions of the log's nodes (its own
+    and those it reused), in one order. Held as sorted signatures an action, 8 bytes a node, not the nodes. Details:
+    docs/query.md (Details by module)."""
+    if build_context(head) != build_context(log):
         return False
-    log_sigs = [node_sig(node) for node in log_nodes] if log_sigs is None else log_sigs
-    ours = Counter(zip(log_sigs, (node.get("action") for node in log_nodes), strict=True))
-    return ours == Counter((node_sig(node), node.get("action")) for node in head_nodes)
+    return _sig_bags(zip(log_sigs, log_actions, strict=True)) == _sig_bags(
+        (node_sig(node), node.get("action")) for node in head_nodes)
+
+
+def _sig_bags(pairs: Iterable[tuple[int, Any]]) -> dict[str, list[int]]:
+    """{action: its nodes' signatures, sorted}: the multiset of (signature, action) pairs (an action not text by its
+    repr: a hostile head's list is no key)."""
+    bags: dict[str, array[int]] = {}
+    for sig, action in pairs:
+        bag = bags.get(name := action if isinstance(action, str) else repr(action))
+        if bag is None:
+            bag = bags[name] = array("q")
+        bag.append(sig)
+    return {name: sorted(bag) for name, bag in bags.items()}
 
 
 class Facts(NamedTuple):
@@ -538,24 +550,22 @@ def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoa
     return base["cost_usd"]
 
 
-def _reused_nodes(log: Mapping[str, Any], head: Mapping[str, Any]) -> list[Any]:
-    """What a format-2 build reused, from the head it wrote (`written_head`; a no-op build wrote none:
-    nothing to add).
+def reused_nodes(log: Mapping[str, Any], head_nodes: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """What a format-2 build reused, from the nodes of the head it wrote (`written_head`, or its parts streamed; a
+    no-op build wrote none: nothing to add).
 
     Its log lists only what it executed, failed or skipped; the head it wrote carries every node it
     planned with this build's action (within its --case/--model filter, if any)."""
     flt = _dict(log.get("filter"))
     cases, models = set(flt.get("cases") or ()), set(flt.get("models") or ())
-    found = []
-    for node in head.get("nodes") or []:
+    for node in head_nodes:
         node = _dict(node)
         if node.get("action") != "reuse":
             continue
         address = _dict(node.get("address"))
         if (cases and address.get("case_id") not in cases) or (models and address.get("model_id") not in models):
             continue
-        found.append({name: node.get(name) for name in ("kind", "key", "record", "action", "address")})
-    return found
+        yield {name: node.get(name) for name in ("kind", "key", "record", "action", "address")}
 
 
 def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None) -> Row:

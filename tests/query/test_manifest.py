@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clawstore.query import heads, segments
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import compact_manifest, index_current, index_pending, rebuild_manifest, refresh_manifest
-from clawstore.query.rows import same_rows
+from clawstore.query.rows import node_sig, same_rows
 from clawstore.store import Store
 from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, score_of
 
@@ -244,13 +245,21 @@ def test_same_rows_needs_one_context_and_the_same_nodes_in_any_order() -> None:
               "address": {"model_id": "m", "case_id": f"c{i}", "repetition": 0}} for i in range(3)]
     log = {"build_id": "b1", "started_at": "2026-11-27T08:00:00Z", "campaign": {"id": "c"}}
     head = {**log, "nodes": list(reversed(nodes))}
-    assert same_rows(log, nodes, head, head["nodes"])
-    assert not same_rows({**log, "build_id": "b2"}, nodes, head, head["nodes"])  # another build's rows
-    assert not same_rows(log, nodes[:2], head, head["nodes"])  # a node the log does not have
+
+    def same(log: dict[str, Any], ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> bool:
+        # (the log's side as indexing gives it: each node's signature and action; the head's nodes streamed)
+        return same_rows(log, [node_sig(n) for n in ours], [n.get("action") for n in ours], head, iter(theirs))
+
+    assert same(log, nodes, head["nodes"])
+    assert not same({**log, "build_id": "b2"}, nodes, head["nodes"])  # another build's rows
+    assert not same(log, nodes[:2], head["nodes"])  # a node the log does not have
+    assert not same(log, nodes + nodes[:1], head["nodes"])  # one node twice
     reused = [{**node, "action": "reuse"} if i == 0 else node for i, node in enumerate(nodes)]
-    assert not same_rows(log, reused, head, head["nodes"])  # one node another action
+    assert not same(log, reused, head["nodes"])  # one node another action
     failed = [{**node, "error": {"message": "boom"}} if i == 1 else node for i, node in enumerate(nodes)]
-    assert not same_rows(log, failed, head, head["nodes"])
+    assert not same(log, failed, head["nodes"])
+    listed = [{**node, "action": ["exec"]} if i == 2 else node for i, node in enumerate(nodes)]
+    assert not same(log, nodes, listed)  # a hostile head's action that is no text: told apart, no TypeError
 
 
 def test_a_manifest_written_without_cost_sources_is_indexed_again(store: Store) -> None:

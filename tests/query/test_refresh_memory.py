@@ -125,12 +125,14 @@ def _history_peak(store: Store) -> int:
     return peak
 
 
-def test_indexing_a_build_holds_its_log_not_its_rows(tmp_path: Path) -> None:
+def test_indexing_a_build_holds_neither_its_log_nor_its_head(tmp_path: Path) -> None:
     small = _history_peak(_campaign(tmp_path / "small", 40))  # 320 nodes
     large = _history_peak(_campaign(tmp_path / "large", 320))  # 2,560 nodes
-    # Its log is read whole (its nodes are what it ran), and the head it wrote; its rows were held too, until DuckDB
-    # wrote them (7.9 KB per node); spilled as they are made (query/spill.py), they are not (3.1 KB: log and head).
-    assert (large - small) / (2560 - 320) < 4500, (small, large)
+    # Its rows were held until DuckDB wrote them (7.9 KB per node); spilled as they are made (query/spill.py), its log
+    # and the head it wrote were still held whole (3.1 KB); now its log's nodes are read from its file one at a time
+    # (store/logstream.py), that head's a part at a time, and what is kept of each node is its signature and action
+    # (0.36 KB per node measured, with the head's signatures sorted beside them while compared: rows.same_rows).
+    assert (large - small) / (2560 - 320) < 800, (small, large)
 
 
 def test_a_build_whose_segment_cannot_be_linked_gives_its_head_the_same_rows(
