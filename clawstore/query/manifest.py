@@ -106,13 +106,14 @@ def _index_build(store: StoreReader, build_id: str, warn: Warn | None, indexed: 
     campaign = build_context(log)["campaign_id"]
     source = indexed.get(campaign) if campaign is not None else None
     source = source if source is not None and source.is_dir() else previous_head(manifest, log)
-    if not log.get("nodes") and not log.get("head_written"):
+    nodeless = not log.get("nodes") and not log.get("head_written")
+    if nodeless:
         source = None  # (a build with no node, a no-op's: nothing to copy, so no facts of a whole head to read)
     built = stored_build_rows(store, log, warn, copied.reusable(source) if source is not None else None, manifest)
     slot_name = str(log.get("build_id") or build_id)
     segment, rows = written(lambda rows: segments.publish_segment(manifest, slot_name, rows), built.rows,
                             lambda: stored_build_rows(store, log, warn, spill_in=manifest).rows)
-    if campaign is not None:
+    if campaign is not None and not nodeless:  # (a no-op's empty segment would leave the next build nothing to copy)
         indexed[campaign] = segment
     covered = segments.slot_for(build_id) in segments.snapshot(manifest).covers
     return built._replace(rows=rows, segment=segment), covered

@@ -6,11 +6,13 @@ before (docs/query.md, Scale: memory of the manifest refresh)."""
 from __future__ import annotations
 
 import shutil
+import time
 from typing import Any
 
 import pytest
 
-from clawstore.query import heads
+from clawstore.builder.buildlog import BuildLog
+from clawstore.query import heads, rows
 from clawstore.query.engine import run_query
 from clawstore.query.manifest import index_pending, refresh_manifest
 from clawstore.store import Store, headdoc
@@ -89,3 +91,38 @@ def test_a_head_that_lost_a_part_leaves_the_reused_nodes_out_as_before(store: St
     refresh_manifest(store, second.build_id)
     assert {action for (action,) in run_query(store.root, "select action from build_nodes").rows} == {"exec"}
     assert run_query(store.root, "select count(*) from build_nodes").rows == [(second.executed,)]
+
+
+def test_a_no_op_build_between_two_leaves_the_next_its_rows_to_copy(store: Store,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    first = build(store, Spec(), refresh=False)
+    time.sleep(1.05)  # (build ids sort by their second, then by chance: indexed in this order)
+    no_op = BuildLog(store, Spec().campaign)  # (a build that ran nothing and wrote no head)
+    no_op.write()
+    no_op.end("complete")
+    no_op.seal()
+    time.sleep(1.05)
+    second = build(store, Spec(salt="v2"), refresh=False)  # (reuses every run of the first)
+    assert sorted([first.build_id, no_op.build_id, second.build_id]) == [first.build_id, no_op.build_id,
+                                                                          second.build_id]
+    flattened: list[int] = []
+    real = rows.flatten
+
+    def counting(log: Any, load: Any, ahead: Any = None, nodes: Any = None, reusable: Any = None,
+                 sink: Any = None) -> Any:
+        listed = list(nodes or [])
+        flat = real(log, load, ahead, listed, reusable, sink)
+        flattened.append(len(listed) - len(flat.taken))
+        return flat
+
+    monkeypatch.setattr(heads, "flatten", counting)
+    assert index_pending(store) == 3
+    assert second.reused == 6 and flattened == [second.executed]  # (the first and the no-op by DuckDB; 6 copied)
+    ours = every_view(store, HISTORY)
+    shutil.rmtree(store.root / "manifest")
+    monkeypatch.setattr(heads, "flatten", real)
+    flattening(monkeypatch, by_duckdb=False)
+    assert index_pending(store) == 3
+    assert every_view(store, HISTORY) == ours
+    assert first.executed == len(run_query(store.root, f"select * from build_nodes where build_id = '{first.build_id}'"
+                                           ).rows)
