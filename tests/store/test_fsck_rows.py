@@ -199,3 +199,22 @@ def test_a_broken_output_many_records_name_is_named_for_each(tmp_path: Path) -> 
     why = f"output tree {tree}: file b.txt ({files[1]}) is missing"
     assert report.bad_actions == dict.fromkeys(keys, why)
     assert report.bad_head_nodes == {"campaigns/x": {i: f"node run c{i}/m/0: {why}" for i in range(4)}}
+
+
+def test_an_output_judged_whole_is_taken_as_its_kept_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record whose outputs another record's check already judged whole takes that kept answer in place: the four
+    records naming one tree and one artifact judge each of the two once (two judgements, not eight), and all four
+    entries and head nodes are still vouched for."""
+    store, _, _, _ = _shared_outputs(tmp_path / "store", tmp_path)
+    assert fsck(store).problems == []
+    judged: list[int] = []
+    output = RowCheck._output
+
+    def counted(self: RowCheck, edges: PackEdges, token: int) -> bool:
+        judged.append(token)
+        return output(self, edges, token)
+
+    monkeypatch.setattr(RowCheck, "_output", counted)
+    report = fsck(store)
+    assert report.problems == [] and report.actions == 4
+    assert len(judged) == 2 and len(set(judged)) == 2
