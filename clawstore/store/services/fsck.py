@@ -720,18 +720,20 @@ def _quick(report: FsckReport, check: RowCheck, pack: str, rows: list[bytes]) ->
     """Judge the rows whose record, input document and outputs a verified edges file vouches for; return the rest (a
     record this cannot vouch for, an entry whose record is for another key: named by the long way)."""
     rest: list[bytes] = []
-    last, verdict = b"", None
+    keep, record, offset_of = rest.append, check.record, _OFFSET.unpack_from  # (400,000 rows at 10,000 x 5)
+    last, verdict, actions = b"", None, 0
     for row in rows:
         if row[:32] != last:
             last = row[:32]
-            verdict = check.record(pack, last, _OFFSET.unpack_from(row, 32)[0])
+            verdict = record(pack, last, offset_of(row, 32)[0])
         if verdict is None:
-            rest.append(row)
+            keep(row)
         elif not row[40]:  # (an entry: its key's, and that key's input document there; a node: its record alone)
             if verdict[0] == row[41:73] and verdict[1]:
-                report.actions += 1
+                actions += 1
             else:
-                rest.append(row)
+                keep(row)
+    report.actions += actions
     return rest
 
 
