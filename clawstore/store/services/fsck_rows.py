@@ -134,7 +134,14 @@ class RowCheck:
         if self._damaged:
             state[np.isin(digests, np.array(list(self._damaged), dtype="S32")) & (packs != ASKED)] = _NOT
         answers[:] = state.tobytes()
-        # (as arrays of Python's: an item read is an int, not a numpy scalar made and converted, 200,000 times)
-        edges.located = (array("q", packs.astype(np.int64, copy=False).tobytes()),
-                         array("Q", offsets.astype(np.uint64, copy=False).tobytes()))
+        del state
+        # As arrays of Python's (an item read is an int, not a numpy scalar made and converted: 200,000 reads), each
+        # copied from numpy's buffer and numpy's let go before the next (8 bytes an id beside at most, not 16 more)
+        located_packs = array("q")
+        located_packs.frombytes(memoryview(np.ascontiguousarray(packs, dtype=np.int64)).cast("B"))
+        del packs
+        located_offsets = array("Q")
+        located_offsets.frombytes(memoryview(np.ascontiguousarray(offsets, dtype=np.uint64)).cast("B"))
+        del offsets
+        edges.located = (located_packs, located_offsets)
         return answers
