@@ -266,7 +266,7 @@ class Reach:
                             continue
                         at = current.position(digest, offset)
                         if at is not None and walking is not None:
-                            self._walk_arrays(walking, [at], [row], stack, waiting)
+                            self._walk_arrays(walking, _one(at), _one(row), stack, waiting)
                             continue
                         if at is not None:  # (the pack's own edges followed by row, what it names elsewhere stacked)
                             self._walk(current, [(digest, offset, row)], stack, finder, waiting)
@@ -347,7 +347,8 @@ class Reach:
         at = walking.file_rows(waited)
         matched = at >= 0
         matched[matched] = walking.covers[at[matched]]
-        starts, start_rows = at[matched].tolist(), waited[matched].tolist()
+        more_starts: list[int] = []
+        more_rows: list[int] = []
         stack: list[tuple[bytes, bytes | None]] = []
         # (the rest as the walk by rows takes them: found by offset, or looked up)
         rest = chain(((*finder.digest_offset(row), row) for row in waited[~matched].tolist()),
@@ -357,12 +358,16 @@ class Reach:
             if position is None:
                 stack.append((digest, None))
             else:
-                starts.append(position)
-                start_rows.append(row)
+                more_starts.append(position)
+                more_rows.append(row)
+        # (as arrays: the matched rows, most of them, never made Python ints)
+        starts = np.concatenate((at[matched], np.array(more_starts, np.int64)))
+        start_rows = np.concatenate((waited[matched], np.array(more_rows, np.int64)))
+        del at, waited, matched
         self._walk_arrays(walking, starts, start_rows, stack, waiting)
         return walking, stack
 
-    def _walk_arrays(self, walking: PackArrays, starts: list[int], start_rows: list[int],
+    def _walk_arrays(self, walking: PackArrays, starts: np.ndarray, start_rows: np.ndarray,
                      stack: list[tuple[bytes, bytes | None]], waiting: _Waiting) -> None:
         """`_walk` by arrays: mark the file rows `starts` (at the index rows `start_rows`, -1: by digest) and what they
         reach in this pack a frontier at a time (the tokens of the frontier's rows gathered, those seen dropped); an id
@@ -380,8 +385,8 @@ class Reach:
             if pack in held.number:
                 uncached[held.number[pack]] = True
         own_pack = held.number.get(walking.pack, -2)
-        frontier = np.array(starts, np.int64)
-        frontier_rows = np.array(start_rows, np.int64)
+        frontier = starts.astype(np.int64, copy=False)
+        frontier_rows = start_rows.astype(np.int64, copy=False)
         fresh = seen[frontier] != _WALKED  # (one stacked from here comes back as a start)
         frontier, first = np.unique(frontier[fresh], return_index=True)
         todo = [(frontier, frontier_rows[fresh][first])]
@@ -545,6 +550,13 @@ def _cut(todo: list[tuple[np.ndarray, np.ndarray]], starts: np.ndarray) -> tuple
     if cut < len(frontier):
         todo.append((frontier[cut:], frontier_rows[cut:]))
     return frontier[:cut], frontier_rows[:cut]
+
+
+def _one(value: int) -> np.ndarray:
+    """One row as an int64 array (a start of the walk by arrays)."""
+    from clawstore.store.core.lean_numpy import np
+
+    return np.array([value], np.int64)
 
 
 def _push(stack: list[tuple[bytes, bytes | None]], ids: bytes, rows: np.ndarray, parents: np.ndarray) -> None:

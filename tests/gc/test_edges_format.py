@@ -99,6 +99,8 @@ def _rewritten(store: Store, pack: str, change: str) -> None:
         tokens[-1] = len(found.offsets) + len(found.others) // ID
     elif change == "more ids than named":
         counts[0] += 1
+    elif change == "a cover neither 0 nor 1":
+        covers[len(covers) // 2] = 2
     elif change == "another table":
         rows = len(offsets)
         known, counts, covers = known[:rows * ID] + bytes(ID) + known[rows * ID:], counts + array("I", [0]), \
@@ -111,7 +113,8 @@ def _rewritten(store: Store, pack: str, change: str) -> None:
     edges.edges_path(store.root, pack).write_bytes(b"".join(parts))
 
 
-@pytest.mark.parametrize("change", ["a row past the table", "more ids than named", "another table"])
+@pytest.mark.parametrize("change", ["a row past the table", "more ids than named", "a cover neither 0 nor 1",
+                                    "another table"])
 def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(tmp_path: Path, change: str) -> None:
     store, pack, last = _one_pack_store(tmp_path)
     _rewritten(store, pack, change)
@@ -136,6 +139,43 @@ def test_an_id_named_past_the_table_is_refused_with_numpy_loaded_or_not(
     assert found is not None and max(found.tokens) == edgefile._largest(found.tokens)
     _rewritten(store, pack, "the last id named past the table")
     assert _load(store, pack) is None
+
+
+def test_a_file_loads_the_same_by_numpy_as_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the process has numpy (gc's walk by arrays), the pack's table is taken by one structured view and the
+    rows' starts by a cumsum (packfile._table_columns_numpy, edgefile._starts): the same arrays as without it, a
+    verified file's facts' starts too."""
+    store = Store(tmp_path / "store")
+    records = []
+    for index in range(40):  # (records, their outputs and action entries' rows in one pack)
+        key = store.put_json({"node": index})
+        records.append(store.put_action(key, {"kind": "run", "key": key, "input": key,
+                                              "outputs": {"artifact": store.put_bytes(f"a{index}".encode())}}))
+    store.set_ref("pins/h", store.put_json({"nodes": [{"kind": "run", "record": record} for record in records]}))
+    store.runtime.close_writer()
+    (pack,) = iter_pack_ids(store.runtime.packs_dir)
+    assert fsck(store).problems == []  # (its file verified: the records' facts)
+    from clawstore.store.core import packfile
+    from clawstore.store.core.lean_numpy import np  # noqa: F401
+
+    by_numpy: list[int] = []
+    taken = packfile._table_columns_numpy
+
+    def counted(numpy: object, table: bytes) -> object:
+        by_numpy.append(len(table))
+        return taken(numpy, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packfile, "_table_columns_numpy", counted)
+    with_numpy = _load(store, pack)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # (as if never imported: `sys.modules.get` answers None)
+    without = _load(store, pack)
+    assert with_numpy is not None and without is not None and with_numpy.verified and len(by_numpy) == 1
+    for name in ("offsets", "known", "covers", "counts", "tokens", "starts", "fact_keys", "fact_starts", "fact_outs"):
+        mine, theirs = getattr(with_numpy, name), getattr(without, name)
+        assert type(mine) is type(theirs) and mine == theirs, name
+        assert not isinstance(mine, array) or mine.typecode == theirs.typecode, name
+    assert len(with_numpy.offsets) == 161 and with_numpy.starts[-1] == len(with_numpy.tokens)
+    assert len(with_numpy.fact_outs) == 40 and with_numpy.fact_starts[-1] == 40
 
 
 def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(tmp_path: Path) -> None:

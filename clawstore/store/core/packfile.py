@@ -8,12 +8,14 @@ import contextlib
 import fcntl
 import os
 import struct
+import sys
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import add, itemgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import blake3
 
@@ -290,12 +292,27 @@ def _action_blobs(entries: Sequence[tuple[bytes, bytes | None, int]], start: int
 
 
 def table_columns(table: bytes | bytearray) -> Table:
-    """The ids and payload offsets of a table's rows (an edges file names blobs by their row)."""
+    """The ids and payload offsets of a table's rows (an edges file names blobs by their row): by numpy when this
+    process has imported it already (gc's walk by arrays: one pass over the table where the strided copies below made
+    40, 4 ms against 0.05 s for a 10,000 x 5 store's 14 packs), never imported for it."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        return _table_columns_numpy(numpy, table)
     size = _TABLE_ROW.size
     ids = bytearray(len(table) // size * 32)
     for byte in range(32):  # (a column a byte at a time, by extended slices: no object made per row)
         ids[byte::32] = table[1 + byte::size]
     return Table(bytes(ids), columns.values("Q", table, size, 33))
+
+
+def _table_columns_numpy(numpy: Any, table: bytes | bytearray) -> Table:
+    """`table_columns` by numpy: the rows' ids and offsets taken as fields of one structured view."""
+    rows = numpy.frombuffer(table, dtype=numpy.dtype({"names": ["id", "offset"], "formats": ["V32", "<u8"],
+                                                       "offsets": [1, 33], "itemsize": _TABLE_ROW.size}),
+                            count=len(table) // _TABLE_ROW.size)
+    offsets = array("Q")
+    offsets.frombytes(rows["offset"].astype("=u8").tobytes())  # (native order, as `columns.values` gives)
+    return Table(rows["id"].tobytes(), offsets)
 
 
 def table_of(path: Path) -> Table | None:
