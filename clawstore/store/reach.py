@@ -374,7 +374,7 @@ class Reach:
         of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
         matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
         from clawstore.store.core.lean_numpy import np
-        from clawstore.store.reach_arrays import gather
+        from clawstore.store.reach_arrays import first_of_each, gather, sort_order
 
         held = self._arrays
         assert held is not None
@@ -388,7 +388,7 @@ class Reach:
         frontier = starts.astype(np.int64, copy=False)
         frontier_rows = start_rows.astype(np.int64, copy=False)
         fresh = seen[frontier] != _WALKED  # (one stacked from here comes back as a start)
-        frontier, first = np.unique(frontier[fresh], return_index=True)
+        frontier, first = first_of_each(frontier[fresh])
         todo = [(frontier, frontier_rows[fresh][first])]
         while todo:
             frontier, frontier_rows = _cut(todo, walking.starts)
@@ -396,7 +396,7 @@ class Reach:
             self._mark_rows(marks, ids, frontier, frontier_rows)
             tokens, parents = gather(walking.starts, walking.tokens, frontier)
             fresh = seen[tokens] == 0
-            tokens, first = np.unique(tokens[fresh], return_index=True)
+            tokens, first = first_of_each(tokens[fresh])
             parents = parents[fresh][first]
             seen[tokens] = _STACKED  # (those walked below become _WALKED with their frontier)
             own = tokens < rows
@@ -422,10 +422,11 @@ class Reach:
             found_rows, found_packs = found_rows[unmarked], found_packs[unmarked]
             if not len(found_rows):
                 continue
-            order = np.argsort(found_packs, kind="stable")
+            order = sort_order(found_packs)
             found_rows, found_packs = found_rows[order], found_packs[order]
-            packs, cuts = np.unique(found_packs, return_index=True)
-            for number, part in zip(packs.tolist(), np.split(found_rows, cuts[1:]), strict=True):
+            cuts = np.flatnonzero(found_packs[1:] != found_packs[:-1]) + 1  # (where each pack begins, but the first)
+            packs = found_packs[np.concatenate(([0], cuts))]
+            for number, part in zip(packs.tolist(), np.split(found_rows, cuts), strict=True):
                 name = held.packs[number]
                 (waiting.get(name) or waiting.setdefault(name, (array("q"), [])))[0].frombytes(part.tobytes())
 

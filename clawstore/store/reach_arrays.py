@@ -41,10 +41,59 @@ def search(sorted_values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     # (a table's own keys come sorted, and `locate`'s; a few thousand values stay in the cache in any order)
     if len(wanted) < 64 or len(sorted_values) < 4096 or not (wanted[1:] < wanted[:-1]).any():
         return np.searchsorted(sorted_values, wanted)
-    order = np.argsort(wanted)
+    order = near_order(wanted)
     found = np.empty(len(wanted), np.int64)
     found[order] = np.searchsorted(sorted_values, wanted[order])
     return found
+
+
+def _position_bits(n: int) -> int:
+    """Bits a position among `n` values takes."""
+    return max(n - 1, 1).bit_length()
+
+
+def sort_order(values: np.ndarray) -> np.ndarray:
+    """A stable argsort of integers: each value packed above its position into one uint64 and those sorted, where
+    they fit (numpy sorts plain integers by SIMD: 2.5x faster than an argsort of 63,000 values, where `np.unique`'s
+    stable one with `return_index` took 4.7x); an argsort otherwise (a negative value, or one too wide)."""
+    n = len(values)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    shift = _position_bits(n)
+    if int(values.min()) < 0 or int(values.max()) >> (64 - shift):
+        return np.argsort(values, kind="stable")
+    packed = values.astype(np.uint64) << np.uint64(shift)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    packed &= np.uint64((1 << shift) - 1)
+    return packed.astype(np.int64)
+
+
+def near_order(values: np.ndarray) -> np.ndarray:
+    """An order of integers that sorts them but for their lowest bits (as many as a position takes: values that agree
+    above those come by position), by one sort of uint64s as `sort_order`; for searches whose queries are only faster
+    in order (a search and `rows_at` take any order, and check theirs): `sort_order` where the values are negative."""
+    n = len(values)
+    if n < 2 or (values.dtype.kind == "i" and int(values.min()) < 0):
+        return sort_order(values)
+    shift = np.uint64(_position_bits(n))
+    packed = values.astype(np.uint64) >> shift
+    packed <<= shift
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    packed &= (np.uint64(1) << shift) - np.uint64(1)
+    return packed.astype(np.int64)
+
+
+def first_of_each(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_index=True)` of integers: the values sorted, each once, and where each is first, by
+    `sort_order` (stable: a value's first place comes first among its own)."""
+    order = sort_order(values)
+    ordered = values[order]
+    new = np.empty(len(ordered), bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return ordered[new], order[new]
 
 
 def same_ids(rows: np.ndarray, digests: np.ndarray) -> np.ndarray:
@@ -249,7 +298,7 @@ class HeldArrays:
     def locate(self, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """As `lookup`, with the offset and length of each row found (what a Loc needs besides the pack's name)."""
         keys = keys_of(digests)
-        order = np.argsort(keys) if len(keys) > 1 and (keys[1:] < keys[:-1]).any() else None  # (sorted once)
+        order = near_order(keys) if len(keys) > 1 and (keys[1:] < keys[:-1]).any() else None  # (sorted once)
         rows, packs, offsets, lengths = self._search(digests, keys, self._tables, order)
         if self._small:
             for at in np.flatnonzero(self._is_small_key(keys)):
@@ -469,7 +518,7 @@ class PackArrays:
             self._file_row = np.full(span, -1, np.int32)
             self._file_row[self.index_row[named] - self._low] = named
         else:
-            order = np.argsort(self.index_row)
+            order = sort_order(self.index_row)
             self._by_index = (self.index_row[order], order)
         del named
         # A blob the pack holds twice (a batch's object written again): the index names one copy, the file's ids name
@@ -479,7 +528,7 @@ class PackArrays:
         unnamed = np.flatnonzero(self.index_row < 0)
         if len(unnamed) and len(digests):  # (by their keys, then the whole ids compared)
             keys = keys_of(digests)  # (in a table's order, sorted, unless the pack is in two tables)
-            by_key = np.argsort(keys) if (keys[1:] < keys[:-1]).any() else None
+            by_key = sort_order(keys) if (keys[1:] < keys[:-1]).any() else None
             sorted_keys = keys if by_key is None else keys[by_key]
             wanted = self.known[unnamed]
             at = search(sorted_keys, keys_of(wanted))

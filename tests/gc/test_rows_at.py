@@ -101,3 +101,57 @@ def test_ids_are_the_same_as_words_exactly_where_they_are_the_same_as_bytes() ->
     expected = [mine == theirs for mine, theirs in zip(ids, others, strict=True)]
     for mine in (np.array(ids, dtype="S32"), rows):
         assert reach_arrays.same_ids(mine, np.array(others, dtype="S32")).tolist() == expected
+
+
+@pytest.mark.parametrize("kind", ["small, repeats", "wide", "negative", "uint64 keys", "one", "none"])
+def test_the_packed_sorts_order_as_a_stable_argsort_does(kind: str) -> None:
+    """sort_order is a stable argsort (each value packed above its position and those sorted; where a value and a
+    position do not fit 64 bits, or a value is negative, an argsort), first_of_each what `np.unique` answers with
+    `return_index`, and near_order an order sorted but for bits a position takes, by position among those that agree
+    above them: a position misplaced, a tie out of place or a value's bits lost fails here."""
+    rng = np.random.default_rng(11)
+    values = {
+        "small, repeats": rng.integers(0, 300, 5000),
+        "wide": rng.integers(0, 1 << 62, 5000),  # (a value and 13 bits of a position do not fit 64 bits)
+        "negative": rng.integers(-5, 300, 5000),
+        "uint64 keys": rng.integers(0, 1 << 64, 5000, dtype=np.uint64, endpoint=False),
+        "one": np.array([7]),
+        "none": np.zeros(0, np.int64),
+    }[kind]
+    order = reach_arrays.sort_order(values)
+    assert order.dtype == np.int64 and order.tolist() == np.argsort(values, kind="stable").tolist()
+    unique, first = reach_arrays.first_of_each(values)
+    expected_unique, expected_first = np.unique(values, return_index=True)
+    assert unique.tolist() == expected_unique.tolist() and first.tolist() == expected_first.tolist()
+    near = reach_arrays.near_order(values)
+    assert sorted(near.tolist()) == list(range(len(values)))  # (each position once)
+    if kind == "negative":
+        assert near.tolist() == order.tolist()
+    elif len(values) > 1:
+        shift = max(len(values) - 1, 1).bit_length()
+        high = values[near].astype(np.uint64) >> np.uint64(shift)
+        assert not (high[1:] < high[:-1]).any()
+        ties = np.flatnonzero(high[1:] == high[:-1])
+        assert (near[ties] < near[ties + 1]).all()
+
+
+def test_ids_whose_keys_agree_but_for_their_lowest_bits_are_located_in_any_order(tmp_path: Path) -> None:
+    """`locate` takes its ids in near_order (their keys sorted but for the bits a position takes): ids whose keys
+    differ only there, asked in reverse, leave the search and `rows_at` out of order, each answer still the row of its
+    own id."""
+    table, objects = _table(tmp_path)
+    try:
+        finder = HeldObjects(index.Entries(tables=[table]), limit=0)
+        held = reach_arrays.HeldArrays(finder)
+        base = objects[1500][0]
+        neighbours = [base[:7] + bytes([(base[7] & 0xF0) | low]) + base[8:] for low in range(16)]
+        asked = [digest for digest, _ in objects[::-7]] + neighbours[::-1]  # (stored ids in reverse, then the rest)
+        rows, _, offsets, _ = held.locate(np.array(asked, dtype="S32"))
+        entries = index.Entries(tables=[table])
+        for at, digest in enumerate(asked):
+            loc = entries.find_object(digest)
+            assert (rows[at] >= 0) == (loc is not None)
+            if loc is not None:
+                assert finder.row_of(digest) == (rows[at], loc[0]) and int(offsets[at]) == loc[1]
+    finally:
+        table.close()
