@@ -523,9 +523,14 @@ class PackArrays:
         del named
         # A blob the pack holds twice (a batch's object written again): the index names one copy, the file's ids name
         # the last (edgefile.EdgeLog.against); a row the index does not name stands for the row it names of that id
-        # (row_of's answer: the walk by rows looks it up and walks that row)
+        # (row_of's answer: the walk by rows looks it up and walks that row). Only a row an id of this file names is
+        # taken through its alias (the walk's tokens): the others, an action entry's row most (~30 % of a pack's rows
+        # at 10,000 x 5, each searched before), alias themselves.
         self.alias = np.arange(rows, dtype=np.int64)
-        unnamed = np.flatnonzero(self.index_row < 0)
+        named_here = np.zeros(rows, bool)
+        named_here[self.tokens[self.tokens < rows]] = True
+        unnamed = np.flatnonzero((self.index_row < 0) & named_here)
+        del named_here
         if len(unnamed) and len(digests):  # (by their keys, then the whole ids compared)
             keys = keys_of(digests)  # (in a table's order, sorted, unless the pack is in two tables)
             by_key = sort_order(keys) if (keys[1:] < keys[:-1]).any() else None
