@@ -374,12 +374,12 @@ class Reach:
         of another pack waits for it by its index row, one the arrays cannot place (not covered, no row of this pack's
         matched to it, a small segment's, the index lacks it) goes on `stack`, once a pack."""
         from clawstore.store.core.lean_numpy import np
-        from clawstore.store.reach_arrays import first_of_each, gather, sort_order
+        from clawstore.store.reach_arrays import first_of_each, gather
 
         held = self._arrays
         assert held is not None
         marks = np.frombuffer(self._rows, dtype=np.uint8)  # (a view: written through)
-        seen, rows, known, ids = walking.seen, walking.rows, walking.known, walking.found.known
+        seen, rows, ids = walking.seen, walking.rows, walking.found.known
         uncached = np.zeros(len(held.packs) + 1, bool)  # (the last: no pack, as -1 indexes it)
         for pack in self._uncached:
             if pack in held.number:
@@ -390,6 +390,11 @@ class Reach:
         fresh = seen[frontier] != _WALKED  # (one stacked from here comes back as a start)
         frontier, first = first_of_each(frontier[fresh])
         todo = [(frontier, frontier_rows[fresh][first])]
+        # The ids to look up (file rows and their parents' rows), gathered over the frontiers until WALK_EDGES of them:
+        # a look-up reads the tables' rows in place (`rows_at`) wherever its ids' keys fall, nearly all of a table for a
+        # few thousand ids as for 65,536, and a pack's frontiers made one each (a dry run at 10,000 x 5: 38 look-ups)
+        later: list[tuple[np.ndarray, np.ndarray]] = []
+        gathered = 0
         while todo:
             frontier, frontier_rows = _cut(todo, walking.starts)
             seen[frontier] = _WALKED
@@ -411,24 +416,43 @@ class Reach:
             # The rest looked up: another pack's ids, and this pack's rows the file does not cover or the index names
             # elsewhere (a blob stored twice: the index's copy is walked)
             other = np.concatenate((tokens[~own], mine[~walkable]))
-            other_parents = np.concatenate((parents[~own], mine_parents[~walkable]))
-            if not len(other):
-                continue
-            found_rows, found_packs = held.lookup(known[other])
-            waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
-            _push(stack, ids, other[~waits], other_parents[~waits])
-            found_rows, found_packs = found_rows[waits], found_packs[waits]
-            unmarked = marks[found_rows] == 0
-            found_rows, found_packs = found_rows[unmarked], found_packs[unmarked]
-            if not len(found_rows):
-                continue
-            order = sort_order(found_packs)
-            found_rows, found_packs = found_rows[order], found_packs[order]
-            cuts = np.flatnonzero(found_packs[1:] != found_packs[:-1]) + 1  # (where each pack begins, but the first)
-            packs = found_packs[np.concatenate(([0], cuts))]
-            for number, part in zip(packs.tolist(), np.split(found_rows, cuts), strict=True):
-                name = held.packs[number]
-                (waiting.get(name) or waiting.setdefault(name, (array("q"), [])))[0].frombytes(part.tobytes())
+            if later and gathered + len(other) > WALK_EDGES:  # (never more at once than a frontier's, or WALK_EDGES)
+                self._place(walking, later, own_pack, uncached, stack, waiting)
+                later, gathered = [], 0
+            if len(other):
+                later.append((other, np.concatenate((parents[~own], mine_parents[~walkable]))))
+                gathered += len(other)
+            if later and (gathered >= WALK_EDGES or not todo):
+                self._place(walking, later, own_pack, uncached, stack, waiting)
+                later, gathered = [], 0
+
+    def _place(self, walking: PackArrays, later: list[tuple[np.ndarray, np.ndarray]], own_pack: int,
+               uncached: np.ndarray, stack: list[tuple[bytes, bytes | None]], waiting: _Waiting) -> None:
+        """Look up the ids at the file rows gathered in `later` (each part's rows, and the rows naming them) at once:
+        each of another pack the walk reads by its file waits for it by its index row (unless marked), the others go on
+        `stack`."""
+        from clawstore.store.core.lean_numpy import np
+        from clawstore.store.reach_arrays import sort_order
+
+        held = self._arrays
+        assert held is not None
+        marks = np.frombuffer(self._rows, dtype=np.uint8)
+        other, other_parents = (np.concatenate(parts) for parts in zip(*later, strict=True))
+        found_rows, found_packs = held.lookup(walking.known[other])
+        waits = (found_rows >= 0) & (found_packs != own_pack) & ~uncached[found_packs]
+        _push(stack, walking.found.known, other[~waits], other_parents[~waits])
+        found_rows, found_packs = found_rows[waits], found_packs[waits]
+        unmarked = marks[found_rows] == 0
+        found_rows, found_packs = found_rows[unmarked], found_packs[unmarked]
+        if not len(found_rows):
+            return
+        order = sort_order(found_packs)
+        found_rows, found_packs = found_rows[order], found_packs[order]
+        cuts = np.flatnonzero(found_packs[1:] != found_packs[:-1]) + 1  # (where each pack begins, but the first)
+        packs = found_packs[np.concatenate(([0], cuts))]
+        for number, part in zip(packs.tolist(), np.split(found_rows, cuts), strict=True):
+            name = held.packs[number]
+            (waiting.get(name) or waiting.setdefault(name, (array("q"), [])))[0].frombytes(part.tobytes())
 
     def _mark_rows(self, marks: np.ndarray, ids: bytes, file_rows: np.ndarray, index_rows: np.ndarray) -> None:
         """Mark each file row at its index row (-1: by its digest, a small segment's object)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,39 @@ def test_the_walk_by_arrays_taken_a_few_ids_at_a_time_reaches_the_same(
     assert walk.marked == reached and set(walk.missing) == missing
     assert all(named <= edges_at_once or rows == 1 for rows, named in taken)
     assert len(taken) > 100 and max(named for _, named in taken) > 1  # (cut often; a row naming more taken alone)
+
+
+@pytest.mark.parametrize("edges_at_once", [reach.WALK_EDGES, 40])
+def test_the_walk_by_arrays_looks_up_a_packs_ids_gathered_over_its_frontiers(
+        built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edges_at_once: int) -> None:
+    """The ids a pack's frontiers name elsewhere are looked up together, WALK_EDGES at most at once (more only as one
+    frontier's own): one look-up a pack taken up where they are fewer, not one a frontier (a look-up reads a table's
+    rows wherever its keys fall, nearly all of it for a few thousand ids as for 65,536), and the same marks."""
+    store, roots = _copied(built, tmp_path, monkeypatch)
+    reached, missing = _reference_walk(store, roots)
+    asked: list[int] = []  # (ids of each look-up by the walk)
+    others: list[int] = []  # (ids each frontier sent to be looked up)
+    real_lookup, real_gather = reach_arrays.HeldArrays.lookup, reach_arrays.gather
+
+    def lookup(self: reach_arrays.HeldArrays, digests: Any) -> Any:
+        if sys._getframe(1).f_code.co_name != "_row_of":  # (a root's or a stacked id's own look-up: not the walk's)
+            asked.append(len(digests))
+        return real_lookup(self, digests)
+
+    def gather(starts: Any, tokens: Any, frontier: Any) -> Any:
+        found = real_gather(starts, tokens, frontier)
+        others.append(len(found[0]))  # (what a frontier names: what it may send, at most)
+        return found
+
+    monkeypatch.setattr(reach, "WALK_EDGES", edges_at_once)
+    monkeypatch.setattr(reach_arrays.HeldArrays, "lookup", lookup)
+    monkeypatch.setattr(reach_arrays, "gather", gather)
+    walk = _walk(store, roots, True)
+    assert walk.marked == reached and set(walk.missing) == missing
+    if edges_at_once > 1000:  # (WALK_EDGES: no pack of this store names that many, one look-up a pack at most)
+        assert 0 < len(asked) <= walk.loads < len([count for count in others if count])
+    else:  # (cut at WALK_EDGES, or at one frontier's own: a row naming more is taken alone)
+        assert max(asked) <= max(edges_at_once, *others) and len(asked) > walk.loads
 
 
 @pytest.mark.parametrize("tally_rows", [reach_arrays.TALLY_ROWS, 7])
