@@ -418,7 +418,10 @@ def _unreached_objects(held: HeldArrays, unreached: list[np.ndarray]) -> Iterato
 _ACTION = np.dtype({"names": ["key", "sort", "record", "time", "slot", "offset"],
                     "formats": ["S32", ">u8", "S32", "<i8", "<u4", "<u8"], "offsets": [0, 0, 32, 64, 72, 76],
                     "itemsize": 84})
-_ACTION_ROWS = 16384  # action rows read and judged at once (1.4 MB)
+# Action rows read and judged at once (5.5 MB, and their records' look-up ~6 MB): each batch's look-up reads nearly all
+# of the object tables' rows wherever its keys fall, so a dry run at 10,000 x 5 read them 14 times at 16,384 (1.4 MB),
+# 4 times now: the tally 0.13 -> 0.09 s of CPU in-process, the max RSS the same (the walk's is the peak)
+_ACTION_ROWS = 65536
 
 
 @dataclass
