@@ -392,7 +392,8 @@ class Reach:
         todo = [(frontier, frontier_rows[fresh][first])]
         # The ids to look up (file rows and their parents' rows), gathered over the frontiers until WALK_EDGES of them:
         # a look-up reads the tables' rows in place (`rows_at`) wherever its ids' keys fall, nearly all of a table for a
-        # few thousand ids as for 65,536, and a pack's frontiers made one each (a dry run at 10,000 x 5: 38 look-ups)
+        # few thousand ids as for 65,536, and a pack's frontiers made one each (a dry run at 10,000 x 5: 22 look-ups by
+        # the walk, 16 since)
         later: list[tuple[np.ndarray, np.ndarray]] = []
         gathered = 0
         while todo:
