@@ -7,16 +7,31 @@ typed errors (clawstore/errors.py).
 
 from __future__ import annotations
 
+import _signal  # (built in, as sys and os are loaded already: no file is looked for before the guard is up)
+import os
+import sys
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> None:
+    sys.stderr.write("claw: interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+try:  # (first of all: the file lookups of the next import took milliseconds on a loaded machine, a traceback's window)
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+except ValueError:
+    pass  # (not the main thread: claw does not own SIGINT there)
+
 from clawstore.cli.loading import end_quiet_interrupts, quiet_interrupts
 
-_loaded = quiet_interrupts()  # (first: a Ctrl-C while the modules below load is one line, exit 130)
+_loaded = quiet_interrupts(_interrupted_while_loading)  # (a Ctrl-C while the modules below load: one line, exit 130)
 
 # ruff: noqa: E402 - the imports below come after the interrupt guard on purpose (cli/loading.py)
 import errno
 import importlib
-import os
 import select
-import sys
 from typing import Any
 
 import click

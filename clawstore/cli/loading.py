@@ -27,11 +27,12 @@ def _end_quietly(signum: int, frame: FrameType | None) -> None:
     os._exit(INTERRUPTED_EXIT)
 
 
-def quiet_interrupts() -> Callable[[], None]:
+def quiet_interrupts(early: Callable[[int, FrameType | None], None] | None = None) -> Callable[[], None]:
     """Make Ctrl-C end the process quietly until the returned function is called (it puts Python's handler back).
-    A no-op where claw does not own SIGINT: off the main thread, or where it was ignored or set by the caller."""
+    A no-op where claw does not own SIGINT: off the main thread, or where it was ignored or set by the caller.
+    `early`: the handler cli/__init__.py set before this module loaded (claw's own, taken over here)."""
     if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            signal.getsignal(signal.SIGINT) not in (signal.default_int_handler, early):
         return lambda: None
     signal.signal(signal.SIGINT, _end_quietly)
 
