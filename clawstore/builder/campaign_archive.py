@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +206,16 @@ def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSumma
             "actions": closure.actions,
             "configs": {"tree": tree_id, "files": [e.to_json() for e in store.read_tree(tree_id)]},
         }
-        return write_archive(store, Path(out), manifest, closure.objects | config_reach.marked)
+        objects = closure.objects
+        objects.update(config_reach.marked)
+        del closure, config_reach  # (the closure's ids are read into the archive's digests, emptying the set)
+        return write_archive(store, Path(out), manifest, _drained(objects))
+
+
+def _drained(ids: set[str]) -> Iterator[str]:
+    """The ids of `ids`, each taken out as it is read: their strs are freed as the export's digests fill."""
+    while ids:
+        yield ids.pop()
 
 
 # ---------------------------------------------------------------------------------------------- import

@@ -29,9 +29,18 @@ def _message(manifest: dict[str, Any]) -> bytes:
     return _CONTEXT + canonical_json({k: v for k, v in manifest.items() if k != FIELD})
 
 
-def _signature(message: bytes) -> dict[str, str]:
+def _signature(message: Any) -> dict[str, str]:
     private = keys.signing_key()
     return {"key": keys.public_text(private.public_key()), "ed25519": base64.b64encode(private.sign(message)).decode()}
+
+
+MESSAGE_PREFIX = _CONTEXT  # what a signed message begins with, before the manifest's canonical JSON
+
+
+def signature_over(message: bytes | memoryview | Any) -> dict[str, str]:
+    """The `signature` field for `message`: MESSAGE_PREFIX then the canonical JSON of the manifest without that
+    field, as bytes or any buffer (an export signs its manifest from a file, mapped: never held as one value)."""
+    return _signature(message)
 
 
 def sign(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -105,13 +105,13 @@ def test_an_export_during_which_gc_rewrites_a_pack_still_copies_every_frame(tmp_
             store.put_bytes(b"garbage %d" % i)  # most of the pack: gc rewrites it without these
     store.set_ref("pins/kept", store.put_json({"objects": kept}))
     packs_before = set(os.listdir(store.root / "packs"))
-    sign = signature.sign
+    sign = signature.signature_over
 
-    def sign_then_gc(doc: dict) -> dict:  # between locating the frames and copying them
+    def sign_then_gc(message: bytes) -> dict:  # between locating the frames and copying them
         collect(store, grace_s=0, max_unused=0.0)
-        return sign(doc)
+        return sign(message)
 
-    monkeypatch.setattr(signature, "sign", sign_then_gc)
+    monkeypatch.setattr(signature, "signature_over", sign_then_gc)
     archive = tmp_path / "a.claw"
     write_archive(store, archive, {"refs": {}, "actions": {}}, kept)
     assert not packs_before & set(os.listdir(store.root / "packs")), "gc moved the frames to a new pack"

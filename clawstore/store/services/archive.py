@@ -3,12 +3,17 @@ reading them (importing: archive_import.py). Layout: docs/gc-and-archives.md (Ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import mmap
+import os
+import tempfile
+from array import array
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
+import numpy as np
 
 from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
 from clawstore.host.durable import atomic_file
@@ -83,40 +88,157 @@ class _HashingWriter:
 def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids: Iterable[str]) -> ArchiveSummary:
     """Write `manifest` (refs, actions, caller fields) and the objects into `out`, atomically.
 
-    Streams: each object's frame is copied in chunks, never held whole in memory.
+    Streams: each object's frame is copied in chunks, never held whole in memory. What is held per object is its
+    digest (32 bytes, in one sorted array) and where it is (a pack number, an offset and a length: 24 bytes, in
+    arrays); the manifest's canonical JSON is written a few thousand objects at a time to an unnamed temporary file
+    in the store's tmp/, signed from there (mapped) and copied into the archive in pieces: the same bytes as
+    encoding the whole document at once (`canonical_json`), never held as Python objects. `object_ids` (ids or hex
+    digests) is read once, in one pass: a caller may hand a generator that empties its own set as it goes.
+    The summary's manifest holds every field but the object listing (`objects` empty; `signed` without it).
     """
-    hexes = sorted({oid[len(PREFIX):] if oid.startswith(PREFIX) else oid for oid in object_ids})
-    listing: list[list[Any]] = []
-    locs: list[Loc] = []
-    for hexdigest in hexes:
+    digests = _sorted_digests(object_ids)
+    count = len(digests) // 32
+    sizes = array("q")
+    pack_numbers = array("l")
+    offsets = array("q")
+    packs: dict[str, int] = {}
+    for at in range(0, len(digests), 32):
+        hexdigest = digests[at:at + 32].hex()
         try:
-            locs.append(store.locate(PREFIX + hexdigest))
-            listing.append([hexdigest, locs[-1][2]])
+            pack, offset, length = store.locate(PREFIX + hexdigest)
         except MissingObjectError:
             raise ArchiveError(f"cannot export: object {PREFIX}{hexdigest} is not in the store "
                                f"{store.root} (run claw fsck)") from None
-    doc = {**manifest, "format": FORMAT, "version": VERSION, "objects": listing}
-    _check_manifest(doc, "export")
+        pack_numbers.append(packs.setdefault(pack, len(packs)))
+        offsets.append(offset)
+        sizes.append(length)
+    pack_names = list(packs)
+    fields = {k: v for k, v in manifest.items() if k not in ("objects", signature_field())}
+    fields.update(format=FORMAT, version=VERSION)
+    _check_manifest_fields(fields, _SortedDigests(digests), "export")
     from clawstore.trust import signature  # (cryptography is loaded only where archives are written)
 
-    doc = signature.sign(doc)  # the user's key vouches for the head, entries and every object id
-    body = canonical_json(doc)
     remove_stale_temp_files(store)  # (a killed export's temp file beside its output, among others)
-    with atomic_file(out, registry=store.tmp_dir) as fh:  # found by gc and fsck if this process is killed
-        writer = _HashingWriter(fh)
-        _write_member(writer, MANIFEST, body)
-        maps = PackMaps(store)
-        try:
-            for (hexdigest, size), loc in zip(listing, locs, strict=True):
-                _copy_object(store, maps, writer, hexdigest, size, loc)
-        finally:
-            maps.close()
-        seal = f"{PREFIX}{writer.hexdigest()}\n".encode()
-        _write_member(writer, SEAL, seal)
-        writer.write(TRAILER)
-        writer.flush()
-    return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, doc, len(listing),
-                          sum(size for _, size in listing))
+    store.tmp_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=store.tmp_dir) as message:  # (unnamed: nothing left if this process is killed)
+        message.write(signature.MESSAGE_PREFIX)
+        cut = _write_manifest_json(message, fields, digests, sizes)  # where the signature goes
+        message.flush()
+        with mmap.mmap(message.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            sig = signature.signature_over(mapped)
+        start = len(signature.MESSAGE_PREFIX)
+        field = canonical_json(signature.FIELD) + b":" + canonical_json(sig)
+        end = message.seek(0, os.SEEK_END)
+        inserted = field + b"," if cut < end - 1 else b"," + field  # (before the next key, or last before the `}`)
+        with atomic_file(out, registry=store.tmp_dir) as fh:  # found by gc and fsck if this process is killed
+            writer = _HashingWriter(fh)
+            body_size = end - start + len(inserted)
+            writer.write(header(MANIFEST, body_size))
+            _copy_range(message, start, cut, writer)
+            writer.write(inserted)
+            _copy_range(message, cut, end, writer)
+            writer.write(padding(body_size))
+            maps = PackMaps(store)
+            try:
+                for index in range(count):
+                    loc = (pack_names[pack_numbers[index]], offsets[index], sizes[index])
+                    _copy_object(store, maps, writer, digests[index * 32:index * 32 + 32].hex(), sizes[index], loc)
+            finally:
+                maps.close()
+            seal = f"{PREFIX}{writer.hexdigest()}\n".encode()
+            _write_member(writer, SEAL, seal)
+            writer.write(TRAILER)
+            writer.flush()
+    fields[signature.FIELD] = sig
+    summary_manifest = ArchiveManifest(objects=[], refs=fields.get("refs", {}), actions=fields.get("actions", {}),
+                                       signed=fields, head=fields.get("head"), build_id=fields.get("build_id"),
+                                       campaign=fields.get("campaign") or {}, configs=fields.get("configs"),
+                                       version=VERSION)
+    return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, summary_manifest, count, sum(sizes))
+
+
+def signature_field() -> str:
+    from clawstore.trust.signature import FIELD
+
+    return FIELD
+
+
+_LISTED = 4096  # objects (or action-cache entries) encoded at once into the manifest's JSON
+
+
+def _sorted_digests(object_ids: Iterable[str]) -> bytes:
+    """The distinct digests of `object_ids` (ids or hex digests), sorted, as one bytes of 32 bytes each."""
+    packed = bytearray()
+    for oid in object_ids:
+        packed += bytes.fromhex(oid[len(PREFIX):] if oid.startswith(PREFIX) else oid)
+    if not packed:
+        return b""
+    return np.unique(np.frombuffer(bytes(packed), dtype="V32")).tobytes()
+
+
+class _SortedDigests:
+    """`hex in present` for the export's own checks, by binary search in its sorted digests (no set of strs)."""
+
+    def __init__(self, digests: bytes):
+        self._digests = np.frombuffer(digests, dtype="V32") if digests else np.zeros(0, dtype="V32")
+
+    def __contains__(self, hexdigest: object) -> bool:
+        if not isinstance(hexdigest, str) or not is_hex64(hexdigest):
+            return False
+        key = np.frombuffer(bytes.fromhex(hexdigest), dtype="V32")[0]
+        at = int(np.searchsorted(self._digests, key))
+        return at < len(self._digests) and self._digests[at] == key
+
+
+def _write_manifest_json(out: BinaryIO, fields: dict[str, Any], digests: bytes, sizes: array) -> int:
+    """Write the canonical JSON of `fields` with `objects` (the sorted digests with their sizes) and without a
+    signature, in pieces; the big values (`objects`, `actions`) a few thousand entries at a time. Returns the file
+    offset at which the `signature` field belongs (at its key's place in sorted order)."""
+    from clawstore.trust.signature import FIELD
+
+    names = sorted({*fields, "objects"})
+    cut = -1
+    out.write(b"{")
+    for number, name in enumerate(names):
+        if number:
+            out.write(b",")
+        if cut < 0 and name > FIELD:
+            cut = out.tell()
+        out.write(canonical_json(name) + b":")
+        if name == "objects":
+            out.write(b"[")
+            for first in range(0, len(sizes), _LISTED):
+                if first:
+                    out.write(b",")
+                chunk = [[digests[at * 32:at * 32 + 32].hex(), sizes[at]]
+                         for at in range(first, min(first + _LISTED, len(sizes)))]
+                out.write(canonical_json(chunk)[1:-1])
+            out.write(b"]")
+        elif name == "actions" and isinstance(fields[name], dict) and fields[name]:
+            actions = fields[name]
+            keys = sorted(actions)
+            out.write(b"{")
+            for first in range(0, len(keys), _LISTED):
+                if first:
+                    out.write(b",")
+                out.write(canonical_json({key: actions[key] for key in keys[first:first + _LISTED]})[1:-1])
+            out.write(b"}")
+        else:
+            out.write(canonical_json(fields[name]))
+    if cut < 0:
+        cut = out.tell()
+    out.write(b"}")
+    return cut
+
+
+def _copy_range(source: BinaryIO, start: int, end: int, writer: _HashingWriter) -> None:
+    source.seek(start)
+    while start < end:
+        data = source.read(min(_CHUNK, end - start))
+        if not data:
+            raise ArchiveError("cannot export: the manifest's temporary file was cut short")
+        writer.write(data)
+        start += len(data)
 
 
 def _write_member(writer: _HashingWriter, name: str, data: bytes) -> None:
@@ -158,27 +280,36 @@ def _copy_object(store: Store, maps: PackMaps, writer: _HashingWriter, hexdigest
 
 def _check_manifest(doc: Any, where: str) -> None:
     """Structural checks of a manifest (raises ArchiveError naming the field)."""
-    def bad(field_name: str, why: str) -> ArchiveError:
-        return ArchiveError(f"{where}: manifest field '{field_name}' {why}")
-
     if not isinstance(doc, dict):
         raise ArchiveError(f"{where}: the manifest is not a JSON object")
-    if doc.get("format") != FORMAT:
-        raise ArchiveError(f"{where}: not a clawstore archive (format {doc.get('format')!r})")
-    if doc.get("version") != VERSION:
-        raise ArchiveError(f"{where}: unsupported archive version {doc.get('version')!r} (this claw reads {VERSION})")
+    _check_version(doc, where)
     listing = doc.get("objects")
     if not isinstance(listing, list):
-        raise bad("objects", "is not a list")
+        raise ArchiveError(f"{where}: manifest field 'objects' is not a list")
     previous = ""
     for index, item in enumerate(listing):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not is_hex64(item[0])
                 or not isinstance(item[1], int) or isinstance(item[1], bool) or item[1] < 0):
-            raise bad(f"objects[{index}]", "is not [<64 hex>, <size>]")
+            raise ArchiveError(f"{where}: manifest field 'objects[{index}]' is not [<64 hex>, <size>]")
         if item[0] <= previous:
-            raise bad(f"objects[{index}]", "is out of order or repeated")
+            raise ArchiveError(f"{where}: manifest field 'objects[{index}]' is out of order or repeated")
         previous = item[0]
-    present = {item[0] for item in listing}
+    _check_manifest_fields(doc, {item[0] for item in listing}, where)
+
+
+def _check_version(doc: dict[str, Any], where: str) -> None:
+    if doc.get("format") != FORMAT:
+        raise ArchiveError(f"{where}: not a clawstore archive (format {doc.get('format')!r})")
+    if doc.get("version") != VERSION:
+        raise ArchiveError(f"{where}: unsupported archive version {doc.get('version')!r} (this claw reads {VERSION})")
+
+
+def _check_manifest_fields(doc: dict[str, Any], present: Container[str], where: str) -> None:
+    """The checks of every field but the object listing; `present`: the listing's hex digests."""
+    def bad(field_name: str, why: str) -> ArchiveError:
+        return ArchiveError(f"{where}: manifest field '{field_name}' {why}")
+
+    _check_version(doc, where)
     refs = doc.get("refs", {})
     if not isinstance(refs, dict):
         raise bad("refs", "is not an object")
@@ -196,7 +327,7 @@ def _check_manifest(doc: Any, where: str) -> None:
     _check_named_fields(doc, present, bad)
 
 
-def _check_named_fields(doc: dict[str, Any], present: set[str], bad: Callable[[str, str], ArchiveError]) -> None:
+def _check_named_fields(doc: dict[str, Any], present: Container[str], bad: Callable[[str, str], ArchiveError]) -> None:
     """The fields a campaign archive adds: names that become paths or refs, ids of archive objects."""
     if "build_id" in doc and doc["build_id"] is not None and (why := name_problem(doc["build_id"])):
         raise bad("build_id", why)
