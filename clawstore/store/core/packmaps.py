@@ -15,16 +15,32 @@ if TYPE_CHECKING:
 
 class PackMaps:
     """Packs mapped into memory for the length of one export or push: a frame is copied by slicing, with no system call
-    (a pread per frame cost a third of an export's time). Details: docs/store.md (Details by module)."""
+    (a pread per frame cost a third of an export's time). Details: docs/store.md (Details by module).
+
+    Every RELEASE_EVERY bytes read, the pages read so far are let go (madvise DONTNEED: they stay in the page cache,
+    this process no longer maps them): an export's resident memory does not grow by the packs it read."""
+
+    RELEASE_EVERY = 64 << 20
 
     def __init__(self, store: ObjectStore):
         self._store = store
         self._maps: dict[str, mmap.mmap] = {}
+        self._read = 0  # bytes read since the pages were last let go
 
     def read(self, loc: Loc, size: int, start: int) -> memoryview:
         pack, offset, length = loc
         end = offset + start + min(size, length - start)
+        self._read += end - offset - start
+        if self._read >= self.RELEASE_EVERY:
+            self.release()
         return self.whole(pack, end)[offset + start:end]
+
+    def release(self) -> None:
+        """Let go of the mapped pages read so far (read again, they come back from the page cache)."""
+        self._read = 0
+        for mapped in self._maps.values():
+            with contextlib.suppress(ValueError, OSError):  # (a map closed under a view still held)
+                mapped.madvise(mmap.MADV_DONTNEED)
 
     def whole(self, pack: str, end: int) -> memoryview:
         """The pack mapped, at least its first `end` bytes (a caller slicing many frames out of one pack keeps it)."""
