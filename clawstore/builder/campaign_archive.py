@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,7 +192,7 @@ def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSumma
         if not store.has(head_id):
             raise StoreError(f"campaign {campaign_id}: its head {head_id} vanished (collected during the "
                              "export?); run the export again")
-        closure = head_closure(store, head_id)
+        closure = head_closure(store, head_id, packed=True)
         tree_id = snapshot_configs(store, campaign)
         config_reach = Reach(store)
         config_reach.mark([tree_id])
@@ -206,16 +205,9 @@ def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSumma
             "actions": closure.actions,
             "configs": {"tree": tree_id, "files": [e.to_json() for e in store.read_tree(tree_id)]},
         }
-        objects = closure.objects
-        objects.update(config_reach.marked)
-        del closure, config_reach  # (the closure's ids are read into the archive's digests, emptying the set)
-        return write_archive(store, Path(out), manifest, _drained(objects))
-
-
-def _drained(ids: set[str]) -> Iterator[str]:
-    """The ids of `ids`, each taken out as it is read: their strs are freed as the export's digests fill."""
-    while ids:
-        yield ids.pop()
+        digests = closure.digests + b"".join(bytes.fromhex(h) for h in config_reach.marked)
+        del closure, config_reach  # (the closure's digests are sorted into the archive's)
+        return write_archive(store, Path(out), manifest, digests)
 
 
 # ---------------------------------------------------------------------------------------------- import

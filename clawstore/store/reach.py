@@ -232,6 +232,17 @@ class Reach:
                 row = rows.find(1, row + 1)
         return found
 
+    def marked_digests(self) -> bytes:
+        """The reached objects' 32-byte digests, one after the other (in no order): `marked` without a str each."""
+        found = bytearray().join(self._others)
+        if self._finder is not None:
+            rows, at_row = self._rows, self._finder.at_row
+            row = rows.find(1)
+            while row >= 0:
+                found += at_row(row)[0]
+                row = rows.find(1, row + 1)
+        return bytes(found)
+
     def mark(self, roots: Iterable[str], named_from: str | None = None) -> int:
         """Mark `roots` (ids or hex digests) and their closure; returns how many objects were newly marked.
         Cached, objects of a pack with an edges file wait until the walk takes that pack up: one file held at once, and
@@ -610,12 +621,14 @@ class HeadClosure:
 
     head_id: str
     head: dict[str, Any]  # its own fields (campaign, build_id...): its nodes are not held
-    objects: set[str]  # hex digests of everything the head reaches
+    objects: set[str]  # hex digests of everything the head reaches (empty if asked `packed`)
     actions: dict[str, str]  # node key -> record id, as the head has them
+    digests: bytes = b""  # asked `packed`: the 32-byte digests of everything the head reaches, in no order
 
 
-def head_closure(store: ObjectStore, head_id: str) -> HeadClosure:
-    """Every object the head reaches (records, input documents, outputs, trees and their files)."""
+def head_closure(store: ObjectStore, head_id: str, packed: bool = False) -> HeadClosure:
+    """Every object the head reaches (records, input documents, outputs, trees and their files); `packed`: as
+    `digests` (32 bytes an object, an export's), not as a set of hex strs."""
     reach = Reach(store)
     reach.mark([head_id])
     if reach.missing:
@@ -630,4 +643,9 @@ def head_closure(store: ObjectStore, head_id: str) -> HeadClosure:
     # The nodes a part at a time: their actions are what is kept of them.
     actions = {str(n["key"]): str(n["record"]) for n in iter_nodes(doc, store.get_json)
                if isinstance(n, dict) and n.get("key") and n.get("record")}
-    return HeadClosure(head_id, head_fields(doc), reach.marked, dict(sorted(actions.items())))
+    if packed:
+        digests, objects = reach.marked_digests(), set()
+    else:
+        digests, objects = b"", reach.marked
+    del reach
+    return HeadClosure(head_id, head_fields(doc), objects, dict(sorted(actions.items())), digests)

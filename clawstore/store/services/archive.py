@@ -85,15 +85,17 @@ class _HashingWriter:
         return self.hasher.hexdigest()
 
 
-def write_archive(store: Store, out: Path, manifest: dict[str, Any], object_ids: Iterable[str]) -> ArchiveSummary:
+def write_archive(store: Store, out: Path, manifest: dict[str, Any],
+                  object_ids: Iterable[str] | bytes) -> ArchiveSummary:
     """Write `manifest` (refs, actions, caller fields) and the objects into `out`, atomically.
 
     Streams: each object's frame is copied in chunks, never held whole in memory. What is held per object is its
     digest (32 bytes, in one sorted array) and where it is (a pack number, an offset and a length: 24 bytes, in
     arrays); the manifest's canonical JSON is written a few thousand objects at a time to an unnamed temporary file
     in the store's tmp/, signed from there (mapped) and copied into the archive in pieces: the same bytes as
-    encoding the whole document at once (`canonical_json`), never held as Python objects. `object_ids` (ids or hex
-    digests) is read once, in one pass: a caller may hand a generator that empties its own set as it goes.
+    encoding the whole document at once (`canonical_json`), never held as Python objects. `object_ids`: ids or hex
+    digests, or bytes of 32-byte digests one after the other (an export's: head_closure's `packed`), in any order,
+    repeats ignored.
     The summary's manifest holds every field but the object listing (`objects` empty; `signed` without it).
     """
     digests = _sorted_digests(object_ids)
@@ -166,14 +168,19 @@ def signature_field() -> str:
 _LISTED = 4096  # objects (or action-cache entries) encoded at once into the manifest's JSON
 
 
-def _sorted_digests(object_ids: Iterable[str]) -> bytes:
-    """The distinct digests of `object_ids` (ids or hex digests), sorted, as one bytes of 32 bytes each."""
-    packed = bytearray()
-    for oid in object_ids:
-        packed += bytes.fromhex(oid[len(PREFIX):] if oid.startswith(PREFIX) else oid)
+def _sorted_digests(object_ids: Iterable[str] | bytes) -> bytes:
+    """The distinct digests of `object_ids` (ids or hex digests, or 32-byte digests packed), sorted, as one bytes of
+    32 bytes each."""
+    packed: bytes | bytearray
+    if isinstance(object_ids, bytes):
+        packed = object_ids
+    else:
+        packed = bytearray()
+        for oid in object_ids:
+            packed += bytes.fromhex(oid[len(PREFIX):] if oid.startswith(PREFIX) else oid)
     if not packed:
         return b""
-    return np.unique(np.frombuffer(bytes(packed), dtype="V32")).tobytes()
+    return np.unique(np.frombuffer(packed, dtype="V32")).tobytes()
 
 
 class _SortedDigests:
