@@ -17,12 +17,13 @@ class PackMaps:
     """Packs mapped into memory for the length of one export or push: a frame is copied by slicing, with no system call
     (a pread per frame cost a third of an export's time). Details: docs/store.md (Details by module).
 
-    Every RELEASE_EVERY bytes of pages touched (a read's bytes and a page: an export copies frames in id order, all
-    over the packs, and a small frame maps a whole page), the pages read so far are let go (madvise DONTNEED: they
-    stay in the page cache, this process no longer maps them): an export's resident memory does not grow by the
-    packs it read."""
+    Every RELEASE_EVERY bytes of pages mapped (a read's bytes and FAULT_AROUND: an export copies frames in id order,
+    all over the packs, and a page fault on a file maps the 64 KiB around it: Linux's fault-around), the pages read so
+    far are let go (madvise DONTNEED: they stay in the page cache, this process no longer maps them): an export's
+    resident memory does not grow by the packs it read."""
 
     RELEASE_EVERY = 64 << 20
+    FAULT_AROUND = 64 << 10  # what a read of a few bytes may map (/sys/kernel/mm/... fault_around_bytes' default)
 
     def __init__(self, store: ObjectStore):
         self._store = store
@@ -32,7 +33,7 @@ class PackMaps:
     def read(self, loc: Loc, size: int, start: int) -> memoryview:
         pack, offset, length = loc
         end = offset + start + min(size, length - start)
-        self._read += end - offset - start + mmap.PAGESIZE
+        self._read += end - offset - start + self.FAULT_AROUND
         if self._read >= self.RELEASE_EVERY:
             self.release()
         return self.whole(pack, end)[offset + start:end]
