@@ -494,6 +494,7 @@ class Project:
         inspection = self.explain()  # (a stamp proving it fresh answers at once)
         unbuilt = 0 if inspection.never_built is not None else \
             sum(s.state in ("stale", "never-built") for s in inspection.states)  # (never built: the export says so)
+        del inspection  # (a state a node: not held while the archive is written)
         return keeping.export(self.store, campaign, output), campaign.campaign_id, unbuilt
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
