@@ -135,3 +135,22 @@ def test_small_frames_read_all_over_the_packs_let_their_pages_go_too(tmp_path: P
         maps.close()
         store.close()
     assert grown < 10 << 10, grown  # KB: counting bytes only, ~4,000 reads (28 MB of pages) between releases
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_marked_digests_are_the_marked_ids_packed(tmp_path: Path, cached: bool) -> None:
+    from clawstore.store.reach import Reach
+
+    store = Store(tmp_path / "store")
+    with store.batch():
+        kept = [store.put_bytes(b"kept %d" % n) for n in range(40)]
+        for n in range(30):
+            store.put_bytes(b"not reached %d" % n)
+    root = store.put_json({"objects": kept, "nested": store.put_json({"more": kept[:3]})})
+    reach = Reach(store, cached=cached)
+    reach.mark([root])
+    packed = reach.marked_digests()
+    digests = sorted(packed[at:at + 32] for at in range(0, len(packed), 32))
+    assert len(packed) % 32 == 0 and digests == sorted(bytes.fromhex(h) for h in reach.marked)
+    assert len(digests) == 42
+    store.close()
