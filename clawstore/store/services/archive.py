@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
-import numpy as np
 
 from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
 from clawstore.host.durable import atomic_file
@@ -180,6 +179,8 @@ def _sorted_digests(object_ids: Iterable[str] | bytes) -> bytes:
             packed += bytes.fromhex(oid[len(PREFIX):] if oid.startswith(PREFIX) else oid)
     if not packed:
         return b""
+    import numpy as np  # (loaded only where archives are written: verify and import do without its ~40 MB)
+
     return np.unique(np.frombuffer(packed, dtype="V32")).tobytes()
 
 
@@ -187,13 +188,16 @@ class _SortedDigests:
     """`hex in present` for the export's own checks, by binary search in its sorted digests (no set of strs)."""
 
     def __init__(self, digests: bytes):
+        import numpy as np
+
+        self._np = np
         self._digests = np.frombuffer(digests, dtype="V32") if digests else np.zeros(0, dtype="V32")
 
     def __contains__(self, hexdigest: object) -> bool:
         if not isinstance(hexdigest, str) or not is_hex64(hexdigest):
             return False
-        key = np.frombuffer(bytes.fromhex(hexdigest), dtype="V32")[0]
-        at = int(np.searchsorted(self._digests, key))
+        key = self._np.frombuffer(bytes.fromhex(hexdigest), dtype="V32")[0]
+        at = int(self._np.searchsorted(self._digests, key))
         return at < len(self._digests) and self._digests[at] == key
 
 
