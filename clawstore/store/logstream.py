@@ -88,12 +88,8 @@ class _Scanner:
                     yield from self._items()
                 else:
                     yield name, self.value()
-                following = self.peek()
-                self._pos += 1
-                if following == "}":
+                if self._ended("}"):
                     break
-                if following != ",":
-                    raise ValueError("expected ',' or '}'")
         if self.peek():
             raise ValueError("extra data after the log")
 
@@ -108,12 +104,16 @@ class _Scanner:
             return
         while True:
             yield _NODE, self.value()
-            following = self.peek()
-            self._pos += 1
-            if following == "]":
+            if self._ended("]"):
                 return
-            if following != ",":
-                raise ValueError("expected ',' or ']'")
+
+    def _ended(self, close: str) -> bool:
+        """After a value: the container's end (`close`, taken), or a comma (taken) before the next value."""
+        following = self.peek()
+        self._pos += 1
+        if following not in (close, ","):
+            raise ValueError(f"expected ',' or {close!r}")
+        return following == close
 
 
 class StreamedNodes:

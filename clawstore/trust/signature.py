@@ -29,23 +29,19 @@ def _message(manifest: dict[str, Any]) -> bytes:
     return _CONTEXT + canonical_json({k: v for k, v in manifest.items() if k != FIELD})
 
 
-def _signature(message: Any) -> dict[str, str]:
-    private = keys.signing_key()
-    return {"key": keys.public_text(private.public_key()), "ed25519": base64.b64encode(private.sign(message)).decode()}
-
-
 MESSAGE_PREFIX = _CONTEXT  # what a signed message begins with, before the manifest's canonical JSON
 
 
 def signature_over(message: bytes | memoryview | Any) -> dict[str, str]:
     """The `signature` field for `message`: MESSAGE_PREFIX then the canonical JSON of the manifest without that
     field, as bytes or any buffer (an export signs its manifest from a file, mapped: never held as one value)."""
-    return _signature(message)
+    private = keys.signing_key()
+    return {"key": keys.public_text(private.public_key()), "ed25519": base64.b64encode(private.sign(message)).decode()}
 
 
 def sign(manifest: dict[str, Any]) -> dict[str, Any]:
     """`manifest` with a `signature` field made with the user's key."""
-    return {**manifest, FIELD: _signature(_message(manifest))}
+    return {**manifest, FIELD: signature_over(_message(manifest))}
 
 
 def signed_json(manifest: dict[str, Any]) -> bytes:
@@ -54,7 +50,7 @@ def signed_json(manifest: dict[str, Any]) -> bytes:
     if FIELD in manifest:
         raise ValueError(f"a manifest to sign has no {FIELD!r} field yet")
     body = canonical_json(manifest)
-    field = canonical_json(_signature(_CONTEXT + body))
+    field = canonical_json(signature_over(_CONTEXT + body))
     return body[:-1] + (b"," if manifest else b"") + f'"{FIELD}":'.encode() + field + b"}"
 
 
