@@ -18,6 +18,7 @@ import blake3
 import duckdb
 
 from clawstore.errors import ClawError
+from clawstore.query import duck
 from clawstore.query.jsonarray import write_array
 from clawstore.query.sqltext import literal
 from clawstore.values.urls import shown_text
@@ -293,7 +294,7 @@ def remove_damaged(manifest: Path) -> bool:
     """Remove the files of `<manifest>/answers/` DuckDB cannot read whole (they are derived: the next
     query makes them again from the store). True when one was removed."""
     removed = False
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         for path in sorted(cache_path(manifest, "runs").parent.glob("*.*")):
             read = f"read_parquet({literal(str(path))})"

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from clawstore.query import duck
 from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Facts, Reusable, Row, RowMeta, Taken
 from clawstore.query.schema import HISTORY_VIEW, Column, duckdb_columns
@@ -33,7 +34,7 @@ def reusable(source: Path) -> Reusable | None:
     """The nodes whose rows `source` (a segment or head directory) holds exactly once, or None when it
     holds none that can be copied: gone meanwhile, or written by a claw without the hidden columns."""
     facts: dict[tuple[str, int], Facts] = {}
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         # Only what flatten reads of each kind (a run's key, status and latency; an evaluation's run_key), the
         # kind itself interned, read FACTS_AT_ONCE rows at a time: 200,000 nodes held 140 MB of facts, and as

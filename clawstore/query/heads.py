@@ -18,7 +18,7 @@ import msgspec
 
 from clawstore.errors import MissingObjectError, StoreError
 from clawstore.host.durable import write_file_atomic
-from clawstore.query import copied, parted, segments, sqlflat
+from clawstore.query import copied, duck, parted, segments, sqlflat
 from clawstore.query import rows as rows_module
 from clawstore.query.rows import (
     Flattened,
@@ -253,7 +253,7 @@ def materialised_rows(manifest: Path, head_id: str, head: Mapping[str, Any], tab
     if not directory.is_dir():
         return None
     wanted = Counter(node_sig(node) for node in build_nodes(head, _no_records))
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         nodes = directory / "nodes.parquet"
@@ -290,7 +290,7 @@ def stamped_rows(manifest: Path, head_id: str, node_count: Any, tables: Sequence
             return None
     except OSError:
         return None
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         counted = con.execute(f"SELECT count(*), count({copied.SIG}) FROM read_parquet(?)",

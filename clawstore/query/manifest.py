@@ -149,11 +149,13 @@ def manifest_problems(store: StoreReader) -> list[str]:
     The manifest is derived data: `claw fsck --repair` rebuilds it when this names anything."""
     import duckdb
 
+    from clawstore.query import duck
+
     root = manifest_dir(Path(store.root))
     if not root.is_dir():
         return []
     problems = []
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         for path in sorted(root.rglob("*")):
             if not path.is_file() or "tmp" in path.relative_to(root).parts[:1]:

@@ -19,7 +19,7 @@ import blake3
 import duckdb
 
 from clawstore.errors import StoreError
-from clawstore.query import copied
+from clawstore.query import copied, duck
 from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Flattened, Row
 from clawstore.query.schema import PHYSICAL, Column
@@ -249,8 +249,7 @@ def bounded(manifest: Path, memory: str) -> Iterator[duckdb.DuckDBPyConnection]:
         spill: Path | None = tmp_dir(manifest, "spill")
     except OSError:
         spill = None
-    con = duckdb.connect(config={"threads": 1, "memory_limit": memory,
-                                 "temp_directory": str(spill) if spill is not None else ""})
+    con = duck.connect(threads=1, memory_limit=memory, temp_directory=str(spill) if spill is not None else "")
     try:
         yield con
     finally:
@@ -370,7 +369,7 @@ def rebuild(manifest: Path, builds: Iterable[tuple[str, Mapping[str, list[Row]] 
         started = time.time_ns()
         work = tmp_dir(manifest, "rebuild")
         segments: dict[str, Path] = {}
-        con = duckdb.connect()
+        con = duck.connect()
         try:
             for build_id, tables in builds:
                 slot = slot_for(build_id)
@@ -394,7 +393,7 @@ def _publish_pack(manifest: Path, snap: Snapshot) -> Path:
     """
     gen = time.time_ns()
     tmp = tmp_dir(manifest, "pack")
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         _merge(con, snap, tmp)
     finally:

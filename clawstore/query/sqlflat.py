@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import duckdb
 import msgspec
 
-from clawstore.query import copied, rows
+from clawstore.query import copied, duck, rows
 from clawstore.query.jsonarray import encode
 from clawstore.query.rows import Flattened, Row, _build_row, build_context, node_sig
 from clawstore.query.schema import (
@@ -434,8 +434,8 @@ def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectRead
     in `work` (a Spill's directory: segments.write_tables takes them as they are), the builds row in `tables`. None
     where rows.py must flatten them (a record claw would not write, one absent: it warns, or leaves a null row); then
     `work` holds nothing it wrote."""
-    con = duckdb.connect(config={"threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": str(work / "spill"),
-                                 "preserve_insertion_order": True})  # (the files' order rests on it: _SOURCES)
+    con = duck.connect(threads=1, memory_limit=MEMORY_LIMIT, temp_directory=str(work / "spill"),
+                       preserve_insertion_order=True)  # (the files' order rests on it: _SOURCES)
     found = None
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from clawstore.query import answers
+from clawstore.query import answers, duck
 from clawstore.query.heads import current_files, untrusted_files
 from clawstore.query.schema import HISTORY_VIEW, JUDGEMENT_DIMENSIONS, MESSAGES, PHYSICAL, TRUST, Column
 from clawstore.query.segments import Snapshot, files_sql, project, snapshot
@@ -76,7 +76,7 @@ def answer_ids_sql(manifest: Path, history: bool) -> dict[str, str]:
 
 def connect(manifest: Path) -> duckdb.DuckDBPyConnection:
     """A fresh in-memory database with every manifest view (objects are added separately)."""
-    con = duckdb.connect(":memory:")
+    con = duck.connect()
     try:
         con.execute("SET TimeZone = 'UTC'").fetchall()
         create_views(con, manifest)
