@@ -148,8 +148,8 @@ def test_hostile_manifests_are_refused_in_one_line_naming_the_field(tmp_path: Pa
                            str(tmp_path / "uppercase-hex.claw")], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [
-        f"claw: error: archive {tmp_path / 'uppercase-hex.claw'}: manifest field 'objects[3]' is not [<64 hex>, <size>]"]
+    said = f"archive {tmp_path / 'uppercase-hex.claw'}: manifest field 'objects[3]' is not [<64 hex>, <size>]"
+    assert done.stderr.strip().splitlines() == [f"claw: error: {said}"]
 
 
 def test_a_listing_nested_or_in_a_string_elsewhere_is_not_the_archives(tmp_path: Path) -> None:

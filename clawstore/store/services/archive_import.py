@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -282,27 +283,37 @@ def _pin_refs(manifest: ArchiveManifest, pins: Iterable[str]) -> dict[str, str]:
     return wanted  # type: ignore[return-value]
 
 
+PUBLISH_EACH = 1 << 16  # objects (or entries) one commit names: its pending index entries, ~250 bytes each, bounded
+
+
 def _publish(store: Store, staged: dict[str, Path], shared: PackStage, report: ImportReport) -> None:
-    """Index every staged object with one durability barrier: the small ones where they were staged
-    (the import's own pack, sealed first), the large ones appended from their staging files."""
+    """Index every staged object: the small ones where they were staged (the import's own pack, sealed first), the
+    large ones appended from their staging files; PUBLISH_EACH objects a commit (a commit holds each pending, and its
+    segment is read in place once written). An import killed between two leaves objects named and no entry or ref
+    naming them yet: gc's after its grace, or the next import's (nothing the archive refs is visible before all is)."""
     writer = shared.seal()
     if writer is None and not staged:
         return
-    adopted = 0
+    blobs = shared.staged()
+    while chunk := list(islice(blobs, PUBLISH_EACH)):
+        assert writer is not None  # a frame was staged there, so the pack exists
+        adopted = 0
+        with store.batch():
+            for blob in chunk:
+                added = store.adopt_blob(blob.id, blob, writer)
+                adopted += added
+                if added:  # another writer may have it now
+                    report.new_bytes += blob.length
+                    report.new_objects += 1
+        if adopted:
+            shared.published = True  # an index names the pack now: it stays (else nothing names it: it goes)
+        del chunk
     with store.batch():
-        for blob in shared.staged():
-            assert writer is not None  # a frame was staged there, so the pack exists
-            added = store.adopt_blob(blob.id, blob, writer)
-            adopted += added
-            if added:  # another writer may have it now
-                report.new_bytes += blob.length
-                report.new_objects += 1
         for hexdigest, path in sorted(staged.items()):
             size, added = path.stat().st_size, store.put_frame_file(bytes.fromhex(hexdigest), path)
             if added:
                 report.new_bytes += size
                 report.new_objects += 1
-    shared.published = adopted > 0  # else nothing names the pack: it goes
 
 
 def _unstage(staged: dict[str, Path], shared: PackStage) -> None:
@@ -328,6 +339,9 @@ def write_actions(store: Store, actions: Mapping[str, str], report: ImportReport
             continue
         entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), now)
         report.actions_written += 1
+        if len(entries) >= PUBLISH_EACH:  # (a commit's pending entries bounded, as _publish's objects)
+            set_entries(store, entries)
+            entries = {}
     set_entries(store, entries)
 
 
