@@ -45,7 +45,7 @@ def read_peak_alone(root: str, count: str, what: str) -> list[int]:
     import clawstore.trust.signature  # noqa: F401 - (modules loaded before: their import is no archive's)
     from clawstore.store.services import archive_import
 
-    archive_import.PUBLISH_EACH = 8192  # (several commits at this scale, as at a campaign's; each segment read in place)
+    archive_import.PUBLISH_EACH = 8192  # (several commits here, as at a campaign's scale; each segment read in place)
 
     tracemalloc.start()
     try:
