@@ -406,10 +406,12 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | Non
     return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing), listing.stored_bytes)
 
 
-def _record_digests(actions: Mapping[str, str]) -> SortedDigests:
+def _record_digests(actions: Mapping[str, str]) -> Container[str]:
+    """The records' hex digests, asked in the listing's order as the objects go by."""
     if isinstance(actions, ActionEntries):
-        return actions.record_digests()
-    return SortedDigests(b"".join(sorted({bytes.fromhex(record[len(PREFIX):]) for record in actions.values()})))
+        return actions.record_digests().ascending()
+    return SortedDigests(b"".join(sorted({bytes.fromhex(record[len(PREFIX):]) for record in actions.values()}))
+                         ).ascending()
 
 
 def _read_manifest_member(reader: Reader, where: str, signature: bool = False) -> ArchiveManifest:

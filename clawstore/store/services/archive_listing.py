@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import binascii
 import re
+import struct
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import Container, ItemsView, Iterator, Mapping, ValuesView
 
 from clawstore.store.core.ids import PREFIX, is_hex64
 
+_PREFIX = struct.Struct(">I")  # a digest's first 4 bytes, as the prefixes' array holds them
 _PIECE = 1 << 20  # bytes of a listing scanned at once (each piece's matches are let go before the next)
 
 
@@ -47,7 +49,7 @@ class SortedDigests:
         digests = self.digests
         if 0 <= hint < len(self._prefixes) and digests[hint * 32:hint * 32 + 32] == digest:
             return hint
-        prefix = int.from_bytes(digest[:4], "big")
+        prefix = _PREFIX.unpack_from(digest)[0]
         at = bisect_left(self._prefixes, prefix)
         while at < len(self._prefixes) and self._prefixes[at] == prefix:
             found = digests[at * 32:at * 32 + 32]
@@ -63,9 +65,44 @@ class SortedDigests:
 
     def __contains__(self, hexdigest: object) -> bool:
         """Is this hex digest (a str of 64 lowercase hex digits) one of them?"""
-        if not isinstance(hexdigest, str) or len(hexdigest) != 64 or not is_hex64(hexdigest):
+        if hexdigest.__class__ is not str or len(hexdigest) != 64:  # type: ignore[arg-type]
             return False
-        return self.index(bytes.fromhex(hexdigest)) >= 0
+        try:
+            digest = bytes.fromhex(hexdigest)  # type: ignore[arg-type]
+        except ValueError:
+            return False
+        # (fromhex takes spaces, which leave fewer than 32 bytes, and uppercase digits: a hit is checked for them)
+        return len(digest) == 32 and self.index(digest) >= 0 and is_hex64(hexdigest)  # type: ignore[arg-type]
+
+    def ascending(self) -> Container[str]:
+        """`hex in` for hex digests asked in increasing order (an archive's members): a cursor moving on, not a search
+        each (a question out of order is answered by a search)."""
+        return _Ascending(self)
+
+
+class _Ascending:
+    def __init__(self, digests: SortedDigests):
+        self._sorted = digests
+        self._at = 0
+        self._last = b""
+
+    def __contains__(self, hexdigest: object) -> bool:
+        if hexdigest.__class__ is not str or len(hexdigest) != 64:  # type: ignore[arg-type]
+            return False
+        try:
+            key = bytes.fromhex(hexdigest)  # type: ignore[arg-type]
+        except ValueError:
+            return False
+        if len(key) != 32 or not is_hex64(hexdigest):  # type: ignore[arg-type]
+            return False
+        if key < self._last:
+            return self._sorted.index(key) >= 0
+        self._last = key
+        digests, at, end = self._sorted.digests, self._at, len(self._sorted.digests)
+        while at < end and digests[at:at + 32] < key:
+            at += 32
+        self._at = at
+        return digests[at:at + 32] == key
 
 
 class ObjectListing(SortedDigests):
