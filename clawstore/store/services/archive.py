@@ -7,7 +7,7 @@ import mmap
 import os
 import tempfile
 from array import array
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -372,8 +372,9 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | Non
             listing = manifest.objects
             if on_manifest is not None:
                 on_manifest(listing)
+            wanted = bytearray(len(listing))
             if kept is not None:  # records, read next by the entry checks
-                verifier.wanted = _record_digests(manifest.actions)
+                wanted = listing.places(_record_digests(manifest.actions))
                 verifier.kept = kept
             for index, (hexdigest, size) in enumerate(listing):
                 member = reader.next_header()
@@ -382,7 +383,7 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | Non
                     got = "the end of the archive" if member is None else f"{member[0]} ({member[1]} bytes)"
                     raise ArchiveError(f"{where}: member {index + 1} should be {expected} ({size} bytes), "
                                        f"found {got}")
-                _read_object(reader, hexdigest, size, on_object, verifier)
+                _read_object(reader, hexdigest, size, on_object, verifier, wanted[index])
             verifier.finish()  # a damaged object is named before the seal says the file changed
             before_seal = file_hash.copy()
             member = reader.next_header()
@@ -406,12 +407,10 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | Non
     return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing), listing.stored_bytes)
 
 
-def _record_digests(actions: Mapping[str, str]) -> Container[str]:
-    """The records' hex digests, asked in the listing's order as the objects go by."""
+def _record_digests(actions: Mapping[str, str]) -> Iterator[bytes]:
     if isinstance(actions, ActionEntries):
-        return actions.record_digests().ascending()
-    return SortedDigests(b"".join(sorted({bytes.fromhex(record[len(PREFIX):]) for record in actions.values()}))
-                         ).ascending()
+        return actions.record_digests()
+    return (bytes.fromhex(record[len(PREFIX):]) for record in actions.values())
 
 
 def _read_manifest_member(reader: Reader, where: str, signature: bool = False) -> ArchiveManifest:
@@ -584,10 +583,10 @@ def read_archive_manifest(doc: Any, where: str, signature: bool = False) -> Arch
 
 
 def _read_object(reader: Reader, hexdigest: str, size: int,
-                 on_object: Callable[[str, int], Stage | None] | None, verifier: Verifier) -> None:
+                 on_object: Callable[[str, int], Stage | None] | None, verifier: Verifier, wanted: int = 0) -> None:
     stage = on_object(hexdigest, size) if on_object else None
     if size <= WHOLE_MAX:  # one read, no joining of pieces
-        verifier.check_whole(hexdigest, reader.read_whole(size), stage)
+        verifier.check_whole(hexdigest, reader.read_whole(size), stage, bool(wanted))
         return
     verifier.start(hexdigest, stage)
     reader.read_data(size, verifier.feed)

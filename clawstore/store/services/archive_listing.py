@@ -11,7 +11,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Container, ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 
 from clawstore.store.core.ids import PREFIX, is_hex64
 
@@ -74,36 +74,6 @@ class SortedDigests:
         # (fromhex takes spaces, which leave fewer than 32 bytes, and uppercase digits: a hit is checked for them)
         return len(digest) == 32 and self.index(digest) >= 0 and is_hex64(hexdigest)  # type: ignore[arg-type]
 
-    def ascending(self) -> Container[str]:
-        """`hex in` for hex digests asked in increasing order (an archive's members): a cursor moving on, not a search
-        each (a question out of order is answered by a search)."""
-        return _Ascending(self)
-
-
-class _Ascending:
-    def __init__(self, digests: SortedDigests):
-        self._sorted = digests
-        self._at = 0
-        self._last = b""
-
-    def __contains__(self, hexdigest: object) -> bool:
-        if hexdigest.__class__ is not str or len(hexdigest) != 64:  # type: ignore[arg-type]
-            return False
-        try:
-            key = bytes.fromhex(hexdigest)  # type: ignore[arg-type]
-        except ValueError:
-            return False
-        if len(key) != 32 or not is_hex64(hexdigest):  # type: ignore[arg-type]
-            return False
-        if key < self._last:
-            return self._sorted.index(key) >= 0
-        self._last = key
-        digests, at, end = self._sorted.digests, self._at, len(self._sorted.digests)
-        while at < end and digests[at:at + 32] < key:
-            at += 32
-        self._at = at
-        return digests[at:at + 32] == key
-
 
 class ObjectListing(SortedDigests):
     """An archive's object listing: its digests sorted, each with its stored size. A sequence of (hex, size)."""
@@ -122,6 +92,16 @@ class ObjectListing(SortedDigests):
         digests, sizes = self.digests, self.sizes
         for index in range(len(sizes)):
             yield digests[index * 32:index * 32 + 32].hex(), sizes[index]
+
+    def places(self, digests: Iterator[bytes]) -> bytearray:
+        """One byte per listed object: 1 where it is one of `digests` (the records the entry checks read next, known as
+        the members go by without a search each)."""
+        flags = bytearray(len(self))
+        for digest in digests:
+            at = self.index(digest)
+            if at >= 0:
+                flags[at] = 1
+        return flags
 
     @property
     def stored_bytes(self) -> int:
@@ -168,16 +148,16 @@ class ActionEntries(Mapping[str, str]):
     def values(self) -> ValuesView[str]:
         return _Values(self)
 
+    def record_digests(self) -> Iterator[bytes]:
+        """The records' digests, in key order."""
+        records = self.records
+        return (records[at:at + 32] for at in range(0, len(records), 32))
+
     def pairs(self) -> Iterator[tuple[str, str]]:
         """(key id, record id), in key order."""
         keys, records = self.keys_sorted.digests, self.records
         for at in range(0, len(keys), 32):
             yield PREFIX + keys[at:at + 32].hex(), PREFIX + records[at:at + 32].hex()
-
-    def record_digests(self) -> SortedDigests:
-        """The records' digests, sorted and distinct (which objects the entry checks read next)."""
-        records = self.records
-        return SortedDigests(b"".join(sorted({records[at:at + 32] for at in range(0, len(records), 32)})))
 
     @classmethod
     def of_dict(cls, actions: Mapping[str, str]) -> ActionEntries:

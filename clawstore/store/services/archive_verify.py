@@ -12,7 +12,7 @@ import os
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -224,15 +224,15 @@ class Verifier:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="archive-verify")
         self._pending: deque[tuple[str, int, Future[tuple[str | None, bytes | None]]]] = deque()
         self._pending_bytes = 0
-        self.wanted: Container[str] = ()  # hex digests whose content to keep (small JSON the importer reads next)
         self.kept = Kept()
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
 
-    def check_whole(self, hexdigest: str, frame: bytes, stage: Stage | None = None) -> None:
+    def check_whole(self, hexdigest: str, frame: bytes, stage: Stage | None = None, wanted: bool = False) -> None:
         """A complete member of at most WHOLE_MAX bytes: checked (and staged) by the pool when it
-        declares a content size of at most WHOLE_MAX, else streamed here."""
+        declares a content size of at most WHOLE_MAX, else streamed here. `wanted`: its content is kept (`kept`) if
+        there is room (small JSON the importer reads next)."""
         declared = _declared_size(frame)
         if declared is None or declared > WHOLE_MAX:
             self.start(hexdigest, stage if isinstance(stage, Path) else None)
@@ -243,7 +243,7 @@ class Verifier:
             if isinstance(stage, PackStage):
                 stage.append(hexdigest, frame)  # checked: staged whole
             return
-        keep = hexdigest in self.wanted and self.kept.reserve(declared)
+        keep = wanted and self.kept.reserve(declared)
         if len(frame) <= INLINE_MAX:
             why, content = _check_whole(frame, hexdigest, stage, keep)
             if why:
