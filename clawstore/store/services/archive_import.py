@@ -237,13 +237,17 @@ class _Staged(Mapping[str, "Path | FrameSource"]):
     def __init__(self, files: dict[str, Path], shared: PackStage):
         self._files, self._shared = files, shared
 
-    def __getitem__(self, hexdigest: str) -> Path | FrameSource:
+    def get(self, hexdigest: str, default: Path | FrameSource | None = None) -> Path | FrameSource | None:
         found = self._files.get(hexdigest)
         if found is not None:
             return found
-        if self._shared.holds(hexdigest):
-            return self._shared
-        raise KeyError(hexdigest)
+        return self._shared if self._shared.holds(hexdigest) else default
+
+    def __getitem__(self, hexdigest: str) -> Path | FrameSource:
+        found = self.get(hexdigest)
+        if found is None:
+            raise KeyError(hexdigest)
+        return found
 
     def __iter__(self) -> Iterator[str]:
         raise TypeError("the staged objects are not listed one by one")

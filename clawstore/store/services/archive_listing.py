@@ -71,8 +71,19 @@ class SortedDigests:
             digest = bytes.fromhex(hexdigest)  # type: ignore[arg-type]
         except ValueError:
             return False
-        # (fromhex takes spaces, which leave fewer than 32 bytes, and uppercase digits: a hit is checked for them)
-        return len(digest) == 32 and self.index(digest) >= 0 and is_hex64(hexdigest)  # type: ignore[arg-type]
+        if len(digest) != 32:  # (fromhex takes spaces; and uppercase digits: a hit is checked for them below)
+            return False
+        digests, prefixes = self.digests, self._prefixes  # (index's search inline: asked of every id a check names)
+        prefix = _PREFIX.unpack_from(digest)[0]
+        at = bisect_left(prefixes, prefix)
+        while at < len(prefixes) and prefixes[at] == prefix:
+            found = digests[at * 32:at * 32 + 32]
+            if found == digest:
+                return is_hex64(hexdigest)  # type: ignore[arg-type]
+            if found > digest:
+                break
+            at += 1
+        return False
 
 
 class ObjectListing(SortedDigests):

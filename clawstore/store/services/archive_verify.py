@@ -60,6 +60,7 @@ class PackStage:
         self._offsets = array("Q")  # by place in the listing: where the frame is in the pack
         self._lengths = array("Q")  # (0: not staged here)
         self._hint = 0  # frames come in the listing's order, but for those the pool checked
+        self._asked = ("", -1)  # the last frame looked for, and its place
         self.published = False  # set by the importer once an index names the pack
 
     def attach(self, listing: SortedDigests) -> None:
@@ -95,13 +96,18 @@ class PackStage:
                 raise ValueError(f"{PREFIX}{blob.id.hex()} is not in the archive's listing")
             self._offsets[at], self._lengths[at] = blob.offset, blob.length
             self._hint = at + 1
+        self._asked = ("", -1)
         self._queued.clear()
         self._queued_index.clear()
         self._queued_bytes = 0
 
     def _place(self, hexdigest: str) -> int:
+        if hexdigest == self._asked[0]:  # (an importer's check asks `holds`, then `read`, of one frame)
+            return self._asked[1]
         at = self.listing.index(bytes.fromhex(hexdigest)) if len(hexdigest) == 64 else -1
-        return at if at >= 0 and self._lengths[at] else -1
+        at = at if at >= 0 and self._lengths[at] else -1
+        self._asked = (hexdigest, at)
+        return at
 
     def holds(self, hexdigest: str) -> bool:
         """Was this frame staged here?"""
