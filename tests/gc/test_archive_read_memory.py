@@ -83,3 +83,29 @@ def test_an_import_grows_by_a_few_dozen_bytes_an_object(tmp_path: Path) -> None:
     # object, grew it by about 1.2 KB an object (main: 1,202); now ~400: verify's, the records kept decoded for the
     # entry checks (at most 64 MiB: archive_verify.KEEP_BUDGET), its place in two arrays, commits of PUBLISH_EACH.
     assert per_object < 600, per_object
+
+
+def test_an_import_named_in_several_commits_is_whole_and_sound(tmp_path: Path, monkeypatch: object) -> None:
+    """Objects and entries named PUBLISH_EACH a commit: every object readable where it was staged, every entry
+    written, fsck clean; importing again changes nothing."""
+    from clawstore.store.actions import get_action_record_id
+    from clawstore.store.services import archive_import
+    from clawstore.store.services.fsck import fsck
+
+    monkeypatch.setattr(archive_import, "PUBLISH_EACH", 7)  # type: ignore[attr-defined]
+    archive = _archive(tmp_path, 60)
+    store, report = import_into(tmp_path / "into", archive)
+    with store:
+        assert report.new_objects == 60 and report.actions_written == 24
+        listing = verify_archive(archive).manifest
+        for hexdigest, _ in listing.objects:
+            assert store.has("blake3:" + hexdigest)
+        for key, record in listing.actions.items():
+            assert get_action_record_id(store, key) == record
+            assert store.get_json(record)["key"] == key
+        checked = fsck(store)  # (these records name no outputs: fsck says so of each, and only that)
+        assert checked.objects == 60 and checked.actions == 24 and not (
+            checked.corrupt or checked.bad_packs or checked.bad_index or checked.unindexed_packs), checked
+        assert {why.split(" has ")[-1] for why in checked.bad_actions.values()} == {"no outputs"}, checked
+        again = archive_import.import_archive(store, archive)
+        assert again.new_objects == 0 and again.present_objects == 60 and again.actions_written == 0
