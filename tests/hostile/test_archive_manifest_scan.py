@@ -198,3 +198,21 @@ def test_the_signature_is_checked_over_the_manifests_bytes(tmp_path: Path) -> No
             continue
         with pytest.raises(ArchiveError, match="does not verify"):
             archive_signer(path)
+
+
+def test_the_scan_and_the_whole_parse_read_the_same_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the scan reads (listing, entries, the other fields, the signature's verdict) is what the whole parse,
+    which anything not canonical falls back to, reads of the same bytes."""
+    from clawstore.store.services import archive
+
+    path, hexes, actions = _archive(tmp_path)
+    scanned = read_manifest(path, signature=True)
+    monkeypatch.setattr(archive, "_parse_canonical", lambda *_args: None)
+    parsed = read_manifest(path, signature=True)
+    assert scanned.signature is not None and scanned.signature.signer is not None
+    for manifest in (scanned, parsed):
+        assert [hexdigest for hexdigest, _ in manifest.objects] == hexes
+        assert dict(manifest.actions.items()) == actions and list(manifest.actions) == sorted(actions)
+    assert list(scanned.objects.sizes) == list(parsed.objects.sizes)
+    assert scanned.signed == parsed.signed and scanned.signature == parsed.signature
+    assert scanned.document() == parsed.document() and scanned.head == parsed.head

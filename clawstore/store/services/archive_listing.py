@@ -12,6 +12,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Any
 
 from clawstore.store.core.ids import PREFIX, is_hex64
 
@@ -118,15 +119,15 @@ class ObjectListing(SortedDigests):
     def stored_bytes(self) -> int:
         return sum(self.sizes)
 
-    def to_json(self) -> list[list[object]]:
+    def to_json(self) -> list[list[Any]]:
         """As the manifest writes it (for `claw archive ls --json`)."""
         return [[hexdigest, size] for hexdigest, size in self]
 
     @classmethod
-    def of_pairs(cls, pairs: list[list[object]]) -> ObjectListing:
+    def of_pairs(cls, pairs: list[list[Any]]) -> ObjectListing:
         """From a parsed listing already checked (sorted, distinct, [<64 hex>, <size>] each)."""
-        return cls(b"".join(bytes.fromhex(str(item[0])) for item in pairs), array("Q", (int(item[1])  # type: ignore[call-overload]
-                                                                                          for item in pairs)))
+        digests = b"".join(bytes.fromhex(hexdigest) for hexdigest, _ in pairs)
+        return cls(digests, array("Q", (size for _, size in pairs)))
 
 
 class ActionEntries(Mapping[str, str]):
